@@ -1,0 +1,136 @@
+//! All of servegate's error types and the process exit codes, in one place (as cargo-nextest does), so CI can
+//! tell "an assertion failed" from "the spec is invalid" from "the serve never became ready".
+
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// Exit codes of the `servegate` binary. Stable: CI scripts may match on them.
+pub mod exit {
+    /// Every assertion passed (ignored gates do not count as failures unless `SERVEGATE_STRICT=1`).
+    pub const PASS: i32 = 0;
+    /// At least one assertion failed on evidence that was gathered.
+    pub const ASSERTION_FAILED: i32 = 1;
+    /// Bad command-line usage (clap's own code).
+    pub const USAGE: i32 = 2;
+    /// A gate spec (or another input file) is invalid: nothing was started.
+    pub const SPEC_INVALID: i32 = 3;
+    /// The serve never became ready (port in use, exited, timed out, setup failed): nothing was judged on it.
+    pub const SERVE_NOT_READY: i32 = 4;
+    /// Evidence could not be read or written (I/O, a malformed run directory).
+    pub const EVIDENCE_ERROR: i32 = 5;
+    /// A required device, path or command is missing and `SERVEGATE_STRICT=1` is set.
+    pub const REQUIREMENT_UNMET: i32 = 6;
+}
+
+/// An invalid gate spec. Display: `FILE:LINE:COL: KEY: MESSAGE` followed by the offending line.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// The file could not be read.
+    #[error("{}: cannot read gate: {source}", file.display())]
+    Io {
+        /// The gate file.
+        file: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The content is invalid at a place.
+    #[error("{}", render_at(file, *line, *col, key, message, snippet))]
+    At {
+        /// The gate file.
+        file: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        col: usize,
+        /// Dotted key (`assert.rate.floor_tok_s`), empty when toml names it in the message.
+        key: String,
+        /// What is wrong.
+        message: String,
+        /// The offending source line.
+        snippet: String,
+    },
+}
+
+fn render_at(file: &Path, line: usize, col: usize, key: &str, message: &str, snippet: &str) -> String {
+    let key = if key.is_empty() { String::new() } else { format!("{key}: ") };
+    let message = message.trim_end();
+    if snippet.is_empty() {
+        format!("{}:{line}:{col}: {key}{message}", file.display())
+    } else {
+        format!("{}:{line}:{col}: {key}{message}\n  {line:>4} | {snippet}", file.display())
+    }
+}
+
+impl SpecError {
+    /// An error at a byte span of `text`; an empty `0..0` span means "the file as a whole" (line 1).
+    pub fn at(file: &Path, text: &str, span: Range<usize>, key: &str, message: impl Into<String>) -> SpecError {
+        let (line, col) = crate::spec::line_col(text, span.start);
+        let snippet = if span == (0..0) { String::new() } else { text.lines().nth(line - 1).unwrap_or("").to_string() };
+        SpecError::At { file: file.to_path_buf(), line, col, key: key.to_string(), message: message.into(), snippet }
+    }
+}
+
+/// Errors reading or writing an evidence directory.
+#[derive(Debug, thiserror::Error)]
+pub enum EvidenceError {
+    /// I/O on a named path.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A file of the run directory is malformed.
+    #[error("{}: {reason}", path.display())]
+    Malformed {
+        /// The path.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl EvidenceError {
+    /// An I/O error on `path`.
+    pub fn io(path: &Path, source: std::io::Error) -> EvidenceError {
+        EvidenceError::Io { path: path.to_path_buf(), source }
+    }
+}
+
+/// Any error of a gate run that is not an assertion's verdict.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The spec is invalid.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// Evidence I/O.
+    #[error(transparent)]
+    Evidence(#[from] EvidenceError),
+}
+
+impl RunError {
+    /// The exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunError::Spec(_) => exit::SPEC_INVALID,
+            RunError::Evidence(_) => exit::EVIDENCE_ERROR,
+        }
+    }
+}
+
+/// A short, single-line form of an error chain for verdict messages.
+pub struct OneLine<'a>(pub &'a dyn std::error::Error);
+
+impl fmt::Display for OneLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut src = self.0.source();
+        while let Some(s) = src {
+            write!(f, ": {s}")?;
+            src = s.source();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,322 @@
+//! Evidence: the run directory, the only input of judging. Owns its layout, `run.json`'s schema, writing
+//! (each file whole, via a temp file and rename) and loading. See docs/evidence.md.
+//!
+//! Layout of `target/servegate/runs/<gate>/<UTC timestamp>/`:
+//! - `gate.toml`: a byte copy of the gate spec as run;
+//! - `serve.log`: the serve's stdout and stderr (or a copy of `serve.log_file` for `url` serves);
+//! - `NN.request.json`: the request body sent (NN = 00, 01, ... in send order, warmup first);
+//! - `NN.reads.jsonl`: the response body as timed reads (`reads` module format);
+//! - `NN.response.json`: HTTP status, headers, transport error;
+//! - `run.json`: the [`RunSummary`]: written with `status: "running"` before the serve starts and rewritten
+//!   with `status: "complete"` at the end, so a killed run is visibly incomplete.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::EvidenceError;
+use crate::measure::Figures;
+use crate::reads::{self, TimedRead};
+use crate::reply::{self, Reply};
+
+/// The schema id written in `run.json`.
+pub const RUN_SCHEMA: &str = "servegate.run/1";
+
+/// Whether a run directory holds a finished run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The runner was still working (or was killed): the evidence is incomplete.
+    Running,
+    /// The runner finished (whatever the verdicts).
+    Complete,
+}
+
+/// Host facts at the time of the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// Host name.
+    pub hostname: String,
+    /// `uname -sr` equivalent (`Linux 6.1.0`).
+    pub os: String,
+    /// Logical CPUs.
+    pub cpus: usize,
+}
+
+/// What the runner saw of the serve.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServeRecord {
+    /// `command` or `url`.
+    pub mode: String,
+    /// The argv started (placeholders expanded), for `command` serves.
+    pub command: Vec<String>,
+    /// Base URL the requests went to.
+    pub base_url: String,
+    /// Process id of the started serve.
+    pub pid: Option<u32>,
+    /// Output of the setup command, when one ran: exit status.
+    pub setup: Option<String>,
+    /// ms from spawn to the first HTTP 200 on the ready path (model load time).
+    pub ready_ms: Option<f64>,
+    /// Readiness timeline: (ms since spawn, state) at each state change (`refused`, `503`, `200`).
+    pub ready_timeline: Vec<(f64, String)>,
+    /// Why the serve never became ready, or failed during the run (`port_in_use: ...`,
+    /// `server_exited_during_run ...`). When set before any request, every assertion fails with it.
+    pub failure: Option<String>,
+    /// The serve's version where it says it: llama.cpp `/props` `build_info`, `system_fingerprint`.
+    pub version: Option<String>,
+    /// Model ids from `/v1/models`.
+    pub models: Vec<String>,
+    /// How the serve was stopped (`exit status 0`, `signal 15`, `killed after grace`).
+    pub stop: Option<String>,
+}
+
+/// One request's record in `run.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Send order, 0-based; files are `NN.*` with NN = index, two digits.
+    pub index: usize,
+    /// Warmup requests are recorded but never judged.
+    pub warmup: bool,
+    /// Index into the gate's prompts.
+    pub prompt_index: usize,
+    /// Repeat number (0-based) among the judged rounds; warmup rounds count separately.
+    pub repeat: u32,
+    /// The prompt text.
+    pub prompt: String,
+    /// Streamed request.
+    pub stream: bool,
+    /// UTC time the request was sent (RFC 3339).
+    pub sent_utc: String,
+    /// HTTP status, when a response arrived.
+    pub http_status: Option<u16>,
+    /// Transport failure (connect refused, timeout, body read error), verbatim.
+    pub transport_error: Option<String>,
+    /// Bytes of body kept in the reads file.
+    pub body_bytes: u64,
+    /// True when the body exceeded the cap and the rest was dropped (and counted).
+    pub body_truncated: bool,
+    /// Figures at run time, for people reading run.json; judging recomputes them from the reads.
+    pub figures: Option<Figures>,
+}
+
+/// `run.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// Always [`RUN_SCHEMA`].
+    pub schema: String,
+    /// `running` until the runner finishes.
+    pub status: RunStatus,
+    /// `gate.name`.
+    pub gate: String,
+    /// The gate file as given.
+    pub gate_file: String,
+    /// UTC start, RFC 3339.
+    pub started_utc: String,
+    /// UTC end, RFC 3339.
+    pub ended_utc: Option<String>,
+    /// Host facts.
+    pub host: HostInfo,
+    /// `/proc/loadavg` 1, 5, 15 minute load averages at start.
+    pub load_avg_start: Option<[f64; 3]>,
+    /// The same at the end.
+    pub load_avg_end: Option<[f64; 3]>,
+    /// servegate's version.
+    pub servegate_version: String,
+    /// The serve.
+    pub serve: ServeRecord,
+    /// Every request sent, warmup included.
+    pub requests: Vec<RequestRecord>,
+    /// Free-form notes the runner adds (e.g. caps applied).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// Writes a run directory. Each file is written whole (temp + rename), so a file is either absent or complete.
+#[derive(Debug)]
+pub struct EvidenceWriter {
+    dir: PathBuf,
+}
+
+impl EvidenceWriter {
+    /// Creates `<root>/<gate>/<UTC timestamp>[-N]/` and returns a writer for it.
+    pub fn create(root: &Path, gate: &str, stamp: &str) -> Result<EvidenceWriter, EvidenceError> {
+        let parent = root.join(gate);
+        std::fs::create_dir_all(&parent).map_err(|e| EvidenceError::io(&parent, e))?;
+        for n in 0..1000 {
+            let name = if n == 0 { stamp.to_string() } else { format!("{stamp}-{n}") };
+            let dir = parent.join(name);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok(EvidenceWriter { dir }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(EvidenceError::io(&dir, e)),
+            }
+        }
+        Err(EvidenceError::Malformed { path: parent, reason: "could not create a fresh run directory".into() })
+    }
+
+    /// The run directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Path of a file in the run directory.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Writes `name` atomically (temp file in the same directory, fsync, rename).
+    pub fn write(&self, name: &str, bytes: &[u8]) -> Result<(), EvidenceError> {
+        write_atomic(&self.dir.join(name), bytes)
+    }
+
+    /// Writes `run.json`.
+    pub fn write_summary(&self, run: &RunSummary) -> Result<(), EvidenceError> {
+        let json = serde_json::to_vec_pretty(run).map_err(|e| EvidenceError::Malformed { path: self.path("run.json"), reason: e.to_string() })?;
+        self.write("run.json", &json)
+    }
+
+    /// Writes the three files of request `index`.
+    pub fn write_request(&self, index: usize, body: &serde_json::Value, response: &ResponseMeta, reads: &[TimedRead]) -> Result<(), EvidenceError> {
+        let body = serde_json::to_vec_pretty(body).unwrap_or_default();
+        self.write(&format!("{index:02}.request.json"), &body)?;
+        let meta = serde_json::to_vec_pretty(response).unwrap_or_default();
+        self.write(&format!("{index:02}.response.json"), &meta)?;
+        self.write(&format!("{index:02}.reads.jsonl"), reads::encode(reads).as_bytes())
+    }
+}
+
+/// Writes a file atomically: a temp file in the same directory, flushed and synced, then renamed over `path`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), EvidenceError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| EvidenceError::io(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| EvidenceError::io(path, e))?;
+    tmp.as_file().sync_all().map_err(|e| EvidenceError::io(path, e))?;
+    tmp.persist(path).map_err(|e| EvidenceError::io(path, e.error))?;
+    Ok(())
+}
+
+/// `NN.response.json`: what the HTTP layer said.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResponseMeta {
+    /// HTTP status.
+    pub status: Option<u16>,
+    /// Response headers (lower-case names; repeated headers joined with `, `).
+    pub headers: BTreeMap<String, String>,
+    /// Transport failure, verbatim.
+    pub transport_error: Option<String>,
+    /// ms from send to the response head.
+    pub head_ms: Option<f64>,
+    /// ms from send to the end of the body (or the failure).
+    pub end_ms: Option<f64>,
+}
+
+/// One request of a loaded run: its record and the reply parsed from its reads.
+#[derive(Debug, Clone)]
+pub struct RequestEvidence {
+    /// The record from run.json.
+    pub record: RequestRecord,
+    /// The response meta (`NN.response.json`), if present.
+    pub response: Option<ResponseMeta>,
+    /// The reply parsed from `NN.reads.jsonl` (and the transport error, if any).
+    pub reply: Reply,
+}
+
+/// A loaded run directory.
+#[derive(Debug, Clone)]
+pub struct Evidence {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// run.json.
+    pub run: RunSummary,
+    /// serve.log, when present (lossy UTF-8).
+    pub serve_log: Option<String>,
+    /// Every request, in send order.
+    pub requests: Vec<RequestEvidence>,
+}
+
+/// Loads a run directory: run.json, serve.log and every request's reads, parsed into replies.
+pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
+    let run_path = dir.join("run.json");
+    let text = std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
+    let run: RunSummary = serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed { path: run_path.clone(), reason: e.to_string() })?;
+    if run.schema != RUN_SCHEMA {
+        return Err(EvidenceError::Malformed { path: run_path, reason: format!("schema {:?}, expected {RUN_SCHEMA:?}", run.schema) });
+    }
+    let log_path = dir.join("serve.log");
+    let serve_log = match std::fs::read(&log_path) {
+        Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(EvidenceError::io(&log_path, e)),
+    };
+    let mut requests = Vec::new();
+    for rec in &run.requests {
+        let reads_path = dir.join(format!("{:02}.reads.jsonl", rec.index));
+        let reads = match std::fs::read_to_string(&reads_path) {
+            Ok(t) => reads::decode(&t).map_err(|e| EvidenceError::Malformed { path: reads_path.clone(), reason: e.to_string() })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(EvidenceError::io(&reads_path, e)),
+        };
+        let meta_path = dir.join(format!("{:02}.response.json", rec.index));
+        let response: Option<ResponseMeta> = match std::fs::read_to_string(&meta_path) {
+            Ok(t) => Some(serde_json::from_str(&t).map_err(|e| EvidenceError::Malformed { path: meta_path.clone(), reason: e.to_string() })?),
+            Err(_) => None,
+        };
+        let reply = reply_of(rec, &reads);
+        requests.push(RequestEvidence { record: rec.clone(), response, reply });
+    }
+    Ok(Evidence { dir: dir.to_path_buf(), run, serve_log, requests })
+}
+
+/// Parses one request's reads into a [`Reply`], as judging sees it: a transport error becomes the reply's
+/// error (kind `transport`); an HTTP error status or a non-streamed body is parsed as a JSON body; a 200
+/// stream is parsed as SSE.
+pub fn reply_of(rec: &RequestRecord, reads: &[TimedRead]) -> Reply {
+    let is_sse = rec.stream && rec.http_status.map(|s| (200..300).contains(&s)).unwrap_or(true);
+    let mut reply = if is_sse {
+        reply::parse_stream(reads, rec.http_status)
+    } else {
+        let bytes: Vec<u8> = reads.iter().flat_map(|r| r.bytes.iter().copied()).collect();
+        let t = reads.last().map(|r| r.t_ms).unwrap_or(0.0);
+        reply::parse_body(&bytes, rec.http_status, t)
+    };
+    if let Some(err) = &rec.transport_error {
+        if reply.error.is_none() {
+            reply.error = Some(reply::ServeError { kind: "transport".into(), message: err.clone(), http_status: rec.http_status, error_type: None });
+        }
+    }
+    if rec.body_truncated {
+        reply.warnings.push(format!("body_capped: only the first {} bytes were kept", rec.body_bytes));
+    }
+    reply
+}
+
+/// `/proc/loadavg` as [1, 5, 15]-minute averages; None where unavailable.
+pub fn load_avg() -> Option<[f64; 3]> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let mut it = text.split_whitespace().map(|s| s.parse::<f64>().ok());
+    Some([it.next()??, it.next()??, it.next()??])
+}
+
+/// Host facts of this machine.
+pub fn host_info() -> HostInfo {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default();
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default();
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    HostInfo { hostname, os: format!("{} {release}", std::env::consts::OS), cpus }
+}
+
+/// Current UTC time as RFC 3339 (`2026-11-29T18:06:32.123Z`).
+pub fn now_utc() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+/// Current UTC time as a directory-safe stamp (`20261129T180632Z`).
+pub fn stamp_utc() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let f = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    now.format(&f).unwrap_or_else(|_| "run".into())
+}

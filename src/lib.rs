@@ -1,0 +1,22 @@
+//! servegate: a release gate for OpenAI-compatible LLM serves.
+//!
+//! Data flows one way: `spec` (gates/*.toml) → `serve` + `client` (processes, HTTP, timed reads) →
+//! `evidence` (a run directory on disk) → `reply` + `measure` (pure: evidence → per-request figures) →
+//! `judge` (pure: spec + figures → verdicts) → sinks (`harness` trials, CLI lines). See docs/.
+
+pub mod client;
+pub mod content;
+pub mod error;
+pub mod evidence;
+pub mod harness;
+pub mod judge;
+pub mod measure;
+pub mod port;
+pub mod reads;
+pub mod reply;
+pub mod runner;
+pub mod serve;
+pub mod signals;
+pub mod spec;
+pub mod sse;
+pub mod stats;

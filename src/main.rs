@@ -1,0 +1,193 @@
+//! `servegate`: run gates against a live serve, re-judge recorded evidence, check gate specs, inspect a reply.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use servegate::error::exit;
+use servegate::{evidence, judge, measure, reads, reply, runner, spec};
+
+/// A release gate for OpenAI-compatible LLM serves.
+///
+/// Exit codes: 0 every assertion passed; 1 an assertion failed; 2 bad usage; 3 a gate spec is invalid;
+/// 4 the serve never became ready; 5 evidence could not be read or written; 6 a requirement is unmet under
+/// SERVEGATE_STRICT=1.
+#[derive(Parser)]
+#[command(name = "servegate", version, about, long_about = None, after_help = "Exit codes: 0 pass, 1 assertion failed, 2 usage, 3 spec invalid, 4 serve never ready, 5 evidence error, 6 requirement unmet (strict).")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run gates live: start (or reach) the serve, send the prompts, write evidence, print one verdict line per assertion.
+    Run {
+        /// Gate files (gates/NAME.toml).
+        #[arg(required = true)]
+        gates: Vec<PathBuf>,
+        /// Evidence root (default $SERVEGATE_RUNS or target/servegate/runs).
+        #[arg(long)]
+        runs: Option<PathBuf>,
+        /// Print no progress lines.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Re-judge a recorded run directory, with its copied gate.toml or an edited gate (--gate).
+    Judge {
+        /// The run directory (holds run.json).
+        run_dir: PathBuf,
+        /// Judge with this gate spec instead of the run's own gate.toml (e.g. to try a new floor on an old run).
+        #[arg(long)]
+        gate: Option<PathBuf>,
+    },
+    /// Validate gate specs without running anything.
+    Check {
+        /// Gate files.
+        #[arg(required = true)]
+        gates: Vec<PathBuf>,
+    },
+    /// Parse one response (.reads.jsonl timed reads, .sse raw bytes at t=0, or a plain JSON body) and print the
+    /// parsed reply and its measurements as JSON.
+    Inspect {
+        /// The response file.
+        file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Cmd::Run { gates, runs, quiet } => cmd_run(&gates, runs, quiet),
+        Cmd::Judge { run_dir, gate } => cmd_judge(&run_dir, gate),
+        Cmd::Check { gates } => cmd_check(&gates),
+        Cmd::Inspect { file } => cmd_inspect(&file),
+    };
+    ExitCode::from(code as u8)
+}
+
+fn print_verdicts(verdicts: &[judge::Verdict]) -> bool {
+    for v in verdicts {
+        println!("{}", v.message);
+    }
+    verdicts.iter().all(|v| v.passed())
+}
+
+fn cmd_run(files: &[PathBuf], runs: Option<PathBuf>, quiet: bool) -> i32 {
+    let mut specs = Vec::new();
+    for f in files {
+        match spec::load(f) {
+            Ok(s) => specs.push(s),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::SPEC_INVALID;
+            }
+        }
+    }
+    let root = runs.unwrap_or_else(runner::runs_root);
+    let mut worst = exit::PASS;
+    let strict = servegate::harness::strict();
+    for g in &specs {
+        println!("gate {} ({})", g.name, g.file.display());
+        let unmet = g.requirements();
+        if !unmet.is_empty() {
+            println!("IGNORED requires: {}", unmet.join("; "));
+            if strict {
+                worst = worst.max(exit::REQUIREMENT_UNMET);
+            }
+            continue;
+        }
+        let name = g.name.clone();
+        let mut progress = |line: &str| {
+            if !quiet {
+                eprintln!("[{name}] {line}");
+            }
+        };
+        match runner::run(g, &root, &mut progress) {
+            Ok(o) => {
+                print_verdicts(&o.verdicts);
+                println!("evidence: {}", o.dir.display());
+                let code = o.exit_code();
+                worst = if worst == exit::PASS { code } else { worst.max(code) };
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                worst = worst.max(exit::EVIDENCE_ERROR);
+            }
+        }
+    }
+    println!("RESULT: {}", if worst == exit::PASS { "PASS" } else { "FAIL" });
+    worst
+}
+
+fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
+    let gate_file = gate.unwrap_or_else(|| dir.join("gate.toml"));
+    let g = match spec::load(&gate_file) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::SPEC_INVALID;
+        }
+    };
+    let ev = match evidence::load(dir) {
+        Ok(ev) => ev,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::EVIDENCE_ERROR;
+        }
+    };
+    println!("gate {} ({}) on {}", g.name, gate_file.display(), dir.display());
+    let verdicts = judge::judge(&g, &ev);
+    let ok = print_verdicts(&verdicts);
+    println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
+    if ok {
+        exit::PASS
+    } else if ev.run.serve.failure.is_some() && ev.requests.is_empty() {
+        exit::SERVE_NOT_READY
+    } else {
+        exit::ASSERTION_FAILED
+    }
+}
+
+fn cmd_check(files: &[PathBuf]) -> i32 {
+    let mut code = exit::PASS;
+    for f in files {
+        match spec::load(f) {
+            Ok(g) => println!("{}: ok ({}; assertions: {})", f.display(), g.name, g.assertions.names().join(", ")),
+            Err(e) => {
+                eprintln!("error: {e}");
+                code = exit::SPEC_INVALID;
+            }
+        }
+    }
+    code
+}
+
+fn cmd_inspect(file: &std::path::Path) -> i32 {
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {}: {e}", file.display());
+            return exit::EVIDENCE_ERROR;
+        }
+    };
+    let name = file.to_string_lossy();
+    let parsed = if name.ends_with(".reads.jsonl") {
+        match reads::decode(&String::from_utf8_lossy(&bytes)) {
+            Ok(r) => reply::parse_stream(&r, None),
+            Err(e) => {
+                eprintln!("error: {}: {e}", file.display());
+                return exit::EVIDENCE_ERROR;
+            }
+        }
+    } else if name.ends_with(".json") {
+        reply::parse_body(&bytes, None, 0.0)
+    } else {
+        reply::parse_stream(&reads::single_read(bytes), None)
+    };
+    let figures = measure::measure(&parsed);
+    let out = serde_json::json!({ "file": file.display().to_string(), "figures": figures, "reply": parsed });
+    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    exit::PASS
+}

@@ -1,0 +1,440 @@
+//! Measurements: the one place each metric is defined. Pure: [`measure`] takes a [`Reply`] and returns
+//! [`Figures`]. docs/metrics.md quotes these definitions.
+//!
+//! Times are ms since the request was sent (the reply's event times: arrival of the read that completed an
+//! SSE event); rates are tokens per second. The definitions follow shared/cases/CASES.md, which follows:
+//! * **TTFT** — vLLM `benchmark_serving` / AIPerf "time to first token", but stamped on the first *token
+//!   chunk* (non-empty content, reasoning or tool call), never on a role-only or empty chunk.
+//! * **Decode rate** — output tokens after the first arrival over the decode window, as vLLM
+//!   `benchmark_serving`'s output throughput per request excluding the first token:
+//!   `(N − n_first) / (t_last_token_chunk − t_first_token_chunk)`, where `n_first` is 1 in the usual case
+//!   (see [`measure`] for multi-token chunks and batched reads).
+//! * **ITL** — vLLM `benchmark_serving` `itl`: gaps between consecutive token chunks.
+//! * **TPOT** — vLLM `benchmark_serving` `tpot` = AIPerf "inter token latency": `(e2e − ttft) / (N − 1)`.
+//! * **Server figures** — llama.cpp `timings` as the serve computed them, reported separately.
+
+use serde::{Deserialize, Serialize};
+
+use crate::reply::Reply;
+
+/// Where a completion-token count came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// `usage.completion_tokens` from the serve.
+    Usage,
+    /// Per-chunk counts from the serve (llama.cpp `timings_per_token`, vLLM continuous usage).
+    PerChunk,
+    /// llama.cpp `timings.predicted_n`.
+    Timings,
+    /// The number of token chunks: an estimate, chunks are not tokens.
+    TokenChunkCountEstimate,
+}
+
+/// Per-request figures. Times in ms since the request was sent; rates in tok/s.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    /// TTFT: event time of the first token chunk (content, reasoning or tool call).
+    pub ttft_ms: Option<f64>,
+    /// Time to the first non-empty *content* (excludes reasoning).
+    pub first_content_ms: Option<f64>,
+    /// Time to the first data event of any kind (e.g. a role-only chunk). Not TTFT.
+    pub first_event_ms: Option<f64>,
+    /// E2E latency: time of the last read.
+    pub e2e_ms: Option<f64>,
+    /// Completion tokens as reported (None when the serve did not say; never 0 for "missing").
+    pub completion_tokens: Option<u64>,
+    /// Token-chunk count when the serve did not report tokens.
+    pub completion_tokens_estimate: Option<u64>,
+    /// Where the token count N used for the decode rate came from.
+    pub completion_tokens_source: Option<TokenSource>,
+    /// Decode rate, tok/s, first token excluded: (N - 1) / (t_last_token_chunk - t_first_token_chunk).
+    pub decode_tok_s: Option<f64>,
+    /// Why decode_tok_s is missing, or how it was obtained when not plain (e.g. "estimate from chunk count").
+    pub decode_note: Option<String>,
+    /// True when chunks carried more than one token.
+    pub multi_token: bool,
+    /// Inter-chunk gaps between consecutive token chunks, ms.
+    pub itl_ms: Vec<f64>,
+    /// TPOT: (e2e - ttft) / (N - 1), ms.
+    pub tpot_ms: Option<f64>,
+    /// llama.cpp's own decode rate, `timings.predicted_per_second`, tok/s. A separate, labelled figure.
+    pub server_decode_tok_s: Option<f64>,
+    /// llama.cpp prefill rate prompt_n / prompt_ms, tok/s; None on a prompt-cache hit.
+    pub server_prefill_tok_s: Option<f64>,
+    /// Warnings from measuring (e.g. `client_server_decode_mismatch`, `prompt_cache_hit 511/512`).
+    pub warnings: Vec<String>,
+}
+
+/// Relative difference above which client and server decode rates are said to disagree (20 %).
+pub const DECODE_MISMATCH_RATIO: f64 = 0.20;
+
+/// Average tokens per token chunk from which, without per-chunk counts, a reply is taken as multi-token
+/// (1.5). Below it the excess of N over the chunk count is taken as tokens that produced no text (EOS,
+/// special tokens), and the first chunk counts as one token.
+pub const MULTI_TOKEN_MIN_AVG: f64 = 1.5;
+
+/// Computes the figures of one reply.
+///
+/// * `ttft_ms` = event time of the first token chunk; `first_content_ms` = first chunk with non-empty
+///   content; `first_event_ms` = first data event of any kind; `e2e_ms` = time of the last read.
+///   A non-streamed body has no TTFT and no decode rate (only `e2e_ms`).
+/// * **N**, the completion-token count, first available of: `usage.completion_tokens` (source `usage`);
+///   llama.cpp `timings.predicted_n` (`timings`, the serve's own total); the sum of per-chunk counts
+///   (`per_chunk`, reconstructed from running counters, can miss tokens on non-token chunks); the number of
+///   token chunks (`token_chunk_count_estimate`: `completion_tokens` stays `None`, the count goes to
+///   `completion_tokens_estimate`, and `decode_note` says so).
+/// * **Decode rate** `decode_tok_s = (N − n_first) / (t_last − t_first) × 1000`, t = event times of the
+///   first and last token chunks. `n_first` = tokens that had arrived at `t_first`: all token chunks with
+///   that same event time (a read holding several events — those tokens were not decoded inside the
+///   window), each counted by its per-chunk count when the serve gave them, else as `N / chunks` when the
+///   reply is multi-token (average ≥ [`MULTI_TOKEN_MIN_AVG`] tokens per chunk: speculative decoding, batched
+///   flushes), else 1. With one token per chunk and one chunk per read this is CASES.md's
+///   `(N − 1) / (t_last − t_first)`; at 4 tokens per chunk it does not read ~5 % fast.
+/// * No decode rate (`None`, with `decode_note`) when the reply is not streamed, has no token chunk, has a
+///   zero decode window (one token chunk, or all token chunks in one read: a buffered / flushed-at-once
+///   stream, where a rate would be thousands of tok/s of fiction), or N ≤ n_first.
+/// * `itl_ms` = gaps between consecutive token chunks (0 for chunks of one read); `tpot_ms` =
+///   `(e2e − ttft) / (N − 1)`.
+/// * `server_decode_tok_s` = `timings.predicted_per_second` (else `predicted_n / predicted_ms × 1000`).
+///   `server_prefill_tok_s` = `prompt_n / prompt_ms × 1000`, unless part of the prompt came from the
+///   cache (`cache_n > 0`, or `usage.prompt_tokens > prompt_n` when `cache_n` is absent): then `None` and
+///   warning `prompt_cache_hit cached/total`.
+/// * Warning `client_server_decode_mismatch` when both decode rates exist and differ by more than
+///   [`DECODE_MISMATCH_RATIO`] of the server's.
+pub fn measure(reply: &Reply) -> Figures {
+    let mut f = Figures {
+        first_event_ms: reply.first_event_ms,
+        e2e_ms: reply.end_ms,
+        ..Default::default()
+    };
+    let tcs = &reply.token_chunks;
+    let k = tcs.len();
+    if reply.streamed {
+        f.ttft_ms = tcs.first().map(|t| t.t_ms);
+        f.first_content_ms = tcs.iter().find(|t| !t.content.is_empty()).map(|t| t.t_ms);
+        f.itl_ms = tcs.windows(2).map(|w| w[1].t_ms - w[0].t_ms).collect();
+    }
+
+    // N and where it came from.
+    let per_chunk: Option<Vec<u64>> = if k > 0 { tcs.iter().map(|t| t.tokens).collect() } else { None };
+    let usage_n = reply.usage.as_ref().and_then(|u| u.completion_tokens);
+    let timings_n = reply.timings.as_ref().and_then(|t| t.predicted_n);
+    let (n, source) = if let Some(n) = usage_n {
+        (Some(n), Some(TokenSource::Usage))
+    } else if let Some(n) = timings_n {
+        (Some(n), Some(TokenSource::Timings))
+    } else if let Some(pc) = &per_chunk {
+        (Some(pc.iter().sum()), Some(TokenSource::PerChunk))
+    } else if k > 0 {
+        (Some(k as u64), Some(TokenSource::TokenChunkCountEstimate))
+    } else {
+        (None, None)
+    };
+    f.completion_tokens_source = source;
+    if source == Some(TokenSource::TokenChunkCountEstimate) {
+        f.completion_tokens_estimate = n;
+    } else {
+        f.completion_tokens = n;
+    }
+
+    // Multi-token chunks.
+    let mut notes: Vec<String> = Vec::new();
+    let estimated_share: Option<f64> = match (&per_chunk, n) {
+        (Some(pc), _) => {
+            f.multi_token = pc.iter().any(|&c| c > 1);
+            if f.multi_token {
+                notes.push(format!("multi-token chunks: per-chunk token counts from the serve ({} tokens in {k} chunks)", pc.iter().sum::<u64>()));
+            }
+            None
+        }
+        (None, Some(n)) if source != Some(TokenSource::TokenChunkCountEstimate) && k > 0 => {
+            let avg = n as f64 / k as f64;
+            if avg >= MULTI_TOKEN_MIN_AVG {
+                f.multi_token = true;
+                notes.push(format!(
+                    "multi-token chunks: {n} tokens in {k} token chunks, no per-chunk counts; first chunk's share estimated as N/chunks = {avg:.2}"
+                ));
+                Some(avg)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    };
+
+    // Decode rate.
+    if !reply.streamed {
+        notes.push("not streamed: no per-token timing".into());
+    } else if let (Some(first), Some(last), Some(n)) = (tcs.first(), tcs.last(), n) {
+        let window_ms = last.t_ms - first.t_ms;
+        let group: Vec<_> = tcs.iter().filter(|t| t.t_ms == first.t_ms).collect();
+        if !(window_ms > 0.0) {
+            if k == 1 {
+                notes.push("one token chunk: no decode window".into());
+            } else {
+                notes.push(format!(
+                    "no decode window: all {k} token chunks arrived at {} ms (stream flushed at once, e.g. a buffering proxy); decode rate not measurable",
+                    first.t_ms
+                ));
+            }
+        } else {
+            let n_first: f64 = match (&per_chunk, estimated_share) {
+                (Some(_), _) => group.iter().map(|t| t.tokens.unwrap_or(1) as f64).sum(),
+                (None, Some(share)) => group.len() as f64 * share,
+                (None, None) => group.len() as f64,
+            };
+            if group.len() > 1 {
+                notes.push(format!("{} token chunks arrived in the first read; they count as arrived at TTFT", group.len()));
+            }
+            let after = n as f64 - n_first;
+            if after > 0.0 {
+                f.decode_tok_s = Some(after / window_ms * 1000.0);
+                if source == Some(TokenSource::TokenChunkCountEstimate) {
+                    notes.push(format!("estimate: N = {n} token chunks, not tokens (the serve reported no token count)"));
+                }
+            } else {
+                notes.push(format!("no tokens after the first arrival (N = {n}): no decode rate"));
+            }
+        }
+    } else {
+        notes.push("no token chunks: no decode rate".into());
+    }
+    if !notes.is_empty() {
+        f.decode_note = Some(notes.join("; "));
+    }
+
+    // TPOT.
+    if reply.streamed {
+        if let (Some(e2e), Some(ttft), Some(n)) = (f.e2e_ms, f.ttft_ms, n) {
+            if n > 1 {
+                f.tpot_ms = Some((e2e - ttft) / (n - 1) as f64);
+            }
+        }
+    }
+
+    // Server figures (llama.cpp timings).
+    if let Some(t) = &reply.timings {
+        f.server_decode_tok_s = t.predicted_per_second.filter(|r| *r > 0.0 && r.is_finite()).or_else(|| {
+            match (t.predicted_n, t.predicted_ms) {
+                (Some(pn), Some(ms)) if pn > 0 && ms > 0.0 => Some(pn as f64 / ms * 1000.0),
+                _ => None,
+            }
+        });
+        let cached = t.cache_n.filter(|&c| c > 0).or_else(|| {
+            if t.cache_n.is_some() {
+                return None;
+            }
+            let pt = reply.usage.as_ref().and_then(|u| u.prompt_tokens)?;
+            let pn = t.prompt_n?;
+            pt.checked_sub(pn).filter(|&c| c > 0)
+        });
+        if let Some(c) = cached {
+            let total = c + t.prompt_n.unwrap_or(0);
+            f.warnings.push(format!(
+                "prompt_cache_hit {c}/{total}: prefill rate not measured (use cache_prompt: false or unique prompt prefixes)"
+            ));
+        } else if let (Some(pn), Some(ms)) = (t.prompt_n, t.prompt_ms) {
+            if pn > 0 && ms > 0.0 {
+                f.server_prefill_tok_s = Some(pn as f64 / ms * 1000.0);
+            }
+        }
+    }
+    if let (Some(c), Some(s)) = (f.decode_tok_s, f.server_decode_tok_s) {
+        if (c - s).abs() > DECODE_MISMATCH_RATIO * s {
+            f.warnings.push(format!(
+                "client_server_decode_mismatch: client {c:.1} tok/s vs server {s:.1} tok/s ({:.0}% apart)",
+                (c - s).abs() / s * 100.0
+            ));
+        }
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reply::{Timings, TokenChunk, Usage};
+
+    fn tc(t_ms: f64, tokens: Option<u64>) -> TokenChunk {
+        TokenChunk { t_ms, content: "x".into(), reasoning: String::new(), tool_call: false, tokens }
+    }
+
+    fn streamed(chunks: Vec<TokenChunk>, usage_n: Option<u64>, end_ms: f64) -> Reply {
+        Reply {
+            streamed: true,
+            first_event_ms: chunks.first().map(|c| c.t_ms),
+            end_ms: Some(end_ms),
+            token_chunks: chunks,
+            usage: usage_n.map(|n| Usage { completion_tokens: Some(n), ..Default::default() }),
+            ..Default::default()
+        }
+    }
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-9)
+    }
+
+    #[test]
+    fn decode_rate_excludes_first_token_and_prefill() {
+        // 16 tokens, first at 8000 ms, last at 8600 ms: 15 / 0.6 s = 25 tok/s, not 16 / 8.6 s.
+        let chunks = (0..16).map(|i| tc(8000.0 + 40.0 * i as f64, None)).collect();
+        let f = measure(&streamed(chunks, Some(16), 8607.0));
+        assert!(close(f.decode_tok_s, 25.0), "{:?}", f.decode_tok_s);
+        assert_eq!(f.ttft_ms, Some(8000.0));
+        assert_eq!(f.e2e_ms, Some(8607.0));
+        assert_eq!(f.completion_tokens_source, Some(TokenSource::Usage));
+        assert_eq!(f.decode_note, None);
+        assert!(close(f.tpot_ms, 607.0 / 15.0));
+        assert_eq!(f.itl_ms.len(), 15);
+        assert!(f.itl_ms.iter().all(|g| (*g - 40.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn four_tokens_per_chunk_with_per_chunk_counts_is_exact() {
+        // 20 chunks of 4 tokens, 100 ms apart: the true rate is 4 / 0.1 s = 40 tok/s.
+        let chunks = (0..20).map(|i| tc(100.0 * i as f64, Some(4))).collect();
+        let f = measure(&streamed(chunks, Some(80), 1900.0));
+        assert!(close(f.decode_tok_s, 40.0), "{:?}", f.decode_tok_s);
+        assert!(f.multi_token);
+        assert!(f.decode_note.unwrap().contains("per-chunk"));
+    }
+
+    #[test]
+    fn four_tokens_per_chunk_from_usage_only_is_exact_and_flagged() {
+        let chunks = (0..20).map(|i| tc(100.0 * i as f64, None)).collect();
+        let f = measure(&streamed(chunks, Some(80), 1900.0));
+        // The naive (N − 1) / window would give 79 / 1.9 s = 41.6 tok/s (4 % fast).
+        assert!(close(f.decode_tok_s, 40.0), "{:?}", f.decode_tok_s);
+        assert!(f.multi_token);
+        assert!(f.decode_note.unwrap().contains("N/chunks"));
+    }
+
+    #[test]
+    fn one_extra_token_is_not_multi_token() {
+        // 12 chunks, usage 13 (an EOS without text): first chunk counts as one token.
+        let chunks = (0..12).map(|i| tc(20.0 * i as f64, None)).collect();
+        let f = measure(&streamed(chunks, Some(13), 300.0));
+        assert!(!f.multi_token);
+        assert!(close(f.decode_tok_s, 12.0 / 0.220));
+    }
+
+    #[test]
+    fn stream_flushed_at_once_has_no_decode_rate() {
+        let chunks = (0..50).map(|_| tc(900.0, None)).collect();
+        let f = measure(&streamed(chunks, Some(50), 900.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert!(f.decode_note.unwrap().contains("no decode window"));
+        assert_eq!(f.ttft_ms, Some(900.0));
+    }
+
+    #[test]
+    fn token_chunks_batched_in_the_first_read_count_as_arrived_at_ttft() {
+        // Chunks 1-2 in one read at 100 ms, then one per 20 ms: 3 further tokens over 60 ms.
+        let chunks = vec![tc(100.0, None), tc(100.0, None), tc(120.0, None), tc(140.0, None), tc(160.0, None)];
+        let f = measure(&streamed(chunks, Some(5), 170.0));
+        assert!(close(f.decode_tok_s, 50.0), "{:?}", f.decode_tok_s);
+        assert!(f.decode_note.unwrap().contains("first read"));
+    }
+
+    #[test]
+    fn without_usage_the_chunk_count_is_an_estimate() {
+        let chunks = (0..8).map(|i| tc(200.0 + 25.0 * i as f64, None)).collect();
+        let f = measure(&streamed(chunks, None, 381.0));
+        assert_eq!(f.completion_tokens, None);
+        assert_eq!(f.completion_tokens_estimate, Some(8));
+        assert_eq!(f.completion_tokens_source, Some(TokenSource::TokenChunkCountEstimate));
+        assert!(close(f.decode_tok_s, 40.0));
+        assert!(f.decode_note.unwrap().starts_with("estimate"));
+    }
+
+    #[test]
+    fn timings_predicted_n_comes_before_per_chunk_and_count() {
+        let mut r = streamed(vec![tc(0.0, Some(1)), tc(10.0, Some(1))], None, 20.0);
+        r.timings = Some(Timings { predicted_n: Some(3), ..Default::default() });
+        let f = measure(&r);
+        assert_eq!(f.completion_tokens, Some(3));
+        assert_eq!(f.completion_tokens_source, Some(TokenSource::Timings));
+        r.timings = None;
+        let f = measure(&r);
+        assert_eq!(f.completion_tokens, Some(2));
+        assert_eq!(f.completion_tokens_source, Some(TokenSource::PerChunk));
+    }
+
+    #[test]
+    fn prompt_cache_hit_means_no_prefill_rate() {
+        let mut r = streamed(vec![tc(0.0, None)], Some(1), 1.0);
+        r.timings = Some(Timings { cache_n: Some(511), prompt_n: Some(1), prompt_ms: Some(18.5), ..Default::default() });
+        let f = measure(&r);
+        assert_eq!(f.server_prefill_tok_s, None);
+        assert!(f.warnings.iter().any(|w| w.starts_with("prompt_cache_hit 511/512")), "{:?}", f.warnings);
+        r.timings = Some(Timings { cache_n: Some(0), prompt_n: Some(512), prompt_ms: Some(410.0), ..Default::default() });
+        let f = measure(&r);
+        assert!(close(f.server_prefill_tok_s, 512.0 / 0.410));
+        assert!(f.warnings.is_empty());
+    }
+
+    #[test]
+    fn cache_hit_is_seen_from_usage_when_cache_n_is_absent() {
+        let mut r = streamed(vec![tc(0.0, None)], Some(1), 1.0);
+        r.usage = Some(Usage { prompt_tokens: Some(32), completion_tokens: Some(1), total_tokens: None });
+        r.timings = Some(Timings { prompt_n: Some(1), prompt_ms: Some(22.0), ..Default::default() });
+        let f = measure(&r);
+        assert_eq!(f.server_prefill_tok_s, None);
+        assert!(f.warnings.iter().any(|w| w.starts_with("prompt_cache_hit 31/32")), "{:?}", f.warnings);
+    }
+
+    #[test]
+    fn client_and_server_decode_more_than_20_percent_apart_warn() {
+        let chunks = (0..16).map(|i| tc(40.0 * i as f64, None)).collect();
+        let mut r = streamed(chunks, Some(16), 700.0);
+        r.timings = Some(Timings { predicted_per_second: Some(25.0), ..Default::default() });
+        assert!(measure(&r).warnings.is_empty());
+        r.timings = Some(Timings { predicted_per_second: Some(35.0), ..Default::default() });
+        let f = measure(&r);
+        assert!(f.warnings.iter().any(|w| w.starts_with("client_server_decode_mismatch")), "{:?}", f.warnings);
+    }
+
+    #[test]
+    fn role_only_first_event_is_not_ttft() {
+        let mut r = streamed(vec![tc(214.0, None), tc(234.0, None)], Some(2), 240.0);
+        r.first_event_ms = Some(5.0);
+        let f = measure(&r);
+        assert_eq!(f.first_event_ms, Some(5.0));
+        assert_eq!(f.ttft_ms, Some(214.0));
+    }
+
+    #[test]
+    fn reasoning_first_gives_ttft_but_later_first_content() {
+        let mut a = tc(100.0, None);
+        a.content.clear();
+        a.reasoning = "think".into();
+        let f = measure(&streamed(vec![a, tc(150.0, None)], Some(2), 160.0));
+        assert_eq!(f.ttft_ms, Some(100.0));
+        assert_eq!(f.first_content_ms, Some(150.0));
+    }
+
+    #[test]
+    fn non_streamed_reply_has_e2e_but_no_ttft_or_decode() {
+        let r = Reply {
+            streamed: false,
+            end_ms: Some(260.0),
+            usage: Some(Usage { completion_tokens: Some(8), ..Default::default() }),
+            ..Default::default()
+        };
+        let f = measure(&r);
+        assert_eq!(f.e2e_ms, Some(260.0));
+        assert_eq!(f.ttft_ms, None);
+        assert_eq!(f.decode_tok_s, None);
+        assert_eq!(f.tpot_ms, None);
+        assert_eq!(f.completion_tokens, Some(8));
+    }
+
+    #[test]
+    fn empty_reply_measures_nothing_and_does_not_panic() {
+        let f = measure(&Reply { streamed: true, ..Default::default() });
+        assert_eq!(f.ttft_ms, None);
+        assert_eq!(f.completion_tokens_source, None);
+        assert_eq!(f.decode_tok_s, None);
+    }
+}

@@ -1,0 +1,809 @@
+//! The gate spec: `gates/NAME.toml`, parsed, validated and expanded. Owns the TOML schema and every check that
+//! can be made before anything starts. Pure apart from [`load`] reading the file and [`GateSpec::requirements`]
+//! looking at the file system and `PATH`.
+//!
+//! The fully commented reference is `docs/gate-format.md`. Unknown keys are errors; every error names the file,
+//! the line and column, and the key (toml's own spans).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::error::SpecError;
+
+/// The raw TOML shape. `deny_unknown_fields` everywhere: a misspelt key is an error naming the key.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGate {
+    gate: RawGateMeta,
+    #[serde(default)]
+    requires: Requires,
+    #[serde(default)]
+    vars: BTreeMap<String, Spanned<String>>,
+    serve: RawServe,
+    request: RawRequest,
+    #[serde(default, rename = "assert")]
+    assertions: RawAssertions,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGateMeta {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+}
+
+/// `[requires]`: when unmet, every trial of the gate is ignored with the reason (or failed under
+/// `SERVEGATE_STRICT=1`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Requires {
+    /// Paths that must exist (`~` expands), e.g. `/dev/accel/accel0`.
+    #[serde(default)]
+    pub paths: Vec<String>,
+    /// Commands that must be found on `PATH` (or be an existing path).
+    #[serde(default)]
+    pub commands: Vec<String>,
+    /// Environment variables that must be set.
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServe {
+    #[serde(default)]
+    command: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    url: Option<Spanned<String>>,
+    #[serde(default)]
+    setup: Vec<String>,
+    #[serde(default = "default_host")]
+    host: String,
+    #[serde(default)]
+    port: u16,
+    #[serde(default = "default_ready")]
+    ready: String,
+    #[serde(default = "default_ready_timeout_s")]
+    ready_timeout_s: Spanned<f64>,
+    #[serde(default = "default_stop_grace_s")]
+    stop_grace_s: Spanned<f64>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    expect_model: Option<String>,
+    #[serde(default)]
+    log_file: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRequest {
+    model: String,
+    #[serde(default)]
+    served_model: Option<String>,
+    max_tokens: Spanned<i64>,
+    #[serde(default)]
+    temperature: Option<f64>,
+    #[serde(default = "default_true")]
+    stream: bool,
+    #[serde(default)]
+    warmup: u32,
+    #[serde(default = "default_one")]
+    repeats: Spanned<u32>,
+    #[serde(default = "default_request_timeout_s")]
+    timeout_s: Spanned<f64>,
+    #[serde(default)]
+    system: Option<String>,
+    #[serde(default)]
+    extra: toml::Table,
+    prompts: Spanned<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAssertions {
+    route: Option<RawRoute>,
+    rate: Option<RawRate>,
+    first_token: Option<RawFirstToken>,
+    content: Option<ContentAssert>,
+    known_answer: Option<RawKnownAnswer>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoute {
+    fast: Spanned<String>,
+    #[serde(default)]
+    slow: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRate {
+    floor_tok_s: Spanned<f64>,
+    #[serde(default)]
+    source: RateSource,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFirstToken {
+    limit_ms: Spanned<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKnownAnswer {
+    matches: Spanned<String>,
+    #[serde(default)]
+    prompt: Option<Spanned<String>>,
+    #[serde(default)]
+    identical: bool,
+}
+
+fn default_host() -> String {
+    "127.0.0.1".into()
+}
+fn default_ready() -> String {
+    "/health".into()
+}
+fn default_ready_timeout_s() -> Spanned<f64> {
+    Spanned::new(0..0, 120.0)
+}
+fn default_stop_grace_s() -> Spanned<f64> {
+    Spanned::new(0..0, 5.0)
+}
+fn default_request_timeout_s() -> Spanned<f64> {
+    Spanned::new(0..0, 300.0)
+}
+fn default_true() -> bool {
+    true
+}
+fn default_one() -> Spanned<u32> {
+    Spanned::new(0..0, 1)
+}
+
+/// Which decode-rate figure the `rate` assertion judges.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateSource {
+    /// The client's decode rate from SSE arrival times (`measure::Figures::decode_tok_s`). Default.
+    #[default]
+    Client,
+    /// llama.cpp's own `timings.predicted_per_second` (`measure::Figures::server_decode_tok_s`).
+    Server,
+}
+
+/// How the serve is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServeMode {
+    /// Started and stopped by the runner: argv with placeholders expanded except `{port}`, which the runner fills.
+    Command(Vec<String>),
+    /// Already running at this base URL (`http://host:port`, no trailing slash).
+    Url(String),
+}
+
+/// `[serve]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServeSpec {
+    /// Command or URL.
+    pub mode: ServeMode,
+    /// Optional idempotent provisioning command (argv, placeholders expanded), run before the serve starts.
+    pub setup: Vec<String>,
+    /// Host the serve listens on (`{host}`), default `127.0.0.1`.
+    pub host: String,
+    /// Port; 0 = the runner picks a free one (`{port}`).
+    pub port: u16,
+    /// Readiness path polled until HTTP 200, default `/health`.
+    pub ready_path: String,
+    /// Seconds to wait for readiness, default 120.
+    pub ready_timeout_s: f64,
+    /// Seconds between SIGTERM and SIGKILL when stopping, default 5.
+    pub stop_grace_s: f64,
+    /// Extra environment for the serve and setup (placeholders expanded).
+    pub env: BTreeMap<String, String>,
+    /// When set, `/v1/models` must list a model id containing this (a different server answering fails).
+    pub expect_model: Option<String>,
+    /// For `url` serves: a log file of the serve to copy into the evidence for `route`.
+    pub log_file: Option<PathBuf>,
+}
+
+/// `[request]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestSpec {
+    /// The model as the gate names it (`{model}`, `~` expanded); a path or a name.
+    pub model: String,
+    /// The `model` field sent in the body; defaults to `model`.
+    pub served_model: String,
+    /// OpenAI `max_tokens`, >= 1.
+    pub max_tokens: u32,
+    /// OpenAI `temperature`; omitted from the body when unset.
+    pub temperature: Option<f64>,
+    /// Streamed (SSE) with `stream_options.include_usage`, default true.
+    pub stream: bool,
+    /// Requests sent first and recorded but not judged.
+    pub warmup: u32,
+    /// How many times the prompt list is sent (judged).
+    pub repeats: u32,
+    /// Per-request timeout, seconds.
+    pub timeout_s: f64,
+    /// Optional system message.
+    pub system: Option<String>,
+    /// Merged into the request body last (e.g. `chat_template_kwargs`).
+    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// The prompts, each sent as one user message.
+    pub prompts: Vec<String>,
+}
+
+/// `[assert.route]`: regexes on the serve log.
+#[derive(Debug, Clone)]
+pub struct RouteAssert {
+    /// Must be found.
+    pub fast: Regex,
+    /// Must not be found; both found counts as the slow route.
+    pub slow: Option<Regex>,
+}
+
+/// `[assert.rate]`: median decode rate >= floor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateAssert {
+    /// Floor, tok/s, > 0.
+    pub floor_tok_s: f64,
+    /// Which figure is judged.
+    pub source: RateSource,
+}
+
+/// `[assert.first_token]`: median TTFT <= limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FirstTokenAssert {
+    /// Limit, ms, > 0.
+    pub limit_ms: f64,
+}
+
+/// `[assert.content]`: every judged reply has non-empty, non-degenerate content and no error.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ContentAssert {}
+
+/// `[assert.known_answer]`: replies to the known-answer prompt match a regex (and are identical).
+#[derive(Debug, Clone)]
+pub struct KnownAnswerAssert {
+    /// Every judged reply (to `prompt`, if set) must match.
+    pub matches: Regex,
+    /// Only replies to this prompt are judged; it must be one of the request's prompts.
+    pub prompt: Option<String>,
+    /// All judged replies must be the same text.
+    pub identical: bool,
+}
+
+/// The assertions a gate declares; each present one becomes a trial `<gate>::<name>`.
+#[derive(Debug, Clone, Default)]
+pub struct Assertions {
+    /// `route`
+    pub route: Option<RouteAssert>,
+    /// `rate`
+    pub rate: Option<RateAssert>,
+    /// `first_token`
+    pub first_token: Option<FirstTokenAssert>,
+    /// `content`
+    pub content: Option<ContentAssert>,
+    /// `known_answer`
+    pub known_answer: Option<KnownAnswerAssert>,
+}
+
+impl Assertions {
+    /// Names of the declared assertions, in report order.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.route.is_some() {
+            v.push("route");
+        }
+        if self.rate.is_some() {
+            v.push("rate");
+        }
+        if self.first_token.is_some() {
+            v.push("first_token");
+        }
+        if self.content.is_some() {
+            v.push("content");
+        }
+        if self.known_answer.is_some() {
+            v.push("known_answer");
+        }
+        v
+    }
+}
+
+/// A validated gate.
+#[derive(Debug, Clone)]
+pub struct GateSpec {
+    /// `gate.name`: `[A-Za-z0-9_.-]+`, used in trial names and the evidence path.
+    pub name: String,
+    /// `gate.description`.
+    pub description: String,
+    /// The file it was read from.
+    pub file: PathBuf,
+    /// The TOML text as read (copied into the evidence).
+    pub source: String,
+    /// `[requires]`.
+    pub requires: Requires,
+    /// `[serve]`.
+    pub serve: ServeSpec,
+    /// `[request]`.
+    pub request: RequestSpec,
+    /// `[assert.*]`.
+    pub assertions: Assertions,
+}
+
+/// Context for placeholder expansion: the values the runner knows before starting.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// `{gate_dir}`: the directory of the gate file.
+    pub gate_dir: PathBuf,
+    /// `{cache}`: `$SERVEGATE_CACHE`, default `~/.cache/servegate`.
+    pub cache: PathBuf,
+    /// `~` for expansion.
+    pub home: Option<PathBuf>,
+}
+
+impl Context {
+    /// The context of a gate file from the process environment.
+    pub fn for_file(file: &Path) -> Context {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let cache = match std::env::var_os("SERVEGATE_CACHE") {
+            Some(c) if !c.is_empty() => PathBuf::from(c),
+            _ => home.clone().unwrap_or_else(|| PathBuf::from("/tmp")).join(".cache/servegate"),
+        };
+        let gate_dir = file
+            .parent()
+            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
+            .unwrap_or(Path::new("."));
+        let gate_dir = std::fs::canonicalize(gate_dir).unwrap_or_else(|_| gate_dir.to_path_buf());
+        Context { gate_dir, cache, home }
+    }
+}
+
+/// Reads and validates a gate file. Errors name the file, line, column and key.
+pub fn load(file: &Path) -> Result<GateSpec, SpecError> {
+    let bytes = std::fs::read(file).map_err(|e| SpecError::Io { file: file.to_path_buf(), source: e })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        SpecError::at(file, &String::from_utf8_lossy(e.as_bytes()), at..at + 1, "", "the file is not valid UTF-8")
+    })?;
+    parse(file, &text, &Context::for_file(file))
+}
+
+/// Parses and validates gate TOML text (`file` is used for messages and `{gate_dir}`).
+pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecError> {
+    if text.trim().is_empty() {
+        return Err(SpecError::at(file, text, 0..0, "", "the file is empty; a gate needs [gate], [serve] and [request]"));
+    }
+    let raw: RawGate = toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        SpecError::at(file, text, span, "", e.message())
+    })?;
+    let v = Validator { file, text, ctx, vars: BTreeMap::new() };
+    v.build(raw)
+}
+
+struct Validator<'a> {
+    file: &'a Path,
+    text: &'a str,
+    ctx: &'a Context,
+    vars: BTreeMap<String, String>,
+}
+
+impl Validator<'_> {
+    fn err(&self, span: Range<usize>, key: &str, msg: impl Into<String>) -> SpecError {
+        SpecError::at(self.file, self.text, span, key, msg)
+    }
+
+    fn expand_tilde(&self, s: &str) -> String {
+        if s == "~" || s.starts_with("~/") {
+            if let Some(home) = &self.ctx.home {
+                return format!("{}{}", home.display(), &s[1..]);
+            }
+        }
+        s.to_string()
+    }
+
+    /// Expands `{name}` placeholders (and `~` at the start). `{port}` and `{host}` are left for the runner
+    /// when `keep_runtime` is set. `{{` and `}}` are literal braces.
+    fn expand(&self, s: &str, span: Range<usize>, key: &str, keep_runtime: bool) -> Result<String, SpecError> {
+        let s = self.expand_tilde(s);
+        let mut out = String::new();
+        let mut rest = s.as_str();
+        while let Some(i) = rest.find(['{', '}']) {
+            out.push_str(&rest[..i]);
+            let c = rest.as_bytes()[i];
+            if rest[i + 1..].starts_with(c as char) {
+                out.push(c as char);
+                rest = &rest[i + 2..];
+                continue;
+            }
+            if c == b'}' {
+                return Err(self.err(span, key, format!("unmatched `}}` in {s:?} (write `}}}}` for a literal brace)")));
+            }
+            let Some(end) = rest[i..].find('}') else {
+                return Err(self.err(span, key, format!("unclosed `{{` in {s:?}")));
+            };
+            let name = &rest[i + 1..i + end];
+            let value = match name {
+                "port" | "host" if keep_runtime => Some(format!("{{{name}}}")),
+                "gate_dir" => Some(self.ctx.gate_dir.display().to_string()),
+                "cache" => Some(self.ctx.cache.display().to_string()),
+                _ => self.vars.get(name).cloned(),
+            };
+            let Some(value) = value else {
+                let mut known: Vec<String> = vec!["gate_dir".into(), "cache".into()];
+                if keep_runtime {
+                    known.extend(["port".into(), "host".into()]);
+                }
+                known.extend(self.vars.keys().cloned());
+                return Err(self.err(
+                    span,
+                    key,
+                    format!("placeholder `{{{name}}}` is not defined (defined here: {})", known.join(", ")),
+                ));
+            };
+            out.push_str(&value);
+            rest = &rest[i + end + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    fn regex(&self, s: &Spanned<String>, key: &str) -> Result<Regex, SpecError> {
+        Regex::new(s.get_ref()).map_err(|e| self.err(s.span(), key, format!("invalid regex: {e}")))
+    }
+
+    fn positive(&self, v: &Spanned<f64>, key: &str, unit: &str) -> Result<f64, SpecError> {
+        let x = *v.get_ref();
+        if !x.is_finite() || x <= 0.0 {
+            return Err(self.err(v.span(), key, format!("must be a finite number > 0 ({unit}), got {x}")));
+        }
+        Ok(x)
+    }
+
+    fn build(mut self, raw: RawGate) -> Result<GateSpec, SpecError> {
+        let name = raw.gate.name.get_ref().clone();
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+            return Err(self.err(raw.gate.name.span(), "gate.name", format!("must be non-empty and use only A-Z a-z 0-9 - _ . (got {name:?})")));
+        }
+
+        // [vars]: expanded in order; a var may use `{gate_dir}`, `{cache}` and earlier vars.
+        for (k, v) in &raw.vars {
+            if matches!(k.as_str(), "port" | "host" | "gate_dir" | "cache" | "model") {
+                return Err(self.err(v.span(), &format!("vars.{k}"), format!("`{k}` is a built-in placeholder and cannot be redefined")));
+            }
+            let expanded = self.expand(v.get_ref(), v.span(), &format!("vars.{k}"), false)?;
+            self.vars.insert(k.clone(), expanded);
+        }
+
+        // [request]
+        let r = raw.request;
+        let model = self.expand(&r.model, 0..0, "request.model", false)?;
+        self.vars.insert("model".into(), model.clone());
+        let max_tokens = *r.max_tokens.get_ref();
+        if max_tokens < 1 || max_tokens > u32::MAX as i64 {
+            return Err(self.err(r.max_tokens.span(), "request.max_tokens", format!("must be >= 1, got {max_tokens}")));
+        }
+        if let Some(t) = r.temperature {
+            if !t.is_finite() || t < 0.0 {
+                return Err(self.err(0..0, "request.temperature", format!("must be a finite number >= 0, got {t}")));
+            }
+        }
+        if *r.repeats.get_ref() < 1 {
+            return Err(self.err(r.repeats.span(), "request.repeats", "must be >= 1"));
+        }
+        let timeout_s = self.positive(&r.timeout_s, "request.timeout_s", "seconds")?;
+        if r.prompts.get_ref().is_empty() {
+            return Err(self.err(r.prompts.span(), "request.prompts", "a gate needs at least one prompt"));
+        }
+        if r.prompts.get_ref().iter().any(|p| p.trim().is_empty()) {
+            return Err(self.err(r.prompts.span(), "request.prompts", "a prompt is empty"));
+        }
+        let extra = match serde_json::to_value(&r.extra) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => return Err(self.err(0..0, "request.extra", "must be a table")),
+        };
+        for reserved in ["messages", "stream"] {
+            if extra.contains_key(reserved) {
+                return Err(self.err(0..0, &format!("request.extra.{reserved}"), format!("`{reserved}` is set by the runner; use [request] fields")));
+            }
+        }
+        let request = RequestSpec {
+            served_model: r.served_model.clone().unwrap_or_else(|| model.clone()),
+            model,
+            max_tokens: max_tokens as u32,
+            temperature: r.temperature,
+            stream: r.stream,
+            warmup: r.warmup,
+            repeats: *r.repeats.get_ref(),
+            timeout_s,
+            system: r.system.clone(),
+            extra,
+            prompts: r.prompts.get_ref().clone(),
+        };
+
+        // [serve]
+        let s = raw.serve;
+        let mode = match (&s.command, &s.url) {
+            (Some(c), None) => {
+                if c.get_ref().is_empty() {
+                    return Err(self.err(c.span(), "serve.command", "must not be empty"));
+                }
+                let argv = c
+                    .get_ref()
+                    .iter()
+                    .map(|a| self.expand(a, c.span(), "serve.command", true))
+                    .collect::<Result<Vec<_>, _>>()?;
+                ServeMode::Command(argv)
+            }
+            (None, Some(u)) => {
+                let url = self.expand(u.get_ref(), u.span(), "serve.url", false)?;
+                let url = url.trim_end_matches('/').to_string();
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(self.err(u.span(), "serve.url", format!("must start with http:// or https://, got {url:?}")));
+                }
+                ServeMode::Url(url)
+            }
+            (Some(c), Some(_)) => {
+                return Err(self.err(c.span(), "serve", "give either `command` (the runner starts the serve) or `url` (already running), not both"))
+            }
+            (None, None) => return Err(self.err(0..0, "serve", "needs `command` (the runner starts the serve) or `url` (already running)")),
+        };
+        let setup = s
+            .setup
+            .iter()
+            .map(|a| self.expand(a, 0..0, "serve.setup", false))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !s.ready.starts_with('/') {
+            return Err(self.err(0..0, "serve.ready", format!("must be a path starting with `/`, got {:?}", s.ready)));
+        }
+        let mut env = BTreeMap::new();
+        for (k, v) in &s.env {
+            env.insert(k.clone(), self.expand(v, 0..0, &format!("serve.env.{k}"), true)?);
+        }
+        let serve = ServeSpec {
+            mode,
+            setup,
+            host: s.host.clone(),
+            port: s.port,
+            ready_path: s.ready.clone(),
+            ready_timeout_s: self.positive(&s.ready_timeout_s, "serve.ready_timeout_s", "seconds")?,
+            stop_grace_s: self.positive(&s.stop_grace_s, "serve.stop_grace_s", "seconds")?,
+            env,
+            expect_model: s.expect_model.clone(),
+            log_file: match &s.log_file {
+                Some(f) => Some(PathBuf::from(self.expand(f, 0..0, "serve.log_file", false)?)),
+                None => None,
+            },
+        };
+
+        // [assert.*]
+        let a = raw.assertions;
+        let mut assertions = Assertions::default();
+        if let Some(route) = a.route {
+            assertions.route = Some(RouteAssert {
+                fast: self.regex(&route.fast, "assert.route.fast")?,
+                slow: match &route.slow {
+                    Some(s) => Some(self.regex(s, "assert.route.slow")?),
+                    None => None,
+                },
+            });
+        }
+        if let Some(rate) = a.rate {
+            assertions.rate = Some(RateAssert {
+                floor_tok_s: self.positive(&rate.floor_tok_s, "assert.rate.floor_tok_s", "tok/s")?,
+                source: rate.source,
+            });
+        }
+        if let Some(ft) = a.first_token {
+            assertions.first_token = Some(FirstTokenAssert { limit_ms: self.positive(&ft.limit_ms, "assert.first_token.limit_ms", "ms")? });
+        }
+        assertions.content = a.content;
+        if let Some(ka) = a.known_answer {
+            let prompt = match &ka.prompt {
+                Some(p) => {
+                    if !request.prompts.contains(p.get_ref()) {
+                        return Err(self.err(p.span(), "assert.known_answer.prompt", "must be one of [request] prompts, exactly"));
+                    }
+                    Some(p.get_ref().clone())
+                }
+                None => None,
+            };
+            assertions.known_answer = Some(KnownAnswerAssert { matches: self.regex(&ka.matches, "assert.known_answer.matches")?, prompt, identical: ka.identical });
+        }
+        if assertions.names().is_empty() {
+            return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.content], [assert.known_answer])"));
+        }
+
+        let requires = Requires {
+            paths: raw.requires.paths.iter().map(|p| self.expand_tilde(p)).collect(),
+            commands: raw.requires.commands.clone(),
+            env: raw.requires.env.clone(),
+        };
+
+        Ok(GateSpec {
+            name,
+            description: raw.gate.description,
+            file: self.file.to_path_buf(),
+            source: self.text.to_string(),
+            requires,
+            serve,
+            request,
+            assertions,
+        })
+    }
+}
+
+impl GateSpec {
+    /// The unmet `[requires]`, each as a reason (`path /dev/accel/accel0 does not exist`); empty when all met.
+    pub fn requirements(&self) -> Vec<String> {
+        let mut unmet = Vec::new();
+        for p in &self.requires.paths {
+            if !Path::new(p).exists() {
+                unmet.push(format!("path {p} does not exist"));
+            }
+        }
+        for c in &self.requires.commands {
+            if !command_exists(c) {
+                unmet.push(format!("command `{c}` is not on PATH"));
+            }
+        }
+        for e in &self.requires.env {
+            if std::env::var_os(e).is_none() {
+                unmet.push(format!("environment variable {e} is not set"));
+            }
+        }
+        unmet
+    }
+}
+
+/// True when `cmd` is an existing path (if it contains `/`) or is found in a `PATH` directory.
+pub fn command_exists(cmd: &str) -> bool {
+    if cmd.contains('/') {
+        return Path::new(cmd).exists();
+    }
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|d| d.join(cmd).is_file()))
+        .unwrap_or(false)
+}
+
+/// 1-based (line, column) of a byte offset in `text` (column in characters).
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let mut off = offset;
+    while off > 0 && !text.is_char_boundary(off) {
+        off -= 1;
+    }
+    let before = &text[..off];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Context {
+        Context { gate_dir: PathBuf::from("/g"), cache: PathBuf::from("/c"), home: Some(PathBuf::from("/home/u")) }
+    }
+
+    const GOOD: &str = r#"
+[gate]
+name = "smoke"
+[serve]
+command = ["srv", "-m", "{model}", "--port", "{port}", "{gate_dir}/x"]
+[request]
+model = "~/m.gguf"
+max_tokens = 16
+prompts = ["What is the capital of France?"]
+[assert.route]
+fast = "n_threads = 1"
+[assert.rate]
+floor_tok_s = 10.0
+"#;
+
+    fn parse_str(s: &str) -> Result<GateSpec, SpecError> {
+        parse(Path::new("gates/t.toml"), s, &ctx())
+    }
+
+    #[test]
+    fn good_gate_expands_placeholders_and_tilde() {
+        let g = parse_str(GOOD).unwrap();
+        assert_eq!(g.request.model, "/home/u/m.gguf");
+        assert_eq!(
+            g.serve.mode,
+            ServeMode::Command(vec!["srv".into(), "-m".into(), "/home/u/m.gguf".into(), "--port".into(), "{port}".into(), "/g/x".into()])
+        );
+        assert_eq!(g.assertions.names(), vec!["route", "rate"]);
+        assert!(g.request.stream);
+    }
+
+    #[test]
+    fn misspelt_key_names_file_line_and_key() {
+        let bad = GOOD.replace("floor_tok_s", "flor_tok_s");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains("gates/t.toml:14:1"), "{e}");
+        assert!(e.contains("flor_tok_s"), "{e}");
+    }
+
+    #[test]
+    fn floor_not_positive_is_refused_with_its_line() {
+        let bad = GOOD.replace("floor_tok_s = 10.0", "floor_tok_s = -1.0");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains("gates/t.toml:14:"), "{e}");
+        assert!(e.contains("assert.rate.floor_tok_s"), "{e}");
+    }
+
+    #[test]
+    fn invalid_regex_is_refused() {
+        let bad = GOOD.replace("n_threads = 1", "n_threads = (1");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains("assert.route.fast") && e.contains("invalid regex"), "{e}");
+        assert!(e.contains(":11:"), "{e}");
+    }
+
+    #[test]
+    fn no_prompts_is_refused() {
+        let bad = GOOD.replace(r#"prompts = ["What is the capital of France?"]"#, "prompts = []");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains("request.prompts") && e.contains("at least one prompt"), "{e}");
+    }
+
+    #[test]
+    fn undefined_placeholder_is_refused() {
+        let bad = GOOD.replace("{gate_dir}/x", "{modle}");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains("`{modle}` is not defined"), "{e}");
+        assert!(e.contains("serve.command"), "{e}");
+    }
+
+    #[test]
+    fn vars_are_placeholders() {
+        let g = parse_str(&GOOD.replace("[serve]", "[vars]\nbin = \"{cache}/bin\"\n[serve]").replace("\"srv\"", "\"{bin}/srv\"")).unwrap();
+        match g.serve.mode {
+            ServeMode::Command(argv) => assert_eq!(argv[0], "/c/bin/srv"),
+            _ => panic!(),
+        }
+    }
+
+    #[test]
+    fn wrong_type_is_named() {
+        let bad = GOOD.replace("max_tokens = 16", "max_tokens = \"sixteen\"");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains(":9:"), "{e}");
+    }
+
+    #[test]
+    fn empty_file_is_a_clear_error() {
+        assert!(parse_str("").unwrap_err().to_string().contains("empty"));
+    }
+
+    #[test]
+    fn command_and_url_together_are_refused() {
+        let bad = GOOD.replace("[request]", "url = \"http://127.0.0.1:1\"\n[request]");
+        assert!(parse_str(&bad).unwrap_err().to_string().contains("either `command`"));
+    }
+
+    #[test]
+    fn known_answer_prompt_must_be_a_gate_prompt() {
+        let bad = format!("{GOOD}[assert.known_answer]\nmatches = \"Paris\"\nprompt = \"nope\"\n");
+        assert!(parse_str(&bad).unwrap_err().to_string().contains("assert.known_answer.prompt"));
+    }
+
+    #[test]
+    fn line_col_counts_from_one() {
+        assert_eq!(line_col("ab\ncd", 3), (2, 1));
+        assert_eq!(line_col("ab\ncd", 1), (1, 2));
+    }
+}
