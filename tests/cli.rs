@@ -1,0 +1,176 @@
+//! End-to-end tests of the `servegate` binary: the real reference serve (llama.cpp's server via xllamacpp,
+//! provisioned by the gate's own setup step), spec errors, and the serve's lifecycle when the runner is killed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_servegate")
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The reference gate with `{gate_dir}/..` pinned to the repo, so an edited copy can live in a temp dir.
+fn reference_gate_text() -> String {
+    let text = std::fs::read_to_string(repo().join("gates/reference-smoke.toml")).unwrap();
+    text.replace("{gate_dir}/..", &repo().display().to_string())
+}
+
+fn write_gate(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn run_dir_from(stdout: &str) -> PathBuf {
+    let line = stdout.lines().find(|l| l.starts_with("evidence: ")).unwrap_or_else(|| panic!("no evidence line in:\n{stdout}"));
+    PathBuf::from(line.trim_start_matches("evidence: "))
+}
+
+/// Raising the floor above what the serve does fails `rate` with every value, the other assertions still pass,
+/// and re-judging that run with the original spec passes: judging is a pure function of (gate, evidence).
+#[test]
+fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = reference_gate_text().replace("floor_tok_s = 15.0", "floor_tok_s = 100000.0").replace("repeats = 2", "repeats = 1");
+    assert!(text.contains("floor_tok_s = 100000.0"));
+    let gate = write_gate(tmp.path(), "high-floor.toml", &text);
+    let out = Command::new(bin()).args(["run", "--quiet", "--runs"]).arg(tmp.path().join("runs")).arg(&gate).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    let rate = stdout.lines().find(|l| l.starts_with("rate ")).unwrap();
+    assert!(rate.starts_with("rate FAIL median "), "{rate}");
+    assert!(rate.contains("(floor 100000.0; each: ") && rate.contains("; n=3)"), "{rate}");
+    let each = rate.split("each: ").nth(1).unwrap().split(';').next().unwrap();
+    assert_eq!(each.split(", ").count(), 3, "every value shown: {rate}");
+    for a in ["route PASS", "first_token PASS", "content PASS", "known_answer PASS"] {
+        assert!(stdout.lines().any(|l| l.starts_with(a)), "{a} missing in:\n{stdout}");
+    }
+    assert!(stdout.contains("RESULT: FAIL"));
+
+    // The evidence holds everything the issue lists.
+    let dir = run_dir_from(&stdout);
+    for f in ["gate.toml", "serve.log", "run.json", "00.request.json", "00.reads.jsonl", "00.response.json", "02.reads.jsonl"] {
+        assert!(dir.join(f).is_file(), "{f} missing in {}", dir.display());
+    }
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["status"], "complete");
+    assert!(run["load_avg_start"].is_array() && run["load_avg_end"].is_array());
+    assert!(run["serve"]["ready_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(run["requests"].as_array().unwrap().len(), 6, "3 warmup + 3 judged");
+
+    // Re-judge with the original floor: passes. With the run's own (raised) copy: fails again.
+    let orig = write_gate(tmp.path(), "orig.toml", &reference_gate_text().replace("repeats = 2", "repeats = 1"));
+    let out = Command::new(bin()).arg("judge").arg(&dir).arg("--gate").arg(&orig).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("rate PASS median") && stdout.contains("RESULT: PASS"), "{stdout}");
+    let out = Command::new(bin()).arg("judge").arg(&dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
+
+fn pid_alive(pid: u32) -> bool {
+    // A zombie (state Z) has exited; it only waits for its parent (or init) to reap it.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s.rsplit(')').next().map(|r| r.trim_start().chars().next() != Some('Z')).unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// SIGKILL of the runner mid-run leaves no serve behind, and the evidence stays marked incomplete.
+#[test]
+fn runner_killed_with_sigkill_leaves_no_serve() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = reference_gate_text().replace("repeats = 2", "repeats = 50");
+    let gate = write_gate(tmp.path(), "long.toml", &text);
+    let runs = tmp.path().join("runs");
+    let mut child = Command::new(bin()).args(["run", "--quiet", "--runs"]).arg(&runs).arg(&gate).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    // Wait until the serve is up and answering (run.json names its pid and a request was recorded).
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (run_json, pid) = loop {
+        assert!(Instant::now() < deadline, "the serve never came up");
+        let found = std::fs::read_dir(runs.join("reference-smoke")).ok().and_then(|mut d| d.next()).and_then(|e| e.ok()).map(|e| e.path().join("run.json"));
+        if let Some(p) = found {
+            if let Ok(t) = std::fs::read_to_string(&p) {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&t) {
+                    if let (Some(pid), true) = (v["serve"]["pid"].as_u64(), v["requests"].as_array().is_some_and(|r| !r.is_empty())) {
+                        break (p, pid as u32);
+                    }
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(pid_alive(pid), "serve {pid} should be running");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pid_alive(pid) {
+        assert!(Instant::now() < deadline, "serve {pid} outlived the SIGKILLed runner");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
+    assert_eq!(v["status"], "running", "a killed run stays marked incomplete");
+    // Judging it says so instead of passing.
+    let out = Command::new(bin()).arg("judge").arg(run_json.parent().unwrap()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("the evidence is incomplete"), "{stdout}");
+}
+
+#[test]
+fn misspelt_key_names_file_line_and_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gate = write_gate(tmp.path(), "typo.toml", &reference_gate_text().replace("floor_tok_s", "flor_tok_s"));
+    let line = std::fs::read_to_string(&gate).unwrap().lines().position(|l| l.starts_with("flor_tok_s")).unwrap() + 1;
+    for args in [vec!["check"], vec!["run"]] {
+        let out = Command::new(bin()).args(&args).arg(&gate).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{stderr}");
+        assert!(stderr.contains(&format!("typo.toml:{line}:1")), "{stderr}");
+        assert!(stderr.contains("flor_tok_s"), "{stderr}");
+    }
+}
+
+#[test]
+fn serve_that_never_becomes_ready_fails_every_assertion_with_the_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = r#"
+[gate]
+name = "dead"
+[serve]
+command = ["sh", "-c", "echo \"E couldn't bind HTTP server socket, hostname: 127.0.0.1, port: {port}\" >&2; exit 1"]
+ready_timeout_s = 30
+[request]
+model = "m"
+max_tokens = 8
+prompts = ["hi"]
+[assert.rate]
+floor_tok_s = 1.0
+[assert.content]
+"#;
+    let gate = write_gate(tmp.path(), "dead.toml", text);
+    let t = Instant::now();
+    let out = Command::new(bin()).args(["run", "--quiet", "--runs"]).arg(tmp.path().join("runs")).arg(&gate).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{stdout}");
+    assert!(t.elapsed() < Duration::from_secs(25), "an exited serve is reported at once, not after the ready timeout");
+    for a in ["rate FAIL", "content FAIL"] {
+        let l = stdout.lines().find(|l| l.starts_with(a)).unwrap_or_else(|| panic!("{a} missing:\n{stdout}"));
+        assert!(l.contains("never became ready") && l.contains("couldn't bind HTTP server socket"), "{l}");
+    }
+}
+
+#[test]
+fn help_prints_usage_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    for args in [vec!["--help"], vec!["run", "--help"], vec!["judge", "--help"]] {
+        let out = Command::new(bin()).args(&args).current_dir(tmp.path()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Usage"));
+    }
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "--help wrote files");
+}
