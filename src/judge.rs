@@ -239,19 +239,15 @@ fn judge_first_token(gate: &GateSpec, judged: &[Judged]) -> Verdict {
 
 /// Why one reply fails the content check, or None when its content is sane.
 pub fn content_problem(reply: &crate::reply::Reply, fig: &Figures) -> Option<String> {
-    if let Some(e) = &reply.error {
-        let status = e.http_status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
-        return Some(format!("error reply{status}: {}: {}", e.kind, e.message));
-    }
-    if reply.truncated {
-        return Some(format!("truncated_stream: no finish_reason, no [DONE]{}; partial content {:?}", if reply.parse_errors.is_empty() { "" } else { ", incomplete last event" }, reply.content));
+    if let Some(f) = reply.failure() {
+        let what = if reply.error.is_some() { "error reply" } else { "failed reply" };
+        let partial = if reply.content.is_empty() { String::new() } else { format!("; partial content {:?}", reply.content) };
+        return Some(format!("{what}: {f}{partial}"));
     }
     let finish = reply.finish_reason.as_deref().unwrap_or("none");
     if reply.content.trim().is_empty() {
-        if !reply.reasoning.trim().is_empty() {
-            let tokens = fig.completion_tokens.map(|n| format!("all {n} completion tokens")).unwrap_or_else(|| "every token".into());
-            let why = if finish == "length" { " (max_tokens hit while thinking)" } else { "" };
-            return Some(format!("{tokens} went to reasoning_content; content is empty; finish_reason={finish}{why} (is thinking left on?)"));
+        if let Some(why) = crate::content::reasoning_ate_budget(&reply.content, &reply.reasoning, fig.completion_tokens, reply.finish_reason.as_deref()) {
+            return Some(format!("{why} (is thinking left on?)"));
         }
         if reply.content.is_empty() {
             return Some(format!("empty content (finish_reason={finish})"));
