@@ -37,21 +37,15 @@ pub fn degenerate(text: &str) -> Option<String> {
     if n < MIN_NON_SPACE {
         return None;
     }
-    // Rule 1: one character.
-    let mut counts: Vec<(char, usize)> = Vec::new();
-    for &c in &non_space {
-        match counts.iter_mut().find(|(x, _)| *x == c) {
-            Some((_, k)) => *k += 1,
-            None => counts.push((c, 1)),
-        }
+    // Rule 1: one character. Most frequent; ties go to the character seen first.
+    let mut counts: std::collections::HashMap<char, (usize, usize)> = std::collections::HashMap::new();
+    for (i, &c) in non_space.iter().enumerate() {
+        counts.entry(c).or_insert((0, i)).0 += 1;
     }
-    // Most frequent; ties go to the character seen first.
-    let mut best: Option<(char, usize)> = None;
-    for &(c, k) in &counts {
-        if best.is_none_or(|(_, bk)| k > bk) {
-            best = Some((c, k));
-        }
-    }
+    let best = counts
+        .iter()
+        .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.1 .1.cmp(&a.1 .1)))
+        .map(|(&c, &(k, _))| (c, k));
     if let Some((c, k)) = best {
         if k as f64 >= ONE_CHAR_SHARE * n as f64 {
             return Some(format!("degenerate_output: one character repeated ('{c}' ×{k} of {n} non-space chars)"));

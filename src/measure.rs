@@ -169,7 +169,7 @@ pub fn measure(reply: &Reply) -> Figures {
     } else if let (Some(first), Some(last), Some(n)) = (tcs.first(), tcs.last(), n) {
         let window_ms = last.t_ms - first.t_ms;
         let group: Vec<_> = tcs.iter().filter(|t| t.t_ms == first.t_ms).collect();
-        if !(window_ms > 0.0) {
+        if window_ms.is_nan() || window_ms <= 0.0 {
             if k == 1 {
                 notes.push("one token chunk: no decode window".into());
             } else {

@@ -109,7 +109,8 @@ pub struct Reply {
     pub chunks: usize,
     /// Token chunks in arrival order.
     pub token_chunks: Vec<TokenChunk>,
-    /// Chunks with a choice whose content was "" or null and carried no token (prefill / role chunks).
+    /// Chunks with a choice whose content was "" or null and carried no token (prefill / role chunks). Exactly:
+    /// choice 0 present, not a token chunk, and no finish_reason (a finish-only chunk is not "empty").
     pub empty_chunks: usize,
     /// SSE comment lines (`:` ...) ignored.
     pub comments_ignored: usize,
@@ -383,6 +384,9 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
 }
 
 
+/// Tokens in one token chunk by running counter: (from `usage.completion_tokens`, from `timings.predicted_n`).
+type Deltas = (Option<u64>, Option<u64>);
+
 /// The state of one stream while its events are read.
 struct StreamState {
     reply: Reply,
@@ -390,7 +394,7 @@ struct StreamState {
     prev_usage_ct: u64,
     prev_pred_n: u64,
     /// Per token chunk: (usage delta, timings delta), when that chunk carried the counter.
-    deltas: Vec<(Option<u64>, Option<u64>)>,
+    deltas: Vec<Deltas>,
     events_after_done: usize,
     events: usize,
 }
@@ -563,7 +567,7 @@ impl StreamState {
         }
 
         // Per-chunk token counts: only when every token chunk carried the same kind of running counter.
-        let all = |pick: fn(&(Option<u64>, Option<u64>)) -> Option<u64>| -> Option<Vec<u64>> {
+        let all = |pick: fn(&Deltas) -> Option<u64>| -> Option<Vec<u64>> {
             if self.deltas.is_empty() {
                 return None;
             }
@@ -607,6 +611,11 @@ impl StreamState {
             }
         }
         r.truncated = r.error.is_none() && (tail_lost || (r.finish_reason.is_none() && !r.done_seen));
+        if r.truncated {
+            if let Some(why) = r.failure() {
+                r.warnings.push(why);
+            }
+        }
         self.reply
     }
 }

@@ -26,8 +26,31 @@ struct RawGate {
     vars: BTreeMap<String, Spanned<String>>,
     serve: RawServe,
     request: RawRequest,
+    #[serde(default)]
+    pair: Option<RawPair>,
     #[serde(default, rename = "assert")]
     assertions: RawAssertions,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPair {
+    #[serde(default)]
+    order: Option<Spanned<Vec<String>>>,
+    ours: RawArm,
+    theirs: RawArm,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawArm {
+    #[serde(default)]
+    runtime: String,
+    command: Spanned<Vec<String>>,
+    #[serde(default)]
+    model_file: Option<Spanned<String>>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -90,6 +113,10 @@ struct RawRequest {
     max_tokens: Spanned<i64>,
     #[serde(default)]
     temperature: Option<f64>,
+    #[serde(default)]
+    top_k: Option<u32>,
+    #[serde(default)]
+    top_p: Option<f64>,
     #[serde(default = "default_true")]
     stream: bool,
     #[serde(default)]
@@ -113,6 +140,19 @@ struct RawAssertions {
     first_token: Option<RawFirstToken>,
     content: Option<ContentAssert>,
     known_answer: Option<RawKnownAnswer>,
+    ratio: Option<RawRatio>,
+    same_answers: Option<SameAnswersAssert>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRatio {
+    #[serde(default)]
+    metric: PairMetric,
+    #[serde(default)]
+    at_least: Option<Spanned<f64>>,
+    #[serde(default)]
+    at_most: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -225,6 +265,10 @@ pub struct RequestSpec {
     pub max_tokens: u32,
     /// OpenAI `temperature`; omitted from the body when unset.
     pub temperature: Option<f64>,
+    /// `top_k` (llama.cpp, vLLM); omitted when unset. Pair gates must pin it: runtimes' defaults differ.
+    pub top_k: Option<u32>,
+    /// OpenAI `top_p`; omitted when unset.
+    pub top_p: Option<f64>,
     /// Streamed (SSE) with `stream_options.include_usage`, default true.
     pub stream: bool,
     /// Requests sent first and recorded but not judged.
@@ -282,6 +326,76 @@ pub struct KnownAnswerAssert {
     pub identical: bool,
 }
 
+/// Which figure a pair's `ratio` compares.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PairMetric {
+    /// Decode rate, tok/s (`measure::Figures::decode_tok_s`). Default.
+    #[default]
+    Decode,
+    /// TTFT, ms (`measure::Figures::ttft_ms`).
+    FirstToken,
+}
+
+/// `[assert.ratio]` of a pair gate: theirs / ours of the metric's medians within bounds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatioAssert {
+    /// The metric compared.
+    pub metric: PairMetric,
+    /// Lower bound of theirs / ours (inclusive), if any.
+    pub at_least: Option<f64>,
+    /// Upper bound (inclusive), if any.
+    pub at_most: Option<f64>,
+}
+
+/// `[assert.same_answers]` of a pair gate: for every prompt (or the one named), every reply of both runtimes
+/// is the same text.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SameAnswersAssert {
+    /// Only this prompt's replies are compared.
+    #[serde(default)]
+    pub prompt: Option<String>,
+}
+
+/// One arm's runtime of a pair gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArmSpec {
+    /// `ours` or `theirs`.
+    pub role: String,
+    /// What runtime this is, for people and records (e.g. `llama.cpp b11434, 1 thread`).
+    pub runtime: String,
+    /// The serve argv (placeholders expanded except `{port}` / `{host}`).
+    pub command: Vec<String>,
+    /// The model file this arm loads (must appear in its command); both arms must load the same file.
+    pub model_file: String,
+    /// Extra environment.
+    pub env: BTreeMap<String, String>,
+}
+
+/// `[pair]`: two runtimes on one model file, run in arms (default order theirs, ours, ours, theirs), each arm
+/// starting its serve, sending all requests and stopping it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairSpec {
+    /// `ours`.
+    pub ours: ArmSpec,
+    /// `theirs`.
+    pub theirs: ArmSpec,
+    /// Arm order, each `ours` or `theirs`; both appear at least once.
+    pub order: Vec<String>,
+}
+
+impl PairSpec {
+    /// The arm spec of a role name.
+    pub fn arm(&self, role: &str) -> &ArmSpec {
+        if role == "ours" {
+            &self.ours
+        } else {
+            &self.theirs
+        }
+    }
+}
+
 /// The assertions a gate declares; each present one becomes a trial `<gate>::<name>`.
 #[derive(Debug, Clone, Default)]
 pub struct Assertions {
@@ -295,6 +409,10 @@ pub struct Assertions {
     pub content: Option<ContentAssert>,
     /// `known_answer`
     pub known_answer: Option<KnownAnswerAssert>,
+    /// `ratio` (pair gates)
+    pub ratio: Option<RatioAssert>,
+    /// `same_answers` (pair gates)
+    pub same_answers: Option<SameAnswersAssert>,
 }
 
 impl Assertions {
@@ -315,6 +433,12 @@ impl Assertions {
         }
         if self.known_answer.is_some() {
             v.push("known_answer");
+        }
+        if self.ratio.is_some() {
+            v.push("ratio");
+        }
+        if self.same_answers.is_some() {
+            v.push("same_answers");
         }
         v
     }
@@ -339,6 +463,9 @@ pub struct GateSpec {
     pub request: RequestSpec,
     /// `[assert.*]`.
     pub assertions: Assertions,
+    /// `[pair]`, for a paired comparison of two runtimes; then `[serve]` holds the settings both arms share
+    /// and no `command`/`url`.
+    pub pair: Option<PairSpec>,
 }
 
 /// Context for placeholder expansion: the values the runner knows before starting.
@@ -523,6 +650,8 @@ impl Validator<'_> {
             model,
             max_tokens: max_tokens as u32,
             temperature: r.temperature,
+            top_k: r.top_k,
+            top_p: r.top_p,
             stream: r.stream,
             warmup: r.warmup,
             repeats: *r.repeats.get_ref(),
@@ -534,6 +663,9 @@ impl Validator<'_> {
 
         // [serve]
         let s = raw.serve;
+        if raw.pair.is_some() && (s.command.is_some() || s.url.is_some()) {
+            return Err(self.err(0..0, "serve", "a pair gate's commands go in [pair.ours] and [pair.theirs]; [serve] holds only shared settings (no command or url)"));
+        }
         let mode = match (&s.command, &s.url) {
             (Some(c), None) => {
                 if c.get_ref().is_empty() {
@@ -557,6 +689,7 @@ impl Validator<'_> {
             (Some(c), Some(_)) => {
                 return Err(self.err(c.span(), "serve", "give either `command` (the runner starts the serve) or `url` (already running), not both"))
             }
+            (None, None) if raw.pair.is_some() => ServeMode::Command(Vec::new()),
             (None, None) => return Err(self.err(0..0, "serve", "needs `command` (the runner starts the serve) or `url` (already running)")),
         };
         let setup = s
@@ -621,6 +754,85 @@ impl Validator<'_> {
             };
             assertions.known_answer = Some(KnownAnswerAssert { matches: self.regex(&ka.matches, "assert.known_answer.matches")?, prompt, identical: ka.identical });
         }
+        if let Some(r) = a.ratio {
+            let at_least = match &r.at_least {
+                Some(v) => Some(self.positive(v, "assert.ratio.at_least", "ratio")?),
+                None => None,
+            };
+            let at_most = match &r.at_most {
+                Some(v) => Some(self.positive(v, "assert.ratio.at_most", "ratio")?),
+                None => None,
+            };
+            if at_least.is_none() && at_most.is_none() {
+                return Err(self.err(0..0, "assert.ratio", "needs at_least, at_most or both"));
+            }
+            if let (Some(lo), Some(hi)) = (at_least, at_most) {
+                if lo > hi {
+                    return Err(self.err(0..0, "assert.ratio", format!("at_least {lo} is above at_most {hi}")));
+                }
+            }
+            assertions.ratio = Some(RatioAssert { metric: r.metric, at_least, at_most });
+        }
+        if let Some(sa) = a.same_answers {
+            if let Some(p) = &sa.prompt {
+                if !request.prompts.contains(p) {
+                    return Err(self.err(0..0, "assert.same_answers.prompt", "must be one of [request] prompts, exactly"));
+                }
+            }
+            assertions.same_answers = Some(sa);
+        }
+        let pair = match &raw.pair {
+            None => {
+                if assertions.ratio.is_some() || assertions.same_answers.is_some() {
+                    return Err(self.err(0..0, "assert", "[assert.ratio] and [assert.same_answers] need a [pair] gate"));
+                }
+                None
+            }
+            Some(p) => {
+                for (name, present) in [("route", assertions.route.is_some()), ("rate", assertions.rate.is_some()), ("first_token", assertions.first_token.is_some())] {
+                    if present {
+                        return Err(self.err(0..0, &format!("assert.{name}"), "is not judged in a pair gate (the arms are two runtimes): use [assert.ratio]"));
+                    }
+                }
+                if request.temperature.is_none() || request.top_k.is_none() {
+                    return Err(self.err(0..0, "request", "a pair gate must pin sampling explicitly: set temperature and top_k (runtimes have different defaults)"));
+                }
+                let arm = |role: &str, a: &RawArm| -> Result<ArmSpec, SpecError> {
+                    let key = format!("pair.{role}");
+                    if a.command.get_ref().is_empty() {
+                        return Err(self.err(a.command.span(), &format!("{key}.command"), "must not be empty"));
+                    }
+                    let command = a.command.get_ref().iter().map(|x| self.expand(x, a.command.span(), &format!("{key}.command"), true)).collect::<Result<Vec<_>, _>>()?;
+                    let model_file = match &a.model_file {
+                        Some(m) => self.expand(m.get_ref(), m.span(), &format!("{key}.model_file"), false)?,
+                        None => request.model.clone(),
+                    };
+                    if !command.iter().any(|x| x.contains(&model_file)) {
+                        return Err(self.err(a.command.span(), &format!("{key}.command"), format!("does not pass its model file {model_file:?} (set {key}.model_file to the file this command loads)")));
+                    }
+                    let mut env = BTreeMap::new();
+                    for (k, v) in &a.env {
+                        env.insert(k.clone(), self.expand(v, 0..0, &format!("{key}.env.{k}"), true)?);
+                    }
+                    Ok(ArmSpec { role: role.into(), runtime: if a.runtime.is_empty() { role.into() } else { a.runtime.clone() }, command, model_file, env })
+                };
+                let ours = arm("ours", &p.ours)?;
+                let theirs = arm("theirs", &p.theirs)?;
+                let order = match &p.order {
+                    Some(o) => {
+                        if let Some(bad) = o.get_ref().iter().find(|x| *x != "ours" && *x != "theirs") {
+                            return Err(self.err(o.span(), "pair.order", format!("arms are \"ours\" or \"theirs\", got {bad:?}")));
+                        }
+                        if !o.get_ref().iter().any(|x| x == "ours") || !o.get_ref().iter().any(|x| x == "theirs") {
+                            return Err(self.err(o.span(), "pair.order", "both \"ours\" and \"theirs\" must run"));
+                        }
+                        o.get_ref().clone()
+                    }
+                    None => vec!["theirs".into(), "ours".into(), "ours".into(), "theirs".into()],
+                };
+                Some(PairSpec { ours, theirs, order })
+            }
+        };
         if assertions.names().is_empty() {
             return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.content], [assert.known_answer])"));
         }
@@ -640,6 +852,7 @@ impl Validator<'_> {
             serve,
             request,
             assertions,
+            pair,
         })
     }
 }
@@ -733,7 +946,7 @@ floor_tok_s = 10.0
     fn misspelt_key_names_file_line_and_key() {
         let bad = GOOD.replace("floor_tok_s", "flor_tok_s");
         let e = parse_str(&bad).unwrap_err().to_string();
-        assert!(e.contains("gates/t.toml:14:1"), "{e}");
+        assert!(e.contains("gates/t.toml:13:1"), "{e}");
         assert!(e.contains("flor_tok_s"), "{e}");
     }
 
@@ -741,7 +954,7 @@ floor_tok_s = 10.0
     fn floor_not_positive_is_refused_with_its_line() {
         let bad = GOOD.replace("floor_tok_s = 10.0", "floor_tok_s = -1.0");
         let e = parse_str(&bad).unwrap_err().to_string();
-        assert!(e.contains("gates/t.toml:14:"), "{e}");
+        assert!(e.contains("gates/t.toml:13:15"), "{e}");
         assert!(e.contains("assert.rate.floor_tok_s"), "{e}");
     }
 
@@ -781,7 +994,7 @@ floor_tok_s = 10.0
     fn wrong_type_is_named() {
         let bad = GOOD.replace("max_tokens = 16", "max_tokens = \"sixteen\"");
         let e = parse_str(&bad).unwrap_err().to_string();
-        assert!(e.contains(":9:"), "{e}");
+        assert!(e.contains("gates/t.toml:8:14") && e.contains("max_tokens = \"sixteen\""), "{e}");
     }
 
     #[test]
