@@ -320,3 +320,92 @@ pub fn stamp_utc() -> String {
     let f = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
     now.format(&f).unwrap_or_else(|_| "run".into())
 }
+
+/// The schema id written in `pair.json`.
+pub const PAIR_SCHEMA: &str = "servegate.pair/1";
+
+/// One arm of a pair run: where its run directory is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmRecord {
+    /// 1-based position in the order.
+    pub arm: usize,
+    /// `ours` or `theirs`.
+    pub role: String,
+    /// The runtime's description from the gate.
+    pub runtime: String,
+    /// The arm's run directory, relative to the pair directory (`arm1-theirs`).
+    pub dir: String,
+}
+
+/// `pair.json`: the top of a pair run directory, whose arms are ordinary run directories beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairSummary {
+    /// Always [`PAIR_SCHEMA`].
+    pub schema: String,
+    /// `running` until the runner finishes all arms.
+    pub status: RunStatus,
+    /// `gate.name`.
+    pub gate: String,
+    /// The gate file as given.
+    pub gate_file: String,
+    /// UTC start, RFC 3339.
+    pub started_utc: String,
+    /// UTC end.
+    pub ended_utc: Option<String>,
+    /// Host facts.
+    pub host: HostInfo,
+    /// Load averages at start and end of the whole pair (one hold).
+    pub load_avg_start: Option<[f64; 3]>,
+    /// The same at the end.
+    pub load_avg_end: Option<[f64; 3]>,
+    /// Arm order (`theirs`, `ours`, `ours`, `theirs`).
+    pub order: Vec<String>,
+    /// The model file ours loads.
+    pub model_file_ours: String,
+    /// The model file theirs loads.
+    pub model_file_theirs: String,
+    /// sha256 of the model file (64 hex) before the first arm.
+    pub model_sha256: Option<String>,
+    /// Its size, bytes.
+    pub model_bytes: Option<u64>,
+    /// sha256 after the last arm (must equal `model_sha256`).
+    pub model_sha256_after: Option<String>,
+    /// Why the pair did not run or is void (`pair_model_mismatch: ...`, `model_changed_during_run: ...`).
+    pub failure: Option<String>,
+    /// The arms run, in order.
+    pub arms: Vec<ArmRecord>,
+}
+
+/// A loaded pair run directory.
+#[derive(Debug, Clone)]
+pub struct PairEvidence {
+    /// The pair directory.
+    pub dir: PathBuf,
+    /// pair.json.
+    pub summary: PairSummary,
+    /// Each arm's evidence, in order (parallel to `summary.arms`).
+    pub arms: Vec<Evidence>,
+}
+
+/// True when `dir` holds a pair run (`pair.json`).
+pub fn is_pair_dir(dir: &Path) -> bool {
+    dir.join("pair.json").is_file()
+}
+
+/// Loads a pair run directory and every arm's evidence.
+pub fn load_pair(dir: &Path) -> Result<PairEvidence, EvidenceError> {
+    let p = dir.join("pair.json");
+    let text = std::fs::read_to_string(&p).map_err(|e| EvidenceError::io(&p, e))?;
+    let summary: PairSummary = serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed { path: p.clone(), reason: e.to_string() })?;
+    if summary.schema != PAIR_SCHEMA {
+        return Err(EvidenceError::Malformed { path: p, reason: format!("schema {:?}, expected {PAIR_SCHEMA:?}", summary.schema) });
+    }
+    let mut arms = Vec::new();
+    for a in &summary.arms {
+        if a.dir.contains("..") || a.dir.starts_with('/') {
+            return Err(EvidenceError::Malformed { path: p, reason: format!("arm dir {:?} must be a plain relative name", a.dir) });
+        }
+        arms.push(load(&dir.join(&a.dir))?);
+    }
+    Ok(PairEvidence { dir: dir.to_path_buf(), summary, arms })
+}

@@ -146,7 +146,11 @@ pub fn owner_pid(port: u16) -> Option<u32> {
     }
     let mut found: Vec<(usize, u32)> = Vec::new();
     for entry in fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(fds) = fs::read_dir(entry.path().join("fd")) else {
@@ -229,12 +233,20 @@ mod tests {
         assert!(port_in_use("127.0.0.1", port));
         assert!(port_in_use("localhost", port));
         assert!(port_in_use("0.0.0.0", port));
-        assert!(!refuses_connections("127.0.0.1", port, Duration::from_millis(500)));
+        assert!(!refuses_connections(
+            "127.0.0.1",
+            port,
+            Duration::from_millis(500)
+        ));
         if std::path::Path::new("/proc/net/tcp").exists() {
             assert_eq!(owner_pid(port), Some(std::process::id()));
         }
         drop(l);
-        assert!(refuses_connections("127.0.0.1", port, Duration::from_millis(500)));
+        assert!(refuses_connections(
+            "127.0.0.1",
+            port,
+            Duration::from_millis(500)
+        ));
     }
 
     #[test]

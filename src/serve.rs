@@ -52,7 +52,8 @@ pub const ERROR_TAIL_LINES: usize = 20;
 
 /// Shell text of the watchdog: it blocks reading a pipe whose write end only the runner holds; when the
 /// runner dies (any way, SIGKILL included) the read sees EOF and the watchdog kills the serve's group.
-const WATCHDOG_SCRIPT: &str = "while read -r _; do :; done; kill -s KILL -- \"-$1\" 2>/dev/null; exit 0";
+const WATCHDOG_SCRIPT: &str =
+    "while read -r _; do :; done; kill -s KILL -- \"-$1\" 2>/dev/null; exit 0";
 
 /// How to start one serve and how long to wait for it.
 #[derive(Debug, Clone, PartialEq)]
@@ -346,16 +347,30 @@ impl Serve {
         // SAFETY: getpid has no preconditions.
         let runner_pid = unsafe { libc::getpid() };
         // SAFETY: the closure runs between fork and exec and calls only async-signal-safe functions
-        // (prctl, getppid); it allocates nothing.
+        // (prctl, getppid, sigaction); it allocates nothing.
         unsafe {
             cmd.pre_exec(move || {
                 let sig = libc::SIGKILL as libc::c_ulong;
-                if libc::prctl(libc::PR_SET_PDEATHSIG, sig, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong) != 0 {
+                if libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    sig,
+                    0 as libc::c_ulong,
+                    0 as libc::c_ulong,
+                    0 as libc::c_ulong,
+                ) != 0
+                {
                     return Err(io::Error::last_os_error());
                 }
                 // The runner died between fork and prctl: the death signal was missed, do not run.
                 if libc::getppid() != runner_pid {
                     return Err(io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                // A SIGTERM ignored by whoever started the runner (SIG_IGN survives exec) would turn
+                // every stop into a SIGKILL: the serve starts with the default action.
+                let mut default_action: libc::sigaction = std::mem::zeroed();
+                default_action.sa_sigaction = libc::SIG_DFL;
+                if libc::sigaction(libc::SIGTERM, &default_action, std::ptr::null_mut()) != 0 {
+                    return Err(io::Error::last_os_error());
                 }
                 Ok(())
             });
@@ -369,11 +384,19 @@ impl Serve {
             .name(format!("servegate-serve-{}", spec.port))
             .spawn(move || supervise(cmd, sup_shared, started_tx, reap_rx));
         if let Err(source) = spawn_thread {
-            return Err(ServeError::Spawn { command: command_line, source });
+            return Err(ServeError::Spawn {
+                command: command_line,
+                source,
+            });
         }
         let (pid, spawned_at) = match started_rx.recv() {
             Ok(Ok(v)) => v,
-            Ok(Err(source)) => return Err(ServeError::Spawn { command: command_line, source }),
+            Ok(Err(source)) => {
+                return Err(ServeError::Spawn {
+                    command: command_line,
+                    source,
+                })
+            }
             Err(_) => {
                 return Err(ServeError::Spawn {
                     command: command_line,
@@ -447,7 +470,10 @@ impl Serve {
             if let Probe::Status(200, _) = outcome {
                 let ready_at = Instant::now();
                 let ready_ms = ms(ready_at - self.spawned_at);
-                let recheck = self.spec.poll_interval.max(Duration::from_millis(ALIVE_RECHECK_MIN_MS));
+                let recheck = self
+                    .spec
+                    .poll_interval
+                    .max(Duration::from_millis(ALIVE_RECHECK_MIN_MS));
                 if let Some(exit) = self.wait_exit(recheck) {
                     return Err(self.exited_after_ready(&exit, ready_at));
                 }
@@ -502,12 +528,21 @@ impl Serve {
 
     /// `http://host:port` (IPv6 hosts in brackets), without a trailing slash.
     pub fn base_url(&self) -> String {
-        format!("http://{}", port::host_port(&self.spec.host, self.spec.port))
+        format!(
+            "http://{}",
+            port::host_port(&self.spec.host, self.spec.port)
+        )
     }
 
     /// The readiness URL: [`Serve::base_url`] followed by `ready_path`.
     pub fn ready_url(&self) -> String {
         format!("{}{}", self.base_url(), self.spec.ready_path)
+    }
+
+    /// Whether the watchdog process runs (it kills the group if the runner dies without stopping the
+    /// serve, SIGKILL included). False only when `sh` could not be started.
+    pub fn has_watchdog(&self) -> bool {
+        self.watchdog.is_some()
     }
 
     /// The spec the serve was started with.
@@ -582,7 +617,11 @@ impl Serve {
         let port_closed = {
             let deadline = Instant::now() + Duration::from_secs(1);
             loop {
-                if port::refuses_connections(&self.spec.host, self.spec.port, Duration::from_millis(200)) {
+                if port::refuses_connections(
+                    &self.spec.host,
+                    self.spec.port,
+                    Duration::from_millis(200),
+                ) {
                     break true;
                 }
                 if Instant::now() >= deadline {
@@ -686,8 +725,16 @@ fn validate(spec: &ServeSpec) -> Result<Vec<SocketAddr>, ServeError> {
     if spec.port == 0 {
         return bad("port: 0 is not a port a serve can be probed at".into());
     }
-    if !spec.ready_path.starts_with('/') || spec.ready_path.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return bad(format!("ready_path: {:?} must start with '/' and hold no spaces or control characters", spec.ready_path));
+    if !spec.ready_path.starts_with('/')
+        || spec
+            .ready_path
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+    {
+        return bad(format!(
+            "ready_path: {:?} must start with '/' and hold no spaces or control characters",
+            spec.ready_path
+        ));
     }
     if spec.poll_interval.is_zero() {
         return bad("poll_interval: must be greater than 0".into());
@@ -700,11 +747,18 @@ fn validate(spec: &ServeSpec) -> Result<Vec<SocketAddr>, ServeError> {
 
 /// Opens the log for appending, twice (stdout and stderr share the open file description).
 fn open_log(path: &Path) -> Result<(File, File), ServeError> {
-    let err = |source| ServeError::LogOpen { path: path.to_path_buf(), source };
+    let err = |source| ServeError::LogOpen {
+        path: path.to_path_buf(),
+        source,
+    };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(err)?;
     }
-    let out = OpenOptions::new().create(true).append(true).open(path).map_err(err)?;
+    let out = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(err)?;
     let errf = out.try_clone().map_err(err)?;
     Ok((out, errf))
 }
@@ -731,7 +785,10 @@ fn supervise(
     let status = wait_exit_no_reap(pid);
     {
         let mut st = shared.lock();
-        st.exit = Some(ExitInfo { status, at: Instant::now() });
+        st.exit = Some(ExitInfo {
+            status,
+            at: Instant::now(),
+        });
         shared.cond.notify_all();
     }
     let _ = reap.recv(); // a message, or the sender dropped
@@ -747,7 +804,14 @@ fn wait_exit_no_reap(pid: u32) -> String {
         // SAFETY: siginfo_t is plain data; all-zero is a valid value.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: `info` is a valid, writable siginfo_t.
-        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
         if rc == 0 {
             // SAFETY: waitid succeeded for a child, so the SIGCHLD fields of `info` are filled.
             let status = unsafe { info.si_status() };
@@ -779,16 +843,25 @@ fn start_watchdog(pgid: u32) -> Option<Watchdog> {
         return None;
     }
     // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
-    let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     let child = Command::new("sh")
-        .args(["-c", WATCHDOG_SCRIPT, "servegate-watchdog", &pgid.to_string()])
+        .args([
+            "-c",
+            WATCHDOG_SCRIPT,
+            "servegate-watchdog",
+            &pgid.to_string(),
+        ])
         .stdin(Stdio::from(read_end))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0) // not in the terminal's foreground group: a Ctrl-C must not kill it first
         .spawn()
         .ok()?;
-    Some(Watchdog { child, _write_end: write_end })
+    Some(Watchdog {
+        child,
+        _write_end: write_end,
+    })
 }
 
 /// The process group of `pid`, from `/proc`.
@@ -853,7 +926,9 @@ fn probe(addrs: &[SocketAddr], host_header: &str, path: &str, timeout: Duration)
     let mut last = Probe::Refused;
     let mut stream = None;
     for a in addrs {
-        let remaining = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        let remaining = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
         match TcpStream::connect_timeout(&port::connect_target(*a), remaining) {
             Ok(s) => {
                 stream = Some(s);
@@ -868,7 +943,9 @@ fn probe(addrs: &[SocketAddr], host_header: &str, path: &str, timeout: Duration)
     let request = format!(
         "GET {path} HTTP/1.1\r\nHost: {host_header}\r\nUser-Agent: servegate\r\nAccept: */*\r\nConnection: close\r\n\r\n"
     );
-    let remaining = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+    let remaining = deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1));
     let _ = s.set_write_timeout(Some(remaining));
     if let Err(e) = s.write_all(request.as_bytes()) {
         return classify_io(&e);
@@ -894,7 +971,9 @@ fn probe(addrs: &[SocketAddr], host_header: &str, path: &str, timeout: Duration)
         }
         if let Some(head_end) = find(&buf, b"\r\n\r\n") {
             let body_len = buf.len() - (head_end + 4);
-            let wanted = content_length(&buf[..head_end]).unwrap_or(usize::MAX).min(BODY_EXCERPT_BYTES);
+            let wanted = content_length(&buf[..head_end])
+                .unwrap_or(usize::MAX)
+                .min(BODY_EXCERPT_BYTES);
             if body_len >= wanted {
                 break;
             }
@@ -939,7 +1018,9 @@ fn content_length(head: &[u8]) -> Option<usize> {
     let text = String::from_utf8_lossy(head);
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
-        k.trim().eq_ignore_ascii_case("content-length").then(|| v.trim().parse().ok())?
+        k.trim()
+            .eq_ignore_ascii_case("content-length")
+            .then(|| v.trim().parse().ok())?
     })
 }
 
@@ -979,33 +1060,54 @@ pub fn tail_file(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// Phrases that name why a serve could not listen; the last such line wins.
-const BIND_CAUSES: &[&str] = &[
-    "couldn't bind",
-    "could not bind",
-    "failed to bind",
-    "bind failed",
-    "address already in use",
-    "eaddrinuse",
-];
-/// Phrases of a generic failure; the last such line wins when no bind cause is found.
-const FAILURE_CAUSES: &[&str] = &[
-    "error", "fatal", "failed", "panic", "exception", "abort", "out of memory", "segmentation fault",
-    "killed", "cannot", "can't", "unable",
+/// Phrases that say why a serve died, in tiers of decreasing specificity: first the serve's own
+/// report that it could not listen (llama.cpp's `couldn't bind HTTP server socket`), then the OS's
+/// words for it, then generic failures. Within a tier the last matching line wins.
+const CAUSE_TIERS: &[&[&str]] = &[
+    &[
+        "couldn't bind",
+        "could not bind",
+        "failed to bind",
+        "bind failed",
+        "unable to bind",
+    ],
+    &["address already in use", "eaddrinuse"],
+    &[
+        "error",
+        "fatal",
+        "failed",
+        "panic",
+        "exception",
+        "abort",
+        "out of memory",
+        "segmentation fault",
+        "killed",
+        "cannot",
+        "can't",
+        "unable",
+    ],
 ];
 
-/// The log line that most likely says why the serve died: the last line naming a bind failure, else the
-/// last line naming a failure, else the last non-empty line; trimmed to 300 chars. `None` for an empty
-/// log.
+/// The log line that most likely says why the serve died, case-insensitively: the last line naming a
+/// failure to bind (`couldn't bind`, `failed to bind`, ...), else the last naming the OS's reason
+/// (`address already in use`), else the last naming a generic failure (`error`, `fatal`, `panic`, ...),
+/// else the last non-empty line; collapsed to one line of at most 300 chars. `None` for an empty log.
 pub fn cause_line(log_tail: &str) -> Option<String> {
-    let lines: Vec<&str> = log_tail.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let last_with = |phrases: &[&str]| {
-        lines.iter().rev().find(|l| {
-            let low = l.to_lowercase();
-            phrases.iter().any(|p| low.contains(p))
+    let lines: Vec<&str> = log_tail
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let lowered: Vec<String> = lines.iter().map(|l| l.to_lowercase()).collect();
+    let line = CAUSE_TIERS
+        .iter()
+        .find_map(|tier| {
+            (0..lines.len())
+                .rev()
+                .find(|&i| tier.iter().any(|p| lowered[i].contains(p)))
+                .map(|i| lines[i])
         })
-    };
-    let line = last_with(BIND_CAUSES).or_else(|| last_with(FAILURE_CAUSES)).or(lines.last())?;
+        .or(lines.last().copied())?;
     Some(one_line(line.as_bytes(), 300))
 }
 
@@ -1023,7 +1125,7 @@ mod tests {
 
     #[test]
     fn cause_line_prefers_the_bind_failure() {
-        let tail = "srv    load_model: loading model 'model-b.gguf'\nmain: model loaded\nE couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080\nmain: exiting due to HTTP server error\n";
+        let tail = "srv    load_model: loading model 'model-b.gguf'\nmain: model loaded\nE couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080\nmain: exiting due to HTTP server error (Address already in use)\n";
         assert_eq!(
             cause_line(tail).as_deref(),
             Some("E couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080")
@@ -1032,8 +1134,18 @@ mod tests {
 
     #[test]
     fn cause_line_falls_back_to_failures_then_last_line() {
-        assert_eq!(cause_line("a\nerror: no model\nb\n").as_deref(), Some("error: no model"));
-        assert_eq!(cause_line("[backend] stopping server...\n\n").as_deref(), Some("[backend] stopping server..."));
+        assert_eq!(
+            cause_line("a\nerror: no model\nb\n").as_deref(),
+            Some("error: no model")
+        );
+        assert_eq!(
+            cause_line("x\nOSError: [Errno 98] Address already in use\nerror: y\n").as_deref(),
+            Some("OSError: [Errno 98] Address already in use")
+        );
+        assert_eq!(
+            cause_line("[backend] stopping server...\n\n").as_deref(),
+            Some("[backend] stopping server...")
+        );
         assert_eq!(cause_line(""), None);
         assert_eq!(cause_line("\n \n"), None);
     }
@@ -1042,24 +1154,39 @@ mod tests {
     fn exit_descriptions_are_stable() {
         assert_eq!(exit_description(libc::CLD_EXITED, 0), "exit status 0");
         assert_eq!(exit_description(libc::CLD_KILLED, 15), "signal 15");
-        assert_eq!(exit_description(libc::CLD_DUMPED, 11), "signal 11 (core dumped)");
+        assert_eq!(
+            exit_description(libc::CLD_DUMPED, 11),
+            "signal 11 (core dumped)"
+        );
     }
 
     #[test]
     fn status_lines_parse_and_garbage_does_not() {
-        assert_eq!(parse_status(b"HTTP/1.1 503 Service Unavailable\r\n"), Some(503));
+        assert_eq!(
+            parse_status(b"HTTP/1.1 503 Service Unavailable\r\n"),
+            Some(503)
+        );
         assert_eq!(parse_status(b"HTTP/1.0 200 OK\r\n\r\n"), Some(200));
         assert_eq!(parse_status(b"HTTP/1.1 20"), None);
         assert_eq!(parse_status(b"SSH-2.0-OpenSSH\r\n"), None);
         assert_eq!(parse_status(b""), None);
-        assert_eq!(content_length(b"HTTP/1.1 200 OK\r\ncontent-length: 15"), Some(15));
+        assert_eq!(
+            content_length(b"HTTP/1.1 200 OK\r\ncontent-length: 15"),
+            Some(15)
+        );
     }
 
     #[test]
     fn error_messages_start_with_their_kind() {
-        let e = ServeError::PortInUse { addr: "127.0.0.1:8080".into(), pid: Some(4242) };
+        let e = ServeError::PortInUse {
+            addr: "127.0.0.1:8080".into(),
+            pid: Some(4242),
+        };
         assert_eq!(e.to_string(), "port_in_use: 127.0.0.1:8080 (pid 4242)");
-        let e = ServeError::PortInUse { addr: "127.0.0.1:8080".into(), pid: None };
+        let e = ServeError::PortInUse {
+            addr: "127.0.0.1:8080".into(),
+            pid: None,
+        };
         assert_eq!(e.to_string(), "port_in_use: 127.0.0.1:8080");
         let e = ServeError::ExitedAfterReady {
             status: "exit status 0".into(),
@@ -1067,7 +1194,10 @@ mod tests {
             cause_line: None,
             log_tail: String::new(),
         };
-        assert_eq!(e.to_string(), "server_exited_during_run (exit status 0, 0.4 s after ready)");
+        assert_eq!(
+            e.to_string(),
+            "server_exited_during_run (exit status 0, 0.4 s after ready)"
+        );
         let e = ServeError::ExitedBeforeReady {
             status: "exit status 1".into(),
             ready_ms_elapsed: 310.0,
@@ -1078,7 +1208,11 @@ mod tests {
             e.to_string(),
             "server_exited_before_ready (exit status 1, 0.3 s after spawn): E couldn't bind HTTP server socket"
         );
-        for e in [e, ServeError::ShuttingDown, ServeError::InvalidSpec { reason: "x".into() }] {
+        for e in [
+            e,
+            ServeError::ShuttingDown,
+            ServeError::InvalidSpec { reason: "x".into() },
+        ] {
             assert!(e.to_string().starts_with(e.kind()), "{e}");
         }
     }
@@ -1087,13 +1221,34 @@ mod tests {
     fn bad_specs_are_errors_not_panics() {
         let base = ServeSpec::new(vec!["true".into()], 8080, "/tmp/servegate-unused.log");
         let cases: Vec<ServeSpec> = vec![
-            ServeSpec { command: vec![], ..base.clone() },
-            ServeSpec { command: vec![String::new()], ..base.clone() },
-            ServeSpec { port: 0, ..base.clone() },
-            ServeSpec { ready_path: "health".into(), ..base.clone() },
-            ServeSpec { ready_path: "/health\r\nX: y".into(), ..base.clone() },
-            ServeSpec { poll_interval: Duration::ZERO, ..base.clone() },
-            ServeSpec { host: String::new(), ..base.clone() },
+            ServeSpec {
+                command: vec![],
+                ..base.clone()
+            },
+            ServeSpec {
+                command: vec![String::new()],
+                ..base.clone()
+            },
+            ServeSpec {
+                port: 0,
+                ..base.clone()
+            },
+            ServeSpec {
+                ready_path: "health".into(),
+                ..base.clone()
+            },
+            ServeSpec {
+                ready_path: "/health\r\nX: y".into(),
+                ..base.clone()
+            },
+            ServeSpec {
+                poll_interval: Duration::ZERO,
+                ..base.clone()
+            },
+            ServeSpec {
+                host: String::new(),
+                ..base.clone()
+            },
         ];
         for spec in cases {
             match Serve::start(spec.clone()) {
