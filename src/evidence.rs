@@ -157,6 +157,18 @@ impl EvidenceWriter {
         Err(EvidenceError::Malformed { path: parent, reason: "could not create a fresh run directory".into() })
     }
 
+    /// Creates exactly `dir` (which must not exist yet; its parent must) and returns a writer for it.
+    pub fn create_exact(dir: &Path) -> Result<EvidenceWriter, EvidenceError> {
+        std::fs::create_dir(dir).map_err(|e| EvidenceError::io(dir, e))?;
+        Ok(EvidenceWriter { dir: dir.to_path_buf() })
+    }
+
+    /// Writes `pair.json`.
+    pub fn write_pair_summary(&self, pair: &PairSummary) -> Result<(), EvidenceError> {
+        let json = serde_json::to_vec_pretty(pair).map_err(|e| EvidenceError::Malformed { path: self.path("pair.json"), reason: e.to_string() })?;
+        self.write("pair.json", &json)
+    }
+
     /// The run directory.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -317,3 +317,136 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged]) -> Verdict {
         Verdict::new("known_answer", Outcome::Fail, format!("{} (n={n})", problems.join("; ")))
     }
 }
+
+/// Judges a pair gate on a pair run: `ratio` (theirs / ours of the metric's medians, both numbers, the ratio
+/// and the order in one line), `same_answers` (every reply of both runtimes to a prompt is the same text),
+/// and `content` / `known_answer` over every arm. Pure, like [`judge`].
+pub fn judge_pair(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Vec<Verdict> {
+    let names = gate.assertions.names();
+    let s = &ev.summary;
+    let whole = if s.status != RunStatus::Complete {
+        Some("the evidence is incomplete (pair.json status is `running`: the runner was stopped before it finished)".to_string())
+    } else if let Some(f) = &s.failure {
+        Some(format!("the pair is void: {f}"))
+    } else if ev.arms.is_empty() {
+        Some("no arm ran".to_string())
+    } else {
+        ev.summary.arms.iter().zip(&ev.arms).find_map(|(a, e)| {
+            if e.run.status != RunStatus::Complete {
+                Some(format!("arm {} ({}) evidence is incomplete", a.arm, a.role))
+            } else {
+                e.run.serve.failure.as_ref().filter(|_| e.requests.is_empty()).map(|f| format!("arm {} ({}) serve never became ready: {f}", a.arm, a.role))
+            }
+        })
+    };
+    if let Some(reason) = whole {
+        return names.iter().map(|n| Verdict::new(n, Outcome::Fail, &reason)).collect();
+    }
+    let mut out = Vec::new();
+    for name in names {
+        out.push(match name {
+            "ratio" => judge_ratio(gate, ev),
+            "same_answers" => judge_same_answers(gate, ev),
+            "content" | "known_answer" => {
+                let parts: Vec<(String, Verdict)> = ev
+                    .summary
+                    .arms
+                    .iter()
+                    .zip(&ev.arms)
+                    .map(|(a, e)| {
+                        let judged: Vec<Judged> = e.requests.iter().filter(|r| !r.record.warmup).map(|r| Judged { ev: r, fig: measure::measure(&r.reply) }).collect();
+                        let v = if name == "content" { judge_content(&judged) } else { judge_known_answer(gate, &judged) };
+                        (format!("arm {} {}", a.arm, a.role), v)
+                    })
+                    .collect();
+                let ok = parts.iter().all(|(_, v)| v.passed());
+                let detail: Vec<String> = parts.iter().map(|(label, v)| format!("{label}: {}", v.message.trim_start_matches(&format!("{name} PASS ")).trim_start_matches(&format!("{name} FAIL ")))).collect();
+                Verdict::new(name, if ok { Outcome::Pass } else { Outcome::Fail }, detail.join(" | "))
+            }
+            _ => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
+        });
+    }
+    out
+}
+
+fn judge_ratio(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Verdict {
+    let r = gate.assertions.ratio.as_ref().expect("ratio declared");
+    let unit = match r.metric {
+        crate::spec::PairMetric::Decode => crate::pair::DECODE,
+        crate::spec::PairMetric::FirstToken => crate::pair::FIRST_TOKEN,
+    };
+    let mut arms = Vec::new();
+    let mut missing = Vec::new();
+    for (a, e) in ev.summary.arms.iter().zip(&ev.arms) {
+        let mut values = Vec::new();
+        for req in e.requests.iter().filter(|r| !r.record.warmup) {
+            let fig = measure::measure(&req.reply);
+            let v = match r.metric {
+                crate::spec::PairMetric::Decode => fig.decode_tok_s,
+                crate::spec::PairMetric::FirstToken => fig.ttft_ms,
+            };
+            match v {
+                Some(v) => values.push(v),
+                None => missing.push(format!("arm {} {} request {:02} ({})", a.arm, a.role, req.record.index, why_missing(&Judged { ev: req, fig: fig.clone() }, "rate"))),
+            }
+        }
+        arms.push(crate::pair::ArmValues { role: a.role.clone(), values });
+    }
+    if !missing.is_empty() {
+        return Verdict::new("ratio", Outcome::Fail, format!("{} replies have no {} value: {}", missing.len(), unit.name, missing.join("; ")));
+    }
+    let f = match crate::pair::compute(&arms) {
+        Ok(f) => f,
+        Err(e) => return Verdict::new("ratio", Outcome::Fail, format!("{}: {e}", unit.name)),
+    };
+    let lo_ok = r.at_least.is_none_or(|lo| f.ratio >= lo);
+    let hi_ok = r.at_most.is_none_or(|hi| f.ratio <= hi);
+    let bounds = match (r.at_least, r.at_most) {
+        (Some(lo), Some(hi)) => format!("bounds {lo}-{hi}x"),
+        (Some(lo), None) => format!("at least {lo}x"),
+        (None, Some(hi)) => format!("at most {hi}x"),
+        (None, None) => String::new(),
+    };
+    let outcome = if lo_ok && hi_ok { Outcome::Pass } else { Outcome::Fail };
+    let mut v = Verdict::new("ratio", outcome, format!("{} ({bounds}); {}", crate::pair::line(&f, unit), crate::pair::arms_line(&f, unit)));
+    v.values = f.theirs.values.iter().chain(&f.ours.values).map(|x| Some(*x)).collect();
+    v.median = Some(f.ratio);
+    v
+}
+
+fn judge_same_answers(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Verdict {
+    let sa = gate.assertions.same_answers.as_ref().expect("same_answers declared");
+    let mut problems = Vec::new();
+    let mut n = 0;
+    let mut prompts = 0;
+    for p in &gate.request.prompts {
+        if sa.prompt.as_ref().is_some_and(|x| x != p) {
+            continue;
+        }
+        prompts += 1;
+        let mut texts: Vec<(String, &str)> = Vec::new();
+        for (a, e) in ev.summary.arms.iter().zip(&ev.arms) {
+            for r in e.requests.iter().filter(|r| !r.record.warmup && &r.record.prompt == p) {
+                texts.push((format!("arm {} {}", a.arm, a.role), r.reply.content.as_str()));
+            }
+        }
+        n += texts.len();
+        let mut distinct: Vec<&str> = Vec::new();
+        for (_, t) in &texts {
+            if !distinct.contains(t) {
+                distinct.push(t);
+            }
+        }
+        if texts.is_empty() {
+            problems.push(format!("no replies to {p:?}"));
+        } else if distinct.len() > 1 {
+            let shown: Vec<String> = distinct.iter().map(|d| format!("{:?}", d.chars().take(60).collect::<String>())).collect();
+            problems.push(format!("{} distinct replies to {:?}: {}", distinct.len(), p.chars().take(40).collect::<String>(), shown.join(", ")));
+        }
+    }
+    if problems.is_empty() {
+        Verdict::new("same_answers", Outcome::Pass, format!("both runtimes gave the same text to each of {prompts} prompts (n={n})"))
+    } else {
+        Verdict::new("same_answers", Outcome::Fail, format!("{} (n={n})", problems.join("; ")))
+    }
+}

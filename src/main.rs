@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use servegate::error::exit;
-use servegate::{evidence, judge, measure, reads, reply, runner, spec};
+use servegate::{evidence, judge, runner, spec};
 
 /// A release gate for OpenAI-compatible LLM serves.
 ///
@@ -54,6 +54,13 @@ enum Cmd {
         /// The response file.
         file: PathBuf,
     },
+    /// Serve a recorded run back with its original timing (or, with --synthetic, a paced stream whose true TTFT and
+    /// decode rate are known): an OpenAI-compatible serve usable as a gate's [serve] command.
+    Replay(servegate::replay::ReplayArgs),
+    /// Records (records/*.json): `records check` validates them all and names every problem's file and field.
+    Records(servegate::record::RecordsArgs),
+    /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
+    Leaderboard(servegate::leaderboard::LeaderboardArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +70,9 @@ fn main() -> ExitCode {
         Cmd::Judge { run_dir, gate } => cmd_judge(&run_dir, gate),
         Cmd::Check { gates } => cmd_check(&gates),
         Cmd::Inspect { file } => cmd_inspect(&file),
+        Cmd::Replay(args) => servegate::replay::cli_replay(&args),
+        Cmd::Records(args) => servegate::record::cli_records(&args),
+        Cmd::Leaderboard(args) => servegate::leaderboard::cli(&args),
     };
     ExitCode::from(code as u8)
 }
@@ -130,6 +140,23 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
             return exit::SPEC_INVALID;
         }
     };
+    if evidence::is_pair_dir(dir) {
+        if g.pair.is_none() {
+            eprintln!("error: {} is a pair run but {} is not a pair gate", dir.display(), gate_file.display());
+            return exit::SPEC_INVALID;
+        }
+        let ev = match evidence::load_pair(dir) {
+            Ok(ev) => ev,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::EVIDENCE_ERROR;
+            }
+        };
+        println!("pair gate {} ({}) on {}", g.name, gate_file.display(), dir.display());
+        let ok = print_verdicts(&judge::judge_pair(&g, &ev));
+        println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
+        return if ok { exit::PASS } else { exit::ASSERTION_FAILED };
+    }
     let ev = match evidence::load(dir) {
         Ok(ev) => ev,
         Err(e) => {
@@ -165,29 +192,14 @@ fn cmd_check(files: &[PathBuf]) -> i32 {
 }
 
 fn cmd_inspect(file: &std::path::Path) -> i32 {
-    let bytes = match std::fs::read(file) {
-        Ok(b) => b,
+    match servegate::inspect::inspect_file(file) {
+        Ok(out) => {
+            println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+            exit::PASS
+        }
         Err(e) => {
-            eprintln!("error: {}: {e}", file.display());
-            return exit::EVIDENCE_ERROR;
+            eprintln!("error: {e}");
+            exit::EVIDENCE_ERROR
         }
-    };
-    let name = file.to_string_lossy();
-    let parsed = if name.ends_with(".reads.jsonl") {
-        match reads::decode(&String::from_utf8_lossy(&bytes)) {
-            Ok(r) => reply::parse_stream(&r, None),
-            Err(e) => {
-                eprintln!("error: {}: {e}", file.display());
-                return exit::EVIDENCE_ERROR;
-            }
-        }
-    } else if name.ends_with(".json") {
-        reply::parse_body(&bytes, None, 0.0)
-    } else {
-        reply::parse_stream(&reads::single_read(bytes), None)
-    };
-    let figures = measure::measure(&parsed);
-    let out = serde_json::json!({ "file": file.display().to_string(), "figures": figures, "reply": parsed });
-    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-    exit::PASS
+    }
 }

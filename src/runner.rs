@@ -26,15 +26,23 @@ pub fn runs_root() -> PathBuf {
 pub struct RunOutcome {
     /// The run directory.
     pub dir: PathBuf,
-    /// The summary as written.
+    /// The summary as written. For a pair: a summary of the whole pair (`serve.mode` = `pair`, no requests;
+    /// each arm's own run.json is in its arm directory).
     pub summary: RunSummary,
     /// One verdict per declared assertion.
     pub verdicts: Vec<Verdict>,
+    /// `pair.json` of a pair run.
+    pub pair: Option<evidence::PairSummary>,
 }
 
 impl RunOutcome {
     /// Exit code for this run: PASS, ASSERTION_FAILED, or SERVE_NOT_READY when the serve never answered.
     pub fn exit_code(&self) -> i32 {
+        if let Some(p) = &self.pair {
+            if p.failure.as_deref().is_some_and(|f| f.starts_with("pair_model_mismatch")) {
+                return exit::SPEC_INVALID;
+            }
+        }
         if self.verdicts.iter().all(|v| v.passed()) {
             exit::PASS
         } else if self.summary.serve.failure.is_some() && self.summary.requests.is_empty() {
@@ -48,6 +56,9 @@ impl RunOutcome {
 /// Runs `gate` live, writing evidence under `root`, then judges it. `progress` receives one-line notes
 /// (`serve ready after 1.2 s`), for a terminal.
 pub fn run(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Result<RunOutcome, EvidenceError> {
+    if gate.pair.is_some() {
+        return run_pair(gate, root, progress);
+    }
     let signals_note = crate::signals::install().err().map(|e| format!("signal handlers not installed: {e}"));
     let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?;
     w.write("gate.toml", gate.source.as_bytes())?;
@@ -81,17 +92,176 @@ pub fn run(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Resu
 
     let ev = evidence::load(w.dir())?;
     let verdicts = judge::judge(gate, &ev);
-    Ok(RunOutcome { dir: w.dir().to_path_buf(), summary, verdicts })
+    Ok(RunOutcome { dir: w.dir().to_path_buf(), summary, verdicts, pair: None })
+}
+
+fn new_summary(gate: &GateSpec) -> RunSummary {
+    RunSummary {
+        schema: evidence::RUN_SCHEMA.into(),
+        status: RunStatus::Running,
+        gate: gate.name.clone(),
+        gate_file: gate.file.display().to_string(),
+        started_utc: evidence::now_utc(),
+        ended_utc: None,
+        host: evidence::host_info(),
+        load_avg_start: evidence::load_avg(),
+        load_avg_end: None,
+        servegate_version: env!("CARGO_PKG_VERSION").into(),
+        serve: ServeRecord::default(),
+        requests: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+/// sha256 and size of the model file both arms load; refuses two different files before any serve starts.
+fn pair_model(ours: &str, theirs: &str) -> Result<(String, u64), String> {
+    let hash = |f: &str| crate::hash::sha256_file(Path::new(f)).map_err(|e| format!("model file {f}: {e}"));
+    let same_path = match (std::fs::canonicalize(ours), std::fs::canonicalize(theirs)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => ours == theirs,
+    };
+    if same_path {
+        return hash(ours);
+    }
+    let (a, b) = (hash(ours)?, hash(theirs)?);
+    if a.0 != b.0 {
+        return Err(format!(
+            "pair_model_mismatch: ours loads {ours} (sha256 {}), theirs loads {theirs} (sha256 {}): a pair compares two runtimes on one model file",
+            &a.0[..16],
+            &b.0[..16]
+        ));
+    }
+    Ok(a)
+}
+
+/// Runs a pair gate: the model file hashed once, then each arm in order (start its serve, send every request,
+/// stop it) into `arm<N>-<role>/` run directories, the model file hashed again, and the pair judged.
+fn run_pair(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Result<RunOutcome, EvidenceError> {
+    let pair = gate.pair.as_ref().expect("pair gate");
+    let signals_note = crate::signals::install().err().map(|e| format!("signal handlers not installed: {e}"));
+    let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?;
+    w.write("gate.toml", gate.source.as_bytes())?;
+    let mut ps = evidence::PairSummary {
+        schema: evidence::PAIR_SCHEMA.into(),
+        status: RunStatus::Running,
+        gate: gate.name.clone(),
+        gate_file: gate.file.display().to_string(),
+        started_utc: evidence::now_utc(),
+        ended_utc: None,
+        host: evidence::host_info(),
+        load_avg_start: evidence::load_avg(),
+        load_avg_end: None,
+        order: pair.order.clone(),
+        model_file_ours: pair.ours.model_file.clone(),
+        model_file_theirs: pair.theirs.model_file.clone(),
+        model_sha256: None,
+        model_bytes: None,
+        model_sha256_after: None,
+        failure: None,
+        arms: Vec::new(),
+    };
+    w.write_pair_summary(&ps)?;
+    progress(&format!("pair evidence: {}", w.dir().display()));
+
+    let mut setup_ok = true;
+    if !gate.serve.setup.is_empty() {
+        progress(&format!("setup: {}", gate.serve.setup.join(" ")));
+        if let Err(reason) = run_setup(&gate.serve.setup, &gate.serve.env, &w.path("setup.log")) {
+            ps.failure = Some(format!("setup_failed: {reason}"));
+            setup_ok = false;
+        }
+    }
+    if setup_ok {
+        match pair_model(&pair.ours.model_file, &pair.theirs.model_file) {
+            Err(reason) => {
+                progress(&reason);
+                ps.failure = Some(reason);
+            }
+            Ok((sha, bytes)) => {
+                progress(&format!("model file sha256 {sha} ({bytes} bytes)"));
+                ps.model_sha256 = Some(sha);
+                ps.model_bytes = Some(bytes);
+            }
+        }
+    }
+    w.write_pair_summary(&ps)?;
+
+    if ps.failure.is_none() {
+        for (i, role) in pair.order.iter().enumerate() {
+            let arm = pair.arm(role);
+            let name = format!("arm{}-{role}", i + 1);
+            progress(&format!("{name}: {}", arm.runtime));
+            let aw = EvidenceWriter::create_exact(&w.path(&name))?;
+            aw.write("gate.toml", gate.source.as_bytes())?;
+            ps.arms.push(evidence::ArmRecord { arm: i + 1, role: role.clone(), runtime: arm.runtime.clone(), dir: name.clone() });
+            w.write_pair_summary(&ps)?;
+            let mut summary = new_summary(gate);
+            summary.notes.push(format!("arm {} of pair {} ({role}: {})", i + 1, gate.name, arm.runtime));
+            aw.write_summary(&summary)?;
+            let mode = ServeMode::Command(arm.command.clone());
+            let target = Target { mode: &mode, env: &arm.env, setup: false };
+            let mut arm_progress = |line: &str| progress(&format!("{name}: {line}"));
+            let result = drive_target(gate, &target, &aw, &mut summary, &mut arm_progress);
+            summary.ended_utc = Some(evidence::now_utc());
+            summary.load_avg_end = evidence::load_avg();
+            if let Err(e) = &result {
+                summary.notes.push(format!("runner error: {e}"));
+            }
+            summary.status = RunStatus::Complete;
+            aw.write_summary(&summary)?;
+            result?;
+        }
+        if let Some(before) = &ps.model_sha256 {
+            match crate::hash::sha256_file(Path::new(&pair.ours.model_file)) {
+                Ok((after, _)) => {
+                    if &after != before {
+                        ps.failure = Some(format!("model_changed_during_run: sha256 {} before the first arm, {} after the last", &before[..16], &after[..16]));
+                    }
+                    ps.model_sha256_after = Some(after);
+                }
+                Err(e) => ps.failure = Some(format!("model_changed_during_run: cannot re-read {}: {e}", pair.ours.model_file)),
+            }
+        }
+    }
+    ps.ended_utc = Some(evidence::now_utc());
+    ps.load_avg_end = evidence::load_avg();
+    ps.status = RunStatus::Complete;
+    w.write_pair_summary(&ps)?;
+
+    let ev = evidence::load_pair(w.dir())?;
+    let verdicts = judge::judge_pair(gate, &ev);
+    let mut summary = new_summary(gate);
+    summary.status = RunStatus::Complete;
+    summary.started_utc = ps.started_utc.clone();
+    summary.ended_utc = ps.ended_utc.clone();
+    summary.load_avg_start = ps.load_avg_start;
+    summary.load_avg_end = ps.load_avg_end;
+    summary.serve.mode = "pair".into();
+    summary.serve.failure = ps.failure.clone();
+    summary.notes = signals_note.into_iter().collect();
+    Ok(RunOutcome { dir: w.dir().to_path_buf(), summary, verdicts, pair: Some(ps) })
 }
 
 fn fill_runtime(s: &str, host: &str, port: u16) -> String {
     s.replace("{port}", &port.to_string()).replace("{host}", host)
 }
 
+/// How one run (a plain gate, or one arm of a pair) reaches its serve.
+struct Target<'a> {
+    mode: &'a ServeMode,
+    env: &'a std::collections::BTreeMap<String, String>,
+    setup: bool,
+}
+
 fn drive(gate: &GateSpec, w: &EvidenceWriter, summary: &mut RunSummary, progress: &mut dyn FnMut(&str)) -> Result<(), EvidenceError> {
+    let target = Target { mode: &gate.serve.mode, env: &gate.serve.env, setup: true };
+    drive_target(gate, &target, w, summary, progress)
+}
+
+fn drive_target(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summary: &mut RunSummary, progress: &mut dyn FnMut(&str)) -> Result<(), EvidenceError> {
     let spec = &gate.serve;
     // Setup (idempotent provisioning).
-    if !spec.setup.is_empty() {
+    if target.setup && !spec.setup.is_empty() {
         progress(&format!("setup: {}", spec.setup.join(" ")));
         let t = Instant::now();
         match run_setup(&spec.setup, &spec.env, &w.path("setup.log")) {
@@ -115,7 +285,7 @@ fn drive(gate: &GateSpec, w: &EvidenceWriter, summary: &mut RunSummary, progress
 
     let mut started: Option<serve::Serve> = None;
     let base_url;
-    match &spec.mode {
+    match target.mode {
         ServeMode::Command(argv) => {
             let port = if spec.port == 0 {
                 match crate::port::free_port(&spec.host) {
@@ -129,7 +299,7 @@ fn drive(gate: &GateSpec, w: &EvidenceWriter, summary: &mut RunSummary, progress
                 spec.port
             };
             let command: Vec<String> = argv.iter().map(|a| fill_runtime(a, &spec.host, port)).collect();
-            let env: Vec<(String, String)> = spec.env.iter().map(|(k, v)| (k.clone(), fill_runtime(v, &spec.host, port))).collect();
+            let env: Vec<(String, String)> = spec.env.iter().chain(target.env.iter()).map(|(k, v)| (k.clone(), fill_runtime(v, &spec.host, port))).collect();
             summary.serve.mode = "command".into();
             summary.serve.command = command.clone();
             summary.serve.base_url = format!("http://{}:{port}", url_host(&spec.host));

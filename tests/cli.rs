@@ -174,3 +174,50 @@ fn help_prints_usage_and_writes_nothing() {
     }
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "--help wrote files");
 }
+
+/// A pair whose arms name different model files is refused before any serve starts.
+#[test]
+fn pair_with_two_different_model_files_is_refused_before_any_serve_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.gguf");
+    let b = tmp.path().join("b.gguf");
+    std::fs::write(&a, b"model A").unwrap();
+    std::fs::write(&b, b"model B").unwrap();
+    let marker = tmp.path().join("started");
+    let text = format!(
+        r#"
+[gate]
+name = "mismatch"
+[pair]
+[pair.ours]
+command = ["sh", "-c", "touch {marker}; sleep 30", "{{model}}"]
+[pair.theirs]
+model_file = "{b}"
+command = ["sh", "-c", "touch {marker}; sleep 30", "{b}"]
+[serve]
+[request]
+model = "{a}"
+max_tokens = 8
+temperature = 0
+top_k = 1
+prompts = ["hi"]
+[assert.ratio]
+at_least = 0.5
+"#,
+        marker = marker.display(),
+        a = a.display(),
+        b = b.display()
+    );
+    let gate = write_gate(tmp.path(), "mismatch.toml", &text);
+    let out = Command::new(bin()).args(["run", "--quiet", "--runs"]).arg(tmp.path().join("runs")).arg(&gate).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("ratio FAIL the pair is void: pair_model_mismatch: ours loads"), "{stdout}");
+    assert!(!marker.exists(), "a serve was started");
+    // And the same file under two paths is one model file: accepted (the arms then run).
+    let same = text.replace(&format!("model_file = \"{}\"", b.display()), &format!("model_file = \"{}\"", a.display())).replace(&format!("\"{}\"]", b.display()), &format!("\"{}\"]", a.display()));
+    let spec = servegate::spec::parse(&gate, &same, &servegate::spec::Context::for_file(&gate)).unwrap();
+    let pair = spec.pair.unwrap();
+    assert_eq!(pair.ours.model_file, pair.theirs.model_file);
+    assert_eq!(pair.order, vec!["theirs", "ours", "ours", "theirs"]);
+}
