@@ -80,7 +80,19 @@ pub fn run(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Resu
     w.write_summary(&summary)?;
     progress(&format!("evidence: {}", w.dir().display()));
 
-    let result = drive(gate, &w, &mut summary, progress);
+    let hold = take_hold(gate, progress);
+    let result = match &hold {
+        Err(reason) => {
+            summary.serve.failure = Some(reason.clone());
+            Ok(())
+        }
+        Ok(h) => {
+            if let Some(h) = h {
+                summary.notes.push(format!("hold {} taken after {:.0} ms", gate.hold.as_ref().map(|x| x.lock.display().to_string()).unwrap_or_default(), h.waited_ms));
+            }
+            drive(gate, &w, &mut summary, progress)
+        }
+    };
     summary.ended_utc = Some(evidence::now_utc());
     summary.load_avg_end = evidence::load_avg();
     if let Err(e) = &result {
@@ -90,9 +102,19 @@ pub fn run(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Resu
     w.write_summary(&summary)?;
     result?;
 
+    drop(hold);
     let ev = evidence::load(w.dir())?;
     let verdicts = judge::judge(gate, &ev);
     Ok(RunOutcome { dir: w.dir().to_path_buf(), summary, verdicts, pair: None })
+}
+
+/// Takes the gate's `[hold]`, if it has one: Ok(None) without a hold, Err(`hold_timeout: ...`) when it could
+/// not be had in `wait_s`.
+fn take_hold(gate: &GateSpec, progress: &mut dyn FnMut(&str)) -> Result<Option<crate::hold::Hold>, String> {
+    match &gate.hold {
+        None => Ok(None),
+        Some(h) => crate::hold::take(&h.lock, &gate.name, Duration::from_secs_f64(h.wait_s), progress).map(Some),
+    }
 }
 
 fn new_summary(gate: &GateSpec) -> RunSummary {
@@ -163,8 +185,12 @@ fn run_pair(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Res
     w.write_pair_summary(&ps)?;
     progress(&format!("pair evidence: {}", w.dir().display()));
 
-    let mut setup_ok = true;
-    if !gate.serve.setup.is_empty() {
+    let hold = take_hold(gate, progress);
+    if let Err(reason) = &hold {
+        ps.failure = Some(reason.clone());
+    }
+    let mut setup_ok = hold.is_ok();
+    if setup_ok && !gate.serve.setup.is_empty() {
         progress(&format!("setup: {}", gate.serve.setup.join(" ")));
         if let Err(reason) = run_setup(&gate.serve.setup, &gate.serve.env, &w.path("setup.log")) {
             ps.failure = Some(format!("setup_failed: {reason}"));
@@ -227,6 +253,7 @@ fn run_pair(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Res
     ps.load_avg_end = evidence::load_avg();
     ps.status = RunStatus::Complete;
     w.write_pair_summary(&ps)?;
+    drop(hold);
 
     let ev = evidence::load_pair(w.dir())?;
     let verdicts = judge::judge_pair(gate, &ev);
@@ -275,7 +302,17 @@ fn drive_target(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summary: &
         }
     }
 
-    let http = match client::http_client(Duration::from_secs_f64(gate.request.timeout_s), None) {
+    let api_key = match &spec.api_key_env {
+        None => None,
+        Some(var) => match std::env::var(var) {
+            Ok(k) if !k.is_empty() => Some(k),
+            _ => {
+                summary.serve.failure = Some(format!("api_key_missing: environment variable {var} (serve.api_key_env) is not set"));
+                return Ok(());
+            }
+        },
+    };
+    let http = match client::http_client(Duration::from_secs_f64(gate.request.timeout_s), api_key.as_deref()) {
         Ok(c) => c,
         Err(e) => {
             summary.serve.failure = Some(format!("http_client: {e}"));

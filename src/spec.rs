@@ -28,8 +28,31 @@ struct RawGate {
     request: RawRequest,
     #[serde(default)]
     pair: Option<RawPair>,
+    #[serde(default)]
+    hold: Option<RawHold>,
     #[serde(default, rename = "assert")]
     assertions: RawAssertions,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHold {
+    lock: String,
+    #[serde(default = "default_hold_wait_s")]
+    wait_s: Spanned<f64>,
+}
+
+fn default_hold_wait_s() -> Spanned<f64> {
+    Spanned::new(0..0, 600.0)
+}
+
+/// `[hold]`: an exclusive lock on a device for the whole gate (all arms of a pair).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HoldSpec {
+    /// The lock file (`~` and placeholders expanded), e.g. `/run/lock/npu.lock`.
+    pub lock: PathBuf,
+    /// Seconds to wait for the lock before failing the gate (default 600).
+    pub wait_s: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -102,6 +125,8 @@ struct RawServe {
     expect_model: Option<String>,
     #[serde(default)]
     log_file: Option<String>,
+    #[serde(default)]
+    api_key_env: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -252,6 +277,9 @@ pub struct ServeSpec {
     pub expect_model: Option<String>,
     /// For `url` serves: a log file of the serve to copy into the evidence for `route`.
     pub log_file: Option<PathBuf>,
+    /// Name of an environment variable holding an API key, sent as `Authorization: Bearer <key>`. The key
+    /// itself is never written anywhere (evidence, logs, JUnit, records, messages).
+    pub api_key_env: Option<String>,
 }
 
 /// `[request]`, validated.
@@ -466,6 +494,8 @@ pub struct GateSpec {
     /// `[pair]`, for a paired comparison of two runtimes; then `[serve]` holds the settings both arms share
     /// and no `command`/`url`.
     pub pair: Option<PairSpec>,
+    /// `[hold]`: the device lock taken for the whole run.
+    pub hold: Option<HoldSpec>,
 }
 
 /// Context for placeholder expansion: the values the runner knows before starting.
@@ -718,6 +748,19 @@ impl Validator<'_> {
                 Some(f) => Some(PathBuf::from(self.expand(f, 0..0, "serve.log_file", false)?)),
                 None => None,
             },
+            api_key_env: s.api_key_env.clone(),
+        };
+        if let Some(k) = &serve.api_key_env {
+            if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(self.err(0..0, "serve.api_key_env", format!("must name an environment variable (A-Z 0-9 _), got {k:?}; never put the key itself in a gate")));
+            }
+        }
+        let hold = match &raw.hold {
+            Some(h) => Some(HoldSpec {
+                lock: PathBuf::from(self.expand(&h.lock, 0..0, "hold.lock", false)?),
+                wait_s: self.positive(&h.wait_s, "hold.wait_s", "seconds")?,
+            }),
+            None => None,
         };
 
         // [assert.*]
@@ -853,6 +896,7 @@ impl Validator<'_> {
             request,
             assertions,
             pair,
+            hold,
         })
     }
 }
