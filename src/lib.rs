@@ -4,6 +4,7 @@
 //! `evidence` (a run directory on disk) → `reply` + `measure` (pure: evidence → per-request figures) →
 //! `judge` (pure: spec + figures → verdicts) → sinks (`harness` trials, CLI lines). See docs/.
 
+pub mod bench;
 pub mod client;
 pub mod content;
 pub mod error;
@@ -20,6 +21,7 @@ pub mod pair;
 pub mod port;
 pub mod record;
 pub mod reads;
+pub mod redact;
 pub mod replay;
 pub mod reply;
 pub mod report;

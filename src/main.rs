@@ -33,6 +33,12 @@ enum Cmd {
         /// Print no progress lines.
         #[arg(long, short)]
         quiet: bool,
+        /// Also write JUnit XML here: one testsuite per gate, one testcase per assertion (docs/ci.md).
+        #[arg(long, value_name = "PATH")]
+        junit: Option<PathBuf>,
+        /// Also write the verdicts and measurements as JSON here (schema servegate.results/1, docs/results-json.md).
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
     },
     /// Re-judge a recorded run directory, with its copied gate.toml or an edited gate (--gate).
     Judge {
@@ -57,6 +63,8 @@ enum Cmd {
     /// Serve a recorded run back with its original timing (or, with --synthetic, a paced stream whose true TTFT and
     /// decode rate are known): an OpenAI-compatible serve usable as a gate's [serve] command.
     Replay(servegate::replay::ReplayArgs),
+    /// Measure servegate's own timing accuracy and overhead against the synthetic paced stream (docs/performance.md).
+    BenchSelf(servegate::bench::BenchArgs),
     /// Records (records/*.json): `records check` validates them all and names every problem's file and field.
     Records(servegate::record::RecordsArgs),
     /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
@@ -66,11 +74,12 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
-        Cmd::Run { gates, runs, quiet } => cmd_run(&gates, runs, quiet),
+        Cmd::Run { gates, runs, quiet, junit, json } => cmd_run(&gates, runs, quiet, &servegate::report::Outputs { junit, json }),
         Cmd::Judge { run_dir, gate } => cmd_judge(&run_dir, gate),
         Cmd::Check { gates } => cmd_check(&gates),
         Cmd::Inspect { file } => cmd_inspect(&file),
         Cmd::Replay(args) => servegate::replay::cli_replay(&args),
+        Cmd::BenchSelf(args) => servegate::bench::cli_bench_self(&args),
         Cmd::Records(args) => servegate::record::cli_records(&args),
         Cmd::Leaderboard(args) => servegate::leaderboard::cli(&args),
     };
@@ -84,25 +93,30 @@ fn print_verdicts(verdicts: &[judge::Verdict]) -> bool {
     verdicts.iter().all(|v| v.passed())
 }
 
-fn cmd_run(files: &[PathBuf], runs: Option<PathBuf>, quiet: bool) -> i32 {
+fn cmd_run(files: &[PathBuf], runs: Option<PathBuf>, quiet: bool, outputs: &servegate::report::Outputs) -> i32 {
+    use servegate::report;
+    let started = std::time::Instant::now();
+    let strict = servegate::harness::strict();
+    let mut results = report::Results::begin(report::Producer::Run, strict);
     let mut specs = Vec::new();
     for f in files {
         match spec::load(f) {
             Ok(s) => specs.push(s),
             Err(e) => {
                 eprintln!("error: {e}");
-                return exit::SPEC_INVALID;
+                results.push(report::GateResults::spec_invalid(f, &e.to_string(), 0.0));
+                return outputs.finish(results, started.elapsed().as_secs_f64(), exit::SPEC_INVALID);
             }
         }
     }
     let root = runs.unwrap_or_else(runner::runs_root);
     let mut worst = exit::PASS;
-    let strict = servegate::harness::strict();
     for g in &specs {
         println!("gate {} ({})", g.name, g.file.display());
         let unmet = g.requirements();
         if !unmet.is_empty() {
             println!("IGNORED requires: {}", unmet.join("; "));
+            results.push(report::gate_unmet(g, &unmet, strict));
             if strict {
                 worst = worst.max(exit::REQUIREMENT_UNMET);
             }
@@ -114,21 +128,24 @@ fn cmd_run(files: &[PathBuf], runs: Option<PathBuf>, quiet: bool) -> i32 {
                 eprintln!("[{name}] {line}");
             }
         };
+        let t = std::time::Instant::now();
         match runner::run(g, &root, &mut progress) {
             Ok(o) => {
                 print_verdicts(&o.verdicts);
                 println!("evidence: {}", o.dir.display());
                 let code = o.exit_code();
                 worst = if worst == exit::PASS { code } else { worst.max(code) };
+                results.push(report::gate_from_run(g, &o, t.elapsed().as_secs_f64()));
             }
             Err(e) => {
                 eprintln!("error: {e}");
                 worst = worst.max(exit::EVIDENCE_ERROR);
+                results.push(report::gate_error(g, &e.to_string(), t.elapsed().as_secs_f64()));
             }
         }
     }
     println!("RESULT: {}", if worst == exit::PASS { "PASS" } else { "FAIL" });
-    worst
+    outputs.finish(results, started.elapsed().as_secs_f64(), worst)
 }
 
 fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
