@@ -39,6 +39,13 @@ enum Cmd {
         /// Also write the verdicts and measurements as JSON here (schema servegate.results/1, docs/results-json.md).
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
+        /// After a passing run, write records ID-decode-rate and ID-first-token to records/ (or --records-dir)
+        /// from its evidence, with the gate's [record] table (docs/records.md). A failed run writes none.
+        #[arg(long, value_name = "ID")]
+        record: Option<String>,
+        /// Where --record writes.
+        #[arg(long, value_name = "DIR", default_value = "records")]
+        records_dir: PathBuf,
     },
     /// Re-judge a recorded run directory, with its copied gate.toml or an edited gate (--gate).
     Judge {
@@ -74,7 +81,28 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
-        Cmd::Run { gates, runs, quiet, junit, json } => cmd_run(&gates, runs, quiet, &servegate::report::Outputs { junit, json }),
+        Cmd::Run { gates, runs, quiet, junit, json, record, records_dir } => {
+            if let Some(id) = &record {
+                if gates.len() != 1 {
+                    eprintln!("error: --record takes exactly one gate");
+                    return ExitCode::from(exit::USAGE as u8);
+                }
+                if let Err(e) = spec::load(&gates[0]).map_err(|e| e.to_string()).and_then(|g| g.record_spec(id, "decode_rate").map(|_| ())) {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(exit::SPEC_INVALID as u8);
+                }
+            }
+            let root = runs.clone().unwrap_or_else(runner::runs_root);
+            let code = cmd_run(&gates, Some(root.clone()), quiet, &servegate::report::Outputs { junit, json });
+            match (&record, code) {
+                (Some(id), exit::PASS) => write_records(&gates[0], &root, id, &records_dir),
+                (Some(_), _) => {
+                    eprintln!("no record written: the run did not pass");
+                    code
+                }
+                (None, _) => code,
+            }
+        }
         Cmd::Judge { run_dir, gate } => cmd_judge(&run_dir, gate),
         Cmd::Check { gates } => cmd_check(&gates),
         Cmd::Inspect { file } => cmd_inspect(&file),
@@ -84,6 +112,51 @@ fn main() -> ExitCode {
         Cmd::Leaderboard(args) => servegate::leaderboard::cli(&args),
     };
     ExitCode::from(code as u8)
+}
+
+/// Writes ID-decode-rate and ID-first-token from the newest run directory of the gate under `root`.
+fn write_records(gate_file: &std::path::Path, root: &std::path::Path, id: &str, dir: &std::path::Path) -> i32 {
+    let Ok(g) = spec::load(gate_file) else { return exit::SPEC_INVALID };
+    let gate_runs = root.join(&g.name);
+    let newest = std::fs::read_dir(&gate_runs).ok().and_then(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).max());
+    let Some(run) = newest else {
+        eprintln!("error: no run directory under {}", gate_runs.display());
+        return exit::EVIDENCE_ERROR;
+    };
+    for (metric, suffix) in [("decode_rate", "decode-rate"), ("first_token", "first-token")] {
+        let rid = format!("{id}-{suffix}");
+        let rs = match g.record_spec(&rid, metric) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::SPEC_INVALID;
+            }
+        };
+        let built = if servegate::evidence::is_pair_dir(&run) {
+            servegate::evidence::load_pair(&run).map(|pe| servegate::record::from_pair_run(&g, &pe, &rs))
+        } else {
+            evidence::load(&run).map(|ev| servegate::record::from_run(&g, &ev, &rs))
+        };
+        match built {
+            Ok(Ok(r)) => match servegate::record::write_new(dir, &r) {
+                Ok(p) => println!("record: {}", p.display()),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return exit::SPEC_INVALID;
+                }
+            },
+            Ok(Err(e)) => {
+                eprintln!("error: {e}");
+                return exit::EVIDENCE_ERROR;
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::EVIDENCE_ERROR;
+            }
+        }
+    }
+    println!("now run `servegate leaderboard` to render the page");
+    exit::PASS
 }
 
 fn print_verdicts(verdicts: &[judge::Verdict]) -> bool {

@@ -15,6 +15,11 @@ use toml::Spanned;
 
 use crate::error::SpecError;
 
+/// Largest duration a gate may give in seconds (`timeout_s`, `ready_timeout_s`, `stop_grace_s`, `wait_s`).
+pub const MAX_SECONDS: f64 = 1_000_000.0;
+/// Most requests one gate may send (warmup + repeats rounds of all prompts).
+pub const MAX_REQUESTS: u64 = 100_000;
+
 /// The raw TOML shape. `deny_unknown_fields` everywhere: a misspelt key is an error naming the key.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,6 +35,8 @@ struct RawGate {
     pair: Option<RawPair>,
     #[serde(default)]
     hold: Option<RawHold>,
+    #[serde(default)]
+    record: Option<toml::Table>,
     #[serde(default, rename = "assert")]
     assertions: RawAssertions,
 }
@@ -496,6 +503,32 @@ pub struct GateSpec {
     pub pair: Option<PairSpec>,
     /// `[hold]`: the device lock taken for the whole run.
     pub hold: Option<HoldSpec>,
+    /// `[record]`: what a record written from this gate's runs (`servegate run --record ID`) cannot learn from
+    /// the evidence (`record::RunRecordSpec` without `id` and `metric`; `model_file` defaults to the model).
+    pub record: Option<toml::Table>,
+}
+
+impl GateSpec {
+    /// The `record::RunRecordSpec` for `id` and `metric` (`decode_rate` or `first_token`) from `[record]`.
+    /// Errors name the key.
+    pub fn record_spec(&self, id: &str, metric: &str) -> Result<crate::record::RunRecordSpec, String> {
+        let Some(table) = &self.record else {
+            return Err(format!("{}: the gate has no [record] table (model_name, weights, device, route, engine, what_would_make_it_wrong)", self.file.display()));
+        };
+        let mut t = table.clone();
+        for k in ["id", "metric"] {
+            if t.contains_key(k) {
+                return Err(format!("record.{k} is given on the command line (`servegate run --record ID`), not in the gate"));
+            }
+        }
+        t.insert("id".into(), toml::Value::String(id.into()));
+        t.insert("metric".into(), toml::Value::String(metric.into()));
+        if !t.contains_key("model_file") {
+            let model_file = self.pair.as_ref().map(|p| p.ours.model_file.clone()).unwrap_or_else(|| self.request.model.clone());
+            t.insert("model_file".into(), toml::Value::String(model_file));
+        }
+        toml::Value::Table(t).try_into().map_err(|e: toml::de::Error| format!("[record]: {}", e.message()))
+    }
 }
 
 /// Context for placeholder expansion: the values the runner knows before starting.
@@ -628,6 +661,16 @@ impl Validator<'_> {
         Ok(x)
     }
 
+    /// A duration in seconds: finite, > 0 and at most [`MAX_SECONDS`] (larger values overflow the clock's
+    /// arithmetic: the runner would panic instead of waiting).
+    fn seconds(&self, v: &Spanned<f64>, key: &str) -> Result<f64, SpecError> {
+        let x = self.positive(v, key, "seconds")?;
+        if x > MAX_SECONDS {
+            return Err(self.err(v.span(), key, format!("must be at most {MAX_SECONDS} seconds (about 11 days), got {x:e}")));
+        }
+        Ok(x)
+    }
+
     fn build(mut self, raw: RawGate) -> Result<GateSpec, SpecError> {
         let name = raw.gate.name.get_ref().clone();
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
@@ -659,7 +702,11 @@ impl Validator<'_> {
         if *r.repeats.get_ref() < 1 {
             return Err(self.err(r.repeats.span(), "request.repeats", "must be >= 1"));
         }
-        let timeout_s = self.positive(&r.timeout_s, "request.timeout_s", "seconds")?;
+        let rounds = u64::from(*r.repeats.get_ref()) + u64::from(r.warmup);
+        if rounds * r.prompts.get_ref().len() as u64 > MAX_REQUESTS {
+            return Err(self.err(r.repeats.span(), "request.repeats", format!("(warmup + repeats) x prompts must be at most {MAX_REQUESTS} requests, got {rounds} rounds of {} prompts", r.prompts.get_ref().len())));
+        }
+        let timeout_s = self.seconds(&r.timeout_s, "request.timeout_s")?;
         if r.prompts.get_ref().is_empty() {
             return Err(self.err(r.prompts.span(), "request.prompts", "a gate needs at least one prompt"));
         }
@@ -740,8 +787,8 @@ impl Validator<'_> {
             host: s.host.clone(),
             port: s.port,
             ready_path: s.ready.clone(),
-            ready_timeout_s: self.positive(&s.ready_timeout_s, "serve.ready_timeout_s", "seconds")?,
-            stop_grace_s: self.positive(&s.stop_grace_s, "serve.stop_grace_s", "seconds")?,
+            ready_timeout_s: self.seconds(&s.ready_timeout_s, "serve.ready_timeout_s")?,
+            stop_grace_s: self.seconds(&s.stop_grace_s, "serve.stop_grace_s")?,
             env,
             expect_model: s.expect_model.clone(),
             log_file: match &s.log_file {
@@ -758,7 +805,7 @@ impl Validator<'_> {
         let hold = match &raw.hold {
             Some(h) => Some(HoldSpec {
                 lock: PathBuf::from(self.expand(&h.lock, 0..0, "hold.lock", false)?),
-                wait_s: self.positive(&h.wait_s, "hold.wait_s", "seconds")?,
+                wait_s: self.seconds(&h.wait_s, "hold.wait_s")?,
             }),
             None => None,
         };
@@ -897,6 +944,15 @@ impl Validator<'_> {
             assertions,
             pair,
             hold,
+            record: raw.record,
+        })
+        .and_then(|g: GateSpec| match g.record_spec("check", "decode_rate") {
+            Ok(_) => Ok(g),
+            Err(e) if g.record.is_some() => {
+                let at = self.text.find("[record]").unwrap_or(0);
+                Err(self.err(at..at + 1, "record", e))
+            }
+            Err(_) => Ok(g),
         })
     }
 }
