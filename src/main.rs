@@ -40,7 +40,9 @@ enum Cmd {
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
         /// After a passing run, write records ID-decode-rate and ID-first-token to records/ (or --records-dir)
-        /// from its evidence, with the gate's [record] table (docs/records.md). A failed run writes none.
+        /// from its evidence, with the gate's [record] table (docs/records.md); a pair gate also writes
+        /// ID-theirs-decode-rate and ID-theirs-first-token, each naming the other's figure, the ratio and the
+        /// order. A failed run writes none.
         #[arg(long, value_name = "ID")]
         record: Option<String>,
         /// Where --record writes.
@@ -61,8 +63,8 @@ enum Cmd {
         #[arg(required = true)]
         gates: Vec<PathBuf>,
     },
-    /// Parse one response (.reads.jsonl timed reads, .sse raw bytes at t=0, or a plain JSON body) and print the
-    /// parsed reply and its measurements as JSON.
+    /// Parse one response (.reads.jsonl timed reads, .sse raw bytes at t=0, .http raw response, or a plain JSON
+    /// body) and print a summary, the measurements and the parsed reply as JSON (docs/metrics.md).
     Inspect {
         /// The response file.
         file: PathBuf,
@@ -123,8 +125,10 @@ fn write_records(gate_file: &std::path::Path, root: &std::path::Path, id: &str, 
         eprintln!("error: no run directory under {}", gate_runs.display());
         return exit::EVIDENCE_ERROR;
     };
-    for (metric, suffix) in [("decode_rate", "decode-rate"), ("first_token", "first-token")] {
-        let rid = format!("{id}-{suffix}");
+    let pair = servegate::evidence::is_pair_dir(&run);
+    let roles: &[&str] = if pair { &["ours", "theirs"] } else { &["ours"] };
+    for (role, (metric, suffix)) in roles.iter().flat_map(|r| [(r, ("decode_rate", "decode-rate")), (r, ("first_token", "first-token"))]) {
+        let rid = if *role == "theirs" { format!("{id}-theirs-{suffix}") } else { format!("{id}-{suffix}") };
         let rs = match g.record_spec(&rid, metric) {
             Ok(s) => s,
             Err(e) => {
@@ -132,8 +136,8 @@ fn write_records(gate_file: &std::path::Path, root: &std::path::Path, id: &str, 
                 return exit::SPEC_INVALID;
             }
         };
-        let built = if servegate::evidence::is_pair_dir(&run) {
-            servegate::evidence::load_pair(&run).map(|pe| servegate::record::from_pair_run(&g, &pe, &rs))
+        let built = if pair {
+            servegate::evidence::load_pair(&run).map(|pe| servegate::record::from_pair_run_as(&g, &pe, &rs, role))
         } else {
             evidence::load(&run).map(|ev| servegate::record::from_run(&g, &ev, &rs))
         };

@@ -814,6 +814,9 @@ pub enum RecordsCmd {
         /// Override the spec's metric (decode_rate or first_token).
         #[arg(long)]
         metric: Option<String>,
+        /// For a pair run: whose record (`ours` or `theirs`); each names the other's figure.
+        #[arg(long, default_value = "ours")]
+        role: String,
         /// The record directory.
         #[arg(long, default_value = "records")]
         dir: PathBuf,
@@ -824,7 +827,13 @@ pub enum RecordsCmd {
 pub fn cli_records(args: &RecordsArgs) -> i32 {
     match &args.command {
         RecordsCmd::Check { dir } => cli_records_check(dir),
-        RecordsCmd::Add { run, spec, id, metric, dir } => cli_records_add(run, spec, id.as_deref(), metric.as_deref(), dir),
+        RecordsCmd::Add { run, spec, id, metric, role, dir } => {
+            if role != "ours" && role != "theirs" {
+                eprintln!("error: --role is `ours` or `theirs`, got {role:?}");
+                return exit::USAGE;
+            }
+            cli_records_add_as(run, spec, id.as_deref(), metric.as_deref(), role, dir)
+        }
     }
 }
 
@@ -833,6 +842,11 @@ pub fn cli_records(args: &RecordsArgs) -> i32 {
 /// writes it with [`write_new`]. Exit 0 written; 3 the spec, gate or record is invalid or the id is taken;
 /// 5 the evidence cannot be read or does not hold what a record needs.
 pub fn cli_records_add(run: &Path, spec_file: &Path, id: Option<&str>, metric: Option<&str>, dir: &Path) -> i32 {
+    cli_records_add_as(run, spec_file, id, metric, "ours", dir)
+}
+
+/// [`cli_records_add`] for a pair run's `role` (`ours` or `theirs`).
+pub fn cli_records_add_as(run: &Path, spec_file: &Path, id: Option<&str>, metric: Option<&str>, role: &str, dir: &Path) -> i32 {
     let mut spec: RunRecordSpec = match std::fs::read_to_string(spec_file).map_err(|e| e.to_string()).and_then(|t| toml::from_str(&t).map_err(|e| e.to_string())) {
         Ok(s) => s,
         Err(e) => {
@@ -854,7 +868,7 @@ pub fn cli_records_add(run: &Path, spec_file: &Path, id: Option<&str>, metric: O
         }
     };
     let built = if crate::evidence::is_pair_dir(run) {
-        crate::evidence::load_pair(run).map(|pe| from_pair_run(&gate, &pe, &spec))
+        crate::evidence::load_pair(run).map(|pe| from_pair_run_as(&gate, &pe, &spec, role))
     } else {
         crate::evidence::load(run).map(|ev| from_run(&gate, &ev, &spec))
     };
@@ -1231,6 +1245,14 @@ pub fn from_run(gate: &crate::spec::GateSpec, ev: &crate::evidence::Evidence, sp
 /// the model hash is the one the runner streamed before the first arm (and found unchanged after the last).
 /// `spec.model_file` is not hashed again. Fails when the pair is incomplete or void.
 pub fn from_pair_run(gate: &crate::spec::GateSpec, pe: &crate::evidence::PairEvidence, spec: &RunRecordSpec) -> Result<Record, RecordError> {
+    from_pair_run_as(gate, pe, spec, "ours")
+}
+
+/// [`from_pair_run`] from the side of `role` (`ours` or `theirs`): the record's value is that runtime's
+/// median and `pair` names the other runtime's figure and the ratio other / this (so theirs / ours in the
+/// ours record, its inverse in the theirs record; the note states theirs / ours in both). For `theirs`, the
+/// engine is the theirs arm's `runtime` and the other engine is `spec.engine`.
+pub fn from_pair_run_as(gate: &crate::spec::GateSpec, pe: &crate::evidence::PairEvidence, spec: &RunRecordSpec, role: &str) -> Result<Record, RecordError> {
     use crate::evidence::RunStatus;
     let s = &pe.summary;
     let dir = pe.dir.display();
@@ -1250,7 +1272,7 @@ pub fn from_pair_run(gate: &crate::spec::GateSpec, pe: &crate::evidence::PairEvi
     let (unit, decimals, definition) = run_metric(&spec.metric)?;
     let (mut ours, mut theirs, mut arm_medians, mut arm_order) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut prompt_tokens = std::collections::BTreeSet::new();
-    let mut other_engine = None;
+    let mut theirs_runtime: Option<String> = None;
     let mut version = None;
     for (arm, ev) in s.arms.iter().zip(&pe.arms) {
         if ev.run.status != RunStatus::Complete || ev.run.serve.failure.is_some() {
@@ -1261,22 +1283,32 @@ pub fn from_pair_run(gate: &crate::spec::GateSpec, pe: &crate::evidence::PairEvi
         arm_medians.push(round_to(stats::median(&values).expect("non-empty"), decimals));
         match arm.role.as_str() {
             "ours" => {
-                arm_order.push("this".to_string());
                 ours.extend(values);
-                version = version.or_else(|| ev.run.serve.version.clone());
+                if role == "ours" {
+                    version = version.or_else(|| ev.run.serve.version.clone());
+                }
             }
             "theirs" => {
-                arm_order.push("other".to_string());
                 theirs.extend(values);
-                other_engine = other_engine.or_else(|| Some(arm.runtime.clone()));
+                theirs_runtime = theirs_runtime.or_else(|| Some(arm.runtime.clone()));
+                if role == "theirs" {
+                    version = version.or_else(|| ev.run.serve.version.clone());
+                }
             }
             other => return Err(RecordError::Evidence(format!("{dir}: arm {} has role {other:?}", arm.arm))),
         }
+        arm_order.push(if arm.role == role { "this".to_string() } else { "other".to_string() });
     }
     if ours.is_empty() || theirs.is_empty() {
         return Err(RecordError::Evidence(format!("{dir}: a pair record needs values from both runtimes")));
     }
     let (m_ours, m_theirs) = (stats::median(&ours).expect("non-empty"), stats::median(&theirs).expect("non-empty"));
+    let theirs_engine = theirs_runtime.unwrap_or_else(|| "theirs".into());
+    let (this, other_vals, m_this, m_other, this_engine, other_engine) = if role == "theirs" {
+        (theirs, ours, m_theirs, m_ours, theirs_engine, spec.engine.clone())
+    } else {
+        (ours, theirs, m_ours, m_theirs, spec.engine.clone(), theirs_engine)
+    };
     let req = &gate.request;
     let mut other = spec.notes.clone();
     let prompt_tokens = prompt_tokens_setting(&prompt_tokens, &mut other);
@@ -1297,14 +1329,14 @@ pub fn from_pair_run(gate: &crate::spec::GateSpec, pe: &crate::evidence::PairEvi
         route: spec.route.clone(),
         metric: Metric { name: spec.metric.clone(), unit: unit.into(), condition: Some("warm".into()).filter(|_| req.warmup > 0) },
         statistic: "median".into(),
-        value: round_to(m_ours, decimals),
+        value: round_to(m_this, decimals),
         decimals,
-        n: ours.len() as u32,
-        range: [stats::min(&ours).expect("non-empty"), stats::max(&ours).expect("non-empty")],
-        values: Some(ours),
+        n: this.len() as u32,
+        range: [stats::min(&this).expect("non-empty"), stats::max(&this).expect("non-empty")],
+        values: Some(this),
         values_unavailable: None,
         settings: Settings {
-            engine: spec.engine.clone(),
+            engine: this_engine,
             engine_version: engine_version(spec, version.as_deref(), &mut other),
             sampling: Some(sampling_of(req)),
             max_tokens: Some(req.max_tokens),
@@ -1325,14 +1357,14 @@ pub fn from_pair_run(gate: &crate::spec::GateSpec, pe: &crate::evidence::PairEvi
         },
         source: Source { kind: "gate_run".into(), evidence: Some(dir.to_string()), gate: Some(s.gate_file.clone()), published: None },
         pair: Some(Pair {
-            other_engine: other_engine.unwrap_or_else(|| "theirs".into()),
-            other_value: round_to(m_theirs, decimals),
-            other_n: theirs.len() as u32,
-            other_range: Some([stats::min(&theirs).expect("non-empty"), stats::max(&theirs).expect("non-empty")]),
-            ratio: round_to(m_theirs / m_ours, 3),
+            other_engine,
+            other_value: round_to(m_other, decimals),
+            other_n: other_vals.len() as u32,
+            other_range: Some([stats::min(&other_vals).expect("non-empty"), stats::max(&other_vals).expect("non-empty")]),
+            ratio: round_to(m_other / m_this, 3),
             ratio_decimals: 3,
             ratio_source: "computed".into(),
-            ratio_note: Some("theirs / ours of the two medians, each recomputed from every judged value".into()),
+            ratio_note: Some(format!("the other runtime's median / this one's (theirs / ours = {:.3}), each recomputed from every judged value", m_theirs / m_ours)),
             arm_order,
             arm_medians: Some(arm_medians),
         }),
