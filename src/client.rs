@@ -72,25 +72,48 @@ pub fn http_client(timeout: Duration, api_key: Option<&str>) -> Result<reqwest::
 }
 
 /// Sends `body` to `{base_url}/v1/chat/completions` and records the response as timed reads.
-/// Never fails: a transport error is recorded in the exchange.
+/// Never fails: a transport error is recorded in the exchange. Only the client's own timeout bounds it (per
+/// phase: the head, then each read); [`send_within`] bounds the whole request.
 pub fn send(client: &reqwest::blocking::Client, base_url: &str, body: &serde_json::Value) -> Exchange {
+    send_within(client, base_url, body, None)
+}
+
+/// What the body reader thread hands over: one read, the end of the body, or why reading failed.
+enum BodyMsg {
+    Read(TimedRead),
+    End,
+    Failed(String),
+}
+
+/// As [`send`], and the whole request (head and body) ends by `timeout` after it was sent: a serve that
+/// trickles a byte now and then cannot hold the runner longer than that (each read alone is bounded by the
+/// client's timeout, so without a deadline a trickle would never end). The body is read on a helper thread;
+/// at the deadline or the [`BODY_CAP_BYTES`] cap the exchange returns with what was kept and the helper is
+/// left to finish its current read (it ends at the next read, when the connection closes, or at the client's
+/// timeout), dropping the response and so the connection. Memory held: the kept bytes plus at most
+/// 8 reads in flight.
+pub fn send_within(client: &reqwest::blocking::Client, base_url: &str, body: &serde_json::Value, timeout: Option<Duration>) -> Exchange {
     let url = format!("{base_url}/v1/chat/completions");
     let payload = serde_json::to_vec(body).unwrap_or_default();
     let t0 = Instant::now();
-    let ms = |t: Instant| t.duration_since(t0).as_secs_f64() * 1000.0;
+    let deadline = timeout.map(|t| t0 + t);
+    let ms = move |t: Instant| t.duration_since(t0).as_secs_f64() * 1000.0;
     let mut meta = ResponseMeta::default();
     let mut reads = Vec::new();
     let mut kept: u64 = 0;
     let mut truncated = false;
-    let result = client.post(&url).header(reqwest::header::CONTENT_TYPE, "application/json").body(payload).send();
-    match result {
+    // The head is bounded by the client's own timeout (the runner builds the client with the same one); the
+    // deadline below then bounds the body. (A per-request reqwest timeout would race the deadline.)
+    let request = client.post(&url).header(reqwest::header::CONTENT_TYPE, "application/json").body(payload);
+    match request.send() {
         Err(e) => {
             meta.transport_error = Some(describe(&e));
             meta.end_ms = Some(ms(Instant::now()));
         }
         Ok(mut resp) => {
             meta.head_ms = Some(ms(Instant::now()));
-            meta.status = Some(resp.status().as_u16());
+            let status = resp.status();
+            meta.status = Some(status.as_u16());
             for (name, value) in resp.headers() {
                 let v = String::from_utf8_lossy(value.as_bytes()).into_owned();
                 meta.headers.entry(name.as_str().to_string()).and_modify(|e| {
@@ -98,30 +121,71 @@ pub fn send(client: &reqwest::blocking::Client, base_url: &str, body: &serde_jso
                     e.push_str(&v)
                 }).or_insert(v);
             }
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                match resp.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        let t = ms(Instant::now());
-                        let room = BODY_CAP_BYTES.saturating_sub(kept) as usize;
-                        let take = n.min(room);
-                        if take > 0 {
-                            reads.push(TimedRead { t_ms: t, bytes: buf[..take].to_vec() });
-                            kept += take as u64;
-                        }
-                        if take < n {
-                            truncated = true;
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        meta.transport_error = Some(format!("body read failed after {kept} bytes: {}", describe_io(&e)));
+            if status.is_redirection() {
+                let to = meta.headers.get("location").map(|l| format!(" to {l}")).unwrap_or_default();
+                meta.transport_error = Some(format!(
+                    "redirect refused: HTTP {}{to}; servegate follows no redirect (point serve.url at the serve itself)",
+                    status.as_u16()
+                ));
+            }
+            let (tx, rx) = std::sync::mpsc::sync_channel::<BodyMsg>(8);
+            let reader = std::thread::Builder::new().name("servegate-body".into()).spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let msg = match resp.read(&mut buf) {
+                        Ok(0) => BodyMsg::End,
+                        Ok(n) => BodyMsg::Read(TimedRead { t_ms: ms(Instant::now()), bytes: buf[..n].to_vec() }),
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(e) => BodyMsg::Failed(describe_io(&e)),
+                    };
+                    let last = !matches!(msg, BodyMsg::Read(_));
+                    if tx.send(msg).is_err() || last {
                         break;
                     }
                 }
+            });
+            if let Err(e) = reader {
+                meta.transport_error = Some(format!("cannot start the body reader thread: {e}"));
+            } else {
+                loop {
+                    let msg = match deadline {
+                        None => rx.recv().map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected),
+                        Some(d) => rx.recv_timeout(d.saturating_duration_since(Instant::now())),
+                    };
+                    match msg {
+                        Ok(BodyMsg::Read(r)) => {
+                            let n = r.bytes.len();
+                            let room = BODY_CAP_BYTES.saturating_sub(kept) as usize;
+                            let take = n.min(room);
+                            if take > 0 {
+                                kept += take as u64;
+                                let mut r = r;
+                                r.bytes.truncate(take);
+                                reads.push(r);
+                            }
+                            if take < n {
+                                truncated = true;
+                                break;
+                            }
+                        }
+                        Ok(BodyMsg::End) => break,
+                        Ok(BodyMsg::Failed(e)) => {
+                            meta.transport_error.get_or_insert(format!("body read failed after {kept} bytes: {e}"));
+                            break;
+                        }
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                            meta.transport_error.get_or_insert(format!(
+                                "timeout: the body did not end within {:.1} s of the request (request.timeout_s); {kept} bytes kept",
+                                timeout.unwrap_or_default().as_secs_f64()
+                            ));
+                            break;
+                        }
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                }
             }
+            // Dropping the receiver makes the reader stop at its next read and drop the response.
+            drop(rx);
             meta.end_ms = Some(ms(Instant::now()));
         }
     }

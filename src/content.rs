@@ -185,6 +185,32 @@ mod tests {
     }
 
     #[test]
+    fn exactly_four_non_space_chars_are_enough() {
+        // MIN_NON_SPACE is inclusive: 4 is checked, 3 is not.
+        assert_eq!(degenerate("!!!!").as_deref(), Some("degenerate_output: one character repeated ('!' ×4 of 4 non-space chars)"));
+        assert_eq!(degenerate("!!!"), None);
+    }
+
+    #[test]
+    fn a_short_loop_after_a_real_sentence_is_not_degenerate() {
+        // "ha ha ha ha" repeats a 3-char piece 4 times but covers a quarter of the text: under RUN_SHARE.
+        assert_eq!(degenerate("The capital of France is Paris, and that is all. ha ha ha ha"), None);
+        // The same loop with a short lead-in (under 10 % of the text) is degenerate.
+        assert!(degenerate("Ok: ha ha ha ha ha ha ha ha ha ha ha ha").is_some());
+    }
+
+    #[test]
+    fn equal_runs_of_token_ids_name_the_earliest() {
+        let re = Regex::new(r"id=(\d+)").unwrap();
+        assert_eq!(repeated_token_ids("id=7 id=7 id=9 id=9", &re, 2), Some(("7".to_string(), 2)));
+        // min_run 0 is taken as 1.
+        assert_eq!(repeated_token_ids("id=5", &re, 0), Some(("5".to_string(), 1)));
+        // Without a capture group the whole match is the id.
+        let whole = Regex::new(r"x\d").unwrap();
+        assert_eq!(repeated_token_ids("x1 x1 x2", &whole, 2), Some(("x1".to_string(), 2)));
+    }
+
+    #[test]
     fn token_id_38_six_times_is_found() {
         let log = "a next token:    38 'G'\nb next token:    38 'G'\nnext token:    38 'G'\n\
                    next token:    38 'G'\nnext token:    38 'G'\nnext token:    38 'G'\n";

@@ -66,9 +66,22 @@ impl SpecError {
     /// An error at a byte span of `text`; an empty `0..0` span means "the file as a whole" (line 1).
     pub fn at(file: &Path, text: &str, span: Range<usize>, key: &str, message: impl Into<String>) -> SpecError {
         let (line, col) = crate::spec::line_col(text, span.start);
-        let snippet = if span == (0..0) { String::new() } else { text.lines().nth(line - 1).unwrap_or("").to_string() };
+        let snippet = if span == (0..0) { String::new() } else { window(text.lines().nth(line - 1).unwrap_or(""), col) };
         SpecError::At { file: file.to_path_buf(), line, col, key: key.to_string(), message: message.into(), snippet }
     }
+}
+
+/// At most 160 characters of `line` around column `col` (1-based), with `…` where cut: an error in a
+/// megabyte-long line must not print the megabyte.
+fn window(line: &str, col: usize) -> String {
+    const W: usize = 160;
+    let n = line.chars().count();
+    if n <= W {
+        return line.to_string();
+    }
+    let start = col.saturating_sub(1).saturating_sub(W / 2).min(n - W);
+    let cut: String = line.chars().skip(start).take(W).collect();
+    format!("{}{cut}{}", if start > 0 { "…" } else { "" }, if start + W < n { "…" } else { "" })
 }
 
 /// Errors reading or writing an evidence directory.

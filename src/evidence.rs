@@ -290,7 +290,7 @@ pub fn reply_of(rec: &RequestRecord, reads: &[TimedRead]) -> Reply {
     let mut reply = if is_sse {
         reply::parse_stream(reads, rec.http_status)
     } else {
-        let bytes: Vec<u8> = reads.iter().flat_map(|r| r.bytes.iter().copied()).collect();
+        let bytes: Vec<u8> = reads.iter().map(|r| r.bytes.as_slice()).collect::<Vec<&[u8]>>().concat();
         let t = reads.last().map(|r| r.t_ms).unwrap_or(0.0);
         reply::parse_body(&bytes, rec.http_status, t)
     };
@@ -301,6 +301,11 @@ pub fn reply_of(rec: &RequestRecord, reads: &[TimedRead]) -> Reply {
     }
     if rec.body_truncated {
         reply.warnings.push(format!("body_capped: only the first {} bytes were kept", rec.body_bytes));
+        // A capped body is never a pass: whatever was parsed is a prefix of a reply that went on.
+        if reply.error.is_none() {
+            let message = format!("the response body passed the {} MiB cap; only its first {} bytes were kept and read", crate::client::BODY_CAP_BYTES >> 20, rec.body_bytes);
+            reply.error = Some(reply::ServeError { kind: "body_capped".into(), message, http_status: rec.http_status, error_type: None });
+        }
     }
     reply
 }

@@ -241,7 +241,14 @@ fn judge_first_token(gate: &GateSpec, judged: &[Judged]) -> Verdict {
 pub fn content_problem(reply: &crate::reply::Reply, fig: &Figures) -> Option<String> {
     if let Some(f) = reply.failure() {
         let what = if reply.error.is_some() { "error reply" } else { "failed reply" };
-        let partial = if reply.content.is_empty() { String::new() } else { format!("; partial content {:?}", reply.content) };
+        let partial = if reply.content.is_empty() {
+            String::new()
+        } else {
+            // Cut: a hostile serve's partial content can be megabytes, and this goes into one verdict line.
+            let n = reply.content.chars().count();
+            let head: String = reply.content.chars().take(80).collect();
+            if n > 80 { format!("; partial content {head:?}… ({n} chars)") } else { format!("; partial content {head:?}") }
+        };
         return Some(format!("{what}: {f}{partial}"));
     }
     let finish = reply.finish_reason.as_deref().unwrap_or("none");

@@ -247,7 +247,9 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
             }
         };
         println!("pair gate {} ({}) on {}", g.name, gate_file.display(), dir.display());
-        let ok = print_verdicts(&judge::judge_pair(&g, &ev));
+        let mut verdicts = judge::judge_pair(&g, &ev);
+        servegate::redact::mask_verdicts(&g, &mut verdicts);
+        let ok = print_verdicts(&verdicts);
         println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
         return if ok { exit::PASS } else { exit::ASSERTION_FAILED };
     }
@@ -259,7 +261,8 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
         }
     };
     println!("gate {} ({}) on {}", g.name, gate_file.display(), dir.display());
-    let verdicts = judge::judge(&g, &ev);
+    let mut verdicts = judge::judge(&g, &ev);
+    servegate::redact::mask_verdicts(&g, &mut verdicts);
     let ok = print_verdicts(&verdicts);
     println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
     if ok {

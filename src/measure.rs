@@ -5,10 +5,12 @@
 //! SSE event); rates are tokens per second. The definitions follow shared/cases/CASES.md, which follows:
 //! * **TTFT** — vLLM `benchmark_serving` / AIPerf "time to first token", but stamped on the first *token
 //!   chunk* (non-empty content, reasoning or tool call), never on a role-only or empty chunk.
-//! * **Decode rate** — output tokens after the first arrival over the decode window, as vLLM
-//!   `benchmark_serving`'s output throughput per request excluding the first token:
+//! * **Decode rate** — output tokens after the first arrival over the decode window, as AIPerf's "output
+//!   token throughput per user" (the inverse of its inter-token latency, `(OSL − 1) / (latency − TTFT)`)
+//!   but with the window ending at the last *token chunk*, not at the last response:
 //!   `(N − n_first) / (t_last_token_chunk − t_first_token_chunk)`, where `n_first` is 1 in the usual case
-//!   (see [`measure`] for multi-token chunks and batched reads).
+//!   (see [`measure`] for multi-token chunks and batched reads). vLLM's serving benchmark has no
+//!   per-request rate (its output throughput is all tokens over the whole benchmark).
 //! * **ITL** — vLLM `benchmark_serving` `itl`: gaps between consecutive token chunks.
 //! * **TPOT** — vLLM `benchmark_serving` `tpot` = AIPerf "inter token latency": `(e2e − ttft) / (N − 1)`.
 //! * **Server figures** — llama.cpp `timings` as the serve computed them, reported separately.
@@ -56,7 +58,7 @@ pub struct Figures {
     pub multi_token: bool,
     /// Inter-chunk gaps between consecutive token chunks, ms.
     pub itl_ms: Vec<f64>,
-    /// TPOT: (e2e - ttft) / (N - 1), ms.
+    /// TPOT: (e2e - ttft) / (N - 1), ms; none when N ≤ 1 or e2e ≤ ttft.
     pub tpot_ms: Option<f64>,
     /// llama.cpp's own decode rate, `timings.predicted_per_second`, tok/s. A separate, labelled figure.
     pub server_decode_tok_s: Option<f64>,
@@ -95,7 +97,9 @@ pub const MULTI_TOKEN_MIN_AVG: f64 = 1.5;
 ///   zero decode window (one token chunk, or all token chunks in one read: a buffered / flushed-at-once
 ///   stream, where a rate would be thousands of tok/s of fiction), or N ≤ n_first.
 /// * `itl_ms` = gaps between consecutive token chunks (0 for chunks of one read); `tpot_ms` =
-///   `(e2e − ttft) / (N − 1)`.
+///   `(e2e − ttft) / (N − 1)`, none when N ≤ 1 or when nothing arrived after the first token chunk
+///   (`e2e ≤ ttft`: the whole reply in one read, where a TPOT of 0 ms would be the same fiction as an
+///   unbounded decode rate).
 /// * `server_decode_tok_s` = `timings.predicted_per_second` (else `predicted_n / predicted_ms × 1000`).
 ///   `server_prefill_tok_s` = `prompt_n / prompt_ms × 1000`, unless part of the prompt came from the
 ///   cache (`cache_n > 0`, or `usage.prompt_tokens > prompt_n` when `cache_n` is absent): then `None` and
@@ -207,7 +211,7 @@ pub fn measure(reply: &Reply) -> Figures {
     // TPOT.
     if reply.streamed {
         if let (Some(e2e), Some(ttft), Some(n)) = (f.e2e_ms, f.ttft_ms, n) {
-            if n > 1 {
+            if n > 1 && e2e > ttft {
                 f.tpot_ms = Some((e2e - ttft) / (n - 1) as f64);
             }
         }
@@ -326,6 +330,8 @@ mod tests {
         assert_eq!(f.decode_tok_s, None);
         assert!(f.decode_note.unwrap().contains("no decode window"));
         assert_eq!(f.ttft_ms, Some(900.0));
+        // No TPOT either: 0 ms per token would be the same fiction.
+        assert_eq!(f.tpot_ms, None);
     }
 
     #[test]
@@ -428,6 +434,80 @@ mod tests {
         assert_eq!(f.decode_tok_s, None);
         assert_eq!(f.tpot_ms, None);
         assert_eq!(f.completion_tokens, Some(8));
+    }
+
+    #[test]
+    fn non_streamed_body_with_usage_says_only_that_it_is_not_streamed() {
+        let r = Reply { streamed: false, end_ms: Some(10.0), usage: Some(Usage { completion_tokens: Some(8), ..Default::default() }), ..Default::default() };
+        let f = measure(&r);
+        assert!(!f.multi_token);
+        assert_eq!(f.decode_note.as_deref(), Some("not streamed: no per-token timing"));
+    }
+
+    #[test]
+    fn one_token_chunk_and_a_flushed_stream_say_why_there_is_no_window() {
+        let f = measure(&streamed(vec![tc(100.0, None)], Some(1), 120.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert_eq!(f.decode_note.as_deref(), Some("one token chunk: no decode window"));
+        assert_eq!(f.tpot_ms, None, "N = 1 has no TPOT");
+        let f = measure(&streamed(vec![tc(900.0, None), tc(900.0, None)], Some(2), 900.0));
+        assert!(f.decode_note.unwrap().starts_with("no decode window: all 2 token chunks arrived at 900 ms"));
+    }
+
+    #[test]
+    fn no_tokens_after_the_first_arrival_means_no_rate() {
+        // Two token chunks but the serve counts one token: nothing was decoded after the first arrival.
+        let f = measure(&streamed(vec![tc(100.0, None), tc(150.0, None)], Some(1), 160.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert_eq!(f.decode_note.as_deref(), Some("no tokens after the first arrival (N = 1): no decode rate"));
+        assert_eq!(f.tpot_ms, None);
+    }
+
+    #[test]
+    fn server_decode_rate_falls_back_to_predicted_n_over_predicted_ms() {
+        let mut r = streamed(vec![tc(0.0, None)], Some(1), 1.0);
+        let rate = |r: &mut Reply, t: Timings| {
+            r.timings = Some(t);
+            measure(r).server_decode_tok_s
+        };
+        let t = Timings { predicted_n: Some(8), predicted_ms: Some(400.0), ..Default::default() };
+        assert!(close(rate(&mut r, t.clone()), 20.0));
+        // A zero or missing predicted_per_second is not a rate: the fallback is used.
+        assert!(close(rate(&mut r, Timings { predicted_per_second: Some(0.0), ..t.clone() }), 20.0));
+        assert!(close(rate(&mut r, Timings { predicted_per_second: Some(-3.0), ..t.clone() }), 20.0));
+        assert!(close(rate(&mut r, Timings { predicted_per_second: Some(31.5), ..t.clone() }), 31.5));
+        // Nothing to divide: no rate, never inf or NaN.
+        assert_eq!(rate(&mut r, Timings { predicted_n: Some(0), ..t.clone() }), None);
+        assert_eq!(rate(&mut r, Timings { predicted_ms: Some(0.0), ..t.clone() }), None);
+        assert_eq!(rate(&mut r, Timings { predicted_ms: None, ..t }), None);
+    }
+
+    #[test]
+    fn prefill_rate_needs_tokens_and_time_and_usage_equal_to_prompt_n_is_no_cache_hit() {
+        let mut r = streamed(vec![tc(0.0, None)], Some(1), 1.0);
+        r.usage = Some(Usage { prompt_tokens: Some(32), completion_tokens: Some(1), total_tokens: None });
+        r.timings = Some(Timings { prompt_n: Some(32), prompt_ms: Some(64.0), ..Default::default() });
+        let f = measure(&r);
+        assert!(close(f.server_prefill_tok_s, 500.0));
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+        r.timings = Some(Timings { prompt_n: Some(32), prompt_ms: Some(0.0), ..Default::default() });
+        assert_eq!(measure(&r).server_prefill_tok_s, None);
+        r.usage = None;
+        r.timings = Some(Timings { prompt_n: Some(0), prompt_ms: Some(5.0), ..Default::default() });
+        assert_eq!(measure(&r).server_prefill_tok_s, None);
+    }
+
+    #[test]
+    fn decode_rates_exactly_20_percent_apart_do_not_warn() {
+        // Client: 2 tokens after the first over 1000 ms = 2.0 tok/s; server 2.5: |2.0 - 2.5| = 0.2 × 2.5.
+        let mut r = streamed(vec![tc(0.0, None), tc(500.0, None), tc(1000.0, None)], Some(3), 1001.0);
+        r.timings = Some(Timings { predicted_per_second: Some(2.5), ..Default::default() });
+        let f = measure(&r);
+        assert_eq!(f.decode_tok_s, Some(2.0));
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+        r.timings = Some(Timings { predicted_per_second: Some(2.6), ..Default::default() });
+        let f = measure(&r);
+        assert_eq!(f.warnings, ["client_server_decode_mismatch: client 2.0 tok/s vs server 2.6 tok/s (23% apart)"]);
     }
 
     #[test]

@@ -324,7 +324,7 @@ impl Record {
 
     /// `value` formatted to `decimals`.
     pub fn fmt(&self, x: f64) -> String {
-        format!("{x:.*}", self.decimals as usize)
+        format!("{x:.*}", self.decimals.min(17) as usize) // clamped: validation reports decimals > 9; a huge one must not panic here
     }
 }
 
@@ -538,6 +538,9 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
     if r.decimals > 9 {
         bad("decimals", format!("{} is more than 9", r.decimals));
     }
+    if let Some(pair) = r.pair.as_ref().filter(|p| p.ratio_decimals > 9) {
+        bad("pair.ratio_decimals", format!("{} is more than 9", pair.ratio_decimals));
+    }
     if !r.value.is_finite() || r.value < 0.0 {
         bad("value", format!("{} is not a finite non-negative number", r.value));
     }
@@ -666,7 +669,7 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
             if (pair.ratio - exact).abs() > half_unit(pair.ratio_decimals) + carried {
                 bad(
                     "pair.ratio",
-                    format!("{} is not other_value / value = {} / {} = {:.*}", pair.ratio, r.fmt(pair.other_value), r.fmt(r.value), pair.ratio_decimals as usize, exact),
+                    format!("{} is not other_value / value = {} / {} = {:.*}", pair.ratio, r.fmt(pair.other_value), r.fmt(r.value), pair.ratio_decimals.min(17) as usize, exact),
                 );
             }
         }

@@ -241,7 +241,7 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
     let stats = framer.stats().clone();
 
     if !any_event && stats.comments == 0 {
-        let body: Vec<u8> = reads.iter().flat_map(|r| r.bytes.iter().copied()).collect();
+        let body: Vec<u8> = reads.iter().map(|r| r.bytes.as_slice()).collect::<Vec<&[u8]>>().concat();
         let is_json = std::str::from_utf8(&body)
             .ok()
             .map(|s| s.trim())
@@ -1047,6 +1047,163 @@ mod tests {
         let r = one("data: 42\n\ndata: [DONE]\n\n");
         assert_eq!(r.parse_errors.len(), 1);
         assert_eq!(r.chunks, 0);
+    }
+
+    #[test]
+    fn a_well_formed_stream_has_no_warnings_and_no_flags() {
+        let body = [
+            ev(r#"{"role":"assistant"}"#, "null"),
+            ev(r#"{"content":"Hi"}"#, r#""stop""#),
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,\"total_tokens\":4}}\n\n".into(),
+            DONE.into(),
+        ]
+        .concat();
+        let r = one(&body);
+        assert!(r.warnings.is_empty() && r.flags.is_empty(), "{:?} {:?}", r.warnings, r.flags);
+        assert!(!r.truncated && r.failure().is_none());
+        assert_eq!(r.http_status, Some(200));
+    }
+
+    #[test]
+    fn data_after_done_is_counted() {
+        let body = [ev(r#"{"content":"a"}"#, r#""stop""#), DONE.into(), ev(r#"{"content":"b"}"#, "null"), ev("{}", "null")].concat();
+        let r = one(&body);
+        assert!(r.warnings.iter().any(|w| w == "data_after_done: 2 data events after [DONE]"), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn parse_errors_name_the_event_number_and_time() {
+        let body = [ev(r#"{"content":"a"}"#, "null"), "data: {oops\n\n".into(), ev("{}", r#""stop""#), DONE.into()].concat();
+        let r = parse_stream(&reads(&[(7.5, &body)]), Some(200));
+        assert_eq!(r.parse_errors.len(), 1);
+        assert!(r.parse_errors[0].starts_with("event 2 at 7.5 ms: malformed JSON"), "{:?}", r.parse_errors);
+    }
+
+    #[test]
+    fn empty_reasoning_content_falls_back_to_reasoning() {
+        let r = one(&[ev(r#"{"reasoning_content":"","reasoning":"x"}"#, "null"), ev(r#"{"content":"ok"}"#, r#""stop""#), DONE.into()].concat());
+        assert_eq!(r.reasoning, "x");
+    }
+
+    #[test]
+    fn token_counts_accept_whole_floats_only() {
+        let u = |v: &str| usage_of(&serde_json::from_str(&format!(r#"{{"completion_tokens":{v}}}"#)).unwrap()).unwrap().completion_tokens;
+        assert_eq!(u("8"), Some(8));
+        assert_eq!(u("8.0"), Some(8));
+        assert_eq!(u("0.0"), Some(0));
+        assert_eq!(u("8.5"), None);
+        assert_eq!(u("-1.0"), None);
+        assert_eq!(u("-1"), None);
+        assert_eq!(u("\"8\""), None);
+    }
+
+    #[test]
+    fn snippets_cut_at_200_characters() {
+        let exactly = "é".repeat(200);
+        assert_eq!(snippet(&exactly), exactly);
+        let longer = "é".repeat(201);
+        assert_eq!(snippet(&longer), format!("{exactly}…"));
+    }
+
+    #[test]
+    fn several_tool_calls_are_assembled_by_index() {
+        let body = [
+            ev(r#"{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{\"x\":"}},{"index":1,"id":"b","function":{"name":"g","arguments":"{"}}]}"#, "null"),
+            ev(r#"{"tool_calls":[{"index":1,"function":{"arguments":"}"}},{"index":0,"function":{"arguments":"1}"}}]}"#, r#""tool_calls""#),
+            DONE.into(),
+        ]
+        .concat();
+        let r = one(&body);
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!((r.tool_calls[0].index, r.tool_calls[0].name.as_deref(), r.tool_calls[0].arguments.as_str()), (0, Some("f"), "{\"x\":1}"));
+        assert_eq!((r.tool_calls[1].index, r.tool_calls[1].name.as_deref(), r.tool_calls[1].arguments.as_str()), (1, Some("g"), "{}"));
+        // Pieces without an index take their position.
+        let mut acc = Vec::new();
+        merge_tool_calls(&mut acc, &[serde_json::json!({"function":{"name":"p"}}), serde_json::json!({"function":{"name":"q"}})]);
+        assert_eq!(acc.iter().map(|t| t.index).collect::<Vec<_>>(), [0, 1]);
+    }
+
+    #[test]
+    fn a_counter_that_does_not_advance_on_a_token_chunk_gives_no_per_chunk_counts() {
+        let with = |n: u64, content: &str| ev(&format!(r#"{{"content":"{content}"}}"#), "null").replacen("]}", &format!(r#"],"usage":{{"completion_tokens":{n}}}}}"#), 1);
+        let body = [with(1, "a"), with(1, "b"), with(2, "c"), ev("{}", r#""stop""#), DONE.into()].concat();
+        let r = one(&body);
+        assert!(r.token_chunks.iter().all(|t| t.tokens.is_none()), "{:?}", r.token_chunks);
+        let body = [with(1, "a"), with(2, "b"), with(3, "c"), ev("{}", r#""stop""#), DONE.into()].concat();
+        let r = one(&body);
+        assert!(r.token_chunks.iter().all(|t| t.tokens == Some(1)));
+        assert!(!r.has_note("multi_token_chunks"));
+    }
+
+    #[test]
+    fn an_error_event_in_a_non_200_stream_is_not_flagged_as_inside_200() {
+        let r = parse_stream(&reads(&[(0.0, "event: error\ndata: {\"message\":\"overloaded\"}\n\n")]), Some(503));
+        assert_eq!(r.error.as_ref().unwrap().message, "overloaded");
+        assert!(!r.has_note("error_inside_200_stream"));
+        let r = parse_stream(&reads(&[(0.0, "event: error\ndata: {\"message\":\"overloaded\"}\n\n")]), None);
+        assert!(r.has_note("error_inside_200_stream"));
+    }
+
+    #[test]
+    fn no_done_marker_only_when_the_stream_ended_cleanly() {
+        let r = one(&ev(r#"{"content":"a"}"#, r#""stop""#));
+        assert!(r.has_note("no_done_marker"));
+        // After a finish chunk, a cut usage chunk is a truncation, not a missing [DONE].
+        let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), "data: {\"choices\":[],\"usa".into()].concat());
+        assert!(!r.has_note("no_done_marker"), "{:?}", r.warnings);
+        assert!(!r.has_note("finish_reason_missing"));
+        // [DONE] without any finish_reason warns; with one it does not.
+        assert!(!one(&[ev(r#"{"content":"a"}"#, r#""stop""#), DONE.into()].concat()).has_note("finish_reason_missing"));
+    }
+
+    #[test]
+    fn an_incomplete_tail_is_a_truncation_when_it_held_data_or_was_cut() {
+        // The last line is whole but its JSON is not, and no blank line follows.
+        let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), "data: {\"choices\":[\n".into()].concat());
+        assert!(r.truncated && r.incomplete_tail);
+        // A cut `event:` line with no data is lost too.
+        let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), "event: mess".into()].concat());
+        assert!(r.truncated, "{:?}", r.warnings);
+        // A whole `event:` line with no data and no cut is nothing lost.
+        let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), DONE.into(), "event: x\n".into()].concat());
+        assert!(!r.truncated && r.incomplete_tail);
+    }
+
+    #[test]
+    fn bodies_say_what_is_wrong_with_them() {
+        // Not JSON at all, or empty, with a 200: unparseable, not truncated.
+        for body in [&b"hello"[..], b"", b"  "] {
+            let r = parse_body(body, Some(200), 1.0);
+            assert!(!r.truncated, "{body:?}");
+            assert!(r.failure().unwrap().starts_with("unparseable_body: body is not JSON"), "{:?}", r.failure());
+        }
+        // Cut: the exact failure.
+        let r = parse_body(br#"{"choices":[{"message":{"content":"The cap"#, Some(200), 1.0);
+        assert_eq!(r.failure().as_deref(), Some("truncated_body: no finish_reason, body ends inside JSON"));
+        assert_eq!(r.http_status, Some(200));
+        // Invalid UTF-8 is counted; a real U+FFFD is not.
+        let r = parse_body(b"{\"choices\":[{\"index\":0,\"message\":{\"content\":\"a\xffb\xef\xbf\xbd\"},\"finish_reason\":\"stop\"}]}", Some(200), 1.0);
+        assert_eq!(r.replacement_chars, 1);
+        assert_eq!(r.parse_errors, ["invalid UTF-8 in body: 1 replacement characters"]);
+        // An error object in a 200 body is flagged; in a 400 body it is not.
+        let err = br#"{"error":{"message":"bad","type":"server_error"}}"#;
+        assert!(parse_body(err, Some(200), 1.0).has_note("error_inside_200_body"));
+        assert_eq!(parse_body(err, Some(200), 1.0).error.unwrap().kind, "server_error");
+        assert!(!parse_body(err, Some(400), 1.0).has_note("error_inside_200_body"));
+        // No choice 0, no choices at all, neither choices nor error.
+        let r = parse_body(br#"{"choices":[{"index":1,"message":{"content":"x"}}]}"#, Some(200), 1.0);
+        assert_eq!(r.parse_errors, ["no choice with index 0 in the body"]);
+        assert!(!r.has_note("finish_reason_missing"));
+        let r = parse_body(br#"{"choices":[]}"#, Some(200), 1.0);
+        assert!(r.parse_errors.is_empty());
+        assert!(r.has_note("finish_reason_missing"));
+        assert!(parse_body(b"{}", Some(200), 1.0).parse_errors[0].starts_with("body has neither `choices` nor `error`"));
+        assert!(parse_body(b"{}", Some(404), 1.0).error.is_some());
+        assert!(parse_body(b"[1]", Some(200), 1.0).parse_errors[0].starts_with("body is JSON but not an object"));
+        // finish_reason length flags the body.
+        let r = parse_body(br#"{"choices":[{"index":0,"message":{"content":"x"},"finish_reason":"length"}],"usage":{"completion_tokens":1}}"#, Some(200), 1.0);
+        assert_eq!(r.flags, ["truncated_by_max_tokens"]);
+        assert!(r.warnings.is_empty());
     }
 
     #[test]

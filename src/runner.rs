@@ -104,7 +104,8 @@ pub fn run(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Resu
 
     drop(hold);
     let ev = evidence::load(w.dir())?;
-    let verdicts = judge::judge(gate, &ev);
+    let mut verdicts = judge::judge(gate, &ev);
+    crate::redact::mask_verdicts(gate, &mut verdicts);
     Ok(RunOutcome { dir: w.dir().to_path_buf(), summary, verdicts, pair: None })
 }
 
@@ -256,7 +257,8 @@ fn run_pair(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Res
     drop(hold);
 
     let ev = evidence::load_pair(w.dir())?;
-    let verdicts = judge::judge_pair(gate, &ev);
+    let mut verdicts = judge::judge_pair(gate, &ev);
+    crate::redact::mask_verdicts(gate, &mut verdicts);
     let mut summary = new_summary(gate);
     summary.status = RunStatus::Complete;
     summary.started_utc = ps.started_utc.clone();
@@ -285,7 +287,24 @@ fn drive(gate: &GateSpec, w: &EvidenceWriter, summary: &mut RunSummary, progress
     drive_target(gate, &target, w, summary, progress)
 }
 
+/// [`drive_target_inner`], and with an API key: progress lines masked as printed, and afterwards (every return
+/// path) the key masked in every file of the run directory and in the summary (`crate::redact`).
 fn drive_target(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summary: &mut RunSummary, progress: &mut dyn FnMut(&str)) -> Result<(), EvidenceError> {
+    let Some(secret) = crate::redact::secret_of(gate) else {
+        return drive_target_inner(gate, target, w, summary, progress);
+    };
+    let mut masked = |line: &str| progress(&crate::redact::mask_str(line, &secret));
+    let result = drive_target_inner(gate, target, w, summary, &mut masked);
+    let files = crate::redact::scrub_dir(w.dir(), &secret);
+    crate::redact::mask_value(summary, &secret);
+    if !files.is_empty() {
+        let list: Vec<String> = files.iter().map(|(p, n)| format!("{} ({n})", p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default())).collect();
+        summary.notes.push(format!("the API key (serve.api_key_env) echoed by the serve was masked in: {}", list.join(", ")));
+    }
+    result
+}
+
+fn drive_target_inner(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summary: &mut RunSummary, progress: &mut dyn FnMut(&str)) -> Result<(), EvidenceError> {
     let spec = &gate.serve;
     // Setup (idempotent provisioning).
     if target.setup && !spec.setup.is_empty() {
@@ -393,6 +412,13 @@ fn drive_target(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summary: &
                         break;
                     }
                     Ok((status, _)) => format!("HTTP {status}"),
+                    // A certificate that is not trusted now will not be in a second: refuse at once.
+                    Err(e) if e.contains("certificate") => {
+                        summary.serve.failure = Some(format!(
+                            "tls_refused: {url} presented a certificate servegate does not trust (it trusts the webpki root set only, no self-signed certificates): {e}"
+                        ));
+                        return Ok(());
+                    }
                     Err(e) => e,
                 };
                 if t.elapsed() >= deadline {
@@ -461,7 +487,7 @@ fn send_all(
         let prompt = &req.prompts[prompt_index];
         let body = client::request_body(req, prompt);
         let sent_utc = evidence::now_utc();
-        let ex = client::send(http, base_url, &body);
+        let ex = client::send_within(http, base_url, &body, Some(Duration::from_secs_f64(req.timeout_s)));
         w.write_request(index, &body, &ex.response, &ex.reads)?;
         let mut rec = RequestRecord {
             index,

@@ -692,7 +692,7 @@ impl Validator<'_> {
         self.vars.insert("model".into(), model.clone());
         let max_tokens = *r.max_tokens.get_ref();
         if max_tokens < 1 || max_tokens > u32::MAX as i64 {
-            return Err(self.err(r.max_tokens.span(), "request.max_tokens", format!("must be >= 1, got {max_tokens}")));
+            return Err(self.err(r.max_tokens.span(), "request.max_tokens", format!("must be between 1 and {}, got {max_tokens}", u32::MAX)));
         }
         if let Some(t) = r.temperature {
             if !t.is_finite() || t < 0.0 {

@@ -400,6 +400,41 @@ mod tests {
     }
 
     #[test]
+    fn id_and_retry_fields_are_known_and_an_id_with_nul_is_ignored() {
+        let (ev, _, st) = frame(&[b"id: 7\nretry: 100\ndata: x\n\nid: a\0b\ndata: y\n\n"]);
+        assert_eq!(ev[0].id.as_deref(), Some("7"));
+        assert_eq!(ev[1].id, None);
+        assert_eq!(st.unknown_fields, 0);
+    }
+
+    #[test]
+    fn bytes_are_counted_and_a_tail_reports_its_own_bytes() {
+        let (_, tail, st) = frame(&[b"data: a\n\n", b"data: {\"cr"]);
+        assert_eq!(st.bytes, 19);
+        // Only the bytes after the last dispatched event: `data: {"cr` is 10 bytes.
+        assert_eq!(tail.expect("tail").bytes, 10);
+        // A CRLF line counts both line-end bytes, even when the CR and the LF arrive in different reads.
+        let body = b"data: a\r\ndata: {\"x";
+        for split in [0, 8, 9] {
+            let (_, tail, _) = frame(&[&body[..split], &body[split..]]);
+            assert_eq!(tail.expect("tail").bytes, body.len(), "split at {split}");
+        }
+    }
+
+    #[test]
+    fn cut_lines_at_eof_keep_their_field() {
+        // A cut `event:` line still names the event of the incomplete tail.
+        let (_, tail, _) = frame(&[b"data: {}\nevent: err"]);
+        let tail = tail.expect("tail");
+        assert_eq!(tail.event.as_deref(), Some("err"));
+        assert!(tail.has_data && tail.cut_line);
+        // A cut comment is counted like any comment.
+        let (_, tail, st) = frame(&[b": one\n\ndata: a\n\n: cut comm"]);
+        assert!(tail.is_none());
+        assert_eq!(st.comments, 2);
+    }
+
+    #[test]
     fn arbitrary_bytes_never_panic() {
         let mut f = Framer::new();
         let junk: Vec<u8> = (0..=255u8).cycle().take(3000).collect();

@@ -4,8 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use servegate::evidence::{Evidence, RequestEvidence, RequestRecord, RunStatus, RunSummary, ServeRecord, RUN_SCHEMA};
-use servegate::judge::{judge, Outcome, Verdict};
+use servegate::evidence::{
+    ArmRecord, Evidence, PairEvidence, PairSummary, RequestEvidence, RequestRecord, RunStatus, RunSummary, ServeRecord, PAIR_SCHEMA, RUN_SCHEMA,
+};
+use servegate::judge::{judge, judge_pair, Outcome, Verdict};
 use servegate::reads::TimedRead;
 use servegate::reply;
 use servegate::spec::{self, Context, GateSpec};
@@ -365,4 +367,340 @@ fn truncated_stream_fails_content_and_keeps_the_partial_text() {
     let c = &line(&v, "content").message;
     assert!(c.starts_with("content FAIL 1 of 1 replies fail: request 00: failed reply: truncated_stream: no finish_reason, no [DONE], incomplete last event; partial content \" w0 w1"), "{c}");
     let _ = reply::Reply::default();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Pair gates (judge_pair): A-B-B-A arms of two runtimes on one model file.
+
+const PAIR_GATE: &str = r#"
+[gate]
+name = "pair-test"
+[serve]
+ready = "/health"
+[pair]
+order = ["theirs", "ours", "ours", "theirs"]
+[pair.ours]
+runtime = "ours, 1 thread"
+command = ["serve", "--model", "{model}", "--port", "{port}"]
+[pair.theirs]
+runtime = "theirs, 2 threads"
+command = ["serve", "--model", "{model}", "--port", "{port}", "--threads", "2"]
+[request]
+model = "/models/m.gguf"
+max_tokens = 24
+temperature = 0
+top_k = 1
+prompts = ["What is the capital of France?", "Why is the sky blue?"]
+[assert.content]
+[assert.known_answer]
+prompt = "What is the capital of France?"
+matches = '(?i)\bparis\b'
+"#;
+
+const RATIO: &str = "[assert.ratio]\nmetric = \"decode\"\nat_least = 0.9\nat_most = 1.5\n[assert.same_answers]\n";
+
+fn pair_gate(extra: &str) -> GateSpec {
+    let ctx = Context { gate_dir: PathBuf::from("/g"), cache: PathBuf::from("/c"), home: None };
+    spec::parse(Path::new("gates/pair-test.toml"), &format!("{PAIR_GATE}{extra}"), &ctx).unwrap()
+}
+
+/// One reply to each prompt: "Paris." to the first, a fixed sentence to the second, at `rate` tok/s.
+fn arm_replies(rate: f64, ttft: f64) -> Vec<Vec<TimedRead>> {
+    vec![
+        stream(ttft, rate, 3, Some(&["Par", "is", "."]), "stop", true, "content"),
+        stream(ttft, rate, 4, Some(&["Light", " scatters", " off", " air."]), "stop", true, "content"),
+    ]
+}
+
+fn arm_evidence(replies: Vec<Vec<TimedRead>>) -> Evidence {
+    let prompts = ["What is the capital of France?", "Why is the sky blue?"];
+    let mut ev = evidence(None, Vec::new());
+    ev.requests = replies.iter().enumerate().map(|(i, r)| request(i, prompts[i % 2], r)).collect();
+    ev
+}
+
+fn pair(arms: Vec<(&str, Evidence)>) -> PairEvidence {
+    let records = arms
+        .iter()
+        .enumerate()
+        .map(|(i, (role, _))| ArmRecord { arm: i + 1, role: role.to_string(), runtime: format!("{role} runtime"), dir: format!("arm{}-{role}", i + 1) })
+        .collect();
+    PairEvidence {
+        dir: PathBuf::from("/runs/pair"),
+        summary: PairSummary {
+            schema: PAIR_SCHEMA.into(),
+            status: RunStatus::Complete,
+            gate: "pair-test".into(),
+            gate_file: "gates/pair-test.toml".into(),
+            started_utc: String::new(),
+            ended_utc: None,
+            host: Default::default(),
+            load_avg_start: None,
+            load_avg_end: None,
+            order: arms.iter().map(|(r, _)| r.to_string()).collect(),
+            model_file_ours: "/models/m.gguf".into(),
+            model_file_theirs: "/models/m.gguf".into(),
+            model_sha256: None,
+            model_bytes: None,
+            model_sha256_after: None,
+            failure: None,
+            arms: records,
+        },
+        arms: arms.into_iter().map(|(_, e)| e).collect(),
+    }
+}
+
+/// theirs 50 tok/s, ours 40 tok/s (ratio 1.25), same answers everywhere.
+fn abba() -> PairEvidence {
+    pair(vec![
+        ("theirs", arm_evidence(arm_replies(50.0, 200.0))),
+        ("ours", arm_evidence(arm_replies(40.0, 300.0))),
+        ("ours", arm_evidence(arm_replies(40.0, 300.0))),
+        ("theirs", arm_evidence(arm_replies(50.0, 200.0))),
+    ])
+}
+
+fn names(v: &[Verdict]) -> Vec<(&str, Outcome)> {
+    v.iter().map(|v| (v.assertion.as_str(), v.outcome)).collect()
+}
+
+#[test]
+fn pair_within_bounds_with_the_same_answers_passes_every_assertion() {
+    let v = judge_pair(&pair_gate(RATIO), &abba());
+    assert_eq!(names(&v), [("content", Pass), ("known_answer", Pass), ("ratio", Pass), ("same_answers", Pass)], "{v:#?}");
+    let r = line(&v, "ratio");
+    assert_eq!(
+        r.message,
+        "ratio PASS decode: theirs 50.00 tok/s (50.00-50.00, n=4) / ours 40.00 tok/s (40.00-40.00, n=4) = 1.25x; order theirs, ours, ours, theirs (bounds 0.9-1.5x); arms: 1 theirs 50.00 tok/s (spread 1.000, n=2); 2 ours 40.00 tok/s (spread 1.000, n=2); 3 ours 40.00 tok/s (spread 1.000, n=2); 4 theirs 50.00 tok/s (spread 1.000, n=2)"
+    );
+    assert!((r.median.unwrap() - 1.25).abs() < 1e-9);
+    assert_eq!(r.values.len(), 8);
+    assert_eq!(line(&v, "same_answers").message, "same_answers PASS both runtimes gave the same text to each of 2 prompts (n=8)");
+    assert_eq!(
+        line(&v, "content").message,
+        "content PASS arm 1 theirs: 2 of 2 replies have sane content (chars each: 6, 23; n=2) | arm 2 ours: 2 of 2 replies have sane content (chars each: 6, 23; n=2) | arm 3 ours: 2 of 2 replies have sane content (chars each: 6, 23; n=2) | arm 4 theirs: 2 of 2 replies have sane content (chars each: 6, 23; n=2)"
+    );
+    assert!(line(&v, "known_answer").message.starts_with("known_answer PASS arm 1 theirs: 1 of 1 replies match"), "{}", line(&v, "known_answer").message);
+}
+
+#[test]
+fn pair_ratio_outside_its_bounds_fails_and_names_them() {
+    for (bounds, word, outcome) in [
+        ("at_least = 1.3\n", "at least 1.3x", Fail),
+        ("at_most = 1.2\n", "at most 1.2x", Fail),
+        ("at_least = 1.25\nat_most = 1.25\n", "bounds 1.25-1.25x", Pass),
+    ] {
+        let g = pair_gate(&format!("[assert.ratio]\nmetric = \"decode\"\n{bounds}"));
+        let v = judge_pair(&g, &abba());
+        let r = line(&v, "ratio");
+        assert_eq!(r.outcome, outcome, "{bounds}: {}", r.message);
+        assert!(r.message.contains(&format!("= 1.25x; order theirs, ours, ours, theirs ({word}); arms:")), "{}", r.message);
+    }
+}
+
+#[test]
+fn pair_first_token_ratio_uses_ttft() {
+    let g = pair_gate("[assert.ratio]\nmetric = \"first_token\"\nat_most = 1.0\n");
+    let v = judge_pair(&g, &abba());
+    let r = line(&v, "ratio");
+    assert_eq!(r.outcome, Pass, "{}", r.message);
+    assert!(r.message.starts_with("ratio PASS first token: theirs 0.200 s (0.200-0.200, n=4) / ours 0.300 s (0.300-0.300, n=4) = 0.67x"), "{}", r.message);
+}
+
+#[test]
+fn pair_reply_without_a_value_fails_the_ratio_with_its_reason_and_warmups_are_not_judged() {
+    let mut ev = abba();
+    // Arm 2's second reply is one token: no decode window.
+    ev.arms[1].requests[1] = request(1, "Why is the sky blue?", &stream(300.0, 40.0, 1, Some(&["Light."]), "stop", true, "content"));
+    let v = judge_pair(&pair_gate(RATIO), &ev);
+    assert_eq!(
+        line(&v, "ratio").message,
+        "ratio FAIL 1 replies have no decode value: arm 2 ours request 01 (one token chunk: no decode window)"
+    );
+    // The same reply as a warmup is not judged: the ratio passes again, and same_answers ignores its text.
+    ev.arms[1].requests[1].record.warmup = true;
+    ev.arms[1].requests.push(request(2, "Why is the sky blue?", &arm_replies(40.0, 300.0)[1]));
+    let v = judge_pair(&pair_gate(RATIO), &ev);
+    assert_eq!(line(&v, "ratio").outcome, Pass, "{}", line(&v, "ratio").message);
+    assert_eq!(line(&v, "same_answers").outcome, Pass, "{}", line(&v, "same_answers").message);
+}
+
+#[test]
+fn pair_with_different_answers_fails_same_answers_per_prompt() {
+    let mut ev = abba();
+    ev.arms[3].requests[1] = request(1, "Why is the sky blue?", &stream(200.0, 50.0, 2, Some(&["Rayleigh", " scattering."]), "stop", true, "content"));
+    let v = judge_pair(&pair_gate(RATIO), &ev);
+    assert_eq!(
+        line(&v, "same_answers").message,
+        "same_answers FAIL 2 distinct replies to \"Why is the sky blue?\": \"Light scatters off air.\", \"Rayleigh scattering.\" (n=8)"
+    );
+    // Restricted to the other prompt, it passes.
+    let g = pair_gate("[assert.same_answers]\nprompt = \"What is the capital of France?\"\n");
+    let v = judge_pair(&g, &ev);
+    assert_eq!(line(&v, "same_answers").message, "same_answers PASS both runtimes gave the same text to each of 1 prompts (n=4)");
+    // A prompt nobody answered is a failure, not a pass.
+    for arm in &mut ev.arms {
+        arm.requests.truncate(1);
+    }
+    let v = judge_pair(&pair_gate(RATIO), &ev);
+    assert_eq!(line(&v, "same_answers").message, "same_answers FAIL no replies to \"Why is the sky blue?\" (n=4)");
+}
+
+#[test]
+fn pair_content_fails_when_one_arm_fails() {
+    let mut ev = abba();
+    ev.arms[2].requests[1] = request(1, "Why is the sky blue?", &stream(300.0, 40.0, 8, Some(&["/"]), "stop", true, "content"));
+    let v = judge_pair(&pair_gate(RATIO), &ev);
+    let c = line(&v, "content");
+    assert_eq!(c.outcome, Fail);
+    assert!(
+        c.message.contains(" | arm 3 ours: 1 of 2 replies fail: request 01: degenerate_output: one character repeated ('/' ×8 of 8 non-space chars) (n=2) | arm 4 theirs: 2 of 2"),
+        "{}",
+        c.message
+    );
+    assert!(c.message.starts_with("content FAIL arm 1 theirs: 2 of 2 replies have sane content"), "{}", c.message);
+}
+
+#[test]
+fn void_or_incomplete_pairs_fail_every_assertion_with_the_reason() {
+    let g = pair_gate(RATIO);
+    let all_fail = |ev: &PairEvidence, reason: &str| {
+        let v = judge_pair(&g, ev);
+        assert_eq!(v.len(), 4);
+        for x in &v {
+            assert_eq!(x.outcome, Fail);
+            assert_eq!(x.message, format!("{} FAIL {reason}", x.assertion));
+        }
+    };
+    let mut ev = abba();
+    ev.summary.status = RunStatus::Running;
+    all_fail(&ev, "the evidence is incomplete (pair.json status is `running`: the runner was stopped before it finished)");
+    let mut ev = abba();
+    ev.summary.failure = Some("model_changed_during_run: sha256 differs".into());
+    all_fail(&ev, "the pair is void: model_changed_during_run: sha256 differs");
+    let mut ev = abba();
+    ev.arms.clear();
+    ev.summary.arms.clear();
+    all_fail(&ev, "no arm ran");
+    let mut ev = abba();
+    ev.arms[1].run.status = RunStatus::Running;
+    all_fail(&ev, "arm 2 (ours) evidence is incomplete");
+    let mut ev = abba();
+    ev.arms[2].run.serve.failure = Some("port_in_use: 127.0.0.1:8080".into());
+    ev.arms[2].requests.clear();
+    all_fail(&ev, "arm 3 (ours) serve never became ready: port_in_use: 127.0.0.1:8080");
+    // A serve failure after some requests is not a void pair.
+    let mut ev = abba();
+    ev.arms[2].run.serve.failure = Some("server_exited_during_run".into());
+    assert!(judge_pair(&g, &ev).iter().any(|v| v.passed()));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Notes and reasons in the verdict lines
+
+/// `n` chunks of `per` tokens each, 100 ms apart, usage only at the end: the judge must say the rate came
+/// from multi-token chunks.
+fn multi_token(ttft_ms: f64, n: u64, per: u64) -> Vec<TimedRead> {
+    let mut reads = vec![event(ttft_ms / 2.0, serde_json::json!({"choices":[{"index":0,"delta":{"role":"assistant"}}]}))];
+    for i in 0..n {
+        reads.push(event(ttft_ms + 100.0 * i as f64, serde_json::json!({"choices":[{"index":0,"delta":{"content": format!(" w{i} x y z")}}]})));
+    }
+    let t = ttft_ms + 100.0 * n as f64;
+    reads.push(event(t, serde_json::json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})));
+    reads.push(event(t + 1.0, serde_json::json!({"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":n * per,"total_tokens":20 + n * per}})));
+    reads.push(TimedRead { t_ms: t + 2.0, bytes: b"data: [DONE]\n\n".to_vec() });
+    reads
+}
+
+#[test]
+fn multi_token_replies_are_counted_in_the_rate_line() {
+    // 20 chunks of 4 tokens, 100 ms apart: 40.0 tok/s.
+    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![ok(262.0, 98.4), multi_token(277.0, 20, 4), ok(301.0, 82.1)]));
+    assert_eq!(line(&v, "rate").message, "rate PASS median 82.1 tok/s (floor 60.0; each: 98.4, 40.0, 82.1; n=3); 1 of 3 had several tokens per chunk");
+}
+
+#[test]
+fn server_reported_rate_passes_on_timings_and_carries_no_client_notes() {
+    let server = gate("").source.replace("floor_tok_s = 60.0", "floor_tok_s = 60.0\nsource = \"server\"");
+    let ctx = Context { gate_dir: PathBuf::from("/g"), cache: PathBuf::from("/c"), home: None };
+    let g = spec::parse(Path::new("gates/s.toml"), &server, &ctx).unwrap();
+    let timed = |pps: f64, usage: bool| {
+        let mut r = stream(262.0, 98.4, 8, None, "stop", usage, "content");
+        let at = r.len() - 1;
+        r.insert(at, event(400.0, serde_json::json!({"choices":[],"timings":{"predicted_n":8,"predicted_ms":100.0,"predicted_per_second":pps}})));
+        r
+    };
+    let v = judge(&g, &evidence(Some(FAST_LOG), vec![timed(70.0, false), timed(65.0, true), multi_token(277.0, 20, 4)]));
+    let rate = line(&v, "rate");
+    assert_eq!(rate.outcome, Fail, "{}", rate.message);
+    // The multi-token reply has no timings; the usage-less one is not called an estimate (the server counted).
+    assert_eq!(
+        rate.message,
+        "rate FAIL 1 of 3 replies have no server-reported (timings.predicted_per_second) decode rate: request 02 (no llama.cpp timings in the reply) (floor 60.0 tok/s; each: 70.0, 65.0, -; n=3)"
+    );
+    let v = judge(&g, &evidence(Some(FAST_LOG), vec![timed(70.0, false), timed(65.0, true)]));
+    assert_eq!(line(&v, "rate").message, "rate PASS median 67.5 tok/s server-reported (timings.predicted_per_second) (floor 60.0; each: 70.0, 65.0; n=2)");
+}
+
+#[test]
+fn a_serve_that_failed_during_the_run_is_named_in_every_failing_verdict_but_route() {
+    let mut ev = evidence(Some(SLOW_LOG), vec![ok(262.0, 98.4), ok(277.0, 1.9), ok(301.0, 1.9)]);
+    ev.run.serve.failure = Some("server_exited_during_run (exit status 0)".into());
+    let v = judge(&gate(""), &ev);
+    expect(&v, Fail, Fail, Pass, Pass);
+    assert!(line(&v, "rate").message.ends_with("n=3) [serve: server_exited_during_run (exit status 0)]"), "{}", line(&v, "rate").message);
+    assert!(!line(&v, "route").message.contains("[serve:"));
+    assert!(!line(&v, "first_token").message.contains("[serve:"));
+    assert!(!line(&v, "content").message.contains("[serve:"));
+}
+
+#[test]
+fn missing_values_give_each_assertion_its_own_reason() {
+    // One token: a TTFT but no decode window. A finish-only stream: no token at all.
+    let single = stream(262.0, 90.0, 1, Some(&["Paris"]), "stop", true, "content");
+    let empty = vec![event(100.0, serde_json::json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})), TimedRead { t_ms: 101.0, bytes: b"data: [DONE]\n\n".to_vec() }];
+    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![single, empty]));
+    assert_eq!(
+        line(&v, "rate").message,
+        "rate FAIL 2 of 2 replies have no decode rate: request 00 (one token chunk: no decode window); request 01 (no token chunks: no decode rate) (floor 60.0 tok/s; each: -, -; n=2)"
+    );
+    assert_eq!(
+        line(&v, "first_token").message,
+        "first_token FAIL 1 of 2 replies have no first token: request 01 (no token in the reply) (limit 600 ms; each: 262, -; n=2)"
+    );
+}
+
+#[test]
+fn known_answer_without_identical_accepts_different_matching_texts_and_cuts_long_ones() {
+    let ka = "[assert.known_answer]\nprompt = \"What is the capital of France? Answer with one word.\"\nmatches = \"(?i)\\\\bparis\\\\b\"\n";
+    let a = stream(262.0, 90.0, 2, Some(&["Par", "is."]), "stop", true, "content");
+    let b = stream(270.0, 90.0, 2, Some(&["Paris", "!"]), "stop", true, "content");
+    let v = judge(&gate(ka), &evidence(Some(FAST_LOG), vec![a, ok(277.0, 84.4), ok(301.0, 82.1), b]));
+    assert_eq!(line(&v, "known_answer").message, "known_answer PASS 2 of 2 replies match /(?i)\\bparis\\b/: \"Paris.\" (n=2)");
+    // A text of exactly 80 characters is shown whole; 81 are cut to 80 and marked.
+    let eighty = "L".repeat(80);
+    let v = judge(&gate(ka), &evidence(Some(FAST_LOG), vec![stream(262.0, 90.0, 1, Some(&[eighty.as_str()]), "stop", true, "content")]));
+    assert_eq!(line(&v, "known_answer").message, format!("known_answer FAIL request 00: \"{eighty}\" does not match /(?i)\\bparis\\b/ (n=1)"));
+    let v = judge(&gate(ka), &evidence(Some(FAST_LOG), vec![stream(262.0, 90.0, 1, Some(&[format!("{eighty}M").as_str()]), "stop", true, "content")]));
+    assert_eq!(line(&v, "known_answer").message, format!("known_answer FAIL request 00: \"{eighty}\"… does not match /(?i)\\bparis\\b/ (n=1)"));
+}
+
+#[test]
+fn partial_content_of_a_failed_reply_is_cut_at_80_characters() {
+    let forty = "L".repeat(40);
+    let cut = |last: &str| {
+        let mut r = stream(262.0, 90.0, 2, Some(&[forty.as_str(), last]), "stop", true, "content");
+        r.truncate(3); // role + 2 tokens: no finish_reason, no [DONE]
+        r
+    };
+    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![cut(&forty)]));
+    assert_eq!(
+        line(&v, "content").message,
+        format!("content FAIL 1 of 1 replies fail: request 00: failed reply: truncated_stream: no finish_reason, no [DONE]; partial content \"{forty}{forty}\" (n=1)")
+    );
+    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![cut(&format!("{forty}M"))]));
+    assert_eq!(
+        line(&v, "content").message,
+        format!("content FAIL 1 of 1 replies fail: request 00: failed reply: truncated_stream: no finish_reason, no [DONE]; partial content \"{forty}{forty}\"… (81 chars) (n=1)")
+    );
 }

@@ -1,0 +1,505 @@
+//! `servegate inspect FILE`: one response, parsed and measured, as JSON a person can read and a script can
+//! check. Pure apart from [`inspect_file`], which reads the one file.
+//!
+//! Inputs, by file name:
+//! * `*.reads.jsonl` — timed network reads (the evidence format, [`crate::reads`]): times are real, so TTFT
+//!   and the decode rate are the ones a live run would measure;
+//! * `*.http` — a raw HTTP/1.1 response (status line, headers, blank line, body; a `chunked` body is
+//!   de-chunked): an event stream when `Content-Type` says `text/event-stream`, else a JSON body, with the
+//!   response's status;
+//! * `*.json` — a non-streamed JSON body;
+//! * anything else (`*.sse`) — raw SSE bytes, all of them in one read at t = 0 (so every event time is 0 and
+//!   no decode rate can be measured); a file that holds one JSON document is read as a body.
+//!
+//! The HTTP status is unknown (`null`) for everything but `.http`.
+//!
+//! The output is `{file, input, summary, figures, reply}`: [`Summary`] first, in the vocabulary of the case
+//! files' `*.expected.json` (`ttft_ms`, `decode_tok_s`, `completion_tokens`, `completion_tokens_source`,
+//! `content`, `reasoning`, `finish_reason`, `done_seen`, `chunks`, `empty_chunks`, `comments_ignored`,
+//! `parse_errors`, `warnings`, `flags`, `ok`, `fail_reason`, ...), then the full [`Figures`] and [`Reply`].
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::measure::{measure, Figures, TokenSource};
+use crate::reads;
+use crate::reply::{note_name, parse_body, parse_stream, Reply, ServeError, Timings, Usage};
+use crate::stats;
+
+/// How the input file was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Input {
+    /// `.reads.jsonl`: timed reads.
+    Reads,
+    /// Raw SSE bytes in one read at t = 0.
+    Sse,
+    /// A raw HTTP response.
+    Http,
+    /// A JSON body.
+    Json,
+}
+
+/// Inter-token latency in brief: gaps between consecutive token chunks, ms (see [`Figures::itl_ms`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ItlSummary {
+    /// Number of gaps (token chunks − 1).
+    pub n: usize,
+    /// Median gap (`stats::median`), ms.
+    pub p50_ms: Option<f64>,
+    /// 90th percentile (`stats::percentile`, linear), ms.
+    pub p90_ms: Option<f64>,
+    /// 99th percentile, ms.
+    pub p99_ms: Option<f64>,
+    /// Largest gap, ms.
+    pub max_ms: Option<f64>,
+}
+
+/// The readable summary of one reply. Key names are those of the case files' `expected` objects wherever
+/// a case states the value, so `summary[key] == expected[key]` checks a case from outside the test suite
+/// (with `warnings`/`flags` checked by name against `notes`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The reply-level verdict: true when the judge's `content` assertion would accept this reply
+    /// (`judge::content_problem` is none: no serve error, not truncated, content neither empty nor
+    /// degenerate). Timing bounds are a gate's, not a reply's, and are not judged here.
+    pub ok: bool,
+    /// When not ok, the failure's name: the serve error's kind (`context_exceeded`, `validation_error`,
+    /// `error_mid_stream`, `error_in_stream`, `http_error`, ...), `truncated_stream`/`truncated_body`,
+    /// `unparseable_body`, `content_empty_all_tokens_in_reasoning`, `content_empty`,
+    /// `content_whitespace_only` or `degenerate_output`.
+    pub fail_reason: Option<String>,
+    /// When not ok, the judge's own reason text for this reply.
+    pub fail_detail: Option<String>,
+    /// HTTP status (only known for `.http` input).
+    pub http_status: Option<u16>,
+    /// The serve's own error type (`error.type` / `error_type`), verbatim.
+    pub error_type: Option<String>,
+    /// The serve's error: kind, message, status, type.
+    pub error: Option<ServeError>,
+    /// True when parsed as an SSE stream (false: a JSON body).
+    pub streamed: bool,
+    /// First data event of any kind (a role-only chunk counts), ms. Not TTFT.
+    pub first_event_ms: Option<f64>,
+    /// TTFT: the first token chunk (content, reasoning or tool call), ms.
+    pub ttft_ms: Option<f64>,
+    /// First non-empty content (after any reasoning), ms.
+    pub first_content_ms: Option<f64>,
+    /// End to end: the last read, ms.
+    pub e2e_ms: Option<f64>,
+    /// Decode rate, tok/s, first arrival excluded; null when not measurable (then `decode_note` says why).
+    pub decode_tok_s: Option<f64>,
+    /// How the decode rate was obtained when not plain (estimate, multi-token share, batched first read), or
+    /// why there is none.
+    pub decode_note: Option<String>,
+    /// True when chunks carried more than one token.
+    pub multi_token: bool,
+    /// N as the serve reported it (usage, timings or per-chunk counts); null when it did not say.
+    pub completion_tokens: Option<u64>,
+    /// The token-chunk count, when the serve reported no token count (an estimate: chunks are not tokens).
+    pub completion_tokens_estimate: Option<u64>,
+    /// Where N came from: `usage`, `timings`, `per_chunk` or `token_chunk_count_estimate`.
+    pub completion_tokens_source: Option<TokenSource>,
+    /// TPOT = (e2e − ttft) / (N − 1), ms.
+    pub tpot_ms: Option<f64>,
+    /// Inter-token latency distribution.
+    pub itl: ItlSummary,
+    /// Concatenated content.
+    pub content: String,
+    /// Concatenated reasoning (`reasoning_content` / `reasoning`).
+    pub reasoning: String,
+    /// Tool calls assembled (their pieces are in `reply.tool_calls`).
+    pub tool_calls: usize,
+    /// The final finish_reason; null when none was seen.
+    pub finish_reason: Option<String>,
+    /// `data: [DONE]` seen.
+    pub done_seen: bool,
+    /// The stream (or body) ended too early: no finish_reason and no `[DONE]`, or cut inside an event.
+    pub truncated: bool,
+    /// The body ended inside an SSE event (or inside its JSON).
+    pub incomplete_tail: bool,
+    /// Parsed data chunks, excluding `[DONE]` and comments.
+    pub chunks: usize,
+    /// Token chunks (content, reasoning or tool-call deltas).
+    pub token_chunks: usize,
+    /// Chunks with a choice that carried no token and no finish_reason (role-only, prefill `""`).
+    pub empty_chunks: usize,
+    /// SSE comment lines (`: ping`) ignored.
+    pub comments_ignored: usize,
+    /// Number of parse errors (their reasons are in `parse_error_messages`).
+    pub parse_errors: usize,
+    /// Each parse error with its reason.
+    pub parse_error_messages: Vec<String>,
+    /// U+FFFD characters produced by invalid UTF-8.
+    pub replacement_chars: usize,
+    /// The last non-null `usage`.
+    pub usage: Option<Usage>,
+    /// llama.cpp `timings`, as sent.
+    pub timings: Option<Timings>,
+    /// `timings.prompt_per_second` as llama.cpp computed it, tok/s.
+    pub timings_prompt_per_second: Option<f64>,
+    /// `timings.predicted_per_second` as llama.cpp computed it, tok/s.
+    pub timings_predicted_per_second: Option<f64>,
+    /// The serve's decode rate as servegate reads it (`Figures::server_decode_tok_s`), tok/s.
+    pub server_decode_tok_s: Option<f64>,
+    /// The serve's prefill rate (`Figures::server_prefill_tok_s`), tok/s; null on a prompt-cache hit.
+    pub server_prefill_tok_s: Option<f64>,
+    /// True when a prefill rate was measured (no prompt-cache hit).
+    pub prefill_measured: bool,
+    /// `timings.cache_n`: prompt tokens served from the cache.
+    pub cache_n: Option<u64>,
+    /// `timings.prompt_n`: prompt tokens processed.
+    pub prompt_n: Option<u64>,
+    /// Warnings, `name` or `name: detail`: the parser's, then the measurements'.
+    pub warnings: Vec<String>,
+    /// Flags, `name` or `name: detail`: the parser's, then `multi_token` when the figures say so.
+    pub flags: Vec<String>,
+    /// Every warning and flag by name (the text before `:` or a space), sorted, once each.
+    pub notes: Vec<String>,
+    /// `model` as the serve named it.
+    pub model: Option<String>,
+    /// `system_fingerprint` (llama.cpp's build).
+    pub system_fingerprint: Option<String>,
+}
+
+/// The reply-level verdict: `None` when ok, else (failure name, the judge's reason text).
+pub fn reply_failure(reply: &Reply, figures: &Figures) -> Option<(String, String)> {
+    let detail = crate::judge::content_problem(reply, figures)?;
+    let name = if let Some(f) = reply.failure() {
+        note_name(&f).to_string()
+    } else if reply.content.trim().is_empty() {
+        match crate::content::reasoning_ate_budget(&reply.content, &reply.reasoning, figures.completion_tokens, reply.finish_reason.as_deref()) {
+            Some(why) => note_name(&why).to_string(),
+            None if reply.content.is_empty() => "content_empty".to_string(),
+            None => "content_whitespace_only".to_string(),
+        }
+    } else if let Some(d) = crate::content::degenerate(&reply.content) {
+        note_name(&d).to_string()
+    } else {
+        // content_problem found something none of the above names: keep its own first word.
+        note_name(&detail).to_string()
+    };
+    Some((name, detail))
+}
+
+/// The summary of one reply and its figures (see [`Summary`]).
+pub fn summarize(reply: &Reply, figures: &Figures) -> Summary {
+    let failure = reply_failure(reply, figures);
+    let warnings: Vec<String> = reply.warnings.iter().chain(&figures.warnings).cloned().collect();
+    let mut flags = reply.flags.clone();
+    if figures.multi_token {
+        flags.push("multi_token".into());
+    }
+    let mut notes: Vec<String> = warnings.iter().chain(&flags).map(|n| note_name(n).to_string()).collect();
+    notes.sort();
+    notes.dedup();
+    let itl = &figures.itl_ms;
+    let timings = reply.timings.as_ref();
+    Summary {
+        ok: failure.is_none(),
+        fail_reason: failure.as_ref().map(|f| f.0.clone()),
+        fail_detail: failure.map(|f| f.1),
+        http_status: reply.http_status,
+        error_type: reply.error.as_ref().and_then(|e| e.error_type.clone()),
+        error: reply.error.clone(),
+        streamed: reply.streamed,
+        first_event_ms: figures.first_event_ms,
+        ttft_ms: figures.ttft_ms,
+        first_content_ms: figures.first_content_ms,
+        e2e_ms: figures.e2e_ms,
+        decode_tok_s: figures.decode_tok_s,
+        decode_note: figures.decode_note.clone(),
+        multi_token: figures.multi_token,
+        completion_tokens: figures.completion_tokens,
+        completion_tokens_estimate: figures.completion_tokens_estimate,
+        completion_tokens_source: figures.completion_tokens_source,
+        tpot_ms: figures.tpot_ms,
+        itl: ItlSummary {
+            n: itl.len(),
+            p50_ms: stats::median(itl),
+            p90_ms: stats::percentile(itl, 90.0),
+            p99_ms: stats::percentile(itl, 99.0),
+            max_ms: stats::max(itl),
+        },
+        content: reply.content.clone(),
+        reasoning: reply.reasoning.clone(),
+        tool_calls: reply.tool_calls.len(),
+        finish_reason: reply.finish_reason.clone(),
+        done_seen: reply.done_seen,
+        truncated: reply.truncated,
+        incomplete_tail: reply.incomplete_tail,
+        chunks: reply.chunks,
+        token_chunks: reply.token_chunks.len(),
+        empty_chunks: reply.empty_chunks,
+        comments_ignored: reply.comments_ignored,
+        parse_errors: reply.parse_errors.len(),
+        parse_error_messages: reply.parse_errors.clone(),
+        replacement_chars: reply.replacement_chars,
+        usage: reply.usage.clone(),
+        timings: reply.timings.clone(),
+        timings_prompt_per_second: timings.and_then(|t| t.prompt_per_second),
+        timings_predicted_per_second: timings.and_then(|t| t.predicted_per_second),
+        server_decode_tok_s: figures.server_decode_tok_s,
+        server_prefill_tok_s: figures.server_prefill_tok_s,
+        prefill_measured: figures.server_prefill_tok_s.is_some(),
+        cache_n: timings.and_then(|t| t.cache_n),
+        prompt_n: timings.and_then(|t| t.prompt_n),
+        warnings,
+        flags,
+        notes,
+        model: reply.model.clone(),
+        system_fingerprint: reply.system_fingerprint.clone(),
+    }
+}
+
+/// [`summarize`] as a JSON value (keys sorted; the printed form keeps [`Summary`]'s field order).
+pub fn inspect_summary(reply: &Reply, figures: &Figures) -> Value {
+    serde_json::to_value(summarize(reply, figures)).expect("a Summary always serialises")
+}
+
+/// What `servegate inspect` prints.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Inspection {
+    /// The file as given.
+    pub file: String,
+    /// How it was read.
+    pub input: Input,
+    /// The readable summary.
+    pub summary: Summary,
+    /// All measurements.
+    pub figures: Figures,
+    /// The parsed reply, in full.
+    pub reply: Reply,
+}
+
+/// Parses one response file's bytes, choosing the reading by `name` (see the module doc).
+pub fn parse_input(name: &str, bytes: &[u8]) -> Result<(Input, Reply), String> {
+    if name.ends_with(".reads.jsonl") {
+        let rs = reads::decode(&String::from_utf8_lossy(bytes)).map_err(|e| e.to_string())?;
+        return Ok((Input::Reads, parse_stream(&rs, None)));
+    }
+    if name.ends_with(".http") {
+        let (status, event_stream, body) = split_http(bytes)?;
+        let reply = if event_stream {
+            parse_stream(&reads::single_read(body), Some(status))
+        } else {
+            parse_body(&body, Some(status), 0.0)
+        };
+        return Ok((Input::Http, reply));
+    }
+    if name.ends_with(".json") {
+        return Ok((Input::Json, parse_body(bytes, None, 0.0)));
+    }
+    Ok((Input::Sse, parse_stream(&reads::single_read(bytes.to_vec()), None)))
+}
+
+/// Parses, measures and summarises one response: what `servegate inspect` prints.
+pub fn inspect_bytes(file: &str, bytes: &[u8]) -> Result<Inspection, String> {
+    let (input, reply) = parse_input(file, bytes)?;
+    let figures = measure(&reply);
+    let summary = summarize(&reply, &figures);
+    Ok(Inspection { file: file.to_string(), input, summary, figures, reply })
+}
+
+/// Reads `path` and inspects it. Errors name the file.
+pub fn inspect_file(path: &Path) -> Result<Inspection, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = path.display().to_string();
+    inspect_bytes(&file, &bytes).map_err(|e| format!("{file}: {e}"))
+}
+
+/// A raw HTTP/1.x response → (status, is an event stream, body). Headers end at the first blank line (CRLF
+/// or LF); a `Transfer-Encoding: chunked` body is de-chunked.
+pub fn split_http(raw: &[u8]) -> Result<(u16, bool, Vec<u8>), String> {
+    let (head_end, sep) = match find(raw, b"\r\n\r\n") {
+        Some(i) => (i, 4),
+        None => (find(raw, b"\n\n").ok_or("not an HTTP response: no blank line after the headers")?, 2),
+    };
+    let head = String::from_utf8_lossy(&raw[..head_end]);
+    let mut lines = head.lines();
+    let status_line = lines.next().unwrap_or_default();
+    if !status_line.starts_with("HTTP/") {
+        return Err(format!("not an HTTP response: status line {status_line:?}"));
+    }
+    let status: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("no status code in {status_line:?}"))?;
+    let mut event_stream = false;
+    let mut chunked = false;
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else { continue };
+        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim().to_ascii_lowercase());
+        if name == "content-type" && value.starts_with("text/event-stream") {
+            event_stream = true;
+        }
+        if name == "transfer-encoding" && value.split(',').any(|v| v.trim() == "chunked") {
+            chunked = true;
+        }
+    }
+    let body = &raw[head_end + sep..];
+    let body = if chunked { dechunk(body)? } else { body.to_vec() };
+    Ok((status, event_stream, body))
+}
+
+/// Decodes a `chunked` transfer-encoded body (chunk extensions and trailers ignored). A body cut inside a
+/// chunk gives what arrived.
+pub fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = find(body, b"\n") else { return Ok(out) };
+        let size_line = String::from_utf8_lossy(&body[..eol]);
+        let size_hex = size_line.trim().split(';').next().unwrap_or_default().trim();
+        if size_hex.is_empty() && eol + 1 >= body.len() {
+            return Ok(out);
+        }
+        let size = usize::from_str_radix(size_hex, 16).map_err(|_| format!("bad chunk size line {size_line:?}"))?;
+        body = &body[eol + 1..];
+        if size == 0 {
+            return Ok(out);
+        }
+        let take = size.min(body.len());
+        out.extend_from_slice(&body[..take]);
+        body = &body[take..];
+        // The CRLF after the chunk data.
+        body = body.strip_prefix(b"\r\n").or_else(|| body.strip_prefix(b"\n")).unwrap_or(body);
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STREAM: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n\
+        data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
+        data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
+        data: [DONE]\n\n";
+
+    #[test]
+    fn http_event_stream_gets_its_status_and_a_chunked_body_is_dechunked() {
+        let body = STREAM.as_bytes();
+        let (a, b) = body.split_at(40);
+        let mut raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        for part in [a, b] {
+            raw.extend_from_slice(format!("{:x};ext=1\r\n", part.len()).as_bytes());
+            raw.extend_from_slice(part);
+            raw.extend_from_slice(b"\r\n");
+        }
+        raw.extend_from_slice(b"0\r\n\r\n");
+        let (input, r) = parse_input("x.http", &raw).unwrap();
+        assert_eq!(input, Input::Http);
+        assert!(r.streamed);
+        assert_eq!(r.http_status, Some(200));
+        assert_eq!(r.content, "Hi");
+        assert!(r.parse_errors.is_empty(), "{:?}", r.parse_errors);
+    }
+
+    #[test]
+    fn http_json_error_body_is_a_body_with_its_status() {
+        let raw = b"HTTP/1.1 503 Service Unavailable\nContent-Type: application/json\n\n{\"error\":{\"message\":\"Loading model\",\"type\":\"unavailable_error\"}}";
+        let (_, r) = parse_input("x.http", raw).unwrap();
+        assert!(!r.streamed);
+        assert_eq!(r.http_status, Some(503));
+        let s = summarize(&r, &measure(&r));
+        assert!(!s.ok);
+        assert_eq!(s.fail_reason.as_deref(), Some("http_error"));
+        assert_eq!(s.error_type.as_deref(), Some("unavailable_error"));
+    }
+
+    #[test]
+    fn not_http_is_an_error_not_a_panic() {
+        assert!(parse_input("x.http", b"data: x\n\n").is_err());
+        assert!(parse_input("x.http", b"no blank line").is_err());
+        assert!(parse_input("x.http", b"HTTP/1.1 abc\r\n\r\n").is_err());
+        assert!(parse_input("x.reads.jsonl", b"{\"t_ms\": \"x\"}\n").is_err());
+    }
+
+    #[test]
+    fn sse_is_one_read_at_zero_and_json_is_a_body() {
+        let (input, r) = parse_input("x.sse", STREAM.as_bytes()).unwrap();
+        assert_eq!(input, Input::Sse);
+        let s = summarize(&r, &measure(&r));
+        assert_eq!(s.ttft_ms, Some(0.0));
+        assert_eq!(s.first_event_ms, Some(0.0));
+        assert_eq!(s.decode_tok_s, None);
+        assert_eq!(s.empty_chunks, 1);
+        assert_eq!(s.chunks, 3);
+        assert!(s.ok, "{s:?}");
+        let (input, r) = parse_input("x.json", br#"{"choices":[{"index":0,"message":{"content":"Paris."},"finish_reason":"stop"}]}"#).unwrap();
+        assert_eq!(input, Input::Json);
+        assert!(!r.streamed);
+        assert_eq!(r.content, "Paris.");
+    }
+
+    #[test]
+    fn fail_reasons_are_named_like_the_cases() {
+        let body = |content: &str, reasoning: &str| {
+            format!(r#"{{"choices":[{{"index":0,"message":{{"content":{content:?},"reasoning_content":{reasoning:?}}},"finish_reason":"length"}}],"usage":{{"completion_tokens":8}}}}"#)
+        };
+        for (content, reasoning, want) in [
+            ("", "thinking", Some("content_empty_all_tokens_in_reasoning")),
+            ("", "", Some("content_empty")),
+            ("  \n", "", Some("content_whitespace_only")),
+            ("////////", "", Some("degenerate_output")),
+            ("Paris.", "", None),
+        ] {
+            let (_, r) = parse_input("x.json", body(content, reasoning).as_bytes()).unwrap();
+            let f = measure(&r);
+            let s = summarize(&r, &f);
+            assert_eq!(s.fail_reason.as_deref(), want, "{content:?}");
+            assert_eq!(s.ok, want.is_none());
+            // ok agrees with the judge's content check, and the detail is the judge's text.
+            assert_eq!(s.fail_detail, crate::judge::content_problem(&r, &f));
+        }
+        let r = parse_stream(&reads::single_read(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The\"}}]}\n\ndata: {\"cho".to_vec()), None);
+        let s = summarize(&r, &measure(&r));
+        assert_eq!(s.fail_reason.as_deref(), Some("truncated_stream"));
+        assert_eq!(s.content, "The");
+    }
+
+    #[test]
+    fn summary_carries_notes_itl_and_server_figures() {
+        let rs = vec![
+            reads::TimedRead { t_ms: 10.0, bytes: b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n".to_vec() },
+            reads::TimedRead { t_ms: 30.0, bytes: b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\n\n".to_vec() },
+            reads::TimedRead {
+                t_ms: 70.0,
+                bytes: b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"c\"},\"finish_reason\":\"length\"}],\"timings\":{\"cache_n\":5,\"prompt_n\":1,\"prompt_ms\":2.0,\"predicted_per_second\":40.0}}\n\ndata: [DONE]\n\n".to_vec(),
+            },
+        ];
+        let r = parse_stream(&rs, None);
+        let f = measure(&r);
+        let s = summarize(&r, &f);
+        assert_eq!(s.itl, ItlSummary { n: 2, p50_ms: Some(30.0), p90_ms: Some(38.0), p99_ms: Some(39.8), max_ms: Some(40.0) });
+        assert_eq!(s.completion_tokens_estimate, Some(3));
+        assert_eq!(s.completion_tokens, None);
+        assert!(s.notes.contains(&"usage_missing".to_string()));
+        assert!(s.notes.contains(&"prompt_cache_hit".to_string()));
+        assert!(s.notes.contains(&"truncated_by_max_tokens".to_string()));
+        assert!(s.flags.iter().any(|f| f == "truncated_by_max_tokens"));
+        assert!(s.warnings.iter().any(|w| w.starts_with("prompt_cache_hit 5/6")));
+        assert!(!s.prefill_measured);
+        assert_eq!((s.cache_n, s.prompt_n), (Some(5), Some(1)));
+        assert_eq!(s.timings_predicted_per_second, Some(40.0));
+        assert_eq!(s.server_decode_tok_s, Some(40.0));
+        // The JSON value has the same keys.
+        let v = inspect_summary(&r, &f);
+        assert_eq!(v["ttft_ms"], serde_json::json!(10.0));
+        assert_eq!(v["completion_tokens_source"], serde_json::json!("token_chunk_count_estimate"));
+    }
+
+    #[test]
+    fn dechunk_handles_lf_only_and_a_cut_body() {
+        assert_eq!(dechunk(b"3\nabc\n0\n\n").unwrap(), b"abc");
+        assert_eq!(dechunk(b"5\r\nab").unwrap(), b"ab");
+        assert_eq!(dechunk(b"").unwrap(), b"");
+        assert!(dechunk(b"zz\r\nab").is_err());
+    }
+}

@@ -1,0 +1,202 @@
+//! The synthetic paced stream (`servegate replay --synthetic`): N tokens with a known first-token delay
+//! and inter-token gap, K tokens per chunk, an optional role-only first chunk and usage chunk. Pure: builds
+//! the [`Plan`] of one request and computes the true figures from the send times the serve logged.
+//!
+//! Schedule, in ms from the request's arrival (`ttft` = `--ttft-ms`, `itl` = `--itl-ms` or
+//! 1000 / `--tok-s`, chunk j = 0, 1, ... holds tokens jK+1 ..= min(jK+K, N)):
+//! * the response head at 0, with the role-only chunk when `--role-chunk` (a first event that is not a
+//!   token, as vLLM sends it);
+//! * token chunk j at `ttft + j·K·itl`: the first token chunk at exactly `ttft`, then one chunk every K
+//!   inter-token gaps, so K tokens per chunk keeps the decode rate at 1000 / itl tok/s;
+//! * right after the last token chunk: the finish chunk, the usage chunk (`--usage`: completion_tokens =
+//!   N), `data: [DONE]`.
+//!
+//! The true figures use servegate's definitions (src/measure.rs) on the serve's own send times: TTFT = send
+//! time of the first token chunk; decode rate = (N − tokens of the first chunk) / (last token chunk's send
+//! time − first's).
+
+use std::time::Duration;
+
+use super::{Plan, Send, SendKind};
+
+/// The synthetic stream's parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyntheticSpec {
+    /// Completion tokens per reply (N >= 1).
+    pub tokens: u32,
+    /// First-token delay from the request's arrival, ms.
+    pub ttft_ms: f64,
+    /// Gap between consecutive tokens, ms (> 0).
+    pub itl_ms: f64,
+    /// Tokens per chunk (K >= 1).
+    pub per_chunk: u32,
+    /// Send a role-only first chunk with the head.
+    pub role_chunk: bool,
+    /// Send a usage chunk (`usage.completion_tokens = N`) before `[DONE]`.
+    pub usage: bool,
+    /// The model id in chunks and `/v1/models`.
+    pub model: String,
+}
+
+impl SyntheticSpec {
+    /// The decode rate the schedule imposes, tok/s.
+    pub fn tok_s(&self) -> f64 {
+        1000.0 / self.itl_ms
+    }
+
+    /// Checks the parameters; the error names the flag.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.tokens == 0 {
+            return Err("--tokens must be at least 1".into());
+        }
+        if !(self.ttft_ms.is_finite() && self.ttft_ms >= 0.0) {
+            return Err(format!("--ttft-ms must be a number >= 0, got {}", self.ttft_ms));
+        }
+        if !(self.itl_ms.is_finite() && self.itl_ms > 0.0) {
+            return Err(format!("the inter-token gap must be > 0 ms (--itl-ms, or --tok-s > 0), got {} ms", self.itl_ms));
+        }
+        if self.per_chunk == 0 {
+            return Err("--per-chunk must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// The text of token `i` (1-based): ` t1`, ` t2`, ... (distinct, so the content is never degenerate).
+pub fn token_text(i: u32) -> String {
+    format!(" t{i}")
+}
+
+fn ms(x: f64) -> Duration {
+    Duration::from_secs_f64(x.max(0.0) / 1000.0)
+}
+
+fn event(v: serde_json::Value) -> Vec<u8> {
+    format!("data: {}\n\n", serde_json::to_string(&v).unwrap_or_default()).into_bytes()
+}
+
+/// The plan of request `seq`: streamed (SSE, chunked) or one JSON body at the time of the last token.
+pub fn plan(spec: &SyntheticSpec, seq: u64, stream: bool) -> Plan {
+    let id = format!("chatcmpl-synthetic-{seq}");
+    let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+        event(serde_json::json!({
+            "id": id, "object": "chat.completion.chunk", "created": 0, "model": spec.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+        }))
+    };
+    let n = spec.tokens;
+    let k = spec.per_chunk.max(1);
+    let usage = serde_json::json!({"prompt_tokens": 8, "completion_tokens": n, "total_tokens": 8 + n});
+    if !stream {
+        let text: String = (1..=n).map(token_text).collect();
+        let body = serde_json::json!({
+            "id": id, "object": "chat.completion", "created": 0, "model": spec.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": usage,
+        });
+        let at = ms(spec.ttft_ms + (n - 1) as f64 * spec.itl_ms);
+        return Plan {
+            status: 200,
+            headers: vec![("content-type".into(), "application/json".into())],
+            chunked: false,
+            head_at: at,
+            sends: vec![Send { at, bytes: serde_json::to_vec(&body).unwrap_or_default(), tokens: n, kind: SendKind::Body }],
+            abort_at: None,
+            label: format!("synthetic #{seq} (not streamed)"),
+        };
+    }
+    let mut sends = Vec::new();
+    if spec.role_chunk {
+        sends.push(Send { at: Duration::ZERO, bytes: chunk(serde_json::json!({"role": "assistant", "content": ""}), None), tokens: 0, kind: SendKind::Role });
+    }
+    let mut first = 1u32;
+    let mut j = 0u32;
+    let mut last_at = ms(spec.ttft_ms);
+    while first <= n {
+        let last = (first + k - 1).min(n);
+        let text: String = (first..=last).map(token_text).collect();
+        let at = ms(spec.ttft_ms + (j as f64) * (k as f64) * spec.itl_ms);
+        sends.push(Send { at, bytes: chunk(serde_json::json!({"content": text}), None), tokens: last - first + 1, kind: SendKind::Token });
+        last_at = at;
+        first = last + 1;
+        j += 1;
+    }
+    sends.push(Send { at: last_at, bytes: chunk(serde_json::json!({}), Some("stop")), tokens: 0, kind: SendKind::Finish });
+    if spec.usage {
+        let u = event(serde_json::json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": spec.model, "choices": [], "usage": usage}));
+        sends.push(Send { at: last_at, bytes: u, tokens: 0, kind: SendKind::Usage });
+    }
+    sends.push(Send { at: last_at, bytes: b"data: [DONE]\n\n".to_vec(), tokens: 0, kind: SendKind::Done });
+    Plan {
+        status: 200,
+        headers: vec![("content-type".into(), "text/event-stream".into()), ("cache-control".into(), "no-cache".into())],
+        chunked: true,
+        head_at: Duration::ZERO,
+        sends,
+        abort_at: None,
+        label: format!("synthetic #{seq}"),
+    }
+}
+
+/// The true TTFT (ms) and decode rate (tok/s) of one streamed reply from its sends' `(tokens, sent_ms)`:
+/// TTFT = the first token chunk's send time; rate = (N − first chunk's tokens) / (last − first) × 1000.
+/// `None` where undefined (no token chunk; one token chunk).
+pub fn true_figures(sent: &[(u32, f64)]) -> (Option<f64>, Option<f64>) {
+    let tokens: Vec<&(u32, f64)> = sent.iter().filter(|(t, _)| *t > 0).collect();
+    let Some(first) = tokens.first() else {
+        return (None, None);
+    };
+    let last = tokens[tokens.len() - 1];
+    let n: u32 = tokens.iter().map(|(t, _)| t).sum();
+    let window = last.1 - first.1;
+    let rate = if tokens.len() > 1 && window > 0.0 { Some((n - first.0) as f64 / window * 1000.0) } else { None };
+    (Some(first.1), rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(n: u32, k: u32) -> SyntheticSpec {
+        SyntheticSpec { tokens: n, ttft_ms: 100.0, itl_ms: 10.0, per_chunk: k, role_chunk: true, usage: true, model: "synthetic".into() }
+    }
+
+    fn at_ms(s: &Send) -> f64 {
+        s.at.as_secs_f64() * 1000.0
+    }
+
+    #[test]
+    fn first_token_chunk_is_at_ttft_and_chunks_keep_the_rate() {
+        let p = plan(&spec(64, 4), 1, true);
+        let toks: Vec<&Send> = p.sends.iter().filter(|s| s.kind == SendKind::Token).collect();
+        assert_eq!(toks.len(), 16);
+        assert!((at_ms(toks[0]) - 100.0).abs() < 1e-6);
+        assert!((at_ms(toks[1]) - 140.0).abs() < 1e-6);
+        let sent: Vec<(u32, f64)> = p.sends.iter().map(|s| (s.tokens, at_ms(s))).collect();
+        let (ttft, rate) = true_figures(&sent);
+        assert!((ttft.unwrap() - 100.0).abs() < 1e-6);
+        assert!((rate.unwrap() - 100.0).abs() < 1e-6, "{rate:?}");
+    }
+
+    #[test]
+    fn role_chunk_comes_first_with_the_head_and_usage_before_done() {
+        let p = plan(&spec(3, 1), 7, true);
+        let kinds: Vec<SendKind> = p.sends.iter().map(|s| s.kind).collect();
+        assert_eq!(kinds, vec![SendKind::Role, SendKind::Token, SendKind::Token, SendKind::Token, SendKind::Finish, SendKind::Usage, SendKind::Done]);
+        assert_eq!(p.sends[0].at, Duration::ZERO);
+        let text = String::from_utf8(p.sends.iter().flat_map(|s| s.bytes.clone()).collect()).unwrap();
+        assert!(text.contains("\"completion_tokens\":3") && text.contains(" t1") && text.ends_with("data: [DONE]\n\n"), "{text}");
+    }
+
+    #[test]
+    fn uneven_last_chunk_carries_the_remainder() {
+        let p = plan(&spec(10, 4), 1, true);
+        let counts: Vec<u32> = p.sends.iter().filter(|s| s.kind == SendKind::Token).map(|s| s.tokens).collect();
+        assert_eq!(counts, vec![4, 4, 2]);
+    }
+
+    #[test]
+    fn one_token_has_a_ttft_and_no_rate() {
+        assert_eq!(true_figures(&[(0, 0.0), (1, 50.0)]), (Some(50.0), None));
+    }
+}

@@ -1,0 +1,172 @@
+//! `servegate inspect` from outside: the binary on every case input in tests/data/cases, its printed
+//! `summary` compared with the case's `.expected.json`, key by key (the summary uses the expected files' key
+//! names). This is the "checked from outside the test suite" path: it goes through the CLI, its file-type
+//! detection (`.reads.jsonl`, `.sse`, `.http`, `.json`) and its JSON.
+//!
+//! Values compare exactly except computed floats (`decode_tok_s`, `timings_*_per_second`), which the case
+//! files print rounded (50.0, 1248.78): those get half a unit of the last printed decimal. `warnings` and
+//! `flags` are names that must appear among the summary's `notes` (a note may be the parser's or the
+//! measurements'), as tests/cases.rs checks them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Map, Value};
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cases")
+}
+
+fn inspect(path: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_servegate")).arg("inspect").arg(path).output().expect("run servegate");
+    assert!(out.status.success(), "{}: exit {:?}: {}", path.display(), out.status.code(), String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{}: stdout is not JSON ({e})", path.display()));
+    for key in ["file", "input", "summary", "figures", "reply"] {
+        assert!(v.get(key).is_some(), "{}: no `{key}` in the output", path.display());
+    }
+    v
+}
+
+/// The inputs of one variant, the one whose times a test should use first: timed reads, else `.sse`,
+/// `.http`, `.json` (as tests/cases.rs `load` picks), then the `.sse` twin of a `.reads.jsonl` if any.
+fn inputs(case: &str, variant: &str) -> Vec<PathBuf> {
+    let stem = if variant == "main" { case.to_string() } else { format!("{case}.{variant}") };
+    ["reads.jsonl", "sse", "http", "json"].iter().map(|ext| data_dir().join(format!("{stem}.{ext}"))).filter(|p| p.is_file()).collect()
+}
+
+/// Half a unit of the last printed decimal (at least one decimal).
+fn tolerance(expected: f64) -> f64 {
+    let s = format!("{expected}");
+    let decimals = s.split('.').nth(1).map_or(0, str::len).max(1);
+    0.5 * 10f64.powi(-(decimals as i32))
+}
+
+/// Keys whose values depend on the read times: checked only on the timed input.
+const TIMED: &[&str] = &["ttft_ms", "decode_tok_s"];
+/// Computed floats.
+const FLOATS: &[&str] = &["decode_tok_s", "timings_prompt_per_second", "timings_predicted_per_second"];
+
+fn check(at: &str, summary: &Map<String, Value>, want: &Map<String, Value>, timed: bool) -> usize {
+    let mut checked = 0;
+    for (key, w) in want {
+        if !timed && TIMED.contains(&key.as_str()) {
+            continue;
+        }
+        let what = format!("{at} {key}");
+        if key == "warnings" || key == "flags" {
+            let notes: Vec<&str> = summary["notes"].as_array().expect("notes").iter().filter_map(Value::as_str).collect();
+            for name in w.as_array().expect("array of names") {
+                let name = name.as_str().expect("name");
+                assert!(notes.contains(&name), "{what}: {name} not in notes {notes:?}");
+            }
+            checked += 1;
+            continue;
+        }
+        let got = summary.get(key).unwrap_or_else(|| panic!("{what}: the summary has no `{key}`"));
+        match (w, got) {
+            (Value::Number(w), Value::Number(g)) => {
+                let (w, g) = (w.as_f64().unwrap(), g.as_f64().unwrap());
+                if FLOATS.contains(&key.as_str()) {
+                    assert!((g - w).abs() <= tolerance(w), "{what}: expected {w} ± {}, got {g}", tolerance(w));
+                } else {
+                    assert_eq!(g, w, "{what}");
+                }
+            }
+            _ => assert_eq!(got, w, "{what}"),
+        }
+        checked += 1;
+    }
+    checked
+}
+
+#[test]
+fn inspect_prints_every_expected_value_of_every_case() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(data_dir())
+        .expect("data dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".expected.json"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 14, "cases");
+    let (mut variants, mut runs, mut values) = (0, 0, 0);
+    for file in files {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let case = name.strip_suffix(".expected.json").unwrap();
+        let v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        for (variant, want) in v["expected"].as_object().expect("expected object") {
+            let ins = inputs(case, variant);
+            assert!(!ins.is_empty(), "{case} [{variant}]: no input");
+            for (i, input) in ins.iter().enumerate() {
+                // The first input is the timed one when the case has reads; later ones (the .sse twin, all
+                // bytes at t = 0) must agree on everything that is not a time.
+                let timed = i == 0;
+                let out = inspect(input);
+                let at = format!("{} [{variant}]", input.file_name().unwrap().to_string_lossy());
+                values += check(&at, out["summary"].as_object().expect("summary"), want.as_object().expect("variant"), timed);
+                runs += 1;
+            }
+            variants += 1;
+        }
+    }
+    assert_eq!(variants, 25, "variants");
+    assert!(runs >= 33, "inputs inspected: {runs}");
+    assert!(values >= 120, "values checked: {values}");
+}
+
+#[test]
+fn inspect_of_a_timed_case_reads_like_the_case_text() {
+    // case-04: the role-only chunk at 5 ms is the first event, not TTFT; the summary says both.
+    let out = inspect(&data_dir().join("case-04-role-chunk-ttft.reads.jsonl"));
+    let s = &out["summary"];
+    assert_eq!(out["input"], "reads");
+    assert_eq!(s["first_event_ms"], 5.0);
+    assert_eq!(s["ttft_ms"], 214.0);
+    assert_eq!(s["completion_tokens_source"], "usage");
+    assert_eq!(s["decode_note"], Value::Null);
+    assert_eq!(s["ok"], true);
+    assert_eq!(s["fail_reason"], Value::Null);
+    // The printed summary keeps a reading order: verdict, times, rate, tokens, text, stream shape, notes.
+    let text = String::from_utf8(
+        Command::new(env!("CARGO_BIN_EXE_servegate")).arg("inspect").arg(data_dir().join("case-04-role-chunk-ttft.reads.jsonl")).output().unwrap().stdout,
+    )
+    .unwrap();
+    let pos = |k: &str| text.find(&format!("\"{k}\":")).unwrap_or_else(|| panic!("{k} not printed"));
+    assert!(pos("summary") < pos("ok") && pos("ok") < pos("ttft_ms") && pos("ttft_ms") < pos("decode_tok_s"));
+    assert!(pos("decode_tok_s") < pos("completion_tokens") && pos("completion_tokens") < pos("content"));
+}
+
+#[test]
+fn inspect_of_an_sse_file_has_no_decode_rate_and_says_why() {
+    let out = inspect(&data_dir().join("case-01-usage-empty-choices.sse"));
+    let s = &out["summary"];
+    assert_eq!(out["input"], "sse");
+    assert_eq!(s["ttft_ms"], 0.0);
+    assert_eq!(s["decode_tok_s"], Value::Null);
+    assert!(s["decode_note"].as_str().unwrap().contains("no decode window"), "{}", s["decode_note"]);
+    assert_eq!(s["completion_tokens"], 12);
+}
+
+#[test]
+fn inspect_of_an_error_case_names_the_error() {
+    let out = inspect(&data_dir().join("case-14-http200-error-in-stream.d.http"));
+    let s = &out["summary"];
+    assert_eq!(out["input"], "http");
+    assert_eq!(s["http_status"], 500);
+    assert_eq!(s["fail_reason"], "context_exceeded");
+    assert_eq!(s["error"]["kind"], "context_exceeded");
+    assert!(s["fail_detail"].as_str().unwrap().starts_with("error reply: context_exceeded"), "{}", s["fail_detail"]);
+}
+
+#[test]
+fn inspect_of_a_missing_or_bad_file_exits_5() {
+    let run = |p: &Path| Command::new(env!("CARGO_BIN_EXE_servegate")).arg("inspect").arg(p).output().unwrap();
+    let out = run(&data_dir().join("no-such-file.sse"));
+    assert_eq!(out.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-file.sse"));
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.reads.jsonl");
+    std::fs::write(&bad, "{\"t_ms\": 1}\nnot json\n").unwrap();
+    let out = run(&bad);
+    assert_eq!(out.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line"), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -1,0 +1,391 @@
+//! `servegate replay` end to end: the first user's two reconstructed NPU runs (tests/data/runs/) and a real
+//! recorded run of the reference gate (tests/data/replay/) played back through the real runner path
+//! (`servegate run` with the run's own gate, its serve pointed at `servegate replay RUN_DIR --port {port}`),
+//! plus the replay serve's own HTTP behaviour and the synthetic paced stream.
+//!
+//! What can be exact and what needs a tolerance, and why:
+//! * **route, content, known_answer: exact.** The replay writes the recorded serve.log first, line for line,
+//!   and the recorded bytes of every reply, so these verdict lines equal `servegate judge` of the original
+//!   run word for word.
+//! * **TTFT: a one-sided bound.** Each recorded read is written at its recorded offset from the moment the
+//!   request *arrived*, while the client's clock starts before it *sent*; so a replayed TTFT is never below
+//!   the recorded one, and exceeds it by the loopback round trip plus thread wake-ups. Budget per reply:
+//!   +20 ms; the judged *median* of the release candidate (277 ms) within 2 % (issue 8's bar).
+//! * **Decode rate: a bound on the decode window, not on the rate.** A rate is (N − 1) / window, and the
+//!   window is what the replay reproduces, up to the wake-up jitter at both of its ends. The budget is
+//!   ±5 ms on the window: 1.3 % of the ~400 ms windows of the 34-token replies, but 50 % of the 10 ms window
+//!   of the 2-token "Paris." reply (98.4 tok/s), so a rate tolerance would be either too loose for one or
+//!   too tight for the other. The *median* (the figure the gate judges, 84.4 tok/s, a 34-token reply) must
+//!   be within 2 % (issue 8's bar).
+//! * **Why budgets this wide**: these tests run on CI's shared 2-core machine beside compilers and other
+//!   tests, where the server's send times stay within tens of µs of schedule (it spins the last 200 µs) but
+//!   the client's reads were seen up to ~10 ms late at a load average of 4. The unloaded fidelity is
+//!   measured by `servegate bench-self` (docs/performance.md), not asserted here. The `servegate run`
+//!   tests hold a lock so that they do not load the machine for each other.
+//! * **Speed**: at `--speed F` every recorded time is divided by F, so TTFTs read 1/F and decode rates F
+//!   times the recorded ones. The per-op run (1.9 tok/s, ~57 s of streams) is replayed at F = 10 (~6 s) with
+//!   the gate's floor and limit scaled the same way (floor 60 → 600 tok/s, limit 600 → 60 ms): the verdicts
+//!   are the original's, the figures the original's scaled by F. The real reference run (~18 s of streams)
+//!   is replayed at F = 4 the same way.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use servegate::evidence;
+use servegate::measure::{self, Figures};
+
+const BIN: &str = env!("CARGO_BIN_EXE_servegate");
+
+fn runs_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/runs").join(name)
+}
+
+/// The run's own gate (its `gate.toml`) with its serve replaced by `servegate replay RUN_DIR --speed F`: no
+/// `[requires]`, no `setup`, and the rate floor multiplied and the first-token limit divided by `speed`.
+fn replay_gate(dir: &Path, run: &Path, speed: f64) -> PathBuf {
+    let original = std::fs::read_to_string(run.join("gate.toml")).unwrap();
+    let mut g: toml::Table = original.parse().unwrap();
+    g.remove("requires");
+    let serve = g["serve"].as_table_mut().unwrap();
+    serve.remove("setup");
+    let command = [BIN, "replay", run.to_str().unwrap(), "--port", "{port}", "--speed", &speed.to_string()];
+    serve.insert("command".into(), toml::Value::Array(command.iter().map(|a| toml::Value::String(a.to_string())).collect()));
+    let asserts = g["assert"].as_table_mut().unwrap();
+    if let Some(rate) = asserts.get_mut("rate").and_then(|r| r.as_table_mut()) {
+        let floor = rate["floor_tok_s"].as_float().unwrap();
+        rate.insert("floor_tok_s".into(), toml::Value::Float(floor * speed));
+    }
+    if let Some(ft) = asserts.get_mut("first_token").and_then(|r| r.as_table_mut()) {
+        let limit = ft["limit_ms"].as_float().or_else(|| ft["limit_ms"].as_integer().map(|i| i as f64)).unwrap();
+        ft.insert("limit_ms".into(), toml::Value::Float(limit / speed));
+    }
+    let path = dir.join("replay-gate.toml");
+    std::fs::write(&path, toml::to_string(&g).unwrap()).unwrap();
+    path
+}
+
+struct RunResult {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    evidence: PathBuf,
+}
+
+fn servegate_run(gate: &Path, runs: &Path) -> RunResult {
+    let out = Command::new(BIN).arg("run").arg(gate).arg("--runs").arg(runs).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let evidence = stdout.lines().find_map(|l| l.strip_prefix("evidence: ")).map(PathBuf::from).unwrap_or_default();
+    RunResult { code: out.status.code().unwrap_or(-1), stdout, stderr: String::from_utf8_lossy(&out.stderr).into_owned(), evidence }
+}
+
+fn judge_lines(dir: &Path) -> Vec<String> {
+    let out = Command::new(BIN).arg("judge").arg(dir).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect()
+}
+
+fn line_of<'a>(lines: &'a [String], prefix: &str) -> &'a str {
+    lines.iter().find(|l| l.starts_with(prefix)).map(|s| s.as_str()).unwrap_or_else(|| panic!("no line starting {prefix:?} in {lines:#?}"))
+}
+
+/// Figures of the judged (non-warmup) requests of a run directory, recomputed from its reads.
+fn judged_figures(dir: &Path) -> Vec<Figures> {
+    let ev = evidence::load(dir).unwrap();
+    ev.requests.iter().filter(|r| !r.record.warmup).map(|r| measure::measure(&r.reply)).collect()
+}
+
+/// Checks replayed figures against recorded ones at `speed` with the budgets of the module doc.
+fn assert_figures_close(recorded: &[Figures], replayed: &[Figures], speed: f64) {
+    assert_eq!(recorded.len(), replayed.len());
+    for (i, (a, b)) in recorded.iter().zip(replayed).enumerate() {
+        let want_ttft = a.ttft_ms.unwrap() / speed;
+        let got_ttft = b.ttft_ms.unwrap();
+        assert!(
+            got_ttft >= want_ttft - 0.01 && got_ttft <= want_ttft + 20.0,
+            "request {i}: TTFT {got_ttft:.3} ms, recorded {want_ttft:.3} ms (÷{speed}); budget [0, +20] ms"
+        );
+        let n = a.completion_tokens.unwrap() as f64;
+        assert_eq!(b.completion_tokens, a.completion_tokens, "request {i}: token count");
+        let want_window = (n - 1.0) / (a.decode_tok_s.unwrap() * speed) * 1000.0;
+        let got_window = (n - 1.0) / b.decode_tok_s.unwrap() * 1000.0;
+        assert!(
+            (got_window - want_window).abs() <= 5.0,
+            "request {i}: decode window {got_window:.3} ms ({:.2} tok/s), recorded {want_window:.3} ms ({:.2} tok/s x {speed}); budget ±5 ms",
+            b.decode_tok_s.unwrap(),
+            a.decode_tok_s.unwrap()
+        );
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Serialises the two `servegate run` tests.
+static RUN_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn release_candidate_replayed_through_run_passes_with_the_published_figures() {
+    let _lock = RUN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let run = runs_dir("npu-rc-pass");
+    let gate = replay_gate(tmp.path(), &run, 1.0);
+    let r = servegate_run(&gate, &tmp.path().join("runs"));
+    assert_eq!(r.code, 0, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    let got: Vec<String> = r.stdout.lines().map(String::from).collect();
+    let original = judge_lines(&run);
+    // Exact: the same log lines and the same reply bytes.
+    for prefix in ["route ", "content ", "known_answer "] {
+        assert_eq!(line_of(&got, prefix), line_of(&original, prefix), "{prefix}verdict differs from the original's");
+    }
+    assert!(line_of(&got, "rate ").starts_with("rate PASS median "), "{got:#?}");
+    assert!(line_of(&got, "first_token ").starts_with("first_token PASS median "), "{got:#?}");
+    assert!(got.iter().any(|l| l == "RESULT: PASS"));
+    // Figures: within the budgets, and the judged median within 2 % of the published 84.4 tok/s.
+    let recorded = judged_figures(&run);
+    let replayed = judged_figures(&r.evidence);
+    assert_figures_close(&recorded, &replayed, 1.0);
+    let med = median(replayed.iter().map(|f| f.decode_tok_s.unwrap()).collect());
+    let published = median(recorded.iter().map(|f| f.decode_tok_s.unwrap()).collect());
+    assert!((published - 84.4).abs() < 0.05, "{published}");
+    assert!((med / published - 1.0).abs() <= 0.02, "median decode {med:.2} tok/s vs published {published:.2}");
+    // And the judged median TTFT within 2 % (5.5 ms of 277 ms): a median of three rides out one late read.
+    let ttft = median(replayed.iter().map(|f| f.ttft_ms.unwrap()).collect());
+    let published_ttft = median(recorded.iter().map(|f| f.ttft_ms.unwrap()).collect());
+    assert!((ttft / published_ttft - 1.0).abs() <= 0.02, "median TTFT {ttft:.2} ms vs published {published_ttft:.2}");
+    // The new evidence's serve.log starts with the original's lines, in order.
+    let log = std::fs::read_to_string(r.evidence.join("serve.log")).unwrap();
+    let want = std::fs::read_to_string(run.join("serve.log")).unwrap();
+    assert!(log.starts_with(&want), "serve.log:\n{log}");
+    // The replay stopped cleanly on the runner's SIGTERM.
+    let summary = std::fs::read_to_string(r.evidence.join("run.json")).unwrap();
+    assert!(summary.contains("exit status 0"), "{summary}");
+}
+
+#[test]
+fn per_op_run_replayed_at_ten_times_speed_fails_route_rate_and_first_token_with_content_ok() {
+    let speed = 10.0;
+    let _lock = RUN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let run = runs_dir("npu-perop-fail");
+    let gate = replay_gate(tmp.path(), &run, speed);
+    let t = Instant::now();
+    let r = servegate_run(&gate, &tmp.path().join("runs"));
+    assert!(t.elapsed() < Duration::from_secs(30), "took {:?}", t.elapsed());
+    assert_eq!(r.code, 1, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    let got: Vec<String> = r.stdout.lines().map(String::from).collect();
+    let original = judge_lines(&run);
+    assert_eq!(line_of(&got, "route "), line_of(&original, "route "));
+    assert!(line_of(&got, "route ").starts_with("route FAIL slow route: serve.log line 4 matches /per-op forward/"));
+    assert_eq!(line_of(&got, "content "), line_of(&original, "content "));
+    assert!(line_of(&got, "content ").starts_with("content PASS 3 of 3"));
+    // Rate: 1.9 tok/s x 10 = 19 tok/s against the floor 60 x 10 = 600; TTFT 1063 ms / 10 = 106 ms against
+    // 60 ms. The medians themselves are not compared: two of the three replies decode at 1.9 tok/s, and
+    // which of them is the middle one (the 2-token reply's 52 ms window moves ±10 % within the budget)
+    // decides the printed median; each reply's figures are checked below instead.
+    assert!(line_of(&got, "rate ").starts_with("rate FAIL median "), "{got:#?}");
+    assert!(line_of(&got, "rate ").contains("(floor 600.0;"), "{got:#?}");
+    assert!(line_of(&got, "first_token ").starts_with("first_token FAIL median "), "{got:#?}");
+    assert!(got.iter().any(|l| l == "RESULT: FAIL"));
+    assert_figures_close(&judged_figures(&run), &judged_figures(&r.evidence), speed);
+}
+
+/// A real run of the reference gate (llama.cpp, SmolLM2-135M on one CPU thread; tests/data/replay/README.md),
+/// replayed at 4x speed (its 18 s of streams in ~5 s) with the floor and limit scaled by 4: the same verdicts
+/// as `servegate judge` of the recording, word for word where they can be.
+#[test]
+fn recorded_reference_run_replayed_at_four_times_speed_gives_the_original_verdicts() {
+    let speed = 4.0;
+    let _lock = RUN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let run = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/replay/reference-smoke");
+    let gate = replay_gate(tmp.path(), &run, speed);
+    let r = servegate_run(&gate, &tmp.path().join("runs"));
+    assert_eq!(r.code, 0, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    let got: Vec<String> = r.stdout.lines().map(String::from).collect();
+    let original = judge_lines(&run);
+    for prefix in ["route ", "content ", "known_answer "] {
+        assert_eq!(line_of(&got, prefix), line_of(&original, prefix), "{prefix}verdict differs from the original's");
+    }
+    for prefix in ["rate PASS ", "first_token PASS "] {
+        line_of(&got, prefix);
+    }
+    assert_figures_close(&judged_figures(&run), &judged_figures(&r.evidence), speed);
+}
+
+/// A replay serve started directly; killed on drop.
+struct Replay {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(args: &[&str]) -> Replay {
+    let child = Command::new(BIN).arg("replay").args(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    // Guarded at once: killed and reaped on every path, the panics below included.
+    let mut r = Replay { child, url: String::new() };
+    let mut out = BufReader::new(r.child.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut seen = String::new();
+    loop {
+        line.clear();
+        if out.read_line(&mut line).unwrap() == 0 {
+            panic!("replay exited before listening; stdout:\n{seen}");
+        }
+        seen.push_str(&line);
+        if let Some(url) = line.trim().strip_prefix("replay: listening on ") {
+            // Keep draining stdout so the serve never blocks on a full pipe.
+            r.url = url.to_string();
+            std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+            return r;
+        }
+    }
+}
+
+/// One raw HTTP/1.1 exchange (`Connection: close`); returns (status, body with chunking left in).
+fn raw(url: &str, request: &str) -> (u16, String) {
+    let addr = url.trim_start_matches("http://");
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let status = resp.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = resp.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+fn post(url: &str, body: &str) -> (u16, String) {
+    raw(url, &format!("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()))
+}
+
+#[test]
+fn unmatched_prompt_gets_a_404_naming_it() {
+    let run = runs_dir("npu-rc-pass");
+    let r = start(&[run.to_str().unwrap()]);
+    let (status, body) = post(&r.url, r#"{"model":"m","messages":[{"role":"user","content":"What is 2+2?"}],"stream":true}"#);
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains(r#"no recorded response for the prompt \"What is 2+2?\""#), "{body}");
+    assert!(body.contains("Write a haiku about a river in spring."), "recorded prompts listed: {body}");
+}
+
+#[test]
+fn prompt_served_past_its_recorded_count_gets_a_404_unless_cycling() {
+    let run = runs_dir("npu-rc-pass");
+    let q = r#"{"model":"m","messages":[{"role":"user","content":"What is the capital of France? Answer with one word."}],"stream":true}"#;
+    let r = start(&[run.to_str().unwrap(), "--speed", "50"]);
+    assert_eq!(post(&r.url, q).0, 200);
+    assert_eq!(post(&r.url, q).0, 200);
+    let (status, body) = post(&r.url, q);
+    assert_eq!(status, 404);
+    assert!(body.contains("all 2 recorded responses"), "{body}");
+    let r = start(&[run.to_str().unwrap(), "--speed", "50", "--cycle"]);
+    for _ in 0..3 {
+        assert_eq!(post(&r.url, q).0, 200);
+    }
+}
+
+#[test]
+fn health_and_models_answer_with_the_recorded_model() {
+    let run = runs_dir("npu-rc-pass");
+    let r = start(&[run.to_str().unwrap()]);
+    let (status, _) = raw(&r.url, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 200);
+    let (status, body) = raw(&r.url, "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let ids: Vec<&str> = v["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, vec!["/home/ci/models/npu/Qwen3-0.6B", "replay"]);
+}
+
+#[test]
+fn health_is_503_until_ready_after() {
+    let r = start(&["--synthetic", "--tokens", "2", "--ttft-ms", "1", "--tok-s", "100", "--ready-after-ms", "400"]);
+    let get = || raw(&r.url, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").0;
+    assert_eq!(get(), 503);
+    std::thread::sleep(Duration::from_millis(450));
+    assert_eq!(get(), 200);
+}
+
+#[test]
+fn chunked_request_body_is_refused_with_411() {
+    let r = start(&["--synthetic", "--tokens", "2", "--ttft-ms", "1", "--tok-s", "100"]);
+    let (status, body) = raw(&r.url, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n");
+    assert_eq!(status, 411);
+    assert!(body.contains("Content-Length"), "{body}");
+}
+
+#[test]
+fn replay_exits_zero_on_sigterm() {
+    let mut r = start(&["--synthetic", "--tokens", "2", "--ttft-ms", "1", "--tok-s", "100"]);
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(r.child.id() as i32, libc::SIGTERM);
+    }
+    let status = r.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn bad_run_dir_exits_5_naming_it() {
+    let out = Command::new(BIN).args(["replay", "/nonexistent/run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/run/run.json"));
+}
+
+/// The synthetic stream through servegate's own client: the timing log's true figures, and what servegate
+/// measures of them (K = 4 tokens per chunk, usage chunk, role-only first chunk).
+#[test]
+fn synthetic_stream_logs_true_figures_that_servegate_measures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("timing.jsonl");
+    let r = start(&[
+        "--synthetic", "--tokens", "64", "--ttft-ms", "40", "--tok-s", "200", "--per-chunk", "4", "--role-chunk", "--usage",
+        "--timing-log", log.to_str().unwrap(),
+    ]);
+    let http = servegate::client::http_client(Duration::from_secs(10), None).unwrap();
+    let body = serde_json::json!({"model": "synthetic", "messages": [{"role": "user", "content": "go"}], "stream": true, "stream_options": {"include_usage": true}});
+    let ex = servegate::client::send(&http, &r.url, &body);
+    assert_eq!(ex.response.status, Some(200));
+    let reply = servegate::reply::parse_stream(&ex.reads, Some(200));
+    let fig = measure::measure(&reply);
+    assert_eq!(fig.completion_tokens, Some(64));
+    // The log line is written after the response ends; wait for it.
+    let t = Instant::now();
+    let line = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(l) = text.lines().find(|l| l.contains("\"request\":1")) {
+            break serde_json::from_str::<serde_json::Value>(l).unwrap();
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "no timing line in {text}");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let true_ttft = line["true_ttft_ms"].as_f64().unwrap();
+    let true_rate = line["true_decode_tok_s"].as_f64().unwrap();
+    assert!((true_ttft - 40.0).abs() < 2.0, "{line}");
+    assert!((true_rate - 200.0).abs() / 200.0 < 0.02, "{line}");
+    let sends = line["sends"].as_array().unwrap();
+    assert_eq!(sends.iter().filter(|s| s["kind"] == "token").count(), 16);
+    assert_eq!(sends[0]["kind"], "role");
+    let ttft_err = fig.ttft_ms.unwrap() - true_ttft;
+    assert!((0.0..20.0).contains(&ttft_err), "TTFT {} vs true {true_ttft}", fig.ttft_ms.unwrap());
+    // 4 tokens per chunk: no +5 % (63/60) misreading, which would be 15 ms on this 300 ms window; the
+    // budget is the ±5 ms of the module doc.
+    let rate = fig.decode_tok_s.unwrap();
+    let window_err = 60.0 / rate * 1000.0 - 60.0 / true_rate * 1000.0;
+    assert!(window_err.abs() < 5.0, "decode {rate:.1} tok/s vs true {true_rate:.1}");
+}
