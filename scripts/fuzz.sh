@@ -26,7 +26,7 @@ fi
 export RUSTC_BOOTSTRAP=1
 
 cd fuzz
-cargo fuzz build -O "${targets[@]/#/}" 2>&1 | tail -n 3 || true
+for t in "${targets[@]}"; do cargo fuzz build -O "$t" 2>&1 | tail -n 1; done
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/servegate-fuzz.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 

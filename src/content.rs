@@ -185,6 +185,16 @@ mod tests {
     }
 
     #[test]
+    fn three_whole_copies_over_ninety_percent_are_not_enough() {
+        // Period 5 over 19 of 20 chars: 3 whole copies and 4 chars of a fourth. Four whole copies are.
+        assert_eq!(degenerate("Zabcdeabcdeabcdeabcd"), None);
+        assert_eq!(
+            degenerate("abcdeabcdeabcdeabcde").as_deref(),
+            Some("degenerate_output: one piece repeated (\"abcde\" ×4, 20 of 20 chars)")
+        );
+    }
+
+    #[test]
     fn exactly_four_non_space_chars_are_enough() {
         // MIN_NON_SPACE is inclusive: 4 is checked, 3 is not.
         assert_eq!(degenerate("!!!!").as_deref(), Some("degenerate_output: one character repeated ('!' ×4 of 4 non-space chars)"));

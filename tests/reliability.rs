@@ -155,7 +155,7 @@ fn read_json(p: &Path) -> serde_json::Value {
 /// Alive and not a zombie.
 fn pid_alive(pid: u32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s.rsplit(')').next().map(|r| r.trim_start().chars().next() != Some('Z')).unwrap_or(false),
+        Ok(s) => s.rsplit(')').next().map(|r| !r.trim_start().starts_with('Z')).unwrap_or(false),
         Err(_) => false,
     }
 }
@@ -420,7 +420,7 @@ fn killed_holder_releases_the_lock(signal: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(ra.child.id() as i32), signal).unwrap();
     ra.wait(Duration::from_secs(30));
     assert_eq!(rb.wait(Duration::from_secs(60)), Some(0), "b did not proceed after a was killed:\n{}", rb.stderr());
-    assert!(rb.stderr().contains(&format!("gate hold-a")), "{}", rb.stderr());
+    assert!(rb.stderr().contains("gate hold-a"), "{}", rb.stderr());
     let a_dir = only_run_dir(&runs, "hold-a").unwrap();
     assert_serve_gone(&a_dir);
 }
