@@ -1207,6 +1207,15 @@ mod tests {
     }
 
     #[test]
+    fn invalid_utf8_in_a_stream_is_a_parse_error_with_the_count() {
+        let body = [ev(r#"{"content":"a\u00e9"}"#, r#""stop""#).into_bytes(), b"data: {\"choices\":[],\"x\":\"\xff\xfe\"}\n\n".to_vec(), DONE.as_bytes().to_vec()].concat();
+        let r = parse_stream(&[TimedRead { t_ms: 0.0, bytes: body }], Some(200));
+        assert_eq!(r.replacement_chars, 2);
+        assert_eq!(r.parse_errors, ["invalid UTF-8: 2 replacement characters in 1 lines"]);
+        assert!(one(&[ev(r#"{"content":"\u00e9"}"#, r#""stop""#), DONE.into()].concat()).parse_errors.is_empty());
+    }
+
+    #[test]
     fn any_bytes_never_panic() {
         let mut seed: u32 = 7;
         let mut bytes = Vec::new();
