@@ -62,21 +62,8 @@ pub fn run(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Resu
     let signals_note = crate::signals::install().err().map(|e| format!("signal handlers not installed: {e}"));
     let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?;
     w.write("gate.toml", gate.source.as_bytes())?;
-    let mut summary = RunSummary {
-        schema: evidence::RUN_SCHEMA.into(),
-        status: RunStatus::Running,
-        gate: gate.name.clone(),
-        gate_file: gate.file.display().to_string(),
-        started_utc: evidence::now_utc(),
-        ended_utc: None,
-        host: evidence::host_info(),
-        load_avg_start: evidence::load_avg(),
-        load_avg_end: None,
-        servegate_version: env!("CARGO_PKG_VERSION").into(),
-        serve: ServeRecord::default(),
-        requests: Vec::new(),
-        notes: signals_note.into_iter().collect(),
-    };
+    let mut summary = new_summary(gate);
+    summary.notes.extend(signals_note);
     w.write_summary(&summary)?;
     progress(&format!("evidence: {}", w.dir().display()));
 
