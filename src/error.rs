@@ -67,6 +67,8 @@ impl SpecError {
     pub fn at(file: &Path, text: &str, span: Range<usize>, key: &str, message: impl Into<String>) -> SpecError {
         let (line, col) = crate::spec::line_col(text, span.start);
         let snippet = if span == (0..0) { String::new() } else { window(text.lines().nth(line - 1).unwrap_or(""), col) };
+        // Never echo control bytes (ESC, BEL, NUL) from a hostile file to the terminal.
+        let snippet: String = snippet.chars().map(|c| if c.is_control() && c != '\t' { '\u{FFFD}' } else { c }).collect();
         SpecError::At { file: file.to_path_buf(), line, col, key: key.to_string(), message: message.into(), snippet }
     }
 }

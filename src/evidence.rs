@@ -268,7 +268,11 @@ pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
         let reads_path = dir.join(format!("{:02}.reads.jsonl", rec.index));
         let reads = match std::fs::read_to_string(&reads_path) {
             Ok(t) => reads::decode(&t).map_err(|e| EvidenceError::Malformed { path: reads_path.clone(), reason: e.to_string() })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            // A request that got no response has no reads; one that did must have them.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && rec.http_status.is_none() => Vec::new(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(EvidenceError::Malformed { path: reads_path.clone(), reason: format!("missing: request {:02} got HTTP {} but its reads are not in the evidence", rec.index, rec.http_status.unwrap_or(0)) })
+            }
             Err(e) => return Err(EvidenceError::io(&reads_path, e)),
         };
         let meta_path = dir.join(format!("{:02}.response.json", rec.index));

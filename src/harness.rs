@@ -450,9 +450,18 @@ pub struct Plan {
 /// failing with the error for an invalid spec. Each trial records its outcome in `log`.
 pub fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
     let mut plan = Plan { trials: Vec::new(), entries: Vec::new(), index: Vec::new() };
+    let mut names: std::collections::BTreeMap<String, PathBuf> = std::collections::BTreeMap::new();
     for file in files {
         let n = plan.entries.len();
-        match spec::load(file) {
+        // Two gate files with one [gate] name would share trial names and an evidence directory: refuse the second.
+        let loaded = spec::load(file).map_err(|e| e.to_string()).and_then(|g| match names.get(&g.name) {
+            Some(first) => Err(format!("{}: gate.name {:?} is already the name of {}; gate names must be unique", file.display(), g.name, first.display())),
+            None => {
+                names.insert(g.name.clone(), file.clone());
+                Ok(g)
+            }
+        });
+        match loaded {
             Err(e) => {
                 let msg = e.to_string();
                 let l = log.clone();

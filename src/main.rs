@@ -81,6 +81,12 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    // Like any Unix filter: `servegate check gates/*.toml | head -1` ends quietly instead of panicking on a
+    // closed pipe.
+    // SAFETY: resetting a signal disposition at start, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let code = match cli.command {
         Cmd::Run { gates, runs, quiet, junit, json, record, records_dir } => {
@@ -188,6 +194,7 @@ fn cmd_run(files: &[PathBuf], runs: Option<PathBuf>, quiet: bool, outputs: &serv
     }
     let root = runs.unwrap_or_else(runner::runs_root);
     let mut worst = exit::PASS;
+    let mut skipped = 0usize;
     for g in &specs {
         println!("gate {} ({})", g.name, g.file.display());
         let unmet = g.requirements();
@@ -196,6 +203,8 @@ fn cmd_run(files: &[PathBuf], runs: Option<PathBuf>, quiet: bool, outputs: &serv
             results.push(report::gate_unmet(g, &unmet, strict));
             if strict {
                 worst = worst.max(exit::REQUIREMENT_UNMET);
+            } else {
+                skipped += 1;
             }
             continue;
         }
@@ -221,11 +230,49 @@ fn cmd_run(files: &[PathBuf], runs: Option<PathBuf>, quiet: bool, outputs: &serv
             }
         }
     }
-    println!("RESULT: {}", if worst == exit::PASS { "PASS" } else { "FAIL" });
+    let result = if worst != exit::PASS {
+        "FAIL"
+    } else if skipped == specs.len() {
+        "SKIP (every gate was ignored: nothing was checked)"
+    } else {
+        "PASS"
+    };
+    println!("RESULT: {result}");
     outputs.finish(results, started.elapsed().as_secs_f64(), worst)
 }
 
 fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
+    if !dir.join("run.json").is_file() && !evidence::is_pair_dir(dir) {
+        eprintln!("error: {} is not a run directory (no run.json or pair.json)", dir.display());
+        return exit::EVIDENCE_ERROR;
+    }
+    if let Some(edited) = &gate {
+        // Judging an old run with an edited gate is for trying new bounds; a gate that asks for other requests
+        // than the run sent judges evidence it did not ask for: say so.
+        if let (Ok(new), Ok(old)) = (spec::load(edited), spec::load(&dir.join("gate.toml"))) {
+            let (n, o) = (&new.request, &old.request);
+            let mut diffs = Vec::new();
+            if n.prompts != o.prompts {
+                diffs.push("prompts");
+            }
+            if n.max_tokens != o.max_tokens {
+                diffs.push("max_tokens");
+            }
+            if n.repeats != o.repeats || n.warmup != o.warmup {
+                diffs.push("repeats/warmup");
+            }
+            if n.temperature != o.temperature || n.top_k != o.top_k || n.top_p != o.top_p || n.extra != o.extra || n.stream != o.stream {
+                diffs.push("sampling/body");
+            }
+            if !diffs.is_empty() {
+                eprintln!(
+                    "note: {} asks for other requests than the run sent ({}); the verdicts judge what the run's own gate.toml asked for",
+                    edited.display(),
+                    diffs.join(", ")
+                );
+            }
+        }
+    }
     let gate_file = gate.unwrap_or_else(|| dir.join("gate.toml"));
     let g = match spec::load(&gate_file) {
         Ok(g) => g,

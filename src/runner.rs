@@ -554,16 +554,39 @@ fn serve_identity(http: &reqwest::blocking::Client, base_url: &str) -> (Option<S
 
 /// Runs the setup argv with `env`, its output going to `log`; Ok(status text) or Err(reason with the tail).
 fn run_setup(argv: &[String], env: &std::collections::BTreeMap<String, String>, log: &Path) -> Result<String, String> {
+    use std::os::unix::process::CommandExt;
     let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
     let err = file.try_clone().map_err(|e| e.to_string())?;
-    let status = Command::new(&argv[0])
-        .args(&argv[1..])
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(file)
-        .stderr(err)
-        .status()
-        .map_err(|e| format!("cannot run {:?}: {e}", argv[0]))?;
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).envs(env).stdin(Stdio::null()).stdout(file).stderr(err).process_group(0);
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to SIGKILL the child if this thread dies.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run {:?}: {e}", argv[0]))?;
+    // Its whole process group goes if the runner is stopped by a signal (the serve's own mechanism).
+    let pgid = child.id();
+    crate::signals::register(pgid, Duration::from_secs(2));
+    let deadline = Instant::now() + Duration::from_secs_f64(SETUP_TIMEOUT_S);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Ok(st),
+            Ok(None) if Instant::now() >= deadline => {
+                crate::signals::terminate_groups(&[pgid], Duration::from_secs(2));
+                let _ = child.wait();
+                break Err(format!("{} did not finish within {SETUP_TIMEOUT_S} s; its process group was stopped", argv.join(" ")));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => break Err(format!("waiting for {:?}: {e}", argv[0])),
+        }
+    };
+    // Stragglers the setup left in its group (a backgrounded child) do not outlive it.
+    crate::signals::terminate_groups(&[pgid], Duration::from_secs(1));
+    crate::signals::deregister(pgid);
+    let status = status?;
     if status.success() {
         Ok(status.to_string())
     } else {
@@ -572,3 +595,6 @@ fn run_setup(argv: &[String], env: &std::collections::BTreeMap<String, String>, 
         Err(format!("{} ({status}); last lines of setup.log:\n{}", argv.join(" "), tail.join("\n")))
     }
 }
+
+/// Longest a gate's `setup` command may run, seconds (a first provisioning takes about 15 s here).
+pub const SETUP_TIMEOUT_S: f64 = 1800.0;

@@ -221,3 +221,90 @@ at_least = 0.5
     assert_eq!(pair.ours.model_file, pair.theirs.model_file);
     assert_eq!(pair.order, vec!["theirs", "ours", "ours", "theirs"]);
 }
+
+fn procs_with(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if let Ok(c) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+            if String::from_utf8_lossy(&c).contains(needle) && pid_alive(pid) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// The setup step is stopped with the runner: SIGTERM of `servegate run` during setup leaves no setup process
+/// (nor its children) behind.
+#[test]
+fn setup_does_not_outlive_a_stopped_runner() {
+    let tmp = tempfile::tempdir().unwrap();
+    let needle = format!("{}.4242", std::process::id() % 97 + 3);
+    let text = format!(
+        r#"
+[gate]
+name = "slow-setup"
+[serve]
+setup = ["sh", "-c", "sleep {needle} & sleep {needle}"]
+command = ["sleep", "60"]
+[request]
+model = "m"
+max_tokens = 8
+prompts = ["hi"]
+[assert.content]
+"#
+    );
+    let gate = write_gate(tmp.path(), "slow-setup.toml", &text);
+    let mut child = Command::new(bin()).args(["run", "--quiet", "--runs"]).arg(tmp.path().join("runs")).arg(&gate).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while procs_with(&needle).len() < 2 {
+        assert!(Instant::now() < deadline, "setup never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !procs_with(&needle).is_empty() {
+        assert!(Instant::now() < deadline, "setup processes outlived the runner: {:?}", procs_with(&needle));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_run_whose_every_gate_was_ignored_says_skip_not_pass() {
+    let out = Command::new(bin()).args(["run", "--quiet"]).arg(repo().join("gates/npu-serve-smoke.toml")).env_remove("SERVEGATE_STRICT").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("RESULT: SKIP (every gate was ignored: nothing was checked)"), "{stdout}");
+}
+
+#[test]
+fn judge_of_a_missing_or_damaged_run_is_an_evidence_error() {
+    let out = Command::new(bin()).args(["judge", "/nonexistent/run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("run");
+    std::fs::create_dir(&copy).unwrap();
+    let src = repo().join("tests/data/runs/npu-rc-pass");
+    for e in std::fs::read_dir(&src).unwrap().flatten() {
+        std::fs::copy(e.path(), copy.join(e.file_name())).unwrap();
+    }
+    std::fs::remove_file(copy.join("05.reads.jsonl")).unwrap();
+    let out = Command::new(bin()).arg("judge").arg(&copy).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains("05.reads.jsonl") && stderr.contains("missing"), "{stderr}");
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{} inspect {}/tests/data/cases/case-01-usage-empty-choices.reads.jsonl | head -c 1 >/dev/null; echo done", bin(), repo().display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
