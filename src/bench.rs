@@ -73,10 +73,34 @@ pub struct Case {
 /// The fidelity cases. Token counts keep each reply under ~1.3 s and the 4-per-chunk case at 64 tokens,
 /// where the usual (N − 1) / window formula reads 63/60 = +5 %.
 pub const CASES: &[Case] = &[
-    Case { name: "50 tok/s", tok_s: 50.0, tokens: 64, per_chunk: 1, ttft_ms: 100.0 },
-    Case { name: "1,000 tok/s", tok_s: 1000.0, tokens: 256, per_chunk: 1, ttft_ms: 50.0 },
-    Case { name: "10,000 tok/s", tok_s: 10_000.0, tokens: 1024, per_chunk: 1, ttft_ms: 50.0 },
-    Case { name: "1,000 tok/s, 4 tokens per chunk", tok_s: 1000.0, tokens: 64, per_chunk: 4, ttft_ms: 50.0 },
+    Case {
+        name: "50 tok/s",
+        tok_s: 50.0,
+        tokens: 64,
+        per_chunk: 1,
+        ttft_ms: 100.0,
+    },
+    Case {
+        name: "1,000 tok/s",
+        tok_s: 1000.0,
+        tokens: 256,
+        per_chunk: 1,
+        ttft_ms: 50.0,
+    },
+    Case {
+        name: "10,000 tok/s",
+        tok_s: 10_000.0,
+        tokens: 1024,
+        per_chunk: 1,
+        ttft_ms: 50.0,
+    },
+    Case {
+        name: "1,000 tok/s, 4 tokens per chunk",
+        tok_s: 1000.0,
+        tokens: 64,
+        per_chunk: 4,
+        ttft_ms: 50.0,
+    },
 ];
 
 fn workdir() -> PathBuf {
@@ -84,7 +108,9 @@ fn workdir() -> PathBuf {
 }
 
 fn cpus() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 /// Pins the calling thread (and what it spawns later) to `cpu`. False when refused.
@@ -142,8 +168,16 @@ fn wait_rusage(child: &mut Child) -> (i32, f64, f64) {
         libc::wait4(child.id() as i32, &mut status, 0, &mut ru);
         ru
     };
-    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
-    (code, tv(ru.ru_utime) + tv(ru.ru_stime), ru.ru_maxrss as f64 / 1024.0)
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (
+        code,
+        tv(ru.ru_utime) + tv(ru.ru_stime),
+        ru.ru_maxrss as f64 / 1024.0,
+    )
 }
 
 /// A synthetic serve child (pinned to CPU 0 when there are two CPUs), stopped on drop.
@@ -158,11 +192,19 @@ impl Synth {
         let _ = std::fs::remove_file(log);
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut cmd = Command::new(exe);
-        cmd.arg("replay").arg("--synthetic").args(args).arg("--timing-log").arg(log).stdout(Stdio::piped()).stderr(Stdio::null());
+        cmd.arg("replay")
+            .arg("--synthetic")
+            .args(args)
+            .arg("--timing-log")
+            .arg(log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
         if cpus() >= 2 {
             pin_command(&mut cmd, 0);
         }
-        let mut child = cmd.spawn().map_err(|e| format!("cannot start the synthetic serve: {e}"))?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start the synthetic serve: {e}"))?;
         let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
         let mut line = String::new();
         loop {
@@ -173,14 +215,21 @@ impl Synth {
             if let Some(url) = line.trim().strip_prefix("replay: listening on ") {
                 let url = url.to_string();
                 std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-                return Ok(Synth { child, url, log: log.to_path_buf() });
+                return Ok(Synth {
+                    child,
+                    url,
+                    log: log.to_path_buf(),
+                });
             }
         }
     }
 
     /// The timing log's request lines (those with a `request` number and `sends`).
     fn requests(&self) -> Vec<Value> {
-        read_log(&self.log).into_iter().filter(|v| v.get("sends").is_some()).collect()
+        read_log(&self.log)
+            .into_iter()
+            .filter(|v| v.get("sends").is_some())
+            .collect()
     }
 
     /// Waits until the log holds `n` request lines (they are written when a response ends).
@@ -207,7 +256,11 @@ impl Drop for Synth {
 }
 
 fn read_log(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
 
 fn synth_args(c: &Case) -> Vec<String> {
@@ -230,11 +283,13 @@ fn med(v: &[f64]) -> Option<f64> {
 }
 
 fn f(x: Option<f64>, decimals: usize) -> String {
-    x.map(|x| format!("{x:.decimals$}")).unwrap_or_else(|| "-".into())
+    x.map(|x| format!("{x:.decimals$}"))
+        .unwrap_or_else(|| "-".into())
 }
 
 fn signed(x: Option<f64>, decimals: usize) -> String {
-    x.map(|x| format!("{x:+.decimals$}")).unwrap_or_else(|| "-".into())
+    x.map(|x| format!("{x:+.decimals$}"))
+        .unwrap_or_else(|| "-".into())
 }
 
 /// Errors of one client on one case: per request (measured − true).
@@ -261,14 +316,22 @@ impl Errors {
 }
 
 fn true_of(line: &Value) -> (Option<f64>, Option<f64>) {
-    (line["true_ttft_ms"].as_f64(), line["true_decode_tok_s"].as_f64())
+    (
+        line["true_ttft_ms"].as_f64(),
+        line["true_decode_tok_s"].as_f64(),
+    )
 }
 
 /// servegate's client on one case: one warmup request, then `n` measured.
 fn fidelity_servegate(c: &Case, n: usize, synth: &Synth) -> Errors {
     let http = match crate::client::http_client(Duration::from_secs(60), None) {
         Ok(h) => h,
-        Err(e) => return Errors { note: Some(e), ..Default::default() },
+        Err(e) => {
+            return Errors {
+                note: Some(e),
+                ..Default::default()
+            }
+        }
     };
     let body = json!({"model": "synthetic", "messages": [{"role": "user", "content": "bench"}], "max_tokens": c.tokens, "stream": true, "stream_options": {"include_usage": true}});
     let before = synth.requests().len();
@@ -293,7 +356,11 @@ fn fidelity_servegate(c: &Case, n: usize, synth: &Synth) -> Errors {
     let parse = cpu_s_thread() - p0;
     let lines = synth.wait_requests(before + 1 + n);
     let tokens = n as f64 * c.tokens as f64;
-    let mut e = Errors { cpu_us_per_token: Some(cpu * 1e6 / tokens), parse_us_per_token: Some(parse * 1e6 / tokens), ..Default::default() };
+    let mut e = Errors {
+        cpu_us_per_token: Some(cpu * 1e6 / tokens),
+        parse_us_per_token: Some(parse * 1e6 / tokens),
+        ..Default::default()
+    };
     for (fig, line) in figs.iter().zip(lines.iter().skip(before + 1)) {
         let (tt, tr) = true_of(line);
         if let (Some(m), Some(t)) = (fig.ttft_ms, tt) {
@@ -349,14 +416,35 @@ print(json.dumps({"ttft_ms": [o[0] for o in out], "decode_tok_s": [o[1] for o in
 fn fidelity_minimal_py(c: &Case, n: usize, synth: &Synth) -> Errors {
     let script = workdir().join("minimal_client.py");
     if let Err(e) = std::fs::write(&script, MINIMAL_PY) {
-        return Errors { note: Some(e.to_string()), ..Default::default() };
+        return Errors {
+            note: Some(e.to_string()),
+            ..Default::default()
+        };
     }
     let before = synth.requests().len();
-    let out = Command::new("python3").arg(&script).arg(&synth.url).arg(n.to_string()).arg(c.tokens.to_string()).output();
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(&synth.url)
+        .arg(n.to_string())
+        .arg(c.tokens.to_string())
+        .output();
     let out = match out {
         Ok(o) if o.status.success() => o,
-        Ok(o) => return Errors { note: Some(format!("python3 failed: {}", String::from_utf8_lossy(&o.stderr).trim())), ..Default::default() },
-        Err(e) => return Errors { note: Some(format!("python3: {e}")), ..Default::default() },
+        Ok(o) => {
+            return Errors {
+                note: Some(format!(
+                    "python3 failed: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )),
+                ..Default::default()
+            }
+        }
+        Err(e) => {
+            return Errors {
+                note: Some(format!("python3: {e}")),
+                ..Default::default()
+            }
+        }
     };
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     let lines = synth.wait_requests(before + 1 + n);
@@ -383,9 +471,22 @@ fn llama_benchy_setup() -> Result<(PathBuf, PathBuf, PathBuf, String), String> {
     let venv = dir.join("venv");
     let bin = venv.join("bin/llama-benchy");
     if !bin.exists() {
-        eprintln!("bench: installing llama-benchy into {} (pip) ...", venv.display());
-        let ok = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().map(|s| s.success()).unwrap_or(false)
-            && Command::new(venv.join("bin/pip")).args(["install", "-q", "llama-benchy==0.4.0"]).status().map(|s| s.success()).unwrap_or(false);
+        eprintln!(
+            "bench: installing llama-benchy into {} (pip) ...",
+            venv.display()
+        );
+        let ok = Command::new("python3")
+            .arg("-m")
+            .arg("venv")
+            .arg(&venv)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+            && Command::new(venv.join("bin/pip"))
+                .args(["install", "-q", "llama-benchy==0.4.0"])
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
         if !ok || !bin.exists() {
             return Err("pip install llama-benchy==0.4.0 failed".into());
         }
@@ -413,9 +514,16 @@ with open(os.path.join(cache, hashlib.md5({book:?}.encode()).hexdigest() + ".txt
         home = home.display().to_string(),
         book = book_url
     );
-    let out = Command::new(venv.join("bin/python")).arg("-c").arg(script).output().map_err(|e| e.to_string())?;
+    let out = Command::new(venv.join("bin/python"))
+        .arg("-c")
+        .arg(script)
+        .output()
+        .map_err(|e| e.to_string())?;
     if !out.status.success() {
-        return Err(format!("tokenizer setup failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(format!(
+            "tokenizer setup failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
     Ok((bin, tok, home, book_url))
 }
@@ -423,7 +531,12 @@ with open(os.path.join(cache, hashlib.md5({book:?}.encode()).hexdigest() + ".txt
 /// llama-benchy on one case (`--runs n`): its JSON result has per-run `e2e_ttft` (ms) and
 /// `tg_throughput` (tok/s) values, paired with the last `n` streamed requests of the timing log (before
 /// them it sends non-streamed warmups and one streamed warmup run).
-fn fidelity_llama_benchy(c: &Case, n: usize, synth: &Synth, env: &(PathBuf, PathBuf, PathBuf, String)) -> Errors {
+fn fidelity_llama_benchy(
+    c: &Case,
+    n: usize,
+    synth: &Synth,
+    env: &(PathBuf, PathBuf, PathBuf, String),
+) -> Errors {
     let (bin, tok, home, book) = env;
     let result = workdir().join("llama-benchy.json");
     let _ = std::fs::remove_file(&result);
@@ -432,10 +545,33 @@ fn fidelity_llama_benchy(c: &Case, n: usize, synth: &Synth, env: &(PathBuf, Path
     let out = Command::new(bin)
         .env("HOME", home)
         .env("HF_HUB_OFFLINE", "1")
-        .args(["--base-url", &format!("{}/v1", synth.url), "--model", "synthetic", "--tokenizer"])
+        .args([
+            "--base-url",
+            &format!("{}/v1", synth.url),
+            "--model",
+            "synthetic",
+            "--tokenizer",
+        ])
         .arg(tok)
-        .args(["--pp", "32", "--tg", &c.tokens.to_string(), "--runs", &n.to_string()])
-        .args(["--latency-mode", "none", "--skip-coherence", "--no-adapt-prompt", "--book-url", book, "--format", "json", "--save-result"])
+        .args([
+            "--pp",
+            "32",
+            "--tg",
+            &c.tokens.to_string(),
+            "--runs",
+            &n.to_string(),
+        ])
+        .args([
+            "--latency-mode",
+            "none",
+            "--skip-coherence",
+            "--no-adapt-prompt",
+            "--book-url",
+            book,
+            "--format",
+            "json",
+            "--save-result",
+        ])
         .arg(&result)
         .output();
     let cpu = children_cpu_s() - cpu0;
@@ -443,7 +579,13 @@ fn fidelity_llama_benchy(c: &Case, n: usize, synth: &Synth, env: &(PathBuf, Path
     match out {
         Ok(o) if o.status.success() => {}
         Ok(o) => {
-            e.note = Some(format!("llama-benchy failed: {}", tail(&String::from_utf8_lossy(&o.stdout), &String::from_utf8_lossy(&o.stderr))));
+            e.note = Some(format!(
+                "llama-benchy failed: {}",
+                tail(
+                    &String::from_utf8_lossy(&o.stdout),
+                    &String::from_utf8_lossy(&o.stderr)
+                )
+            ));
             return e;
         }
         Err(err) => {
@@ -452,9 +594,16 @@ fn fidelity_llama_benchy(c: &Case, n: usize, synth: &Synth, env: &(PathBuf, Path
         }
     }
     let lines = synth.wait_requests(before + n);
-    let streamed: Vec<&Value> = lines.iter().skip(before).filter(|l| l["stream"].as_bool() == Some(true)).collect();
+    let streamed: Vec<&Value> = lines
+        .iter()
+        .skip(before)
+        .filter(|l| l["stream"].as_bool() == Some(true))
+        .collect();
     let measured: Vec<&Value> = streamed.iter().rev().take(n).rev().copied().collect();
-    let v: Value = std::fs::read_to_string(&result).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null);
+    let v: Value = std::fs::read_to_string(&result)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
     let (ttfts, rates) = llama_benchy_values(&v);
     for (i, line) in measured.iter().enumerate() {
         let (tt, tr) = true_of(line);
@@ -470,7 +619,10 @@ fn fidelity_llama_benchy(c: &Case, n: usize, synth: &Synth, env: &(PathBuf, Path
     e.cpu_us_per_token = Some(cpu * 1e6 / (n as f64 * c.tokens as f64));
     e.note = Some("e2e_ttft and tg_throughput per run; CPU = the whole process per measured token (upper bound)".into());
     if ttfts.len() != n || rates.len() != n {
-        e.note = Some(format!("result not understood: {}", v.to_string().chars().take(300).collect::<String>()));
+        e.note = Some(format!(
+            "result not understood: {}",
+            v.to_string().chars().take(300).collect::<String>()
+        ));
     }
     e
 }
@@ -494,7 +646,10 @@ fn children_cpu_s() -> f64 {
 /// (`benchmarks[0].e2e_ttft.values`, `benchmarks[0].tg_throughput.values`).
 fn llama_benchy_values(v: &Value) -> (Vec<f64>, Vec<f64>) {
     let vals = |key: &str| -> Vec<f64> {
-        v["benchmarks"][0][key]["values"].as_array().map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default()
+        v["benchmarks"][0][key]["values"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+            .unwrap_or_default()
     };
     (vals("e2e_ttft"), vals("tg_throughput"))
 }
@@ -523,18 +678,35 @@ fn section_fidelity(args: &BenchArgs, report: &mut Vec<String>) -> Value {
                 continue;
             }
         };
-        let mut clients: Vec<(&str, Errors)> = vec![("servegate", fidelity_servegate(c, n, &synth))];
+        let mut clients: Vec<(&str, Errors)> =
+            vec![("servegate", fidelity_servegate(c, n, &synth))];
         if args.peers {
             clients.push(("minimal Python (stdlib)", fidelity_minimal_py(c, n, &synth)));
             match &lb {
-                Some(Ok(env)) => clients.push(("llama-benchy 0.4.0", fidelity_llama_benchy(c, n, &synth, env))),
-                Some(Err(e)) => clients.push(("llama-benchy 0.4.0", Errors { note: Some(e.clone()), ..Default::default() })),
+                Some(Ok(env)) => clients.push((
+                    "llama-benchy 0.4.0",
+                    fidelity_llama_benchy(c, n, &synth, env),
+                )),
+                Some(Err(e)) => clients.push((
+                    "llama-benchy 0.4.0",
+                    Errors {
+                        note: Some(e.clone()),
+                        ..Default::default()
+                    },
+                )),
                 None => {}
             }
         }
         let mut cj = serde_json::Map::new();
         for (name, e) in &clients {
-            let range = |v: &[f64], d: usize| format!("{} ({}..{})", signed(med(v), d), signed(stats::min(v), d), signed(stats::max(v), d));
+            let range = |v: &[f64], d: usize| {
+                format!(
+                    "{} ({}..{})",
+                    signed(med(v), d),
+                    signed(stats::min(v), d),
+                    signed(stats::max(v), d)
+                )
+            };
             report.push(format!(
                 "| {} | {name} | {} | {} | {} |{}",
                 c.name,
@@ -544,7 +716,10 @@ fn section_fidelity(args: &BenchArgs, report: &mut Vec<String>) -> Value {
                     Some(p) => format!("{} ({p:.1})", f(e.cpu_us_per_token, 1)),
                     None => f(e.cpu_us_per_token, 1),
                 },
-                e.note.as_ref().map(|n| format!(" <!-- {n} -->")).unwrap_or_default()
+                e.note
+                    .as_ref()
+                    .map(|n| format!(" <!-- {n} -->"))
+                    .unwrap_or_default()
             ));
             cj.insert(name.to_string(), e.to_json());
         }
@@ -558,7 +733,14 @@ fn write_gate(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn url_gate(name: &str, url: &str, prompts: usize, repeats: u32, warmup: u32, tokens: u32) -> String {
+fn url_gate(
+    name: &str,
+    url: &str,
+    prompts: usize,
+    repeats: u32,
+    warmup: u32,
+    tokens: u32,
+) -> String {
     let ps: Vec<String> = (0..prompts).map(|i| format!("\"prompt {i}\"")).collect();
     format!(
         "[gate]\nname = \"{name}\"\n[serve]\nurl = \"{url}\"\n[request]\nmodel = \"synthetic\"\nmax_tokens = {tokens}\nwarmup = {warmup}\nrepeats = {repeats}\nprompts = [{}]\n[assert.content]\n",
@@ -589,7 +771,18 @@ fn section_startup(report: &mut Vec<String>) -> Value {
     let tmp = workdir().join("startup");
     let _ = std::fs::create_dir_all(&tmp);
     let log = tmp.join("timing.jsonl");
-    let synth = match Synth::start(&["--tokens".into(), "4".into(), "--ttft-ms".into(), "0".into(), "--itl-ms".into(), "1".into(), "--usage".into()], &log) {
+    let synth = match Synth::start(
+        &[
+            "--tokens".into(),
+            "4".into(),
+            "--ttft-ms".into(),
+            "0".into(),
+            "--itl-ms".into(),
+            "1".into(),
+            "--usage".into(),
+        ],
+        &log,
+    ) {
         Ok(s) => s,
         Err(e) => return json!({"error": e}),
     };
@@ -599,19 +792,31 @@ fn section_startup(report: &mut Vec<String>) -> Value {
     }
     let mut startup_ms = Vec::new();
     for rep in 0..7 {
-        let Ok((t0, _, _, _, _)) = run_gate(&gate, &tmp.join("runs")) else { continue };
+        let Ok((t0, _, _, _, _)) = run_gate(&gate, &tmp.join("runs")) else {
+            continue;
+        };
         let lines = synth.wait_requests(rep + 1);
         if let Some(a) = lines.get(rep).and_then(|l| l["arrived_mono_ns"].as_u64()) {
             startup_ms.push((a as f64 - t0 as f64) / 1e6);
         }
     }
     report.push("## Startup: launching `servegate run` (url gate, serve up) to its first request arriving\n".into());
-    report.push(format!("median {} ms (min {}, max {}; n={}; each: {})\n", f(med(&startup_ms), 1), f(stats::min(&startup_ms), 1), f(stats::max(&startup_ms), 1), startup_ms.len(), fmt_list(&startup_ms, 1)));
+    report.push(format!(
+        "median {} ms (min {}, max {}; n={}; each: {})\n",
+        f(med(&startup_ms), 1),
+        f(stats::min(&startup_ms), 1),
+        f(stats::max(&startup_ms), 1),
+        startup_ms.len(),
+        fmt_list(&startup_ms, 1)
+    ));
     json!({"startup_ms": {"median": med(&startup_ms), "each": startup_ms}})
 }
 
 fn fmt_list(v: &[f64], d: usize) -> String {
-    v.iter().map(|x| format!("{x:.d$}")).collect::<Vec<_>>().join(", ")
+    v.iter()
+        .map(|x| format!("{x:.d$}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn section_readiness(report: &mut Vec<String>) -> Value {
@@ -625,34 +830,59 @@ fn section_readiness(report: &mut Vec<String>) -> Value {
     let mut after_ready = Vec::new();
     let mut after_first_200 = Vec::new();
     for rep in 0..7 {
-        let Ok(port) = crate::port::free_port("127.0.0.1") else { continue };
+        let Ok(port) = crate::port::free_port("127.0.0.1") else {
+            continue;
+        };
         let log = tmp.join("timing.jsonl");
         let _ = std::fs::remove_file(&log);
         // Ready 300-360 ms after start: a different phase against the 25 ms poll each time.
         let ready_after = 300 + rep * 10;
         let command: Vec<String> = [
-            exe.as_str(), "replay", "--synthetic", "--tokens", "2", "--ttft-ms", "0", "--itl-ms", "1", "--port", &port.to_string(),
-            "--ready-after-ms", &ready_after.to_string(), "--timing-log", &log.display().to_string(),
+            exe.as_str(),
+            "replay",
+            "--synthetic",
+            "--tokens",
+            "2",
+            "--ttft-ms",
+            "0",
+            "--itl-ms",
+            "1",
+            "--port",
+            &port.to_string(),
+            "--ready-after-ms",
+            &ready_after.to_string(),
+            "--timing-log",
+            &log.display().to_string(),
         ]
         .iter()
         .map(|s| s.to_string())
         .collect();
         let spec = crate::serve::ServeSpec::new(command, port, tmp.join("serve.log"));
-        let Ok(mut s) = crate::serve::Serve::start(spec) else { continue };
+        let Ok(mut s) = crate::serve::Serve::start(spec) else {
+            continue;
+        };
         let ok = s.wait_ready().is_ok();
         let t = mono_ns();
         let _ = s.stop();
         if !ok {
             continue;
         }
-        if let Some(ev) = read_log(&log).into_iter().find(|v| v["event"] == "first_200_on_health") {
-            if let (Some(first), Some(ready)) = (ev["mono_ns"].as_u64(), ev["ready_at_mono_ns"].as_u64()) {
+        if let Some(ev) = read_log(&log)
+            .into_iter()
+            .find(|v| v["event"] == "first_200_on_health")
+        {
+            if let (Some(first), Some(ready)) =
+                (ev["mono_ns"].as_u64(), ev["ready_at_mono_ns"].as_u64())
+            {
                 after_ready.push((t as f64 - ready as f64) / 1e6);
                 after_first_200.push((t as f64 - first as f64) / 1e6);
             }
         }
     }
-    report.push("## Readiness: the serve turns ready (`/health` 503 → 200) → `Serve::wait_ready` returns\n".into());
+    report.push(
+        "## Readiness: the serve turns ready (`/health` 503 → 200) → `Serve::wait_ready` returns\n"
+            .into(),
+    );
     report.push(format!(
         "from ready: median {} ms (min {}, max {}; n={}); from the serve's first 200: median {} ms (min {}, max {}). \
          The runner polls every {} ms and, after the first 200, checks for {} ms that the serve is still alive before it proceeds.\n",
@@ -677,57 +907,130 @@ fn section_overhead(report: &mut Vec<String>) -> Value {
     let log = tmp.join("timing.jsonl");
     let (tokens, prompts, repeats, warmup) = (64u32, 3usize, 3u32, 1u32);
     let per_run = prompts * (repeats + warmup) as usize;
-    let sargs: Vec<String> = ["--tokens", "64", "--ttft-ms", "20", "--tok-s", "1000", "--role-chunk", "--usage"].iter().map(|s| s.to_string()).collect();
+    let sargs: Vec<String> = [
+        "--tokens",
+        "64",
+        "--ttft-ms",
+        "20",
+        "--tok-s",
+        "1000",
+        "--role-chunk",
+        "--usage",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let synth = match Synth::start(&sargs, &log) {
         Ok(s) => s,
         Err(e) => return json!({"error": e}),
     };
     let gate = tmp.join("overhead-url.toml");
-    if let Err(e) = write_gate(&gate, &url_gate("bench-overhead", &synth.url, prompts, repeats, warmup, tokens)) {
+    if let Err(e) = write_gate(
+        &gate,
+        &url_gate(
+            "bench-overhead",
+            &synth.url,
+            prompts,
+            repeats,
+            warmup,
+            tokens,
+        ),
+    ) {
         return json!({"error": e});
     }
     let mut url_rows = Vec::new();
     for rep in 0..5 {
-        let Ok((t0, t1, code, cpu, rss)) = run_gate(&gate, &tmp.join("runs")) else { continue };
+        let Ok((t0, t1, code, cpu, rss)) = run_gate(&gate, &tmp.join("runs")) else {
+            continue;
+        };
         let lines = synth.wait_requests((rep + 1) * per_run);
-        let serving: f64 = lines.iter().skip(rep * per_run).take(per_run).filter_map(|l| Some((l["end_mono_ns"].as_u64()? as f64 - l["arrived_mono_ns"].as_u64()? as f64) / 1e6)).sum();
+        let serving: f64 = lines
+            .iter()
+            .skip(rep * per_run)
+            .take(per_run)
+            .filter_map(|l| {
+                Some(
+                    (l["end_mono_ns"].as_u64()? as f64 - l["arrived_mono_ns"].as_u64()? as f64)
+                        / 1e6,
+                )
+            })
+            .sum();
         let wall = (t1 - t0) as f64 / 1e6;
         url_rows.push((wall, serving, wall - serving, code, cpu, rss));
     }
     drop(synth);
     // The same gate with the serve started and stopped by the runner.
-    let exe = std::env::current_exe().map(|e| e.display().to_string()).unwrap_or_default();
+    let exe = std::env::current_exe()
+        .map(|e| e.display().to_string())
+        .unwrap_or_default();
     let log2 = tmp.join("timing-command.jsonl");
-    let mut argv = vec![format!("{exe:?}"), "\"replay\"".into(), "\"--synthetic\"".into()];
+    let mut argv = vec![
+        format!("{exe:?}"),
+        "\"replay\"".into(),
+        "\"--synthetic\"".into(),
+    ];
     argv.extend(sargs.iter().map(|a| format!("{a:?}")));
-    argv.extend(["\"--port\"".to_string(), "\"{port}\"".into(), "\"--timing-log\"".into(), format!("{:?}", log2.display().to_string())]);
-    let cmd_gate_text = url_gate("bench-overhead-command", "X", prompts, repeats, warmup, tokens).replace("url = \"X\"", &format!("command = [{}]", argv.join(", ")));
+    argv.extend([
+        "\"--port\"".to_string(),
+        "\"{port}\"".into(),
+        "\"--timing-log\"".into(),
+        format!("{:?}", log2.display().to_string()),
+    ]);
+    let cmd_gate_text = url_gate(
+        "bench-overhead-command",
+        "X",
+        prompts,
+        repeats,
+        warmup,
+        tokens,
+    )
+    .replace("url = \"X\"", &format!("command = [{}]", argv.join(", ")));
     let gate2 = tmp.join("overhead-command.toml");
     let mut cmd_rows = Vec::new();
     if write_gate(&gate2, &cmd_gate_text).is_ok() {
         let _ = std::fs::remove_file(&log2);
         for rep in 0..3 {
-            let Ok((t0, t1, code, cpu, rss)) = run_gate(&gate2, &tmp.join("runs")) else { continue };
-            let lines: Vec<Value> = read_log(&log2).into_iter().filter(|v| v.get("sends").is_some()).collect();
-            let serving: f64 = lines.iter().skip(rep * per_run).take(per_run).filter_map(|l| Some((l["end_mono_ns"].as_u64()? as f64 - l["arrived_mono_ns"].as_u64()? as f64) / 1e6)).sum();
+            let Ok((t0, t1, code, cpu, rss)) = run_gate(&gate2, &tmp.join("runs")) else {
+                continue;
+            };
+            let lines: Vec<Value> = read_log(&log2)
+                .into_iter()
+                .filter(|v| v.get("sends").is_some())
+                .collect();
+            let serving: f64 = lines
+                .iter()
+                .skip(rep * per_run)
+                .take(per_run)
+                .filter_map(|l| {
+                    Some(
+                        (l["end_mono_ns"].as_u64()? as f64 - l["arrived_mono_ns"].as_u64()? as f64)
+                            / 1e6,
+                    )
+                })
+                .sum();
             let wall = (t1 - t0) as f64 / 1e6;
             cmd_rows.push((wall, serving, wall - serving, code, cpu, rss));
         }
     }
     let col = |rows: &[(f64, f64, f64, i32, f64, f64)], k: usize| -> Vec<f64> {
-        rows.iter().map(|r| match k {
-            0 => r.0,
-            1 => r.1,
-            2 => r.2,
-            4 => r.4,
-            _ => r.5,
-        }).collect()
+        rows.iter()
+            .map(|r| match k {
+                0 => r.0,
+                1 => r.1,
+                2 => r.2,
+                4 => r.4,
+                _ => r.5,
+            })
+            .collect()
     };
     report.push(format!("## Gate overhead: wall time of `servegate run` minus the serve's answering time ({per_run} requests of {tokens} tokens at 1,000 tok/s: 3 prompts, 1 warmup round + 3 repeats)\n"));
     report.push("| serve | runs | wall ms | serving ms | overhead ms | overhead per request ms | CPU ms (whole run) | CPU µs per token | peak RSS MiB |".into());
     report.push("|---|---|---|---|---|---|---|---|---|".into());
     let mut out = serde_json::Map::new();
-    for (name, rows) in [("url (serve already up)", &url_rows), ("command (runner starts, polls, stops it)", &cmd_rows)] {
+    for (name, rows) in [
+        ("url (serve already up)", &url_rows),
+        ("command (runner starts, polls, stops it)", &cmd_rows),
+    ] {
         let oh = med(&col(rows, 2));
         let cpu = med(&col(rows, 4));
         report.push(format!(
@@ -759,7 +1062,10 @@ fn section_overhead(report: &mut Vec<String>) -> Value {
         f(stats::min(&fsync_ms), 2),
         f(stats::max(&fsync_ms), 2)
     ));
-    out.insert("atomic_write_ms".into(), json!({"median": med(&fsync_ms), "each": fsync_ms}));
+    out.insert(
+        "atomic_write_ms".into(),
+        json!({"median": med(&fsync_ms), "each": fsync_ms}),
+    );
     report.push(String::new());
     Value::Object(out)
 }
@@ -773,9 +1079,16 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
         return json!({"error": e.to_string()});
     }
     // A real record (the first in records/), cloned n times under new ids and models.
-    let seed = crate::record::record_files(Path::new("records")).ok().and_then(|files| files.first().cloned());
-    let Some(seed) = seed else { return json!({"error": "no record in records/ to clone"}) };
-    let base = match std::fs::read_to_string(&seed).map_err(|e| e.to_string()).and_then(|t| crate::record::parse(&t).map_err(|p| format!("{p:?}"))) {
+    let seed = crate::record::record_files(Path::new("records"))
+        .ok()
+        .and_then(|files| files.first().cloned());
+    let Some(seed) = seed else {
+        return json!({"error": "no record in records/ to clone"});
+    };
+    let base = match std::fs::read_to_string(&seed)
+        .map_err(|e| e.to_string())
+        .and_then(|t| crate::record::parse(&t).map_err(|p| format!("{p:?}")))
+    {
         Ok(r) => r,
         Err(e) => return json!({"error": e}),
     };
@@ -783,7 +1096,10 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
         let mut r = base.clone();
         r.id = format!("{}-{i:05}", base.id);
         r.model.name = format!("{}-{}", base.model.name, i % 500);
-        if let Err(e) = std::fs::write(tmp.join(format!("{}.json", r.id)), crate::record::to_json(&r)) {
+        if let Err(e) = std::fs::write(
+            tmp.join(format!("{}.json", r.id)),
+            crate::record::to_json(&r),
+        ) {
             return json!({"error": e.to_string()});
         }
     }
@@ -799,7 +1115,9 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
     let pages = crate::leaderboard::render(&records, "../records");
     let render_s = t1.elapsed().as_secs_f64();
     let render_cpu = cpu_s_thread() - c1;
-    let (md, html) = pages.map(|p| (p.markdown.len(), p.html.len())).unwrap_or((0, 0));
+    let (md, html) = pages
+        .map(|p| (p.markdown.len(), p.html.len()))
+        .unwrap_or((0, 0));
     report.push(format!("## Leaderboard: {n} records\n"));
     report.push(format!(
         "read + parse + check (`record::load_dir`): {:.0} ms ({:.0} ms CPU); render (`leaderboard::render`, Markdown {:.1} MB + HTML {:.1} MB): {:.0} ms ({:.0} ms CPU); total {:.0} ms wall, {:.0} ms CPU\n",
@@ -854,7 +1172,10 @@ fn section_sha256(args: &BenchArgs, report: &mut Vec<String>) -> Value {
         }
     }
     let _ = std::fs::remove_file(&path);
-    report.push(format!("## sha256 of a {} MiB file (page cache; `hash::sha256_file`)\n", args.sha256_mib));
+    report.push(format!(
+        "## sha256 of a {} MiB file (page cache; `hash::sha256_file`)\n",
+        args.sha256_mib
+    ));
     report.push(format!(
         "median {} MB/s wall (each: {}); {} MB per CPU-second of the hashing thread (each: {}); MB = 10^6 bytes\n",
         f(med(&rates), 0),
@@ -866,9 +1187,12 @@ fn section_sha256(args: &BenchArgs, report: &mut Vec<String>) -> Value {
 }
 
 fn machine() -> Value {
-    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|s| s.trim().to_string()));
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
+        t.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split(':').nth(1))
+            .map(|s| s.trim().to_string())
+    });
     let h = crate::evidence::host_info();
     // SAFETY: sysconf has no preconditions. (Not available_parallelism: it shrinks once this thread is pinned.)
     let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
@@ -889,7 +1213,10 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
     let machine_start = machine();
     let pinned = cpus() >= 2 && pin_self(1);
     let started = crate::evidence::now_utc();
-    let mut report = vec![format!("# servegate bench-self, {started}\n"), format!("machine: {machine_start}\n")];
+    let mut report = vec![
+        format!("# servegate bench-self, {started}\n"),
+        format!("machine: {machine_start}\n"),
+    ];
     if pinned {
         report.push("The synthetic serve runs pinned to CPU 0; the clients (and `servegate run`) to CPU 1.\n".into());
     }
@@ -915,7 +1242,10 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
         out.insert("sha256".into(), section_sha256(args, &mut report));
     }
     out.insert("machine_end".into(), machine());
-    report.push(format!("load average at the end: {:?}\n", crate::evidence::load_avg()));
+    report.push(format!(
+        "load average at the end: {:?}\n",
+        crate::evidence::load_avg()
+    ));
     println!("{}", report.join("\n"));
     let json = serde_json::to_string_pretty(&Value::Object(out)).unwrap_or_default();
     if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -940,6 +1270,9 @@ mod tests {
     #[test]
     fn llama_benchy_per_run_values_are_read() {
         let v = json!({"benchmarks": [{"e2e_ttft": {"mean": 52.0, "values": [52.5, 51.5]}, "tg_throughput": {"values": [1050.0, 1049.0]}}]});
-        assert_eq!(llama_benchy_values(&v), (vec![52.5, 51.5], vec![1050.0, 1049.0]));
+        assert_eq!(
+            llama_benchy_values(&v),
+            (vec![52.5, 51.5], vec![1050.0, 1049.0])
+        );
     }
 }

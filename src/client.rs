@@ -43,7 +43,10 @@ pub fn request_body(req: &RequestSpec, prompt: &str) -> serde_json::Value {
     }
     body.insert("stream".into(), req.stream.into());
     if req.stream {
-        body.insert("stream_options".into(), serde_json::json!({"include_usage": true}));
+        body.insert(
+            "stream_options".into(),
+            serde_json::json!({"include_usage": true}),
+        );
     }
     for (k, v) in &req.extra {
         body.insert(k.clone(), v.clone());
@@ -53,10 +56,14 @@ pub fn request_body(req: &RequestSpec, prompt: &str) -> serde_json::Value {
 
 /// An HTTP client for one run: no proxy, no redirects (a redirect is a failure to look into, not to follow),
 /// rustls for `https://`.
-pub fn http_client(timeout: Duration, api_key: Option<&str>) -> Result<reqwest::blocking::Client, String> {
+pub fn http_client(
+    timeout: Duration,
+    api_key: Option<&str>,
+) -> Result<reqwest::blocking::Client, String> {
     let mut headers = reqwest::header::HeaderMap::new();
     if let Some(key) = api_key {
-        let mut v = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| "the API key is not a valid header value".to_string())?;
+        let mut v = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
+            .map_err(|_| "the API key is not a valid header value".to_string())?;
         v.set_sensitive(true);
         headers.insert(reqwest::header::AUTHORIZATION, v);
     }
@@ -74,7 +81,11 @@ pub fn http_client(timeout: Duration, api_key: Option<&str>) -> Result<reqwest::
 /// Sends `body` to `{base_url}/v1/chat/completions` and records the response as timed reads.
 /// Never fails: a transport error is recorded in the exchange. Only the client's own timeout bounds it (per
 /// phase: the head, then each read); [`send_within`] bounds the whole request.
-pub fn send(client: &reqwest::blocking::Client, base_url: &str, body: &serde_json::Value) -> Exchange {
+pub fn send(
+    client: &reqwest::blocking::Client,
+    base_url: &str,
+    body: &serde_json::Value,
+) -> Exchange {
     send_within(client, base_url, body, None)
 }
 
@@ -92,7 +103,12 @@ enum BodyMsg {
 /// left to finish its current read (it ends at the next read, when the connection closes, or at the client's
 /// timeout), dropping the response and so the connection. Memory held: the kept bytes plus at most
 /// 8 reads in flight.
-pub fn send_within(client: &reqwest::blocking::Client, base_url: &str, body: &serde_json::Value, timeout: Option<Duration>) -> Exchange {
+pub fn send_within(
+    client: &reqwest::blocking::Client,
+    base_url: &str,
+    body: &serde_json::Value,
+    timeout: Option<Duration>,
+) -> Exchange {
     let url = format!("{base_url}/v1/chat/completions");
     let payload = serde_json::to_vec(body).unwrap_or_default();
     let t0 = Instant::now();
@@ -104,7 +120,10 @@ pub fn send_within(client: &reqwest::blocking::Client, base_url: &str, body: &se
     let mut truncated = false;
     // The head is bounded by the client's own timeout (the runner builds the client with the same one); the
     // deadline below then bounds the body. (A per-request reqwest timeout would race the deadline.)
-    let request = client.post(&url).header(reqwest::header::CONTENT_TYPE, "application/json").body(payload);
+    let request = client
+        .post(&url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(payload);
     match request.send() {
         Err(e) => {
             meta.transport_error = Some(describe(&e));
@@ -116,40 +135,54 @@ pub fn send_within(client: &reqwest::blocking::Client, base_url: &str, body: &se
             meta.status = Some(status.as_u16());
             for (name, value) in resp.headers() {
                 let v = String::from_utf8_lossy(value.as_bytes()).into_owned();
-                meta.headers.entry(name.as_str().to_string()).and_modify(|e| {
-                    e.push_str(", ");
-                    e.push_str(&v)
-                }).or_insert(v);
+                meta.headers
+                    .entry(name.as_str().to_string())
+                    .and_modify(|e| {
+                        e.push_str(", ");
+                        e.push_str(&v)
+                    })
+                    .or_insert(v);
             }
             if status.is_redirection() {
-                let to = meta.headers.get("location").map(|l| format!(" to {l}")).unwrap_or_default();
+                let to = meta
+                    .headers
+                    .get("location")
+                    .map(|l| format!(" to {l}"))
+                    .unwrap_or_default();
                 meta.transport_error = Some(format!(
                     "redirect refused: HTTP {}{to}; servegate follows no redirect (point serve.url at the serve itself)",
                     status.as_u16()
                 ));
             }
             let (tx, rx) = std::sync::mpsc::sync_channel::<BodyMsg>(8);
-            let reader = std::thread::Builder::new().name("servegate-body".into()).spawn(move || {
-                let mut buf = vec![0u8; 64 * 1024];
-                loop {
-                    let msg = match resp.read(&mut buf) {
-                        Ok(0) => BodyMsg::End,
-                        Ok(n) => BodyMsg::Read(TimedRead { t_ms: ms(Instant::now()), bytes: buf[..n].to_vec() }),
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                        Err(e) => BodyMsg::Failed(describe_io(&e)),
-                    };
-                    let last = !matches!(msg, BodyMsg::Read(_));
-                    if tx.send(msg).is_err() || last {
-                        break;
+            let reader = std::thread::Builder::new()
+                .name("servegate-body".into())
+                .spawn(move || {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let msg = match resp.read(&mut buf) {
+                            Ok(0) => BodyMsg::End,
+                            Ok(n) => BodyMsg::Read(TimedRead {
+                                t_ms: ms(Instant::now()),
+                                bytes: buf[..n].to_vec(),
+                            }),
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                            Err(e) => BodyMsg::Failed(describe_io(&e)),
+                        };
+                        let last = !matches!(msg, BodyMsg::Read(_));
+                        if tx.send(msg).is_err() || last {
+                            break;
+                        }
                     }
-                }
-            });
+                });
             if let Err(e) = reader {
                 meta.transport_error = Some(format!("cannot start the body reader thread: {e}"));
             } else {
                 loop {
                     let msg = match deadline {
-                        None => rx.recv().map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected),
+                        None => rx
+                            .recv()
+                            .map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected),
                         Some(d) => rx.recv_timeout(d.saturating_duration_since(Instant::now())),
                     };
                     match msg {
@@ -170,7 +203,8 @@ pub fn send_within(client: &reqwest::blocking::Client, base_url: &str, body: &se
                         }
                         Ok(BodyMsg::End) => break,
                         Ok(BodyMsg::Failed(e)) => {
-                            meta.transport_error.get_or_insert(format!("body read failed after {kept} bytes: {e}"));
+                            meta.transport_error
+                                .get_or_insert(format!("body read failed after {kept} bytes: {e}"));
                             break;
                         }
                         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
@@ -189,7 +223,12 @@ pub fn send_within(client: &reqwest::blocking::Client, base_url: &str, body: &se
             meta.end_ms = Some(ms(Instant::now()));
         }
     }
-    Exchange { response: meta, reads, body_bytes: kept, body_truncated: truncated }
+    Exchange {
+        response: meta,
+        reads,
+        body_bytes: kept,
+        body_truncated: truncated,
+    }
 }
 
 fn describe(e: &reqwest::Error) -> String {
@@ -221,10 +260,21 @@ fn describe_io(e: &std::io::Error) -> String {
 }
 
 /// GET `{base_url}{path}` with a short timeout; returns (status, body) or an error string.
-pub fn get(client: &reqwest::blocking::Client, base_url: &str, path: &str, timeout: Duration) -> Result<(u16, String), String> {
-    let resp = client.get(format!("{base_url}{path}")).timeout(timeout).send().map_err(|e| describe(&e))?;
+pub fn get(
+    client: &reqwest::blocking::Client,
+    base_url: &str,
+    path: &str,
+    timeout: Duration,
+) -> Result<(u16, String), String> {
+    let resp = client
+        .get(format!("{base_url}{path}"))
+        .timeout(timeout)
+        .send()
+        .map_err(|e| describe(&e))?;
     let status = resp.status().as_u16();
     let mut body = String::new();
-    resp.take(1024 * 1024).read_to_string(&mut body).map_err(|e| e.to_string())?;
+    resp.take(1024 * 1024)
+        .read_to_string(&mut body)
+        .map_err(|e| e.to_string())?;
     Ok((status, body))
 }

@@ -38,7 +38,8 @@ pub fn degenerate(text: &str) -> Option<String> {
         return None;
     }
     // Rule 1: one character. Most frequent; ties go to the character seen first.
-    let mut counts: std::collections::HashMap<char, (usize, usize)> = std::collections::HashMap::new();
+    let mut counts: std::collections::HashMap<char, (usize, usize)> =
+        std::collections::HashMap::new();
     for (i, &c) in non_space.iter().enumerate() {
         counts.entry(c).or_insert((0, i)).0 += 1;
     }
@@ -48,11 +49,18 @@ pub fn degenerate(text: &str) -> Option<String> {
         .map(|(&c, &(k, _))| (c, k));
     if let Some((c, k)) = best {
         if k as f64 >= ONE_CHAR_SHARE * n as f64 {
-            return Some(format!("degenerate_output: one character repeated ('{c}' ×{k} of {n} non-space chars)"));
+            return Some(format!(
+                "degenerate_output: one character repeated ('{c}' ×{k} of {n} non-space chars)"
+            ));
         }
     }
     // Rule 2: one short piece.
-    let norm: Vec<char> = text.split_whitespace().collect::<Vec<_>>().join(" ").chars().collect();
+    let norm: Vec<char> = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .collect();
     let len = norm.len();
     for p in 1..=MAX_PIECE_CHARS.min(len / MIN_REPEATS) {
         // Longest suffix with period p: norm[i] == norm[i + p] for all i from `start` on.
@@ -66,7 +74,9 @@ pub fn degenerate(text: &str) -> Option<String> {
             let piece: String = norm[start..start + p].iter().collect();
             // Shown rounded: "the the the" is three copies of "the " even though the last lacks its space.
             let shown = (run as f64 / p as f64).round() as usize;
-            return Some(format!("degenerate_output: one piece repeated ({piece:?} ×{shown}, {run} of {len} chars)"));
+            return Some(format!(
+                "degenerate_output: one piece repeated ({piece:?} ×{shown}, {run} of {len} chars)"
+            ));
         }
     }
     None
@@ -81,7 +91,9 @@ pub fn repeated_token_ids(log: &str, pattern: &Regex, min_run: usize) -> Option<
     let mut best: Option<(String, usize)> = None;
     let mut cur: Option<(String, usize)> = None;
     for caps in pattern.captures_iter(log) {
-        let Some(m) = caps.get(1).or_else(|| caps.get(0)) else { continue };
+        let Some(m) = caps.get(1).or_else(|| caps.get(0)) else {
+            continue;
+        };
         let id = m.as_str();
         cur = match cur {
             Some((prev, k)) if prev == id => Some((prev, k + 1)),
@@ -120,7 +132,9 @@ pub fn reasoning_ate_budget(
         Some(f) => format!("finish_reason={f}"),
         None => "finish_reason=none".to_string(),
     };
-    Some(format!("content_empty_all_tokens_in_reasoning: {tokens} went to reasoning_content; {finish}"))
+    Some(format!(
+        "content_empty_all_tokens_in_reasoning: {tokens} went to reasoning_content; {finish}"
+    ))
 }
 
 #[cfg(test)]
@@ -197,14 +211,20 @@ mod tests {
     #[test]
     fn exactly_four_non_space_chars_are_enough() {
         // MIN_NON_SPACE is inclusive: 4 is checked, 3 is not.
-        assert_eq!(degenerate("!!!!").as_deref(), Some("degenerate_output: one character repeated ('!' ×4 of 4 non-space chars)"));
+        assert_eq!(
+            degenerate("!!!!").as_deref(),
+            Some("degenerate_output: one character repeated ('!' ×4 of 4 non-space chars)")
+        );
         assert_eq!(degenerate("!!!"), None);
     }
 
     #[test]
     fn a_short_loop_after_a_real_sentence_is_not_degenerate() {
         // "ha ha ha ha" repeats a 3-char piece 4 times but covers a quarter of the text: under RUN_SHARE.
-        assert_eq!(degenerate("The capital of France is Paris, and that is all. ha ha ha ha"), None);
+        assert_eq!(
+            degenerate("The capital of France is Paris, and that is all. ha ha ha ha"),
+            None
+        );
         // The same loop with a short lead-in (under 10 % of the text) is degenerate.
         assert!(degenerate("Ok: ha ha ha ha ha ha ha ha ha ha ha ha").is_some());
     }
@@ -212,12 +232,21 @@ mod tests {
     #[test]
     fn equal_runs_of_token_ids_name_the_earliest() {
         let re = Regex::new(r"id=(\d+)").unwrap();
-        assert_eq!(repeated_token_ids("id=7 id=7 id=9 id=9", &re, 2), Some(("7".to_string(), 2)));
+        assert_eq!(
+            repeated_token_ids("id=7 id=7 id=9 id=9", &re, 2),
+            Some(("7".to_string(), 2))
+        );
         // min_run 0 is taken as 1.
-        assert_eq!(repeated_token_ids("id=5", &re, 0), Some(("5".to_string(), 1)));
+        assert_eq!(
+            repeated_token_ids("id=5", &re, 0),
+            Some(("5".to_string(), 1))
+        );
         // Without a capture group the whole match is the id.
         let whole = Regex::new(r"x\d").unwrap();
-        assert_eq!(repeated_token_ids("x1 x1 x2", &whole, 2), Some(("x1".to_string(), 2)));
+        assert_eq!(
+            repeated_token_ids("x1 x1 x2", &whole, 2),
+            Some(("x1".to_string(), 2))
+        );
     }
 
     #[test]
@@ -244,7 +273,10 @@ mod tests {
             reasoning_ate_budget("", "Okay, the user", Some(8), Some("length")).as_deref(),
             Some("content_empty_all_tokens_in_reasoning: all 8 completion tokens went to reasoning_content; finish_reason=length (max_tokens hit while thinking)")
         );
-        assert_eq!(reasoning_ate_budget("Paris", "thinking", Some(8), Some("stop")), None);
+        assert_eq!(
+            reasoning_ate_budget("Paris", "thinking", Some(8), Some("stop")),
+            None
+        );
         assert_eq!(reasoning_ate_budget("", "", Some(8), Some("stop")), None);
     }
 }

@@ -52,24 +52,64 @@ pub enum SpecError {
     },
 }
 
-fn render_at(file: &Path, line: usize, col: usize, key: &str, message: &str, snippet: &str) -> String {
-    let key = if key.is_empty() { String::new() } else { format!("{key}: ") };
+fn render_at(
+    file: &Path,
+    line: usize,
+    col: usize,
+    key: &str,
+    message: &str,
+    snippet: &str,
+) -> String {
+    let key = if key.is_empty() {
+        String::new()
+    } else {
+        format!("{key}: ")
+    };
     let message = message.trim_end();
     if snippet.is_empty() {
         format!("{}:{line}:{col}: {key}{message}", file.display())
     } else {
-        format!("{}:{line}:{col}: {key}{message}\n  {line:>4} | {snippet}", file.display())
+        format!(
+            "{}:{line}:{col}: {key}{message}\n  {line:>4} | {snippet}",
+            file.display()
+        )
     }
 }
 
 impl SpecError {
     /// An error at a byte span of `text`; an empty `0..0` span means "the file as a whole" (line 1).
-    pub fn at(file: &Path, text: &str, span: Range<usize>, key: &str, message: impl Into<String>) -> SpecError {
+    pub fn at(
+        file: &Path,
+        text: &str,
+        span: Range<usize>,
+        key: &str,
+        message: impl Into<String>,
+    ) -> SpecError {
         let (line, col) = crate::spec::line_col(text, span.start);
-        let snippet = if span == (0..0) { String::new() } else { window(text.lines().nth(line - 1).unwrap_or(""), col) };
+        let snippet = if span == (0..0) {
+            String::new()
+        } else {
+            window(text.lines().nth(line - 1).unwrap_or(""), col)
+        };
         // Never echo control bytes (ESC, BEL, NUL) from a hostile file to the terminal.
-        let snippet: String = snippet.chars().map(|c| if c.is_control() && c != '\t' { '\u{FFFD}' } else { c }).collect();
-        SpecError::At { file: file.to_path_buf(), line, col, key: key.to_string(), message: message.into(), snippet }
+        let snippet: String = snippet
+            .chars()
+            .map(|c| {
+                if c.is_control() && c != '\t' {
+                    '\u{FFFD}'
+                } else {
+                    c
+                }
+            })
+            .collect();
+        SpecError::At {
+            file: file.to_path_buf(),
+            line,
+            col,
+            key: key.to_string(),
+            message: message.into(),
+            snippet,
+        }
     }
 }
 
@@ -83,7 +123,11 @@ fn window(line: &str, col: usize) -> String {
     }
     let start = col.saturating_sub(1).saturating_sub(W / 2).min(n - W);
     let cut: String = line.chars().skip(start).take(W).collect();
-    format!("{}{cut}{}", if start > 0 { "…" } else { "" }, if start + W < n { "…" } else { "" })
+    format!(
+        "{}{cut}{}",
+        if start > 0 { "…" } else { "" },
+        if start + W < n { "…" } else { "" }
+    )
 }
 
 /// Errors reading or writing an evidence directory.
@@ -110,7 +154,10 @@ pub enum EvidenceError {
 impl EvidenceError {
     /// An I/O error on `path`.
     pub fn io(path: &Path, source: std::io::Error) -> EvidenceError {
-        EvidenceError::Io { path: path.to_path_buf(), source }
+        EvidenceError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }
 

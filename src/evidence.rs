@@ -146,7 +146,11 @@ impl EvidenceWriter {
         let parent = root.join(gate);
         std::fs::create_dir_all(&parent).map_err(|e| EvidenceError::io(&parent, e))?;
         for n in 0..1000 {
-            let name = if n == 0 { stamp.to_string() } else { format!("{stamp}-{n}") };
+            let name = if n == 0 {
+                stamp.to_string()
+            } else {
+                format!("{stamp}-{n}")
+            };
             let dir = parent.join(name);
             match std::fs::create_dir(&dir) {
                 Ok(()) => return Ok(EvidenceWriter { dir }),
@@ -154,18 +158,26 @@ impl EvidenceWriter {
                 Err(e) => return Err(EvidenceError::io(&dir, e)),
             }
         }
-        Err(EvidenceError::Malformed { path: parent, reason: "could not create a fresh run directory".into() })
+        Err(EvidenceError::Malformed {
+            path: parent,
+            reason: "could not create a fresh run directory".into(),
+        })
     }
 
     /// Creates exactly `dir` (which must not exist yet; its parent must) and returns a writer for it.
     pub fn create_exact(dir: &Path) -> Result<EvidenceWriter, EvidenceError> {
         std::fs::create_dir(dir).map_err(|e| EvidenceError::io(dir, e))?;
-        Ok(EvidenceWriter { dir: dir.to_path_buf() })
+        Ok(EvidenceWriter {
+            dir: dir.to_path_buf(),
+        })
     }
 
     /// Writes `pair.json`.
     pub fn write_pair_summary(&self, pair: &PairSummary) -> Result<(), EvidenceError> {
-        let json = serde_json::to_vec_pretty(pair).map_err(|e| EvidenceError::Malformed { path: self.path("pair.json"), reason: e.to_string() })?;
+        let json = serde_json::to_vec_pretty(pair).map_err(|e| EvidenceError::Malformed {
+            path: self.path("pair.json"),
+            reason: e.to_string(),
+        })?;
         self.write("pair.json", &json)
     }
 
@@ -186,17 +198,29 @@ impl EvidenceWriter {
 
     /// Writes `run.json`.
     pub fn write_summary(&self, run: &RunSummary) -> Result<(), EvidenceError> {
-        let json = serde_json::to_vec_pretty(run).map_err(|e| EvidenceError::Malformed { path: self.path("run.json"), reason: e.to_string() })?;
+        let json = serde_json::to_vec_pretty(run).map_err(|e| EvidenceError::Malformed {
+            path: self.path("run.json"),
+            reason: e.to_string(),
+        })?;
         self.write("run.json", &json)
     }
 
     /// Writes the three files of request `index`.
-    pub fn write_request(&self, index: usize, body: &serde_json::Value, response: &ResponseMeta, reads: &[TimedRead]) -> Result<(), EvidenceError> {
+    pub fn write_request(
+        &self,
+        index: usize,
+        body: &serde_json::Value,
+        response: &ResponseMeta,
+        reads: &[TimedRead],
+    ) -> Result<(), EvidenceError> {
         let body = serde_json::to_vec_pretty(body).unwrap_or_default();
         self.write(&format!("{index:02}.request.json"), &body)?;
         let meta = serde_json::to_vec_pretty(response).unwrap_or_default();
         self.write(&format!("{index:02}.response.json"), &meta)?;
-        self.write(&format!("{index:02}.reads.jsonl"), reads::encode(reads).as_bytes())
+        self.write(
+            &format!("{index:02}.reads.jsonl"),
+            reads::encode(reads).as_bytes(),
+        )
     }
 }
 
@@ -204,9 +228,13 @@ impl EvidenceWriter {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), EvidenceError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| EvidenceError::io(dir, e))?;
-    tmp.write_all(bytes).map_err(|e| EvidenceError::io(path, e))?;
-    tmp.as_file().sync_all().map_err(|e| EvidenceError::io(path, e))?;
-    tmp.persist(path).map_err(|e| EvidenceError::io(path, e.error))?;
+    tmp.write_all(bytes)
+        .map_err(|e| EvidenceError::io(path, e))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| EvidenceError::io(path, e))?;
+    tmp.persist(path)
+        .map_err(|e| EvidenceError::io(path, e.error))?;
     Ok(())
 }
 
@@ -253,9 +281,15 @@ pub struct Evidence {
 pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
     let run_path = dir.join("run.json");
     let text = std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
-    let run: RunSummary = serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed { path: run_path.clone(), reason: e.to_string() })?;
+    let run: RunSummary = serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
+        path: run_path.clone(),
+        reason: e.to_string(),
+    })?;
     if run.schema != RUN_SCHEMA {
-        return Err(EvidenceError::Malformed { path: run_path, reason: format!("schema {:?}, expected {RUN_SCHEMA:?}", run.schema) });
+        return Err(EvidenceError::Malformed {
+            path: run_path,
+            reason: format!("schema {:?}, expected {RUN_SCHEMA:?}", run.schema),
+        });
     }
     let log_path = dir.join("serve.log");
     let serve_log = match std::fs::read(&log_path) {
@@ -267,48 +301,95 @@ pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
     for rec in &run.requests {
         let reads_path = dir.join(format!("{:02}.reads.jsonl", rec.index));
         let reads = match std::fs::read_to_string(&reads_path) {
-            Ok(t) => reads::decode(&t).map_err(|e| EvidenceError::Malformed { path: reads_path.clone(), reason: e.to_string() })?,
+            Ok(t) => reads::decode(&t).map_err(|e| EvidenceError::Malformed {
+                path: reads_path.clone(),
+                reason: e.to_string(),
+            })?,
             // A request that got no response has no reads; one that did must have them.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && rec.http_status.is_none() => Vec::new(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && rec.http_status.is_none() => {
+                Vec::new()
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(EvidenceError::Malformed { path: reads_path.clone(), reason: format!("missing: request {:02} got HTTP {} but its reads are not in the evidence", rec.index, rec.http_status.unwrap_or(0)) })
+                return Err(EvidenceError::Malformed {
+                    path: reads_path.clone(),
+                    reason: format!(
+                        "missing: request {:02} got HTTP {} but its reads are not in the evidence",
+                        rec.index,
+                        rec.http_status.unwrap_or(0)
+                    ),
+                })
             }
             Err(e) => return Err(EvidenceError::io(&reads_path, e)),
         };
         let meta_path = dir.join(format!("{:02}.response.json", rec.index));
         let response: Option<ResponseMeta> = match std::fs::read_to_string(&meta_path) {
-            Ok(t) => Some(serde_json::from_str(&t).map_err(|e| EvidenceError::Malformed { path: meta_path.clone(), reason: e.to_string() })?),
+            Ok(t) => Some(
+                serde_json::from_str(&t).map_err(|e| EvidenceError::Malformed {
+                    path: meta_path.clone(),
+                    reason: e.to_string(),
+                })?,
+            ),
             Err(_) => None,
         };
         let reply = reply_of(rec, &reads);
-        requests.push(RequestEvidence { record: rec.clone(), response, reply });
+        requests.push(RequestEvidence {
+            record: rec.clone(),
+            response,
+            reply,
+        });
     }
-    Ok(Evidence { dir: dir.to_path_buf(), run, serve_log, requests })
+    Ok(Evidence {
+        dir: dir.to_path_buf(),
+        run,
+        serve_log,
+        requests,
+    })
 }
 
 /// Parses one request's reads into a [`Reply`], as judging sees it: a transport error becomes the reply's
 /// error (kind `transport`); an HTTP error status or a non-streamed body is parsed as a JSON body; a 200
 /// stream is parsed as SSE.
 pub fn reply_of(rec: &RequestRecord, reads: &[TimedRead]) -> Reply {
-    let is_sse = rec.stream && rec.http_status.map(|s| (200..300).contains(&s)).unwrap_or(true);
+    let is_sse = rec.stream
+        && rec
+            .http_status
+            .map(|s| (200..300).contains(&s))
+            .unwrap_or(true);
     let mut reply = if is_sse {
         reply::parse_stream(reads, rec.http_status)
     } else {
-        let bytes: Vec<u8> = reads.iter().map(|r| r.bytes.as_slice()).collect::<Vec<&[u8]>>().concat();
+        let bytes: Vec<u8> = reads
+            .iter()
+            .map(|r| r.bytes.as_slice())
+            .collect::<Vec<&[u8]>>()
+            .concat();
         let t = reads.last().map(|r| r.t_ms).unwrap_or(0.0);
         reply::parse_body(&bytes, rec.http_status, t)
     };
     if let Some(err) = &rec.transport_error {
         if reply.error.is_none() {
-            reply.error = Some(reply::ServeError { kind: "transport".into(), message: err.clone(), http_status: rec.http_status, error_type: None });
+            reply.error = Some(reply::ServeError {
+                kind: "transport".into(),
+                message: err.clone(),
+                http_status: rec.http_status,
+                error_type: None,
+            });
         }
     }
     if rec.body_truncated {
-        reply.warnings.push(format!("body_capped: only the first {} bytes were kept", rec.body_bytes));
+        reply.warnings.push(format!(
+            "body_capped: only the first {} bytes were kept",
+            rec.body_bytes
+        ));
         // A capped body is never a pass: whatever was parsed is a prefix of a reply that went on.
         if reply.error.is_none() {
             let message = format!("the response body passed the {} MiB cap; only its first {} bytes were kept and read", crate::client::BODY_CAP_BYTES >> 20, rec.body_bytes);
-            reply.error = Some(reply::ServeError { kind: "body_capped".into(), message, http_status: rec.http_status, error_type: None });
+            reply.error = Some(reply::ServeError {
+                kind: "body_capped".into(),
+                message,
+                http_status: rec.http_status,
+                error_type: None,
+            });
         }
     }
     reply
@@ -323,16 +404,27 @@ pub fn load_avg() -> Option<[f64; 3]> {
 
 /// Host facts of this machine.
 pub fn host_info() -> HostInfo {
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default();
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default();
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    HostInfo { hostname, os: format!("{} {release}", std::env::consts::OS), cpus }
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    HostInfo {
+        hostname,
+        os: format!("{} {release}", std::env::consts::OS),
+        cpus,
+    }
 }
 
 /// Current UTC time as RFC 3339 (`2026-11-29T18:06:32.123Z`).
 pub fn now_utc() -> String {
     let now = time::OffsetDateTime::now_utc();
-    now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+    now.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 /// Current UTC time as a directory-safe stamp (`20261129T180632Z`).
@@ -417,16 +509,30 @@ pub fn is_pair_dir(dir: &Path) -> bool {
 pub fn load_pair(dir: &Path) -> Result<PairEvidence, EvidenceError> {
     let p = dir.join("pair.json");
     let text = std::fs::read_to_string(&p).map_err(|e| EvidenceError::io(&p, e))?;
-    let summary: PairSummary = serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed { path: p.clone(), reason: e.to_string() })?;
+    let summary: PairSummary =
+        serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
+            path: p.clone(),
+            reason: e.to_string(),
+        })?;
     if summary.schema != PAIR_SCHEMA {
-        return Err(EvidenceError::Malformed { path: p, reason: format!("schema {:?}, expected {PAIR_SCHEMA:?}", summary.schema) });
+        return Err(EvidenceError::Malformed {
+            path: p,
+            reason: format!("schema {:?}, expected {PAIR_SCHEMA:?}", summary.schema),
+        });
     }
     let mut arms = Vec::new();
     for a in &summary.arms {
         if a.dir.contains("..") || a.dir.starts_with('/') {
-            return Err(EvidenceError::Malformed { path: p, reason: format!("arm dir {:?} must be a plain relative name", a.dir) });
+            return Err(EvidenceError::Malformed {
+                path: p,
+                reason: format!("arm dir {:?} must be a plain relative name", a.dir),
+            });
         }
         arms.push(load(&dir.join(&a.dir))?);
     }
-    Ok(PairEvidence { dir: dir.to_path_buf(), summary, arms })
+    Ok(PairEvidence {
+        dir: dir.to_path_buf(),
+        summary,
+        arms,
+    })
 }

@@ -26,7 +26,9 @@ use std::time::{Duration, Instant, SystemTime};
 use libtest_mimic::{Arguments, Completion, Conclusion, Failed, Trial};
 use serde::{Deserialize, Serialize};
 
-use crate::report::{self, AssertionResult, FailureKind, GateResults, Outputs, Producer, Results, TestOutcome};
+use crate::report::{
+    self, AssertionResult, FailureKind, GateResults, Outputs, Producer, Results, TestOutcome,
+};
 use crate::runner::{self, RunOutcome};
 use crate::spec::{self, GateSpec};
 
@@ -97,9 +99,16 @@ impl Config {
 
     /// The configuration from `var` (an environment lookup).
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Config {
-        let gates = nonempty(var("SERVEGATE_GATES")).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("gates"));
-        let runs = nonempty(var("SERVEGATE_RUNS")).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("target/servegate/runs"));
-        let mut outputs = Outputs { junit: nonempty(var("SERVEGATE_JUNIT")).map(PathBuf::from), json: nonempty(var("SERVEGATE_JSON")).map(PathBuf::from) };
+        let gates = nonempty(var("SERVEGATE_GATES"))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("gates"));
+        let runs = nonempty(var("SERVEGATE_RUNS"))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("target/servegate/runs"));
+        let mut outputs = Outputs {
+            junit: nonempty(var("SERVEGATE_JUNIT")).map(PathBuf::from),
+            json: nonempty(var("SERVEGATE_JSON")).map(PathBuf::from),
+        };
         let mut notes = Vec::new();
         let under_nextest = flag(var("NEXTEST")) || nonempty(var("NEXTEST_RUN_ID")).is_some();
         let nextest = if !under_nextest {
@@ -128,7 +137,15 @@ impl Config {
                 ),
             }
         };
-        Config { gates, runs, strict: flag(var("SERVEGATE_STRICT")), verbose: flag(var("SERVEGATE_VERBOSE")), outputs, nextest, notes }
+        Config {
+            gates,
+            runs,
+            strict: flag(var("SERVEGATE_STRICT")),
+            verbose: flag(var("SERVEGATE_VERBOSE")),
+            outputs,
+            nextest,
+            notes,
+        }
     }
 }
 
@@ -148,13 +165,20 @@ pub fn strict() -> bool {
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "(no message)".into())
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "(no message)".into())
 }
 
 impl LazyGate {
     /// Wraps a spec.
     pub fn new(spec: GateSpec, config: Arc<Config>) -> LazyGate {
-        LazyGate { spec, config, result: OnceLock::new() }
+        LazyGate {
+            spec,
+            config,
+            result: OnceLock::new(),
+        }
     }
 
     /// Runs the gate if it has not run yet (one gate at a time in the process; under nextest, once per nextest
@@ -192,7 +216,9 @@ fn run_gate(spec: &GateSpec, config: &Config) -> GateResult {
             eprintln!("[{name}] {line}");
         }
     };
-    match catch_unwind(AssertUnwindSafe(|| runner::run(spec, &config.runs, &mut progress))) {
+    match catch_unwind(AssertUnwindSafe(|| {
+        runner::run(spec, &config.runs, &mut progress)
+    })) {
         Ok(Ok(o)) => GateResult::Ran(Box::new(o)),
         Ok(Err(e)) => GateResult::Error(e.to_string()),
         Err(p) => GateResult::Panicked(panic_message(&*p)),
@@ -232,11 +258,18 @@ pub fn spec_sha256(spec: &GateSpec) -> String {
     let mut bytes = spec.file.display().to_string().into_bytes();
     bytes.push(0);
     bytes.extend_from_slice(spec.source.as_bytes());
-    crate::hash::sha256_reader(bytes.as_slice()).map(|(h, _)| h).unwrap_or_default()
+    crate::hash::sha256_reader(bytes.as_slice())
+        .map(|(h, _)| h)
+        .unwrap_or_default()
 }
 
 fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
-    let f = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path)?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(path)?;
     fs4::fs_std::FileExt::lock_exclusive(&f)?;
     Ok(f)
 }
@@ -244,13 +277,20 @@ fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
 /// Removes per-run cache directories older than a week (best effort).
 fn prune_stale(root: &Path, keep: &Path) {
     let week = Duration::from_secs(7 * 24 * 3600);
-    let Ok(entries) = std::fs::read_dir(root) else { return };
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
     for e in entries.flatten() {
         let p = e.path();
         if p == keep {
             continue;
         }
-        let old = e.metadata().and_then(|m| m.modified()).ok().and_then(|t| SystemTime::now().duration_since(t).ok()).is_some_and(|age| age > week);
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .is_some_and(|age| age > week);
         if old {
             let _ = std::fs::remove_dir_all(&p);
         }
@@ -260,7 +300,9 @@ fn prune_stale(root: &Path, keep: &Path) {
 /// Runs `spec` once per nextest run: under the gate's lock, reuse the cached outcome or run the gate (under the
 /// serve lock, one serve at a time) and cache its outcome.
 fn run_cached(spec: &GateSpec, config: &Config, dir: &Path) -> GateResult {
-    let fail = |what: &str, e: &dyn std::fmt::Display| GateResult::Error(format!("nextest gate cache {}: {what}: {e}", dir.display()));
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        GateResult::Error(format!("nextest gate cache {}: {what}: {e}", dir.display()))
+    };
     if let Err(e) = std::fs::create_dir_all(dir) {
         return fail("cannot create", &e);
     }
@@ -277,7 +319,17 @@ fn run_cached(spec: &GateSpec, config: &Config, dir: &Path) -> GateResult {
     if let Ok(text) = std::fs::read_to_string(&cache) {
         if let Ok(c) = serde_json::from_str::<CachedRun>(&text) {
             return match c.result {
-                CachedResult::Ran { evidence_dir, summary, verdicts, pair } => GateResult::Ran(Box::new(RunOutcome { dir: evidence_dir, summary, verdicts, pair })),
+                CachedResult::Ran {
+                    evidence_dir,
+                    summary,
+                    verdicts,
+                    pair,
+                } => GateResult::Ran(Box::new(RunOutcome {
+                    dir: evidence_dir,
+                    summary,
+                    verdicts,
+                    pair,
+                })),
                 CachedResult::Error { message } => GateResult::Error(message),
                 CachedResult::Panicked { message } => GateResult::Panicked(message),
             };
@@ -289,10 +341,17 @@ fn run_cached(spec: &GateSpec, config: &Config, dir: &Path) -> GateResult {
     };
     let result = run_gate(spec, config);
     let cached = CachedResult::from_result(&result);
-    let doc = CachedRun { gate: spec.name.clone(), spec_sha256: hash, result: cached };
+    let doc = CachedRun {
+        gate: spec.name.clone(),
+        spec_sha256: hash,
+        result: cached,
+    };
     let bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
     if let Err(e) = report::write_atomic(&cache, &bytes) {
-        eprintln!("servegate: {}: cannot cache the gate run for the other nextest processes: {e}", cache.display());
+        eprintln!(
+            "servegate: {}: cannot cache the gate run for the other nextest processes: {e}",
+            cache.display()
+        );
     }
     result
 }
@@ -301,12 +360,25 @@ impl CachedResult {
     fn from_result(r: &GateResult) -> CachedResult {
         match r {
             GateResult::Ran(o) => {
-                let dir = if o.dir.is_absolute() { o.dir.clone() } else { std::env::current_dir().map(|c| c.join(&o.dir)).unwrap_or_else(|_| o.dir.clone()) };
-                CachedResult::Ran { evidence_dir: dir, summary: o.summary.clone(), verdicts: o.verdicts.clone(), pair: o.pair.clone() }
+                let dir = if o.dir.is_absolute() {
+                    o.dir.clone()
+                } else {
+                    std::env::current_dir()
+                        .map(|c| c.join(&o.dir))
+                        .unwrap_or_else(|_| o.dir.clone())
+                };
+                CachedResult::Ran {
+                    evidence_dir: dir,
+                    summary: o.summary.clone(),
+                    verdicts: o.verdicts.clone(),
+                    pair: o.pair.clone(),
+                }
             }
             GateResult::Error(m) => CachedResult::Error { message: m.clone() },
             GateResult::Panicked(m) => CachedResult::Panicked { message: m.clone() },
-            GateResult::Unmet(r) => CachedResult::Error { message: format!("unexpected: requirements unmet: {}", r.join("; ")) },
+            GateResult::Unmet(r) => CachedResult::Error {
+                message: format!("unexpected: requirements unmet: {}", r.join("; ")),
+            },
         }
     }
 }
@@ -316,8 +388,16 @@ pub fn discover_in(root: &Path) -> Result<Vec<PathBuf>, String> {
     if root.is_file() {
         return Ok(vec![root.to_path_buf()]);
     }
-    let entries = std::fs::read_dir(root).map_err(|e| format!("{}: {e} (set SERVEGATE_GATES to a gates directory)", root.display()))?;
-    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    let entries = std::fs::read_dir(root).map_err(|e| {
+        format!(
+            "{}: {e} (set SERVEGATE_GATES to a gates directory)",
+            root.display()
+        )
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
     files.sort();
     Ok(files)
 }
@@ -342,7 +422,12 @@ pub struct Decision {
 
 impl Decision {
     fn failed(kind: FailureKind, message: String) -> Decision {
-        Decision { outcome: TestOutcome::Failed, failure_kind: Some(kind), message, detail: None }
+        Decision {
+            outcome: TestOutcome::Failed,
+            failure_kind: Some(kind),
+            message,
+            detail: None,
+        }
     }
 }
 
@@ -352,22 +437,42 @@ pub fn decide(gate: &LazyGate, assertion: &str) -> Decision {
         GateResult::Unmet(reasons) => {
             let reason = format!("requires: {}", reasons.join("; "));
             if gate.config.strict {
-                Decision::failed(FailureKind::RequirementUnmet, format!("{reason} (SERVEGATE_STRICT is set: unmet requirements fail)"))
+                Decision::failed(
+                    FailureKind::RequirementUnmet,
+                    format!("{reason} (SERVEGATE_STRICT is set: unmet requirements fail)"),
+                )
             } else {
-                Decision { outcome: TestOutcome::Skipped, failure_kind: None, message: reason, detail: None }
+                Decision {
+                    outcome: TestOutcome::Skipped,
+                    failure_kind: None,
+                    message: reason,
+                    detail: None,
+                }
             }
         }
-        GateResult::Error(e) => Decision::failed(FailureKind::EvidenceError, format!("evidence error: {e}")),
-        GateResult::Panicked(m) => Decision::failed(FailureKind::Panic, format!("the gate run panicked: {m}")),
+        GateResult::Error(e) => {
+            Decision::failed(FailureKind::EvidenceError, format!("evidence error: {e}"))
+        }
+        GateResult::Panicked(m) => {
+            Decision::failed(FailureKind::Panic, format!("the gate run panicked: {m}"))
+        }
         GateResult::Ran(o) => match o.verdicts.iter().find(|v| v.assertion == assertion) {
-            Some(v) if v.passed() => Decision { outcome: TestOutcome::Passed, failure_kind: None, message: v.message.clone(), detail: None },
+            Some(v) if v.passed() => Decision {
+                outcome: TestOutcome::Passed,
+                failure_kind: None,
+                message: v.message.clone(),
+                detail: None,
+            },
             Some(v) => Decision {
                 outcome: TestOutcome::Failed,
                 failure_kind: Some(report::verdict_failure_kind(o)),
                 message: v.message.clone(),
                 detail: Some(format!("evidence: {}", o.dir.display())),
             },
-            None => Decision::failed(FailureKind::Assertion, format!("no verdict for {assertion}")),
+            None => Decision::failed(
+                FailureKind::Assertion,
+                format!("no verdict for {assertion}"),
+            ),
         },
     }
 }
@@ -403,13 +508,26 @@ impl TrialLog {
 
 /// Runs a trial body, catching a panic (recorded as a failure of kind `panic`), records the decision and its
 /// wall time in `log`, and returns libtest's result.
-pub fn run_trial(log: &TrialLog, entry: usize, assertion: &str, body: impl FnOnce() -> Decision) -> Result<Completion, Failed> {
+pub fn run_trial(
+    log: &TrialLog,
+    entry: usize,
+    assertion: &str,
+    body: impl FnOnce() -> Decision,
+) -> Result<Completion, Failed> {
     let t = Instant::now();
     let decision = match catch_unwind(AssertUnwindSafe(body)) {
         Ok(d) => d,
-        Err(p) => Decision::failed(FailureKind::Panic, format!("test panicked: {}", panic_message(&*p))),
+        Err(p) => Decision::failed(
+            FailureKind::Panic,
+            format!("test panicked: {}", panic_message(&*p)),
+        ),
     };
-    log.push(TrialRecord { entry, assertion: assertion.to_string(), decision: decision.clone(), duration: t.elapsed() });
+    log.push(TrialRecord {
+        entry,
+        assertion: assertion.to_string(),
+        decision: decision.clone(),
+        duration: t.elapsed(),
+    });
     match decision.outcome {
         TestOutcome::Passed => Ok(Completion::Completed),
         TestOutcome::Skipped => Ok(Completion::ignored_with(decision.message)),
@@ -449,38 +567,64 @@ pub struct Plan {
 /// Builds the trials for the given gate files: `<gate>::<assertion>` per assertion, or `<file stem>::spec`
 /// failing with the error for an invalid spec. Each trial records its outcome in `log`.
 pub fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
-    let mut plan = Plan { trials: Vec::new(), entries: Vec::new(), index: Vec::new() };
+    let mut plan = Plan {
+        trials: Vec::new(),
+        entries: Vec::new(),
+        index: Vec::new(),
+    };
     let mut names: std::collections::BTreeMap<String, PathBuf> = std::collections::BTreeMap::new();
     for file in files {
         let n = plan.entries.len();
         // Two gate files with one [gate] name would share trial names and an evidence directory: refuse the second.
-        let loaded = spec::load(file).map_err(|e| e.to_string()).and_then(|g| match names.get(&g.name) {
-            Some(first) => Err(format!("{}: gate.name {:?} is already the name of {}; gate names must be unique", file.display(), g.name, first.display())),
-            None => {
-                names.insert(g.name.clone(), file.clone());
-                Ok(g)
-            }
-        });
+        let loaded =
+            spec::load(file)
+                .map_err(|e| e.to_string())
+                .and_then(|g| match names.get(&g.name) {
+                    Some(first) => Err(format!(
+                        "{}: gate.name {:?} is already the name of {}; gate names must be unique",
+                        file.display(),
+                        g.name,
+                        first.display()
+                    )),
+                    None => {
+                        names.insert(g.name.clone(), file.clone());
+                        Ok(g)
+                    }
+                });
         match loaded {
             Err(e) => {
                 let msg = e.to_string();
                 let l = log.clone();
                 let m = msg.clone();
-                plan.trials.push(Trial::test(format!("{}::spec", report::spec_stem(file)), move || {
-                    run_trial(&l, n, "spec", || Decision::failed(FailureKind::SpecInvalid, m)).map(|_| ())
-                }));
+                plan.trials.push(Trial::test(
+                    format!("{}::spec", report::spec_stem(file)),
+                    move || {
+                        run_trial(&l, n, "spec", || {
+                            Decision::failed(FailureKind::SpecInvalid, m)
+                        })
+                        .map(|_| ())
+                    },
+                ));
                 plan.index.push((n, "spec".into()));
-                plan.entries.push(Entry::Invalid { file: file.clone(), error: msg });
+                plan.entries.push(Entry::Invalid {
+                    file: file.clone(),
+                    error: msg,
+                });
             }
             Ok(spec) => {
                 let gate = Arc::new(LazyGate::new(spec, Arc::clone(config)));
                 // nextest reads a runtime "ignored" as a pass: under nextest, flag the trials of a gate whose
                 // requirements are unmet as ignored when listing, so nextest skips them (not under strict).
-                let flag = matches!(config.nextest, Nextest::Cached { .. }) && !config.strict && !gate.spec.requirements().is_empty();
+                let flag = matches!(config.nextest, Nextest::Cached { .. })
+                    && !config.strict
+                    && !gate.spec.requirements().is_empty();
                 for a in gate.spec.assertions.names() {
                     let g = Arc::clone(&gate);
                     let l = log.clone();
-                    let trial = Trial::ignorable_test(format!("{}::{a}", gate.spec.name), move || run_trial(&l, n, a, || decide(&g, a)));
+                    let trial =
+                        Trial::ignorable_test(format!("{}::{a}", gate.spec.name), move || {
+                            run_trial(&l, n, a, || decide(&g, a))
+                        });
                     plan.trials.push(trial.with_ignored_flag(flag));
                     plan.index.push((n, a.to_string()));
                 }
@@ -499,9 +643,17 @@ pub fn report(entries: &[Entry]) -> String {
         let Entry::Gate(g) = e else { continue };
         match g.result() {
             None => {}
-            Some(GateResult::Unmet(r)) => out.push_str(&format!("{}: ignored (requires: {})\n", g.spec.name, r.join("; "))),
-            Some(GateResult::Error(e)) => out.push_str(&format!("{}: evidence error: {e}\n", g.spec.name)),
-            Some(GateResult::Panicked(m)) => out.push_str(&format!("{}: the run panicked: {m}\n", g.spec.name)),
+            Some(GateResult::Unmet(r)) => out.push_str(&format!(
+                "{}: ignored (requires: {})\n",
+                g.spec.name,
+                r.join("; ")
+            )),
+            Some(GateResult::Error(e)) => {
+                out.push_str(&format!("{}: evidence error: {e}\n", g.spec.name))
+            }
+            Some(GateResult::Panicked(m)) => {
+                out.push_str(&format!("{}: the run panicked: {m}\n", g.spec.name))
+            }
             Some(GateResult::Ran(o)) => {
                 out.push_str(&format!("{}: evidence {}\n", g.spec.name, o.dir.display()));
                 for v in &o.verdicts {
@@ -516,7 +668,13 @@ pub fn report(entries: &[Entry]) -> String {
 /// Builds the results document from the trial records: one gate per entry with a recorded trial, one test per
 /// recorded trial (in declaration order), figures from the verdicts.
 /// `started_utc` is when the harness started.
-pub fn results(entries: &[Entry], records: &[TrialRecord], strict: bool, started_utc: &str, duration_s: f64) -> Results {
+pub fn results(
+    entries: &[Entry],
+    records: &[TrialRecord],
+    strict: bool,
+    started_utc: &str,
+    duration_s: f64,
+) -> Results {
     let mut results = Results::begin(Producer::Harness, strict);
     results.started_utc = started_utc.to_string();
     for (i, entry) in entries.iter().enumerate() {
@@ -531,7 +689,12 @@ pub fn results(entries: &[Entry], records: &[TrialRecord], strict: bool, started
             }
             Entry::Gate(g) => {
                 let names = g.spec.assertions.names();
-                recs.sort_by_key(|r| names.iter().position(|n| *n == r.assertion).unwrap_or(usize::MAX));
+                recs.sort_by_key(|r| {
+                    names
+                        .iter()
+                        .position(|n| *n == r.assertion)
+                        .unwrap_or(usize::MAX)
+                });
                 let outcome = match g.result() {
                     Some(GateResult::Ran(o)) => Some(o),
                     _ => None,
@@ -540,8 +703,17 @@ pub fn results(entries: &[Entry], records: &[TrialRecord], strict: bool, started
                     .iter()
                     .map(|r| {
                         let d = &r.decision;
-                        let t = AssertionResult::new(&g.spec.name, &r.assertion, d.outcome, d.failure_kind, &d.message, r.duration.as_secs_f64());
-                        match outcome.and_then(|o| o.verdicts.iter().find(|v| v.assertion == r.assertion)) {
+                        let t = AssertionResult::new(
+                            &g.spec.name,
+                            &r.assertion,
+                            d.outcome,
+                            d.failure_kind,
+                            &d.message,
+                            r.duration.as_secs_f64(),
+                        );
+                        match outcome
+                            .and_then(|o| o.verdicts.iter().find(|v| v.assertion == r.assertion))
+                        {
                             Some(v) => t.with_figures(&g.spec, v),
                             None => t,
                         }
@@ -549,10 +721,34 @@ pub fn results(entries: &[Entry], records: &[TrialRecord], strict: bool, started
                     .collect();
                 let gate = match (outcome, g.result()) {
                     (Some(o), _) => GateResults::ran(&g.spec, o, tests),
-                    (None, Some(GateResult::Unmet(r))) => GateResults::not_run(&g.spec.name, &g.spec.file, &g.spec.description, &format!("requires: {}", r.join("; ")), tests),
-                    (None, Some(GateResult::Error(e))) => GateResults::not_run(&g.spec.name, &g.spec.file, &g.spec.description, &format!("evidence error: {e}"), tests),
-                    (None, Some(GateResult::Panicked(m))) => GateResults::not_run(&g.spec.name, &g.spec.file, &g.spec.description, &format!("the run panicked: {m}"), tests),
-                    (None, None) => GateResults::not_run(&g.spec.name, &g.spec.file, &g.spec.description, "not run", tests),
+                    (None, Some(GateResult::Unmet(r))) => GateResults::not_run(
+                        &g.spec.name,
+                        &g.spec.file,
+                        &g.spec.description,
+                        &format!("requires: {}", r.join("; ")),
+                        tests,
+                    ),
+                    (None, Some(GateResult::Error(e))) => GateResults::not_run(
+                        &g.spec.name,
+                        &g.spec.file,
+                        &g.spec.description,
+                        &format!("evidence error: {e}"),
+                        tests,
+                    ),
+                    (None, Some(GateResult::Panicked(m))) => GateResults::not_run(
+                        &g.spec.name,
+                        &g.spec.file,
+                        &g.spec.description,
+                        &format!("the run panicked: {m}"),
+                        tests,
+                    ),
+                    (None, None) => GateResults::not_run(
+                        &g.spec.name,
+                        &g.spec.file,
+                        &g.spec.description,
+                        "not run",
+                        tests,
+                    ),
                     (None, Some(GateResult::Ran(_))) => unreachable!("outcome is Some for Ran"),
                 };
                 results.push(gate);
@@ -578,7 +774,10 @@ pub struct HarnessRun {
 impl HarnessRun {
     /// The plain closing line: `gates: N passed, N failed, N skipped`.
     pub fn closing_line(&self) -> String {
-        format!("gates: {} passed, {} failed, {} skipped", self.conclusion.num_passed, self.conclusion.num_failed, self.conclusion.num_ignored)
+        format!(
+            "gates: {} passed, {} failed, {} skipped",
+            self.conclusion.num_passed, self.conclusion.num_failed, self.conclusion.num_ignored
+        )
     }
 }
 
@@ -593,18 +792,44 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
     // Trials libtest lists but does not run (e.g. all tests under `--bench`): it counts them as ignored.
     for (trial, (entry, assertion)) in plan.trials.iter().zip(&plan.index) {
         if !args.list && !args.is_filtered_out(trial) && args.is_ignored(trial) {
-            let decision = Decision { outcome: TestOutcome::Skipped, failure_kind: None, message: "not run: ignored by the test arguments".into(), detail: None };
-            log.push(TrialRecord { entry: *entry, assertion: assertion.clone(), decision, duration: Duration::ZERO });
+            let decision = Decision {
+                outcome: TestOutcome::Skipped,
+                failure_kind: None,
+                message: "not run: ignored by the test arguments".into(),
+                detail: None,
+            };
+            log.push(TrialRecord {
+                entry: *entry,
+                assertion: assertion.clone(),
+                decision,
+                duration: Duration::ZERO,
+            });
         }
     }
     let conclusion = libtest_mimic::run(args, plan.trials);
     let report = report(&plan.entries);
     if args.list {
-        return HarnessRun { conclusion, results: None, report, write_errors: Vec::new() };
+        return HarnessRun {
+            conclusion,
+            results: None,
+            report,
+            write_errors: Vec::new(),
+        };
     }
-    let results = results(&plan.entries, &log.records(), config.strict, &started_utc, t.elapsed().as_secs_f64());
+    let results = results(
+        &plan.entries,
+        &log.records(),
+        config.strict,
+        &started_utc,
+        t.elapsed().as_secs_f64(),
+    );
     let write_errors = config.outputs.write(&results);
-    HarnessRun { conclusion, results: Some(results), report, write_errors }
+    HarnessRun {
+        conclusion,
+        results: Some(results),
+        report,
+        write_errors,
+    }
 }
 
 /// Entry point of `tests/gates.rs`: [`main_code`] with the process's arguments and environment.
@@ -670,7 +895,10 @@ pub fn main_code(mut args: Arguments, config: Config) -> i32 {
 
 /// Relative display of a path when under the current directory.
 pub fn short_path(p: &Path) -> String {
-    std::env::current_dir().ok().and_then(|c| p.strip_prefix(c).ok().map(|r| r.display().to_string())).unwrap_or_else(|| p.display().to_string())
+    std::env::current_dir()
+        .ok()
+        .and_then(|c| p.strip_prefix(c).ok().map(|r| r.display().to_string()))
+        .unwrap_or_else(|| p.display().to_string())
 }
 
 #[cfg(test)]
@@ -678,13 +906,29 @@ mod tests {
     use super::*;
 
     fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     #[test]
     fn nextest_with_a_run_id_caches_per_run() {
-        let c = Config::from_vars(vars(&[("NEXTEST", "1"), ("NEXTEST_RUN_ID", "3f1c-ab/..x"), ("SERVEGATE_RUNS", "/r"), ("SERVEGATE_JUNIT", "j.xml")]));
-        assert_eq!(c.nextest, Nextest::Cached { run_id: "3f1c-ab/..x".into(), dir: PathBuf::from("/r/.servegate-nextest/3f1c-ab___x") });
+        let c = Config::from_vars(vars(&[
+            ("NEXTEST", "1"),
+            ("NEXTEST_RUN_ID", "3f1c-ab/..x"),
+            ("SERVEGATE_RUNS", "/r"),
+            ("SERVEGATE_JUNIT", "j.xml"),
+        ]));
+        assert_eq!(
+            c.nextest,
+            Nextest::Cached {
+                run_id: "3f1c-ab/..x".into(),
+                dir: PathBuf::from("/r/.servegate-nextest/3f1c-ab___x")
+            }
+        );
         assert!(c.outputs.is_empty(), "reports are ignored under nextest");
         assert_eq!(c.notes.len(), 1);
     }
@@ -700,7 +944,12 @@ mod tests {
 
     #[test]
     fn plain_environment_reads_every_setting() {
-        let c = Config::from_vars(vars(&[("SERVEGATE_JUNIT", "out/j.xml"), ("SERVEGATE_JSON", "out/r.json"), ("SERVEGATE_STRICT", "1"), ("SERVEGATE_GATES", "g")]));
+        let c = Config::from_vars(vars(&[
+            ("SERVEGATE_JUNIT", "out/j.xml"),
+            ("SERVEGATE_JSON", "out/r.json"),
+            ("SERVEGATE_STRICT", "1"),
+            ("SERVEGATE_GATES", "g"),
+        ]));
         assert_eq!(c.nextest, Nextest::Off);
         assert_eq!(c.outputs.junit.as_deref(), Some(Path::new("out/j.xml")));
         assert_eq!(c.outputs.json.as_deref(), Some(Path::new("out/r.json")));
@@ -715,7 +964,10 @@ mod tests {
     fn a_panicking_trial_is_recorded_as_a_failure() {
         let log = TrialLog::default();
         let r = run_trial(&log, 3, "rate", || panic!("boom <&>"));
-        let msg = r.err().and_then(|f| f.message().map(String::from)).unwrap_or_default();
+        let msg = r
+            .err()
+            .and_then(|f| f.message().map(String::from))
+            .unwrap_or_default();
         assert!(msg.contains("test panicked: boom <&>"), "{msg}");
         let recs = log.records();
         assert_eq!(recs.len(), 1);
@@ -727,10 +979,25 @@ mod tests {
     #[test]
     fn skipped_and_failed_decisions_map_to_libtest() {
         let log = TrialLog::default();
-        let skip = Decision { outcome: TestOutcome::Skipped, failure_kind: None, message: "requires: x".into(), detail: None };
-        assert!(matches!(run_trial(&log, 0, "a", || skip), Ok(Completion::Ignored { reason: Some(r) }) if r == "requires: x"));
-        let fail = Decision { outcome: TestOutcome::Failed, failure_kind: Some(FailureKind::Assertion), message: "rate FAIL".into(), detail: Some("evidence: d".into()) };
-        let m = run_trial(&log, 0, "b", || fail).err().and_then(|f| f.message().map(String::from)).unwrap_or_default();
+        let skip = Decision {
+            outcome: TestOutcome::Skipped,
+            failure_kind: None,
+            message: "requires: x".into(),
+            detail: None,
+        };
+        assert!(
+            matches!(run_trial(&log, 0, "a", || skip), Ok(Completion::Ignored { reason: Some(r) }) if r == "requires: x")
+        );
+        let fail = Decision {
+            outcome: TestOutcome::Failed,
+            failure_kind: Some(FailureKind::Assertion),
+            message: "rate FAIL".into(),
+            detail: Some("evidence: d".into()),
+        };
+        let m = run_trial(&log, 0, "b", || fail)
+            .err()
+            .and_then(|f| f.message().map(String::from))
+            .unwrap_or_default();
         assert_eq!(m, "rate FAIL\n  evidence: d");
         assert_eq!(log.records().len(), 2);
     }

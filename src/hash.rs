@@ -56,7 +56,9 @@ fn hex(bytes: &[u8]) -> String {
 
 /// True when `s` is a full SHA-256 digest: exactly 64 lower-case hex digits.
 pub fn is_full_hex(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 #[cfg(test)]
@@ -66,14 +68,22 @@ mod tests {
 
     #[test]
     fn known_vectors_match_fips_180() {
-        assert_eq!(sha256_bytes(b""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-        assert_eq!(sha256_bytes(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            sha256_bytes(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(
+            sha256_bytes(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 
     #[test]
     fn streaming_across_blocks_equals_one_shot() {
         // 2.5 blocks, so the stream crosses block boundaries and ends on a partial block.
-        let data: Vec<u8> = (0..(BLOCK_BYTES * 5 / 2)).map(|i| (i % 251) as u8).collect();
+        let data: Vec<u8> = (0..(BLOCK_BYTES * 5 / 2))
+            .map(|i| (i % 251) as u8)
+            .collect();
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(&data).unwrap();
         f.flush().unwrap();
@@ -106,7 +116,10 @@ mod tests {
         let (_, n) = sha256_file(f.path()).unwrap();
         let s = t.elapsed().as_secs_f64();
         let mb_s = n as f64 / 1e6 / s;
-        println!("sha256 of {n} bytes in {s:.2} s: {mb_s:.0} MB/s ({:.0} MiB/s)", n as f64 / (1u64 << 20) as f64 / s);
+        println!(
+            "sha256 of {n} bytes in {s:.2} s: {mb_s:.0} MB/s ({:.0} MiB/s)",
+            n as f64 / (1u64 << 20) as f64 / s
+        );
         assert_eq!(n, 1 << 30);
         assert!(s < 30.0, "1 GiB took {s:.1} s");
     }

@@ -33,32 +33,65 @@ pub fn holder_path(lock: &Path) -> PathBuf {
 
 /// Takes the lock at `lock` for `gate`, waiting up to `wait` and calling `waiting` about every 10 s with a
 /// line naming the holder. Errors: `hold_timeout: ...` naming the holder, or the I/O error.
-pub fn take(lock: &Path, gate: &str, wait: Duration, waiting: &mut dyn FnMut(&str)) -> Result<Hold, String> {
+pub fn take(
+    lock: &Path,
+    gate: &str,
+    wait: Duration,
+    waiting: &mut dyn FnMut(&str),
+) -> Result<Hold, String> {
     if let Some(dir) = lock.parent() {
         if !dir.as_os_str().is_empty() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("hold: cannot create {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("hold: cannot create {}: {e}", dir.display()))?;
         }
     }
-    let file = OpenOptions::new().create(true).truncate(false).read(true).write(true).open(lock).map_err(|e| format!("hold: cannot open {}: {e}", lock.display()))?;
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(lock)
+        .map_err(|e| format!("hold: cannot open {}: {e}", lock.display()))?;
     let holder = holder_path(lock);
     let t0 = Instant::now();
     let mut last_note: Option<Instant> = None;
     loop {
         match file.try_lock() {
             Ok(()) => {
-                let text = format!("pid {} gate {} since {}\n", std::process::id(), gate, crate::evidence::now_utc());
-                let _ = std::fs::File::create(&holder).and_then(|mut f| f.write_all(text.as_bytes()));
-                return Ok(Hold { file, holder, waited_ms: t0.elapsed().as_secs_f64() * 1000.0 });
+                let text = format!(
+                    "pid {} gate {} since {}\n",
+                    std::process::id(),
+                    gate,
+                    crate::evidence::now_utc()
+                );
+                let _ =
+                    std::fs::File::create(&holder).and_then(|mut f| f.write_all(text.as_bytes()));
+                return Ok(Hold {
+                    file,
+                    holder,
+                    waited_ms: t0.elapsed().as_secs_f64() * 1000.0,
+                });
             }
             Err(std::fs::TryLockError::WouldBlock) => {}
-            Err(std::fs::TryLockError::Error(e)) => return Err(format!("hold: cannot lock {}: {e}", lock.display())),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(format!("hold: cannot lock {}: {e}", lock.display()))
+            }
         }
-        let who = std::fs::read_to_string(&holder).map(|s| s.trim().to_string()).unwrap_or_else(|_| "an unnamed holder".into());
+        let who = std::fs::read_to_string(&holder)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "an unnamed holder".into());
         if t0.elapsed() >= wait {
-            return Err(format!("hold_timeout: {} is held by {who}; waited {:.0} s", lock.display(), wait.as_secs_f64()));
+            return Err(format!(
+                "hold_timeout: {} is held by {who}; waited {:.0} s",
+                lock.display(),
+                wait.as_secs_f64()
+            ));
         }
         if last_note.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
-            waiting(&format!("waiting for the hold {} (held by {who})", lock.display()));
+            waiting(&format!(
+                "waiting for the hold {} (held by {who})",
+                lock.display()
+            ));
             last_note = Some(Instant::now());
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -75,9 +108,15 @@ mod tests {
         let lock = dir.path().join("npu.lock");
         let first = take(&lock, "gate-a", Duration::from_secs(1), &mut |_| {}).unwrap();
         let mut notes = Vec::new();
-        let err = take(&lock, "gate-b", Duration::from_millis(300), &mut |l| notes.push(l.to_string())).unwrap_err();
+        let err = take(&lock, "gate-b", Duration::from_millis(300), &mut |l| {
+            notes.push(l.to_string())
+        })
+        .unwrap_err();
         assert!(err.starts_with("hold_timeout: "), "{err}");
-        assert!(err.contains(&format!("pid {} gate gate-a", std::process::id())), "{err}");
+        assert!(
+            err.contains(&format!("pid {} gate gate-a", std::process::id())),
+            "{err}"
+        );
         assert!(notes[0].contains("gate gate-a"), "{notes:?}");
         drop(first);
         assert!(!holder_path(&lock).exists());

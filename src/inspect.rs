@@ -170,7 +170,12 @@ pub fn reply_failure(reply: &Reply, figures: &Figures) -> Option<(String, String
     let name = if let Some(f) = reply.failure() {
         note_name(&f).to_string()
     } else if reply.content.trim().is_empty() {
-        match crate::content::reasoning_ate_budget(&reply.content, &reply.reasoning, figures.completion_tokens, reply.finish_reason.as_deref()) {
+        match crate::content::reasoning_ate_budget(
+            &reply.content,
+            &reply.reasoning,
+            figures.completion_tokens,
+            reply.finish_reason.as_deref(),
+        ) {
             Some(why) => note_name(&why).to_string(),
             None if reply.content.is_empty() => "content_empty".to_string(),
             None => "content_whitespace_only".to_string(),
@@ -187,12 +192,21 @@ pub fn reply_failure(reply: &Reply, figures: &Figures) -> Option<(String, String
 /// The summary of one reply and its figures (see [`Summary`]).
 pub fn summarize(reply: &Reply, figures: &Figures) -> Summary {
     let failure = reply_failure(reply, figures);
-    let warnings: Vec<String> = reply.warnings.iter().chain(&figures.warnings).cloned().collect();
+    let warnings: Vec<String> = reply
+        .warnings
+        .iter()
+        .chain(&figures.warnings)
+        .cloned()
+        .collect();
     let mut flags = reply.flags.clone();
     if figures.multi_token {
         flags.push("multi_token".into());
     }
-    let mut notes: Vec<String> = warnings.iter().chain(&flags).map(|n| note_name(n).to_string()).collect();
+    let mut notes: Vec<String> = warnings
+        .iter()
+        .chain(&flags)
+        .map(|n| note_name(n).to_string())
+        .collect();
     notes.sort();
     notes.dedup();
     let itl = &figures.itl_ms;
@@ -292,7 +306,10 @@ pub fn parse_input(name: &str, bytes: &[u8]) -> Result<(Input, Reply), String> {
     if name.ends_with(".json") {
         return Ok((Input::Json, parse_body(bytes, None, 0.0)));
     }
-    Ok((Input::Sse, parse_stream(&reads::single_read(bytes.to_vec()), None)))
+    Ok((
+        Input::Sse,
+        parse_stream(&reads::single_read(bytes.to_vec()), None),
+    ))
 }
 
 /// Parses, measures and summarises one response: what `servegate inspect` prints.
@@ -300,7 +317,13 @@ pub fn inspect_bytes(file: &str, bytes: &[u8]) -> Result<Inspection, String> {
     let (input, reply) = parse_input(file, bytes)?;
     let figures = measure(&reply);
     let summary = summarize(&reply, &figures);
-    Ok(Inspection { file: file.to_string(), input, summary, figures, reply })
+    Ok(Inspection {
+        file: file.to_string(),
+        input,
+        summary,
+        figures,
+        reply,
+    })
 }
 
 /// Reads `path` and inspects it. Errors name the file.
@@ -315,7 +338,10 @@ pub fn inspect_file(path: &Path) -> Result<Inspection, String> {
 pub fn split_http(raw: &[u8]) -> Result<(u16, bool, Vec<u8>), String> {
     let (head_end, sep) = match find(raw, b"\r\n\r\n") {
         Some(i) => (i, 4),
-        None => (find(raw, b"\n\n").ok_or("not an HTTP response: no blank line after the headers")?, 2),
+        None => (
+            find(raw, b"\n\n").ok_or("not an HTTP response: no blank line after the headers")?,
+            2,
+        ),
     };
     let head = String::from_utf8_lossy(&raw[..head_end]);
     let mut lines = head.lines();
@@ -331,8 +357,13 @@ pub fn split_http(raw: &[u8]) -> Result<(u16, bool, Vec<u8>), String> {
     let mut event_stream = false;
     let mut chunked = false;
     for line in lines {
-        let Some((name, value)) = line.split_once(':') else { continue };
-        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim().to_ascii_lowercase());
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let (name, value) = (
+            name.trim().to_ascii_lowercase(),
+            value.trim().to_ascii_lowercase(),
+        );
         if name == "content-type" && value.starts_with("text/event-stream") {
             event_stream = true;
         }
@@ -341,7 +372,11 @@ pub fn split_http(raw: &[u8]) -> Result<(u16, bool, Vec<u8>), String> {
         }
     }
     let body = &raw[head_end + sep..];
-    let body = if chunked { dechunk(body)? } else { body.to_vec() };
+    let body = if chunked {
+        dechunk(body)?
+    } else {
+        body.to_vec()
+    };
     Ok((status, event_stream, body))
 }
 
@@ -350,13 +385,21 @@ pub fn split_http(raw: &[u8]) -> Result<(u16, bool, Vec<u8>), String> {
 pub fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     loop {
-        let Some(eol) = find(body, b"\n") else { return Ok(out) };
+        let Some(eol) = find(body, b"\n") else {
+            return Ok(out);
+        };
         let size_line = String::from_utf8_lossy(&body[..eol]);
-        let size_hex = size_line.trim().split(';').next().unwrap_or_default().trim();
+        let size_hex = size_line
+            .trim()
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim();
         if size_hex.is_empty() && eol + 1 >= body.len() {
             return Ok(out);
         }
-        let size = usize::from_str_radix(size_hex, 16).map_err(|_| format!("bad chunk size line {size_line:?}"))?;
+        let size = usize::from_str_radix(size_hex, 16)
+            .map_err(|_| format!("bad chunk size line {size_line:?}"))?;
         body = &body[eol + 1..];
         if size == 0 {
             return Ok(out);
@@ -365,7 +408,10 @@ pub fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
         out.extend_from_slice(&body[..take]);
         body = &body[take..];
         // The CRLF after the chunk data.
-        body = body.strip_prefix(b"\r\n").or_else(|| body.strip_prefix(b"\n")).unwrap_or(body);
+        body = body
+            .strip_prefix(b"\r\n")
+            .or_else(|| body.strip_prefix(b"\n"))
+            .unwrap_or(body);
     }
 }
 
@@ -377,7 +423,8 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
 
-    const STREAM: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n\
+    const STREAM: &str =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n\
         data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
         data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
         data: [DONE]\n\n";
@@ -432,7 +479,11 @@ mod tests {
         assert_eq!(s.empty_chunks, 1);
         assert_eq!(s.chunks, 3);
         assert!(s.ok, "{s:?}");
-        let (input, r) = parse_input("x.json", br#"{"choices":[{"index":0,"message":{"content":"Paris."},"finish_reason":"stop"}]}"#).unwrap();
+        let (input, r) = parse_input(
+            "x.json",
+            br#"{"choices":[{"index":0,"message":{"content":"Paris."},"finish_reason":"stop"}]}"#,
+        )
+        .unwrap();
         assert_eq!(input, Input::Json);
         assert!(!r.streamed);
         assert_eq!(r.content, "Paris.");
@@ -441,10 +492,16 @@ mod tests {
     #[test]
     fn fail_reasons_are_named_like_the_cases() {
         let body = |content: &str, reasoning: &str| {
-            format!(r#"{{"choices":[{{"index":0,"message":{{"content":{content:?},"reasoning_content":{reasoning:?}}},"finish_reason":"length"}}],"usage":{{"completion_tokens":8}}}}"#)
+            format!(
+                r#"{{"choices":[{{"index":0,"message":{{"content":{content:?},"reasoning_content":{reasoning:?}}},"finish_reason":"length"}}],"usage":{{"completion_tokens":8}}}}"#
+            )
         };
         for (content, reasoning, want) in [
-            ("", "thinking", Some("content_empty_all_tokens_in_reasoning")),
+            (
+                "",
+                "thinking",
+                Some("content_empty_all_tokens_in_reasoning"),
+            ),
             ("", "", Some("content_empty")),
             ("  \n", "", Some("content_whitespace_only")),
             ("////////", "", Some("degenerate_output")),
@@ -477,14 +534,26 @@ mod tests {
         let r = parse_stream(&rs, None);
         let f = measure(&r);
         let s = summarize(&r, &f);
-        assert_eq!(s.itl, ItlSummary { n: 2, p50_ms: Some(30.0), p90_ms: Some(38.0), p99_ms: Some(39.8), max_ms: Some(40.0) });
+        assert_eq!(
+            s.itl,
+            ItlSummary {
+                n: 2,
+                p50_ms: Some(30.0),
+                p90_ms: Some(38.0),
+                p99_ms: Some(39.8),
+                max_ms: Some(40.0)
+            }
+        );
         assert_eq!(s.completion_tokens_estimate, Some(3));
         assert_eq!(s.completion_tokens, None);
         assert!(s.notes.contains(&"usage_missing".to_string()));
         assert!(s.notes.contains(&"prompt_cache_hit".to_string()));
         assert!(s.notes.contains(&"truncated_by_max_tokens".to_string()));
         assert!(s.flags.iter().any(|f| f == "truncated_by_max_tokens"));
-        assert!(s.warnings.iter().any(|w| w.starts_with("prompt_cache_hit 5/6")));
+        assert!(s
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("prompt_cache_hit 5/6")));
         assert!(!s.prefill_measured);
         assert_eq!((s.cache_n, s.prompt_n), (Some(5), Some(1)));
         assert_eq!(s.timings_predicted_per_second, Some(40.0));
@@ -492,7 +561,10 @@ mod tests {
         // The JSON value has the same keys.
         let v = inspect_summary(&r, &f);
         assert_eq!(v["ttft_ms"], serde_json::json!(10.0));
-        assert_eq!(v["completion_tokens_source"], serde_json::json!("token_chunk_count_estimate"));
+        assert_eq!(
+            v["completion_tokens_source"],
+            serde_json::json!("token_chunk_count_estimate")
+        );
     }
 
     #[test]

@@ -46,7 +46,13 @@ impl Verdict {
             Outcome::Pass => "PASS",
             Outcome::Fail => "FAIL",
         };
-        Verdict { assertion: assertion.to_string(), outcome, message: format!("{assertion} {word} {}", details.as_ref()), values: Vec::new(), median: None }
+        Verdict {
+            assertion: assertion.to_string(),
+            outcome,
+            message: format!("{assertion} {word} {}", details.as_ref()),
+            values: Vec::new(),
+            median: None,
+        }
     }
 
     /// True when the outcome is Pass.
@@ -73,13 +79,19 @@ pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
         None
     };
     if let Some(reason) = run_failure {
-        return names.iter().map(|n| Verdict::new(n, Outcome::Fail, &reason)).collect();
+        return names
+            .iter()
+            .map(|n| Verdict::new(n, Outcome::Fail, &reason))
+            .collect();
     }
     let judged: Vec<Judged> = evidence
         .requests
         .iter()
         .filter(|r| !r.record.warmup)
-        .map(|ev| Judged { ev, fig: measure::measure(&ev.reply) })
+        .map(|ev| Judged {
+            ev,
+            fig: measure::measure(&ev.reply),
+        })
         .collect();
     let during_run = evidence.run.serve.failure.as_deref();
     let mut out = Vec::new();
@@ -103,12 +115,23 @@ pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
 }
 
 fn no_replies(name: &str) -> Verdict {
-    Verdict::new(name, Outcome::Fail, "no replies at all: the run holds no judged request (n=0)")
+    Verdict::new(
+        name,
+        Outcome::Fail,
+        "no replies at all: the run holds no judged request (n=0)",
+    )
 }
 
 /// Formats values with `decimals` places, `-` for a missing one.
 fn each(values: &[Option<f64>], decimals: usize) -> String {
-    values.iter().map(|v| v.map(|x| format!("{x:.decimals$}")).unwrap_or_else(|| "-".into())).collect::<Vec<_>>().join(", ")
+    values
+        .iter()
+        .map(|v| {
+            v.map(|x| format!("{x:.decimals$}"))
+                .unwrap_or_else(|| "-".into())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
@@ -117,10 +140,16 @@ fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
         return Verdict::new("route", Outcome::Fail, "no serve log in the evidence: the route cannot be proven (for a `url` serve, set serve.log_file)");
     };
     let find = |re: &regex::Regex| -> Option<(usize, String)> {
-        log.lines().enumerate().find(|(_, l)| re.is_match(l)).map(|(i, l)| (i + 1, l.trim().chars().take(160).collect()))
+        log.lines()
+            .enumerate()
+            .find(|(_, l)| re.is_match(l))
+            .map(|(i, l)| (i + 1, l.trim().chars().take(160).collect()))
     };
     let fast = find(&route.fast);
-    let slow = route.slow.as_ref().and_then(|re| find(re).map(|hit| (re.as_str().to_string(), hit)));
+    let slow = route
+        .slow
+        .as_ref()
+        .and_then(|re| find(re).map(|hit| (re.as_str().to_string(), hit)));
     let lines = log.lines().count();
     match (fast, slow) {
         (Some((fl, ft)), None) => {
@@ -172,20 +201,39 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged]) -> Verdict {
     };
     let n = values.len();
     let mut notes = Vec::new();
-    let estimates = judged.iter().filter(|j| j.fig.completion_tokens_source == Some(TokenSource::TokenChunkCountEstimate)).count();
+    let estimates = judged
+        .iter()
+        .filter(|j| j.fig.completion_tokens_source == Some(TokenSource::TokenChunkCountEstimate))
+        .count();
     if rate.source == RateSource::Client && estimates > 0 {
-        notes.push(format!("{estimates} of {n} estimated from the token-chunk count (the serve reported no usage)"));
+        notes.push(format!(
+            "{estimates} of {n} estimated from the token-chunk count (the serve reported no usage)"
+        ));
     }
     let multi = judged.iter().filter(|j| j.fig.multi_token).count();
     if rate.source == RateSource::Client && multi > 0 {
         notes.push(format!("{multi} of {n} had several tokens per chunk"));
     }
-    let notes = if notes.is_empty() { String::new() } else { format!("; {}", notes.join("; ")) };
+    let notes = if notes.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", notes.join("; "))
+    };
     let missing: Vec<String> = judged
         .iter()
         .zip(&values)
         .filter(|(_, v)| v.is_none())
-        .map(|(j, _)| format!("request {:02} ({})", j.ev.record.index, if rate.source == RateSource::Server { "no llama.cpp timings in the reply".to_string() } else { why_missing(j, "rate") }))
+        .map(|(j, _)| {
+            format!(
+                "request {:02} ({})",
+                j.ev.record.index,
+                if rate.source == RateSource::Server {
+                    "no llama.cpp timings in the reply".to_string()
+                } else {
+                    why_missing(j, "rate")
+                }
+            )
+        })
         .collect();
     let present: Vec<f64> = values.iter().flatten().copied().collect();
     let median = stats::median(&present);
@@ -203,8 +251,20 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged]) -> Verdict {
         )
     } else {
         let m = median.unwrap_or(f64::NAN);
-        let outcome = if m >= rate.floor_tok_s { Outcome::Pass } else { Outcome::Fail };
-        Verdict::new("rate", outcome, format!("median {m:.1} tok/s{source} (floor {:.1}; each: {}; n={n}){notes}", rate.floor_tok_s, each(&values, 1)))
+        let outcome = if m >= rate.floor_tok_s {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        };
+        Verdict::new(
+            "rate",
+            outcome,
+            format!(
+                "median {m:.1} tok/s{source} (floor {:.1}; each: {}; n={n}){notes}",
+                rate.floor_tok_s,
+                each(&values, 1)
+            ),
+        )
     };
     v.values = values;
     v.median = median;
@@ -212,25 +272,57 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged]) -> Verdict {
 }
 
 fn judge_first_token(gate: &GateSpec, judged: &[Judged]) -> Verdict {
-    let ft = gate.assertions.first_token.as_ref().expect("first_token declared");
+    let ft = gate
+        .assertions
+        .first_token
+        .as_ref()
+        .expect("first_token declared");
     if judged.is_empty() {
         return no_replies("first_token");
     }
     let values: Vec<Option<f64>> = judged.iter().map(|j| j.fig.ttft_ms).collect();
     let n = values.len();
-    let missing: Vec<String> = judged.iter().filter(|j| j.fig.ttft_ms.is_none()).map(|j| format!("request {:02} ({})", j.ev.record.index, why_missing(j, "token"))).collect();
+    let missing: Vec<String> = judged
+        .iter()
+        .filter(|j| j.fig.ttft_ms.is_none())
+        .map(|j| {
+            format!(
+                "request {:02} ({})",
+                j.ev.record.index,
+                why_missing(j, "token")
+            )
+        })
+        .collect();
     let present: Vec<f64> = values.iter().flatten().copied().collect();
     let median = stats::median(&present);
     let mut v = if !missing.is_empty() {
         Verdict::new(
             "first_token",
             Outcome::Fail,
-            format!("{} of {n} replies have no first token: {} (limit {:.0} ms; each: {}; n={n})", missing.len(), missing.join("; "), ft.limit_ms, each(&values, 0)),
+            format!(
+                "{} of {n} replies have no first token: {} (limit {:.0} ms; each: {}; n={n})",
+                missing.len(),
+                missing.join("; "),
+                ft.limit_ms,
+                each(&values, 0)
+            ),
         )
     } else {
         let m = median.unwrap_or(f64::NAN);
-        let outcome = if m <= ft.limit_ms { Outcome::Pass } else { Outcome::Fail };
-        Verdict::new("first_token", outcome, format!("median {m:.0} ms (limit {:.0}; each: {}; n={n})", ft.limit_ms, each(&values, 0)))
+        let outcome = if m <= ft.limit_ms {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        };
+        Verdict::new(
+            "first_token",
+            outcome,
+            format!(
+                "median {m:.0} ms (limit {:.0}; each: {}; n={n})",
+                ft.limit_ms,
+                each(&values, 0)
+            ),
+        )
     };
     v.values = values;
     v.median = median;
@@ -240,29 +332,49 @@ fn judge_first_token(gate: &GateSpec, judged: &[Judged]) -> Verdict {
 /// Why one reply fails the content check, or None when its content is sane.
 pub fn content_problem(reply: &crate::reply::Reply, fig: &Figures) -> Option<String> {
     if let Some(f) = reply.failure() {
-        let what = if reply.error.is_some() { "error reply" } else { "failed reply" };
+        let what = if reply.error.is_some() {
+            "error reply"
+        } else {
+            "failed reply"
+        };
         let partial = if reply.content.is_empty() {
             String::new()
         } else {
             // Cut: a hostile serve's partial content can be megabytes, and this goes into one verdict line.
             let n = reply.content.chars().count();
             let head: String = reply.content.chars().take(80).collect();
-            if n > 80 { format!("; partial content {head:?}… ({n} chars)") } else { format!("; partial content {head:?}") }
+            if n > 80 {
+                format!("; partial content {head:?}… ({n} chars)")
+            } else {
+                format!("; partial content {head:?}")
+            }
         };
         return Some(format!("{what}: {f}{partial}"));
     }
     let finish = reply.finish_reason.as_deref().unwrap_or("none");
     if reply.content.trim().is_empty() {
-        if let Some(why) = crate::content::reasoning_ate_budget(&reply.content, &reply.reasoning, fig.completion_tokens, reply.finish_reason.as_deref()) {
+        if let Some(why) = crate::content::reasoning_ate_budget(
+            &reply.content,
+            &reply.reasoning,
+            fig.completion_tokens,
+            reply.finish_reason.as_deref(),
+        ) {
             return Some(format!("{why} (is thinking left on?)"));
         }
         if reply.content.is_empty() {
             return Some(format!("empty content (finish_reason={finish})"));
         }
-        return Some(format!("whitespace-only content {:?} (finish_reason={finish})", reply.content));
+        return Some(format!(
+            "whitespace-only content {:?} (finish_reason={finish})",
+            reply.content
+        ));
     }
     if let Some(reason) = crate::content::degenerate(&reply.content) {
-        let tail = if finish == "length" { " + ran to max_tokens – possible NaN logits" } else { "" };
+        let tail = if finish == "length" {
+            " + ran to max_tokens – possible NaN logits"
+        } else {
+            ""
+        };
         return Some(format!("{reason}{tail}"));
     }
     None
@@ -275,19 +387,47 @@ fn judge_content(judged: &[Judged]) -> Verdict {
     let n = judged.len();
     let problems: Vec<String> = judged
         .iter()
-        .filter_map(|j| content_problem(&j.ev.reply, &j.fig).map(|p| format!("request {:02}: {p}", j.ev.record.index)))
+        .filter_map(|j| {
+            content_problem(&j.ev.reply, &j.fig)
+                .map(|p| format!("request {:02}: {p}", j.ev.record.index))
+        })
         .collect();
     if problems.is_empty() {
-        let lens: Vec<String> = judged.iter().map(|j| j.ev.reply.content.chars().count().to_string()).collect();
-        Verdict::new("content", Outcome::Pass, format!("{n} of {n} replies have sane content (chars each: {}; n={n})", lens.join(", ")))
+        let lens: Vec<String> = judged
+            .iter()
+            .map(|j| j.ev.reply.content.chars().count().to_string())
+            .collect();
+        Verdict::new(
+            "content",
+            Outcome::Pass,
+            format!(
+                "{n} of {n} replies have sane content (chars each: {}; n={n})",
+                lens.join(", ")
+            ),
+        )
     } else {
-        Verdict::new("content", Outcome::Fail, format!("{} of {n} replies fail: {} (n={n})", problems.len(), problems.join("; ")))
+        Verdict::new(
+            "content",
+            Outcome::Fail,
+            format!(
+                "{} of {n} replies fail: {} (n={n})",
+                problems.len(),
+                problems.join("; ")
+            ),
+        )
     }
 }
 
 fn judge_known_answer(gate: &GateSpec, judged: &[Judged]) -> Verdict {
-    let ka = gate.assertions.known_answer.as_ref().expect("known_answer declared");
-    let selected: Vec<&Judged> = judged.iter().filter(|j| ka.prompt.as_ref().is_none_or(|p| &j.ev.record.prompt == p)).collect();
+    let ka = gate
+        .assertions
+        .known_answer
+        .as_ref()
+        .expect("known_answer declared");
+    let selected: Vec<&Judged> = judged
+        .iter()
+        .filter(|j| ka.prompt.as_ref().is_none_or(|p| &j.ev.record.prompt == p))
+        .collect();
     if selected.is_empty() {
         return no_replies("known_answer");
     }
@@ -303,9 +443,17 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged]) -> Verdict {
     let mut problems = Vec::new();
     for j in &selected {
         if let Some(e) = &j.ev.reply.error {
-            problems.push(format!("request {:02}: error reply: {}: {}", j.ev.record.index, e.kind, e.message));
+            problems.push(format!(
+                "request {:02}: error reply: {}: {}",
+                j.ev.record.index, e.kind, e.message
+            ));
         } else if !ka.matches.is_match(&j.ev.reply.content) {
-            problems.push(format!("request {:02}: {} does not match /{}/", j.ev.record.index, short(&j.ev.reply.content), ka.matches.as_str()));
+            problems.push(format!(
+                "request {:02}: {} does not match /{}/",
+                j.ev.record.index,
+                short(&j.ev.reply.content),
+                ka.matches.as_str()
+            ));
         }
     }
     let mut distinct: Vec<&str> = Vec::new();
@@ -315,13 +463,33 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged]) -> Verdict {
         }
     }
     if ka.identical && distinct.len() > 1 {
-        problems.push(format!("replies differ ({} distinct texts: {})", distinct.len(), distinct.iter().map(|d| short(d)).collect::<Vec<_>>().join(", ")));
+        problems.push(format!(
+            "replies differ ({} distinct texts: {})",
+            distinct.len(),
+            distinct
+                .iter()
+                .map(|d| short(d))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     if problems.is_empty() {
         let same = if ka.identical { ", identical" } else { "" };
-        Verdict::new("known_answer", Outcome::Pass, format!("{n} of {n} replies match /{}/{same}: {} (n={n})", ka.matches.as_str(), short(distinct[0])))
+        Verdict::new(
+            "known_answer",
+            Outcome::Pass,
+            format!(
+                "{n} of {n} replies match /{}/{same}: {} (n={n})",
+                ka.matches.as_str(),
+                short(distinct[0])
+            ),
+        )
     } else {
-        Verdict::new("known_answer", Outcome::Fail, format!("{} (n={n})", problems.join("; ")))
+        Verdict::new(
+            "known_answer",
+            Outcome::Fail,
+            format!("{} (n={n})", problems.join("; ")),
+        )
     }
 }
 
@@ -342,12 +510,20 @@ pub fn judge_pair(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Vec<Ve
             if e.run.status != RunStatus::Complete {
                 Some(format!("arm {} ({}) evidence is incomplete", a.arm, a.role))
             } else {
-                e.run.serve.failure.as_ref().filter(|_| e.requests.is_empty()).map(|f| format!("arm {} ({}) serve never became ready: {f}", a.arm, a.role))
+                e.run
+                    .serve
+                    .failure
+                    .as_ref()
+                    .filter(|_| e.requests.is_empty())
+                    .map(|f| format!("arm {} ({}) serve never became ready: {f}", a.arm, a.role))
             }
         })
     };
     if let Some(reason) = whole {
-        return names.iter().map(|n| Verdict::new(n, Outcome::Fail, &reason)).collect();
+        return names
+            .iter()
+            .map(|n| Verdict::new(n, Outcome::Fail, &reason))
+            .collect();
     }
     let mut out = Vec::new();
     for name in names {
@@ -361,14 +537,40 @@ pub fn judge_pair(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Vec<Ve
                     .iter()
                     .zip(&ev.arms)
                     .map(|(a, e)| {
-                        let judged: Vec<Judged> = e.requests.iter().filter(|r| !r.record.warmup).map(|r| Judged { ev: r, fig: measure::measure(&r.reply) }).collect();
-                        let v = if name == "content" { judge_content(&judged) } else { judge_known_answer(gate, &judged) };
+                        let judged: Vec<Judged> = e
+                            .requests
+                            .iter()
+                            .filter(|r| !r.record.warmup)
+                            .map(|r| Judged {
+                                ev: r,
+                                fig: measure::measure(&r.reply),
+                            })
+                            .collect();
+                        let v = if name == "content" {
+                            judge_content(&judged)
+                        } else {
+                            judge_known_answer(gate, &judged)
+                        };
                         (format!("arm {} {}", a.arm, a.role), v)
                     })
                     .collect();
                 let ok = parts.iter().all(|(_, v)| v.passed());
-                let detail: Vec<String> = parts.iter().map(|(label, v)| format!("{label}: {}", v.message.trim_start_matches(&format!("{name} PASS ")).trim_start_matches(&format!("{name} FAIL ")))).collect();
-                Verdict::new(name, if ok { Outcome::Pass } else { Outcome::Fail }, detail.join(" | "))
+                let detail: Vec<String> = parts
+                    .iter()
+                    .map(|(label, v)| {
+                        format!(
+                            "{label}: {}",
+                            v.message
+                                .trim_start_matches(&format!("{name} PASS "))
+                                .trim_start_matches(&format!("{name} FAIL "))
+                        )
+                    })
+                    .collect();
+                Verdict::new(
+                    name,
+                    if ok { Outcome::Pass } else { Outcome::Fail },
+                    detail.join(" | "),
+                )
             }
             _ => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
         });
@@ -394,13 +596,37 @@ fn judge_ratio(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Verdict {
             };
             match v {
                 Some(v) => values.push(v),
-                None => missing.push(format!("arm {} {} request {:02} ({})", a.arm, a.role, req.record.index, why_missing(&Judged { ev: req, fig: fig.clone() }, "rate"))),
+                None => missing.push(format!(
+                    "arm {} {} request {:02} ({})",
+                    a.arm,
+                    a.role,
+                    req.record.index,
+                    why_missing(
+                        &Judged {
+                            ev: req,
+                            fig: fig.clone()
+                        },
+                        "rate"
+                    )
+                )),
             }
         }
-        arms.push(crate::pair::ArmValues { role: a.role.clone(), values });
+        arms.push(crate::pair::ArmValues {
+            role: a.role.clone(),
+            values,
+        });
     }
     if !missing.is_empty() {
-        return Verdict::new("ratio", Outcome::Fail, format!("{} replies have no {} value: {}", missing.len(), unit.name, missing.join("; ")));
+        return Verdict::new(
+            "ratio",
+            Outcome::Fail,
+            format!(
+                "{} replies have no {} value: {}",
+                missing.len(),
+                unit.name,
+                missing.join("; ")
+            ),
+        );
     }
     let f = match crate::pair::compute(&arms) {
         Ok(f) => f,
@@ -414,15 +640,37 @@ fn judge_ratio(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Verdict {
         (None, Some(hi)) => format!("at most {hi}x"),
         (None, None) => String::new(),
     };
-    let outcome = if lo_ok && hi_ok { Outcome::Pass } else { Outcome::Fail };
-    let mut v = Verdict::new("ratio", outcome, format!("{} ({bounds}); {}", crate::pair::line(&f, unit), crate::pair::arms_line(&f, unit)));
-    v.values = f.theirs.values.iter().chain(&f.ours.values).map(|x| Some(*x)).collect();
+    let outcome = if lo_ok && hi_ok {
+        Outcome::Pass
+    } else {
+        Outcome::Fail
+    };
+    let mut v = Verdict::new(
+        "ratio",
+        outcome,
+        format!(
+            "{} ({bounds}); {}",
+            crate::pair::line(&f, unit),
+            crate::pair::arms_line(&f, unit)
+        ),
+    );
+    v.values = f
+        .theirs
+        .values
+        .iter()
+        .chain(&f.ours.values)
+        .map(|x| Some(*x))
+        .collect();
     v.median = Some(f.ratio);
     v
 }
 
 fn judge_same_answers(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Verdict {
-    let sa = gate.assertions.same_answers.as_ref().expect("same_answers declared");
+    let sa = gate
+        .assertions
+        .same_answers
+        .as_ref()
+        .expect("same_answers declared");
     let mut problems = Vec::new();
     let mut n = 0;
     let mut prompts = 0;
@@ -433,8 +681,15 @@ fn judge_same_answers(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Ve
         prompts += 1;
         let mut texts: Vec<(String, &str)> = Vec::new();
         for (a, e) in ev.summary.arms.iter().zip(&ev.arms) {
-            for r in e.requests.iter().filter(|r| !r.record.warmup && &r.record.prompt == p) {
-                texts.push((format!("arm {} {}", a.arm, a.role), r.reply.content.as_str()));
+            for r in e
+                .requests
+                .iter()
+                .filter(|r| !r.record.warmup && &r.record.prompt == p)
+            {
+                texts.push((
+                    format!("arm {} {}", a.arm, a.role),
+                    r.reply.content.as_str(),
+                ));
             }
         }
         n += texts.len();
@@ -447,13 +702,29 @@ fn judge_same_answers(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Ve
         if texts.is_empty() {
             problems.push(format!("no replies to {p:?}"));
         } else if distinct.len() > 1 {
-            let shown: Vec<String> = distinct.iter().map(|d| format!("{:?}", d.chars().take(60).collect::<String>())).collect();
-            problems.push(format!("{} distinct replies to {:?}: {}", distinct.len(), p.chars().take(40).collect::<String>(), shown.join(", ")));
+            let shown: Vec<String> = distinct
+                .iter()
+                .map(|d| format!("{:?}", d.chars().take(60).collect::<String>()))
+                .collect();
+            problems.push(format!(
+                "{} distinct replies to {:?}: {}",
+                distinct.len(),
+                p.chars().take(40).collect::<String>(),
+                shown.join(", ")
+            ));
         }
     }
     if problems.is_empty() {
-        Verdict::new("same_answers", Outcome::Pass, format!("both runtimes gave the same text to each of {prompts} prompts (n={n})"))
+        Verdict::new(
+            "same_answers",
+            Outcome::Pass,
+            format!("both runtimes gave the same text to each of {prompts} prompts (n={n})"),
+        )
     } else {
-        Verdict::new("same_answers", Outcome::Fail, format!("{} (n={n})", problems.join("; ")))
+        Verdict::new(
+            "same_answers",
+            Outcome::Fail,
+            format!("{} (n={n})", problems.join("; ")),
+        )
     }
 }

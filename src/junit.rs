@@ -12,7 +12,9 @@
 
 use std::time::Duration;
 
-use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite, XmlString};
+use quick_junit::{
+    NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite, XmlString,
+};
 
 use crate::report::{GateResults, Results, TestOutcome};
 
@@ -45,7 +47,10 @@ fn fmt_load(l: &Option<[f64; 3]>) -> Option<String> {
 pub fn shell_join(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {
-            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%{}".contains(c)) {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%{}".contains(c))
+            {
                 a.clone()
             } else {
                 format!("'{}'", a.replace('\'', r"'\''"))
@@ -83,7 +88,10 @@ fn suite(g: &GateResults) -> TestSuite {
             props.push(("serve_models", p.serve_models.join(", ")));
         }
         if p.arms.is_empty() {
-            props.push(("serve_version", p.serve_version.clone().unwrap_or_else(|| "unknown".into())));
+            props.push((
+                "serve_version",
+                p.serve_version.clone().unwrap_or_else(|| "unknown".into()),
+            ));
         }
         if let Some(f) = &p.serve_failure {
             props.push(("serve_failure", f.clone()));
@@ -105,9 +113,15 @@ fn suite(g: &GateResults) -> TestSuite {
             arm_props.push((format!("arm{n}_role"), a.role.clone()));
             arm_props.push((format!("arm{n}_runtime"), a.runtime.clone()));
             if !a.serve_command.is_empty() {
-                arm_props.push((format!("arm{n}_serve_command"), shell_join(&a.serve_command)));
+                arm_props.push((
+                    format!("arm{n}_serve_command"),
+                    shell_join(&a.serve_command),
+                ));
             }
-            arm_props.push((format!("arm{n}_serve_version"), a.serve_version.clone().unwrap_or_else(|| "unknown".into())));
+            arm_props.push((
+                format!("arm{n}_serve_version"),
+                a.serve_version.clone().unwrap_or_else(|| "unknown".into()),
+            ));
             if let Some(f) = &a.serve_failure {
                 arm_props.push((format!("arm{n}_serve_failure"), f.clone()));
             }
@@ -120,8 +134,16 @@ fn suite(g: &GateResults) -> TestSuite {
             s.extra.insert(xml("hostname"), xml(&p.host.hostname));
         }
     }
-    s.add_properties(props.into_iter().map(|(k, v)| Property::new(xml(k), xml(&v))));
-    s.add_properties(arm_props.into_iter().map(|(k, v)| Property::new(xml(&k), xml(&v))));
+    s.add_properties(
+        props
+            .into_iter()
+            .map(|(k, v)| Property::new(xml(k), xml(&v))),
+    );
+    s.add_properties(
+        arm_props
+            .into_iter()
+            .map(|(k, v)| Property::new(xml(&k), xml(&v))),
+    );
 
     let evidence = g.provenance.as_ref().map(|p| p.evidence_dir.as_str());
     for a in &g.assertions {
@@ -131,7 +153,10 @@ fn suite(g: &GateResults) -> TestSuite {
                 let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
                 let first = a.message.lines().next().unwrap_or("");
                 st.set_message(xml(first));
-                st.set_type(xml(a.failure_kind.map(|k| k.as_str()).unwrap_or("assertion")));
+                st.set_type(xml(a
+                    .failure_kind
+                    .map(|k| k.as_str())
+                    .unwrap_or("assertion")));
                 let mut text = a.message.clone();
                 if let Some(dir) = evidence {
                     text.push_str(&format!("\nevidence: {dir}"));
@@ -195,14 +220,42 @@ mod tests {
         let mut r = Results::begin(Producer::Harness, false);
         let nasty = "known_answer FAIL reply \"<b>Tom & Jerry's</b>\" \u{1b}[31mred\u{1b}[0m does not match /x/ \u{7}\u{FFFF}";
         let tests = vec![
-            AssertionResult::new("g", "rate", TestOutcome::Passed, None, "rate PASS median 47.0 tok/s (floor 15.0; n=6)", 1.5),
-            AssertionResult::new("g", "known_answer", TestOutcome::Failed, Some(FailureKind::Assertion), nasty, 0.0),
+            AssertionResult::new(
+                "g",
+                "rate",
+                TestOutcome::Passed,
+                None,
+                "rate PASS median 47.0 tok/s (floor 15.0; n=6)",
+                1.5,
+            ),
+            AssertionResult::new(
+                "g",
+                "known_answer",
+                TestOutcome::Failed,
+                Some(FailureKind::Assertion),
+                nasty,
+                0.0,
+            ),
         ];
-        let mut g = GateResults::not_run("g", Path::new("gates/g.toml"), "a <gate>", "r & s", tests);
+        let mut g =
+            GateResults::not_run("g", Path::new("gates/g.toml"), "a <gate>", "r & s", tests);
         g.serve_log_tail = Some("\u{1b}[1mbold\u{1b}[0m line <1>\nline 2 & more".into());
         r.push(g);
-        let skip = AssertionResult::new("npu", "route", TestOutcome::Skipped, None, "requires: path /dev/accel/accel0 does not exist", 0.0);
-        r.push(GateResults::not_run("npu", Path::new("gates/npu.toml"), "", "requires: ...", vec![skip]));
+        let skip = AssertionResult::new(
+            "npu",
+            "route",
+            TestOutcome::Skipped,
+            None,
+            "requires: path /dev/accel/accel0 does not exist",
+            0.0,
+        );
+        r.push(GateResults::not_run(
+            "npu",
+            Path::new("gates/npu.toml"),
+            "",
+            "requires: ...",
+            vec![skip],
+        ));
         r.finish(2.0);
         r
     }
@@ -211,7 +264,10 @@ mod tests {
     fn hostile_text_becomes_valid_xml() {
         let bytes = serialize(&results()).unwrap();
         let text = String::from_utf8(bytes.clone()).unwrap();
-        assert!(!text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{FFFF}'), "{text}");
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{FFFF}'),
+            "{text}"
+        );
         assert!(text.contains("&lt;b&gt;Tom &amp; Jerry"), "{text}");
         let back = Report::deserialize_from_str(&text).unwrap();
         assert_eq!((back.tests, back.failures), (3, 1));
@@ -219,7 +275,10 @@ mod tests {
         match &tc.status {
             TestCaseStatus::NonSuccess { message, ty, .. } => {
                 let m = message.as_ref().unwrap().as_str();
-                assert!(m.contains("\"<b>Tom & Jerry's</b>\" red does not match"), "{m}");
+                assert!(
+                    m.contains("\"<b>Tom & Jerry's</b>\" red does not match"),
+                    "{m}"
+                );
                 assert_eq!(ty.as_ref().unwrap().as_str(), "assertion");
             }
             other => panic!("{other:?}"),
@@ -229,7 +288,10 @@ mod tests {
 
     #[test]
     fn shell_join_quotes_what_needs_it() {
-        let argv: Vec<String> = ["serve", "--model", "/m/a b.gguf", "it's"].iter().map(|s| s.to_string()).collect();
+        let argv: Vec<String> = ["serve", "--model", "/m/a b.gguf", "it's"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         assert_eq!(shell_join(&argv), r"serve --model '/m/a b.gguf' 'it'\''s'");
     }
 }

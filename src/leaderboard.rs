@@ -114,7 +114,10 @@ fn metric_label(r: &Record) -> String {
 }
 
 fn metric_order(name: &str) -> usize {
-    record::METRICS.iter().position(|(n, _)| *n == name).unwrap_or(usize::MAX)
+    record::METRICS
+        .iter()
+        .position(|(n, _)| *n == name)
+        .unwrap_or(usize::MAX)
 }
 
 fn slug(s: &str) -> String {
@@ -141,7 +144,11 @@ fn value_cell(r: &Record) -> String {
     match &r.pair {
         None => this,
         Some(p) => {
-            let how = if p.ratio_source == "computed" { " (computed from the two figures, not published)" } else { "" };
+            let how = if p.ratio_source == "computed" {
+                " (computed from the two figures, not published)"
+            } else {
+                ""
+            };
             format!(
                 "{this} vs {} ({}); ratio other / this = {:.*}{how}; arms {}",
                 r.fmt(p.other_value),
@@ -155,7 +162,10 @@ fn value_cell(r: &Record) -> String {
 }
 
 fn load_cell(r: &Record) -> String {
-    let f = |x: Option<f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "not published".into());
+    let f = |x: Option<f64>| {
+        x.map(|v| format!("{v:.2}"))
+            .unwrap_or_else(|| "not published".into())
+    };
     if r.load.load1_start.is_none() && r.load.load1_end.is_none() {
         return "not published".into();
     }
@@ -165,8 +175,16 @@ fn load_cell(r: &Record) -> String {
 /// Orders rows: indicative (n < 3) records after the others; within each, best first (rates: highest;
 /// times: lowest), then newest, then by id.
 fn row_order(a: &Record, b: &Record) -> std::cmp::Ordering {
-    let by_value = if a.higher_is_better() { b.value.total_cmp(&a.value) } else { a.value.total_cmp(&b.value) };
-    a.indicative().cmp(&b.indicative()).then(by_value).then_with(|| b.date.cmp(&a.date)).then_with(|| a.id.cmp(&b.id))
+    let by_value = if a.higher_is_better() {
+        b.value.total_cmp(&a.value)
+    } else {
+        a.value.total_cmp(&b.value)
+    };
+    a.indicative()
+        .cmp(&b.indicative())
+        .then(by_value)
+        .then_with(|| b.date.cmp(&a.date))
+        .then_with(|| a.id.cmp(&b.id))
 }
 
 /// The smallest of 1, 2, 2.5, 5 × 10^k at or above `x` (> 0): a readable top of the y axis.
@@ -189,7 +207,12 @@ fn short_number(x: f64) -> String {
 fn day_number(date: &str) -> f64 {
     let parse = || -> Option<i32> {
         let m = time::Month::try_from(date.get(5..7)?.parse::<u8>().ok()?).ok()?;
-        let d = time::Date::from_calendar_date(date.get(0..4)?.parse().ok()?, m, date.get(8..10)?.parse().ok()?).ok()?;
+        let d = time::Date::from_calendar_date(
+            date.get(0..4)?.parse().ok()?,
+            m,
+            date.get(8..10)?.parse().ok()?,
+        )
+        .ok()?;
         Some(d.to_julian_day())
     };
     parse().unwrap_or(0) as f64
@@ -208,12 +231,17 @@ fn chart(group: &[&Record], model: &str, metric: &str, unit: &str) -> ChartCtx {
     let mut by_time: Vec<&Record> = group.to_vec();
     by_time.sort_by(|a, b| a.date.cmp(&b.date).then_with(|| a.id.cmp(&b.id)));
     let days: Vec<f64> = by_time.iter().map(|r| day_number(&r.date)).collect();
-    let (d0, d1) = (days.iter().copied().fold(f64::INFINITY, f64::min), days.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+    let (d0, d1) = (
+        days.iter().copied().fold(f64::INFINITY, f64::min),
+        days.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    );
     let mut y_top: f64 = 0.0;
     for r in &by_time {
         y_top = y_top.max(r.value).max(r.range[1]);
         if let Some(p) = &r.pair {
-            y_top = y_top.max(p.other_value).max(p.other_range.map(|o| o[1]).unwrap_or(0.0));
+            y_top = y_top
+                .max(p.other_value)
+                .max(p.other_range.map(|o| o[1]).unwrap_or(0.0));
         }
     }
     if y_top <= 0.0 {
@@ -224,14 +252,28 @@ fn chart(group: &[&Record], model: &str, metric: &str, unit: &str) -> ChartCtx {
     let mut xs = Vec::new();
     let mut same_day = 0;
     for (i, &d) in days.iter().enumerate() {
-        same_day = if i > 0 && days[i - 1] == d { same_day + 1 } else { 0 };
-        let base = if d1 > d0 { left + 14.0 + (d - d0) / (d1 - d0) * (right - left - 28.0) } else { (left + right) / 2.0 };
+        same_day = if i > 0 && days[i - 1] == d {
+            same_day + 1
+        } else {
+            0
+        };
+        let base = if d1 > d0 {
+            left + 14.0 + (d - d0) / (d1 - d0) * (right - left - 28.0)
+        } else {
+            (left + right) / 2.0
+        };
         xs.push(base + same_day as f64 * 9.0);
     }
     let mut points = Vec::new();
     let mut others = Vec::new();
     for (r, &x) in by_time.iter().zip(&xs) {
-        let mut title = format!("{} {}: {} {unit}, n = {}", r.date, r.id, r.fmt(r.value), r.n);
+        let mut title = format!(
+            "{} {}: {} {unit}, n = {}",
+            r.date,
+            r.id,
+            r.fmt(r.value),
+            r.n
+        );
         if r.indicative() {
             title.push_str(", indicative");
         }
@@ -245,7 +287,10 @@ fn chart(group: &[&Record], model: &str, metric: &str, unit: &str) -> ChartCtx {
             title,
         });
         if let Some(p) = &r.pair {
-            let (lo, hi) = p.other_range.map(|o| (o[0], o[1])).unwrap_or((p.other_value, p.other_value));
+            let (lo, hi) = p
+                .other_range
+                .map(|o| (o[0], o[1]))
+                .unwrap_or((p.other_value, p.other_value));
             others.push(PointCtx {
                 x: px(x + 5.0),
                 y: px(y(p.other_value)),
@@ -253,30 +298,76 @@ fn chart(group: &[&Record], model: &str, metric: &str, unit: &str) -> ChartCtx {
                 hi: px(y(hi)),
                 has_range: hi > lo,
                 hollow: false,
-                title: format!("{} {}: {} {} {unit}, n = {}", r.date, r.id, p.other_engine, r.fmt(p.other_value), p.other_n),
+                title: format!(
+                    "{} {}: {} {} {unit}, n = {}",
+                    r.date,
+                    r.id,
+                    p.other_engine,
+                    r.fmt(p.other_value),
+                    p.other_n
+                ),
             });
         }
     }
-    let polyline = if points.len() > 1 { points.iter().map(|p| format!("{},{}", p.x, p.y)).collect::<Vec<_>>().join(" ") } else { String::new() };
+    let polyline = if points.len() > 1 {
+        points
+            .iter()
+            .map(|p| format!("{},{}", p.x, p.y))
+            .collect::<Vec<_>>()
+            .join(" ")
+    } else {
+        String::new()
+    };
     let mut x_labels = Vec::new();
     if let (Some(first), Some(last)) = (by_time.first(), by_time.last()) {
         if first.date == last.date {
-            x_labels.push(LabelCtx { x: px(xs[0]), text: first.date.clone(), anchor: "middle" });
+            x_labels.push(LabelCtx {
+                x: px(xs[0]),
+                text: first.date.clone(),
+                anchor: "middle",
+            });
         } else {
-            x_labels.push(LabelCtx { x: px(xs[0]), text: first.date.clone(), anchor: "start" });
-            x_labels.push(LabelCtx { x: px(xs[xs.len() - 1]), text: last.date.clone(), anchor: "end" });
+            x_labels.push(LabelCtx {
+                x: px(xs[0]),
+                text: first.date.clone(),
+                anchor: "start",
+            });
+            x_labels.push(LabelCtx {
+                x: px(xs[xs.len() - 1]),
+                text: last.date.clone(),
+                anchor: "end",
+            });
         }
     }
     let names = |f: &dyn Fn(&Record) -> Option<String>| {
-        let mut v: Vec<String> = by_time.iter().filter(|r| r.pair.is_some()).filter_map(|r| f(r)).collect();
+        let mut v: Vec<String> = by_time
+            .iter()
+            .filter(|r| r.pair.is_some())
+            .filter_map(|r| f(r))
+            .collect();
         v.sort();
         v.dedup();
         v
     };
-    let (this_names, other_names) = (names(&|r| Some(r.settings.engine.clone())), names(&|r| r.pair.as_ref().map(|p| p.other_engine.clone())));
-    let one = |v: Vec<String>, many: &str| if v.len() == 1 { v[0].clone() } else { many.to_string() };
-    let (legend_this, legend_other) =
-        if other_names.is_empty() { (String::new(), String::new()) } else { (one(this_names, "this engine"), one(other_names, "pair partner")) };
+    let (this_names, other_names) = (
+        names(&|r| Some(r.settings.engine.clone())),
+        names(&|r| r.pair.as_ref().map(|p| p.other_engine.clone())),
+    );
+    let one = |v: Vec<String>, many: &str| {
+        if v.len() == 1 {
+            v[0].clone()
+        } else {
+            many.to_string()
+        }
+    };
+    let (legend_this, legend_other) = if other_names.is_empty() {
+        (String::new(), String::new())
+    } else {
+        (
+            one(this_names, "this engine"),
+            one(other_names, "pair partner"),
+        )
+    };
     ChartCtx {
         legend_this,
         legend_other,
@@ -301,14 +392,33 @@ fn chart(group: &[&Record], model: &str, metric: &str, unit: &str) -> ChartCtx {
 pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja::Error> {
     let mut sorted: Vec<&Record> = records.iter().collect();
     sorted.sort_by(|a, b| {
-        (a.model.name.as_str(), metric_order(&a.metric.name), &a.metric.name, &a.metric.condition, &a.metric.unit)
-            .cmp(&(b.model.name.as_str(), metric_order(&b.metric.name), &b.metric.name, &b.metric.condition, &b.metric.unit))
+        (
+            a.model.name.as_str(),
+            metric_order(&a.metric.name),
+            &a.metric.name,
+            &a.metric.condition,
+            &a.metric.unit,
+        )
+            .cmp(&(
+                b.model.name.as_str(),
+                metric_order(&b.metric.name),
+                &b.metric.name,
+                &b.metric.condition,
+                &b.metric.unit,
+            ))
             .then_with(|| row_order(a, b))
     });
     let mut groups: Vec<GroupCtx> = Vec::new();
     let mut i = 0;
     while i < sorted.len() {
-        let key = |r: &Record| (r.model.name.clone(), r.metric.name.clone(), r.metric.condition.clone(), r.metric.unit.clone());
+        let key = |r: &Record| {
+            (
+                r.model.name.clone(),
+                r.metric.name.clone(),
+                r.metric.condition.clone(),
+                r.metric.unit.clone(),
+            )
+        };
         let k = key(sorted[i]);
         let mut j = i;
         while j < sorted.len() && key(sorted[j]) == k {
@@ -339,7 +449,11 @@ pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja
             .collect();
         groups.push(GroupCtx {
             anchor: slug(&format!("{} {}", first.model.name, metric)),
-            better: if first.higher_is_better() { "highest first" } else { "lowest first" },
+            better: if first.higher_is_better() {
+                "highest first"
+            } else {
+                "lowest first"
+            },
             chart: chart(members, &first.model.name, &metric, &first.metric.unit),
             model: first.model.name.clone(),
             metric,
@@ -348,10 +462,17 @@ pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja
         });
         i = j;
     }
-    let ctx = PageCtx { records: records.len(), indicative: records.iter().filter(|r| r.indicative()).count(), groups };
+    let ctx = PageCtx {
+        records: records.len(),
+        indicative: records.iter().filter(|r| r.indicative()).count(),
+        groups,
+    };
     let env = environment()?;
     let value = minijinja::Value::from_serialize(&ctx);
-    Ok(Pages { markdown: env.get_template("leaderboard.md")?.render(&value)?, html: env.get_template("leaderboard.html")?.render(&value)? })
+    Ok(Pages {
+        markdown: env.get_template("leaderboard.md")?.render(&value)?,
+        html: env.get_template("leaderboard.html")?.render(&value)?,
+    })
 }
 
 /// Escapes text for a Markdown table cell: `|` → `\|`, a line break → `<br>`, `<` → `&lt;` (so the only
@@ -382,7 +503,13 @@ fn environment() -> Result<minijinja::Environment<'static>, minijinja::Error> {
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    env.set_auto_escape_callback(|name| if name.ends_with(".html") { minijinja::AutoEscape::Html } else { minijinja::AutoEscape::None });
+    env.set_auto_escape_callback(|name| {
+        if name.ends_with(".html") {
+            minijinja::AutoEscape::Html
+        } else {
+            minijinja::AutoEscape::None
+        }
+    });
     env.add_filter("md", |s: String| md_cell(&s));
     env.add_template("leaderboard.md", MD_TEMPLATE)?;
     env.add_template("leaderboard.html", HTML_TEMPLATE)?;
@@ -391,7 +518,11 @@ fn environment() -> Result<minijinja::Environment<'static>, minijinja::Error> {
 
 /// `path` made absolute against the current directory and normalised lexically (`.` dropped, `..` applied).
 fn absolute(path: &Path) -> PathBuf {
-    let joined = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(path) };
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
     let mut out = PathBuf::new();
     for c in joined.components() {
         match c {
@@ -411,7 +542,11 @@ pub fn relative_link(from: &Path, to: &Path) -> String {
     let (f, t): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
     let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
     let mut parts: Vec<String> = vec!["..".to_string(); f.len() - common];
-    parts.extend(t[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned()));
+    parts.extend(
+        t[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
     if parts.is_empty() {
         ".".into()
     } else {
@@ -426,7 +561,13 @@ pub fn html_path(md: &Path) -> PathBuf {
 
 /// A unified-style line diff of `old` (the file `old_name`) and `new` with `context` lines around changes;
 /// empty when equal.
-pub fn unified_diff(old_name: &str, new_name: &str, old: &str, new: &str, context: usize) -> String {
+pub fn unified_diff(
+    old_name: &str,
+    new_name: &str,
+    old: &str,
+    new: &str,
+    context: usize,
+) -> String {
     if old == new {
         return String::new();
     }
@@ -434,13 +575,22 @@ pub fn unified_diff(old_name: &str, new_name: &str, old: &str, new: &str, contex
     let b: Vec<&str> = new.split_inclusive('\n').collect();
     // Common prefix and suffix, then an LCS table over the middle.
     let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let suf = a[pre..].iter().rev().zip(b[pre..].iter().rev()).take_while(|(x, y)| x == y).count();
+    let suf = a[pre..]
+        .iter()
+        .rev()
+        .zip(b[pre..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
     let (am, bm) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
     let (n, m) = (am.len(), bm.len());
     let mut lcs = vec![0u32; (n + 1) * (m + 1)];
     for i in (0..n).rev() {
         for j in (0..m).rev() {
-            lcs[i * (m + 1) + j] = if am[i] == bm[j] { lcs[(i + 1) * (m + 1) + j + 1] + 1 } else { lcs[(i + 1) * (m + 1) + j].max(lcs[i * (m + 1) + j + 1]) };
+            lcs[i * (m + 1) + j] = if am[i] == bm[j] {
+                lcs[(i + 1) * (m + 1) + j + 1] + 1
+            } else {
+                lcs[(i + 1) * (m + 1) + j].max(lcs[i * (m + 1) + j + 1])
+            };
         }
     }
     // ops: (tag, line)
@@ -462,7 +612,12 @@ pub fn unified_diff(old_name: &str, new_name: &str, old: &str, new: &str, contex
     ops.extend(a[a.len() - suf..].iter().map(|l| (' ', *l)));
 
     let mut out = format!("--- {old_name}\n+++ {new_name}\n");
-    let changes: Vec<usize> = ops.iter().enumerate().filter(|(_, (t, _))| *t != ' ').map(|(k, _)| k).collect();
+    let changes: Vec<usize> = ops
+        .iter()
+        .enumerate()
+        .filter(|(_, (t, _))| *t != ' ')
+        .map(|(k, _)| k)
+        .collect();
     let mut k = 0;
     while k < changes.len() {
         let start = changes[k].saturating_sub(context);
@@ -548,11 +703,16 @@ pub fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i
             for l in lines {
                 eprintln!("{l}");
             }
-            eprintln!("error: invalid records in {}: nothing rendered (see `servegate records check`)", records_dir.display());
+            eprintln!(
+                "error: invalid records in {}: nothing rendered (see `servegate records check`)",
+                records_dir.display()
+            );
             return exit::SPEC_INVALID;
         }
     };
-    let md_path = out.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(DEFAULT_OUT));
+    let md_path = out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_OUT));
     let html = html_path(&md_path);
     let page_dir = match md_path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -582,11 +742,24 @@ pub fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i
             } else {
                 differ = true;
                 let shown = path.display().to_string();
-                print!("{}", unified_diff(&shown, &format!("{shown} (rendered from {})", records_dir.display()), &committed, text, 3));
+                print!(
+                    "{}",
+                    unified_diff(
+                        &shown,
+                        &format!("{shown} (rendered from {})", records_dir.display()),
+                        &committed,
+                        text,
+                        3
+                    )
+                );
                 println!("{}: differs from what the records render; run `servegate leaderboard` and commit the result", path.display());
             }
         }
-        return if differ { exit::ASSERTION_FAILED } else { exit::PASS };
+        return if differ {
+            exit::ASSERTION_FAILED
+        } else {
+            exit::PASS
+        };
     }
     for (path, text) in targets {
         if let Err(e) = write_atomic(path, text) {
@@ -605,15 +778,27 @@ mod tests {
     #[test]
     fn markdown_cells_escape_pipes_and_line_breaks() {
         assert_eq!(md_cell("a | b"), "a \\| b");
-        assert_eq!(md_cell("one\ntwo\r\nthree\rfour"), "one<br>two<br>three<br>four");
+        assert_eq!(
+            md_cell("one\ntwo\r\nthree\rfour"),
+            "one<br>two<br>three<br>four"
+        );
         assert_eq!(md_cell("<br> is text"), "&lt;br> is text");
     }
 
     #[test]
     fn relative_link_from_docs_to_records() {
-        assert_eq!(relative_link(Path::new("docs"), Path::new("records")), "../records");
-        assert_eq!(relative_link(Path::new("."), Path::new("records")), "records");
-        assert_eq!(relative_link(Path::new("a/b"), Path::new("a/c/d")), "../c/d");
+        assert_eq!(
+            relative_link(Path::new("docs"), Path::new("records")),
+            "../records"
+        );
+        assert_eq!(
+            relative_link(Path::new("."), Path::new("records")),
+            "records"
+        );
+        assert_eq!(
+            relative_link(Path::new("a/b"), Path::new("a/c/d")),
+            "../c/d"
+        );
     }
 
     #[test]

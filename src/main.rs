@@ -89,19 +89,35 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let code = match cli.command {
-        Cmd::Run { gates, runs, quiet, junit, json, record, records_dir } => {
+        Cmd::Run {
+            gates,
+            runs,
+            quiet,
+            junit,
+            json,
+            record,
+            records_dir,
+        } => {
             if let Some(id) = &record {
                 if gates.len() != 1 {
                     eprintln!("error: --record takes exactly one gate");
                     return ExitCode::from(exit::USAGE as u8);
                 }
-                if let Err(e) = spec::load(&gates[0]).map_err(|e| e.to_string()).and_then(|g| g.record_spec(id, "decode_rate").map(|_| ())) {
+                if let Err(e) = spec::load(&gates[0])
+                    .map_err(|e| e.to_string())
+                    .and_then(|g| g.record_spec(id, "decode_rate").map(|_| ()))
+                {
                     eprintln!("error: {e}");
                     return ExitCode::from(exit::SPEC_INVALID as u8);
                 }
             }
             let root = runs.clone().unwrap_or_else(runner::runs_root);
-            let code = cmd_run(&gates, Some(root.clone()), quiet, &servegate::report::Outputs { junit, json });
+            let code = cmd_run(
+                &gates,
+                Some(root.clone()),
+                quiet,
+                &servegate::report::Outputs { junit, json },
+            );
             match (&record, code) {
                 (Some(id), exit::PASS) => write_records(&gates[0], &root, id, &records_dir),
                 (Some(_), _) => {
@@ -123,18 +139,38 @@ fn main() -> ExitCode {
 }
 
 /// Writes ID-decode-rate and ID-first-token from the newest run directory of the gate under `root`.
-fn write_records(gate_file: &std::path::Path, root: &std::path::Path, id: &str, dir: &std::path::Path) -> i32 {
-    let Ok(g) = spec::load(gate_file) else { return exit::SPEC_INVALID };
+fn write_records(
+    gate_file: &std::path::Path,
+    root: &std::path::Path,
+    id: &str,
+    dir: &std::path::Path,
+) -> i32 {
+    let Ok(g) = spec::load(gate_file) else {
+        return exit::SPEC_INVALID;
+    };
     let gate_runs = root.join(&g.name);
-    let newest = std::fs::read_dir(&gate_runs).ok().and_then(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).max());
+    let newest = std::fs::read_dir(&gate_runs).ok().and_then(|d| {
+        d.filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .max()
+    });
     let Some(run) = newest else {
         eprintln!("error: no run directory under {}", gate_runs.display());
         return exit::EVIDENCE_ERROR;
     };
     let pair = servegate::evidence::is_pair_dir(&run);
     let roles: &[&str] = if pair { &["ours", "theirs"] } else { &["ours"] };
-    for (role, (metric, suffix)) in roles.iter().flat_map(|r| [(r, ("decode_rate", "decode-rate")), (r, ("first_token", "first-token"))]) {
-        let rid = if *role == "theirs" { format!("{id}-theirs-{suffix}") } else { format!("{id}-{suffix}") };
+    for (role, (metric, suffix)) in roles.iter().flat_map(|r| {
+        [
+            (r, ("decode_rate", "decode-rate")),
+            (r, ("first_token", "first-token")),
+        ]
+    }) {
+        let rid = if *role == "theirs" {
+            format!("{id}-theirs-{suffix}")
+        } else {
+            format!("{id}-{suffix}")
+        };
         let rs = match g.record_spec(&rid, metric) {
             Ok(s) => s,
             Err(e) => {
@@ -143,7 +179,8 @@ fn write_records(gate_file: &std::path::Path, root: &std::path::Path, id: &str, 
             }
         };
         let built = if pair {
-            servegate::evidence::load_pair(&run).map(|pe| servegate::record::from_pair_run_as(&g, &pe, &rs, role))
+            servegate::evidence::load_pair(&run)
+                .map(|pe| servegate::record::from_pair_run_as(&g, &pe, &rs, role))
         } else {
             evidence::load(&run).map(|ev| servegate::record::from_run(&g, &ev, &rs))
         };
@@ -176,7 +213,12 @@ fn print_verdicts(verdicts: &[judge::Verdict]) -> bool {
     verdicts.iter().all(|v| v.passed())
 }
 
-fn cmd_run(files: &[PathBuf], runs: Option<PathBuf>, quiet: bool, outputs: &servegate::report::Outputs) -> i32 {
+fn cmd_run(
+    files: &[PathBuf],
+    runs: Option<PathBuf>,
+    quiet: bool,
+    outputs: &servegate::report::Outputs,
+) -> i32 {
     use servegate::report;
     let started = std::time::Instant::now();
     let strict = servegate::harness::strict();
@@ -188,7 +230,11 @@ fn cmd_run(files: &[PathBuf], runs: Option<PathBuf>, quiet: bool, outputs: &serv
             Err(e) => {
                 eprintln!("error: {e}");
                 results.push(report::GateResults::spec_invalid(f, &e.to_string(), 0.0));
-                return outputs.finish(results, started.elapsed().as_secs_f64(), exit::SPEC_INVALID);
+                return outputs.finish(
+                    results,
+                    started.elapsed().as_secs_f64(),
+                    exit::SPEC_INVALID,
+                );
             }
         }
     }
@@ -220,13 +266,21 @@ fn cmd_run(files: &[PathBuf], runs: Option<PathBuf>, quiet: bool, outputs: &serv
                 print_verdicts(&o.verdicts);
                 println!("evidence: {}", o.dir.display());
                 let code = o.exit_code();
-                worst = if worst == exit::PASS { code } else { worst.max(code) };
+                worst = if worst == exit::PASS {
+                    code
+                } else {
+                    worst.max(code)
+                };
                 results.push(report::gate_from_run(g, &o, t.elapsed().as_secs_f64()));
             }
             Err(e) => {
                 eprintln!("error: {e}");
                 worst = worst.max(exit::EVIDENCE_ERROR);
-                results.push(report::gate_error(g, &e.to_string(), t.elapsed().as_secs_f64()));
+                results.push(report::gate_error(
+                    g,
+                    &e.to_string(),
+                    t.elapsed().as_secs_f64(),
+                ));
             }
         }
     }
@@ -243,7 +297,10 @@ fn cmd_run(files: &[PathBuf], runs: Option<PathBuf>, quiet: bool, outputs: &serv
 
 fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
     if !dir.join("run.json").is_file() && !evidence::is_pair_dir(dir) {
-        eprintln!("error: {} is not a run directory (no run.json or pair.json)", dir.display());
+        eprintln!(
+            "error: {} is not a run directory (no run.json or pair.json)",
+            dir.display()
+        );
         return exit::EVIDENCE_ERROR;
     }
     if let Some(edited) = &gate {
@@ -261,7 +318,12 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
             if n.repeats != o.repeats || n.warmup != o.warmup {
                 diffs.push("repeats/warmup");
             }
-            if n.temperature != o.temperature || n.top_k != o.top_k || n.top_p != o.top_p || n.extra != o.extra || n.stream != o.stream {
+            if n.temperature != o.temperature
+                || n.top_k != o.top_k
+                || n.top_p != o.top_p
+                || n.extra != o.extra
+                || n.stream != o.stream
+            {
                 diffs.push("sampling/body");
             }
             if !diffs.is_empty() {
@@ -283,7 +345,11 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
     };
     if evidence::is_pair_dir(dir) {
         if g.pair.is_none() {
-            eprintln!("error: {} is a pair run but {} is not a pair gate", dir.display(), gate_file.display());
+            eprintln!(
+                "error: {} is a pair run but {} is not a pair gate",
+                dir.display(),
+                gate_file.display()
+            );
             return exit::SPEC_INVALID;
         }
         let ev = match evidence::load_pair(dir) {
@@ -293,12 +359,21 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
                 return exit::EVIDENCE_ERROR;
             }
         };
-        println!("pair gate {} ({}) on {}", g.name, gate_file.display(), dir.display());
+        println!(
+            "pair gate {} ({}) on {}",
+            g.name,
+            gate_file.display(),
+            dir.display()
+        );
         let mut verdicts = judge::judge_pair(&g, &ev);
         servegate::redact::mask_verdicts(&g, &mut verdicts);
         let ok = print_verdicts(&verdicts);
         println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
-        return if ok { exit::PASS } else { exit::ASSERTION_FAILED };
+        return if ok {
+            exit::PASS
+        } else {
+            exit::ASSERTION_FAILED
+        };
     }
     let ev = match evidence::load(dir) {
         Ok(ev) => ev,
@@ -307,7 +382,12 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
             return exit::EVIDENCE_ERROR;
         }
     };
-    println!("gate {} ({}) on {}", g.name, gate_file.display(), dir.display());
+    println!(
+        "gate {} ({}) on {}",
+        g.name,
+        gate_file.display(),
+        dir.display()
+    );
     let mut verdicts = judge::judge(&g, &ev);
     servegate::redact::mask_verdicts(&g, &mut verdicts);
     let ok = print_verdicts(&verdicts);
@@ -325,7 +405,12 @@ fn cmd_check(files: &[PathBuf]) -> i32 {
     let mut code = exit::PASS;
     for f in files {
         match spec::load(f) {
-            Ok(g) => println!("{}: ok ({}; assertions: {})", f.display(), g.name, g.assertions.names().join(", ")),
+            Ok(g) => println!(
+                "{}: ok ({}; assertions: {})",
+                f.display(),
+                g.name,
+                g.assertions.names().join(", ")
+            ),
             Err(e) => {
                 eprintln!("error: {e}");
                 code = exit::SPEC_INVALID;

@@ -121,7 +121,11 @@ pub fn measure(reply: &Reply) -> Figures {
     }
 
     // N and where it came from.
-    let per_chunk: Option<Vec<u64>> = if k > 0 { tcs.iter().map(|t| t.tokens).collect() } else { None };
+    let per_chunk: Option<Vec<u64>> = if k > 0 {
+        tcs.iter().map(|t| t.tokens).collect()
+    } else {
+        None
+    };
     let usage_n = reply.usage.as_ref().and_then(|u| u.completion_tokens);
     let timings_n = reply.timings.as_ref().and_then(|t| t.predicted_n);
     let (n, source) = if let Some(n) = usage_n {
@@ -189,7 +193,10 @@ pub fn measure(reply: &Reply) -> Figures {
                 (None, None) => group.len() as f64,
             };
             if group.len() > 1 {
-                notes.push(format!("{} token chunks arrived in the first read; they count as arrived at TTFT", group.len()));
+                notes.push(format!(
+                    "{} token chunks arrived in the first read; they count as arrived at TTFT",
+                    group.len()
+                ));
             }
             let after = n as f64 - n_first;
             if after > 0.0 {
@@ -198,7 +205,9 @@ pub fn measure(reply: &Reply) -> Figures {
                     notes.push(format!("estimate: N = {n} token chunks, not tokens (the serve reported no token count)"));
                 }
             } else {
-                notes.push(format!("no tokens after the first arrival (N = {n}): no decode rate"));
+                notes.push(format!(
+                    "no tokens after the first arrival (N = {n}): no decode rate"
+                ));
             }
         }
     } else {
@@ -219,12 +228,13 @@ pub fn measure(reply: &Reply) -> Figures {
 
     // Server figures (llama.cpp timings).
     if let Some(t) = &reply.timings {
-        f.server_decode_tok_s = t.predicted_per_second.filter(|r| *r > 0.0 && r.is_finite()).or_else(|| {
-            match (t.predicted_n, t.predicted_ms) {
+        f.server_decode_tok_s = t
+            .predicted_per_second
+            .filter(|r| *r > 0.0 && r.is_finite())
+            .or_else(|| match (t.predicted_n, t.predicted_ms) {
                 (Some(pn), Some(ms)) if pn > 0 && ms > 0.0 => Some(pn as f64 / ms * 1000.0),
                 _ => None,
-            }
-        });
+            });
         let cached = t.cache_n.filter(|&c| c > 0).or_else(|| {
             if t.cache_n.is_some() {
                 return None;
@@ -261,7 +271,13 @@ mod tests {
     use crate::reply::{Timings, TokenChunk, Usage};
 
     fn tc(t_ms: f64, tokens: Option<u64>) -> TokenChunk {
-        TokenChunk { t_ms, content: "x".into(), reasoning: String::new(), tool_call: false, tokens }
+        TokenChunk {
+            t_ms,
+            content: "x".into(),
+            reasoning: String::new(),
+            tool_call: false,
+            tokens,
+        }
     }
 
     fn streamed(chunks: Vec<TokenChunk>, usage_n: Option<u64>, end_ms: f64) -> Reply {
@@ -270,7 +286,10 @@ mod tests {
             first_event_ms: chunks.first().map(|c| c.t_ms),
             end_ms: Some(end_ms),
             token_chunks: chunks,
-            usage: usage_n.map(|n| Usage { completion_tokens: Some(n), ..Default::default() }),
+            usage: usage_n.map(|n| Usage {
+                completion_tokens: Some(n),
+                ..Default::default()
+            }),
             ..Default::default()
         }
     }
@@ -282,7 +301,9 @@ mod tests {
     #[test]
     fn decode_rate_excludes_first_token_and_prefill() {
         // 16 tokens, first at 8000 ms, last at 8600 ms: 15 / 0.6 s = 25 tok/s, not 16 / 8.6 s.
-        let chunks = (0..16).map(|i| tc(8000.0 + 40.0 * i as f64, None)).collect();
+        let chunks = (0..16)
+            .map(|i| tc(8000.0 + 40.0 * i as f64, None))
+            .collect();
         let f = measure(&streamed(chunks, Some(16), 8607.0));
         assert!(close(f.decode_tok_s, 25.0), "{:?}", f.decode_tok_s);
         assert_eq!(f.ttft_ms, Some(8000.0));
@@ -337,7 +358,13 @@ mod tests {
     #[test]
     fn token_chunks_batched_in_the_first_read_count_as_arrived_at_ttft() {
         // Chunks 1-2 in one read at 100 ms, then one per 20 ms: 3 further tokens over 60 ms.
-        let chunks = vec![tc(100.0, None), tc(100.0, None), tc(120.0, None), tc(140.0, None), tc(160.0, None)];
+        let chunks = vec![
+            tc(100.0, None),
+            tc(100.0, None),
+            tc(120.0, None),
+            tc(140.0, None),
+            tc(160.0, None),
+        ];
         let f = measure(&streamed(chunks, Some(5), 170.0));
         assert!(close(f.decode_tok_s, 50.0), "{:?}", f.decode_tok_s);
         assert!(f.decode_note.unwrap().contains("first read"));
@@ -349,7 +376,10 @@ mod tests {
         let f = measure(&streamed(chunks, None, 381.0));
         assert_eq!(f.completion_tokens, None);
         assert_eq!(f.completion_tokens_estimate, Some(8));
-        assert_eq!(f.completion_tokens_source, Some(TokenSource::TokenChunkCountEstimate));
+        assert_eq!(
+            f.completion_tokens_source,
+            Some(TokenSource::TokenChunkCountEstimate)
+        );
         assert!(close(f.decode_tok_s, 40.0));
         assert!(f.decode_note.unwrap().starts_with("estimate"));
     }
@@ -357,7 +387,10 @@ mod tests {
     #[test]
     fn timings_predicted_n_comes_before_per_chunk_and_count() {
         let mut r = streamed(vec![tc(0.0, Some(1)), tc(10.0, Some(1))], None, 20.0);
-        r.timings = Some(Timings { predicted_n: Some(3), ..Default::default() });
+        r.timings = Some(Timings {
+            predicted_n: Some(3),
+            ..Default::default()
+        });
         let f = measure(&r);
         assert_eq!(f.completion_tokens, Some(3));
         assert_eq!(f.completion_tokens_source, Some(TokenSource::Timings));
@@ -370,11 +403,27 @@ mod tests {
     #[test]
     fn prompt_cache_hit_means_no_prefill_rate() {
         let mut r = streamed(vec![tc(0.0, None)], Some(1), 1.0);
-        r.timings = Some(Timings { cache_n: Some(511), prompt_n: Some(1), prompt_ms: Some(18.5), ..Default::default() });
+        r.timings = Some(Timings {
+            cache_n: Some(511),
+            prompt_n: Some(1),
+            prompt_ms: Some(18.5),
+            ..Default::default()
+        });
         let f = measure(&r);
         assert_eq!(f.server_prefill_tok_s, None);
-        assert!(f.warnings.iter().any(|w| w.starts_with("prompt_cache_hit 511/512")), "{:?}", f.warnings);
-        r.timings = Some(Timings { cache_n: Some(0), prompt_n: Some(512), prompt_ms: Some(410.0), ..Default::default() });
+        assert!(
+            f.warnings
+                .iter()
+                .any(|w| w.starts_with("prompt_cache_hit 511/512")),
+            "{:?}",
+            f.warnings
+        );
+        r.timings = Some(Timings {
+            cache_n: Some(0),
+            prompt_n: Some(512),
+            prompt_ms: Some(410.0),
+            ..Default::default()
+        });
         let f = measure(&r);
         assert!(close(f.server_prefill_tok_s, 512.0 / 0.410));
         assert!(f.warnings.is_empty());
@@ -383,22 +432,48 @@ mod tests {
     #[test]
     fn cache_hit_is_seen_from_usage_when_cache_n_is_absent() {
         let mut r = streamed(vec![tc(0.0, None)], Some(1), 1.0);
-        r.usage = Some(Usage { prompt_tokens: Some(32), completion_tokens: Some(1), total_tokens: None });
-        r.timings = Some(Timings { prompt_n: Some(1), prompt_ms: Some(22.0), ..Default::default() });
+        r.usage = Some(Usage {
+            prompt_tokens: Some(32),
+            completion_tokens: Some(1),
+            total_tokens: None,
+        });
+        r.timings = Some(Timings {
+            prompt_n: Some(1),
+            prompt_ms: Some(22.0),
+            ..Default::default()
+        });
         let f = measure(&r);
         assert_eq!(f.server_prefill_tok_s, None);
-        assert!(f.warnings.iter().any(|w| w.starts_with("prompt_cache_hit 31/32")), "{:?}", f.warnings);
+        assert!(
+            f.warnings
+                .iter()
+                .any(|w| w.starts_with("prompt_cache_hit 31/32")),
+            "{:?}",
+            f.warnings
+        );
     }
 
     #[test]
     fn client_and_server_decode_more_than_20_percent_apart_warn() {
         let chunks = (0..16).map(|i| tc(40.0 * i as f64, None)).collect();
         let mut r = streamed(chunks, Some(16), 700.0);
-        r.timings = Some(Timings { predicted_per_second: Some(25.0), ..Default::default() });
+        r.timings = Some(Timings {
+            predicted_per_second: Some(25.0),
+            ..Default::default()
+        });
         assert!(measure(&r).warnings.is_empty());
-        r.timings = Some(Timings { predicted_per_second: Some(35.0), ..Default::default() });
+        r.timings = Some(Timings {
+            predicted_per_second: Some(35.0),
+            ..Default::default()
+        });
         let f = measure(&r);
-        assert!(f.warnings.iter().any(|w| w.starts_with("client_server_decode_mismatch")), "{:?}", f.warnings);
+        assert!(
+            f.warnings
+                .iter()
+                .any(|w| w.starts_with("client_server_decode_mismatch")),
+            "{:?}",
+            f.warnings
+        );
     }
 
     #[test]
@@ -425,7 +500,10 @@ mod tests {
         let r = Reply {
             streamed: false,
             end_ms: Some(260.0),
-            usage: Some(Usage { completion_tokens: Some(8), ..Default::default() }),
+            usage: Some(Usage {
+                completion_tokens: Some(8),
+                ..Default::default()
+            }),
             ..Default::default()
         };
         let f = measure(&r);
@@ -438,28 +516,56 @@ mod tests {
 
     #[test]
     fn non_streamed_body_with_usage_says_only_that_it_is_not_streamed() {
-        let r = Reply { streamed: false, end_ms: Some(10.0), usage: Some(Usage { completion_tokens: Some(8), ..Default::default() }), ..Default::default() };
+        let r = Reply {
+            streamed: false,
+            end_ms: Some(10.0),
+            usage: Some(Usage {
+                completion_tokens: Some(8),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
         let f = measure(&r);
         assert!(!f.multi_token);
-        assert_eq!(f.decode_note.as_deref(), Some("not streamed: no per-token timing"));
+        assert_eq!(
+            f.decode_note.as_deref(),
+            Some("not streamed: no per-token timing")
+        );
     }
 
     #[test]
     fn one_token_chunk_and_a_flushed_stream_say_why_there_is_no_window() {
         let f = measure(&streamed(vec![tc(100.0, None)], Some(1), 120.0));
         assert_eq!(f.decode_tok_s, None);
-        assert_eq!(f.decode_note.as_deref(), Some("one token chunk: no decode window"));
+        assert_eq!(
+            f.decode_note.as_deref(),
+            Some("one token chunk: no decode window")
+        );
         assert_eq!(f.tpot_ms, None, "N = 1 has no TPOT");
-        let f = measure(&streamed(vec![tc(900.0, None), tc(900.0, None)], Some(2), 900.0));
-        assert!(f.decode_note.unwrap().starts_with("no decode window: all 2 token chunks arrived at 900 ms"));
+        let f = measure(&streamed(
+            vec![tc(900.0, None), tc(900.0, None)],
+            Some(2),
+            900.0,
+        ));
+        assert!(f
+            .decode_note
+            .unwrap()
+            .starts_with("no decode window: all 2 token chunks arrived at 900 ms"));
     }
 
     #[test]
     fn no_tokens_after_the_first_arrival_means_no_rate() {
         // Two token chunks but the serve counts one token: nothing was decoded after the first arrival.
-        let f = measure(&streamed(vec![tc(100.0, None), tc(150.0, None)], Some(1), 160.0));
+        let f = measure(&streamed(
+            vec![tc(100.0, None), tc(150.0, None)],
+            Some(1),
+            160.0,
+        ));
         assert_eq!(f.decode_tok_s, None);
-        assert_eq!(f.decode_note.as_deref(), Some("no tokens after the first arrival (N = 1): no decode rate"));
+        assert_eq!(
+            f.decode_note.as_deref(),
+            Some("no tokens after the first arrival (N = 1): no decode rate")
+        );
         assert_eq!(f.tpot_ms, None);
     }
 
@@ -470,49 +576,139 @@ mod tests {
             r.timings = Some(t);
             measure(r).server_decode_tok_s
         };
-        let t = Timings { predicted_n: Some(8), predicted_ms: Some(400.0), ..Default::default() };
+        let t = Timings {
+            predicted_n: Some(8),
+            predicted_ms: Some(400.0),
+            ..Default::default()
+        };
         assert!(close(rate(&mut r, t.clone()), 20.0));
         // A zero or missing predicted_per_second is not a rate: the fallback is used.
-        assert!(close(rate(&mut r, Timings { predicted_per_second: Some(0.0), ..t.clone() }), 20.0));
-        assert!(close(rate(&mut r, Timings { predicted_per_second: Some(-3.0), ..t.clone() }), 20.0));
-        assert!(close(rate(&mut r, Timings { predicted_per_second: Some(31.5), ..t.clone() }), 31.5));
+        assert!(close(
+            rate(
+                &mut r,
+                Timings {
+                    predicted_per_second: Some(0.0),
+                    ..t.clone()
+                }
+            ),
+            20.0
+        ));
+        assert!(close(
+            rate(
+                &mut r,
+                Timings {
+                    predicted_per_second: Some(-3.0),
+                    ..t.clone()
+                }
+            ),
+            20.0
+        ));
+        assert!(close(
+            rate(
+                &mut r,
+                Timings {
+                    predicted_per_second: Some(31.5),
+                    ..t.clone()
+                }
+            ),
+            31.5
+        ));
         // Nothing to divide: no rate, never inf or NaN.
-        assert_eq!(rate(&mut r, Timings { predicted_n: Some(0), ..t.clone() }), None);
-        assert_eq!(rate(&mut r, Timings { predicted_ms: Some(0.0), ..t.clone() }), None);
-        assert_eq!(rate(&mut r, Timings { predicted_ms: None, ..t }), None);
+        assert_eq!(
+            rate(
+                &mut r,
+                Timings {
+                    predicted_n: Some(0),
+                    ..t.clone()
+                }
+            ),
+            None
+        );
+        assert_eq!(
+            rate(
+                &mut r,
+                Timings {
+                    predicted_ms: Some(0.0),
+                    ..t.clone()
+                }
+            ),
+            None
+        );
+        assert_eq!(
+            rate(
+                &mut r,
+                Timings {
+                    predicted_ms: None,
+                    ..t
+                }
+            ),
+            None
+        );
     }
 
     #[test]
     fn prefill_rate_needs_tokens_and_time_and_usage_equal_to_prompt_n_is_no_cache_hit() {
         let mut r = streamed(vec![tc(0.0, None)], Some(1), 1.0);
-        r.usage = Some(Usage { prompt_tokens: Some(32), completion_tokens: Some(1), total_tokens: None });
-        r.timings = Some(Timings { prompt_n: Some(32), prompt_ms: Some(64.0), ..Default::default() });
+        r.usage = Some(Usage {
+            prompt_tokens: Some(32),
+            completion_tokens: Some(1),
+            total_tokens: None,
+        });
+        r.timings = Some(Timings {
+            prompt_n: Some(32),
+            prompt_ms: Some(64.0),
+            ..Default::default()
+        });
         let f = measure(&r);
         assert!(close(f.server_prefill_tok_s, 500.0));
         assert!(f.warnings.is_empty(), "{:?}", f.warnings);
-        r.timings = Some(Timings { prompt_n: Some(32), prompt_ms: Some(0.0), ..Default::default() });
+        r.timings = Some(Timings {
+            prompt_n: Some(32),
+            prompt_ms: Some(0.0),
+            ..Default::default()
+        });
         assert_eq!(measure(&r).server_prefill_tok_s, None);
         r.usage = None;
-        r.timings = Some(Timings { prompt_n: Some(0), prompt_ms: Some(5.0), ..Default::default() });
+        r.timings = Some(Timings {
+            prompt_n: Some(0),
+            prompt_ms: Some(5.0),
+            ..Default::default()
+        });
         assert_eq!(measure(&r).server_prefill_tok_s, None);
     }
 
     #[test]
     fn decode_rates_exactly_20_percent_apart_do_not_warn() {
         // Client: 2 tokens after the first over 1000 ms = 2.0 tok/s; server 2.5: |2.0 - 2.5| = 0.2 × 2.5.
-        let mut r = streamed(vec![tc(0.0, None), tc(500.0, None), tc(1000.0, None)], Some(3), 1001.0);
-        r.timings = Some(Timings { predicted_per_second: Some(2.5), ..Default::default() });
+        let mut r = streamed(
+            vec![tc(0.0, None), tc(500.0, None), tc(1000.0, None)],
+            Some(3),
+            1001.0,
+        );
+        r.timings = Some(Timings {
+            predicted_per_second: Some(2.5),
+            ..Default::default()
+        });
         let f = measure(&r);
         assert_eq!(f.decode_tok_s, Some(2.0));
         assert!(f.warnings.is_empty(), "{:?}", f.warnings);
-        r.timings = Some(Timings { predicted_per_second: Some(2.6), ..Default::default() });
+        r.timings = Some(Timings {
+            predicted_per_second: Some(2.6),
+            ..Default::default()
+        });
         let f = measure(&r);
-        assert_eq!(f.warnings, ["client_server_decode_mismatch: client 2.0 tok/s vs server 2.6 tok/s (23% apart)"]);
+        assert_eq!(
+            f.warnings,
+            ["client_server_decode_mismatch: client 2.0 tok/s vs server 2.6 tok/s (23% apart)"]
+        );
     }
 
     #[test]
     fn empty_reply_measures_nothing_and_does_not_panic() {
-        let f = measure(&Reply { streamed: true, ..Default::default() });
+        let f = measure(&Reply {
+            streamed: true,
+            ..Default::default()
+        });
         assert_eq!(f.ttft_ms, None);
         assert_eq!(f.completion_tokens_source, None);
         assert_eq!(f.decode_tok_s, None);

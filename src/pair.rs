@@ -99,11 +99,25 @@ pub enum PairError {
 }
 
 fn summarise(role: &str, arms: &[ArmValues]) -> Result<RuntimeSummary, PairError> {
-    let values: Vec<f64> = arms.iter().filter(|a| a.role == role).flat_map(|a| a.values.iter().copied()).collect();
-    let (Some(median), Some(min), Some(max)) = (stats::median(&values), stats::min(&values), stats::max(&values)) else {
+    let values: Vec<f64> = arms
+        .iter()
+        .filter(|a| a.role == role)
+        .flat_map(|a| a.values.iter().copied())
+        .collect();
+    let (Some(median), Some(min), Some(max)) = (
+        stats::median(&values),
+        stats::min(&values),
+        stats::max(&values),
+    ) else {
         return Err(PairError::NoValues(role.into()));
     };
-    Ok(RuntimeSummary { role: role.into(), median, min, max, values })
+    Ok(RuntimeSummary {
+        role: role.into(),
+        median,
+        min,
+        max,
+        values,
+    })
 }
 
 /// Computes the pair's figures from per-arm values (every value finite and > 0).
@@ -111,7 +125,11 @@ pub fn compute(arms: &[ArmValues]) -> Result<PairFigures, PairError> {
     let mut out = Vec::new();
     for (i, a) in arms.iter().enumerate() {
         if let Some(v) = a.values.iter().find(|v| !v.is_finite() || **v <= 0.0) {
-            return Err(PairError::BadValue { role: a.role.clone(), arm: i + 1, value: *v });
+            return Err(PairError::BadValue {
+                role: a.role.clone(),
+                arm: i + 1,
+                value: *v,
+            });
         }
         if a.values.is_empty() {
             continue;
@@ -125,12 +143,24 @@ pub fn compute(arms: &[ArmValues]) -> Result<PairFigures, PairError> {
         } else {
             None
         };
-        out.push(ArmSummary { arm: i + 1, role: a.role.clone(), median, spread, n: a.values.len(), first_outlier });
+        out.push(ArmSummary {
+            arm: i + 1,
+            role: a.role.clone(),
+            median,
+            spread,
+            n: a.values.len(),
+            first_outlier,
+        });
     }
     let ours = summarise("ours", arms)?;
     let theirs = summarise("theirs", arms)?;
     let ratio = theirs.median / ours.median;
-    Ok(PairFigures { arms: out, ours, theirs, ratio })
+    Ok(PairFigures {
+        arms: out,
+        ours,
+        theirs,
+        ratio,
+    })
 }
 
 /// How a metric is printed in a pair line.
@@ -147,9 +177,19 @@ pub struct Unit {
 }
 
 /// Decode rate: tok/s, two decimals.
-pub const DECODE: Unit = Unit { name: "decode", unit: "tok/s", scale: 1.0, decimals: 2 };
+pub const DECODE: Unit = Unit {
+    name: "decode",
+    unit: "tok/s",
+    scale: 1.0,
+    decimals: 2,
+};
 /// First token: values in ms shown as seconds, three decimals.
-pub const FIRST_TOKEN: Unit = Unit { name: "first token", unit: "s", scale: 0.001, decimals: 3 };
+pub const FIRST_TOKEN: Unit = Unit {
+    name: "first token",
+    unit: "s",
+    scale: 0.001,
+    decimals: 3,
+};
 
 /// The pair's one line: both numbers, the ratio and the order, e.g.
 /// `decode: theirs 45.57 tok/s (45.08-45.93, n=6) / ours 39.25 tok/s (39.20-39.32, n=6) = 1.16x; order theirs, ours, ours, theirs`.
@@ -167,7 +207,14 @@ pub fn line(f: &PairFigures, u: Unit) -> String {
         )
     };
     let order: Vec<&str> = f.arms.iter().map(|a| a.role.as_str()).collect();
-    format!("{}: {} / {} = {:.2}x; order {}", u.name, fmt(&f.theirs), fmt(&f.ours), f.ratio, order.join(", "))
+    format!(
+        "{}: {} / {} = {:.2}x; order {}",
+        u.name,
+        fmt(&f.theirs),
+        fmt(&f.ours),
+        f.ratio,
+        order.join(", ")
+    )
 }
 
 /// The per-arm table as one line: `arms: 1 theirs 45.43 (spread 1.012, first 0.658 s), 2 ours ...`.
@@ -177,8 +224,19 @@ pub fn arms_line(f: &PairFigures, u: Unit) -> String {
         .arms
         .iter()
         .map(|a| {
-            let first = a.first_outlier.map(|x| format!(", first request {:.d$} {} shown apart", x * u.scale, u.unit)).unwrap_or_default();
-            format!("{} {} {:.d$} {} (spread {:.3}, n={}{first})", a.arm, a.role, a.median * u.scale, u.unit, a.spread, a.n)
+            let first = a
+                .first_outlier
+                .map(|x| format!(", first request {:.d$} {} shown apart", x * u.scale, u.unit))
+                .unwrap_or_default();
+            format!(
+                "{} {} {:.d$} {} (spread {:.3}, n={}{first})",
+                a.arm,
+                a.role,
+                a.median * u.scale,
+                u.unit,
+                a.spread,
+                a.n
+            )
         })
         .collect();
     format!("arms: {}", arms.join("; "))
@@ -189,7 +247,10 @@ mod tests {
     use super::*;
 
     fn arm(role: &str, v: &[f64]) -> ArmValues {
-        ArmValues { role: role.into(), values: v.to_vec() }
+        ArmValues {
+            role: role.into(),
+            values: v.to_vec(),
+        }
     }
 
     /// Per-request decode values chosen to agree with the published arm table (shared/seed-runs.md) at its
@@ -213,7 +274,11 @@ mod tests {
         let r2 = |x: f64| format!("{x:.2}");
         let r3 = |x: f64| format!("{x:.3}");
         // Per arm, at the published rounding.
-        let arms: Vec<(String, String, String)> = f.arms.iter().map(|a| (a.role.clone(), r2(a.median), r3(a.spread))).collect();
+        let arms: Vec<(String, String, String)> = f
+            .arms
+            .iter()
+            .map(|a| (a.role.clone(), r2(a.median), r3(a.spread)))
+            .collect();
         assert_eq!(
             arms,
             vec![
@@ -259,7 +324,8 @@ mod tests {
         assert_eq!(firsts, vec![Some(658.0), None, None, Some(653.0)]);
         let medians: Vec<f64> = f.arms.iter().map(|a| a.median).collect();
         assert_eq!(medians, vec![591.0, 567.0, 573.0, 591.0]);
-        assert!(arms_line(&f, FIRST_TOKEN).contains("1 theirs 0.591 s (spread 1.117, n=3, first request 0.658 s shown apart)"));
+        assert!(arms_line(&f, FIRST_TOKEN)
+            .contains("1 theirs 0.591 s (spread 1.117, n=3, first request 0.658 s shown apart)"));
     }
 
     #[test]

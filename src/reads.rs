@@ -40,8 +40,16 @@ pub struct ReadsError {
 /// Encodes one read as one JSONL line (without the trailing newline).
 pub fn encode_line(read: &TimedRead) -> String {
     let line = match std::str::from_utf8(&read.bytes) {
-        Ok(s) => ReadLine { t_ms: read.t_ms, text: Some(s.to_string()), hex: None },
-        Err(_) => ReadLine { t_ms: read.t_ms, text: None, hex: Some(to_hex(&read.bytes)) },
+        Ok(s) => ReadLine {
+            t_ms: read.t_ms,
+            text: Some(s.to_string()),
+            hex: None,
+        },
+        Err(_) => ReadLine {
+            t_ms: read.t_ms,
+            text: None,
+            hex: Some(to_hex(&read.bytes)),
+        },
     };
     serde_json::to_string(&line).expect("a ReadLine always serialises")
 }
@@ -63,17 +71,33 @@ pub fn decode(text: &str) -> Result<Vec<TimedRead>, ReadsError> {
         if raw.trim().is_empty() {
             continue;
         }
-        let line: ReadLine = serde_json::from_str(raw)
-            .map_err(|e| ReadsError { line: i + 1, reason: e.to_string() })?;
+        let line: ReadLine = serde_json::from_str(raw).map_err(|e| ReadsError {
+            line: i + 1,
+            reason: e.to_string(),
+        })?;
         if !line.t_ms.is_finite() || line.t_ms < 0.0 {
-            return Err(ReadsError { line: i + 1, reason: format!("t_ms must be a finite number >= 0, got {}", line.t_ms) });
+            return Err(ReadsError {
+                line: i + 1,
+                reason: format!("t_ms must be a finite number >= 0, got {}", line.t_ms),
+            });
         }
         let bytes = match (line.text, line.hex) {
             (Some(t), None) => t.into_bytes(),
-            (None, Some(h)) => from_hex(&h).map_err(|reason| ReadsError { line: i + 1, reason })?,
-            _ => return Err(ReadsError { line: i + 1, reason: "exactly one of \"text\" or \"hex\" is required".into() }),
+            (None, Some(h)) => from_hex(&h).map_err(|reason| ReadsError {
+                line: i + 1,
+                reason,
+            })?,
+            _ => {
+                return Err(ReadsError {
+                    line: i + 1,
+                    reason: "exactly one of \"text\" or \"hex\" is required".into(),
+                })
+            }
         };
-        out.push(TimedRead { t_ms: line.t_ms, bytes });
+        out.push(TimedRead {
+            t_ms: line.t_ms,
+            bytes,
+        });
     }
     Ok(out)
 }
@@ -93,7 +117,9 @@ fn from_hex(s: &str) -> Result<Vec<u8>, String> {
     }
     (0..s.len())
         .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| format!("not hex: {:?}", &s[i..i + 2])))
+        .map(|i| {
+            u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| format!("not hex: {:?}", &s[i..i + 2]))
+        })
         .collect()
 }
 
@@ -105,8 +131,14 @@ mod tests {
     fn split_utf8_character_round_trips_through_hex() {
         let e = "é".as_bytes();
         let reads = vec![
-            TimedRead { t_ms: 1.5, bytes: vec![b'a', e[0]] },
-            TimedRead { t_ms: 2.0, bytes: vec![e[1], b'b'] },
+            TimedRead {
+                t_ms: 1.5,
+                bytes: vec![b'a', e[0]],
+            },
+            TimedRead {
+                t_ms: 2.0,
+                bytes: vec![e[1], b'b'],
+            },
         ];
         let text = encode(&reads);
         assert!(text.contains("\"hex\":\"61c3\""), "{text}");

@@ -339,7 +339,10 @@ pub struct Problem {
 
 impl Problem {
     fn new(field: impl Into<String>, message: impl Into<String>) -> Problem {
-        Problem { field: field.into(), message: message.into() }
+        Problem {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -381,12 +384,16 @@ fn structural_problems(v: &Value) -> Vec<Problem> {
         return vec![Problem::new("(record)", "must be a JSON object")];
     };
     fn check<T: serde::de::DeserializeOwned>(v: &Value) -> Result<(), String> {
-        serde_json::from_value::<T>(v.clone()).map(|_| ()).map_err(|e| e.to_string())
+        serde_json::from_value::<T>(v.clone())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
     let mut out = Vec::new();
     for (key, val) in obj {
         let res = match key.as_str() {
-            "schema" | "id" | "date" | "host" | "device" | "route" | "statistic" => check::<String>(val),
+            "schema" | "id" | "date" | "host" | "device" | "route" | "statistic" => {
+                check::<String>(val)
+            }
             "model" => check::<Model>(val),
             "metric" => check::<Metric>(val),
             "value" => check::<f64>(val),
@@ -404,7 +411,10 @@ fn structural_problems(v: &Value) -> Vec<Problem> {
             "notes" => check::<Notes>(val),
             _ => {
                 let known: Vec<&str> = TOP_KEYS.iter().map(|(k, _)| *k).collect();
-                out.push(Problem::new(key.clone(), format!("unknown key (expected one of: {})", known.join(", "))));
+                out.push(Problem::new(
+                    key.clone(),
+                    format!("unknown key (expected one of: {})", known.join(", ")),
+                ));
                 continue;
             }
         };
@@ -426,10 +436,16 @@ fn nested_problem(parent: &str, msg: &str) -> Problem {
     let field_in = |prefix: &str| -> Option<(String, String)> {
         let rest = msg.strip_prefix(prefix)?;
         let end = rest.find('`')?;
-        Some((rest[..end].to_string(), rest[end + 1..].trim_start_matches(',').trim().to_string()))
+        Some((
+            rest[..end].to_string(),
+            rest[end + 1..].trim_start_matches(',').trim().to_string(),
+        ))
     };
     if let Some((name, _)) = field_in("missing field `") {
-        return Problem::new(format!("{parent}.{name}"), "missing (required; use null where the key allows it and the fact is unknown)");
+        return Problem::new(
+            format!("{parent}.{name}"),
+            "missing (required; use null where the key allows it and the fact is unknown)",
+        );
     }
     if let Some((name, rest)) = field_in("unknown field `") {
         return Problem::new(format!("{parent}.{name}"), format!("unknown key ({rest})"));
@@ -442,21 +458,29 @@ fn is_calendar_date(s: &str) -> bool {
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return false;
     }
-    let (Ok(y), Ok(m), Ok(d)) = (s[0..4].parse::<i32>(), s[5..7].parse::<u8>(), s[8..10].parse::<u8>()) else {
+    let (Ok(y), Ok(m), Ok(d)) = (
+        s[0..4].parse::<i32>(),
+        s[5..7].parse::<u8>(),
+        s[8..10].parse::<u8>(),
+    ) else {
         return false;
     };
-    let Ok(month) = time::Month::try_from(m) else { return false };
+    let Ok(month) = time::Month::try_from(m) else {
+        return false;
+    };
     time::Date::from_calendar_date(y, month, d).is_ok()
 }
 
 fn is_id(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c.is_ascii_digit())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+        && chars
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
 }
 
 fn is_hex_lower(s: &str) -> bool {
-    s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Semantic checks of a parsed record; `file_stem` is its file name without `.json` (the id must equal it).
@@ -465,16 +489,29 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
     let mut bad = |field: &str, message: String| p.push(Problem::new(field, message));
 
     if r.schema != RECORD_SCHEMA {
-        bad("schema", format!("{:?}, expected {RECORD_SCHEMA:?}", r.schema));
+        bad(
+            "schema",
+            format!("{:?}, expected {RECORD_SCHEMA:?}", r.schema),
+        );
     }
     if !is_id(&r.id) {
         bad("id", format!("{:?} is not an id: lower-case letters, digits, '.', '_', '-', starting with a letter or digit", r.id));
     }
     if r.id != file_stem {
-        bad("id", format!("{:?} differs from the file name {:?} (a record is records/<id>.json)", r.id, format!("{file_stem}.json")));
+        bad(
+            "id",
+            format!(
+                "{:?} differs from the file name {:?} (a record is records/<id>.json)",
+                r.id,
+                format!("{file_stem}.json")
+            ),
+        );
     }
     if !is_calendar_date(&r.date) {
-        bad("date", format!("{:?} is not a YYYY-MM-DD calendar date", r.date));
+        bad(
+            "date",
+            format!("{:?} is not a YYYY-MM-DD calendar date", r.date),
+        );
     }
     for (field, text) in [
         ("host", &r.host),
@@ -511,38 +548,72 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
                 bad("model.sha256_form", "\"prefix\" is allowed only for published records (source.kind \"published\"); a gate run hashes the whole file".into());
             }
             if !is_hex_lower(&r.model.sha256) || !(8..64).contains(&len) {
-                bad("model.sha256", format!("{:?}: a prefix is 8 to 63 lower-case hex digits", r.model.sha256));
+                bad(
+                    "model.sha256",
+                    format!(
+                        "{:?}: a prefix is 8 to 63 lower-case hex digits",
+                        r.model.sha256
+                    ),
+                );
             }
         }
-        other => bad("model.sha256_form", format!("{other:?} is not one of \"full\", \"prefix\"")),
+        other => bad(
+            "model.sha256_form",
+            format!("{other:?} is not one of \"full\", \"prefix\""),
+        ),
     }
     if !matches!(r.model.sha256_of.as_str(), "file" | "container") {
-        bad("model.sha256_of", format!("{:?} is not one of \"file\", \"container\"", r.model.sha256_of));
+        bad(
+            "model.sha256_of",
+            format!(
+                "{:?} is not one of \"file\", \"container\"",
+                r.model.sha256_of
+            ),
+        );
     }
 
     // metric and unit
     match METRICS.iter().find(|(name, _)| *name == r.metric.name) {
         None => {
             let names: Vec<&str> = METRICS.iter().map(|(n, _)| *n).collect();
-            bad("metric.name", format!("{:?} is not one of {}", r.metric.name, names.join(", ")));
+            bad(
+                "metric.name",
+                format!("{:?} is not one of {}", r.metric.name, names.join(", ")),
+            );
         }
         Some((name, units)) => {
             if !units.contains(&r.metric.unit.as_str()) {
-                bad("metric.unit", format!("{:?} is not a unit of {name} (expected {})", r.metric.unit, units.join(" or ")));
+                bad(
+                    "metric.unit",
+                    format!(
+                        "{:?} is not a unit of {name} (expected {})",
+                        r.metric.unit,
+                        units.join(" or ")
+                    ),
+                );
             }
         }
     }
     if r.statistic != "median" {
-        bad("statistic", format!("{:?}: only \"median\" is supported", r.statistic));
+        bad(
+            "statistic",
+            format!("{:?}: only \"median\" is supported", r.statistic),
+        );
     }
     if r.decimals > 9 {
         bad("decimals", format!("{} is more than 9", r.decimals));
     }
     if let Some(pair) = r.pair.as_ref().filter(|p| p.ratio_decimals > 9) {
-        bad("pair.ratio_decimals", format!("{} is more than 9", pair.ratio_decimals));
+        bad(
+            "pair.ratio_decimals",
+            format!("{} is more than 9", pair.ratio_decimals),
+        );
     }
     if !r.value.is_finite() || r.value < 0.0 {
-        bad("value", format!("{} is not a finite non-negative number", r.value));
+        bad(
+            "value",
+            format!("{} is not a finite non-negative number", r.value),
+        );
     }
     if r.n == 0 {
         bad("n", "0: a record is at least one measurement".into());
@@ -558,7 +629,10 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
                 bad("values_unavailable", "set although values are given".into());
             }
             if values.len() != r.n as usize {
-                bad("n", format!("{} but values has {} entries", r.n, values.len()));
+                bad(
+                    "n",
+                    format!("{} but values has {} entries", r.n, values.len()),
+                );
             }
             if values.iter().any(|v| !v.is_finite()) {
                 bad("values", "every value must be a finite number".into());
@@ -575,22 +649,49 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
                         ),
                     );
                 }
-                let (mn, mx) = (stats::min(values).unwrap_or(f64::NAN), stats::max(values).unwrap_or(f64::NAN));
+                let (mn, mx) = (
+                    stats::min(values).unwrap_or(f64::NAN),
+                    stats::max(values).unwrap_or(f64::NAN),
+                );
                 if !within(lo, mn, d) || !within(hi, mx, d) {
-                    bad("range", format!("[{}, {}] does not match min and max of values, [{}, {}]", r.fmt(lo), r.fmt(hi), trim_float(mn), trim_float(mx)));
+                    bad(
+                        "range",
+                        format!(
+                            "[{}, {}] does not match min and max of values, [{}, {}]",
+                            r.fmt(lo),
+                            r.fmt(hi),
+                            trim_float(mn),
+                            trim_float(mx)
+                        ),
+                    );
                 }
             }
         }
         None => {
             match &r.values_unavailable {
                 Some(why) if !why.trim().is_empty() => {}
-                _ => bad("values", "null needs values_unavailable saying why the per-value figures are missing".into()),
+                _ => bad(
+                    "values",
+                    "null needs values_unavailable saying why the per-value figures are missing"
+                        .into(),
+                ),
             }
             if !published {
-                bad("values", "every value is required for a gate_run record".into());
+                bad(
+                    "values",
+                    "every value is required for a gate_run record".into(),
+                );
             }
             if lo <= hi && (r.value < lo - half_unit(d) || r.value > hi + half_unit(d)) {
-                bad("value", format!("{} lies outside range [{}, {}]", r.fmt(r.value), r.fmt(lo), r.fmt(hi)));
+                bad(
+                    "value",
+                    format!(
+                        "{} lies outside range [{}, {}]",
+                        r.fmt(r.value),
+                        r.fmt(lo),
+                        r.fmt(hi)
+                    ),
+                );
             }
         }
     }
@@ -598,10 +699,16 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
     // settings, hold, load
     if let Some(dur) = r.hold.duration_s {
         if !dur.is_finite() || dur < 0.0 {
-            bad("hold.duration_s", format!("{dur} is not a finite non-negative number of seconds"));
+            bad(
+                "hold.duration_s",
+                format!("{dur} is not a finite non-negative number of seconds"),
+            );
         }
     }
-    for (field, v) in [("load.load1_start", r.load.load1_start), ("load.load1_end", r.load.load1_end)] {
+    for (field, v) in [
+        ("load.load1_start", r.load.load1_start),
+        ("load.load1_end", r.load.load1_end),
+    ] {
         if let Some(x) = v {
             if !x.is_finite() || x < 0.0 {
                 bad(field, format!("{x} is not a load average"));
@@ -609,14 +716,30 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
         }
     }
     if !KNOWN_ANSWER_RESULTS.contains(&r.known_answer.result.as_str()) {
-        bad("known_answer.result", format!("{:?} is not one of {}", r.known_answer.result, KNOWN_ANSWER_RESULTS.join(", ")));
+        bad(
+            "known_answer.result",
+            format!(
+                "{:?} is not one of {}",
+                r.known_answer.result,
+                KNOWN_ANSWER_RESULTS.join(", ")
+            ),
+        );
     }
 
     // source and what gate runs must carry
     match r.source.kind.as_str() {
         "published" => {
-            if r.source.published.as_deref().map(str::trim).unwrap_or("").is_empty() {
-                bad("source.published", "required for a published record: where it was published".into());
+            if r.source
+                .published
+                .as_deref()
+                .map(str::trim)
+                .unwrap_or("")
+                .is_empty()
+            {
+                bad(
+                    "source.published",
+                    "required for a published record: where it was published".into(),
+                );
             }
         }
         "gate_run" => {
@@ -627,23 +750,41 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
                 ("model.file", r.model.file.is_some()),
                 ("load.load1_start", r.load.load1_start.is_some()),
                 ("load.load1_end", r.load.load1_end.is_some()),
-                ("settings.engine_version", r.settings.engine_version.is_some()),
-                ("instrument.metric_definition", r.instrument.metric_definition.is_some()),
-                ("known_answer.result", r.known_answer.result != "not_published"),
+                (
+                    "settings.engine_version",
+                    r.settings.engine_version.is_some(),
+                ),
+                (
+                    "instrument.metric_definition",
+                    r.instrument.metric_definition.is_some(),
+                ),
+                (
+                    "known_answer.result",
+                    r.known_answer.result != "not_published",
+                ),
             ];
             for (field, ok) in required {
                 if !ok {
-                    bad(field, "required (not null / not \"not_published\") for a gate_run record".into());
+                    bad(
+                        field,
+                        "required (not null / not \"not_published\") for a gate_run record".into(),
+                    );
                 }
             }
         }
-        other => bad("source.kind", format!("{other:?} is not one of {}", SOURCE_KINDS.join(", "))),
+        other => bad(
+            "source.kind",
+            format!("{other:?} is not one of {}", SOURCE_KINDS.join(", ")),
+        ),
     }
 
     // notes
     let sentence = r.notes.what_would_make_it_wrong.trim();
     if sentence.split_whitespace().count() < 4 {
-        bad("notes.what_would_make_it_wrong", format!("{sentence:?}: required, a sentence saying what would make this figure wrong"));
+        bad(
+            "notes.what_would_make_it_wrong",
+            format!("{sentence:?}: required, a sentence saying what would make this figure wrong"),
+        );
     }
 
     // pair
@@ -652,14 +793,28 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
             bad("pair.other_engine", "empty (required)".into());
         }
         if !pair.other_value.is_finite() || pair.other_value <= 0.0 {
-            bad("pair.other_value", format!("{} is not a finite positive number", pair.other_value));
+            bad(
+                "pair.other_value",
+                format!("{} is not a finite positive number", pair.other_value),
+            );
         }
         if pair.other_n == 0 {
             bad("pair.other_n", "0".into());
         }
         if let Some([olo, ohi]) = pair.other_range {
-            if olo > ohi || pair.other_value < olo - half_unit(d) || pair.other_value > ohi + half_unit(d) {
-                bad("pair.other_range", format!("[{}, {}] is not a [min, max] containing other_value {}", r.fmt(olo), r.fmt(ohi), r.fmt(pair.other_value)));
+            if olo > ohi
+                || pair.other_value < olo - half_unit(d)
+                || pair.other_value > ohi + half_unit(d)
+            {
+                bad(
+                    "pair.other_range",
+                    format!(
+                        "[{}, {}] is not a [min, max] containing other_value {}",
+                        r.fmt(olo),
+                        r.fmt(ohi),
+                        r.fmt(pair.other_value)
+                    ),
+                );
             }
         }
         if r.value > 0.0 && pair.other_value.is_finite() {
@@ -669,12 +824,25 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
             if (pair.ratio - exact).abs() > half_unit(pair.ratio_decimals) + carried {
                 bad(
                     "pair.ratio",
-                    format!("{} is not other_value / value = {} / {} = {:.*}", pair.ratio, r.fmt(pair.other_value), r.fmt(r.value), pair.ratio_decimals.min(17) as usize, exact),
+                    format!(
+                        "{} is not other_value / value = {} / {} = {:.*}",
+                        pair.ratio,
+                        r.fmt(pair.other_value),
+                        r.fmt(r.value),
+                        pair.ratio_decimals.min(17) as usize,
+                        exact
+                    ),
                 );
             }
         }
         if !matches!(pair.ratio_source.as_str(), "published" | "computed") {
-            bad("pair.ratio_source", format!("{:?} is not one of \"published\", \"computed\"", pair.ratio_source));
+            bad(
+                "pair.ratio_source",
+                format!(
+                    "{:?} is not one of \"published\", \"computed\"",
+                    pair.ratio_source
+                ),
+            );
         }
         let arms_ok = pair.arm_order.len() >= 2
             && pair.arm_order.iter().all(|a| a == "this" || a == "other")
@@ -685,10 +853,21 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
         }
         if let Some(medians) = &pair.arm_medians {
             if medians.len() != pair.arm_order.len() {
-                bad("pair.arm_medians", format!("{} entries for {} arms", medians.len(), pair.arm_order.len()));
+                bad(
+                    "pair.arm_medians",
+                    format!(
+                        "{} entries for {} arms",
+                        medians.len(),
+                        pair.arm_order.len()
+                    ),
+                );
             } else {
                 for (i, (arm, m)) in pair.arm_order.iter().zip(medians).enumerate() {
-                    let range = if arm == "this" { Some(r.range) } else { pair.other_range };
+                    let range = if arm == "this" {
+                        Some(r.range)
+                    } else {
+                        pair.other_range
+                    };
                     if let Some([a, b]) = range {
                         if *m < a - half_unit(d) || *m > b + half_unit(d) {
                             bad("pair.arm_medians", format!("arm {} ({arm}) median {} lies outside that runtime's range [{}, {}]", i + 1, r.fmt(*m), r.fmt(a), r.fmt(b)));
@@ -723,15 +902,32 @@ pub struct Checked {
 pub fn check_file(file: &Path) -> Checked {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
-        Err(e) => return Checked { file: file.to_path_buf(), record: None, problems: vec![Problem::new("(file)", format!("cannot read: {e}"))] },
+        Err(e) => {
+            return Checked {
+                file: file.to_path_buf(),
+                record: None,
+                problems: vec![Problem::new("(file)", format!("cannot read: {e}"))],
+            }
+        }
     };
-    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     match parse(&text) {
         Ok(r) => {
             let problems = validate(&r, &stem);
-            Checked { file: file.to_path_buf(), record: Some(r), problems }
+            Checked {
+                file: file.to_path_buf(),
+                record: Some(r),
+                problems,
+            }
         }
-        Err(problems) => Checked { file: file.to_path_buf(), record: None, problems },
+        Err(problems) => Checked {
+            file: file.to_path_buf(),
+            record: None,
+            problems,
+        },
     }
 }
 
@@ -759,9 +955,15 @@ pub fn check_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
     }
     for (id, idx) in by_id {
         if idx.len() > 1 {
-            let names: Vec<String> = idx.iter().map(|&i| checked[i].file.display().to_string()).collect();
+            let names: Vec<String> = idx
+                .iter()
+                .map(|&i| checked[i].file.display().to_string())
+                .collect();
             for &i in &idx {
-                checked[i].problems.push(Problem::new("id", format!("{id:?} is not unique: used by {}", names.join(", "))));
+                checked[i].problems.push(Problem::new(
+                    "id",
+                    format!("{id:?} is not unique: used by {}", names.join(", ")),
+                ));
             }
         }
     }
@@ -770,7 +972,8 @@ pub fn check_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
 
 /// Loads every record of `dir`, or every problem as `FILE: FIELD: MESSAGE` lines.
 pub fn load_dir(dir: &Path) -> Result<Vec<Record>, Vec<String>> {
-    let checked = check_dir(dir).map_err(|e| vec![format!("{}: cannot read directory: {e}", dir.display())])?;
+    let checked = check_dir(dir)
+        .map_err(|e| vec![format!("{}: cannot read directory: {e}", dir.display())])?;
     let lines = problem_lines(&checked);
     if !lines.is_empty() {
         return Err(lines);
@@ -780,7 +983,14 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Record>, Vec<String>> {
 
 /// `FILE: FIELD: MESSAGE`, one per problem.
 pub fn problem_lines(checked: &[Checked]) -> Vec<String> {
-    checked.iter().flat_map(|c| c.problems.iter().map(move |p| format!("{}: {p}", c.file.display()))).collect()
+    checked
+        .iter()
+        .flat_map(|c| {
+            c.problems
+                .iter()
+                .map(move |p| format!("{}: {p}", c.file.display()))
+        })
+        .collect()
 }
 
 /// `servegate records ...` arguments.
@@ -830,7 +1040,14 @@ pub enum RecordsCmd {
 pub fn cli_records(args: &RecordsArgs) -> i32 {
     match &args.command {
         RecordsCmd::Check { dir } => cli_records_check(dir),
-        RecordsCmd::Add { run, spec, id, metric, role, dir } => {
+        RecordsCmd::Add {
+            run,
+            spec,
+            id,
+            metric,
+            role,
+            dir,
+        } => {
             if role != "ours" && role != "theirs" {
                 eprintln!("error: --role is `ours` or `theirs`, got {role:?}");
                 return exit::USAGE;
@@ -844,13 +1061,29 @@ pub fn cli_records(args: &RecordsArgs) -> i32 {
 /// [`from_run`] (or [`from_pair_run`] for a pair run) from the run directory and its own gate.toml, and
 /// writes it with [`write_new`]. Exit 0 written; 3 the spec, gate or record is invalid or the id is taken;
 /// 5 the evidence cannot be read or does not hold what a record needs.
-pub fn cli_records_add(run: &Path, spec_file: &Path, id: Option<&str>, metric: Option<&str>, dir: &Path) -> i32 {
+pub fn cli_records_add(
+    run: &Path,
+    spec_file: &Path,
+    id: Option<&str>,
+    metric: Option<&str>,
+    dir: &Path,
+) -> i32 {
     cli_records_add_as(run, spec_file, id, metric, "ours", dir)
 }
 
 /// [`cli_records_add`] for a pair run's `role` (`ours` or `theirs`).
-pub fn cli_records_add_as(run: &Path, spec_file: &Path, id: Option<&str>, metric: Option<&str>, role: &str, dir: &Path) -> i32 {
-    let mut spec: RunRecordSpec = match std::fs::read_to_string(spec_file).map_err(|e| e.to_string()).and_then(|t| toml::from_str(&t).map_err(|e| e.to_string())) {
+pub fn cli_records_add_as(
+    run: &Path,
+    spec_file: &Path,
+    id: Option<&str>,
+    metric: Option<&str>,
+    role: &str,
+    dir: &Path,
+) -> i32 {
+    let mut spec: RunRecordSpec = match std::fs::read_to_string(spec_file)
+        .map_err(|e| e.to_string())
+        .and_then(|t| toml::from_str(&t).map_err(|e| e.to_string()))
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {}: {e}", spec_file.display());
@@ -891,8 +1124,20 @@ pub fn cli_records_add_as(run: &Path, spec_file: &Path, id: Option<&str>, metric
     };
     match write_new(dir, &record) {
         Ok(path) => {
-            let flag = if record.indicative() { format!(", indicative (n = {})", record.n) } else { String::new() };
-            println!("wrote {} ({} {} {} {}, n = {}{flag}); now run `servegate leaderboard`", path.display(), record.model.name, record.metric.name, record.fmt(record.value), record.metric.unit, record.n);
+            let flag = if record.indicative() {
+                format!(", indicative (n = {})", record.n)
+            } else {
+                String::new()
+            };
+            println!(
+                "wrote {} ({} {} {} {}, n = {}{flag}); now run `servegate leaderboard`",
+                path.display(),
+                record.model.name,
+                record.metric.name,
+                record.fmt(record.value),
+                record.metric.unit,
+                record.n
+            );
             exit::PASS
         }
         Err(e) => {
@@ -929,8 +1174,20 @@ pub fn cli_records_check(dir: &Path) -> i32 {
             if r.sha256_prefix_only() {
                 flags.push("sha256 prefix only".to_string());
             }
-            let flags = if flags.is_empty() { String::new() } else { format!("; {}", flags.join("; ")) };
-            println!("{}: ok ({} {} {} {}, n = {}{flags})", c.file.display(), r.model.name, r.metric.name, r.fmt(r.value), r.metric.unit, r.n);
+            let flags = if flags.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", flags.join("; "))
+            };
+            println!(
+                "{}: ok ({} {} {} {}, n = {}{flags})",
+                c.file.display(),
+                r.model.name,
+                r.metric.name,
+                r.fmt(r.value),
+                r.metric.unit,
+                r.n
+            );
         } else {
             bad += 1;
             for p in &c.problems {
@@ -939,7 +1196,12 @@ pub fn cli_records_check(dir: &Path) -> i32 {
         }
     }
     let problems: usize = checked.iter().map(|c| c.problems.len()).sum();
-    println!("records: {} checked in {}, {} invalid, {problems} problems", checked.len(), dir.display(), bad);
+    println!(
+        "records: {} checked in {}, {} invalid, {problems} problems",
+        checked.len(),
+        dir.display(),
+        bad
+    );
     if bad == 0 {
         exit::PASS
     } else {
@@ -989,14 +1251,23 @@ pub enum RecordError {
 pub fn write_new(dir: &Path, r: &Record) -> Result<PathBuf, RecordError> {
     let problems = validate(r, &r.id);
     if !problems.is_empty() {
-        return Err(RecordError::Invalid { id: r.id.clone(), problems });
+        return Err(RecordError::Invalid {
+            id: r.id.clone(),
+            problems,
+        });
     }
     let path = dir.join(format!("{}.json", r.id));
     if path.exists() {
         return Err(RecordError::Exists { path });
     }
-    std::fs::create_dir_all(dir).map_err(|source| RecordError::Io { path: dir.to_path_buf(), source })?;
-    let io = |source| RecordError::Io { path: path.clone(), source };
+    std::fs::create_dir_all(dir).map_err(|source| RecordError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let io = |source| RecordError::Io {
+        path: path.clone(),
+        source,
+    };
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
     crate::leaderboard::readable(tmp.as_file()).map_err(io)?;
     std::io::Write::write_all(&mut tmp, to_json(r).as_bytes()).map_err(io)?;
@@ -1005,7 +1276,10 @@ pub fn write_new(dir: &Path, r: &Record) -> Result<PathBuf, RecordError> {
         if e.error.kind() == std::io::ErrorKind::AlreadyExists {
             RecordError::Exists { path: path.clone() }
         } else {
-            RecordError::Io { path: path.clone(), source: e.error }
+            RecordError::Io {
+                path: path.clone(),
+                source: e.error,
+            }
         }
     })?;
     Ok(path)
@@ -1060,12 +1334,19 @@ fn run_metric(metric: &str) -> Result<(&'static str, u32, &'static str), RecordE
 
 /// Every judged (non-warmup) request's value of `metric`, in send order, and the prompt-token counts seen.
 /// Fails when one has no value: a record carries every value or none.
-fn judged_values(ev: &crate::evidence::Evidence, metric: &str) -> Result<(Vec<f64>, std::collections::BTreeSet<u64>), RecordError> {
+fn judged_values(
+    ev: &crate::evidence::Evidence,
+    metric: &str,
+) -> Result<(Vec<f64>, std::collections::BTreeSet<u64>), RecordError> {
     let mut values = Vec::new();
     let mut prompt_tokens = std::collections::BTreeSet::new();
     for req in ev.requests.iter().filter(|r| !r.record.warmup) {
         let fig = crate::measure::measure(&req.reply);
-        let v = if metric == "decode_rate" { fig.decode_tok_s } else { fig.ttft_ms };
+        let v = if metric == "decode_rate" {
+            fig.decode_tok_s
+        } else {
+            fig.ttft_ms
+        };
         match v {
             Some(v) => values.push(v),
             None => {
@@ -1082,7 +1363,10 @@ fn judged_values(ev: &crate::evidence::Evidence, metric: &str) -> Result<(Vec<f6
         }
     }
     if values.is_empty() {
-        return Err(RecordError::Evidence(format!("{}: no judged requests", ev.dir.display())));
+        return Err(RecordError::Evidence(format!(
+            "{}: no judged requests",
+            ev.dir.display()
+        )));
     }
     Ok((values, prompt_tokens))
 }
@@ -1097,24 +1381,45 @@ fn utc_seconds(stamp: &str) -> Option<f64> {
     let (date, rest) = stamp.split_once('T')?;
     let time = rest.strip_suffix('Z')?;
     let month = time::Month::try_from(date.get(5..7)?.parse::<u8>().ok()?).ok()?;
-    let day = time::Date::from_calendar_date(date.get(0..4)?.parse().ok()?, month, date.get(8..10)?.parse().ok()?).ok()?;
+    let day = time::Date::from_calendar_date(
+        date.get(0..4)?.parse().ok()?,
+        month,
+        date.get(8..10)?.parse().ok()?,
+    )
+    .ok()?;
     let mut hms = time.split(':');
-    let (h, m, sec): (f64, f64, f64) = (hms.next()?.parse().ok()?, hms.next()?.parse().ok()?, hms.next()?.parse().ok()?);
+    let (h, m, sec): (f64, f64, f64) = (
+        hms.next()?.parse().ok()?,
+        hms.next()?.parse().ok()?,
+        hms.next()?.parse().ok()?,
+    );
     Some(day.to_julian_day() as f64 * 86400.0 + h * 3600.0 + m * 60.0 + sec)
 }
 
 /// The hold of a run: the gate's `[hold]` lock, held for the whole run (its duration: run start to end).
 fn run_hold(gate: &crate::spec::GateSpec, started: &str, ended: Option<&str>) -> Hold {
     match &gate.hold {
-        None => Hold { ticket: None, duration_s: None },
+        None => Hold {
+            ticket: None,
+            duration_s: None,
+        },
         Some(h) => Hold {
-            ticket: Some(format!("exclusive lock {} for the whole run (gate [hold])", h.lock.display())),
-            duration_s: ended.and_then(utc_seconds).zip(utc_seconds(started)).map(|(e, s)| round_to(e - s, 1)),
+            ticket: Some(format!(
+                "exclusive lock {} for the whole run (gate [hold])",
+                h.lock.display()
+            )),
+            duration_s: ended
+                .and_then(utc_seconds)
+                .zip(utc_seconds(started))
+                .map(|(e, s)| round_to(e - s, 1)),
         },
     }
 }
 
-fn prompt_tokens_setting(seen: &std::collections::BTreeSet<u64>, other: &mut Vec<String>) -> Option<u32> {
+fn prompt_tokens_setting(
+    seen: &std::collections::BTreeSet<u64>,
+    other: &mut Vec<String>,
+) -> Option<u32> {
     if seen.len() > 1 {
         other.push(format!("prompt tokens differ between prompts: {seen:?}"));
     }
@@ -1125,14 +1430,26 @@ fn prompt_tokens_setting(seen: &std::collections::BTreeSet<u64>, other: &mut Vec
     }
 }
 
-fn known_answer_of(gate: &crate::spec::GateSpec, verdicts: &[crate::judge::Verdict]) -> KnownAnswer {
+fn known_answer_of(
+    gate: &crate::spec::GateSpec,
+    verdicts: &[crate::judge::Verdict],
+) -> KnownAnswer {
     let ka = verdicts.iter().find(|v| v.assertion == "known_answer");
     KnownAnswer {
-        prompt: gate.assertions.known_answer.as_ref().and_then(|k| k.prompt.clone()).or_else(|| match gate.request.prompts.as_slice() {
-            [only] if ka.is_some() => Some(only.clone()),
-            _ => None,
-        }),
-        expected: gate.assertions.known_answer.as_ref().map(|k| k.matches.as_str().to_string()),
+        prompt: gate
+            .assertions
+            .known_answer
+            .as_ref()
+            .and_then(|k| k.prompt.clone())
+            .or_else(|| match gate.request.prompts.as_slice() {
+                [only] if ka.is_some() => Some(only.clone()),
+                _ => None,
+            }),
+        expected: gate
+            .assertions
+            .known_answer
+            .as_ref()
+            .map(|k| k.matches.as_str().to_string()),
         result: match ka {
             Some(v) if v.passed() => "pass".into(),
             Some(_) => "fail".into(),
@@ -1144,7 +1461,11 @@ fn known_answer_of(gate: &crate::spec::GateSpec, verdicts: &[crate::judge::Verdi
 
 /// The spec's engine version when it gives one (a serve may say only `b0-unknown`), else what the serve
 /// says; when both exist and differ, the serve's own words go into the notes.
-fn engine_version(spec: &RunRecordSpec, serve_says: Option<&str>, notes: &mut Vec<String>) -> Option<String> {
+fn engine_version(
+    spec: &RunRecordSpec,
+    serve_says: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Option<String> {
     match (&spec.engine_version, serve_says) {
         (Some(v), Some(s)) if v != s => {
             notes.push(format!("the serve reports its version as {s:?}"));
@@ -1178,19 +1499,33 @@ fn method_of(version: &str, gate: &crate::spec::GateSpec) -> String {
 /// serve's version, load at start and end, the hold, the known-answer verdict. Fails (never guesses) when a
 /// judged request has no value, the run is incomplete or its serve failed, or the model file cannot be
 /// hashed. Write it with [`write_new`].
-pub fn from_run(gate: &crate::spec::GateSpec, ev: &crate::evidence::Evidence, spec: &RunRecordSpec) -> Result<Record, RecordError> {
+pub fn from_run(
+    gate: &crate::spec::GateSpec,
+    ev: &crate::evidence::Evidence,
+    spec: &RunRecordSpec,
+) -> Result<Record, RecordError> {
     use crate::evidence::RunStatus;
     let run = &ev.run;
     if run.status != RunStatus::Complete {
-        return Err(RecordError::Evidence(format!("{}: the run is incomplete (status running): no record from a killed run", ev.dir.display())));
+        return Err(RecordError::Evidence(format!(
+            "{}: the run is incomplete (status running): no record from a killed run",
+            ev.dir.display()
+        )));
     }
     if let Some(f) = &run.serve.failure {
-        return Err(RecordError::Evidence(format!("{}: the serve failed: {f}", ev.dir.display())));
+        return Err(RecordError::Evidence(format!(
+            "{}: the serve failed: {f}",
+            ev.dir.display()
+        )));
     }
     let (unit, decimals, definition) = run_metric(&spec.metric)?;
     let (values, prompt_tokens) = judged_values(ev, &spec.metric)?;
     let median = stats::median(&values).expect("non-empty");
-    let (sha, _) = crate::hash::sha256_file(&spec.model_file).map_err(|source| RecordError::Io { path: spec.model_file.clone(), source })?;
+    let (sha, _) =
+        crate::hash::sha256_file(&spec.model_file).map_err(|source| RecordError::Io {
+            path: spec.model_file.clone(),
+            source,
+        })?;
     let req = &gate.request;
     let mut other = spec.notes.clone();
     let prompt_tokens = prompt_tokens_setting(&prompt_tokens, &mut other);
@@ -1198,7 +1533,10 @@ pub fn from_run(gate: &crate::spec::GateSpec, ev: &crate::evidence::Evidence, sp
         schema: RECORD_SCHEMA.into(),
         id: spec.id.clone(),
         date: run.started_utc.chars().take(10).collect(),
-        host: format!("{} ({}, {} CPUs)", run.host.hostname, run.host.os, run.host.cpus),
+        host: format!(
+            "{} ({}, {} CPUs)",
+            run.host.hostname, run.host.os, run.host.cpus
+        ),
         model: Model {
             name: spec.model_name.clone(),
             file: Some(spec.model_file.display().to_string()),
@@ -1209,12 +1547,19 @@ pub fn from_run(gate: &crate::spec::GateSpec, ev: &crate::evidence::Evidence, sp
         },
         device: spec.device.clone(),
         route: spec.route.clone(),
-        metric: Metric { name: spec.metric.clone(), unit: unit.into(), condition: Some("warm".into()).filter(|_| req.warmup > 0) },
+        metric: Metric {
+            name: spec.metric.clone(),
+            unit: unit.into(),
+            condition: Some("warm".into()).filter(|_| req.warmup > 0),
+        },
         statistic: "median".into(),
         value: round_to(median, decimals),
         decimals,
         n: values.len() as u32,
-        range: [stats::min(&values).expect("non-empty"), stats::max(&values).expect("non-empty")],
+        range: [
+            stats::min(&values).expect("non-empty"),
+            stats::max(&values).expect("non-empty"),
+        ],
         values: Some(values),
         values_unavailable: None,
         settings: Settings {
@@ -1226,18 +1571,45 @@ pub fn from_run(gate: &crate::spec::GateSpec, ev: &crate::evidence::Evidence, sp
             stream: Some(req.stream),
             backend: spec.backend.clone(),
         },
-        hold: Hold { ticket: spec.hold_ticket.clone(), duration_s: None },
-        load: Load { load1_start: run.load_avg_start.map(|l| l[0]), load1_end: run.load_avg_end.map(|l| l[0]) },
+        hold: Hold {
+            ticket: spec.hold_ticket.clone(),
+            duration_s: None,
+        },
+        load: Load {
+            load1_start: run.load_avg_start.map(|l| l[0]),
+            load1_end: run.load_avg_end.map(|l| l[0]),
+        },
         known_answer: known_answer_of(gate, &crate::judge::judge(gate, ev)),
-        instrument: Instrument { method: method_of(&run.servegate_version, gate), metric_definition: Some(definition.into()) },
-        source: Source { kind: "gate_run".into(), evidence: Some(ev.dir.display().to_string()), gate: Some(run.gate_file.clone()), published: None },
+        instrument: Instrument {
+            method: method_of(&run.servegate_version, gate),
+            metric_definition: Some(definition.into()),
+        },
+        source: Source {
+            kind: "gate_run".into(),
+            evidence: Some(ev.dir.display().to_string()),
+            gate: Some(run.gate_file.clone()),
+            published: None,
+        },
         pair: None,
-        notes: Notes { what_would_make_it_wrong: spec.what_would_make_it_wrong.clone(), other },
+        notes: Notes {
+            what_would_make_it_wrong: spec.what_would_make_it_wrong.clone(),
+            other,
+        },
     };
-    let record = Record { hold: if gate.hold.is_some() { run_hold(gate, &run.started_utc, run.ended_utc.as_deref()) } else { record.hold.clone() }, ..record };
+    let record = Record {
+        hold: if gate.hold.is_some() {
+            run_hold(gate, &run.started_utc, run.ended_utc.as_deref())
+        } else {
+            record.hold.clone()
+        },
+        ..record
+    };
     let problems = validate(&record, &record.id);
     if !problems.is_empty() {
-        return Err(RecordError::Invalid { id: record.id, problems });
+        return Err(RecordError::Invalid {
+            id: record.id,
+            problems,
+        });
     }
     Ok(record)
 }
@@ -1247,7 +1619,11 @@ pub fn from_run(gate: &crate::spec::GateSpec, ev: &crate::evidence::Evidence, sp
 /// from the repeats, not from arm medians), the ratio theirs / ours, the arm order and each arm's median;
 /// the model hash is the one the runner streamed before the first arm (and found unchanged after the last).
 /// `spec.model_file` is not hashed again. Fails when the pair is incomplete or void.
-pub fn from_pair_run(gate: &crate::spec::GateSpec, pe: &crate::evidence::PairEvidence, spec: &RunRecordSpec) -> Result<Record, RecordError> {
+pub fn from_pair_run(
+    gate: &crate::spec::GateSpec,
+    pe: &crate::evidence::PairEvidence,
+    spec: &RunRecordSpec,
+) -> Result<Record, RecordError> {
     from_pair_run_as(gate, pe, spec, "ours")
 }
 
@@ -1255,35 +1631,61 @@ pub fn from_pair_run(gate: &crate::spec::GateSpec, pe: &crate::evidence::PairEvi
 /// median and `pair` names the other runtime's figure and the ratio other / this (so theirs / ours in the
 /// ours record, its inverse in the theirs record; the note states theirs / ours in both). For `theirs`, the
 /// engine is the theirs arm's `runtime` and the other engine is `spec.engine`.
-pub fn from_pair_run_as(gate: &crate::spec::GateSpec, pe: &crate::evidence::PairEvidence, spec: &RunRecordSpec, role: &str) -> Result<Record, RecordError> {
+pub fn from_pair_run_as(
+    gate: &crate::spec::GateSpec,
+    pe: &crate::evidence::PairEvidence,
+    spec: &RunRecordSpec,
+    role: &str,
+) -> Result<Record, RecordError> {
     use crate::evidence::RunStatus;
     let s = &pe.summary;
     let dir = pe.dir.display();
     if s.status != RunStatus::Complete {
-        return Err(RecordError::Evidence(format!("{dir}: the pair run is incomplete (status running)")));
+        return Err(RecordError::Evidence(format!(
+            "{dir}: the pair run is incomplete (status running)"
+        )));
     }
     if let Some(f) = &s.failure {
-        return Err(RecordError::Evidence(format!("{dir}: the pair is void: {f}")));
+        return Err(RecordError::Evidence(format!(
+            "{dir}: the pair is void: {f}"
+        )));
     }
     let sha = match (&s.model_sha256, &s.model_sha256_after) {
         (Some(a), Some(b)) if a == b => a.clone(),
-        (a, b) => return Err(RecordError::Evidence(format!("{dir}: model sha256 before {a:?} and after {b:?} the arms do not match"))),
+        (a, b) => {
+            return Err(RecordError::Evidence(format!(
+                "{dir}: model sha256 before {a:?} and after {b:?} the arms do not match"
+            )))
+        }
     };
     if s.arms.len() != pe.arms.len() || s.arms.is_empty() {
-        return Err(RecordError::Evidence(format!("{dir}: {} arms listed, {} loaded", s.arms.len(), pe.arms.len())));
+        return Err(RecordError::Evidence(format!(
+            "{dir}: {} arms listed, {} loaded",
+            s.arms.len(),
+            pe.arms.len()
+        )));
     }
     let (unit, decimals, definition) = run_metric(&spec.metric)?;
-    let (mut ours, mut theirs, mut arm_medians, mut arm_order) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut ours, mut theirs, mut arm_medians, mut arm_order) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut prompt_tokens = std::collections::BTreeSet::new();
     let mut theirs_runtime: Option<String> = None;
     let mut version = None;
     for (arm, ev) in s.arms.iter().zip(&pe.arms) {
         if ev.run.status != RunStatus::Complete || ev.run.serve.failure.is_some() {
-            return Err(RecordError::Evidence(format!("{}: arm {} ({}) is incomplete or its serve failed", ev.dir.display(), arm.arm, arm.role)));
+            return Err(RecordError::Evidence(format!(
+                "{}: arm {} ({}) is incomplete or its serve failed",
+                ev.dir.display(),
+                arm.arm,
+                arm.role
+            )));
         }
         let (values, pt) = judged_values(ev, &spec.metric)?;
         prompt_tokens.extend(pt);
-        arm_medians.push(round_to(stats::median(&values).expect("non-empty"), decimals));
+        arm_medians.push(round_to(
+            stats::median(&values).expect("non-empty"),
+            decimals,
+        ));
         match arm.role.as_str() {
             "ours" => {
                 ours.extend(values);
@@ -1298,19 +1700,47 @@ pub fn from_pair_run_as(gate: &crate::spec::GateSpec, pe: &crate::evidence::Pair
                     version = version.or_else(|| ev.run.serve.version.clone());
                 }
             }
-            other => return Err(RecordError::Evidence(format!("{dir}: arm {} has role {other:?}", arm.arm))),
+            other => {
+                return Err(RecordError::Evidence(format!(
+                    "{dir}: arm {} has role {other:?}",
+                    arm.arm
+                )))
+            }
         }
-        arm_order.push(if arm.role == role { "this".to_string() } else { "other".to_string() });
+        arm_order.push(if arm.role == role {
+            "this".to_string()
+        } else {
+            "other".to_string()
+        });
     }
     if ours.is_empty() || theirs.is_empty() {
-        return Err(RecordError::Evidence(format!("{dir}: a pair record needs values from both runtimes")));
+        return Err(RecordError::Evidence(format!(
+            "{dir}: a pair record needs values from both runtimes"
+        )));
     }
-    let (m_ours, m_theirs) = (stats::median(&ours).expect("non-empty"), stats::median(&theirs).expect("non-empty"));
+    let (m_ours, m_theirs) = (
+        stats::median(&ours).expect("non-empty"),
+        stats::median(&theirs).expect("non-empty"),
+    );
     let theirs_engine = theirs_runtime.unwrap_or_else(|| "theirs".into());
     let (this, other_vals, m_this, m_other, this_engine, other_engine) = if role == "theirs" {
-        (theirs, ours, m_theirs, m_ours, theirs_engine, spec.engine.clone())
+        (
+            theirs,
+            ours,
+            m_theirs,
+            m_ours,
+            theirs_engine,
+            spec.engine.clone(),
+        )
     } else {
-        (ours, theirs, m_ours, m_theirs, spec.engine.clone(), theirs_engine)
+        (
+            ours,
+            theirs,
+            m_ours,
+            m_theirs,
+            spec.engine.clone(),
+            theirs_engine,
+        )
     };
     let req = &gate.request;
     let mut other = spec.notes.clone();
@@ -1375,7 +1805,10 @@ pub fn from_pair_run_as(gate: &crate::spec::GateSpec, pe: &crate::evidence::Pair
     };
     let problems = validate(&record, &record.id);
     if !problems.is_empty() {
-        return Err(RecordError::Invalid { id: record.id, problems });
+        return Err(RecordError::Invalid {
+            id: record.id,
+            problems,
+        });
     }
     Ok(record)
 }
@@ -1401,7 +1834,11 @@ mod tests {
             },
             device: "CPU".into(),
             route: "cpu".into(),
-            metric: Metric { name: "decode_rate".into(), unit: "tok/s".into(), condition: None },
+            metric: Metric {
+                name: "decode_rate".into(),
+                unit: "tok/s".into(),
+                condition: None,
+            },
             statistic: "median".into(),
             value: 4.28,
             decimals: 2,
@@ -1418,13 +1855,35 @@ mod tests {
                 stream: Some(true),
                 backend: None,
             },
-            hold: Hold { ticket: None, duration_s: None },
-            load: Load { load1_start: Some(1.0), load1_end: Some(1.2) },
-            known_answer: KnownAnswer { prompt: None, expected: None, result: "not_checked".into(), detail: None },
-            instrument: Instrument { method: "servegate".into(), metric_definition: Some("docs/metrics.md".into()) },
-            source: Source { kind: "gate_run".into(), evidence: Some("runs/x".into()), gate: Some("gates/x.toml".into()), published: None },
+            hold: Hold {
+                ticket: None,
+                duration_s: None,
+            },
+            load: Load {
+                load1_start: Some(1.0),
+                load1_end: Some(1.2),
+            },
+            known_answer: KnownAnswer {
+                prompt: None,
+                expected: None,
+                result: "not_checked".into(),
+                detail: None,
+            },
+            instrument: Instrument {
+                method: "servegate".into(),
+                metric_definition: Some("docs/metrics.md".into()),
+            },
+            source: Source {
+                kind: "gate_run".into(),
+                evidence: Some("runs/x".into()),
+                gate: Some("gates/x.toml".into()),
+                published: None,
+            },
             pair: None,
-            notes: Notes { what_would_make_it_wrong: "One run at low load, one prompt.".into(), other: vec![] },
+            notes: Notes {
+                what_would_make_it_wrong: "One run at low load, one prompt.".into(),
+                other: vec![],
+            },
         }
     }
 
@@ -1514,7 +1973,10 @@ mod tests {
         v["settings"]["temprature"] = serde_json::json!(0);
         let problems = parse(&v.to_string()).unwrap_err();
         let f: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
-        assert!(f.contains(&"speed") && f.contains(&"settings.temprature"), "{problems:?}");
+        assert!(
+            f.contains(&"speed") && f.contains(&"settings.temprature"),
+            "{problems:?}"
+        );
     }
 
     #[test]
@@ -1523,8 +1985,17 @@ mod tests {
         r.model.sha256 = "b1c1fe9d6c4a6d0c".into();
         assert_eq!(fields(&r), vec!["model.sha256"]);
         r.model.sha256_form = "prefix".into();
-        assert_eq!(fields(&r), vec!["model.sha256_form"], "a gate run may not carry a prefix");
-        r.source = Source { kind: "published".into(), evidence: None, gate: None, published: Some("seed-runs.md".into()) };
+        assert_eq!(
+            fields(&r),
+            vec!["model.sha256_form"],
+            "a gate run may not carry a prefix"
+        );
+        r.source = Source {
+            kind: "published".into(),
+            evidence: None,
+            gate: None,
+            published: Some("seed-runs.md".into()),
+        };
         assert!(fields(&r).is_empty());
         assert_eq!(r.sha256_display(), "b1c1fe9d6c4a6d0c (prefix only)");
     }
@@ -1535,7 +2006,12 @@ mod tests {
         r.values = None;
         assert_eq!(fields(&r), vec!["values", "values"]);
         r.values_unavailable = Some("not published".into());
-        r.source = Source { kind: "published".into(), evidence: None, gate: None, published: Some("seed-runs.md".into()) };
+        r.source = Source {
+            kind: "published".into(),
+            evidence: None,
+            gate: None,
+            published: Some("seed-runs.md".into()),
+        };
         assert!(fields(&r).is_empty());
         r.value = 4.5;
         assert_eq!(fields(&r), vec!["value"], "value outside the range");
@@ -1563,7 +2039,10 @@ mod tests {
         assert!(fields(&r).is_empty(), "{:?}", validate(&r, &r.id));
         r.pair.as_mut().unwrap().ratio = 1.20;
         r.pair.as_mut().unwrap().arm_order = vec!["this".into(), "this".into()];
-        assert_eq!(fields(&r), vec!["pair.ratio", "pair.arm_order", "pair.arm_medians"]);
+        assert_eq!(
+            fields(&r),
+            vec!["pair.ratio", "pair.arm_order", "pair.arm_medians"]
+        );
     }
 
     #[test]
@@ -1576,7 +2055,13 @@ mod tests {
     #[test]
     fn id_must_equal_file_name() {
         let r = good();
-        assert_eq!(validate(&r, "other").into_iter().map(|p| p.field).collect::<Vec<_>>(), vec!["id"]);
+        assert_eq!(
+            validate(&r, "other")
+                .into_iter()
+                .map(|p| p.field)
+                .collect::<Vec<_>>(),
+            vec!["id"]
+        );
     }
 
     #[test]
@@ -1588,22 +2073,42 @@ mod tests {
 
     /// A complete run directory of a gate with one prompt, one warmup and three judged repeats: each reply
     /// streams four content tokens 10, 20, 30 ms apart after `ttft` ms (decode = 3 / span).
-    fn synthetic_run(root: &Path, name: &str, gate: &crate::spec::GateSpec, warmup: bool, spans_ms: &[(f64, f64)]) -> PathBuf {
-        use crate::evidence::{EvidenceWriter, RequestRecord, ResponseMeta, RunStatus, RunSummary, ServeRecord};
+    fn synthetic_run(
+        root: &Path,
+        name: &str,
+        gate: &crate::spec::GateSpec,
+        warmup: bool,
+        spans_ms: &[(f64, f64)],
+    ) -> PathBuf {
+        use crate::evidence::{
+            EvidenceWriter, RequestRecord, ResponseMeta, RunStatus, RunSummary, ServeRecord,
+        };
         use crate::reads::TimedRead;
         let w = EvidenceWriter::create(root, name, "20261129T120000Z").unwrap();
         w.write("gate.toml", gate.source.as_bytes()).unwrap();
         let mut requests = Vec::new();
         for (index, &(ttft, span)) in spans_ms.iter().enumerate() {
-            let chunk = |text: &str| format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n");
+            let chunk = |text: &str| {
+                format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+            };
             let mut reads = Vec::new();
             for (k, text) in ["Pa", "r", "is", "."].iter().enumerate() {
-                reads.push(TimedRead { t_ms: ttft + span * k as f64 / 3.0, bytes: chunk(text).into_bytes() });
+                reads.push(TimedRead {
+                    t_ms: ttft + span * k as f64 / 3.0,
+                    bytes: chunk(text).into_bytes(),
+                });
             }
             let end = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":4,\"total_tokens\":24}}\n\ndata: [DONE]\n\n";
-            reads.push(TimedRead { t_ms: ttft + span + 1.0, bytes: end.as_bytes().to_vec() });
-            let meta = ResponseMeta { status: Some(200), ..Default::default() };
-            w.write_request(index, &serde_json::json!({}), &meta, &reads).unwrap();
+            reads.push(TimedRead {
+                t_ms: ttft + span + 1.0,
+                bytes: end.as_bytes().to_vec(),
+            });
+            let meta = ResponseMeta {
+                status: Some(200),
+                ..Default::default()
+            };
+            w.write_request(index, &serde_json::json!({}), &meta, &reads)
+                .unwrap();
             requests.push(RequestRecord {
                 index,
                 warmup: warmup && index == 0,
@@ -1621,11 +2126,18 @@ mod tests {
             gate_file: "gates/ref.toml".into(),
             started_utc: "2026-11-29T12:00:00Z".into(),
             ended_utc: Some("2026-11-29T12:00:09Z".into()),
-            host: crate::evidence::HostInfo { hostname: "box".into(), os: "linux 6.1".into(), cpus: 2 },
+            host: crate::evidence::HostInfo {
+                hostname: "box".into(),
+                os: "linux 6.1".into(),
+                cpus: 2,
+            },
             load_avg_start: Some([1.5, 1.0, 0.5]),
             load_avg_end: Some([1.75, 1.0, 0.5]),
             servegate_version: "0.1.0".into(),
-            serve: ServeRecord { version: Some("llama.cpp b4321".into()), ..Default::default() },
+            serve: ServeRecord {
+                version: Some("llama.cpp b4321".into()),
+                ..Default::default()
+            },
             requests,
             notes: vec![],
         };
@@ -1641,9 +2153,20 @@ mod tests {
         let gate_file = tmp.path().join("ref.toml");
         let text = "[gate]\nname = \"ref\"\n[serve]\ncommand = [\"srv\", \"--port\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 16\ntemperature = 0\nwarmup = 1\nrepeats = 3\nprompts = [\"What is the capital of France? Answer with one word.\"]\n[assert.known_answer]\nmatches = \"(?i)paris\"\n";
         std::fs::write(&gate_file, text).unwrap();
-        let gate = crate::spec::parse(&gate_file, text, &crate::spec::Context::for_file(&gate_file)).unwrap();
+        let gate = crate::spec::parse(
+            &gate_file,
+            text,
+            &crate::spec::Context::for_file(&gate_file),
+        )
+        .unwrap();
         // warmup, then decode 3/0.030 = 100, 3/0.060 = 50, 3/0.020 = 150 tok/s.
-        let dir = synthetic_run(tmp.path(), "ref", &gate, true, &[(500.0, 10.0), (100.0, 30.0), (120.0, 60.0), (110.0, 20.0)]);
+        let dir = synthetic_run(
+            tmp.path(),
+            "ref",
+            &gate,
+            true,
+            &[(500.0, 10.0), (100.0, 30.0), (120.0, 60.0), (110.0, 20.0)],
+        );
         let ev = crate::evidence::load(&dir).unwrap();
         let spec = RunRecordSpec {
             id: "ref-decode".into(),
@@ -1657,12 +2180,17 @@ mod tests {
             engine_version: None,
             backend: None,
             hold_ticket: None,
-            what_would_make_it_wrong: "Three replies of four tokens each: a longer reply could decode at another rate.".into(),
+            what_would_make_it_wrong:
+                "Three replies of four tokens each: a longer reply could decode at another rate."
+                    .into(),
             notes: vec![],
         };
         let mut killed = ev.clone();
         killed.run.status = crate::evidence::RunStatus::Running;
-        assert!(matches!(from_run(&gate, &killed, &spec), Err(RecordError::Evidence(m)) if m.contains("incomplete")), "no record from a killed run");
+        assert!(
+            matches!(from_run(&gate, &killed, &spec), Err(RecordError::Evidence(m)) if m.contains("incomplete")),
+            "no record from a killed run"
+        );
         let r = from_run(&gate, &ev, &spec).unwrap();
         let values = r.values.clone().unwrap();
         assert_eq!(values.len(), 3, "warmup excluded");
@@ -1671,26 +2199,67 @@ mod tests {
         }
         assert_eq!((r.value, r.n, r.range), (100.0, 3, [values[1], values[2]]));
         assert_eq!(r.model.sha256, crate::hash::sha256_bytes(b"weights"));
-        assert_eq!(r.settings.engine_version.as_deref(), Some("llama.cpp b4321"));
-        assert_eq!((r.load.load1_start, r.load.load1_end), (Some(1.5), Some(1.75)));
+        assert_eq!(
+            r.settings.engine_version.as_deref(),
+            Some("llama.cpp b4321")
+        );
+        assert_eq!(
+            (r.load.load1_start, r.load.load1_end),
+            (Some(1.5), Some(1.75))
+        );
         assert_eq!(r.known_answer.result, "pass");
         assert_eq!(r.settings.prompt_tokens, Some(20));
         assert_eq!(r.date, "2026-11-29");
         assert!(validate(&r, "ref-decode").is_empty());
-        let ft = from_run(&gate, &ev, &RunRecordSpec { id: "ref-first-token".into(), metric: "first_token".into(), ..spec.clone() }).unwrap();
-        assert_eq!((ft.value, ft.metric.unit.as_str(), ft.metric.condition.as_deref()), (110.0, "ms", Some("warm")));
+        let ft = from_run(
+            &gate,
+            &ev,
+            &RunRecordSpec {
+                id: "ref-first-token".into(),
+                metric: "first_token".into(),
+                ..spec.clone()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                ft.value,
+                ft.metric.unit.as_str(),
+                ft.metric.condition.as_deref()
+            ),
+            (110.0, "ms", Some("warm"))
+        );
         // The command path: the same record from the run directory and a spec file.
         let spec_file = tmp.path().join("smol.toml");
         std::fs::write(&spec_file, format!("id = \"x\"\nmetric = \"first_token\"\nmodel_name = \"Tiny\"\nmodel_file = {:?}\nweights = \"Q8_0\"\ndevice = \"CPU\"\nroute = \"cpu\"\nengine = \"llama.cpp server\"\nwhat_would_make_it_wrong = \"Three replies of four tokens each: a longer reply could decode at another rate.\"\n", model.display().to_string())).unwrap();
         let cli_dir = tmp.path().join("cli-records");
-        assert_eq!(cli_records_add(&dir, &spec_file, Some("ref-decode"), Some("decode_rate"), &cli_dir), exit::PASS);
-        assert_eq!(parse(&std::fs::read_to_string(cli_dir.join("ref-decode.json")).unwrap()).unwrap(), r);
-        assert_eq!(cli_records_add(&dir, &spec_file, Some("ref-decode"), None, &cli_dir), exit::SPEC_INVALID, "never overwrites");
+        assert_eq!(
+            cli_records_add(
+                &dir,
+                &spec_file,
+                Some("ref-decode"),
+                Some("decode_rate"),
+                &cli_dir
+            ),
+            exit::PASS
+        );
+        assert_eq!(
+            parse(&std::fs::read_to_string(cli_dir.join("ref-decode.json")).unwrap()).unwrap(),
+            r
+        );
+        assert_eq!(
+            cli_records_add(&dir, &spec_file, Some("ref-decode"), None, &cli_dir),
+            exit::SPEC_INVALID,
+            "never overwrites"
+        );
         // Written atomically, then checked like any committed record.
         let records = tmp.path().join("records");
         write_new(&records, &r).unwrap();
         write_new(&records, &ft).unwrap();
-        assert!(check_dir(&records).unwrap().iter().all(|c| c.problems.is_empty()));
+        assert!(check_dir(&records)
+            .unwrap()
+            .iter()
+            .all(|c| c.problems.is_empty()));
     }
 
     #[test]
@@ -1700,7 +2269,12 @@ mod tests {
         let gate_file = tmp.path().join("pair.toml");
         let text = "[gate]\nname = \"p\"\n[serve]\nready = \"/health\"\n[hold]\nlock = \"/tmp/npu.lock\"\n[pair.ours]\nruntime = \"srv, 1 thread\"\ncommand = [\"srv\", \"--model\", \"{model}\", \"--port\", \"{port}\"]\n[pair.theirs]\nruntime = \"srv, 2 threads\"\ncommand = [\"srv\", \"--model\", \"{model}\", \"--port\", \"{port}\", \"-t\", \"2\"]\n[request]\nmodel = \"/m.gguf\"\nmax_tokens = 16\ntemperature = 0\ntop_k = 1\nrepeats = 3\nprompts = [\"What is the capital of France? Answer with one word.\"]\n[assert.ratio]\nmetric = \"decode\"\nat_least = 0.1\n[assert.known_answer]\nmatches = \"(?i)paris\"\n";
         std::fs::write(&gate_file, text).unwrap();
-        let gate = crate::spec::parse(&gate_file, text, &crate::spec::Context::for_file(&gate_file)).unwrap();
+        let gate = crate::spec::parse(
+            &gate_file,
+            text,
+            &crate::spec::Context::for_file(&gate_file),
+        )
+        .unwrap();
         let pair_dir = tmp.path().join("pairrun");
         // decode rates: theirs 150, 100, 100 | ours 50, 50, 60 | ours 60, 30, 50 | theirs 150, 150, 300.
         let arms: [(&str, [(f64, f64); 3]); 4] = [
@@ -1716,7 +2290,12 @@ mod tests {
             records.push(ArmRecord {
                 arm: i + 1,
                 role: role.to_string(),
-                runtime: if *role == "ours" { "srv, 1 thread" } else { "srv, 2 threads" }.into(),
+                runtime: if *role == "ours" {
+                    "srv, 1 thread"
+                } else {
+                    "srv, 2 threads"
+                }
+                .into(),
                 dir: d.strip_prefix(&pair_dir).unwrap().display().to_string(),
             });
         }
@@ -1728,7 +2307,11 @@ mod tests {
             gate_file: "gates/pair.toml".into(),
             started_utc: "2026-11-29T12:00:00.000Z".into(),
             ended_utc: Some("2026-11-29T12:00:38.500Z".into()),
-            host: crate::evidence::HostInfo { hostname: "box".into(), os: "linux".into(), cpus: 2 },
+            host: crate::evidence::HostInfo {
+                hostname: "box".into(),
+                os: "linux".into(),
+                cpus: 2,
+            },
             load_avg_start: Some([4.34, 1.0, 1.0]),
             load_avg_end: Some([3.3, 1.0, 1.0]),
             order: arms.iter().map(|(r, _)| r.to_string()).collect(),
@@ -1740,7 +2323,11 @@ mod tests {
             failure: None,
             arms: records,
         };
-        std::fs::write(pair_dir.join("pair.json"), serde_json::to_string_pretty(&summary).unwrap()).unwrap();
+        std::fs::write(
+            pair_dir.join("pair.json"),
+            serde_json::to_string_pretty(&summary).unwrap(),
+        )
+        .unwrap();
         let pe = crate::evidence::load_pair(&pair_dir).unwrap();
         let spec = RunRecordSpec {
             id: "p-decode".into(),
@@ -1754,20 +2341,30 @@ mod tests {
             engine_version: Some("srv 1".into()),
             backend: None,
             hold_ticket: None,
-            what_would_make_it_wrong: "Three replies per arm of four tokens each on a shared machine.".into(),
+            what_would_make_it_wrong:
+                "Three replies per arm of four tokens each on a shared machine.".into(),
             notes: vec![],
         };
         let r = from_pair_run(&gate, &pe, &spec).unwrap();
         let p = r.pair.as_ref().unwrap();
         // ours: 50 50 60 60 30 50 → median 50; theirs: 150 100 100 150 150 300 → median 150 (not the arm medians').
-        assert_eq!((r.value, r.n, p.other_value, p.other_n, p.ratio), (50.0, 6, 150.0, 6, 3.0));
+        assert_eq!(
+            (r.value, r.n, p.other_value, p.other_n, p.ratio),
+            (50.0, 6, 150.0, 6, 3.0)
+        );
         assert_eq!(p.arm_order, ["other", "this", "this", "other"]);
-        assert_eq!(p.arm_medians.as_deref(), Some(&[100.0, 50.0, 50.0, 150.0][..]));
+        assert_eq!(
+            p.arm_medians.as_deref(),
+            Some(&[100.0, 50.0, 50.0, 150.0][..])
+        );
         assert_eq!(p.other_engine, "srv, 2 threads");
         assert_eq!(r.model.sha256, sha);
         assert_eq!(r.hold.duration_s, Some(38.5));
         assert!(r.hold.ticket.as_deref().unwrap().contains("/tmp/npu.lock"));
-        assert_eq!((r.load.load1_start, r.load.load1_end), (Some(4.34), Some(3.3)));
+        assert_eq!(
+            (r.load.load1_start, r.load.load1_end),
+            (Some(4.34), Some(3.3))
+        );
         assert_eq!(r.known_answer.result, "pass");
         assert!(validate(&r, "p-decode").is_empty());
     }
@@ -1781,15 +2378,27 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
+            assert_eq!(
+                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o644
+            );
         }
-        assert!(matches!(write_new(dir.path(), &r), Err(RecordError::Exists { .. })));
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(matches!(
+            write_new(dir.path(), &r),
+            Err(RecordError::Exists { .. })
+        ));
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 1, "no temp file left: {names:?}");
         let mut bad = good();
         bad.id = "bad".into();
         bad.n = 5;
-        assert!(matches!(write_new(dir.path(), &bad), Err(RecordError::Invalid { .. })));
+        assert!(matches!(
+            write_new(dir.path(), &bad),
+            Err(RecordError::Invalid { .. })
+        ));
         assert!(!dir.path().join("bad.json").exists());
     }
 }

@@ -46,7 +46,8 @@ pub fn mask_str(s: &str, secret: &str) -> String {
         return s.to_string();
     }
     let mask = "*".repeat(secret.len());
-    s.replace(secret, &mask).replace(&json_escaped(secret), &mask)
+    s.replace(secret, &mask)
+        .replace(&json_escaped(secret), &mask)
 }
 
 fn json_escaped(secret: &str) -> String {
@@ -56,7 +57,11 @@ fn json_escaped(secret: &str) -> String {
 
 /// Masks `secret` in a body given as reads, also where it spans reads; lengths and times unchanged.
 pub fn mask_reads(reads: &mut [TimedRead], secret: &[u8]) -> usize {
-    let mut body: Vec<u8> = reads.iter().map(|r| r.bytes.as_slice()).collect::<Vec<&[u8]>>().concat();
+    let mut body: Vec<u8> = reads
+        .iter()
+        .map(|r| r.bytes.as_slice())
+        .collect::<Vec<&[u8]>>()
+        .concat();
     let n = mask_bytes(&mut body, secret);
     if n > 0 {
         let mut at = 0;
@@ -80,7 +85,9 @@ pub fn scrub_dir(dir: &Path, secret: &str) -> Vec<(PathBuf, usize)> {
     let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
     paths.sort();
     for p in paths {
-        let Ok(meta) = std::fs::symlink_metadata(&p) else { continue };
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
         if meta.is_dir() {
             out.extend(scrub_dir(&p, secret));
             continue;
@@ -88,10 +95,15 @@ pub fn scrub_dir(dir: &Path, secret: &str) -> Vec<(PathBuf, usize)> {
         if !meta.is_file() {
             continue;
         }
-        let Ok(bytes) = std::fs::read(&p) else { continue };
+        let Ok(bytes) = std::fs::read(&p) else {
+            continue;
+        };
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let (new, n) = if name.ends_with(".reads.jsonl") {
-            match std::str::from_utf8(&bytes).ok().and_then(|t| crate::reads::decode(t).ok()) {
+            match std::str::from_utf8(&bytes)
+                .ok()
+                .and_then(|t| crate::reads::decode(t).ok())
+            {
                 Some(mut reads) => {
                     let n = mask_reads(&mut reads, secret.as_bytes());
                     (crate::reads::encode(&reads).into_bytes(), n)
@@ -119,7 +131,11 @@ fn mask_file_bytes(mut bytes: Vec<u8>, secret: &str) -> (Vec<u8>, usize) {
 
 /// The gate's API key (the value of its `serve.api_key_env`), when the gate names one and it is set.
 pub fn secret_of(gate: &crate::spec::GateSpec) -> Option<String> {
-    gate.serve.api_key_env.as_ref().and_then(|v| std::env::var(v).ok()).filter(|k| !k.is_empty())
+    gate.serve
+        .api_key_env
+        .as_ref()
+        .and_then(|v| std::env::var(v).ok())
+        .filter(|k| !k.is_empty())
 }
 
 /// Masks the gate's API key (when set) in verdict messages: a serve may echo the key split across SSE events,
@@ -133,8 +149,13 @@ pub fn mask_verdicts(gate: &crate::spec::GateSpec, verdicts: &mut [crate::judge:
 }
 
 /// Masks `secret` in a serialisable value (through its JSON form); the value unchanged when it holds none.
-pub fn mask_value<T: serde::Serialize + serde::de::DeserializeOwned>(value: &mut T, secret: &str) -> bool {
-    let Ok(json) = serde_json::to_string(value) else { return false };
+pub fn mask_value<T: serde::Serialize + serde::de::DeserializeOwned>(
+    value: &mut T,
+    secret: &str,
+) -> bool {
+    let Ok(json) = serde_json::to_string(value) else {
+        return false;
+    };
     let masked = mask_str(&json, secret);
     if masked == json {
         return false;
@@ -157,7 +178,16 @@ mod tests {
         let mut b = b"Bearer sk-123 and sk-123".to_vec();
         assert_eq!(mask_bytes(&mut b, b"sk-123"), 2);
         assert_eq!(b, b"Bearer ****** and ******");
-        let mut reads = vec![TimedRead { t_ms: 1.0, bytes: b"xx sk-".to_vec() }, TimedRead { t_ms: 2.0, bytes: b"123 yy".to_vec() }];
+        let mut reads = vec![
+            TimedRead {
+                t_ms: 1.0,
+                bytes: b"xx sk-".to_vec(),
+            },
+            TimedRead {
+                t_ms: 2.0,
+                bytes: b"123 yy".to_vec(),
+            },
+        ];
         assert_eq!(mask_reads(&mut reads, b"sk-123"), 1);
         assert_eq!(reads[0].bytes, b"xx ***");
         assert_eq!(reads[1].bytes, b"*** yy");

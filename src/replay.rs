@@ -134,14 +134,24 @@ pub struct Recording {
 /// parts of a content array joined), else a completions-style `prompt` string.
 pub fn prompt_of(body: &serde_json::Value) -> Option<String> {
     if let Some(messages) = body.get("messages").and_then(|m| m.as_array()) {
-        let user = messages.iter().rev().find(|m| m.get("role").and_then(|r| r.as_str()) == Some("user"))?;
+        let user = messages
+            .iter()
+            .rev()
+            .find(|m| m.get("role").and_then(|r| r.as_str()) == Some("user"))?;
         return match user.get("content")? {
             serde_json::Value::String(s) => Some(s.clone()),
-            serde_json::Value::Array(parts) => Some(parts.iter().filter_map(|p| p.get("text").and_then(|t| t.as_str())).collect()),
+            serde_json::Value::Array(parts) => Some(
+                parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
+                    .collect(),
+            ),
             _ => None,
         };
     }
-    body.get("prompt").and_then(|p| p.as_str()).map(String::from)
+    body.get("prompt")
+        .and_then(|p| p.as_str())
+        .map(String::from)
 }
 
 impl Recording {
@@ -150,27 +160,52 @@ impl Recording {
     /// an error naming the file and line.
     pub fn load(dir: &Path) -> Result<Recording, EvidenceError> {
         let run_path = dir.join("run.json");
-        let text = std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
-        let malformed = |path: &Path, reason: String| EvidenceError::Malformed { path: path.to_path_buf(), reason };
-        let run: RunSummary = serde_json::from_str(&text).map_err(|e| malformed(&run_path, e.to_string()))?;
+        let text =
+            std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
+        let malformed = |path: &Path, reason: String| EvidenceError::Malformed {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let run: RunSummary =
+            serde_json::from_str(&text).map_err(|e| malformed(&run_path, e.to_string()))?;
         if run.schema != RUN_SCHEMA {
-            return Err(malformed(&run_path, format!("schema {:?}, expected {RUN_SCHEMA:?}", run.schema)));
+            return Err(malformed(
+                &run_path,
+                format!("schema {:?}, expected {RUN_SCHEMA:?}", run.schema),
+            ));
         }
-        let serve_log = std::fs::read(dir.join("serve.log")).ok().map(|b| String::from_utf8_lossy(&b).into_owned());
+        let serve_log = std::fs::read(dir.join("serve.log"))
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
         let mut items = Vec::new();
         for rec in &run.requests {
             let nn = format!("{:02}", rec.index);
             let req_path = dir.join(format!("{nn}.request.json"));
             let body: Option<serde_json::Value> = match std::fs::read_to_string(&req_path) {
-                Ok(t) => Some(serde_json::from_str(&t).map_err(|e| malformed(&req_path, e.to_string()))?),
+                Ok(t) => Some(
+                    serde_json::from_str(&t).map_err(|e| malformed(&req_path, e.to_string()))?,
+                ),
                 Err(_) => None,
             };
-            let prompt = body.as_ref().and_then(prompt_of).unwrap_or_else(|| rec.prompt.clone());
-            let model = body.as_ref().and_then(|b| b.get("model")).and_then(|m| m.as_str()).map(String::from);
+            let prompt = body
+                .as_ref()
+                .and_then(prompt_of)
+                .unwrap_or_else(|| rec.prompt.clone());
+            let model = body
+                .as_ref()
+                .and_then(|b| b.get("model"))
+                .and_then(|m| m.as_str())
+                .map(String::from);
             let meta_path = dir.join(format!("{nn}.response.json"));
             let meta: ResponseMeta = match std::fs::read_to_string(&meta_path) {
-                Ok(t) => serde_json::from_str(&t).map_err(|e| malformed(&meta_path, e.to_string()))?,
-                Err(_) => ResponseMeta { status: rec.http_status, transport_error: rec.transport_error.clone(), ..Default::default() },
+                Ok(t) => {
+                    serde_json::from_str(&t).map_err(|e| malformed(&meta_path, e.to_string()))?
+                }
+                Err(_) => ResponseMeta {
+                    status: rec.http_status,
+                    transport_error: rec.transport_error.clone(),
+                    ..Default::default()
+                },
             };
             let reads_path = dir.join(format!("{nn}.reads.jsonl"));
             let reads = match std::fs::read_to_string(&reads_path) {
@@ -189,7 +224,11 @@ impl Recording {
                 transport_error: meta.transport_error.or_else(|| rec.transport_error.clone()),
             });
         }
-        Ok(Recording { dir: dir.to_path_buf(), serve_log, items })
+        Ok(Recording {
+            dir: dir.to_path_buf(),
+            serve_log,
+            items,
+        })
     }
 
     /// The recorded model ids (from the request bodies), first seen first.
@@ -205,7 +244,12 @@ impl Recording {
 
     /// Indexes into `items` of the responses recorded for `prompt`, in send order.
     pub fn for_prompt(&self, prompt: &str) -> Vec<usize> {
-        self.items.iter().enumerate().filter(|(_, r)| r.prompt == prompt).map(|(i, _)| i).collect()
+        self.items
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.prompt == prompt)
+            .map(|(i, _)| i)
+            .collect()
     }
 }
 
@@ -328,14 +372,32 @@ pub fn recorded_plan(r: &Recorded, speed: f64) -> Plan {
     let label = format!("recorded {:02}", r.index);
     let first_read = r.reads.first().map(|x| x.t_ms);
     let last_read = r.reads.last().map(|x| x.t_ms).unwrap_or(0.0);
-    let abort_at = r.transport_error.as_ref().map(|_| scaled(r.end_ms.unwrap_or(last_read).max(last_read), speed));
+    let abort_at = r
+        .transport_error
+        .as_ref()
+        .map(|_| scaled(r.end_ms.unwrap_or(last_read).max(last_read), speed));
     let Some(status) = r.status else {
-        return Plan { status: 0, headers: Vec::new(), chunked: false, head_at: Duration::ZERO, sends: Vec::new(), abort_at: abort_at.or(Some(Duration::ZERO)), label };
+        return Plan {
+            status: 0,
+            headers: Vec::new(),
+            chunked: false,
+            head_at: Duration::ZERO,
+            sends: Vec::new(),
+            abort_at: abort_at.or(Some(Duration::ZERO)),
+            label,
+        };
     };
-    let content_type = r.headers.get("content-type").cloned().unwrap_or_else(|| "application/json".into());
+    let content_type = r
+        .headers
+        .get("content-type")
+        .cloned()
+        .unwrap_or_else(|| "application/json".into());
     let chunked = r.transport_error.is_some()
         || content_type.contains("event-stream")
-        || r.headers.get("transfer-encoding").map(|t| t.contains("chunked")).unwrap_or(false);
+        || r.headers
+            .get("transfer-encoding")
+            .map(|t| t.contains("chunked"))
+            .unwrap_or(false);
     let head_ms = match (r.head_ms, first_read) {
         (Some(h), Some(f)) => h.min(f),
         (Some(h), None) => h,
@@ -344,8 +406,25 @@ pub fn recorded_plan(r: &Recorded, speed: f64) -> Plan {
     };
     let mut headers = vec![("content-type".to_string(), content_type)];
     headers.push(("x-servegate-replay".into(), format!("{:02}", r.index)));
-    let sends = r.reads.iter().map(|x| Send { at: scaled(x.t_ms, speed), bytes: x.bytes.clone(), tokens: 0, kind: SendKind::Recorded }).collect();
-    Plan { status, headers, chunked, head_at: scaled(head_ms, speed), sends, abort_at, label }
+    let sends = r
+        .reads
+        .iter()
+        .map(|x| Send {
+            at: scaled(x.t_ms, speed),
+            bytes: x.bytes.clone(),
+            tokens: 0,
+            kind: SendKind::Recorded,
+        })
+        .collect();
+    Plan {
+        status,
+        headers,
+        chunked,
+        head_at: scaled(head_ms, speed),
+        sends,
+        abort_at,
+        label,
+    }
 }
 
 /// What was sent of one response: the send time of each write (ms from arrival, taken just before the
@@ -367,7 +446,10 @@ pub struct Sent {
 /// Writes `plan` to `stream` on time, from `t0` (the request's arrival). `close` adds `connection: close`.
 pub fn execute(stream: &mut TcpStream, plan: &Plan, t0: Instant, close: bool) -> Sent {
     let ms = |t: Instant| pace::ms_between(t0, t);
-    let mut sent = Sent { sends_ms: vec![None; plan.sends.len()], ..Default::default() };
+    let mut sent = Sent {
+        sends_ms: vec![None; plan.sends.len()],
+        ..Default::default()
+    };
     if plan.status == 0 {
         pace::sleep_until(t0 + plan.abort_at.unwrap_or_default());
         let _ = stream.shutdown(Shutdown::Both);
@@ -375,7 +457,11 @@ pub fn execute(stream: &mut TcpStream, plan: &Plan, t0: Instant, close: bool) ->
         sent.closed = true;
         return sent;
     }
-    let framing = if plan.chunked { http::Framing::Chunked } else { http::Framing::Length(plan.sends.iter().map(|s| s.bytes.len()).sum()) };
+    let framing = if plan.chunked {
+        http::Framing::Chunked
+    } else {
+        http::Framing::Length(plan.sends.iter().map(|s| s.bytes.len()).sum())
+    };
     let close_after = close || plan.abort_at.is_some();
     let frame = |out: &mut Vec<u8>, s: &Send| {
         if plan.chunked {
@@ -469,8 +555,20 @@ pub struct App {
 
 impl App {
     /// A serve answering from `source`.
-    pub fn new(source: Source, speed: f64, ready_after: Duration, timing_log: Option<std::fs::File>) -> App {
-        App { source, speed, ready_at: Instant::now() + ready_after, timing: timing_log.map(Mutex::new), seq: AtomicU64::new(0), first_ready: AtomicBool::new(false) }
+    pub fn new(
+        source: Source,
+        speed: f64,
+        ready_after: Duration,
+        timing_log: Option<std::fs::File>,
+    ) -> App {
+        App {
+            source,
+            speed,
+            ready_at: Instant::now() + ready_after,
+            timing: timing_log.map(Mutex::new),
+            seq: AtomicU64::new(0),
+            first_ready: AtomicBool::new(false),
+        }
     }
 
     fn log_timing(&self, v: serde_json::Value) {
@@ -495,7 +593,12 @@ impl App {
     /// Answers one request on `stream`; returns false when the connection must close.
     pub fn respond(&self, req: &http::Request, stream: &mut TcpStream) -> bool {
         let route = req.path.trim_end_matches('/');
-        let simple = |stream: &mut TcpStream, status: u16, body: serde_json::Value| stream.write_all(&http::json_response(status, &body, req.close)).is_ok() && !req.close;
+        let simple = |stream: &mut TcpStream, status: u16, body: serde_json::Value| {
+            stream
+                .write_all(&http::json_response(status, &body, req.close))
+                .is_ok()
+                && !req.close
+        };
         match (req.method.as_str(), route) {
             ("GET", "/health") | ("GET", "/v1/health") => {
                 let now = Instant::now();
@@ -509,13 +612,41 @@ impl App {
             }
             ("GET", "/v1/models") | ("GET", "/models") => {
                 let data: Vec<serde_json::Value> = self.models().into_iter().map(|id| serde_json::json!({"id": id, "object": "model", "owned_by": "servegate-replay"})).collect();
-                simple(stream, 200, serde_json::json!({"object": "list", "data": data}))
+                simple(
+                    stream,
+                    200,
+                    serde_json::json!({"object": "list", "data": data}),
+                )
             }
-            ("POST", "/v1/chat/completions") | ("POST", "/chat/completions") => self.chat(req, stream),
-            (_, "/health" | "/v1/health" | "/v1/models" | "/models" | "/v1/chat/completions" | "/chat/completions") => {
-                simple(stream, 405, http::error_body(405, "method_not_allowed", &format!("{} is not allowed on {}", req.method, req.path)))
+            ("POST", "/v1/chat/completions") | ("POST", "/chat/completions") => {
+                self.chat(req, stream)
             }
-            _ => simple(stream, 404, http::error_body(404, "not_found", &format!("servegate replay has no route {} {}", req.method, req.path))),
+            (
+                _,
+                "/health"
+                | "/v1/health"
+                | "/v1/models"
+                | "/models"
+                | "/v1/chat/completions"
+                | "/chat/completions",
+            ) => simple(
+                stream,
+                405,
+                http::error_body(
+                    405,
+                    "method_not_allowed",
+                    &format!("{} is not allowed on {}", req.method, req.path),
+                ),
+            ),
+            _ => simple(
+                stream,
+                404,
+                http::error_body(
+                    404,
+                    "not_found",
+                    &format!("servegate replay has no route {} {}", req.method, req.path),
+                ),
+            ),
         }
     }
 
@@ -524,19 +655,45 @@ impl App {
         let refuse = |stream: &mut TcpStream, status: u16, kind: &str, msg: String| {
             eprintln!("replay: #{seq} {status}: {msg}");
             self.log_timing(serde_json::json!({"request": seq, "status": status, "error": msg, "arrived_mono_ns": pace::mono_ns_of(req.arrived)}));
-            stream.write_all(&http::json_response(status, &http::error_body(status, kind, &msg), req.close)).is_ok() && !req.close
+            stream
+                .write_all(&http::json_response(
+                    status,
+                    &http::error_body(status, kind, &msg),
+                    req.close,
+                ))
+                .is_ok()
+                && !req.close
         };
         let body: serde_json::Value = match serde_json::from_slice(&req.body) {
             Ok(v) => v,
-            Err(e) => return refuse(stream, 400, "invalid_request_error", format!("the request body is not JSON: {e}")),
+            Err(e) => {
+                return refuse(
+                    stream,
+                    400,
+                    "invalid_request_error",
+                    format!("the request body is not JSON: {e}"),
+                )
+            }
         };
         let Some(prompt) = prompt_of(&body) else {
-            return refuse(stream, 400, "invalid_request_error", "the request has no user message to match a recorded response by".into());
+            return refuse(
+                stream,
+                400,
+                "invalid_request_error",
+                "the request has no user message to match a recorded response by".into(),
+            );
         };
-        let stream_flag = body.get("stream").and_then(|s| s.as_bool()).unwrap_or(false);
+        let stream_flag = body
+            .get("stream")
+            .and_then(|s| s.as_bool())
+            .unwrap_or(false);
         let plan = match &self.source {
             Source::Synthetic(spec) => synthetic::plan(spec, seq, stream_flag),
-            Source::Recording { rec, matcher, cycle } => match matcher.next(rec, &prompt, *cycle) {
+            Source::Recording {
+                rec,
+                matcher,
+                cycle,
+            } => match matcher.next(rec, &prompt, *cycle) {
                 Ok(i) => recorded_plan(&rec.items[i], self.speed),
                 Err(msg) => return refuse(stream, 404, "not_found_error", msg),
             },
@@ -572,10 +729,17 @@ impl App {
         eprintln!(
             "replay: #{seq} {} -> {} ({} writes, {:.1} ms{})",
             plan.label,
-            if plan.status == 0 { "no response".to_string() } else { format!("HTTP {}", plan.status) },
+            if plan.status == 0 {
+                "no response".to_string()
+            } else {
+                format!("HTTP {}", plan.status)
+            },
             plan.sends.len(),
             sent.end_ms,
-            sent.write_error.as_deref().map(|e| format!("; write failed: {e}")).unwrap_or_default()
+            sent.write_error
+                .as_deref()
+                .map(|e| format!("; write failed: {e}"))
+                .unwrap_or_default()
         );
         !sent.closed
     }
@@ -601,7 +765,11 @@ fn handle(app: &App, stream: TcpStream) {
             Err(http::ReadError::Closed) => return,
             Err(http::ReadError::Refused(status, msg)) => {
                 eprintln!("replay: refused a request: {status} {msg}");
-                let _ = writer.write_all(&http::json_response(status, &http::error_body(status, "invalid_request_error", &msg), true));
+                let _ = writer.write_all(&http::json_response(
+                    status,
+                    &http::error_body(status, "invalid_request_error", &msg),
+                    true,
+                ));
                 let _ = writer.shutdown(Shutdown::Write);
                 return;
             }
@@ -614,7 +782,9 @@ pub fn serve(listener: TcpListener, app: Arc<App>) -> std::io::Result<()> {
     loop {
         let (stream, _) = listener.accept()?;
         let app = Arc::clone(&app);
-        std::thread::Builder::new().name("replay-conn".into()).spawn(move || handle(&app, stream))?;
+        std::thread::Builder::new()
+            .name("replay-conn".into())
+            .spawn(move || handle(&app, stream))?;
     }
 }
 
@@ -634,7 +804,15 @@ fn synthetic_spec(args: &ReplayArgs) -> Result<SyntheticSpec, String> {
         (None, Some(r)) => return Err(format!("--tok-s must be > 0, got {r}")),
         _ => return Err("--synthetic needs --itl-ms G or --tok-s R".into()),
     };
-    let spec = SyntheticSpec { tokens, ttft_ms, itl_ms, per_chunk: args.per_chunk, role_chunk: args.role_chunk, usage: args.usage, model: args.model.clone() };
+    let spec = SyntheticSpec {
+        tokens,
+        ttft_ms,
+        itl_ms,
+        per_chunk: args.per_chunk,
+        role_chunk: args.role_chunk,
+        usage: args.usage,
+        model: args.model.clone(),
+    };
     spec.validate()?;
     Ok(spec)
 }
@@ -647,7 +825,10 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
         return exit::USAGE;
     }
     if !(args.ready_after_ms.is_finite() && args.ready_after_ms >= 0.0) {
-        eprintln!("error: --ready-after-ms must be >= 0, got {}", args.ready_after_ms);
+        eprintln!(
+            "error: --ready-after-ms must be >= 0, got {}",
+            args.ready_after_ms
+        );
         return exit::USAGE;
     }
     pace::tighten_timer_slack();
@@ -662,7 +843,11 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
     } else {
         let dir = args.run_dir.clone().unwrap_or_default();
         match Recording::load(&dir) {
-            Ok(rec) => Source::Recording { rec, matcher: Matcher::default(), cycle: args.cycle },
+            Ok(rec) => Source::Recording {
+                rec,
+                matcher: Matcher::default(),
+                cycle: args.cycle,
+            },
             Err(e) => {
                 eprintln!("error: {e}");
                 return exit::EVIDENCE_ERROR;
@@ -671,7 +856,11 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
     };
     let timing = match &args.timing_log {
         None => None,
-        Some(p) => match std::fs::OpenOptions::new().create(true).append(true).open(p) {
+        Some(p) => match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+        {
             Ok(f) => Some(f),
             Err(e) => {
                 eprintln!("error: --timing-log {}: {e}", p.display());
@@ -680,14 +869,26 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
         },
     };
     // Exit cleanly on SIGTERM / SIGINT: nothing is buffered that matters (every write is flushed).
-    match signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT]) {
+    match signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ]) {
         Ok(mut signals) => {
-            let _ = std::thread::Builder::new().name("replay-signals".into()).spawn(move || {
-                if let Some(sig) = signals.forever().next() {
-                    eprintln!("replay: stopping on {}", if sig == signal_hook::consts::SIGTERM { "SIGTERM" } else { "SIGINT" });
-                    std::process::exit(exit::PASS);
-                }
-            });
+            let _ = std::thread::Builder::new()
+                .name("replay-signals".into())
+                .spawn(move || {
+                    if let Some(sig) = signals.forever().next() {
+                        eprintln!(
+                            "replay: stopping on {}",
+                            if sig == signal_hook::consts::SIGTERM {
+                                "SIGTERM"
+                            } else {
+                                "SIGINT"
+                            }
+                        );
+                        std::process::exit(exit::PASS);
+                    }
+                });
         }
         Err(e) => eprintln!("replay: signal handlers not installed: {e}"),
     }
@@ -702,7 +903,12 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
         }
         // No user-controlled text (the directory, prompts) in the serve's own lines: a route regex must not
         // find in them what the original serve never said.
-        let _ = writeln!(out, "replay: {} recorded responses, speed {}", rec.items.len(), args.speed);
+        let _ = writeln!(
+            out,
+            "replay: {} recorded responses, speed {}",
+            rec.items.len(),
+            args.speed
+        );
     } else if let Source::Synthetic(s) = &source {
         let _ = writeln!(
             out,
@@ -730,8 +936,15 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
             return exit::USAGE;
         }
     };
-    let app = Arc::new(App::new(source, args.speed, Duration::from_secs_f64(args.ready_after_ms / 1000.0), timing));
-    app.log_timing(serde_json::json!({"event": "listening", "url": url_of(&addr), "mono_ns": pace::mono_ns()}));
+    let app = Arc::new(App::new(
+        source,
+        args.speed,
+        Duration::from_secs_f64(args.ready_after_ms / 1000.0),
+        timing,
+    ));
+    app.log_timing(
+        serde_json::json!({"event": "listening", "url": url_of(&addr), "mono_ns": pace::mono_ns()}),
+    );
     let _ = writeln!(out, "replay: listening on {}", url_of(&addr));
     let _ = out.flush();
     drop(out);
@@ -764,7 +977,11 @@ mod tests {
                 transport_error: None,
             })
             .collect();
-        Recording { dir: PathBuf::from("runs/x"), serve_log: None, items }
+        Recording {
+            dir: PathBuf::from("runs/x"),
+            serve_log: None,
+            items,
+        }
     }
 
     #[test]
@@ -776,7 +993,10 @@ mod tests {
         assert_eq!(m.next(&r, "a", false), Ok(2));
         assert_eq!(m.next(&r, "b", false), Ok(3));
         let err = m.next(&r, "a", false).unwrap_err();
-        assert!(err.contains("all 2 recorded responses") && err.contains("\"a\""), "{err}");
+        assert!(
+            err.contains("all 2 recorded responses") && err.contains("\"a\""),
+            "{err}"
+        );
     }
 
     #[test]
@@ -789,8 +1009,13 @@ mod tests {
 
     #[test]
     fn unknown_prompt_is_named_with_the_recorded_ones() {
-        let err = Matcher::default().next(&rec(&["a"]), "zzz", false).unwrap_err();
-        assert!(err.contains("\"zzz\"") && err.contains("recorded prompts: \"a\""), "{err}");
+        let err = Matcher::default()
+            .next(&rec(&["a"]), "zzz", false)
+            .unwrap_err();
+        assert!(
+            err.contains("\"zzz\"") && err.contains("recorded prompts: \"a\""),
+            "{err}"
+        );
     }
 
     #[test]
@@ -799,15 +1024,28 @@ mod tests {
         assert_eq!(prompt_of(&b).as_deref(), Some("two"));
         let b = serde_json::json!({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]});
         assert_eq!(prompt_of(&b).as_deref(), Some("ab"));
-        assert_eq!(prompt_of(&serde_json::json!({"messages": [{"role": "system", "content": "s"}]})), None);
+        assert_eq!(
+            prompt_of(&serde_json::json!({"messages": [{"role": "system", "content": "s"}]})),
+            None
+        );
     }
 
     #[test]
     fn recorded_plan_scales_times_and_streams_chunked() {
         let mut r = rec(&["a"]).items.remove(0);
-        r.headers.insert("content-type".into(), "text/event-stream".into());
+        r.headers
+            .insert("content-type".into(), "text/event-stream".into());
         r.head_ms = Some(100.0);
-        r.reads = vec![TimedRead { t_ms: 100.0, bytes: b"data: 1\n\n".to_vec() }, TimedRead { t_ms: 300.0, bytes: b"data: 2\n\n".to_vec() }];
+        r.reads = vec![
+            TimedRead {
+                t_ms: 100.0,
+                bytes: b"data: 1\n\n".to_vec(),
+            },
+            TimedRead {
+                t_ms: 300.0,
+                bytes: b"data: 2\n\n".to_vec(),
+            },
+        ];
         let p = recorded_plan(&r, 2.0);
         assert!(p.chunked);
         assert_eq!(p.head_at, Duration::from_millis(50));
@@ -818,7 +1056,10 @@ mod tests {
     #[test]
     fn recorded_transport_error_closes_mid_body_at_the_recorded_end() {
         let mut r = rec(&["a"]).items.remove(0);
-        r.reads = vec![TimedRead { t_ms: 10.0, bytes: b"{".to_vec() }];
+        r.reads = vec![TimedRead {
+            t_ms: 10.0,
+            bytes: b"{".to_vec(),
+        }];
         r.transport_error = Some("body read failed after 1 bytes: reset".into());
         r.end_ms = Some(40.0);
         let p = recorded_plan(&r, 1.0);

@@ -152,7 +152,6 @@ pub struct Reply {
     pub tool_calls: Vec<ToolCall>,
 }
 
-
 impl Reply {
     /// Why this reply failed on its own terms (before any gate looks at content or numbers), or `None`.
     /// `name: detail`, e.g. `context_exceeded: the request exceeds ...`,
@@ -175,9 +174,17 @@ impl Reply {
                 parts.push("no [DONE]");
             }
             if self.incomplete_tail {
-                parts.push(if self.streamed { "incomplete last event" } else { "body ends inside JSON" });
+                parts.push(if self.streamed {
+                    "incomplete last event"
+                } else {
+                    "body ends inside JSON"
+                });
             }
-            let name = if self.streamed { "truncated_stream" } else { "truncated_body" };
+            let name = if self.streamed {
+                "truncated_stream"
+            } else {
+                "truncated_body"
+            };
             return Some(format!("{name}: {}", parts.join(", ")));
         }
         if !self.streamed {
@@ -190,7 +197,10 @@ impl Reply {
 
     /// True when any warning or flag has this name (the part before `:` or a space).
     pub fn has_note(&self, name: &str) -> bool {
-        self.warnings.iter().chain(self.flags.iter()).any(|w| note_name(w) == name)
+        self.warnings
+            .iter()
+            .chain(self.flags.iter())
+            .any(|w| note_name(w) == name)
     }
 }
 
@@ -241,7 +251,11 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
     let stats = framer.stats().clone();
 
     if !any_event && stats.comments == 0 {
-        let body: Vec<u8> = reads.iter().map(|r| r.bytes.as_slice()).collect::<Vec<&[u8]>>().concat();
+        let body: Vec<u8> = reads
+            .iter()
+            .map(|r| r.bytes.as_slice())
+            .collect::<Vec<&[u8]>>()
+            .concat();
         let is_json = std::str::from_utf8(&body)
             .ok()
             .map(|s| s.trim())
@@ -250,7 +264,8 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
             .is_some();
         if is_json {
             let mut r = parse_body(&body, http_status, end_ms.unwrap_or(0.0));
-            r.warnings.push("not_an_sse_stream: the body is one JSON document, parsed as such".into());
+            r.warnings
+                .push("not_an_sse_stream: the body is one JSON document, parsed as such".into());
             return r;
         }
     }
@@ -260,7 +275,10 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
         st.reply.incomplete_tail = true;
         let d = inc.data.trim();
         let usable = inc.has_data
-            && (d == "[DONE]" || serde_json::from_str::<Value>(d).map(|v| v.is_object()).unwrap_or(false));
+            && (d == "[DONE]"
+                || serde_json::from_str::<Value>(d)
+                    .map(|v| v.is_object())
+                    .unwrap_or(false));
         if usable {
             st.reply.warnings.push(format!(
                 "unterminated_last_event: EOF before the blank line ending the last event ({} bytes), data used",
@@ -289,14 +307,29 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
 /// inside its JSON sets `truncated` and `incomplete_tail`. No token chunks and no TTFT: a body has no
 /// per-token timing. Warnings `usage_missing`, `finish_reason_missing`; flag `truncated_by_max_tokens`.
 pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
-    let mut r = Reply { streamed: false, http_status, end_ms: Some(t_ms), ..Default::default() };
+    let mut r = Reply {
+        streamed: false,
+        http_status,
+        end_ms: Some(t_ms),
+        ..Default::default()
+    };
     let text = match std::str::from_utf8(bytes) {
         Ok(s) => s.to_string(),
         Err(_) => {
             let s = String::from_utf8_lossy(bytes).into_owned();
-            let valid = bytes.windows(3).filter(|w| *w == [0xEF, 0xBF, 0xBD]).count();
-            r.replacement_chars = s.chars().filter(|&c| c == '\u{FFFD}').count().saturating_sub(valid);
-            r.parse_errors.push(format!("invalid UTF-8 in body: {} replacement characters", r.replacement_chars));
+            let valid = bytes
+                .windows(3)
+                .filter(|w| *w == [0xEF, 0xBF, 0xBD])
+                .count();
+            r.replacement_chars = s
+                .chars()
+                .filter(|&c| c == '\u{FFFD}')
+                .count()
+                .saturating_sub(valid);
+            r.parse_errors.push(format!(
+                "invalid UTF-8 in body: {} replacement characters",
+                r.replacement_chars
+            ));
             s
         }
     };
@@ -307,9 +340,14 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
             if e.is_eof() && !text.trim().is_empty() {
                 r.truncated = true;
                 r.incomplete_tail = true;
-                r.parse_errors.push(format!("body ends inside JSON ({} bytes): {}", bytes.len(), snippet(&text)));
+                r.parse_errors.push(format!(
+                    "body ends inside JSON ({} bytes): {}",
+                    bytes.len(),
+                    snippet(&text)
+                ));
             } else {
-                r.parse_errors.push(format!("body is not JSON ({e}): {}", snippet(&text)));
+                r.parse_errors
+                    .push(format!("body is not JSON ({e}): {}", snippet(&text)));
             }
             if is_error_status {
                 r.error = Some(ServeError {
@@ -324,9 +362,17 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
         }
     };
     let Some(obj) = v.as_object() else {
-        r.parse_errors.push(format!("body is JSON but not an object: {}", snippet(&text)));
+        r.parse_errors.push(format!(
+            "body is JSON but not an object: {}",
+            snippet(&text)
+        ));
         if is_error_status {
-            r.error = Some(ServeError { kind: "http_error".into(), message: snippet(&text), http_status, error_type: None });
+            r.error = Some(ServeError {
+                kind: "http_error".into(),
+                message: snippet(&text),
+                http_status,
+                error_type: None,
+            });
         }
         return r;
     };
@@ -340,7 +386,12 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
         if !is_error_status {
             r.flags.push("error_inside_200_body".into());
         }
-        r.error = Some(ServeError { kind, message: e.message, http_status, error_type: e.error_type });
+        r.error = Some(ServeError {
+            kind,
+            message: e.message,
+            http_status,
+            error_type: e.error_type,
+        });
         return r;
     }
 
@@ -348,7 +399,9 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
         Some(arr) => {
             if let Some(choice) = first_choice(arr) {
                 let msg = choice.get("message").and_then(Value::as_object);
-                let content = msg.and_then(|m| str_of(m.get("content"))).or_else(|| str_of(choice.get("text")));
+                let content = msg
+                    .and_then(|m| str_of(m.get("content")))
+                    .or_else(|| str_of(choice.get("text")));
                 r.content = content.unwrap_or("").to_string();
                 if let Some(m) = msg {
                     r.reasoning = reasoning_of(m).to_string();
@@ -358,31 +411,41 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
                 }
                 r.finish_reason = finish_of(choice);
             } else if !arr.is_empty() {
-                r.parse_errors.push("no choice with index 0 in the body".into());
+                r.parse_errors
+                    .push("no choice with index 0 in the body".into());
             }
         }
         None => {
             if !is_error_status {
-                r.parse_errors.push(format!("body has neither `choices` nor `error`: {}", snippet(&text)));
+                r.parse_errors.push(format!(
+                    "body has neither `choices` nor `error`: {}",
+                    snippet(&text)
+                ));
             }
         }
     }
     if is_error_status {
-        r.error = Some(ServeError { kind: "http_error".into(), message: snippet(&text), http_status, error_type: None });
+        r.error = Some(ServeError {
+            kind: "http_error".into(),
+            message: snippet(&text),
+            http_status,
+            error_type: None,
+        });
         return r;
     }
     if r.usage.is_none() {
-        r.warnings.push("usage_missing: the body carried no usage object".into());
+        r.warnings
+            .push("usage_missing: the body carried no usage object".into());
     }
     if r.finish_reason.is_none() && r.parse_errors.is_empty() {
-        r.warnings.push("finish_reason_missing: the body has no finish_reason".into());
+        r.warnings
+            .push("finish_reason_missing: the body has no finish_reason".into());
     }
     if r.finish_reason.as_deref() == Some("length") {
         r.flags.push("truncated_by_max_tokens".into());
     }
     r
 }
-
 
 /// Tokens in one token chunk by running counter: (from `usage.completion_tokens`, from `timings.predicted_n`).
 type Deltas = (Option<u64>, Option<u64>);
@@ -402,7 +465,11 @@ struct StreamState {
 impl StreamState {
     fn new(http_status: Option<u16>) -> Self {
         StreamState {
-            reply: Reply { streamed: true, http_status, ..Default::default() },
+            reply: Reply {
+                streamed: true,
+                http_status,
+                ..Default::default()
+            },
             prev_usage_ct: 0,
             prev_pred_n: 0,
             deltas: Vec::new(),
@@ -412,7 +479,9 @@ impl StreamState {
     }
 
     fn in_200(&self) -> bool {
-        self.reply.http_status.is_none_or(|s| (200..300).contains(&s))
+        self.reply
+            .http_status
+            .is_none_or(|s| (200..300).contains(&s))
     }
 
     fn set_error(&mut self, e: ErrInfo) {
@@ -448,7 +517,10 @@ impl StreamState {
         }
         if d.is_empty() {
             if is_error_event {
-                self.set_error(ErrInfo { message: "(event: error with empty data)".into(), error_type: None });
+                self.set_error(ErrInfo {
+                    message: "(event: error with empty data)".into(),
+                    error_type: None,
+                });
             }
             return;
         }
@@ -456,7 +528,10 @@ impl StreamState {
             Ok(v) => v,
             Err(e) => {
                 if is_error_event {
-                    self.set_error(ErrInfo { message: d.to_string(), error_type: None });
+                    self.set_error(ErrInfo {
+                        message: d.to_string(),
+                        error_type: None,
+                    });
                 } else {
                     self.reply.parse_errors.push(format!(
                         "event {} at {} ms: malformed JSON ({e}): {}",
@@ -470,11 +545,17 @@ impl StreamState {
         };
         let Some(obj) = v.as_object() else {
             if is_error_event {
-                self.set_error(ErrInfo { message: d.to_string(), error_type: None });
+                self.set_error(ErrInfo {
+                    message: d.to_string(),
+                    error_type: None,
+                });
             } else {
-                self.reply
-                    .parse_errors
-                    .push(format!("event {} at {} ms: data is JSON but not an object: {}", self.events, t_ms, snippet(d)));
+                self.reply.parse_errors.push(format!(
+                    "event {} at {} ms: data is JSON but not an object: {}",
+                    self.events,
+                    t_ms,
+                    snippet(d)
+                ));
             }
             return;
         };
@@ -522,11 +603,26 @@ impl StreamState {
         }
     }
 
-    fn on_choice(&mut self, choice: &Map<String, Value>, t_ms: f64, usage_ct: Option<u64>, pred_n: Option<u64>) {
-        let delta = choice.get("delta").and_then(Value::as_object).or_else(|| choice.get("message").and_then(Value::as_object));
-        let content = delta.and_then(|d| str_of(d.get("content"))).or_else(|| str_of(choice.get("text"))).unwrap_or("");
+    fn on_choice(
+        &mut self,
+        choice: &Map<String, Value>,
+        t_ms: f64,
+        usage_ct: Option<u64>,
+        pred_n: Option<u64>,
+    ) {
+        let delta = choice
+            .get("delta")
+            .and_then(Value::as_object)
+            .or_else(|| choice.get("message").and_then(Value::as_object));
+        let content = delta
+            .and_then(|d| str_of(d.get("content")))
+            .or_else(|| str_of(choice.get("text")))
+            .unwrap_or("");
         let reasoning = delta.map(reasoning_of).unwrap_or("");
-        let tool_calls = delta.and_then(|d| d.get("tool_calls")).and_then(Value::as_array).filter(|a| !a.is_empty());
+        let tool_calls = delta
+            .and_then(|d| d.get("tool_calls"))
+            .and_then(Value::as_array)
+            .filter(|a| !a.is_empty());
         let finish = finish_of(choice);
         let is_token = !content.is_empty() || !reasoning.is_empty() || tool_calls.is_some();
         if is_token {
@@ -554,7 +650,12 @@ impl StreamState {
         }
     }
 
-    fn finish(mut self, stats: crate::sse::FramerStats, end_ms: Option<f64>, tail_lost: bool) -> Reply {
+    fn finish(
+        mut self,
+        stats: crate::sse::FramerStats,
+        end_ms: Option<f64>,
+        tail_lost: bool,
+    ) -> Reply {
         let r = &mut self.reply;
         r.end_ms = end_ms;
         r.comments_ignored = stats.comments;
@@ -571,7 +672,10 @@ impl StreamState {
             if self.deltas.is_empty() {
                 return None;
             }
-            self.deltas.iter().map(|d| pick(d).filter(|&n| n > 0)).collect()
+            self.deltas
+                .iter()
+                .map(|d| pick(d).filter(|&n| n > 0))
+                .collect()
         };
         let per_chunk = all(|d| d.0).or_else(|| all(|d| d.1));
         if let Some(counts) = per_chunk {
@@ -584,17 +688,26 @@ impl StreamState {
         }
 
         if self.events_after_done > 0 {
-            r.warnings.push(format!("data_after_done: {} data events after [DONE]", self.events_after_done));
+            r.warnings.push(format!(
+                "data_after_done: {} data events after [DONE]",
+                self.events_after_done
+            ));
         }
         if r.usage.is_none() {
-            r.warnings.push("usage_missing: the stream carried no usage object".into());
+            r.warnings
+                .push("usage_missing: the stream carried no usage object".into());
         }
         if r.error.is_none() {
             if r.done_seen && r.finish_reason.is_none() {
-                r.warnings.push("finish_reason_missing: [DONE] arrived but no chunk had a finish_reason".into());
+                r.warnings.push(
+                    "finish_reason_missing: [DONE] arrived but no chunk had a finish_reason".into(),
+                );
             }
             if !r.done_seen && r.finish_reason.is_some() && !tail_lost {
-                r.warnings.push("no_done_marker: finish_reason seen, the stream ended without data: [DONE]".into());
+                r.warnings.push(
+                    "no_done_marker: finish_reason seen, the stream ended without data: [DONE]"
+                        .into(),
+                );
             }
         }
         if r.finish_reason.as_deref() == Some("length") {
@@ -610,7 +723,8 @@ impl StreamState {
                 });
             }
         }
-        r.truncated = r.error.is_none() && (tail_lost || (r.finish_reason.is_none() && !r.done_seen));
+        r.truncated =
+            r.error.is_none() && (tail_lost || (r.finish_reason.is_none() && !r.done_seen));
         if r.truncated {
             if let Some(why) = r.failure() {
                 r.warnings.push(why);
@@ -630,26 +744,50 @@ struct ErrInfo {
 /// `error_type`), a vLLM-style `"object": "error"`, or — when `event_error_data` is given (an SSE
 /// `event: error`) — the object itself.
 fn error_of(obj: &Map<String, Value>, event_error_data: Option<&str>) -> Option<ErrInfo> {
-    let sibling_type = str_of(obj.get("error_type")).or_else(|| str_of(obj.get("type"))).map(str::to_string);
+    let sibling_type = str_of(obj.get("error_type"))
+        .or_else(|| str_of(obj.get("type")))
+        .map(str::to_string);
     match obj.get("error") {
         Some(Value::Object(e)) => {
-            let message = str_of(e.get("message")).map(str::to_string).unwrap_or_else(|| Value::Object(e.clone()).to_string());
+            let message = str_of(e.get("message"))
+                .map(str::to_string)
+                .unwrap_or_else(|| Value::Object(e.clone()).to_string());
             let error_type = str_of(e.get("type"))
                 .or_else(|| str_of(e.get("error_type")))
                 .map(str::to_string)
                 .or(sibling_type);
-            return Some(ErrInfo { message, error_type });
+            return Some(ErrInfo {
+                message,
+                error_type,
+            });
         }
-        Some(Value::String(s)) => return Some(ErrInfo { message: s.clone(), error_type: sibling_type }),
+        Some(Value::String(s)) => {
+            return Some(ErrInfo {
+                message: s.clone(),
+                error_type: sibling_type,
+            })
+        }
         Some(Value::Null) | None => {}
-        Some(other) => return Some(ErrInfo { message: other.to_string(), error_type: sibling_type }),
+        Some(other) => {
+            return Some(ErrInfo {
+                message: other.to_string(),
+                error_type: sibling_type,
+            })
+        }
     }
     let vllm_style = str_of(obj.get("object")) == Some("error");
     if vllm_style || event_error_data.is_some() {
         let message = str_of(obj.get("message"))
             .map(str::to_string)
-            .unwrap_or_else(|| event_error_data.map(str::to_string).unwrap_or_else(|| Value::Object(obj.clone()).to_string()));
-        return Some(ErrInfo { message, error_type: sibling_type });
+            .unwrap_or_else(|| {
+                event_error_data
+                    .map(str::to_string)
+                    .unwrap_or_else(|| Value::Object(obj.clone()).to_string())
+            });
+        return Some(ErrInfo {
+            message,
+            error_type: sibling_type,
+        });
     }
     None
 }
@@ -661,9 +799,15 @@ fn classify(e: &ErrInfo, streamed: bool, http_status: Option<u16>, after_tokens:
     }
     let t = e.error_type.as_deref().unwrap_or("").to_ascii_lowercase();
     let m = e.message.to_ascii_lowercase();
-    let context_msg = ["context size", "context length", "context window", "maximum context", "context_length"]
-        .iter()
-        .any(|k| m.contains(k));
+    let context_msg = [
+        "context size",
+        "context length",
+        "context window",
+        "maximum context",
+        "context_length",
+    ]
+    .iter()
+    .any(|k| m.contains(k));
     if t.contains("context") || context_msg {
         return "context_exceeded".into();
     }
@@ -684,7 +828,11 @@ fn first_choice(arr: &[Value]) -> Option<&Map<String, Value>> {
     arr.iter()
         .filter_map(Value::as_object)
         .find(|c| c.get("index").and_then(Value::as_u64) == Some(0))
-        .or_else(|| arr.iter().filter_map(Value::as_object).find(|c| c.get("index").is_none_or(Value::is_null)))
+        .or_else(|| {
+            arr.iter()
+                .filter_map(Value::as_object)
+                .find(|c| c.get("index").is_none_or(Value::is_null))
+        })
 }
 
 fn str_of(v: Option<&Value>) -> Option<&str> {
@@ -702,12 +850,18 @@ fn reasoning_of(m: &Map<String, Value>) -> &str {
 
 /// `finish_reason` with `""` and non-strings normalised to none.
 fn finish_of(choice: &Map<String, Value>) -> Option<String> {
-    str_of(choice.get("finish_reason")).filter(|s| !s.is_empty()).map(str::to_string)
+    str_of(choice.get("finish_reason"))
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
 }
 
 fn u64_of(v: Option<&Value>) -> Option<u64> {
     let v = v?;
-    v.as_u64().or_else(|| v.as_f64().filter(|f| f.is_finite() && *f >= 0.0 && f.fract() == 0.0).map(|f| f as u64))
+    v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0 && f.fract() == 0.0)
+            .map(|f| f as u64)
+    })
 }
 
 fn f64_of(v: Option<&Value>) -> Option<f64> {
@@ -743,7 +897,10 @@ fn merge_tool_calls(acc: &mut Vec<ToolCall>, pieces: &[Value]) {
         let i = match acc.iter().position(|t| t.index == index) {
             Some(i) => i,
             None => {
-                acc.push(ToolCall { index, ..Default::default() });
+                acc.push(ToolCall {
+                    index,
+                    ..Default::default()
+                });
                 acc.len() - 1
             }
         };
@@ -786,7 +943,13 @@ mod tests {
     }
 
     fn reads(parts: &[(f64, &str)]) -> Vec<TimedRead> {
-        parts.iter().map(|(t, s)| TimedRead { t_ms: *t, bytes: s.as_bytes().to_vec() }).collect()
+        parts
+            .iter()
+            .map(|(t, s)| TimedRead {
+                t_ms: *t,
+                bytes: s.as_bytes().to_vec(),
+            })
+            .collect()
     }
 
     fn one(body: &str) -> Reply {
@@ -840,7 +1003,10 @@ mod tests {
         assert_eq!(e.error_type.as_deref(), Some("validation"));
         assert!(r.has_note("error_inside_200_stream"));
         assert!(!r.truncated);
-        assert!(r.failure().unwrap().starts_with("validation_error: Input validation error"));
+        assert!(r
+            .failure()
+            .unwrap()
+            .starts_with("validation_error: Input validation error"));
     }
 
     #[test]
@@ -878,11 +1044,21 @@ mod tests {
 
     #[test]
     fn malformed_json_is_recorded_with_reason_and_stream_goes_on() {
-        let body = [ev(r#"{"content":"a"}"#, "null"), "data: {\"choices\":[\n\n".into(), ev(r#"{"content":"b"}"#, r#""stop""#), DONE.into()].concat();
+        let body = [
+            ev(r#"{"content":"a"}"#, "null"),
+            "data: {\"choices\":[\n\n".into(),
+            ev(r#"{"content":"b"}"#, r#""stop""#),
+            DONE.into(),
+        ]
+        .concat();
         let r = one(&body);
         assert_eq!(r.content, "ab");
         assert_eq!(r.parse_errors.len(), 1);
-        assert!(r.parse_errors[0].contains("malformed JSON"), "{:?}", r.parse_errors);
+        assert!(
+            r.parse_errors[0].contains("malformed JSON"),
+            "{:?}",
+            r.parse_errors
+        );
     }
 
     #[test]
@@ -907,7 +1083,10 @@ mod tests {
         let r = one(&ev(r#"{"content":"a"}"#, "null"));
         assert!(r.truncated);
         assert!(!r.incomplete_tail);
-        assert_eq!(r.failure().as_deref(), Some("truncated_stream: no finish_reason, no [DONE]"));
+        assert_eq!(
+            r.failure().as_deref(),
+            Some("truncated_stream: no finish_reason, no [DONE]")
+        );
     }
 
     #[test]
@@ -922,10 +1101,17 @@ mod tests {
 
     #[test]
     fn cut_usage_chunk_after_finish_is_truncated() {
-        let body = [ev(r#"{"content":"a"}"#, r#""stop""#), "data: {\"choices\":[],\"usa".into()].concat();
+        let body = [
+            ev(r#"{"content":"a"}"#, r#""stop""#),
+            "data: {\"choices\":[],\"usa".into(),
+        ]
+        .concat();
         let r = one(&body);
         assert!(r.truncated);
-        assert_eq!(r.failure().as_deref(), Some("truncated_stream: no [DONE], incomplete last event"));
+        assert_eq!(
+            r.failure().as_deref(),
+            Some("truncated_stream: no [DONE], incomplete last event")
+        );
     }
 
     #[test]
@@ -966,7 +1152,11 @@ mod tests {
 
     #[test]
     fn llama_cpp_timings_per_token_give_per_chunk_counts() {
-        let t = |n: u64| format!(r#","timings":{{"predicted_n":{n},"predicted_ms":1.0,"predicted_per_second":40.0}}}}"#);
+        let t = |n: u64| {
+            format!(
+                r#","timings":{{"predicted_n":{n},"predicted_ms":1.0,"predicted_per_second":40.0}}}}"#
+            )
+        };
         let body = [
             ev(r#"{"role":"assistant","content":null}"#, "null"),
             ev(r#"{"content":"The"}"#, "null").replacen("]}", &format!("]{}", t(1)), 1),
@@ -988,7 +1178,11 @@ mod tests {
         // Usage only on the last token chunk (a serve that attaches final usage to the finish chunk).
         let body = [
             ev(r#"{"content":"a"}"#, "null"),
-            ev(r#"{"content":"b"}"#, r#""stop""#).replacen("]}", r#"],"usage":{"completion_tokens":2}}"#, 1),
+            ev(r#"{"content":"b"}"#, r#""stop""#).replacen(
+                "]}",
+                r#"],"usage":{"completion_tokens":2}}"#,
+                1,
+            ),
             DONE.into(),
         ]
         .concat();
@@ -1029,14 +1223,24 @@ mod tests {
 
     #[test]
     fn cut_body_is_truncated() {
-        let r = parse_body(br#"{"choices":[{"message":{"content":"The cap"#, Some(200), 1.0);
+        let r = parse_body(
+            br#"{"choices":[{"message":{"content":"The cap"#,
+            Some(200),
+            1.0,
+        );
         assert!(r.truncated && r.incomplete_tail);
         assert!(r.failure().unwrap().starts_with("truncated_body"));
     }
 
     #[test]
     fn plain_json_body_given_as_stream_is_parsed_as_body() {
-        let r = parse_stream(&reads(&[(3.0, r#"{"error":{"message":"Loading model","type":"unavailable_error","code":503}}"#)]), Some(503));
+        let r = parse_stream(
+            &reads(&[(
+                3.0,
+                r#"{"error":{"message":"Loading model","type":"unavailable_error","code":503}}"#,
+            )]),
+            Some(503),
+        );
         assert!(r.has_note("not_an_sse_stream"));
         assert_eq!(r.error.as_ref().unwrap().kind, "http_error");
         assert_eq!(r.error.as_ref().unwrap().message, "Loading model");
@@ -1059,35 +1263,71 @@ mod tests {
         ]
         .concat();
         let r = one(&body);
-        assert!(r.warnings.is_empty() && r.flags.is_empty(), "{:?} {:?}", r.warnings, r.flags);
+        assert!(
+            r.warnings.is_empty() && r.flags.is_empty(),
+            "{:?} {:?}",
+            r.warnings,
+            r.flags
+        );
         assert!(!r.truncated && r.failure().is_none());
         assert_eq!(r.http_status, Some(200));
     }
 
     #[test]
     fn data_after_done_is_counted() {
-        let body = [ev(r#"{"content":"a"}"#, r#""stop""#), DONE.into(), ev(r#"{"content":"b"}"#, "null"), ev("{}", "null")].concat();
+        let body = [
+            ev(r#"{"content":"a"}"#, r#""stop""#),
+            DONE.into(),
+            ev(r#"{"content":"b"}"#, "null"),
+            ev("{}", "null"),
+        ]
+        .concat();
         let r = one(&body);
-        assert!(r.warnings.iter().any(|w| w == "data_after_done: 2 data events after [DONE]"), "{:?}", r.warnings);
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w == "data_after_done: 2 data events after [DONE]"),
+            "{:?}",
+            r.warnings
+        );
     }
 
     #[test]
     fn parse_errors_name_the_event_number_and_time() {
-        let body = [ev(r#"{"content":"a"}"#, "null"), "data: {oops\n\n".into(), ev("{}", r#""stop""#), DONE.into()].concat();
+        let body = [
+            ev(r#"{"content":"a"}"#, "null"),
+            "data: {oops\n\n".into(),
+            ev("{}", r#""stop""#),
+            DONE.into(),
+        ]
+        .concat();
         let r = parse_stream(&reads(&[(7.5, &body)]), Some(200));
         assert_eq!(r.parse_errors.len(), 1);
-        assert!(r.parse_errors[0].starts_with("event 2 at 7.5 ms: malformed JSON"), "{:?}", r.parse_errors);
+        assert!(
+            r.parse_errors[0].starts_with("event 2 at 7.5 ms: malformed JSON"),
+            "{:?}",
+            r.parse_errors
+        );
     }
 
     #[test]
     fn empty_reasoning_content_falls_back_to_reasoning() {
-        let r = one(&[ev(r#"{"reasoning_content":"","reasoning":"x"}"#, "null"), ev(r#"{"content":"ok"}"#, r#""stop""#), DONE.into()].concat());
+        let r = one(&[
+            ev(r#"{"reasoning_content":"","reasoning":"x"}"#, "null"),
+            ev(r#"{"content":"ok"}"#, r#""stop""#),
+            DONE.into(),
+        ]
+        .concat());
         assert_eq!(r.reasoning, "x");
     }
 
     #[test]
     fn token_counts_accept_whole_floats_only() {
-        let u = |v: &str| usage_of(&serde_json::from_str(&format!(r#"{{"completion_tokens":{v}}}"#)).unwrap()).unwrap().completion_tokens;
+        let u = |v: &str| {
+            usage_of(&serde_json::from_str(&format!(r#"{{"completion_tokens":{v}}}"#)).unwrap())
+                .unwrap()
+                .completion_tokens
+        };
         assert_eq!(u("8"), Some(8));
         assert_eq!(u("8.0"), Some(8));
         assert_eq!(u("0.0"), Some(0));
@@ -1115,21 +1355,65 @@ mod tests {
         .concat();
         let r = one(&body);
         assert_eq!(r.tool_calls.len(), 2);
-        assert_eq!((r.tool_calls[0].index, r.tool_calls[0].name.as_deref(), r.tool_calls[0].arguments.as_str()), (0, Some("f"), "{\"x\":1}"));
-        assert_eq!((r.tool_calls[1].index, r.tool_calls[1].name.as_deref(), r.tool_calls[1].arguments.as_str()), (1, Some("g"), "{}"));
+        assert_eq!(
+            (
+                r.tool_calls[0].index,
+                r.tool_calls[0].name.as_deref(),
+                r.tool_calls[0].arguments.as_str()
+            ),
+            (0, Some("f"), "{\"x\":1}")
+        );
+        assert_eq!(
+            (
+                r.tool_calls[1].index,
+                r.tool_calls[1].name.as_deref(),
+                r.tool_calls[1].arguments.as_str()
+            ),
+            (1, Some("g"), "{}")
+        );
         // Pieces without an index take their position.
         let mut acc = Vec::new();
-        merge_tool_calls(&mut acc, &[serde_json::json!({"function":{"name":"p"}}), serde_json::json!({"function":{"name":"q"}})]);
+        merge_tool_calls(
+            &mut acc,
+            &[
+                serde_json::json!({"function":{"name":"p"}}),
+                serde_json::json!({"function":{"name":"q"}}),
+            ],
+        );
         assert_eq!(acc.iter().map(|t| t.index).collect::<Vec<_>>(), [0, 1]);
     }
 
     #[test]
     fn a_counter_that_does_not_advance_on_a_token_chunk_gives_no_per_chunk_counts() {
-        let with = |n: u64, content: &str| ev(&format!(r#"{{"content":"{content}"}}"#), "null").replacen("]}", &format!(r#"],"usage":{{"completion_tokens":{n}}}}}"#), 1);
-        let body = [with(1, "a"), with(1, "b"), with(2, "c"), ev("{}", r#""stop""#), DONE.into()].concat();
+        let with = |n: u64, content: &str| {
+            ev(&format!(r#"{{"content":"{content}"}}"#), "null").replacen(
+                "]}",
+                &format!(r#"],"usage":{{"completion_tokens":{n}}}}}"#),
+                1,
+            )
+        };
+        let body = [
+            with(1, "a"),
+            with(1, "b"),
+            with(2, "c"),
+            ev("{}", r#""stop""#),
+            DONE.into(),
+        ]
+        .concat();
         let r = one(&body);
-        assert!(r.token_chunks.iter().all(|t| t.tokens.is_none()), "{:?}", r.token_chunks);
-        let body = [with(1, "a"), with(2, "b"), with(3, "c"), ev("{}", r#""stop""#), DONE.into()].concat();
+        assert!(
+            r.token_chunks.iter().all(|t| t.tokens.is_none()),
+            "{:?}",
+            r.token_chunks
+        );
+        let body = [
+            with(1, "a"),
+            with(2, "b"),
+            with(3, "c"),
+            ev("{}", r#""stop""#),
+            DONE.into(),
+        ]
+        .concat();
         let r = one(&body);
         assert!(r.token_chunks.iter().all(|t| t.tokens == Some(1)));
         assert!(!r.has_note("multi_token_chunks"));
@@ -1137,10 +1421,16 @@ mod tests {
 
     #[test]
     fn an_error_event_in_a_non_200_stream_is_not_flagged_as_inside_200() {
-        let r = parse_stream(&reads(&[(0.0, "event: error\ndata: {\"message\":\"overloaded\"}\n\n")]), Some(503));
+        let r = parse_stream(
+            &reads(&[(0.0, "event: error\ndata: {\"message\":\"overloaded\"}\n\n")]),
+            Some(503),
+        );
         assert_eq!(r.error.as_ref().unwrap().message, "overloaded");
         assert!(!r.has_note("error_inside_200_stream"));
-        let r = parse_stream(&reads(&[(0.0, "event: error\ndata: {\"message\":\"overloaded\"}\n\n")]), None);
+        let r = parse_stream(
+            &reads(&[(0.0, "event: error\ndata: {\"message\":\"overloaded\"}\n\n")]),
+            None,
+        );
         assert!(r.has_note("error_inside_200_stream"));
     }
 
@@ -1149,23 +1439,39 @@ mod tests {
         let r = one(&ev(r#"{"content":"a"}"#, r#""stop""#));
         assert!(r.has_note("no_done_marker"));
         // After a finish chunk, a cut usage chunk is a truncation, not a missing [DONE].
-        let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), "data: {\"choices\":[],\"usa".into()].concat());
+        let r = one(&[
+            ev(r#"{"content":"a"}"#, r#""stop""#),
+            "data: {\"choices\":[],\"usa".into(),
+        ]
+        .concat());
         assert!(!r.has_note("no_done_marker"), "{:?}", r.warnings);
         assert!(!r.has_note("finish_reason_missing"));
         // [DONE] without any finish_reason warns; with one it does not.
-        assert!(!one(&[ev(r#"{"content":"a"}"#, r#""stop""#), DONE.into()].concat()).has_note("finish_reason_missing"));
+        assert!(
+            !one(&[ev(r#"{"content":"a"}"#, r#""stop""#), DONE.into()].concat())
+                .has_note("finish_reason_missing")
+        );
     }
 
     #[test]
     fn an_incomplete_tail_is_a_truncation_when_it_held_data_or_was_cut() {
         // The last line is whole but its JSON is not, and no blank line follows.
-        let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), "data: {\"choices\":[\n".into()].concat());
+        let r = one(&[
+            ev(r#"{"content":"a"}"#, r#""stop""#),
+            "data: {\"choices\":[\n".into(),
+        ]
+        .concat());
         assert!(r.truncated && r.incomplete_tail);
         // A cut `event:` line with no data is lost too.
         let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), "event: mess".into()].concat());
         assert!(r.truncated, "{:?}", r.warnings);
         // A whole `event:` line with no data and no cut is nothing lost.
-        let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), DONE.into(), "event: x\n".into()].concat());
+        let r = one(&[
+            ev(r#"{"content":"a"}"#, r#""stop""#),
+            DONE.into(),
+            "event: x\n".into(),
+        ]
+        .concat());
         assert!(!r.truncated && r.incomplete_tail);
     }
 
@@ -1175,31 +1481,56 @@ mod tests {
         for body in [&b"hello"[..], b"", b"  "] {
             let r = parse_body(body, Some(200), 1.0);
             assert!(!r.truncated, "{body:?}");
-            assert!(r.failure().unwrap().starts_with("unparseable_body: body is not JSON"), "{:?}", r.failure());
+            assert!(
+                r.failure()
+                    .unwrap()
+                    .starts_with("unparseable_body: body is not JSON"),
+                "{:?}",
+                r.failure()
+            );
         }
         // Cut: the exact failure.
-        let r = parse_body(br#"{"choices":[{"message":{"content":"The cap"#, Some(200), 1.0);
-        assert_eq!(r.failure().as_deref(), Some("truncated_body: no finish_reason, body ends inside JSON"));
+        let r = parse_body(
+            br#"{"choices":[{"message":{"content":"The cap"#,
+            Some(200),
+            1.0,
+        );
+        assert_eq!(
+            r.failure().as_deref(),
+            Some("truncated_body: no finish_reason, body ends inside JSON")
+        );
         assert_eq!(r.http_status, Some(200));
         // Invalid UTF-8 is counted; a real U+FFFD is not.
         let r = parse_body(b"{\"choices\":[{\"index\":0,\"message\":{\"content\":\"a\xffb\xef\xbf\xbd\"},\"finish_reason\":\"stop\"}]}", Some(200), 1.0);
         assert_eq!(r.replacement_chars, 1);
-        assert_eq!(r.parse_errors, ["invalid UTF-8 in body: 1 replacement characters"]);
+        assert_eq!(
+            r.parse_errors,
+            ["invalid UTF-8 in body: 1 replacement characters"]
+        );
         // An error object in a 200 body is flagged; in a 400 body it is not.
         let err = br#"{"error":{"message":"bad","type":"server_error"}}"#;
         assert!(parse_body(err, Some(200), 1.0).has_note("error_inside_200_body"));
-        assert_eq!(parse_body(err, Some(200), 1.0).error.unwrap().kind, "server_error");
+        assert_eq!(
+            parse_body(err, Some(200), 1.0).error.unwrap().kind,
+            "server_error"
+        );
         assert!(!parse_body(err, Some(400), 1.0).has_note("error_inside_200_body"));
         // No choice 0, no choices at all, neither choices nor error.
-        let r = parse_body(br#"{"choices":[{"index":1,"message":{"content":"x"}}]}"#, Some(200), 1.0);
+        let r = parse_body(
+            br#"{"choices":[{"index":1,"message":{"content":"x"}}]}"#,
+            Some(200),
+            1.0,
+        );
         assert_eq!(r.parse_errors, ["no choice with index 0 in the body"]);
         assert!(!r.has_note("finish_reason_missing"));
         let r = parse_body(br#"{"choices":[]}"#, Some(200), 1.0);
         assert!(r.parse_errors.is_empty());
         assert!(r.has_note("finish_reason_missing"));
-        assert!(parse_body(b"{}", Some(200), 1.0).parse_errors[0].starts_with("body has neither `choices` nor `error`"));
+        assert!(parse_body(b"{}", Some(200), 1.0).parse_errors[0]
+            .starts_with("body has neither `choices` nor `error`"));
         assert!(parse_body(b"{}", Some(404), 1.0).error.is_some());
-        assert!(parse_body(b"[1]", Some(200), 1.0).parse_errors[0].starts_with("body is JSON but not an object"));
+        assert!(parse_body(b"[1]", Some(200), 1.0).parse_errors[0]
+            .starts_with("body is JSON but not an object"));
         // finish_reason length flags the body.
         let r = parse_body(br#"{"choices":[{"index":0,"message":{"content":"x"},"finish_reason":"length"}],"usage":{"completion_tokens":1}}"#, Some(200), 1.0);
         assert_eq!(r.flags, ["truncated_by_max_tokens"]);
@@ -1208,11 +1539,29 @@ mod tests {
 
     #[test]
     fn invalid_utf8_in_a_stream_is_a_parse_error_with_the_count() {
-        let body = [ev(r#"{"content":"a\u00e9"}"#, r#""stop""#).into_bytes(), b"data: {\"choices\":[],\"x\":\"\xff\xfe\"}\n\n".to_vec(), DONE.as_bytes().to_vec()].concat();
-        let r = parse_stream(&[TimedRead { t_ms: 0.0, bytes: body }], Some(200));
+        let body = [
+            ev(r#"{"content":"a\u00e9"}"#, r#""stop""#).into_bytes(),
+            b"data: {\"choices\":[],\"x\":\"\xff\xfe\"}\n\n".to_vec(),
+            DONE.as_bytes().to_vec(),
+        ]
+        .concat();
+        let r = parse_stream(
+            &[TimedRead {
+                t_ms: 0.0,
+                bytes: body,
+            }],
+            Some(200),
+        );
         assert_eq!(r.replacement_chars, 2);
-        assert_eq!(r.parse_errors, ["invalid UTF-8: 2 replacement characters in 1 lines"]);
-        assert!(one(&[ev(r#"{"content":"\u00e9"}"#, r#""stop""#), DONE.into()].concat()).parse_errors.is_empty());
+        assert_eq!(
+            r.parse_errors,
+            ["invalid UTF-8: 2 replacement characters in 1 lines"]
+        );
+        assert!(
+            one(&[ev(r#"{"content":"\u00e9"}"#, r#""stop""#), DONE.into()].concat())
+                .parse_errors
+                .is_empty()
+        );
     }
 
     #[test]
@@ -1222,10 +1571,18 @@ mod tests {
         for _ in 0..5000 {
             seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
             let pick = (seed >> 16) as usize;
-            let alphabet: &[u8] = b"data: {}[]\",:\r\n\xff\xc3event error choices delta content usage 0123456789";
+            let alphabet: &[u8] =
+                b"data: {}[]\",:\r\n\xff\xc3event error choices delta content usage 0123456789";
             bytes.push(alphabet[pick % alphabet.len()]);
         }
-        let rs: Vec<TimedRead> = bytes.chunks(13).enumerate().map(|(i, c)| TimedRead { t_ms: i as f64, bytes: c.to_vec() }).collect();
+        let rs: Vec<TimedRead> = bytes
+            .chunks(13)
+            .enumerate()
+            .map(|(i, c)| TimedRead {
+                t_ms: i as f64,
+                bytes: c.to_vec(),
+            })
+            .collect();
         let _ = parse_stream(&rs, None);
         let _ = parse_body(&bytes, Some(200), 0.0);
     }

@@ -319,13 +319,24 @@ impl Results {
             }
         }
         self.counts = c;
-        self.exit_code = self.gates.iter().map(|g| g.exit_code).max().unwrap_or(exit::PASS);
+        self.exit_code = self
+            .gates
+            .iter()
+            .map(|g| g.exit_code)
+            .max()
+            .unwrap_or(exit::PASS);
     }
 }
 
 impl GateResults {
     /// A gate with its spec and listed tests; status, failure kind and exit code follow from the tests.
-    fn new(name: &str, file: &Path, description: &str, reason: Option<String>, assertions: Vec<AssertionResult>) -> GateResults {
+    fn new(
+        name: &str,
+        file: &Path,
+        description: &str,
+        reason: Option<String>,
+        assertions: Vec<AssertionResult>,
+    ) -> GateResults {
         let mut g = GateResults {
             name: name.to_string(),
             file: file.display().to_string(),
@@ -346,10 +357,24 @@ impl GateResults {
 
     /// Recomputes `status`, `failure_kind` and `exit_code` from the tests.
     pub fn settle(&mut self) {
-        self.failure_kind = self.assertions.iter().filter_map(|a| a.failure_kind).max_by_key(|k| k.exit_code());
-        self.status = if self.failure_kind.is_some() || self.assertions.iter().any(|a| a.outcome == TestOutcome::Failed) {
+        self.failure_kind = self
+            .assertions
+            .iter()
+            .filter_map(|a| a.failure_kind)
+            .max_by_key(|k| k.exit_code());
+        self.status = if self.failure_kind.is_some()
+            || self
+                .assertions
+                .iter()
+                .any(|a| a.outcome == TestOutcome::Failed)
+        {
             GateStatus::Failed
-        } else if !self.assertions.is_empty() && self.assertions.iter().all(|a| a.outcome == TestOutcome::Skipped) {
+        } else if !self.assertions.is_empty()
+            && self
+                .assertions
+                .iter()
+                .all(|a| a.outcome == TestOutcome::Skipped)
+        {
             GateStatus::Ignored
         } else {
             GateStatus::Passed
@@ -363,7 +388,11 @@ impl GateResults {
 
     /// A gate that ran. `assertions` are its listed tests (see [`assertion_from_verdict`]); provenance and
     /// request figures come from the outcome; the serve log tail is read when a test failed.
-    pub fn ran(spec: &GateSpec, outcome: &RunOutcome, assertions: Vec<AssertionResult>) -> GateResults {
+    pub fn ran(
+        spec: &GateSpec,
+        outcome: &RunOutcome,
+        assertions: Vec<AssertionResult>,
+    ) -> GateResults {
         let mut g = GateResults::new(&spec.name, &spec.file, &spec.description, None, assertions);
         g.provenance = Some(provenance(spec, outcome));
         g.requests = outcome
@@ -396,7 +425,10 @@ impl GateResults {
                     let tails: Vec<String> = p
                         .arms
                         .iter()
-                        .filter_map(|a| serve_log_tail(&outcome.dir.join(&a.dir).join("serve.log"), lines).map(|t| format!("== {}/serve.log ==\n{t}", a.dir)))
+                        .filter_map(|a| {
+                            serve_log_tail(&outcome.dir.join(&a.dir).join("serve.log"), lines)
+                                .map(|t| format!("== {}/serve.log ==\n{t}", a.dir))
+                        })
                         .collect();
                     (!tails.is_empty()).then(|| tails.join("\n"))
                 }
@@ -407,31 +439,63 @@ impl GateResults {
 
     /// A gate that did not run: ignored (unmet requirements), an evidence error, an invalid spec.
     /// `reason` says why; the tests carry their own outcomes.
-    pub fn not_run(name: &str, file: &Path, description: &str, reason: &str, assertions: Vec<AssertionResult>) -> GateResults {
-        GateResults::new(name, file, description, Some(reason.to_string()), assertions)
+    pub fn not_run(
+        name: &str,
+        file: &Path,
+        description: &str,
+        reason: &str,
+        assertions: Vec<AssertionResult>,
+    ) -> GateResults {
+        GateResults::new(
+            name,
+            file,
+            description,
+            Some(reason.to_string()),
+            assertions,
+        )
     }
 
     /// A gate whose spec does not parse: one failed `<stem>::spec` test.
     pub fn spec_invalid(file: &Path, error: &str, duration_s: f64) -> GateResults {
         let stem = spec_stem(file);
-        let t = AssertionResult::new(&stem, "spec", TestOutcome::Failed, Some(FailureKind::SpecInvalid), error, duration_s);
+        let t = AssertionResult::new(
+            &stem,
+            "spec",
+            TestOutcome::Failed,
+            Some(FailureKind::SpecInvalid),
+            error,
+            duration_s,
+        );
         GateResults::new(&stem, file, "", Some(error.to_string()), vec![t])
     }
 }
 
 /// The trial prefix for a gate file whose spec does not parse: its file stem.
 pub fn spec_stem(file: &Path) -> String {
-    file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "gate".into())
+    file.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "gate".into())
 }
 
 impl AssertionResult {
     /// A test without measurements.
-    pub fn new(gate: &str, assertion: &str, outcome: TestOutcome, failure_kind: Option<FailureKind>, message: &str, duration_s: f64) -> AssertionResult {
+    pub fn new(
+        gate: &str,
+        assertion: &str,
+        outcome: TestOutcome,
+        failure_kind: Option<FailureKind>,
+        message: &str,
+        duration_s: f64,
+    ) -> AssertionResult {
         AssertionResult {
             name: assertion.to_string(),
             test: format!("{gate}::{assertion}"),
             outcome,
-            failure_kind: if outcome == TestOutcome::Failed { failure_kind.or(Some(FailureKind::Assertion)) } else { None },
+            failure_kind: if outcome == TestOutcome::Failed {
+                failure_kind.or(Some(FailureKind::Assertion))
+            } else {
+                None
+            },
             message: message.to_string(),
             duration_s,
             median: None,
@@ -446,8 +510,14 @@ impl AssertionResult {
         self.median = v.median;
         self.values = v.values.clone();
         let (bound, unit) = match v.assertion.as_str() {
-            "rate" => (spec.assertions.rate.as_ref().map(|r| r.floor_tok_s), Some("tok/s")),
-            "first_token" => (spec.assertions.first_token.as_ref().map(|f| f.limit_ms), Some("ms")),
+            "rate" => (
+                spec.assertions.rate.as_ref().map(|r| r.floor_tok_s),
+                Some("tok/s"),
+            ),
+            "first_token" => (
+                spec.assertions.first_token.as_ref().map(|f| f.limit_ms),
+                Some("ms"),
+            ),
             _ => (None, None),
         };
         self.bound = bound;
@@ -467,9 +537,19 @@ pub fn verdict_failure_kind(outcome: &RunOutcome) -> FailureKind {
 }
 
 /// A test straight from a verdict (what `servegate run` lists: every declared assertion).
-pub fn assertion_from_verdict(spec: &GateSpec, outcome: &RunOutcome, v: &Verdict, duration_s: f64) -> AssertionResult {
-    let (o, kind) = if v.passed() { (TestOutcome::Passed, None) } else { (TestOutcome::Failed, Some(verdict_failure_kind(outcome))) };
-    AssertionResult::new(&spec.name, &v.assertion, o, kind, &v.message, duration_s).with_figures(spec, v)
+pub fn assertion_from_verdict(
+    spec: &GateSpec,
+    outcome: &RunOutcome,
+    v: &Verdict,
+    duration_s: f64,
+) -> AssertionResult {
+    let (o, kind) = if v.passed() {
+        (TestOutcome::Passed, None)
+    } else {
+        (TestOutcome::Failed, Some(verdict_failure_kind(outcome)))
+    };
+    AssertionResult::new(&spec.name, &v.assertion, o, kind, &v.message, duration_s)
+        .with_figures(spec, v)
 }
 
 /// The results of one gate run by `servegate run`: every verdict, the run's time charged to the first.
@@ -489,11 +569,20 @@ pub fn gate_from_run(spec: &GateSpec, outcome: &RunOutcome, run_s: f64) -> GateR
 pub fn gate_unmet(spec: &GateSpec, reasons: &[String], strict: bool) -> GateResults {
     let reason = format!("requires: {}", reasons.join("; "));
     let (o, kind, msg) = if strict {
-        (TestOutcome::Failed, Some(FailureKind::RequirementUnmet), format!("{reason} (SERVEGATE_STRICT is set: unmet requirements fail)"))
+        (
+            TestOutcome::Failed,
+            Some(FailureKind::RequirementUnmet),
+            format!("{reason} (SERVEGATE_STRICT is set: unmet requirements fail)"),
+        )
     } else {
         (TestOutcome::Skipped, None, reason.clone())
     };
-    let tests = spec.assertions.names().iter().map(|a| AssertionResult::new(&spec.name, a, o, kind, &msg, 0.0)).collect();
+    let tests = spec
+        .assertions
+        .names()
+        .iter()
+        .map(|a| AssertionResult::new(&spec.name, a, o, kind, &msg, 0.0))
+        .collect();
     GateResults::not_run(&spec.name, &spec.file, &spec.description, &reason, tests)
 }
 
@@ -505,7 +594,16 @@ pub fn gate_error(spec: &GateSpec, error: &str, run_s: f64) -> GateResults {
         .names()
         .iter()
         .enumerate()
-        .map(|(i, a)| AssertionResult::new(&spec.name, a, TestOutcome::Failed, Some(FailureKind::EvidenceError), &msg, if i == 0 { run_s } else { 0.0 }))
+        .map(|(i, a)| {
+            AssertionResult::new(
+                &spec.name,
+                a,
+                TestOutcome::Failed,
+                Some(FailureKind::EvidenceError),
+                &msg,
+                if i == 0 { run_s } else { 0.0 },
+            )
+        })
         .collect();
     GateResults::not_run(&spec.name, &spec.file, &spec.description, &msg, tests)
 }
@@ -538,13 +636,19 @@ pub fn provenance(spec: &GateSpec, outcome: &RunOutcome) -> Provenance {
                     .iter()
                     .map(|a| {
                         let dir = outcome.dir.join(&a.dir);
-                        let run: Option<crate::evidence::RunSummary> = std::fs::read(dir.join("run.json")).ok().and_then(|b| serde_json::from_slice(&b).ok());
+                        let run: Option<crate::evidence::RunSummary> =
+                            std::fs::read(dir.join("run.json"))
+                                .ok()
+                                .and_then(|b| serde_json::from_slice(&b).ok());
                         ArmProvenance {
                             arm: a.arm,
                             role: a.role.clone(),
                             runtime: a.runtime.clone(),
                             evidence_dir: dir.display().to_string(),
-                            serve_command: run.as_ref().map(|r| r.serve.command.clone()).unwrap_or_default(),
+                            serve_command: run
+                                .as_ref()
+                                .map(|r| r.serve.command.clone())
+                                .unwrap_or_default(),
                             serve_version: run.as_ref().and_then(|r| r.serve.version.clone()),
                             serve_failure: run.as_ref().and_then(|r| r.serve.failure.clone()),
                         }
@@ -559,14 +663,22 @@ pub fn provenance(spec: &GateSpec, outcome: &RunOutcome) -> Provenance {
 /// missing or empty.
 pub fn serve_log_tail(path: &Path, lines: usize) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
-    let tail = tail_lines(&String::from_utf8_lossy(&bytes), lines, SERVE_LOG_TAIL_BYTES);
+    let tail = tail_lines(
+        &String::from_utf8_lossy(&bytes),
+        lines,
+        SERVE_LOG_TAIL_BYTES,
+    );
     (!tail.is_empty()).then_some(tail)
 }
 
 /// The last `lines` lines of `text`, cut to its last `max_bytes` bytes (on a character boundary).
 pub fn tail_lines(text: &str, lines: usize, max_bytes: usize) -> String {
     let text = text.trim_end_matches(['\n', '\r']);
-    let start = text.rmatch_indices('\n').nth(lines.saturating_sub(1)).map(|(i, _)| i + 1).unwrap_or(0);
+    let start = text
+        .rmatch_indices('\n')
+        .nth(lines.saturating_sub(1))
+        .map(|(i, _)| i + 1)
+        .unwrap_or(0);
     let mut tail = &text[start..];
     if tail.len() > max_bytes {
         let mut cut = tail.len() - max_bytes;
@@ -580,7 +692,8 @@ pub fn tail_lines(text: &str, lines: usize, max_bytes: usize) -> String {
 
 /// The JSON document, pretty-printed, with a final newline.
 pub fn serialize_json(results: &Results) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec_pretty(results).expect("results serialize (no maps with non-string keys)");
+    let mut bytes = serde_json::to_vec_pretty(results)
+        .expect("results serialize (no maps with non-string keys)");
     bytes.push(b'\n');
     bytes
 }
@@ -594,7 +707,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&dir)?;
-    let mut tmp = tempfile::Builder::new().prefix(".servegate-report").tempfile_in(&dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".servegate-report")
+        .tempfile_in(&dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
@@ -621,7 +736,10 @@ impl Outputs {
         let mut errors = Vec::new();
         if let Some(p) = &self.json {
             if let Err(e) = write_atomic(p, &serialize_json(results)) {
-                errors.push(format!("{}: cannot write the JSON results: {e}", p.display()));
+                errors.push(format!(
+                    "{}: cannot write the JSON results: {e}",
+                    p.display()
+                ));
             }
         }
         if let Some(p) = &self.junit {
@@ -631,7 +749,10 @@ impl Outputs {
                         errors.push(format!("{}: cannot write the JUnit XML: {e}", p.display()));
                     }
                 }
-                Err(e) => errors.push(format!("{}: cannot serialize the JUnit XML: {e}", p.display())),
+                Err(e) => errors.push(format!(
+                    "{}: cannot serialize the JUnit XML: {e}",
+                    p.display()
+                )),
             }
         }
         errors
@@ -671,14 +792,34 @@ mod tests {
         let f = Path::new("gates/x.toml");
         let pass = AssertionResult::new("x", "rate", TestOutcome::Passed, None, "rate PASS", 0.1);
         let fail = AssertionResult::new("x", "route", TestOutcome::Failed, None, "route FAIL", 0.0);
-        let not_ready = AssertionResult::new("x", "content", TestOutcome::Failed, Some(FailureKind::ServeNotReady), "x", 0.0);
+        let not_ready = AssertionResult::new(
+            "x",
+            "content",
+            TestOutcome::Failed,
+            Some(FailureKind::ServeNotReady),
+            "x",
+            0.0,
+        );
         let g = GateResults::not_run("x", f, "", "r", vec![pass.clone(), fail.clone()]);
-        assert_eq!((g.status, g.failure_kind, g.exit_code), (GateStatus::Failed, Some(FailureKind::Assertion), 1));
+        assert_eq!(
+            (g.status, g.failure_kind, g.exit_code),
+            (GateStatus::Failed, Some(FailureKind::Assertion), 1)
+        );
         let g = GateResults::not_run("x", f, "", "r", vec![fail, not_ready]);
-        assert_eq!((g.status, g.exit_code), (GateStatus::Failed, exit::SERVE_NOT_READY));
+        assert_eq!(
+            (g.status, g.exit_code),
+            (GateStatus::Failed, exit::SERVE_NOT_READY)
+        );
         let g = GateResults::not_run("x", f, "", "r", vec![pass]);
         assert_eq!((g.status, g.exit_code), (GateStatus::Passed, 0));
-        let skip = AssertionResult::new("x", "rate", TestOutcome::Skipped, None, "requires: ...", 0.0);
+        let skip = AssertionResult::new(
+            "x",
+            "rate",
+            TestOutcome::Skipped,
+            None,
+            "requires: ...",
+            0.0,
+        );
         let g = GateResults::not_run("x", f, "", "r", vec![skip]);
         assert_eq!((g.status, g.exit_code), (GateStatus::Ignored, 0));
     }
@@ -686,12 +827,43 @@ mod tests {
     #[test]
     fn counts_and_exit_code_cover_every_listed_test() {
         let mut r = Results::begin(Producer::Harness, false);
-        r.push(GateResults::spec_invalid(Path::new("gates/bad.toml"), "bad.toml:1:1: oops", 0.0));
-        r.push(GateResults::not_run("empty", Path::new("gates/empty.toml"), "", "filtered", vec![]));
-        r.push(GateResults::not_run("ok", Path::new("gates/ok.toml"), "", "", vec![AssertionResult::new("ok", "rate", TestOutcome::Passed, None, "", 0.0)]));
+        r.push(GateResults::spec_invalid(
+            Path::new("gates/bad.toml"),
+            "bad.toml:1:1: oops",
+            0.0,
+        ));
+        r.push(GateResults::not_run(
+            "empty",
+            Path::new("gates/empty.toml"),
+            "",
+            "filtered",
+            vec![],
+        ));
+        r.push(GateResults::not_run(
+            "ok",
+            Path::new("gates/ok.toml"),
+            "",
+            "",
+            vec![AssertionResult::new(
+                "ok",
+                "rate",
+                TestOutcome::Passed,
+                None,
+                "",
+                0.0,
+            )],
+        ));
         r.finish(1.0);
         assert_eq!(r.gates.len(), 2, "a gate with no listed test is dropped");
-        assert_eq!(r.counts, Counts { tests: 2, passed: 1, failed: 1, skipped: 0 });
+        assert_eq!(
+            r.counts,
+            Counts {
+                tests: 2,
+                passed: 1,
+                failed: 1,
+                skipped: 0
+            }
+        );
         assert_eq!(r.exit_code, exit::SPEC_INVALID);
         assert_eq!(r.gates[0].assertions[0].test, "bad::spec");
         let v: serde_json::Value = serde_json::from_slice(&serialize_json(&r)).unwrap();

@@ -39,7 +39,10 @@ impl RunOutcome {
     /// Exit code for this run: PASS, ASSERTION_FAILED, or SERVE_NOT_READY when the serve never answered.
     pub fn exit_code(&self) -> i32 {
         if let Some(p) = &self.pair {
-            if p.failure.as_deref().is_some_and(|f| f.starts_with("pair_model_mismatch")) {
+            if p.failure
+                .as_deref()
+                .is_some_and(|f| f.starts_with("pair_model_mismatch"))
+            {
                 return exit::SPEC_INVALID;
             }
         }
@@ -55,11 +58,17 @@ impl RunOutcome {
 
 /// Runs `gate` live, writing evidence under `root`, then judges it. `progress` receives one-line notes
 /// (`serve ready after 1.2 s`), for a terminal.
-pub fn run(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Result<RunOutcome, EvidenceError> {
+pub fn run(
+    gate: &GateSpec,
+    root: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<RunOutcome, EvidenceError> {
     if gate.pair.is_some() {
         return run_pair(gate, root, progress);
     }
-    let signals_note = crate::signals::install().err().map(|e| format!("signal handlers not installed: {e}"));
+    let signals_note = crate::signals::install()
+        .err()
+        .map(|e| format!("signal handlers not installed: {e}"));
     let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?;
     w.write("gate.toml", gate.source.as_bytes())?;
     let mut summary = new_summary(gate);
@@ -75,7 +84,14 @@ pub fn run(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Resu
         }
         Ok(h) => {
             if let Some(h) = h {
-                summary.notes.push(format!("hold {} taken after {:.0} ms", gate.hold.as_ref().map(|x| x.lock.display().to_string()).unwrap_or_default(), h.waited_ms));
+                summary.notes.push(format!(
+                    "hold {} taken after {:.0} ms",
+                    gate.hold
+                        .as_ref()
+                        .map(|x| x.lock.display().to_string())
+                        .unwrap_or_default(),
+                    h.waited_ms
+                ));
             }
             drive(gate, &w, &mut summary, progress)
         }
@@ -93,15 +109,29 @@ pub fn run(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Resu
     let ev = evidence::load(w.dir())?;
     let mut verdicts = judge::judge(gate, &ev);
     crate::redact::mask_verdicts(gate, &mut verdicts);
-    Ok(RunOutcome { dir: w.dir().to_path_buf(), summary, verdicts, pair: None })
+    Ok(RunOutcome {
+        dir: w.dir().to_path_buf(),
+        summary,
+        verdicts,
+        pair: None,
+    })
 }
 
 /// Takes the gate's `[hold]`, if it has one: Ok(None) without a hold, Err(`hold_timeout: ...`) when it could
 /// not be had in `wait_s`.
-fn take_hold(gate: &GateSpec, progress: &mut dyn FnMut(&str)) -> Result<Option<crate::hold::Hold>, String> {
+fn take_hold(
+    gate: &GateSpec,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Option<crate::hold::Hold>, String> {
     match &gate.hold {
         None => Ok(None),
-        Some(h) => crate::hold::take(&h.lock, &gate.name, Duration::from_secs_f64(h.wait_s), progress).map(Some),
+        Some(h) => crate::hold::take(
+            &h.lock,
+            &gate.name,
+            Duration::from_secs_f64(h.wait_s),
+            progress,
+        )
+        .map(Some),
     }
 }
 
@@ -125,7 +155,9 @@ fn new_summary(gate: &GateSpec) -> RunSummary {
 
 /// sha256 and size of the model file both arms load; refuses two different files before any serve starts.
 fn pair_model(ours: &str, theirs: &str) -> Result<(String, u64), String> {
-    let hash = |f: &str| crate::hash::sha256_file(Path::new(f)).map_err(|e| format!("model file {f}: {e}"));
+    let hash = |f: &str| {
+        crate::hash::sha256_file(Path::new(f)).map_err(|e| format!("model file {f}: {e}"))
+    };
     let same_path = match (std::fs::canonicalize(ours), std::fs::canonicalize(theirs)) {
         (Ok(a), Ok(b)) => a == b,
         _ => ours == theirs,
@@ -146,9 +178,15 @@ fn pair_model(ours: &str, theirs: &str) -> Result<(String, u64), String> {
 
 /// Runs a pair gate: the model file hashed once, then each arm in order (start its serve, send every request,
 /// stop it) into `arm<N>-<role>/` run directories, the model file hashed again, and the pair judged.
-fn run_pair(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Result<RunOutcome, EvidenceError> {
+fn run_pair(
+    gate: &GateSpec,
+    root: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<RunOutcome, EvidenceError> {
     let pair = gate.pair.as_ref().expect("pair gate");
-    let signals_note = crate::signals::install().err().map(|e| format!("signal handlers not installed: {e}"));
+    let signals_note = crate::signals::install()
+        .err()
+        .map(|e| format!("signal handlers not installed: {e}"));
     let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?;
     w.write("gate.toml", gate.source.as_bytes())?;
     let mut ps = evidence::PairSummary {
@@ -207,13 +245,27 @@ fn run_pair(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Res
             progress(&format!("{name}: {}", arm.runtime));
             let aw = EvidenceWriter::create_exact(&w.path(&name))?;
             aw.write("gate.toml", gate.source.as_bytes())?;
-            ps.arms.push(evidence::ArmRecord { arm: i + 1, role: role.clone(), runtime: arm.runtime.clone(), dir: name.clone() });
+            ps.arms.push(evidence::ArmRecord {
+                arm: i + 1,
+                role: role.clone(),
+                runtime: arm.runtime.clone(),
+                dir: name.clone(),
+            });
             w.write_pair_summary(&ps)?;
             let mut summary = new_summary(gate);
-            summary.notes.push(format!("arm {} of pair {} ({role}: {})", i + 1, gate.name, arm.runtime));
+            summary.notes.push(format!(
+                "arm {} of pair {} ({role}: {})",
+                i + 1,
+                gate.name,
+                arm.runtime
+            ));
             aw.write_summary(&summary)?;
             let mode = ServeMode::Command(arm.command.clone());
-            let target = Target { mode: &mode, env: &arm.env, setup: false };
+            let target = Target {
+                mode: &mode,
+                env: &arm.env,
+                setup: false,
+            };
             let mut arm_progress = |line: &str| progress(&format!("{name}: {line}"));
             let result = drive_target(gate, &target, &aw, &mut summary, &mut arm_progress);
             summary.ended_utc = Some(evidence::now_utc());
@@ -233,7 +285,12 @@ fn run_pair(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Res
                     }
                     ps.model_sha256_after = Some(after);
                 }
-                Err(e) => ps.failure = Some(format!("model_changed_during_run: cannot re-read {}: {e}", pair.ours.model_file)),
+                Err(e) => {
+                    ps.failure = Some(format!(
+                        "model_changed_during_run: cannot re-read {}: {e}",
+                        pair.ours.model_file
+                    ))
+                }
             }
         }
     }
@@ -255,11 +312,17 @@ fn run_pair(gate: &GateSpec, root: &Path, progress: &mut dyn FnMut(&str)) -> Res
     summary.serve.mode = "pair".into();
     summary.serve.failure = ps.failure.clone();
     summary.notes = signals_note.into_iter().collect();
-    Ok(RunOutcome { dir: w.dir().to_path_buf(), summary, verdicts, pair: Some(ps) })
+    Ok(RunOutcome {
+        dir: w.dir().to_path_buf(),
+        summary,
+        verdicts,
+        pair: Some(ps),
+    })
 }
 
 fn fill_runtime(s: &str, host: &str, port: u16) -> String {
-    s.replace("{port}", &port.to_string()).replace("{host}", host)
+    s.replace("{port}", &port.to_string())
+        .replace("{host}", host)
 }
 
 /// How one run (a plain gate, or one arm of a pair) reaches its serve.
@@ -269,14 +332,29 @@ struct Target<'a> {
     setup: bool,
 }
 
-fn drive(gate: &GateSpec, w: &EvidenceWriter, summary: &mut RunSummary, progress: &mut dyn FnMut(&str)) -> Result<(), EvidenceError> {
-    let target = Target { mode: &gate.serve.mode, env: &gate.serve.env, setup: true };
+fn drive(
+    gate: &GateSpec,
+    w: &EvidenceWriter,
+    summary: &mut RunSummary,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), EvidenceError> {
+    let target = Target {
+        mode: &gate.serve.mode,
+        env: &gate.serve.env,
+        setup: true,
+    };
     drive_target(gate, &target, w, summary, progress)
 }
 
 /// [`drive_target_inner`], and with an API key: progress lines masked as printed, and afterwards (every return
 /// path) the key masked in every file of the run directory and in the summary (`crate::redact`).
-fn drive_target(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summary: &mut RunSummary, progress: &mut dyn FnMut(&str)) -> Result<(), EvidenceError> {
+fn drive_target(
+    gate: &GateSpec,
+    target: &Target,
+    w: &EvidenceWriter,
+    summary: &mut RunSummary,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), EvidenceError> {
     let Some(secret) = crate::redact::secret_of(gate) else {
         return drive_target_inner(gate, target, w, summary, progress);
     };
@@ -285,20 +363,42 @@ fn drive_target(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summary: &
     let files = crate::redact::scrub_dir(w.dir(), &secret);
     crate::redact::mask_value(summary, &secret);
     if !files.is_empty() {
-        let list: Vec<String> = files.iter().map(|(p, n)| format!("{} ({n})", p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default())).collect();
-        summary.notes.push(format!("the API key (serve.api_key_env) echoed by the serve was masked in: {}", list.join(", ")));
+        let list: Vec<String> = files
+            .iter()
+            .map(|(p, n)| {
+                format!(
+                    "{} ({n})",
+                    p.file_name()
+                        .map(|f| f.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        summary.notes.push(format!(
+            "the API key (serve.api_key_env) echoed by the serve was masked in: {}",
+            list.join(", ")
+        ));
     }
     result
 }
 
-fn drive_target_inner(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summary: &mut RunSummary, progress: &mut dyn FnMut(&str)) -> Result<(), EvidenceError> {
+fn drive_target_inner(
+    gate: &GateSpec,
+    target: &Target,
+    w: &EvidenceWriter,
+    summary: &mut RunSummary,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), EvidenceError> {
     let spec = &gate.serve;
     // Setup (idempotent provisioning).
     if target.setup && !spec.setup.is_empty() {
         progress(&format!("setup: {}", spec.setup.join(" ")));
         let t = Instant::now();
         match run_setup(&spec.setup, &spec.env, &w.path("setup.log")) {
-            Ok(status) => summary.serve.setup = Some(format!("{status} in {:.1} s", t.elapsed().as_secs_f64())),
+            Ok(status) => {
+                summary.serve.setup =
+                    Some(format!("{status} in {:.1} s", t.elapsed().as_secs_f64()))
+            }
             Err(reason) => {
                 summary.serve.setup = Some(reason.clone());
                 summary.serve.failure = Some(format!("setup_failed: {reason}"));
@@ -310,15 +410,20 @@ fn drive_target_inner(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summ
 
     let api_key = match &spec.api_key_env {
         None => None,
-        Some(var) => match std::env::var(var) {
-            Ok(k) if !k.is_empty() => Some(k),
-            _ => {
-                summary.serve.failure = Some(format!("api_key_missing: environment variable {var} (serve.api_key_env) is not set"));
-                return Ok(());
+        Some(var) => {
+            match std::env::var(var) {
+                Ok(k) if !k.is_empty() => Some(k),
+                _ => {
+                    summary.serve.failure = Some(format!("api_key_missing: environment variable {var} (serve.api_key_env) is not set"));
+                    return Ok(());
+                }
             }
-        },
+        }
     };
-    let http = match client::http_client(Duration::from_secs_f64(gate.request.timeout_s), api_key.as_deref()) {
+    let http = match client::http_client(
+        Duration::from_secs_f64(gate.request.timeout_s),
+        api_key.as_deref(),
+    ) {
         Ok(c) => c,
         Err(e) => {
             summary.serve.failure = Some(format!("http_client: {e}"));
@@ -341,8 +446,16 @@ fn drive_target_inner(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summ
             } else {
                 spec.port
             };
-            let command: Vec<String> = argv.iter().map(|a| fill_runtime(a, &spec.host, port)).collect();
-            let env: Vec<(String, String)> = spec.env.iter().chain(target.env.iter()).map(|(k, v)| (k.clone(), fill_runtime(v, &spec.host, port))).collect();
+            let command: Vec<String> = argv
+                .iter()
+                .map(|a| fill_runtime(a, &spec.host, port))
+                .collect();
+            let env: Vec<(String, String)> = spec
+                .env
+                .iter()
+                .chain(target.env.iter())
+                .map(|(k, v)| (k.clone(), fill_runtime(v, &spec.host, port)))
+                .collect();
             summary.serve.mode = "command".into();
             summary.serve.command = command.clone();
             summary.serve.base_url = format!("http://{}:{port}", url_host(&spec.host));
@@ -359,7 +472,10 @@ fn drive_target_inner(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summ
                 stop_grace: Duration::from_secs_f64(spec.stop_grace_s),
                 log_path: w.path("serve.log"),
             };
-            progress(&format!("starting serve on port {port}: {}", summary.serve.command.join(" ")));
+            progress(&format!(
+                "starting serve on port {port}: {}",
+                summary.serve.command.join(" ")
+            ));
             let mut s = match serve::Serve::start(sspec) {
                 Ok(s) => s,
                 Err(e) => {
@@ -373,7 +489,11 @@ fn drive_target_inner(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summ
                 Ok(info) => {
                     summary.serve.ready_ms = Some(info.ready_ms);
                     summary.serve.ready_timeline = info.statuses.clone();
-                    progress(&format!("serve ready after {:.2} s ({} polls)", info.ready_ms / 1000.0, info.polls));
+                    progress(&format!(
+                        "serve ready after {:.2} s ({} polls)",
+                        info.ready_ms / 1000.0,
+                        info.polls
+                    ));
                 }
                 Err(e) => {
                     summary.serve.failure = Some(e.to_string());
@@ -409,7 +529,10 @@ fn drive_target_inner(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summ
                     Err(e) => e,
                 };
                 if t.elapsed() >= deadline {
-                    summary.serve.failure = Some(format!("ready_timeout: {url}{} not 200 within {} s (last: {last})", spec.ready_path, spec.ready_timeout_s));
+                    summary.serve.failure = Some(format!(
+                        "ready_timeout: {url}{} not 200 within {} s (last: {last})",
+                        spec.ready_path, spec.ready_timeout_s
+                    ));
                     return Ok(());
                 }
                 std::thread::sleep(Duration::from_millis(50));
@@ -422,7 +545,12 @@ fn drive_target_inner(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summ
     summary.serve.version = version;
     summary.serve.models = models;
     if let Some(expect) = &spec.expect_model {
-        if !summary.serve.models.iter().any(|m| m.contains(expect.as_str())) {
+        if !summary
+            .serve
+            .models
+            .iter()
+            .any(|m| m.contains(expect.as_str()))
+        {
             summary.serve.failure = Some(format!(
                 "wrong_server_answering: /v1/models lists {:?}, expected a model containing {expect:?}",
                 summary.serve.models
@@ -432,7 +560,15 @@ fn drive_target_inner(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summ
     w.write_summary(summary)?;
 
     if summary.serve.failure.is_none() {
-        send_all(gate, w, summary, &http, &base_url, started.as_mut(), progress)?;
+        send_all(
+            gate,
+            w,
+            summary,
+            &http,
+            &base_url,
+            started.as_mut(),
+            progress,
+        )?;
     }
 
     if let Some(s) = started {
@@ -443,7 +579,9 @@ fn drive_target_inner(gate: &GateSpec, target: &Target, w: &EvidenceWriter, summ
     if let Some(log) = &spec.log_file {
         match std::fs::read(log) {
             Ok(bytes) => w.write("serve.log", &bytes)?,
-            Err(e) => summary.notes.push(format!("serve.log_file {}: {e}", log.display())),
+            Err(e) => summary
+                .notes
+                .push(format!("serve.log_file {}: {e}", log.display())),
         }
     }
     Ok(())
@@ -474,7 +612,12 @@ fn send_all(
         let prompt = &req.prompts[prompt_index];
         let body = client::request_body(req, prompt);
         let sent_utc = evidence::now_utc();
-        let ex = client::send_within(http, base_url, &body, Some(Duration::from_secs_f64(req.timeout_s)));
+        let ex = client::send_within(
+            http,
+            base_url,
+            &body,
+            Some(Duration::from_secs_f64(req.timeout_s)),
+        );
         w.write_request(index, &body, &ex.response, &ex.reads)?;
         let mut rec = RequestRecord {
             index,
@@ -495,10 +638,19 @@ fn send_all(
         progress(&format!(
             "request {index:02}{}: {} ttft {} decode {} tokens {}",
             if warmup { " (warmup)" } else { "" },
-            ex.response.status.map(|s| format!("HTTP {s}")).unwrap_or_else(|| ex.response.transport_error.clone().unwrap_or_default()),
-            fig.ttft_ms.map(|t| format!("{t:.0} ms")).unwrap_or_else(|| "-".into()),
-            fig.decode_tok_s.map(|t| format!("{t:.1} tok/s")).unwrap_or_else(|| "-".into()),
-            fig.completion_tokens.map(|t| t.to_string()).unwrap_or_else(|| "-".into()),
+            ex.response
+                .status
+                .map(|s| format!("HTTP {s}"))
+                .unwrap_or_else(|| ex.response.transport_error.clone().unwrap_or_default()),
+            fig.ttft_ms
+                .map(|t| format!("{t:.0} ms"))
+                .unwrap_or_else(|| "-".into()),
+            fig.decode_tok_s
+                .map(|t| format!("{t:.1} tok/s"))
+                .unwrap_or_else(|| "-".into()),
+            fig.completion_tokens
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "-".into()),
         ));
         rec.figures = Some(fig);
         summary.requests.push(rec);
@@ -535,30 +687,53 @@ fn describe_stop(stop: &serve::StopReport) -> String {
 }
 
 /// The serve's version and model ids, best effort: llama.cpp's `/props` `build_info`, `/v1/models` ids.
-fn serve_identity(http: &reqwest::blocking::Client, base_url: &str) -> (Option<String>, Vec<String>) {
+fn serve_identity(
+    http: &reqwest::blocking::Client,
+    base_url: &str,
+) -> (Option<String>, Vec<String>) {
     let t = Duration::from_secs(5);
-    let version = client::get(http, base_url, "/props", t).ok().filter(|(s, _)| *s == 200).and_then(|(_, body)| {
-        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
-        v.get("build_info").and_then(|b| b.as_str()).map(|s| format!("llama.cpp {s}"))
-    });
+    let version = client::get(http, base_url, "/props", t)
+        .ok()
+        .filter(|(s, _)| *s == 200)
+        .and_then(|(_, body)| {
+            let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+            v.get("build_info")
+                .and_then(|b| b.as_str())
+                .map(|s| format!("llama.cpp {s}"))
+        });
     let models = client::get(http, base_url, "/v1/models", t)
         .ok()
         .filter(|(s, _)| *s == 200)
         .and_then(|(_, body)| {
             let v: serde_json::Value = serde_json::from_str(&body).ok()?;
-            Some(v.get("data")?.as_array()?.iter().filter_map(|m| m.get("id").and_then(|i| i.as_str()).map(String::from)).collect())
+            Some(
+                v.get("data")?
+                    .as_array()?
+                    .iter()
+                    .filter_map(|m| m.get("id").and_then(|i| i.as_str()).map(String::from))
+                    .collect(),
+            )
         })
         .unwrap_or_default();
     (version, models)
 }
 
 /// Runs the setup argv with `env`, its output going to `log`; Ok(status text) or Err(reason with the tail).
-fn run_setup(argv: &[String], env: &std::collections::BTreeMap<String, String>, log: &Path) -> Result<String, String> {
+fn run_setup(
+    argv: &[String],
+    env: &std::collections::BTreeMap<String, String>,
+    log: &Path,
+) -> Result<String, String> {
     use std::os::unix::process::CommandExt;
     let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
     let err = file.try_clone().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).envs(env).stdin(Stdio::null()).stdout(file).stderr(err).process_group(0);
+    cmd.args(&argv[1..])
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(err)
+        .process_group(0);
     // SAFETY: prctl is async-signal-safe; it only asks the kernel to SIGKILL the child if this thread dies.
     unsafe {
         cmd.pre_exec(|| {
@@ -566,7 +741,9 @@ fn run_setup(argv: &[String], env: &std::collections::BTreeMap<String, String>, 
             Ok(())
         });
     }
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run {:?}: {e}", argv[0]))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run {:?}: {e}", argv[0]))?;
     // Its whole process group goes if the runner is stopped by a signal (the serve's own mechanism).
     let pgid = child.id();
     crate::signals::register(pgid, Duration::from_secs(2));
@@ -577,7 +754,10 @@ fn run_setup(argv: &[String], env: &std::collections::BTreeMap<String, String>, 
             Ok(None) if Instant::now() >= deadline => {
                 crate::signals::terminate_groups(&[pgid], Duration::from_secs(2));
                 let _ = child.wait();
-                break Err(format!("{} did not finish within {SETUP_TIMEOUT_S} s; its process group was stopped", argv.join(" ")));
+                break Err(format!(
+                    "{} did not finish within {SETUP_TIMEOUT_S} s; its process group was stopped",
+                    argv.join(" ")
+                ));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => break Err(format!("waiting for {:?}: {e}", argv[0])),
@@ -591,8 +771,19 @@ fn run_setup(argv: &[String], env: &std::collections::BTreeMap<String, String>, 
         Ok(status.to_string())
     } else {
         let text = std::fs::read_to_string(log).unwrap_or_default();
-        let tail: Vec<&str> = text.lines().rev().take(10).collect::<Vec<_>>().into_iter().rev().collect();
-        Err(format!("{} ({status}); last lines of setup.log:\n{}", argv.join(" "), tail.join("\n")))
+        let tail: Vec<&str> = text
+            .lines()
+            .rev()
+            .take(10)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        Err(format!(
+            "{} ({status}); last lines of setup.log:\n{}",
+            argv.join(" "),
+            tail.join("\n")
+        ))
     }
 }
 

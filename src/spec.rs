@@ -511,7 +511,11 @@ pub struct GateSpec {
 impl GateSpec {
     /// The `record::RunRecordSpec` for `id` and `metric` (`decode_rate` or `first_token`) from `[record]`.
     /// Errors name the key.
-    pub fn record_spec(&self, id: &str, metric: &str) -> Result<crate::record::RunRecordSpec, String> {
+    pub fn record_spec(
+        &self,
+        id: &str,
+        metric: &str,
+    ) -> Result<crate::record::RunRecordSpec, String> {
         let Some(table) = &self.record else {
             return Err(format!("{}: the gate has no [record] table (model_name, weights, device, route, engine, what_would_make_it_wrong)", self.file.display()));
         };
@@ -524,10 +528,16 @@ impl GateSpec {
         t.insert("id".into(), toml::Value::String(id.into()));
         t.insert("metric".into(), toml::Value::String(metric.into()));
         if !t.contains_key("model_file") {
-            let model_file = self.pair.as_ref().map(|p| p.ours.model_file.clone()).unwrap_or_else(|| self.request.model.clone());
+            let model_file = self
+                .pair
+                .as_ref()
+                .map(|p| p.ours.model_file.clone())
+                .unwrap_or_else(|| self.request.model.clone());
             t.insert("model_file".into(), toml::Value::String(model_file));
         }
-        toml::Value::Table(t).try_into().map_err(|e: toml::de::Error| format!("[record]: {}", e.message()))
+        toml::Value::Table(t)
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("[record]: {}", e.message()))
     }
 }
 
@@ -548,23 +558,45 @@ impl Context {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let cache = match std::env::var_os("SERVEGATE_CACHE") {
             Some(c) if !c.is_empty() => PathBuf::from(c),
-            _ => home.clone().unwrap_or_else(|| PathBuf::from("/tmp")).join(".cache/servegate"),
+            _ => home
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("/tmp"))
+                .join(".cache/servegate"),
         };
         let gate_dir = file
             .parent()
-            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
             .unwrap_or(Path::new("."));
         let gate_dir = std::fs::canonicalize(gate_dir).unwrap_or_else(|_| gate_dir.to_path_buf());
-        Context { gate_dir, cache, home }
+        Context {
+            gate_dir,
+            cache,
+            home,
+        }
     }
 }
 
 /// Reads and validates a gate file. Errors name the file, line, column and key.
 pub fn load(file: &Path) -> Result<GateSpec, SpecError> {
-    let bytes = std::fs::read(file).map_err(|e| SpecError::Io { file: file.to_path_buf(), source: e })?;
+    let bytes = std::fs::read(file).map_err(|e| SpecError::Io {
+        file: file.to_path_buf(),
+        source: e,
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
-        SpecError::at(file, &String::from_utf8_lossy(e.as_bytes()), at..at + 1, "", "the file is not valid UTF-8")
+        SpecError::at(
+            file,
+            &String::from_utf8_lossy(e.as_bytes()),
+            at..at + 1,
+            "",
+            "the file is not valid UTF-8",
+        )
     })?;
     parse(file, &text, &Context::for_file(file))
 }
@@ -572,13 +604,24 @@ pub fn load(file: &Path) -> Result<GateSpec, SpecError> {
 /// Parses and validates gate TOML text (`file` is used for messages and `{gate_dir}`).
 pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecError> {
     if text.trim().is_empty() {
-        return Err(SpecError::at(file, text, 0..0, "", "the file is empty; a gate needs [gate], [serve] and [request]"));
+        return Err(SpecError::at(
+            file,
+            text,
+            0..0,
+            "",
+            "the file is empty; a gate needs [gate], [serve] and [request]",
+        ));
     }
     let raw: RawGate = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         SpecError::at(file, text, span, "", e.message())
     })?;
-    let v = Validator { file, text, ctx, vars: BTreeMap::new() };
+    let v = Validator {
+        file,
+        text,
+        ctx,
+        vars: BTreeMap::new(),
+    };
     v.build(raw)
 }
 
@@ -605,7 +648,13 @@ impl Validator<'_> {
 
     /// Expands `{name}` placeholders (and `~` at the start). `{port}` and `{host}` are left for the runner
     /// when `keep_runtime` is set. `{{` and `}}` are literal braces.
-    fn expand(&self, s: &str, span: Range<usize>, key: &str, keep_runtime: bool) -> Result<String, SpecError> {
+    fn expand(
+        &self,
+        s: &str,
+        span: Range<usize>,
+        key: &str,
+        keep_runtime: bool,
+    ) -> Result<String, SpecError> {
         let s = self.expand_tilde(s);
         let mut out = String::new();
         let mut rest = s.as_str();
@@ -618,7 +667,11 @@ impl Validator<'_> {
                 continue;
             }
             if c == b'}' {
-                return Err(self.err(span, key, format!("unmatched `}}` in {s:?} (write `}}}}` for a literal brace)")));
+                return Err(self.err(
+                    span,
+                    key,
+                    format!("unmatched `}}` in {s:?} (write `}}}}` for a literal brace)"),
+                ));
             }
             let Some(end) = rest[i..].find('}') else {
                 return Err(self.err(span, key, format!("unclosed `{{` in {s:?}")));
@@ -639,7 +692,10 @@ impl Validator<'_> {
                 return Err(self.err(
                     span,
                     key,
-                    format!("placeholder `{{{name}}}` is not defined (defined here: {})", known.join(", ")),
+                    format!(
+                        "placeholder `{{{name}}}` is not defined (defined here: {})",
+                        known.join(", ")
+                    ),
                 ));
             };
             out.push_str(&value);
@@ -656,7 +712,11 @@ impl Validator<'_> {
     fn positive(&self, v: &Spanned<f64>, key: &str, unit: &str) -> Result<f64, SpecError> {
         let x = *v.get_ref();
         if !x.is_finite() || x <= 0.0 {
-            return Err(self.err(v.span(), key, format!("must be a finite number > 0 ({unit}), got {x}")));
+            return Err(self.err(
+                v.span(),
+                key,
+                format!("must be a finite number > 0 ({unit}), got {x}"),
+            ));
         }
         Ok(x)
     }
@@ -666,21 +726,37 @@ impl Validator<'_> {
     fn seconds(&self, v: &Spanned<f64>, key: &str) -> Result<f64, SpecError> {
         let x = self.positive(v, key, "seconds")?;
         if x > MAX_SECONDS {
-            return Err(self.err(v.span(), key, format!("must be at most {MAX_SECONDS} seconds (about 11 days), got {x:e}")));
+            return Err(self.err(
+                v.span(),
+                key,
+                format!("must be at most {MAX_SECONDS} seconds (about 11 days), got {x:e}"),
+            ));
         }
         Ok(x)
     }
 
     fn build(mut self, raw: RawGate) -> Result<GateSpec, SpecError> {
         let name = raw.gate.name.get_ref().clone();
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-            return Err(self.err(raw.gate.name.span(), "gate.name", format!("must be non-empty and use only A-Z a-z 0-9 - _ . (got {name:?})")));
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(self.err(
+                raw.gate.name.span(),
+                "gate.name",
+                format!("must be non-empty and use only A-Z a-z 0-9 - _ . (got {name:?})"),
+            ));
         }
 
         // [vars]: expanded in order; a var may use `{gate_dir}`, `{cache}` and earlier vars.
         for (k, v) in &raw.vars {
             if matches!(k.as_str(), "port" | "host" | "gate_dir" | "cache" | "model") {
-                return Err(self.err(v.span(), &format!("vars.{k}"), format!("`{k}` is a built-in placeholder and cannot be redefined")));
+                return Err(self.err(
+                    v.span(),
+                    &format!("vars.{k}"),
+                    format!("`{k}` is a built-in placeholder and cannot be redefined"),
+                ));
             }
             let expanded = self.expand(v.get_ref(), v.span(), &format!("vars.{k}"), false)?;
             self.vars.insert(k.clone(), expanded);
@@ -692,11 +768,19 @@ impl Validator<'_> {
         self.vars.insert("model".into(), model.clone());
         let max_tokens = *r.max_tokens.get_ref();
         if max_tokens < 1 || max_tokens > u32::MAX as i64 {
-            return Err(self.err(r.max_tokens.span(), "request.max_tokens", format!("must be between 1 and {}, got {max_tokens}", u32::MAX)));
+            return Err(self.err(
+                r.max_tokens.span(),
+                "request.max_tokens",
+                format!("must be between 1 and {}, got {max_tokens}", u32::MAX),
+            ));
         }
         if let Some(t) = r.temperature {
             if !t.is_finite() || t < 0.0 {
-                return Err(self.err(0..0, "request.temperature", format!("must be a finite number >= 0, got {t}")));
+                return Err(self.err(
+                    0..0,
+                    "request.temperature",
+                    format!("must be a finite number >= 0, got {t}"),
+                ));
             }
         }
         if *r.repeats.get_ref() < 1 {
@@ -708,7 +792,11 @@ impl Validator<'_> {
         }
         let timeout_s = self.seconds(&r.timeout_s, "request.timeout_s")?;
         if r.prompts.get_ref().is_empty() {
-            return Err(self.err(r.prompts.span(), "request.prompts", "a gate needs at least one prompt"));
+            return Err(self.err(
+                r.prompts.span(),
+                "request.prompts",
+                "a gate needs at least one prompt",
+            ));
         }
         if r.prompts.get_ref().iter().any(|p| p.trim().is_empty()) {
             return Err(self.err(r.prompts.span(), "request.prompts", "a prompt is empty"));
@@ -719,7 +807,11 @@ impl Validator<'_> {
         };
         for reserved in ["messages", "stream"] {
             if extra.contains_key(reserved) {
-                return Err(self.err(0..0, &format!("request.extra.{reserved}"), format!("`{reserved}` is set by the runner; use [request] fields")));
+                return Err(self.err(
+                    0..0,
+                    &format!("request.extra.{reserved}"),
+                    format!("`{reserved}` is set by the runner; use [request] fields"),
+                ));
             }
         }
         let request = RequestSpec {
@@ -775,11 +867,18 @@ impl Validator<'_> {
             .map(|a| self.expand(a, 0..0, "serve.setup", false))
             .collect::<Result<Vec<_>, _>>()?;
         if !s.ready.starts_with('/') {
-            return Err(self.err(0..0, "serve.ready", format!("must be a path starting with `/`, got {:?}", s.ready)));
+            return Err(self.err(
+                0..0,
+                "serve.ready",
+                format!("must be a path starting with `/`, got {:?}", s.ready),
+            ));
         }
         let mut env = BTreeMap::new();
         for (k, v) in &s.env {
-            env.insert(k.clone(), self.expand(v, 0..0, &format!("serve.env.{k}"), true)?);
+            env.insert(
+                k.clone(),
+                self.expand(v, 0..0, &format!("serve.env.{k}"), true)?,
+            );
         }
         let serve = ServeSpec {
             mode,
@@ -792,7 +891,12 @@ impl Validator<'_> {
             env,
             expect_model: s.expect_model.clone(),
             log_file: match &s.log_file {
-                Some(f) => Some(PathBuf::from(self.expand(f, 0..0, "serve.log_file", false)?)),
+                Some(f) => Some(PathBuf::from(self.expand(
+                    f,
+                    0..0,
+                    "serve.log_file",
+                    false,
+                )?)),
                 None => None,
             },
             api_key_env: s.api_key_env.clone(),
@@ -824,25 +928,39 @@ impl Validator<'_> {
         }
         if let Some(rate) = a.rate {
             assertions.rate = Some(RateAssert {
-                floor_tok_s: self.positive(&rate.floor_tok_s, "assert.rate.floor_tok_s", "tok/s")?,
+                floor_tok_s: self.positive(
+                    &rate.floor_tok_s,
+                    "assert.rate.floor_tok_s",
+                    "tok/s",
+                )?,
                 source: rate.source,
             });
         }
         if let Some(ft) = a.first_token {
-            assertions.first_token = Some(FirstTokenAssert { limit_ms: self.positive(&ft.limit_ms, "assert.first_token.limit_ms", "ms")? });
+            assertions.first_token = Some(FirstTokenAssert {
+                limit_ms: self.positive(&ft.limit_ms, "assert.first_token.limit_ms", "ms")?,
+            });
         }
         assertions.content = a.content;
         if let Some(ka) = a.known_answer {
             let prompt = match &ka.prompt {
                 Some(p) => {
                     if !request.prompts.contains(p.get_ref()) {
-                        return Err(self.err(p.span(), "assert.known_answer.prompt", "must be one of [request] prompts, exactly"));
+                        return Err(self.err(
+                            p.span(),
+                            "assert.known_answer.prompt",
+                            "must be one of [request] prompts, exactly",
+                        ));
                     }
                     Some(p.get_ref().clone())
                 }
                 None => None,
             };
-            assertions.known_answer = Some(KnownAnswerAssert { matches: self.regex(&ka.matches, "assert.known_answer.matches")?, prompt, identical: ka.identical });
+            assertions.known_answer = Some(KnownAnswerAssert {
+                matches: self.regex(&ka.matches, "assert.known_answer.matches")?,
+                prompt,
+                identical: ka.identical,
+            });
         }
         if let Some(r) = a.ratio {
             let at_least = match &r.at_least {
@@ -858,15 +976,27 @@ impl Validator<'_> {
             }
             if let (Some(lo), Some(hi)) = (at_least, at_most) {
                 if lo > hi {
-                    return Err(self.err(0..0, "assert.ratio", format!("at_least {lo} is above at_most {hi}")));
+                    return Err(self.err(
+                        0..0,
+                        "assert.ratio",
+                        format!("at_least {lo} is above at_most {hi}"),
+                    ));
                 }
             }
-            assertions.ratio = Some(RatioAssert { metric: r.metric, at_least, at_most });
+            assertions.ratio = Some(RatioAssert {
+                metric: r.metric,
+                at_least,
+                at_most,
+            });
         }
         if let Some(sa) = a.same_answers {
             if let Some(p) = &sa.prompt {
                 if !request.prompts.contains(p) {
-                    return Err(self.err(0..0, "assert.same_answers.prompt", "must be one of [request] prompts, exactly"));
+                    return Err(self.err(
+                        0..0,
+                        "assert.same_answers.prompt",
+                        "must be one of [request] prompts, exactly",
+                    ));
                 }
             }
             assertions.same_answers = Some(sa);
@@ -874,12 +1004,20 @@ impl Validator<'_> {
         let pair = match &raw.pair {
             None => {
                 if assertions.ratio.is_some() || assertions.same_answers.is_some() {
-                    return Err(self.err(0..0, "assert", "[assert.ratio] and [assert.same_answers] need a [pair] gate"));
+                    return Err(self.err(
+                        0..0,
+                        "assert",
+                        "[assert.ratio] and [assert.same_answers] need a [pair] gate",
+                    ));
                 }
                 None
             }
             Some(p) => {
-                for (name, present) in [("route", assertions.route.is_some()), ("rate", assertions.rate.is_some()), ("first_token", assertions.first_token.is_some())] {
+                for (name, present) in [
+                    ("route", assertions.route.is_some()),
+                    ("rate", assertions.rate.is_some()),
+                    ("first_token", assertions.first_token.is_some()),
+                ] {
                     if present {
                         return Err(self.err(0..0, &format!("assert.{name}"), "is not judged in a pair gate (the arms are two runtimes): use [assert.ratio]"));
                     }
@@ -890,11 +1028,22 @@ impl Validator<'_> {
                 let arm = |role: &str, a: &RawArm| -> Result<ArmSpec, SpecError> {
                     let key = format!("pair.{role}");
                     if a.command.get_ref().is_empty() {
-                        return Err(self.err(a.command.span(), &format!("{key}.command"), "must not be empty"));
+                        return Err(self.err(
+                            a.command.span(),
+                            &format!("{key}.command"),
+                            "must not be empty",
+                        ));
                     }
-                    let command = a.command.get_ref().iter().map(|x| self.expand(x, a.command.span(), &format!("{key}.command"), true)).collect::<Result<Vec<_>, _>>()?;
+                    let command = a
+                        .command
+                        .get_ref()
+                        .iter()
+                        .map(|x| self.expand(x, a.command.span(), &format!("{key}.command"), true))
+                        .collect::<Result<Vec<_>, _>>()?;
                     let model_file = match &a.model_file {
-                        Some(m) => self.expand(m.get_ref(), m.span(), &format!("{key}.model_file"), false)?,
+                        Some(m) => {
+                            self.expand(m.get_ref(), m.span(), &format!("{key}.model_file"), false)?
+                        }
                         None => request.model.clone(),
                     };
                     if !command.iter().any(|x| x.contains(&model_file)) {
@@ -902,25 +1051,59 @@ impl Validator<'_> {
                     }
                     let mut env = BTreeMap::new();
                     for (k, v) in &a.env {
-                        env.insert(k.clone(), self.expand(v, 0..0, &format!("{key}.env.{k}"), true)?);
+                        env.insert(
+                            k.clone(),
+                            self.expand(v, 0..0, &format!("{key}.env.{k}"), true)?,
+                        );
                     }
-                    Ok(ArmSpec { role: role.into(), runtime: if a.runtime.is_empty() { role.into() } else { a.runtime.clone() }, command, model_file, env })
+                    Ok(ArmSpec {
+                        role: role.into(),
+                        runtime: if a.runtime.is_empty() {
+                            role.into()
+                        } else {
+                            a.runtime.clone()
+                        },
+                        command,
+                        model_file,
+                        env,
+                    })
                 };
                 let ours = arm("ours", &p.ours)?;
                 let theirs = arm("theirs", &p.theirs)?;
                 let order = match &p.order {
                     Some(o) => {
-                        if let Some(bad) = o.get_ref().iter().find(|x| *x != "ours" && *x != "theirs") {
-                            return Err(self.err(o.span(), "pair.order", format!("arms are \"ours\" or \"theirs\", got {bad:?}")));
+                        if let Some(bad) =
+                            o.get_ref().iter().find(|x| *x != "ours" && *x != "theirs")
+                        {
+                            return Err(self.err(
+                                o.span(),
+                                "pair.order",
+                                format!("arms are \"ours\" or \"theirs\", got {bad:?}"),
+                            ));
                         }
-                        if !o.get_ref().iter().any(|x| x == "ours") || !o.get_ref().iter().any(|x| x == "theirs") {
-                            return Err(self.err(o.span(), "pair.order", "both \"ours\" and \"theirs\" must run"));
+                        if !o.get_ref().iter().any(|x| x == "ours")
+                            || !o.get_ref().iter().any(|x| x == "theirs")
+                        {
+                            return Err(self.err(
+                                o.span(),
+                                "pair.order",
+                                "both \"ours\" and \"theirs\" must run",
+                            ));
                         }
                         o.get_ref().clone()
                     }
-                    None => vec!["theirs".into(), "ours".into(), "ours".into(), "theirs".into()],
+                    None => vec![
+                        "theirs".into(),
+                        "ours".into(),
+                        "ours".into(),
+                        "theirs".into(),
+                    ],
                 };
-                Some(PairSpec { ours, theirs, order })
+                Some(PairSpec {
+                    ours,
+                    theirs,
+                    order,
+                })
             }
         };
         if assertions.names().is_empty() {
@@ -928,7 +1111,12 @@ impl Validator<'_> {
         }
 
         let requires = Requires {
-            paths: raw.requires.paths.iter().map(|p| self.expand_tilde(p)).collect(),
+            paths: raw
+                .requires
+                .paths
+                .iter()
+                .map(|p| self.expand_tilde(p))
+                .collect(),
             commands: raw.requires.commands.clone(),
             env: raw.requires.env.clone(),
         };
@@ -999,7 +1187,12 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     }
     let before = &text[..off];
     let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    let col = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
     (line, col)
 }
 
@@ -1008,7 +1201,11 @@ mod tests {
     use super::*;
 
     fn ctx() -> Context {
-        Context { gate_dir: PathBuf::from("/g"), cache: PathBuf::from("/c"), home: Some(PathBuf::from("/home/u")) }
+        Context {
+            gate_dir: PathBuf::from("/g"),
+            cache: PathBuf::from("/c"),
+            home: Some(PathBuf::from("/home/u")),
+        }
     }
 
     const GOOD: &str = r#"
@@ -1036,7 +1233,14 @@ floor_tok_s = 10.0
         assert_eq!(g.request.model, "/home/u/m.gguf");
         assert_eq!(
             g.serve.mode,
-            ServeMode::Command(vec!["srv".into(), "-m".into(), "/home/u/m.gguf".into(), "--port".into(), "{port}".into(), "/g/x".into()])
+            ServeMode::Command(vec![
+                "srv".into(),
+                "-m".into(),
+                "/home/u/m.gguf".into(),
+                "--port".into(),
+                "{port}".into(),
+                "/g/x".into()
+            ])
         );
         assert_eq!(g.assertions.names(), vec!["route", "rate"]);
         assert!(g.request.stream);
@@ -1062,15 +1266,24 @@ floor_tok_s = 10.0
     fn invalid_regex_is_refused() {
         let bad = GOOD.replace("n_threads = 1", "n_threads = (1");
         let e = parse_str(&bad).unwrap_err().to_string();
-        assert!(e.contains("assert.route.fast") && e.contains("invalid regex"), "{e}");
+        assert!(
+            e.contains("assert.route.fast") && e.contains("invalid regex"),
+            "{e}"
+        );
         assert!(e.contains(":11:"), "{e}");
     }
 
     #[test]
     fn no_prompts_is_refused() {
-        let bad = GOOD.replace(r#"prompts = ["What is the capital of France?"]"#, "prompts = []");
+        let bad = GOOD.replace(
+            r#"prompts = ["What is the capital of France?"]"#,
+            "prompts = []",
+        );
         let e = parse_str(&bad).unwrap_err().to_string();
-        assert!(e.contains("request.prompts") && e.contains("at least one prompt"), "{e}");
+        assert!(
+            e.contains("request.prompts") && e.contains("at least one prompt"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1083,7 +1296,12 @@ floor_tok_s = 10.0
 
     #[test]
     fn vars_are_placeholders() {
-        let g = parse_str(&GOOD.replace("[serve]", "[vars]\nbin = \"{cache}/bin\"\n[serve]").replace("\"srv\"", "\"{bin}/srv\"")).unwrap();
+        let g = parse_str(
+            &GOOD
+                .replace("[serve]", "[vars]\nbin = \"{cache}/bin\"\n[serve]")
+                .replace("\"srv\"", "\"{bin}/srv\""),
+        )
+        .unwrap();
         match g.serve.mode {
             ServeMode::Command(argv) => assert_eq!(argv[0], "/c/bin/srv"),
             _ => panic!(),
@@ -1094,7 +1312,10 @@ floor_tok_s = 10.0
     fn wrong_type_is_named() {
         let bad = GOOD.replace("max_tokens = 16", "max_tokens = \"sixteen\"");
         let e = parse_str(&bad).unwrap_err().to_string();
-        assert!(e.contains("gates/t.toml:8:14") && e.contains("max_tokens = \"sixteen\""), "{e}");
+        assert!(
+            e.contains("gates/t.toml:8:14") && e.contains("max_tokens = \"sixteen\""),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1105,13 +1326,19 @@ floor_tok_s = 10.0
     #[test]
     fn command_and_url_together_are_refused() {
         let bad = GOOD.replace("[request]", "url = \"http://127.0.0.1:1\"\n[request]");
-        assert!(parse_str(&bad).unwrap_err().to_string().contains("either `command`"));
+        assert!(parse_str(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("either `command`"));
     }
 
     #[test]
     fn known_answer_prompt_must_be_a_gate_prompt() {
         let bad = format!("{GOOD}[assert.known_answer]\nmatches = \"Paris\"\nprompt = \"nope\"\n");
-        assert!(parse_str(&bad).unwrap_err().to_string().contains("assert.known_answer.prompt"));
+        assert!(parse_str(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("assert.known_answer.prompt"));
     }
 
     #[test]

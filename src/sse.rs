@@ -159,7 +159,14 @@ impl Framer {
         }
         let t_ms = self.last_t_ms;
         self.reset_event();
-        started.then_some(Incomplete { event, data, has_data, cut_line, bytes, t_ms })
+        started.then_some(Incomplete {
+            event,
+            data,
+            has_data,
+            cut_line,
+            bytes,
+            t_ms,
+        })
     }
 
     /// Counters so far (comments, invalid UTF-8, ...).
@@ -178,7 +185,10 @@ impl Framer {
             Ok(s) => s,
             Err(e) => {
                 let bytes = e.into_bytes();
-                let valid_fffd = bytes.windows(3).filter(|w| *w == [0xEF, 0xBF, 0xBD]).count();
+                let valid_fffd = bytes
+                    .windows(3)
+                    .filter(|w| *w == [0xEF, 0xBF, 0xBD])
+                    .count();
                 let s = String::from_utf8_lossy(&bytes).into_owned();
                 let total = s.chars().filter(|&c| c == '\u{FFFD}').count();
                 self.stats.replacement_chars += total.saturating_sub(valid_fffd);
@@ -198,7 +208,12 @@ impl Framer {
                 if data.ends_with('\n') {
                     data.pop();
                 }
-                out.push(Event { event: self.event.take(), data, id: self.id.take(), t_ms });
+                out.push(Event {
+                    event: self.event.take(),
+                    data,
+                    id: self.id.take(),
+                    t_ms,
+                });
             } else if self.pending_fields {
                 self.stats.discarded_no_data += 1;
             }
@@ -288,9 +303,18 @@ mod tests {
 
     #[test]
     fn crlf_lf_and_cr_line_ends_frame_the_same_events() {
-        for body in [&b"data: a\r\n\r\ndata: b\r\n\r\n"[..], b"data: a\n\ndata: b\n\n", b"data: a\r\rdata: b\r\r"] {
+        for body in [
+            &b"data: a\r\n\r\ndata: b\r\n\r\n"[..],
+            b"data: a\n\ndata: b\n\n",
+            b"data: a\r\rdata: b\r\r",
+        ] {
             let (ev, tail, _) = frame(&[body]);
-            assert_eq!(datas(&ev), ["a", "b"], "{:?}", String::from_utf8_lossy(body));
+            assert_eq!(
+                datas(&ev),
+                ["a", "b"],
+                "{:?}",
+                String::from_utf8_lossy(body)
+            );
             assert!(tail.is_none());
         }
     }

@@ -46,7 +46,11 @@ fn split_http(raw: &[u8]) -> (u16, Vec<u8>) {
         None => (find(raw, b"\n\n").expect("blank line after headers"), 2),
     };
     let head = String::from_utf8_lossy(&raw[..head_end]);
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("status line");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
     (status, raw[head_end + sep..].to_vec())
 }
 
@@ -58,13 +62,20 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 /// matter), else the `.sse` in one read at t = 0, else the `.http` response (stream or body by its status
 /// and content), else the `.json` body.
 fn load(case: &str, variant: &str) -> Reply {
-    let stem = if variant == "main" { case.to_string() } else { format!("{case}.{variant}") };
+    let stem = if variant == "main" {
+        case.to_string()
+    } else {
+        format!("{case}.{variant}")
+    };
     if exists(&format!("{stem}.reads.jsonl")) {
         let rs = reads::decode(&text(&format!("{stem}.reads.jsonl"))).expect("reads.jsonl");
         return parse_stream(&rs, Some(200));
     }
     if exists(&format!("{stem}.sse")) {
-        return parse_stream(&reads::single_read(bytes(&format!("{stem}.sse"))), Some(200));
+        return parse_stream(
+            &reads::single_read(bytes(&format!("{stem}.sse"))),
+            Some(200),
+        );
     }
     if exists(&format!("{stem}.http")) {
         let raw = bytes(&format!("{stem}.http"));
@@ -88,10 +99,19 @@ fn outcome(r: &Reply, f: &Figures) -> Result<(), String> {
         return Err(fail);
     }
     if let Some(d) = content::degenerate(&r.content) {
-        let tail = if r.finish_reason.as_deref() == Some("length") { " + ran to max_tokens – possible NaN logits" } else { "" };
+        let tail = if r.finish_reason.as_deref() == Some("length") {
+            " + ran to max_tokens – possible NaN logits"
+        } else {
+            ""
+        };
         return Err(format!("{d}{tail}"));
     }
-    if let Some(x) = content::reasoning_ate_budget(&r.content, &r.reasoning, f.completion_tokens, r.finish_reason.as_deref()) {
+    if let Some(x) = content::reasoning_ate_budget(
+        &r.content,
+        &r.reasoning,
+        f.completion_tokens,
+        r.finish_reason.as_deref(),
+    ) {
         return Err(x);
     }
     Ok(())
@@ -99,8 +119,13 @@ fn outcome(r: &Reply, f: &Figures) -> Result<(), String> {
 
 /// All notes by name: reply warnings and flags, measuring warnings, and `multi_token`.
 fn notes(r: &Reply, f: &Figures) -> BTreeSet<String> {
-    let mut s: BTreeSet<String> =
-        r.warnings.iter().chain(&r.flags).chain(&f.warnings).map(|w| note_name(w).to_string()).collect();
+    let mut s: BTreeSet<String> = r
+        .warnings
+        .iter()
+        .chain(&r.flags)
+        .chain(&f.warnings)
+        .map(|w| note_name(w).to_string())
+        .collect();
     if f.multi_token {
         s.insert("multi_token".into());
     }
@@ -120,7 +145,11 @@ fn check_float(what: &str, got: Option<f64>, want: &Value) {
         None => assert_eq!(got, None, "{what}: expected null"),
         Some(w) => {
             let g = got.unwrap_or_else(|| panic!("{what}: expected {w}, got none"));
-            assert!((g - w).abs() <= tolerance(w), "{what}: expected {w} ± {}, got {g}", tolerance(w));
+            assert!(
+                (g - w).abs() <= tolerance(w),
+                "{what}: expected {w} ± {}, got {g}",
+                tolerance(w)
+            );
         }
     }
 }
@@ -144,48 +173,101 @@ fn check_variant(case: &str, variant: &str, want: &serde_json::Map<String, Value
     for (key, w) in want {
         let what = format!("{at} {key}");
         match key.as_str() {
-            "ok" => assert_eq!(out.is_ok(), w.as_bool().expect("bool"), "{what}: outcome {out:?}"),
+            "ok" => assert_eq!(
+                out.is_ok(),
+                w.as_bool().expect("bool"),
+                "{what}: outcome {out:?}"
+            ),
             "fail_reason" => {
                 let got = out.as_ref().err().map(|e| note_name(e).to_string());
                 assert_eq!(got.as_deref(), opt_str(w), "{what}: outcome {out:?}");
             }
             "http_status" => assert_eq!(r.http_status.map(u64::from), opt_u64(w), "{what}"),
             "error_type" => {
-                assert_eq!(r.error.as_ref().and_then(|e| e.error_type.as_deref()), opt_str(w), "{what}: {:?}", r.error)
+                assert_eq!(
+                    r.error.as_ref().and_then(|e| e.error_type.as_deref()),
+                    opt_str(w),
+                    "{what}: {:?}",
+                    r.error
+                )
             }
             // Read times, not computed: exact.
             "ttft_ms" => assert_eq!(f.ttft_ms, w.as_f64(), "{what}"),
             "decode_tok_s" => check_float(&what, f.decode_tok_s, w),
-            "timings_prompt_per_second" => check_float(&what, r.timings.as_ref().and_then(|t| t.prompt_per_second), w),
-            "timings_predicted_per_second" => {
-                check_float(&what, r.timings.as_ref().and_then(|t| t.predicted_per_second), w)
-            }
+            "timings_prompt_per_second" => check_float(
+                &what,
+                r.timings.as_ref().and_then(|t| t.prompt_per_second),
+                w,
+            ),
+            "timings_predicted_per_second" => check_float(
+                &what,
+                r.timings.as_ref().and_then(|t| t.predicted_per_second),
+                w,
+            ),
             "completion_tokens" => assert_eq!(f.completion_tokens, opt_u64(w), "{what}"),
-            "completion_tokens_estimate" => assert_eq!(f.completion_tokens_estimate, opt_u64(w), "{what}"),
+            "completion_tokens_estimate" => {
+                assert_eq!(f.completion_tokens_estimate, opt_u64(w), "{what}")
+            }
             "completion_tokens_source" => {
-                let got = f.completion_tokens_source.map(|s| serde_json::to_value(s).expect("serialises"));
+                let got = f
+                    .completion_tokens_source
+                    .map(|s| serde_json::to_value(s).expect("serialises"));
                 assert_eq!(got.as_ref(), Some(w), "{what}");
             }
             "content" => assert_eq!(r.content, w.as_str().expect("string"), "{what}"),
             "reasoning" => assert_eq!(r.reasoning, w.as_str().expect("string"), "{what}"),
             "finish_reason" => assert_eq!(r.finish_reason.as_deref(), opt_str(w), "{what}"),
             "done_seen" => assert_eq!(r.done_seen, w.as_bool().expect("bool"), "{what}"),
-            "incomplete_tail" => assert_eq!(r.incomplete_tail, w.as_bool().expect("bool"), "{what}"),
+            "incomplete_tail" => {
+                assert_eq!(r.incomplete_tail, w.as_bool().expect("bool"), "{what}")
+            }
             "chunks" => assert_eq!(r.chunks as u64, w.as_u64().expect("count"), "{what}"),
-            "empty_chunks" => assert_eq!(r.empty_chunks as u64, w.as_u64().expect("count"), "{what}"),
-            "comments_ignored" => assert_eq!(r.comments_ignored as u64, w.as_u64().expect("count"), "{what}"),
-            "parse_errors" => assert_eq!(r.parse_errors.len() as u64, w.as_u64().expect("count"), "{what}: {:?}", r.parse_errors),
-            "replacement_chars" => assert_eq!(r.replacement_chars as u64, w.as_u64().expect("count"), "{what}"),
-            "prefill_measured" => assert_eq!(f.server_prefill_tok_s.is_some(), w.as_bool().expect("bool"), "{what}"),
-            "cache_n" => assert_eq!(r.timings.as_ref().and_then(|t| t.cache_n), opt_u64(w), "{what}"),
-            "prompt_n" => assert_eq!(r.timings.as_ref().and_then(|t| t.prompt_n), opt_u64(w), "{what}"),
+            "empty_chunks" => {
+                assert_eq!(r.empty_chunks as u64, w.as_u64().expect("count"), "{what}")
+            }
+            "comments_ignored" => assert_eq!(
+                r.comments_ignored as u64,
+                w.as_u64().expect("count"),
+                "{what}"
+            ),
+            "parse_errors" => assert_eq!(
+                r.parse_errors.len() as u64,
+                w.as_u64().expect("count"),
+                "{what}: {:?}",
+                r.parse_errors
+            ),
+            "replacement_chars" => assert_eq!(
+                r.replacement_chars as u64,
+                w.as_u64().expect("count"),
+                "{what}"
+            ),
+            "prefill_measured" => assert_eq!(
+                f.server_prefill_tok_s.is_some(),
+                w.as_bool().expect("bool"),
+                "{what}"
+            ),
+            "cache_n" => assert_eq!(
+                r.timings.as_ref().and_then(|t| t.cache_n),
+                opt_u64(w),
+                "{what}"
+            ),
+            "prompt_n" => assert_eq!(
+                r.timings.as_ref().and_then(|t| t.prompt_n),
+                opt_u64(w),
+                "{what}"
+            ),
             "warnings" | "flags" => {
                 for name in w.as_array().expect("array") {
                     let name = name.as_str().expect("string");
-                    assert!(all_notes.contains(name), "{what}: {name} not in {all_notes:?}");
+                    assert!(
+                        all_notes.contains(name),
+                        "{what}: {name} not in {all_notes:?}"
+                    );
                 }
             }
-            other => panic!("{at}: expected key `{other}` is not checked by this test; teach check_variant"),
+            other => panic!(
+                "{at}: expected key `{other}` is not checked by this test; teach check_variant"
+            ),
         }
     }
 }
@@ -194,7 +276,11 @@ fn expected_files() -> Vec<(String, Value)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(data_dir()).expect("data dir") {
         let path = entry.expect("entry").path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
         if let Some(case) = name.strip_suffix(".expected.json") {
             let v: Value = serde_json::from_str(&text(&name)).expect("expected.json");
             out.push((case.to_string(), v));
@@ -211,12 +297,20 @@ fn expected_files() -> Vec<(String, Value)> {
 fn every_expected_value_of_every_stream_and_body_case_holds() {
     let files = expected_files();
     let cases: Vec<&str> = files.iter().map(|(c, _)| c.as_str()).collect();
-    for n in ["01", "02", "04", "05", "08", "10", "11", "14", "16", "17", "19", "22", "23", "29"] {
-        assert!(cases.iter().any(|c| c.starts_with(&format!("case-{n}-"))), "case {n} missing from tests/data/cases");
+    for n in [
+        "01", "02", "04", "05", "08", "10", "11", "14", "16", "17", "19", "22", "23", "29",
+    ] {
+        assert!(
+            cases.iter().any(|c| c.starts_with(&format!("case-{n}-"))),
+            "case {n} missing from tests/data/cases"
+        );
     }
     let mut checked = 0;
     for (case, v) in &files {
-        let expected = v.get("expected").and_then(Value::as_object).expect("expected object");
+        let expected = v
+            .get("expected")
+            .and_then(Value::as_object)
+            .expect("expected object");
         for (variant, want) in expected {
             check_variant(case, variant, want.as_object().expect("variant object"));
             checked += 1;
@@ -253,7 +347,10 @@ fn missing_usage_is_reported_missing_never_zero() {
     let (r, f) = case("case-02-usage-missing", "main");
     assert_eq!(f.completion_tokens, None);
     assert_eq!(f.completion_tokens_estimate, Some(8));
-    assert_eq!(f.completion_tokens_source, Some(TokenSource::TokenChunkCountEstimate));
+    assert_eq!(
+        f.completion_tokens_source,
+        Some(TokenSource::TokenChunkCountEstimate)
+    );
     assert!(r.has_note("usage_missing"));
     assert_eq!(r.content, "Paris is the capital city of France.");
     // (8 − 1) / 175 ms = 40.0, labelled an estimate.
@@ -277,7 +374,11 @@ fn empty_content_prefill_chunks_are_not_tokens() {
     assert_eq!(r.empty_chunks, 2);
     assert_eq!(r.usage.as_ref().and_then(|u| u.prompt_tokens), Some(5000));
     assert!((f.decode_tok_s.unwrap() - 50.0).abs() < 1e-9);
-    assert!(f.itl_ms.iter().all(|g| *g <= 20.0), "no prefill gap in ITL: {:?}", f.itl_ms);
+    assert!(
+        f.itl_ms.iter().all(|g| *g <= 20.0),
+        "no prefill gap in ITL: {:?}",
+        f.itl_ms
+    );
 }
 
 #[test]
@@ -321,21 +422,35 @@ fn events_are_stamped_by_the_read_that_completes_them() {
 fn errors_inside_200_streams_and_error_bodies_are_failures() {
     let (r, _) = case("case-14-http200-error-in-stream", "a");
     let e = r.error.as_ref().unwrap();
-    assert_eq!((e.kind.as_str(), e.http_status), ("context_exceeded", Some(200)));
-    assert_eq!(e.message, "the request exceeds the available context size, try increasing it");
+    assert_eq!(
+        (e.kind.as_str(), e.http_status),
+        ("context_exceeded", Some(200))
+    );
+    assert_eq!(
+        e.message,
+        "the request exceeds the available context size, try increasing it"
+    );
     assert!(r.has_note("error_inside_200_stream"));
     assert!(!r.truncated);
 
     let (r, _) = case("case-14-http200-error-in-stream", "b");
     let e = r.error.as_ref().unwrap();
     assert_eq!(e.kind, "validation_error");
-    assert!(e.message.starts_with("Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096."));
+    assert!(e.message.starts_with(
+        "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096."
+    ));
     assert!(r.has_note("error_inside_200_stream"));
 
-    for (v, status, ty) in [("c", 400, "exceed_context_size_error"), ("d", 500, "server_error")] {
+    for (v, status, ty) in [
+        ("c", 400, "exceed_context_size_error"),
+        ("d", 500, "server_error"),
+    ] {
         let (r, _) = case("case-14-http200-error-in-stream", v);
         let e = r.error.as_ref().unwrap();
-        assert_eq!(e.kind, "context_exceeded", "{v}: 400 and 500 give the same verdict");
+        assert_eq!(
+            e.kind, "context_exceeded",
+            "{v}: 400 and 500 give the same verdict"
+        );
         assert_eq!(e.http_status, Some(status));
         assert_eq!(e.error_type.as_deref(), Some(ty));
         assert!(!r.streamed);
@@ -343,7 +458,10 @@ fn errors_inside_200_streams_and_error_bodies_are_failures() {
 
     let (r, f) = case("case-14-http200-error-in-stream", "e");
     assert_eq!(r.error.as_ref().unwrap().kind, "error_mid_stream");
-    assert_eq!(r.error.as_ref().unwrap().message, "slot aborted: KV cache full (example text)");
+    assert_eq!(
+        r.error.as_ref().unwrap().message,
+        "slot aborted: KV cache full (example text)"
+    );
     assert_eq!(r.content, "def parse(x");
     assert_eq!(r.finish_reason, None);
     assert_eq!(r.token_chunks.len(), 4);
@@ -359,7 +477,11 @@ fn errors_inside_200_streams_and_error_bodies_are_failures() {
 #[test]
 fn context_error_log_route_matches_once() {
     let re = Regex::new(r"send_error: .* exceeds the available context size").unwrap();
-    assert_eq!(re.find_iter(&text("case-14-http200-error-in-stream.log")).count(), 1);
+    assert_eq!(
+        re.find_iter(&text("case-14-http200-error-in-stream.log"))
+            .count(),
+        1
+    );
 }
 
 #[test]
@@ -382,12 +504,18 @@ fn eof_after_finish_is_ok_but_eof_inside_an_event_is_truncation() {
 #[test]
 fn finish_reason_oddities_are_normalised() {
     let (r, _) = case("case-17-finish-reason-oddities", "a");
-    assert_eq!((r.finish_reason.as_deref(), r.content.as_str()), (Some("stop"), "Yes, indeed"));
+    assert_eq!(
+        (r.finish_reason.as_deref(), r.content.as_str()),
+        (Some("stop"), "Yes, indeed")
+    );
     assert!(r.parse_errors.is_empty());
     let (r, f) = case("case-17-finish-reason-oddities", "b");
     assert_eq!(r.finish_reason, None);
     assert!(r.has_note("finish_reason_missing"));
-    assert!(!r.truncated, "a missing finish_reason with [DONE] is not truncation");
+    assert!(
+        !r.truncated,
+        "a missing finish_reason with [DONE] is not truncation"
+    );
     assert_eq!(outcome(&r, &f), Ok(()));
     let (r, _) = case("case-17-finish-reason-oddities", "c");
     assert_eq!(r.content, " . tell me more");
@@ -404,7 +532,11 @@ fn all_tokens_in_reasoning_fails_the_content_in_stream_and_body() {
     assert!(f.ttft_ms.is_some());
     assert_eq!(f.first_content_ms, None);
     // (b) the non-streamed body gives the same verdict.
-    let r = parse_body(&bytes("case-19-reasoning-eats-token-budget.b.json"), Some(200), 300.0);
+    let r = parse_body(
+        &bytes("case-19-reasoning-eats-token-budget.b.json"),
+        Some(200),
+        300.0,
+    );
     let f = measure(&r);
     assert_eq!(r.content, "");
     assert_eq!(r.reasoning, "Okay, the user wants a short answer");
@@ -423,7 +555,13 @@ fn prompt_cache_hit_leaves_prefill_unmeasured() {
     assert_eq!(r.timings.as_ref().and_then(|t| t.cache_n), Some(0));
     let (_, f) = case("case-22-llamacpp-timings-prompt-cache", "b");
     assert_eq!(f.server_prefill_tok_s, None);
-    assert!(f.warnings.iter().any(|w| w.starts_with("prompt_cache_hit 511/512")), "{:?}", f.warnings);
+    assert!(
+        f.warnings
+            .iter()
+            .any(|w| w.starts_with("prompt_cache_hit 511/512")),
+        "{:?}",
+        f.warnings
+    );
 }
 
 #[test]
@@ -433,7 +571,11 @@ fn decode_rate_is_over_the_decode_window_not_wall_clock() {
     assert_eq!(f.e2e_ms, Some(8607.0));
     assert!((f.decode_tok_s.unwrap() - 25.0).abs() < 1e-9);
     assert!((f.server_decode_tok_s.unwrap() - 25.0).abs() < 1e-9);
-    assert!(f.warnings.is_empty(), "client and server agree: {:?}", f.warnings);
+    assert!(
+        f.warnings.is_empty(),
+        "client and server agree: {:?}",
+        f.warnings
+    );
 }
 
 #[test]
@@ -449,7 +591,10 @@ fn degenerate_output_fails_with_what_was_repeated() {
         "degenerate_output: one character repeated ('!' ×16 of 16 non-space chars) + ran to max_tokens – possible NaN logits"
     );
     let re = Regex::new(r"next token:\s+(\d+) '").unwrap();
-    assert_eq!(content::repeated_token_ids(&text("case-29-degenerate-output.c.log"), &re, 4), Some(("38".into(), 6)));
+    assert_eq!(
+        content::repeated_token_ids(&text("case-29-degenerate-output.c.log"), &re, 4),
+        Some(("38".into(), 6))
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -478,12 +623,21 @@ fn llama_cpp_include_usage_stream_reports_cache_hit() {
     let (status, body) = split_http(&capture("stream_include_usage.txt"));
     let f = measure(&parse_stream(&reads::single_read(body), Some(status)));
     assert_eq!(f.completion_tokens_source, Some(TokenSource::Usage));
-    assert!(f.warnings.iter().any(|w| w.starts_with("prompt_cache_hit 31/32")), "{:?}", f.warnings);
+    assert!(
+        f.warnings
+            .iter()
+            .any(|w| w.starts_with("prompt_cache_hit 31/32")),
+        "{:?}",
+        f.warnings
+    );
 }
 
 #[test]
 fn llama_cpp_timings_per_token_gives_one_token_per_chunk() {
-    let r = parse_stream(&reads::single_read(capture("stream_timings_per_token.txt")), Some(200));
+    let r = parse_stream(
+        &reads::single_read(capture("stream_timings_per_token.txt")),
+        Some(200),
+    );
     let counts: Vec<Option<u64>> = r.token_chunks.iter().map(|t| t.tokens).collect();
     assert_eq!(counts, [Some(1); 4]);
     assert!(!r.has_note("multi_token_chunks"));
@@ -500,7 +654,10 @@ fn llama_cpp_non_streamed_body_and_bad_json_error() {
     assert_eq!(r.failure(), None);
     let (status, body) = split_http(&capture("error_bad_json.txt"));
     let r = parse_body(&body, Some(status), 3.0);
-    assert_eq!(r.error.as_ref().map(|e| e.kind.as_str()), Some("validation_error"));
+    assert_eq!(
+        r.error.as_ref().map(|e| e.kind.as_str()),
+        Some("validation_error")
+    );
 }
 
 #[test]
@@ -508,7 +665,12 @@ fn real_model_text_is_not_degenerate() {
     for name in ["decode_256.json", "max_tokens_8.json", "temp0_run1.json"] {
         let r = parse_body(&capture(name), Some(200), 0.0);
         assert!(!r.content.is_empty(), "{name}");
-        assert_eq!(content::degenerate(&r.content), None, "{name}: {}", r.content);
+        assert_eq!(
+            content::degenerate(&r.content),
+            None,
+            "{name}: {}",
+            r.content
+        );
     }
 }
 
@@ -516,7 +678,13 @@ fn real_model_text_is_not_degenerate() {
 // Neighbouring inputs
 
 fn timed(reads_: &[(f64, &[u8])]) -> Vec<TimedRead> {
-    reads_.iter().map(|(t, b)| TimedRead { t_ms: *t, bytes: b.to_vec() }).collect()
+    reads_
+        .iter()
+        .map(|(t, b)| TimedRead {
+            t_ms: *t,
+            bytes: b.to_vec(),
+        })
+        .collect()
 }
 
 fn crlf(b: &[u8]) -> Vec<u8> {
@@ -537,8 +705,17 @@ fn chunk(delta: &str, finish: &str, extra: &str) -> String {
 #[test]
 fn crlf_version_of_a_timed_stream_gives_the_same_figures() {
     let rs = reads::decode(&text("case-01-usage-empty-choices.reads.jsonl")).unwrap();
-    let rs_crlf: Vec<TimedRead> = rs.iter().map(|r| TimedRead { t_ms: r.t_ms, bytes: crlf(&r.bytes) }).collect();
-    let (a, b) = (parse_stream(&rs, Some(200)), parse_stream(&rs_crlf, Some(200)));
+    let rs_crlf: Vec<TimedRead> = rs
+        .iter()
+        .map(|r| TimedRead {
+            t_ms: r.t_ms,
+            bytes: crlf(&r.bytes),
+        })
+        .collect();
+    let (a, b) = (
+        parse_stream(&rs, Some(200)),
+        parse_stream(&rs_crlf, Some(200)),
+    );
     assert_eq!(a, b);
     assert_eq!(measure(&a), measure(&b));
 }
@@ -557,7 +734,10 @@ fn crlf_split_between_cr_and_lf_across_reads_is_one_line_end() {
     }
     parts.push((parts.len() as f64, &body[start..]));
     let r = parse_stream(&timed(&parts), Some(200));
-    let whole = parse_stream(&reads::single_read(bytes("case-04-role-chunk-ttft.sse")), Some(200));
+    let whole = parse_stream(
+        &reads::single_read(bytes("case-04-role-chunk-ttft.sse")),
+        Some(200),
+    );
     assert_eq!(r.content, whole.content);
     assert_eq!(r.chunks, whole.chunks);
     assert!(r.parse_errors.is_empty() && r.done_seen);
@@ -572,11 +752,20 @@ fn data_with_two_spaces_keeps_one() {
 
 #[test]
 fn utf8_character_split_across_reads_arrives_whole() {
-    let body = [chunk(r#"{"content":"héllo"}"#, "null", ""), chunk(r#"{"content":" €"}"#, r#""stop""#, ""), "data: [DONE]\n\n".into()].concat();
+    let body = [
+        chunk(r#"{"content":"héllo"}"#, "null", ""),
+        chunk(r#"{"content":" €"}"#, r#""stop""#, ""),
+        "data: [DONE]\n\n".into(),
+    ]
+    .concat();
     let b = body.as_bytes();
     let e_acute = find(b, "é".as_bytes()).unwrap();
     let euro = find(b, "€".as_bytes()).unwrap();
-    let rs = timed(&[(10.0, &b[..e_acute + 1]), (20.0, &b[e_acute + 1..euro + 2]), (30.0, &b[euro + 2..])]);
+    let rs = timed(&[
+        (10.0, &b[..e_acute + 1]),
+        (20.0, &b[e_acute + 1..euro + 2]),
+        (30.0, &b[euro + 2..]),
+    ]);
     // Through the .reads.jsonl codec too (reads 1 and 2 go to hex).
     let rs = reads::decode(&reads::encode(&rs)).unwrap();
     let r = parse_stream(&rs, Some(200));
@@ -591,18 +780,38 @@ fn utf8_character_split_across_reads_arrives_whole() {
 fn continuous_usage_stream(chunks: usize, tokens_per_chunk: u64, gap_ms: f64) -> Vec<TimedRead> {
     let mut rs = vec![TimedRead {
         t_ms: 50.0,
-        bytes: chunk(r#"{"role":"assistant","content":""}"#, "null", r#","usage":{"prompt_tokens":10,"completion_tokens":0,"total_tokens":10}"#).into_bytes(),
+        bytes: chunk(
+            r#"{"role":"assistant","content":""}"#,
+            "null",
+            r#","usage":{"prompt_tokens":10,"completion_tokens":0,"total_tokens":10}"#,
+        )
+        .into_bytes(),
     }];
     for i in 0..chunks {
         let done = (i as u64 + 1) * tokens_per_chunk;
-        let usage = format!(r#","usage":{{"prompt_tokens":10,"completion_tokens":{done},"total_tokens":{}}}"#, 10 + done);
-        rs.push(TimedRead { t_ms: 100.0 + gap_ms * i as f64, bytes: chunk(&format!(r#"{{"content":"w{i}"}}"#), "null", &usage).into_bytes() });
+        let usage = format!(
+            r#","usage":{{"prompt_tokens":10,"completion_tokens":{done},"total_tokens":{}}}"#,
+            10 + done
+        );
+        rs.push(TimedRead {
+            t_ms: 100.0 + gap_ms * i as f64,
+            bytes: chunk(&format!(r#"{{"content":"w{i}"}}"#), "null", &usage).into_bytes(),
+        });
     }
     let total = chunks as u64 * tokens_per_chunk;
     let t_end = 100.0 + gap_ms * chunks as f64;
-    rs.push(TimedRead { t_ms: t_end, bytes: chunk("{}", r#""stop""#, "").into_bytes() });
-    let usage = format!(r#"data: {{"choices":[],"usage":{{"prompt_tokens":10,"completion_tokens":{total},"total_tokens":{}}}}}"#, 10 + total);
-    rs.push(TimedRead { t_ms: t_end + 1.0, bytes: format!("{usage}\n\ndata: [DONE]\n\n").into_bytes() });
+    rs.push(TimedRead {
+        t_ms: t_end,
+        bytes: chunk("{}", r#""stop""#, "").into_bytes(),
+    });
+    let usage = format!(
+        r#"data: {{"choices":[],"usage":{{"prompt_tokens":10,"completion_tokens":{total},"total_tokens":{}}}}}"#,
+        10 + total
+    );
+    rs.push(TimedRead {
+        t_ms: t_end + 1.0,
+        bytes: format!("{usage}\n\ndata: [DONE]\n\n").into_bytes(),
+    });
     rs
 }
 
@@ -626,7 +835,11 @@ fn four_tokens_per_chunk_rate_is_exact_not_five_percent_fast() {
     let f = measure(&r);
     assert!(r.has_note("multi_token_chunks"));
     assert!(f.multi_token);
-    assert!((f.decode_tok_s.unwrap() - 40.0).abs() < 1e-9, "{:?}", f.decode_tok_s);
+    assert!(
+        (f.decode_tok_s.unwrap() - 40.0).abs() < 1e-9,
+        "{:?}",
+        f.decode_tok_s
+    );
 
     // Same stream with usage only at the end: estimated from N / chunks, still exact, and flagged.
     let usage = Regex::new(r#","usage":\{[^}]*\}"#).unwrap();
@@ -634,15 +847,26 @@ fn four_tokens_per_chunk_rate_is_exact_not_five_percent_fast() {
         .iter()
         .map(|r| {
             let s = String::from_utf8(r.bytes.clone()).unwrap();
-            let s = if s.contains("\"choices\":[]") { s } else { usage.replace(&s, "").into_owned() };
-            TimedRead { t_ms: r.t_ms, bytes: s.into_bytes() }
+            let s = if s.contains("\"choices\":[]") {
+                s
+            } else {
+                usage.replace(&s, "").into_owned()
+            };
+            TimedRead {
+                t_ms: r.t_ms,
+                bytes: s.into_bytes(),
+            }
         })
         .collect();
     let r = parse_stream(&rs2, Some(200));
     let f = measure(&r);
     assert!(r.token_chunks.iter().all(|t| t.tokens.is_none()));
     assert!(f.multi_token);
-    assert!((f.decode_tok_s.unwrap() - 40.0).abs() < 1e-9, "{:?}", f.decode_tok_s);
+    assert!(
+        (f.decode_tok_s.unwrap() - 40.0).abs() < 1e-9,
+        "{:?}",
+        f.decode_tok_s
+    );
     assert!(f.decode_note.unwrap().contains("multi-token"));
 }
 
@@ -659,7 +883,8 @@ fn stream_flushed_all_at_once_has_no_decode_rate() {
 
 #[test]
 fn reasoning_field_is_read_like_reasoning_content() {
-    let body = text("case-19-reasoning-eats-token-budget.a.sse").replace("\"reasoning_content\"", "\"reasoning\"");
+    let body = text("case-19-reasoning-eats-token-budget.a.sse")
+        .replace("\"reasoning_content\"", "\"reasoning\"");
     let r = parse_stream(&reads::single_read(body.into_bytes()), Some(200));
     let original = load("case-19-reasoning-eats-token-budget", "a");
     assert_eq!(r.reasoning, "Okay, the user wants a short answer");
@@ -693,7 +918,11 @@ fn stream_fixtures() -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(data_dir()).expect("data dir") {
         let path = entry.expect("entry").path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
         if name.ends_with(".sse") {
             out.push((name.clone(), bytes(&name)));
         } else if name.ends_with(".http") {
@@ -703,7 +932,10 @@ fn stream_fixtures() -> Vec<(String, Vec<u8>)> {
             }
         }
     }
-    out.push(("stream_timings_per_token.txt".into(), capture("stream_timings_per_token.txt")));
+    out.push((
+        "stream_timings_per_token.txt".into(),
+        capture("stream_timings_per_token.txt"),
+    ));
     out.sort();
     out
 }
@@ -715,7 +947,10 @@ fn split_at(body: &[u8], cuts: &[usize], t: impl Fn(usize) -> f64) -> Vec<TimedR
     let mut out = Vec::new();
     let mut start = 0;
     for c in cuts.into_iter().chain(std::iter::once(body.len())) {
-        out.push(TimedRead { t_ms: t(out.len()), bytes: body[start..c].to_vec() });
+        out.push(TimedRead {
+            t_ms: t(out.len()),
+            bytes: body[start..c].to_vec(),
+        });
         start = c;
     }
     out
@@ -729,13 +964,21 @@ fn timeless(mut r: Reply) -> Reply {
         t.t_ms = 0.0;
     }
     let at = Regex::new(r" at [0-9.]+ ms").unwrap();
-    r.parse_errors = r.parse_errors.iter().map(|p| at.replace_all(p, "").into_owned()).collect();
+    r.parse_errors = r
+        .parse_errors
+        .iter()
+        .map(|p| at.replace_all(p, "").into_owned())
+        .collect();
     r
 }
 
 #[test]
 fn every_stream_fixture_is_found() {
-    assert!(stream_fixtures().len() >= 20, "{:?}", stream_fixtures().iter().map(|f| &f.0).collect::<Vec<_>>());
+    assert!(
+        stream_fixtures().len() >= 20,
+        "{:?}",
+        stream_fixtures().iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
 }
 
 proptest! {

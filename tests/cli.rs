@@ -26,7 +26,10 @@ fn write_gate(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 fn run_dir_from(stdout: &str) -> PathBuf {
-    let line = stdout.lines().find(|l| l.starts_with("evidence: ")).unwrap_or_else(|| panic!("no evidence line in:\n{stdout}"));
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("evidence: "))
+        .unwrap_or_else(|| panic!("no evidence line in:\n{stdout}"));
     PathBuf::from(line.trim_start_matches("evidence: "))
 }
 
@@ -35,39 +38,94 @@ fn run_dir_from(stdout: &str) -> PathBuf {
 #[test]
 fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
     let tmp = tempfile::tempdir().unwrap();
-    let text = reference_gate_text().replace("floor_tok_s = 15.0", "floor_tok_s = 100000.0").replace("repeats = 2", "repeats = 1");
+    let text = reference_gate_text()
+        .replace("floor_tok_s = 15.0", "floor_tok_s = 100000.0")
+        .replace("repeats = 2", "repeats = 1");
     assert!(text.contains("floor_tok_s = 100000.0"));
     let gate = write_gate(tmp.path(), "high-floor.toml", &text);
-    let out = Command::new(bin()).args(["run", "--quiet", "--runs"]).arg(tmp.path().join("runs")).arg(&gate).output().unwrap();
+    let out = Command::new(bin())
+        .args(["run", "--quiet", "--runs"])
+        .arg(tmp.path().join("runs"))
+        .arg(&gate)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rate = stdout.lines().find(|l| l.starts_with("rate ")).unwrap();
     assert!(rate.starts_with("rate FAIL median "), "{rate}");
-    assert!(rate.contains("(floor 100000.0; each: ") && rate.contains("; n=3)"), "{rate}");
-    let each = rate.split("each: ").nth(1).unwrap().split(';').next().unwrap();
+    assert!(
+        rate.contains("(floor 100000.0; each: ") && rate.contains("; n=3)"),
+        "{rate}"
+    );
+    let each = rate
+        .split("each: ")
+        .nth(1)
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap();
     assert_eq!(each.split(", ").count(), 3, "every value shown: {rate}");
-    for a in ["route PASS", "first_token PASS", "content PASS", "known_answer PASS"] {
-        assert!(stdout.lines().any(|l| l.starts_with(a)), "{a} missing in:\n{stdout}");
+    for a in [
+        "route PASS",
+        "first_token PASS",
+        "content PASS",
+        "known_answer PASS",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(a)),
+            "{a} missing in:\n{stdout}"
+        );
     }
     assert!(stdout.contains("RESULT: FAIL"));
 
     // The evidence holds everything the issue lists.
     let dir = run_dir_from(&stdout);
-    for f in ["gate.toml", "serve.log", "run.json", "00.request.json", "00.reads.jsonl", "00.response.json", "02.reads.jsonl"] {
+    for f in [
+        "gate.toml",
+        "serve.log",
+        "run.json",
+        "00.request.json",
+        "00.reads.jsonl",
+        "00.response.json",
+        "02.reads.jsonl",
+    ] {
         assert!(dir.join(f).is_file(), "{f} missing in {}", dir.display());
     }
-    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["status"], "complete");
     assert!(run["load_avg_start"].is_array() && run["load_avg_end"].is_array());
     assert!(run["serve"]["ready_ms"].as_f64().unwrap() > 0.0);
-    assert_eq!(run["requests"].as_array().unwrap().len(), 6, "3 warmup + 3 judged");
+    assert_eq!(
+        run["requests"].as_array().unwrap().len(),
+        6,
+        "3 warmup + 3 judged"
+    );
 
     // Re-judge with the original floor: passes. With the run's own (raised) copy: fails again.
-    let orig = write_gate(tmp.path(), "orig.toml", &reference_gate_text().replace("repeats = 2", "repeats = 1"));
-    let out = Command::new(bin()).arg("judge").arg(&dir).arg("--gate").arg(&orig).output().unwrap();
+    let orig = write_gate(
+        tmp.path(),
+        "orig.toml",
+        &reference_gate_text().replace("repeats = 2", "repeats = 1"),
+    );
+    let out = Command::new(bin())
+        .arg("judge")
+        .arg(&dir)
+        .arg("--gate")
+        .arg(&orig)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("rate PASS median") && stdout.contains("RESULT: PASS"), "{stdout}");
+    assert!(
+        stdout.contains("rate PASS median") && stdout.contains("RESULT: PASS"),
+        "{stdout}"
+    );
     let out = Command::new(bin()).arg("judge").arg(&dir).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
@@ -75,7 +133,11 @@ fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
 fn pid_alive(pid: u32) -> bool {
     // A zombie (state Z) has exited; it only waits for its parent (or init) to reap it.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s.rsplit(')').next().map(|r| r.trim_start().chars().next() != Some('Z')).unwrap_or(false),
+        Ok(s) => s
+            .rsplit(')')
+            .next()
+            .map(|r| r.trim_start().chars().next() != Some('Z'))
+            .unwrap_or(false),
         Err(_) => false,
     }
 }
@@ -87,16 +149,30 @@ fn runner_killed_with_sigkill_leaves_no_serve() {
     let text = reference_gate_text().replace("repeats = 2", "repeats = 50");
     let gate = write_gate(tmp.path(), "long.toml", &text);
     let runs = tmp.path().join("runs");
-    let mut child = Command::new(bin()).args(["run", "--quiet", "--runs"]).arg(&runs).arg(&gate).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = Command::new(bin())
+        .args(["run", "--quiet", "--runs"])
+        .arg(&runs)
+        .arg(&gate)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     // Wait until the serve is up and answering (run.json names its pid and a request was recorded).
     let deadline = Instant::now() + Duration::from_secs(120);
     let (run_json, pid) = loop {
         assert!(Instant::now() < deadline, "the serve never came up");
-        let found = std::fs::read_dir(runs.join("reference-smoke")).ok().and_then(|mut d| d.next()).and_then(|e| e.ok()).map(|e| e.path().join("run.json"));
+        let found = std::fs::read_dir(runs.join("reference-smoke"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path().join("run.json"));
         if let Some(p) = found {
             if let Ok(t) = std::fs::read_to_string(&p) {
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(&t) {
-                    if let (Some(pid), true) = (v["serve"]["pid"].as_u64(), v["requests"].as_array().is_some_and(|r| !r.is_empty())) {
+                    if let (Some(pid), true) = (
+                        v["serve"]["pid"].as_u64(),
+                        v["requests"].as_array().is_some_and(|r| !r.is_empty()),
+                    ) {
                         break (p, pid as u32);
                     }
                 }
@@ -105,17 +181,32 @@ fn runner_killed_with_sigkill_leaves_no_serve() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(pid_alive(pid), "serve {pid} should be running");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
     child.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while pid_alive(pid) {
-        assert!(Instant::now() < deadline, "serve {pid} outlived the SIGKILLed runner");
+        assert!(
+            Instant::now() < deadline,
+            "serve {pid} outlived the SIGKILLed runner"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
-    assert_eq!(v["status"], "running", "a killed run stays marked incomplete");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
+    assert_eq!(
+        v["status"], "running",
+        "a killed run stays marked incomplete"
+    );
     // Judging it says so instead of passing.
-    let out = Command::new(bin()).arg("judge").arg(run_json.parent().unwrap()).output().unwrap();
+    let out = Command::new(bin())
+        .arg("judge")
+        .arg(run_json.parent().unwrap())
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("the evidence is incomplete"), "{stdout}");
@@ -124,8 +215,17 @@ fn runner_killed_with_sigkill_leaves_no_serve() {
 #[test]
 fn misspelt_key_names_file_line_and_key() {
     let tmp = tempfile::tempdir().unwrap();
-    let gate = write_gate(tmp.path(), "typo.toml", &reference_gate_text().replace("floor_tok_s", "flor_tok_s"));
-    let line = std::fs::read_to_string(&gate).unwrap().lines().position(|l| l.starts_with("flor_tok_s")).unwrap() + 1;
+    let gate = write_gate(
+        tmp.path(),
+        "typo.toml",
+        &reference_gate_text().replace("floor_tok_s", "flor_tok_s"),
+    );
+    let line = std::fs::read_to_string(&gate)
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("flor_tok_s"))
+        .unwrap()
+        + 1;
     for args in [vec!["check"], vec!["run"]] {
         let out = Command::new(bin()).args(&args).arg(&gate).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -154,25 +254,51 @@ floor_tok_s = 1.0
 "#;
     let gate = write_gate(tmp.path(), "dead.toml", text);
     let t = Instant::now();
-    let out = Command::new(bin()).args(["run", "--quiet", "--runs"]).arg(tmp.path().join("runs")).arg(&gate).output().unwrap();
+    let out = Command::new(bin())
+        .args(["run", "--quiet", "--runs"])
+        .arg(tmp.path().join("runs"))
+        .arg(&gate)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(4), "{stdout}");
-    assert!(t.elapsed() < Duration::from_secs(25), "an exited serve is reported at once, not after the ready timeout");
+    assert!(
+        t.elapsed() < Duration::from_secs(25),
+        "an exited serve is reported at once, not after the ready timeout"
+    );
     for a in ["rate FAIL", "content FAIL"] {
-        let l = stdout.lines().find(|l| l.starts_with(a)).unwrap_or_else(|| panic!("{a} missing:\n{stdout}"));
-        assert!(l.contains("never became ready") && l.contains("couldn't bind HTTP server socket"), "{l}");
+        let l = stdout
+            .lines()
+            .find(|l| l.starts_with(a))
+            .unwrap_or_else(|| panic!("{a} missing:\n{stdout}"));
+        assert!(
+            l.contains("never became ready") && l.contains("couldn't bind HTTP server socket"),
+            "{l}"
+        );
     }
 }
 
 #[test]
 fn help_prints_usage_and_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    for args in [vec!["--help"], vec!["run", "--help"], vec!["judge", "--help"]] {
-        let out = Command::new(bin()).args(&args).current_dir(tmp.path()).output().unwrap();
+    for args in [
+        vec!["--help"],
+        vec!["run", "--help"],
+        vec!["judge", "--help"],
+    ] {
+        let out = Command::new(bin())
+            .args(&args)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(0));
         assert!(String::from_utf8_lossy(&out.stdout).contains("Usage"));
     }
-    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "--help wrote files");
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "--help wrote files"
+    );
 }
 
 /// A pair whose arms name different model files is refused before any serve starts.
@@ -209,14 +335,31 @@ at_least = 0.5
         b = b.display()
     );
     let gate = write_gate(tmp.path(), "mismatch.toml", &text);
-    let out = Command::new(bin()).args(["run", "--quiet", "--runs"]).arg(tmp.path().join("runs")).arg(&gate).output().unwrap();
+    let out = Command::new(bin())
+        .args(["run", "--quiet", "--runs"])
+        .arg(tmp.path().join("runs"))
+        .arg(&gate)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(3), "{stdout}");
-    assert!(stdout.contains("ratio FAIL the pair is void: pair_model_mismatch: ours loads"), "{stdout}");
+    assert!(
+        stdout.contains("ratio FAIL the pair is void: pair_model_mismatch: ours loads"),
+        "{stdout}"
+    );
     assert!(!marker.exists(), "a serve was started");
     // And the same file under two paths is one model file: accepted (the arms then run).
-    let same = text.replace(&format!("model_file = \"{}\"", b.display()), &format!("model_file = \"{}\"", a.display())).replace(&format!("\"{}\"]", b.display()), &format!("\"{}\"]", a.display()));
-    let spec = servegate::spec::parse(&gate, &same, &servegate::spec::Context::for_file(&gate)).unwrap();
+    let same = text
+        .replace(
+            &format!("model_file = \"{}\"", b.display()),
+            &format!("model_file = \"{}\"", a.display()),
+        )
+        .replace(
+            &format!("\"{}\"]", b.display()),
+            &format!("\"{}\"]", a.display()),
+        );
+    let spec =
+        servegate::spec::parse(&gate, &same, &servegate::spec::Context::for_file(&gate)).unwrap();
     let pair = spec.pair.unwrap();
     assert_eq!(pair.ours.model_file, pair.theirs.model_file);
     assert_eq!(pair.order, vec!["theirs", "ours", "ours", "theirs"]);
@@ -225,7 +368,9 @@ at_least = 0.5
 fn procs_with(needle: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
         if let Ok(c) = std::fs::read(format!("/proc/{pid}/cmdline")) {
             if String::from_utf8_lossy(&c).contains(needle) && pid_alive(pid) {
                 out.push(pid);
@@ -256,33 +401,59 @@ prompts = ["hi"]
 "#
     );
     let gate = write_gate(tmp.path(), "slow-setup.toml", &text);
-    let mut child = Command::new(bin()).args(["run", "--quiet", "--runs"]).arg(tmp.path().join("runs")).arg(&gate).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = Command::new(bin())
+        .args(["run", "--quiet", "--runs"])
+        .arg(tmp.path().join("runs"))
+        .arg(&gate)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while procs_with(&needle).len() < 2 {
         assert!(Instant::now() < deadline, "setup never started");
         std::thread::sleep(Duration::from_millis(50));
     }
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143), "{status:?}");
     let deadline = Instant::now() + Duration::from_secs(10);
     while !procs_with(&needle).is_empty() {
-        assert!(Instant::now() < deadline, "setup processes outlived the runner: {:?}", procs_with(&needle));
+        assert!(
+            Instant::now() < deadline,
+            "setup processes outlived the runner: {:?}",
+            procs_with(&needle)
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
 #[test]
 fn a_run_whose_every_gate_was_ignored_says_skip_not_pass() {
-    let out = Command::new(bin()).args(["run", "--quiet"]).arg(repo().join("gates/npu-serve-smoke.toml")).env_remove("SERVEGATE_STRICT").output().unwrap();
+    let out = Command::new(bin())
+        .args(["run", "--quiet"])
+        .arg(repo().join("gates/npu-serve-smoke.toml"))
+        .env_remove("SERVEGATE_STRICT")
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("RESULT: SKIP (every gate was ignored: nothing was checked)"), "{stdout}");
+    assert!(
+        stdout.contains("RESULT: SKIP (every gate was ignored: nothing was checked)"),
+        "{stdout}"
+    );
 }
 
 #[test]
 fn judge_of_a_missing_or_damaged_run_is_an_evidence_error() {
-    let out = Command::new(bin()).args(["judge", "/nonexistent/run"]).output().unwrap();
+    let out = Command::new(bin())
+        .args(["judge", "/nonexistent/run"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(5));
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("run");
@@ -292,10 +463,17 @@ fn judge_of_a_missing_or_damaged_run_is_an_evidence_error() {
         std::fs::copy(e.path(), copy.join(e.file_name())).unwrap();
     }
     std::fs::remove_file(copy.join("05.reads.jsonl")).unwrap();
-    let out = Command::new(bin()).arg("judge").arg(&copy).output().unwrap();
+    let out = Command::new(bin())
+        .arg("judge")
+        .arg(&copy)
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(5), "{stderr}");
-    assert!(stderr.contains("05.reads.jsonl") && stderr.contains("missing"), "{stderr}");
+    assert!(
+        stderr.contains("05.reads.jsonl") && stderr.contains("missing"),
+        "{stderr}"
+    );
 }
 
 #[test]

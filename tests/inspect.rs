@@ -18,11 +18,26 @@ fn data_dir() -> PathBuf {
 }
 
 fn inspect(path: &Path) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_servegate")).arg("inspect").arg(path).output().expect("run servegate");
-    assert!(out.status.success(), "{}: exit {:?}: {}", path.display(), out.status.code(), String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{}: stdout is not JSON ({e})", path.display()));
+    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .arg("inspect")
+        .arg(path)
+        .output()
+        .expect("run servegate");
+    assert!(
+        out.status.success(),
+        "{}: exit {:?}: {}",
+        path.display(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{}: stdout is not JSON ({e})", path.display()));
     for key in ["file", "input", "summary", "figures", "reply"] {
-        assert!(v.get(key).is_some(), "{}: no `{key}` in the output", path.display());
+        assert!(
+            v.get(key).is_some(),
+            "{}: no `{key}` in the output",
+            path.display()
+        );
     }
     v
 }
@@ -30,8 +45,16 @@ fn inspect(path: &Path) -> Value {
 /// The inputs of one variant, the one whose times a test should use first: timed reads, else `.sse`,
 /// `.http`, `.json` (as tests/cases.rs `load` picks), then the `.sse` twin of a `.reads.jsonl` if any.
 fn inputs(case: &str, variant: &str) -> Vec<PathBuf> {
-    let stem = if variant == "main" { case.to_string() } else { format!("{case}.{variant}") };
-    ["reads.jsonl", "sse", "http", "json"].iter().map(|ext| data_dir().join(format!("{stem}.{ext}"))).filter(|p| p.is_file()).collect()
+    let stem = if variant == "main" {
+        case.to_string()
+    } else {
+        format!("{case}.{variant}")
+    };
+    ["reads.jsonl", "sse", "http", "json"]
+        .iter()
+        .map(|ext| data_dir().join(format!("{stem}.{ext}")))
+        .filter(|p| p.is_file())
+        .collect()
 }
 
 /// Half a unit of the last printed decimal (at least one decimal).
@@ -44,7 +67,11 @@ fn tolerance(expected: f64) -> f64 {
 /// Keys whose values depend on the read times: checked only on the timed input.
 const TIMED: &[&str] = &["ttft_ms", "decode_tok_s"];
 /// Computed floats.
-const FLOATS: &[&str] = &["decode_tok_s", "timings_prompt_per_second", "timings_predicted_per_second"];
+const FLOATS: &[&str] = &[
+    "decode_tok_s",
+    "timings_prompt_per_second",
+    "timings_predicted_per_second",
+];
 
 fn check(at: &str, summary: &Map<String, Value>, want: &Map<String, Value>, timed: bool) -> usize {
     let mut checked = 0;
@@ -54,20 +81,34 @@ fn check(at: &str, summary: &Map<String, Value>, want: &Map<String, Value>, time
         }
         let what = format!("{at} {key}");
         if key == "warnings" || key == "flags" {
-            let notes: Vec<&str> = summary["notes"].as_array().expect("notes").iter().filter_map(Value::as_str).collect();
+            let notes: Vec<&str> = summary["notes"]
+                .as_array()
+                .expect("notes")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
             for name in w.as_array().expect("array of names") {
                 let name = name.as_str().expect("name");
-                assert!(notes.contains(&name), "{what}: {name} not in notes {notes:?}");
+                assert!(
+                    notes.contains(&name),
+                    "{what}: {name} not in notes {notes:?}"
+                );
             }
             checked += 1;
             continue;
         }
-        let got = summary.get(key).unwrap_or_else(|| panic!("{what}: the summary has no `{key}`"));
+        let got = summary
+            .get(key)
+            .unwrap_or_else(|| panic!("{what}: the summary has no `{key}`"));
         match (w, got) {
             (Value::Number(w), Value::Number(g)) => {
                 let (w, g) = (w.as_f64().unwrap(), g.as_f64().unwrap());
                 if FLOATS.contains(&key.as_str()) {
-                    assert!((g - w).abs() <= tolerance(w), "{what}: expected {w} ± {}, got {g}", tolerance(w));
+                    assert!(
+                        (g - w).abs() <= tolerance(w),
+                        "{what}: expected {w} ± {}, got {g}",
+                        tolerance(w)
+                    );
                 } else {
                     assert_eq!(g, w, "{what}");
                 }
@@ -101,8 +142,16 @@ fn inspect_prints_every_expected_value_of_every_case() {
                 // bytes at t = 0) must agree on everything that is not a time.
                 let timed = i == 0;
                 let out = inspect(input);
-                let at = format!("{} [{variant}]", input.file_name().unwrap().to_string_lossy());
-                values += check(&at, out["summary"].as_object().expect("summary"), want.as_object().expect("variant"), timed);
+                let at = format!(
+                    "{} [{variant}]",
+                    input.file_name().unwrap().to_string_lossy()
+                );
+                values += check(
+                    &at,
+                    out["summary"].as_object().expect("summary"),
+                    want.as_object().expect("variant"),
+                    timed,
+                );
                 runs += 1;
             }
             variants += 1;
@@ -127,12 +176,26 @@ fn inspect_of_a_timed_case_reads_like_the_case_text() {
     assert_eq!(s["fail_reason"], Value::Null);
     // The printed summary keeps a reading order: verdict, times, rate, tokens, text, stream shape, notes.
     let text = String::from_utf8(
-        Command::new(env!("CARGO_BIN_EXE_servegate")).arg("inspect").arg(data_dir().join("case-04-role-chunk-ttft.reads.jsonl")).output().unwrap().stdout,
+        Command::new(env!("CARGO_BIN_EXE_servegate"))
+            .arg("inspect")
+            .arg(data_dir().join("case-04-role-chunk-ttft.reads.jsonl"))
+            .output()
+            .unwrap()
+            .stdout,
     )
     .unwrap();
-    let pos = |k: &str| text.find(&format!("\"{k}\":")).unwrap_or_else(|| panic!("{k} not printed"));
-    assert!(pos("summary") < pos("ok") && pos("ok") < pos("ttft_ms") && pos("ttft_ms") < pos("decode_tok_s"));
-    assert!(pos("decode_tok_s") < pos("completion_tokens") && pos("completion_tokens") < pos("content"));
+    let pos = |k: &str| {
+        text.find(&format!("\"{k}\":"))
+            .unwrap_or_else(|| panic!("{k} not printed"))
+    };
+    assert!(
+        pos("summary") < pos("ok")
+            && pos("ok") < pos("ttft_ms")
+            && pos("ttft_ms") < pos("decode_tok_s")
+    );
+    assert!(
+        pos("decode_tok_s") < pos("completion_tokens") && pos("completion_tokens") < pos("content")
+    );
 }
 
 #[test]
@@ -142,7 +205,14 @@ fn inspect_of_an_sse_file_has_no_decode_rate_and_says_why() {
     assert_eq!(out["input"], "sse");
     assert_eq!(s["ttft_ms"], 0.0);
     assert_eq!(s["decode_tok_s"], Value::Null);
-    assert!(s["decode_note"].as_str().unwrap().contains("no decode window"), "{}", s["decode_note"]);
+    assert!(
+        s["decode_note"]
+            .as_str()
+            .unwrap()
+            .contains("no decode window"),
+        "{}",
+        s["decode_note"]
+    );
     assert_eq!(s["completion_tokens"], 12);
 }
 
@@ -154,12 +224,25 @@ fn inspect_of_an_error_case_names_the_error() {
     assert_eq!(s["http_status"], 500);
     assert_eq!(s["fail_reason"], "context_exceeded");
     assert_eq!(s["error"]["kind"], "context_exceeded");
-    assert!(s["fail_detail"].as_str().unwrap().starts_with("error reply: context_exceeded"), "{}", s["fail_detail"]);
+    assert!(
+        s["fail_detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("error reply: context_exceeded"),
+        "{}",
+        s["fail_detail"]
+    );
 }
 
 #[test]
 fn inspect_of_a_missing_or_bad_file_exits_5() {
-    let run = |p: &Path| Command::new(env!("CARGO_BIN_EXE_servegate")).arg("inspect").arg(p).output().unwrap();
+    let run = |p: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_servegate"))
+            .arg("inspect")
+            .arg(p)
+            .output()
+            .unwrap()
+    };
     let out = run(&data_dir().join("no-such-file.sse"));
     assert_eq!(out.status.code(), Some(5));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-file.sse"));
@@ -168,5 +251,9 @@ fn inspect_of_a_missing_or_bad_file_exits_5() {
     std::fs::write(&bad, "{\"t_ms\": 1}\nnot json\n").unwrap();
     let out = run(&bad);
     assert_eq!(out.status.code(), Some(5));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("line"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("line"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use servegate::evidence::{
-    ArmRecord, Evidence, PairEvidence, PairSummary, RequestEvidence, RequestRecord, RunStatus, RunSummary, ServeRecord, PAIR_SCHEMA, RUN_SCHEMA,
+    ArmRecord, Evidence, PairEvidence, PairSummary, RequestEvidence, RequestRecord, RunStatus,
+    RunSummary, ServeRecord, PAIR_SCHEMA, RUN_SCHEMA,
 };
 use servegate::judge::{judge, judge_pair, Outcome, Verdict};
 use servegate::reads::TimedRead;
@@ -35,19 +36,42 @@ const FAST_LOG: &str = "1bit serve: loading Qwen3-0.6B\nnpu: kernels loaded; dec
 const SLOW_LOG: &str = "1bit serve: loading Qwen3-0.6B\nnpu: private route unavailable, using per-op forward\nlistening on 127.0.0.1:8080\n";
 
 fn gate(extra: &str) -> GateSpec {
-    let ctx = Context { gate_dir: PathBuf::from("/g"), cache: PathBuf::from("/c"), home: None };
-    spec::parse(Path::new("gates/npu-serve-smoke.toml"), &format!("{GATE}{extra}"), &ctx).unwrap()
+    let ctx = Context {
+        gate_dir: PathBuf::from("/g"),
+        cache: PathBuf::from("/c"),
+        home: None,
+    };
+    spec::parse(
+        Path::new("gates/npu-serve-smoke.toml"),
+        &format!("{GATE}{extra}"),
+        &ctx,
+    )
+    .unwrap()
 }
 
 fn event(t_ms: f64, json: serde_json::Value) -> TimedRead {
-    TimedRead { t_ms, bytes: format!("data: {json}\n\n").into_bytes() }
+    TimedRead {
+        t_ms,
+        bytes: format!("data: {json}\n\n").into_bytes(),
+    }
 }
 
 /// A streamed reply: a role-only chunk, `n` token chunks (`pieces` or distinct words) starting at `ttft_ms` and
 /// spaced so the decode rate is exactly `rate` tok/s, a finish chunk, usage (unless `usage` is false), [DONE].
-fn stream(ttft_ms: f64, rate: f64, n: u64, pieces: Option<&[&str]>, finish: &str, usage: bool, field: &str) -> Vec<TimedRead> {
+fn stream(
+    ttft_ms: f64,
+    rate: f64,
+    n: u64,
+    pieces: Option<&[&str]>,
+    finish: &str,
+    usage: bool,
+    field: &str,
+) -> Vec<TimedRead> {
     let gap = 1000.0 / rate;
-    let mut reads = vec![event(ttft_ms / 2.0, serde_json::json!({"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}))];
+    let mut reads = vec![event(
+        ttft_ms / 2.0,
+        serde_json::json!({"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}),
+    )];
     let mut t = ttft_ms;
     for i in 0..n {
         t = ttft_ms + i as f64 * gap;
@@ -55,13 +79,22 @@ fn stream(ttft_ms: f64, rate: f64, n: u64, pieces: Option<&[&str]>, finish: &str
             Some(p) => p[i as usize % p.len()].to_string(),
             None => format!(" w{i}"),
         };
-        reads.push(event(t, serde_json::json!({"choices":[{"index":0,"delta":{field: piece}}]})));
+        reads.push(event(
+            t,
+            serde_json::json!({"choices":[{"index":0,"delta":{field: piece}}]}),
+        ));
     }
-    reads.push(event(t + 1.0, serde_json::json!({"choices":[{"index":0,"delta":{},"finish_reason":finish}]})));
+    reads.push(event(
+        t + 1.0,
+        serde_json::json!({"choices":[{"index":0,"delta":{},"finish_reason":finish}]}),
+    ));
     if usage {
         reads.push(event(t + 2.0, serde_json::json!({"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":n,"total_tokens":20+n}})));
     }
-    reads.push(TimedRead { t_ms: t + 3.0, bytes: b"data: [DONE]\n\n".to_vec() });
+    reads.push(TimedRead {
+        t_ms: t + 3.0,
+        bytes: b"data: [DONE]\n\n".to_vec(),
+    });
     reads
 }
 
@@ -70,14 +103,32 @@ fn ok(ttft_ms: f64, rate: f64) -> Vec<TimedRead> {
 }
 
 fn request(index: usize, prompt: &str, reads: &[TimedRead]) -> RequestEvidence {
-    let record = RequestRecord { index, prompt: prompt.into(), stream: true, http_status: Some(200), ..Default::default() };
+    let record = RequestRecord {
+        index,
+        prompt: prompt.into(),
+        stream: true,
+        http_status: Some(200),
+        ..Default::default()
+    };
     let reply = servegate::evidence::reply_of(&record, reads);
-    RequestEvidence { record, response: None, reply }
+    RequestEvidence {
+        record,
+        response: None,
+        reply,
+    }
 }
 
 fn evidence(log: Option<&str>, replies: Vec<Vec<TimedRead>>) -> Evidence {
-    let prompts = ["What is the capital of France? Answer with one word.", "Why is the sky blue?", "A haiku, please."];
-    let requests = replies.iter().enumerate().map(|(i, r)| request(i, prompts[i % 3], r)).collect();
+    let prompts = [
+        "What is the capital of France? Answer with one word.",
+        "Why is the sky blue?",
+        "A haiku, please.",
+    ];
+    let requests = replies
+        .iter()
+        .enumerate()
+        .map(|(i, r)| request(i, prompts[i % 3], r))
+        .collect();
     Evidence {
         dir: PathBuf::from("/runs/x"),
         run: RunSummary {
@@ -101,11 +152,17 @@ fn evidence(log: Option<&str>, replies: Vec<Vec<TimedRead>>) -> Evidence {
 }
 
 fn line<'a>(verdicts: &'a [Verdict], name: &str) -> &'a Verdict {
-    verdicts.iter().find(|v| v.assertion == name).unwrap_or_else(|| panic!("no {name} verdict"))
+    verdicts
+        .iter()
+        .find(|v| v.assertion == name)
+        .unwrap_or_else(|| panic!("no {name} verdict"))
 }
 
 fn outcomes(verdicts: &[Verdict]) -> Vec<(String, Outcome)> {
-    verdicts.iter().map(|v| (v.assertion.clone(), v.outcome)).collect()
+    verdicts
+        .iter()
+        .map(|v| (v.assertion.clone(), v.outcome))
+        .collect()
 }
 
 use Outcome::{Fail, Pass};
@@ -113,53 +170,109 @@ use Outcome::{Fail, Pass};
 fn expect(verdicts: &[Verdict], route: Outcome, rate: Outcome, first: Outcome, content: Outcome) {
     assert_eq!(
         outcomes(verdicts),
-        vec![("route".into(), route), ("rate".into(), rate), ("first_token".into(), first), ("content".into(), content)],
+        vec![
+            ("route".into(), route),
+            ("rate".into(), rate),
+            ("first_token".into(), first),
+            ("content".into(), content)
+        ],
         "{verdicts:#?}"
     );
 }
 
 #[test]
 fn release_candidate_on_the_fast_route_passes() {
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![ok(262.0, 98.4), ok(277.0, 84.4), ok(301.0, 82.1)]));
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(FAST_LOG),
+            vec![ok(262.0, 98.4), ok(277.0, 84.4), ok(301.0, 82.1)],
+        ),
+    );
     expect(&v, Pass, Pass, Pass, Pass);
-    assert_eq!(line(&v, "rate").message, "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3)");
-    assert_eq!(line(&v, "first_token").message, "first_token PASS median 277 ms (limit 600; each: 262, 277, 301; n=3)");
+    assert_eq!(
+        line(&v, "rate").message,
+        "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3)"
+    );
+    assert_eq!(
+        line(&v, "first_token").message,
+        "first_token PASS median 277 ms (limit 600; each: 262, 277, 301; n=3)"
+    );
     assert_eq!(
         line(&v, "route").message,
         "route PASS fast route: serve.log line 2 matches /on the private route/: \"npu: kernels loaded; decoding on the private route dx\"; slow /per-op forward/ absent"
     );
-    assert_eq!(line(&v, "content").message, "content PASS 3 of 3 replies have sane content (chars each: 246, 246, 246; n=3)");
+    assert_eq!(
+        line(&v, "content").message,
+        "content PASS 3 of 3 replies have sane content (chars each: 246, 246, 246; n=3)"
+    );
 }
 
 #[test]
 fn silent_fallback_fails_route_rate_and_first_token_while_content_passes() {
-    let v = judge(&gate(""), &evidence(Some(SLOW_LOG), vec![ok(1040.0, 1.9), ok(1063.0, 2.1), ok(1101.0, 1.9)]));
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(SLOW_LOG),
+            vec![ok(1040.0, 1.9), ok(1063.0, 2.1), ok(1101.0, 1.9)],
+        ),
+    );
     expect(&v, Fail, Fail, Fail, Pass);
     assert_eq!(
         line(&v, "route").message,
         "route FAIL slow route: serve.log line 2 matches /per-op forward/: \"npu: private route unavailable, using per-op forward\"; fast /on the private route/ never appears"
     );
-    assert_eq!(line(&v, "rate").message, "rate FAIL median 1.9 tok/s (floor 60.0; each: 1.9, 2.1, 1.9; n=3)");
-    assert_eq!(line(&v, "first_token").message, "first_token FAIL median 1063 ms (limit 600; each: 1040, 1063, 1101; n=3)");
+    assert_eq!(
+        line(&v, "rate").message,
+        "rate FAIL median 1.9 tok/s (floor 60.0; each: 1.9, 2.1, 1.9; n=3)"
+    );
+    assert_eq!(
+        line(&v, "first_token").message,
+        "first_token FAIL median 1063 ms (limit 600; each: 1040, 1063, 1101; n=3)"
+    );
 }
 
 #[test]
 fn default_max_tokens_rerun_fails_rate_only_with_every_value() {
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![ok(420.0, 53.3), ok(433.0, 46.4), ok(450.0, 50.0)]));
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(FAST_LOG),
+            vec![ok(420.0, 53.3), ok(433.0, 46.4), ok(450.0, 50.0)],
+        ),
+    );
     expect(&v, Pass, Fail, Pass, Pass);
-    assert_eq!(line(&v, "rate").message, "rate FAIL median 50.0 tok/s (floor 60.0; each: 53.3, 46.4, 50.0; n=3)");
+    assert_eq!(
+        line(&v, "rate").message,
+        "rate FAIL median 50.0 tok/s (floor 60.0; each: 53.3, 46.4, 50.0; n=3)"
+    );
 }
 
 #[test]
 fn max_tokens_96_rerun_passes_on_the_median() {
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![ok(440.0, 96.6), ok(446.0, 66.9), ok(460.0, 48.8)]));
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(FAST_LOG),
+            vec![ok(440.0, 96.6), ok(446.0, 66.9), ok(460.0, 48.8)],
+        ),
+    );
     expect(&v, Pass, Pass, Pass, Pass);
-    assert_eq!(line(&v, "rate").message, "rate PASS median 66.9 tok/s (floor 60.0; each: 96.6, 66.9, 48.8; n=3)");
+    assert_eq!(
+        line(&v, "rate").message,
+        "rate PASS median 66.9 tok/s (floor 60.0; each: 96.6, 66.9, 48.8; n=3)"
+    );
 }
 
 #[test]
 fn log_naming_neither_route_fails_for_want_of_evidence() {
-    let v = judge(&gate(""), &evidence(Some("1bit serve: loading\nlistening\n"), vec![ok(262.0, 98.4), ok(277.0, 84.4), ok(301.0, 82.1)]));
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some("1bit serve: loading\nlistening\n"),
+            vec![ok(262.0, 98.4), ok(277.0, 84.4), ok(301.0, 82.1)],
+        ),
+    );
     expect(&v, Fail, Pass, Pass, Pass);
     assert_eq!(
         line(&v, "route").message,
@@ -169,8 +282,15 @@ fn log_naming_neither_route_fails_for_want_of_evidence() {
 
 #[test]
 fn log_naming_both_routes_counts_as_the_slow_route() {
-    let log = format!("{FAST_LOG}retrying after a kernel fault\nnpu: falling back to per-op forward\n");
-    let v = judge(&gate(""), &evidence(Some(&log), vec![ok(262.0, 98.4), ok(277.0, 84.4), ok(301.0, 82.1)]));
+    let log =
+        format!("{FAST_LOG}retrying after a kernel fault\nnpu: falling back to per-op forward\n");
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(&log),
+            vec![ok(262.0, 98.4), ok(277.0, 84.4), ok(301.0, 82.1)],
+        ),
+    );
     expect(&v, Fail, Pass, Pass, Pass);
     assert_eq!(
         line(&v, "route").message,
@@ -181,13 +301,21 @@ fn log_naming_both_routes_counts_as_the_slow_route() {
 #[test]
 fn no_serve_log_fails_route() {
     let v = judge(&gate(""), &evidence(None, vec![ok(262.0, 98.4)]));
-    assert!(line(&v, "route").message.starts_with("route FAIL no serve log in the evidence"));
+    assert!(line(&v, "route")
+        .message
+        .starts_with("route FAIL no serve log in the evidence"));
 }
 
 #[test]
 fn thinking_left_on_fails_content_and_says_why() {
     let thinking = stream(250.0, 80.0, 96, None, "length", true, "reasoning_content");
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![ok(262.0, 98.4), thinking, ok(301.0, 82.1)]));
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(FAST_LOG),
+            vec![ok(262.0, 98.4), thinking, ok(301.0, 82.1)],
+        ),
+    );
     expect(&v, Pass, Pass, Pass, Fail);
     assert_eq!(
         line(&v, "content").message,
@@ -199,7 +327,13 @@ fn thinking_left_on_fails_content_and_says_why() {
 #[test]
 fn one_degenerate_reply_fails_content() {
     let slashes = stream(262.0, 90.0, 6, Some(&["/"]), "stop", true, "content");
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![slashes, ok(277.0, 84.4), ok(301.0, 82.1)]));
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(FAST_LOG),
+            vec![slashes, ok(277.0, 84.4), ok(301.0, 82.1)],
+        ),
+    );
     expect(&v, Pass, Pass, Pass, Fail);
     assert_eq!(
         line(&v, "content").message,
@@ -219,59 +353,152 @@ fn degenerate_reply_that_ran_to_max_tokens_says_possible_nan_logits() {
 
 #[test]
 fn whitespace_only_reply_fails_content() {
-    let blank = stream(262.0, 90.0, 3, Some(&[" ", "\n", " "]), "stop", true, "content");
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![ok(262.0, 98.4), ok(277.0, 84.4), blank]));
+    let blank = stream(
+        262.0,
+        90.0,
+        3,
+        Some(&[" ", "\n", " "]),
+        "stop",
+        true,
+        "content",
+    );
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(FAST_LOG),
+            vec![ok(262.0, 98.4), ok(277.0, 84.4), blank],
+        ),
+    );
     assert_eq!(line(&v, "content").message, "content FAIL 1 of 3 replies fail: request 02: whitespace-only content \" \\n \" (finish_reason=stop) (n=3)");
 }
 
 #[test]
 fn median_not_mean_seventy_seventy_one_point_nine_passes() {
     // mean 47.3 would fail a 60 floor; the median, 70, passes.
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![ok(262.0, 70.0), ok(277.0, 70.0), ok(301.0, 1.9)]));
-    assert_eq!(line(&v, "rate").message, "rate PASS median 70.0 tok/s (floor 60.0; each: 70.0, 70.0, 1.9; n=3)");
-    assert_eq!(line(&v, "rate").median.map(|m| (m * 10.0).round() / 10.0), Some(70.0));
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(FAST_LOG),
+            vec![ok(262.0, 70.0), ok(277.0, 70.0), ok(301.0, 1.9)],
+        ),
+    );
+    assert_eq!(
+        line(&v, "rate").message,
+        "rate PASS median 70.0 tok/s (floor 60.0; each: 70.0, 70.0, 1.9; n=3)"
+    );
+    assert_eq!(
+        line(&v, "rate").median.map(|m| (m * 10.0).round() / 10.0),
+        Some(70.0)
+    );
 }
 
 #[test]
 fn floor_edge_fifty_nine_point_nine_fails_sixty_passes() {
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![ok(262.0, 59.9), ok(277.0, 59.9), ok(301.0, 59.9)]));
-    assert_eq!(line(&v, "rate").outcome, Fail, "{}", line(&v, "rate").message);
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(FAST_LOG),
+            vec![ok(262.0, 59.9), ok(277.0, 59.9), ok(301.0, 59.9)],
+        ),
+    );
+    assert_eq!(
+        line(&v, "rate").outcome,
+        Fail,
+        "{}",
+        line(&v, "rate").message
+    );
     // A rate computed as exactly the floor passes (>=). 60 tok/s: 63 gaps of 1000/60 ms. The computed value
     // may differ from 60.0 in the last bit, so this shape uses a gap that is exact in binary (62.5 ms = 16 tok/s).
     let g = gate("").assertions.rate.clone().unwrap();
     assert_eq!(g.floor_tok_s, 60.0);
-    let edge = gate("").source.replace("floor_tok_s = 60.0", "floor_tok_s = 16.0");
-    let ctx = Context { gate_dir: PathBuf::from("/g"), cache: PathBuf::from("/c"), home: None };
+    let edge = gate("")
+        .source
+        .replace("floor_tok_s = 60.0", "floor_tok_s = 16.0");
+    let ctx = Context {
+        gate_dir: PathBuf::from("/g"),
+        cache: PathBuf::from("/c"),
+        home: None,
+    };
     let edge_gate = spec::parse(Path::new("gates/edge.toml"), &edge, &ctx).unwrap();
-    let v = judge(&edge_gate, &evidence(Some(FAST_LOG), vec![ok(262.0, 16.0), ok(277.0, 16.0), ok(301.0, 16.0)]));
-    assert_eq!(line(&v, "rate").message, "rate PASS median 16.0 tok/s (floor 16.0; each: 16.0, 16.0, 16.0; n=3)");
+    let v = judge(
+        &edge_gate,
+        &evidence(
+            Some(FAST_LOG),
+            vec![ok(262.0, 16.0), ok(277.0, 16.0), ok(301.0, 16.0)],
+        ),
+    );
+    assert_eq!(
+        line(&v, "rate").message,
+        "rate PASS median 16.0 tok/s (floor 16.0; each: 16.0, 16.0, 16.0; n=3)"
+    );
 }
 
 #[test]
 fn two_slow_replies_of_three_fail_rate() {
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![ok(262.0, 98.4), ok(277.0, 30.0), ok(301.0, 25.0)]));
-    assert_eq!(line(&v, "rate").message, "rate FAIL median 30.0 tok/s (floor 60.0; each: 98.4, 30.0, 25.0; n=3)");
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(FAST_LOG),
+            vec![ok(262.0, 98.4), ok(277.0, 30.0), ok(301.0, 25.0)],
+        ),
+    );
+    assert_eq!(
+        line(&v, "rate").message,
+        "rate FAIL median 30.0 tok/s (floor 60.0; each: 98.4, 30.0, 25.0; n=3)"
+    );
 }
 
 #[test]
 fn first_token_over_the_limit_fails() {
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![ok(590.0, 98.4), ok(620.0, 84.4), ok(700.0, 82.1)]));
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(FAST_LOG),
+            vec![ok(590.0, 98.4), ok(620.0, 84.4), ok(700.0, 82.1)],
+        ),
+    );
     expect(&v, Pass, Pass, Fail, Pass);
-    assert_eq!(line(&v, "first_token").message, "first_token FAIL median 620 ms (limit 600; each: 590, 620, 700; n=3)");
+    assert_eq!(
+        line(&v, "first_token").message,
+        "first_token FAIL median 620 ms (limit 600; each: 590, 620, 700; n=3)"
+    );
 }
 
 #[test]
 fn missing_timings_fail_rate_with_a_reason_not_a_crash() {
     // One token only: no decode window, so no decode rate.
     let single = stream(262.0, 90.0, 1, Some(&["Paris"]), "stop", true, "content");
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![ok(262.0, 98.4), single, ok(301.0, 82.1)]));
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(FAST_LOG),
+            vec![ok(262.0, 98.4), single, ok(301.0, 82.1)],
+        ),
+    );
     let rate = line(&v, "rate");
     assert_eq!(rate.outcome, Fail);
-    assert!(rate.message.starts_with("rate FAIL 1 of 3 replies have no decode rate: request 01 ("), "{}", rate.message);
-    assert!(rate.message.ends_with("(floor 60.0 tok/s; each: 98.4, -, 82.1; n=3)"), "{}", rate.message);
+    assert!(
+        rate.message
+            .starts_with("rate FAIL 1 of 3 replies have no decode rate: request 01 ("),
+        "{}",
+        rate.message
+    );
+    assert!(
+        rate.message
+            .ends_with("(floor 60.0 tok/s; each: 98.4, -, 82.1; n=3)"),
+        "{}",
+        rate.message
+    );
     // Server-reported rate chosen, but the serve sent no llama.cpp timings.
-    let server = gate("").source.replace("floor_tok_s = 60.0", "floor_tok_s = 60.0\nsource = \"server\"");
-    let ctx = Context { gate_dir: PathBuf::from("/g"), cache: PathBuf::from("/c"), home: None };
+    let server = gate("").source.replace(
+        "floor_tok_s = 60.0",
+        "floor_tok_s = 60.0\nsource = \"server\"",
+    );
+    let ctx = Context {
+        gate_dir: PathBuf::from("/g"),
+        cache: PathBuf::from("/c"),
+        home: None,
+    };
     let g = spec::parse(Path::new("gates/s.toml"), &server, &ctx).unwrap();
     let v = judge(&g, &evidence(Some(FAST_LOG), vec![ok(262.0, 98.4)]));
     assert_eq!(
@@ -289,18 +516,30 @@ fn error_reply_fails_content_rate_and_first_token() {
 "#
         .to_vec(),
     }];
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![ok(262.0, 98.4), err, ok(301.0, 82.1)]));
+    let v = judge(
+        &gate(""),
+        &evidence(Some(FAST_LOG), vec![ok(262.0, 98.4), err, ok(301.0, 82.1)]),
+    );
     expect(&v, Pass, Fail, Fail, Fail);
     let c = &line(&v, "content").message;
     assert!(c.starts_with("content FAIL 1 of 3 replies fail: request 01: error reply: context_exceeded: the request exceeds the available context size"), "{c}");
-    assert!(line(&v, "rate").message.contains("request 01 (context_exceeded: the request exceeds"), "{}", line(&v, "rate").message);
+    assert!(
+        line(&v, "rate")
+            .message
+            .contains("request 01 (context_exceeded: the request exceeds"),
+        "{}",
+        line(&v, "rate").message
+    );
 }
 
 #[test]
 fn no_replies_at_all_fail_everything_but_the_route() {
     let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![]));
     expect(&v, Pass, Fail, Fail, Fail);
-    assert_eq!(line(&v, "rate").message, "rate FAIL no replies at all: the run holds no judged request (n=0)");
+    assert_eq!(
+        line(&v, "rate").message,
+        "rate FAIL no replies at all: the run holds no judged request (n=0)"
+    );
 }
 
 #[test]
@@ -310,13 +549,21 @@ fn serve_never_ready_fails_every_assertion_with_the_reason() {
     let v = judge(&gate(""), &ev);
     expect(&v, Fail, Fail, Fail, Fail);
     for x in &v {
-        assert!(x.message.ends_with("the serve never became ready: port_in_use: 127.0.0.1:8080 (pid 4242)"), "{}", x.message);
+        assert!(
+            x.message
+                .ends_with("the serve never became ready: port_in_use: 127.0.0.1:8080 (pid 4242)"),
+            "{}",
+            x.message
+        );
     }
 }
 
 #[test]
 fn incomplete_evidence_never_passes() {
-    let mut ev = evidence(Some(FAST_LOG), vec![ok(262.0, 98.4), ok(277.0, 84.4), ok(301.0, 82.1)]);
+    let mut ev = evidence(
+        Some(FAST_LOG),
+        vec![ok(262.0, 98.4), ok(277.0, 84.4), ok(301.0, 82.1)],
+    );
     ev.run.status = RunStatus::Running;
     let v = judge(&gate(""), &ev);
     expect(&v, Fail, Fail, Fail, Fail);
@@ -325,17 +572,34 @@ fn incomplete_evidence_never_passes() {
 
 #[test]
 fn warmup_replies_are_not_judged() {
-    let mut ev = evidence(Some(FAST_LOG), vec![ok(5000.0, 1.0), ok(262.0, 98.4), ok(277.0, 84.4), ok(301.0, 82.1)]);
+    let mut ev = evidence(
+        Some(FAST_LOG),
+        vec![
+            ok(5000.0, 1.0),
+            ok(262.0, 98.4),
+            ok(277.0, 84.4),
+            ok(301.0, 82.1),
+        ],
+    );
     ev.requests[0].record.warmup = true;
     let v = judge(&gate(""), &ev);
     expect(&v, Pass, Pass, Pass, Pass);
-    assert_eq!(line(&v, "rate").message, "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3)");
+    assert_eq!(
+        line(&v, "rate").message,
+        "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3)"
+    );
 }
 
 #[test]
 fn usage_missing_rate_is_labelled_an_estimate() {
     let no_usage = stream(262.0, 98.4, 64, None, "stop", false, "content");
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![no_usage, ok(277.0, 84.4), ok(301.0, 82.1)]));
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(FAST_LOG),
+            vec![no_usage, ok(277.0, 84.4), ok(301.0, 82.1)],
+        ),
+    );
     assert_eq!(
         line(&v, "rate").message,
         "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3); 1 of 3 estimated from the token-chunk count (the serve reported no usage)"
@@ -346,15 +610,44 @@ fn usage_missing_rate_is_labelled_an_estimate() {
 fn known_answer_judges_only_its_prompt_and_requires_identical_text() {
     let ka = "[assert.known_answer]\nprompt = \"What is the capital of France? Answer with one word.\"\nmatches = \"(?i)\\\\bparis\\\\b\"\nidentical = true\n";
     let paris = |t: f64| stream(t, 90.0, 2, Some(&["Par", "is."]), "stop", true, "content");
-    let paris2 = stream(270.0, 90.0, 2, Some(&["Paris", "!"]), "stop", true, "content");
+    let paris2 = stream(
+        270.0,
+        90.0,
+        2,
+        Some(&["Paris", "!"]),
+        "stop",
+        true,
+        "content",
+    );
     // Prompts cycle: requests 0 and 3 are the capital question.
-    let v = judge(&gate(ka), &evidence(Some(FAST_LOG), vec![paris(262.0), ok(277.0, 84.4), ok(301.0, 82.1), paris(250.0)]));
-    assert_eq!(line(&v, "known_answer").message, "known_answer PASS 2 of 2 replies match /(?i)\\bparis\\b/, identical: \"Paris.\" (n=2)");
-    let v = judge(&gate(ka), &evidence(Some(FAST_LOG), vec![paris(262.0), ok(277.0, 84.4), ok(301.0, 82.1), paris2]));
-    assert_eq!(line(&v, "known_answer").message, "known_answer FAIL replies differ (2 distinct texts: \"Paris.\", \"Paris!\") (n=2)");
+    let v = judge(
+        &gate(ka),
+        &evidence(
+            Some(FAST_LOG),
+            vec![paris(262.0), ok(277.0, 84.4), ok(301.0, 82.1), paris(250.0)],
+        ),
+    );
+    assert_eq!(
+        line(&v, "known_answer").message,
+        "known_answer PASS 2 of 2 replies match /(?i)\\bparis\\b/, identical: \"Paris.\" (n=2)"
+    );
+    let v = judge(
+        &gate(ka),
+        &evidence(
+            Some(FAST_LOG),
+            vec![paris(262.0), ok(277.0, 84.4), ok(301.0, 82.1), paris2],
+        ),
+    );
+    assert_eq!(
+        line(&v, "known_answer").message,
+        "known_answer FAIL replies differ (2 distinct texts: \"Paris.\", \"Paris!\") (n=2)"
+    );
     let lyon = stream(262.0, 90.0, 1, Some(&["Lyon"]), "stop", true, "content");
     let v = judge(&gate(ka), &evidence(Some(FAST_LOG), vec![lyon]));
-    assert_eq!(line(&v, "known_answer").message, "known_answer FAIL request 00: \"Lyon\" does not match /(?i)\\bparis\\b/ (n=1)");
+    assert_eq!(
+        line(&v, "known_answer").message,
+        "known_answer FAIL request 00: \"Lyon\" does not match /(?i)\\bparis\\b/ (n=1)"
+    );
 }
 
 #[test]
@@ -397,25 +690,55 @@ prompt = "What is the capital of France?"
 matches = '(?i)\bparis\b'
 "#;
 
-const RATIO: &str = "[assert.ratio]\nmetric = \"decode\"\nat_least = 0.9\nat_most = 1.5\n[assert.same_answers]\n";
+const RATIO: &str =
+    "[assert.ratio]\nmetric = \"decode\"\nat_least = 0.9\nat_most = 1.5\n[assert.same_answers]\n";
 
 fn pair_gate(extra: &str) -> GateSpec {
-    let ctx = Context { gate_dir: PathBuf::from("/g"), cache: PathBuf::from("/c"), home: None };
-    spec::parse(Path::new("gates/pair-test.toml"), &format!("{PAIR_GATE}{extra}"), &ctx).unwrap()
+    let ctx = Context {
+        gate_dir: PathBuf::from("/g"),
+        cache: PathBuf::from("/c"),
+        home: None,
+    };
+    spec::parse(
+        Path::new("gates/pair-test.toml"),
+        &format!("{PAIR_GATE}{extra}"),
+        &ctx,
+    )
+    .unwrap()
 }
 
 /// One reply to each prompt: "Paris." to the first, a fixed sentence to the second, at `rate` tok/s.
 fn arm_replies(rate: f64, ttft: f64) -> Vec<Vec<TimedRead>> {
     vec![
-        stream(ttft, rate, 3, Some(&["Par", "is", "."]), "stop", true, "content"),
-        stream(ttft, rate, 4, Some(&["Light", " scatters", " off", " air."]), "stop", true, "content"),
+        stream(
+            ttft,
+            rate,
+            3,
+            Some(&["Par", "is", "."]),
+            "stop",
+            true,
+            "content",
+        ),
+        stream(
+            ttft,
+            rate,
+            4,
+            Some(&["Light", " scatters", " off", " air."]),
+            "stop",
+            true,
+            "content",
+        ),
     ]
 }
 
 fn arm_evidence(replies: Vec<Vec<TimedRead>>) -> Evidence {
     let prompts = ["What is the capital of France?", "Why is the sky blue?"];
     let mut ev = evidence(None, Vec::new());
-    ev.requests = replies.iter().enumerate().map(|(i, r)| request(i, prompts[i % 2], r)).collect();
+    ev.requests = replies
+        .iter()
+        .enumerate()
+        .map(|(i, r)| request(i, prompts[i % 2], r))
+        .collect();
     ev
 }
 
@@ -423,7 +746,12 @@ fn pair(arms: Vec<(&str, Evidence)>) -> PairEvidence {
     let records = arms
         .iter()
         .enumerate()
-        .map(|(i, (role, _))| ArmRecord { arm: i + 1, role: role.to_string(), runtime: format!("{role} runtime"), dir: format!("arm{}-{role}", i + 1) })
+        .map(|(i, (role, _))| ArmRecord {
+            arm: i + 1,
+            role: role.to_string(),
+            runtime: format!("{role} runtime"),
+            dir: format!("arm{}-{role}", i + 1),
+        })
         .collect();
     PairEvidence {
         dir: PathBuf::from("/runs/pair"),
@@ -461,13 +789,24 @@ fn abba() -> PairEvidence {
 }
 
 fn names(v: &[Verdict]) -> Vec<(&str, Outcome)> {
-    v.iter().map(|v| (v.assertion.as_str(), v.outcome)).collect()
+    v.iter()
+        .map(|v| (v.assertion.as_str(), v.outcome))
+        .collect()
 }
 
 #[test]
 fn pair_within_bounds_with_the_same_answers_passes_every_assertion() {
     let v = judge_pair(&pair_gate(RATIO), &abba());
-    assert_eq!(names(&v), [("content", Pass), ("known_answer", Pass), ("ratio", Pass), ("same_answers", Pass)], "{v:#?}");
+    assert_eq!(
+        names(&v),
+        [
+            ("content", Pass),
+            ("known_answer", Pass),
+            ("ratio", Pass),
+            ("same_answers", Pass)
+        ],
+        "{v:#?}"
+    );
     let r = line(&v, "ratio");
     assert_eq!(
         r.message,
@@ -475,12 +814,21 @@ fn pair_within_bounds_with_the_same_answers_passes_every_assertion() {
     );
     assert!((r.median.unwrap() - 1.25).abs() < 1e-9);
     assert_eq!(r.values.len(), 8);
-    assert_eq!(line(&v, "same_answers").message, "same_answers PASS both runtimes gave the same text to each of 2 prompts (n=8)");
+    assert_eq!(
+        line(&v, "same_answers").message,
+        "same_answers PASS both runtimes gave the same text to each of 2 prompts (n=8)"
+    );
     assert_eq!(
         line(&v, "content").message,
         "content PASS arm 1 theirs: 2 of 2 replies have sane content (chars each: 6, 23; n=2) | arm 2 ours: 2 of 2 replies have sane content (chars each: 6, 23; n=2) | arm 3 ours: 2 of 2 replies have sane content (chars each: 6, 23; n=2) | arm 4 theirs: 2 of 2 replies have sane content (chars each: 6, 23; n=2)"
     );
-    assert!(line(&v, "known_answer").message.starts_with("known_answer PASS arm 1 theirs: 1 of 1 replies match"), "{}", line(&v, "known_answer").message);
+    assert!(
+        line(&v, "known_answer")
+            .message
+            .starts_with("known_answer PASS arm 1 theirs: 1 of 1 replies match"),
+        "{}",
+        line(&v, "known_answer").message
+    );
 }
 
 #[test]
@@ -488,13 +836,23 @@ fn pair_ratio_outside_its_bounds_fails_and_names_them() {
     for (bounds, word, outcome) in [
         ("at_least = 1.3\n", "at least 1.3x", Fail),
         ("at_most = 1.2\n", "at most 1.2x", Fail),
-        ("at_least = 1.25\nat_most = 1.25\n", "bounds 1.25-1.25x", Pass),
+        (
+            "at_least = 1.25\nat_most = 1.25\n",
+            "bounds 1.25-1.25x",
+            Pass,
+        ),
     ] {
         let g = pair_gate(&format!("[assert.ratio]\nmetric = \"decode\"\n{bounds}"));
         let v = judge_pair(&g, &abba());
         let r = line(&v, "ratio");
         assert_eq!(r.outcome, outcome, "{bounds}: {}", r.message);
-        assert!(r.message.contains(&format!("= 1.25x; order theirs, ours, ours, theirs ({word}); arms:")), "{}", r.message);
+        assert!(
+            r.message.contains(&format!(
+                "= 1.25x; order theirs, ours, ours, theirs ({word}); arms:"
+            )),
+            "{}",
+            r.message
+        );
     }
 }
 
@@ -511,7 +869,11 @@ fn pair_first_token_ratio_uses_ttft() {
 fn pair_reply_without_a_value_fails_the_ratio_with_its_reason_and_warmups_are_not_judged() {
     let mut ev = abba();
     // Arm 2's second reply is one token: no decode window.
-    ev.arms[1].requests[1] = request(1, "Why is the sky blue?", &stream(300.0, 40.0, 1, Some(&["Light."]), "stop", true, "content"));
+    ev.arms[1].requests[1] = request(
+        1,
+        "Why is the sky blue?",
+        &stream(300.0, 40.0, 1, Some(&["Light."]), "stop", true, "content"),
+    );
     let v = judge_pair(&pair_gate(RATIO), &ev);
     assert_eq!(
         line(&v, "ratio").message,
@@ -519,16 +881,42 @@ fn pair_reply_without_a_value_fails_the_ratio_with_its_reason_and_warmups_are_no
     );
     // The same reply as a warmup is not judged: the ratio passes again, and same_answers ignores its text.
     ev.arms[1].requests[1].record.warmup = true;
-    ev.arms[1].requests.push(request(2, "Why is the sky blue?", &arm_replies(40.0, 300.0)[1]));
+    ev.arms[1].requests.push(request(
+        2,
+        "Why is the sky blue?",
+        &arm_replies(40.0, 300.0)[1],
+    ));
     let v = judge_pair(&pair_gate(RATIO), &ev);
-    assert_eq!(line(&v, "ratio").outcome, Pass, "{}", line(&v, "ratio").message);
-    assert_eq!(line(&v, "same_answers").outcome, Pass, "{}", line(&v, "same_answers").message);
+    assert_eq!(
+        line(&v, "ratio").outcome,
+        Pass,
+        "{}",
+        line(&v, "ratio").message
+    );
+    assert_eq!(
+        line(&v, "same_answers").outcome,
+        Pass,
+        "{}",
+        line(&v, "same_answers").message
+    );
 }
 
 #[test]
 fn pair_with_different_answers_fails_same_answers_per_prompt() {
     let mut ev = abba();
-    ev.arms[3].requests[1] = request(1, "Why is the sky blue?", &stream(200.0, 50.0, 2, Some(&["Rayleigh", " scattering."]), "stop", true, "content"));
+    ev.arms[3].requests[1] = request(
+        1,
+        "Why is the sky blue?",
+        &stream(
+            200.0,
+            50.0,
+            2,
+            Some(&["Rayleigh", " scattering."]),
+            "stop",
+            true,
+            "content",
+        ),
+    );
     let v = judge_pair(&pair_gate(RATIO), &ev);
     assert_eq!(
         line(&v, "same_answers").message,
@@ -537,19 +925,29 @@ fn pair_with_different_answers_fails_same_answers_per_prompt() {
     // Restricted to the other prompt, it passes.
     let g = pair_gate("[assert.same_answers]\nprompt = \"What is the capital of France?\"\n");
     let v = judge_pair(&g, &ev);
-    assert_eq!(line(&v, "same_answers").message, "same_answers PASS both runtimes gave the same text to each of 1 prompts (n=4)");
+    assert_eq!(
+        line(&v, "same_answers").message,
+        "same_answers PASS both runtimes gave the same text to each of 1 prompts (n=4)"
+    );
     // A prompt nobody answered is a failure, not a pass.
     for arm in &mut ev.arms {
         arm.requests.truncate(1);
     }
     let v = judge_pair(&pair_gate(RATIO), &ev);
-    assert_eq!(line(&v, "same_answers").message, "same_answers FAIL no replies to \"Why is the sky blue?\" (n=4)");
+    assert_eq!(
+        line(&v, "same_answers").message,
+        "same_answers FAIL no replies to \"Why is the sky blue?\" (n=4)"
+    );
 }
 
 #[test]
 fn pair_content_fails_when_one_arm_fails() {
     let mut ev = abba();
-    ev.arms[2].requests[1] = request(1, "Why is the sky blue?", &stream(300.0, 40.0, 8, Some(&["/"]), "stop", true, "content"));
+    ev.arms[2].requests[1] = request(
+        1,
+        "Why is the sky blue?",
+        &stream(300.0, 40.0, 8, Some(&["/"]), "stop", true, "content"),
+    );
     let v = judge_pair(&pair_gate(RATIO), &ev);
     let c = line(&v, "content");
     assert_eq!(c.outcome, Fail);
@@ -558,7 +956,12 @@ fn pair_content_fails_when_one_arm_fails() {
         "{}",
         c.message
     );
-    assert!(c.message.starts_with("content FAIL arm 1 theirs: 2 of 2 replies have sane content"), "{}", c.message);
+    assert!(
+        c.message
+            .starts_with("content FAIL arm 1 theirs: 2 of 2 replies have sane content"),
+        "{}",
+        c.message
+    );
 }
 
 #[test]
@@ -577,7 +980,10 @@ fn void_or_incomplete_pairs_fail_every_assertion_with_the_reason() {
     all_fail(&ev, "the evidence is incomplete (pair.json status is `running`: the runner was stopped before it finished)");
     let mut ev = abba();
     ev.summary.failure = Some("model_changed_during_run: sha256 differs".into());
-    all_fail(&ev, "the pair is void: model_changed_during_run: sha256 differs");
+    all_fail(
+        &ev,
+        "the pair is void: model_changed_during_run: sha256 differs",
+    );
     let mut ev = abba();
     ev.arms.clear();
     ev.summary.arms.clear();
@@ -588,7 +994,10 @@ fn void_or_incomplete_pairs_fail_every_assertion_with_the_reason() {
     let mut ev = abba();
     ev.arms[2].run.serve.failure = Some("port_in_use: 127.0.0.1:8080".into());
     ev.arms[2].requests.clear();
-    all_fail(&ev, "arm 3 (ours) serve never became ready: port_in_use: 127.0.0.1:8080");
+    all_fail(
+        &ev,
+        "arm 3 (ours) serve never became ready: port_in_use: 127.0.0.1:8080",
+    );
     // A serve failure after some requests is not a void pair.
     let mut ev = abba();
     ev.arms[2].run.serve.failure = Some("server_exited_during_run".into());
@@ -601,28 +1010,50 @@ fn void_or_incomplete_pairs_fail_every_assertion_with_the_reason() {
 /// `n` chunks of `per` tokens each, 100 ms apart, usage only at the end: the judge must say the rate came
 /// from multi-token chunks.
 fn multi_token(ttft_ms: f64, n: u64, per: u64) -> Vec<TimedRead> {
-    let mut reads = vec![event(ttft_ms / 2.0, serde_json::json!({"choices":[{"index":0,"delta":{"role":"assistant"}}]}))];
+    let mut reads = vec![event(
+        ttft_ms / 2.0,
+        serde_json::json!({"choices":[{"index":0,"delta":{"role":"assistant"}}]}),
+    )];
     for i in 0..n {
         reads.push(event(ttft_ms + 100.0 * i as f64, serde_json::json!({"choices":[{"index":0,"delta":{"content": format!(" w{i} x y z")}}]})));
     }
     let t = ttft_ms + 100.0 * n as f64;
-    reads.push(event(t, serde_json::json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})));
+    reads.push(event(
+        t,
+        serde_json::json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}),
+    ));
     reads.push(event(t + 1.0, serde_json::json!({"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":n * per,"total_tokens":20 + n * per}})));
-    reads.push(TimedRead { t_ms: t + 2.0, bytes: b"data: [DONE]\n\n".to_vec() });
+    reads.push(TimedRead {
+        t_ms: t + 2.0,
+        bytes: b"data: [DONE]\n\n".to_vec(),
+    });
     reads
 }
 
 #[test]
 fn multi_token_replies_are_counted_in_the_rate_line() {
     // 20 chunks of 4 tokens, 100 ms apart: 40.0 tok/s.
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![ok(262.0, 98.4), multi_token(277.0, 20, 4), ok(301.0, 82.1)]));
+    let v = judge(
+        &gate(""),
+        &evidence(
+            Some(FAST_LOG),
+            vec![ok(262.0, 98.4), multi_token(277.0, 20, 4), ok(301.0, 82.1)],
+        ),
+    );
     assert_eq!(line(&v, "rate").message, "rate PASS median 82.1 tok/s (floor 60.0; each: 98.4, 40.0, 82.1; n=3); 1 of 3 had several tokens per chunk");
 }
 
 #[test]
 fn server_reported_rate_passes_on_timings_and_carries_no_client_notes() {
-    let server = gate("").source.replace("floor_tok_s = 60.0", "floor_tok_s = 60.0\nsource = \"server\"");
-    let ctx = Context { gate_dir: PathBuf::from("/g"), cache: PathBuf::from("/c"), home: None };
+    let server = gate("").source.replace(
+        "floor_tok_s = 60.0",
+        "floor_tok_s = 60.0\nsource = \"server\"",
+    );
+    let ctx = Context {
+        gate_dir: PathBuf::from("/g"),
+        cache: PathBuf::from("/c"),
+        home: None,
+    };
     let g = spec::parse(Path::new("gates/s.toml"), &server, &ctx).unwrap();
     let timed = |pps: f64, usage: bool| {
         let mut r = stream(262.0, 98.4, 8, None, "stop", usage, "content");
@@ -630,7 +1061,17 @@ fn server_reported_rate_passes_on_timings_and_carries_no_client_notes() {
         r.insert(at, event(400.0, serde_json::json!({"choices":[],"timings":{"predicted_n":8,"predicted_ms":100.0,"predicted_per_second":pps}})));
         r
     };
-    let v = judge(&g, &evidence(Some(FAST_LOG), vec![timed(70.0, false), timed(65.0, true), multi_token(277.0, 20, 4)]));
+    let v = judge(
+        &g,
+        &evidence(
+            Some(FAST_LOG),
+            vec![
+                timed(70.0, false),
+                timed(65.0, true),
+                multi_token(277.0, 20, 4),
+            ],
+        ),
+    );
     let rate = line(&v, "rate");
     assert_eq!(rate.outcome, Fail, "{}", rate.message);
     // The multi-token reply has no timings; the usage-less one is not called an estimate (the server counted).
@@ -638,17 +1079,29 @@ fn server_reported_rate_passes_on_timings_and_carries_no_client_notes() {
         rate.message,
         "rate FAIL 1 of 3 replies have no server-reported (timings.predicted_per_second) decode rate: request 02 (no llama.cpp timings in the reply) (floor 60.0 tok/s; each: 70.0, 65.0, -; n=3)"
     );
-    let v = judge(&g, &evidence(Some(FAST_LOG), vec![timed(70.0, false), timed(65.0, true)]));
+    let v = judge(
+        &g,
+        &evidence(Some(FAST_LOG), vec![timed(70.0, false), timed(65.0, true)]),
+    );
     assert_eq!(line(&v, "rate").message, "rate PASS median 67.5 tok/s server-reported (timings.predicted_per_second) (floor 60.0; each: 70.0, 65.0; n=2)");
 }
 
 #[test]
 fn a_serve_that_failed_during_the_run_is_named_in_every_failing_verdict_but_route() {
-    let mut ev = evidence(Some(SLOW_LOG), vec![ok(262.0, 98.4), ok(277.0, 1.9), ok(301.0, 1.9)]);
+    let mut ev = evidence(
+        Some(SLOW_LOG),
+        vec![ok(262.0, 98.4), ok(277.0, 1.9), ok(301.0, 1.9)],
+    );
     ev.run.serve.failure = Some("server_exited_during_run (exit status 0)".into());
     let v = judge(&gate(""), &ev);
     expect(&v, Fail, Fail, Pass, Pass);
-    assert!(line(&v, "rate").message.ends_with("n=3) [serve: server_exited_during_run (exit status 0)]"), "{}", line(&v, "rate").message);
+    assert!(
+        line(&v, "rate")
+            .message
+            .ends_with("n=3) [serve: server_exited_during_run (exit status 0)]"),
+        "{}",
+        line(&v, "rate").message
+    );
     assert!(!line(&v, "route").message.contains("[serve:"));
     assert!(!line(&v, "first_token").message.contains("[serve:"));
     assert!(!line(&v, "content").message.contains("[serve:"));
@@ -658,7 +1111,16 @@ fn a_serve_that_failed_during_the_run_is_named_in_every_failing_verdict_but_rout
 fn missing_values_give_each_assertion_its_own_reason() {
     // One token: a TTFT but no decode window. A finish-only stream: no token at all.
     let single = stream(262.0, 90.0, 1, Some(&["Paris"]), "stop", true, "content");
-    let empty = vec![event(100.0, serde_json::json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})), TimedRead { t_ms: 101.0, bytes: b"data: [DONE]\n\n".to_vec() }];
+    let empty = vec![
+        event(
+            100.0,
+            serde_json::json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}),
+        ),
+        TimedRead {
+            t_ms: 101.0,
+            bytes: b"data: [DONE]\n\n".to_vec(),
+        },
+    ];
     let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![single, empty]));
     assert_eq!(
         line(&v, "rate").message,
@@ -673,23 +1135,91 @@ fn missing_values_give_each_assertion_its_own_reason() {
 #[test]
 fn known_answer_without_identical_accepts_different_matching_texts_and_cuts_long_ones() {
     let ka = "[assert.known_answer]\nprompt = \"What is the capital of France? Answer with one word.\"\nmatches = \"(?i)\\\\bparis\\\\b\"\n";
-    let a = stream(262.0, 90.0, 2, Some(&["Par", "is."]), "stop", true, "content");
-    let b = stream(270.0, 90.0, 2, Some(&["Paris", "!"]), "stop", true, "content");
-    let v = judge(&gate(ka), &evidence(Some(FAST_LOG), vec![a, ok(277.0, 84.4), ok(301.0, 82.1), b]));
-    assert_eq!(line(&v, "known_answer").message, "known_answer PASS 2 of 2 replies match /(?i)\\bparis\\b/: \"Paris.\" (n=2)");
+    let a = stream(
+        262.0,
+        90.0,
+        2,
+        Some(&["Par", "is."]),
+        "stop",
+        true,
+        "content",
+    );
+    let b = stream(
+        270.0,
+        90.0,
+        2,
+        Some(&["Paris", "!"]),
+        "stop",
+        true,
+        "content",
+    );
+    let v = judge(
+        &gate(ka),
+        &evidence(Some(FAST_LOG), vec![a, ok(277.0, 84.4), ok(301.0, 82.1), b]),
+    );
+    assert_eq!(
+        line(&v, "known_answer").message,
+        "known_answer PASS 2 of 2 replies match /(?i)\\bparis\\b/: \"Paris.\" (n=2)"
+    );
     // A text of exactly 80 characters is shown whole; 81 are cut to 80 and marked.
     let eighty = "L".repeat(80);
-    let v = judge(&gate(ka), &evidence(Some(FAST_LOG), vec![stream(262.0, 90.0, 1, Some(&[eighty.as_str()]), "stop", true, "content")]));
-    assert_eq!(line(&v, "known_answer").message, format!("known_answer FAIL request 00: \"{eighty}\" does not match /(?i)\\bparis\\b/ (n=1)"));
-    let v = judge(&gate(ka), &evidence(Some(FAST_LOG), vec![stream(262.0, 90.0, 1, Some(&[format!("{eighty}M").as_str()]), "stop", true, "content")]));
-    assert_eq!(line(&v, "known_answer").message, format!("known_answer FAIL request 00: \"{eighty}\"… does not match /(?i)\\bparis\\b/ (n=1)"));
+    let v = judge(
+        &gate(ka),
+        &evidence(
+            Some(FAST_LOG),
+            vec![stream(
+                262.0,
+                90.0,
+                1,
+                Some(&[eighty.as_str()]),
+                "stop",
+                true,
+                "content",
+            )],
+        ),
+    );
+    assert_eq!(
+        line(&v, "known_answer").message,
+        format!(
+            "known_answer FAIL request 00: \"{eighty}\" does not match /(?i)\\bparis\\b/ (n=1)"
+        )
+    );
+    let v = judge(
+        &gate(ka),
+        &evidence(
+            Some(FAST_LOG),
+            vec![stream(
+                262.0,
+                90.0,
+                1,
+                Some(&[format!("{eighty}M").as_str()]),
+                "stop",
+                true,
+                "content",
+            )],
+        ),
+    );
+    assert_eq!(
+        line(&v, "known_answer").message,
+        format!(
+            "known_answer FAIL request 00: \"{eighty}\"… does not match /(?i)\\bparis\\b/ (n=1)"
+        )
+    );
 }
 
 #[test]
 fn partial_content_of_a_failed_reply_is_cut_at_80_characters() {
     let forty = "L".repeat(40);
     let cut = |last: &str| {
-        let mut r = stream(262.0, 90.0, 2, Some(&[forty.as_str(), last]), "stop", true, "content");
+        let mut r = stream(
+            262.0,
+            90.0,
+            2,
+            Some(&[forty.as_str(), last]),
+            "stop",
+            true,
+            "content",
+        );
         r.truncate(3); // role + 2 tokens: no finish_reason, no [DONE]
         r
     };
@@ -698,7 +1228,10 @@ fn partial_content_of_a_failed_reply_is_cut_at_80_characters() {
         line(&v, "content").message,
         format!("content FAIL 1 of 1 replies fail: request 00: failed reply: truncated_stream: no finish_reason, no [DONE]; partial content \"{forty}{forty}\" (n=1)")
     );
-    let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![cut(&format!("{forty}M"))]));
+    let v = judge(
+        &gate(""),
+        &evidence(Some(FAST_LOG), vec![cut(&format!("{forty}M"))]),
+    );
     assert_eq!(
         line(&v, "content").message,
         format!("content FAIL 1 of 1 replies fail: request 00: failed reply: truncated_stream: no finish_reason, no [DONE]; partial content \"{forty}{forty}\"… (81 chars) (n=1)")

@@ -28,13 +28,22 @@ fn quotes(doc: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut lines = doc.lines().peekable();
     while let Some(line) = lines.next() {
-        let Some(file) = line.trim().strip_prefix("<!-- quoted from ").and_then(|r| r.strip_suffix(" -->")) else { continue };
+        let Some(file) = line
+            .trim()
+            .strip_prefix("<!-- quoted from ")
+            .and_then(|r| r.strip_suffix(" -->"))
+        else {
+            continue;
+        };
         let mut text = Vec::new();
         while let Some(q) = lines.peek().and_then(|l| l.strip_prefix('>')) {
             text.push(q.strip_prefix(' ').unwrap_or(q));
             lines.next();
         }
-        assert!(!text.is_empty(), "marker for {file} is not followed by a blockquote");
+        assert!(
+            !text.is_empty(),
+            "marker for {file} is not followed by a blockquote"
+        );
         out.push((file.to_string(), squash(&text.join("\n"))));
     }
     out
@@ -47,13 +56,17 @@ fn every_quote_in_metrics_md_is_in_the_code() {
     assert!(qs.len() >= 8, "quotes found: {}", qs.len());
     for (file, text) in qs {
         let code = doc_text(&file);
-        assert!(code.contains(&text), "docs/metrics.md quotes {file}, but its doc comments no longer say:\n{text}");
+        assert!(
+            code.contains(&text),
+            "docs/metrics.md quotes {file}, but its doc comments no longer say:\n{text}"
+        );
     }
 }
 
 #[test]
 fn a_changed_quote_is_caught() {
-    let doc = "<!-- quoted from src/measure.rs -->\n> * `ttft_ms` = event time of the LAST token chunk\n";
+    let doc =
+        "<!-- quoted from src/measure.rs -->\n> * `ttft_ms` = event time of the LAST token chunk\n";
     let (file, text) = quotes(doc).pop().unwrap();
     assert!(!doc_text(&file).contains(&text));
 }

@@ -18,11 +18,19 @@ fn data(rel: &str) -> PathBuf {
 }
 
 fn servegate(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_servegate")).args(args).current_dir(cwd).output().expect("run servegate")
+    Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run servegate")
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 #[test]
@@ -32,26 +40,82 @@ fn committed_records_pass_check() {
     let out = text(&o);
     assert!(out.contains("0 invalid"), "{out}");
     // n < 3 is flagged wherever a record is shown, including here.
-    assert!(out.contains("lfm2-12b-perop-decode-20261111.json: ok") && out.contains("indicative (n = 2)"), "{out}");
+    assert!(
+        out.contains("lfm2-12b-perop-decode-20261111.json: ok")
+            && out.contains("indicative (n = 2)"),
+        "{out}"
+    );
 }
 
 /// (case directory, file, field): each broken record fails, naming its file and field.
 const BROKEN: &[(&str, &str, &str)] = &[
-    ("missing-sha256", "missing-sha256.json", "model.sha256: missing"),
-    ("n-mismatch", "n-mismatch.json", "n: 4 but values has 3 entries"),
-    ("median-mismatch", "median-mismatch.json", "value: 52.90 does not match the median recomputed from values, 52.4"),
-    ("unknown-key", "unknown-key.json", "settings.temprature: unknown key"),
-    ("pair-without-ratio", "pair-without-ratio.json", "pair.ratio: missing"),
+    (
+        "missing-sha256",
+        "missing-sha256.json",
+        "model.sha256: missing",
+    ),
+    (
+        "n-mismatch",
+        "n-mismatch.json",
+        "n: 4 but values has 3 entries",
+    ),
+    (
+        "median-mismatch",
+        "median-mismatch.json",
+        "value: 52.90 does not match the median recomputed from values, 52.4",
+    ),
+    (
+        "unknown-key",
+        "unknown-key.json",
+        "settings.temprature: unknown key",
+    ),
+    (
+        "pair-without-ratio",
+        "pair-without-ratio.json",
+        "pair.ratio: missing",
+    ),
     ("duplicate-id", "dup.json", "id: \"dup\" is not unique"),
     ("duplicate-id", "dup-copy.json", "id: \"dup\" is not unique"),
-    ("duplicate-id", "dup-copy.json", "id: \"dup\" differs from the file name"),
-    ("id-not-file-name", "id-not-file-name.json", "id: \"some-other-id\" differs from the file name"),
-    ("range-mismatch", "range-mismatch.json", "range: [51.00, 53.00] does not match min and max of values"),
-    ("sha256-not-64-hex", "sha256-not-64-hex.json", "model.sha256: \"b1c1fe9d6c4a6d0c\" is not a sha256"),
-    ("no-what-would-make-it-wrong", "no-what-would-make-it-wrong.json", "notes.what_would_make_it_wrong: \"\": required"),
-    ("unit-not-of-metric", "unit-not-of-metric.json", "metric.unit: \"ms\" is not a unit of decode_rate"),
-    ("gate-run-without-values", "gate-run-without-values.json", "values: every value is required for a gate_run record"),
-    ("invalid-json", "invalid-json.json", "(json): invalid JSON: expected `,` or `}` at line 2 column 15"),
+    (
+        "duplicate-id",
+        "dup-copy.json",
+        "id: \"dup\" differs from the file name",
+    ),
+    (
+        "id-not-file-name",
+        "id-not-file-name.json",
+        "id: \"some-other-id\" differs from the file name",
+    ),
+    (
+        "range-mismatch",
+        "range-mismatch.json",
+        "range: [51.00, 53.00] does not match min and max of values",
+    ),
+    (
+        "sha256-not-64-hex",
+        "sha256-not-64-hex.json",
+        "model.sha256: \"b1c1fe9d6c4a6d0c\" is not a sha256",
+    ),
+    (
+        "no-what-would-make-it-wrong",
+        "no-what-would-make-it-wrong.json",
+        "notes.what_would_make_it_wrong: \"\": required",
+    ),
+    (
+        "unit-not-of-metric",
+        "unit-not-of-metric.json",
+        "metric.unit: \"ms\" is not a unit of decode_rate",
+    ),
+    (
+        "gate-run-without-values",
+        "gate-run-without-values.json",
+        "values: every value is required for a gate_run record",
+    ),
+    (
+        "invalid-json",
+        "invalid-json.json",
+        "(json): invalid JSON: expected `,` or `}` at line 2 column 15",
+    ),
 ];
 
 #[test]
@@ -59,11 +123,17 @@ fn each_broken_record_fails_naming_file_and_field() {
     let mut failures = Vec::new();
     for (case, file, expected) in BROKEN {
         let dir = data("records/broken").join(case);
-        let o = servegate(&["records", "check", "--dir", dir.to_str().unwrap()], &root());
+        let o = servegate(
+            &["records", "check", "--dir", dir.to_str().unwrap()],
+            &root(),
+        );
         let out = text(&o);
         let line = format!("{}: {expected}", dir.join(file).display());
         if o.status.code() != Some(servegate::error::exit::SPEC_INVALID) || !out.contains(&line) {
-            failures.push(format!("case {case}: expected exit 3 and a line starting {line:?}; got exit {:?}:\n{out}", o.status.code()));
+            failures.push(format!(
+                "case {case}: expected exit 3 and a line starting {line:?}; got exit {:?}:\n{out}",
+                o.status.code()
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
@@ -71,8 +141,10 @@ fn each_broken_record_fails_naming_file_and_field() {
 
 #[test]
 fn every_broken_case_is_listed() {
-    let mut on_disk: Vec<String> =
-        std::fs::read_dir(data("records/broken")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut on_disk: Vec<String> = std::fs::read_dir(data("records/broken"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     on_disk.sort();
     let mut listed: Vec<String> = BROKEN.iter().map(|(c, _, _)| c.to_string()).collect();
     listed.sort();
@@ -81,21 +153,36 @@ fn every_broken_case_is_listed() {
 }
 
 fn assert_same(name: &str, expected: &str, actual: &str) {
-    assert!(expected == actual, "{name} differs from the snapshot (UPDATE_SNAPSHOTS=1 to accept):\n{}", leaderboard::unified_diff(name, "rendered", expected, actual, 3));
+    assert!(
+        expected == actual,
+        "{name} differs from the snapshot (UPDATE_SNAPSHOTS=1 to accept):\n{}",
+        leaderboard::unified_diff(name, "rendered", expected, actual, 3)
+    );
 }
 
 #[test]
 fn snapshot_pins_the_rendered_pages() {
     let records = record::load_dir(&data("records/snapshot")).expect("snapshot records are valid");
     let pages = leaderboard::render(&records, "../records").unwrap();
-    let (md, html) = (data("leaderboard/expected.md"), data("leaderboard/expected.html"));
+    let (md, html) = (
+        data("leaderboard/expected.md"),
+        data("leaderboard/expected.html"),
+    );
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::create_dir_all(md.parent().unwrap()).unwrap();
         std::fs::write(&md, &pages.markdown).unwrap();
         std::fs::write(&html, &pages.html).unwrap();
     }
-    assert_same("tests/data/leaderboard/expected.md", &std::fs::read_to_string(&md).unwrap(), &pages.markdown);
-    assert_same("tests/data/leaderboard/expected.html", &std::fs::read_to_string(&html).unwrap(), &pages.html);
+    assert_same(
+        "tests/data/leaderboard/expected.md",
+        &std::fs::read_to_string(&md).unwrap(),
+        &pages.markdown,
+    );
+    assert_same(
+        "tests/data/leaderboard/expected.html",
+        &std::fs::read_to_string(&html).unwrap(),
+        &pages.html,
+    );
     // Rendering does not depend on the order records are given in.
     let mut reversed = records.clone();
     reversed.reverse();
@@ -118,8 +205,13 @@ fn cells(line: &str) -> usize {
 #[test]
 fn pipes_and_line_breaks_in_notes_do_not_break_the_table() {
     let records = record::load_dir(&data("records/snapshot")).unwrap();
-    let md = leaderboard::render(&records, "../records").unwrap().markdown;
-    assert!(md.contains("A note with a \\| pipe<br>and a line break \\| must stay in its cell."), "{md}");
+    let md = leaderboard::render(&records, "../records")
+        .unwrap()
+        .markdown;
+    assert!(
+        md.contains("A note with a \\| pipe<br>and a line break \\| must stay in its cell."),
+        "{md}"
+    );
     // Every line of every table has as many cell separators as its header.
     let mut header = None;
     for line in md.lines() {
@@ -137,13 +229,23 @@ fn pipes_and_line_breaks_in_notes_do_not_break_the_table() {
 #[test]
 fn indicative_pair_and_prefix_rows_say_so() {
     let records = record::load_dir(&data("records/snapshot")).unwrap();
-    let md = leaderboard::render(&records, "../records").unwrap().markdown;
-    let row = |id: &str| md.lines().find(|l| l.contains(&format!("[{id}]"))).unwrap_or_else(|| panic!("no row {id}")).to_string();
+    let md = leaderboard::render(&records, "../records")
+        .unwrap()
+        .markdown;
+    let row = |id: &str| {
+        md.lines()
+            .find(|l| l.contains(&format!("[{id}]")))
+            .unwrap_or_else(|| panic!("no row {id}"))
+            .to_string()
+    };
     assert!(row("tiny-decode-c").contains("| **indicative** |"));
     assert!(!row("tiny-decode-b").contains("indicative"));
     let pair = row("npu-pair-decode");
     assert!(pair.contains("| 39.25 vs 45.57 (Rival 2.0); ratio other / this = 1.16; arms other → this → this → other |"), "{pair}");
-    assert!(pair.contains("`b1c1fe9d6c4a6d0c` (prefix only)") && pair.contains("values not published"), "{pair}");
+    assert!(
+        pair.contains("`b1c1fe9d6c4a6d0c` (prefix only)") && pair.contains("values not published"),
+        "{pair}"
+    );
 }
 
 #[test]
@@ -179,8 +281,17 @@ fn editing_one_character_of_the_committed_page_fails_check_with_a_diff() {
         std::fs::write(&path, &bytes).unwrap();
         let o = servegate(&["leaderboard", "--check"], tmp.path());
         let out = text(&o);
-        assert_eq!(o.status.code(), Some(servegate::error::exit::ASSERTION_FAILED), "{page}: {out}");
-        assert!(out.contains(&format!("--- {page}\n+++ {page} (rendered from records)\n@@ ")), "{page}: {out}");
+        assert_eq!(
+            o.status.code(),
+            Some(servegate::error::exit::ASSERTION_FAILED),
+            "{page}: {out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "--- {page}\n+++ {page} (rendered from records)\n@@ "
+            )),
+            "{page}: {out}"
+        );
         assert!(out.contains(&format!("{page}: differs")), "{out}");
         // --check wrote nothing: the edited page is still edited.
         assert_eq!(std::fs::read(&path).unwrap(), bytes);
@@ -190,23 +301,48 @@ fn editing_one_character_of_the_committed_page_fails_check_with_a_diff() {
 #[test]
 fn a_record_edit_makes_check_fail_until_the_page_is_rendered() {
     let tmp = copy_of_committed();
-    let f = tmp.path().join("records/lfm25-12b-thinking-perop-decode-20261111.json");
-    let edited = std::fs::read_to_string(&f).unwrap().replace("\"load1_end\": 13.0", "\"load1_end\": 12.0");
+    let f = tmp
+        .path()
+        .join("records/lfm25-12b-thinking-perop-decode-20261111.json");
+    let edited = std::fs::read_to_string(&f)
+        .unwrap()
+        .replace("\"load1_end\": 13.0", "\"load1_end\": 12.0");
     std::fs::write(&f, edited).unwrap();
-    assert_eq!(servegate(&["leaderboard", "--check"], tmp.path()).status.code(), Some(1));
-    assert_eq!(servegate(&["leaderboard"], tmp.path()).status.code(), Some(0));
-    assert_eq!(servegate(&["leaderboard", "--check"], tmp.path()).status.code(), Some(0));
+    assert_eq!(
+        servegate(&["leaderboard", "--check"], tmp.path())
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(
+        servegate(&["leaderboard"], tmp.path()).status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        servegate(&["leaderboard", "--check"], tmp.path())
+            .status
+            .code(),
+        Some(0)
+    );
 }
 
 #[test]
 fn help_prints_usage_and_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    for args in [&["leaderboard", "--help"][..], &["records", "check", "--help"][..], &["records", "--help"][..]] {
+    for args in [
+        &["leaderboard", "--help"][..],
+        &["records", "check", "--help"][..],
+        &["records", "--help"][..],
+    ] {
         let o = servegate(args, tmp.path());
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         assert!(String::from_utf8_lossy(&o.stdout).contains("Usage"));
     }
-    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "--help wrote something");
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "--help wrote something"
+    );
 }
 
 #[test]
@@ -220,13 +356,20 @@ fn out_writes_both_pages_elsewhere_with_working_links() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o644, "pages are readable like other files");
+        assert_eq!(
+            std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+            0o644,
+            "pages are readable like other files"
+        );
     }
     // The link from the page's directory reaches the record file.
     let link = md.split("](").nth(1).unwrap().split(')').next().unwrap();
     assert!(out.parent().unwrap().join(link).is_file(), "{link}");
     // The committed page was not touched and --check with the same --out passes.
-    let o = servegate(&["leaderboard", "--check", "--out", out.to_str().unwrap()], &root());
+    let o = servegate(
+        &["leaderboard", "--check", "--out", out.to_str().unwrap()],
+        &root(),
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
@@ -235,8 +378,22 @@ fn leaderboard_refuses_invalid_records() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = data("records/broken/median-mismatch");
     let out = tmp.path().join("page.md");
-    let o = servegate(&["leaderboard", "--records", dir.to_str().unwrap(), "--out", out.to_str().unwrap()], &root());
-    assert_eq!(o.status.code(), Some(servegate::error::exit::SPEC_INVALID), "{}", text(&o));
+    let o = servegate(
+        &[
+            "leaderboard",
+            "--records",
+            dir.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &root(),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(servegate::error::exit::SPEC_INVALID),
+        "{}",
+        text(&o)
+    );
     assert!(text(&o).contains("median-mismatch.json: value:"));
     assert!(!out.exists());
 }
@@ -244,16 +401,30 @@ fn leaderboard_refuses_invalid_records() {
 #[test]
 fn seed_records_are_imported_as_published() {
     let records = record::load_dir(&root().join("records")).unwrap();
-    let get = |id: &str| records.iter().find(|r| r.id == id).unwrap_or_else(|| panic!("{id}"));
+    let get = |id: &str| {
+        records
+            .iter()
+            .find(|r| r.id == id)
+            .unwrap_or_else(|| panic!("{id}"))
+    };
     let r = get("lfm25-12b-perop-first-token-20261111");
-    assert_eq!((r.value, r.n, r.values.clone()), (0.929, 2, Some(vec![1.094, 0.763])));
+    assert_eq!(
+        (r.value, r.n, r.values.clone()),
+        (0.929, 2, Some(vec![1.094, 0.763]))
+    );
     assert!(r.indicative() && r.sha256_prefix_only());
     assert_eq!(r.model.sha256, "b341d42021e617a5");
     let pair = get("qwen3-17b-fused-decode-flm-pair-20261111");
     let p = pair.pair.as_ref().unwrap();
-    assert_eq!((pair.value, pair.range, p.other_value, p.ratio), (39.25, [39.20, 39.32], 45.57, 1.16));
+    assert_eq!(
+        (pair.value, pair.range, p.other_value, p.ratio),
+        (39.25, [39.20, 39.32], 45.57, 1.16)
+    );
     assert_eq!(p.arm_order, ["other", "this", "this", "other"]);
     assert!(pair.values.is_none() && pair.values_unavailable.is_some());
-    let seven = records.iter().filter(|r| r.source.kind == "published").count();
+    let seven = records
+        .iter()
+        .filter(|r| r.source.kind == "published")
+        .count();
     assert_eq!(seven, 7);
 }

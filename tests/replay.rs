@@ -43,7 +43,9 @@ use servegate::measure::{self, Figures};
 const BIN: &str = env!("CARGO_BIN_EXE_servegate");
 
 fn runs_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/runs").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/runs")
+        .join(name)
 }
 
 /// The run's own gate (its `gate.toml`) with its serve replaced by `servegate replay RUN_DIR --speed F`: no
@@ -54,15 +56,37 @@ fn replay_gate(dir: &Path, run: &Path, speed: f64) -> PathBuf {
     g.remove("requires");
     let serve = g["serve"].as_table_mut().unwrap();
     serve.remove("setup");
-    let command = [BIN, "replay", run.to_str().unwrap(), "--port", "{port}", "--speed", &speed.to_string()];
-    serve.insert("command".into(), toml::Value::Array(command.iter().map(|a| toml::Value::String(a.to_string())).collect()));
+    let command = [
+        BIN,
+        "replay",
+        run.to_str().unwrap(),
+        "--port",
+        "{port}",
+        "--speed",
+        &speed.to_string(),
+    ];
+    serve.insert(
+        "command".into(),
+        toml::Value::Array(
+            command
+                .iter()
+                .map(|a| toml::Value::String(a.to_string()))
+                .collect(),
+        ),
+    );
     let asserts = g["assert"].as_table_mut().unwrap();
     if let Some(rate) = asserts.get_mut("rate").and_then(|r| r.as_table_mut()) {
         let floor = rate["floor_tok_s"].as_float().unwrap();
         rate.insert("floor_tok_s".into(), toml::Value::Float(floor * speed));
     }
-    if let Some(ft) = asserts.get_mut("first_token").and_then(|r| r.as_table_mut()) {
-        let limit = ft["limit_ms"].as_float().or_else(|| ft["limit_ms"].as_integer().map(|i| i as f64)).unwrap();
+    if let Some(ft) = asserts
+        .get_mut("first_token")
+        .and_then(|r| r.as_table_mut())
+    {
+        let limit = ft["limit_ms"]
+            .as_float()
+            .or_else(|| ft["limit_ms"].as_integer().map(|i| i as f64))
+            .unwrap();
         ft.insert("limit_ms".into(), toml::Value::Float(limit / speed));
     }
     let path = dir.join("replay-gate.toml");
@@ -78,25 +102,51 @@ struct RunResult {
 }
 
 fn servegate_run(gate: &Path, runs: &Path) -> RunResult {
-    let out = Command::new(BIN).arg("run").arg(gate).arg("--runs").arg(runs).output().unwrap();
+    let out = Command::new(BIN)
+        .arg("run")
+        .arg(gate)
+        .arg("--runs")
+        .arg(runs)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let evidence = stdout.lines().find_map(|l| l.strip_prefix("evidence: ")).map(PathBuf::from).unwrap_or_default();
-    RunResult { code: out.status.code().unwrap_or(-1), stdout, stderr: String::from_utf8_lossy(&out.stderr).into_owned(), evidence }
+    let evidence = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("evidence: "))
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    RunResult {
+        code: out.status.code().unwrap_or(-1),
+        stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        evidence,
+    }
 }
 
 fn judge_lines(dir: &Path) -> Vec<String> {
     let out = Command::new(BIN).arg("judge").arg(dir).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect()
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
 }
 
 fn line_of<'a>(lines: &'a [String], prefix: &str) -> &'a str {
-    lines.iter().find(|l| l.starts_with(prefix)).map(|s| s.as_str()).unwrap_or_else(|| panic!("no line starting {prefix:?} in {lines:#?}"))
+    lines
+        .iter()
+        .find(|l| l.starts_with(prefix))
+        .map(|s| s.as_str())
+        .unwrap_or_else(|| panic!("no line starting {prefix:?} in {lines:#?}"))
 }
 
 /// Figures of the judged (non-warmup) requests of a run directory, recomputed from its reads.
 fn judged_figures(dir: &Path) -> Vec<Figures> {
     let ev = evidence::load(dir).unwrap();
-    ev.requests.iter().filter(|r| !r.record.warmup).map(|r| measure::measure(&r.reply)).collect()
+    ev.requests
+        .iter()
+        .filter(|r| !r.record.warmup)
+        .map(|r| measure::measure(&r.reply))
+        .collect()
 }
 
 /// Checks replayed figures against recorded ones at `speed` with the budgets of the module doc. A TTFT
@@ -106,12 +156,18 @@ fn figures_close(recorded: &[Figures], replayed: &[Figures], speed: f64) -> Resu
     for (i, (a, b)) in recorded.iter().zip(replayed).enumerate() {
         let want_ttft = a.ttft_ms.unwrap() / speed;
         let got_ttft = b.ttft_ms.unwrap();
-        assert!(got_ttft >= want_ttft - 0.01, "request {i}: TTFT {got_ttft:.3} ms is below the recorded {want_ttft:.3} ms (÷{speed})");
+        assert!(
+            got_ttft >= want_ttft - 0.01,
+            "request {i}: TTFT {got_ttft:.3} ms is below the recorded {want_ttft:.3} ms (÷{speed})"
+        );
         if got_ttft > want_ttft + TTFT_BUDGET_MS {
             return Err(format!("request {i}: TTFT {got_ttft:.3} ms, recorded {want_ttft:.3} ms (÷{speed}); budget +{TTFT_BUDGET_MS} ms"));
         }
         let n = a.completion_tokens.unwrap() as f64;
-        assert_eq!(b.completion_tokens, a.completion_tokens, "request {i}: token count");
+        assert_eq!(
+            b.completion_tokens, a.completion_tokens,
+            "request {i}: token count"
+        );
         let want_window = (n - 1.0) / (a.decode_tok_s.unwrap() * speed) * 1000.0;
         let got_window = (n - 1.0) / b.decode_tok_s.unwrap() * 1000.0;
         if (got_window - want_window).abs() > WINDOW_BUDGET_MS {
@@ -133,7 +189,12 @@ const WINDOW_BUDGET_MS: f64 = 10.0;
 /// Runs `gate` through `servegate run` up to twice. `exact` asserts what never depends on timing (verdict
 /// lines) on every attempt; `timing` returns `Err` when a timing budget is exceeded, and only that retries:
 /// a late wake-up of a loaded scheduler is not a replay fault, the same miss twice is treated as one.
-fn run_with_one_retry(gate: &Path, runs: &Path, exact: impl Fn(&RunResult), timing: impl Fn(&RunResult) -> Result<(), String>) {
+fn run_with_one_retry(
+    gate: &Path,
+    runs: &Path,
+    exact: impl Fn(&RunResult),
+    timing: impl Fn(&RunResult) -> Result<(), String>,
+) {
     let mut misses = Vec::new();
     for attempt in 1..=2 {
         let r = servegate_run(gate, runs);
@@ -141,12 +202,18 @@ fn run_with_one_retry(gate: &Path, runs: &Path, exact: impl Fn(&RunResult), timi
         match timing(&r) {
             Ok(()) => return,
             Err(e) => {
-                eprintln!("attempt {attempt}: timing out of budget (load average {:?}): {e}", evidence::load_avg());
+                eprintln!(
+                    "attempt {attempt}: timing out of budget (load average {:?}): {e}",
+                    evidence::load_avg()
+                );
                 misses.push(e);
             }
         }
     }
-    panic!("timing out of budget on both attempts:\n{}", misses.join("\n"));
+    panic!(
+        "timing out of budget on both attempts:\n{}",
+        misses.join("\n")
+    );
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -178,7 +245,11 @@ fn release_candidate_replayed_through_run_passes_with_the_published_figures() {
         let got: Vec<String> = r.stdout.lines().map(String::from).collect();
         // Exact: the same log lines and the same reply bytes.
         for prefix in ["route ", "content ", "known_answer "] {
-            assert_eq!(line_of(&got, prefix), line_of(&original, prefix), "{prefix}verdict differs from the original's");
+            assert_eq!(
+                line_of(&got, prefix),
+                line_of(&original, prefix),
+                "{prefix}verdict differs from the original's"
+            );
         }
         line_of(&got, "rate PASS median ");
         line_of(&got, "first_token PASS median ");
@@ -197,11 +268,15 @@ fn release_candidate_replayed_through_run_passes_with_the_published_figures() {
         // Issue 8's bar: the judged medians within 2 % of the published 84.4 tok/s and 277 ms.
         let med = median(replayed.iter().map(|f| f.decode_tok_s.unwrap()).collect());
         if (med / published - 1.0).abs() > 0.02 {
-            return Err(format!("median decode {med:.2} tok/s vs published {published:.2}"));
+            return Err(format!(
+                "median decode {med:.2} tok/s vs published {published:.2}"
+            ));
         }
         let ttft = median(replayed.iter().map(|f| f.ttft_ms.unwrap()).collect());
         if (ttft / published_ttft - 1.0).abs() > 0.02 {
-            return Err(format!("median TTFT {ttft:.2} ms vs published {published_ttft:.2}"));
+            return Err(format!(
+                "median TTFT {ttft:.2} ms vs published {published_ttft:.2}"
+            ));
         }
         Ok(())
     };
@@ -221,21 +296,31 @@ fn per_op_run_replayed_at_ten_times_speed_fails_route_rate_and_first_token_with_
         assert_eq!(r.code, 1, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
         let got: Vec<String> = r.stdout.lines().map(String::from).collect();
         assert_eq!(line_of(&got, "route "), line_of(&original, "route "));
-        assert!(line_of(&got, "route ").starts_with("route FAIL slow route: serve.log line 4 matches /per-op forward/"));
+        assert!(line_of(&got, "route ")
+            .starts_with("route FAIL slow route: serve.log line 4 matches /per-op forward/"));
         assert_eq!(line_of(&got, "content "), line_of(&original, "content "));
         assert!(line_of(&got, "content ").starts_with("content PASS 3 of 3"));
         // Rate: 1.9 tok/s x 10 = 19 tok/s against the floor 60 x 10 = 600; TTFT 1063 ms / 10 = 106 ms
         // against 60 ms. The medians themselves are not compared: two of the three replies decode at
         // 1.9 tok/s, and which of them is the middle one (the 2-token reply's 52 ms window moves within the
         // budget) decides the printed median; each reply's figures are checked instead.
-        assert!(line_of(&got, "rate ").starts_with("rate FAIL median "), "{got:#?}");
+        assert!(
+            line_of(&got, "rate ").starts_with("rate FAIL median "),
+            "{got:#?}"
+        );
         assert!(line_of(&got, "rate ").contains("(floor 600.0;"), "{got:#?}");
         line_of(&got, "first_token FAIL median ");
         assert!(got.iter().any(|l| l == "RESULT: FAIL"));
     };
     let t = Instant::now();
-    run_with_one_retry(&gate, &tmp.path().join("runs"), exact, |r| figures_close(&recorded, &judged_figures(&r.evidence), speed));
-    assert!(t.elapsed() < Duration::from_secs(40), "took {:?}", t.elapsed());
+    run_with_one_retry(&gate, &tmp.path().join("runs"), exact, |r| {
+        figures_close(&recorded, &judged_figures(&r.evidence), speed)
+    });
+    assert!(
+        t.elapsed() < Duration::from_secs(40),
+        "took {:?}",
+        t.elapsed()
+    );
 }
 
 /// A real run of the reference gate (llama.cpp, SmolLM2-135M on one CPU thread; tests/data/replay/README.md),
@@ -254,12 +339,18 @@ fn recorded_reference_run_replayed_at_four_times_speed_gives_the_original_verdic
         assert_eq!(r.code, 0, "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
         let got: Vec<String> = r.stdout.lines().map(String::from).collect();
         for prefix in ["route ", "content ", "known_answer "] {
-            assert_eq!(line_of(&got, prefix), line_of(&original, prefix), "{prefix}verdict differs from the original's");
+            assert_eq!(
+                line_of(&got, prefix),
+                line_of(&original, prefix),
+                "{prefix}verdict differs from the original's"
+            );
         }
         line_of(&got, "rate PASS ");
         line_of(&got, "first_token PASS ");
     };
-    run_with_one_retry(&gate, &tmp.path().join("runs"), exact, |r| figures_close(&recorded, &judged_figures(&r.evidence), speed));
+    run_with_one_retry(&gate, &tmp.path().join("runs"), exact, |r| {
+        figures_close(&recorded, &judged_figures(&r.evidence), speed)
+    });
 }
 
 /// A replay serve started directly; killed on drop.
@@ -276,9 +367,18 @@ impl Drop for Replay {
 }
 
 fn start(args: &[&str]) -> Replay {
-    let child = Command::new(BIN).arg("replay").args(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let child = Command::new(BIN)
+        .arg("replay")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     // Guarded at once: killed and reaped on every path, the panics below included.
-    let mut r = Replay { child, url: String::new() };
+    let mut r = Replay {
+        child,
+        url: String::new(),
+    };
     let mut out = BufReader::new(r.child.stdout.take().unwrap());
     let mut line = String::new();
     let mut seen = String::new();
@@ -305,8 +405,15 @@ fn raw(url: &str, request: &str) -> (u16, String) {
     s.write_all(request.as_bytes()).unwrap();
     let mut resp = String::new();
     s.read_to_string(&mut resp).unwrap();
-    let status = resp.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = resp.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let status = resp
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = resp
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
     (status, body)
 }
 
@@ -318,10 +425,19 @@ fn post(url: &str, body: &str) -> (u16, String) {
 fn unmatched_prompt_gets_a_404_naming_it() {
     let run = runs_dir("npu-rc-pass");
     let r = start(&[run.to_str().unwrap()]);
-    let (status, body) = post(&r.url, r#"{"model":"m","messages":[{"role":"user","content":"What is 2+2?"}],"stream":true}"#);
+    let (status, body) = post(
+        &r.url,
+        r#"{"model":"m","messages":[{"role":"user","content":"What is 2+2?"}],"stream":true}"#,
+    );
     assert_eq!(status, 404, "{body}");
-    assert!(body.contains(r#"no recorded response for the prompt \"What is 2+2?\""#), "{body}");
-    assert!(body.contains("Write a haiku about a river in spring."), "recorded prompts listed: {body}");
+    assert!(
+        body.contains(r#"no recorded response for the prompt \"What is 2+2?\""#),
+        "{body}"
+    );
+    assert!(
+        body.contains("Write a haiku about a river in spring."),
+        "recorded prompts listed: {body}"
+    );
 }
 
 #[test]
@@ -344,19 +460,46 @@ fn prompt_served_past_its_recorded_count_gets_a_404_unless_cycling() {
 fn health_and_models_answer_with_the_recorded_model() {
     let run = runs_dir("npu-rc-pass");
     let r = start(&[run.to_str().unwrap()]);
-    let (status, _) = raw(&r.url, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let (status, _) = raw(
+        &r.url,
+        "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
     assert_eq!(status, 200);
-    let (status, body) = raw(&r.url, "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let (status, body) = raw(
+        &r.url,
+        "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
     assert_eq!(status, 200);
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let ids: Vec<&str> = v["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, vec!["/home/ci/models/npu/Qwen3-0.6B", "replay"]);
 }
 
 #[test]
 fn health_is_503_until_ready_after() {
-    let r = start(&["--synthetic", "--tokens", "2", "--ttft-ms", "1", "--tok-s", "100", "--ready-after-ms", "400"]);
-    let get = || raw(&r.url, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").0;
+    let r = start(&[
+        "--synthetic",
+        "--tokens",
+        "2",
+        "--ttft-ms",
+        "1",
+        "--tok-s",
+        "100",
+        "--ready-after-ms",
+        "400",
+    ]);
+    let get = || {
+        raw(
+            &r.url,
+            "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .0
+    };
     assert_eq!(get(), 503);
     std::thread::sleep(Duration::from_millis(450));
     assert_eq!(get(), 200);
@@ -364,7 +507,15 @@ fn health_is_503_until_ready_after() {
 
 #[test]
 fn chunked_request_body_is_refused_with_411() {
-    let r = start(&["--synthetic", "--tokens", "2", "--ttft-ms", "1", "--tok-s", "100"]);
+    let r = start(&[
+        "--synthetic",
+        "--tokens",
+        "2",
+        "--ttft-ms",
+        "1",
+        "--tok-s",
+        "100",
+    ]);
     let (status, body) = raw(&r.url, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n");
     assert_eq!(status, 411);
     assert!(body.contains("Content-Length"), "{body}");
@@ -372,7 +523,15 @@ fn chunked_request_body_is_refused_with_411() {
 
 #[test]
 fn replay_exits_zero_on_sigterm() {
-    let mut r = start(&["--synthetic", "--tokens", "2", "--ttft-ms", "1", "--tok-s", "100"]);
+    let mut r = start(&[
+        "--synthetic",
+        "--tokens",
+        "2",
+        "--ttft-ms",
+        "1",
+        "--tok-s",
+        "100",
+    ]);
     // SAFETY: kill(2) on our own child's pid.
     unsafe {
         libc::kill(r.child.id() as i32, libc::SIGTERM);
@@ -383,7 +542,10 @@ fn replay_exits_zero_on_sigterm() {
 
 #[test]
 fn bad_run_dir_exits_5_naming_it() {
-    let out = Command::new(BIN).args(["replay", "/nonexistent/run"]).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["replay", "/nonexistent/run"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(5));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/run/run.json"));
 }
@@ -395,8 +557,19 @@ fn synthetic_stream_logs_true_figures_that_servegate_measures() {
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("timing.jsonl");
     let r = start(&[
-        "--synthetic", "--tokens", "64", "--ttft-ms", "40", "--tok-s", "200", "--per-chunk", "4", "--role-chunk", "--usage",
-        "--timing-log", log.to_str().unwrap(),
+        "--synthetic",
+        "--tokens",
+        "64",
+        "--ttft-ms",
+        "40",
+        "--tok-s",
+        "200",
+        "--per-chunk",
+        "4",
+        "--role-chunk",
+        "--usage",
+        "--timing-log",
+        log.to_str().unwrap(),
     ]);
     let http = servegate::client::http_client(Duration::from_secs(10), None).unwrap();
     let body = serde_json::json!({"model": "synthetic", "messages": [{"role": "user", "content": "go"}], "stream": true, "stream_options": {"include_usage": true}});
@@ -413,25 +586,58 @@ fn synthetic_stream_logs_true_figures_that_servegate_measures() {
     let t = Instant::now();
     let lines: Vec<serde_json::Value> = loop {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let v: Vec<serde_json::Value> = text.lines().filter(|l| l.contains("\"sends\"")).map(|l| serde_json::from_str(l).unwrap()).collect();
+        let v: Vec<serde_json::Value> = text
+            .lines()
+            .filter(|l| l.contains("\"sends\""))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         if v.len() == 3 {
             break v;
         }
-        assert!(t.elapsed() < Duration::from_secs(5), "no timing lines in {text}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "no timing lines in {text}"
+        );
         std::thread::sleep(Duration::from_millis(10));
     };
     let sends = lines[0]["sends"].as_array().unwrap();
     assert_eq!(sends.iter().filter(|s| s["kind"] == "token").count(), 16);
     assert_eq!(sends[0]["kind"], "role");
-    let true_ttft: Vec<f64> = lines.iter().map(|l| l["true_ttft_ms"].as_f64().unwrap()).collect();
-    let true_rate: Vec<f64> = lines.iter().map(|l| l["true_decode_tok_s"].as_f64().unwrap()).collect();
-    assert!(true_ttft.iter().all(|&t| t >= 40.0), "the serve sent a first token early: {true_ttft:?}");
+    let true_ttft: Vec<f64> = lines
+        .iter()
+        .map(|l| l["true_ttft_ms"].as_f64().unwrap())
+        .collect();
+    let true_rate: Vec<f64> = lines
+        .iter()
+        .map(|l| l["true_decode_tok_s"].as_f64().unwrap())
+        .collect();
+    assert!(
+        true_ttft.iter().all(|&t| t >= 40.0),
+        "the serve sent a first token early: {true_ttft:?}"
+    );
     assert!(median(true_ttft.clone()) < 42.0, "{true_ttft:?}");
-    assert!((median(true_rate.clone()) / 200.0 - 1.0).abs() < 0.02, "{true_rate:?}");
-    let ttft_err: Vec<f64> = figs.iter().zip(&true_ttft).map(|(f, t)| f.ttft_ms.unwrap() - t).collect();
-    assert!(ttft_err.iter().all(|&e| e >= 0.0), "a TTFT below the serve's own: {ttft_err:?}");
+    assert!(
+        (median(true_rate.clone()) / 200.0 - 1.0).abs() < 0.02,
+        "{true_rate:?}"
+    );
+    let ttft_err: Vec<f64> = figs
+        .iter()
+        .zip(&true_ttft)
+        .map(|(f, t)| f.ttft_ms.unwrap() - t)
+        .collect();
+    assert!(
+        ttft_err.iter().all(|&e| e >= 0.0),
+        "a TTFT below the serve's own: {ttft_err:?}"
+    );
     assert!(median(ttft_err.clone()) < 20.0, "{ttft_err:?}");
     // 4 tokens per chunk: no +5 % (63/60) misreading, which would be 15 ms on this 300 ms window.
-    let window_err: Vec<f64> = figs.iter().zip(&true_rate).map(|(f, t)| 60.0 / f.decode_tok_s.unwrap() * 1000.0 - 60.0 / t * 1000.0).collect();
-    assert!(median(window_err.clone()).abs() < 5.0, "decode window errors (ms) {window_err:?}");
+    let window_err: Vec<f64> = figs
+        .iter()
+        .zip(&true_rate)
+        .map(|(f, t)| 60.0 / f.decode_tok_s.unwrap() * 1000.0 - 60.0 / t * 1000.0)
+        .collect();
+    assert!(
+        median(window_err.clone()).abs() < 5.0,
+        "decode window errors (ms) {window_err:?}"
+    );
 }

@@ -33,7 +33,10 @@ pub struct Request {
 impl Request {
     /// The first header named `name` (lower-case).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -67,13 +70,20 @@ pub fn read_request<R: BufRead, W: Write>(r: &mut R, w: &mut W) -> Result<Reques
     let mut head = Vec::with_capacity(512);
     loop {
         let mut line = Vec::new();
-        let n = r.by_ref().take((MAX_HEAD_BYTES + 1 - head.len()) as u64).read_until(b'\n', &mut line).map_err(|_| ReadError::Closed)?;
+        let n = r
+            .by_ref()
+            .take((MAX_HEAD_BYTES + 1 - head.len()) as u64)
+            .read_until(b'\n', &mut line)
+            .map_err(|_| ReadError::Closed)?;
         if n == 0 {
             return Err(ReadError::Closed);
         }
         head.extend_from_slice(&line);
         if head.len() > MAX_HEAD_BYTES {
-            return Err(refused(431, format!("request head longer than {MAX_HEAD_BYTES} bytes")));
+            return Err(refused(
+                431,
+                format!("request head longer than {MAX_HEAD_BYTES} bytes"),
+            ));
         }
         if !line.ends_with(b"\n") {
             return Err(ReadError::Closed);
@@ -91,11 +101,18 @@ pub fn read_request<R: BufRead, W: Write>(r: &mut R, w: &mut W) -> Result<Reques
     let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
     let request_line = lines.next().unwrap_or_default();
     let mut parts = request_line.split(' ');
-    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(refused(400, format!("malformed request line {request_line:?}")));
+    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(refused(
+            400,
+            format!("malformed request line {request_line:?}"),
+        ));
     };
     if !version.starts_with("HTTP/1.") {
-        return Err(refused(505, format!("unsupported protocol {version:?}: HTTP/1.x only")));
+        return Err(refused(
+            505,
+            format!("unsupported protocol {version:?}: HTTP/1.x only"),
+        ));
     }
     let mut headers = Vec::new();
     for l in lines {
@@ -107,9 +124,20 @@ pub fn read_request<R: BufRead, W: Write>(r: &mut R, w: &mut W) -> Result<Reques
         };
         headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
     }
-    let get = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
-    let connection = get("connection").map(|v| v.to_ascii_lowercase()).unwrap_or_default();
-    let close = if version == "HTTP/1.0" { !connection.contains("keep-alive") } else { connection.contains("close") };
+    let get = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let connection = get("connection")
+        .map(|v| v.to_ascii_lowercase())
+        .unwrap_or_default();
+    let close = if version == "HTTP/1.0" {
+        !connection.contains("keep-alive")
+    } else {
+        connection.contains("close")
+    };
     if let Some(te) = get("transfer-encoding") {
         return Err(refused(
             411,
@@ -118,18 +146,34 @@ pub fn read_request<R: BufRead, W: Write>(r: &mut R, w: &mut W) -> Result<Reques
     }
     let length = match get("content-length") {
         None => 0,
-        Some(v) => v.parse::<usize>().map_err(|_| refused(400, format!("bad Content-Length {v:?}")))?,
+        Some(v) => v
+            .parse::<usize>()
+            .map_err(|_| refused(400, format!("bad Content-Length {v:?}")))?,
     };
     if length > MAX_BODY_BYTES {
-        return Err(refused(413, format!("request body of {length} bytes is over the {MAX_BODY_BYTES}-byte limit")));
+        return Err(refused(
+            413,
+            format!("request body of {length} bytes is over the {MAX_BODY_BYTES}-byte limit"),
+        ));
     }
-    if length > 0 && get("expect").map(|v| v.eq_ignore_ascii_case("100-continue")).unwrap_or(false) {
+    if length > 0
+        && get("expect")
+            .map(|v| v.eq_ignore_ascii_case("100-continue"))
+            .unwrap_or(false)
+    {
         let _ = w.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
     }
     let mut body = vec![0u8; length];
     r.read_exact(&mut body).map_err(|_| ReadError::Closed)?;
     let path = target.split('?').next().unwrap_or(target).to_string();
-    Ok(Request { method: method.to_string(), path, headers, body, arrived, close })
+    Ok(Request {
+        method: method.to_string(),
+        path,
+        headers,
+        body,
+        arrived,
+        close,
+    })
 }
 
 /// The reason phrase of a status code (the common ones; others get an empty phrase, which HTTP allows).
@@ -180,7 +224,11 @@ pub fn head(status: u16, headers: &[(String, String)], framing: Framing, close: 
         Framing::Length(n) => s.push_str(&format!("content-length: {n}\r\n")),
         Framing::Chunked => s.push_str("transfer-encoding: chunked\r\n"),
     }
-    s.push_str(if close { "connection: close\r\n" } else { "connection: keep-alive\r\n" });
+    s.push_str(if close {
+        "connection: close\r\n"
+    } else {
+        "connection: keep-alive\r\n"
+    });
     s.push_str("\r\n");
     s.into_bytes()
 }
@@ -202,7 +250,12 @@ pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 /// A complete JSON response (status, `content-type: application/json`, Content-Length).
 pub fn json_response(status: u16, body: &serde_json::Value, close: bool) -> Vec<u8> {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
-    let mut out = head(status, &[("content-type".into(), "application/json".into())], Framing::Length(bytes.len()), close);
+    let mut out = head(
+        status,
+        &[("content-type".into(), "application/json".into())],
+        Framing::Length(bytes.len()),
+        close,
+    );
     out.extend_from_slice(&bytes);
     out
 }
@@ -224,9 +277,19 @@ mod tests {
 
     #[test]
     fn content_length_body_is_read_and_path_loses_its_query() {
-        let (req, _) = parse(b"POST /v1/chat/completions?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}");
+        let (req, _) = parse(
+            b"POST /v1/chat/completions?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}",
+        );
         let req = req.unwrap();
-        assert_eq!((req.method.as_str(), req.path.as_str(), req.body.as_slice(), req.close), ("POST", "/v1/chat/completions", &b"{}"[..], false));
+        assert_eq!(
+            (
+                req.method.as_str(),
+                req.path.as_str(),
+                req.body.as_slice(),
+                req.close
+            ),
+            ("POST", "/v1/chat/completions", &b"{}"[..], false)
+        );
     }
 
     #[test]
@@ -240,14 +303,25 @@ mod tests {
 
     #[test]
     fn connection_close_and_http10_close_the_connection() {
-        assert!(parse(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n").0.unwrap().close);
+        assert!(
+            parse(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+                .0
+                .unwrap()
+                .close
+        );
         assert!(parse(b"GET /health HTTP/1.0\r\n\r\n").0.unwrap().close);
-        assert!(!parse(b"GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").0.unwrap().close);
+        assert!(
+            !parse(b"GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+                .0
+                .unwrap()
+                .close
+        );
     }
 
     #[test]
     fn expect_continue_is_answered_before_the_body() {
-        let (req, w) = parse(b"POST /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\na");
+        let (req, w) =
+            parse(b"POST /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\na");
         assert_eq!(req.unwrap().body, b"a");
         assert_eq!(w, b"HTTP/1.1 100 Continue\r\n\r\n");
     }

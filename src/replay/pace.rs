@@ -17,7 +17,13 @@ pub fn tighten_timer_slack() {
     #[cfg(target_os = "linux")]
     // SAFETY: prctl(PR_SET_TIMERSLACK, n) only changes this thread's timer slack.
     unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
+        libc::prctl(
+            libc::PR_SET_TIMERSLACK,
+            1 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        );
     }
 }
 
@@ -44,7 +50,10 @@ pub fn sleep_until(deadline: Instant) {
 /// `CLOCK_MONOTONIC` in ns: the clock `std::time::Instant` reads on Linux, comparable across the
 /// processes of one machine (the serve's timing log and a benchmark's own stamps).
 pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes into the timespec we own.
     unsafe {
         libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);

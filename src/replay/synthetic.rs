@@ -50,10 +50,16 @@ impl SyntheticSpec {
             return Err("--tokens must be at least 1".into());
         }
         if !(self.ttft_ms.is_finite() && self.ttft_ms >= 0.0) {
-            return Err(format!("--ttft-ms must be a number >= 0, got {}", self.ttft_ms));
+            return Err(format!(
+                "--ttft-ms must be a number >= 0, got {}",
+                self.ttft_ms
+            ));
         }
         if !(self.itl_ms.is_finite() && self.itl_ms > 0.0) {
-            return Err(format!("the inter-token gap must be > 0 ms (--itl-ms, or --tok-s > 0), got {} ms", self.itl_ms));
+            return Err(format!(
+                "the inter-token gap must be > 0 ms (--itl-ms, or --tok-s > 0), got {} ms",
+                self.itl_ms
+            ));
         }
         if self.per_chunk == 0 {
             return Err("--per-chunk must be at least 1".into());
@@ -72,7 +78,11 @@ fn ms(x: f64) -> Duration {
 }
 
 fn event(v: serde_json::Value) -> Vec<u8> {
-    format!("data: {}\n\n", serde_json::to_string(&v).unwrap_or_default()).into_bytes()
+    format!(
+        "data: {}\n\n",
+        serde_json::to_string(&v).unwrap_or_default()
+    )
+    .into_bytes()
 }
 
 /// The plan of request `seq`: streamed (SSE, chunked) or one JSON body at the time of the last token.
@@ -86,7 +96,8 @@ pub fn plan(spec: &SyntheticSpec, seq: u64, stream: bool) -> Plan {
     };
     let n = spec.tokens;
     let k = spec.per_chunk.max(1);
-    let usage = serde_json::json!({"prompt_tokens": 8, "completion_tokens": n, "total_tokens": 8 + n});
+    let usage =
+        serde_json::json!({"prompt_tokens": 8, "completion_tokens": n, "total_tokens": 8 + n});
     if !stream {
         let text: String = (1..=n).map(token_text).collect();
         let body = serde_json::json!({
@@ -100,14 +111,27 @@ pub fn plan(spec: &SyntheticSpec, seq: u64, stream: bool) -> Plan {
             headers: vec![("content-type".into(), "application/json".into())],
             chunked: false,
             head_at: at,
-            sends: vec![Send { at, bytes: serde_json::to_vec(&body).unwrap_or_default(), tokens: n, kind: SendKind::Body }],
+            sends: vec![Send {
+                at,
+                bytes: serde_json::to_vec(&body).unwrap_or_default(),
+                tokens: n,
+                kind: SendKind::Body,
+            }],
             abort_at: None,
             label: format!("synthetic #{seq} (not streamed)"),
         };
     }
     let mut sends = Vec::new();
     if spec.role_chunk {
-        sends.push(Send { at: Duration::ZERO, bytes: chunk(serde_json::json!({"role": "assistant", "content": ""}), None), tokens: 0, kind: SendKind::Role });
+        sends.push(Send {
+            at: Duration::ZERO,
+            bytes: chunk(
+                serde_json::json!({"role": "assistant", "content": ""}),
+                None,
+            ),
+            tokens: 0,
+            kind: SendKind::Role,
+        });
     }
     let mut first = 1u32;
     let mut j = 0u32;
@@ -116,20 +140,45 @@ pub fn plan(spec: &SyntheticSpec, seq: u64, stream: bool) -> Plan {
         let last = (first + k - 1).min(n);
         let text: String = (first..=last).map(token_text).collect();
         let at = ms(spec.ttft_ms + (j as f64) * (k as f64) * spec.itl_ms);
-        sends.push(Send { at, bytes: chunk(serde_json::json!({"content": text}), None), tokens: last - first + 1, kind: SendKind::Token });
+        sends.push(Send {
+            at,
+            bytes: chunk(serde_json::json!({"content": text}), None),
+            tokens: last - first + 1,
+            kind: SendKind::Token,
+        });
         last_at = at;
         first = last + 1;
         j += 1;
     }
-    sends.push(Send { at: last_at, bytes: chunk(serde_json::json!({}), Some("stop")), tokens: 0, kind: SendKind::Finish });
+    sends.push(Send {
+        at: last_at,
+        bytes: chunk(serde_json::json!({}), Some("stop")),
+        tokens: 0,
+        kind: SendKind::Finish,
+    });
     if spec.usage {
-        let u = event(serde_json::json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": spec.model, "choices": [], "usage": usage}));
-        sends.push(Send { at: last_at, bytes: u, tokens: 0, kind: SendKind::Usage });
+        let u = event(
+            serde_json::json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": spec.model, "choices": [], "usage": usage}),
+        );
+        sends.push(Send {
+            at: last_at,
+            bytes: u,
+            tokens: 0,
+            kind: SendKind::Usage,
+        });
     }
-    sends.push(Send { at: last_at, bytes: b"data: [DONE]\n\n".to_vec(), tokens: 0, kind: SendKind::Done });
+    sends.push(Send {
+        at: last_at,
+        bytes: b"data: [DONE]\n\n".to_vec(),
+        tokens: 0,
+        kind: SendKind::Done,
+    });
     Plan {
         status: 200,
-        headers: vec![("content-type".into(), "text/event-stream".into()), ("cache-control".into(), "no-cache".into())],
+        headers: vec![
+            ("content-type".into(), "text/event-stream".into()),
+            ("cache-control".into(), "no-cache".into()),
+        ],
         chunked: true,
         head_at: Duration::ZERO,
         sends,
@@ -149,7 +198,11 @@ pub fn true_figures(sent: &[(u32, f64)]) -> (Option<f64>, Option<f64>) {
     let last = tokens[tokens.len() - 1];
     let n: u32 = tokens.iter().map(|(t, _)| t).sum();
     let window = last.1 - first.1;
-    let rate = if tokens.len() > 1 && window > 0.0 { Some((n - first.0) as f64 / window * 1000.0) } else { None };
+    let rate = if tokens.len() > 1 && window > 0.0 {
+        Some((n - first.0) as f64 / window * 1000.0)
+    } else {
+        None
+    };
     (Some(first.1), rate)
 }
 
@@ -158,7 +211,15 @@ mod tests {
     use super::*;
 
     fn spec(n: u32, k: u32) -> SyntheticSpec {
-        SyntheticSpec { tokens: n, ttft_ms: 100.0, itl_ms: 10.0, per_chunk: k, role_chunk: true, usage: true, model: "synthetic".into() }
+        SyntheticSpec {
+            tokens: n,
+            ttft_ms: 100.0,
+            itl_ms: 10.0,
+            per_chunk: k,
+            role_chunk: true,
+            usage: true,
+            model: "synthetic".into(),
+        }
     }
 
     fn at_ms(s: &Send) -> f64 {
@@ -168,7 +229,11 @@ mod tests {
     #[test]
     fn first_token_chunk_is_at_ttft_and_chunks_keep_the_rate() {
         let p = plan(&spec(64, 4), 1, true);
-        let toks: Vec<&Send> = p.sends.iter().filter(|s| s.kind == SendKind::Token).collect();
+        let toks: Vec<&Send> = p
+            .sends
+            .iter()
+            .filter(|s| s.kind == SendKind::Token)
+            .collect();
         assert_eq!(toks.len(), 16);
         assert!((at_ms(toks[0]) - 100.0).abs() < 1e-6);
         assert!((at_ms(toks[1]) - 140.0).abs() < 1e-6);
@@ -182,16 +247,38 @@ mod tests {
     fn role_chunk_comes_first_with_the_head_and_usage_before_done() {
         let p = plan(&spec(3, 1), 7, true);
         let kinds: Vec<SendKind> = p.sends.iter().map(|s| s.kind).collect();
-        assert_eq!(kinds, vec![SendKind::Role, SendKind::Token, SendKind::Token, SendKind::Token, SendKind::Finish, SendKind::Usage, SendKind::Done]);
+        assert_eq!(
+            kinds,
+            vec![
+                SendKind::Role,
+                SendKind::Token,
+                SendKind::Token,
+                SendKind::Token,
+                SendKind::Finish,
+                SendKind::Usage,
+                SendKind::Done
+            ]
+        );
         assert_eq!(p.sends[0].at, Duration::ZERO);
-        let text = String::from_utf8(p.sends.iter().flat_map(|s| s.bytes.clone()).collect()).unwrap();
-        assert!(text.contains("\"completion_tokens\":3") && text.contains(" t1") && text.ends_with("data: [DONE]\n\n"), "{text}");
+        let text =
+            String::from_utf8(p.sends.iter().flat_map(|s| s.bytes.clone()).collect()).unwrap();
+        assert!(
+            text.contains("\"completion_tokens\":3")
+                && text.contains(" t1")
+                && text.ends_with("data: [DONE]\n\n"),
+            "{text}"
+        );
     }
 
     #[test]
     fn uneven_last_chunk_carries_the_remainder() {
         let p = plan(&spec(10, 4), 1, true);
-        let counts: Vec<u32> = p.sends.iter().filter(|s| s.kind == SendKind::Token).map(|s| s.tokens).collect();
+        let counts: Vec<u32> = p
+            .sends
+            .iter()
+            .filter(|s| s.kind == SendKind::Token)
+            .map(|s| s.tokens)
+            .collect();
         assert_eq!(counts, vec![4, 4, 2]);
     }
 
