@@ -893,14 +893,6 @@ pub fn main_code(mut args: Arguments, config: Config) -> i32 {
     }
 }
 
-/// Relative display of a path when under the current directory.
-pub fn short_path(p: &Path) -> String {
-    std::env::current_dir()
-        .ok()
-        .and_then(|c| p.strip_prefix(c).ok().map(|r| r.display().to_string()))
-        .unwrap_or_else(|| p.display().to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

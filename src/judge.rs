@@ -59,6 +59,15 @@ impl Verdict {
     pub fn passed(&self) -> bool {
         self.outcome == Outcome::Pass
     }
+
+    /// The message without its `<assertion> PASS|FAIL ` head (the part [`Verdict::new`] was given).
+    pub fn details(&self) -> &str {
+        let word = if self.passed() { "PASS" } else { "FAIL" };
+        let head = format!("{} {word} ", self.assertion);
+        self.message
+            .strip_prefix(head.as_str())
+            .unwrap_or(&self.message)
+    }
 }
 
 /// A judged request: its evidence and figures.
@@ -557,14 +566,7 @@ pub fn judge_pair(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Vec<Ve
                 let ok = parts.iter().all(|(_, v)| v.passed());
                 let detail: Vec<String> = parts
                     .iter()
-                    .map(|(label, v)| {
-                        format!(
-                            "{label}: {}",
-                            v.message
-                                .trim_start_matches(&format!("{name} PASS "))
-                                .trim_start_matches(&format!("{name} FAIL "))
-                        )
-                    })
+                    .map(|(label, v)| format!("{label}: {}", v.details()))
                     .collect();
                 Verdict::new(
                     name,
