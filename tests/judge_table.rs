@@ -10,7 +10,6 @@ use servegate::evidence::{
 };
 use servegate::judge::{judge, judge_pair, Outcome, Verdict};
 use servegate::reads::TimedRead;
-use servegate::reply;
 use servegate::spec::{self, Context, GateSpec};
 
 const GATE: &str = r#"
@@ -659,7 +658,6 @@ fn truncated_stream_fails_content_and_keeps_the_partial_text() {
     let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![cut]));
     let c = &line(&v, "content").message;
     assert!(c.starts_with("content FAIL 1 of 1 replies fail: request 00: failed reply: truncated_stream: no finish_reason, no [DONE], incomplete last event; partial content \" w0 w1"), "{c}");
-    let _ = reply::Reply::default();
 }
 
 // ---------------------------------------------------------------------------------------------------------
