@@ -19,6 +19,23 @@ use crate::error::SpecError;
 pub const MAX_SECONDS: f64 = 1_000_000.0;
 /// Most requests one gate may send (warmup + repeats rounds of all prompts).
 pub const MAX_REQUESTS: u64 = 100_000;
+/// Largest gate file read, bytes (1 MiB). A gate is a few hundred bytes to a few KiB; a bigger file is a
+/// mistake (a log or a model given as the gate) and is refused before it is read whole.
+pub const MAX_GATE_BYTES: u64 = 1 << 20;
+/// Keys `[request] extra` may not set: the gate's own `[request]` fields (or the runner) set them, and an
+/// `extra` value would silently override what the gate says it asks (`extra.max_tokens` over `max_tokens`).
+pub const RESERVED_EXTRA: [&str; 10] = [
+    "model",
+    "messages",
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "top_k",
+    "top_p",
+    "stream",
+    "stream_options",
+    "n",
+];
 
 /// The raw TOML shape. `deny_unknown_fields` everywhere: a misspelt key is an error naming the key.
 #[derive(Debug, Clone, Deserialize)]
@@ -582,12 +599,31 @@ impl Context {
     }
 }
 
-/// Reads and validates a gate file. Errors name the file, line, column and key.
+/// Reads and validates a gate file. Errors name the file, line, column and key; a file over
+/// [`MAX_GATE_BYTES`] is refused without being read whole.
 pub fn load(file: &Path) -> Result<GateSpec, SpecError> {
-    let bytes = std::fs::read(file).map_err(|e| SpecError::Io {
+    use std::io::Read;
+    let io = |e| SpecError::Io {
         file: file.to_path_buf(),
         source: e,
-    })?;
+    };
+    let f = std::fs::File::open(file).map_err(io)?;
+    let mut bytes = Vec::new();
+    f.take(MAX_GATE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_GATE_BYTES {
+        return Err(SpecError::at(
+            file,
+            "",
+            0..0,
+            "",
+            format!(
+                "the file is over {} MiB: a gate is a few KiB of TOML (is this the right file?)",
+                MAX_GATE_BYTES >> 20
+            ),
+        ));
+    }
     let text = String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         SpecError::at(
@@ -612,17 +648,111 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
             "the file is empty; a gate needs [gate], [serve] and [request]",
         ));
     }
+    let doc = toml_edit::ImDocument::parse(text).ok();
     let raw: RawGate = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
-        SpecError::at(file, text, span, "", e.message())
+        let key = doc
+            .as_ref()
+            .and_then(|d| key_at(d.as_table(), "", span.start))
+            .unwrap_or_default();
+        let span = if span == (0..0) && !key.is_empty() {
+            doc.as_ref()
+                .and_then(|d| key_span(d.as_table(), &key))
+                .unwrap_or(span)
+        } else {
+            span
+        };
+        SpecError::at(file, text, span, &key, plain_types(e.message()))
     })?;
     let v = Validator {
         file,
         text,
         ctx,
         vars: BTreeMap::new(),
+        doc,
     };
     v.build(raw)
+}
+
+/// serde's type names in a toml message (`expected f64`) in words (`expected a number`).
+fn plain_types(message: &str) -> String {
+    let mut m = message.to_string();
+    for (from, to) in [
+        ("expected f64", "expected a number"),
+        ("expected u16", "expected a whole number from 0 to 65535"),
+        ("expected u32", "expected a whole number from 0 to 4294967295"),
+        ("expected u64", "expected a whole number >= 0"),
+        ("expected i64", "expected a whole number"),
+        ("expected a sequence", "expected a list of strings"),
+        ("floating point", "number"),
+        ("expected a boolean", "expected true or false"),
+    ] {
+        m = m.replace(from, to);
+    }
+    m
+}
+
+/// The byte span of a dotted key (`serve.host`, `request.extra.max_tokens`) in a parsed document: the key
+/// itself where written; where absent, the nearest enclosing table that is (its header or first key).
+fn key_span(table: &dyn toml_edit::TableLike, key: &str) -> Option<Range<usize>> {
+    let (head, rest) = match key.split_once('.') {
+        Some((h, r)) => (h, Some(r)),
+        None => (key, None),
+    };
+    let (k, item) = table.get_key_value(head)?;
+    let here = k.span().or_else(|| item.span()).or_else(|| {
+        // An implicit table (`[assert.rate]` without `[assert]`): where its first key is.
+        item.as_table_like()
+            .and_then(|t| t.iter().next().map(|(name, _)| name.to_string()))
+            .and_then(|first| key_span(item.as_table_like()?, &first))
+    });
+    match (rest, item.as_table_like()) {
+        (Some(r), Some(t)) => key_span(t, r).or(here),
+        _ => here,
+    }
+}
+
+/// The dotted key whose key or value span holds `offset` (the deepest one), for toml's own errors.
+fn key_at(table: &dyn toml_edit::TableLike, prefix: &str, offset: usize) -> Option<String> {
+    for (name, item) in table.iter() {
+        let path = if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        if let Some(t) = item.as_table_like() {
+            if let Some(found) = key_at(t, &path, offset) {
+                return Some(found);
+            }
+        }
+        let (k, _) = table.get_key_value(name)?;
+        let within = |r: Option<Range<usize>>| r.is_some_and(|r| r.start <= offset && offset < r.end.max(r.start + 1));
+        if item.as_table().is_none() && (within(k.span()) || within(item.span())) {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// True for a host servegate can listen on or connect to: an IPv4 or IPv6 address (brackets allowed) or a
+/// DNS name (labels of A-Z a-z 0-9 and inner `-`, 1 to 63 characters each, 253 at most in all).
+pub fn valid_host(host: &str) -> bool {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    if bare.parse::<std::net::IpAddr>().is_ok() {
+        return true;
+    }
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
 }
 
 struct Validator<'a> {
@@ -630,11 +760,35 @@ struct Validator<'a> {
     text: &'a str,
     ctx: &'a Context,
     vars: BTreeMap<String, String>,
+    doc: Option<toml_edit::ImDocument<&'a str>>,
 }
 
 impl Validator<'_> {
+    /// An error at `span`; an unknown span (`0..0`: a default, or a value read without one) is looked up by
+    /// `key` in the document, so every error names a line.
     fn err(&self, span: Range<usize>, key: &str, msg: impl Into<String>) -> SpecError {
+        let span = if span == (0..0) && !key.is_empty() {
+            self.doc
+                .as_ref()
+                .and_then(|d| key_span(d.as_table(), key))
+                .unwrap_or(span)
+        } else {
+            span
+        };
         SpecError::at(self.file, self.text, span, key, msg)
+    }
+
+    /// `argv` must name a program: its first word is not empty (`command = [""]` starts nothing).
+    fn argv(&self, argv: &[String], span: Range<usize>, key: &str) -> Result<(), SpecError> {
+        match argv.first() {
+            None => Err(self.err(span, key, "must not be empty")),
+            Some(p) if p.trim().is_empty() => Err(self.err(
+                span,
+                key,
+                "its first word (the program) is empty",
+            )),
+            _ => Ok(()),
+        }
     }
 
     fn expand_tilde(&self, s: &str) -> String {
@@ -705,8 +859,22 @@ impl Validator<'_> {
         Ok(out)
     }
 
+    /// A regex that can mean something: valid, and not matching the empty text (`""`, `.*`, `x?` match every
+    /// line, so a route or known answer judged with them proves nothing).
     fn regex(&self, s: &Spanned<String>, key: &str) -> Result<Regex, SpecError> {
-        Regex::new(s.get_ref()).map_err(|e| self.err(s.span(), key, format!("invalid regex: {e}")))
+        let re = Regex::new(s.get_ref())
+            .map_err(|e| self.err(s.span(), key, format!("invalid regex: {e}")))?;
+        if re.is_match("") {
+            return Err(self.err(
+                s.span(),
+                key,
+                format!(
+                    "the regex {:?} matches the empty text, so it matches anything: it would prove nothing",
+                    s.get_ref()
+                ),
+            ));
+        }
+        Ok(re)
     }
 
     fn positive(&self, v: &Spanned<f64>, key: &str, unit: &str) -> Result<f64, SpecError> {
@@ -748,9 +916,20 @@ impl Validator<'_> {
                 format!("must be non-empty and use only A-Z a-z 0-9 - _ . (got {name:?})"),
             ));
         }
+        // The name is a directory of the evidence root: `.`/`..` (or any leading dot) would write elsewhere
+        // or hide it.
+        if name.starts_with('.') || name.starts_with('-') {
+            return Err(self.err(
+                raw.gate.name.span(),
+                "gate.name",
+                format!("must start with a letter, a digit or `_` (it names the evidence directory), got {name:?}"),
+            ));
+        }
 
-        // [vars]: expanded in order; a var may use `{gate_dir}`, `{cache}` and earlier vars.
-        for (k, v) in &raw.vars {
+        // [vars]: expanded in file order; a var may use `{gate_dir}`, `{cache}` and the vars above it.
+        let mut vars: Vec<(&String, &Spanned<String>)> = raw.vars.iter().collect();
+        vars.sort_by_key(|(_, v)| v.span().start);
+        for (k, v) in vars {
             if matches!(k.as_str(), "port" | "host" | "gate_dir" | "cache" | "model") {
                 return Err(self.err(
                     v.span(),
@@ -765,6 +944,9 @@ impl Validator<'_> {
         // [request]
         let r = raw.request;
         let model = self.expand(&r.model, 0..0, "request.model", false)?;
+        if model.trim().is_empty() {
+            return Err(self.err(0..0, "request.model", "must not be empty"));
+        }
         self.vars.insert("model".into(), model.clone());
         let max_tokens = *r.max_tokens.get_ref();
         if max_tokens < 1 || max_tokens > u32::MAX as i64 {
@@ -805,12 +987,12 @@ impl Validator<'_> {
             Ok(serde_json::Value::Object(m)) => m,
             _ => return Err(self.err(0..0, "request.extra", "must be a table")),
         };
-        for reserved in ["messages", "stream"] {
+        for reserved in RESERVED_EXTRA {
             if extra.contains_key(reserved) {
                 return Err(self.err(
                     0..0,
                     &format!("request.extra.{reserved}"),
-                    format!("`{reserved}` is set by the runner; use [request] fields"),
+                    format!("`{reserved}` is set from the gate's [request] (or by the runner); an `extra` value would silently override it"),
                 ));
             }
         }
@@ -837,9 +1019,7 @@ impl Validator<'_> {
         }
         let mode = match (&s.command, &s.url) {
             (Some(c), None) => {
-                if c.get_ref().is_empty() {
-                    return Err(self.err(c.span(), "serve.command", "must not be empty"));
-                }
+                self.argv(c.get_ref(), c.span(), "serve.command")?;
                 let argv = c
                     .get_ref()
                     .iter()
@@ -866,6 +1046,16 @@ impl Validator<'_> {
             .iter()
             .map(|a| self.expand(a, 0..0, "serve.setup", false))
             .collect::<Result<Vec<_>, _>>()?;
+        if !setup.is_empty() {
+            self.argv(&setup, 0..0, "serve.setup")?;
+        }
+        if !valid_host(&s.host) {
+            return Err(self.err(
+                0..0,
+                "serve.host",
+                format!("is not an IP address or a host name, got {:?}", s.host),
+            ));
+        }
         if !s.ready.starts_with('/') {
             return Err(self.err(
                 0..0,
@@ -901,12 +1091,23 @@ impl Validator<'_> {
             },
             api_key_env: s.api_key_env.clone(),
         };
+        if let Some(f) = &serve.log_file {
+            if f.as_os_str().is_empty() {
+                return Err(self.err(0..0, "serve.log_file", "must not be empty"));
+            }
+            if matches!(serve.mode, ServeMode::Command(_)) {
+                return Err(self.err(0..0, "serve.log_file", "is for `url` serves only: a serve the runner starts has its stdout and stderr recorded as serve.log"));
+            }
+        }
         if let Some(k) = &serve.api_key_env {
             if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(self.err(0..0, "serve.api_key_env", format!("must name an environment variable (A-Z 0-9 _), got {k:?}; never put the key itself in a gate")));
             }
         }
         let hold = match &raw.hold {
+            Some(h) if h.lock.trim().is_empty() => {
+                return Err(self.err(0..0, "hold.lock", "must name a lock file"))
+            }
             Some(h) => Some(HoldSpec {
                 lock: PathBuf::from(self.expand(&h.lock, 0..0, "hold.lock", false)?),
                 wait_s: self.seconds(&h.wait_s, "hold.wait_s")?,
@@ -918,6 +1119,9 @@ impl Validator<'_> {
         let a = raw.assertions;
         let mut assertions = Assertions::default();
         if let Some(route) = a.route {
+            if matches!(serve.mode, ServeMode::Url(_)) && serve.log_file.is_none() {
+                return Err(self.err(route.fast.span(), "assert.route", "a `url` serve has no log of its own in the evidence: set serve.log_file to the serve's log (or drop [assert.route])"));
+            }
             assertions.route = Some(RouteAssert {
                 fast: self.regex(&route.fast, "assert.route.fast")?,
                 slow: match &route.slow {
@@ -925,6 +1129,16 @@ impl Validator<'_> {
                     None => None,
                 },
             });
+        }
+        if !request.stream {
+            for (name, present) in [
+                ("rate", a.rate.is_some()),
+                ("first_token", a.first_token.is_some()),
+            ] {
+                if present {
+                    return Err(self.err(0..0, "request.stream", format!("is false, but [assert.{name}] needs a streamed reply: a whole body has no token arrival times")));
+                }
+            }
         }
         if let Some(rate) = a.rate {
             assertions.rate = Some(RateAssert {
@@ -1027,13 +1241,7 @@ impl Validator<'_> {
                 }
                 let arm = |role: &str, a: &RawArm| -> Result<ArmSpec, SpecError> {
                     let key = format!("pair.{role}");
-                    if a.command.get_ref().is_empty() {
-                        return Err(self.err(
-                            a.command.span(),
-                            &format!("{key}.command"),
-                            "must not be empty",
-                        ));
-                    }
+                    self.argv(a.command.get_ref(), a.command.span(), &format!("{key}.command"))?;
                     let command = a
                         .command
                         .get_ref()
@@ -1110,6 +1318,19 @@ impl Validator<'_> {
             return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.content], [assert.known_answer])"));
         }
 
+        for (list, entries) in [
+            ("paths", &raw.requires.paths),
+            ("commands", &raw.requires.commands),
+            ("env", &raw.requires.env),
+        ] {
+            if entries.iter().any(|e| e.trim().is_empty()) {
+                return Err(self.err(
+                    0..0,
+                    &format!("requires.{list}"),
+                    "an entry is empty (it would be met or unmet by accident)",
+                ));
+            }
+        }
         let requires = Requires {
             paths: raw
                 .requires
