@@ -277,7 +277,66 @@ pub struct Evidence {
     pub requests: Vec<RequestEvidence>,
 }
 
-/// Loads a run directory: run.json, serve.log and every request's reads, parsed into replies.
+/// Most of `serve.log` read for judging, bytes (64 MiB): a 300 MB log is not read whole. A longer log is
+/// read up to the cap and [`SERVE_LOG_CUT_MARK`] appended (with the size), and `route` fails on it: a slow-route
+/// line could be in the part not read. The file itself stays whole in the evidence.
+pub const SERVE_LOG_JUDGE_CAP: u64 = 64 << 20;
+
+/// Appended to [`Evidence::serve_log`] when the log was longer than [`SERVE_LOG_JUDGE_CAP`].
+pub const SERVE_LOG_CUT_MARK: &str = "\n\u{0}servegate: serve.log cut at the judging cap\u{0}";
+
+/// `serve.log`, at most [`SERVE_LOG_JUDGE_CAP`] bytes of it (lossy UTF-8); None when absent.
+fn read_serve_log(path: &Path) -> Result<Option<String>, EvidenceError> {
+    use std::io::Read;
+    let f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(EvidenceError::io(path, e)),
+    };
+    let total = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut bytes = Vec::new();
+    f.take(SERVE_LOG_JUDGE_CAP + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| EvidenceError::io(path, e))?;
+    let cut = bytes.len() as u64 > SERVE_LOG_JUDGE_CAP;
+    bytes.truncate(SERVE_LOG_JUDGE_CAP as usize);
+    let mut log = String::from_utf8_lossy(&bytes).into_owned();
+    if cut {
+        log.push_str(SERVE_LOG_CUT_MARK);
+        log.push_str(&format!(" {total} bytes on disk"));
+    }
+    Ok(Some(log))
+}
+
+/// Checks one request's timed reads against its record: the bytes kept add up to `body_bytes`, and every
+/// read time is finite, >= 0 and not before the previous one. A reason when not.
+pub fn check_reads(rec: &RequestRecord, reads: &[TimedRead]) -> Result<(), String> {
+    let kept: u64 = reads.iter().map(|r| r.bytes.len() as u64).sum();
+    if kept != rec.body_bytes {
+        return Err(format!(
+            "request {:02}: the reads hold {kept} bytes but run.json records body_bytes {}",
+            rec.index, rec.body_bytes
+        ));
+    }
+    let mut last = 0.0_f64;
+    for (i, r) in reads.iter().enumerate() {
+        if !r.t_ms.is_finite() || r.t_ms < 0.0 {
+            return Err(format!("read {i}: time {} ms is not a finite time >= 0", r.t_ms));
+        }
+        if r.t_ms < last {
+            return Err(format!(
+                "read {i}: time {} ms is before the previous read's {last} ms (read times never decrease)",
+                r.t_ms
+            ));
+        }
+        last = r.t_ms;
+    }
+    Ok(())
+}
+
+/// Loads a run directory: run.json, serve.log (up to [`SERVE_LOG_JUDGE_CAP`]) and every request's reads,
+/// parsed into replies. Errors: a reads file whose bytes disagree with its record's `body_bytes` or whose
+/// times decrease is [`EvidenceError::Malformed`] naming the file.
 pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
     let run_path = dir.join("run.json");
     let text = std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
@@ -292,11 +351,7 @@ pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
         });
     }
     let log_path = dir.join("serve.log");
-    let serve_log = match std::fs::read(&log_path) {
-        Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(EvidenceError::io(&log_path, e)),
-    };
+    let serve_log = read_serve_log(&log_path)?;
     let mut requests = Vec::new();
     for rec in &run.requests {
         let reads_path = dir.join(format!("{:02}.reads.jsonl", rec.index));
@@ -321,6 +376,10 @@ pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
             }
             Err(e) => return Err(EvidenceError::io(&reads_path, e)),
         };
+        check_reads(rec, &reads).map_err(|reason| EvidenceError::Malformed {
+            path: reads_path.clone(),
+            reason,
+        })?;
         let meta_path = dir.join(format!("{:02}.response.json", rec.index));
         let response: Option<ResponseMeta> = match std::fs::read_to_string(&meta_path) {
             Ok(t) => Some(

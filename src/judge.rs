@@ -145,9 +145,15 @@ fn each(values: &[Option<f64>], decimals: usize) -> String {
 
 fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
     let route = gate.assertions.route.as_ref().expect("route declared");
-    let Some(log) = &evidence.serve_log else {
+    let Some(raw_log) = &evidence.serve_log else {
         return Verdict::new("route", Outcome::Fail, "no serve log in the evidence: the route cannot be proven (for a `url` serve, set serve.log_file)");
     };
+    if let Some(at) = raw_log.find(crate::evidence::SERVE_LOG_CUT_MARK) {
+        let rest = &raw_log[at + crate::evidence::SERVE_LOG_CUT_MARK.len()..];
+        return Verdict::new("route", Outcome::Fail, format!("serve.log is larger than the {} MiB servegate reads to judge ({}): a slow-route line could be in the part not read", crate::evidence::SERVE_LOG_JUDGE_CAP >> 20, rest.trim()));
+    }
+    // Patterns match what a terminal would show: colour codes and other escapes cannot hide a line.
+    let log = &strip_escapes(raw_log);
     let find = |re: &regex::Regex| -> Option<(usize, String)> {
         log.lines()
             .enumerate()
@@ -177,6 +183,64 @@ fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
             format!("the serve log never says /{}/ ({lines} lines searched): the evidence of the route has to be there", route.fast.as_str()),
         ),
     }
+}
+
+/// `text` without terminal escape sequences (CSI `ESC [ ... final`, OSC `ESC ] ... BEL|ESC \\`, DCS/SOS/PM/APC
+/// strings, two-byte `ESC x`, and their 8-bit C1 forms) and without other control characters except tab and
+/// newline, so `\x1b[33mper-op\x1b[0m forward` reads `per-op forward`. Line breaks are kept (line numbers hold).
+pub fn strip_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut it = text.chars().peekable();
+    // Skips a string sequence's body up to BEL, ST (`ESC \\`) or the 8-bit ST.
+    fn skip_string(it: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+        while let Some(c) = it.next() {
+            match c {
+                '\u{7}' | '\u{9c}' | '\n' => return,
+                '\u{1b}' => {
+                    if it.peek() == Some(&'\\') {
+                        it.next();
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
+    }
+    fn skip_csi(it: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+        while let Some(&c) = it.peek() {
+            if ('\u{20}'..='\u{3f}').contains(&c) {
+                it.next();
+            } else {
+                if ('\u{40}'..='\u{7e}').contains(&c) {
+                    it.next();
+                }
+                return;
+            }
+        }
+    }
+    while let Some(c) = it.next() {
+        match c {
+            '\u{1b}' => match it.next() {
+                Some('[') => skip_csi(&mut it),
+                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut it),
+                Some(c2) if ('\u{20}'..='\u{2f}').contains(&c2) => {
+                    // nF: intermediates, then one final byte.
+                    while it.peek().is_some_and(|c| ('\u{20}'..='\u{2f}').contains(c)) {
+                        it.next();
+                    }
+                    it.next();
+                }
+                Some('\n') => out.push('\n'),
+                _ => {}
+            },
+            '\u{9b}' => skip_csi(&mut it),
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut it),
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Why a request has no value for a timing assertion.
