@@ -71,6 +71,27 @@ pub struct ServeRecord {
     pub models: Vec<String>,
     /// How the serve was stopped (`exit status 0`, `signal 15`, `killed after grace`).
     pub stop: Option<String>,
+    /// For a `url` serve with `serve.log_file`: where that log stood when the run began; only the bytes
+    /// written after `offset` are copied into `serve.log`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<LogFileStart>,
+}
+
+/// Where a `url` serve's `serve.log_file` stood when the run began (`run.json` `serve.log_file`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogFileStart {
+    /// The log file, as the gate names it (placeholders expanded).
+    pub path: String,
+    /// Its length in bytes at the start of the run (0 when it did not exist yet).
+    pub offset: u64,
+    /// Its identity at the start (device and inode), None when it did not exist: a different identity at the
+    /// end means the log was rotated, a shorter length that it was truncated.
+    pub dev: Option<u64>,
+    /// Inode, with `dev`.
+    pub ino: Option<u64>,
+    /// What the runner found at the end and copied (`copied 1234 bytes written during the run`,
+    /// `rotated during the run: ...`).
+    pub copied: Option<String>,
 }
 
 /// One request's record in `run.json`.

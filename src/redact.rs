@@ -2,10 +2,21 @@
 //!
 //! servegate itself never writes the key: it goes into one request header marked sensitive. But a serve may
 //! echo it (in its log, a response header, the body), and the serve's log is written by the serve itself. So
-//! after each run (each arm of a pair), on every exit path that returns, the runner masks every occurrence of
-//! the exact key in every file of the run directory and in the run summary, and progress lines are masked as
-//! they are printed. A mask keeps the length (`*` for each byte), so the timed reads keep their byte counts
-//! and read boundaries; an occurrence split across two network reads is found in the concatenated body.
+//! after each run (each arm of a pair), on every exit path that returns, the runner masks the exact key where
+//! the *serve's* bytes are kept ([`scrub_dir`]): `serve.log` and `setup.log` (bytes), `NN.response.json`
+//! (inside its string values only: header values, the transport error) and `NN.reads.jsonl` (inside the
+//! decoded body bytes, re-encoded: the file's structure and each read's time and length are kept). servegate's
+//! own structured files (`run.json`, `gate.toml`, `NN.request.json`, pair files) are never rewritten: a mask
+//! there could replace JSON syntax or the gate itself and make the run unjudgeable. In `run.json` only the
+//! strings that quote the serve (its failure, stop, version, models, notes, transport errors) are masked
+//! before it is written ([`mask_summary`]). Progress lines are masked as they are printed. A mask keeps the
+//! length (`*` for each byte), so the timed reads keep their byte counts and read boundaries; an occurrence
+//! split across two network reads is found in the concatenated body.
+//!
+//! A key must be safe to mask ([`check_key`]): at least [`MIN_KEY_BYTES`] bytes, no whitespace or control
+//! characters, and not part of the words an OpenAI-style reply is made of. A short key (`null`, `true`, `e`)
+//! occurs by chance in the serve's own JSON and SSE framing; masking it would rewrite `"content"` into
+//! `"cont*nt"` and the run could never be judged. Such a key is refused before anything starts.
 //!
 //! Verdict messages are masked too ([`mask_verdicts`]): a key the serve splits across two SSE events is in no
 //! file whole, but the parsed content that `known_answer` quotes joins it again.
@@ -74,9 +85,113 @@ pub fn mask_reads(reads: &mut [TimedRead], secret: &[u8]) -> usize {
     n
 }
 
-/// Masks `secret` in every file under `dir` (recursively; `.reads.jsonl` files decoded so that a key split
-/// across reads or inside a hex read is found), rewriting changed files atomically. Returns each changed file
-/// with its count. Unreadable files are skipped.
+/// Shortest API key servegate masks, bytes. Shorter keys are refused ([`check_key`]): they occur by chance in
+/// the serve's JSON and SSE text, so masking them corrupts the evidence (and a key that short protects nothing).
+pub const MIN_KEY_BYTES: usize = 8;
+
+/// Words of an OpenAI-style reply (JSON keys and values, SSE framing, common headers). A key found inside one
+/// of them would be masked in the serve's framing, not only where the serve echoed it.
+const PROTOCOL_WORDS: &[&str] = &[
+    "chat.completion.chunk",
+    "completion_tokens",
+    "completion_tokens_details",
+    "prompt_tokens",
+    "prompt_tokens_details",
+    "total_tokens",
+    "finish_reason",
+    "system_fingerprint",
+    "include_usage",
+    "stream_options",
+    "reasoning_content",
+    "predicted_per_second",
+    "predicted_per_token_ms",
+    "prompt_per_second",
+    "prompt_per_token_ms",
+    "predicted_ms",
+    "predicted_n",
+    "cache_n",
+    "assistant",
+    "content",
+    "choices",
+    "created",
+    "logprobs",
+    "message",
+    "timings",
+    "tool_calls",
+    "function",
+    "arguments",
+    "[DONE]",
+    "data: ",
+    "Bearer ",
+    "application/json",
+    "text/event-stream",
+    "keep-alive",
+    "content-type",
+    "transfer-encoding",
+    "chunked",
+];
+
+/// Whether `key` can be masked without corrupting the serve's bytes: at least [`MIN_KEY_BYTES`] bytes, no
+/// whitespace or control characters, not inside a protocol word. The reason when not (never quoting the key).
+pub fn check_key(key: &str) -> Result<(), String> {
+    if key.len() < MIN_KEY_BYTES {
+        return Err(format!("the key is {} bytes; servegate needs at least {MIN_KEY_BYTES} to mask it safely (a shorter one occurs by chance in the serve's replies, and masking it there would corrupt the evidence)", key.len()));
+    }
+    if key.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("the key contains whitespace or control characters".into());
+    }
+    if let Some(w) = PROTOCOL_WORDS
+        .iter()
+        .find(|w| w.to_ascii_lowercase().contains(&key.to_ascii_lowercase()))
+    {
+        return Err(format!("the key is part of the word {w:?} of the serve's replies; masking it would corrupt the evidence"));
+    }
+    Ok(())
+}
+
+/// Masks `secret` in string values of a JSON value (never in keys, numbers, `null` or `true`/`false`).
+pub fn mask_json_strings(v: &mut serde_json::Value, secret: &str) -> usize {
+    match v {
+        serde_json::Value::String(s) => {
+            let n = s.matches(secret).count();
+            if n > 0 {
+                *s = s.replace(secret, &"*".repeat(secret.len()));
+            }
+            n
+        }
+        serde_json::Value::Array(a) => a.iter_mut().map(|x| mask_json_strings(x, secret)).sum(),
+        serde_json::Value::Object(o) => o
+            .values_mut()
+            .map(|x| mask_json_strings(x, secret))
+            .sum(),
+        _ => 0,
+    }
+}
+
+/// Masks `secret` in the strings of `run.json` that quote the serve: its failure, stop, version, models,
+/// the notes and each request's transport error. Nothing else of the summary changes.
+pub fn mask_summary(summary: &mut crate::evidence::RunSummary, secret: &str) {
+    let m = |s: &mut String| *s = mask_str(s, secret);
+    let serve = &mut summary.serve;
+    for s in [&mut serve.failure, &mut serve.stop, &mut serve.version]
+        .into_iter()
+        .flatten()
+    {
+        m(s);
+    }
+    serve.models.iter_mut().for_each(m);
+    summary.notes.iter_mut().for_each(m);
+    for r in &mut summary.requests {
+        if let Some(e) = &mut r.transport_error {
+            m(e);
+        }
+    }
+}
+
+/// Masks `secret` where the serve's own bytes are kept under `dir` (recursively, for pair arms):
+/// `serve.log` and `setup.log` as bytes, `NN.reads.jsonl` in the decoded body (left alone if it does not
+/// decode), `NN.response.json` in its string values. Other files are never touched. Changed files are
+/// rewritten atomically; returns each with its count. Unreadable files are skipped.
 pub fn scrub_dir(dir: &Path, secret: &str) -> Vec<(PathBuf, usize)> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -108,10 +223,20 @@ pub fn scrub_dir(dir: &Path, secret: &str) -> Vec<(PathBuf, usize)> {
                     let n = mask_reads(&mut reads, secret.as_bytes());
                     (crate::reads::encode(&reads).into_bytes(), n)
                 }
-                None => mask_file_bytes(bytes, secret),
+                None => continue,
             }
-        } else {
+        } else if name.ends_with(".response.json") {
+            match serde_json::from_slice::<serde_json::Value>(&bytes) {
+                Ok(mut v) => {
+                    let n = mask_json_strings(&mut v, secret);
+                    (serde_json::to_vec_pretty(&v).unwrap_or(bytes), n)
+                }
+                Err(_) => continue,
+            }
+        } else if name == "serve.log" || name == "setup.log" {
             mask_file_bytes(bytes, secret)
+        } else {
+            continue;
         };
         if n > 0 && crate::evidence::write_atomic(&p, &new).is_ok() {
             out.push((p, n));
@@ -135,7 +260,7 @@ pub fn secret_of(gate: &crate::spec::GateSpec) -> Option<String> {
         .api_key_env
         .as_ref()
         .and_then(|v| std::env::var(v).ok())
-        .filter(|k| !k.is_empty())
+        .filter(|k| check_key(k).is_ok())
 }
 
 /// Masks the gate's API key (when set) in verdict messages: a serve may echo the key split across SSE events,
