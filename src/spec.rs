@@ -768,10 +768,22 @@ impl Validator<'_> {
     /// `key` in the document, so every error names a line.
     fn err(&self, span: Range<usize>, key: &str, msg: impl Into<String>) -> SpecError {
         let span = if span == (0..0) && !key.is_empty() {
-            self.doc
-                .as_ref()
-                .and_then(|d| key_span(d.as_table(), key))
-                .unwrap_or(span)
+            // The key, else its nearest written parent, else the file's last line (where a missing table
+            // would go).
+            let mut k = key;
+            loop {
+                if let Some(found) = self.doc.as_ref().and_then(|d| key_span(d.as_table(), k)) {
+                    break found;
+                }
+                match k.rsplit_once('.') {
+                    Some((parent, _)) => k = parent,
+                    None => {
+                        let end = self.text.trim_end().len();
+                        let at = self.text[..end].rfind('\n').map(|i| i + 1).unwrap_or(0);
+                        break at..end.max(at + 1);
+                    }
+                }
+            }
         } else {
             span
         };
@@ -1220,7 +1232,11 @@ impl Validator<'_> {
                 if assertions.ratio.is_some() || assertions.same_answers.is_some() {
                     return Err(self.err(
                         0..0,
-                        "assert",
+                        if assertions.ratio.is_some() {
+                            "assert.ratio"
+                        } else {
+                            "assert.same_answers"
+                        },
                         "[assert.ratio] and [assert.same_answers] need a [pair] gate",
                     ));
                 }
