@@ -342,7 +342,10 @@ pub fn check_reads(rec: &RequestRecord, reads: &[TimedRead]) -> Result<(), Strin
     let mut last = 0.0_f64;
     for (i, r) in reads.iter().enumerate() {
         if !r.t_ms.is_finite() || r.t_ms < 0.0 {
-            return Err(format!("read {i}: time {} ms is not a finite time >= 0", r.t_ms));
+            return Err(format!(
+                "read {i}: time {} ms is not a finite time >= 0",
+                r.t_ms
+            ));
         }
         if r.t_ms < last {
             return Err(format!(
@@ -615,4 +618,48 @@ pub fn load_pair(dir: &Path) -> Result<PairEvidence, EvidenceError> {
         summary,
         arms,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(t_ms: f64, b: &str) -> TimedRead {
+        TimedRead {
+            t_ms,
+            bytes: b.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn reads_must_add_up_to_body_bytes_and_never_go_back_in_time() {
+        let rec = RequestRecord {
+            body_bytes: 5,
+            ..Default::default()
+        };
+        assert!(check_reads(&rec, &[read(1.0, "ab"), read(1.0, "cde")]).is_ok());
+        let e = check_reads(&rec, &[read(1.0, "ab")]).unwrap_err();
+        assert!(e.contains("2 bytes") && e.contains("body_bytes 5"), "{e}");
+        let e = check_reads(&rec, &[read(2.0, "ab"), read(1.5, "cde")]).unwrap_err();
+        assert!(e.contains("read 1") && e.contains("never decrease"), "{e}");
+        let e = check_reads(&rec, &[read(f64::NAN, "abcde")]).unwrap_err();
+        assert!(e.contains("finite"), "{e}");
+        let e = check_reads(&rec, &[read(-1.0, "abcde")]).unwrap_err();
+        assert!(e.contains("finite"), "{e}");
+    }
+
+    #[test]
+    fn a_log_over_the_cap_is_read_up_to_it_and_marked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("serve.log");
+        assert_eq!(read_serve_log(&p).unwrap(), None);
+        std::fs::write(&p, "one\ntwo\n").unwrap();
+        assert_eq!(read_serve_log(&p).unwrap().as_deref(), Some("one\ntwo\n"));
+        let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        f.set_len(SERVE_LOG_JUDGE_CAP + 1).unwrap();
+        let log = read_serve_log(&p).unwrap().unwrap();
+        assert!(log.starts_with("one\ntwo\n"));
+        assert!(log.contains(SERVE_LOG_CUT_MARK));
+        assert!(log.len() < SERVE_LOG_JUDGE_CAP as usize + 200);
+    }
 }

@@ -2116,6 +2116,7 @@ mod tests {
                 stream: true,
                 http_status: Some(200),
                 repeat: index as u32,
+                body_bytes: reads.iter().map(|r| r.bytes.len() as u64).sum(),
                 ..Default::default()
             });
         }

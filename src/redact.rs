@@ -160,10 +160,7 @@ pub fn mask_json_strings(v: &mut serde_json::Value, secret: &str) -> usize {
             n
         }
         serde_json::Value::Array(a) => a.iter_mut().map(|x| mask_json_strings(x, secret)).sum(),
-        serde_json::Value::Object(o) => o
-            .values_mut()
-            .map(|x| mask_json_strings(x, secret))
-            .sum(),
+        serde_json::Value::Object(o) => o.values_mut().map(|x| mask_json_strings(x, secret)).sum(),
         _ => 0,
     }
 }
@@ -297,6 +294,85 @@ pub fn mask_value<T: serde::Serialize + serde::de::DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_or_protocol_keys_are_refused() {
+        for bad in [
+            "",
+            "e",
+            "null",
+            "true",
+            "1234567",
+            "sk 12345678",
+            "finish_reason",
+            "ASSISTANT",
+        ] {
+            assert!(check_key(bad).is_err(), "{bad}");
+        }
+        let why = check_key("null").unwrap_err();
+        assert!(why.contains("at least 8") && !why.contains("null"), "{why}");
+        assert!(check_key("sk-live-0123456789").is_ok());
+        assert!(check_key("sk-wrong").is_ok());
+    }
+
+    #[test]
+    fn json_masking_touches_string_values_only() {
+        let mut v = serde_json::json!({"secret-key": "x secret-key y", "n": null, "a": ["secret-key"], "t": true});
+        assert_eq!(mask_json_strings(&mut v, "secret-key"), 2);
+        assert_eq!(
+            v,
+            serde_json::json!({"secret-key": "x ********** y", "n": null, "a": ["**********"], "t": true})
+        );
+    }
+
+    #[test]
+    fn scrub_leaves_servegate_files_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let key = "gate-key-123";
+        std::fs::write(d.join("run.json"), format!("{{\"gate\": \"{key}\"}}")).unwrap();
+        std::fs::write(d.join("gate.toml"), format!("name = \"{key}\"\n")).unwrap();
+        std::fs::write(
+            d.join("00.request.json"),
+            format!("{{\"model\": \"{key}\"}}"),
+        )
+        .unwrap();
+        std::fs::write(d.join("serve.log"), format!("auth {key}\n")).unwrap();
+        std::fs::write(
+            d.join("00.response.json"),
+            format!("{{\"status\": 200, \"headers\": {{\"x-echo\": \"Bearer {key}\"}}, \"transport_error\": null}}"),
+        )
+        .unwrap();
+        let reads = vec![TimedRead {
+            t_ms: 1.0,
+            bytes: format!("data: {key}\n\n").into_bytes(),
+        }];
+        std::fs::write(d.join("00.reads.jsonl"), crate::reads::encode(&reads)).unwrap();
+        let before: Vec<String> = ["run.json", "gate.toml", "00.request.json"]
+            .iter()
+            .map(|f| std::fs::read_to_string(d.join(f)).unwrap())
+            .collect();
+        let changed = scrub_dir(d, key);
+        let names: Vec<String> = changed
+            .iter()
+            .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["00.reads.jsonl", "00.response.json", "serve.log"]);
+        let after: Vec<String> = ["run.json", "gate.toml", "00.request.json"]
+            .iter()
+            .map(|f| std::fs::read_to_string(d.join(f)).unwrap())
+            .collect();
+        assert_eq!(before, after);
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("00.response.json")).unwrap())
+                .unwrap();
+        assert_eq!(meta["headers"]["x-echo"], "Bearer ************");
+        assert!(meta["transport_error"].is_null());
+        let r = crate::reads::decode(&std::fs::read_to_string(d.join("00.reads.jsonl")).unwrap())
+            .unwrap();
+        assert_eq!(r[0].bytes, b"data: ************\n\n");
+        assert_eq!(r[0].t_ms, 1.0);
+    }
 
     #[test]
     fn masks_keep_length_and_find_keys_split_across_reads() {

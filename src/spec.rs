@@ -680,7 +680,10 @@ fn plain_types(message: &str) -> String {
     for (from, to) in [
         ("expected f64", "expected a number"),
         ("expected u16", "expected a whole number from 0 to 65535"),
-        ("expected u32", "expected a whole number from 0 to 4294967295"),
+        (
+            "expected u32",
+            "expected a whole number from 0 to 4294967295",
+        ),
         ("expected u64", "expected a whole number >= 0"),
         ("expected i64", "expected a whole number"),
         ("expected a sequence", "expected a list of strings"),
@@ -726,7 +729,9 @@ fn key_at(table: &dyn toml_edit::TableLike, prefix: &str, offset: usize) -> Opti
             }
         }
         let (k, _) = table.get_key_value(name)?;
-        let within = |r: Option<Range<usize>>| r.is_some_and(|r| r.start <= offset && offset < r.end.max(r.start + 1));
+        let within = |r: Option<Range<usize>>| {
+            r.is_some_and(|r| r.start <= offset && offset < r.end.max(r.start + 1))
+        };
         if item.as_table().is_none() && (within(k.span()) || within(item.span())) {
             return Some(path);
         }
@@ -794,11 +799,9 @@ impl Validator<'_> {
     fn argv(&self, argv: &[String], span: Range<usize>, key: &str) -> Result<(), SpecError> {
         match argv.first() {
             None => Err(self.err(span, key, "must not be empty")),
-            Some(p) if p.trim().is_empty() => Err(self.err(
-                span,
-                key,
-                "its first word (the program) is empty",
-            )),
+            Some(p) if p.trim().is_empty() => {
+                Err(self.err(span, key, "its first word (the program) is empty"))
+            }
             _ => Ok(()),
         }
     }
@@ -1257,7 +1260,11 @@ impl Validator<'_> {
                 }
                 let arm = |role: &str, a: &RawArm| -> Result<ArmSpec, SpecError> {
                     let key = format!("pair.{role}");
-                    self.argv(a.command.get_ref(), a.command.span(), &format!("{key}.command"))?;
+                    self.argv(
+                        a.command.get_ref(),
+                        a.command.span(),
+                        &format!("{key}.command"),
+                    )?;
                     let command = a
                         .command
                         .get_ref()
@@ -1576,6 +1583,92 @@ floor_tok_s = 10.0
             .unwrap_err()
             .to_string()
             .contains("assert.known_answer.prompt"));
+    }
+
+    #[test]
+    fn key_span_finds_keys_tables_and_implicit_tables() {
+        let text = "[gate]\nname = \"g\"\n[serve]\nhost = \"h\"\n[assert.rate]\nfloor_tok_s = 1\n[request.extra]\nx = { y = 1 }\n";
+        let doc = toml_edit::ImDocument::parse(text).unwrap();
+        let line = |k: &str| key_span(doc.as_table(), k).map(|s| line_col(text, s.start).0);
+        assert_eq!(line("gate.name"), Some(2));
+        assert_eq!(line("serve.host"), Some(4));
+        assert_eq!(line("serve"), Some(3));
+        // Absent key: the nearest written parent.
+        assert_eq!(line("serve.port"), Some(3));
+        assert_eq!(
+            line("assert"),
+            Some(5),
+            "implicit [assert]: where its first table is named"
+        );
+        assert_eq!(line("assert.rate.floor_tok_s"), Some(6));
+        assert_eq!(line("request.extra.x.y"), Some(8));
+        assert_eq!(line("nope"), None);
+        assert_eq!(
+            key_at(doc.as_table(), "", text.find("\"h\"").unwrap()).as_deref(),
+            Some("serve.host")
+        );
+    }
+
+    #[test]
+    fn hosts_are_addresses_or_names() {
+        for ok in [
+            "127.0.0.1",
+            "::1",
+            "[::1]",
+            "0.0.0.0",
+            "localhost",
+            "a-b.c9",
+        ] {
+            assert!(valid_host(ok), "{ok}");
+        }
+        for bad in [
+            "", " ", "a b", "a/b", "-a", "a-", "a..b", "http://x", "[::1", "x:80",
+        ] {
+            assert!(!valid_host(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn type_names_are_words() {
+        assert_eq!(
+            plain_types("invalid type: string \"x\", expected f64"),
+            "invalid type: string \"x\", expected a number"
+        );
+        assert_eq!(
+            plain_types("invalid type: string \"x\", expected a sequence"),
+            "invalid type: string \"x\", expected a list of strings"
+        );
+        assert!(
+            plain_types("invalid type: floating point `1.5`, expected i64")
+                .contains("number `1.5`, expected a whole number")
+        );
+    }
+
+    #[test]
+    fn vars_expand_in_file_order_not_name_order() {
+        let g = GOOD.replace(
+            "[serve]",
+            "[vars]\nzz = \"/base\"\naa = \"{zz}/x\"\n[serve]",
+        );
+        let spec = parse_str(&g).unwrap();
+        assert_eq!(spec.source, g);
+        let bad = GOOD.replace(
+            "[serve]",
+            "[vars]\naa = \"{zz}/x\"\nzz = \"/base\"\n[serve]",
+        );
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains("vars.aa") && e.contains("{zz}"), "{e}");
+    }
+
+    #[test]
+    fn errors_without_a_span_name_the_keys_line() {
+        let bad = GOOD.replace("[request]", "ready = \"health\"\n[request]");
+        let line = bad.lines().position(|l| l.starts_with("ready")).unwrap() + 1;
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!(":{line}:")) && e.contains("serve.ready"),
+            "{e}"
+        );
     }
 
     #[test]

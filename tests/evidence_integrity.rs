@@ -223,11 +223,7 @@ fn free_port() -> u16 {
 fn url_log_file_counts_only_what_was_written_during_the_run() {
     let tmp = tempfile::tempdir().unwrap();
     let log_path = tmp.path().join("serve.log");
-    std::fs::write(
-        &log_path,
-        "2026-10-01 fast kernel selected (last month)\n",
-    )
-    .unwrap();
+    std::fs::write(&log_path, "2026-10-01 fast kernel selected (last month)\n").unwrap();
     let port = free_port();
     let log = std::fs::OpenOptions::new()
         .append(true)
@@ -242,7 +238,10 @@ fn url_log_file_counts_only_what_was_written_during_the_run() {
         .unwrap();
     let t = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t.elapsed() < Duration::from_secs(30), "fake serve never listened");
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "fake serve never listened"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let start_len = std::fs::metadata(&log_path).unwrap().len();
@@ -295,7 +294,29 @@ fast = "fast kernel selected"
     );
     assert!(lf["ino"].as_u64().is_some(), "{lf}");
     assert!(
-        lf["copied"].as_str().unwrap().contains("written during the run"),
+        lf["copied"]
+            .as_str()
+            .unwrap()
+            .contains("written during the run"),
         "{lf}"
     );
+}
+
+/// The escape stripping route patterns see: CSI (colours, cursor moves), OSC (titles, hyperlinks), other
+/// escapes and C1 forms are gone; lines are kept.
+#[test]
+fn route_patterns_see_the_log_without_escapes() {
+    use servegate::judge::strip_escapes;
+    assert_eq!(
+        strip_escapes("\x1b[33mper-op\x1b[0m forward"),
+        "per-op forward"
+    );
+    assert_eq!(strip_escapes("per\x1b[1;31;48;5;200m-op"), "per-op");
+    assert_eq!(
+        strip_escapes("\x1b]0;title\x07a\x1b]8;;http://x\x1b\\b\x1b]8;;\x1b\\c"),
+        "abc"
+    );
+    assert_eq!(strip_escapes("a\x1b(Bb\x1bMc\u{9b}31md"), "abcd");
+    assert_eq!(strip_escapes("x\r\ny\x07\n\tz"), "x\ny\n\tz");
+    assert_eq!(strip_escapes("line 1\nline 2").lines().count(), 2);
 }

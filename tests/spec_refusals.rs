@@ -29,7 +29,11 @@ struct Checked {
 fn check(dir: &Path, text: &str) -> (PathBuf, Checked) {
     let file = dir.join("g.toml");
     std::fs::write(&file, text).unwrap();
-    let o = Command::new(bin()).arg("check").arg(&file).output().unwrap();
+    let o = Command::new(bin())
+        .arg("check")
+        .arg(&file)
+        .output()
+        .unwrap();
     let out = format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
@@ -56,7 +60,12 @@ fn line_of(text: &str, needle: &str) -> usize {
 fn refused(text: &str, at: &str, key: &str, says: &str) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let (file, c) = check(tmp.path(), text);
-    assert_eq!(c.code, Some(3), "expected a refusal:\n{text}\n---\n{}", c.out);
+    assert_eq!(
+        c.code,
+        Some(3),
+        "expected a refusal:\n{text}\n---\n{}",
+        c.out
+    );
     let line = line_of(text, at);
     let loc = format!("{}:{line}:", file.display());
     assert!(c.out.contains(&loc), "expected {loc} in:\n{}", c.out);
@@ -86,7 +95,10 @@ fn base_gate_is_valid() {
 fn command_with_an_empty_program_is_refused() {
     let t = with(r#"["python3", "serve.py", "--port", "{port}"]"#, r#"[""]"#);
     refused(&t, "command =", "serve.command", "program) is empty");
-    let t = with(r#"["python3", "serve.py", "--port", "{port}"]"#, r#"["  ", "x"]"#);
+    let t = with(
+        r#"["python3", "serve.py", "--port", "{port}"]"#,
+        r#"["  ", "x"]"#,
+    );
     refused(&t, "command =", "serve.command", "program) is empty");
 }
 
@@ -113,7 +125,12 @@ top_k = 1
 prompts = ["hi"]
 [assert.same_answers]
 "#;
-    refused(t, "command = [\"\"", "pair.ours.command", "program) is empty");
+    refused(
+        t,
+        "command = [\"\"",
+        "pair.ours.command",
+        "program) is empty",
+    );
 }
 
 #[test]
@@ -124,7 +141,10 @@ fn empty_hold_lock_is_refused() {
 
 #[test]
 fn empty_requires_entries_are_refused() {
-    let t = BASE.replace("[serve]", "[requires]\npaths = [\"/dev/null\", \"\"]\n[serve]");
+    let t = BASE.replace(
+        "[serve]",
+        "[requires]\npaths = [\"/dev/null\", \"\"]\n[serve]",
+    );
     refused(&t, "paths =", "requires.paths", "an entry is empty");
     let t = BASE.replace("[serve]", "[requires]\ncommands = [\" \"]\n[serve]");
     refused(&t, "commands =", "requires.commands", "an entry is empty");
@@ -132,9 +152,21 @@ fn empty_requires_entries_are_refused() {
 
 #[test]
 fn invalid_host_is_refused() {
-    for host in ["", "not a host", "host/path", "-lead.example", "a..b", "http://x"] {
+    for host in [
+        "",
+        "not a host",
+        "host/path",
+        "-lead.example",
+        "a..b",
+        "http://x",
+    ] {
         let t = with("[request]", &format!("host = {host:?}\n[request]"));
-        refused(&t, "host =", "serve.host", "not an IP address or a host name");
+        refused(
+            &t,
+            "host =",
+            "serve.host",
+            "not an IP address or a host name",
+        );
     }
     for host in ["127.0.0.1", "::1", "[::1]", "localhost", "gpu-box.lan"] {
         accepted(&with("[request]", &format!("host = {host:?}\n[request]")));
@@ -152,9 +184,19 @@ fn route_pattern_matching_everything_is_refused() {
 #[test]
 fn known_answer_matching_everything_is_refused() {
     let t = format!("{BASE}[assert.known_answer]\nmatches = \"\"\n");
-    refused(&t, "matches =", "assert.known_answer.matches", "matches the empty text");
+    refused(
+        &t,
+        "matches =",
+        "assert.known_answer.matches",
+        "matches the empty text",
+    );
     let t = format!("{BASE}[assert.known_answer]\nmatches = \"(?i)x?\"\n");
-    refused(&t, "matches =", "assert.known_answer.matches", "matches the empty text");
+    refused(
+        &t,
+        "matches =",
+        "assert.known_answer.matches",
+        "matches the empty text",
+    );
 }
 
 #[test]
@@ -209,7 +251,12 @@ fn extra_keys_that_override_the_request_are_refused() {
     }
     // An inline table too.
     let t = BASE.replace("prompts", "extra = { max_tokens = 4096 }\nprompts");
-    refused(&t, "extra =", "request.extra.max_tokens", "silently override");
+    refused(
+        &t,
+        "extra =",
+        "request.extra.max_tokens",
+        "silently override",
+    );
     accepted(&format!(
         "{BASE}[request.extra]\nchat_template_kwargs = {{ enable_thinking = false }}\n"
     ));
@@ -221,12 +268,22 @@ fn stream_false_with_a_timing_assertion_is_refused() {
         "{}[assert.rate]\nfloor_tok_s = 10\n",
         with("max_tokens = 8", "max_tokens = 8\nstream = false")
     );
-    refused(&t, "stream = false", "request.stream", "needs a streamed reply");
+    refused(
+        &t,
+        "stream = false",
+        "request.stream",
+        "needs a streamed reply",
+    );
     let t = format!(
         "{}[assert.first_token]\nlimit_ms = 100\n",
         with("max_tokens = 8", "max_tokens = 8\nstream = false")
     );
-    refused(&t, "stream = false", "request.stream", "needs a streamed reply");
+    refused(
+        &t,
+        "stream = false",
+        "request.stream",
+        "needs a streamed reply",
+    );
     accepted(&with("max_tokens = 8", "max_tokens = 8\nstream = false"));
 }
 
@@ -297,7 +354,11 @@ prompts = ["hi"]
         )
     };
     let cases: Vec<(String, &str, &str)> = vec![
-        (with("model = \"m\"", "model = \"{nope}\""), "model =", "request.model"),
+        (
+            with("model = \"m\"", "model = \"{nope}\""),
+            "model =",
+            "request.model",
+        ),
         (
             with("max_tokens = 8", "max_tokens = 8\ntemperature = -1.0"),
             "temperature =",
@@ -329,27 +390,32 @@ prompts = ["hi"]
             "hold.lock",
         ),
         (
-            BASE.replace("command = [\"python3\", \"serve.py\", \"--port\", \"{port}\"]\n", ""),
+            BASE.replace(
+                "command = [\"python3\", \"serve.py\", \"--port\", \"{port}\"]\n",
+                "",
+            ),
             "[serve]",
             "serve",
         ),
-        (
-            BASE.replace("[assert.content]\n", ""),
-            "max_tokens",
-            "",
-        ),
+        (BASE.replace("[assert.content]\n", ""), "max_tokens", ""),
         (
             format!("{BASE}[assert.ratio]\nat_least = 1.0\n"),
             "[assert.ratio]",
             "assert",
         ),
         (
-            format!("{}[assert.ratio]\nmetric = \"decode\"\n", pair("temperature = 0.0\ntop_k = 1")),
+            format!(
+                "{}[assert.ratio]\nmetric = \"decode\"\n",
+                pair("temperature = 0.0\ntop_k = 1")
+            ),
             "[assert.ratio]",
             "assert.ratio",
         ),
         (
-            format!("{}[assert.same_answers]\nprompt = \"other\"\n", pair("temperature = 0.0\ntop_k = 1")),
+            format!(
+                "{}[assert.same_answers]\nprompt = \"other\"\n",
+                pair("temperature = 0.0\ntop_k = 1")
+            ),
             "prompt = \"other\"",
             "assert.same_answers.prompt",
         ),
@@ -359,7 +425,10 @@ prompts = ["hi"]
             "request",
         ),
         (
-            format!("{}[assert.same_answers]\n[assert.rate]\nfloor_tok_s = 1\n", pair("temperature = 0.0\ntop_k = 1")),
+            format!(
+                "{}[assert.same_answers]\n[assert.rate]\nfloor_tok_s = 1\n",
+                pair("temperature = 0.0\ntop_k = 1")
+            ),
             "[assert.rate]",
             "assert.rate",
         ),
@@ -373,7 +442,11 @@ prompts = ["hi"]
             let tmp = tempfile::tempdir().unwrap();
             let (file, c) = check(tmp.path(), &text);
             assert_eq!(c.code, Some(3), "{}", c.out);
-            assert!(!c.out.contains(&format!("{}:1:", file.display())), "{}", c.out);
+            assert!(
+                !c.out.contains(&format!("{}:1:", file.display())),
+                "{}",
+                c.out
+            );
             continue;
         }
         refused(&text, at, key, "");
