@@ -626,7 +626,10 @@ fn copy_log_since(
     let meta = f.metadata()?;
     let same = start.dev == Some(meta.dev()) && start.ino == Some(meta.ino());
     let (from, what) = if start.dev.is_none() {
-        (0, "the file appeared during the run: copied whole".to_string())
+        (
+            0,
+            "the file appeared during the run: copied whole".to_string(),
+        )
     } else if !same {
         (0, format!("rotated during the run (another file now: dev {} inode {}, was dev {} inode {}): copied the new file whole; the old one's lines written during the run are not in the evidence", meta.dev(), meta.ino(), start.dev.unwrap_or(0), start.ino.unwrap_or(0)))
     } else if meta.len() < start.offset {
