@@ -650,11 +650,32 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
     }
     let doc = toml_edit::ImDocument::parse(text).ok();
     let raw: RawGate = toml::from_str(text).map_err(|e| {
-        let span = e.span().unwrap_or(0..0);
-        let key = doc
+        let mut span = e.span().unwrap_or(0..0);
+        let missing = e
+            .message()
+            .strip_prefix("missing field `")
+            .and_then(|m| m.split('`').next())
+            .map(str::to_string);
+        let whole = span == (0..0) || (span.start == 0 && span.end >= text.trim_end().len());
+        let table = doc
             .as_ref()
-            .and_then(|d| key_at(d.as_table(), "", span.start))
-            .unwrap_or_default();
+            .filter(|_| !whole)
+            .and_then(|d| table_at(d.as_table(), "", span.start));
+        let key = match (&missing, table) {
+            // A required key absent from a table: the table's path and the key, at the table's header.
+            (Some(field), Some(t)) => format!("{t}.{field}"),
+            // A required table absent from the file: at the file's last line (where it would go).
+            (Some(field), None) => {
+                let end = text.trim_end().len();
+                let at = text[..end].rfind('\n').map(|i| i + 1).unwrap_or(0);
+                span = at..end.max(at + 1);
+                field.clone()
+            }
+            (None, _) => doc
+                .as_ref()
+                .and_then(|d| key_at(d.as_table(), "", span.start))
+                .unwrap_or_default(),
+        };
         let span = if span == (0..0) && !key.is_empty() {
             doc.as_ref()
                 .and_then(|d| key_span(d.as_table(), &key))
@@ -737,6 +758,53 @@ fn key_at(table: &dyn toml_edit::TableLike, prefix: &str, offset: usize) -> Opti
         }
     }
     None
+}
+
+/// The dotted path of the (deepest) table whose header holds `offset`, for toml's "missing field" errors.
+fn table_at(table: &dyn toml_edit::TableLike, prefix: &str, offset: usize) -> Option<String> {
+    for (name, item) in table.iter() {
+        let Some(t) = item.as_table_like() else {
+            continue;
+        };
+        let path = if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        if let Some(deeper) = table_at(t, &path, offset) {
+            return Some(deeper);
+        }
+        let span = item
+            .as_table()
+            .and_then(|t| t.span())
+            .or_else(|| item.span());
+        if span.is_some_and(|r| r.start <= offset && offset < r.end.max(r.start + 1)) {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// True when an `http(s)://` URL's authority is `host` or `host:port` with a valid host ([`valid_host`]) and a
+/// port of 1 to 65535 (no user info).
+fn valid_url_authority(url: &str) -> bool {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return false;
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((h, p)) => (format!("[{h}]"), p.strip_prefix(':')),
+            None => return false,
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    valid_host(&host) && port.map_or(true, |p| p.parse::<u16>().is_ok_and(|p| p > 0))
 }
 
 /// True for a host servegate can listen on or connect to: an IPv4 or IPv6 address (brackets allowed) or a
@@ -1047,6 +1115,9 @@ impl Validator<'_> {
                 let url = url.trim_end_matches('/').to_string();
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     return Err(self.err(u.span(), "serve.url", format!("must start with http:// or https://, got {url:?}")));
+                }
+                if !valid_url_authority(&url) {
+                    return Err(self.err(u.span(), "serve.url", format!("needs a valid host (an IP address or a host name) and an optional numeric port, got {url:?}")));
                 }
                 ServeMode::Url(url)
             }
@@ -1381,8 +1452,13 @@ impl Validator<'_> {
         .and_then(|g: GateSpec| match g.record_spec("check", "decode_rate") {
             Ok(_) => Ok(g),
             Err(e) if g.record.is_some() => {
-                let at = self.text.find("[record]").unwrap_or(0);
-                Err(self.err(at..at + 1, "record", e))
+                // `unknown field `x``: at the key `record.x`; otherwise at the [record] table.
+                let key = e
+                    .split_once("unknown field `")
+                    .and_then(|(_, rest)| rest.split('`').next())
+                    .map(|f| format!("record.{f}"))
+                    .unwrap_or_else(|| "record".into());
+                Err(self.err(0..0, &key, e))
             }
             Err(_) => Ok(g),
         })
@@ -1625,6 +1701,29 @@ floor_tok_s = 10.0
             "", " ", "a b", "a/b", "-a", "a-", "a..b", "http://x", "[::1", "x:80",
         ] {
             assert!(!valid_host(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn url_authorities_are_checked() {
+        for ok in [
+            "http://127.0.0.1:8080",
+            "https://api.example.com",
+            "http://[::1]:9/v1",
+            "http://h:1/x?y",
+        ] {
+            assert!(valid_url_authority(ok), "{ok}");
+        }
+        for bad in [
+            "http://",
+            "http://:80",
+            "http://a b:80",
+            "http://h:0",
+            "http://h:x",
+            "http://u@h",
+            "http://[::1",
+        ] {
+            assert!(!valid_url_authority(bad), "{bad}");
         }
     }
 

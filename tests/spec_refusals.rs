@@ -171,6 +171,14 @@ fn invalid_host_is_refused() {
     for host in ["127.0.0.1", "::1", "[::1]", "localhost", "gpu-box.lan"] {
         accepted(&with("[request]", &format!("host = {host:?}\n[request]")));
     }
+    // The host of a `url` serve too.
+    for url in ["http:///v1", "http://a b:8080", "http://h:0", "http://h:port"] {
+        let t = with(
+            r#"command = ["python3", "serve.py", "--port", "{port}"]"#,
+            &format!("url = {url:?}"),
+        );
+        refused(&t, "url =", "serve.url", "valid host");
+    }
 }
 
 #[test]
@@ -431,6 +439,31 @@ prompts = ["hi"]
             ),
             "[assert.rate]",
             "assert.rate",
+        ),
+        // toml's own "missing field": the table's path and the key, at the table's header.
+        (
+            with("max_tokens = 8\n", ""),
+            "[request]",
+            "request.max_tokens",
+        ),
+        (
+            format!("{BASE}[assert.rate]\nsource = \"client\"\n"),
+            "[assert.rate]",
+            "assert.rate.floor_tok_s",
+        ),
+        // A required table missing: at the end of the file, naming it.
+        (
+            BASE.replace(
+                "[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"hi\"]\n",
+                "",
+            ),
+            "[assert.content]",
+            "request",
+        ),
+        (
+            format!("{BASE}[record]\nmodel_name = \"m\"\nfoo = 1\n"),
+            "foo = 1",
+            "record.foo",
         ),
     ];
     for (text, at, key) in cases {
