@@ -298,6 +298,56 @@ pub struct Evidence {
     pub requests: Vec<RequestEvidence>,
 }
 
+/// Where `log` stands now: its length and identity (a missing file is offset 0, no identity).
+pub fn log_file_start(log: &std::path::Path) -> LogFileStart {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(log).ok();
+    LogFileStart {
+        path: log.display().to_string(),
+        offset: meta.as_ref().map(|m| m.len()).unwrap_or(0),
+        dev: meta.as_ref().map(|m| m.dev()),
+        ino: meta.as_ref().map(|m| m.ino()),
+        copied: None,
+    }
+}
+
+/// Copies into `to` (whole, via a temp file) only what was written to `log` since `start`: from its offset when
+/// it is the same file and not shorter; the whole file when it was rotated (another file now) or truncated
+/// (shorter), saying so. Streams: a large log is never held in memory.
+pub fn copy_log_since(
+    log: &std::path::Path,
+    start: &LogFileStart,
+    to: &std::path::Path,
+) -> std::io::Result<String> {
+    use std::io::{Seek, SeekFrom};
+    use std::os::unix::fs::MetadataExt;
+    let mut f = std::fs::File::open(log)?;
+    let meta = f.metadata()?;
+    let same = start.dev == Some(meta.dev()) && start.ino == Some(meta.ino());
+    let (from, what) = if start.dev.is_none() {
+        (
+            0,
+            "the file appeared during the run: copied whole".to_string(),
+        )
+    } else if !same {
+        (0, format!("rotated during the run (another file now: dev {} inode {}, was dev {} inode {}): copied the new file whole; the old one's lines written during the run are not in the evidence", meta.dev(), meta.ino(), start.dev.unwrap_or(0), start.ino.unwrap_or(0)))
+    } else if meta.len() < start.offset {
+        (0, format!("truncated during the run ({} bytes, was {}): copied whole; lines written before the truncation are not in the evidence", meta.len(), start.offset))
+    } else {
+        (start.offset, String::new())
+    };
+    f.seek(SeekFrom::Start(from))?;
+    let dir = to.parent().unwrap_or(std::path::Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let n = std::io::copy(&mut f, &mut tmp)?;
+    tmp.persist(to).map_err(|e| e.error)?;
+    Ok(if what.is_empty() {
+        format!("copied {n} bytes written during the run (from offset {from})")
+    } else {
+        format!("{what} ({n} bytes)")
+    })
+}
+
 /// Most of `serve.log` read for judging, bytes (64 MiB): a 300 MB log is not read whole. A longer log is
 /// read up to the cap and [`SERVE_LOG_CUT_MARK`] appended (with the size), and `route` fails on it: a slow-route
 /// line could be in the part not read. The file itself stays whole in the evidence.
@@ -646,6 +696,43 @@ mod tests {
         assert!(e.contains("finite"), "{e}");
         let e = check_reads(&rec, &[read(-1.0, "abcde")]).unwrap_err();
         assert!(e.contains("finite"), "{e}");
+    }
+
+    #[test]
+    fn a_url_serves_log_is_copied_from_where_it_stood() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("serve.log");
+        let to = tmp.path().join("copy.log");
+        // Appended to: only the new bytes.
+        std::fs::write(&log, "old line\n").unwrap();
+        let start = log_file_start(&log);
+        assert_eq!(start.offset, 9);
+        std::fs::write(&log, "old line\nnew line\n").unwrap();
+        let what = copy_log_since(&log, &start, &to).unwrap();
+        assert_eq!(std::fs::read_to_string(&to).unwrap(), "new line\n");
+        assert!(
+            what.contains("written during the run (from offset 9)"),
+            "{what}"
+        );
+        // Truncated: copied whole, said.
+        std::fs::write(&log, "x\n").unwrap();
+        let what = copy_log_since(&log, &start, &to).unwrap();
+        assert_eq!(std::fs::read_to_string(&to).unwrap(), "x\n");
+        assert!(what.contains("truncated during the run"), "{what}");
+        // Rotated (another file at the path): copied whole, said.
+        let start = log_file_start(&log);
+        std::fs::rename(&log, tmp.path().join("serve.log.1")).unwrap();
+        std::fs::write(&log, "fresh\n").unwrap();
+        let what = copy_log_since(&log, &start, &to).unwrap();
+        assert_eq!(std::fs::read_to_string(&to).unwrap(), "fresh\n");
+        assert!(what.contains("rotated during the run"), "{what}");
+        // Absent at the start: whatever appeared.
+        let later = tmp.path().join("later.log");
+        let start = log_file_start(&later);
+        assert_eq!((start.offset, start.ino), (0, None));
+        std::fs::write(&later, "a\n").unwrap();
+        let what = copy_log_since(&later, &start, &to).unwrap();
+        assert!(what.contains("appeared during the run"), "{what}");
     }
 
     #[test]

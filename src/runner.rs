@@ -514,7 +514,7 @@ fn drive_target_inner(
         }
         ServeMode::Url(url) => {
             if let Some(log) = &spec.log_file {
-                summary.serve.log_file = Some(log_file_start(log));
+                summary.serve.log_file = Some(crate::evidence::log_file_start(log));
             }
             summary.serve.mode = "url".into();
             summary.serve.base_url = url.clone();
@@ -586,7 +586,7 @@ fn drive_target_inner(
         progress(&format!("serve stopped: {}", describe_stop(&stop)));
     }
     if let (Some(log), Some(start)) = (&spec.log_file, summary.serve.log_file.as_mut()) {
-        match copy_log_since(log, start, &w.path("serve.log")) {
+        match crate::evidence::copy_log_since(log, start, &w.path("serve.log")) {
             Ok(what) => start.copied = Some(what),
             Err(e) => {
                 start.copied = Some(format!("not copied: {e}"));
@@ -597,56 +597,6 @@ fn drive_target_inner(
         }
     }
     Ok(())
-}
-
-/// Where `log` stands now: its length and identity (a missing file is offset 0, no identity).
-fn log_file_start(log: &std::path::Path) -> crate::evidence::LogFileStart {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(log).ok();
-    crate::evidence::LogFileStart {
-        path: log.display().to_string(),
-        offset: meta.as_ref().map(|m| m.len()).unwrap_or(0),
-        dev: meta.as_ref().map(|m| m.dev()),
-        ino: meta.as_ref().map(|m| m.ino()),
-        copied: None,
-    }
-}
-
-/// Copies into `to` (whole, via a temp file) only what was written to `log` since `start`: from its offset when
-/// it is the same file and not shorter; the whole file when it was rotated (another file now) or truncated
-/// (shorter), saying so. Streams: a large log is never held in memory.
-fn copy_log_since(
-    log: &std::path::Path,
-    start: &crate::evidence::LogFileStart,
-    to: &std::path::Path,
-) -> std::io::Result<String> {
-    use std::io::{Seek, SeekFrom};
-    use std::os::unix::fs::MetadataExt;
-    let mut f = std::fs::File::open(log)?;
-    let meta = f.metadata()?;
-    let same = start.dev == Some(meta.dev()) && start.ino == Some(meta.ino());
-    let (from, what) = if start.dev.is_none() {
-        (
-            0,
-            "the file appeared during the run: copied whole".to_string(),
-        )
-    } else if !same {
-        (0, format!("rotated during the run (another file now: dev {} inode {}, was dev {} inode {}): copied the new file whole; the old one's lines written during the run are not in the evidence", meta.dev(), meta.ino(), start.dev.unwrap_or(0), start.ino.unwrap_or(0)))
-    } else if meta.len() < start.offset {
-        (0, format!("truncated during the run ({} bytes, was {}): copied whole; lines written before the truncation are not in the evidence", meta.len(), start.offset))
-    } else {
-        (start.offset, String::new())
-    };
-    f.seek(SeekFrom::Start(from))?;
-    let dir = to.parent().unwrap_or(std::path::Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    let n = std::io::copy(&mut f, &mut tmp)?;
-    tmp.persist(to).map_err(|e| e.error)?;
-    Ok(if what.is_empty() {
-        format!("copied {n} bytes written during the run (from offset {from})")
-    } else {
-        format!("{what} ({n} bytes)")
-    })
 }
 
 fn send_all(
