@@ -804,7 +804,7 @@ fn valid_url_authority(url: &str) -> bool {
             None => (authority.to_string(), None),
         }
     };
-    valid_host(&host) && port.map_or(true, |p| p.parse::<u16>().is_ok_and(|p| p > 0))
+    valid_host(&host) && port.is_none_or(|p| p.parse::<u16>().is_ok_and(|p| p > 0))
 }
 
 /// True for a host servegate can listen on or connect to: an IPv4 or IPv6 address (brackets allowed) or a
