@@ -114,6 +114,10 @@ pub struct Results {
     pub counts: Counts,
     /// Every gate with at least one listed test, in run order.
     pub gates: Vec<GateResults>,
+    /// Problems of the run as a whole that make it fail although no listed test failed (e.g. `nothing was
+    /// checked: ...`, a report that could not be written). Absent when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
 }
 
 /// Test counts. `tests = passed + failed + skipped`.
@@ -295,6 +299,7 @@ impl Results {
             exit_code: exit::PASS,
             counts: Counts::default(),
             gates: Vec::new(),
+            problems: Vec::new(),
         }
     }
 
