@@ -840,7 +840,7 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         results.finish(t.elapsed().as_secs_f64());
         results.exit_code = crate::error::exit::NOTHING_CHECKED;
         results.problems.push(why.clone());
-        let write_errors = config.outputs.write(&results);
+        let write_errors = write_reports(&config.outputs, &mut results);
         return HarnessRun {
             conclusion: Conclusion {
                 num_filtered_out: plan.trials.len() as u64,
@@ -890,7 +890,7 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         results.exit_code = results.exit_code.max(crate::error::exit::NOTHING_CHECKED);
         results.problems.push(why.clone());
     }
-    let write_errors = config.outputs.write(&results);
+    let write_errors = write_reports(&config.outputs, &mut results);
     HarnessRun {
         conclusion,
         results: Some(results),
@@ -957,6 +957,18 @@ pub fn nothing_selected(files: &[PathBuf], gates: &Path, args: &Arguments, total
     )
 }
 
+/// Writes the reports; when one could not be written, writes the others again saying so (`exit_code` at least
+/// 5, the error in `problems`). Returns one message per report not written.
+fn write_reports(outputs: &crate::report::Outputs, results: &mut Results) -> Vec<String> {
+    let errors = outputs.write(results);
+    if !errors.is_empty() {
+        results.exit_code = results.exit_code.max(crate::error::exit::EVIDENCE_ERROR);
+        results.problems.extend(errors.iter().cloned());
+        let _ = outputs.write(results);
+    }
+    errors
+}
+
 /// `*.toml` files one level below `dir` (gates put in a subdirectory by mistake), sorted.
 fn nested_gate_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -985,7 +997,7 @@ pub fn clear_reports(outputs: &crate::report::Outputs) -> Vec<String> {
     for p in [&outputs.junit, &outputs.json].into_iter().flatten() {
         match std::fs::remove_file(p) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) if p.symlink_metadata().is_err() => {} // nothing there (or a parent is not a directory)
             Err(e) => errors.push(format!(
                 "{}: cannot remove the previous report before the run: {e}",
                 p.display()
@@ -995,17 +1007,23 @@ pub fn clear_reports(outputs: &crate::report::Outputs) -> Vec<String> {
     errors
 }
 
-/// Entry point of `tests/gates.rs`: [`main_code`] with the process's arguments and environment.
+/// Entry point of `tests/gates.rs`: [`main_args`] with the process's arguments and environment.
 pub fn main() -> std::process::ExitCode {
-    let config = Config::from_env();
-    let argv: Vec<String> = std::env::args().collect();
+    let code = main_args(std::env::args().collect(), Config::from_env());
+    std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// The harness program on `argv` (program name first) and `config`: removes the reports it will write (unless
+/// it only lists), parses the libtest arguments (a usage error exits 2 after the reports are gone), then
+/// [`main_code`].
+pub fn main_args(argv: Vec<String>, config: Config) -> i32 {
     // Before anything can fail (even the arguments): the previous run's reports go, unless this only lists.
     if !argv.iter().skip(1).any(|a| a == "--list") {
         for e in clear_reports(&config.outputs) {
             eprintln!("servegate: {e}");
         }
     }
-    let code = match <Arguments as clap::Parser>::try_parse_from(&argv) {
+    match <Arguments as clap::Parser>::try_parse_from(&argv) {
         Ok(args) => main_code(args, config),
         Err(e) => {
             let _ = e.print();
@@ -1015,8 +1033,7 @@ pub fn main() -> std::process::ExitCode {
                 crate::error::exit::PASS
             }
         }
-    };
-    std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
+    }
 }
 
 /// libtest's exit code when a test failed.

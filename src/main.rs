@@ -112,12 +112,17 @@ fn main() -> ExitCode {
                 }
             }
             let root = runs.clone().unwrap_or_else(runner::runs_root);
-            let code = cmd_run(
-                &gates,
-                Some(root.clone()),
-                quiet,
-                &servegate::report::Outputs { junit, json },
-            );
+            // As the harness: --junit / --json, else SERVEGATE_JUNIT / SERVEGATE_JSON.
+            let env_path = |k: &str| {
+                std::env::var_os(k)
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            };
+            let outputs = servegate::report::Outputs {
+                junit: junit.or_else(|| env_path("SERVEGATE_JUNIT")),
+                json: json.or_else(|| env_path("SERVEGATE_JSON")),
+            };
+            let code = cmd_run(&gates, Some(root.clone()), quiet, &outputs);
             match (&record, code) {
                 (Some(id), exit::PASS) => write_records(&gates[0], &root, id, &records_dir),
                 (Some(_), _) => {
@@ -221,22 +226,32 @@ fn cmd_run(
 ) -> i32 {
     use servegate::report;
     let started = std::time::Instant::now();
+    // The previous run's reports go first: a run that ends early never leaves them looking current.
+    for e in servegate::harness::clear_reports(outputs) {
+        eprintln!("error: {e}");
+    }
     let strict = servegate::harness::strict();
     let mut results = report::Results::begin(report::Producer::Run, strict);
+    // Every spec is checked before any gate runs, and every invalid one is reported.
     let mut specs = Vec::new();
+    let mut invalid = 0usize;
     for f in files {
         match spec::load(f) {
             Ok(s) => specs.push(s),
             Err(e) => {
                 eprintln!("error: {e}");
                 results.push(report::GateResults::spec_invalid(f, &e.to_string(), 0.0));
-                return outputs.finish(
-                    results,
-                    started.elapsed().as_secs_f64(),
-                    exit::SPEC_INVALID,
-                );
+                invalid += 1;
             }
         }
+    }
+    if invalid > 0 {
+        let why = format!(
+            "{invalid} of {} gate spec{} invalid: no gate was run",
+            files.len(),
+            if files.len() == 1 { " is" } else { "s are" }
+        );
+        return finish_run(outputs, results, started, exit::SPEC_INVALID, &why);
     }
     let root = runs.unwrap_or_else(runner::runs_root);
     let mut worst = exit::PASS;
@@ -284,15 +299,56 @@ fn cmd_run(
             }
         }
     }
-    let result = if worst != exit::PASS {
-        "FAIL"
-    } else if skipped == specs.len() {
-        "SKIP (every gate was ignored: nothing was checked)"
-    } else {
-        "PASS"
+    if worst == exit::PASS && skipped == specs.len() {
+        results
+            .problems
+            .push("nothing was checked: every gate was ignored (unmet [requires])".to_string());
+        return finish_run(
+            outputs,
+            results,
+            started,
+            exit::NOTHING_CHECKED,
+            "every gate was ignored: nothing was checked",
+        );
+    }
+    finish_run(outputs, results, started, worst, "")
+}
+
+/// Stamps `results` with `code`, writes the reports, then prints the one `RESULT:` line, which always agrees
+/// with the returned exit code: `PASS` (0), `SKIP (why)` (7: nothing was checked), `ERROR (why)` (a report
+/// could not be written: 5, or an invalid spec: 3), else `FAIL`.
+fn finish_run(
+    outputs: &servegate::report::Outputs,
+    results: servegate::report::Results,
+    started: std::time::Instant,
+    code: i32,
+    why: &str,
+) -> i32 {
+    let written = outputs.finish(results, started.elapsed().as_secs_f64(), code);
+    println!("RESULT: {}", result_word(code, written, why));
+    written
+}
+
+/// The word of the `RESULT:` line for exit code `code` (as planned) and `written` (after writing the reports).
+fn result_word(code: i32, written: i32, why: &str) -> String {
+    let paren = |w: &str, why: &str| {
+        if why.is_empty() {
+            w.to_string()
+        } else {
+            format!("{w} ({why})")
+        }
     };
-    println!("RESULT: {result}");
-    outputs.finish(results, started.elapsed().as_secs_f64(), worst)
+    if written != code {
+        // Only a report write changes the code; the verdicts' own result is said too.
+        let was = result_word(code, code, why);
+        return format!("ERROR (a report could not be written; the gates said {was})");
+    }
+    match code {
+        exit::PASS => "PASS".to_string(),
+        exit::NOTHING_CHECKED => paren("SKIP", why),
+        exit::SPEC_INVALID | exit::EVIDENCE_ERROR => paren("ERROR", why),
+        _ => paren("FAIL", why),
+    }
 }
 
 fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
