@@ -78,6 +78,9 @@ enum Cmd {
     Records(servegate::record::RecordsArgs),
     /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
     Leaderboard(servegate::leaderboard::LeaderboardArgs),
+    /// Judge the embedded judging table (the seed's shapes and one per hazard kind) with this binary's own judge:
+    /// no serve, no device; one line per shape, exit 0 when every shape gives what it must, else 1.
+    SelfTest(servegate::selftest::SelfTestArgs),
 }
 
 fn main() -> ExitCode {
@@ -139,6 +142,7 @@ fn main() -> ExitCode {
         Cmd::BenchSelf(args) => servegate::bench::cli_bench_self(&args),
         Cmd::Records(args) => servegate::record::cli_records(&args),
         Cmd::Leaderboard(args) => servegate::leaderboard::cli(&args),
+        Cmd::SelfTest(args) => servegate::selftest::cli(&args),
     };
     ExitCode::from(code as u8)
 }
