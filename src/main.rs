@@ -12,9 +12,9 @@ use servegate::{evidence, judge, runner, spec};
 ///
 /// Exit codes: 0 every assertion passed; 1 an assertion failed; 2 bad usage; 3 a gate spec is invalid;
 /// 4 the serve never became ready; 5 evidence could not be read or written; 6 a requirement is unmet under
-/// SERVEGATE_STRICT=1.
+/// SERVEGATE_STRICT=1; 7 nothing was checked (every gate ignored).
 #[derive(Parser)]
-#[command(name = "servegate", version, about, long_about = None, after_help = "Exit codes: 0 pass, 1 assertion failed, 2 usage, 3 spec invalid, 4 serve never ready, 5 evidence error, 6 requirement unmet (strict).")]
+#[command(name = "servegate", version, about, long_about = None, after_help = "Exit codes: 0 pass, 1 assertion failed, 2 usage, 3 spec invalid, 4 serve never ready, 5 evidence error, 6 requirement unmet (strict), 7 nothing checked.")]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -33,10 +33,12 @@ enum Cmd {
         /// Print no progress lines.
         #[arg(long, short)]
         quiet: bool,
-        /// Also write JUnit XML here: one testsuite per gate, one testcase per assertion (docs/ci.md).
+        /// Also write JUnit XML here: one testsuite per gate, one testcase per assertion (docs/ci.md). Default:
+        /// $SERVEGATE_JUNIT. Removed when the run starts; written before the RESULT line.
         #[arg(long, value_name = "PATH")]
         junit: Option<PathBuf>,
         /// Also write the verdicts and measurements as JSON here (schema servegate.results/1, docs/results-json.md).
+        /// Default: $SERVEGATE_JSON.
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
         /// After a passing run, write records ID-decode-rate and ID-first-token to records/ (or --records-dir)
