@@ -832,7 +832,8 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         .iter()
         .filter(|t| !args.is_filtered_out(t))
         .count();
-    if !args.list && selected == 0 {
+    // `--bench` (`cargo bench`) runs no gate: the gates are tests, so it is not a run that could check anything.
+    if !args.list && !args.bench && selected == 0 {
         // Nothing would run: say why instead of libtest's "0 tests ... test result: ok".
         let why = nothing_selected(files, &config.gates, args, plan.trials.len());
         let mut results = Results::begin(Producer::Harness, config.strict);
@@ -873,7 +874,8 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         &started_utc,
         t.elapsed().as_secs_f64(),
     );
-    let nothing_checked = (conclusion.num_passed == 0 && conclusion.num_failed == 0).then(|| {
+    let checked_nothing = !args.bench && conclusion.num_passed == 0 && conclusion.num_failed == 0;
+    let nothing_checked = checked_nothing.then(|| {
         format!(
             "nothing was checked: every selected trial ({}) was skipped{}",
             conclusion.num_ignored,
@@ -942,9 +944,6 @@ pub fn nothing_selected(files: &[PathBuf], gates: &Path, args: &Arguments, total
     }
     if args.ignored {
         what.push("--ignored (no trial is marked ignored)".to_string());
-    }
-    if args.bench {
-        what.push("--bench (the gates are tests, not benchmarks)".to_string());
     }
     format!(
         "nothing was checked: {} selects none of the {total} trials (`cargo test --test gates -- --list` \

@@ -103,6 +103,20 @@ fn main() -> ExitCode {
             record,
             records_dir,
         } => {
+            // As the harness: --junit / --json, else SERVEGATE_JUNIT / SERVEGATE_JSON.
+            let env_path = |k: &str| {
+                std::env::var_os(k)
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            };
+            let outputs = servegate::report::Outputs {
+                junit: junit.or_else(|| env_path("SERVEGATE_JUNIT")),
+                json: json.or_else(|| env_path("SERVEGATE_JSON")),
+            };
+            // The previous run's reports go first: a run that ends early never leaves them looking current.
+            for e in servegate::harness::clear_reports(&outputs) {
+                eprintln!("error: {e}");
+            }
             if let Some(id) = &record {
                 if gates.len() != 1 {
                     eprintln!("error: --record takes exactly one gate");
@@ -117,25 +131,8 @@ fn main() -> ExitCode {
                 }
             }
             let root = runs.clone().unwrap_or_else(runner::runs_root);
-            // As the harness: --junit / --json, else SERVEGATE_JUNIT / SERVEGATE_JSON.
-            let env_path = |k: &str| {
-                std::env::var_os(k)
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from)
-            };
-            let outputs = servegate::report::Outputs {
-                junit: junit.or_else(|| env_path("SERVEGATE_JUNIT")),
-                json: json.or_else(|| env_path("SERVEGATE_JSON")),
-            };
-            let code = cmd_run(&gates, Some(root.clone()), quiet, &outputs);
-            match (&record, code) {
-                (Some(id), exit::PASS) => write_records(&gates[0], &root, id, &records_dir),
-                (Some(_), _) => {
-                    eprintln!("no record written: the run did not pass");
-                    code
-                }
-                (None, _) => code,
-            }
+            let record = record.as_deref().map(|id| (id, records_dir.as_path()));
+            cmd_run(&gates, Some(root), quiet, &outputs, record)
         }
         Cmd::Judge { run_dir, gate } => cmd_judge(&run_dir, gate),
         Cmd::Check { gates } => cmd_check(&gates),
@@ -229,13 +226,10 @@ fn cmd_run(
     runs: Option<PathBuf>,
     quiet: bool,
     outputs: &servegate::report::Outputs,
+    record: Option<(&str, &std::path::Path)>,
 ) -> i32 {
     use servegate::report;
     let started = std::time::Instant::now();
-    // The previous run's reports go first: a run that ends early never leaves them looking current.
-    for e in servegate::harness::clear_reports(outputs) {
-        eprintln!("error: {e}");
-    }
     let strict = servegate::harness::strict();
     let mut results = report::Results::begin(report::Producer::Run, strict);
     // Every spec is checked before any gate runs, and every invalid one is reported.
@@ -305,7 +299,28 @@ fn cmd_run(
             }
         }
     }
-    if worst == exit::PASS && skipped == specs.len() {
+    let nothing_checked = worst == exit::PASS && skipped == specs.len();
+    // --record: written from a passing run's evidence before the RESULT line, so that line says whether they were.
+    if let Some((id, dir)) = record {
+        if worst != exit::PASS || nothing_checked {
+            eprintln!("no record written: the run did not pass");
+        } else {
+            let code = write_records(&files[0], &root, id, dir);
+            if code != exit::PASS {
+                results
+                    .problems
+                    .push("the gate passed but its records could not be written".to_string());
+                return finish_run(
+                    outputs,
+                    results,
+                    started,
+                    code,
+                    "the gate passed but its records could not be written",
+                );
+            }
+        }
+    }
+    if nothing_checked {
         results
             .problems
             .push("nothing was checked: every gate was ignored (unmet [requires])".to_string());

@@ -466,7 +466,9 @@ fn servegate_run_honours_servegate_junit_and_servegate_json() {
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(j2.exists());
-    assert!(std::fs::read_to_string(&j2).unwrap().contains("a-pass::rate"));
+    assert!(std::fs::read_to_string(&j2)
+        .unwrap()
+        .contains("a-pass::rate"));
 }
 
 #[test]
@@ -581,4 +583,50 @@ fn servegate_run_result_line_and_exit_code_never_disagree() {
     );
     assert_eq!(out.code, exit::ASSERTION_FAILED, "{}", out.stdout);
     assert_eq!(result_line(&out), "RESULT: FAIL");
+}
+
+#[test]
+fn a_passing_run_whose_records_cannot_be_written_says_error_not_pass() {
+    // `--record` writes from the passing run's evidence before the RESULT line; here the record cannot be
+    // built (the synthetic serve has no model file to hash), so the line says ERROR and the exit is not 0.
+    let s = Setup::new();
+    let runs = s.runs();
+    let gate = s.p("a.toml");
+    let text = std::fs::read_to_string(data("mixed/a-pass.toml"))
+        .unwrap()
+        .replace("{gate_dir}", data("mixed").to_str().unwrap());
+    std::fs::write(
+        &gate,
+        format!("{text}\n[record]\nmodel_name = \"m\"\nweights = \"w\"\ndevice = \"d\"\nroute = \"r\"\nengine = \"e\"\nengine_version = \"v\"\nbackend = \"b\"\nwhat_would_make_it_wrong = \"everything\"\n"),
+    )
+    .unwrap();
+    let r = s.json();
+    let recs = s.p("records");
+    let out = servegate(
+        &[
+            "run",
+            "-q",
+            "--record",
+            "rid",
+            "--records-dir",
+            recs.to_str().unwrap(),
+            "--json",
+            r.to_str().unwrap(),
+            gate.to_str().unwrap(),
+        ],
+        &[("SERVEGATE_RUNS", &runs)],
+    );
+    assert!(
+        out.stdout.contains("rate PASS"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert_ne!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        result_line(&out),
+        "RESULT: ERROR (the gate passed but its records could not be written)"
+    );
+    assert!(out.stdout.trim_end().ends_with(result_line(&out)));
+    assert_eq!(json(&r)["exit_code"], out.code);
 }
