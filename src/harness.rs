@@ -78,6 +78,9 @@ pub struct Config {
     pub nextest: Nextest,
     /// Notes to print on stderr before running (e.g. a report path ignored under nextest).
     pub notes: Vec<String>,
+    /// Reports asked for that this process will not write (`SERVEGATE_JUNIT`/`SERVEGATE_JSON` under nextest):
+    /// removed when a run starts all the same, so no older report is taken for this run's.
+    pub unwritten: Outputs,
 }
 
 /// Directory under the evidence root holding the per-nextest-run gate caches.
@@ -110,6 +113,7 @@ impl Config {
             json: nonempty(var("SERVEGATE_JSON")).map(PathBuf::from),
         };
         let mut notes = Vec::new();
+        let mut unwritten = Outputs::default();
         let under_nextest = flag(var("NEXTEST")) || nonempty(var("NEXTEST_RUN_ID")).is_some();
         let nextest = if !under_nextest {
             Nextest::Off
@@ -117,11 +121,12 @@ impl Config {
             if !outputs.is_empty() {
                 notes.push(
                     "SERVEGATE_JUNIT / SERVEGATE_JSON are ignored under cargo-nextest (each test runs in its own process, \
-                     so no process sees the whole run): use nextest's own JUnit ([profile.<name>.junit] in \
-                     .config/nextest.toml) or run `cargo test --test gates`"
+                     so no process sees the whole run) and removed, so no older report passes for this run: use \
+                     nextest's own JUnit ([profile.<name>.junit] in .config/nextest.toml) or run \
+                     `cargo test --test gates`"
                         .to_string(),
                 );
-                outputs = Outputs::default();
+                unwritten = std::mem::take(&mut outputs);
             }
             match nonempty(var("NEXTEST_RUN_ID")) {
                 Some(id) => {
@@ -145,6 +150,7 @@ impl Config {
             outputs,
             nextest,
             notes,
+            unwritten,
         }
     }
 }
@@ -1018,7 +1024,10 @@ pub fn main() -> std::process::ExitCode {
 pub fn main_args(argv: Vec<String>, config: Config) -> i32 {
     // Before anything can fail (even the arguments): the previous run's reports go, unless this only lists.
     if !argv.iter().skip(1).any(|a| a == "--list") {
-        for e in clear_reports(&config.outputs) {
+        for e in clear_reports(&config.outputs)
+            .into_iter()
+            .chain(clear_reports(&config.unwritten))
+        {
             eprintln!("servegate: {e}");
         }
     }
@@ -1131,6 +1140,11 @@ mod tests {
             }
         );
         assert!(c.outputs.is_empty(), "reports are ignored under nextest");
+        assert_eq!(
+            c.unwritten.junit.as_deref(),
+            Some(Path::new("j.xml")),
+            "and removed when a run starts"
+        );
         assert_eq!(c.notes.len(), 1);
     }
 

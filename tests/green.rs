@@ -276,6 +276,18 @@ fn under_nextest_a_trial_whose_requirement_is_unmet_is_skipped_or_fails_never_pa
             out.stdout
         );
     }
+    // SERVEGATE_JSON is ignored under nextest (no process sees the whole run), but an older file there is removed
+    // when a trial runs, so it cannot pass for this run.
+    let old = s.json();
+    std::fs::write(&old, "{\"exit_code\": 0}").unwrap();
+    let mut with_json = env.clone();
+    with_json.push(("SERVEGATE_JSON", old.as_path()));
+    let out = harness(&with_json, &["--exact", "c-skip::rate", "--ignored"]);
+    assert_eq!(out.code, LIBTEST_FAILED);
+    assert!(
+        !old.exists(),
+        "an older results.json left in place under nextest"
+    );
     // Without nextest, the same trial is ignored (libtest shows a skip), and a run of only that is not green.
     let plain = harness(
         &[
