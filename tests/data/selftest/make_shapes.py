@@ -219,8 +219,8 @@ def main():
     bw = list(backwards[1])
     bw[5], bw[6] = (bw[6][0], bw[5][1]), (bw[5][0], bw[6][1])
     backwards[1] = bw
-    shape("kind7-reads-out-of-order", 7, "a reads file whose times go backwards is corrupt evidence: judge refuses it",
-          "evidence_error", backwards)
+    shape("kind7-reads-out-of-order", 7, "a reads file whose times go backwards is corrupt evidence: refused, never passed",
+          "no_pass", backwards)
     shape("kind8-empty-route-pattern", 8, "fast = \"\" matches every log: the spec is refused",
           "spec_invalid", fast3(), fast='""')
     capped = fast3()
