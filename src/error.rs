@@ -21,6 +21,9 @@ pub mod exit {
     pub const EVIDENCE_ERROR: i32 = 5;
     /// A required device, path or command is missing and `SERVEGATE_STRICT=1` is set.
     pub const REQUIREMENT_UNMET: i32 = 6;
+    /// Nothing was checked: no gate file, a filter that selects no assertion, or every selected gate ignored
+    /// (unmet `[requires]`). A job that checked nothing is not green.
+    pub const NOTHING_CHECKED: i32 = 7;
 }
 
 /// An invalid gate spec. Display: `FILE:LINE:COL: KEY: MESSAGE` followed by the offending line.

@@ -78,6 +78,9 @@ pub struct Config {
     pub nextest: Nextest,
     /// Notes to print on stderr before running (e.g. a report path ignored under nextest).
     pub notes: Vec<String>,
+    /// Reports asked for that this process will not write (`SERVEGATE_JUNIT`/`SERVEGATE_JSON` under nextest):
+    /// removed when a run starts all the same, so no older report is taken for this run's.
+    pub unwritten: Outputs,
 }
 
 /// Directory under the evidence root holding the per-nextest-run gate caches.
@@ -110,6 +113,7 @@ impl Config {
             json: nonempty(var("SERVEGATE_JSON")).map(PathBuf::from),
         };
         let mut notes = Vec::new();
+        let mut unwritten = Outputs::default();
         let under_nextest = flag(var("NEXTEST")) || nonempty(var("NEXTEST_RUN_ID")).is_some();
         let nextest = if !under_nextest {
             Nextest::Off
@@ -117,11 +121,12 @@ impl Config {
             if !outputs.is_empty() {
                 notes.push(
                     "SERVEGATE_JUNIT / SERVEGATE_JSON are ignored under cargo-nextest (each test runs in its own process, \
-                     so no process sees the whole run): use nextest's own JUnit ([profile.<name>.junit] in \
-                     .config/nextest.toml) or run `cargo test --test gates`"
+                     so no process sees the whole run) and removed, so no older report passes for this run: use \
+                     nextest's own JUnit ([profile.<name>.junit] in .config/nextest.toml) or run \
+                     `cargo test --test gates`"
                         .to_string(),
                 );
-                outputs = Outputs::default();
+                unwritten = std::mem::take(&mut outputs);
             }
             match nonempty(var("NEXTEST_RUN_ID")) {
                 Some(id) => {
@@ -145,6 +150,7 @@ impl Config {
             outputs,
             nextest,
             notes,
+            unwritten,
         }
     }
 }
@@ -436,7 +442,17 @@ pub fn decide(gate: &LazyGate, assertion: &str) -> Decision {
     match gate.get() {
         GateResult::Unmet(reasons) => {
             let reason = format!("requires: {}", reasons.join("; "));
-            if gate.config.strict {
+            if matches!(gate.config.nextest, Nextest::Cached { .. }) && !gate.config.strict {
+                // cargo-nextest reads a trial that ends "ignored" at run time as a pass (its exit status is 0):
+                // a trial it runs anyway (`--run-ignored all|only`) whose requirement is unmet must fail.
+                Decision::failed(
+                    FailureKind::RequirementUnmet,
+                    format!(
+                        "{reason} (this trial is marked ignored for that reason; cargo-nextest ran it anyway \
+                         (--run-ignored) and cannot show a skip at run time, so it fails: nothing was checked)"
+                    ),
+                )
+            } else if gate.config.strict {
                 Decision::failed(
                     FailureKind::RequirementUnmet,
                     format!("{reason} (SERVEGATE_STRICT is set: unmet requirements fail)"),
@@ -643,11 +659,20 @@ pub fn report(entries: &[Entry]) -> String {
         let Entry::Gate(g) = e else { continue };
         match g.result() {
             None => {}
-            Some(GateResult::Unmet(r)) => out.push_str(&format!(
-                "{}: ignored (requires: {})\n",
-                g.spec.name,
-                r.join("; ")
-            )),
+            Some(GateResult::Unmet(r)) => {
+                let how = if g.config.strict {
+                    "failed: SERVEGATE_STRICT is set"
+                } else if matches!(g.config.nextest, Nextest::Cached { .. }) {
+                    "failed: run by cargo-nextest although ignored"
+                } else {
+                    "ignored"
+                };
+                out.push_str(&format!(
+                    "{}: {how} (requires: {})\n",
+                    g.spec.name,
+                    r.join("; ")
+                ))
+            }
             Some(GateResult::Error(e)) => {
                 out.push_str(&format!("{}: evidence error: {e}\n", g.spec.name))
             }
@@ -769,6 +794,8 @@ pub struct HarnessRun {
     pub report: String,
     /// Reports that could not be written.
     pub write_errors: Vec<String>,
+    /// Why the run checked nothing (no trial selected, or every selected trial skipped), when it did not.
+    pub nothing_checked: Option<String>,
 }
 
 impl HarnessRun {
@@ -806,6 +833,35 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
             });
         }
     }
+    let selected = plan
+        .trials
+        .iter()
+        .filter(|t| !args.is_filtered_out(t))
+        .count();
+    // `--bench` (`cargo bench`) runs no gate: the gates are tests, so it is not a run that could check anything.
+    if !args.list && !args.bench && selected == 0 {
+        // Nothing would run: say why instead of libtest's "0 tests ... test result: ok".
+        let why = nothing_selected(files, &config.gates, args, plan.trials.len());
+        let mut results = Results::begin(Producer::Harness, config.strict);
+        results.started_utc = started_utc;
+        results.finish(t.elapsed().as_secs_f64());
+        results.exit_code = crate::error::exit::NOTHING_CHECKED;
+        results.problems.push(why.clone());
+        let write_errors = write_reports(&config.outputs, &mut results);
+        return HarnessRun {
+            conclusion: Conclusion {
+                num_filtered_out: plan.trials.len() as u64,
+                num_passed: 0,
+                num_failed: 0,
+                num_ignored: 0,
+                num_measured: 0,
+            },
+            results: Some(results),
+            report: String::new(),
+            write_errors,
+            nothing_checked: Some(why),
+        };
+    }
     let conclusion = libtest_mimic::run(args, plan.trials);
     let report = report(&plan.entries);
     if args.list {
@@ -814,28 +870,178 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
             results: None,
             report,
             write_errors: Vec::new(),
+            nothing_checked: None,
         };
     }
-    let results = results(
+    let mut results = results(
         &plan.entries,
         &log.records(),
         config.strict,
         &started_utc,
         t.elapsed().as_secs_f64(),
     );
-    let write_errors = config.outputs.write(&results);
+    let checked_nothing = !args.bench && conclusion.num_passed == 0 && conclusion.num_failed == 0;
+    let nothing_checked = checked_nothing.then(|| {
+        format!(
+            "nothing was checked: every selected trial ({}) was skipped{}",
+            conclusion.num_ignored,
+            if config.strict {
+                String::new()
+            } else {
+                " (unmet [requires]: see the gate report; on a machine that must run these gates, \
+                 provision what they require, or set SERVEGATE_STRICT=1 to fail each one)"
+                    .to_string()
+            }
+        )
+    });
+    if let Some(why) = &nothing_checked {
+        results.exit_code = results.exit_code.max(crate::error::exit::NOTHING_CHECKED);
+        results.problems.push(why.clone());
+    }
+    let write_errors = write_reports(&config.outputs, &mut results);
     HarnessRun {
         conclusion,
         results: Some(results),
         report,
         write_errors,
+        nothing_checked,
     }
 }
 
-/// Entry point of `tests/gates.rs`: [`main_code`] with the process's arguments and environment.
+/// Why no trial is selected: no gate file in the gates directory (naming gate files found only in its
+/// subdirectories, which are not read), or a filter that matches none of the `total` trials.
+pub fn nothing_selected(files: &[PathBuf], gates: &Path, args: &Arguments, total: usize) -> String {
+    if files.is_empty() {
+        let nested = nested_gate_files(gates);
+        let mut why = format!(
+            "nothing was checked: no gate file (*.toml) in {}",
+            gates.display()
+        );
+        if !nested.is_empty() {
+            let shown: Vec<String> = nested
+                .iter()
+                .take(5)
+                .map(|p| p.display().to_string())
+                .collect();
+            why.push_str(&format!(
+                "; gate files in its subdirectories are not read ({}{}): set SERVEGATE_GATES to the directory \
+                 that holds them",
+                shown.join(", "),
+                if nested.len() > 5 { ", ..." } else { "" }
+            ));
+        } else {
+            why.push_str(" (set SERVEGATE_GATES to a gates directory or one gate file)");
+        }
+        return why;
+    }
+    let mut what = Vec::new();
+    if let Some(f) = &args.filter {
+        what.push(format!(
+            "{} `{f}`",
+            if args.exact {
+                "the exact name"
+            } else {
+                "the filter"
+            }
+        ));
+    }
+    if !args.skip.is_empty() {
+        what.push(format!("--skip {}", args.skip.join(", ")));
+    }
+    if args.ignored {
+        what.push("--ignored (no trial is marked ignored)".to_string());
+    }
+    format!(
+        "nothing was checked: {} selects none of the {total} trials (`cargo test --test gates -- --list` \
+         lists them)",
+        if what.is_empty() {
+            "the arguments".to_string()
+        } else {
+            what.join(" with ")
+        }
+    )
+}
+
+/// Writes the reports; when one could not be written, writes the others again saying so (`exit_code` at least
+/// 5, the error in `problems`). Returns one message per report not written.
+fn write_reports(outputs: &crate::report::Outputs, results: &mut Results) -> Vec<String> {
+    let errors = outputs.write(results);
+    if !errors.is_empty() {
+        results.exit_code = results.exit_code.max(crate::error::exit::EVIDENCE_ERROR);
+        results.problems.extend(errors.iter().cloned());
+        let _ = outputs.write(results);
+    }
+    errors
+}
+
+/// `*.toml` files one level below `dir` (gates put in a subdirectory by mistake), sorted.
+fn nested_gate_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut subdirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    subdirs.sort();
+    for d in subdirs {
+        if let Ok(files) = discover_in(&d) {
+            out.extend(files);
+        }
+    }
+    out
+}
+
+/// Removes the reports a run is about to write (`SERVEGATE_JUNIT`, `SERVEGATE_JSON`, `--junit`, `--json`), so a
+/// run that ends early (a bad spec, a usage error, a signal) never leaves the previous run's pass in place for
+/// a CI step that publishes them whatever happened. Returns one message per report that exists and could not
+/// be removed.
+pub fn clear_reports(outputs: &crate::report::Outputs) -> Vec<String> {
+    let mut errors = Vec::new();
+    for p in [&outputs.junit, &outputs.json].into_iter().flatten() {
+        match std::fs::remove_file(p) {
+            Ok(()) => {}
+            Err(_) if p.symlink_metadata().is_err() => {} // nothing there (or a parent is not a directory)
+            Err(e) => errors.push(format!(
+                "{}: cannot remove the previous report before the run: {e}",
+                p.display()
+            )),
+        }
+    }
+    errors
+}
+
+/// Entry point of `tests/gates.rs`: [`main_args`] with the process's arguments and environment.
 pub fn main() -> std::process::ExitCode {
-    let code = main_code(Arguments::from_args(), Config::from_env());
+    let code = main_args(std::env::args().collect(), Config::from_env());
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// The harness program on `argv` (program name first) and `config`: removes the reports it will write (unless
+/// it only lists), parses the libtest arguments (a usage error exits 2 after the reports are gone), then
+/// [`main_code`].
+pub fn main_args(argv: Vec<String>, config: Config) -> i32 {
+    // Before anything can fail (even the arguments): the previous run's reports go, unless this only lists.
+    if !argv.iter().skip(1).any(|a| a == "--list") {
+        for e in clear_reports(&config.outputs)
+            .into_iter()
+            .chain(clear_reports(&config.unwritten))
+        {
+            eprintln!("servegate: {e}");
+        }
+    }
+    match <Arguments as clap::Parser>::try_parse_from(&argv) {
+        Ok(args) => main_code(args, config),
+        Err(e) => {
+            let _ = e.print();
+            if e.use_stderr() {
+                crate::error::exit::USAGE
+            } else {
+                crate::error::exit::PASS
+            }
+        }
+    }
 }
 
 /// libtest's exit code when a test failed.
@@ -843,10 +1049,17 @@ pub const LIBTEST_FAILED: i32 = 101;
 
 /// The harness as a program: runs the trials, prints the gate report, the reports written and the closing
 /// line (`gates: N passed, N failed, N skipped`), writes the reports, and returns the exit code: 0, libtest's
-/// 101 when a trial failed, 2 when refused under nextest, 3 when the gates directory cannot be read, 5 when a
-/// report could not be written. Gates run one at a time; unless `--test-threads` is given, trials run on one
+/// 101 when a trial failed, 2 when refused under nextest or given `--test-threads=0`, 3 when the gates
+/// directory cannot be read, 5 when a report could not be written, 7 when nothing was checked (no gate file,
+/// a filter that selects no trial, every selected trial skipped). Gates run one at a time; unless `--test-threads` is given, trials run on one
 /// thread so the report reads in order.
 pub fn main_code(mut args: Arguments, config: Config) -> i32 {
+    if args.test_threads == Some(0) {
+        eprintln!(
+            "servegate: --test-threads=0 is not a number of threads (give 1 or more; gates run one at a time anyway)"
+        );
+        return crate::error::exit::USAGE;
+    }
     if args.test_threads.is_none() {
         args.test_threads = Some(1);
     }
@@ -884,8 +1097,13 @@ pub fn main_code(mut args: Arguments, config: Config) -> i32 {
     for e in &run.write_errors {
         eprintln!("servegate: {e}");
     }
+    if let Some(why) = &run.nothing_checked {
+        eprintln!("servegate: {why}; this run is not green");
+    }
     if run.conclusion.has_failed() {
         LIBTEST_FAILED
+    } else if run.nothing_checked.is_some() {
+        crate::error::exit::NOTHING_CHECKED
     } else if !run.write_errors.is_empty() {
         crate::error::exit::EVIDENCE_ERROR
     } else {
@@ -922,6 +1140,11 @@ mod tests {
             }
         );
         assert!(c.outputs.is_empty(), "reports are ignored under nextest");
+        assert_eq!(
+            c.unwritten.junit.as_deref(),
+            Some(Path::new("j.xml")),
+            "and removed when a run starts"
+        );
         assert_eq!(c.notes.len(), 1);
     }
 

@@ -8,7 +8,8 @@
 //! `<failure message="verdict line" type="assertion|serve_not_ready|...">` with the full text, and the tail
 //! of `serve.log` as `<system-out>`; an ignored gate's tests carry `<skipped message="requires: ...">`.
 //! Text is made valid XML 1.0: ANSI escape sequences and control characters are removed, U+FFFE and U+FFFF
-//! become U+FFFD.
+//! become U+FFFD. A problem of the run as a whole (`problems` in the results, e.g. "nothing was checked")
+//! is one failed `<testcase name="servegate::run" classname="servegate">` in a last suite named `servegate`.
 
 use std::time::Duration;
 
@@ -197,7 +198,31 @@ pub fn to_report(results: &Results) -> Report {
     let mut r = Report::new(REPORT_NAME);
     r.set_time(secs(results.duration_s));
     r.add_test_suites(results.gates.iter().map(suite));
+    if !results.problems.is_empty() {
+        r.add_test_suite(problems_suite(results));
+    }
     r
+}
+
+/// A run-level problem (`results.problems`, e.g. "nothing was checked") as a failed testcase of a suite named
+/// `servegate`, so a CI test reporter shows the job red even when no gate test failed.
+fn problems_suite(results: &Results) -> TestSuite {
+    let mut s = TestSuite::new(REPORT_NAME);
+    for (i, p) in results.problems.iter().enumerate() {
+        let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        st.set_message(xml(p.lines().next().unwrap_or("")));
+        st.set_type(xml("run"));
+        st.set_description(xml(p));
+        let name = if i == 0 {
+            "servegate::run".to_string()
+        } else {
+            format!("servegate::run{}", i + 1)
+        };
+        let mut tc = TestCase::new(xml(&name), st);
+        tc.set_classname(xml(REPORT_NAME));
+        s.add_test_case(tc);
+    }
+    s
 }
 
 /// The JUnit XML of `results`, as bytes (UTF-8, with an XML declaration).

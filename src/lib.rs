@@ -26,6 +26,7 @@ pub mod replay;
 pub mod reply;
 pub mod report;
 pub mod runner;
+pub mod selftest;
 pub mod serve;
 pub mod signals;
 pub mod spec;

@@ -12,9 +12,9 @@ use servegate::{evidence, judge, runner, spec};
 ///
 /// Exit codes: 0 every assertion passed; 1 an assertion failed; 2 bad usage; 3 a gate spec is invalid;
 /// 4 the serve never became ready; 5 evidence could not be read or written; 6 a requirement is unmet under
-/// SERVEGATE_STRICT=1.
+/// SERVEGATE_STRICT=1; 7 nothing was checked (every gate ignored).
 #[derive(Parser)]
-#[command(name = "servegate", version, about, long_about = None, after_help = "Exit codes: 0 pass, 1 assertion failed, 2 usage, 3 spec invalid, 4 serve never ready, 5 evidence error, 6 requirement unmet (strict).")]
+#[command(name = "servegate", version, about, long_about = None, after_help = "Exit codes: 0 pass, 1 assertion failed, 2 usage, 3 spec invalid, 4 serve never ready, 5 evidence error, 6 requirement unmet (strict), 7 nothing checked.")]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -33,10 +33,12 @@ enum Cmd {
         /// Print no progress lines.
         #[arg(long, short)]
         quiet: bool,
-        /// Also write JUnit XML here: one testsuite per gate, one testcase per assertion (docs/ci.md).
+        /// Also write JUnit XML here: one testsuite per gate, one testcase per assertion (docs/ci.md). Default:
+        /// $SERVEGATE_JUNIT. Removed when the run starts; written before the RESULT line.
         #[arg(long, value_name = "PATH")]
         junit: Option<PathBuf>,
         /// Also write the verdicts and measurements as JSON here (schema servegate.results/1, docs/results-json.md).
+        /// Default: $SERVEGATE_JSON.
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
         /// After a passing run, write records ID-decode-rate and ID-first-token to records/ (or --records-dir)
@@ -78,6 +80,9 @@ enum Cmd {
     Records(servegate::record::RecordsArgs),
     /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
     Leaderboard(servegate::leaderboard::LeaderboardArgs),
+    /// Judge the embedded judging table (the seed's shapes and one per hazard kind) with this binary's own judge:
+    /// no serve, no device; one line per shape, exit 0 when every shape gives what it must, else 1.
+    SelfTest(servegate::selftest::SelfTestArgs),
 }
 
 fn main() -> ExitCode {
@@ -98,6 +103,20 @@ fn main() -> ExitCode {
             record,
             records_dir,
         } => {
+            // As the harness: --junit / --json, else SERVEGATE_JUNIT / SERVEGATE_JSON.
+            let env_path = |k: &str| {
+                std::env::var_os(k)
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            };
+            let outputs = servegate::report::Outputs {
+                junit: junit.or_else(|| env_path("SERVEGATE_JUNIT")),
+                json: json.or_else(|| env_path("SERVEGATE_JSON")),
+            };
+            // The previous run's reports go first: a run that ends early never leaves them looking current.
+            for e in servegate::harness::clear_reports(&outputs) {
+                eprintln!("error: {e}");
+            }
             if let Some(id) = &record {
                 if gates.len() != 1 {
                     eprintln!("error: --record takes exactly one gate");
@@ -112,20 +131,8 @@ fn main() -> ExitCode {
                 }
             }
             let root = runs.clone().unwrap_or_else(runner::runs_root);
-            let code = cmd_run(
-                &gates,
-                Some(root.clone()),
-                quiet,
-                &servegate::report::Outputs { junit, json },
-            );
-            match (&record, code) {
-                (Some(id), exit::PASS) => write_records(&gates[0], &root, id, &records_dir),
-                (Some(_), _) => {
-                    eprintln!("no record written: the run did not pass");
-                    code
-                }
-                (None, _) => code,
-            }
+            let record = record.as_deref().map(|id| (id, records_dir.as_path()));
+            cmd_run(&gates, Some(root), quiet, &outputs, record)
         }
         Cmd::Judge { run_dir, gate } => cmd_judge(&run_dir, gate),
         Cmd::Check { gates } => cmd_check(&gates),
@@ -134,6 +141,7 @@ fn main() -> ExitCode {
         Cmd::BenchSelf(args) => servegate::bench::cli_bench_self(&args),
         Cmd::Records(args) => servegate::record::cli_records(&args),
         Cmd::Leaderboard(args) => servegate::leaderboard::cli(&args),
+        Cmd::SelfTest(args) => servegate::selftest::cli(&args),
     };
     ExitCode::from(code as u8)
 }
@@ -218,25 +226,32 @@ fn cmd_run(
     runs: Option<PathBuf>,
     quiet: bool,
     outputs: &servegate::report::Outputs,
+    record: Option<(&str, &std::path::Path)>,
 ) -> i32 {
     use servegate::report;
     let started = std::time::Instant::now();
     let strict = servegate::harness::strict();
     let mut results = report::Results::begin(report::Producer::Run, strict);
+    // Every spec is checked before any gate runs, and every invalid one is reported.
     let mut specs = Vec::new();
+    let mut invalid = 0usize;
     for f in files {
         match spec::load(f) {
             Ok(s) => specs.push(s),
             Err(e) => {
                 eprintln!("error: {e}");
                 results.push(report::GateResults::spec_invalid(f, &e.to_string(), 0.0));
-                return outputs.finish(
-                    results,
-                    started.elapsed().as_secs_f64(),
-                    exit::SPEC_INVALID,
-                );
+                invalid += 1;
             }
         }
+    }
+    if invalid > 0 {
+        let why = format!(
+            "{invalid} of {} gate spec{} invalid: no gate was run",
+            files.len(),
+            if files.len() == 1 { " is" } else { "s are" }
+        );
+        return finish_run(outputs, results, started, exit::SPEC_INVALID, &why);
     }
     let root = runs.unwrap_or_else(runner::runs_root);
     let mut worst = exit::PASS;
@@ -284,15 +299,77 @@ fn cmd_run(
             }
         }
     }
-    let result = if worst != exit::PASS {
-        "FAIL"
-    } else if skipped == specs.len() {
-        "SKIP (every gate was ignored: nothing was checked)"
-    } else {
-        "PASS"
+    let nothing_checked = worst == exit::PASS && skipped == specs.len();
+    // --record: written from a passing run's evidence before the RESULT line, so that line says whether they were.
+    if let Some((id, dir)) = record {
+        if worst != exit::PASS || nothing_checked {
+            eprintln!("no record written: the run did not pass");
+        } else {
+            let code = write_records(&files[0], &root, id, dir);
+            if code != exit::PASS {
+                results
+                    .problems
+                    .push("the gate passed but its records could not be written".to_string());
+                return finish_run(
+                    outputs,
+                    results,
+                    started,
+                    code,
+                    "the gate passed but its records could not be written",
+                );
+            }
+        }
+    }
+    if nothing_checked {
+        results
+            .problems
+            .push("nothing was checked: every gate was ignored (unmet [requires])".to_string());
+        return finish_run(
+            outputs,
+            results,
+            started,
+            exit::NOTHING_CHECKED,
+            "every gate was ignored: nothing was checked",
+        );
+    }
+    finish_run(outputs, results, started, worst, "")
+}
+
+/// Stamps `results` with `code`, writes the reports, then prints the one `RESULT:` line, which always agrees
+/// with the returned exit code: `PASS` (0), `SKIP (why)` (7: nothing was checked), `ERROR (why)` (a report
+/// could not be written: 5, or an invalid spec: 3), else `FAIL`.
+fn finish_run(
+    outputs: &servegate::report::Outputs,
+    results: servegate::report::Results,
+    started: std::time::Instant,
+    code: i32,
+    why: &str,
+) -> i32 {
+    let written = outputs.finish(results, started.elapsed().as_secs_f64(), code);
+    println!("RESULT: {}", result_word(code, written, why));
+    written
+}
+
+/// The word of the `RESULT:` line for exit code `code` (as planned) and `written` (after writing the reports).
+fn result_word(code: i32, written: i32, why: &str) -> String {
+    let paren = |w: &str, why: &str| {
+        if why.is_empty() {
+            w.to_string()
+        } else {
+            format!("{w} ({why})")
+        }
     };
-    println!("RESULT: {result}");
-    outputs.finish(results, started.elapsed().as_secs_f64(), worst)
+    if written != code {
+        // Only a report write changes the code; the verdicts' own result is said too.
+        let was = result_word(code, code, why);
+        return format!("ERROR (a report could not be written; the gates said {was})");
+    }
+    match code {
+        exit::PASS => "PASS".to_string(),
+        exit::NOTHING_CHECKED => paren("SKIP", why),
+        exit::SPEC_INVALID | exit::EVIDENCE_ERROR => paren("ERROR", why),
+        _ => paren("FAIL", why),
+    }
 }
 
 fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {

@@ -114,6 +114,10 @@ pub struct Results {
     pub counts: Counts,
     /// Every gate with at least one listed test, in run order.
     pub gates: Vec<GateResults>,
+    /// Problems of the run as a whole that make it fail although no listed test failed (e.g. `nothing was
+    /// checked: ...`, a report that could not be written). Absent when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
 }
 
 /// Test counts. `tests = passed + failed + skipped`.
@@ -295,6 +299,7 @@ impl Results {
             exit_code: exit::PASS,
             counts: Counts::default(),
             gates: Vec::new(),
+            problems: Vec::new(),
         }
     }
 
@@ -759,7 +764,9 @@ impl Outputs {
     }
 
     /// For `servegate run`: stamps the results with `exit_code`, writes the reports, and returns the exit code
-    /// (EVIDENCE_ERROR if a report could not be written, after printing why on stderr).
+    /// (EVIDENCE_ERROR if a report could not be written, after printing why on stderr). When one report could
+    /// not be written, the other is written again saying so (its `exit_code` is then the process's, and the
+    /// write error is in `problems`), so no report that was written says more than the process did.
     pub fn finish(&self, mut results: Results, duration_s: f64, exit_code: i32) -> i32 {
         results.finish(duration_s);
         results.exit_code = exit_code;
@@ -768,10 +775,13 @@ impl Outputs {
             eprintln!("error: {e}");
         }
         if errors.is_empty() {
-            exit_code
-        } else {
-            exit_code.max(exit::EVIDENCE_ERROR)
+            return exit_code;
         }
+        let code = exit_code.max(exit::EVIDENCE_ERROR);
+        results.exit_code = code;
+        results.problems.extend(errors.iter().cloned());
+        let _ = self.write(&results);
+        code
     }
 }
 

@@ -441,7 +441,12 @@ fn a_run_whose_every_gate_was_ignored_says_skip_not_pass() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    // Nothing was checked: not green (exit 7), and the RESULT line says so.
+    assert_eq!(
+        out.status.code(),
+        Some(servegate::error::exit::NOTHING_CHECKED),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("RESULT: SKIP (every gate was ignored: nothing was checked)"),
         "{stdout}"

@@ -706,3 +706,46 @@ fn servegate_run_writes_junit_and_json_with_its_exit_code() {
         servegate::error::exit::SPEC_INVALID
     );
 }
+
+#[test]
+fn a_run_that_checked_nothing_is_a_failed_servegate_run_testcase_in_both_reports() {
+    let runs = tempfile::tempdir().unwrap();
+    let (junit, json) = (runs.path().join("j.xml"), runs.path().join("r.json"));
+    let env = [
+        ("SERVEGATE_RUNS", runs.path()),
+        ("SERVEGATE_JUNIT", junit.as_path()),
+        ("SERVEGATE_JSON", json.as_path()),
+    ];
+    // Only the ignored gate selected: it is skipped, nothing is checked.
+    let run = harness(&env, &["junit-ignored"]);
+    assert_eq!(
+        run.code,
+        servegate::error::exit::NOTHING_CHECKED,
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.closing_counts(), (0, 0, 2));
+    let report = parse_junit(&junit);
+    assert_eq!(junit_counts(&report), (3, 1, 2));
+    let last = report.test_suites.last().unwrap();
+    assert_eq!(last.name.as_str(), "servegate");
+    let case = &last.test_cases[0];
+    assert_eq!(case.name.as_str(), "servegate::run");
+    match &case.status {
+        TestCaseStatus::NonSuccess { ty, message, .. } => {
+            assert_eq!(ty.as_deref(), Some("run"));
+            assert!(
+                message
+                    .as_deref()
+                    .unwrap()
+                    .starts_with("nothing was checked: every selected trial (2) was skipped"),
+                "{message:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let r = read_results(&json);
+    assert_eq!(r.exit_code, servegate::error::exit::NOTHING_CHECKED);
+    assert_eq!(r.problems.len(), 1);
+    assert_eq!((r.counts.tests, r.counts.skipped), (2, 2));
+}
