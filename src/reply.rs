@@ -1752,6 +1752,177 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_json_event_without_its_closing_blank_line_counts_for_nothing() {
+        // The finish chunk is whole JSON but no blank line dispatches it: no SSE client delivers it.
+        let body = [
+            ev(r#"{"content":"Paris"}"#, "null"),
+            ev(r#"{"content":"."}"#, r#""stop""#).trim_end().to_string(),
+        ]
+        .concat();
+        let r = one(&body);
+        assert_eq!(r.content, "Paris");
+        assert_eq!(r.finish_reason, None);
+        assert!(r.truncated && r.incomplete_tail);
+        assert!(!r.has_note("unterminated_last_event"));
+        assert_eq!(
+            r.failure().as_deref(),
+            Some("truncated_stream: no finish_reason, no [DONE], incomplete last event")
+        );
+        assert!(
+            r.parse_errors[0].starts_with("incomplete last event at EOF (line 3, "),
+            "{:?}",
+            r.parse_errors
+        );
+        // One line end but no blank line: the same.
+        let body = [
+            ev(r#"{"content":"Paris"}"#, "null"),
+            ev(r#"{"content":"."}"#, r#""stop""#).trim_end().to_string(),
+            "\n".into(),
+        ]
+        .concat();
+        let r = one(&body);
+        assert_eq!((r.content.as_str(), r.finish_reason.as_deref()), ("Paris", None));
+        assert!(r.truncated);
+        // Only data that is exactly [DONE] is taken from an unfinished event.
+        for (tail, done) in [
+            ("data: [DONE]", true),
+            ("data: [DONE]\n", true),
+            ("data: [DON", false),
+            ("data: [DONE]x", false),
+            ("data:  [DONE]", false),
+        ] {
+            let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), tail.into()].concat());
+            assert_eq!(r.done_seen, done, "{tail:?}");
+            assert_eq!(r.truncated, !done, "{tail:?}");
+        }
+    }
+
+    #[test]
+    fn malformed_events_fail_the_reply_naming_the_event() {
+        let cases: [(&str, &str); 6] = [
+            ("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" not\"}}]\n\n", "malformed JSON (EOF while parsing"),
+            ("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\\ud800\"}}]}\n\n", "malformed JSON (unexpected end of hex escape"),
+            ("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\0b\"}}]}\n\n", "malformed JSON (control character"),
+            ("data:\n\n", "empty data (both OpenAI SDKs raise on it)"),
+            ("data: 42\n\n", "data is JSON but not an object"),
+            ("data: {\"choices\":{\"index\":0}}\n\n", "`choices` is not an array"),
+        ];
+        for (bad, reason) in cases {
+            let body = [
+                ev(r#"{"content":"It is"}"#, "null"),
+                bad.to_string(),
+                ev(r#"{"content":" safe."}"#, r#""stop""#),
+                DONE.into(),
+            ]
+            .concat();
+            let r = one(&body);
+            // The text without the event reads fine, and the opposite of what was sent: the reply fails.
+            assert_eq!(r.content, "It is safe.", "{bad:?}");
+            assert!(!r.truncated, "{bad:?}");
+            let f = r.failure().unwrap_or_else(|| panic!("{bad:?} passed"));
+            assert!(
+                f.starts_with(&format!("malformed_event: event 2 (line 3): {reason}")),
+                "{bad:?}: {f}"
+            );
+            assert_eq!(r.malformed_events.len(), 1);
+            assert!(!f.chars().any(|c| c.is_control()), "{f:?}");
+        }
+        // The NUL is named and escaped.
+        let r = one(&[
+            "data: {\"a\":\"x\0y\"}\n\n".to_string(),
+            ev("{}", r#""stop""#),
+            DONE.into(),
+        ]
+        .concat());
+        let f = r.failure().unwrap();
+        assert!(f.contains("raw NUL") && f.contains(r#"\0"#), "{f}");
+        // Several: the first is named, the rest counted.
+        let r = one("data:\n\ndata: x\n\ndata: [DONE]\n\n");
+        assert!(
+            r.failure().unwrap().contains("(and 1 more)"),
+            "{:?}",
+            r.failure()
+        );
+    }
+
+    #[test]
+    fn a_data_line_lost_to_a_space_a_capital_or_a_bom_fails_the_reply() {
+        let chunk = r#"{"choices":[{"index":0,"delta":{"content":" not"}}]}"#;
+        for (line, why) in [
+            (format!(" data: {chunk}"), "a leading space"),
+            (format!("DATA: {chunk}"), "letter case"),
+            (format!("Data:{chunk}"), "letter case"),
+            (format!("\u{FEFF}data: {chunk}"), "a byte-order mark (U+FEFF)"),
+        ] {
+            let body = [
+                ev(r#"{"content":"It is"}"#, "null"),
+                format!("{line}\n\n"),
+                ev(r#"{"content":" safe."}"#, r#""stop""#),
+                DONE.into(),
+            ]
+            .concat();
+            let r = one(&body);
+            assert_eq!(r.content, "It is safe.");
+            let f = r.failure().unwrap_or_else(|| panic!("{line:?} passed"));
+            assert!(f.starts_with("misnamed_field: line 3: "), "{f}");
+            assert!(f.contains(why) && f.contains("is not `data`"), "{f}");
+            assert!(!f.contains('\u{FEFF}'), "a BOM is shown escaped: {f}");
+        }
+        // A BOM at the very start is the one the spec strips: flagged, not failed.
+        let r = one(&["\u{FEFF}".to_string(), ev(r#"{"content":"Hi"}"#, r#""stop""#), DONE.into()].concat());
+        assert_eq!(r.failure(), None);
+        assert!(r.has_note("leading_bom_stripped"));
+        // A second BOM right after it is not.
+        let r = one(&["\u{FEFF}\u{FEFF}".to_string(), ev(r#"{"content":"Hi"}"#, r#""stop""#), DONE.into()].concat());
+        assert!(r.failure().unwrap().starts_with("misnamed_field: line 1"), "{:?}", r.failure());
+        // A raw `error:` field (case 32a) fails too; an unknown field is only a warning.
+        let r = one(&[ev(r#"{"content":"a"}"#, "null"), "error: {\"message\":\"kv cache\"}\n\n".into(), DONE.into()].concat());
+        assert!(r.failure().unwrap().contains("is not `error` (not an SSE field)"), "{:?}", r.failure());
+        let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), "x-trace: 1\n\n".into(), DONE.into()].concat());
+        assert_eq!(r.failure(), None);
+        assert!(r.has_note("unknown_sse_fields"));
+    }
+
+    #[test]
+    fn nothing_after_done_is_read_or_judged() {
+        // Broken JSON, a misnamed line, a cut event and invalid UTF-8 after [DONE]: reported, not failed.
+        let body = [
+            ev(r#"{"content":"Yes."}"#, r#""stop""#).into_bytes(),
+            DONE.as_bytes().to_vec(),
+            b"data: {oops\n\n DATA: x\n\ndata: \xff".to_vec(),
+        ]
+        .concat();
+        let r = parse_stream(
+            &[TimedRead {
+                t_ms: 0.0,
+                bytes: body,
+            }],
+            Some(200),
+        );
+        assert_eq!(r.failure(), None, "{:?}", r.parse_errors);
+        assert!(r.parse_errors.is_empty());
+        assert_eq!(r.content, "Yes.");
+        assert!(r.has_note("data_after_done"));
+        assert!(!r.incomplete_tail);
+        // Blank lines after [DONE] are nothing.
+        let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), DONE.into(), "\r\n\n".into()].concat());
+        assert!(!r.has_note("data_after_done"));
+        assert_eq!(r.bytes_after_done, 0);
+    }
+
+    #[test]
+    fn serve_text_in_a_failure_is_escaped() {
+        let r = one("data: {\"error\":{\"message\":\"bad\\u001b[2J\\u0007\\nnext\"}}\n\n");
+        let f = r.failure().unwrap();
+        assert_eq!(f, "error_in_stream: bad\\u{1b}[2J\\u{7}\\nnext (HTTP 200)");
+        let r = parse_body(b"\x1b]0;pwned\x07", Some(200), 1.0);
+        let f = r.failure().unwrap();
+        assert!(!f.chars().any(|c| c.is_control()), "{f:?}");
+        assert_eq!(printable("a\u{202E}b\tc"), "a\\u{202e}b\\tc");
+        assert_eq!(quoted("ab\"c", 2), "\"ab\"…");
+    }
+
+    #[test]
     fn any_bytes_never_panic() {
         let mut seed: u32 = 7;
         let mut bytes = Vec::new();

@@ -392,6 +392,9 @@ pub fn near_miss(field: &str) -> Option<(&'static str, String)> {
     let meant = ["data", "event", "id", "retry", "error"]
         .into_iter()
         .find(|k| *k == folded)?;
+    if meant == field && meant != "error" {
+        return None;
+    }
     let mut why = Vec::new();
     if field.contains('\u{FEFF}') {
         why.push("a byte-order mark (U+FEFF)");
@@ -615,6 +618,69 @@ mod tests {
         let (_, tail, st) = frame(&[b": one\n\ndata: a\n\n: cut comm"]);
         assert!(tail.is_none());
         assert_eq!(st.comments, 2);
+    }
+
+    #[test]
+    fn a_leading_bom_split_across_reads_is_stripped_once_and_said() {
+        let (ev, _, st) = frame(&[b"\xEF\xBB", b"\xBFdata: a\n\n"]);
+        assert_eq!(datas(&ev), ["a"]);
+        assert!(st.leading_bom);
+        assert_eq!(st.replacement_chars, 0);
+        assert!(st.near_misses.is_empty());
+        let (_, _, st) = frame(&[b"data: a\n\n"]);
+        assert!(!st.leading_bom);
+    }
+
+    #[test]
+    fn misnamed_data_lines_are_ignored_as_the_spec_says_and_recorded() {
+        let (ev, _, st) = frame(&[
+            b"data: a\n\n data: b\n\nDATA: c\n\n\xEF\xBB\xBFdata: d\n\nfoo: e\n\nid : 1\n\n",
+        ]);
+        assert_eq!(datas(&ev), ["a"]);
+        assert_eq!(st.unknown_fields, 5);
+        assert_eq!(st.near_miss_count, 4);
+        assert_eq!(st.first_unknown_field.as_deref(), Some(" data"));
+        let got: Vec<(usize, &str, &str)> = st
+            .near_misses
+            .iter()
+            .map(|m| (m.line, m.meant, m.why.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (3, "data", "a leading space"),
+                (5, "data", "letter case (field names are case-sensitive)"),
+                (7, "data", "a byte-order mark (U+FEFF)"),
+                (11, "id", "a space in the name"),
+            ]
+        );
+        assert_eq!(st.near_misses[0].text, " data: b");
+        assert_eq!(near_miss("error"), Some(("error", "not an SSE field".into())));
+        assert_eq!(near_miss("foo"), None);
+        // A known field is no near miss.
+        assert_eq!(near_miss("data"), None);
+    }
+
+    #[test]
+    fn events_and_tails_carry_their_first_line() {
+        let (ev, tail, _) = frame(&[b": hi\n\nevent: x\ndata: a\n\ndata: b\r\n\r\ndata: {\"c"]);
+        assert_eq!(ev.iter().map(|e| e.line).collect::<Vec<_>>(), [3, 6]);
+        assert_eq!(tail.expect("tail").line, 8);
+    }
+
+    #[test]
+    fn push_partial_stops_right_after_an_event() {
+        let mut f = Framer::new();
+        let body = b"data: a\r\n\r\ndata: b\n\n";
+        let (used, ev) = f.push_partial(body, 1.0);
+        assert_eq!(ev.expect("event").data, "a");
+        // Dispatched by the CR of the blank line; its LF is still to come.
+        assert_eq!(used, 10);
+        assert_eq!(f.stats().bytes, 10);
+        let (used2, ev) = f.push_partial(&body[used..], 2.0);
+        assert_eq!(ev.expect("event").data, "b");
+        assert_eq!(used + used2, body.len());
+        assert_eq!(f.push_partial(b"data: c", 3.0), (7, None));
     }
 
     #[test]
