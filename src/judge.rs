@@ -452,7 +452,11 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged]) -> Verdict {
     let mut problems = Vec::new();
     for j in &selected {
         if let Some(f) = j.ev.reply.failure() {
-            let what = if j.ev.reply.error.is_some() { "error reply" } else { "failed reply" };
+            let what = if j.ev.reply.error.is_some() {
+                "error reply"
+            } else {
+                "failed reply"
+            };
             problems.push(format!("request {:02}: {what}: {f}", j.ev.record.index));
         } else if !ka.matches.is_match(&j.ev.reply.content) {
             problems.push(format!(

@@ -313,8 +313,8 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
     let mut st = StreamState::new(http_status);
     let end_ms: Option<f64> = reads.iter().map(|r| r.t_ms).reduce(f64::max);
     let mut any_event = false;
-    // The bytes after the `[DONE]` event, once it arrived.
-    let mut after_done: Option<Vec<u8>> = None;
+    // The bytes after the `[DONE]` event, once it arrived (slices of the reads, not a copy).
+    let mut after_done: Option<Vec<&[u8]>> = None;
     for (i, r) in reads.iter().enumerate() {
         let mut rest: &[u8] = &r.bytes;
         if rest.is_empty() {
@@ -327,10 +327,8 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
                 any_event = true;
                 st.on_event(ev.event.as_deref(), &ev.data, ev.t_ms, ev.line);
                 if st.reply.done_seen {
-                    let mut tail = rest.to_vec();
-                    for later in &reads[i + 1..] {
-                        tail.extend_from_slice(&later.bytes);
-                    }
+                    let mut tail = vec![rest];
+                    tail.extend(reads[i + 1..].iter().map(|r| r.bytes.as_slice()));
                     after_done = Some(tail);
                     break;
                 }
@@ -608,24 +606,41 @@ impl StreamState {
         self.reply.malformed_events.push(what);
     }
 
-    /// The bytes after the `[DONE]` event: counted and reported, never read as events.
-    fn after_done(&mut self, after: &[u8]) {
-        let start = after
-            .iter()
-            .position(|&b| b != b'\r' && b != b'\n')
-            .unwrap_or(after.len());
-        let extra = &after[start..];
-        if extra.iter().all(u8::is_ascii_whitespace) {
+    /// The bytes after the `[DONE]` event (as slices of the reads): counted and reported, never read as
+    /// events. Line ends right after `[DONE]` are its own and not counted; only whitespace is nothing.
+    fn after_done(&mut self, after: &[&[u8]]) {
+        let mut framer = crate::sse::Framer::new();
+        let (mut n, mut events, mut leading, mut blank) = (0usize, 0usize, true, true);
+        let mut head: Vec<u8> = Vec::new();
+        for part in after {
+            let mut part: &[u8] = part;
+            if leading {
+                let start = part
+                    .iter()
+                    .position(|&b| b != b'\r' && b != b'\n')
+                    .unwrap_or(part.len());
+                part = &part[start..];
+                leading = part.is_empty();
+            }
+            n += part.len();
+            blank &= part.iter().all(u8::is_ascii_whitespace);
+            if head.len() < 400 {
+                head.extend_from_slice(&part[..part.len().min(400 - head.len())]);
+            }
+            events += framer.push(part, 0.0).len();
+        }
+        if blank {
             return;
         }
-        self.reply.bytes_after_done = extra.len();
-        let (events, _, _) = crate::sse::frame_all([(extra, 0.0)]);
-        let text = String::from_utf8_lossy(extra);
+        self.reply.bytes_after_done = n;
+        let shown = quoted(&String::from_utf8_lossy(&head), 80);
+        let cut = if head.len() < n && !shown.ends_with('…') {
+            "…"
+        } else {
+            ""
+        };
         self.reply.warnings.push(format!(
-            "data_after_done: {} bytes after [DONE] ({} data events), not read (an SSE client stops at [DONE]): {}",
-            extra.len(),
-            events.len(),
-            quoted(&text, 80)
+            "data_after_done: {n} bytes after [DONE] ({events} data events), not read (an SSE client stops at [DONE]): {shown}{cut}"
         ));
     }
 
@@ -1781,7 +1796,10 @@ mod tests {
         ]
         .concat();
         let r = one(&body);
-        assert_eq!((r.content.as_str(), r.finish_reason.as_deref()), ("Paris", None));
+        assert_eq!(
+            (r.content.as_str(), r.finish_reason.as_deref()),
+            ("Paris", None)
+        );
         assert!(r.truncated);
         // Only data that is exactly [DONE] is taken from an unfinished event.
         for (tail, done) in [
@@ -1800,12 +1818,24 @@ mod tests {
     #[test]
     fn malformed_events_fail_the_reply_naming_the_event() {
         let cases: [(&str, &str); 6] = [
-            ("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" not\"}}]\n\n", "malformed JSON (EOF while parsing"),
-            ("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\\ud800\"}}]}\n\n", "malformed JSON (unexpected end of hex escape"),
-            ("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\0b\"}}]}\n\n", "malformed JSON (control character"),
+            (
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" not\"}}]\n\n",
+                "malformed JSON (EOF while parsing",
+            ),
+            (
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\\ud800\"}}]}\n\n",
+                "malformed JSON (unexpected end of hex escape",
+            ),
+            (
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\0b\"}}]}\n\n",
+                "malformed JSON (control character",
+            ),
             ("data:\n\n", "empty data (both OpenAI SDKs raise on it)"),
             ("data: 42\n\n", "data is JSON but not an object"),
-            ("data: {\"choices\":{\"index\":0}}\n\n", "`choices` is not an array"),
+            (
+                "data: {\"choices\":{\"index\":0}}\n\n",
+                "`choices` is not an array",
+            ),
         ];
         for (bad, reason) in cases {
             let body = [
@@ -1852,7 +1882,10 @@ mod tests {
             (format!(" data: {chunk}"), "a leading space"),
             (format!("DATA: {chunk}"), "letter case"),
             (format!("Data:{chunk}"), "letter case"),
-            (format!("\u{FEFF}data: {chunk}"), "a byte-order mark (U+FEFF)"),
+            (
+                format!("\u{FEFF}data: {chunk}"),
+                "a byte-order mark (U+FEFF)",
+            ),
         ] {
             let body = [
                 ev(r#"{"content":"It is"}"#, "null"),
@@ -1869,16 +1902,46 @@ mod tests {
             assert!(!f.contains('\u{FEFF}'), "a BOM is shown escaped: {f}");
         }
         // A BOM at the very start is the one the spec strips: flagged, not failed.
-        let r = one(&["\u{FEFF}".to_string(), ev(r#"{"content":"Hi"}"#, r#""stop""#), DONE.into()].concat());
+        let r = one(&[
+            "\u{FEFF}".to_string(),
+            ev(r#"{"content":"Hi"}"#, r#""stop""#),
+            DONE.into(),
+        ]
+        .concat());
         assert_eq!(r.failure(), None);
         assert!(r.has_note("leading_bom_stripped"));
         // A second BOM right after it is not.
-        let r = one(&["\u{FEFF}\u{FEFF}".to_string(), ev(r#"{"content":"Hi"}"#, r#""stop""#), DONE.into()].concat());
-        assert!(r.failure().unwrap().starts_with("misnamed_field: line 1"), "{:?}", r.failure());
+        let r = one(&[
+            "\u{FEFF}\u{FEFF}".to_string(),
+            ev(r#"{"content":"Hi"}"#, r#""stop""#),
+            DONE.into(),
+        ]
+        .concat());
+        assert!(
+            r.failure().unwrap().starts_with("misnamed_field: line 1"),
+            "{:?}",
+            r.failure()
+        );
         // A raw `error:` field (case 32a) fails too; an unknown field is only a warning.
-        let r = one(&[ev(r#"{"content":"a"}"#, "null"), "error: {\"message\":\"kv cache\"}\n\n".into(), DONE.into()].concat());
-        assert!(r.failure().unwrap().contains("is not `error` (not an SSE field)"), "{:?}", r.failure());
-        let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), "x-trace: 1\n\n".into(), DONE.into()].concat());
+        let r = one(&[
+            ev(r#"{"content":"a"}"#, "null"),
+            "error: {\"message\":\"kv cache\"}\n\n".into(),
+            DONE.into(),
+        ]
+        .concat());
+        assert!(
+            r.failure()
+                .unwrap()
+                .contains("is not `error` (not an SSE field)"),
+            "{:?}",
+            r.failure()
+        );
+        let r = one(&[
+            ev(r#"{"content":"a"}"#, r#""stop""#),
+            "x-trace: 1\n\n".into(),
+            DONE.into(),
+        ]
+        .concat());
         assert_eq!(r.failure(), None);
         assert!(r.has_note("unknown_sse_fields"));
     }
@@ -1905,7 +1968,12 @@ mod tests {
         assert!(r.has_note("data_after_done"));
         assert!(!r.incomplete_tail);
         // Blank lines after [DONE] are nothing.
-        let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), DONE.into(), "\r\n\n".into()].concat());
+        let r = one(&[
+            ev(r#"{"content":"a"}"#, r#""stop""#),
+            DONE.into(),
+            "\r\n\n".into(),
+        ]
+        .concat());
         assert!(!r.has_note("data_after_done"));
         assert_eq!(r.bytes_after_done, 0);
     }

@@ -284,7 +284,9 @@ impl Framer {
                 let total = s.chars().filter(|&c| c == '\u{FFFD}').count();
                 self.stats.replacement_chars += total.saturating_sub(valid_fffd);
                 self.stats.invalid_utf8_lines += 1;
-                self.stats.first_invalid_utf8_line.get_or_insert(self.stats.lines);
+                self.stats
+                    .first_invalid_utf8_line
+                    .get_or_insert(self.stats.lines);
                 s
             }
         }
@@ -655,7 +657,10 @@ mod tests {
             ]
         );
         assert_eq!(st.near_misses[0].text, " data: b");
-        assert_eq!(near_miss("error"), Some(("error", "not an SSE field".into())));
+        assert_eq!(
+            near_miss("error"),
+            Some(("error", "not an SSE field".into()))
+        );
         assert_eq!(near_miss("foo"), None);
         // A known field is no near miss.
         assert_eq!(near_miss("data"), None);

@@ -532,11 +532,18 @@ fn a_bom_split_across_reads_is_stripped_once_and_flagged() {
     assert!(r.misnamed_fields.is_empty() && r.parse_errors.is_empty());
     // The same bytes with a second BOM: the spec strips one; the line after it is lost to a client, and
     // the reply fails instead of passing without "Hello".
-    let body = [b"\xEF\xBB\xBF".as_slice(), &bytes("case-33-bom-at-stream-start.sse")].concat();
+    let body = [
+        b"\xEF\xBB\xBF".as_slice(),
+        &bytes("case-33-bom-at-stream-start.sse"),
+    ]
+    .concat();
     let r = parse_stream(&reads::single_read(body), Some(200));
     assert_eq!(r.content, " there!");
     let fail = r.failure().expect("a second BOM fails");
-    assert!(fail.starts_with("misnamed_field: line 1: \"\\u{feff}data\""), "{fail}");
+    assert!(
+        fail.starts_with("misnamed_field: line 1: \"\\u{feff}data\""),
+        "{fail}"
+    );
 }
 
 #[test]
@@ -979,7 +986,10 @@ fn stream_fixtures() -> Vec<(String, Vec<u8>)> {
     for entry in std::fs::read_dir(&shapes).expect("stream shapes dir") {
         let path = entry.expect("entry").path();
         if path.extension().is_some_and(|e| e == "sse") {
-            let name = format!("repro/stream/{}", path.file_name().unwrap().to_string_lossy());
+            let name = format!(
+                "repro/stream/{}",
+                path.file_name().unwrap().to_string_lossy()
+            );
             out.push((name, std::fs::read(&path).expect("shape")));
         }
     }

@@ -92,7 +92,11 @@ fn check(at: &str, summary: &Map<String, Value>, want: &Map<String, Value>, time
         if let Some(n) = want.remove("empty_chunks") {
             let chunks = summary["chunks"].as_u64().expect("chunks");
             let tokens = summary["token_chunks"].as_u64().expect("token_chunks");
-            assert_eq!(Some(chunks - tokens), n.as_u64(), "{at} empty_chunks (chunks without a token)");
+            assert_eq!(
+                Some(chunks - tokens),
+                n.as_u64(),
+                "{at} empty_chunks (chunks without a token)"
+            );
             checked += 1;
         }
     }

@@ -261,7 +261,10 @@ fn servegate_run_fails_content_and_known_answer_on_a_malformed_and_a_cut_reply()
     };
     let stdout = std::fs::read_to_string(&so).unwrap();
     let stderr = std::fs::read_to_string(&se).unwrap();
-    let all = format!("exit {:?}\n--- stdout\n{stdout}\n--- stderr\n{stderr}", status.code());
+    let all = format!(
+        "exit {:?}\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        status.code()
+    );
     assert_eq!(status.code(), Some(1), "{all}");
     let line = |prefix: &str| {
         stdout
@@ -274,10 +277,15 @@ fn servegate_run_fails_content_and_known_answer_on_a_malformed_and_a_cut_reply()
         let l = line(&format!("{name} "));
         assert!(l.starts_with(&format!("{name} FAIL ")), "{l}");
         assert!(
-            l.contains("request 00: failed reply: malformed_event: event 3 (line 5): malformed JSON ("),
+            l.contains(
+                "request 00: failed reply: malformed_event: event 3 (line 5): malformed JSON ("
+            ),
             "{l}"
         );
-        assert!(l.contains(r#"\"content\": \" not\""#), "the event is quoted: {l}");
+        assert!(
+            l.contains(r#"\"content\": \" not\""#),
+            "the event is quoted: {l}"
+        );
         assert!(
             l.contains(
                 "request 01: failed reply: truncated_stream: no finish_reason, no [DONE], incomplete last event"
@@ -288,5 +296,8 @@ fn servegate_run_fails_content_and_known_answer_on_a_malformed_and_a_cut_reply()
         assert!(!l.contains("request 02"), "{l}");
     }
     assert_eq!(line("RESULT: "), "RESULT: FAIL");
-    assert!(!stdout.chars().any(|c| c.is_control() && c != '\n'), "{all}");
+    assert!(
+        !stdout.chars().any(|c| c.is_control() && c != '\n'),
+        "{all}"
+    );
 }
