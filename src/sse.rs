@@ -50,16 +50,16 @@ pub struct Event {
     pub line: usize,
 }
 
-/// A line whose field name is not one the spec knows but is one of `data`, `event`, `id`, `retry` or
-/// `error` once byte-order marks and whitespace are removed and letter case is ignored (` data:`, `DATA:`,
-/// `\u{FEFF}data:`). A spec client ignores it; it looked meant to carry something.
+/// A line whose field name is not one the spec knows but is `data`, `event` or `error` once byte-order marks
+/// and whitespace are removed and letter case is ignored (` data:`, `DATA:`, `\u{FEFF}data:`); see
+/// [`near_miss`]. A spec client ignores it; it looked meant to carry part of the reply.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NearMiss {
     /// Line number, from 1.
     pub line: usize,
     /// The field name as it appeared (may hold U+FEFF, spaces, capitals).
     pub field: String,
-    /// The field it looks meant to be: `data`, `event`, `id`, `retry` or `error`.
+    /// The field it looks meant to be: `data`, `event` or `error`.
     pub meant: &'static str,
     /// Why it is not that field: `a byte-order mark (U+FEFF)`, `a leading space`, `letter case`, joined
     /// with `, `.
@@ -381,17 +381,18 @@ impl Framer {
     }
 }
 
-/// The known field an unknown field name looks meant to be, and why it is not: `Some(("data", "a leading
+/// The field an unknown field name looks meant to be, and why it is not: `Some(("data", "a leading
 /// space"))` for `" data"`. Removes U+FEFF and whitespace and ignores letter case; `None` when the name is
-/// then none of `data`, `event`, `id`, `retry`, `error` (`error` is no SSE field, but a serve that writes
-/// `error: {...}` means an error, see case 32).
+/// then none of `data`, `event`, `error` — the fields that carry part of a reply (`error` is no SSE field,
+/// but a serve that writes `error: {...}` means an error, see case 32). A misnamed `id` or `retry` loses
+/// nothing of the reply and is only an unknown field.
 pub fn near_miss(field: &str) -> Option<(&'static str, String)> {
     let bare: String = field
         .chars()
         .filter(|&c| c != '\u{FEFF}' && !c.is_whitespace())
         .collect();
     let folded = bare.to_lowercase();
-    let meant = ["data", "event", "id", "retry", "error"]
+    let meant = ["data", "event", "error"]
         .into_iter()
         .find(|k| *k == folded)?;
     if meant == field && meant != "error" {
@@ -640,7 +641,7 @@ mod tests {
         ]);
         assert_eq!(datas(&ev), ["a"]);
         assert_eq!(st.unknown_fields, 5);
-        assert_eq!(st.near_miss_count, 4);
+        assert_eq!(st.near_miss_count, 3);
         assert_eq!(st.first_unknown_field.as_deref(), Some(" data"));
         let got: Vec<(usize, &str, &str)> = st
             .near_misses
@@ -653,7 +654,6 @@ mod tests {
                 (3, "data", "a leading space"),
                 (5, "data", "letter case (field names are case-sensitive)"),
                 (7, "data", "a byte-order mark (U+FEFF)"),
-                (11, "id", "a space in the name"),
             ]
         );
         assert_eq!(st.near_misses[0].text, " data: b");
@@ -662,8 +662,13 @@ mod tests {
             Some(("error", "not an SSE field".into()))
         );
         assert_eq!(near_miss("foo"), None);
-        // A known field is no near miss.
+        // A known field is no near miss, nor is a misnamed `id` (it carries nothing of the reply).
         assert_eq!(near_miss("data"), None);
+        assert_eq!(near_miss("id "), None);
+        assert_eq!(
+            near_miss("da ta"),
+            Some(("data", "a space in the name".into()))
+        );
     }
 
     #[test]
