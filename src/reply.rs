@@ -156,11 +156,19 @@ pub struct Reply {
     /// Each `event N (line L): reason: "escaped excerpt"`. Any entry fails the reply ([`Reply::failure`]).
     #[serde(default)]
     pub malformed_events: Vec<String>,
+    /// Malformed events in all; only the first [`DETAILS_KEPT`] are described in `malformed_events` (a hostile
+    /// stream of millions of `data:` lines must not cost a string each).
+    #[serde(default)]
+    pub malformed_event_count: usize,
     /// Lines (before `[DONE]`) that would have carried a field but for a byte-order mark, a space or a capital
     /// letter in the field name (` data:`, `DATA:`, `\u{FEFF}data:`), or a raw `error:` field: an SSE client
     /// ignores them. Each `line L: "field" is not `data` (why): "escaped line"`. Any entry fails the reply.
     #[serde(default)]
     pub misnamed_fields: Vec<String>,
+    /// Misnamed field lines in all; the first [`crate::sse::NEAR_MISSES_KEPT`] are described in
+    /// `misnamed_fields`.
+    #[serde(default)]
+    pub misnamed_field_count: usize,
     /// Bytes that came after the `[DONE]` event (its own line ends excluded): not read, as an SSE client stops
     /// there; reported in the warning `data_after_done`, never judged.
     #[serde(default)]
@@ -227,14 +235,14 @@ impl Reply {
             parts.push(format!(
                 "malformed_event: {}{}",
                 printable(m),
-                more(self.malformed_events.len())
+                more(self.malformed_event_count.max(self.malformed_events.len()))
             ));
         }
         if let Some(m) = self.misnamed_fields.first() {
             parts.push(format!(
                 "misnamed_field: {}{}",
                 printable(m),
-                more(self.misnamed_fields.len())
+                more(self.misnamed_field_count.max(self.misnamed_fields.len()))
             ));
         }
         if self.streamed && self.replacement_chars > 0 {
@@ -591,19 +599,21 @@ impl StreamState {
     }
 
     /// Records a dispatched event that cannot be read as a chunk: a parse error (with its time) and a
-    /// malformed event (which fails the reply).
+    /// malformed event (which fails the reply). Only the first [`DETAILS_KEPT`] are described; all are counted.
     fn malformed(&mut self, line: usize, t_ms: f64, reason: &str, data: &str) {
-        let what = format!(
-            "event {} (line {line}): {reason}: {}",
-            self.events,
-            quoted(data, SNIPPET_CHARS)
-        );
+        self.reply.malformed_event_count += 1;
+        if self.reply.malformed_event_count > DETAILS_KEPT {
+            return;
+        }
+        let excerpt = quoted(data, SNIPPET_CHARS);
         self.reply.parse_errors.push(format!(
-            "event {} at {t_ms} ms (line {line}): {reason}: {}",
-            self.events,
-            quoted(data, SNIPPET_CHARS)
+            "event {} at {t_ms} ms (line {line}): {reason}: {excerpt}",
+            self.events
         ));
-        self.reply.malformed_events.push(what);
+        self.reply.malformed_events.push(format!(
+            "event {} (line {line}): {reason}: {excerpt}",
+            self.events
+        ));
     }
 
     /// The bytes after the `[DONE]` event (as slices of the reads): counted and reported, never read as
@@ -837,13 +847,18 @@ impl StreamState {
             r.parse_errors.push(what.clone());
             r.misnamed_fields.push(what);
         }
+        r.misnamed_field_count = stats.near_miss_count;
         if stats.near_miss_count > stats.near_misses.len() {
-            let more = format!(
+            r.parse_errors.push(format!(
                 "and {} more misnamed field lines",
                 stats.near_miss_count - stats.near_misses.len()
-            );
-            r.parse_errors.push(more.clone());
-            r.misnamed_fields.push(more);
+            ));
+        }
+        if r.malformed_event_count > DETAILS_KEPT {
+            r.parse_errors.push(format!(
+                "and {} more malformed events",
+                r.malformed_event_count - DETAILS_KEPT
+            ));
         }
         let other_unknown = stats.unknown_fields - stats.near_miss_count;
         if other_unknown > 0 {
@@ -1082,6 +1097,9 @@ fn merge_tool_calls(acc: &mut Vec<ToolCall>, pieces: &[Value]) {
 
 /// Characters of serve text quoted in a message.
 const SNIPPET_CHARS: usize = 200;
+
+/// Malformed events described one by one in [`Reply::malformed_events`] (all are counted).
+pub const DETAILS_KEPT: usize = 8;
 
 /// Serve text for a message: at most `max` characters, quoted and escaped as a Rust string literal (`"a\"b"`,
 /// `"\u{1b}[31m"`, `"\0"`, `"\u{feff}"`), so control bytes never reach a terminal; `…` after the closing quote
@@ -1944,6 +1962,33 @@ mod tests {
         .concat());
         assert_eq!(r.failure(), None);
         assert!(r.has_note("unknown_sse_fields"));
+    }
+
+    #[test]
+    fn a_flood_of_malformed_events_is_counted_not_kept() {
+        let body = [
+            "data:\n\n".repeat(100_000),
+            " data: x\n\n".repeat(50),
+            ev(r#"{"content":"a"}"#, r#""stop""#),
+            DONE.into(),
+        ]
+        .concat();
+        let r = one(&body);
+        assert_eq!(r.malformed_event_count, 100_000);
+        assert_eq!(r.malformed_events.len(), DETAILS_KEPT);
+        assert_eq!(r.misnamed_field_count, 50);
+        assert_eq!(r.misnamed_fields.len(), crate::sse::NEAR_MISSES_KEPT);
+        assert!(
+            r.parse_errors.len() <= 2 * DETAILS_KEPT + 2,
+            "{}",
+            r.parse_errors.len()
+        );
+        let f = r.failure().unwrap();
+        assert!(
+            f.contains("empty data (both OpenAI SDKs raise on it): \"\" (and 99999 more)"),
+            "{f}"
+        );
+        assert!(f.contains("(and 49 more)"), "{f}");
     }
 
     #[test]
