@@ -132,7 +132,9 @@ pub struct Reply {
     pub model: Option<String>,
     /// The error the serve reported, if any.
     pub error: Option<ServeError>,
-    /// Parse errors with reasons (malformed JSON, truncated event, invalid UTF-8).
+    /// Parse errors with reasons (malformed events, a misnamed field line, the unfinished last event,
+    /// invalid UTF-8), serve text in them quoted and escaped. For a stream, the ones that lose part of the
+    /// reply are also in `malformed_events` / `misnamed_fields`.
     pub parse_errors: Vec<String>,
     /// True when the stream ended inside an event or without finish_reason and `[DONE]`.
     pub truncated: bool,
