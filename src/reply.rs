@@ -692,7 +692,16 @@ impl StreamState {
                         error_type: None,
                     });
                 } else {
-                    let nul = if d.contains('\0') { ", raw NUL" } else { "" };
+                    // Name the two causes a reader would not guess from serde's message.
+                    let nul = if d.contains('\0') {
+                        ", raw NUL"
+                    } else if e.to_string().contains("escape")
+                        && d.to_ascii_lowercase().contains("\\ud")
+                    {
+                        ", lone surrogate"
+                    } else {
+                        ""
+                    };
                     self.malformed(line, t_ms, &format!("malformed JSON ({e}{nul})"), d);
                 }
                 return;
@@ -1844,7 +1853,7 @@ mod tests {
             ),
             (
                 "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\\ud800\"}}]}\n\n",
-                "malformed JSON (unexpected end of hex escape",
+                "malformed JSON (unexpected end of hex escape at line 1 column 50, lone surrogate)",
             ),
             (
                 "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\0b\"}}]}\n\n",
