@@ -1,7 +1,7 @@
 //! The field cases (tests/data/cases, copied from shared/cases) as tests of `sse`, `reply`, `measure` and
 //! `content`: every expected value of every stream/body case, a generic check driven by the
 //! `*.expected.json` files, neighbouring inputs of each kind, and a property test that read boundaries never
-//! change a parsed reply.
+//! change a parsed reply (over the cases and the stream shapes of tests/data/repro/stream).
 //!
 //! `ok` / `fail_reason` are verdicts; the judge owns them. Here [`outcome`] stands in for the judge's
 //! reply-level part (serve error or truncation, then degenerate text, then content lost to reasoning), so the
