@@ -49,6 +49,8 @@ pub fn degenerate(text: &str) -> Option<String> {
         .map(|(&c, &(k, _))| (c, k));
     if let Some((c, k)) = best {
         if k as f64 >= ONE_CHAR_SHARE * n as f64 {
+            // Serve text in a verdict: a repeated BEL or ESC is shown escaped, never sent to the terminal.
+            let c = crate::reply::printable(&c.to_string());
             return Some(format!(
                 "degenerate_output: one character repeated ('{c}' ×{k} of {n} non-space chars)"
             ));
@@ -129,7 +131,7 @@ pub fn reasoning_ate_budget(
     };
     let finish = match finish_reason {
         Some("length") => "finish_reason=length (max_tokens hit while thinking)".to_string(),
-        Some(f) => format!("finish_reason={f}"),
+        Some(f) => format!("finish_reason={}", crate::reply::printable(f)),
         None => "finish_reason=none".to_string(),
     };
     Some(format!(
@@ -265,6 +267,16 @@ mod tests {
         assert_eq!(repeated_token_ids(log, &re, 3), None);
         assert_eq!(repeated_token_ids(log, &re, 2), Some(("2".to_string(), 2)));
         assert_eq!(repeated_token_ids("", &re, 1), None);
+    }
+
+    #[test]
+    fn serve_text_in_content_reasons_is_escaped() {
+        assert_eq!(
+            degenerate("\u{7}\u{7}\u{7}\u{7}\u{7}").as_deref(),
+            Some("degenerate_output: one character repeated ('\\u{7}' ×5 of 5 non-space chars)")
+        );
+        let why = reasoning_ate_budget("", "x", None, Some("stop\u{1b}[2J")).unwrap();
+        assert!(why.ends_with("finish_reason=stop\\u{1b}[2J"), "{why}");
     }
 
     #[test]

@@ -68,7 +68,9 @@ pub struct Summary {
     pub ok: bool,
     /// When not ok, the failure's name: the serve error's kind (`context_exceeded`, `validation_error`,
     /// `error_mid_stream`, `error_in_stream`, `http_error`, ...), `truncated_stream`/`truncated_body`,
-    /// `unparseable_body`, `content_empty_all_tokens_in_reasoning`, `content_empty`,
+    /// `unparseable_body`, `malformed_event` (an event an SSE client would raise on: broken JSON, empty data,
+    /// ...), `misnamed_field` (a ` data:`/`DATA:`/BOM line a client ignores), `invalid_utf8`,
+    /// `content_empty_all_tokens_in_reasoning`, `content_empty`,
     /// `content_whitespace_only` or `degenerate_output`.
     pub fail_reason: Option<String>,
     /// When not ok, the judge's own reason text for this reply.

@@ -424,7 +424,7 @@ pub fn content_problem(reply: &crate::reply::Reply, fig: &Figures) -> Option<Str
         };
         return Some(format!("{what}: {f}{partial}"));
     }
-    let finish = reply.finish_reason.as_deref().unwrap_or("none");
+    let finish = crate::reply::printable(reply.finish_reason.as_deref().unwrap_or("none"));
     if reply.content.trim().is_empty() {
         if let Some(why) = crate::content::reasoning_ate_budget(
             &reply.content,
@@ -515,11 +515,13 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged]) -> Verdict {
     };
     let mut problems = Vec::new();
     for j in &selected {
-        if let Some(e) = &j.ev.reply.error {
-            problems.push(format!(
-                "request {:02}: error reply: {}: {}",
-                j.ev.record.index, e.kind, e.message
-            ));
+        if let Some(f) = j.ev.reply.failure() {
+            let what = if j.ev.reply.error.is_some() {
+                "error reply"
+            } else {
+                "failed reply"
+            };
+            problems.push(format!("request {:02}: {what}: {f}", j.ev.record.index));
         } else if !ka.matches.is_match(&j.ev.reply.content) {
             problems.push(format!(
                 "request {:02}: {} does not match /{}/",

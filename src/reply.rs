@@ -132,7 +132,9 @@ pub struct Reply {
     pub model: Option<String>,
     /// The error the serve reported, if any.
     pub error: Option<ServeError>,
-    /// Parse errors with reasons (malformed JSON, truncated event, invalid UTF-8).
+    /// Parse errors with reasons (malformed events, a misnamed field line, the unfinished last event,
+    /// invalid UTF-8), serve text in them quoted and escaped. For a stream, the ones that lose part of the
+    /// reply are also in `malformed_events` / `misnamed_fields`.
     pub parse_errors: Vec<String>,
     /// True when the stream ended inside an event or without finish_reason and `[DONE]`.
     pub truncated: bool,
@@ -150,31 +152,64 @@ pub struct Reply {
     /// Tool calls, assembled by `index`.
     #[serde(default)]
     pub tool_calls: Vec<ToolCall>,
+    /// Dispatched events (before `[DONE]`) that could not be read as a chunk and so would be lost: empty data
+    /// (both OpenAI SDKs raise on `data:` with nothing after it), broken JSON (a lone surrogate escape or a
+    /// raw NUL or other control byte makes it so), JSON that is not an object, `choices` that is not an array.
+    /// Each `event N (line L): reason: "escaped excerpt"`. Any entry fails the reply ([`Reply::failure`]).
+    #[serde(default)]
+    pub malformed_events: Vec<String>,
+    /// Malformed events in all; only the first [`DETAILS_KEPT`] are described in `malformed_events` (a hostile
+    /// stream of millions of `data:` lines must not cost a string each).
+    #[serde(default)]
+    pub malformed_event_count: usize,
+    /// Lines (before `[DONE]`) that would have carried a field but for a byte-order mark, a space or a capital
+    /// letter in the field name (` data:`, `DATA:`, `\u{FEFF}data:`), or a raw `error:` field: an SSE client
+    /// ignores them. Each `line L: "field" is not `data` (why): "escaped line"`. Any entry fails the reply.
+    #[serde(default)]
+    pub misnamed_fields: Vec<String>,
+    /// Misnamed field lines in all; the first [`crate::sse::NEAR_MISSES_KEPT`] are described in
+    /// `misnamed_fields`.
+    #[serde(default)]
+    pub misnamed_field_count: usize,
+    /// Bytes that came after the `[DONE]` event (its own line ends excluded): not read, as an SSE client stops
+    /// there; reported in the warning `data_after_done`, never judged.
+    #[serde(default)]
+    pub bytes_after_done: usize,
 }
 
 impl Reply {
     /// Why this reply failed on its own terms (before any gate looks at content or numbers), or `None`.
-    /// `name: detail`, e.g. `context_exceeded: the request exceeds ...`,
-    /// `truncated_stream: no finish_reason, no [DONE], incomplete last event`. Gate-level checks (content,
+    /// `name: detail`, several joined with `; ` (the first name is the failure's name). In order:
+    /// * the serve's error: `context_exceeded: the request exceeds ... (HTTP 400)` (see [`ServeError::kind`]);
+    /// * or a cut: `truncated_stream: no finish_reason, no [DONE], incomplete last event` (a stream that ended
+    ///   inside an event is cut: that event counts for nothing unless its data is exactly `[DONE]`),
+    ///   `truncated_body: ...`, or `unparseable_body: ...`;
+    /// * `malformed_event: event 3 (line 5): malformed JSON (...): "{\"cho"` (the first of
+    ///   [`Reply::malformed_events`], with `(and N more)`);
+    /// * `misnamed_field: line 7: " data" is not `data` (a leading space) ...` (the first of
+    ///   [`Reply::misnamed_fields`]);
+    /// * `invalid_utf8: 2 replacement characters in 1 lines (first: line 4)`.
+    ///
+    /// Serve text in it is escaped: control bytes never reach a terminal. Gate-level checks (content,
     /// finish_reason == stop, degenerate text, rates) are the judge's.
     pub fn failure(&self) -> Option<String> {
+        let mut parts: Vec<String> = Vec::new();
         if let Some(e) = &self.error {
             let status = match e.http_status {
                 Some(s) => format!(" (HTTP {s})"),
                 None => String::new(),
             };
-            return Some(format!("{}: {}{}", e.kind, e.message, status));
-        }
-        if self.truncated {
-            let mut parts = Vec::new();
+            parts.push(format!("{}: {}{}", e.kind, printable(&e.message), status));
+        } else if self.truncated {
+            let mut why = Vec::new();
             if self.finish_reason.is_none() {
-                parts.push("no finish_reason");
+                why.push("no finish_reason");
             }
             if self.streamed && !self.done_seen {
-                parts.push("no [DONE]");
+                why.push("no [DONE]");
             }
             if self.incomplete_tail {
-                parts.push(if self.streamed {
+                why.push(if self.streamed {
                     "incomplete last event"
                 } else {
                     "body ends inside JSON"
@@ -185,14 +220,46 @@ impl Reply {
             } else {
                 "truncated_body"
             };
-            return Some(format!("{name}: {}", parts.join(", ")));
-        }
-        if !self.streamed {
+            parts.push(format!("{name}: {}", why.join(", ")));
+        } else if !self.streamed {
             if let Some(p) = self.parse_errors.first() {
-                return Some(format!("unparseable_body: {p}"));
+                parts.push(format!("unparseable_body: {}", printable(p)));
             }
         }
-        None
+        let more = |n: usize| {
+            if n > 1 {
+                format!(" (and {} more)", n - 1)
+            } else {
+                String::new()
+            }
+        };
+        if let Some(m) = self.malformed_events.first() {
+            parts.push(format!(
+                "malformed_event: {}{}",
+                printable(m),
+                more(self.malformed_event_count.max(self.malformed_events.len()))
+            ));
+        }
+        if let Some(m) = self.misnamed_fields.first() {
+            parts.push(format!(
+                "misnamed_field: {}{}",
+                printable(m),
+                more(self.misnamed_field_count.max(self.misnamed_fields.len()))
+            ));
+        }
+        if self.streamed && self.replacement_chars > 0 {
+            if let Some(p) = self
+                .parse_errors
+                .iter()
+                .find(|p| p.starts_with("invalid UTF-8"))
+            {
+                parts.push(format!(
+                    "invalid_utf8: {}",
+                    p.trim_start_matches("invalid UTF-8: ")
+                ));
+            }
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// True when any warning or flag has this name (the part before `:` or a space).
@@ -212,8 +279,21 @@ pub fn note_name(note: &str) -> &str {
 /// Parses a streamed response (SSE) from its timed reads.
 ///
 /// Framing is [`crate::sse`]; this reads each data event as an OpenAI-compatible chunk:
-/// * `data: [DONE]` sets `done_seen`; other data must be a JSON object, else it goes to `parse_errors`
-///   with the reason and the chunk is skipped (the stream goes on).
+/// * `data: [DONE]` sets `done_seen` and ends the reading: both OpenAI SDKs stop there (openai-python
+///   `Stream.__stream__` breaks on `sse.data.startswith("[DONE]")`; openai-node `Stream.fromSSEResponse`
+///   sets `done` and skips everything after). Whatever follows is counted in `bytes_after_done` and reported
+///   as the warning `data_after_done: N bytes after [DONE] (K data events), not read: "excerpt"` — never
+///   content, never a parse error, never a failure.
+/// * Any other data must be a JSON object with an array (or no) `choices`; else the event is **malformed**:
+///   it goes to `parse_errors` (with its time) and to `malformed_events` (which fails the reply), naming the
+///   event by number and line with an escaped excerpt. Empty data is malformed too (`JSON.parse("")` and
+///   `json.loads("")` both raise in the SDKs), as is JSON that serde rejects (a lone surrogate `\ud800`, a raw
+///   NUL or other control byte inside a string).
+/// * Lines that an SSE client ignores but that looked meant to carry a field (` data:`, `DATA:`, a BOM
+///   before `data:` anywhere but at the very start, a raw `error:` line; see [`crate::sse::near_miss`]) go to
+///   `parse_errors` and `misnamed_fields` (which fails the reply). Other unknown fields: warning
+///   `unknown_sse_fields`. A stripped leading BOM: flag `leading_bom_stripped`.
+/// * Invalid UTF-8 before `[DONE]`: a parse error with the count, and a failure (`invalid_utf8`).
 /// * A chunk with an `error` member (object, or string with a sibling `error_type`), a vLLM-style
 ///   `"object": "error"`, or any event of type `error` is the serve's error (see [`ServeError::kind`]); the
 ///   first one is kept. Flag `error_inside_200_stream` when the status is 2xx or unknown.
@@ -227,9 +307,12 @@ pub fn note_name(note: &str) -> &str {
 ///   (vLLM `continuous_usage_stats`) or else `timings.predicted_n` (llama.cpp `timings_per_token`) — each
 ///   token chunk gets the difference from the previous value seen on any chunk (start 0). Otherwise none.
 ///   Flag `multi_token_chunks` when a chunk has more than one token.
-/// * End of stream: an incomplete last event whose data is still a whole JSON object or `[DONE]` is used
-///   (warning `unterminated_last_event`); otherwise it is a parse error. `truncated` = no serve error and
-///   (the tail was unusable, or neither a finish_reason nor `[DONE]` arrived).
+/// * End of stream inside an event (no blank line after its last line): the event was never dispatched, so
+///   — as in the WHATWG rules and both SDKs, see [`crate::sse`] — it counts for nothing, whatever its data;
+///   it is a parse error naming its bytes and an excerpt, and the reply is `truncated` (`incomplete last
+///   event`) when it held data or a cut line. One exception: data that is exactly `[DONE]` sets `done_seen`
+///   (warning `unterminated_last_event`), since nothing of the reply depends on it. `truncated` = no serve
+///   error and (the tail was lost, or neither a finish_reason nor `[DONE]` arrived).
 /// * Warnings: `usage_missing`, `finish_reason_missing` (`[DONE]` without any finish_reason),
 ///   `no_done_marker` (finish_reason but no `[DONE]`), `data_after_done`. Flag `truncated_by_max_tokens` on
 ///   finish_reason `length`.
@@ -238,13 +321,31 @@ pub fn note_name(note: &str) -> &str {
 pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
     let mut framer = crate::sse::Framer::new();
     let mut st = StreamState::new(http_status);
-    let mut end_ms: Option<f64> = None;
+    let end_ms: Option<f64> = reads.iter().map(|r| r.t_ms).reduce(f64::max);
     let mut any_event = false;
-    for r in reads {
-        end_ms = Some(end_ms.map_or(r.t_ms, |e: f64| e.max(r.t_ms)));
-        for ev in framer.push(&r.bytes, r.t_ms) {
-            any_event = true;
-            st.on_event(ev.event.as_deref(), &ev.data, ev.t_ms);
+    // The bytes after the `[DONE]` event, once it arrived (slices of the reads, not a copy).
+    let mut after_done: Option<Vec<&[u8]>> = None;
+    for (i, r) in reads.iter().enumerate() {
+        let mut rest: &[u8] = &r.bytes;
+        if rest.is_empty() {
+            framer.push(rest, r.t_ms);
+        }
+        while !rest.is_empty() {
+            let (used, ev) = framer.push_partial(rest, r.t_ms);
+            rest = &rest[used..];
+            if let Some(ev) = ev {
+                any_event = true;
+                st.on_event(ev.event.as_deref(), &ev.data, ev.t_ms, ev.line);
+                if st.reply.done_seen {
+                    let mut tail = vec![rest];
+                    tail.extend(reads[i + 1..].iter().map(|r| r.bytes.as_slice()));
+                    after_done = Some(tail);
+                    break;
+                }
+            }
+        }
+        if after_done.is_some() {
+            break;
         }
     }
     let tail = framer.finish();
@@ -270,28 +371,26 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
         }
     }
 
+    if let Some(after) = after_done {
+        st.after_done(&after);
+    }
     let mut tail_lost = false;
     if let Some(inc) = &tail {
         st.reply.incomplete_tail = true;
-        let d = inc.data.trim();
-        let usable = inc.has_data
-            && (d == "[DONE]"
-                || serde_json::from_str::<Value>(d)
-                    .map(|v| v.is_object())
-                    .unwrap_or(false));
-        if usable {
+        if inc.has_data && inc.data == "[DONE]" {
             st.reply.warnings.push(format!(
-                "unterminated_last_event: EOF before the blank line ending the last event ({} bytes), data used",
+                "unterminated_last_event: EOF before the blank line ending `data: [DONE]` ({} bytes), taken as [DONE]",
                 inc.bytes
             ));
-            st.on_event(inc.event.as_deref(), &inc.data, inc.t_ms);
+            st.on_event(inc.event.as_deref(), &inc.data, inc.t_ms, inc.line);
         } else {
             tail_lost = inc.has_data || inc.cut_line;
             st.reply.parse_errors.push(format!(
-                "incomplete last event at EOF ({} bytes{}): {}",
+                "incomplete last event at EOF (line {}, {} bytes{}): never dispatched (no blank line ends it), so not used: {}",
+                inc.line,
                 inc.bytes,
                 if inc.cut_line { ", last line cut" } else { "" },
-                snippet(&inc.data)
+                quoted(&inc.data, SNIPPET_CHARS)
             ));
         }
     }
@@ -343,11 +442,13 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
                 r.parse_errors.push(format!(
                     "body ends inside JSON ({} bytes): {}",
                     bytes.len(),
-                    snippet(&text)
+                    quoted(&text, SNIPPET_CHARS)
                 ));
             } else {
-                r.parse_errors
-                    .push(format!("body is not JSON ({e}): {}", snippet(&text)));
+                r.parse_errors.push(format!(
+                    "body is not JSON ({e}): {}",
+                    quoted(&text, SNIPPET_CHARS)
+                ));
             }
             if is_error_status {
                 r.error = Some(ServeError {
@@ -364,7 +465,7 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
     let Some(obj) = v.as_object() else {
         r.parse_errors.push(format!(
             "body is JSON but not an object: {}",
-            snippet(&text)
+            quoted(&text, SNIPPET_CHARS)
         ));
         if is_error_status {
             r.error = Some(ServeError {
@@ -419,7 +520,7 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
             if !is_error_status {
                 r.parse_errors.push(format!(
                     "body has neither `choices` nor `error`: {}",
-                    snippet(&text)
+                    quoted(&text, SNIPPET_CHARS)
                 ));
             }
         }
@@ -458,7 +559,6 @@ struct StreamState {
     prev_pred_n: u64,
     /// Per token chunk: (usage delta, timings delta), when that chunk carried the counter.
     deltas: Vec<Deltas>,
-    events_after_done: usize,
     events: usize,
 }
 
@@ -473,7 +573,6 @@ impl StreamState {
             prev_usage_ct: 0,
             prev_pred_n: 0,
             deltas: Vec::new(),
-            events_after_done: 0,
             events: 0,
         }
     }
@@ -501,7 +600,63 @@ impl StreamState {
         });
     }
 
-    fn on_event(&mut self, event_type: Option<&str>, data: &str, t_ms: f64) {
+    /// Records a dispatched event that cannot be read as a chunk: a parse error (with its time) and a
+    /// malformed event (which fails the reply). Only the first [`DETAILS_KEPT`] are described; all are counted.
+    fn malformed(&mut self, line: usize, t_ms: f64, reason: &str, data: &str) {
+        self.reply.malformed_event_count += 1;
+        if self.reply.malformed_event_count > DETAILS_KEPT {
+            return;
+        }
+        let excerpt = quoted(data, SNIPPET_CHARS);
+        self.reply.parse_errors.push(format!(
+            "event {} at {t_ms} ms (line {line}): {reason}: {excerpt}",
+            self.events
+        ));
+        self.reply.malformed_events.push(format!(
+            "event {} (line {line}): {reason}: {excerpt}",
+            self.events
+        ));
+    }
+
+    /// The bytes after the `[DONE]` event (as slices of the reads): counted and reported, never read as
+    /// events. Line ends right after `[DONE]` are its own and not counted; only whitespace is nothing.
+    fn after_done(&mut self, after: &[&[u8]]) {
+        let mut framer = crate::sse::Framer::new();
+        let (mut n, mut events, mut leading, mut blank) = (0usize, 0usize, true, true);
+        let mut head: Vec<u8> = Vec::new();
+        for part in after {
+            let mut part: &[u8] = part;
+            if leading {
+                let start = part
+                    .iter()
+                    .position(|&b| b != b'\r' && b != b'\n')
+                    .unwrap_or(part.len());
+                part = &part[start..];
+                leading = part.is_empty();
+            }
+            n += part.len();
+            blank &= part.iter().all(u8::is_ascii_whitespace);
+            if head.len() < 400 {
+                head.extend_from_slice(&part[..part.len().min(400 - head.len())]);
+            }
+            events += framer.push(part, 0.0).len();
+        }
+        if blank {
+            return;
+        }
+        self.reply.bytes_after_done = n;
+        let shown = quoted(&String::from_utf8_lossy(&head), 80);
+        let cut = if head.len() < n && !shown.ends_with('…') {
+            "…"
+        } else {
+            ""
+        };
+        self.reply.warnings.push(format!(
+            "data_after_done: {n} bytes after [DONE] ({events} data events), not read (an SSE client stops at [DONE]): {shown}{cut}"
+        ));
+    }
+
+    fn on_event(&mut self, event_type: Option<&str>, data: &str, t_ms: f64, line: usize) {
         self.events += 1;
         if self.reply.first_event_ms.is_none() {
             self.reply.first_event_ms = Some(t_ms);
@@ -512,15 +667,19 @@ impl StreamState {
             self.reply.done_seen = true;
             return;
         }
-        if self.reply.done_seen {
-            self.events_after_done += 1;
-        }
         if d.is_empty() {
             if is_error_event {
                 self.set_error(ErrInfo {
                     message: "(event: error with empty data)".into(),
                     error_type: None,
                 });
+            } else {
+                self.malformed(
+                    line,
+                    t_ms,
+                    "empty data (both OpenAI SDKs raise on it)",
+                    data,
+                );
             }
             return;
         }
@@ -533,12 +692,17 @@ impl StreamState {
                         error_type: None,
                     });
                 } else {
-                    self.reply.parse_errors.push(format!(
-                        "event {} at {} ms: malformed JSON ({e}): {}",
-                        self.events,
-                        t_ms,
-                        snippet(d)
-                    ));
+                    // Name the two causes a reader would not guess from serde's message.
+                    let nul = if d.contains('\0') {
+                        ", raw NUL"
+                    } else if e.to_string().contains("escape")
+                        && d.to_ascii_lowercase().contains("\\ud")
+                    {
+                        ", lone surrogate"
+                    } else {
+                        ""
+                    };
+                    self.malformed(line, t_ms, &format!("malformed JSON ({e}{nul})"), d);
                 }
                 return;
             }
@@ -550,12 +714,7 @@ impl StreamState {
                     error_type: None,
                 });
             } else {
-                self.reply.parse_errors.push(format!(
-                    "event {} at {} ms: data is JSON but not an object: {}",
-                    self.events,
-                    t_ms,
-                    snippet(d)
-                ));
+                self.malformed(line, t_ms, "data is JSON but not an object", d);
             }
             return;
         };
@@ -588,12 +747,7 @@ impl StreamState {
                 }
             }
             None | Some(Value::Null) => {}
-            Some(_) => self.reply.parse_errors.push(format!(
-                "event {} at {} ms: `choices` is not an array: {}",
-                self.events,
-                t_ms,
-                snippet(d)
-            )),
+            Some(_) => self.malformed(line, t_ms, "`choices` is not an array", d),
         }
         if let Some(c) = usage_ct {
             self.prev_usage_ct = c;
@@ -662,8 +816,10 @@ impl StreamState {
         r.replacement_chars = stats.replacement_chars;
         if stats.replacement_chars > 0 {
             r.parse_errors.push(format!(
-                "invalid UTF-8: {} replacement characters in {} lines",
-                stats.replacement_chars, stats.invalid_utf8_lines
+                "invalid UTF-8: {} replacement characters in {} lines (first: line {})",
+                stats.replacement_chars,
+                stats.invalid_utf8_lines,
+                stats.first_invalid_utf8_line.unwrap_or(0)
             ));
         }
 
@@ -687,10 +843,39 @@ impl StreamState {
             }
         }
 
-        if self.events_after_done > 0 {
+        if stats.leading_bom {
+            r.flags.push("leading_bom_stripped".into());
+        }
+        for m in &stats.near_misses {
+            let what = format!(
+                "line {}: {} is not `{}` ({}); an SSE client ignores the line: {}",
+                m.line,
+                quoted(&m.field, 40),
+                m.meant,
+                m.why,
+                quoted(&m.text, SNIPPET_CHARS)
+            );
+            r.parse_errors.push(what.clone());
+            r.misnamed_fields.push(what);
+        }
+        r.misnamed_field_count = stats.near_miss_count;
+        if stats.near_miss_count > stats.near_misses.len() {
+            r.parse_errors.push(format!(
+                "and {} more misnamed field lines",
+                stats.near_miss_count - stats.near_misses.len()
+            ));
+        }
+        if r.malformed_event_count > DETAILS_KEPT {
+            r.parse_errors.push(format!(
+                "and {} more malformed events",
+                r.malformed_event_count - DETAILS_KEPT
+            ));
+        }
+        let other_unknown = stats.unknown_fields - stats.near_miss_count;
+        if other_unknown > 0 {
             r.warnings.push(format!(
-                "data_after_done: {} data events after [DONE]",
-                self.events_after_done
+                "unknown_sse_fields: {other_unknown} lines with a field SSE ignores (first: {})",
+                quoted(stats.first_unknown_field.as_deref().unwrap_or(""), 40)
             ));
         }
         if r.usage.is_none() {
@@ -919,6 +1104,39 @@ fn merge_tool_calls(acc: &mut Vec<ToolCall>, pieces: &[Value]) {
             }
         }
     }
+}
+
+/// Characters of serve text quoted in a message.
+const SNIPPET_CHARS: usize = 200;
+
+/// Malformed events described one by one in [`Reply::malformed_events`] (all are counted).
+pub const DETAILS_KEPT: usize = 8;
+
+/// Serve text for a message: at most `max` characters, quoted and escaped as a Rust string literal (`"a\"b"`,
+/// `"\u{1b}[31m"`, `"\0"`, `"\u{feff}"`), so control bytes never reach a terminal; `…` after the closing quote
+/// when cut.
+pub fn quoted(s: &str, max: usize) -> String {
+    let head: String = s.chars().take(max).collect();
+    if s.chars().count() > max {
+        format!("{head:?}…")
+    } else {
+        format!("{head:?}")
+    }
+}
+
+/// Serve text with control and invisible formatting characters escaped (`\u{1b}`, `\n`, `\u{202e}`) and
+/// everything else as it is: for a message quoted in a verdict line.
+pub fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let invisible = matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}');
+        if c.is_control() || invisible {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The first 200 characters of a text, for messages.
@@ -1284,12 +1502,17 @@ mod tests {
         .concat();
         let r = one(&body);
         assert!(
-            r.warnings
-                .iter()
-                .any(|w| w == "data_after_done: 2 data events after [DONE]"),
+            r.warnings.iter().any(|w| w.starts_with(
+                "data_after_done: 209 bytes after [DONE] (2 data events), not read (an SSE client stops at [DONE]): \"data: {\\\"object"
+            )),
             "{:?}",
             r.warnings
         );
+        // Not content, not judged: the reply is the one before [DONE].
+        assert_eq!(r.content, "a");
+        assert_eq!(r.chunks, 1);
+        assert_eq!(r.bytes_after_done, 209);
+        assert_eq!(r.failure(), None);
     }
 
     #[test]
@@ -1304,7 +1527,7 @@ mod tests {
         let r = parse_stream(&reads(&[(7.5, &body)]), Some(200));
         assert_eq!(r.parse_errors.len(), 1);
         assert!(
-            r.parse_errors[0].starts_with("event 2 at 7.5 ms: malformed JSON"),
+            r.parse_errors[0].starts_with("event 2 at 7.5 ms (line 3): malformed JSON"),
             "{:?}",
             r.parse_errors
         );
@@ -1466,13 +1689,17 @@ mod tests {
         let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), "event: mess".into()].concat());
         assert!(r.truncated, "{:?}", r.warnings);
         // A whole `event:` line with no data and no cut is nothing lost.
+        let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), "event: x\n".into()].concat());
+        assert!(!r.truncated && r.incomplete_tail, "{:?}", r.warnings);
+        // After [DONE] it is not even read.
         let r = one(&[
             ev(r#"{"content":"a"}"#, r#""stop""#),
             DONE.into(),
             "event: x\n".into(),
         ]
         .concat());
-        assert!(!r.truncated && r.incomplete_tail);
+        assert!(!r.truncated && !r.incomplete_tail);
+        assert_eq!(r.bytes_after_done, 9);
     }
 
     #[test]
@@ -1555,13 +1782,268 @@ mod tests {
         assert_eq!(r.replacement_chars, 2);
         assert_eq!(
             r.parse_errors,
-            ["invalid UTF-8: 2 replacement characters in 1 lines"]
+            ["invalid UTF-8: 2 replacement characters in 1 lines (first: line 3)"]
+        );
+        assert_eq!(
+            r.failure().as_deref(),
+            Some("invalid_utf8: 2 replacement characters in 1 lines (first: line 3)")
         );
         assert!(
             one(&[ev(r#"{"content":"\u00e9"}"#, r#""stop""#), DONE.into()].concat())
                 .parse_errors
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_whole_json_event_without_its_closing_blank_line_counts_for_nothing() {
+        // The finish chunk is whole JSON but no blank line dispatches it: no SSE client delivers it.
+        let body = [
+            ev(r#"{"content":"Paris"}"#, "null"),
+            ev(r#"{"content":"."}"#, r#""stop""#).trim_end().to_string(),
+        ]
+        .concat();
+        let r = one(&body);
+        assert_eq!(r.content, "Paris");
+        assert_eq!(r.finish_reason, None);
+        assert!(r.truncated && r.incomplete_tail);
+        assert!(!r.has_note("unterminated_last_event"));
+        assert_eq!(
+            r.failure().as_deref(),
+            Some("truncated_stream: no finish_reason, no [DONE], incomplete last event")
+        );
+        assert!(
+            r.parse_errors[0].starts_with("incomplete last event at EOF (line 3, "),
+            "{:?}",
+            r.parse_errors
+        );
+        // One line end but no blank line: the same.
+        let body = [
+            ev(r#"{"content":"Paris"}"#, "null"),
+            ev(r#"{"content":"."}"#, r#""stop""#).trim_end().to_string(),
+            "\n".into(),
+        ]
+        .concat();
+        let r = one(&body);
+        assert_eq!(
+            (r.content.as_str(), r.finish_reason.as_deref()),
+            ("Paris", None)
+        );
+        assert!(r.truncated);
+        // Only data that is exactly [DONE] is taken from an unfinished event.
+        for (tail, done) in [
+            ("data: [DONE]", true),
+            ("data: [DONE]\n", true),
+            ("data: [DON", false),
+            ("data: [DONE]x", false),
+            ("data:  [DONE]", false),
+        ] {
+            let r = one(&[ev(r#"{"content":"a"}"#, r#""stop""#), tail.into()].concat());
+            assert_eq!(r.done_seen, done, "{tail:?}");
+            assert_eq!(r.truncated, !done, "{tail:?}");
+        }
+    }
+
+    #[test]
+    fn malformed_events_fail_the_reply_naming_the_event() {
+        let cases: [(&str, &str); 6] = [
+            (
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" not\"}}]\n\n",
+                "malformed JSON (EOF while parsing",
+            ),
+            (
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\\ud800\"}}]}\n\n",
+                "malformed JSON (unexpected end of hex escape at line 1 column 50, lone surrogate)",
+            ),
+            (
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\0b\"}}]}\n\n",
+                "malformed JSON (control character",
+            ),
+            ("data:\n\n", "empty data (both OpenAI SDKs raise on it)"),
+            ("data: 42\n\n", "data is JSON but not an object"),
+            (
+                "data: {\"choices\":{\"index\":0}}\n\n",
+                "`choices` is not an array",
+            ),
+        ];
+        for (bad, reason) in cases {
+            let body = [
+                ev(r#"{"content":"It is"}"#, "null"),
+                bad.to_string(),
+                ev(r#"{"content":" safe."}"#, r#""stop""#),
+                DONE.into(),
+            ]
+            .concat();
+            let r = one(&body);
+            // The text without the event reads fine, and the opposite of what was sent: the reply fails.
+            assert_eq!(r.content, "It is safe.", "{bad:?}");
+            assert!(!r.truncated, "{bad:?}");
+            let f = r.failure().unwrap_or_else(|| panic!("{bad:?} passed"));
+            assert!(
+                f.starts_with(&format!("malformed_event: event 2 (line 3): {reason}")),
+                "{bad:?}: {f}"
+            );
+            assert_eq!(r.malformed_events.len(), 1);
+            assert!(!f.chars().any(|c| c.is_control()), "{f:?}");
+        }
+        // The NUL is named and escaped.
+        let r = one(&[
+            "data: {\"a\":\"x\0y\"}\n\n".to_string(),
+            ev("{}", r#""stop""#),
+            DONE.into(),
+        ]
+        .concat());
+        let f = r.failure().unwrap();
+        assert!(f.contains("raw NUL") && f.contains(r#"\0"#), "{f}");
+        // Several: the first is named, the rest counted.
+        let r = one("data:\n\ndata: x\n\ndata: [DONE]\n\n");
+        assert!(
+            r.failure().unwrap().contains("(and 1 more)"),
+            "{:?}",
+            r.failure()
+        );
+    }
+
+    #[test]
+    fn a_data_line_lost_to_a_space_a_capital_or_a_bom_fails_the_reply() {
+        let chunk = r#"{"choices":[{"index":0,"delta":{"content":" not"}}]}"#;
+        for (line, why) in [
+            (format!(" data: {chunk}"), "a leading space"),
+            (format!("DATA: {chunk}"), "letter case"),
+            (format!("Data:{chunk}"), "letter case"),
+            (
+                format!("\u{FEFF}data: {chunk}"),
+                "a byte-order mark (U+FEFF)",
+            ),
+        ] {
+            let body = [
+                ev(r#"{"content":"It is"}"#, "null"),
+                format!("{line}\n\n"),
+                ev(r#"{"content":" safe."}"#, r#""stop""#),
+                DONE.into(),
+            ]
+            .concat();
+            let r = one(&body);
+            assert_eq!(r.content, "It is safe.");
+            let f = r.failure().unwrap_or_else(|| panic!("{line:?} passed"));
+            assert!(f.starts_with("misnamed_field: line 3: "), "{f}");
+            assert!(f.contains(why) && f.contains("is not `data`"), "{f}");
+            assert!(!f.contains('\u{FEFF}'), "a BOM is shown escaped: {f}");
+        }
+        // A BOM at the very start is the one the spec strips: flagged, not failed.
+        let r = one(&[
+            "\u{FEFF}".to_string(),
+            ev(r#"{"content":"Hi"}"#, r#""stop""#),
+            DONE.into(),
+        ]
+        .concat());
+        assert_eq!(r.failure(), None);
+        assert!(r.has_note("leading_bom_stripped"));
+        // A second BOM right after it is not.
+        let r = one(&[
+            "\u{FEFF}\u{FEFF}".to_string(),
+            ev(r#"{"content":"Hi"}"#, r#""stop""#),
+            DONE.into(),
+        ]
+        .concat());
+        assert!(
+            r.failure().unwrap().starts_with("misnamed_field: line 1"),
+            "{:?}",
+            r.failure()
+        );
+        // A raw `error:` field (case 32a) fails too; an unknown field is only a warning.
+        let r = one(&[
+            ev(r#"{"content":"a"}"#, "null"),
+            "error: {\"message\":\"kv cache\"}\n\n".into(),
+            DONE.into(),
+        ]
+        .concat());
+        assert!(
+            r.failure()
+                .unwrap()
+                .contains("is not `error` (not an SSE field)"),
+            "{:?}",
+            r.failure()
+        );
+        let r = one(&[
+            ev(r#"{"content":"a"}"#, r#""stop""#),
+            "x-trace: 1\n\n".into(),
+            DONE.into(),
+        ]
+        .concat());
+        assert_eq!(r.failure(), None);
+        assert!(r.has_note("unknown_sse_fields"));
+    }
+
+    #[test]
+    fn a_flood_of_malformed_events_is_counted_not_kept() {
+        let body = [
+            "data:\n\n".repeat(100_000),
+            " data: x\n\n".repeat(50),
+            ev(r#"{"content":"a"}"#, r#""stop""#),
+            DONE.into(),
+        ]
+        .concat();
+        let r = one(&body);
+        assert_eq!(r.malformed_event_count, 100_000);
+        assert_eq!(r.malformed_events.len(), DETAILS_KEPT);
+        assert_eq!(r.misnamed_field_count, 50);
+        assert_eq!(r.misnamed_fields.len(), crate::sse::NEAR_MISSES_KEPT);
+        assert!(
+            r.parse_errors.len() <= 2 * DETAILS_KEPT + 2,
+            "{}",
+            r.parse_errors.len()
+        );
+        let f = r.failure().unwrap();
+        assert!(
+            f.contains("empty data (both OpenAI SDKs raise on it): \"\" (and 99999 more)"),
+            "{f}"
+        );
+        assert!(f.contains("(and 49 more)"), "{f}");
+    }
+
+    #[test]
+    fn nothing_after_done_is_read_or_judged() {
+        // Broken JSON, a misnamed line, a cut event and invalid UTF-8 after [DONE]: reported, not failed.
+        let body = [
+            ev(r#"{"content":"Yes."}"#, r#""stop""#).into_bytes(),
+            DONE.as_bytes().to_vec(),
+            b"data: {oops\n\n DATA: x\n\ndata: \xff".to_vec(),
+        ]
+        .concat();
+        let r = parse_stream(
+            &[TimedRead {
+                t_ms: 0.0,
+                bytes: body,
+            }],
+            Some(200),
+        );
+        assert_eq!(r.failure(), None, "{:?}", r.parse_errors);
+        assert!(r.parse_errors.is_empty());
+        assert_eq!(r.content, "Yes.");
+        assert!(r.has_note("data_after_done"));
+        assert!(!r.incomplete_tail);
+        // Blank lines after [DONE] are nothing.
+        let r = one(&[
+            ev(r#"{"content":"a"}"#, r#""stop""#),
+            DONE.into(),
+            "\r\n\n".into(),
+        ]
+        .concat());
+        assert!(!r.has_note("data_after_done"));
+        assert_eq!(r.bytes_after_done, 0);
+    }
+
+    #[test]
+    fn serve_text_in_a_failure_is_escaped() {
+        let r = one("data: {\"error\":{\"message\":\"bad\\u001b[2J\\u0007\\nnext\"}}\n\n");
+        let f = r.failure().unwrap();
+        assert_eq!(f, "error_in_stream: bad\\u{1b}[2J\\u{7}\\nnext (HTTP 200)");
+        let r = parse_body(b"\x1b]0;pwned\x07", Some(200), 1.0);
+        let f = r.failure().unwrap();
+        assert!(!f.chars().any(|c| c.is_control()), "{f:?}");
+        assert_eq!(printable("a\u{202E}b\tc"), "a\\u{202e}b\\tc");
+        assert_eq!(quoted("ab\"c", 2), "\"ab\"…");
     }
 
     #[test]

@@ -17,7 +17,21 @@
 //! * A blank line dispatches the event if it has at least one `data` line (spec: otherwise nothing is sent).
 //! * **Event time** = `t_ms` of the read that completes the event (the read holding its dispatching line end).
 //! * At EOF ([`Framer::finish`]) an event that was started but not dispatched is returned as [`Incomplete`],
-//!   never silently dropped.
+//!   never silently dropped. It is **not** an event: the spec says "Once the end of the file is reached, any
+//!   pending data must be discarded. (If the file ends in the middle of an event, before the final empty line,
+//!   the incomplete event is not dispatched.)" (WHATWG HTML, 9.2.6 "Interpreting an event stream"), and both
+//!   OpenAI SDKs agree: openai-python's `SSEDecoder.decode` (`src/openai/_streaming.py`) builds a
+//!   `ServerSentEvent` only on an empty line, and openai-node's `SSEDecoder.decode`
+//!   (`src/core/streaming.ts`) likewise returns an event only for an empty line, so the last line that
+//!   `LineDecoder.flush()` hands it at EOF is buffered and never yielded.
+//! * One leading U+FEFF (its three bytes may straddle reads) is stripped ("The UTF-8 decode algorithm strips
+//!   one leading UTF-8 Byte Order Mark (BOM), if any"); [`FramerStats::leading_bom`] says so. A BOM anywhere
+//!   else is part of the line.
+//! * Field names are compared literally ("with no case folding"): ` data:`, `DATA:` or `\u{FEFF}data:` are
+//!   unknown fields and ignored, as a client ignores them. Because such a line was almost surely meant to carry
+//!   an event, it is recorded as a [`NearMiss`] (line number, what it missed, why) so the reply can fail on
+//!   it instead of forgetting it.
+//! * Lines are numbered from 1 (a CRLF is one line end); events and near misses carry their line number.
 //!
 //! Never panics on any input.
 
@@ -32,7 +46,35 @@ pub struct Event {
     pub id: Option<String>,
     /// Event time: arrival of the read that completed the event, ms since the request was sent.
     pub t_ms: f64,
+    /// Line number (from 1) of the event's first field line.
+    pub line: usize,
 }
+
+/// A line whose field name is not one the spec knows but is `data`, `event` or `error` once byte-order marks
+/// and whitespace are removed and letter case is ignored (` data:`, `DATA:`, `\u{FEFF}data:`); see
+/// [`near_miss`]. A spec client ignores it; it looked meant to carry part of the reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NearMiss {
+    /// Line number, from 1.
+    pub line: usize,
+    /// The field name as it appeared (may hold U+FEFF, spaces, capitals).
+    pub field: String,
+    /// The field it looks meant to be: `data`, `event` or `error`.
+    pub meant: &'static str,
+    /// Why it is not that field: `a byte-order mark (U+FEFF)`, `a leading space`, `letter case`, joined
+    /// with `, `.
+    pub why: String,
+    /// The whole line (decoded), at most [`NEAR_MISS_TEXT_CHARS`] characters.
+    pub text: String,
+    /// Arrival time of the read that completed the line, ms.
+    pub t_ms: f64,
+}
+
+/// Characters of a near-miss line kept in [`NearMiss::text`].
+pub const NEAR_MISS_TEXT_CHARS: usize = 200;
+
+/// Near misses kept in [`FramerStats::near_misses`] (all are counted in `near_miss_count`).
+pub const NEAR_MISSES_KEPT: usize = 8;
 
 /// An event that was started but not dispatched when the body ended (EOF inside an event).
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +91,8 @@ pub struct Incomplete {
     pub bytes: usize,
     /// Arrival time of the last read, ms.
     pub t_ms: f64,
+    /// Line number (from 1) of the event's first field line.
+    pub line: usize,
 }
 
 /// Counters kept while framing.
@@ -66,6 +110,18 @@ pub struct FramerStats {
     pub invalid_utf8_lines: usize,
     /// Bytes pushed in total.
     pub bytes: usize,
+    /// Lines seen (a cut last line counts once [`Framer::finish`] has run).
+    pub lines: usize,
+    /// Line number of the first line that contained invalid UTF-8.
+    pub first_invalid_utf8_line: Option<usize>,
+    /// True when one leading U+FEFF was stripped from the stream.
+    pub leading_bom: bool,
+    /// The first field name of an unknown-field line (near misses included), as it appeared.
+    pub first_unknown_field: Option<String>,
+    /// Unknown-field lines that look meant to be a known field (counted in `unknown_fields` too).
+    pub near_miss_count: usize,
+    /// The first [`NEAR_MISSES_KEPT`] near misses.
+    pub near_misses: Vec<NearMiss>,
 }
 
 /// Incremental SSE framer. Feed reads with [`Framer::push`], then call [`Framer::finish`] once at EOF.
@@ -85,6 +141,8 @@ pub struct Framer {
     pending_bytes: usize,
     /// Some field line was seen for the event being built.
     pending_fields: bool,
+    /// Line number of the first field line of the event being built.
+    pending_line: usize,
     last_t_ms: f64,
     stats: FramerStats,
 }
@@ -98,10 +156,25 @@ impl Framer {
     /// Feeds one network read that arrived at `t_ms` (ms since the request was sent). Returns the events this
     /// read completed, each stamped `t_ms`.
     pub fn push(&mut self, bytes: &[u8], t_ms: f64) -> Vec<Event> {
-        self.last_t_ms = t_ms;
-        self.stats.bytes += bytes.len();
         let mut out = Vec::new();
-        for &b in bytes {
+        let mut rest = bytes;
+        self.last_t_ms = t_ms;
+        while !rest.is_empty() {
+            let (used, ev) = self.push_partial(rest, t_ms);
+            rest = &rest[used..];
+            out.extend(ev);
+        }
+        out
+    }
+
+    /// Feeds the start of one read, up to and including the line end that dispatches the next event. Returns
+    /// the bytes consumed (all of them when no event was completed) and the event, if one was. Lets a caller
+    /// stop framing right after an event (e.g. after `data: [DONE]`) with the framer's counters covering only
+    /// what came before. Consumes at least one byte of a non-empty input.
+    pub fn push_partial(&mut self, bytes: &[u8], t_ms: f64) -> (usize, Option<Event>) {
+        self.last_t_ms = t_ms;
+        for (i, &b) in bytes.iter().enumerate() {
+            self.stats.bytes += 1;
             if self.after_cr {
                 self.after_cr = false;
                 if b == b'\n' {
@@ -110,16 +183,22 @@ impl Framer {
                     continue;
                 }
             }
-            match b {
+            let ev = match b {
                 b'\r' => {
                     self.after_cr = true;
-                    self.end_line(t_ms, &mut out);
+                    self.end_line(t_ms)
                 }
-                b'\n' => self.end_line(t_ms, &mut out),
-                _ => self.line.push(b),
+                b'\n' => self.end_line(t_ms),
+                _ => {
+                    self.line.push(b);
+                    None
+                }
+            };
+            if ev.is_some() {
+                return (i + 1, ev);
             }
         }
-        out
+        (bytes.len(), None)
     }
 
     /// Ends the stream. Returns the started-but-undispatched event, if any (EOF inside an event). Per spec the
@@ -133,8 +212,13 @@ impl Framer {
         let mut started = self.pending_fields;
         let mut bytes = self.pending_bytes;
         let mut cut_line = false;
+        let mut line = self.pending_line;
         if cut_len > 0 {
+            self.stats.lines += 1;
             let text = self.decode(cut);
+            if !started {
+                line = self.stats.lines;
+            }
             if text.starts_with(':') {
                 // A cut comment is still a comment; nothing of an event.
                 self.stats.comments += 1;
@@ -150,7 +234,12 @@ impl Framer {
                         has_data = true;
                     }
                     "event" => event = Some(value.to_string()),
-                    _ => {}
+                    "id" | "retry" => {}
+                    other => {
+                        let other = other.to_string();
+                        let line_no = self.stats.lines;
+                        self.unknown_field(&other, &text, line_no, self.last_t_ms);
+                    }
                 }
             }
         }
@@ -166,6 +255,7 @@ impl Framer {
             cut_line,
             bytes,
             t_ms,
+            line,
         })
     }
 
@@ -179,6 +269,7 @@ impl Framer {
             self.first_line_done = true;
             if line.starts_with(&[0xEF, 0xBB, 0xBF]) {
                 line.drain(..3);
+                self.stats.leading_bom = true;
             }
         }
         match String::from_utf8(line) {
@@ -193,36 +284,45 @@ impl Framer {
                 let total = s.chars().filter(|&c| c == '\u{FFFD}').count();
                 self.stats.replacement_chars += total.saturating_sub(valid_fffd);
                 self.stats.invalid_utf8_lines += 1;
+                self.stats
+                    .first_invalid_utf8_line
+                    .get_or_insert(self.stats.lines);
                 s
             }
         }
     }
 
-    fn end_line(&mut self, t_ms: f64, out: &mut Vec<Event>) {
+    fn end_line(&mut self, t_ms: f64) -> Option<Event> {
         let raw = std::mem::take(&mut self.line);
         let raw_len = raw.len();
+        self.stats.lines += 1;
         let text = self.decode(raw);
         if text.is_empty() {
+            let mut out = None;
             if self.has_data {
                 let mut data = std::mem::take(&mut self.data);
                 if data.ends_with('\n') {
                     data.pop();
                 }
-                out.push(Event {
+                out = Some(Event {
                     event: self.event.take(),
                     data,
                     id: self.id.take(),
                     t_ms,
+                    line: self.pending_line,
                 });
             } else if self.pending_fields {
                 self.stats.discarded_no_data += 1;
             }
             self.reset_event();
-            return;
+            return out;
         }
         if text.starts_with(':') {
             self.stats.comments += 1;
-            return;
+            return None;
+        }
+        if !self.pending_fields {
+            self.pending_line = self.stats.lines;
         }
         self.pending_fields = true;
         self.pending_bytes += raw_len + 1;
@@ -240,7 +340,33 @@ impl Framer {
                 }
             }
             "retry" => {}
-            _ => self.stats.unknown_fields += 1,
+            other => {
+                let other = other.to_string();
+                let line_no = self.stats.lines;
+                self.unknown_field(&other, &text, line_no, t_ms);
+            }
+        }
+        None
+    }
+
+    /// Counts an unknown-field line and records it when it is a near miss of a known field.
+    fn unknown_field(&mut self, field: &str, text: &str, line: usize, t_ms: f64) {
+        self.stats.unknown_fields += 1;
+        if self.stats.first_unknown_field.is_none() {
+            self.stats.first_unknown_field = Some(field.to_string());
+        }
+        if let Some((meant, why)) = near_miss(field) {
+            self.stats.near_miss_count += 1;
+            if self.stats.near_misses.len() < NEAR_MISSES_KEPT {
+                self.stats.near_misses.push(NearMiss {
+                    line,
+                    field: field.to_string(),
+                    meant,
+                    why,
+                    text: text.chars().take(NEAR_MISS_TEXT_CHARS).collect(),
+                    t_ms,
+                });
+            }
         }
     }
 
@@ -251,7 +377,46 @@ impl Framer {
         self.id = None;
         self.pending_bytes = 0;
         self.pending_fields = false;
+        self.pending_line = 0;
     }
+}
+
+/// The field an unknown field name looks meant to be, and why it is not: `Some(("data", "a leading
+/// space"))` for `" data"`. Removes U+FEFF and whitespace and ignores letter case; `None` when the name is
+/// then none of `data`, `event`, `error` — the fields that carry part of a reply (`error` is no SSE field,
+/// but a serve that writes `error: {...}` means an error, see case 32). A misnamed `id` or `retry` loses
+/// nothing of the reply and is only an unknown field.
+pub fn near_miss(field: &str) -> Option<(&'static str, String)> {
+    let bare: String = field
+        .chars()
+        .filter(|&c| c != '\u{FEFF}' && !c.is_whitespace())
+        .collect();
+    let folded = bare.to_lowercase();
+    let meant = ["data", "event", "error"]
+        .into_iter()
+        .find(|k| *k == folded)?;
+    if meant == field && meant != "error" {
+        return None;
+    }
+    let mut why = Vec::new();
+    if field.contains('\u{FEFF}') {
+        why.push("a byte-order mark (U+FEFF)");
+    }
+    let trimmed = field.trim_matches(|c: char| c == '\u{FEFF}');
+    if trimmed.starts_with(char::is_whitespace) {
+        why.push("a leading space");
+    }
+    if trimmed.trim_start().contains(char::is_whitespace) {
+        why.push("a space in the name");
+    }
+    if bare != meant {
+        why.push("letter case (field names are case-sensitive)");
+    }
+    if why.is_empty() {
+        // `error` itself: no SSE field at all.
+        why.push("not an SSE field");
+    }
+    Some((meant, why.join(", ")))
 }
 
 /// Splits `field:value`, stripping exactly one leading space from the value. No colon: the whole line is the
@@ -456,6 +621,76 @@ mod tests {
         let (_, tail, st) = frame(&[b": one\n\ndata: a\n\n: cut comm"]);
         assert!(tail.is_none());
         assert_eq!(st.comments, 2);
+    }
+
+    #[test]
+    fn a_leading_bom_split_across_reads_is_stripped_once_and_said() {
+        let (ev, _, st) = frame(&[b"\xEF\xBB", b"\xBFdata: a\n\n"]);
+        assert_eq!(datas(&ev), ["a"]);
+        assert!(st.leading_bom);
+        assert_eq!(st.replacement_chars, 0);
+        assert!(st.near_misses.is_empty());
+        let (_, _, st) = frame(&[b"data: a\n\n"]);
+        assert!(!st.leading_bom);
+    }
+
+    #[test]
+    fn misnamed_data_lines_are_ignored_as_the_spec_says_and_recorded() {
+        let (ev, _, st) = frame(&[
+            b"data: a\n\n data: b\n\nDATA: c\n\n\xEF\xBB\xBFdata: d\n\nfoo: e\n\nid : 1\n\n",
+        ]);
+        assert_eq!(datas(&ev), ["a"]);
+        assert_eq!(st.unknown_fields, 5);
+        assert_eq!(st.near_miss_count, 3);
+        assert_eq!(st.first_unknown_field.as_deref(), Some(" data"));
+        let got: Vec<(usize, &str, &str)> = st
+            .near_misses
+            .iter()
+            .map(|m| (m.line, m.meant, m.why.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (3, "data", "a leading space"),
+                (5, "data", "letter case (field names are case-sensitive)"),
+                (7, "data", "a byte-order mark (U+FEFF)"),
+            ]
+        );
+        assert_eq!(st.near_misses[0].text, " data: b");
+        assert_eq!(
+            near_miss("error"),
+            Some(("error", "not an SSE field".into()))
+        );
+        assert_eq!(near_miss("foo"), None);
+        // A known field is no near miss, nor is a misnamed `id` (it carries nothing of the reply).
+        assert_eq!(near_miss("data"), None);
+        assert_eq!(near_miss("id "), None);
+        assert_eq!(
+            near_miss("da ta"),
+            Some(("data", "a space in the name".into()))
+        );
+    }
+
+    #[test]
+    fn events_and_tails_carry_their_first_line() {
+        let (ev, tail, _) = frame(&[b": hi\n\nevent: x\ndata: a\n\ndata: b\r\n\r\ndata: {\"c"]);
+        assert_eq!(ev.iter().map(|e| e.line).collect::<Vec<_>>(), [3, 6]);
+        assert_eq!(tail.expect("tail").line, 8);
+    }
+
+    #[test]
+    fn push_partial_stops_right_after_an_event() {
+        let mut f = Framer::new();
+        let body = b"data: a\r\n\r\ndata: b\n\n";
+        let (used, ev) = f.push_partial(body, 1.0);
+        assert_eq!(ev.expect("event").data, "a");
+        // Dispatched by the CR of the blank line; its LF is still to come.
+        assert_eq!(used, 10);
+        assert_eq!(f.stats().bytes, 10);
+        let (used2, ev) = f.push_partial(&body[used..], 2.0);
+        assert_eq!(ev.expect("event").data, "b");
+        assert_eq!(used + used2, body.len());
+        assert_eq!(f.push_partial(b"data: c", 3.0), (7, None));
     }
 
     #[test]
