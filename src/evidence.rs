@@ -71,6 +71,10 @@ pub struct ServeRecord {
     pub models: Vec<String>,
     /// How the serve was stopped (`exit status 0`, `signal 15`, `killed after grace`).
     pub stop: Option<String>,
+    /// The last lines of the serve's log when it exited during the run (`failure` then says
+    /// `server_exited_during_run (<exit status>, ...)`); None otherwise and in older evidence.
+    #[serde(default)]
+    pub exit_log_tail: Option<String>,
 }
 
 /// One request's record in `run.json`.
@@ -127,6 +131,14 @@ pub struct RunSummary {
     pub servegate_version: String,
     /// The serve.
     pub serve: ServeRecord,
+    /// Judged (non-warmup) requests the run planned: `repeats × prompts` of the gate as run. Judging counts
+    /// every planned request: one never sent is a missing value (`n=3 of 20 planned`). None in evidence
+    /// written before servegate recorded it; judging then takes the judged requests recorded as the plan.
+    #[serde(default)]
+    pub planned: Option<usize>,
+    /// Warmup requests the run planned (`warmup × prompts`), sent first; never judged.
+    #[serde(default)]
+    pub planned_warmup: Option<usize>,
     /// Every request sent, warmup included.
     pub requests: Vec<RequestRecord>,
     /// Free-form notes the runner adds (e.g. caps applied).

@@ -2138,6 +2138,8 @@ mod tests {
                 version: Some("llama.cpp b4321".into()),
                 ..Default::default()
             },
+            planned: Some(requests.len()),
+            planned_warmup: Some(0),
             requests,
             notes: vec![],
         };

@@ -142,6 +142,8 @@ fn evidence(log: Option<&str>, replies: Vec<Vec<TimedRead>>) -> Evidence {
             load_avg_end: None,
             servegate_version: String::new(),
             serve: ServeRecord::default(),
+            planned: None,
+            planned_warmup: None,
             requests: Vec::new(),
             notes: Vec::new(),
         },
