@@ -505,9 +505,18 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
     };
     let n = fv.values.len();
     let mut notes = Vec::new();
+    let implausible_tokens = |j: &Judged| {
+        j.fig
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("implausible_completion_tokens"))
+    };
     let estimates = judged
         .iter()
-        .filter(|j| j.fig.completion_tokens_source == Some(TokenSource::TokenChunkCountEstimate))
+        .filter(|j| {
+            j.fig.completion_tokens_source == Some(TokenSource::TokenChunkCountEstimate)
+                && !implausible_tokens(j)
+        })
         .count();
     if rate.source == RateSource::Client && estimates > 0 {
         notes.push(format!(
@@ -518,18 +527,10 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
     if rate.source == RateSource::Client && multi > 0 {
         notes.push(format!("{multi} of {n} had several tokens per chunk"));
     }
-    let implausible = judged
-        .iter()
-        .filter(|j| {
-            j.fig
-                .warnings
-                .iter()
-                .any(|w| w.starts_with("implausible_completion_tokens"))
-        })
-        .count();
+    let implausible = judged.iter().filter(|j| implausible_tokens(j)).count();
     if rate.source == RateSource::Client && implausible > 0 {
         notes.push(format!(
-            "{implausible} of {n} reported more completion tokens than the stream could carry (not used)"
+            "{implausible} of {n} reported more completion tokens than the stream could carry (implausible_completion_tokens: not used; the next count stands in, the token-chunk count at worst)"
         ));
     }
     let notes = if notes.is_empty() {

@@ -288,7 +288,7 @@ pub fn measure(reply: &Reply) -> Figures {
         } else if burst.0 > 1 && burst.0 as f64 > MAX_BURST_SHARE * after_first as f64 {
             measurable = false;
             notes.push(format!(
-                "burst: {} of the {after_first} token chunks after the first arrival came in one read at {} ms (a buffered or flushed stream): decode rate not measurable",
+                "burst: {} of the {after_first} token chunks after the first arrival came in one read at {:.1} ms (a buffered or flushed stream): decode rate not measurable",
                 burst.0, burst.1
             ));
         } else {
@@ -841,7 +841,7 @@ mod tests {
         assert_eq!(f.decode_tok_s, None);
         assert!(
             f.decode_note.as_deref().unwrap().contains(
-                "burst: 20 of the 20 token chunks after the first arrival came in one read at 800 ms"
+                "burst: 20 of the 20 token chunks after the first arrival came in one read at 800.0 ms"
             ),
             "{:?}",
             f.decode_note

@@ -691,7 +691,7 @@ fn send_all(
 
 /// How long a failed request waits for a serve that cut its reply by exiting to be seen exited: the
 /// kernel closes a dying process's sockets before its parent can reap it, so the first check can race.
-const EXIT_SETTLE: Duration = Duration::from_millis(300);
+const EXIT_SETTLE: Duration = Duration::from_millis(500);
 
 /// [`serve::Serve::check_alive`]; after a failed request, checked again for up to [`EXIT_SETTLE`] so that a
 /// serve that died mid-reply is seen dead now, not one request later.
