@@ -511,7 +511,12 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
             .iter()
             .any(|w| w.starts_with("implausible_completion_tokens"))
     };
-    let estimates = judged
+    // Notes describe the replies that were measured: a failed reply has no figure to describe.
+    let measured: Vec<&Judged> = judged
+        .iter()
+        .filter(|j| request_failure(j.ev).is_none())
+        .collect();
+    let estimates = measured
         .iter()
         .filter(|j| {
             j.fig.completion_tokens_source == Some(TokenSource::TokenChunkCountEstimate)
@@ -523,11 +528,11 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
             "{estimates} of {n} estimated from the token-chunk count (the serve reported no usage)"
         ));
     }
-    let multi = judged.iter().filter(|j| j.fig.multi_token).count();
+    let multi = measured.iter().filter(|j| j.fig.multi_token).count();
     if rate.source == RateSource::Client && multi > 0 {
         notes.push(format!("{multi} of {n} had several tokens per chunk"));
     }
-    let implausible = judged.iter().filter(|j| implausible_tokens(j)).count();
+    let implausible = measured.iter().filter(|j| implausible_tokens(j)).count();
     if rate.source == RateSource::Client && implausible > 0 {
         notes.push(format!(
             "{implausible} of {n} reported more completion tokens than the stream could carry (implausible_completion_tokens: not used; the next count stands in, the token-chunk count at worst)"
@@ -1089,5 +1094,250 @@ fn judge_same_answers(
             Outcome::Fail,
             format!("{} ({n_of})", problems.join("; ")),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{RequestRecord, RunSummary, ServeRecord, RUN_SCHEMA};
+    use crate::reads::TimedRead;
+
+    const GATE: &str = "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"What is the capital of France?\"]\nrepeats = 4\n[assert.rate]\nfloor_tok_s = 10.0\n[assert.first_token]\nlimit_ms = 1000\n[assert.content]\n[assert.known_answer]\nmatches = \"Paris\"\n";
+
+    fn gate() -> GateSpec {
+        let ctx = crate::spec::Context {
+            gate_dir: "/g".into(),
+            cache: "/c".into(),
+            home: None,
+        };
+        crate::spec::parse(std::path::Path::new("g.toml"), GATE, &ctx).unwrap()
+    }
+
+    fn ev_line(t: f64, json: &str) -> TimedRead {
+        TimedRead {
+            t_ms: t,
+            bytes: format!("data: {json}\n\n").into_bytes(),
+        }
+    }
+
+    /// A complete reply: "Paris is the capital." in 4 chunks 50 ms apart from 100 ms (20 tok/s), [DONE].
+    fn good() -> Vec<TimedRead> {
+        let mut r: Vec<TimedRead> = ["Paris", " is", " the", " capital."]
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                ev_line(
+                    100.0 + 50.0 * i as f64,
+                    &format!(r#"{{"choices":[{{"index":0,"delta":{{"content":"{w}"}}}}]}}"#),
+                )
+            })
+            .collect();
+        r.push(ev_line(
+            260.0,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"completion_tokens":4}}"#,
+        ));
+        r.push(TimedRead {
+            t_ms: 261.0,
+            bytes: b"data: [DONE]\n\n".to_vec(),
+        });
+        r
+    }
+
+    /// `good()` cut after its first two chunks: no finish_reason, no [DONE].
+    fn cut() -> Vec<TimedRead> {
+        good().into_iter().take(2).collect()
+    }
+
+    fn request(index: usize, reads: &[TimedRead], transport: Option<&str>) -> RequestEvidence {
+        let record = RequestRecord {
+            index,
+            prompt: "What is the capital of France?".into(),
+            stream: true,
+            http_status: Some(200),
+            transport_error: transport.map(String::from),
+            ..Default::default()
+        };
+        let reply = crate::evidence::reply_of(&record, reads);
+        RequestEvidence {
+            record,
+            response: None,
+            reply,
+        }
+    }
+
+    fn evidence(planned: Option<usize>, requests: Vec<RequestEvidence>) -> Evidence {
+        Evidence {
+            dir: "/runs/g/1".into(),
+            run: RunSummary {
+                schema: RUN_SCHEMA.into(),
+                status: RunStatus::Complete,
+                gate: "g".into(),
+                gate_file: "g.toml".into(),
+                started_utc: String::new(),
+                ended_utc: None,
+                host: Default::default(),
+                load_avg_start: None,
+                load_avg_end: None,
+                servegate_version: String::new(),
+                serve: ServeRecord::default(),
+                planned,
+                planned_warmup: planned.map(|_| 0),
+                requests: Vec::new(),
+                notes: Vec::new(),
+            },
+            serve_log: Some("listening\n".into()),
+            requests,
+        }
+    }
+
+    fn find<'a>(v: &'a [Verdict], name: &str) -> &'a Verdict {
+        v.iter().find(|x| x.assertion == name).unwrap()
+    }
+
+    #[test]
+    fn requests_never_sent_fail_every_assertion_and_are_counted_in_n_of_planned() {
+        let ev = evidence(
+            Some(4),
+            vec![request(0, &good(), None), request(1, &good(), None)],
+        );
+        let a = account(&ev);
+        assert_eq!(
+            (a.planned, a.sent, a.never_sent.clone()),
+            (4, 2, vec![2, 3])
+        );
+        assert!(!a.whole());
+        let v = judge(&gate(), &ev);
+        assert!(v.iter().all(|x| !x.passed()), "{v:#?}");
+        assert_eq!(
+            find(&v, "rate").message,
+            "rate FAIL 2 planned requests never sent: requests 02-03 (the run stopped before sending them) (floor 10.0 tok/s; each: 20.0, 20.0; n=2 of 4 planned)"
+        );
+        // One value per planned request in the JSON values: None for the two never sent.
+        assert_eq!(
+            find(&v, "rate").values,
+            vec![Some(20.0), Some(20.0), None, None]
+        );
+        assert!(find(&v, "content")
+            .message
+            .ends_with("2 planned requests never sent: requests 02-03 (the run stopped before sending them) (n=2 of 4 planned)"));
+        assert!(find(&v, "known_answer").message.contains("never sent"));
+        // All four sent: everything passes, `n=4 of 4 planned`.
+        let ev = evidence(Some(4), (0..4).map(|i| request(i, &good(), None)).collect());
+        let v = judge(&gate(), &ev);
+        assert!(v.iter().all(|x| x.passed()), "{v:#?}");
+        assert_eq!(
+            find(&v, "first_token").message,
+            "first_token PASS median 100 ms (limit 1000; each: 100, 100, 100, 100; n=4 of 4 planned)"
+        );
+    }
+
+    #[test]
+    fn a_cut_reply_is_a_missing_value_with_its_reason_never_a_median() {
+        // Without the rule the cut reply's two fast chunks (20 tok/s here, any rate in general) would count.
+        let ev = evidence(
+            Some(3),
+            vec![
+                request(0, &good(), None),
+                request(1, &cut(), None),
+                request(2, &good(), None),
+            ],
+        );
+        let v = judge(&gate(), &ev);
+        assert_eq!(
+            find(&v, "rate").message,
+            "rate FAIL 1 of 3 replies have no decode rate: request 01 (truncated_stream: no finish_reason, no [DONE]) (floor 10.0 tok/s; each: 20.0, -, 20.0; n=3 of 3 planned)"
+        );
+        assert_eq!(
+            find(&v, "first_token").message,
+            "first_token FAIL 1 of 3 replies have no first token: request 01 (truncated_stream: no finish_reason, no [DONE]) (limit 1000 ms; each: 100, -, 100; n=3 of 3 planned)"
+        );
+        assert!(find(&v, "known_answer")
+            .message
+            .starts_with("known_answer FAIL request 01: failed reply: truncated_stream"));
+        assert_eq!(
+            account(&ev).failed,
+            vec![(
+                1,
+                "truncated_stream: no finish_reason, no [DONE]".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_transport_error_in_the_record_fails_the_request_even_with_a_complete_looking_reply() {
+        let mut r = request(1, &good(), None);
+        r.record.transport_error = Some("operation timed out".into());
+        let ev = evidence(Some(2), vec![request(0, &good(), None), r]);
+        assert_eq!(
+            request_failure(&ev.requests[1]).as_deref(),
+            Some("transport: operation timed out")
+        );
+        let v = judge(&gate(), &ev);
+        assert!(find(&v, "rate")
+            .message
+            .contains("request 01 (transport: operation timed out)"));
+        assert!(find(&v, "content")
+            .message
+            .contains("request 01: failed reply: transport: operation timed out"));
+        assert!(!find(&v, "first_token").passed());
+    }
+
+    #[test]
+    fn more_judged_requests_than_planned_is_not_a_pass() {
+        let ev = evidence(
+            Some(1),
+            vec![request(0, &good(), None), request(1, &good(), None)],
+        );
+        let v = judge(&gate(), &ev);
+        assert!(find(&v, "rate")
+            .message
+            .contains("the evidence holds 2 judged requests, more than the 1 planned"));
+        assert!(v.iter().all(|x| !x.passed()));
+    }
+
+    #[test]
+    fn older_evidence_without_a_plan_takes_the_recorded_requests_as_the_plan() {
+        let ev = evidence(None, vec![request(0, &good(), None)]);
+        let a = account(&ev);
+        assert!(!a.plan_recorded);
+        assert_eq!((a.planned, a.never_sent.len()), (1, 0));
+        let v = judge(&gate(), &ev);
+        assert!(find(&v, "rate").message.ends_with("n=1 of 1 planned)"));
+    }
+
+    #[test]
+    fn a_serve_that_exited_during_the_run_fails_with_its_status_and_log_tail() {
+        let mut ev = evidence(
+            Some(20),
+            vec![
+                request(0, &good(), None),
+                request(1, &good(), None),
+                request(2, &cut(), None),
+            ],
+        );
+        ev.run.serve.failure = Some(
+            "server_exited_during_run (exit status 139, 0.4 s after ready): Segmentation fault"
+                .into(),
+        );
+        ev.serve_log = Some("a\nb\nc\nd\ne\nf\nSegmentation fault\n".into());
+        let v = judge(&gate(), &ev);
+        let rate = &find(&v, "rate").message;
+        assert!(
+            rate.contains(
+                "17 planned requests never sent: requests 03-19 (the serve failed during the run)"
+            ),
+            "{rate}"
+        );
+        assert!(rate.contains("n=3 of 20 planned"), "{rate}");
+        // The last five non-empty log lines.
+        assert!(rate.ends_with("[serve: server_exited_during_run (exit status 139, 0.4 s after ready): Segmentation fault; serve.log ends: \"c\\nd\\ne\\nf\\nSegmentation fault\"]"), "{rate}");
+        assert!(v.iter().all(|x| !x.passed()));
+    }
+
+    #[test]
+    fn ranges_are_compact() {
+        assert_eq!(ranges(&[3]), "request 03");
+        assert_eq!(ranges(&[3, 4, 5, 9, 11, 12]), "requests 03-05, 09, 11-12");
     }
 }

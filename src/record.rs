@@ -2215,30 +2215,46 @@ mod tests {
             notes: vec![],
         };
         assert!(from_run(&gate, &ev, &spec).is_ok());
-        let refused = |ev: &crate::evidence::Evidence, g: &crate::spec::GateSpec, want: &str| {
-            match from_run(g, ev, &spec) {
+        let refused =
+            |ev: &crate::evidence::Evidence, g: &crate::spec::GateSpec, want: &str| match from_run(
+                g, ev, &spec,
+            ) {
                 Err(RecordError::Evidence(m)) => assert!(m.contains(want), "{m}"),
                 other => panic!("expected a refusal naming {want:?}, got {other:?}"),
-            }
-        };
+            };
         // Planned 20, sent 3: the verdicts fail (rate), and so does the record.
         let mut short = ev.clone();
         short.run.planned = Some(20);
-        refused(&short, &gate, "17 planned requests never sent: requests 03-19");
+        refused(
+            &short,
+            &gate,
+            "17 planned requests never sent: requests 03-19",
+        );
         // Reply 01 cut after two chunks (no finish_reason, no [DONE]): no figure, in records as in verdicts.
         let mut cut = ev.clone();
         let chunk = |t: f64, text: &str| crate::reads::TimedRead {
             t_ms: t,
-            bytes: format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n").into_bytes(),
+            bytes: format!(
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"
+            )
+            .into_bytes(),
         };
         cut.requests[1].reply = crate::evidence::reply_of(
             &cut.requests[1].record,
             &[chunk(10.0, "Paris"), chunk(40.0, " is")],
         );
-        refused(&cut, &gate, "request 01 (truncated_stream: no finish_reason, no [DONE])");
+        refused(
+            &cut,
+            &gate,
+            "request 01 (truncated_stream: no finish_reason, no [DONE])",
+        );
         // A run that fails its floor writes no record either.
         let strict = crate::spec::parse(&gate_file, &text.replace("10.0", "1000.0"), &ctx).unwrap();
-        refused(&ev, &strict, "the run failed its verdicts (1 of 1 failed; first: rate FAIL median 100.0 tok/s");
+        refused(
+            &ev,
+            &strict,
+            "the run failed its verdicts (1 of 1 failed; first: rate FAIL median 100.0 tok/s",
+        );
     }
 
     #[test]
