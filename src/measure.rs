@@ -93,9 +93,14 @@ pub const MIN_DECODE_WINDOW_MS: f64 = 5.0;
 /// Largest share of the token chunks after the first arrival that one read (one arrival time) may carry
 /// for a decode rate to be computed: one half. When more than half of the counted tokens share one
 /// arrival stamp, the rate is set by when a buffer was flushed, not by how fast tokens were decoded (40
-/// tokens in two reads 3 ms apart read 6,667 tok/s). A read holding a single chunk is never a burst
-/// (a multi-token chunk is the serve's own framing, counted by its token count).
+/// tokens in two reads 3 ms apart read 6,667 tok/s). A read holding fewer than [`MIN_BURST_CHUNKS`]
+/// chunks is never a burst (a multi-token chunk is the serve's own framing, counted by its token count).
 pub const MAX_BURST_SHARE: f64 = 0.5;
+
+/// Fewest token chunks in one read for it to count as a burst: 4. A client that reads a moment late finds
+/// two or three events waiting on a fast stream (shared/cases case 11: two tokens in one read); a buffer
+/// that holds the stream back releases many at once.
+pub const MIN_BURST_CHUNKS: usize = 4;
 
 /// Tokens a reply may have produced without any streamed text or chunk of their own: 16 (end-of-turn and
 /// EOS tokens, a stop string the serve held back). See [`token_ceiling`].
@@ -140,17 +145,18 @@ pub fn token_ceiling(reply: &Reply) -> u64 {
 ///   reply is multi-token (average ≥ [`MULTI_TOKEN_MIN_AVG`] tokens per chunk: speculative decoding, batched
 ///   flushes), else 1. With one token per chunk and one chunk per read this is CASES.md's
 ///   `(N − 1) / (t_last − t_first)`; at 4 tokens per chunk it does not read ~5 % fast.
+/// * No decode rate (`None`, with `decode_note`) when the reply is not streamed, has no token chunk, has a
+///   zero decode window (one token chunk, or all token chunks in one read: a buffered / flushed-at-once
+///   stream, where a rate would be thousands of tok/s of fiction), a window under
+///   [`MIN_DECODE_WINDOW_MS`], a burst (one read after the first carrying at least [`MIN_BURST_CHUNKS`]
+///   and more than [`MAX_BURST_SHARE`] of the token chunks after the first arrival), or N ≤ n_first.
+///   TPOT goes with it in those cases.
 /// * A count above [`token_ceiling`] (more tokens than the stream's text and chunks could carry) is not
 ///   used: warning `implausible_completion_tokens`, and N comes from the next source.
 /// * A **failed reply** ([`Reply::failure`] is Some: a serve error, a transport timeout or cut connection,
 ///   no finish_reason and no `[DONE]`, ...) has no TTFT, no first content time, no decode rate and no TPOT:
 ///   `failed` holds the reason and `decode_note` says `failed reply: <reason>`. Its partial figures are not
 ///   figures of a reply.
-/// * No decode rate (`None`, with `decode_note`) when the reply is not streamed, has no token chunk, has a
-///   zero decode window (one token chunk, or all token chunks in one read: a buffered / flushed-at-once
-///   stream, where a rate would be thousands of tok/s of fiction), a window under
-///   [`MIN_DECODE_WINDOW_MS`], a burst (one read after the first carrying more than [`MAX_BURST_SHARE`]
-///   of the token chunks after the first arrival), or N ≤ n_first. TPOT goes with it in those cases.
 /// * `itl_ms` = gaps between consecutive token chunks (0 for chunks of one read); `tpot_ms` =
 ///   `(e2e − ttft) / (N − 1)`, none when N ≤ 1 or when nothing arrived after the first token chunk
 ///   (`e2e ≤ ttft`: the whole reply in one read, where a TPOT of 0 ms would be the same fiction as an
@@ -285,7 +291,9 @@ pub fn measure(reply: &Reply) -> Figures {
             notes.push(format!(
                 "decode window {window_ms:.1} ms (first to last token chunk) is under the {MIN_DECODE_WINDOW_MS} ms minimum: decode rate not measurable (ask for more tokens)"
             ));
-        } else if burst.0 > 1 && burst.0 as f64 > MAX_BURST_SHARE * after_first as f64 {
+        } else if burst.0 >= MIN_BURST_CHUNKS
+            && burst.0 as f64 > MAX_BURST_SHARE * after_first as f64
+        {
             measurable = false;
             notes.push(format!(
                 "burst: {} of the {after_first} token chunks after the first arrival came in one read at {:.1} ms (a buffered or flushed stream): decode rate not measurable",
@@ -853,6 +861,23 @@ mod tests {
         let f = measure(&streamed(chunks, Some(40), 901.0));
         assert_eq!(f.decode_tok_s, None);
         assert!(f.decode_note.unwrap().contains("burst: 39 of the 39"));
+    }
+
+    #[test]
+    fn two_or_three_events_in_one_read_are_a_late_read_not_a_burst() {
+        // Case 11's shape: one token, then two in one read 40 ms later: (3 − 1) / 40 ms = 50 tok/s.
+        let f = measure(&streamed(
+            vec![tc(100.0, None), tc(140.0, None), tc(140.0, None)],
+            Some(3),
+            150.0,
+        ));
+        assert!(close(f.decode_tok_s, 50.0), "{:?}", f.decode_note);
+        // Four of four in one read: a burst.
+        let mut chunks = vec![tc(100.0, None)];
+        chunks.extend((0..4).map(|_| tc(140.0, None)));
+        let f = measure(&streamed(chunks, Some(5), 150.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert!(f.decode_note.unwrap().contains("burst: 4 of the 4"));
     }
 
     #[test]
