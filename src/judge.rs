@@ -33,8 +33,8 @@ pub struct Verdict {
     pub outcome: Outcome,
     /// The verdict line: `<assertion> PASS|FAIL <details>`.
     pub message: String,
-    /// The per-request values judged (tok/s for `rate`, ms for `first_token`), in send order; None where a
-    /// request had no value.
+    /// The per-request values judged (tok/s for `rate`, ms for `first_token`), in send order, one per planned
+    /// request; None where a request had no value (it failed, had no measurable figure, or was never sent).
     #[serde(default)]
     pub values: Vec<Option<f64>>,
     /// The statistic compared with the bound (the median), when there is one.

@@ -592,6 +592,7 @@ fn drive_target_inner(
                 "server_exited_during_run ({}, before the runner stopped it)",
                 stop.exit.clone().unwrap_or_else(|| "unknown exit".into())
             ));
+            summary.serve.exit_log_tail = log_tail(&w.path("serve.log"));
         }
         progress(&format!("serve stopped: {}", describe_stop(&stop)));
     }
@@ -705,6 +706,21 @@ fn alive_after(s: &mut serve::Serve, failed: bool) -> Result<(), serve::ServeErr
         }
     }
     Ok(())
+}
+
+/// The last lines (up to 10, from the last 64 KiB) of a log file, lossy UTF-8; None when unreadable or empty.
+fn log_tail(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)))
+        .ok()?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(10)..].join("\n");
+    (!tail.is_empty()).then_some(tail)
 }
 
 fn url_host(host: &str) -> String {

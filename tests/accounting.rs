@@ -121,6 +121,33 @@ fn d2_a_serve_dying_on_request_3_of_20_fails_with_n_3_of_20_planned_and_its_exit
     assert_eq!(again.line("rate FAIL"), out.line("rate FAIL"));
 }
 
+/// Every planned reply answered well, then the serve exits 139 (crashy.py --die-after 3 of 3): a serve that
+/// exits during the run fails every assertion, quoting its exit status and log tail, though the replies
+/// alone would pass; run.json keeps the tail. (Whether the runner sees the exit after the last request or
+/// finds the serve already exited when it stops it, both are a crash during the run.)
+#[test]
+fn a_serve_exiting_after_its_last_reply_still_fails_the_gate_with_its_exit() {
+    let tmp = scratch(&["die-after-last.toml", "crashy.py"]);
+    let out = servegate(tmp.path(), &["run", "-q", "die-after-last.toml"]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    for name in ["rate FAIL", "content FAIL"] {
+        has_all(
+            out.line(name),
+            &[
+                " FAIL the serve failed during the run (server_exited_during_run (exit status 139",
+                "Segmentation fault (after reply)",
+                "the replies alone: ",
+                "n=3 of 3 planned",
+            ],
+        );
+    }
+    let run = run_json(&run_dir(tmp.path(), "die-after-last"));
+    assert!(run["serve"]["exit_log_tail"]
+        .as_str()
+        .unwrap()
+        .contains("Segmentation fault (after reply)"));
+}
+
 /// d1: odd requests send two fast chunks and close the connection (no finish_reason, no [DONE]); even ones
 /// answer fully at 5 tok/s with a 200 ms first token. Before: `rate PASS median 97.7` and `first_token PASS
 /// median 5 ms` from the cut replies. Now the cut replies have no rate and no TTFT, shown as `-` with the
@@ -136,7 +163,8 @@ fn d1_cut_replies_have_no_rate_and_no_first_token() {
         &[
             "2 of 3 replies have no decode rate: ",
             cut,
-            "(floor 10.0 tok/s; each: -, 5.0, -; n=3 of 3 planned)",
+            "(floor 10.0 tok/s; each: -, ",
+            ", -; n=3 of 3 planned)",
         ],
     );
     let ft = out.line("first_token FAIL");
