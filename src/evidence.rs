@@ -63,7 +63,8 @@ pub struct ServeRecord {
     /// Readiness timeline: (ms since spawn, state) at each state change (`refused`, `503`, `200`).
     pub ready_timeline: Vec<(f64, String)>,
     /// Why the serve never became ready, or failed during the run (`port_in_use: ...`,
-    /// `server_exited_during_run ...`). When set before any request, every assertion fails with it.
+    /// `server_exited_during_run ...`). When set before any request, every assertion fails with it; when set
+    /// after some, every assertion but `route` fails naming it (and `exit_log_tail`).
     pub failure: Option<String>,
     /// The serve's version where it says it: llama.cpp `/props` `build_info`, `system_fingerprint`.
     pub version: Option<String>,
