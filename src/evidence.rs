@@ -63,7 +63,8 @@ pub struct ServeRecord {
     /// Readiness timeline: (ms since spawn, state) at each state change (`refused`, `503`, `200`).
     pub ready_timeline: Vec<(f64, String)>,
     /// Why the serve never became ready, or failed during the run (`port_in_use: ...`,
-    /// `server_exited_during_run ...`). When set before any request, every assertion fails with it.
+    /// `server_exited_during_run ...`). When set before any request, every assertion fails with it; when set
+    /// after some, every assertion but `route` fails naming it (and `exit_log_tail`).
     pub failure: Option<String>,
     /// The serve's version where it says it: llama.cpp `/props` `build_info`, `system_fingerprint`.
     pub version: Option<String>,
@@ -75,6 +76,10 @@ pub struct ServeRecord {
     /// written after `offset` are copied into `serve.log`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_file: Option<LogFileStart>,
+    /// The last lines of the serve's log when it exited during the run (`failure` then says
+    /// `server_exited_during_run (<exit status>, ...)`); None otherwise and in older evidence.
+    #[serde(default)]
+    pub exit_log_tail: Option<String>,
 }
 
 /// Where a `url` serve's `serve.log_file` stood when the run began (`run.json` `serve.log_file`).
@@ -148,6 +153,14 @@ pub struct RunSummary {
     pub servegate_version: String,
     /// The serve.
     pub serve: ServeRecord,
+    /// Judged (non-warmup) requests the run planned: `repeats × prompts` of the gate as run. Judging counts
+    /// every planned request: one never sent is a missing value (`n=3 of 20 planned`). None in evidence
+    /// written before servegate recorded it; judging then takes the judged requests recorded as the plan.
+    #[serde(default)]
+    pub planned: Option<usize>,
+    /// Warmup requests the run planned (`warmup × prompts`), sent first; never judged.
+    #[serde(default)]
+    pub planned_warmup: Option<usize>,
     /// Every request sent, warmup included.
     pub requests: Vec<RequestRecord>,
     /// Free-form notes the runner adds (e.g. caps applied).

@@ -1,9 +1,11 @@
 //! Judging: a pure function of (gate spec, evidence) to verdicts, one per declared assertion. It reads no file,
 //! starts nothing and keeps no clock, so any recorded run can be re-judged anywhere (`servegate judge`).
 //!
-//! Verdict messages show every value and n: `rate FAIL median 50.0 tok/s (floor 60.0; each: 53.3, 46.4,
-//! 50.0; n=3)`. Medians, never means (`stats::median`). Nothing passes without evidence: a log that names no
-//! route fails, a reply without timings fails the rate, no replies at all fail everything.
+//! Verdict messages show every value and n of N planned: `rate FAIL median 50.0 tok/s (floor 60.0; each:
+//! 53.3, 46.4, 50.0; n=3 of 3 planned)`. Medians, never means (`stats::median`). Nothing passes without
+//! evidence: a log that names no route fails, a reply without timings fails the rate, no replies at all fail
+//! everything, and every planned request is accounted for ([`account`]): one never sent, or sent and failed,
+//! is a missing value that fails every figure assertion, never a median left to the others.
 
 use serde::{Deserialize, Serialize};
 
@@ -31,8 +33,8 @@ pub struct Verdict {
     pub outcome: Outcome,
     /// The verdict line: `<assertion> PASS|FAIL <details>`.
     pub message: String,
-    /// The per-request values judged (tok/s for `rate`, ms for `first_token`), in send order; None where a
-    /// request had no value.
+    /// The per-request values judged (tok/s for `rate`, ms for `first_token`), in send order, one per planned
+    /// request; None where a request had no value (it failed, had no measurable figure, or was never sent).
     #[serde(default)]
     pub values: Vec<Option<f64>>,
     /// The statistic compared with the bound (the median), when there is one.
@@ -76,7 +78,211 @@ struct Judged<'a> {
     fig: Figures,
 }
 
+fn judged_of(evidence: &Evidence) -> Vec<Judged<'_>> {
+    evidence
+        .requests
+        .iter()
+        .filter(|r| !r.record.warmup)
+        .map(|ev| Judged {
+            ev,
+            fig: measure::measure(&ev.reply),
+        })
+        .collect()
+}
+
+/// Why one sent request failed on its own terms, or None: [`crate::reply::Reply::failure`] (a serve
+/// error, a cut or timed-out stream, no finish_reason and no `[DONE]`, ...), else the transport error the
+/// client saw (`transport: <error>`). A failed request has no value for any figure assertion and fails
+/// `content` and `known_answer`.
+pub fn request_failure(ev: &RequestEvidence) -> Option<String> {
+    ev.reply.failure().or_else(|| {
+        ev.record
+            .transport_error
+            .as_ref()
+            .map(|e| format!("transport: {e}"))
+    })
+}
+
+/// Where each planned judged request of a run stands: every planned request is accounted for, as sent and
+/// answered, sent and failed, or never sent. Pure, from the evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Accounting {
+    /// Judged (non-warmup) requests the run planned (`run.json` `planned`; in older evidence without it,
+    /// the judged requests recorded).
+    pub planned: usize,
+    /// Judged requests in the evidence (sent).
+    pub sent: usize,
+    /// True when `planned` came from `run.json`.
+    pub plan_recorded: bool,
+    /// Warmup requests planned (sent first; the judged plan starts at this index).
+    pub warmup: usize,
+    /// Send-order indices (warmup included, as the `NN.*` files) of planned judged requests never sent.
+    pub never_sent: Vec<usize>,
+    /// Sent judged requests that failed: (index, [`request_failure`]).
+    pub failed: Vec<(usize, String)>,
+    /// The serve failed during the run (exited, or was found dead): `run.json` `serve.failure`, with the last
+    /// lines of its log when known (`serve.exit_log_tail`, else the end of `serve.log`).
+    pub serve_failure: Option<String>,
+}
+
+/// Lines of the serve log quoted when the serve exited during the run.
+pub const EXIT_LOG_LINES: usize = 5;
+
+/// Accounts for every planned request of a run (see [`Accounting`]).
+pub fn account(evidence: &Evidence) -> Accounting {
+    let run = &evidence.run;
+    let judged: Vec<&RequestEvidence> = evidence
+        .requests
+        .iter()
+        .filter(|r| !r.record.warmup)
+        .collect();
+    let sent = judged.len();
+    let planned = run.planned.unwrap_or(sent);
+    let warm = run
+        .planned_warmup
+        .unwrap_or_else(|| evidence.requests.iter().filter(|r| r.record.warmup).count());
+    // Older evidence (no plan recorded): the sent requests are the plan, none is missing.
+    let never_sent: Vec<usize> = if run.planned.is_some() {
+        (warm..warm + planned)
+            .filter(|i| !judged.iter().any(|r| r.record.index == *i))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let failed = judged
+        .iter()
+        .filter_map(|r| request_failure(r).map(|f| (r.record.index, f)))
+        .collect();
+    let serve_failure = match (&run.serve.failure, evidence.requests.is_empty()) {
+        (Some(f), false) => {
+            let tail = run.serve.exit_log_tail.clone().or_else(|| {
+                f.starts_with("server_exited")
+                    .then(|| {
+                        let log = evidence.serve_log.as_deref()?;
+                        let lines: Vec<&str> =
+                            log.lines().filter(|l| !l.trim().is_empty()).collect();
+                        Some(lines[lines.len().saturating_sub(EXIT_LOG_LINES)..].join("\n"))
+                    })
+                    .flatten()
+            });
+            Some(match tail.filter(|t| !t.trim().is_empty()) {
+                Some(t) => {
+                    let lines: Vec<&str> = t.lines().collect();
+                    let last = lines[lines.len().saturating_sub(EXIT_LOG_LINES)..].join("\n");
+                    let last: String = last.chars().take(400).collect();
+                    format!("{f}; serve.log ends: {last:?}")
+                }
+                None => f.clone(),
+            })
+        }
+        _ => None,
+    };
+    Accounting {
+        planned,
+        sent,
+        plan_recorded: run.planned.is_some(),
+        warmup: warm,
+        never_sent,
+        failed,
+        serve_failure,
+    }
+}
+
+impl Accounting {
+    /// `n=K of N planned`.
+    pub fn n_of(&self, k: usize) -> String {
+        format!("n={k} of {} planned", self.planned)
+    }
+
+    /// Planned judged requests whose prompt satisfies `keep`, the plan being `repeats` rounds of `prompts`
+    /// in order (position `j` asks `prompts[j % prompts.len()]`).
+    pub fn planned_for(&self, prompts: &[String], keep: impl Fn(&str) -> bool) -> usize {
+        if prompts.is_empty() {
+            return self.planned;
+        }
+        (0..self.planned)
+            .filter(|j| keep(&prompts[j % prompts.len()]))
+            .count()
+    }
+
+    /// True when every planned request was sent and answered without failing, no more were recorded than
+    /// planned, and the serve did not fail during the run.
+    pub fn whole(&self) -> bool {
+        self.never_sent.is_empty()
+            && self.failed.is_empty()
+            && self.serve_failure.is_none()
+            && self.sent <= self.planned
+    }
+
+    /// Why the plan was not carried out, or None: requests never sent, more judged requests than planned.
+    pub fn unsent(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.never_sent.is_empty() {
+            let why = if self.serve_failure.is_some() {
+                "the serve failed during the run"
+            } else {
+                "the run stopped before sending them"
+            };
+            parts.push(format!(
+                "{} planned requests never sent: {} ({why})",
+                self.never_sent.len(),
+                ranges(&self.never_sent)
+            ));
+        }
+        if self.sent > self.planned {
+            parts.push(format!(
+                "the evidence holds {} judged requests, more than the {} planned",
+                self.sent, self.planned
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    /// Everything that keeps the run from counting whole, in one line, or None when [`Accounting::whole`].
+    pub fn problems(&self) -> Option<String> {
+        let mut parts: Vec<String> = self
+            .failed
+            .iter()
+            .map(|(i, f)| format!("request {i:02} failed ({f})"))
+            .collect();
+        parts.extend(self.unsent());
+        if let Some(f) = &self.serve_failure {
+            parts.push(format!("serve: {f}"));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+/// `request 03`, `requests 03-19`, `requests 03, 05-07`.
+fn ranges(idx: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && idx[j + 1] == idx[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            format!("{:02}", idx[i])
+        } else {
+            format!("{:02}-{:02}", idx[i], idx[j])
+        });
+        i = j + 1;
+    }
+    let word = if idx.len() == 1 {
+        "request"
+    } else {
+        "requests"
+    };
+    format!("{word} {}", out.join(", "))
+}
+
 /// Judges every declared assertion of `gate` on `evidence`, in the order of `Assertions::names`.
+///
+/// Every planned request is accounted for ([`account`]): a request never sent, or sent and failed
+/// ([`request_failure`]), is a missing value of every figure assertion (shown as `-` with its reason) and a
+/// failure of `content` and `known_answer`; lines say `n=K of N planned`. A serve that failed during the run
+/// fails every assertion but `route`, naming its exit and the end of its log.
 pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
     let names = gate.assertions.names();
     // Whole-run failures: every assertion fails with the same reason.
@@ -93,41 +299,64 @@ pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
             .map(|n| Verdict::new(n, Outcome::Fail, &reason))
             .collect();
     }
-    let judged: Vec<Judged> = evidence
-        .requests
-        .iter()
-        .filter(|r| !r.record.warmup)
-        .map(|ev| Judged {
-            ev,
-            fig: measure::measure(&ev.reply),
-        })
-        .collect();
-    let during_run = evidence.run.serve.failure.as_deref();
+    let judged = judged_of(evidence);
+    let acct = account(evidence);
     let mut out = Vec::new();
     for name in names {
-        let mut v = match name {
+        let v = match name {
             "route" => judge_route(gate, evidence),
-            "rate" => judge_rate(gate, &judged),
-            "first_token" => judge_first_token(gate, &judged),
-            "content" => judge_content(&judged),
-            "known_answer" => judge_known_answer(gate, &judged),
-            _ => unreachable!("names() only returns known assertions"),
+            other => judge_request_assertion(other, gate, &judged, &acct),
         };
-        if v.outcome == Outcome::Fail && name != "route" {
-            if let Some(f) = during_run {
-                v.message.push_str(&format!(" [serve: {f}]"));
-            }
-        }
         out.push(v);
     }
     out
 }
 
-fn no_replies(name: &str) -> Verdict {
+/// One per-request assertion (`rate`, `first_token`, `content`, `known_answer`) of one run, with the
+/// serve's failure during the run (if any) failing it.
+fn judge_request_assertion(
+    name: &str,
+    gate: &GateSpec,
+    judged: &[Judged],
+    acct: &Accounting,
+) -> Verdict {
+    let mut v = match name {
+        "rate" => judge_rate(gate, judged, acct),
+        "first_token" => judge_first_token(gate, judged, acct),
+        "content" => judge_content(judged, acct),
+        "known_answer" => judge_known_answer(gate, judged, acct),
+        _ => unreachable!("names() only returns known assertions"),
+    };
+    if let Some(f) = &acct.serve_failure {
+        fail_for_serve(&mut v, f);
+    }
+    v
+}
+
+/// Fails `v` because the serve failed during the run: a failing verdict gets ` [serve: <failure>]`; one
+/// that would have passed says so after the serve's failure, never as a pass.
+fn fail_for_serve(v: &mut Verdict, failure: &str) {
+    let details = v.details().to_string();
+    v.message = if v.passed() {
+        format!(
+            "{} FAIL the serve failed during the run ({failure}); the replies alone: {details}",
+            v.assertion
+        )
+    } else {
+        format!("{} FAIL {details} [serve: {failure}]", v.assertion)
+    };
+    v.outcome = Outcome::Fail;
+}
+
+fn no_replies(name: &str, acct: &Accounting) -> Verdict {
+    let unsent = acct.unsent().map(|u| format!(": {u}")).unwrap_or_default();
     Verdict::new(
         name,
         Outcome::Fail,
-        "no replies at all: the run holds no judged request (n=0)",
+        format!(
+            "no replies at all: the run holds no judged request{unsent} ({})",
+            acct.n_of(0)
+        ),
     )
 }
 
@@ -243,10 +472,10 @@ pub fn strip_escapes(text: &str) -> String {
     out
 }
 
-/// Why a request has no value for a timing assertion.
+/// Why a request has no value for a timing assertion: its failure first, then the measurement's note.
 fn why_missing(j: &Judged, what: &str) -> String {
-    if let Some(e) = &j.ev.reply.error {
-        return format!("{}: {}", e.kind, e.message);
+    if let Some(f) = request_failure(j.ev) {
+        return f;
     }
     if let Some(n) = &j.fig.decode_note {
         if what == "rate" {
@@ -256,70 +485,143 @@ fn why_missing(j: &Judged, what: &str) -> String {
     format!("no {what} in the reply")
 }
 
-fn judge_rate(gate: &GateSpec, judged: &[Judged]) -> Verdict {
+/// Per-request values of a figure assertion: the sent judged requests' values (a failed request's is None),
+/// the missing ones named with their reasons, and the never-sent ones.
+struct FigureValues {
+    /// One per sent judged request, in send order.
+    values: Vec<Option<f64>>,
+    /// `request 02 (reason)` for each sent request without a value.
+    missing: Vec<String>,
+}
+
+impl FigureValues {
+    fn of(
+        judged: &[Judged],
+        value: impl Fn(&Judged) -> Option<f64>,
+        why: impl Fn(&Judged) -> String,
+    ) -> FigureValues {
+        let mut values = Vec::new();
+        let mut missing = Vec::new();
+        for j in judged {
+            let v = if request_failure(j.ev).is_some() {
+                None
+            } else {
+                value(j)
+            };
+            if v.is_none() {
+                missing.push(format!("request {:02} ({})", j.ev.record.index, why(j)));
+            }
+            values.push(v);
+        }
+        FigureValues { values, missing }
+    }
+
+    /// The values with a None for each planned request never sent: one per planned request.
+    fn planned_values(&self, acct: &Accounting) -> Vec<Option<f64>> {
+        let mut v = self.values.clone();
+        v.extend(acct.never_sent.iter().map(|_| None));
+        v
+    }
+
+    fn present(&self) -> Vec<f64> {
+        self.values.iter().flatten().copied().collect()
+    }
+
+    /// `K of N replies have no <what>: ...; M planned requests never sent: ...`, or None when every planned
+    /// request has a value.
+    fn failure_head(&self, what: &str, acct: &Accounting) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.missing.is_empty() {
+            parts.push(format!(
+                "{} of {} replies have no {what}: {}",
+                self.missing.len(),
+                self.values.len(),
+                self.missing.join("; ")
+            ));
+        }
+        parts.extend(acct.unsent());
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
     let rate = gate.assertions.rate.as_ref().expect("rate declared");
     if judged.is_empty() {
-        return no_replies("rate");
+        return no_replies("rate", acct);
     }
-    let values: Vec<Option<f64>> = judged
-        .iter()
-        .map(|j| match rate.source {
+    let fv = FigureValues::of(
+        judged,
+        |j| match rate.source {
             RateSource::Client => j.fig.decode_tok_s,
             RateSource::Server => j.fig.server_decode_tok_s,
-        })
-        .collect();
+        },
+        |j| {
+            if rate.source == RateSource::Server && request_failure(j.ev).is_none() {
+                "no llama.cpp timings in the reply".to_string()
+            } else {
+                why_missing(j, "rate")
+            }
+        },
+    );
     let source = match rate.source {
         RateSource::Client => "",
         RateSource::Server => " server-reported (timings.predicted_per_second)",
     };
-    let n = values.len();
+    let n = fv.values.len();
     let mut notes = Vec::new();
-    let estimates = judged
+    let implausible_tokens = |j: &Judged| {
+        j.fig
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("implausible_completion_tokens"))
+    };
+    // Notes describe the replies that were measured: a failed reply has no figure to describe.
+    let measured: Vec<&Judged> = judged
         .iter()
-        .filter(|j| j.fig.completion_tokens_source == Some(TokenSource::TokenChunkCountEstimate))
+        .filter(|j| request_failure(j.ev).is_none())
+        .collect();
+    let estimates = measured
+        .iter()
+        .filter(|j| {
+            j.fig.completion_tokens_source == Some(TokenSource::TokenChunkCountEstimate)
+                && !implausible_tokens(j)
+        })
         .count();
     if rate.source == RateSource::Client && estimates > 0 {
         notes.push(format!(
             "{estimates} of {n} estimated from the token-chunk count (the serve reported no usage)"
         ));
     }
-    let multi = judged.iter().filter(|j| j.fig.multi_token).count();
+    let multi = measured.iter().filter(|j| j.fig.multi_token).count();
     if rate.source == RateSource::Client && multi > 0 {
         notes.push(format!("{multi} of {n} had several tokens per chunk"));
+    }
+    let implausible = measured.iter().filter(|j| implausible_tokens(j)).count();
+    if rate.source == RateSource::Client && implausible > 0 {
+        notes.push(format!(
+            "{implausible} of {n} reported more completion tokens than the stream could carry (implausible_completion_tokens: not used; the next count stands in, the token-chunk count at worst)"
+        ));
     }
     let notes = if notes.is_empty() {
         String::new()
     } else {
         format!("; {}", notes.join("; "))
     };
-    let missing: Vec<String> = judged
-        .iter()
-        .zip(&values)
-        .filter(|(_, v)| v.is_none())
-        .map(|(j, _)| {
-            format!(
-                "request {:02} ({})",
-                j.ev.record.index,
-                if rate.source == RateSource::Server {
-                    "no llama.cpp timings in the reply".to_string()
-                } else {
-                    why_missing(j, "rate")
-                }
-            )
-        })
-        .collect();
-    let present: Vec<f64> = values.iter().flatten().copied().collect();
-    let median = stats::median(&present);
-    let mut v = if !missing.is_empty() {
+    let median = stats::median(&fv.present());
+    let what = if source.is_empty() {
+        "decode rate".to_string()
+    } else {
+        format!("{} decode rate", source.trim_start())
+    };
+    let mut v = if let Some(head) = fv.failure_head(&what, acct) {
         Verdict::new(
             "rate",
             Outcome::Fail,
             format!(
-                "{} of {n} replies have no{source} decode rate: {} (floor {:.1} tok/s; each: {}; n={n}){notes}",
-                missing.len(),
-                missing.join("; "),
+                "{head} (floor {:.1} tok/s; each: {}; {}){notes}",
                 rate.floor_tok_s,
-                each(&values, 1)
+                each(&fv.values, 1),
+                acct.n_of(n)
             ),
         )
     } else {
@@ -333,51 +635,39 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged]) -> Verdict {
             "rate",
             outcome,
             format!(
-                "median {m:.1} tok/s{source} (floor {:.1}; each: {}; n={n}){notes}",
+                "median {m:.1} tok/s{source} (floor {:.1}; each: {}; {}){notes}",
                 rate.floor_tok_s,
-                each(&values, 1)
+                each(&fv.values, 1),
+                acct.n_of(n)
             ),
         )
     };
-    v.values = values;
+    v.values = fv.planned_values(acct);
     v.median = median;
     v
 }
 
-fn judge_first_token(gate: &GateSpec, judged: &[Judged]) -> Verdict {
+fn judge_first_token(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
     let ft = gate
         .assertions
         .first_token
         .as_ref()
         .expect("first_token declared");
     if judged.is_empty() {
-        return no_replies("first_token");
+        return no_replies("first_token", acct);
     }
-    let values: Vec<Option<f64>> = judged.iter().map(|j| j.fig.ttft_ms).collect();
-    let n = values.len();
-    let missing: Vec<String> = judged
-        .iter()
-        .filter(|j| j.fig.ttft_ms.is_none())
-        .map(|j| {
-            format!(
-                "request {:02} ({})",
-                j.ev.record.index,
-                why_missing(j, "token")
-            )
-        })
-        .collect();
-    let present: Vec<f64> = values.iter().flatten().copied().collect();
-    let median = stats::median(&present);
-    let mut v = if !missing.is_empty() {
+    let fv = FigureValues::of(judged, |j| j.fig.ttft_ms, |j| why_missing(j, "token"));
+    let n = fv.values.len();
+    let median = stats::median(&fv.present());
+    let mut v = if let Some(head) = fv.failure_head("first token", acct) {
         Verdict::new(
             "first_token",
             Outcome::Fail,
             format!(
-                "{} of {n} replies have no first token: {} (limit {:.0} ms; each: {}; n={n})",
-                missing.len(),
-                missing.join("; "),
+                "{head} (limit {:.0} ms; each: {}; {})",
                 ft.limit_ms,
-                each(&values, 0)
+                each(&fv.values, 0),
+                acct.n_of(n)
             ),
         )
     } else {
@@ -391,13 +681,14 @@ fn judge_first_token(gate: &GateSpec, judged: &[Judged]) -> Verdict {
             "first_token",
             outcome,
             format!(
-                "median {m:.0} ms (limit {:.0}; each: {}; n={n})",
+                "median {m:.0} ms (limit {:.0}; each: {}; {})",
                 ft.limit_ms,
-                each(&values, 0)
+                each(&fv.values, 0),
+                acct.n_of(n)
             ),
         )
     };
-    v.values = values;
+    v.values = fv.planned_values(acct);
     v.median = median;
     v
 }
@@ -453,19 +744,21 @@ pub fn content_problem(reply: &crate::reply::Reply, fig: &Figures) -> Option<Str
     None
 }
 
-fn judge_content(judged: &[Judged]) -> Verdict {
+fn judge_content(judged: &[Judged], acct: &Accounting) -> Verdict {
     if judged.is_empty() {
-        return no_replies("content");
+        return no_replies("content", acct);
     }
     let n = judged.len();
     let problems: Vec<String> = judged
         .iter()
         .filter_map(|j| {
             content_problem(&j.ev.reply, &j.fig)
+                .or_else(|| request_failure(j.ev).map(|f| format!("failed reply: {f}")))
                 .map(|p| format!("request {:02}: {p}", j.ev.record.index))
         })
         .collect();
-    if problems.is_empty() {
+    let unsent = acct.unsent();
+    if problems.is_empty() && unsent.is_none() {
         let lens: Vec<String> = judged
             .iter()
             .map(|j| j.ev.reply.content.chars().count().to_string())
@@ -474,24 +767,30 @@ fn judge_content(judged: &[Judged]) -> Verdict {
             "content",
             Outcome::Pass,
             format!(
-                "{n} of {n} replies have sane content (chars each: {}; n={n})",
-                lens.join(", ")
+                "{n} of {n} replies have sane content (chars each: {}; {})",
+                lens.join(", "),
+                acct.n_of(n)
             ),
         )
     } else {
+        let mut parts = Vec::new();
+        if !problems.is_empty() {
+            parts.push(format!(
+                "{} of {n} replies fail: {}",
+                problems.len(),
+                problems.join("; ")
+            ));
+        }
+        parts.extend(unsent);
         Verdict::new(
             "content",
             Outcome::Fail,
-            format!(
-                "{} of {n} replies fail: {} (n={n})",
-                problems.len(),
-                problems.join("; ")
-            ),
+            format!("{} ({})", parts.join("; "), acct.n_of(n)),
         )
     }
 }
 
-fn judge_known_answer(gate: &GateSpec, judged: &[Judged]) -> Verdict {
+fn judge_known_answer(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
     let ka = gate
         .assertions
         .known_answer
@@ -502,7 +801,7 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged]) -> Verdict {
         .filter(|j| ka.prompt.as_ref().is_none_or(|p| &j.ev.record.prompt == p))
         .collect();
     if selected.is_empty() {
-        return no_replies("known_answer");
+        return no_replies("known_answer", acct);
     }
     let n = selected.len();
     let short = |s: &str| -> String {
@@ -515,7 +814,7 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged]) -> Verdict {
     };
     let mut problems = Vec::new();
     for j in &selected {
-        if let Some(f) = j.ev.reply.failure() {
+        if let Some(f) = request_failure(j.ev) {
             let what = if j.ev.reply.error.is_some() {
                 "error reply"
             } else {
@@ -548,29 +847,39 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged]) -> Verdict {
                 .join(", ")
         ));
     }
+    problems.extend(acct.unsent());
+    let n_of = match &ka.prompt {
+        None => acct.n_of(n),
+        Some(p) => format!(
+            "n={n} of {} planned",
+            acct.planned_for(&gate.request.prompts, |x| x == p)
+        ),
+    };
     if problems.is_empty() {
         let same = if ka.identical { ", identical" } else { "" };
         Verdict::new(
             "known_answer",
             Outcome::Pass,
             format!(
-                "{n} of {n} replies match /{}/{same}: {} (n={n})",
+                "{n} of {n} replies match /{}/{same}: {} ({n_of})",
                 ka.matches.as_str(),
-                short(distinct[0])
+                short(distinct[0]),
             ),
         )
     } else {
         Verdict::new(
             "known_answer",
             Outcome::Fail,
-            format!("{} (n={n})", problems.join("; ")),
+            format!("{} ({n_of})", problems.join("; ")),
         )
     }
 }
 
 /// Judges a pair gate on a pair run: `ratio` (theirs / ours of the metric's medians, both numbers, the ratio
 /// and the order in one line), `same_answers` (every reply of both runtimes to a prompt is the same text),
-/// and `content` / `known_answer` over every arm. Pure, like [`judge`].
+/// and `content` / `known_answer` over every arm. Pure, like [`judge`]. Every arm is accounted for as a run
+/// is ([`account`]): a request never sent or failed in any arm is a missing value of `ratio` and fails
+/// `same_answers`, and an arm whose serve failed during the run fails every assertion.
 pub fn judge_pair(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Vec<Verdict> {
     let names = gate.assertions.names();
     let s = &ev.summary;
@@ -580,6 +889,13 @@ pub fn judge_pair(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Vec<Ve
         Some(format!("the pair is void: {f}"))
     } else if ev.arms.is_empty() {
         Some("no arm ran".to_string())
+    } else if ev.arms.len() < s.order.len() {
+        Some(format!(
+            "only {} of the {} planned arms ran (order {})",
+            ev.arms.len(),
+            s.order.len(),
+            s.order.join(", ")
+        ))
     } else {
         ev.summary.arms.iter().zip(&ev.arms).find_map(|(a, e)| {
             if e.run.status != RunStatus::Complete {
@@ -600,31 +916,37 @@ pub fn judge_pair(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Vec<Ve
             .map(|n| Verdict::new(n, Outcome::Fail, &reason))
             .collect();
     }
+    let accts: Vec<Accounting> = ev.arms.iter().map(account).collect();
+    // An arm whose serve failed during the run fails every assertion, naming the arm.
+    let serve_failures: Vec<String> = ev
+        .summary
+        .arms
+        .iter()
+        .zip(&accts)
+        .filter_map(|(a, acct)| {
+            acct.serve_failure
+                .as_ref()
+                .map(|f| format!("arm {} {} serve: {f}", a.arm, a.role))
+        })
+        .collect();
     let mut out = Vec::new();
     for name in names {
-        out.push(match name {
-            "ratio" => judge_ratio(gate, ev),
-            "same_answers" => judge_same_answers(gate, ev),
+        let mut v = match name {
+            "ratio" => judge_ratio(gate, ev, &accts),
+            "same_answers" => judge_same_answers(gate, ev, &accts),
             "content" | "known_answer" => {
                 let parts: Vec<(String, Verdict)> = ev
                     .summary
                     .arms
                     .iter()
                     .zip(&ev.arms)
-                    .map(|(a, e)| {
-                        let judged: Vec<Judged> = e
-                            .requests
-                            .iter()
-                            .filter(|r| !r.record.warmup)
-                            .map(|r| Judged {
-                                ev: r,
-                                fig: measure::measure(&r.reply),
-                            })
-                            .collect();
+                    .zip(&accts)
+                    .map(|((a, e), acct)| {
+                        let judged = judged_of(e);
                         let v = if name == "content" {
-                            judge_content(&judged)
+                            judge_content(&judged, acct)
                         } else {
-                            judge_known_answer(gate, &judged)
+                            judge_known_answer(gate, &judged, acct)
                         };
                         (format!("arm {} {}", a.arm, a.role), v)
                     })
@@ -641,64 +963,79 @@ pub fn judge_pair(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Vec<Ve
                 )
             }
             _ => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
-        });
+        };
+        if !serve_failures.is_empty() {
+            fail_for_serve(&mut v, &serve_failures.join("; "));
+        }
+        out.push(v);
     }
     out
 }
 
-fn judge_ratio(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Verdict {
+fn judge_ratio(
+    gate: &GateSpec,
+    ev: &crate::evidence::PairEvidence,
+    accts: &[Accounting],
+) -> Verdict {
     let r = gate.assertions.ratio.as_ref().expect("ratio declared");
     let unit = match r.metric {
         crate::spec::PairMetric::Decode => crate::pair::DECODE,
         crate::spec::PairMetric::FirstToken => crate::pair::FIRST_TOKEN,
     };
+    let planned: usize = accts.iter().map(|a| a.planned).sum();
     let mut arms = Vec::new();
     let mut missing = Vec::new();
-    for (a, e) in ev.summary.arms.iter().zip(&ev.arms) {
-        let mut values = Vec::new();
-        for req in e.requests.iter().filter(|r| !r.record.warmup) {
-            let fig = measure::measure(&req.reply);
-            let v = match r.metric {
-                crate::spec::PairMetric::Decode => fig.decode_tok_s,
-                crate::spec::PairMetric::FirstToken => fig.ttft_ms,
-            };
-            match v {
-                Some(v) => values.push(v),
-                None => missing.push(format!(
-                    "arm {} {} request {:02} ({})",
-                    a.arm,
-                    a.role,
-                    req.record.index,
-                    why_missing(
-                        &Judged {
-                            ev: req,
-                            fig: fig.clone()
-                        },
-                        "rate"
-                    )
-                )),
-            }
+    let mut all_values: Vec<Option<f64>> = Vec::new();
+    let mut sent = 0;
+    for ((a, e), acct) in ev.summary.arms.iter().zip(&ev.arms).zip(accts) {
+        let judged = judged_of(e);
+        sent += judged.len();
+        let fv = FigureValues::of(
+            &judged,
+            |j| match r.metric {
+                crate::spec::PairMetric::Decode => j.fig.decode_tok_s,
+                crate::spec::PairMetric::FirstToken => j.fig.ttft_ms,
+            },
+            |j| why_missing(j, "rate"),
+        );
+        missing.extend(
+            fv.missing
+                .iter()
+                .map(|m| format!("arm {} {} {m}", a.arm, a.role)),
+        );
+        if let Some(u) = acct.unsent() {
+            missing.push(format!("arm {} {}: {u}", a.arm, a.role));
         }
+        all_values.extend(fv.planned_values(acct));
         arms.push(crate::pair::ArmValues {
             role: a.role.clone(),
-            values,
+            values: fv.present(),
         });
     }
+    let n_of = format!("n={sent} of {planned} planned");
     if !missing.is_empty() {
-        return Verdict::new(
+        let mut v = Verdict::new(
             "ratio",
             Outcome::Fail,
             format!(
-                "{} replies have no {} value: {}",
-                missing.len(),
+                "{} of {planned} planned requests have no {} value: {} ({n_of})",
+                all_values.iter().filter(|v| v.is_none()).count(),
                 unit.name,
                 missing.join("; ")
             ),
         );
+        v.values = all_values;
+        return v;
     }
     let f = match crate::pair::compute(&arms) {
         Ok(f) => f,
-        Err(e) => return Verdict::new("ratio", Outcome::Fail, format!("{}: {e}", unit.name)),
+        Err(e) => {
+            return Verdict::new(
+                "ratio",
+                Outcome::Fail,
+                format!("{}: {e} ({n_of})", unit.name),
+            )
+        }
     };
     let lo_ok = r.at_least.is_none_or(|lo| f.ratio >= lo);
     let hi_ok = r.at_most.is_none_or(|hi| f.ratio <= hi);
@@ -717,7 +1054,7 @@ fn judge_ratio(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Verdict {
         "ratio",
         outcome,
         format!(
-            "{} ({bounds}); {}",
+            "{} ({bounds}); {}; {n_of}",
             crate::pair::line(&f, unit),
             crate::pair::arms_line(&f, unit)
         ),
@@ -733,7 +1070,11 @@ fn judge_ratio(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Verdict {
     v
 }
 
-fn judge_same_answers(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Verdict {
+fn judge_same_answers(
+    gate: &GateSpec,
+    ev: &crate::evidence::PairEvidence,
+    accts: &[Accounting],
+) -> Verdict {
     let sa = gate
         .assertions
         .same_answers
@@ -754,6 +1095,12 @@ fn judge_same_answers(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Ve
                 .iter()
                 .filter(|r| !r.record.warmup && &r.record.prompt == p)
             {
+                if let Some(f) = request_failure(r) {
+                    problems.push(format!(
+                        "arm {} {} request {:02} failed ({f}): its text is not an answer",
+                        a.arm, a.role, r.record.index
+                    ));
+                }
                 texts.push((
                     format!("arm {} {}", a.arm, a.role),
                     r.reply.content.as_str(),
@@ -782,17 +1129,276 @@ fn judge_same_answers(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Ve
             ));
         }
     }
+    for (a, acct) in ev.summary.arms.iter().zip(accts) {
+        if let Some(u) = acct.unsent() {
+            problems.push(format!("arm {} {}: {u}", a.arm, a.role));
+        }
+    }
+    let planned: usize = accts
+        .iter()
+        .map(|a| {
+            a.planned_for(&gate.request.prompts, |p| {
+                sa.prompt.as_ref().is_none_or(|x| x == p)
+            })
+        })
+        .sum();
+    let n_of = format!("n={n} of {planned} planned");
     if problems.is_empty() {
         Verdict::new(
             "same_answers",
             Outcome::Pass,
-            format!("both runtimes gave the same text to each of {prompts} prompts (n={n})"),
+            format!("both runtimes gave the same text to each of {prompts} prompts ({n_of})"),
         )
     } else {
         Verdict::new(
             "same_answers",
             Outcome::Fail,
-            format!("{} (n={n})", problems.join("; ")),
+            format!("{} ({n_of})", problems.join("; ")),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{RequestRecord, RunSummary, ServeRecord, RUN_SCHEMA};
+    use crate::reads::TimedRead;
+
+    const GATE: &str = "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"What is the capital of France?\"]\nrepeats = 4\n[assert.rate]\nfloor_tok_s = 10.0\n[assert.first_token]\nlimit_ms = 1000\n[assert.content]\n[assert.known_answer]\nmatches = \"Paris\"\n";
+
+    fn gate() -> GateSpec {
+        let ctx = crate::spec::Context {
+            gate_dir: "/g".into(),
+            cache: "/c".into(),
+            home: None,
+        };
+        crate::spec::parse(std::path::Path::new("g.toml"), GATE, &ctx).unwrap()
+    }
+
+    fn ev_line(t: f64, json: &str) -> TimedRead {
+        TimedRead {
+            t_ms: t,
+            bytes: format!("data: {json}\n\n").into_bytes(),
+        }
+    }
+
+    /// A complete reply: "Paris is the capital." in 4 chunks 50 ms apart from 100 ms (20 tok/s), [DONE].
+    fn good() -> Vec<TimedRead> {
+        let mut r: Vec<TimedRead> = ["Paris", " is", " the", " capital."]
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                ev_line(
+                    100.0 + 50.0 * i as f64,
+                    &format!(r#"{{"choices":[{{"index":0,"delta":{{"content":"{w}"}}}}]}}"#),
+                )
+            })
+            .collect();
+        r.push(ev_line(
+            260.0,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"completion_tokens":4}}"#,
+        ));
+        r.push(TimedRead {
+            t_ms: 261.0,
+            bytes: b"data: [DONE]\n\n".to_vec(),
+        });
+        r
+    }
+
+    /// `good()` cut after its first two chunks: no finish_reason, no [DONE].
+    fn cut() -> Vec<TimedRead> {
+        good().into_iter().take(2).collect()
+    }
+
+    fn request(index: usize, reads: &[TimedRead], transport: Option<&str>) -> RequestEvidence {
+        let record = RequestRecord {
+            index,
+            prompt: "What is the capital of France?".into(),
+            stream: true,
+            http_status: Some(200),
+            transport_error: transport.map(String::from),
+            ..Default::default()
+        };
+        let reply = crate::evidence::reply_of(&record, reads);
+        RequestEvidence {
+            record,
+            response: None,
+            reply,
+        }
+    }
+
+    fn evidence(planned: Option<usize>, requests: Vec<RequestEvidence>) -> Evidence {
+        Evidence {
+            dir: "/runs/g/1".into(),
+            run: RunSummary {
+                schema: RUN_SCHEMA.into(),
+                status: RunStatus::Complete,
+                gate: "g".into(),
+                gate_file: "g.toml".into(),
+                started_utc: String::new(),
+                ended_utc: None,
+                host: Default::default(),
+                load_avg_start: None,
+                load_avg_end: None,
+                servegate_version: String::new(),
+                serve: ServeRecord::default(),
+                planned,
+                planned_warmup: planned.map(|_| 0),
+                requests: Vec::new(),
+                notes: Vec::new(),
+            },
+            serve_log: Some("listening\n".into()),
+            requests,
+        }
+    }
+
+    fn find<'a>(v: &'a [Verdict], name: &str) -> &'a Verdict {
+        v.iter().find(|x| x.assertion == name).unwrap()
+    }
+
+    #[test]
+    fn requests_never_sent_fail_every_assertion_and_are_counted_in_n_of_planned() {
+        let ev = evidence(
+            Some(4),
+            vec![request(0, &good(), None), request(1, &good(), None)],
+        );
+        let a = account(&ev);
+        assert_eq!(
+            (a.planned, a.sent, a.never_sent.clone()),
+            (4, 2, vec![2, 3])
+        );
+        assert!(!a.whole());
+        let v = judge(&gate(), &ev);
+        assert!(v.iter().all(|x| !x.passed()), "{v:#?}");
+        assert_eq!(
+            find(&v, "rate").message,
+            "rate FAIL 2 planned requests never sent: requests 02-03 (the run stopped before sending them) (floor 10.0 tok/s; each: 20.0, 20.0; n=2 of 4 planned)"
+        );
+        // One value per planned request in the JSON values: None for the two never sent.
+        assert_eq!(
+            find(&v, "rate").values,
+            vec![Some(20.0), Some(20.0), None, None]
+        );
+        assert!(find(&v, "content")
+            .message
+            .ends_with("2 planned requests never sent: requests 02-03 (the run stopped before sending them) (n=2 of 4 planned)"));
+        assert!(find(&v, "known_answer").message.contains("never sent"));
+        // All four sent: everything passes, `n=4 of 4 planned`.
+        let ev = evidence(Some(4), (0..4).map(|i| request(i, &good(), None)).collect());
+        let v = judge(&gate(), &ev);
+        assert!(v.iter().all(|x| x.passed()), "{v:#?}");
+        assert_eq!(
+            find(&v, "first_token").message,
+            "first_token PASS median 100 ms (limit 1000; each: 100, 100, 100, 100; n=4 of 4 planned)"
+        );
+    }
+
+    #[test]
+    fn a_cut_reply_is_a_missing_value_with_its_reason_never_a_median() {
+        // Without the rule the cut reply's two fast chunks (20 tok/s here, any rate in general) would count.
+        let ev = evidence(
+            Some(3),
+            vec![
+                request(0, &good(), None),
+                request(1, &cut(), None),
+                request(2, &good(), None),
+            ],
+        );
+        let v = judge(&gate(), &ev);
+        assert_eq!(
+            find(&v, "rate").message,
+            "rate FAIL 1 of 3 replies have no decode rate: request 01 (truncated_stream: no finish_reason, no [DONE]) (floor 10.0 tok/s; each: 20.0, -, 20.0; n=3 of 3 planned)"
+        );
+        assert_eq!(
+            find(&v, "first_token").message,
+            "first_token FAIL 1 of 3 replies have no first token: request 01 (truncated_stream: no finish_reason, no [DONE]) (limit 1000 ms; each: 100, -, 100; n=3 of 3 planned)"
+        );
+        assert!(find(&v, "known_answer")
+            .message
+            .starts_with("known_answer FAIL request 01: failed reply: truncated_stream"));
+        assert_eq!(
+            account(&ev).failed,
+            vec![(
+                1,
+                "truncated_stream: no finish_reason, no [DONE]".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_transport_error_in_the_record_fails_the_request_even_with_a_complete_looking_reply() {
+        let mut r = request(1, &good(), None);
+        r.record.transport_error = Some("operation timed out".into());
+        let ev = evidence(Some(2), vec![request(0, &good(), None), r]);
+        assert_eq!(
+            request_failure(&ev.requests[1]).as_deref(),
+            Some("transport: operation timed out")
+        );
+        let v = judge(&gate(), &ev);
+        assert!(find(&v, "rate")
+            .message
+            .contains("request 01 (transport: operation timed out)"));
+        assert!(find(&v, "content")
+            .message
+            .contains("request 01: failed reply: transport: operation timed out"));
+        assert!(!find(&v, "first_token").passed());
+    }
+
+    #[test]
+    fn more_judged_requests_than_planned_is_not_a_pass() {
+        let ev = evidence(
+            Some(1),
+            vec![request(0, &good(), None), request(1, &good(), None)],
+        );
+        let v = judge(&gate(), &ev);
+        assert!(find(&v, "rate")
+            .message
+            .contains("the evidence holds 2 judged requests, more than the 1 planned"));
+        assert!(v.iter().all(|x| !x.passed()));
+    }
+
+    #[test]
+    fn older_evidence_without_a_plan_takes_the_recorded_requests_as_the_plan() {
+        let ev = evidence(None, vec![request(0, &good(), None)]);
+        let a = account(&ev);
+        assert!(!a.plan_recorded);
+        assert_eq!((a.planned, a.never_sent.len()), (1, 0));
+        let v = judge(&gate(), &ev);
+        assert!(find(&v, "rate").message.ends_with("n=1 of 1 planned)"));
+    }
+
+    #[test]
+    fn a_serve_that_exited_during_the_run_fails_with_its_status_and_log_tail() {
+        let mut ev = evidence(
+            Some(20),
+            vec![
+                request(0, &good(), None),
+                request(1, &good(), None),
+                request(2, &cut(), None),
+            ],
+        );
+        ev.run.serve.failure = Some(
+            "server_exited_during_run (exit status 139, 0.4 s after ready): Segmentation fault"
+                .into(),
+        );
+        ev.serve_log = Some("a\nb\nc\nd\ne\nf\nSegmentation fault\n".into());
+        let v = judge(&gate(), &ev);
+        let rate = &find(&v, "rate").message;
+        assert!(
+            rate.contains(
+                "17 planned requests never sent: requests 03-19 (the serve failed during the run)"
+            ),
+            "{rate}"
+        );
+        assert!(rate.contains("n=3 of 20 planned"), "{rate}");
+        // The last five non-empty log lines.
+        assert!(rate.ends_with("[serve: server_exited_during_run (exit status 139, 0.4 s after ready): Segmentation fault; serve.log ends: \"c\\nd\\ne\\nf\\nSegmentation fault\"]"), "{rate}");
+        assert!(v.iter().all(|x| !x.passed()));
+    }
+
+    #[test]
+    fn ranges_are_compact() {
+        assert_eq!(ranges(&[3]), "request 03");
+        assert_eq!(ranges(&[3, 4, 5, 9, 11, 12]), "requests 03-05, 09, 11-12");
     }
 }

@@ -64,8 +64,13 @@ pub struct Figures {
     pub server_decode_tok_s: Option<f64>,
     /// llama.cpp prefill rate prompt_n / prompt_ms, tok/s; None on a prompt-cache hit.
     pub server_prefill_tok_s: Option<f64>,
-    /// Warnings from measuring (e.g. `client_server_decode_mismatch`, `prompt_cache_hit 511/512`).
+    /// Warnings from measuring (e.g. `client_server_decode_mismatch`, `prompt_cache_hit 511/512`,
+    /// `implausible_completion_tokens`).
     pub warnings: Vec<String>,
+    /// Why the reply failed on its own terms ([`Reply::failure`]: a serve error, a transport failure, a cut
+    /// stream...). A failed reply has no TTFT, no first content time, no decode rate and no TPOT.
+    #[serde(default)]
+    pub failed: Option<String>,
 }
 
 /// Relative difference above which client and server decode rates are said to disagree (20 %).
@@ -75,6 +80,53 @@ pub const DECODE_MISMATCH_RATIO: f64 = 0.20;
 /// (1.5). Below it the excess of N over the chunk count is taken as tokens that produced no text (EOS,
 /// special tokens), and the first chunk counts as one token.
 pub const MULTI_TOKEN_MIN_AVG: f64 = 1.5;
+
+/// Shortest decode window (ms, first to last token-chunk arrival) a client decode rate is computed over:
+/// 5 ms. Each end of the window is a read's arrival stamp, taken when a blocking read returns, which lags
+/// the bytes by about 0.3-0.5 ms on an idle machine (docs/performance.md: TTFT error +0.3 to +0.4 ms at up
+/// to 1,000 tok/s; more under load). The window must be at least ten times that stamp error, so that the
+/// stamping alone moves the rate by at most 2 × 0.5 / 5 = 20 %; below it the figure is noise, and tokens
+/// a buffer flushes in quick writes (each event its own read, microseconds apart) always fall under it.
+/// One inter-token gap of a 100 tok/s serve (10 ms, the seed run's two-token reply) is still measured.
+pub const MIN_DECODE_WINDOW_MS: f64 = 5.0;
+
+/// Largest share of the token chunks after the first arrival that one read (one arrival time) may carry
+/// for a decode rate to be computed: one half. When more than half of the counted tokens share one
+/// arrival stamp, the rate is set by when a buffer was flushed, not by how fast tokens were decoded (40
+/// tokens in two reads 3 ms apart read 6,667 tok/s). A read holding fewer than [`MIN_BURST_CHUNKS`]
+/// chunks is never a burst (a multi-token chunk is the serve's own framing, counted by its token count).
+pub const MAX_BURST_SHARE: f64 = 0.5;
+
+/// Fewest token chunks in one read for it to count as a burst: 4. A client that reads a moment late finds
+/// two or three events waiting on a fast stream (shared/cases case 11: two tokens in one read); a buffer
+/// that holds the stream back releases many at once.
+pub const MIN_BURST_CHUNKS: usize = 4;
+
+/// Tokens a reply may have produced without any streamed text or chunk of their own: 16 (end-of-turn and
+/// EOS tokens, a stop string the serve held back). See [`token_ceiling`].
+pub const TEXTLESS_TOKEN_ALLOWANCE: u64 = 16;
+
+/// The most completion tokens a reply's stream could have carried: every token either produced at least one
+/// byte of streamed text (content, reasoning, tool-call name and arguments; a byte-fallback tokenizer
+/// spends at most one token per byte) or was sent in a data chunk of its own, plus
+/// [`TEXTLESS_TOKEN_ALLOWANCE`]. So `text bytes + data chunks + 16`. A serve-reported count above it
+/// (usage, timings, per-chunk counts) is flagged `implausible_completion_tokens` and not used for a rate:
+/// typical text is about four bytes a token, so an honest count sits far below this ceiling.
+pub fn token_ceiling(reply: &Reply) -> u64 {
+    let chunk_text: usize = reply
+        .token_chunks
+        .iter()
+        .map(|t| t.content.len() + t.reasoning.len())
+        .sum();
+    let text = chunk_text.max(reply.content.len() + reply.reasoning.len());
+    let tools: usize = reply
+        .tool_calls
+        .iter()
+        .map(|t| t.arguments.len() + t.name.as_deref().map_or(0, str::len))
+        .sum();
+    let chunks = reply.chunks.max(reply.token_chunks.len());
+    (text + tools + chunks) as u64 + TEXTLESS_TOKEN_ALLOWANCE
+}
 
 /// Computes the figures of one reply.
 ///
@@ -95,7 +147,16 @@ pub const MULTI_TOKEN_MIN_AVG: f64 = 1.5;
 ///   `(N − 1) / (t_last − t_first)`; at 4 tokens per chunk it does not read ~5 % fast.
 /// * No decode rate (`None`, with `decode_note`) when the reply is not streamed, has no token chunk, has a
 ///   zero decode window (one token chunk, or all token chunks in one read: a buffered / flushed-at-once
-///   stream, where a rate would be thousands of tok/s of fiction), or N ≤ n_first.
+///   stream, where a rate would be thousands of tok/s of fiction), a window under
+///   [`MIN_DECODE_WINDOW_MS`], a burst (one read after the first carrying at least [`MIN_BURST_CHUNKS`]
+///   and more than [`MAX_BURST_SHARE`] of the token chunks after the first arrival), or N ≤ n_first.
+///   TPOT goes with it in those cases.
+/// * A count above [`token_ceiling`] (more tokens than the stream's text and chunks could carry) is not
+///   used: warning `implausible_completion_tokens`, and N comes from the next source.
+/// * A **failed reply** ([`Reply::failure`] is Some: a serve error, a transport timeout or cut connection,
+///   no finish_reason and no `[DONE]`, ...) has no TTFT, no first content time, no decode rate and no TPOT:
+///   `failed` holds the reason and `decode_note` says `failed reply: <reason>`. Its partial figures are not
+///   figures of a reply.
 /// * `itl_ms` = gaps between consecutive token chunks (0 for chunks of one read); `tpot_ms` =
 ///   `(e2e − ttft) / (N − 1)`, none when N ≤ 1 or when nothing arrived after the first token chunk
 ///   (`e2e ≤ ttft`: the whole reply in one read, where a TPOT of 0 ms would be the same fiction as an
@@ -126,8 +187,29 @@ pub fn measure(reply: &Reply) -> Figures {
     } else {
         None
     };
-    let usage_n = reply.usage.as_ref().and_then(|u| u.completion_tokens);
-    let timings_n = reply.timings.as_ref().and_then(|t| t.predicted_n);
+    let ceiling = token_ceiling(reply);
+    let mut implausible = |what: &str, n: Option<u64>| -> Option<u64> {
+        let n = n?;
+        if n > ceiling {
+            f.warnings.push(format!(
+                "implausible_completion_tokens: {what} {n} is more than the stream could carry (at most {ceiling}: one token per byte of streamed text or per data chunk, + {TEXTLESS_TOKEN_ALLOWANCE}); not used"
+            ));
+            None
+        } else {
+            Some(n)
+        }
+    };
+    let usage_n = implausible(
+        "usage.completion_tokens",
+        reply.usage.as_ref().and_then(|u| u.completion_tokens),
+    );
+    let timings_n = implausible(
+        "timings.predicted_n",
+        reply.timings.as_ref().and_then(|t| t.predicted_n),
+    );
+    let per_chunk = per_chunk.filter(|pc| {
+        implausible("the per-chunk token counts' sum", Some(pc.iter().sum())).is_some()
+    });
     let (n, source) = if let Some(n) = usage_n {
         (Some(n), Some(TokenSource::Usage))
     } else if let Some(n) = timings_n {
@@ -172,12 +254,30 @@ pub fn measure(reply: &Reply) -> Figures {
     };
 
     // Decode rate.
-    if !reply.streamed {
+    let failed = reply.failure();
+    let mut measurable = true;
+    if let Some(why) = &failed {
+        notes.push(format!("failed reply: {why}"));
+        measurable = false;
+    } else if !reply.streamed {
         notes.push("not streamed: no per-token timing".into());
     } else if let (Some(first), Some(last), Some(n)) = (tcs.first(), tcs.last(), n) {
         let window_ms = last.t_ms - first.t_ms;
         let group: Vec<_> = tcs.iter().filter(|t| t.t_ms == first.t_ms).collect();
+        let after_first = k - group.len();
+        // The largest read after the first: (chunks, arrival time).
+        let mut burst = (0usize, 0.0f64);
+        let mut i = group.len();
+        while i < k {
+            let t = tcs[i].t_ms;
+            let j = i + tcs[i..].iter().take_while(|c| c.t_ms == t).count();
+            if j - i > burst.0 {
+                burst = (j - i, t);
+            }
+            i = j;
+        }
         if window_ms.is_nan() || window_ms <= 0.0 {
+            measurable = false;
             if k == 1 {
                 notes.push("one token chunk: no decode window".into());
             } else {
@@ -186,6 +286,19 @@ pub fn measure(reply: &Reply) -> Figures {
                     first.t_ms
                 ));
             }
+        } else if window_ms < MIN_DECODE_WINDOW_MS {
+            measurable = false;
+            notes.push(format!(
+                "decode window {window_ms:.1} ms (first to last token chunk) is under the {MIN_DECODE_WINDOW_MS} ms minimum: decode rate not measurable (ask for more tokens)"
+            ));
+        } else if burst.0 >= MIN_BURST_CHUNKS
+            && burst.0 as f64 > MAX_BURST_SHARE * after_first as f64
+        {
+            measurable = false;
+            notes.push(format!(
+                "burst: {} of the {after_first} token chunks after the first arrival came in one read at {:.1} ms (a buffered or flushed stream): decode rate not measurable",
+                burst.0, burst.1
+            ));
         } else {
             let n_first: f64 = match (&per_chunk, estimated_share) {
                 (Some(_), _) => group.iter().map(|t| t.tokens.unwrap_or(1) as f64).sum(),
@@ -217,8 +330,15 @@ pub fn measure(reply: &Reply) -> Figures {
         f.decode_note = Some(notes.join("; "));
     }
 
+    // A failed reply's partial timings are not a reply's figures.
+    if let Some(why) = failed {
+        f.ttft_ms = None;
+        f.first_content_ms = None;
+        f.failed = Some(why);
+    }
+
     // TPOT.
-    if reply.streamed {
+    if reply.streamed && measurable {
         if let (Some(e2e), Some(ttft), Some(n)) = (f.e2e_ms, f.ttft_ms, n) {
             if n > 1 && e2e > ttft {
                 f.tpot_ms = Some((e2e - ttft) / (n - 1) as f64);
@@ -273,7 +393,8 @@ mod tests {
     fn tc(t_ms: f64, tokens: Option<u64>) -> TokenChunk {
         TokenChunk {
             t_ms,
-            content: "x".into(),
+            // Four bytes, so that four tokens per chunk stay under the token ceiling.
+            content: "word".into(),
             reasoning: String::new(),
             tool_call: false,
             tokens,
@@ -701,6 +822,156 @@ mod tests {
             f.warnings,
             ["client_server_decode_mismatch: client 2.0 tok/s vs server 2.6 tok/s (23% apart)"]
         );
+    }
+
+    #[test]
+    fn forty_tokens_in_two_reads_3_ms_apart_have_no_decode_rate() {
+        // The buffered proxy of issue 12 kind 4: 20 token chunks per read, the two reads 3 ms apart. The
+        // window rule and the burst rule each refuse it; spread the reads 300 ms apart and only the burst
+        // rule is left to refuse it (20 of the 20 chunks after the first read share one arrival).
+        let mk = |gap: f64| -> Vec<TokenChunk> {
+            (0..40)
+                .map(|i| tc(if i < 20 { 500.0 } else { 500.0 + gap }, None))
+                .collect()
+        };
+        let f = measure(&streamed(mk(3.0), Some(40), 504.0));
+        assert_eq!(f.decode_tok_s, None, "not 6,667 tok/s");
+        assert!(
+            f.decode_note
+                .as_deref()
+                .unwrap()
+                .contains("under the 5 ms minimum"),
+            "{:?}",
+            f.decode_note
+        );
+        assert_eq!(f.tpot_ms, None);
+        let f = measure(&streamed(mk(300.0), Some(40), 801.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert!(
+            f.decode_note.as_deref().unwrap().contains(
+                "burst: 20 of the 20 token chunks after the first arrival came in one read at 800.0 ms"
+            ),
+            "{:?}",
+            f.decode_note
+        );
+        assert_eq!(f.tpot_ms, None);
+        // A first token, then everything else flushed at the end: a burst too.
+        let mut chunks = vec![tc(100.0, None)];
+        chunks.extend((0..39).map(|_| tc(900.0, None)));
+        let f = measure(&streamed(chunks, Some(40), 901.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert!(f.decode_note.unwrap().contains("burst: 39 of the 39"));
+    }
+
+    #[test]
+    fn two_or_three_events_in_one_read_are_a_late_read_not_a_burst() {
+        // Case 11's shape: one token, then two in one read 40 ms later: (3 − 1) / 40 ms = 50 tok/s.
+        let f = measure(&streamed(
+            vec![tc(100.0, None), tc(140.0, None), tc(140.0, None)],
+            Some(3),
+            150.0,
+        ));
+        assert!(close(f.decode_tok_s, 50.0), "{:?}", f.decode_note);
+        // Four of four in one read: a burst.
+        let mut chunks = vec![tc(100.0, None)];
+        chunks.extend((0..4).map(|_| tc(140.0, None)));
+        let f = measure(&streamed(chunks, Some(5), 150.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert!(f.decode_note.unwrap().contains("burst: 4 of the 4"));
+    }
+
+    #[test]
+    fn reads_carrying_at_most_half_the_tokens_keep_their_rate() {
+        // A proxy flushing every 100 ms, 4 chunks a read after a 1-chunk first read: 4 of 16 is a quarter.
+        let mut chunks = vec![tc(100.0, None)];
+        for r in 1..=4 {
+            chunks.extend((0..4).map(|_| tc(100.0 + 100.0 * r as f64, None)));
+        }
+        let f = measure(&streamed(chunks, Some(17), 501.0));
+        assert!(close(f.decode_tok_s, 16.0 / 0.4), "{:?}", f.decode_note);
+        // Two reads after the first, half each: at the bound, measured.
+        let mut chunks = vec![tc(0.0, None)];
+        chunks.extend((0..3).map(|_| tc(100.0, None)));
+        chunks.extend((0..3).map(|_| tc(200.0, None)));
+        let f = measure(&streamed(chunks, Some(7), 201.0));
+        assert!(close(f.decode_tok_s, 30.0), "{:?}", f.decode_note);
+    }
+
+    #[test]
+    fn a_window_under_5_ms_has_no_rate_and_5_ms_has_one() {
+        // 40 events written one by one from a buffer, 100 µs apart: 39 / 3.9 ms would read 10,000 tok/s.
+        let mk = |gap: f64, k: usize| {
+            (0..k)
+                .map(|i| tc(50.0 + gap * i as f64, None))
+                .collect::<Vec<_>>()
+        };
+        let f = measure(&streamed(mk(0.1, 40), Some(40), 60.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert!(f.decode_note.unwrap().starts_with("decode window 3.9 ms"));
+        assert_eq!(f.tpot_ms, None);
+        let f = measure(&streamed(mk(1.25, 5), Some(5), 80.0));
+        assert!(close(f.decode_tok_s, 800.0), "{:?}", f.decode_note);
+        // One gap of a 98 tok/s serve (the seed run's two-token reply): measured.
+        let f = measure(&streamed(mk(10.2, 2), Some(2), 80.0));
+        assert!(close(f.decode_tok_s, 1000.0 / 10.2), "{:?}", f.decode_note);
+    }
+
+    #[test]
+    fn a_usage_count_the_stream_could_not_carry_is_flagged_and_not_used() {
+        // 8 chunks of 4 bytes: at most 32 + 8 + 16 = 56 tokens. usage says 4000.
+        let chunks: Vec<TokenChunk> = (0..8).map(|i| tc(100.0 + 25.0 * i as f64, None)).collect();
+        let f = measure(&streamed(chunks.clone(), Some(4000), 290.0));
+        assert!(
+            f.warnings.iter().any(|w| w.starts_with(
+                "implausible_completion_tokens: usage.completion_tokens 4000 is more than the stream could carry (at most 56"
+            )),
+            "{:?}",
+            f.warnings
+        );
+        // Not used: N falls back to the chunk count, an estimate (7 / 0.175 s = 40 tok/s, not 22,851).
+        assert_eq!(
+            f.completion_tokens_source,
+            Some(TokenSource::TokenChunkCountEstimate)
+        );
+        assert!(close(f.decode_tok_s, 40.0), "{:?}", f.decode_tok_s);
+        // At the ceiling: used.
+        let f = measure(&streamed(chunks, Some(56), 290.0));
+        assert_eq!(f.completion_tokens, Some(56));
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+        assert_eq!(
+            token_ceiling(&streamed(vec![], None, 1.0)),
+            TEXTLESS_TOKEN_ALLOWANCE
+        );
+    }
+
+    #[test]
+    fn a_failed_reply_has_no_ttft_no_rate_and_no_tpot() {
+        // Two fast chunks, then the connection closed: no finish_reason, no [DONE].
+        let mut r = streamed(vec![tc(5.0, None), tc(40.0, None)], Some(2), 41.0);
+        r.truncated = true;
+        let f = measure(&r);
+        assert_eq!(
+            (f.ttft_ms, f.first_content_ms, f.decode_tok_s, f.tpot_ms),
+            (None, None, None, None)
+        );
+        assert_eq!(
+            f.failed.as_deref(),
+            Some("truncated_stream: no finish_reason, no [DONE]")
+        );
+        assert_eq!(
+            f.decode_note.as_deref(),
+            Some("failed reply: truncated_stream: no finish_reason, no [DONE]")
+        );
+        // A serve error or a transport failure: the same.
+        let mut r = streamed(vec![tc(5.0, None), tc(40.0, None)], Some(2), 41.0);
+        r.error = Some(crate::reply::ServeError {
+            kind: "transport".into(),
+            message: "operation timed out".into(),
+            ..Default::default()
+        });
+        let f = measure(&r);
+        assert_eq!((f.ttft_ms, f.decode_tok_s), (None, None));
+        assert_eq!(f.failed.as_deref(), Some("transport: operation timed out"));
     }
 
     #[test]

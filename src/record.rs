@@ -1338,6 +1338,15 @@ fn judged_values(
     ev: &crate::evidence::Evidence,
     metric: &str,
 ) -> Result<(Vec<f64>, std::collections::BTreeSet<u64>), RecordError> {
+    let acct = crate::judge::account(ev);
+    if let Some(p) = acct.problems() {
+        return Err(RecordError::Evidence(format!(
+            "{}: not every planned request was answered ({}, {}): a record carries every planned value",
+            ev.dir.display(),
+            acct.n_of(acct.sent),
+            p
+        )));
+    }
     let mut values = Vec::new();
     let mut prompt_tokens = std::collections::BTreeSet::new();
     for req in ev.requests.iter().filter(|r| !r.record.warmup) {
@@ -1369,6 +1378,24 @@ fn judged_values(
         )));
     }
     Ok((values, prompt_tokens))
+}
+
+/// Refuses a run whose verdicts do not all pass, naming the first failing one: `--record` and the verdicts
+/// never disagree about whether a run failed.
+fn refuse_failed_verdicts(
+    dir: &std::path::Path,
+    verdicts: &[crate::judge::Verdict],
+) -> Result<(), RecordError> {
+    match verdicts.iter().find(|v| !v.passed()) {
+        None => Ok(()),
+        Some(v) => Err(RecordError::Evidence(format!(
+            "{}: the run failed its verdicts ({} of {} failed; first: {}): no record from a failed run",
+            dir.display(),
+            verdicts.iter().filter(|v| !v.passed()).count(),
+            verdicts.len(),
+            v.message
+        ))),
+    }
 }
 
 fn round_to(x: f64, decimals: u32) -> f64 {
@@ -1496,9 +1523,10 @@ fn method_of(version: &str, gate: &crate::spec::GateSpec) -> String {
 
 /// Builds a record from a gate run's evidence, with full provenance: every judged (non-warmup) request's
 /// value as `measure` defines the metric, their median and range, the model file's streamed SHA-256, the
-/// serve's version, load at start and end, the hold, the known-answer verdict. Fails (never guesses) when a
-/// judged request has no value, the run is incomplete or its serve failed, or the model file cannot be
-/// hashed. Write it with [`write_new`].
+/// serve's version, load at start and end, the hold, the known-answer verdict. Fails (never guesses) when any
+/// verdict of the run fails (the same judgement as `servegate run`/`judge`), a planned request was never
+/// sent or failed ([`crate::judge::account`]), a judged request has no value, the run is incomplete or its
+/// serve failed, or the model file cannot be hashed. Write it with [`write_new`].
 pub fn from_run(
     gate: &crate::spec::GateSpec,
     ev: &crate::evidence::Evidence,
@@ -1519,6 +1547,9 @@ pub fn from_run(
         )));
     }
     let (unit, decimals, definition) = run_metric(&spec.metric)?;
+    // The same judgement as the verdicts: a run that fails them writes no record.
+    let verdicts = crate::judge::judge(gate, ev);
+    refuse_failed_verdicts(&ev.dir, &verdicts)?;
     let (values, prompt_tokens) = judged_values(ev, &spec.metric)?;
     let median = stats::median(&values).expect("non-empty");
     let (sha, _) =
@@ -1579,7 +1610,7 @@ pub fn from_run(
             load1_start: run.load_avg_start.map(|l| l[0]),
             load1_end: run.load_avg_end.map(|l| l[0]),
         },
-        known_answer: known_answer_of(gate, &crate::judge::judge(gate, ev)),
+        known_answer: known_answer_of(gate, &verdicts),
         instrument: Instrument {
             method: method_of(&run.servegate_version, gate),
             metric_definition: Some(definition.into()),
@@ -1666,6 +1697,9 @@ pub fn from_pair_run_as(
         )));
     }
     let (unit, decimals, definition) = run_metric(&spec.metric)?;
+    // The same judgement as the verdicts: a pair run that fails them writes no record.
+    let verdicts = crate::judge::judge_pair(gate, pe);
+    refuse_failed_verdicts(&pe.dir, &verdicts)?;
     let (mut ours, mut theirs, mut arm_medians, mut arm_order) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut prompt_tokens = std::collections::BTreeSet::new();
@@ -1779,7 +1813,7 @@ pub fn from_pair_run_as(
         },
         hold: run_hold(gate, &s.started_utc, s.ended_utc.as_deref()),
         load: Load { load1_start: s.load_avg_start.map(|l| l[0]), load1_end: s.load_avg_end.map(|l| l[0]) },
-        known_answer: known_answer_of(gate, &crate::judge::judge_pair(gate, pe)),
+        known_answer: known_answer_of(gate, &verdicts),
         instrument: Instrument {
             method: format!(
                 "{}; A-B-B-A pair, arms {}; each figure is the median of every judged value of that runtime's arms",
@@ -2139,11 +2173,89 @@ mod tests {
                 version: Some("llama.cpp b4321".into()),
                 ..Default::default()
             },
+            planned: Some(requests.iter().filter(|r| !r.warmup).count()),
+            planned_warmup: Some(requests.iter().filter(|r| r.warmup).count()),
             requests,
             notes: vec![],
         };
         w.write_summary(&summary).unwrap();
         w.dir().to_path_buf()
+    }
+
+    #[test]
+    fn from_run_uses_the_verdicts_judgement_and_counts_every_planned_request() {
+        let tmp = tempfile::tempdir().unwrap();
+        let model = tmp.path().join("model.gguf");
+        std::fs::write(&model, b"weights").unwrap();
+        let gate_file = tmp.path().join("ref.toml");
+        let text = "[gate]\nname = \"ref\"\n[serve]\ncommand = [\"srv\", \"--port\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 16\nrepeats = 3\nprompts = [\"What is the capital of France?\"]\n[assert.rate]\nfloor_tok_s = 10.0\n";
+        std::fs::write(&gate_file, text).unwrap();
+        let ctx = crate::spec::Context::for_file(&gate_file);
+        let gate = crate::spec::parse(&gate_file, text, &ctx).unwrap();
+        let dir = synthetic_run(
+            tmp.path(),
+            "ref",
+            &gate,
+            false,
+            &[(100.0, 30.0), (120.0, 60.0), (110.0, 20.0)],
+        );
+        let ev = crate::evidence::load(&dir).unwrap();
+        let spec = RunRecordSpec {
+            id: "ref-decode".into(),
+            metric: "decode_rate".into(),
+            model_name: "Tiny".into(),
+            model_file: model.clone(),
+            weights: "Q8_0".into(),
+            device: "CPU".into(),
+            route: "cpu".into(),
+            engine: "llama.cpp server".into(),
+            engine_version: None,
+            backend: None,
+            hold_ticket: None,
+            what_would_make_it_wrong: "Three short synthetic replies.".into(),
+            notes: vec![],
+        };
+        assert!(from_run(&gate, &ev, &spec).is_ok());
+        let refused =
+            |ev: &crate::evidence::Evidence, g: &crate::spec::GateSpec, want: &str| match from_run(
+                g, ev, &spec,
+            ) {
+                Err(RecordError::Evidence(m)) => assert!(m.contains(want), "{m}"),
+                other => panic!("expected a refusal naming {want:?}, got {other:?}"),
+            };
+        // Planned 20, sent 3: the verdicts fail (rate), and so does the record.
+        let mut short = ev.clone();
+        short.run.planned = Some(20);
+        refused(
+            &short,
+            &gate,
+            "17 planned requests never sent: requests 03-19",
+        );
+        // Reply 01 cut after two chunks (no finish_reason, no [DONE]): no figure, in records as in verdicts.
+        let mut cut = ev.clone();
+        let chunk = |t: f64, text: &str| crate::reads::TimedRead {
+            t_ms: t,
+            bytes: format!(
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"
+            )
+            .into_bytes(),
+        };
+        cut.requests[1].reply = crate::evidence::reply_of(
+            &cut.requests[1].record,
+            &[chunk(10.0, "Paris"), chunk(40.0, " is")],
+        );
+        refused(
+            &cut,
+            &gate,
+            "request 01 (truncated_stream: no finish_reason, no [DONE])",
+        );
+        // A run that fails its floor writes no record either.
+        let strict = crate::spec::parse(&gate_file, &text.replace("10.0", "1000.0"), &ctx).unwrap();
+        refused(
+            &ev,
+            &strict,
+            "the run failed its verdicts (1 of 1 failed; first: rate FAIL median 100.0 tok/s",
+        );
     }
 
     #[test]

@@ -170,7 +170,12 @@ pub fn mask_json_strings(v: &mut serde_json::Value, secret: &str) -> usize {
 pub fn mask_summary(summary: &mut crate::evidence::RunSummary, secret: &str) {
     let m = |s: &mut String| *s = mask_str(s, secret);
     let serve = &mut summary.serve;
-    for s in [&mut serve.failure, &mut serve.stop, &mut serve.version]
+    for s in [
+        &mut serve.failure,
+        &mut serve.stop,
+        &mut serve.version,
+        &mut serve.exit_log_tail,
+    ]
         .into_iter()
         .flatten()
     {

@@ -148,9 +148,17 @@ fn new_summary(gate: &GateSpec) -> RunSummary {
         load_avg_end: None,
         servegate_version: env!("CARGO_PKG_VERSION").into(),
         serve: ServeRecord::default(),
+        planned: Some(planned_judged(gate)),
+        planned_warmup: Some(gate.request.warmup as usize * gate.request.prompts.len()),
         requests: Vec::new(),
         notes: Vec::new(),
     }
+}
+
+/// Judged (non-warmup) requests a run of `gate` plans: `repeats × prompts` (recorded as `run.json`
+/// `planned`; judging counts every one of them).
+pub fn planned_judged(gate: &GateSpec) -> usize {
+    gate.request.repeats as usize * gate.request.prompts.len()
 }
 
 /// sha256 and size of the model file both arms load; refuses two different files before any serve starts.
@@ -583,6 +591,18 @@ fn drive_target_inner(
     if let Some(s) = started {
         let stop = s.stop();
         summary.serve.stop = Some(describe_stop(&stop));
+        // A serve that exited on its own after the last check still exited during the run.
+        if stop.already_exited
+            && summary.serve.failure.is_none()
+            && !summary.requests.is_empty()
+            && !crate::signals::shutting_down()
+        {
+            summary.serve.failure = Some(format!(
+                "server_exited_during_run ({}, before the runner stopped it)",
+                stop.exit.clone().unwrap_or_else(|| "unknown exit".into())
+            ));
+            summary.serve.exit_log_tail = log_tail(&w.path("serve.log"));
+        }
         progress(&format!("serve stopped: {}", describe_stop(&stop)));
     }
     if let (Some(log), Some(start)) = (&spec.log_file, summary.serve.log_file.as_mut()) {
@@ -664,18 +684,55 @@ fn send_all(
                 .map(|t| t.to_string())
                 .unwrap_or_else(|| "-".into()),
         ));
+        // Cut or unreachable: the serve may have died mid-reply.
+        let failed = rec.transport_error.is_some() || reply.truncated;
         rec.figures = Some(fig);
         summary.requests.push(rec);
         w.write_summary(summary)?;
         if let Some(s) = serve.as_deref_mut() {
-            if let Err(e) = s.check_alive() {
+            if let Err(e) = alive_after(s, failed) {
                 summary.serve.failure = Some(e.to_string());
+                summary.serve.exit_log_tail = e.log_tail().map(str::to_string);
                 progress(&format!("serve died: {e}"));
+                w.write_summary(summary)?;
                 break;
             }
         }
     }
     Ok(())
+}
+
+/// How long a failed request waits for a serve that cut its reply by exiting to be seen exited: the
+/// kernel closes a dying process's sockets before its parent can reap it, so the first check can race.
+const EXIT_SETTLE: Duration = Duration::from_millis(500);
+
+/// [`serve::Serve::check_alive`]; after a failed request, checked again for up to [`EXIT_SETTLE`] so that a
+/// serve that died mid-reply is seen dead now, not one request later.
+fn alive_after(s: &mut serve::Serve, failed: bool) -> Result<(), serve::ServeError> {
+    s.check_alive()?;
+    if failed {
+        let until = Instant::now() + EXIT_SETTLE;
+        while Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(25));
+            s.check_alive()?;
+        }
+    }
+    Ok(())
+}
+
+/// The last lines (up to 10, from the last 64 KiB) of a log file, lossy UTF-8; None when unreadable or empty.
+fn log_tail(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)))
+        .ok()?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(10)..].join("\n");
+    (!tail.is_empty()).then_some(tail)
 }
 
 fn url_host(host: &str) -> String {

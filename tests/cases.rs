@@ -487,7 +487,9 @@ fn errors_inside_200_streams_and_error_bodies_are_failures() {
     assert_eq!(r.finish_reason, None);
     assert_eq!(r.token_chunks.len(), 4);
     assert!(!r.truncated, "the error, not truncation, is the reason");
-    assert_eq!(f.ttft_ms, Some(0.0));
+    // Issue 12 kind 2: a reply with an error has no TTFT (its partial chunks are not a reply's figures).
+    assert_eq!(f.ttft_ms, None);
+    assert!(f.failed.as_deref().unwrap().starts_with("error_mid_stream"));
 
     let (r, _) = case("case-14-http200-error-in-stream", "f");
     let e = r.error.as_ref().unwrap();

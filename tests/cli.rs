@@ -59,7 +59,7 @@ fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
     let rate = stdout.lines().find(|l| l.starts_with("rate ")).unwrap();
     assert!(rate.starts_with("rate FAIL median "), "{rate}");
     assert!(
-        rate.contains("(floor 100000.0; each: ") && rate.contains("; n=3)"),
+        rate.contains("(floor 100000.0; each: ") && rate.contains("; n=3 of 3 planned)"),
         "{rate}"
     );
     let each = rate

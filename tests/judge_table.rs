@@ -142,6 +142,8 @@ fn evidence(log: Option<&str>, replies: Vec<Vec<TimedRead>>) -> Evidence {
             load_avg_end: None,
             servegate_version: String::new(),
             serve: ServeRecord::default(),
+            planned: None,
+            planned_warmup: None,
             requests: Vec::new(),
             notes: Vec::new(),
         },
@@ -191,11 +193,11 @@ fn release_candidate_on_the_fast_route_passes() {
     expect(&v, Pass, Pass, Pass, Pass);
     assert_eq!(
         line(&v, "rate").message,
-        "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3)"
+        "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3 of 3 planned)"
     );
     assert_eq!(
         line(&v, "first_token").message,
-        "first_token PASS median 277 ms (limit 600; each: 262, 277, 301; n=3)"
+        "first_token PASS median 277 ms (limit 600; each: 262, 277, 301; n=3 of 3 planned)"
     );
     assert_eq!(
         line(&v, "route").message,
@@ -203,7 +205,7 @@ fn release_candidate_on_the_fast_route_passes() {
     );
     assert_eq!(
         line(&v, "content").message,
-        "content PASS 3 of 3 replies have sane content (chars each: 246, 246, 246; n=3)"
+        "content PASS 3 of 3 replies have sane content (chars each: 246, 246, 246; n=3 of 3 planned)"
     );
 }
 
@@ -223,11 +225,11 @@ fn silent_fallback_fails_route_rate_and_first_token_while_content_passes() {
     );
     assert_eq!(
         line(&v, "rate").message,
-        "rate FAIL median 1.9 tok/s (floor 60.0; each: 1.9, 2.1, 1.9; n=3)"
+        "rate FAIL median 1.9 tok/s (floor 60.0; each: 1.9, 2.1, 1.9; n=3 of 3 planned)"
     );
     assert_eq!(
         line(&v, "first_token").message,
-        "first_token FAIL median 1063 ms (limit 600; each: 1040, 1063, 1101; n=3)"
+        "first_token FAIL median 1063 ms (limit 600; each: 1040, 1063, 1101; n=3 of 3 planned)"
     );
 }
 
@@ -243,7 +245,7 @@ fn default_max_tokens_rerun_fails_rate_only_with_every_value() {
     expect(&v, Pass, Fail, Pass, Pass);
     assert_eq!(
         line(&v, "rate").message,
-        "rate FAIL median 50.0 tok/s (floor 60.0; each: 53.3, 46.4, 50.0; n=3)"
+        "rate FAIL median 50.0 tok/s (floor 60.0; each: 53.3, 46.4, 50.0; n=3 of 3 planned)"
     );
 }
 
@@ -259,7 +261,7 @@ fn max_tokens_96_rerun_passes_on_the_median() {
     expect(&v, Pass, Pass, Pass, Pass);
     assert_eq!(
         line(&v, "rate").message,
-        "rate PASS median 66.9 tok/s (floor 60.0; each: 96.6, 66.9, 48.8; n=3)"
+        "rate PASS median 66.9 tok/s (floor 60.0; each: 96.6, 66.9, 48.8; n=3 of 3 planned)"
     );
 }
 
@@ -319,7 +321,7 @@ fn thinking_left_on_fails_content_and_says_why() {
     assert_eq!(
         line(&v, "content").message,
         "content FAIL 1 of 3 replies fail: request 01: content_empty_all_tokens_in_reasoning: all 96 completion tokens went to reasoning_content; \
-         finish_reason=length (max_tokens hit while thinking) (is thinking left on?) (n=3)"
+         finish_reason=length (max_tokens hit while thinking) (is thinking left on?) (n=3 of 3 planned)"
     );
 }
 
@@ -336,7 +338,7 @@ fn one_degenerate_reply_fails_content() {
     expect(&v, Pass, Pass, Pass, Fail);
     assert_eq!(
         line(&v, "content").message,
-        "content FAIL 1 of 3 replies fail: request 00: degenerate_output: one character repeated ('/' ×6 of 6 non-space chars) (n=3)"
+        "content FAIL 1 of 3 replies fail: request 00: degenerate_output: one character repeated ('/' ×6 of 6 non-space chars) (n=3 of 3 planned)"
     );
 }
 
@@ -346,7 +348,7 @@ fn degenerate_reply_that_ran_to_max_tokens_says_possible_nan_logits() {
     let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![bangs]));
     assert_eq!(
         line(&v, "content").message,
-        "content FAIL 1 of 1 replies fail: request 00: degenerate_output: one character repeated ('!' ×16 of 16 non-space chars) + ran to max_tokens – possible NaN logits (n=1)"
+        "content FAIL 1 of 1 replies fail: request 00: degenerate_output: one character repeated ('!' ×16 of 16 non-space chars) + ran to max_tokens – possible NaN logits (n=1 of 1 planned)"
     );
 }
 
@@ -368,7 +370,7 @@ fn whitespace_only_reply_fails_content() {
             vec![ok(262.0, 98.4), ok(277.0, 84.4), blank],
         ),
     );
-    assert_eq!(line(&v, "content").message, "content FAIL 1 of 3 replies fail: request 02: whitespace-only content \" \\n \" (finish_reason=stop) (n=3)");
+    assert_eq!(line(&v, "content").message, "content FAIL 1 of 3 replies fail: request 02: whitespace-only content \" \\n \" (finish_reason=stop) (n=3 of 3 planned)");
 }
 
 #[test]
@@ -383,7 +385,7 @@ fn median_not_mean_seventy_seventy_one_point_nine_passes() {
     );
     assert_eq!(
         line(&v, "rate").message,
-        "rate PASS median 70.0 tok/s (floor 60.0; each: 70.0, 70.0, 1.9; n=3)"
+        "rate PASS median 70.0 tok/s (floor 60.0; each: 70.0, 70.0, 1.9; n=3 of 3 planned)"
     );
     assert_eq!(
         line(&v, "rate").median.map(|m| (m * 10.0).round() / 10.0),
@@ -428,7 +430,7 @@ fn floor_edge_fifty_nine_point_nine_fails_sixty_passes() {
     );
     assert_eq!(
         line(&v, "rate").message,
-        "rate PASS median 16.0 tok/s (floor 16.0; each: 16.0, 16.0, 16.0; n=3)"
+        "rate PASS median 16.0 tok/s (floor 16.0; each: 16.0, 16.0, 16.0; n=3 of 3 planned)"
     );
 }
 
@@ -443,7 +445,7 @@ fn two_slow_replies_of_three_fail_rate() {
     );
     assert_eq!(
         line(&v, "rate").message,
-        "rate FAIL median 30.0 tok/s (floor 60.0; each: 98.4, 30.0, 25.0; n=3)"
+        "rate FAIL median 30.0 tok/s (floor 60.0; each: 98.4, 30.0, 25.0; n=3 of 3 planned)"
     );
 }
 
@@ -459,7 +461,7 @@ fn first_token_over_the_limit_fails() {
     expect(&v, Pass, Pass, Fail, Pass);
     assert_eq!(
         line(&v, "first_token").message,
-        "first_token FAIL median 620 ms (limit 600; each: 590, 620, 700; n=3)"
+        "first_token FAIL median 620 ms (limit 600; each: 590, 620, 700; n=3 of 3 planned)"
     );
 }
 
@@ -484,7 +486,7 @@ fn missing_timings_fail_rate_with_a_reason_not_a_crash() {
     );
     assert!(
         rate.message
-            .ends_with("(floor 60.0 tok/s; each: 98.4, -, 82.1; n=3)"),
+            .ends_with("(floor 60.0 tok/s; each: 98.4, -, 82.1; n=3 of 3 planned)"),
         "{}",
         rate.message
     );
@@ -502,7 +504,7 @@ fn missing_timings_fail_rate_with_a_reason_not_a_crash() {
     let v = judge(&g, &evidence(Some(FAST_LOG), vec![ok(262.0, 98.4)]));
     assert_eq!(
         line(&v, "rate").message,
-        "rate FAIL 1 of 1 replies have no server-reported (timings.predicted_per_second) decode rate: request 00 (no llama.cpp timings in the reply) (floor 60.0 tok/s; each: -; n=1)"
+        "rate FAIL 1 of 1 replies have no server-reported (timings.predicted_per_second) decode rate: request 00 (no llama.cpp timings in the reply) (floor 60.0 tok/s; each: -; n=1 of 1 planned)"
     );
 }
 
@@ -537,7 +539,7 @@ fn no_replies_at_all_fail_everything_but_the_route() {
     expect(&v, Pass, Fail, Fail, Fail);
     assert_eq!(
         line(&v, "rate").message,
-        "rate FAIL no replies at all: the run holds no judged request (n=0)"
+        "rate FAIL no replies at all: the run holds no judged request (n=0 of 0 planned)"
     );
 }
 
@@ -585,7 +587,7 @@ fn warmup_replies_are_not_judged() {
     expect(&v, Pass, Pass, Pass, Pass);
     assert_eq!(
         line(&v, "rate").message,
-        "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3)"
+        "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3 of 3 planned)"
     );
 }
 
@@ -601,7 +603,7 @@ fn usage_missing_rate_is_labelled_an_estimate() {
     );
     assert_eq!(
         line(&v, "rate").message,
-        "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3); 1 of 3 estimated from the token-chunk count (the serve reported no usage)"
+        "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3 of 3 planned); 1 of 3 estimated from the token-chunk count (the serve reported no usage)"
     );
 }
 
@@ -628,7 +630,7 @@ fn known_answer_judges_only_its_prompt_and_requires_identical_text() {
     );
     assert_eq!(
         line(&v, "known_answer").message,
-        "known_answer PASS 2 of 2 replies match /(?i)\\bparis\\b/, identical: \"Paris.\" (n=2)"
+        "known_answer PASS 2 of 2 replies match /(?i)\\bparis\\b/, identical: \"Paris.\" (n=2 of 2 planned)"
     );
     let v = judge(
         &gate(ka),
@@ -639,13 +641,13 @@ fn known_answer_judges_only_its_prompt_and_requires_identical_text() {
     );
     assert_eq!(
         line(&v, "known_answer").message,
-        "known_answer FAIL replies differ (2 distinct texts: \"Paris.\", \"Paris!\") (n=2)"
+        "known_answer FAIL replies differ (2 distinct texts: \"Paris.\", \"Paris!\") (n=2 of 2 planned)"
     );
     let lyon = stream(262.0, 90.0, 1, Some(&["Lyon"]), "stop", true, "content");
     let v = judge(&gate(ka), &evidence(Some(FAST_LOG), vec![lyon]));
     assert_eq!(
         line(&v, "known_answer").message,
-        "known_answer FAIL request 00: \"Lyon\" does not match /(?i)\\bparis\\b/ (n=1)"
+        "known_answer FAIL request 00: \"Lyon\" does not match /(?i)\\bparis\\b/ (n=1 of 1 planned)"
     );
 }
 
@@ -808,17 +810,17 @@ fn pair_within_bounds_with_the_same_answers_passes_every_assertion() {
     let r = line(&v, "ratio");
     assert_eq!(
         r.message,
-        "ratio PASS decode: theirs 50.00 tok/s (50.00-50.00, n=4) / ours 40.00 tok/s (40.00-40.00, n=4) = 1.25x; order theirs, ours, ours, theirs (bounds 0.9-1.5x); arms: 1 theirs 50.00 tok/s (spread 1.000, n=2); 2 ours 40.00 tok/s (spread 1.000, n=2); 3 ours 40.00 tok/s (spread 1.000, n=2); 4 theirs 50.00 tok/s (spread 1.000, n=2)"
+        "ratio PASS decode: theirs 50.00 tok/s (50.00-50.00, n=4) / ours 40.00 tok/s (40.00-40.00, n=4) = 1.25x; order theirs, ours, ours, theirs (bounds 0.9-1.5x); arms: 1 theirs 50.00 tok/s (spread 1.000, n=2); 2 ours 40.00 tok/s (spread 1.000, n=2); 3 ours 40.00 tok/s (spread 1.000, n=2); 4 theirs 50.00 tok/s (spread 1.000, n=2); n=8 of 8 planned"
     );
     assert!((r.median.unwrap() - 1.25).abs() < 1e-9);
     assert_eq!(r.values.len(), 8);
     assert_eq!(
         line(&v, "same_answers").message,
-        "same_answers PASS both runtimes gave the same text to each of 2 prompts (n=8)"
+        "same_answers PASS both runtimes gave the same text to each of 2 prompts (n=8 of 8 planned)"
     );
     assert_eq!(
         line(&v, "content").message,
-        "content PASS arm 1 theirs: 2 of 2 replies have sane content (chars each: 6, 23; n=2) | arm 2 ours: 2 of 2 replies have sane content (chars each: 6, 23; n=2) | arm 3 ours: 2 of 2 replies have sane content (chars each: 6, 23; n=2) | arm 4 theirs: 2 of 2 replies have sane content (chars each: 6, 23; n=2)"
+        "content PASS arm 1 theirs: 2 of 2 replies have sane content (chars each: 6, 23; n=2 of 2 planned) | arm 2 ours: 2 of 2 replies have sane content (chars each: 6, 23; n=2 of 2 planned) | arm 3 ours: 2 of 2 replies have sane content (chars each: 6, 23; n=2 of 2 planned) | arm 4 theirs: 2 of 2 replies have sane content (chars each: 6, 23; n=2 of 2 planned)"
     );
     assert!(
         line(&v, "known_answer")
@@ -875,7 +877,7 @@ fn pair_reply_without_a_value_fails_the_ratio_with_its_reason_and_warmups_are_no
     let v = judge_pair(&pair_gate(RATIO), &ev);
     assert_eq!(
         line(&v, "ratio").message,
-        "ratio FAIL 1 replies have no decode value: arm 2 ours request 01 (one token chunk: no decode window)"
+        "ratio FAIL 1 of 8 planned requests have no decode value: arm 2 ours request 01 (one token chunk: no decode window) (n=8 of 8 planned)"
     );
     // The same reply as a warmup is not judged: the ratio passes again, and same_answers ignores its text.
     ev.arms[1].requests[1].record.warmup = true;
@@ -918,14 +920,14 @@ fn pair_with_different_answers_fails_same_answers_per_prompt() {
     let v = judge_pair(&pair_gate(RATIO), &ev);
     assert_eq!(
         line(&v, "same_answers").message,
-        "same_answers FAIL 2 distinct replies to \"Why is the sky blue?\": \"Light scatters off air.\", \"Rayleigh scattering.\" (n=8)"
+        "same_answers FAIL 2 distinct replies to \"Why is the sky blue?\": \"Light scatters off air.\", \"Rayleigh scattering.\" (n=8 of 8 planned)"
     );
     // Restricted to the other prompt, it passes.
     let g = pair_gate("[assert.same_answers]\nprompt = \"What is the capital of France?\"\n");
     let v = judge_pair(&g, &ev);
     assert_eq!(
         line(&v, "same_answers").message,
-        "same_answers PASS both runtimes gave the same text to each of 1 prompts (n=4)"
+        "same_answers PASS both runtimes gave the same text to each of 1 prompts (n=4 of 4 planned)"
     );
     // A prompt nobody answered is a failure, not a pass.
     for arm in &mut ev.arms {
@@ -934,7 +936,7 @@ fn pair_with_different_answers_fails_same_answers_per_prompt() {
     let v = judge_pair(&pair_gate(RATIO), &ev);
     assert_eq!(
         line(&v, "same_answers").message,
-        "same_answers FAIL no replies to \"Why is the sky blue?\" (n=4)"
+        "same_answers FAIL no replies to \"Why is the sky blue?\" (n=4 of 4 planned)"
     );
 }
 
@@ -950,7 +952,7 @@ fn pair_content_fails_when_one_arm_fails() {
     let c = line(&v, "content");
     assert_eq!(c.outcome, Fail);
     assert!(
-        c.message.contains(" | arm 3 ours: 1 of 2 replies fail: request 01: degenerate_output: one character repeated ('/' ×8 of 8 non-space chars) (n=2) | arm 4 theirs: 2 of 2"),
+        c.message.contains(" | arm 3 ours: 1 of 2 replies fail: request 01: degenerate_output: one character repeated ('/' ×8 of 8 non-space chars) (n=2 of 2 planned) | arm 4 theirs: 2 of 2"),
         "{}",
         c.message
     );
@@ -996,10 +998,18 @@ fn void_or_incomplete_pairs_fail_every_assertion_with_the_reason() {
         &ev,
         "arm 3 (ours) serve never became ready: port_in_use: 127.0.0.1:8080",
     );
-    // A serve failure after some requests is not a void pair.
+    // A serve that failed after some requests fails every assertion too, naming the arm (issue 12 kind 1).
     let mut ev = abba();
-    ev.arms[2].run.serve.failure = Some("server_exited_during_run".into());
-    assert!(judge_pair(&g, &ev).iter().any(|v| v.passed()));
+    ev.arms[2].run.serve.failure = Some("server_exited_during_run (exit status 139)".into());
+    for v in judge_pair(&g, &ev) {
+        assert_eq!(v.outcome, Fail, "{}", v.message);
+        assert!(
+            v.message
+                .contains("arm 3 ours serve: server_exited_during_run (exit status 139)"),
+            "{}",
+            v.message
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1038,7 +1048,7 @@ fn multi_token_replies_are_counted_in_the_rate_line() {
             vec![ok(262.0, 98.4), multi_token(277.0, 20, 4), ok(301.0, 82.1)],
         ),
     );
-    assert_eq!(line(&v, "rate").message, "rate PASS median 82.1 tok/s (floor 60.0; each: 98.4, 40.0, 82.1; n=3); 1 of 3 had several tokens per chunk");
+    assert_eq!(line(&v, "rate").message, "rate PASS median 82.1 tok/s (floor 60.0; each: 98.4, 40.0, 82.1; n=3 of 3 planned); 1 of 3 had several tokens per chunk");
 }
 
 #[test]
@@ -1075,34 +1085,47 @@ fn server_reported_rate_passes_on_timings_and_carries_no_client_notes() {
     // The multi-token reply has no timings; the usage-less one is not called an estimate (the server counted).
     assert_eq!(
         rate.message,
-        "rate FAIL 1 of 3 replies have no server-reported (timings.predicted_per_second) decode rate: request 02 (no llama.cpp timings in the reply) (floor 60.0 tok/s; each: 70.0, 65.0, -; n=3)"
+        "rate FAIL 1 of 3 replies have no server-reported (timings.predicted_per_second) decode rate: request 02 (no llama.cpp timings in the reply) (floor 60.0 tok/s; each: 70.0, 65.0, -; n=3 of 3 planned)"
     );
     let v = judge(
         &g,
         &evidence(Some(FAST_LOG), vec![timed(70.0, false), timed(65.0, true)]),
     );
-    assert_eq!(line(&v, "rate").message, "rate PASS median 67.5 tok/s server-reported (timings.predicted_per_second) (floor 60.0; each: 70.0, 65.0; n=2)");
+    assert_eq!(line(&v, "rate").message, "rate PASS median 67.5 tok/s server-reported (timings.predicted_per_second) (floor 60.0; each: 70.0, 65.0; n=2 of 2 planned)");
 }
 
 #[test]
-fn a_serve_that_failed_during_the_run_is_named_in_every_failing_verdict_but_route() {
+fn a_serve_that_failed_during_the_run_fails_every_verdict_but_route_naming_its_exit_and_log() {
+    // Issue 12 kind 1: a serve that exits during the run fails the gate with its exit status and log tail,
+    // even where the replies it gave would have passed (first_token and content here).
     let mut ev = evidence(
         Some(SLOW_LOG),
         vec![ok(262.0, 98.4), ok(277.0, 1.9), ok(301.0, 1.9)],
     );
     ev.run.serve.failure = Some("server_exited_during_run (exit status 0)".into());
     let v = judge(&gate(""), &ev);
-    expect(&v, Fail, Fail, Pass, Pass);
+    expect(&v, Fail, Fail, Fail, Fail);
+    let tail = "serve.log ends: \"1bit serve: loading Qwen3-0.6B\\nnpu: private route unavailable, using per-op forward\\nlistening on 127.0.0.1:8080\"";
+    assert_eq!(
+        line(&v, "rate").message,
+        format!("rate FAIL median 1.9 tok/s (floor 60.0; each: 98.4, 1.9, 1.9; n=3 of 3 planned) [serve: server_exited_during_run (exit status 0); {tail}]")
+    );
+    assert_eq!(
+        line(&v, "first_token").message,
+        format!("first_token FAIL the serve failed during the run (server_exited_during_run (exit status 0); {tail}); the replies alone: median 277 ms (limit 600; each: 262, 277, 301; n=3 of 3 planned)")
+    );
+    assert!(line(&v, "content").message.starts_with("content FAIL the serve failed during the run (server_exited_during_run (exit status 0)"));
+    assert!(!line(&v, "route").message.contains("[serve:"));
+    // The runner's own log tail (run.json serve.exit_log_tail) is preferred to the end of serve.log.
+    ev.run.serve.exit_log_tail = Some("loading\nSegmentation fault".into());
+    let v = judge(&gate(""), &ev);
     assert!(
         line(&v, "rate")
             .message
-            .ends_with("n=3) [serve: server_exited_during_run (exit status 0)]"),
+            .ends_with("[serve: server_exited_during_run (exit status 0); serve.log ends: \"loading\\nSegmentation fault\"]"),
         "{}",
         line(&v, "rate").message
     );
-    assert!(!line(&v, "route").message.contains("[serve:"));
-    assert!(!line(&v, "first_token").message.contains("[serve:"));
-    assert!(!line(&v, "content").message.contains("[serve:"));
 }
 
 #[test]
@@ -1122,11 +1145,11 @@ fn missing_values_give_each_assertion_its_own_reason() {
     let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![single, empty]));
     assert_eq!(
         line(&v, "rate").message,
-        "rate FAIL 2 of 2 replies have no decode rate: request 00 (one token chunk: no decode window); request 01 (no token chunks: no decode rate) (floor 60.0 tok/s; each: -, -; n=2)"
+        "rate FAIL 2 of 2 replies have no decode rate: request 00 (one token chunk: no decode window); request 01 (no token chunks: no decode rate) (floor 60.0 tok/s; each: -, -; n=2 of 2 planned)"
     );
     assert_eq!(
         line(&v, "first_token").message,
-        "first_token FAIL 1 of 2 replies have no first token: request 01 (no token in the reply) (limit 600 ms; each: 262, -; n=2)"
+        "first_token FAIL 1 of 2 replies have no first token: request 01 (no token in the reply) (limit 600 ms; each: 262, -; n=2 of 2 planned)"
     );
 }
 
@@ -1157,7 +1180,7 @@ fn known_answer_without_identical_accepts_different_matching_texts_and_cuts_long
     );
     assert_eq!(
         line(&v, "known_answer").message,
-        "known_answer PASS 2 of 2 replies match /(?i)\\bparis\\b/: \"Paris.\" (n=2)"
+        "known_answer PASS 2 of 2 replies match /(?i)\\bparis\\b/: \"Paris.\" (n=2 of 2 planned)"
     );
     // A text of exactly 80 characters is shown whole; 81 are cut to 80 and marked.
     let eighty = "L".repeat(80);
@@ -1179,7 +1202,7 @@ fn known_answer_without_identical_accepts_different_matching_texts_and_cuts_long
     assert_eq!(
         line(&v, "known_answer").message,
         format!(
-            "known_answer FAIL request 00: \"{eighty}\" does not match /(?i)\\bparis\\b/ (n=1)"
+            "known_answer FAIL request 00: \"{eighty}\" does not match /(?i)\\bparis\\b/ (n=1 of 1 planned)"
         )
     );
     let v = judge(
@@ -1200,7 +1223,7 @@ fn known_answer_without_identical_accepts_different_matching_texts_and_cuts_long
     assert_eq!(
         line(&v, "known_answer").message,
         format!(
-            "known_answer FAIL request 00: \"{eighty}\"… does not match /(?i)\\bparis\\b/ (n=1)"
+            "known_answer FAIL request 00: \"{eighty}\"… does not match /(?i)\\bparis\\b/ (n=1 of 1 planned)"
         )
     );
 }
@@ -1224,7 +1247,7 @@ fn partial_content_of_a_failed_reply_is_cut_at_80_characters() {
     let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![cut(&forty)]));
     assert_eq!(
         line(&v, "content").message,
-        format!("content FAIL 1 of 1 replies fail: request 00: failed reply: truncated_stream: no finish_reason, no [DONE]; partial content \"{forty}{forty}\" (n=1)")
+        format!("content FAIL 1 of 1 replies fail: request 00: failed reply: truncated_stream: no finish_reason, no [DONE]; partial content \"{forty}{forty}\" (n=1 of 1 planned)")
     );
     let v = judge(
         &gate(""),
@@ -1232,6 +1255,6 @@ fn partial_content_of_a_failed_reply_is_cut_at_80_characters() {
     );
     assert_eq!(
         line(&v, "content").message,
-        format!("content FAIL 1 of 1 replies fail: request 00: failed reply: truncated_stream: no finish_reason, no [DONE]; partial content \"{forty}{forty}\"… (81 chars) (n=1)")
+        format!("content FAIL 1 of 1 replies fail: request 00: failed reply: truncated_stream: no finish_reason, no [DONE]; partial content \"{forty}{forty}\"… (81 chars) (n=1 of 1 planned)")
     );
 }

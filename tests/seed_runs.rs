@@ -32,11 +32,11 @@ fn release_candidate_run_passes_with_the_published_figures() {
     assert_eq!(code, 0, "{out}");
     has(
         &out,
-        "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3)",
+        "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3 of 3 planned)",
     );
     has(
         &out,
-        "first_token PASS median 277 ms (limit 600; each: 262, 277, 301; n=3)",
+        "first_token PASS median 277 ms (limit 600; each: 262, 277, 301; n=3 of 3 planned)",
     );
     has(&out, "route PASS fast route: serve.log line 5 matches /on the private route/: \"decode: on the private route dx\"; slow /per-op forward/ absent");
     assert!(out.lines().any(|l| l.starts_with("content PASS")));
@@ -49,11 +49,11 @@ fn per_op_run_fails_route_rate_and_first_token_with_content_ok() {
     assert_eq!(code, 1, "{out}");
     has(
         &out,
-        "rate FAIL median 1.9 tok/s (floor 60.0; each: 1.9, 2.1, 1.9; n=3)",
+        "rate FAIL median 1.9 tok/s (floor 60.0; each: 1.9, 2.1, 1.9; n=3 of 3 planned)",
     );
     has(
         &out,
-        "first_token FAIL median 1063 ms (limit 600; each: 1040, 1063, 1101; n=3)",
+        "first_token FAIL median 1063 ms (limit 600; each: 1040, 1063, 1101; n=3 of 3 planned)",
     );
     assert!(
         out.lines()
