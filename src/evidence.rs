@@ -7,8 +7,11 @@
 //! - `NN.request.json`: the request body sent (NN = 00, 01, ... in send order, warmup first);
 //! - `NN.reads.jsonl`: the response body as timed reads (`reads` module format);
 //! - `NN.response.json`: HTTP status, headers, transport error;
+//! - `requests.jsonl`: one [`RequestRecord`] per line, appended as each request ends (progress: O(1) per
+//!   request; a killed run keeps it, the last line possibly torn);
 //! - `run.json`: the [`RunSummary`]: written with `status: "running"` before the serve starts and rewritten
-//!   with `status: "complete"` at the end, so a killed run is visibly incomplete.
+//!   once at the end with the final status (`complete`, `interrupted`, `failed`) and every request, so a
+//!   killed run is visibly incomplete.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -32,6 +35,11 @@ pub enum RunStatus {
     Running,
     /// The runner finished (whatever the verdicts).
     Complete,
+    /// A stop signal (SIGINT, SIGTERM, SIGHUP) ended the run: the evidence is incomplete, never judged
+    /// as passed.
+    Interrupted,
+    /// An evidence write failed: the evidence is incomplete or unreliable, never judged as passed.
+    Failed,
 }
 
 /// Host facts at the time of the run.
@@ -71,6 +79,13 @@ pub struct ServeRecord {
     pub models: Vec<String>,
     /// How the serve was stopped (`exit status 0`, `signal 15`, `killed after grace`).
     pub stop: Option<String>,
+    /// Processes the serve left behind outside its process group (a detached daemon), found after the
+    /// stop and stopped: `pid 1234 (name)`. Absent in older evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub strays_stopped: Vec<String>,
+    /// Of those, the ones still alive after SIGKILL. Absent in older evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub strays_survived: Vec<String>,
 }
 
 /// One request's record in `run.json`.
@@ -205,6 +220,24 @@ impl EvidenceWriter {
         self.write("run.json", &json)
     }
 
+    /// Appends `rec` as one JSON line to `requests.jsonl` (open with `O_APPEND`, write, fdatasync): the
+    /// run's progress, O(1) per request. `run.json` gets every record once, at the end.
+    pub fn append_request_record(&self, rec: &RequestRecord) -> Result<(), EvidenceError> {
+        let path = self.path(PROGRESS_FILE);
+        let mut line = serde_json::to_vec(rec).map_err(|e| EvidenceError::Malformed {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        line.push(b'\n');
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| EvidenceError::io(&path, e))?;
+        f.write_all(&line).map_err(|e| EvidenceError::io(&path, e))?;
+        f.sync_data().map_err(|e| EvidenceError::io(&path, e))
+    }
+
     /// Writes the three files of request `index`.
     pub fn write_request(
         &self,
@@ -222,6 +255,35 @@ impl EvidenceWriter {
             reads::encode(reads).as_bytes(),
         )
     }
+}
+
+/// The progress file of a run directory: one [`RequestRecord`] a line, appended as requests end.
+pub const PROGRESS_FILE: &str = "requests.jsonl";
+
+/// The records of `requests.jsonl` in `dir` (empty when absent). A last line without its newline (the
+/// runner was killed while appending) is dropped; any other unparsable line is an error.
+pub fn read_progress(dir: &Path) -> Result<Vec<RequestRecord>, EvidenceError> {
+    let path = dir.join(PROGRESS_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(EvidenceError::io(&path, e)),
+    };
+    let complete = match text.rfind('\n') {
+        Some(i) => &text[..=i],
+        None => "",
+    };
+    complete
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| EvidenceError::Malformed {
+                path: path.clone(),
+                reason: format!("line {}: {e}", i + 1),
+            })
+        })
+        .collect()
 }
 
 /// Writes a file atomically: a temp file in the same directory, flushed and synced, then renamed over `path`.
@@ -281,10 +343,15 @@ pub struct Evidence {
 pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
     let run_path = dir.join("run.json");
     let text = std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
-    let run: RunSummary = serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
-        path: run_path.clone(),
-        reason: e.to_string(),
-    })?;
+    let mut run: RunSummary =
+        serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
+            path: run_path.clone(),
+            reason: e.to_string(),
+        })?;
+    // A run that did not finish has its requests only in the progress file.
+    if run.status != RunStatus::Complete && run.requests.is_empty() {
+        run.requests = read_progress(dir)?;
+    }
     if run.schema != RUN_SCHEMA {
         return Err(EvidenceError::Malformed {
             path: run_path,

@@ -239,6 +239,10 @@ fn cmd_run(
         }
     }
     let root = runs.unwrap_or_else(runner::runs_root);
+    // A stop signal from here on ends the command as interrupted at the next checkpoint: no verdict,
+    // RESULT line or report is printed or written after it.
+    let _ = servegate::signals::install();
+    servegate::signals::defer_exit();
     let mut worst = exit::PASS;
     let mut skipped = 0usize;
     for g in &specs {
@@ -261,7 +265,9 @@ fn cmd_run(
             }
         };
         let t = std::time::Instant::now();
-        match runner::run(g, &root, &mut progress) {
+        let ran = runner::run(g, &root, &mut progress);
+        servegate::signals::checkpoint();
+        match ran {
             Ok(o) => {
                 print_verdicts(&o.verdicts);
                 println!("evidence: {}", o.dir.display());
@@ -291,8 +297,11 @@ fn cmd_run(
     } else {
         "PASS"
     };
+    servegate::signals::checkpoint();
     println!("RESULT: {result}");
-    outputs.finish(results, started.elapsed().as_secs_f64(), worst)
+    let code = outputs.finish(results, started.elapsed().as_secs_f64(), worst);
+    servegate::signals::checkpoint();
+    code
 }
 
 fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
