@@ -522,6 +522,7 @@ pub fn run_trial(
             format!("test panicked: {}", panic_message(&*p)),
         ),
     };
+    crate::signals::checkpoint(); // an interrupted run reports nothing
     log.push(TrialRecord {
         entry,
         assertion: assertion.to_string(),
@@ -807,6 +808,7 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         }
     }
     let conclusion = libtest_mimic::run(args, plan.trials);
+    crate::signals::checkpoint();
     let report = report(&plan.entries);
     if args.list {
         return HarnessRun {
@@ -834,7 +836,13 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
 
 /// Entry point of `tests/gates.rs`: [`main_code`] with the process's arguments and environment.
 pub fn main() -> std::process::ExitCode {
+    // A stop signal (or the death of the parent, e.g. `cargo` killed alone) ends the harness as
+    // interrupted at its next checkpoint: exit 130/143, no `test result: ok`, no report written.
+    let _ = crate::signals::install();
+    crate::signals::defer_exit();
+    crate::signals::watch_parent();
     let code = main_code(Arguments::from_args(), Config::from_env());
+    crate::signals::checkpoint();
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 

@@ -263,6 +263,36 @@ fn exit_interrupted(signo: i32) -> ! {
     std::process::exit(exit_code_for(signo))
 }
 
+/// Interval at which [`watch_parent`] looks at the parent, ms.
+pub const PARENT_POLL_MS: u64 = 100;
+
+/// Starts a thread that sends SIGTERM to this process when its parent process changes (the parent died
+/// and the process was re-parented), so that a harness whose `cargo` was killed alone ends as interrupted
+/// instead of running on and writing a report nobody asked for. Polls `getppid()` every
+/// [`PARENT_POLL_MS`] (unlike `PR_SET_PDEATHSIG`, not fooled by the parent's spawning thread exiting).
+/// Idempotent. Install the handlers ([`install`]) first, or the SIGTERM kills the process outright.
+pub fn watch_parent() {
+    static STARTED: Mutex<bool> = Mutex::new(false);
+    let mut started = STARTED.lock().unwrap_or_else(|e| e.into_inner());
+    if *started {
+        return;
+    }
+    // SAFETY: getppid has no preconditions.
+    let parent = unsafe { libc::getppid() };
+    let spawned = std::thread::Builder::new()
+        .name("servegate-parent-watch".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(PARENT_POLL_MS));
+            // SAFETY: getppid has no preconditions.
+            if unsafe { libc::getppid() } != parent {
+                // SAFETY: kill(2) on our own pid.
+                unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+                return;
+            }
+        });
+    *started = spawned.is_ok();
+}
+
 /// Whether [`install`] has run successfully in this process.
 pub fn installed() -> bool {
     *INSTALLED.lock().unwrap_or_else(|e| e.into_inner())
