@@ -234,7 +234,8 @@ impl EvidenceWriter {
             .append(true)
             .open(&path)
             .map_err(|e| EvidenceError::io(&path, e))?;
-        f.write_all(&line).map_err(|e| EvidenceError::io(&path, e))?;
+        f.write_all(&line)
+            .map_err(|e| EvidenceError::io(&path, e))?;
         f.sync_data().map_err(|e| EvidenceError::io(&path, e))
     }
 

@@ -834,13 +834,19 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
     }
 }
 
-/// Entry point of `tests/gates.rs`: [`main_code`] with the process's arguments and environment.
-pub fn main() -> std::process::ExitCode {
-    // A stop signal (or the death of the parent, e.g. `cargo` killed alone) ends the harness as
-    // interrupted at its next checkpoint: exit 130/143, no `test result: ok`, no report written.
+/// The harness's signal set-up, done first by [`main`]: a stop signal (SIGINT, SIGTERM, SIGHUP), or the
+/// death of the parent (`cargo` killed alone: [`crate::signals::watch_parent`] turns it into a SIGTERM),
+/// ends the harness as interrupted at its next checkpoint: exit 130/143/129, `INTERRUPTED: ...` on
+/// stderr, no `test result: ok`, no report written, the run's `run.json` `interrupted`.
+pub fn prepare_signals() {
     let _ = crate::signals::install();
     crate::signals::defer_exit();
     crate::signals::watch_parent();
+}
+
+/// Entry point of `tests/gates.rs`: [`main_code`] with the process's arguments and environment.
+pub fn main() -> std::process::ExitCode {
+    prepare_signals();
     let code = main_code(Arguments::from_args(), Config::from_env());
     crate::signals::checkpoint();
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))

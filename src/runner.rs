@@ -622,6 +622,13 @@ fn drive_target_inner(
                         info.polls
                     ));
                 }
+                Err(_) if crate::signals::interrupted().is_some() => {
+                    // The stop signal's teardown ended the serve: an interruption, not a serve
+                    // that failed (run() ends the run as interrupted).
+                    let stop = s.stop();
+                    summary.serve.stop = Some(describe_stop(&stop));
+                    return Ok(());
+                }
                 Err(e) => {
                     summary.serve.failure = Some(e.to_string());
                     progress(&format!("serve never became ready: {e}"));
