@@ -604,3 +604,92 @@ pub fn load_pair(dir: &Path) -> Result<PairEvidence, EvidenceError> {
         arms,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(index: usize) -> RequestRecord {
+        RequestRecord {
+            index,
+            prompt: "hi".into(),
+            stream: true,
+            sent_utc: "2026-12-01T00:00:00Z".into(),
+            http_status: Some(200),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn progress_is_appended_one_line_a_request_and_a_torn_last_line_is_dropped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = EvidenceWriter::create_exact(&tmp.path().join("run")).unwrap();
+        assert!(read_progress(w.dir()).unwrap().is_empty());
+        for i in 0..3 {
+            w.append_request_record(&record(i)).unwrap();
+        }
+        let got = read_progress(w.dir()).unwrap();
+        assert_eq!(got.iter().map(|r| r.index).collect::<Vec<_>>(), [0, 1, 2]);
+        // A runner killed while appending leaves a line without its newline: dropped.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(w.path(PROGRESS_FILE))
+            .unwrap();
+        f.write_all(b"{\"index\": 3, \"warm").unwrap();
+        assert_eq!(read_progress(w.dir()).unwrap().len(), 3);
+        // A broken line inside the file is an error naming the line.
+        std::fs::write(w.path(PROGRESS_FILE), "{}\n[1]\n").unwrap();
+        let e = read_progress(w.dir()).unwrap_err().to_string();
+        assert!(e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn statuses_serialize_in_snake_case_and_old_run_json_loads() {
+        for (s, text) in [
+            (RunStatus::Running, "\"running\""),
+            (RunStatus::Complete, "\"complete\""),
+            (RunStatus::Interrupted, "\"interrupted\""),
+            (RunStatus::Failed, "\"failed\""),
+        ] {
+            assert_eq!(serde_json::to_string(&s).unwrap(), text);
+            assert_eq!(serde_json::from_str::<RunStatus>(text).unwrap(), s);
+        }
+        // A serve record from before the stray fields existed.
+        let old = r#"{"mode":"command","command":[],"base_url":"","pid":null,"setup":null,"ready_ms":null,
+            "ready_timeline":[],"failure":null,"version":null,"models":[],"stop":null}"#;
+        let s: ServeRecord = serde_json::from_str(old).unwrap();
+        assert!(s.strays_stopped.is_empty() && s.strays_survived.is_empty());
+        // And none are written when there were none.
+        assert!(!serde_json::to_string(&s).unwrap().contains("strays"));
+    }
+
+    #[test]
+    fn an_unfinished_run_loads_its_requests_from_the_progress_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        std::fs::create_dir(&dir).unwrap();
+        let summary = RunSummary {
+            schema: RUN_SCHEMA.into(),
+            status: RunStatus::Interrupted,
+            gate: "g".into(),
+            gate_file: "g.toml".into(),
+            started_utc: String::new(),
+            ended_utc: None,
+            host: HostInfo::default(),
+            load_avg_start: None,
+            load_avg_end: None,
+            servegate_version: String::new(),
+            serve: ServeRecord::default(),
+            requests: Vec::new(),
+            notes: Vec::new(),
+        };
+        let w = EvidenceWriter { dir: dir.clone() };
+        w.write_summary(&summary).unwrap();
+        let mut rec = record(0);
+        rec.http_status = None; // no reads file needed
+        w.append_request_record(&rec).unwrap();
+        let ev = load(&dir).unwrap();
+        assert_eq!(ev.run.requests.len(), 1);
+        assert_eq!(ev.requests.len(), 1);
+    }
+}

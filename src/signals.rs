@@ -584,4 +584,63 @@ mod tests {
         assert!(group_members(pgrp).contains(&std::process::id()));
         assert!(process_dead(u32::MAX - 7));
     }
+
+    #[test]
+    fn interrupted_line_names_the_signal_and_the_code() {
+        assert_eq!(
+            interrupted_line(libc::SIGTERM),
+            "INTERRUPTED: stopped by SIGTERM; nothing was judged (exit 143)"
+        );
+        assert_eq!(signal_name(libc::SIGINT), "SIGINT");
+        assert_eq!(signal_name(99), "signal 99");
+    }
+
+    #[test]
+    fn the_fallback_marks_an_active_run_interrupted_and_keeps_its_fields() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("run.json");
+        fs::write(
+            &path,
+            r#"{"status": "running", "gate": "g", "notes": ["a"]}"#,
+        )
+        .unwrap();
+        run_started(&path);
+        mark_active_runs_interrupted(libc::SIGINT);
+        run_ended(&path);
+        let v: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v["status"], "interrupted");
+        assert_eq!(v["gate"], "g");
+        assert_eq!(v["notes"][0], "a");
+        assert!(v["notes"][1]
+            .as_str()
+            .unwrap()
+            .contains("interrupted by SIGINT"));
+        assert!(!active_runs().contains(&path));
+    }
+
+    #[test]
+    fn tagged_processes_are_found_by_their_environment_and_stopped() {
+        let tag = new_run_tag();
+        assert_ne!(tag, new_run_tag());
+        let mut child = std::process::Command::new("sleep")
+            .arg("300")
+            .env(RUN_TAG_ENV, &tag)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert!(wait_until(Instant::now() + Duration::from_secs(10), || {
+            tagged_processes(&tag) == vec![pid]
+        }));
+        assert!(tagged_processes(&new_run_tag()).is_empty());
+        let (stopped, survived) = stop_tagged(&tag, Duration::from_secs(2));
+        let _ = child.wait();
+        assert_eq!(stopped.len(), 1, "{stopped:?}");
+        assert!(
+            stopped[0].starts_with(&format!("pid {pid} ")),
+            "{stopped:?}"
+        );
+        assert!(survived.is_empty(), "{survived:?}");
+        assert!(process_dead(pid));
+    }
 }

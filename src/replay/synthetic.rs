@@ -316,4 +316,24 @@ mod tests {
     fn one_token_has_a_ttft_and_no_rate() {
         assert_eq!(true_figures(&[(0, 0.0), (1, 50.0)]), (Some(50.0), None));
     }
+
+    #[test]
+    fn every_parameter_is_range_checked() {
+        assert!(spec(64, 4).validate().is_ok());
+        let bad = |f: &dyn Fn(&mut SyntheticSpec)| {
+            let mut s = spec(64, 4);
+            f(&mut s);
+            s.validate().unwrap_err()
+        };
+        assert!(bad(&|s| s.tokens = 0).contains("--tokens"));
+        assert!(bad(&|s| s.tokens = MAX_TOKENS + 1).contains("--tokens"));
+        assert!(bad(&|s| s.ttft_ms = f64::NAN).contains("--ttft-ms"));
+        assert!(bad(&|s| s.ttft_ms = 1e300).contains("--ttft-ms"));
+        assert!(bad(&|s| s.itl_ms = 1e303).contains("inter-token gap"));
+        assert!(bad(&|s| s.itl_ms = 1e-300).contains("inter-token gap"));
+        assert!(bad(&|s| s.per_chunk = 0).contains("--per-chunk"));
+        assert!(bad(&|s| s.per_chunk = 65).contains("--per-chunk"));
+        assert!(bad(&|s| s.itl_ms = 100_000.0).contains("one reply would take"));
+        assert!(bad(&|s| s.model.clear()).contains("--model"));
+    }
 }
