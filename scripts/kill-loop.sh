@@ -246,12 +246,13 @@ for l in sys.stdin:
         if [ -n "$bad" ]; then
             echo "FALSE PASS or LEAK ($target, SIG$sig, try $mid_n):$bad"; sed 's/^/    /' "$t/out" | tail -5
             mid_false=$((mid_false + 1))
+            cp -r "$t" "${KILL_LOOP_KEEP:-/tmp}/servegate-kill-loop-failed-$target-$mid_n-$$" 2>/dev/null || true
         fi
         mid_tries[${target%-ctrl-c}]=$(( ${mid_tries[${target%-ctrl-c}]:-0} + 1 ))
         rm -rf "$t"
     }
     # cargo: SIGTERM to cargo alone, SIGINT to cargo alone, SIGINT to its process group (Ctrl-C), in turn.
-    for target in run bin cargo; do
+    for target in ${KILL_LOOP_TARGETS:-run bin cargo}; do
         t1=$(date +%s%N)
         for mid_n in $(seq "$mid"); do
             case "$target-$((mid_n % 3))-$((mid_n % 2))" in

@@ -251,10 +251,31 @@ impl EvidenceWriter {
         self.write(&format!("{index:02}.request.json"), &body)?;
         let meta = serde_json::to_vec_pretty(response).unwrap_or_default();
         self.write(&format!("{index:02}.response.json"), &meta)?;
-        self.write(
-            &format!("{index:02}.reads.jsonl"),
-            reads::encode(reads).as_bytes(),
-        )
+        self.write_reads(&format!("{index:02}.reads.jsonl"), reads)
+    }
+
+    /// Writes `reads` as `.reads.jsonl` to `name` atomically, one line at a time through a buffer: the
+    /// encoded text is never held whole in memory (a 50 MB reply would otherwise cost its size again,
+    /// twice over while the string grows).
+    fn write_reads(&self, name: &str, reads: &[TimedRead]) -> Result<(), EvidenceError> {
+        let path = self.dir.join(name);
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)
+            .map_err(|e| EvidenceError::io(&self.dir, e))?;
+        {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
+            for r in reads {
+                out.write_all(reads::encode_line(r).as_bytes())
+                    .and_then(|_| out.write_all(b"\n"))
+                    .map_err(|e| EvidenceError::io(&path, e))?;
+            }
+            out.flush().map_err(|e| EvidenceError::io(&path, e))?;
+        }
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| EvidenceError::io(&path, e))?;
+        tmp.persist(&path)
+            .map_err(|e| EvidenceError::io(&path, e.error))?;
+        Ok(())
     }
 }
 

@@ -59,6 +59,10 @@ static DEFERRED: AtomicUsize = AtomicUsize::new(0);
 /// so that exactly one of them writes the final `run.json` and exits.
 static FINAL: Mutex<()> = Mutex::new(());
 
+/// Longest a second stop signal waits for a checkpoint that is writing the final `run.json` before it
+/// exits anyway, ms.
+pub const FINAL_WRITE_WAIT_MS: u64 = 3_000;
+
 /// Longest the handler waits, after tearing the serves down, for an active run to reach a checkpoint
 /// and end itself as interrupted, in ms. After it, the handler marks the run itself and exits.
 pub const FINALIZE_WAIT_MS: u64 = 10_000;
@@ -120,9 +124,28 @@ pub fn install() -> io::Result<()> {
                         signal_group(g, libc::SIGKILL);
                     }
                     let first = first.unwrap_or(signo);
-                    if let Ok(_g) = FINAL.try_lock() {
+                    // A checkpoint that is writing the final run.json (holding FINAL) is about to
+                    // exit: let it finish (bounded) rather than exit under it, which would leave
+                    // run.json `running` and race two exits.
+                    let deadline = Instant::now() + Duration::from_millis(FINAL_WRITE_WAIT_MS);
+                    let guard = loop {
+                        match FINAL.try_lock() {
+                            Ok(g) => break Some(g),
+                            Err(std::sync::TryLockError::Poisoned(p)) => {
+                                break Some(p.into_inner())
+                            }
+                            Err(std::sync::TryLockError::WouldBlock) => {
+                                if Instant::now() >= deadline {
+                                    break None;
+                                }
+                                std::thread::sleep(Duration::from_millis(10));
+                            }
+                        }
+                    };
+                    if guard.is_some() {
                         mark_active_runs_interrupted(first);
                     }
+                    eprintln!("{}", interrupted_line(first));
                     std::process::exit(exit_code_for(first));
                 }
             }
@@ -285,8 +308,12 @@ pub fn watch_parent() {
             std::thread::sleep(Duration::from_millis(PARENT_POLL_MS));
             // SAFETY: getppid has no preconditions.
             if unsafe { libc::getppid() } != parent {
-                // SAFETY: kill(2) on our own pid.
-                unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+                // Already interrupted (a Ctrl-C reaches the parent and this process together): a
+                // SIGTERM now would count as a second signal and cut the ending short.
+                if interrupted().is_none() {
+                    // SAFETY: kill(2) on our own pid.
+                    unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+                }
                 return;
             }
         });
