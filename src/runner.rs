@@ -823,6 +823,9 @@ fn send_all(
         rec.figures = Some(fig);
         w.append_request_record(&rec)?;
         summary.requests.push(rec);
+        if crate::signals::interrupted().is_some() {
+            break; // the stop signal's teardown ended the serve: not a serve that died
+        }
         if let Some(s) = serve.as_deref_mut() {
             if let Err(e) = s.check_alive() {
                 summary.serve.failure = Some(e.to_string());
