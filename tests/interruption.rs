@@ -696,3 +696,64 @@ floor_tok_s = 1.0
     assert!(strays.contains(&format!("pid {daemon}")), "{rj:#}");
     assert!(rj["serve"].get("strays_survived").is_none(), "{rj:#}");
 }
+
+/// A pair gate stopped in its first arm: the arm's run.json and pair.json are `interrupted`, exit 143,
+/// no verdict, no second arm.
+#[test]
+fn sigterm_in_a_pair_arm_ends_the_pair_interrupted() {
+    let work = tempfile::tempdir().unwrap();
+    fs::write(work.path().join("model.bin"), b"weights").unwrap();
+    let arm = |rate: u32| {
+        format!(
+            r#"command = ["servegate", "replay", "--synthetic", "--tokens", "20", "--ttft-ms", "20", "--tok-s", "{rate}", "--model", "{{gate_dir}}/model.bin", "--port", "{{port}}"]"#
+        )
+    };
+    let text = format!(
+        r#"[gate]
+name = "pairstop"
+[serve]
+ready_timeout_s = 30
+[pair]
+order = ["theirs", "ours"]
+[pair.ours]
+runtime = "ours"
+{}
+[pair.theirs]
+runtime = "theirs"
+{}
+[request]
+model = "{{gate_dir}}/model.bin"
+served_model = "synthetic"
+max_tokens = 20
+temperature = 0
+top_k = 1
+prompts = ["hi"]
+repeats = 8
+[assert.ratio]
+metric = "decode"
+at_least = 0.1
+"#,
+        arm(40),
+        arm(40)
+    );
+    let gate = work.path().join("pairstop.toml");
+    fs::write(&gate, text).unwrap();
+    let mut run = Run::start(&gate, work.path(), &[]);
+    let runs = work.path().join("runs");
+    let mut pair_dir = None;
+    let ok = eventually(Duration::from_secs(60), || {
+        pair_dir = run_dir(&runs, "pairstop");
+        pair_dir
+            .as_deref()
+            .is_some_and(|d| progress_lines(&d.join("arm1-theirs")) >= 1)
+            || run.child.try_wait().ok().flatten().is_some()
+    });
+    assert!(ok, "arm 1 never recorded a request: {}", run.output());
+    let pair_dir = pair_dir.unwrap();
+    kill(run.child.id(), libc::SIGTERM);
+    assert_interrupted(&mut run, &pair_dir.join("arm1-theirs"), 143, "SIGTERM");
+    let pj: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(pair_dir.join("pair.json")).unwrap()).unwrap();
+    assert_eq!(pj["status"], "interrupted", "{pj:#}");
+    assert!(!pair_dir.join("arm2-ours").exists());
+}
