@@ -312,8 +312,10 @@ fn harness_helper() {
         return;
     }
     servegate::harness::prepare_signals();
-    let mut args = libtest_mimic::Arguments::default();
-    args.test_threads = Some(1);
+    let args = libtest_mimic::Arguments {
+        test_threads: Some(1),
+        ..Default::default()
+    };
     let code = servegate::harness::main_code(args, servegate::harness::Config::from_env());
     servegate::signals::checkpoint();
     std::process::exit(code);
