@@ -647,6 +647,9 @@ fn drive_target_inner(
             let t = Instant::now();
             let deadline = Duration::from_secs_f64(spec.ready_timeout_s);
             loop {
+                if crate::signals::interrupted().is_some() {
+                    return Ok(()); // run() ends the run as interrupted
+                }
                 let last = match client::get(&http, url, &spec.ready_path, Duration::from_secs(5)) {
                     Ok((200, _)) => {
                         summary.serve.ready_ms = Some(t.elapsed().as_secs_f64() * 1000.0);
