@@ -122,6 +122,8 @@ pub fn run(
 /// Process-wide preparation of a live run: the stop-signal handlers and the child subreaper. Returns
 /// notes for `run.json` about what could not be set up.
 fn prepare_process() -> Vec<String> {
+    // A stop signal that came before this run (between two gates): nothing more starts.
+    crate::signals::checkpoint();
     let mut notes = Vec::new();
     if let Err(e) = crate::signals::install() {
         notes.push(format!("signal handlers not installed: {e}"));
