@@ -759,3 +759,15 @@ at_least = 0.1
     assert_eq!(pj["status"], "interrupted", "{pj:#}");
     assert!(!pair_dir.join("arm2-ours").exists());
 }
+
+/// The repro gate itself (`d3.toml`: 20 requests of about 2 s on the synthetic serve), SIGTERM while
+/// request 1 is in flight: interrupted, never `RESULT: PASS` with 1 of 20 requests.
+#[test]
+fn d3_sigterm_mid_request_is_interrupted() {
+    let work = tempfile::tempdir().unwrap();
+    let gate = repo().join("tests/data/repro/signals/d3.toml");
+    let mut run = Run::start(&gate, work.path(), &[]);
+    let dir = wait_requests(&mut run, &work.path().join("runs"), "d3", 1);
+    kill(run.child.id(), libc::SIGTERM);
+    assert_interrupted(&mut run, &dir, 143, "SIGTERM");
+}
