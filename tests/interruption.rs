@@ -322,6 +322,10 @@ fn harness_helper() {
 }
 
 fn harness_command(work: &Path) -> Command {
+    harness_command_on(work, &repo().join("tests/data/repro/signals/harness"))
+}
+
+fn harness_command_on(work: &Path, gates: &Path) -> Command {
     let mut c = Command::new(std::env::current_exe().unwrap());
     c.args([
         "--exact",
@@ -331,10 +335,7 @@ fn harness_command(work: &Path) -> Command {
     ])
     .env(HARNESS_ENV, "1")
     .env("PATH", path_env())
-    .env(
-        "SERVEGATE_GATES",
-        repo().join("tests/data/repro/signals/harness"),
-    )
+    .env("SERVEGATE_GATES", gates)
     .env("SERVEGATE_RUNS", work.join("runs"))
     .env("SERVEGATE_JSON", work.join("results.json"))
     .env("SERVEGATE_JUNIT", work.join("junit.xml"))
@@ -770,4 +771,57 @@ fn d3_sigterm_mid_request_is_interrupted() {
     let dir = wait_requests(&mut run, &work.path().join("runs"), "d3", 1);
     kill(run.child.id(), libc::SIGTERM);
     assert_interrupted(&mut run, &dir, 143, "SIGTERM");
+}
+
+/// Ctrl-C while the harness's serve is still loading: exit 130, interrupted, never `serve_not_ready`.
+#[test]
+fn harness_ctrl_c_while_the_serve_starts_is_interrupted_not_serve_not_ready() {
+    let work = tempfile::tempdir().unwrap();
+    let gates = work.path().join("gates");
+    fs::create_dir(&gates).unwrap();
+    fs::write(
+        gates.join("loading.toml"),
+        r#"[gate]
+name = "loading"
+[serve]
+command = ["servegate", "replay", "--synthetic", "--tokens", "5", "--ttft-ms", "5", "--tok-s", "100", "--ready-after-ms", "60000", "--port", "{port}"]
+ready_timeout_s = 120
+[request]
+model = "synthetic"
+max_tokens = 5
+prompts = ["hi"]
+[assert.rate]
+floor_tok_s = 1.0
+"#,
+    )
+    .unwrap();
+    let out = fs::File::create(work.path().join("stdout")).unwrap();
+    let err = fs::File::create(work.path().join("stderr")).unwrap();
+    let child = harness_command_on(work.path(), &gates)
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    let mut run = Run {
+        child,
+        dir: work.path().to_path_buf(),
+    };
+    let runs = work.path().join("runs");
+    let mut dir = None;
+    let listening = eventually(Duration::from_secs(60), || {
+        dir = run_dir(&runs, "loading");
+        dir.as_deref().is_some_and(|d| {
+            fs::read_to_string(d.join("serve.log")).is_ok_and(|l| l.contains("listening"))
+        })
+    });
+    assert!(listening, "the serve never started: {}", run.output());
+    kill(run.child.id(), libc::SIGINT);
+    let got = run.wait(Duration::from_secs(30));
+    let all = run.output();
+    assert_eq!(got, Some(130), "{all}");
+    assert!(all.contains("INTERRUPTED: stopped by SIGINT"), "{all}");
+    assert!(!all.contains("serve_not_ready"), "{all}");
+    assert!(!all.contains("never became ready"), "{all}");
+    assert_no_passed_report(work.path(), &all);
+    assert_eq!(run_json(&dir.unwrap())["status"], "interrupted");
 }
