@@ -42,6 +42,30 @@ pub enum RunStatus {
     Failed,
 }
 
+impl RunStatus {
+    /// The status as written in `run.json` (`running`, `complete`, `interrupted`, `failed`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+    }
+
+    /// Why a run with this status is not judged, for verdicts: `the runner was stopped before it finished`
+    /// (running), `a stop signal ended the run` (interrupted), `an evidence write failed` (failed); empty for
+    /// complete.
+    pub fn why_incomplete(self) -> &'static str {
+        match self {
+            RunStatus::Running => "the runner was stopped before it finished",
+            RunStatus::Interrupted => "a stop signal (SIGINT, SIGTERM, SIGHUP) ended the run",
+            RunStatus::Failed => "an evidence write failed",
+            RunStatus::Complete => "",
+        }
+    }
+}
+
 /// Host facts at the time of the run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostInfo {

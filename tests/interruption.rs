@@ -230,6 +230,12 @@ fn signal_mid_request(signo: i32, code: i32, name: &str) {
     // The record in run.json keeps what was done: fewer than the 10 planned.
     let n = run_json(&dir)["requests"].as_array().unwrap().len();
     assert!((1..10).contains(&n), "{n} requests recorded");
+    // Re-judged, it fails, naming the status.
+    let judged = Command::new(bin()).arg("judge").arg(&dir).output().unwrap();
+    let out = String::from_utf8_lossy(&judged.stdout);
+    assert_eq!(judged.status.code(), Some(1), "{out}");
+    assert!(out.contains("run.json status is `interrupted`"), "{out}");
+    assert!(out.contains("RESULT: FAIL"), "{out}");
 }
 
 #[test]
