@@ -7,8 +7,11 @@
 //! - `NN.request.json`: the request body sent (NN = 00, 01, ... in send order, warmup first);
 //! - `NN.reads.jsonl`: the response body as timed reads (`reads` module format);
 //! - `NN.response.json`: HTTP status, headers, transport error;
+//! - `requests.jsonl`: one [`RequestRecord`] per line, appended as each request ends (progress: O(1) per
+//!   request; a killed run keeps it, the last line possibly torn);
 //! - `run.json`: the [`RunSummary`]: written with `status: "running"` before the serve starts and rewritten
-//!   with `status: "complete"` at the end, so a killed run is visibly incomplete.
+//!   once at the end with the final status (`complete`, `interrupted`, `failed`) and every request, so a
+//!   killed run is visibly incomplete.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -32,6 +35,35 @@ pub enum RunStatus {
     Running,
     /// The runner finished (whatever the verdicts).
     Complete,
+    /// A stop signal (SIGINT, SIGTERM, SIGHUP) ended the run: the evidence is incomplete, never judged
+    /// as passed.
+    Interrupted,
+    /// An evidence write failed: the evidence is incomplete or unreliable, never judged as passed.
+    Failed,
+}
+
+impl RunStatus {
+    /// The status as written in `run.json` (`running`, `complete`, `interrupted`, `failed`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+    }
+
+    /// Why a run with this status is not judged, for verdicts: `the runner was stopped before it finished`
+    /// (running), `a stop signal ended the run` (interrupted), `an evidence write failed` (failed); empty for
+    /// complete.
+    pub fn why_incomplete(self) -> &'static str {
+        match self {
+            RunStatus::Running => "the runner was stopped before it finished",
+            RunStatus::Interrupted => "a stop signal (SIGINT, SIGTERM, SIGHUP) ended the run",
+            RunStatus::Failed => "an evidence write failed",
+            RunStatus::Complete => "",
+        }
+    }
 }
 
 /// Host facts at the time of the run.
@@ -80,6 +112,13 @@ pub struct ServeRecord {
     /// `server_exited_during_run (<exit status>, ...)`); None otherwise and in older evidence.
     #[serde(default)]
     pub exit_log_tail: Option<String>,
+    /// Processes the serve left behind outside its process group (a detached daemon), found after the
+    /// stop and stopped: `pid 1234 (name)`. Absent in older evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub strays_stopped: Vec<String>,
+    /// Of those, the ones still alive after SIGKILL. Absent in older evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub strays_survived: Vec<String>,
 }
 
 /// Where a `url` serve's `serve.log_file` stood when the run began (`run.json` `serve.log_file`).
@@ -239,6 +278,25 @@ impl EvidenceWriter {
         self.write("run.json", &json)
     }
 
+    /// Appends `rec` as one JSON line to `requests.jsonl` (open with `O_APPEND`, write, fdatasync): the
+    /// run's progress, O(1) per request. `run.json` gets every record once, at the end.
+    pub fn append_request_record(&self, rec: &RequestRecord) -> Result<(), EvidenceError> {
+        let path = self.path(PROGRESS_FILE);
+        let mut line = serde_json::to_vec(rec).map_err(|e| EvidenceError::Malformed {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        line.push(b'\n');
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| EvidenceError::io(&path, e))?;
+        f.write_all(&line)
+            .map_err(|e| EvidenceError::io(&path, e))?;
+        f.sync_data().map_err(|e| EvidenceError::io(&path, e))
+    }
+
     /// Writes the three files of request `index`.
     pub fn write_request(
         &self,
@@ -251,11 +309,61 @@ impl EvidenceWriter {
         self.write(&format!("{index:02}.request.json"), &body)?;
         let meta = serde_json::to_vec_pretty(response).unwrap_or_default();
         self.write(&format!("{index:02}.response.json"), &meta)?;
-        self.write(
-            &format!("{index:02}.reads.jsonl"),
-            reads::encode(reads).as_bytes(),
-        )
+        self.write_reads(&format!("{index:02}.reads.jsonl"), reads)
     }
+
+    /// Writes `reads` as `.reads.jsonl` to `name` atomically, one line at a time through a buffer: the
+    /// encoded text is never held whole in memory (a 50 MB reply would otherwise cost its size again,
+    /// twice over while the string grows).
+    fn write_reads(&self, name: &str, reads: &[TimedRead]) -> Result<(), EvidenceError> {
+        let path = self.dir.join(name);
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)
+            .map_err(|e| EvidenceError::io(&self.dir, e))?;
+        {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
+            for r in reads {
+                out.write_all(reads::encode_line(r).as_bytes())
+                    .and_then(|_| out.write_all(b"\n"))
+                    .map_err(|e| EvidenceError::io(&path, e))?;
+            }
+            out.flush().map_err(|e| EvidenceError::io(&path, e))?;
+        }
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| EvidenceError::io(&path, e))?;
+        tmp.persist(&path)
+            .map_err(|e| EvidenceError::io(&path, e.error))?;
+        Ok(())
+    }
+}
+
+/// The progress file of a run directory: one [`RequestRecord`] a line, appended as requests end.
+pub const PROGRESS_FILE: &str = "requests.jsonl";
+
+/// The records of `requests.jsonl` in `dir` (empty when absent). A last line without its newline (the
+/// runner was killed while appending) is dropped; any other unparsable line is an error.
+pub fn read_progress(dir: &Path) -> Result<Vec<RequestRecord>, EvidenceError> {
+    let path = dir.join(PROGRESS_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(EvidenceError::io(&path, e)),
+    };
+    let complete = match text.rfind('\n') {
+        Some(i) => &text[..=i],
+        None => "",
+    };
+    complete
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| EvidenceError::Malformed {
+                path: path.clone(),
+                reason: format!("line {}: {e}", i + 1),
+            })
+        })
+        .collect()
 }
 
 /// Writes a file atomically: a temp file in the same directory, flushed and synced, then renamed over `path`.
@@ -427,10 +535,15 @@ pub fn check_reads(rec: &RequestRecord, reads: &[TimedRead]) -> Result<(), Strin
 pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
     let run_path = dir.join("run.json");
     let text = std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
-    let run: RunSummary = serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
-        path: run_path.clone(),
-        reason: e.to_string(),
-    })?;
+    let mut run: RunSummary =
+        serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
+            path: run_path.clone(),
+            reason: e.to_string(),
+        })?;
+    // A run that did not finish has its requests only in the progress file.
+    if run.status != RunStatus::Complete && run.requests.is_empty() {
+        run.requests = read_progress(dir)?;
+    }
     if run.schema != RUN_SCHEMA {
         return Err(EvidenceError::Malformed {
             path: run_path,
@@ -694,6 +807,17 @@ mod tests {
         }
     }
 
+    fn record(index: usize) -> RequestRecord {
+        RequestRecord {
+            index,
+            prompt: "hi".into(),
+            stream: true,
+            sent_utc: "2026-12-01T00:00:00Z".into(),
+            http_status: Some(200),
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn reads_must_add_up_to_body_bytes_and_never_go_back_in_time() {
         let rec = RequestRecord {
@@ -761,5 +885,80 @@ mod tests {
         assert!(log.starts_with("one\ntwo\n"));
         assert!(log.contains(SERVE_LOG_CUT_MARK));
         assert!(log.len() < SERVE_LOG_JUDGE_CAP as usize + 200);
+    }
+
+    #[test]
+    fn progress_is_appended_one_line_a_request_and_a_torn_last_line_is_dropped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = EvidenceWriter::create_exact(&tmp.path().join("run")).unwrap();
+        assert!(read_progress(w.dir()).unwrap().is_empty());
+        for i in 0..3 {
+            w.append_request_record(&record(i)).unwrap();
+        }
+        let got = read_progress(w.dir()).unwrap();
+        assert_eq!(got.iter().map(|r| r.index).collect::<Vec<_>>(), [0, 1, 2]);
+        // A runner killed while appending leaves a line without its newline: dropped.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(w.path(PROGRESS_FILE))
+            .unwrap();
+        f.write_all(b"{\"index\": 3, \"warm").unwrap();
+        assert_eq!(read_progress(w.dir()).unwrap().len(), 3);
+        // A broken line inside the file is an error naming the line.
+        std::fs::write(w.path(PROGRESS_FILE), "{}\n[1]\n").unwrap();
+        let e = read_progress(w.dir()).unwrap_err().to_string();
+        assert!(e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn statuses_serialize_in_snake_case_and_old_run_json_loads() {
+        for (s, text) in [
+            (RunStatus::Running, "\"running\""),
+            (RunStatus::Complete, "\"complete\""),
+            (RunStatus::Interrupted, "\"interrupted\""),
+            (RunStatus::Failed, "\"failed\""),
+        ] {
+            assert_eq!(serde_json::to_string(&s).unwrap(), text);
+            assert_eq!(serde_json::from_str::<RunStatus>(text).unwrap(), s);
+        }
+        // A serve record from before the stray fields existed.
+        let old = r#"{"mode":"command","command":[],"base_url":"","pid":null,"setup":null,"ready_ms":null,
+            "ready_timeline":[],"failure":null,"version":null,"models":[],"stop":null}"#;
+        let s: ServeRecord = serde_json::from_str(old).unwrap();
+        assert!(s.strays_stopped.is_empty() && s.strays_survived.is_empty());
+        // And none are written when there were none.
+        assert!(!serde_json::to_string(&s).unwrap().contains("strays"));
+    }
+
+    #[test]
+    fn an_unfinished_run_loads_its_requests_from_the_progress_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        std::fs::create_dir(&dir).unwrap();
+        let summary = RunSummary {
+            schema: RUN_SCHEMA.into(),
+            status: RunStatus::Interrupted,
+            gate: "g".into(),
+            gate_file: "g.toml".into(),
+            started_utc: String::new(),
+            ended_utc: None,
+            host: HostInfo::default(),
+            load_avg_start: None,
+            load_avg_end: None,
+            servegate_version: String::new(),
+            serve: ServeRecord::default(),
+            requests: Vec::new(),
+            notes: Vec::new(),
+            planned: None,
+            planned_warmup: None,
+        };
+        let w = EvidenceWriter { dir: dir.clone() };
+        w.write_summary(&summary).unwrap();
+        let mut rec = record(0);
+        rec.http_status = None; // no reads file needed
+        w.append_request_record(&rec).unwrap();
+        let ev = load(&dir).unwrap();
+        assert_eq!(ev.run.requests.len(), 1);
+        assert_eq!(ev.requests.len(), 1);
     }
 }

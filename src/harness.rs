@@ -538,6 +538,7 @@ pub fn run_trial(
             format!("test panicked: {}", panic_message(&*p)),
         ),
     };
+    crate::signals::checkpoint(); // an interrupted run reports nothing
     log.push(TrialRecord {
         entry,
         assertion: assertion.to_string(),
@@ -863,6 +864,7 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         };
     }
     let conclusion = libtest_mimic::run(args, plan.trials);
+    crate::signals::checkpoint();
     let report = report(&plan.entries);
     if args.list {
         return HarnessRun {
@@ -1012,9 +1014,21 @@ pub fn clear_reports(outputs: &crate::report::Outputs) -> Vec<String> {
     errors
 }
 
+/// The harness's signal set-up, done first by [`main`]: a stop signal (SIGINT, SIGTERM, SIGHUP), or the
+/// death of the parent (`cargo` killed alone: [`crate::signals::watch_parent`] turns it into a SIGTERM),
+/// ends the harness as interrupted at its next checkpoint: exit 130/143/129, `INTERRUPTED: ...` on
+/// stderr, no `test result: ok`, no report written, the run's `run.json` `interrupted`.
+pub fn prepare_signals() {
+    let _ = crate::signals::install();
+    crate::signals::defer_exit();
+    crate::signals::watch_parent();
+}
+
 /// Entry point of `tests/gates.rs`: [`main_args`] with the process's arguments and environment.
 pub fn main() -> std::process::ExitCode {
+    prepare_signals();
     let code = main_args(std::env::args().collect(), Config::from_env());
+    crate::signals::checkpoint();
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 

@@ -287,7 +287,11 @@ pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
     let names = gate.assertions.names();
     // Whole-run failures: every assertion fails with the same reason.
     let run_failure = if evidence.run.status != RunStatus::Complete {
-        Some("the evidence is incomplete (run.json status is `running`: the runner was stopped before it finished)".to_string())
+        Some(format!(
+            "the evidence is incomplete (run.json status is `{}`: {})",
+            evidence.run.status.name(),
+            evidence.run.status.why_incomplete()
+        ))
     } else if let (Some(f), true) = (&evidence.run.serve.failure, evidence.requests.is_empty()) {
         Some(format!("the serve never became ready: {f}"))
     } else {
@@ -884,7 +888,11 @@ pub fn judge_pair(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Vec<Ve
     let names = gate.assertions.names();
     let s = &ev.summary;
     let whole = if s.status != RunStatus::Complete {
-        Some("the evidence is incomplete (pair.json status is `running`: the runner was stopped before it finished)".to_string())
+        Some(format!(
+            "the evidence is incomplete (pair.json status is `{}`: {})",
+            s.status.name(),
+            s.status.why_incomplete()
+        ))
     } else if let Some(f) = &s.failure {
         Some(format!("the pair is void: {f}"))
     } else if ev.arms.is_empty() {

@@ -254,6 +254,10 @@ fn cmd_run(
         return finish_run(outputs, results, started, exit::SPEC_INVALID, &why);
     }
     let root = runs.unwrap_or_else(runner::runs_root);
+    // A stop signal from here on ends the command as interrupted at the next checkpoint: no verdict,
+    // RESULT line or report is printed or written after it.
+    let _ = servegate::signals::install();
+    servegate::signals::defer_exit();
     let mut worst = exit::PASS;
     let mut skipped = 0usize;
     for g in &specs {
@@ -276,7 +280,9 @@ fn cmd_run(
             }
         };
         let t = std::time::Instant::now();
-        match runner::run(g, &root, &mut progress) {
+        let ran = runner::run(g, &root, &mut progress);
+        servegate::signals::checkpoint();
+        match ran {
             Ok(o) => {
                 print_verdicts(&o.verdicts);
                 println!("evidence: {}", o.dir.display());
@@ -345,7 +351,9 @@ fn finish_run(
     code: i32,
     why: &str,
 ) -> i32 {
+    servegate::signals::checkpoint();
     let written = outputs.finish(results, started.elapsed().as_secs_f64(), code);
+    servegate::signals::checkpoint();
     println!("RESULT: {}", result_word(code, written, why));
     written
 }

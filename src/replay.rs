@@ -795,13 +795,29 @@ fn url_of(addr: &std::net::SocketAddr) -> String {
     }
 }
 
+/// Slowest `--speed` (recorded times divided by it: 1000x slower).
+pub const MIN_SPEED: f64 = 0.001;
+/// Fastest `--speed`.
+pub const MAX_SPEED: f64 = 1000.0;
+
 fn synthetic_spec(args: &ReplayArgs) -> Result<SyntheticSpec, String> {
     let tokens = args.tokens.ok_or("--synthetic needs --tokens N")?;
     let ttft_ms = args.ttft_ms.ok_or("--synthetic needs --ttft-ms X")?;
     let itl_ms = match (args.itl_ms, args.tok_s) {
         (Some(g), None) => g,
-        (None, Some(r)) if r > 0.0 && r.is_finite() => 1000.0 / r,
-        (None, Some(r)) => return Err(format!("--tok-s must be > 0, got {r}")),
+        (None, Some(r))
+            if r.is_finite()
+                && (1000.0 / synthetic::MAX_MS..=1000.0 / synthetic::MIN_ITL_MS).contains(&r) =>
+        {
+            1000.0 / r
+        }
+        (None, Some(r)) => {
+            return Err(format!(
+                "--tok-s must be a number between {:.6} and {}, got {r:?}",
+                1000.0 / synthetic::MAX_MS,
+                1000.0 / synthetic::MIN_ITL_MS
+            ))
+        }
         _ => return Err("--synthetic needs --itl-ms G or --tok-s R".into()),
     };
     let spec = SyntheticSpec {
@@ -820,13 +836,19 @@ fn synthetic_spec(args: &ReplayArgs) -> Result<SyntheticSpec, String> {
 /// `servegate replay`: loads the run (or the synthetic spec), prints the recorded serve.log, listens,
 /// prints `replay: listening on URL`, and serves until SIGTERM or SIGINT (exit 0).
 pub fn cli_replay(args: &ReplayArgs) -> i32 {
-    if !(args.speed.is_finite() && args.speed > 0.0) {
-        eprintln!("error: --speed must be a number > 0, got {}", args.speed);
+    if !(args.speed.is_finite() && (MIN_SPEED..=MAX_SPEED).contains(&args.speed)) {
+        eprintln!(
+            "error: --speed must be a number between {MIN_SPEED} and {MAX_SPEED}, got {:?}",
+            args.speed
+        );
         return exit::USAGE;
     }
-    if !(args.ready_after_ms.is_finite() && args.ready_after_ms >= 0.0) {
+    if !(args.ready_after_ms.is_finite()
+        && (0.0..=synthetic::MAX_MS).contains(&args.ready_after_ms))
+    {
         eprintln!(
-            "error: --ready-after-ms must be >= 0, got {}",
+            "error: --ready-after-ms must be between 0 and {} (one hour), got {:?}",
+            synthetic::MAX_MS,
             args.ready_after_ms
         );
         return exit::USAGE;

@@ -58,6 +58,14 @@ impl RunOutcome {
 
 /// Runs `gate` live, writing evidence under `root`, then judges it. `progress` receives one-line notes
 /// (`serve ready after 1.2 s`), for a terminal.
+///
+/// Installs the stop-signal handlers ([`crate::signals::install`]) and makes the runner a child subreaper.
+/// Once SIGINT, SIGTERM or SIGHUP has arrived, whatever the request loop saw, the run ends as
+/// interrupted: `run.json` is written with `status: "interrupted"`, `INTERRUPTED: ...` is printed on stderr
+/// and the process exits with 130, 143 or 129; nothing is judged and this function does not return.
+///
+/// Errors: an evidence write failed; `run.json` then says `failed` (when it can still be written), never
+/// `complete`.
 pub fn run(
     gate: &GateSpec,
     root: &Path,
@@ -66,13 +74,12 @@ pub fn run(
     if gate.pair.is_some() {
         return run_pair(gate, root, progress);
     }
-    let signals_note = crate::signals::install()
-        .err()
-        .map(|e| format!("signal handlers not installed: {e}"));
+    let notes = prepare_process();
     let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?;
-    w.write("gate.toml", gate.source.as_bytes())?;
+    let _active = ActiveRun::new(w.path("run.json"));
     let mut summary = new_summary(gate);
-    summary.notes.extend(signals_note);
+    summary.notes.extend(notes);
+    w.write("gate.toml", gate.source.as_bytes())?;
     w.write_summary(&summary)?;
     progress(&format!("evidence: {}", w.dir().display()));
 
@@ -96,25 +103,107 @@ pub fn run(
             drive(gate, &w, &mut summary, progress)
         }
     };
-    summary.ended_utc = Some(evidence::now_utc());
-    summary.load_avg_end = evidence::load_avg();
-    if let Err(e) = &result {
-        summary.notes.push(format!("runner error: {e}"));
-    }
-    summary.status = RunStatus::Complete;
-    w.write_summary(&summary)?;
-    result?;
+    finish_run(&w, &mut summary, result)?;
 
     drop(hold);
     let ev = evidence::load(w.dir())?;
     let mut verdicts = judge::judge(gate, &ev);
     crate::redact::mask_verdicts(gate, &mut verdicts);
+    // A signal that arrived while judging: the run still ends interrupted, its verdicts never shown.
+    interrupted_checkpoint(&w, &mut summary);
     Ok(RunOutcome {
         dir: w.dir().to_path_buf(),
         summary,
         verdicts,
         pair: None,
     })
+}
+
+/// Process-wide preparation of a live run: the stop-signal handlers and the child subreaper. Returns
+/// notes for `run.json` about what could not be set up.
+fn prepare_process() -> Vec<String> {
+    // A stop signal that came before this run (between two gates): nothing more starts.
+    crate::signals::checkpoint();
+    let mut notes = Vec::new();
+    if let Err(e) = crate::signals::install() {
+        notes.push(format!("signal handlers not installed: {e}"));
+    }
+    if let Err(e) = crate::signals::become_subreaper() {
+        notes.push(format!(
+            "not a child subreaper ({e}): a daemon the serve detaches is found by its tag only"
+        ));
+    }
+    notes
+}
+
+/// A run registered with [`crate::signals::run_started`] for as long as it lives.
+struct ActiveRun(PathBuf);
+
+impl ActiveRun {
+    fn new(run_json: PathBuf) -> ActiveRun {
+        crate::signals::run_started(&run_json);
+        ActiveRun(run_json)
+    }
+}
+
+impl Drop for ActiveRun {
+    fn drop(&mut self) {
+        crate::signals::run_ended(&self.0);
+    }
+}
+
+/// The end of a run (a plain gate or one arm of a pair): sets `ended_utc` and the final status and writes
+/// `run.json` once. A stop signal that arrived: `interrupted`, and the process exits (see [`run`]). An
+/// evidence error during the run: `failed`, with the error in the notes, and the error is returned. Else
+/// `complete`.
+fn finish_run(
+    w: &EvidenceWriter,
+    summary: &mut RunSummary,
+    result: Result<(), EvidenceError>,
+) -> Result<(), EvidenceError> {
+    summary.ended_utc = Some(evidence::now_utc());
+    summary.load_avg_end = evidence::load_avg();
+    interrupted_checkpoint(w, summary);
+    match result {
+        Err(e) => {
+            summary.status = RunStatus::Failed;
+            summary
+                .notes
+                .push(format!("evidence write failed: {e}; the run is not judged"));
+            // Best effort: if even this write fails, run.json still says `running`, never `complete`.
+            let _ = w.write_summary(summary);
+            Err(e)
+        }
+        Ok(()) => {
+            summary.status = RunStatus::Complete;
+            w.write_summary(summary)
+        }
+    }
+}
+
+/// If a stop signal has arrived: writes `run.json` with `status: "interrupted"` and a note, prints the
+/// interrupted line and exits the process (130/143/129). Else does nothing.
+fn interrupted_checkpoint(w: &EvidenceWriter, summary: &mut RunSummary) {
+    if let Some(signo) = crate::signals::interrupted() {
+        crate::signals::finalize_interrupted(signo, || {
+            mark_interrupted(summary, signo);
+            if summary.requests.is_empty() {
+                summary.requests = evidence::read_progress(w.dir()).unwrap_or_default();
+            }
+            let _ = w.write_summary(summary);
+        });
+    }
+}
+
+fn mark_interrupted(summary: &mut RunSummary, signo: i32) {
+    summary.status = RunStatus::Interrupted;
+    if summary.ended_utc.is_none() {
+        summary.ended_utc = Some(evidence::now_utc());
+    }
+    summary.notes.push(format!(
+        "interrupted by {}: the run was stopped before it finished; nothing is judged",
+        crate::signals::signal_name(signo)
+    ));
 }
 
 /// Takes the gate's `[hold]`, if it has one: Ok(None) without a hold, Err(`hold_timeout: ...`) when it could
@@ -192,10 +281,9 @@ fn run_pair(
     progress: &mut dyn FnMut(&str),
 ) -> Result<RunOutcome, EvidenceError> {
     let pair = gate.pair.as_ref().expect("pair gate");
-    let signals_note = crate::signals::install()
-        .err()
-        .map(|e| format!("signal handlers not installed: {e}"));
+    let process_notes = prepare_process();
     let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?;
+    let _active = ActiveRun::new(w.path("pair.json"));
     w.write("gate.toml", gate.source.as_bytes())?;
     let mut ps = evidence::PairSummary {
         schema: evidence::PAIR_SCHEMA.into(),
@@ -227,6 +315,7 @@ fn run_pair(
     if setup_ok && !gate.serve.setup.is_empty() {
         progress(&format!("setup: {}", gate.serve.setup.join(" ")));
         if let Err(reason) = run_setup(&gate.serve.setup, &gate.serve.env, &w.path("setup.log")) {
+            pair_checkpoint(&w, &mut ps, None);
             ps.failure = Some(format!("setup_failed: {reason}"));
             setup_ok = false;
         }
@@ -251,7 +340,9 @@ fn run_pair(
             let arm = pair.arm(role);
             let name = format!("arm{}-{role}", i + 1);
             progress(&format!("{name}: {}", arm.runtime));
+            pair_checkpoint(&w, &mut ps, None);
             let aw = EvidenceWriter::create_exact(&w.path(&name))?;
+            let _arm_active = ActiveRun::new(aw.path("run.json"));
             aw.write("gate.toml", gate.source.as_bytes())?;
             ps.arms.push(evidence::ArmRecord {
                 arm: i + 1,
@@ -276,14 +367,14 @@ fn run_pair(
             };
             let mut arm_progress = |line: &str| progress(&format!("{name}: {line}"));
             let result = drive_target(gate, &target, &aw, &mut summary, &mut arm_progress);
-            summary.ended_utc = Some(evidence::now_utc());
-            summary.load_avg_end = evidence::load_avg();
-            if let Err(e) = &result {
-                summary.notes.push(format!("runner error: {e}"));
+            pair_checkpoint(&w, &mut ps, Some((&aw, &mut summary)));
+            if let Err(e) = finish_run(&aw, &mut summary, result) {
+                ps.status = RunStatus::Failed;
+                ps.ended_utc = Some(evidence::now_utc());
+                ps.failure = Some(format!("evidence write failed in {name}: {e}"));
+                let _ = w.write_pair_summary(&ps);
+                return Err(e);
             }
-            summary.status = RunStatus::Complete;
-            aw.write_summary(&summary)?;
-            result?;
         }
         if let Some(before) = &ps.model_sha256 {
             match crate::hash::sha256_file(Path::new(&pair.ours.model_file)) {
@@ -304,6 +395,7 @@ fn run_pair(
     }
     ps.ended_utc = Some(evidence::now_utc());
     ps.load_avg_end = evidence::load_avg();
+    pair_checkpoint(&w, &mut ps, None);
     ps.status = RunStatus::Complete;
     w.write_pair_summary(&ps)?;
     drop(hold);
@@ -311,6 +403,7 @@ fn run_pair(
     let ev = evidence::load_pair(w.dir())?;
     let mut verdicts = judge::judge_pair(gate, &ev);
     crate::redact::mask_verdicts(gate, &mut verdicts);
+    pair_checkpoint(&w, &mut ps, None);
     let mut summary = new_summary(gate);
     summary.status = RunStatus::Complete;
     summary.started_utc = ps.started_utc.clone();
@@ -319,13 +412,39 @@ fn run_pair(
     summary.load_avg_end = ps.load_avg_end;
     summary.serve.mode = "pair".into();
     summary.serve.failure = ps.failure.clone();
-    summary.notes = signals_note.into_iter().collect();
+    summary.notes = process_notes;
     Ok(RunOutcome {
         dir: w.dir().to_path_buf(),
         summary,
         verdicts,
         pair: Some(ps),
     })
+}
+
+/// The pair's checkpoint: if a stop signal has arrived, marks the arm in progress (when given) and
+/// `pair.json` `interrupted` and exits the process (130/143/129). Else does nothing.
+fn pair_checkpoint(
+    w: &EvidenceWriter,
+    ps: &mut evidence::PairSummary,
+    arm: Option<(&EvidenceWriter, &mut RunSummary)>,
+) {
+    if let Some(signo) = crate::signals::interrupted() {
+        crate::signals::finalize_interrupted(signo, || {
+            if let Some((aw, summary)) = arm {
+                mark_interrupted(summary, signo);
+                let _ = aw.write_summary(summary);
+            }
+            ps.status = RunStatus::Interrupted;
+            ps.ended_utc = Some(evidence::now_utc());
+            ps.failure.get_or_insert_with(|| {
+                format!(
+                    "interrupted by {}: the pair was stopped before it finished",
+                    crate::signals::signal_name(signo)
+                )
+            });
+            let _ = w.write_pair_summary(ps);
+        });
+    }
 }
 
 fn fill_runtime(s: &str, host: &str, port: u16) -> String {
@@ -398,11 +517,17 @@ fn drive_target_inner(
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), EvidenceError> {
     let spec = &gate.serve;
+    // Every process the run starts carries this tag, so that whatever they leave behind is found.
+    let tag = crate::signals::new_run_tag();
     // Setup (idempotent provisioning).
     if target.setup && !spec.setup.is_empty() {
         progress(&format!("setup: {}", spec.setup.join(" ")));
         let t = Instant::now();
-        match run_setup(&spec.setup, &spec.env, &w.path("setup.log")) {
+        let setup_result = run_setup(&spec.setup, &spec.env, &w.path("setup.log"));
+        if crate::signals::interrupted().is_some() {
+            return Ok(());
+        }
+        match setup_result {
             Ok(status) => {
                 summary.serve.setup =
                     Some(format!("{status} in {:.1} s", t.elapsed().as_secs_f64()))
@@ -469,6 +594,10 @@ fn drive_target_inner(
                 .iter()
                 .chain(target.env.iter())
                 .map(|(k, v)| (k.clone(), fill_runtime(v, &spec.host, port)))
+                .chain(std::iter::once((
+                    crate::signals::RUN_TAG_ENV.to_string(),
+                    tag.clone(),
+                )))
                 .collect();
             summary.serve.mode = "command".into();
             summary.serve.command = command.clone();
@@ -509,6 +638,13 @@ fn drive_target_inner(
                         info.polls
                     ));
                 }
+                Err(_) if crate::signals::interrupted().is_some() => {
+                    // The stop signal's teardown ended the serve: an interruption, not a serve
+                    // that failed (run() ends the run as interrupted).
+                    let stop = s.stop();
+                    summary.serve.stop = Some(describe_stop(&stop));
+                    return Ok(());
+                }
                 Err(e) => {
                     summary.serve.failure = Some(e.to_string());
                     progress(&format!("serve never became ready: {e}"));
@@ -530,6 +666,9 @@ fn drive_target_inner(
             let t = Instant::now();
             let deadline = Duration::from_secs_f64(spec.ready_timeout_s);
             loop {
+                if crate::signals::interrupted().is_some() {
+                    return Ok(()); // run() ends the run as interrupted
+                }
                 let last = match client::get(&http, url, &spec.ready_path, Duration::from_secs(5)) {
                     Ok((200, _)) => {
                         summary.serve.ready_ms = Some(t.elapsed().as_secs_f64() * 1000.0);
@@ -589,6 +728,7 @@ fn drive_target_inner(
     }
 
     if let Some(s) = started {
+        let grace = s.spec().stop_grace.min(Duration::from_secs(5));
         let stop = s.stop();
         summary.serve.stop = Some(describe_stop(&stop));
         // A serve that exited on its own after the last check still exited during the run.
@@ -604,6 +744,27 @@ fn drive_target_inner(
             summary.serve.exit_log_tail = log_tail(&w.path("serve.log"));
         }
         progress(&format!("serve stopped: {}", describe_stop(&stop)));
+        // What the serve detached from its group (a daemon: double fork, setsid) goes too.
+        let (stopped, survived) = crate::signals::stop_tagged(&tag, grace);
+        if !stopped.is_empty() {
+            progress(&format!(
+                "stopped {} process(es) the serve left outside its group: {}",
+                stopped.len(),
+                stopped.join(", ")
+            ));
+            summary.notes.push(format!(
+                "the serve left {} process(es) running outside its process group after it stopped (a detached daemon); servegate stopped them: {}{}",
+                stopped.len(),
+                stopped.join(", "),
+                if survived.is_empty() {
+                    String::new()
+                } else {
+                    format!("; still alive after SIGKILL: {}", survived.join(", "))
+                }
+            ));
+        }
+        summary.serve.strays_stopped = stopped;
+        summary.serve.strays_survived = survived;
     }
     if let (Some(log), Some(start)) = (&spec.log_file, summary.serve.log_file.as_mut()) {
         match crate::evidence::copy_log_since(log, start, &w.path("serve.log")) {
@@ -640,7 +801,19 @@ fn send_all(
             plan.push((false, round, p));
         }
     }
+    let run_deadline = Instant::now() + Duration::from_secs_f64(req.run_timeout_s);
+    let planned = plan.len();
     for (index, (warmup, repeat, prompt_index)) in plan.into_iter().enumerate() {
+        if crate::signals::interrupted().is_some() {
+            break; // the run ends interrupted (run() exits); nothing more is sent
+        }
+        let left = run_deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            let reason = run_timeout_reason(req.run_timeout_s, index, planned);
+            progress(&reason);
+            summary.serve.failure = Some(reason);
+            break;
+        }
         let prompt = &req.prompts[prompt_index];
         let body = client::request_body(req, prompt);
         let sent_utc = evidence::now_utc();
@@ -648,7 +821,7 @@ fn send_all(
             http,
             base_url,
             &body,
-            Some(Duration::from_secs_f64(req.timeout_s)),
+            Some(Duration::from_secs_f64(req.timeout_s).min(left)),
         );
         w.write_request(index, &body, &ex.response, &ex.reads)?;
         let mut rec = RequestRecord {
@@ -687,8 +860,11 @@ fn send_all(
         // Cut or unreachable: the serve may have died mid-reply.
         let failed = rec.transport_error.is_some() || reply.truncated;
         rec.figures = Some(fig);
+        w.append_request_record(&rec)?;
         summary.requests.push(rec);
-        w.write_summary(summary)?;
+        if crate::signals::interrupted().is_some() {
+            break; // the stop signal's teardown ended the serve: not a serve that died
+        }
         if let Some(s) = serve.as_deref_mut() {
             if let Err(e) = alive_after(s, failed) {
                 summary.serve.failure = Some(e.to_string());
@@ -733,6 +909,13 @@ fn log_tail(path: &Path) -> Option<String> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = lines[lines.len().saturating_sub(10)..].join("\n");
     (!tail.is_empty()).then_some(tail)
+}
+
+/// `run_timeout: ...` for a run that passed `[request] run_timeout_s` before request `index` of `planned`.
+fn run_timeout_reason(run_timeout_s: f64, index: usize, planned: usize) -> String {
+    format!(
+        "run_timeout: the requests passed [request] run_timeout_s = {run_timeout_s} s; {index} of {planned} planned requests were sent"
+    )
 }
 
 fn url_host(host: &str) -> String {
@@ -813,9 +996,17 @@ fn run_setup(
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot run {:?}: {e}", argv[0]))?;
-    // Its whole process group goes if the runner is stopped by a signal (the serve's own mechanism).
+    // Its whole process group goes if the runner is stopped by a signal (the serve's own mechanism), and
+    // if the runner is killed outright (SIGKILL): the serve's watchdog, over the setup's group.
     let pgid = child.id();
-    crate::signals::register(pgid, Duration::from_secs(2));
+    let watchdog = crate::serve::watch_group(pgid);
+    if !crate::signals::register(pgid, Duration::from_secs(2)) {
+        // A stop signal is being handled: the handler will not see this group; stop it here.
+        crate::signals::terminate_groups(&[pgid], Duration::from_secs(2));
+        let _ = child.wait();
+        drop(watchdog);
+        return Err("interrupted before the setup could run".into());
+    }
     let deadline = Instant::now() + Duration::from_secs_f64(SETUP_TIMEOUT_S);
     let status = loop {
         match child.try_wait() {
@@ -834,6 +1025,7 @@ fn run_setup(
     };
     // Stragglers the setup left in its group (a backgrounded child) do not outlive it.
     crate::signals::terminate_groups(&[pgid], Duration::from_secs(1));
+    drop(watchdog); // the group is gone: the watchdog must not outlive it (pgid reuse)
     crate::signals::deregister(pgid);
     let status = status?;
     if status.success() {

@@ -286,6 +286,32 @@ struct Watchdog {
     _write_end: OwnedFd,
 }
 
+/// A watchdog over a process group that is not a serve (a gate's `setup` command): if the runner dies
+/// in any way (SIGKILL included) while this value lives, the whole group gets SIGKILL. Dropping it stops
+/// the watchdog (and leaves the group alone).
+pub struct GroupWatchdog(Option<Watchdog>);
+
+impl GroupWatchdog {
+    /// Whether the watchdog process runs.
+    pub fn active(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+impl Drop for GroupWatchdog {
+    fn drop(&mut self) {
+        if let Some(mut w) = self.0.take() {
+            let _ = w.child.kill();
+            let _ = w.child.wait();
+        }
+    }
+}
+
+/// Starts the serve's watchdog (see [`Serve::start`]) over process group `pgid`.
+pub fn watch_group(pgid: u32) -> GroupWatchdog {
+    GroupWatchdog(start_watchdog(pgid))
+}
+
 /// A running serve: its process group, log and readiness. Stop it with [`Serve::stop`]; dropping it
 /// stops it too.
 pub struct Serve {

@@ -174,6 +174,8 @@ struct RawRequest {
     repeats: Spanned<u32>,
     #[serde(default = "default_request_timeout_s")]
     timeout_s: Spanned<f64>,
+    #[serde(default = "default_run_timeout_s")]
+    run_timeout_s: Spanned<f64>,
     #[serde(default)]
     system: Option<String>,
     #[serde(default)]
@@ -250,6 +252,11 @@ fn default_stop_grace_s() -> Spanned<f64> {
 }
 fn default_request_timeout_s() -> Spanned<f64> {
     Spanned::new(0..0, 300.0)
+}
+/// Default whole-run deadline of `[request] run_timeout_s`, seconds (one hour).
+pub const DEFAULT_RUN_TIMEOUT_S: f64 = 3600.0;
+fn default_run_timeout_s() -> Spanned<f64> {
+    Spanned::new(0..0, DEFAULT_RUN_TIMEOUT_S)
 }
 fn default_true() -> bool {
     true
@@ -329,6 +336,9 @@ pub struct RequestSpec {
     pub repeats: u32,
     /// Per-request timeout, seconds.
     pub timeout_s: f64,
+    /// Whole-run deadline for the requests, seconds, counted from the first request (default
+    /// [`DEFAULT_RUN_TIMEOUT_S`]): past it no request is sent and the run fails with `run_timeout`.
+    pub run_timeout_s: f64,
     /// Optional system message.
     pub system: Option<String>,
     /// Merged into the request body last (e.g. `chat_template_kwargs`).
@@ -1056,6 +1066,7 @@ impl Validator<'_> {
             return Err(self.err(r.repeats.span(), "request.repeats", format!("(warmup + repeats) x prompts must be at most {MAX_REQUESTS} requests, got {rounds} rounds of {} prompts", r.prompts.get_ref().len())));
         }
         let timeout_s = self.seconds(&r.timeout_s, "request.timeout_s")?;
+        let run_timeout_s = self.seconds(&r.run_timeout_s, "request.run_timeout_s")?;
         if r.prompts.get_ref().is_empty() {
             return Err(self.err(
                 r.prompts.span(),
@@ -1090,6 +1101,7 @@ impl Validator<'_> {
             warmup: r.warmup,
             repeats: *r.repeats.get_ref(),
             timeout_s,
+            run_timeout_s,
             system: r.system.clone(),
             extra,
             prompts: r.prompts.get_ref().clone(),

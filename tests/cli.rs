@@ -169,10 +169,10 @@ fn runner_killed_with_sigkill_leaves_no_serve() {
         if let Some(p) = found {
             if let Ok(t) = std::fs::read_to_string(&p) {
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(&t) {
-                    if let (Some(pid), true) = (
-                        v["serve"]["pid"].as_u64(),
-                        v["requests"].as_array().is_some_and(|r| !r.is_empty()),
-                    ) {
+                    // Requests are recorded in requests.jsonl as they end (run.json at the end).
+                    let recorded = std::fs::read_to_string(p.with_file_name("requests.jsonl"))
+                        .is_ok_and(|t| !t.is_empty());
+                    if let (Some(pid), true) = (v["serve"]["pid"].as_u64(), recorded) {
                         break (p, pid as u32);
                     }
                 }

@@ -44,29 +44,59 @@ impl SyntheticSpec {
         1000.0 / self.itl_ms
     }
 
-    /// Checks the parameters; the error names the flag.
+    /// Checks the parameters; the error names the flag. Ranges: `--tokens` 1..=[`MAX_TOKENS`],
+    /// `--ttft-ms` 0..=[`MAX_MS`], the inter-token gap [`MIN_ITL_MS`]..=[`MAX_MS`] (`--tok-s`
+    /// 1000/[`MAX_MS`]..=1000/[`MIN_ITL_MS`]), `--per-chunk` 1..=`--tokens`, the whole reply at most
+    /// [`MAX_MS`], a non-empty `--model` of at most 256 bytes.
     pub fn validate(&self) -> Result<(), String> {
-        if self.tokens == 0 {
-            return Err("--tokens must be at least 1".into());
-        }
-        if !(self.ttft_ms.is_finite() && self.ttft_ms >= 0.0) {
+        if self.tokens == 0 || self.tokens > MAX_TOKENS {
             return Err(format!(
-                "--ttft-ms must be a number >= 0, got {}",
+                "--tokens must be between 1 and {MAX_TOKENS}, got {}",
+                self.tokens
+            ));
+        }
+        if !(self.ttft_ms.is_finite() && (0.0..=MAX_MS).contains(&self.ttft_ms)) {
+            return Err(format!(
+                "--ttft-ms must be a number between 0 and {MAX_MS} (one hour), got {:?}",
                 self.ttft_ms
             ));
         }
-        if !(self.itl_ms.is_finite() && self.itl_ms > 0.0) {
+        if !(self.itl_ms.is_finite() && (MIN_ITL_MS..=MAX_MS).contains(&self.itl_ms)) {
             return Err(format!(
-                "the inter-token gap must be > 0 ms (--itl-ms, or --tok-s > 0), got {} ms",
+                "the inter-token gap must be between {MIN_ITL_MS} and {MAX_MS} ms (--itl-ms; or --tok-s between {:.6} and {}), got {:?} ms",
+                1000.0 / MAX_MS,
+                1000.0 / MIN_ITL_MS,
                 self.itl_ms
             ));
         }
-        if self.per_chunk == 0 {
-            return Err("--per-chunk must be at least 1".into());
+        if self.per_chunk == 0 || self.per_chunk > self.tokens {
+            return Err(format!(
+                "--per-chunk must be between 1 and --tokens ({}), got {}",
+                self.tokens, self.per_chunk
+            ));
+        }
+        let total = self.ttft_ms + f64::from(self.tokens) * self.itl_ms;
+        if total > MAX_MS {
+            return Err(format!(
+                "one reply would take {total:.0} ms (--ttft-ms + --tokens x the inter-token gap); at most {MAX_MS} ms (one hour)"
+            ));
+        }
+        if self.model.is_empty() || self.model.len() > 256 {
+            return Err(format!(
+                "--model must be 1 to 256 bytes, got {}",
+                self.model.len()
+            ));
         }
         Ok(())
     }
 }
+
+/// Most completion tokens one synthetic reply may have.
+pub const MAX_TOKENS: u32 = 1_000_000;
+/// Longest first-token delay, inter-token gap and whole reply, ms (one hour).
+pub const MAX_MS: f64 = 3_600_000.0;
+/// Shortest inter-token gap, ms (a decode rate of one million tokens per second).
+pub const MIN_ITL_MS: f64 = 0.001;
 
 /// The text of token `i` (1-based): ` t1`, ` t2`, ... (distinct, so the content is never degenerate).
 pub fn token_text(i: u32) -> String {
@@ -285,5 +315,25 @@ mod tests {
     #[test]
     fn one_token_has_a_ttft_and_no_rate() {
         assert_eq!(true_figures(&[(0, 0.0), (1, 50.0)]), (Some(50.0), None));
+    }
+
+    #[test]
+    fn every_parameter_is_range_checked() {
+        assert!(spec(64, 4).validate().is_ok());
+        let bad = |f: &dyn Fn(&mut SyntheticSpec)| {
+            let mut s = spec(64, 4);
+            f(&mut s);
+            s.validate().unwrap_err()
+        };
+        assert!(bad(&|s| s.tokens = 0).contains("--tokens"));
+        assert!(bad(&|s| s.tokens = MAX_TOKENS + 1).contains("--tokens"));
+        assert!(bad(&|s| s.ttft_ms = f64::NAN).contains("--ttft-ms"));
+        assert!(bad(&|s| s.ttft_ms = 1e300).contains("--ttft-ms"));
+        assert!(bad(&|s| s.itl_ms = 1e303).contains("inter-token gap"));
+        assert!(bad(&|s| s.itl_ms = 1e-300).contains("inter-token gap"));
+        assert!(bad(&|s| s.per_chunk = 0).contains("--per-chunk"));
+        assert!(bad(&|s| s.per_chunk = 65).contains("--per-chunk"));
+        assert!(bad(&|s| s.itl_ms = 100_000.0).contains("one reply would take"));
+        assert!(bad(&|s| s.model.clear()).contains("--model"));
     }
 }
