@@ -110,14 +110,18 @@ def reads_jsonl(reads):
 
 
 def shape(name, kind, about, expect, replies=None, log=FAST_LOG, known=False, floor="60.0", fast='"on the private route"',
-          status="complete", failure=None, records=None, request_extra="", judge_with=None, reads_override=None):
+          status="complete", failure=None, records=None, request_extra="", judge_with=None, reads_override=None,
+          planned=None):
     replies = replies if replies is not None else []
     gate = GATE % {"extra": KNOWN if known else "", "floor": floor, "fast": fast, "request_extra": request_extra}
     recs = records if records is not None else [record(i, r) for i, r in enumerate(replies)]
     files = [("gate.toml", gate)]
     if judge_with is not None:
         files.append(("judge-with.toml", judge_with(gate)))
-    files.append(("run.json", json.dumps(run_json(recs, status, failure), indent=2) + "\n"))
+    run = run_json(recs, status, failure)
+    if planned is not None:
+        run["planned"] = planned  # a live run records its plan (repeats x prompts)
+    files.append(("run.json", json.dumps(run, indent=2) + "\n"))
     if log is not None:
         files.append(("serve.log", log))
     for rec, reads in zip(recs, replies):
@@ -196,7 +200,7 @@ def main():
     # --- one shape for each kind of issue 12 ---
     recs3 = [record(i, r) for i, r in enumerate(fast3())]
     shape("kind1-requests-never-sent", 1, "3 of 6 planned requests recorded (serve died; status complete): the figures fail",
-          "rate=FAIL first_token=FAIL", fast3(), records=recs3, request_extra="repeats = 2\n")
+          "rate=FAIL first_token=FAIL", fast3(), records=recs3, request_extra="repeats = 2\n", planned=6)
     cut = lambda ttft: stream(ttft, 100.0, 2, None, finish=None, usage=False, done=False)
     shape("kind2-cut-replies-never-feed-a-median", 2,
           "two replies cut after two fast chunks (no finish_reason, no [DONE]), the only complete one at 5 tok/s; floor 10",
