@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 
 use crate::error::exit;
 use crate::replay::pace::mono_ns;
-use crate::stats;
+use crate::analysis::stats;
 
 /// `servegate bench-self` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -324,7 +324,7 @@ fn true_of(line: &Value) -> (Option<f64>, Option<f64>) {
 
 /// servegate's client on one case: one warmup request, then `n` measured.
 fn fidelity_servegate(c: &Case, n: usize, synth: &Synth) -> Errors {
-    let http = match crate::client::http_client(Duration::from_secs(60), None) {
+    let http = match crate::io::client::http_client(Duration::from_secs(60), None) {
         Ok(h) => h,
         Err(e) => {
             return Errors {
@@ -337,21 +337,21 @@ fn fidelity_servegate(c: &Case, n: usize, synth: &Synth) -> Errors {
     let before = synth.requests().len();
     let mut kept = Vec::new();
     let mut one = || {
-        let ex = crate::client::send(&http, &synth.url, &body);
-        let reply = crate::reply::parse_stream(&ex.reads, ex.response.status);
-        let fig = crate::measure::measure(&reply);
+        let ex = crate::io::client::send(&http, &synth.url, &body);
+        let reply = crate::analysis::reply::parse_stream(&ex.reads, ex.response.status);
+        let fig = crate::analysis::measure::measure(&reply);
         kept.push(ex);
         fig
     };
     let _ = one();
     let cpu0 = cpu_s_self();
-    let figs: Vec<crate::measure::Figures> = (0..n).map(|_| one()).collect();
+    let figs: Vec<crate::analysis::measure::Figures> = (0..n).map(|_| one()).collect();
     let cpu = cpu_s_self() - cpu0;
     // The parsing share: the same reads parsed and measured again, on this thread alone.
     let p0 = cpu_s_thread();
     for ex in kept.iter().skip(1) {
-        let reply = crate::reply::parse_stream(&ex.reads, ex.response.status);
-        std::hint::black_box(crate::measure::measure(&reply));
+        let reply = crate::analysis::reply::parse_stream(&ex.reads, ex.response.status);
+        std::hint::black_box(crate::analysis::measure::measure(&reply));
     }
     let parse = cpu_s_thread() - p0;
     let lines = synth.wait_requests(before + 1 + n);
@@ -830,7 +830,7 @@ fn section_readiness(report: &mut Vec<String>) -> Value {
     let mut after_ready = Vec::new();
     let mut after_first_200 = Vec::new();
     for rep in 0..7 {
-        let Ok(port) = crate::port::free_port("127.0.0.1") else {
+        let Ok(port) = crate::io::port::free_port("127.0.0.1") else {
             continue;
         };
         let log = tmp.join("timing.jsonl");
@@ -857,8 +857,8 @@ fn section_readiness(report: &mut Vec<String>) -> Value {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let spec = crate::serve::ServeSpec::new(command, port, tmp.join("serve.log"));
-        let Ok(mut s) = crate::serve::Serve::start(spec) else {
+        let spec = crate::io::serve::ServeSpec::new(command, port, tmp.join("serve.log"));
+        let Ok(mut s) = crate::io::serve::Serve::start(spec) else {
             continue;
         };
         let ok = s.wait_ready().is_ok();
@@ -893,11 +893,11 @@ fn section_readiness(report: &mut Vec<String>) -> Value {
         f(med(&after_first_200), 1),
         f(stats::min(&after_first_200), 1),
         f(stats::max(&after_first_200), 1),
-        crate::serve::DEFAULT_POLL_INTERVAL_MS,
-        crate::serve::ALIVE_RECHECK_MIN_MS,
+        crate::io::serve::DEFAULT_POLL_INTERVAL_MS,
+        crate::io::serve::ALIVE_RECHECK_MIN_MS,
     ));
     json!({"from_ready_ms": {"median": med(&after_ready), "each": after_ready}, "from_first_200_ms": {"median": med(&after_first_200), "each": after_first_200},
-           "poll_interval_ms": crate::serve::DEFAULT_POLL_INTERVAL_MS, "alive_recheck_ms": crate::serve::ALIVE_RECHECK_MIN_MS})
+           "poll_interval_ms": crate::io::serve::DEFAULT_POLL_INTERVAL_MS, "alive_recheck_ms": crate::io::serve::ALIVE_RECHECK_MIN_MS})
 }
 
 fn section_overhead(report: &mut Vec<String>) -> Value {
@@ -1079,7 +1079,7 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
         return json!({"error": e.to_string()});
     }
     // A real record (the first in records/), cloned n times under new ids and models.
-    let seed = crate::record::record_files(Path::new("records"))
+    let seed = crate::records::record::record_files(Path::new("records"))
         .ok()
         .and_then(|files| files.first().cloned());
     let Some(seed) = seed else {
@@ -1087,7 +1087,7 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
     };
     let base = match std::fs::read_to_string(&seed)
         .map_err(|e| e.to_string())
-        .and_then(|t| crate::record::parse(&t).map_err(|p| format!("{p:?}")))
+        .and_then(|t| crate::records::record::parse(&t).map_err(|p| format!("{p:?}")))
     {
         Ok(r) => r,
         Err(e) => return json!({"error": e}),
@@ -1098,13 +1098,13 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
         r.model.name = format!("{}-{}", base.model.name, i % 500);
         if let Err(e) = std::fs::write(
             tmp.join(format!("{}.json", r.id)),
-            crate::record::to_json(&r),
+            crate::records::record::to_json(&r),
         ) {
             return json!({"error": e.to_string()});
         }
     }
     let (t0, c0) = (Instant::now(), cpu_s_thread());
-    let records = crate::record::load_dir(&tmp);
+    let records = crate::records::record::load_dir(&tmp);
     let check_s = t0.elapsed().as_secs_f64();
     let check_cpu = cpu_s_thread() - c0;
     let records = match records {
@@ -1112,7 +1112,7 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
         Err(lines) => return json!({"error": lines.into_iter().take(3).collect::<Vec<_>>()}),
     };
     let (t1, c1) = (Instant::now(), cpu_s_thread());
-    let pages = crate::leaderboard::render(&records, "../records");
+    let pages = crate::records::leaderboard::render(&records, "../records");
     let render_s = t1.elapsed().as_secs_f64();
     let render_cpu = cpu_s_thread() - c1;
     let (md, html) = pages
@@ -1162,7 +1162,7 @@ fn section_sha256(args: &BenchArgs, report: &mut Vec<String>) -> Value {
     let mut cpu_rates = Vec::new();
     for _ in 0..3 {
         let (t, c) = (Instant::now(), cpu_s_thread());
-        match crate::hash::sha256_file(&path) {
+        match crate::io::hash::sha256_file(&path) {
             Ok((_, n)) if n == bytes => {
                 rates.push(n as f64 / t.elapsed().as_secs_f64() / 1e6);
                 cpu_rates.push(n as f64 / (cpu_s_thread() - c) / 1e6);

@@ -9,7 +9,7 @@ use servegate::evidence::{
     RunSummary, ServeRecord, PAIR_SCHEMA, RUN_SCHEMA,
 };
 use servegate::judge::{judge, judge_pair, Outcome, Verdict};
-use servegate::reads::TimedRead;
+use servegate::io::reads::TimedRead;
 use servegate::spec::{self, Context, GateSpec};
 
 const GATE: &str = r#"

@@ -38,7 +38,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use servegate::evidence;
-use servegate::measure::{self, Figures};
+use servegate::analysis::measure::{self, Figures};
 
 const BIN: &str = env!("CARGO_BIN_EXE_servegate");
 
@@ -571,14 +571,14 @@ fn synthetic_stream_logs_true_figures_that_servegate_measures() {
         "--timing-log",
         log.to_str().unwrap(),
     ]);
-    let http = servegate::client::http_client(Duration::from_secs(10), None).unwrap();
+    let http = servegate::io::client::http_client(Duration::from_secs(10), None).unwrap();
     let body = serde_json::json!({"model": "synthetic", "messages": [{"role": "user", "content": "go"}], "stream": true, "stream_options": {"include_usage": true}});
     // Three requests; medians, so that one late wake-up on a loaded machine does not decide.
     let mut figs = Vec::new();
     for _ in 0..3 {
-        let ex = servegate::client::send(&http, &r.url, &body);
+        let ex = servegate::io::client::send(&http, &r.url, &body);
         assert_eq!(ex.response.status, Some(200));
-        let fig = measure::measure(&servegate::reply::parse_stream(&ex.reads, Some(200)));
+        let fig = measure::measure(&servegate::analysis::reply::parse_stream(&ex.reads, Some(200)));
         assert_eq!(fig.completion_tokens, Some(64));
         figs.push(fig);
     }

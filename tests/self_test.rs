@@ -1,11 +1,11 @@
 //! `servegate self-test` (issue 12, kind 13): the release binary judges its embedded judging table with no
 //! serve and no device. The seed's shapes pass; every shape not waiting on another branch passes; and the whole
 //! self-test passes (this last one waits for the fixes of kinds 1, 2, 4-8 from the other branches of issue 12:
-//! see `servegate::selftest::PENDING_ON_OTHER_BRANCHES`).
+//! see `servegate::run::selftest::PENDING_ON_OTHER_BRANCHES`).
 
 use std::process::Command;
 
-use servegate::selftest::{self, PENDING_ON_OTHER_BRANCHES, SHAPES};
+use servegate::run::selftest::{self, PENDING_ON_OTHER_BRANCHES, SHAPES};
 
 fn self_test(args: &[&str]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_servegate"))

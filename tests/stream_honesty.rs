@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use servegate::inspect::summarize;
-use servegate::measure::measure;
-use servegate::reads;
-use servegate::reply::parse_stream;
+use servegate::analysis::measure::measure;
+use servegate::io::reads;
+use servegate::analysis::reply::parse_stream;
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/repro/stream")

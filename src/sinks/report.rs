@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::exit;
 use crate::evidence::HostInfo;
 use crate::judge::Verdict;
-use crate::runner::RunOutcome;
+use crate::run::runner::RunOutcome;
 use crate::spec::GateSpec;
 
 /// The schema id of the results document. Bumped (`/2`) when a field is removed or changes meaning; new
@@ -748,7 +748,7 @@ impl Outputs {
             }
         }
         if let Some(p) = &self.junit {
-            match crate::junit::serialize(results) {
+            match crate::sinks::junit::serialize(results) {
                 Ok(bytes) => {
                     if let Err(e) = write_atomic(p, &bytes) {
                         errors.push(format!("{}: cannot write the JUnit XML: {e}", p.display()));

@@ -2,7 +2,7 @@
 //!
 //! Owns the wire format of the WHATWG "server-sent events" spec and nothing above it: it knows lines, fields
 //! (`data`, `event`, `id`, `retry`), comments and the blank line that dispatches an event. It does not know
-//! JSON, chunks, `[DONE]` or tokens (that is [`crate::reply`]). Pure: no I/O, no clock; the caller passes each
+//! JSON, chunks, `[DONE]` or tokens (that is [`crate::analysis::reply`]). Pure: no I/O, no clock; the caller passes each
 //! read's arrival time.
 //!
 //! Rules (spec section "Interpreting an event stream", with what the field has shown us):

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::reads::TimedRead;
+use crate::io::reads::TimedRead;
 
 /// `usage` as the serve reported it (OpenAI field names). Tokens.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -167,7 +167,7 @@ pub struct Reply {
     /// ignores them. Each `line L: "field" is not `data` (why): "escaped line"`. Any entry fails the reply.
     #[serde(default)]
     pub misnamed_fields: Vec<String>,
-    /// Misnamed field lines in all; the first [`crate::sse::NEAR_MISSES_KEPT`] are described in
+    /// Misnamed field lines in all; the first [`crate::analysis::sse::NEAR_MISSES_KEPT`] are described in
     /// `misnamed_fields`.
     #[serde(default)]
     pub misnamed_field_count: usize,
@@ -278,7 +278,7 @@ pub fn note_name(note: &str) -> &str {
 
 /// Parses a streamed response (SSE) from its timed reads.
 ///
-/// Framing is [`crate::sse`]; this reads each data event as an OpenAI-compatible chunk:
+/// Framing is [`crate::analysis::sse`]; this reads each data event as an OpenAI-compatible chunk:
 /// * `data: [DONE]` sets `done_seen` and ends the reading: both OpenAI SDKs stop there (openai-python
 ///   `Stream.__stream__` breaks on `sse.data.startswith("[DONE]")`; openai-node `Stream.fromSSEResponse`
 ///   sets `done` and skips everything after). Whatever follows is counted in `bytes_after_done` and reported
@@ -290,7 +290,7 @@ pub fn note_name(note: &str) -> &str {
 ///   `json.loads("")` both raise in the SDKs), as is JSON that serde rejects (a lone surrogate `\ud800`, a raw
 ///   NUL or other control byte inside a string).
 /// * Lines that an SSE client ignores but that looked meant to carry a field (` data:`, `DATA:`, a BOM
-///   before `data:` anywhere but at the very start, a raw `error:` line; see [`crate::sse::near_miss`]) go to
+///   before `data:` anywhere but at the very start, a raw `error:` line; see [`crate::analysis::sse::near_miss`]) go to
 ///   `parse_errors` and `misnamed_fields` (which fails the reply). Other unknown fields: warning
 ///   `unknown_sse_fields`. A stripped leading BOM: flag `leading_bom_stripped`.
 /// * Invalid UTF-8 before `[DONE]`: a parse error with the count, and a failure (`invalid_utf8`).
@@ -308,7 +308,7 @@ pub fn note_name(note: &str) -> &str {
 ///   token chunk gets the difference from the previous value seen on any chunk (start 0). Otherwise none.
 ///   Flag `multi_token_chunks` when a chunk has more than one token.
 /// * End of stream inside an event (no blank line after its last line): the event was never dispatched, so
-///   — as in the WHATWG rules and both SDKs, see [`crate::sse`] — it counts for nothing, whatever its data;
+///   — as in the WHATWG rules and both SDKs, see [`crate::analysis::sse`] — it counts for nothing, whatever its data;
 ///   it is a parse error naming its bytes and an excerpt, and the reply is `truncated` (`incomplete last
 ///   event`) when it held data or a cut line. One exception: data that is exactly `[DONE]` sets `done_seen`
 ///   (warning `unterminated_last_event`), since nothing of the reply depends on it. `truncated` = no serve
@@ -319,7 +319,7 @@ pub fn note_name(note: &str) -> &str {
 /// * A body with no SSE event or comment at all that is one JSON document is parsed by [`parse_body`]
 ///   (warning `not_an_sse_stream`).
 pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
-    let mut framer = crate::sse::Framer::new();
+    let mut framer = crate::analysis::sse::Framer::new();
     let mut st = StreamState::new(http_status);
     let end_ms: Option<f64> = reads.iter().map(|r| r.t_ms).reduce(f64::max);
     let mut any_event = false;
@@ -621,7 +621,7 @@ impl StreamState {
     /// The bytes after the `[DONE]` event (as slices of the reads): counted and reported, never read as
     /// events. Line ends right after `[DONE]` are its own and not counted; only whitespace is nothing.
     fn after_done(&mut self, after: &[&[u8]]) {
-        let mut framer = crate::sse::Framer::new();
+        let mut framer = crate::analysis::sse::Framer::new();
         let (mut n, mut events, mut leading, mut blank) = (0usize, 0usize, true, true);
         let mut head: Vec<u8> = Vec::new();
         for part in after {
@@ -806,7 +806,7 @@ impl StreamState {
 
     fn finish(
         mut self,
-        stats: crate::sse::FramerStats,
+        stats: crate::analysis::sse::FramerStats,
         end_ms: Option<f64>,
         tail_lost: bool,
     ) -> Reply {
@@ -1988,7 +1988,7 @@ mod tests {
         assert_eq!(r.malformed_event_count, 100_000);
         assert_eq!(r.malformed_events.len(), DETAILS_KEPT);
         assert_eq!(r.misnamed_field_count, 50);
-        assert_eq!(r.misnamed_fields.len(), crate::sse::NEAR_MISSES_KEPT);
+        assert_eq!(r.misnamed_fields.len(), crate::analysis::sse::NEAR_MISSES_KEPT);
         assert!(
             r.parse_errors.len() <= 2 * DETAILS_KEPT + 2,
             "{}",

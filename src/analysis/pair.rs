@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats;
+use crate::analysis::stats;
 
 /// The first request of an arm is an outlier when it is more than 5 % away from the median of the rest.
 pub const FIRST_OUTLIER_SHARE: f64 = 0.05;

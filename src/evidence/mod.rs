@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::EvidenceError;
-use crate::measure::Figures;
-use crate::reads::{self, TimedRead};
-use crate::reply::{self, Reply};
+use crate::analysis::measure::Figures;
+use crate::io::reads::{self, TimedRead};
+use crate::analysis::reply::{self, Reply};
 
 /// The schema id written in `run.json`.
 pub const RUN_SCHEMA: &str = "servegate.run/1";
@@ -642,7 +642,7 @@ pub fn reply_of(rec: &RequestRecord, reads: &[TimedRead]) -> Reply {
         ));
         // A capped body is never a pass: whatever was parsed is a prefix of a reply that went on.
         if reply.error.is_none() {
-            let message = format!("the response body passed the {} MiB cap; only its first {} bytes were kept and read", crate::client::BODY_CAP_BYTES >> 20, rec.body_bytes);
+            let message = format!("the response body passed the {} MiB cap; only its first {} bytes were kept and read", crate::io::client::BODY_CAP_BYTES >> 20, rec.body_bytes);
             reply.error = Some(reply::ServeError {
                 kind: "body_capped".into(),
                 message,

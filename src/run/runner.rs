@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::client;
+use crate::io::client;
 use crate::error::{exit, EvidenceError};
 use crate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary, ServeRecord};
 use crate::judge::{self, Verdict};
-use crate::serve;
+use crate::io::serve;
 use crate::spec::{GateSpec, ServeMode};
 
 /// Where run directories go: `$SERVEGATE_RUNS`, default `target/servegate/runs` under the current directory.
@@ -59,7 +59,7 @@ impl RunOutcome {
 /// Runs `gate` live, writing evidence under `root`, then judges it. `progress` receives one-line notes
 /// (`serve ready after 1.2 s`), for a terminal.
 ///
-/// Installs the stop-signal handlers ([`crate::signals::install`]) and makes the runner a child subreaper.
+/// Installs the stop-signal handlers ([`crate::io::signals::install`]) and makes the runner a child subreaper.
 /// Once SIGINT, SIGTERM or SIGHUP has arrived, whatever the request loop saw, the run ends as
 /// interrupted: `run.json` is written with `status: "interrupted"`, `INTERRUPTED: ...` is printed on stderr
 /// and the process exits with 130, 143 or 129; nothing is judged and this function does not return.
@@ -108,7 +108,7 @@ pub fn run(
     drop(hold);
     let ev = evidence::load(w.dir())?;
     let mut verdicts = judge::judge(gate, &ev);
-    crate::redact::mask_verdicts(gate, &mut verdicts);
+    crate::judge::redact::mask_verdicts(gate, &mut verdicts);
     // A signal that arrived while judging: the run still ends interrupted, its verdicts never shown.
     interrupted_checkpoint(&w, &mut summary);
     Ok(RunOutcome {
@@ -123,12 +123,12 @@ pub fn run(
 /// notes for `run.json` about what could not be set up.
 fn prepare_process() -> Vec<String> {
     // A stop signal that came before this run (between two gates): nothing more starts.
-    crate::signals::checkpoint();
+    crate::io::signals::checkpoint();
     let mut notes = Vec::new();
-    if let Err(e) = crate::signals::install() {
+    if let Err(e) = crate::io::signals::install() {
         notes.push(format!("signal handlers not installed: {e}"));
     }
-    if let Err(e) = crate::signals::become_subreaper() {
+    if let Err(e) = crate::io::signals::become_subreaper() {
         notes.push(format!(
             "not a child subreaper ({e}): a daemon the serve detaches is found by its tag only"
         ));
@@ -136,19 +136,19 @@ fn prepare_process() -> Vec<String> {
     notes
 }
 
-/// A run registered with [`crate::signals::run_started`] for as long as it lives.
+/// A run registered with [`crate::io::signals::run_started`] for as long as it lives.
 struct ActiveRun(PathBuf);
 
 impl ActiveRun {
     fn new(run_json: PathBuf) -> ActiveRun {
-        crate::signals::run_started(&run_json);
+        crate::io::signals::run_started(&run_json);
         ActiveRun(run_json)
     }
 }
 
 impl Drop for ActiveRun {
     fn drop(&mut self) {
-        crate::signals::run_ended(&self.0);
+        crate::io::signals::run_ended(&self.0);
     }
 }
 
@@ -184,8 +184,8 @@ fn finish_run(
 /// If a stop signal has arrived: writes `run.json` with `status: "interrupted"` and a note, prints the
 /// interrupted line and exits the process (130/143/129). Else does nothing.
 fn interrupted_checkpoint(w: &EvidenceWriter, summary: &mut RunSummary) {
-    if let Some(signo) = crate::signals::interrupted() {
-        crate::signals::finalize_interrupted(signo, || {
+    if let Some(signo) = crate::io::signals::interrupted() {
+        crate::io::signals::finalize_interrupted(signo, || {
             mark_interrupted(summary, signo);
             if summary.requests.is_empty() {
                 summary.requests = evidence::read_progress(w.dir()).unwrap_or_default();
@@ -202,7 +202,7 @@ fn mark_interrupted(summary: &mut RunSummary, signo: i32) {
     }
     summary.notes.push(format!(
         "interrupted by {}: the run was stopped before it finished; nothing is judged",
-        crate::signals::signal_name(signo)
+        crate::io::signals::signal_name(signo)
     ));
 }
 
@@ -211,10 +211,10 @@ fn mark_interrupted(summary: &mut RunSummary, signo: i32) {
 fn take_hold(
     gate: &GateSpec,
     progress: &mut dyn FnMut(&str),
-) -> Result<Option<crate::hold::Hold>, String> {
+) -> Result<Option<crate::io::hold::Hold>, String> {
     match &gate.hold {
         None => Ok(None),
-        Some(h) => crate::hold::take(
+        Some(h) => crate::io::hold::take(
             &h.lock,
             &gate.name,
             Duration::from_secs_f64(h.wait_s),
@@ -253,7 +253,7 @@ pub fn planned_judged(gate: &GateSpec) -> usize {
 /// sha256 and size of the model file both arms load; refuses two different files before any serve starts.
 fn pair_model(ours: &str, theirs: &str) -> Result<(String, u64), String> {
     let hash = |f: &str| {
-        crate::hash::sha256_file(Path::new(f)).map_err(|e| format!("model file {f}: {e}"))
+        crate::io::hash::sha256_file(Path::new(f)).map_err(|e| format!("model file {f}: {e}"))
     };
     let same_path = match (std::fs::canonicalize(ours), std::fs::canonicalize(theirs)) {
         (Ok(a), Ok(b)) => a == b,
@@ -377,7 +377,7 @@ fn run_pair(
             }
         }
         if let Some(before) = &ps.model_sha256 {
-            match crate::hash::sha256_file(Path::new(&pair.ours.model_file)) {
+            match crate::io::hash::sha256_file(Path::new(&pair.ours.model_file)) {
                 Ok((after, _)) => {
                     if &after != before {
                         ps.failure = Some(format!("model_changed_during_run: sha256 {} before the first arm, {} after the last", &before[..16], &after[..16]));
@@ -402,7 +402,7 @@ fn run_pair(
 
     let ev = evidence::load_pair(w.dir())?;
     let mut verdicts = judge::judge_pair(gate, &ev);
-    crate::redact::mask_verdicts(gate, &mut verdicts);
+    crate::judge::redact::mask_verdicts(gate, &mut verdicts);
     pair_checkpoint(&w, &mut ps, None);
     let mut summary = new_summary(gate);
     summary.status = RunStatus::Complete;
@@ -428,8 +428,8 @@ fn pair_checkpoint(
     ps: &mut evidence::PairSummary,
     arm: Option<(&EvidenceWriter, &mut RunSummary)>,
 ) {
-    if let Some(signo) = crate::signals::interrupted() {
-        crate::signals::finalize_interrupted(signo, || {
+    if let Some(signo) = crate::io::signals::interrupted() {
+        crate::io::signals::finalize_interrupted(signo, || {
             if let Some((aw, summary)) = arm {
                 mark_interrupted(summary, signo);
                 let _ = aw.write_summary(summary);
@@ -439,7 +439,7 @@ fn pair_checkpoint(
             ps.failure.get_or_insert_with(|| {
                 format!(
                     "interrupted by {}: the pair was stopped before it finished",
-                    crate::signals::signal_name(signo)
+                    crate::io::signals::signal_name(signo)
                 )
             });
             let _ = w.write_pair_summary(ps);
@@ -474,7 +474,7 @@ fn drive(
 }
 
 /// [`drive_target_inner`], and with an API key: progress lines masked as printed, and afterwards (every return
-/// path) the key masked in every file of the run directory and in the summary (`crate::redact`).
+/// path) the key masked in every file of the run directory and in the summary (`crate::judge::redact`).
 fn drive_target(
     gate: &GateSpec,
     target: &Target,
@@ -482,13 +482,13 @@ fn drive_target(
     summary: &mut RunSummary,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), EvidenceError> {
-    let Some(secret) = crate::redact::secret_of(gate) else {
+    let Some(secret) = crate::judge::redact::secret_of(gate) else {
         return drive_target_inner(gate, target, w, summary, progress);
     };
-    let mut masked = |line: &str| progress(&crate::redact::mask_str(line, &secret));
+    let mut masked = |line: &str| progress(&crate::judge::redact::mask_str(line, &secret));
     let result = drive_target_inner(gate, target, w, summary, &mut masked);
-    let files = crate::redact::scrub_dir(w.dir(), &secret);
-    crate::redact::mask_summary(summary, &secret);
+    let files = crate::judge::redact::scrub_dir(w.dir(), &secret);
+    crate::judge::redact::mask_summary(summary, &secret);
     if !files.is_empty() {
         let list: Vec<String> = files
             .iter()
@@ -518,13 +518,13 @@ fn drive_target_inner(
 ) -> Result<(), EvidenceError> {
     let spec = &gate.serve;
     // Every process the run starts carries this tag, so that whatever they leave behind is found.
-    let tag = crate::signals::new_run_tag();
+    let tag = crate::io::signals::new_run_tag();
     // Setup (idempotent provisioning).
     if target.setup && !spec.setup.is_empty() {
         progress(&format!("setup: {}", spec.setup.join(" ")));
         let t = Instant::now();
         let setup_result = run_setup(&spec.setup, &spec.env, &w.path("setup.log"));
-        if crate::signals::interrupted().is_some() {
+        if crate::io::signals::interrupted().is_some() {
             return Ok(());
         }
         match setup_result {
@@ -545,7 +545,7 @@ fn drive_target_inner(
         None => None,
         Some(var) => {
             match std::env::var(var) {
-                Ok(k) if !k.is_empty() => match crate::redact::check_key(&k) {
+                Ok(k) if !k.is_empty() => match crate::judge::redact::check_key(&k) {
                     Ok(()) => Some(k),
                     Err(why) => {
                         summary.serve.failure = Some(format!("api_key_unsafe: environment variable {var} (serve.api_key_env): {why}; the serve was not started"));
@@ -575,7 +575,7 @@ fn drive_target_inner(
     match target.mode {
         ServeMode::Command(argv) => {
             let port = if spec.port == 0 {
-                match crate::port::free_port(&spec.host) {
+                match crate::io::port::free_port(&spec.host) {
                     Ok(p) => p,
                     Err(e) => {
                         summary.serve.failure = Some(format!("no_free_port: {e}"));
@@ -595,7 +595,7 @@ fn drive_target_inner(
                 .chain(target.env.iter())
                 .map(|(k, v)| (k.clone(), fill_runtime(v, &spec.host, port)))
                 .chain(std::iter::once((
-                    crate::signals::RUN_TAG_ENV.to_string(),
+                    crate::io::signals::RUN_TAG_ENV.to_string(),
                     tag.clone(),
                 )))
                 .collect();
@@ -638,7 +638,7 @@ fn drive_target_inner(
                         info.polls
                     ));
                 }
-                Err(_) if crate::signals::interrupted().is_some() => {
+                Err(_) if crate::io::signals::interrupted().is_some() => {
                     // The stop signal's teardown ended the serve: an interruption, not a serve
                     // that failed (run() ends the run as interrupted).
                     let stop = s.stop();
@@ -666,7 +666,7 @@ fn drive_target_inner(
             let t = Instant::now();
             let deadline = Duration::from_secs_f64(spec.ready_timeout_s);
             loop {
-                if crate::signals::interrupted().is_some() {
+                if crate::io::signals::interrupted().is_some() {
                     return Ok(()); // run() ends the run as interrupted
                 }
                 let last = match client::get(&http, url, &spec.ready_path, Duration::from_secs(5)) {
@@ -735,7 +735,7 @@ fn drive_target_inner(
         if stop.already_exited
             && summary.serve.failure.is_none()
             && !summary.requests.is_empty()
-            && !crate::signals::shutting_down()
+            && !crate::io::signals::shutting_down()
         {
             summary.serve.failure = Some(format!(
                 "server_exited_during_run ({}, before the runner stopped it)",
@@ -745,7 +745,7 @@ fn drive_target_inner(
         }
         progress(&format!("serve stopped: {}", describe_stop(&stop)));
         // What the serve detached from its group (a daemon: double fork, setsid) goes too.
-        let (stopped, survived) = crate::signals::stop_tagged(&tag, grace);
+        let (stopped, survived) = crate::io::signals::stop_tagged(&tag, grace);
         if !stopped.is_empty() {
             progress(&format!(
                 "stopped {} process(es) the serve left outside its group: {}",
@@ -804,7 +804,7 @@ fn send_all(
     let run_deadline = Instant::now() + Duration::from_secs_f64(req.run_timeout_s);
     let planned = plan.len();
     for (index, (warmup, repeat, prompt_index)) in plan.into_iter().enumerate() {
-        if crate::signals::interrupted().is_some() {
+        if crate::io::signals::interrupted().is_some() {
             break; // the run ends interrupted (run() exits); nothing more is sent
         }
         let left = run_deadline.saturating_duration_since(Instant::now());
@@ -839,7 +839,7 @@ fn send_all(
             figures: None,
         };
         let reply = evidence::reply_of(&rec, &ex.reads);
-        let fig = crate::measure::measure(&reply);
+        let fig = crate::analysis::measure::measure(&reply);
         progress(&format!(
             "request {index:02}{}: {} ttft {} decode {} tokens {}",
             if warmup { " (warmup)" } else { "" },
@@ -862,7 +862,7 @@ fn send_all(
         rec.figures = Some(fig);
         w.append_request_record(&rec)?;
         summary.requests.push(rec);
-        if crate::signals::interrupted().is_some() {
+        if crate::io::signals::interrupted().is_some() {
             break; // the stop signal's teardown ended the serve: not a serve that died
         }
         if let Some(s) = serve.as_deref_mut() {
@@ -999,10 +999,10 @@ fn run_setup(
     // Its whole process group goes if the runner is stopped by a signal (the serve's own mechanism), and
     // if the runner is killed outright (SIGKILL): the serve's watchdog, over the setup's group.
     let pgid = child.id();
-    let watchdog = crate::serve::watch_group(pgid);
-    if !crate::signals::register(pgid, Duration::from_secs(2)) {
+    let watchdog = crate::io::serve::watch_group(pgid);
+    if !crate::io::signals::register(pgid, Duration::from_secs(2)) {
         // A stop signal is being handled: the handler will not see this group; stop it here.
-        crate::signals::terminate_groups(&[pgid], Duration::from_secs(2));
+        crate::io::signals::terminate_groups(&[pgid], Duration::from_secs(2));
         let _ = child.wait();
         drop(watchdog);
         return Err("interrupted before the setup could run".into());
@@ -1012,7 +1012,7 @@ fn run_setup(
         match child.try_wait() {
             Ok(Some(st)) => break Ok(st),
             Ok(None) if Instant::now() >= deadline => {
-                crate::signals::terminate_groups(&[pgid], Duration::from_secs(2));
+                crate::io::signals::terminate_groups(&[pgid], Duration::from_secs(2));
                 let _ = child.wait();
                 break Err(format!(
                     "{} did not finish within {SETUP_TIMEOUT_S} s; its process group was stopped",
@@ -1024,9 +1024,9 @@ fn run_setup(
         }
     };
     // Stragglers the setup left in its group (a backgrounded child) do not outlive it.
-    crate::signals::terminate_groups(&[pgid], Duration::from_secs(1));
+    crate::io::signals::terminate_groups(&[pgid], Duration::from_secs(1));
     drop(watchdog); // the group is gone: the watchdog must not outlive it (pgid reuse)
-    crate::signals::deregister(pgid);
+    crate::io::signals::deregister(pgid);
     let status = status?;
     if status.success() {
         Ok(status.to_string())

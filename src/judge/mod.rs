@@ -7,12 +7,14 @@
 //! everything, and every planned request is accounted for ([`account`]): one never sent, or sent and failed,
 //! is a missing value that fails every figure assertion, never a median left to the others.
 
+pub mod redact;
+
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::{Evidence, RequestEvidence, RunStatus};
-use crate::measure::{self, Figures, TokenSource};
+use crate::analysis::measure::{self, Figures, TokenSource};
 use crate::spec::{GateSpec, RateSource};
-use crate::stats;
+use crate::analysis::stats;
 
 /// The outcome of one assertion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,7 +92,7 @@ fn judged_of(evidence: &Evidence) -> Vec<Judged<'_>> {
         .collect()
 }
 
-/// Why one sent request failed on its own terms, or None: [`crate::reply::Reply::failure`] (a serve
+/// Why one sent request failed on its own terms, or None: [`crate::analysis::reply::Reply::failure`] (a serve
 /// error, a cut or timed-out stream, no finish_reason and no `[DONE]`, ...), else the transport error the
 /// client saw (`transport: <error>`). A failed request has no value for any figure assertion and fails
 /// `content` and `known_answer`.
@@ -698,7 +700,7 @@ fn judge_first_token(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> V
 }
 
 /// Why one reply fails the content check, or None when its content is sane.
-pub fn content_problem(reply: &crate::reply::Reply, fig: &Figures) -> Option<String> {
+pub fn content_problem(reply: &crate::analysis::reply::Reply, fig: &Figures) -> Option<String> {
     if let Some(f) = reply.failure() {
         let what = if reply.error.is_some() {
             "error reply"
@@ -719,9 +721,9 @@ pub fn content_problem(reply: &crate::reply::Reply, fig: &Figures) -> Option<Str
         };
         return Some(format!("{what}: {f}{partial}"));
     }
-    let finish = crate::reply::printable(reply.finish_reason.as_deref().unwrap_or("none"));
+    let finish = crate::analysis::reply::printable(reply.finish_reason.as_deref().unwrap_or("none"));
     if reply.content.trim().is_empty() {
-        if let Some(why) = crate::content::reasoning_ate_budget(
+        if let Some(why) = crate::analysis::content::reasoning_ate_budget(
             &reply.content,
             &reply.reasoning,
             fig.completion_tokens,
@@ -737,7 +739,7 @@ pub fn content_problem(reply: &crate::reply::Reply, fig: &Figures) -> Option<Str
             reply.content
         ));
     }
-    if let Some(reason) = crate::content::degenerate(&reply.content) {
+    if let Some(reason) = crate::analysis::content::degenerate(&reply.content) {
         let tail = if finish == "length" {
             " + ran to max_tokens – possible NaN logits"
         } else {
@@ -987,8 +989,8 @@ fn judge_ratio(
 ) -> Verdict {
     let r = gate.assertions.ratio.as_ref().expect("ratio declared");
     let unit = match r.metric {
-        crate::spec::PairMetric::Decode => crate::pair::DECODE,
-        crate::spec::PairMetric::FirstToken => crate::pair::FIRST_TOKEN,
+        crate::spec::PairMetric::Decode => crate::analysis::pair::DECODE,
+        crate::spec::PairMetric::FirstToken => crate::analysis::pair::FIRST_TOKEN,
     };
     let planned: usize = accts.iter().map(|a| a.planned).sum();
     let mut arms = Vec::new();
@@ -1015,7 +1017,7 @@ fn judge_ratio(
             missing.push(format!("arm {} {}: {u}", a.arm, a.role));
         }
         all_values.extend(fv.planned_values(acct));
-        arms.push(crate::pair::ArmValues {
+        arms.push(crate::analysis::pair::ArmValues {
             role: a.role.clone(),
             values: fv.present(),
         });
@@ -1035,7 +1037,7 @@ fn judge_ratio(
         v.values = all_values;
         return v;
     }
-    let f = match crate::pair::compute(&arms) {
+    let f = match crate::analysis::pair::compute(&arms) {
         Ok(f) => f,
         Err(e) => {
             return Verdict::new(
@@ -1063,8 +1065,8 @@ fn judge_ratio(
         outcome,
         format!(
             "{} ({bounds}); {}; {n_of}",
-            crate::pair::line(&f, unit),
-            crate::pair::arms_line(&f, unit)
+            crate::analysis::pair::line(&f, unit),
+            crate::analysis::pair::arms_line(&f, unit)
         ),
     );
     v.values = f
@@ -1170,7 +1172,7 @@ fn judge_same_answers(
 mod tests {
     use super::*;
     use crate::evidence::{RequestRecord, RunSummary, ServeRecord, RUN_SCHEMA};
-    use crate::reads::TimedRead;
+    use crate::io::reads::TimedRead;
 
     const GATE: &str = "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"What is the capital of France?\"]\nrepeats = 4\n[assert.rate]\nfloor_tok_s = 10.0\n[assert.first_token]\nlimit_ms = 1000\n[assert.content]\n[assert.known_answer]\nmatches = \"Paris\"\n";
 

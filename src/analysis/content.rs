@@ -50,7 +50,7 @@ pub fn degenerate(text: &str) -> Option<String> {
     if let Some((c, k)) = best {
         if k as f64 >= ONE_CHAR_SHARE * n as f64 {
             // Serve text in a verdict: a repeated BEL or ESC is shown escaped, never sent to the terminal.
-            let c = crate::reply::printable(&c.to_string());
+            let c = crate::analysis::reply::printable(&c.to_string());
             return Some(format!(
                 "degenerate_output: one character repeated ('{c}' ×{k} of {n} non-space chars)"
             ));
@@ -131,7 +131,7 @@ pub fn reasoning_ate_budget(
     };
     let finish = match finish_reason {
         Some("length") => "finish_reason=length (max_tokens hit while thinking)".to_string(),
-        Some(f) => format!("finish_reason={}", crate::reply::printable(f)),
+        Some(f) => format!("finish_reason={}", crate::analysis::reply::printable(f)),
         None => "finish_reason=none".to_string(),
     };
     Some(format!(

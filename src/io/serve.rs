@@ -6,10 +6,10 @@
 //! anything or write evidence other than the serve's own log. Linux only (process groups,
 //! `PR_SET_PDEATHSIG`, `/proc`).
 //!
-//! Exit paths and what covers them are listed in [`crate::signals`]. In short: [`Serve::stop`] (or
+//! Exit paths and what covers them are listed in [`crate::io::signals`]. In short: [`Serve::stop`] (or
 //! `Drop`, which also runs on panic unwinding) sends SIGTERM to the process group, waits up to
 //! `stop_grace`, sends SIGKILL, reaps the leader and checks that the port refuses connections; the
-//! signal handlers of [`crate::signals::install`] do the same for SIGINT/SIGTERM/SIGHUP of the runner;
+//! signal handlers of [`crate::io::signals::install`] do the same for SIGINT/SIGTERM/SIGHUP of the runner;
 //! a SIGKILL of the runner is covered by `PR_SET_PDEATHSIG(SIGKILL)` on the leader plus a watchdog
 //! process that kills the whole group when the runner's end of a pipe closes.
 //!
@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::port;
-use crate::signals;
+use crate::io::port;
+use crate::io::signals;
 
 /// Default interval between readiness probes, in ms.
 pub const DEFAULT_POLL_INTERVAL_MS: u64 = 25;
@@ -344,7 +344,7 @@ impl Serve {
     /// when possible) before anything is spawned; opens the log (append); spawns the command from a
     /// dedicated supervisor thread that lives as long as the serve, in a new process group whose id is
     /// the leader's pid, with stdin null, stdout and stderr appended to the log, and
-    /// `PR_SET_PDEATHSIG(SIGKILL)`; registers the group with [`crate::signals`]; starts the watchdog.
+    /// `PR_SET_PDEATHSIG(SIGKILL)`; registers the group with [`crate::io::signals`]; starts the watchdog.
     /// Does not wait for readiness: call [`Serve::wait_ready`].
     pub fn start(spec: ServeSpec) -> Result<Serve, ServeError> {
         let addrs = validate(&spec)?;

@@ -15,7 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::error::exit;
-use crate::stats;
+use crate::analysis::stats;
 
 /// The schema id every record carries in `schema`.
 pub const RECORD_SCHEMA: &str = "servegate.record/1";
@@ -530,7 +530,7 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
     // model.sha256
     match r.model.sha256_form.as_str() {
         "full" => {
-            if !crate::hash::is_full_hex(&r.model.sha256) {
+            if !crate::io::hash::is_full_hex(&r.model.sha256) {
                 bad(
                     "model.sha256",
                     format!(
@@ -1269,7 +1269,7 @@ pub fn write_new(dir: &Path, r: &Record) -> Result<PathBuf, RecordError> {
         source,
     };
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    crate::leaderboard::readable(tmp.as_file()).map_err(io)?;
+    crate::records::leaderboard::readable(tmp.as_file()).map_err(io)?;
     std::io::Write::write_all(&mut tmp, to_json(r).as_bytes()).map_err(io)?;
     tmp.as_file().sync_all().map_err(io)?;
     tmp.persist_noclobber(&path).map_err(|e| {
@@ -1350,7 +1350,7 @@ fn judged_values(
     let mut values = Vec::new();
     let mut prompt_tokens = std::collections::BTreeSet::new();
     for req in ev.requests.iter().filter(|r| !r.record.warmup) {
-        let fig = crate::measure::measure(&req.reply);
+        let fig = crate::analysis::measure::measure(&req.reply);
         let v = if metric == "decode_rate" {
             fig.decode_tok_s
         } else {
@@ -1553,7 +1553,7 @@ pub fn from_run(
     let (values, prompt_tokens) = judged_values(ev, &spec.metric)?;
     let median = stats::median(&values).expect("non-empty");
     let (sha, _) =
-        crate::hash::sha256_file(&spec.model_file).map_err(|source| RecordError::Io {
+        crate::io::hash::sha256_file(&spec.model_file).map_err(|source| RecordError::Io {
             path: spec.model_file.clone(),
             source,
         })?;
@@ -2117,7 +2117,7 @@ mod tests {
         use crate::evidence::{
             EvidenceWriter, RequestRecord, ResponseMeta, RunStatus, RunSummary, ServeRecord,
         };
-        use crate::reads::TimedRead;
+        use crate::io::reads::TimedRead;
         let w = EvidenceWriter::create(root, name, "20261129T120000Z").unwrap();
         w.write("gate.toml", gate.source.as_bytes()).unwrap();
         let mut requests = Vec::new();
@@ -2233,7 +2233,7 @@ mod tests {
         );
         // Reply 01 cut after two chunks (no finish_reason, no [DONE]): no figure, in records as in verdicts.
         let mut cut = ev.clone();
-        let chunk = |t: f64, text: &str| crate::reads::TimedRead {
+        let chunk = |t: f64, text: &str| crate::io::reads::TimedRead {
             t_ms: t,
             bytes: format!(
                 "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"
@@ -2311,7 +2311,7 @@ mod tests {
             assert!((got - want).abs() < 1e-6, "{values:?}");
         }
         assert_eq!((r.value, r.n, r.range), (100.0, 3, [values[1], values[2]]));
-        assert_eq!(r.model.sha256, crate::hash::sha256_bytes(b"weights"));
+        assert_eq!(r.model.sha256, crate::io::hash::sha256_bytes(b"weights"));
         assert_eq!(
             r.settings.engine_version.as_deref(),
             Some("llama.cpp b4321")

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{exit, EvidenceError};
 use crate::evidence::{ResponseMeta, RunSummary, RUN_SCHEMA};
-use crate::reads::{self, TimedRead};
+use crate::io::reads::{self, TimedRead};
 
 pub use synthetic::SyntheticSpec;
 

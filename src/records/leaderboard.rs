@@ -9,12 +9,12 @@ use std::path::{Component, Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::exit;
-use crate::record::{self, Record};
+use crate::records::record::{self, Record};
 
 /// The Markdown page template (`templates/leaderboard.md`).
-pub const MD_TEMPLATE: &str = include_str!("../templates/leaderboard.md");
+pub const MD_TEMPLATE: &str = include_str!("../../templates/leaderboard.md");
 /// The HTML page template (`templates/leaderboard.html`).
-pub const HTML_TEMPLATE: &str = include_str!("../templates/leaderboard.html");
+pub const HTML_TEMPLATE: &str = include_str!("../../templates/leaderboard.html");
 
 /// Default record directory.
 pub const DEFAULT_RECORDS: &str = "records";

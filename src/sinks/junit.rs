@@ -1,5 +1,5 @@
 //! JUnit XML for CI (GitLab, Jenkins, GitHub test reporters): a pure [`serialize`] of the results document
-//! ([`crate::report::Results`]) into bytes, through quick-junit (no hand escaping). Writing is the caller's
+//! ([`crate::sinks::report::Results`]) into bytes, through quick-junit (no hand escaping). Writing is the caller's
 //! (`report::write_atomic`). It starts nothing and reads nothing.
 //!
 //! Shape: `<testsuites name="servegate">`, one `<testsuite>` per gate (name = the gate; properties = the
@@ -17,7 +17,7 @@ use quick_junit::{
     NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite, XmlString,
 };
 
-use crate::report::{GateResults, Results, TestOutcome};
+use crate::sinks::report::{GateResults, Results, TestOutcome};
 
 /// The `<testsuites name=...>`.
 pub const REPORT_NAME: &str = "servegate";
@@ -238,7 +238,7 @@ pub fn serialize(results: &Results) -> Result<Vec<u8>, quick_junit::SerializeErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{AssertionResult, FailureKind, GateResults, Producer};
+    use crate::sinks::report::{AssertionResult, FailureKind, GateResults, Producer};
     use std::path::Path;
 
     fn results() -> Results {

@@ -4,7 +4,7 @@
 //! at a time (a device is exclusive).
 //!
 //! libtest-mimic reports only counts, so every trial records its own outcome (panics included) in a
-//! [`TrialLog`]; after the trials the harness builds the results document ([`crate::report::Results`]: only
+//! [`TrialLog`]; after the trials the harness builds the results document ([`crate::sinks::report::Results`]: only
 //! what ran or was ignored) and hands it to the reporters: the gate report on stdout, JUnit XML
 //! (`SERVEGATE_JUNIT`), results JSON (`SERVEGATE_JSON`). The reporters touch no process.
 //!
@@ -26,10 +26,10 @@ use std::time::{Duration, Instant, SystemTime};
 use libtest_mimic::{Arguments, Completion, Conclusion, Failed, Trial};
 use serde::{Deserialize, Serialize};
 
-use crate::report::{
+use crate::sinks::report::{
     self, AssertionResult, FailureKind, GateResults, Outputs, Producer, Results, TestOutcome,
 };
-use crate::runner::{self, RunOutcome};
+use crate::run::runner::{self, RunOutcome};
 use crate::spec::{self, GateSpec};
 
 /// What happened to one gate.
@@ -264,7 +264,7 @@ pub fn spec_sha256(spec: &GateSpec) -> String {
     let mut bytes = spec.file.display().to_string().into_bytes();
     bytes.push(0);
     bytes.extend_from_slice(spec.source.as_bytes());
-    crate::hash::sha256_reader(bytes.as_slice())
+    crate::io::hash::sha256_reader(bytes.as_slice())
         .map(|(h, _)| h)
         .unwrap_or_default()
 }
@@ -538,7 +538,7 @@ pub fn run_trial(
             format!("test panicked: {}", panic_message(&*p)),
         ),
     };
-    crate::signals::checkpoint(); // an interrupted run reports nothing
+    crate::io::signals::checkpoint(); // an interrupted run reports nothing
     log.push(TrialRecord {
         entry,
         assertion: assertion.to_string(),
@@ -864,7 +864,7 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         };
     }
     let conclusion = libtest_mimic::run(args, plan.trials);
-    crate::signals::checkpoint();
+    crate::io::signals::checkpoint();
     let report = report(&plan.entries);
     if args.list {
         return HarnessRun {
@@ -966,7 +966,7 @@ pub fn nothing_selected(files: &[PathBuf], gates: &Path, args: &Arguments, total
 
 /// Writes the reports; when one could not be written, writes the others again saying so (`exit_code` at least
 /// 5, the error in `problems`). Returns one message per report not written.
-fn write_reports(outputs: &crate::report::Outputs, results: &mut Results) -> Vec<String> {
+fn write_reports(outputs: &crate::sinks::report::Outputs, results: &mut Results) -> Vec<String> {
     let errors = outputs.write(results);
     if !errors.is_empty() {
         results.exit_code = results.exit_code.max(crate::error::exit::EVIDENCE_ERROR);
@@ -999,7 +999,7 @@ fn nested_gate_files(dir: &Path) -> Vec<PathBuf> {
 /// run that ends early (a bad spec, a usage error, a signal) never leaves the previous run's pass in place for
 /// a CI step that publishes them whatever happened. Returns one message per report that exists and could not
 /// be removed.
-pub fn clear_reports(outputs: &crate::report::Outputs) -> Vec<String> {
+pub fn clear_reports(outputs: &crate::sinks::report::Outputs) -> Vec<String> {
     let mut errors = Vec::new();
     for p in [&outputs.junit, &outputs.json].into_iter().flatten() {
         match std::fs::remove_file(p) {
@@ -1015,20 +1015,20 @@ pub fn clear_reports(outputs: &crate::report::Outputs) -> Vec<String> {
 }
 
 /// The harness's signal set-up, done first by [`main`]: a stop signal (SIGINT, SIGTERM, SIGHUP), or the
-/// death of the parent (`cargo` killed alone: [`crate::signals::watch_parent`] turns it into a SIGTERM),
+/// death of the parent (`cargo` killed alone: [`crate::io::signals::watch_parent`] turns it into a SIGTERM),
 /// ends the harness as interrupted at its next checkpoint: exit 130/143/129, `INTERRUPTED: ...` on
 /// stderr, no `test result: ok`, no report written, the run's `run.json` `interrupted`.
 pub fn prepare_signals() {
-    let _ = crate::signals::install();
-    crate::signals::defer_exit();
-    crate::signals::watch_parent();
+    let _ = crate::io::signals::install();
+    crate::io::signals::defer_exit();
+    crate::io::signals::watch_parent();
 }
 
 /// Entry point of `tests/gates.rs`: [`main_args`] with the process's arguments and environment.
 pub fn main() -> std::process::ExitCode {
     prepare_signals();
     let code = main_args(std::env::args().collect(), Config::from_env());
-    crate::signals::checkpoint();
+    crate::io::signals::checkpoint();
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 

@@ -24,131 +24,131 @@ use crate::judge::{self, Outcome};
 pub const SHAPES: &[(&str, &str)] = &[
     (
         "seed-default-max-tokens-rerun",
-        include_str!("../tests/data/selftest/seed-default-max-tokens-rerun.shape"),
+        include_str!("../../tests/data/selftest/seed-default-max-tokens-rerun.shape"),
     ),
     (
         "seed-degenerate-reply",
-        include_str!("../tests/data/selftest/seed-degenerate-reply.shape"),
+        include_str!("../../tests/data/selftest/seed-degenerate-reply.shape"),
     ),
     (
         "seed-error-reply",
-        include_str!("../tests/data/selftest/seed-error-reply.shape"),
+        include_str!("../../tests/data/selftest/seed-error-reply.shape"),
     ),
     (
         "seed-first-token-over-limit",
-        include_str!("../tests/data/selftest/seed-first-token-over-limit.shape"),
+        include_str!("../../tests/data/selftest/seed-first-token-over-limit.shape"),
     ),
     (
         "seed-floor-edge-59-9",
-        include_str!("../tests/data/selftest/seed-floor-edge-59-9.shape"),
+        include_str!("../../tests/data/selftest/seed-floor-edge-59-9.shape"),
     ),
     (
         "seed-incomplete-evidence",
-        include_str!("../tests/data/selftest/seed-incomplete-evidence.shape"),
+        include_str!("../../tests/data/selftest/seed-incomplete-evidence.shape"),
     ),
     (
         "seed-known-answer-wrong",
-        include_str!("../tests/data/selftest/seed-known-answer-wrong.shape"),
+        include_str!("../../tests/data/selftest/seed-known-answer-wrong.shape"),
     ),
     (
         "seed-log-names-both-routes",
-        include_str!("../tests/data/selftest/seed-log-names-both-routes.shape"),
+        include_str!("../../tests/data/selftest/seed-log-names-both-routes.shape"),
     ),
     (
         "seed-log-names-neither-route",
-        include_str!("../tests/data/selftest/seed-log-names-neither-route.shape"),
+        include_str!("../../tests/data/selftest/seed-log-names-neither-route.shape"),
     ),
     (
         "seed-max-tokens-96-rerun",
-        include_str!("../tests/data/selftest/seed-max-tokens-96-rerun.shape"),
+        include_str!("../../tests/data/selftest/seed-max-tokens-96-rerun.shape"),
     ),
     (
         "seed-median-not-mean",
-        include_str!("../tests/data/selftest/seed-median-not-mean.shape"),
+        include_str!("../../tests/data/selftest/seed-median-not-mean.shape"),
     ),
     (
         "seed-missing-timings",
-        include_str!("../tests/data/selftest/seed-missing-timings.shape"),
+        include_str!("../../tests/data/selftest/seed-missing-timings.shape"),
     ),
     (
         "seed-no-replies-at-all",
-        include_str!("../tests/data/selftest/seed-no-replies-at-all.shape"),
+        include_str!("../../tests/data/selftest/seed-no-replies-at-all.shape"),
     ),
     (
         "seed-no-serve-log",
-        include_str!("../tests/data/selftest/seed-no-serve-log.shape"),
+        include_str!("../../tests/data/selftest/seed-no-serve-log.shape"),
     ),
     (
         "seed-release-candidate-fast-route",
-        include_str!("../tests/data/selftest/seed-release-candidate-fast-route.shape"),
+        include_str!("../../tests/data/selftest/seed-release-candidate-fast-route.shape"),
     ),
     (
         "seed-serve-never-ready",
-        include_str!("../tests/data/selftest/seed-serve-never-ready.shape"),
+        include_str!("../../tests/data/selftest/seed-serve-never-ready.shape"),
     ),
     (
         "seed-silent-fallback-per-op",
-        include_str!("../tests/data/selftest/seed-silent-fallback-per-op.shape"),
+        include_str!("../../tests/data/selftest/seed-silent-fallback-per-op.shape"),
     ),
     (
         "seed-thinking-left-on",
-        include_str!("../tests/data/selftest/seed-thinking-left-on.shape"),
+        include_str!("../../tests/data/selftest/seed-thinking-left-on.shape"),
     ),
     (
         "seed-warmup-not-judged",
-        include_str!("../tests/data/selftest/seed-warmup-not-judged.shape"),
+        include_str!("../../tests/data/selftest/seed-warmup-not-judged.shape"),
     ),
     (
         "seed-whitespace-only-reply",
-        include_str!("../tests/data/selftest/seed-whitespace-only-reply.shape"),
+        include_str!("../../tests/data/selftest/seed-whitespace-only-reply.shape"),
     ),
     (
         "kind1-requests-never-sent",
-        include_str!("../tests/data/selftest/kind1-requests-never-sent.shape"),
+        include_str!("../../tests/data/selftest/kind1-requests-never-sent.shape"),
     ),
     (
         "kind2-cut-replies-never-feed-a-median",
-        include_str!("../tests/data/selftest/kind2-cut-replies-never-feed-a-median.shape"),
+        include_str!("../../tests/data/selftest/kind2-cut-replies-never-feed-a-median.shape"),
     ),
     (
         "kind3-interrupted-run",
-        include_str!("../tests/data/selftest/kind3-interrupted-run.shape"),
+        include_str!("../../tests/data/selftest/kind3-interrupted-run.shape"),
     ),
     (
         "kind4-burst-flushed-stream",
-        include_str!("../tests/data/selftest/kind4-burst-flushed-stream.shape"),
+        include_str!("../../tests/data/selftest/kind4-burst-flushed-stream.shape"),
     ),
     (
         "kind5-malformed-event",
-        include_str!("../tests/data/selftest/kind5-malformed-event.shape"),
+        include_str!("../../tests/data/selftest/kind5-malformed-event.shape"),
     ),
     (
         "kind6-coloured-slow-route-line",
-        include_str!("../tests/data/selftest/kind6-coloured-slow-route-line.shape"),
+        include_str!("../../tests/data/selftest/kind6-coloured-slow-route-line.shape"),
     ),
     (
         "kind7-reads-out-of-order",
-        include_str!("../tests/data/selftest/kind7-reads-out-of-order.shape"),
+        include_str!("../../tests/data/selftest/kind7-reads-out-of-order.shape"),
     ),
     (
         "kind8-empty-route-pattern",
-        include_str!("../tests/data/selftest/kind8-empty-route-pattern.shape"),
+        include_str!("../../tests/data/selftest/kind8-empty-route-pattern.shape"),
     ),
     (
         "kind9-capped-body",
-        include_str!("../tests/data/selftest/kind9-capped-body.shape"),
+        include_str!("../../tests/data/selftest/kind9-capped-body.shape"),
     ),
     (
         "kind10-setup-failed",
-        include_str!("../tests/data/selftest/kind10-setup-failed.shape"),
+        include_str!("../../tests/data/selftest/kind10-setup-failed.shape"),
     ),
     (
         "kind11-only-warmups-recorded",
-        include_str!("../tests/data/selftest/kind11-only-warmups-recorded.shape"),
+        include_str!("../../tests/data/selftest/kind11-only-warmups-recorded.shape"),
     ),
     (
         "kind12-rejudge-with-edited-gate",
-        include_str!("../tests/data/selftest/kind12-rejudge-with-edited-gate.shape"),
+        include_str!("../../tests/data/selftest/kind12-rejudge-with-edited-gate.shape"),
     ),
 ];
 

@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::reply::Reply;
+use crate::analysis::reply::Reply;
 
 /// Where a completion-token count came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -388,7 +388,7 @@ pub fn measure(reply: &Reply) -> Figures {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reply::{Timings, TokenChunk, Usage};
+    use crate::analysis::reply::{Timings, TokenChunk, Usage};
 
     fn tc(t_ms: f64, tokens: Option<u64>) -> TokenChunk {
         TokenChunk {
@@ -964,7 +964,7 @@ mod tests {
         );
         // A serve error or a transport failure: the same.
         let mut r = streamed(vec![tc(5.0, None), tc(40.0, None)], Some(2), 41.0);
-        r.error = Some(crate::reply::ServeError {
+        r.error = Some(crate::analysis::reply::ServeError {
             kind: "transport".into(),
             message: "operation timed out".into(),
             ..Default::default()

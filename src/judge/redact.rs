@@ -27,7 +27,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::reads::TimedRead;
+use crate::io::reads::TimedRead;
 
 /// The byte a secret's bytes are replaced with.
 pub const MASK: u8 = b'*';
@@ -219,11 +219,11 @@ pub fn scrub_dir(dir: &Path, secret: &str) -> Vec<(PathBuf, usize)> {
         let (new, n) = if name.ends_with(".reads.jsonl") {
             match std::str::from_utf8(&bytes)
                 .ok()
-                .and_then(|t| crate::reads::decode(t).ok())
+                .and_then(|t| crate::io::reads::decode(t).ok())
             {
                 Some(mut reads) => {
                     let n = mask_reads(&mut reads, secret.as_bytes());
-                    (crate::reads::encode(&reads).into_bytes(), n)
+                    (crate::io::reads::encode(&reads).into_bytes(), n)
                 }
                 None => continue,
             }
@@ -352,7 +352,7 @@ mod tests {
             t_ms: 1.0,
             bytes: format!("data: {key}\n\n").into_bytes(),
         }];
-        std::fs::write(d.join("00.reads.jsonl"), crate::reads::encode(&reads)).unwrap();
+        std::fs::write(d.join("00.reads.jsonl"), crate::io::reads::encode(&reads)).unwrap();
         let before: Vec<String> = ["run.json", "gate.toml", "00.request.json"]
             .iter()
             .map(|f| std::fs::read_to_string(d.join(f)).unwrap())
@@ -373,7 +373,7 @@ mod tests {
                 .unwrap();
         assert_eq!(meta["headers"]["x-echo"], "Bearer ************");
         assert!(meta["transport_error"].is_null());
-        let r = crate::reads::decode(&std::fs::read_to_string(d.join("00.reads.jsonl")).unwrap())
+        let r = crate::io::reads::decode(&std::fs::read_to_string(d.join("00.reads.jsonl")).unwrap())
             .unwrap();
         assert_eq!(r[0].bytes, b"data: ************\n\n");
         assert_eq!(r[0].t_ms, 1.0);

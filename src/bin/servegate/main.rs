@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use servegate::error::exit;
-use servegate::{evidence, judge, runner, spec};
+use servegate::run::runner;
+use servegate::{evidence, judge, spec};
 
 /// A release gate for OpenAI-compatible LLM serves.
 ///
@@ -77,12 +78,12 @@ enum Cmd {
     /// Measure servegate's own timing accuracy and overhead against the synthetic paced stream (docs/performance.md).
     BenchSelf(servegate::bench::BenchArgs),
     /// Records (records/*.json): `records check` validates them all and names every problem's file and field.
-    Records(servegate::record::RecordsArgs),
+    Records(servegate::records::record::RecordsArgs),
     /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
-    Leaderboard(servegate::leaderboard::LeaderboardArgs),
+    Leaderboard(servegate::records::leaderboard::LeaderboardArgs),
     /// Judge the embedded judging table (the seed's shapes and one per hazard kind) with this binary's own judge:
     /// no serve, no device; one line per shape, exit 0 when every shape gives what it must, else 1.
-    SelfTest(servegate::selftest::SelfTestArgs),
+    SelfTest(servegate::run::selftest::SelfTestArgs),
 }
 
 fn main() -> ExitCode {
@@ -109,12 +110,12 @@ fn main() -> ExitCode {
                     .filter(|v| !v.is_empty())
                     .map(PathBuf::from)
             };
-            let outputs = servegate::report::Outputs {
+            let outputs = servegate::sinks::report::Outputs {
                 junit: junit.or_else(|| env_path("SERVEGATE_JUNIT")),
                 json: json.or_else(|| env_path("SERVEGATE_JSON")),
             };
             // The previous run's reports go first: a run that ends early never leaves them looking current.
-            for e in servegate::harness::clear_reports(&outputs) {
+            for e in servegate::run::harness::clear_reports(&outputs) {
                 eprintln!("error: {e}");
             }
             if let Some(id) = &record {
@@ -139,9 +140,9 @@ fn main() -> ExitCode {
         Cmd::Inspect { file } => cmd_inspect(&file),
         Cmd::Replay(args) => servegate::replay::cli_replay(&args),
         Cmd::BenchSelf(args) => servegate::bench::cli_bench_self(&args),
-        Cmd::Records(args) => servegate::record::cli_records(&args),
-        Cmd::Leaderboard(args) => servegate::leaderboard::cli(&args),
-        Cmd::SelfTest(args) => servegate::selftest::cli(&args),
+        Cmd::Records(args) => servegate::records::record::cli_records(&args),
+        Cmd::Leaderboard(args) => servegate::records::leaderboard::cli(&args),
+        Cmd::SelfTest(args) => servegate::run::selftest::cli(&args),
     };
     ExitCode::from(code as u8)
 }
@@ -188,12 +189,12 @@ fn write_records(
         };
         let built = if pair {
             servegate::evidence::load_pair(&run)
-                .map(|pe| servegate::record::from_pair_run_as(&g, &pe, &rs, role))
+                .map(|pe| servegate::records::record::from_pair_run_as(&g, &pe, &rs, role))
         } else {
-            evidence::load(&run).map(|ev| servegate::record::from_run(&g, &ev, &rs))
+            evidence::load(&run).map(|ev| servegate::records::record::from_run(&g, &ev, &rs))
         };
         match built {
-            Ok(Ok(r)) => match servegate::record::write_new(dir, &r) {
+            Ok(Ok(r)) => match servegate::records::record::write_new(dir, &r) {
                 Ok(p) => println!("record: {}", p.display()),
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -225,12 +226,12 @@ fn cmd_run(
     files: &[PathBuf],
     runs: Option<PathBuf>,
     quiet: bool,
-    outputs: &servegate::report::Outputs,
+    outputs: &servegate::sinks::report::Outputs,
     record: Option<(&str, &std::path::Path)>,
 ) -> i32 {
-    use servegate::report;
+    use servegate::sinks::report;
     let started = std::time::Instant::now();
-    let strict = servegate::harness::strict();
+    let strict = servegate::run::harness::strict();
     let mut results = report::Results::begin(report::Producer::Run, strict);
     // Every spec is checked before any gate runs, and every invalid one is reported.
     let mut specs = Vec::new();
@@ -256,8 +257,8 @@ fn cmd_run(
     let root = runs.unwrap_or_else(runner::runs_root);
     // A stop signal from here on ends the command as interrupted at the next checkpoint: no verdict,
     // RESULT line or report is printed or written after it.
-    let _ = servegate::signals::install();
-    servegate::signals::defer_exit();
+    let _ = servegate::io::signals::install();
+    servegate::io::signals::defer_exit();
     let mut worst = exit::PASS;
     let mut skipped = 0usize;
     for g in &specs {
@@ -281,7 +282,7 @@ fn cmd_run(
         };
         let t = std::time::Instant::now();
         let ran = runner::run(g, &root, &mut progress);
-        servegate::signals::checkpoint();
+        servegate::io::signals::checkpoint();
         match ran {
             Ok(o) => {
                 print_verdicts(&o.verdicts);
@@ -345,15 +346,15 @@ fn cmd_run(
 /// with the returned exit code: `PASS` (0), `SKIP (why)` (7: nothing was checked), `ERROR (why)` (a report
 /// could not be written: 5, or an invalid spec: 3), else `FAIL`.
 fn finish_run(
-    outputs: &servegate::report::Outputs,
-    results: servegate::report::Results,
+    outputs: &servegate::sinks::report::Outputs,
+    results: servegate::sinks::report::Results,
     started: std::time::Instant,
     code: i32,
     why: &str,
 ) -> i32 {
-    servegate::signals::checkpoint();
+    servegate::io::signals::checkpoint();
     let written = outputs.finish(results, started.elapsed().as_secs_f64(), code);
-    servegate::signals::checkpoint();
+    servegate::io::signals::checkpoint();
     println!("RESULT: {}", result_word(code, written, why));
     written
 }
@@ -451,7 +452,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
             dir.display()
         );
         let mut verdicts = judge::judge_pair(&g, &ev);
-        servegate::redact::mask_verdicts(&g, &mut verdicts);
+        servegate::judge::redact::mask_verdicts(&g, &mut verdicts);
         let ok = print_verdicts(&verdicts);
         println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
         return if ok {
@@ -474,7 +475,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
         dir.display()
     );
     let mut verdicts = judge::judge(&g, &ev);
-    servegate::redact::mask_verdicts(&g, &mut verdicts);
+    servegate::judge::redact::mask_verdicts(&g, &mut verdicts);
     let ok = print_verdicts(&verdicts);
     println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
     if ok {

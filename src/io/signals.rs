@@ -5,7 +5,7 @@
 //! signal a group and list its live members. It starts no processes.
 //!
 //! How each exit path of the runner is covered:
-//! - normal return, error, timeout: [`crate::serve::Serve::stop`] or its `Drop`;
+//! - normal return, error, timeout: [`crate::io::serve::Serve::stop`] or its `Drop`;
 //! - panic: unwinding runs `Drop` (with `panic = "abort"` nothing unwinds; the abort then counts as a
 //!   kill of the runner, below);
 //! - SIGINT / SIGTERM / SIGHUP: [`install`]'s handler: records the signal at once ([`interrupted`]: from

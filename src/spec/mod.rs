@@ -542,7 +542,7 @@ impl GateSpec {
         &self,
         id: &str,
         metric: &str,
-    ) -> Result<crate::record::RunRecordSpec, String> {
+    ) -> Result<crate::records::record::RunRecordSpec, String> {
         let Some(table) = &self.record else {
             return Err(format!("{}: the gate has no [record] table (model_name, weights, device, route, engine, what_would_make_it_wrong)", self.file.display()));
         };

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 
 use crate::evidence::ResponseMeta;
-use crate::reads::TimedRead;
+use crate::io::reads::TimedRead;
 use crate::spec::RequestSpec;
 
 /// Bytes of one response body kept in the evidence; the rest is read no further and the request is marked

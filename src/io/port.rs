@@ -3,7 +3,7 @@
 //!
 //! This module owns the question "may a serve be started on host:port?" (case 27: a port already held by
 //! another server makes every later number belong to the wrong server). It never starts or stops processes;
-//! [`crate::serve`] uses it before spawning and after stopping.
+//! [`crate::io::serve`] uses it before spawning and after stopping.
 
 use std::collections::HashSet;
 use std::fs;

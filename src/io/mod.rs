@@ -1,0 +1,10 @@
+//! I/O at the edges: HTTP client, serve lifecycle, signals, ports, the host hold, hashing, host facts and
+//! the one atomic file write.
+
+pub mod client;
+pub mod hash;
+pub mod hold;
+pub mod port;
+pub mod reads;
+pub mod serve;
+pub mod signals;
