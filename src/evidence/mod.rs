@@ -13,14 +13,15 @@
 //!   once at the end with the final status (`complete`, `interrupted`, `failed`) and every request, so a
 //!   killed run is visibly incomplete.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::EvidenceError;
-use crate::analysis::measure::Figures;
+pub mod figures;
+
+use figures::Figures;
 use crate::io::reads::{self, TimedRead};
 use crate::analysis::reply::{self, Reply};
 
@@ -66,16 +67,7 @@ impl RunStatus {
     }
 }
 
-/// Host facts at the time of the run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct HostInfo {
-    /// Host name.
-    pub hostname: String,
-    /// `uname -sr` equivalent (`Linux 6.1.0`).
-    pub os: String,
-    /// Logical CPUs.
-    pub cpus: usize,
-}
+pub use crate::io::host::{host_info, load_avg, now_utc, stamp_utc, HostInfo};
 
 /// What the runner saw of the serve.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -366,34 +358,12 @@ pub fn read_progress(dir: &Path) -> Result<Vec<RequestRecord>, EvidenceError> {
         .collect()
 }
 
-/// Writes a file atomically: a temp file in the same directory, flushed and synced, then renamed over `path`.
+/// Writes a file of the run directory atomically ([`crate::io::fs::write_atomic`]); errors name the file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), EvidenceError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| EvidenceError::io(dir, e))?;
-    tmp.write_all(bytes)
-        .map_err(|e| EvidenceError::io(path, e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| EvidenceError::io(path, e))?;
-    tmp.persist(path)
-        .map_err(|e| EvidenceError::io(path, e.error))?;
-    Ok(())
+    crate::io::fs::write_atomic(path, bytes).map_err(|e| EvidenceError::io(path, e))
 }
 
-/// `NN.response.json`: what the HTTP layer said.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ResponseMeta {
-    /// HTTP status.
-    pub status: Option<u16>,
-    /// Response headers (lower-case names; repeated headers joined with `, `).
-    pub headers: BTreeMap<String, String>,
-    /// Transport failure, verbatim.
-    pub transport_error: Option<String>,
-    /// ms from send to the response head.
-    pub head_ms: Option<f64>,
-    /// ms from send to the end of the body (or the failure).
-    pub end_ms: Option<f64>,
-}
+pub use crate::io::client::ResponseMeta;
 
 /// One request of a loaded run: its record and the reply parsed from its reads.
 #[derive(Debug, Clone)]
@@ -652,45 +622,6 @@ pub fn reply_of(rec: &RequestRecord, reads: &[TimedRead]) -> Reply {
         }
     }
     reply
-}
-
-/// `/proc/loadavg` as [1, 5, 15]-minute averages; None where unavailable.
-pub fn load_avg() -> Option<[f64; 3]> {
-    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    let mut it = text.split_whitespace().map(|s| s.parse::<f64>().ok());
-    Some([it.next()??, it.next()??, it.next()??])
-}
-
-/// Host facts of this machine.
-pub fn host_info() -> HostInfo {
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    HostInfo {
-        hostname,
-        os: format!("{} {release}", std::env::consts::OS),
-        cpus,
-    }
-}
-
-/// Current UTC time as RFC 3339 (`2026-11-29T18:06:32.123Z`).
-pub fn now_utc() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    now.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
-/// Current UTC time as a directory-safe stamp (`20261129T180632Z`).
-pub fn stamp_utc() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    let f = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
-    now.format(&f).unwrap_or_else(|_| "run".into())
 }
 
 /// The schema id written in `pair.json`.

@@ -2,12 +2,29 @@
 //! the two modules that touch sockets (with `serve`). It measures nothing: it stamps each `read()` of the
 //! body with the milliseconds since the request was sent (monotonic clock) and hands the reads on.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use crate::evidence::ResponseMeta;
+use serde::{Deserialize, Serialize};
+
 use crate::io::reads::TimedRead;
 use crate::spec::RequestSpec;
+
+/// `NN.response.json`: what the HTTP layer said.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResponseMeta {
+    /// HTTP status.
+    pub status: Option<u16>,
+    /// Response headers (lower-case names; repeated headers joined with `, `).
+    pub headers: BTreeMap<String, String>,
+    /// Transport failure, verbatim.
+    pub transport_error: Option<String>,
+    /// ms from send to the response head.
+    pub head_ms: Option<f64>,
+    /// ms from send to the end of the body (or the failure).
+    pub end_ms: Option<f64>,
+}
 
 /// Bytes of one response body kept in the evidence; the rest is read no further and the request is marked
 /// `body_truncated` (a hostile or broken serve must not exhaust memory). 64 MiB.

@@ -62,7 +62,7 @@ pub fn take(
                     "pid {} gate {} since {}\n",
                     std::process::id(),
                     gate,
-                    crate::evidence::now_utc()
+                    crate::io::host::now_utc()
                 );
                 let _ =
                     std::fs::File::create(&holder).and_then(|mut f| f.write_all(text.as_bytes()));

@@ -193,7 +193,7 @@ fn mark_active_runs_interrupted(signo: i32) {
             }
         }
         if let Ok(bytes) = serde_json::to_vec_pretty(&v) {
-            let _ = crate::evidence::write_atomic(&path, &bytes);
+            let _ = crate::io::fs::write_atomic(&path, &bytes);
         }
     }
 }

@@ -645,32 +645,7 @@ pub fn unified_diff(
     out
 }
 
-fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    readable(tmp.as_file())?;
-    std::io::Write::write_all(&mut tmp, text.as_bytes())?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
 
-/// Makes a temp file `rw-r--r--` (tempfile creates it `rw-------`), so the page it becomes is readable like
-/// any other committed file.
-pub(crate) fn readable(f: &std::fs::File) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        f.set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    #[cfg(not(unix))]
-    let _ = f;
-    Ok(())
-}
 
 /// `servegate leaderboard` arguments.
 #[derive(Debug, clap::Args)]
@@ -762,7 +737,7 @@ pub fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i
         };
     }
     for (path, text) in targets {
-        if let Err(e) = write_atomic(path, text) {
+        if let Err(e) = crate::io::fs::write_atomic(path, text.as_bytes()) {
             eprintln!("error: {}: {e}", path.display());
             return exit::EVIDENCE_ERROR;
         }

@@ -1269,7 +1269,7 @@ pub fn write_new(dir: &Path, r: &Record) -> Result<PathBuf, RecordError> {
         source,
     };
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    crate::records::leaderboard::readable(tmp.as_file()).map_err(io)?;
+    crate::io::fs::readable(tmp.as_file()).map_err(io)?;
     std::io::Write::write_all(&mut tmp, to_json(r).as_bytes()).map_err(io)?;
     tmp.as_file().sync_all().map_err(io)?;
     tmp.persist_noclobber(&path).map_err(|e| {

@@ -703,23 +703,7 @@ pub fn serialize_json(results: &Results) -> Vec<u8> {
     bytes
 }
 
-/// Writes `bytes` to `path` atomically (a temp file in the same directory, synced, renamed over `path`),
-/// creating the parent directory. A reader never sees a half-written report.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".servegate-report")
-        .tempfile_in(&dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
+pub use crate::io::fs::write_atomic;
 
 /// Where to write the reports of a run (`--junit`, `--json`, or `SERVEGATE_JUNIT`, `SERVEGATE_JSON`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
