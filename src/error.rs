@@ -88,7 +88,7 @@ impl SpecError {
         key: &str,
         message: impl Into<String>,
     ) -> SpecError {
-        let (line, col) = crate::spec::line_col(text, span.start);
+        let (line, col) = line_col(text, span.start);
         let snippet = if span == (0..0) {
             String::new()
         } else {
@@ -198,4 +198,22 @@ impl fmt::Display for OneLine<'_> {
         }
         Ok(())
     }
+}
+
+/// 1-based (line, column) of a byte offset in `text` (column in characters).
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let mut off = offset;
+    while off > 0 && !text.is_char_boundary(off) {
+        off -= 1;
+    }
+    let before = &text[..off];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
+    (line, col)
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::exit;
 use crate::evidence::HostInfo;
 use crate::judge::Verdict;
-use crate::run::runner::RunOutcome;
+use crate::judge::outcome::RunOutcome;
 use crate::spec::GateSpec;
 
 /// The schema id of the results document. Bumped (`/2`) when a field is removed or changes meaning; new

@@ -15,6 +15,8 @@ use toml::Spanned;
 
 use crate::error::SpecError;
 
+pub mod record;
+
 /// Largest duration a gate may give in seconds (`timeout_s`, `ready_timeout_s`, `stop_grace_s`, `wait_s`).
 pub const MAX_SECONDS: f64 = 1_000_000.0;
 /// Most requests one gate may send (warmup + repeats rounds of all prompts).
@@ -542,7 +544,7 @@ impl GateSpec {
         &self,
         id: &str,
         metric: &str,
-    ) -> Result<crate::records::record::RunRecordSpec, String> {
+    ) -> Result<record::RunRecordSpec, String> {
         let Some(table) = &self.record else {
             return Err(format!("{}: the gate has no [record] table (model_name, weights, device, route, engine, what_would_make_it_wrong)", self.file.display()));
         };
@@ -1510,23 +1512,7 @@ pub fn command_exists(cmd: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// 1-based (line, column) of a byte offset in `text` (column in characters).
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let mut off = offset;
-    while off > 0 && !text.is_char_boundary(off) {
-        off -= 1;
-    }
-    let before = &text[..off];
-    let line = before.matches('\n').count() + 1;
-    let col = before
-        .rsplit('\n')
-        .next()
-        .map(|l| l.chars().count())
-        .unwrap_or(0)
-        + 1;
-    (line, col)
-}
+pub use crate::error::line_col;
 
 #[cfg(test)]
 mod tests {
