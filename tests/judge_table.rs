@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+use servegate::analysis::{Evidence, PairEvidence, RequestEvidence};
 use servegate::evidence::{
-    ArmRecord, Evidence, PairEvidence, PairSummary, RequestEvidence, RequestRecord, RunStatus,
-    RunSummary, ServeRecord, PAIR_SCHEMA, RUN_SCHEMA,
+    ArmRecord, PairSummary, RequestRecord, RunStatus, RunSummary, ServeRecord, PAIR_SCHEMA, RUN_SCHEMA,
 };
 use servegate::judge::{judge, judge_pair, Outcome, Verdict};
 use servegate::io::reads::TimedRead;
@@ -109,7 +109,7 @@ fn request(index: usize, prompt: &str, reads: &[TimedRead]) -> RequestEvidence {
         http_status: Some(200),
         ..Default::default()
     };
-    let reply = servegate::evidence::reply_of(&record, reads);
+    let reply = servegate::analysis::reply_of(&record, reads);
     RequestEvidence {
         record,
         response: None,

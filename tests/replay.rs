@@ -141,7 +141,7 @@ fn line_of<'a>(lines: &'a [String], prefix: &str) -> &'a str {
 
 /// Figures of the judged (non-warmup) requests of a run directory, recomputed from its reads.
 fn judged_figures(dir: &Path) -> Vec<Figures> {
-    let ev = evidence::load(dir).unwrap();
+    let ev = servegate::analysis::load(dir).unwrap();
     ev.requests
         .iter()
         .filter(|r| !r.record.warmup)

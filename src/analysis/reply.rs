@@ -1149,6 +1149,55 @@ fn snippet(s: &str) -> String {
     out
 }
 
+/// Parses one request's reads into a [`Reply`], as judging sees it: a transport error becomes the reply's
+/// error (kind `transport`); an HTTP error status or a non-streamed body is parsed as a JSON body; a 200
+/// stream is parsed as SSE.
+pub fn reply_of(rec: &crate::evidence::RequestRecord, reads: &[TimedRead]) -> Reply {
+    let is_sse = rec.stream
+        && rec
+            .http_status
+            .map(|s| (200..300).contains(&s))
+            .unwrap_or(true);
+    let mut reply = if is_sse {
+        parse_stream(reads, rec.http_status)
+    } else {
+        let bytes: Vec<u8> = reads
+            .iter()
+            .map(|r| r.bytes.as_slice())
+            .collect::<Vec<&[u8]>>()
+            .concat();
+        let t = reads.last().map(|r| r.t_ms).unwrap_or(0.0);
+        parse_body(&bytes, rec.http_status, t)
+    };
+    if let Some(err) = &rec.transport_error {
+        if reply.error.is_none() {
+            reply.error = Some(ServeError {
+                kind: "transport".into(),
+                message: err.clone(),
+                http_status: rec.http_status,
+                error_type: None,
+            });
+        }
+    }
+    if rec.body_truncated {
+        reply.warnings.push(format!(
+            "body_capped: only the first {} bytes were kept",
+            rec.body_bytes
+        ));
+        // A capped body is never a pass: whatever was parsed is a prefix of a reply that went on.
+        if reply.error.is_none() {
+            let message = format!("the response body passed the {} MiB cap; only its first {} bytes were kept and read", crate::io::client::BODY_CAP_BYTES >> 20, rec.body_bytes);
+            reply.error = Some(ServeError {
+                kind: "body_capped".into(),
+                message,
+                http_status: rec.http_status,
+                error_type: None,
+            });
+        }
+    }
+    reply
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,6 @@ pub mod figures;
 
 use figures::Figures;
 use crate::io::reads::{self, TimedRead};
-use crate::analysis::reply::{self, Reply};
 
 /// The schema id written in `run.json`.
 pub const RUN_SCHEMA: &str = "servegate.run/1";
@@ -365,20 +364,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), EvidenceError> {
 
 pub use crate::io::client::ResponseMeta;
 
-/// One request of a loaded run: its record and the reply parsed from its reads.
+/// One request of a loaded run: its record, its response meta, and its reads as loaded: raw
+/// (`Vec<TimedRead>`, from [`load`]) or turned into what the layer above needs as they are read (from
+/// [`load_with`]; `analysis::load` parses each into a `Reply`, so that a large reply's reads are never
+/// held beside its parse).
 #[derive(Debug, Clone)]
-pub struct RequestEvidence {
+pub struct RequestEvidence<R = Vec<TimedRead>> {
     /// The record from run.json.
     pub record: RequestRecord,
     /// The response meta (`NN.response.json`), if present.
     pub response: Option<ResponseMeta>,
-    /// The reply parsed from `NN.reads.jsonl` (and the transport error, if any).
-    pub reply: Reply,
+    /// What was made of `NN.reads.jsonl`: the raw reads, or (from `analysis::load`) the parsed reply with
+    /// the transport error, if any.
+    pub reply: R,
 }
 
 /// A loaded run directory.
 #[derive(Debug, Clone)]
-pub struct Evidence {
+pub struct Evidence<R = Vec<TimedRead>> {
     /// The run directory.
     pub dir: PathBuf,
     /// run.json.
@@ -386,7 +389,7 @@ pub struct Evidence {
     /// serve.log, when present (lossy UTF-8).
     pub serve_log: Option<String>,
     /// Every request, in send order.
-    pub requests: Vec<RequestEvidence>,
+    pub requests: Vec<RequestEvidence<R>>,
 }
 
 /// Where `log` stands now: its length and identity (a missing file is offset 0, no identity).
@@ -503,6 +506,15 @@ pub fn check_reads(rec: &RequestRecord, reads: &[TimedRead]) -> Result<(), Strin
 /// parsed into replies. Errors: a reads file whose bytes disagree with its record's `body_bytes` or whose
 /// times decrease is [`EvidenceError::Malformed`] naming the file.
 pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
+    load_with(dir, |_, reads| reads)
+}
+
+/// Like [`load`], with each request's checked reads handed to `each` as soon as they are read (with the
+/// request's record); what it returns is kept as [`RequestEvidence::reply`]. Does no parsing itself.
+pub fn load_with<R>(
+    dir: &Path,
+    mut each: impl FnMut(&RequestRecord, Vec<TimedRead>) -> R,
+) -> Result<Evidence<R>, EvidenceError> {
     let run_path = dir.join("run.json");
     let text = std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
     let mut run: RunSummary =
@@ -560,7 +572,7 @@ pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
             ),
             Err(_) => None,
         };
-        let reply = reply_of(rec, &reads);
+        let reply = each(rec, reads);
         requests.push(RequestEvidence {
             record: rec.clone(),
             response,
@@ -575,54 +587,6 @@ pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
     })
 }
 
-/// Parses one request's reads into a [`Reply`], as judging sees it: a transport error becomes the reply's
-/// error (kind `transport`); an HTTP error status or a non-streamed body is parsed as a JSON body; a 200
-/// stream is parsed as SSE.
-pub fn reply_of(rec: &RequestRecord, reads: &[TimedRead]) -> Reply {
-    let is_sse = rec.stream
-        && rec
-            .http_status
-            .map(|s| (200..300).contains(&s))
-            .unwrap_or(true);
-    let mut reply = if is_sse {
-        reply::parse_stream(reads, rec.http_status)
-    } else {
-        let bytes: Vec<u8> = reads
-            .iter()
-            .map(|r| r.bytes.as_slice())
-            .collect::<Vec<&[u8]>>()
-            .concat();
-        let t = reads.last().map(|r| r.t_ms).unwrap_or(0.0);
-        reply::parse_body(&bytes, rec.http_status, t)
-    };
-    if let Some(err) = &rec.transport_error {
-        if reply.error.is_none() {
-            reply.error = Some(reply::ServeError {
-                kind: "transport".into(),
-                message: err.clone(),
-                http_status: rec.http_status,
-                error_type: None,
-            });
-        }
-    }
-    if rec.body_truncated {
-        reply.warnings.push(format!(
-            "body_capped: only the first {} bytes were kept",
-            rec.body_bytes
-        ));
-        // A capped body is never a pass: whatever was parsed is a prefix of a reply that went on.
-        if reply.error.is_none() {
-            let message = format!("the response body passed the {} MiB cap; only its first {} bytes were kept and read", crate::io::client::BODY_CAP_BYTES >> 20, rec.body_bytes);
-            reply.error = Some(reply::ServeError {
-                kind: "body_capped".into(),
-                message,
-                http_status: rec.http_status,
-                error_type: None,
-            });
-        }
-    }
-    reply
-}
 
 /// The schema id written in `pair.json`.
 pub const PAIR_SCHEMA: &str = "servegate.pair/1";
@@ -681,13 +645,13 @@ pub struct PairSummary {
 
 /// A loaded pair run directory.
 #[derive(Debug, Clone)]
-pub struct PairEvidence {
+pub struct PairEvidence<R = Vec<TimedRead>> {
     /// The pair directory.
     pub dir: PathBuf,
     /// pair.json.
     pub summary: PairSummary,
     /// Each arm's evidence, in order (parallel to `summary.arms`).
-    pub arms: Vec<Evidence>,
+    pub arms: Vec<Evidence<R>>,
 }
 
 /// True when `dir` holds a pair run (`pair.json`).
@@ -697,6 +661,14 @@ pub fn is_pair_dir(dir: &Path) -> bool {
 
 /// Loads a pair run directory and every arm's evidence.
 pub fn load_pair(dir: &Path) -> Result<PairEvidence, EvidenceError> {
+    load_pair_with(dir, |_, reads| reads)
+}
+
+/// Like [`load_pair`], each arm loaded with [`load_with`] and `each`.
+pub fn load_pair_with<R>(
+    dir: &Path,
+    mut each: impl FnMut(&RequestRecord, Vec<TimedRead>) -> R,
+) -> Result<PairEvidence<R>, EvidenceError> {
     let p = dir.join("pair.json");
     let text = std::fs::read_to_string(&p).map_err(|e| EvidenceError::io(&p, e))?;
     let summary: PairSummary =
@@ -718,7 +690,7 @@ pub fn load_pair(dir: &Path) -> Result<PairEvidence, EvidenceError> {
                 reason: format!("arm dir {:?} must be a plain relative name", a.dir),
             });
         }
-        arms.push(load(&dir.join(&a.dir))?);
+        arms.push(load_with(&dir.join(&a.dir), &mut each)?);
     }
     Ok(PairEvidence {
         dir: dir.to_path_buf(),

@@ -12,7 +12,8 @@ pub mod redact;
 
 use serde::{Deserialize, Serialize};
 
-use crate::evidence::{Evidence, RequestEvidence, RunStatus};
+use crate::analysis::{Evidence, RequestEvidence};
+use crate::evidence::RunStatus;
 use crate::analysis::measure::{self, Figures, TokenSource};
 use crate::spec::{GateSpec, RateSource};
 use crate::analysis::stats;
@@ -887,7 +888,7 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> 
 /// and `content` / `known_answer` over every arm. Pure, like [`judge`]. Every arm is accounted for as a run
 /// is ([`account`]): a request never sent or failed in any arm is a missing value of `ratio` and fails
 /// `same_answers`, and an arm whose serve failed during the run fails every assertion.
-pub fn judge_pair(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Vec<Verdict> {
+pub fn judge_pair(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> Vec<Verdict> {
     let names = gate.assertions.names();
     let s = &ev.summary;
     let whole = if s.status != RunStatus::Complete {
@@ -985,7 +986,7 @@ pub fn judge_pair(gate: &GateSpec, ev: &crate::evidence::PairEvidence) -> Vec<Ve
 
 fn judge_ratio(
     gate: &GateSpec,
-    ev: &crate::evidence::PairEvidence,
+    ev: &crate::analysis::PairEvidence,
     accts: &[Accounting],
 ) -> Verdict {
     let r = gate.assertions.ratio.as_ref().expect("ratio declared");
@@ -1083,7 +1084,7 @@ fn judge_ratio(
 
 fn judge_same_answers(
     gate: &GateSpec,
-    ev: &crate::evidence::PairEvidence,
+    ev: &crate::analysis::PairEvidence,
     accts: &[Accounting],
 ) -> Verdict {
     let sa = gate
@@ -1230,7 +1231,7 @@ mod tests {
             transport_error: transport.map(String::from),
             ..Default::default()
         };
-        let reply = crate::evidence::reply_of(&record, reads);
+        let reply = crate::analysis::reply_of(&record, reads);
         RequestEvidence {
             record,
             response: None,

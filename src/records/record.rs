@@ -1104,9 +1104,9 @@ pub fn cli_records_add_as(
         }
     };
     let built = if crate::evidence::is_pair_dir(run) {
-        crate::evidence::load_pair(run).map(|pe| from_pair_run_as(&gate, &pe, &spec, role))
+        crate::analysis::load_pair(run).map(|pe| from_pair_run_as(&gate, &pe, &spec, role))
     } else {
-        crate::evidence::load(run).map(|ev| from_run(&gate, &ev, &spec))
+        crate::analysis::load(run).map(|ev| from_run(&gate, &ev, &spec))
     };
     let record = match built {
         Err(e) => {
@@ -1299,7 +1299,7 @@ fn run_metric(metric: &str) -> Result<(&'static str, u32, &'static str), RecordE
 /// Every judged (non-warmup) request's value of `metric`, in send order, and the prompt-token counts seen.
 /// Fails when one has no value: a record carries every value or none.
 fn judged_values(
-    ev: &crate::evidence::Evidence,
+    ev: &crate::analysis::Evidence,
     metric: &str,
 ) -> Result<(Vec<f64>, std::collections::BTreeSet<u64>), RecordError> {
     let acct = crate::judge::account(ev);
@@ -1493,7 +1493,7 @@ fn method_of(version: &str, gate: &crate::spec::GateSpec) -> String {
 /// serve failed, or the model file cannot be hashed. Write it with [`write_new`].
 pub fn from_run(
     gate: &crate::spec::GateSpec,
-    ev: &crate::evidence::Evidence,
+    ev: &crate::analysis::Evidence,
     spec: &RunRecordSpec,
 ) -> Result<Record, RecordError> {
     use crate::evidence::RunStatus;
@@ -1616,7 +1616,7 @@ pub fn from_run(
 /// `spec.model_file` is not hashed again. Fails when the pair is incomplete or void.
 pub fn from_pair_run(
     gate: &crate::spec::GateSpec,
-    pe: &crate::evidence::PairEvidence,
+    pe: &crate::analysis::PairEvidence,
     spec: &RunRecordSpec,
 ) -> Result<Record, RecordError> {
     from_pair_run_as(gate, pe, spec, "ours")
@@ -1628,7 +1628,7 @@ pub fn from_pair_run(
 /// engine is the theirs arm's `runtime` and the other engine is `spec.engine`.
 pub fn from_pair_run_as(
     gate: &crate::spec::GateSpec,
-    pe: &crate::evidence::PairEvidence,
+    pe: &crate::analysis::PairEvidence,
     spec: &RunRecordSpec,
     role: &str,
 ) -> Result<Record, RecordError> {
@@ -2163,7 +2163,7 @@ mod tests {
             false,
             &[(100.0, 30.0), (120.0, 60.0), (110.0, 20.0)],
         );
-        let ev = crate::evidence::load(&dir).unwrap();
+        let ev = crate::analysis::load(&dir).unwrap();
         let spec = RunRecordSpec {
             id: "ref-decode".into(),
             metric: "decode_rate".into(),
@@ -2181,7 +2181,7 @@ mod tests {
         };
         assert!(from_run(&gate, &ev, &spec).is_ok());
         let refused =
-            |ev: &crate::evidence::Evidence, g: &crate::spec::GateSpec, want: &str| match from_run(
+            |ev: &crate::analysis::Evidence, g: &crate::spec::GateSpec, want: &str| match from_run(
                 g, ev, &spec,
             ) {
                 Err(RecordError::Evidence(m)) => assert!(m.contains(want), "{m}"),
@@ -2204,7 +2204,7 @@ mod tests {
             )
             .into_bytes(),
         };
-        cut.requests[1].reply = crate::evidence::reply_of(
+        cut.requests[1].reply = crate::analysis::reply_of(
             &cut.requests[1].record,
             &[chunk(10.0, "Paris"), chunk(40.0, " is")],
         );
@@ -2244,7 +2244,7 @@ mod tests {
             true,
             &[(500.0, 10.0), (100.0, 30.0), (120.0, 60.0), (110.0, 20.0)],
         );
-        let ev = crate::evidence::load(&dir).unwrap();
+        let ev = crate::analysis::load(&dir).unwrap();
         let spec = RunRecordSpec {
             id: "ref-decode".into(),
             metric: "decode_rate".into(),
@@ -2405,7 +2405,7 @@ mod tests {
             serde_json::to_string_pretty(&summary).unwrap(),
         )
         .unwrap();
-        let pe = crate::evidence::load_pair(&pair_dir).unwrap();
+        let pe = crate::analysis::load_pair(&pair_dir).unwrap();
         let spec = RunRecordSpec {
             id: "p-decode".into(),
             metric: "decode_rate".into(),

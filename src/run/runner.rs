@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::analysis;
 use crate::io::client;
 use crate::error::EvidenceError;
 use crate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary, ServeRecord};
@@ -73,7 +74,7 @@ pub fn run(
     finish_run(&w, &mut summary, result)?;
 
     drop(hold);
-    let ev = evidence::load(w.dir())?;
+    let ev = analysis::load(w.dir())?;
     let mut verdicts = judge::judge(gate, &ev);
     crate::judge::redact::mask_verdicts(gate, &mut verdicts);
     // A signal that arrived while judging: the run still ends interrupted, its verdicts never shown.
@@ -367,7 +368,7 @@ fn run_pair(
     w.write_pair_summary(&ps)?;
     drop(hold);
 
-    let ev = evidence::load_pair(w.dir())?;
+    let ev = analysis::load_pair(w.dir())?;
     let mut verdicts = judge::judge_pair(gate, &ev);
     crate::judge::redact::mask_verdicts(gate, &mut verdicts);
     pair_checkpoint(&w, &mut ps, None);
@@ -805,7 +806,7 @@ fn send_all(
             body_truncated: ex.body_truncated,
             figures: None,
         };
-        let reply = evidence::reply_of(&rec, &ex.reads);
+        let reply = analysis::reply_of(&rec, &ex.reads);
         let fig = crate::analysis::measure::measure(&reply);
         progress(&format!(
             "request {index:02}{}: {} ttft {} decode {} tokens {}",

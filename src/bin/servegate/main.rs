@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 
 use servegate::error::exit;
 use servegate::run::runner;
-use servegate::{evidence, judge, spec};
+use servegate::{analysis, evidence, judge, spec};
 
 /// A release gate for OpenAI-compatible LLM serves.
 ///
@@ -188,10 +188,10 @@ fn write_records(
             }
         };
         let built = if pair {
-            servegate::evidence::load_pair(&run)
+            servegate::analysis::load_pair(&run)
                 .map(|pe| servegate::records::record::from_pair_run_as(&g, &pe, &rs, role))
         } else {
-            evidence::load(&run).map(|ev| servegate::records::record::from_run(&g, &ev, &rs))
+            analysis::load(&run).map(|ev| servegate::records::record::from_run(&g, &ev, &rs))
         };
         match built {
             Ok(Ok(r)) => match servegate::records::record::write_new(dir, &r) {
@@ -438,7 +438,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
             );
             return exit::SPEC_INVALID;
         }
-        let ev = match evidence::load_pair(dir) {
+        let ev = match analysis::load_pair(dir) {
             Ok(ev) => ev,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -461,7 +461,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
             exit::ASSERTION_FAILED
         };
     }
-    let ev = match evidence::load(dir) {
+    let ev = match analysis::load(dir) {
         Ok(ev) => ev,
         Err(e) => {
             eprintln!("error: {e}");
