@@ -27,9 +27,10 @@ use libtest_mimic::{Arguments, Completion, Conclusion, Failed, Trial};
 use serde::{Deserialize, Serialize};
 
 use crate::sinks::report::{
-    self, AssertionResult, FailureKind, GateResults, Outputs, Producer, Results, TestOutcome,
+    self, AssertionResult, FailureKind, GateResults, Producer, Results, TestOutcome,
 };
 use crate::run::runner::{self, RunOutcome};
+use crate::sinks::outputs::Outputs;
 use crate::spec::{self, GateSpec};
 
 /// What happened to one gate.
@@ -966,7 +967,7 @@ pub fn nothing_selected(files: &[PathBuf], gates: &Path, args: &Arguments, total
 
 /// Writes the reports; when one could not be written, writes the others again saying so (`exit_code` at least
 /// 5, the error in `problems`). Returns one message per report not written.
-fn write_reports(outputs: &crate::sinks::report::Outputs, results: &mut Results) -> Vec<String> {
+fn write_reports(outputs: &crate::sinks::outputs::Outputs, results: &mut Results) -> Vec<String> {
     let errors = outputs.write(results);
     if !errors.is_empty() {
         results.exit_code = results.exit_code.max(crate::error::exit::EVIDENCE_ERROR);
@@ -999,7 +1000,7 @@ fn nested_gate_files(dir: &Path) -> Vec<PathBuf> {
 /// run that ends early (a bad spec, a usage error, a signal) never leaves the previous run's pass in place for
 /// a CI step that publishes them whatever happened. Returns one message per report that exists and could not
 /// be removed.
-pub fn clear_reports(outputs: &crate::sinks::report::Outputs) -> Vec<String> {
+pub fn clear_reports(outputs: &crate::sinks::outputs::Outputs) -> Vec<String> {
     let mut errors = Vec::new();
     for p in [&outputs.junit, &outputs.json].into_iter().flatten() {
         match std::fs::remove_file(p) {

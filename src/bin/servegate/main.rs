@@ -110,7 +110,7 @@ fn main() -> ExitCode {
                     .filter(|v| !v.is_empty())
                     .map(PathBuf::from)
             };
-            let outputs = servegate::sinks::report::Outputs {
+            let outputs = servegate::sinks::outputs::Outputs {
                 junit: junit.or_else(|| env_path("SERVEGATE_JUNIT")),
                 json: json.or_else(|| env_path("SERVEGATE_JSON")),
             };
@@ -226,7 +226,7 @@ fn cmd_run(
     files: &[PathBuf],
     runs: Option<PathBuf>,
     quiet: bool,
-    outputs: &servegate::sinks::report::Outputs,
+    outputs: &servegate::sinks::outputs::Outputs,
     record: Option<(&str, &std::path::Path)>,
 ) -> i32 {
     use servegate::sinks::report;
@@ -346,7 +346,7 @@ fn cmd_run(
 /// with the returned exit code: `PASS` (0), `SKIP (why)` (7: nothing was checked), `ERROR (why)` (a report
 /// could not be written: 5, or an invalid spec: 3), else `FAIL`.
 fn finish_run(
-    outputs: &servegate::sinks::report::Outputs,
+    outputs: &servegate::sinks::outputs::Outputs,
     results: servegate::sinks::report::Results,
     started: std::time::Instant,
     code: i32,
