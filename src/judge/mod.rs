@@ -287,7 +287,16 @@ fn ranges(idx: &[usize]) -> String {
 /// ([`request_failure`]), is a missing value of every figure assertion (shown as `-` with its reason) and a
 /// failure of `content` and `known_answer`; lines say `n=K of N planned`. A serve that failed during the run
 /// fails every assertion but `route`, naming its exit and the end of its log.
+///
+/// Masking is part of judging: the gate's API key (its `serve.api_key_env`, when set) is masked in every
+/// message ([`redact::mask_verdicts`]), so no caller can forget it; outcomes never depend on it.
 pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
+    let mut verdicts = judge_unmasked(gate, evidence);
+    redact::mask_verdicts(gate, &mut verdicts);
+    verdicts
+}
+
+fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
     let names = gate.assertions.names();
     // Whole-run failures: every assertion fails with the same reason.
     let run_failure = if evidence.run.status != RunStatus::Complete {
@@ -887,8 +896,15 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> 
 /// and the order in one line), `same_answers` (every reply of both runtimes to a prompt is the same text),
 /// and `content` / `known_answer` over every arm. Pure, like [`judge`]. Every arm is accounted for as a run
 /// is ([`account`]): a request never sent or failed in any arm is a missing value of `ratio` and fails
-/// `same_answers`, and an arm whose serve failed during the run fails every assertion.
+/// `same_answers`, and an arm whose serve failed during the run fails every assertion. Messages are masked
+/// as [`judge`]'s are.
 pub fn judge_pair(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> Vec<Verdict> {
+    let mut verdicts = judge_pair_unmasked(gate, ev);
+    redact::mask_verdicts(gate, &mut verdicts);
+    verdicts
+}
+
+fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> Vec<Verdict> {
     let names = gate.assertions.names();
     let s = &ev.summary;
     let whole = if s.status != RunStatus::Complete {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::exit;
+use crate::error::FailureKind;
 use crate::evidence::{self, RunSummary};
 use crate::judge::Verdict;
 
@@ -21,23 +21,31 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
-    /// Exit code for this run: PASS, ASSERTION_FAILED, or SERVE_NOT_READY when the serve never answered.
-    pub fn exit_code(&self) -> i32 {
+    /// How this run failed, if it did: a pair on two different model files is `SpecInvalid`; a run whose
+    /// serve never answered is `ServeNotReady`; any other failed verdict is `Assertion`; `None` when every
+    /// verdict passed.
+    pub fn failure_kind(&self) -> Option<FailureKind> {
         if let Some(p) = &self.pair {
             if p.failure
                 .as_deref()
                 .is_some_and(|f| f.starts_with("pair_model_mismatch"))
             {
-                return exit::SPEC_INVALID;
+                return Some(FailureKind::SpecInvalid);
             }
         }
         if self.verdicts.iter().all(|v| v.passed()) {
-            exit::PASS
+            None
         } else if self.summary.serve.failure.is_some() && self.summary.requests.is_empty() {
-            exit::SERVE_NOT_READY
+            Some(FailureKind::ServeNotReady)
         } else {
-            exit::ASSERTION_FAILED
+            Some(FailureKind::Assertion)
         }
+    }
+
+    /// Exit code for this run ([`crate::error::exit_code`] of [`RunOutcome::failure_kind`]): PASS,
+    /// ASSERTION_FAILED, SERVE_NOT_READY when the serve never answered, SPEC_INVALID for a model mismatch.
+    pub fn exit_code(&self) -> i32 {
+        crate::error::exit_code(self.failure_kind())
     }
 }
 

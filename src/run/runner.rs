@@ -75,8 +75,7 @@ pub fn run(
 
     drop(hold);
     let ev = analysis::load(w.dir())?;
-    let mut verdicts = judge::judge(gate, &ev);
-    crate::judge::redact::mask_verdicts(gate, &mut verdicts);
+    let verdicts = judge::judge(gate, &ev);
     // A signal that arrived while judging: the run still ends interrupted, its verdicts never shown.
     interrupted_checkpoint(&w, &mut summary);
     Ok(RunOutcome {
@@ -369,8 +368,7 @@ fn run_pair(
     drop(hold);
 
     let ev = analysis::load_pair(w.dir())?;
-    let mut verdicts = judge::judge_pair(gate, &ev);
-    crate::judge::redact::mask_verdicts(gate, &mut verdicts);
+    let verdicts = judge::judge_pair(gate, &ev);
     pair_checkpoint(&w, &mut ps, None);
     let mut summary = new_summary(gate);
     summary.status = RunStatus::Complete;

@@ -47,48 +47,7 @@ pub enum TestOutcome {
     Skipped,
 }
 
-/// Why a test failed. Each kind maps to the `servegate` exit code CI can match on ([`FailureKind::exit_code`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureKind {
-    /// The assertion does not hold on evidence that was gathered (exit 1).
-    Assertion,
-    /// The trial panicked: a bug in servegate (exit 1).
-    Panic,
-    /// The gate spec is invalid; nothing was started (exit 3).
-    SpecInvalid,
-    /// The serve never became ready; nothing was judged on it (exit 4).
-    ServeNotReady,
-    /// Evidence could not be written or read (exit 5).
-    EvidenceError,
-    /// A `[requires]` entry is unmet and `SERVEGATE_STRICT=1` is set (exit 6).
-    RequirementUnmet,
-}
-
-impl FailureKind {
-    /// The `servegate` exit code for this kind of failure.
-    pub fn exit_code(self) -> i32 {
-        match self {
-            FailureKind::Assertion | FailureKind::Panic => exit::ASSERTION_FAILED,
-            FailureKind::SpecInvalid => exit::SPEC_INVALID,
-            FailureKind::ServeNotReady => exit::SERVE_NOT_READY,
-            FailureKind::EvidenceError => exit::EVIDENCE_ERROR,
-            FailureKind::RequirementUnmet => exit::REQUIREMENT_UNMET,
-        }
-    }
-
-    /// The snake_case name (as in the JSON and the JUnit `failure type`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailureKind::Assertion => "assertion",
-            FailureKind::Panic => "panic",
-            FailureKind::SpecInvalid => "spec_invalid",
-            FailureKind::ServeNotReady => "serve_not_ready",
-            FailureKind::EvidenceError => "evidence_error",
-            FailureKind::RequirementUnmet => "requirement_unmet",
-        }
-    }
-}
+pub use crate::error::FailureKind;
 
 /// The whole document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -384,11 +343,10 @@ impl GateResults {
         } else {
             GateStatus::Passed
         };
-        self.exit_code = match (self.status, self.failure_kind) {
-            (GateStatus::Failed, Some(k)) => k.exit_code(),
-            (GateStatus::Failed, None) => exit::ASSERTION_FAILED,
-            _ => exit::PASS,
-        };
+        self.exit_code = crate::error::exit_code(match self.status {
+            GateStatus::Failed => Some(self.failure_kind.unwrap_or(FailureKind::Assertion)),
+            _ => None,
+        });
     }
 
     /// A gate that ran. `assertions` are its listed tests (see [`assertion_from_verdict`]); provenance and
@@ -534,11 +492,7 @@ impl AssertionResult {
 /// The failure kind of a failed verdict in `outcome`, from the run's exit code: the serve never became
 /// ready, the spec is unusable (e.g. a pair on two different model files), or the assertion itself.
 pub fn verdict_failure_kind(outcome: &RunOutcome) -> FailureKind {
-    match outcome.exit_code() {
-        exit::SERVE_NOT_READY => FailureKind::ServeNotReady,
-        exit::SPEC_INVALID => FailureKind::SpecInvalid,
-        _ => FailureKind::Assertion,
-    }
+    outcome.failure_kind().unwrap_or(FailureKind::Assertion)
 }
 
 /// A test straight from a verdict (what `servegate run` lists: every declared assertion).

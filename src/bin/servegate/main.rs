@@ -451,15 +451,11 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
             gate_file.display(),
             dir.display()
         );
-        let mut verdicts = judge::judge_pair(&g, &ev);
-        servegate::judge::redact::mask_verdicts(&g, &mut verdicts);
+        let verdicts = judge::judge_pair(&g, &ev);
         let ok = print_verdicts(&verdicts);
         println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
-        return if ok {
-            exit::PASS
-        } else {
-            exit::ASSERTION_FAILED
-        };
+        // Unlike `run`, a voided pair (pair_model_mismatch) exits 1 here: kept as it was (issue 13, item 2).
+        return servegate::error::exit_code((!ok).then_some(servegate::error::FailureKind::Assertion));
     }
     let ev = match analysis::load(dir) {
         Ok(ev) => ev,
@@ -474,17 +470,16 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
         gate_file.display(),
         dir.display()
     );
-    let mut verdicts = judge::judge(&g, &ev);
-    servegate::judge::redact::mask_verdicts(&g, &mut verdicts);
+    let verdicts = judge::judge(&g, &ev);
     let ok = print_verdicts(&verdicts);
     println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
-    if ok {
-        exit::PASS
-    } else if ev.run.serve.failure.is_some() && ev.requests.is_empty() {
-        exit::SERVE_NOT_READY
-    } else {
-        exit::ASSERTION_FAILED
+    judge::outcome::RunOutcome {
+        dir: dir.to_path_buf(),
+        summary: ev.run,
+        verdicts,
+        pair: None,
     }
+    .exit_code()
 }
 
 fn cmd_check(files: &[PathBuf]) -> i32 {
