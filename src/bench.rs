@@ -857,7 +857,7 @@ fn section_readiness(report: &mut Vec<String>) -> Value {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let spec = crate::io::serve::ServeSpec::new(command, port, tmp.join("serve.log"));
+        let spec = crate::io::serve::ServeSpec::new(command, port, tmp.join(crate::evidence::layout::SERVE_LOG));
         let Ok(mut s) = crate::io::serve::Serve::start(spec) else {
             continue;
         };

@@ -292,7 +292,7 @@ pub struct Inspection {
 
 /// Parses one response file's bytes, choosing the reading by `name` (see the module doc).
 pub fn parse_input(name: &str, bytes: &[u8]) -> Result<(Input, Reply), String> {
-    if name.ends_with(".reads.jsonl") {
+    if name.ends_with(crate::evidence::layout::READS_SUFFIX) {
         let rs = reads::decode(&String::from_utf8_lossy(bytes)).map_err(|e| e.to_string())?;
         return Ok((Input::Reads, parse_stream(&rs, None)));
     }

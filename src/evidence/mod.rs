@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::EvidenceError;
 pub mod figures;
+pub mod layout;
 
 use figures::Figures;
 use crate::io::reads::{self, TimedRead};
@@ -239,10 +240,10 @@ impl EvidenceWriter {
     /// Writes `pair.json`.
     pub fn write_pair_summary(&self, pair: &PairSummary) -> Result<(), EvidenceError> {
         let json = serde_json::to_vec_pretty(pair).map_err(|e| EvidenceError::Malformed {
-            path: self.path("pair.json"),
+            path: self.path(crate::evidence::layout::PAIR_FILE),
             reason: e.to_string(),
         })?;
-        self.write("pair.json", &json)
+        self.write(crate::evidence::layout::PAIR_FILE, &json)
     }
 
     /// The run directory.
@@ -263,10 +264,10 @@ impl EvidenceWriter {
     /// Writes `run.json`.
     pub fn write_summary(&self, run: &RunSummary) -> Result<(), EvidenceError> {
         let json = serde_json::to_vec_pretty(run).map_err(|e| EvidenceError::Malformed {
-            path: self.path("run.json"),
+            path: self.path(crate::evidence::layout::RUN_FILE),
             reason: e.to_string(),
         })?;
-        self.write("run.json", &json)
+        self.write(crate::evidence::layout::RUN_FILE, &json)
     }
 
     /// Appends `rec` as one JSON line to `requests.jsonl` (open with `O_APPEND`, write, fdatasync): the
@@ -297,10 +298,10 @@ impl EvidenceWriter {
         reads: &[TimedRead],
     ) -> Result<(), EvidenceError> {
         let body = serde_json::to_vec_pretty(body).unwrap_or_default();
-        self.write(&format!("{index:02}.request.json"), &body)?;
+        self.write(&crate::evidence::layout::request_file(index), &body)?;
         let meta = serde_json::to_vec_pretty(response).unwrap_or_default();
-        self.write(&format!("{index:02}.response.json"), &meta)?;
-        self.write_reads(&format!("{index:02}.reads.jsonl"), reads)
+        self.write(&crate::evidence::layout::response_file(index), &meta)?;
+        self.write_reads(&crate::evidence::layout::reads_file(index), reads)
     }
 
     /// Writes `reads` as `.reads.jsonl` to `name` atomically, one line at a time through a buffer: the
@@ -329,7 +330,7 @@ impl EvidenceWriter {
 }
 
 /// The progress file of a run directory: one [`RequestRecord`] a line, appended as requests end.
-pub const PROGRESS_FILE: &str = "requests.jsonl";
+pub use layout::PROGRESS_FILE;
 
 /// The records of `requests.jsonl` in `dir` (empty when absent). A last line without its newline (the
 /// runner was killed while appending) is dropped; any other unparsable line is an error.
@@ -515,7 +516,7 @@ pub fn load_with<R>(
     dir: &Path,
     mut each: impl FnMut(&RequestRecord, Vec<TimedRead>) -> R,
 ) -> Result<Evidence<R>, EvidenceError> {
-    let run_path = dir.join("run.json");
+    let run_path = dir.join(crate::evidence::layout::RUN_FILE);
     let text = std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
     let mut run: RunSummary =
         serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
@@ -532,11 +533,11 @@ pub fn load_with<R>(
             reason: format!("schema {:?}, expected {RUN_SCHEMA:?}", run.schema),
         });
     }
-    let log_path = dir.join("serve.log");
+    let log_path = dir.join(crate::evidence::layout::SERVE_LOG);
     let serve_log = read_serve_log(&log_path)?;
     let mut requests = Vec::new();
     for rec in &run.requests {
-        let reads_path = dir.join(format!("{:02}.reads.jsonl", rec.index));
+        let reads_path = dir.join(crate::evidence::layout::reads_file(rec.index));
         let reads = match std::fs::read_to_string(&reads_path) {
             Ok(t) => reads::decode(&t).map_err(|e| EvidenceError::Malformed {
                 path: reads_path.clone(),
@@ -562,7 +563,7 @@ pub fn load_with<R>(
             path: reads_path.clone(),
             reason,
         })?;
-        let meta_path = dir.join(format!("{:02}.response.json", rec.index));
+        let meta_path = dir.join(crate::evidence::layout::response_file(rec.index));
         let response: Option<ResponseMeta> = match std::fs::read_to_string(&meta_path) {
             Ok(t) => Some(
                 serde_json::from_str(&t).map_err(|e| EvidenceError::Malformed {
@@ -656,7 +657,7 @@ pub struct PairEvidence<R = Vec<TimedRead>> {
 
 /// True when `dir` holds a pair run (`pair.json`).
 pub fn is_pair_dir(dir: &Path) -> bool {
-    dir.join("pair.json").is_file()
+    dir.join(crate::evidence::layout::PAIR_FILE).is_file()
 }
 
 /// Loads a pair run directory and every arm's evidence.
@@ -669,7 +670,7 @@ pub fn load_pair_with<R>(
     dir: &Path,
     mut each: impl FnMut(&RequestRecord, Vec<TimedRead>) -> R,
 ) -> Result<PairEvidence<R>, EvidenceError> {
-    let p = dir.join("pair.json");
+    let p = dir.join(crate::evidence::layout::PAIR_FILE);
     let text = std::fs::read_to_string(&p).map_err(|e| EvidenceError::io(&p, e))?;
     let summary: PairSummary =
         serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
@@ -741,7 +742,7 @@ mod tests {
     #[test]
     fn a_url_serves_log_is_copied_from_where_it_stood() {
         let tmp = tempfile::tempdir().unwrap();
-        let log = tmp.path().join("serve.log");
+        let log = tmp.path().join(crate::evidence::layout::SERVE_LOG);
         let to = tmp.path().join("copy.log");
         // Appended to: only the new bytes.
         std::fs::write(&log, "old line\n").unwrap();
@@ -778,7 +779,7 @@ mod tests {
     #[test]
     fn a_log_over_the_cap_is_read_up_to_it_and_marked() {
         let tmp = tempfile::tempdir().unwrap();
-        let p = tmp.path().join("serve.log");
+        let p = tmp.path().join(crate::evidence::layout::SERVE_LOG);
         assert_eq!(read_serve_log(&p).unwrap(), None);
         std::fs::write(&p, "one\ntwo\n").unwrap();
         assert_eq!(read_serve_log(&p).unwrap().as_deref(), Some("one\ntwo\n"));

@@ -216,7 +216,7 @@ pub fn scrub_dir(dir: &Path, secret: &str) -> Vec<(PathBuf, usize)> {
             continue;
         };
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let (new, n) = if name.ends_with(".reads.jsonl") {
+        let (new, n) = if name.ends_with(crate::evidence::layout::READS_SUFFIX) {
             match std::str::from_utf8(&bytes)
                 .ok()
                 .and_then(|t| crate::io::reads::decode(t).ok())
@@ -227,7 +227,7 @@ pub fn scrub_dir(dir: &Path, secret: &str) -> Vec<(PathBuf, usize)> {
                 }
                 None => continue,
             }
-        } else if name.ends_with(".response.json") {
+        } else if name.ends_with(crate::evidence::layout::RESPONSE_SUFFIX) {
             match serde_json::from_slice::<serde_json::Value>(&bytes) {
                 Ok(mut v) => {
                     let n = mask_json_strings(&mut v, secret);
@@ -235,7 +235,7 @@ pub fn scrub_dir(dir: &Path, secret: &str) -> Vec<(PathBuf, usize)> {
                 }
                 Err(_) => continue,
             }
-        } else if name == "serve.log" || name == "setup.log" {
+        } else if name == crate::evidence::layout::SERVE_LOG || name == crate::evidence::layout::SETUP_LOG {
             mask_file_bytes(bytes, secret)
         } else {
             continue;
@@ -335,14 +335,14 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path();
         let key = "gate-key-123";
-        std::fs::write(d.join("run.json"), format!("{{\"gate\": \"{key}\"}}")).unwrap();
-        std::fs::write(d.join("gate.toml"), format!("name = \"{key}\"\n")).unwrap();
+        std::fs::write(d.join(crate::evidence::layout::RUN_FILE), format!("{{\"gate\": \"{key}\"}}")).unwrap();
+        std::fs::write(d.join(crate::evidence::layout::GATE_FILE), format!("name = \"{key}\"\n")).unwrap();
         std::fs::write(
             d.join("00.request.json"),
             format!("{{\"model\": \"{key}\"}}"),
         )
         .unwrap();
-        std::fs::write(d.join("serve.log"), format!("auth {key}\n")).unwrap();
+        std::fs::write(d.join(crate::evidence::layout::SERVE_LOG), format!("auth {key}\n")).unwrap();
         std::fs::write(
             d.join("00.response.json"),
             format!("{{\"status\": 200, \"headers\": {{\"x-echo\": \"Bearer {key}\"}}, \"transport_error\": null}}"),

@@ -1096,7 +1096,7 @@ pub fn cli_records_add_as(
     if let Some(m) = metric {
         spec.metric = m.to_string();
     }
-    let gate = match crate::spec::load(&run.join("gate.toml")) {
+    let gate = match crate::spec::load(&run.join(crate::evidence::layout::GATE_FILE)) {
         Ok(g) => g,
         Err(e) => {
             eprintln!("error: {e}");
@@ -2083,7 +2083,7 @@ mod tests {
         };
         use crate::io::reads::TimedRead;
         let w = EvidenceWriter::create(root, name, "20261129T120000Z").unwrap();
-        w.write("gate.toml", gate.source.as_bytes()).unwrap();
+        w.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes()).unwrap();
         let mut requests = Vec::new();
         for (index, &(ttft, span)) in spans_ms.iter().enumerate() {
             let chunk = |text: &str| {
@@ -2362,7 +2362,7 @@ mod tests {
         ];
         let mut records = Vec::new();
         for (i, (role, spans)) in arms.iter().enumerate() {
-            let name = format!("arm{}-{role}", i + 1);
+            let name = crate::evidence::layout::arm_dir(i + 1, role);
             let d = synthetic_run(&pair_dir, &name, &gate, false, spans);
             records.push(ArmRecord {
                 arm: i + 1,
@@ -2401,7 +2401,7 @@ mod tests {
             arms: records,
         };
         std::fs::write(
-            pair_dir.join("pair.json"),
+            pair_dir.join(crate::evidence::layout::PAIR_FILE),
             serde_json::to_string_pretty(&summary).unwrap(),
         )
         .unwrap();

@@ -159,7 +159,7 @@ impl Recording {
     /// `NN.response.json` and `NN.reads.jsonl`. A missing reads file is an empty body; a malformed one is
     /// an error naming the file and line.
     pub fn load(dir: &Path) -> Result<Recording, EvidenceError> {
-        let run_path = dir.join("run.json");
+        let run_path = dir.join(crate::evidence::layout::RUN_FILE);
         let text =
             std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
         let malformed = |path: &Path, reason: String| EvidenceError::Malformed {
@@ -174,13 +174,13 @@ impl Recording {
                 format!("schema {:?}, expected {RUN_SCHEMA:?}", run.schema),
             ));
         }
-        let serve_log = std::fs::read(dir.join("serve.log"))
+        let serve_log = std::fs::read(dir.join(crate::evidence::layout::SERVE_LOG))
             .ok()
             .map(|b| String::from_utf8_lossy(&b).into_owned());
         let mut items = Vec::new();
         for rec in &run.requests {
             let nn = format!("{:02}", rec.index);
-            let req_path = dir.join(format!("{nn}.request.json"));
+            let req_path = dir.join(crate::evidence::layout::request_file(rec.index));
             let body: Option<serde_json::Value> = match std::fs::read_to_string(&req_path) {
                 Ok(t) => Some(
                     serde_json::from_str(&t).map_err(|e| malformed(&req_path, e.to_string()))?,
@@ -196,7 +196,7 @@ impl Recording {
                 .and_then(|b| b.get("model"))
                 .and_then(|m| m.as_str())
                 .map(String::from);
-            let meta_path = dir.join(format!("{nn}.response.json"));
+            let meta_path = dir.join(crate::evidence::layout::response_file(rec.index));
             let meta: ResponseMeta = match std::fs::read_to_string(&meta_path) {
                 Ok(t) => {
                     serde_json::from_str(&t).map_err(|e| malformed(&meta_path, e.to_string()))?
@@ -207,7 +207,7 @@ impl Recording {
                     ..Default::default()
                 },
             };
-            let reads_path = dir.join(format!("{nn}.reads.jsonl"));
+            let reads_path = dir.join(crate::evidence::layout::reads_file(rec.index));
             let reads = match std::fs::read_to_string(&reads_path) {
                 Ok(t) => reads::decode(&t).map_err(|e| malformed(&reads_path, e.to_string()))?,
                 Err(_) => Vec::new(),

@@ -44,10 +44,10 @@ pub fn run(
     }
     let notes = prepare_process();
     let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?;
-    let _active = ActiveRun::new(w.path("run.json"));
+    let _active = ActiveRun::new(w.path(crate::evidence::layout::RUN_FILE));
     let mut summary = new_summary(gate);
     summary.notes.extend(notes);
-    w.write("gate.toml", gate.source.as_bytes())?;
+    w.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
     w.write_summary(&summary)?;
     progress(&format!("evidence: {}", w.dir().display()));
 
@@ -250,8 +250,8 @@ fn run_pair(
     let pair = gate.pair.as_ref().expect("pair gate");
     let process_notes = prepare_process();
     let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?;
-    let _active = ActiveRun::new(w.path("pair.json"));
-    w.write("gate.toml", gate.source.as_bytes())?;
+    let _active = ActiveRun::new(w.path(crate::evidence::layout::PAIR_FILE));
+    w.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
     let mut ps = evidence::PairSummary {
         schema: evidence::PAIR_SCHEMA.into(),
         status: RunStatus::Running,
@@ -281,7 +281,7 @@ fn run_pair(
     let mut setup_ok = hold.is_ok();
     if setup_ok && !gate.serve.setup.is_empty() {
         progress(&format!("setup: {}", gate.serve.setup.join(" ")));
-        if let Err(reason) = run_setup(&gate.serve.setup, &gate.serve.env, &w.path("setup.log")) {
+        if let Err(reason) = run_setup(&gate.serve.setup, &gate.serve.env, &w.path(crate::evidence::layout::SETUP_LOG)) {
             pair_checkpoint(&w, &mut ps, None);
             ps.failure = Some(format!("setup_failed: {reason}"));
             setup_ok = false;
@@ -305,12 +305,12 @@ fn run_pair(
     if ps.failure.is_none() {
         for (i, role) in pair.order.iter().enumerate() {
             let arm = pair.arm(role);
-            let name = format!("arm{}-{role}", i + 1);
+            let name = crate::evidence::layout::arm_dir(i + 1, role);
             progress(&format!("{name}: {}", arm.runtime));
             pair_checkpoint(&w, &mut ps, None);
             let aw = EvidenceWriter::create_exact(&w.path(&name))?;
-            let _arm_active = ActiveRun::new(aw.path("run.json"));
-            aw.write("gate.toml", gate.source.as_bytes())?;
+            let _arm_active = ActiveRun::new(aw.path(crate::evidence::layout::RUN_FILE));
+            aw.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
             ps.arms.push(evidence::ArmRecord {
                 arm: i + 1,
                 role: role.clone(),
@@ -489,7 +489,7 @@ fn drive_target_inner(
     if target.setup && !spec.setup.is_empty() {
         progress(&format!("setup: {}", spec.setup.join(" ")));
         let t = Instant::now();
-        let setup_result = run_setup(&spec.setup, &spec.env, &w.path("setup.log"));
+        let setup_result = run_setup(&spec.setup, &spec.env, &w.path(crate::evidence::layout::SETUP_LOG));
         if crate::io::signals::interrupted().is_some() {
             return Ok(());
         }
@@ -579,7 +579,7 @@ fn drive_target_inner(
                 ready_timeout: Duration::from_secs_f64(spec.ready_timeout_s),
                 poll_interval: Duration::from_millis(25),
                 stop_grace: Duration::from_secs_f64(spec.stop_grace_s),
-                log_path: w.path("serve.log"),
+                log_path: w.path(crate::evidence::layout::SERVE_LOG),
             };
             progress(&format!(
                 "starting serve on port {port}: {}",
@@ -707,7 +707,7 @@ fn drive_target_inner(
                 "server_exited_during_run ({}, before the runner stopped it)",
                 stop.exit.clone().unwrap_or_else(|| "unknown exit".into())
             ));
-            summary.serve.exit_log_tail = log_tail(&w.path("serve.log"));
+            summary.serve.exit_log_tail = log_tail(&w.path(crate::evidence::layout::SERVE_LOG));
         }
         progress(&format!("serve stopped: {}", describe_stop(&stop)));
         // What the serve detached from its group (a daemon: double fork, setsid) goes too.
@@ -733,7 +733,7 @@ fn drive_target_inner(
         summary.serve.strays_survived = survived;
     }
     if let (Some(log), Some(start)) = (&spec.log_file, summary.serve.log_file.as_mut()) {
-        match crate::evidence::copy_log_since(log, start, &w.path("serve.log")) {
+        match crate::evidence::copy_log_since(log, start, &w.path(crate::evidence::layout::SERVE_LOG)) {
             Ok(what) => start.copied = Some(what),
             Err(e) => {
                 start.copied = Some(format!("not copied: {e}"));

@@ -313,7 +313,7 @@ pub fn judge_shape(shape: &Shape, dir: &Path) -> std::io::Result<Got> {
     let gate_file = if dir.join("judge-with.toml").is_file() {
         dir.join("judge-with.toml")
     } else {
-        dir.join("gate.toml")
+        dir.join(crate::evidence::layout::GATE_FILE)
     };
     let got = catch_unwind(AssertUnwindSafe(|| {
         let g = match crate::spec::load(&gate_file) {
@@ -534,8 +534,8 @@ mod tests {
         for (name, text) in SHAPES {
             let s = parse_shape(text).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(&s.name, name);
-            assert!(s.files.iter().any(|(f, _)| f == "gate.toml"), "{name}");
-            assert!(s.files.iter().any(|(f, _)| f == "run.json"), "{name}");
+            assert!(s.files.iter().any(|(f, _)| f == crate::evidence::layout::GATE_FILE), "{name}");
+            assert!(s.files.iter().any(|(f, _)| f == crate::evidence::layout::RUN_FILE), "{name}");
         }
         for k in 1..=12 {
             let p = format!("kind{k}-");

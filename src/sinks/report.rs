@@ -381,7 +381,7 @@ impl GateResults {
             .collect();
         if g.status == GateStatus::Failed {
             g.serve_log_tail = match &outcome.pair {
-                None => serve_log_tail(&outcome.dir.join("serve.log"), SERVE_LOG_TAIL_LINES),
+                None => serve_log_tail(&outcome.dir.join(crate::evidence::layout::SERVE_LOG), SERVE_LOG_TAIL_LINES),
                 Some(p) => {
                     // A pair: each arm's serve has its own log; the tail of each, headed by its directory.
                     let lines = (SERVE_LOG_TAIL_LINES / p.arms.len().max(1)).max(10);
@@ -389,7 +389,7 @@ impl GateResults {
                         .arms
                         .iter()
                         .filter_map(|a| {
-                            serve_log_tail(&outcome.dir.join(&a.dir).join("serve.log"), lines)
+                            serve_log_tail(&outcome.dir.join(&a.dir).join(crate::evidence::layout::SERVE_LOG), lines)
                                 .map(|t| format!("== {}/serve.log ==\n{t}", a.dir))
                         })
                         .collect();
@@ -596,7 +596,7 @@ pub fn provenance(spec: &GateSpec, outcome: &RunOutcome) -> Provenance {
                     .map(|a| {
                         let dir = outcome.dir.join(&a.dir);
                         let run: Option<crate::evidence::RunSummary> =
-                            std::fs::read(dir.join("run.json"))
+                            std::fs::read(dir.join(crate::evidence::layout::RUN_FILE))
                                 .ok()
                                 .and_then(|b| serde_json::from_slice(&b).ok());
                         ArmProvenance {

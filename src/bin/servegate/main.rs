@@ -382,7 +382,7 @@ fn result_word(code: i32, written: i32, why: &str) -> String {
 }
 
 fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
-    if !dir.join("run.json").is_file() && !evidence::is_pair_dir(dir) {
+    if !dir.join(servegate::evidence::layout::RUN_FILE).is_file() && !evidence::is_pair_dir(dir) {
         eprintln!(
             "error: {} is not a run directory (no run.json or pair.json)",
             dir.display()
@@ -392,7 +392,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
     if let Some(edited) = &gate {
         // Judging an old run with an edited gate is for trying new bounds; a gate that asks for other requests
         // than the run sent judges evidence it did not ask for: say so.
-        if let (Ok(new), Ok(old)) = (spec::load(edited), spec::load(&dir.join("gate.toml"))) {
+        if let (Ok(new), Ok(old)) = (spec::load(edited), spec::load(&dir.join(servegate::evidence::layout::GATE_FILE))) {
             let (n, o) = (&new.request, &old.request);
             let mut diffs = Vec::new();
             if n.prompts != o.prompts {
@@ -421,7 +421,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
             }
         }
     }
-    let gate_file = gate.unwrap_or_else(|| dir.join("gate.toml"));
+    let gate_file = gate.unwrap_or_else(|| dir.join(servegate::evidence::layout::GATE_FILE));
     let g = match spec::load(&gate_file) {
         Ok(g) => g,
         Err(e) => {
