@@ -16,7 +16,6 @@
 //! Data flows one way: spec → serve + client → evidence → analysis → judge → sinks. See docs/.
 
 pub mod analysis;
-pub mod bench;
 pub mod error;
 pub mod evidence;
 pub mod inspect;

@@ -22,7 +22,7 @@
 //!   each and spins the rest, but a sleeping thread waits for a CPU) and the client's reads were seen up to
 //!   ~18 ms late, while most stayed within 0.1 ms. So a run whose timing misses a budget is run once more
 //!   (the verdict lines, which never depend on timing, are asserted on every attempt); the same miss on
-//!   both attempts fails. servegate's fidelity itself is measured by `servegate bench-self`
+//!   both attempts fails. servegate's fidelity itself is measured by `cargo xtask bench-self`
 //!   (docs/performance.md), not asserted here. The `servegate run` tests hold a lock so that they do not
 //!   load the machine for each other.
 //! * **Speed**: at `--speed F` every recorded time is divided by F, so TTFTs read 1/F and decode rates F

@@ -179,7 +179,6 @@ impl Recording {
             .map(|b| String::from_utf8_lossy(&b).into_owned());
         let mut items = Vec::new();
         for rec in &run.requests {
-            let nn = format!("{:02}", rec.index);
             let req_path = dir.join(crate::evidence::layout::request_file(rec.index));
             let body: Option<serde_json::Value> = match std::fs::read_to_string(&req_path) {
                 Ok(t) => Some(

@@ -75,8 +75,6 @@ enum Cmd {
     /// Serve a recorded run back with its original timing (or, with --synthetic, a paced stream whose true TTFT and
     /// decode rate are known): an OpenAI-compatible serve usable as a gate's [serve] command.
     Replay(servegate::replay::ReplayArgs),
-    /// Measure servegate's own timing accuracy and overhead against the synthetic paced stream (docs/performance.md).
-    BenchSelf(servegate::bench::BenchArgs),
     /// Records (records/*.json): `records check` validates them all and names every problem's file and field.
     Records(servegate::records::record::RecordsArgs),
     /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
@@ -139,7 +137,6 @@ fn main() -> ExitCode {
         Cmd::Check { gates } => cmd_check(&gates),
         Cmd::Inspect { file } => cmd_inspect(&file),
         Cmd::Replay(args) => servegate::replay::cli_replay(&args),
-        Cmd::BenchSelf(args) => servegate::bench::cli_bench_self(&args),
         Cmd::Records(args) => servegate::records::record::cli_records(&args),
         Cmd::Leaderboard(args) => servegate::records::leaderboard::cli(&args),
         Cmd::SelfTest(args) => servegate::run::selftest::cli(&args),

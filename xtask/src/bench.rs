@@ -1,4 +1,4 @@
-//! `servegate bench-self`: servegate's own accuracy and overhead, measured against the synthetic paced
+//! `cargo xtask bench-self` (formerly `servegate bench-self`): servegate's own accuracy and overhead, measured against the synthetic paced
 //! stream of `servegate replay --synthetic` (whose true TTFT and decode rate the serve logs), with the
 //! results and the way to reproduce them in docs/performance.md. A benchmark, not a test: it asserts
 //! nothing and prints figures.
@@ -28,11 +28,36 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::error::exit;
-use crate::replay::pace::mono_ns;
-use crate::analysis::stats;
+use servegate::error::exit;
 
-/// `servegate bench-self` arguments.
+/// Builds the `servegate` binary this benchmark drives (release, the profile whose figures matter), beside
+/// this xtask binary in the workspace target directory.
+pub fn build_servegate() -> Result<(), String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--quiet", "--package", "servegate", "--bin", "servegate"]);
+    if !cfg!(debug_assertions) {
+        cmd.arg("--release");
+    }
+    match cmd.status() {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("cargo build of servegate failed ({s})")),
+        Err(e) => Err(format!("cannot run cargo: {e}")),
+    }
+}
+
+/// The `servegate` binary: `$SERVEGATE_BIN`, else the one beside this xtask binary (same target profile).
+fn servegate_exe() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("SERVEGATE_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    Ok(me.with_file_name("servegate"))
+}
+use servegate::replay::pace::mono_ns;
+use servegate::analysis::stats;
+
+/// `cargo xtask bench-self` arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
     /// Write every figure as JSON here.
@@ -190,7 +215,7 @@ struct Synth {
 impl Synth {
     fn start(args: &[String], log: &Path) -> Result<Synth, String> {
         let _ = std::fs::remove_file(log);
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let exe = servegate_exe()?;
         let mut cmd = Command::new(exe);
         cmd.arg("replay")
             .arg("--synthetic")
@@ -324,7 +349,7 @@ fn true_of(line: &Value) -> (Option<f64>, Option<f64>) {
 
 /// servegate's client on one case: one warmup request, then `n` measured.
 fn fidelity_servegate(c: &Case, n: usize, synth: &Synth) -> Errors {
-    let http = match crate::io::client::http_client(Duration::from_secs(60), None) {
+    let http = match servegate::io::client::http_client(Duration::from_secs(60), None) {
         Ok(h) => h,
         Err(e) => {
             return Errors {
@@ -337,21 +362,21 @@ fn fidelity_servegate(c: &Case, n: usize, synth: &Synth) -> Errors {
     let before = synth.requests().len();
     let mut kept = Vec::new();
     let mut one = || {
-        let ex = crate::io::client::send(&http, &synth.url, &body);
-        let reply = crate::analysis::reply::parse_stream(&ex.reads, ex.response.status);
-        let fig = crate::analysis::measure::measure(&reply);
+        let ex = servegate::io::client::send(&http, &synth.url, &body);
+        let reply = servegate::analysis::reply::parse_stream(&ex.reads, ex.response.status);
+        let fig = servegate::analysis::measure::measure(&reply);
         kept.push(ex);
         fig
     };
     let _ = one();
     let cpu0 = cpu_s_self();
-    let figs: Vec<crate::analysis::measure::Figures> = (0..n).map(|_| one()).collect();
+    let figs: Vec<servegate::analysis::measure::Figures> = (0..n).map(|_| one()).collect();
     let cpu = cpu_s_self() - cpu0;
     // The parsing share: the same reads parsed and measured again, on this thread alone.
     let p0 = cpu_s_thread();
     for ex in kept.iter().skip(1) {
-        let reply = crate::analysis::reply::parse_stream(&ex.reads, ex.response.status);
-        std::hint::black_box(crate::analysis::measure::measure(&reply));
+        let reply = servegate::analysis::reply::parse_stream(&ex.reads, ex.response.status);
+        std::hint::black_box(servegate::analysis::measure::measure(&reply));
     }
     let parse = cpu_s_thread() - p0;
     let lines = synth.wait_requests(before + 1 + n);
@@ -750,7 +775,7 @@ fn url_gate(
 
 /// Runs `servegate run GATE` as a child: (spawn mono ns, exit mono ns, exit code, CPU s, peak RSS MiB).
 fn run_gate(gate: &Path, runs: &Path) -> Result<(u64, u64, i32, f64, f64), String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = servegate_exe()?;
     let t0 = mono_ns();
     let mut child = Command::new(exe)
         .arg("run")
@@ -830,7 +855,7 @@ fn section_readiness(report: &mut Vec<String>) -> Value {
     let mut after_ready = Vec::new();
     let mut after_first_200 = Vec::new();
     for rep in 0..7 {
-        let Ok(port) = crate::io::port::free_port("127.0.0.1") else {
+        let Ok(port) = servegate::io::port::free_port("127.0.0.1") else {
             continue;
         };
         let log = tmp.join("timing.jsonl");
@@ -857,8 +882,8 @@ fn section_readiness(report: &mut Vec<String>) -> Value {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let spec = crate::io::serve::ServeSpec::new(command, port, tmp.join(crate::evidence::layout::SERVE_LOG));
-        let Ok(mut s) = crate::io::serve::Serve::start(spec) else {
+        let spec = servegate::io::serve::ServeSpec::new(command, port, tmp.join(servegate::evidence::layout::SERVE_LOG));
+        let Ok(mut s) = servegate::io::serve::Serve::start(spec) else {
             continue;
         };
         let ok = s.wait_ready().is_ok();
@@ -893,11 +918,11 @@ fn section_readiness(report: &mut Vec<String>) -> Value {
         f(med(&after_first_200), 1),
         f(stats::min(&after_first_200), 1),
         f(stats::max(&after_first_200), 1),
-        crate::io::serve::DEFAULT_POLL_INTERVAL_MS,
-        crate::io::serve::ALIVE_RECHECK_MIN_MS,
+        servegate::io::serve::DEFAULT_POLL_INTERVAL_MS,
+        servegate::io::serve::ALIVE_RECHECK_MIN_MS,
     ));
     json!({"from_ready_ms": {"median": med(&after_ready), "each": after_ready}, "from_first_200_ms": {"median": med(&after_first_200), "each": after_first_200},
-           "poll_interval_ms": crate::io::serve::DEFAULT_POLL_INTERVAL_MS, "alive_recheck_ms": crate::io::serve::ALIVE_RECHECK_MIN_MS})
+           "poll_interval_ms": servegate::io::serve::DEFAULT_POLL_INTERVAL_MS, "alive_recheck_ms": servegate::io::serve::ALIVE_RECHECK_MIN_MS})
 }
 
 fn section_overhead(report: &mut Vec<String>) -> Value {
@@ -1052,7 +1077,7 @@ fn section_overhead(report: &mut Vec<String>) -> Value {
     let mut fsync_ms = Vec::new();
     for _ in 0..20 {
         let t = Instant::now();
-        if crate::evidence::write_atomic(&probe, &[b'x'; 2048]).is_ok() {
+        if servegate::evidence::write_atomic(&probe, &[b'x'; 2048]).is_ok() {
             fsync_ms.push(t.elapsed().as_secs_f64() * 1000.0);
         }
     }
@@ -1079,7 +1104,7 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
         return json!({"error": e.to_string()});
     }
     // A real record (the first in records/), cloned n times under new ids and models.
-    let seed = crate::records::record::record_files(Path::new("records"))
+    let seed = servegate::records::record::record_files(Path::new("records"))
         .ok()
         .and_then(|files| files.first().cloned());
     let Some(seed) = seed else {
@@ -1087,7 +1112,7 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
     };
     let base = match std::fs::read_to_string(&seed)
         .map_err(|e| e.to_string())
-        .and_then(|t| crate::records::record::parse(&t).map_err(|p| format!("{p:?}")))
+        .and_then(|t| servegate::records::record::parse(&t).map_err(|p| format!("{p:?}")))
     {
         Ok(r) => r,
         Err(e) => return json!({"error": e}),
@@ -1098,13 +1123,13 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
         r.model.name = format!("{}-{}", base.model.name, i % 500);
         if let Err(e) = std::fs::write(
             tmp.join(format!("{}.json", r.id)),
-            crate::records::record::to_json(&r),
+            servegate::records::record::to_json(&r),
         ) {
             return json!({"error": e.to_string()});
         }
     }
     let (t0, c0) = (Instant::now(), cpu_s_thread());
-    let records = crate::records::record::load_dir(&tmp);
+    let records = servegate::records::record::load_dir(&tmp);
     let check_s = t0.elapsed().as_secs_f64();
     let check_cpu = cpu_s_thread() - c0;
     let records = match records {
@@ -1112,7 +1137,7 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
         Err(lines) => return json!({"error": lines.into_iter().take(3).collect::<Vec<_>>()}),
     };
     let (t1, c1) = (Instant::now(), cpu_s_thread());
-    let pages = crate::records::leaderboard::render(&records, "../records");
+    let pages = servegate::records::leaderboard::render(&records, "../records");
     let render_s = t1.elapsed().as_secs_f64();
     let render_cpu = cpu_s_thread() - c1;
     let (md, html) = pages
@@ -1162,7 +1187,7 @@ fn section_sha256(args: &BenchArgs, report: &mut Vec<String>) -> Value {
     let mut cpu_rates = Vec::new();
     for _ in 0..3 {
         let (t, c) = (Instant::now(), cpu_s_thread());
-        match crate::io::hash::sha256_file(&path) {
+        match servegate::io::hash::sha256_file(&path) {
             Ok((_, n)) if n == bytes => {
                 rates.push(n as f64 / t.elapsed().as_secs_f64() / 1e6);
                 cpu_rates.push(n as f64 / (cpu_s_thread() - c) / 1e6);
@@ -1193,10 +1218,10 @@ fn machine() -> Value {
             .and_then(|l| l.split(':').nth(1))
             .map(|s| s.trim().to_string())
     });
-    let h = crate::evidence::host_info();
+    let h = servegate::evidence::host_info();
     // SAFETY: sysconf has no preconditions. (Not available_parallelism: it shrinks once this thread is pinned.)
     let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    json!({"hostname": h.hostname, "os": h.os, "cpus": online, "cpu_model": cpu_model, "load_avg": crate::evidence::load_avg(),
+    json!({"hostname": h.hostname, "os": h.os, "cpus": online, "cpu_model": cpu_model, "load_avg": servegate::evidence::load_avg(),
            "build": if cfg!(debug_assertions) { "debug" } else { "release" }, "servegate_version": env!("CARGO_PKG_VERSION")})
 }
 
@@ -1212,7 +1237,7 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
     }
     let machine_start = machine();
     let pinned = cpus() >= 2 && pin_self(1);
-    let started = crate::evidence::now_utc();
+    let started = servegate::evidence::now_utc();
     let mut report = vec![
         format!("# servegate bench-self, {started}\n"),
         format!("machine: {machine_start}\n"),
@@ -1244,7 +1269,7 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
     out.insert("machine_end".into(), machine());
     report.push(format!(
         "load average at the end: {:?}\n",
-        crate::evidence::load_avg()
+        servegate::evidence::load_avg()
     ));
     println!("{}", report.join("\n"));
     let json = serde_json::to_string_pretty(&Value::Object(out)).unwrap_or_default();
