@@ -15,6 +15,8 @@
 //!
 //! Data flows one way: spec → serve + client → evidence → analysis → judge → sinks. See docs/.
 
+#![warn(missing_docs)]
+
 pub mod analysis;
 pub mod error;
 pub mod evidence;

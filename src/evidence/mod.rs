@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::EvidenceError;
-pub mod figures;
+pub(crate) mod figures;
 pub mod layout;
 
-use figures::Figures;
+pub use figures::{Figures, TokenSource};
 use crate::io::reads::{self, TimedRead};
 
 /// The schema id written in `run.json`.

@@ -2,10 +2,10 @@
 //! the one atomic file write.
 
 pub mod client;
-pub mod fs;
+pub(crate) mod fs;
 pub mod hash;
 pub mod hold;
-pub mod host;
+pub(crate) mod host;
 pub mod port;
 pub mod reads;
 pub mod serve;

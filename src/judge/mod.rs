@@ -7,8 +7,10 @@
 //! everything, and every planned request is accounted for ([`account`]): one never sent, or sent and failed,
 //! is a missing value that fails every figure assertion, never a median left to the others.
 
-pub mod outcome;
+pub(crate) mod outcome;
 pub mod redact;
+
+pub use outcome::RunOutcome;
 
 use serde::{Deserialize, Serialize};
 

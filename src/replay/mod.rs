@@ -25,9 +25,9 @@
 //! Exits 0 on SIGTERM or SIGINT. Exit codes otherwise: 2 bad usage or cannot listen, 5 the run directory
 //! cannot be read.
 
-pub mod http;
+pub(crate) mod http;
 pub mod pace;
-pub mod synthetic;
+pub(crate) mod synthetic;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, Write};

@@ -15,7 +15,9 @@ use toml::Spanned;
 
 use crate::error::SpecError;
 
-pub mod record;
+pub(crate) mod record;
+
+pub use record::RunRecordSpec;
 
 /// Largest duration a gate may give in seconds (`timeout_s`, `ready_timeout_s`, `stop_grace_s`, `wait_s`).
 pub const MAX_SECONDS: f64 = 1_000_000.0;

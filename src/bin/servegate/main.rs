@@ -470,7 +470,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
     let verdicts = judge::judge(&g, &ev);
     let ok = print_verdicts(&verdicts);
     println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
-    judge::outcome::RunOutcome {
+    runner::RunOutcome {
         dir: dir.to_path_buf(),
         summary: ev.run,
         verdicts,
