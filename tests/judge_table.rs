@@ -1,4 +1,4 @@
-//! The first user's judging table (shared/seed-runs.md) as tests of the judge: each shape of evidence and the
+//! The first user's judging table (tests/data/seed-runs.md) as tests of the judge: each shape of evidence and the
 //! exact verdict line it must give. Evidence is built in memory (timed SSE reads → the same parser a live run
 //! uses), so these run without a serve.
 

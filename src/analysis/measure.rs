@@ -2,7 +2,7 @@
 //! [`Figures`]. docs/metrics.md quotes these definitions.
 //!
 //! Times are ms since the request was sent (the reply's event times: arrival of the read that completed an
-//! SSE event); rates are tokens per second. The definitions follow shared/cases/CASES.md, which follows:
+//! SSE event); rates are tokens per second. The definitions follow tests/data/cases/CASES.md, which follows:
 //! * **TTFT** — vLLM `benchmark_serving` / AIPerf "time to first token", but stamped on the first *token
 //!   chunk* (non-empty content, reasoning or tool call), never on a role-only or empty chunk.
 //! * **Decode rate** — output tokens after the first arrival over the decode window, as AIPerf's "output
@@ -45,7 +45,7 @@ pub const MIN_DECODE_WINDOW_MS: f64 = 5.0;
 pub const MAX_BURST_SHARE: f64 = 0.5;
 
 /// Fewest token chunks in one read for it to count as a burst: 4. A client that reads a moment late finds
-/// two or three events waiting on a fast stream (shared/cases case 11: two tokens in one read); a buffer
+/// two or three events waiting on a fast stream (tests/data/cases/CASES.md, case 11: two tokens in one read); a buffer
 /// that holds the stream back releases many at once.
 pub const MIN_BURST_CHUNKS: usize = 4;
 

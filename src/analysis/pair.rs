@@ -1,7 +1,7 @@
 //! Paired comparisons: the arithmetic of two runtimes measured in arms (default order theirs, ours, ours,
 //! theirs) on one model file. Pure: per-request values in, medians, ranges, per-arm spreads and the ratio out.
 //!
-//! Definitions (shared/seed-runs.md, the first user's A-B-B-A pair):
+//! Definitions (tests/data/seed-runs.md, the first user's A-B-B-A pair):
 //! - a runtime's figure is the **median of all its per-request values across all of its arms**, recomputed
 //!   from the requests, never a median of arm medians (`stats::median`: mean of the two middle values for
 //!   even n);
@@ -253,7 +253,7 @@ mod tests {
         }
     }
 
-    /// Per-request decode values chosen to agree with the published arm table (shared/seed-runs.md) at its
+    /// Per-request decode values chosen to agree with the published arm table (tests/data/seed-runs.md) at its
     /// rounding: arm medians 45.43 / 39.28 / 39.23 / 45.91, spreads 1.012 / 1.001 / 1.003 / 1.009; runtime
     /// medians of six 45.57 (45.08-45.93) and 39.25 (39.20-39.32); ratio 1.16. Every published figure can be
     /// met at once, but only just: ours' median of six is the mean of arm 3's middle value and arm 2's

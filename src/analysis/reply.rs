@@ -2,7 +2,7 @@
 //! or a plain JSON body). Owns the interpretation of OpenAI-compatible chunks (choices, delta, usage, timings,
 //! finish_reason, errors inside 200 streams). Pure: takes bytes and times, returns values; never does I/O.
 //!
-//! Conventions (shared/cases/CASES.md): a *token chunk* is a parsed chunk whose first choice has non-empty
+//! Conventions (tests/data/cases/CASES.md): a *token chunk* is a parsed chunk whose first choice has non-empty
 //! `delta.content`, or non-empty `delta.reasoning_content` / `delta.reasoning`, or any `delta.tool_calls`.
 //! An event's time is the arrival of the read that completes it. The last non-null `usage` wins (never summed).
 

@@ -2,7 +2,7 @@
 //!
 //! One [`TimedRead`] is one `read()` of the response body as the client saw it: the milliseconds since the
 //! request was sent and the bytes. The on-disk form (`NN.reads.jsonl`) is the format of
-//! `shared/cases/README.md`: one JSON object per line, `{"t_ms": <ms>, "text": "<utf-8>"}`, or
+//! `tests/data/cases/README.md`: one JSON object per line, `{"t_ms": <ms>, "text": "<utf-8>"}`, or
 //! `{"t_ms": <ms>, "hex": "<hex bytes>"}` when the bytes are not valid UTF-8 on their own (a read that starts
 //! or ends inside a multi-byte character). This module owns that codec and nothing else.
 

@@ -1,7 +1,7 @@
 //! `servegate self-test`: the judge proves itself on any machine, with no serve and no device.
 //!
 //! The binary carries its own judging table: small evidence directories (the seed's shapes from
-//! `shared/seed-runs.md` / `tests/judge_table.rs`, and one shape for each kind of hazard of issue 12), each one
+//! `tests/data/seed-runs.md` / `tests/judge_table.rs`, and one shape for each kind of hazard of issue 12), each one
 //! text bundle embedded with `include_str!` from `tests/data/selftest/*.shape` (written by
 //! `tests/data/selftest/make_shapes.py`). [`run`] writes each bundle to a temporary directory, loads it with the
 //! same code as `servegate judge` ([`crate::analysis::load`], [`crate::spec::load`]), judges it, and compares the
