@@ -7,6 +7,7 @@ pub mod hash;
 pub mod hold;
 pub(crate) mod host;
 pub mod port;
+pub(crate) mod procfs;
 pub mod reads;
 pub mod serve;
 pub mod signals;

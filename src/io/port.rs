@@ -145,15 +145,8 @@ pub fn owner_pid(port: u16) -> Option<u32> {
         return None;
     }
     let mut found: Vec<(usize, u32)> = Vec::new();
-    for entry in fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(fds) = fs::read_dir(entry.path().join("fd")) else {
+    for pid in super::procfs::pids() {
+        let Ok(fds) = fs::read_dir(super::procfs::path(pid, "fd")) else {
             continue;
         };
         for fd in fds.flatten() {

@@ -425,21 +425,11 @@ pub fn tagged_processes(tag: &str) -> Vec<u32> {
     let needle = format!("{RUN_TAG_ENV}={tag}");
     let me = std::process::id();
     let mut out = Vec::new();
-    let Ok(dir) = fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    for pid in super::procfs::pids() {
         if pid == me || process_dead(pid) {
             continue;
         }
-        let Ok(env) = fs::read(entry.path().join("environ")) else {
+        let Ok(env) = fs::read(super::procfs::path(pid, "environ")) else {
             continue;
         };
         if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
@@ -524,18 +514,8 @@ pub fn signal_group(pgid: u32, signo: i32) -> bool {
 /// empty elsewhere or when `/proc` cannot be read.
 pub fn group_members(pgid: u32) -> Vec<u32> {
     let mut out = Vec::new();
-    let Ok(dir) = fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+    for pid in super::procfs::pids() {
+        let Ok(stat) = fs::read_to_string(super::procfs::path(pid, "stat")) else {
             continue;
         };
         if let Some((state, pgrp)) = parse_stat(&stat) {
