@@ -849,7 +849,7 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         results.finish(t.elapsed().as_secs_f64());
         results.exit_code = crate::error::exit::NOTHING_CHECKED;
         results.problems.push(why.clone());
-        let write_errors = write_reports(&config.outputs, &mut results);
+        let write_errors = config.outputs.write_all(&mut results);
         return HarnessRun {
             conclusion: Conclusion {
                 num_filtered_out: plan.trials.len() as u64,
@@ -901,7 +901,7 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         results.exit_code = results.exit_code.max(crate::error::exit::NOTHING_CHECKED);
         results.problems.push(why.clone());
     }
-    let write_errors = write_reports(&config.outputs, &mut results);
+    let write_errors = config.outputs.write_all(&mut results);
     HarnessRun {
         conclusion,
         results: Some(results),
@@ -963,18 +963,6 @@ pub fn nothing_selected(files: &[PathBuf], gates: &Path, args: &Arguments, total
             what.join(" with ")
         }
     )
-}
-
-/// Writes the reports; when one could not be written, writes the others again saying so (`exit_code` at least
-/// 5, the error in `problems`). Returns one message per report not written.
-fn write_reports(outputs: &crate::sinks::outputs::Outputs, results: &mut Results) -> Vec<String> {
-    let errors = outputs.write(results);
-    if !errors.is_empty() {
-        results.exit_code = results.exit_code.max(crate::error::exit::EVIDENCE_ERROR);
-        results.problems.extend(errors.iter().cloned());
-        let _ = outputs.write(results);
-    }
-    errors
 }
 
 /// `*.toml` files one level below `dir` (gates put in a subdirectory by mistake), sorted.

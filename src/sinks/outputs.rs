@@ -56,17 +56,23 @@ impl Outputs {
     pub fn finish(&self, mut results: Results, duration_s: f64, exit_code: i32) -> i32 {
         results.finish(duration_s);
         results.exit_code = exit_code;
-        let errors = self.write(&results);
+        let errors = self.write_all(&mut results);
         for e in &errors {
             eprintln!("error: {e}");
         }
-        if errors.is_empty() {
-            return exit_code;
+        results.exit_code
+    }
+
+    /// Writes each asked-for report; when one could not be written, raises `results.exit_code` to at least
+    /// EVIDENCE_ERROR, adds the errors to `results.problems` and writes the reports again saying so (so no
+    /// report that was written says more than the process did). Returns one message per report not written.
+    pub fn write_all(&self, results: &mut Results) -> Vec<String> {
+        let errors = self.write(results);
+        if !errors.is_empty() {
+            results.exit_code = results.exit_code.max(exit::EVIDENCE_ERROR);
+            results.problems.extend(errors.iter().cloned());
+            let _ = self.write(results);
         }
-        let code = exit_code.max(exit::EVIDENCE_ERROR);
-        results.exit_code = code;
-        results.problems.extend(errors.iter().cloned());
-        let _ = self.write(&results);
-        code
+        errors
     }
 }
