@@ -24,9 +24,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::analysis::measure::{measure, Figures, TokenSource};
-use crate::io::reads;
-use crate::analysis::reply::{note_name, parse_body, parse_stream, Reply, ServeError, Timings, Usage};
+use crate::analysis::reply::{
+    note_name, parse_body, parse_stream, Reply, ServeError, Timings, Usage,
+};
 use crate::analysis::stats;
+use crate::io::reads;
 
 /// How the input file was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

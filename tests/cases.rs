@@ -15,9 +15,9 @@ use regex::Regex;
 use serde_json::Value;
 use servegate::analysis::content;
 use servegate::analysis::measure::{measure, Figures, TokenSource};
-use servegate::io::reads::{self, TimedRead};
 use servegate::analysis::reply::{note_name, parse_body, parse_stream, Reply};
 use servegate::analysis::sse;
+use servegate::io::reads::{self, TimedRead};
 
 // ---------------------------------------------------------------------------------------------------------
 // Loading

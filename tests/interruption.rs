@@ -322,7 +322,8 @@ fn harness_helper() {
         test_threads: Some(1),
         ..Default::default()
     };
-    let code = servegate::run::harness::main_code(args, servegate::run::harness::Config::from_env());
+    let code =
+        servegate::run::harness::main_code(args, servegate::run::harness::Config::from_env());
     servegate::io::signals::checkpoint();
     std::process::exit(code);
 }

@@ -327,7 +327,8 @@ fn garbage_bytes_fail_content_and_are_kept_byte_for_byte() {
     let run = read_json(&dir.join("run.json"));
     assert_eq!(run["requests"][0]["body_bytes"], 256 * 1024, "{run}");
     let reads =
-        servegate::io::reads::decode(&fs::read_to_string(dir.join("00.reads.jsonl")).unwrap()).unwrap();
+        servegate::io::reads::decode(&fs::read_to_string(dir.join("00.reads.jsonl")).unwrap())
+            .unwrap();
     assert_eq!(
         reads.iter().map(|r| r.bytes.len()).sum::<usize>(),
         256 * 1024
@@ -680,7 +681,8 @@ fn hold_not_had_in_time_fails_naming_the_holder_and_starts_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let lock = tmp.path().join("npu.lock");
     let _held =
-        servegate::io::hold::take(&lock, "test-holder", Duration::from_secs(5), &mut |_| {}).unwrap();
+        servegate::io::hold::take(&lock, "test-holder", Duration::from_secs(5), &mut |_| {})
+            .unwrap();
     let gate = hold_gate(
         tmp.path(),
         "hold-late",
@@ -875,7 +877,8 @@ fn api_key_echoed_by_the_serve_is_masked_in_the_evidence() {
     );
     // Masking keeps lengths: the body is as long as it was.
     let reads =
-        servegate::io::reads::decode(&fs::read_to_string(dir.join("00.reads.jsonl")).unwrap()).unwrap();
+        servegate::io::reads::decode(&fs::read_to_string(dir.join("00.reads.jsonl")).unwrap())
+            .unwrap();
     assert_eq!(
         reads.iter().map(|r| r.bytes.len() as u64).sum::<u64>(),
         run["requests"][0]["body_bytes"].as_u64().unwrap()
@@ -992,7 +995,8 @@ fn hostile_gate_specs_get_a_clear_error_never_a_panic() {
         Duration::from_secs(30),
     );
     assert!(
-        out.stderr.contains("big-10mb.toml:1:1: the file is over 1 MiB"),
+        out.stderr
+            .contains("big-10mb.toml:1:1: the file is over 1 MiB"),
         "{}",
         out.stderr
     );

@@ -37,8 +37,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use servegate::evidence;
 use servegate::analysis::measure::{self, Figures};
+use servegate::evidence;
 
 const BIN: &str = env!("CARGO_BIN_EXE_servegate");
 
@@ -578,7 +578,10 @@ fn synthetic_stream_logs_true_figures_that_servegate_measures() {
     for _ in 0..3 {
         let ex = servegate::io::client::send(&http, &r.url, &body);
         assert_eq!(ex.response.status, Some(200));
-        let fig = measure::measure(&servegate::analysis::reply::parse_stream(&ex.reads, Some(200)));
+        let fig = measure::measure(&servegate::analysis::reply::parse_stream(
+            &ex.reads,
+            Some(200),
+        ));
         assert_eq!(fig.completion_tokens, Some(64));
         figs.push(fig);
     }

@@ -15,7 +15,6 @@
 //! * **TPOT** — vLLM `benchmark_serving` `tpot` = AIPerf "inter token latency": `(e2e − ttft) / (N − 1)`.
 //! * **Server figures** — llama.cpp `timings` as the serve computed them, reported separately.
 
-
 use crate::analysis::reply::Reply;
 
 pub use crate::evidence::figures::{Figures, TokenSource};

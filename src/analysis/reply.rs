@@ -2037,7 +2037,10 @@ mod tests {
         assert_eq!(r.malformed_event_count, 100_000);
         assert_eq!(r.malformed_events.len(), DETAILS_KEPT);
         assert_eq!(r.misnamed_field_count, 50);
-        assert_eq!(r.misnamed_fields.len(), crate::analysis::sse::NEAR_MISSES_KEPT);
+        assert_eq!(
+            r.misnamed_fields.len(),
+            crate::analysis::sse::NEAR_MISSES_KEPT
+        );
         assert!(
             r.parse_errors.len() <= 2 * DETAILS_KEPT + 2,
             "{}",

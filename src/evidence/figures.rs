@@ -56,4 +56,3 @@ pub struct Figures {
     #[serde(default)]
     pub failed: Option<String>,
 }
-

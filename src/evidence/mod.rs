@@ -22,8 +22,8 @@ use crate::error::EvidenceError;
 pub(crate) mod figures;
 pub mod layout;
 
-pub use figures::{Figures, TokenSource};
 use crate::io::reads::{self, TimedRead};
+pub use figures::{Figures, TokenSource};
 
 /// The schema id written in `run.json`.
 pub const RUN_SCHEMA: &str = "servegate.run/1";
@@ -587,7 +587,6 @@ pub fn load_with<R>(
         requests,
     })
 }
-
 
 /// The schema id written in `pair.json`.
 pub const PAIR_SCHEMA: &str = "servegate.pair/1";

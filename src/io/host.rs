@@ -51,4 +51,3 @@ pub fn stamp_utc() -> String {
     let f = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
     now.format(&f).unwrap_or_else(|_| "run".into())
 }
-

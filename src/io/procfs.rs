@@ -12,7 +12,9 @@ pub fn pids() -> impl Iterator<Item = u32> {
 
 /// `/proc/PID/NAME` (`stat`, `environ`, `fd`, ...).
 pub fn path(pid: u32, name: &str) -> std::path::PathBuf {
-    std::path::Path::new("/proc").join(pid.to_string()).join(name)
+    std::path::Path::new("/proc")
+        .join(pid.to_string())
+        .join(name)
 }
 
 #[cfg(test)]

@@ -14,11 +14,11 @@ pub use outcome::RunOutcome;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::measure::{self, Figures, TokenSource};
+use crate::analysis::stats;
 use crate::analysis::{Evidence, RequestEvidence};
 use crate::evidence::RunStatus;
-use crate::analysis::measure::{self, Figures, TokenSource};
 use crate::spec::{GateSpec, RateSource};
-use crate::analysis::stats;
 
 /// The outcome of one assertion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -734,7 +734,8 @@ pub fn content_problem(reply: &crate::analysis::reply::Reply, fig: &Figures) -> 
         };
         return Some(format!("{what}: {f}{partial}"));
     }
-    let finish = crate::analysis::reply::printable(reply.finish_reason.as_deref().unwrap_or("none"));
+    let finish =
+        crate::analysis::reply::printable(reply.finish_reason.as_deref().unwrap_or("none"));
     if reply.content.trim().is_empty() {
         if let Some(why) = crate::analysis::content::reasoning_ate_budget(
             &reply.content,

@@ -48,4 +48,3 @@ impl RunOutcome {
         crate::error::exit_code(self.failure_kind())
     }
 }
-

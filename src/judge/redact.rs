@@ -176,8 +176,8 @@ pub fn mask_summary(summary: &mut crate::evidence::RunSummary, secret: &str) {
         &mut serve.version,
         &mut serve.exit_log_tail,
     ]
-        .into_iter()
-        .flatten()
+    .into_iter()
+    .flatten()
     {
         m(s);
     }
@@ -235,7 +235,9 @@ pub fn scrub_dir(dir: &Path, secret: &str) -> Vec<(PathBuf, usize)> {
                 }
                 Err(_) => continue,
             }
-        } else if name == crate::evidence::layout::SERVE_LOG || name == crate::evidence::layout::SETUP_LOG {
+        } else if name == crate::evidence::layout::SERVE_LOG
+            || name == crate::evidence::layout::SETUP_LOG
+        {
             mask_file_bytes(bytes, secret)
         } else {
             continue;
@@ -335,14 +337,26 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path();
         let key = "gate-key-123";
-        std::fs::write(d.join(crate::evidence::layout::RUN_FILE), format!("{{\"gate\": \"{key}\"}}")).unwrap();
-        std::fs::write(d.join(crate::evidence::layout::GATE_FILE), format!("name = \"{key}\"\n")).unwrap();
+        std::fs::write(
+            d.join(crate::evidence::layout::RUN_FILE),
+            format!("{{\"gate\": \"{key}\"}}"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join(crate::evidence::layout::GATE_FILE),
+            format!("name = \"{key}\"\n"),
+        )
+        .unwrap();
         std::fs::write(
             d.join("00.request.json"),
             format!("{{\"model\": \"{key}\"}}"),
         )
         .unwrap();
-        std::fs::write(d.join(crate::evidence::layout::SERVE_LOG), format!("auth {key}\n")).unwrap();
+        std::fs::write(
+            d.join(crate::evidence::layout::SERVE_LOG),
+            format!("auth {key}\n"),
+        )
+        .unwrap();
         std::fs::write(
             d.join("00.response.json"),
             format!("{{\"status\": 200, \"headers\": {{\"x-echo\": \"Bearer {key}\"}}, \"transport_error\": null}}"),
@@ -373,8 +387,9 @@ mod tests {
                 .unwrap();
         assert_eq!(meta["headers"]["x-echo"], "Bearer ************");
         assert!(meta["transport_error"].is_null());
-        let r = crate::io::reads::decode(&std::fs::read_to_string(d.join("00.reads.jsonl")).unwrap())
-            .unwrap();
+        let r =
+            crate::io::reads::decode(&std::fs::read_to_string(d.join("00.reads.jsonl")).unwrap())
+                .unwrap();
         assert_eq!(r[0].bytes, b"data: ************\n\n");
         assert_eq!(r[0].t_ms, 1.0);
     }

@@ -645,8 +645,6 @@ pub fn unified_diff(
     out
 }
 
-
-
 /// `servegate leaderboard` arguments.
 #[derive(Debug, clap::Args)]
 pub struct LeaderboardArgs {

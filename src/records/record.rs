@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use crate::error::exit;
 use crate::analysis::stats;
+use crate::error::exit;
 
 /// The schema id every record carries in `schema`.
 pub const RECORD_SCHEMA: &str = "servegate.record/1";
@@ -2083,7 +2083,8 @@ mod tests {
         };
         use crate::io::reads::TimedRead;
         let w = EvidenceWriter::create(root, name, "20261129T120000Z").unwrap();
-        w.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes()).unwrap();
+        w.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())
+            .unwrap();
         let mut requests = Vec::new();
         for (index, &(ttft, span)) in spans_ms.iter().enumerate() {
             let chunk = |text: &str| {

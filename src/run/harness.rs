@@ -26,11 +26,11 @@ use std::time::{Duration, Instant, SystemTime};
 use libtest_mimic::{Arguments, Completion, Conclusion, Failed, Trial};
 use serde::{Deserialize, Serialize};
 
+use crate::run::runner::{self, RunOutcome};
+use crate::sinks::outputs::Outputs;
 use crate::sinks::report::{
     self, AssertionResult, FailureKind, GateResults, Producer, Results, TestOutcome,
 };
-use crate::run::runner::{self, RunOutcome};
-use crate::sinks::outputs::Outputs;
 use crate::spec::{self, GateSpec};
 
 /// What happened to one gate.

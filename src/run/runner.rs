@@ -7,11 +7,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::analysis;
-use crate::io::client;
 use crate::error::EvidenceError;
 use crate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary, ServeRecord};
-use crate::judge;
+use crate::io::client;
 use crate::io::serve;
+use crate::judge;
 use crate::spec::{GateSpec, ServeMode};
 
 /// Where run directories go: `$SERVEGATE_RUNS`, default `target/servegate/runs` under the current directory.
@@ -281,7 +281,11 @@ fn run_pair(
     let mut setup_ok = hold.is_ok();
     if setup_ok && !gate.serve.setup.is_empty() {
         progress(&format!("setup: {}", gate.serve.setup.join(" ")));
-        if let Err(reason) = run_setup(&gate.serve.setup, &gate.serve.env, &w.path(crate::evidence::layout::SETUP_LOG)) {
+        if let Err(reason) = run_setup(
+            &gate.serve.setup,
+            &gate.serve.env,
+            &w.path(crate::evidence::layout::SETUP_LOG),
+        ) {
             pair_checkpoint(&w, &mut ps, None);
             ps.failure = Some(format!("setup_failed: {reason}"));
             setup_ok = false;
@@ -489,7 +493,11 @@ fn drive_target_inner(
     if target.setup && !spec.setup.is_empty() {
         progress(&format!("setup: {}", spec.setup.join(" ")));
         let t = Instant::now();
-        let setup_result = run_setup(&spec.setup, &spec.env, &w.path(crate::evidence::layout::SETUP_LOG));
+        let setup_result = run_setup(
+            &spec.setup,
+            &spec.env,
+            &w.path(crate::evidence::layout::SETUP_LOG),
+        );
         if crate::io::signals::interrupted().is_some() {
             return Ok(());
         }
@@ -733,7 +741,11 @@ fn drive_target_inner(
         summary.serve.strays_survived = survived;
     }
     if let (Some(log), Some(start)) = (&spec.log_file, summary.serve.log_file.as_mut()) {
-        match crate::evidence::copy_log_since(log, start, &w.path(crate::evidence::layout::SERVE_LOG)) {
+        match crate::evidence::copy_log_since(
+            log,
+            start,
+            &w.path(crate::evidence::layout::SERVE_LOG),
+        ) {
             Ok(what) => start.copied = Some(what),
             Err(e) => {
                 start.copied = Some(format!("not copied: {e}"));

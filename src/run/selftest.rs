@@ -534,8 +534,18 @@ mod tests {
         for (name, text) in SHAPES {
             let s = parse_shape(text).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(&s.name, name);
-            assert!(s.files.iter().any(|(f, _)| f == crate::evidence::layout::GATE_FILE), "{name}");
-            assert!(s.files.iter().any(|(f, _)| f == crate::evidence::layout::RUN_FILE), "{name}");
+            assert!(
+                s.files
+                    .iter()
+                    .any(|(f, _)| f == crate::evidence::layout::GATE_FILE),
+                "{name}"
+            );
+            assert!(
+                s.files
+                    .iter()
+                    .any(|(f, _)| f == crate::evidence::layout::RUN_FILE),
+                "{name}"
+            );
         }
         for k in 1..=12 {
             let p = format!("kind{k}-");

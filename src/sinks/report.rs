@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::exit;
 use crate::evidence::HostInfo;
-use crate::judge::Verdict;
 use crate::judge::outcome::RunOutcome;
+use crate::judge::Verdict;
 use crate::spec::GateSpec;
 
 /// The schema id of the results document. Bumped (`/2`) when a field is removed or changes meaning; new
@@ -381,7 +381,10 @@ impl GateResults {
             .collect();
         if g.status == GateStatus::Failed {
             g.serve_log_tail = match &outcome.pair {
-                None => serve_log_tail(&outcome.dir.join(crate::evidence::layout::SERVE_LOG), SERVE_LOG_TAIL_LINES),
+                None => serve_log_tail(
+                    &outcome.dir.join(crate::evidence::layout::SERVE_LOG),
+                    SERVE_LOG_TAIL_LINES,
+                ),
                 Some(p) => {
                     // A pair: each arm's serve has its own log; the tail of each, headed by its directory.
                     let lines = (SERVE_LOG_TAIL_LINES / p.arms.len().max(1)).max(10);
@@ -389,8 +392,14 @@ impl GateResults {
                         .arms
                         .iter()
                         .filter_map(|a| {
-                            serve_log_tail(&outcome.dir.join(&a.dir).join(crate::evidence::layout::SERVE_LOG), lines)
-                                .map(|t| format!("== {}/serve.log ==\n{t}", a.dir))
+                            serve_log_tail(
+                                &outcome
+                                    .dir
+                                    .join(&a.dir)
+                                    .join(crate::evidence::layout::SERVE_LOG),
+                                lines,
+                            )
+                            .map(|t| format!("== {}/serve.log ==\n{t}", a.dir))
                         })
                         .collect();
                     (!tails.is_empty()).then(|| tails.join("\n"))
@@ -658,7 +667,6 @@ pub fn serialize_json(results: &Results) -> Vec<u8> {
 }
 
 pub use crate::io::fs::write_atomic;
-
 
 #[cfg(test)]
 mod tests {

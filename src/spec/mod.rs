@@ -542,11 +542,7 @@ pub struct GateSpec {
 impl GateSpec {
     /// The `record::RunRecordSpec` for `id` and `metric` (`decode_rate` or `first_token`) from `[record]`.
     /// Errors name the key.
-    pub fn record_spec(
-        &self,
-        id: &str,
-        metric: &str,
-    ) -> Result<record::RunRecordSpec, String> {
+    pub fn record_spec(&self, id: &str, metric: &str) -> Result<record::RunRecordSpec, String> {
         let Some(table) = &self.record else {
             return Err(format!("{}: the gate has no [record] table (model_name, weights, device, route, engine, what_would_make_it_wrong)", self.file.display()));
         };

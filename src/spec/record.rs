@@ -42,4 +42,3 @@ pub struct RunRecordSpec {
     #[serde(default)]
     pub notes: Vec<String>,
 }
-

@@ -35,7 +35,14 @@ use servegate::error::exit;
 pub fn build_servegate() -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--quiet", "--package", "servegate", "--bin", "servegate"]);
+    cmd.args([
+        "build",
+        "--quiet",
+        "--package",
+        "servegate",
+        "--bin",
+        "servegate",
+    ]);
     if !cfg!(debug_assertions) {
         cmd.arg("--release");
     }
@@ -54,8 +61,8 @@ fn servegate_exe() -> Result<PathBuf, String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
     Ok(me.with_file_name("servegate"))
 }
-use servegate::replay::pace::mono_ns;
 use servegate::analysis::stats;
+use servegate::replay::pace::mono_ns;
 
 /// `cargo xtask bench-self` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -882,7 +889,11 @@ fn section_readiness(report: &mut Vec<String>) -> Value {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let spec = servegate::io::serve::ServeSpec::new(command, port, tmp.join(servegate::evidence::layout::SERVE_LOG));
+        let spec = servegate::io::serve::ServeSpec::new(
+            command,
+            port,
+            tmp.join(servegate::evidence::layout::SERVE_LOG),
+        );
         let Ok(mut s) = servegate::io::serve::Serve::start(spec) else {
             continue;
         };

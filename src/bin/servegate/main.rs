@@ -389,7 +389,10 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
     if let Some(edited) = &gate {
         // Judging an old run with an edited gate is for trying new bounds; a gate that asks for other requests
         // than the run sent judges evidence it did not ask for: say so.
-        if let (Ok(new), Ok(old)) = (spec::load(edited), spec::load(&dir.join(servegate::evidence::layout::GATE_FILE))) {
+        if let (Ok(new), Ok(old)) = (
+            spec::load(edited),
+            spec::load(&dir.join(servegate::evidence::layout::GATE_FILE)),
+        ) {
             let (n, o) = (&new.request, &old.request);
             let mut diffs = Vec::new();
             if n.prompts != o.prompts {
@@ -452,7 +455,9 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
         let ok = print_verdicts(&verdicts);
         println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
         // Unlike `run`, a voided pair (pair_model_mismatch) exits 1 here: kept as it was (issue 13, item 2).
-        return servegate::error::exit_code((!ok).then_some(servegate::error::FailureKind::Assertion));
+        return servegate::error::exit_code(
+            (!ok).then_some(servegate::error::FailureKind::Assertion),
+        );
     }
     let ev = match analysis::load(dir) {
         Ok(ev) => ev,
