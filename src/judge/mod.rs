@@ -1287,6 +1287,49 @@ mod tests {
         v.iter().find(|x| x.assertion == name).unwrap()
     }
 
+    /// Masking is part of judging: a serve that echoes the gate's API key split across two SSE events (no
+    /// file holds it whole) has it quoted by `known_answer`; `judge` masks it, with no call left to the caller.
+    #[test]
+    fn judge_masks_the_api_key_a_verdict_quotes() {
+        const VAR: &str = "SERVEGATE_TEST_JUDGE_MASKS_KEY";
+        const KEY: &str = "sk-judge-mask-0123456789abcdef";
+        std::env::set_var(VAR, KEY);
+        let text = GATE.replace(
+            "[serve]\ncommand = [\"srv\", \"{port}\"]\n",
+            &format!("[serve]\ncommand = [\"srv\", \"{{port}}\"]\napi_key_env = \"{VAR}\"\n"),
+        );
+        let ctx = crate::spec::Context {
+            gate_dir: "/g".into(),
+            cache: "/c".into(),
+            home: None,
+        };
+        let g = crate::spec::parse(std::path::Path::new("g.toml"), &text, &ctx).unwrap();
+        let (a, b) = KEY.split_at(10);
+        let mut reads: Vec<TimedRead> = ["Your key is ", a, b]
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                ev_line(
+                    100.0 + 50.0 * i as f64,
+                    &format!(r#"{{"choices":[{{"index":0,"delta":{{"content":"{w}"}}}}]}}"#),
+                )
+            })
+            .collect();
+        reads.extend(good().into_iter().skip(4));
+        let ev = evidence(Some(1), vec![request(0, &reads, None)]);
+        let unmasked = judge_unmasked(&g, &ev);
+        assert!(
+            find(&unmasked, "known_answer").message.contains(KEY),
+            "the verdict quotes the reply: {:?}",
+            find(&unmasked, "known_answer").message
+        );
+        let v = judge(&g, &ev);
+        let ka = find(&v, "known_answer");
+        assert_eq!(ka.outcome, Outcome::Fail);
+        assert!(!ka.message.contains(KEY), "{}", ka.message);
+        assert!(v.iter().all(|x| !x.message.contains(KEY)));
+    }
+
     #[test]
     fn requests_never_sent_fail_every_assertion_and_are_counted_in_n_of_planned() {
         let ev = evidence(
