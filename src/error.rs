@@ -5,6 +5,8 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 /// Exit codes of the `servegate` binary. Stable: CI scripts may match on them.
 pub mod exit {
     /// Every assertion passed (ignored gates do not count as failures unless `SERVEGATE_STRICT=1`).
@@ -24,6 +26,57 @@ pub mod exit {
     /// Nothing was checked: no gate file, a filter that selects no assertion, or every selected gate ignored
     /// (unmet `[requires]`). A job that checked nothing is not green.
     pub const NOTHING_CHECKED: i32 = 7;
+}
+
+/// Why a test failed. Each kind maps to the `servegate` exit code CI can match on ([`FailureKind::exit_code`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The assertion does not hold on evidence that was gathered (exit 1).
+    Assertion,
+    /// The trial panicked: a bug in servegate (exit 1).
+    Panic,
+    /// The gate spec is invalid; nothing was started (exit 3).
+    SpecInvalid,
+    /// The serve never became ready; nothing was judged on it (exit 4).
+    ServeNotReady,
+    /// Evidence could not be written or read (exit 5).
+    EvidenceError,
+    /// A `[requires]` entry is unmet and `SERVEGATE_STRICT=1` is set (exit 6).
+    RequirementUnmet,
+}
+
+impl FailureKind {
+    /// The `servegate` exit code for this kind of failure.
+    pub fn exit_code(self) -> i32 {
+        exit_code(Some(self))
+    }
+
+    /// The snake_case name (as in the JSON and the JUnit `failure type`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Assertion => "assertion",
+            FailureKind::Panic => "panic",
+            FailureKind::SpecInvalid => "spec_invalid",
+            FailureKind::ServeNotReady => "serve_not_ready",
+            FailureKind::EvidenceError => "evidence_error",
+            FailureKind::RequirementUnmet => "requirement_unmet",
+        }
+    }
+}
+
+/// The one mapping from how a gate, a run or a command ended to the process exit code ([`exit`]): `None`
+/// (nothing failed) is [`exit::PASS`]; each [`FailureKind`] has its code. Every exit code servegate computes
+/// from an outcome goes through here.
+pub fn exit_code(failure: Option<FailureKind>) -> i32 {
+    match failure {
+        None => exit::PASS,
+        Some(FailureKind::Assertion | FailureKind::Panic) => exit::ASSERTION_FAILED,
+        Some(FailureKind::SpecInvalid) => exit::SPEC_INVALID,
+        Some(FailureKind::ServeNotReady) => exit::SERVE_NOT_READY,
+        Some(FailureKind::EvidenceError) => exit::EVIDENCE_ERROR,
+        Some(FailureKind::RequirementUnmet) => exit::REQUIREMENT_UNMET,
+    }
 }
 
 /// An invalid gate spec. Display: `FILE:LINE:COL: KEY: MESSAGE` followed by the offending line.
@@ -88,7 +141,7 @@ impl SpecError {
         key: &str,
         message: impl Into<String>,
     ) -> SpecError {
-        let (line, col) = crate::spec::line_col(text, span.start);
+        let (line, col) = line_col(text, span.start);
         let snippet = if span == (0..0) {
             String::new()
         } else {
@@ -198,4 +251,22 @@ impl fmt::Display for OneLine<'_> {
         }
         Ok(())
     }
+}
+
+/// 1-based (line, column) of a byte offset in `text` (column in characters).
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let mut off = offset;
+    while off > 0 && !text.is_char_boundary(off) {
+        off -= 1;
+    }
+    let before = &text[..off];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
+    (line, col)
 }

@@ -2,7 +2,7 @@
 //! check. Pure apart from [`inspect_file`], which reads the one file.
 //!
 //! Inputs, by file name:
-//! * `*.reads.jsonl` — timed network reads (the evidence format, [`crate::reads`]): times are real, so TTFT
+//! * `*.reads.jsonl` — timed network reads (the evidence format, [`crate::io::reads`]): times are real, so TTFT
 //!   and the decode rate are the ones a live run would measure;
 //! * `*.http` — a raw HTTP/1.1 response (status line, headers, blank line, body; a `chunked` body is
 //!   de-chunked): an event stream when `Content-Type` says `text/event-stream`, else a JSON body, with the
@@ -23,10 +23,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::measure::{measure, Figures, TokenSource};
-use crate::reads;
-use crate::reply::{note_name, parse_body, parse_stream, Reply, ServeError, Timings, Usage};
-use crate::stats;
+use crate::analysis::measure::{measure, Figures, TokenSource};
+use crate::analysis::reply::{
+    note_name, parse_body, parse_stream, Reply, ServeError, Timings, Usage,
+};
+use crate::analysis::stats;
+use crate::io::reads;
 
 /// How the input file was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -172,7 +174,7 @@ pub fn reply_failure(reply: &Reply, figures: &Figures) -> Option<(String, String
     let name = if let Some(f) = reply.failure() {
         note_name(&f).to_string()
     } else if reply.content.trim().is_empty() {
-        match crate::content::reasoning_ate_budget(
+        match crate::analysis::content::reasoning_ate_budget(
             &reply.content,
             &reply.reasoning,
             figures.completion_tokens,
@@ -182,7 +184,7 @@ pub fn reply_failure(reply: &Reply, figures: &Figures) -> Option<(String, String
             None if reply.content.is_empty() => "content_empty".to_string(),
             None => "content_whitespace_only".to_string(),
         }
-    } else if let Some(d) = crate::content::degenerate(&reply.content) {
+    } else if let Some(d) = crate::analysis::content::degenerate(&reply.content) {
         note_name(&d).to_string()
     } else {
         // content_problem found something none of the above names: keep its own first word.
@@ -292,7 +294,7 @@ pub struct Inspection {
 
 /// Parses one response file's bytes, choosing the reading by `name` (see the module doc).
 pub fn parse_input(name: &str, bytes: &[u8]) -> Result<(Input, Reply), String> {
-    if name.ends_with(".reads.jsonl") {
+    if name.ends_with(crate::evidence::layout::READS_SUFFIX) {
         let rs = reads::decode(&String::from_utf8_lossy(bytes)).map_err(|e| e.to_string())?;
         return Ok((Input::Reads, parse_stream(&rs, None)));
     }

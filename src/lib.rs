@@ -1,34 +1,30 @@
 //! servegate: a release gate for OpenAI-compatible LLM serves.
 //!
-//! Data flows one way: `spec` (gates/*.toml) → `serve` + `client` (processes, HTTP, timed reads) →
-//! `evidence` (a run directory on disk) → `reply` + `measure` (pure: evidence → per-request figures) →
-//! `judge` (pure: spec + figures → verdicts) → sinks (`harness` trials, CLI lines). See docs/.
+//! The folders are the layers, and imports only point down (`scripts/layers.py src` checks it):
+//!
+//! - `error` — error types and the one exit-code mapping.
+//! - `spec` — gate specs (gates/*.toml): parse and validate.
+//! - `io` — the edges: HTTP client and timed reads, serve lifecycle, signals, ports, host hold, hashing.
+//! - `evidence` — the run directory on disk: layout, write, load (raw).
+//! - `analysis` — pure: SSE, replies, per-request figures, statistics, content checks, pair arithmetic.
+//! - `judge` — pure: spec + figures → verdicts (with secret masking).
+//! - `records` — run records and the leaderboard.
+//! - `sinks` — the results model and its output formats.
+//! - `run` — the runner and the libtest-mimic harness.
+//! - `replay`, `inspect` — replaying recorded streams, summarising evidence files.
+//!
+//! Data flows one way: spec → serve + client → evidence → analysis → judge → sinks. See docs/.
 
-pub mod bench;
-pub mod client;
-pub mod content;
+#![warn(missing_docs)]
+
+pub mod analysis;
 pub mod error;
 pub mod evidence;
-pub mod harness;
-pub mod hash;
-pub mod hold;
 pub mod inspect;
+pub mod io;
 pub mod judge;
-pub mod junit;
-pub mod leaderboard;
-pub mod measure;
-pub mod pair;
-pub mod port;
-pub mod reads;
-pub mod record;
-pub mod redact;
+pub mod records;
 pub mod replay;
-pub mod reply;
-pub mod report;
-pub mod runner;
-pub mod selftest;
-pub mod serve;
-pub mod signals;
+pub mod run;
+pub mod sinks;
 pub mod spec;
-pub mod sse;
-pub mod stats;

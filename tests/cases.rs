@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use regex::Regex;
 use serde_json::Value;
-use servegate::content;
-use servegate::measure::{measure, Figures, TokenSource};
-use servegate::reads::{self, TimedRead};
-use servegate::reply::{note_name, parse_body, parse_stream, Reply};
-use servegate::sse;
+use servegate::analysis::content;
+use servegate::analysis::measure::{measure, Figures, TokenSource};
+use servegate::analysis::reply::{note_name, parse_body, parse_stream, Reply};
+use servegate::analysis::sse;
+use servegate::io::reads::{self, TimedRead};
 
 // ---------------------------------------------------------------------------------------------------------
 // Loading

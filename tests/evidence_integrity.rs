@@ -163,22 +163,22 @@ fn judge_rejects_reads_that_go_back_in_time_or_disagree_with_body_bytes() {
     let dir = out.run_dir();
     let reads_path = dir.join("00.reads.jsonl");
     let original = std::fs::read_to_string(&reads_path).unwrap();
-    let mut reads = servegate::reads::decode(&original).unwrap();
+    let mut reads = servegate::io::reads::decode(&original).unwrap();
     assert!(reads.len() >= 2, "{original}");
 
     // Times decreasing.
     let n = reads.len();
     reads[n - 1].t_ms = reads[0].t_ms - 1.0;
-    std::fs::write(&reads_path, servegate::reads::encode(&reads)).unwrap();
+    std::fs::write(&reads_path, servegate::io::reads::encode(&reads)).unwrap();
     let bad = judge(&dir);
     assert_eq!(bad.code, Some(5), "{}", bad.all);
     assert!(bad.all.contains("00.reads.jsonl"), "{}", bad.all);
     assert!(bad.all.contains("never decrease"), "{}", bad.all);
 
     // Bytes added that run.json does not account for.
-    let mut reads = servegate::reads::decode(&original).unwrap();
+    let mut reads = servegate::io::reads::decode(&original).unwrap();
     reads[0].bytes.extend_from_slice(b"data: {}\n\n");
-    std::fs::write(&reads_path, servegate::reads::encode(&reads)).unwrap();
+    std::fs::write(&reads_path, servegate::io::reads::encode(&reads)).unwrap();
     let bad = judge(&dir);
     assert_eq!(bad.code, Some(5), "{}", bad.all);
     assert!(bad.all.contains("00.reads.jsonl"), "{}", bad.all);

@@ -2,5 +2,5 @@
 //! Run with `cargo test --test gates`; see README.md.
 
 fn main() -> std::process::ExitCode {
-    servegate::harness::main()
+    servegate::run::harness::main()
 }

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use servegate::error::exit;
-use servegate::harness::{self, Config, LIBTEST_FAILED};
+use servegate::run::harness::{self, Config, LIBTEST_FAILED};
 
 const CHILD_ENV: &str = "SERVEGATE_GREEN_TEST_HARNESS_ARGS";
 

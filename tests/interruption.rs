@@ -48,7 +48,7 @@ fn kill(pid: u32, signo: i32) {
 }
 
 fn alive(pid: u32) -> bool {
-    !servegate::signals::process_dead(pid)
+    !servegate::io::signals::process_dead(pid)
 }
 
 /// A gate on the synthetic serve: `repeats` requests of `tokens` tokens at `tok_s`.
@@ -311,19 +311,20 @@ floor_tok_s = 1.0
 const HARNESS_ENV: &str = "SERVEGATE_INTERRUPTION_HARNESS";
 
 /// Not a test of its own: with HARNESS_ENV set, this re-executed test binary is the gates harness
-/// (`servegate::harness`, as `tests/gates.rs` runs it) on tests/data/repro/signals/harness.
+/// (`servegate::run::harness`, as `tests/gates.rs` runs it) on tests/data/repro/signals/harness.
 #[test]
 fn harness_helper() {
     if std::env::var_os(HARNESS_ENV).is_none() {
         return;
     }
-    servegate::harness::prepare_signals();
+    servegate::run::harness::prepare_signals();
     let args = libtest_mimic::Arguments {
         test_threads: Some(1),
         ..Default::default()
     };
-    let code = servegate::harness::main_code(args, servegate::harness::Config::from_env());
-    servegate::signals::checkpoint();
+    let code =
+        servegate::run::harness::main_code(args, servegate::run::harness::Config::from_env());
+    servegate::io::signals::checkpoint();
     std::process::exit(code);
 }
 

@@ -1,15 +1,16 @@
-//! The first user's judging table (shared/seed-runs.md) as tests of the judge: each shape of evidence and the
+//! The first user's judging table (tests/data/seed-runs.md) as tests of the judge: each shape of evidence and the
 //! exact verdict line it must give. Evidence is built in memory (timed SSE reads → the same parser a live run
 //! uses), so these run without a serve.
 
 use std::path::{Path, PathBuf};
 
+use servegate::analysis::{Evidence, PairEvidence, RequestEvidence};
 use servegate::evidence::{
-    ArmRecord, Evidence, PairEvidence, PairSummary, RequestEvidence, RequestRecord, RunStatus,
-    RunSummary, ServeRecord, PAIR_SCHEMA, RUN_SCHEMA,
+    ArmRecord, PairSummary, RequestRecord, RunStatus, RunSummary, ServeRecord, PAIR_SCHEMA,
+    RUN_SCHEMA,
 };
+use servegate::io::reads::TimedRead;
 use servegate::judge::{judge, judge_pair, Outcome, Verdict};
-use servegate::reads::TimedRead;
 use servegate::spec::{self, Context, GateSpec};
 
 const GATE: &str = r#"
@@ -109,7 +110,7 @@ fn request(index: usize, prompt: &str, reads: &[TimedRead]) -> RequestEvidence {
         http_status: Some(200),
         ..Default::default()
     };
-    let reply = servegate::evidence::reply_of(&record, reads);
+    let reply = servegate::analysis::reply_of(&record, reads);
     RequestEvidence {
         record,
         response: None,
@@ -1114,7 +1115,9 @@ fn a_serve_that_failed_during_the_run_fails_every_verdict_but_route_naming_its_e
         line(&v, "first_token").message,
         format!("first_token FAIL the serve failed during the run (server_exited_during_run (exit status 0); {tail}); the replies alone: median 277 ms (limit 600; each: 262, 277, 301; n=3 of 3 planned)")
     );
-    assert!(line(&v, "content").message.starts_with("content FAIL the serve failed during the run (server_exited_during_run (exit status 0)"));
+    assert!(line(&v, "content").message.starts_with(
+        "content FAIL the serve failed during the run (server_exited_during_run (exit status 0)"
+    ));
     assert!(!line(&v, "route").message.contains("[serve:"));
     // The runner's own log tail (run.json serve.exit_log_tail) is preferred to the end of serve.log.
     ev.run.serve.exit_log_tail = Some("loading\nSegmentation fault".into());

@@ -1,4 +1,4 @@
-//! The gate harness's CI outputs, end to end: the harness program (`servegate::harness::main_code`, what
+//! The gate harness's CI outputs, end to end: the harness program (`servegate::run::harness::main_code`, what
 //! `cargo test --test gates` runs) over the test gates in tests/data/junit/gates (a pass, a failure and an
 //! ignored gate, served by the scripted fake tests/data/junit/chat_serve.py), configured by the environment
 //! (`SERVEGATE_GATES`, `SERVEGATE_RUNS`, `SERVEGATE_JUNIT`, `SERVEGATE_JSON`, `SERVEGATE_STRICT`, `NEXTEST*`)
@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 
 use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
 use quick_xml::events::Event;
-use servegate::harness::{self, Config, LIBTEST_FAILED};
-use servegate::report::{Results, RESULTS_SCHEMA};
+use servegate::run::harness::{self, Config, LIBTEST_FAILED};
+use servegate::sinks::report::{Results, RESULTS_SCHEMA};
 
 fn gates_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/junit/gates")

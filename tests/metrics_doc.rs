@@ -66,7 +66,7 @@ fn every_quote_in_metrics_md_is_in_the_code() {
 #[test]
 fn a_changed_quote_is_caught() {
     let doc =
-        "<!-- quoted from src/measure.rs -->\n> * `ttft_ms` = event time of the LAST token chunk\n";
+        "<!-- quoted from src/analysis/measure.rs -->\n> * `ttft_ms` = event time of the LAST token chunk\n";
     let (file, text) = quotes(doc).pop().unwrap();
     assert!(!doc_text(&file).contains(&text));
 }

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use servegate::leaderboard;
-use servegate::record;
+use servegate::records::leaderboard;
+use servegate::records::record;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -201,11 +201,11 @@ fn assert_serve_gone(run_dir: &Path) -> u32 {
         .unwrap_or_else(|| panic!("no serve.pid in run.json: {run}")) as u32;
     // servegate has exited; anything of the serve still alive 5 s later is a leak.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while pid_alive(pid) || !servegate::signals::group_members(pid).is_empty() {
+    while pid_alive(pid) || !servegate::io::signals::group_members(pid).is_empty() {
         assert!(
             Instant::now() < deadline,
             "serve {pid} (or its group: {:?}) outlived servegate",
-            servegate::signals::group_members(pid)
+            servegate::io::signals::group_members(pid)
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -327,7 +327,8 @@ fn garbage_bytes_fail_content_and_are_kept_byte_for_byte() {
     let run = read_json(&dir.join("run.json"));
     assert_eq!(run["requests"][0]["body_bytes"], 256 * 1024, "{run}");
     let reads =
-        servegate::reads::decode(&fs::read_to_string(dir.join("00.reads.jsonl")).unwrap()).unwrap();
+        servegate::io::reads::decode(&fs::read_to_string(dir.join("00.reads.jsonl")).unwrap())
+            .unwrap();
     assert_eq!(
         reads.iter().map(|r| r.bytes.len()).sum::<usize>(),
         256 * 1024
@@ -365,7 +366,7 @@ fn endless_line_is_ended_by_the_deadline_with_bounded_memory() {
     let run = read_json(&out.run_dir().join("run.json"));
     let kept = run["requests"][0]["body_bytes"].as_u64().unwrap();
     assert!(
-        kept > 1 << 20 && kept < servegate::client::BODY_CAP_BYTES,
+        kept > 1 << 20 && kept < servegate::io::client::BODY_CAP_BYTES,
         "{kept} bytes kept"
     );
     assert!(
@@ -404,7 +405,7 @@ fn multi_gigabyte_body_is_capped_with_bounded_memory() {
     assert_eq!(run["requests"][0]["body_truncated"], true);
     assert_eq!(
         run["requests"][0]["body_bytes"],
-        servegate::client::BODY_CAP_BYTES
+        servegate::io::client::BODY_CAP_BYTES
     );
     let resp = read_json(&dir.join("00.response.json"));
     assert_eq!(
@@ -588,7 +589,7 @@ fn two_runs_contending_for_one_lock_never_overlap_and_the_waiter_names_the_holde
     let a = hold_gate(tmp.path(), "hold-a", &lock, &times, 4, 60.0);
     let b = hold_gate(tmp.path(), "hold-b", &lock, &times, 4, 60.0);
     let mut ra = Bg::start(tmp.path(), "a", &a, &runs);
-    let holder = servegate::hold::holder_path(&lock);
+    let holder = servegate::io::hold::holder_path(&lock);
     eventually(Duration::from_secs(30), "run a holds the lock", || {
         fs::read_to_string(&holder).is_ok_and(|h| h.contains("gate hold-a"))
     });
@@ -680,7 +681,8 @@ fn hold_not_had_in_time_fails_naming_the_holder_and_starts_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let lock = tmp.path().join("npu.lock");
     let _held =
-        servegate::hold::take(&lock, "test-holder", Duration::from_secs(5), &mut |_| {}).unwrap();
+        servegate::io::hold::take(&lock, "test-holder", Duration::from_secs(5), &mut |_| {})
+            .unwrap();
     let gate = hold_gate(
         tmp.path(),
         "hold-late",
@@ -875,7 +877,8 @@ fn api_key_echoed_by_the_serve_is_masked_in_the_evidence() {
     );
     // Masking keeps lengths: the body is as long as it was.
     let reads =
-        servegate::reads::decode(&fs::read_to_string(dir.join("00.reads.jsonl")).unwrap()).unwrap();
+        servegate::io::reads::decode(&fs::read_to_string(dir.join("00.reads.jsonl")).unwrap())
+            .unwrap();
     assert_eq!(
         reads.iter().map(|r| r.bytes.len() as u64).sum::<u64>(),
         run["requests"][0]["body_bytes"].as_u64().unwrap()
@@ -913,7 +916,7 @@ fn api_key_is_not_in_the_harness_reports() {
         ("SERVEGATE_JUNIT", junit.display().to_string()),
         ("SERVEGATE_JSON", json.display().to_string()),
     ];
-    let config = servegate::harness::Config::from_vars(|k| {
+    let config = servegate::run::harness::Config::from_vars(|k| {
         vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
     });
     let args = libtest_mimic::Arguments {
@@ -921,7 +924,7 @@ fn api_key_is_not_in_the_harness_reports() {
         quiet: true,
         ..Default::default()
     };
-    let run = servegate::harness::run(config, &args, &[gate]);
+    let run = servegate::run::harness::run(config, &args, &[gate]);
     std::env::remove_var("SG_RELIABILITY_HARNESS_KEY");
     assert!(!run.conclusion.has_failed(), "{}", run.report);
     let (junit_text, json_text) = (
@@ -992,7 +995,8 @@ fn hostile_gate_specs_get_a_clear_error_never_a_panic() {
         Duration::from_secs(30),
     );
     assert!(
-        out.stderr.contains("big-10mb.toml:1:1: the file is over 1 MiB"),
+        out.stderr
+            .contains("big-10mb.toml:1:1: the file is over 1 MiB"),
         "{}",
         out.stderr
     );
@@ -1189,7 +1193,7 @@ fn https_serve_with_an_untrusted_certificate_is_refused_clearly() {
         .status()
         .unwrap();
     assert!(st.success());
-    let port = servegate::port::free_port("127.0.0.1").unwrap();
+    let port = servegate::io::port::free_port("127.0.0.1").unwrap();
     let mut serve = Command::new("python3")
         .arg(hostile_serve())
         .args(["--mode", "tls", "--port", &port.to_string(), "--cert"])

@@ -22,7 +22,7 @@
 //!   each and spins the rest, but a sleeping thread waits for a CPU) and the client's reads were seen up to
 //!   ~18 ms late, while most stayed within 0.1 ms. So a run whose timing misses a budget is run once more
 //!   (the verdict lines, which never depend on timing, are asserted on every attempt); the same miss on
-//!   both attempts fails. servegate's fidelity itself is measured by `servegate bench-self`
+//!   both attempts fails. servegate's fidelity itself is measured by `cargo xtask bench-self`
 //!   (docs/performance.md), not asserted here. The `servegate run` tests hold a lock so that they do not
 //!   load the machine for each other.
 //! * **Speed**: at `--speed F` every recorded time is divided by F, so TTFTs read 1/F and decode rates F
@@ -37,8 +37,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use servegate::analysis::measure::{self, Figures};
 use servegate::evidence;
-use servegate::measure::{self, Figures};
 
 const BIN: &str = env!("CARGO_BIN_EXE_servegate");
 
@@ -141,7 +141,7 @@ fn line_of<'a>(lines: &'a [String], prefix: &str) -> &'a str {
 
 /// Figures of the judged (non-warmup) requests of a run directory, recomputed from its reads.
 fn judged_figures(dir: &Path) -> Vec<Figures> {
-    let ev = evidence::load(dir).unwrap();
+    let ev = servegate::analysis::load(dir).unwrap();
     ev.requests
         .iter()
         .filter(|r| !r.record.warmup)
@@ -571,14 +571,17 @@ fn synthetic_stream_logs_true_figures_that_servegate_measures() {
         "--timing-log",
         log.to_str().unwrap(),
     ]);
-    let http = servegate::client::http_client(Duration::from_secs(10), None).unwrap();
+    let http = servegate::io::client::http_client(Duration::from_secs(10), None).unwrap();
     let body = serde_json::json!({"model": "synthetic", "messages": [{"role": "user", "content": "go"}], "stream": true, "stream_options": {"include_usage": true}});
     // Three requests; medians, so that one late wake-up on a loaded machine does not decide.
     let mut figs = Vec::new();
     for _ in 0..3 {
-        let ex = servegate::client::send(&http, &r.url, &body);
+        let ex = servegate::io::client::send(&http, &r.url, &body);
         assert_eq!(ex.response.status, Some(200));
-        let fig = measure::measure(&servegate::reply::parse_stream(&ex.reads, Some(200)));
+        let fig = measure::measure(&servegate::analysis::reply::parse_stream(
+            &ex.reads,
+            Some(200),
+        ));
         assert_eq!(fig.completion_tokens, Some(64));
         figs.push(fig);
     }

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use servegate::selftest::{self, SHAPES};
+use servegate::run::selftest::{self, SHAPES};
 
 fn self_test(args: &[&str]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_servegate"))

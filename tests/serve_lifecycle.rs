@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use servegate::port;
-use servegate::serve::{Serve, ServeError, ServeSpec};
-use servegate::signals;
+use servegate::io::port;
+use servegate::io::serve::{Serve, ServeError, ServeSpec};
+use servegate::io::signals;
 
 const HELPER_ENV: &str = "SERVEGATE_LIFECYCLE_HELPER";
 

@@ -172,7 +172,12 @@ fn invalid_host_is_refused() {
         accepted(&with("[request]", &format!("host = {host:?}\n[request]")));
     }
     // The host of a `url` serve too.
-    for url in ["http:///v1", "http://a b:8080", "http://h:0", "http://h:port"] {
+    for url in [
+        "http:///v1",
+        "http://a b:8080",
+        "http://h:0",
+        "http://h:port",
+    ] {
         let t = with(
             r#"command = ["python3", "serve.py", "--port", "{port}"]"#,
             &format!("url = {url:?}"),

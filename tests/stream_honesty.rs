@@ -14,10 +14,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
+use servegate::analysis::measure::measure;
+use servegate::analysis::reply::parse_stream;
 use servegate::inspect::summarize;
-use servegate::measure::measure;
-use servegate::reads;
-use servegate::reply::parse_stream;
+use servegate::io::reads;
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/repro/stream")

@@ -1,4 +1,4 @@
-//! The gate-spec loader (src/spec.rs `parse`) on arbitrary text: an error or a spec, never a panic; an error
+//! The gate-spec loader (src/spec/mod.rs `parse`) on arbitrary text: an error or a spec, never a panic; an error
 //! always renders (file, line, column) without panicking either.
 #![no_main]
 

@@ -1,0 +1,294 @@
+//! Content checks that need no model: degenerate output (one character or one short piece repeated, as NaN
+//! logits and broken kernels produce), a repeated token id in a server log, and a reply whose whole token
+//! budget went to reasoning. Pure functions on text; they say what they saw and leave the verdict to the
+//! judge. An empty or whitespace-only reply is *not* degenerate here — it is empty, and the judge says so.
+
+use regex::Regex;
+
+/// Minimum non-whitespace characters before any degenerate rule applies (4).
+pub const MIN_NON_SPACE: usize = 4;
+
+/// Share of the non-whitespace characters one character must reach to be "one character repeated" (90 %).
+pub const ONE_CHAR_SHARE: f64 = 0.90;
+
+/// Longest piece, in characters, considered by the repeated-piece rule (32).
+pub const MAX_PIECE_CHARS: usize = 32;
+
+/// Minimum whole repetitions of the piece (4).
+pub const MIN_REPEATS: usize = 4;
+
+/// Share of the text the repeated run must cover (90 %; a short lead-in such as "Sure! " is allowed).
+pub const RUN_SHARE: f64 = 0.90;
+
+/// Says why a reply text is degenerate, or `None`.
+///
+/// Rules, in order (both need at least [`MIN_NON_SPACE`] non-whitespace characters):
+/// 1. **One character repeated**: one character is ≥ [`ONE_CHAR_SHARE`] of the non-whitespace characters →
+///    `degenerate_output: one character repeated ('/' ×8 of 8 non-space chars)`.
+/// 2. **One short piece repeated**: with whitespace runs collapsed to one space and the ends trimmed, a
+///    suffix covering ≥ [`RUN_SHARE`] of the text has a period of p ≤ [`MAX_PIECE_CHARS`] characters and
+///    holds ≥ [`MIN_REPEATS`] whole copies of it ("abcabcabcabc", "the the the the the the") →
+///    `degenerate_output: one piece repeated ("the " ×6, 23 of 23 chars)`. The smallest such period is
+///    named. Ordinary sentences have no period this short over 90 % of their length, so
+///    "The capital of France is Paris." is never flagged; a short lead-in before a loop is tolerated.
+pub fn degenerate(text: &str) -> Option<String> {
+    let non_space: Vec<char> = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let n = non_space.len();
+    if n < MIN_NON_SPACE {
+        return None;
+    }
+    // Rule 1: one character. Most frequent; ties go to the character seen first.
+    let mut counts: std::collections::HashMap<char, (usize, usize)> =
+        std::collections::HashMap::new();
+    for (i, &c) in non_space.iter().enumerate() {
+        counts.entry(c).or_insert((0, i)).0 += 1;
+    }
+    let best = counts
+        .iter()
+        .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.1 .1.cmp(&a.1 .1)))
+        .map(|(&c, &(k, _))| (c, k));
+    if let Some((c, k)) = best {
+        if k as f64 >= ONE_CHAR_SHARE * n as f64 {
+            // Serve text in a verdict: a repeated BEL or ESC is shown escaped, never sent to the terminal.
+            let c = crate::analysis::reply::printable(&c.to_string());
+            return Some(format!(
+                "degenerate_output: one character repeated ('{c}' ×{k} of {n} non-space chars)"
+            ));
+        }
+    }
+    // Rule 2: one short piece.
+    let norm: Vec<char> = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .collect();
+    let len = norm.len();
+    for p in 1..=MAX_PIECE_CHARS.min(len / MIN_REPEATS) {
+        // Longest suffix with period p: norm[i] == norm[i + p] for all i from `start` on.
+        let mut start = len - p;
+        while start > 0 && norm[start - 1] == norm[start - 1 + p] {
+            start -= 1;
+        }
+        let run = len - start;
+        let repeats = run / p;
+        if repeats >= MIN_REPEATS && run as f64 >= RUN_SHARE * len as f64 {
+            let piece: String = norm[start..start + p].iter().collect();
+            // Shown rounded: "the the the" is three copies of "the " even though the last lacks its space.
+            let shown = (run as f64 / p as f64).round() as usize;
+            return Some(format!(
+                "degenerate_output: one piece repeated ({piece:?} ×{shown}, {run} of {len} chars)"
+            ));
+        }
+    }
+    None
+}
+
+/// The longest run of one identical capture among the matches of `pattern` in `log`, when that run is at
+/// least `min_run` long: `Some((captured, run))`. Capture group 1 is used when the pattern has one, else the
+/// whole match. For llama.cpp's verbose log, `next token:\s+(\d+) '` finds a sampler stuck on one token id
+/// (NaN logits → the same id forever): `repeated_token_ids(log, &re, 4) == Some(("38".into(), 6))`.
+/// On a tie the earliest run is returned.
+pub fn repeated_token_ids(log: &str, pattern: &Regex, min_run: usize) -> Option<(String, usize)> {
+    let mut best: Option<(String, usize)> = None;
+    let mut cur: Option<(String, usize)> = None;
+    for caps in pattern.captures_iter(log) {
+        let Some(m) = caps.get(1).or_else(|| caps.get(0)) else {
+            continue;
+        };
+        let id = m.as_str();
+        cur = match cur {
+            Some((prev, k)) if prev == id => Some((prev, k + 1)),
+            _ => Some((id.to_string(), 1)),
+        };
+        if let Some((id, k)) = &cur {
+            if best.as_ref().is_none_or(|(_, bk)| k > bk) {
+                best = Some((id.clone(), *k));
+            }
+        }
+    }
+    best.filter(|(_, k)| *k >= min_run.max(1))
+}
+
+/// Says when the content is empty but reasoning is not: the token budget went to thinking. `None` when
+/// the content has non-whitespace text or there was no reasoning.
+///
+/// `content_empty_all_tokens_in_reasoning: all 8 completion tokens went to reasoning_content;
+/// finish_reason=length (max_tokens hit while thinking)`. `completion_tokens` is the count from the serve
+/// (tokens), `None` when unknown.
+pub fn reasoning_ate_budget(
+    content: &str,
+    reasoning: &str,
+    completion_tokens: Option<u64>,
+    finish_reason: Option<&str>,
+) -> Option<String> {
+    if !content.trim().is_empty() || reasoning.trim().is_empty() {
+        return None;
+    }
+    let tokens = match completion_tokens {
+        Some(n) => format!("all {n} completion tokens"),
+        None => "all completion tokens".to_string(),
+    };
+    let finish = match finish_reason {
+        Some("length") => "finish_reason=length (max_tokens hit while thinking)".to_string(),
+        Some(f) => format!("finish_reason={}", crate::analysis::reply::printable(f)),
+        None => "finish_reason=none".to_string(),
+    };
+    Some(format!(
+        "content_empty_all_tokens_in_reasoning: {tokens} went to reasoning_content; {finish}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eight_slashes_are_one_character_repeated() {
+        assert_eq!(
+            degenerate("////////").as_deref(),
+            Some("degenerate_output: one character repeated ('/' ×8 of 8 non-space chars)")
+        );
+    }
+
+    #[test]
+    fn ninety_percent_one_character_is_degenerate_eighty_is_not() {
+        assert!(degenerate("GGGGGGGGGx").is_some()); // 9 of 10
+        assert!(degenerate("GGGGGGGGxy").is_none()); // 8 of 10, and no short period
+    }
+
+    #[test]
+    fn fewer_than_four_non_space_chars_are_never_degenerate() {
+        assert!(degenerate("!!!").is_none());
+        assert!(degenerate("  ! !  ! ").is_none());
+        assert!(degenerate("").is_none());
+        assert!(degenerate("   \n\t").is_none());
+    }
+
+    #[test]
+    fn repeated_piece_is_degenerate() {
+        let r = degenerate("abcabcabcabc").unwrap();
+        assert!(r.contains("\"abc\" ×4"), "{r}");
+        let r = degenerate("the the the the the the").unwrap();
+        assert!(r.contains("\"the \" ×6"), "{r}");
+        assert!(degenerate("Sure! the the the the the the the the the the the the").is_some());
+        assert!(degenerate("I I I I I I I I").is_some());
+    }
+
+    #[test]
+    fn normal_sentences_are_not_degenerate() {
+        for s in [
+            "The capital of France is Paris.",
+            "Paris is the capital city of France.",
+            "Hello!",
+            "Yes, indeed",
+            "def parse(x):\n    return x",
+            "1, 2, 3, 4, 5, 6, 7, 8, 9, 10",
+            "All done.",
+            "OK.",
+            "Okay, the user wants a short answer",
+            "aaa bbb",
+            "Mississippi",
+            "No. No.",
+        ] {
+            assert_eq!(degenerate(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn three_repeats_are_not_enough() {
+        assert!(degenerate("abcabcabc").is_none());
+    }
+
+    #[test]
+    fn three_whole_copies_over_ninety_percent_are_not_enough() {
+        // Period 5 over 19 of 20 chars: 3 whole copies and 4 chars of a fourth. Four whole copies are.
+        assert_eq!(degenerate("Zabcdeabcdeabcdeabcd"), None);
+        assert_eq!(
+            degenerate("abcdeabcdeabcdeabcde").as_deref(),
+            Some("degenerate_output: one piece repeated (\"abcde\" ×4, 20 of 20 chars)")
+        );
+    }
+
+    #[test]
+    fn exactly_four_non_space_chars_are_enough() {
+        // MIN_NON_SPACE is inclusive: 4 is checked, 3 is not.
+        assert_eq!(
+            degenerate("!!!!").as_deref(),
+            Some("degenerate_output: one character repeated ('!' ×4 of 4 non-space chars)")
+        );
+        assert_eq!(degenerate("!!!"), None);
+    }
+
+    #[test]
+    fn a_short_loop_after_a_real_sentence_is_not_degenerate() {
+        // "ha ha ha ha" repeats a 3-char piece 4 times but covers a quarter of the text: under RUN_SHARE.
+        assert_eq!(
+            degenerate("The capital of France is Paris, and that is all. ha ha ha ha"),
+            None
+        );
+        // The same loop with a short lead-in (under 10 % of the text) is degenerate.
+        assert!(degenerate("Ok: ha ha ha ha ha ha ha ha ha ha ha ha").is_some());
+    }
+
+    #[test]
+    fn equal_runs_of_token_ids_name_the_earliest() {
+        let re = Regex::new(r"id=(\d+)").unwrap();
+        assert_eq!(
+            repeated_token_ids("id=7 id=7 id=9 id=9", &re, 2),
+            Some(("7".to_string(), 2))
+        );
+        // min_run 0 is taken as 1.
+        assert_eq!(
+            repeated_token_ids("id=5", &re, 0),
+            Some(("5".to_string(), 1))
+        );
+        // Without a capture group the whole match is the id.
+        let whole = Regex::new(r"x\d").unwrap();
+        assert_eq!(
+            repeated_token_ids("x1 x1 x2", &whole, 2),
+            Some(("x1".to_string(), 2))
+        );
+    }
+
+    #[test]
+    fn token_id_38_six_times_is_found() {
+        let log = "a next token:    38 'G'\nb next token:    38 'G'\nnext token:    38 'G'\n\
+                   next token:    38 'G'\nnext token:    38 'G'\nnext token:    38 'G'\n";
+        let re = Regex::new(r"next token:\s+(\d+) '").unwrap();
+        assert_eq!(repeated_token_ids(log, &re, 4), Some(("38".to_string(), 6)));
+        assert_eq!(repeated_token_ids(log, &re, 7), None);
+    }
+
+    #[test]
+    fn varied_token_ids_are_no_run() {
+        let log = "next token: 1 'a'\nnext token: 2 'b'\nnext token: 2 'b'\nnext token: 3 'c'\n";
+        let re = Regex::new(r"next token:\s+(\d+) '").unwrap();
+        assert_eq!(repeated_token_ids(log, &re, 3), None);
+        assert_eq!(repeated_token_ids(log, &re, 2), Some(("2".to_string(), 2)));
+        assert_eq!(repeated_token_ids("", &re, 1), None);
+    }
+
+    #[test]
+    fn serve_text_in_content_reasons_is_escaped() {
+        assert_eq!(
+            degenerate("\u{7}\u{7}\u{7}\u{7}\u{7}").as_deref(),
+            Some("degenerate_output: one character repeated ('\\u{7}' ×5 of 5 non-space chars)")
+        );
+        let why = reasoning_ate_budget("", "x", None, Some("stop\u{1b}[2J")).unwrap();
+        assert!(why.ends_with("finish_reason=stop\\u{1b}[2J"), "{why}");
+    }
+
+    #[test]
+    fn reasoning_only_reply_names_the_budget() {
+        assert_eq!(
+            reasoning_ate_budget("", "Okay, the user", Some(8), Some("length")).as_deref(),
+            Some("content_empty_all_tokens_in_reasoning: all 8 completion tokens went to reasoning_content; finish_reason=length (max_tokens hit while thinking)")
+        );
+        assert_eq!(
+            reasoning_ate_budget("Paris", "thinking", Some(8), Some("stop")),
+            None
+        );
+        assert_eq!(reasoning_ate_budget("", "", Some(8), Some("stop")), None);
+    }
+}

@@ -1,0 +1,933 @@
+//! Measurements: the one place each metric is defined. Pure: [`measure`] takes a [`Reply`] and returns
+//! [`Figures`]. docs/metrics.md quotes these definitions.
+//!
+//! Times are ms since the request was sent (the reply's event times: arrival of the read that completed an
+//! SSE event); rates are tokens per second. The definitions follow tests/data/cases/CASES.md, which follows:
+//! * **TTFT** — vLLM `benchmark_serving` / AIPerf "time to first token", but stamped on the first *token
+//!   chunk* (non-empty content, reasoning or tool call), never on a role-only or empty chunk.
+//! * **Decode rate** — output tokens after the first arrival over the decode window, as AIPerf's "output
+//!   token throughput per user" (the inverse of its inter-token latency, `(OSL − 1) / (latency − TTFT)`)
+//!   but with the window ending at the last *token chunk*, not at the last response:
+//!   `(N − n_first) / (t_last_token_chunk − t_first_token_chunk)`, where `n_first` is 1 in the usual case
+//!   (see [`measure`] for multi-token chunks and batched reads). vLLM's serving benchmark has no
+//!   per-request rate (its output throughput is all tokens over the whole benchmark).
+//! * **ITL** — vLLM `benchmark_serving` `itl`: gaps between consecutive token chunks.
+//! * **TPOT** — vLLM `benchmark_serving` `tpot` = AIPerf "inter token latency": `(e2e − ttft) / (N − 1)`.
+//! * **Server figures** — llama.cpp `timings` as the serve computed them, reported separately.
+
+use crate::analysis::reply::Reply;
+
+pub use crate::evidence::figures::{Figures, TokenSource};
+
+/// Relative difference above which client and server decode rates are said to disagree (20 %).
+pub const DECODE_MISMATCH_RATIO: f64 = 0.20;
+
+/// Average tokens per token chunk from which, without per-chunk counts, a reply is taken as multi-token
+/// (1.5). Below it the excess of N over the chunk count is taken as tokens that produced no text (EOS,
+/// special tokens), and the first chunk counts as one token.
+pub const MULTI_TOKEN_MIN_AVG: f64 = 1.5;
+
+/// Shortest decode window (ms, first to last token-chunk arrival) a client decode rate is computed over:
+/// 5 ms. Each end of the window is a read's arrival stamp, taken when a blocking read returns, which lags
+/// the bytes by about 0.3-0.5 ms on an idle machine (docs/performance.md: TTFT error +0.3 to +0.4 ms at up
+/// to 1,000 tok/s; more under load). The window must be at least ten times that stamp error, so that the
+/// stamping alone moves the rate by at most 2 × 0.5 / 5 = 20 %; below it the figure is noise, and tokens
+/// a buffer flushes in quick writes (each event its own read, microseconds apart) always fall under it.
+/// One inter-token gap of a 100 tok/s serve (10 ms, the seed run's two-token reply) is still measured.
+pub const MIN_DECODE_WINDOW_MS: f64 = 5.0;
+
+/// Largest share of the token chunks after the first arrival that one read (one arrival time) may carry
+/// for a decode rate to be computed: one half. When more than half of the counted tokens share one
+/// arrival stamp, the rate is set by when a buffer was flushed, not by how fast tokens were decoded (40
+/// tokens in two reads 3 ms apart read 6,667 tok/s). A read holding fewer than [`MIN_BURST_CHUNKS`]
+/// chunks is never a burst (a multi-token chunk is the serve's own framing, counted by its token count).
+pub const MAX_BURST_SHARE: f64 = 0.5;
+
+/// Fewest token chunks in one read for it to count as a burst: 4. A client that reads a moment late finds
+/// two or three events waiting on a fast stream (tests/data/cases/CASES.md, case 11: two tokens in one read); a buffer
+/// that holds the stream back releases many at once.
+pub const MIN_BURST_CHUNKS: usize = 4;
+
+/// Tokens a reply may have produced without any streamed text or chunk of their own: 16 (end-of-turn and
+/// EOS tokens, a stop string the serve held back). See [`token_ceiling`].
+pub const TEXTLESS_TOKEN_ALLOWANCE: u64 = 16;
+
+/// The most completion tokens a reply's stream could have carried: every token either produced at least one
+/// byte of streamed text (content, reasoning, tool-call name and arguments; a byte-fallback tokenizer
+/// spends at most one token per byte) or was sent in a data chunk of its own, plus
+/// [`TEXTLESS_TOKEN_ALLOWANCE`]. So `text bytes + data chunks + 16`. A serve-reported count above it
+/// (usage, timings, per-chunk counts) is flagged `implausible_completion_tokens` and not used for a rate:
+/// typical text is about four bytes a token, so an honest count sits far below this ceiling.
+pub fn token_ceiling(reply: &Reply) -> u64 {
+    let chunk_text: usize = reply
+        .token_chunks
+        .iter()
+        .map(|t| t.content.len() + t.reasoning.len())
+        .sum();
+    let text = chunk_text.max(reply.content.len() + reply.reasoning.len());
+    let tools: usize = reply
+        .tool_calls
+        .iter()
+        .map(|t| t.arguments.len() + t.name.as_deref().map_or(0, str::len))
+        .sum();
+    let chunks = reply.chunks.max(reply.token_chunks.len());
+    (text + tools + chunks) as u64 + TEXTLESS_TOKEN_ALLOWANCE
+}
+
+/// Computes the figures of one reply.
+///
+/// * `ttft_ms` = event time of the first token chunk; `first_content_ms` = first chunk with non-empty
+///   content; `first_event_ms` = first data event of any kind; `e2e_ms` = time of the last read.
+///   A non-streamed body has no TTFT and no decode rate (only `e2e_ms`).
+/// * **N**, the completion-token count, first available of: `usage.completion_tokens` (source `usage`);
+///   llama.cpp `timings.predicted_n` (`timings`, the serve's own total); the sum of per-chunk counts
+///   (`per_chunk`, reconstructed from running counters, can miss tokens on non-token chunks); the number of
+///   token chunks (`token_chunk_count_estimate`: `completion_tokens` stays `None`, the count goes to
+///   `completion_tokens_estimate`, and `decode_note` says so).
+/// * **Decode rate** `decode_tok_s = (N − n_first) / (t_last − t_first) × 1000`, t = event times of the
+///   first and last token chunks. `n_first` = tokens that had arrived at `t_first`: all token chunks with
+///   that same event time (a read holding several events — those tokens were not decoded inside the
+///   window), each counted by its per-chunk count when the serve gave them, else as `N / chunks` when the
+///   reply is multi-token (average ≥ [`MULTI_TOKEN_MIN_AVG`] tokens per chunk: speculative decoding, batched
+///   flushes), else 1. With one token per chunk and one chunk per read this is CASES.md's
+///   `(N − 1) / (t_last − t_first)`; at 4 tokens per chunk it does not read ~5 % fast.
+/// * No decode rate (`None`, with `decode_note`) when the reply is not streamed, has no token chunk, has a
+///   zero decode window (one token chunk, or all token chunks in one read: a buffered / flushed-at-once
+///   stream, where a rate would be thousands of tok/s of fiction), a window under
+///   [`MIN_DECODE_WINDOW_MS`], a burst (one read after the first carrying at least [`MIN_BURST_CHUNKS`]
+///   and more than [`MAX_BURST_SHARE`] of the token chunks after the first arrival), or N ≤ n_first.
+///   TPOT goes with it in those cases.
+/// * A count above [`token_ceiling`] (more tokens than the stream's text and chunks could carry) is not
+///   used: warning `implausible_completion_tokens`, and N comes from the next source.
+/// * A **failed reply** ([`Reply::failure`] is Some: a serve error, a transport timeout or cut connection,
+///   no finish_reason and no `[DONE]`, ...) has no TTFT, no first content time, no decode rate and no TPOT:
+///   `failed` holds the reason and `decode_note` says `failed reply: <reason>`. Its partial figures are not
+///   figures of a reply.
+/// * `itl_ms` = gaps between consecutive token chunks (0 for chunks of one read); `tpot_ms` =
+///   `(e2e − ttft) / (N − 1)`, none when N ≤ 1 or when nothing arrived after the first token chunk
+///   (`e2e ≤ ttft`: the whole reply in one read, where a TPOT of 0 ms would be the same fiction as an
+///   unbounded decode rate).
+/// * `server_decode_tok_s` = `timings.predicted_per_second` (else `predicted_n / predicted_ms × 1000`).
+///   `server_prefill_tok_s` = `prompt_n / prompt_ms × 1000`, unless part of the prompt came from the
+///   cache (`cache_n > 0`, or `usage.prompt_tokens > prompt_n` when `cache_n` is absent): then `None` and
+///   warning `prompt_cache_hit cached/total`.
+/// * Warning `client_server_decode_mismatch` when both decode rates exist and differ by more than
+///   [`DECODE_MISMATCH_RATIO`] of the server's.
+pub fn measure(reply: &Reply) -> Figures {
+    let mut f = Figures {
+        first_event_ms: reply.first_event_ms,
+        e2e_ms: reply.end_ms,
+        ..Default::default()
+    };
+    let tcs = &reply.token_chunks;
+    let k = tcs.len();
+    if reply.streamed {
+        f.ttft_ms = tcs.first().map(|t| t.t_ms);
+        f.first_content_ms = tcs.iter().find(|t| !t.content.is_empty()).map(|t| t.t_ms);
+        f.itl_ms = tcs.windows(2).map(|w| w[1].t_ms - w[0].t_ms).collect();
+    }
+
+    // N and where it came from.
+    let per_chunk: Option<Vec<u64>> = if k > 0 {
+        tcs.iter().map(|t| t.tokens).collect()
+    } else {
+        None
+    };
+    let ceiling = token_ceiling(reply);
+    let mut implausible = |what: &str, n: Option<u64>| -> Option<u64> {
+        let n = n?;
+        if n > ceiling {
+            f.warnings.push(format!(
+                "implausible_completion_tokens: {what} {n} is more than the stream could carry (at most {ceiling}: one token per byte of streamed text or per data chunk, + {TEXTLESS_TOKEN_ALLOWANCE}); not used"
+            ));
+            None
+        } else {
+            Some(n)
+        }
+    };
+    let usage_n = implausible(
+        "usage.completion_tokens",
+        reply.usage.as_ref().and_then(|u| u.completion_tokens),
+    );
+    let timings_n = implausible(
+        "timings.predicted_n",
+        reply.timings.as_ref().and_then(|t| t.predicted_n),
+    );
+    let per_chunk = per_chunk.filter(|pc| {
+        implausible("the per-chunk token counts' sum", Some(pc.iter().sum())).is_some()
+    });
+    let (n, source) = if let Some(n) = usage_n {
+        (Some(n), Some(TokenSource::Usage))
+    } else if let Some(n) = timings_n {
+        (Some(n), Some(TokenSource::Timings))
+    } else if let Some(pc) = &per_chunk {
+        (Some(pc.iter().sum()), Some(TokenSource::PerChunk))
+    } else if k > 0 {
+        (Some(k as u64), Some(TokenSource::TokenChunkCountEstimate))
+    } else {
+        (None, None)
+    };
+    f.completion_tokens_source = source;
+    if source == Some(TokenSource::TokenChunkCountEstimate) {
+        f.completion_tokens_estimate = n;
+    } else {
+        f.completion_tokens = n;
+    }
+
+    // Multi-token chunks.
+    let mut notes: Vec<String> = Vec::new();
+    let estimated_share: Option<f64> = match (&per_chunk, n) {
+        (Some(pc), _) => {
+            f.multi_token = pc.iter().any(|&c| c > 1);
+            if f.multi_token {
+                notes.push(format!("multi-token chunks: per-chunk token counts from the serve ({} tokens in {k} chunks)", pc.iter().sum::<u64>()));
+            }
+            None
+        }
+        (None, Some(n)) if source != Some(TokenSource::TokenChunkCountEstimate) && k > 0 => {
+            let avg = n as f64 / k as f64;
+            if avg >= MULTI_TOKEN_MIN_AVG {
+                f.multi_token = true;
+                notes.push(format!(
+                    "multi-token chunks: {n} tokens in {k} token chunks, no per-chunk counts; first chunk's share estimated as N/chunks = {avg:.2}"
+                ));
+                Some(avg)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    };
+
+    // Decode rate.
+    let failed = reply.failure();
+    let mut measurable = true;
+    if let Some(why) = &failed {
+        notes.push(format!("failed reply: {why}"));
+        measurable = false;
+    } else if !reply.streamed {
+        notes.push("not streamed: no per-token timing".into());
+    } else if let (Some(first), Some(last), Some(n)) = (tcs.first(), tcs.last(), n) {
+        let window_ms = last.t_ms - first.t_ms;
+        let group: Vec<_> = tcs.iter().filter(|t| t.t_ms == first.t_ms).collect();
+        let after_first = k - group.len();
+        // The largest read after the first: (chunks, arrival time).
+        let mut burst = (0usize, 0.0f64);
+        let mut i = group.len();
+        while i < k {
+            let t = tcs[i].t_ms;
+            let j = i + tcs[i..].iter().take_while(|c| c.t_ms == t).count();
+            if j - i > burst.0 {
+                burst = (j - i, t);
+            }
+            i = j;
+        }
+        if window_ms.is_nan() || window_ms <= 0.0 {
+            measurable = false;
+            if k == 1 {
+                notes.push("one token chunk: no decode window".into());
+            } else {
+                notes.push(format!(
+                    "no decode window: all {k} token chunks arrived at {} ms (stream flushed at once, e.g. a buffering proxy); decode rate not measurable",
+                    first.t_ms
+                ));
+            }
+        } else if window_ms < MIN_DECODE_WINDOW_MS {
+            measurable = false;
+            notes.push(format!(
+                "decode window {window_ms:.1} ms (first to last token chunk) is under the {MIN_DECODE_WINDOW_MS} ms minimum: decode rate not measurable (ask for more tokens)"
+            ));
+        } else if burst.0 >= MIN_BURST_CHUNKS
+            && burst.0 as f64 > MAX_BURST_SHARE * after_first as f64
+        {
+            measurable = false;
+            notes.push(format!(
+                "burst: {} of the {after_first} token chunks after the first arrival came in one read at {:.1} ms (a buffered or flushed stream): decode rate not measurable",
+                burst.0, burst.1
+            ));
+        } else {
+            let n_first: f64 = match (&per_chunk, estimated_share) {
+                (Some(_), _) => group.iter().map(|t| t.tokens.unwrap_or(1) as f64).sum(),
+                (None, Some(share)) => group.len() as f64 * share,
+                (None, None) => group.len() as f64,
+            };
+            if group.len() > 1 {
+                notes.push(format!(
+                    "{} token chunks arrived in the first read; they count as arrived at TTFT",
+                    group.len()
+                ));
+            }
+            let after = n as f64 - n_first;
+            if after > 0.0 {
+                f.decode_tok_s = Some(after / window_ms * 1000.0);
+                if source == Some(TokenSource::TokenChunkCountEstimate) {
+                    notes.push(format!("estimate: N = {n} token chunks, not tokens (the serve reported no token count)"));
+                }
+            } else {
+                notes.push(format!(
+                    "no tokens after the first arrival (N = {n}): no decode rate"
+                ));
+            }
+        }
+    } else {
+        notes.push("no token chunks: no decode rate".into());
+    }
+    if !notes.is_empty() {
+        f.decode_note = Some(notes.join("; "));
+    }
+
+    // A failed reply's partial timings are not a reply's figures.
+    if let Some(why) = failed {
+        f.ttft_ms = None;
+        f.first_content_ms = None;
+        f.failed = Some(why);
+    }
+
+    // TPOT.
+    if reply.streamed && measurable {
+        if let (Some(e2e), Some(ttft), Some(n)) = (f.e2e_ms, f.ttft_ms, n) {
+            if n > 1 && e2e > ttft {
+                f.tpot_ms = Some((e2e - ttft) / (n - 1) as f64);
+            }
+        }
+    }
+
+    // Server figures (llama.cpp timings).
+    if let Some(t) = &reply.timings {
+        f.server_decode_tok_s = t
+            .predicted_per_second
+            .filter(|r| *r > 0.0 && r.is_finite())
+            .or_else(|| match (t.predicted_n, t.predicted_ms) {
+                (Some(pn), Some(ms)) if pn > 0 && ms > 0.0 => Some(pn as f64 / ms * 1000.0),
+                _ => None,
+            });
+        let cached = t.cache_n.filter(|&c| c > 0).or_else(|| {
+            if t.cache_n.is_some() {
+                return None;
+            }
+            let pt = reply.usage.as_ref().and_then(|u| u.prompt_tokens)?;
+            let pn = t.prompt_n?;
+            pt.checked_sub(pn).filter(|&c| c > 0)
+        });
+        if let Some(c) = cached {
+            let total = c + t.prompt_n.unwrap_or(0);
+            f.warnings.push(format!(
+                "prompt_cache_hit {c}/{total}: prefill rate not measured (use cache_prompt: false or unique prompt prefixes)"
+            ));
+        } else if let (Some(pn), Some(ms)) = (t.prompt_n, t.prompt_ms) {
+            if pn > 0 && ms > 0.0 {
+                f.server_prefill_tok_s = Some(pn as f64 / ms * 1000.0);
+            }
+        }
+    }
+    if let (Some(c), Some(s)) = (f.decode_tok_s, f.server_decode_tok_s) {
+        if (c - s).abs() > DECODE_MISMATCH_RATIO * s {
+            f.warnings.push(format!(
+                "client_server_decode_mismatch: client {c:.1} tok/s vs server {s:.1} tok/s ({:.0}% apart)",
+                (c - s).abs() / s * 100.0
+            ));
+        }
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::reply::{Timings, TokenChunk, Usage};
+
+    fn tc(t_ms: f64, tokens: Option<u64>) -> TokenChunk {
+        TokenChunk {
+            t_ms,
+            // Four bytes, so that four tokens per chunk stay under the token ceiling.
+            content: "word".into(),
+            reasoning: String::new(),
+            tool_call: false,
+            tokens,
+        }
+    }
+
+    fn streamed(chunks: Vec<TokenChunk>, usage_n: Option<u64>, end_ms: f64) -> Reply {
+        Reply {
+            streamed: true,
+            first_event_ms: chunks.first().map(|c| c.t_ms),
+            end_ms: Some(end_ms),
+            token_chunks: chunks,
+            usage: usage_n.map(|n| Usage {
+                completion_tokens: Some(n),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-9)
+    }
+
+    #[test]
+    fn decode_rate_excludes_first_token_and_prefill() {
+        // 16 tokens, first at 8000 ms, last at 8600 ms: 15 / 0.6 s = 25 tok/s, not 16 / 8.6 s.
+        let chunks = (0..16)
+            .map(|i| tc(8000.0 + 40.0 * i as f64, None))
+            .collect();
+        let f = measure(&streamed(chunks, Some(16), 8607.0));
+        assert!(close(f.decode_tok_s, 25.0), "{:?}", f.decode_tok_s);
+        assert_eq!(f.ttft_ms, Some(8000.0));
+        assert_eq!(f.e2e_ms, Some(8607.0));
+        assert_eq!(f.completion_tokens_source, Some(TokenSource::Usage));
+        assert_eq!(f.decode_note, None);
+        assert!(close(f.tpot_ms, 607.0 / 15.0));
+        assert_eq!(f.itl_ms.len(), 15);
+        assert!(f.itl_ms.iter().all(|g| (*g - 40.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn four_tokens_per_chunk_with_per_chunk_counts_is_exact() {
+        // 20 chunks of 4 tokens, 100 ms apart: the true rate is 4 / 0.1 s = 40 tok/s.
+        let chunks = (0..20).map(|i| tc(100.0 * i as f64, Some(4))).collect();
+        let f = measure(&streamed(chunks, Some(80), 1900.0));
+        assert!(close(f.decode_tok_s, 40.0), "{:?}", f.decode_tok_s);
+        assert!(f.multi_token);
+        assert!(f.decode_note.unwrap().contains("per-chunk"));
+    }
+
+    #[test]
+    fn four_tokens_per_chunk_from_usage_only_is_exact_and_flagged() {
+        let chunks = (0..20).map(|i| tc(100.0 * i as f64, None)).collect();
+        let f = measure(&streamed(chunks, Some(80), 1900.0));
+        // The naive (N − 1) / window would give 79 / 1.9 s = 41.6 tok/s (4 % fast).
+        assert!(close(f.decode_tok_s, 40.0), "{:?}", f.decode_tok_s);
+        assert!(f.multi_token);
+        assert!(f.decode_note.unwrap().contains("N/chunks"));
+    }
+
+    #[test]
+    fn one_extra_token_is_not_multi_token() {
+        // 12 chunks, usage 13 (an EOS without text): first chunk counts as one token.
+        let chunks = (0..12).map(|i| tc(20.0 * i as f64, None)).collect();
+        let f = measure(&streamed(chunks, Some(13), 300.0));
+        assert!(!f.multi_token);
+        assert!(close(f.decode_tok_s, 12.0 / 0.220));
+    }
+
+    #[test]
+    fn stream_flushed_at_once_has_no_decode_rate() {
+        let chunks = (0..50).map(|_| tc(900.0, None)).collect();
+        let f = measure(&streamed(chunks, Some(50), 900.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert!(f.decode_note.unwrap().contains("no decode window"));
+        assert_eq!(f.ttft_ms, Some(900.0));
+        // No TPOT either: 0 ms per token would be the same fiction.
+        assert_eq!(f.tpot_ms, None);
+    }
+
+    #[test]
+    fn token_chunks_batched_in_the_first_read_count_as_arrived_at_ttft() {
+        // Chunks 1-2 in one read at 100 ms, then one per 20 ms: 3 further tokens over 60 ms.
+        let chunks = vec![
+            tc(100.0, None),
+            tc(100.0, None),
+            tc(120.0, None),
+            tc(140.0, None),
+            tc(160.0, None),
+        ];
+        let f = measure(&streamed(chunks, Some(5), 170.0));
+        assert!(close(f.decode_tok_s, 50.0), "{:?}", f.decode_tok_s);
+        assert!(f.decode_note.unwrap().contains("first read"));
+    }
+
+    #[test]
+    fn without_usage_the_chunk_count_is_an_estimate() {
+        let chunks = (0..8).map(|i| tc(200.0 + 25.0 * i as f64, None)).collect();
+        let f = measure(&streamed(chunks, None, 381.0));
+        assert_eq!(f.completion_tokens, None);
+        assert_eq!(f.completion_tokens_estimate, Some(8));
+        assert_eq!(
+            f.completion_tokens_source,
+            Some(TokenSource::TokenChunkCountEstimate)
+        );
+        assert!(close(f.decode_tok_s, 40.0));
+        assert!(f.decode_note.unwrap().starts_with("estimate"));
+    }
+
+    #[test]
+    fn timings_predicted_n_comes_before_per_chunk_and_count() {
+        let mut r = streamed(vec![tc(0.0, Some(1)), tc(10.0, Some(1))], None, 20.0);
+        r.timings = Some(Timings {
+            predicted_n: Some(3),
+            ..Default::default()
+        });
+        let f = measure(&r);
+        assert_eq!(f.completion_tokens, Some(3));
+        assert_eq!(f.completion_tokens_source, Some(TokenSource::Timings));
+        r.timings = None;
+        let f = measure(&r);
+        assert_eq!(f.completion_tokens, Some(2));
+        assert_eq!(f.completion_tokens_source, Some(TokenSource::PerChunk));
+    }
+
+    #[test]
+    fn prompt_cache_hit_means_no_prefill_rate() {
+        let mut r = streamed(vec![tc(0.0, None)], Some(1), 1.0);
+        r.timings = Some(Timings {
+            cache_n: Some(511),
+            prompt_n: Some(1),
+            prompt_ms: Some(18.5),
+            ..Default::default()
+        });
+        let f = measure(&r);
+        assert_eq!(f.server_prefill_tok_s, None);
+        assert!(
+            f.warnings
+                .iter()
+                .any(|w| w.starts_with("prompt_cache_hit 511/512")),
+            "{:?}",
+            f.warnings
+        );
+        r.timings = Some(Timings {
+            cache_n: Some(0),
+            prompt_n: Some(512),
+            prompt_ms: Some(410.0),
+            ..Default::default()
+        });
+        let f = measure(&r);
+        assert!(close(f.server_prefill_tok_s, 512.0 / 0.410));
+        assert!(f.warnings.is_empty());
+    }
+
+    #[test]
+    fn cache_hit_is_seen_from_usage_when_cache_n_is_absent() {
+        let mut r = streamed(vec![tc(0.0, None)], Some(1), 1.0);
+        r.usage = Some(Usage {
+            prompt_tokens: Some(32),
+            completion_tokens: Some(1),
+            total_tokens: None,
+        });
+        r.timings = Some(Timings {
+            prompt_n: Some(1),
+            prompt_ms: Some(22.0),
+            ..Default::default()
+        });
+        let f = measure(&r);
+        assert_eq!(f.server_prefill_tok_s, None);
+        assert!(
+            f.warnings
+                .iter()
+                .any(|w| w.starts_with("prompt_cache_hit 31/32")),
+            "{:?}",
+            f.warnings
+        );
+    }
+
+    #[test]
+    fn client_and_server_decode_more_than_20_percent_apart_warn() {
+        let chunks = (0..16).map(|i| tc(40.0 * i as f64, None)).collect();
+        let mut r = streamed(chunks, Some(16), 700.0);
+        r.timings = Some(Timings {
+            predicted_per_second: Some(25.0),
+            ..Default::default()
+        });
+        assert!(measure(&r).warnings.is_empty());
+        r.timings = Some(Timings {
+            predicted_per_second: Some(35.0),
+            ..Default::default()
+        });
+        let f = measure(&r);
+        assert!(
+            f.warnings
+                .iter()
+                .any(|w| w.starts_with("client_server_decode_mismatch")),
+            "{:?}",
+            f.warnings
+        );
+    }
+
+    #[test]
+    fn role_only_first_event_is_not_ttft() {
+        let mut r = streamed(vec![tc(214.0, None), tc(234.0, None)], Some(2), 240.0);
+        r.first_event_ms = Some(5.0);
+        let f = measure(&r);
+        assert_eq!(f.first_event_ms, Some(5.0));
+        assert_eq!(f.ttft_ms, Some(214.0));
+    }
+
+    #[test]
+    fn reasoning_first_gives_ttft_but_later_first_content() {
+        let mut a = tc(100.0, None);
+        a.content.clear();
+        a.reasoning = "think".into();
+        let f = measure(&streamed(vec![a, tc(150.0, None)], Some(2), 160.0));
+        assert_eq!(f.ttft_ms, Some(100.0));
+        assert_eq!(f.first_content_ms, Some(150.0));
+    }
+
+    #[test]
+    fn non_streamed_reply_has_e2e_but_no_ttft_or_decode() {
+        let r = Reply {
+            streamed: false,
+            end_ms: Some(260.0),
+            usage: Some(Usage {
+                completion_tokens: Some(8),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let f = measure(&r);
+        assert_eq!(f.e2e_ms, Some(260.0));
+        assert_eq!(f.ttft_ms, None);
+        assert_eq!(f.decode_tok_s, None);
+        assert_eq!(f.tpot_ms, None);
+        assert_eq!(f.completion_tokens, Some(8));
+    }
+
+    #[test]
+    fn non_streamed_body_with_usage_says_only_that_it_is_not_streamed() {
+        let r = Reply {
+            streamed: false,
+            end_ms: Some(10.0),
+            usage: Some(Usage {
+                completion_tokens: Some(8),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let f = measure(&r);
+        assert!(!f.multi_token);
+        assert_eq!(
+            f.decode_note.as_deref(),
+            Some("not streamed: no per-token timing")
+        );
+    }
+
+    #[test]
+    fn one_token_chunk_and_a_flushed_stream_say_why_there_is_no_window() {
+        let f = measure(&streamed(vec![tc(100.0, None)], Some(1), 120.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert_eq!(
+            f.decode_note.as_deref(),
+            Some("one token chunk: no decode window")
+        );
+        assert_eq!(f.tpot_ms, None, "N = 1 has no TPOT");
+        let f = measure(&streamed(
+            vec![tc(900.0, None), tc(900.0, None)],
+            Some(2),
+            900.0,
+        ));
+        assert!(f
+            .decode_note
+            .unwrap()
+            .starts_with("no decode window: all 2 token chunks arrived at 900 ms"));
+    }
+
+    #[test]
+    fn no_tokens_after_the_first_arrival_means_no_rate() {
+        // Two token chunks but the serve counts one token: nothing was decoded after the first arrival.
+        let f = measure(&streamed(
+            vec![tc(100.0, None), tc(150.0, None)],
+            Some(1),
+            160.0,
+        ));
+        assert_eq!(f.decode_tok_s, None);
+        assert_eq!(
+            f.decode_note.as_deref(),
+            Some("no tokens after the first arrival (N = 1): no decode rate")
+        );
+        assert_eq!(f.tpot_ms, None);
+    }
+
+    #[test]
+    fn server_decode_rate_falls_back_to_predicted_n_over_predicted_ms() {
+        let mut r = streamed(vec![tc(0.0, None)], Some(1), 1.0);
+        let rate = |r: &mut Reply, t: Timings| {
+            r.timings = Some(t);
+            measure(r).server_decode_tok_s
+        };
+        let t = Timings {
+            predicted_n: Some(8),
+            predicted_ms: Some(400.0),
+            ..Default::default()
+        };
+        assert!(close(rate(&mut r, t.clone()), 20.0));
+        // A zero or missing predicted_per_second is not a rate: the fallback is used.
+        assert!(close(
+            rate(
+                &mut r,
+                Timings {
+                    predicted_per_second: Some(0.0),
+                    ..t.clone()
+                }
+            ),
+            20.0
+        ));
+        assert!(close(
+            rate(
+                &mut r,
+                Timings {
+                    predicted_per_second: Some(-3.0),
+                    ..t.clone()
+                }
+            ),
+            20.0
+        ));
+        assert!(close(
+            rate(
+                &mut r,
+                Timings {
+                    predicted_per_second: Some(31.5),
+                    ..t.clone()
+                }
+            ),
+            31.5
+        ));
+        // Nothing to divide: no rate, never inf or NaN.
+        assert_eq!(
+            rate(
+                &mut r,
+                Timings {
+                    predicted_n: Some(0),
+                    ..t.clone()
+                }
+            ),
+            None
+        );
+        assert_eq!(
+            rate(
+                &mut r,
+                Timings {
+                    predicted_ms: Some(0.0),
+                    ..t.clone()
+                }
+            ),
+            None
+        );
+        assert_eq!(
+            rate(
+                &mut r,
+                Timings {
+                    predicted_ms: None,
+                    ..t
+                }
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn prefill_rate_needs_tokens_and_time_and_usage_equal_to_prompt_n_is_no_cache_hit() {
+        let mut r = streamed(vec![tc(0.0, None)], Some(1), 1.0);
+        r.usage = Some(Usage {
+            prompt_tokens: Some(32),
+            completion_tokens: Some(1),
+            total_tokens: None,
+        });
+        r.timings = Some(Timings {
+            prompt_n: Some(32),
+            prompt_ms: Some(64.0),
+            ..Default::default()
+        });
+        let f = measure(&r);
+        assert!(close(f.server_prefill_tok_s, 500.0));
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+        r.timings = Some(Timings {
+            prompt_n: Some(32),
+            prompt_ms: Some(0.0),
+            ..Default::default()
+        });
+        assert_eq!(measure(&r).server_prefill_tok_s, None);
+        r.usage = None;
+        r.timings = Some(Timings {
+            prompt_n: Some(0),
+            prompt_ms: Some(5.0),
+            ..Default::default()
+        });
+        assert_eq!(measure(&r).server_prefill_tok_s, None);
+    }
+
+    #[test]
+    fn decode_rates_exactly_20_percent_apart_do_not_warn() {
+        // Client: 2 tokens after the first over 1000 ms = 2.0 tok/s; server 2.5: |2.0 - 2.5| = 0.2 × 2.5.
+        let mut r = streamed(
+            vec![tc(0.0, None), tc(500.0, None), tc(1000.0, None)],
+            Some(3),
+            1001.0,
+        );
+        r.timings = Some(Timings {
+            predicted_per_second: Some(2.5),
+            ..Default::default()
+        });
+        let f = measure(&r);
+        assert_eq!(f.decode_tok_s, Some(2.0));
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+        r.timings = Some(Timings {
+            predicted_per_second: Some(2.6),
+            ..Default::default()
+        });
+        let f = measure(&r);
+        assert_eq!(
+            f.warnings,
+            ["client_server_decode_mismatch: client 2.0 tok/s vs server 2.6 tok/s (23% apart)"]
+        );
+    }
+
+    #[test]
+    fn forty_tokens_in_two_reads_3_ms_apart_have_no_decode_rate() {
+        // The buffered proxy of issue 12 kind 4: 20 token chunks per read, the two reads 3 ms apart. The
+        // window rule and the burst rule each refuse it; spread the reads 300 ms apart and only the burst
+        // rule is left to refuse it (20 of the 20 chunks after the first read share one arrival).
+        let mk = |gap: f64| -> Vec<TokenChunk> {
+            (0..40)
+                .map(|i| tc(if i < 20 { 500.0 } else { 500.0 + gap }, None))
+                .collect()
+        };
+        let f = measure(&streamed(mk(3.0), Some(40), 504.0));
+        assert_eq!(f.decode_tok_s, None, "not 6,667 tok/s");
+        assert!(
+            f.decode_note
+                .as_deref()
+                .unwrap()
+                .contains("under the 5 ms minimum"),
+            "{:?}",
+            f.decode_note
+        );
+        assert_eq!(f.tpot_ms, None);
+        let f = measure(&streamed(mk(300.0), Some(40), 801.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert!(
+            f.decode_note.as_deref().unwrap().contains(
+                "burst: 20 of the 20 token chunks after the first arrival came in one read at 800.0 ms"
+            ),
+            "{:?}",
+            f.decode_note
+        );
+        assert_eq!(f.tpot_ms, None);
+        // A first token, then everything else flushed at the end: a burst too.
+        let mut chunks = vec![tc(100.0, None)];
+        chunks.extend((0..39).map(|_| tc(900.0, None)));
+        let f = measure(&streamed(chunks, Some(40), 901.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert!(f.decode_note.unwrap().contains("burst: 39 of the 39"));
+    }
+
+    #[test]
+    fn two_or_three_events_in_one_read_are_a_late_read_not_a_burst() {
+        // Case 11's shape: one token, then two in one read 40 ms later: (3 − 1) / 40 ms = 50 tok/s.
+        let f = measure(&streamed(
+            vec![tc(100.0, None), tc(140.0, None), tc(140.0, None)],
+            Some(3),
+            150.0,
+        ));
+        assert!(close(f.decode_tok_s, 50.0), "{:?}", f.decode_note);
+        // Four of four in one read: a burst.
+        let mut chunks = vec![tc(100.0, None)];
+        chunks.extend((0..4).map(|_| tc(140.0, None)));
+        let f = measure(&streamed(chunks, Some(5), 150.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert!(f.decode_note.unwrap().contains("burst: 4 of the 4"));
+    }
+
+    #[test]
+    fn reads_carrying_at_most_half_the_tokens_keep_their_rate() {
+        // A proxy flushing every 100 ms, 4 chunks a read after a 1-chunk first read: 4 of 16 is a quarter.
+        let mut chunks = vec![tc(100.0, None)];
+        for r in 1..=4 {
+            chunks.extend((0..4).map(|_| tc(100.0 + 100.0 * r as f64, None)));
+        }
+        let f = measure(&streamed(chunks, Some(17), 501.0));
+        assert!(close(f.decode_tok_s, 16.0 / 0.4), "{:?}", f.decode_note);
+        // Two reads after the first, half each: at the bound, measured.
+        let mut chunks = vec![tc(0.0, None)];
+        chunks.extend((0..3).map(|_| tc(100.0, None)));
+        chunks.extend((0..3).map(|_| tc(200.0, None)));
+        let f = measure(&streamed(chunks, Some(7), 201.0));
+        assert!(close(f.decode_tok_s, 30.0), "{:?}", f.decode_note);
+    }
+
+    #[test]
+    fn a_window_under_5_ms_has_no_rate_and_5_ms_has_one() {
+        // 40 events written one by one from a buffer, 100 µs apart: 39 / 3.9 ms would read 10,000 tok/s.
+        let mk = |gap: f64, k: usize| {
+            (0..k)
+                .map(|i| tc(50.0 + gap * i as f64, None))
+                .collect::<Vec<_>>()
+        };
+        let f = measure(&streamed(mk(0.1, 40), Some(40), 60.0));
+        assert_eq!(f.decode_tok_s, None);
+        assert!(f.decode_note.unwrap().starts_with("decode window 3.9 ms"));
+        assert_eq!(f.tpot_ms, None);
+        let f = measure(&streamed(mk(1.25, 5), Some(5), 80.0));
+        assert!(close(f.decode_tok_s, 800.0), "{:?}", f.decode_note);
+        // One gap of a 98 tok/s serve (the seed run's two-token reply): measured.
+        let f = measure(&streamed(mk(10.2, 2), Some(2), 80.0));
+        assert!(close(f.decode_tok_s, 1000.0 / 10.2), "{:?}", f.decode_note);
+    }
+
+    #[test]
+    fn a_usage_count_the_stream_could_not_carry_is_flagged_and_not_used() {
+        // 8 chunks of 4 bytes: at most 32 + 8 + 16 = 56 tokens. usage says 4000.
+        let chunks: Vec<TokenChunk> = (0..8).map(|i| tc(100.0 + 25.0 * i as f64, None)).collect();
+        let f = measure(&streamed(chunks.clone(), Some(4000), 290.0));
+        assert!(
+            f.warnings.iter().any(|w| w.starts_with(
+                "implausible_completion_tokens: usage.completion_tokens 4000 is more than the stream could carry (at most 56"
+            )),
+            "{:?}",
+            f.warnings
+        );
+        // Not used: N falls back to the chunk count, an estimate (7 / 0.175 s = 40 tok/s, not 22,851).
+        assert_eq!(
+            f.completion_tokens_source,
+            Some(TokenSource::TokenChunkCountEstimate)
+        );
+        assert!(close(f.decode_tok_s, 40.0), "{:?}", f.decode_tok_s);
+        // At the ceiling: used.
+        let f = measure(&streamed(chunks, Some(56), 290.0));
+        assert_eq!(f.completion_tokens, Some(56));
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+        assert_eq!(
+            token_ceiling(&streamed(vec![], None, 1.0)),
+            TEXTLESS_TOKEN_ALLOWANCE
+        );
+    }
+
+    #[test]
+    fn a_failed_reply_has_no_ttft_no_rate_and_no_tpot() {
+        // Two fast chunks, then the connection closed: no finish_reason, no [DONE].
+        let mut r = streamed(vec![tc(5.0, None), tc(40.0, None)], Some(2), 41.0);
+        r.truncated = true;
+        let f = measure(&r);
+        assert_eq!(
+            (f.ttft_ms, f.first_content_ms, f.decode_tok_s, f.tpot_ms),
+            (None, None, None, None)
+        );
+        assert_eq!(
+            f.failed.as_deref(),
+            Some("truncated_stream: no finish_reason, no [DONE]")
+        );
+        assert_eq!(
+            f.decode_note.as_deref(),
+            Some("failed reply: truncated_stream: no finish_reason, no [DONE]")
+        );
+        // A serve error or a transport failure: the same.
+        let mut r = streamed(vec![tc(5.0, None), tc(40.0, None)], Some(2), 41.0);
+        r.error = Some(crate::analysis::reply::ServeError {
+            kind: "transport".into(),
+            message: "operation timed out".into(),
+            ..Default::default()
+        });
+        let f = measure(&r);
+        assert_eq!((f.ttft_ms, f.decode_tok_s), (None, None));
+        assert_eq!(f.failed.as_deref(), Some("transport: operation timed out"));
+    }
+
+    #[test]
+    fn empty_reply_measures_nothing_and_does_not_panic() {
+        let f = measure(&Reply {
+            streamed: true,
+            ..Default::default()
+        });
+        assert_eq!(f.ttft_ms, None);
+        assert_eq!(f.completion_tokens_source, None);
+        assert_eq!(f.decode_tok_s, None);
+    }
+}

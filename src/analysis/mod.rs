@@ -1,0 +1,38 @@
+//! Pure analysis of evidence: SSE framing, replies, per-request figures, statistics, content checks and pair
+//! arithmetic. No I/O.
+
+pub mod content;
+pub mod measure;
+pub mod pair;
+pub mod reply;
+pub mod sse;
+pub mod stats;
+
+use std::path::Path;
+
+use crate::error::EvidenceError;
+use crate::io::reads::TimedRead;
+
+pub use reply::reply_of;
+
+/// A loaded run with each request's reads parsed into a [`reply::Reply`] (see [`reply_of`]).
+pub type Evidence = crate::evidence::Evidence<reply::Reply>;
+/// One request of an [`Evidence`]: record, response meta and parsed reply.
+pub type RequestEvidence = crate::evidence::RequestEvidence<reply::Reply>;
+/// A loaded pair run, each arm an [`Evidence`].
+pub type PairEvidence = crate::evidence::PairEvidence<reply::Reply>;
+
+fn parse(rec: &crate::evidence::RequestRecord, reads: Vec<TimedRead>) -> reply::Reply {
+    reply_of(rec, &reads)
+}
+
+/// Loads a run directory ([`crate::evidence::load_with`]) and parses each request's reads as they are read,
+/// as judging sees them. Errors: those of [`crate::evidence::load`].
+pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
+    crate::evidence::load_with(dir, parse)
+}
+
+/// Loads a pair run directory, each arm as [`load`] does.
+pub fn load_pair(dir: &Path) -> Result<PairEvidence, EvidenceError> {
+    crate::evidence::load_pair_with(dir, parse)
+}

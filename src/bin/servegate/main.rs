@@ -1,0 +1,517 @@
+//! `servegate`: run gates against a live serve, re-judge recorded evidence, check gate specs, inspect a reply.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use servegate::error::exit;
+use servegate::run::runner;
+use servegate::{analysis, evidence, judge, spec};
+
+/// A release gate for OpenAI-compatible LLM serves.
+///
+/// Exit codes: 0 every assertion passed; 1 an assertion failed; 2 bad usage; 3 a gate spec is invalid;
+/// 4 the serve never became ready; 5 evidence could not be read or written; 6 a requirement is unmet under
+/// SERVEGATE_STRICT=1; 7 nothing was checked (every gate ignored).
+#[derive(Parser)]
+#[command(name = "servegate", version, about, long_about = None, after_help = "Exit codes: 0 pass, 1 assertion failed, 2 usage, 3 spec invalid, 4 serve never ready, 5 evidence error, 6 requirement unmet (strict), 7 nothing checked.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run gates live: start (or reach) the serve, send the prompts, write evidence, print one verdict line per assertion.
+    Run {
+        /// Gate files (gates/NAME.toml).
+        #[arg(required = true)]
+        gates: Vec<PathBuf>,
+        /// Evidence root (default $SERVEGATE_RUNS or target/servegate/runs).
+        #[arg(long)]
+        runs: Option<PathBuf>,
+        /// Print no progress lines.
+        #[arg(long, short)]
+        quiet: bool,
+        /// Also write JUnit XML here: one testsuite per gate, one testcase per assertion (docs/ci.md). Default:
+        /// $SERVEGATE_JUNIT. Removed when the run starts; written before the RESULT line.
+        #[arg(long, value_name = "PATH")]
+        junit: Option<PathBuf>,
+        /// Also write the verdicts and measurements as JSON here (schema servegate.results/1, docs/results-json.md).
+        /// Default: $SERVEGATE_JSON.
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+        /// After a passing run, write records ID-decode-rate and ID-first-token to records/ (or --records-dir)
+        /// from its evidence, with the gate's [record] table (docs/records.md); a pair gate also writes
+        /// ID-theirs-decode-rate and ID-theirs-first-token, each naming the other's figure, the ratio and the
+        /// order. A failed run writes none.
+        #[arg(long, value_name = "ID")]
+        record: Option<String>,
+        /// Where --record writes.
+        #[arg(long, value_name = "DIR", default_value = "records")]
+        records_dir: PathBuf,
+    },
+    /// Re-judge a recorded run directory, with its copied gate.toml or an edited gate (--gate).
+    Judge {
+        /// The run directory (holds run.json).
+        run_dir: PathBuf,
+        /// Judge with this gate spec instead of the run's own gate.toml (e.g. to try a new floor on an old run).
+        #[arg(long)]
+        gate: Option<PathBuf>,
+    },
+    /// Validate gate specs without running anything.
+    Check {
+        /// Gate files.
+        #[arg(required = true)]
+        gates: Vec<PathBuf>,
+    },
+    /// Parse one response (.reads.jsonl timed reads, .sse raw bytes at t=0, .http raw response, or a plain JSON
+    /// body) and print a summary, the measurements and the parsed reply as JSON (docs/metrics.md).
+    Inspect {
+        /// The response file.
+        file: PathBuf,
+    },
+    /// Serve a recorded run back with its original timing (or, with --synthetic, a paced stream whose true TTFT and
+    /// decode rate are known): an OpenAI-compatible serve usable as a gate's [serve] command.
+    Replay(servegate::replay::ReplayArgs),
+    /// Records (records/*.json): `records check` validates them all and names every problem's file and field.
+    Records(servegate::records::record::RecordsArgs),
+    /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
+    Leaderboard(servegate::records::leaderboard::LeaderboardArgs),
+    /// Judge the embedded judging table (the seed's shapes and one per hazard kind) with this binary's own judge:
+    /// no serve, no device; one line per shape, exit 0 when every shape gives what it must, else 1.
+    SelfTest(servegate::run::selftest::SelfTestArgs),
+}
+
+fn main() -> ExitCode {
+    // Like any Unix filter: `servegate check gates/*.toml | head -1` ends quietly instead of panicking on a
+    // closed pipe.
+    // SAFETY: resetting a signal disposition at start, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Cmd::Run {
+            gates,
+            runs,
+            quiet,
+            junit,
+            json,
+            record,
+            records_dir,
+        } => {
+            // As the harness: --junit / --json, else SERVEGATE_JUNIT / SERVEGATE_JSON.
+            let env_path = |k: &str| {
+                std::env::var_os(k)
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            };
+            let outputs = servegate::sinks::outputs::Outputs {
+                junit: junit.or_else(|| env_path("SERVEGATE_JUNIT")),
+                json: json.or_else(|| env_path("SERVEGATE_JSON")),
+            };
+            // The previous run's reports go first: a run that ends early never leaves them looking current.
+            for e in servegate::run::harness::clear_reports(&outputs) {
+                eprintln!("error: {e}");
+            }
+            if let Some(id) = &record {
+                if gates.len() != 1 {
+                    eprintln!("error: --record takes exactly one gate");
+                    return ExitCode::from(exit::USAGE as u8);
+                }
+                if let Err(e) = spec::load(&gates[0])
+                    .map_err(|e| e.to_string())
+                    .and_then(|g| g.record_spec(id, "decode_rate").map(|_| ()))
+                {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(exit::SPEC_INVALID as u8);
+                }
+            }
+            let root = runs.clone().unwrap_or_else(runner::runs_root);
+            let record = record.as_deref().map(|id| (id, records_dir.as_path()));
+            cmd_run(&gates, Some(root), quiet, &outputs, record)
+        }
+        Cmd::Judge { run_dir, gate } => cmd_judge(&run_dir, gate),
+        Cmd::Check { gates } => cmd_check(&gates),
+        Cmd::Inspect { file } => cmd_inspect(&file),
+        Cmd::Replay(args) => servegate::replay::cli_replay(&args),
+        Cmd::Records(args) => servegate::records::record::cli_records(&args),
+        Cmd::Leaderboard(args) => servegate::records::leaderboard::cli(&args),
+        Cmd::SelfTest(args) => servegate::run::selftest::cli(&args),
+    };
+    ExitCode::from(code as u8)
+}
+
+/// Writes ID-decode-rate and ID-first-token from the newest run directory of the gate under `root`.
+fn write_records(
+    gate_file: &std::path::Path,
+    root: &std::path::Path,
+    id: &str,
+    dir: &std::path::Path,
+) -> i32 {
+    let Ok(g) = spec::load(gate_file) else {
+        return exit::SPEC_INVALID;
+    };
+    let gate_runs = root.join(&g.name);
+    let newest = std::fs::read_dir(&gate_runs).ok().and_then(|d| {
+        d.filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .max()
+    });
+    let Some(run) = newest else {
+        eprintln!("error: no run directory under {}", gate_runs.display());
+        return exit::EVIDENCE_ERROR;
+    };
+    let pair = servegate::evidence::is_pair_dir(&run);
+    let roles: &[&str] = if pair { &["ours", "theirs"] } else { &["ours"] };
+    for (role, (metric, suffix)) in roles.iter().flat_map(|r| {
+        [
+            (r, ("decode_rate", "decode-rate")),
+            (r, ("first_token", "first-token")),
+        ]
+    }) {
+        let rid = if *role == "theirs" {
+            format!("{id}-theirs-{suffix}")
+        } else {
+            format!("{id}-{suffix}")
+        };
+        let rs = match g.record_spec(&rid, metric) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::SPEC_INVALID;
+            }
+        };
+        let built = if pair {
+            servegate::analysis::load_pair(&run)
+                .map(|pe| servegate::records::record::from_pair_run_as(&g, &pe, &rs, role))
+        } else {
+            analysis::load(&run).map(|ev| servegate::records::record::from_run(&g, &ev, &rs))
+        };
+        match built {
+            Ok(Ok(r)) => match servegate::records::record::write_new(dir, &r) {
+                Ok(p) => println!("record: {}", p.display()),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return exit::SPEC_INVALID;
+                }
+            },
+            Ok(Err(e)) => {
+                eprintln!("error: {e}");
+                return exit::EVIDENCE_ERROR;
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::EVIDENCE_ERROR;
+            }
+        }
+    }
+    println!("now run `servegate leaderboard` to render the page");
+    exit::PASS
+}
+
+fn print_verdicts(verdicts: &[judge::Verdict]) -> bool {
+    for v in verdicts {
+        println!("{}", v.message);
+    }
+    verdicts.iter().all(|v| v.passed())
+}
+
+fn cmd_run(
+    files: &[PathBuf],
+    runs: Option<PathBuf>,
+    quiet: bool,
+    outputs: &servegate::sinks::outputs::Outputs,
+    record: Option<(&str, &std::path::Path)>,
+) -> i32 {
+    use servegate::sinks::report;
+    let started = std::time::Instant::now();
+    let strict = servegate::run::harness::strict();
+    let mut results = report::Results::begin(report::Producer::Run, strict);
+    // Every spec is checked before any gate runs, and every invalid one is reported.
+    let mut specs = Vec::new();
+    let mut invalid = 0usize;
+    for f in files {
+        match spec::load(f) {
+            Ok(s) => specs.push(s),
+            Err(e) => {
+                eprintln!("error: {e}");
+                results.push(report::GateResults::spec_invalid(f, &e.to_string(), 0.0));
+                invalid += 1;
+            }
+        }
+    }
+    if invalid > 0 {
+        let why = format!(
+            "{invalid} of {} gate spec{} invalid: no gate was run",
+            files.len(),
+            if files.len() == 1 { " is" } else { "s are" }
+        );
+        return finish_run(outputs, results, started, exit::SPEC_INVALID, &why);
+    }
+    let root = runs.unwrap_or_else(runner::runs_root);
+    // A stop signal from here on ends the command as interrupted at the next checkpoint: no verdict,
+    // RESULT line or report is printed or written after it.
+    let _ = servegate::io::signals::install();
+    servegate::io::signals::defer_exit();
+    let mut worst = exit::PASS;
+    let mut skipped = 0usize;
+    for g in &specs {
+        println!("gate {} ({})", g.name, g.file.display());
+        let unmet = g.requirements();
+        if !unmet.is_empty() {
+            println!("IGNORED requires: {}", unmet.join("; "));
+            results.push(report::gate_unmet(g, &unmet, strict));
+            if strict {
+                worst = worst.max(exit::REQUIREMENT_UNMET);
+            } else {
+                skipped += 1;
+            }
+            continue;
+        }
+        let name = g.name.clone();
+        let mut progress = |line: &str| {
+            if !quiet {
+                eprintln!("[{name}] {line}");
+            }
+        };
+        let t = std::time::Instant::now();
+        let ran = runner::run(g, &root, &mut progress);
+        servegate::io::signals::checkpoint();
+        match ran {
+            Ok(o) => {
+                print_verdicts(&o.verdicts);
+                println!("evidence: {}", o.dir.display());
+                let code = o.exit_code();
+                worst = if worst == exit::PASS {
+                    code
+                } else {
+                    worst.max(code)
+                };
+                results.push(report::gate_from_run(g, &o, t.elapsed().as_secs_f64()));
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                worst = worst.max(exit::EVIDENCE_ERROR);
+                results.push(report::gate_error(
+                    g,
+                    &e.to_string(),
+                    t.elapsed().as_secs_f64(),
+                ));
+            }
+        }
+    }
+    let nothing_checked = worst == exit::PASS && skipped == specs.len();
+    // --record: written from a passing run's evidence before the RESULT line, so that line says whether they were.
+    if let Some((id, dir)) = record {
+        if worst != exit::PASS || nothing_checked {
+            eprintln!("no record written: the run did not pass");
+        } else {
+            let code = write_records(&files[0], &root, id, dir);
+            if code != exit::PASS {
+                results
+                    .problems
+                    .push("the gate passed but its records could not be written".to_string());
+                return finish_run(
+                    outputs,
+                    results,
+                    started,
+                    code,
+                    "the gate passed but its records could not be written",
+                );
+            }
+        }
+    }
+    if nothing_checked {
+        results
+            .problems
+            .push("nothing was checked: every gate was ignored (unmet [requires])".to_string());
+        return finish_run(
+            outputs,
+            results,
+            started,
+            exit::NOTHING_CHECKED,
+            "every gate was ignored: nothing was checked",
+        );
+    }
+    finish_run(outputs, results, started, worst, "")
+}
+
+/// Stamps `results` with `code`, writes the reports, then prints the one `RESULT:` line, which always agrees
+/// with the returned exit code: `PASS` (0), `SKIP (why)` (7: nothing was checked), `ERROR (why)` (a report
+/// could not be written: 5, or an invalid spec: 3), else `FAIL`.
+fn finish_run(
+    outputs: &servegate::sinks::outputs::Outputs,
+    results: servegate::sinks::report::Results,
+    started: std::time::Instant,
+    code: i32,
+    why: &str,
+) -> i32 {
+    servegate::io::signals::checkpoint();
+    let written = outputs.finish(results, started.elapsed().as_secs_f64(), code);
+    servegate::io::signals::checkpoint();
+    println!("RESULT: {}", result_word(code, written, why));
+    written
+}
+
+/// The word of the `RESULT:` line for exit code `code` (as planned) and `written` (after writing the reports).
+fn result_word(code: i32, written: i32, why: &str) -> String {
+    let paren = |w: &str, why: &str| {
+        if why.is_empty() {
+            w.to_string()
+        } else {
+            format!("{w} ({why})")
+        }
+    };
+    if written != code {
+        // Only a report write changes the code; the verdicts' own result is said too.
+        let was = result_word(code, code, why);
+        return format!("ERROR (a report could not be written; the gates said {was})");
+    }
+    match code {
+        exit::PASS => "PASS".to_string(),
+        exit::NOTHING_CHECKED => paren("SKIP", why),
+        exit::SPEC_INVALID | exit::EVIDENCE_ERROR => paren("ERROR", why),
+        _ => paren("FAIL", why),
+    }
+}
+
+fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
+    if !dir.join(servegate::evidence::layout::RUN_FILE).is_file() && !evidence::is_pair_dir(dir) {
+        eprintln!(
+            "error: {} is not a run directory (no run.json or pair.json)",
+            dir.display()
+        );
+        return exit::EVIDENCE_ERROR;
+    }
+    if let Some(edited) = &gate {
+        // Judging an old run with an edited gate is for trying new bounds; a gate that asks for other requests
+        // than the run sent judges evidence it did not ask for: say so.
+        if let (Ok(new), Ok(old)) = (
+            spec::load(edited),
+            spec::load(&dir.join(servegate::evidence::layout::GATE_FILE)),
+        ) {
+            let (n, o) = (&new.request, &old.request);
+            let mut diffs = Vec::new();
+            if n.prompts != o.prompts {
+                diffs.push("prompts");
+            }
+            if n.max_tokens != o.max_tokens {
+                diffs.push("max_tokens");
+            }
+            if n.repeats != o.repeats || n.warmup != o.warmup {
+                diffs.push("repeats/warmup");
+            }
+            if n.temperature != o.temperature
+                || n.top_k != o.top_k
+                || n.top_p != o.top_p
+                || n.extra != o.extra
+                || n.stream != o.stream
+            {
+                diffs.push("sampling/body");
+            }
+            if !diffs.is_empty() {
+                eprintln!(
+                    "note: {} asks for other requests than the run sent ({}); the verdicts judge what the run's own gate.toml asked for",
+                    edited.display(),
+                    diffs.join(", ")
+                );
+            }
+        }
+    }
+    let gate_file = gate.unwrap_or_else(|| dir.join(servegate::evidence::layout::GATE_FILE));
+    let g = match spec::load(&gate_file) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::SPEC_INVALID;
+        }
+    };
+    if evidence::is_pair_dir(dir) {
+        if g.pair.is_none() {
+            eprintln!(
+                "error: {} is a pair run but {} is not a pair gate",
+                dir.display(),
+                gate_file.display()
+            );
+            return exit::SPEC_INVALID;
+        }
+        let ev = match analysis::load_pair(dir) {
+            Ok(ev) => ev,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::EVIDENCE_ERROR;
+            }
+        };
+        println!(
+            "pair gate {} ({}) on {}",
+            g.name,
+            gate_file.display(),
+            dir.display()
+        );
+        let verdicts = judge::judge_pair(&g, &ev);
+        let ok = print_verdicts(&verdicts);
+        println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
+        // Unlike `run`, a voided pair (pair_model_mismatch) exits 1 here: kept as it was (issue 13, item 2).
+        return servegate::error::exit_code(
+            (!ok).then_some(servegate::error::FailureKind::Assertion),
+        );
+    }
+    let ev = match analysis::load(dir) {
+        Ok(ev) => ev,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::EVIDENCE_ERROR;
+        }
+    };
+    println!(
+        "gate {} ({}) on {}",
+        g.name,
+        gate_file.display(),
+        dir.display()
+    );
+    let verdicts = judge::judge(&g, &ev);
+    let ok = print_verdicts(&verdicts);
+    println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
+    runner::RunOutcome {
+        dir: dir.to_path_buf(),
+        summary: ev.run,
+        verdicts,
+        pair: None,
+    }
+    .exit_code()
+}
+
+fn cmd_check(files: &[PathBuf]) -> i32 {
+    let mut code = exit::PASS;
+    for f in files {
+        match spec::load(f) {
+            Ok(g) => println!(
+                "{}: ok ({}; assertions: {})",
+                f.display(),
+                g.name,
+                g.assertions.names().join(", ")
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                code = exit::SPEC_INVALID;
+            }
+        }
+    }
+    code
+}
+
+fn cmd_inspect(file: &std::path::Path) -> i32 {
+    match servegate::inspect::inspect_file(file) {
+        Ok(out) => {
+            println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+            exit::PASS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::EVIDENCE_ERROR
+        }
+    }
+}

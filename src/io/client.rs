@@ -1,0 +1,297 @@
+//! The client: sends OpenAI chat-completion requests and records the response body as timed reads. One of
+//! the two modules that touch sockets (with `serve`). It measures nothing: it stamps each `read()` of the
+//! body with the milliseconds since the request was sent (monotonic clock) and hands the reads on.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::io::reads::TimedRead;
+use crate::spec::RequestSpec;
+
+/// `NN.response.json`: what the HTTP layer said.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResponseMeta {
+    /// HTTP status.
+    pub status: Option<u16>,
+    /// Response headers (lower-case names; repeated headers joined with `, `).
+    pub headers: BTreeMap<String, String>,
+    /// Transport failure, verbatim.
+    pub transport_error: Option<String>,
+    /// ms from send to the response head.
+    pub head_ms: Option<f64>,
+    /// ms from send to the end of the body (or the failure).
+    pub end_ms: Option<f64>,
+}
+
+/// Bytes of one response body kept in the evidence; the rest is read no further and the request is marked
+/// `body_truncated` (a hostile or broken serve must not exhaust memory). 64 MiB.
+pub const BODY_CAP_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What one request produced.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    /// Status, headers, timings of the HTTP layer, transport error.
+    pub response: ResponseMeta,
+    /// The body as timed reads.
+    pub reads: Vec<TimedRead>,
+    /// Bytes kept.
+    pub body_bytes: u64,
+    /// True when the cap was hit.
+    pub body_truncated: bool,
+}
+
+/// Builds the chat-completion body for one prompt: OpenAI field names, `stream_options.include_usage` when
+/// streamed, `extra` merged last (it may override anything but `messages` and `stream`).
+pub fn request_body(req: &RequestSpec, prompt: &str) -> serde_json::Value {
+    let mut messages = Vec::new();
+    if let Some(system) = &req.system {
+        messages.push(serde_json::json!({"role": "system", "content": system}));
+    }
+    messages.push(serde_json::json!({"role": "user", "content": prompt}));
+    let mut body = serde_json::Map::new();
+    body.insert("model".into(), req.served_model.clone().into());
+    body.insert("messages".into(), messages.into());
+    body.insert("max_tokens".into(), req.max_tokens.into());
+    if let Some(t) = req.temperature {
+        body.insert("temperature".into(), t.into());
+    }
+    body.insert("stream".into(), req.stream.into());
+    if req.stream {
+        body.insert(
+            "stream_options".into(),
+            serde_json::json!({"include_usage": true}),
+        );
+    }
+    for (k, v) in &req.extra {
+        body.insert(k.clone(), v.clone());
+    }
+    serde_json::Value::Object(body)
+}
+
+/// An HTTP client for one run: no proxy, no redirects (a redirect is a failure to look into, not to follow),
+/// rustls for `https://`.
+pub fn http_client(
+    timeout: Duration,
+    api_key: Option<&str>,
+) -> Result<reqwest::blocking::Client, String> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(key) = api_key {
+        let mut v = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
+            .map_err(|_| "the API key is not a valid header value".to_string())?;
+        v.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, v);
+    }
+    reqwest::blocking::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(timeout)
+        .default_headers(headers)
+        .user_agent(concat!("servegate/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| crate::error::OneLine(&e).to_string())
+}
+
+/// Sends `body` to `{base_url}/v1/chat/completions` and records the response as timed reads.
+/// Never fails: a transport error is recorded in the exchange. Only the client's own timeout bounds it (per
+/// phase: the head, then each read); [`send_within`] bounds the whole request.
+pub fn send(
+    client: &reqwest::blocking::Client,
+    base_url: &str,
+    body: &serde_json::Value,
+) -> Exchange {
+    send_within(client, base_url, body, None)
+}
+
+/// What the body reader thread hands over: one read, the end of the body, or why reading failed.
+enum BodyMsg {
+    Read(TimedRead),
+    End,
+    Failed(String),
+}
+
+/// As [`send`], and the whole request (head and body) ends by `timeout` after it was sent: a serve that
+/// trickles a byte now and then cannot hold the runner longer than that (each read alone is bounded by the
+/// client's timeout, so without a deadline a trickle would never end). The body is read on a helper thread;
+/// at the deadline or the [`BODY_CAP_BYTES`] cap the exchange returns with what was kept and the helper is
+/// left to finish its current read (it ends at the next read, when the connection closes, or at the client's
+/// timeout), dropping the response and so the connection. Memory held: the kept bytes plus at most
+/// 8 reads in flight.
+pub fn send_within(
+    client: &reqwest::blocking::Client,
+    base_url: &str,
+    body: &serde_json::Value,
+    timeout: Option<Duration>,
+) -> Exchange {
+    let url = format!("{base_url}/v1/chat/completions");
+    let payload = serde_json::to_vec(body).unwrap_or_default();
+    let t0 = Instant::now();
+    let deadline = timeout.map(|t| t0 + t);
+    let ms = move |t: Instant| t.duration_since(t0).as_secs_f64() * 1000.0;
+    let mut meta = ResponseMeta::default();
+    let mut reads = Vec::new();
+    let mut kept: u64 = 0;
+    let mut truncated = false;
+    // The head is bounded by the client's own timeout (the runner builds the client with the same one); the
+    // deadline below then bounds the body. (A per-request reqwest timeout would race the deadline.)
+    let request = client
+        .post(&url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(payload);
+    match request.send() {
+        Err(e) => {
+            meta.transport_error = Some(describe(&e));
+            meta.end_ms = Some(ms(Instant::now()));
+        }
+        Ok(mut resp) => {
+            meta.head_ms = Some(ms(Instant::now()));
+            let status = resp.status();
+            meta.status = Some(status.as_u16());
+            for (name, value) in resp.headers() {
+                let v = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                meta.headers
+                    .entry(name.as_str().to_string())
+                    .and_modify(|e| {
+                        e.push_str(", ");
+                        e.push_str(&v)
+                    })
+                    .or_insert(v);
+            }
+            if status.is_redirection() {
+                let to = meta
+                    .headers
+                    .get("location")
+                    .map(|l| format!(" to {l}"))
+                    .unwrap_or_default();
+                meta.transport_error = Some(format!(
+                    "redirect refused: HTTP {}{to}; servegate follows no redirect (point serve.url at the serve itself)",
+                    status.as_u16()
+                ));
+            }
+            let (tx, rx) = std::sync::mpsc::sync_channel::<BodyMsg>(8);
+            let reader = std::thread::Builder::new()
+                .name("servegate-body".into())
+                .spawn(move || {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let msg = match resp.read(&mut buf) {
+                            Ok(0) => BodyMsg::End,
+                            Ok(n) => BodyMsg::Read(TimedRead {
+                                t_ms: ms(Instant::now()),
+                                bytes: buf[..n].to_vec(),
+                            }),
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                            Err(e) => BodyMsg::Failed(describe_io(&e)),
+                        };
+                        let last = !matches!(msg, BodyMsg::Read(_));
+                        if tx.send(msg).is_err() || last {
+                            break;
+                        }
+                    }
+                });
+            if let Err(e) = reader {
+                meta.transport_error = Some(format!("cannot start the body reader thread: {e}"));
+            } else {
+                loop {
+                    let msg = match deadline {
+                        None => rx
+                            .recv()
+                            .map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected),
+                        Some(d) => rx.recv_timeout(d.saturating_duration_since(Instant::now())),
+                    };
+                    match msg {
+                        Ok(BodyMsg::Read(r)) => {
+                            let n = r.bytes.len();
+                            let room = BODY_CAP_BYTES.saturating_sub(kept) as usize;
+                            let take = n.min(room);
+                            if take > 0 {
+                                kept += take as u64;
+                                let mut r = r;
+                                r.bytes.truncate(take);
+                                reads.push(r);
+                            }
+                            if take < n {
+                                truncated = true;
+                                break;
+                            }
+                        }
+                        Ok(BodyMsg::End) => break,
+                        Ok(BodyMsg::Failed(e)) => {
+                            meta.transport_error
+                                .get_or_insert(format!("body read failed after {kept} bytes: {e}"));
+                            break;
+                        }
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                            meta.transport_error.get_or_insert(format!(
+                                "timeout: the body did not end within {:.1} s of the request (request.timeout_s); {kept} bytes kept",
+                                timeout.unwrap_or_default().as_secs_f64()
+                            ));
+                            break;
+                        }
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            }
+            // Dropping the receiver makes the reader stop at its next read and drop the response.
+            drop(rx);
+            meta.end_ms = Some(ms(Instant::now()));
+        }
+    }
+    Exchange {
+        response: meta,
+        reads,
+        body_bytes: kept,
+        body_truncated: truncated,
+    }
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timeout"
+    } else if e.is_connect() {
+        "connect failed"
+    } else if e.is_redirect() {
+        "redirect refused"
+    } else {
+        "request failed"
+    };
+    format!("{kind}: {}", crate::error::OneLine(e))
+}
+
+fn describe_io(e: &std::io::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(x) = src {
+        s.push_str(": ");
+        s.push_str(&x.to_string());
+        src = x.source();
+    }
+    if s.to_lowercase().contains("timed out") {
+        format!("timeout: {s}")
+    } else {
+        s
+    }
+}
+
+/// GET `{base_url}{path}` with a short timeout; returns (status, body) or an error string.
+pub fn get(
+    client: &reqwest::blocking::Client,
+    base_url: &str,
+    path: &str,
+    timeout: Duration,
+) -> Result<(u16, String), String> {
+    let resp = client
+        .get(format!("{base_url}{path}"))
+        .timeout(timeout)
+        .send()
+        .map_err(|e| describe(&e))?;
+    let status = resp.status().as_u16();
+    let mut body = String::new();
+    resp.take(1024 * 1024)
+        .read_to_string(&mut body)
+        .map_err(|e| e.to_string())?;
+    Ok((status, body))
+}

@@ -1,0 +1,1478 @@
+//! Judging: a pure function of (gate spec, evidence) to verdicts, one per declared assertion. It reads no file,
+//! starts nothing and keeps no clock, so any recorded run can be re-judged anywhere (`servegate judge`).
+//!
+//! Verdict messages show every value and n of N planned: `rate FAIL median 50.0 tok/s (floor 60.0; each:
+//! 53.3, 46.4, 50.0; n=3 of 3 planned)`. Medians, never means (`stats::median`). Nothing passes without
+//! evidence: a log that names no route fails, a reply without timings fails the rate, no replies at all fail
+//! everything, and every planned request is accounted for ([`account`]): one never sent, or sent and failed,
+//! is a missing value that fails every figure assertion, never a median left to the others.
+
+pub(crate) mod outcome;
+pub mod redact;
+
+pub use outcome::RunOutcome;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::measure::{self, Figures, TokenSource};
+use crate::analysis::stats;
+use crate::analysis::{Evidence, RequestEvidence};
+use crate::evidence::RunStatus;
+use crate::spec::{GateSpec, RateSource};
+
+/// The outcome of one assertion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The assertion holds on the evidence.
+    Pass,
+    /// It does not, or the evidence is missing.
+    Fail,
+}
+
+/// One assertion's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The assertion's name (`route`, `rate`, `first_token`, `content`, `known_answer`).
+    pub assertion: String,
+    /// Pass or fail.
+    pub outcome: Outcome,
+    /// The verdict line: `<assertion> PASS|FAIL <details>`.
+    pub message: String,
+    /// The per-request values judged (tok/s for `rate`, ms for `first_token`), in send order, one per planned
+    /// request; None where a request had no value (it failed, had no measurable figure, or was never sent).
+    #[serde(default)]
+    pub values: Vec<Option<f64>>,
+    /// The statistic compared with the bound (the median), when there is one.
+    #[serde(default)]
+    pub median: Option<f64>,
+}
+
+impl Verdict {
+    fn new(assertion: &str, outcome: Outcome, details: impl AsRef<str>) -> Verdict {
+        let word = match outcome {
+            Outcome::Pass => "PASS",
+            Outcome::Fail => "FAIL",
+        };
+        Verdict {
+            assertion: assertion.to_string(),
+            outcome,
+            message: format!("{assertion} {word} {}", details.as_ref()),
+            values: Vec::new(),
+            median: None,
+        }
+    }
+
+    /// True when the outcome is Pass.
+    pub fn passed(&self) -> bool {
+        self.outcome == Outcome::Pass
+    }
+
+    /// The message without its `<assertion> PASS|FAIL ` head (the part [`Verdict::new`] was given).
+    pub fn details(&self) -> &str {
+        let word = if self.passed() { "PASS" } else { "FAIL" };
+        let head = format!("{} {word} ", self.assertion);
+        self.message
+            .strip_prefix(head.as_str())
+            .unwrap_or(&self.message)
+    }
+}
+
+/// A judged request: its evidence and figures.
+struct Judged<'a> {
+    ev: &'a RequestEvidence,
+    fig: Figures,
+}
+
+fn judged_of(evidence: &Evidence) -> Vec<Judged<'_>> {
+    evidence
+        .requests
+        .iter()
+        .filter(|r| !r.record.warmup)
+        .map(|ev| Judged {
+            ev,
+            fig: measure::measure(&ev.reply),
+        })
+        .collect()
+}
+
+/// Why one sent request failed on its own terms, or None: [`crate::analysis::reply::Reply::failure`] (a serve
+/// error, a cut or timed-out stream, no finish_reason and no `[DONE]`, ...), else the transport error the
+/// client saw (`transport: <error>`). A failed request has no value for any figure assertion and fails
+/// `content` and `known_answer`.
+pub fn request_failure(ev: &RequestEvidence) -> Option<String> {
+    ev.reply.failure().or_else(|| {
+        ev.record
+            .transport_error
+            .as_ref()
+            .map(|e| format!("transport: {e}"))
+    })
+}
+
+/// Where each planned judged request of a run stands: every planned request is accounted for, as sent and
+/// answered, sent and failed, or never sent. Pure, from the evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Accounting {
+    /// Judged (non-warmup) requests the run planned (`run.json` `planned`; in older evidence without it,
+    /// the judged requests recorded).
+    pub planned: usize,
+    /// Judged requests in the evidence (sent).
+    pub sent: usize,
+    /// True when `planned` came from `run.json`.
+    pub plan_recorded: bool,
+    /// Warmup requests planned (sent first; the judged plan starts at this index).
+    pub warmup: usize,
+    /// Send-order indices (warmup included, as the `NN.*` files) of planned judged requests never sent.
+    pub never_sent: Vec<usize>,
+    /// Sent judged requests that failed: (index, [`request_failure`]).
+    pub failed: Vec<(usize, String)>,
+    /// The serve failed during the run (exited, or was found dead): `run.json` `serve.failure`, with the last
+    /// lines of its log when known (`serve.exit_log_tail`, else the end of `serve.log`).
+    pub serve_failure: Option<String>,
+}
+
+/// Lines of the serve log quoted when the serve exited during the run.
+pub const EXIT_LOG_LINES: usize = 5;
+
+/// Accounts for every planned request of a run (see [`Accounting`]).
+pub fn account(evidence: &Evidence) -> Accounting {
+    let run = &evidence.run;
+    let judged: Vec<&RequestEvidence> = evidence
+        .requests
+        .iter()
+        .filter(|r| !r.record.warmup)
+        .collect();
+    let sent = judged.len();
+    let planned = run.planned.unwrap_or(sent);
+    let warm = run
+        .planned_warmup
+        .unwrap_or_else(|| evidence.requests.iter().filter(|r| r.record.warmup).count());
+    // Older evidence (no plan recorded): the sent requests are the plan, none is missing.
+    let never_sent: Vec<usize> = if run.planned.is_some() {
+        (warm..warm + planned)
+            .filter(|i| !judged.iter().any(|r| r.record.index == *i))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let failed = judged
+        .iter()
+        .filter_map(|r| request_failure(r).map(|f| (r.record.index, f)))
+        .collect();
+    let serve_failure = match (&run.serve.failure, evidence.requests.is_empty()) {
+        (Some(f), false) => {
+            let tail = run.serve.exit_log_tail.clone().or_else(|| {
+                f.starts_with("server_exited")
+                    .then(|| {
+                        let log = evidence.serve_log.as_deref()?;
+                        let lines: Vec<&str> =
+                            log.lines().filter(|l| !l.trim().is_empty()).collect();
+                        Some(lines[lines.len().saturating_sub(EXIT_LOG_LINES)..].join("\n"))
+                    })
+                    .flatten()
+            });
+            Some(match tail.filter(|t| !t.trim().is_empty()) {
+                Some(t) => {
+                    let lines: Vec<&str> = t.lines().collect();
+                    let last = lines[lines.len().saturating_sub(EXIT_LOG_LINES)..].join("\n");
+                    let last: String = last.chars().take(400).collect();
+                    format!("{f}; serve.log ends: {last:?}")
+                }
+                None => f.clone(),
+            })
+        }
+        _ => None,
+    };
+    Accounting {
+        planned,
+        sent,
+        plan_recorded: run.planned.is_some(),
+        warmup: warm,
+        never_sent,
+        failed,
+        serve_failure,
+    }
+}
+
+impl Accounting {
+    /// `n=K of N planned`.
+    pub fn n_of(&self, k: usize) -> String {
+        format!("n={k} of {} planned", self.planned)
+    }
+
+    /// Planned judged requests whose prompt satisfies `keep`, the plan being `repeats` rounds of `prompts`
+    /// in order (position `j` asks `prompts[j % prompts.len()]`).
+    pub fn planned_for(&self, prompts: &[String], keep: impl Fn(&str) -> bool) -> usize {
+        if prompts.is_empty() {
+            return self.planned;
+        }
+        (0..self.planned)
+            .filter(|j| keep(&prompts[j % prompts.len()]))
+            .count()
+    }
+
+    /// True when every planned request was sent and answered without failing, no more were recorded than
+    /// planned, and the serve did not fail during the run.
+    pub fn whole(&self) -> bool {
+        self.never_sent.is_empty()
+            && self.failed.is_empty()
+            && self.serve_failure.is_none()
+            && self.sent <= self.planned
+    }
+
+    /// Why the plan was not carried out, or None: requests never sent, more judged requests than planned.
+    pub fn unsent(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.never_sent.is_empty() {
+            let why = if self.serve_failure.is_some() {
+                "the serve failed during the run"
+            } else {
+                "the run stopped before sending them"
+            };
+            parts.push(format!(
+                "{} planned requests never sent: {} ({why})",
+                self.never_sent.len(),
+                ranges(&self.never_sent)
+            ));
+        }
+        if self.sent > self.planned {
+            parts.push(format!(
+                "the evidence holds {} judged requests, more than the {} planned",
+                self.sent, self.planned
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    /// Everything that keeps the run from counting whole, in one line, or None when [`Accounting::whole`].
+    pub fn problems(&self) -> Option<String> {
+        let mut parts: Vec<String> = self
+            .failed
+            .iter()
+            .map(|(i, f)| format!("request {i:02} failed ({f})"))
+            .collect();
+        parts.extend(self.unsent());
+        if let Some(f) = &self.serve_failure {
+            parts.push(format!("serve: {f}"));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+/// `request 03`, `requests 03-19`, `requests 03, 05-07`.
+fn ranges(idx: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && idx[j + 1] == idx[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            format!("{:02}", idx[i])
+        } else {
+            format!("{:02}-{:02}", idx[i], idx[j])
+        });
+        i = j + 1;
+    }
+    let word = if idx.len() == 1 {
+        "request"
+    } else {
+        "requests"
+    };
+    format!("{word} {}", out.join(", "))
+}
+
+/// Judges every declared assertion of `gate` on `evidence`, in the order of `Assertions::names`.
+///
+/// Every planned request is accounted for ([`account`]): a request never sent, or sent and failed
+/// ([`request_failure`]), is a missing value of every figure assertion (shown as `-` with its reason) and a
+/// failure of `content` and `known_answer`; lines say `n=K of N planned`. A serve that failed during the run
+/// fails every assertion but `route`, naming its exit and the end of its log.
+///
+/// Masking is part of judging: the gate's API key (its `serve.api_key_env`, when set) is masked in every
+/// message ([`redact::mask_verdicts`]), so no caller can forget it; outcomes never depend on it.
+pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
+    let mut verdicts = judge_unmasked(gate, evidence);
+    redact::mask_verdicts(gate, &mut verdicts);
+    verdicts
+}
+
+fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
+    let names = gate.assertions.names();
+    // Whole-run failures: every assertion fails with the same reason.
+    let run_failure = if evidence.run.status != RunStatus::Complete {
+        Some(format!(
+            "the evidence is incomplete (run.json status is `{}`: {})",
+            evidence.run.status.name(),
+            evidence.run.status.why_incomplete()
+        ))
+    } else if let (Some(f), true) = (&evidence.run.serve.failure, evidence.requests.is_empty()) {
+        Some(format!("the serve never became ready: {f}"))
+    } else {
+        None
+    };
+    if let Some(reason) = run_failure {
+        return names
+            .iter()
+            .map(|n| Verdict::new(n, Outcome::Fail, &reason))
+            .collect();
+    }
+    let judged = judged_of(evidence);
+    let acct = account(evidence);
+    let mut out = Vec::new();
+    for name in names {
+        let v = match name {
+            "route" => judge_route(gate, evidence),
+            other => judge_request_assertion(other, gate, &judged, &acct),
+        };
+        out.push(v);
+    }
+    out
+}
+
+/// One per-request assertion (`rate`, `first_token`, `content`, `known_answer`) of one run, with the
+/// serve's failure during the run (if any) failing it.
+fn judge_request_assertion(
+    name: &str,
+    gate: &GateSpec,
+    judged: &[Judged],
+    acct: &Accounting,
+) -> Verdict {
+    let mut v = match name {
+        "rate" => judge_rate(gate, judged, acct),
+        "first_token" => judge_first_token(gate, judged, acct),
+        "content" => judge_content(judged, acct),
+        "known_answer" => judge_known_answer(gate, judged, acct),
+        _ => unreachable!("names() only returns known assertions"),
+    };
+    if let Some(f) = &acct.serve_failure {
+        fail_for_serve(&mut v, f);
+    }
+    v
+}
+
+/// Fails `v` because the serve failed during the run: a failing verdict gets ` [serve: <failure>]`; one
+/// that would have passed says so after the serve's failure, never as a pass.
+fn fail_for_serve(v: &mut Verdict, failure: &str) {
+    let details = v.details().to_string();
+    v.message = if v.passed() {
+        format!(
+            "{} FAIL the serve failed during the run ({failure}); the replies alone: {details}",
+            v.assertion
+        )
+    } else {
+        format!("{} FAIL {details} [serve: {failure}]", v.assertion)
+    };
+    v.outcome = Outcome::Fail;
+}
+
+fn no_replies(name: &str, acct: &Accounting) -> Verdict {
+    let unsent = acct.unsent().map(|u| format!(": {u}")).unwrap_or_default();
+    Verdict::new(
+        name,
+        Outcome::Fail,
+        format!(
+            "no replies at all: the run holds no judged request{unsent} ({})",
+            acct.n_of(0)
+        ),
+    )
+}
+
+/// Formats values with `decimals` places, `-` for a missing one.
+fn each(values: &[Option<f64>], decimals: usize) -> String {
+    values
+        .iter()
+        .map(|v| {
+            v.map(|x| format!("{x:.decimals$}"))
+                .unwrap_or_else(|| "-".into())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
+    let route = gate.assertions.route.as_ref().expect("route declared");
+    let Some(raw_log) = &evidence.serve_log else {
+        return Verdict::new("route", Outcome::Fail, "no serve log in the evidence: the route cannot be proven (for a `url` serve, set serve.log_file)");
+    };
+    if let Some(at) = raw_log.find(crate::evidence::SERVE_LOG_CUT_MARK) {
+        let rest = &raw_log[at + crate::evidence::SERVE_LOG_CUT_MARK.len()..];
+        return Verdict::new("route", Outcome::Fail, format!("serve.log is larger than the {} MiB servegate reads to judge ({}): a slow-route line could be in the part not read", crate::evidence::SERVE_LOG_JUDGE_CAP >> 20, rest.trim()));
+    }
+    // Patterns match what a terminal would show: colour codes and other escapes cannot hide a line.
+    let log = &strip_escapes(raw_log);
+    let find = |re: &regex::Regex| -> Option<(usize, String)> {
+        log.lines()
+            .enumerate()
+            .find(|(_, l)| re.is_match(l))
+            .map(|(i, l)| (i + 1, l.trim().chars().take(160).collect()))
+    };
+    let fast = find(&route.fast);
+    let slow = route
+        .slow
+        .as_ref()
+        .and_then(|re| find(re).map(|hit| (re.as_str().to_string(), hit)));
+    let lines = log.lines().count();
+    match (fast, slow) {
+        (Some((fl, ft)), None) => {
+            let slow_note = route.slow.as_ref().map(|s| format!("; slow /{}/ absent", s.as_str())).unwrap_or_default();
+            Verdict::new("route", Outcome::Pass, format!("fast route: serve.log line {fl} matches /{}/: {ft:?}{slow_note}", route.fast.as_str()))
+        }
+        (Some((fl, _)), Some((sre, (sl, st)))) => Verdict::new(
+            "route",
+            Outcome::Fail,
+            format!("both routes named, which counts as the slow route: fast /{}/ at serve.log line {fl}, slow /{sre}/ at line {sl}: {st:?}", route.fast.as_str()),
+        ),
+        (None, Some((sre, (sl, st)))) => Verdict::new("route", Outcome::Fail, format!("slow route: serve.log line {sl} matches /{sre}/: {st:?}; fast /{}/ never appears", route.fast.as_str())),
+        (None, None) => Verdict::new(
+            "route",
+            Outcome::Fail,
+            format!("the serve log never says /{}/ ({lines} lines searched): the evidence of the route has to be there", route.fast.as_str()),
+        ),
+    }
+}
+
+/// `text` without terminal escape sequences (CSI `ESC [ ... final`, OSC `ESC ] ... BEL|ESC \\`, DCS/SOS/PM/APC
+/// strings, two-byte `ESC x`, and their 8-bit C1 forms) and without other control characters except tab and
+/// newline, so `\x1b[33mper-op\x1b[0m forward` reads `per-op forward`. Line breaks are kept (line numbers hold).
+pub fn strip_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut it = text.chars().peekable();
+    // Skips a string sequence's body up to BEL, ST (`ESC \\`) or the 8-bit ST.
+    fn skip_string(it: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+        while let Some(c) = it.next() {
+            match c {
+                '\u{7}' | '\u{9c}' | '\n' => return,
+                '\u{1b}' => {
+                    if it.peek() == Some(&'\\') {
+                        it.next();
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
+    }
+    fn skip_csi(it: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+        while let Some(&c) = it.peek() {
+            if ('\u{20}'..='\u{3f}').contains(&c) {
+                it.next();
+            } else {
+                if ('\u{40}'..='\u{7e}').contains(&c) {
+                    it.next();
+                }
+                return;
+            }
+        }
+    }
+    while let Some(c) = it.next() {
+        match c {
+            '\u{1b}' => match it.next() {
+                Some('[') => skip_csi(&mut it),
+                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut it),
+                Some(c2) if ('\u{20}'..='\u{2f}').contains(&c2) => {
+                    // nF: intermediates, then one final byte.
+                    while it.peek().is_some_and(|c| ('\u{20}'..='\u{2f}').contains(c)) {
+                        it.next();
+                    }
+                    it.next();
+                }
+                Some('\n') => out.push('\n'),
+                _ => {}
+            },
+            '\u{9b}' => skip_csi(&mut it),
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut it),
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Why a request has no value for a timing assertion: its failure first, then the measurement's note.
+fn why_missing(j: &Judged, what: &str) -> String {
+    if let Some(f) = request_failure(j.ev) {
+        return f;
+    }
+    if let Some(n) = &j.fig.decode_note {
+        if what == "rate" {
+            return n.clone();
+        }
+    }
+    format!("no {what} in the reply")
+}
+
+/// Per-request values of a figure assertion: the sent judged requests' values (a failed request's is None),
+/// the missing ones named with their reasons, and the never-sent ones.
+struct FigureValues {
+    /// One per sent judged request, in send order.
+    values: Vec<Option<f64>>,
+    /// `request 02 (reason)` for each sent request without a value.
+    missing: Vec<String>,
+}
+
+impl FigureValues {
+    fn of(
+        judged: &[Judged],
+        value: impl Fn(&Judged) -> Option<f64>,
+        why: impl Fn(&Judged) -> String,
+    ) -> FigureValues {
+        let mut values = Vec::new();
+        let mut missing = Vec::new();
+        for j in judged {
+            let v = if request_failure(j.ev).is_some() {
+                None
+            } else {
+                value(j)
+            };
+            if v.is_none() {
+                missing.push(format!("request {:02} ({})", j.ev.record.index, why(j)));
+            }
+            values.push(v);
+        }
+        FigureValues { values, missing }
+    }
+
+    /// The values with a None for each planned request never sent: one per planned request.
+    fn planned_values(&self, acct: &Accounting) -> Vec<Option<f64>> {
+        let mut v = self.values.clone();
+        v.extend(acct.never_sent.iter().map(|_| None));
+        v
+    }
+
+    fn present(&self) -> Vec<f64> {
+        self.values.iter().flatten().copied().collect()
+    }
+
+    /// `K of N replies have no <what>: ...; M planned requests never sent: ...`, or None when every planned
+    /// request has a value.
+    fn failure_head(&self, what: &str, acct: &Accounting) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.missing.is_empty() {
+            parts.push(format!(
+                "{} of {} replies have no {what}: {}",
+                self.missing.len(),
+                self.values.len(),
+                self.missing.join("; ")
+            ));
+        }
+        parts.extend(acct.unsent());
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
+    let rate = gate.assertions.rate.as_ref().expect("rate declared");
+    if judged.is_empty() {
+        return no_replies("rate", acct);
+    }
+    let fv = FigureValues::of(
+        judged,
+        |j| match rate.source {
+            RateSource::Client => j.fig.decode_tok_s,
+            RateSource::Server => j.fig.server_decode_tok_s,
+        },
+        |j| {
+            if rate.source == RateSource::Server && request_failure(j.ev).is_none() {
+                "no llama.cpp timings in the reply".to_string()
+            } else {
+                why_missing(j, "rate")
+            }
+        },
+    );
+    let source = match rate.source {
+        RateSource::Client => "",
+        RateSource::Server => " server-reported (timings.predicted_per_second)",
+    };
+    let n = fv.values.len();
+    let mut notes = Vec::new();
+    let implausible_tokens = |j: &Judged| {
+        j.fig
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("implausible_completion_tokens"))
+    };
+    // Notes describe the replies that were measured: a failed reply has no figure to describe.
+    let measured: Vec<&Judged> = judged
+        .iter()
+        .filter(|j| request_failure(j.ev).is_none())
+        .collect();
+    let estimates = measured
+        .iter()
+        .filter(|j| {
+            j.fig.completion_tokens_source == Some(TokenSource::TokenChunkCountEstimate)
+                && !implausible_tokens(j)
+        })
+        .count();
+    if rate.source == RateSource::Client && estimates > 0 {
+        notes.push(format!(
+            "{estimates} of {n} estimated from the token-chunk count (the serve reported no usage)"
+        ));
+    }
+    let multi = measured.iter().filter(|j| j.fig.multi_token).count();
+    if rate.source == RateSource::Client && multi > 0 {
+        notes.push(format!("{multi} of {n} had several tokens per chunk"));
+    }
+    let implausible = measured.iter().filter(|j| implausible_tokens(j)).count();
+    if rate.source == RateSource::Client && implausible > 0 {
+        notes.push(format!(
+            "{implausible} of {n} reported more completion tokens than the stream could carry (implausible_completion_tokens: not used; the next count stands in, the token-chunk count at worst)"
+        ));
+    }
+    let notes = if notes.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", notes.join("; "))
+    };
+    let median = stats::median(&fv.present());
+    let what = if source.is_empty() {
+        "decode rate".to_string()
+    } else {
+        format!("{} decode rate", source.trim_start())
+    };
+    let mut v = if let Some(head) = fv.failure_head(&what, acct) {
+        Verdict::new(
+            "rate",
+            Outcome::Fail,
+            format!(
+                "{head} (floor {:.1} tok/s; each: {}; {}){notes}",
+                rate.floor_tok_s,
+                each(&fv.values, 1),
+                acct.n_of(n)
+            ),
+        )
+    } else {
+        let m = median.unwrap_or(f64::NAN);
+        let outcome = if m >= rate.floor_tok_s {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        };
+        Verdict::new(
+            "rate",
+            outcome,
+            format!(
+                "median {m:.1} tok/s{source} (floor {:.1}; each: {}; {}){notes}",
+                rate.floor_tok_s,
+                each(&fv.values, 1),
+                acct.n_of(n)
+            ),
+        )
+    };
+    v.values = fv.planned_values(acct);
+    v.median = median;
+    v
+}
+
+fn judge_first_token(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
+    let ft = gate
+        .assertions
+        .first_token
+        .as_ref()
+        .expect("first_token declared");
+    if judged.is_empty() {
+        return no_replies("first_token", acct);
+    }
+    let fv = FigureValues::of(judged, |j| j.fig.ttft_ms, |j| why_missing(j, "token"));
+    let n = fv.values.len();
+    let median = stats::median(&fv.present());
+    let mut v = if let Some(head) = fv.failure_head("first token", acct) {
+        Verdict::new(
+            "first_token",
+            Outcome::Fail,
+            format!(
+                "{head} (limit {:.0} ms; each: {}; {})",
+                ft.limit_ms,
+                each(&fv.values, 0),
+                acct.n_of(n)
+            ),
+        )
+    } else {
+        let m = median.unwrap_or(f64::NAN);
+        let outcome = if m <= ft.limit_ms {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        };
+        Verdict::new(
+            "first_token",
+            outcome,
+            format!(
+                "median {m:.0} ms (limit {:.0}; each: {}; {})",
+                ft.limit_ms,
+                each(&fv.values, 0),
+                acct.n_of(n)
+            ),
+        )
+    };
+    v.values = fv.planned_values(acct);
+    v.median = median;
+    v
+}
+
+/// Why one reply fails the content check, or None when its content is sane.
+pub fn content_problem(reply: &crate::analysis::reply::Reply, fig: &Figures) -> Option<String> {
+    if let Some(f) = reply.failure() {
+        let what = if reply.error.is_some() {
+            "error reply"
+        } else {
+            "failed reply"
+        };
+        let partial = if reply.content.is_empty() {
+            String::new()
+        } else {
+            // Cut: a hostile serve's partial content can be megabytes, and this goes into one verdict line.
+            let n = reply.content.chars().count();
+            let head: String = reply.content.chars().take(80).collect();
+            if n > 80 {
+                format!("; partial content {head:?}… ({n} chars)")
+            } else {
+                format!("; partial content {head:?}")
+            }
+        };
+        return Some(format!("{what}: {f}{partial}"));
+    }
+    let finish =
+        crate::analysis::reply::printable(reply.finish_reason.as_deref().unwrap_or("none"));
+    if reply.content.trim().is_empty() {
+        if let Some(why) = crate::analysis::content::reasoning_ate_budget(
+            &reply.content,
+            &reply.reasoning,
+            fig.completion_tokens,
+            reply.finish_reason.as_deref(),
+        ) {
+            return Some(format!("{why} (is thinking left on?)"));
+        }
+        if reply.content.is_empty() {
+            return Some(format!("empty content (finish_reason={finish})"));
+        }
+        return Some(format!(
+            "whitespace-only content {:?} (finish_reason={finish})",
+            reply.content
+        ));
+    }
+    if let Some(reason) = crate::analysis::content::degenerate(&reply.content) {
+        let tail = if finish == "length" {
+            " + ran to max_tokens – possible NaN logits"
+        } else {
+            ""
+        };
+        return Some(format!("{reason}{tail}"));
+    }
+    None
+}
+
+fn judge_content(judged: &[Judged], acct: &Accounting) -> Verdict {
+    if judged.is_empty() {
+        return no_replies("content", acct);
+    }
+    let n = judged.len();
+    let problems: Vec<String> = judged
+        .iter()
+        .filter_map(|j| {
+            content_problem(&j.ev.reply, &j.fig)
+                .or_else(|| request_failure(j.ev).map(|f| format!("failed reply: {f}")))
+                .map(|p| format!("request {:02}: {p}", j.ev.record.index))
+        })
+        .collect();
+    let unsent = acct.unsent();
+    if problems.is_empty() && unsent.is_none() {
+        let lens: Vec<String> = judged
+            .iter()
+            .map(|j| j.ev.reply.content.chars().count().to_string())
+            .collect();
+        Verdict::new(
+            "content",
+            Outcome::Pass,
+            format!(
+                "{n} of {n} replies have sane content (chars each: {}; {})",
+                lens.join(", "),
+                acct.n_of(n)
+            ),
+        )
+    } else {
+        let mut parts = Vec::new();
+        if !problems.is_empty() {
+            parts.push(format!(
+                "{} of {n} replies fail: {}",
+                problems.len(),
+                problems.join("; ")
+            ));
+        }
+        parts.extend(unsent);
+        Verdict::new(
+            "content",
+            Outcome::Fail,
+            format!("{} ({})", parts.join("; "), acct.n_of(n)),
+        )
+    }
+}
+
+fn judge_known_answer(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
+    let ka = gate
+        .assertions
+        .known_answer
+        .as_ref()
+        .expect("known_answer declared");
+    let selected: Vec<&Judged> = judged
+        .iter()
+        .filter(|j| ka.prompt.as_ref().is_none_or(|p| &j.ev.record.prompt == p))
+        .collect();
+    if selected.is_empty() {
+        return no_replies("known_answer", acct);
+    }
+    let n = selected.len();
+    let short = |s: &str| -> String {
+        let t: String = s.chars().take(80).collect();
+        if s.chars().count() > 80 {
+            format!("{t:?}…")
+        } else {
+            format!("{t:?}")
+        }
+    };
+    let mut problems = Vec::new();
+    for j in &selected {
+        if let Some(f) = request_failure(j.ev) {
+            let what = if j.ev.reply.error.is_some() {
+                "error reply"
+            } else {
+                "failed reply"
+            };
+            problems.push(format!("request {:02}: {what}: {f}", j.ev.record.index));
+        } else if !ka.matches.is_match(&j.ev.reply.content) {
+            problems.push(format!(
+                "request {:02}: {} does not match /{}/",
+                j.ev.record.index,
+                short(&j.ev.reply.content),
+                ka.matches.as_str()
+            ));
+        }
+    }
+    let mut distinct: Vec<&str> = Vec::new();
+    for j in &selected {
+        if !distinct.contains(&j.ev.reply.content.as_str()) {
+            distinct.push(&j.ev.reply.content);
+        }
+    }
+    if ka.identical && distinct.len() > 1 {
+        problems.push(format!(
+            "replies differ ({} distinct texts: {})",
+            distinct.len(),
+            distinct
+                .iter()
+                .map(|d| short(d))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    problems.extend(acct.unsent());
+    let n_of = match &ka.prompt {
+        None => acct.n_of(n),
+        Some(p) => format!(
+            "n={n} of {} planned",
+            acct.planned_for(&gate.request.prompts, |x| x == p)
+        ),
+    };
+    if problems.is_empty() {
+        let same = if ka.identical { ", identical" } else { "" };
+        Verdict::new(
+            "known_answer",
+            Outcome::Pass,
+            format!(
+                "{n} of {n} replies match /{}/{same}: {} ({n_of})",
+                ka.matches.as_str(),
+                short(distinct[0]),
+            ),
+        )
+    } else {
+        Verdict::new(
+            "known_answer",
+            Outcome::Fail,
+            format!("{} ({n_of})", problems.join("; ")),
+        )
+    }
+}
+
+/// Judges a pair gate on a pair run: `ratio` (theirs / ours of the metric's medians, both numbers, the ratio
+/// and the order in one line), `same_answers` (every reply of both runtimes to a prompt is the same text),
+/// and `content` / `known_answer` over every arm. Pure, like [`judge`]. Every arm is accounted for as a run
+/// is ([`account`]): a request never sent or failed in any arm is a missing value of `ratio` and fails
+/// `same_answers`, and an arm whose serve failed during the run fails every assertion. Messages are masked
+/// as [`judge`]'s are.
+pub fn judge_pair(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> Vec<Verdict> {
+    let mut verdicts = judge_pair_unmasked(gate, ev);
+    redact::mask_verdicts(gate, &mut verdicts);
+    verdicts
+}
+
+fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> Vec<Verdict> {
+    let names = gate.assertions.names();
+    let s = &ev.summary;
+    let whole = if s.status != RunStatus::Complete {
+        Some(format!(
+            "the evidence is incomplete (pair.json status is `{}`: {})",
+            s.status.name(),
+            s.status.why_incomplete()
+        ))
+    } else if let Some(f) = &s.failure {
+        Some(format!("the pair is void: {f}"))
+    } else if ev.arms.is_empty() {
+        Some("no arm ran".to_string())
+    } else if ev.arms.len() < s.order.len() {
+        Some(format!(
+            "only {} of the {} planned arms ran (order {})",
+            ev.arms.len(),
+            s.order.len(),
+            s.order.join(", ")
+        ))
+    } else {
+        ev.summary.arms.iter().zip(&ev.arms).find_map(|(a, e)| {
+            if e.run.status != RunStatus::Complete {
+                Some(format!("arm {} ({}) evidence is incomplete", a.arm, a.role))
+            } else {
+                e.run
+                    .serve
+                    .failure
+                    .as_ref()
+                    .filter(|_| e.requests.is_empty())
+                    .map(|f| format!("arm {} ({}) serve never became ready: {f}", a.arm, a.role))
+            }
+        })
+    };
+    if let Some(reason) = whole {
+        return names
+            .iter()
+            .map(|n| Verdict::new(n, Outcome::Fail, &reason))
+            .collect();
+    }
+    let accts: Vec<Accounting> = ev.arms.iter().map(account).collect();
+    // An arm whose serve failed during the run fails every assertion, naming the arm.
+    let serve_failures: Vec<String> = ev
+        .summary
+        .arms
+        .iter()
+        .zip(&accts)
+        .filter_map(|(a, acct)| {
+            acct.serve_failure
+                .as_ref()
+                .map(|f| format!("arm {} {} serve: {f}", a.arm, a.role))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for name in names {
+        let mut v = match name {
+            "ratio" => judge_ratio(gate, ev, &accts),
+            "same_answers" => judge_same_answers(gate, ev, &accts),
+            "content" | "known_answer" => {
+                let parts: Vec<(String, Verdict)> = ev
+                    .summary
+                    .arms
+                    .iter()
+                    .zip(&ev.arms)
+                    .zip(&accts)
+                    .map(|((a, e), acct)| {
+                        let judged = judged_of(e);
+                        let v = if name == "content" {
+                            judge_content(&judged, acct)
+                        } else {
+                            judge_known_answer(gate, &judged, acct)
+                        };
+                        (format!("arm {} {}", a.arm, a.role), v)
+                    })
+                    .collect();
+                let ok = parts.iter().all(|(_, v)| v.passed());
+                let detail: Vec<String> = parts
+                    .iter()
+                    .map(|(label, v)| format!("{label}: {}", v.details()))
+                    .collect();
+                Verdict::new(
+                    name,
+                    if ok { Outcome::Pass } else { Outcome::Fail },
+                    detail.join(" | "),
+                )
+            }
+            _ => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
+        };
+        if !serve_failures.is_empty() {
+            fail_for_serve(&mut v, &serve_failures.join("; "));
+        }
+        out.push(v);
+    }
+    out
+}
+
+fn judge_ratio(
+    gate: &GateSpec,
+    ev: &crate::analysis::PairEvidence,
+    accts: &[Accounting],
+) -> Verdict {
+    let r = gate.assertions.ratio.as_ref().expect("ratio declared");
+    let unit = match r.metric {
+        crate::spec::PairMetric::Decode => crate::analysis::pair::DECODE,
+        crate::spec::PairMetric::FirstToken => crate::analysis::pair::FIRST_TOKEN,
+    };
+    let planned: usize = accts.iter().map(|a| a.planned).sum();
+    let mut arms = Vec::new();
+    let mut missing = Vec::new();
+    let mut all_values: Vec<Option<f64>> = Vec::new();
+    let mut sent = 0;
+    for ((a, e), acct) in ev.summary.arms.iter().zip(&ev.arms).zip(accts) {
+        let judged = judged_of(e);
+        sent += judged.len();
+        let fv = FigureValues::of(
+            &judged,
+            |j| match r.metric {
+                crate::spec::PairMetric::Decode => j.fig.decode_tok_s,
+                crate::spec::PairMetric::FirstToken => j.fig.ttft_ms,
+            },
+            |j| why_missing(j, "rate"),
+        );
+        missing.extend(
+            fv.missing
+                .iter()
+                .map(|m| format!("arm {} {} {m}", a.arm, a.role)),
+        );
+        if let Some(u) = acct.unsent() {
+            missing.push(format!("arm {} {}: {u}", a.arm, a.role));
+        }
+        all_values.extend(fv.planned_values(acct));
+        arms.push(crate::analysis::pair::ArmValues {
+            role: a.role.clone(),
+            values: fv.present(),
+        });
+    }
+    let n_of = format!("n={sent} of {planned} planned");
+    if !missing.is_empty() {
+        let mut v = Verdict::new(
+            "ratio",
+            Outcome::Fail,
+            format!(
+                "{} of {planned} planned requests have no {} value: {} ({n_of})",
+                all_values.iter().filter(|v| v.is_none()).count(),
+                unit.name,
+                missing.join("; ")
+            ),
+        );
+        v.values = all_values;
+        return v;
+    }
+    let f = match crate::analysis::pair::compute(&arms) {
+        Ok(f) => f,
+        Err(e) => {
+            return Verdict::new(
+                "ratio",
+                Outcome::Fail,
+                format!("{}: {e} ({n_of})", unit.name),
+            )
+        }
+    };
+    let lo_ok = r.at_least.is_none_or(|lo| f.ratio >= lo);
+    let hi_ok = r.at_most.is_none_or(|hi| f.ratio <= hi);
+    let bounds = match (r.at_least, r.at_most) {
+        (Some(lo), Some(hi)) => format!("bounds {lo}-{hi}x"),
+        (Some(lo), None) => format!("at least {lo}x"),
+        (None, Some(hi)) => format!("at most {hi}x"),
+        (None, None) => String::new(),
+    };
+    let outcome = if lo_ok && hi_ok {
+        Outcome::Pass
+    } else {
+        Outcome::Fail
+    };
+    let mut v = Verdict::new(
+        "ratio",
+        outcome,
+        format!(
+            "{} ({bounds}); {}; {n_of}",
+            crate::analysis::pair::line(&f, unit),
+            crate::analysis::pair::arms_line(&f, unit)
+        ),
+    );
+    v.values = f
+        .theirs
+        .values
+        .iter()
+        .chain(&f.ours.values)
+        .map(|x| Some(*x))
+        .collect();
+    v.median = Some(f.ratio);
+    v
+}
+
+fn judge_same_answers(
+    gate: &GateSpec,
+    ev: &crate::analysis::PairEvidence,
+    accts: &[Accounting],
+) -> Verdict {
+    let sa = gate
+        .assertions
+        .same_answers
+        .as_ref()
+        .expect("same_answers declared");
+    let mut problems = Vec::new();
+    let mut n = 0;
+    let mut prompts = 0;
+    for p in &gate.request.prompts {
+        if sa.prompt.as_ref().is_some_and(|x| x != p) {
+            continue;
+        }
+        prompts += 1;
+        let mut texts: Vec<(String, &str)> = Vec::new();
+        for (a, e) in ev.summary.arms.iter().zip(&ev.arms) {
+            for r in e
+                .requests
+                .iter()
+                .filter(|r| !r.record.warmup && &r.record.prompt == p)
+            {
+                if let Some(f) = request_failure(r) {
+                    problems.push(format!(
+                        "arm {} {} request {:02} failed ({f}): its text is not an answer",
+                        a.arm, a.role, r.record.index
+                    ));
+                }
+                texts.push((
+                    format!("arm {} {}", a.arm, a.role),
+                    r.reply.content.as_str(),
+                ));
+            }
+        }
+        n += texts.len();
+        let mut distinct: Vec<&str> = Vec::new();
+        for (_, t) in &texts {
+            if !distinct.contains(t) {
+                distinct.push(t);
+            }
+        }
+        if texts.is_empty() {
+            problems.push(format!("no replies to {p:?}"));
+        } else if distinct.len() > 1 {
+            let shown: Vec<String> = distinct
+                .iter()
+                .map(|d| format!("{:?}", d.chars().take(60).collect::<String>()))
+                .collect();
+            problems.push(format!(
+                "{} distinct replies to {:?}: {}",
+                distinct.len(),
+                p.chars().take(40).collect::<String>(),
+                shown.join(", ")
+            ));
+        }
+    }
+    for (a, acct) in ev.summary.arms.iter().zip(accts) {
+        if let Some(u) = acct.unsent() {
+            problems.push(format!("arm {} {}: {u}", a.arm, a.role));
+        }
+    }
+    let planned: usize = accts
+        .iter()
+        .map(|a| {
+            a.planned_for(&gate.request.prompts, |p| {
+                sa.prompt.as_ref().is_none_or(|x| x == p)
+            })
+        })
+        .sum();
+    let n_of = format!("n={n} of {planned} planned");
+    if problems.is_empty() {
+        Verdict::new(
+            "same_answers",
+            Outcome::Pass,
+            format!("both runtimes gave the same text to each of {prompts} prompts ({n_of})"),
+        )
+    } else {
+        Verdict::new(
+            "same_answers",
+            Outcome::Fail,
+            format!("{} ({n_of})", problems.join("; ")),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{RequestRecord, RunSummary, ServeRecord, RUN_SCHEMA};
+    use crate::io::reads::TimedRead;
+
+    const GATE: &str = "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"What is the capital of France?\"]\nrepeats = 4\n[assert.rate]\nfloor_tok_s = 10.0\n[assert.first_token]\nlimit_ms = 1000\n[assert.content]\n[assert.known_answer]\nmatches = \"Paris\"\n";
+
+    fn gate() -> GateSpec {
+        let ctx = crate::spec::Context {
+            gate_dir: "/g".into(),
+            cache: "/c".into(),
+            home: None,
+        };
+        crate::spec::parse(std::path::Path::new("g.toml"), GATE, &ctx).unwrap()
+    }
+
+    fn ev_line(t: f64, json: &str) -> TimedRead {
+        TimedRead {
+            t_ms: t,
+            bytes: format!("data: {json}\n\n").into_bytes(),
+        }
+    }
+
+    /// A complete reply: "Paris is the capital." in 4 chunks 50 ms apart from 100 ms (20 tok/s), [DONE].
+    fn good() -> Vec<TimedRead> {
+        let mut r: Vec<TimedRead> = ["Paris", " is", " the", " capital."]
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                ev_line(
+                    100.0 + 50.0 * i as f64,
+                    &format!(r#"{{"choices":[{{"index":0,"delta":{{"content":"{w}"}}}}]}}"#),
+                )
+            })
+            .collect();
+        r.push(ev_line(
+            260.0,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"completion_tokens":4}}"#,
+        ));
+        r.push(TimedRead {
+            t_ms: 261.0,
+            bytes: b"data: [DONE]\n\n".to_vec(),
+        });
+        r
+    }
+
+    /// `good()` cut after its first two chunks: no finish_reason, no [DONE].
+    fn cut() -> Vec<TimedRead> {
+        good().into_iter().take(2).collect()
+    }
+
+    fn request(index: usize, reads: &[TimedRead], transport: Option<&str>) -> RequestEvidence {
+        let record = RequestRecord {
+            index,
+            prompt: "What is the capital of France?".into(),
+            stream: true,
+            http_status: Some(200),
+            transport_error: transport.map(String::from),
+            ..Default::default()
+        };
+        let reply = crate::analysis::reply_of(&record, reads);
+        RequestEvidence {
+            record,
+            response: None,
+            reply,
+        }
+    }
+
+    fn evidence(planned: Option<usize>, requests: Vec<RequestEvidence>) -> Evidence {
+        Evidence {
+            dir: "/runs/g/1".into(),
+            run: RunSummary {
+                schema: RUN_SCHEMA.into(),
+                status: RunStatus::Complete,
+                gate: "g".into(),
+                gate_file: "g.toml".into(),
+                started_utc: String::new(),
+                ended_utc: None,
+                host: Default::default(),
+                load_avg_start: None,
+                load_avg_end: None,
+                servegate_version: String::new(),
+                serve: ServeRecord::default(),
+                planned,
+                planned_warmup: planned.map(|_| 0),
+                requests: Vec::new(),
+                notes: Vec::new(),
+            },
+            serve_log: Some("listening\n".into()),
+            requests,
+        }
+    }
+
+    fn find<'a>(v: &'a [Verdict], name: &str) -> &'a Verdict {
+        v.iter().find(|x| x.assertion == name).unwrap()
+    }
+
+    /// Masking is part of judging: a serve that echoes the gate's API key split across two SSE events (no
+    /// file holds it whole) has it quoted by `known_answer`; `judge` masks it, with no call left to the caller.
+    #[test]
+    fn judge_masks_the_api_key_a_verdict_quotes() {
+        const VAR: &str = "SERVEGATE_TEST_JUDGE_MASKS_KEY";
+        const KEY: &str = "sk-judge-mask-0123456789abcdef";
+        std::env::set_var(VAR, KEY);
+        let text = GATE.replace(
+            "[serve]\ncommand = [\"srv\", \"{port}\"]\n",
+            &format!("[serve]\ncommand = [\"srv\", \"{{port}}\"]\napi_key_env = \"{VAR}\"\n"),
+        );
+        let ctx = crate::spec::Context {
+            gate_dir: "/g".into(),
+            cache: "/c".into(),
+            home: None,
+        };
+        let g = crate::spec::parse(std::path::Path::new("g.toml"), &text, &ctx).unwrap();
+        let (a, b) = KEY.split_at(10);
+        let mut reads: Vec<TimedRead> = ["Your key is ", a, b]
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                ev_line(
+                    100.0 + 50.0 * i as f64,
+                    &format!(r#"{{"choices":[{{"index":0,"delta":{{"content":"{w}"}}}}]}}"#),
+                )
+            })
+            .collect();
+        reads.extend(good().into_iter().skip(4));
+        let ev = evidence(Some(1), vec![request(0, &reads, None)]);
+        let unmasked = judge_unmasked(&g, &ev);
+        assert!(
+            find(&unmasked, "known_answer").message.contains(KEY),
+            "the verdict quotes the reply: {:?}",
+            find(&unmasked, "known_answer").message
+        );
+        let v = judge(&g, &ev);
+        let ka = find(&v, "known_answer");
+        assert_eq!(ka.outcome, Outcome::Fail);
+        assert!(!ka.message.contains(KEY), "{}", ka.message);
+        assert!(v.iter().all(|x| !x.message.contains(KEY)));
+    }
+
+    #[test]
+    fn requests_never_sent_fail_every_assertion_and_are_counted_in_n_of_planned() {
+        let ev = evidence(
+            Some(4),
+            vec![request(0, &good(), None), request(1, &good(), None)],
+        );
+        let a = account(&ev);
+        assert_eq!(
+            (a.planned, a.sent, a.never_sent.clone()),
+            (4, 2, vec![2, 3])
+        );
+        assert!(!a.whole());
+        let v = judge(&gate(), &ev);
+        assert!(v.iter().all(|x| !x.passed()), "{v:#?}");
+        assert_eq!(
+            find(&v, "rate").message,
+            "rate FAIL 2 planned requests never sent: requests 02-03 (the run stopped before sending them) (floor 10.0 tok/s; each: 20.0, 20.0; n=2 of 4 planned)"
+        );
+        // One value per planned request in the JSON values: None for the two never sent.
+        assert_eq!(
+            find(&v, "rate").values,
+            vec![Some(20.0), Some(20.0), None, None]
+        );
+        assert!(find(&v, "content")
+            .message
+            .ends_with("2 planned requests never sent: requests 02-03 (the run stopped before sending them) (n=2 of 4 planned)"));
+        assert!(find(&v, "known_answer").message.contains("never sent"));
+        // All four sent: everything passes, `n=4 of 4 planned`.
+        let ev = evidence(Some(4), (0..4).map(|i| request(i, &good(), None)).collect());
+        let v = judge(&gate(), &ev);
+        assert!(v.iter().all(|x| x.passed()), "{v:#?}");
+        assert_eq!(
+            find(&v, "first_token").message,
+            "first_token PASS median 100 ms (limit 1000; each: 100, 100, 100, 100; n=4 of 4 planned)"
+        );
+    }
+
+    #[test]
+    fn a_cut_reply_is_a_missing_value_with_its_reason_never_a_median() {
+        // Without the rule the cut reply's two fast chunks (20 tok/s here, any rate in general) would count.
+        let ev = evidence(
+            Some(3),
+            vec![
+                request(0, &good(), None),
+                request(1, &cut(), None),
+                request(2, &good(), None),
+            ],
+        );
+        let v = judge(&gate(), &ev);
+        assert_eq!(
+            find(&v, "rate").message,
+            "rate FAIL 1 of 3 replies have no decode rate: request 01 (truncated_stream: no finish_reason, no [DONE]) (floor 10.0 tok/s; each: 20.0, -, 20.0; n=3 of 3 planned)"
+        );
+        assert_eq!(
+            find(&v, "first_token").message,
+            "first_token FAIL 1 of 3 replies have no first token: request 01 (truncated_stream: no finish_reason, no [DONE]) (limit 1000 ms; each: 100, -, 100; n=3 of 3 planned)"
+        );
+        assert!(find(&v, "known_answer")
+            .message
+            .starts_with("known_answer FAIL request 01: failed reply: truncated_stream"));
+        assert_eq!(
+            account(&ev).failed,
+            vec![(
+                1,
+                "truncated_stream: no finish_reason, no [DONE]".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_transport_error_in_the_record_fails_the_request_even_with_a_complete_looking_reply() {
+        let mut r = request(1, &good(), None);
+        r.record.transport_error = Some("operation timed out".into());
+        let ev = evidence(Some(2), vec![request(0, &good(), None), r]);
+        assert_eq!(
+            request_failure(&ev.requests[1]).as_deref(),
+            Some("transport: operation timed out")
+        );
+        let v = judge(&gate(), &ev);
+        assert!(find(&v, "rate")
+            .message
+            .contains("request 01 (transport: operation timed out)"));
+        assert!(find(&v, "content")
+            .message
+            .contains("request 01: failed reply: transport: operation timed out"));
+        assert!(!find(&v, "first_token").passed());
+    }
+
+    #[test]
+    fn more_judged_requests_than_planned_is_not_a_pass() {
+        let ev = evidence(
+            Some(1),
+            vec![request(0, &good(), None), request(1, &good(), None)],
+        );
+        let v = judge(&gate(), &ev);
+        assert!(find(&v, "rate")
+            .message
+            .contains("the evidence holds 2 judged requests, more than the 1 planned"));
+        assert!(v.iter().all(|x| !x.passed()));
+    }
+
+    #[test]
+    fn older_evidence_without_a_plan_takes_the_recorded_requests_as_the_plan() {
+        let ev = evidence(None, vec![request(0, &good(), None)]);
+        let a = account(&ev);
+        assert!(!a.plan_recorded);
+        assert_eq!((a.planned, a.never_sent.len()), (1, 0));
+        let v = judge(&gate(), &ev);
+        assert!(find(&v, "rate").message.ends_with("n=1 of 1 planned)"));
+    }
+
+    #[test]
+    fn a_serve_that_exited_during_the_run_fails_with_its_status_and_log_tail() {
+        let mut ev = evidence(
+            Some(20),
+            vec![
+                request(0, &good(), None),
+                request(1, &good(), None),
+                request(2, &cut(), None),
+            ],
+        );
+        ev.run.serve.failure = Some(
+            "server_exited_during_run (exit status 139, 0.4 s after ready): Segmentation fault"
+                .into(),
+        );
+        ev.serve_log = Some("a\nb\nc\nd\ne\nf\nSegmentation fault\n".into());
+        let v = judge(&gate(), &ev);
+        let rate = &find(&v, "rate").message;
+        assert!(
+            rate.contains(
+                "17 planned requests never sent: requests 03-19 (the serve failed during the run)"
+            ),
+            "{rate}"
+        );
+        assert!(rate.contains("n=3 of 20 planned"), "{rate}");
+        // The last five non-empty log lines.
+        assert!(rate.ends_with("[serve: server_exited_during_run (exit status 139, 0.4 s after ready): Segmentation fault; serve.log ends: \"c\\nd\\ne\\nf\\nSegmentation fault\"]"), "{rate}");
+        assert!(v.iter().all(|x| !x.passed()));
+    }
+
+    #[test]
+    fn ranges_are_compact() {
+        assert_eq!(ranges(&[3]), "request 03");
+        assert_eq!(ranges(&[3, 4, 5, 9, 11, 12]), "requests 03-05, 09, 11-12");
+    }
+}

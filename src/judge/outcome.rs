@@ -1,0 +1,50 @@
+//! A judged run: where its evidence is, its summary and its verdicts, and the exit code they mean.
+
+use std::path::PathBuf;
+
+use crate::error::FailureKind;
+use crate::evidence::{self, RunSummary};
+use crate::judge::Verdict;
+
+/// The result of a live run: where its evidence is and what the judge said.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// The summary as written. For a pair: a summary of the whole pair (`serve.mode` = `pair`, no requests;
+    /// each arm's own run.json is in its arm directory).
+    pub summary: RunSummary,
+    /// One verdict per declared assertion.
+    pub verdicts: Vec<Verdict>,
+    /// `pair.json` of a pair run.
+    pub pair: Option<evidence::PairSummary>,
+}
+
+impl RunOutcome {
+    /// How this run failed, if it did: a pair on two different model files is `SpecInvalid`; a run whose
+    /// serve never answered is `ServeNotReady`; any other failed verdict is `Assertion`; `None` when every
+    /// verdict passed.
+    pub fn failure_kind(&self) -> Option<FailureKind> {
+        if let Some(p) = &self.pair {
+            if p.failure
+                .as_deref()
+                .is_some_and(|f| f.starts_with("pair_model_mismatch"))
+            {
+                return Some(FailureKind::SpecInvalid);
+            }
+        }
+        if self.verdicts.iter().all(|v| v.passed()) {
+            None
+        } else if self.summary.serve.failure.is_some() && self.summary.requests.is_empty() {
+            Some(FailureKind::ServeNotReady)
+        } else {
+            Some(FailureKind::Assertion)
+        }
+    }
+
+    /// Exit code for this run ([`crate::error::exit_code`] of [`RunOutcome::failure_kind`]): PASS,
+    /// ASSERTION_FAILED, SERVE_NOT_READY when the serve never answered, SPEC_INVALID for a model mismatch.
+    pub fn exit_code(&self) -> i32 {
+        crate::error::exit_code(self.failure_kind())
+    }
+}

@@ -1,0 +1,812 @@
+//! The leaderboard: renders `docs/leaderboard.md` and `docs/leaderboard.html` from the records with the
+//! minijinja templates in `templates/` (compiled in), and checks that committed pages are what the records
+//! render. Rendering is pure ([`render`]: records → page text; deterministic: no clock, no environment, sorted
+//! input); only [`cli_leaderboard`] reads and writes files (atomically). It validates nothing itself: it
+//! renders only records `record::load_dir` accepted.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::exit;
+use crate::records::record::{self, Record};
+
+/// The Markdown page template (`templates/leaderboard.md`).
+pub const MD_TEMPLATE: &str = include_str!("../../templates/leaderboard.md");
+/// The HTML page template (`templates/leaderboard.html`).
+pub const HTML_TEMPLATE: &str = include_str!("../../templates/leaderboard.html");
+
+/// Default record directory.
+pub const DEFAULT_RECORDS: &str = "records";
+/// Default Markdown page; the HTML page is the same path with `.html`.
+pub const DEFAULT_OUT: &str = "docs/leaderboard.md";
+
+/// Both rendered pages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pages {
+    /// `leaderboard.md`.
+    pub markdown: String,
+    /// `leaderboard.html`.
+    pub html: String,
+}
+
+#[derive(Debug, Serialize)]
+struct PageCtx {
+    records: usize,
+    indicative: usize,
+    groups: Vec<GroupCtx>,
+}
+
+#[derive(Debug, Serialize)]
+struct GroupCtx {
+    model: String,
+    metric: String,
+    unit: String,
+    anchor: String,
+    better: &'static str,
+    rows: Vec<RowCtx>,
+    chart: ChartCtx,
+}
+
+#[derive(Debug, Serialize)]
+struct RowCtx {
+    id: String,
+    date: String,
+    value: String,
+    pair: bool,
+    n: u32,
+    range: String,
+    indicative: bool,
+    values_unpublished: bool,
+    engine: String,
+    route: String,
+    sha256: String,
+    sha256_prefix_only: bool,
+    load: String,
+    note: String,
+    link: String,
+}
+
+#[derive(Debug, Serialize)]
+struct ChartCtx {
+    width: u32,
+    height: u32,
+    left: String,
+    right: String,
+    top: String,
+    bottom: String,
+    y_max_label: String,
+    y_mid: String,
+    polyline: String,
+    points: Vec<PointCtx>,
+    others: Vec<PointCtx>,
+    x_labels: Vec<LabelCtx>,
+    title: String,
+    legend_this: String,
+    legend_other: String,
+}
+
+#[derive(Debug, Serialize)]
+struct PointCtx {
+    x: String,
+    y: String,
+    lo: String,
+    hi: String,
+    has_range: bool,
+    hollow: bool,
+    title: String,
+}
+
+#[derive(Debug, Serialize)]
+struct LabelCtx {
+    x: String,
+    text: String,
+    anchor: &'static str,
+}
+
+/// The metric as a heading: `decode rate`, `first token, warm`.
+fn metric_label(r: &Record) -> String {
+    let base = r.metric.name.replace('_', " ");
+    match &r.metric.condition {
+        Some(c) => format!("{base}, {c}"),
+        None => base,
+    }
+}
+
+fn metric_order(name: &str) -> usize {
+    record::METRICS
+        .iter()
+        .position(|(n, _)| *n == name)
+        .unwrap_or(usize::MAX)
+}
+
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+fn engine_cell(r: &Record) -> String {
+    match &r.settings.engine_version {
+        Some(v) => format!("{} {v}", r.settings.engine),
+        None => format!("{} (version not published)", r.settings.engine),
+    }
+}
+
+fn value_cell(r: &Record) -> String {
+    let this = r.fmt(r.value);
+    match &r.pair {
+        None => this,
+        Some(p) => {
+            let how = if p.ratio_source == "computed" {
+                " (computed from the two figures, not published)"
+            } else {
+                ""
+            };
+            format!(
+                "{this} vs {} ({}); ratio other / this = {:.*}{how}; arms {}",
+                r.fmt(p.other_value),
+                p.other_engine,
+                p.ratio_decimals as usize,
+                p.ratio,
+                p.arm_order.join(" → ")
+            )
+        }
+    }
+}
+
+fn load_cell(r: &Record) -> String {
+    let f = |x: Option<f64>| {
+        x.map(|v| format!("{v:.2}"))
+            .unwrap_or_else(|| "not published".into())
+    };
+    if r.load.load1_start.is_none() && r.load.load1_end.is_none() {
+        return "not published".into();
+    }
+    format!("{} → {}", f(r.load.load1_start), f(r.load.load1_end))
+}
+
+/// Orders rows: indicative (n < 3) records after the others; within each, best first (rates: highest;
+/// times: lowest), then newest, then by id.
+fn row_order(a: &Record, b: &Record) -> std::cmp::Ordering {
+    let by_value = if a.higher_is_better() {
+        b.value.total_cmp(&a.value)
+    } else {
+        a.value.total_cmp(&b.value)
+    };
+    a.indicative()
+        .cmp(&b.indicative())
+        .then(by_value)
+        .then_with(|| b.date.cmp(&a.date))
+        .then_with(|| a.id.cmp(&b.id))
+}
+
+/// The smallest of 1, 2, 2.5, 5 × 10^k at or above `x` (> 0): a readable top of the y axis.
+fn nice_ceil(x: f64) -> f64 {
+    let p = 10f64.powf(x.log10().floor());
+    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
+        if m * p >= x * (1.0 - 1e-12) {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+/// `x` with the fewest decimals (at most 6) that show it: `50`, `2.5`, `0.25`.
+fn short_number(x: f64) -> String {
+    let s = format!("{x:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn day_number(date: &str) -> f64 {
+    let parse = || -> Option<i32> {
+        let m = time::Month::try_from(date.get(5..7)?.parse::<u8>().ok()?).ok()?;
+        let d = time::Date::from_calendar_date(
+            date.get(0..4)?.parse().ok()?,
+            m,
+            date.get(8..10)?.parse().ok()?,
+        )
+        .ok()?;
+        Some(d.to_julian_day())
+    };
+    parse().unwrap_or(0) as f64
+}
+
+fn px(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+/// A value-over-time chart of one group: x = date (records of one day side by side), y from 0 to the
+/// largest figure; a filled dot per record (hollow when indicative), its range as a bar, pair partners as
+/// grey squares.
+fn chart(group: &[&Record], model: &str, metric: &str, unit: &str) -> ChartCtx {
+    let (width, height) = (360u32, 150u32);
+    let (left, right, top, bottom) = (52.0, width as f64 - 14.0, 12.0, height as f64 - 30.0);
+    let mut by_time: Vec<&Record> = group.to_vec();
+    by_time.sort_by(|a, b| a.date.cmp(&b.date).then_with(|| a.id.cmp(&b.id)));
+    let days: Vec<f64> = by_time.iter().map(|r| day_number(&r.date)).collect();
+    let (d0, d1) = (
+        days.iter().copied().fold(f64::INFINITY, f64::min),
+        days.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    );
+    let mut y_top: f64 = 0.0;
+    for r in &by_time {
+        y_top = y_top.max(r.value).max(r.range[1]);
+        if let Some(p) = &r.pair {
+            y_top = y_top
+                .max(p.other_value)
+                .max(p.other_range.map(|o| o[1]).unwrap_or(0.0));
+        }
+    }
+    if y_top <= 0.0 {
+        y_top = 1.0;
+    }
+    let y_top = nice_ceil(y_top * 1.05);
+    let y = |v: f64| bottom - (v / y_top) * (bottom - top);
+    let mut xs = Vec::new();
+    let mut same_day = 0;
+    for (i, &d) in days.iter().enumerate() {
+        same_day = if i > 0 && days[i - 1] == d {
+            same_day + 1
+        } else {
+            0
+        };
+        let base = if d1 > d0 {
+            left + 14.0 + (d - d0) / (d1 - d0) * (right - left - 28.0)
+        } else {
+            (left + right) / 2.0
+        };
+        xs.push(base + same_day as f64 * 9.0);
+    }
+    let mut points = Vec::new();
+    let mut others = Vec::new();
+    for (r, &x) in by_time.iter().zip(&xs) {
+        let mut title = format!(
+            "{} {}: {} {unit}, n = {}",
+            r.date,
+            r.id,
+            r.fmt(r.value),
+            r.n
+        );
+        if r.indicative() {
+            title.push_str(", indicative");
+        }
+        points.push(PointCtx {
+            x: px(x),
+            y: px(y(r.value)),
+            lo: px(y(r.range[0])),
+            hi: px(y(r.range[1])),
+            has_range: r.range[1] > r.range[0],
+            hollow: r.indicative(),
+            title,
+        });
+        if let Some(p) = &r.pair {
+            let (lo, hi) = p
+                .other_range
+                .map(|o| (o[0], o[1]))
+                .unwrap_or((p.other_value, p.other_value));
+            others.push(PointCtx {
+                x: px(x + 5.0),
+                y: px(y(p.other_value)),
+                lo: px(y(lo)),
+                hi: px(y(hi)),
+                has_range: hi > lo,
+                hollow: false,
+                title: format!(
+                    "{} {}: {} {} {unit}, n = {}",
+                    r.date,
+                    r.id,
+                    p.other_engine,
+                    r.fmt(p.other_value),
+                    p.other_n
+                ),
+            });
+        }
+    }
+    let polyline = if points.len() > 1 {
+        points
+            .iter()
+            .map(|p| format!("{},{}", p.x, p.y))
+            .collect::<Vec<_>>()
+            .join(" ")
+    } else {
+        String::new()
+    };
+    let mut x_labels = Vec::new();
+    if let (Some(first), Some(last)) = (by_time.first(), by_time.last()) {
+        if first.date == last.date {
+            x_labels.push(LabelCtx {
+                x: px(xs[0]),
+                text: first.date.clone(),
+                anchor: "middle",
+            });
+        } else {
+            x_labels.push(LabelCtx {
+                x: px(xs[0]),
+                text: first.date.clone(),
+                anchor: "start",
+            });
+            x_labels.push(LabelCtx {
+                x: px(xs[xs.len() - 1]),
+                text: last.date.clone(),
+                anchor: "end",
+            });
+        }
+    }
+    let names = |f: &dyn Fn(&Record) -> Option<String>| {
+        let mut v: Vec<String> = by_time
+            .iter()
+            .filter(|r| r.pair.is_some())
+            .filter_map(|r| f(r))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let (this_names, other_names) = (
+        names(&|r| Some(r.settings.engine.clone())),
+        names(&|r| r.pair.as_ref().map(|p| p.other_engine.clone())),
+    );
+    let one = |v: Vec<String>, many: &str| {
+        if v.len() == 1 {
+            v[0].clone()
+        } else {
+            many.to_string()
+        }
+    };
+    let (legend_this, legend_other) = if other_names.is_empty() {
+        (String::new(), String::new())
+    } else {
+        (
+            one(this_names, "this engine"),
+            one(other_names, "pair partner"),
+        )
+    };
+    ChartCtx {
+        legend_this,
+        legend_other,
+        width,
+        height,
+        left: px(left),
+        right: px(right),
+        top: px(top),
+        bottom: px(bottom),
+        y_max_label: short_number(y_top),
+        y_mid: px((top + bottom) / 2.0),
+        polyline,
+        points,
+        others,
+        x_labels,
+        title: format!("{model}: {metric} ({unit}) over time"),
+    }
+}
+
+/// Renders both pages from `records` (any order). `records_link` is the path from the pages' directory to
+/// the record directory (`../records`), used in each row's link.
+pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja::Error> {
+    let mut sorted: Vec<&Record> = records.iter().collect();
+    sorted.sort_by(|a, b| {
+        (
+            a.model.name.as_str(),
+            metric_order(&a.metric.name),
+            &a.metric.name,
+            &a.metric.condition,
+            &a.metric.unit,
+        )
+            .cmp(&(
+                b.model.name.as_str(),
+                metric_order(&b.metric.name),
+                &b.metric.name,
+                &b.metric.condition,
+                &b.metric.unit,
+            ))
+            .then_with(|| row_order(a, b))
+    });
+    let mut groups: Vec<GroupCtx> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let key = |r: &Record| {
+            (
+                r.model.name.clone(),
+                r.metric.name.clone(),
+                r.metric.condition.clone(),
+                r.metric.unit.clone(),
+            )
+        };
+        let k = key(sorted[i]);
+        let mut j = i;
+        while j < sorted.len() && key(sorted[j]) == k {
+            j += 1;
+        }
+        let members = &sorted[i..j];
+        let first = members[0];
+        let metric = metric_label(first);
+        let rows = members
+            .iter()
+            .map(|r| RowCtx {
+                id: r.id.clone(),
+                date: r.date.clone(),
+                value: value_cell(r),
+                pair: r.pair.is_some(),
+                n: r.n,
+                range: format!("{}–{}", r.fmt(r.range[0]), r.fmt(r.range[1])),
+                indicative: r.indicative(),
+                values_unpublished: r.values.is_none(),
+                engine: engine_cell(r),
+                route: r.route.clone(),
+                sha256: r.model.sha256.chars().take(16).collect(),
+                sha256_prefix_only: r.sha256_prefix_only(),
+                load: load_cell(r),
+                note: r.notes.what_would_make_it_wrong.clone(),
+                link: format!("{records_link}/{}.json", r.id),
+            })
+            .collect();
+        groups.push(GroupCtx {
+            anchor: slug(&format!("{} {}", first.model.name, metric)),
+            better: if first.higher_is_better() {
+                "highest first"
+            } else {
+                "lowest first"
+            },
+            chart: chart(members, &first.model.name, &metric, &first.metric.unit),
+            model: first.model.name.clone(),
+            metric,
+            unit: first.metric.unit.clone(),
+            rows,
+        });
+        i = j;
+    }
+    let ctx = PageCtx {
+        records: records.len(),
+        indicative: records.iter().filter(|r| r.indicative()).count(),
+        groups,
+    };
+    let env = environment()?;
+    let value = minijinja::Value::from_serialize(&ctx);
+    Ok(Pages {
+        markdown: env.get_template("leaderboard.md")?.render(&value)?,
+        html: env.get_template("leaderboard.html")?.render(&value)?,
+    })
+}
+
+/// Escapes text for a Markdown table cell: `|` → `\|`, a line break → `<br>`, `<` → `&lt;` (so the only
+/// HTML in a cell is the `<br>` this adds).
+pub fn md_cell(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '<' => out.push_str("&lt;"),
+            '\r' => {
+                if chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                out.push_str("<br>");
+            }
+            '\n' => out.push_str("<br>"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn environment() -> Result<minijinja::Environment<'static>, minijinja::Error> {
+    let mut env = minijinja::Environment::new();
+    env.set_keep_trailing_newline(true);
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_auto_escape_callback(|name| {
+        if name.ends_with(".html") {
+            minijinja::AutoEscape::Html
+        } else {
+            minijinja::AutoEscape::None
+        }
+    });
+    env.add_filter("md", |s: String| md_cell(&s));
+    env.add_template("leaderboard.md", MD_TEMPLATE)?;
+    env.add_template("leaderboard.html", HTML_TEMPLATE)?;
+    Ok(env)
+}
+
+/// `path` made absolute against the current directory and normalised lexically (`.` dropped, `..` applied).
+fn absolute(path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c.as_os_str()),
+        }
+    }
+    out
+}
+
+/// The relative link (with `/`) from directory `from` to `to`: `docs` → `records` gives `../records`.
+pub fn relative_link(from: &Path, to: &Path) -> String {
+    let (from, to) = (absolute(from), absolute(to));
+    let (f, t): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
+    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".to_string(); f.len() - common];
+    parts.extend(
+        t[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    if parts.is_empty() {
+        ".".into()
+    } else {
+        parts.join("/")
+    }
+}
+
+/// The HTML page beside a Markdown page: same path, `.html`.
+pub fn html_path(md: &Path) -> PathBuf {
+    md.with_extension("html")
+}
+
+/// A unified-style line diff of `old` (the file `old_name`) and `new` with `context` lines around changes;
+/// empty when equal.
+pub fn unified_diff(
+    old_name: &str,
+    new_name: &str,
+    old: &str,
+    new: &str,
+    context: usize,
+) -> String {
+    if old == new {
+        return String::new();
+    }
+    let a: Vec<&str> = old.split_inclusive('\n').collect();
+    let b: Vec<&str> = new.split_inclusive('\n').collect();
+    // Common prefix and suffix, then an LCS table over the middle.
+    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let suf = a[pre..]
+        .iter()
+        .rev()
+        .zip(b[pre..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (am, bm) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
+    let (n, m) = (am.len(), bm.len());
+    let mut lcs = vec![0u32; (n + 1) * (m + 1)];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i * (m + 1) + j] = if am[i] == bm[j] {
+                lcs[(i + 1) * (m + 1) + j + 1] + 1
+            } else {
+                lcs[(i + 1) * (m + 1) + j].max(lcs[i * (m + 1) + j + 1])
+            };
+        }
+    }
+    // ops: (tag, line)
+    let mut ops: Vec<(char, &str)> = a[..pre].iter().map(|l| (' ', *l)).collect();
+    let (mut i, mut j) = (0, 0);
+    while i < n || j < m {
+        if i < n && j < m && am[i] == bm[j] {
+            ops.push((' ', am[i]));
+            i += 1;
+            j += 1;
+        } else if i < n && (j == m || lcs[(i + 1) * (m + 1) + j] >= lcs[i * (m + 1) + j + 1]) {
+            ops.push(('-', am[i]));
+            i += 1;
+        } else {
+            ops.push(('+', bm[j]));
+            j += 1;
+        }
+    }
+    ops.extend(a[a.len() - suf..].iter().map(|l| (' ', *l)));
+
+    let mut out = format!("--- {old_name}\n+++ {new_name}\n");
+    let changes: Vec<usize> = ops
+        .iter()
+        .enumerate()
+        .filter(|(_, (t, _))| *t != ' ')
+        .map(|(k, _)| k)
+        .collect();
+    let mut k = 0;
+    while k < changes.len() {
+        let start = changes[k].saturating_sub(context);
+        let mut end = (changes[k] + context + 1).min(ops.len());
+        while k + 1 < changes.len() && changes[k + 1] <= end + context {
+            k += 1;
+            end = (changes[k] + context + 1).min(ops.len());
+        }
+        k += 1;
+        let a_before = ops[..start].iter().filter(|(t, _)| *t != '+').count();
+        let b_before = ops[..start].iter().filter(|(t, _)| *t != '-').count();
+        let a_len = ops[start..end].iter().filter(|(t, _)| *t != '+').count();
+        let b_len = ops[start..end].iter().filter(|(t, _)| *t != '-').count();
+        let a_start = if a_len == 0 { a_before } else { a_before + 1 };
+        let b_start = if b_len == 0 { b_before } else { b_before + 1 };
+        out.push_str(&format!("@@ -{a_start},{a_len} +{b_start},{b_len} @@\n"));
+        for (t, line) in &ops[start..end] {
+            out.push(*t);
+            out.push_str(line);
+            if !line.ends_with('\n') {
+                out.push_str("\n\\ No newline at end of file\n");
+            }
+        }
+    }
+    out
+}
+
+/// `servegate leaderboard` arguments.
+#[derive(Debug, clap::Args)]
+pub struct LeaderboardArgs {
+    /// Write nothing: render in memory and exit 1 with a diff when a committed page differs.
+    #[arg(long)]
+    pub check: bool,
+    /// The Markdown page (the HTML page is the same path with .html).
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_OUT)]
+    pub out: PathBuf,
+    /// The record directory.
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_RECORDS)]
+    pub records: PathBuf,
+}
+
+/// Runs `servegate leaderboard`; returns the exit code.
+pub fn cli(args: &LeaderboardArgs) -> i32 {
+    cli_leaderboard(&args.records, Some(&args.out), args.check)
+}
+
+/// `servegate leaderboard [--check] [--out PATH] [--records DIR]`: renders the Markdown page to `out`
+/// (default docs/leaderboard.md) and the HTML page beside it (`.html`). With `check`, writes nothing:
+/// renders in memory, prints a unified diff for each page that differs from the file, and exits 1
+/// (ASSERTION_FAILED) when one does. Invalid records: every problem, exit 3 (SPEC_INVALID); I/O or template
+/// errors: exit 5 (EVIDENCE_ERROR).
+pub fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i32 {
+    let records = match record::load_dir(records_dir) {
+        Ok(r) => r,
+        Err(lines) => {
+            for l in lines {
+                eprintln!("{l}");
+            }
+            eprintln!(
+                "error: invalid records in {}: nothing rendered (see `servegate records check`)",
+                records_dir.display()
+            );
+            return exit::SPEC_INVALID;
+        }
+    };
+    let md_path = out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_OUT));
+    let html = html_path(&md_path);
+    let page_dir = match md_path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let pages = match render(&records, &relative_link(&page_dir, records_dir)) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: rendering the leaderboard: {e:#}");
+            return exit::EVIDENCE_ERROR;
+        }
+    };
+    let targets = [(&md_path, &pages.markdown), (&html, &pages.html)];
+    if check {
+        let mut differ = false;
+        for (path, text) in targets {
+            let committed = match std::fs::read_to_string(path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => {
+                    eprintln!("error: {}: {e}", path.display());
+                    return exit::EVIDENCE_ERROR;
+                }
+            };
+            if committed == *text {
+                println!("{}: up to date ({} records)", path.display(), records.len());
+            } else {
+                differ = true;
+                let shown = path.display().to_string();
+                print!(
+                    "{}",
+                    unified_diff(
+                        &shown,
+                        &format!("{shown} (rendered from {})", records_dir.display()),
+                        &committed,
+                        text,
+                        3
+                    )
+                );
+                println!("{}: differs from what the records render; run `servegate leaderboard` and commit the result", path.display());
+            }
+        }
+        return if differ {
+            exit::ASSERTION_FAILED
+        } else {
+            exit::PASS
+        };
+    }
+    for (path, text) in targets {
+        if let Err(e) = crate::io::fs::write_atomic(path, text.as_bytes()) {
+            eprintln!("error: {}: {e}", path.display());
+            return exit::EVIDENCE_ERROR;
+        }
+        println!("wrote {} ({} records)", path.display(), records.len());
+    }
+    exit::PASS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_cells_escape_pipes_and_line_breaks() {
+        assert_eq!(md_cell("a | b"), "a \\| b");
+        assert_eq!(
+            md_cell("one\ntwo\r\nthree\rfour"),
+            "one<br>two<br>three<br>four"
+        );
+        assert_eq!(md_cell("<br> is text"), "&lt;br> is text");
+    }
+
+    #[test]
+    fn relative_link_from_docs_to_records() {
+        assert_eq!(
+            relative_link(Path::new("docs"), Path::new("records")),
+            "../records"
+        );
+        assert_eq!(
+            relative_link(Path::new("."), Path::new("records")),
+            "records"
+        );
+        assert_eq!(
+            relative_link(Path::new("a/b"), Path::new("a/c/d")),
+            "../c/d"
+        );
+    }
+
+    #[test]
+    fn diff_shows_changed_line_with_context() {
+        let old = "1\n2\n3\n4\n5\n6\n7\n8\n9\n";
+        let new = "1\n2\n3\n4\nX\n6\n7\n8\n9\n";
+        let d = unified_diff("a", "b", old, new, 2);
+        assert_eq!(d, "--- a\n+++ b\n@@ -3,5 +3,5 @@\n 3\n 4\n-5\n+X\n 6\n 7\n");
+        assert_eq!(unified_diff("a", "b", old, old, 3), "");
+    }
+
+    #[test]
+    fn diff_handles_insertions_deletions_and_missing_newline() {
+        let d = unified_diff("a", "b", "", "x\n", 3);
+        assert_eq!(d, "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+x\n");
+        let d = unified_diff("a", "b", "x\ny", "x\n", 3);
+        assert!(d.contains("-y\n\\ No newline at end of file\n"), "{d}");
+    }
+
+    #[test]
+    fn y_axis_tops_are_round_numbers() {
+        assert_eq!(nice_ceil(55.0), 100.0);
+        assert_eq!(nice_ceil(45.0), 50.0);
+        assert_eq!(nice_ceil(0.62), 1.0);
+        assert_eq!(nice_ceil(0.24), 0.25);
+        assert_eq!(nice_ceil(4.6), 5.0);
+        assert_eq!(nice_ceil(20.0), 20.0);
+        assert_eq!(short_number(0.25), "0.25");
+        assert_eq!(short_number(50.0), "50");
+    }
+
+    #[test]
+    fn empty_record_set_renders() {
+        let p = render(&[], "../records").unwrap();
+        assert!(p.markdown.contains("0 records"));
+        assert!(p.html.contains("0 records"));
+    }
+}

@@ -1,0 +1,4 @@
+//! Run records: schema, validation, building from runs, the store, and the leaderboard.
+
+pub mod leaderboard;
+pub mod record;

@@ -1,0 +1,2482 @@
+//! Records: one JSON file per published measurement (`records/<id>.json`), provenance-strict. Owns the record
+//! schema ([`Record`], documented field by field in docs/records.md), its validation ([`check_dir`]: every
+//! problem with file and field), atomic writing ([`write_new`]) and building a record from a gate run's
+//! evidence ([`from_run`]). It renders nothing (that is `leaderboard`) and starts nothing (that is `runner`).
+//!
+//! The statistic is the median as `stats::median` defines it (mean of the two middle values for an even
+//! count); a stated value matches when it is within half a unit of its last stated decimal of the median
+//! recomputed from the values (either direction of a tie is accepted).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::analysis::stats;
+use crate::error::exit;
+
+/// The schema id every record carries in `schema`.
+pub const RECORD_SCHEMA: &str = "servegate.record/1";
+
+/// Below this many values a record is valid but `indicative` wherever it is shown.
+pub const INDICATIVE_BELOW_N: u32 = 3;
+
+/// Metric names and the units each may be stated in.
+pub const METRICS: &[(&str, &[&str])] = &[
+    ("decode_rate", &["tok/s"]),
+    ("first_token", &["s", "ms"]),
+    ("prefill_rate", &["tok/s"]),
+    ("e2e_latency", &["s", "ms"]),
+];
+
+/// `source.kind` values.
+pub const SOURCE_KINDS: &[&str] = &["gate_run", "published"];
+
+/// `known_answer.result` values.
+pub const KNOWN_ANSWER_RESULTS: &[&str] = &["pass", "fail", "not_checked", "not_published"];
+
+/// A key that must be present but may be `null` ("not known / not published"): `Option<T>` without serde's
+/// missing-means-None default.
+fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    Option::<T>::deserialize(d)
+}
+
+/// One measurement. Every key is required unless marked optional; a `nullable` key must be present and
+/// may be `null`, meaning "not known / not published" (shown as such, never guessed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// Always [`RECORD_SCHEMA`].
+    pub schema: String,
+    /// Unique id; equals the file name without `.json`. `[a-z0-9][a-z0-9._-]*`.
+    pub id: String,
+    /// Date of the measurement, `YYYY-MM-DD` (UTC for gate runs).
+    pub date: String,
+    /// The machine: host name and what it is.
+    pub host: String,
+    /// The model measured.
+    pub model: Model,
+    /// The device it ran on (`AMD XDNA 2 NPU (/dev/accel/accel0)`, `CPU, 2 threads`).
+    pub device: String,
+    /// The route or code path (`fused`, `per-op`, `cpu`).
+    pub route: String,
+    /// What was measured, and in which unit.
+    pub metric: Metric,
+    /// The statistic `value` is: only `median` (as `stats::median` defines it).
+    pub statistic: String,
+    /// The stated figure, in `metric.unit`, rounded to `decimals`.
+    pub value: f64,
+    /// Decimal places `value`, `range` and `pair.other_value` are stated to (the precision every check uses).
+    pub decimals: u32,
+    /// Number of measurements the statistic is over.
+    pub n: u32,
+    /// Every value, in measurement order (nullable only for published records whose per-value figures were
+    /// never published; then `values_unavailable` says so).
+    #[serde(deserialize_with = "nullable")]
+    pub values: Option<Vec<f64>>,
+    /// Optional: why `values` is null (e.g. "per-repeat values not published; only median and range").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values_unavailable: Option<String>,
+    /// `[min, max]` of the values.
+    pub range: [f64; 2],
+    /// How the engine was driven.
+    pub settings: Settings,
+    /// The device hold (exclusive ticket) the measurement ran under.
+    pub hold: Hold,
+    /// 1-minute load average at start and end.
+    pub load: Load,
+    /// The known-answer check of the same run.
+    pub known_answer: KnownAnswer,
+    /// How the value was measured.
+    pub instrument: Instrument,
+    /// Where the evidence is.
+    pub source: Source,
+    /// Optional: present for a pair (A-B-B-A) record: the other runtime's figure, the ratio and the arm order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<Pair>,
+    /// Notes, including the required "what would make it wrong" sentence.
+    pub notes: Notes,
+}
+
+/// `model`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// Name of the model or model pack (`Qwen3-1.7B-NPU2`, `SmolLM2-135M-Instruct`).
+    pub name: String,
+    /// Nullable: path of the model file or container as loaded.
+    #[serde(deserialize_with = "nullable")]
+    pub file: Option<String>,
+    /// Lower-case hex SHA-256 of the file or container: 64 digits (`sha256_form` `full`), or the published
+    /// prefix (`sha256_form` `prefix`, 8-63 digits, published records only).
+    pub sha256: String,
+    /// `full` or `prefix`.
+    pub sha256_form: String,
+    /// What was hashed: `file` or `container`.
+    pub sha256_of: String,
+    /// Nullable: quantisation / weights description (`Q4NX q4_1 tiles`, `Q8_0 GGUF`).
+    #[serde(deserialize_with = "nullable")]
+    pub weights: Option<String>,
+}
+
+/// `metric`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metric {
+    /// One of [`METRICS`]: `decode_rate`, `first_token`, `prefill_rate`, `e2e_latency`.
+    pub name: String,
+    /// Unit: `tok/s` for rates, `s` or `ms` for times.
+    pub unit: String,
+    /// Nullable: condition qualifying the metric (`warm`).
+    #[serde(deserialize_with = "nullable")]
+    pub condition: Option<String>,
+}
+
+/// `settings`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Engine name (`1bit`, `llama.cpp server`).
+    pub engine: String,
+    /// Nullable: engine version or commit.
+    #[serde(deserialize_with = "nullable")]
+    pub engine_version: Option<String>,
+    /// Nullable: sampling (`temperature 0`, `greedy`).
+    #[serde(deserialize_with = "nullable")]
+    pub sampling: Option<String>,
+    /// Nullable: max_tokens of the requests.
+    #[serde(deserialize_with = "nullable")]
+    pub max_tokens: Option<u32>,
+    /// Nullable: prompt tokens of the request(s).
+    #[serde(deserialize_with = "nullable")]
+    pub prompt_tokens: Option<u32>,
+    /// Nullable: streamed requests.
+    #[serde(deserialize_with = "nullable")]
+    pub stream: Option<bool>,
+    /// Nullable: kernel set or backend description.
+    #[serde(deserialize_with = "nullable")]
+    pub backend: Option<String>,
+}
+
+/// `hold`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hold {
+    /// Nullable: the hold or ticket (`one exclusive NPU ticket`); null when none was taken or not published.
+    #[serde(deserialize_with = "nullable")]
+    pub ticket: Option<String>,
+    /// Nullable: its duration, seconds.
+    #[serde(deserialize_with = "nullable")]
+    pub duration_s: Option<f64>,
+}
+
+/// `load`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Load {
+    /// Nullable: 1-minute load average at the start.
+    #[serde(deserialize_with = "nullable")]
+    pub load1_start: Option<f64>,
+    /// Nullable: 1-minute load average at the end.
+    #[serde(deserialize_with = "nullable")]
+    pub load1_end: Option<f64>,
+}
+
+/// `known_answer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnownAnswer {
+    /// Nullable: the known-answer prompt.
+    #[serde(deserialize_with = "nullable")]
+    pub prompt: Option<String>,
+    /// Nullable: the expected answer (text or pattern).
+    #[serde(deserialize_with = "nullable")]
+    pub expected: Option<String>,
+    /// One of [`KNOWN_ANSWER_RESULTS`].
+    pub result: String,
+    /// Nullable: what was seen (`three identical "Paris" answers`).
+    #[serde(deserialize_with = "nullable")]
+    pub detail: Option<String>,
+}
+
+/// `instrument`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Instrument {
+    /// How the value was measured (tool, client or server side, what was timed).
+    pub method: String,
+    /// Nullable: the metric definition it follows (quoted, or a reference to docs/metrics.md).
+    #[serde(deserialize_with = "nullable")]
+    pub metric_definition: Option<String>,
+}
+
+/// `source`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// `gate_run` (written from servegate evidence) or `published` (imported from a publication).
+    pub kind: String,
+    /// Nullable: evidence directory or log.
+    #[serde(deserialize_with = "nullable")]
+    pub evidence: Option<String>,
+    /// Nullable: the gate file or script that produced it.
+    #[serde(deserialize_with = "nullable")]
+    pub gate: Option<String>,
+    /// Nullable: where it was published (required for `published`).
+    #[serde(deserialize_with = "nullable")]
+    pub published: Option<String>,
+}
+
+/// `pair`: an A-B-B-A comparison with another runtime on the same model file and hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pair {
+    /// The other runtime (`FastFlowLM 1.0.12`).
+    pub other_engine: String,
+    /// The other runtime's figure, same metric, unit, statistic and `decimals`.
+    pub other_value: f64,
+    /// n of the other runtime's figure.
+    pub other_n: u32,
+    /// Nullable: `[min, max]` of the other runtime's values.
+    #[serde(deserialize_with = "nullable")]
+    pub other_range: Option<[f64; 2]>,
+    /// `other_value / value`, rounded to `ratio_decimals`.
+    pub ratio: f64,
+    /// Decimal places of `ratio`.
+    pub ratio_decimals: u32,
+    /// `published` (the publication states this ratio) or `computed` (derived from the two stated figures).
+    pub ratio_source: String,
+    /// Optional: how the ratio was obtained or what the publication said of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_note: Option<String>,
+    /// Arms in the order they ran, each `this` (this record's engine) or `other`.
+    pub arm_order: Vec<String>,
+    /// Optional: each arm's median, same order as `arm_order`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm_medians: Option<Vec<f64>>,
+}
+
+/// `notes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Notes {
+    /// Required: one sentence on what would make this figure wrong (one ticket at load 3-4, one prompt, ...).
+    pub what_would_make_it_wrong: String,
+    /// Optional: other notes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other: Vec<String>,
+}
+
+/// Top-level keys: (name, required).
+const TOP_KEYS: &[(&str, bool)] = &[
+    ("schema", true),
+    ("id", true),
+    ("date", true),
+    ("host", true),
+    ("model", true),
+    ("device", true),
+    ("route", true),
+    ("metric", true),
+    ("statistic", true),
+    ("value", true),
+    ("decimals", true),
+    ("n", true),
+    ("values", true),
+    ("values_unavailable", false),
+    ("range", true),
+    ("settings", true),
+    ("hold", true),
+    ("load", true),
+    ("known_answer", true),
+    ("instrument", true),
+    ("source", true),
+    ("pair", false),
+    ("notes", true),
+];
+
+impl Record {
+    /// n < 3: valid, but shown as `indicative` everywhere.
+    pub fn indicative(&self) -> bool {
+        self.n < INDICATIVE_BELOW_N
+    }
+
+    /// True when `model.sha256` is only a published prefix.
+    pub fn sha256_prefix_only(&self) -> bool {
+        self.model.sha256_form == "prefix"
+    }
+
+    /// The hash as shown: its first 16 hex digits, then ` (prefix only)` when only a prefix was published.
+    pub fn sha256_display(&self) -> String {
+        let short: String = self.model.sha256.chars().take(16).collect();
+        if self.sha256_prefix_only() {
+            format!("{short} (prefix only)")
+        } else {
+            short
+        }
+    }
+
+    /// True when higher values are better (rates).
+    pub fn higher_is_better(&self) -> bool {
+        self.metric.name.ends_with("_rate")
+    }
+
+    /// `value` formatted to `decimals`.
+    pub fn fmt(&self, x: f64) -> String {
+        format!("{x:.*}", self.decimals.min(17) as usize) // clamped: validation reports decimals > 9; a huge one must not panic here
+    }
+}
+
+/// One validation problem: the dotted field (`model.sha256`, `values`, `(json)`) and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Dotted field path; `(json)` for a syntax error, `(file)` for I/O.
+    pub field: String,
+    /// What is wrong, and what was expected.
+    pub message: String,
+}
+
+impl Problem {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Problem {
+        Problem {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// Half a unit of the last of `decimals` decimal places, with slack for binary floating point.
+fn half_unit(decimals: u32) -> f64 {
+    0.5 * 10f64.powi(-(decimals.min(15) as i32)) * (1.0 + 1e-9) + 1e-12
+}
+
+fn within(stated: f64, exact: f64, decimals: u32) -> bool {
+    (stated - exact).abs() <= half_unit(decimals)
+}
+
+/// Parses and structurally checks one record's text. `Err` holds every structural problem found (syntax,
+/// unknown keys, missing keys, wrong types), each with its field.
+pub fn parse(text: &str) -> Result<Record, Vec<Problem>> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| vec![Problem::new("(json)", format!("invalid JSON: {e}"))])?;
+    match serde_json::from_value::<Record>(value.clone()) {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            let mut problems = structural_problems(&value);
+            if problems.is_empty() {
+                problems.push(Problem::new("(record)", e.to_string()));
+            }
+            Err(problems)
+        }
+    }
+}
+
+/// Every structural problem of a record value, each with its dotted field.
+fn structural_problems(v: &Value) -> Vec<Problem> {
+    let Some(obj) = v.as_object() else {
+        return vec![Problem::new("(record)", "must be a JSON object")];
+    };
+    fn check<T: serde::de::DeserializeOwned>(v: &Value) -> Result<(), String> {
+        serde_json::from_value::<T>(v.clone())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+    let mut out = Vec::new();
+    for (key, val) in obj {
+        let res = match key.as_str() {
+            "schema" | "id" | "date" | "host" | "device" | "route" | "statistic" => {
+                check::<String>(val)
+            }
+            "model" => check::<Model>(val),
+            "metric" => check::<Metric>(val),
+            "value" => check::<f64>(val),
+            "decimals" | "n" => check::<u32>(val),
+            "values" => check::<Option<Vec<f64>>>(val),
+            "values_unavailable" => check::<Option<String>>(val),
+            "range" => check::<[f64; 2]>(val),
+            "settings" => check::<Settings>(val),
+            "hold" => check::<Hold>(val),
+            "load" => check::<Load>(val),
+            "known_answer" => check::<KnownAnswer>(val),
+            "instrument" => check::<Instrument>(val),
+            "source" => check::<Source>(val),
+            "pair" => check::<Option<Pair>>(val),
+            "notes" => check::<Notes>(val),
+            _ => {
+                let known: Vec<&str> = TOP_KEYS.iter().map(|(k, _)| *k).collect();
+                out.push(Problem::new(
+                    key.clone(),
+                    format!("unknown key (expected one of: {})", known.join(", ")),
+                ));
+                continue;
+            }
+        };
+        if let Err(msg) = res {
+            out.push(nested_problem(key, &msg));
+        }
+    }
+    for (key, required) in TOP_KEYS {
+        if *required && !obj.contains_key(*key) {
+            out.push(Problem::new(*key, "missing (required)"));
+        }
+    }
+    out
+}
+
+/// Turns serde's "missing field `x`" / "unknown field `x`, expected ..." for the object at `parent` into a
+/// problem on `parent.x`; other messages stay on `parent`.
+fn nested_problem(parent: &str, msg: &str) -> Problem {
+    let field_in = |prefix: &str| -> Option<(String, String)> {
+        let rest = msg.strip_prefix(prefix)?;
+        let end = rest.find('`')?;
+        Some((
+            rest[..end].to_string(),
+            rest[end + 1..].trim_start_matches(',').trim().to_string(),
+        ))
+    };
+    if let Some((name, _)) = field_in("missing field `") {
+        return Problem::new(
+            format!("{parent}.{name}"),
+            "missing (required; use null where the key allows it and the fact is unknown)",
+        );
+    }
+    if let Some((name, rest)) = field_in("unknown field `") {
+        return Problem::new(format!("{parent}.{name}"), format!("unknown key ({rest})"));
+    }
+    Problem::new(parent, msg.to_string())
+}
+
+fn is_calendar_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let (Ok(y), Ok(m), Ok(d)) = (
+        s[0..4].parse::<i32>(),
+        s[5..7].parse::<u8>(),
+        s[8..10].parse::<u8>(),
+    ) else {
+        return false;
+    };
+    let Ok(month) = time::Month::try_from(m) else {
+        return false;
+    };
+    time::Date::from_calendar_date(y, month, d).is_ok()
+}
+
+fn is_id(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+}
+
+fn is_hex_lower(s: &str) -> bool {
+    s.bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Semantic checks of a parsed record; `file_stem` is its file name without `.json` (the id must equal it).
+pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
+    let mut p = Vec::new();
+    let mut bad = |field: &str, message: String| p.push(Problem::new(field, message));
+
+    if r.schema != RECORD_SCHEMA {
+        bad(
+            "schema",
+            format!("{:?}, expected {RECORD_SCHEMA:?}", r.schema),
+        );
+    }
+    if !is_id(&r.id) {
+        bad("id", format!("{:?} is not an id: lower-case letters, digits, '.', '_', '-', starting with a letter or digit", r.id));
+    }
+    if r.id != file_stem {
+        bad(
+            "id",
+            format!(
+                "{:?} differs from the file name {:?} (a record is records/<id>.json)",
+                r.id,
+                format!("{file_stem}.json")
+            ),
+        );
+    }
+    if !is_calendar_date(&r.date) {
+        bad(
+            "date",
+            format!("{:?} is not a YYYY-MM-DD calendar date", r.date),
+        );
+    }
+    for (field, text) in [
+        ("host", &r.host),
+        ("device", &r.device),
+        ("route", &r.route),
+        ("model.name", &r.model.name),
+        ("settings.engine", &r.settings.engine),
+        ("instrument.method", &r.instrument.method),
+    ] {
+        if text.trim().is_empty() {
+            bad(field, "empty (required)".into());
+        }
+    }
+    let published = r.source.kind == "published";
+
+    // model.sha256
+    match r.model.sha256_form.as_str() {
+        "full" => {
+            if !crate::io::hash::is_full_hex(&r.model.sha256) {
+                bad(
+                    "model.sha256",
+                    format!(
+                        "{:?} is not a sha256: 64 lower-case hex digits expected, got {} characters{}",
+                        r.model.sha256,
+                        r.model.sha256.chars().count(),
+                        if published { " (a published prefix is declared with sha256_form \"prefix\")" } else { "" }
+                    ),
+                );
+            }
+        }
+        "prefix" => {
+            let len = r.model.sha256.len();
+            if !published {
+                bad("model.sha256_form", "\"prefix\" is allowed only for published records (source.kind \"published\"); a gate run hashes the whole file".into());
+            }
+            if !is_hex_lower(&r.model.sha256) || !(8..64).contains(&len) {
+                bad(
+                    "model.sha256",
+                    format!(
+                        "{:?}: a prefix is 8 to 63 lower-case hex digits",
+                        r.model.sha256
+                    ),
+                );
+            }
+        }
+        other => bad(
+            "model.sha256_form",
+            format!("{other:?} is not one of \"full\", \"prefix\""),
+        ),
+    }
+    if !matches!(r.model.sha256_of.as_str(), "file" | "container") {
+        bad(
+            "model.sha256_of",
+            format!(
+                "{:?} is not one of \"file\", \"container\"",
+                r.model.sha256_of
+            ),
+        );
+    }
+
+    // metric and unit
+    match METRICS.iter().find(|(name, _)| *name == r.metric.name) {
+        None => {
+            let names: Vec<&str> = METRICS.iter().map(|(n, _)| *n).collect();
+            bad(
+                "metric.name",
+                format!("{:?} is not one of {}", r.metric.name, names.join(", ")),
+            );
+        }
+        Some((name, units)) => {
+            if !units.contains(&r.metric.unit.as_str()) {
+                bad(
+                    "metric.unit",
+                    format!(
+                        "{:?} is not a unit of {name} (expected {})",
+                        r.metric.unit,
+                        units.join(" or ")
+                    ),
+                );
+            }
+        }
+    }
+    if r.statistic != "median" {
+        bad(
+            "statistic",
+            format!("{:?}: only \"median\" is supported", r.statistic),
+        );
+    }
+    if r.decimals > 9 {
+        bad("decimals", format!("{} is more than 9", r.decimals));
+    }
+    if let Some(pair) = r.pair.as_ref().filter(|p| p.ratio_decimals > 9) {
+        bad(
+            "pair.ratio_decimals",
+            format!("{} is more than 9", pair.ratio_decimals),
+        );
+    }
+    if !r.value.is_finite() || r.value < 0.0 {
+        bad(
+            "value",
+            format!("{} is not a finite non-negative number", r.value),
+        );
+    }
+    if r.n == 0 {
+        bad("n", "0: a record is at least one measurement".into());
+    }
+    let d = r.decimals;
+    let [lo, hi] = r.range;
+    if !(lo.is_finite() && hi.is_finite()) || lo > hi {
+        bad("range", format!("[{lo}, {hi}] is not [min, max]"));
+    }
+    match &r.values {
+        Some(values) => {
+            if r.values_unavailable.is_some() {
+                bad("values_unavailable", "set although values are given".into());
+            }
+            if values.len() != r.n as usize {
+                bad(
+                    "n",
+                    format!("{} but values has {} entries", r.n, values.len()),
+                );
+            }
+            if values.iter().any(|v| !v.is_finite()) {
+                bad("values", "every value must be a finite number".into());
+            } else if !values.is_empty() {
+                let median = stats::median(values).unwrap_or(f64::NAN);
+                if !within(r.value, median, d) {
+                    bad(
+                        "value",
+                        format!(
+                            "{} does not match the median recomputed from values, {} (to {d} decimals: {}; median of an even count is the mean of the two middle values)",
+                            r.fmt(r.value),
+                            trim_float(median),
+                            r.fmt(median)
+                        ),
+                    );
+                }
+                let (mn, mx) = (
+                    stats::min(values).unwrap_or(f64::NAN),
+                    stats::max(values).unwrap_or(f64::NAN),
+                );
+                if !within(lo, mn, d) || !within(hi, mx, d) {
+                    bad(
+                        "range",
+                        format!(
+                            "[{}, {}] does not match min and max of values, [{}, {}]",
+                            r.fmt(lo),
+                            r.fmt(hi),
+                            trim_float(mn),
+                            trim_float(mx)
+                        ),
+                    );
+                }
+            }
+        }
+        None => {
+            match &r.values_unavailable {
+                Some(why) if !why.trim().is_empty() => {}
+                _ => bad(
+                    "values",
+                    "null needs values_unavailable saying why the per-value figures are missing"
+                        .into(),
+                ),
+            }
+            if !published {
+                bad(
+                    "values",
+                    "every value is required for a gate_run record".into(),
+                );
+            }
+            if lo <= hi && (r.value < lo - half_unit(d) || r.value > hi + half_unit(d)) {
+                bad(
+                    "value",
+                    format!(
+                        "{} lies outside range [{}, {}]",
+                        r.fmt(r.value),
+                        r.fmt(lo),
+                        r.fmt(hi)
+                    ),
+                );
+            }
+        }
+    }
+
+    // settings, hold, load
+    if let Some(dur) = r.hold.duration_s {
+        if !dur.is_finite() || dur < 0.0 {
+            bad(
+                "hold.duration_s",
+                format!("{dur} is not a finite non-negative number of seconds"),
+            );
+        }
+    }
+    for (field, v) in [
+        ("load.load1_start", r.load.load1_start),
+        ("load.load1_end", r.load.load1_end),
+    ] {
+        if let Some(x) = v {
+            if !x.is_finite() || x < 0.0 {
+                bad(field, format!("{x} is not a load average"));
+            }
+        }
+    }
+    if !KNOWN_ANSWER_RESULTS.contains(&r.known_answer.result.as_str()) {
+        bad(
+            "known_answer.result",
+            format!(
+                "{:?} is not one of {}",
+                r.known_answer.result,
+                KNOWN_ANSWER_RESULTS.join(", ")
+            ),
+        );
+    }
+
+    // source and what gate runs must carry
+    match r.source.kind.as_str() {
+        "published" => {
+            if r.source
+                .published
+                .as_deref()
+                .map(str::trim)
+                .unwrap_or("")
+                .is_empty()
+            {
+                bad(
+                    "source.published",
+                    "required for a published record: where it was published".into(),
+                );
+            }
+        }
+        "gate_run" => {
+            let required: [(&str, bool); 9] = [
+                ("model.weights", r.model.weights.is_some()),
+                ("source.evidence", r.source.evidence.is_some()),
+                ("source.gate", r.source.gate.is_some()),
+                ("model.file", r.model.file.is_some()),
+                ("load.load1_start", r.load.load1_start.is_some()),
+                ("load.load1_end", r.load.load1_end.is_some()),
+                (
+                    "settings.engine_version",
+                    r.settings.engine_version.is_some(),
+                ),
+                (
+                    "instrument.metric_definition",
+                    r.instrument.metric_definition.is_some(),
+                ),
+                (
+                    "known_answer.result",
+                    r.known_answer.result != "not_published",
+                ),
+            ];
+            for (field, ok) in required {
+                if !ok {
+                    bad(
+                        field,
+                        "required (not null / not \"not_published\") for a gate_run record".into(),
+                    );
+                }
+            }
+        }
+        other => bad(
+            "source.kind",
+            format!("{other:?} is not one of {}", SOURCE_KINDS.join(", ")),
+        ),
+    }
+
+    // notes
+    let sentence = r.notes.what_would_make_it_wrong.trim();
+    if sentence.split_whitespace().count() < 4 {
+        bad(
+            "notes.what_would_make_it_wrong",
+            format!("{sentence:?}: required, a sentence saying what would make this figure wrong"),
+        );
+    }
+
+    // pair
+    if let Some(pair) = &r.pair {
+        if pair.other_engine.trim().is_empty() {
+            bad("pair.other_engine", "empty (required)".into());
+        }
+        if !pair.other_value.is_finite() || pair.other_value <= 0.0 {
+            bad(
+                "pair.other_value",
+                format!("{} is not a finite positive number", pair.other_value),
+            );
+        }
+        if pair.other_n == 0 {
+            bad("pair.other_n", "0".into());
+        }
+        if let Some([olo, ohi]) = pair.other_range {
+            if olo > ohi
+                || pair.other_value < olo - half_unit(d)
+                || pair.other_value > ohi + half_unit(d)
+            {
+                bad(
+                    "pair.other_range",
+                    format!(
+                        "[{}, {}] is not a [min, max] containing other_value {}",
+                        r.fmt(olo),
+                        r.fmt(ohi),
+                        r.fmt(pair.other_value)
+                    ),
+                );
+            }
+        }
+        if r.value > 0.0 && pair.other_value.is_finite() {
+            let exact = pair.other_value / r.value;
+            // The stated inputs are themselves rounded to `decimals`: allow their rounding to carry into the ratio.
+            let carried = exact * (half_unit(d) / r.value + half_unit(d) / pair.other_value);
+            if (pair.ratio - exact).abs() > half_unit(pair.ratio_decimals) + carried {
+                bad(
+                    "pair.ratio",
+                    format!(
+                        "{} is not other_value / value = {} / {} = {:.*}",
+                        pair.ratio,
+                        r.fmt(pair.other_value),
+                        r.fmt(r.value),
+                        pair.ratio_decimals.min(17) as usize,
+                        exact
+                    ),
+                );
+            }
+        }
+        if !matches!(pair.ratio_source.as_str(), "published" | "computed") {
+            bad(
+                "pair.ratio_source",
+                format!(
+                    "{:?} is not one of \"published\", \"computed\"",
+                    pair.ratio_source
+                ),
+            );
+        }
+        let arms_ok = pair.arm_order.len() >= 2
+            && pair.arm_order.iter().all(|a| a == "this" || a == "other")
+            && pair.arm_order.iter().any(|a| a == "this")
+            && pair.arm_order.iter().any(|a| a == "other");
+        if !arms_ok {
+            bad("pair.arm_order", format!("{:?}: the arms in the order they ran, each \"this\" or \"other\", both present", pair.arm_order));
+        }
+        if let Some(medians) = &pair.arm_medians {
+            if medians.len() != pair.arm_order.len() {
+                bad(
+                    "pair.arm_medians",
+                    format!(
+                        "{} entries for {} arms",
+                        medians.len(),
+                        pair.arm_order.len()
+                    ),
+                );
+            } else {
+                for (i, (arm, m)) in pair.arm_order.iter().zip(medians).enumerate() {
+                    let range = if arm == "this" {
+                        Some(r.range)
+                    } else {
+                        pair.other_range
+                    };
+                    if let Some([a, b]) = range {
+                        if *m < a - half_unit(d) || *m > b + half_unit(d) {
+                            bad("pair.arm_medians", format!("arm {} ({arm}) median {} lies outside that runtime's range [{}, {}]", i + 1, r.fmt(*m), r.fmt(a), r.fmt(b)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    p
+}
+
+/// A float without trailing noise (`4.275`, `39.25`).
+fn trim_float(x: f64) -> String {
+    let s = format!("{x:.9}");
+    let s = s.trim_end_matches('0');
+    s.trim_end_matches('.').to_string()
+}
+
+/// One record file's outcome.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The file.
+    pub file: PathBuf,
+    /// The record, when it parsed.
+    pub record: Option<Record>,
+    /// Every problem found.
+    pub problems: Vec<Problem>,
+}
+
+/// Reads and checks one file (the id must equal its file stem).
+pub fn check_file(file: &Path) -> Checked {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            return Checked {
+                file: file.to_path_buf(),
+                record: None,
+                problems: vec![Problem::new("(file)", format!("cannot read: {e}"))],
+            }
+        }
+    };
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match parse(&text) {
+        Ok(r) => {
+            let problems = validate(&r, &stem);
+            Checked {
+                file: file.to_path_buf(),
+                record: Some(r),
+                problems,
+            }
+        }
+        Err(problems) => Checked {
+            file: file.to_path_buf(),
+            record: None,
+            problems,
+        },
+    }
+}
+
+/// The `*.json` files of `dir`, sorted by name.
+pub fn record_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "json") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Checks every `*.json` record of `dir`, each on its own and then together (ids unique). Sorted by file.
+pub fn check_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
+    let mut checked: Vec<Checked> = record_files(dir)?.iter().map(|f| check_file(f)).collect();
+    let mut by_id: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, c) in checked.iter().enumerate() {
+        if let Some(r) = &c.record {
+            by_id.entry(r.id.clone()).or_default().push(i);
+        }
+    }
+    for (id, idx) in by_id {
+        if idx.len() > 1 {
+            let names: Vec<String> = idx
+                .iter()
+                .map(|&i| checked[i].file.display().to_string())
+                .collect();
+            for &i in &idx {
+                checked[i].problems.push(Problem::new(
+                    "id",
+                    format!("{id:?} is not unique: used by {}", names.join(", ")),
+                ));
+            }
+        }
+    }
+    Ok(checked)
+}
+
+/// Loads every record of `dir`, or every problem as `FILE: FIELD: MESSAGE` lines.
+pub fn load_dir(dir: &Path) -> Result<Vec<Record>, Vec<String>> {
+    let checked = check_dir(dir)
+        .map_err(|e| vec![format!("{}: cannot read directory: {e}", dir.display())])?;
+    let lines = problem_lines(&checked);
+    if !lines.is_empty() {
+        return Err(lines);
+    }
+    Ok(checked.into_iter().filter_map(|c| c.record).collect())
+}
+
+/// `FILE: FIELD: MESSAGE`, one per problem.
+pub fn problem_lines(checked: &[Checked]) -> Vec<String> {
+    checked
+        .iter()
+        .flat_map(|c| {
+            c.problems
+                .iter()
+                .map(move |p| format!("{}: {p}", c.file.display()))
+        })
+        .collect()
+}
+
+/// `servegate records ...` arguments.
+#[derive(Debug, clap::Args)]
+pub struct RecordsArgs {
+    /// What to do with the records.
+    #[command(subcommand)]
+    pub command: RecordsCmd,
+}
+
+/// `servegate records` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum RecordsCmd {
+    /// Validate every record (schema, units, n = number of values, median and range recomputed, sha256, ids
+    /// unique and equal to file names); print every problem as FILE: FIELD: MESSAGE. Exit 3 when one is invalid.
+    Check {
+        /// The record directory.
+        #[arg(long, default_value = "records")]
+        dir: PathBuf,
+    },
+    /// Write a record from a finished run directory (a pair run's directory gives a pair record): every judged
+    /// value, the model file's sha256, the serve's version, load, known answer. Never overwrites a record.
+    Add {
+        /// The run directory (holds run.json, or pair.json for a pair gate) and its gate.toml.
+        #[arg(long)]
+        run: PathBuf,
+        /// A TOML file of what the run cannot know about itself (record::RunRecordSpec: id, metric,
+        /// model_name, model_file, weights, device, route, engine, what_would_make_it_wrong, ...).
+        #[arg(long)]
+        spec: PathBuf,
+        /// Override the spec's id.
+        #[arg(long)]
+        id: Option<String>,
+        /// Override the spec's metric (decode_rate or first_token).
+        #[arg(long)]
+        metric: Option<String>,
+        /// For a pair run: whose record (`ours` or `theirs`); each names the other's figure.
+        #[arg(long, default_value = "ours")]
+        role: String,
+        /// The record directory.
+        #[arg(long, default_value = "records")]
+        dir: PathBuf,
+    },
+}
+
+/// Runs a `servegate records` subcommand; returns the exit code.
+pub fn cli_records(args: &RecordsArgs) -> i32 {
+    match &args.command {
+        RecordsCmd::Check { dir } => cli_records_check(dir),
+        RecordsCmd::Add {
+            run,
+            spec,
+            id,
+            metric,
+            role,
+            dir,
+        } => {
+            if role != "ours" && role != "theirs" {
+                eprintln!("error: --role is `ours` or `theirs`, got {role:?}");
+                return exit::USAGE;
+            }
+            cli_records_add_as(run, spec, id.as_deref(), metric.as_deref(), role, dir)
+        }
+    }
+}
+
+/// `servegate records add --run DIR --spec FILE [--id ID] [--metric M] [--dir records]`: builds a record with
+/// [`from_run`] (or [`from_pair_run`] for a pair run) from the run directory and its own gate.toml, and
+/// writes it with [`write_new`]. Exit 0 written; 3 the spec, gate or record is invalid or the id is taken;
+/// 5 the evidence cannot be read or does not hold what a record needs.
+pub fn cli_records_add(
+    run: &Path,
+    spec_file: &Path,
+    id: Option<&str>,
+    metric: Option<&str>,
+    dir: &Path,
+) -> i32 {
+    cli_records_add_as(run, spec_file, id, metric, "ours", dir)
+}
+
+/// [`cli_records_add`] for a pair run's `role` (`ours` or `theirs`).
+pub fn cli_records_add_as(
+    run: &Path,
+    spec_file: &Path,
+    id: Option<&str>,
+    metric: Option<&str>,
+    role: &str,
+    dir: &Path,
+) -> i32 {
+    let mut spec: RunRecordSpec = match std::fs::read_to_string(spec_file)
+        .map_err(|e| e.to_string())
+        .and_then(|t| toml::from_str(&t).map_err(|e| e.to_string()))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {}: {e}", spec_file.display());
+            return exit::SPEC_INVALID;
+        }
+    };
+    if let Some(id) = id {
+        spec.id = id.to_string();
+    }
+    if let Some(m) = metric {
+        spec.metric = m.to_string();
+    }
+    let gate = match crate::spec::load(&run.join(crate::evidence::layout::GATE_FILE)) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::SPEC_INVALID;
+        }
+    };
+    let built = if crate::evidence::is_pair_dir(run) {
+        crate::analysis::load_pair(run).map(|pe| from_pair_run_as(&gate, &pe, &spec, role))
+    } else {
+        crate::analysis::load(run).map(|ev| from_run(&gate, &ev, &spec))
+    };
+    let record = match built {
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::EVIDENCE_ERROR;
+        }
+        Ok(Err(e)) => {
+            eprintln!("error: {e}");
+            return match e {
+                RecordError::Evidence(_) | RecordError::Io { .. } => exit::EVIDENCE_ERROR,
+                RecordError::Invalid { .. } | RecordError::Exists { .. } => exit::SPEC_INVALID,
+            };
+        }
+        Ok(Ok(r)) => r,
+    };
+    match write_new(dir, &record) {
+        Ok(path) => {
+            let flag = if record.indicative() {
+                format!(", indicative (n = {})", record.n)
+            } else {
+                String::new()
+            };
+            println!(
+                "wrote {} ({} {} {} {}, n = {}{flag}); now run `servegate leaderboard`",
+                path.display(),
+                record.model.name,
+                record.metric.name,
+                record.fmt(record.value),
+                record.metric.unit,
+                record.n
+            );
+            exit::PASS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            match e {
+                RecordError::Io { .. } | RecordError::Evidence(_) => exit::EVIDENCE_ERROR,
+                _ => exit::SPEC_INVALID,
+            }
+        }
+    }
+}
+
+/// `servegate records check [--dir DIR]`: prints one line per record (`ok`, with `indicative (n = 2)` where
+/// n < 3) and every problem as `FILE: FIELD: MESSAGE`. Exit 0 when all are valid, 3 (SPEC_INVALID) otherwise.
+pub fn cli_records_check(dir: &Path) -> i32 {
+    let checked = match check_dir(dir) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {}: cannot read directory: {e}", dir.display());
+            return exit::SPEC_INVALID;
+        }
+    };
+    let mut bad = 0;
+    for c in &checked {
+        if c.problems.is_empty() {
+            let r = c.record.as_ref().expect("a record without problems parsed");
+            let mut flags = Vec::new();
+            if r.indicative() {
+                flags.push(format!("indicative (n = {})", r.n));
+            }
+            if r.values.is_none() {
+                flags.push("per-value figures not published".to_string());
+            }
+            if r.sha256_prefix_only() {
+                flags.push("sha256 prefix only".to_string());
+            }
+            let flags = if flags.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", flags.join("; "))
+            };
+            println!(
+                "{}: ok ({} {} {} {}, n = {}{flags})",
+                c.file.display(),
+                r.model.name,
+                r.metric.name,
+                r.fmt(r.value),
+                r.metric.unit,
+                r.n
+            );
+        } else {
+            bad += 1;
+            for p in &c.problems {
+                eprintln!("{}: {p}", c.file.display());
+            }
+        }
+    }
+    let problems: usize = checked.iter().map(|c| c.problems.len()).sum();
+    println!(
+        "records: {} checked in {}, {} invalid, {problems} problems",
+        checked.len(),
+        dir.display(),
+        bad
+    );
+    if bad == 0 {
+        exit::PASS
+    } else {
+        exit::SPEC_INVALID
+    }
+}
+
+/// Serialises a record as written to disk: pretty JSON, two-space indent, trailing newline.
+pub fn to_json(r: &Record) -> String {
+    let mut s = serde_json::to_string_pretty(r).expect("a record serialises");
+    s.push('\n');
+    s
+}
+
+/// Errors writing or building a record.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The record is invalid: every problem.
+    #[error("record {id} is invalid:\n{}", problems.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n"))]
+    Invalid {
+        /// The record id.
+        id: String,
+        /// Every problem.
+        problems: Vec<Problem>,
+    },
+    /// A record with this id exists: records are never overwritten.
+    #[error("{}: exists; a record is never overwritten (choose a new id)", path.display())]
+    Exists {
+        /// The existing file.
+        path: PathBuf,
+    },
+    /// The evidence does not hold what the record needs.
+    #[error("{0}")]
+    Evidence(String),
+    /// I/O.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Validates `r` and writes it as `dir/<id>.json` atomically (temp file in `dir`, fsync, rename without
+/// replacing): a killed writer leaves no half record, and an existing record is never overwritten.
+pub fn write_new(dir: &Path, r: &Record) -> Result<PathBuf, RecordError> {
+    let problems = validate(r, &r.id);
+    if !problems.is_empty() {
+        return Err(RecordError::Invalid {
+            id: r.id.clone(),
+            problems,
+        });
+    }
+    let path = dir.join(format!("{}.json", r.id));
+    if path.exists() {
+        return Err(RecordError::Exists { path });
+    }
+    std::fs::create_dir_all(dir).map_err(|source| RecordError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let io = |source| RecordError::Io {
+        path: path.clone(),
+        source,
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    crate::io::fs::readable(tmp.as_file()).map_err(io)?;
+    std::io::Write::write_all(&mut tmp, to_json(r).as_bytes()).map_err(io)?;
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist_noclobber(&path).map_err(|e| {
+        if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+            RecordError::Exists { path: path.clone() }
+        } else {
+            RecordError::Io {
+                path: path.clone(),
+                source: e.error,
+            }
+        }
+    })?;
+    Ok(path)
+}
+
+pub use crate::spec::record::RunRecordSpec;
+
+/// Unit, decimals and the definition quoted in records for a metric `from_run` can record.
+fn run_metric(metric: &str) -> Result<(&'static str, u32, &'static str), RecordError> {
+    match metric {
+        "decode_rate" => Ok(("tok/s", 2, "servegate measure::measure decode_tok_s (docs/metrics.md): (N − 1) / (t_last_token_chunk − t_first_token_chunk), client-side, first token excluded, per request")),
+        "first_token" => Ok(("ms", 1, "servegate measure::measure ttft_ms (docs/metrics.md): time from sending the request to the first token chunk (content, reasoning or tool call), client-side, per request")),
+        other => Err(RecordError::Evidence(format!("metric {other:?}: a record from a run is decode_rate or first_token"))),
+    }
+}
+
+/// Every judged (non-warmup) request's value of `metric`, in send order, and the prompt-token counts seen.
+/// Fails when one has no value: a record carries every value or none.
+fn judged_values(
+    ev: &crate::analysis::Evidence,
+    metric: &str,
+) -> Result<(Vec<f64>, std::collections::BTreeSet<u64>), RecordError> {
+    let acct = crate::judge::account(ev);
+    if let Some(p) = acct.problems() {
+        return Err(RecordError::Evidence(format!(
+            "{}: not every planned request was answered ({}, {}): a record carries every planned value",
+            ev.dir.display(),
+            acct.n_of(acct.sent),
+            p
+        )));
+    }
+    let mut values = Vec::new();
+    let mut prompt_tokens = std::collections::BTreeSet::new();
+    for req in ev.requests.iter().filter(|r| !r.record.warmup) {
+        let fig = crate::analysis::measure::measure(&req.reply);
+        let v = if metric == "decode_rate" {
+            fig.decode_tok_s
+        } else {
+            fig.ttft_ms
+        };
+        match v {
+            Some(v) => values.push(v),
+            None => {
+                return Err(RecordError::Evidence(format!(
+                    "{}: request {:02} has no {metric} ({}): a record carries every value",
+                    ev.dir.display(),
+                    req.record.index,
+                    fig.decode_note.unwrap_or_else(|| "no token chunks".into())
+                )))
+            }
+        }
+        if let Some(pt) = req.reply.usage.as_ref().and_then(|u| u.prompt_tokens) {
+            prompt_tokens.insert(pt);
+        }
+    }
+    if values.is_empty() {
+        return Err(RecordError::Evidence(format!(
+            "{}: no judged requests",
+            ev.dir.display()
+        )));
+    }
+    Ok((values, prompt_tokens))
+}
+
+/// Refuses a run whose verdicts do not all pass, naming the first failing one: `--record` and the verdicts
+/// never disagree about whether a run failed.
+fn refuse_failed_verdicts(
+    dir: &std::path::Path,
+    verdicts: &[crate::judge::Verdict],
+) -> Result<(), RecordError> {
+    match verdicts.iter().find(|v| !v.passed()) {
+        None => Ok(()),
+        Some(v) => Err(RecordError::Evidence(format!(
+            "{}: the run failed its verdicts ({} of {} failed; first: {}): no record from a failed run",
+            dir.display(),
+            verdicts.iter().filter(|v| !v.passed()).count(),
+            verdicts.len(),
+            v.message
+        ))),
+    }
+}
+
+fn round_to(x: f64, decimals: u32) -> f64 {
+    let f = 10f64.powi(decimals as i32);
+    (x * f).round() / f
+}
+
+/// Seconds since the epoch of an RFC 3339 UTC stamp as the runner writes it (`2026-11-29T18:06:32.123Z`).
+fn utc_seconds(stamp: &str) -> Option<f64> {
+    let (date, rest) = stamp.split_once('T')?;
+    let time = rest.strip_suffix('Z')?;
+    let month = time::Month::try_from(date.get(5..7)?.parse::<u8>().ok()?).ok()?;
+    let day = time::Date::from_calendar_date(
+        date.get(0..4)?.parse().ok()?,
+        month,
+        date.get(8..10)?.parse().ok()?,
+    )
+    .ok()?;
+    let mut hms = time.split(':');
+    let (h, m, sec): (f64, f64, f64) = (
+        hms.next()?.parse().ok()?,
+        hms.next()?.parse().ok()?,
+        hms.next()?.parse().ok()?,
+    );
+    Some(day.to_julian_day() as f64 * 86400.0 + h * 3600.0 + m * 60.0 + sec)
+}
+
+/// The hold of a run: the gate's `[hold]` lock, held for the whole run (its duration: run start to end).
+fn run_hold(gate: &crate::spec::GateSpec, started: &str, ended: Option<&str>) -> Hold {
+    match &gate.hold {
+        None => Hold {
+            ticket: None,
+            duration_s: None,
+        },
+        Some(h) => Hold {
+            ticket: Some(format!(
+                "exclusive lock {} for the whole run (gate [hold])",
+                h.lock.display()
+            )),
+            duration_s: ended
+                .and_then(utc_seconds)
+                .zip(utc_seconds(started))
+                .map(|(e, s)| round_to(e - s, 1)),
+        },
+    }
+}
+
+fn prompt_tokens_setting(
+    seen: &std::collections::BTreeSet<u64>,
+    other: &mut Vec<String>,
+) -> Option<u32> {
+    if seen.len() > 1 {
+        other.push(format!("prompt tokens differ between prompts: {seen:?}"));
+    }
+    if seen.len() == 1 {
+        seen.first().map(|&t| t as u32)
+    } else {
+        None
+    }
+}
+
+fn known_answer_of(
+    gate: &crate::spec::GateSpec,
+    verdicts: &[crate::judge::Verdict],
+) -> KnownAnswer {
+    let ka = verdicts.iter().find(|v| v.assertion == "known_answer");
+    KnownAnswer {
+        prompt: gate
+            .assertions
+            .known_answer
+            .as_ref()
+            .and_then(|k| k.prompt.clone())
+            .or_else(|| match gate.request.prompts.as_slice() {
+                [only] if ka.is_some() => Some(only.clone()),
+                _ => None,
+            }),
+        expected: gate
+            .assertions
+            .known_answer
+            .as_ref()
+            .map(|k| k.matches.as_str().to_string()),
+        result: match ka {
+            Some(v) if v.passed() => "pass".into(),
+            Some(_) => "fail".into(),
+            None => "not_checked".into(),
+        },
+        detail: ka.map(|v| v.message.clone()),
+    }
+}
+
+/// The spec's engine version when it gives one (a serve may say only `b0-unknown`), else what the serve
+/// says; when both exist and differ, the serve's own words go into the notes.
+fn engine_version(
+    spec: &RunRecordSpec,
+    serve_says: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Option<String> {
+    match (&spec.engine_version, serve_says) {
+        (Some(v), Some(s)) if v != s => {
+            notes.push(format!("the serve reports its version as {s:?}"));
+            Some(v.clone())
+        }
+        (Some(v), _) => Some(v.clone()),
+        (None, s) => s.map(str::to_string),
+    }
+}
+
+fn sampling_of(req: &crate::spec::RequestSpec) -> String {
+    match req.temperature {
+        Some(t) => format!("temperature {t}"),
+        None => "serve default".into(),
+    }
+}
+
+fn method_of(version: &str, gate: &crate::spec::GateSpec) -> String {
+    let req = &gate.request;
+    format!(
+        "servegate {version} gate {}: {} prompt(s) × {} repeat(s), {} warmup round(s) not counted; client-side timed reads",
+        gate.name,
+        req.prompts.len(),
+        req.repeats,
+        req.warmup
+    )
+}
+
+/// Builds a record from a gate run's evidence, with full provenance: every judged (non-warmup) request's
+/// value as `measure` defines the metric, their median and range, the model file's streamed SHA-256, the
+/// serve's version, load at start and end, the hold, the known-answer verdict. Fails (never guesses) when any
+/// verdict of the run fails (the same judgement as `servegate run`/`judge`), a planned request was never
+/// sent or failed ([`crate::judge::account`]), a judged request has no value, the run is incomplete or its
+/// serve failed, or the model file cannot be hashed. Write it with [`write_new`].
+pub fn from_run(
+    gate: &crate::spec::GateSpec,
+    ev: &crate::analysis::Evidence,
+    spec: &RunRecordSpec,
+) -> Result<Record, RecordError> {
+    use crate::evidence::RunStatus;
+    let run = &ev.run;
+    if run.status != RunStatus::Complete {
+        return Err(RecordError::Evidence(format!(
+            "{}: the run is incomplete (status running): no record from a killed run",
+            ev.dir.display()
+        )));
+    }
+    if let Some(f) = &run.serve.failure {
+        return Err(RecordError::Evidence(format!(
+            "{}: the serve failed: {f}",
+            ev.dir.display()
+        )));
+    }
+    let (unit, decimals, definition) = run_metric(&spec.metric)?;
+    // The same judgement as the verdicts: a run that fails them writes no record.
+    let verdicts = crate::judge::judge(gate, ev);
+    refuse_failed_verdicts(&ev.dir, &verdicts)?;
+    let (values, prompt_tokens) = judged_values(ev, &spec.metric)?;
+    let median = stats::median(&values).expect("non-empty");
+    let (sha, _) =
+        crate::io::hash::sha256_file(&spec.model_file).map_err(|source| RecordError::Io {
+            path: spec.model_file.clone(),
+            source,
+        })?;
+    let req = &gate.request;
+    let mut other = spec.notes.clone();
+    let prompt_tokens = prompt_tokens_setting(&prompt_tokens, &mut other);
+    let record = Record {
+        schema: RECORD_SCHEMA.into(),
+        id: spec.id.clone(),
+        date: run.started_utc.chars().take(10).collect(),
+        host: format!(
+            "{} ({}, {} CPUs)",
+            run.host.hostname, run.host.os, run.host.cpus
+        ),
+        model: Model {
+            name: spec.model_name.clone(),
+            file: Some(spec.model_file.display().to_string()),
+            sha256: sha,
+            sha256_form: "full".into(),
+            sha256_of: "file".into(),
+            weights: Some(spec.weights.clone()),
+        },
+        device: spec.device.clone(),
+        route: spec.route.clone(),
+        metric: Metric {
+            name: spec.metric.clone(),
+            unit: unit.into(),
+            condition: Some("warm".into()).filter(|_| req.warmup > 0),
+        },
+        statistic: "median".into(),
+        value: round_to(median, decimals),
+        decimals,
+        n: values.len() as u32,
+        range: [
+            stats::min(&values).expect("non-empty"),
+            stats::max(&values).expect("non-empty"),
+        ],
+        values: Some(values),
+        values_unavailable: None,
+        settings: Settings {
+            engine: spec.engine.clone(),
+            engine_version: engine_version(spec, run.serve.version.as_deref(), &mut other),
+            sampling: Some(sampling_of(req)),
+            max_tokens: Some(req.max_tokens),
+            prompt_tokens,
+            stream: Some(req.stream),
+            backend: spec.backend.clone(),
+        },
+        hold: Hold {
+            ticket: spec.hold_ticket.clone(),
+            duration_s: None,
+        },
+        load: Load {
+            load1_start: run.load_avg_start.map(|l| l[0]),
+            load1_end: run.load_avg_end.map(|l| l[0]),
+        },
+        known_answer: known_answer_of(gate, &verdicts),
+        instrument: Instrument {
+            method: method_of(&run.servegate_version, gate),
+            metric_definition: Some(definition.into()),
+        },
+        source: Source {
+            kind: "gate_run".into(),
+            evidence: Some(ev.dir.display().to_string()),
+            gate: Some(run.gate_file.clone()),
+            published: None,
+        },
+        pair: None,
+        notes: Notes {
+            what_would_make_it_wrong: spec.what_would_make_it_wrong.clone(),
+            other,
+        },
+    };
+    let record = Record {
+        hold: if gate.hold.is_some() {
+            run_hold(gate, &run.started_utc, run.ended_utc.as_deref())
+        } else {
+            record.hold.clone()
+        },
+        ..record
+    };
+    let problems = validate(&record, &record.id);
+    if !problems.is_empty() {
+        return Err(RecordError::Invalid {
+            id: record.id,
+            problems,
+        });
+    }
+    Ok(record)
+}
+
+/// Builds a pair record from a pair run (`pair.json` and its arms): this record's figure is the median of
+/// every judged value of the `ours` arms, the other figure the median of the `theirs` arms (both recomputed
+/// from the repeats, not from arm medians), the ratio theirs / ours, the arm order and each arm's median;
+/// the model hash is the one the runner streamed before the first arm (and found unchanged after the last).
+/// `spec.model_file` is not hashed again. Fails when the pair is incomplete or void.
+pub fn from_pair_run(
+    gate: &crate::spec::GateSpec,
+    pe: &crate::analysis::PairEvidence,
+    spec: &RunRecordSpec,
+) -> Result<Record, RecordError> {
+    from_pair_run_as(gate, pe, spec, "ours")
+}
+
+/// [`from_pair_run`] from the side of `role` (`ours` or `theirs`): the record's value is that runtime's
+/// median and `pair` names the other runtime's figure and the ratio other / this (so theirs / ours in the
+/// ours record, its inverse in the theirs record; the note states theirs / ours in both). For `theirs`, the
+/// engine is the theirs arm's `runtime` and the other engine is `spec.engine`.
+pub fn from_pair_run_as(
+    gate: &crate::spec::GateSpec,
+    pe: &crate::analysis::PairEvidence,
+    spec: &RunRecordSpec,
+    role: &str,
+) -> Result<Record, RecordError> {
+    use crate::evidence::RunStatus;
+    let s = &pe.summary;
+    let dir = pe.dir.display();
+    if s.status != RunStatus::Complete {
+        return Err(RecordError::Evidence(format!(
+            "{dir}: the pair run is incomplete (status running)"
+        )));
+    }
+    if let Some(f) = &s.failure {
+        return Err(RecordError::Evidence(format!(
+            "{dir}: the pair is void: {f}"
+        )));
+    }
+    let sha = match (&s.model_sha256, &s.model_sha256_after) {
+        (Some(a), Some(b)) if a == b => a.clone(),
+        (a, b) => {
+            return Err(RecordError::Evidence(format!(
+                "{dir}: model sha256 before {a:?} and after {b:?} the arms do not match"
+            )))
+        }
+    };
+    if s.arms.len() != pe.arms.len() || s.arms.is_empty() {
+        return Err(RecordError::Evidence(format!(
+            "{dir}: {} arms listed, {} loaded",
+            s.arms.len(),
+            pe.arms.len()
+        )));
+    }
+    let (unit, decimals, definition) = run_metric(&spec.metric)?;
+    // The same judgement as the verdicts: a pair run that fails them writes no record.
+    let verdicts = crate::judge::judge_pair(gate, pe);
+    refuse_failed_verdicts(&pe.dir, &verdicts)?;
+    let (mut ours, mut theirs, mut arm_medians, mut arm_order) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut prompt_tokens = std::collections::BTreeSet::new();
+    let mut theirs_runtime: Option<String> = None;
+    let mut version = None;
+    for (arm, ev) in s.arms.iter().zip(&pe.arms) {
+        if ev.run.status != RunStatus::Complete || ev.run.serve.failure.is_some() {
+            return Err(RecordError::Evidence(format!(
+                "{}: arm {} ({}) is incomplete or its serve failed",
+                ev.dir.display(),
+                arm.arm,
+                arm.role
+            )));
+        }
+        let (values, pt) = judged_values(ev, &spec.metric)?;
+        prompt_tokens.extend(pt);
+        arm_medians.push(round_to(
+            stats::median(&values).expect("non-empty"),
+            decimals,
+        ));
+        match arm.role.as_str() {
+            "ours" => {
+                ours.extend(values);
+                if role == "ours" {
+                    version = version.or_else(|| ev.run.serve.version.clone());
+                }
+            }
+            "theirs" => {
+                theirs.extend(values);
+                theirs_runtime = theirs_runtime.or_else(|| Some(arm.runtime.clone()));
+                if role == "theirs" {
+                    version = version.or_else(|| ev.run.serve.version.clone());
+                }
+            }
+            other => {
+                return Err(RecordError::Evidence(format!(
+                    "{dir}: arm {} has role {other:?}",
+                    arm.arm
+                )))
+            }
+        }
+        arm_order.push(if arm.role == role {
+            "this".to_string()
+        } else {
+            "other".to_string()
+        });
+    }
+    if ours.is_empty() || theirs.is_empty() {
+        return Err(RecordError::Evidence(format!(
+            "{dir}: a pair record needs values from both runtimes"
+        )));
+    }
+    let (m_ours, m_theirs) = (
+        stats::median(&ours).expect("non-empty"),
+        stats::median(&theirs).expect("non-empty"),
+    );
+    let theirs_engine = theirs_runtime.unwrap_or_else(|| "theirs".into());
+    let (this, other_vals, m_this, m_other, this_engine, other_engine) = if role == "theirs" {
+        (
+            theirs,
+            ours,
+            m_theirs,
+            m_ours,
+            theirs_engine,
+            spec.engine.clone(),
+        )
+    } else {
+        (
+            ours,
+            theirs,
+            m_ours,
+            m_theirs,
+            spec.engine.clone(),
+            theirs_engine,
+        )
+    };
+    let req = &gate.request;
+    let mut other = spec.notes.clone();
+    let prompt_tokens = prompt_tokens_setting(&prompt_tokens, &mut other);
+    let record = Record {
+        schema: RECORD_SCHEMA.into(),
+        id: spec.id.clone(),
+        date: s.started_utc.chars().take(10).collect(),
+        host: format!("{} ({}, {} CPUs)", s.host.hostname, s.host.os, s.host.cpus),
+        model: Model {
+            name: spec.model_name.clone(),
+            file: Some(s.model_file_ours.clone()),
+            sha256: sha,
+            sha256_form: "full".into(),
+            sha256_of: "file".into(),
+            weights: Some(spec.weights.clone()),
+        },
+        device: spec.device.clone(),
+        route: spec.route.clone(),
+        metric: Metric { name: spec.metric.clone(), unit: unit.into(), condition: Some("warm".into()).filter(|_| req.warmup > 0) },
+        statistic: "median".into(),
+        value: round_to(m_this, decimals),
+        decimals,
+        n: this.len() as u32,
+        range: [stats::min(&this).expect("non-empty"), stats::max(&this).expect("non-empty")],
+        values: Some(this),
+        values_unavailable: None,
+        settings: Settings {
+            engine: this_engine,
+            engine_version: engine_version(spec, version.as_deref(), &mut other),
+            sampling: Some(sampling_of(req)),
+            max_tokens: Some(req.max_tokens),
+            prompt_tokens,
+            stream: Some(req.stream),
+            backend: spec.backend.clone(),
+        },
+        hold: run_hold(gate, &s.started_utc, s.ended_utc.as_deref()),
+        load: Load { load1_start: s.load_avg_start.map(|l| l[0]), load1_end: s.load_avg_end.map(|l| l[0]) },
+        known_answer: known_answer_of(gate, &verdicts),
+        instrument: Instrument {
+            method: format!(
+                "{}; A-B-B-A pair, arms {}; each figure is the median of every judged value of that runtime's arms",
+                method_of(env!("CARGO_PKG_VERSION"), gate),
+                s.order.join(", ")
+            ),
+            metric_definition: Some(definition.into()),
+        },
+        source: Source { kind: "gate_run".into(), evidence: Some(dir.to_string()), gate: Some(s.gate_file.clone()), published: None },
+        pair: Some(Pair {
+            other_engine,
+            other_value: round_to(m_other, decimals),
+            other_n: other_vals.len() as u32,
+            other_range: Some([stats::min(&other_vals).expect("non-empty"), stats::max(&other_vals).expect("non-empty")]),
+            ratio: round_to(m_other / m_this, 3),
+            ratio_decimals: 3,
+            ratio_source: "computed".into(),
+            ratio_note: Some(format!("the other runtime's median / this one's (theirs / ours = {:.3}), each recomputed from every judged value", m_theirs / m_ours)),
+            arm_order,
+            arm_medians: Some(arm_medians),
+        }),
+        notes: Notes { what_would_make_it_wrong: spec.what_would_make_it_wrong.clone(), other },
+    };
+    let problems = validate(&record, &record.id);
+    if !problems.is_empty() {
+        return Err(RecordError::Invalid {
+            id: record.id,
+            problems,
+        });
+    }
+    Ok(record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A valid gate-run record, for edits.
+    fn good() -> Record {
+        Record {
+            schema: RECORD_SCHEMA.into(),
+            id: "smol-decode".into(),
+            date: "2026-11-29".into(),
+            host: "ci (Linux, 2 CPUs)".into(),
+            model: Model {
+                name: "SmolLM2-135M-Instruct".into(),
+                file: Some("/models/smol.gguf".into()),
+                sha256: "a".repeat(64),
+                sha256_form: "full".into(),
+                sha256_of: "file".into(),
+                weights: Some("Q8_0".into()),
+            },
+            device: "CPU".into(),
+            route: "cpu".into(),
+            metric: Metric {
+                name: "decode_rate".into(),
+                unit: "tok/s".into(),
+                condition: None,
+            },
+            statistic: "median".into(),
+            value: 4.28,
+            decimals: 2,
+            n: 2,
+            values: Some(vec![4.25, 4.30]),
+            values_unavailable: None,
+            range: [4.25, 4.30],
+            settings: Settings {
+                engine: "llama.cpp".into(),
+                engine_version: Some("b1".into()),
+                sampling: Some("temperature 0".into()),
+                max_tokens: Some(64),
+                prompt_tokens: None,
+                stream: Some(true),
+                backend: None,
+            },
+            hold: Hold {
+                ticket: None,
+                duration_s: None,
+            },
+            load: Load {
+                load1_start: Some(1.0),
+                load1_end: Some(1.2),
+            },
+            known_answer: KnownAnswer {
+                prompt: None,
+                expected: None,
+                result: "not_checked".into(),
+                detail: None,
+            },
+            instrument: Instrument {
+                method: "servegate".into(),
+                metric_definition: Some("docs/metrics.md".into()),
+            },
+            source: Source {
+                kind: "gate_run".into(),
+                evidence: Some("runs/x".into()),
+                gate: Some("gates/x.toml".into()),
+                published: None,
+            },
+            pair: None,
+            notes: Notes {
+                what_would_make_it_wrong: "One run at low load, one prompt.".into(),
+                other: vec![],
+            },
+        }
+    }
+
+    fn fields(r: &Record) -> Vec<String> {
+        validate(r, &r.id).into_iter().map(|p| p.field).collect()
+    }
+
+    #[test]
+    fn good_record_is_valid_and_round_trips() {
+        let r = good();
+        assert_eq!(validate(&r, "smol-decode"), vec![]);
+        assert_eq!(parse(&to_json(&r)).unwrap(), r);
+    }
+
+    #[test]
+    fn top_keys_list_matches_the_struct() {
+        let mut r = good();
+        r.values_unavailable = Some("x".into());
+        r.pair = Some(Pair {
+            other_engine: "o".into(),
+            other_value: 1.0,
+            other_n: 1,
+            other_range: None,
+            ratio: 1.0,
+            ratio_decimals: 2,
+            ratio_source: "published".into(),
+            ratio_note: None,
+            arm_order: vec![],
+            arm_medians: None,
+        });
+        let v = serde_json::to_value(&r).unwrap();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut listed: Vec<&str> = TOP_KEYS.iter().map(|(k, _)| *k).collect();
+        keys.sort();
+        listed.sort();
+        assert_eq!(keys, listed);
+    }
+
+    #[test]
+    fn even_n_median_is_mean_of_middle_two_at_stated_precision() {
+        // 4.25 and 4.30: median 4.275, stated 4.28 (and 4.27 is also a correct rounding of the tie).
+        let mut r = good();
+        assert!(fields(&r).is_empty());
+        r.value = 4.27;
+        assert!(fields(&r).is_empty());
+        r.value = 4.29;
+        assert_eq!(fields(&r), vec!["value"]);
+    }
+
+    #[test]
+    fn n_must_equal_number_of_values() {
+        let mut r = good();
+        r.n = 3;
+        assert_eq!(fields(&r), vec!["n"]);
+    }
+
+    #[test]
+    fn range_must_be_min_and_max() {
+        let mut r = good();
+        r.range = [4.20, 4.30];
+        assert_eq!(fields(&r), vec!["range"]);
+    }
+
+    #[test]
+    fn missing_key_names_its_field() {
+        let mut v = serde_json::to_value(good()).unwrap();
+        v["model"].as_object_mut().unwrap().remove("sha256");
+        v.as_object_mut().unwrap().remove("notes");
+        let problems = parse(&v.to_string()).unwrap_err();
+        let f: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+        assert!(f.contains(&"model.sha256"), "{problems:?}");
+        assert!(f.contains(&"notes"), "{problems:?}");
+    }
+
+    #[test]
+    fn nullable_key_must_still_be_present() {
+        let mut v = serde_json::to_value(good()).unwrap();
+        v["model"].as_object_mut().unwrap().remove("file");
+        let problems = parse(&v.to_string()).unwrap_err();
+        assert_eq!(problems[0].field, "model.file");
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_at_every_level() {
+        let mut v = serde_json::to_value(good()).unwrap();
+        v["speed"] = serde_json::json!(1);
+        v["settings"]["temprature"] = serde_json::json!(0);
+        let problems = parse(&v.to_string()).unwrap_err();
+        let f: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+        assert!(
+            f.contains(&"speed") && f.contains(&"settings.temprature"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn sha256_is_64_hex_or_a_declared_published_prefix() {
+        let mut r = good();
+        r.model.sha256 = "b1c1fe9d6c4a6d0c".into();
+        assert_eq!(fields(&r), vec!["model.sha256"]);
+        r.model.sha256_form = "prefix".into();
+        assert_eq!(
+            fields(&r),
+            vec!["model.sha256_form"],
+            "a gate run may not carry a prefix"
+        );
+        r.source = Source {
+            kind: "published".into(),
+            evidence: None,
+            gate: None,
+            published: Some("seed-runs.md".into()),
+        };
+        assert!(fields(&r).is_empty());
+        assert_eq!(r.sha256_display(), "b1c1fe9d6c4a6d0c (prefix only)");
+    }
+
+    #[test]
+    fn values_may_be_unavailable_only_in_published_records_and_say_why() {
+        let mut r = good();
+        r.values = None;
+        assert_eq!(fields(&r), vec!["values", "values"]);
+        r.values_unavailable = Some("not published".into());
+        r.source = Source {
+            kind: "published".into(),
+            evidence: None,
+            gate: None,
+            published: Some("seed-runs.md".into()),
+        };
+        assert!(fields(&r).is_empty());
+        r.value = 4.5;
+        assert_eq!(fields(&r), vec!["value"], "value outside the range");
+    }
+
+    #[test]
+    fn pair_ratio_and_arms_are_checked() {
+        let mut r = good();
+        r.value = 39.25;
+        r.values = Some(vec![39.20, 39.25, 39.25, 39.32]);
+        r.n = 4;
+        r.range = [39.20, 39.32];
+        r.pair = Some(Pair {
+            other_engine: "FastFlowLM 1.0.12".into(),
+            other_value: 45.57,
+            other_n: 6,
+            other_range: Some([45.08, 45.93]),
+            ratio: 1.16,
+            ratio_decimals: 2,
+            ratio_source: "published".into(),
+            ratio_note: None,
+            arm_order: vec!["other".into(), "this".into(), "this".into(), "other".into()],
+            arm_medians: Some(vec![45.43, 39.28, 39.23, 45.91]),
+        });
+        assert!(fields(&r).is_empty(), "{:?}", validate(&r, &r.id));
+        r.pair.as_mut().unwrap().ratio = 1.20;
+        r.pair.as_mut().unwrap().arm_order = vec!["this".into(), "this".into()];
+        assert_eq!(
+            fields(&r),
+            vec!["pair.ratio", "pair.arm_order", "pair.arm_medians"]
+        );
+    }
+
+    #[test]
+    fn n_below_three_is_valid_but_indicative() {
+        let r = good();
+        assert!(validate(&r, &r.id).is_empty());
+        assert!(r.indicative());
+    }
+
+    #[test]
+    fn id_must_equal_file_name() {
+        let r = good();
+        assert_eq!(
+            validate(&r, "other")
+                .into_iter()
+                .map(|p| p.field)
+                .collect::<Vec<_>>(),
+            vec!["id"]
+        );
+    }
+
+    #[test]
+    fn what_would_make_it_wrong_is_required() {
+        let mut r = good();
+        r.notes.what_would_make_it_wrong = "n/a".into();
+        assert_eq!(fields(&r), vec!["notes.what_would_make_it_wrong"]);
+    }
+
+    /// A complete run directory of a gate with one prompt, one warmup and three judged repeats: each reply
+    /// streams four content tokens 10, 20, 30 ms apart after `ttft` ms (decode = 3 / span).
+    fn synthetic_run(
+        root: &Path,
+        name: &str,
+        gate: &crate::spec::GateSpec,
+        warmup: bool,
+        spans_ms: &[(f64, f64)],
+    ) -> PathBuf {
+        use crate::evidence::{
+            EvidenceWriter, RequestRecord, ResponseMeta, RunStatus, RunSummary, ServeRecord,
+        };
+        use crate::io::reads::TimedRead;
+        let w = EvidenceWriter::create(root, name, "20261129T120000Z").unwrap();
+        w.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())
+            .unwrap();
+        let mut requests = Vec::new();
+        for (index, &(ttft, span)) in spans_ms.iter().enumerate() {
+            let chunk = |text: &str| {
+                format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+            };
+            let mut reads = Vec::new();
+            for (k, text) in ["Pa", "r", "is", "."].iter().enumerate() {
+                reads.push(TimedRead {
+                    t_ms: ttft + span * k as f64 / 3.0,
+                    bytes: chunk(text).into_bytes(),
+                });
+            }
+            let end = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":4,\"total_tokens\":24}}\n\ndata: [DONE]\n\n";
+            reads.push(TimedRead {
+                t_ms: ttft + span + 1.0,
+                bytes: end.as_bytes().to_vec(),
+            });
+            let meta = ResponseMeta {
+                status: Some(200),
+                ..Default::default()
+            };
+            w.write_request(index, &serde_json::json!({}), &meta, &reads)
+                .unwrap();
+            requests.push(RequestRecord {
+                index,
+                warmup: warmup && index == 0,
+                prompt: gate.request.prompts[0].clone(),
+                stream: true,
+                http_status: Some(200),
+                repeat: index as u32,
+                body_bytes: reads.iter().map(|r| r.bytes.len() as u64).sum(),
+                ..Default::default()
+            });
+        }
+        let summary = RunSummary {
+            schema: crate::evidence::RUN_SCHEMA.into(),
+            status: RunStatus::Complete,
+            gate: gate.name.clone(),
+            gate_file: "gates/ref.toml".into(),
+            started_utc: "2026-11-29T12:00:00Z".into(),
+            ended_utc: Some("2026-11-29T12:00:09Z".into()),
+            host: crate::evidence::HostInfo {
+                hostname: "box".into(),
+                os: "linux 6.1".into(),
+                cpus: 2,
+            },
+            load_avg_start: Some([1.5, 1.0, 0.5]),
+            load_avg_end: Some([1.75, 1.0, 0.5]),
+            servegate_version: "0.1.0".into(),
+            serve: ServeRecord {
+                version: Some("llama.cpp b4321".into()),
+                ..Default::default()
+            },
+            planned: Some(requests.iter().filter(|r| !r.warmup).count()),
+            planned_warmup: Some(requests.iter().filter(|r| r.warmup).count()),
+            requests,
+            notes: vec![],
+        };
+        w.write_summary(&summary).unwrap();
+        w.dir().to_path_buf()
+    }
+
+    #[test]
+    fn from_run_uses_the_verdicts_judgement_and_counts_every_planned_request() {
+        let tmp = tempfile::tempdir().unwrap();
+        let model = tmp.path().join("model.gguf");
+        std::fs::write(&model, b"weights").unwrap();
+        let gate_file = tmp.path().join("ref.toml");
+        let text = "[gate]\nname = \"ref\"\n[serve]\ncommand = [\"srv\", \"--port\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 16\nrepeats = 3\nprompts = [\"What is the capital of France?\"]\n[assert.rate]\nfloor_tok_s = 10.0\n";
+        std::fs::write(&gate_file, text).unwrap();
+        let ctx = crate::spec::Context::for_file(&gate_file);
+        let gate = crate::spec::parse(&gate_file, text, &ctx).unwrap();
+        let dir = synthetic_run(
+            tmp.path(),
+            "ref",
+            &gate,
+            false,
+            &[(100.0, 30.0), (120.0, 60.0), (110.0, 20.0)],
+        );
+        let ev = crate::analysis::load(&dir).unwrap();
+        let spec = RunRecordSpec {
+            id: "ref-decode".into(),
+            metric: "decode_rate".into(),
+            model_name: "Tiny".into(),
+            model_file: model.clone(),
+            weights: "Q8_0".into(),
+            device: "CPU".into(),
+            route: "cpu".into(),
+            engine: "llama.cpp server".into(),
+            engine_version: None,
+            backend: None,
+            hold_ticket: None,
+            what_would_make_it_wrong: "Three short synthetic replies.".into(),
+            notes: vec![],
+        };
+        assert!(from_run(&gate, &ev, &spec).is_ok());
+        let refused =
+            |ev: &crate::analysis::Evidence, g: &crate::spec::GateSpec, want: &str| match from_run(
+                g, ev, &spec,
+            ) {
+                Err(RecordError::Evidence(m)) => assert!(m.contains(want), "{m}"),
+                other => panic!("expected a refusal naming {want:?}, got {other:?}"),
+            };
+        // Planned 20, sent 3: the verdicts fail (rate), and so does the record.
+        let mut short = ev.clone();
+        short.run.planned = Some(20);
+        refused(
+            &short,
+            &gate,
+            "17 planned requests never sent: requests 03-19",
+        );
+        // Reply 01 cut after two chunks (no finish_reason, no [DONE]): no figure, in records as in verdicts.
+        let mut cut = ev.clone();
+        let chunk = |t: f64, text: &str| crate::io::reads::TimedRead {
+            t_ms: t,
+            bytes: format!(
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"
+            )
+            .into_bytes(),
+        };
+        cut.requests[1].reply = crate::analysis::reply_of(
+            &cut.requests[1].record,
+            &[chunk(10.0, "Paris"), chunk(40.0, " is")],
+        );
+        refused(
+            &cut,
+            &gate,
+            "request 01 (truncated_stream: no finish_reason, no [DONE])",
+        );
+        // A run that fails its floor writes no record either.
+        let strict = crate::spec::parse(&gate_file, &text.replace("10.0", "1000.0"), &ctx).unwrap();
+        refused(
+            &ev,
+            &strict,
+            "the run failed its verdicts (1 of 1 failed; first: rate FAIL median 100.0 tok/s",
+        );
+    }
+
+    #[test]
+    fn from_run_records_every_judged_value_with_provenance() {
+        let tmp = tempfile::tempdir().unwrap();
+        let model = tmp.path().join("model.gguf");
+        std::fs::write(&model, b"weights").unwrap();
+        let gate_file = tmp.path().join("ref.toml");
+        let text = "[gate]\nname = \"ref\"\n[serve]\ncommand = [\"srv\", \"--port\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 16\ntemperature = 0\nwarmup = 1\nrepeats = 3\nprompts = [\"What is the capital of France? Answer with one word.\"]\n[assert.known_answer]\nmatches = \"(?i)paris\"\n";
+        std::fs::write(&gate_file, text).unwrap();
+        let gate = crate::spec::parse(
+            &gate_file,
+            text,
+            &crate::spec::Context::for_file(&gate_file),
+        )
+        .unwrap();
+        // warmup, then decode 3/0.030 = 100, 3/0.060 = 50, 3/0.020 = 150 tok/s.
+        let dir = synthetic_run(
+            tmp.path(),
+            "ref",
+            &gate,
+            true,
+            &[(500.0, 10.0), (100.0, 30.0), (120.0, 60.0), (110.0, 20.0)],
+        );
+        let ev = crate::analysis::load(&dir).unwrap();
+        let spec = RunRecordSpec {
+            id: "ref-decode".into(),
+            metric: "decode_rate".into(),
+            model_name: "Tiny".into(),
+            model_file: model.clone(),
+            weights: "Q8_0".into(),
+            device: "CPU".into(),
+            route: "cpu".into(),
+            engine: "llama.cpp server".into(),
+            engine_version: None,
+            backend: None,
+            hold_ticket: None,
+            what_would_make_it_wrong:
+                "Three replies of four tokens each: a longer reply could decode at another rate."
+                    .into(),
+            notes: vec![],
+        };
+        let mut killed = ev.clone();
+        killed.run.status = crate::evidence::RunStatus::Running;
+        assert!(
+            matches!(from_run(&gate, &killed, &spec), Err(RecordError::Evidence(m)) if m.contains("incomplete")),
+            "no record from a killed run"
+        );
+        let r = from_run(&gate, &ev, &spec).unwrap();
+        let values = r.values.clone().unwrap();
+        assert_eq!(values.len(), 3, "warmup excluded");
+        for (got, want) in values.iter().zip([100.0, 50.0, 150.0]) {
+            assert!((got - want).abs() < 1e-6, "{values:?}");
+        }
+        assert_eq!((r.value, r.n, r.range), (100.0, 3, [values[1], values[2]]));
+        assert_eq!(r.model.sha256, crate::io::hash::sha256_bytes(b"weights"));
+        assert_eq!(
+            r.settings.engine_version.as_deref(),
+            Some("llama.cpp b4321")
+        );
+        assert_eq!(
+            (r.load.load1_start, r.load.load1_end),
+            (Some(1.5), Some(1.75))
+        );
+        assert_eq!(r.known_answer.result, "pass");
+        assert_eq!(r.settings.prompt_tokens, Some(20));
+        assert_eq!(r.date, "2026-11-29");
+        assert!(validate(&r, "ref-decode").is_empty());
+        let ft = from_run(
+            &gate,
+            &ev,
+            &RunRecordSpec {
+                id: "ref-first-token".into(),
+                metric: "first_token".into(),
+                ..spec.clone()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                ft.value,
+                ft.metric.unit.as_str(),
+                ft.metric.condition.as_deref()
+            ),
+            (110.0, "ms", Some("warm"))
+        );
+        // The command path: the same record from the run directory and a spec file.
+        let spec_file = tmp.path().join("smol.toml");
+        std::fs::write(&spec_file, format!("id = \"x\"\nmetric = \"first_token\"\nmodel_name = \"Tiny\"\nmodel_file = {:?}\nweights = \"Q8_0\"\ndevice = \"CPU\"\nroute = \"cpu\"\nengine = \"llama.cpp server\"\nwhat_would_make_it_wrong = \"Three replies of four tokens each: a longer reply could decode at another rate.\"\n", model.display().to_string())).unwrap();
+        let cli_dir = tmp.path().join("cli-records");
+        assert_eq!(
+            cli_records_add(
+                &dir,
+                &spec_file,
+                Some("ref-decode"),
+                Some("decode_rate"),
+                &cli_dir
+            ),
+            exit::PASS
+        );
+        assert_eq!(
+            parse(&std::fs::read_to_string(cli_dir.join("ref-decode.json")).unwrap()).unwrap(),
+            r
+        );
+        assert_eq!(
+            cli_records_add(&dir, &spec_file, Some("ref-decode"), None, &cli_dir),
+            exit::SPEC_INVALID,
+            "never overwrites"
+        );
+        // Written atomically, then checked like any committed record.
+        let records = tmp.path().join("records");
+        write_new(&records, &r).unwrap();
+        write_new(&records, &ft).unwrap();
+        assert!(check_dir(&records)
+            .unwrap()
+            .iter()
+            .all(|c| c.problems.is_empty()));
+    }
+
+    #[test]
+    fn from_pair_run_states_both_figures_ratio_and_arm_order() {
+        use crate::evidence::{ArmRecord, PairSummary, RunStatus};
+        let tmp = tempfile::tempdir().unwrap();
+        let gate_file = tmp.path().join("pair.toml");
+        let text = "[gate]\nname = \"p\"\n[serve]\nready = \"/health\"\n[hold]\nlock = \"/tmp/npu.lock\"\n[pair.ours]\nruntime = \"srv, 1 thread\"\ncommand = [\"srv\", \"--model\", \"{model}\", \"--port\", \"{port}\"]\n[pair.theirs]\nruntime = \"srv, 2 threads\"\ncommand = [\"srv\", \"--model\", \"{model}\", \"--port\", \"{port}\", \"-t\", \"2\"]\n[request]\nmodel = \"/m.gguf\"\nmax_tokens = 16\ntemperature = 0\ntop_k = 1\nrepeats = 3\nprompts = [\"What is the capital of France? Answer with one word.\"]\n[assert.ratio]\nmetric = \"decode\"\nat_least = 0.1\n[assert.known_answer]\nmatches = \"(?i)paris\"\n";
+        std::fs::write(&gate_file, text).unwrap();
+        let gate = crate::spec::parse(
+            &gate_file,
+            text,
+            &crate::spec::Context::for_file(&gate_file),
+        )
+        .unwrap();
+        let pair_dir = tmp.path().join("pairrun");
+        // decode rates: theirs 150, 100, 100 | ours 50, 50, 60 | ours 60, 30, 50 | theirs 150, 150, 300.
+        let arms: [(&str, [(f64, f64); 3]); 4] = [
+            ("theirs", [(90.0, 20.0), (90.0, 30.0), (90.0, 30.0)]),
+            ("ours", [(100.0, 60.0), (100.0, 60.0), (100.0, 50.0)]),
+            ("ours", [(100.0, 50.0), (100.0, 100.0), (100.0, 60.0)]),
+            ("theirs", [(90.0, 20.0), (90.0, 20.0), (90.0, 10.0)]),
+        ];
+        let mut records = Vec::new();
+        for (i, (role, spans)) in arms.iter().enumerate() {
+            let name = crate::evidence::layout::arm_dir(i + 1, role);
+            let d = synthetic_run(&pair_dir, &name, &gate, false, spans);
+            records.push(ArmRecord {
+                arm: i + 1,
+                role: role.to_string(),
+                runtime: if *role == "ours" {
+                    "srv, 1 thread"
+                } else {
+                    "srv, 2 threads"
+                }
+                .into(),
+                dir: d.strip_prefix(&pair_dir).unwrap().display().to_string(),
+            });
+        }
+        let sha = "c".repeat(64);
+        let summary = PairSummary {
+            schema: crate::evidence::PAIR_SCHEMA.into(),
+            status: RunStatus::Complete,
+            gate: "p".into(),
+            gate_file: "gates/pair.toml".into(),
+            started_utc: "2026-11-29T12:00:00.000Z".into(),
+            ended_utc: Some("2026-11-29T12:00:38.500Z".into()),
+            host: crate::evidence::HostInfo {
+                hostname: "box".into(),
+                os: "linux".into(),
+                cpus: 2,
+            },
+            load_avg_start: Some([4.34, 1.0, 1.0]),
+            load_avg_end: Some([3.3, 1.0, 1.0]),
+            order: arms.iter().map(|(r, _)| r.to_string()).collect(),
+            model_file_ours: "/m.gguf".into(),
+            model_file_theirs: "/m.gguf".into(),
+            model_sha256: Some(sha.clone()),
+            model_bytes: Some(7),
+            model_sha256_after: Some(sha.clone()),
+            failure: None,
+            arms: records,
+        };
+        std::fs::write(
+            pair_dir.join(crate::evidence::layout::PAIR_FILE),
+            serde_json::to_string_pretty(&summary).unwrap(),
+        )
+        .unwrap();
+        let pe = crate::analysis::load_pair(&pair_dir).unwrap();
+        let spec = RunRecordSpec {
+            id: "p-decode".into(),
+            metric: "decode_rate".into(),
+            model_name: "Tiny".into(),
+            model_file: "/m.gguf".into(),
+            weights: "Q8_0".into(),
+            device: "CPU".into(),
+            route: "cpu".into(),
+            engine: "srv, 1 thread".into(),
+            engine_version: Some("srv 1".into()),
+            backend: None,
+            hold_ticket: None,
+            what_would_make_it_wrong:
+                "Three replies per arm of four tokens each on a shared machine.".into(),
+            notes: vec![],
+        };
+        let r = from_pair_run(&gate, &pe, &spec).unwrap();
+        let p = r.pair.as_ref().unwrap();
+        // ours: 50 50 60 60 30 50 → median 50; theirs: 150 100 100 150 150 300 → median 150 (not the arm medians').
+        assert_eq!(
+            (r.value, r.n, p.other_value, p.other_n, p.ratio),
+            (50.0, 6, 150.0, 6, 3.0)
+        );
+        assert_eq!(p.arm_order, ["other", "this", "this", "other"]);
+        assert_eq!(
+            p.arm_medians.as_deref(),
+            Some(&[100.0, 50.0, 50.0, 150.0][..])
+        );
+        assert_eq!(p.other_engine, "srv, 2 threads");
+        assert_eq!(r.model.sha256, sha);
+        assert_eq!(r.hold.duration_s, Some(38.5));
+        assert!(r.hold.ticket.as_deref().unwrap().contains("/tmp/npu.lock"));
+        assert_eq!(
+            (r.load.load1_start, r.load.load1_end),
+            (Some(4.34), Some(3.3))
+        );
+        assert_eq!(r.known_answer.result, "pass");
+        assert!(validate(&r, "p-decode").is_empty());
+    }
+
+    #[test]
+    fn write_new_is_atomic_and_never_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = good();
+        let path = write_new(dir.path(), &r).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), to_json(&r));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o644
+            );
+        }
+        assert!(matches!(
+            write_new(dir.path(), &r),
+            Err(RecordError::Exists { .. })
+        ));
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "no temp file left: {names:?}");
+        let mut bad = good();
+        bad.id = "bad".into();
+        bad.n = 5;
+        assert!(matches!(
+            write_new(dir.path(), &bad),
+            Err(RecordError::Invalid { .. })
+        ));
+        assert!(!dir.path().join("bad.json").exists());
+    }
+}

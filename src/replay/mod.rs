@@ -1,0 +1,1092 @@
+//! `servegate replay`: an OpenAI-compatible serve that plays recorded evidence back with its original
+//! timing, or (`--synthetic`) a paced stream whose true TTFT and decode rate are known. It is the serve a
+//! reviewer without the device re-runs a gate against, the serve a gate author develops against, and the
+//! timing reference servegate's own accuracy is measured against (docs/performance.md).
+//!
+//! Owns the replay serve: loading a run directory as a [`Recording`], matching requests to recorded
+//! responses, the schedule of each response (a [`Plan`]) and writing it on time. It judges nothing and
+//! writes no evidence; the runner that talks to it does.
+//!
+//! * **Matching**: by the request's prompt (the last user message's content) and order of arrival: the
+//!   k-th request with prompt P gets the k-th recorded response for P, warmup requests included, in the
+//!   recorded send order. An unmatched request gets a 404 JSON error naming the prompt.
+//! * **Timing**: each recorded read is written (and flushed, `TCP_NODELAY`) at its recorded `t_ms`,
+//!   divided by `--speed`, from the moment the request arrived; the response head at the recorded
+//!   `head_ms`. Streams are sent `Transfer-Encoding: chunked`, one chunk per recorded read. A recorded
+//!   transport error is replayed as a connection closed mid-body at the recorded `end_ms`.
+//! * **Log**: the recorded `serve.log` is written to stdout first, line for line, so a gate's `route`
+//!   assertion finds what the original serve said on the same lines; then the serve's own lines, each
+//!   starting `replay:` and holding no directory or prompt text (except the 404 line naming the prompt).
+//! * **Endpoints**: `GET /health` (200; 503 until `--ready-after-ms`), `GET /v1/models` (the recorded
+//!   model ids and `replay`), `POST /v1/chat/completions` (streamed or not).
+//! * **Timing log** (`--timing-log FILE`, JSON lines): per request the arrival (`CLOCK_MONOTONIC` ns) and
+//!   the due and actual send time of every write; for synthetic replies the true TTFT and decode rate.
+//!
+//! Exits 0 on SIGTERM or SIGINT. Exit codes otherwise: 2 bad usage or cannot listen, 5 the run directory
+//! cannot be read.
+
+pub(crate) mod http;
+pub mod pace;
+pub(crate) mod synthetic;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufReader, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::error::{exit, EvidenceError};
+use crate::evidence::{ResponseMeta, RunSummary, RUN_SCHEMA};
+use crate::io::reads::{self, TimedRead};
+
+pub use synthetic::SyntheticSpec;
+
+/// `servegate replay` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReplayArgs {
+    /// The run directory to serve back (holds run.json; e.g. target/servegate/runs/GATE/STAMP). Not with --synthetic.
+    #[arg(required_unless_present = "synthetic", conflicts_with = "synthetic")]
+    pub run_dir: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on; 0 picks a free one. The address is printed: `replay: listening on http://127.0.0.1:PORT`.
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Time scale: every recorded time is divided by this (2 = twice as fast, so decode rates read 2x and TTFTs half).
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// When every recorded response for a prompt has been served, start again from its first (default: 404).
+    #[arg(long)]
+    pub cycle: bool,
+    /// Answer 503 on /health until this many ms after start (a model loading).
+    #[arg(long, default_value_t = 0.0)]
+    pub ready_after_ms: f64,
+    /// Append JSON lines with the arrival of every request and the send time of every write to FILE.
+    #[arg(long)]
+    pub timing_log: Option<PathBuf>,
+    /// Serve a synthetic paced stream instead of a recording (--tokens, --ttft-ms, --itl-ms or --tok-s).
+    #[arg(long)]
+    pub synthetic: bool,
+    /// Synthetic: completion tokens per reply.
+    #[arg(long, requires = "synthetic")]
+    pub tokens: Option<u32>,
+    /// Synthetic: ms from the request's arrival to the first token chunk.
+    #[arg(long, requires = "synthetic")]
+    pub ttft_ms: Option<f64>,
+    /// Synthetic: ms between consecutive tokens.
+    #[arg(long, requires = "synthetic", conflicts_with = "tok_s")]
+    pub itl_ms: Option<f64>,
+    /// Synthetic: decode rate in tokens per second (instead of --itl-ms).
+    #[arg(long, requires = "synthetic")]
+    pub tok_s: Option<f64>,
+    /// Synthetic: tokens per chunk.
+    #[arg(long, default_value_t = 1)]
+    pub per_chunk: u32,
+    /// Synthetic: send a role-only first chunk with the response head (a first event that is not a token).
+    #[arg(long)]
+    pub role_chunk: bool,
+    /// Synthetic: send a usage chunk (completion_tokens = N) before [DONE].
+    #[arg(long)]
+    pub usage: bool,
+    /// Synthetic: the model id in the chunks and /v1/models.
+    #[arg(long, default_value = "synthetic")]
+    pub model: String,
+}
+
+/// One recorded request and its response, as the replay serves it back.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The request's index in the run (`NN` of its files).
+    pub index: usize,
+    /// The prompt it was matched by: the last user message of `NN.request.json` (else run.json's prompt).
+    pub prompt: String,
+    /// The body's `model`, when present.
+    pub model: Option<String>,
+    /// HTTP status; `None` when no response arrived (a transport error before the head).
+    pub status: Option<u16>,
+    /// Recorded response headers (lower-case names).
+    pub headers: BTreeMap<String, String>,
+    /// ms from send to the response head.
+    pub head_ms: Option<f64>,
+    /// ms from send to the end of the body (or the failure).
+    pub end_ms: Option<f64>,
+    /// The body as timed reads.
+    pub reads: Vec<TimedRead>,
+    /// The recorded transport error.
+    pub transport_error: Option<String>,
+}
+
+/// A run directory loaded for replay.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// `serve.log`, when present.
+    pub serve_log: Option<String>,
+    /// Every request, in send order.
+    pub items: Vec<Recorded>,
+}
+
+/// The prompt a request is matched by: the content of the last `user` message (a string, or the text
+/// parts of a content array joined), else a completions-style `prompt` string.
+pub fn prompt_of(body: &serde_json::Value) -> Option<String> {
+    if let Some(messages) = body.get("messages").and_then(|m| m.as_array()) {
+        let user = messages
+            .iter()
+            .rev()
+            .find(|m| m.get("role").and_then(|r| r.as_str()) == Some("user"))?;
+        return match user.get("content")? {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Array(parts) => Some(
+                parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
+                    .collect(),
+            ),
+            _ => None,
+        };
+    }
+    body.get("prompt")
+        .and_then(|p| p.as_str())
+        .map(String::from)
+}
+
+impl Recording {
+    /// Loads `dir`: run.json (the request list), serve.log, and each request's `NN.request.json`,
+    /// `NN.response.json` and `NN.reads.jsonl`. A missing reads file is an empty body; a malformed one is
+    /// an error naming the file and line.
+    pub fn load(dir: &Path) -> Result<Recording, EvidenceError> {
+        let run_path = dir.join(crate::evidence::layout::RUN_FILE);
+        let text =
+            std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
+        let malformed = |path: &Path, reason: String| EvidenceError::Malformed {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let run: RunSummary =
+            serde_json::from_str(&text).map_err(|e| malformed(&run_path, e.to_string()))?;
+        if run.schema != RUN_SCHEMA {
+            return Err(malformed(
+                &run_path,
+                format!("schema {:?}, expected {RUN_SCHEMA:?}", run.schema),
+            ));
+        }
+        let serve_log = std::fs::read(dir.join(crate::evidence::layout::SERVE_LOG))
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        let mut items = Vec::new();
+        for rec in &run.requests {
+            let req_path = dir.join(crate::evidence::layout::request_file(rec.index));
+            let body: Option<serde_json::Value> = match std::fs::read_to_string(&req_path) {
+                Ok(t) => Some(
+                    serde_json::from_str(&t).map_err(|e| malformed(&req_path, e.to_string()))?,
+                ),
+                Err(_) => None,
+            };
+            let prompt = body
+                .as_ref()
+                .and_then(prompt_of)
+                .unwrap_or_else(|| rec.prompt.clone());
+            let model = body
+                .as_ref()
+                .and_then(|b| b.get("model"))
+                .and_then(|m| m.as_str())
+                .map(String::from);
+            let meta_path = dir.join(crate::evidence::layout::response_file(rec.index));
+            let meta: ResponseMeta = match std::fs::read_to_string(&meta_path) {
+                Ok(t) => {
+                    serde_json::from_str(&t).map_err(|e| malformed(&meta_path, e.to_string()))?
+                }
+                Err(_) => ResponseMeta {
+                    status: rec.http_status,
+                    transport_error: rec.transport_error.clone(),
+                    ..Default::default()
+                },
+            };
+            let reads_path = dir.join(crate::evidence::layout::reads_file(rec.index));
+            let reads = match std::fs::read_to_string(&reads_path) {
+                Ok(t) => reads::decode(&t).map_err(|e| malformed(&reads_path, e.to_string()))?,
+                Err(_) => Vec::new(),
+            };
+            items.push(Recorded {
+                index: rec.index,
+                prompt,
+                model,
+                status: meta.status.or(rec.http_status),
+                headers: meta.headers,
+                head_ms: meta.head_ms,
+                end_ms: meta.end_ms,
+                reads,
+                transport_error: meta.transport_error.or_else(|| rec.transport_error.clone()),
+            });
+        }
+        Ok(Recording {
+            dir: dir.to_path_buf(),
+            serve_log,
+            items,
+        })
+    }
+
+    /// The recorded model ids (from the request bodies), first seen first.
+    pub fn models(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for m in self.items.iter().filter_map(|r| r.model.clone()) {
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+        out
+    }
+
+    /// Indexes into `items` of the responses recorded for `prompt`, in send order.
+    pub fn for_prompt(&self, prompt: &str) -> Vec<usize> {
+        self.items
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.prompt == prompt)
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+/// Which recorded response answers the k-th request for a prompt (k counted per prompt from 0).
+#[derive(Debug, Default)]
+pub struct Matcher {
+    served: Mutex<HashMap<String, usize>>,
+}
+
+impl Matcher {
+    /// The item index for the next request with `prompt`, counting it as served; `Err` with the reason
+    /// (for the 404) when there is none. With `cycle`, the k-th request past the end starts over.
+    pub fn next(&self, rec: &Recording, prompt: &str, cycle: bool) -> Result<usize, String> {
+        let candidates = rec.for_prompt(prompt);
+        let mut served = self.served.lock().unwrap_or_else(|e| e.into_inner());
+        let k = served.entry(prompt.to_string()).or_insert(0);
+        if candidates.is_empty() {
+            let known: Vec<String> = {
+                let mut v: Vec<String> = Vec::new();
+                for r in &rec.items {
+                    if !v.contains(&r.prompt) {
+                        v.push(r.prompt.clone());
+                    }
+                }
+                v.iter().map(|p| format!("{p:?}")).collect()
+            };
+            return Err(format!(
+                "servegate replay: no recorded response for the prompt {prompt:?} in {} (recorded prompts: {})",
+                rec.dir.display(),
+                known.join(", ")
+            ));
+        }
+        let i = if *k < candidates.len() {
+            candidates[*k]
+        } else if cycle {
+            candidates[*k % candidates.len()]
+        } else {
+            return Err(format!(
+                "servegate replay: all {} recorded responses for the prompt {prompt:?} have been served (this is request {} for it; --cycle starts over)",
+                candidates.len(),
+                *k + 1
+            ));
+        };
+        *k += 1;
+        Ok(i)
+    }
+}
+
+/// What one write of a response carries (for the timing log and the true figures).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendKind {
+    /// A recorded read, written back.
+    Recorded,
+    /// Synthetic: the role-only chunk.
+    Role,
+    /// Synthetic: a chunk of tokens.
+    Token,
+    /// Synthetic: the finish-reason chunk.
+    Finish,
+    /// Synthetic: the usage chunk.
+    Usage,
+    /// Synthetic: `data: [DONE]`.
+    Done,
+    /// A whole non-streamed body.
+    Body,
+}
+
+impl SendKind {
+    fn name(self) -> &'static str {
+        match self {
+            SendKind::Recorded => "recorded",
+            SendKind::Role => "role",
+            SendKind::Token => "token",
+            SendKind::Finish => "finish",
+            SendKind::Usage => "usage",
+            SendKind::Done => "done",
+            SendKind::Body => "body",
+        }
+    }
+}
+
+/// One write of a response body, due `at` after the request arrived.
+#[derive(Debug, Clone)]
+pub struct Send {
+    /// Due time from the request's arrival.
+    pub at: Duration,
+    /// Body bytes (framed as one chunk when chunked).
+    pub bytes: Vec<u8>,
+    /// Completion tokens in it (synthetic token chunks; 0 otherwise).
+    pub tokens: u32,
+    /// What it is.
+    pub kind: SendKind,
+}
+
+/// The schedule of one response.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// HTTP status; 0 = send no response at all (close at `abort_at`).
+    pub status: u16,
+    /// Response headers (framing and `connection` are added).
+    pub headers: Vec<(String, String)>,
+    /// `Transfer-Encoding: chunked` (else `Content-Length`).
+    pub chunked: bool,
+    /// Due time of the head from the request's arrival.
+    pub head_at: Duration,
+    /// The body writes, in order, due times non-decreasing.
+    pub sends: Vec<Send>,
+    /// Close the connection mid-body at this time (a replayed transport error) instead of ending the body.
+    pub abort_at: Option<Duration>,
+    /// For logs: `recorded 03`, `synthetic #4`.
+    pub label: String,
+}
+
+fn scaled(ms: f64, speed: f64) -> Duration {
+    Duration::from_secs_f64((ms / speed).max(0.0) / 1000.0)
+}
+
+/// The plan that plays recorded response `r` back at `speed`.
+pub fn recorded_plan(r: &Recorded, speed: f64) -> Plan {
+    let label = format!("recorded {:02}", r.index);
+    let first_read = r.reads.first().map(|x| x.t_ms);
+    let last_read = r.reads.last().map(|x| x.t_ms).unwrap_or(0.0);
+    let abort_at = r
+        .transport_error
+        .as_ref()
+        .map(|_| scaled(r.end_ms.unwrap_or(last_read).max(last_read), speed));
+    let Some(status) = r.status else {
+        return Plan {
+            status: 0,
+            headers: Vec::new(),
+            chunked: false,
+            head_at: Duration::ZERO,
+            sends: Vec::new(),
+            abort_at: abort_at.or(Some(Duration::ZERO)),
+            label,
+        };
+    };
+    let content_type = r
+        .headers
+        .get("content-type")
+        .cloned()
+        .unwrap_or_else(|| "application/json".into());
+    let chunked = r.transport_error.is_some()
+        || content_type.contains("event-stream")
+        || r.headers
+            .get("transfer-encoding")
+            .map(|t| t.contains("chunked"))
+            .unwrap_or(false);
+    let head_ms = match (r.head_ms, first_read) {
+        (Some(h), Some(f)) => h.min(f),
+        (Some(h), None) => h,
+        (None, Some(f)) => f,
+        (None, None) => r.end_ms.unwrap_or(0.0),
+    };
+    let mut headers = vec![("content-type".to_string(), content_type)];
+    headers.push(("x-servegate-replay".into(), format!("{:02}", r.index)));
+    let sends = r
+        .reads
+        .iter()
+        .map(|x| Send {
+            at: scaled(x.t_ms, speed),
+            bytes: x.bytes.clone(),
+            tokens: 0,
+            kind: SendKind::Recorded,
+        })
+        .collect();
+    Plan {
+        status,
+        headers,
+        chunked,
+        head_at: scaled(head_ms, speed),
+        sends,
+        abort_at,
+        label,
+    }
+}
+
+/// What was sent of one response: the send time of each write (ms from arrival, taken just before the
+/// write), and whether the connection must close.
+#[derive(Debug, Clone, Default)]
+pub struct Sent {
+    /// Head send time, ms from arrival (`None` when no head was sent).
+    pub head_ms: Option<f64>,
+    /// Per send of the plan: ms from arrival, taken just before its write (`None` if never written).
+    pub sends_ms: Vec<Option<f64>>,
+    /// The response ended (last byte written), ms from arrival.
+    pub end_ms: f64,
+    /// The connection must close (abort, write failure, no response).
+    pub closed: bool,
+    /// A write failed (the client went away), verbatim.
+    pub write_error: Option<String>,
+}
+
+/// Writes `plan` to `stream` on time, from `t0` (the request's arrival). `close` adds `connection: close`.
+pub fn execute(stream: &mut TcpStream, plan: &Plan, t0: Instant, close: bool) -> Sent {
+    let ms = |t: Instant| pace::ms_between(t0, t);
+    let mut sent = Sent {
+        sends_ms: vec![None; plan.sends.len()],
+        ..Default::default()
+    };
+    if plan.status == 0 {
+        pace::sleep_until(t0 + plan.abort_at.unwrap_or_default());
+        let _ = stream.shutdown(Shutdown::Both);
+        sent.end_ms = ms(Instant::now());
+        sent.closed = true;
+        return sent;
+    }
+    let framing = if plan.chunked {
+        http::Framing::Chunked
+    } else {
+        http::Framing::Length(plan.sends.iter().map(|s| s.bytes.len()).sum())
+    };
+    let close_after = close || plan.abort_at.is_some();
+    let frame = |out: &mut Vec<u8>, s: &Send| {
+        if plan.chunked {
+            http::push_chunk(out, &s.bytes)
+        } else {
+            out.extend_from_slice(&s.bytes)
+        }
+    };
+    let n = plan.sends.len();
+    let ends_body = |i: usize| plan.chunked && plan.abort_at.is_none() && i + 1 == n;
+    // The head, with the first write when that is due no later (they leave together, as from a real serve).
+    let mut buf = http::head(plan.status, &plan.headers, framing, close_after);
+    let mut next = 0;
+    if n > 0 && plan.sends[0].at <= plan.head_at {
+        frame(&mut buf, &plan.sends[0]);
+        if ends_body(0) {
+            buf.extend_from_slice(http::LAST_CHUNK);
+        }
+        next = 1;
+    } else if n == 0 && plan.chunked && plan.abort_at.is_none() {
+        buf.extend_from_slice(http::LAST_CHUNK);
+    }
+    pace::sleep_until(t0 + plan.head_at);
+    let t = Instant::now();
+    sent.head_ms = Some(ms(t));
+    if next == 1 {
+        sent.sends_ms[0] = Some(ms(t));
+    }
+    if let Err(e) = stream.write_all(&buf) {
+        sent.write_error = Some(e.to_string());
+        sent.closed = true;
+        sent.end_ms = ms(Instant::now());
+        return sent;
+    }
+    for i in next..n {
+        let s = &plan.sends[i];
+        let mut out = Vec::with_capacity(s.bytes.len() + 16);
+        frame(&mut out, s);
+        if ends_body(i) {
+            out.extend_from_slice(http::LAST_CHUNK);
+        }
+        pace::sleep_until(t0 + s.at);
+        sent.sends_ms[i] = Some(ms(Instant::now()));
+        if let Err(e) = stream.write_all(&out) {
+            sent.write_error = Some(e.to_string());
+            sent.closed = true;
+            break;
+        }
+    }
+    if let Some(abort) = plan.abort_at {
+        if sent.write_error.is_none() {
+            pace::sleep_until(t0 + abort);
+        }
+        let _ = stream.shutdown(Shutdown::Both);
+        sent.closed = true;
+    }
+    sent.end_ms = ms(Instant::now());
+    sent.closed |= close_after;
+    sent
+}
+
+/// What the serve answers from.
+#[derive(Debug)]
+pub enum Source {
+    /// A recorded run.
+    Recording {
+        /// The run.
+        rec: Recording,
+        /// Served counts per prompt.
+        matcher: Matcher,
+        /// Start over when a prompt's recorded responses are used up.
+        cycle: bool,
+    },
+    /// The synthetic paced stream.
+    Synthetic(SyntheticSpec),
+}
+
+/// The serve's state, shared by the connection threads.
+#[derive(Debug)]
+pub struct App {
+    /// Recording or synthetic.
+    pub source: Source,
+    /// Time scale of recorded times.
+    pub speed: f64,
+    /// /health answers 200 from this instant on.
+    pub ready_at: Instant,
+    timing: Option<Mutex<std::fs::File>>,
+    seq: AtomicU64,
+    first_ready: AtomicBool,
+}
+
+impl App {
+    /// A serve answering from `source`.
+    pub fn new(
+        source: Source,
+        speed: f64,
+        ready_after: Duration,
+        timing_log: Option<std::fs::File>,
+    ) -> App {
+        App {
+            source,
+            speed,
+            ready_at: Instant::now() + ready_after,
+            timing: timing_log.map(Mutex::new),
+            seq: AtomicU64::new(0),
+            first_ready: AtomicBool::new(false),
+        }
+    }
+
+    fn log_timing(&self, v: serde_json::Value) {
+        if let Some(f) = &self.timing {
+            let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = writeln!(f, "{}", serde_json::to_string(&v).unwrap_or_default());
+            let _ = f.flush();
+        }
+    }
+
+    fn models(&self) -> Vec<String> {
+        let mut ids = match &self.source {
+            Source::Recording { rec, .. } => rec.models(),
+            Source::Synthetic(s) => vec![s.model.clone()],
+        };
+        if !ids.iter().any(|m| m == "replay") {
+            ids.push("replay".into());
+        }
+        ids
+    }
+
+    /// Answers one request on `stream`; returns false when the connection must close.
+    pub fn respond(&self, req: &http::Request, stream: &mut TcpStream) -> bool {
+        let route = req.path.trim_end_matches('/');
+        let simple = |stream: &mut TcpStream, status: u16, body: serde_json::Value| {
+            stream
+                .write_all(&http::json_response(status, &body, req.close))
+                .is_ok()
+                && !req.close
+        };
+        match (req.method.as_str(), route) {
+            ("GET", "/health") | ("GET", "/v1/health") => {
+                let now = Instant::now();
+                if now < self.ready_at {
+                    return simple(stream, 503, serde_json::json!({"status": "loading model"}));
+                }
+                if !self.first_ready.swap(true, Ordering::SeqCst) {
+                    self.log_timing(serde_json::json!({"event": "first_200_on_health", "mono_ns": pace::mono_ns_of(now), "ready_at_mono_ns": pace::mono_ns_of(self.ready_at)}));
+                }
+                simple(stream, 200, serde_json::json!({"status": "ok"}))
+            }
+            ("GET", "/v1/models") | ("GET", "/models") => {
+                let data: Vec<serde_json::Value> = self.models().into_iter().map(|id| serde_json::json!({"id": id, "object": "model", "owned_by": "servegate-replay"})).collect();
+                simple(
+                    stream,
+                    200,
+                    serde_json::json!({"object": "list", "data": data}),
+                )
+            }
+            ("POST", "/v1/chat/completions") | ("POST", "/chat/completions") => {
+                self.chat(req, stream)
+            }
+            (
+                _,
+                "/health"
+                | "/v1/health"
+                | "/v1/models"
+                | "/models"
+                | "/v1/chat/completions"
+                | "/chat/completions",
+            ) => simple(
+                stream,
+                405,
+                http::error_body(
+                    405,
+                    "method_not_allowed",
+                    &format!("{} is not allowed on {}", req.method, req.path),
+                ),
+            ),
+            _ => simple(
+                stream,
+                404,
+                http::error_body(
+                    404,
+                    "not_found",
+                    &format!("servegate replay has no route {} {}", req.method, req.path),
+                ),
+            ),
+        }
+    }
+
+    fn chat(&self, req: &http::Request, stream: &mut TcpStream) -> bool {
+        let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
+        let refuse = |stream: &mut TcpStream, status: u16, kind: &str, msg: String| {
+            eprintln!("replay: #{seq} {status}: {msg}");
+            self.log_timing(serde_json::json!({"request": seq, "status": status, "error": msg, "arrived_mono_ns": pace::mono_ns_of(req.arrived)}));
+            stream
+                .write_all(&http::json_response(
+                    status,
+                    &http::error_body(status, kind, &msg),
+                    req.close,
+                ))
+                .is_ok()
+                && !req.close
+        };
+        let body: serde_json::Value = match serde_json::from_slice(&req.body) {
+            Ok(v) => v,
+            Err(e) => {
+                return refuse(
+                    stream,
+                    400,
+                    "invalid_request_error",
+                    format!("the request body is not JSON: {e}"),
+                )
+            }
+        };
+        let Some(prompt) = prompt_of(&body) else {
+            return refuse(
+                stream,
+                400,
+                "invalid_request_error",
+                "the request has no user message to match a recorded response by".into(),
+            );
+        };
+        let stream_flag = body
+            .get("stream")
+            .and_then(|s| s.as_bool())
+            .unwrap_or(false);
+        let plan = match &self.source {
+            Source::Synthetic(spec) => synthetic::plan(spec, seq, stream_flag),
+            Source::Recording {
+                rec,
+                matcher,
+                cycle,
+            } => match matcher.next(rec, &prompt, *cycle) {
+                Ok(i) => recorded_plan(&rec.items[i], self.speed),
+                Err(msg) => return refuse(stream, 404, "not_found_error", msg),
+            },
+        };
+        let sent = execute(stream, &plan, req.arrived, req.close);
+        let end = Instant::now();
+        let mut sends = Vec::with_capacity(plan.sends.len());
+        let mut token_sends = Vec::new();
+        for (s, t) in plan.sends.iter().zip(&sent.sends_ms) {
+            sends.push(serde_json::json!({"kind": s.kind.name(), "tokens": s.tokens, "due_ms": s.at.as_secs_f64() * 1000.0, "sent_ms": t}));
+            if let Some(t) = t {
+                token_sends.push((s.tokens, *t));
+            }
+        }
+        let mut line = serde_json::json!({
+            "request": seq,
+            "source": plan.label,
+            "status": plan.status,
+            "stream": stream_flag,
+            "arrived_mono_ns": pace::mono_ns_of(req.arrived),
+            "end_mono_ns": pace::mono_ns_of(end),
+            "head_ms": sent.head_ms,
+            "end_ms": sent.end_ms,
+            "write_error": sent.write_error,
+            "sends": sends,
+        });
+        if matches!(self.source, Source::Synthetic(_)) && stream_flag {
+            let (ttft, rate) = synthetic::true_figures(&token_sends);
+            line["true_ttft_ms"] = serde_json::json!(ttft);
+            line["true_decode_tok_s"] = serde_json::json!(rate);
+        }
+        self.log_timing(line);
+        eprintln!(
+            "replay: #{seq} {} -> {} ({} writes, {:.1} ms{})",
+            plan.label,
+            if plan.status == 0 {
+                "no response".to_string()
+            } else {
+                format!("HTTP {}", plan.status)
+            },
+            plan.sends.len(),
+            sent.end_ms,
+            sent.write_error
+                .as_deref()
+                .map(|e| format!("; write failed: {e}"))
+                .unwrap_or_default()
+        );
+        !sent.closed
+    }
+}
+
+/// Serves one connection: requests in order until the client closes or asks to.
+fn handle(app: &App, stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(600)));
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(read_half);
+    let mut writer = stream;
+    loop {
+        match http::read_request(&mut reader, &mut writer) {
+            Ok(req) => {
+                if !app.respond(&req, &mut writer) {
+                    let _ = writer.shutdown(Shutdown::Write);
+                    return;
+                }
+            }
+            Err(http::ReadError::Closed) => return,
+            Err(http::ReadError::Refused(status, msg)) => {
+                eprintln!("replay: refused a request: {status} {msg}");
+                let _ = writer.write_all(&http::json_response(
+                    status,
+                    &http::error_body(status, "invalid_request_error", &msg),
+                    true,
+                ));
+                let _ = writer.shutdown(Shutdown::Write);
+                return;
+            }
+        }
+    }
+}
+
+/// Accepts connections forever, one thread each.
+pub fn serve(listener: TcpListener, app: Arc<App>) -> std::io::Result<()> {
+    loop {
+        let (stream, _) = listener.accept()?;
+        let app = Arc::clone(&app);
+        std::thread::Builder::new()
+            .name("replay-conn".into())
+            .spawn(move || handle(&app, stream))?;
+    }
+}
+
+fn url_of(addr: &std::net::SocketAddr) -> String {
+    match addr {
+        std::net::SocketAddr::V4(a) => format!("http://{}:{}", a.ip(), a.port()),
+        std::net::SocketAddr::V6(a) => format!("http://[{}]:{}", a.ip(), a.port()),
+    }
+}
+
+/// Slowest `--speed` (recorded times divided by it: 1000x slower).
+pub const MIN_SPEED: f64 = 0.001;
+/// Fastest `--speed`.
+pub const MAX_SPEED: f64 = 1000.0;
+
+fn synthetic_spec(args: &ReplayArgs) -> Result<SyntheticSpec, String> {
+    let tokens = args.tokens.ok_or("--synthetic needs --tokens N")?;
+    let ttft_ms = args.ttft_ms.ok_or("--synthetic needs --ttft-ms X")?;
+    let itl_ms = match (args.itl_ms, args.tok_s) {
+        (Some(g), None) => g,
+        (None, Some(r))
+            if r.is_finite()
+                && (1000.0 / synthetic::MAX_MS..=1000.0 / synthetic::MIN_ITL_MS).contains(&r) =>
+        {
+            1000.0 / r
+        }
+        (None, Some(r)) => {
+            return Err(format!(
+                "--tok-s must be a number between {:.6} and {}, got {r:?}",
+                1000.0 / synthetic::MAX_MS,
+                1000.0 / synthetic::MIN_ITL_MS
+            ))
+        }
+        _ => return Err("--synthetic needs --itl-ms G or --tok-s R".into()),
+    };
+    let spec = SyntheticSpec {
+        tokens,
+        ttft_ms,
+        itl_ms,
+        per_chunk: args.per_chunk,
+        role_chunk: args.role_chunk,
+        usage: args.usage,
+        model: args.model.clone(),
+    };
+    spec.validate()?;
+    Ok(spec)
+}
+
+/// `servegate replay`: loads the run (or the synthetic spec), prints the recorded serve.log, listens,
+/// prints `replay: listening on URL`, and serves until SIGTERM or SIGINT (exit 0).
+pub fn cli_replay(args: &ReplayArgs) -> i32 {
+    if !(args.speed.is_finite() && (MIN_SPEED..=MAX_SPEED).contains(&args.speed)) {
+        eprintln!(
+            "error: --speed must be a number between {MIN_SPEED} and {MAX_SPEED}, got {:?}",
+            args.speed
+        );
+        return exit::USAGE;
+    }
+    if !(args.ready_after_ms.is_finite()
+        && (0.0..=synthetic::MAX_MS).contains(&args.ready_after_ms))
+    {
+        eprintln!(
+            "error: --ready-after-ms must be between 0 and {} (one hour), got {:?}",
+            synthetic::MAX_MS,
+            args.ready_after_ms
+        );
+        return exit::USAGE;
+    }
+    pace::tighten_timer_slack();
+    let source = if args.synthetic {
+        match synthetic_spec(args) {
+            Ok(s) => Source::Synthetic(s),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::USAGE;
+            }
+        }
+    } else {
+        let dir = args.run_dir.clone().unwrap_or_default();
+        match Recording::load(&dir) {
+            Ok(rec) => Source::Recording {
+                rec,
+                matcher: Matcher::default(),
+                cycle: args.cycle,
+            },
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::EVIDENCE_ERROR;
+            }
+        }
+    };
+    let timing = match &args.timing_log {
+        None => None,
+        Some(p) => match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+        {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("error: --timing-log {}: {e}", p.display());
+                return exit::USAGE;
+            }
+        },
+    };
+    // Exit cleanly on SIGTERM / SIGINT: nothing is buffered that matters (every write is flushed).
+    match signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ]) {
+        Ok(mut signals) => {
+            let _ = std::thread::Builder::new()
+                .name("replay-signals".into())
+                .spawn(move || {
+                    if let Some(sig) = signals.forever().next() {
+                        eprintln!(
+                            "replay: stopping on {}",
+                            if sig == signal_hook::consts::SIGTERM {
+                                "SIGTERM"
+                            } else {
+                                "SIGINT"
+                            }
+                        );
+                        std::process::exit(exit::PASS);
+                    }
+                });
+        }
+        Err(e) => eprintln!("replay: signal handlers not installed: {e}"),
+    }
+    // The recorded log first, line for line, so route assertions see the original lines where they were.
+    let mut out = std::io::stdout().lock();
+    if let Source::Recording { rec, .. } = &source {
+        if let Some(log) = &rec.serve_log {
+            let _ = out.write_all(log.as_bytes());
+            if !log.is_empty() && !log.ends_with('\n') {
+                let _ = out.write_all(b"\n");
+            }
+        }
+        // No user-controlled text (the directory, prompts) in the serve's own lines: a route regex must not
+        // find in them what the original serve never said.
+        let _ = writeln!(
+            out,
+            "replay: {} recorded responses, speed {}",
+            rec.items.len(),
+            args.speed
+        );
+    } else if let Source::Synthetic(s) = &source {
+        let _ = writeln!(
+            out,
+            "replay: synthetic stream: {} tokens, first token at {} ms, {} ms between tokens ({:.1} tok/s), {} per chunk{}{}",
+            s.tokens,
+            s.ttft_ms,
+            s.itl_ms,
+            s.tok_s(),
+            s.per_chunk,
+            if s.role_chunk { ", role chunk" } else { "" },
+            if s.usage { ", usage chunk" } else { "" }
+        );
+    }
+    let listener = match TcpListener::bind((args.host.as_str(), args.port)) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: cannot listen on {}:{}: {e}", args.host, args.port);
+            return exit::USAGE;
+        }
+    };
+    let addr = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    let app = Arc::new(App::new(
+        source,
+        args.speed,
+        Duration::from_secs_f64(args.ready_after_ms / 1000.0),
+        timing,
+    ));
+    app.log_timing(
+        serde_json::json!({"event": "listening", "url": url_of(&addr), "mono_ns": pace::mono_ns()}),
+    );
+    let _ = writeln!(out, "replay: listening on {}", url_of(&addr));
+    let _ = out.flush();
+    drop(out);
+    match serve(listener, app) {
+        Ok(()) => exit::PASS,
+        Err(e) => {
+            eprintln!("error: accept failed: {e}");
+            exit::USAGE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(prompts: &[&str]) -> Recording {
+        let items = prompts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Recorded {
+                index: i,
+                prompt: p.to_string(),
+                model: Some("m".into()),
+                status: Some(200),
+                headers: BTreeMap::new(),
+                head_ms: None,
+                end_ms: None,
+                reads: Vec::new(),
+                transport_error: None,
+            })
+            .collect();
+        Recording {
+            dir: PathBuf::from("runs/x"),
+            serve_log: None,
+            items,
+        }
+    }
+
+    #[test]
+    fn kth_request_for_a_prompt_gets_the_kth_recorded_response() {
+        let r = rec(&["a", "b", "a", "b"]);
+        let m = Matcher::default();
+        assert_eq!(m.next(&r, "b", false), Ok(1));
+        assert_eq!(m.next(&r, "a", false), Ok(0));
+        assert_eq!(m.next(&r, "a", false), Ok(2));
+        assert_eq!(m.next(&r, "b", false), Ok(3));
+        let err = m.next(&r, "a", false).unwrap_err();
+        assert!(
+            err.contains("all 2 recorded responses") && err.contains("\"a\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn cycle_starts_a_prompt_over() {
+        let r = rec(&["a", "a"]);
+        let m = Matcher::default();
+        let got: Vec<usize> = (0..5).map(|_| m.next(&r, "a", true).unwrap()).collect();
+        assert_eq!(got, vec![0, 1, 0, 1, 0]);
+    }
+
+    #[test]
+    fn unknown_prompt_is_named_with_the_recorded_ones() {
+        let err = Matcher::default()
+            .next(&rec(&["a"]), "zzz", false)
+            .unwrap_err();
+        assert!(
+            err.contains("\"zzz\"") && err.contains("recorded prompts: \"a\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn prompt_is_the_last_user_message_string_or_text_parts() {
+        let b = serde_json::json!({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "one"}, {"role": "assistant", "content": "x"}, {"role": "user", "content": "two"}]});
+        assert_eq!(prompt_of(&b).as_deref(), Some("two"));
+        let b = serde_json::json!({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]});
+        assert_eq!(prompt_of(&b).as_deref(), Some("ab"));
+        assert_eq!(
+            prompt_of(&serde_json::json!({"messages": [{"role": "system", "content": "s"}]})),
+            None
+        );
+    }
+
+    #[test]
+    fn recorded_plan_scales_times_and_streams_chunked() {
+        let mut r = rec(&["a"]).items.remove(0);
+        r.headers
+            .insert("content-type".into(), "text/event-stream".into());
+        r.head_ms = Some(100.0);
+        r.reads = vec![
+            TimedRead {
+                t_ms: 100.0,
+                bytes: b"data: 1\n\n".to_vec(),
+            },
+            TimedRead {
+                t_ms: 300.0,
+                bytes: b"data: 2\n\n".to_vec(),
+            },
+        ];
+        let p = recorded_plan(&r, 2.0);
+        assert!(p.chunked);
+        assert_eq!(p.head_at, Duration::from_millis(50));
+        assert_eq!(p.sends[1].at, Duration::from_millis(150));
+        assert_eq!(p.abort_at, None);
+    }
+
+    #[test]
+    fn recorded_transport_error_closes_mid_body_at_the_recorded_end() {
+        let mut r = rec(&["a"]).items.remove(0);
+        r.reads = vec![TimedRead {
+            t_ms: 10.0,
+            bytes: b"{".to_vec(),
+        }];
+        r.transport_error = Some("body read failed after 1 bytes: reset".into());
+        r.end_ms = Some(40.0);
+        let p = recorded_plan(&r, 1.0);
+        assert!(p.chunked);
+        assert_eq!(p.abort_at, Some(Duration::from_millis(40)));
+        r.status = None;
+        assert_eq!(recorded_plan(&r, 1.0).status, 0);
+    }
+}

@@ -1,0 +1,1222 @@
+//! The gate harness behind `cargo test --test gates`: discovers `gates/*.toml` (or `$SERVEGATE_GATES`), turns
+//! each declared assertion into a libtest-mimic trial named `<gate>::<assertion>`, runs each gate once, lazily,
+//! when its first selected trial runs (so `--list` and filters run nothing they do not select), and one gate
+//! at a time (a device is exclusive).
+//!
+//! libtest-mimic reports only counts, so every trial records its own outcome (panics included) in a
+//! [`TrialLog`]; after the trials the harness builds the results document ([`crate::sinks::report::Results`]: only
+//! what ran or was ignored) and hands it to the reporters: the gate report on stdout, JUnit XML
+//! (`SERVEGATE_JUNIT`), results JSON (`SERVEGATE_JSON`). The reporters touch no process.
+//!
+//! Under cargo-nextest every trial runs in its own process. With `NEXTEST_RUN_ID` set, a gate's run is
+//! cached on disk for that nextest run (`<runs>/.servegate-nextest/<run id>/`, keyed by gate name and spec
+//! hash, under a file lock), so the serve starts once per gate and the other trials of the gate read its
+//! outcome from the cache; a second lock keeps to one serve at a time. Under nextest without a run id the harness refuses,
+//! pointing to `cargo test --test gates`.
+//!
+//! Environment: `SERVEGATE_GATES` (a directory or one `.toml` file), `SERVEGATE_RUNS` (evidence root),
+//! `SERVEGATE_STRICT=1` (unmet `[requires]` fail instead of being ignored), `SERVEGATE_VERBOSE=1` (progress
+//! on stderr), `SERVEGATE_JUNIT=path` (JUnit XML), `SERVEGATE_JSON=path` (results JSON, docs/results-json.md).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use libtest_mimic::{Arguments, Completion, Conclusion, Failed, Trial};
+use serde::{Deserialize, Serialize};
+
+use crate::run::runner::{self, RunOutcome};
+use crate::sinks::outputs::Outputs;
+use crate::sinks::report::{
+    self, AssertionResult, FailureKind, GateResults, Producer, Results, TestOutcome,
+};
+use crate::spec::{self, GateSpec};
+
+/// What happened to one gate.
+#[derive(Debug, Clone)]
+pub enum GateResult {
+    /// It ran; verdicts inside.
+    Ran(Box<RunOutcome>),
+    /// `[requires]` unmet: the reasons.
+    Unmet(Vec<String>),
+    /// The run could not write or read its evidence.
+    Error(String),
+    /// The run panicked (a servegate bug): the panic message.
+    Panicked(String),
+}
+
+/// How the harness runs under cargo-nextest (one process per trial).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Nextest {
+    /// Not under nextest: this process runs every selected trial.
+    Off,
+    /// Under nextest: each gate's run is cached in `dir` (one directory per nextest run id).
+    Cached {
+        /// `NEXTEST_RUN_ID`.
+        run_id: String,
+        /// `<runs>/.servegate-nextest/<run id>`.
+        dir: PathBuf,
+    },
+    /// Under nextest without a run id: the serve would start once per trial, so the harness refuses.
+    Refuse(String),
+}
+
+/// The harness's configuration, read from the environment by [`Config::from_env`].
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Gates directory or one gate file.
+    pub gates: PathBuf,
+    /// Evidence root.
+    pub runs: PathBuf,
+    /// Unmet requirements fail instead of being ignored.
+    pub strict: bool,
+    /// Progress lines on stderr.
+    pub verbose: bool,
+    /// JUnit / JSON report paths.
+    pub outputs: Outputs,
+    /// Behaviour under cargo-nextest.
+    pub nextest: Nextest,
+    /// Notes to print on stderr before running (e.g. a report path ignored under nextest).
+    pub notes: Vec<String>,
+    /// Reports asked for that this process will not write (`SERVEGATE_JUNIT`/`SERVEGATE_JSON` under nextest):
+    /// removed when a run starts all the same, so no older report is taken for this run's.
+    pub unwritten: Outputs,
+}
+
+/// Directory under the evidence root holding the per-nextest-run gate caches.
+pub const NEXTEST_CACHE_DIR: &str = ".servegate-nextest";
+
+fn flag(v: Option<String>) -> bool {
+    v.is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+fn nonempty(v: Option<String>) -> Option<String> {
+    v.filter(|s| !s.is_empty())
+}
+
+impl Config {
+    /// The configuration from the process environment.
+    pub fn from_env() -> Config {
+        Config::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// The configuration from `var` (an environment lookup).
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Config {
+        let gates = nonempty(var("SERVEGATE_GATES"))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("gates"));
+        let runs = nonempty(var("SERVEGATE_RUNS"))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("target/servegate/runs"));
+        let mut outputs = Outputs {
+            junit: nonempty(var("SERVEGATE_JUNIT")).map(PathBuf::from),
+            json: nonempty(var("SERVEGATE_JSON")).map(PathBuf::from),
+        };
+        let mut notes = Vec::new();
+        let mut unwritten = Outputs::default();
+        let under_nextest = flag(var("NEXTEST")) || nonempty(var("NEXTEST_RUN_ID")).is_some();
+        let nextest = if !under_nextest {
+            Nextest::Off
+        } else {
+            if !outputs.is_empty() {
+                notes.push(
+                    "SERVEGATE_JUNIT / SERVEGATE_JSON are ignored under cargo-nextest (each test runs in its own process, \
+                     so no process sees the whole run) and removed, so no older report passes for this run: use \
+                     nextest's own JUnit ([profile.<name>.junit] in .config/nextest.toml) or run \
+                     `cargo test --test gates`"
+                        .to_string(),
+                );
+                unwritten = std::mem::take(&mut outputs);
+            }
+            match nonempty(var("NEXTEST_RUN_ID")) {
+                Some(id) => {
+                    let safe: String = id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+                    Nextest::Cached { dir: runs.join(NEXTEST_CACHE_DIR).join(&safe), run_id: id }
+                }
+                None => Nextest::Refuse(
+                    "servegate: the gate harness is running under cargo-nextest without NEXTEST_RUN_ID, so it cannot share \
+                     one serve between the trials of a gate (nextest runs each trial in its own process and the serve \
+                     would start once per assertion). Run the gates with `cargo test --test gates`, or use a \
+                     cargo-nextest recent enough to set NEXTEST_RUN_ID."
+                        .to_string(),
+                ),
+            }
+        };
+        Config {
+            gates,
+            runs,
+            strict: flag(var("SERVEGATE_STRICT")),
+            verbose: flag(var("SERVEGATE_VERBOSE")),
+            outputs,
+            nextest,
+            notes,
+            unwritten,
+        }
+    }
+}
+
+/// A gate to be run at most once, shared by its trials.
+pub struct LazyGate {
+    /// The spec.
+    pub spec: GateSpec,
+    config: Arc<Config>,
+    result: OnceLock<GateResult>,
+}
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// True when `SERVEGATE_STRICT` is set to something other than empty or `0`.
+pub fn strict() -> bool {
+    flag(std::env::var("SERVEGATE_STRICT").ok())
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+impl LazyGate {
+    /// Wraps a spec.
+    pub fn new(spec: GateSpec, config: Arc<Config>) -> LazyGate {
+        LazyGate {
+            spec,
+            config,
+            result: OnceLock::new(),
+        }
+    }
+
+    /// Runs the gate if it has not run yet (one gate at a time in the process; under nextest, once per nextest
+    /// run) and returns its result. A panic of the run becomes [`GateResult::Panicked`], so no later trial
+    /// reruns the gate.
+    pub fn get(&self) -> &GateResult {
+        if let Some(r) = self.result.get() {
+            return r;
+        }
+        let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+        self.result.get_or_init(|| {
+            let unmet = self.spec.requirements();
+            if !unmet.is_empty() {
+                return GateResult::Unmet(unmet);
+            }
+            match &self.config.nextest {
+                Nextest::Cached { dir, .. } => run_cached(&self.spec, &self.config, dir),
+                _ => run_gate(&self.spec, &self.config),
+            }
+        })
+    }
+
+    /// The result if the gate has run.
+    pub fn result(&self) -> Option<&GateResult> {
+        self.result.get()
+    }
+}
+
+/// Runs a gate live (panics caught).
+fn run_gate(spec: &GateSpec, config: &Config) -> GateResult {
+    let name = spec.name.clone();
+    let verbose = config.verbose;
+    let mut progress = |line: &str| {
+        if verbose {
+            eprintln!("[{name}] {line}");
+        }
+    };
+    match catch_unwind(AssertUnwindSafe(|| {
+        runner::run(spec, &config.runs, &mut progress)
+    })) {
+        Ok(Ok(o)) => GateResult::Ran(Box::new(o)),
+        Ok(Err(e)) => GateResult::Error(e.to_string()),
+        Err(p) => GateResult::Panicked(panic_message(&*p)),
+    }
+}
+
+/// A gate's run as cached for a nextest run.
+#[derive(Debug, Serialize, Deserialize)]
+struct CachedRun {
+    gate: String,
+    spec_sha256: String,
+    #[serde(flatten)]
+    result: CachedResult,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "result")]
+#[allow(clippy::large_enum_variant)] // one short-lived value per gate, (de)serialized once
+enum CachedResult {
+    /// The outcome as the first process judged it (judging is pure, so re-judging would say the same).
+    Ran {
+        evidence_dir: PathBuf,
+        summary: crate::evidence::RunSummary,
+        verdicts: Vec<crate::judge::Verdict>,
+        pair: Option<crate::evidence::PairSummary>,
+    },
+    Error {
+        message: String,
+    },
+    Panicked {
+        message: String,
+    },
+}
+
+/// SHA-256 of a gate's file path and source: the cache key, so an edited gate is never served a stale run.
+pub fn spec_sha256(spec: &GateSpec) -> String {
+    let mut bytes = spec.file.display().to_string().into_bytes();
+    bytes.push(0);
+    bytes.extend_from_slice(spec.source.as_bytes());
+    crate::io::hash::sha256_reader(bytes.as_slice())
+        .map(|(h, _)| h)
+        .unwrap_or_default()
+}
+
+fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(path)?;
+    fs4::fs_std::FileExt::lock_exclusive(&f)?;
+    Ok(f)
+}
+
+/// Removes per-run cache directories older than a week (best effort).
+fn prune_stale(root: &Path, keep: &Path) {
+    let week = Duration::from_secs(7 * 24 * 3600);
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p == keep {
+            continue;
+        }
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .is_some_and(|age| age > week);
+        if old {
+            let _ = std::fs::remove_dir_all(&p);
+        }
+    }
+}
+
+/// Runs `spec` once per nextest run: under the gate's lock, reuse the cached outcome or run the gate (under the
+/// serve lock, one serve at a time) and cache its outcome.
+fn run_cached(spec: &GateSpec, config: &Config, dir: &Path) -> GateResult {
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        GateResult::Error(format!("nextest gate cache {}: {what}: {e}", dir.display()))
+    };
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        return fail("cannot create", &e);
+    }
+    if let Some(root) = dir.parent() {
+        prune_stale(root, dir);
+    }
+    let hash = spec_sha256(spec);
+    let key = format!("{}-{}", spec.name, &hash[..16.min(hash.len())]);
+    let _gate_lock = match open_lock(&dir.join(format!("{key}.lock"))) {
+        Ok(f) => f,
+        Err(e) => return fail("cannot lock", &e),
+    };
+    let cache = dir.join(format!("{key}.json"));
+    if let Ok(text) = std::fs::read_to_string(&cache) {
+        if let Ok(c) = serde_json::from_str::<CachedRun>(&text) {
+            return match c.result {
+                CachedResult::Ran {
+                    evidence_dir,
+                    summary,
+                    verdicts,
+                    pair,
+                } => GateResult::Ran(Box::new(RunOutcome {
+                    dir: evidence_dir,
+                    summary,
+                    verdicts,
+                    pair,
+                })),
+                CachedResult::Error { message } => GateResult::Error(message),
+                CachedResult::Panicked { message } => GateResult::Panicked(message),
+            };
+        }
+    }
+    let _serve_lock = match open_lock(&dir.join("serve.lock")) {
+        Ok(f) => f,
+        Err(e) => return fail("cannot lock", &e),
+    };
+    let result = run_gate(spec, config);
+    let cached = CachedResult::from_result(&result);
+    let doc = CachedRun {
+        gate: spec.name.clone(),
+        spec_sha256: hash,
+        result: cached,
+    };
+    let bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+    if let Err(e) = report::write_atomic(&cache, &bytes) {
+        eprintln!(
+            "servegate: {}: cannot cache the gate run for the other nextest processes: {e}",
+            cache.display()
+        );
+    }
+    result
+}
+
+impl CachedResult {
+    fn from_result(r: &GateResult) -> CachedResult {
+        match r {
+            GateResult::Ran(o) => {
+                let dir = if o.dir.is_absolute() {
+                    o.dir.clone()
+                } else {
+                    std::env::current_dir()
+                        .map(|c| c.join(&o.dir))
+                        .unwrap_or_else(|_| o.dir.clone())
+                };
+                CachedResult::Ran {
+                    evidence_dir: dir,
+                    summary: o.summary.clone(),
+                    verdicts: o.verdicts.clone(),
+                    pair: o.pair.clone(),
+                }
+            }
+            GateResult::Error(m) => CachedResult::Error { message: m.clone() },
+            GateResult::Panicked(m) => CachedResult::Panicked { message: m.clone() },
+            GateResult::Unmet(r) => CachedResult::Error {
+                message: format!("unexpected: requirements unmet: {}", r.join("; ")),
+            },
+        }
+    }
+}
+
+/// The gate files: `root` (a directory or a file), `*.toml` sorted by name.
+pub fn discover_in(root: &Path) -> Result<Vec<PathBuf>, String> {
+    if root.is_file() {
+        return Ok(vec![root.to_path_buf()]);
+    }
+    let entries = std::fs::read_dir(root).map_err(|e| {
+        format!(
+            "{}: {e} (set SERVEGATE_GATES to a gates directory)",
+            root.display()
+        )
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The gate files: `$SERVEGATE_GATES` (a directory or a file) or `gates/`, `*.toml` sorted by name.
+pub fn discover() -> Result<Vec<PathBuf>, String> {
+    discover_in(&Config::from_env().gates)
+}
+
+/// What a trial decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Passed, failed or skipped.
+    pub outcome: TestOutcome,
+    /// Why it failed.
+    pub failure_kind: Option<FailureKind>,
+    /// The verdict line, or the failure or skip reason.
+    pub message: String,
+    /// Appended to the failure text libtest prints (the evidence directory).
+    pub detail: Option<String>,
+}
+
+impl Decision {
+    fn failed(kind: FailureKind, message: String) -> Decision {
+        Decision {
+            outcome: TestOutcome::Failed,
+            failure_kind: Some(kind),
+            message,
+            detail: None,
+        }
+    }
+}
+
+/// The decision of trial `<gate>::<assertion>` from its gate's result (running the gate if needed).
+pub fn decide(gate: &LazyGate, assertion: &str) -> Decision {
+    match gate.get() {
+        GateResult::Unmet(reasons) => {
+            let reason = format!("requires: {}", reasons.join("; "));
+            if matches!(gate.config.nextest, Nextest::Cached { .. }) && !gate.config.strict {
+                // cargo-nextest reads a trial that ends "ignored" at run time as a pass (its exit status is 0):
+                // a trial it runs anyway (`--run-ignored all|only`) whose requirement is unmet must fail.
+                Decision::failed(
+                    FailureKind::RequirementUnmet,
+                    format!(
+                        "{reason} (this trial is marked ignored for that reason; cargo-nextest ran it anyway \
+                         (--run-ignored) and cannot show a skip at run time, so it fails: nothing was checked)"
+                    ),
+                )
+            } else if gate.config.strict {
+                Decision::failed(
+                    FailureKind::RequirementUnmet,
+                    format!("{reason} (SERVEGATE_STRICT is set: unmet requirements fail)"),
+                )
+            } else {
+                Decision {
+                    outcome: TestOutcome::Skipped,
+                    failure_kind: None,
+                    message: reason,
+                    detail: None,
+                }
+            }
+        }
+        GateResult::Error(e) => {
+            Decision::failed(FailureKind::EvidenceError, format!("evidence error: {e}"))
+        }
+        GateResult::Panicked(m) => {
+            Decision::failed(FailureKind::Panic, format!("the gate run panicked: {m}"))
+        }
+        GateResult::Ran(o) => match o.verdicts.iter().find(|v| v.assertion == assertion) {
+            Some(v) if v.passed() => Decision {
+                outcome: TestOutcome::Passed,
+                failure_kind: None,
+                message: v.message.clone(),
+                detail: None,
+            },
+            Some(v) => Decision {
+                outcome: TestOutcome::Failed,
+                failure_kind: Some(report::verdict_failure_kind(o)),
+                message: v.message.clone(),
+                detail: Some(format!("evidence: {}", o.dir.display())),
+            },
+            None => Decision::failed(
+                FailureKind::Assertion,
+                format!("no verdict for {assertion}"),
+            ),
+        },
+    }
+}
+
+/// One trial's recorded outcome.
+#[derive(Debug, Clone)]
+pub struct TrialRecord {
+    /// Index of the gate entry (see [`trials`]).
+    pub entry: usize,
+    /// The assertion (`spec` for an invalid spec).
+    pub assertion: String,
+    /// What the trial decided.
+    pub decision: Decision,
+    /// Wall time of the trial.
+    pub duration: Duration,
+}
+
+/// The outcomes of the trials that ran, as they ran (shared by the trial closures).
+#[derive(Debug, Clone, Default)]
+pub struct TrialLog(Arc<Mutex<Vec<TrialRecord>>>);
+
+impl TrialLog {
+    /// Records one trial.
+    pub fn push(&self, r: TrialRecord) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(r);
+    }
+
+    /// Every record so far.
+    pub fn records(&self) -> Vec<TrialRecord> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Runs a trial body, catching a panic (recorded as a failure of kind `panic`), records the decision and its
+/// wall time in `log`, and returns libtest's result.
+pub fn run_trial(
+    log: &TrialLog,
+    entry: usize,
+    assertion: &str,
+    body: impl FnOnce() -> Decision,
+) -> Result<Completion, Failed> {
+    let t = Instant::now();
+    let decision = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(d) => d,
+        Err(p) => Decision::failed(
+            FailureKind::Panic,
+            format!("test panicked: {}", panic_message(&*p)),
+        ),
+    };
+    crate::io::signals::checkpoint(); // an interrupted run reports nothing
+    log.push(TrialRecord {
+        entry,
+        assertion: assertion.to_string(),
+        decision: decision.clone(),
+        duration: t.elapsed(),
+    });
+    match decision.outcome {
+        TestOutcome::Passed => Ok(Completion::Completed),
+        TestOutcome::Skipped => Ok(Completion::ignored_with(decision.message)),
+        TestOutcome::Failed => {
+            let mut text = decision.message;
+            if let Some(d) = decision.detail {
+                text.push_str(&format!("\n  {d}"));
+            }
+            Err(text.into())
+        }
+    }
+}
+
+/// A gate file's entry: a valid gate, or a spec that does not parse.
+pub enum Entry {
+    /// A valid gate.
+    Gate(Arc<LazyGate>),
+    /// An invalid spec: its file and the error.
+    Invalid {
+        /// The gate file.
+        file: PathBuf,
+        /// The error, as printed.
+        error: String,
+    },
+}
+
+/// The trials, their entries, and for each trial (in order) its entry index and assertion.
+pub struct Plan {
+    /// libtest-mimic trials.
+    pub trials: Vec<Trial>,
+    /// One entry per gate file.
+    pub entries: Vec<Entry>,
+    /// `(entry index, assertion)` of each trial, in trial order.
+    pub index: Vec<(usize, String)>,
+}
+
+/// Builds the trials for the given gate files: `<gate>::<assertion>` per assertion, or `<file stem>::spec`
+/// failing with the error for an invalid spec. Each trial records its outcome in `log`.
+pub fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
+    let mut plan = Plan {
+        trials: Vec::new(),
+        entries: Vec::new(),
+        index: Vec::new(),
+    };
+    let mut names: std::collections::BTreeMap<String, PathBuf> = std::collections::BTreeMap::new();
+    for file in files {
+        let n = plan.entries.len();
+        // Two gate files with one [gate] name would share trial names and an evidence directory: refuse the second.
+        let loaded =
+            spec::load(file)
+                .map_err(|e| e.to_string())
+                .and_then(|g| match names.get(&g.name) {
+                    Some(first) => Err(format!(
+                        "{}: gate.name {:?} is already the name of {}; gate names must be unique",
+                        file.display(),
+                        g.name,
+                        first.display()
+                    )),
+                    None => {
+                        names.insert(g.name.clone(), file.clone());
+                        Ok(g)
+                    }
+                });
+        match loaded {
+            Err(e) => {
+                let msg = e.to_string();
+                let l = log.clone();
+                let m = msg.clone();
+                plan.trials.push(Trial::test(
+                    format!("{}::spec", report::spec_stem(file)),
+                    move || {
+                        run_trial(&l, n, "spec", || {
+                            Decision::failed(FailureKind::SpecInvalid, m)
+                        })
+                        .map(|_| ())
+                    },
+                ));
+                plan.index.push((n, "spec".into()));
+                plan.entries.push(Entry::Invalid {
+                    file: file.clone(),
+                    error: msg,
+                });
+            }
+            Ok(spec) => {
+                let gate = Arc::new(LazyGate::new(spec, Arc::clone(config)));
+                // nextest reads a runtime "ignored" as a pass: under nextest, flag the trials of a gate whose
+                // requirements are unmet as ignored when listing, so nextest skips them (not under strict).
+                let flag = matches!(config.nextest, Nextest::Cached { .. })
+                    && !config.strict
+                    && !gate.spec.requirements().is_empty();
+                for a in gate.spec.assertions.names() {
+                    let g = Arc::clone(&gate);
+                    let l = log.clone();
+                    let trial =
+                        Trial::ignorable_test(format!("{}::{a}", gate.spec.name), move || {
+                            run_trial(&l, n, a, || decide(&g, a))
+                        });
+                    plan.trials.push(trial.with_ignored_flag(flag));
+                    plan.index.push((n, a.to_string()));
+                }
+                plan.entries.push(Entry::Gate(gate));
+            }
+        }
+    }
+    plan
+}
+
+/// The report printed after the trials: every verdict line of every gate that ran (passes included, since a
+/// passing figure is worth seeing), the evidence directory, and the reasons gates were ignored.
+pub fn report(entries: &[Entry]) -> String {
+    let mut out = String::new();
+    for e in entries {
+        let Entry::Gate(g) = e else { continue };
+        match g.result() {
+            None => {}
+            Some(GateResult::Unmet(r)) => {
+                let how = if g.config.strict {
+                    "failed: SERVEGATE_STRICT is set"
+                } else if matches!(g.config.nextest, Nextest::Cached { .. }) {
+                    "failed: run by cargo-nextest although ignored"
+                } else {
+                    "ignored"
+                };
+                out.push_str(&format!(
+                    "{}: {how} (requires: {})\n",
+                    g.spec.name,
+                    r.join("; ")
+                ))
+            }
+            Some(GateResult::Error(e)) => {
+                out.push_str(&format!("{}: evidence error: {e}\n", g.spec.name))
+            }
+            Some(GateResult::Panicked(m)) => {
+                out.push_str(&format!("{}: the run panicked: {m}\n", g.spec.name))
+            }
+            Some(GateResult::Ran(o)) => {
+                out.push_str(&format!("{}: evidence {}\n", g.spec.name, o.dir.display()));
+                for v in &o.verdicts {
+                    out.push_str(&format!("  {}\n", v.message));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Builds the results document from the trial records: one gate per entry with a recorded trial, one test per
+/// recorded trial (in declaration order), figures from the verdicts.
+/// `started_utc` is when the harness started.
+pub fn results(
+    entries: &[Entry],
+    records: &[TrialRecord],
+    strict: bool,
+    started_utc: &str,
+    duration_s: f64,
+) -> Results {
+    let mut results = Results::begin(Producer::Harness, strict);
+    results.started_utc = started_utc.to_string();
+    for (i, entry) in entries.iter().enumerate() {
+        let mut recs: Vec<&TrialRecord> = records.iter().filter(|r| r.entry == i).collect();
+        if recs.is_empty() {
+            continue;
+        }
+        match entry {
+            Entry::Invalid { file, error } => {
+                let d: f64 = recs.iter().map(|r| r.duration.as_secs_f64()).sum();
+                results.push(GateResults::spec_invalid(file, error, d));
+            }
+            Entry::Gate(g) => {
+                let names = g.spec.assertions.names();
+                recs.sort_by_key(|r| {
+                    names
+                        .iter()
+                        .position(|n| *n == r.assertion)
+                        .unwrap_or(usize::MAX)
+                });
+                let outcome = match g.result() {
+                    Some(GateResult::Ran(o)) => Some(o),
+                    _ => None,
+                };
+                let tests: Vec<AssertionResult> = recs
+                    .iter()
+                    .map(|r| {
+                        let d = &r.decision;
+                        let t = AssertionResult::new(
+                            &g.spec.name,
+                            &r.assertion,
+                            d.outcome,
+                            d.failure_kind,
+                            &d.message,
+                            r.duration.as_secs_f64(),
+                        );
+                        match outcome
+                            .and_then(|o| o.verdicts.iter().find(|v| v.assertion == r.assertion))
+                        {
+                            Some(v) => t.with_figures(&g.spec, v),
+                            None => t,
+                        }
+                    })
+                    .collect();
+                let gate = match (outcome, g.result()) {
+                    (Some(o), _) => GateResults::ran(&g.spec, o, tests),
+                    (None, Some(GateResult::Unmet(r))) => GateResults::not_run(
+                        &g.spec.name,
+                        &g.spec.file,
+                        &g.spec.description,
+                        &format!("requires: {}", r.join("; ")),
+                        tests,
+                    ),
+                    (None, Some(GateResult::Error(e))) => GateResults::not_run(
+                        &g.spec.name,
+                        &g.spec.file,
+                        &g.spec.description,
+                        &format!("evidence error: {e}"),
+                        tests,
+                    ),
+                    (None, Some(GateResult::Panicked(m))) => GateResults::not_run(
+                        &g.spec.name,
+                        &g.spec.file,
+                        &g.spec.description,
+                        &format!("the run panicked: {m}"),
+                        tests,
+                    ),
+                    (None, None) => GateResults::not_run(
+                        &g.spec.name,
+                        &g.spec.file,
+                        &g.spec.description,
+                        "not run",
+                        tests,
+                    ),
+                    (None, Some(GateResult::Ran(_))) => unreachable!("outcome is Some for Ran"),
+                };
+                results.push(gate);
+            }
+        }
+    }
+    results.finish(duration_s);
+    results
+}
+
+/// Everything one harness run produced.
+pub struct HarnessRun {
+    /// libtest-mimic's counts.
+    pub conclusion: Conclusion,
+    /// The results document (None with `--list`: nothing ran).
+    pub results: Option<Results>,
+    /// The gate report (empty when no gate ran or was ignored).
+    pub report: String,
+    /// Reports that could not be written.
+    pub write_errors: Vec<String>,
+    /// Why the run checked nothing (no trial selected, or every selected trial skipped), when it did not.
+    pub nothing_checked: Option<String>,
+}
+
+impl HarnessRun {
+    /// The plain closing line: `gates: N passed, N failed, N skipped`.
+    pub fn closing_line(&self) -> String {
+        format!(
+            "gates: {} passed, {} failed, {} skipped",
+            self.conclusion.num_passed, self.conclusion.num_failed, self.conclusion.num_ignored
+        )
+    }
+}
+
+/// Runs the harness with `config` and libtest `args`: the trials (libtest-mimic prints their lines), then the
+/// results document, written to the configured reports (not with `--list`). Prints nothing else.
+pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
+    let t = Instant::now();
+    let started_utc = crate::evidence::now_utc();
+    let config = Arc::new(config);
+    let log = TrialLog::default();
+    let plan = trials(files, &config, &log);
+    // Trials libtest lists but does not run (e.g. all tests under `--bench`): it counts them as ignored.
+    for (trial, (entry, assertion)) in plan.trials.iter().zip(&plan.index) {
+        if !args.list && !args.is_filtered_out(trial) && args.is_ignored(trial) {
+            let decision = Decision {
+                outcome: TestOutcome::Skipped,
+                failure_kind: None,
+                message: "not run: ignored by the test arguments".into(),
+                detail: None,
+            };
+            log.push(TrialRecord {
+                entry: *entry,
+                assertion: assertion.clone(),
+                decision,
+                duration: Duration::ZERO,
+            });
+        }
+    }
+    let selected = plan
+        .trials
+        .iter()
+        .filter(|t| !args.is_filtered_out(t))
+        .count();
+    // `--bench` (`cargo bench`) runs no gate: the gates are tests, so it is not a run that could check anything.
+    if !args.list && !args.bench && selected == 0 {
+        // Nothing would run: say why instead of libtest's "0 tests ... test result: ok".
+        let why = nothing_selected(files, &config.gates, args, plan.trials.len());
+        let mut results = Results::begin(Producer::Harness, config.strict);
+        results.started_utc = started_utc;
+        results.finish(t.elapsed().as_secs_f64());
+        results.exit_code = crate::error::exit::NOTHING_CHECKED;
+        results.problems.push(why.clone());
+        let write_errors = config.outputs.write_all(&mut results);
+        return HarnessRun {
+            conclusion: Conclusion {
+                num_filtered_out: plan.trials.len() as u64,
+                num_passed: 0,
+                num_failed: 0,
+                num_ignored: 0,
+                num_measured: 0,
+            },
+            results: Some(results),
+            report: String::new(),
+            write_errors,
+            nothing_checked: Some(why),
+        };
+    }
+    let conclusion = libtest_mimic::run(args, plan.trials);
+    crate::io::signals::checkpoint();
+    let report = report(&plan.entries);
+    if args.list {
+        return HarnessRun {
+            conclusion,
+            results: None,
+            report,
+            write_errors: Vec::new(),
+            nothing_checked: None,
+        };
+    }
+    let mut results = results(
+        &plan.entries,
+        &log.records(),
+        config.strict,
+        &started_utc,
+        t.elapsed().as_secs_f64(),
+    );
+    let checked_nothing = !args.bench && conclusion.num_passed == 0 && conclusion.num_failed == 0;
+    let nothing_checked = checked_nothing.then(|| {
+        format!(
+            "nothing was checked: every selected trial ({}) was skipped{}",
+            conclusion.num_ignored,
+            if config.strict {
+                String::new()
+            } else {
+                " (unmet [requires]: see the gate report; on a machine that must run these gates, \
+                 provision what they require, or set SERVEGATE_STRICT=1 to fail each one)"
+                    .to_string()
+            }
+        )
+    });
+    if let Some(why) = &nothing_checked {
+        results.exit_code = results.exit_code.max(crate::error::exit::NOTHING_CHECKED);
+        results.problems.push(why.clone());
+    }
+    let write_errors = config.outputs.write_all(&mut results);
+    HarnessRun {
+        conclusion,
+        results: Some(results),
+        report,
+        write_errors,
+        nothing_checked,
+    }
+}
+
+/// Why no trial is selected: no gate file in the gates directory (naming gate files found only in its
+/// subdirectories, which are not read), or a filter that matches none of the `total` trials.
+pub fn nothing_selected(files: &[PathBuf], gates: &Path, args: &Arguments, total: usize) -> String {
+    if files.is_empty() {
+        let nested = nested_gate_files(gates);
+        let mut why = format!(
+            "nothing was checked: no gate file (*.toml) in {}",
+            gates.display()
+        );
+        if !nested.is_empty() {
+            let shown: Vec<String> = nested
+                .iter()
+                .take(5)
+                .map(|p| p.display().to_string())
+                .collect();
+            why.push_str(&format!(
+                "; gate files in its subdirectories are not read ({}{}): set SERVEGATE_GATES to the directory \
+                 that holds them",
+                shown.join(", "),
+                if nested.len() > 5 { ", ..." } else { "" }
+            ));
+        } else {
+            why.push_str(" (set SERVEGATE_GATES to a gates directory or one gate file)");
+        }
+        return why;
+    }
+    let mut what = Vec::new();
+    if let Some(f) = &args.filter {
+        what.push(format!(
+            "{} `{f}`",
+            if args.exact {
+                "the exact name"
+            } else {
+                "the filter"
+            }
+        ));
+    }
+    if !args.skip.is_empty() {
+        what.push(format!("--skip {}", args.skip.join(", ")));
+    }
+    if args.ignored {
+        what.push("--ignored (no trial is marked ignored)".to_string());
+    }
+    format!(
+        "nothing was checked: {} selects none of the {total} trials (`cargo test --test gates -- --list` \
+         lists them)",
+        if what.is_empty() {
+            "the arguments".to_string()
+        } else {
+            what.join(" with ")
+        }
+    )
+}
+
+/// `*.toml` files one level below `dir` (gates put in a subdirectory by mistake), sorted.
+fn nested_gate_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut subdirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    subdirs.sort();
+    for d in subdirs {
+        if let Ok(files) = discover_in(&d) {
+            out.extend(files);
+        }
+    }
+    out
+}
+
+/// Removes the reports a run is about to write (`SERVEGATE_JUNIT`, `SERVEGATE_JSON`, `--junit`, `--json`), so a
+/// run that ends early (a bad spec, a usage error, a signal) never leaves the previous run's pass in place for
+/// a CI step that publishes them whatever happened. Returns one message per report that exists and could not
+/// be removed.
+pub fn clear_reports(outputs: &crate::sinks::outputs::Outputs) -> Vec<String> {
+    let mut errors = Vec::new();
+    for p in [&outputs.junit, &outputs.json].into_iter().flatten() {
+        match std::fs::remove_file(p) {
+            Ok(()) => {}
+            Err(_) if p.symlink_metadata().is_err() => {} // nothing there (or a parent is not a directory)
+            Err(e) => errors.push(format!(
+                "{}: cannot remove the previous report before the run: {e}",
+                p.display()
+            )),
+        }
+    }
+    errors
+}
+
+/// The harness's signal set-up, done first by [`main`]: a stop signal (SIGINT, SIGTERM, SIGHUP), or the
+/// death of the parent (`cargo` killed alone: [`crate::io::signals::watch_parent`] turns it into a SIGTERM),
+/// ends the harness as interrupted at its next checkpoint: exit 130/143/129, `INTERRUPTED: ...` on
+/// stderr, no `test result: ok`, no report written, the run's `run.json` `interrupted`.
+pub fn prepare_signals() {
+    let _ = crate::io::signals::install();
+    crate::io::signals::defer_exit();
+    crate::io::signals::watch_parent();
+}
+
+/// Entry point of `tests/gates.rs`: [`main_args`] with the process's arguments and environment.
+pub fn main() -> std::process::ExitCode {
+    prepare_signals();
+    let code = main_args(std::env::args().collect(), Config::from_env());
+    crate::io::signals::checkpoint();
+    std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// The harness program on `argv` (program name first) and `config`: removes the reports it will write (unless
+/// it only lists), parses the libtest arguments (a usage error exits 2 after the reports are gone), then
+/// [`main_code`].
+pub fn main_args(argv: Vec<String>, config: Config) -> i32 {
+    // Before anything can fail (even the arguments): the previous run's reports go, unless this only lists.
+    if !argv.iter().skip(1).any(|a| a == "--list") {
+        for e in clear_reports(&config.outputs)
+            .into_iter()
+            .chain(clear_reports(&config.unwritten))
+        {
+            eprintln!("servegate: {e}");
+        }
+    }
+    match <Arguments as clap::Parser>::try_parse_from(&argv) {
+        Ok(args) => main_code(args, config),
+        Err(e) => {
+            let _ = e.print();
+            if e.use_stderr() {
+                crate::error::exit::USAGE
+            } else {
+                crate::error::exit::PASS
+            }
+        }
+    }
+}
+
+/// libtest's exit code when a test failed.
+pub const LIBTEST_FAILED: i32 = 101;
+
+/// The harness as a program: runs the trials, prints the gate report, the reports written and the closing
+/// line (`gates: N passed, N failed, N skipped`), writes the reports, and returns the exit code: 0, libtest's
+/// 101 when a trial failed, 2 when refused under nextest or given `--test-threads=0`, 3 when the gates
+/// directory cannot be read, 5 when a report could not be written, 7 when nothing was checked (no gate file,
+/// a filter that selects no trial, every selected trial skipped). Gates run one at a time; unless `--test-threads` is given, trials run on one
+/// thread so the report reads in order.
+pub fn main_code(mut args: Arguments, config: Config) -> i32 {
+    if args.test_threads == Some(0) {
+        eprintln!(
+            "servegate: --test-threads=0 is not a number of threads (give 1 or more; gates run one at a time anyway)"
+        );
+        return crate::error::exit::USAGE;
+    }
+    if args.test_threads.is_none() {
+        args.test_threads = Some(1);
+    }
+    if let Nextest::Refuse(msg) = &config.nextest {
+        if !args.list {
+            eprintln!("{msg}");
+            return crate::error::exit::USAGE;
+        }
+    }
+    let files = match discover_in(&config.gates) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("servegate: {e}");
+            return crate::error::exit::SPEC_INVALID;
+        }
+    };
+    if !args.list {
+        for n in &config.notes {
+            eprintln!("servegate: {n}");
+        }
+    }
+    let outputs = config.outputs.clone();
+    let run = run(config, &args, &files);
+    if !run.report.is_empty() && !args.list {
+        println!("gate report:\n{}", run.report);
+        let written: Vec<String> = [("junit", &outputs.junit), ("json", &outputs.json)]
+            .iter()
+            .filter_map(|(k, p)| p.as_ref().map(|p| format!("{k} {}", p.display())))
+            .collect();
+        if !written.is_empty() && run.write_errors.is_empty() {
+            println!("reports: {}", written.join(", "));
+        }
+        println!("{}", run.closing_line());
+    }
+    for e in &run.write_errors {
+        eprintln!("servegate: {e}");
+    }
+    if let Some(why) = &run.nothing_checked {
+        eprintln!("servegate: {why}; this run is not green");
+    }
+    if run.conclusion.has_failed() {
+        LIBTEST_FAILED
+    } else if run.nothing_checked.is_some() {
+        crate::error::exit::NOTHING_CHECKED
+    } else if !run.write_errors.is_empty() {
+        crate::error::exit::EVIDENCE_ERROR
+    } else {
+        crate::error::exit::PASS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn nextest_with_a_run_id_caches_per_run() {
+        let c = Config::from_vars(vars(&[
+            ("NEXTEST", "1"),
+            ("NEXTEST_RUN_ID", "3f1c-ab/..x"),
+            ("SERVEGATE_RUNS", "/r"),
+            ("SERVEGATE_JUNIT", "j.xml"),
+        ]));
+        assert_eq!(
+            c.nextest,
+            Nextest::Cached {
+                run_id: "3f1c-ab/..x".into(),
+                dir: PathBuf::from("/r/.servegate-nextest/3f1c-ab___x")
+            }
+        );
+        assert!(c.outputs.is_empty(), "reports are ignored under nextest");
+        assert_eq!(
+            c.unwritten.junit.as_deref(),
+            Some(Path::new("j.xml")),
+            "and removed when a run starts"
+        );
+        assert_eq!(c.notes.len(), 1);
+    }
+
+    #[test]
+    fn nextest_without_a_run_id_is_refused_with_the_way_out() {
+        let c = Config::from_vars(vars(&[("NEXTEST", "1")]));
+        match c.nextest {
+            Nextest::Refuse(m) => assert!(m.contains("cargo test --test gates"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn plain_environment_reads_every_setting() {
+        let c = Config::from_vars(vars(&[
+            ("SERVEGATE_JUNIT", "out/j.xml"),
+            ("SERVEGATE_JSON", "out/r.json"),
+            ("SERVEGATE_STRICT", "1"),
+            ("SERVEGATE_GATES", "g"),
+        ]));
+        assert_eq!(c.nextest, Nextest::Off);
+        assert_eq!(c.outputs.junit.as_deref(), Some(Path::new("out/j.xml")));
+        assert_eq!(c.outputs.json.as_deref(), Some(Path::new("out/r.json")));
+        assert!(c.strict && !c.verbose);
+        assert_eq!(c.gates, PathBuf::from("g"));
+        assert_eq!(c.runs, PathBuf::from("target/servegate/runs"));
+        let c = Config::from_vars(vars(&[("SERVEGATE_STRICT", "0")]));
+        assert!(!c.strict && c.outputs.is_empty());
+    }
+
+    #[test]
+    fn a_panicking_trial_is_recorded_as_a_failure() {
+        let log = TrialLog::default();
+        let r = run_trial(&log, 3, "rate", || panic!("boom <&>"));
+        let msg = r
+            .err()
+            .and_then(|f| f.message().map(String::from))
+            .unwrap_or_default();
+        assert!(msg.contains("test panicked: boom <&>"), "{msg}");
+        let recs = log.records();
+        assert_eq!(recs.len(), 1);
+        assert_eq!((recs[0].entry, recs[0].assertion.as_str()), (3, "rate"));
+        assert_eq!(recs[0].decision.outcome, TestOutcome::Failed);
+        assert_eq!(recs[0].decision.failure_kind, Some(FailureKind::Panic));
+    }
+
+    #[test]
+    fn skipped_and_failed_decisions_map_to_libtest() {
+        let log = TrialLog::default();
+        let skip = Decision {
+            outcome: TestOutcome::Skipped,
+            failure_kind: None,
+            message: "requires: x".into(),
+            detail: None,
+        };
+        assert!(
+            matches!(run_trial(&log, 0, "a", || skip), Ok(Completion::Ignored { reason: Some(r) }) if r == "requires: x")
+        );
+        let fail = Decision {
+            outcome: TestOutcome::Failed,
+            failure_kind: Some(FailureKind::Assertion),
+            message: "rate FAIL".into(),
+            detail: Some("evidence: d".into()),
+        };
+        let m = run_trial(&log, 0, "b", || fail)
+            .err()
+            .and_then(|f| f.message().map(String::from))
+            .unwrap_or_default();
+        assert_eq!(m, "rate FAIL\n  evidence: d");
+        assert_eq!(log.records().len(), 2);
+    }
+}

@@ -1,0 +1,5 @@
+//! Running gates: the runner (`servegate run`), the libtest-mimic harness and the self-test.
+
+pub mod harness;
+pub mod runner;
+pub mod selftest;

@@ -1,0 +1,1030 @@
+//! The runner: one live run of a gate. Starts (or reaches) the serve, sends the requests, stops the serve and
+//! writes the evidence; then judging reads the evidence back. The only module that sequences I/O; it measures
+//! and judges nothing itself.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::analysis;
+use crate::error::EvidenceError;
+use crate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary, ServeRecord};
+use crate::io::client;
+use crate::io::serve;
+use crate::judge;
+use crate::spec::{GateSpec, ServeMode};
+
+/// Where run directories go: `$SERVEGATE_RUNS`, default `target/servegate/runs` under the current directory.
+pub fn runs_root() -> PathBuf {
+    match std::env::var_os("SERVEGATE_RUNS") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from("target/servegate/runs"),
+    }
+}
+
+pub use crate::judge::outcome::RunOutcome;
+
+/// Runs `gate` live, writing evidence under `root`, then judges it. `progress` receives one-line notes
+/// (`serve ready after 1.2 s`), for a terminal.
+///
+/// Installs the stop-signal handlers ([`crate::io::signals::install`]) and makes the runner a child subreaper.
+/// Once SIGINT, SIGTERM or SIGHUP has arrived, whatever the request loop saw, the run ends as
+/// interrupted: `run.json` is written with `status: "interrupted"`, `INTERRUPTED: ...` is printed on stderr
+/// and the process exits with 130, 143 or 129; nothing is judged and this function does not return.
+///
+/// Errors: an evidence write failed; `run.json` then says `failed` (when it can still be written), never
+/// `complete`.
+pub fn run(
+    gate: &GateSpec,
+    root: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<RunOutcome, EvidenceError> {
+    if gate.pair.is_some() {
+        return run_pair(gate, root, progress);
+    }
+    let notes = prepare_process();
+    let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?;
+    let _active = ActiveRun::new(w.path(crate::evidence::layout::RUN_FILE));
+    let mut summary = new_summary(gate);
+    summary.notes.extend(notes);
+    w.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
+    w.write_summary(&summary)?;
+    progress(&format!("evidence: {}", w.dir().display()));
+
+    let hold = take_hold(gate, progress);
+    let result = match &hold {
+        Err(reason) => {
+            summary.serve.failure = Some(reason.clone());
+            Ok(())
+        }
+        Ok(h) => {
+            if let Some(h) = h {
+                summary.notes.push(format!(
+                    "hold {} taken after {:.0} ms",
+                    gate.hold
+                        .as_ref()
+                        .map(|x| x.lock.display().to_string())
+                        .unwrap_or_default(),
+                    h.waited_ms
+                ));
+            }
+            drive(gate, &w, &mut summary, progress)
+        }
+    };
+    finish_run(&w, &mut summary, result)?;
+
+    drop(hold);
+    let ev = analysis::load(w.dir())?;
+    let verdicts = judge::judge(gate, &ev);
+    // A signal that arrived while judging: the run still ends interrupted, its verdicts never shown.
+    interrupted_checkpoint(&w, &mut summary);
+    Ok(RunOutcome {
+        dir: w.dir().to_path_buf(),
+        summary,
+        verdicts,
+        pair: None,
+    })
+}
+
+/// Process-wide preparation of a live run: the stop-signal handlers and the child subreaper. Returns
+/// notes for `run.json` about what could not be set up.
+fn prepare_process() -> Vec<String> {
+    // A stop signal that came before this run (between two gates): nothing more starts.
+    crate::io::signals::checkpoint();
+    let mut notes = Vec::new();
+    if let Err(e) = crate::io::signals::install() {
+        notes.push(format!("signal handlers not installed: {e}"));
+    }
+    if let Err(e) = crate::io::signals::become_subreaper() {
+        notes.push(format!(
+            "not a child subreaper ({e}): a daemon the serve detaches is found by its tag only"
+        ));
+    }
+    notes
+}
+
+/// A run registered with [`crate::io::signals::run_started`] for as long as it lives.
+struct ActiveRun(PathBuf);
+
+impl ActiveRun {
+    fn new(run_json: PathBuf) -> ActiveRun {
+        crate::io::signals::run_started(&run_json);
+        ActiveRun(run_json)
+    }
+}
+
+impl Drop for ActiveRun {
+    fn drop(&mut self) {
+        crate::io::signals::run_ended(&self.0);
+    }
+}
+
+/// The end of a run (a plain gate or one arm of a pair): sets `ended_utc` and the final status and writes
+/// `run.json` once. A stop signal that arrived: `interrupted`, and the process exits (see [`run`]). An
+/// evidence error during the run: `failed`, with the error in the notes, and the error is returned. Else
+/// `complete`.
+fn finish_run(
+    w: &EvidenceWriter,
+    summary: &mut RunSummary,
+    result: Result<(), EvidenceError>,
+) -> Result<(), EvidenceError> {
+    summary.ended_utc = Some(evidence::now_utc());
+    summary.load_avg_end = evidence::load_avg();
+    interrupted_checkpoint(w, summary);
+    match result {
+        Err(e) => {
+            summary.status = RunStatus::Failed;
+            summary
+                .notes
+                .push(format!("evidence write failed: {e}; the run is not judged"));
+            // Best effort: if even this write fails, run.json still says `running`, never `complete`.
+            let _ = w.write_summary(summary);
+            Err(e)
+        }
+        Ok(()) => {
+            summary.status = RunStatus::Complete;
+            w.write_summary(summary)
+        }
+    }
+}
+
+/// If a stop signal has arrived: writes `run.json` with `status: "interrupted"` and a note, prints the
+/// interrupted line and exits the process (130/143/129). Else does nothing.
+fn interrupted_checkpoint(w: &EvidenceWriter, summary: &mut RunSummary) {
+    if let Some(signo) = crate::io::signals::interrupted() {
+        crate::io::signals::finalize_interrupted(signo, || {
+            mark_interrupted(summary, signo);
+            if summary.requests.is_empty() {
+                summary.requests = evidence::read_progress(w.dir()).unwrap_or_default();
+            }
+            let _ = w.write_summary(summary);
+        });
+    }
+}
+
+fn mark_interrupted(summary: &mut RunSummary, signo: i32) {
+    summary.status = RunStatus::Interrupted;
+    if summary.ended_utc.is_none() {
+        summary.ended_utc = Some(evidence::now_utc());
+    }
+    summary.notes.push(format!(
+        "interrupted by {}: the run was stopped before it finished; nothing is judged",
+        crate::io::signals::signal_name(signo)
+    ));
+}
+
+/// Takes the gate's `[hold]`, if it has one: Ok(None) without a hold, Err(`hold_timeout: ...`) when it could
+/// not be had in `wait_s`.
+fn take_hold(
+    gate: &GateSpec,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Option<crate::io::hold::Hold>, String> {
+    match &gate.hold {
+        None => Ok(None),
+        Some(h) => crate::io::hold::take(
+            &h.lock,
+            &gate.name,
+            Duration::from_secs_f64(h.wait_s),
+            progress,
+        )
+        .map(Some),
+    }
+}
+
+fn new_summary(gate: &GateSpec) -> RunSummary {
+    RunSummary {
+        schema: evidence::RUN_SCHEMA.into(),
+        status: RunStatus::Running,
+        gate: gate.name.clone(),
+        gate_file: gate.file.display().to_string(),
+        started_utc: evidence::now_utc(),
+        ended_utc: None,
+        host: evidence::host_info(),
+        load_avg_start: evidence::load_avg(),
+        load_avg_end: None,
+        servegate_version: env!("CARGO_PKG_VERSION").into(),
+        serve: ServeRecord::default(),
+        planned: Some(planned_judged(gate)),
+        planned_warmup: Some(gate.request.warmup as usize * gate.request.prompts.len()),
+        requests: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+/// Judged (non-warmup) requests a run of `gate` plans: `repeats × prompts` (recorded as `run.json`
+/// `planned`; judging counts every one of them).
+pub fn planned_judged(gate: &GateSpec) -> usize {
+    gate.request.repeats as usize * gate.request.prompts.len()
+}
+
+/// sha256 and size of the model file both arms load; refuses two different files before any serve starts.
+fn pair_model(ours: &str, theirs: &str) -> Result<(String, u64), String> {
+    let hash = |f: &str| {
+        crate::io::hash::sha256_file(Path::new(f)).map_err(|e| format!("model file {f}: {e}"))
+    };
+    let same_path = match (std::fs::canonicalize(ours), std::fs::canonicalize(theirs)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => ours == theirs,
+    };
+    if same_path {
+        return hash(ours);
+    }
+    let (a, b) = (hash(ours)?, hash(theirs)?);
+    if a.0 != b.0 {
+        return Err(format!(
+            "pair_model_mismatch: ours loads {ours} (sha256 {}), theirs loads {theirs} (sha256 {}): a pair compares two runtimes on one model file",
+            &a.0[..16],
+            &b.0[..16]
+        ));
+    }
+    Ok(a)
+}
+
+/// Runs a pair gate: the model file hashed once, then each arm in order (start its serve, send every request,
+/// stop it) into `arm<N>-<role>/` run directories, the model file hashed again, and the pair judged.
+fn run_pair(
+    gate: &GateSpec,
+    root: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<RunOutcome, EvidenceError> {
+    let pair = gate.pair.as_ref().expect("pair gate");
+    let process_notes = prepare_process();
+    let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?;
+    let _active = ActiveRun::new(w.path(crate::evidence::layout::PAIR_FILE));
+    w.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
+    let mut ps = evidence::PairSummary {
+        schema: evidence::PAIR_SCHEMA.into(),
+        status: RunStatus::Running,
+        gate: gate.name.clone(),
+        gate_file: gate.file.display().to_string(),
+        started_utc: evidence::now_utc(),
+        ended_utc: None,
+        host: evidence::host_info(),
+        load_avg_start: evidence::load_avg(),
+        load_avg_end: None,
+        order: pair.order.clone(),
+        model_file_ours: pair.ours.model_file.clone(),
+        model_file_theirs: pair.theirs.model_file.clone(),
+        model_sha256: None,
+        model_bytes: None,
+        model_sha256_after: None,
+        failure: None,
+        arms: Vec::new(),
+    };
+    w.write_pair_summary(&ps)?;
+    progress(&format!("pair evidence: {}", w.dir().display()));
+
+    let hold = take_hold(gate, progress);
+    if let Err(reason) = &hold {
+        ps.failure = Some(reason.clone());
+    }
+    let mut setup_ok = hold.is_ok();
+    if setup_ok && !gate.serve.setup.is_empty() {
+        progress(&format!("setup: {}", gate.serve.setup.join(" ")));
+        if let Err(reason) = run_setup(
+            &gate.serve.setup,
+            &gate.serve.env,
+            &w.path(crate::evidence::layout::SETUP_LOG),
+        ) {
+            pair_checkpoint(&w, &mut ps, None);
+            ps.failure = Some(format!("setup_failed: {reason}"));
+            setup_ok = false;
+        }
+    }
+    if setup_ok {
+        match pair_model(&pair.ours.model_file, &pair.theirs.model_file) {
+            Err(reason) => {
+                progress(&reason);
+                ps.failure = Some(reason);
+            }
+            Ok((sha, bytes)) => {
+                progress(&format!("model file sha256 {sha} ({bytes} bytes)"));
+                ps.model_sha256 = Some(sha);
+                ps.model_bytes = Some(bytes);
+            }
+        }
+    }
+    w.write_pair_summary(&ps)?;
+
+    if ps.failure.is_none() {
+        for (i, role) in pair.order.iter().enumerate() {
+            let arm = pair.arm(role);
+            let name = crate::evidence::layout::arm_dir(i + 1, role);
+            progress(&format!("{name}: {}", arm.runtime));
+            pair_checkpoint(&w, &mut ps, None);
+            let aw = EvidenceWriter::create_exact(&w.path(&name))?;
+            let _arm_active = ActiveRun::new(aw.path(crate::evidence::layout::RUN_FILE));
+            aw.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
+            ps.arms.push(evidence::ArmRecord {
+                arm: i + 1,
+                role: role.clone(),
+                runtime: arm.runtime.clone(),
+                dir: name.clone(),
+            });
+            w.write_pair_summary(&ps)?;
+            let mut summary = new_summary(gate);
+            summary.notes.push(format!(
+                "arm {} of pair {} ({role}: {})",
+                i + 1,
+                gate.name,
+                arm.runtime
+            ));
+            aw.write_summary(&summary)?;
+            let mode = ServeMode::Command(arm.command.clone());
+            let target = Target {
+                mode: &mode,
+                env: &arm.env,
+                setup: false,
+            };
+            let mut arm_progress = |line: &str| progress(&format!("{name}: {line}"));
+            let result = drive_target(gate, &target, &aw, &mut summary, &mut arm_progress);
+            pair_checkpoint(&w, &mut ps, Some((&aw, &mut summary)));
+            if let Err(e) = finish_run(&aw, &mut summary, result) {
+                ps.status = RunStatus::Failed;
+                ps.ended_utc = Some(evidence::now_utc());
+                ps.failure = Some(format!("evidence write failed in {name}: {e}"));
+                let _ = w.write_pair_summary(&ps);
+                return Err(e);
+            }
+        }
+        if let Some(before) = &ps.model_sha256 {
+            match crate::io::hash::sha256_file(Path::new(&pair.ours.model_file)) {
+                Ok((after, _)) => {
+                    if &after != before {
+                        ps.failure = Some(format!("model_changed_during_run: sha256 {} before the first arm, {} after the last", &before[..16], &after[..16]));
+                    }
+                    ps.model_sha256_after = Some(after);
+                }
+                Err(e) => {
+                    ps.failure = Some(format!(
+                        "model_changed_during_run: cannot re-read {}: {e}",
+                        pair.ours.model_file
+                    ))
+                }
+            }
+        }
+    }
+    ps.ended_utc = Some(evidence::now_utc());
+    ps.load_avg_end = evidence::load_avg();
+    pair_checkpoint(&w, &mut ps, None);
+    ps.status = RunStatus::Complete;
+    w.write_pair_summary(&ps)?;
+    drop(hold);
+
+    let ev = analysis::load_pair(w.dir())?;
+    let verdicts = judge::judge_pair(gate, &ev);
+    pair_checkpoint(&w, &mut ps, None);
+    let mut summary = new_summary(gate);
+    summary.status = RunStatus::Complete;
+    summary.started_utc = ps.started_utc.clone();
+    summary.ended_utc = ps.ended_utc.clone();
+    summary.load_avg_start = ps.load_avg_start;
+    summary.load_avg_end = ps.load_avg_end;
+    summary.serve.mode = "pair".into();
+    summary.serve.failure = ps.failure.clone();
+    summary.notes = process_notes;
+    Ok(RunOutcome {
+        dir: w.dir().to_path_buf(),
+        summary,
+        verdicts,
+        pair: Some(ps),
+    })
+}
+
+/// The pair's checkpoint: if a stop signal has arrived, marks the arm in progress (when given) and
+/// `pair.json` `interrupted` and exits the process (130/143/129). Else does nothing.
+fn pair_checkpoint(
+    w: &EvidenceWriter,
+    ps: &mut evidence::PairSummary,
+    arm: Option<(&EvidenceWriter, &mut RunSummary)>,
+) {
+    if let Some(signo) = crate::io::signals::interrupted() {
+        crate::io::signals::finalize_interrupted(signo, || {
+            if let Some((aw, summary)) = arm {
+                mark_interrupted(summary, signo);
+                let _ = aw.write_summary(summary);
+            }
+            ps.status = RunStatus::Interrupted;
+            ps.ended_utc = Some(evidence::now_utc());
+            ps.failure.get_or_insert_with(|| {
+                format!(
+                    "interrupted by {}: the pair was stopped before it finished",
+                    crate::io::signals::signal_name(signo)
+                )
+            });
+            let _ = w.write_pair_summary(ps);
+        });
+    }
+}
+
+fn fill_runtime(s: &str, host: &str, port: u16) -> String {
+    s.replace("{port}", &port.to_string())
+        .replace("{host}", host)
+}
+
+/// How one run (a plain gate, or one arm of a pair) reaches its serve.
+struct Target<'a> {
+    mode: &'a ServeMode,
+    env: &'a std::collections::BTreeMap<String, String>,
+    setup: bool,
+}
+
+fn drive(
+    gate: &GateSpec,
+    w: &EvidenceWriter,
+    summary: &mut RunSummary,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), EvidenceError> {
+    let target = Target {
+        mode: &gate.serve.mode,
+        env: &gate.serve.env,
+        setup: true,
+    };
+    drive_target(gate, &target, w, summary, progress)
+}
+
+/// [`drive_target_inner`], and with an API key: progress lines masked as printed, and afterwards (every return
+/// path) the key masked in every file of the run directory and in the summary (`crate::judge::redact`).
+fn drive_target(
+    gate: &GateSpec,
+    target: &Target,
+    w: &EvidenceWriter,
+    summary: &mut RunSummary,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), EvidenceError> {
+    let Some(secret) = crate::judge::redact::secret_of(gate) else {
+        return drive_target_inner(gate, target, w, summary, progress);
+    };
+    let mut masked = |line: &str| progress(&crate::judge::redact::mask_str(line, &secret));
+    let result = drive_target_inner(gate, target, w, summary, &mut masked);
+    let files = crate::judge::redact::scrub_dir(w.dir(), &secret);
+    crate::judge::redact::mask_summary(summary, &secret);
+    if !files.is_empty() {
+        let list: Vec<String> = files
+            .iter()
+            .map(|(p, n)| {
+                format!(
+                    "{} ({n})",
+                    p.file_name()
+                        .map(|f| f.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        summary.notes.push(format!(
+            "the API key (serve.api_key_env) echoed by the serve was masked in: {}",
+            list.join(", ")
+        ));
+    }
+    result
+}
+
+fn drive_target_inner(
+    gate: &GateSpec,
+    target: &Target,
+    w: &EvidenceWriter,
+    summary: &mut RunSummary,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), EvidenceError> {
+    let spec = &gate.serve;
+    // Every process the run starts carries this tag, so that whatever they leave behind is found.
+    let tag = crate::io::signals::new_run_tag();
+    // Setup (idempotent provisioning).
+    if target.setup && !spec.setup.is_empty() {
+        progress(&format!("setup: {}", spec.setup.join(" ")));
+        let t = Instant::now();
+        let setup_result = run_setup(
+            &spec.setup,
+            &spec.env,
+            &w.path(crate::evidence::layout::SETUP_LOG),
+        );
+        if crate::io::signals::interrupted().is_some() {
+            return Ok(());
+        }
+        match setup_result {
+            Ok(status) => {
+                summary.serve.setup =
+                    Some(format!("{status} in {:.1} s", t.elapsed().as_secs_f64()))
+            }
+            Err(reason) => {
+                summary.serve.setup = Some(reason.clone());
+                summary.serve.failure = Some(format!("setup_failed: {reason}"));
+                progress(&format!("setup failed: {reason}"));
+                return Ok(());
+            }
+        }
+    }
+
+    let api_key = match &spec.api_key_env {
+        None => None,
+        Some(var) => {
+            match std::env::var(var) {
+                Ok(k) if !k.is_empty() => match crate::judge::redact::check_key(&k) {
+                    Ok(()) => Some(k),
+                    Err(why) => {
+                        summary.serve.failure = Some(format!("api_key_unsafe: environment variable {var} (serve.api_key_env): {why}; the serve was not started"));
+                        return Ok(());
+                    }
+                },
+                _ => {
+                    summary.serve.failure = Some(format!("api_key_missing: environment variable {var} (serve.api_key_env) is not set"));
+                    return Ok(());
+                }
+            }
+        }
+    };
+    let http = match client::http_client(
+        Duration::from_secs_f64(gate.request.timeout_s),
+        api_key.as_deref(),
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            summary.serve.failure = Some(format!("http_client: {e}"));
+            return Ok(());
+        }
+    };
+
+    let mut started: Option<serve::Serve> = None;
+    let base_url;
+    match target.mode {
+        ServeMode::Command(argv) => {
+            let port = if spec.port == 0 {
+                match crate::io::port::free_port(&spec.host) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        summary.serve.failure = Some(format!("no_free_port: {e}"));
+                        return Ok(());
+                    }
+                }
+            } else {
+                spec.port
+            };
+            let command: Vec<String> = argv
+                .iter()
+                .map(|a| fill_runtime(a, &spec.host, port))
+                .collect();
+            let env: Vec<(String, String)> = spec
+                .env
+                .iter()
+                .chain(target.env.iter())
+                .map(|(k, v)| (k.clone(), fill_runtime(v, &spec.host, port)))
+                .chain(std::iter::once((
+                    crate::io::signals::RUN_TAG_ENV.to_string(),
+                    tag.clone(),
+                )))
+                .collect();
+            summary.serve.mode = "command".into();
+            summary.serve.command = command.clone();
+            summary.serve.base_url = format!("http://{}:{port}", url_host(&spec.host));
+            w.write_summary(summary)?;
+            let sspec = serve::ServeSpec {
+                command,
+                env,
+                cwd: None,
+                host: spec.host.clone(),
+                port,
+                ready_path: spec.ready_path.clone(),
+                ready_timeout: Duration::from_secs_f64(spec.ready_timeout_s),
+                poll_interval: Duration::from_millis(25),
+                stop_grace: Duration::from_secs_f64(spec.stop_grace_s),
+                log_path: w.path(crate::evidence::layout::SERVE_LOG),
+            };
+            progress(&format!(
+                "starting serve on port {port}: {}",
+                summary.serve.command.join(" ")
+            ));
+            let mut s = match serve::Serve::start(sspec) {
+                Ok(s) => s,
+                Err(e) => {
+                    summary.serve.failure = Some(e.to_string());
+                    progress(&format!("serve failed to start: {e}"));
+                    return Ok(());
+                }
+            };
+            summary.serve.pid = Some(s.pid());
+            match s.wait_ready() {
+                Ok(info) => {
+                    summary.serve.ready_ms = Some(info.ready_ms);
+                    summary.serve.ready_timeline = info.statuses.clone();
+                    progress(&format!(
+                        "serve ready after {:.2} s ({} polls)",
+                        info.ready_ms / 1000.0,
+                        info.polls
+                    ));
+                }
+                Err(_) if crate::io::signals::interrupted().is_some() => {
+                    // The stop signal's teardown ended the serve: an interruption, not a serve
+                    // that failed (run() ends the run as interrupted).
+                    let stop = s.stop();
+                    summary.serve.stop = Some(describe_stop(&stop));
+                    return Ok(());
+                }
+                Err(e) => {
+                    summary.serve.failure = Some(e.to_string());
+                    progress(&format!("serve never became ready: {e}"));
+                    let stop = s.stop();
+                    summary.serve.stop = Some(describe_stop(&stop));
+                    return Ok(());
+                }
+            }
+            base_url = s.base_url();
+            started = Some(s);
+        }
+        ServeMode::Url(url) => {
+            if let Some(log) = &spec.log_file {
+                summary.serve.log_file = Some(crate::evidence::log_file_start(log));
+            }
+            summary.serve.mode = "url".into();
+            summary.serve.base_url = url.clone();
+            base_url = url.clone();
+            let t = Instant::now();
+            let deadline = Duration::from_secs_f64(spec.ready_timeout_s);
+            loop {
+                if crate::io::signals::interrupted().is_some() {
+                    return Ok(()); // run() ends the run as interrupted
+                }
+                let last = match client::get(&http, url, &spec.ready_path, Duration::from_secs(5)) {
+                    Ok((200, _)) => {
+                        summary.serve.ready_ms = Some(t.elapsed().as_secs_f64() * 1000.0);
+                        break;
+                    }
+                    Ok((status, _)) => format!("HTTP {status}"),
+                    // A certificate that is not trusted now will not be in a second: refuse at once.
+                    Err(e) if e.contains("certificate") => {
+                        summary.serve.failure = Some(format!(
+                            "tls_refused: {url} presented a certificate servegate does not trust (it trusts the webpki root set only, no self-signed certificates): {e}"
+                        ));
+                        return Ok(());
+                    }
+                    Err(e) => e,
+                };
+                if t.elapsed() >= deadline {
+                    summary.serve.failure = Some(format!(
+                        "ready_timeout: {url}{} not 200 within {} s (last: {last})",
+                        spec.ready_path, spec.ready_timeout_s
+                    ));
+                    return Ok(());
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    // What the serve says about itself.
+    let (version, models) = serve_identity(&http, &base_url);
+    summary.serve.version = version;
+    summary.serve.models = models;
+    if let Some(expect) = &spec.expect_model {
+        if !summary
+            .serve
+            .models
+            .iter()
+            .any(|m| m.contains(expect.as_str()))
+        {
+            summary.serve.failure = Some(format!(
+                "wrong_server_answering: /v1/models lists {:?}, expected a model containing {expect:?}",
+                summary.serve.models
+            ));
+        }
+    }
+    w.write_summary(summary)?;
+
+    if summary.serve.failure.is_none() {
+        send_all(
+            gate,
+            w,
+            summary,
+            &http,
+            &base_url,
+            started.as_mut(),
+            progress,
+        )?;
+    }
+
+    if let Some(s) = started {
+        let grace = s.spec().stop_grace.min(Duration::from_secs(5));
+        let stop = s.stop();
+        summary.serve.stop = Some(describe_stop(&stop));
+        // A serve that exited on its own after the last check still exited during the run.
+        if stop.already_exited
+            && summary.serve.failure.is_none()
+            && !summary.requests.is_empty()
+            && !crate::io::signals::shutting_down()
+        {
+            summary.serve.failure = Some(format!(
+                "server_exited_during_run ({}, before the runner stopped it)",
+                stop.exit.clone().unwrap_or_else(|| "unknown exit".into())
+            ));
+            summary.serve.exit_log_tail = log_tail(&w.path(crate::evidence::layout::SERVE_LOG));
+        }
+        progress(&format!("serve stopped: {}", describe_stop(&stop)));
+        // What the serve detached from its group (a daemon: double fork, setsid) goes too.
+        let (stopped, survived) = crate::io::signals::stop_tagged(&tag, grace);
+        if !stopped.is_empty() {
+            progress(&format!(
+                "stopped {} process(es) the serve left outside its group: {}",
+                stopped.len(),
+                stopped.join(", ")
+            ));
+            summary.notes.push(format!(
+                "the serve left {} process(es) running outside its process group after it stopped (a detached daemon); servegate stopped them: {}{}",
+                stopped.len(),
+                stopped.join(", "),
+                if survived.is_empty() {
+                    String::new()
+                } else {
+                    format!("; still alive after SIGKILL: {}", survived.join(", "))
+                }
+            ));
+        }
+        summary.serve.strays_stopped = stopped;
+        summary.serve.strays_survived = survived;
+    }
+    if let (Some(log), Some(start)) = (&spec.log_file, summary.serve.log_file.as_mut()) {
+        match crate::evidence::copy_log_since(
+            log,
+            start,
+            &w.path(crate::evidence::layout::SERVE_LOG),
+        ) {
+            Ok(what) => start.copied = Some(what),
+            Err(e) => {
+                start.copied = Some(format!("not copied: {e}"));
+                summary
+                    .notes
+                    .push(format!("serve.log_file {}: {e}", log.display()));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn send_all(
+    gate: &GateSpec,
+    w: &EvidenceWriter,
+    summary: &mut RunSummary,
+    http: &reqwest::blocking::Client,
+    base_url: &str,
+    mut serve: Option<&mut serve::Serve>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), EvidenceError> {
+    let req = &gate.request;
+    let mut plan: Vec<(bool, u32, usize)> = Vec::new();
+    for round in 0..req.warmup {
+        for p in 0..req.prompts.len() {
+            plan.push((true, round, p));
+        }
+    }
+    for round in 0..req.repeats {
+        for p in 0..req.prompts.len() {
+            plan.push((false, round, p));
+        }
+    }
+    let run_deadline = Instant::now() + Duration::from_secs_f64(req.run_timeout_s);
+    let planned = plan.len();
+    for (index, (warmup, repeat, prompt_index)) in plan.into_iter().enumerate() {
+        if crate::io::signals::interrupted().is_some() {
+            break; // the run ends interrupted (run() exits); nothing more is sent
+        }
+        let left = run_deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            let reason = run_timeout_reason(req.run_timeout_s, index, planned);
+            progress(&reason);
+            summary.serve.failure = Some(reason);
+            break;
+        }
+        let prompt = &req.prompts[prompt_index];
+        let body = client::request_body(req, prompt);
+        let sent_utc = evidence::now_utc();
+        let ex = client::send_within(
+            http,
+            base_url,
+            &body,
+            Some(Duration::from_secs_f64(req.timeout_s).min(left)),
+        );
+        w.write_request(index, &body, &ex.response, &ex.reads)?;
+        let mut rec = RequestRecord {
+            index,
+            warmup,
+            prompt_index,
+            repeat,
+            prompt: prompt.clone(),
+            stream: req.stream,
+            sent_utc,
+            http_status: ex.response.status,
+            transport_error: ex.response.transport_error.clone(),
+            body_bytes: ex.body_bytes,
+            body_truncated: ex.body_truncated,
+            figures: None,
+        };
+        let reply = analysis::reply_of(&rec, &ex.reads);
+        let fig = crate::analysis::measure::measure(&reply);
+        progress(&format!(
+            "request {index:02}{}: {} ttft {} decode {} tokens {}",
+            if warmup { " (warmup)" } else { "" },
+            ex.response
+                .status
+                .map(|s| format!("HTTP {s}"))
+                .unwrap_or_else(|| ex.response.transport_error.clone().unwrap_or_default()),
+            fig.ttft_ms
+                .map(|t| format!("{t:.0} ms"))
+                .unwrap_or_else(|| "-".into()),
+            fig.decode_tok_s
+                .map(|t| format!("{t:.1} tok/s"))
+                .unwrap_or_else(|| "-".into()),
+            fig.completion_tokens
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "-".into()),
+        ));
+        // Cut or unreachable: the serve may have died mid-reply.
+        let failed = rec.transport_error.is_some() || reply.truncated;
+        rec.figures = Some(fig);
+        w.append_request_record(&rec)?;
+        summary.requests.push(rec);
+        if crate::io::signals::interrupted().is_some() {
+            break; // the stop signal's teardown ended the serve: not a serve that died
+        }
+        if let Some(s) = serve.as_deref_mut() {
+            if let Err(e) = alive_after(s, failed) {
+                summary.serve.failure = Some(e.to_string());
+                summary.serve.exit_log_tail = e.log_tail().map(str::to_string);
+                progress(&format!("serve died: {e}"));
+                w.write_summary(summary)?;
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How long a failed request waits for a serve that cut its reply by exiting to be seen exited: the
+/// kernel closes a dying process's sockets before its parent can reap it, so the first check can race.
+const EXIT_SETTLE: Duration = Duration::from_millis(500);
+
+/// [`serve::Serve::check_alive`]; after a failed request, checked again for up to [`EXIT_SETTLE`] so that a
+/// serve that died mid-reply is seen dead now, not one request later.
+fn alive_after(s: &mut serve::Serve, failed: bool) -> Result<(), serve::ServeError> {
+    s.check_alive()?;
+    if failed {
+        let until = Instant::now() + EXIT_SETTLE;
+        while Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(25));
+            s.check_alive()?;
+        }
+    }
+    Ok(())
+}
+
+/// The last lines (up to 10, from the last 64 KiB) of a log file, lossy UTF-8; None when unreadable or empty.
+fn log_tail(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)))
+        .ok()?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(10)..].join("\n");
+    (!tail.is_empty()).then_some(tail)
+}
+
+/// `run_timeout: ...` for a run that passed `[request] run_timeout_s` before request `index` of `planned`.
+fn run_timeout_reason(run_timeout_s: f64, index: usize, planned: usize) -> String {
+    format!(
+        "run_timeout: the requests passed [request] run_timeout_s = {run_timeout_s} s; {index} of {planned} planned requests were sent"
+    )
+}
+
+fn url_host(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
+fn describe_stop(stop: &serve::StopReport) -> String {
+    let mut s = stop.exit.clone().unwrap_or_else(|| "unknown exit".into());
+    if stop.already_exited {
+        s.push_str(" (had already exited)");
+    }
+    if stop.escalated_to_kill {
+        s.push_str(" (did not stop on SIGTERM: killed)");
+    }
+    s.push_str(&format!(" after {:.0} ms", stop.stop_ms));
+    s
+}
+
+/// The serve's version and model ids, best effort: llama.cpp's `/props` `build_info`, `/v1/models` ids.
+fn serve_identity(
+    http: &reqwest::blocking::Client,
+    base_url: &str,
+) -> (Option<String>, Vec<String>) {
+    let t = Duration::from_secs(5);
+    let version = client::get(http, base_url, "/props", t)
+        .ok()
+        .filter(|(s, _)| *s == 200)
+        .and_then(|(_, body)| {
+            let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+            v.get("build_info")
+                .and_then(|b| b.as_str())
+                .map(|s| format!("llama.cpp {s}"))
+        });
+    let models = client::get(http, base_url, "/v1/models", t)
+        .ok()
+        .filter(|(s, _)| *s == 200)
+        .and_then(|(_, body)| {
+            let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+            Some(
+                v.get("data")?
+                    .as_array()?
+                    .iter()
+                    .filter_map(|m| m.get("id").and_then(|i| i.as_str()).map(String::from))
+                    .collect(),
+            )
+        })
+        .unwrap_or_default();
+    (version, models)
+}
+
+/// Runs the setup argv with `env`, its output going to `log`; Ok(status text) or Err(reason with the tail).
+fn run_setup(
+    argv: &[String],
+    env: &std::collections::BTreeMap<String, String>,
+    log: &Path,
+) -> Result<String, String> {
+    use std::os::unix::process::CommandExt;
+    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = file.try_clone().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(err)
+        .process_group(0);
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to SIGKILL the child if this thread dies.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run {:?}: {e}", argv[0]))?;
+    // Its whole process group goes if the runner is stopped by a signal (the serve's own mechanism), and
+    // if the runner is killed outright (SIGKILL): the serve's watchdog, over the setup's group.
+    let pgid = child.id();
+    let watchdog = crate::io::serve::watch_group(pgid);
+    if !crate::io::signals::register(pgid, Duration::from_secs(2)) {
+        // A stop signal is being handled: the handler will not see this group; stop it here.
+        crate::io::signals::terminate_groups(&[pgid], Duration::from_secs(2));
+        let _ = child.wait();
+        drop(watchdog);
+        return Err("interrupted before the setup could run".into());
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(SETUP_TIMEOUT_S);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Ok(st),
+            Ok(None) if Instant::now() >= deadline => {
+                crate::io::signals::terminate_groups(&[pgid], Duration::from_secs(2));
+                let _ = child.wait();
+                break Err(format!(
+                    "{} did not finish within {SETUP_TIMEOUT_S} s; its process group was stopped",
+                    argv.join(" ")
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => break Err(format!("waiting for {:?}: {e}", argv[0])),
+        }
+    };
+    // Stragglers the setup left in its group (a backgrounded child) do not outlive it.
+    crate::io::signals::terminate_groups(&[pgid], Duration::from_secs(1));
+    drop(watchdog); // the group is gone: the watchdog must not outlive it (pgid reuse)
+    crate::io::signals::deregister(pgid);
+    let status = status?;
+    if status.success() {
+        Ok(status.to_string())
+    } else {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let tail: Vec<&str> = text
+            .lines()
+            .rev()
+            .take(10)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        Err(format!(
+            "{} ({status}); last lines of setup.log:\n{}",
+            argv.join(" "),
+            tail.join("\n")
+        ))
+    }
+}
+
+/// Longest a gate's `setup` command may run, seconds (a first provisioning takes about 15 s here).
+pub const SETUP_TIMEOUT_S: f64 = 1800.0;

@@ -1,0 +1,778 @@
+//! The results document: one value holding what a gate run (the harness behind `cargo test --test gates`,
+//! or `servegate run`) decided, for machines. It is built from run outcomes (verdicts, `run.json`) and
+//! consumed by independent serializers: [`serialize_json`] here (schema [`RESULTS_SCHEMA`], documented field
+//! by field in docs/results-json.md) and `junit::serialize`. Each export is a pure `serialize(&results) ->
+//! bytes`; [`write_atomic`] is the separate write. This module starts nothing and judges nothing; the only
+//! file it reads is the tail of a failed gate's `serve.log`.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::exit;
+use crate::evidence::HostInfo;
+use crate::judge::outcome::RunOutcome;
+use crate::judge::Verdict;
+use crate::spec::GateSpec;
+
+/// The schema id of the results document. Bumped (`/2`) when a field is removed or changes meaning; new
+/// fields may be added within `/1`.
+pub const RESULTS_SCHEMA: &str = "servegate.results/1";
+
+/// Lines of `serve.log` kept in [`GateResults::serve_log_tail`] when a gate has a failed assertion.
+pub const SERVE_LOG_TAIL_LINES: usize = 40;
+
+/// At most this many bytes (the end) of those lines.
+pub const SERVE_LOG_TAIL_BYTES: usize = 16 * 1024;
+
+/// Who produced the document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Producer {
+    /// The gate harness (`cargo test --test gates`).
+    Harness,
+    /// `servegate run`.
+    Run,
+}
+
+/// The outcome of one test (one assertion of one gate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestOutcome {
+    /// The assertion held.
+    Passed,
+    /// It did not, or the gate could not be run (see [`FailureKind`]).
+    Failed,
+    /// The gate was ignored (unmet `[requires]`), with the reason.
+    Skipped,
+}
+
+pub use crate::error::FailureKind;
+
+/// The whole document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// Always [`RESULTS_SCHEMA`].
+    pub schema: String,
+    /// servegate's version.
+    pub servegate_version: String,
+    /// `harness` or `run`.
+    pub producer: Producer,
+    /// UTC start, RFC 3339.
+    pub started_utc: String,
+    /// UTC end, RFC 3339.
+    pub ended_utc: String,
+    /// Wall time of the whole run, seconds.
+    pub duration_s: f64,
+    /// `SERVEGATE_STRICT` was set: unmet requirements fail instead of being skipped.
+    pub strict: bool,
+    /// The `servegate` exit code for these results (0 pass, 1 assertion failed, 3 spec invalid, 4 serve never
+    /// ready, 5 evidence error, 6 requirement unmet under strict): the worst (highest) of the gates'.
+    pub exit_code: i32,
+    /// Counts over every listed test of every gate.
+    pub counts: Counts,
+    /// Every gate with at least one listed test, in run order.
+    pub gates: Vec<GateResults>,
+    /// Problems of the run as a whole that make it fail although no listed test failed (e.g. `nothing was
+    /// checked: ...`, a report that could not be written). Absent when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+/// Test counts. `tests = passed + failed + skipped`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Tests listed.
+    pub tests: u64,
+    /// Tests passed.
+    pub passed: u64,
+    /// Tests failed.
+    pub failed: u64,
+    /// Tests skipped (ignored gates).
+    pub skipped: u64,
+}
+
+/// The status of one gate, over its listed tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateStatus {
+    /// Every listed test passed.
+    Passed,
+    /// At least one listed test failed (`failure_kind` says why).
+    Failed,
+    /// Every listed test was skipped: unmet `[requires]`.
+    Ignored,
+}
+
+/// One gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateResults {
+    /// `gate.name` (the file stem for a spec that did not parse).
+    pub name: String,
+    /// The gate file as given.
+    pub file: String,
+    /// `gate.description` (empty for an invalid spec).
+    pub description: String,
+    /// `passed`, `failed` or `ignored`.
+    pub status: GateStatus,
+    /// For a failed gate, the most severe failure kind among its tests.
+    pub failure_kind: Option<FailureKind>,
+    /// The `servegate` exit code for this gate alone.
+    pub exit_code: i32,
+    /// Why the gate was ignored, could not run, or has an invalid spec; None when it ran.
+    pub reason: Option<String>,
+    /// Wall time spent on the gate (serve start, requests, stop, judging), seconds.
+    pub duration_s: f64,
+    /// Where and on what it ran; None when it did not run (ignored, invalid spec, no evidence).
+    pub provenance: Option<Provenance>,
+    /// One entry per listed assertion, in declaration order.
+    pub assertions: Vec<AssertionResult>,
+    /// Per-request figures from `run.json`, warmup included (flagged), in send order.
+    pub requests: Vec<RequestFigures>,
+    /// The last [`SERVE_LOG_TAIL_LINES`] lines of `serve.log` when a test of the gate failed (for a pair gate,
+    /// the last lines of each arm's log, each headed `== <arm dir>/serve.log ==`); else None.
+    pub serve_log_tail: Option<String>,
+}
+
+/// Provenance of a gate run, from its `run.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The run directory holding the evidence.
+    pub evidence_dir: String,
+    /// UTC start of the run, RFC 3339.
+    pub started_utc: String,
+    /// UTC end of the run, RFC 3339.
+    pub ended_utc: Option<String>,
+    /// `command` (started by the runner) or `url` (already running).
+    pub serve_mode: String,
+    /// The argv started, placeholders expanded (empty for a `url` serve).
+    pub serve_command: Vec<String>,
+    /// Base URL the requests went to.
+    pub base_url: String,
+    /// `request.model` (`~` expanded).
+    pub model: String,
+    /// The body's `model` (`request.served_model`, else `request.model`).
+    pub served_model: String,
+    /// Model ids listed by the serve's `/v1/models`.
+    pub serve_models: Vec<String>,
+    /// The serve's version where it says it (llama.cpp `/props` build_info).
+    pub serve_version: Option<String>,
+    /// ms from spawn to the first HTTP 200 on the ready path.
+    pub serve_ready_ms: Option<f64>,
+    /// Why the serve never became ready or failed during the run.
+    pub serve_failure: Option<String>,
+    /// Host facts (hostname, os, cpus).
+    pub host: HostInfo,
+    /// 1, 5, 15 minute load averages at the start of the run.
+    pub load_avg_start: Option<[f64; 3]>,
+    /// The same at the end.
+    pub load_avg_end: Option<[f64; 3]>,
+    /// SHA-256 of the model file, where the run hashed it (pair gates); else None.
+    pub model_sha256: Option<String>,
+    /// The arms of a pair gate, in run order (each its own serve and run directory); empty otherwise.
+    pub arms: Vec<ArmProvenance>,
+}
+
+/// One arm of a pair gate, from its own `run.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmProvenance {
+    /// 1-based position in the run order.
+    pub arm: usize,
+    /// `ours` or `theirs`.
+    pub role: String,
+    /// The runtime's description from the gate.
+    pub runtime: String,
+    /// The arm's run directory.
+    pub evidence_dir: String,
+    /// The argv started for the arm.
+    pub serve_command: Vec<String>,
+    /// The arm's serve version where it says it.
+    pub serve_version: Option<String>,
+    /// Why the arm's serve never became ready or failed during the run.
+    pub serve_failure: Option<String>,
+}
+
+/// One test: one assertion of one gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssertionResult {
+    /// The assertion (`route`, `rate`, `first_token`, `content`, `known_answer`; `spec` for an invalid spec).
+    pub name: String,
+    /// The test name, `<gate>::<assertion>`, as libtest lists it.
+    pub test: String,
+    /// `passed`, `failed` or `skipped`.
+    pub outcome: TestOutcome,
+    /// Why it failed; None unless `outcome` is `failed`.
+    pub failure_kind: Option<FailureKind>,
+    /// The verdict line (`rate PASS median 47.0 tok/s (...)`), or the failure or skip reason.
+    pub message: String,
+    /// Wall time of the test, seconds. The gate's run is charged to the first of its tests that runs.
+    pub duration_s: f64,
+    /// The statistic compared with the bound (the median), for `rate` and `first_token`.
+    pub median: Option<f64>,
+    /// The bound: `floor_tok_s` for `rate`, `limit_ms` for `first_token`.
+    pub bound: Option<f64>,
+    /// Unit of `median`, `bound` and `values`: `tok/s` or `ms`.
+    pub unit: Option<String>,
+    /// The per-request values judged, in send order; null where a request had none.
+    pub values: Vec<Option<f64>>,
+}
+
+/// One request's figures (docs/metrics.md defines each).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestFigures {
+    /// Send order, 0-based (the evidence files are `NN.*`).
+    pub index: usize,
+    /// Recorded, never judged.
+    pub warmup: bool,
+    /// Index into the gate's prompts.
+    pub prompt_index: usize,
+    /// HTTP status, when a response arrived.
+    pub http_status: Option<u16>,
+    /// Transport failure, verbatim.
+    pub transport_error: Option<String>,
+    /// Time to first token, ms.
+    pub ttft_ms: Option<f64>,
+    /// Decode rate, tok/s, first token excluded.
+    pub decode_tok_s: Option<f64>,
+    /// llama.cpp's own `timings.predicted_per_second`.
+    pub server_decode_tok_s: Option<f64>,
+    /// Completion tokens as reported.
+    pub completion_tokens: Option<u64>,
+    /// End-to-end latency, ms.
+    pub e2e_ms: Option<f64>,
+    /// Time per output token, ms.
+    pub tpot_ms: Option<f64>,
+}
+
+impl Results {
+    /// An empty document, started now.
+    pub fn begin(producer: Producer, strict: bool) -> Results {
+        Results {
+            schema: RESULTS_SCHEMA.into(),
+            servegate_version: env!("CARGO_PKG_VERSION").into(),
+            producer,
+            started_utc: crate::evidence::now_utc(),
+            ended_utc: String::new(),
+            duration_s: 0.0,
+            strict,
+            exit_code: exit::PASS,
+            counts: Counts::default(),
+            gates: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// Adds a gate (a gate with no listed test is dropped: the document lists only what ran or was ignored).
+    pub fn push(&mut self, gate: GateResults) {
+        if !gate.assertions.is_empty() {
+            self.gates.push(gate);
+        }
+    }
+
+    /// Stamps the end, the counts and the exit code (the worst of the gates').
+    pub fn finish(&mut self, duration_s: f64) {
+        self.ended_utc = crate::evidence::now_utc();
+        self.duration_s = duration_s;
+        let mut c = Counts::default();
+        for t in self.gates.iter().flat_map(|g| &g.assertions) {
+            c.tests += 1;
+            match t.outcome {
+                TestOutcome::Passed => c.passed += 1,
+                TestOutcome::Failed => c.failed += 1,
+                TestOutcome::Skipped => c.skipped += 1,
+            }
+        }
+        self.counts = c;
+        self.exit_code = self
+            .gates
+            .iter()
+            .map(|g| g.exit_code)
+            .max()
+            .unwrap_or(exit::PASS);
+    }
+}
+
+impl GateResults {
+    /// A gate with its spec and listed tests; status, failure kind and exit code follow from the tests.
+    fn new(
+        name: &str,
+        file: &Path,
+        description: &str,
+        reason: Option<String>,
+        assertions: Vec<AssertionResult>,
+    ) -> GateResults {
+        let mut g = GateResults {
+            name: name.to_string(),
+            file: file.display().to_string(),
+            description: description.to_string(),
+            status: GateStatus::Passed,
+            failure_kind: None,
+            exit_code: exit::PASS,
+            reason,
+            duration_s: assertions.iter().map(|a| a.duration_s).sum(),
+            provenance: None,
+            assertions,
+            requests: Vec::new(),
+            serve_log_tail: None,
+        };
+        g.settle();
+        g
+    }
+
+    /// Recomputes `status`, `failure_kind` and `exit_code` from the tests.
+    pub fn settle(&mut self) {
+        self.failure_kind = self
+            .assertions
+            .iter()
+            .filter_map(|a| a.failure_kind)
+            .max_by_key(|k| k.exit_code());
+        self.status = if self.failure_kind.is_some()
+            || self
+                .assertions
+                .iter()
+                .any(|a| a.outcome == TestOutcome::Failed)
+        {
+            GateStatus::Failed
+        } else if !self.assertions.is_empty()
+            && self
+                .assertions
+                .iter()
+                .all(|a| a.outcome == TestOutcome::Skipped)
+        {
+            GateStatus::Ignored
+        } else {
+            GateStatus::Passed
+        };
+        self.exit_code = crate::error::exit_code(match self.status {
+            GateStatus::Failed => Some(self.failure_kind.unwrap_or(FailureKind::Assertion)),
+            _ => None,
+        });
+    }
+
+    /// A gate that ran. `assertions` are its listed tests (see [`assertion_from_verdict`]); provenance and
+    /// request figures come from the outcome; the serve log tail is read when a test failed.
+    pub fn ran(
+        spec: &GateSpec,
+        outcome: &RunOutcome,
+        assertions: Vec<AssertionResult>,
+    ) -> GateResults {
+        let mut g = GateResults::new(&spec.name, &spec.file, &spec.description, None, assertions);
+        g.provenance = Some(provenance(spec, outcome));
+        g.requests = outcome
+            .summary
+            .requests
+            .iter()
+            .map(|r| {
+                let f = r.figures.clone().unwrap_or_default();
+                RequestFigures {
+                    index: r.index,
+                    warmup: r.warmup,
+                    prompt_index: r.prompt_index,
+                    http_status: r.http_status,
+                    transport_error: r.transport_error.clone(),
+                    ttft_ms: f.ttft_ms,
+                    decode_tok_s: f.decode_tok_s,
+                    server_decode_tok_s: f.server_decode_tok_s,
+                    completion_tokens: f.completion_tokens,
+                    e2e_ms: f.e2e_ms,
+                    tpot_ms: f.tpot_ms,
+                }
+            })
+            .collect();
+        if g.status == GateStatus::Failed {
+            g.serve_log_tail = match &outcome.pair {
+                None => serve_log_tail(
+                    &outcome.dir.join(crate::evidence::layout::SERVE_LOG),
+                    SERVE_LOG_TAIL_LINES,
+                ),
+                Some(p) => {
+                    // A pair: each arm's serve has its own log; the tail of each, headed by its directory.
+                    let lines = (SERVE_LOG_TAIL_LINES / p.arms.len().max(1)).max(10);
+                    let tails: Vec<String> = p
+                        .arms
+                        .iter()
+                        .filter_map(|a| {
+                            serve_log_tail(
+                                &outcome
+                                    .dir
+                                    .join(&a.dir)
+                                    .join(crate::evidence::layout::SERVE_LOG),
+                                lines,
+                            )
+                            .map(|t| format!("== {}/serve.log ==\n{t}", a.dir))
+                        })
+                        .collect();
+                    (!tails.is_empty()).then(|| tails.join("\n"))
+                }
+            };
+        }
+        g
+    }
+
+    /// A gate that did not run: ignored (unmet requirements), an evidence error, an invalid spec.
+    /// `reason` says why; the tests carry their own outcomes.
+    pub fn not_run(
+        name: &str,
+        file: &Path,
+        description: &str,
+        reason: &str,
+        assertions: Vec<AssertionResult>,
+    ) -> GateResults {
+        GateResults::new(
+            name,
+            file,
+            description,
+            Some(reason.to_string()),
+            assertions,
+        )
+    }
+
+    /// A gate whose spec does not parse: one failed `<stem>::spec` test.
+    pub fn spec_invalid(file: &Path, error: &str, duration_s: f64) -> GateResults {
+        let stem = spec_stem(file);
+        let t = AssertionResult::new(
+            &stem,
+            "spec",
+            TestOutcome::Failed,
+            Some(FailureKind::SpecInvalid),
+            error,
+            duration_s,
+        );
+        GateResults::new(&stem, file, "", Some(error.to_string()), vec![t])
+    }
+}
+
+/// The trial prefix for a gate file whose spec does not parse: its file stem.
+pub fn spec_stem(file: &Path) -> String {
+    file.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "gate".into())
+}
+
+impl AssertionResult {
+    /// A test without measurements.
+    pub fn new(
+        gate: &str,
+        assertion: &str,
+        outcome: TestOutcome,
+        failure_kind: Option<FailureKind>,
+        message: &str,
+        duration_s: f64,
+    ) -> AssertionResult {
+        AssertionResult {
+            name: assertion.to_string(),
+            test: format!("{gate}::{assertion}"),
+            outcome,
+            failure_kind: if outcome == TestOutcome::Failed {
+                failure_kind.or(Some(FailureKind::Assertion))
+            } else {
+                None
+            },
+            message: message.to_string(),
+            duration_s,
+            median: None,
+            bound: None,
+            unit: None,
+            values: Vec::new(),
+        }
+    }
+
+    /// Copies the verdict's figures (median, values, bound and unit) onto this test.
+    pub fn with_figures(mut self, spec: &GateSpec, v: &Verdict) -> AssertionResult {
+        self.median = v.median;
+        self.values = v.values.clone();
+        let (bound, unit) = match v.assertion.as_str() {
+            "rate" => (
+                spec.assertions.rate.as_ref().map(|r| r.floor_tok_s),
+                Some("tok/s"),
+            ),
+            "first_token" => (
+                spec.assertions.first_token.as_ref().map(|f| f.limit_ms),
+                Some("ms"),
+            ),
+            _ => (None, None),
+        };
+        self.bound = bound;
+        self.unit = unit.map(String::from);
+        self
+    }
+}
+
+/// The failure kind of a failed verdict in `outcome`, from the run's exit code: the serve never became
+/// ready, the spec is unusable (e.g. a pair on two different model files), or the assertion itself.
+pub fn verdict_failure_kind(outcome: &RunOutcome) -> FailureKind {
+    outcome.failure_kind().unwrap_or(FailureKind::Assertion)
+}
+
+/// A test straight from a verdict (what `servegate run` lists: every declared assertion).
+pub fn assertion_from_verdict(
+    spec: &GateSpec,
+    outcome: &RunOutcome,
+    v: &Verdict,
+    duration_s: f64,
+) -> AssertionResult {
+    let (o, kind) = if v.passed() {
+        (TestOutcome::Passed, None)
+    } else {
+        (TestOutcome::Failed, Some(verdict_failure_kind(outcome)))
+    };
+    AssertionResult::new(&spec.name, &v.assertion, o, kind, &v.message, duration_s)
+        .with_figures(spec, v)
+}
+
+/// The results of one gate run by `servegate run`: every verdict, the run's time charged to the first.
+pub fn gate_from_run(spec: &GateSpec, outcome: &RunOutcome, run_s: f64) -> GateResults {
+    let tests = outcome
+        .verdicts
+        .iter()
+        .enumerate()
+        .map(|(i, v)| assertion_from_verdict(spec, outcome, v, if i == 0 { run_s } else { 0.0 }))
+        .collect();
+    let mut g = GateResults::ran(spec, outcome, tests);
+    g.duration_s = run_s;
+    g
+}
+
+/// The results of a gate `servegate run` ignored for unmet requirements (failed under strict).
+pub fn gate_unmet(spec: &GateSpec, reasons: &[String], strict: bool) -> GateResults {
+    let reason = format!("requires: {}", reasons.join("; "));
+    let (o, kind, msg) = if strict {
+        (
+            TestOutcome::Failed,
+            Some(FailureKind::RequirementUnmet),
+            format!("{reason} (SERVEGATE_STRICT is set: unmet requirements fail)"),
+        )
+    } else {
+        (TestOutcome::Skipped, None, reason.clone())
+    };
+    let tests = spec
+        .assertions
+        .names()
+        .iter()
+        .map(|a| AssertionResult::new(&spec.name, a, o, kind, &msg, 0.0))
+        .collect();
+    GateResults::not_run(&spec.name, &spec.file, &spec.description, &reason, tests)
+}
+
+/// The results of a gate whose run failed to write or read its evidence.
+pub fn gate_error(spec: &GateSpec, error: &str, run_s: f64) -> GateResults {
+    let msg = format!("evidence error: {error}");
+    let tests = spec
+        .assertions
+        .names()
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            AssertionResult::new(
+                &spec.name,
+                a,
+                TestOutcome::Failed,
+                Some(FailureKind::EvidenceError),
+                &msg,
+                if i == 0 { run_s } else { 0.0 },
+            )
+        })
+        .collect();
+    GateResults::not_run(&spec.name, &spec.file, &spec.description, &msg, tests)
+}
+
+/// Provenance from a run outcome.
+pub fn provenance(spec: &GateSpec, outcome: &RunOutcome) -> Provenance {
+    let s = &outcome.summary;
+    Provenance {
+        evidence_dir: outcome.dir.display().to_string(),
+        started_utc: s.started_utc.clone(),
+        ended_utc: s.ended_utc.clone(),
+        serve_mode: s.serve.mode.clone(),
+        serve_command: s.serve.command.clone(),
+        base_url: s.serve.base_url.clone(),
+        model: spec.request.model.clone(),
+        served_model: spec.request.served_model.clone(),
+        serve_models: s.serve.models.clone(),
+        serve_version: s.serve.version.clone(),
+        serve_ready_ms: s.serve.ready_ms,
+        serve_failure: s.serve.failure.clone(),
+        host: s.host.clone(),
+        load_avg_start: s.load_avg_start,
+        load_avg_end: s.load_avg_end,
+        model_sha256: outcome.pair.as_ref().and_then(|p| p.model_sha256.clone()),
+        arms: outcome
+            .pair
+            .as_ref()
+            .map(|p| {
+                p.arms
+                    .iter()
+                    .map(|a| {
+                        let dir = outcome.dir.join(&a.dir);
+                        let run: Option<crate::evidence::RunSummary> =
+                            std::fs::read(dir.join(crate::evidence::layout::RUN_FILE))
+                                .ok()
+                                .and_then(|b| serde_json::from_slice(&b).ok());
+                        ArmProvenance {
+                            arm: a.arm,
+                            role: a.role.clone(),
+                            runtime: a.runtime.clone(),
+                            evidence_dir: dir.display().to_string(),
+                            serve_command: run
+                                .as_ref()
+                                .map(|r| r.serve.command.clone())
+                                .unwrap_or_default(),
+                            serve_version: run.as_ref().and_then(|r| r.serve.version.clone()),
+                            serve_failure: run.as_ref().and_then(|r| r.serve.failure.clone()),
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// The last `lines` lines (at most [`SERVE_LOG_TAIL_BYTES`]) of a log, lossy UTF-8; None when the file is
+/// missing or empty.
+pub fn serve_log_tail(path: &Path, lines: usize) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let tail = tail_lines(
+        &String::from_utf8_lossy(&bytes),
+        lines,
+        SERVE_LOG_TAIL_BYTES,
+    );
+    (!tail.is_empty()).then_some(tail)
+}
+
+/// The last `lines` lines of `text`, cut to its last `max_bytes` bytes (on a character boundary).
+pub fn tail_lines(text: &str, lines: usize, max_bytes: usize) -> String {
+    let text = text.trim_end_matches(['\n', '\r']);
+    let start = text
+        .rmatch_indices('\n')
+        .nth(lines.saturating_sub(1))
+        .map(|(i, _)| i + 1)
+        .unwrap_or(0);
+    let mut tail = &text[start..];
+    if tail.len() > max_bytes {
+        let mut cut = tail.len() - max_bytes;
+        while !tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        tail = &tail[cut..];
+    }
+    tail.to_string()
+}
+
+/// The JSON document, pretty-printed, with a final newline.
+pub fn serialize_json(results: &Results) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(results)
+        .expect("results serialize (no maps with non-string keys)");
+    bytes.push(b'\n');
+    bytes
+}
+
+pub use crate::io::fs::write_atomic;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_keeps_the_last_lines_and_bytes() {
+        assert_eq!(tail_lines("a\nb\nc\nd\n", 2, 100), "c\nd");
+        assert_eq!(tail_lines("a\nb", 5, 100), "a\nb");
+        assert_eq!(tail_lines("", 5, 100), "");
+        assert_eq!(tail_lines("héllo", 1, 4), "llo");
+    }
+
+    #[test]
+    fn gate_status_follows_the_worst_test() {
+        let f = Path::new("gates/x.toml");
+        let pass = AssertionResult::new("x", "rate", TestOutcome::Passed, None, "rate PASS", 0.1);
+        let fail = AssertionResult::new("x", "route", TestOutcome::Failed, None, "route FAIL", 0.0);
+        let not_ready = AssertionResult::new(
+            "x",
+            "content",
+            TestOutcome::Failed,
+            Some(FailureKind::ServeNotReady),
+            "x",
+            0.0,
+        );
+        let g = GateResults::not_run("x", f, "", "r", vec![pass.clone(), fail.clone()]);
+        assert_eq!(
+            (g.status, g.failure_kind, g.exit_code),
+            (GateStatus::Failed, Some(FailureKind::Assertion), 1)
+        );
+        let g = GateResults::not_run("x", f, "", "r", vec![fail, not_ready]);
+        assert_eq!(
+            (g.status, g.exit_code),
+            (GateStatus::Failed, exit::SERVE_NOT_READY)
+        );
+        let g = GateResults::not_run("x", f, "", "r", vec![pass]);
+        assert_eq!((g.status, g.exit_code), (GateStatus::Passed, 0));
+        let skip = AssertionResult::new(
+            "x",
+            "rate",
+            TestOutcome::Skipped,
+            None,
+            "requires: ...",
+            0.0,
+        );
+        let g = GateResults::not_run("x", f, "", "r", vec![skip]);
+        assert_eq!((g.status, g.exit_code), (GateStatus::Ignored, 0));
+    }
+
+    #[test]
+    fn counts_and_exit_code_cover_every_listed_test() {
+        let mut r = Results::begin(Producer::Harness, false);
+        r.push(GateResults::spec_invalid(
+            Path::new("gates/bad.toml"),
+            "bad.toml:1:1: oops",
+            0.0,
+        ));
+        r.push(GateResults::not_run(
+            "empty",
+            Path::new("gates/empty.toml"),
+            "",
+            "filtered",
+            vec![],
+        ));
+        r.push(GateResults::not_run(
+            "ok",
+            Path::new("gates/ok.toml"),
+            "",
+            "",
+            vec![AssertionResult::new(
+                "ok",
+                "rate",
+                TestOutcome::Passed,
+                None,
+                "",
+                0.0,
+            )],
+        ));
+        r.finish(1.0);
+        assert_eq!(r.gates.len(), 2, "a gate with no listed test is dropped");
+        assert_eq!(
+            r.counts,
+            Counts {
+                tests: 2,
+                passed: 1,
+                failed: 1,
+                skipped: 0
+            }
+        );
+        assert_eq!(r.exit_code, exit::SPEC_INVALID);
+        assert_eq!(r.gates[0].assertions[0].test, "bad::spec");
+        let v: serde_json::Value = serde_json::from_slice(&serialize_json(&r)).unwrap();
+        assert_eq!(v["schema"], RESULTS_SCHEMA);
+        assert_eq!(v["gates"][0]["failure_kind"], "spec_invalid");
+        assert_eq!(v["gates"][0]["assertions"][0]["outcome"], "failed");
+    }
+
+    #[test]
+    fn reports_are_written_whole_and_parent_dirs_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a/b/results.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        let leftovers: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temp file left behind");
+    }
+}

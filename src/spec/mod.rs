@@ -1,0 +1,1774 @@
+//! The gate spec: `gates/NAME.toml`, parsed, validated and expanded. Owns the TOML schema and every check that
+//! can be made before anything starts. Pure apart from [`load`] reading the file and [`GateSpec::requirements`]
+//! looking at the file system and `PATH`.
+//!
+//! The fully commented reference is `docs/gate-format.md`. Unknown keys are errors; every error names the file,
+//! the line and column, and the key (toml's own spans).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::error::SpecError;
+
+pub(crate) mod record;
+
+pub use record::RunRecordSpec;
+
+/// Largest duration a gate may give in seconds (`timeout_s`, `ready_timeout_s`, `stop_grace_s`, `wait_s`).
+pub const MAX_SECONDS: f64 = 1_000_000.0;
+/// Most requests one gate may send (warmup + repeats rounds of all prompts).
+pub const MAX_REQUESTS: u64 = 100_000;
+/// Largest gate file read, bytes (1 MiB). A gate is a few hundred bytes to a few KiB; a bigger file is a
+/// mistake (a log or a model given as the gate) and is refused before it is read whole.
+pub const MAX_GATE_BYTES: u64 = 1 << 20;
+/// Keys `[request] extra` may not set: the gate's own `[request]` fields (or the runner) set them, and an
+/// `extra` value would silently override what the gate says it asks (`extra.max_tokens` over `max_tokens`).
+pub const RESERVED_EXTRA: [&str; 10] = [
+    "model",
+    "messages",
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "top_k",
+    "top_p",
+    "stream",
+    "stream_options",
+    "n",
+];
+
+/// The raw TOML shape. `deny_unknown_fields` everywhere: a misspelt key is an error naming the key.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGate {
+    gate: RawGateMeta,
+    #[serde(default)]
+    requires: Requires,
+    #[serde(default)]
+    vars: BTreeMap<String, Spanned<String>>,
+    serve: RawServe,
+    request: RawRequest,
+    #[serde(default)]
+    pair: Option<RawPair>,
+    #[serde(default)]
+    hold: Option<RawHold>,
+    #[serde(default)]
+    record: Option<toml::Table>,
+    #[serde(default, rename = "assert")]
+    assertions: RawAssertions,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHold {
+    lock: String,
+    #[serde(default = "default_hold_wait_s")]
+    wait_s: Spanned<f64>,
+}
+
+fn default_hold_wait_s() -> Spanned<f64> {
+    Spanned::new(0..0, 600.0)
+}
+
+/// `[hold]`: an exclusive lock on a device for the whole gate (all arms of a pair).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HoldSpec {
+    /// The lock file (`~` and placeholders expanded), e.g. `/run/lock/npu.lock`.
+    pub lock: PathBuf,
+    /// Seconds to wait for the lock before failing the gate (default 600).
+    pub wait_s: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPair {
+    #[serde(default)]
+    order: Option<Spanned<Vec<String>>>,
+    ours: RawArm,
+    theirs: RawArm,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawArm {
+    #[serde(default)]
+    runtime: String,
+    command: Spanned<Vec<String>>,
+    #[serde(default)]
+    model_file: Option<Spanned<String>>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGateMeta {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+}
+
+/// `[requires]`: when unmet, every trial of the gate is ignored with the reason (or failed under
+/// `SERVEGATE_STRICT=1`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Requires {
+    /// Paths that must exist (`~` expands), e.g. `/dev/accel/accel0`.
+    #[serde(default)]
+    pub paths: Vec<String>,
+    /// Commands that must be found on `PATH` (or be an existing path).
+    #[serde(default)]
+    pub commands: Vec<String>,
+    /// Environment variables that must be set.
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServe {
+    #[serde(default)]
+    command: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    url: Option<Spanned<String>>,
+    #[serde(default)]
+    setup: Vec<String>,
+    #[serde(default = "default_host")]
+    host: String,
+    #[serde(default)]
+    port: u16,
+    #[serde(default = "default_ready")]
+    ready: String,
+    #[serde(default = "default_ready_timeout_s")]
+    ready_timeout_s: Spanned<f64>,
+    #[serde(default = "default_stop_grace_s")]
+    stop_grace_s: Spanned<f64>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    expect_model: Option<String>,
+    #[serde(default)]
+    log_file: Option<String>,
+    #[serde(default)]
+    api_key_env: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRequest {
+    model: String,
+    #[serde(default)]
+    served_model: Option<String>,
+    max_tokens: Spanned<i64>,
+    #[serde(default)]
+    temperature: Option<f64>,
+    #[serde(default)]
+    top_k: Option<u32>,
+    #[serde(default)]
+    top_p: Option<f64>,
+    #[serde(default = "default_true")]
+    stream: bool,
+    #[serde(default)]
+    warmup: u32,
+    #[serde(default = "default_one")]
+    repeats: Spanned<u32>,
+    #[serde(default = "default_request_timeout_s")]
+    timeout_s: Spanned<f64>,
+    #[serde(default = "default_run_timeout_s")]
+    run_timeout_s: Spanned<f64>,
+    #[serde(default)]
+    system: Option<String>,
+    #[serde(default)]
+    extra: toml::Table,
+    prompts: Spanned<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAssertions {
+    route: Option<RawRoute>,
+    rate: Option<RawRate>,
+    first_token: Option<RawFirstToken>,
+    content: Option<ContentAssert>,
+    known_answer: Option<RawKnownAnswer>,
+    ratio: Option<RawRatio>,
+    same_answers: Option<SameAnswersAssert>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRatio {
+    #[serde(default)]
+    metric: PairMetric,
+    #[serde(default)]
+    at_least: Option<Spanned<f64>>,
+    #[serde(default)]
+    at_most: Option<Spanned<f64>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoute {
+    fast: Spanned<String>,
+    #[serde(default)]
+    slow: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRate {
+    floor_tok_s: Spanned<f64>,
+    #[serde(default)]
+    source: RateSource,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFirstToken {
+    limit_ms: Spanned<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKnownAnswer {
+    matches: Spanned<String>,
+    #[serde(default)]
+    prompt: Option<Spanned<String>>,
+    #[serde(default)]
+    identical: bool,
+}
+
+fn default_host() -> String {
+    "127.0.0.1".into()
+}
+fn default_ready() -> String {
+    "/health".into()
+}
+fn default_ready_timeout_s() -> Spanned<f64> {
+    Spanned::new(0..0, 120.0)
+}
+fn default_stop_grace_s() -> Spanned<f64> {
+    Spanned::new(0..0, 5.0)
+}
+fn default_request_timeout_s() -> Spanned<f64> {
+    Spanned::new(0..0, 300.0)
+}
+/// Default whole-run deadline of `[request] run_timeout_s`, seconds (one hour).
+pub const DEFAULT_RUN_TIMEOUT_S: f64 = 3600.0;
+fn default_run_timeout_s() -> Spanned<f64> {
+    Spanned::new(0..0, DEFAULT_RUN_TIMEOUT_S)
+}
+fn default_true() -> bool {
+    true
+}
+fn default_one() -> Spanned<u32> {
+    Spanned::new(0..0, 1)
+}
+
+/// Which decode-rate figure the `rate` assertion judges.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateSource {
+    /// The client's decode rate from SSE arrival times (`measure::Figures::decode_tok_s`). Default.
+    #[default]
+    Client,
+    /// llama.cpp's own `timings.predicted_per_second` (`measure::Figures::server_decode_tok_s`).
+    Server,
+}
+
+/// How the serve is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServeMode {
+    /// Started and stopped by the runner: argv with placeholders expanded except `{port}`, which the runner fills.
+    Command(Vec<String>),
+    /// Already running at this base URL (`http://host:port`, no trailing slash).
+    Url(String),
+}
+
+/// `[serve]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServeSpec {
+    /// Command or URL.
+    pub mode: ServeMode,
+    /// Optional idempotent provisioning command (argv, placeholders expanded), run before the serve starts.
+    pub setup: Vec<String>,
+    /// Host the serve listens on (`{host}`), default `127.0.0.1`.
+    pub host: String,
+    /// Port; 0 = the runner picks a free one (`{port}`).
+    pub port: u16,
+    /// Readiness path polled until HTTP 200, default `/health`.
+    pub ready_path: String,
+    /// Seconds to wait for readiness, default 120.
+    pub ready_timeout_s: f64,
+    /// Seconds between SIGTERM and SIGKILL when stopping, default 5.
+    pub stop_grace_s: f64,
+    /// Extra environment for the serve and setup (placeholders expanded).
+    pub env: BTreeMap<String, String>,
+    /// When set, `/v1/models` must list a model id containing this (a different server answering fails).
+    pub expect_model: Option<String>,
+    /// For `url` serves: a log file of the serve to copy into the evidence for `route`.
+    pub log_file: Option<PathBuf>,
+    /// Name of an environment variable holding an API key, sent as `Authorization: Bearer <key>`. The key
+    /// itself is never written anywhere (evidence, logs, JUnit, records, messages).
+    pub api_key_env: Option<String>,
+}
+
+/// `[request]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestSpec {
+    /// The model as the gate names it (`{model}`, `~` expanded); a path or a name.
+    pub model: String,
+    /// The `model` field sent in the body; defaults to `model`.
+    pub served_model: String,
+    /// OpenAI `max_tokens`, >= 1.
+    pub max_tokens: u32,
+    /// OpenAI `temperature`; omitted from the body when unset.
+    pub temperature: Option<f64>,
+    /// `top_k` (llama.cpp, vLLM); omitted when unset. Pair gates must pin it: runtimes' defaults differ.
+    pub top_k: Option<u32>,
+    /// OpenAI `top_p`; omitted when unset.
+    pub top_p: Option<f64>,
+    /// Streamed (SSE) with `stream_options.include_usage`, default true.
+    pub stream: bool,
+    /// Requests sent first and recorded but not judged.
+    pub warmup: u32,
+    /// How many times the prompt list is sent (judged).
+    pub repeats: u32,
+    /// Per-request timeout, seconds.
+    pub timeout_s: f64,
+    /// Whole-run deadline for the requests, seconds, counted from the first request (default
+    /// [`DEFAULT_RUN_TIMEOUT_S`]): past it no request is sent and the run fails with `run_timeout`.
+    pub run_timeout_s: f64,
+    /// Optional system message.
+    pub system: Option<String>,
+    /// Merged into the request body last (e.g. `chat_template_kwargs`).
+    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// The prompts, each sent as one user message.
+    pub prompts: Vec<String>,
+}
+
+/// `[assert.route]`: regexes on the serve log.
+#[derive(Debug, Clone)]
+pub struct RouteAssert {
+    /// Must be found.
+    pub fast: Regex,
+    /// Must not be found; both found counts as the slow route.
+    pub slow: Option<Regex>,
+}
+
+/// `[assert.rate]`: median decode rate >= floor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateAssert {
+    /// Floor, tok/s, > 0.
+    pub floor_tok_s: f64,
+    /// Which figure is judged.
+    pub source: RateSource,
+}
+
+/// `[assert.first_token]`: median TTFT <= limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FirstTokenAssert {
+    /// Limit, ms, > 0.
+    pub limit_ms: f64,
+}
+
+/// `[assert.content]`: every judged reply has non-empty, non-degenerate content and no error.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ContentAssert {}
+
+/// `[assert.known_answer]`: replies to the known-answer prompt match a regex (and are identical).
+#[derive(Debug, Clone)]
+pub struct KnownAnswerAssert {
+    /// Every judged reply (to `prompt`, if set) must match.
+    pub matches: Regex,
+    /// Only replies to this prompt are judged; it must be one of the request's prompts.
+    pub prompt: Option<String>,
+    /// All judged replies must be the same text.
+    pub identical: bool,
+}
+
+/// Which figure a pair's `ratio` compares.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PairMetric {
+    /// Decode rate, tok/s (`measure::Figures::decode_tok_s`). Default.
+    #[default]
+    Decode,
+    /// TTFT, ms (`measure::Figures::ttft_ms`).
+    FirstToken,
+}
+
+/// `[assert.ratio]` of a pair gate: theirs / ours of the metric's medians within bounds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatioAssert {
+    /// The metric compared.
+    pub metric: PairMetric,
+    /// Lower bound of theirs / ours (inclusive), if any.
+    pub at_least: Option<f64>,
+    /// Upper bound (inclusive), if any.
+    pub at_most: Option<f64>,
+}
+
+/// `[assert.same_answers]` of a pair gate: for every prompt (or the one named), every reply of both runtimes
+/// is the same text.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SameAnswersAssert {
+    /// Only this prompt's replies are compared.
+    #[serde(default)]
+    pub prompt: Option<String>,
+}
+
+/// One arm's runtime of a pair gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArmSpec {
+    /// `ours` or `theirs`.
+    pub role: String,
+    /// What runtime this is, for people and records (e.g. `llama.cpp b11434, 1 thread`).
+    pub runtime: String,
+    /// The serve argv (placeholders expanded except `{port}` / `{host}`).
+    pub command: Vec<String>,
+    /// The model file this arm loads (must appear in its command); both arms must load the same file.
+    pub model_file: String,
+    /// Extra environment.
+    pub env: BTreeMap<String, String>,
+}
+
+/// `[pair]`: two runtimes on one model file, run in arms (default order theirs, ours, ours, theirs), each arm
+/// starting its serve, sending all requests and stopping it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairSpec {
+    /// `ours`.
+    pub ours: ArmSpec,
+    /// `theirs`.
+    pub theirs: ArmSpec,
+    /// Arm order, each `ours` or `theirs`; both appear at least once.
+    pub order: Vec<String>,
+}
+
+impl PairSpec {
+    /// The arm spec of a role name.
+    pub fn arm(&self, role: &str) -> &ArmSpec {
+        if role == "ours" {
+            &self.ours
+        } else {
+            &self.theirs
+        }
+    }
+}
+
+/// The assertions a gate declares; each present one becomes a trial `<gate>::<name>`.
+#[derive(Debug, Clone, Default)]
+pub struct Assertions {
+    /// `route`
+    pub route: Option<RouteAssert>,
+    /// `rate`
+    pub rate: Option<RateAssert>,
+    /// `first_token`
+    pub first_token: Option<FirstTokenAssert>,
+    /// `content`
+    pub content: Option<ContentAssert>,
+    /// `known_answer`
+    pub known_answer: Option<KnownAnswerAssert>,
+    /// `ratio` (pair gates)
+    pub ratio: Option<RatioAssert>,
+    /// `same_answers` (pair gates)
+    pub same_answers: Option<SameAnswersAssert>,
+}
+
+impl Assertions {
+    /// Names of the declared assertions, in report order.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.route.is_some() {
+            v.push("route");
+        }
+        if self.rate.is_some() {
+            v.push("rate");
+        }
+        if self.first_token.is_some() {
+            v.push("first_token");
+        }
+        if self.content.is_some() {
+            v.push("content");
+        }
+        if self.known_answer.is_some() {
+            v.push("known_answer");
+        }
+        if self.ratio.is_some() {
+            v.push("ratio");
+        }
+        if self.same_answers.is_some() {
+            v.push("same_answers");
+        }
+        v
+    }
+}
+
+/// A validated gate.
+#[derive(Debug, Clone)]
+pub struct GateSpec {
+    /// `gate.name`: `[A-Za-z0-9_.-]+`, used in trial names and the evidence path.
+    pub name: String,
+    /// `gate.description`.
+    pub description: String,
+    /// The file it was read from.
+    pub file: PathBuf,
+    /// The TOML text as read (copied into the evidence).
+    pub source: String,
+    /// `[requires]`.
+    pub requires: Requires,
+    /// `[serve]`.
+    pub serve: ServeSpec,
+    /// `[request]`.
+    pub request: RequestSpec,
+    /// `[assert.*]`.
+    pub assertions: Assertions,
+    /// `[pair]`, for a paired comparison of two runtimes; then `[serve]` holds the settings both arms share
+    /// and no `command`/`url`.
+    pub pair: Option<PairSpec>,
+    /// `[hold]`: the device lock taken for the whole run.
+    pub hold: Option<HoldSpec>,
+    /// `[record]`: what a record written from this gate's runs (`servegate run --record ID`) cannot learn from
+    /// the evidence (`record::RunRecordSpec` without `id` and `metric`; `model_file` defaults to the model).
+    pub record: Option<toml::Table>,
+}
+
+impl GateSpec {
+    /// The `record::RunRecordSpec` for `id` and `metric` (`decode_rate` or `first_token`) from `[record]`.
+    /// Errors name the key.
+    pub fn record_spec(&self, id: &str, metric: &str) -> Result<record::RunRecordSpec, String> {
+        let Some(table) = &self.record else {
+            return Err(format!("{}: the gate has no [record] table (model_name, weights, device, route, engine, what_would_make_it_wrong)", self.file.display()));
+        };
+        let mut t = table.clone();
+        for k in ["id", "metric"] {
+            if t.contains_key(k) {
+                return Err(format!("record.{k} is given on the command line (`servegate run --record ID`), not in the gate"));
+            }
+        }
+        t.insert("id".into(), toml::Value::String(id.into()));
+        t.insert("metric".into(), toml::Value::String(metric.into()));
+        if !t.contains_key("model_file") {
+            let model_file = self
+                .pair
+                .as_ref()
+                .map(|p| p.ours.model_file.clone())
+                .unwrap_or_else(|| self.request.model.clone());
+            t.insert("model_file".into(), toml::Value::String(model_file));
+        }
+        toml::Value::Table(t)
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("[record]: {}", e.message()))
+    }
+}
+
+/// Context for placeholder expansion: the values the runner knows before starting.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// `{gate_dir}`: the directory of the gate file.
+    pub gate_dir: PathBuf,
+    /// `{cache}`: `$SERVEGATE_CACHE`, default `~/.cache/servegate`.
+    pub cache: PathBuf,
+    /// `~` for expansion.
+    pub home: Option<PathBuf>,
+}
+
+impl Context {
+    /// The context of a gate file from the process environment.
+    pub fn for_file(file: &Path) -> Context {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let cache = match std::env::var_os("SERVEGATE_CACHE") {
+            Some(c) if !c.is_empty() => PathBuf::from(c),
+            _ => home
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("/tmp"))
+                .join(".cache/servegate"),
+        };
+        let gate_dir = file
+            .parent()
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
+            .unwrap_or(Path::new("."));
+        let gate_dir = std::fs::canonicalize(gate_dir).unwrap_or_else(|_| gate_dir.to_path_buf());
+        Context {
+            gate_dir,
+            cache,
+            home,
+        }
+    }
+}
+
+/// Reads and validates a gate file. Errors name the file, line, column and key; a file over
+/// [`MAX_GATE_BYTES`] is refused without being read whole.
+pub fn load(file: &Path) -> Result<GateSpec, SpecError> {
+    use std::io::Read;
+    let io = |e| SpecError::Io {
+        file: file.to_path_buf(),
+        source: e,
+    };
+    let f = std::fs::File::open(file).map_err(io)?;
+    let mut bytes = Vec::new();
+    f.take(MAX_GATE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_GATE_BYTES {
+        return Err(SpecError::at(
+            file,
+            "",
+            0..0,
+            "",
+            format!(
+                "the file is over {} MiB: a gate is a few KiB of TOML (is this the right file?)",
+                MAX_GATE_BYTES >> 20
+            ),
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        SpecError::at(
+            file,
+            &String::from_utf8_lossy(e.as_bytes()),
+            at..at + 1,
+            "",
+            "the file is not valid UTF-8",
+        )
+    })?;
+    parse(file, &text, &Context::for_file(file))
+}
+
+/// Parses and validates gate TOML text (`file` is used for messages and `{gate_dir}`).
+pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecError> {
+    if text.trim().is_empty() {
+        return Err(SpecError::at(
+            file,
+            text,
+            0..0,
+            "",
+            "the file is empty; a gate needs [gate], [serve] and [request]",
+        ));
+    }
+    let doc = toml_edit::ImDocument::parse(text).ok();
+    let raw: RawGate = toml::from_str(text).map_err(|e| {
+        let mut span = e.span().unwrap_or(0..0);
+        let missing = e
+            .message()
+            .strip_prefix("missing field `")
+            .and_then(|m| m.split('`').next())
+            .map(str::to_string);
+        let whole = span == (0..0) || (span.start == 0 && span.end >= text.trim_end().len());
+        let table = doc
+            .as_ref()
+            .filter(|_| !whole)
+            .and_then(|d| table_at(d.as_table(), "", span.start));
+        let key = match (&missing, table) {
+            // A required key absent from a table: the table's path and the key, at the table's header.
+            (Some(field), Some(t)) => format!("{t}.{field}"),
+            // A required table absent from the file: at the file's last line (where it would go).
+            (Some(field), None) => {
+                let end = text.trim_end().len();
+                let at = text[..end].rfind('\n').map(|i| i + 1).unwrap_or(0);
+                span = at..end.max(at + 1);
+                field.clone()
+            }
+            (None, _) => doc
+                .as_ref()
+                .and_then(|d| key_at(d.as_table(), "", span.start))
+                .unwrap_or_default(),
+        };
+        let span = if span == (0..0) && !key.is_empty() {
+            doc.as_ref()
+                .and_then(|d| key_span(d.as_table(), &key))
+                .unwrap_or(span)
+        } else {
+            span
+        };
+        SpecError::at(file, text, span, &key, plain_types(e.message()))
+    })?;
+    let v = Validator {
+        file,
+        text,
+        ctx,
+        vars: BTreeMap::new(),
+        doc,
+    };
+    v.build(raw)
+}
+
+/// serde's type names in a toml message (`expected f64`) in words (`expected a number`).
+fn plain_types(message: &str) -> String {
+    let mut m = message.to_string();
+    for (from, to) in [
+        ("expected f64", "expected a number"),
+        ("expected u16", "expected a whole number from 0 to 65535"),
+        (
+            "expected u32",
+            "expected a whole number from 0 to 4294967295",
+        ),
+        ("expected u64", "expected a whole number >= 0"),
+        ("expected i64", "expected a whole number"),
+        ("expected a sequence", "expected a list of strings"),
+        ("floating point", "number"),
+        ("expected a boolean", "expected true or false"),
+    ] {
+        m = m.replace(from, to);
+    }
+    m
+}
+
+/// The byte span of a dotted key (`serve.host`, `request.extra.max_tokens`) in a parsed document: the key
+/// itself where written; where absent, the nearest enclosing table that is (its header or first key).
+fn key_span(table: &dyn toml_edit::TableLike, key: &str) -> Option<Range<usize>> {
+    let (head, rest) = match key.split_once('.') {
+        Some((h, r)) => (h, Some(r)),
+        None => (key, None),
+    };
+    let (k, item) = table.get_key_value(head)?;
+    let here = k.span().or_else(|| item.span()).or_else(|| {
+        // An implicit table (`[assert.rate]` without `[assert]`): where its first key is.
+        item.as_table_like()
+            .and_then(|t| t.iter().next().map(|(name, _)| name.to_string()))
+            .and_then(|first| key_span(item.as_table_like()?, &first))
+    });
+    match (rest, item.as_table_like()) {
+        (Some(r), Some(t)) => key_span(t, r).or(here),
+        _ => here,
+    }
+}
+
+/// The dotted key whose key or value span holds `offset` (the deepest one), for toml's own errors.
+fn key_at(table: &dyn toml_edit::TableLike, prefix: &str, offset: usize) -> Option<String> {
+    for (name, item) in table.iter() {
+        let path = if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        if let Some(t) = item.as_table_like() {
+            if let Some(found) = key_at(t, &path, offset) {
+                return Some(found);
+            }
+        }
+        let (k, _) = table.get_key_value(name)?;
+        let within = |r: Option<Range<usize>>| {
+            r.is_some_and(|r| r.start <= offset && offset < r.end.max(r.start + 1))
+        };
+        if item.as_table().is_none() && (within(k.span()) || within(item.span())) {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// The dotted path of the (deepest) table whose header holds `offset`, for toml's "missing field" errors.
+fn table_at(table: &dyn toml_edit::TableLike, prefix: &str, offset: usize) -> Option<String> {
+    for (name, item) in table.iter() {
+        let Some(t) = item.as_table_like() else {
+            continue;
+        };
+        let path = if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        if let Some(deeper) = table_at(t, &path, offset) {
+            return Some(deeper);
+        }
+        let span = item
+            .as_table()
+            .and_then(|t| t.span())
+            .or_else(|| item.span());
+        if span.is_some_and(|r| r.start <= offset && offset < r.end.max(r.start + 1)) {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// True when an `http(s)://` URL's authority is `host` or `host:port` with a valid host ([`valid_host`]) and a
+/// port of 1 to 65535 (no user info).
+fn valid_url_authority(url: &str) -> bool {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return false;
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((h, p)) => (format!("[{h}]"), p.strip_prefix(':')),
+            None => return false,
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    valid_host(&host) && port.is_none_or(|p| p.parse::<u16>().is_ok_and(|p| p > 0))
+}
+
+/// True for a host servegate can listen on or connect to: an IPv4 or IPv6 address (brackets allowed) or a
+/// DNS name (labels of A-Z a-z 0-9 and inner `-`, 1 to 63 characters each, 253 at most in all).
+pub fn valid_host(host: &str) -> bool {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    if bare.parse::<std::net::IpAddr>().is_ok() {
+        return true;
+    }
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+}
+
+struct Validator<'a> {
+    file: &'a Path,
+    text: &'a str,
+    ctx: &'a Context,
+    vars: BTreeMap<String, String>,
+    doc: Option<toml_edit::ImDocument<&'a str>>,
+}
+
+impl Validator<'_> {
+    /// An error at `span`; an unknown span (`0..0`: a default, or a value read without one) is looked up by
+    /// `key` in the document, so every error names a line.
+    fn err(&self, span: Range<usize>, key: &str, msg: impl Into<String>) -> SpecError {
+        let span = if span == (0..0) && !key.is_empty() {
+            // The key, else its nearest written parent, else the file's last line (where a missing table
+            // would go).
+            let mut k = key;
+            loop {
+                if let Some(found) = self.doc.as_ref().and_then(|d| key_span(d.as_table(), k)) {
+                    break found;
+                }
+                match k.rsplit_once('.') {
+                    Some((parent, _)) => k = parent,
+                    None => {
+                        let end = self.text.trim_end().len();
+                        let at = self.text[..end].rfind('\n').map(|i| i + 1).unwrap_or(0);
+                        break at..end.max(at + 1);
+                    }
+                }
+            }
+        } else {
+            span
+        };
+        SpecError::at(self.file, self.text, span, key, msg)
+    }
+
+    /// `argv` must name a program: its first word is not empty (`command = [""]` starts nothing).
+    fn argv(&self, argv: &[String], span: Range<usize>, key: &str) -> Result<(), SpecError> {
+        match argv.first() {
+            None => Err(self.err(span, key, "must not be empty")),
+            Some(p) if p.trim().is_empty() => {
+                Err(self.err(span, key, "its first word (the program) is empty"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn expand_tilde(&self, s: &str) -> String {
+        if s == "~" || s.starts_with("~/") {
+            if let Some(home) = &self.ctx.home {
+                return format!("{}{}", home.display(), &s[1..]);
+            }
+        }
+        s.to_string()
+    }
+
+    /// Expands `{name}` placeholders (and `~` at the start). `{port}` and `{host}` are left for the runner
+    /// when `keep_runtime` is set. `{{` and `}}` are literal braces.
+    fn expand(
+        &self,
+        s: &str,
+        span: Range<usize>,
+        key: &str,
+        keep_runtime: bool,
+    ) -> Result<String, SpecError> {
+        let s = self.expand_tilde(s);
+        let mut out = String::new();
+        let mut rest = s.as_str();
+        while let Some(i) = rest.find(['{', '}']) {
+            out.push_str(&rest[..i]);
+            let c = rest.as_bytes()[i];
+            if rest[i + 1..].starts_with(c as char) {
+                out.push(c as char);
+                rest = &rest[i + 2..];
+                continue;
+            }
+            if c == b'}' {
+                return Err(self.err(
+                    span,
+                    key,
+                    format!("unmatched `}}` in {s:?} (write `}}}}` for a literal brace)"),
+                ));
+            }
+            let Some(end) = rest[i..].find('}') else {
+                return Err(self.err(span, key, format!("unclosed `{{` in {s:?}")));
+            };
+            let name = &rest[i + 1..i + end];
+            let value = match name {
+                "port" | "host" if keep_runtime => Some(format!("{{{name}}}")),
+                "gate_dir" => Some(self.ctx.gate_dir.display().to_string()),
+                "cache" => Some(self.ctx.cache.display().to_string()),
+                _ => self.vars.get(name).cloned(),
+            };
+            let Some(value) = value else {
+                let mut known: Vec<String> = vec!["gate_dir".into(), "cache".into()];
+                if keep_runtime {
+                    known.extend(["port".into(), "host".into()]);
+                }
+                known.extend(self.vars.keys().cloned());
+                return Err(self.err(
+                    span,
+                    key,
+                    format!(
+                        "placeholder `{{{name}}}` is not defined (defined here: {})",
+                        known.join(", ")
+                    ),
+                ));
+            };
+            out.push_str(&value);
+            rest = &rest[i + end + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    /// A regex that can mean something: valid, and not matching the empty text (`""`, `.*`, `x?` match every
+    /// line, so a route or known answer judged with them proves nothing).
+    fn regex(&self, s: &Spanned<String>, key: &str) -> Result<Regex, SpecError> {
+        let re = Regex::new(s.get_ref())
+            .map_err(|e| self.err(s.span(), key, format!("invalid regex: {e}")))?;
+        if re.is_match("") {
+            return Err(self.err(
+                s.span(),
+                key,
+                format!(
+                    "the regex {:?} matches the empty text, so it matches anything: it would prove nothing",
+                    s.get_ref()
+                ),
+            ));
+        }
+        Ok(re)
+    }
+
+    fn positive(&self, v: &Spanned<f64>, key: &str, unit: &str) -> Result<f64, SpecError> {
+        let x = *v.get_ref();
+        if !x.is_finite() || x <= 0.0 {
+            return Err(self.err(
+                v.span(),
+                key,
+                format!("must be a finite number > 0 ({unit}), got {x}"),
+            ));
+        }
+        Ok(x)
+    }
+
+    /// A duration in seconds: finite, > 0 and at most [`MAX_SECONDS`] (larger values overflow the clock's
+    /// arithmetic: the runner would panic instead of waiting).
+    fn seconds(&self, v: &Spanned<f64>, key: &str) -> Result<f64, SpecError> {
+        let x = self.positive(v, key, "seconds")?;
+        if x > MAX_SECONDS {
+            return Err(self.err(
+                v.span(),
+                key,
+                format!("must be at most {MAX_SECONDS} seconds (about 11 days), got {x:e}"),
+            ));
+        }
+        Ok(x)
+    }
+
+    fn build(mut self, raw: RawGate) -> Result<GateSpec, SpecError> {
+        let name = raw.gate.name.get_ref().clone();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(self.err(
+                raw.gate.name.span(),
+                "gate.name",
+                format!("must be non-empty and use only A-Z a-z 0-9 - _ . (got {name:?})"),
+            ));
+        }
+        // The name is a directory of the evidence root: `.`/`..` (or any leading dot) would write elsewhere
+        // or hide it.
+        if name.starts_with('.') || name.starts_with('-') {
+            return Err(self.err(
+                raw.gate.name.span(),
+                "gate.name",
+                format!("must start with a letter, a digit or `_` (it names the evidence directory), got {name:?}"),
+            ));
+        }
+
+        // [vars]: expanded in file order; a var may use `{gate_dir}`, `{cache}` and the vars above it.
+        let mut vars: Vec<(&String, &Spanned<String>)> = raw.vars.iter().collect();
+        vars.sort_by_key(|(_, v)| v.span().start);
+        for (k, v) in vars {
+            if matches!(k.as_str(), "port" | "host" | "gate_dir" | "cache" | "model") {
+                return Err(self.err(
+                    v.span(),
+                    &format!("vars.{k}"),
+                    format!("`{k}` is a built-in placeholder and cannot be redefined"),
+                ));
+            }
+            let expanded = self.expand(v.get_ref(), v.span(), &format!("vars.{k}"), false)?;
+            self.vars.insert(k.clone(), expanded);
+        }
+
+        // [request]
+        let r = raw.request;
+        let model = self.expand(&r.model, 0..0, "request.model", false)?;
+        if model.trim().is_empty() {
+            return Err(self.err(0..0, "request.model", "must not be empty"));
+        }
+        self.vars.insert("model".into(), model.clone());
+        let max_tokens = *r.max_tokens.get_ref();
+        if max_tokens < 1 || max_tokens > u32::MAX as i64 {
+            return Err(self.err(
+                r.max_tokens.span(),
+                "request.max_tokens",
+                format!("must be between 1 and {}, got {max_tokens}", u32::MAX),
+            ));
+        }
+        if let Some(t) = r.temperature {
+            if !t.is_finite() || t < 0.0 {
+                return Err(self.err(
+                    0..0,
+                    "request.temperature",
+                    format!("must be a finite number >= 0, got {t}"),
+                ));
+            }
+        }
+        if *r.repeats.get_ref() < 1 {
+            return Err(self.err(r.repeats.span(), "request.repeats", "must be >= 1"));
+        }
+        let rounds = u64::from(*r.repeats.get_ref()) + u64::from(r.warmup);
+        if rounds * r.prompts.get_ref().len() as u64 > MAX_REQUESTS {
+            return Err(self.err(r.repeats.span(), "request.repeats", format!("(warmup + repeats) x prompts must be at most {MAX_REQUESTS} requests, got {rounds} rounds of {} prompts", r.prompts.get_ref().len())));
+        }
+        let timeout_s = self.seconds(&r.timeout_s, "request.timeout_s")?;
+        let run_timeout_s = self.seconds(&r.run_timeout_s, "request.run_timeout_s")?;
+        if r.prompts.get_ref().is_empty() {
+            return Err(self.err(
+                r.prompts.span(),
+                "request.prompts",
+                "a gate needs at least one prompt",
+            ));
+        }
+        if r.prompts.get_ref().iter().any(|p| p.trim().is_empty()) {
+            return Err(self.err(r.prompts.span(), "request.prompts", "a prompt is empty"));
+        }
+        let extra = match serde_json::to_value(&r.extra) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => return Err(self.err(0..0, "request.extra", "must be a table")),
+        };
+        for reserved in RESERVED_EXTRA {
+            if extra.contains_key(reserved) {
+                return Err(self.err(
+                    0..0,
+                    &format!("request.extra.{reserved}"),
+                    format!("`{reserved}` is set from the gate's [request] (or by the runner); an `extra` value would silently override it"),
+                ));
+            }
+        }
+        let request = RequestSpec {
+            served_model: r.served_model.clone().unwrap_or_else(|| model.clone()),
+            model,
+            max_tokens: max_tokens as u32,
+            temperature: r.temperature,
+            top_k: r.top_k,
+            top_p: r.top_p,
+            stream: r.stream,
+            warmup: r.warmup,
+            repeats: *r.repeats.get_ref(),
+            timeout_s,
+            run_timeout_s,
+            system: r.system.clone(),
+            extra,
+            prompts: r.prompts.get_ref().clone(),
+        };
+
+        // [serve]
+        let s = raw.serve;
+        if raw.pair.is_some() && (s.command.is_some() || s.url.is_some()) {
+            return Err(self.err(0..0, "serve", "a pair gate's commands go in [pair.ours] and [pair.theirs]; [serve] holds only shared settings (no command or url)"));
+        }
+        let mode = match (&s.command, &s.url) {
+            (Some(c), None) => {
+                self.argv(c.get_ref(), c.span(), "serve.command")?;
+                let argv = c
+                    .get_ref()
+                    .iter()
+                    .map(|a| self.expand(a, c.span(), "serve.command", true))
+                    .collect::<Result<Vec<_>, _>>()?;
+                ServeMode::Command(argv)
+            }
+            (None, Some(u)) => {
+                let url = self.expand(u.get_ref(), u.span(), "serve.url", false)?;
+                let url = url.trim_end_matches('/').to_string();
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(self.err(u.span(), "serve.url", format!("must start with http:// or https://, got {url:?}")));
+                }
+                if !valid_url_authority(&url) {
+                    return Err(self.err(u.span(), "serve.url", format!("needs a valid host (an IP address or a host name) and an optional numeric port, got {url:?}")));
+                }
+                ServeMode::Url(url)
+            }
+            (Some(c), Some(_)) => {
+                return Err(self.err(c.span(), "serve", "give either `command` (the runner starts the serve) or `url` (already running), not both"))
+            }
+            (None, None) if raw.pair.is_some() => ServeMode::Command(Vec::new()),
+            (None, None) => return Err(self.err(0..0, "serve", "needs `command` (the runner starts the serve) or `url` (already running)")),
+        };
+        let setup = s
+            .setup
+            .iter()
+            .map(|a| self.expand(a, 0..0, "serve.setup", false))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !setup.is_empty() {
+            self.argv(&setup, 0..0, "serve.setup")?;
+        }
+        if !valid_host(&s.host) {
+            return Err(self.err(
+                0..0,
+                "serve.host",
+                format!("is not an IP address or a host name, got {:?}", s.host),
+            ));
+        }
+        if !s.ready.starts_with('/') {
+            return Err(self.err(
+                0..0,
+                "serve.ready",
+                format!("must be a path starting with `/`, got {:?}", s.ready),
+            ));
+        }
+        let mut env = BTreeMap::new();
+        for (k, v) in &s.env {
+            env.insert(
+                k.clone(),
+                self.expand(v, 0..0, &format!("serve.env.{k}"), true)?,
+            );
+        }
+        let serve = ServeSpec {
+            mode,
+            setup,
+            host: s.host.clone(),
+            port: s.port,
+            ready_path: s.ready.clone(),
+            ready_timeout_s: self.seconds(&s.ready_timeout_s, "serve.ready_timeout_s")?,
+            stop_grace_s: self.seconds(&s.stop_grace_s, "serve.stop_grace_s")?,
+            env,
+            expect_model: s.expect_model.clone(),
+            log_file: match &s.log_file {
+                Some(f) => Some(PathBuf::from(self.expand(
+                    f,
+                    0..0,
+                    "serve.log_file",
+                    false,
+                )?)),
+                None => None,
+            },
+            api_key_env: s.api_key_env.clone(),
+        };
+        if let Some(f) = &serve.log_file {
+            if f.as_os_str().is_empty() {
+                return Err(self.err(0..0, "serve.log_file", "must not be empty"));
+            }
+            if matches!(serve.mode, ServeMode::Command(_)) {
+                return Err(self.err(0..0, "serve.log_file", "is for `url` serves only: a serve the runner starts has its stdout and stderr recorded as serve.log"));
+            }
+        }
+        if let Some(k) = &serve.api_key_env {
+            if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(self.err(0..0, "serve.api_key_env", format!("must name an environment variable (A-Z 0-9 _), got {k:?}; never put the key itself in a gate")));
+            }
+        }
+        let hold = match &raw.hold {
+            Some(h) if h.lock.trim().is_empty() => {
+                return Err(self.err(0..0, "hold.lock", "must name a lock file"))
+            }
+            Some(h) => Some(HoldSpec {
+                lock: PathBuf::from(self.expand(&h.lock, 0..0, "hold.lock", false)?),
+                wait_s: self.seconds(&h.wait_s, "hold.wait_s")?,
+            }),
+            None => None,
+        };
+
+        // [assert.*]
+        let a = raw.assertions;
+        let mut assertions = Assertions::default();
+        if let Some(route) = a.route {
+            if matches!(serve.mode, ServeMode::Url(_)) && serve.log_file.is_none() {
+                return Err(self.err(route.fast.span(), "assert.route", "a `url` serve has no log of its own in the evidence: set serve.log_file to the serve's log (or drop [assert.route])"));
+            }
+            assertions.route = Some(RouteAssert {
+                fast: self.regex(&route.fast, "assert.route.fast")?,
+                slow: match &route.slow {
+                    Some(s) => Some(self.regex(s, "assert.route.slow")?),
+                    None => None,
+                },
+            });
+        }
+        if !request.stream {
+            for (name, present) in [
+                ("rate", a.rate.is_some()),
+                ("first_token", a.first_token.is_some()),
+            ] {
+                if present {
+                    return Err(self.err(0..0, "request.stream", format!("is false, but [assert.{name}] needs a streamed reply: a whole body has no token arrival times")));
+                }
+            }
+        }
+        if let Some(rate) = a.rate {
+            assertions.rate = Some(RateAssert {
+                floor_tok_s: self.positive(
+                    &rate.floor_tok_s,
+                    "assert.rate.floor_tok_s",
+                    "tok/s",
+                )?,
+                source: rate.source,
+            });
+        }
+        if let Some(ft) = a.first_token {
+            assertions.first_token = Some(FirstTokenAssert {
+                limit_ms: self.positive(&ft.limit_ms, "assert.first_token.limit_ms", "ms")?,
+            });
+        }
+        assertions.content = a.content;
+        if let Some(ka) = a.known_answer {
+            let prompt = match &ka.prompt {
+                Some(p) => {
+                    if !request.prompts.contains(p.get_ref()) {
+                        return Err(self.err(
+                            p.span(),
+                            "assert.known_answer.prompt",
+                            "must be one of [request] prompts, exactly",
+                        ));
+                    }
+                    Some(p.get_ref().clone())
+                }
+                None => None,
+            };
+            assertions.known_answer = Some(KnownAnswerAssert {
+                matches: self.regex(&ka.matches, "assert.known_answer.matches")?,
+                prompt,
+                identical: ka.identical,
+            });
+        }
+        if let Some(r) = a.ratio {
+            let at_least = match &r.at_least {
+                Some(v) => Some(self.positive(v, "assert.ratio.at_least", "ratio")?),
+                None => None,
+            };
+            let at_most = match &r.at_most {
+                Some(v) => Some(self.positive(v, "assert.ratio.at_most", "ratio")?),
+                None => None,
+            };
+            if at_least.is_none() && at_most.is_none() {
+                return Err(self.err(0..0, "assert.ratio", "needs at_least, at_most or both"));
+            }
+            if let (Some(lo), Some(hi)) = (at_least, at_most) {
+                if lo > hi {
+                    return Err(self.err(
+                        0..0,
+                        "assert.ratio",
+                        format!("at_least {lo} is above at_most {hi}"),
+                    ));
+                }
+            }
+            assertions.ratio = Some(RatioAssert {
+                metric: r.metric,
+                at_least,
+                at_most,
+            });
+        }
+        if let Some(sa) = a.same_answers {
+            if let Some(p) = &sa.prompt {
+                if !request.prompts.contains(p) {
+                    return Err(self.err(
+                        0..0,
+                        "assert.same_answers.prompt",
+                        "must be one of [request] prompts, exactly",
+                    ));
+                }
+            }
+            assertions.same_answers = Some(sa);
+        }
+        let pair = match &raw.pair {
+            None => {
+                if assertions.ratio.is_some() || assertions.same_answers.is_some() {
+                    return Err(self.err(
+                        0..0,
+                        if assertions.ratio.is_some() {
+                            "assert.ratio"
+                        } else {
+                            "assert.same_answers"
+                        },
+                        "[assert.ratio] and [assert.same_answers] need a [pair] gate",
+                    ));
+                }
+                None
+            }
+            Some(p) => {
+                for (name, present) in [
+                    ("route", assertions.route.is_some()),
+                    ("rate", assertions.rate.is_some()),
+                    ("first_token", assertions.first_token.is_some()),
+                ] {
+                    if present {
+                        return Err(self.err(0..0, &format!("assert.{name}"), "is not judged in a pair gate (the arms are two runtimes): use [assert.ratio]"));
+                    }
+                }
+                if request.temperature.is_none() || request.top_k.is_none() {
+                    return Err(self.err(0..0, "request", "a pair gate must pin sampling explicitly: set temperature and top_k (runtimes have different defaults)"));
+                }
+                let arm = |role: &str, a: &RawArm| -> Result<ArmSpec, SpecError> {
+                    let key = format!("pair.{role}");
+                    self.argv(
+                        a.command.get_ref(),
+                        a.command.span(),
+                        &format!("{key}.command"),
+                    )?;
+                    let command = a
+                        .command
+                        .get_ref()
+                        .iter()
+                        .map(|x| self.expand(x, a.command.span(), &format!("{key}.command"), true))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let model_file = match &a.model_file {
+                        Some(m) => {
+                            self.expand(m.get_ref(), m.span(), &format!("{key}.model_file"), false)?
+                        }
+                        None => request.model.clone(),
+                    };
+                    if !command.iter().any(|x| x.contains(&model_file)) {
+                        return Err(self.err(a.command.span(), &format!("{key}.command"), format!("does not pass its model file {model_file:?} (set {key}.model_file to the file this command loads)")));
+                    }
+                    let mut env = BTreeMap::new();
+                    for (k, v) in &a.env {
+                        env.insert(
+                            k.clone(),
+                            self.expand(v, 0..0, &format!("{key}.env.{k}"), true)?,
+                        );
+                    }
+                    Ok(ArmSpec {
+                        role: role.into(),
+                        runtime: if a.runtime.is_empty() {
+                            role.into()
+                        } else {
+                            a.runtime.clone()
+                        },
+                        command,
+                        model_file,
+                        env,
+                    })
+                };
+                let ours = arm("ours", &p.ours)?;
+                let theirs = arm("theirs", &p.theirs)?;
+                let order = match &p.order {
+                    Some(o) => {
+                        if let Some(bad) =
+                            o.get_ref().iter().find(|x| *x != "ours" && *x != "theirs")
+                        {
+                            return Err(self.err(
+                                o.span(),
+                                "pair.order",
+                                format!("arms are \"ours\" or \"theirs\", got {bad:?}"),
+                            ));
+                        }
+                        if !o.get_ref().iter().any(|x| x == "ours")
+                            || !o.get_ref().iter().any(|x| x == "theirs")
+                        {
+                            return Err(self.err(
+                                o.span(),
+                                "pair.order",
+                                "both \"ours\" and \"theirs\" must run",
+                            ));
+                        }
+                        o.get_ref().clone()
+                    }
+                    None => vec![
+                        "theirs".into(),
+                        "ours".into(),
+                        "ours".into(),
+                        "theirs".into(),
+                    ],
+                };
+                Some(PairSpec {
+                    ours,
+                    theirs,
+                    order,
+                })
+            }
+        };
+        if assertions.names().is_empty() {
+            return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.content], [assert.known_answer])"));
+        }
+
+        for (list, entries) in [
+            ("paths", &raw.requires.paths),
+            ("commands", &raw.requires.commands),
+            ("env", &raw.requires.env),
+        ] {
+            if entries.iter().any(|e| e.trim().is_empty()) {
+                return Err(self.err(
+                    0..0,
+                    &format!("requires.{list}"),
+                    "an entry is empty (it would be met or unmet by accident)",
+                ));
+            }
+        }
+        let requires = Requires {
+            paths: raw
+                .requires
+                .paths
+                .iter()
+                .map(|p| self.expand_tilde(p))
+                .collect(),
+            commands: raw.requires.commands.clone(),
+            env: raw.requires.env.clone(),
+        };
+
+        Ok(GateSpec {
+            name,
+            description: raw.gate.description,
+            file: self.file.to_path_buf(),
+            source: self.text.to_string(),
+            requires,
+            serve,
+            request,
+            assertions,
+            pair,
+            hold,
+            record: raw.record,
+        })
+        .and_then(|g: GateSpec| match g.record_spec("check", "decode_rate") {
+            Ok(_) => Ok(g),
+            Err(e) if g.record.is_some() => {
+                // `unknown field `x``: at the key `record.x`; otherwise at the [record] table.
+                let key = e
+                    .split_once("unknown field `")
+                    .and_then(|(_, rest)| rest.split('`').next())
+                    .map(|f| format!("record.{f}"))
+                    .unwrap_or_else(|| "record".into());
+                Err(self.err(0..0, &key, e))
+            }
+            Err(_) => Ok(g),
+        })
+    }
+}
+
+impl GateSpec {
+    /// The unmet `[requires]`, each as a reason (`path /dev/accel/accel0 does not exist`); empty when all met.
+    pub fn requirements(&self) -> Vec<String> {
+        let mut unmet = Vec::new();
+        for p in &self.requires.paths {
+            if !Path::new(p).exists() {
+                unmet.push(format!("path {p} does not exist"));
+            }
+        }
+        for c in &self.requires.commands {
+            if !command_exists(c) {
+                unmet.push(format!("command `{c}` is not on PATH"));
+            }
+        }
+        for e in &self.requires.env {
+            if std::env::var_os(e).is_none() {
+                unmet.push(format!("environment variable {e} is not set"));
+            }
+        }
+        unmet
+    }
+}
+
+/// True when `cmd` is an existing path (if it contains `/`) or is found in a `PATH` directory.
+pub fn command_exists(cmd: &str) -> bool {
+    if cmd.contains('/') {
+        return Path::new(cmd).exists();
+    }
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|d| d.join(cmd).is_file()))
+        .unwrap_or(false)
+}
+
+pub use crate::error::line_col;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Context {
+        Context {
+            gate_dir: PathBuf::from("/g"),
+            cache: PathBuf::from("/c"),
+            home: Some(PathBuf::from("/home/u")),
+        }
+    }
+
+    const GOOD: &str = r#"
+[gate]
+name = "smoke"
+[serve]
+command = ["srv", "-m", "{model}", "--port", "{port}", "{gate_dir}/x"]
+[request]
+model = "~/m.gguf"
+max_tokens = 16
+prompts = ["What is the capital of France?"]
+[assert.route]
+fast = "n_threads = 1"
+[assert.rate]
+floor_tok_s = 10.0
+"#;
+
+    fn parse_str(s: &str) -> Result<GateSpec, SpecError> {
+        parse(Path::new("gates/t.toml"), s, &ctx())
+    }
+
+    #[test]
+    fn good_gate_expands_placeholders_and_tilde() {
+        let g = parse_str(GOOD).unwrap();
+        assert_eq!(g.request.model, "/home/u/m.gguf");
+        assert_eq!(
+            g.serve.mode,
+            ServeMode::Command(vec![
+                "srv".into(),
+                "-m".into(),
+                "/home/u/m.gguf".into(),
+                "--port".into(),
+                "{port}".into(),
+                "/g/x".into()
+            ])
+        );
+        assert_eq!(g.assertions.names(), vec!["route", "rate"]);
+        assert!(g.request.stream);
+    }
+
+    #[test]
+    fn misspelt_key_names_file_line_and_key() {
+        let bad = GOOD.replace("floor_tok_s", "flor_tok_s");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains("gates/t.toml:13:1"), "{e}");
+        assert!(e.contains("flor_tok_s"), "{e}");
+    }
+
+    #[test]
+    fn floor_not_positive_is_refused_with_its_line() {
+        let bad = GOOD.replace("floor_tok_s = 10.0", "floor_tok_s = -1.0");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains("gates/t.toml:13:15"), "{e}");
+        assert!(e.contains("assert.rate.floor_tok_s"), "{e}");
+    }
+
+    #[test]
+    fn invalid_regex_is_refused() {
+        let bad = GOOD.replace("n_threads = 1", "n_threads = (1");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains("assert.route.fast") && e.contains("invalid regex"),
+            "{e}"
+        );
+        assert!(e.contains(":11:"), "{e}");
+    }
+
+    #[test]
+    fn no_prompts_is_refused() {
+        let bad = GOOD.replace(
+            r#"prompts = ["What is the capital of France?"]"#,
+            "prompts = []",
+        );
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains("request.prompts") && e.contains("at least one prompt"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn undefined_placeholder_is_refused() {
+        let bad = GOOD.replace("{gate_dir}/x", "{modle}");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains("`{modle}` is not defined"), "{e}");
+        assert!(e.contains("serve.command"), "{e}");
+    }
+
+    #[test]
+    fn vars_are_placeholders() {
+        let g = parse_str(
+            &GOOD
+                .replace("[serve]", "[vars]\nbin = \"{cache}/bin\"\n[serve]")
+                .replace("\"srv\"", "\"{bin}/srv\""),
+        )
+        .unwrap();
+        match g.serve.mode {
+            ServeMode::Command(argv) => assert_eq!(argv[0], "/c/bin/srv"),
+            _ => panic!(),
+        }
+    }
+
+    #[test]
+    fn wrong_type_is_named() {
+        let bad = GOOD.replace("max_tokens = 16", "max_tokens = \"sixteen\"");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains("gates/t.toml:8:14") && e.contains("max_tokens = \"sixteen\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn empty_file_is_a_clear_error() {
+        assert!(parse_str("").unwrap_err().to_string().contains("empty"));
+    }
+
+    #[test]
+    fn command_and_url_together_are_refused() {
+        let bad = GOOD.replace("[request]", "url = \"http://127.0.0.1:1\"\n[request]");
+        assert!(parse_str(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("either `command`"));
+    }
+
+    #[test]
+    fn known_answer_prompt_must_be_a_gate_prompt() {
+        let bad = format!("{GOOD}[assert.known_answer]\nmatches = \"Paris\"\nprompt = \"nope\"\n");
+        assert!(parse_str(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("assert.known_answer.prompt"));
+    }
+
+    #[test]
+    fn key_span_finds_keys_tables_and_implicit_tables() {
+        let text = "[gate]\nname = \"g\"\n[serve]\nhost = \"h\"\n[assert.rate]\nfloor_tok_s = 1\n[request.extra]\nx = { y = 1 }\n";
+        let doc = toml_edit::ImDocument::parse(text).unwrap();
+        let line = |k: &str| key_span(doc.as_table(), k).map(|s| line_col(text, s.start).0);
+        assert_eq!(line("gate.name"), Some(2));
+        assert_eq!(line("serve.host"), Some(4));
+        assert_eq!(line("serve"), Some(3));
+        // Absent key: the nearest written parent.
+        assert_eq!(line("serve.port"), Some(3));
+        assert_eq!(
+            line("assert"),
+            Some(5),
+            "implicit [assert]: where its first table is named"
+        );
+        assert_eq!(line("assert.rate.floor_tok_s"), Some(6));
+        assert_eq!(line("request.extra.x.y"), Some(8));
+        assert_eq!(line("nope"), None);
+        assert_eq!(
+            key_at(doc.as_table(), "", text.find("\"h\"").unwrap()).as_deref(),
+            Some("serve.host")
+        );
+    }
+
+    #[test]
+    fn hosts_are_addresses_or_names() {
+        for ok in [
+            "127.0.0.1",
+            "::1",
+            "[::1]",
+            "0.0.0.0",
+            "localhost",
+            "a-b.c9",
+        ] {
+            assert!(valid_host(ok), "{ok}");
+        }
+        for bad in [
+            "", " ", "a b", "a/b", "-a", "a-", "a..b", "http://x", "[::1", "x:80",
+        ] {
+            assert!(!valid_host(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn url_authorities_are_checked() {
+        for ok in [
+            "http://127.0.0.1:8080",
+            "https://api.example.com",
+            "http://[::1]:9/v1",
+            "http://h:1/x?y",
+        ] {
+            assert!(valid_url_authority(ok), "{ok}");
+        }
+        for bad in [
+            "http://",
+            "http://:80",
+            "http://a b:80",
+            "http://h:0",
+            "http://h:x",
+            "http://u@h",
+            "http://[::1",
+        ] {
+            assert!(!valid_url_authority(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn type_names_are_words() {
+        assert_eq!(
+            plain_types("invalid type: string \"x\", expected f64"),
+            "invalid type: string \"x\", expected a number"
+        );
+        assert_eq!(
+            plain_types("invalid type: string \"x\", expected a sequence"),
+            "invalid type: string \"x\", expected a list of strings"
+        );
+        assert!(
+            plain_types("invalid type: floating point `1.5`, expected i64")
+                .contains("number `1.5`, expected a whole number")
+        );
+    }
+
+    #[test]
+    fn vars_expand_in_file_order_not_name_order() {
+        let g = GOOD.replace(
+            "[serve]",
+            "[vars]\nzz = \"/base\"\naa = \"{zz}/x\"\n[serve]",
+        );
+        let spec = parse_str(&g).unwrap();
+        assert_eq!(spec.source, g);
+        let bad = GOOD.replace(
+            "[serve]",
+            "[vars]\naa = \"{zz}/x\"\nzz = \"/base\"\n[serve]",
+        );
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains("vars.aa") && e.contains("{zz}"), "{e}");
+    }
+
+    #[test]
+    fn errors_without_a_span_name_the_keys_line() {
+        let bad = GOOD.replace("[request]", "ready = \"health\"\n[request]");
+        let line = bad.lines().position(|l| l.starts_with("ready")).unwrap() + 1;
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!(":{line}:")) && e.contains("serve.ready"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn line_col_counts_from_one() {
+        assert_eq!(line_col("ab\ncd", 3), (2, 1));
+        assert_eq!(line_col("ab\ncd", 1), (1, 2));
+    }
+}

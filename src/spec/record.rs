@@ -1,0 +1,44 @@
+//! The `[record]` table of a gate, typed: what a record written from the gate's runs cannot learn from the
+//! evidence. `records` builds records from it; the gate parser validates it.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// What a gate run cannot tell about itself, for `records::record::from_run`: usable as a `[record]` table in a gate or
+/// a small JSON/TOML file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRecordSpec {
+    /// Record id (the file will be `<id>.json`).
+    pub id: String,
+    /// `decode_rate` or `first_token`.
+    pub metric: String,
+    /// Model name (`SmolLM2-135M-Instruct`).
+    pub model_name: String,
+    /// The model file to hash (streamed).
+    pub model_file: PathBuf,
+    /// Quantisation / weights (`Q8_0 GGUF`).
+    pub weights: String,
+    /// Device (`CPU (2 cores shared), 1 thread`).
+    pub device: String,
+    /// Route (`cpu`).
+    pub route: String,
+    /// Engine name (`llama.cpp server (xllamacpp)`).
+    pub engine: String,
+    /// Engine version; when absent, what the serve says (llama.cpp `/props` `build_info`). When both are given
+    /// and differ, the record notes the serve's words.
+    #[serde(default)]
+    pub engine_version: Option<String>,
+    /// Kernel set / backend description.
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// The device hold, if one was taken.
+    #[serde(default)]
+    pub hold_ticket: Option<String>,
+    /// The required sentence.
+    pub what_would_make_it_wrong: String,
+    /// Other notes.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}

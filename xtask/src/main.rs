@@ -1,0 +1,37 @@
+//! servegate's developer tasks, kept out of the shipped crate (issue 13): `cargo xtask bench-self` measures
+//! servegate's own accuracy and overhead (docs/performance.md). It builds the `servegate` binary (release)
+//! first and drives it as a child process; the peer clients it may install (Python, pip) never touch the
+//! library.
+
+mod bench;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "servegate developer tasks")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// servegate's own timing accuracy and overhead against a synthetic paced stream (docs/performance.md).
+    BenchSelf(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match cli.cmd {
+        Cmd::BenchSelf(args) => match bench::build_servegate() {
+            Ok(()) => bench::cli_bench_self(&args),
+            Err(e) => {
+                eprintln!("error: {e}");
+                servegate::error::exit::EVIDENCE_ERROR
+            }
+        },
+    };
+    ExitCode::from(code.clamp(0, 255) as u8)
+}
