@@ -386,12 +386,6 @@ fn classify(e: &reqwest::Error) -> Probe {
             return Probe::Untrusted(crate::error::OneLine(e).to_string());
         }
         if let Some(io) = x.downcast_ref::<std::io::Error>() {
-            if io
-                .get_ref()
-                .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
-            {
-                return Probe::Untrusted(crate::error::OneLine(e).to_string());
-            }
             match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => return Probe::Refused,
                 std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
@@ -409,7 +403,15 @@ fn classify(e: &reqwest::Error) -> Probe {
                 return Probe::Reset;
             }
         }
-        src = x.source();
+        // An io::Error's `source()` skips the error it wraps (rustls' inside tokio-rustls' inside
+        // hyper-util's): walk into the wrapped error itself.
+        src = match x.downcast_ref::<std::io::Error>() {
+            Some(io) => match io.get_ref() {
+                Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+                None => x.source(),
+            },
+            None => x.source(),
+        };
     }
     if e.is_timeout() {
         return Probe::Timeout;
