@@ -210,10 +210,26 @@ fn inspect_output_of_every_case_input_is_pinned_by_its_snapshot() {
         .collect();
     files.sort();
     assert!(files.len() >= 33, "case inputs: {}", files.len());
+    let mut names = std::collections::BTreeSet::new();
     for file in files {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let out = inspect(&file);
-        insta::assert_json_snapshot!(name, out, {".file" => "[case file]"});
+        insta::assert_json_snapshot!(name.clone(), out, {".file" => "[case file]"});
+        names.insert(name);
+    }
+    // No snapshot outlives its input: a removed or renamed case file leaves no stale snapshot behind.
+    let snapshots = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    for e in std::fs::read_dir(snapshots).expect("tests/snapshots") {
+        let file = e.expect("entry").file_name().to_string_lossy().into_owned();
+        if let Some(input) = file
+            .strip_prefix("inspect__")
+            .and_then(|f| f.strip_suffix(".snap"))
+        {
+            assert!(
+                names.contains(input),
+                "{file}: no case input {input}; delete the snapshot"
+            );
+        }
     }
 }
 
