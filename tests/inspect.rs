@@ -7,6 +7,11 @@
 //! files print rounded (50.0, 1248.78): those get half a unit of the last printed decimal. `warnings` and
 //! `flags` are names that must appear among the summary's `notes` (a note may be the parser's or the
 //! measurements'), as tests/cases.rs checks them.
+//!
+//! Beside those hand-checked values, the whole printed JSON of every case input is pinned by an insta snapshot
+//! (tests/snapshots/inspect__<input file>.snap, one per input; the absolute `file` path redacted): a change to
+//! any printed key or value shows as a reviewable diff (`cargo insta review`, or `INSTA_UPDATE=always cargo test
+//! --test inspect` and `git diff`). A missing or changed snapshot fails the test, in CI and locally.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -188,6 +193,44 @@ fn inspect_prints_every_expected_value_of_every_case() {
     assert_eq!(variants, 26, "variants");
     assert!(runs >= 33, "inputs inspected: {runs}");
     assert!(values >= 120, "values checked: {values}");
+}
+
+#[test]
+fn inspect_output_of_every_case_input_is_pinned_by_its_snapshot() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(data_dir())
+        .expect("data dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| {
+            let n = p.to_string_lossy();
+            [".reads.jsonl", ".sse", ".http", ".json"]
+                .iter()
+                .any(|ext| n.ends_with(ext))
+                && !n.ends_with(".expected.json")
+        })
+        .collect();
+    files.sort();
+    assert!(files.len() >= 33, "case inputs: {}", files.len());
+    let mut names = std::collections::BTreeSet::new();
+    for file in files {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let out = inspect(&file);
+        insta::assert_json_snapshot!(name.clone(), out, {".file" => "[case file]"});
+        names.insert(name);
+    }
+    // No snapshot outlives its input: a removed or renamed case file leaves no stale snapshot behind.
+    let snapshots = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    for e in std::fs::read_dir(snapshots).expect("tests/snapshots") {
+        let file = e.expect("entry").file_name().to_string_lossy().into_owned();
+        if let Some(input) = file
+            .strip_prefix("inspect__")
+            .and_then(|f| f.strip_suffix(".snap"))
+        {
+            assert!(
+                names.contains(input),
+                "{file}: no case input {input}; delete the snapshot"
+            );
+        }
+    }
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Records and the leaderboard end to end: `servegate records check` on the committed records and on the
-//! broken-record corpus (tests/data/records/broken/<case>/), the rendered page pinned by a snapshot
-//! (tests/data/records/snapshot/ → tests/data/leaderboard/expected.{md,html}; regenerate with
-//! `UPDATE_SNAPSHOTS=1 cargo test --test records` and review the diff), and `leaderboard --check`.
+//! broken-record corpus (tests/data/records/broken/<case>/), the rendered pages pinned by insta snapshots
+//! (tests/data/records/snapshot/ → tests/snapshots/records__leaderboard_{md,html}.snap; after an intended
+//! change, `cargo insta review` or `INSTA_UPDATE=always cargo test --test records` and review the diff; a
+//! missing or changed snapshot fails the test), and `leaderboard --check`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -152,37 +153,12 @@ fn every_broken_case_is_listed() {
     assert_eq!(on_disk, listed);
 }
 
-fn assert_same(name: &str, expected: &str, actual: &str) {
-    assert!(
-        expected == actual,
-        "{name} differs from the snapshot (UPDATE_SNAPSHOTS=1 to accept):\n{}",
-        leaderboard::unified_diff(name, "rendered", expected, actual, 3)
-    );
-}
-
 #[test]
 fn snapshot_pins_the_rendered_pages() {
     let records = record::load_dir(&data("records/snapshot")).expect("snapshot records are valid");
     let pages = leaderboard::render(&records, "../records").unwrap();
-    let (md, html) = (
-        data("leaderboard/expected.md"),
-        data("leaderboard/expected.html"),
-    );
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::create_dir_all(md.parent().unwrap()).unwrap();
-        std::fs::write(&md, &pages.markdown).unwrap();
-        std::fs::write(&html, &pages.html).unwrap();
-    }
-    assert_same(
-        "tests/data/leaderboard/expected.md",
-        &std::fs::read_to_string(&md).unwrap(),
-        &pages.markdown,
-    );
-    assert_same(
-        "tests/data/leaderboard/expected.html",
-        &std::fs::read_to_string(&html).unwrap(),
-        &pages.html,
-    );
+    insta::assert_snapshot!("leaderboard_md", pages.markdown);
+    insta::assert_snapshot!("leaderboard_html", pages.html);
     // Rendering does not depend on the order records are given in.
     let mut reversed = records.clone();
     reversed.reverse();

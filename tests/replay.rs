@@ -30,6 +30,11 @@
 //!   the gate's floor and limit scaled the same way (floor 60 → 600 tok/s, limit 600 → 60 ms): the verdicts
 //!   are the original's, the figures the original's scaled by F. The real reference run (~18 s of streams)
 //!   is replayed at F = 4 the same way.
+//! * **Results JSON: an insta snapshot with the times taken out.** Each replayed run writes `--json`; the
+//!   document is pinned by tests/snapshots/replay__results_<run>.snap with every clock reading, duration,
+//!   temporary path, host fact and timed figure (TTFT, decode rate, E2E, TPOT, the medians and values of
+//!   `rate` and `first_token`, the numbers in their verdict lines) redacted, so the snapshot pins the
+//!   structure, names, outcomes, bounds, units, counts and every untimed text, and no timing decides it.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -107,6 +112,9 @@ fn servegate_run(gate: &Path, runs: &Path) -> RunResult {
         .arg(gate)
         .arg("--runs")
         .arg(runs)
+        .arg("--json")
+        .arg(runs.join(RESULTS_FILE))
+        .env_remove("SERVEGATE_JUNIT")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -121,6 +129,72 @@ fn servegate_run(gate: &Path, runs: &Path) -> RunResult {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         evidence,
     }
+}
+
+/// Where [`servegate_run`] asks for the results JSON, under its runs directory.
+const RESULTS_FILE: &str = "results.json";
+
+/// `text` with every number before `; n=` replaced by `#`: a `rate` or `first_token` verdict line without
+/// its timed figures (and its bound, which the snapshot has unredacted in `bound`), keeping `n=K of N planned`.
+fn without_timed_numbers(text: &str) -> String {
+    let (head, tail) = text.split_at(text.find("; n=").unwrap_or(text.len()));
+    let numbers = regex::Regex::new(r"\d+(\.\d+)?").unwrap();
+    format!("{}{tail}", numbers.replace_all(head, "#"))
+}
+
+/// The replay's own log lines (after the recorded ones) without what changes from run to run: its port and
+/// the milliseconds each reply took.
+fn without_replay_port_and_times(log: &str) -> String {
+    let port = regex::Regex::new(r"replay: listening on http://127\.0\.0\.1:\d+").unwrap();
+    let took = regex::Regex::new(r" writes, \d+(\.\d+)? ms\)").unwrap();
+    let log = port.replace_all(log, "replay: listening on http://127.0.0.1:[port]");
+    took.replace_all(&log, " writes, [ms] ms)").into_owned()
+}
+
+/// Pins the results JSON `servegate run` wrote for `r` by the snapshot `results_<name>`, with clock readings,
+/// durations, temporary paths, host facts and timed figures redacted (see the module doc).
+fn assert_results_snapshot(name: &str, runs: &Path) {
+    let text = std::fs::read_to_string(runs.join(RESULTS_FILE)).expect("results JSON written");
+    let results: serde_json::Value = serde_json::from_str(&text).expect("results JSON parses");
+    let timed_assertion = |value: insta::internals::Content,
+                           path: insta::internals::ContentPath<'_>| {
+        let _ = path;
+        match value.as_str() {
+            Some(m) if m.starts_with("rate ") || m.starts_with("first_token ") => {
+                without_timed_numbers(m).into()
+            }
+            _ => value,
+        }
+    };
+    insta::assert_json_snapshot!(format!("results_{name}"), results, {
+        ".started_utc" => "[utc]",
+        ".ended_utc" => "[utc]",
+        ".duration_s" => "[s]",
+        ".gates[].duration_s" => "[s]",
+        ".gates[].file" => "[tmp]/gate.toml",
+        ".gates[].provenance.evidence_dir" => "[tmp]/runs/[stamp]",
+        ".gates[].provenance.started_utc" => "[utc]",
+        ".gates[].provenance.ended_utc" => "[utc]",
+        ".gates[].provenance.serve_command" => "[servegate replay argv]",
+        ".gates[].provenance.base_url" => "[url]",
+        ".gates[].provenance.serve_ready_ms" => "[ms]",
+        ".gates[].provenance.host" => "[host]",
+        ".gates[].provenance.load_avg_start" => "[load]",
+        ".gates[].provenance.load_avg_end" => "[load]",
+        ".gates[].assertions[].duration_s" => "[s]",
+        ".gates[].assertions[].message" => insta::dynamic_redaction(timed_assertion),
+        ".gates[].assertions[].median" => insta::dynamic_redaction(|v, _| if v.as_f64().is_some() { "[timed]".into() } else { v }),
+        ".gates[].assertions[].values[]" => insta::dynamic_redaction(|v, _| if v.as_f64().is_some() { "[timed]".into() } else { v }),
+        ".gates[].requests[].ttft_ms" => "[timed]",
+        ".gates[].requests[].decode_tok_s" => "[timed]",
+        ".gates[].requests[].e2e_ms" => "[timed]",
+        ".gates[].requests[].tpot_ms" => "[timed]",
+        ".gates[].serve_log_tail" => insta::dynamic_redaction(|v, _| match v.as_str() {
+            Some(t) => without_replay_port_and_times(t).into(),
+            None => v,
+        }),
+        ".servegate_version" => "[version]",
+    });
 }
 
 fn judge_lines(dir: &Path) -> Vec<String> {
@@ -261,6 +335,10 @@ fn release_candidate_replayed_through_run_passes_with_the_published_figures() {
         // The replay stopped cleanly on the runner's SIGTERM.
         let summary = std::fs::read_to_string(r.evidence.join("run.json")).unwrap();
         assert!(summary.contains("exit status 0"), "{summary}");
+        assert_results_snapshot(
+            "npu-rc-pass",
+            r.evidence.parent().unwrap().parent().unwrap(),
+        );
     };
     let timing = |r: &RunResult| {
         let replayed = judged_figures(&r.evidence);
@@ -311,6 +389,10 @@ fn per_op_run_replayed_at_ten_times_speed_fails_route_rate_and_first_token_with_
         assert!(line_of(&got, "rate ").contains("(floor 600.0;"), "{got:#?}");
         line_of(&got, "first_token FAIL median ");
         assert!(got.iter().any(|l| l == "RESULT: FAIL"));
+        assert_results_snapshot(
+            "npu-perop-fail",
+            r.evidence.parent().unwrap().parent().unwrap(),
+        );
     };
     let t = Instant::now();
     run_with_one_retry(&gate, &tmp.path().join("runs"), exact, |r| {

@@ -1,6 +1,8 @@
-//! The client: sends OpenAI chat-completion requests and records the response body as timed reads. One of
-//! the two modules that touch sockets (with `serve`). It measures nothing: it stamps each `read()` of the
-//! body with the milliseconds since the request was sent (monotonic clock) and hands the reads on.
+//! The client: sends OpenAI chat-completion requests and records the response body as timed reads, and
+//! probes a readiness URL ([`probe`], used by [`crate::io::serve`] for a started serve and by the runner for
+//! a `url` serve). One of the two modules that touch sockets (with `serve`). It measures nothing: it stamps
+//! each `read()` of the body with the milliseconds since the request was sent (monotonic clock) and hands
+//! the reads on.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -299,4 +301,216 @@ pub fn get(
         .read_to_string(&mut body)
         .map_err(|e| e.to_string())?;
     Ok((status, body))
+}
+
+/// Body bytes kept from a readiness probe's reply for messages.
+pub const PROBE_BODY_EXCERPT_BYTES: u64 = 512;
+/// Characters of that body kept in [`Probe::Status`] (on one line).
+pub const PROBE_BODY_EXCERPT_CHARS: usize = 200;
+
+/// One readiness probe's outcome: a status with the start of its body, or why there was none.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Probe {
+    /// The connection was refused: nothing listens yet.
+    Refused,
+    /// No reply within the probe's timeout.
+    Timeout,
+    /// The connection was closed or reset without a status line.
+    Reset,
+    /// The server's TLS certificate was not trusted (it will not be in a second either); the error chain.
+    Untrusted(String),
+    /// Any other transport failure; the error chain on one line.
+    Error(String),
+    /// Status code and a one-line body excerpt ([`PROBE_BODY_EXCERPT_CHARS`] at most).
+    Status(u16, String),
+}
+
+impl Probe {
+    /// A short label for the readiness timeline (`refused`, `timeout`, `reset`, `tls`, `error`, or the
+    /// status code), as written to `run.json`'s `ready_timeline`.
+    pub fn label(&self) -> String {
+        match self {
+            Probe::Refused => "refused".into(),
+            Probe::Timeout => "timeout".into(),
+            Probe::Reset => "reset".into(),
+            Probe::Untrusted(_) => "tls".into(),
+            Probe::Error(_) => "error".into(),
+            Probe::Status(code, _) => code.to_string(),
+        }
+    }
+
+    /// The outcome for a message (`connection refused`, `503 {"error":...}`, ...).
+    pub fn describe(&self) -> String {
+        match self {
+            Probe::Refused => "connection refused".into(),
+            Probe::Timeout => "timeout".into(),
+            Probe::Reset => "connection closed without a reply".into(),
+            Probe::Untrusted(e) => format!("untrusted certificate: {e}"),
+            Probe::Error(e) => format!("error: {e}"),
+            Probe::Status(code, body) if body.is_empty() => code.to_string(),
+            Probe::Status(code, body) => format!("{code} {body}"),
+        }
+    }
+}
+
+/// A client for readiness probes: no proxy, no redirects (a 3xx is a status like any other), and no
+/// connection kept between probes (each probe connects afresh, so a reply always comes from whoever holds
+/// the port now). Errors: the TLS backend could not be initialised (the message).
+pub fn probe_client() -> Result<reqwest::blocking::Client, String> {
+    reqwest::blocking::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(0)
+        .user_agent(concat!("servegate/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| crate::error::OneLine(&e).to_string())
+}
+
+/// One `GET url` with `client` (see [`probe_client`]), connect and reply within `timeout`; keeps up to
+/// [`PROBE_BODY_EXCERPT_BYTES`] of the body (a body cut by the deadline keeps what arrived). Never fails:
+/// the outcome says what happened.
+pub fn probe(client: &reqwest::blocking::Client, url: &str, timeout: Duration) -> Probe {
+    let t0 = Instant::now();
+    let resp = match client.get(url).timeout(timeout).send() {
+        Ok(r) => r,
+        Err(e) => return classify(&e),
+    };
+    let status = resp.status().as_u16();
+    let mut body = Vec::new();
+    if !timeout.saturating_sub(t0.elapsed()).is_zero() {
+        let _ = resp.take(PROBE_BODY_EXCERPT_BYTES).read_to_end(&mut body);
+    }
+    Probe::Status(status, one_line(&body, PROBE_BODY_EXCERPT_CHARS))
+}
+
+/// A failed probe's outcome, from the error's type and its source chain (never from its message text).
+fn classify(e: &reqwest::Error) -> Probe {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(x) = src {
+        if x.downcast_ref::<rustls::Error>().is_some() {
+            return Probe::Untrusted(crate::error::OneLine(e).to_string());
+        }
+        if let Some(io) = x.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return Probe::Refused,
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+                    return Probe::Timeout
+                }
+                std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::ConnectionAborted
+                | std::io::ErrorKind::BrokenPipe
+                | std::io::ErrorKind::UnexpectedEof => return Probe::Reset,
+                _ => {}
+            }
+        }
+        if let Some(h) = x.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() || h.is_canceled() {
+                return Probe::Reset;
+            }
+        }
+        // An io::Error's `source()` skips the error it wraps (rustls' inside tokio-rustls' inside
+        // hyper-util's): walk into the wrapped error itself.
+        src = match x.downcast_ref::<std::io::Error>() {
+            Some(io) => match io.get_ref() {
+                Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+                None => x.source(),
+            },
+            None => x.source(),
+        };
+    }
+    if e.is_timeout() {
+        return Probe::Timeout;
+    }
+    Probe::Error(crate::error::OneLine(e).to_string())
+}
+
+/// Lossy UTF-8, whitespace runs collapsed to one space, cut to `max` chars with `…`.
+pub(crate) fn one_line(bytes: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.chars().count() > max {
+        let cut: String = collapsed.chars().take(max).collect();
+        format!("{cut}…")
+    } else {
+        collapsed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::TcpListener;
+
+    /// A one-connection server on a free port that reads the request head, writes `reply` and closes.
+    fn answer_once(reply: &'static [u8]) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            let _ = s.write_all(reply);
+        });
+        format!("http://127.0.0.1:{port}/health")
+    }
+
+    fn probe_once(reply: &'static [u8]) -> Probe {
+        let client = probe_client().unwrap();
+        probe(&client, &answer_once(reply), Duration::from_secs(30))
+    }
+
+    #[test]
+    fn a_503_keeps_its_status_and_a_one_line_body() {
+        let p = probe_once(
+            b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 40\r\n\r\n{\"error\":\n  {\"message\":\"Loading model\"}}   ",
+        );
+        assert_eq!(
+            p,
+            Probe::Status(503, "{\"error\": {\"message\":\"Loading model\"}}".into())
+        );
+        assert_eq!(p.label(), "503");
+    }
+
+    #[test]
+    fn a_redirect_is_a_status_not_followed() {
+        let p = probe_once(
+            b"HTTP/1.1 302 Found\r\nlocation: http://192.0.2.1:9/\r\ncontent-length: 0\r\n\r\n",
+        );
+        assert_eq!(p, Probe::Status(302, String::new()));
+    }
+
+    #[test]
+    fn a_close_without_a_reply_is_a_reset() {
+        assert_eq!(probe_once(b""), Probe::Reset);
+    }
+
+    #[test]
+    fn a_reply_that_is_not_http_is_an_error_not_a_status() {
+        let p = probe_once(b"SSH-2.0-OpenSSH_9.6\r\n");
+        assert!(matches!(p, Probe::Error(_)), "{p:?}");
+        assert_eq!(p.label(), "error");
+    }
+
+    #[test]
+    fn a_closed_port_is_refused() {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let client = probe_client().unwrap();
+        let p = probe(
+            &client,
+            &format!("http://127.0.0.1:{port}/health"),
+            Duration::from_secs(30),
+        );
+        assert_eq!(
+            (p.label(), p.describe()),
+            ("refused".into(), "connection refused".into())
+        );
+    }
 }

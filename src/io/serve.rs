@@ -20,8 +20,8 @@
 //! to readiness, never to the first request.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::net::SocketAddr;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::io::client::{self, one_line, Probe};
 use crate::io::port;
 use crate::io::signals;
 
@@ -219,6 +220,12 @@ pub enum ServeError {
         /// The last [`ERROR_TAIL_LINES`] lines of the log.
         log_tail: String,
     },
+    /// The readiness probe's HTTP client could not be built (TLS backend); nothing was spawned.
+    #[error("probe_client_failed: {reason}")]
+    ProbeClient {
+        /// The client builder's error chain.
+        reason: String,
+    },
     /// The runner is handling a termination signal; the serve was not started (or was killed at once).
     #[error("shutting_down: the runner received a termination signal")]
     ShuttingDown,
@@ -239,6 +246,7 @@ impl ServeError {
             ServeError::ExitedBeforeReady { .. } => "server_exited_before_ready",
             ServeError::ReadyTimeout { .. } => "ready_timeout",
             ServeError::ExitedAfterReady { .. } => "server_exited_during_run",
+            ServeError::ProbeClient { .. } => "probe_client_failed",
             ServeError::ShuttingDown => "shutting_down",
         }
     }
@@ -318,7 +326,8 @@ pub struct Serve {
     spec: ServeSpec,
     pid: u32,
     spawned_at: Instant,
-    addrs: Vec<SocketAddr>,
+    /// The readiness probe's client ([`client::probe_client`]).
+    probe: reqwest::blocking::Client,
     shared: Arc<Shared>,
     reap_tx: Option<mpsc::Sender<()>>,
     watchdog: Option<Watchdog>,
@@ -347,7 +356,7 @@ impl Serve {
     /// `PR_SET_PDEATHSIG(SIGKILL)`; registers the group with [`crate::io::signals`]; starts the watchdog.
     /// Does not wait for readiness: call [`Serve::wait_ready`].
     pub fn start(spec: ServeSpec) -> Result<Serve, ServeError> {
-        let addrs = validate(&spec)?;
+        validate(&spec)?;
         if signals::shutting_down() {
             return Err(ServeError::ShuttingDown);
         }
@@ -357,6 +366,7 @@ impl Serve {
                 pid: port::owner_pid(spec.port),
             });
         }
+        let probe = client::probe_client().map_err(|reason| ServeError::ProbeClient { reason })?;
         let (stdout, stderr) = open_log(&spec.log_path)?;
         let command_line = spec.command.join(" ");
 
@@ -434,7 +444,7 @@ impl Serve {
         let mut serve = Serve {
             pid,
             spawned_at,
-            addrs,
+            probe,
             shared,
             reap_tx: Some(reap_tx),
             watchdog: None,
@@ -465,7 +475,11 @@ impl Serve {
             return Ok(info.clone());
         }
         let url = self.ready_url();
-        let host_header = port::host_port(&self.spec.host, self.spec.port);
+        let probe_url = format!(
+            "http://{}{}",
+            port::host_port(&probe_host(&self.spec.host), self.spec.port),
+            self.spec.ready_path
+        );
         let deadline = self.spawned_at + self.spec.ready_timeout;
         let mut polls = 0u32;
         let mut refused = 0u32;
@@ -481,7 +495,7 @@ impl Serve {
             let timeout = remaining
                 .min(Duration::from_millis(PROBE_TIMEOUT_MS))
                 .max(Duration::from_millis(50));
-            let outcome = probe(&self.addrs, &host_header, &self.spec.ready_path, timeout);
+            let outcome = client::probe(&self.probe, &probe_url, timeout);
             polls += 1;
             match outcome {
                 Probe::Refused => refused += 1,
@@ -890,176 +904,22 @@ fn start_watchdog(pgid: u32) -> Option<Watchdog> {
     })
 }
 
+/// The host a readiness probe connects to: `host` itself, or loopback for an unspecified address
+/// (`0.0.0.0`, `::`), which a serve listens on but a client cannot connect to everywhere.
+fn probe_host(host: &str) -> String {
+    let bare = host.trim().trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => port::connect_target(SocketAddr::new(ip, 0))
+            .ip()
+            .to_string(),
+        Err(_) => bare.to_string(),
+    }
+}
+
 /// The process group of `pid`, from `/proc`.
 fn pgid_of(pid: u32) -> Option<u32> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     signals::parse_stat(&stat).map(|(_, g)| g)
-}
-
-/// One readiness probe's outcome.
-#[derive(Debug, Clone, PartialEq)]
-enum Probe {
-    Refused,
-    Timeout,
-    /// Closed or reset without a status line.
-    Reset,
-    Error(String),
-    /// Status code and a one-line body excerpt.
-    Status(u16, String),
-}
-
-impl Probe {
-    fn label(&self) -> String {
-        match self {
-            Probe::Refused => "refused".into(),
-            Probe::Timeout => "timeout".into(),
-            Probe::Reset => "reset".into(),
-            Probe::Error(_) => "error".into(),
-            Probe::Status(code, _) => code.to_string(),
-        }
-    }
-
-    fn describe(&self) -> String {
-        match self {
-            Probe::Refused => "connection refused".into(),
-            Probe::Timeout => "timeout".into(),
-            Probe::Reset => "connection closed without a reply".into(),
-            Probe::Error(e) => format!("error: {e}"),
-            Probe::Status(code, body) if body.is_empty() => code.to_string(),
-            Probe::Status(code, body) => format!("{code} {body}"),
-        }
-    }
-}
-
-fn classify_io(e: &io::Error) -> Probe {
-    match e.kind() {
-        io::ErrorKind::ConnectionRefused => Probe::Refused,
-        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Probe::Timeout,
-        io::ErrorKind::ConnectionReset
-        | io::ErrorKind::ConnectionAborted
-        | io::ErrorKind::BrokenPipe
-        | io::ErrorKind::UnexpectedEof => Probe::Reset,
-        _ => Probe::Error(e.to_string()),
-    }
-}
-
-/// Body bytes kept from a probe reply for messages.
-const BODY_EXCERPT_BYTES: usize = 512;
-
-/// One `GET path` over a fresh connection (HTTP/1.1, `Connection: close`, no proxy), within `timeout`.
-fn probe(addrs: &[SocketAddr], host_header: &str, path: &str, timeout: Duration) -> Probe {
-    let deadline = Instant::now() + timeout;
-    let mut last = Probe::Refused;
-    let mut stream = None;
-    for a in addrs {
-        let remaining = deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1));
-        match TcpStream::connect_timeout(&port::connect_target(*a), remaining) {
-            Ok(s) => {
-                stream = Some(s);
-                break;
-            }
-            Err(e) => last = classify_io(&e),
-        }
-    }
-    let Some(mut s) = stream else {
-        return last;
-    };
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host_header}\r\nUser-Agent: servegate\r\nAccept: */*\r\nConnection: close\r\n\r\n"
-    );
-    let remaining = deadline
-        .saturating_duration_since(Instant::now())
-        .max(Duration::from_millis(1));
-    let _ = s.set_write_timeout(Some(remaining));
-    if let Err(e) = s.write_all(request.as_bytes()) {
-        return classify_io(&e);
-    }
-    let mut buf: Vec<u8> = Vec::new();
-    let mut chunk = [0u8; 2048];
-    let mut read_err = None;
-    loop {
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        if remaining.is_zero() {
-            read_err = Some(io::Error::from(io::ErrorKind::TimedOut));
-            break;
-        }
-        let _ = s.set_read_timeout(Some(remaining));
-        match s.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                read_err = Some(e);
-                break;
-            }
-        }
-        if let Some(head_end) = find(&buf, b"\r\n\r\n") {
-            let body_len = buf.len() - (head_end + 4);
-            let wanted = content_length(&buf[..head_end])
-                .unwrap_or(usize::MAX)
-                .min(BODY_EXCERPT_BYTES);
-            if body_len >= wanted {
-                break;
-            }
-        }
-        if buf.len() >= 16 * 1024 {
-            break;
-        }
-    }
-    match parse_status(&buf) {
-        Some(code) => {
-            let body = match find(&buf, b"\r\n\r\n") {
-                Some(h) => one_line(&buf[h + 4..], 200),
-                None => String::new(),
-            };
-            Probe::Status(code, body)
-        }
-        None => match read_err {
-            Some(e) => classify_io(&e),
-            None if buf.is_empty() => Probe::Reset,
-            None => Probe::Error(format!("not an HTTP reply: {}", one_line(&buf, 80))),
-        },
-    }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-/// The status code of an `HTTP/1.x NNN ...` status line.
-fn parse_status(buf: &[u8]) -> Option<u16> {
-    let end = find(buf, b"\r\n").unwrap_or(buf.len());
-    let line = std::str::from_utf8(&buf[..end]).ok()?;
-    let mut parts = line.split_whitespace();
-    if !parts.next()?.starts_with("HTTP/") {
-        return None;
-    }
-    let code: u16 = parts.next()?.parse().ok()?;
-    (100..=999).contains(&code).then_some(code)
-}
-
-fn content_length(head: &[u8]) -> Option<usize> {
-    let text = String::from_utf8_lossy(head);
-    text.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        k.trim()
-            .eq_ignore_ascii_case("content-length")
-            .then(|| v.trim().parse().ok())?
-    })
-}
-
-/// Lossy UTF-8, whitespace runs collapsed to one space, cut to `max` chars with `…`.
-fn one_line(bytes: &[u8], max: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if collapsed.chars().count() > max {
-        let cut: String = collapsed.chars().take(max).collect();
-        format!("{cut}…")
-    } else {
-        collapsed
-    }
 }
 
 /// The last `lines` lines of the file at `path` (lossy UTF-8; reads at most the last 64 KiB, so a first
@@ -1183,22 +1043,6 @@ mod tests {
         assert_eq!(
             exit_description(libc::CLD_DUMPED, 11),
             "signal 11 (core dumped)"
-        );
-    }
-
-    #[test]
-    fn status_lines_parse_and_garbage_does_not() {
-        assert_eq!(
-            parse_status(b"HTTP/1.1 503 Service Unavailable\r\n"),
-            Some(503)
-        );
-        assert_eq!(parse_status(b"HTTP/1.0 200 OK\r\n\r\n"), Some(200));
-        assert_eq!(parse_status(b"HTTP/1.1 20"), None);
-        assert_eq!(parse_status(b"SSH-2.0-OpenSSH\r\n"), None);
-        assert_eq!(parse_status(b""), None);
-        assert_eq!(
-            content_length(b"HTTP/1.1 200 OK\r\ncontent-length: 15"),
-            Some(15)
         );
     }
 

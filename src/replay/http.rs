@@ -1,5 +1,5 @@
 //! A minimal HTTP/1.1 server side for `servegate replay`: reads one request at a time from a connection
-//! (request line, headers, a `Content-Length` body) and frames responses (`Content-Length` or
+//! (the head parsed by `httparse`, then a `Content-Length` body) and frames responses (`Content-Length` or
 //! `Transfer-Encoding: chunked`). Owns the wire format only: what to answer is the caller's.
 //!
 //! Deliberately small: no chunked *request* bodies (refused with 411, clearly), no pipelining guarantees
@@ -97,33 +97,7 @@ pub fn read_request<R: BufRead, W: Write>(r: &mut R, w: &mut W) -> Result<Reques
             break;
         }
     }
-    let text = std::str::from_utf8(&head).map_err(|_| refused(400, "request head is not UTF-8"))?;
-    let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
-    let request_line = lines.next().unwrap_or_default();
-    let mut parts = request_line.split(' ');
-    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(refused(
-            400,
-            format!("malformed request line {request_line:?}"),
-        ));
-    };
-    if !version.starts_with("HTTP/1.") {
-        return Err(refused(
-            505,
-            format!("unsupported protocol {version:?}: HTTP/1.x only"),
-        ));
-    }
-    let mut headers = Vec::new();
-    for l in lines {
-        if l.is_empty() {
-            continue;
-        }
-        let Some((name, value)) = l.split_once(':') else {
-            return Err(refused(400, format!("malformed header line {l:?}")));
-        };
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-    }
+    let (method, target, version, headers) = parse_head(&head)?;
     let get = |name: &str| {
         headers
             .iter()
@@ -133,7 +107,7 @@ pub fn read_request<R: BufRead, W: Write>(r: &mut R, w: &mut W) -> Result<Reques
     let connection = get("connection")
         .map(|v| v.to_ascii_lowercase())
         .unwrap_or_default();
-    let close = if version == "HTTP/1.0" {
+    let close = if version == 0 {
         !connection.contains("keep-alive")
     } else {
         connection.contains("close")
@@ -165,15 +139,63 @@ pub fn read_request<R: BufRead, W: Write>(r: &mut R, w: &mut W) -> Result<Reques
     }
     let mut body = vec![0u8; length];
     r.read_exact(&mut body).map_err(|_| ReadError::Closed)?;
-    let path = target.split('?').next().unwrap_or(target).to_string();
+    let path = target.split('?').next().unwrap_or(&target).to_string();
     Ok(Request {
-        method: method.to_string(),
+        method,
         path,
         headers,
         body,
         arrived,
         close,
     })
+}
+
+/// Most header lines accepted in one request head; more is refused with 431.
+pub const MAX_HEADERS: usize = 128;
+
+/// A parsed head: method, request target, minor HTTP version (`0` or `1`), headers (names lower-cased,
+/// values trimmed).
+type Head = (String, String, u8, Vec<(String, String)>);
+
+/// Parses a complete request head (request line, headers, the empty line) with `httparse`; a malformed
+/// head is refused with 400, a protocol other than HTTP/1.x with 505, more than [`MAX_HEADERS`] headers
+/// with 431, a head that is not UTF-8 with 400.
+fn parse_head(head: &[u8]) -> Result<Head, ReadError> {
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut slots);
+    match req.parse(head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => {
+            return Err(refused(400, "incomplete request head"));
+        }
+        Err(httparse::Error::Version) => {
+            let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
+            return Err(refused(
+                505,
+                format!(
+                    "unsupported protocol in {:?}: HTTP/1.x only",
+                    String::from_utf8_lossy(line).trim_end()
+                ),
+            ));
+        }
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(refused(
+                431,
+                format!("more than {MAX_HEADERS} header lines"),
+            ));
+        }
+        Err(e) => return Err(refused(400, format!("malformed request head: {e}"))),
+    }
+    let (Some(method), Some(target), Some(version)) = (req.method, req.path, req.version) else {
+        return Err(refused(400, "incomplete request line"));
+    };
+    let mut headers = Vec::with_capacity(req.headers.len());
+    for h in req.headers.iter() {
+        let value = std::str::from_utf8(h.value)
+            .map_err(|_| refused(400, format!("header {:?} is not UTF-8", h.name)))?;
+        headers.push((h.name.to_ascii_lowercase(), value.trim().to_string()));
+    }
+    Ok((method.to_string(), target.to_string(), version, headers))
 }
 
 /// The reason phrase of a status code (the common ones; others get an empty phrase, which HTTP allows).
@@ -324,6 +346,56 @@ mod tests {
             parse(b"POST /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\na");
         assert_eq!(req.unwrap().body, b"a");
         assert_eq!(w, b"HTTP/1.1 100 Continue\r\n\r\n");
+    }
+
+    fn refused_status(raw: &[u8]) -> u16 {
+        match parse(raw).0 {
+            Err(ReadError::Refused(status, _)) => status,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn malformed_heads_are_refused_with_the_status_that_says_why() {
+        assert_eq!(refused_status(b"GET /health HTTP/2.0\r\n\r\n"), 505);
+        assert_eq!(refused_status(b"GET /health\r\n\r\n"), 400);
+        assert_eq!(
+            refused_status(b"GET /health HTTP/1.1\r\nno colon here\r\n\r\n"),
+            400
+        );
+        assert_eq!(
+            refused_status(b"GET /health HTTP/1.1\r\nX: \xff\r\n\r\n"),
+            400
+        );
+        let many: Vec<u8> = [
+            &b"GET / HTTP/1.1\r\n"[..],
+            &b"x: y\r\n".repeat(MAX_HEADERS + 1),
+            b"\r\n",
+        ]
+        .concat();
+        assert_eq!(refused_status(&many), 431);
+        assert_eq!(
+            refused_status(
+                &[
+                    &b"GET / HTTP/1.1\r\nx: "[..],
+                    &[b'y'; MAX_HEAD_BYTES],
+                    b"\r\n\r\n"
+                ]
+                .concat()
+            ),
+            431
+        );
+    }
+
+    #[test]
+    fn leading_empty_lines_and_bare_newlines_are_tolerated_and_names_lower_cased() {
+        let req = parse(b"\r\n\r\nGET /a?b HTTP/1.1\nX-Thing:  v \n\n")
+            .0
+            .unwrap();
+        assert_eq!(
+            (req.path.as_str(), req.header("x-thing")),
+            ("/a", Some("v"))
+        );
     }
 
     #[test]

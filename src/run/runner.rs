@@ -643,20 +643,21 @@ fn drive_target_inner(
                 if crate::io::signals::interrupted().is_some() {
                     return Ok(()); // run() ends the run as interrupted
                 }
-                let last = match client::get(&http, url, &spec.ready_path, Duration::from_secs(5)) {
-                    Ok((200, _)) => {
+                let ready_url = format!("{url}{}", spec.ready_path);
+                let last = match client::probe(&http, &ready_url, Duration::from_secs(5)) {
+                    client::Probe::Status(200, _) => {
                         summary.serve.ready_ms = Some(t.elapsed().as_secs_f64() * 1000.0);
                         break;
                     }
-                    Ok((status, _)) => format!("HTTP {status}"),
+                    client::Probe::Status(status, _) => format!("HTTP {status}"),
                     // A certificate that is not trusted now will not be in a second: refuse at once.
-                    Err(e) if e.contains("certificate") => {
+                    client::Probe::Untrusted(e) => {
                         summary.serve.failure = Some(format!(
                             "tls_refused: {url} presented a certificate servegate does not trust (it trusts the webpki root set only, no self-signed certificates): {e}"
                         ));
                         return Ok(());
                     }
-                    Err(e) => e,
+                    other => other.describe(),
                 };
                 if t.elapsed() >= deadline {
                     summary.serve.failure = Some(format!(
