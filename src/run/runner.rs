@@ -374,6 +374,19 @@ fn run_pair(
     let ev = analysis::load_pair(w.dir())?;
     let verdicts = judge::judge_pair(gate, &ev);
     pair_checkpoint(&w, &mut ps, None);
+    let mut outcome = pair_outcome(gate, w.dir(), ps, verdicts);
+    outcome.summary.notes = process_notes;
+    Ok(outcome)
+}
+
+/// The outcome of a judged pair run in `dir` (`pair.json` = `ps`): a summary of the whole pair (`serve.mode` =
+/// `pair`, no requests; times, load and failure from `pair.json`). Used by the runner and `servegate judge`.
+pub fn pair_outcome(
+    gate: &GateSpec,
+    dir: &Path,
+    ps: evidence::PairSummary,
+    verdicts: Vec<crate::judge::Verdict>,
+) -> RunOutcome {
     let mut summary = new_summary(gate);
     summary.status = RunStatus::Complete;
     summary.started_utc = ps.started_utc.clone();
@@ -382,13 +395,12 @@ fn run_pair(
     summary.load_avg_end = ps.load_avg_end;
     summary.serve.mode = "pair".into();
     summary.serve.failure = ps.failure.clone();
-    summary.notes = process_notes;
-    Ok(RunOutcome {
-        dir: w.dir().to_path_buf(),
+    RunOutcome {
+        dir: dir.to_path_buf(),
         summary,
         verdicts,
         pair: Some(ps),
-    })
+    }
 }
 
 /// The pair's checkpoint: if a stop signal has arrived, marks the arm in progress (when given) and

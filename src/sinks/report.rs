@@ -1,8 +1,9 @@
 //! The results document: one value holding what a gate run (the harness behind `cargo test --test gates`,
 //! or `servegate run`) decided, for machines. It is built from run outcomes (verdicts, `run.json`) and
-//! consumed by independent serializers: [`serialize_json`] here (schema [`RESULTS_SCHEMA`], documented field
-//! by field in docs/results-json.md) and `junit::serialize`. Each export is a pure `serialize(&results) ->
-//! bytes`; [`write_atomic`] is the separate write. This module starts nothing and judges nothing; the only
+//! consumed by the output formats behind [`crate::sinks::export::Exporter`] (`sinks/json.rs`: schema
+//! [`RESULTS_SCHEMA`], documented field by field in docs/results-json.md; `sinks/junit.rs`;
+//! `sinks/markdown.rs`). Each export is a pure `serialize(&results) -> bytes`; [`write_atomic`] is the
+//! separate write. This module starts nothing and judges nothing; the only
 //! file it reads is the tail of a failed gate's `serve.log`.
 
 use std::path::Path;
@@ -33,6 +34,8 @@ pub enum Producer {
     Harness,
     /// `servegate run`.
     Run,
+    /// `servegate judge` (recorded evidence re-judged).
+    Judge,
 }
 
 /// The outcome of one test (one assertion of one gate).
@@ -283,12 +286,16 @@ impl Results {
             }
         }
         self.counts = c;
-        self.exit_code = self
-            .gates
+        self.exit_code = self.gate_exit_code();
+    }
+
+    /// The worst (highest) exit code of the gates ([`GateResults::exit_code`]), PASS when there is none.
+    pub fn gate_exit_code(&self) -> i32 {
+        self.gates
             .iter()
             .map(|g| g.exit_code)
             .max()
-            .unwrap_or(exit::PASS);
+            .unwrap_or(exit::PASS)
     }
 }
 
@@ -658,14 +665,6 @@ pub fn tail_lines(text: &str, lines: usize, max_bytes: usize) -> String {
     tail.to_string()
 }
 
-/// The JSON document, pretty-printed, with a final newline.
-pub fn serialize_json(results: &Results) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec_pretty(results)
-        .expect("results serialize (no maps with non-string keys)");
-    bytes.push(b'\n');
-    bytes
-}
-
 pub use crate::io::fs::write_atomic;
 
 #[cfg(test)]
@@ -759,7 +758,8 @@ mod tests {
         );
         assert_eq!(r.exit_code, exit::SPEC_INVALID);
         assert_eq!(r.gates[0].assertions[0].test, "bad::spec");
-        let v: serde_json::Value = serde_json::from_slice(&serialize_json(&r)).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_slice(&crate::sinks::json::serialize(&r)).unwrap();
         assert_eq!(v["schema"], RESULTS_SCHEMA);
         assert_eq!(v["gates"][0]["failure_kind"], "spec_invalid");
         assert_eq!(v["gates"][0]["assertions"][0]["outcome"], "failed");

@@ -1,0 +1,337 @@
+//! The events of a gate run and the reporters that consume them. `servegate run`, `servegate judge` and the
+//! harness behind `cargo test --test gates` emit the same [`Event`]s for the same gates; the [`Collector`]
+//! builds the one results model ([`Results`]) from them, which every output format serializes, so a verdict
+//! line, the results JSON, the JUnit XML, the Markdown summary and the exit code cannot disagree; the
+//! [`Console`] prints the lines of `servegate run` and `servegate judge` from the same events. (The harness's
+//! console is libtest's: one line per trial, then its gate report.)
+
+use std::path::Path;
+
+use crate::judge::outcome::RunOutcome;
+use crate::sinks::report::{
+    self, AssertionResult, FailureKind, GateResults, Producer, Results, TestOutcome,
+};
+use crate::spec::GateSpec;
+
+/// One listed test of a gate: its assertion and the wall time charged to it, seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    /// The assertion (`rate`, `route`, ...).
+    pub assertion: String,
+    /// Wall time charged to the test, seconds.
+    pub duration_s: f64,
+}
+
+impl Listed {
+    /// Every declared assertion of `spec`, the whole `run_s` charged to the first (what `servegate run` and
+    /// `servegate judge` list).
+    pub fn all(spec: &GateSpec, run_s: f64) -> Vec<Listed> {
+        spec.assertions
+            .names()
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Listed {
+                assertion: a.to_string(),
+                duration_s: if i == 0 { run_s } else { 0.0 },
+            })
+            .collect()
+    }
+
+    /// Every verdict of `outcome`, in verdict order, the whole `run_s` charged to the first.
+    pub fn verdicts(outcome: &RunOutcome, run_s: f64) -> Vec<Listed> {
+        outcome
+            .verdicts
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Listed {
+                assertion: v.assertion.clone(),
+                duration_s: if i == 0 { run_s } else { 0.0 },
+            })
+            .collect()
+    }
+}
+
+/// What happened in a run, in order. Borrowed: an event lives as long as the reporters look at it.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// A gate file whose spec does not parse (its one `<stem>::spec` test fails; nothing of it runs).
+    SpecInvalid {
+        /// The gate file as given.
+        file: &'a Path,
+        /// The error, as printed.
+        error: &'a str,
+        /// Wall time, seconds.
+        duration_s: f64,
+    },
+    /// A gate starts: `on` is the evidence directory when recorded evidence is re-judged (`servegate judge`),
+    /// None when the gate runs live.
+    GateStarted {
+        /// The gate.
+        spec: &'a GateSpec,
+        /// The gate file as the user named it.
+        file: &'a Path,
+        /// The run directory re-judged, for `servegate judge`.
+        on: Option<&'a Path>,
+    },
+    /// A progress line of the runner (evidence dir, serve ready or failed, requests sent and answered).
+    Progress {
+        /// The gate.
+        spec: &'a GateSpec,
+        /// The line (secrets already masked by the runner).
+        line: &'a str,
+    },
+    /// A gate's `[requires]` are unmet: ignored, or failed under `SERVEGATE_STRICT=1`.
+    GateUnmet {
+        /// The gate.
+        spec: &'a GateSpec,
+        /// Why, one entry per unmet requirement.
+        unmet: &'a [String],
+        /// Unmet requirements fail.
+        strict: bool,
+        /// The tests listed.
+        listed: &'a [Listed],
+    },
+    /// A gate ran (or its evidence was re-judged) and was judged: `outcome` holds the verdicts.
+    GateJudged {
+        /// The gate.
+        spec: &'a GateSpec,
+        /// Evidence and verdicts.
+        outcome: &'a RunOutcome,
+        /// The tests listed (every declared assertion, or the harness's selected trials).
+        listed: &'a [Listed],
+    },
+    /// A gate's run could not write or read its evidence, or panicked (`panicked`: a servegate bug).
+    GateError {
+        /// The gate.
+        spec: &'a GateSpec,
+        /// The error or the panic message.
+        error: &'a str,
+        /// True for a panic of the run.
+        panicked: bool,
+        /// The tests listed.
+        listed: &'a [Listed],
+    },
+    /// Tests of a gate listed but not run (e.g. ignored by the test arguments under `--bench`).
+    GateNotRun {
+        /// The gate.
+        spec: &'a GateSpec,
+        /// Why they did not run.
+        why: &'a str,
+        /// The tests listed.
+        listed: &'a [Listed],
+    },
+}
+
+/// Something that consumes the events of a run.
+pub trait Reporter {
+    /// Takes one event.
+    fn event(&mut self, event: &Event<'_>);
+}
+
+/// Builds the results document from the events: one gate per gate event (a gate with no listed test is
+/// dropped), one test per listed assertion.
+#[derive(Debug, Clone)]
+pub struct Collector {
+    results: Results,
+}
+
+impl Collector {
+    /// An empty document for `producer`, started now.
+    pub fn new(producer: Producer, strict: bool) -> Collector {
+        Collector {
+            results: Results::begin(producer, strict),
+        }
+    }
+
+    /// The document so far (not yet finished: see [`Results::finish`] and
+    /// [`crate::sinks::outputs::Outputs::finish`]).
+    pub fn into_results(self) -> Results {
+        self.results
+    }
+
+    /// The document so far, to amend (start time, problems).
+    pub fn results_mut(&mut self) -> &mut Results {
+        &mut self.results
+    }
+}
+
+fn tests(
+    spec: &GateSpec,
+    listed: &[Listed],
+    outcome: TestOutcome,
+    kind: Option<FailureKind>,
+    message: &str,
+) -> Vec<AssertionResult> {
+    listed
+        .iter()
+        .map(|l| {
+            AssertionResult::new(
+                &spec.name,
+                &l.assertion,
+                outcome,
+                kind,
+                message,
+                l.duration_s,
+            )
+        })
+        .collect()
+}
+
+/// The result of one gate event, None for an event that is not a gate's result.
+pub fn gate_results(event: &Event<'_>) -> Option<GateResults> {
+    Some(match *event {
+        Event::SpecInvalid {
+            file,
+            error,
+            duration_s,
+        } => GateResults::spec_invalid(file, error, duration_s),
+        Event::GateStarted { .. } | Event::Progress { .. } => return None,
+        Event::GateUnmet {
+            spec,
+            unmet,
+            strict,
+            listed,
+        } => {
+            let reason = format!("requires: {}", unmet.join("; "));
+            let t = if strict {
+                tests(
+                    spec,
+                    listed,
+                    TestOutcome::Failed,
+                    Some(FailureKind::RequirementUnmet),
+                    &format!("{reason} (SERVEGATE_STRICT is set: unmet requirements fail)"),
+                )
+            } else {
+                tests(spec, listed, TestOutcome::Skipped, None, &reason)
+            };
+            GateResults::not_run(&spec.name, &spec.file, &spec.description, &reason, t)
+        }
+        Event::GateJudged {
+            spec,
+            outcome,
+            listed,
+        } => {
+            let t = listed
+                .iter()
+                .map(
+                    |l| match outcome.verdicts.iter().find(|v| v.assertion == l.assertion) {
+                        Some(v) => report::assertion_from_verdict(spec, outcome, v, l.duration_s),
+                        None => AssertionResult::new(
+                            &spec.name,
+                            &l.assertion,
+                            TestOutcome::Failed,
+                            Some(FailureKind::Assertion),
+                            &format!("no verdict for {}", l.assertion),
+                            l.duration_s,
+                        ),
+                    },
+                )
+                .collect();
+            GateResults::ran(spec, outcome, t)
+        }
+        Event::GateError {
+            spec,
+            error,
+            panicked,
+            listed,
+        } => {
+            let (kind, msg, reason) = if panicked {
+                (
+                    FailureKind::Panic,
+                    format!("the gate run panicked: {error}"),
+                    format!("the run panicked: {error}"),
+                )
+            } else {
+                let m = format!("evidence error: {error}");
+                (FailureKind::EvidenceError, m.clone(), m)
+            };
+            let t = tests(spec, listed, TestOutcome::Failed, Some(kind), &msg);
+            GateResults::not_run(&spec.name, &spec.file, &spec.description, &reason, t)
+        }
+        Event::GateNotRun { spec, why, listed } => {
+            let t = tests(spec, listed, TestOutcome::Skipped, None, why);
+            GateResults::not_run(&spec.name, &spec.file, &spec.description, "not run", t)
+        }
+    })
+}
+
+impl Reporter for Collector {
+    fn event(&mut self, event: &Event<'_>) {
+        if let Some(g) = gate_results(event) {
+            self.results.push(g);
+        }
+    }
+}
+
+/// The console of `servegate run` and `servegate judge`: `gate NAME (FILE)` (with ` on DIR` when re-judging),
+/// one verdict line per assertion, `evidence: DIR`, `IGNORED requires: ...`; progress lines on stderr
+/// (`[gate] line`) unless quiet; errors on stderr.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Console {
+    /// No progress lines.
+    pub quiet: bool,
+    /// The current gate is re-judged evidence (no `evidence:` line: the directory is in the heading).
+    rejudging: bool,
+}
+
+impl Console {
+    /// A console, with or without progress lines.
+    pub fn new(quiet: bool) -> Console {
+        Console {
+            quiet,
+            rejudging: false,
+        }
+    }
+}
+
+impl Reporter for Console {
+    fn event(&mut self, event: &Event<'_>) {
+        match *event {
+            Event::SpecInvalid { error, .. } => eprintln!("error: {error}"),
+            Event::GateStarted { spec, file, on } => {
+                self.rejudging = on.is_some();
+                let pair = if on.is_some() && spec.pair.is_some() {
+                    "pair "
+                } else {
+                    ""
+                };
+                match on {
+                    Some(dir) => println!(
+                        "{pair}gate {} ({}) on {}",
+                        spec.name,
+                        file.display(),
+                        dir.display()
+                    ),
+                    None => println!("gate {} ({})", spec.name, file.display()),
+                }
+            }
+            Event::Progress { spec, line } => {
+                if !self.quiet {
+                    eprintln!("[{}] {line}", spec.name);
+                }
+            }
+            Event::GateUnmet { unmet, .. } => println!("IGNORED requires: {}", unmet.join("; ")),
+            Event::GateJudged { outcome, .. } => {
+                for v in &outcome.verdicts {
+                    println!("{}", v.message);
+                }
+                if !self.rejudging {
+                    println!("evidence: {}", outcome.dir.display());
+                }
+            }
+            Event::GateError { error, .. } => eprintln!("error: {error}"),
+            Event::GateNotRun { .. } => {}
+        }
+    }
+}
+
+/// Several reporters fed the same events, in order.
+pub struct Fanout<'r>(pub Vec<&'r mut dyn Reporter>);
+
+impl Reporter for Fanout<'_> {
+    fn event(&mut self, event: &Event<'_>) {
+        for r in self.0.iter_mut() {
+            r.event(event);
+        }
+    }
+}
