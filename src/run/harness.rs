@@ -27,6 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 use libtest_mimic::{Arguments, Completion, Conclusion, Failed, Trial};
 use serde::{Deserialize, Serialize};
 
+use crate::error::RunEnd;
 use crate::run::runner::{self, RunOutcome};
 use crate::sinks::events::{Collector, Event, Listed, Reporter};
 use crate::sinks::outputs::Outputs;
@@ -832,7 +833,12 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         let mut results = Results::begin(Producer::Harness, config.strict);
         results.started_utc = started_utc;
         results.finish(t.elapsed().as_secs_f64());
-        results.exit_code = crate::error::exit::NOTHING_CHECKED;
+        results.exit_code = RunEnd {
+            worst_gate: results.exit_code,
+            nothing_checked: true,
+            report_unwritten: false,
+        }
+        .exit_code();
         results.problems.push(why.clone());
         let write_errors = config.outputs.write_all(&mut results);
         return HarnessRun {
@@ -883,7 +889,12 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         )
     });
     if let Some(why) = &nothing_checked {
-        results.exit_code = results.exit_code.max(crate::error::exit::NOTHING_CHECKED);
+        results.exit_code = RunEnd {
+            worst_gate: results.exit_code,
+            nothing_checked: true,
+            report_unwritten: false,
+        }
+        .exit_code();
         results.problems.push(why.clone());
     }
     let write_errors = config.outputs.write_all(&mut results);
@@ -1015,8 +1026,8 @@ pub fn main_args(argv: Vec<String>, config: Config) -> i32 {
     }
 }
 
-/// libtest's exit code when a test failed.
-pub const LIBTEST_FAILED: i32 = 101;
+/// libtest's exit code when a test failed ([`crate::error::exit::LIBTEST_FAILED`]).
+pub const LIBTEST_FAILED: i32 = crate::error::exit::LIBTEST_FAILED;
 
 /// The harness as a program: runs the trials, prints the gate report, the reports written and the closing
 /// line (`gates: N passed, N failed, N skipped`), writes the reports, and returns the exit code: 0, libtest's
@@ -1067,15 +1078,16 @@ pub fn main_code(mut args: Arguments, config: Config) -> i32 {
     if let Some(why) = &run.nothing_checked {
         eprintln!("servegate: {why}; this run is not green");
     }
-    if run.conclusion.has_failed() {
-        LIBTEST_FAILED
-    } else if run.nothing_checked.is_some() {
-        crate::error::exit::NOTHING_CHECKED
-    } else if !run.write_errors.is_empty() {
-        crate::error::exit::EVIDENCE_ERROR
-    } else {
-        crate::error::exit::PASS
+    RunEnd {
+        worst_gate: run
+            .results
+            .as_ref()
+            .map(|r| r.gate_exit_code())
+            .unwrap_or(crate::error::exit::PASS),
+        nothing_checked: run.nothing_checked.is_some(),
+        report_unwritten: !run.write_errors.is_empty(),
     }
+    .harness_exit_code(run.conclusion.has_failed())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::exit;
+use crate::error::RunEnd;
 use crate::io::fs::write_atomic;
 use crate::sinks::export::{Format, OutputArgs};
 use crate::sinks::report::Results;
@@ -120,7 +120,12 @@ impl Outputs {
     pub fn write_all(&self, results: &mut Results) -> Vec<String> {
         let errors = self.write(results);
         if !errors.is_empty() {
-            results.exit_code = results.exit_code.max(exit::EVIDENCE_ERROR);
+            results.exit_code = RunEnd {
+                worst_gate: results.exit_code,
+                nothing_checked: false,
+                report_unwritten: true,
+            }
+            .exit_code();
             results.problems.extend(errors.iter().cloned());
             let _ = self.write(results);
         }

@@ -305,6 +305,11 @@ fn cmd_run(
     // The exit code is the results' (the worst of the gates'): the one the reports say.
     let worst = results.gate_exit_code();
     let nothing_checked = worst == exit::PASS && skipped == specs.len();
+    let end = servegate::error::RunEnd {
+        worst_gate: worst,
+        nothing_checked,
+        report_unwritten: false,
+    };
     // --record: written from a passing run's evidence before the RESULT line, so that line says whether they were.
     if let Some((id, dir)) = record {
         if worst != exit::PASS || nothing_checked {
@@ -333,11 +338,11 @@ fn cmd_run(
             outputs,
             results,
             started,
-            exit::NOTHING_CHECKED,
+            end.exit_code(),
             "every gate was ignored: nothing was checked",
         );
     }
-    finish_run(outputs, results, started, worst, "")
+    finish_run(outputs, results, started, end.exit_code(), "")
 }
 
 /// Stamps `results` with `code`, writes the reports, then prints the one `RESULT:` line, which always agrees
@@ -481,7 +486,12 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
         listed: &Listed::verdicts(&outcome, started.elapsed().as_secs_f64()),
     });
     let results = collector.into_results();
-    let code = results.gate_exit_code();
+    let code = servegate::error::RunEnd {
+        worst_gate: results.gate_exit_code(),
+        nothing_checked: false,
+        report_unwritten: false,
+    }
+    .exit_code();
     finish_run(outputs, results, started, code, "")
 }
 
