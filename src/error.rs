@@ -299,6 +299,24 @@ impl fmt::Display for OneLine<'_> {
     }
 }
 
+/// 1-based (line, column) of a byte offset in `text` (column in characters).
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let mut off = offset;
+    while off > 0 && !text.is_char_boundary(off) {
+        off -= 1;
+    }
+    let before = &text[..off];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
+    (line, col)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,22 +363,4 @@ mod tests {
         );
         assert_eq!(exit_code(Some(FailureKind::Panic)), exit::ASSERTION_FAILED);
     }
-}
-
-/// 1-based (line, column) of a byte offset in `text` (column in characters).
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let mut off = offset;
-    while off > 0 && !text.is_char_boundary(off) {
-        off -= 1;
-    }
-    let before = &text[..off];
-    let line = before.matches('\n').count() + 1;
-    let col = before
-        .rsplit('\n')
-        .next()
-        .map(|l| l.chars().count())
-        .unwrap_or(0)
-        + 1;
-    (line, col)
 }

@@ -136,7 +136,7 @@ fn pid_alive(pid: u32) -> bool {
         Ok(s) => s
             .rsplit(')')
             .next()
-            .map(|r| r.trim_start().chars().next() != Some('Z'))
+            .map(|r| !r.trim_start().starts_with('Z'))
             .unwrap_or(false),
         Err(_) => false,
     }

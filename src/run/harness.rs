@@ -214,12 +214,10 @@ impl LazyGate {
 
 /// Runs a gate live (panics caught).
 fn run_gate(spec: &GateSpec, config: &Config) -> GateResult {
-    let name = spec.name.clone();
-    let verbose = config.verbose;
-    let mut progress = |line: &str| {
-        if verbose {
-            eprintln!("[{name}] {line}");
-        }
+    // Progress on stderr under SERVEGATE_VERBOSE: the console reporter of `servegate run`, fed the same steps.
+    let mut console = crate::sinks::events::Console::new(!config.verbose);
+    let mut progress = |step: &crate::sinks::events::Step| {
+        console.event(&Event::Progress { spec, step });
     };
     match catch_unwind(AssertUnwindSafe(|| {
         runner::run(spec, &config.runs, &mut progress)

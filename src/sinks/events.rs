@@ -51,6 +51,164 @@ impl Listed {
     }
 }
 
+/// One step of a live gate run, as the runner reports it while it runs (secrets in its text already masked by
+/// the runner). `Display` gives the progress line (`serve ready after 0.42 s (17 polls)`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// The run directory was created.
+    EvidenceDir(std::path::PathBuf),
+    /// The pair directory was created (a pair gate).
+    PairEvidenceDir(std::path::PathBuf),
+    /// The gate's `setup` command starts (its argv joined).
+    Setup(String),
+    /// The `setup` command failed: why.
+    SetupFailed(String),
+    /// The serve is being started.
+    ServeStarting {
+        /// The port given to it.
+        port: u16,
+        /// Its argv, joined with spaces.
+        command: String,
+    },
+    /// The serve could not be started: why.
+    ServeFailedToStart(String),
+    /// The serve answered its ready path.
+    ServeReady {
+        /// ms from spawn to the first HTTP 200.
+        ready_ms: f64,
+        /// Ready-path polls made.
+        polls: u64,
+    },
+    /// The serve never became ready: why.
+    ServeNeverReady(String),
+    /// A request was answered (or failed) and measured.
+    RequestAnswered {
+        /// Send order, 0-based (the `NN.*` evidence files).
+        index: usize,
+        /// A warmup request (recorded, never judged).
+        warmup: bool,
+        /// `HTTP 200`, or the transport error.
+        status: String,
+        /// Time to first token, ms.
+        ttft_ms: Option<f64>,
+        /// Decode rate, tok/s.
+        decode_tok_s: Option<f64>,
+        /// Completion tokens.
+        completion_tokens: Option<u64>,
+    },
+    /// The serve died during the run: why.
+    ServeDied(String),
+    /// The serve was stopped: how it ended.
+    ServeStopped(String),
+    /// One arm of a pair gate starts: its directory name and runtime.
+    ArmStarted {
+        /// The arm's directory (`1-theirs`).
+        arm: String,
+        /// The runtime's description.
+        runtime: String,
+    },
+    /// A step of one arm of a pair gate.
+    Arm {
+        /// The arm's directory.
+        arm: String,
+        /// The step.
+        step: Box<Step>,
+    },
+    /// Anything else worth a line (waiting for the device hold, a run timeout, the model file's hash, processes
+    /// the serve left behind).
+    Note(String),
+}
+
+impl Step {
+    /// The same step with `f` applied to every text it carries (the runner masks an API key with it).
+    pub fn map_text(&self, f: &dyn Fn(&str) -> String) -> Step {
+        match self {
+            Step::EvidenceDir(p) => Step::EvidenceDir(p.clone()),
+            Step::PairEvidenceDir(p) => Step::PairEvidenceDir(p.clone()),
+            Step::Setup(s) => Step::Setup(f(s)),
+            Step::SetupFailed(s) => Step::SetupFailed(f(s)),
+            Step::ServeStarting { port, command } => Step::ServeStarting {
+                port: *port,
+                command: f(command),
+            },
+            Step::ServeFailedToStart(s) => Step::ServeFailedToStart(f(s)),
+            Step::ServeReady { ready_ms, polls } => Step::ServeReady {
+                ready_ms: *ready_ms,
+                polls: *polls,
+            },
+            Step::ServeNeverReady(s) => Step::ServeNeverReady(f(s)),
+            Step::RequestAnswered {
+                index,
+                warmup,
+                status,
+                ttft_ms,
+                decode_tok_s,
+                completion_tokens,
+            } => Step::RequestAnswered {
+                index: *index,
+                warmup: *warmup,
+                status: f(status),
+                ttft_ms: *ttft_ms,
+                decode_tok_s: *decode_tok_s,
+                completion_tokens: *completion_tokens,
+            },
+            Step::ServeDied(s) => Step::ServeDied(f(s)),
+            Step::ServeStopped(s) => Step::ServeStopped(f(s)),
+            Step::ArmStarted { arm, runtime } => Step::ArmStarted {
+                arm: arm.clone(),
+                runtime: f(runtime),
+            },
+            Step::Arm { arm, step } => Step::Arm {
+                arm: arm.clone(),
+                step: Box::new(step.map_text(f)),
+            },
+            Step::Note(s) => Step::Note(f(s)),
+        }
+    }
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let opt = |x: Option<String>| x.unwrap_or_else(|| "-".into());
+        match self {
+            Step::EvidenceDir(p) => write!(f, "evidence: {}", p.display()),
+            Step::PairEvidenceDir(p) => write!(f, "pair evidence: {}", p.display()),
+            Step::Setup(s) => write!(f, "setup: {s}"),
+            Step::SetupFailed(s) => write!(f, "setup failed: {s}"),
+            Step::ServeStarting { port, command } => {
+                write!(f, "starting serve on port {port}: {command}")
+            }
+            Step::ServeFailedToStart(s) => write!(f, "serve failed to start: {s}"),
+            Step::ServeReady { ready_ms, polls } => write!(
+                f,
+                "serve ready after {:.2} s ({polls} polls)",
+                ready_ms / 1000.0
+            ),
+            Step::ServeNeverReady(s) => write!(f, "serve never became ready: {s}"),
+            Step::RequestAnswered {
+                index,
+                warmup,
+                status,
+                ttft_ms,
+                decode_tok_s,
+                completion_tokens,
+            } => write!(
+                f,
+                "request {index:02}{}: {status} ttft {} decode {} tokens {}",
+                if *warmup { " (warmup)" } else { "" },
+                opt(ttft_ms.map(|t| format!("{t:.0} ms"))),
+                opt(decode_tok_s.map(|t| format!("{t:.1} tok/s"))),
+                opt(completion_tokens.map(|t| t.to_string())),
+            ),
+            Step::ServeDied(s) => write!(f, "serve died: {s}"),
+            Step::ServeStopped(s) => write!(f, "serve stopped: {s}"),
+            Step::ArmStarted { arm, runtime } => write!(f, "{arm}: {runtime}"),
+            Step::Arm { arm, step } => write!(f, "{arm}: {step}"),
+            Step::Note(s) => f.write_str(s),
+        }
+    }
+}
+
 /// What happened in a run, in order. Borrowed: an event lives as long as the reporters look at it.
 #[derive(Debug, Clone, Copy)]
 pub enum Event<'a> {
@@ -73,12 +231,12 @@ pub enum Event<'a> {
         /// The run directory re-judged, for `servegate judge`.
         on: Option<&'a Path>,
     },
-    /// A progress line of the runner (evidence dir, serve ready or failed, requests sent and answered).
+    /// A step of the runner (evidence dir, serve ready or failed, requests answered, serve stopped).
     Progress {
         /// The gate.
         spec: &'a GateSpec,
-        /// The line (secrets already masked by the runner).
-        line: &'a str,
+        /// The step.
+        step: &'a Step,
     },
     /// A gate's `[requires]` are unmet: ignored, or failed under `SERVEGATE_STRICT=1`.
     GateUnmet {
@@ -305,9 +463,9 @@ impl Reporter for Console {
                     None => println!("gate {} ({})", spec.name, file.display()),
                 }
             }
-            Event::Progress { spec, line } => {
+            Event::Progress { spec, step } => {
                 if !self.quiet {
-                    eprintln!("[{}] {line}", spec.name);
+                    eprintln!("[{}] {step}", spec.name);
                 }
             }
             Event::GateUnmet { unmet, .. } => println!("IGNORED requires: {}", unmet.join("; ")),

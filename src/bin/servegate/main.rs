@@ -282,8 +282,8 @@ fn cmd_run(
             continue;
         }
         let t = std::time::Instant::now();
-        let ran = runner::run(g, &root, &mut |line: &str| {
-            out.event(&Event::Progress { spec: g, line })
+        let ran = runner::run(g, &root, &mut |step| {
+            out.event(&Event::Progress { spec: g, step })
         });
         servegate::io::signals::checkpoint();
         let run_s = t.elapsed().as_secs_f64();
