@@ -683,9 +683,10 @@ fn evidence_dir(results: &Path) -> PathBuf {
 
 /// `servegate judge DIR --gate GATE` with every report asked for; returns the output.
 fn judge_with_reports(s: &Setup, dir: &Path, gate: &Path, tag: &str) -> Out {
-    let (j, x) = (
+    let (j, x, m) = (
         s.p(&format!("{tag}.judge.json")),
         s.p(&format!("{tag}.judge.xml")),
+        s.p(&format!("{tag}.judge.md")),
     );
     let args: Vec<&str> = vec![
         "judge",
@@ -696,6 +697,8 @@ fn judge_with_reports(s: &Setup, dir: &Path, gate: &Path, tag: &str) -> Out {
         j.to_str().unwrap(),
         "--junit",
         x.to_str().unwrap(),
+        "--summary",
+        m.to_str().unwrap(),
     ];
     servegate(&args, &[])
 }
@@ -720,9 +723,10 @@ fn verdict_lines(out: &Out) -> Vec<String> {
 }
 
 /// One gate (a failing one: rate floor too high, so the failure kind, the serve log tail and the exit code are
-/// all exercised), run by the harness (`SERVEGATE_JSON`) and by `servegate run --json`, and each run's
-/// evidence re-judged by `servegate judge --json`: for the same evidence the results JSON is byte-identical
-/// once producer, timestamps and wall times are redacted, and the verdict lines and exit codes agree. The two live runs
+/// all exercised), run by the harness (`SERVEGATE_JSON`, `SERVEGATE_SUMMARY`) and by `servegate run --json
+/// --summary`, and each run's evidence re-judged by `servegate judge --json --summary`: for the same evidence
+/// the results JSON is byte-identical once producer, timestamps and wall times are redacted, the Markdown
+/// summary is byte-identical as written, and the verdict lines and exit codes agree. The two live runs
 /// measured different evidence, so between them only what does not depend on timing is compared (every
 /// status, outcome, failure kind, bound, unit, count and exit code).
 #[test]
@@ -730,17 +734,22 @@ fn run_harness_and_judge_give_the_same_results_for_the_same_evidence() {
     let s = Setup::new();
     let gate = data("mixed/b-fail.toml");
     // The harness.
-    let (hj, hruns) = (s.p("h.json"), s.p("runs-h"));
+    let (hj, hm, hruns) = (s.p("h.json"), s.p("h.md"), s.p("runs-h"));
     let h = harness(
         &[
             ("SERVEGATE_GATES", &gate),
             ("SERVEGATE_JSON", &hj),
+            ("SERVEGATE_SUMMARY", &hm),
             ("SERVEGATE_RUNS", &hruns),
         ],
         &[],
     );
     assert_eq!(h.code, LIBTEST_FAILED, "{}\n{}", h.stdout, h.stderr);
-    assert!(h.stdout.contains("reports: json "), "{}", h.stdout);
+    assert!(
+        h.stdout.contains("reports: json ") && h.stdout.contains(", summary "),
+        "{}",
+        h.stdout
+    );
     let hdir = evidence_dir(&hj);
     let hjudge = judge_with_reports(&s, &hdir, &gate, "h");
     assert_eq!(hjudge.code, exit::ASSERTION_FAILED, "{}", hjudge.stderr);
@@ -749,8 +758,12 @@ fn run_harness_and_judge_give_the_same_results_for_the_same_evidence() {
         redact_results(&std::fs::read(s.p("h.judge.json")).unwrap()),
         "the harness and `servegate judge` of its evidence disagree"
     );
+    assert_eq!(
+        std::fs::read_to_string(&hm).unwrap(),
+        std::fs::read_to_string(s.p("h.judge.md")).unwrap()
+    );
     // `servegate run`.
-    let (rj, rruns) = (s.p("r.json"), s.p("runs-r"));
+    let (rj, rm, rruns) = (s.p("r.json"), s.p("r.md"), s.p("runs-r"));
     let r = servegate(
         &[
             "run",
@@ -759,6 +772,8 @@ fn run_harness_and_judge_give_the_same_results_for_the_same_evidence() {
             rruns.to_str().unwrap(),
             "--json",
             rj.to_str().unwrap(),
+            "--summary",
+            rm.to_str().unwrap(),
             gate.to_str().unwrap(),
         ],
         &[],
@@ -774,6 +789,10 @@ fn run_harness_and_judge_give_the_same_results_for_the_same_evidence() {
         redact_results(&std::fs::read(&rj).unwrap()),
         redact_results(&std::fs::read(s.p("r.judge.json")).unwrap()),
         "`servegate run` and `servegate judge` of its evidence disagree"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&rm).unwrap(),
+        std::fs::read_to_string(s.p("r.judge.md")).unwrap()
     );
     // Run and harness: the same gate, two live runs; everything that does not depend on timing is equal.
     let shape = |p: &Path| {
@@ -813,4 +832,16 @@ fn run_harness_and_judge_give_the_same_results_for_the_same_evidence() {
     };
     assert_eq!(shape(&rj), shape(&hj));
     assert_eq!(json(&rj)["exit_code"], exit::ASSERTION_FAILED);
+    // The summary shows the failure as FAIL, the evidence directory, and n of N.
+    let md = std::fs::read_to_string(&rm).unwrap();
+    assert!(md.starts_with("# servegate: FAIL (exit 1)\n"), "{md}");
+    assert!(
+        md.contains(&format!("Evidence: `{}`", rdir.display())),
+        "{md}"
+    );
+    assert!(
+        md.contains("| rate | FAIL | ") && md.contains(" tok/s | 1000.0 tok/s | 2 of 2 |"),
+        "{md}"
+    );
+    assert!(md.contains("| content | PASS |"), "{md}");
 }

@@ -22,17 +22,20 @@ pub enum Format {
     Junit,
     /// The results JSON, schema `servegate.results/1` (`--json`, `SERVEGATE_JSON`; `sinks/json.rs`).
     Json,
+    /// A Markdown summary for `$GITHUB_STEP_SUMMARY` (`--summary`, `SERVEGATE_SUMMARY`; `sinks/markdown.rs`).
+    Summary,
 }
 
 impl Format {
-    /// Every format, in the order reports are named (`reports: junit ..., json ...`).
-    pub const ALL: [Format; 2] = [Format::Junit, Format::Json];
+    /// Every format, in the order reports are named (`reports: junit ..., json ..., summary ...`).
+    pub const ALL: [Format; 3] = [Format::Junit, Format::Json, Format::Summary];
 
-    /// The short name (`junit`, `json`): the command-line flag without `--`.
+    /// The short name (`junit`, `json`, `summary`): the command-line flag without `--`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Junit => "junit",
             Format::Json => "json",
+            Format::Summary => "summary",
         }
     }
 
@@ -41,6 +44,7 @@ impl Format {
         match self {
             Format::Junit => "SERVEGATE_JUNIT",
             Format::Json => "SERVEGATE_JSON",
+            Format::Summary => "SERVEGATE_SUMMARY",
         }
     }
 
@@ -49,6 +53,7 @@ impl Format {
         match self {
             Format::Junit => "the JUnit XML",
             Format::Json => "the JSON results",
+            Format::Summary => "the Markdown summary",
         }
     }
 
@@ -57,6 +62,7 @@ impl Format {
         match self {
             Format::Junit => &crate::sinks::junit::Junit,
             Format::Json => &crate::sinks::json::Json,
+            Format::Summary => &crate::sinks::markdown::Markdown,
         }
     }
 
@@ -65,6 +71,7 @@ impl Format {
         match self {
             Format::Junit => args.junit.as_ref(),
             Format::Json => args.json.as_ref(),
+            Format::Summary => args.summary.as_ref(),
         }
     }
 }
@@ -81,6 +88,10 @@ pub struct OutputArgs {
     /// Default: $SERVEGATE_JSON.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Also write a Markdown summary here (one table per gate, at most 1 MiB: GitHub's $GITHUB_STEP_SUMMARY
+    /// cap; docs/ci.md). Default: $SERVEGATE_SUMMARY.
+    #[arg(long, value_name = "PATH")]
+    pub summary: Option<PathBuf>,
 }
 
 impl OutputArgs {
