@@ -118,13 +118,17 @@ impl Config {
             Nextest::Off
         } else {
             if !outputs.is_empty() {
-                notes.push(
-                    "SERVEGATE_JUNIT / SERVEGATE_JSON / SERVEGATE_SUMMARY are ignored under cargo-nextest (each test runs in its own process, \
+                let vars: Vec<&str> = crate::sinks::export::Format::ALL
+                    .iter()
+                    .map(|f| f.env_var())
+                    .collect();
+                notes.push(format!(
+                    "{} are ignored under cargo-nextest (each test runs in its own process, \
                      so no process sees the whole run) and removed, so no older report passes for this run: use \
                      nextest's own JUnit ([profile.<name>.junit] in .config/nextest.toml) or run \
-                     `cargo test --test gates`"
-                        .to_string(),
-                );
+                     `cargo test --test gates`",
+                    vars.join(" / ")
+                ));
                 unwritten = std::mem::take(&mut outputs);
             }
             match nonempty(var("NEXTEST_RUN_ID")) {
@@ -470,18 +474,18 @@ pub fn decide(gate: &LazyGate, assertion: &str) -> Decision {
             Decision::failed(FailureKind::Panic, format!("the gate run panicked: {m}"))
         }
         GateResult::Ran(o) => match o.verdicts.iter().find(|v| v.assertion == assertion) {
-            Some(v) if v.passed() => Decision {
-                outcome: TestOutcome::Passed,
-                failure_kind: None,
-                message: v.message.clone(),
-                detail: None,
-            },
-            Some(v) => Decision {
-                outcome: TestOutcome::Failed,
-                failure_kind: Some(report::verdict_failure_kind(o)),
-                message: v.message.clone(),
-                detail: Some(format!("evidence: {}", o.dir.display())),
-            },
+            // The test as the results list it (one mapping from a verdict to a test), plus the evidence
+            // directory in libtest's failure text.
+            Some(v) => {
+                let t = report::assertion_from_verdict(&gate.spec, o, v, 0.0);
+                Decision {
+                    outcome: t.outcome,
+                    failure_kind: t.failure_kind,
+                    message: t.message,
+                    detail: (t.outcome == TestOutcome::Failed)
+                        .then(|| format!("evidence: {}", o.dir.display())),
+                }
+            }
             None => Decision::failed(
                 FailureKind::Assertion,
                 format!("no verdict for {assertion}"),

@@ -493,3 +493,80 @@ impl Reporter for Fanout<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_print_the_runner_s_progress_lines() {
+        let req = Step::RequestAnswered {
+            index: 3,
+            warmup: true,
+            status: "HTTP 200".into(),
+            ttft_ms: Some(41.6),
+            decode_tok_s: Some(47.04),
+            completion_tokens: None,
+        };
+        assert_eq!(
+            req.to_string(),
+            "request 03 (warmup): HTTP 200 ttft 42 ms decode 47.0 tok/s tokens -"
+        );
+        let ready = Step::ServeReady {
+            ready_ms: 1234.0,
+            polls: 17,
+        };
+        assert_eq!(ready.to_string(), "serve ready after 1.23 s (17 polls)");
+        let arm = Step::Arm {
+            arm: "1-theirs".into(),
+            step: Box::new(Step::ServeStarting {
+                port: 8080,
+                command: "llama-server -m KEY".into(),
+            }),
+        };
+        assert_eq!(
+            arm.to_string(),
+            "1-theirs: starting serve on port 8080: llama-server -m KEY"
+        );
+        let masked = arm.map_text(&|t| t.replace("KEY", "***"));
+        assert_eq!(
+            masked.to_string(),
+            "1-theirs: starting serve on port 8080: llama-server -m ***"
+        );
+    }
+
+    #[test]
+    fn the_collector_lists_what_each_event_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("g.toml");
+        let text = "[gate]\nname = \"g\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"hi\"]\n[assert.rate]\nfloor_tok_s = 1.0\n[assert.content]\n";
+        std::fs::write(&file, text).unwrap();
+        let spec = crate::spec::load(&file).unwrap();
+        let mut c = Collector::new(Producer::Run, true);
+        let unmet = vec!["path /dev/x does not exist".to_string()];
+        c.event(&Event::GateUnmet {
+            spec: &spec,
+            unmet: &unmet,
+            strict: true,
+            listed: &Listed::all(&spec, 0.0),
+        });
+        c.event(&Event::GateError {
+            spec: &spec,
+            error: "disk full",
+            panicked: false,
+            listed: &Listed::all(&spec, 2.0),
+        });
+        let mut r = c.into_results();
+        r.finish(3.0);
+        assert_eq!(r.gates.len(), 2);
+        assert_eq!(r.gates[0].exit_code, crate::error::exit::REQUIREMENT_UNMET);
+        assert_eq!(r.gates[1].exit_code, crate::error::exit::EVIDENCE_ERROR);
+        assert_eq!(r.gates[1].assertions[0].duration_s, 2.0);
+        assert_eq!(
+            r.gates[1].assertions[1].message,
+            "evidence error: disk full"
+        );
+        assert_eq!(r.exit_code, crate::error::exit::REQUIREMENT_UNMET);
+        assert_eq!(r.counts.failed, 4);
+    }
+}
