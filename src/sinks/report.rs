@@ -511,7 +511,8 @@ pub fn verdict_failure_kind(outcome: &RunOutcome) -> FailureKind {
     outcome.failure_kind().unwrap_or(FailureKind::Assertion)
 }
 
-/// A test straight from a verdict (what `servegate run` lists: every declared assertion).
+/// A test straight from a verdict: the one mapping from a verdict to a listed test, for `servegate run`,
+/// `servegate judge` and the harness (through [`crate::sinks::events::Collector`] and the harness's trials).
 pub fn assertion_from_verdict(
     spec: &GateSpec,
     outcome: &RunOutcome,
@@ -525,62 +526,6 @@ pub fn assertion_from_verdict(
     };
     AssertionResult::new(&spec.name, &v.assertion, o, kind, &v.message, duration_s)
         .with_figures(spec, v)
-}
-
-/// The results of one gate run by `servegate run`: every verdict, the run's time charged to the first.
-pub fn gate_from_run(spec: &GateSpec, outcome: &RunOutcome, run_s: f64) -> GateResults {
-    let tests = outcome
-        .verdicts
-        .iter()
-        .enumerate()
-        .map(|(i, v)| assertion_from_verdict(spec, outcome, v, if i == 0 { run_s } else { 0.0 }))
-        .collect();
-    let mut g = GateResults::ran(spec, outcome, tests);
-    g.duration_s = run_s;
-    g
-}
-
-/// The results of a gate `servegate run` ignored for unmet requirements (failed under strict).
-pub fn gate_unmet(spec: &GateSpec, reasons: &[String], strict: bool) -> GateResults {
-    let reason = format!("requires: {}", reasons.join("; "));
-    let (o, kind, msg) = if strict {
-        (
-            TestOutcome::Failed,
-            Some(FailureKind::RequirementUnmet),
-            format!("{reason} (SERVEGATE_STRICT is set: unmet requirements fail)"),
-        )
-    } else {
-        (TestOutcome::Skipped, None, reason.clone())
-    };
-    let tests = spec
-        .assertions
-        .names()
-        .iter()
-        .map(|a| AssertionResult::new(&spec.name, a, o, kind, &msg, 0.0))
-        .collect();
-    GateResults::not_run(&spec.name, &spec.file, &spec.description, &reason, tests)
-}
-
-/// The results of a gate whose run failed to write or read its evidence.
-pub fn gate_error(spec: &GateSpec, error: &str, run_s: f64) -> GateResults {
-    let msg = format!("evidence error: {error}");
-    let tests = spec
-        .assertions
-        .names()
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            AssertionResult::new(
-                &spec.name,
-                a,
-                TestOutcome::Failed,
-                Some(FailureKind::EvidenceError),
-                &msg,
-                if i == 0 { run_s } else { 0.0 },
-            )
-        })
-        .collect();
-    GateResults::not_run(&spec.name, &spec.file, &spec.description, &msg, tests)
 }
 
 /// Provenance from a run outcome.
