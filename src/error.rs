@@ -26,6 +26,9 @@ pub mod exit {
     /// Nothing was checked: no gate file, a filter that selects no assertion, or every selected gate ignored
     /// (unmet `[requires]`). A job that checked nothing is not green.
     pub const NOTHING_CHECKED: i32 = 7;
+    /// The harness behind `cargo test --test gates` only: a trial failed (libtest's own code, so `cargo test`
+    /// reads it as it reads any failed test). The reports it writes carry the code above for the cause.
+    pub const LIBTEST_FAILED: i32 = 101;
 }
 
 /// Why a test failed. Each kind maps to the `servegate` exit code CI can match on ([`FailureKind::exit_code`]).
@@ -76,6 +79,49 @@ pub fn exit_code(failure: Option<FailureKind>) -> i32 {
         Some(FailureKind::ServeNotReady) => exit::SERVE_NOT_READY,
         Some(FailureKind::EvidenceError) => exit::EVIDENCE_ERROR,
         Some(FailureKind::RequirementUnmet) => exit::REQUIREMENT_UNMET,
+    }
+}
+
+/// How a whole run ended (`servegate run`, `servegate judge`, the harness), beyond the outcome of each gate:
+/// the one place that turns it into the exit code of the process and of the reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunEnd {
+    /// The worst (highest) exit code of the gates (each from [`exit_code`] of its failure kind).
+    pub worst_gate: i32,
+    /// Nothing was checked (every gate ignored, no gate file, a filter that selects nothing).
+    pub nothing_checked: bool,
+    /// A report (JUnit, JSON, summary) could not be written.
+    pub report_unwritten: bool,
+}
+
+impl RunEnd {
+    /// The exit code of `servegate run` and `servegate judge`, and the `exit_code` every report states: the
+    /// worst gate's code, at least NOTHING_CHECKED when nothing was checked, at least EVIDENCE_ERROR when a
+    /// report could not be written.
+    pub fn exit_code(self) -> i32 {
+        let mut code = self.worst_gate;
+        if self.nothing_checked {
+            code = code.max(exit::NOTHING_CHECKED);
+        }
+        if self.report_unwritten {
+            code = code.max(exit::EVIDENCE_ERROR);
+        }
+        code
+    }
+
+    /// The exit code of the harness process: [`exit::LIBTEST_FAILED`] when a trial failed (libtest's
+    /// convention), else NOTHING_CHECKED when nothing was checked, else EVIDENCE_ERROR when a report could
+    /// not be written, else PASS.
+    pub fn harness_exit_code(self, trial_failed: bool) -> i32 {
+        if trial_failed {
+            exit::LIBTEST_FAILED
+        } else if self.nothing_checked {
+            exit::NOTHING_CHECKED
+        } else if self.report_unwritten {
+            exit::EVIDENCE_ERROR
+        } else {
+            exit::PASS
+        }
     }
 }
 
@@ -269,4 +315,52 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
         .unwrap_or(0)
         + 1;
     (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_end_never_reads_greener_than_its_worst_part() {
+        let end = |worst_gate, nothing_checked, report_unwritten| RunEnd {
+            worst_gate,
+            nothing_checked,
+            report_unwritten,
+        };
+        assert_eq!(end(exit::PASS, false, false).exit_code(), exit::PASS);
+        assert_eq!(
+            end(exit::PASS, true, false).exit_code(),
+            exit::NOTHING_CHECKED
+        );
+        assert_eq!(
+            end(exit::ASSERTION_FAILED, false, true).exit_code(),
+            exit::EVIDENCE_ERROR
+        );
+        assert_eq!(
+            end(exit::REQUIREMENT_UNMET, false, true).exit_code(),
+            exit::REQUIREMENT_UNMET
+        );
+        assert_eq!(
+            end(exit::SERVE_NOT_READY, false, false).exit_code(),
+            exit::SERVE_NOT_READY
+        );
+        assert_eq!(
+            end(exit::PASS, true, true).harness_exit_code(true),
+            exit::LIBTEST_FAILED
+        );
+        assert_eq!(
+            end(exit::PASS, true, true).harness_exit_code(false),
+            exit::NOTHING_CHECKED
+        );
+        assert_eq!(
+            end(exit::PASS, false, true).harness_exit_code(false),
+            exit::EVIDENCE_ERROR
+        );
+        assert_eq!(
+            end(exit::PASS, false, false).harness_exit_code(false),
+            exit::PASS
+        );
+        assert_eq!(exit_code(Some(FailureKind::Panic)), exit::ASSERTION_FAILED);
+    }
 }

@@ -136,7 +136,7 @@ fn pid_alive(pid: u32) -> bool {
         Ok(s) => s
             .rsplit(')')
             .next()
-            .map(|r| r.trim_start().chars().next() != Some('Z'))
+            .map(|r| !r.trim_start().starts_with('Z'))
             .unwrap_or(false),
         Err(_) => false,
     }
@@ -348,6 +348,34 @@ at_least = 0.5
         "{stdout}"
     );
     assert!(!marker.exists(), "a serve was started");
+    // `servegate judge` of the voided pair says what `run` said: exit 3 (the spec pairs two model files, so
+    // nothing about the serves was judged), in its RESULT line and its results JSON (issue 13, item 2).
+    let pair_dir = std::fs::read_dir(tmp.path().join("runs/mismatch"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .expect("the pair directory");
+    let results = tmp.path().join("judge.json");
+    let judged = Command::new(bin())
+        .arg("judge")
+        .arg(&pair_dir)
+        .arg("--json")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let jstdout = String::from_utf8_lossy(&judged.stdout);
+    assert_eq!(judged.status.code(), Some(3), "{jstdout}");
+    assert!(jstdout.contains("RESULT: ERROR"), "{jstdout}");
+    assert!(
+        stdout.contains("RESULT: ERROR"),
+        "`run` and `judge` print the same RESULT: {stdout}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+    assert_eq!(v["exit_code"], 3, "{v}");
+    assert_eq!(v["producer"], "judge", "{v}");
+    assert_eq!(v["gates"][0]["failure_kind"], "spec_invalid", "{v}");
     // And the same file under two paths is one model file: accepted (the arms then run).
     let same = text
         .replace(

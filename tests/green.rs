@@ -642,3 +642,206 @@ fn a_passing_run_whose_records_cannot_be_written_says_error_not_pass() {
     assert!(out.stdout.trim_end().ends_with(result_line(&out)));
     assert_eq!(json(&r)["exit_code"], out.code);
 }
+
+// ---- issue 13, item 2: one run path ----
+
+/// The results JSON with what differs between two reports of the same evidence by nature redacted: who wrote
+/// it (`producer`), when (`started_utc`, `ended_utc`: the document's and, harmlessly, the provenance's, which
+/// come from the same run.json) and wall times (`duration_s`). Line by line on the bytes as written, so
+/// everything else must be byte-identical.
+fn redact_results(bytes: &[u8]) -> String {
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    text.lines()
+        .map(|l| {
+            let t = l.trim_start();
+            for key in [
+                "\"producer\":",
+                "\"started_utc\":",
+                "\"ended_utc\":",
+                "\"duration_s\":",
+            ] {
+                if t.starts_with(key) {
+                    let indent = &l[..l.len() - t.len()];
+                    let comma = if t.ends_with(',') { "," } else { "" };
+                    return format!("{indent}{key} \"<redacted>\"{comma}");
+                }
+            }
+            l.to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The evidence directory of the first gate of a results JSON.
+fn evidence_dir(results: &Path) -> PathBuf {
+    PathBuf::from(
+        json(results)["gates"][0]["provenance"]["evidence_dir"]
+            .as_str()
+            .unwrap(),
+    )
+}
+
+/// `servegate judge DIR --gate GATE` with every report asked for; returns the output.
+fn judge_with_reports(s: &Setup, dir: &Path, gate: &Path, tag: &str) -> Out {
+    let (j, x, m) = (
+        s.p(&format!("{tag}.judge.json")),
+        s.p(&format!("{tag}.judge.xml")),
+        s.p(&format!("{tag}.judge.md")),
+    );
+    let args: Vec<&str> = vec![
+        "judge",
+        dir.to_str().unwrap(),
+        "--gate",
+        gate.to_str().unwrap(),
+        "--json",
+        j.to_str().unwrap(),
+        "--junit",
+        x.to_str().unwrap(),
+        "--summary",
+        m.to_str().unwrap(),
+    ];
+    servegate(&args, &[])
+}
+
+/// Lines of `out` that are verdict lines of the gate's assertions.
+fn verdict_lines(out: &Out) -> Vec<String> {
+    out.stdout
+        .lines()
+        .filter(|l| {
+            [
+                "route ",
+                "rate ",
+                "first_token ",
+                "content ",
+                "known_answer ",
+            ]
+            .iter()
+            .any(|a| l.trim_start().starts_with(a))
+        })
+        .map(|l| l.trim_start().to_string())
+        .collect()
+}
+
+/// One gate (a failing one: rate floor too high, so the failure kind, the serve log tail and the exit code are
+/// all exercised), run by the harness (`SERVEGATE_JSON`, `SERVEGATE_SUMMARY`) and by `servegate run --json
+/// --summary`, and each run's evidence re-judged by `servegate judge --json --summary`: for the same evidence
+/// the results JSON is byte-identical once producer, timestamps and wall times are redacted, the Markdown
+/// summary is byte-identical as written, and the verdict lines and exit codes agree. The two live runs
+/// measured different evidence, so between them only what does not depend on timing is compared (every
+/// status, outcome, failure kind, bound, unit, count and exit code).
+#[test]
+fn run_harness_and_judge_give_the_same_results_for_the_same_evidence() {
+    let s = Setup::new();
+    let gate = data("mixed/b-fail.toml");
+    // The harness.
+    let (hj, hm, hruns) = (s.p("h.json"), s.p("h.md"), s.p("runs-h"));
+    let h = harness(
+        &[
+            ("SERVEGATE_GATES", &gate),
+            ("SERVEGATE_JSON", &hj),
+            ("SERVEGATE_SUMMARY", &hm),
+            ("SERVEGATE_RUNS", &hruns),
+        ],
+        &[],
+    );
+    assert_eq!(h.code, LIBTEST_FAILED, "{}\n{}", h.stdout, h.stderr);
+    assert!(
+        h.stdout.contains("reports: json ") && h.stdout.contains(", summary "),
+        "{}",
+        h.stdout
+    );
+    let hdir = evidence_dir(&hj);
+    let hjudge = judge_with_reports(&s, &hdir, &gate, "h");
+    assert_eq!(hjudge.code, exit::ASSERTION_FAILED, "{}", hjudge.stderr);
+    assert_eq!(
+        redact_results(&std::fs::read(&hj).unwrap()),
+        redact_results(&std::fs::read(s.p("h.judge.json")).unwrap()),
+        "the harness and `servegate judge` of its evidence disagree"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&hm).unwrap(),
+        std::fs::read_to_string(s.p("h.judge.md")).unwrap()
+    );
+    // `servegate run`.
+    let (rj, rm, rruns) = (s.p("r.json"), s.p("r.md"), s.p("runs-r"));
+    let r = servegate(
+        &[
+            "run",
+            "--quiet",
+            "--runs",
+            rruns.to_str().unwrap(),
+            "--json",
+            rj.to_str().unwrap(),
+            "--summary",
+            rm.to_str().unwrap(),
+            gate.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(r.code, exit::ASSERTION_FAILED, "{}\n{}", r.stdout, r.stderr);
+    let rdir = evidence_dir(&rj);
+    let rjudge = judge_with_reports(&s, &rdir, &gate, "r");
+    assert_eq!(rjudge.code, r.code, "{}", rjudge.stdout);
+    assert_eq!(result_line(&rjudge), result_line(&r));
+    assert_eq!(verdict_lines(&rjudge), verdict_lines(&r));
+    assert_eq!(verdict_lines(&r).len(), 2, "{}", r.stdout);
+    assert_eq!(
+        redact_results(&std::fs::read(&rj).unwrap()),
+        redact_results(&std::fs::read(s.p("r.judge.json")).unwrap()),
+        "`servegate run` and `servegate judge` of its evidence disagree"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&rm).unwrap(),
+        std::fs::read_to_string(s.p("r.judge.md")).unwrap()
+    );
+    // Run and harness: the same gate, two live runs; everything that does not depend on timing is equal.
+    let shape = |p: &Path| {
+        let v = json(p);
+        let g = &v["gates"][0];
+        let tests: Vec<serde_json::Value> = g["assertions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                serde_json::json!([
+                    a["name"],
+                    a["test"],
+                    a["outcome"],
+                    a["failure_kind"],
+                    a["bound"],
+                    a["unit"],
+                    a["values"].as_array().map(|x| x.len())
+                ])
+            })
+            .collect();
+        serde_json::json!([
+            v["schema"],
+            v["exit_code"],
+            v["counts"],
+            v["strict"],
+            g["name"],
+            g["file"],
+            g["status"],
+            g["failure_kind"],
+            g["exit_code"],
+            g["reason"],
+            tests,
+            g["requests"].as_array().map(|x| x.len()),
+            g["serve_log_tail"].is_string()
+        ])
+    };
+    assert_eq!(shape(&rj), shape(&hj));
+    assert_eq!(json(&rj)["exit_code"], exit::ASSERTION_FAILED);
+    // The summary shows the failure as FAIL, the evidence directory, and n of N.
+    let md = std::fs::read_to_string(&rm).unwrap();
+    assert!(md.starts_with("# servegate: FAIL (exit 1)\n"), "{md}");
+    assert!(
+        md.contains(&format!("Evidence: `{}`", rdir.display())),
+        "{md}"
+    );
+    assert!(
+        md.contains("| rate | FAIL | ") && md.contains(" tok/s | 1000.0 tok/s | 2 of 2 |"),
+        "{md}"
+    );
+    assert!(md.contains("| content | PASS |"), "{md}");
+}

@@ -24,6 +24,12 @@ impl RunOutcome {
     /// How this run failed, if it did: a pair on two different model files is `SpecInvalid`; a run whose
     /// serve never answered is `ServeNotReady`; any other failed verdict is `Assertion`; `None` when every
     /// verdict passed.
+    ///
+    /// A voided pair (`pair_model_mismatch`) is `SpecInvalid` (exit 3) for `servegate run`, `servegate judge`
+    /// and the harness alike (`servegate judge` used to say 1): the gate's own configuration names two model
+    /// files, nothing about either serve was measured or judged, and the fix is in the gate, not in the serve;
+    /// exit 1 would tell CI a serve regressed. (The test is on the failure's wire name in `pair.json`; when
+    /// the typed failure codes land, match the code instead.)
     pub fn failure_kind(&self) -> Option<FailureKind> {
         if let Some(p) = &self.pair {
             if p.failure

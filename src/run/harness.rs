@@ -16,7 +16,8 @@
 //!
 //! Environment: `SERVEGATE_GATES` (a directory or one `.toml` file), `SERVEGATE_RUNS` (evidence root),
 //! `SERVEGATE_STRICT=1` (unmet `[requires]` fail instead of being ignored), `SERVEGATE_VERBOSE=1` (progress
-//! on stderr), `SERVEGATE_JUNIT=path` (JUnit XML), `SERVEGATE_JSON=path` (results JSON, docs/results-json.md).
+//! on stderr), `SERVEGATE_JUNIT=path` (JUnit XML), `SERVEGATE_JSON=path` (results JSON, docs/results-json.md),
+//! `SERVEGATE_SUMMARY=path` (Markdown summary, e.g. `$GITHUB_STEP_SUMMARY`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -26,11 +27,11 @@ use std::time::{Duration, Instant, SystemTime};
 use libtest_mimic::{Arguments, Completion, Conclusion, Failed, Trial};
 use serde::{Deserialize, Serialize};
 
+use crate::error::RunEnd;
 use crate::run::runner::{self, RunOutcome};
+use crate::sinks::events::{Collector, Event, Listed, Reporter};
 use crate::sinks::outputs::Outputs;
-use crate::sinks::report::{
-    self, AssertionResult, FailureKind, GateResults, Producer, Results, TestOutcome,
-};
+use crate::sinks::report::{self, FailureKind, Producer, Results, TestOutcome};
 use crate::spec::{self, GateSpec};
 
 /// What happened to one gate.
@@ -109,10 +110,7 @@ impl Config {
         let runs = nonempty(var("SERVEGATE_RUNS"))
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("target/servegate/runs"));
-        let mut outputs = Outputs {
-            junit: nonempty(var("SERVEGATE_JUNIT")).map(PathBuf::from),
-            json: nonempty(var("SERVEGATE_JSON")).map(PathBuf::from),
-        };
+        let mut outputs = Outputs::from_vars(&var);
         let mut notes = Vec::new();
         let mut unwritten = Outputs::default();
         let under_nextest = flag(var("NEXTEST")) || nonempty(var("NEXTEST_RUN_ID")).is_some();
@@ -120,13 +118,17 @@ impl Config {
             Nextest::Off
         } else {
             if !outputs.is_empty() {
-                notes.push(
-                    "SERVEGATE_JUNIT / SERVEGATE_JSON are ignored under cargo-nextest (each test runs in its own process, \
+                let vars: Vec<&str> = crate::sinks::export::Format::ALL
+                    .iter()
+                    .map(|f| f.env_var())
+                    .collect();
+                notes.push(format!(
+                    "{} are ignored under cargo-nextest (each test runs in its own process, \
                      so no process sees the whole run) and removed, so no older report passes for this run: use \
                      nextest's own JUnit ([profile.<name>.junit] in .config/nextest.toml) or run \
-                     `cargo test --test gates`"
-                        .to_string(),
-                );
+                     `cargo test --test gates`",
+                    vars.join(" / ")
+                ));
                 unwritten = std::mem::take(&mut outputs);
             }
             match nonempty(var("NEXTEST_RUN_ID")) {
@@ -216,12 +218,10 @@ impl LazyGate {
 
 /// Runs a gate live (panics caught).
 fn run_gate(spec: &GateSpec, config: &Config) -> GateResult {
-    let name = spec.name.clone();
-    let verbose = config.verbose;
-    let mut progress = |line: &str| {
-        if verbose {
-            eprintln!("[{name}] {line}");
-        }
+    // Progress on stderr under SERVEGATE_VERBOSE: the console reporter of `servegate run`, fed the same steps.
+    let mut console = crate::sinks::events::Console::new(!config.verbose);
+    let mut progress = |step: &crate::sinks::events::Step| {
+        console.event(&Event::Progress { spec, step });
     };
     match catch_unwind(AssertUnwindSafe(|| {
         runner::run(spec, &config.runs, &mut progress)
@@ -474,18 +474,18 @@ pub fn decide(gate: &LazyGate, assertion: &str) -> Decision {
             Decision::failed(FailureKind::Panic, format!("the gate run panicked: {m}"))
         }
         GateResult::Ran(o) => match o.verdicts.iter().find(|v| v.assertion == assertion) {
-            Some(v) if v.passed() => Decision {
-                outcome: TestOutcome::Passed,
-                failure_kind: None,
-                message: v.message.clone(),
-                detail: None,
-            },
-            Some(v) => Decision {
-                outcome: TestOutcome::Failed,
-                failure_kind: Some(report::verdict_failure_kind(o)),
-                message: v.message.clone(),
-                detail: Some(format!("evidence: {}", o.dir.display())),
-            },
+            // The test as the results list it (one mapping from a verdict to a test), plus the evidence
+            // directory in libtest's failure text.
+            Some(v) => {
+                let t = report::assertion_from_verdict(&gate.spec, o, v, 0.0);
+                Decision {
+                    outcome: t.outcome,
+                    failure_kind: t.failure_kind,
+                    message: t.message,
+                    detail: (t.outcome == TestOutcome::Failed)
+                        .then(|| format!("evidence: {}", o.dir.display())),
+                }
+            }
             None => Decision::failed(
                 FailureKind::Assertion,
                 format!("no verdict for {assertion}"),
@@ -692,9 +692,9 @@ pub fn report(entries: &[Entry]) -> String {
     out
 }
 
-/// Builds the results document from the trial records: one gate per entry with a recorded trial, one test per
-/// recorded trial (in declaration order), figures from the verdicts.
-/// `started_utc` is when the harness started.
+/// Builds the results document from the trial records, through the same events and [`Collector`] as
+/// `servegate run` and `servegate judge`: one gate event per entry with a recorded trial, listing its recorded
+/// trials (in declaration order) with their wall times. `started_utc` is when the harness started.
 pub fn results(
     entries: &[Entry],
     records: &[TrialRecord],
@@ -702,18 +702,19 @@ pub fn results(
     started_utc: &str,
     duration_s: f64,
 ) -> Results {
-    let mut results = Results::begin(Producer::Harness, strict);
-    results.started_utc = started_utc.to_string();
+    let mut collector = Collector::new(Producer::Harness, strict);
+    collector.results_mut().started_utc = started_utc.to_string();
     for (i, entry) in entries.iter().enumerate() {
         let mut recs: Vec<&TrialRecord> = records.iter().filter(|r| r.entry == i).collect();
         if recs.is_empty() {
             continue;
         }
         match entry {
-            Entry::Invalid { file, error } => {
-                let d: f64 = recs.iter().map(|r| r.duration.as_secs_f64()).sum();
-                results.push(GateResults::spec_invalid(file, error, d));
-            }
+            Entry::Invalid { file, error } => collector.event(&Event::SpecInvalid {
+                file,
+                error,
+                duration_s: recs.iter().map(|r| r.duration.as_secs_f64()).sum(),
+            }),
             Entry::Gate(g) => {
                 let names = g.spec.assertions.names();
                 recs.sort_by_key(|r| {
@@ -722,66 +723,53 @@ pub fn results(
                         .position(|n| *n == r.assertion)
                         .unwrap_or(usize::MAX)
                 });
-                let outcome = match g.result() {
-                    Some(GateResult::Ran(o)) => Some(o),
-                    _ => None,
-                };
-                let tests: Vec<AssertionResult> = recs
+                let listed: Vec<Listed> = recs
                     .iter()
-                    .map(|r| {
-                        let d = &r.decision;
-                        let t = AssertionResult::new(
-                            &g.spec.name,
-                            &r.assertion,
-                            d.outcome,
-                            d.failure_kind,
-                            &d.message,
-                            r.duration.as_secs_f64(),
-                        );
-                        match outcome
-                            .and_then(|o| o.verdicts.iter().find(|v| v.assertion == r.assertion))
-                        {
-                            Some(v) => t.with_figures(&g.spec, v),
-                            None => t,
-                        }
+                    .map(|r| Listed {
+                        assertion: r.assertion.clone(),
+                        duration_s: r.duration.as_secs_f64(),
                     })
                     .collect();
-                let gate = match (outcome, g.result()) {
-                    (Some(o), _) => GateResults::ran(&g.spec, o, tests),
-                    (None, Some(GateResult::Unmet(r))) => GateResults::not_run(
-                        &g.spec.name,
-                        &g.spec.file,
-                        &g.spec.description,
-                        &format!("requires: {}", r.join("; ")),
-                        tests,
-                    ),
-                    (None, Some(GateResult::Error(e))) => GateResults::not_run(
-                        &g.spec.name,
-                        &g.spec.file,
-                        &g.spec.description,
-                        &format!("evidence error: {e}"),
-                        tests,
-                    ),
-                    (None, Some(GateResult::Panicked(m))) => GateResults::not_run(
-                        &g.spec.name,
-                        &g.spec.file,
-                        &g.spec.description,
-                        &format!("the run panicked: {m}"),
-                        tests,
-                    ),
-                    (None, None) => GateResults::not_run(
-                        &g.spec.name,
-                        &g.spec.file,
-                        &g.spec.description,
-                        "not run",
-                        tests,
-                    ),
-                    (None, Some(GateResult::Ran(_))) => unreachable!("outcome is Some for Ran"),
-                };
-                results.push(gate);
+                let spec = &g.spec;
+                let listed = &listed;
+                collector.event(&match g.result() {
+                    Some(GateResult::Ran(o)) => Event::GateJudged {
+                        spec,
+                        outcome: o,
+                        listed,
+                    },
+                    Some(GateResult::Unmet(unmet)) => Event::GateUnmet {
+                        spec,
+                        unmet,
+                        // Under nextest a trial run although ignored fails (see [`decide`]).
+                        strict: strict
+                            || recs
+                                .iter()
+                                .any(|r| r.decision.outcome == TestOutcome::Failed),
+                        listed,
+                    },
+                    Some(GateResult::Error(error)) => Event::GateError {
+                        spec,
+                        error,
+                        panicked: false,
+                        listed,
+                    },
+                    Some(GateResult::Panicked(error)) => Event::GateError {
+                        spec,
+                        error,
+                        panicked: true,
+                        listed,
+                    },
+                    None => Event::GateNotRun {
+                        spec,
+                        why: "not run: ignored by the test arguments",
+                        listed,
+                    },
+                });
             }
         }
     }
+    let mut results = collector.into_results();
     results.finish(duration_s);
     results
 }
@@ -847,7 +835,12 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         let mut results = Results::begin(Producer::Harness, config.strict);
         results.started_utc = started_utc;
         results.finish(t.elapsed().as_secs_f64());
-        results.exit_code = crate::error::exit::NOTHING_CHECKED;
+        results.exit_code = RunEnd {
+            worst_gate: results.exit_code,
+            nothing_checked: true,
+            report_unwritten: false,
+        }
+        .exit_code();
         results.problems.push(why.clone());
         let write_errors = config.outputs.write_all(&mut results);
         return HarnessRun {
@@ -898,7 +891,12 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         )
     });
     if let Some(why) = &nothing_checked {
-        results.exit_code = results.exit_code.max(crate::error::exit::NOTHING_CHECKED);
+        results.exit_code = RunEnd {
+            worst_gate: results.exit_code,
+            nothing_checked: true,
+            report_unwritten: false,
+        }
+        .exit_code();
         results.problems.push(why.clone());
     }
     let write_errors = config.outputs.write_all(&mut results);
@@ -984,25 +982,6 @@ fn nested_gate_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Removes the reports a run is about to write (`SERVEGATE_JUNIT`, `SERVEGATE_JSON`, `--junit`, `--json`), so a
-/// run that ends early (a bad spec, a usage error, a signal) never leaves the previous run's pass in place for
-/// a CI step that publishes them whatever happened. Returns one message per report that exists and could not
-/// be removed.
-pub fn clear_reports(outputs: &crate::sinks::outputs::Outputs) -> Vec<String> {
-    let mut errors = Vec::new();
-    for p in [&outputs.junit, &outputs.json].into_iter().flatten() {
-        match std::fs::remove_file(p) {
-            Ok(()) => {}
-            Err(_) if p.symlink_metadata().is_err() => {} // nothing there (or a parent is not a directory)
-            Err(e) => errors.push(format!(
-                "{}: cannot remove the previous report before the run: {e}",
-                p.display()
-            )),
-        }
-    }
-    errors
-}
-
 /// The harness's signal set-up, done first by [`main`]: a stop signal (SIGINT, SIGTERM, SIGHUP), or the
 /// death of the parent (`cargo` killed alone: [`crate::io::signals::watch_parent`] turns it into a SIGTERM),
 /// ends the harness as interrupted at its next checkpoint: exit 130/143/129, `INTERRUPTED: ...` on
@@ -1027,9 +1006,11 @@ pub fn main() -> std::process::ExitCode {
 pub fn main_args(argv: Vec<String>, config: Config) -> i32 {
     // Before anything can fail (even the arguments): the previous run's reports go, unless this only lists.
     if !argv.iter().skip(1).any(|a| a == "--list") {
-        for e in clear_reports(&config.outputs)
+        for e in config
+            .outputs
+            .clear()
             .into_iter()
-            .chain(clear_reports(&config.unwritten))
+            .chain(config.unwritten.clear())
         {
             eprintln!("servegate: {e}");
         }
@@ -1047,8 +1028,8 @@ pub fn main_args(argv: Vec<String>, config: Config) -> i32 {
     }
 }
 
-/// libtest's exit code when a test failed.
-pub const LIBTEST_FAILED: i32 = 101;
+/// libtest's exit code when a test failed ([`crate::error::exit::LIBTEST_FAILED`]).
+pub const LIBTEST_FAILED: i32 = crate::error::exit::LIBTEST_FAILED;
 
 /// The harness as a program: runs the trials, prints the gate report, the reports written and the closing
 /// line (`gates: N passed, N failed, N skipped`), writes the reports, and returns the exit code: 0, libtest's
@@ -1088,12 +1069,8 @@ pub fn main_code(mut args: Arguments, config: Config) -> i32 {
     let run = run(config, &args, &files);
     if !run.report.is_empty() && !args.list {
         println!("gate report:\n{}", run.report);
-        let written: Vec<String> = [("junit", &outputs.junit), ("json", &outputs.json)]
-            .iter()
-            .filter_map(|(k, p)| p.as_ref().map(|p| format!("{k} {}", p.display())))
-            .collect();
-        if !written.is_empty() && run.write_errors.is_empty() {
-            println!("reports: {}", written.join(", "));
+        if !outputs.is_empty() && run.write_errors.is_empty() {
+            println!("reports: {}", outputs.describe());
         }
         println!("{}", run.closing_line());
     }
@@ -1103,15 +1080,16 @@ pub fn main_code(mut args: Arguments, config: Config) -> i32 {
     if let Some(why) = &run.nothing_checked {
         eprintln!("servegate: {why}; this run is not green");
     }
-    if run.conclusion.has_failed() {
-        LIBTEST_FAILED
-    } else if run.nothing_checked.is_some() {
-        crate::error::exit::NOTHING_CHECKED
-    } else if !run.write_errors.is_empty() {
-        crate::error::exit::EVIDENCE_ERROR
-    } else {
-        crate::error::exit::PASS
+    RunEnd {
+        worst_gate: run
+            .results
+            .as_ref()
+            .map(|r| r.gate_exit_code())
+            .unwrap_or(crate::error::exit::PASS),
+        nothing_checked: run.nothing_checked.is_some(),
+        report_unwritten: !run.write_errors.is_empty(),
     }
+    .harness_exit_code(run.conclusion.has_failed())
 }
 
 #[cfg(test)]
@@ -1126,6 +1104,8 @@ mod tests {
                 .map(|(_, v)| v.to_string())
         }
     }
+
+    use crate::sinks::export::Format;
 
     #[test]
     fn nextest_with_a_run_id_caches_per_run() {
@@ -1144,7 +1124,7 @@ mod tests {
         );
         assert!(c.outputs.is_empty(), "reports are ignored under nextest");
         assert_eq!(
-            c.unwritten.junit.as_deref(),
+            c.unwritten.get(Format::Junit),
             Some(Path::new("j.xml")),
             "and removed when a run starts"
         );
@@ -1169,8 +1149,8 @@ mod tests {
             ("SERVEGATE_GATES", "g"),
         ]));
         assert_eq!(c.nextest, Nextest::Off);
-        assert_eq!(c.outputs.junit.as_deref(), Some(Path::new("out/j.xml")));
-        assert_eq!(c.outputs.json.as_deref(), Some(Path::new("out/r.json")));
+        assert_eq!(c.outputs.get(Format::Junit), Some(Path::new("out/j.xml")));
+        assert_eq!(c.outputs.get(Format::Json), Some(Path::new("out/r.json")));
         assert!(c.strict && !c.verbose);
         assert_eq!(c.gates, PathBuf::from("g"));
         assert_eq!(c.runs, PathBuf::from("target/servegate/runs"));

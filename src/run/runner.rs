@@ -12,6 +12,7 @@ use crate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary
 use crate::io::client;
 use crate::io::serve;
 use crate::judge;
+use crate::sinks::events::Step;
 use crate::spec::{GateSpec, ServeMode};
 
 /// Where run directories go: `$SERVEGATE_RUNS`, default `target/servegate/runs` under the current directory.
@@ -24,7 +25,7 @@ pub fn runs_root() -> PathBuf {
 
 pub use crate::judge::outcome::RunOutcome;
 
-/// Runs `gate` live, writing evidence under `root`, then judges it. `progress` receives one-line notes
+/// Runs `gate` live, writing evidence under `root`, then judges it. `progress` receives each [`Step`]
 /// (`serve ready after 1.2 s`), for a terminal.
 ///
 /// Installs the stop-signal handlers ([`crate::io::signals::install`]) and makes the runner a child subreaper.
@@ -37,7 +38,7 @@ pub use crate::judge::outcome::RunOutcome;
 pub fn run(
     gate: &GateSpec,
     root: &Path,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(&Step),
 ) -> Result<RunOutcome, EvidenceError> {
     if gate.pair.is_some() {
         return run_pair(gate, root, progress);
@@ -49,7 +50,7 @@ pub fn run(
     summary.notes.extend(notes);
     w.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
     w.write_summary(&summary)?;
-    progress(&format!("evidence: {}", w.dir().display()));
+    progress(&Step::EvidenceDir(w.dir().to_path_buf()));
 
     let hold = take_hold(gate, progress);
     let result = match &hold {
@@ -177,7 +178,7 @@ fn mark_interrupted(summary: &mut RunSummary, signo: i32) {
 /// not be had in `wait_s`.
 fn take_hold(
     gate: &GateSpec,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(&Step),
 ) -> Result<Option<crate::io::hold::Hold>, String> {
     match &gate.hold {
         None => Ok(None),
@@ -185,7 +186,7 @@ fn take_hold(
             &h.lock,
             &gate.name,
             Duration::from_secs_f64(h.wait_s),
-            progress,
+            &mut |line: &str| progress(&Step::Note(line.to_string())),
         )
         .map(Some),
     }
@@ -245,7 +246,7 @@ fn pair_model(ours: &str, theirs: &str) -> Result<(String, u64), String> {
 fn run_pair(
     gate: &GateSpec,
     root: &Path,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(&Step),
 ) -> Result<RunOutcome, EvidenceError> {
     let pair = gate.pair.as_ref().expect("pair gate");
     let process_notes = prepare_process();
@@ -272,7 +273,7 @@ fn run_pair(
         arms: Vec::new(),
     };
     w.write_pair_summary(&ps)?;
-    progress(&format!("pair evidence: {}", w.dir().display()));
+    progress(&Step::PairEvidenceDir(w.dir().to_path_buf()));
 
     let hold = take_hold(gate, progress);
     if let Err(reason) = &hold {
@@ -280,7 +281,7 @@ fn run_pair(
     }
     let mut setup_ok = hold.is_ok();
     if setup_ok && !gate.serve.setup.is_empty() {
-        progress(&format!("setup: {}", gate.serve.setup.join(" ")));
+        progress(&Step::Setup(gate.serve.setup.join(" ")));
         if let Err(reason) = run_setup(
             &gate.serve.setup,
             &gate.serve.env,
@@ -294,11 +295,13 @@ fn run_pair(
     if setup_ok {
         match pair_model(&pair.ours.model_file, &pair.theirs.model_file) {
             Err(reason) => {
-                progress(&reason);
+                progress(&Step::Note(reason.clone()));
                 ps.failure = Some(reason);
             }
             Ok((sha, bytes)) => {
-                progress(&format!("model file sha256 {sha} ({bytes} bytes)"));
+                progress(&Step::Note(format!(
+                    "model file sha256 {sha} ({bytes} bytes)"
+                )));
                 ps.model_sha256 = Some(sha);
                 ps.model_bytes = Some(bytes);
             }
@@ -310,7 +313,10 @@ fn run_pair(
         for (i, role) in pair.order.iter().enumerate() {
             let arm = pair.arm(role);
             let name = crate::evidence::layout::arm_dir(i + 1, role);
-            progress(&format!("{name}: {}", arm.runtime));
+            progress(&Step::ArmStarted {
+                arm: name.clone(),
+                runtime: arm.runtime.clone(),
+            });
             pair_checkpoint(&w, &mut ps, None);
             let aw = EvidenceWriter::create_exact(&w.path(&name))?;
             let _arm_active = ActiveRun::new(aw.path(crate::evidence::layout::RUN_FILE));
@@ -336,7 +342,12 @@ fn run_pair(
                 env: &arm.env,
                 setup: false,
             };
-            let mut arm_progress = |line: &str| progress(&format!("{name}: {line}"));
+            let mut arm_progress = |step: &Step| {
+                progress(&Step::Arm {
+                    arm: name.clone(),
+                    step: Box::new(step.clone()),
+                })
+            };
             let result = drive_target(gate, &target, &aw, &mut summary, &mut arm_progress);
             pair_checkpoint(&w, &mut ps, Some((&aw, &mut summary)));
             if let Err(e) = finish_run(&aw, &mut summary, result) {
@@ -374,6 +385,19 @@ fn run_pair(
     let ev = analysis::load_pair(w.dir())?;
     let verdicts = judge::judge_pair(gate, &ev);
     pair_checkpoint(&w, &mut ps, None);
+    let mut outcome = pair_outcome(gate, w.dir(), ps, verdicts);
+    outcome.summary.notes = process_notes;
+    Ok(outcome)
+}
+
+/// The outcome of a judged pair run in `dir` (`pair.json` = `ps`): a summary of the whole pair (`serve.mode` =
+/// `pair`, no requests; times, load and failure from `pair.json`). Used by the runner and `servegate judge`.
+pub fn pair_outcome(
+    gate: &GateSpec,
+    dir: &Path,
+    ps: evidence::PairSummary,
+    verdicts: Vec<crate::judge::Verdict>,
+) -> RunOutcome {
     let mut summary = new_summary(gate);
     summary.status = RunStatus::Complete;
     summary.started_utc = ps.started_utc.clone();
@@ -382,13 +406,12 @@ fn run_pair(
     summary.load_avg_end = ps.load_avg_end;
     summary.serve.mode = "pair".into();
     summary.serve.failure = ps.failure.clone();
-    summary.notes = process_notes;
-    Ok(RunOutcome {
-        dir: w.dir().to_path_buf(),
+    RunOutcome {
+        dir: dir.to_path_buf(),
         summary,
         verdicts,
         pair: Some(ps),
-    })
+    }
 }
 
 /// The pair's checkpoint: if a stop signal has arrived, marks the arm in progress (when given) and
@@ -433,7 +456,7 @@ fn drive(
     gate: &GateSpec,
     w: &EvidenceWriter,
     summary: &mut RunSummary,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(&Step),
 ) -> Result<(), EvidenceError> {
     let target = Target {
         mode: &gate.serve.mode,
@@ -450,12 +473,13 @@ fn drive_target(
     target: &Target,
     w: &EvidenceWriter,
     summary: &mut RunSummary,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(&Step),
 ) -> Result<(), EvidenceError> {
     let Some(secret) = crate::judge::redact::secret_of(gate) else {
         return drive_target_inner(gate, target, w, summary, progress);
     };
-    let mut masked = |line: &str| progress(&crate::judge::redact::mask_str(line, &secret));
+    let mut masked =
+        |step: &Step| progress(&step.map_text(&|t| crate::judge::redact::mask_str(t, &secret)));
     let result = drive_target_inner(gate, target, w, summary, &mut masked);
     let files = crate::judge::redact::scrub_dir(w.dir(), &secret);
     crate::judge::redact::mask_summary(summary, &secret);
@@ -484,14 +508,14 @@ fn drive_target_inner(
     target: &Target,
     w: &EvidenceWriter,
     summary: &mut RunSummary,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(&Step),
 ) -> Result<(), EvidenceError> {
     let spec = &gate.serve;
     // Every process the run starts carries this tag, so that whatever they leave behind is found.
     let tag = crate::io::signals::new_run_tag();
     // Setup (idempotent provisioning).
     if target.setup && !spec.setup.is_empty() {
-        progress(&format!("setup: {}", spec.setup.join(" ")));
+        progress(&Step::Setup(spec.setup.join(" ")));
         let t = Instant::now();
         let setup_result = run_setup(
             &spec.setup,
@@ -509,7 +533,7 @@ fn drive_target_inner(
             Err(reason) => {
                 summary.serve.setup = Some(reason.clone());
                 summary.serve.failure = Some(format!("setup_failed: {reason}"));
-                progress(&format!("setup failed: {reason}"));
+                progress(&Step::SetupFailed(reason.to_string()));
                 return Ok(());
             }
         }
@@ -589,15 +613,15 @@ fn drive_target_inner(
                 stop_grace: Duration::from_secs_f64(spec.stop_grace_s),
                 log_path: w.path(crate::evidence::layout::SERVE_LOG),
             };
-            progress(&format!(
-                "starting serve on port {port}: {}",
-                summary.serve.command.join(" ")
-            ));
+            progress(&Step::ServeStarting {
+                port,
+                command: summary.serve.command.join(" "),
+            });
             let mut s = match serve::Serve::start(sspec) {
                 Ok(s) => s,
                 Err(e) => {
                     summary.serve.failure = Some(e.to_string());
-                    progress(&format!("serve failed to start: {e}"));
+                    progress(&Step::ServeFailedToStart(e.to_string()));
                     return Ok(());
                 }
             };
@@ -606,11 +630,10 @@ fn drive_target_inner(
                 Ok(info) => {
                     summary.serve.ready_ms = Some(info.ready_ms);
                     summary.serve.ready_timeline = info.statuses.clone();
-                    progress(&format!(
-                        "serve ready after {:.2} s ({} polls)",
-                        info.ready_ms / 1000.0,
-                        info.polls
-                    ));
+                    progress(&Step::ServeReady {
+                        ready_ms: info.ready_ms,
+                        polls: info.polls as u64,
+                    });
                 }
                 Err(_) if crate::io::signals::interrupted().is_some() => {
                     // The stop signal's teardown ended the serve: an interruption, not a serve
@@ -621,7 +644,7 @@ fn drive_target_inner(
                 }
                 Err(e) => {
                     summary.serve.failure = Some(e.to_string());
-                    progress(&format!("serve never became ready: {e}"));
+                    progress(&Step::ServeNeverReady(e.to_string()));
                     let stop = s.stop();
                     summary.serve.stop = Some(describe_stop(&stop));
                     return Ok(());
@@ -718,15 +741,15 @@ fn drive_target_inner(
             ));
             summary.serve.exit_log_tail = log_tail(&w.path(crate::evidence::layout::SERVE_LOG));
         }
-        progress(&format!("serve stopped: {}", describe_stop(&stop)));
+        progress(&Step::ServeStopped(describe_stop(&stop)));
         // What the serve detached from its group (a daemon: double fork, setsid) goes too.
         let (stopped, survived) = crate::io::signals::stop_tagged(&tag, grace);
         if !stopped.is_empty() {
-            progress(&format!(
+            progress(&Step::Note(format!(
                 "stopped {} process(es) the serve left outside its group: {}",
                 stopped.len(),
                 stopped.join(", ")
-            ));
+            )));
             summary.notes.push(format!(
                 "the serve left {} process(es) running outside its process group after it stopped (a detached daemon); servegate stopped them: {}{}",
                 stopped.len(),
@@ -766,7 +789,7 @@ fn send_all(
     http: &reqwest::blocking::Client,
     base_url: &str,
     mut serve: Option<&mut serve::Serve>,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(&Step),
 ) -> Result<(), EvidenceError> {
     let req = &gate.request;
     let mut plan: Vec<(bool, u32, usize)> = Vec::new();
@@ -789,7 +812,7 @@ fn send_all(
         let left = run_deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             let reason = run_timeout_reason(req.run_timeout_s, index, planned);
-            progress(&reason);
+            progress(&Step::Note(reason.clone()));
             summary.serve.failure = Some(reason);
             break;
         }
@@ -819,23 +842,18 @@ fn send_all(
         };
         let reply = analysis::reply_of(&rec, &ex.reads);
         let fig = crate::analysis::measure::measure(&reply);
-        progress(&format!(
-            "request {index:02}{}: {} ttft {} decode {} tokens {}",
-            if warmup { " (warmup)" } else { "" },
-            ex.response
+        progress(&Step::RequestAnswered {
+            index,
+            warmup,
+            status: ex
+                .response
                 .status
                 .map(|s| format!("HTTP {s}"))
                 .unwrap_or_else(|| ex.response.transport_error.clone().unwrap_or_default()),
-            fig.ttft_ms
-                .map(|t| format!("{t:.0} ms"))
-                .unwrap_or_else(|| "-".into()),
-            fig.decode_tok_s
-                .map(|t| format!("{t:.1} tok/s"))
-                .unwrap_or_else(|| "-".into()),
-            fig.completion_tokens
-                .map(|t| t.to_string())
-                .unwrap_or_else(|| "-".into()),
-        ));
+            ttft_ms: fig.ttft_ms,
+            decode_tok_s: fig.decode_tok_s,
+            completion_tokens: fig.completion_tokens,
+        });
         // Cut or unreachable: the serve may have died mid-reply.
         let failed = rec.transport_error.is_some() || reply.truncated;
         rec.figures = Some(fig);
@@ -848,7 +866,7 @@ fn send_all(
             if let Err(e) = alive_after(s, failed) {
                 summary.serve.failure = Some(e.to_string());
                 summary.serve.exit_log_tail = e.log_tail().map(str::to_string);
-                progress(&format!("serve died: {e}"));
+                progress(&Step::ServeDied(e.to_string()));
                 w.write_summary(summary)?;
                 break;
             }

@@ -235,6 +235,15 @@ pub fn serialize(results: &Results) -> Result<Vec<u8>, quick_junit::SerializeErr
     Ok(out)
 }
 
+/// The JUnit XML exporter.
+pub struct Junit;
+
+impl crate::sinks::export::Exporter for Junit {
+    fn serialize(&self, results: &Results) -> Result<Vec<u8>, String> {
+        serialize(results).map_err(|e| format!("cannot serialize the JUnit XML: {e}"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,12 @@
-//! Where results go: the results model (report), its output formats (JUnit; the JSON document is the model
-//! serialized) and the writing of the asked-for files (outputs). Formats import the model, never the reverse.
+//! Where results go: the events a run emits and the reporters that consume them (events), the one results
+//! model built from them (report), the output formats behind one [`export::Exporter`] interface, one file each
+//! (json, junit, markdown), and the writing of the asked-for files (outputs). Formats import the model, never
+//! the reverse.
 
+pub mod events;
+pub mod export;
+pub mod json;
 pub(crate) mod junit;
+pub mod markdown;
 pub mod outputs;
 pub mod report;

@@ -1,47 +1,81 @@
-//! The output files of a run: each asked-for format serialized from the one results model and written
-//! atomically.
+//! The output files of a run: each asked-for format ([`Format`]) serialized from the one results model by its
+//! [`crate::sinks::export::Exporter`] and written atomically. This file knows no format.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::error::exit;
+use crate::error::RunEnd;
 use crate::io::fs::write_atomic;
-use crate::sinks::report::{serialize_json, Results};
+use crate::sinks::export::{Format, OutputArgs};
+use crate::sinks::report::Results;
 
-/// Where to write the reports of a run (`--junit`, `--json`, or `SERVEGATE_JUNIT`, `SERVEGATE_JSON`).
+/// Where to write the reports of a run (`--junit`, `--json`, `--summary`, or `SERVEGATE_JUNIT`,
+/// `SERVEGATE_JSON`, `SERVEGATE_SUMMARY`): at most one path per [`Format`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outputs {
-    /// JUnit XML path.
-    pub junit: Option<PathBuf>,
-    /// Results JSON path.
-    pub json: Option<PathBuf>,
+    paths: Vec<(Format, PathBuf)>,
 }
 
 impl Outputs {
-    /// True when no report is asked for.
-    pub fn is_empty(&self) -> bool {
-        self.junit.is_none() && self.json.is_none()
-    }
-
-    /// Serializes and writes each asked-for report; returns one message per report that could not be written.
-    pub fn write(&self, results: &Results) -> Vec<String> {
-        let mut errors = Vec::new();
-        if let Some(p) = &self.json {
-            if let Err(e) = write_atomic(p, &serialize_json(results)) {
-                errors.push(format!(
-                    "{}: cannot write the JSON results: {e}",
-                    p.display()
-                ));
+    /// The reports asked for by `args`, each defaulting to its environment variable looked up with `var`.
+    pub fn from_args(args: &OutputArgs, var: impl Fn(&str) -> Option<String>) -> Outputs {
+        let mut o = Outputs::default();
+        for f in Format::ALL {
+            if let Some(p) = args.path(f, &var) {
+                o.set(f, p);
             }
         }
-        if let Some(p) = &self.junit {
-            match crate::sinks::junit::serialize(results) {
-                Ok(bytes) => {
-                    if let Err(e) = write_atomic(p, &bytes) {
-                        errors.push(format!("{}: cannot write the JUnit XML: {e}", p.display()));
-                    }
-                }
+        o
+    }
+
+    /// The reports asked for by the environment alone (the harness), looked up with `var`.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Outputs {
+        Outputs::from_args(&OutputArgs::default(), var)
+    }
+
+    /// Asks for `format` at `path` (replacing an earlier path for it).
+    pub fn set(&mut self, format: Format, path: PathBuf) {
+        self.paths.retain(|(f, _)| *f != format);
+        self.paths.push((format, path));
+        self.paths.sort_by_key(|(f, _)| *f);
+    }
+
+    /// The path asked for `format`.
+    pub fn get(&self, format: Format) -> Option<&Path> {
+        self.paths
+            .iter()
+            .find(|(f, _)| *f == format)
+            .map(|(_, p)| p.as_path())
+    }
+
+    /// Every asked-for report, in [`Format::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (Format, &Path)> {
+        self.paths.iter().map(|(f, p)| (*f, p.as_path()))
+    }
+
+    /// True when no report is asked for.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    /// `junit PATH, json PATH, ...`: the reports, as the harness names them after a run.
+    pub fn describe(&self) -> String {
+        self.iter()
+            .map(|(f, p)| format!("{} {}", f.name(), p.display()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Removes the reports a run is about to write, so a run that ends early (a bad spec, a usage error, a
+    /// signal) never leaves the previous run's pass in place for a CI step that publishes them whatever
+    /// happened. Returns one message per report that exists and could not be removed.
+    pub fn clear(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        for (_, p) in self.iter() {
+            match std::fs::remove_file(p) {
+                Ok(()) => {}
+                Err(_) if p.symlink_metadata().is_err() => {} // nothing there (or a parent is not a directory)
                 Err(e) => errors.push(format!(
-                    "{}: cannot serialize the JUnit XML: {e}",
+                    "{}: cannot remove the previous report before the run: {e}",
                     p.display()
                 )),
             }
@@ -49,10 +83,27 @@ impl Outputs {
         errors
     }
 
-    /// For `servegate run`: stamps the results with `exit_code`, writes the reports, and returns the exit code
-    /// (EVIDENCE_ERROR if a report could not be written, after printing why on stderr). When one report could
-    /// not be written, the other is written again saying so (its `exit_code` is then the process's, and the
-    /// write error is in `problems`), so no report that was written says more than the process did.
+    /// Serializes and writes each asked-for report; returns one message per report that could not be written.
+    pub fn write(&self, results: &Results) -> Vec<String> {
+        let mut errors = Vec::new();
+        for (f, p) in self.iter() {
+            match f.exporter().serialize(results) {
+                Ok(bytes) => {
+                    if let Err(e) = write_atomic(p, &bytes) {
+                        errors.push(format!("{}: cannot write {}: {e}", p.display(), f.what()));
+                    }
+                }
+                Err(e) => errors.push(format!("{}: {e}", p.display())),
+            }
+        }
+        errors
+    }
+
+    /// For `servegate run` and `servegate judge`: stamps the results with `exit_code`, writes the reports, and
+    /// returns the exit code (EVIDENCE_ERROR if a report could not be written, after printing why on stderr).
+    /// When one report could not be written, the others are written again saying so (their `exit_code` is
+    /// then the process's, and the write error is in `problems`), so no report that was written says more
+    /// than the process did.
     pub fn finish(&self, mut results: Results, duration_s: f64, exit_code: i32) -> i32 {
         results.finish(duration_s);
         results.exit_code = exit_code;
@@ -69,7 +120,12 @@ impl Outputs {
     pub fn write_all(&self, results: &mut Results) -> Vec<String> {
         let errors = self.write(results);
         if !errors.is_empty() {
-            results.exit_code = results.exit_code.max(exit::EVIDENCE_ERROR);
+            results.exit_code = RunEnd {
+                worst_gate: results.exit_code,
+                nothing_checked: false,
+                report_unwritten: true,
+            }
+            .exit_code();
             results.problems.extend(errors.iter().cloned());
             let _ = self.write(results);
         }

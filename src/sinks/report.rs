@@ -1,8 +1,9 @@
 //! The results document: one value holding what a gate run (the harness behind `cargo test --test gates`,
 //! or `servegate run`) decided, for machines. It is built from run outcomes (verdicts, `run.json`) and
-//! consumed by independent serializers: [`serialize_json`] here (schema [`RESULTS_SCHEMA`], documented field
-//! by field in docs/results-json.md) and `junit::serialize`. Each export is a pure `serialize(&results) ->
-//! bytes`; [`write_atomic`] is the separate write. This module starts nothing and judges nothing; the only
+//! consumed by the output formats behind [`crate::sinks::export::Exporter`] (`sinks/json.rs`: schema
+//! [`RESULTS_SCHEMA`], documented field by field in docs/results-json.md; `sinks/junit.rs`;
+//! `sinks/markdown.rs`). Each export is a pure `serialize(&results) -> bytes`; [`write_atomic`] is the
+//! separate write. This module starts nothing and judges nothing; the only
 //! file it reads is the tail of a failed gate's `serve.log`.
 
 use std::path::Path;
@@ -33,6 +34,8 @@ pub enum Producer {
     Harness,
     /// `servegate run`.
     Run,
+    /// `servegate judge` (recorded evidence re-judged).
+    Judge,
 }
 
 /// The outcome of one test (one assertion of one gate).
@@ -283,12 +286,16 @@ impl Results {
             }
         }
         self.counts = c;
-        self.exit_code = self
-            .gates
+        self.exit_code = self.gate_exit_code();
+    }
+
+    /// The worst (highest) exit code of the gates ([`GateResults::exit_code`]), PASS when there is none.
+    pub fn gate_exit_code(&self) -> i32 {
+        self.gates
             .iter()
             .map(|g| g.exit_code)
             .max()
-            .unwrap_or(exit::PASS);
+            .unwrap_or(exit::PASS)
     }
 }
 
@@ -504,7 +511,8 @@ pub fn verdict_failure_kind(outcome: &RunOutcome) -> FailureKind {
     outcome.failure_kind().unwrap_or(FailureKind::Assertion)
 }
 
-/// A test straight from a verdict (what `servegate run` lists: every declared assertion).
+/// A test straight from a verdict: the one mapping from a verdict to a listed test, for `servegate run`,
+/// `servegate judge` and the harness (through [`crate::sinks::events::Collector`] and the harness's trials).
 pub fn assertion_from_verdict(
     spec: &GateSpec,
     outcome: &RunOutcome,
@@ -518,62 +526,6 @@ pub fn assertion_from_verdict(
     };
     AssertionResult::new(&spec.name, &v.assertion, o, kind, &v.message, duration_s)
         .with_figures(spec, v)
-}
-
-/// The results of one gate run by `servegate run`: every verdict, the run's time charged to the first.
-pub fn gate_from_run(spec: &GateSpec, outcome: &RunOutcome, run_s: f64) -> GateResults {
-    let tests = outcome
-        .verdicts
-        .iter()
-        .enumerate()
-        .map(|(i, v)| assertion_from_verdict(spec, outcome, v, if i == 0 { run_s } else { 0.0 }))
-        .collect();
-    let mut g = GateResults::ran(spec, outcome, tests);
-    g.duration_s = run_s;
-    g
-}
-
-/// The results of a gate `servegate run` ignored for unmet requirements (failed under strict).
-pub fn gate_unmet(spec: &GateSpec, reasons: &[String], strict: bool) -> GateResults {
-    let reason = format!("requires: {}", reasons.join("; "));
-    let (o, kind, msg) = if strict {
-        (
-            TestOutcome::Failed,
-            Some(FailureKind::RequirementUnmet),
-            format!("{reason} (SERVEGATE_STRICT is set: unmet requirements fail)"),
-        )
-    } else {
-        (TestOutcome::Skipped, None, reason.clone())
-    };
-    let tests = spec
-        .assertions
-        .names()
-        .iter()
-        .map(|a| AssertionResult::new(&spec.name, a, o, kind, &msg, 0.0))
-        .collect();
-    GateResults::not_run(&spec.name, &spec.file, &spec.description, &reason, tests)
-}
-
-/// The results of a gate whose run failed to write or read its evidence.
-pub fn gate_error(spec: &GateSpec, error: &str, run_s: f64) -> GateResults {
-    let msg = format!("evidence error: {error}");
-    let tests = spec
-        .assertions
-        .names()
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            AssertionResult::new(
-                &spec.name,
-                a,
-                TestOutcome::Failed,
-                Some(FailureKind::EvidenceError),
-                &msg,
-                if i == 0 { run_s } else { 0.0 },
-            )
-        })
-        .collect();
-    GateResults::not_run(&spec.name, &spec.file, &spec.description, &msg, tests)
 }
 
 /// Provenance from a run outcome.
@@ -656,14 +608,6 @@ pub fn tail_lines(text: &str, lines: usize, max_bytes: usize) -> String {
         tail = &tail[cut..];
     }
     tail.to_string()
-}
-
-/// The JSON document, pretty-printed, with a final newline.
-pub fn serialize_json(results: &Results) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec_pretty(results)
-        .expect("results serialize (no maps with non-string keys)");
-    bytes.push(b'\n');
-    bytes
 }
 
 pub use crate::io::fs::write_atomic;
@@ -759,7 +703,8 @@ mod tests {
         );
         assert_eq!(r.exit_code, exit::SPEC_INVALID);
         assert_eq!(r.gates[0].assertions[0].test, "bad::spec");
-        let v: serde_json::Value = serde_json::from_slice(&serialize_json(&r)).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_slice(&crate::sinks::json::serialize(&r)).unwrap();
         assert_eq!(v["schema"], RESULTS_SCHEMA);
         assert_eq!(v["gates"][0]["failure_kind"], "spec_invalid");
         assert_eq!(v["gates"][0]["assertions"][0]["outcome"], "failed");

@@ -7,6 +7,10 @@ use clap::{Parser, Subcommand};
 
 use servegate::error::exit;
 use servegate::run::runner;
+use servegate::sinks::events::{Collector, Console, Event, Fanout, Listed, Reporter};
+use servegate::sinks::export::OutputArgs;
+use servegate::sinks::outputs::Outputs;
+use servegate::sinks::report::{Producer, Results};
 use servegate::{analysis, evidence, judge, spec};
 
 /// A release gate for OpenAI-compatible LLM serves.
@@ -34,14 +38,8 @@ enum Cmd {
         /// Print no progress lines.
         #[arg(long, short)]
         quiet: bool,
-        /// Also write JUnit XML here: one testsuite per gate, one testcase per assertion (docs/ci.md). Default:
-        /// $SERVEGATE_JUNIT. Removed when the run starts; written before the RESULT line.
-        #[arg(long, value_name = "PATH")]
-        junit: Option<PathBuf>,
-        /// Also write the verdicts and measurements as JSON here (schema servegate.results/1, docs/results-json.md).
-        /// Default: $SERVEGATE_JSON.
-        #[arg(long, value_name = "PATH")]
-        json: Option<PathBuf>,
+        #[command(flatten)]
+        outputs: OutputArgs,
         /// After a passing run, write records ID-decode-rate and ID-first-token to records/ (or --records-dir)
         /// from its evidence, with the gate's [record] table (docs/records.md); a pair gate also writes
         /// ID-theirs-decode-rate and ID-theirs-first-token, each naming the other's figure, the ratio and the
@@ -59,6 +57,8 @@ enum Cmd {
         /// Judge with this gate spec instead of the run's own gate.toml (e.g. to try a new floor on an old run).
         #[arg(long)]
         gate: Option<PathBuf>,
+        #[command(flatten)]
+        outputs: OutputArgs,
     },
     /// Validate gate specs without running anything.
     Check {
@@ -97,23 +97,14 @@ fn main() -> ExitCode {
             gates,
             runs,
             quiet,
-            junit,
-            json,
+            outputs,
             record,
             records_dir,
         } => {
-            // As the harness: --junit / --json, else SERVEGATE_JUNIT / SERVEGATE_JSON.
-            let env_path = |k: &str| {
-                std::env::var_os(k)
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from)
-            };
-            let outputs = servegate::sinks::outputs::Outputs {
-                junit: junit.or_else(|| env_path("SERVEGATE_JUNIT")),
-                json: json.or_else(|| env_path("SERVEGATE_JSON")),
-            };
+            // As the harness: --junit / --json / --summary, else SERVEGATE_JUNIT / SERVEGATE_JSON / SERVEGATE_SUMMARY.
+            let outputs = Outputs::from_args(&outputs, |k| std::env::var(k).ok());
             // The previous run's reports go first: a run that ends early never leaves them looking current.
-            for e in servegate::run::harness::clear_reports(&outputs) {
+            for e in outputs.clear() {
                 eprintln!("error: {e}");
             }
             if let Some(id) = &record {
@@ -133,7 +124,17 @@ fn main() -> ExitCode {
             let record = record.as_deref().map(|id| (id, records_dir.as_path()));
             cmd_run(&gates, Some(root), quiet, &outputs, record)
         }
-        Cmd::Judge { run_dir, gate } => cmd_judge(&run_dir, gate),
+        Cmd::Judge {
+            run_dir,
+            gate,
+            outputs,
+        } => {
+            let outputs = Outputs::from_args(&outputs, |k| std::env::var(k).ok());
+            for e in outputs.clear() {
+                eprintln!("error: {e}");
+            }
+            cmd_judge(&run_dir, gate, &outputs)
+        }
         Cmd::Check { gates } => cmd_check(&gates),
         Cmd::Inspect { file } => cmd_inspect(&file),
         Cmd::Replay(args) => servegate::replay::cli_replay(&args),
@@ -212,24 +213,17 @@ fn write_records(
     exit::PASS
 }
 
-fn print_verdicts(verdicts: &[judge::Verdict]) -> bool {
-    for v in verdicts {
-        println!("{}", v.message);
-    }
-    verdicts.iter().all(|v| v.passed())
-}
-
 fn cmd_run(
     files: &[PathBuf],
     runs: Option<PathBuf>,
     quiet: bool,
-    outputs: &servegate::sinks::outputs::Outputs,
+    outputs: &Outputs,
     record: Option<(&str, &std::path::Path)>,
 ) -> i32 {
-    use servegate::sinks::report;
     let started = std::time::Instant::now();
     let strict = servegate::run::harness::strict();
-    let mut results = report::Results::begin(report::Producer::Run, strict);
+    let mut console = Console::new(quiet);
+    let mut collector = Collector::new(Producer::Run, strict);
     // Every spec is checked before any gate runs, and every invalid one is reported.
     let mut specs = Vec::new();
     let mut invalid = 0usize;
@@ -237,8 +231,12 @@ fn cmd_run(
         match spec::load(f) {
             Ok(s) => specs.push(s),
             Err(e) => {
-                eprintln!("error: {e}");
-                results.push(report::GateResults::spec_invalid(f, &e.to_string(), 0.0));
+                let error = e.to_string();
+                Fanout(vec![&mut console, &mut collector]).event(&Event::SpecInvalid {
+                    file: f,
+                    error: &error,
+                    duration_s: 0.0,
+                });
                 invalid += 1;
             }
         }
@@ -249,61 +247,69 @@ fn cmd_run(
             files.len(),
             if files.len() == 1 { " is" } else { "s are" }
         );
-        return finish_run(outputs, results, started, exit::SPEC_INVALID, &why);
+        return finish_run(
+            outputs,
+            collector.into_results(),
+            started,
+            exit::SPEC_INVALID,
+            &why,
+        );
     }
     let root = runs.unwrap_or_else(runner::runs_root);
     // A stop signal from here on ends the command as interrupted at the next checkpoint: no verdict,
     // RESULT line or report is printed or written after it.
     let _ = servegate::io::signals::install();
     servegate::io::signals::defer_exit();
-    let mut worst = exit::PASS;
     let mut skipped = 0usize;
     for g in &specs {
-        println!("gate {} ({})", g.name, g.file.display());
+        let mut out = Fanout(vec![&mut console, &mut collector]);
+        out.event(&Event::GateStarted {
+            spec: g,
+            file: &g.file,
+            on: None,
+        });
         let unmet = g.requirements();
         if !unmet.is_empty() {
-            println!("IGNORED requires: {}", unmet.join("; "));
-            results.push(report::gate_unmet(g, &unmet, strict));
-            if strict {
-                worst = worst.max(exit::REQUIREMENT_UNMET);
-            } else {
+            out.event(&Event::GateUnmet {
+                spec: g,
+                unmet: &unmet,
+                strict,
+                listed: &Listed::all(g, 0.0),
+            });
+            if !strict {
                 skipped += 1;
             }
             continue;
         }
-        let name = g.name.clone();
-        let mut progress = |line: &str| {
-            if !quiet {
-                eprintln!("[{name}] {line}");
-            }
-        };
         let t = std::time::Instant::now();
-        let ran = runner::run(g, &root, &mut progress);
+        let ran = runner::run(g, &root, &mut |step| {
+            out.event(&Event::Progress { spec: g, step })
+        });
         servegate::io::signals::checkpoint();
+        let run_s = t.elapsed().as_secs_f64();
         match ran {
-            Ok(o) => {
-                print_verdicts(&o.verdicts);
-                println!("evidence: {}", o.dir.display());
-                let code = o.exit_code();
-                worst = if worst == exit::PASS {
-                    code
-                } else {
-                    worst.max(code)
-                };
-                results.push(report::gate_from_run(g, &o, t.elapsed().as_secs_f64()));
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                worst = worst.max(exit::EVIDENCE_ERROR);
-                results.push(report::gate_error(
-                    g,
-                    &e.to_string(),
-                    t.elapsed().as_secs_f64(),
-                ));
-            }
+            Ok(o) => out.event(&Event::GateJudged {
+                spec: g,
+                outcome: &o,
+                listed: &Listed::verdicts(&o, run_s),
+            }),
+            Err(e) => out.event(&Event::GateError {
+                spec: g,
+                error: &e.to_string(),
+                panicked: false,
+                listed: &Listed::all(g, run_s),
+            }),
         }
     }
+    let mut results = collector.into_results();
+    // The exit code is the results' (the worst of the gates'): the one the reports say.
+    let worst = results.gate_exit_code();
     let nothing_checked = worst == exit::PASS && skipped == specs.len();
+    let end = servegate::error::RunEnd {
+        worst_gate: worst,
+        nothing_checked,
+        report_unwritten: false,
+    };
     // --record: written from a passing run's evidence before the RESULT line, so that line says whether they were.
     if let Some((id, dir)) = record {
         if worst != exit::PASS || nothing_checked {
@@ -332,19 +338,19 @@ fn cmd_run(
             outputs,
             results,
             started,
-            exit::NOTHING_CHECKED,
+            end.exit_code(),
             "every gate was ignored: nothing was checked",
         );
     }
-    finish_run(outputs, results, started, worst, "")
+    finish_run(outputs, results, started, end.exit_code(), "")
 }
 
 /// Stamps `results` with `code`, writes the reports, then prints the one `RESULT:` line, which always agrees
 /// with the returned exit code: `PASS` (0), `SKIP (why)` (7: nothing was checked), `ERROR (why)` (a report
 /// could not be written: 5, or an invalid spec: 3), else `FAIL`.
 fn finish_run(
-    outputs: &servegate::sinks::outputs::Outputs,
-    results: servegate::sinks::report::Results,
+    outputs: &Outputs,
+    results: Results,
     started: std::time::Instant,
     code: i32,
     why: &str,
@@ -378,7 +384,10 @@ fn result_word(code: i32, written: i32, why: &str) -> String {
     }
 }
 
-fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
+/// `servegate judge`: re-judges a run directory and reports it through the same events, reporters and
+/// finalisation as `servegate run` (so the same evidence gives the same verdict lines, reports and exit code).
+fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) -> i32 {
+    let started = std::time::Instant::now();
     if !dir.join(servegate::evidence::layout::RUN_FILE).is_file() && !evidence::is_pair_dir(dir) {
         eprintln!(
             "error: {} is not a run directory (no run.json or pair.json)",
@@ -429,15 +438,15 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
             return exit::SPEC_INVALID;
         }
     };
-    if evidence::is_pair_dir(dir) {
-        if g.pair.is_none() {
-            eprintln!(
-                "error: {} is a pair run but {} is not a pair gate",
-                dir.display(),
-                gate_file.display()
-            );
-            return exit::SPEC_INVALID;
-        }
+    if evidence::is_pair_dir(dir) && g.pair.is_none() {
+        eprintln!(
+            "error: {} is a pair run but {} is not a pair gate",
+            dir.display(),
+            gate_file.display()
+        );
+        return exit::SPEC_INVALID;
+    }
+    let outcome = if evidence::is_pair_dir(dir) {
         let ev = match analysis::load_pair(dir) {
             Ok(ev) => ev,
             Err(e) => {
@@ -445,43 +454,45 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>) -> i32 {
                 return exit::EVIDENCE_ERROR;
             }
         };
-        println!(
-            "pair gate {} ({}) on {}",
-            g.name,
-            gate_file.display(),
-            dir.display()
-        );
         let verdicts = judge::judge_pair(&g, &ev);
-        let ok = print_verdicts(&verdicts);
-        println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
-        // Unlike `run`, a voided pair (pair_model_mismatch) exits 1 here: kept as it was (issue 13, item 2).
-        return servegate::error::exit_code(
-            (!ok).then_some(servegate::error::FailureKind::Assertion),
-        );
-    }
-    let ev = match analysis::load(dir) {
-        Ok(ev) => ev,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::EVIDENCE_ERROR;
+        runner::pair_outcome(&g, dir, ev.summary, verdicts)
+    } else {
+        let ev = match analysis::load(dir) {
+            Ok(ev) => ev,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::EVIDENCE_ERROR;
+            }
+        };
+        let verdicts = judge::judge(&g, &ev);
+        runner::RunOutcome {
+            dir: dir.to_path_buf(),
+            summary: ev.run,
+            verdicts,
+            pair: None,
         }
     };
-    println!(
-        "gate {} ({}) on {}",
-        g.name,
-        gate_file.display(),
-        dir.display()
-    );
-    let verdicts = judge::judge(&g, &ev);
-    let ok = print_verdicts(&verdicts);
-    println!("RESULT: {}", if ok { "PASS" } else { "FAIL" });
-    runner::RunOutcome {
-        dir: dir.to_path_buf(),
-        summary: ev.run,
-        verdicts,
-        pair: None,
+    let mut console = Console::new(true);
+    let mut collector = Collector::new(Producer::Judge, servegate::run::harness::strict());
+    let mut out = Fanout(vec![&mut console, &mut collector]);
+    out.event(&Event::GateStarted {
+        spec: &g,
+        file: &gate_file,
+        on: Some(dir),
+    });
+    out.event(&Event::GateJudged {
+        spec: &g,
+        outcome: &outcome,
+        listed: &Listed::verdicts(&outcome, started.elapsed().as_secs_f64()),
+    });
+    let results = collector.into_results();
+    let code = servegate::error::RunEnd {
+        worst_gate: results.gate_exit_code(),
+        nothing_checked: false,
+        report_unwritten: false,
     }
-    .exit_code()
+    .exit_code();
+    finish_run(outputs, results, started, code, "")
 }
 
 fn cmd_check(files: &[PathBuf]) -> i32 {

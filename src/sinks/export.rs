@@ -1,0 +1,106 @@
+//! The output formats of a results document, behind one interface (as hyperfine's `src/export/` does): each
+//! format is one file of `sinks/` implementing [`Exporter`] (a pure `serialize(&Results) -> bytes`); writing is
+//! separate ([`crate::sinks::outputs::Outputs::write_all`], one `write_atomic` per report). [`Format`] is the
+//! one table of formats: its command-line flag ([`OutputArgs`]), its harness variable and its exporter. Adding a
+//! format is one new file, a variant here, and a `mod` line (docs/architecture-runpath.md, "Add an output
+//! format"); every `match` on [`Format`] below then fails to compile until it knows the new one.
+
+use std::path::PathBuf;
+
+use crate::sinks::report::Results;
+
+/// One output format: a pure serialization of the results document into the bytes of its file.
+pub trait Exporter {
+    /// The file's bytes, or why the document cannot be written in this format.
+    fn serialize(&self, results: &Results) -> Result<Vec<u8>, String>;
+}
+
+/// Every output format servegate writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Format {
+    /// JUnit XML for CI test reporters (`--junit`, `SERVEGATE_JUNIT`; `sinks/junit.rs`).
+    Junit,
+    /// The results JSON, schema `servegate.results/1` (`--json`, `SERVEGATE_JSON`; `sinks/json.rs`).
+    Json,
+    /// A Markdown summary for `$GITHUB_STEP_SUMMARY` (`--summary`, `SERVEGATE_SUMMARY`; `sinks/markdown.rs`).
+    Summary,
+}
+
+impl Format {
+    /// Every format, in the order reports are named (`reports: junit ..., json ..., summary ...`).
+    pub const ALL: [Format; 3] = [Format::Junit, Format::Json, Format::Summary];
+
+    /// The short name (`junit`, `json`, `summary`): the command-line flag without `--`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Junit => "junit",
+            Format::Json => "json",
+            Format::Summary => "summary",
+        }
+    }
+
+    /// The harness's environment variable for the report's path (also `servegate run`'s default).
+    pub fn env_var(self) -> &'static str {
+        match self {
+            Format::Junit => "SERVEGATE_JUNIT",
+            Format::Json => "SERVEGATE_JSON",
+            Format::Summary => "SERVEGATE_SUMMARY",
+        }
+    }
+
+    /// What the file is, for error messages (`cannot write the JUnit XML`).
+    pub fn what(self) -> &'static str {
+        match self {
+            Format::Junit => "the JUnit XML",
+            Format::Json => "the JSON results",
+            Format::Summary => "the Markdown summary",
+        }
+    }
+
+    /// The format's exporter.
+    pub fn exporter(self) -> &'static dyn Exporter {
+        match self {
+            Format::Junit => &crate::sinks::junit::Junit,
+            Format::Json => &crate::sinks::json::Json,
+            Format::Summary => &crate::sinks::markdown::Markdown,
+        }
+    }
+
+    /// The path given on the command line for this format, if any.
+    fn arg(self, args: &OutputArgs) -> Option<&PathBuf> {
+        match self {
+            Format::Junit => args.junit.as_ref(),
+            Format::Json => args.json.as_ref(),
+            Format::Summary => args.summary.as_ref(),
+        }
+    }
+}
+
+/// The report flags of `servegate run` and `servegate judge` (flattened into their clap structs); each
+/// defaults to its [`Format::env_var`].
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OutputArgs {
+    /// Also write JUnit XML here: one testsuite per gate, one testcase per assertion (docs/ci.md). Default:
+    /// $SERVEGATE_JUNIT. Removed when the run starts; written before the RESULT line.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+    /// Also write the verdicts and measurements as JSON here (schema servegate.results/1, docs/results-json.md).
+    /// Default: $SERVEGATE_JSON.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Also write a Markdown summary here (one table per gate, at most 1 MiB: GitHub's $GITHUB_STEP_SUMMARY
+    /// cap; docs/ci.md). Default: $SERVEGATE_SUMMARY.
+    #[arg(long, value_name = "PATH")]
+    pub summary: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// The path for `format`: the flag, else its environment variable looked up with `var` (empty = unset).
+    pub fn path(&self, format: Format, var: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+        format.arg(self).cloned().or_else(|| {
+            var(format.env_var())
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+    }
+}
