@@ -14,6 +14,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::error::SpecError;
+use crate::vocab::AssertionKind;
 
 pub(crate) mod record;
 
@@ -482,31 +483,31 @@ pub struct Assertions {
 }
 
 impl Assertions {
-    /// Names of the declared assertions, in report order.
+    /// True when the gate declares this assertion.
+    pub fn declares(&self, kind: AssertionKind) -> bool {
+        match kind {
+            AssertionKind::Route => self.route.is_some(),
+            AssertionKind::Rate => self.rate.is_some(),
+            AssertionKind::FirstToken => self.first_token.is_some(),
+            AssertionKind::Content => self.content.is_some(),
+            AssertionKind::KnownAnswer => self.known_answer.is_some(),
+            AssertionKind::Ratio => self.ratio.is_some(),
+            AssertionKind::SameAnswers => self.same_answers.is_some(),
+        }
+    }
+
+    /// The declared assertions, in report order ([`AssertionKind::ALL`]'s).
+    pub fn kinds(&self) -> Vec<AssertionKind> {
+        AssertionKind::ALL
+            .iter()
+            .copied()
+            .filter(|k| self.declares(*k))
+            .collect()
+    }
+
+    /// Wire names of the declared assertions, in report order.
     pub fn names(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        if self.route.is_some() {
-            v.push("route");
-        }
-        if self.rate.is_some() {
-            v.push("rate");
-        }
-        if self.first_token.is_some() {
-            v.push("first_token");
-        }
-        if self.content.is_some() {
-            v.push("content");
-        }
-        if self.known_answer.is_some() {
-            v.push("known_answer");
-        }
-        if self.ratio.is_some() {
-            v.push("ratio");
-        }
-        if self.same_answers.is_some() {
-            v.push("same_answers");
-        }
-        v
+        self.kinds().into_iter().map(AssertionKind::name).collect()
     }
 }
 
