@@ -30,6 +30,11 @@ macro_rules! closed_enum {
                 }
             }
 
+            /// The wire name (as [`Self::name`]).
+            pub const fn as_str(self) -> &'static str {
+                self.name()
+            }
+
             /// The value with this wire name, or None.
             pub fn from_name(s: &str) -> Option<$name> {
                 match s {
@@ -139,12 +144,24 @@ closed_enum! {
         UnparseableBody = "unparseable_body",
         /// A dispatched event could not be read as a chunk.
         MalformedEvent = "malformed_event",
+        /// The response body passed the client's cap; only a prefix was kept.
+        BodyCapped = "body_capped",
         /// A line that looked meant to carry `data:` but an SSE client ignores it.
         MisnamedField = "misnamed_field",
         /// Invalid UTF-8 in the stream.
         InvalidUtf8 = "invalid_utf8",
         /// The serve process exited while the run was under way.
         ServerExitedDuringRun = "server_exited_during_run",
+        /// The serve process exited before it became ready.
+        ServerExitedBeforeReady = "server_exited_before_ready",
+        /// The serve's port was taken.
+        PortInUse = "port_in_use",
+        /// The serve command could not be started.
+        SpawnFailed = "spawn_failed",
+        /// Another server answered on the serve's port.
+        WrongServerAnswering = "wrong_server_answering",
+        /// A pair's model file changed while the arms ran.
+        ModelChangedDuringRun = "model_changed_during_run",
         /// The gate's `setup` step failed.
         SetupFailed = "setup_failed",
         /// The serve did not answer its ready path in time.
@@ -159,6 +176,14 @@ closed_enum! {
 }
 
 impl FailureCode {
+    /// The code of a failure as evidence records it (`run.json` `serve.failure`, `pair.json` `failure`: the
+    /// wire form `code: detail` or `code (detail)`), or None when the text names no known code. This is the
+    /// one reader of that wire form; code decides on the value it returns, never on the text.
+    pub fn of_recorded(text: &str) -> Option<FailureCode> {
+        let end = text.find([':', ' ', '(']).unwrap_or(text.len());
+        FailureCode::from_name(&text[..end])
+    }
+
     /// True for the failures of one reply (`Reply::failure`, `judge::request_failure`).
     pub const fn is_reply(self) -> bool {
         match self {
@@ -172,10 +197,16 @@ impl FailureCode {
             | FailureCode::TruncatedStream
             | FailureCode::TruncatedBody
             | FailureCode::UnparseableBody
+            | FailureCode::BodyCapped
             | FailureCode::MalformedEvent
             | FailureCode::MisnamedField
             | FailureCode::InvalidUtf8 => true,
             FailureCode::ServerExitedDuringRun
+            | FailureCode::ServerExitedBeforeReady
+            | FailureCode::PortInUse
+            | FailureCode::SpawnFailed
+            | FailureCode::WrongServerAnswering
+            | FailureCode::ModelChangedDuringRun
             | FailureCode::SetupFailed
             | FailureCode::ReadyTimeout
             | FailureCode::RunTimeout
@@ -200,31 +231,68 @@ impl fmt::Display for Failure {
     }
 }
 
-/// One reply's failures, first one first: `Reply::failure`. `Display` joins them with `; ` (today's text).
+/// One reply's failures, first one first: `Reply::failure`. `Display` (and `Deref` to `str`) give today's
+/// text, the parts joined with `; `.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failures(pub Vec<Failure>);
+pub struct Failures {
+    parts: Vec<Failure>,
+    text: String,
+}
 
 impl Failures {
+    /// The failures of `parts` (first one first), or None when there is none.
+    pub fn new(parts: Vec<Failure>) -> Option<Failures> {
+        if parts.is_empty() {
+            return None;
+        }
+        let text = parts
+            .iter()
+            .map(|f| f.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
+        Some(Failures { parts, text })
+    }
+
+    /// The parts, first one first (never empty).
+    pub fn parts(&self) -> &[Failure] {
+        &self.parts
+    }
+
     /// The first failure's code (the failure's name).
     pub fn code(&self) -> FailureCode {
-        self.0[0].code
+        self.parts[0].code
     }
 
     /// True when any part has this code.
     pub fn has(&self, code: FailureCode) -> bool {
-        self.0.iter().any(|f| f.code == code)
+        self.parts.iter().any(|f| f.code == code)
+    }
+}
+
+impl std::ops::Deref for Failures {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
     }
 }
 
 impl fmt::Display for Failures {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, x) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{x}")?;
-        }
-        Ok(())
+        f.write_str(&self.text)
+    }
+}
+
+closed_enum! {
+    /// Why a reply's content is not sane (the judge's `content` check), as `servegate inspect` names it.
+    pub enum ContentProblem {
+        /// No content at all.
+        ContentEmpty = "content_empty",
+        /// Content of whitespace only.
+        ContentWhitespaceOnly = "content_whitespace_only",
+        /// Empty content because every completion token went to reasoning.
+        ContentEmptyAllTokensInReasoning = "content_empty_all_tokens_in_reasoning",
+        /// One character or piece repeated (a degenerate stream).
+        DegenerateOutput = "degenerate_output",
     }
 }
 
@@ -301,12 +369,16 @@ impl Note {
         }
     }
 
-    /// A reply failure repeated as a note.
-    pub fn of_failure(f: &Failure) -> Note {
+    /// A reply's failures repeated as a note: named by the first, its detail the rest of their text.
+    pub fn of_failures(f: &Failures) -> Note {
+        let mut detail = f.parts[0].detail.clone();
+        for p in &f.parts[1..] {
+            detail.push_str(&format!("; {p}"));
+        }
         Note {
             kind: NoteKind::Failed,
-            failure: Some(f.code),
-            detail: Some(f.detail.clone()),
+            failure: Some(f.code()),
+            detail: Some(detail),
         }
     }
 
@@ -350,6 +422,13 @@ impl fmt::Display for Note {
             (Some(d), NoteKind::PromptCacheHit) => write!(f, " {d}"),
             (Some(d), _) => write!(f, ": {d}"),
         }
+    }
+}
+
+impl PartialEq<&str> for Note {
+    /// Compares the wire text (tests state notes as text).
+    fn eq(&self, other: &&str) -> bool {
+        self.to_string() == *other
     }
 }
 
@@ -625,6 +704,17 @@ mod tests {
             assert_eq!(FailureCode::from_name(&c.to_string()), Some(*c));
         }
         assert_eq!(AssertionKind::from_name("decode"), None);
+        assert_eq!(
+            FailureCode::of_recorded(
+                "server_exited_during_run (exit status 139, 0.4 s after ready)"
+            ),
+            Some(FailureCode::ServerExitedDuringRun)
+        );
+        assert_eq!(
+            FailureCode::of_recorded("pair_model_mismatch: ours loads a"),
+            Some(FailureCode::PairModelMismatch)
+        );
+        assert_eq!(FailureCode::of_recorded("port_busy: 8080"), None);
         assert_eq!(Role::Theirs.to_string(), "theirs");
     }
 
@@ -656,7 +746,7 @@ mod tests {
 
     #[test]
     fn failures_display_as_today() {
-        let f = Failures(vec![
+        let f = Failures::new(vec![
             Failure {
                 code: FailureCode::TruncatedStream,
                 detail: "no [DONE]".into(),
@@ -665,7 +755,8 @@ mod tests {
                 code: FailureCode::MalformedEvent,
                 detail: "event 3".into(),
             },
-        ]);
+        ])
+        .unwrap();
         assert_eq!(
             f.to_string(),
             "truncated_stream: no [DONE]; malformed_event: event 3"
@@ -673,6 +764,12 @@ mod tests {
         assert_eq!(f.code(), FailureCode::TruncatedStream);
         assert!(f.has(FailureCode::MalformedEvent));
         assert!(!f.has(FailureCode::Transport));
+        assert_eq!(
+            Note::of_failures(&f).to_string(),
+            f.to_string(),
+            "a failure repeated as a note keeps its text"
+        );
+        assert!(Failures::new(Vec::new()).is_none());
     }
 
     #[test]

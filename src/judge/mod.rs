@@ -19,7 +19,9 @@ use crate::analysis::stats;
 use crate::analysis::{Evidence, RequestEvidence};
 use crate::evidence::RunStatus;
 use crate::spec::{GateSpec, RateSource};
-use crate::vocab::{AssertionKind, Bound, Metric};
+use crate::vocab::{
+    AssertionKind, Bound, ContentProblem, Failure, FailureCode, Failures, Metric, NoteKind,
+};
 
 /// The outcome of one assertion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,12 +123,13 @@ fn judged_of(evidence: &Evidence) -> Vec<Judged<'_>> {
 /// error, a cut or timed-out stream, no finish_reason and no `[DONE]`, ...), else the transport error the
 /// client saw (`transport: <error>`). A failed request has no value for any figure assertion and fails
 /// `content` and `known_answer`.
-pub fn request_failure(ev: &RequestEvidence) -> Option<String> {
+pub fn request_failure(ev: &RequestEvidence) -> Option<Failures> {
     ev.reply.failure().or_else(|| {
-        ev.record
-            .transport_error
-            .as_ref()
-            .map(|e| format!("transport: {e}"))
+        let e = ev.record.transport_error.as_ref()?;
+        Failures::new(vec![Failure {
+            code: FailureCode::Transport,
+            detail: e.clone(),
+        }])
     })
 }
 
@@ -146,7 +149,7 @@ pub struct Accounting {
     /// Send-order indices (warmup included, as the `NN.*` files) of planned judged requests never sent.
     pub never_sent: Vec<usize>,
     /// Sent judged requests that failed: (index, [`request_failure`]).
-    pub failed: Vec<(usize, String)>,
+    pub failed: Vec<(usize, Failures)>,
     /// The serve failed during the run (exited, or was found dead): `run.json` `serve.failure`, with the last
     /// lines of its log when known (`serve.exit_log_tail`, else the end of `serve.log`).
     pub serve_failure: Option<String>,
@@ -183,14 +186,16 @@ pub fn account(evidence: &Evidence) -> Accounting {
     let serve_failure = match (&run.serve.failure, evidence.requests.is_empty()) {
         (Some(f), false) => {
             let tail = run.serve.exit_log_tail.clone().or_else(|| {
-                f.starts_with("server_exited")
-                    .then(|| {
-                        let log = evidence.serve_log.as_deref()?;
-                        let lines: Vec<&str> =
-                            log.lines().filter(|l| !l.trim().is_empty()).collect();
-                        Some(lines[lines.len().saturating_sub(EXIT_LOG_LINES)..].join("\n"))
-                    })
-                    .flatten()
+                matches!(
+                    FailureCode::of_recorded(f),
+                    Some(FailureCode::ServerExitedDuringRun | FailureCode::ServerExitedBeforeReady)
+                )
+                .then(|| {
+                    let log = evidence.serve_log.as_deref()?;
+                    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+                    Some(lines[lines.len().saturating_sub(EXIT_LOG_LINES)..].join("\n"))
+                })
+                .flatten()
             });
             Some(match tail.filter(|t| !t.trim().is_empty()) {
                 Some(t) => {
@@ -377,9 +382,11 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
             | AssertionKind::Content
             | AssertionKind::KnownAnswer => judge_request_assertion(name, gate, &judged, &acct),
             // Pair assertions are judged by `judge_pair`; spec validation refuses them in a single gate.
-            AssertionKind::Ratio | AssertionKind::SameAnswers => {
-                Verdict::new(name, Outcome::Fail, "not judged in a single gate (it needs a [pair])")
-            }
+            AssertionKind::Ratio | AssertionKind::SameAnswers => Verdict::new(
+                name,
+                Outcome::Fail,
+                "not judged in a single gate (it needs a [pair])",
+            ),
         };
         out.push(v);
     }
@@ -549,7 +556,7 @@ pub fn strip_escapes(text: &str) -> String {
 /// `decode`: the value is a decode rate, whose measurement says why it is missing (`decode_note`).
 fn why_missing(j: &Judged, what: &str, decode: bool) -> String {
     if let Some(f) = request_failure(j.ev) {
-        return f;
+        return f.to_string();
     }
     if let Some(n) = j.fig.decode_note.as_ref().filter(|_| decode) {
         return n.clone();
@@ -641,12 +648,8 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
     };
     let n = fv.values.len();
     let mut notes = Vec::new();
-    let implausible_tokens = |j: &Judged| {
-        j.fig
-            .warnings
-            .iter()
-            .any(|w| w.starts_with("implausible_completion_tokens"))
-    };
+    let implausible_tokens =
+        |j: &Judged| crate::vocab::has_note(&j.fig.warnings, NoteKind::ImplausibleCompletionTokens);
     // Notes describe the replies that were measured: a failed reply has no figure to describe.
     let measured: Vec<&Judged> = judged
         .iter()
@@ -767,7 +770,11 @@ fn judge_first_token(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> V
     if judged.is_empty() {
         return no_replies(AssertionKind::FirstToken, acct);
     }
-    let fv = FigureValues::of(judged, |j| j.fig.ttft_ms, |j| why_missing(j, "token", false));
+    let fv = FigureValues::of(
+        judged,
+        |j| j.fig.ttft_ms,
+        |j| why_missing(j, "token", false),
+    );
     judge_figure(
         FigureAssertion {
             kind: AssertionKind::FirstToken,
@@ -784,6 +791,33 @@ fn judge_first_token(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> V
 
 /// Why one reply fails the content check, or None when its content is sane.
 pub fn content_problem(reply: &crate::analysis::reply::Reply, fig: &Figures) -> Option<String> {
+    reply_problem(reply, fig).map(|(_, text)| text)
+}
+
+/// What kind of problem one reply has (the name `inspect` reports): its failure, or a content problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// The reply failed on its own terms ([`crate::analysis::reply::Reply::failure`]): its first code.
+    Failed(FailureCode),
+    /// Its content is not sane.
+    Content(ContentProblem),
+}
+
+impl ProblemKind {
+    /// The wire name: the failure code's or the content problem's.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProblemKind::Failed(c) => c.name(),
+            ProblemKind::Content(c) => c.name(),
+        }
+    }
+}
+
+/// [`content_problem`] with its kind.
+pub fn reply_problem(
+    reply: &crate::analysis::reply::Reply,
+    fig: &Figures,
+) -> Option<(ProblemKind, String)> {
     if let Some(f) = reply.failure() {
         let what = if reply.error.is_some() {
             "error reply"
@@ -802,7 +836,10 @@ pub fn content_problem(reply: &crate::analysis::reply::Reply, fig: &Figures) -> 
                 format!("; partial content {head:?}")
             }
         };
-        return Some(format!("{what}: {f}{partial}"));
+        return Some((
+            ProblemKind::Failed(f.code()),
+            format!("{what}: {f}{partial}"),
+        ));
     }
     let finish =
         crate::analysis::reply::printable(reply.finish_reason.as_deref().unwrap_or("none"));
@@ -813,14 +850,23 @@ pub fn content_problem(reply: &crate::analysis::reply::Reply, fig: &Figures) -> 
             fig.completion_tokens,
             reply.finish_reason.as_deref(),
         ) {
-            return Some(format!("{why} (is thinking left on?)"));
+            return Some((
+                ProblemKind::Content(ContentProblem::ContentEmptyAllTokensInReasoning),
+                format!("{why} (is thinking left on?)"),
+            ));
         }
         if reply.content.is_empty() {
-            return Some(format!("empty content (finish_reason={finish})"));
+            return Some((
+                ProblemKind::Content(ContentProblem::ContentEmpty),
+                format!("empty content (finish_reason={finish})"),
+            ));
         }
-        return Some(format!(
-            "whitespace-only content {:?} (finish_reason={finish})",
-            reply.content
+        return Some((
+            ProblemKind::Content(ContentProblem::ContentWhitespaceOnly),
+            format!(
+                "whitespace-only content {:?} (finish_reason={finish})",
+                reply.content
+            ),
         ));
     }
     if let Some(reason) = crate::analysis::content::degenerate(&reply.content) {
@@ -829,7 +875,10 @@ pub fn content_problem(reply: &crate::analysis::reply::Reply, fig: &Figures) -> 
         } else {
             ""
         };
-        return Some(format!("{reason}{tail}"));
+        return Some((
+            ProblemKind::Content(ContentProblem::DegenerateOutput),
+            format!("{reason}{tail}"),
+        ));
     }
     None
 }
@@ -1462,8 +1511,13 @@ mod tests {
         assert!(find(&v, "known_answer")
             .message
             .starts_with("known_answer FAIL request 01: failed reply: truncated_stream"));
+        let failed: Vec<(usize, String)> = account(&ev)
+            .failed
+            .iter()
+            .map(|(i, f)| (*i, f.to_string()))
+            .collect();
         assert_eq!(
-            account(&ev).failed,
+            failed,
             vec![(
                 1,
                 "truncated_stream: no finish_reason, no [DONE]".to_string()
