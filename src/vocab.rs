@@ -486,6 +486,18 @@ closed_enum! {
     }
 }
 
+closed_enum! {
+    /// Which way a metric is better.
+    pub enum Better {
+        /// More is better (rates): a gate sets a floor.
+        Higher = "higher",
+        /// Less is better (latencies): a gate sets a limit.
+        Lower = "lower",
+        /// Neither: a gate bounds it on both sides (a pair's ratio).
+        Bounded = "bounds",
+    }
+}
+
 /// One metric's entry in the registry.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MetricInfo {
@@ -497,8 +509,10 @@ pub struct MetricInfo {
     pub unit: Unit,
     /// Decimals shown in verdict lines and figures tables.
     pub decimals: usize,
-    /// True when more is better (rates), false when less is (latencies).
-    pub higher_is_better: bool,
+    /// Decimals of the values a record made from a run states (more than a verdict line shows).
+    pub record_decimals: u32,
+    /// Which way is better: higher (rates), lower (latencies), or within bounds (a pair's ratio).
+    pub better: Better,
     /// The field of the per-request figures (`run.json` `figures`, inspect) holding it, or None.
     pub figure_field: Option<&'static str>,
     /// Its name in records (`metric` of servegate.record/1), or None when records cannot carry it.
@@ -518,73 +532,80 @@ impl Metric {
                 title: "TTFT",
                 unit: Unit::Ms,
                 decimals: 0,
-                higher_is_better: false,
+                record_decimals: 1,
+                better: Better::Lower,
                 figure_field: Some("ttft_ms"),
                 record_name: Some("first_token"),
                 definition: "time from sending the request to the first token chunk (content, reasoning or tool call)",
-                source: "vLLM benchmarks (ttft), AIPerf time_to_first_token",
+                source: "vLLM bench serve (ttft), AIPerf time to first token, MLPerf LoadGen first-token latency",
             },
             Metric::FirstContent => MetricInfo {
                 metric: self,
                 title: "first content",
                 unit: Unit::Ms,
                 decimals: 0,
-                higher_is_better: false,
+                record_decimals: 1,
+                better: Better::Lower,
                 figure_field: Some("first_content_ms"),
                 record_name: None,
                 definition: "time from sending the request to the first non-empty content (reasoning excluded)",
-                source: "AIPerf time_to_first_output_token",
+                source: "older vLLM backend_request_func (first delta.content)",
             },
             Metric::DecodeRate => MetricInfo {
                 metric: self,
                 title: "decode rate",
                 unit: Unit::TokPerS,
                 decimals: 1,
-                higher_is_better: true,
+                record_decimals: 2,
+                better: Better::Higher,
                 figure_field: Some("decode_tok_s"),
                 record_name: Some("decode_rate"),
                 definition: "(N − 1) / (t_last_token_chunk − t_first_token_chunk), first token excluded",
-                source: "vLLM benchmarks (output throughput per request), AIPerf output_token_throughput_per_user",
+                source: "AIPerf output token throughput per user, llama.cpp predicted_per_second (servegate: first token excluded)",
             },
             Metric::Itl => MetricInfo {
                 metric: self,
                 title: "ITL",
                 unit: Unit::Ms,
                 decimals: 1,
-                higher_is_better: false,
+                record_decimals: 2,
+                better: Better::Lower,
                 figure_field: Some("itl_ms"),
                 record_name: None,
                 definition: "gaps between consecutive token chunks",
-                source: "vLLM benchmarks (itl), AIPerf inter_token_latency",
+                source: "vLLM bench serve (itl), AIPerf inter chunk latency",
             },
             Metric::Tpot => MetricInfo {
                 metric: self,
                 title: "TPOT",
                 unit: Unit::Ms,
                 decimals: 1,
-                higher_is_better: false,
+                record_decimals: 2,
+                better: Better::Lower,
                 figure_field: Some("tpot_ms"),
                 record_name: None,
                 definition: "(e2e − ttft) / (N − 1)",
-                source: "vLLM benchmarks (tpot), MLPerf LoadGen TPOT",
+                source: "vLLM bench serve (tpot), MLPerf LoadGen TPOT, AIPerf inter token latency",
             },
             Metric::E2e => MetricInfo {
                 metric: self,
                 title: "E2E latency",
                 unit: Unit::Ms,
                 decimals: 0,
-                higher_is_better: false,
+                record_decimals: 1,
+                better: Better::Lower,
                 figure_field: Some("e2e_ms"),
                 record_name: Some("e2e_latency"),
                 definition: "time from sending the request to the last read of the response",
-                source: "vLLM benchmarks (e2el), AIPerf request_latency",
+                source: "vLLM bench serve (latency), AIPerf request_latency",
             },
             Metric::ServerDecodeRate => MetricInfo {
                 metric: self,
                 title: "server decode rate",
                 unit: Unit::TokPerS,
                 decimals: 1,
-                higher_is_better: true,
+                record_decimals: 2,
+                better: Better::Higher,
                 figure_field: Some("server_decode_tok_s"),
                 record_name: None,
                 definition: "the serve's own generation rate, timings.predicted_per_second",
@@ -595,7 +616,8 @@ impl Metric {
                 title: "server prefill rate",
                 unit: Unit::TokPerS,
                 decimals: 1,
-                higher_is_better: true,
+                record_decimals: 2,
+                better: Better::Higher,
                 figure_field: Some("server_prefill_tok_s"),
                 record_name: Some("prefill_rate"),
                 definition: "timings.prompt_n / timings.prompt_ms; none on a prompt-cache hit",
@@ -606,7 +628,8 @@ impl Metric {
                 title: "pair ratio",
                 unit: Unit::Ratio,
                 decimals: 2,
-                higher_is_better: true,
+                record_decimals: 2,
+                better: Better::Bounded,
                 figure_field: None,
                 record_name: None,
                 definition: "theirs median / ours median of one metric, over ABBA-ordered arms",
@@ -644,7 +667,7 @@ impl Bound {
         Bound {
             value,
             unit: i.unit,
-            at_least: i.higher_is_better,
+            at_least: matches!(i.better, Better::Higher),
         }
     }
 
@@ -671,11 +694,7 @@ pub fn registry_table() -> String {
             m.name(),
             i.unit,
             i.decimals,
-            if i.higher_is_better {
-                "higher"
-            } else {
-                "lower"
-            },
+            i.better,
             i.figure_field
                 .map(|f| format!("`{f}`"))
                 .unwrap_or_else(|| "-".into()),

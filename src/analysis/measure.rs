@@ -16,7 +16,7 @@
 //! * **Server figures** — llama.cpp `timings` as the serve computed them, reported separately.
 
 use crate::analysis::reply::Reply;
-use crate::vocab::{Note, NoteKind};
+use crate::vocab::{Metric, Note, NoteKind};
 
 pub use crate::evidence::figures::{Figures, TokenSource};
 
@@ -333,6 +333,22 @@ pub fn measure(reply: &Reply) -> Figures {
         }
     }
     f
+}
+
+/// One request's value of a registry metric (the unit is the registry's: ms or tok/s), or None when the
+/// request has none or the metric is no single per-request number (ITL is a list of gaps; a pair ratio
+/// belongs to a pair, not a request).
+pub fn metric_value(f: &Figures, m: Metric) -> Option<f64> {
+    match m {
+        Metric::Ttft => f.ttft_ms,
+        Metric::FirstContent => f.first_content_ms,
+        Metric::DecodeRate => f.decode_tok_s,
+        Metric::Tpot => f.tpot_ms,
+        Metric::E2e => f.e2e_ms,
+        Metric::ServerDecodeRate => f.server_decode_tok_s,
+        Metric::ServerPrefillRate => f.server_prefill_tok_s,
+        Metric::Itl | Metric::PairRatio => None,
+    }
 }
 
 #[cfg(test)]

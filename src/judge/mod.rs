@@ -1144,10 +1144,7 @@ fn judge_ratio(
         sent += judged.len();
         let fv = FigureValues::of(
             &judged,
-            |j| match r.metric {
-                crate::spec::PairMetric::Decode => j.fig.decode_tok_s,
-                crate::spec::PairMetric::FirstToken => j.fig.ttft_ms,
-            },
+            |j| measure::metric_value(&j.fig, r.metric.metric()),
             |j| why_missing(j, "rate", true),
         );
         missing.extend(

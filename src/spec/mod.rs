@@ -404,6 +404,16 @@ pub enum PairMetric {
     FirstToken,
 }
 
+impl PairMetric {
+    /// The registry metric it names (wire `decode` is the decode rate, `first_token` the TTFT).
+    pub const fn metric(self) -> crate::vocab::Metric {
+        match self {
+            PairMetric::Decode => crate::vocab::Metric::DecodeRate,
+            PairMetric::FirstToken => crate::vocab::Metric::Ttft,
+        }
+    }
+}
+
 /// `[assert.ratio]` of a pair gate: theirs / ours of the metric's medians within bounds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RatioAssert {
