@@ -1426,7 +1426,9 @@ fn known_answer_of(
     gate: &crate::spec::GateSpec,
     verdicts: &[crate::judge::Verdict],
 ) -> KnownAnswer {
-    let ka = verdicts.iter().find(|v| v.assertion == "known_answer");
+    let ka = verdicts
+        .iter()
+        .find(|v| v.kind == crate::vocab::AssertionKind::KnownAnswer);
     KnownAnswer {
         prompt: gate
             .assertions
