@@ -80,6 +80,8 @@ closed_enum! {
         Rate = "rate",
         /// `[assert.first_token]`: median TTFT at most a limit (ms).
         FirstToken = "first_token",
+        /// `[assert.tpot]`: median TPOT at most a limit (ms).
+        Tpot = "tpot",
         /// `[assert.content]`: every reply has sane content.
         Content = "content",
         /// `[assert.known_answer]`: replies match a regex.
@@ -98,6 +100,7 @@ impl AssertionKind {
         match self {
             AssertionKind::Rate => Some(Metric::DecodeRate),
             AssertionKind::FirstToken => Some(Metric::Ttft),
+            AssertionKind::Tpot => Some(Metric::Tpot),
             AssertionKind::Route
             | AssertionKind::Content
             | AssertionKind::KnownAnswer

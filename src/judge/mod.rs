@@ -343,6 +343,10 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
             .first_token
             .as_ref()
             .map(|f| Bound::for_metric(Metric::Ttft, f.limit_ms)),
+        AssertionKind::Tpot => a
+            .tpot
+            .as_ref()
+            .map(|t| Bound::for_metric(Metric::Tpot, t.limit_ms)),
         AssertionKind::Route
         | AssertionKind::Content
         | AssertionKind::KnownAnswer
@@ -379,6 +383,7 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
             AssertionKind::Route => judge_route(gate, evidence),
             AssertionKind::Rate
             | AssertionKind::FirstToken
+            | AssertionKind::Tpot
             | AssertionKind::Content
             | AssertionKind::KnownAnswer => judge_request_assertion(name, gate, &judged, &acct),
             // Pair assertions are judged by `judge_pair`; spec validation refuses them in a single gate.
@@ -404,6 +409,7 @@ fn judge_request_assertion(
     let mut v = match name {
         AssertionKind::Rate => judge_rate(gate, judged, acct),
         AssertionKind::FirstToken => judge_first_token(gate, judged, acct),
+        AssertionKind::Tpot => judge_tpot(gate, judged, acct),
         AssertionKind::Content => judge_content(judged, acct),
         AssertionKind::KnownAnswer => judge_known_answer(gate, judged, acct),
         AssertionKind::Route | AssertionKind::Ratio | AssertionKind::SameAnswers => {
@@ -789,6 +795,31 @@ fn judge_first_token(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> V
     )
 }
 
+/// `[assert.tpot]`: the median TPOT (ms) at most the limit; a reply without a TPOT (failed, one token
+/// chunk, or the whole reply in one read) is a missing value and fails it, as for `first_token`.
+fn judge_tpot(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
+    if judged.is_empty() {
+        return no_replies(AssertionKind::Tpot, acct);
+    }
+    let fv = FigureValues::of(
+        judged,
+        |j| measure::metric_value(&j.fig, Metric::Tpot),
+        |j| why_missing(j, "TPOT", false),
+    );
+    judge_figure(
+        FigureAssertion {
+            kind: AssertionKind::Tpot,
+            metric: Metric::Tpot,
+            bound: declared_bound(gate, AssertionKind::Tpot).expect("tpot declared"),
+            what: "TPOT",
+            label: "",
+            notes: "",
+        },
+        &fv,
+        acct,
+    )
+}
+
 /// Why one reply fails the content check, or None when its content is sane.
 pub fn content_problem(reply: &crate::analysis::reply::Reply, fig: &Figures) -> Option<String> {
     reply_problem(reply, fig).map(|(_, text)| text)
@@ -1112,9 +1143,10 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
                     detail.join(" | "),
                 )
             }
-            AssertionKind::Route | AssertionKind::Rate | AssertionKind::FirstToken => {
-                Verdict::new(name, Outcome::Fail, "not judged in a pair gate")
-            }
+            AssertionKind::Route
+            | AssertionKind::Rate
+            | AssertionKind::FirstToken
+            | AssertionKind::Tpot => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
         };
         if !serve_failures.is_empty() {
             fail_for_serve(&mut v, &serve_failures.join("; "));
@@ -1591,6 +1623,105 @@ mod tests {
         // The last five non-empty log lines.
         assert!(rate.ends_with("[serve: server_exited_during_run (exit status 139, 0.4 s after ready): Segmentation fault; serve.log ends: \"c\\nd\\ne\\nf\\nSegmentation fault\"]"), "{rate}");
         assert!(v.iter().all(|x| !x.passed()));
+    }
+
+    /// `[assert.tpot]`, judge-table style: (case, gate limit, replies sent, planned, the verdict line).
+    /// `good()` has TPOT (261 − 100) / (4 − 1) = 53.7 ms.
+    #[test]
+    fn tpot_table() {
+        let one_chunk = || -> Vec<TimedRead> {
+            let mut r = good();
+            r.drain(1..4);
+            r
+        };
+        type Replies = Vec<Vec<TimedRead>>;
+        let cases: Vec<(&str, &str, Replies, usize, &str)> = vec![
+            (
+                "under the limit",
+                "60",
+                vec![good(), good(), good()],
+                3,
+                "tpot PASS median 53.7 ms (limit 60.0; each: 53.7, 53.7, 53.7; n=3 of 3 planned)",
+            ),
+            (
+                "over the limit",
+                "50",
+                vec![good(), good(), good()],
+                3,
+                "tpot FAIL median 53.7 ms (limit 50.0; each: 53.7, 53.7, 53.7; n=3 of 3 planned)",
+            ),
+            (
+                "a cut reply is a missing value, never left out of the median",
+                "60",
+                vec![good(), cut(), good()],
+                3,
+                "tpot FAIL 1 of 3 replies have no TPOT: request 01 (truncated_stream: no finish_reason, no [DONE]) (limit 60.0 ms; each: 53.7, -, 53.7; n=3 of 3 planned)",
+            ),
+            (
+                "one token chunk has no TPOT",
+                "60",
+                vec![good(), one_chunk()],
+                2,
+                "tpot FAIL 1 of 2 replies have no TPOT: request 01 (no TPOT in the reply) (limit 60.0 ms; each: 53.7, -; n=2 of 2 planned)",
+            ),
+            (
+                "requests never sent",
+                "60",
+                vec![good(), good()],
+                4,
+                "tpot FAIL 2 planned requests never sent: requests 02-03 (the run stopped before sending them) (limit 60.0 ms; each: 53.7, 53.7; n=2 of 4 planned)",
+            ),
+            (
+                "no replies at all",
+                "60",
+                vec![],
+                2,
+                "tpot FAIL no replies at all: the run holds no judged request: 2 planned requests never sent: requests 00-01 (the run stopped before sending them) (n=0 of 2 planned)",
+            ),
+        ];
+        for (case, limit, replies, planned, want) in cases {
+            let toml = format!(
+                "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{{port}}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"What is the capital of France?\"]\n[assert.tpot]\nlimit_ms = {limit}\n"
+            );
+            let ctx = crate::spec::Context {
+                gate_dir: "/g".into(),
+                cache: "/c".into(),
+                home: None,
+            };
+            let g = crate::spec::parse(std::path::Path::new("g.toml"), &toml, &ctx).unwrap();
+            let sent = replies.len();
+            let ev = evidence(
+                Some(planned),
+                replies
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| request(i, r, None))
+                    .collect(),
+            );
+            let v = judge(&g, &ev);
+            assert_eq!(v.len(), 1, "{case}");
+            let t = &v[0];
+            assert_eq!(t.message, want, "{case}");
+            assert_eq!(t.kind, AssertionKind::Tpot, "{case}");
+            assert_eq!(t.passed(), want.starts_with("tpot PASS"), "{case}");
+            let lim: f64 = limit.parse().unwrap();
+            assert_eq!(
+                t.bound,
+                Some(Bound {
+                    value: lim,
+                    unit: crate::vocab::Unit::Ms,
+                    at_least: false
+                }),
+                "{case}"
+            );
+            if sent > 0 {
+                assert_eq!(
+                    t.values.len(),
+                    planned,
+                    "{case}: one value per planned request"
+                );
+            }
+        }
     }
 
     #[test]

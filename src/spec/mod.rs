@@ -194,6 +194,7 @@ struct RawAssertions {
     route: Option<RawRoute>,
     rate: Option<RawRate>,
     first_token: Option<RawFirstToken>,
+    tpot: Option<RawTpot>,
     content: Option<ContentAssert>,
     known_answer: Option<RawKnownAnswer>,
     ratio: Option<RawRatio>,
@@ -230,6 +231,12 @@ struct RawRate {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFirstToken {
+    limit_ms: Spanned<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTpot {
     limit_ms: Spanned<f64>,
 }
 
@@ -377,6 +384,13 @@ pub struct FirstTokenAssert {
     pub limit_ms: f64,
 }
 
+/// `[assert.tpot]`: median TPOT <= limit (TPOT = (e2e − ttft) / (N − 1) per reply, ms; docs/metrics.md).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TpotAssert {
+    /// Limit, ms, > 0.
+    pub limit_ms: f64,
+}
+
 /// `[assert.content]`: every judged reply has non-empty, non-degenerate content and no error.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -482,6 +496,8 @@ pub struct Assertions {
     pub rate: Option<RateAssert>,
     /// `first_token`
     pub first_token: Option<FirstTokenAssert>,
+    /// `tpot`
+    pub tpot: Option<TpotAssert>,
     /// `content`
     pub content: Option<ContentAssert>,
     /// `known_answer`
@@ -499,6 +515,7 @@ impl Assertions {
             AssertionKind::Route => self.route.is_some(),
             AssertionKind::Rate => self.rate.is_some(),
             AssertionKind::FirstToken => self.first_token.is_some(),
+            AssertionKind::Tpot => self.tpot.is_some(),
             AssertionKind::Content => self.content.is_some(),
             AssertionKind::KnownAnswer => self.known_answer.is_some(),
             AssertionKind::Ratio => self.ratio.is_some(),
@@ -1243,6 +1260,7 @@ impl Validator<'_> {
             for (name, present) in [
                 ("rate", a.rate.is_some()),
                 ("first_token", a.first_token.is_some()),
+                ("tpot", a.tpot.is_some()),
             ] {
                 if present {
                     return Err(self.err(0..0, "request.stream", format!("is false, but [assert.{name}] needs a streamed reply: a whole body has no token arrival times")));
@@ -1262,6 +1280,11 @@ impl Validator<'_> {
         if let Some(ft) = a.first_token {
             assertions.first_token = Some(FirstTokenAssert {
                 limit_ms: self.positive(&ft.limit_ms, "assert.first_token.limit_ms", "ms")?,
+            });
+        }
+        if let Some(t) = a.tpot {
+            assertions.tpot = Some(TpotAssert {
+                limit_ms: self.positive(&t.limit_ms, "assert.tpot.limit_ms", "ms")?,
             });
         }
         assertions.content = a.content;
@@ -1344,6 +1367,7 @@ impl Validator<'_> {
                     ("route", assertions.route.is_some()),
                     ("rate", assertions.rate.is_some()),
                     ("first_token", assertions.first_token.is_some()),
+                    ("tpot", assertions.tpot.is_some()),
                 ] {
                     if present {
                         return Err(self.err(0..0, &format!("assert.{name}"), "is not judged in a pair gate (the arms are two runtimes): use [assert.ratio]"));
@@ -1432,7 +1456,7 @@ impl Validator<'_> {
             }
         };
         if assertions.names().is_empty() {
-            return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.content], [assert.known_answer])"));
+            return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.tpot], [assert.content], [assert.known_answer])"));
         }
 
         for (list, entries) in [
@@ -1579,6 +1603,40 @@ floor_tok_s = 10.0
         let e = parse_str(&bad).unwrap_err().to_string();
         assert!(e.contains("gates/t.toml:13:1"), "{e}");
         assert!(e.contains("flor_tok_s"), "{e}");
+    }
+
+    #[test]
+    fn tpot_limit_is_parsed_in_report_order_and_a_bad_one_refused_with_its_line() {
+        let g = parse_str(&format!("{GOOD}[assert.tpot]\nlimit_ms = 40\n")).unwrap();
+        assert_eq!(g.assertions.tpot, Some(TpotAssert { limit_ms: 40.0 }));
+        assert_eq!(
+            g.assertions.kinds(),
+            vec![
+                AssertionKind::Route,
+                AssertionKind::Rate,
+                AssertionKind::Tpot
+            ]
+        );
+        assert_eq!(g.assertions.names(), vec!["route", "rate", "tpot"]);
+        for bad in ["0", "-3", "nan"] {
+            let e = parse_str(&format!("{GOOD}[assert.tpot]\nlimit_ms = {bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("gates/t.toml:15:12"), "{bad}: {e}");
+            assert!(e.contains("assert.tpot.limit_ms"), "{bad}: {e}");
+        }
+        let e = parse_str(&format!("{GOOD}[assert.tpot]\nlimit = 40\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("limit"), "{e}");
+        // TPOT needs token arrival times: a whole-body request cannot have one.
+        let body = GOOD
+            .replace("max_tokens = 16", "max_tokens = 16\nstream = false")
+            .replace("[assert.rate]\nfloor_tok_s = 10.0\n", "");
+        let e = parse_str(&format!("{body}[assert.tpot]\nlimit_ms = 40\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[assert.tpot] needs a streamed reply"), "{e}");
     }
 
     #[test]
