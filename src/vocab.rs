@@ -476,6 +476,8 @@ closed_enum! {
         DecodeRate = "decode_rate",
         /// Inter-token latency (gaps between token chunks).
         Itl = "itl",
+        /// One reply's 90th-percentile inter-token gap.
+        ItlP90 = "itl_p90",
         /// Time per output token.
         Tpot = "tpot",
         /// End-to-end latency.
@@ -577,6 +579,18 @@ impl Metric {
                 record_name: None,
                 definition: "gaps between consecutive token chunks",
                 source: "vLLM bench serve (itl), AIPerf inter chunk latency",
+            },
+            Metric::ItlP90 => MetricInfo {
+                metric: self,
+                title: "ITL p90",
+                unit: Unit::Ms,
+                decimals: 1,
+                record_decimals: 2,
+                better: Better::Lower,
+                figure_field: None,
+                record_name: None,
+                definition: "90th percentile (numpy linear) of one reply's gaps between consecutive token chunks; none under two token chunks",
+                source: "vLLM bench serve (p90 of itl), AIPerf inter chunk latency p90",
             },
             Metric::Tpot => MetricInfo {
                 metric: self,

@@ -337,7 +337,8 @@ pub fn measure(reply: &Reply) -> Figures {
 
 /// One request's value of a registry metric (the unit is the registry's: ms or tok/s), or None when the
 /// request has none or the metric is no single per-request number (ITL is a list of gaps; a pair ratio
-/// belongs to a pair, not a request).
+/// belongs to a pair, not a request). ITL p90 is computed here from `itl_ms`: the 90th percentile of one
+/// reply's gaps (`stats::percentile`, numpy linear), none for a failed reply or one under two token chunks.
 pub fn metric_value(f: &Figures, m: Metric) -> Option<f64> {
     match m {
         Metric::Ttft => f.ttft_ms,
@@ -347,6 +348,12 @@ pub fn metric_value(f: &Figures, m: Metric) -> Option<f64> {
         Metric::E2e => f.e2e_ms,
         Metric::ServerDecodeRate => f.server_decode_tok_s,
         Metric::ServerPrefillRate => f.server_prefill_tok_s,
+        // p90 of this reply's gaps (numpy linear, `stats::percentile`); a failed reply's partial gaps are
+        // not a reply's figure (as its TTFT and TPOT are not).
+        Metric::ItlP90 => match f.failed {
+            Some(_) => None,
+            None => crate::analysis::stats::percentile(&f.itl_ms, 90.0),
+        },
         Metric::Itl | Metric::PairRatio => None,
     }
 }
@@ -355,6 +362,23 @@ pub fn metric_value(f: &Figures, m: Metric) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::analysis::reply::{Timings, TokenChunk, Usage};
+
+    #[test]
+    fn itl_p90_is_the_linear_percentile_of_one_replys_gaps() {
+        // Gaps 10, 20, 30, 40 ms: h = 3 × 0.9 = 2.7, so 30 + 0.7 × 10 = 37 ms.
+        let times = [100.0, 110.0, 130.0, 160.0, 200.0];
+        let r = streamed(times.iter().map(|t| tc(*t, None)).collect(), Some(5), 201.0);
+        let f = measure(&r);
+        let p90 = metric_value(&f, Metric::ItlP90).unwrap();
+        assert!((p90 - 37.0).abs() < 1e-9, "{p90}");
+        // One token chunk: no gap, no p90 (never a 0).
+        let r = streamed(vec![tc(100.0, None)], Some(1), 101.0);
+        assert_eq!(metric_value(&measure(&r), Metric::ItlP90), None);
+        // A failed reply has no gaps to rank.
+        let mut r = streamed(times.iter().map(|t| tc(*t, None)).collect(), Some(5), 201.0);
+        r.truncated = true;
+        assert_eq!(metric_value(&measure(&r), Metric::ItlP90), None);
+    }
 
     fn tc(t_ms: f64, tokens: Option<u64>) -> TokenChunk {
         TokenChunk {
