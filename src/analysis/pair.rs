@@ -12,6 +12,7 @@
 //! - the ratio is theirs / ours (for decode, > 1 means theirs is faster; for first token, > 1 means theirs is
 //!   slower).
 
+use crate::vocab::Role;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::stats;
@@ -152,8 +153,8 @@ pub fn compute(arms: &[ArmValues]) -> Result<PairFigures, PairError> {
             first_outlier,
         });
     }
-    let ours = summarise("ours", arms)?;
-    let theirs = summarise("theirs", arms)?;
+    let ours = summarise(Role::Ours.name(), arms)?;
+    let theirs = summarise(Role::Theirs.name(), arms)?;
     let ratio = theirs.median / ours.median;
     Ok(PairFigures {
         arms: out,

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::error::SpecError;
-use crate::vocab::AssertionKind;
+use crate::vocab::{AssertionKind, Role};
 
 pub(crate) mod record;
 
@@ -477,12 +477,16 @@ pub struct PairSpec {
 }
 
 impl PairSpec {
-    /// The arm spec of a role name.
+    /// The arm spec of a role name (`order` holds only [`Role`] wire names: validated).
     pub fn arm(&self, role: &str) -> &ArmSpec {
-        if role == "ours" {
-            &self.ours
-        } else {
-            &self.theirs
+        self.arm_of(Role::from_name(role).unwrap_or(Role::Theirs))
+    }
+
+    /// The arm spec of a role.
+    pub fn arm_of(&self, role: Role) -> &ArmSpec {
+        match role {
+            Role::Ours => &self.ours,
+            Role::Theirs => &self.theirs,
         }
     }
 }
@@ -1417,12 +1421,11 @@ impl Validator<'_> {
                         env,
                     })
                 };
-                let ours = arm("ours", &p.ours)?;
-                let theirs = arm("theirs", &p.theirs)?;
+                let ours = arm(Role::Ours.name(), &p.ours)?;
+                let theirs = arm(Role::Theirs.name(), &p.theirs)?;
                 let order = match &p.order {
                     Some(o) => {
-                        if let Some(bad) =
-                            o.get_ref().iter().find(|x| *x != "ours" && *x != "theirs")
+                        if let Some(bad) = o.get_ref().iter().find(|x| Role::from_name(x).is_none())
                         {
                             return Err(self.err(
                                 o.span(),
