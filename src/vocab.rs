@@ -94,6 +94,25 @@ closed_enum! {
 }
 
 impl AssertionKind {
+    /// True when it needs a streamed reply (token arrival times): the figure assertions.
+    pub const fn needs_stream(self) -> bool {
+        self.metric().is_some()
+    }
+
+    /// True when a pair gate may declare it (the others judge one serve's figures or log).
+    pub const fn in_pair_gate(self) -> bool {
+        match self {
+            AssertionKind::Content
+            | AssertionKind::KnownAnswer
+            | AssertionKind::Ratio
+            | AssertionKind::SameAnswers => true,
+            AssertionKind::Route
+            | AssertionKind::Rate
+            | AssertionKind::FirstToken
+            | AssertionKind::Tpot => false,
+        }
+    }
+
     /// The metric a figure assertion compares with its bound (median against floor or limit), or None for
     /// the assertions that judge text or logs. `ratio` compares a metric chosen in the gate: None here.
     pub const fn metric(self) -> Option<Metric> {

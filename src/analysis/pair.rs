@@ -12,7 +12,7 @@
 //! - the ratio is theirs / ours (for decode, > 1 means theirs is faster; for first token, > 1 means theirs is
 //!   slower).
 
-use crate::vocab::Role;
+use crate::vocab::{Metric, Role};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::stats;
@@ -180,7 +180,7 @@ pub struct Unit {
 /// Decode rate: tok/s, two decimals.
 pub const DECODE: Unit = Unit {
     name: "decode",
-    unit: "tok/s",
+    unit: Metric::DecodeRate.info().unit.name(),
     scale: 1.0,
     decimals: 2,
 };

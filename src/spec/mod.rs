@@ -14,7 +14,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::error::SpecError;
-use crate::vocab::{AssertionKind, Role};
+use crate::vocab::{AssertionKind, Metric, Role};
 
 pub(crate) mod record;
 
@@ -1260,36 +1260,38 @@ impl Validator<'_> {
                 },
             });
         }
-        if !request.stream {
-            for (name, present) in [
-                ("rate", a.rate.is_some()),
-                ("first_token", a.first_token.is_some()),
-                ("tpot", a.tpot.is_some()),
-            ] {
-                if present {
-                    return Err(self.err(0..0, "request.stream", format!("is false, but [assert.{name}] needs a streamed reply: a whole body has no token arrival times")));
-                }
-            }
-        }
         if let Some(rate) = a.rate {
             assertions.rate = Some(RateAssert {
                 floor_tok_s: self.positive(
                     &rate.floor_tok_s,
                     "assert.rate.floor_tok_s",
-                    "tok/s",
+                    Metric::DecodeRate.info().unit.name(),
                 )?,
                 source: rate.source,
             });
         }
         if let Some(ft) = a.first_token {
             assertions.first_token = Some(FirstTokenAssert {
-                limit_ms: self.positive(&ft.limit_ms, "assert.first_token.limit_ms", "ms")?,
+                limit_ms: self.positive(
+                    &ft.limit_ms,
+                    "assert.first_token.limit_ms",
+                    Metric::Ttft.info().unit.name(),
+                )?,
             });
         }
         if let Some(t) = a.tpot {
             assertions.tpot = Some(TpotAssert {
-                limit_ms: self.positive(&t.limit_ms, "assert.tpot.limit_ms", "ms")?,
+                limit_ms: self.positive(
+                    &t.limit_ms,
+                    "assert.tpot.limit_ms",
+                    Metric::Tpot.info().unit.name(),
+                )?,
             });
+        }
+        if !request.stream {
+            if let Some(k) = assertions.kinds().into_iter().find(|k| k.needs_stream()) {
+                return Err(self.err(0..0, "request.stream", format!("is false, but [assert.{k}] needs a streamed reply: a whole body has no token arrival times")));
+            }
         }
         assertions.content = a.content;
         if let Some(ka) = a.known_answer {
@@ -1367,15 +1369,8 @@ impl Validator<'_> {
                 None
             }
             Some(p) => {
-                for (name, present) in [
-                    ("route", assertions.route.is_some()),
-                    ("rate", assertions.rate.is_some()),
-                    ("first_token", assertions.first_token.is_some()),
-                    ("tpot", assertions.tpot.is_some()),
-                ] {
-                    if present {
-                        return Err(self.err(0..0, &format!("assert.{name}"), "is not judged in a pair gate (the arms are two runtimes): use [assert.ratio]"));
-                    }
+                if let Some(k) = assertions.kinds().into_iter().find(|k| !k.in_pair_gate()) {
+                    return Err(self.err(0..0, &format!("assert.{k}"), "is not judged in a pair gate (the arms are two runtimes): use [assert.ratio]"));
                 }
                 if request.temperature.is_none() || request.top_k.is_none() {
                     return Err(self.err(0..0, "request", "a pair gate must pin sampling explicitly: set temperature and top_k (runtimes have different defaults)"));
