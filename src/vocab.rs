@@ -356,6 +356,9 @@ closed_enum! {
         /// A reply failure repeated as a warning (`truncated_stream: ...`): its detail is the failure text
         /// after the name, and [`Note::failure`] its code.
         Failed = "failed",
+        /// A note this version does not know (older or newer evidence): its whole text is its detail, kept
+        /// as read so old files still load and show what they said.
+        Unrecognised = "unrecognised",
     }
 }
 
@@ -412,6 +415,16 @@ impl Note {
         }
     }
 
+    /// Reads the wire form (see [`Note`]); a text naming no known note or failure is kept whole as an
+    /// [`NoteKind::Unrecognised`] note (so older evidence loads).
+    pub fn read(s: &str) -> Note {
+        Note::parse(s).unwrap_or_else(|| Note {
+            kind: NoteKind::Unrecognised,
+            failure: None,
+            detail: Some(s.to_string()),
+        })
+    }
+
     /// Reads the wire form (see [`Note`]); None when the name is no known note or failure.
     pub fn parse(s: &str) -> Option<Note> {
         let end = s.find([':', ' ']).unwrap_or(s.len());
@@ -421,7 +434,9 @@ impl Note {
             .or_else(|| rest.strip_prefix(':'))
             .or_else(|| rest.strip_prefix(' '))
             .map(String::from);
-        if let Some(kind) = NoteKind::from_name(name).filter(|k| *k != NoteKind::Failed) {
+        if let Some(kind) = NoteKind::from_name(name)
+            .filter(|k| !matches!(k, NoteKind::Failed | NoteKind::Unrecognised))
+        {
             return Some(Note {
                 kind,
                 failure: None,
@@ -438,6 +453,9 @@ impl Note {
 
 impl fmt::Display for Note {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.kind == NoteKind::Unrecognised {
+            return f.write_str(self.detail.as_deref().unwrap_or(""));
+        }
         f.write_str(self.name())?;
         match (&self.detail, self.kind) {
             (None, _) => Ok(()),
@@ -462,8 +480,7 @@ impl Serialize for Note {
 
 impl<'de> Deserialize<'de> for Note {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Note, D::Error> {
-        let s = String::deserialize(d)?;
-        Note::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("unknown note {s:?}")))
+        Ok(Note::read(&String::deserialize(d)?))
     }
 }
 
@@ -797,6 +814,13 @@ mod tests {
             (NoteKind::Failed, Some(FailureCode::TruncatedStream))
         );
         assert!(Note::parse("nonsense: x").is_none());
+        // Older evidence with a note this version does not know still loads, its text kept.
+        let old: Note = serde_json::from_str("\"retired_warning: 3 things\"").unwrap();
+        assert_eq!(old.kind, NoteKind::Unrecognised);
+        assert_eq!(
+            serde_json::to_string(&old).unwrap(),
+            "\"retired_warning: 3 things\""
+        );
     }
 
     #[test]

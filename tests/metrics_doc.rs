@@ -90,3 +90,18 @@ fn the_metric_table_in_metrics_md_is_the_registry() {
         "docs/metrics.md's metric table differs from vocab::registry_table(); paste this:\n{want}"
     );
 }
+
+#[test]
+fn every_note_failure_and_content_problem_name_is_documented() {
+    use servegate::vocab::{ContentProblem, FailureCode, NoteKind};
+    let doc = std::fs::read_to_string(root().join("docs/metrics.md")).expect("docs/metrics.md");
+    let names = NoteKind::ALL
+        .iter()
+        .filter(|k| !matches!(k, NoteKind::Failed | NoteKind::Unrecognised))
+        .map(|k| k.name())
+        .chain(FailureCode::ALL.iter().map(|c| c.name()))
+        .chain(ContentProblem::ALL.iter().map(|c| c.name()));
+    for n in names {
+        assert!(doc.contains(&format!("`{n}`")), "docs/metrics.md does not name `{n}`");
+    }
+}
