@@ -1625,6 +1625,35 @@ mod tests {
         assert!(v.iter().all(|x| !x.passed()));
     }
 
+    /// The results JSON's bound and unit come from the verdict (`sinks::report::with_figures`), so every
+    /// figure verdict carries the declared bound, even one failed before any value was read.
+    #[test]
+    fn figure_verdicts_carry_their_kind_and_declared_bound_on_every_path() {
+        let mut ev = evidence(Some(4), vec![]);
+        ev.run.status = RunStatus::Interrupted;
+        let complete = evidence(Some(4), (0..4).map(|i| request(i, &good(), None)).collect());
+        for ev in [ev, complete] {
+            let v = judge(&gate(), &ev);
+            let rate = find(&v, "rate");
+            assert_eq!(rate.kind, AssertionKind::Rate);
+            assert_eq!(
+                rate.bound,
+                Some(Bound {
+                    value: 10.0,
+                    unit: crate::vocab::Unit::TokPerS,
+                    at_least: true
+                })
+            );
+            let ft = find(&v, "first_token");
+            assert_eq!(
+                ft.bound.map(|b| (b.value, b.unit.name(), b.at_least)),
+                Some((1000.0, "ms", false))
+            );
+            assert_eq!(find(&v, "content").bound, None);
+            assert_eq!(find(&v, "known_answer").kind, AssertionKind::KnownAnswer);
+        }
+    }
+
     /// `[assert.tpot]`, judge-table style: (case, gate limit, replies sent, planned, the verdict line).
     /// `good()` has TPOT (261 − 100) / (4 − 1) = 53.7 ms.
     #[test]
