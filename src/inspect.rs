@@ -24,9 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::analysis::measure::{measure, Figures, TokenSource};
-use crate::analysis::reply::{
-    note_name, parse_body, parse_stream, Reply, ServeError, Timings, Usage,
-};
+use crate::analysis::reply::{parse_body, parse_stream, Reply, ServeError, Timings, Usage};
 use crate::analysis::stats;
 use crate::io::reads;
 
@@ -170,27 +168,8 @@ pub struct Summary {
 
 /// The reply-level verdict: `None` when ok, else (failure name, the judge's reason text).
 pub fn reply_failure(reply: &Reply, figures: &Figures) -> Option<(String, String)> {
-    let detail = crate::judge::content_problem(reply, figures)?;
-    let name = if let Some(f) = reply.failure() {
-        note_name(&f).to_string()
-    } else if reply.content.trim().is_empty() {
-        match crate::analysis::content::reasoning_ate_budget(
-            &reply.content,
-            &reply.reasoning,
-            figures.completion_tokens,
-            reply.finish_reason.as_deref(),
-        ) {
-            Some(why) => note_name(&why).to_string(),
-            None if reply.content.is_empty() => "content_empty".to_string(),
-            None => "content_whitespace_only".to_string(),
-        }
-    } else if let Some(d) = crate::analysis::content::degenerate(&reply.content) {
-        note_name(&d).to_string()
-    } else {
-        // content_problem found something none of the above names: keep its own first word.
-        note_name(&detail).to_string()
-    };
-    Some((name, detail))
+    let (kind, detail) = crate::judge::reply_problem(reply, figures)?;
+    Some((kind.name().to_string(), detail))
 }
 
 /// The summary of one reply and its figures (see [`Summary`]).
@@ -200,17 +179,20 @@ pub fn summarize(reply: &Reply, figures: &Figures) -> Summary {
         .warnings
         .iter()
         .chain(&figures.warnings)
-        .cloned()
+        .map(|n| n.to_string())
         .collect();
-    let mut flags = reply.flags.clone();
+    let mut notes: Vec<String> = reply
+        .warnings
+        .iter()
+        .chain(&figures.warnings)
+        .chain(&reply.flags)
+        .map(|n| n.name().to_string())
+        .collect();
+    let mut flags: Vec<String> = reply.flags.iter().map(|n| n.to_string()).collect();
     if figures.multi_token {
         flags.push("multi_token".into());
+        notes.push("multi_token".into());
     }
-    let mut notes: Vec<String> = warnings
-        .iter()
-        .chain(&flags)
-        .map(|n| note_name(n).to_string())
-        .collect();
     notes.sort();
     notes.dedup();
     let itl = &figures.itl_ms;

@@ -2,6 +2,7 @@
 //!
 //! The folders are the layers, and imports only point down (`scripts/layers.py src` checks it):
 //!
+//! - `vocab` — the closed sets, typed: assertion kinds, roles, failure codes, notes, the metric registry.
 //! - `error` — error types and the one exit-code mapping.
 //! - `spec` — gate specs (gates/*.toml): parse and validate.
 //! - `io` — the edges: HTTP client and timed reads, serve lifecycle, signals, ports, host hold, hashing.
@@ -28,3 +29,4 @@ pub mod replay;
 pub mod run;
 pub mod sinks;
 pub mod spec;
+pub mod vocab;

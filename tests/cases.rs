@@ -15,8 +15,9 @@ use regex::Regex;
 use serde_json::Value;
 use servegate::analysis::content;
 use servegate::analysis::measure::{measure, Figures, TokenSource};
-use servegate::analysis::reply::{note_name, parse_body, parse_stream, Reply};
+use servegate::analysis::reply::{parse_body, parse_stream, NoteKind, Reply};
 use servegate::analysis::sse;
+use servegate::vocab::ContentProblem;
 use servegate::io::reads::{self, TimedRead};
 
 // ---------------------------------------------------------------------------------------------------------
@@ -93,10 +94,10 @@ fn load(case: &str, variant: &str) -> Reply {
     panic!("no input for {stem}");
 }
 
-/// Stand-in for the judge's reply-level verdict: `Ok` or the failure `name: detail`.
-fn outcome(r: &Reply, f: &Figures) -> Result<(), String> {
+/// Stand-in for the judge's reply-level verdict: `Ok` or the failure (its name, `name: detail`).
+fn outcome(r: &Reply, f: &Figures) -> Result<(), (&'static str, String)> {
     if let Some(fail) = r.failure() {
-        return Err(fail);
+        return Err((fail.code().name(), fail.to_string()));
     }
     if let Some(d) = content::degenerate(&r.content) {
         let tail = if r.finish_reason.as_deref() == Some("length") {
@@ -104,7 +105,7 @@ fn outcome(r: &Reply, f: &Figures) -> Result<(), String> {
         } else {
             ""
         };
-        return Err(format!("{d}{tail}"));
+        return Err((ContentProblem::DegenerateOutput.name(), format!("{d}{tail}")));
     }
     if let Some(x) = content::reasoning_ate_budget(
         &r.content,
@@ -112,7 +113,7 @@ fn outcome(r: &Reply, f: &Figures) -> Result<(), String> {
         f.completion_tokens,
         r.finish_reason.as_deref(),
     ) {
-        return Err(x);
+        return Err((ContentProblem::ContentEmptyAllTokensInReasoning.name(), x));
     }
     Ok(())
 }
@@ -124,7 +125,7 @@ fn notes(r: &Reply, f: &Figures) -> BTreeSet<String> {
         .iter()
         .chain(&r.flags)
         .chain(&f.warnings)
-        .map(|w| note_name(w).to_string())
+        .map(|w| w.name().to_string())
         .collect();
     if f.multi_token {
         s.insert("multi_token".into());
@@ -183,8 +184,8 @@ fn check_variant(case: &str, variant: &str, want: &serde_json::Map<String, Value
                 "{what}: outcome {out:?}"
             ),
             "fail_reason" => {
-                let got = out.as_ref().err().map(|e| note_name(e).to_string());
-                assert_eq!(got.as_deref(), opt_str(w), "{what}: outcome {out:?}");
+                let got = out.as_ref().err().map(|e| e.0);
+                assert_eq!(got, opt_str(w), "{what}: outcome {out:?}");
             }
             "http_status" => assert_eq!(r.http_status.map(u64::from), opt_u64(w), "{what}"),
             "error_type" => {
@@ -372,7 +373,7 @@ fn missing_usage_is_reported_missing_never_zero() {
         f.completion_tokens_source,
         Some(TokenSource::TokenChunkCountEstimate)
     );
-    assert!(r.has_note("usage_missing"));
+    assert!(r.has_note(NoteKind::UsageMissing));
     assert_eq!(r.content, "Paris is the capital city of France.");
     // (8 − 1) / 175 ms = 40.0, labelled an estimate.
     assert!((f.decode_tok_s.unwrap() - 40.0).abs() < 1e-9);
@@ -451,7 +452,7 @@ fn errors_inside_200_streams_and_error_bodies_are_failures() {
         e.message,
         "the request exceeds the available context size, try increasing it"
     );
-    assert!(r.has_note("error_inside_200_stream"));
+    assert!(r.has_note(NoteKind::ErrorInside200Stream));
     assert!(!r.truncated);
 
     let (r, _) = case("case-14-http200-error-in-stream", "b");
@@ -460,7 +461,7 @@ fn errors_inside_200_streams_and_error_bodies_are_failures() {
     assert!(e.message.starts_with(
         "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096."
     ));
-    assert!(r.has_note("error_inside_200_stream"));
+    assert!(r.has_note(NoteKind::ErrorInside200Stream));
 
     for (v, status, ty) in [
         ("c", 400, "exceed_context_size_error"),
@@ -511,14 +512,14 @@ fn context_error_log_route_matches_once() {
 fn eof_after_finish_is_ok_but_eof_inside_an_event_is_truncation() {
     let (r, f) = case("case-16-no-done-or-truncated", "a");
     assert_eq!(outcome(&r, &f), Ok(()));
-    assert!(r.has_note("no_done_marker"));
+    assert!(r.has_note(NoteKind::NoDoneMarker));
     assert!(!r.done_seen);
 
     let (r, f) = case("case-16-no-done-or-truncated", "b");
     assert!(r.truncated && r.incomplete_tail);
     assert_eq!(r.content, "The answer is");
     assert_eq!(
-        outcome(&r, &f).unwrap_err(),
+        outcome(&r, &f).unwrap_err().1,
         "truncated_stream: no finish_reason, no [DONE], incomplete last event"
     );
     assert_eq!(r.parse_errors.len(), 1, "{:?}", r.parse_errors);
@@ -530,7 +531,7 @@ fn a_bom_split_across_reads_is_stripped_once_and_flagged() {
     assert_eq!(outcome(&r, &f), Ok(()));
     assert_eq!(r.content, "Hello there!");
     assert_eq!(f.ttft_ms, Some(180.0));
-    assert!(r.has_note("leading_bom_stripped"));
+    assert!(r.has_note(NoteKind::LeadingBomStripped));
     assert!(r.misnamed_fields.is_empty() && r.parse_errors.is_empty());
     // The same bytes with a second BOM: the spec strips one; the line after it is lost to a client, and
     // the reply fails instead of passing without "Hello".
@@ -558,7 +559,7 @@ fn finish_reason_oddities_are_normalised() {
     assert!(r.parse_errors.is_empty());
     let (r, f) = case("case-17-finish-reason-oddities", "b");
     assert_eq!(r.finish_reason, None);
-    assert!(r.has_note("finish_reason_missing"));
+    assert!(r.has_note(NoteKind::FinishReasonMissing));
     assert!(
         !r.truncated,
         "a missing finish_reason with [DONE] is not truncation"
@@ -566,14 +567,14 @@ fn finish_reason_oddities_are_normalised() {
     assert_eq!(outcome(&r, &f), Ok(()));
     let (r, _) = case("case-17-finish-reason-oddities", "c");
     assert_eq!(r.content, " . tell me more");
-    assert!(r.has_note("truncated_by_max_tokens"));
+    assert!(r.has_note(NoteKind::TruncatedByMaxTokens));
 }
 
 #[test]
 fn all_tokens_in_reasoning_fails_the_content_in_stream_and_body() {
     let (r, f) = case("case-19-reasoning-eats-token-budget", "a");
     assert_eq!(
-        outcome(&r, &f).unwrap_err(),
+        outcome(&r, &f).unwrap_err().1,
         "content_empty_all_tokens_in_reasoning: all 8 completion tokens went to reasoning_content; finish_reason=length (max_tokens hit while thinking)"
     );
     assert!(f.ttft_ms.is_some());
@@ -588,7 +589,7 @@ fn all_tokens_in_reasoning_fails_the_content_in_stream_and_body() {
     assert_eq!(r.content, "");
     assert_eq!(r.reasoning, "Okay, the user wants a short answer");
     assert_eq!(
-        outcome(&r, &f).unwrap_err(),
+        outcome(&r, &f).unwrap_err().1,
         "content_empty_all_tokens_in_reasoning: all 8 completion tokens went to reasoning_content; finish_reason=length (max_tokens hit while thinking)"
     );
 }
@@ -605,7 +606,7 @@ fn prompt_cache_hit_leaves_prefill_unmeasured() {
     assert!(
         f.warnings
             .iter()
-            .any(|w| w.starts_with("prompt_cache_hit 511/512")),
+            .any(|w| w.to_string().starts_with("prompt_cache_hit 511/512")),
         "{:?}",
         f.warnings
     );
@@ -629,12 +630,12 @@ fn decode_rate_is_over_the_decode_window_not_wall_clock() {
 fn degenerate_output_fails_with_what_was_repeated() {
     let (r, f) = case("case-29-degenerate-output", "a");
     assert_eq!(
-        outcome(&r, &f).unwrap_err(),
+        outcome(&r, &f).unwrap_err().1,
         "degenerate_output: one character repeated ('/' ×8 of 8 non-space chars)"
     );
     let (r, f) = case("case-29-degenerate-output", "b");
     assert_eq!(
-        outcome(&r, &f).unwrap_err(),
+        outcome(&r, &f).unwrap_err().1,
         "degenerate_output: one character repeated ('!' ×16 of 16 non-space chars) + ran to max_tokens – possible NaN logits"
     );
     let re = Regex::new(r"next token:\s+(\d+) '").unwrap();
@@ -658,7 +659,7 @@ fn llama_cpp_default_stream_has_timings_but_no_usage() {
     let f = measure(&r);
     assert_eq!(r.content, "The capital of France is Paris.");
     assert!(r.done_seen && r.failure().is_none());
-    assert!(r.has_note("usage_missing"));
+    assert!(r.has_note(NoteKind::UsageMissing));
     assert_eq!(f.completion_tokens, Some(8));
     assert_eq!(f.completion_tokens_source, Some(TokenSource::Timings));
     assert!((f.server_decode_tok_s.unwrap() - 30.65832176346667).abs() < 1e-9);
@@ -673,7 +674,7 @@ fn llama_cpp_include_usage_stream_reports_cache_hit() {
     assert!(
         f.warnings
             .iter()
-            .any(|w| w.starts_with("prompt_cache_hit 31/32")),
+            .any(|w| w.to_string().starts_with("prompt_cache_hit 31/32")),
         "{:?}",
         f.warnings
     );
@@ -687,8 +688,8 @@ fn llama_cpp_timings_per_token_gives_one_token_per_chunk() {
     );
     let counts: Vec<Option<u64>> = r.token_chunks.iter().map(|t| t.tokens).collect();
     assert_eq!(counts, [Some(1); 4]);
-    assert!(!r.has_note("multi_token_chunks"));
-    assert!(r.has_note("truncated_by_max_tokens"));
+    assert!(!r.has_note(NoteKind::MultiTokenChunks));
+    assert!(r.has_note(NoteKind::TruncatedByMaxTokens));
     assert_eq!(r.timings.as_ref().and_then(|t| t.predicted_n), Some(4));
 }
 
@@ -880,7 +881,7 @@ fn four_tokens_per_chunk_rate_is_exact_not_five_percent_fast() {
     let rs = continuous_usage_stream(20, 4, 100.0);
     let r = parse_stream(&rs, Some(200));
     let f = measure(&r);
-    assert!(r.has_note("multi_token_chunks"));
+    assert!(r.has_note(NoteKind::MultiTokenChunks));
     assert!(f.multi_token);
     assert!(
         (f.decode_tok_s.unwrap() - 40.0).abs() < 1e-9,
@@ -1067,8 +1068,8 @@ proptest! {
                 a.parse_errors.clear();
                 b.parse_errors.clear();
                 // So do the byte counts and quoted line ends of what came after [DONE].
-                let counts_bytes = |w: &String| {
-                    w.starts_with("unterminated_last_event") || w.starts_with("data_after_done")
+                let counts_bytes = |w: &servegate::vocab::Note| {
+                    matches!(w.kind, NoteKind::UnterminatedLastEvent | NoteKind::DataAfterDone)
                 };
                 a.warnings.retain(|w| !counts_bytes(w));
                 b.warnings.retain(|w| !counts_bytes(w));

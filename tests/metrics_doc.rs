@@ -70,3 +70,38 @@ fn a_changed_quote_is_caught() {
     let (file, text) = quotes(doc).pop().unwrap();
     assert!(!doc_text(&file).contains(&text));
 }
+
+/// The text between the registry markers of docs/metrics.md.
+fn registry_block(doc: &str) -> &str {
+    let start = "<!-- metric registry: generated from src/vocab.rs (vocab::registry_table) -->\n";
+    let end = "<!-- end of metric registry -->";
+    let a = doc.find(start).expect("registry start marker") + start.len();
+    let b = doc[a..].find(end).expect("registry end marker") + a;
+    &doc[a..b]
+}
+
+#[test]
+fn the_metric_table_in_metrics_md_is_the_registry() {
+    let doc = std::fs::read_to_string(root().join("docs/metrics.md")).expect("docs/metrics.md");
+    let want = servegate::vocab::registry_table();
+    assert_eq!(
+        registry_block(&doc),
+        want,
+        "docs/metrics.md's metric table differs from vocab::registry_table(); paste this:\n{want}"
+    );
+}
+
+#[test]
+fn every_note_failure_and_content_problem_name_is_documented() {
+    use servegate::vocab::{ContentProblem, FailureCode, NoteKind};
+    let doc = std::fs::read_to_string(root().join("docs/metrics.md")).expect("docs/metrics.md");
+    let names = NoteKind::ALL
+        .iter()
+        .filter(|k| !matches!(k, NoteKind::Failed | NoteKind::Unrecognised))
+        .map(|k| k.name())
+        .chain(FailureCode::ALL.iter().map(|c| c.name()))
+        .chain(ContentProblem::ALL.iter().map(|c| c.name()));
+    for n in names {
+        assert!(doc.contains(&format!("`{n}`")), "docs/metrics.md does not name `{n}`");
+    }
+}

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use servegate::analysis::measure::measure;
-use servegate::analysis::reply::parse_stream;
+use servegate::analysis::reply::{parse_stream, NoteKind};
 use servegate::inspect::summarize;
 use servegate::io::reads;
 
@@ -177,7 +177,7 @@ fn a_cut_final_event_gives_no_finish_and_no_token_from_it() {
         "{:?}",
         r.parse_errors
     );
-    assert!(!r.has_note("unterminated_last_event"));
+    assert!(!r.has_note(NoteKind::UnterminatedLastEvent));
     assert_eq!(
         r.failure().as_deref(),
         Some("truncated_stream: no finish_reason, no [DONE], incomplete last event")

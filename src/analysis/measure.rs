@@ -16,6 +16,7 @@
 //! * **Server figures** — llama.cpp `timings` as the serve computed them, reported separately.
 
 use crate::analysis::reply::Reply;
+use crate::vocab::{Metric, Note, NoteKind};
 
 pub use crate::evidence::figures::{Figures, TokenSource};
 
@@ -137,9 +138,9 @@ pub fn measure(reply: &Reply) -> Figures {
     let mut implausible = |what: &str, n: Option<u64>| -> Option<u64> {
         let n = n?;
         if n > ceiling {
-            f.warnings.push(format!(
-                "implausible_completion_tokens: {what} {n} is more than the stream could carry (at most {ceiling}: one token per byte of streamed text or per data chunk, + {TEXTLESS_TOKEN_ALLOWANCE}); not used"
-            ));
+            f.warnings.push(Note::new(NoteKind::ImplausibleCompletionTokens, format!(
+                "{what} {n} is more than the stream could carry (at most {ceiling}: one token per byte of streamed text or per data chunk, + {TEXTLESS_TOKEN_ALLOWANCE}); not used"
+            )));
             None
         } else {
             Some(n)
@@ -280,7 +281,7 @@ pub fn measure(reply: &Reply) -> Figures {
     if let Some(why) = failed {
         f.ttft_ms = None;
         f.first_content_ms = None;
-        f.failed = Some(why);
+        f.failed = Some(why.to_string());
     }
 
     // TPOT.
@@ -311,9 +312,9 @@ pub fn measure(reply: &Reply) -> Figures {
         });
         if let Some(c) = cached {
             let total = c + t.prompt_n.unwrap_or(0);
-            f.warnings.push(format!(
-                "prompt_cache_hit {c}/{total}: prefill rate not measured (use cache_prompt: false or unique prompt prefixes)"
-            ));
+            f.warnings.push(Note::new(NoteKind::PromptCacheHit, format!(
+                "{c}/{total}: prefill rate not measured (use cache_prompt: false or unique prompt prefixes)"
+            )));
         } else if let (Some(pn), Some(ms)) = (t.prompt_n, t.prompt_ms) {
             if pn > 0 && ms > 0.0 {
                 f.server_prefill_tok_s = Some(pn as f64 / ms * 1000.0);
@@ -322,19 +323,62 @@ pub fn measure(reply: &Reply) -> Figures {
     }
     if let (Some(c), Some(s)) = (f.decode_tok_s, f.server_decode_tok_s) {
         if (c - s).abs() > DECODE_MISMATCH_RATIO * s {
-            f.warnings.push(format!(
-                "client_server_decode_mismatch: client {c:.1} tok/s vs server {s:.1} tok/s ({:.0}% apart)",
-                (c - s).abs() / s * 100.0
+            f.warnings.push(Note::new(
+                NoteKind::ClientServerDecodeMismatch,
+                format!(
+                    "client {c:.1} tok/s vs server {s:.1} tok/s ({:.0}% apart)",
+                    (c - s).abs() / s * 100.0
+                ),
             ));
         }
     }
     f
 }
 
+/// One request's value of a registry metric (the unit is the registry's: ms or tok/s), or None when the
+/// request has none or the metric is no single per-request number (ITL is a list of gaps; a pair ratio
+/// belongs to a pair, not a request). ITL p90 is computed here from `itl_ms`: the 90th percentile of one
+/// reply's gaps (`stats::percentile`, numpy linear), none for a failed reply or one under two token chunks.
+pub fn metric_value(f: &Figures, m: Metric) -> Option<f64> {
+    match m {
+        Metric::Ttft => f.ttft_ms,
+        Metric::FirstContent => f.first_content_ms,
+        Metric::DecodeRate => f.decode_tok_s,
+        Metric::Tpot => f.tpot_ms,
+        Metric::E2e => f.e2e_ms,
+        Metric::ServerDecodeRate => f.server_decode_tok_s,
+        Metric::ServerPrefillRate => f.server_prefill_tok_s,
+        // p90 of this reply's gaps (numpy linear, `stats::percentile`); a failed reply's partial gaps are
+        // not a reply's figure (as its TTFT and TPOT are not).
+        Metric::ItlP90 => match f.failed {
+            Some(_) => None,
+            None => crate::analysis::stats::percentile(&f.itl_ms, 90.0),
+        },
+        Metric::Itl | Metric::PairRatio => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::reply::{Timings, TokenChunk, Usage};
+
+    #[test]
+    fn itl_p90_is_the_linear_percentile_of_one_replys_gaps() {
+        // Gaps 10, 20, 30, 40 ms: h = 3 × 0.9 = 2.7, so 30 + 0.7 × 10 = 37 ms.
+        let times = [100.0, 110.0, 130.0, 160.0, 200.0];
+        let r = streamed(times.iter().map(|t| tc(*t, None)).collect(), Some(5), 201.0);
+        let f = measure(&r);
+        let p90 = metric_value(&f, Metric::ItlP90).unwrap();
+        assert!((p90 - 37.0).abs() < 1e-9, "{p90}");
+        // One token chunk: no gap, no p90 (never a 0).
+        let r = streamed(vec![tc(100.0, None)], Some(1), 101.0);
+        assert_eq!(metric_value(&measure(&r), Metric::ItlP90), None);
+        // A failed reply has no gaps to rank.
+        let mut r = streamed(times.iter().map(|t| tc(*t, None)).collect(), Some(5), 201.0);
+        r.truncated = true;
+        assert_eq!(metric_value(&measure(&r), Metric::ItlP90), None);
+    }
 
     fn tc(t_ms: f64, tokens: Option<u64>) -> TokenChunk {
         TokenChunk {
@@ -481,7 +525,7 @@ mod tests {
         assert!(
             f.warnings
                 .iter()
-                .any(|w| w.starts_with("prompt_cache_hit 511/512")),
+                .any(|w| w.to_string().starts_with("prompt_cache_hit 511/512")),
             "{:?}",
             f.warnings
         );
@@ -514,7 +558,7 @@ mod tests {
         assert!(
             f.warnings
                 .iter()
-                .any(|w| w.starts_with("prompt_cache_hit 31/32")),
+                .any(|w| w.to_string().starts_with("prompt_cache_hit 31/32")),
             "{:?}",
             f.warnings
         );
@@ -537,7 +581,7 @@ mod tests {
         assert!(
             f.warnings
                 .iter()
-                .any(|w| w.starts_with("client_server_decode_mismatch")),
+                .any(|w| w.to_string().starts_with("client_server_decode_mismatch")),
             "{:?}",
             f.warnings
         );
@@ -868,7 +912,7 @@ mod tests {
         let chunks: Vec<TokenChunk> = (0..8).map(|i| tc(100.0 + 25.0 * i as f64, None)).collect();
         let f = measure(&streamed(chunks.clone(), Some(4000), 290.0));
         assert!(
-            f.warnings.iter().any(|w| w.starts_with(
+            f.warnings.iter().any(|w| w.to_string().starts_with(
                 "implausible_completion_tokens: usage.completion_tokens 4000 is more than the stream could carry (at most 56"
             )),
             "{:?}",
@@ -911,9 +955,10 @@ mod tests {
         // A serve error or a transport failure: the same.
         let mut r = streamed(vec![tc(5.0, None), tc(40.0, None)], Some(2), 41.0);
         r.error = Some(crate::analysis::reply::ServeError {
-            kind: "transport".into(),
+            kind: crate::vocab::FailureCode::Transport,
             message: "operation timed out".into(),
-            ..Default::default()
+            http_status: None,
+            error_type: None,
         });
         let f = measure(&r);
         assert_eq!((f.ttft_ms, f.decode_tok_s), (None, None));

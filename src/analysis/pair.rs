@@ -12,6 +12,7 @@
 //! - the ratio is theirs / ours (for decode, > 1 means theirs is faster; for first token, > 1 means theirs is
 //!   slower).
 
+use crate::vocab::{Metric, Role};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::stats;
@@ -152,8 +153,8 @@ pub fn compute(arms: &[ArmValues]) -> Result<PairFigures, PairError> {
             first_outlier,
         });
     }
-    let ours = summarise("ours", arms)?;
-    let theirs = summarise("theirs", arms)?;
+    let ours = summarise(Role::Ours.name(), arms)?;
+    let theirs = summarise(Role::Theirs.name(), arms)?;
     let ratio = theirs.median / ours.median;
     Ok(PairFigures {
         arms: out,
@@ -179,7 +180,7 @@ pub struct Unit {
 /// Decode rate: tok/s, two decimals.
 pub const DECODE: Unit = Unit {
     name: "decode",
-    unit: "tok/s",
+    unit: Metric::DecodeRate.info().unit.name(),
     scale: 1.0,
     decimals: 2,
 };

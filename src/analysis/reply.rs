@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::io::reads::TimedRead;
+pub use crate::vocab::{Failure, FailureCode, Failures, Note, NoteKind};
 
 /// `usage` as the serve reported it (OpenAI field names). Tokens.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -58,7 +59,7 @@ pub struct TokenChunk {
 }
 
 /// An error the serve reported, in an HTTP error status or inside a 200 stream.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServeError {
     /// Classification: `context_exceeded`, `validation_error`, `error_mid_stream`, `server_error`,
     /// `http_error`, `transport` (connection failed or timed out), `error_in_stream`.
@@ -71,7 +72,7 @@ pub struct ServeError {
     /// 3. `type`/`error_type` mentions `validation`, `invalid_request` or `badrequest` → `validation_error`;
     /// 4. otherwise: in a stream → `error_in_stream`; a body with HTTP status ≥ 400 → `http_error`;
     ///    an error body with a 2xx status → `server_error`.
-    pub kind: String,
+    pub kind: FailureCode,
     /// The serve's own message, verbatim.
     pub message: String,
     /// HTTP status of the response (200 for errors inside a stream), if a response arrived.
@@ -138,10 +139,11 @@ pub struct Reply {
     pub parse_errors: Vec<String>,
     /// True when the stream ended inside an event or without finish_reason and `[DONE]`.
     pub truncated: bool,
-    /// Warnings, each `name` or `name: detail` (e.g. `no_done_marker`, `finish_reason_missing`).
-    pub warnings: Vec<String>,
+    /// Warnings (e.g. `no_done_marker`, `finish_reason_missing`); each serialises as `name` or
+    /// `name: detail` ([`Note`]).
+    pub warnings: Vec<Note>,
     /// Flags (e.g. `error_inside_200_stream`, `truncated_by_max_tokens`, `multi_token_chunks`).
-    pub flags: Vec<String>,
+    pub flags: Vec<Note>,
     /// True when the body ended inside an SSE event (bytes after the last dispatched event), whether or not
     /// its data could still be used. For a body: the JSON was cut.
     #[serde(default)]
@@ -175,6 +177,10 @@ pub struct Reply {
     /// there; reported in the warning `data_after_done`, never judged.
     #[serde(default)]
     pub bytes_after_done: usize,
+    /// The invalid UTF-8 of a stream, described (`2 replacement characters in 1 lines (first: line 4)`): the
+    /// detail of the `invalid_utf8` failure. Not serialised (its text is in `parse_errors`).
+    #[serde(skip)]
+    pub invalid_utf8: Option<String>,
 }
 
 impl Reply {
@@ -192,14 +198,15 @@ impl Reply {
     ///
     /// Serve text in it is escaped: control bytes never reach a terminal. Gate-level checks (content,
     /// finish_reason == stop, degenerate text, rates) are the judge's.
-    pub fn failure(&self) -> Option<String> {
-        let mut parts: Vec<String> = Vec::new();
+    pub fn failure(&self) -> Option<Failures> {
+        let mut parts: Vec<Failure> = Vec::new();
+        let mut push = |code: FailureCode, detail: String| parts.push(Failure { code, detail });
         if let Some(e) = &self.error {
             let status = match e.http_status {
                 Some(s) => format!(" (HTTP {s})"),
                 None => String::new(),
             };
-            parts.push(format!("{}: {}{}", e.kind, printable(&e.message), status));
+            push(e.kind, format!("{}{}", printable(&e.message), status));
         } else if self.truncated {
             let mut why = Vec::new();
             if self.finish_reason.is_none() {
@@ -215,15 +222,15 @@ impl Reply {
                     "body ends inside JSON"
                 });
             }
-            let name = if self.streamed {
-                "truncated_stream"
+            let code = if self.streamed {
+                FailureCode::TruncatedStream
             } else {
-                "truncated_body"
+                FailureCode::TruncatedBody
             };
-            parts.push(format!("{name}: {}", why.join(", ")));
+            push(code, why.join(", "));
         } else if !self.streamed {
             if let Some(p) = self.parse_errors.first() {
-                parts.push(format!("unparseable_body: {}", printable(p)));
+                push(FailureCode::UnparseableBody, printable(p));
             }
         }
         let more = |n: usize| {
@@ -234,46 +241,37 @@ impl Reply {
             }
         };
         if let Some(m) = self.malformed_events.first() {
-            parts.push(format!(
-                "malformed_event: {}{}",
-                printable(m),
-                more(self.malformed_event_count.max(self.malformed_events.len()))
-            ));
+            push(
+                FailureCode::MalformedEvent,
+                format!(
+                    "{}{}",
+                    printable(m),
+                    more(self.malformed_event_count.max(self.malformed_events.len()))
+                ),
+            );
         }
         if let Some(m) = self.misnamed_fields.first() {
-            parts.push(format!(
-                "misnamed_field: {}{}",
-                printable(m),
-                more(self.misnamed_field_count.max(self.misnamed_fields.len()))
-            ));
+            push(
+                FailureCode::MisnamedField,
+                format!(
+                    "{}{}",
+                    printable(m),
+                    more(self.misnamed_field_count.max(self.misnamed_fields.len()))
+                ),
+            );
         }
         if self.streamed && self.replacement_chars > 0 {
-            if let Some(p) = self
-                .parse_errors
-                .iter()
-                .find(|p| p.starts_with("invalid UTF-8"))
-            {
-                parts.push(format!(
-                    "invalid_utf8: {}",
-                    p.trim_start_matches("invalid UTF-8: ")
-                ));
+            if let Some(d) = &self.invalid_utf8 {
+                push(FailureCode::InvalidUtf8, d.clone());
             }
         }
-        (!parts.is_empty()).then(|| parts.join("; "))
+        Failures::new(parts)
     }
 
-    /// True when any warning or flag has this name (the part before `:` or a space).
-    pub fn has_note(&self, name: &str) -> bool {
-        self.warnings
-            .iter()
-            .chain(self.flags.iter())
-            .any(|w| note_name(w) == name)
+    /// True when any warning or flag is of this kind.
+    pub fn has_note(&self, kind: NoteKind) -> bool {
+        crate::vocab::has_note(&self.warnings, kind) || crate::vocab::has_note(&self.flags, kind)
     }
-}
-
-/// The name of a warning or flag: the text before the first `:` or space.
-pub fn note_name(note: &str) -> &str {
-    note.split([':', ' ']).next().unwrap_or(note)
 }
 
 /// Parses a streamed response (SSE) from its timed reads.
@@ -365,8 +363,10 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
             .is_some();
         if is_json {
             let mut r = parse_body(&body, http_status, end_ms.unwrap_or(0.0));
-            r.warnings
-                .push("not_an_sse_stream: the body is one JSON document, parsed as such".into());
+            r.warnings.push(Note::new(
+                NoteKind::NotAnSseStream,
+                "the body is one JSON document, parsed as such",
+            ));
             return r;
         }
     }
@@ -378,9 +378,12 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
     if let Some(inc) = &tail {
         st.reply.incomplete_tail = true;
         if inc.has_data && inc.data == "[DONE]" {
-            st.reply.warnings.push(format!(
-                "unterminated_last_event: EOF before the blank line ending `data: [DONE]` ({} bytes), taken as [DONE]",
-                inc.bytes
+            st.reply.warnings.push(Note::new(
+                NoteKind::UnterminatedLastEvent,
+                format!(
+                    "EOF before the blank line ending `data: [DONE]` ({} bytes), taken as [DONE]",
+                    inc.bytes
+                ),
             ));
             st.on_event(inc.event.as_deref(), &inc.data, inc.t_ms, inc.line);
         } else {
@@ -452,7 +455,7 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
             }
             if is_error_status {
                 r.error = Some(ServeError {
-                    kind: "http_error".into(),
+                    kind: FailureCode::HttpError,
                     message: snippet(&text),
                     http_status,
                     error_type: None,
@@ -469,7 +472,7 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
         ));
         if is_error_status {
             r.error = Some(ServeError {
-                kind: "http_error".into(),
+                kind: FailureCode::HttpError,
                 message: snippet(&text),
                 http_status,
                 error_type: None,
@@ -485,7 +488,7 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
     if let Some(e) = error_of(obj, None) {
         let kind = classify(&e, false, http_status, false);
         if !is_error_status {
-            r.flags.push("error_inside_200_body".into());
+            r.flags.push(Note::flag(NoteKind::ErrorInside200Body));
         }
         r.error = Some(ServeError {
             kind,
@@ -527,7 +530,7 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
     }
     if is_error_status {
         r.error = Some(ServeError {
-            kind: "http_error".into(),
+            kind: FailureCode::HttpError,
             message: snippet(&text),
             http_status,
             error_type: None,
@@ -535,15 +538,19 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
         return r;
     }
     if r.usage.is_none() {
-        r.warnings
-            .push("usage_missing: the body carried no usage object".into());
+        r.warnings.push(Note::new(
+            NoteKind::UsageMissing,
+            "the body carried no usage object",
+        ));
     }
     if r.finish_reason.is_none() && r.parse_errors.is_empty() {
-        r.warnings
-            .push("finish_reason_missing: the body has no finish_reason".into());
+        r.warnings.push(Note::new(
+            NoteKind::FinishReasonMissing,
+            "the body has no finish_reason",
+        ));
     }
     if r.finish_reason.as_deref() == Some("length") {
-        r.flags.push("truncated_by_max_tokens".into());
+        r.flags.push(Note::flag(NoteKind::TruncatedByMaxTokens));
     }
     r
 }
@@ -590,7 +597,9 @@ impl StreamState {
         let after_tokens = !self.reply.token_chunks.is_empty();
         let kind = classify(&e, true, self.reply.http_status, after_tokens);
         if self.in_200() {
-            self.reply.flags.push("error_inside_200_stream".into());
+            self.reply
+                .flags
+                .push(Note::flag(NoteKind::ErrorInside200Stream));
         }
         self.reply.error = Some(ServeError {
             kind,
@@ -651,9 +660,9 @@ impl StreamState {
         } else {
             ""
         };
-        self.reply.warnings.push(format!(
-            "data_after_done: {n} bytes after [DONE] ({events} data events), not read (an SSE client stops at [DONE]): {shown}{cut}"
-        ));
+        self.reply.warnings.push(Note::new(NoteKind::DataAfterDone, format!(
+            "{n} bytes after [DONE] ({events} data events), not read (an SSE client stops at [DONE]): {shown}{cut}"
+        )));
     }
 
     fn on_event(&mut self, event_type: Option<&str>, data: &str, t_ms: f64, line: usize) {
@@ -815,12 +824,14 @@ impl StreamState {
         r.comments_ignored = stats.comments;
         r.replacement_chars = stats.replacement_chars;
         if stats.replacement_chars > 0 {
-            r.parse_errors.push(format!(
-                "invalid UTF-8: {} replacement characters in {} lines (first: line {})",
+            let detail = format!(
+                "{} replacement characters in {} lines (first: line {})",
                 stats.replacement_chars,
                 stats.invalid_utf8_lines,
                 stats.first_invalid_utf8_line.unwrap_or(0)
-            ));
+            );
+            r.parse_errors.push(format!("invalid UTF-8: {detail}"));
+            r.invalid_utf8 = Some(detail);
         }
 
         // Per-chunk token counts: only when every token chunk carried the same kind of running counter.
@@ -839,12 +850,12 @@ impl StreamState {
                 tc.tokens = Some(n);
             }
             if r.token_chunks.iter().any(|t| t.tokens.unwrap_or(1) > 1) {
-                r.flags.push("multi_token_chunks".into());
+                r.flags.push(Note::flag(NoteKind::MultiTokenChunks));
             }
         }
 
         if stats.leading_bom {
-            r.flags.push("leading_bom_stripped".into());
+            r.flags.push(Note::flag(NoteKind::LeadingBomStripped));
         }
         for m in &stats.near_misses {
             let what = format!(
@@ -873,35 +884,41 @@ impl StreamState {
         }
         let other_unknown = stats.unknown_fields - stats.near_miss_count;
         if other_unknown > 0 {
-            r.warnings.push(format!(
-                "unknown_sse_fields: {other_unknown} lines with a field SSE ignores (first: {})",
-                quoted(stats.first_unknown_field.as_deref().unwrap_or(""), 40)
+            r.warnings.push(Note::new(
+                NoteKind::UnknownSseFields,
+                format!(
+                    "{other_unknown} lines with a field SSE ignores (first: {})",
+                    quoted(stats.first_unknown_field.as_deref().unwrap_or(""), 40)
+                ),
             ));
         }
         if r.usage.is_none() {
-            r.warnings
-                .push("usage_missing: the stream carried no usage object".into());
+            r.warnings.push(Note::new(
+                NoteKind::UsageMissing,
+                "the stream carried no usage object",
+            ));
         }
         if r.error.is_none() {
             if r.done_seen && r.finish_reason.is_none() {
-                r.warnings.push(
-                    "finish_reason_missing: [DONE] arrived but no chunk had a finish_reason".into(),
-                );
+                r.warnings.push(Note::new(
+                    NoteKind::FinishReasonMissing,
+                    "[DONE] arrived but no chunk had a finish_reason",
+                ));
             }
             if !r.done_seen && r.finish_reason.is_some() && !tail_lost {
-                r.warnings.push(
-                    "no_done_marker: finish_reason seen, the stream ended without data: [DONE]"
-                        .into(),
-                );
+                r.warnings.push(Note::new(
+                    NoteKind::NoDoneMarker,
+                    "finish_reason seen, the stream ended without data: [DONE]",
+                ));
             }
         }
         if r.finish_reason.as_deref() == Some("length") {
-            r.flags.push("truncated_by_max_tokens".into());
+            r.flags.push(Note::flag(NoteKind::TruncatedByMaxTokens));
         }
         if r.error.is_none() {
             if let Some(s) = r.http_status.filter(|&s| s >= 400) {
                 r.error = Some(ServeError {
-                    kind: "http_error".into(),
+                    kind: FailureCode::HttpError,
                     message: format!("HTTP {s} with an event stream carrying no error"),
                     http_status: Some(s),
                     error_type: None,
@@ -912,7 +929,7 @@ impl StreamState {
             r.error.is_none() && (tail_lost || (r.finish_reason.is_none() && !r.done_seen));
         if r.truncated {
             if let Some(why) = r.failure() {
-                r.warnings.push(why);
+                r.warnings.push(Note::of_failures(&why));
             }
         }
         self.reply
@@ -978,9 +995,14 @@ fn error_of(obj: &Map<String, Value>, event_error_data: Option<&str>) -> Option<
 }
 
 /// See [`ServeError::kind`].
-fn classify(e: &ErrInfo, streamed: bool, http_status: Option<u16>, after_tokens: bool) -> String {
+fn classify(
+    e: &ErrInfo,
+    streamed: bool,
+    http_status: Option<u16>,
+    after_tokens: bool,
+) -> FailureCode {
     if streamed && after_tokens {
-        return "error_mid_stream".into();
+        return FailureCode::ErrorMidStream;
     }
     let t = e.error_type.as_deref().unwrap_or("").to_ascii_lowercase();
     let m = e.message.to_ascii_lowercase();
@@ -994,17 +1016,17 @@ fn classify(e: &ErrInfo, streamed: bool, http_status: Option<u16>, after_tokens:
     .iter()
     .any(|k| m.contains(k));
     if t.contains("context") || context_msg {
-        return "context_exceeded".into();
+        return FailureCode::ContextExceeded;
     }
     if t.contains("validation") || t.contains("invalid_request") || t.contains("badrequest") {
-        return "validation_error".into();
+        return FailureCode::ValidationError;
     }
     if streamed {
-        "error_in_stream".into()
+        FailureCode::ErrorInStream
     } else if http_status.is_some_and(|s| s >= 400) {
-        "http_error".into()
+        FailureCode::HttpError
     } else {
-        "server_error".into()
+        FailureCode::ServerError
     }
 }
 
@@ -1172,7 +1194,7 @@ pub fn reply_of(rec: &crate::evidence::RequestRecord, reads: &[TimedRead]) -> Re
     if let Some(err) = &rec.transport_error {
         if reply.error.is_none() {
             reply.error = Some(ServeError {
-                kind: "transport".into(),
+                kind: FailureCode::Transport,
                 message: err.clone(),
                 http_status: rec.http_status,
                 error_type: None,
@@ -1180,15 +1202,15 @@ pub fn reply_of(rec: &crate::evidence::RequestRecord, reads: &[TimedRead]) -> Re
         }
     }
     if rec.body_truncated {
-        reply.warnings.push(format!(
-            "body_capped: only the first {} bytes were kept",
-            rec.body_bytes
+        reply.warnings.push(Note::new(
+            NoteKind::BodyCapped,
+            format!("only the first {} bytes were kept", rec.body_bytes),
         ));
         // A capped body is never a pass: whatever was parsed is a prefix of a reply that went on.
         if reply.error.is_none() {
             let message = format!("the response body passed the {} MiB cap; only its first {} bytes were kept and read", crate::io::client::BODY_CAP_BYTES >> 20, rec.body_bytes);
             reply.error = Some(ServeError {
-                kind: "body_capped".into(),
+                kind: FailureCode::BodyCapped,
                 message,
                 http_status: rec.http_status,
                 error_type: None,
@@ -1259,7 +1281,7 @@ mod tests {
         assert_eq!(r.usage.as_ref().and_then(|u| u.completion_tokens), Some(2));
         assert_eq!(r.usage.as_ref().and_then(|u| u.prompt_tokens), Some(3));
         assert!(r.parse_errors.is_empty(), "{:?}", r.parse_errors);
-        assert!(!r.has_note("usage_missing"));
+        assert!(!r.has_note(NoteKind::UsageMissing));
     }
 
     #[test]
@@ -1268,7 +1290,7 @@ mod tests {
         let e = r.error.as_ref().unwrap();
         assert_eq!(e.kind, "validation_error");
         assert_eq!(e.error_type.as_deref(), Some("validation"));
-        assert!(r.has_note("error_inside_200_stream"));
+        assert!(r.has_note(NoteKind::ErrorInside200Stream));
         assert!(!r.truncated);
         assert!(r
             .failure()
@@ -1333,14 +1355,14 @@ mod tests {
         let body = [ev(r#"{"content":"a"}"#, r#""""#), DONE.into()].concat();
         let r = one(&body);
         assert_eq!(r.finish_reason, None);
-        assert!(r.has_note("finish_reason_missing"));
+        assert!(r.has_note(NoteKind::FinishReasonMissing));
         assert!(!r.truncated);
     }
 
     #[test]
     fn finish_without_done_warns_no_done_marker_and_is_not_truncated() {
         let r = one(&ev(r#"{"content":"a"}"#, r#""stop""#));
-        assert!(r.has_note("no_done_marker"));
+        assert!(r.has_note(NoteKind::NoDoneMarker));
         assert!(!r.truncated);
         assert_eq!(r.failure(), None);
     }
@@ -1363,7 +1385,7 @@ mod tests {
         assert!(r.done_seen);
         assert!(r.incomplete_tail);
         assert!(!r.truncated);
-        assert!(r.has_note("unterminated_last_event"));
+        assert!(r.has_note(NoteKind::UnterminatedLastEvent));
     }
 
     #[test]
@@ -1435,8 +1457,8 @@ mod tests {
         let r = one(&body);
         let counts: Vec<_> = r.token_chunks.iter().map(|c| c.tokens).collect();
         assert_eq!(counts, [Some(1), Some(2)]);
-        assert!(r.has_note("multi_token_chunks"));
-        assert!(r.has_note("truncated_by_max_tokens"));
+        assert!(r.has_note(NoteKind::MultiTokenChunks));
+        assert!(r.has_note(NoteKind::TruncatedByMaxTokens));
         assert_eq!(r.timings.as_ref().and_then(|t| t.predicted_n), Some(3));
     }
 
@@ -1455,7 +1477,7 @@ mod tests {
         .concat();
         let r = one(&body);
         assert!(r.token_chunks.iter().all(|c| c.tokens.is_none()));
-        assert!(!r.has_note("multi_token_chunks"));
+        assert!(!r.has_note(NoteKind::MultiTokenChunks));
     }
 
     #[test]
@@ -1508,7 +1530,7 @@ mod tests {
             )]),
             Some(503),
         );
-        assert!(r.has_note("not_an_sse_stream"));
+        assert!(r.has_note(NoteKind::NotAnSseStream));
         assert_eq!(r.error.as_ref().unwrap().kind, "http_error");
         assert_eq!(r.error.as_ref().unwrap().message, "Loading model");
     }
@@ -1551,7 +1573,7 @@ mod tests {
         .concat();
         let r = one(&body);
         assert!(
-            r.warnings.iter().any(|w| w.starts_with(
+            r.warnings.iter().any(|w| w.to_string().starts_with(
                 "data_after_done: 209 bytes after [DONE] (2 data events), not read (an SSE client stops at [DONE]): \"data: {\\\"object"
             )),
             "{:?}",
@@ -1688,7 +1710,7 @@ mod tests {
         .concat();
         let r = one(&body);
         assert!(r.token_chunks.iter().all(|t| t.tokens == Some(1)));
-        assert!(!r.has_note("multi_token_chunks"));
+        assert!(!r.has_note(NoteKind::MultiTokenChunks));
     }
 
     #[test]
@@ -1698,30 +1720,30 @@ mod tests {
             Some(503),
         );
         assert_eq!(r.error.as_ref().unwrap().message, "overloaded");
-        assert!(!r.has_note("error_inside_200_stream"));
+        assert!(!r.has_note(NoteKind::ErrorInside200Stream));
         let r = parse_stream(
             &reads(&[(0.0, "event: error\ndata: {\"message\":\"overloaded\"}\n\n")]),
             None,
         );
-        assert!(r.has_note("error_inside_200_stream"));
+        assert!(r.has_note(NoteKind::ErrorInside200Stream));
     }
 
     #[test]
     fn no_done_marker_only_when_the_stream_ended_cleanly() {
         let r = one(&ev(r#"{"content":"a"}"#, r#""stop""#));
-        assert!(r.has_note("no_done_marker"));
+        assert!(r.has_note(NoteKind::NoDoneMarker));
         // After a finish chunk, a cut usage chunk is a truncation, not a missing [DONE].
         let r = one(&[
             ev(r#"{"content":"a"}"#, r#""stop""#),
             "data: {\"choices\":[],\"usa".into(),
         ]
         .concat());
-        assert!(!r.has_note("no_done_marker"), "{:?}", r.warnings);
-        assert!(!r.has_note("finish_reason_missing"));
+        assert!(!r.has_note(NoteKind::NoDoneMarker), "{:?}", r.warnings);
+        assert!(!r.has_note(NoteKind::FinishReasonMissing));
         // [DONE] without any finish_reason warns; with one it does not.
         assert!(
             !one(&[ev(r#"{"content":"a"}"#, r#""stop""#), DONE.into()].concat())
-                .has_note("finish_reason_missing")
+                .has_note(NoteKind::FinishReasonMissing)
         );
     }
 
@@ -1785,12 +1807,12 @@ mod tests {
         );
         // An error object in a 200 body is flagged; in a 400 body it is not.
         let err = br#"{"error":{"message":"bad","type":"server_error"}}"#;
-        assert!(parse_body(err, Some(200), 1.0).has_note("error_inside_200_body"));
+        assert!(parse_body(err, Some(200), 1.0).has_note(NoteKind::ErrorInside200Body));
         assert_eq!(
             parse_body(err, Some(200), 1.0).error.unwrap().kind,
             "server_error"
         );
-        assert!(!parse_body(err, Some(400), 1.0).has_note("error_inside_200_body"));
+        assert!(!parse_body(err, Some(400), 1.0).has_note(NoteKind::ErrorInside200Body));
         // No choice 0, no choices at all, neither choices nor error.
         let r = parse_body(
             br#"{"choices":[{"index":1,"message":{"content":"x"}}]}"#,
@@ -1798,10 +1820,10 @@ mod tests {
             1.0,
         );
         assert_eq!(r.parse_errors, ["no choice with index 0 in the body"]);
-        assert!(!r.has_note("finish_reason_missing"));
+        assert!(!r.has_note(NoteKind::FinishReasonMissing));
         let r = parse_body(br#"{"choices":[]}"#, Some(200), 1.0);
         assert!(r.parse_errors.is_empty());
-        assert!(r.has_note("finish_reason_missing"));
+        assert!(r.has_note(NoteKind::FinishReasonMissing));
         assert!(parse_body(b"{}", Some(200), 1.0).parse_errors[0]
             .starts_with("body has neither `choices` nor `error`"));
         assert!(parse_body(b"{}", Some(404), 1.0).error.is_some());
@@ -1856,7 +1878,7 @@ mod tests {
         assert_eq!(r.content, "Paris");
         assert_eq!(r.finish_reason, None);
         assert!(r.truncated && r.incomplete_tail);
-        assert!(!r.has_note("unterminated_last_event"));
+        assert!(!r.has_note(NoteKind::UnterminatedLastEvent));
         assert_eq!(
             r.failure().as_deref(),
             Some("truncated_stream: no finish_reason, no [DONE], incomplete last event")
@@ -1987,7 +2009,7 @@ mod tests {
         ]
         .concat());
         assert_eq!(r.failure(), None);
-        assert!(r.has_note("leading_bom_stripped"));
+        assert!(r.has_note(NoteKind::LeadingBomStripped));
         // A second BOM right after it is not.
         let r = one(&[
             "\u{FEFF}\u{FEFF}".to_string(),
@@ -2021,7 +2043,7 @@ mod tests {
         ]
         .concat());
         assert_eq!(r.failure(), None);
-        assert!(r.has_note("unknown_sse_fields"));
+        assert!(r.has_note(NoteKind::UnknownSseFields));
     }
 
     #[test]
@@ -2073,7 +2095,7 @@ mod tests {
         assert_eq!(r.failure(), None, "{:?}", r.parse_errors);
         assert!(r.parse_errors.is_empty());
         assert_eq!(r.content, "Yes.");
-        assert!(r.has_note("data_after_done"));
+        assert!(r.has_note(NoteKind::DataAfterDone));
         assert!(!r.incomplete_tail);
         // Blank lines after [DONE] are nothing.
         let r = one(&[
@@ -2082,7 +2104,7 @@ mod tests {
             "\r\n\n".into(),
         ]
         .concat());
-        assert!(!r.has_note("data_after_done"));
+        assert!(!r.has_note(NoteKind::DataAfterDone));
         assert_eq!(r.bytes_after_done, 0);
     }
 
@@ -2090,7 +2112,10 @@ mod tests {
     fn serve_text_in_a_failure_is_escaped() {
         let r = one("data: {\"error\":{\"message\":\"bad\\u001b[2J\\u0007\\nnext\"}}\n\n");
         let f = r.failure().unwrap();
-        assert_eq!(f, "error_in_stream: bad\\u{1b}[2J\\u{7}\\nnext (HTTP 200)");
+        assert_eq!(
+            &*f,
+            "error_in_stream: bad\\u{1b}[2J\\u{7}\\nnext (HTTP 200)"
+        );
         let r = parse_body(b"\x1b]0;pwned\x07", Some(200), 1.0);
         let f = r.failure().unwrap();
         assert!(!f.chars().any(|c| c.is_control()), "{f:?}");

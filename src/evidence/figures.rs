@@ -50,7 +50,7 @@ pub struct Figures {
     pub server_prefill_tok_s: Option<f64>,
     /// Warnings from measuring (e.g. `client_server_decode_mismatch`, `prompt_cache_hit 511/512`,
     /// `implausible_completion_tokens`).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::vocab::Note>,
     /// Why the reply failed on its own terms (`Reply::failure` in `analysis::reply`: a serve error, a transport failure, a cut
     /// stream...). A failed reply has no TTFT, no first content time, no decode rate and no TPOT.
     #[serde(default)]

@@ -19,6 +19,9 @@ use crate::analysis::stats;
 use crate::analysis::{Evidence, RequestEvidence};
 use crate::evidence::RunStatus;
 use crate::spec::{GateSpec, RateSource};
+use crate::vocab::{
+    AssertionKind, Bound, ContentProblem, Failure, FailureCode, Failures, Metric, NoteKind,
+};
 
 /// The outcome of one assertion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,34 +36,58 @@ pub enum Outcome {
 /// One assertion's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
-    /// The assertion's name (`route`, `rate`, `first_token`, `content`, `known_answer`).
+    /// The assertion's wire name (`kind.name()`: `route`, `rate`, `first_token`, ...), as results and trial
+    /// names show it.
     pub assertion: String,
+    /// The assertion's kind.
+    pub kind: AssertionKind,
     /// Pass or fail.
     pub outcome: Outcome,
     /// The verdict line: `<assertion> PASS|FAIL <details>`.
     pub message: String,
-    /// The per-request values judged (tok/s for `rate`, ms for `first_token`), in send order, one per planned
-    /// request; None where a request had no value (it failed, had no measurable figure, or was never sent).
+    /// The per-request values judged (in the unit of the assertion's metric: tok/s for `rate`, ms for
+    /// `first_token` and `tpot`), in send order, one per planned request; None where a request had no value
+    /// (it failed, had no measurable figure, or was never sent).
     #[serde(default)]
     pub values: Vec<Option<f64>>,
     /// The statistic compared with the bound (the median), when there is one.
     #[serde(default)]
     pub median: Option<f64>,
+    /// The bound a figure assertion compares the median with (value, unit, floor or limit); None for the
+    /// assertions on text, logs and pairs.
+    #[serde(default)]
+    pub bound: Option<Bound>,
+    /// The details of the message (what follows `<assertion> PASS|FAIL `), kept as data so nothing strips a
+    /// head off the message.
+    #[serde(skip)]
+    details: String,
 }
 
 impl Verdict {
-    fn new(assertion: &str, outcome: Outcome, details: impl AsRef<str>) -> Verdict {
+    fn new(kind: AssertionKind, outcome: Outcome, details: impl AsRef<str>) -> Verdict {
+        let mut v = Verdict {
+            assertion: kind.name().to_string(),
+            kind,
+            outcome,
+            message: String::new(),
+            values: Vec::new(),
+            median: None,
+            bound: None,
+            details: details.as_ref().to_string(),
+        };
+        v.set(outcome, details.as_ref().to_string());
+        v
+    }
+
+    /// Sets the outcome and the details, and the message from them.
+    fn set(&mut self, outcome: Outcome, details: String) {
         let word = match outcome {
             Outcome::Pass => "PASS",
             Outcome::Fail => "FAIL",
         };
-        Verdict {
-            assertion: assertion.to_string(),
-            outcome,
-            message: format!("{assertion} {word} {}", details.as_ref()),
-            values: Vec::new(),
-            median: None,
-        }
+        self.outcome = outcome;
+        self.message = format!("{} {word} {details}", self.kind);
+        self.details = details;
     }
 
     /// True when the outcome is Pass.
@@ -70,11 +97,7 @@ impl Verdict {
 
     /// The message without its `<assertion> PASS|FAIL ` head (the part [`Verdict::new`] was given).
     pub fn details(&self) -> &str {
-        let word = if self.passed() { "PASS" } else { "FAIL" };
-        let head = format!("{} {word} ", self.assertion);
-        self.message
-            .strip_prefix(head.as_str())
-            .unwrap_or(&self.message)
+        &self.details
     }
 }
 
@@ -100,12 +123,13 @@ fn judged_of(evidence: &Evidence) -> Vec<Judged<'_>> {
 /// error, a cut or timed-out stream, no finish_reason and no `[DONE]`, ...), else the transport error the
 /// client saw (`transport: <error>`). A failed request has no value for any figure assertion and fails
 /// `content` and `known_answer`.
-pub fn request_failure(ev: &RequestEvidence) -> Option<String> {
+pub fn request_failure(ev: &RequestEvidence) -> Option<Failures> {
     ev.reply.failure().or_else(|| {
-        ev.record
-            .transport_error
-            .as_ref()
-            .map(|e| format!("transport: {e}"))
+        let e = ev.record.transport_error.as_ref()?;
+        Failures::new(vec![Failure {
+            code: FailureCode::Transport,
+            detail: e.clone(),
+        }])
     })
 }
 
@@ -125,7 +149,7 @@ pub struct Accounting {
     /// Send-order indices (warmup included, as the `NN.*` files) of planned judged requests never sent.
     pub never_sent: Vec<usize>,
     /// Sent judged requests that failed: (index, [`request_failure`]).
-    pub failed: Vec<(usize, String)>,
+    pub failed: Vec<(usize, Failures)>,
     /// The serve failed during the run (exited, or was found dead): `run.json` `serve.failure`, with the last
     /// lines of its log when known (`serve.exit_log_tail`, else the end of `serve.log`).
     pub serve_failure: Option<String>,
@@ -162,14 +186,16 @@ pub fn account(evidence: &Evidence) -> Accounting {
     let serve_failure = match (&run.serve.failure, evidence.requests.is_empty()) {
         (Some(f), false) => {
             let tail = run.serve.exit_log_tail.clone().or_else(|| {
-                f.starts_with("server_exited")
-                    .then(|| {
-                        let log = evidence.serve_log.as_deref()?;
-                        let lines: Vec<&str> =
-                            log.lines().filter(|l| !l.trim().is_empty()).collect();
-                        Some(lines[lines.len().saturating_sub(EXIT_LOG_LINES)..].join("\n"))
-                    })
-                    .flatten()
+                matches!(
+                    FailureCode::of_recorded(f),
+                    Some(FailureCode::ServerExitedDuringRun | FailureCode::ServerExitedBeforeReady)
+                )
+                .then(|| {
+                    let log = evidence.serve_log.as_deref()?;
+                    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+                    Some(lines[lines.len().saturating_sub(EXIT_LOG_LINES)..].join("\n"))
+                })
+                .flatten()
             });
             Some(match tail.filter(|t| !t.trim().is_empty()) {
                 Some(t) => {
@@ -294,12 +320,43 @@ fn ranges(idx: &[usize]) -> String {
 /// message ([`redact::mask_verdicts`]), so no caller can forget it; outcomes never depend on it.
 pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
     let mut verdicts = judge_unmasked(gate, evidence);
+    for v in &mut verdicts {
+        v.bound = declared_bound(gate, v.kind);
+    }
     redact::mask_verdicts(gate, &mut verdicts);
     verdicts
 }
 
+/// The bound the gate declares for a figure assertion (whatever the evidence held: a verdict failed for want
+/// of evidence still carries it), or None for the assertions without one.
+pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
+    let a = &gate.assertions;
+    match kind {
+        AssertionKind::Rate => a.rate.as_ref().map(|r| {
+            let metric = match r.source {
+                RateSource::Client => Metric::DecodeRate,
+                RateSource::Server => Metric::ServerDecodeRate,
+            };
+            Bound::for_metric(metric, r.floor_tok_s)
+        }),
+        AssertionKind::FirstToken => a
+            .first_token
+            .as_ref()
+            .map(|f| Bound::for_metric(Metric::Ttft, f.limit_ms)),
+        AssertionKind::Tpot => a
+            .tpot
+            .as_ref()
+            .map(|t| Bound::for_metric(Metric::Tpot, t.limit_ms)),
+        AssertionKind::Route
+        | AssertionKind::Content
+        | AssertionKind::KnownAnswer
+        | AssertionKind::Ratio
+        | AssertionKind::SameAnswers => None,
+    }
+}
+
 fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
-    let names = gate.assertions.names();
+    let names = gate.assertions.kinds();
     // Whole-run failures: every assertion fails with the same reason.
     let run_failure = if evidence.run.status != RunStatus::Complete {
         Some(format!(
@@ -315,7 +372,7 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
     if let Some(reason) = run_failure {
         return names
             .iter()
-            .map(|n| Verdict::new(n, Outcome::Fail, &reason))
+            .map(|n| Verdict::new(*n, Outcome::Fail, &reason))
             .collect();
     }
     let judged = judged_of(evidence);
@@ -323,8 +380,18 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
     let mut out = Vec::new();
     for name in names {
         let v = match name {
-            "route" => judge_route(gate, evidence),
-            other => judge_request_assertion(other, gate, &judged, &acct),
+            AssertionKind::Route => judge_route(gate, evidence),
+            AssertionKind::Rate
+            | AssertionKind::FirstToken
+            | AssertionKind::Tpot
+            | AssertionKind::Content
+            | AssertionKind::KnownAnswer => judge_request_assertion(name, gate, &judged, &acct),
+            // Pair assertions are judged by `judge_pair`; spec validation refuses them in a single gate.
+            AssertionKind::Ratio | AssertionKind::SameAnswers => Verdict::new(
+                name,
+                Outcome::Fail,
+                "not judged in a single gate (it needs a [pair])",
+            ),
         };
         out.push(v);
     }
@@ -334,17 +401,20 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
 /// One per-request assertion (`rate`, `first_token`, `content`, `known_answer`) of one run, with the
 /// serve's failure during the run (if any) failing it.
 fn judge_request_assertion(
-    name: &str,
+    name: AssertionKind,
     gate: &GateSpec,
     judged: &[Judged],
     acct: &Accounting,
 ) -> Verdict {
     let mut v = match name {
-        "rate" => judge_rate(gate, judged, acct),
-        "first_token" => judge_first_token(gate, judged, acct),
-        "content" => judge_content(judged, acct),
-        "known_answer" => judge_known_answer(gate, judged, acct),
-        _ => unreachable!("names() only returns known assertions"),
+        AssertionKind::Rate => judge_rate(gate, judged, acct),
+        AssertionKind::FirstToken => judge_first_token(gate, judged, acct),
+        AssertionKind::Tpot => judge_tpot(gate, judged, acct),
+        AssertionKind::Content => judge_content(judged, acct),
+        AssertionKind::KnownAnswer => judge_known_answer(gate, judged, acct),
+        AssertionKind::Route | AssertionKind::Ratio | AssertionKind::SameAnswers => {
+            Verdict::new(name, Outcome::Fail, "not a per-request assertion")
+        }
     };
     if let Some(f) = &acct.serve_failure {
         fail_for_serve(&mut v, f);
@@ -356,18 +426,15 @@ fn judge_request_assertion(
 /// that would have passed says so after the serve's failure, never as a pass.
 fn fail_for_serve(v: &mut Verdict, failure: &str) {
     let details = v.details().to_string();
-    v.message = if v.passed() {
-        format!(
-            "{} FAIL the serve failed during the run ({failure}); the replies alone: {details}",
-            v.assertion
-        )
+    let details = if v.passed() {
+        format!("the serve failed during the run ({failure}); the replies alone: {details}")
     } else {
-        format!("{} FAIL {details} [serve: {failure}]", v.assertion)
+        format!("{details} [serve: {failure}]")
     };
-    v.outcome = Outcome::Fail;
+    v.set(Outcome::Fail, details);
 }
 
-fn no_replies(name: &str, acct: &Accounting) -> Verdict {
+fn no_replies(name: AssertionKind, acct: &Accounting) -> Verdict {
     let unsent = acct.unsent().map(|u| format!(": {u}")).unwrap_or_default();
     Verdict::new(
         name,
@@ -394,11 +461,11 @@ fn each(values: &[Option<f64>], decimals: usize) -> String {
 fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
     let route = gate.assertions.route.as_ref().expect("route declared");
     let Some(raw_log) = &evidence.serve_log else {
-        return Verdict::new("route", Outcome::Fail, "no serve log in the evidence: the route cannot be proven (for a `url` serve, set serve.log_file)");
+        return Verdict::new(AssertionKind::Route, Outcome::Fail, "no serve log in the evidence: the route cannot be proven (for a `url` serve, set serve.log_file)");
     };
     if let Some(at) = raw_log.find(crate::evidence::SERVE_LOG_CUT_MARK) {
         let rest = &raw_log[at + crate::evidence::SERVE_LOG_CUT_MARK.len()..];
-        return Verdict::new("route", Outcome::Fail, format!("serve.log is larger than the {} MiB servegate reads to judge ({}): a slow-route line could be in the part not read", crate::evidence::SERVE_LOG_JUDGE_CAP >> 20, rest.trim()));
+        return Verdict::new(AssertionKind::Route, Outcome::Fail, format!("serve.log is larger than the {} MiB servegate reads to judge ({}): a slow-route line could be in the part not read", crate::evidence::SERVE_LOG_JUDGE_CAP >> 20, rest.trim()));
     }
     // Patterns match what a terminal would show: colour codes and other escapes cannot hide a line.
     let log = &strip_escapes(raw_log);
@@ -417,16 +484,16 @@ fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
     match (fast, slow) {
         (Some((fl, ft)), None) => {
             let slow_note = route.slow.as_ref().map(|s| format!("; slow /{}/ absent", s.as_str())).unwrap_or_default();
-            Verdict::new("route", Outcome::Pass, format!("fast route: serve.log line {fl} matches /{}/: {ft:?}{slow_note}", route.fast.as_str()))
+            Verdict::new(AssertionKind::Route, Outcome::Pass, format!("fast route: serve.log line {fl} matches /{}/: {ft:?}{slow_note}", route.fast.as_str()))
         }
         (Some((fl, _)), Some((sre, (sl, st)))) => Verdict::new(
-            "route",
+            AssertionKind::Route,
             Outcome::Fail,
             format!("both routes named, which counts as the slow route: fast /{}/ at serve.log line {fl}, slow /{sre}/ at line {sl}: {st:?}", route.fast.as_str()),
         ),
-        (None, Some((sre, (sl, st)))) => Verdict::new("route", Outcome::Fail, format!("slow route: serve.log line {sl} matches /{sre}/: {st:?}; fast /{}/ never appears", route.fast.as_str())),
+        (None, Some((sre, (sl, st)))) => Verdict::new(AssertionKind::Route, Outcome::Fail, format!("slow route: serve.log line {sl} matches /{sre}/: {st:?}; fast /{}/ never appears", route.fast.as_str())),
         (None, None) => Verdict::new(
-            "route",
+            AssertionKind::Route,
             Outcome::Fail,
             format!("the serve log never says /{}/ ({lines} lines searched): the evidence of the route has to be there", route.fast.as_str()),
         ),
@@ -492,14 +559,13 @@ pub fn strip_escapes(text: &str) -> String {
 }
 
 /// Why a request has no value for a timing assertion: its failure first, then the measurement's note.
-fn why_missing(j: &Judged, what: &str) -> String {
+/// `decode`: the value is a decode rate, whose measurement says why it is missing (`decode_note`).
+fn why_missing(j: &Judged, what: &str, decode: bool) -> String {
     if let Some(f) = request_failure(j.ev) {
-        return f;
+        return f.to_string();
     }
-    if let Some(n) = &j.fig.decode_note {
-        if what == "rate" {
-            return n.clone();
-        }
+    if let Some(n) = j.fig.decode_note.as_ref().filter(|_| decode) {
+        return n.clone();
     }
     format!("no {what} in the reply")
 }
@@ -566,7 +632,7 @@ impl FigureValues {
 fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
     let rate = gate.assertions.rate.as_ref().expect("rate declared");
     if judged.is_empty() {
-        return no_replies("rate", acct);
+        return no_replies(AssertionKind::Rate, acct);
     }
     let fv = FigureValues::of(
         judged,
@@ -578,7 +644,7 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
             if rate.source == RateSource::Server && request_failure(j.ev).is_none() {
                 "no llama.cpp timings in the reply".to_string()
             } else {
-                why_missing(j, "rate")
+                why_missing(j, "rate", true)
             }
         },
     );
@@ -588,12 +654,8 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
     };
     let n = fv.values.len();
     let mut notes = Vec::new();
-    let implausible_tokens = |j: &Judged| {
-        j.fig
-            .warnings
-            .iter()
-            .any(|w| w.starts_with("implausible_completion_tokens"))
-    };
+    let implausible_tokens =
+        |j: &Judged| crate::vocab::has_note(&j.fig.warnings, NoteKind::ImplausibleCompletionTokens);
     // Notes describe the replies that were measured: a failed reply has no figure to describe.
     let measured: Vec<&Judged> = judged
         .iter()
@@ -626,94 +688,167 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
     } else {
         format!("; {}", notes.join("; "))
     };
-    let median = stats::median(&fv.present());
     let what = if source.is_empty() {
         "decode rate".to_string()
     } else {
         format!("{} decode rate", source.trim_start())
     };
-    let mut v = if let Some(head) = fv.failure_head(&what, acct) {
+    let metric = match rate.source {
+        RateSource::Client => Metric::DecodeRate,
+        RateSource::Server => Metric::ServerDecodeRate,
+    };
+    judge_figure(
+        FigureAssertion {
+            kind: AssertionKind::Rate,
+            metric,
+            bound: declared_bound(gate, AssertionKind::Rate).expect("rate declared"),
+            what: &what,
+            label: source,
+            notes: &notes,
+        },
+        &fv,
+        acct,
+    )
+}
+
+/// A figure assertion: the median of one metric's per-request values against a floor or a limit.
+struct FigureAssertion<'a> {
+    /// The assertion.
+    kind: AssertionKind,
+    /// The metric judged: its unit and decimals come from the registry.
+    metric: Metric,
+    /// Floor or limit.
+    bound: Bound,
+    /// The noun in `K of N replies have no <what>`.
+    what: &'a str,
+    /// Said after the unit of the median (`" server-reported (...)"`), or "".
+    label: &'a str,
+    /// `; note; note` after the parenthesis, or "".
+    notes: &'a str,
+}
+
+/// Judges a figure assertion: fails naming every missing value (and the never-sent requests), else compares
+/// the median with the bound. `median 47.0 tok/s (floor 15.0; each: ...; n=6 of 6 planned)`.
+fn judge_figure(fa: FigureAssertion, fv: &FigureValues, acct: &Accounting) -> Verdict {
+    let info = fa.metric.info();
+    let d = info.decimals;
+    let unit = info.unit;
+    let word = if fa.bound.at_least { "floor" } else { "limit" };
+    let bound = fa.bound.value;
+    let notes = fa.notes;
+    let n = fv.values.len();
+    let median = stats::median(&fv.present());
+    let mut v = if let Some(head) = fv.failure_head(fa.what, acct) {
         Verdict::new(
-            "rate",
+            fa.kind,
             Outcome::Fail,
             format!(
-                "{head} (floor {:.1} tok/s; each: {}; {}){notes}",
-                rate.floor_tok_s,
-                each(&fv.values, 1),
+                "{head} ({word} {bound:.d$} {unit}; each: {}; {}){notes}",
+                each(&fv.values, d),
                 acct.n_of(n)
             ),
         )
     } else {
         let m = median.unwrap_or(f64::NAN);
-        let outcome = if m >= rate.floor_tok_s {
+        let outcome = if fa.bound.holds(m) {
             Outcome::Pass
         } else {
             Outcome::Fail
         };
         Verdict::new(
-            "rate",
+            fa.kind,
             outcome,
             format!(
-                "median {m:.1} tok/s{source} (floor {:.1}; each: {}; {}){notes}",
-                rate.floor_tok_s,
-                each(&fv.values, 1),
+                "median {m:.d$} {unit}{} ({word} {bound:.d$}; each: {}; {}){notes}",
+                fa.label,
+                each(&fv.values, d),
                 acct.n_of(n)
             ),
         )
     };
     v.values = fv.planned_values(acct);
     v.median = median;
+    v.bound = Some(fa.bound);
     v
 }
 
 fn judge_first_token(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
-    let ft = gate
-        .assertions
-        .first_token
-        .as_ref()
-        .expect("first_token declared");
     if judged.is_empty() {
-        return no_replies("first_token", acct);
+        return no_replies(AssertionKind::FirstToken, acct);
     }
-    let fv = FigureValues::of(judged, |j| j.fig.ttft_ms, |j| why_missing(j, "token"));
-    let n = fv.values.len();
-    let median = stats::median(&fv.present());
-    let mut v = if let Some(head) = fv.failure_head("first token", acct) {
-        Verdict::new(
-            "first_token",
-            Outcome::Fail,
-            format!(
-                "{head} (limit {:.0} ms; each: {}; {})",
-                ft.limit_ms,
-                each(&fv.values, 0),
-                acct.n_of(n)
-            ),
-        )
-    } else {
-        let m = median.unwrap_or(f64::NAN);
-        let outcome = if m <= ft.limit_ms {
-            Outcome::Pass
-        } else {
-            Outcome::Fail
-        };
-        Verdict::new(
-            "first_token",
-            outcome,
-            format!(
-                "median {m:.0} ms (limit {:.0}; each: {}; {})",
-                ft.limit_ms,
-                each(&fv.values, 0),
-                acct.n_of(n)
-            ),
-        )
-    };
-    v.values = fv.planned_values(acct);
-    v.median = median;
-    v
+    let fv = FigureValues::of(
+        judged,
+        |j| j.fig.ttft_ms,
+        |j| why_missing(j, "token", false),
+    );
+    judge_figure(
+        FigureAssertion {
+            kind: AssertionKind::FirstToken,
+            metric: Metric::Ttft,
+            bound: declared_bound(gate, AssertionKind::FirstToken).expect("first_token declared"),
+            what: "first token",
+            label: "",
+            notes: "",
+        },
+        &fv,
+        acct,
+    )
+}
+
+/// `[assert.tpot]`: the median TPOT (ms) at most the limit; a reply without a TPOT (failed, one token
+/// chunk, or the whole reply in one read) is a missing value and fails it, as for `first_token`.
+fn judge_tpot(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
+    if judged.is_empty() {
+        return no_replies(AssertionKind::Tpot, acct);
+    }
+    let fv = FigureValues::of(
+        judged,
+        |j| measure::metric_value(&j.fig, Metric::Tpot),
+        |j| why_missing(j, "TPOT", false),
+    );
+    judge_figure(
+        FigureAssertion {
+            kind: AssertionKind::Tpot,
+            metric: Metric::Tpot,
+            bound: declared_bound(gate, AssertionKind::Tpot).expect("tpot declared"),
+            what: "TPOT",
+            label: "",
+            notes: "",
+        },
+        &fv,
+        acct,
+    )
 }
 
 /// Why one reply fails the content check, or None when its content is sane.
 pub fn content_problem(reply: &crate::analysis::reply::Reply, fig: &Figures) -> Option<String> {
+    reply_problem(reply, fig).map(|(_, text)| text)
+}
+
+/// What kind of problem one reply has (the name `inspect` reports): its failure, or a content problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// The reply failed on its own terms ([`crate::analysis::reply::Reply::failure`]): its first code.
+    Failed(FailureCode),
+    /// Its content is not sane.
+    Content(ContentProblem),
+}
+
+impl ProblemKind {
+    /// The wire name: the failure code's or the content problem's.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProblemKind::Failed(c) => c.name(),
+            ProblemKind::Content(c) => c.name(),
+        }
+    }
+}
+
+/// [`content_problem`] with its kind.
+pub fn reply_problem(
+    reply: &crate::analysis::reply::Reply,
+    fig: &Figures,
+) -> Option<(ProblemKind, String)> {
     if let Some(f) = reply.failure() {
         let what = if reply.error.is_some() {
             "error reply"
@@ -732,7 +867,10 @@ pub fn content_problem(reply: &crate::analysis::reply::Reply, fig: &Figures) -> 
                 format!("; partial content {head:?}")
             }
         };
-        return Some(format!("{what}: {f}{partial}"));
+        return Some((
+            ProblemKind::Failed(f.code()),
+            format!("{what}: {f}{partial}"),
+        ));
     }
     let finish =
         crate::analysis::reply::printable(reply.finish_reason.as_deref().unwrap_or("none"));
@@ -743,14 +881,23 @@ pub fn content_problem(reply: &crate::analysis::reply::Reply, fig: &Figures) -> 
             fig.completion_tokens,
             reply.finish_reason.as_deref(),
         ) {
-            return Some(format!("{why} (is thinking left on?)"));
+            return Some((
+                ProblemKind::Content(ContentProblem::ContentEmptyAllTokensInReasoning),
+                format!("{why} (is thinking left on?)"),
+            ));
         }
         if reply.content.is_empty() {
-            return Some(format!("empty content (finish_reason={finish})"));
+            return Some((
+                ProblemKind::Content(ContentProblem::ContentEmpty),
+                format!("empty content (finish_reason={finish})"),
+            ));
         }
-        return Some(format!(
-            "whitespace-only content {:?} (finish_reason={finish})",
-            reply.content
+        return Some((
+            ProblemKind::Content(ContentProblem::ContentWhitespaceOnly),
+            format!(
+                "whitespace-only content {:?} (finish_reason={finish})",
+                reply.content
+            ),
         ));
     }
     if let Some(reason) = crate::analysis::content::degenerate(&reply.content) {
@@ -759,14 +906,17 @@ pub fn content_problem(reply: &crate::analysis::reply::Reply, fig: &Figures) -> 
         } else {
             ""
         };
-        return Some(format!("{reason}{tail}"));
+        return Some((
+            ProblemKind::Content(ContentProblem::DegenerateOutput),
+            format!("{reason}{tail}"),
+        ));
     }
     None
 }
 
 fn judge_content(judged: &[Judged], acct: &Accounting) -> Verdict {
     if judged.is_empty() {
-        return no_replies("content", acct);
+        return no_replies(AssertionKind::Content, acct);
     }
     let n = judged.len();
     let problems: Vec<String> = judged
@@ -784,7 +934,7 @@ fn judge_content(judged: &[Judged], acct: &Accounting) -> Verdict {
             .map(|j| j.ev.reply.content.chars().count().to_string())
             .collect();
         Verdict::new(
-            "content",
+            AssertionKind::Content,
             Outcome::Pass,
             format!(
                 "{n} of {n} replies have sane content (chars each: {}; {})",
@@ -803,7 +953,7 @@ fn judge_content(judged: &[Judged], acct: &Accounting) -> Verdict {
         }
         parts.extend(unsent);
         Verdict::new(
-            "content",
+            AssertionKind::Content,
             Outcome::Fail,
             format!("{} ({})", parts.join("; "), acct.n_of(n)),
         )
@@ -821,7 +971,7 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> 
         .filter(|j| ka.prompt.as_ref().is_none_or(|p| &j.ev.record.prompt == p))
         .collect();
     if selected.is_empty() {
-        return no_replies("known_answer", acct);
+        return no_replies(AssertionKind::KnownAnswer, acct);
     }
     let n = selected.len();
     let short = |s: &str| -> String {
@@ -878,7 +1028,7 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> 
     if problems.is_empty() {
         let same = if ka.identical { ", identical" } else { "" };
         Verdict::new(
-            "known_answer",
+            AssertionKind::KnownAnswer,
             Outcome::Pass,
             format!(
                 "{n} of {n} replies match /{}/{same}: {} ({n_of})",
@@ -888,7 +1038,7 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> 
         )
     } else {
         Verdict::new(
-            "known_answer",
+            AssertionKind::KnownAnswer,
             Outcome::Fail,
             format!("{} ({n_of})", problems.join("; ")),
         )
@@ -908,7 +1058,7 @@ pub fn judge_pair(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> Vec<Ve
 }
 
 fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> Vec<Verdict> {
-    let names = gate.assertions.names();
+    let names = gate.assertions.kinds();
     let s = &ev.summary;
     let whole = if s.status != RunStatus::Complete {
         Some(format!(
@@ -944,7 +1094,7 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
     if let Some(reason) = whole {
         return names
             .iter()
-            .map(|n| Verdict::new(n, Outcome::Fail, &reason))
+            .map(|n| Verdict::new(*n, Outcome::Fail, &reason))
             .collect();
     }
     let accts: Vec<Accounting> = ev.arms.iter().map(account).collect();
@@ -963,9 +1113,9 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
     let mut out = Vec::new();
     for name in names {
         let mut v = match name {
-            "ratio" => judge_ratio(gate, ev, &accts),
-            "same_answers" => judge_same_answers(gate, ev, &accts),
-            "content" | "known_answer" => {
+            AssertionKind::Ratio => judge_ratio(gate, ev, &accts),
+            AssertionKind::SameAnswers => judge_same_answers(gate, ev, &accts),
+            AssertionKind::Content | AssertionKind::KnownAnswer => {
                 let parts: Vec<(String, Verdict)> = ev
                     .summary
                     .arms
@@ -974,7 +1124,7 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
                     .zip(&accts)
                     .map(|((a, e), acct)| {
                         let judged = judged_of(e);
-                        let v = if name == "content" {
+                        let v = if name == AssertionKind::Content {
                             judge_content(&judged, acct)
                         } else {
                             judge_known_answer(gate, &judged, acct)
@@ -993,7 +1143,10 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
                     detail.join(" | "),
                 )
             }
-            _ => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
+            AssertionKind::Route
+            | AssertionKind::Rate
+            | AssertionKind::FirstToken
+            | AssertionKind::Tpot => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
         };
         if !serve_failures.is_empty() {
             fail_for_serve(&mut v, &serve_failures.join("; "));
@@ -1023,11 +1176,8 @@ fn judge_ratio(
         sent += judged.len();
         let fv = FigureValues::of(
             &judged,
-            |j| match r.metric {
-                crate::spec::PairMetric::Decode => j.fig.decode_tok_s,
-                crate::spec::PairMetric::FirstToken => j.fig.ttft_ms,
-            },
-            |j| why_missing(j, "rate"),
+            |j| measure::metric_value(&j.fig, r.metric.metric()),
+            |j| why_missing(j, "rate", true),
         );
         missing.extend(
             fv.missing
@@ -1046,7 +1196,7 @@ fn judge_ratio(
     let n_of = format!("n={sent} of {planned} planned");
     if !missing.is_empty() {
         let mut v = Verdict::new(
-            "ratio",
+            AssertionKind::Ratio,
             Outcome::Fail,
             format!(
                 "{} of {planned} planned requests have no {} value: {} ({n_of})",
@@ -1062,7 +1212,7 @@ fn judge_ratio(
         Ok(f) => f,
         Err(e) => {
             return Verdict::new(
-                "ratio",
+                AssertionKind::Ratio,
                 Outcome::Fail,
                 format!("{}: {e} ({n_of})", unit.name),
             )
@@ -1082,7 +1232,7 @@ fn judge_ratio(
         Outcome::Fail
     };
     let mut v = Verdict::new(
-        "ratio",
+        AssertionKind::Ratio,
         outcome,
         format!(
             "{} ({bounds}); {}; {n_of}",
@@ -1176,13 +1326,13 @@ fn judge_same_answers(
     let n_of = format!("n={n} of {planned} planned");
     if problems.is_empty() {
         Verdict::new(
-            "same_answers",
+            AssertionKind::SameAnswers,
             Outcome::Pass,
             format!("both runtimes gave the same text to each of {prompts} prompts ({n_of})"),
         )
     } else {
         Verdict::new(
-            "same_answers",
+            AssertionKind::SameAnswers,
             Outcome::Fail,
             format!("{} ({n_of})", problems.join("; ")),
         )
@@ -1390,8 +1540,13 @@ mod tests {
         assert!(find(&v, "known_answer")
             .message
             .starts_with("known_answer FAIL request 01: failed reply: truncated_stream"));
+        let failed: Vec<(usize, String)> = account(&ev)
+            .failed
+            .iter()
+            .map(|(i, f)| (*i, f.to_string()))
+            .collect();
         assert_eq!(
-            account(&ev).failed,
+            failed,
             vec![(
                 1,
                 "truncated_stream: no finish_reason, no [DONE]".to_string()
@@ -1468,6 +1623,134 @@ mod tests {
         // The last five non-empty log lines.
         assert!(rate.ends_with("[serve: server_exited_during_run (exit status 139, 0.4 s after ready): Segmentation fault; serve.log ends: \"c\\nd\\ne\\nf\\nSegmentation fault\"]"), "{rate}");
         assert!(v.iter().all(|x| !x.passed()));
+    }
+
+    /// The results JSON's bound and unit come from the verdict (`sinks::report::with_figures`), so every
+    /// figure verdict carries the declared bound, even one failed before any value was read.
+    #[test]
+    fn figure_verdicts_carry_their_kind_and_declared_bound_on_every_path() {
+        let mut ev = evidence(Some(4), vec![]);
+        ev.run.status = RunStatus::Interrupted;
+        let complete = evidence(Some(4), (0..4).map(|i| request(i, &good(), None)).collect());
+        for ev in [ev, complete] {
+            let v = judge(&gate(), &ev);
+            let rate = find(&v, "rate");
+            assert_eq!(rate.kind, AssertionKind::Rate);
+            assert_eq!(
+                rate.bound,
+                Some(Bound {
+                    value: 10.0,
+                    unit: crate::vocab::Unit::TokPerS,
+                    at_least: true
+                })
+            );
+            let ft = find(&v, "first_token");
+            assert_eq!(
+                ft.bound.map(|b| (b.value, b.unit.name(), b.at_least)),
+                Some((1000.0, "ms", false))
+            );
+            assert_eq!(find(&v, "content").bound, None);
+            assert_eq!(find(&v, "known_answer").kind, AssertionKind::KnownAnswer);
+        }
+    }
+
+    /// `[assert.tpot]`, judge-table style: (case, gate limit, replies sent, planned, the verdict line).
+    /// `good()` has TPOT (261 − 100) / (4 − 1) = 53.7 ms.
+    #[test]
+    fn tpot_table() {
+        let one_chunk = || -> Vec<TimedRead> {
+            let mut r = good();
+            r.drain(1..4);
+            r
+        };
+        type Replies = Vec<Vec<TimedRead>>;
+        let cases: Vec<(&str, &str, Replies, usize, &str)> = vec![
+            (
+                "under the limit",
+                "60",
+                vec![good(), good(), good()],
+                3,
+                "tpot PASS median 53.7 ms (limit 60.0; each: 53.7, 53.7, 53.7; n=3 of 3 planned)",
+            ),
+            (
+                "over the limit",
+                "50",
+                vec![good(), good(), good()],
+                3,
+                "tpot FAIL median 53.7 ms (limit 50.0; each: 53.7, 53.7, 53.7; n=3 of 3 planned)",
+            ),
+            (
+                "a cut reply is a missing value, never left out of the median",
+                "60",
+                vec![good(), cut(), good()],
+                3,
+                "tpot FAIL 1 of 3 replies have no TPOT: request 01 (truncated_stream: no finish_reason, no [DONE]) (limit 60.0 ms; each: 53.7, -, 53.7; n=3 of 3 planned)",
+            ),
+            (
+                "one token chunk has no TPOT",
+                "60",
+                vec![good(), one_chunk()],
+                2,
+                "tpot FAIL 1 of 2 replies have no TPOT: request 01 (no TPOT in the reply) (limit 60.0 ms; each: 53.7, -; n=2 of 2 planned)",
+            ),
+            (
+                "requests never sent",
+                "60",
+                vec![good(), good()],
+                4,
+                "tpot FAIL 2 planned requests never sent: requests 02-03 (the run stopped before sending them) (limit 60.0 ms; each: 53.7, 53.7; n=2 of 4 planned)",
+            ),
+            (
+                "no replies at all",
+                "60",
+                vec![],
+                2,
+                "tpot FAIL no replies at all: the run holds no judged request: 2 planned requests never sent: requests 00-01 (the run stopped before sending them) (n=0 of 2 planned)",
+            ),
+        ];
+        for (case, limit, replies, planned, want) in cases {
+            let toml = format!(
+                "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{{port}}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"What is the capital of France?\"]\n[assert.tpot]\nlimit_ms = {limit}\n"
+            );
+            let ctx = crate::spec::Context {
+                gate_dir: "/g".into(),
+                cache: "/c".into(),
+                home: None,
+            };
+            let g = crate::spec::parse(std::path::Path::new("g.toml"), &toml, &ctx).unwrap();
+            let sent = replies.len();
+            let ev = evidence(
+                Some(planned),
+                replies
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| request(i, r, None))
+                    .collect(),
+            );
+            let v = judge(&g, &ev);
+            assert_eq!(v.len(), 1, "{case}");
+            let t = &v[0];
+            assert_eq!(t.message, want, "{case}");
+            assert_eq!(t.kind, AssertionKind::Tpot, "{case}");
+            assert_eq!(t.passed(), want.starts_with("tpot PASS"), "{case}");
+            let lim: f64 = limit.parse().unwrap();
+            assert_eq!(
+                t.bound,
+                Some(Bound {
+                    value: lim,
+                    unit: crate::vocab::Unit::Ms,
+                    at_least: false
+                }),
+                "{case}"
+            );
+            if sent > 0 {
+                assert_eq!(
+                    t.values.len(),
+                    planned,
+                    "{case}: one value per planned request"
+                );
+            }
+        }
     }
 
     #[test]

@@ -34,7 +34,8 @@ impl RunOutcome {
         if let Some(p) = &self.pair {
             if p.failure
                 .as_deref()
-                .is_some_and(|f| f.starts_with("pair_model_mismatch"))
+                .and_then(crate::vocab::FailureCode::of_recorded)
+                == Some(crate::vocab::FailureCode::PairModelMismatch)
             {
                 return Some(FailureKind::SpecInvalid);
             }

@@ -273,6 +273,7 @@ pub fn mask_verdicts(gate: &crate::spec::GateSpec, verdicts: &mut [crate::judge:
     if let Some(k) = secret_of(gate) {
         for v in verdicts {
             v.message = mask_str(&v.message, &k);
+            v.details = mask_str(&v.details, &k);
         }
     }
 }

@@ -1289,10 +1289,14 @@ pub use crate::spec::record::RunRecordSpec;
 
 /// Unit, decimals and the definition quoted in records for a metric `from_run` can record.
 fn run_metric(metric: &str) -> Result<(&'static str, u32, &'static str), RecordError> {
-    match metric {
-        "decode_rate" => Ok(("tok/s", 2, "servegate measure::measure decode_tok_s (docs/metrics.md): (N − 1) / (t_last_token_chunk − t_first_token_chunk), client-side, first token excluded, per request")),
-        "first_token" => Ok(("ms", 1, "servegate measure::measure ttft_ms (docs/metrics.md): time from sending the request to the first token chunk (content, reasoning or tool call), client-side, per request")),
-        other => Err(RecordError::Evidence(format!("metric {other:?}: a record from a run is decode_rate or first_token"))),
+    use crate::vocab::Metric;
+    let refuse = || RecordError::Evidence(format!("metric {metric:?}: a record from a run is decode_rate or first_token"));
+    let m = Metric::from_record_name(metric).ok_or_else(refuse)?;
+    let (unit, decimals) = (m.info().unit.name(), m.info().record_decimals);
+    match m {
+        Metric::DecodeRate => Ok((unit, decimals, "servegate measure::measure decode_tok_s (docs/metrics.md): (N − 1) / (t_last_token_chunk − t_first_token_chunk), client-side, first token excluded, per request")),
+        Metric::Ttft => Ok((unit, decimals, "servegate measure::measure ttft_ms (docs/metrics.md): time from sending the request to the first token chunk (content, reasoning or tool call), client-side, per request")),
+        Metric::FirstContent | Metric::Itl | Metric::ItlP90 | Metric::Tpot | Metric::E2e | Metric::ServerDecodeRate | Metric::ServerPrefillRate | Metric::PairRatio => Err(refuse()),
     }
 }
 
@@ -1315,11 +1319,8 @@ fn judged_values(
     let mut prompt_tokens = std::collections::BTreeSet::new();
     for req in ev.requests.iter().filter(|r| !r.record.warmup) {
         let fig = crate::analysis::measure::measure(&req.reply);
-        let v = if metric == "decode_rate" {
-            fig.decode_tok_s
-        } else {
-            fig.ttft_ms
-        };
+        let v = crate::vocab::Metric::from_record_name(metric)
+            .and_then(|m| crate::analysis::measure::metric_value(&fig, m));
         match v {
             Some(v) => values.push(v),
             None => {
@@ -1425,7 +1426,9 @@ fn known_answer_of(
     gate: &crate::spec::GateSpec,
     verdicts: &[crate::judge::Verdict],
 ) -> KnownAnswer {
-    let ka = verdicts.iter().find(|v| v.assertion == "known_answer");
+    let ka = verdicts
+        .iter()
+        .find(|v| v.kind == crate::vocab::AssertionKind::KnownAnswer);
     KnownAnswer {
         prompt: gate
             .assertions

@@ -484,23 +484,13 @@ impl AssertionResult {
         }
     }
 
-    /// Copies the verdict's figures (median, values, bound and unit) onto this test.
-    pub fn with_figures(mut self, spec: &GateSpec, v: &Verdict) -> AssertionResult {
+    /// Copies the verdict's figures (median, values, bound and unit) onto this test: all data the verdict
+    /// carries (`Verdict::bound`), nothing read back from the spec or the message.
+    pub fn with_figures(mut self, _spec: &GateSpec, v: &Verdict) -> AssertionResult {
         self.median = v.median;
         self.values = v.values.clone();
-        let (bound, unit) = match v.assertion.as_str() {
-            "rate" => (
-                spec.assertions.rate.as_ref().map(|r| r.floor_tok_s),
-                Some("tok/s"),
-            ),
-            "first_token" => (
-                spec.assertions.first_token.as_ref().map(|f| f.limit_ms),
-                Some("ms"),
-            ),
-            _ => (None, None),
-        };
-        self.bound = bound;
-        self.unit = unit.map(String::from);
+        self.bound = v.bound.map(|b| b.value);
+        self.unit = v.bound.map(|b| b.unit.to_string());
         self
     }
 }

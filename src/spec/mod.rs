@@ -14,6 +14,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::error::SpecError;
+use crate::vocab::{AssertionKind, Metric, Role};
 
 pub(crate) mod record;
 
@@ -193,6 +194,7 @@ struct RawAssertions {
     route: Option<RawRoute>,
     rate: Option<RawRate>,
     first_token: Option<RawFirstToken>,
+    tpot: Option<RawTpot>,
     content: Option<ContentAssert>,
     known_answer: Option<RawKnownAnswer>,
     ratio: Option<RawRatio>,
@@ -229,6 +231,12 @@ struct RawRate {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFirstToken {
+    limit_ms: Spanned<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTpot {
     limit_ms: Spanned<f64>,
 }
 
@@ -376,6 +384,13 @@ pub struct FirstTokenAssert {
     pub limit_ms: f64,
 }
 
+/// `[assert.tpot]`: median TPOT <= limit (TPOT = (e2e − ttft) / (N − 1) per reply, ms; docs/metrics.md).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TpotAssert {
+    /// Limit, ms, > 0.
+    pub limit_ms: f64,
+}
+
 /// `[assert.content]`: every judged reply has non-empty, non-degenerate content and no error.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -401,6 +416,16 @@ pub enum PairMetric {
     Decode,
     /// TTFT, ms (`measure::Figures::ttft_ms`).
     FirstToken,
+}
+
+impl PairMetric {
+    /// The registry metric it names (wire `decode` is the decode rate, `first_token` the TTFT).
+    pub const fn metric(self) -> crate::vocab::Metric {
+        match self {
+            PairMetric::Decode => crate::vocab::Metric::DecodeRate,
+            PairMetric::FirstToken => crate::vocab::Metric::Ttft,
+        }
+    }
 }
 
 /// `[assert.ratio]` of a pair gate: theirs / ours of the metric's medians within bounds.
@@ -452,12 +477,16 @@ pub struct PairSpec {
 }
 
 impl PairSpec {
-    /// The arm spec of a role name.
+    /// The arm spec of a role name (`order` holds only [`Role`] wire names: validated).
     pub fn arm(&self, role: &str) -> &ArmSpec {
-        if role == "ours" {
-            &self.ours
-        } else {
-            &self.theirs
+        self.arm_of(Role::from_name(role).unwrap_or(Role::Theirs))
+    }
+
+    /// The arm spec of a role.
+    pub fn arm_of(&self, role: Role) -> &ArmSpec {
+        match role {
+            Role::Ours => &self.ours,
+            Role::Theirs => &self.theirs,
         }
     }
 }
@@ -471,6 +500,8 @@ pub struct Assertions {
     pub rate: Option<RateAssert>,
     /// `first_token`
     pub first_token: Option<FirstTokenAssert>,
+    /// `tpot`
+    pub tpot: Option<TpotAssert>,
     /// `content`
     pub content: Option<ContentAssert>,
     /// `known_answer`
@@ -482,31 +513,32 @@ pub struct Assertions {
 }
 
 impl Assertions {
-    /// Names of the declared assertions, in report order.
+    /// True when the gate declares this assertion.
+    pub fn declares(&self, kind: AssertionKind) -> bool {
+        match kind {
+            AssertionKind::Route => self.route.is_some(),
+            AssertionKind::Rate => self.rate.is_some(),
+            AssertionKind::FirstToken => self.first_token.is_some(),
+            AssertionKind::Tpot => self.tpot.is_some(),
+            AssertionKind::Content => self.content.is_some(),
+            AssertionKind::KnownAnswer => self.known_answer.is_some(),
+            AssertionKind::Ratio => self.ratio.is_some(),
+            AssertionKind::SameAnswers => self.same_answers.is_some(),
+        }
+    }
+
+    /// The declared assertions, in report order ([`AssertionKind::ALL`]'s).
+    pub fn kinds(&self) -> Vec<AssertionKind> {
+        AssertionKind::ALL
+            .iter()
+            .copied()
+            .filter(|k| self.declares(*k))
+            .collect()
+    }
+
+    /// Wire names of the declared assertions, in report order.
     pub fn names(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        if self.route.is_some() {
-            v.push("route");
-        }
-        if self.rate.is_some() {
-            v.push("rate");
-        }
-        if self.first_token.is_some() {
-            v.push("first_token");
-        }
-        if self.content.is_some() {
-            v.push("content");
-        }
-        if self.known_answer.is_some() {
-            v.push("known_answer");
-        }
-        if self.ratio.is_some() {
-            v.push("ratio");
-        }
-        if self.same_answers.is_some() {
-            v.push("same_answers");
-        }
-        v
+        self.kinds().into_iter().map(AssertionKind::name).collect()
     }
 }
 
@@ -1228,30 +1260,38 @@ impl Validator<'_> {
                 },
             });
         }
-        if !request.stream {
-            for (name, present) in [
-                ("rate", a.rate.is_some()),
-                ("first_token", a.first_token.is_some()),
-            ] {
-                if present {
-                    return Err(self.err(0..0, "request.stream", format!("is false, but [assert.{name}] needs a streamed reply: a whole body has no token arrival times")));
-                }
-            }
-        }
         if let Some(rate) = a.rate {
             assertions.rate = Some(RateAssert {
                 floor_tok_s: self.positive(
                     &rate.floor_tok_s,
                     "assert.rate.floor_tok_s",
-                    "tok/s",
+                    Metric::DecodeRate.info().unit.name(),
                 )?,
                 source: rate.source,
             });
         }
         if let Some(ft) = a.first_token {
             assertions.first_token = Some(FirstTokenAssert {
-                limit_ms: self.positive(&ft.limit_ms, "assert.first_token.limit_ms", "ms")?,
+                limit_ms: self.positive(
+                    &ft.limit_ms,
+                    "assert.first_token.limit_ms",
+                    Metric::Ttft.info().unit.name(),
+                )?,
             });
+        }
+        if let Some(t) = a.tpot {
+            assertions.tpot = Some(TpotAssert {
+                limit_ms: self.positive(
+                    &t.limit_ms,
+                    "assert.tpot.limit_ms",
+                    Metric::Tpot.info().unit.name(),
+                )?,
+            });
+        }
+        if !request.stream {
+            if let Some(k) = assertions.kinds().into_iter().find(|k| k.needs_stream()) {
+                return Err(self.err(0..0, "request.stream", format!("is false, but [assert.{k}] needs a streamed reply: a whole body has no token arrival times")));
+            }
         }
         assertions.content = a.content;
         if let Some(ka) = a.known_answer {
@@ -1329,14 +1369,8 @@ impl Validator<'_> {
                 None
             }
             Some(p) => {
-                for (name, present) in [
-                    ("route", assertions.route.is_some()),
-                    ("rate", assertions.rate.is_some()),
-                    ("first_token", assertions.first_token.is_some()),
-                ] {
-                    if present {
-                        return Err(self.err(0..0, &format!("assert.{name}"), "is not judged in a pair gate (the arms are two runtimes): use [assert.ratio]"));
-                    }
+                if let Some(k) = assertions.kinds().into_iter().find(|k| !k.in_pair_gate()) {
+                    return Err(self.err(0..0, &format!("assert.{k}"), "is not judged in a pair gate (the arms are two runtimes): use [assert.ratio]"));
                 }
                 if request.temperature.is_none() || request.top_k.is_none() {
                     return Err(self.err(0..0, "request", "a pair gate must pin sampling explicitly: set temperature and top_k (runtimes have different defaults)"));
@@ -1382,12 +1416,11 @@ impl Validator<'_> {
                         env,
                     })
                 };
-                let ours = arm("ours", &p.ours)?;
-                let theirs = arm("theirs", &p.theirs)?;
+                let ours = arm(Role::Ours.name(), &p.ours)?;
+                let theirs = arm(Role::Theirs.name(), &p.theirs)?;
                 let order = match &p.order {
                     Some(o) => {
-                        if let Some(bad) =
-                            o.get_ref().iter().find(|x| *x != "ours" && *x != "theirs")
+                        if let Some(bad) = o.get_ref().iter().find(|x| Role::from_name(x).is_none())
                         {
                             return Err(self.err(
                                 o.span(),
@@ -1421,7 +1454,7 @@ impl Validator<'_> {
             }
         };
         if assertions.names().is_empty() {
-            return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.content], [assert.known_answer])"));
+            return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.tpot], [assert.content], [assert.known_answer])"));
         }
 
         for (list, entries) in [
@@ -1568,6 +1601,40 @@ floor_tok_s = 10.0
         let e = parse_str(&bad).unwrap_err().to_string();
         assert!(e.contains("gates/t.toml:13:1"), "{e}");
         assert!(e.contains("flor_tok_s"), "{e}");
+    }
+
+    #[test]
+    fn tpot_limit_is_parsed_in_report_order_and_a_bad_one_refused_with_its_line() {
+        let g = parse_str(&format!("{GOOD}[assert.tpot]\nlimit_ms = 40\n")).unwrap();
+        assert_eq!(g.assertions.tpot, Some(TpotAssert { limit_ms: 40.0 }));
+        assert_eq!(
+            g.assertions.kinds(),
+            vec![
+                AssertionKind::Route,
+                AssertionKind::Rate,
+                AssertionKind::Tpot
+            ]
+        );
+        assert_eq!(g.assertions.names(), vec!["route", "rate", "tpot"]);
+        for bad in ["0", "-3", "nan"] {
+            let e = parse_str(&format!("{GOOD}[assert.tpot]\nlimit_ms = {bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("gates/t.toml:15:12"), "{bad}: {e}");
+            assert!(e.contains("assert.tpot.limit_ms"), "{bad}: {e}");
+        }
+        let e = parse_str(&format!("{GOOD}[assert.tpot]\nlimit = 40\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("limit"), "{e}");
+        // TPOT needs token arrival times: a whole-body request cannot have one.
+        let body = GOOD
+            .replace("max_tokens = 16", "max_tokens = 16\nstream = false")
+            .replace("[assert.rate]\nfloor_tok_s = 10.0\n", "");
+        let e = parse_str(&format!("{body}[assert.tpot]\nlimit_ms = 40\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[assert.tpot] needs a streamed reply"), "{e}");
     }
 
     #[test]
