@@ -172,8 +172,13 @@ closed_enum! {
         MisnamedField = "misnamed_field",
         /// Invalid UTF-8 in the stream.
         InvalidUtf8 = "invalid_utf8",
+        /// The serve ended the reply as aborted, cancelled, errored or filtered (`finish_reason` `abort`,
+        /// `error`, `cancelled`, `content_filter`, ...): what came is not the model's whole answer.
+        AbnormalFinish = "abnormal_finish",
         /// The serve process exited while the run was under way.
         ServerExitedDuringRun = "server_exited_during_run",
+        /// The serve died of a crash signal (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL) when it was stopped.
+        ServerCrashedAtStop = "server_crashed_at_stop",
         /// The serve process exited before it became ready.
         ServerExitedBeforeReady = "server_exited_before_ready",
         /// The serve's port was taken.
@@ -222,8 +227,10 @@ impl FailureCode {
             | FailureCode::BodyCapped
             | FailureCode::MalformedEvent
             | FailureCode::MisnamedField
-            | FailureCode::InvalidUtf8 => true,
+            | FailureCode::InvalidUtf8
+            | FailureCode::AbnormalFinish => true,
             FailureCode::ServerExitedDuringRun
+            | FailureCode::ServerCrashedAtStop
             | FailureCode::ServerExitedBeforeReady
             | FailureCode::PortInUse
             | FailureCode::SpawnFailed

@@ -183,6 +183,21 @@ pub struct Reply {
     pub invalid_utf8: Option<String>,
 }
 
+/// `finish_reason` values that end a reply without finishing it: vLLM's `abort` (the request was aborted),
+/// `error`, `cancelled`/`canceled`, `timeout`, and OpenAI's `content_filter` (the answer was withheld). Such a
+/// reply fails ([`FailureCode::AbnormalFinish`]): it is not the model's whole answer, so it has no figures and
+/// no content to judge. Other values (`stop`, `length`, `tool_calls`, `function_call`, TGI's `eos_token` and
+/// `stop_sequence`, ...) are normal ends.
+pub const ABNORMAL_FINISH_REASONS: &[&str] = &[
+    "abort",
+    "aborted",
+    "error",
+    "cancelled",
+    "canceled",
+    "timeout",
+    "content_filter",
+];
+
 impl Reply {
     /// Why this reply failed on its own terms (before any gate looks at content or numbers), or `None`.
     /// `name: detail`, several joined with `; ` (the first name is the failure's name). In order:
@@ -240,6 +255,19 @@ impl Reply {
                 String::new()
             }
         };
+        if self.error.is_none() {
+            if let Some(f) = self.finish_reason.as_deref() {
+                if ABNORMAL_FINISH_REASONS.contains(&f) {
+                    push(
+                        FailureCode::AbnormalFinish,
+                        format!(
+                            "finish_reason {:?}: the serve ended the reply without finishing it",
+                            printable(f)
+                        ),
+                    );
+                }
+            }
+        }
         if let Some(m) = self.malformed_events.first() {
             push(
                 FailureCode::MalformedEvent,
@@ -2074,6 +2102,26 @@ mod tests {
             "{f}"
         );
         assert!(f.contains("(and 49 more)"), "{f}");
+    }
+
+    #[test]
+    fn a_reply_the_serve_aborted_cancelled_or_filtered_fails_naming_its_finish_reason() {
+        for reason in ["abort", "error", "cancelled", "content_filter"] {
+            let r = one(&[
+                ev(r#"{"content":"Paris"}"#, "null"),
+                ev(r#"{"content":" is"}"#, &format!("{reason:?}")),
+                DONE.into(),
+            ]
+            .concat());
+            let f = r.failure().expect(reason);
+            assert_eq!(f.code(), FailureCode::AbnormalFinish, "{f}");
+            assert!(f.to_string().contains(&format!("{reason:?}")), "{f}");
+        }
+        // Normal ends, TGI's included, are not failures.
+        for reason in ["stop", "length", "tool_calls", "eos_token", "stop_sequence"] {
+            let r = one(&[ev(r#"{"content":"Paris"}"#, &format!("{reason:?}")), DONE.into()].concat());
+            assert_eq!(r.failure(), None, "{reason}");
+        }
     }
 
     #[test]

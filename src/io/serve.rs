@@ -131,6 +131,9 @@ pub struct StopReport {
     /// How the leader ended: `exit status 0`, `signal 15`, `signal 11 (core dumped)`; `None` if it could
     /// not be observed (did not die within the kill wait).
     pub exit: Option<String>,
+    /// The signal that ended the leader, when a signal did (15 after a plain stop; 11 for a serve that crashed
+    /// on the way down).
+    pub signal: Option<i32>,
     /// Whether SIGKILL was needed (something in the group outlived SIGTERM + grace).
     pub escalated_to_kill: bool,
     /// From the stop call to the end of the checks, in ms.
@@ -266,6 +269,8 @@ impl ServeError {
 #[derive(Debug, Clone)]
 struct ExitInfo {
     status: String,
+    /// The signal that ended the leader, if a signal did.
+    signal: Option<i32>,
     at: Instant,
 }
 
@@ -672,6 +677,7 @@ impl Serve {
         };
         let report = StopReport {
             exit: self.exit_status(),
+            signal: self.exit_info().and_then(|e| e.signal),
             escalated_to_kill: escalated,
             stop_ms: ms(t0.elapsed()),
             already_exited,
@@ -822,11 +828,12 @@ fn supervise(
     drop(cmd); // closes the parent's copies of the log file
     let pid = child.id();
     let _ = started.send(Ok((pid, Instant::now())));
-    let status = wait_exit_no_reap(pid);
+    let (status, signal) = wait_exit_no_reap(pid);
     {
         let mut st = shared.lock();
         st.exit = Some(ExitInfo {
             status,
+            signal,
             at: Instant::now(),
         });
         shared.cond.notify_all();
@@ -838,8 +845,9 @@ fn supervise(
     shared.cond.notify_all();
 }
 
-/// Blocks until child `pid` exits and describes how, leaving it a zombie (`waitid` with `WNOWAIT`).
-fn wait_exit_no_reap(pid: u32) -> String {
+/// Blocks until child `pid` exits and describes how (and the signal that ended it, if one did), leaving it a
+/// zombie (`waitid` with `WNOWAIT`).
+fn wait_exit_no_reap(pid: u32) -> (String, Option<i32>) {
     loop {
         // SAFETY: siginfo_t is plain data; all-zero is a valid value.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -855,13 +863,29 @@ fn wait_exit_no_reap(pid: u32) -> String {
         if rc == 0 {
             // SAFETY: waitid succeeded for a child, so the SIGCHLD fields of `info` are filled.
             let status = unsafe { info.si_status() };
-            return exit_description(info.si_code, status);
+            let signal = matches!(info.si_code, libc::CLD_KILLED | libc::CLD_DUMPED).then_some(status);
+            return (exit_description(info.si_code, status), signal);
         }
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {
-            return format!("unknown exit (waitid: {e})");
+            return (format!("unknown exit (waitid: {e})"), None);
         }
     }
+}
+
+/// True for the signals a process dies of when it crashes (not when it is asked to stop): SIGSEGV, SIGABRT,
+/// SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGTRAP.
+pub fn is_crash_signal(signal: i32) -> bool {
+    [
+        libc::SIGSEGV,
+        libc::SIGABRT,
+        libc::SIGBUS,
+        libc::SIGFPE,
+        libc::SIGILL,
+        libc::SIGSYS,
+        libc::SIGTRAP,
+    ]
+    .contains(&signal)
 }
 
 /// `exit status N` / `signal N` / `signal N (core dumped)` from a SIGCHLD `si_code` and `si_status`.

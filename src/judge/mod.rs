@@ -153,6 +153,18 @@ pub struct Accounting {
     /// The serve failed during the run (exited, or was found dead): `run.json` `serve.failure`, with the last
     /// lines of its log when known (`serve.exit_log_tail`, else the end of `serve.log`).
     pub serve_failure: Option<String>,
+    /// The code of `serve_failure`, when it names a known one.
+    pub serve_failure_code: Option<FailureCode>,
+}
+
+/// What happened to the run, in words, for a serve failure of `code`: the serve failed, crashed when stopped,
+/// or the run passed its deadline (`run_timeout_s`; the serve did not fail).
+fn serve_failure_phrase(code: Option<FailureCode>) -> &'static str {
+    match code {
+        Some(FailureCode::RunTimeout) => "the run passed its run_timeout_s",
+        Some(FailureCode::ServerCrashedAtStop) => "the serve crashed when it was stopped",
+        _ => "the serve failed during the run",
+    }
 }
 
 /// Lines of the serve log quoted when the serve exited during the run.
@@ -216,6 +228,10 @@ pub fn account(evidence: &Evidence) -> Accounting {
         warmup: warm,
         never_sent,
         failed,
+        serve_failure_code: serve_failure
+            .as_ref()
+            .and(run.serve.failure.as_deref())
+            .and_then(FailureCode::of_recorded),
         serve_failure,
     }
 }
@@ -251,13 +267,14 @@ impl Accounting {
         let mut parts = Vec::new();
         if !self.never_sent.is_empty() {
             let why = if self.serve_failure.is_some() {
-                "the serve failed during the run"
+                serve_failure_phrase(self.serve_failure_code)
             } else {
                 "the run stopped before sending them"
             };
             parts.push(format!(
-                "{} planned requests never sent: {} ({why})",
+                "{} planned request{} never sent: {} ({why})",
                 self.never_sent.len(),
+                if self.never_sent.len() == 1 { "" } else { "s" },
                 ranges(&self.never_sent)
             ));
         }
@@ -365,7 +382,15 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
             evidence.run.status.why_incomplete()
         ))
     } else if let (Some(f), true) = (&evidence.run.serve.failure, evidence.requests.is_empty()) {
-        Some(format!("the serve never became ready: {f}"))
+        // Nothing was sent: the serve never became ready, or the run never started it (a setup that failed,
+        // a key refused, two model files in a pair).
+        let what = match FailureCode::of_recorded(f) {
+            Some(
+                FailureCode::ApiKeyUnsafe | FailureCode::SetupFailed | FailureCode::PairModelMismatch,
+            ) => "nothing was sent: the serve was never started",
+            _ => "the serve never became ready",
+        };
+        Some(format!("{what}: {f}"))
     } else {
         None
     };
@@ -417,17 +442,18 @@ fn judge_request_assertion(
         }
     };
     if let Some(f) = &acct.serve_failure {
-        fail_for_serve(&mut v, f);
+        fail_for_serve(&mut v, f, acct.serve_failure_code);
     }
     v
 }
 
 /// Fails `v` because the serve failed during the run: a failing verdict gets ` [serve: <failure>]`; one
 /// that would have passed says so after the serve's failure, never as a pass.
-fn fail_for_serve(v: &mut Verdict, failure: &str) {
+fn fail_for_serve(v: &mut Verdict, failure: &str, code: Option<FailureCode>) {
     let details = v.details().to_string();
     let details = if v.passed() {
-        format!("the serve failed during the run ({failure}); the replies alone: {details}")
+        let what = serve_failure_phrase(code);
+        format!("{what} ({failure}); the replies alone: {details}")
     } else {
         format!("{details} [serve: {failure}]")
     };
@@ -1149,7 +1175,7 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
             | AssertionKind::Tpot => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
         };
         if !serve_failures.is_empty() {
-            fail_for_serve(&mut v, &serve_failures.join("; "));
+            fail_for_serve(&mut v, &serve_failures.join("; "), None);
         }
         out.push(v);
     }

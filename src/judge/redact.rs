@@ -135,7 +135,7 @@ const PROTOCOL_WORDS: &[&str] = &[
 /// whitespace or control characters, not inside a protocol word. The reason when not (never quoting the key).
 pub fn check_key(key: &str) -> Result<(), String> {
     if key.len() < MIN_KEY_BYTES {
-        return Err(format!("the key is {} bytes; servegate needs at least {MIN_KEY_BYTES} to mask it safely (a shorter one occurs by chance in the serve's replies, and masking it there would corrupt the evidence)", key.len()));
+        return Err(format!("the key is {} byte{}; servegate needs at least {MIN_KEY_BYTES} to mask it safely (a shorter one occurs by chance in the serve's replies, and masking it there would corrupt the evidence)", key.len(), if key.len() == 1 { "" } else { "s" }));
     }
     if key.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err("the key contains whitespace or control characters".into());

@@ -88,8 +88,15 @@ pub struct Config {
 /// Directory under the evidence root holding the per-nextest-run gate caches.
 pub const NEXTEST_CACHE_DIR: &str = ".servegate-nextest";
 
+/// A boolean environment variable: unset, empty, `0`, `false`, `no` and `off` (any case) are false; anything
+/// else (`1`, `true`, `yes`...) is true.
 fn flag(v: Option<String>) -> bool {
-    v.is_some_and(|v| !v.is_empty() && v != "0")
+    v.is_some_and(|v| {
+        !matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "" | "0" | "false" | "no" | "off"
+        )
+    })
 }
 
 fn nonempty(v: Option<String>) -> Option<String> {
@@ -112,6 +119,9 @@ impl Config {
             .unwrap_or_else(|| PathBuf::from("target/servegate/runs"));
         let mut outputs = Outputs::from_vars(&var);
         let mut notes = Vec::new();
+        if var("SERVEGATE_GATES").is_some_and(|g| g.is_empty()) {
+            notes.push("SERVEGATE_GATES is set but empty: reading the default gates/".to_string());
+        }
         let mut unwritten = Outputs::default();
         let under_nextest = flag(var("NEXTEST")) || nonempty(var("NEXTEST_RUN_ID")).is_some();
         let nextest = if !under_nextest {
@@ -168,7 +178,7 @@ pub struct LazyGate {
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// True when `SERVEGATE_STRICT` is set to something other than empty or `0`.
+/// True when `SERVEGATE_STRICT` is set to a true value (`1`, `true`, `yes`; not `0`, `false`, `no`, `off`).
 pub fn strict() -> bool {
     flag(std::env::var("SERVEGATE_STRICT").ok())
 }
@@ -1156,6 +1166,15 @@ mod tests {
         assert_eq!(c.runs, PathBuf::from("target/servegate/runs"));
         let c = Config::from_vars(vars(&[("SERVEGATE_STRICT", "0")]));
         assert!(!c.strict && c.outputs.is_empty());
+        for off in ["false", "No", "off", " 0 "] {
+            assert!(!Config::from_vars(vars(&[("SERVEGATE_STRICT", off)])).strict, "{off}");
+        }
+        for on in ["1", "true", "YES", "on"] {
+            assert!(Config::from_vars(vars(&[("SERVEGATE_STRICT", on)])).strict, "{on}");
+        }
+        let c = Config::from_vars(vars(&[("SERVEGATE_GATES", "")]));
+        assert_eq!(c.gates, std::path::PathBuf::from("gates"));
+        assert!(c.notes.iter().any(|n| n.contains("SERVEGATE_GATES is set but empty")), "{:?}", c.notes);
     }
 
     #[test]

@@ -740,6 +740,16 @@ fn drive_target_inner(
                 stop.exit.clone().unwrap_or_else(|| "unknown exit".into())
             ));
             summary.serve.exit_log_tail = log_tail(&w.path(crate::evidence::layout::SERVE_LOG));
+        } else if stop.signal.is_some_and(serve::is_crash_signal)
+            && summary.serve.failure.is_none()
+            && !crate::io::signals::shutting_down()
+        {
+            // Answered everything, then crashed on the way down: a crashed serve, whatever it answered.
+            summary.serve.failure = Some(format!(
+                "server_crashed_at_stop ({} when stopped)",
+                stop.exit.clone().unwrap_or_else(|| "unknown exit".into())
+            ));
+            summary.serve.exit_log_tail = log_tail(&w.path(crate::evidence::layout::SERVE_LOG));
         }
         progress(&Step::ServeStopped(describe_stop(&stop)));
         // What the serve detached from its group (a daemon: double fork, setsid) goes too.

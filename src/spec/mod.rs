@@ -22,6 +22,11 @@ pub use record::RunRecordSpec;
 
 /// Largest duration a gate may give in seconds (`timeout_s`, `ready_timeout_s`, `stop_grace_s`, `wait_s`).
 pub const MAX_SECONDS: f64 = 1_000_000.0;
+/// Lines no route or answer pattern should match: a pattern that matches two or more of them (`.`, `\w`,
+/// `\b|x`, `[a-z]`) matches nearly any log line or reply, so it is refused like one that matches the empty
+/// text.
+pub const NONSENSE_LINES: [&str; 4] = ["qzxv", "wjkp 4821", "~#~", "ÆØÅ ĳ"];
+
 /// Most requests one gate may send (warmup + repeats rounds of all prompts).
 pub const MAX_REQUESTS: u64 = 100_000;
 /// Largest gate file read, bytes (1 MiB). A gate is a few hundred bytes to a few KiB; a bigger file is a
@@ -984,8 +989,9 @@ impl Validator<'_> {
         Ok(out)
     }
 
-    /// A regex that can mean something: valid, and not matching the empty text (`""`, `.*`, `x?` match every
-    /// line, so a route or known answer judged with them proves nothing).
+    /// A regex that can mean something: valid, not matching the empty text (`""`, `.*`, `x?` match every
+    /// line, so a route or known answer judged with them proves nothing), and not matching two or more of
+    /// [`NONSENSE_LINES`] (`.`, `\w`, `\b|x` match nearly every real line too).
     fn regex(&self, s: &Spanned<String>, key: &str) -> Result<Regex, SpecError> {
         let re = Regex::new(s.get_ref())
             .map_err(|e| self.err(s.span(), key, format!("invalid regex: {e}")))?;
@@ -996,6 +1002,20 @@ impl Validator<'_> {
                 format!(
                     "the regex {:?} matches the empty text, so it matches anything: it would prove nothing",
                     s.get_ref()
+                ),
+            ));
+        }
+        let hits = NONSENSE_LINES.iter().filter(|l| re.is_match(l)).count();
+        if hits >= 2 {
+            return Err(self.err(
+                s.span(),
+                key,
+                format!(
+                    "the regex {:?} matches {hits} of {} nonsense lines ({:?}), so it matches almost any log \
+                     line or reply: it would prove nothing",
+                    s.get_ref(),
+                    NONSENSE_LINES.len(),
+                    NONSENSE_LINES
                 ),
             ));
         }

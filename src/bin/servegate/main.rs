@@ -402,6 +402,19 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
             spec::load(edited),
             spec::load(&dir.join(servegate::evidence::layout::GATE_FILE)),
         ) {
+            // Another gate altogether (another name) is not an edit of this run's gate: its verdict would read
+            // as that gate passing on evidence it never asked for.
+            if new.name != old.name {
+                eprintln!(
+                    "error: {} is gate `{}`, but {} is a run of gate `{}`: judge a run with its own gate, or an \
+                     edited copy that keeps its [gate] name",
+                    edited.display(),
+                    new.name,
+                    dir.display(),
+                    old.name
+                );
+                return exit::USAGE;
+            }
             let (n, o) = (&new.request, &old.request);
             let mut diffs = Vec::new();
             if n.prompts != o.prompts {
