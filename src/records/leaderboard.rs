@@ -58,6 +58,7 @@ struct RowCtx {
     range: String,
     indicative: bool,
     values_unpublished: bool,
+    flags: Vec<FlagCtx>,
     engine: String,
     route: String,
     sha256: String,
@@ -65,6 +66,40 @@ struct RowCtx {
     load: String,
     note: String,
     link: String,
+}
+
+/// One flag of a row: its text, and whether it is a warning (bold on the page).
+#[derive(Debug, Serialize)]
+struct FlagCtx {
+    text: String,
+    strong: bool,
+}
+
+/// The flags of a record's row, in the order the page lists them (each explained in the page's legend).
+fn flags(r: &Record) -> Vec<FlagCtx> {
+    let mut f = Vec::new();
+    let mut push = |text: &str, strong: bool| {
+        f.push(FlagCtx {
+            text: text.to_string(),
+            strong,
+        })
+    };
+    if r.source.forced.is_some() {
+        push("forced: the run failed", true);
+    }
+    if r.known_answer.result == "fail" {
+        push("known answer failed", true);
+    }
+    if r.source.evidence.is_none() {
+        push("unverifiable", true);
+    }
+    if r.indicative() {
+        push("indicative", true);
+    }
+    if r.values.is_none() {
+        push("values not published", false);
+    }
+    f
 }
 
 #[derive(Debug, Serialize)]
@@ -438,6 +473,7 @@ pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja
                 range: format!("{}–{}", r.fmt(r.range[0]), r.fmt(r.range[1])),
                 indicative: r.indicative(),
                 values_unpublished: r.values.is_none(),
+                flags: flags(r),
                 engine: engine_cell(r),
                 route: r.route.clone(),
                 sha256: r.model.sha256.chars().take(16).collect(),

@@ -227,6 +227,18 @@ pub struct Source {
     /// Nullable: where it was published (required for `published`).
     #[serde(deserialize_with = "nullable")]
     pub published: Option<String>,
+    /// Optional: the digest of the evidence directory ([`crate::evidence::digest::digest_dir`]) the record
+    /// was built from; required for `gate_run` records, so a later edit to the evidence is caught.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_sha256: Option<String>,
+    /// Optional: why the record cannot be re-derived (`not published: the evidence lives on the first user's
+    /// machines`). Required when `evidence` is null; the page marks such a record unverifiable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unverifiable: Option<String>,
+    /// Optional: set when `records add --force` wrote the record from a run that failed or was incomplete:
+    /// why (the first failing verdict or the accounting). The page flags such a record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forced: Option<String>,
 }
 
 /// `pair`: an A-B-B-A comparison with another runtime on the same model file and hold.
@@ -458,6 +470,13 @@ fn is_calendar_date(s: &str) -> bool {
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return false;
     }
+    if !b
+        .iter()
+        .enumerate()
+        .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+    {
+        return false;
+    }
     let (Ok(y), Ok(m), Ok(d)) = (
         s[0..4].parse::<i32>(),
         s[5..7].parse::<u8>(),
@@ -634,8 +653,15 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
                     format!("{} but values has {} entries", r.n, values.len()),
                 );
             }
-            if values.iter().any(|v| !v.is_finite()) {
-                bad("values", "every value must be a finite number".into());
+            if let Some((i, v)) = values
+                .iter()
+                .enumerate()
+                .find(|(_, v)| !v.is_finite() || **v < 0.0)
+            {
+                bad(
+                    "values",
+                    format!("values[{i}] = {v}: every value must be a finite non-negative number"),
+                );
             } else if !values.is_empty() {
                 let median = stats::median(values).unwrap_or(f64::NAN);
                 if !within(r.value, median, d) {
@@ -743,20 +769,25 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
             }
         }
         "gate_run" => {
-            let required: [(&str, bool); 9] = [
-                ("model.weights", r.model.weights.is_some()),
-                ("source.evidence", r.source.evidence.is_some()),
-                ("source.gate", r.source.gate.is_some()),
-                ("model.file", r.model.file.is_some()),
+            let given = |o: &Option<String>| o.as_deref().is_some_and(|t| !t.trim().is_empty());
+            let required: [(&str, bool); 10] = [
+                ("model.weights", given(&r.model.weights)),
+                ("source.evidence", given(&r.source.evidence)),
+                ("source.gate", given(&r.source.gate)),
+                ("model.file", given(&r.model.file)),
+                (
+                    "source.evidence_sha256",
+                    r.source
+                        .evidence_sha256
+                        .as_deref()
+                        .is_some_and(crate::io::hash::is_full_hex),
+                ),
                 ("load.load1_start", r.load.load1_start.is_some()),
                 ("load.load1_end", r.load.load1_end.is_some()),
-                (
-                    "settings.engine_version",
-                    r.settings.engine_version.is_some(),
-                ),
+                ("settings.engine_version", given(&r.settings.engine_version)),
                 (
                     "instrument.metric_definition",
-                    r.instrument.metric_definition.is_some(),
+                    given(&r.instrument.metric_definition),
                 ),
                 (
                     "known_answer.result",
@@ -767,7 +798,7 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
                 if !ok {
                     bad(
                         field,
-                        "required (not null / not \"not_published\") for a gate_run record".into(),
+                        "required (not null, not empty, not \"not_published\") for a gate_run record".into(),
                     );
                 }
             }
@@ -776,6 +807,21 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
             "source.kind",
             format!("{other:?} is not one of {}", SOURCE_KINDS.join(", ")),
         ),
+    }
+
+    if r.source.evidence.is_none()
+        && r
+            .source
+            .unverifiable
+            .as_deref()
+            .map(str::trim)
+            .unwrap_or("")
+            .is_empty()
+    {
+        bad(
+            "source.unverifiable",
+            "required when source.evidence is null: why the record cannot be re-derived (\"not published: ...\")".into(),
+        );
     }
 
     // notes
@@ -817,7 +863,12 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
                 );
             }
         }
-        if r.value > 0.0 && pair.other_value.is_finite() {
+        if r.value <= 0.0 {
+            bad(
+                "value",
+                format!("{}: a pair record's figure must be positive for its ratio to be checked", r.value),
+            );
+        } else if pair.other_value.is_finite() {
             let exact = pair.other_value / r.value;
             // The stated inputs are themselves rounded to `decimals`: allow their rounding to carry into the ratio.
             let carried = exact * (half_unit(d) / r.value + half_unit(d) / pair.other_value);
@@ -953,6 +1004,13 @@ pub fn check_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
             by_id.entry(r.id.clone()).or_default().push(i);
         }
     }
+    cross_check_pairs(&mut checked);
+    for c in checked.iter_mut() {
+        if let (Some(r), true) = (&c.record, c.problems.is_empty()) {
+            let more = rederive(dir, r);
+            c.problems.extend(more);
+        }
+    }
     for (id, idx) in by_id {
         if idx.len() > 1 {
             let names: Vec<String> = idx
@@ -968,6 +1026,199 @@ pub fn check_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
         }
     }
     Ok(checked)
+}
+
+/// Where a record's `source.evidence` is: the path as written when it exists (relative paths are relative
+/// to the working directory, the repository root in CI), else relative to the parent of the record
+/// directory (`records/../<path>`).
+pub fn evidence_path(records_dir: &Path, evidence: &str) -> PathBuf {
+    let p = PathBuf::from(evidence);
+    if p.is_absolute() || p.exists() {
+        return p;
+    }
+    match records_dir.parent() {
+        Some(parent) if parent.join(&p).exists() => parent.join(&p),
+        _ => p,
+    }
+}
+
+/// The [`RunRecordSpec`] a record states about itself (what the evidence cannot tell), to rebuild it.
+fn spec_of(r: &Record, theirs: bool) -> RunRecordSpec {
+    RunRecordSpec {
+        id: r.id.clone(),
+        metric: r.metric.name.clone(),
+        model_name: r.model.name.clone(),
+        model_file: PathBuf::from(r.model.file.clone().unwrap_or_default()),
+        weights: r.model.weights.clone().unwrap_or_default(),
+        device: r.device.clone(),
+        route: r.route.clone(),
+        // A theirs record's engine is theirs' runtime (from the evidence); the builder takes ours' engine
+        // from the spec, which a theirs record names as its other engine.
+        engine: match &r.pair {
+            Some(p) if theirs => p.other_engine.clone(),
+            _ => r.settings.engine.clone(),
+        },
+        engine_version: r.settings.engine_version.clone(),
+        backend: r.settings.backend.clone(),
+        hold_ticket: r.hold.ticket.clone(),
+        what_would_make_it_wrong: r.notes.what_would_make_it_wrong.clone(),
+        notes: Vec::new(),
+    }
+}
+
+/// Re-derives a `gate_run` record from its evidence and names the first stated figure or fact that differs
+/// (empty when the record is what its evidence gives). The evidence is re-judged with the same judge as
+/// `servegate judge` ([`crate::judge::judge`] / [`crate::judge::judge_pair`], through the record builders),
+/// and every compared figure is compared exactly as stated, at the record's `decimals`: `values` one by one,
+/// `value`, `n`, `range`, the pair's other figure, n and ratio, `model.sha256` and `model.file` (from
+/// `serve.model_file` where the evidence has it), the evidence digest, `date`, `load`, `max_tokens`,
+/// `stream`, `known_answer.result`, and for a theirs record its engine, version, device and route.
+/// Published records (no evidence) give no problem here: `validate` requires their `unverifiable` reason.
+pub fn rederive(records_dir: &Path, r: &Record) -> Vec<Problem> {
+    if r.source.kind != "gate_run" {
+        return Vec::new();
+    }
+    let Some(evidence) = r.source.evidence.as_deref().filter(|e| !e.trim().is_empty()) else {
+        return Vec::new(); // validate reports the missing evidence
+    };
+    let dir = evidence_path(records_dir, evidence);
+    if !dir.is_dir() {
+        return vec![Problem::new(
+            "source.evidence",
+            format!("{evidence:?} does not exist (looked at {}): a gate_run record is re-derived from its evidence", dir.display()),
+        )];
+    }
+    if let Some(stated) = &r.source.evidence_sha256 {
+        match crate::evidence::digest::digest_dir(&dir) {
+            Ok(d) if &d == stated => {}
+            Ok(d) => {
+                return vec![Problem::new(
+                    "source.evidence_sha256",
+                    format!("{stated} but the evidence directory {} digests to {d}: the evidence was edited after the record was written", dir.display()),
+                )]
+            }
+            Err(e) => return vec![Problem::new("source.evidence", format!("{}: {e}", dir.display()))],
+        }
+    }
+    let gate = match crate::spec::load(&dir.join(crate::evidence::layout::GATE_FILE)) {
+        Ok(g) => g,
+        Err(e) => return vec![Problem::new("source.evidence", format!("its gate.toml: {e}"))],
+    };
+    let built = if crate::evidence::is_pair_dir(&dir) {
+        crate::analysis::load_pair(&dir).map(|pe| {
+            // The record's side: the role of the arms it calls `this`.
+            let role = r
+                .pair
+                .as_ref()
+                .and_then(|p| p.arm_order.iter().position(|a| a == "this"))
+                .and_then(|k| pe.summary.arms.get(k))
+                .map(|a| a.role.clone())
+                .unwrap_or_else(|| "ours".into());
+            from_pair_run_as(&gate, &pe, &spec_of(r, role == "theirs"), &role)
+        })
+    } else {
+        crate::analysis::load(&dir).map(|ev| build_run(&gate, &ev, &spec_of(r, false), Some(r)))
+    };
+    let want = match built {
+        Err(e) => return vec![Problem::new("source.evidence", format!("cannot be loaded: {e}"))],
+        Ok(Err(e)) => return vec![Problem::new("source.evidence", format!("gives no record: {e}"))],
+        Ok(Ok(w)) => w,
+    };
+    match first_difference(r, &want) {
+        Some((field, stated, derived)) => vec![Problem::new(
+            field,
+            format!("states {stated} but the re-judged evidence {} gives {derived}", dir.display()),
+        )],
+        None => Vec::new(),
+    }
+}
+
+/// The first field where `r` (as stated) and `want` (re-derived) differ: (field, stated, derived), each
+/// figure formatted at `r`'s decimals.
+fn first_difference(r: &Record, want: &Record) -> Option<(String, String, String)> {
+    let f = |x: f64| r.fmt(x);
+    let opt = |x: Option<f64>| x.map(f).unwrap_or_else(|| "null".into());
+    let mut diffs: Vec<(String, String, String)> = Vec::new();
+    let mut cmp = |field: String, a: String, b: String| {
+        if a != b {
+            diffs.push((field, a, b));
+        }
+    };
+    let (rv, wv) = (r.values.clone().unwrap_or_default(), want.values.clone().unwrap_or_default());
+    cmp("n".into(), r.n.to_string(), want.n.to_string());
+    for (i, (a, b)) in rv.iter().zip(&wv).enumerate() {
+        cmp(format!("values[{i}]"), f(*a), f(*b));
+    }
+    cmp("value".into(), f(r.value), f(want.value));
+    cmp("range[0]".into(), f(r.range[0]), f(want.range[0]));
+    cmp("range[1]".into(), f(r.range[1]), f(want.range[1]));
+    if let (Some(p), Some(q)) = (&r.pair, &want.pair) {
+        cmp("pair.other_value".into(), f(p.other_value), f(q.other_value));
+        cmp("pair.other_n".into(), p.other_n.to_string(), q.other_n.to_string());
+        cmp(
+            "pair.ratio".into(),
+            format!("{:.*}", p.ratio_decimals.min(9) as usize, p.ratio),
+            format!("{:.*}", p.ratio_decimals.min(9) as usize, q.ratio),
+        );
+        cmp("pair.other_engine".into(), p.other_engine.clone(), q.other_engine.clone());
+    } else {
+        cmp("pair".into(), r.pair.is_some().to_string(), want.pair.is_some().to_string());
+    }
+    cmp("model.sha256".into(), r.model.sha256.clone(), want.model.sha256.clone());
+    cmp("model.file".into(), format!("{:?}", r.model.file), format!("{:?}", want.model.file));
+    cmp(
+        "source.evidence_sha256".into(),
+        format!("{:?}", r.source.evidence_sha256),
+        format!("{:?}", want.source.evidence_sha256),
+    );
+    cmp("date".into(), r.date.clone(), want.date.clone());
+    cmp("load.load1_start".into(), opt(r.load.load1_start), opt(want.load.load1_start));
+    cmp("load.load1_end".into(), opt(r.load.load1_end), opt(want.load.load1_end));
+    cmp("settings.max_tokens".into(), format!("{:?}", r.settings.max_tokens), format!("{:?}", want.settings.max_tokens));
+    cmp("settings.stream".into(), format!("{:?}", r.settings.stream), format!("{:?}", want.settings.stream));
+    cmp("known_answer.result".into(), r.known_answer.result.clone(), want.known_answer.result.clone());
+    cmp("settings.engine".into(), r.settings.engine.clone(), want.settings.engine.clone());
+    if r.route == THEIRS_NOT_PUBLISHED || want.route == THEIRS_NOT_PUBLISHED {
+        cmp("settings.engine_version".into(), format!("{:?}", r.settings.engine_version), format!("{:?}", want.settings.engine_version));
+        cmp("device".into(), r.device.clone(), want.device.clone());
+        cmp("route".into(), r.route.clone(), want.route.clone());
+    }
+    diffs.into_iter().next()
+}
+
+/// The two records of one pair run (same `source.evidence` and metric) checked against each other: each
+/// record's `pair.other_value` and `other_n` must be the other record's `value` and `n`, and the two ratios
+/// each other's inverse at their stated decimals. Problems go on the record whose copy differs.
+fn cross_check_pairs(checked: &mut [Checked]) {
+    let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (i, c) in checked.iter().enumerate() {
+        if let Some(r) = &c.record {
+            if let (Some(_), Some(ev)) = (&r.pair, &r.source.evidence) {
+                groups.entry((ev.clone(), r.metric.name.clone())).or_default().push(i);
+            }
+        }
+    }
+    for idx in groups.values().filter(|v| v.len() == 2) {
+        let (a, b) = (idx[0], idx[1]);
+        let ra = checked[a].record.clone().expect("grouped records parsed");
+        let rb = checked[b].record.clone().expect("grouped records parsed");
+        for (i, this, other) in [(a, &ra, &rb), (b, &rb, &ra)] {
+            let p = this.pair.as_ref().expect("grouped records are pairs");
+            if this.fmt(p.other_value) != other.fmt(other.value) || p.other_n != other.n {
+                checked[i].problems.push(Problem::new(
+                    "pair.other_value",
+                    format!(
+                        "{} (n = {}) but the other record of the same pair run, {}, states {} (n = {})",
+                        this.fmt(p.other_value),
+                        p.other_n,
+                        other.id,
+                        other.fmt(other.value),
+                        other.n
+                    ),
+                ));
+            }
+        }
+    }
 }
 
 /// Loads every record of `dir`, or every problem as `FILE: FIELD: MESSAGE` lines.
@@ -1496,6 +1747,60 @@ pub fn from_run(
     ev: &crate::analysis::Evidence,
     spec: &RunRecordSpec,
 ) -> Result<Record, RecordError> {
+    build_run(gate, ev, spec, None)
+}
+
+/// The evidence digest of `dir`, as a record carries it.
+fn evidence_digest(dir: &Path) -> Result<String, RecordError> {
+    crate::evidence::digest::digest_dir(dir).map_err(|source| RecordError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// The model file and hash the serve was given, from the evidence (`run.json` `serve.model_file`, taken
+/// when the serve started). `spec_file` (a `[record]` `model_file`) must name that same file: a record
+/// cannot claim another file's hash. `recheck` (re-deriving an existing record from evidence written
+/// before servegate hashed at serve start): that record's own model stands where the evidence has none.
+fn model_from_evidence(
+    ev: &crate::analysis::Evidence,
+    spec_file: &Path,
+    recheck: Option<&Record>,
+) -> Result<(String, String), RecordError> {
+    match (&ev.run.serve.model_file, recheck) {
+        (Some(m), _) => {
+            let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+                (Ok(x), Ok(y)) => x == y,
+                _ => a == b,
+            };
+            if recheck.is_none() && !same(spec_file, Path::new(&m.path)) {
+                return Err(RecordError::Evidence(format!(
+                    "{}: model.file {:?} is not the file the serve was given ({:?}, sha256 {} taken at serve start): a record's model hash comes from the evidence, not from the [record] table",
+                    ev.dir.display(),
+                    spec_file.display().to_string(),
+                    m.path,
+                    &m.sha256[..16.min(m.sha256.len())]
+                )));
+            }
+            Ok((m.path.clone(), m.sha256.clone()))
+        }
+        (None, Some(r)) => Ok((
+            r.model.file.clone().unwrap_or_default(),
+            r.model.sha256.clone(),
+        )),
+        (None, None) => Err(RecordError::Evidence(format!(
+            "{}: run.json has no serve.model_file: the serve was given no model file servegate could hash at serve start, so no record can state a model hash",
+            ev.dir.display()
+        ))),
+    }
+}
+
+fn build_run(
+    gate: &crate::spec::GateSpec,
+    ev: &crate::analysis::Evidence,
+    spec: &RunRecordSpec,
+    recheck: Option<&Record>,
+) -> Result<Record, RecordError> {
     use crate::evidence::RunStatus;
     let run = &ev.run;
     if run.status != RunStatus::Complete {
@@ -1516,11 +1821,8 @@ pub fn from_run(
     refuse_failed_verdicts(&ev.dir, &verdicts)?;
     let (values, prompt_tokens) = judged_values(ev, &spec.metric)?;
     let median = stats::median(&values).expect("non-empty");
-    let (sha, _) =
-        crate::io::hash::sha256_file(&spec.model_file).map_err(|source| RecordError::Io {
-            path: spec.model_file.clone(),
-            source,
-        })?;
+    let (model_file, sha) = model_from_evidence(ev, &spec.model_file, recheck)?;
+    let digest = evidence_digest(&ev.dir)?;
     let req = &gate.request;
     let mut other = spec.notes.clone();
     let prompt_tokens = prompt_tokens_setting(&prompt_tokens, &mut other);
@@ -1534,7 +1836,7 @@ pub fn from_run(
         ),
         model: Model {
             name: spec.model_name.clone(),
-            file: Some(spec.model_file.display().to_string()),
+            file: Some(model_file),
             sha256: sha,
             sha256_form: "full".into(),
             sha256_of: "file".into(),
@@ -1584,6 +1886,9 @@ pub fn from_run(
             evidence: Some(ev.dir.display().to_string()),
             gate: Some(run.gate_file.clone()),
             published: None,
+            evidence_sha256: Some(digest),
+            unverifiable: None,
+            forced: None,
         },
         pair: None,
         notes: Notes {
@@ -1608,6 +1913,11 @@ pub fn from_run(
     }
     Ok(record)
 }
+
+/// Device and route of a pair's theirs record: the gate's `[record]` describes ours' runtime only, and the
+/// serve does not report them.
+pub const THEIRS_NOT_PUBLISHED: &str =
+    "not_published: the gate's [record] describes ours' runtime, and theirs' serve does not report it";
 
 /// Builds a pair record from a pair run (`pair.json` and its arms): this record's figure is the median of
 /// every judged value of the `ours` arms, the other figure the median of the `theirs` arms (both recomputed
@@ -1661,6 +1971,7 @@ pub fn from_pair_run_as(
         )));
     }
     let (unit, decimals, definition) = run_metric(&spec.metric)?;
+    let digest = evidence_digest(&pe.dir)?;
     // The same judgement as the verdicts: a pair run that fails them writes no record.
     let verdicts = crate::judge::judge_pair(gate, pe);
     refuse_failed_verdicts(&pe.dir, &verdicts)?;
@@ -1756,8 +2067,8 @@ pub fn from_pair_run_as(
             sha256_of: "file".into(),
             weights: Some(spec.weights.clone()),
         },
-        device: spec.device.clone(),
-        route: spec.route.clone(),
+        device: if role == "theirs" { THEIRS_NOT_PUBLISHED.into() } else { spec.device.clone() },
+        route: if role == "theirs" { THEIRS_NOT_PUBLISHED.into() } else { spec.route.clone() },
         metric: Metric { name: spec.metric.clone(), unit: unit.into(), condition: Some("warm".into()).filter(|_| req.warmup > 0) },
         statistic: "median".into(),
         value: round_to(m_this, decimals),
@@ -1768,12 +2079,17 @@ pub fn from_pair_run_as(
         values_unavailable: None,
         settings: Settings {
             engine: this_engine,
-            engine_version: engine_version(spec, version.as_deref(), &mut other),
+            // theirs' version is what theirs' serve reported, never ours' [record] version.
+            engine_version: if role == "theirs" {
+                Some(version.clone().unwrap_or_else(|| "not_published: theirs' serve did not report its version".into()))
+            } else {
+                engine_version(spec, version.as_deref(), &mut other)
+            },
             sampling: Some(sampling_of(req)),
             max_tokens: Some(req.max_tokens),
             prompt_tokens,
             stream: Some(req.stream),
-            backend: spec.backend.clone(),
+            backend: if role == "theirs" { None } else { spec.backend.clone() },
         },
         hold: run_hold(gate, &s.started_utc, s.ended_utc.as_deref()),
         load: Load { load1_start: s.load_avg_start.map(|l| l[0]), load1_end: s.load_avg_end.map(|l| l[0]) },
@@ -1786,7 +2102,7 @@ pub fn from_pair_run_as(
             ),
             metric_definition: Some(definition.into()),
         },
-        source: Source { kind: "gate_run".into(), evidence: Some(dir.to_string()), gate: Some(s.gate_file.clone()), published: None },
+        source: Source { kind: "gate_run".into(), evidence: Some(dir.to_string()), gate: Some(s.gate_file.clone()), published: None, evidence_sha256: Some(digest), unverifiable: None, forced: None },
         pair: Some(Pair {
             other_engine,
             other_value: round_to(m_other, decimals),
