@@ -1117,7 +1117,7 @@ pub fn rederive(records_dir: &Path, r: &Record) -> Vec<Problem> {
             from_pair_run_as(&gate, &pe, &spec_of(r, role == "theirs"), &role)
         })
     } else {
-        crate::analysis::load(&dir).map(|ev| build_run(&gate, &ev, &spec_of(r, false), Some(r)))
+        crate::analysis::load(&dir).map(|ev| build_run(&gate, &ev, &spec_of(r, false), Some(r), false))
     };
     let want = match built {
         Err(e) => return vec![Problem::new("source.evidence", format!("cannot be loaded: {e}"))],
@@ -1176,6 +1176,11 @@ fn first_difference(r: &Record, want: &Record) -> Option<(String, String, String
     cmp("load.load1_end".into(), opt(r.load.load1_end), opt(want.load.load1_end));
     cmp("settings.max_tokens".into(), format!("{:?}", r.settings.max_tokens), format!("{:?}", want.settings.max_tokens));
     cmp("settings.stream".into(), format!("{:?}", r.settings.stream), format!("{:?}", want.settings.stream));
+    cmp(
+        "source.forced".into(),
+        format!("{}", if r.source.forced.is_some() { "set" } else { "null" }),
+        format!("{}", if want.source.forced.is_some() { "set (the run failed its verdicts)" } else { "null" }),
+    );
     cmp("known_answer.result".into(), r.known_answer.result.clone(), want.known_answer.result.clone());
     cmp("settings.engine".into(), r.settings.engine.clone(), want.settings.engine.clone());
     if r.route == THEIRS_NOT_PUBLISHED || want.route == THEIRS_NOT_PUBLISHED {
@@ -1284,6 +1289,11 @@ pub enum RecordsCmd {
         /// The record directory.
         #[arg(long, default_value = "records")]
         dir: PathBuf,
+        /// Record a run whose verdicts failed anyway (single-runtime runs only): the record carries the
+        /// failure in `source.forced` and the page flags it. Incomplete runs and failed requests are still
+        /// refused.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -1298,12 +1308,13 @@ pub fn cli_records(args: &RecordsArgs) -> i32 {
             metric,
             role,
             dir,
+            force,
         } => {
             if role != "ours" && role != "theirs" {
                 eprintln!("error: --role is `ours` or `theirs`, got {role:?}");
                 return exit::USAGE;
             }
-            cli_records_add_as(run, spec, id.as_deref(), metric.as_deref(), role, dir)
+            cli_records_add_with(run, spec, id.as_deref(), metric.as_deref(), role, dir, *force)
         }
     }
 }
@@ -1331,6 +1342,19 @@ pub fn cli_records_add_as(
     role: &str,
     dir: &Path,
 ) -> i32 {
+    cli_records_add_with(run, spec_file, id, metric, role, dir, false)
+}
+
+/// [`cli_records_add_as`], with `force` ([`from_run_forced`]; refused for a pair run).
+pub fn cli_records_add_with(
+    run: &Path,
+    spec_file: &Path,
+    id: Option<&str>,
+    metric: Option<&str>,
+    role: &str,
+    dir: &Path,
+    force: bool,
+) -> i32 {
     let mut spec: RunRecordSpec = match std::fs::read_to_string(spec_file)
         .map_err(|e| e.to_string())
         .and_then(|t| toml::from_str(&t).map_err(|e| e.to_string()))
@@ -1355,7 +1379,13 @@ pub fn cli_records_add_as(
         }
     };
     let built = if crate::evidence::is_pair_dir(run) {
+        if force {
+            eprintln!("error: --force records single-runtime runs only; a pair record is written from a passing pair run");
+            return exit::USAGE;
+        }
         crate::analysis::load_pair(run).map(|pe| from_pair_run_as(&gate, &pe, &spec, role))
+    } else if force {
+        crate::analysis::load(run).map(|ev| from_run_forced(&gate, &ev, &spec))
     } else {
         crate::analysis::load(run).map(|ev| from_run(&gate, &ev, &spec))
     };
@@ -1375,11 +1405,14 @@ pub fn cli_records_add_as(
     };
     match write_new(dir, &record) {
         Ok(path) => {
-            let flag = if record.indicative() {
+            let mut flag = if record.indicative() {
                 format!(", indicative (n = {})", record.n)
             } else {
                 String::new()
             };
+            if let Some(why) = &record.source.forced {
+                flag.push_str(&format!(", FORCED: {}", terminal_safe(why)));
+            }
             println!(
                 "wrote {} ({} {} {} {}, n = {}{flag}); now run `servegate leaderboard`",
                 path.display(),
@@ -1399,6 +1432,20 @@ pub fn cli_records_add_as(
             }
         }
     }
+}
+
+/// `text` as it may be printed to a terminal: control characters (ESC, CR, BEL, ...) other than none
+/// are shown escaped (`\u{1b}`), so a record's text can never move the cursor, recolour or rewrite a line.
+pub fn terminal_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `servegate records check [--dir DIR]`: prints one line per record (`ok`, with `indicative (n = 2)` where
@@ -1425,24 +1472,32 @@ pub fn cli_records_check(dir: &Path) -> i32 {
             if r.sha256_prefix_only() {
                 flags.push("sha256 prefix only".to_string());
             }
+            if let Some(why) = &r.source.unverifiable {
+                flags.push(format!("unverifiable: {why}"));
+            } else if r.source.kind == "gate_run" {
+                flags.push("re-derived from its evidence".to_string());
+            }
+            if let Some(why) = &r.source.forced {
+                flags.push(format!("FORCED: {why}"));
+            }
             let flags = if flags.is_empty() {
                 String::new()
             } else {
-                format!("; {}", flags.join("; "))
+                terminal_safe(&format!("; {}", flags.join("; ")))
             };
             println!(
                 "{}: ok ({} {} {} {}, n = {}{flags})",
                 c.file.display(),
-                r.model.name,
-                r.metric.name,
+                terminal_safe(&r.model.name),
+                terminal_safe(&r.metric.name),
                 r.fmt(r.value),
-                r.metric.unit,
+                terminal_safe(&r.metric.unit),
                 r.n
             );
         } else {
             bad += 1;
             for p in &c.problems {
-                eprintln!("{}: {p}", c.file.display());
+                eprintln!("{}: {}", c.file.display(), terminal_safe(&p.to_string()));
             }
         }
     }
@@ -1747,7 +1802,18 @@ pub fn from_run(
     ev: &crate::analysis::Evidence,
     spec: &RunRecordSpec,
 ) -> Result<Record, RecordError> {
-    build_run(gate, ev, spec, None)
+    build_run(gate, ev, spec, None, false)
+}
+
+/// [`from_run`] for `records add --force`: a run whose verdicts failed is recorded anyway, and the record
+/// says so in `source.forced` (the page flags it). Everything else [`from_run`] refuses is still refused: an
+/// incomplete run, a failed serve, a request without a value (a record carries every planned value).
+pub fn from_run_forced(
+    gate: &crate::spec::GateSpec,
+    ev: &crate::analysis::Evidence,
+    spec: &RunRecordSpec,
+) -> Result<Record, RecordError> {
+    build_run(gate, ev, spec, None, true)
 }
 
 /// The evidence digest of `dir`, as a record carries it.
@@ -1800,6 +1866,7 @@ fn build_run(
     ev: &crate::analysis::Evidence,
     spec: &RunRecordSpec,
     recheck: Option<&Record>,
+    force: bool,
 ) -> Result<Record, RecordError> {
     use crate::evidence::RunStatus;
     let run = &ev.run;
@@ -1818,7 +1885,11 @@ fn build_run(
     let (unit, decimals, definition) = run_metric(&spec.metric)?;
     // The same judgement as the verdicts: a run that fails them writes no record.
     let verdicts = crate::judge::judge(gate, ev);
-    refuse_failed_verdicts(&ev.dir, &verdicts)?;
+    let forced = match refuse_failed_verdicts(&ev.dir, &verdicts) {
+        Ok(()) => None,
+        Err(e) if force || recheck.is_some_and(|r| r.source.forced.is_some()) => Some(e.to_string()),
+        Err(e) => return Err(e),
+    };
     let (values, prompt_tokens) = judged_values(ev, &spec.metric)?;
     let median = stats::median(&values).expect("non-empty");
     let (model_file, sha) = model_from_evidence(ev, &spec.model_file, recheck)?;
@@ -1888,7 +1959,7 @@ fn build_run(
             published: None,
             evidence_sha256: Some(digest),
             unverifiable: None,
-            forced: None,
+            forced,
         },
         pair: None,
         notes: Notes {
@@ -2192,6 +2263,9 @@ mod tests {
                 evidence: Some("runs/x".into()),
                 gate: Some("gates/x.toml".into()),
                 published: None,
+                evidence_sha256: Some("e".repeat(64)),
+                unverifiable: None,
+                forced: None,
             },
             pair: None,
             notes: Notes {
@@ -2309,6 +2383,9 @@ mod tests {
             evidence: None,
             gate: None,
             published: Some("seed-runs.md".into()),
+            evidence_sha256: None,
+            unverifiable: Some("not published: on the first user's machine".into()),
+            forced: None,
         };
         assert!(fields(&r).is_empty());
         assert_eq!(r.sha256_display(), "b1c1fe9d6c4a6d0c (prefix only)");
@@ -2325,6 +2402,9 @@ mod tests {
             evidence: None,
             gate: None,
             published: Some("seed-runs.md".into()),
+            evidence_sha256: None,
+            unverifiable: Some("not published: on the first user's machine".into()),
+            forced: None,
         };
         assert!(fields(&r).is_empty());
         r.value = 4.5;
@@ -2452,6 +2532,12 @@ mod tests {
             servegate_version: "0.1.0".into(),
             serve: ServeRecord {
                 version: Some("llama.cpp b4321".into()),
+                // As the runner does at serve start: the model file the serve was given (`root/model.gguf`
+                // when the test made one).
+                model_file: crate::evidence::hash_model(
+                    &root.join("model.gguf").display().to_string(),
+                    &[],
+                ),
                 ..Default::default()
             },
             planned: Some(requests.iter().filter(|r| !r.warmup).count()),

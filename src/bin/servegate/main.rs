@@ -144,26 +144,18 @@ fn main() -> ExitCode {
     ExitCode::from(code as u8)
 }
 
-/// Writes ID-decode-rate and ID-first-token from the newest run directory of the gate under `root`.
+/// Writes ID-decode-rate and ID-first-token from `run`: the run directory this command just wrote (never
+/// another run of the gate).
 fn write_records(
     gate_file: &std::path::Path,
-    root: &std::path::Path,
+    run: &std::path::Path,
     id: &str,
     dir: &std::path::Path,
 ) -> i32 {
     let Ok(g) = spec::load(gate_file) else {
         return exit::SPEC_INVALID;
     };
-    let gate_runs = root.join(&g.name);
-    let newest = std::fs::read_dir(&gate_runs).ok().and_then(|d| {
-        d.filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_dir())
-            .max()
-    });
-    let Some(run) = newest else {
-        eprintln!("error: no run directory under {}", gate_runs.display());
-        return exit::EVIDENCE_ERROR;
-    };
+    let run = run.to_path_buf();
     let pair = servegate::evidence::is_pair_dir(&run);
     let roles: &[&str] = if pair { &["ours", "theirs"] } else { &["ours"] };
     for (role, (metric, suffix)) in roles.iter().flat_map(|r| {
@@ -258,6 +250,8 @@ fn cmd_run(
     servegate::io::signals::defer_exit();
     let mut worst = exit::PASS;
     let mut skipped = 0usize;
+    // --record: the run directory this command wrote, when that run passed.
+    let mut passed_run: Option<PathBuf> = None;
     for g in &specs {
         println!("gate {} ({})", g.name, g.file.display());
         let unmet = g.requirements();
@@ -285,6 +279,9 @@ fn cmd_run(
                 print_verdicts(&o.verdicts);
                 println!("evidence: {}", o.dir.display());
                 let code = o.exit_code();
+                if code == exit::PASS {
+                    passed_run = Some(o.dir.clone());
+                }
                 worst = if worst == exit::PASS {
                     code
                 } else {
@@ -306,10 +303,12 @@ fn cmd_run(
     let nothing_checked = worst == exit::PASS && skipped == specs.len();
     // --record: written from a passing run's evidence before the RESULT line, so that line says whether they were.
     if let Some((id, dir)) = record {
-        if worst != exit::PASS || nothing_checked {
+        if worst != exit::PASS {
             eprintln!("no record written: the run did not pass");
-        } else {
-            let code = write_records(&files[0], &root, id, dir);
+        } else if nothing_checked || passed_run.is_none() {
+            eprintln!("no record written: the gate was skipped (unmet [requires]); nothing was measured");
+        } else if let Some(run) = &passed_run {
+            let code = write_records(&files[0], run, id, dir);
             if code != exit::PASS {
                 results
                     .problems
