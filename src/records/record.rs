@@ -1005,12 +1005,6 @@ pub fn check_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
         }
     }
     cross_check_pairs(&mut checked);
-    for c in checked.iter_mut() {
-        if let (Some(r), true) = (&c.record, c.problems.is_empty()) {
-            let more = rederive(dir, r);
-            c.problems.extend(more);
-        }
-    }
     for (id, idx) in by_id {
         if idx.len() > 1 {
             let names: Vec<String> = idx
@@ -1224,6 +1218,20 @@ fn cross_check_pairs(checked: &mut [Checked]) {
             }
         }
     }
+}
+
+/// [`check_dir`], then every record that passed it re-derived from its evidence ([`rederive`]): what
+/// `servegate records check` runs. Linear in the records and the evidence bytes (each evidence directory is
+/// loaded, digested and judged once per record that cites it).
+pub fn verify_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
+    let mut checked = check_dir(dir)?;
+    for c in checked.iter_mut() {
+        if let (Some(r), true) = (&c.record, c.problems.is_empty()) {
+            let more = rederive(dir, r);
+            c.problems.extend(more);
+        }
+    }
+    Ok(checked)
 }
 
 /// Loads every record of `dir`, or every problem as `FILE: FIELD: MESSAGE` lines.
@@ -1451,7 +1459,7 @@ pub fn terminal_safe(text: &str) -> String {
 /// `servegate records check [--dir DIR]`: prints one line per record (`ok`, with `indicative (n = 2)` where
 /// n < 3) and every problem as `FILE: FIELD: MESSAGE`. Exit 0 when all are valid, 3 (SPEC_INVALID) otherwise.
 pub fn cli_records_check(dir: &Path) -> i32 {
-    let checked = match check_dir(dir) {
+    let checked = match verify_dir(dir) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {}: cannot read directory: {e}", dir.display());
