@@ -119,6 +119,23 @@ pub fn write_atomic_with<T>(
     Ok(out)
 }
 
+/// Removes the output at `path` before a run writes it anew (so a run that ends early leaves no stale
+/// report), without destroying what is not servegate's to remove: a regular file is removed; a symlink is
+/// followed and its final target removed when that is a regular file (the link stays, and the next
+/// [`write_atomic`] recreates the target through it); a character device or FIFO (`/dev/null`) is left
+/// alone. Nothing there is not an error.
+///
+/// Errors: the `std::io::Error` of the removal; `InvalidInput` for a directory, block device or socket.
+pub fn clear_output(path: &Path) -> std::io::Result<()> {
+    match target(path)? {
+        Target::Through(_) | Target::Replace(_, None) => Ok(()),
+        Target::Replace(p, Some(_)) => match std::fs::remove_file(&p) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        },
+    }
+}
+
 fn set_mode(f: &File, mode: u32) -> std::io::Result<()> {
     #[cfg(unix)]
     {
@@ -223,5 +240,40 @@ mod tests {
         let err = write_atomic(tmp.path(), b"x").unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
         assert!(err.to_string().contains("refusing"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn clearing_removes_files_and_link_targets_but_never_a_fifo() {
+        use std::os::unix::fs::FileTypeExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let f = tmp.path().join("report.json");
+        std::fs::write(&f, b"old").unwrap();
+        clear_output(&f).unwrap();
+        assert!(!f.exists());
+        clear_output(&f).unwrap(); // nothing there: fine
+        let target = tmp.path().join("real.xml");
+        std::fs::write(&target, b"old").unwrap();
+        let link = tmp.path().join("junit.xml");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        clear_output(&link).unwrap();
+        assert!(!target.exists());
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        write_atomic(&link, b"new").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        let fifo = tmp.path().join("pipe");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        clear_output(&fifo).unwrap();
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
     }
 }

@@ -1226,9 +1226,19 @@ fn cross_check_pairs(checked: &mut [Checked]) {
 pub fn verify_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
     let mut checked = check_dir(dir)?;
     for c in checked.iter_mut() {
-        if let (Some(r), true) = (&c.record, c.problems.is_empty()) {
+        let Some(r) = &c.record else { continue };
+        if c.problems.is_empty() {
             let more = rederive(dir, r);
             c.problems.extend(more);
+        } else if let Some(ev) = r.source.evidence.as_deref().filter(|e| !e.trim().is_empty()) {
+            // An invalid record is not re-derived, but evidence it cites that does not exist is named too.
+            let at = evidence_path(dir, ev);
+            if r.source.kind == "gate_run" && !at.is_dir() {
+                c.problems.push(Problem::new(
+                    "source.evidence",
+                    format!("{ev:?} does not exist (looked at {})", at.display()),
+                ));
+            }
         }
     }
     Ok(checked)

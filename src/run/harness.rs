@@ -991,7 +991,7 @@ fn nested_gate_files(dir: &Path) -> Vec<PathBuf> {
 pub fn clear_reports(outputs: &crate::sinks::outputs::Outputs) -> Vec<String> {
     let mut errors = Vec::new();
     for p in [&outputs.junit, &outputs.json].into_iter().flatten() {
-        match std::fs::remove_file(p) {
+        match crate::io::fs::clear_output(p) {
             Ok(()) => {}
             Err(_) if p.symlink_metadata().is_err() => {} // nothing there (or a parent is not a directory)
             Err(e) => errors.push(format!(
