@@ -848,9 +848,17 @@ mod tests {
         let old: String = (0..50_000).map(|i| format!("line {i}\r\n")).collect();
         let new: String = (0..50_000).map(|i| format!("line {i}\n")).collect();
         let d = unified_diff("a", "b", &old, &new, 3);
-        assert!(d.lines().count() <= DIFF_MAX_OUTPUT_LINES + 2, "{}", d.lines().count());
+        assert!(
+            d.lines().count() <= DIFF_MAX_OUTPUT_LINES + 2,
+            "{}",
+            d.lines().count()
+        );
         assert!(d.contains("-line 0\r\n"), "{}", &d[..200]);
-        assert!(d.contains("only the first 2000 differing lines"), "{}", &d[d.len() - 200..]);
+        assert!(
+            d.contains("only the first 2000 differing lines"),
+            "{}",
+            &d[d.len() - 200..]
+        );
     }
 
     #[test]

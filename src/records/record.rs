@@ -810,8 +810,7 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
     }
 
     if r.source.evidence.is_none()
-        && r
-            .source
+        && r.source
             .unverifiable
             .as_deref()
             .map(str::trim)
@@ -866,7 +865,10 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
         if r.value <= 0.0 {
             bad(
                 "value",
-                format!("{}: a pair record's figure must be positive for its ratio to be checked", r.value),
+                format!(
+                    "{}: a pair record's figure must be positive for its ratio to be checked",
+                    r.value
+                ),
             );
         } else if pair.other_value.is_finite() {
             let exact = pair.other_value / r.value;
@@ -1072,7 +1074,12 @@ pub fn rederive(records_dir: &Path, r: &Record) -> Vec<Problem> {
     if r.source.kind != "gate_run" {
         return Vec::new();
     }
-    let Some(evidence) = r.source.evidence.as_deref().filter(|e| !e.trim().is_empty()) else {
+    let Some(evidence) = r
+        .source
+        .evidence
+        .as_deref()
+        .filter(|e| !e.trim().is_empty())
+    else {
         return Vec::new(); // validate reports the missing evidence
     };
     let dir = evidence_path(records_dir, evidence);
@@ -1096,7 +1103,12 @@ pub fn rederive(records_dir: &Path, r: &Record) -> Vec<Problem> {
     }
     let gate = match crate::spec::load(&dir.join(crate::evidence::layout::GATE_FILE)) {
         Ok(g) => g,
-        Err(e) => return vec![Problem::new("source.evidence", format!("its gate.toml: {e}"))],
+        Err(e) => {
+            return vec![Problem::new(
+                "source.evidence",
+                format!("its gate.toml: {e}"),
+            )]
+        }
     };
     let built = if crate::evidence::is_pair_dir(&dir) {
         crate::analysis::load_pair(&dir).map(|pe| {
@@ -1111,17 +1123,31 @@ pub fn rederive(records_dir: &Path, r: &Record) -> Vec<Problem> {
             from_pair_run_as(&gate, &pe, &spec_of(r, role == "theirs"), &role)
         })
     } else {
-        crate::analysis::load(&dir).map(|ev| build_run(&gate, &ev, &spec_of(r, false), Some(r), false))
+        crate::analysis::load(&dir)
+            .map(|ev| build_run(&gate, &ev, &spec_of(r, false), Some(r), false))
     };
     let want = match built {
-        Err(e) => return vec![Problem::new("source.evidence", format!("cannot be loaded: {e}"))],
-        Ok(Err(e)) => return vec![Problem::new("source.evidence", format!("gives no record: {e}"))],
+        Err(e) => {
+            return vec![Problem::new(
+                "source.evidence",
+                format!("cannot be loaded: {e}"),
+            )]
+        }
+        Ok(Err(e)) => {
+            return vec![Problem::new(
+                "source.evidence",
+                format!("gives no record: {e}"),
+            )]
+        }
         Ok(Ok(w)) => w,
     };
     match first_difference(r, &want) {
         Some((field, stated, derived)) => vec![Problem::new(
             field,
-            format!("states {stated} but the re-judged evidence {} gives {derived}", dir.display()),
+            format!(
+                "states {stated} but the re-judged evidence {} gives {derived}",
+                dir.display()
+            ),
         )],
         None => Vec::new(),
     }
@@ -1138,7 +1164,10 @@ fn first_difference(r: &Record, want: &Record) -> Option<(String, String, String
             diffs.push((field, a, b));
         }
     };
-    let (rv, wv) = (r.values.clone().unwrap_or_default(), want.values.clone().unwrap_or_default());
+    let (rv, wv) = (
+        r.values.clone().unwrap_or_default(),
+        want.values.clone().unwrap_or_default(),
+    );
     cmp("n".into(), r.n.to_string(), want.n.to_string());
     for (i, (a, b)) in rv.iter().zip(&wv).enumerate() {
         cmp(format!("values[{i}]"), f(*a), f(*b));
@@ -1147,38 +1176,94 @@ fn first_difference(r: &Record, want: &Record) -> Option<(String, String, String
     cmp("range[0]".into(), f(r.range[0]), f(want.range[0]));
     cmp("range[1]".into(), f(r.range[1]), f(want.range[1]));
     if let (Some(p), Some(q)) = (&r.pair, &want.pair) {
-        cmp("pair.other_value".into(), f(p.other_value), f(q.other_value));
-        cmp("pair.other_n".into(), p.other_n.to_string(), q.other_n.to_string());
+        cmp(
+            "pair.other_value".into(),
+            f(p.other_value),
+            f(q.other_value),
+        );
+        cmp(
+            "pair.other_n".into(),
+            p.other_n.to_string(),
+            q.other_n.to_string(),
+        );
         cmp(
             "pair.ratio".into(),
             format!("{:.*}", p.ratio_decimals.min(9) as usize, p.ratio),
             format!("{:.*}", p.ratio_decimals.min(9) as usize, q.ratio),
         );
-        cmp("pair.other_engine".into(), p.other_engine.clone(), q.other_engine.clone());
+        cmp(
+            "pair.other_engine".into(),
+            p.other_engine.clone(),
+            q.other_engine.clone(),
+        );
     } else {
-        cmp("pair".into(), r.pair.is_some().to_string(), want.pair.is_some().to_string());
+        cmp(
+            "pair".into(),
+            r.pair.is_some().to_string(),
+            want.pair.is_some().to_string(),
+        );
     }
-    cmp("model.sha256".into(), r.model.sha256.clone(), want.model.sha256.clone());
-    cmp("model.file".into(), format!("{:?}", r.model.file), format!("{:?}", want.model.file));
+    cmp(
+        "model.sha256".into(),
+        r.model.sha256.clone(),
+        want.model.sha256.clone(),
+    );
+    cmp(
+        "model.file".into(),
+        format!("{:?}", r.model.file),
+        format!("{:?}", want.model.file),
+    );
     cmp(
         "source.evidence_sha256".into(),
         format!("{:?}", r.source.evidence_sha256),
         format!("{:?}", want.source.evidence_sha256),
     );
     cmp("date".into(), r.date.clone(), want.date.clone());
-    cmp("load.load1_start".into(), opt(r.load.load1_start), opt(want.load.load1_start));
-    cmp("load.load1_end".into(), opt(r.load.load1_end), opt(want.load.load1_end));
-    cmp("settings.max_tokens".into(), format!("{:?}", r.settings.max_tokens), format!("{:?}", want.settings.max_tokens));
-    cmp("settings.stream".into(), format!("{:?}", r.settings.stream), format!("{:?}", want.settings.stream));
+    cmp(
+        "load.load1_start".into(),
+        opt(r.load.load1_start),
+        opt(want.load.load1_start),
+    );
+    cmp(
+        "load.load1_end".into(),
+        opt(r.load.load1_end),
+        opt(want.load.load1_end),
+    );
+    cmp(
+        "settings.max_tokens".into(),
+        format!("{:?}", r.settings.max_tokens),
+        format!("{:?}", want.settings.max_tokens),
+    );
+    cmp(
+        "settings.stream".into(),
+        format!("{:?}", r.settings.stream),
+        format!("{:?}", want.settings.stream),
+    );
+    let forced = |x: &Record| match x.source.forced {
+        Some(_) => "set (the run failed its verdicts)",
+        None => "null (the run passed its verdicts)",
+    };
     cmp(
         "source.forced".into(),
-        format!("{}", if r.source.forced.is_some() { "set" } else { "null" }),
-        format!("{}", if want.source.forced.is_some() { "set (the run failed its verdicts)" } else { "null" }),
+        forced(r).into(),
+        forced(want).into(),
     );
-    cmp("known_answer.result".into(), r.known_answer.result.clone(), want.known_answer.result.clone());
-    cmp("settings.engine".into(), r.settings.engine.clone(), want.settings.engine.clone());
+    cmp(
+        "known_answer.result".into(),
+        r.known_answer.result.clone(),
+        want.known_answer.result.clone(),
+    );
+    cmp(
+        "settings.engine".into(),
+        r.settings.engine.clone(),
+        want.settings.engine.clone(),
+    );
     if r.route == THEIRS_NOT_PUBLISHED || want.route == THEIRS_NOT_PUBLISHED {
-        cmp("settings.engine_version".into(), format!("{:?}", r.settings.engine_version), format!("{:?}", want.settings.engine_version));
+        cmp(
+            "settings.engine_version".into(),
+            format!("{:?}", r.settings.engine_version),
+            format!("{:?}", want.settings.engine_version),
+        );
         cmp("device".into(), r.device.clone(), want.device.clone());
         cmp("route".into(), r.route.clone(), want.route.clone());
     }
@@ -1193,7 +1278,10 @@ fn cross_check_pairs(checked: &mut [Checked]) {
     for (i, c) in checked.iter().enumerate() {
         if let Some(r) = &c.record {
             if let (Some(_), Some(ev)) = (&r.pair, &r.source.evidence) {
-                groups.entry((ev.clone(), r.metric.name.clone())).or_default().push(i);
+                groups
+                    .entry((ev.clone(), r.metric.name.clone()))
+                    .or_default()
+                    .push(i);
             }
         }
     }
@@ -1230,7 +1318,12 @@ pub fn verify_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
         if c.problems.is_empty() {
             let more = rederive(dir, r);
             c.problems.extend(more);
-        } else if let Some(ev) = r.source.evidence.as_deref().filter(|e| !e.trim().is_empty()) {
+        } else if let Some(ev) = r
+            .source
+            .evidence
+            .as_deref()
+            .filter(|e| !e.trim().is_empty())
+        {
             // An invalid record is not re-derived, but evidence it cites that does not exist is named too.
             let at = evidence_path(dir, ev);
             if r.source.kind == "gate_run" && !at.is_dir() {
@@ -1332,7 +1425,15 @@ pub fn cli_records(args: &RecordsArgs) -> i32 {
                 eprintln!("error: --role is `ours` or `theirs`, got {role:?}");
                 return exit::USAGE;
             }
-            cli_records_add_with(run, spec, id.as_deref(), metric.as_deref(), role, dir, *force)
+            cli_records_add_with(
+                run,
+                spec,
+                id.as_deref(),
+                metric.as_deref(),
+                role,
+                dir,
+                *force,
+            )
         }
     }
 }
@@ -1905,7 +2006,9 @@ fn build_run(
     let verdicts = crate::judge::judge(gate, ev);
     let forced = match refuse_failed_verdicts(&ev.dir, &verdicts) {
         Ok(()) => None,
-        Err(e) if force || recheck.is_some_and(|r| r.source.forced.is_some()) => Some(e.to_string()),
+        Err(e) if force || recheck.is_some_and(|r| r.source.forced.is_some()) => {
+            Some(e.to_string())
+        }
         Err(e) => return Err(e),
     };
     let (values, prompt_tokens) = judged_values(ev, &spec.metric)?;
