@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::EvidenceError;
-pub(crate) mod figures;
 /// The digest of a run directory (records name their evidence by it).
 pub mod digest;
+pub(crate) mod figures;
 pub mod layout;
 
 use crate::io::reads::{self, TimedRead};
