@@ -655,3 +655,35 @@ fn a_symlinked_page_updates_its_target() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+#[test]
+fn a_pair_whose_theirs_arms_crash_fails_everywhere_and_records_nothing() {
+    let t = scratch(&["pair-crash-after.toml"]);
+    std::fs::copy(repro("crashy.py"), t.path().join("crashy.py")).unwrap();
+    let o = servegate(
+        &[
+            "run",
+            "-q",
+            "pair-crash-after.toml",
+            "--record",
+            "pc",
+            "--records-dir",
+            "recs",
+            "--json",
+            "r.json",
+        ],
+        t.path(),
+    );
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("ratio FAIL") && out.contains("no record written"),
+        "{out}"
+    );
+    let results = json(&t.path().join("r.json"));
+    assert_eq!(results["gates"][0]["status"], "failed", "{results}");
+    assert_eq!(files_in(&t.path().join("recs")), Vec::<String>::new());
+    // `servegate judge` of the same evidence agrees.
+    let o = servegate(&["judge", &evidence_line(&o)], t.path());
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
