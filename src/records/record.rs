@@ -281,33 +281,6 @@ pub struct Notes {
     pub other: Vec<String>,
 }
 
-/// Top-level keys: (name, required).
-const TOP_KEYS: &[(&str, bool)] = &[
-    ("schema", true),
-    ("id", true),
-    ("date", true),
-    ("host", true),
-    ("model", true),
-    ("device", true),
-    ("route", true),
-    ("metric", true),
-    ("statistic", true),
-    ("value", true),
-    ("decimals", true),
-    ("n", true),
-    ("values", true),
-    ("values_unavailable", false),
-    ("range", true),
-    ("settings", true),
-    ("hold", true),
-    ("load", true),
-    ("known_answer", true),
-    ("instrument", true),
-    ("source", true),
-    ("pair", false),
-    ("notes", true),
-];
-
 impl Record {
     /// n < 3: valid, but shown as `indicative` everywhere.
     pub fn indicative(&self) -> bool {
@@ -390,79 +363,212 @@ pub fn parse(text: &str) -> Result<Record, Vec<Problem>> {
     }
 }
 
-/// Every structural problem of a record value, each with its dotted field.
+/// A record with every key present (every optional one set), serialised: the keys the schema knows at
+/// every level, derived from the types themselves (no hand-kept key list).
+fn schema_keys(all: bool) -> Value {
+    let some = |x: &str| if all { Some(x.to_string()) } else { None };
+    let r = Record {
+        schema: String::new(),
+        id: String::new(),
+        date: String::new(),
+        host: String::new(),
+        model: Model {
+            name: String::new(),
+            file: None,
+            sha256: String::new(),
+            sha256_form: String::new(),
+            sha256_of: String::new(),
+            weights: None,
+        },
+        device: String::new(),
+        route: String::new(),
+        metric: Metric {
+            name: String::new(),
+            unit: String::new(),
+            condition: None,
+        },
+        statistic: String::new(),
+        value: 0.0,
+        decimals: 0,
+        n: 0,
+        values: None,
+        values_unavailable: some(""),
+        range: [0.0, 0.0],
+        settings: Settings {
+            engine: String::new(),
+            engine_version: None,
+            sampling: None,
+            max_tokens: None,
+            prompt_tokens: None,
+            stream: None,
+            backend: None,
+        },
+        hold: Hold {
+            ticket: None,
+            duration_s: None,
+        },
+        load: Load {
+            load1_start: None,
+            load1_end: None,
+        },
+        known_answer: KnownAnswer {
+            prompt: None,
+            expected: None,
+            result: String::new(),
+            detail: None,
+        },
+        instrument: Instrument {
+            method: String::new(),
+            metric_definition: None,
+        },
+        source: Source {
+            kind: String::new(),
+            evidence: None,
+            gate: None,
+            published: None,
+            evidence_sha256: some(""),
+            unverifiable: some(""),
+            forced: some(""),
+        },
+        // `pair` is optional, but when present its own required keys apply: always shown here.
+        pair: Some(Pair {
+            other_engine: String::new(),
+            other_value: 0.0,
+            other_n: 0,
+            other_range: None,
+            ratio: 0.0,
+            ratio_decimals: 0,
+            ratio_source: String::new(),
+            ratio_note: some(""),
+            arm_order: Vec::new(),
+            arm_medians: if all { Some(Vec::new()) } else { None },
+        }),
+        notes: Notes {
+            what_would_make_it_wrong: String::new(),
+            other: if all { vec![String::new()] } else { Vec::new() },
+        },
+    };
+    serde_json::to_value(r).expect("a record serialises")
+}
+
+/// Every structural problem of a record value, each with its dotted field: unknown and missing keys at
+/// every level, found by comparing the value's keys with the schema's ([`schema_keys`]: every key, and the
+/// required ones), then wrong types, each named by its path as `serde_path_to_error` reports it.
 fn structural_problems(v: &Value) -> Vec<Problem> {
     let Some(obj) = v.as_object() else {
         return vec![Problem::new("(record)", "must be a JSON object")];
     };
-    fn check<T: serde::de::DeserializeOwned>(v: &Value) -> Result<(), String> {
-        serde_json::from_value::<T>(v.clone())
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }
+    let (known, required) = (schema_keys(true), schema_keys(false));
     let mut out = Vec::new();
-    for (key, val) in obj {
-        let res = match key.as_str() {
-            "schema" | "id" | "date" | "host" | "device" | "route" | "statistic" => {
-                check::<String>(val)
-            }
-            "model" => check::<Model>(val),
-            "metric" => check::<Metric>(val),
-            "value" => check::<f64>(val),
-            "decimals" | "n" => check::<u32>(val),
-            "values" => check::<Option<Vec<f64>>>(val),
-            "values_unavailable" => check::<Option<String>>(val),
-            "range" => check::<[f64; 2]>(val),
-            "settings" => check::<Settings>(val),
-            "hold" => check::<Hold>(val),
-            "load" => check::<Load>(val),
-            "known_answer" => check::<KnownAnswer>(val),
-            "instrument" => check::<Instrument>(val),
-            "source" => check::<Source>(val),
-            "pair" => check::<Option<Pair>>(val),
-            "notes" => check::<Notes>(val),
-            _ => {
-                let known: Vec<&str> = TOP_KEYS.iter().map(|(k, _)| *k).collect();
-                out.push(Problem::new(
-                    key.clone(),
-                    format!("unknown key (expected one of: {})", known.join(", ")),
-                ));
-                continue;
+    let mut broken_keys = std::collections::BTreeSet::new();
+    fn walk(
+        path: &str,
+        v: &serde_json::Map<String, Value>,
+        known: &Value,
+        required: &Value,
+        top: &str,
+        out: &mut Vec<Problem>,
+        broken: &mut std::collections::BTreeSet<String>,
+    ) {
+        let (Some(k), Some(r)) = (known.as_object(), required.as_object()) else {
+            return;
+        };
+        let at = |key: &str| {
+            if path.is_empty() {
+                key.to_string()
+            } else {
+                format!("{path}.{key}")
             }
         };
-        if let Err(msg) = res {
-            out.push(nested_problem(key, &msg));
+        for (key, val) in v {
+            let top = if path.is_empty() { key.as_str() } else { top };
+            match k.get(key) {
+                None => {
+                    let names: Vec<&str> = k.keys().map(String::as_str).collect();
+                    out.push(Problem::new(
+                        at(key),
+                        format!("unknown key (expected one of: {})", names.join(", ")),
+                    ));
+                    broken.insert(top.to_string());
+                }
+                Some(kk) if kk.is_object() => {
+                    if let Some(obj) = val.as_object() {
+                        let empty = Value::Object(Default::default());
+                        walk(
+                            &at(key),
+                            obj,
+                            kk,
+                            r.get(key).unwrap_or(&empty),
+                            top,
+                            out,
+                            broken,
+                        );
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        for key in r.keys() {
+            if !v.contains_key(key) {
+                let msg = if path.is_empty() {
+                    "missing (required)"
+                } else {
+                    "missing (required; use null where the key allows it and the fact is unknown)"
+                };
+                out.push(Problem::new(at(key), msg));
+                broken.insert(if path.is_empty() {
+                    key.clone()
+                } else {
+                    top.to_string()
+                });
+            }
         }
     }
-    for (key, required) in TOP_KEYS {
-        if *required && !obj.contains_key(*key) {
-            out.push(Problem::new(*key, "missing (required)"));
+    walk("", obj, &known, &required, "", &mut out, &mut broken_keys);
+    // `pair` is optional at the top: its absence is no problem.
+    out.retain(|p| p.field != "pair" || obj.contains_key("pair"));
+    fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<(), (String, String)> {
+        serde_path_to_error::deserialize::<_, T>(v)
+            .map(|_| ())
+            .map_err(|e| (e.path().to_string(), e.inner().to_string()))
+    }
+    for (key, val) in obj {
+        if broken_keys.contains(key) || !known.as_object().is_some_and(|k| k.contains_key(key)) {
+            continue;
+        }
+        let res = match key.as_str() {
+            "schema" | "id" | "date" | "host" | "device" | "route" | "statistic" => {
+                typed::<String>(val)
+            }
+            "model" => typed::<Model>(val),
+            "metric" => typed::<Metric>(val),
+            "value" => typed::<f64>(val),
+            "decimals" | "n" => typed::<u32>(val),
+            "values" => typed::<Option<Vec<f64>>>(val),
+            "values_unavailable" => typed::<Option<String>>(val),
+            "range" => typed::<[f64; 2]>(val),
+            "settings" => typed::<Settings>(val),
+            "hold" => typed::<Hold>(val),
+            "load" => typed::<Load>(val),
+            "known_answer" => typed::<KnownAnswer>(val),
+            "instrument" => typed::<Instrument>(val),
+            "source" => typed::<Source>(val),
+            "pair" => typed::<Option<Pair>>(val),
+            "notes" => typed::<Notes>(val),
+            _ => Ok(()),
+        };
+        if let Err((path, msg)) = res {
+            let field = if path == "." || path.is_empty() {
+                key.clone()
+            } else if path.starts_with('[') {
+                format!("{key}{path}")
+            } else {
+                format!("{key}.{path}")
+            };
+            out.push(Problem::new(field, msg));
         }
     }
     out
-}
-
-/// Turns serde's "missing field `x`" / "unknown field `x`, expected ..." for the object at `parent` into a
-/// problem on `parent.x`; other messages stay on `parent`.
-fn nested_problem(parent: &str, msg: &str) -> Problem {
-    let field_in = |prefix: &str| -> Option<(String, String)> {
-        let rest = msg.strip_prefix(prefix)?;
-        let end = rest.find('`')?;
-        Some((
-            rest[..end].to_string(),
-            rest[end + 1..].trim_start_matches(',').trim().to_string(),
-        ))
-    };
-    if let Some((name, _)) = field_in("missing field `") {
-        return Problem::new(
-            format!("{parent}.{name}"),
-            "missing (required; use null where the key allows it and the fact is unknown)",
-        );
-    }
-    if let Some((name, rest)) = field_in("unknown field `") {
-        return Problem::new(format!("{parent}.{name}"), format!("unknown key ({rest})"));
-    }
-    Problem::new(parent, msg.to_string())
 }
 
 fn is_calendar_date(s: &str) -> bool {
@@ -2408,9 +2514,12 @@ mod tests {
     }
 
     #[test]
-    fn top_keys_list_matches_the_struct() {
+    fn schema_keys_are_every_key_a_full_record_serialises() {
         let mut r = good();
         r.values_unavailable = Some("x".into());
+        r.source.unverifiable = Some("x".into());
+        r.source.forced = Some("x".into());
+        r.notes.other = vec!["x".into()];
         r.pair = Some(Pair {
             other_engine: "o".into(),
             other_value: 1.0,
@@ -2419,16 +2528,39 @@ mod tests {
             ratio: 1.0,
             ratio_decimals: 2,
             ratio_source: "published".into(),
-            ratio_note: None,
+            ratio_note: Some("x".into()),
             arm_order: vec![],
-            arm_medians: None,
+            arm_medians: Some(vec![]),
         });
-        let v = serde_json::to_value(&r).unwrap();
-        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        let mut listed: Vec<&str> = TOP_KEYS.iter().map(|(k, _)| *k).collect();
-        keys.sort();
-        listed.sort();
-        assert_eq!(keys, listed);
+        fn keys(v: &Value, path: &str, out: &mut Vec<String>) {
+            if let Some(o) = v.as_object() {
+                for (k, x) in o {
+                    let p = format!("{path}.{k}");
+                    keys(x, &p, out);
+                    out.push(p);
+                }
+            }
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        keys(&serde_json::to_value(&r).unwrap(), "", &mut a);
+        keys(&schema_keys(true), "", &mut b);
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+        // A structurally broken record names each problem's path.
+        let mut v = serde_json::to_value(good()).unwrap();
+        v["settings"]["max_tokens"] = "many".into();
+        v["model"]["extra"] = 1.into();
+        v["load"].as_object_mut().unwrap().remove("load1_end");
+        let mut f: Vec<String> = structural_problems(&v)
+            .into_iter()
+            .map(|p| p.field)
+            .collect();
+        f.sort();
+        assert_eq!(
+            f,
+            vec!["load.load1_end", "model.extra", "settings.max_tokens"]
+        );
     }
 
     #[test]
