@@ -136,6 +136,34 @@ pub fn clear_output(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Writes `bytes` to a new regular file at `path`, atomically (temp file in the directory, synced, renamed
+/// without replacing, `rw-r--r--`): for files that are never overwritten (records). The directory is
+/// created when missing.
+///
+/// Errors: `AlreadyExists` when `path` exists (anything: file, link, device); otherwise the
+/// `std::io::Error` of the step that failed, with no temp file left.
+pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!("{} exists", path.display()),
+        ));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".servegate-")
+        .tempfile_in(&dir)?;
+    readable(tmp.as_file())?;
+    tmp.as_file_mut().write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist_noclobber(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
 fn set_mode(f: &File, mode: u32) -> std::io::Result<()> {
     #[cfg(unix)]
     {

@@ -1788,28 +1788,13 @@ pub fn write_new(dir: &Path, r: &Record) -> Result<PathBuf, RecordError> {
         });
     }
     let path = dir.join(format!("{}.json", r.id));
-    if path.exists() {
-        return Err(RecordError::Exists { path });
-    }
-    std::fs::create_dir_all(dir).map_err(|source| RecordError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let io = |source| RecordError::Io {
-        path: path.clone(),
-        source,
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    crate::io::fs::readable(tmp.as_file()).map_err(io)?;
-    std::io::Write::write_all(&mut tmp, to_json(r).as_bytes()).map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist_noclobber(&path).map_err(|e| {
-        if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+    crate::io::fs::write_new(&path, to_json(r).as_bytes()).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::AlreadyExists {
             RecordError::Exists { path: path.clone() }
         } else {
             RecordError::Io {
                 path: path.clone(),
-                source: e.error,
+                source,
             }
         }
     })?;
