@@ -1177,6 +1177,16 @@ fn spec_of(r: &Record, theirs: bool) -> RunRecordSpec {
 /// `stream`, `known_answer.result`, and for a theirs record its engine, version, device and route.
 /// Published records (no evidence) give no problem here: `validate` requires their `unverifiable` reason.
 pub fn rederive(records_dir: &Path, r: &Record) -> Vec<Problem> {
+    rederive_with(records_dir, r, &mut BTreeMap::new())
+}
+
+/// [`rederive`], with the evidence digests already computed (by directory) kept in `digests`, so records
+/// citing one run directory digest it once.
+fn rederive_with(
+    records_dir: &Path,
+    r: &Record,
+    digests: &mut BTreeMap<PathBuf, String>,
+) -> Vec<Problem> {
     if r.source.kind != "gate_run" {
         return Vec::new();
     }
@@ -1196,7 +1206,13 @@ pub fn rederive(records_dir: &Path, r: &Record) -> Vec<Problem> {
         )];
     }
     if let Some(stated) = &r.source.evidence_sha256 {
-        match crate::evidence::digest::digest_dir(&dir) {
+        let digest = match digests.get(&dir) {
+            Some(d) => Ok(d.clone()),
+            None => crate::evidence::digest::digest_dir(&dir).inspect(|d| {
+                digests.insert(dir.clone(), d.clone());
+            }),
+        };
+        match digest {
             Ok(d) if &d == stated => {}
             Ok(d) => {
                 return vec![Problem::new(
@@ -1419,10 +1435,11 @@ fn cross_check_pairs(checked: &mut [Checked]) {
 /// loaded, digested and judged once per record that cites it).
 pub fn verify_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
     let mut checked = check_dir(dir)?;
+    let mut digests = BTreeMap::new();
     for c in checked.iter_mut() {
         let Some(r) = &c.record else { continue };
         if c.problems.is_empty() {
-            let more = rederive(dir, r);
+            let more = rederive_with(dir, r, &mut digests);
             c.problems.extend(more);
         } else if let Some(ev) = r
             .source
@@ -1641,7 +1658,7 @@ pub fn cli_records_add_with(
             println!(
                 "wrote {} ({} {} {} {}, n = {}{flag}); now run `servegate leaderboard`",
                 path.display(),
-                record.model.name,
+                terminal_safe(&record.model.name),
                 record.metric.name,
                 record.fmt(record.value),
                 record.metric.unit,
