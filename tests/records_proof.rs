@@ -427,6 +427,8 @@ fn a_forged_model_file_is_refused() {
     let (sha, _) = servegate::io::hash::sha256_file(&t.path().join("model.gguf")).unwrap();
     assert_eq!(r["model"]["sha256"], sha.as_str());
     assert_eq!(run["serve"]["model_file"]["sha256"], sha.as_str());
+    let src = r["sources"]["model.sha256"].as_str().unwrap_or_default();
+    assert!(src.contains("hashed at serve start"), "{r}");
 }
 
 #[test]
@@ -455,6 +457,14 @@ fn the_theirs_record_of_a_pair_carries_theirs_engine() {
     assert_ne!(theirs["device"], ours["device"]);
     assert_ne!(theirs["route"], ours["route"]);
     assert_eq!(ours["settings"]["engine_version"], "ours-build 1.2.3");
+    assert_eq!(
+        theirs["sources"]["settings.engine"], "pair.json: theirs' runtime",
+        "{theirs}"
+    );
+    assert_eq!(
+        ours["sources"]["settings.engine_version"], "the gate's [record] table",
+        "{ours}"
+    );
     assert_eq!(theirs["pair"]["other_value"], ours["value"]);
     assert_eq!(ours["pair"]["other_value"], theirs["value"]);
     let o = servegate(&["records", "check", "--dir", "recs"], t.path());

@@ -98,6 +98,11 @@ pub struct Record {
     pub pair: Option<Pair>,
     /// Notes, including the required "what would make it wrong" sentence.
     pub notes: Notes,
+    /// Optional: where each provenance fact came from, by dotted field (`model.sha256` → `run.json
+    /// serve.model_file (hashed at serve start)`, `settings.engine_version` → `the serve (/props build_info)`
+    /// or `the gate's [record] table`). Written by the builders for gate runs; absent in older records.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, String>,
 }
 
 /// `model`.
@@ -447,8 +452,14 @@ fn schema_keys(all: bool) -> Value {
             what_would_make_it_wrong: String::new(),
             other: if all { vec![String::new()] } else { Vec::new() },
         },
+        sources: BTreeMap::new(),
     };
-    serde_json::to_value(r).expect("a record serialises")
+    let mut v = serde_json::to_value(r).expect("a record serialises");
+    if all {
+        // `sources` is a map with free keys: known at the top, its entries typed (strings) only.
+        v["sources"] = Value::String(String::new());
+    }
+    v
 }
 
 /// Every structural problem of a record value, each with its dotted field: unknown and missing keys at
@@ -555,6 +566,7 @@ fn structural_problems(v: &Value) -> Vec<Problem> {
             "source" => typed::<Source>(val),
             "pair" => typed::<Option<Pair>>(val),
             "notes" => typed::<Notes>(val),
+            "sources" => typed::<BTreeMap<String, String>>(val),
             _ => Ok(()),
         };
         if let Err((path, msg)) = res {
@@ -1989,15 +2001,50 @@ fn engine_version(
     spec: &RunRecordSpec,
     serve_says: Option<&str>,
     notes: &mut Vec<String>,
+    sources: &mut BTreeMap<String, String>,
 ) -> Option<String> {
-    match (&spec.engine_version, serve_says) {
+    let (v, from) = match (&spec.engine_version, serve_says) {
         (Some(v), Some(s)) if v != s => {
             notes.push(format!("the serve reports its version as {s:?}"));
-            Some(v.clone())
+            (
+                Some(v.clone()),
+                "the gate's [record] table (the serve's own words are in notes)",
+            )
         }
-        (Some(v), _) => Some(v.clone()),
-        (None, s) => s.map(str::to_string),
+        (Some(v), _) => (Some(v.clone()), "the gate's [record] table"),
+        (None, s) => (
+            s.map(str::to_string),
+            "the serve (run.json serve.version: /props build_info or system_fingerprint)",
+        ),
+    };
+    if v.is_some() {
+        sources.insert("settings.engine_version".into(), from.into());
     }
+    v
+}
+
+/// The sources of the facts a `[record]` table gives (device, route, engine, backend) for `this` side.
+fn spec_sources(theirs: bool, backend: bool) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    let table = "the gate's [record] table".to_string();
+    if theirs {
+        m.insert(
+            "settings.engine".into(),
+            "pair.json: theirs' runtime".into(),
+        );
+        m.insert(
+            "settings.engine_version".into(),
+            "theirs' serve (arm run.json serve.version)".into(),
+        );
+    } else {
+        m.insert("settings.engine".into(), table.clone());
+        m.insert("device".into(), table.clone());
+        m.insert("route".into(), table.clone());
+        if backend {
+            m.insert("settings.backend".into(), table);
+        }
+    }
+    m
 }
 
 fn sampling_of(req: &crate::spec::RequestSpec) -> String {
@@ -2126,6 +2173,20 @@ fn build_run(
     let req = &gate.request;
     let mut other = spec.notes.clone();
     let prompt_tokens = prompt_tokens_setting(&prompt_tokens, &mut other);
+    let mut sources = spec_sources(false, spec.backend.is_some());
+    sources.insert(
+        "model.sha256".into(),
+        match &ev.run.serve.model_file {
+            Some(m) => format!(
+                "run.json serve.model_file (hashed at serve start; the file found from {})",
+                m.source
+            ),
+            None => {
+                "the record itself (evidence written before servegate hashed at serve start)".into()
+            }
+        },
+    );
+    let version = engine_version(spec, run.serve.version.as_deref(), &mut other, &mut sources);
     let record = Record {
         schema: RECORD_SCHEMA.into(),
         id: spec.id.clone(),
@@ -2161,7 +2222,7 @@ fn build_run(
         values_unavailable: None,
         settings: Settings {
             engine: spec.engine.clone(),
-            engine_version: engine_version(spec, run.serve.version.as_deref(), &mut other),
+            engine_version: version,
             sampling: Some(sampling_of(req)),
             max_tokens: Some(req.max_tokens),
             prompt_tokens,
@@ -2195,6 +2256,7 @@ fn build_run(
             what_would_make_it_wrong: spec.what_would_make_it_wrong.clone(),
             other,
         },
+        sources,
     };
     let record = Record {
         hold: if gate.hold.is_some() {
@@ -2354,6 +2416,21 @@ pub fn from_pair_run_as(
     let req = &gate.request;
     let mut other = spec.notes.clone();
     let prompt_tokens = prompt_tokens_setting(&prompt_tokens, &mut other);
+    let mut sources = spec_sources(role == "theirs", spec.backend.is_some() && role != "theirs");
+    sources.insert(
+        "model.sha256".into(),
+        "pair.json model_sha256 (hashed before the first arm, unchanged after the last)".into(),
+    );
+    let mut ours_sources = BTreeMap::new();
+    let version =
+        if role == "theirs" {
+            Some(version.clone().unwrap_or_else(|| {
+                "not_published: theirs' serve did not report its version".into()
+            }))
+        } else {
+            engine_version(spec, version.as_deref(), &mut other, &mut ours_sources)
+        };
+    sources.extend(ours_sources);
     let record = Record {
         schema: RECORD_SCHEMA.into(),
         id: spec.id.clone(),
@@ -2380,11 +2457,7 @@ pub fn from_pair_run_as(
         settings: Settings {
             engine: this_engine,
             // theirs' version is what theirs' serve reported, never ours' [record] version.
-            engine_version: if role == "theirs" {
-                Some(version.clone().unwrap_or_else(|| "not_published: theirs' serve did not report its version".into()))
-            } else {
-                engine_version(spec, version.as_deref(), &mut other)
-            },
+            engine_version: version,
             sampling: Some(sampling_of(req)),
             max_tokens: Some(req.max_tokens),
             prompt_tokens,
@@ -2416,6 +2489,7 @@ pub fn from_pair_run_as(
             arm_medians: Some(arm_medians),
         }),
         notes: Notes { what_would_make_it_wrong: spec.what_would_make_it_wrong.clone(), other },
+        sources,
     };
     let problems = validate(&record, &record.id);
     if !problems.is_empty() {
@@ -2501,6 +2575,7 @@ mod tests {
                 what_would_make_it_wrong: "One run at low load, one prompt.".into(),
                 other: vec![],
             },
+            sources: BTreeMap::new(),
         }
     }
 
@@ -2522,6 +2597,7 @@ mod tests {
         r.source.unverifiable = Some("x".into());
         r.source.forced = Some("x".into());
         r.notes.other = vec!["x".into()];
+        r.sources.insert("x".into(), "y".into());
         r.pair = Some(Pair {
             other_engine: "o".into(),
             other_value: 1.0,
@@ -2544,7 +2620,9 @@ mod tests {
             }
         }
         let (mut a, mut b) = (Vec::new(), Vec::new());
-        keys(&serde_json::to_value(&r).unwrap(), "", &mut a);
+        let mut full = serde_json::to_value(&r).unwrap();
+        full["sources"] = Value::String(String::new()); // free keys: typed, not listed
+        keys(&full, "", &mut a);
         keys(&schema_keys(true), "", &mut b);
         a.sort();
         b.sort();
