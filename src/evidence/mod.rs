@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::EvidenceError;
+/// The digest of a run directory (records name their evidence by it).
+pub mod digest;
 pub(crate) mod figures;
 pub mod layout;
 
@@ -111,6 +113,51 @@ pub struct ServeRecord {
     /// Of those, the ones still alive after SIGKILL. Absent in older evidence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub strays_survived: Vec<String>,
+    /// The model file the serve was given and its sha256, taken when the serve started ([`hash_model`]);
+    /// records copy it from here. Absent in older evidence and when the serve was given no model file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_file: Option<ModelFileHash>,
+}
+
+/// `run.json` `serve.model_file`: the model file the serve was given, hashed when the serve started.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelFileHash {
+    /// The path as the serve was given it (placeholders expanded).
+    pub path: String,
+    /// Lower-case hex SHA-256 of the whole file (64 digits), streamed.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// How the file was found: `request.model` (the gate's model names a file) or `serve.command` (the
+    /// argument after `-m`/`--model` in the serve's argv).
+    pub source: String,
+}
+
+/// The model file a serve is given, hashed now (call it as the serve starts): `request_model` when it names
+/// an existing regular file, else the argument after `-m`, `--model` or `--model-path` in `command` when that
+/// is one. None when neither names a file (a url serve, a model id); an unreadable file gives None too (the
+/// record that needs the hash then refuses, naming the missing hash).
+pub fn hash_model(request_model: &str, command: &[String]) -> Option<ModelFileHash> {
+    let after_flag = command
+        .windows(2)
+        .find(|w| matches!(w[0].as_str(), "-m" | "--model" | "--model-path"))
+        .map(|w| w[1].clone());
+    [
+        (Some(request_model.to_string()), "request.model"),
+        (after_flag, "serve.command"),
+    ]
+    .into_iter()
+    .filter_map(|(p, src)| p.map(|p| (p, src)))
+    .find(|(p, _)| Path::new(p).is_file())
+    .and_then(|(p, src)| {
+        let (sha256, bytes) = crate::io::hash::sha256_file(Path::new(&p)).ok()?;
+        Some(ModelFileHash {
+            path: p,
+            sha256,
+            bytes,
+            source: src.to_string(),
+        })
+    })
 }
 
 /// Where a `url` serve's `serve.log_file` stood when the run began (`run.json` `serve.log_file`).

@@ -1,53 +1,184 @@
-//! The one atomic file write: every file servegate writes whole (run.json, reports, leaderboard pages,
-//! records, the signal-time status) goes through [`write_atomic`] or [`write_atomic_with`], so a reader
-//! never sees a half-written file.
+//! The one output writer: every file servegate writes whole (run.json, reports, JSON, JUnit, leaderboard
+//! pages, records, the signal-time status) goes through [`write_atomic`] or [`write_atomic_with`], so a reader
+//! never sees a half-written file and an output never destroys what it replaces:
+//!
+//! - a regular file (or a new path) is written to a temp file in its directory and renamed over it; an
+//!   existing file keeps its permission bits (a new one is `rw-r--r--`);
+//! - a symlink is followed: its final target is replaced atomically the same way, and the link stays;
+//! - a character device or FIFO (`/dev/null`, `/dev/stdout`, a pipe) is written through, never replaced;
+//! - anything else (a directory, a block device, a socket) is refused with an error naming the path.
 
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Writes `bytes` to `path` atomically: a temp file in the same directory (the directory is created when
-/// missing), written, synced, made `rw-r--r--` like any other written file, then renamed over `path`.
+/// Writes `bytes` to `path` as the module doc describes (atomic for regular files, written through for
+/// character devices and FIFOs). The directory is created when missing.
 ///
-/// Errors: the `std::io::Error` of the step that failed; on error `path` is untouched and the temp file is
-/// removed.
+/// Errors: the `std::io::Error` of the step that failed; on error a regular `path` is untouched and the
+/// temp file is removed. A directory, block device or socket at `path` gives `InvalidInput`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic_with(path, |f| f.write_all(bytes))
 }
 
-/// Like [`write_atomic`], with the content streamed by `fill` into the temp file (for files too large to
-/// hold whole). `fill` gets the open temp file; its error aborts the write.
+/// What `path` is, for writing: where to write and how.
+enum Target {
+    /// Replace this regular file (or create it), keeping `mode` when it existed.
+    Replace(PathBuf, Option<u32>),
+    /// Write through (a character device or FIFO).
+    Through(PathBuf),
+}
+
+/// Follows symlinks (to their final target, relative links resolved against the link's directory) and
+/// classifies what is there.
+fn target(path: &Path) -> std::io::Result<Target> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        let meta = match std::fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Target::Replace(p, None))
+            }
+            Err(e) => return Err(e),
+        };
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            let link = std::fs::read_link(&p)?;
+            p = match p.parent() {
+                Some(dir) if link.is_relative() => dir.join(link),
+                _ => link,
+            };
+            continue;
+        }
+        if ft.is_file() {
+            return Ok(Target::Replace(p, Some(mode_of(&meta))));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if ft.is_char_device() || ft.is_fifo() {
+                return Ok(Target::Through(p));
+            }
+        }
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file, symlink, character device or FIFO: refusing to replace it",
+                p.display()
+            ),
+        ));
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("{}: too many levels of symbolic links", path.display()),
+    ))
+}
+
+#[cfg(unix)]
+fn mode_of(meta: &std::fs::Metadata) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o7777
+}
+
+#[cfg(not(unix))]
+fn mode_of(_: &std::fs::Metadata) -> u32 {
+    0o644
+}
+
+/// Like [`write_atomic`], with the content streamed by `fill` (for files too large to hold whole). `fill`
+/// gets the open temp file (or, for a device or FIFO, the opened target); its error aborts the write.
 pub fn write_atomic_with<T>(
     path: &Path,
     fill: impl FnOnce(&mut File) -> std::io::Result<T>,
 ) -> std::io::Result<T> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
+    let (real, mode) = match target(path)? {
+        Target::Through(p) => {
+            let mut f = std::fs::OpenOptions::new().write(true).open(&p)?;
+            let out = fill(&mut f)?;
+            f.flush()?;
+            return Ok(out);
+        }
+        Target::Replace(p, mode) => (p, mode),
     };
-    std::fs::create_dir_all(dir)?;
+    let dir = match real.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".servegate-")
-        .tempfile_in(dir)?;
-    readable(tmp.as_file())?;
+        .tempfile_in(&dir)?;
+    match mode {
+        Some(m) => set_mode(tmp.as_file(), m)?,
+        None => readable(tmp.as_file())?,
+    }
     let out = fill(tmp.as_file_mut())?;
     tmp.as_file_mut().flush()?;
     tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
+    tmp.persist(&real).map_err(|e| e.error)?;
     Ok(out)
+}
+
+/// Removes the output at `path` before a run writes it anew (so a run that ends early leaves no stale
+/// report), without destroying what is not servegate's to remove: a regular file is removed; a symlink is
+/// followed and its final target removed when that is a regular file (the link stays, and the next
+/// [`write_atomic`] recreates the target through it); a character device or FIFO (`/dev/null`) is left
+/// alone. Nothing there is not an error.
+///
+/// Errors: the `std::io::Error` of the removal; `InvalidInput` for a directory, block device or socket.
+pub fn clear_output(path: &Path) -> std::io::Result<()> {
+    match target(path)? {
+        Target::Through(_) | Target::Replace(_, None) => Ok(()),
+        Target::Replace(p, Some(_)) => match std::fs::remove_file(&p) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        },
+    }
+}
+
+/// Writes `bytes` to a new regular file at `path`, atomically (temp file in the directory, synced, renamed
+/// without replacing, `rw-r--r--`): for files that are never overwritten (records). The directory is
+/// created when missing.
+///
+/// Errors: `AlreadyExists` when `path` exists (anything: file, link, device); otherwise the
+/// `std::io::Error` of the step that failed, with no temp file left.
+pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!("{} exists", path.display()),
+        ));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".servegate-")
+        .tempfile_in(&dir)?;
+    readable(tmp.as_file())?;
+    tmp.as_file_mut().write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist_noclobber(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn set_mode(f: &File, mode: u32) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    }
+    #[cfg(not(unix))]
+    let _ = (f, mode);
+    Ok(())
 }
 
 /// Makes a file `rw-r--r--` (tempfile creates its files `rw-------`), so the file it becomes is readable
 /// like any other written file.
 pub fn readable(f: &File) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        f.set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    #[cfg(not(unix))]
-    let _ = f;
-    Ok(())
+    set_mode(f, 0o644)
 }
 
 #[cfg(test)]
@@ -76,5 +207,101 @@ mod tests {
         });
         assert!(r.is_err());
         assert_eq!(std::fs::read(&p).unwrap(), b"old");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_existing_file_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("out.txt");
+        std::fs::write(&p, b"old").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&p, b"new").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o640);
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        let fresh = tmp.path().join("fresh.txt");
+        write_atomic(&fresh, b"x").unwrap();
+        let mode = std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o644);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_is_followed_and_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("real")).unwrap();
+        let target = tmp.path().join("real/page.md");
+        std::fs::write(&target, b"old").unwrap();
+        let link = tmp.path().join("page.md");
+        std::os::unix::fs::symlink("real/page.md", &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_written_through_and_a_directory_refused() {
+        use std::os::unix::fs::FileTypeExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("pipe");
+        let st = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(&fifo).unwrap())
+        };
+        write_atomic(&fifo, b"through").unwrap();
+        assert_eq!(reader.join().unwrap(), b"through");
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+        let err = write_atomic(tmp.path(), b"x").unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("refusing"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn clearing_removes_files_and_link_targets_but_never_a_fifo() {
+        use std::os::unix::fs::FileTypeExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let f = tmp.path().join("report.json");
+        std::fs::write(&f, b"old").unwrap();
+        clear_output(&f).unwrap();
+        assert!(!f.exists());
+        clear_output(&f).unwrap(); // nothing there: fine
+        let target = tmp.path().join("real.xml");
+        std::fs::write(&target, b"old").unwrap();
+        let link = tmp.path().join("junit.xml");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        clear_output(&link).unwrap();
+        assert!(!target.exists());
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        write_atomic(&link, b"new").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        let fifo = tmp.path().join("pipe");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        clear_output(&fifo).unwrap();
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
     }
 }

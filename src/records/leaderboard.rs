@@ -58,6 +58,7 @@ struct RowCtx {
     range: String,
     indicative: bool,
     values_unpublished: bool,
+    flags: Vec<FlagCtx>,
     engine: String,
     route: String,
     sha256: String,
@@ -65,6 +66,40 @@ struct RowCtx {
     load: String,
     note: String,
     link: String,
+}
+
+/// One flag of a row: its text, and whether it is a warning (bold on the page).
+#[derive(Debug, Serialize)]
+struct FlagCtx {
+    text: String,
+    strong: bool,
+}
+
+/// The flags of a record's row, in the order the page lists them (each explained in the page's legend).
+fn flags(r: &Record) -> Vec<FlagCtx> {
+    let mut f = Vec::new();
+    let mut push = |text: &str, strong: bool| {
+        f.push(FlagCtx {
+            text: text.to_string(),
+            strong,
+        })
+    };
+    if r.source.forced.is_some() {
+        push("forced: the run failed", true);
+    }
+    if r.known_answer.result == "fail" {
+        push("known answer failed", true);
+    }
+    if r.source.evidence.is_none() {
+        push("unverifiable", true);
+    }
+    if r.indicative() {
+        push("indicative", true);
+    }
+    if r.values.is_none() {
+        push("values not published", false);
+    }
+    f
 }
 
 #[derive(Debug, Serialize)]
@@ -438,6 +473,7 @@ pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja
                 range: format!("{}–{}", r.fmt(r.range[0]), r.fmt(r.range[1])),
                 indicative: r.indicative(),
                 values_unpublished: r.values.is_none(),
+                flags: flags(r),
                 engine: engine_cell(r),
                 route: r.route.clone(),
                 sha256: r.model.sha256.chars().take(16).collect(),
@@ -559,8 +595,18 @@ pub fn html_path(md: &Path) -> PathBuf {
     md.with_extension("html")
 }
 
-/// A unified-style line diff of `old` (the file `old_name`) and `new` with `context` lines around changes;
-/// empty when equal.
+/// At most this many lines of each side's differing middle (after the common head and tail are set aside)
+/// go into [`unified_diff`]; the rest is summarised. Keeps `leaderboard --check` linear in the page size.
+pub const DIFF_MAX_LINES: usize = 2000;
+
+/// At most this many lines of diff are printed.
+pub const DIFF_MAX_OUTPUT_LINES: usize = 400;
+
+/// A unified line diff of `old` (the file `old_name`) and `new`, `context` lines around changes (the
+/// `similar` crate's Myers diff); empty when equal. Bounded: the common head and tail are skipped in linear
+/// time, at most [`DIFF_MAX_LINES`] lines of each differing middle are diffed (a longer middle is cut and a
+/// final line says how many lines were left out), and at most [`DIFF_MAX_OUTPUT_LINES`] lines are returned.
+/// Line numbers in the hunk headers are those of the whole files.
 pub fn unified_diff(
     old_name: &str,
     new_name: &str,
@@ -573,7 +619,6 @@ pub fn unified_diff(
     }
     let a: Vec<&str> = old.split_inclusive('\n').collect();
     let b: Vec<&str> = new.split_inclusive('\n').collect();
-    // Common prefix and suffix, then an LCS table over the middle.
     let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
     let suf = a[pre..]
         .iter()
@@ -581,68 +626,74 @@ pub fn unified_diff(
         .zip(b[pre..].iter().rev())
         .take_while(|(x, y)| x == y)
         .count();
-    let (am, bm) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
-    let (n, m) = (am.len(), bm.len());
-    let mut lcs = vec![0u32; (n + 1) * (m + 1)];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[i * (m + 1) + j] = if am[i] == bm[j] {
-                lcs[(i + 1) * (m + 1) + j + 1] + 1
-            } else {
-                lcs[(i + 1) * (m + 1) + j].max(lcs[i * (m + 1) + j + 1])
-            };
-        }
-    }
-    // ops: (tag, line)
-    let mut ops: Vec<(char, &str)> = a[..pre].iter().map(|l| (' ', *l)).collect();
-    let (mut i, mut j) = (0, 0);
-    while i < n || j < m {
-        if i < n && j < m && am[i] == bm[j] {
-            ops.push((' ', am[i]));
-            i += 1;
-            j += 1;
-        } else if i < n && (j == m || lcs[(i + 1) * (m + 1) + j] >= lcs[i * (m + 1) + j + 1]) {
-            ops.push(('-', am[i]));
-            i += 1;
-        } else {
-            ops.push(('+', bm[j]));
-            j += 1;
-        }
-    }
-    ops.extend(a[a.len() - suf..].iter().map(|l| (' ', *l)));
-
+    // The window diffed: the differing middle (capped) with `context` lines of each common end.
+    let head = pre.saturating_sub(context);
+    let a_mid = (a.len() - suf - pre).min(DIFF_MAX_LINES);
+    let b_mid = (b.len() - suf - pre).min(DIFF_MAX_LINES);
+    let cut = a_mid < a.len() - suf - pre || b_mid < b.len() - suf - pre;
+    let tail = if cut { 0 } else { suf.min(context) };
+    let a_win: String = a[head..pre + a_mid + tail].concat();
+    let b_win: String = b[head..pre + b_mid + tail].concat();
+    let diff = similar::TextDiff::configure()
+        .algorithm(similar::Algorithm::Myers)
+        .diff_lines(a_win.as_str(), b_win.as_str());
     let mut out = format!("--- {old_name}\n+++ {new_name}\n");
-    let changes: Vec<usize> = ops
-        .iter()
-        .enumerate()
-        .filter(|(_, (t, _))| *t != ' ')
-        .map(|(k, _)| k)
-        .collect();
-    let mut k = 0;
-    while k < changes.len() {
-        let start = changes[k].saturating_sub(context);
-        let mut end = (changes[k] + context + 1).min(ops.len());
-        while k + 1 < changes.len() && changes[k + 1] <= end + context {
-            k += 1;
-            end = (changes[k] + context + 1).min(ops.len());
-        }
-        k += 1;
-        let a_before = ops[..start].iter().filter(|(t, _)| *t != '+').count();
-        let b_before = ops[..start].iter().filter(|(t, _)| *t != '-').count();
-        let a_len = ops[start..end].iter().filter(|(t, _)| *t != '+').count();
-        let b_len = ops[start..end].iter().filter(|(t, _)| *t != '-').count();
-        let a_start = if a_len == 0 { a_before } else { a_before + 1 };
-        let b_start = if b_len == 0 { b_before } else { b_before + 1 };
-        out.push_str(&format!("@@ -{a_start},{a_len} +{b_start},{b_len} @@\n"));
-        for (t, line) in &ops[start..end] {
-            out.push(*t);
+    for hunk in diff.unified_diff().context_radius(context).iter_hunks() {
+        // Hunk header with whole-file line numbers.
+        let ops = hunk.ops();
+        let (Some(first), Some(last)) = (ops.first(), ops.last()) else {
+            continue;
+        };
+        let (ar, br) = (
+            first.old_range().start..last.old_range().end,
+            first.new_range().start..last.new_range().end,
+        );
+        let start = |r: &std::ops::Range<usize>| {
+            if r.is_empty() {
+                head + r.start
+            } else {
+                head + r.start + 1
+            }
+        };
+        out.push_str(&format!(
+            "@@ -{},{} +{},{} @@\n",
+            start(&ar),
+            ar.len(),
+            start(&br),
+            br.len()
+        ));
+        for change in hunk.iter_changes() {
+            out.push(match change.tag() {
+                similar::ChangeTag::Equal => ' ',
+                similar::ChangeTag::Delete => '-',
+                similar::ChangeTag::Insert => '+',
+            });
+            let line = change.value();
             out.push_str(line);
             if !line.ends_with('\n') {
                 out.push_str("\n\\ No newline at end of file\n");
             }
         }
     }
-    out
+    let mut lines: Vec<&str> = out.split_inclusive('\n').collect();
+    let mut note = String::new();
+    if lines.len() > DIFF_MAX_OUTPUT_LINES {
+        note = format!(
+            "... diff cut after {DIFF_MAX_OUTPUT_LINES} of {} lines\n",
+            lines.len()
+        );
+        lines.truncate(DIFF_MAX_OUTPUT_LINES);
+    }
+    if cut {
+        note.push_str(&format!(
+            "... only the first {DIFF_MAX_LINES} differing lines of each side were compared ({} and {} differ)\n",
+            a.len() - suf - pre,
+            b.len() - suf - pre
+        ));
+    }
+    let mut text = lines.concat();
+    text.push_str(&note);
+    text
 }
 
 /// `servegate leaderboard` arguments.
@@ -789,6 +840,25 @@ mod tests {
         assert_eq!(d, "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+x\n");
         let d = unified_diff("a", "b", "x\ny", "x\n", 3);
         assert!(d.contains("-y\n\\ No newline at end of file\n"), "{d}");
+    }
+
+    #[test]
+    fn diff_of_a_huge_page_is_capped_and_names_the_first_change() {
+        // Every line differs (a CRLF page against an LF one): the diff stays bounded.
+        let old: String = (0..50_000).map(|i| format!("line {i}\r\n")).collect();
+        let new: String = (0..50_000).map(|i| format!("line {i}\n")).collect();
+        let d = unified_diff("a", "b", &old, &new, 3);
+        assert!(
+            d.lines().count() <= DIFF_MAX_OUTPUT_LINES + 2,
+            "{}",
+            d.lines().count()
+        );
+        assert!(d.contains("-line 0\r\n"), "{}", &d[..200]);
+        assert!(
+            d.contains("only the first 2000 differing lines"),
+            "{}",
+            &d[d.len() - 200..]
+        );
     }
 
     #[test]

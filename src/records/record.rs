@@ -98,6 +98,11 @@ pub struct Record {
     pub pair: Option<Pair>,
     /// Notes, including the required "what would make it wrong" sentence.
     pub notes: Notes,
+    /// Optional: where each provenance fact came from, by dotted field (`model.sha256` → `run.json
+    /// serve.model_file (hashed at serve start)`, `settings.engine_version` → `the serve (/props build_info)`
+    /// or `the gate's [record] table`). Written by the builders for gate runs; absent in older records.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, String>,
 }
 
 /// `model`.
@@ -227,6 +232,18 @@ pub struct Source {
     /// Nullable: where it was published (required for `published`).
     #[serde(deserialize_with = "nullable")]
     pub published: Option<String>,
+    /// Optional: the digest of the evidence directory ([`crate::evidence::digest::digest_dir`]) the record
+    /// was built from; required for `gate_run` records, so a later edit to the evidence is caught.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_sha256: Option<String>,
+    /// Optional: why the record cannot be re-derived (`not published: the evidence lives on the first user's
+    /// machines`). Required when `evidence` is null; the page marks such a record unverifiable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unverifiable: Option<String>,
+    /// Optional: set when `records add --force` wrote the record from a run that failed or was incomplete:
+    /// why (the first failing verdict or the accounting). The page flags such a record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forced: Option<String>,
 }
 
 /// `pair`: an A-B-B-A comparison with another runtime on the same model file and hold.
@@ -268,33 +285,6 @@ pub struct Notes {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other: Vec<String>,
 }
-
-/// Top-level keys: (name, required).
-const TOP_KEYS: &[(&str, bool)] = &[
-    ("schema", true),
-    ("id", true),
-    ("date", true),
-    ("host", true),
-    ("model", true),
-    ("device", true),
-    ("route", true),
-    ("metric", true),
-    ("statistic", true),
-    ("value", true),
-    ("decimals", true),
-    ("n", true),
-    ("values", true),
-    ("values_unavailable", false),
-    ("range", true),
-    ("settings", true),
-    ("hold", true),
-    ("load", true),
-    ("known_answer", true),
-    ("instrument", true),
-    ("source", true),
-    ("pair", false),
-    ("notes", true),
-];
 
 impl Record {
     /// n < 3: valid, but shown as `indicative` everywhere.
@@ -378,84 +368,231 @@ pub fn parse(text: &str) -> Result<Record, Vec<Problem>> {
     }
 }
 
-/// Every structural problem of a record value, each with its dotted field.
+/// A record with every key present (every optional one set), serialised: the keys the schema knows at
+/// every level, derived from the types themselves (no hand-kept key list).
+fn schema_keys(all: bool) -> Value {
+    let some = |x: &str| if all { Some(x.to_string()) } else { None };
+    let r = Record {
+        schema: String::new(),
+        id: String::new(),
+        date: String::new(),
+        host: String::new(),
+        model: Model {
+            name: String::new(),
+            file: None,
+            sha256: String::new(),
+            sha256_form: String::new(),
+            sha256_of: String::new(),
+            weights: None,
+        },
+        device: String::new(),
+        route: String::new(),
+        metric: Metric {
+            name: String::new(),
+            unit: String::new(),
+            condition: None,
+        },
+        statistic: String::new(),
+        value: 0.0,
+        decimals: 0,
+        n: 0,
+        values: None,
+        values_unavailable: some(""),
+        range: [0.0, 0.0],
+        settings: Settings {
+            engine: String::new(),
+            engine_version: None,
+            sampling: None,
+            max_tokens: None,
+            prompt_tokens: None,
+            stream: None,
+            backend: None,
+        },
+        hold: Hold {
+            ticket: None,
+            duration_s: None,
+        },
+        load: Load {
+            load1_start: None,
+            load1_end: None,
+        },
+        known_answer: KnownAnswer {
+            prompt: None,
+            expected: None,
+            result: String::new(),
+            detail: None,
+        },
+        instrument: Instrument {
+            method: String::new(),
+            metric_definition: None,
+        },
+        source: Source {
+            kind: String::new(),
+            evidence: None,
+            gate: None,
+            published: None,
+            evidence_sha256: some(""),
+            unverifiable: some(""),
+            forced: some(""),
+        },
+        // `pair` is optional, but when present its own required keys apply: always shown here.
+        pair: Some(Pair {
+            other_engine: String::new(),
+            other_value: 0.0,
+            other_n: 0,
+            other_range: None,
+            ratio: 0.0,
+            ratio_decimals: 0,
+            ratio_source: String::new(),
+            ratio_note: some(""),
+            arm_order: Vec::new(),
+            arm_medians: if all { Some(Vec::new()) } else { None },
+        }),
+        notes: Notes {
+            what_would_make_it_wrong: String::new(),
+            other: if all { vec![String::new()] } else { Vec::new() },
+        },
+        sources: BTreeMap::new(),
+    };
+    let mut v = serde_json::to_value(r).expect("a record serialises");
+    if all {
+        // `sources` is a map with free keys: known at the top, its entries typed (strings) only.
+        v["sources"] = Value::String(String::new());
+    }
+    v
+}
+
+/// Every structural problem of a record value, each with its dotted field: unknown and missing keys at
+/// every level, found by comparing the value's keys with the schema's ([`schema_keys`]: every key, and the
+/// required ones), then wrong types, each named by its path as `serde_path_to_error` reports it.
 fn structural_problems(v: &Value) -> Vec<Problem> {
     let Some(obj) = v.as_object() else {
         return vec![Problem::new("(record)", "must be a JSON object")];
     };
-    fn check<T: serde::de::DeserializeOwned>(v: &Value) -> Result<(), String> {
-        serde_json::from_value::<T>(v.clone())
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }
+    let (known, required) = (schema_keys(true), schema_keys(false));
     let mut out = Vec::new();
-    for (key, val) in obj {
-        let res = match key.as_str() {
-            "schema" | "id" | "date" | "host" | "device" | "route" | "statistic" => {
-                check::<String>(val)
-            }
-            "model" => check::<Model>(val),
-            "metric" => check::<Metric>(val),
-            "value" => check::<f64>(val),
-            "decimals" | "n" => check::<u32>(val),
-            "values" => check::<Option<Vec<f64>>>(val),
-            "values_unavailable" => check::<Option<String>>(val),
-            "range" => check::<[f64; 2]>(val),
-            "settings" => check::<Settings>(val),
-            "hold" => check::<Hold>(val),
-            "load" => check::<Load>(val),
-            "known_answer" => check::<KnownAnswer>(val),
-            "instrument" => check::<Instrument>(val),
-            "source" => check::<Source>(val),
-            "pair" => check::<Option<Pair>>(val),
-            "notes" => check::<Notes>(val),
-            _ => {
-                let known: Vec<&str> = TOP_KEYS.iter().map(|(k, _)| *k).collect();
-                out.push(Problem::new(
-                    key.clone(),
-                    format!("unknown key (expected one of: {})", known.join(", ")),
-                ));
-                continue;
+    let mut broken_keys = std::collections::BTreeSet::new();
+    fn walk(
+        path: &str,
+        v: &serde_json::Map<String, Value>,
+        known: &Value,
+        required: &Value,
+        top: &str,
+        out: &mut Vec<Problem>,
+        broken: &mut std::collections::BTreeSet<String>,
+    ) {
+        let (Some(k), Some(r)) = (known.as_object(), required.as_object()) else {
+            return;
+        };
+        let at = |key: &str| {
+            if path.is_empty() {
+                key.to_string()
+            } else {
+                format!("{path}.{key}")
             }
         };
-        if let Err(msg) = res {
-            out.push(nested_problem(key, &msg));
+        for (key, val) in v {
+            let top = if path.is_empty() { key.as_str() } else { top };
+            match k.get(key) {
+                None => {
+                    let names: Vec<&str> = k.keys().map(String::as_str).collect();
+                    out.push(Problem::new(
+                        at(key),
+                        format!("unknown key (expected one of: {})", names.join(", ")),
+                    ));
+                    broken.insert(top.to_string());
+                }
+                Some(kk) if kk.is_object() => {
+                    if let Some(obj) = val.as_object() {
+                        let empty = Value::Object(Default::default());
+                        walk(
+                            &at(key),
+                            obj,
+                            kk,
+                            r.get(key).unwrap_or(&empty),
+                            top,
+                            out,
+                            broken,
+                        );
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        for key in r.keys() {
+            if !v.contains_key(key) {
+                let msg = if path.is_empty() {
+                    "missing (required)"
+                } else {
+                    "missing (required; use null where the key allows it and the fact is unknown)"
+                };
+                out.push(Problem::new(at(key), msg));
+                broken.insert(if path.is_empty() {
+                    key.clone()
+                } else {
+                    top.to_string()
+                });
+            }
         }
     }
-    for (key, required) in TOP_KEYS {
-        if *required && !obj.contains_key(*key) {
-            out.push(Problem::new(*key, "missing (required)"));
+    walk("", obj, &known, &required, "", &mut out, &mut broken_keys);
+    // `pair` is optional at the top: its absence is no problem.
+    out.retain(|p| p.field != "pair" || obj.contains_key("pair"));
+    fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<(), (String, String)> {
+        serde_path_to_error::deserialize::<_, T>(v)
+            .map(|_| ())
+            .map_err(|e| (e.path().to_string(), e.inner().to_string()))
+    }
+    for (key, val) in obj {
+        if broken_keys.contains(key) || !known.as_object().is_some_and(|k| k.contains_key(key)) {
+            continue;
+        }
+        let res = match key.as_str() {
+            "schema" | "id" | "date" | "host" | "device" | "route" | "statistic" => {
+                typed::<String>(val)
+            }
+            "model" => typed::<Model>(val),
+            "metric" => typed::<Metric>(val),
+            "value" => typed::<f64>(val),
+            "decimals" | "n" => typed::<u32>(val),
+            "values" => typed::<Option<Vec<f64>>>(val),
+            "values_unavailable" => typed::<Option<String>>(val),
+            "range" => typed::<[f64; 2]>(val),
+            "settings" => typed::<Settings>(val),
+            "hold" => typed::<Hold>(val),
+            "load" => typed::<Load>(val),
+            "known_answer" => typed::<KnownAnswer>(val),
+            "instrument" => typed::<Instrument>(val),
+            "source" => typed::<Source>(val),
+            "pair" => typed::<Option<Pair>>(val),
+            "notes" => typed::<Notes>(val),
+            "sources" => typed::<BTreeMap<String, String>>(val),
+            _ => Ok(()),
+        };
+        if let Err((path, msg)) = res {
+            let field = if path == "." || path.is_empty() {
+                key.clone()
+            } else if path.starts_with('[') {
+                format!("{key}{path}")
+            } else {
+                format!("{key}.{path}")
+            };
+            out.push(Problem::new(field, msg));
         }
     }
     out
 }
 
-/// Turns serde's "missing field `x`" / "unknown field `x`, expected ..." for the object at `parent` into a
-/// problem on `parent.x`; other messages stay on `parent`.
-fn nested_problem(parent: &str, msg: &str) -> Problem {
-    let field_in = |prefix: &str| -> Option<(String, String)> {
-        let rest = msg.strip_prefix(prefix)?;
-        let end = rest.find('`')?;
-        Some((
-            rest[..end].to_string(),
-            rest[end + 1..].trim_start_matches(',').trim().to_string(),
-        ))
-    };
-    if let Some((name, _)) = field_in("missing field `") {
-        return Problem::new(
-            format!("{parent}.{name}"),
-            "missing (required; use null where the key allows it and the fact is unknown)",
-        );
-    }
-    if let Some((name, rest)) = field_in("unknown field `") {
-        return Problem::new(format!("{parent}.{name}"), format!("unknown key ({rest})"));
-    }
-    Problem::new(parent, msg.to_string())
-}
-
 fn is_calendar_date(s: &str) -> bool {
     let b = s.as_bytes();
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    if !b
+        .iter()
+        .enumerate()
+        .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+    {
         return false;
     }
     let (Ok(y), Ok(m), Ok(d)) = (
@@ -634,8 +771,15 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
                     format!("{} but values has {} entries", r.n, values.len()),
                 );
             }
-            if values.iter().any(|v| !v.is_finite()) {
-                bad("values", "every value must be a finite number".into());
+            if let Some((i, v)) = values
+                .iter()
+                .enumerate()
+                .find(|(_, v)| !v.is_finite() || **v < 0.0)
+            {
+                bad(
+                    "values",
+                    format!("values[{i}] = {v}: every value must be a finite non-negative number"),
+                );
             } else if !values.is_empty() {
                 let median = stats::median(values).unwrap_or(f64::NAN);
                 if !within(r.value, median, d) {
@@ -743,20 +887,25 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
             }
         }
         "gate_run" => {
-            let required: [(&str, bool); 9] = [
-                ("model.weights", r.model.weights.is_some()),
-                ("source.evidence", r.source.evidence.is_some()),
-                ("source.gate", r.source.gate.is_some()),
-                ("model.file", r.model.file.is_some()),
+            let given = |o: &Option<String>| o.as_deref().is_some_and(|t| !t.trim().is_empty());
+            let required: [(&str, bool); 10] = [
+                ("model.weights", given(&r.model.weights)),
+                ("source.evidence", given(&r.source.evidence)),
+                ("source.gate", given(&r.source.gate)),
+                ("model.file", given(&r.model.file)),
+                (
+                    "source.evidence_sha256",
+                    r.source
+                        .evidence_sha256
+                        .as_deref()
+                        .is_some_and(crate::io::hash::is_full_hex),
+                ),
                 ("load.load1_start", r.load.load1_start.is_some()),
                 ("load.load1_end", r.load.load1_end.is_some()),
-                (
-                    "settings.engine_version",
-                    r.settings.engine_version.is_some(),
-                ),
+                ("settings.engine_version", given(&r.settings.engine_version)),
                 (
                     "instrument.metric_definition",
-                    r.instrument.metric_definition.is_some(),
+                    given(&r.instrument.metric_definition),
                 ),
                 (
                     "known_answer.result",
@@ -767,7 +916,7 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
                 if !ok {
                     bad(
                         field,
-                        "required (not null / not \"not_published\") for a gate_run record".into(),
+                        "required (not null, not empty, not \"not_published\") for a gate_run record".into(),
                     );
                 }
             }
@@ -776,6 +925,20 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
             "source.kind",
             format!("{other:?} is not one of {}", SOURCE_KINDS.join(", ")),
         ),
+    }
+
+    if r.source.evidence.is_none()
+        && r.source
+            .unverifiable
+            .as_deref()
+            .map(str::trim)
+            .unwrap_or("")
+            .is_empty()
+    {
+        bad(
+            "source.unverifiable",
+            "required when source.evidence is null: why the record cannot be re-derived (\"not published: ...\")".into(),
+        );
     }
 
     // notes
@@ -817,7 +980,15 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
                 );
             }
         }
-        if r.value > 0.0 && pair.other_value.is_finite() {
+        if r.value <= 0.0 {
+            bad(
+                "value",
+                format!(
+                    "{}: a pair record's figure must be positive for its ratio to be checked",
+                    r.value
+                ),
+            );
+        } else if pair.other_value.is_finite() {
             let exact = pair.other_value / r.value;
             // The stated inputs are themselves rounded to `decimals`: allow their rounding to carry into the ratio.
             let carried = exact * (half_unit(d) / r.value + half_unit(d) / pair.other_value);
@@ -953,6 +1124,7 @@ pub fn check_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
             by_id.entry(r.id.clone()).or_default().push(i);
         }
     }
+    cross_check_pairs(&mut checked);
     for (id, idx) in by_id {
         if idx.len() > 1 {
             let names: Vec<String> = idx
@@ -963,6 +1135,336 @@ pub fn check_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
                 checked[i].problems.push(Problem::new(
                     "id",
                     format!("{id:?} is not unique: used by {}", names.join(", ")),
+                ));
+            }
+        }
+    }
+    Ok(checked)
+}
+
+/// Where a record's `source.evidence` is: the path as written when it exists (relative paths are relative
+/// to the working directory, the repository root in CI), else relative to the parent of the record
+/// directory (`records/../<path>`).
+pub fn evidence_path(records_dir: &Path, evidence: &str) -> PathBuf {
+    let p = PathBuf::from(evidence);
+    if p.is_absolute() || p.exists() {
+        return p;
+    }
+    match records_dir.parent() {
+        Some(parent) if parent.join(&p).exists() => parent.join(&p),
+        _ => p,
+    }
+}
+
+/// The [`RunRecordSpec`] a record states about itself (what the evidence cannot tell), to rebuild it.
+fn spec_of(r: &Record, theirs: bool) -> RunRecordSpec {
+    RunRecordSpec {
+        id: r.id.clone(),
+        metric: r.metric.name.clone(),
+        model_name: r.model.name.clone(),
+        model_file: PathBuf::from(r.model.file.clone().unwrap_or_default()),
+        weights: r.model.weights.clone().unwrap_or_default(),
+        device: r.device.clone(),
+        route: r.route.clone(),
+        // A theirs record's engine is theirs' runtime (from the evidence); the builder takes ours' engine
+        // from the spec, which a theirs record names as its other engine.
+        engine: match &r.pair {
+            Some(p) if theirs => p.other_engine.clone(),
+            _ => r.settings.engine.clone(),
+        },
+        engine_version: r.settings.engine_version.clone(),
+        backend: r.settings.backend.clone(),
+        hold_ticket: r.hold.ticket.clone(),
+        what_would_make_it_wrong: r.notes.what_would_make_it_wrong.clone(),
+        notes: Vec::new(),
+    }
+}
+
+/// Re-derives a `gate_run` record from its evidence and names the first stated figure or fact that differs
+/// (empty when the record is what its evidence gives). The evidence is re-judged with the same judge as
+/// `servegate judge` ([`crate::judge::judge`] / [`crate::judge::judge_pair`], through the record builders),
+/// and every compared figure is compared exactly as stated, at the record's `decimals`: `values` one by one,
+/// `value`, `n`, `range`, the pair's other figure, n and ratio, `model.sha256` and `model.file` (from
+/// `serve.model_file` where the evidence has it), the evidence digest, `date`, `load`, `max_tokens`,
+/// `stream`, `known_answer.result`, and for a theirs record its engine, version, device and route.
+/// Published records (no evidence) give no problem here: `validate` requires their `unverifiable` reason.
+pub fn rederive(records_dir: &Path, r: &Record) -> Vec<Problem> {
+    rederive_with(records_dir, r, &mut BTreeMap::new())
+}
+
+/// [`rederive`], with the evidence digests already computed (by directory) kept in `digests`, so records
+/// citing one run directory digest it once.
+fn rederive_with(
+    records_dir: &Path,
+    r: &Record,
+    digests: &mut BTreeMap<PathBuf, String>,
+) -> Vec<Problem> {
+    if r.source.kind != "gate_run" {
+        return Vec::new();
+    }
+    let Some(evidence) = r
+        .source
+        .evidence
+        .as_deref()
+        .filter(|e| !e.trim().is_empty())
+    else {
+        return Vec::new(); // validate reports the missing evidence
+    };
+    let dir = evidence_path(records_dir, evidence);
+    if !dir.is_dir() {
+        return vec![Problem::new(
+            "source.evidence",
+            format!("{evidence:?} does not exist (looked at {}): a gate_run record is re-derived from its evidence", dir.display()),
+        )];
+    }
+    if let Some(stated) = &r.source.evidence_sha256 {
+        let digest = match digests.get(&dir) {
+            Some(d) => Ok(d.clone()),
+            None => crate::evidence::digest::digest_dir(&dir).inspect(|d| {
+                digests.insert(dir.clone(), d.clone());
+            }),
+        };
+        match digest {
+            Ok(d) if &d == stated => {}
+            Ok(d) => {
+                return vec![Problem::new(
+                    "source.evidence_sha256",
+                    format!("{stated} but the evidence directory {} digests to {d}: the evidence was edited after the record was written", dir.display()),
+                )]
+            }
+            Err(e) => return vec![Problem::new("source.evidence", format!("{}: {e}", dir.display()))],
+        }
+    }
+    let gate = match crate::spec::load(&dir.join(crate::evidence::layout::GATE_FILE)) {
+        Ok(g) => g,
+        Err(e) => {
+            return vec![Problem::new(
+                "source.evidence",
+                format!("its gate.toml: {e}"),
+            )]
+        }
+    };
+    let built = if crate::evidence::is_pair_dir(&dir) {
+        crate::analysis::load_pair(&dir).map(|pe| {
+            // The record's side: the role of the arms it calls `this`.
+            let role = r
+                .pair
+                .as_ref()
+                .and_then(|p| p.arm_order.iter().position(|a| a == "this"))
+                .and_then(|k| pe.summary.arms.get(k))
+                .map(|a| a.role.clone())
+                .unwrap_or_else(|| "ours".into());
+            from_pair_run_as(&gate, &pe, &spec_of(r, role == "theirs"), &role)
+        })
+    } else {
+        crate::analysis::load(&dir)
+            .map(|ev| build_run(&gate, &ev, &spec_of(r, false), Some(r), false))
+    };
+    let want = match built {
+        Err(e) => {
+            return vec![Problem::new(
+                "source.evidence",
+                format!("cannot be loaded: {e}"),
+            )]
+        }
+        Ok(Err(e)) => {
+            return vec![Problem::new(
+                "source.evidence",
+                format!("gives no record: {e}"),
+            )]
+        }
+        Ok(Ok(w)) => w,
+    };
+    match first_difference(r, &want) {
+        Some((field, stated, derived)) => vec![Problem::new(
+            field,
+            format!(
+                "states {stated} but the re-judged evidence {} gives {derived}",
+                dir.display()
+            ),
+        )],
+        None => Vec::new(),
+    }
+}
+
+/// The first field where `r` (as stated) and `want` (re-derived) differ: (field, stated, derived), each
+/// figure formatted at `r`'s decimals.
+fn first_difference(r: &Record, want: &Record) -> Option<(String, String, String)> {
+    let f = |x: f64| r.fmt(x);
+    let opt = |x: Option<f64>| x.map(f).unwrap_or_else(|| "null".into());
+    let mut diffs: Vec<(String, String, String)> = Vec::new();
+    let mut cmp = |field: String, a: String, b: String| {
+        if a != b {
+            diffs.push((field, a, b));
+        }
+    };
+    let (rv, wv) = (
+        r.values.clone().unwrap_or_default(),
+        want.values.clone().unwrap_or_default(),
+    );
+    cmp("n".into(), r.n.to_string(), want.n.to_string());
+    for (i, (a, b)) in rv.iter().zip(&wv).enumerate() {
+        cmp(format!("values[{i}]"), f(*a), f(*b));
+    }
+    cmp("value".into(), f(r.value), f(want.value));
+    cmp("range[0]".into(), f(r.range[0]), f(want.range[0]));
+    cmp("range[1]".into(), f(r.range[1]), f(want.range[1]));
+    if let (Some(p), Some(q)) = (&r.pair, &want.pair) {
+        cmp(
+            "pair.other_value".into(),
+            f(p.other_value),
+            f(q.other_value),
+        );
+        cmp(
+            "pair.other_n".into(),
+            p.other_n.to_string(),
+            q.other_n.to_string(),
+        );
+        cmp(
+            "pair.ratio".into(),
+            format!("{:.*}", p.ratio_decimals.min(9) as usize, p.ratio),
+            format!("{:.*}", p.ratio_decimals.min(9) as usize, q.ratio),
+        );
+        cmp(
+            "pair.other_engine".into(),
+            p.other_engine.clone(),
+            q.other_engine.clone(),
+        );
+    } else {
+        cmp(
+            "pair".into(),
+            r.pair.is_some().to_string(),
+            want.pair.is_some().to_string(),
+        );
+    }
+    cmp(
+        "model.sha256".into(),
+        r.model.sha256.clone(),
+        want.model.sha256.clone(),
+    );
+    cmp(
+        "model.file".into(),
+        format!("{:?}", r.model.file),
+        format!("{:?}", want.model.file),
+    );
+    cmp(
+        "source.evidence_sha256".into(),
+        format!("{:?}", r.source.evidence_sha256),
+        format!("{:?}", want.source.evidence_sha256),
+    );
+    cmp("date".into(), r.date.clone(), want.date.clone());
+    cmp(
+        "load.load1_start".into(),
+        opt(r.load.load1_start),
+        opt(want.load.load1_start),
+    );
+    cmp(
+        "load.load1_end".into(),
+        opt(r.load.load1_end),
+        opt(want.load.load1_end),
+    );
+    cmp(
+        "settings.max_tokens".into(),
+        format!("{:?}", r.settings.max_tokens),
+        format!("{:?}", want.settings.max_tokens),
+    );
+    cmp(
+        "settings.stream".into(),
+        format!("{:?}", r.settings.stream),
+        format!("{:?}", want.settings.stream),
+    );
+    let forced = |x: &Record| match x.source.forced {
+        Some(_) => "set (the run failed its verdicts)",
+        None => "null (the run passed its verdicts)",
+    };
+    cmp(
+        "source.forced".into(),
+        forced(r).into(),
+        forced(want).into(),
+    );
+    cmp(
+        "known_answer.result".into(),
+        r.known_answer.result.clone(),
+        want.known_answer.result.clone(),
+    );
+    cmp(
+        "settings.engine".into(),
+        r.settings.engine.clone(),
+        want.settings.engine.clone(),
+    );
+    if r.route == THEIRS_NOT_PUBLISHED || want.route == THEIRS_NOT_PUBLISHED {
+        cmp(
+            "settings.engine_version".into(),
+            format!("{:?}", r.settings.engine_version),
+            format!("{:?}", want.settings.engine_version),
+        );
+        cmp("device".into(), r.device.clone(), want.device.clone());
+        cmp("route".into(), r.route.clone(), want.route.clone());
+    }
+    diffs.into_iter().next()
+}
+
+/// The two records of one pair run (same `source.evidence` and metric) checked against each other: each
+/// record's `pair.other_value` and `other_n` must be the other record's `value` and `n`, and the two ratios
+/// each other's inverse at their stated decimals. Problems go on the record whose copy differs.
+fn cross_check_pairs(checked: &mut [Checked]) {
+    let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (i, c) in checked.iter().enumerate() {
+        if let Some(r) = &c.record {
+            if let (Some(_), Some(ev)) = (&r.pair, &r.source.evidence) {
+                groups
+                    .entry((ev.clone(), r.metric.name.clone()))
+                    .or_default()
+                    .push(i);
+            }
+        }
+    }
+    for idx in groups.values().filter(|v| v.len() == 2) {
+        let (a, b) = (idx[0], idx[1]);
+        let ra = checked[a].record.clone().expect("grouped records parsed");
+        let rb = checked[b].record.clone().expect("grouped records parsed");
+        for (i, this, other) in [(a, &ra, &rb), (b, &rb, &ra)] {
+            let p = this.pair.as_ref().expect("grouped records are pairs");
+            if this.fmt(p.other_value) != other.fmt(other.value) || p.other_n != other.n {
+                checked[i].problems.push(Problem::new(
+                    "pair.other_value",
+                    format!(
+                        "{} (n = {}) but the other record of the same pair run, {}, states {} (n = {})",
+                        this.fmt(p.other_value),
+                        p.other_n,
+                        other.id,
+                        other.fmt(other.value),
+                        other.n
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// [`check_dir`], then every record that passed it re-derived from its evidence ([`rederive`]): what
+/// `servegate records check` runs. Linear in the records and the evidence bytes (each evidence directory is
+/// loaded, digested and judged once per record that cites it).
+pub fn verify_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
+    let mut checked = check_dir(dir)?;
+    let mut digests = BTreeMap::new();
+    for c in checked.iter_mut() {
+        let Some(r) = &c.record else { continue };
+        if c.problems.is_empty() {
+            let more = rederive_with(dir, r, &mut digests);
+            c.problems.extend(more);
+        } else if let Some(ev) = r
+            .source
+            .evidence
+            .as_deref()
+            .filter(|e| !e.trim().is_empty())
+        {
+            // An invalid record is not re-derived, but evidence it cites that does not exist is named too.
+            let at = evidence_path(dir, ev);
+            if r.source.kind == "gate_run" && !at.is_dir() {
+                c.problems.push(Problem::new(
+                    "source.evidence",
+                    format!("{ev:?} does not exist (looked at {})", at.display()),
                 ));
             }
         }
@@ -1033,6 +1535,11 @@ pub enum RecordsCmd {
         /// The record directory.
         #[arg(long, default_value = "records")]
         dir: PathBuf,
+        /// Record a run whose verdicts failed anyway (single-runtime runs only): the record carries the
+        /// failure in `source.forced` and the page flags it. Incomplete runs and failed requests are still
+        /// refused.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -1047,12 +1554,21 @@ pub fn cli_records(args: &RecordsArgs) -> i32 {
             metric,
             role,
             dir,
+            force,
         } => {
             if role != "ours" && role != "theirs" {
                 eprintln!("error: --role is `ours` or `theirs`, got {role:?}");
                 return exit::USAGE;
             }
-            cli_records_add_as(run, spec, id.as_deref(), metric.as_deref(), role, dir)
+            cli_records_add_with(
+                run,
+                spec,
+                id.as_deref(),
+                metric.as_deref(),
+                role,
+                dir,
+                *force,
+            )
         }
     }
 }
@@ -1080,6 +1596,19 @@ pub fn cli_records_add_as(
     role: &str,
     dir: &Path,
 ) -> i32 {
+    cli_records_add_with(run, spec_file, id, metric, role, dir, false)
+}
+
+/// [`cli_records_add_as`], with `force` ([`from_run_forced`]; refused for a pair run).
+pub fn cli_records_add_with(
+    run: &Path,
+    spec_file: &Path,
+    id: Option<&str>,
+    metric: Option<&str>,
+    role: &str,
+    dir: &Path,
+    force: bool,
+) -> i32 {
     let mut spec: RunRecordSpec = match std::fs::read_to_string(spec_file)
         .map_err(|e| e.to_string())
         .and_then(|t| toml::from_str(&t).map_err(|e| e.to_string()))
@@ -1104,7 +1633,13 @@ pub fn cli_records_add_as(
         }
     };
     let built = if crate::evidence::is_pair_dir(run) {
+        if force {
+            eprintln!("error: --force records single-runtime runs only; a pair record is written from a passing pair run");
+            return exit::USAGE;
+        }
         crate::analysis::load_pair(run).map(|pe| from_pair_run_as(&gate, &pe, &spec, role))
+    } else if force {
+        crate::analysis::load(run).map(|ev| from_run_forced(&gate, &ev, &spec))
     } else {
         crate::analysis::load(run).map(|ev| from_run(&gate, &ev, &spec))
     };
@@ -1124,15 +1659,18 @@ pub fn cli_records_add_as(
     };
     match write_new(dir, &record) {
         Ok(path) => {
-            let flag = if record.indicative() {
+            let mut flag = if record.indicative() {
                 format!(", indicative (n = {})", record.n)
             } else {
                 String::new()
             };
+            if let Some(why) = &record.source.forced {
+                flag.push_str(&format!(", FORCED: {}", terminal_safe(why)));
+            }
             println!(
                 "wrote {} ({} {} {} {}, n = {}{flag}); now run `servegate leaderboard`",
                 path.display(),
-                record.model.name,
+                terminal_safe(&record.model.name),
                 record.metric.name,
                 record.fmt(record.value),
                 record.metric.unit,
@@ -1150,10 +1688,24 @@ pub fn cli_records_add_as(
     }
 }
 
+/// `text` as it may be printed to a terminal: control characters (ESC, CR, BEL, ...) other than none
+/// are shown escaped (`\u{1b}`), so a record's text can never move the cursor, recolour or rewrite a line.
+pub fn terminal_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `servegate records check [--dir DIR]`: prints one line per record (`ok`, with `indicative (n = 2)` where
 /// n < 3) and every problem as `FILE: FIELD: MESSAGE`. Exit 0 when all are valid, 3 (SPEC_INVALID) otherwise.
 pub fn cli_records_check(dir: &Path) -> i32 {
-    let checked = match check_dir(dir) {
+    let checked = match verify_dir(dir) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {}: cannot read directory: {e}", dir.display());
@@ -1174,24 +1726,32 @@ pub fn cli_records_check(dir: &Path) -> i32 {
             if r.sha256_prefix_only() {
                 flags.push("sha256 prefix only".to_string());
             }
+            if let Some(why) = &r.source.unverifiable {
+                flags.push(format!("unverifiable: {why}"));
+            } else if r.source.kind == "gate_run" {
+                flags.push("re-derived from its evidence".to_string());
+            }
+            if let Some(why) = &r.source.forced {
+                flags.push(format!("FORCED: {why}"));
+            }
             let flags = if flags.is_empty() {
                 String::new()
             } else {
-                format!("; {}", flags.join("; "))
+                terminal_safe(&format!("; {}", flags.join("; ")))
             };
             println!(
                 "{}: ok ({} {} {} {}, n = {}{flags})",
                 c.file.display(),
-                r.model.name,
-                r.metric.name,
+                terminal_safe(&r.model.name),
+                terminal_safe(&r.metric.name),
                 r.fmt(r.value),
-                r.metric.unit,
+                terminal_safe(&r.metric.unit),
                 r.n
             );
         } else {
             bad += 1;
             for p in &c.problems {
-                eprintln!("{}: {p}", c.file.display());
+                eprintln!("{}: {}", c.file.display(), terminal_safe(&p.to_string()));
             }
         }
     }
@@ -1257,28 +1817,13 @@ pub fn write_new(dir: &Path, r: &Record) -> Result<PathBuf, RecordError> {
         });
     }
     let path = dir.join(format!("{}.json", r.id));
-    if path.exists() {
-        return Err(RecordError::Exists { path });
-    }
-    std::fs::create_dir_all(dir).map_err(|source| RecordError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let io = |source| RecordError::Io {
-        path: path.clone(),
-        source,
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    crate::io::fs::readable(tmp.as_file()).map_err(io)?;
-    std::io::Write::write_all(&mut tmp, to_json(r).as_bytes()).map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist_noclobber(&path).map_err(|e| {
-        if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+    crate::io::fs::write_new(&path, to_json(r).as_bytes()).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::AlreadyExists {
             RecordError::Exists { path: path.clone() }
         } else {
             RecordError::Io {
                 path: path.clone(),
-                source: e.error,
+                source,
             }
         }
     })?;
@@ -1459,15 +2004,50 @@ fn engine_version(
     spec: &RunRecordSpec,
     serve_says: Option<&str>,
     notes: &mut Vec<String>,
+    sources: &mut BTreeMap<String, String>,
 ) -> Option<String> {
-    match (&spec.engine_version, serve_says) {
+    let (v, from) = match (&spec.engine_version, serve_says) {
         (Some(v), Some(s)) if v != s => {
             notes.push(format!("the serve reports its version as {s:?}"));
-            Some(v.clone())
+            (
+                Some(v.clone()),
+                "the gate's [record] table (the serve's own words are in notes)",
+            )
         }
-        (Some(v), _) => Some(v.clone()),
-        (None, s) => s.map(str::to_string),
+        (Some(v), _) => (Some(v.clone()), "the gate's [record] table"),
+        (None, s) => (
+            s.map(str::to_string),
+            "the serve (run.json serve.version: /props build_info or system_fingerprint)",
+        ),
+    };
+    if v.is_some() {
+        sources.insert("settings.engine_version".into(), from.into());
     }
+    v
+}
+
+/// The sources of the facts a `[record]` table gives (device, route, engine, backend) for `this` side.
+fn spec_sources(theirs: bool, backend: bool) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    let table = "the gate's [record] table".to_string();
+    if theirs {
+        m.insert(
+            "settings.engine".into(),
+            "pair.json: theirs' runtime".into(),
+        );
+        m.insert(
+            "settings.engine_version".into(),
+            "theirs' serve (arm run.json serve.version)".into(),
+        );
+    } else {
+        m.insert("settings.engine".into(), table.clone());
+        m.insert("device".into(), table.clone());
+        m.insert("route".into(), table.clone());
+        if backend {
+            m.insert("settings.backend".into(), table);
+        }
+    }
+    m
 }
 
 fn sampling_of(req: &crate::spec::RequestSpec) -> String {
@@ -1499,6 +2079,72 @@ pub fn from_run(
     ev: &crate::analysis::Evidence,
     spec: &RunRecordSpec,
 ) -> Result<Record, RecordError> {
+    build_run(gate, ev, spec, None, false)
+}
+
+/// [`from_run`] for `records add --force`: a run whose verdicts failed is recorded anyway, and the record
+/// says so in `source.forced` (the page flags it). Everything else [`from_run`] refuses is still refused: an
+/// incomplete run, a failed serve, a request without a value (a record carries every planned value).
+pub fn from_run_forced(
+    gate: &crate::spec::GateSpec,
+    ev: &crate::analysis::Evidence,
+    spec: &RunRecordSpec,
+) -> Result<Record, RecordError> {
+    build_run(gate, ev, spec, None, true)
+}
+
+/// The evidence digest of `dir`, as a record carries it.
+fn evidence_digest(dir: &Path) -> Result<String, RecordError> {
+    crate::evidence::digest::digest_dir(dir).map_err(|source| RecordError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// The model file and hash the serve was given, from the evidence (`run.json` `serve.model_file`, taken
+/// when the serve started). `spec_file` (a `[record]` `model_file`) must name that same file: a record
+/// cannot claim another file's hash. `recheck` (re-deriving an existing record from evidence written
+/// before servegate hashed at serve start): that record's own model stands where the evidence has none.
+fn model_from_evidence(
+    ev: &crate::analysis::Evidence,
+    spec_file: &Path,
+    recheck: Option<&Record>,
+) -> Result<(String, String), RecordError> {
+    match (&ev.run.serve.model_file, recheck) {
+        (Some(m), _) => {
+            let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+                (Ok(x), Ok(y)) => x == y,
+                _ => a == b,
+            };
+            if recheck.is_none() && !same(spec_file, Path::new(&m.path)) {
+                return Err(RecordError::Evidence(format!(
+                    "{}: model.file {:?} is not the file the serve was given ({:?}, sha256 {} taken at serve start): a record's model hash comes from the evidence, not from the [record] table",
+                    ev.dir.display(),
+                    spec_file.display().to_string(),
+                    m.path,
+                    &m.sha256[..16.min(m.sha256.len())]
+                )));
+            }
+            Ok((m.path.clone(), m.sha256.clone()))
+        }
+        (None, Some(r)) => Ok((
+            r.model.file.clone().unwrap_or_default(),
+            r.model.sha256.clone(),
+        )),
+        (None, None) => Err(RecordError::Evidence(format!(
+            "{}: run.json has no serve.model_file: the serve was given no model file servegate could hash at serve start, so no record can state a model hash",
+            ev.dir.display()
+        ))),
+    }
+}
+
+fn build_run(
+    gate: &crate::spec::GateSpec,
+    ev: &crate::analysis::Evidence,
+    spec: &RunRecordSpec,
+    recheck: Option<&Record>,
+    force: bool,
+) -> Result<Record, RecordError> {
     use crate::evidence::RunStatus;
     let run = &ev.run;
     if run.status != RunStatus::Complete {
@@ -1516,17 +2162,34 @@ pub fn from_run(
     let (unit, decimals, definition) = run_metric(&spec.metric)?;
     // The same judgement as the verdicts: a run that fails them writes no record.
     let verdicts = crate::judge::judge(gate, ev);
-    refuse_failed_verdicts(&ev.dir, &verdicts)?;
+    let forced = match refuse_failed_verdicts(&ev.dir, &verdicts) {
+        Ok(()) => None,
+        Err(e) if force || recheck.is_some_and(|r| r.source.forced.is_some()) => {
+            Some(e.to_string())
+        }
+        Err(e) => return Err(e),
+    };
     let (values, prompt_tokens) = judged_values(ev, &spec.metric)?;
     let median = stats::median(&values).expect("non-empty");
-    let (sha, _) =
-        crate::io::hash::sha256_file(&spec.model_file).map_err(|source| RecordError::Io {
-            path: spec.model_file.clone(),
-            source,
-        })?;
+    let (model_file, sha) = model_from_evidence(ev, &spec.model_file, recheck)?;
+    let digest = evidence_digest(&ev.dir)?;
     let req = &gate.request;
     let mut other = spec.notes.clone();
     let prompt_tokens = prompt_tokens_setting(&prompt_tokens, &mut other);
+    let mut sources = spec_sources(false, spec.backend.is_some());
+    sources.insert(
+        "model.sha256".into(),
+        match &ev.run.serve.model_file {
+            Some(m) => format!(
+                "run.json serve.model_file (hashed at serve start; the file found from {})",
+                m.source
+            ),
+            None => {
+                "the record itself (evidence written before servegate hashed at serve start)".into()
+            }
+        },
+    );
+    let version = engine_version(spec, run.serve.version.as_deref(), &mut other, &mut sources);
     let record = Record {
         schema: RECORD_SCHEMA.into(),
         id: spec.id.clone(),
@@ -1537,7 +2200,7 @@ pub fn from_run(
         ),
         model: Model {
             name: spec.model_name.clone(),
-            file: Some(spec.model_file.display().to_string()),
+            file: Some(model_file),
             sha256: sha,
             sha256_form: "full".into(),
             sha256_of: "file".into(),
@@ -1562,7 +2225,7 @@ pub fn from_run(
         values_unavailable: None,
         settings: Settings {
             engine: spec.engine.clone(),
-            engine_version: engine_version(spec, run.serve.version.as_deref(), &mut other),
+            engine_version: version,
             sampling: Some(sampling_of(req)),
             max_tokens: Some(req.max_tokens),
             prompt_tokens,
@@ -1587,12 +2250,16 @@ pub fn from_run(
             evidence: Some(ev.dir.display().to_string()),
             gate: Some(run.gate_file.clone()),
             published: None,
+            evidence_sha256: Some(digest),
+            unverifiable: None,
+            forced,
         },
         pair: None,
         notes: Notes {
             what_would_make_it_wrong: spec.what_would_make_it_wrong.clone(),
             other,
         },
+        sources,
     };
     let record = Record {
         hold: if gate.hold.is_some() {
@@ -1611,6 +2278,11 @@ pub fn from_run(
     }
     Ok(record)
 }
+
+/// Device and route of a pair's theirs record: the gate's `[record]` describes ours' runtime only, and the
+/// serve does not report them.
+pub const THEIRS_NOT_PUBLISHED: &str =
+    "not_published: the gate's [record] describes ours' runtime, and theirs' serve does not report it";
 
 /// Builds a pair record from a pair run (`pair.json` and its arms): this record's figure is the median of
 /// every judged value of the `ours` arms, the other figure the median of the `theirs` arms (both recomputed
@@ -1664,6 +2336,7 @@ pub fn from_pair_run_as(
         )));
     }
     let (unit, decimals, definition) = run_metric(&spec.metric)?;
+    let digest = evidence_digest(&pe.dir)?;
     // The same judgement as the verdicts: a pair run that fails them writes no record.
     let verdicts = crate::judge::judge_pair(gate, pe);
     refuse_failed_verdicts(&pe.dir, &verdicts)?;
@@ -1746,6 +2419,21 @@ pub fn from_pair_run_as(
     let req = &gate.request;
     let mut other = spec.notes.clone();
     let prompt_tokens = prompt_tokens_setting(&prompt_tokens, &mut other);
+    let mut sources = spec_sources(role == "theirs", spec.backend.is_some() && role != "theirs");
+    sources.insert(
+        "model.sha256".into(),
+        "pair.json model_sha256 (hashed before the first arm, unchanged after the last)".into(),
+    );
+    let mut ours_sources = BTreeMap::new();
+    let version =
+        if role == "theirs" {
+            Some(version.clone().unwrap_or_else(|| {
+                "not_published: theirs' serve did not report its version".into()
+            }))
+        } else {
+            engine_version(spec, version.as_deref(), &mut other, &mut ours_sources)
+        };
+    sources.extend(ours_sources);
     let record = Record {
         schema: RECORD_SCHEMA.into(),
         id: spec.id.clone(),
@@ -1759,8 +2447,8 @@ pub fn from_pair_run_as(
             sha256_of: "file".into(),
             weights: Some(spec.weights.clone()),
         },
-        device: spec.device.clone(),
-        route: spec.route.clone(),
+        device: if role == "theirs" { THEIRS_NOT_PUBLISHED.into() } else { spec.device.clone() },
+        route: if role == "theirs" { THEIRS_NOT_PUBLISHED.into() } else { spec.route.clone() },
         metric: Metric { name: spec.metric.clone(), unit: unit.into(), condition: Some("warm".into()).filter(|_| req.warmup > 0) },
         statistic: "median".into(),
         value: round_to(m_this, decimals),
@@ -1771,12 +2459,13 @@ pub fn from_pair_run_as(
         values_unavailable: None,
         settings: Settings {
             engine: this_engine,
-            engine_version: engine_version(spec, version.as_deref(), &mut other),
+            // theirs' version is what theirs' serve reported, never ours' [record] version.
+            engine_version: version,
             sampling: Some(sampling_of(req)),
             max_tokens: Some(req.max_tokens),
             prompt_tokens,
             stream: Some(req.stream),
-            backend: spec.backend.clone(),
+            backend: if role == "theirs" { None } else { spec.backend.clone() },
         },
         hold: run_hold(gate, &s.started_utc, s.ended_utc.as_deref()),
         load: Load { load1_start: s.load_avg_start.map(|l| l[0]), load1_end: s.load_avg_end.map(|l| l[0]) },
@@ -1789,7 +2478,7 @@ pub fn from_pair_run_as(
             ),
             metric_definition: Some(definition.into()),
         },
-        source: Source { kind: "gate_run".into(), evidence: Some(dir.to_string()), gate: Some(s.gate_file.clone()), published: None },
+        source: Source { kind: "gate_run".into(), evidence: Some(dir.to_string()), gate: Some(s.gate_file.clone()), published: None, evidence_sha256: Some(digest), unverifiable: None, forced: None },
         pair: Some(Pair {
             other_engine,
             other_value: round_to(m_other, decimals),
@@ -1803,6 +2492,7 @@ pub fn from_pair_run_as(
             arm_medians: Some(arm_medians),
         }),
         notes: Notes { what_would_make_it_wrong: spec.what_would_make_it_wrong.clone(), other },
+        sources,
     };
     let problems = validate(&record, &record.id);
     if !problems.is_empty() {
@@ -1879,12 +2569,16 @@ mod tests {
                 evidence: Some("runs/x".into()),
                 gate: Some("gates/x.toml".into()),
                 published: None,
+                evidence_sha256: Some("e".repeat(64)),
+                unverifiable: None,
+                forced: None,
             },
             pair: None,
             notes: Notes {
                 what_would_make_it_wrong: "One run at low load, one prompt.".into(),
                 other: vec![],
             },
+            sources: BTreeMap::new(),
         }
     }
 
@@ -1900,9 +2594,13 @@ mod tests {
     }
 
     #[test]
-    fn top_keys_list_matches_the_struct() {
+    fn schema_keys_are_every_key_a_full_record_serialises() {
         let mut r = good();
         r.values_unavailable = Some("x".into());
+        r.source.unverifiable = Some("x".into());
+        r.source.forced = Some("x".into());
+        r.notes.other = vec!["x".into()];
+        r.sources.insert("x".into(), "y".into());
         r.pair = Some(Pair {
             other_engine: "o".into(),
             other_value: 1.0,
@@ -1911,16 +2609,41 @@ mod tests {
             ratio: 1.0,
             ratio_decimals: 2,
             ratio_source: "published".into(),
-            ratio_note: None,
+            ratio_note: Some("x".into()),
             arm_order: vec![],
-            arm_medians: None,
+            arm_medians: Some(vec![]),
         });
-        let v = serde_json::to_value(&r).unwrap();
-        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        let mut listed: Vec<&str> = TOP_KEYS.iter().map(|(k, _)| *k).collect();
-        keys.sort();
-        listed.sort();
-        assert_eq!(keys, listed);
+        fn keys(v: &Value, path: &str, out: &mut Vec<String>) {
+            if let Some(o) = v.as_object() {
+                for (k, x) in o {
+                    let p = format!("{path}.{k}");
+                    keys(x, &p, out);
+                    out.push(p);
+                }
+            }
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let mut full = serde_json::to_value(&r).unwrap();
+        full["sources"] = Value::String(String::new()); // free keys: typed, not listed
+        keys(&full, "", &mut a);
+        keys(&schema_keys(true), "", &mut b);
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+        // A structurally broken record names each problem's path.
+        let mut v = serde_json::to_value(good()).unwrap();
+        v["settings"]["max_tokens"] = "many".into();
+        v["model"]["extra"] = 1.into();
+        v["load"].as_object_mut().unwrap().remove("load1_end");
+        let mut f: Vec<String> = structural_problems(&v)
+            .into_iter()
+            .map(|p| p.field)
+            .collect();
+        f.sort();
+        assert_eq!(
+            f,
+            vec!["load.load1_end", "model.extra", "settings.max_tokens"]
+        );
     }
 
     #[test]
@@ -1996,6 +2719,9 @@ mod tests {
             evidence: None,
             gate: None,
             published: Some("seed-runs.md".into()),
+            evidence_sha256: None,
+            unverifiable: Some("not published: on the first user's machine".into()),
+            forced: None,
         };
         assert!(fields(&r).is_empty());
         assert_eq!(r.sha256_display(), "b1c1fe9d6c4a6d0c (prefix only)");
@@ -2012,6 +2738,9 @@ mod tests {
             evidence: None,
             gate: None,
             published: Some("seed-runs.md".into()),
+            evidence_sha256: None,
+            unverifiable: Some("not published: on the first user's machine".into()),
+            forced: None,
         };
         assert!(fields(&r).is_empty());
         r.value = 4.5;
@@ -2139,6 +2868,12 @@ mod tests {
             servegate_version: "0.1.0".into(),
             serve: ServeRecord {
                 version: Some("llama.cpp b4321".into()),
+                // As the runner does at serve start: the model file the serve was given (`root/model.gguf`
+                // when the test made one).
+                model_file: crate::evidence::hash_model(
+                    &root.join("model.gguf").display().to_string(),
+                    &[],
+                ),
                 ..Default::default()
             },
             planned: Some(requests.iter().filter(|r| !r.warmup).count()),

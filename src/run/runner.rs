@@ -600,6 +600,7 @@ fn drive_target_inner(
             summary.serve.mode = "command".into();
             summary.serve.command = command.clone();
             summary.serve.base_url = format!("http://{}:{port}", url_host(&spec.host));
+            summary.serve.model_file = crate::evidence::hash_model(&gate.request.model, &command);
             w.write_summary(summary)?;
             let sspec = serve::ServeSpec {
                 command,

@@ -71,7 +71,7 @@ impl Outputs {
     pub fn clear(&self) -> Vec<String> {
         let mut errors = Vec::new();
         for (_, p) in self.iter() {
-            match std::fs::remove_file(p) {
+            match crate::io::fs::clear_output(p) {
                 Ok(()) => {}
                 Err(_) if p.symlink_metadata().is_err() => {} // nothing there (or a parent is not a directory)
                 Err(e) => errors.push(format!(

@@ -4,6 +4,7 @@
 //! library.
 
 mod bench;
+mod bench_records;
 
 use std::process::ExitCode;
 
@@ -20,6 +21,8 @@ struct Cli {
 enum Cmd {
     /// servegate's own timing accuracy and overhead against a synthetic paced stream (docs/performance.md).
     BenchSelf(bench::BenchArgs),
+    /// Records checked, re-derived and rendered at scale (10,000 by default; docs/records.md).
+    BenchRecords(bench_records::BenchRecordsArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
                 servegate::error::exit::EVIDENCE_ERROR
             }
         },
+        Cmd::BenchRecords(args) => bench_records::cli_bench_records(&args),
     };
     ExitCode::from(code.clamp(0, 255) as u8)
 }

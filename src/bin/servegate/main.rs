@@ -145,26 +145,18 @@ fn main() -> ExitCode {
     ExitCode::from(code as u8)
 }
 
-/// Writes ID-decode-rate and ID-first-token from the newest run directory of the gate under `root`.
+/// Writes ID-decode-rate and ID-first-token from `run`: the run directory this command just wrote (never
+/// another run of the gate).
 fn write_records(
     gate_file: &std::path::Path,
-    root: &std::path::Path,
+    run: &std::path::Path,
     id: &str,
     dir: &std::path::Path,
 ) -> i32 {
     let Ok(g) = spec::load(gate_file) else {
         return exit::SPEC_INVALID;
     };
-    let gate_runs = root.join(&g.name);
-    let newest = std::fs::read_dir(&gate_runs).ok().and_then(|d| {
-        d.filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_dir())
-            .max()
-    });
-    let Some(run) = newest else {
-        eprintln!("error: no run directory under {}", gate_runs.display());
-        return exit::EVIDENCE_ERROR;
-    };
+    let run = run.to_path_buf();
     let pair = servegate::evidence::is_pair_dir(&run);
     let roles: &[&str] = if pair { &["ours", "theirs"] } else { &["ours"] };
     for (role, (metric, suffix)) in roles.iter().flat_map(|r| {
@@ -261,6 +253,8 @@ fn cmd_run(
     let _ = servegate::io::signals::install();
     servegate::io::signals::defer_exit();
     let mut skipped = 0usize;
+    // --record: the run directory this command wrote, when that run passed.
+    let mut passed_run: Option<PathBuf> = None;
     for g in &specs {
         let mut out = Fanout(vec![&mut console, &mut collector]);
         out.event(&Event::GateStarted {
@@ -288,11 +282,16 @@ fn cmd_run(
         servegate::io::signals::checkpoint();
         let run_s = t.elapsed().as_secs_f64();
         match ran {
-            Ok(o) => out.event(&Event::GateJudged {
-                spec: g,
-                outcome: &o,
-                listed: &Listed::verdicts(&o, run_s),
-            }),
+            Ok(o) => {
+                if o.exit_code() == exit::PASS {
+                    passed_run = Some(o.dir.clone());
+                }
+                out.event(&Event::GateJudged {
+                    spec: g,
+                    outcome: &o,
+                    listed: &Listed::verdicts(&o, run_s),
+                })
+            }
             Err(e) => out.event(&Event::GateError {
                 spec: g,
                 error: &e.to_string(),
@@ -312,10 +311,12 @@ fn cmd_run(
     };
     // --record: written from a passing run's evidence before the RESULT line, so that line says whether they were.
     if let Some((id, dir)) = record {
-        if worst != exit::PASS || nothing_checked {
+        if worst != exit::PASS {
             eprintln!("no record written: the run did not pass");
-        } else {
-            let code = write_records(&files[0], &root, id, dir);
+        } else if nothing_checked || passed_run.is_none() {
+            eprintln!("no record written: the gate was skipped (unmet [requires]); nothing was measured");
+        } else if let Some(run) = &passed_run {
+            let code = write_records(&files[0], run, id, dir);
             if code != exit::PASS {
                 results
                     .problems
