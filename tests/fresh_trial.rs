@@ -141,3 +141,16 @@ fn patterns_that_match_nonsense_are_refused_at_check() {
     let (code, _, err) = servegate(tmp.path(), &["check", "p.toml"]);
     assert_eq!(code, 0, "{err}");
 }
+
+/// `servegate records check --dir` of a folder with no record said `0 checked ... 0 problems` and exited 0:
+/// a check that checked nothing is not green (exit 7, as everywhere else).
+#[test]
+fn records_check_of_a_folder_without_records_checked_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, out, err) = servegate(
+        tmp.path(),
+        &["records", "check", "--dir", tmp.path().to_str().unwrap()],
+    );
+    assert_eq!(code, 7, "{out}\n{err}");
+    assert!(err.contains("nothing was checked"), "{err}");
+}

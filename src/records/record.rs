@@ -1762,7 +1762,13 @@ pub fn cli_records_check(dir: &Path) -> i32 {
         dir.display(),
         bad
     );
-    if bad == 0 {
+    if checked.is_empty() {
+        eprintln!(
+            "records: no record (*.json) in {}: nothing was checked",
+            dir.display()
+        );
+        exit::NOTHING_CHECKED
+    } else if bad == 0 {
         exit::PASS
     } else {
         exit::SPEC_INVALID
