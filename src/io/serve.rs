@@ -57,12 +57,19 @@ const WATCHDOG_SCRIPT: &str =
     "while read -r _; do :; done; kill -s KILL -- \"-$1\" 2>/dev/null; exit 0";
 
 /// How to start one serve and how long to wait for it.
+/// Environment every serve is started with, before the gate's own `[serve.env]` (which may override it):
+/// output that reaches the log as it is printed, not when a buffer fills or the process exits cleanly. A
+/// Python serve (vLLM, SGLang, xllamacpp) killed by the stop signal loses a block-buffered stdout, so its
+/// last lines (the route it took, the reason it failed) would never reach `serve.log`. Native serves have
+/// no such switch: docs/ci.md advises `stdbuf -oL -eL` (glibc stdio) in the gate's command.
+pub const LINE_BUFFERED_ENV: &[(&str, &str)] = &[("PYTHONUNBUFFERED", "1")];
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeSpec {
     /// Program and arguments, e.g. `["llama-server", "-m", "model.gguf", "--port", "8080"]`. Not run
     /// through a shell. Must not be empty.
     pub command: Vec<String>,
-    /// Extra environment variables, added to the runner's environment.
+    /// Extra environment variables, added to the runner's environment after [`LINE_BUFFERED_ENV`].
     pub env: Vec<(String, String)>,
     /// Working directory of the serve; the runner's when `None`.
     pub cwd: Option<PathBuf>,
@@ -377,6 +384,7 @@ impl Serve {
 
         let mut cmd = Command::new(&spec.command[0]);
         cmd.args(&spec.command[1..])
+            .envs(LINE_BUFFERED_ENV.iter().copied())
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(stdout)
@@ -863,7 +871,8 @@ fn wait_exit_no_reap(pid: u32) -> (String, Option<i32>) {
         if rc == 0 {
             // SAFETY: waitid succeeded for a child, so the SIGCHLD fields of `info` are filled.
             let status = unsafe { info.si_status() };
-            let signal = matches!(info.si_code, libc::CLD_KILLED | libc::CLD_DUMPED).then_some(status);
+            let signal =
+                matches!(info.si_code, libc::CLD_KILLED | libc::CLD_DUMPED).then_some(status);
             return (exit_description(info.si_code, status), signal);
         }
         let e = io::Error::last_os_error();
