@@ -56,7 +56,6 @@ pub const ERROR_TAIL_LINES: usize = 20;
 const WATCHDOG_SCRIPT: &str =
     "while read -r _; do :; done; kill -s KILL -- \"-$1\" 2>/dev/null; exit 0";
 
-/// How to start one serve and how long to wait for it.
 /// Environment every serve is started with, before the gate's own `[serve.env]` (which may override it):
 /// output that reaches the log as it is printed, not when a buffer fills or the process exits cleanly. A
 /// Python serve (vLLM, SGLang, xllamacpp) killed by the stop signal loses a block-buffered stdout, so its
@@ -64,6 +63,7 @@ const WATCHDOG_SCRIPT: &str =
 /// no such switch: docs/ci.md advises `stdbuf -oL -eL` (glibc stdio) in the gate's command.
 pub const LINE_BUFFERED_ENV: &[(&str, &str)] = &[("PYTHONUNBUFFERED", "1")];
 
+/// How to start one serve and how long to wait for it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeSpec {
     /// Program and arguments, e.g. `["llama-server", "-m", "model.gguf", "--port", "8080"]`. Not run
