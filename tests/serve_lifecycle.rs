@@ -754,3 +754,22 @@ fn a_python_serve_killed_by_the_stop_still_has_its_last_line_in_the_log() {
     let log = fs::read_to_string(dir.path().join("serve.log")).unwrap();
     assert!(log.contains("route: fused-late-line"), "serve.log: {log:?}");
 }
+
+// ---- issue 15 kind 6: a host that is a name ---------------------------------------------------------
+
+/// `host = "localhost"`: readiness tries the addresses the name resolves to, and the one that answered is
+/// pinned: the base URL every request uses names that address, not the name.
+#[test]
+fn a_localhost_serve_is_pinned_to_the_address_that_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut spec = fake_spec(dir.path(), port, &[]);
+    spec.host = "localhost".into();
+    let mut serve = Serve::start(spec).unwrap();
+    assert_eq!(serve.base_url(), format!("http://localhost:{port}"));
+    let info = serve.wait_ready().unwrap();
+    // The fake binds 127.0.0.1 only; whatever else localhost resolves to here, that is the one answering.
+    assert_eq!(info.pinned, Some(format!("127.0.0.1:{port}")), "{info:?}");
+    assert_eq!(serve.base_url(), format!("http://127.0.0.1:{port}"));
+    serve.stop();
+}
