@@ -727,6 +727,13 @@ fn drive_target_inner(
                 summary.serve.models
             ));
         }
+    } else if model_served(&gate.request.served_model, &summary.serve.models) == Some(false) {
+        // A reply's `model` only echoes the request; /v1/models is what the serve says it serves. Without
+        // `expect_model` a mismatch is worth a look but not a failure (llama.cpp answers any name).
+        summary.notes.push(format!(
+            "model_not_listed: the requests ask for {:?}; /v1/models lists {:?} (set [serve] expect_model to make this a failure)",
+            gate.request.served_model, summary.serve.models
+        ));
     }
     w.write_summary(summary)?;
 
@@ -962,6 +969,25 @@ fn describe_stop(stop: &serve::StopReport) -> String {
     s
 }
 
+/// Whether the model the requests ask for (`asked`) is one `/v1/models` lists: an id equal to it, or with
+/// the same last path component (`/m/Qwen3-0.6B` and `Qwen3-0.6B`), case-insensitively. `None` when the
+/// serve lists nothing (it does not say).
+pub fn model_served(asked: &str, listed: &[String]) -> Option<bool> {
+    if listed.is_empty() {
+        return None;
+    }
+    let last = |s: &str| {
+        s.trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_lowercase()
+    };
+    Some(listed.iter().any(|id| {
+        id.eq_ignore_ascii_case(asked) || (!last(id).is_empty() && last(id) == last(asked))
+    }))
+}
+
 /// For a plain `http://` URL whose host is a name (`http://localhost:8080`): the host and port, so that
 /// readiness tries every address the name resolves to ([`serve::probe_addrs`]) and pins the one that
 /// answered. `None` for an address host, and for `https://` (its certificate names the host, so the name
@@ -1107,6 +1133,20 @@ pub const SETUP_TIMEOUT_S: f64 = 1800.0;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_model_asked_for_is_compared_with_what_the_serve_lists() {
+        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(model_served("smollm2", &l(&[])), None);
+        assert_eq!(model_served("smollm2", &l(&["smollm2"])), Some(true));
+        assert_eq!(model_served("SmolLM2", &l(&["other", "smollm2"])), Some(true));
+        assert_eq!(
+            model_served("/home/u/models/Qwen3-0.6B", &l(&["Qwen3-0.6B"])),
+            Some(true)
+        );
+        assert_eq!(model_served("qwen3", &l(&["llama-3-8b"])), Some(false));
+        assert_eq!(model_served("", &l(&["llama-3-8b"])), Some(false));
+    }
 
     #[test]
     fn a_named_http_url_is_pinned_to_the_address_that_answered() {
