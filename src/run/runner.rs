@@ -730,10 +730,12 @@ fn drive_target_inner(
     } else if model_served(&gate.request.served_model, &summary.serve.models) == Some(false) {
         // A reply's `model` only echoes the request; /v1/models is what the serve says it serves. Without
         // `expect_model` a mismatch is worth a look but not a failure (llama.cpp answers any name).
-        summary.notes.push(format!(
+        let note = format!(
             "model_not_listed: the requests ask for {:?}; /v1/models lists {:?} (set [serve] expect_model to make this a failure)",
             gate.request.served_model, summary.serve.models
-        ));
+        );
+        progress(&Step::Note(note.clone()));
+        summary.notes.push(note);
     }
     w.write_summary(summary)?;
 
@@ -797,6 +799,10 @@ fn drive_target_inner(
         }
         summary.serve.strays_stopped = stopped;
         summary.serve.strays_survived = survived;
+        // serve.log is now at its end of file: the serve's stdout and stderr are the file itself (no pipe,
+        // no writer thread of servegate's that could still hold lines), and every process that could write
+        // to it, its group and what it detached, is gone (a survivor is in `strays_survived`). Only now is
+        // anything judged from it (the route), so a line printed at the stop is never missed.
     }
     if let (Some(log), Some(start)) = (&spec.log_file, summary.serve.log_file.as_mut()) {
         match crate::evidence::copy_log_since(
