@@ -720,3 +720,56 @@ fn serve_dies_and_runner_exits_130_on_sigint() {
 fn serve_dies_and_runner_exits_129_on_sighup() {
     runner_signal_case(libc::SIGHUP, 129);
 }
+
+// ---- issue 15 kind 10: serve output that arrives late ---------------------------------------------
+
+/// A Python serve started without `-u` prints a line to a stdout that is a file (block-buffered by
+/// default) and is then stopped by SIGTERM, which ends Python without flushing: only the
+/// `PYTHONUNBUFFERED=1` the runner puts in every serve's environment gets the line into `serve.log`.
+#[test]
+fn a_python_serve_killed_by_the_stop_still_has_its_last_line_in_the_log() {
+    // The test's own environment may already carry it (CI shells often do): the serve must get it from
+    // servegate. The other tests of this file start Python with `-u`, so removing it affects none of them.
+    std::env::remove_var("PYTHONUNBUFFERED");
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let script = format!(
+        "import http.server\n\
+         class H(http.server.BaseHTTPRequestHandler):\n\
+         \x20   def do_GET(self):\n\
+         \x20       self.send_response(200); self.end_headers(); self.wfile.write(b'ok')\n\
+         \x20   def log_message(self, *a): pass\n\
+         print('route: fused-late-line')\n\
+         http.server.HTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
+    );
+    let spec = ServeSpec::new(
+        vec!["python3".into(), "-c".into(), script],
+        port,
+        dir.path().join("serve.log"),
+    );
+    let mut serve = Serve::start(spec).unwrap();
+    serve.wait_ready().unwrap();
+    let report = serve.stop();
+    assert!(report.pid_gone, "{report:?}");
+    let log = fs::read_to_string(dir.path().join("serve.log")).unwrap();
+    assert!(log.contains("route: fused-late-line"), "serve.log: {log:?}");
+}
+
+// ---- issue 15 kind 6: a host that is a name ---------------------------------------------------------
+
+/// `host = "localhost"`: readiness tries the addresses the name resolves to, and the one that answered is
+/// pinned: the base URL every request uses names that address, not the name.
+#[test]
+fn a_localhost_serve_is_pinned_to_the_address_that_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut spec = fake_spec(dir.path(), port, &[]);
+    spec.host = "localhost".into();
+    let mut serve = Serve::start(spec).unwrap();
+    assert_eq!(serve.base_url(), format!("http://localhost:{port}"));
+    let info = serve.wait_ready().unwrap();
+    // The fake binds 127.0.0.1 only; whatever else localhost resolves to here, that is the one answering.
+    assert_eq!(info.pinned, Some(format!("127.0.0.1:{port}")), "{info:?}");
+    assert_eq!(serve.base_url(), format!("http://127.0.0.1:{port}"));
+    serve.stop();
+}

@@ -56,13 +56,20 @@ pub const ERROR_TAIL_LINES: usize = 20;
 const WATCHDOG_SCRIPT: &str =
     "while read -r _; do :; done; kill -s KILL -- \"-$1\" 2>/dev/null; exit 0";
 
+/// Environment every serve is started with, before the gate's own `[serve.env]` (which may override it):
+/// output that reaches the log as it is printed, not when a buffer fills or the process exits cleanly. A
+/// Python serve (vLLM, SGLang, xllamacpp) killed by the stop signal loses a block-buffered stdout, so its
+/// last lines (the route it took, the reason it failed) would never reach `serve.log`. Native serves have
+/// no such switch: docs/ci.md advises `stdbuf -oL -eL` (glibc stdio) in the gate's command.
+pub const LINE_BUFFERED_ENV: &[(&str, &str)] = &[("PYTHONUNBUFFERED", "1")];
+
 /// How to start one serve and how long to wait for it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeSpec {
     /// Program and arguments, e.g. `["llama-server", "-m", "model.gguf", "--port", "8080"]`. Not run
     /// through a shell. Must not be empty.
     pub command: Vec<String>,
-    /// Extra environment variables, added to the runner's environment.
+    /// Extra environment variables, added to the runner's environment after [`LINE_BUFFERED_ENV`].
     pub env: Vec<(String, String)>,
     /// Working directory of the serve; the runner's when `None`.
     pub cwd: Option<PathBuf>,
@@ -123,6 +130,9 @@ pub struct ReadyInfo {
     /// Whether that pid is in the serve's process group. `Some(false)` is legitimate for a serve that
     /// forwards the port from elsewhere (a container runtime's proxy) but is worth a look otherwise.
     pub listener_in_group: Option<bool>,
+    /// When `host` is a name (`localhost`): the resolved address that answered 200 (`127.0.0.1:8080`),
+    /// which every later request uses ([`Serve::base_url`]). `None` for an address `host`.
+    pub pinned: Option<String>,
 }
 
 /// What stopping the serve did and found.
@@ -337,6 +347,8 @@ pub struct Serve {
     reap_tx: Option<mpsc::Sender<()>>,
     watchdog: Option<Watchdog>,
     ready: Option<(Instant, ReadyInfo)>,
+    /// The address that answered the readiness probe with 200, when `host` is a name (see [`probe_addrs`]).
+    pinned: Option<SocketAddr>,
     stopped: Option<StopReport>,
 }
 
@@ -377,6 +389,7 @@ impl Serve {
 
         let mut cmd = Command::new(&spec.command[0]);
         cmd.args(&spec.command[1..])
+            .envs(LINE_BUFFERED_ENV.iter().copied())
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(stdout)
@@ -454,6 +467,7 @@ impl Serve {
             reap_tx: Some(reap_tx),
             watchdog: None,
             ready: None,
+            pinned: None,
             stopped: None,
             spec,
         };
@@ -485,6 +499,9 @@ impl Serve {
             port::host_port(&probe_host(&self.spec.host), self.spec.port),
             self.spec.ready_path
         );
+        let by_name = probe_host(&self.spec.host)
+            .parse::<std::net::IpAddr>()
+            .is_err();
         let deadline = self.spawned_at + self.spec.ready_timeout;
         let mut polls = 0u32;
         let mut refused = 0u32;
@@ -500,7 +517,13 @@ impl Serve {
             let timeout = remaining
                 .min(Duration::from_millis(PROBE_TIMEOUT_MS))
                 .max(Duration::from_millis(50));
-            let outcome = client::probe(&self.probe, &probe_url, timeout);
+            let (outcome, answered) = if by_name {
+                let addrs = probe_addrs(&self.spec.host, self.spec.port);
+                probe_each(&self.probe, &addrs, &self.spec.ready_path, timeout)
+                    .unwrap_or_else(|| (client::probe(&self.probe, &probe_url, timeout), None))
+            } else {
+                (client::probe(&self.probe, &probe_url, timeout), None)
+            };
             polls += 1;
             match outcome {
                 Probe::Refused => refused += 1,
@@ -532,7 +555,9 @@ impl Serve {
                     statuses,
                     listener_pid,
                     listener_in_group,
+                    pinned: answered.map(|a| a.to_string()),
                 };
+                self.pinned = answered;
                 self.ready = Some((ready_at, info.clone()));
                 return Ok(info);
             }
@@ -571,8 +596,13 @@ impl Serve {
         self.pid
     }
 
-    /// `http://host:port` (IPv6 hosts in brackets), without a trailing slash.
+    /// `http://host:port` (IPv6 hosts in brackets), without a trailing slash; once ready, for a `host` that
+    /// is a name, the address that answered (`http://127.0.0.1:8080` for `localhost`), so that every request
+    /// goes where readiness was seen and not to whichever address the resolver lists first.
     pub fn base_url(&self) -> String {
+        if let Some(a) = self.pinned {
+            return format!("http://{a}");
+        }
         format!(
             "http://{}",
             port::host_port(&self.spec.host, self.spec.port)
@@ -863,7 +893,8 @@ fn wait_exit_no_reap(pid: u32) -> (String, Option<i32>) {
         if rc == 0 {
             // SAFETY: waitid succeeded for a child, so the SIGCHLD fields of `info` are filled.
             let status = unsafe { info.si_status() };
-            let signal = matches!(info.si_code, libc::CLD_KILLED | libc::CLD_DUMPED).then_some(status);
+            let signal =
+                matches!(info.si_code, libc::CLD_KILLED | libc::CLD_DUMPED).then_some(status);
             return (exit_description(info.si_code, status), signal);
         }
         let e = io::Error::last_os_error();
@@ -926,6 +957,41 @@ fn start_watchdog(pgid: u32) -> Option<Watchdog> {
         child,
         _write_end: write_end,
     })
+}
+
+/// Every address `host` resolves to for `port`, in the resolver's order (`localhost`: `::1` and
+/// `127.0.0.1`, either first by the system's configuration), duplicates removed; empty when it does not
+/// resolve.
+pub fn probe_addrs(host: &str, port: u16) -> Vec<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let bare = host.trim().trim_start_matches('[').trim_end_matches(']');
+    let mut out: Vec<SocketAddr> = Vec::new();
+    for a in (bare, port).to_socket_addrs().into_iter().flatten() {
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// One readiness probe of `path` at each of `addrs` in turn, stopping at the first that answers with an
+/// HTTP status: that outcome and its address. When none does, the first address's outcome (the resolver's
+/// preferred address) and no address. `None` when `addrs` is empty. Each probe has `timeout`.
+pub fn probe_each(
+    client: &reqwest::blocking::Client,
+    addrs: &[SocketAddr],
+    path: &str,
+    timeout: Duration,
+) -> Option<(Probe, Option<SocketAddr>)> {
+    let mut first = None;
+    for a in addrs {
+        let outcome = client::probe(client, &format!("http://{a}{path}"), timeout);
+        if let Probe::Status(..) = outcome {
+            return Some((outcome, Some(*a)));
+        }
+        first.get_or_insert(outcome);
+    }
+    first.map(|o| (o, None))
 }
 
 /// The host a readiness probe connects to: `host` itself, or loopback for an unspecified address
@@ -1109,6 +1175,50 @@ mod tests {
         ] {
             assert!(e.to_string().starts_with(e.kind()), "{e}");
         }
+    }
+
+    /// A name resolving to two addresses, the first of which nobody listens on: the probe goes on to the
+    /// second and says which answered. 127.0.0.2 is loopback on Linux too, but a listener bound to
+    /// 127.0.0.1 refuses it.
+    #[test]
+    fn every_resolved_address_is_tried_and_the_one_that_answered_is_named() {
+        use std::io::{Read as _, Write as _};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = c.read(&mut buf);
+            let _ =
+                c.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+        });
+        let addrs: Vec<SocketAddr> = vec![
+            format!("127.0.0.2:{port}").parse().unwrap(),
+            format!("127.0.0.1:{port}").parse().unwrap(),
+        ];
+        let client = client::probe_client().unwrap();
+        let (outcome, at) =
+            probe_each(&client, &addrs, "/health", Duration::from_secs(10)).unwrap();
+        server.join().unwrap();
+        assert_eq!(outcome, Probe::Status(200, "ok".into()));
+        assert_eq!(at, Some(addrs[1]));
+        // Nobody on either: the first address's outcome, no address.
+        let (outcome, at) =
+            probe_each(&client, &addrs, "/health", Duration::from_secs(10)).unwrap();
+        assert_eq!((outcome, at), (Probe::Refused, None));
+        assert!(probe_each(&client, &[], "/health", Duration::from_secs(1)).is_none());
+        let local = probe_addrs("localhost", 8080);
+        assert!(
+            !local.is_empty()
+                && local
+                    .iter()
+                    .all(|a| a.ip().is_loopback() && a.port() == 8080),
+            "{local:?}"
+        );
+        assert_eq!(
+            probe_addrs("[::1]", 9),
+            vec!["[::1]:9".parse::<SocketAddr>().unwrap()]
+        );
     }
 
     #[test]

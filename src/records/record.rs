@@ -1159,6 +1159,7 @@ pub fn evidence_path(records_dir: &Path, evidence: &str) -> PathBuf {
 /// The [`RunRecordSpec`] a record states about itself (what the evidence cannot tell), to rebuild it.
 fn spec_of(r: &Record, theirs: bool) -> RunRecordSpec {
     RunRecordSpec {
+        publish_host: false,
         id: r.id.clone(),
         metric: r.metric.name.clone(),
         model_name: r.model.name.clone(),
@@ -1342,10 +1343,12 @@ fn first_difference(r: &Record, want: &Record) -> Option<(String, String, String
         r.model.sha256.clone(),
         want.model.sha256.clone(),
     );
+    // As published: a record written before paths were made public (`/root/...`) states the same file as
+    // its re-derivation (`~/...`).
     cmp(
         "model.file".into(),
-        format!("{:?}", r.model.file),
-        format!("{:?}", want.model.file),
+        format!("{:?}", r.model.file.as_deref().map(public_path)),
+        format!("{:?}", want.model.file.as_deref().map(public_path)),
     );
     cmp(
         "source.evidence_sha256".into(),
@@ -1841,7 +1844,11 @@ pub use crate::spec::record::RunRecordSpec;
 /// Unit, decimals and the definition quoted in records for a metric `from_run` can record.
 fn run_metric(metric: &str) -> Result<(&'static str, u32, &'static str), RecordError> {
     use crate::vocab::Metric;
-    let refuse = || RecordError::Evidence(format!("metric {metric:?}: a record from a run is decode_rate or first_token"));
+    let refuse = || {
+        RecordError::Evidence(format!(
+            "metric {metric:?}: a record from a run is decode_rate or first_token"
+        ))
+    };
     let m = Metric::from_record_name(metric).ok_or_else(refuse)?;
     let (unit, decimals) = (m.info().unit.name(), m.info().record_decimals);
     match m {
@@ -2107,6 +2114,50 @@ fn evidence_digest(dir: &Path) -> Result<String, RecordError> {
     })
 }
 
+/// A path as a record publishes it: under the checkout (the working directory) relative to it
+/// (`models/x.gguf`), else under the home directory with `~` (`~/.cache/servegate/models/x.gguf`), else as
+/// given. A record carries no absolute home or checkout path. See [`public_path_in`].
+pub fn public_path(path: &str) -> String {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let cwd = std::env::current_dir().ok();
+    public_path_in(path, cwd.as_deref(), home.as_deref())
+}
+
+/// [`public_path`] with the checkout and home directory given (pure). A path already `~/...` or relative is
+/// returned as given; the root directory as a home or checkout is ignored.
+pub fn public_path_in(path: &str, checkout: Option<&Path>, home: Option<&Path>) -> String {
+    let p = Path::new(path);
+    if !p.is_absolute() {
+        return path.to_string();
+    }
+    fn usable(d: Option<&Path>) -> Option<&Path> {
+        d.filter(|d| d.is_absolute() && d.parent().is_some())
+    }
+    if let Some(rest) = usable(checkout).and_then(|c| p.strip_prefix(c).ok()) {
+        if !rest.as_os_str().is_empty() {
+            return rest.display().to_string();
+        }
+    }
+    if let Some(rest) = usable(home).and_then(|h| p.strip_prefix(h).ok()) {
+        return if rest.as_os_str().is_empty() {
+            "~".into()
+        } else {
+            format!("~/{}", rest.display())
+        };
+    }
+    path.to_string()
+}
+
+/// A record's `host`: what the machine is (`linux 6.8.0, 2 CPUs`), with its host name in front only when
+/// the gate's `[record]` says `publish_host = true` (`box (linux 6.8.0, 2 CPUs)`).
+pub fn public_host(h: &crate::evidence::HostInfo, publish_host: bool) -> String {
+    if publish_host {
+        format!("{} ({}, {} CPUs)", h.hostname, h.os, h.cpus)
+    } else {
+        format!("{}, {} CPUs", h.os, h.cpus)
+    }
+}
+
 /// The model file and hash the serve was given, from the evidence (`run.json` `serve.model_file`, taken
 /// when the serve started). `spec_file` (a `[record]` `model_file`) must name that same file: a record
 /// cannot claim another file's hash. `recheck` (re-deriving an existing record from evidence written
@@ -2200,13 +2251,10 @@ fn build_run(
         schema: RECORD_SCHEMA.into(),
         id: spec.id.clone(),
         date: run.started_utc.chars().take(10).collect(),
-        host: format!(
-            "{} ({}, {} CPUs)",
-            run.host.hostname, run.host.os, run.host.cpus
-        ),
+        host: public_host(&run.host, spec.publish_host),
         model: Model {
             name: spec.model_name.clone(),
-            file: Some(model_file),
+            file: Some(public_path(&model_file)),
             sha256: sha,
             sha256_form: "full".into(),
             sha256_of: "file".into(),
@@ -2444,10 +2492,10 @@ pub fn from_pair_run_as(
         schema: RECORD_SCHEMA.into(),
         id: spec.id.clone(),
         date: s.started_utc.chars().take(10).collect(),
-        host: format!("{} ({}, {} CPUs)", s.host.hostname, s.host.os, s.host.cpus),
+        host: public_host(&s.host, spec.publish_host),
         model: Model {
             name: spec.model_name.clone(),
-            file: Some(s.model_file_ours.clone()),
+            file: Some(public_path(&s.model_file_ours)),
             sha256: sha,
             sha256_form: "full".into(),
             sha256_of: "file".into(),
@@ -2513,6 +2561,45 @@ pub fn from_pair_run_as(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 15 kind 9: a record publishes no absolute home or checkout path, and no host name unless the
+    /// gate opts in.
+    #[test]
+    fn published_paths_are_repo_relative_or_under_tilde_and_the_host_name_only_on_request() {
+        let co = Some(Path::new("/home/ann/src/servegate"));
+        let home = Some(Path::new("/home/ann"));
+        let p = |s: &str| public_path_in(s, co, home);
+        assert_eq!(p("/home/ann/src/servegate/models/x.gguf"), "models/x.gguf");
+        assert_eq!(
+            p("/home/ann/.cache/servegate/models/x.gguf"),
+            "~/.cache/servegate/models/x.gguf"
+        );
+        assert_eq!(p("/home/ann"), "~");
+        assert_eq!(
+            p("/home/annie/x.gguf"),
+            "/home/annie/x.gguf",
+            "a prefix of a name is not a parent"
+        );
+        assert_eq!(p("/models/x.gguf"), "/models/x.gguf");
+        assert_eq!(p("~/x.gguf"), "~/x.gguf");
+        assert_eq!(p("models/x.gguf"), "models/x.gguf");
+        // The root as a home (a container's HOME=/) would make every path `~/...`: ignored.
+        assert_eq!(
+            public_path_in("/models/x", None, Some(Path::new("/"))),
+            "/models/x"
+        );
+        assert_eq!(
+            public_path_in("/root/.cache/m", None, Some(Path::new("/root"))),
+            "~/.cache/m"
+        );
+        let h = crate::evidence::HostInfo {
+            hostname: "ann-laptop".into(),
+            os: "linux 6.8.0".into(),
+            cpus: 8,
+        };
+        assert_eq!(public_host(&h, false), "linux 6.8.0, 8 CPUs");
+        assert_eq!(public_host(&h, true), "ann-laptop (linux 6.8.0, 8 CPUs)");
+    }
 
     /// A valid gate-run record, for edits.
     fn good() -> Record {
@@ -2910,6 +2997,7 @@ mod tests {
         );
         let ev = crate::analysis::load(&dir).unwrap();
         let spec = RunRecordSpec {
+            publish_host: false,
             id: "ref-decode".into(),
             metric: "decode_rate".into(),
             model_name: "Tiny".into(),
@@ -2991,6 +3079,7 @@ mod tests {
         );
         let ev = crate::analysis::load(&dir).unwrap();
         let spec = RunRecordSpec {
+            publish_host: false,
             id: "ref-decode".into(),
             metric: "decode_rate".into(),
             model_name: "Tiny".into(),
@@ -3037,6 +3126,7 @@ mod tests {
             &gate,
             &ev,
             &RunRecordSpec {
+                publish_host: false,
                 id: "ref-first-token".into(),
                 metric: "first_token".into(),
                 ..spec.clone()
@@ -3152,6 +3242,7 @@ mod tests {
         .unwrap();
         let pe = crate::analysis::load_pair(&pair_dir).unwrap();
         let spec = RunRecordSpec {
+            publish_host: false,
             id: "p-decode".into(),
             metric: "decode_rate".into(),
             model_name: "Tiny".into(),

@@ -569,7 +569,7 @@ fn drive_target_inner(
     };
 
     let mut started: Option<serve::Serve> = None;
-    let base_url;
+    let mut base_url;
     match target.mode {
         ServeMode::Command(argv) => {
             let port = if spec.port == 0 {
@@ -652,6 +652,8 @@ fn drive_target_inner(
                 }
             }
             base_url = s.base_url();
+            // For a host that is a name, the address that answered readiness (requests go there).
+            summary.serve.base_url = base_url.clone();
             started = Some(s);
         }
         ServeMode::Url(url) => {
@@ -663,14 +665,28 @@ fn drive_target_inner(
             base_url = url.clone();
             let t = Instant::now();
             let deadline = Duration::from_secs_f64(spec.ready_timeout_s);
+            let by_name = name_http_url(url);
             loop {
                 if crate::io::signals::interrupted().is_some() {
                     return Ok(()); // run() ends the run as interrupted
                 }
                 let ready_url = format!("{url}{}", spec.ready_path);
-                let last = match client::probe(&http, &ready_url, Duration::from_secs(5)) {
+                let probe_t = Duration::from_secs(5);
+                let (outcome, answered) = by_name
+                    .as_ref()
+                    .and_then(|(host, port)| {
+                        let addrs = serve::probe_addrs(host, *port);
+                        serve::probe_each(&http, &addrs, &spec.ready_path, probe_t)
+                    })
+                    .unwrap_or_else(|| (client::probe(&http, &ready_url, probe_t), None));
+                let last = match outcome {
                     client::Probe::Status(200, _) => {
                         summary.serve.ready_ms = Some(t.elapsed().as_secs_f64() * 1000.0);
+                        if let Some(a) = answered {
+                            // Pinned: every request goes to the address that answered readiness.
+                            base_url = pinned_url(url, a);
+                            summary.serve.base_url = base_url.clone();
+                        }
                         break;
                     }
                     client::Probe::Status(status, _) => format!("HTTP {status}"),
@@ -711,6 +727,15 @@ fn drive_target_inner(
                 summary.serve.models
             ));
         }
+    } else if model_served(&gate.request.served_model, &summary.serve.models) == Some(false) {
+        // A reply's `model` only echoes the request; /v1/models is what the serve says it serves. Without
+        // `expect_model` a mismatch is worth a look but not a failure (llama.cpp answers any name).
+        let note = format!(
+            "model_not_listed: the requests ask for {:?}; /v1/models lists {:?} (set [serve] expect_model to make this a failure)",
+            gate.request.served_model, summary.serve.models
+        );
+        progress(&Step::Note(note.clone()));
+        summary.notes.push(note);
     }
     w.write_summary(summary)?;
 
@@ -774,6 +799,10 @@ fn drive_target_inner(
         }
         summary.serve.strays_stopped = stopped;
         summary.serve.strays_survived = survived;
+        // serve.log is now at its end of file: the serve's stdout and stderr are the file itself (no pipe,
+        // no writer thread of servegate's that could still hold lines), and every process that could write
+        // to it, its group and what it detached, is gone (a survivor is in `strays_survived`). Only now is
+        // anything judged from it (the route), so a line printed at the stop is never missed.
     }
     if let (Some(log), Some(start)) = (&spec.log_file, summary.serve.log_file.as_mut()) {
         match crate::evidence::copy_log_since(
@@ -946,6 +975,54 @@ fn describe_stop(stop: &serve::StopReport) -> String {
     s
 }
 
+/// Whether the model the requests ask for (`asked`) is one `/v1/models` lists: an id equal to it, or with
+/// the same last path component (`/m/Qwen3-0.6B` and `Qwen3-0.6B`), case-insensitively. `None` when the
+/// serve lists nothing (it does not say).
+pub fn model_served(asked: &str, listed: &[String]) -> Option<bool> {
+    if listed.is_empty() {
+        return None;
+    }
+    let last = |s: &str| {
+        s.trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_lowercase()
+    };
+    Some(listed.iter().any(|id| {
+        id.eq_ignore_ascii_case(asked) || (!last(id).is_empty() && last(id) == last(asked))
+    }))
+}
+
+/// For a plain `http://` URL whose host is a name (`http://localhost:8080`): the host and port, so that
+/// readiness tries every address the name resolves to ([`serve::probe_addrs`]) and pins the one that
+/// answered. `None` for an address host, and for `https://` (its certificate names the host, so the name
+/// must stay in the URL).
+fn name_http_url(url: &str) -> Option<(String, u16)> {
+    let u = reqwest::Url::parse(url).ok()?;
+    if u.scheme() != "http" {
+        return None;
+    }
+    let host = u.host_str()?;
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if bare.parse::<std::net::IpAddr>().is_ok() {
+        return None;
+    }
+    Some((bare.to_string(), u.port_or_known_default()?))
+}
+
+/// `url` with its host and port replaced by `addr` (`http://localhost:8080/x` with 127.0.0.1:8080 is
+/// `http://127.0.0.1:8080/x`), without a trailing slash.
+fn pinned_url(url: &str, addr: std::net::SocketAddr) -> String {
+    let Ok(mut u) = reqwest::Url::parse(url) else {
+        return url.to_string();
+    };
+    if u.set_ip_host(addr.ip()).is_err() || u.set_port(Some(addr.port())).is_err() {
+        return url.to_string();
+    }
+    u.to_string().trim_end_matches('/').to_string()
+}
+
 /// The serve's version and model ids, best effort: llama.cpp's `/props` `build_info`, `/v1/models` ids.
 fn serve_identity(
     http: &reqwest::blocking::Client,
@@ -1058,3 +1135,47 @@ fn run_setup(
 
 /// Longest a gate's `setup` command may run, seconds (a first provisioning takes about 15 s here).
 pub const SETUP_TIMEOUT_S: f64 = 1800.0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_asked_for_is_compared_with_what_the_serve_lists() {
+        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(model_served("smollm2", &l(&[])), None);
+        assert_eq!(model_served("smollm2", &l(&["smollm2"])), Some(true));
+        assert_eq!(model_served("SmolLM2", &l(&["other", "smollm2"])), Some(true));
+        assert_eq!(
+            model_served("/home/u/models/Qwen3-0.6B", &l(&["Qwen3-0.6B"])),
+            Some(true)
+        );
+        assert_eq!(model_served("qwen3", &l(&["llama-3-8b"])), Some(false));
+        assert_eq!(model_served("", &l(&["llama-3-8b"])), Some(false));
+    }
+
+    #[test]
+    fn a_named_http_url_is_pinned_to_the_address_that_answered() {
+        assert_eq!(
+            name_http_url("http://localhost:8080"),
+            Some(("localhost".into(), 8080))
+        );
+        assert_eq!(
+            name_http_url("http://localhost"),
+            Some(("localhost".into(), 80))
+        );
+        assert_eq!(name_http_url("http://127.0.0.1:8080"), None);
+        assert_eq!(name_http_url("http://[::1]:8080"), None);
+        assert_eq!(name_http_url("https://localhost:8443"), None);
+        let v4: std::net::SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let v6: std::net::SocketAddr = "[::1]:8080".parse().unwrap();
+        assert_eq!(
+            pinned_url("http://localhost:8080", v4),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(
+            pinned_url("http://localhost:8080/base", v6),
+            "http://[::1]:8080/base"
+        );
+    }
+}

@@ -3,12 +3,17 @@
 //! (`report::write_atomic`). It starts nothing and reads nothing.
 //!
 //! Shape: `<testsuites name="servegate">`, one `<testsuite>` per gate (name = the gate; properties = the
-//! run's provenance), one `<testcase>` per listed assertion (name `<gate>::<assertion>`, classname the gate,
-//! `time` in seconds): a pass carries its verdict line as `<system-out>`; a failure carries
+//! run's provenance; `time` the gate's own wall time), one `<testcase>` per listed assertion (name
+//! `<gate>::<assertion>`, classname the gate with each `.` written `_` ([`classname`]: Jenkins and GitLab
+//! split a classname at its dots into packages, so `qwen2.5-7b` would become package `qwen2`), `time` in plain
+//! seconds with a dot and three decimals, `1.250`): a pass carries its verdict line as `<system-out>`; a failure carries
 //! `<failure message="verdict line" type="assertion|serve_not_ready|...">` with the full text, and the tail
 //! of `serve.log` as `<system-out>`; an ignored gate's tests carry `<skipped message="requires: ...">`.
-//! Text is made valid XML 1.0: ANSI escape sequences and control characters are removed, U+FFFE and U+FFFF
-//! become U+FFFD. A problem of the run as a whole (`problems` in the results, e.g. "nothing was checked")
+//! Every (classname, name) pair is unique in the file: a repeat (two gate files with one name) gets ` #2`,
+//! ` #3`... after its name, since readers key results by that pair and would merge or drop the repeat.
+//! Text is made valid XML 1.0 ([`xml`]): ANSI escape sequences (colours) are removed, and every other
+//! character XML 1.0 forbids (C0 controls but tab, newline and carriage return; U+FFFE, U+FFFF) is written
+//! visibly as its escape, `\u{7}`, never raw and never dropped unseen. A problem of the run as a whole (`problems` in the results, e.g. "nothing was checked")
 //! is one failed `<testcase name="servegate::run" classname="servegate">` in a last suite named `servegate`.
 
 use std::time::Duration;
@@ -22,14 +27,49 @@ use crate::sinks::report::{GateResults, Results, TestOutcome};
 /// The `<testsuites name=...>`.
 pub const REPORT_NAME: &str = "servegate";
 
-/// Text made valid for XML 1.0. quick-junit's [`XmlString`] strips ANSI escapes and C0 controls other than
-/// tab, newline and carriage return; the two non-characters it keeps are replaced here.
+/// True for a character the XML 1.0 `Char` production forbids (W3C XML 1.0, section 2.2), other than ESC:
+/// C0 controls but tab, newline and carriage return, and U+FFFE, U+FFFF (surrogates cannot occur in a `str`).
+fn xml10_forbidden(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{8}' | '\u{B}' | '\u{C}' | '\u{E}'..='\u{1A}' | '\u{1C}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}')
+}
+
+/// Text made valid for XML 1.0, visibly: every forbidden character but ESC is written as its Rust escape
+/// (`\u{7}` for BEL), then quick-junit's [`XmlString`] removes ANSI escape sequences (and a lone ESC).
 pub fn xml(s: &str) -> XmlString {
-    if s.contains(['\u{FFFE}', '\u{FFFF}']) {
-        XmlString::new(s.replace(['\u{FFFE}', '\u{FFFF}'], "\u{FFFD}"))
+    if s.contains(xml10_forbidden) {
+        let mut out = String::with_capacity(s.len() + 8);
+        for c in s.chars() {
+            if xml10_forbidden(c) {
+                out.extend(c.escape_unicode());
+            } else {
+                out.push(c);
+            }
+        }
+        XmlString::new(out)
     } else {
         XmlString::new(s)
     }
+}
+
+/// The classname of a gate's testcases: the gate name with `.` written `_`, so no reader turns a model
+/// name's dots (`qwen2.5-7b`) into packages.
+pub fn classname(gate: &str) -> String {
+    gate.replace('.', "_")
+}
+
+/// `name`, or `name #k` (k = 2, 3...) when (`class`, `name`) is already in `seen`; the pair returned is added.
+fn unique_name(
+    seen: &mut std::collections::HashSet<(String, String)>,
+    class: &str,
+    name: &str,
+) -> String {
+    let mut candidate = name.to_string();
+    let mut k = 2;
+    while !seen.insert((class.to_string(), candidate.clone())) {
+        candidate = format!("{name} #{k}");
+        k += 1;
+    }
+    candidate
 }
 
 fn secs(s: f64) -> Duration {
@@ -61,8 +101,8 @@ pub fn shell_join(argv: &[String]) -> String {
         .join(" ")
 }
 
-/// The suite of one gate.
-fn suite(g: &GateResults) -> TestSuite {
+/// The suite of one gate; `seen` holds the (classname, name) pairs already written.
+fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>) -> TestSuite {
     let mut s = TestSuite::new(xml(&g.name));
     s.set_time(secs(g.duration_s));
     let mut props: Vec<(&str, String)> = vec![("gate_file", g.file.clone())];
@@ -171,8 +211,10 @@ fn suite(g: &GateResults) -> TestSuite {
                 st
             }
         };
-        let mut tc = TestCase::new(xml(&a.test), status);
-        tc.set_classname(xml(&g.name));
+        let class = classname(&g.name);
+        let name = unique_name(seen, &class, &a.test);
+        let mut tc = TestCase::new(xml(&name), status);
+        tc.set_classname(xml(&class));
         tc.set_time(secs(a.duration_s));
         match a.outcome {
             TestOutcome::Passed => {
@@ -197,16 +239,20 @@ fn suite(g: &GateResults) -> TestSuite {
 pub fn to_report(results: &Results) -> Report {
     let mut r = Report::new(REPORT_NAME);
     r.set_time(secs(results.duration_s));
-    r.add_test_suites(results.gates.iter().map(suite));
+    let mut seen = std::collections::HashSet::new();
+    r.add_test_suites(results.gates.iter().map(|g| suite(g, &mut seen)));
     if !results.problems.is_empty() {
-        r.add_test_suite(problems_suite(results));
+        r.add_test_suite(problems_suite(results, &mut seen));
     }
     r
 }
 
 /// A run-level problem (`results.problems`, e.g. "nothing was checked") as a failed testcase of a suite named
 /// `servegate`, so a CI test reporter shows the job red even when no gate test failed.
-fn problems_suite(results: &Results) -> TestSuite {
+fn problems_suite(
+    results: &Results,
+    seen: &mut std::collections::HashSet<(String, String)>,
+) -> TestSuite {
     let mut s = TestSuite::new(REPORT_NAME);
     for (i, p) in results.problems.iter().enumerate() {
         let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
@@ -218,6 +264,7 @@ fn problems_suite(results: &Results) -> TestSuite {
         } else {
             format!("servegate::run{}", i + 1)
         };
+        let name = unique_name(seen, REPORT_NAME, &name);
         let mut tc = TestCase::new(xml(&name), st);
         tc.set_classname(xml(REPORT_NAME));
         s.add_test_case(tc);
@@ -310,14 +357,67 @@ mod tests {
             TestCaseStatus::NonSuccess { message, ty, .. } => {
                 let m = message.as_ref().unwrap().as_str();
                 assert!(
-                    m.contains("\"<b>Tom & Jerry's</b>\" red does not match"),
-                    "{m}"
+                    m.contains("\"<b>Tom & Jerry's</b>\" red does not match /x/ \\u{7}\\u{ffff}"),
+                    "the colours removed, BEL and U+FFFF written visibly: {m}"
                 );
                 assert_eq!(ty.as_ref().unwrap().as_str(), "assertion");
             }
             other => panic!("{other:?}"),
         }
         assert!(tc.system_out.as_ref().unwrap().contains("bold line <1>"));
+    }
+
+    /// Two gates of one name (two files), a model name with dots, and two run problems: every
+    /// (classname, name) pair unique, no dot in a classname, `time` as plain seconds, the suite's time the
+    /// gate's own (not the sum of its tests').
+    #[test]
+    fn pairs_are_unique_classnames_have_no_dots_and_times_are_plain_seconds() {
+        let mut r = Results::begin(Producer::Harness, false);
+        for file in ["gates/a.toml", "gates/b.toml"] {
+            let tests = vec![
+                AssertionResult::new("qwen2.5-7b", "rate", TestOutcome::Passed, None, "ok", 2.0),
+                AssertionResult::new(
+                    "qwen2.5-7b",
+                    "content",
+                    TestOutcome::Passed,
+                    None,
+                    "ok",
+                    2.0,
+                ),
+            ];
+            let mut g = GateResults::not_run("qwen2.5-7b", Path::new(file), "", "r", tests);
+            g.duration_s = 2.25;
+            r.push(g);
+        }
+        r.problems = vec!["nothing was checked".into(), "second problem".into()];
+        r.finish(4.5);
+        let text = String::from_utf8(serialize(&r).unwrap()).unwrap();
+        let back = Report::deserialize_from_str(&text).unwrap();
+        let mut pairs = std::collections::HashSet::new();
+        for s in &back.test_suites {
+            for c in &s.test_cases {
+                let class = c.classname.as_ref().unwrap().as_str().to_string();
+                assert!(!class.contains('.'), "{class}");
+                assert!(pairs.insert((class, c.name.as_str().to_string())), "{text}");
+            }
+        }
+        assert_eq!(pairs.len(), 6);
+        assert!(
+            pairs.contains(&("qwen2_5-7b".into(), "qwen2.5-7b::rate #2".into())),
+            "{pairs:?}"
+        );
+        let times = regex::Regex::new(r#" time="([^"]*)""#).unwrap();
+        let all: Vec<&str> = times
+            .captures_iter(&text)
+            .map(|c| c.get(1).unwrap().as_str())
+            .collect();
+        assert!(!all.is_empty());
+        let plain = regex::Regex::new(r"^[0-9]+\.[0-9]{3}$").unwrap();
+        assert!(all.iter().all(|t| plain.is_match(t)), "{all:?}");
+        assert_eq!(
+            back.test_suites[0].time,
+            Some(std::time::Duration::from_secs_f64(2.25))
+        );
     }
 
     #[test]

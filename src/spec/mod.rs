@@ -730,7 +730,13 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
         } else {
             span
         };
-        SpecError::at(file, text, span, &key, plain_types(e.message()))
+        SpecError::at(
+            file,
+            text,
+            span,
+            &key,
+            did_you_mean(&plain_types(e.message())),
+        )
     })?;
     let v = Validator {
         file,
@@ -740,6 +746,42 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
         doc,
     };
     v.build(raw)
+}
+
+/// serde's `unknown field `flor_tok_s`, expected one of `floor_tok_s`, `source`` (or `expected `x``) with
+/// `; did you mean `floor_tok_s`?` appended when one expected key is close to the unknown one (normalized
+/// Damerau-Levenshtein similarity >= 0.7, or the same key up to case, `-`/`_`, order of the letters). Any
+/// other message is returned unchanged.
+pub fn did_you_mean(message: &str) -> String {
+    let Some((_, rest)) = message.split_once("unknown field `") else {
+        return message.to_string();
+    };
+    let Some((unknown, expected)) = rest.split_once('`') else {
+        return message.to_string();
+    };
+    let candidates: Vec<&str> = expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|c| !c.is_empty())
+        .collect();
+    let norm = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+    let best = candidates
+        .iter()
+        .map(|c| {
+            let score = if norm(c) == norm(unknown) {
+                1.0
+            } else {
+                strsim::normalized_damerau_levenshtein(&norm(unknown), &norm(c))
+            };
+            (score, *c)
+        })
+        .filter(|(score, _)| *score >= 0.7)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match best {
+        Some((_, c)) => format!("{message}; did you mean `{c}`?"),
+        None => message.to_string(),
+    }
 }
 
 /// serde's type names in a toml message (`expected f64`) in words (`expected a number`).
@@ -1523,7 +1565,7 @@ impl Validator<'_> {
                     .and_then(|(_, rest)| rest.split('`').next())
                     .map(|f| format!("record.{f}"))
                     .unwrap_or_else(|| "record".into());
-                Err(self.err(0..0, &key, e))
+                Err(self.err(0..0, &key, did_you_mean(&e)))
             }
             Err(_) => Ok(g),
         })
@@ -1621,6 +1663,33 @@ floor_tok_s = 10.0
         let e = parse_str(&bad).unwrap_err().to_string();
         assert!(e.contains("gates/t.toml:13:1"), "{e}");
         assert!(e.contains("flor_tok_s"), "{e}");
+    }
+
+    #[test]
+    fn a_misspelt_key_gets_a_did_you_mean_and_a_far_one_does_not() {
+        let bad = GOOD.replace("floor_tok_s", "flor_tok_s");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains("did you mean `floor_tok_s`?"), "{e}");
+        let bad = GOOD.replace("floor_tok_s", "Floor-Tok-S");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains("did you mean `floor_tok_s`?"), "{e}");
+        let bad = GOOD.replace("floor_tok_s", "zebra");
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(e.contains("zebra"), "{e}");
+        assert!(!e.contains("did you mean"), "{e}");
+        assert_eq!(did_you_mean("expected a number"), "expected a number");
+        assert_eq!(
+            did_you_mean("unknown field `tmeout_s`, expected `timeout_s`"),
+            "unknown field `tmeout_s`, expected `timeout_s`; did you mean `timeout_s`?"
+        );
+    }
+
+    #[test]
+    fn an_integer_is_accepted_where_a_number_is_expected() {
+        let g = parse_str(&GOOD.replace("floor_tok_s = ", "floor_tok_s = 60 #")).unwrap();
+        assert_eq!(g.assertions.rate.as_ref().unwrap().floor_tok_s, 60.0);
+        let g = parse_str(&format!("{GOOD}[assert.first_token]\nlimit_ms = 500\n")).unwrap();
+        assert_eq!(g.assertions.first_token.as_ref().unwrap().limit_ms, 500.0);
     }
 
     #[test]

@@ -41,4 +41,8 @@ pub struct RunRecordSpec {
     /// Other notes.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Whether the record's `host` names the machine's host name; by default it does not (`linux 6.8,
+    /// 2 CPUs`: what the machine is, not what it is called). Records are published.
+    #[serde(default)]
+    pub publish_host: bool,
 }
