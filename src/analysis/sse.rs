@@ -32,6 +32,10 @@
 //!   an event, it is recorded as a [`NearMiss`] (line number, what it missed, why) so the reply can fail on
 //!   it instead of forgetting it.
 //! * Lines are numbered from 1 (a CRLF is one line end); events and near misses carry their line number.
+//! * A line whose field name is exactly `error` is no SSE field (a spec client drops it), but llama.cpp
+//!   before PR #16109 sent its mid-stream errors that way (`error: {"code":500,...}`, case 32a). The framer
+//!   keeps each such line as an [`ErrorField`], in order, for the caller to take with
+//!   [`Framer::take_error_fields`] after each push; it is neither an unknown field nor a near miss.
 //!
 //! Never panics on any input.
 
@@ -66,6 +70,17 @@ pub struct NearMiss {
     pub why: String,
     /// The whole line (decoded), at most [`NEAR_MISS_TEXT_CHARS`] characters.
     pub text: String,
+    /// Arrival time of the read that completed the line, ms.
+    pub t_ms: f64,
+}
+
+/// A raw `error:` line (field name exactly `error`): no SSE field, but a serve's error (see the module rules).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorField {
+    /// The value after `error:` (one leading space stripped), as decoded.
+    pub value: String,
+    /// Line number, from 1.
+    pub line: usize,
     /// Arrival time of the read that completed the line, ms.
     pub t_ms: f64,
 }
@@ -122,6 +137,8 @@ pub struct FramerStats {
     pub near_miss_count: usize,
     /// The first [`NEAR_MISSES_KEPT`] near misses.
     pub near_misses: Vec<NearMiss>,
+    /// Raw `error:` lines seen (see [`ErrorField`]).
+    pub error_fields: usize,
 }
 
 /// Incremental SSE framer. Feed reads with [`Framer::push`], then call [`Framer::finish`] once at EOF.
@@ -145,6 +162,8 @@ pub struct Framer {
     pending_line: usize,
     last_t_ms: f64,
     stats: FramerStats,
+    /// Raw `error:` lines not yet taken by the caller.
+    error_fields: Vec<ErrorField>,
 }
 
 impl Framer {
@@ -235,6 +254,10 @@ impl Framer {
                     }
                     "event" => event = Some(value.to_string()),
                     "id" | "retry" => {}
+                    "error" => {
+                        let line_no = self.stats.lines;
+                        self.error_field(value, line_no, self.last_t_ms);
+                    }
                     other => {
                         let other = other.to_string();
                         let line_no = self.stats.lines;
@@ -257,6 +280,12 @@ impl Framer {
             t_ms,
             line,
         })
+    }
+
+    /// The raw `error:` lines completed since the last call, in order (at most [`NEAR_MISSES_KEPT`] are
+    /// kept between calls; all are counted in [`FramerStats::error_fields`]).
+    pub fn take_error_fields(&mut self) -> Vec<ErrorField> {
+        std::mem::take(&mut self.error_fields)
     }
 
     /// Counters so far (comments, invalid UTF-8, ...).
@@ -340,6 +369,10 @@ impl Framer {
                 }
             }
             "retry" => {}
+            "error" => {
+                let line_no = self.stats.lines;
+                self.error_field(value, line_no, t_ms);
+            }
             other => {
                 let other = other.to_string();
                 let line_no = self.stats.lines;
@@ -347,6 +380,18 @@ impl Framer {
             }
         }
         None
+    }
+
+    /// Keeps a raw `error:` line for the caller.
+    fn error_field(&mut self, value: &str, line: usize, t_ms: f64) {
+        self.stats.error_fields += 1;
+        if self.error_fields.len() < NEAR_MISSES_KEPT {
+            self.error_fields.push(ErrorField {
+                value: value.to_string(),
+                line,
+                t_ms,
+            });
+        }
     }
 
     /// Counts an unknown-field line and records it when it is a near miss of a known field.
