@@ -175,6 +175,13 @@ fn check_variant(case: &str, variant: &str, want: &serde_json::Map<String, Value
     // `completion_tokens`; servegate calls that count an estimate and never reports it as N. They also count
     // a finish-only chunk among `empty_chunks`.
     let by_chunks = want.get("completion_tokens_source").and_then(Value::as_str) == Some("chunks");
+    // The second set (cases 31-44, CASES.md) counts as `empty_chunks` every chunk without a token (role,
+    // finish-only and usage-only chunks alike), as case 33 does.
+    let second_set = case
+        .strip_prefix("case-")
+        .and_then(|c| c.get(..2))
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n >= 31);
     for (key, w) in want {
         let what = format!("{at} {key}");
         match key.as_str() {
@@ -183,10 +190,35 @@ fn check_variant(case: &str, variant: &str, want: &serde_json::Map<String, Value
                 w.as_bool().expect("bool"),
                 "{what}: outcome {out:?}"
             ),
+            // Cases 32's `stream_error` is an error the serve sent inside a stream: servegate names it by when it
+            // came, `error_in_stream` (before any token) or `error_mid_stream` (after one).
+            "fail_reason" if opt_str(w) == Some("stream_error") => {
+                let got = out.as_ref().err().map(|e| e.0);
+                assert!(
+                    matches!(got, Some("error_in_stream" | "error_mid_stream")),
+                    "{what}: outcome {out:?}"
+                );
+            }
             "fail_reason" => {
                 let got = out.as_ref().err().map(|e| e.0);
                 assert_eq!(got, opt_str(w), "{what}: outcome {out:?}");
             }
+            "error_message" => assert_eq!(
+                r.error.as_ref().map(|e| e.message.as_str()),
+                opt_str(w),
+                "{what}"
+            ),
+            "named_events_ignored" => assert_eq!(
+                r.named_events_ignored as u64,
+                w.as_u64().expect("count"),
+                "{what}"
+            ),
+            // A record with rates comes only from a reply that passed and has a decode rate.
+            "publish_record" => assert_eq!(
+                out.is_ok() && f.decode_tok_s.is_some(),
+                w.as_bool().expect("bool"),
+                "{what}"
+            ),
             "http_status" => assert_eq!(r.http_status.map(u64::from), opt_u64(w), "{what}"),
             "error_type" => {
                 assert_eq!(
@@ -196,7 +228,12 @@ fn check_variant(case: &str, variant: &str, want: &serde_json::Map<String, Value
                     r.error
                 )
             }
-            // Read times, not computed: exact.
+            // Read times, not computed: exact. A failed reply has no TTFT figure; the case's value is then the
+            // evidence (the first token chunk's time), kept in the reply.
+            "ttft_ms" if out.is_err() => {
+                assert_eq!(f.ttft_ms, None, "{what}: a failed reply has no TTFT");
+                assert_eq!(r.token_chunks.first().map(|c| c.t_ms), w.as_f64(), "{what}")
+            }
             "ttft_ms" => assert_eq!(f.ttft_ms, w.as_f64(), "{what}"),
             "decode_tok_s" => check_float(&what, f.decode_tok_s, w),
             "timings_prompt_per_second" => check_float(
@@ -237,7 +274,7 @@ fn check_variant(case: &str, variant: &str, want: &serde_json::Map<String, Value
             }
             "chunks" => assert_eq!(r.chunks as u64, w.as_u64().expect("count"), "{what}"),
             // The newer files also count a finish-only chunk (`delta: {}`) as empty: every chunk without a token.
-            "empty_chunks" if by_chunks => assert_eq!(
+            "empty_chunks" if by_chunks || second_set => assert_eq!(
                 (r.chunks - r.token_chunks.len()) as u64,
                 w.as_u64().expect("count"),
                 "{what}"
@@ -320,7 +357,7 @@ fn every_expected_value_of_every_stream_and_body_case_holds() {
     let files = expected_files();
     let cases: Vec<&str> = files.iter().map(|(c, _)| c.as_str()).collect();
     for n in [
-        "01", "02", "04", "05", "08", "10", "11", "14", "16", "17", "19", "22", "23", "29", "33",
+        "01", "02", "04", "05", "08", "10", "11", "14", "16", "17", "19", "22", "23", "29", "31", "32", "33",
     ] {
         assert!(
             cases.iter().any(|c| c.starts_with(&format!("case-{n}-"))),
@@ -338,7 +375,7 @@ fn every_expected_value_of_every_stream_and_body_case_holds() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 26, "variants checked");
+    assert_eq!(checked, 29, "variants checked");
 }
 
 // ---------------------------------------------------------------------------------------------------------

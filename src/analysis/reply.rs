@@ -767,7 +767,10 @@ impl StreamState {
     /// it), else it is skipped and counted (`named_events_ignored`) without starting any clock.
     fn on_event(&mut self, event_type: Option<&str>, data: &str, t_ms: f64, line: usize) {
         let is_error_event = event_type == Some("error");
-        let named = event_type.filter(|e| *e != "message" && *e != "error");
+        // An empty name is the default type (WHATWG: "If the event type buffer has a value other than the
+        // empty string, change the type of the newly created event to equal the value"; wpt
+        // eventsource/format-field-event-empty.htm).
+        let named = event_type.filter(|e| !matches!(*e, "" | "message" | "error"));
         // Both SDKs test `[DONE]` before the event name: python `data.startswith("[DONE]")`, node
         // `data === '[DONE]'`.
         if data.starts_with("[DONE]") {
