@@ -997,6 +997,19 @@ impl StreamState {
         if stats.leading_bom {
             r.flags.push(Note::flag(NoteKind::LeadingBomStripped));
         }
+        if stats.leading_bom {
+            self.divergence(
+                "a leading byte-order mark: the spec and openai-node (TextDecoder) strip it, openai-python decodes lines as plain UTF-8, keeps it in the first field name and loses the first event".into(),
+            );
+        }
+        if let Some((line, name)) = &stats.first_named_no_data {
+            self.divergence(format!(
+                "{} events with a name but no data (first: `event: {}` at line {line}): the spec drops them, both OpenAI SDKs hand them on with empty data and raise parsing it as JSON",
+                stats.named_no_data,
+                printable(name)
+            ));
+        }
+        let r = &mut self.reply;
         for m in &stats.near_misses {
             let what = format!(
                 "line {}: {} is not `{}` ({}); an SSE client ignores the line: {}",

@@ -139,6 +139,11 @@ pub struct FramerStats {
     pub near_misses: Vec<NearMiss>,
     /// Raw `error:` lines seen (see [`ErrorField`]).
     pub error_fields: usize,
+    /// Events with an `event:` name but no `data` line, discarded at their blank line as the spec says (also
+    /// counted in `discarded_no_data`). Both OpenAI SDKs dispatch them with empty data instead.
+    pub named_no_data: usize,
+    /// Line number and name of the first such event.
+    pub first_named_no_data: Option<(usize, String)>,
 }
 
 /// Incremental SSE framer. Feed reads with [`Framer::push`], then call [`Framer::finish`] once at EOF.
@@ -342,6 +347,12 @@ impl Framer {
                 });
             } else if self.pending_fields {
                 self.stats.discarded_no_data += 1;
+                if let Some(name) = &self.event {
+                    self.stats.named_no_data += 1;
+                    if self.stats.first_named_no_data.is_none() {
+                        self.stats.first_named_no_data = Some((self.pending_line, name.clone()));
+                    }
+                }
             }
             self.reset_event();
             return out;
@@ -570,10 +581,12 @@ mod tests {
 
     #[test]
     fn event_without_data_is_not_dispatched() {
-        let (ev, _, st) = frame(&[b"event: ping\n\ndata: x\n\n"]);
+        let (ev, _, st) = frame(&[b"event: ping\n\ndata: x\n\nid: 3\n\n"]);
         assert_eq!(datas(&ev), ["x"]);
         assert_eq!(ev[0].event, None);
-        assert_eq!(st.discarded_no_data, 1);
+        assert_eq!(st.discarded_no_data, 2);
+        assert_eq!(st.named_no_data, 1);
+        assert_eq!(st.first_named_no_data, Some((1, "ping".to_string())));
     }
 
     #[test]
@@ -736,6 +749,31 @@ mod tests {
         assert_eq!(ev.expect("event").data, "b");
         assert_eq!(used + used2, body.len());
         assert_eq!(f.push_partial(b"data: c", 3.0), (7, None));
+    }
+
+    #[test]
+    fn raw_error_lines_are_kept_in_order_and_are_no_unknown_field() {
+        let mut f = Framer::new();
+        let (used, ev) = f.push_partial(b"data: a\n\nerror: {\"message\":\"x\"}\n\n", 5.0);
+        assert_eq!(ev.expect("event").data, "a");
+        assert!(f.take_error_fields().is_empty());
+        let _ = f.push(&b"data: a\n\nerror: {\"message\":\"x\"}\n\n"[used..], 7.0);
+        let got = f.take_error_fields();
+        assert_eq!(
+            got,
+            [ErrorField {
+                value: "{\"message\":\"x\"}".into(),
+                line: 3,
+                t_ms: 7.0
+            }]
+        );
+        assert!(f.take_error_fields().is_empty(), "taken once");
+        // A cut `error:` line at EOF is kept too; ` error:` and `ERROR:` stay near misses.
+        let _ = f.push(b" error: y\nERROR: z\nerror: cut", 9.0);
+        let _ = f.finish();
+        let st = f.stats();
+        assert_eq!((st.error_fields, st.near_miss_count, st.unknown_fields), (2, 2, 2));
+        assert_eq!(f.take_error_fields()[0].value, "cut");
     }
 
     #[test]
