@@ -587,6 +587,69 @@ fn a_bom_split_across_reads_is_stripped_once_and_flagged() {
 }
 
 #[test]
+fn named_events_are_skipped_counted_and_never_start_the_clock() {
+    // Case 31: `event: tool.progress` at 55 ms and 340 ms between chat chunks.
+    let (r, f) = case("case-31-named-sse-events-interleaved", "main");
+    assert_eq!(f.ttft_ms, Some(300.0), "not the progress event at 55 ms");
+    assert_eq!(r.first_event_ms, Some(40.0), "the role chunk, not a progress event");
+    assert_eq!(r.named_events_ignored, 2);
+    assert_eq!((r.chunks, r.parse_errors.len()), (7, 0));
+    assert!(r.malformed_events.is_empty() && r.failure().is_none());
+    let flag = r
+        .flags
+        .iter()
+        .find(|n| n.kind == NoteKind::NamedEventsIgnored)
+        .expect("flag");
+    assert_eq!(flag.to_string(), "named_events_ignored: 2 named events skipped, no chat chunk in them (first: `event: tool.progress` at line 3)");
+    assert_eq!(r.content, "The sky is blue.");
+    assert!((f.decode_tok_s.expect("rate") - 40.0).abs() < 1e-9);
+}
+
+#[test]
+fn errors_sent_outside_the_json_chunk_fail_with_the_serves_message() {
+    // Case 32a: a raw `error:` line after two tokens; 32b: `event: error` whose data has `details`.
+    for (variant, message, flag, content) in [
+        (
+            "a",
+            "slot 0: kv cache exhausted during decode",
+            NoteKind::NonstandardSseErrorField,
+            "Once upon",
+        ),
+        (
+            "b",
+            "requested top_logprobs above the server limit",
+            NoteKind::SseErrorEvent,
+            "Sure,",
+        ),
+    ] {
+        let (r, f) = case("case-32-error-event-dialects", variant);
+        let at = format!("32{variant}");
+        assert_eq!(
+            r.failure().as_deref(),
+            Some(format!("error_mid_stream: {message} (HTTP 200)").as_str()),
+            "{at}"
+        );
+        assert!(r.has_note(flag) && r.has_note(NoteKind::ErrorInside200Stream), "{at}");
+        // The partial content is kept as evidence; no figure comes from it.
+        assert_eq!(r.content, content, "{at}");
+        assert_eq!(r.token_chunks.len(), 2, "{at}");
+        assert_eq!((f.ttft_ms, f.decode_tok_s, f.tpot_ms), (None, None, None), "{at}");
+        assert!(f.failed.as_deref().is_some_and(|x| x.contains(message)), "{at}");
+        // The error is no chunk and no parse error; [DONE] after it changes nothing.
+        assert_eq!((r.chunks, r.parse_errors.len(), r.done_seen), (3, 0, true), "{at}");
+        assert!(!r.truncated, "{at}");
+    }
+    // Before any token the same lines are `error_in_stream`.
+    for body in [
+        "error: {\"message\":\"boom\"}\n\ndata: [DONE]\n\n",
+        "event: error\ndata: boom\n\ndata: [DONE]\n\n",
+    ] {
+        let r = parse_stream(&reads::single_read(body.as_bytes().to_vec()), Some(200));
+        assert_eq!(r.failure().as_deref(), Some("error_in_stream: boom (HTTP 200)"), "{body:?}");
+    }
+}
+
+#[test]
 fn finish_reason_oddities_are_normalised() {
     let (r, _) = case("case-17-finish-reason-oddities", "a");
     assert_eq!(

@@ -608,6 +608,8 @@ struct StreamState {
     /// Per token chunk: (usage delta, timings delta), when that chunk carried the counter.
     deltas: Vec<Deltas>,
     events: usize,
+    /// Line and name of the first skipped named event.
+    first_named: Option<(usize, String)>,
 }
 
 impl StreamState {
@@ -622,6 +624,7 @@ impl StreamState {
             prev_pred_n: 0,
             deltas: Vec::new(),
             events: 0,
+            first_named: None,
         }
     }
 
@@ -793,12 +796,8 @@ impl StreamState {
             let has_error = obj.is_some_and(|o| !matches!(o.get("error"), None | Some(Value::Null)));
             if !is_chunk && !has_error {
                 self.reply.named_events_ignored += 1;
-                if self.reply.named_events_ignored == 1 {
-                    self.reply.flags.push(Note::new(
-                        NoteKind::NamedEventsIgnored,
-                        format!("first: `event: {}` at line {line}", printable(name)),
-                    ));
-                }
+                self.first_named
+                    .get_or_insert_with(|| (line, printable(name)));
                 return;
             }
             if is_chunk {
@@ -996,6 +995,17 @@ impl StreamState {
 
         if stats.leading_bom {
             r.flags.push(Note::flag(NoteKind::LeadingBomStripped));
+        }
+        if let Some((line, name)) = &self.first_named {
+            let n = self.reply.named_events_ignored;
+            self.reply.flags.push(Note::new(
+                NoteKind::NamedEventsIgnored,
+                format!(
+                    "{n} named event{} skipped, no chat chunk in {} (first: `event: {name}` at line {line})",
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { "it" } else { "them" }
+                ),
+            ));
         }
         if stats.leading_bom {
             self.divergence(
