@@ -17,8 +17,8 @@ use servegate::analysis::content;
 use servegate::analysis::measure::{measure, Figures, TokenSource};
 use servegate::analysis::reply::{parse_body, parse_stream, NoteKind, Reply};
 use servegate::analysis::sse;
-use servegate::vocab::ContentProblem;
 use servegate::io::reads::{self, TimedRead};
+use servegate::vocab::ContentProblem;
 
 // ---------------------------------------------------------------------------------------------------------
 // Loading
@@ -105,7 +105,10 @@ fn outcome(r: &Reply, f: &Figures) -> Result<(), (&'static str, String)> {
         } else {
             ""
         };
-        return Err((ContentProblem::DegenerateOutput.name(), format!("{d}{tail}")));
+        return Err((
+            ContentProblem::DegenerateOutput.name(),
+            format!("{d}{tail}"),
+        ));
     }
     if let Some(x) = content::reasoning_ate_budget(
         &r.content,
@@ -357,7 +360,8 @@ fn every_expected_value_of_every_stream_and_body_case_holds() {
     let files = expected_files();
     let cases: Vec<&str> = files.iter().map(|(c, _)| c.as_str()).collect();
     for n in [
-        "01", "02", "04", "05", "08", "10", "11", "14", "16", "17", "19", "22", "23", "29", "31", "32", "33",
+        "01", "02", "04", "05", "08", "10", "11", "14", "16", "17", "19", "22", "23", "29", "31",
+        "32", "33",
     ] {
         assert!(
             cases.iter().any(|c| c.starts_with(&format!("case-{n}-"))),
@@ -591,7 +595,11 @@ fn named_events_are_skipped_counted_and_never_start_the_clock() {
     // Case 31: `event: tool.progress` at 55 ms and 340 ms between chat chunks.
     let (r, f) = case("case-31-named-sse-events-interleaved", "main");
     assert_eq!(f.ttft_ms, Some(300.0), "not the progress event at 55 ms");
-    assert_eq!(r.first_event_ms, Some(40.0), "the role chunk, not a progress event");
+    assert_eq!(
+        r.first_event_ms,
+        Some(40.0),
+        "the role chunk, not a progress event"
+    );
     assert_eq!(r.named_events_ignored, 2);
     assert_eq!((r.chunks, r.parse_errors.len()), (7, 0));
     assert!(r.malformed_events.is_empty() && r.failure().is_none());
@@ -629,14 +637,28 @@ fn errors_sent_outside_the_json_chunk_fail_with_the_serves_message() {
             Some(format!("error_mid_stream: {message} (HTTP 200)").as_str()),
             "{at}"
         );
-        assert!(r.has_note(flag) && r.has_note(NoteKind::ErrorInside200Stream), "{at}");
+        assert!(
+            r.has_note(flag) && r.has_note(NoteKind::ErrorInside200Stream),
+            "{at}"
+        );
         // The partial content is kept as evidence; no figure comes from it.
         assert_eq!(r.content, content, "{at}");
         assert_eq!(r.token_chunks.len(), 2, "{at}");
-        assert_eq!((f.ttft_ms, f.decode_tok_s, f.tpot_ms), (None, None, None), "{at}");
-        assert!(f.failed.as_deref().is_some_and(|x| x.contains(message)), "{at}");
+        assert_eq!(
+            (f.ttft_ms, f.decode_tok_s, f.tpot_ms),
+            (None, None, None),
+            "{at}"
+        );
+        assert!(
+            f.failed.as_deref().is_some_and(|x| x.contains(message)),
+            "{at}"
+        );
         // The error is no chunk and no parse error; [DONE] after it changes nothing.
-        assert_eq!((r.chunks, r.parse_errors.len(), r.done_seen), (3, 0, true), "{at}");
+        assert_eq!(
+            (r.chunks, r.parse_errors.len(), r.done_seen),
+            (3, 0, true),
+            "{at}"
+        );
         assert!(!r.truncated, "{at}");
     }
     // Before any token the same lines are `error_in_stream`.
@@ -645,7 +667,11 @@ fn errors_sent_outside_the_json_chunk_fail_with_the_serves_message() {
         "event: error\ndata: boom\n\ndata: [DONE]\n\n",
     ] {
         let r = parse_stream(&reads::single_read(body.as_bytes().to_vec()), Some(200));
-        assert_eq!(r.failure().as_deref(), Some("error_in_stream: boom (HTTP 200)"), "{body:?}");
+        assert_eq!(
+            r.failure().as_deref(),
+            Some("error_in_stream: boom (HTTP 200)"),
+            "{body:?}"
+        );
     }
 }
 

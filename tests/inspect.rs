@@ -107,8 +107,16 @@ fn check(at: &str, summary: &Map<String, Value>, want: &Map<String, Value>, time
     if want.get("ok") == Some(&Value::Bool(false)) {
         if let Some(t) = want.remove("ttft_ms") {
             if timed {
-                assert_eq!(summary["ttft_ms"], Value::Null, "{at}: a failed reply has no TTFT");
-                assert_eq!(summary["first_token_ms"].as_f64(), t.as_f64(), "{at} ttft_ms (evidence)");
+                assert_eq!(
+                    summary["ttft_ms"],
+                    Value::Null,
+                    "{at}: a failed reply has no TTFT"
+                );
+                assert_eq!(
+                    summary["first_token_ms"].as_f64(),
+                    t.as_f64(),
+                    "{at} ttft_ms (evidence)"
+                );
                 checked += 1;
             }
         }

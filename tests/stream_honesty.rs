@@ -506,7 +506,11 @@ fn conformance_shapes_give_their_outcome_through_parse_stream() {
         check(&format!("{name} ({source})"), &summary, want);
         // `"notes": []` means nothing noted but the usage these shapes never send.
         if want.get("notes") == Some(&Value::Array(vec![])) {
-            assert_eq!(summary["notes"], serde_json::json!(["usage_missing"]), "{name}: no notes");
+            assert_eq!(
+                summary["notes"],
+                serde_json::json!(["usage_missing"]),
+                "{name}: no notes"
+            );
         }
     }
 }
@@ -518,8 +522,15 @@ fn conformance_shapes_give_their_outcome_through_servegate_inspect() {
         let path = tmp.path().join(format!("{name}.sse"));
         std::fs::write(&path, &body).expect("write");
         let (out, raw) = inspect(&path);
-        check(&format!("{name} ({source})"), &out["summary"], want.as_object().expect("object"));
-        assert!(!raw.iter().any(|&b| b < 0x20 && b != b'\n'), "{name}: a raw control byte");
+        check(
+            &format!("{name} ({source})"),
+            &out["summary"],
+            want.as_object().expect("object"),
+        );
+        assert!(
+            !raw.iter().any(|&b| b < 0x20 && b != b'\n'),
+            "{name}: a raw control byte"
+        );
     }
 }
 
@@ -529,20 +540,29 @@ fn a_named_event_never_starts_a_clock_whatever_the_read_boundaries() {
     let role = r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#;
     let parts: Vec<(f64, String)> = vec![
         (40.0, format!("data: {role}\n\n")),
-        (55.0, "event: tool.progress\ndata: {\"tool\":\"lookup\"}\n\n".into()),
+        (
+            55.0,
+            "event: tool.progress\ndata: {\"tool\":\"lookup\"}\n\n".into(),
+        ),
         (300.0, format!("data: {}\n\n", content_chunk("The"))),
         (350.0, format!("data: {}\n\n", content_chunk(" sky"))),
         (390.0, format!("data: {STOP}\n\ndata: [DONE]\n\n")),
     ];
     let rs: Vec<reads::TimedRead> = parts
         .iter()
-        .map(|(t, s)| reads::TimedRead { t_ms: *t, bytes: s.clone().into_bytes() })
+        .map(|(t, s)| reads::TimedRead {
+            t_ms: *t,
+            bytes: s.clone().into_bytes(),
+        })
         .collect();
     let r = parse_stream(&rs, Some(200));
     let f = measure(&r);
     assert_eq!(f.ttft_ms, Some(300.0));
     assert_eq!(r.first_event_ms, Some(40.0));
-    assert_eq!((r.named_events_ignored, r.chunks, r.parse_errors.len()), (1, 4, 0));
+    assert_eq!(
+        (r.named_events_ignored, r.chunks, r.parse_errors.len()),
+        (1, 4, 0)
+    );
     assert!(r.has_note(NoteKind::NamedEventsIgnored));
     // A stream of named events only: no first event at all, nothing to time.
     let only = reads::single_read(b"event: tool.progress\ndata: {}\n\n".to_vec());

@@ -309,9 +309,17 @@ impl Reply {
 /// Parses a streamed response (SSE) from its timed reads.
 ///
 /// Framing is [`crate::analysis::sse`]; this reads each data event as an OpenAI-compatible chunk:
+/// * Each rule and its source (WHATWG, web-platform-tests, openai-python, openai-node) is listed in
+///   docs/stream.md; where the spec and the SDKs differ the reply is read as the SDKs deliver it, with the
+///   warning `sse_client_divergence`.
 /// * `data: [DONE]` sets `done_seen` and ends the reading: both OpenAI SDKs stop there (openai-python
 ///   `Stream.__stream__` breaks on `sse.data.startswith("[DONE]")`; openai-node `Stream.fromSSEResponse`
-///   sets `done` and skips everything after). Whatever follows is counted in `bytes_after_done` and reported
+///   sets `done` and skips everything after). Data starting `[DONE]` with more after it ends it too (python
+///   does, node raises: a divergence); `" [DONE]"` (`data:  [DONE]`) ends it for neither and is malformed.
+/// * An event named other than `message`/`error`/empty whose data is no chat chunk (no `choices`) and has no
+///   `error` member is skipped before anything else: not a chunk, not a parse error, not the first event;
+///   counted in `named_events_ignored` (flag `named_events_ignored`). A chat chunk in such an event is read
+///   (both SDKs read it; a browser does not: a divergence). Whatever follows is counted in `bytes_after_done` and reported
 ///   as the warning `data_after_done: N bytes after [DONE] (K data events), not read: "excerpt"` — never
 ///   content, never a parse error, never a failure.
 /// * Any other data must be a JSON object with an array (or no) `choices`; else the event is **malformed**:
@@ -320,13 +328,15 @@ impl Reply {
 ///   `json.loads("")` both raise in the SDKs), as is JSON that serde rejects (a lone surrogate `\ud800`, a raw
 ///   NUL or other control byte inside a string).
 /// * Lines that an SSE client ignores but that looked meant to carry a field (` data:`, `DATA:`, a BOM
-///   before `data:` anywhere but at the very start, a raw `error:` line; see [`crate::analysis::sse::near_miss`]) go to
+///   before `data:` anywhere but at the very start; see [`crate::analysis::sse::near_miss`]) go to
 ///   `parse_errors` and `misnamed_fields` (which fails the reply). Other unknown fields: warning
 ///   `unknown_sse_fields`. A stripped leading BOM: flag `leading_bom_stripped`.
 /// * Invalid UTF-8 before `[DONE]`: a parse error with the count, and a failure (`invalid_utf8`).
 /// * A chunk with an `error` member (object, or string with a sibling `error_type`), a vLLM-style
-///   `"object": "error"`, or any event of type `error` is the serve's error (see [`ServeError::kind`]); the
-///   first one is kept. Flag `error_inside_200_stream` when the status is 2xx or unknown.
+///   `"object": "error"`, any event of type `error` (flag `sse_error_event`; its data's `message`, `details`
+///   or `detail`, else its text) or a raw `error:` line (flag `nonstandard_sse_error_field`, llama.cpp before
+///   PR #16109) is the serve's error (see [`ServeError::kind`]); the first one is kept, an `error` event is
+///   no chunk. Flag `error_inside_200_stream` when the status is 2xx or unknown.
 /// * `choices: []` chunks are metadata (usage, timings); choice 0 (by `index`, or the first without one) is
 ///   the reply. Token chunk: non-empty `delta.content`, `delta.reasoning_content`/`delta.reasoning` or a
 ///   non-empty `delta.tool_calls` (also `text` of a completions stream). A choice that is none of these and
@@ -793,7 +803,8 @@ impl StreamState {
         if let Some(name) = named {
             let obj = parsed.as_ref().and_then(Value::as_object);
             let is_chunk = obj.is_some_and(|o| o.contains_key("choices"));
-            let has_error = obj.is_some_and(|o| !matches!(o.get("error"), None | Some(Value::Null)));
+            let has_error =
+                obj.is_some_and(|o| !matches!(o.get("error"), None | Some(Value::Null)));
             if !is_chunk && !has_error {
                 self.reply.named_events_ignored += 1;
                 self.first_named
@@ -813,10 +824,13 @@ impl StreamState {
         }
         if d.is_empty() {
             if is_error_event {
-                self.error_event(line, ErrInfo {
-                    message: "(event: error with empty data)".into(),
-                    error_type: None,
-                });
+                self.error_event(
+                    line,
+                    ErrInfo {
+                        message: "(event: error with empty data)".into(),
+                        error_type: None,
+                    },
+                );
             } else {
                 self.malformed(
                     line,
@@ -853,7 +867,9 @@ impl StreamState {
                     format!(", {values} JSON values in one event: several `data:` lines are joined with a newline, and no client reads that as {values} chunks")
                 } else if d.contains('\0') {
                     ", raw NUL".into()
-                } else if e.to_string().contains("escape") && d.to_ascii_lowercase().contains("\\ud") {
+                } else if e.to_string().contains("escape")
+                    && d.to_ascii_lowercase().contains("\\ud")
+                {
                     ", lone surrogate".into()
                 } else {
                     String::new()
@@ -2288,7 +2304,11 @@ mod tests {
         }
         // Normal ends, TGI's included, are not failures.
         for reason in ["stop", "length", "tool_calls", "eos_token", "stop_sequence"] {
-            let r = one(&[ev(r#"{"content":"Paris"}"#, &format!("{reason:?}")), DONE.into()].concat());
+            let r = one(&[
+                ev(r#"{"content":"Paris"}"#, &format!("{reason:?}")),
+                DONE.into(),
+            ]
+            .concat());
             assert_eq!(r.failure(), None, "{reason}");
         }
     }

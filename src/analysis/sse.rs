@@ -37,7 +37,8 @@
 //!   keeps each such line as an [`ErrorField`], in order, for the caller to take with
 //!   [`Framer::take_error_fields`] after each push; it is neither an unknown field nor a near miss.
 //!
-//! Never panics on any input.
+//! Never panics on any input. docs/stream.md lists each rule with its source (WHATWG, web-platform-tests,
+//! the OpenAI SDKs) and where the SDKs differ from the spec.
 
 /// One dispatched SSE event.
 #[derive(Debug, Clone, PartialEq)]
@@ -772,7 +773,10 @@ mod tests {
         let _ = f.push(b" error: y\nERROR: z\nerror: cut", 9.0);
         let _ = f.finish();
         let st = f.stats();
-        assert_eq!((st.error_fields, st.near_miss_count, st.unknown_fields), (2, 2, 2));
+        assert_eq!(
+            (st.error_fields, st.near_miss_count, st.unknown_fields),
+            (2, 2, 2)
+        );
         assert_eq!(f.take_error_fields()[0].value, "cut");
     }
 
