@@ -570,3 +570,31 @@ fn a_named_event_never_starts_a_clock_whatever_the_read_boundaries() {
     assert_eq!((r.first_event_ms, r.named_events_ignored), (None, 1));
     assert_eq!(measure(&r).ttft_ms, None);
 }
+
+#[test]
+fn divergences_are_one_warning_that_counts_the_rest_and_done_wins_over_a_name() {
+    // Two chat chunks in named events: one warning, the second counted in it.
+    let body = format!(
+        "event: delta\ndata:{}\n\nevent: delta\ndata:{}\n\ndata:{STOP}\n\ndata: [DONE]\n\n",
+        content_chunk("a"),
+        content_chunk("b")
+    );
+    let r = parse_stream(&reads::single_read(body.into_bytes()), Some(200));
+    let div: Vec<String> = r
+        .warnings
+        .iter()
+        .filter(|n| n.kind == NoteKind::SseClientDivergence)
+        .map(|n| n.to_string())
+        .collect();
+    assert_eq!(div.len(), 1, "{div:?}");
+    assert!(div[0].ends_with(" (+1 more)"), "{div:?}");
+    assert_eq!((r.content.as_str(), r.named_events_ignored), ("ab", 0));
+    // Both SDKs test `[DONE]` before the event name (py `__stream__`, node `fromSSEResponse`).
+    let body = format!(
+        "data:{}\n\ndata:{STOP}\n\nevent: end\ndata: [DONE]\n\n",
+        content_chunk("a")
+    );
+    let r = parse_stream(&reads::single_read(body.into_bytes()), Some(200));
+    assert!(r.done_seen && r.failure().is_none());
+    assert_eq!(r.named_events_ignored, 0);
+}
