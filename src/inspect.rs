@@ -81,12 +81,17 @@ pub struct Summary {
     pub error_type: Option<String>,
     /// The serve's error: kind, message, status, type.
     pub error: Option<ServeError>,
+    /// The serve's error message alone (`error.message`), as the case files name it.
+    pub error_message: Option<String>,
     /// True when parsed as an SSE stream (false: a JSON body).
     pub streamed: bool,
     /// First data event of any kind (a role-only chunk counts), ms. Not TTFT.
     pub first_event_ms: Option<f64>,
-    /// TTFT: the first token chunk (content, reasoning or tool call), ms.
+    /// TTFT: the first token chunk (content, reasoning or tool call), ms. Null for a failed reply (its
+    /// partial figures are no figures; `first_token_ms` keeps the evidence).
     pub ttft_ms: Option<f64>,
+    /// Arrival of the first token chunk as read, ms, failed reply or not: evidence, not a figure.
+    pub first_token_ms: Option<f64>,
     /// First non-empty content (after any reasoning), ms.
     pub first_content_ms: Option<f64>,
     /// End to end: the last read, ms.
@@ -130,6 +135,11 @@ pub struct Summary {
     pub empty_chunks: usize,
     /// SSE comment lines (`: ping`) ignored.
     pub comments_ignored: usize,
+    /// Named SSE events (not `message`, not `error`) that carried no chat chunk, skipped (docs/stream.md).
+    pub named_events_ignored: usize,
+    /// True when a benchmark record with rates may come from this reply: it passed and has a decode rate
+    /// (never for a failed reply, whose partial content is evidence only).
+    pub publish_record: bool,
     /// Number of parse errors (their reasons are in `parse_error_messages`).
     pub parse_errors: usize,
     /// Each parse error with its reason.
@@ -175,6 +185,7 @@ pub fn reply_failure(reply: &Reply, figures: &Figures) -> Option<(String, String
 /// The summary of one reply and its figures (see [`Summary`]).
 pub fn summarize(reply: &Reply, figures: &Figures) -> Summary {
     let failure = reply_failure(reply, figures);
+    let publish_record = failure.is_none() && figures.decode_tok_s.is_some();
     let warnings: Vec<String> = reply
         .warnings
         .iter()
@@ -204,9 +215,11 @@ pub fn summarize(reply: &Reply, figures: &Figures) -> Summary {
         http_status: reply.http_status,
         error_type: reply.error.as_ref().and_then(|e| e.error_type.clone()),
         error: reply.error.clone(),
+        error_message: reply.error.as_ref().map(|e| e.message.clone()),
         streamed: reply.streamed,
         first_event_ms: figures.first_event_ms,
         ttft_ms: figures.ttft_ms,
+        first_token_ms: reply.token_chunks.first().map(|c| c.t_ms),
         first_content_ms: figures.first_content_ms,
         e2e_ms: figures.e2e_ms,
         decode_tok_s: figures.decode_tok_s,
@@ -234,6 +247,8 @@ pub fn summarize(reply: &Reply, figures: &Figures) -> Summary {
         token_chunks: reply.token_chunks.len(),
         empty_chunks: reply.empty_chunks,
         comments_ignored: reply.comments_ignored,
+        named_events_ignored: reply.named_events_ignored,
+        publish_record,
         parse_errors: reply.parse_errors.len(),
         parse_error_messages: reply.parse_errors.clone(),
         replacement_chars: reply.replacement_chars,

@@ -360,6 +360,18 @@ closed_enum! {
         PromptCacheHit = "prompt_cache_hit",
         /// Client and server decode rates far apart.
         ClientServerDecodeMismatch = "client_server_decode_mismatch",
+        /// Named SSE events (`event: tool.progress`; any name but `message` and `error`) whose data is no chat
+        /// chunk were skipped: not chunks, not parse errors, never the first event (detail: how many, which
+        /// names). WHATWG: a browser's `onmessage` never sees them.
+        NamedEventsIgnored = "named_events_ignored",
+        /// The serve sent a raw `error:` line (no SSE field; llama.cpp before PR #16109): read as the serve's
+        /// error, though a spec client drops the line.
+        NonstandardSseErrorField = "nonstandard_sse_error_field",
+        /// The serve sent an event named `error` (`event: error`): read as the serve's error.
+        SseErrorEvent = "sse_error_event",
+        /// The stream reads differently in the WHATWG spec (browsers) and the OpenAI SDKs (openai-python,
+        /// openai-node); the reply is judged as the SDKs deliver it and the detail says where they differ.
+        SseClientDivergence = "sse_client_divergence",
         /// A reply failure repeated as a warning (`truncated_stream: ...`): its detail is the failure text
         /// after the name, and [`Note::failure`] its code.
         Failed = "failed",

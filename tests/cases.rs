@@ -17,8 +17,8 @@ use servegate::analysis::content;
 use servegate::analysis::measure::{measure, Figures, TokenSource};
 use servegate::analysis::reply::{parse_body, parse_stream, NoteKind, Reply};
 use servegate::analysis::sse;
-use servegate::vocab::ContentProblem;
 use servegate::io::reads::{self, TimedRead};
+use servegate::vocab::ContentProblem;
 
 // ---------------------------------------------------------------------------------------------------------
 // Loading
@@ -105,7 +105,10 @@ fn outcome(r: &Reply, f: &Figures) -> Result<(), (&'static str, String)> {
         } else {
             ""
         };
-        return Err((ContentProblem::DegenerateOutput.name(), format!("{d}{tail}")));
+        return Err((
+            ContentProblem::DegenerateOutput.name(),
+            format!("{d}{tail}"),
+        ));
     }
     if let Some(x) = content::reasoning_ate_budget(
         &r.content,
@@ -175,6 +178,13 @@ fn check_variant(case: &str, variant: &str, want: &serde_json::Map<String, Value
     // `completion_tokens`; servegate calls that count an estimate and never reports it as N. They also count
     // a finish-only chunk among `empty_chunks`.
     let by_chunks = want.get("completion_tokens_source").and_then(Value::as_str) == Some("chunks");
+    // The second set (cases 31-44, CASES.md) counts as `empty_chunks` every chunk without a token (role,
+    // finish-only and usage-only chunks alike), as case 33 does.
+    let second_set = case
+        .strip_prefix("case-")
+        .and_then(|c| c.get(..2))
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n >= 31);
     for (key, w) in want {
         let what = format!("{at} {key}");
         match key.as_str() {
@@ -183,10 +193,35 @@ fn check_variant(case: &str, variant: &str, want: &serde_json::Map<String, Value
                 w.as_bool().expect("bool"),
                 "{what}: outcome {out:?}"
             ),
+            // Cases 32's `stream_error` is an error the serve sent inside a stream: servegate names it by when it
+            // came, `error_in_stream` (before any token) or `error_mid_stream` (after one).
+            "fail_reason" if opt_str(w) == Some("stream_error") => {
+                let got = out.as_ref().err().map(|e| e.0);
+                assert!(
+                    matches!(got, Some("error_in_stream" | "error_mid_stream")),
+                    "{what}: outcome {out:?}"
+                );
+            }
             "fail_reason" => {
                 let got = out.as_ref().err().map(|e| e.0);
                 assert_eq!(got, opt_str(w), "{what}: outcome {out:?}");
             }
+            "error_message" => assert_eq!(
+                r.error.as_ref().map(|e| e.message.as_str()),
+                opt_str(w),
+                "{what}"
+            ),
+            "named_events_ignored" => assert_eq!(
+                r.named_events_ignored as u64,
+                w.as_u64().expect("count"),
+                "{what}"
+            ),
+            // A record with rates comes only from a reply that passed and has a decode rate.
+            "publish_record" => assert_eq!(
+                out.is_ok() && f.decode_tok_s.is_some(),
+                w.as_bool().expect("bool"),
+                "{what}"
+            ),
             "http_status" => assert_eq!(r.http_status.map(u64::from), opt_u64(w), "{what}"),
             "error_type" => {
                 assert_eq!(
@@ -196,7 +231,12 @@ fn check_variant(case: &str, variant: &str, want: &serde_json::Map<String, Value
                     r.error
                 )
             }
-            // Read times, not computed: exact.
+            // Read times, not computed: exact. A failed reply has no TTFT figure; the case's value is then the
+            // evidence (the first token chunk's time), kept in the reply.
+            "ttft_ms" if out.is_err() => {
+                assert_eq!(f.ttft_ms, None, "{what}: a failed reply has no TTFT");
+                assert_eq!(r.token_chunks.first().map(|c| c.t_ms), w.as_f64(), "{what}")
+            }
             "ttft_ms" => assert_eq!(f.ttft_ms, w.as_f64(), "{what}"),
             "decode_tok_s" => check_float(&what, f.decode_tok_s, w),
             "timings_prompt_per_second" => check_float(
@@ -237,7 +277,7 @@ fn check_variant(case: &str, variant: &str, want: &serde_json::Map<String, Value
             }
             "chunks" => assert_eq!(r.chunks as u64, w.as_u64().expect("count"), "{what}"),
             // The newer files also count a finish-only chunk (`delta: {}`) as empty: every chunk without a token.
-            "empty_chunks" if by_chunks => assert_eq!(
+            "empty_chunks" if by_chunks || second_set => assert_eq!(
                 (r.chunks - r.token_chunks.len()) as u64,
                 w.as_u64().expect("count"),
                 "{what}"
@@ -320,7 +360,8 @@ fn every_expected_value_of_every_stream_and_body_case_holds() {
     let files = expected_files();
     let cases: Vec<&str> = files.iter().map(|(c, _)| c.as_str()).collect();
     for n in [
-        "01", "02", "04", "05", "08", "10", "11", "14", "16", "17", "19", "22", "23", "29", "33",
+        "01", "02", "04", "05", "08", "10", "11", "14", "16", "17", "19", "22", "23", "29", "31",
+        "32", "33",
     ] {
         assert!(
             cases.iter().any(|c| c.starts_with(&format!("case-{n}-"))),
@@ -338,7 +379,7 @@ fn every_expected_value_of_every_stream_and_body_case_holds() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 26, "variants checked");
+    assert_eq!(checked, 29, "variants checked");
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -547,6 +588,91 @@ fn a_bom_split_across_reads_is_stripped_once_and_flagged() {
         fail.starts_with("misnamed_field: line 1: \"\\u{feff}data\""),
         "{fail}"
     );
+}
+
+#[test]
+fn named_events_are_skipped_counted_and_never_start_the_clock() {
+    // Case 31: `event: tool.progress` at 55 ms and 340 ms between chat chunks.
+    let (r, f) = case("case-31-named-sse-events-interleaved", "main");
+    assert_eq!(f.ttft_ms, Some(300.0), "not the progress event at 55 ms");
+    assert_eq!(
+        r.first_event_ms,
+        Some(40.0),
+        "the role chunk, not a progress event"
+    );
+    assert_eq!(r.named_events_ignored, 2);
+    assert_eq!((r.chunks, r.parse_errors.len()), (7, 0));
+    assert!(r.malformed_events.is_empty() && r.failure().is_none());
+    let flag = r
+        .flags
+        .iter()
+        .find(|n| n.kind == NoteKind::NamedEventsIgnored)
+        .expect("flag");
+    assert_eq!(flag.to_string(), "named_events_ignored: 2 named events skipped, no chat chunk in them (first: `event: tool.progress` at line 3)");
+    assert_eq!(r.content, "The sky is blue.");
+    assert!((f.decode_tok_s.expect("rate") - 40.0).abs() < 1e-9);
+}
+
+#[test]
+fn errors_sent_outside_the_json_chunk_fail_with_the_serves_message() {
+    // Case 32a: a raw `error:` line after two tokens; 32b: `event: error` whose data has `details`.
+    for (variant, message, flag, content) in [
+        (
+            "a",
+            "slot 0: kv cache exhausted during decode",
+            NoteKind::NonstandardSseErrorField,
+            "Once upon",
+        ),
+        (
+            "b",
+            "requested top_logprobs above the server limit",
+            NoteKind::SseErrorEvent,
+            "Sure,",
+        ),
+    ] {
+        let (r, f) = case("case-32-error-event-dialects", variant);
+        let at = format!("32{variant}");
+        assert_eq!(
+            r.failure().as_deref(),
+            Some(format!("error_mid_stream: {message} (HTTP 200)").as_str()),
+            "{at}"
+        );
+        assert!(
+            r.has_note(flag) && r.has_note(NoteKind::ErrorInside200Stream),
+            "{at}"
+        );
+        // The partial content is kept as evidence; no figure comes from it.
+        assert_eq!(r.content, content, "{at}");
+        assert_eq!(r.token_chunks.len(), 2, "{at}");
+        assert_eq!(
+            (f.ttft_ms, f.decode_tok_s, f.tpot_ms),
+            (None, None, None),
+            "{at}"
+        );
+        assert!(
+            f.failed.as_deref().is_some_and(|x| x.contains(message)),
+            "{at}"
+        );
+        // The error is no chunk and no parse error; [DONE] after it changes nothing.
+        assert_eq!(
+            (r.chunks, r.parse_errors.len(), r.done_seen),
+            (3, 0, true),
+            "{at}"
+        );
+        assert!(!r.truncated, "{at}");
+    }
+    // Before any token the same lines are `error_in_stream`.
+    for body in [
+        "error: {\"message\":\"boom\"}\n\ndata: [DONE]\n\n",
+        "event: error\ndata: boom\n\ndata: [DONE]\n\n",
+    ] {
+        let r = parse_stream(&reads::single_read(body.as_bytes().to_vec()), Some(200));
+        assert_eq!(
+            r.failure().as_deref(),
+            Some("error_in_stream: boom (HTTP 200)"),
+            "{body:?}"
+        );
+    }
 }
 
 #[test]

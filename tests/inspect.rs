@@ -84,7 +84,51 @@ fn check(at: &str, summary: &Map<String, Value>, want: &Map<String, Value>, time
     // `completion_tokens`, and count a finish-only chunk among `empty_chunks`: servegate prints that count as
     // `completion_tokens_estimate` (N unknown) and `empty_chunks` without the finish chunk. Translate.
     let by_chunks = want.get("completion_tokens_source").and_then(Value::as_str) == Some("chunks");
+    // The second set (cases 31-44, CASES.md) counts every chunk without a token as empty (role, finish-only
+    // and usage-only chunks alike); it calls an error the serve sent inside a stream `stream_error`, which
+    // servegate names by when it came (`error_in_stream`, `error_mid_stream`); and it gives a failed reply's
+    // first token time as `ttft_ms` "(evidence)", which servegate prints as `first_token_ms` (no TTFT figure
+    // for a failed reply). Translate.
+    let second_set = at
+        .strip_prefix("case-")
+        .and_then(|c| c.get(..2))
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n >= 31);
     let mut want = want.clone();
+    if want.get("fail_reason").and_then(Value::as_str) == Some("stream_error") {
+        want.remove("fail_reason");
+        let got = summary["fail_reason"].as_str().unwrap_or_default();
+        assert!(
+            matches!(got, "error_in_stream" | "error_mid_stream"),
+            "{at} fail_reason: {got}"
+        );
+        checked += 1;
+    }
+    if want.get("ok") == Some(&Value::Bool(false)) {
+        if let Some(t) = want.remove("ttft_ms") {
+            if timed {
+                assert_eq!(
+                    summary["ttft_ms"],
+                    Value::Null,
+                    "{at}: a failed reply has no TTFT"
+                );
+                assert_eq!(
+                    summary["first_token_ms"].as_f64(),
+                    t.as_f64(),
+                    "{at} ttft_ms (evidence)"
+                );
+                checked += 1;
+            }
+        }
+    }
+    if second_set && !by_chunks {
+        if let Some(n) = want.remove("empty_chunks") {
+            let chunks = summary["chunks"].as_u64().expect("chunks");
+            let tokens = summary["token_chunks"].as_u64().expect("token_chunks");
+            assert_eq!(Some(chunks - tokens), n.as_u64(), "{at} empty_chunks");
+            checked += 1;
+        }
+    }
     if by_chunks {
         want.insert(
             "completion_tokens_source".into(),
@@ -161,7 +205,7 @@ fn inspect_prints_every_expected_value_of_every_case() {
         .filter(|p| p.to_string_lossy().ends_with(".expected.json"))
         .collect();
     files.sort();
-    assert_eq!(files.len(), 15, "cases");
+    assert_eq!(files.len(), 17, "cases");
     let (mut variants, mut runs, mut values) = (0, 0, 0);
     for file in files {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
@@ -190,7 +234,7 @@ fn inspect_prints_every_expected_value_of_every_case() {
             variants += 1;
         }
     }
-    assert_eq!(variants, 26, "variants");
+    assert_eq!(variants, 29, "variants");
     assert!(runs >= 33, "inputs inspected: {runs}");
     assert!(values >= 120, "values checked: {values}");
 }

@@ -301,3 +301,300 @@ fn servegate_run_fails_content_and_known_answer_on_a_malformed_and_a_cut_reply()
         "{all}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// The stream as the standards and the clients read it (issue 15, kind 11). Each shape below is one public
+// conformance test or one client decoder rule, reduced to a chat stream, and names the file it comes from:
+// * web-platform-tests `eventsource/` format tests (github.com/web-platform-tests/wpt, the commit given with
+//   each file); their server, `eventsource/resources/message.php`, sends `message + newline + "\n"` with
+//   newline `"\n\n"` by default and `""` for `newline=none`;
+// * openai-python `src/openai/_streaming.py` (`SSEDecoder.decode`, `Stream.__stream__`) at commit
+//   e43b422412a9e96c9cc5192c61fffbe2d7e04836;
+// * openai-node `src/core/streaming.ts` (`SSEDecoder.decode`, `Stream.fromSSEResponse`) and
+//   `src/internal/decoders/line.ts` at commit 7b7d6ca71130d37ec09792c50056b47861f2eccf.
+// Each is checked through `parse_stream` + `inspect::summarize` and through `servegate inspect` on the
+// same bytes, with the keys of `check` above.
+
+const WPT: &str = "web-platform-tests/wpt eventsource/";
+const PY: &str = "openai-python src/openai/_streaming.py @ e43b422";
+const NODE: &str = "openai-node src/core/streaming.ts @ 7b7d6ca";
+
+fn content_chunk(text: &str) -> String {
+    format!(
+        "{{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"finish_reason\":null}}]}}",
+        serde_json::to_string(text).expect("string")
+    )
+}
+
+const STOP: &str = r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
+
+/// (name, source, body, expected summary keys).
+fn conformance_shapes() -> Vec<(&'static str, String, Vec<u8>, Value)> {
+    let (a, b) = (content_chunk("Hello"), content_chunk(" there"));
+    let end = format!("data:{STOP}\n\ndata: [DONE]\n\n");
+    vec![
+        (
+            // wpt format-bom.js (65cfe0a7): `\uFEFFdata:1\n\n\uFEFFdata:2\n\ndata:3`: 1 and 3 arrive, 2 does
+            // not: only the stream's first BOM is stripped. Here 2 is lost to users: the reply fails naming it.
+            "wpt-format-bom",
+            format!("{WPT}format-bom.js"),
+            format!("\u{FEFF}data:{a}\n\n\u{FEFF}data:{b}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": false, "fail_reason": "misnamed_field", "content": "Hello",
+                "done_seen": true, "notes": ["leading_bom_stripped", "sse_client_divergence"],
+                "fail_detail_contains": ["line 3", "a byte-order mark (U+FEFF)"],
+                "warning_contains": ["openai-python"]}),
+        ),
+        (
+            // wpt format-bom-2.any.js (5f9fb0d9): two BOMs: the first is stripped, the second makes the
+            // first line's field unknown, so event 1 is lost and 2, 3 arrive.
+            "wpt-format-bom-2",
+            format!("{WPT}format-bom-2.any.js"),
+            format!("\u{FEFF}\u{FEFF}data:{a}\n\ndata:{b}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": false, "fail_reason": "misnamed_field", "content": " there",
+                "fail_detail_contains": ["line 1"]}),
+        ),
+        (
+            // wpt format-comments.js (65cfe0a7): comments between data lines, with CR, LF and CRLF line ends
+            // mixed, a comment holding NUL and a 2 KiB comment: the data lines join as if no comment were there.
+            "wpt-format-comments",
+            format!("{WPT}format-comments.js"),
+            format!(
+                "data:{{\"choices\":[{{\"index\":0,\r:\0\n:\r\ndata:\"delta\":{{\"content\":\"Hi\"}},\n:{}\rdata:\"finish_reason\":\"stop\"}}]}}\n:data:fail\r:x\n\n{}",
+                "x".repeat(2048),
+                "data: [DONE]\n\n"
+            )
+            .into_bytes(),
+            serde_json::json!({"ok": true, "content": "Hi", "finish_reason": "stop", "done_seen": true}),
+        ),
+        (
+            // wpt format-data-before-final-empty-line.js (65cfe0a7): `data:test2` with no blank line after it
+            // is never dispatched. A chat stream whose finish chunk lacks its blank line is cut.
+            "wpt-format-data-before-final-empty-line",
+            format!("{WPT}format-data-before-final-empty-line.js"),
+            format!("retry:1000\ndata:{a}\n\nid:test\ndata:{STOP}\n").into_bytes(),
+            serde_json::json!({"ok": false, "fail_reason": "truncated_stream", "content": "Hello",
+                "finish_reason": null, "done_seen": false,
+                "fail_detail_contains": ["incomplete last event"]}),
+        ),
+        (
+            // wpt format-field-data.js (65cfe0a7): `data:` alone is an event with data "", `data` twice (no
+            // colon) is "\n". As a chat event, empty data is one both SDKs raise on (`json.loads("")`,
+            // `JSON.parse("")`): a malformed event.
+            "wpt-format-field-data",
+            format!("{WPT}format-field-data.js; {PY}; {NODE}"),
+            format!("data:{a}\n\ndata:\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": false, "fail_reason": "malformed_event", "content": "Hello",
+                "fail_detail_contains": ["empty data"]}),
+        ),
+        (
+            // wpt format-field-event-empty.htm (500d1c77): `event: ` (empty name) is the default `message`:
+            // the chunk is read, nothing is skipped.
+            "wpt-format-field-event-empty",
+            format!("{WPT}format-field-event-empty.htm"),
+            format!("event: \ndata:{a}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": true, "content": "Hello", "done_seen": true, "notes": []}),
+        ),
+        (
+            // wpt format-field-event.htm (116d43a2): `event:test` goes to the `test` listener, not `onmessage`.
+            // Its data here is no chat chunk: skipped and counted, never a parse error, never the first event.
+            "wpt-format-field-event",
+            format!("{WPT}format-field-event.htm"),
+            format!("event:test\ndata:x\n\ndata:{a}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": true, "content": "Hello", "notes": ["named_events_ignored"]}),
+        ),
+        (
+            // wpt format-null-character.html (500d1c77): `data:\0` delivers "\0". Inside a JSON string a raw
+            // NUL is invalid JSON, so both SDKs raise: a malformed event that says "raw NUL".
+            "wpt-format-null-character",
+            format!("{WPT}format-null-character.html"),
+            format!("data:{a}\n\ndata:{{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"a\0b\"}}}}]}}\n\n{end}\n")
+                .into_bytes(),
+            serde_json::json!({"ok": false, "fail_reason": "malformed_event",
+                "fail_detail_contains": ["raw NUL"]}),
+        ),
+        (
+            // wpt format-utf-8.js (65cfe0a7): the stream is UTF-8 whatever the charset says; `…` (3 bytes) whole.
+            "wpt-format-utf-8",
+            format!("{WPT}format-utf-8.js"),
+            format!("data:{}\n\n{end}\n", content_chunk("ok…")).into_bytes(),
+            serde_json::json!({"ok": true, "content": "ok…"}),
+        ),
+        (
+            // Both SDKs: `data:  [DONE]` (two spaces) leaves " [DONE]", which is not the end marker (python
+            // `startswith("[DONE]")`, node `=== '[DONE]'`); both then parse it as JSON and raise.
+            "sdk-done-two-spaces",
+            format!("{PY}; {NODE}"),
+            format!("data:{a}\n\ndata:{STOP}\n\ndata:  [DONE]\n\n").into_bytes(),
+            serde_json::json!({"ok": false, "fail_reason": "malformed_event", "done_seen": false,
+                "content": "Hello", "fail_detail_contains": ["not the end marker"]}),
+        ),
+        (
+            // `data: [DONE] ` (trailing space): openai-python ends the stream, openai-node raises. Judged as
+            // the end, with a compatibility warning.
+            "sdk-done-trailing-space",
+            format!("{PY}; {NODE}"),
+            format!("data:{a}\n\ndata:{STOP}\n\ndata: [DONE] \n\n").into_bytes(),
+            serde_json::json!({"ok": true, "done_seen": true, "notes": ["sse_client_divergence"],
+                "warning_contains": ["openai-node parses it as JSON and raises"]}),
+        ),
+        (
+            // A chat chunk inside a named event: both SDKs (any name not starting `thread.`) parse and yield
+            // it; a browser's `onmessage` never sees it. Read, with a compatibility warning.
+            "sdk-chunk-in-named-event",
+            format!("{PY}; {NODE}"),
+            format!("data:{a}\n\nevent: delta\ndata:{b}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": true, "content": "Hello there", "notes": ["sse_client_divergence"],
+                "warning_contains": ["inside `event: delta`"]}),
+        ),
+        (
+            // An `error` member in a named event's data: both SDKs raise APIError with its message.
+            "sdk-error-member-in-named-event",
+            format!("{PY}; {NODE}"),
+            format!("data:{a}\n\nevent: progress\ndata: {{\"error\":{{\"message\":\"gpu lost\"}}}}\n\n{end}\n")
+                .into_bytes(),
+            serde_json::json!({"ok": false, "fail_reason": "error_mid_stream",
+                "fail_detail_contains": ["gpu lost"]}),
+        ),
+        (
+            // `event: error` whose data has no `error` member: openai-node raises (`data?.error ?? data`);
+            // openai-python yields it as a chunk. The serve said error: the reply fails, flagged.
+            "sdk-error-event-without-error-member",
+            format!("{PY}; {NODE}"),
+            format!("event: error\ndata: {{\"detail\":\"model not loaded\"}}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": false, "fail_reason": "error_in_stream",
+                "notes": ["sse_error_event"], "fail_detail_contains": ["model not loaded"]}),
+        ),
+        (
+            // An event with a name and no data: the spec drops it; both SDKs dispatch it with data "" and
+            // raise parsing it (python dispatches when `_event` is set, node when `this.event` is).
+            "sdk-named-event-without-data",
+            format!("{PY}; {NODE}"),
+            format!("event: ping\n\ndata:{a}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": true, "content": "Hello", "notes": ["sse_client_divergence"],
+                "warning_contains": ["`event: ping` at line 1"]}),
+        ),
+        (
+            // A raw `error:` line (llama.cpp before PR #16109): no SSE field, dropped by the spec and both
+            // SDKs (their decoders ignore unknown fields); the serve meant an error: it fails the reply.
+            "llamacpp-raw-error-field",
+            format!("case 32a; {PY}; {NODE}"),
+            format!("data:{a}\n\nerror: {{\"code\":500,\"message\":\"kv cache full\"}}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": false, "fail_reason": "error_mid_stream", "content": "Hello",
+                "notes": ["nonstandard_sse_error_field"], "fail_detail_contains": ["kv cache full"]}),
+        ),
+        (
+            // Two JSON objects in one event (two `data:` lines join with "\n"): no client reads two chunks
+            // from it; a malformed event that says so, not "content empty".
+            "two-json-objects-in-one-event",
+            format!("{PY}; {NODE}; WHATWG HTML 9.2.6 (data lines joined with U+000A)"),
+            format!("data:{a}\ndata:{b}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": false, "fail_reason": "malformed_event",
+                "fail_detail_contains": ["2 JSON values in one event"]}),
+        ),
+    ]
+}
+
+#[test]
+fn conformance_shapes_give_their_outcome_through_parse_stream() {
+    let shapes = conformance_shapes();
+    assert!(shapes.len() >= 17);
+    for (name, source, body, want) in shapes {
+        let reply = parse_stream(&reads::single_read(body), Some(200));
+        let figures = measure(&reply);
+        let summary = serde_json::to_value(summarize(&reply, &figures)).expect("summary");
+        let want = want.as_object().expect("object");
+        check(&format!("{name} ({source})"), &summary, want);
+        // `"notes": []` means nothing noted but the usage these shapes never send.
+        if want.get("notes") == Some(&Value::Array(vec![])) {
+            assert_eq!(
+                summary["notes"],
+                serde_json::json!(["usage_missing"]),
+                "{name}: no notes"
+            );
+        }
+    }
+}
+
+#[test]
+fn conformance_shapes_give_their_outcome_through_servegate_inspect() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (name, source, body, want) in conformance_shapes() {
+        let path = tmp.path().join(format!("{name}.sse"));
+        std::fs::write(&path, &body).expect("write");
+        let (out, raw) = inspect(&path);
+        check(
+            &format!("{name} ({source})"),
+            &out["summary"],
+            want.as_object().expect("object"),
+        );
+        assert!(
+            !raw.iter().any(|&b| b < 0x20 && b != b'\n'),
+            "{name}: a raw control byte"
+        );
+    }
+}
+
+#[test]
+fn a_named_event_never_starts_a_clock_whatever_the_read_boundaries() {
+    // Case 31's shape, timed: a progress event at 55 ms before the first token at 300 ms.
+    let role = r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#;
+    let parts: Vec<(f64, String)> = vec![
+        (40.0, format!("data: {role}\n\n")),
+        (
+            55.0,
+            "event: tool.progress\ndata: {\"tool\":\"lookup\"}\n\n".into(),
+        ),
+        (300.0, format!("data: {}\n\n", content_chunk("The"))),
+        (350.0, format!("data: {}\n\n", content_chunk(" sky"))),
+        (390.0, format!("data: {STOP}\n\ndata: [DONE]\n\n")),
+    ];
+    let rs: Vec<reads::TimedRead> = parts
+        .iter()
+        .map(|(t, s)| reads::TimedRead {
+            t_ms: *t,
+            bytes: s.clone().into_bytes(),
+        })
+        .collect();
+    let r = parse_stream(&rs, Some(200));
+    let f = measure(&r);
+    assert_eq!(f.ttft_ms, Some(300.0));
+    assert_eq!(r.first_event_ms, Some(40.0));
+    assert_eq!(
+        (r.named_events_ignored, r.chunks, r.parse_errors.len()),
+        (1, 4, 0)
+    );
+    assert!(r.has_note(NoteKind::NamedEventsIgnored));
+    // A stream of named events only: no first event at all, nothing to time.
+    let only = reads::single_read(b"event: tool.progress\ndata: {}\n\n".to_vec());
+    let r = parse_stream(&only, Some(200));
+    assert_eq!((r.first_event_ms, r.named_events_ignored), (None, 1));
+    assert_eq!(measure(&r).ttft_ms, None);
+}
+
+#[test]
+fn divergences_are_one_warning_that_counts_the_rest_and_done_wins_over_a_name() {
+    // Two chat chunks in named events: one warning, the second counted in it.
+    let body = format!(
+        "event: delta\ndata:{}\n\nevent: delta\ndata:{}\n\ndata:{STOP}\n\ndata: [DONE]\n\n",
+        content_chunk("a"),
+        content_chunk("b")
+    );
+    let r = parse_stream(&reads::single_read(body.into_bytes()), Some(200));
+    let div: Vec<String> = r
+        .warnings
+        .iter()
+        .filter(|n| n.kind == NoteKind::SseClientDivergence)
+        .map(|n| n.to_string())
+        .collect();
+    assert_eq!(div.len(), 1, "{div:?}");
+    assert!(div[0].ends_with(" (+1 more)"), "{div:?}");
+    assert_eq!((r.content.as_str(), r.named_events_ignored), ("ab", 0));
+    // Both SDKs test `[DONE]` before the event name (py `__stream__`, node `fromSSEResponse`).
+    let body = format!(
+        "data:{}\n\ndata:{STOP}\n\nevent: end\ndata: [DONE]\n\n",
+        content_chunk("a")
+    );
+    let r = parse_stream(&reads::single_read(body.into_bytes()), Some(200));
+    assert!(r.done_seen && r.failure().is_none());
+    assert_eq!(r.named_events_ignored, 0);
+}

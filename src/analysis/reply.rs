@@ -173,6 +173,10 @@ pub struct Reply {
     /// `misnamed_fields`.
     #[serde(default)]
     pub misnamed_field_count: usize,
+    /// Named events (an `event:` name other than `message` and `error`) whose data was no chat chunk, skipped
+    /// before `[DONE]` (flag `named_events_ignored`): not chunks, not parse errors, not the first event.
+    #[serde(default)]
+    pub named_events_ignored: usize,
     /// Bytes that came after the `[DONE]` event (its own line ends excluded): not read, as an SSE client stops
     /// there; reported in the warning `data_after_done`, never judged.
     #[serde(default)]
@@ -305,9 +309,17 @@ impl Reply {
 /// Parses a streamed response (SSE) from its timed reads.
 ///
 /// Framing is [`crate::analysis::sse`]; this reads each data event as an OpenAI-compatible chunk:
+/// * Each rule and its source (WHATWG, web-platform-tests, openai-python, openai-node) is listed in
+///   docs/stream.md; where the spec and the SDKs differ the reply is read as the SDKs deliver it, with the
+///   warning `sse_client_divergence`.
 /// * `data: [DONE]` sets `done_seen` and ends the reading: both OpenAI SDKs stop there (openai-python
 ///   `Stream.__stream__` breaks on `sse.data.startswith("[DONE]")`; openai-node `Stream.fromSSEResponse`
-///   sets `done` and skips everything after). Whatever follows is counted in `bytes_after_done` and reported
+///   sets `done` and skips everything after). Data starting `[DONE]` with more after it ends it too (python
+///   does, node raises: a divergence); `" [DONE]"` (`data:  [DONE]`) ends it for neither and is malformed.
+/// * An event named other than `message`/`error`/empty whose data is no chat chunk (no `choices`) and has no
+///   `error` member is skipped before anything else: not a chunk, not a parse error, not the first event;
+///   counted in `named_events_ignored` (flag `named_events_ignored`). A chat chunk in such an event is read
+///   (both SDKs read it; a browser does not: a divergence). Whatever follows is counted in `bytes_after_done` and reported
 ///   as the warning `data_after_done: N bytes after [DONE] (K data events), not read: "excerpt"` — never
 ///   content, never a parse error, never a failure.
 /// * Any other data must be a JSON object with an array (or no) `choices`; else the event is **malformed**:
@@ -316,13 +328,15 @@ impl Reply {
 ///   `json.loads("")` both raise in the SDKs), as is JSON that serde rejects (a lone surrogate `\ud800`, a raw
 ///   NUL or other control byte inside a string).
 /// * Lines that an SSE client ignores but that looked meant to carry a field (` data:`, `DATA:`, a BOM
-///   before `data:` anywhere but at the very start, a raw `error:` line; see [`crate::analysis::sse::near_miss`]) go to
+///   before `data:` anywhere but at the very start; see [`crate::analysis::sse::near_miss`]) go to
 ///   `parse_errors` and `misnamed_fields` (which fails the reply). Other unknown fields: warning
 ///   `unknown_sse_fields`. A stripped leading BOM: flag `leading_bom_stripped`.
 /// * Invalid UTF-8 before `[DONE]`: a parse error with the count, and a failure (`invalid_utf8`).
 /// * A chunk with an `error` member (object, or string with a sibling `error_type`), a vLLM-style
-///   `"object": "error"`, or any event of type `error` is the serve's error (see [`ServeError::kind`]); the
-///   first one is kept. Flag `error_inside_200_stream` when the status is 2xx or unknown.
+///   `"object": "error"`, any event of type `error` (flag `sse_error_event`; its data's `message`, `details`
+///   or `detail`, else its text) or a raw `error:` line (flag `nonstandard_sse_error_field`, llama.cpp before
+///   PR #16109) is the serve's error (see [`ServeError::kind`]); the first one is kept, an `error` event is
+///   no chunk. Flag `error_inside_200_stream` when the status is 2xx or unknown.
 /// * `choices: []` chunks are metadata (usage, timings); choice 0 (by `index`, or the first without one) is
 ///   the reply. Token chunk: non-empty `delta.content`, `delta.reasoning_content`/`delta.reasoning` or a
 ///   non-empty `delta.tool_calls` (also `text` of a completions stream). A choice that is none of these and
@@ -359,6 +373,10 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
         while !rest.is_empty() {
             let (used, ev) = framer.push_partial(rest, r.t_ms);
             rest = &rest[used..];
+            // Raw `error:` lines come before the event whose blank line this push reached.
+            for e in framer.take_error_fields() {
+                st.on_error_field(&e);
+            }
             if let Some(ev) = ev {
                 any_event = true;
                 st.on_event(ev.event.as_deref(), &ev.data, ev.t_ms, ev.line);
@@ -375,6 +393,11 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
         }
     }
     let tail = framer.finish();
+    if after_done.is_none() {
+        for e in framer.take_error_fields() {
+            st.on_error_field(&e);
+        }
+    }
     let stats = framer.stats().clone();
 
     if !any_event && stats.comments == 0 {
@@ -595,6 +618,8 @@ struct StreamState {
     /// Per token chunk: (usage delta, timings delta), when that chunk carried the counter.
     deltas: Vec<Deltas>,
     events: usize,
+    /// Line and name of the first skipped named event.
+    first_named: Option<(usize, String)>,
 }
 
 impl StreamState {
@@ -609,6 +634,7 @@ impl StreamState {
             prev_pred_n: 0,
             deltas: Vec::new(),
             events: 0,
+            first_named: None,
         }
     }
 
@@ -635,6 +661,42 @@ impl StreamState {
             http_status: self.reply.http_status,
             error_type: e.error_type,
         });
+    }
+
+    /// An `event: error`: the serve's error, flagged `sse_error_event`.
+    fn error_event(&mut self, line: usize, e: ErrInfo) {
+        if self.reply.error.is_none() {
+            self.reply.flags.push(Note::new(
+                NoteKind::SseErrorEvent,
+                format!("line {line}: `event: error` (openai-node raises it; openai-python only when its data has an `error` member)"),
+            ));
+        }
+        self.set_error(e);
+    }
+
+    /// A warning that the spec (browsers) and the OpenAI SDKs read this stream differently; one per reply,
+    /// later ones counted in its detail.
+    fn divergence(&mut self, what: String) {
+        if let Some(n) = self
+            .reply
+            .warnings
+            .iter_mut()
+            .find(|n| n.kind == NoteKind::SseClientDivergence)
+        {
+            if let Some(d) = n.detail.as_mut() {
+                if let Some(i) = d.find(" (+") {
+                    let more: usize = d[i + 3..].trim_end_matches(" more)").parse().unwrap_or(0);
+                    d.truncate(i);
+                    d.push_str(&format!(" (+{} more)", more + 1));
+                } else {
+                    d.push_str(" (+1 more)");
+                }
+            }
+            return;
+        }
+        self.reply
+            .warnings
+            .push(Note::new(NoteKind::SseClientDivergence, what));
     }
 
     /// Records a dispatched event that cannot be read as a chunk: a parse error (with its time) and a
@@ -693,23 +755,82 @@ impl StreamState {
         )));
     }
 
+    /// A raw `error:` line (case 32a): the serve's error, flagged `nonstandard_sse_error_field`. Its value is
+    /// read like the data of an `event: error`.
+    fn on_error_field(&mut self, e: &crate::analysis::sse::ErrorField) {
+        if self.reply.done_seen {
+            return;
+        }
+        if self.reply.error.is_none() {
+            self.reply.flags.push(Note::new(
+                NoteKind::NonstandardSseErrorField,
+                format!(
+                    "line {}: a raw `error:` line, no SSE field (a spec client and both OpenAI SDKs drop it), read as the serve's error",
+                    e.line
+                ),
+            ));
+        }
+        self.set_error(error_event_info(e.value.trim()));
+    }
+
+    /// One dispatched event, read as the OpenAI SDKs read it (openai-python `Stream.__stream__`, openai-node
+    /// `Stream.fromSSEResponse`; docs/stream.md): `[DONE]` ends the stream; an `error` event, or data whose
+    /// JSON has an `error` member, is the serve's error; an event with any other name is read as a chunk
+    /// only when its JSON has `choices` (warning `sse_client_divergence`: a browser's `onmessage` does not see
+    /// it), else it is skipped and counted (`named_events_ignored`) without starting any clock.
     fn on_event(&mut self, event_type: Option<&str>, data: &str, t_ms: f64, line: usize) {
+        let is_error_event = event_type == Some("error");
+        // An empty name is the default type (WHATWG: "If the event type buffer has a value other than the
+        // empty string, change the type of the newly created event to equal the value"; wpt
+        // eventsource/format-field-event-empty.htm).
+        let named = event_type.filter(|e| !matches!(*e, "" | "message" | "error"));
+        // Both SDKs test `[DONE]` before the event name: python `data.startswith("[DONE]")`, node
+        // `data === '[DONE]'`.
+        if data.starts_with("[DONE]") {
+            self.events += 1;
+            self.reply.first_event_ms.get_or_insert(t_ms);
+            if data != "[DONE]" {
+                self.divergence(format!(
+                    "line {line}: end marker {} is not exactly `[DONE]`: openai-python ends the stream (it tests `startswith(\"[DONE]\")`), openai-node parses it as JSON and raises",
+                    quoted(data, 40)
+                ));
+            }
+            self.reply.done_seen = true;
+            return;
+        }
+        let d = data.trim();
+        let parsed: Option<Value> = serde_json::from_str(d).ok();
+        if let Some(name) = named {
+            let obj = parsed.as_ref().and_then(Value::as_object);
+            let is_chunk = obj.is_some_and(|o| o.contains_key("choices"));
+            let has_error =
+                obj.is_some_and(|o| !matches!(o.get("error"), None | Some(Value::Null)));
+            if !is_chunk && !has_error {
+                self.reply.named_events_ignored += 1;
+                self.first_named
+                    .get_or_insert_with(|| (line, printable(name)));
+                return;
+            }
+            if is_chunk {
+                self.divergence(format!(
+                    "line {line}: a chat chunk inside `event: {}`: the OpenAI SDKs read it, a browser EventSource's `onmessage` never sees it",
+                    printable(name)
+                ));
+            }
+        }
         self.events += 1;
         if self.reply.first_event_ms.is_none() {
             self.reply.first_event_ms = Some(t_ms);
         }
-        let is_error_event = event_type == Some("error");
-        let d = data.trim();
-        if d == "[DONE]" {
-            self.reply.done_seen = true;
-            return;
-        }
         if d.is_empty() {
             if is_error_event {
-                self.set_error(ErrInfo {
-                    message: "(event: error with empty data)".into(),
-                    error_type: None,
-                });
+                self.error_event(
+                    line,
+                    ErrInfo {
+                        message: "(event: error with empty data)".into(),
+                        error_type: None,
+                    },
+                );
             } else {
                 self.malformed(
                     line,
@@ -720,43 +841,49 @@ impl StreamState {
             }
             return;
         }
-        let v: Value = match serde_json::from_str(d) {
-            Ok(v) => v,
-            Err(e) => {
-                if is_error_event {
-                    self.set_error(ErrInfo {
-                        message: d.to_string(),
-                        error_type: None,
-                    });
+        if is_error_event {
+            self.error_event(line, error_event_info(d));
+            return;
+        }
+        if d == "[DONE]" {
+            self.malformed(
+                line,
+                t_ms,
+                "`[DONE]` after a space is not the end marker for openai-python or openai-node (both raise parsing it as JSON)",
+                data,
+            );
+            return;
+        }
+        let v: Value = match parsed {
+            Some(v) => v,
+            None => {
+                let e = serde_json::from_str::<Value>(d).expect_err("did not parse");
+                let values = serde_json::Deserializer::from_str(d)
+                    .into_iter::<Value>()
+                    .take_while(Result::is_ok)
+                    .count();
+                // Name the causes a reader would not guess from serde's message.
+                let why = if values > 1 && e.to_string().contains("trailing characters") {
+                    format!(", {values} JSON values in one event: several `data:` lines are joined with a newline, and no client reads that as {values} chunks")
+                } else if d.contains('\0') {
+                    ", raw NUL".into()
+                } else if e.to_string().contains("escape")
+                    && d.to_ascii_lowercase().contains("\\ud")
+                {
+                    ", lone surrogate".into()
                 } else {
-                    // Name the two causes a reader would not guess from serde's message.
-                    let nul = if d.contains('\0') {
-                        ", raw NUL"
-                    } else if e.to_string().contains("escape")
-                        && d.to_ascii_lowercase().contains("\\ud")
-                    {
-                        ", lone surrogate"
-                    } else {
-                        ""
-                    };
-                    self.malformed(line, t_ms, &format!("malformed JSON ({e}{nul})"), d);
-                }
+                    String::new()
+                };
+                self.malformed(line, t_ms, &format!("malformed JSON ({e}{why})"), d);
                 return;
             }
         };
         let Some(obj) = v.as_object() else {
-            if is_error_event {
-                self.set_error(ErrInfo {
-                    message: d.to_string(),
-                    error_type: None,
-                });
-            } else {
-                self.malformed(line, t_ms, "data is JSON but not an object", d);
-            }
+            self.malformed(line, t_ms, "data is JSON but not an object", d);
             return;
         };
         self.reply.chunks += 1;
-        if let Some(e) = error_of(obj, if is_error_event { Some(d) } else { None }) {
+        if let Some(e) = error_of(obj, None) {
             self.set_error(e);
             return;
         }
@@ -885,6 +1012,30 @@ impl StreamState {
         if stats.leading_bom {
             r.flags.push(Note::flag(NoteKind::LeadingBomStripped));
         }
+        if let Some((line, name)) = &self.first_named {
+            let n = self.reply.named_events_ignored;
+            self.reply.flags.push(Note::new(
+                NoteKind::NamedEventsIgnored,
+                format!(
+                    "{n} named event{} skipped, no chat chunk in {} (first: `event: {name}` at line {line})",
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { "it" } else { "them" }
+                ),
+            ));
+        }
+        if stats.leading_bom {
+            self.divergence(
+                "a leading byte-order mark: the spec and openai-node (TextDecoder) strip it, openai-python decodes lines as plain UTF-8, keeps it in the first field name and loses the first event".into(),
+            );
+        }
+        if let Some((line, name)) = &stats.first_named_no_data {
+            self.divergence(format!(
+                "{} events with a name but no data (first: `event: {}` at line {line}): the spec drops them, both OpenAI SDKs hand them on with empty data and raise parsing it as JSON",
+                stats.named_no_data,
+                printable(name)
+            ));
+        }
+        let r = &mut self.reply;
         for m in &stats.near_misses {
             let what = format!(
                 "line {}: {} is not `{}` ({}); an SSE client ignores the line: {}",
@@ -1008,6 +1159,8 @@ fn error_of(obj: &Map<String, Value>, event_error_data: Option<&str>) -> Option<
     let vllm_style = str_of(obj.get("object")) == Some("error");
     if vllm_style || event_error_data.is_some() {
         let message = str_of(obj.get("message"))
+            .or_else(|| str_of(obj.get("details")))
+            .or_else(|| str_of(obj.get("detail")))
             .map(str::to_string)
             .unwrap_or_else(|| {
                 event_error_data
@@ -1020,6 +1173,25 @@ fn error_of(obj: &Map<String, Value>, event_error_data: Option<&str>) -> Option<
         });
     }
     None
+}
+
+/// The error an `event: error` or a raw `error:` line carries: the JSON's error (as [`error_of`] reads it,
+/// `message`, then `details` or `detail`), or the text itself when it is no JSON object.
+fn error_event_info(d: &str) -> ErrInfo {
+    match serde_json::from_str::<Value>(d) {
+        Ok(Value::Object(o)) => error_of(&o, Some(d)).unwrap_or(ErrInfo {
+            message: d.to_string(),
+            error_type: None,
+        }),
+        _ => ErrInfo {
+            message: if d.is_empty() {
+                "(no text)".into()
+            } else {
+                d.to_string()
+            },
+            error_type: None,
+        },
+    }
 }
 
 /// See [`ServeError::kind`].
@@ -2050,17 +2222,30 @@ mod tests {
             "{:?}",
             r.failure()
         );
-        // A raw `error:` field (case 32a) fails too; an unknown field is only a warning.
+        // A raw `error:` field (case 32a) fails as the serve's error, with its message; a misnamed
+        // ` error:` is a misnamed field; an unknown field is only a warning.
         let r = one(&[
             ev(r#"{"content":"a"}"#, "null"),
             "error: {\"message\":\"kv cache\"}\n\n".into(),
             DONE.into(),
         ]
         .concat());
+        assert_eq!(
+            r.failure().as_deref(),
+            Some("error_mid_stream: kv cache (HTTP 200)")
+        );
+        assert!(r.has_note(NoteKind::NonstandardSseErrorField));
+        assert!(r.parse_errors.is_empty(), "{:?}", r.parse_errors);
+        let r = one(&[
+            ev(r#"{"content":"a"}"#, r#""stop""#),
+            "ERROR: {\"message\":\"kv cache\"}\n\n".into(),
+            DONE.into(),
+        ]
+        .concat());
         assert!(
             r.failure()
                 .unwrap()
-                .contains("is not `error` (not an SSE field)"),
+                .starts_with("misnamed_field: line 3: \"ERROR\" is not `error`"),
             "{:?}",
             r.failure()
         );
@@ -2119,7 +2304,11 @@ mod tests {
         }
         // Normal ends, TGI's included, are not failures.
         for reason in ["stop", "length", "tool_calls", "eos_token", "stop_sequence"] {
-            let r = one(&[ev(r#"{"content":"Paris"}"#, &format!("{reason:?}")), DONE.into()].concat());
+            let r = one(&[
+                ev(r#"{"content":"Paris"}"#, &format!("{reason:?}")),
+                DONE.into(),
+            ]
+            .concat());
             assert_eq!(r.failure(), None, "{reason}");
         }
     }

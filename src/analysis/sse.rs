@@ -32,8 +32,13 @@
 //!   an event, it is recorded as a [`NearMiss`] (line number, what it missed, why) so the reply can fail on
 //!   it instead of forgetting it.
 //! * Lines are numbered from 1 (a CRLF is one line end); events and near misses carry their line number.
+//! * A line whose field name is exactly `error` is no SSE field (a spec client drops it), but llama.cpp
+//!   before PR #16109 sent its mid-stream errors that way (`error: {"code":500,...}`, case 32a). The framer
+//!   keeps each such line as an [`ErrorField`], in order, for the caller to take with
+//!   [`Framer::take_error_fields`] after each push; it is neither an unknown field nor a near miss.
 //!
-//! Never panics on any input.
+//! Never panics on any input. docs/stream.md lists each rule with its source (WHATWG, web-platform-tests,
+//! the OpenAI SDKs) and where the SDKs differ from the spec.
 
 /// One dispatched SSE event.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +71,17 @@ pub struct NearMiss {
     pub why: String,
     /// The whole line (decoded), at most [`NEAR_MISS_TEXT_CHARS`] characters.
     pub text: String,
+    /// Arrival time of the read that completed the line, ms.
+    pub t_ms: f64,
+}
+
+/// A raw `error:` line (field name exactly `error`): no SSE field, but a serve's error (see the module rules).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorField {
+    /// The value after `error:` (one leading space stripped), as decoded.
+    pub value: String,
+    /// Line number, from 1.
+    pub line: usize,
     /// Arrival time of the read that completed the line, ms.
     pub t_ms: f64,
 }
@@ -122,6 +138,13 @@ pub struct FramerStats {
     pub near_miss_count: usize,
     /// The first [`NEAR_MISSES_KEPT`] near misses.
     pub near_misses: Vec<NearMiss>,
+    /// Raw `error:` lines seen (see [`ErrorField`]).
+    pub error_fields: usize,
+    /// Events with an `event:` name but no `data` line, discarded at their blank line as the spec says (also
+    /// counted in `discarded_no_data`). Both OpenAI SDKs dispatch them with empty data instead.
+    pub named_no_data: usize,
+    /// Line number and name of the first such event.
+    pub first_named_no_data: Option<(usize, String)>,
 }
 
 /// Incremental SSE framer. Feed reads with [`Framer::push`], then call [`Framer::finish`] once at EOF.
@@ -145,6 +168,8 @@ pub struct Framer {
     pending_line: usize,
     last_t_ms: f64,
     stats: FramerStats,
+    /// Raw `error:` lines not yet taken by the caller.
+    error_fields: Vec<ErrorField>,
 }
 
 impl Framer {
@@ -235,6 +260,10 @@ impl Framer {
                     }
                     "event" => event = Some(value.to_string()),
                     "id" | "retry" => {}
+                    "error" => {
+                        let line_no = self.stats.lines;
+                        self.error_field(value, line_no, self.last_t_ms);
+                    }
                     other => {
                         let other = other.to_string();
                         let line_no = self.stats.lines;
@@ -257,6 +286,12 @@ impl Framer {
             t_ms,
             line,
         })
+    }
+
+    /// The raw `error:` lines completed since the last call, in order (at most [`NEAR_MISSES_KEPT`] are
+    /// kept between calls; all are counted in [`FramerStats::error_fields`]).
+    pub fn take_error_fields(&mut self) -> Vec<ErrorField> {
+        std::mem::take(&mut self.error_fields)
     }
 
     /// Counters so far (comments, invalid UTF-8, ...).
@@ -313,6 +348,12 @@ impl Framer {
                 });
             } else if self.pending_fields {
                 self.stats.discarded_no_data += 1;
+                if let Some(name) = &self.event {
+                    self.stats.named_no_data += 1;
+                    if self.stats.first_named_no_data.is_none() {
+                        self.stats.first_named_no_data = Some((self.pending_line, name.clone()));
+                    }
+                }
             }
             self.reset_event();
             return out;
@@ -340,6 +381,10 @@ impl Framer {
                 }
             }
             "retry" => {}
+            "error" => {
+                let line_no = self.stats.lines;
+                self.error_field(value, line_no, t_ms);
+            }
             other => {
                 let other = other.to_string();
                 let line_no = self.stats.lines;
@@ -347,6 +392,18 @@ impl Framer {
             }
         }
         None
+    }
+
+    /// Keeps a raw `error:` line for the caller.
+    fn error_field(&mut self, value: &str, line: usize, t_ms: f64) {
+        self.stats.error_fields += 1;
+        if self.error_fields.len() < NEAR_MISSES_KEPT {
+            self.error_fields.push(ErrorField {
+                value: value.to_string(),
+                line,
+                t_ms,
+            });
+        }
     }
 
     /// Counts an unknown-field line and records it when it is a near miss of a known field.
@@ -525,10 +582,12 @@ mod tests {
 
     #[test]
     fn event_without_data_is_not_dispatched() {
-        let (ev, _, st) = frame(&[b"event: ping\n\ndata: x\n\n"]);
+        let (ev, _, st) = frame(&[b"event: ping\n\ndata: x\n\nid: 3\n\n"]);
         assert_eq!(datas(&ev), ["x"]);
         assert_eq!(ev[0].event, None);
-        assert_eq!(st.discarded_no_data, 1);
+        assert_eq!(st.discarded_no_data, 2);
+        assert_eq!(st.named_no_data, 1);
+        assert_eq!(st.first_named_no_data, Some((1, "ping".to_string())));
     }
 
     #[test]
@@ -691,6 +750,34 @@ mod tests {
         assert_eq!(ev.expect("event").data, "b");
         assert_eq!(used + used2, body.len());
         assert_eq!(f.push_partial(b"data: c", 3.0), (7, None));
+    }
+
+    #[test]
+    fn raw_error_lines_are_kept_in_order_and_are_no_unknown_field() {
+        let mut f = Framer::new();
+        let (used, ev) = f.push_partial(b"data: a\n\nerror: {\"message\":\"x\"}\n\n", 5.0);
+        assert_eq!(ev.expect("event").data, "a");
+        assert!(f.take_error_fields().is_empty());
+        let _ = f.push(&b"data: a\n\nerror: {\"message\":\"x\"}\n\n"[used..], 7.0);
+        let got = f.take_error_fields();
+        assert_eq!(
+            got,
+            [ErrorField {
+                value: "{\"message\":\"x\"}".into(),
+                line: 3,
+                t_ms: 7.0
+            }]
+        );
+        assert!(f.take_error_fields().is_empty(), "taken once");
+        // A cut `error:` line at EOF is kept too; ` error:` and `ERROR:` stay near misses.
+        let _ = f.push(b" error: y\nERROR: z\nerror: cut", 9.0);
+        let _ = f.finish();
+        let st = f.stats();
+        assert_eq!(
+            (st.error_fields, st.near_miss_count, st.unknown_fields),
+            (2, 2, 2)
+        );
+        assert_eq!(f.take_error_fields()[0].value, "cut");
     }
 
     #[test]
