@@ -112,7 +112,7 @@ pub fn token_ceiling(reply: &Reply) -> u64 {
 ///   `server_prefill_tok_s` = `prompt_n / prompt_ms × 1000`, unless part of the prompt came from the
 ///   cache (`cache_n > 0`, or `usage.prompt_tokens > prompt_n` when `cache_n` is absent): then `None` and
 ///   warning `prompt_cache_hit cached/total`.
-/// * Warning `client_server_decode_mismatch` when both decode rates exist and differ by more than
+/// * Warning `client_server_disagree` when both decode rates exist and differ by more than
 ///   [`DECODE_MISMATCH_RATIO`] of the server's.
 pub fn measure(reply: &Reply) -> Figures {
     let mut f = Figures {
@@ -324,7 +324,7 @@ pub fn measure(reply: &Reply) -> Figures {
     if let (Some(c), Some(s)) = (f.decode_tok_s, f.server_decode_tok_s) {
         if (c - s).abs() > DECODE_MISMATCH_RATIO * s {
             f.warnings.push(Note::new(
-                NoteKind::ClientServerDecodeMismatch,
+                NoteKind::ClientServerDisagree,
                 format!(
                     "client {c:.1} tok/s vs server {s:.1} tok/s ({:.0}% apart)",
                     (c - s).abs() / s * 100.0
@@ -581,7 +581,7 @@ mod tests {
         assert!(
             f.warnings
                 .iter()
-                .any(|w| w.to_string().starts_with("client_server_decode_mismatch")),
+                .any(|w| w.to_string().starts_with("client_server_disagree")),
             "{:?}",
             f.warnings
         );
@@ -810,7 +810,7 @@ mod tests {
         let f = measure(&r);
         assert_eq!(
             f.warnings,
-            ["client_server_decode_mismatch: client 2.0 tok/s vs server 2.6 tok/s (23% apart)"]
+            ["client_server_disagree: client 2.0 tok/s vs server 2.6 tok/s (23% apart)"]
         );
     }
 

@@ -351,7 +351,7 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
     match kind {
         AssertionKind::Rate => a.rate.as_ref().map(|r| {
             let metric = match r.source {
-                RateSource::Client => Metric::DecodeRate,
+                RateSource::Client | RateSource::Both => Metric::DecodeRate,
                 RateSource::Server => Metric::ServerDecodeRate,
             };
             Bound::for_metric(metric, r.floor_tok_s)
@@ -655,27 +655,87 @@ impl FigureValues {
     }
 }
 
+/// `[assert.rate]`: the median decode rate at least the floor. With `source = "both"` the client's and the
+/// serve's figures are each judged against the floor ([`judge_rate_of`]) and their medians must agree within
+/// `agree_pct` of the serve's: `client median 45.0 tok/s (...); server median 44.0 tok/s server-reported
+/// (...); client and server 2% apart (agree within 20%)`. The verdict's values, median and bound are the
+/// client's.
 fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
     let rate = gate.assertions.rate.as_ref().expect("rate declared");
     if judged.is_empty() {
         return no_replies(AssertionKind::Rate, acct);
     }
+    if rate.source != RateSource::Both {
+        return judge_rate_of(gate, rate.source, judged, acct);
+    }
+    let client = judge_rate_of(gate, RateSource::Client, judged, acct);
+    let server = judge_rate_of(gate, RateSource::Server, judged, acct);
+    let agree = match (client.median, server.median) {
+        (Some(c), Some(s)) if s > 0.0 => {
+            let apart = (c - s).abs() / s * 100.0;
+            let ok = apart <= rate.agree_pct;
+            let text = if ok {
+                format!(
+                    "client and server {apart:.0}% apart (agree within {:.0}%)",
+                    rate.agree_pct
+                )
+            } else {
+                format!(
+                    "{}: client and server {apart:.0}% apart (more than {:.0}%: a client-bound measurement, a buffering proxy or fake streaming)",
+                    NoteKind::ClientServerDisagree.name(),
+                    rate.agree_pct
+                )
+            };
+            Some((ok, text))
+        }
+        _ => None,
+    };
+    let pass = client.outcome == Outcome::Pass
+        && server.outcome == Outcome::Pass
+        && agree.as_ref().is_some_and(|(ok, _)| *ok);
+    let mut parts = vec![
+        format!("client {}", client.details),
+        format!("server {}", server.details),
+    ];
+    if let Some((_, text)) = agree {
+        parts.push(text);
+    }
+    let mut v = Verdict::new(
+        AssertionKind::Rate,
+        if pass { Outcome::Pass } else { Outcome::Fail },
+        parts.join("; "),
+    );
+    v.values = client.values;
+    v.median = client.median;
+    v.bound = client.bound;
+    v
+}
+
+/// One decode-rate figure (`Client` or `Server`) against the floor: the verdict of `[assert.rate]` with
+/// that `source`.
+fn judge_rate_of(
+    gate: &GateSpec,
+    source: RateSource,
+    judged: &[Judged],
+    acct: &Accounting,
+) -> Verdict {
+    let rate = gate.assertions.rate.as_ref().expect("rate declared");
     let fv = FigureValues::of(
         judged,
-        |j| match rate.source {
-            RateSource::Client => j.fig.decode_tok_s,
+        |j| match source {
+            RateSource::Client | RateSource::Both => j.fig.decode_tok_s,
             RateSource::Server => j.fig.server_decode_tok_s,
         },
         |j| {
-            if rate.source == RateSource::Server && request_failure(j.ev).is_none() {
+            if source == RateSource::Server && request_failure(j.ev).is_none() {
                 "no llama.cpp timings in the reply".to_string()
             } else {
                 why_missing(j, "rate", true)
             }
         },
     );
-    let source = match rate.source {
-        RateSource::Client => "",
+    let label = match source {
+        RateSource::Client | RateSource::Both => "",
         RateSource::Server => " server-reported (timings.predicted_per_second)",
     };
     let n = fv.values.len();
@@ -694,17 +754,17 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
                 && !implausible_tokens(j)
         })
         .count();
-    if rate.source == RateSource::Client && estimates > 0 {
+    if source == RateSource::Client && estimates > 0 {
         notes.push(format!(
             "{estimates} of {n} estimated from the token-chunk count (the serve reported no usage)"
         ));
     }
     let multi = measured.iter().filter(|j| j.fig.multi_token).count();
-    if rate.source == RateSource::Client && multi > 0 {
+    if source == RateSource::Client && multi > 0 {
         notes.push(format!("{multi} of {n} had several tokens per chunk"));
     }
     let implausible = measured.iter().filter(|j| implausible_tokens(j)).count();
-    if rate.source == RateSource::Client && implausible > 0 {
+    if source == RateSource::Client && implausible > 0 {
         notes.push(format!(
             "{implausible} of {n} reported more completion tokens than the stream could carry (implausible_completion_tokens: not used; the next count stands in, the token-chunk count at worst)"
         ));
@@ -714,22 +774,22 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
     } else {
         format!("; {}", notes.join("; "))
     };
-    let what = if source.is_empty() {
+    let what = if label.is_empty() {
         "decode rate".to_string()
     } else {
-        format!("{} decode rate", source.trim_start())
+        format!("{} decode rate", label.trim_start())
     };
-    let metric = match rate.source {
-        RateSource::Client => Metric::DecodeRate,
+    let metric = match source {
+        RateSource::Client | RateSource::Both => Metric::DecodeRate,
         RateSource::Server => Metric::ServerDecodeRate,
     };
     judge_figure(
         FigureAssertion {
             kind: AssertionKind::Rate,
             metric,
-            bound: declared_bound(gate, AssertionKind::Rate).expect("rate declared"),
+            bound: Bound::for_metric(metric, rate.floor_tok_s),
             what: &what,
-            label: source,
+            label,
             notes: &notes,
         },
         &fv,
@@ -1461,6 +1521,92 @@ mod tests {
 
     fn find<'a>(v: &'a [Verdict], name: &str) -> &'a Verdict {
         v.iter().find(|x| x.assertion == name).unwrap()
+    }
+
+    fn gate_text(text: &str) -> GateSpec {
+        let ctx = crate::spec::Context {
+            gate_dir: "/g".into(),
+            cache: "/c".into(),
+            home: None,
+        };
+        crate::spec::parse(std::path::Path::new("g.toml"), text, &ctx).unwrap()
+    }
+
+    /// `good()` whose finish chunk carries llama.cpp timings with `predicted_per_second = server`.
+    fn good_with_timings(server: f64) -> Vec<TimedRead> {
+        let mut r = good();
+        r[4] = ev_line(
+            260.0,
+            &format!(
+                r#"{{"choices":[{{"index":0,"delta":{{}},"finish_reason":"stop"}}],"usage":{{"completion_tokens":4}},"timings":{{"predicted_n":4,"predicted_ms":190.0,"predicted_per_second":{server}}}}}"#
+            ),
+        );
+        r
+    }
+
+    fn both_gate(extra: &str) -> GateSpec {
+        gate_text(&GATE.replace(
+            "floor_tok_s = 10.0\n",
+            &format!("floor_tok_s = 10.0\nsource = \"both\"\n{extra}"),
+        ))
+    }
+
+    /// `source = "both"`: client 20.0 tok/s and serve 21.0 tok/s (5 % apart) pass, both figures shown.
+    #[test]
+    fn rate_both_passes_when_client_and_serve_agree_and_hold_the_floor() {
+        let g = both_gate("");
+        let ev = evidence(
+            Some(2),
+            vec![
+                request(0, &good_with_timings(21.0), None),
+                request(1, &good_with_timings(21.0), None),
+            ],
+        );
+        let v = judge(&g, &ev);
+        let r = find(&v, "rate");
+        assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
+        assert_eq!(
+            r.message,
+            "rate PASS client median 20.0 tok/s (floor 10.0; each: 20.0, 20.0; n=2 of 2 planned); server median 21.0 tok/s server-reported (timings.predicted_per_second) (floor 10.0; each: 21.0, 21.0; n=2 of 2 planned); client and server 5% apart (agree within 20%)"
+        );
+        assert_eq!(r.median, Some(20.0));
+        assert_eq!(r.values, vec![Some(20.0), Some(20.0)]);
+    }
+
+    /// Client 20.0 vs serve 30.0 (33 % apart) fails as `client_server_disagree` though both hold the floor;
+    /// a wider `agree_pct` lets it pass.
+    #[test]
+    fn rate_both_fails_when_client_and_serve_disagree_beyond_agree_pct() {
+        let ev = evidence(Some(1), vec![request(0, &good_with_timings(30.0), None)]);
+        let v = judge(&both_gate(""), &ev);
+        let r = find(&v, "rate");
+        assert_eq!(r.outcome, Outcome::Fail);
+        assert!(
+            r.message.ends_with("client_server_disagree: client and server 33% apart (more than 20%: a client-bound measurement, a buffering proxy or fake streaming)"),
+            "{}",
+            r.message
+        );
+        let v = judge(&both_gate("agree_pct = 40.0\n"), &ev);
+        assert_eq!(find(&v, "rate").outcome, Outcome::Pass);
+    }
+
+    /// The floor must hold on both: a serve figure under the floor fails though the client's holds, and a
+    /// reply without timings is a missing serve figure (fail, never pass on the client alone).
+    #[test]
+    fn rate_both_needs_the_floor_on_both_and_the_serve_figure_present() {
+        let g = gate_text(&GATE.replace(
+            "floor_tok_s = 10.0\n",
+            "floor_tok_s = 19.0\nsource = \"both\"\nagree_pct = 50.0\n",
+        ));
+        let ev = evidence(Some(1), vec![request(0, &good_with_timings(15.0), None)]);
+        let r = find(&judge(&g, &ev), "rate").clone();
+        assert_eq!(r.outcome, Outcome::Fail);
+        assert!(r.message.starts_with("rate FAIL client median 20.0 tok/s"), "{}", r.message);
+        assert!(r.message.contains("server median 15.0 tok/s"), "{}", r.message);
+        let ev = evidence(Some(1), vec![request(0, &good(), None)]);
+        let r = find(&judge(&g, &ev), "rate").clone();
+        assert_eq!(r.outcome, Outcome::Fail);
+        assert!(r.message.contains("no llama.cpp timings in the reply"), "{}", r.message);
     }
 
     /// Masking is part of judging: a serve that echoes the gate's API key split across two SSE events (no
