@@ -292,3 +292,87 @@ mod tests {
         assert_eq!(reasoning_ate_budget("", "", Some(8), Some("stop")), None);
     }
 }
+
+/// Tag names taken as reasoning markup at the start of `content`: `<think>` (DeepSeek-R1, Qwen3, QwQ),
+/// `<thinking>`, `<thought>`, `<reasoning>`. Matched case-insensitively.
+pub const REASONING_TAGS: &[&str] = &["think", "thinking", "thought", "reasoning"];
+
+/// Reasoning markup found at the start of a reply's content by [`reasoning_markup`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReasoningMarkup {
+    /// The tag name as written (`think`).
+    pub tag: String,
+    /// The text inside the markup (between the tags, or before the closing tag), trimmed.
+    pub reasoning: String,
+    /// The content after the closing tag, leading whitespace removed ("" when the markup is never closed).
+    pub rest: String,
+    /// Whether the opening tag was in the content (false: only `</think>` was, the template having put
+    /// `<think>` into the prompt, as DeepSeek-R1 and Qwen3 templates do).
+    pub opened: bool,
+    /// Whether the closing tag was found (false: the reply is all thinking, e.g. cut by max_tokens).
+    pub closed: bool,
+}
+
+/// Reasoning markup at the start of `content`, or `None`. Three shapes, tags from [`REASONING_TAGS`]:
+/// 1. `<think>…</think>answer` (after optional leading whitespace): reasoning between the tags, the rest
+///    is the answer;
+/// 2. `<think>…` never closed: all of it is reasoning, the answer is "" (`closed = false`);
+/// 3. `…</think>answer` with no opening tag (the chat template opened it in the prompt): the text before
+///    the closing tag is reasoning (`opened = false`).
+///
+/// A tag later in the text (`Use <think> tags like this`) is not markup: only the very start counts for
+/// an opening tag, and a closing tag without an opening one counts only when no other tag of the list
+/// opens before it.
+pub fn reasoning_markup(content: &str) -> Option<ReasoningMarkup> {
+    let body = content.trim_start();
+    let lower = body.to_ascii_lowercase();
+    for tag in REASONING_TAGS {
+        let open = format!("<{tag}>");
+        let close = format!("</{tag}>");
+        if lower.starts_with(&open) {
+            let inner_start = open.len();
+            return Some(match lower[inner_start..].find(&close) {
+                Some(k) => ReasoningMarkup {
+                    tag: body[1..inner_start - 1].to_string(),
+                    reasoning: body[inner_start..inner_start + k].trim().to_string(),
+                    rest: body[inner_start + k + close.len()..].trim_start().to_string(),
+                    opened: true,
+                    closed: true,
+                },
+                None => ReasoningMarkup {
+                    tag: body[1..inner_start - 1].to_string(),
+                    reasoning: body[inner_start..].trim().to_string(),
+                    rest: String::new(),
+                    opened: true,
+                    closed: false,
+                },
+            });
+        }
+    }
+    for tag in REASONING_TAGS {
+        let close = format!("</{tag}>");
+        if let Some(k) = lower.find(&close) {
+            if lower[..k].contains(&format!("<{tag}>")) {
+                continue;
+            }
+            return Some(ReasoningMarkup {
+                tag: tag.to_string(),
+                reasoning: body[..k].trim().to_string(),
+                rest: body[k + close.len()..].trim_start().to_string(),
+                opened: false,
+                closed: true,
+            });
+        }
+    }
+    None
+}
+
+/// Tool calls as one text for matching and showing: `name(arguments)` per call, joined by `; `
+/// (`get_weather({"city":"Paris"})`). A call without a name shows `?`.
+pub fn tool_calls_text(calls: &[crate::analysis::reply::ToolCall]) -> String {
+    calls
+        .iter()
+        .map(|c| format!("{}({})", c.name.as_deref().unwrap_or("?"), c.arguments))
+        .collect::<Vec<_>>()
+        .join("; ")
+}

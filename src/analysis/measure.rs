@@ -112,6 +112,7 @@ pub fn token_ceiling(reply: &Reply) -> u64 {
 ///   `server_prefill_tok_s` = `prompt_n / prompt_ms × 1000`, unless part of the prompt came from the
 ///   cache (`cache_n > 0`, or `usage.prompt_tokens > prompt_n` when `cache_n` is absent): then `None` and
 ///   warning `prompt_cache_hit cached/total`.
+/// * Warning `tool_calls_with_finish_stop` when the reply has tool calls and `finish_reason` is `stop`.
 /// * Warning `client_server_disagree` when both decode rates exist and differ by more than
 ///   [`DECODE_MISMATCH_RATIO`] of the server's.
 pub fn measure(reply: &Reply) -> Figures {
@@ -320,6 +321,15 @@ pub fn measure(reply: &Reply) -> Figures {
                 f.server_prefill_tok_s = Some(pn as f64 / ms * 1000.0);
             }
         }
+    }
+    if !reply.tool_calls.is_empty() && reply.finish_reason.as_deref() == Some("stop") {
+        f.warnings.push(Note::new(
+            NoteKind::ToolCallsWithFinishStop,
+            format!(
+                "{} tool call(s) but finish_reason \"stop\" (OpenAI sends \"tool_calls\"; a client that branches on it misses the calls)",
+                reply.tool_calls.len()
+            ),
+        ));
     }
     if let (Some(c), Some(s)) = (f.decode_tok_s, f.server_decode_tok_s) {
         if (c - s).abs() > DECODE_MISMATCH_RATIO * s {

@@ -425,7 +425,33 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
             ));
         }
     }
-    st.finish(stats, end_ms, tail_lost)
+    let mut r = st.finish(stats, end_ms, tail_lost);
+    move_reasoning_markup(&mut r);
+    r
+}
+
+/// Reasoning markup at the start of the content (`<think>…</think>`, [`crate::analysis::content::reasoning_markup`])
+/// is reasoning, not the answer: moved to `reasoning` (after any reasoning the serve sent in its own field),
+/// the content keeps the rest, and warning `reasoning_in_content` says what was moved. The token chunks keep
+/// their text as it arrived (timing is about arrival, not meaning).
+fn move_reasoning_markup(r: &mut Reply) {
+    let Some(m) = crate::analysis::content::reasoning_markup(&r.content) else {
+        return;
+    };
+    let open = if m.opened { format!("<{}>", m.tag) } else { "(opened by the template)".to_string() };
+    let close = if m.closed { format!("</{}>", m.tag) } else { "(never closed)".to_string() };
+    r.warnings.push(Note::new(
+        NoteKind::ReasoningInContent,
+        format!(
+            "{open}…{close} at the start of content: {} chars judged as reasoning, not content",
+            m.reasoning.chars().count()
+        ),
+    ));
+    if !r.reasoning.is_empty() && !m.reasoning.is_empty() {
+        r.reasoning.push('\n');
+    }
+    r.reasoning.push_str(&m.reasoning);
+    r.content = m.rest;
 }
 
 /// Parses a non-streamed response body (a `chat.completion` or an error JSON) that arrived at `t_ms`.
@@ -580,6 +606,7 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
     if r.finish_reason.as_deref() == Some("length") {
         r.flags.push(Note::flag(NoteKind::TruncatedByMaxTokens));
     }
+    move_reasoning_markup(&mut r);
     r
 }
 

@@ -435,7 +435,7 @@ fn judge_request_assertion(
         AssertionKind::Rate => judge_rate(gate, judged, acct),
         AssertionKind::FirstToken => judge_first_token(gate, judged, acct),
         AssertionKind::Tpot => judge_tpot(gate, judged, acct),
-        AssertionKind::Content => judge_content(judged, acct),
+        AssertionKind::Content => judge_content(gate, judged, acct),
         AssertionKind::KnownAnswer => judge_known_answer(gate, judged, acct),
         AssertionKind::Route | AssertionKind::Ratio | AssertionKind::SameAnswers => {
             Verdict::new(name, Outcome::Fail, "not a per-request assertion")
@@ -960,6 +960,10 @@ pub fn reply_problem(
     }
     let finish =
         crate::analysis::reply::printable(reply.finish_reason.as_deref().unwrap_or("none"));
+    // A tool-call reply is a valid reply with no content: the calls are the answer.
+    if reply.content.trim().is_empty() && !reply.tool_calls.is_empty() {
+        return None;
+    }
     if reply.content.trim().is_empty() {
         if let Some(why) = crate::analysis::content::reasoning_ate_budget(
             &reply.content,
@@ -1000,16 +1004,38 @@ pub fn reply_problem(
     None
 }
 
-fn judge_content(judged: &[Judged], acct: &Accounting) -> Verdict {
+/// `thinking_not_off: ...` when a reply thinks (reasoning in its own field, or markup moved out of its
+/// content: warning `reasoning_in_content`) though the gate turned thinking off.
+fn still_thinks(reply: &crate::analysis::reply::Reply) -> Option<String> {
+    if reply.reasoning.trim().is_empty() {
+        return None;
+    }
+    let how = if reply.has_note(NoteKind::ReasoningInContent) {
+        "as reasoning markup in its content"
+    } else {
+        "in its reasoning field"
+    };
+    Some(format!(
+        "{}: the gate turns thinking off (chat_template_kwargs.enable_thinking = false) but the reply still thinks ({} chars {how})",
+        ContentProblem::ThinkingNotOff.name(),
+        reply.reasoning.chars().count()
+    ))
+}
+
+/// `[assert.content]`: every reply sane ([`content_problem`]): a tool-call reply with no content is sane and
+/// its calls are shown; with thinking turned off, a reply that still thinks fails ([`still_thinks`]).
+fn judge_content(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
     if judged.is_empty() {
         return no_replies(AssertionKind::Content, acct);
     }
     let n = judged.len();
+    let thinking_off = gate.request.thinking_off();
     let problems: Vec<String> = judged
         .iter()
         .filter_map(|j| {
             content_problem(&j.ev.reply, &j.fig)
                 .or_else(|| request_failure(j.ev).map(|f| format!("failed reply: {f}")))
+                .or_else(|| thinking_off.then(|| still_thinks(&j.ev.reply)).flatten())
                 .map(|p| format!("request {:02}: {p}", j.ev.record.index))
         })
         .collect();
@@ -1019,11 +1045,30 @@ fn judge_content(judged: &[Judged], acct: &Accounting) -> Verdict {
             .iter()
             .map(|j| j.ev.reply.content.chars().count().to_string())
             .collect();
+        let calls: Vec<String> = judged
+            .iter()
+            .filter(|j| !j.ev.reply.tool_calls.is_empty())
+            .map(|j| {
+                format!(
+                    "request {:02}: {}",
+                    j.ev.record.index,
+                    crate::analysis::reply::quoted(
+                        &crate::analysis::content::tool_calls_text(&j.ev.reply.tool_calls),
+                        80
+                    )
+                )
+            })
+            .collect();
+        let calls = if calls.is_empty() {
+            String::new()
+        } else {
+            format!("; tool calls: {}", calls.join("; "))
+        };
         Verdict::new(
             AssertionKind::Content,
             Outcome::Pass,
             format!(
-                "{n} of {n} replies have sane content (chars each: {}; {})",
+                "{n} of {n} replies have sane content (chars each: {}; {}){calls}",
                 lens.join(", "),
                 acct.n_of(n)
             ),
@@ -1043,6 +1088,16 @@ fn judge_content(judged: &[Judged], acct: &Accounting) -> Verdict {
             Outcome::Fail,
             format!("{} ({})", parts.join("; "), acct.n_of(n)),
         )
+    }
+}
+
+/// The text `known_answer` matches: the content, or for a tool-call reply with no content its calls as
+/// `name(arguments)` joined by `; ` ([`crate::analysis::content::tool_calls_text`]).
+fn answer_text(reply: &crate::analysis::reply::Reply) -> String {
+    if reply.content.trim().is_empty() && !reply.tool_calls.is_empty() {
+        crate::analysis::content::tool_calls_text(&reply.tool_calls)
+    } else {
+        reply.content.clone()
     }
 }
 
@@ -1077,19 +1132,20 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> 
                 "failed reply"
             };
             problems.push(format!("request {:02}: {what}: {f}", j.ev.record.index));
-        } else if !ka.matches.is_match(&j.ev.reply.content) {
+        } else if !ka.matches.is_match(&answer_text(&j.ev.reply)) {
             problems.push(format!(
                 "request {:02}: {} does not match /{}/",
                 j.ev.record.index,
-                short(&j.ev.reply.content),
+                short(&answer_text(&j.ev.reply)),
                 ka.matches.as_str()
             ));
         }
     }
+    let answers: Vec<String> = selected.iter().map(|j| answer_text(&j.ev.reply)).collect();
     let mut distinct: Vec<&str> = Vec::new();
-    for j in &selected {
-        if !distinct.contains(&j.ev.reply.content.as_str()) {
-            distinct.push(&j.ev.reply.content);
+    for a in &answers {
+        if !distinct.contains(&a.as_str()) {
+            distinct.push(a);
         }
     }
     if ka.identical && distinct.len() > 1 {
@@ -1211,7 +1267,7 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
                     .map(|((a, e), acct)| {
                         let judged = judged_of(e);
                         let v = if name == AssertionKind::Content {
-                            judge_content(&judged, acct)
+                            judge_content(gate, &judged, acct)
                         } else {
                             judge_known_answer(gate, &judged, acct)
                         };

@@ -374,6 +374,19 @@ pub struct RequestSpec {
     pub prompts: Vec<String>,
 }
 
+impl RequestSpec {
+    /// True when the gate turns the model's thinking off: `[request.extra.chat_template_kwargs]
+    /// enable_thinking = false` (the switch of Qwen3-style chat templates, passed through by llama.cpp, vLLM
+    /// and SGLang). A reply that still thinks then fails `content` (`thinking_not_off`).
+    pub fn thinking_off(&self) -> bool {
+        self.extra
+            .get("chat_template_kwargs")
+            .and_then(|k| k.get("enable_thinking"))
+            .and_then(serde_json::Value::as_bool)
+            == Some(false)
+    }
+}
+
 /// `[assert.route]`: regexes on the serve log.
 #[derive(Debug, Clone)]
 pub struct RouteAssert {
