@@ -370,6 +370,8 @@ closed_enum! {
         /// Reasoning markup (`<think>…</think>`) at the start of `content`: moved to reasoning, content
         /// judged without it (detail: the tag and its length).
         ReasoningInContent = "reasoning_in_content",
+        /// `usage.completion_tokens_details.reasoning_tokens` above `completion_tokens` (it is a part of it).
+        ImplausibleReasoningTokens = "implausible_reasoning_tokens",
         /// A reply failure repeated as a warning (`truncated_stream: ...`): its detail is the failure text
         /// after the name, and [`Note::failure`] its code.
         Failed = "failed",

@@ -112,6 +112,8 @@ pub fn token_ceiling(reply: &Reply) -> u64 {
 ///   `server_prefill_tok_s` = `prompt_n / prompt_ms × 1000`, unless part of the prompt came from the
 ///   cache (`cache_n > 0`, or `usage.prompt_tokens > prompt_n` when `cache_n` is absent): then `None` and
 ///   warning `prompt_cache_hit cached/total`.
+/// * `usage.completion_tokens_details.reasoning_tokens` is a breakdown of N, never added to it; more
+///   reasoning tokens than completion tokens is warning `implausible_reasoning_tokens`.
 /// * Warning `tool_calls_with_finish_stop` when the reply has tool calls and `finish_reason` is `stop`.
 /// * Warning `client_server_disagree` when both decode rates exist and differ by more than
 ///   [`DECODE_MISMATCH_RATIO`] of the server's.
@@ -319,6 +321,17 @@ pub fn measure(reply: &Reply) -> Figures {
         } else if let (Some(pn), Some(ms)) = (t.prompt_n, t.prompt_ms) {
             if pn > 0 && ms > 0.0 {
                 f.server_prefill_tok_s = Some(pn as f64 / ms * 1000.0);
+            }
+        }
+    }
+    // reasoning_tokens is a part of completion_tokens (OpenAI's completion_tokens_details), never added.
+    if let Some(u) = &reply.usage {
+        if let (Some(r), Some(c)) = (u.reasoning_tokens, u.completion_tokens) {
+            if r > c {
+                f.warnings.push(Note::new(
+                    NoteKind::ImplausibleReasoningTokens,
+                    format!("usage says {r} reasoning tokens of {c} completion tokens (a part cannot exceed the whole)"),
+                ));
             }
         }
     }
@@ -557,6 +570,7 @@ mod tests {
             prompt_tokens: Some(32),
             completion_tokens: Some(1),
             total_tokens: None,
+            ..Default::default()
         });
         r.timings = Some(Timings {
             prompt_n: Some(1),
@@ -774,6 +788,7 @@ mod tests {
             prompt_tokens: Some(32),
             completion_tokens: Some(1),
             total_tokens: None,
+            ..Default::default()
         });
         r.timings = Some(Timings {
             prompt_n: Some(32),

@@ -21,6 +21,10 @@ pub struct Usage {
     pub completion_tokens: Option<u64>,
     /// Total tokens.
     pub total_tokens: Option<u64>,
+    /// `completion_tokens_details.reasoning_tokens`: the part of `completion_tokens` spent thinking (a
+    /// breakdown, never added to `completion_tokens`). Absent in older evidence.
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// llama.cpp's `timings` object, read from whichever chunk carries it. All fields optional. ms and tok/s.
@@ -1136,6 +1140,9 @@ fn usage_of(v: &Value) -> Option<Usage> {
         prompt_tokens: u64_of(o.get("prompt_tokens")),
         completion_tokens: u64_of(o.get("completion_tokens")),
         total_tokens: u64_of(o.get("total_tokens")),
+        reasoning_tokens: o
+            .get("completion_tokens_details")
+            .and_then(|d| u64_of(d.get("reasoning_tokens"))),
     })
 }
 
