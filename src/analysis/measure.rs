@@ -620,6 +620,39 @@ mod tests {
         assert_eq!(f.ttft_ms, Some(214.0));
     }
 
+    /// Tool calls with `finish_reason: "stop"` warn `tool_calls_with_finish_stop`; with `tool_calls` they
+    /// do not, and neither does `stop` without calls.
+    #[test]
+    fn tool_calls_with_finish_stop_warn() {
+        let call = crate::analysis::reply::ToolCall {
+            index: 0,
+            id: None,
+            name: Some("f".into()),
+            arguments: "{}".into(),
+        };
+        let warned = |finish: &str, calls: Vec<crate::analysis::reply::ToolCall>| {
+            let mut r = streamed(vec![tc(0.0, None), tc(10.0, None)], Some(2), 20.0);
+            r.finish_reason = Some(finish.into());
+            r.tool_calls = calls;
+            crate::vocab::has_note(&measure(&r).warnings, NoteKind::ToolCallsWithFinishStop)
+        };
+        assert!(warned("stop", vec![call.clone()]));
+        assert!(!warned("tool_calls", vec![call]));
+        assert!(!warned("stop", vec![]));
+    }
+
+    /// More reasoning tokens than completion tokens is implausible (they are a part of them).
+    #[test]
+    fn reasoning_tokens_above_completion_tokens_warn() {
+        let mut r = streamed(vec![tc(0.0, None), tc(10.0, None)], Some(2), 20.0);
+        r.usage.as_mut().unwrap().reasoning_tokens = Some(2);
+        assert!(!crate::vocab::has_note(&measure(&r).warnings, NoteKind::ImplausibleReasoningTokens));
+        r.usage.as_mut().unwrap().reasoning_tokens = Some(3);
+        let f = measure(&r);
+        assert!(crate::vocab::has_note(&f.warnings, NoteKind::ImplausibleReasoningTokens));
+        assert_eq!(f.completion_tokens, Some(2), "the count stands; the breakdown is only flagged");
+    }
+
     #[test]
     fn reasoning_first_gives_ttft_but_later_first_content() {
         let mut a = tc(100.0, None);

@@ -1501,6 +1501,52 @@ mod tests {
         assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
     }
 
+    /// `<think>…</think>` at the start of streamed content is reasoning: moved out of the content (judged
+    /// without it), after the serve's own reasoning field, with warning `reasoning_in_content`.
+    #[test]
+    fn think_markup_in_streamed_content_is_moved_to_reasoning_with_a_warning() {
+        let body = [
+            ev(r#"{"content":"<think>"}"#, "null"),
+            ev(r#"{"content":"2+2 is 4."}"#, "null"),
+            ev(r#"{"content":"</think>\n\n"}"#, "null"),
+            ev(r#"{"content":"The answer is 4."}"#, r#""stop""#),
+            DONE.to_string(),
+        ]
+        .concat();
+        let r = one(&body);
+        assert_eq!(r.content, "The answer is 4.");
+        assert_eq!(r.reasoning, "2+2 is 4.");
+        assert_eq!(r.token_chunks.len(), 4, "arrival is untouched");
+        let w: Vec<String> = r.warnings.iter().map(|n| n.to_string()).collect();
+        assert_eq!(
+            w,
+            ["reasoning_in_content: <think>…</think> at the start of content: 9 chars judged as reasoning, not content"]
+        );
+        // A plain answer is left alone and warns nothing.
+        let r = one(&[ev(r#"{"content":"I think so."}"#, r#""stop""#), DONE.to_string()].concat());
+        assert_eq!(r.content, "I think so.");
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    /// A non-streamed body gets the same treatment; markup never closed leaves no content at all.
+    #[test]
+    fn think_markup_in_a_body_is_moved_too_and_unclosed_markup_leaves_no_content() {
+        let body = br#"{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","reasoning_content":"first","content":"<think>second"},"finish_reason":"length"}],"usage":{"completion_tokens":8}}"#;
+        let r = parse_body(body, Some(200), 5.0);
+        assert_eq!(r.content, "");
+        assert_eq!(r.reasoning, "first\nsecond");
+        assert!(r.has_note(NoteKind::ReasoningInContent));
+        assert!(r.warnings.iter().any(|n| n.to_string().contains("<think>…(never closed)")));
+    }
+
+    /// `usage.completion_tokens_details.reasoning_tokens` is read as a breakdown (OpenAI shape).
+    #[test]
+    fn reasoning_tokens_are_read_from_completion_tokens_details() {
+        let body = br#"{"choices":[{"index":0,"message":{"content":"4"},"finish_reason":"stop"}],"usage":{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":6}}}"#;
+        let u = parse_body(body, Some(200), 1.0).usage.unwrap();
+        assert_eq!((u.completion_tokens, u.reasoning_tokens), (Some(9), Some(6)));
+    }
+
     #[test]
     fn llama_cpp_timings_per_token_give_per_chunk_counts() {
         let t = |n: u64| {
