@@ -182,7 +182,9 @@ pub fn reasoning_markup(content: &str) -> Option<ReasoningMarkup> {
                 Some(k) => ReasoningMarkup {
                     tag: body[1..inner_start - 1].to_string(),
                     reasoning: body[inner_start..inner_start + k].trim().to_string(),
-                    rest: body[inner_start + k + close.len()..].trim_start().to_string(),
+                    rest: body[inner_start + k + close.len()..]
+                        .trim_start()
+                        .to_string(),
                     opened: true,
                     closed: true,
                 },
@@ -385,7 +387,10 @@ mod tests {
         assert_eq!(m.rest, "The answer is 4.");
         assert!(m.opened && m.closed);
         let m = reasoning_markup("<Thinking>hm</Thinking>Paris.").unwrap();
-        assert_eq!((m.tag.as_str(), m.reasoning.as_str(), m.rest.as_str()), ("Thinking", "hm", "Paris."));
+        assert_eq!(
+            (m.tag.as_str(), m.reasoning.as_str(), m.rest.as_str()),
+            ("Thinking", "hm", "Paris.")
+        );
     }
 
     /// Shape 2: an opening tag never closed (max_tokens hit while thinking): all reasoning, no answer.
@@ -410,7 +415,10 @@ mod tests {
     #[test]
     fn tags_later_in_the_text_are_not_markup() {
         assert_eq!(reasoning_markup("The capital of France is Paris."), None);
-        assert_eq!(reasoning_markup("Use <think> tags like <think>x</think>."), None);
+        assert_eq!(
+            reasoning_markup("Use <think> tags like <think>x</think>."),
+            None
+        );
         assert_eq!(reasoning_markup("I think, therefore I am."), None);
         assert_eq!(reasoning_markup(""), None);
     }
@@ -432,7 +440,10 @@ mod tests {
                 arguments: "{}".into(),
             },
         ];
-        assert_eq!(tool_calls_text(&calls), r#"get_weather({"city":"Paris"}); ?({})"#);
+        assert_eq!(
+            tool_calls_text(&calls),
+            r#"get_weather({"city":"Paris"}); ?({})"#
+        );
         assert_eq!(tool_calls_text(&[]), "");
     }
 }

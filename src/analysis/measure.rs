@@ -646,11 +646,21 @@ mod tests {
     fn reasoning_tokens_above_completion_tokens_warn() {
         let mut r = streamed(vec![tc(0.0, None), tc(10.0, None)], Some(2), 20.0);
         r.usage.as_mut().unwrap().reasoning_tokens = Some(2);
-        assert!(!crate::vocab::has_note(&measure(&r).warnings, NoteKind::ImplausibleReasoningTokens));
+        assert!(!crate::vocab::has_note(
+            &measure(&r).warnings,
+            NoteKind::ImplausibleReasoningTokens
+        ));
         r.usage.as_mut().unwrap().reasoning_tokens = Some(3);
         let f = measure(&r);
-        assert!(crate::vocab::has_note(&f.warnings, NoteKind::ImplausibleReasoningTokens));
-        assert_eq!(f.completion_tokens, Some(2), "the count stands; the breakdown is only flagged");
+        assert!(crate::vocab::has_note(
+            &f.warnings,
+            NoteKind::ImplausibleReasoningTokens
+        ));
+        assert_eq!(
+            f.completion_tokens,
+            Some(2),
+            "the count stands; the breakdown is only flagged"
+        );
     }
 
     #[test]

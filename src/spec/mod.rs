@@ -1714,7 +1714,9 @@ floor_tok_s = 10.0
             .to_string();
         assert!(e.contains("assert.rate.agree_pct"), "{e}");
         assert!(e.contains("> 0"), "{e}");
-        let e = parse_str(&both("agree_pct = 10.0\n")).unwrap_err().to_string();
+        let e = parse_str(&both("agree_pct = 10.0\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("assert.rate.agree_pct"), "{e}");
         assert!(e.contains("only with source = \"both\""), "{e}");
         assert!(parse_str(&both("source = \"either\"\n")).is_err());
