@@ -442,8 +442,16 @@ fn move_reasoning_markup(r: &mut Reply) {
     let Some(m) = crate::analysis::content::reasoning_markup(&r.content) else {
         return;
     };
-    let open = if m.opened { format!("<{}>", m.tag) } else { "(opened by the template)".to_string() };
-    let close = if m.closed { format!("</{}>", m.tag) } else { "(never closed)".to_string() };
+    let open = if m.opened {
+        format!("<{}>", m.tag)
+    } else {
+        "(opened by the template)".to_string()
+    };
+    let close = if m.closed {
+        format!("</{}>", m.tag)
+    } else {
+        "(never closed)".to_string()
+    };
     r.warnings.push(Note::new(
         NoteKind::ReasoningInContent,
         format!(
@@ -1528,9 +1536,17 @@ mod tests {
             ["reasoning_in_content: <think>…</think> at the start of content: 9 chars judged as reasoning, not content"]
         );
         // A plain answer is left alone and warns nothing.
-        let r = one(&[ev(r#"{"content":"I think so."}"#, r#""stop""#), DONE.to_string()].concat());
+        let r = one(&[
+            ev(r#"{"content":"I think so."}"#, r#""stop""#),
+            DONE.to_string(),
+        ]
+        .concat());
         assert_eq!(r.content, "I think so.");
-        assert!(!r.has_note(NoteKind::ReasoningInContent), "{:?}", r.warnings);
+        assert!(
+            !r.has_note(NoteKind::ReasoningInContent),
+            "{:?}",
+            r.warnings
+        );
     }
 
     /// A non-streamed body gets the same treatment; markup never closed leaves no content at all.
@@ -1541,7 +1557,10 @@ mod tests {
         assert_eq!(r.content, "");
         assert_eq!(r.reasoning, "first\nsecond");
         assert!(r.has_note(NoteKind::ReasoningInContent));
-        assert!(r.warnings.iter().any(|n| n.to_string().contains("<think>…(never closed)")));
+        assert!(r
+            .warnings
+            .iter()
+            .any(|n| n.to_string().contains("<think>…(never closed)")));
     }
 
     /// `usage.completion_tokens_details.reasoning_tokens` is read as a breakdown (OpenAI shape).
@@ -1549,7 +1568,10 @@ mod tests {
     fn reasoning_tokens_are_read_from_completion_tokens_details() {
         let body = br#"{"choices":[{"index":0,"message":{"content":"4"},"finish_reason":"stop"}],"usage":{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":6}}}"#;
         let u = parse_body(body, Some(200), 1.0).usage.unwrap();
-        assert_eq!((u.completion_tokens, u.reasoning_tokens), (Some(9), Some(6)));
+        assert_eq!(
+            (u.completion_tokens, u.reasoning_tokens),
+            (Some(9), Some(6))
+        );
     }
 
     #[test]
@@ -2204,7 +2226,11 @@ mod tests {
         }
         // Normal ends, TGI's included, are not failures.
         for reason in ["stop", "length", "tool_calls", "eos_token", "stop_sequence"] {
-            let r = one(&[ev(r#"{"content":"Paris"}"#, &format!("{reason:?}")), DONE.into()].concat());
+            let r = one(&[
+                ev(r#"{"content":"Paris"}"#, &format!("{reason:?}")),
+                DONE.into(),
+            ]
+            .concat());
             assert_eq!(r.failure(), None, "{reason}");
         }
     }
