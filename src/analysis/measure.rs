@@ -112,11 +112,11 @@ pub fn token_ceiling(reply: &Reply) -> u64 {
 ///   `server_prefill_tok_s` = `prompt_n / prompt_ms × 1000`, unless part of the prompt came from the
 ///   cache (`cache_n > 0`, or `usage.prompt_tokens > prompt_n` when `cache_n` is absent): then `None` and
 ///   warning `prompt_cache_hit cached/total`.
+/// * Warning `client_server_disagree` when both decode rates exist and differ by more than
+///   [`DECODE_MISMATCH_RATIO`] of the server's.
 /// * `usage.completion_tokens_details.reasoning_tokens` is a breakdown of N, never added to it; more
 ///   reasoning tokens than completion tokens is warning `implausible_reasoning_tokens`.
 /// * Warning `tool_calls_with_finish_stop` when the reply has tool calls and `finish_reason` is `stop`.
-/// * Warning `client_server_disagree` when both decode rates exist and differ by more than
-///   [`DECODE_MISMATCH_RATIO`] of the server's.
 pub fn measure(reply: &Reply) -> Figures {
     let mut f = Figures {
         first_event_ms: reply.first_event_ms,
