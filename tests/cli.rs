@@ -57,7 +57,9 @@ fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
         String::from_utf8_lossy(&out.stderr)
     );
     let rate = stdout.lines().find(|l| l.starts_with("rate ")).unwrap();
-    assert!(rate.starts_with("rate FAIL median "), "{rate}");
+    // The reference gate judges both figures (`source = "both"`): the client's first, then the serve's.
+    assert!(rate.starts_with("rate FAIL client median "), "{rate}");
+    assert!(rate.contains("; server median "), "{rate}");
     assert!(
         rate.contains("(floor 100000.0; each: ") && rate.contains("; n=3 of 3 planned)"),
         "{rate}"
