@@ -125,7 +125,7 @@ fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
-        stdout.contains("rate PASS median") && stdout.contains("RESULT: PASS"),
+        stdout.contains("rate PASS client median") && stdout.contains("RESULT: PASS"),
         "{stdout}"
     );
     let out = Command::new(bin()).arg("judge").arg(&dir).output().unwrap();
