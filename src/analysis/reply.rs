@@ -22,8 +22,8 @@ pub struct Usage {
     /// Total tokens.
     pub total_tokens: Option<u64>,
     /// `completion_tokens_details.reasoning_tokens`: the part of `completion_tokens` spent thinking (a
-    /// breakdown, never added to `completion_tokens`). Absent in older evidence.
-    #[serde(default)]
+    /// breakdown, never added to `completion_tokens`). Absent in older evidence; not written when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
 }
 
