@@ -109,6 +109,10 @@ pub struct Summary {
     pub completion_tokens_estimate: Option<u64>,
     /// Where N came from: `usage`, `timings`, `per_chunk` or `token_chunk_count_estimate`.
     pub completion_tokens_source: Option<TokenSource>,
+    /// `usage.completion_tokens_details.reasoning_tokens`: the part of N spent thinking (a breakdown, never
+    /// added to N). Shown only when the serve reported it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
     /// TPOT = (e2e − ttft) / (N − 1), ms.
     pub tpot_ms: Option<f64>,
     /// Inter-token latency distribution.
@@ -228,6 +232,7 @@ pub fn summarize(reply: &Reply, figures: &Figures) -> Summary {
         completion_tokens: figures.completion_tokens,
         completion_tokens_estimate: figures.completion_tokens_estimate,
         completion_tokens_source: figures.completion_tokens_source,
+        reasoning_tokens: reply.usage.as_ref().and_then(|u| u.reasoning_tokens),
         tpot_ms: figures.tpot_ms,
         itl: ItlSummary {
             n: itl.len(),

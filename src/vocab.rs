@@ -322,6 +322,9 @@ closed_enum! {
         ContentEmptyAllTokensInReasoning = "content_empty_all_tokens_in_reasoning",
         /// One character or piece repeated (a degenerate stream).
         DegenerateOutput = "degenerate_output",
+        /// The gate turned thinking off (`chat_template_kwargs.enable_thinking = false`) and the reply still
+        /// thinks (reasoning in its own field or as markup in content).
+        ThinkingNotOff = "thinking_not_off",
     }
 }
 
@@ -358,8 +361,17 @@ closed_enum! {
         ImplausibleCompletionTokens = "implausible_completion_tokens",
         /// llama.cpp served part of the prompt from its cache (detail `c/total: ...`).
         PromptCacheHit = "prompt_cache_hit",
-        /// Client and server decode rates far apart.
-        ClientServerDecodeMismatch = "client_server_decode_mismatch",
+        /// Client and serve decode rates far apart (the serve's own clock disagrees with the client's:
+        /// a client-bound measurement, a buffering proxy, fake streaming). Was `client_server_decode_mismatch`.
+        ClientServerDisagree = "client_server_disagree",
+        /// Tool calls present but `finish_reason` is `stop` (OpenAI sends `tool_calls`): clients that
+        /// branch on the finish reason miss the calls.
+        ToolCallsWithFinishStop = "tool_calls_with_finish_stop",
+        /// Reasoning markup (`<think>…</think>`) at the start of `content`: moved to reasoning, content
+        /// judged without it (detail: the tag and its length).
+        ReasoningInContent = "reasoning_in_content",
+        /// `usage.completion_tokens_details.reasoning_tokens` above `completion_tokens` (it is a part of it).
+        ImplausibleReasoningTokens = "implausible_reasoning_tokens",
         /// Named SSE events (`event: tool.progress`; any name but `message` and `error`) whose data is no chat
         /// chunk were skipped: not chunks, not parse errors, never the first event (detail: how many, which
         /// names). WHATWG: a browser's `onmessage` never sees them.

@@ -270,6 +270,11 @@ fn check_variant(case: &str, variant: &str, want: &serde_json::Map<String, Value
             }
             "content" => assert_eq!(r.content, w.as_str().expect("string"), "{what}"),
             "reasoning" => assert_eq!(r.reasoning, w.as_str().expect("string"), "{what}"),
+            "reasoning_tokens" => assert_eq!(
+                r.usage.as_ref().and_then(|u| u.reasoning_tokens),
+                opt_u64(w),
+                "{what}"
+            ),
             "finish_reason" => assert_eq!(r.finish_reason.as_deref(), opt_str(w), "{what}"),
             "done_seen" => assert_eq!(r.done_seen, w.as_bool().expect("bool"), "{what}"),
             "incomplete_tail" => {
@@ -361,7 +366,7 @@ fn every_expected_value_of_every_stream_and_body_case_holds() {
     let cases: Vec<&str> = files.iter().map(|(c, _)| c.as_str()).collect();
     for n in [
         "01", "02", "04", "05", "08", "10", "11", "14", "16", "17", "19", "22", "23", "29", "31",
-        "32", "33",
+        "32", "33", "35",
     ] {
         assert!(
             cases.iter().any(|c| c.starts_with(&format!("case-{n}-"))),
@@ -379,7 +384,7 @@ fn every_expected_value_of_every_stream_and_body_case_holds() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 29, "variants checked");
+    assert_eq!(checked, 30, "variants checked");
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1218,4 +1223,19 @@ proptest! {
         let _ = measure(&b);
         let _ = content::degenerate(&String::from_utf8_lossy(&body));
     }
+}
+
+/// Case 35: `reasoning_tokens` (6) is a part of `completion_tokens` (9), a breakdown only: N stays 9 and the
+/// rate 40.0 tok/s (adding it would give 15 and 70.0), with no `implausible_reasoning_tokens` warning.
+#[test]
+fn reasoning_tokens_are_a_part_of_completion_tokens_never_added() {
+    let (r, f) = case("case-35-reasoning-tokens-inside-completion", "main");
+    let u = r.usage.as_ref().expect("usage");
+    assert_eq!((u.completion_tokens, u.reasoning_tokens), (Some(9), Some(6)));
+    assert_eq!(f.completion_tokens, Some(9));
+    assert!((f.decode_tok_s.expect("rate") - 40.0).abs() < 1e-9);
+    assert_eq!(f.ttft_ms, Some(100.0));
+    assert_eq!(r.reasoning, "Need the sum: 2+2=4.");
+    assert_eq!(r.content, "The answer is 4.");
+    assert!(!notes(&r, &f).contains("implausible_reasoning_tokens"));
 }

@@ -57,7 +57,9 @@ fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
         String::from_utf8_lossy(&out.stderr)
     );
     let rate = stdout.lines().find(|l| l.starts_with("rate ")).unwrap();
-    assert!(rate.starts_with("rate FAIL median "), "{rate}");
+    // The reference gate judges both figures (`source = "both"`): the client's first, then the serve's.
+    assert!(rate.starts_with("rate FAIL client median "), "{rate}");
+    assert!(rate.contains("; server median "), "{rate}");
     assert!(
         rate.contains("(floor 100000.0; each: ") && rate.contains("; n=3 of 3 planned)"),
         "{rate}"
@@ -123,7 +125,7 @@ fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
-        stdout.contains("rate PASS median") && stdout.contains("RESULT: PASS"),
+        stdout.contains("rate PASS client median") && stdout.contains("RESULT: PASS"),
         "{stdout}"
     );
     let out = Command::new(bin()).arg("judge").arg(&dir).output().unwrap();

@@ -205,7 +205,7 @@ fn inspect_prints_every_expected_value_of_every_case() {
         .filter(|p| p.to_string_lossy().ends_with(".expected.json"))
         .collect();
     files.sort();
-    assert_eq!(files.len(), 17, "cases");
+    assert_eq!(files.len(), 18, "cases");
     let (mut variants, mut runs, mut values) = (0, 0, 0);
     for file in files {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
@@ -234,7 +234,7 @@ fn inspect_prints_every_expected_value_of_every_case() {
             variants += 1;
         }
     }
-    assert_eq!(variants, 29, "variants");
+    assert_eq!(variants, 30, "variants");
     assert!(runs >= 33, "inputs inspected: {runs}");
     assert!(values >= 120, "values checked: {values}");
 }

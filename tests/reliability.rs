@@ -1039,7 +1039,7 @@ fn hostile_gate_spec_errors_name_the_cause() {
         ("invalid-regex.toml", "assert.route.fast: invalid regex"),
         (
             "unknown-key.toml",
-            ":12:1: assert.rate.flor_tok_s: unknown field `flor_tok_s`, expected `floor_tok_s` or `source`",
+            ":12:1: assert.rate.flor_tok_s: unknown field `flor_tok_s`, expected one of `floor_tok_s`, `source`, `agree_pct`",
         ),
         ("non-utf8.toml", ":7:11: the file is not valid UTF-8"),
         ("empty.toml", ":1:1: the file is empty"),

@@ -1,6 +1,7 @@
 //! Content checks that need no model: degenerate output (one character or one short piece repeated, as NaN
 //! logits and broken kernels produce), a repeated token id in a server log, and a reply whose whole token
-//! budget went to reasoning. Pure functions on text; they say what they saw and leave the verdict to the
+//! budget went to reasoning; reasoning markup (`<think>…</think>`) at the start of content; tool calls as
+//! text. Pure functions on text; they say what they saw and leave the verdict to the
 //! judge. An empty or whitespace-only reply is *not* degenerate here — it is empty, and the judge says so.
 
 use regex::Regex;
@@ -137,6 +138,92 @@ pub fn reasoning_ate_budget(
     Some(format!(
         "content_empty_all_tokens_in_reasoning: {tokens} went to reasoning_content; {finish}"
     ))
+}
+
+/// Tag names taken as reasoning markup at the start of `content`: `<think>` (DeepSeek-R1, Qwen3, QwQ),
+/// `<thinking>`, `<thought>`, `<reasoning>`. Matched case-insensitively.
+pub const REASONING_TAGS: &[&str] = &["think", "thinking", "thought", "reasoning"];
+
+/// Reasoning markup found at the start of a reply's content by [`reasoning_markup`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReasoningMarkup {
+    /// The tag name as written (`think`).
+    pub tag: String,
+    /// The text inside the markup (between the tags, or before the closing tag), trimmed.
+    pub reasoning: String,
+    /// The content after the closing tag, leading whitespace removed ("" when the markup is never closed).
+    pub rest: String,
+    /// Whether the opening tag was in the content (false: only `</think>` was, the template having put
+    /// `<think>` into the prompt, as DeepSeek-R1 and Qwen3 templates do).
+    pub opened: bool,
+    /// Whether the closing tag was found (false: the reply is all thinking, e.g. cut by max_tokens).
+    pub closed: bool,
+}
+
+/// Reasoning markup at the start of `content`, or `None`. Three shapes, tags from [`REASONING_TAGS`]:
+/// 1. `<think>…</think>answer` (after optional leading whitespace): reasoning between the tags, the rest
+///    is the answer;
+/// 2. `<think>…` never closed: all of it is reasoning, the answer is "" (`closed = false`);
+/// 3. `…</think>answer` with no opening tag (the chat template opened it in the prompt): the text before
+///    the closing tag is reasoning (`opened = false`).
+///
+/// A tag later in the text (`Use <think> tags like this`) is not markup: only the very start counts for
+/// an opening tag, and a closing tag without an opening one counts only when no other tag of the list
+/// opens before it.
+pub fn reasoning_markup(content: &str) -> Option<ReasoningMarkup> {
+    let body = content.trim_start();
+    let lower = body.to_ascii_lowercase();
+    for tag in REASONING_TAGS {
+        let open = format!("<{tag}>");
+        let close = format!("</{tag}>");
+        if lower.starts_with(&open) {
+            let inner_start = open.len();
+            return Some(match lower[inner_start..].find(&close) {
+                Some(k) => ReasoningMarkup {
+                    tag: body[1..inner_start - 1].to_string(),
+                    reasoning: body[inner_start..inner_start + k].trim().to_string(),
+                    rest: body[inner_start + k + close.len()..]
+                        .trim_start()
+                        .to_string(),
+                    opened: true,
+                    closed: true,
+                },
+                None => ReasoningMarkup {
+                    tag: body[1..inner_start - 1].to_string(),
+                    reasoning: body[inner_start..].trim().to_string(),
+                    rest: String::new(),
+                    opened: true,
+                    closed: false,
+                },
+            });
+        }
+    }
+    for tag in REASONING_TAGS {
+        let close = format!("</{tag}>");
+        if let Some(k) = lower.find(&close) {
+            if lower[..k].contains(&format!("<{tag}>")) {
+                continue;
+            }
+            return Some(ReasoningMarkup {
+                tag: tag.to_string(),
+                reasoning: body[..k].trim().to_string(),
+                rest: body[k + close.len()..].trim_start().to_string(),
+                opened: false,
+                closed: true,
+            });
+        }
+    }
+    None
+}
+
+/// Tool calls as one text for matching and showing: `name(arguments)` per call, joined by `; `
+/// (`get_weather({"city":"Paris"})`). A call without a name shows `?`.
+pub fn tool_calls_text(calls: &[crate::analysis::reply::ToolCall]) -> String {
+    calls
+        .iter()
+        .map(|c| format!("{}({})", c.name.as_deref().unwrap_or("?"), c.arguments))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 #[cfg(test)]
@@ -290,5 +377,73 @@ mod tests {
             None
         );
         assert_eq!(reasoning_ate_budget("", "", Some(8), Some("stop")), None);
+    }
+    /// Shape 1: `<think>…</think>answer`, after leading whitespace, any case of the tag.
+    #[test]
+    fn closed_think_markup_at_the_start_is_reasoning_and_the_rest_is_the_answer() {
+        let m = reasoning_markup("\n<think>\nNeed 2+2.\n</think>\n\nThe answer is 4.").unwrap();
+        assert_eq!(m.tag, "think");
+        assert_eq!(m.reasoning, "Need 2+2.");
+        assert_eq!(m.rest, "The answer is 4.");
+        assert!(m.opened && m.closed);
+        let m = reasoning_markup("<Thinking>hm</Thinking>Paris.").unwrap();
+        assert_eq!(
+            (m.tag.as_str(), m.reasoning.as_str(), m.rest.as_str()),
+            ("Thinking", "hm", "Paris.")
+        );
+    }
+
+    /// Shape 2: an opening tag never closed (max_tokens hit while thinking): all reasoning, no answer.
+    #[test]
+    fn unclosed_think_markup_is_all_reasoning() {
+        let m = reasoning_markup("<think>Let me count the r's in strawberry").unwrap();
+        assert_eq!(m.reasoning, "Let me count the r's in strawberry");
+        assert_eq!(m.rest, "");
+        assert!(m.opened && !m.closed);
+    }
+
+    /// Shape 3: only `</think>` (the template opened the tag in the prompt): the text before it is reasoning.
+    #[test]
+    fn closing_tag_without_opening_tag_ends_template_opened_reasoning() {
+        let m = reasoning_markup("Okay, the user asks...\n</think>\n\nParis.").unwrap();
+        assert_eq!(m.reasoning, "Okay, the user asks...");
+        assert_eq!(m.rest, "Paris.");
+        assert!(!m.opened && m.closed);
+    }
+
+    /// Tags that are not at the start are text: an answer that talks about tags, or a tag mid-sentence.
+    #[test]
+    fn tags_later_in_the_text_are_not_markup() {
+        assert_eq!(reasoning_markup("The capital of France is Paris."), None);
+        assert_eq!(
+            reasoning_markup("Use <think> tags like <think>x</think>."),
+            None
+        );
+        assert_eq!(reasoning_markup("I think, therefore I am."), None);
+        assert_eq!(reasoning_markup(""), None);
+    }
+
+    #[test]
+    fn tool_calls_are_shown_as_name_and_arguments() {
+        use crate::analysis::reply::ToolCall;
+        let calls = vec![
+            ToolCall {
+                index: 0,
+                id: Some("call_1".into()),
+                name: Some("get_weather".into()),
+                arguments: r#"{"city":"Paris"}"#.into(),
+            },
+            ToolCall {
+                index: 1,
+                id: None,
+                name: None,
+                arguments: "{}".into(),
+            },
+        ];
+        assert_eq!(
+            tool_calls_text(&calls),
+            r#"get_weather({"city":"Paris"}); ?({})"#
+        );
+        assert_eq!(tool_calls_text(&[]), "");
     }
 }

@@ -112,8 +112,11 @@ pub fn token_ceiling(reply: &Reply) -> u64 {
 ///   `server_prefill_tok_s` = `prompt_n / prompt_ms × 1000`, unless part of the prompt came from the
 ///   cache (`cache_n > 0`, or `usage.prompt_tokens > prompt_n` when `cache_n` is absent): then `None` and
 ///   warning `prompt_cache_hit cached/total`.
-/// * Warning `client_server_decode_mismatch` when both decode rates exist and differ by more than
+/// * Warning `client_server_disagree` when both decode rates exist and differ by more than
 ///   [`DECODE_MISMATCH_RATIO`] of the server's.
+/// * `usage.completion_tokens_details.reasoning_tokens` is a breakdown of N, never added to it; more
+///   reasoning tokens than completion tokens is warning `implausible_reasoning_tokens`.
+/// * Warning `tool_calls_with_finish_stop` when the reply has tool calls and `finish_reason` is `stop`.
 pub fn measure(reply: &Reply) -> Figures {
     let mut f = Figures {
         first_event_ms: reply.first_event_ms,
@@ -321,10 +324,30 @@ pub fn measure(reply: &Reply) -> Figures {
             }
         }
     }
+    // reasoning_tokens is a part of completion_tokens (OpenAI's completion_tokens_details), never added.
+    if let Some(u) = &reply.usage {
+        if let (Some(r), Some(c)) = (u.reasoning_tokens, u.completion_tokens) {
+            if r > c {
+                f.warnings.push(Note::new(
+                    NoteKind::ImplausibleReasoningTokens,
+                    format!("usage says {r} reasoning tokens of {c} completion tokens (a part cannot exceed the whole)"),
+                ));
+            }
+        }
+    }
+    if !reply.tool_calls.is_empty() && reply.finish_reason.as_deref() == Some("stop") {
+        f.warnings.push(Note::new(
+            NoteKind::ToolCallsWithFinishStop,
+            format!(
+                "{} tool call(s) but finish_reason \"stop\" (OpenAI sends \"tool_calls\"; a client that branches on it misses the calls)",
+                reply.tool_calls.len()
+            ),
+        ));
+    }
     if let (Some(c), Some(s)) = (f.decode_tok_s, f.server_decode_tok_s) {
         if (c - s).abs() > DECODE_MISMATCH_RATIO * s {
             f.warnings.push(Note::new(
-                NoteKind::ClientServerDecodeMismatch,
+                NoteKind::ClientServerDisagree,
                 format!(
                     "client {c:.1} tok/s vs server {s:.1} tok/s ({:.0}% apart)",
                     (c - s).abs() / s * 100.0
@@ -547,6 +570,7 @@ mod tests {
             prompt_tokens: Some(32),
             completion_tokens: Some(1),
             total_tokens: None,
+            ..Default::default()
         });
         r.timings = Some(Timings {
             prompt_n: Some(1),
@@ -581,7 +605,7 @@ mod tests {
         assert!(
             f.warnings
                 .iter()
-                .any(|w| w.to_string().starts_with("client_server_decode_mismatch")),
+                .any(|w| w.to_string().starts_with("client_server_disagree")),
             "{:?}",
             f.warnings
         );
@@ -594,6 +618,49 @@ mod tests {
         let f = measure(&r);
         assert_eq!(f.first_event_ms, Some(5.0));
         assert_eq!(f.ttft_ms, Some(214.0));
+    }
+
+    /// Tool calls with `finish_reason: "stop"` warn `tool_calls_with_finish_stop`; with `tool_calls` they
+    /// do not, and neither does `stop` without calls.
+    #[test]
+    fn tool_calls_with_finish_stop_warn() {
+        let call = crate::analysis::reply::ToolCall {
+            index: 0,
+            id: None,
+            name: Some("f".into()),
+            arguments: "{}".into(),
+        };
+        let warned = |finish: &str, calls: Vec<crate::analysis::reply::ToolCall>| {
+            let mut r = streamed(vec![tc(0.0, None), tc(10.0, None)], Some(2), 20.0);
+            r.finish_reason = Some(finish.into());
+            r.tool_calls = calls;
+            crate::vocab::has_note(&measure(&r).warnings, NoteKind::ToolCallsWithFinishStop)
+        };
+        assert!(warned("stop", vec![call.clone()]));
+        assert!(!warned("tool_calls", vec![call]));
+        assert!(!warned("stop", vec![]));
+    }
+
+    /// More reasoning tokens than completion tokens is implausible (they are a part of them).
+    #[test]
+    fn reasoning_tokens_above_completion_tokens_warn() {
+        let mut r = streamed(vec![tc(0.0, None), tc(10.0, None)], Some(2), 20.0);
+        r.usage.as_mut().unwrap().reasoning_tokens = Some(2);
+        assert!(!crate::vocab::has_note(
+            &measure(&r).warnings,
+            NoteKind::ImplausibleReasoningTokens
+        ));
+        r.usage.as_mut().unwrap().reasoning_tokens = Some(3);
+        let f = measure(&r);
+        assert!(crate::vocab::has_note(
+            &f.warnings,
+            NoteKind::ImplausibleReasoningTokens
+        ));
+        assert_eq!(
+            f.completion_tokens,
+            Some(2),
+            "the count stands; the breakdown is only flagged"
+        );
     }
 
     #[test]
@@ -764,6 +831,7 @@ mod tests {
             prompt_tokens: Some(32),
             completion_tokens: Some(1),
             total_tokens: None,
+            ..Default::default()
         });
         r.timings = Some(Timings {
             prompt_n: Some(32),
@@ -810,7 +878,7 @@ mod tests {
         let f = measure(&r);
         assert_eq!(
             f.warnings,
-            ["client_server_decode_mismatch: client 2.0 tok/s vs server 2.6 tok/s (23% apart)"]
+            ["client_server_disagree: client 2.0 tok/s vs server 2.6 tok/s (23% apart)"]
         );
     }
 

@@ -21,6 +21,10 @@ pub struct Usage {
     pub completion_tokens: Option<u64>,
     /// Total tokens.
     pub total_tokens: Option<u64>,
+    /// `completion_tokens_details.reasoning_tokens`: the part of `completion_tokens` spent thinking (a
+    /// breakdown, never added to `completion_tokens`). Absent in older evidence; not written when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// llama.cpp's `timings` object, read from whichever chunk carries it. All fields optional. ms and tok/s.
@@ -448,7 +452,41 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
             ));
         }
     }
-    st.finish(stats, end_ms, tail_lost)
+    let mut r = st.finish(stats, end_ms, tail_lost);
+    move_reasoning_markup(&mut r);
+    r
+}
+
+/// Reasoning markup at the start of the content (`<think>…</think>`, [`crate::analysis::content::reasoning_markup`])
+/// is reasoning, not the answer: moved to `reasoning` (after any reasoning the serve sent in its own field),
+/// the content keeps the rest, and warning `reasoning_in_content` says what was moved. The token chunks keep
+/// their text as it arrived (timing is about arrival, not meaning).
+fn move_reasoning_markup(r: &mut Reply) {
+    let Some(m) = crate::analysis::content::reasoning_markup(&r.content) else {
+        return;
+    };
+    let open = if m.opened {
+        format!("<{}>", m.tag)
+    } else {
+        "(opened by the template)".to_string()
+    };
+    let close = if m.closed {
+        format!("</{}>", m.tag)
+    } else {
+        "(never closed)".to_string()
+    };
+    r.warnings.push(Note::new(
+        NoteKind::ReasoningInContent,
+        format!(
+            "{open}…{close} at the start of content: {} chars judged as reasoning, not content",
+            m.reasoning.chars().count()
+        ),
+    ));
+    if !r.reasoning.is_empty() && !m.reasoning.is_empty() {
+        r.reasoning.push('\n');
+    }
+    r.reasoning.push_str(&m.reasoning);
+    r.content = m.rest;
 }
 
 /// Parses a non-streamed response body (a `chat.completion` or an error JSON) that arrived at `t_ms`.
@@ -603,6 +641,7 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
     if r.finish_reason.as_deref() == Some("length") {
         r.flags.push(Note::flag(NoteKind::TruncatedByMaxTokens));
     }
+    move_reasoning_markup(&mut r);
     r
 }
 
@@ -1281,6 +1320,9 @@ fn usage_of(v: &Value) -> Option<Usage> {
         prompt_tokens: u64_of(o.get("prompt_tokens")),
         completion_tokens: u64_of(o.get("completion_tokens")),
         total_tokens: u64_of(o.get("total_tokens")),
+        reasoning_tokens: o
+            .get("completion_tokens_details")
+            .and_then(|d| u64_of(d.get("reasoning_tokens"))),
     })
 }
 
@@ -1637,6 +1679,71 @@ mod tests {
         assert_eq!(r.tool_calls[0].id.as_deref(), Some("call_1"));
         assert_eq!(r.tool_calls[0].arguments, r#"{"city":"Paris"}"#);
         assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    }
+
+    /// `<think>…</think>` at the start of streamed content is reasoning: moved out of the content (judged
+    /// without it), after the serve's own reasoning field, with warning `reasoning_in_content`.
+    #[test]
+    fn think_markup_in_streamed_content_is_moved_to_reasoning_with_a_warning() {
+        let body = [
+            ev(r#"{"content":"<think>"}"#, "null"),
+            ev(r#"{"content":"2+2 is 4."}"#, "null"),
+            ev(r#"{"content":"</think>\n\n"}"#, "null"),
+            ev(r#"{"content":"The answer is 4."}"#, r#""stop""#),
+            DONE.to_string(),
+        ]
+        .concat();
+        let r = one(&body);
+        assert_eq!(r.content, "The answer is 4.");
+        assert_eq!(r.reasoning, "2+2 is 4.");
+        assert_eq!(r.token_chunks.len(), 4, "arrival is untouched");
+        let w: Vec<String> = r
+            .warnings
+            .iter()
+            .filter(|n| n.kind != NoteKind::UsageMissing)
+            .map(|n| n.to_string())
+            .collect();
+        assert_eq!(
+            w,
+            ["reasoning_in_content: <think>…</think> at the start of content: 9 chars judged as reasoning, not content"]
+        );
+        // A plain answer is left alone and warns nothing.
+        let r = one(&[
+            ev(r#"{"content":"I think so."}"#, r#""stop""#),
+            DONE.to_string(),
+        ]
+        .concat());
+        assert_eq!(r.content, "I think so.");
+        assert!(
+            !r.has_note(NoteKind::ReasoningInContent),
+            "{:?}",
+            r.warnings
+        );
+    }
+
+    /// A non-streamed body gets the same treatment; markup never closed leaves no content at all.
+    #[test]
+    fn think_markup_in_a_body_is_moved_too_and_unclosed_markup_leaves_no_content() {
+        let body = br#"{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","reasoning_content":"first","content":"<think>second"},"finish_reason":"length"}],"usage":{"completion_tokens":8}}"#;
+        let r = parse_body(body, Some(200), 5.0);
+        assert_eq!(r.content, "");
+        assert_eq!(r.reasoning, "first\nsecond");
+        assert!(r.has_note(NoteKind::ReasoningInContent));
+        assert!(r
+            .warnings
+            .iter()
+            .any(|n| n.to_string().contains("<think>…(never closed)")));
+    }
+
+    /// `usage.completion_tokens_details.reasoning_tokens` is read as a breakdown (OpenAI shape).
+    #[test]
+    fn reasoning_tokens_are_read_from_completion_tokens_details() {
+        let body = br#"{"choices":[{"index":0,"message":{"content":"4"},"finish_reason":"stop"}],"usage":{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":6}}}"#;
+        let u = parse_body(body, Some(200), 1.0).usage.unwrap();
+        assert_eq!(
+            (u.completion_tokens, u.reasoning_tokens),
+            (Some(9), Some(6))
+        );
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub struct Figures {
     pub server_decode_tok_s: Option<f64>,
     /// llama.cpp prefill rate prompt_n / prompt_ms, tok/s; None on a prompt-cache hit.
     pub server_prefill_tok_s: Option<f64>,
-    /// Warnings from measuring (e.g. `client_server_decode_mismatch`, `prompt_cache_hit 511/512`,
+    /// Warnings from measuring (e.g. `client_server_disagree`, `prompt_cache_hit 511/512`,
     /// `implausible_completion_tokens`).
     pub warnings: Vec<crate::vocab::Note>,
     /// Why the reply failed on its own terms (`Reply::failure` in `analysis::reply`: a serve error, a transport failure, a cut

@@ -351,7 +351,7 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
     match kind {
         AssertionKind::Rate => a.rate.as_ref().map(|r| {
             let metric = match r.source {
-                RateSource::Client => Metric::DecodeRate,
+                RateSource::Client | RateSource::Both => Metric::DecodeRate,
                 RateSource::Server => Metric::ServerDecodeRate,
             };
             Bound::for_metric(metric, r.floor_tok_s)
@@ -386,7 +386,9 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
         // a key refused, two model files in a pair).
         let what = match FailureCode::of_recorded(f) {
             Some(
-                FailureCode::ApiKeyUnsafe | FailureCode::SetupFailed | FailureCode::PairModelMismatch,
+                FailureCode::ApiKeyUnsafe
+                | FailureCode::SetupFailed
+                | FailureCode::PairModelMismatch,
             ) => "nothing was sent: the serve was never started",
             _ => "the serve never became ready",
         };
@@ -435,7 +437,7 @@ fn judge_request_assertion(
         AssertionKind::Rate => judge_rate(gate, judged, acct),
         AssertionKind::FirstToken => judge_first_token(gate, judged, acct),
         AssertionKind::Tpot => judge_tpot(gate, judged, acct),
-        AssertionKind::Content => judge_content(judged, acct),
+        AssertionKind::Content => judge_content(gate, judged, acct),
         AssertionKind::KnownAnswer => judge_known_answer(gate, judged, acct),
         AssertionKind::Route | AssertionKind::Ratio | AssertionKind::SameAnswers => {
             Verdict::new(name, Outcome::Fail, "not a per-request assertion")
@@ -655,27 +657,87 @@ impl FigureValues {
     }
 }
 
+/// `[assert.rate]`: the median decode rate at least the floor. With `source = "both"` the client's and the
+/// serve's figures are each judged against the floor ([`judge_rate_of`]) and their medians must agree within
+/// `agree_pct` of the serve's: `client median 45.0 tok/s (...); server median 44.0 tok/s server-reported
+/// (...); client and server 2% apart (agree within 20%)`. The verdict's values, median and bound are the
+/// client's.
 fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
     let rate = gate.assertions.rate.as_ref().expect("rate declared");
     if judged.is_empty() {
         return no_replies(AssertionKind::Rate, acct);
     }
+    if rate.source != RateSource::Both {
+        return judge_rate_of(gate, rate.source, judged, acct);
+    }
+    let client = judge_rate_of(gate, RateSource::Client, judged, acct);
+    let server = judge_rate_of(gate, RateSource::Server, judged, acct);
+    let agree = match (client.median, server.median) {
+        (Some(c), Some(s)) if s > 0.0 => {
+            let apart = (c - s).abs() / s * 100.0;
+            let ok = apart <= rate.agree_pct;
+            let text = if ok {
+                format!(
+                    "client and server {apart:.0}% apart (agree within {:.0}%)",
+                    rate.agree_pct
+                )
+            } else {
+                format!(
+                    "{}: client and server {apart:.0}% apart (more than {:.0}%: a client-bound measurement, a buffering proxy or fake streaming)",
+                    NoteKind::ClientServerDisagree.name(),
+                    rate.agree_pct
+                )
+            };
+            Some((ok, text))
+        }
+        _ => None,
+    };
+    let pass = client.outcome == Outcome::Pass
+        && server.outcome == Outcome::Pass
+        && agree.as_ref().is_some_and(|(ok, _)| *ok);
+    let mut parts = vec![
+        format!("client {}", client.details),
+        format!("server {}", server.details),
+    ];
+    if let Some((_, text)) = agree {
+        parts.push(text);
+    }
+    let mut v = Verdict::new(
+        AssertionKind::Rate,
+        if pass { Outcome::Pass } else { Outcome::Fail },
+        parts.join("; "),
+    );
+    v.values = client.values;
+    v.median = client.median;
+    v.bound = client.bound;
+    v
+}
+
+/// One decode-rate figure (`Client` or `Server`) against the floor: the verdict of `[assert.rate]` with
+/// that `source`.
+fn judge_rate_of(
+    gate: &GateSpec,
+    source: RateSource,
+    judged: &[Judged],
+    acct: &Accounting,
+) -> Verdict {
+    let rate = gate.assertions.rate.as_ref().expect("rate declared");
     let fv = FigureValues::of(
         judged,
-        |j| match rate.source {
-            RateSource::Client => j.fig.decode_tok_s,
+        |j| match source {
+            RateSource::Client | RateSource::Both => j.fig.decode_tok_s,
             RateSource::Server => j.fig.server_decode_tok_s,
         },
         |j| {
-            if rate.source == RateSource::Server && request_failure(j.ev).is_none() {
+            if source == RateSource::Server && request_failure(j.ev).is_none() {
                 "no llama.cpp timings in the reply".to_string()
             } else {
                 why_missing(j, "rate", true)
             }
         },
     );
-    let source = match rate.source {
-        RateSource::Client => "",
+    let label = match source {
+        RateSource::Client | RateSource::Both => "",
         RateSource::Server => " server-reported (timings.predicted_per_second)",
     };
     let n = fv.values.len();
@@ -694,17 +756,17 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
                 && !implausible_tokens(j)
         })
         .count();
-    if rate.source == RateSource::Client && estimates > 0 {
+    if source == RateSource::Client && estimates > 0 {
         notes.push(format!(
             "{estimates} of {n} estimated from the token-chunk count (the serve reported no usage)"
         ));
     }
     let multi = measured.iter().filter(|j| j.fig.multi_token).count();
-    if rate.source == RateSource::Client && multi > 0 {
+    if source == RateSource::Client && multi > 0 {
         notes.push(format!("{multi} of {n} had several tokens per chunk"));
     }
     let implausible = measured.iter().filter(|j| implausible_tokens(j)).count();
-    if rate.source == RateSource::Client && implausible > 0 {
+    if source == RateSource::Client && implausible > 0 {
         notes.push(format!(
             "{implausible} of {n} reported more completion tokens than the stream could carry (implausible_completion_tokens: not used; the next count stands in, the token-chunk count at worst)"
         ));
@@ -714,22 +776,22 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
     } else {
         format!("; {}", notes.join("; "))
     };
-    let what = if source.is_empty() {
+    let what = if label.is_empty() {
         "decode rate".to_string()
     } else {
-        format!("{} decode rate", source.trim_start())
+        format!("{} decode rate", label.trim_start())
     };
-    let metric = match rate.source {
-        RateSource::Client => Metric::DecodeRate,
+    let metric = match source {
+        RateSource::Client | RateSource::Both => Metric::DecodeRate,
         RateSource::Server => Metric::ServerDecodeRate,
     };
     judge_figure(
         FigureAssertion {
             kind: AssertionKind::Rate,
             metric,
-            bound: declared_bound(gate, AssertionKind::Rate).expect("rate declared"),
+            bound: Bound::for_metric(metric, rate.floor_tok_s),
             what: &what,
-            label: source,
+            label,
             notes: &notes,
         },
         &fv,
@@ -900,6 +962,10 @@ pub fn reply_problem(
     }
     let finish =
         crate::analysis::reply::printable(reply.finish_reason.as_deref().unwrap_or("none"));
+    // A tool-call reply is a valid reply with no content: the calls are the answer.
+    if reply.content.trim().is_empty() && !reply.tool_calls.is_empty() {
+        return None;
+    }
     if reply.content.trim().is_empty() {
         if let Some(why) = crate::analysis::content::reasoning_ate_budget(
             &reply.content,
@@ -940,16 +1006,38 @@ pub fn reply_problem(
     None
 }
 
-fn judge_content(judged: &[Judged], acct: &Accounting) -> Verdict {
+/// `thinking_not_off: ...` when a reply thinks (reasoning in its own field, or markup moved out of its
+/// content: warning `reasoning_in_content`) though the gate turned thinking off.
+fn still_thinks(reply: &crate::analysis::reply::Reply) -> Option<String> {
+    if reply.reasoning.trim().is_empty() {
+        return None;
+    }
+    let how = if reply.has_note(NoteKind::ReasoningInContent) {
+        "as reasoning markup in its content"
+    } else {
+        "in its reasoning field"
+    };
+    Some(format!(
+        "{}: the gate turns thinking off (chat_template_kwargs.enable_thinking = false) but the reply still thinks ({} chars {how})",
+        ContentProblem::ThinkingNotOff.name(),
+        reply.reasoning.chars().count()
+    ))
+}
+
+/// `[assert.content]`: every reply sane ([`content_problem`]): a tool-call reply with no content is sane and
+/// its calls are shown; with thinking turned off, a reply that still thinks fails ([`still_thinks`]).
+fn judge_content(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict {
     if judged.is_empty() {
         return no_replies(AssertionKind::Content, acct);
     }
     let n = judged.len();
+    let thinking_off = gate.request.thinking_off();
     let problems: Vec<String> = judged
         .iter()
         .filter_map(|j| {
             content_problem(&j.ev.reply, &j.fig)
                 .or_else(|| request_failure(j.ev).map(|f| format!("failed reply: {f}")))
+                .or_else(|| thinking_off.then(|| still_thinks(&j.ev.reply)).flatten())
                 .map(|p| format!("request {:02}: {p}", j.ev.record.index))
         })
         .collect();
@@ -959,11 +1047,30 @@ fn judge_content(judged: &[Judged], acct: &Accounting) -> Verdict {
             .iter()
             .map(|j| j.ev.reply.content.chars().count().to_string())
             .collect();
+        let calls: Vec<String> = judged
+            .iter()
+            .filter(|j| !j.ev.reply.tool_calls.is_empty())
+            .map(|j| {
+                format!(
+                    "request {:02}: {}",
+                    j.ev.record.index,
+                    crate::analysis::reply::quoted(
+                        &crate::analysis::content::tool_calls_text(&j.ev.reply.tool_calls),
+                        80
+                    )
+                )
+            })
+            .collect();
+        let calls = if calls.is_empty() {
+            String::new()
+        } else {
+            format!("; tool calls: {}", calls.join("; "))
+        };
         Verdict::new(
             AssertionKind::Content,
             Outcome::Pass,
             format!(
-                "{n} of {n} replies have sane content (chars each: {}; {})",
+                "{n} of {n} replies have sane content (chars each: {}; {}){calls}",
                 lens.join(", "),
                 acct.n_of(n)
             ),
@@ -983,6 +1090,16 @@ fn judge_content(judged: &[Judged], acct: &Accounting) -> Verdict {
             Outcome::Fail,
             format!("{} ({})", parts.join("; "), acct.n_of(n)),
         )
+    }
+}
+
+/// The text `known_answer` matches: the content, or for a tool-call reply with no content its calls as
+/// `name(arguments)` joined by `; ` ([`crate::analysis::content::tool_calls_text`]).
+fn answer_text(reply: &crate::analysis::reply::Reply) -> String {
+    if reply.content.trim().is_empty() && !reply.tool_calls.is_empty() {
+        crate::analysis::content::tool_calls_text(&reply.tool_calls)
+    } else {
+        reply.content.clone()
     }
 }
 
@@ -1017,19 +1134,20 @@ fn judge_known_answer(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> 
                 "failed reply"
             };
             problems.push(format!("request {:02}: {what}: {f}", j.ev.record.index));
-        } else if !ka.matches.is_match(&j.ev.reply.content) {
+        } else if !ka.matches.is_match(&answer_text(&j.ev.reply)) {
             problems.push(format!(
                 "request {:02}: {} does not match /{}/",
                 j.ev.record.index,
-                short(&j.ev.reply.content),
+                short(&answer_text(&j.ev.reply)),
                 ka.matches.as_str()
             ));
         }
     }
+    let answers: Vec<String> = selected.iter().map(|j| answer_text(&j.ev.reply)).collect();
     let mut distinct: Vec<&str> = Vec::new();
-    for j in &selected {
-        if !distinct.contains(&j.ev.reply.content.as_str()) {
-            distinct.push(&j.ev.reply.content);
+    for a in &answers {
+        if !distinct.contains(&a.as_str()) {
+            distinct.push(a);
         }
     }
     if ka.identical && distinct.len() > 1 {
@@ -1151,7 +1269,7 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
                     .map(|((a, e), acct)| {
                         let judged = judged_of(e);
                         let v = if name == AssertionKind::Content {
-                            judge_content(&judged, acct)
+                            judge_content(gate, &judged, acct)
                         } else {
                             judge_known_answer(gate, &judged, acct)
                         };
@@ -1461,6 +1579,254 @@ mod tests {
 
     fn find<'a>(v: &'a [Verdict], name: &str) -> &'a Verdict {
         v.iter().find(|x| x.assertion == name).unwrap()
+    }
+
+    fn gate_text(text: &str) -> GateSpec {
+        let ctx = crate::spec::Context {
+            gate_dir: "/g".into(),
+            cache: "/c".into(),
+            home: None,
+        };
+        crate::spec::parse(std::path::Path::new("g.toml"), text, &ctx).unwrap()
+    }
+
+    /// `good()` whose finish chunk carries llama.cpp timings with `predicted_per_second = server`.
+    fn good_with_timings(server: f64) -> Vec<TimedRead> {
+        let mut r = good();
+        r[4] = ev_line(
+            260.0,
+            &format!(
+                r#"{{"choices":[{{"index":0,"delta":{{}},"finish_reason":"stop"}}],"usage":{{"completion_tokens":4}},"timings":{{"predicted_n":4,"predicted_ms":190.0,"predicted_per_second":{server}}}}}"#
+            ),
+        );
+        r
+    }
+
+    fn both_gate(extra: &str) -> GateSpec {
+        gate_text(&GATE.replace(
+            "floor_tok_s = 10.0\n",
+            &format!("floor_tok_s = 10.0\nsource = \"both\"\n{extra}"),
+        ))
+    }
+
+    /// `source = "both"`: client 20.0 tok/s and serve 21.0 tok/s (5 % apart) pass, both figures shown.
+    #[test]
+    fn rate_both_passes_when_client_and_serve_agree_and_hold_the_floor() {
+        let g = both_gate("");
+        let ev = evidence(
+            Some(2),
+            vec![
+                request(0, &good_with_timings(21.0), None),
+                request(1, &good_with_timings(21.0), None),
+            ],
+        );
+        let v = judge(&g, &ev);
+        let r = find(&v, "rate");
+        assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
+        assert_eq!(
+            r.message,
+            "rate PASS client median 20.0 tok/s (floor 10.0; each: 20.0, 20.0; n=2 of 2 planned); server median 21.0 tok/s server-reported (timings.predicted_per_second) (floor 10.0; each: 21.0, 21.0; n=2 of 2 planned); client and server 5% apart (agree within 20%)"
+        );
+        assert_eq!(r.median, Some(20.0));
+        assert_eq!(r.values, vec![Some(20.0), Some(20.0)]);
+    }
+
+    /// Client 20.0 vs serve 30.0 (33 % apart) fails as `client_server_disagree` though both hold the floor;
+    /// a wider `agree_pct` lets it pass.
+    #[test]
+    fn rate_both_fails_when_client_and_serve_disagree_beyond_agree_pct() {
+        let ev = evidence(Some(1), vec![request(0, &good_with_timings(30.0), None)]);
+        let v = judge(&both_gate(""), &ev);
+        let r = find(&v, "rate");
+        assert_eq!(r.outcome, Outcome::Fail);
+        assert!(
+            r.message.ends_with("client_server_disagree: client and server 33% apart (more than 20%: a client-bound measurement, a buffering proxy or fake streaming)"),
+            "{}",
+            r.message
+        );
+        let v = judge(&both_gate("agree_pct = 40.0\n"), &ev);
+        assert_eq!(find(&v, "rate").outcome, Outcome::Pass);
+    }
+
+    /// The floor must hold on both: a serve figure under the floor fails though the client's holds, and a
+    /// reply without timings is a missing serve figure (fail, never pass on the client alone).
+    #[test]
+    fn rate_both_needs_the_floor_on_both_and_the_serve_figure_present() {
+        let g = gate_text(&GATE.replace(
+            "floor_tok_s = 10.0\n",
+            "floor_tok_s = 19.0\nsource = \"both\"\nagree_pct = 50.0\n",
+        ));
+        let ev = evidence(Some(1), vec![request(0, &good_with_timings(15.0), None)]);
+        let r = find(&judge(&g, &ev), "rate").clone();
+        assert_eq!(r.outcome, Outcome::Fail);
+        assert!(
+            r.message.starts_with("rate FAIL client median 20.0 tok/s"),
+            "{}",
+            r.message
+        );
+        assert!(
+            r.message.contains("server median 15.0 tok/s"),
+            "{}",
+            r.message
+        );
+        let ev = evidence(Some(1), vec![request(0, &good(), None)]);
+        let r = find(&judge(&g, &ev), "rate").clone();
+        assert_eq!(r.outcome, Outcome::Fail);
+        assert!(
+            r.message.contains("no llama.cpp timings in the reply"),
+            "{}",
+            r.message
+        );
+    }
+
+    /// A reply whose answer is text of content chunks 50 ms apart from 100 ms, finish `finish`, [DONE].
+    fn reply_of_deltas(deltas: &[&str], finish: &str) -> Vec<TimedRead> {
+        let mut r: Vec<TimedRead> = deltas
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                ev_line(
+                    100.0 + 50.0 * i as f64,
+                    &format!(r#"{{"choices":[{{"index":0,"delta":{d}}}]}}"#),
+                )
+            })
+            .collect();
+        let t = 100.0 + 50.0 * deltas.len() as f64;
+        r.push(ev_line(
+            t,
+            &format!(
+                r#"{{"choices":[{{"index":0,"delta":{{}},"finish_reason":"{finish}"}}],"usage":{{"completion_tokens":{}}}}}"#,
+                deltas.len()
+            ),
+        ));
+        r.push(TimedRead {
+            t_ms: t + 1.0,
+            bytes: b"data: [DONE]\n\n".to_vec(),
+        });
+        r
+    }
+
+    fn tool_call_reply() -> Vec<TimedRead> {
+        reply_of_deltas(
+            &[
+                r#"{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"get_capital","arguments":""}}]}"#,
+                r#"{"tool_calls":[{"index":0,"function":{"arguments":"{\"country\":"}}]}"#,
+                r#"{"tool_calls":[{"index":0,"function":{"arguments":"\"France\"}"}}]}"#,
+            ],
+            "tool_calls",
+        )
+    }
+
+    /// A tool-call reply has no content and is valid: `content` passes (never `content_empty`) and shows the
+    /// call; `known_answer` matches the call's name and joined arguments.
+    #[test]
+    fn a_tool_call_reply_passes_content_and_known_answer_matches_the_call() {
+        let g =
+            gate_text(&GATE.replace("matches = \"Paris\"", "matches = 'get_capital\\(.*France'"));
+        let ev = evidence(Some(1), vec![request(0, &tool_call_reply(), None)]);
+        let v = judge(&g, &ev);
+        let c = find(&v, "content");
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.message);
+        assert!(
+            c.message
+                .ends_with(r#"; tool calls: request 00: "get_capital({\"country\":\"France\"})""#),
+            "{}",
+            c.message
+        );
+        let k = find(&v, "known_answer");
+        assert_eq!(k.outcome, Outcome::Pass, "{}", k.message);
+        // The default gate asks for "Paris": the call does not say it, and the failure shows the call.
+        let k = find(&judge(&gate(), &ev), "known_answer").clone();
+        assert_eq!(k.outcome, Outcome::Fail);
+        assert!(k.message.contains("get_capital("), "{}", k.message);
+    }
+
+    /// Reasoning markup in content is judged out of it: `<think>…</think>Paris.` passes `known_answer` on
+    /// "Paris." and a reply that is all markup is empty content, all tokens in reasoning.
+    #[test]
+    fn think_markup_is_not_the_answer() {
+        let ev = evidence(
+            Some(1),
+            vec![request(
+                0,
+                &reply_of_deltas(
+                    &[
+                        r#"{"content":"<think>France? Its capital is Paris"}"#,
+                        r#"{"content":"</think>"}"#,
+                        r#"{"content":"Lyon."}"#,
+                    ],
+                    "stop",
+                ),
+                None,
+            )],
+        );
+        let k = find(&judge(&gate(), &ev), "known_answer").clone();
+        assert_eq!(
+            k.outcome,
+            Outcome::Fail,
+            "Paris is only in the thinking: {}",
+            k.message
+        );
+        assert!(
+            k.message.contains("\"Lyon.\" does not match"),
+            "{}",
+            k.message
+        );
+        let ev = evidence(
+            Some(1),
+            vec![request(
+                0,
+                &reply_of_deltas(
+                    &[r#"{"content":"<think>Let me"}"#, r#"{"content":" see"}"#],
+                    "length",
+                ),
+                None,
+            )],
+        );
+        let c = find(&judge(&gate(), &ev), "content").clone();
+        assert_eq!(c.outcome, Outcome::Fail);
+        assert!(
+            c.message.contains("content_empty_all_tokens_in_reasoning"),
+            "{}",
+            c.message
+        );
+    }
+
+    /// With `chat_template_kwargs.enable_thinking = false`, a reply that still thinks fails `content`, saying
+    /// so, whether the thinking came in the reasoning field or as markup; without the switch it passes.
+    #[test]
+    fn thinking_turned_off_but_still_thinking_fails_content() {
+        let off = gate_text(&format!(
+            "{GATE}[request.extra.chat_template_kwargs]\nenable_thinking = false\n"
+        ));
+        assert!(off.request.thinking_off() && !gate().request.thinking_off());
+        let field = reply_of_deltas(
+            &[r#"{"reasoning_content":"hmm"}"#, r#"{"content":"Paris."}"#],
+            "stop",
+        );
+        let markup = reply_of_deltas(
+            &[
+                r#"{"content":"<think>hmm</think>"}"#,
+                r#"{"content":"Paris."}"#,
+            ],
+            "stop",
+        );
+        for (reads, how) in [
+            (&field, "in its reasoning field"),
+            (&markup, "as reasoning markup in its content"),
+        ] {
+            let ev = evidence(Some(1), vec![request(0, reads, None)]);
+            let c = find(&judge(&off, &ev), "content").clone();
+            assert_eq!(c.outcome, Outcome::Fail, "{}", c.message);
+            assert!(
+                c.message.contains(&format!("request 00: thinking_not_off: the gate turns thinking off (chat_template_kwargs.enable_thinking = false) but the reply still thinks (3 chars {how})")),
+                "{}",
+                c.message
+            );
+            assert_eq!(find(&judge(&gate(), &ev), "content").outcome, Outcome::Pass);
+        }
+        let ev = evidence(Some(1), vec![request(0, &good(), None)]);
+        assert_eq!(find(&judge(&off, &ev), "content").outcome, Outcome::Pass);
     }
 
     /// Masking is part of judging: a serve that echoes the gate's API key split across two SSE events (no

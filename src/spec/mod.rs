@@ -231,6 +231,8 @@ struct RawRate {
     floor_tok_s: Spanned<f64>,
     #[serde(default)]
     source: RateSource,
+    #[serde(default)]
+    agree_pct: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -291,7 +293,15 @@ pub enum RateSource {
     Client,
     /// llama.cpp's own `timings.predicted_per_second` (`measure::Figures::server_decode_tok_s`).
     Server,
+    /// Both: the floor must hold on the client's median and on the serve's, and the two medians must agree
+    /// within `agree_pct` (the serve's clock witnesses the client's: a buffering proxy or fake streaming
+    /// shows as disagreement).
+    Both,
 }
+
+/// Default `[assert.rate] agree_pct`: client and serve decode medians within 20 % of the serve's
+/// (the same tolerance as the `client_server_disagree` warning, `measure::DECODE_MISMATCH_RATIO`).
+pub const DEFAULT_AGREE_PCT: f64 = 20.0;
 
 /// How the serve is reached.
 #[derive(Debug, Clone, PartialEq)]
@@ -364,6 +374,19 @@ pub struct RequestSpec {
     pub prompts: Vec<String>,
 }
 
+impl RequestSpec {
+    /// True when the gate turns the model's thinking off: `[request.extra.chat_template_kwargs]
+    /// enable_thinking = false` (the switch of Qwen3-style chat templates, passed through by llama.cpp, vLLM
+    /// and SGLang). A reply that still thinks then fails `content` (`thinking_not_off`).
+    pub fn thinking_off(&self) -> bool {
+        self.extra
+            .get("chat_template_kwargs")
+            .and_then(|k| k.get("enable_thinking"))
+            .and_then(serde_json::Value::as_bool)
+            == Some(false)
+    }
+}
+
 /// `[assert.route]`: regexes on the serve log.
 #[derive(Debug, Clone)]
 pub struct RouteAssert {
@@ -380,6 +403,9 @@ pub struct RateAssert {
     pub floor_tok_s: f64,
     /// Which figure is judged.
     pub source: RateSource,
+    /// With `source = "both"`: the most the client's median may differ from the serve's, percent of the
+    /// serve's (> 0; default [`DEFAULT_AGREE_PCT`]). Only allowed with `source = "both"`.
+    pub agree_pct: f64,
 }
 
 /// `[assert.first_token]`: median TTFT <= limit.
@@ -1330,6 +1356,17 @@ impl Validator<'_> {
                     Metric::DecodeRate.info().unit.name(),
                 )?,
                 source: rate.source,
+                agree_pct: match &rate.agree_pct {
+                    None => DEFAULT_AGREE_PCT,
+                    Some(p) if rate.source != RateSource::Both => {
+                        return Err(self.err(
+                            p.span(),
+                            "assert.rate.agree_pct",
+                            "agree_pct applies only with source = \"both\" (the client and the serve's figure compared)",
+                        ))
+                    }
+                    Some(p) => self.positive(p, "assert.rate.agree_pct", "%")?,
+                },
             });
         }
         if let Some(ft) = a.first_token {
@@ -1724,6 +1761,34 @@ floor_tok_s = 10.0
             .unwrap_err()
             .to_string();
         assert!(e.contains("[assert.tpot] needs a streamed reply"), "{e}");
+    }
+
+    /// `[assert.rate] source = "both"` with `agree_pct`: parsed; default 20 %; a bad percent or an
+    /// `agree_pct` without `source = "both"` is refused naming its key.
+    #[test]
+    fn rate_source_both_and_agree_pct_parse_and_are_checked() {
+        let both = |extra: &str| {
+            GOOD.replace(
+                "floor_tok_s = 10.0\n",
+                &format!("floor_tok_s = 10.0\n{extra}"),
+            )
+        };
+        let g = parse_str(&both("source = \"both\"\nagree_pct = 15.0\n")).unwrap();
+        let r = g.assertions.rate.as_ref().unwrap();
+        assert_eq!((r.source, r.agree_pct), (RateSource::Both, 15.0));
+        let g = parse_str(&both("source = \"both\"\n")).unwrap();
+        assert_eq!(g.assertions.rate.unwrap().agree_pct, DEFAULT_AGREE_PCT);
+        let e = parse_str(&both("source = \"both\"\nagree_pct = -5.0\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("assert.rate.agree_pct"), "{e}");
+        assert!(e.contains("> 0"), "{e}");
+        let e = parse_str(&both("agree_pct = 10.0\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("assert.rate.agree_pct"), "{e}");
+        assert!(e.contains("only with source = \"both\""), "{e}");
+        assert!(parse_str(&both("source = \"either\"\n")).is_err());
     }
 
     #[test]
