@@ -348,6 +348,12 @@ fn expected_files() -> Vec<(String, Value)> {
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_string();
+        // Cases judged outside the reply parser (identity, serve log, JUnit, spec) are tested in
+        // tests/cases_second_set.rs.
+        const ELSEWHERE: [&str; 5] = ["case-36-", "case-38-", "case-41-", "case-42-", "case-44-"];
+        if ELSEWHERE.iter().any(|p| name.starts_with(p)) {
+            continue;
+        }
         if let Some(case) = name.strip_suffix(".expected.json") {
             let v: Value = serde_json::from_str(&text(&name)).expect("expected.json");
             out.push((case.to_string(), v));

@@ -726,3 +726,86 @@ fn synthetic_stream_logs_true_figures_that_servegate_measures() {
         "decode window errors (ms) {window_err:?}"
     );
 }
+
+/// A gate on `servegate replay --synthetic --timings --burst` (20 tokens at 100 tok/s, all token chunks
+/// flushed in one write at the end, llama.cpp `timings` with the true 100 tok/s), judging the rate from
+/// `source` with a floor of 50 tok/s.
+fn burst_gate(dir: &Path, source: &str) -> PathBuf {
+    let gate = format!(
+        r#"[gate]
+name = "burst-{source}"
+[serve]
+command = ["{BIN}", "replay", "--synthetic", "--tokens", "20", "--ttft-ms", "30", "--itl-ms", "10", "--timings", "--burst", "--usage", "--port", "{{port}}"]
+ready = "/health"
+[request]
+model = "synthetic"
+max_tokens = 20
+prompts = ["go", "again", "once more"]
+[assert.rate]
+floor_tok_s = 50
+source = "{source}"
+"#
+    );
+    let path = dir.join(format!("burst-{source}.toml"));
+    std::fs::write(&path, gate).unwrap();
+    path
+}
+
+/// Issue 15 "Done when": a serve whose replies reach the client in one burst (a buffering proxy) while its
+/// own clock says 100 tok/s. With `source = "both"` the client has no decode window, so the rate fails and
+/// says why; with `source = "server"` the gate passes on the serve's figures and says they are the serve's.
+/// No timing decides the outcome: the client's view is zero-width by construction.
+#[test]
+fn burst_delivery_fails_a_both_rate_and_passes_a_server_rate_on_the_serves_timings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let both = servegate_run(
+        &burst_gate(tmp.path(), "both"),
+        &tmp.path().join("runs-both"),
+    );
+    assert_ne!(
+        both.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        both.stdout, both.stderr
+    );
+    let all = format!("{}{}", both.stdout, both.stderr);
+    let rate = all
+        .lines()
+        .find(|l| l.starts_with("rate "))
+        .unwrap_or_else(|| panic!("no rate verdict:\n{all}"));
+    assert!(rate.starts_with("rate FAIL"), "{rate}");
+    // Either way of failing is right: no client rate (the burst leaves no decode window) or a disagreement.
+    assert!(
+        rate.contains("client_server_disagree") || rate.contains("have no decode rate"),
+        "the failure names the missing client rate or the disagreement: {rate}"
+    );
+    assert!(
+        rate.contains("flushed at once") || rate.contains("client_server_disagree"),
+        "{rate}"
+    );
+    // The serve's own figure is shown beside it.
+    assert!(
+        rate.contains("server-reported") && rate.contains("100.0"),
+        "{rate}"
+    );
+    assert!(all.contains("RESULT: FAIL"), "{all}");
+
+    let server = servegate_run(
+        &burst_gate(tmp.path(), "server"),
+        &tmp.path().join("runs-server"),
+    );
+    assert_eq!(
+        server.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        server.stdout, server.stderr
+    );
+    let all = format!("{}{}", server.stdout, server.stderr);
+    assert!(all.contains("rate PASS"), "{all}");
+    assert!(
+        all.contains("server-reported"),
+        "says the figures are the serve's:\n{all}"
+    );
+    assert!(
+        all.contains("100.0"),
+        "the serve's 100 tok/s is shown:\n{all}"
+    );
+}

@@ -94,6 +94,14 @@ pub struct ReplayArgs {
     /// Synthetic: the model id in the chunks and /v1/models.
     #[arg(long, default_value = "synthetic")]
     pub model: String,
+    /// Synthetic: llama.cpp-style `timings` on the finish chunk, stating the schedule's true figures
+    /// (`predicted_per_second` = the decode rate, `prompt_ms` = the first-token delay).
+    #[arg(long)]
+    pub timings: bool,
+    /// Synthetic: a buffering proxy: every token chunk is held and all are flushed in one write after the
+    /// last token's due time (the `timings`, if sent, still state the true decode rate).
+    #[arg(long)]
+    pub burst: bool,
 }
 
 /// One recorded request and its response, as the replay serves it back.
@@ -827,6 +835,8 @@ fn synthetic_spec(args: &ReplayArgs) -> Result<SyntheticSpec, String> {
         role_chunk: args.role_chunk,
         usage: args.usage,
         model: args.model.clone(),
+        timings: args.timings,
+        burst: args.burst,
     };
     spec.validate()?;
     Ok(spec)
@@ -933,14 +943,16 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
     } else if let Source::Synthetic(s) = &source {
         let _ = writeln!(
             out,
-            "replay: synthetic stream: {} tokens, first token at {} ms, {} ms between tokens ({:.1} tok/s), {} per chunk{}{}",
+            "replay: synthetic stream: {} tokens, first token at {} ms, {} ms between tokens ({:.1} tok/s), {} per chunk{}{}{}{}",
             s.tokens,
             s.ttft_ms,
             s.itl_ms,
             s.tok_s(),
             s.per_chunk,
             if s.role_chunk { ", role chunk" } else { "" },
-            if s.usage { ", usage chunk" } else { "" }
+            if s.usage { ", usage chunk" } else { "" },
+            if s.timings { ", llama.cpp timings" } else { "" },
+            if s.burst { ", burst: all token chunks in one write at the end" } else { "" }
         );
     }
     let listener = match TcpListener::bind((args.host.as_str(), args.port)) {

@@ -11,6 +11,9 @@
 //! * right after the last token chunk: the finish chunk, the usage chunk (`--usage`: completion_tokens =
 //!   N), `data: [DONE]`.
 //!
+//! `--timings` adds llama.cpp's `timings` (the true figures, [`timings_of`]) to the finish chunk; `--burst`
+//! holds every token chunk and writes them all at once at the last one's due time (a buffering proxy).
+//!
 //! The true figures use servegate's definitions (src/measure.rs) on the serve's own send times: TTFT = send
 //! time of the first token chunk; decode rate = (N − tokens of the first chunk) / (last token chunk's send
 //! time − first's).
@@ -36,6 +39,12 @@ pub struct SyntheticSpec {
     pub usage: bool,
     /// The model id in chunks and `/v1/models`.
     pub model: String,
+    /// Put llama.cpp `timings` on the finish chunk, with the schedule's true figures: `prompt_n` 8,
+    /// `prompt_ms` = `ttft_ms`, `predicted_n` = N, `predicted_ms` = N·itl, `predicted_per_second` = 1000 / itl.
+    pub timings: bool,
+    /// A buffering proxy: the token chunks are not sent on schedule but all in one write at the last token
+    /// chunk's due time (the serve's clock, and its `timings`, still say the true rate).
+    pub burst: bool,
 }
 
 impl SyntheticSpec {
@@ -180,9 +189,33 @@ pub fn plan(spec: &SyntheticSpec, seq: u64, stream: bool) -> Plan {
         first = last + 1;
         j += 1;
     }
+    if spec.burst {
+        // One write of every token chunk at the last one's due time.
+        let first_token = sends
+            .iter()
+            .position(|s| s.kind == SendKind::Token)
+            .unwrap_or(0);
+        let held: Vec<Send> = sends.drain(first_token..).collect();
+        sends.push(Send {
+            at: last_at,
+            bytes: held.iter().flat_map(|s| s.bytes.iter().copied()).collect(),
+            tokens: held.iter().map(|s| s.tokens).sum(),
+            kind: SendKind::Token,
+        });
+    }
+    let finish = if spec.timings {
+        let mut v = serde_json::json!({
+            "id": id, "object": "chat.completion.chunk", "created": 0, "model": spec.model,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+        });
+        v["timings"] = timings_of(spec);
+        event(v)
+    } else {
+        chunk(serde_json::json!({}), Some("stop"))
+    };
     sends.push(Send {
         at: last_at,
-        bytes: chunk(serde_json::json!({}), Some("stop")),
+        bytes: finish,
         tokens: 0,
         kind: SendKind::Finish,
     });
@@ -217,6 +250,22 @@ pub fn plan(spec: &SyntheticSpec, seq: u64, stream: bool) -> Plan {
     }
 }
 
+/// llama.cpp's `timings` object (server `/v1/chat/completions`, final chunk) for the schedule of `spec`: the
+/// true figures, whatever the delivery (`burst`) did to the client's view.
+pub fn timings_of(spec: &SyntheticSpec) -> serde_json::Value {
+    let n = spec.tokens as f64;
+    serde_json::json!({
+        "prompt_n": 8,
+        "prompt_ms": spec.ttft_ms,
+        "prompt_per_token_ms": spec.ttft_ms / 8.0,
+        "prompt_per_second": if spec.ttft_ms > 0.0 { 8000.0 / spec.ttft_ms } else { 0.0 },
+        "predicted_n": spec.tokens,
+        "predicted_ms": n * spec.itl_ms,
+        "predicted_per_token_ms": spec.itl_ms,
+        "predicted_per_second": spec.tok_s(),
+    })
+}
+
 /// The true TTFT (ms) and decode rate (tok/s) of one streamed reply from its sends' `(tokens, sent_ms)`:
 /// TTFT = the first token chunk's send time; rate = (N − first chunk's tokens) / (last − first) × 1000.
 /// `None` where undefined (no token chunk; one token chunk).
@@ -249,7 +298,49 @@ mod tests {
             role_chunk: true,
             usage: true,
             model: "synthetic".into(),
+            timings: false,
+            burst: false,
         }
+    }
+
+    #[test]
+    fn burst_sends_every_token_chunk_in_one_write_and_timings_keep_the_true_rate() {
+        let mut s = spec(5, 1);
+        s.burst = true;
+        s.timings = true;
+        let p = plan(&s, 0, true);
+        let tokens: Vec<&Send> = p
+            .sends
+            .iter()
+            .filter(|x| x.kind == SendKind::Token)
+            .collect();
+        assert_eq!(tokens.len(), 1, "one write");
+        assert_eq!(tokens[0].tokens, 5);
+        assert_eq!(at_ms(tokens[0]), 140.0, "at the last token's due time");
+        let text = String::from_utf8(tokens[0].bytes.clone()).unwrap();
+        assert_eq!(
+            text.matches("data: ").count(),
+            5,
+            "five events in the write"
+        );
+        // The client sees no decode window; the serve's timings say the schedule's rate.
+        let sent: Vec<(u32, f64)> = p.sends.iter().map(|x| (x.tokens, at_ms(x))).collect();
+        assert_eq!(true_figures(&sent).1, None);
+        let finish = p.sends.iter().find(|x| x.kind == SendKind::Finish).unwrap();
+        let body = String::from_utf8(finish.bytes.clone()).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(body.trim().strip_prefix("data: ").unwrap()).unwrap();
+        assert_eq!(v["timings"]["predicted_per_second"], 100.0);
+        assert_eq!(v["timings"]["predicted_n"], 5);
+        assert_eq!(v["timings"]["predicted_ms"], 50.0);
+        assert_eq!(v["choices"][0]["finish_reason"], "stop");
+        // Without burst the chunks keep their schedule.
+        s.burst = false;
+        let p = plan(&s, 0, true);
+        assert_eq!(
+            p.sends.iter().filter(|x| x.kind == SendKind::Token).count(),
+            5
+        );
     }
 
     fn at_ms(s: &Send) -> f64 {
