@@ -1237,7 +1237,10 @@ proptest! {
 fn reasoning_tokens_are_a_part_of_completion_tokens_never_added() {
     let (r, f) = case("case-35-reasoning-tokens-inside-completion", "main");
     let u = r.usage.as_ref().expect("usage");
-    assert_eq!((u.completion_tokens, u.reasoning_tokens), (Some(9), Some(6)));
+    assert_eq!(
+        (u.completion_tokens, u.reasoning_tokens),
+        (Some(9), Some(6))
+    );
     assert_eq!(f.completion_tokens, Some(9));
     assert!((f.decode_tok_s.expect("rate") - 40.0).abs() < 1e-9);
     assert_eq!(f.ttft_ms, Some(100.0));

@@ -51,7 +51,10 @@ fn a_reply_the_serve_aborted_fails_every_assertion_naming_its_finish_reason() {
     assert_eq!(code, 1, "{out}\n{err}");
     for a in ["rate FAIL", "content FAIL", "known_answer FAIL"] {
         let l = line(&out, a);
-        assert!(l.contains("abnormal_finish: finish_reason \"abort\""), "{l}");
+        assert!(
+            l.contains("abnormal_finish: finish_reason \"abort\""),
+            "{l}"
+        );
     }
     assert!(line(&out, "rate FAIL").contains("each: -, -, -; n=3 of 3 planned"));
     assert!(out.contains("RESULT: FAIL"), "{out}");
@@ -74,7 +77,12 @@ fn a_serve_that_crashes_when_stopped_fails_the_gate() {
     }
     // The run's own record says so too, and a re-judge agrees.
     let runs = tmp.path().join("runs/segv-at-stop");
-    let dir = std::fs::read_dir(&runs).unwrap().next().unwrap().unwrap().path();
+    let dir = std::fs::read_dir(&runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     assert!(run["serve"]["failure"]
@@ -100,14 +108,26 @@ fn judging_a_run_with_another_gate_is_refused() {
         .path();
     let (code, out, err) = servegate(
         tmp.path(),
-        &["judge", dir.to_str().unwrap(), "--gate", "segv-at-stop.toml"],
+        &[
+            "judge",
+            dir.to_str().unwrap(),
+            "--gate",
+            "segv-at-stop.toml",
+        ],
     );
     assert_eq!(code, 2, "{out}\n{err}");
-    assert!(err.contains("is gate `segv-at-stop`") && err.contains("a run of gate `abort`"), "{err}");
+    assert!(
+        err.contains("is gate `segv-at-stop`") && err.contains("a run of gate `abort`"),
+        "{err}"
+    );
     assert!(!out.contains("RESULT: PASS"), "{out}");
     // An edited copy that keeps the name is still judged (here: a known answer it cannot meet).
     let edited = std::fs::read_to_string(tmp.path().join("abort.toml")).unwrap();
-    std::fs::write(tmp.path().join("edited.toml"), edited.replace("Paris", "Lyon")).unwrap();
+    std::fs::write(
+        tmp.path().join("edited.toml"),
+        edited.replace("Paris", "Lyon"),
+    )
+    .unwrap();
     let (code, out, _) = servegate(
         tmp.path(),
         &["judge", dir.to_str().unwrap(), "--gate", "edited.toml"],
@@ -125,14 +145,20 @@ fn patterns_that_match_nonsense_are_refused_at_check() {
         ("[assert.route]\nfast = ", r#"".""#),
         ("[assert.route]\nfast = ", r#""\\b|x""#),
         ("[assert.route]\nfast = \"ok\"\nslow = ", r#""\\w""#),
-        ("[assert.known_answer]\nprompt = \"hi\"\nmatches = ", r#""[a-z]""#),
+        (
+            "[assert.known_answer]\nprompt = \"hi\"\nmatches = ",
+            r#""[a-z]""#,
+        ),
     ] {
         let gate = format!("{base}{table}{pat}\n");
         std::fs::write(tmp.path().join("p.toml"), &gate).unwrap();
         let (code, out, err) = servegate(tmp.path(), &["check", "p.toml"]);
         assert_eq!(code, 3, "{pat}: {out}\n{err}");
         let last_line = gate.lines().count();
-        assert!(err.contains(&format!("p.toml:{last_line}:")), "{pat}: {err}");
+        assert!(
+            err.contains(&format!("p.toml:{last_line}:")),
+            "{pat}: {err}"
+        );
         assert!(err.contains("nonsense lines"), "{pat}: {err}");
     }
     // A real pattern is fine.

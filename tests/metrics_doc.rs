@@ -102,6 +102,9 @@ fn every_note_failure_and_content_problem_name_is_documented() {
         .chain(FailureCode::ALL.iter().map(|c| c.name()))
         .chain(ContentProblem::ALL.iter().map(|c| c.name()));
     for n in names {
-        assert!(doc.contains(&format!("`{n}`")), "docs/metrics.md does not name `{n}`");
+        assert!(
+            doc.contains(&format!("`{n}`")),
+            "docs/metrics.md does not name `{n}`"
+        );
     }
 }

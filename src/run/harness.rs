@@ -1149,7 +1149,11 @@ mod tests {
         };
         let recs = [rec(0, 2000), rec(10, 1990), rec(20, 2030)];
         let refs: Vec<&TrialRecord> = recs.iter().collect();
-        assert!((gate_wall_s(&refs) - 2.05).abs() < 1e-9, "{}", gate_wall_s(&refs));
+        assert!(
+            (gate_wall_s(&refs) - 2.05).abs() < 1e-9,
+            "{}",
+            gate_wall_s(&refs)
+        );
         let mut never = rec(0, 0);
         never.started = None;
         never.duration = Duration::from_millis(1500);
@@ -1217,14 +1221,26 @@ mod tests {
         let c = Config::from_vars(vars(&[("SERVEGATE_STRICT", "0")]));
         assert!(!c.strict && c.outputs.is_empty());
         for off in ["false", "No", "off", " 0 "] {
-            assert!(!Config::from_vars(vars(&[("SERVEGATE_STRICT", off)])).strict, "{off}");
+            assert!(
+                !Config::from_vars(vars(&[("SERVEGATE_STRICT", off)])).strict,
+                "{off}"
+            );
         }
         for on in ["1", "true", "YES", "on"] {
-            assert!(Config::from_vars(vars(&[("SERVEGATE_STRICT", on)])).strict, "{on}");
+            assert!(
+                Config::from_vars(vars(&[("SERVEGATE_STRICT", on)])).strict,
+                "{on}"
+            );
         }
         let c = Config::from_vars(vars(&[("SERVEGATE_GATES", "")]));
         assert_eq!(c.gates, std::path::PathBuf::from("gates"));
-        assert!(c.notes.iter().any(|n| n.contains("SERVEGATE_GATES is set but empty")), "{:?}", c.notes);
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("SERVEGATE_GATES is set but empty")),
+            "{:?}",
+            c.notes
+        );
     }
 
     #[test]

@@ -1145,7 +1145,10 @@ mod tests {
         let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(model_served("smollm2", &l(&[])), None);
         assert_eq!(model_served("smollm2", &l(&["smollm2"])), Some(true));
-        assert_eq!(model_served("SmolLM2", &l(&["other", "smollm2"])), Some(true));
+        assert_eq!(
+            model_served("SmolLM2", &l(&["other", "smollm2"])),
+            Some(true)
+        );
         assert_eq!(
             model_served("/home/u/models/Qwen3-0.6B", &l(&["Qwen3-0.6B"])),
             Some(true)

@@ -314,7 +314,9 @@ fn cmd_run(
         if worst != exit::PASS {
             eprintln!("no record written: the run did not pass");
         } else if nothing_checked || passed_run.is_none() {
-            eprintln!("no record written: the gate was skipped (unmet [requires]); nothing was measured");
+            eprintln!(
+                "no record written: the gate was skipped (unmet [requires]); nothing was measured"
+            );
         } else if let Some(run) = &passed_run {
             let code = write_records(&files[0], run, id, dir);
             if code != exit::PASS {
