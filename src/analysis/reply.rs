@@ -86,6 +86,18 @@ pub struct ServeError {
     pub error_type: Option<String>,
 }
 
+impl ServeError {
+    /// An HTTP error status (≥ 400) whose body named no error of its own: `message` says what came instead.
+    fn http_error(message: String, http_status: Option<u16>) -> ServeError {
+        ServeError {
+            kind: FailureCode::HttpError,
+            message,
+            http_status,
+            error_type: None,
+        }
+    }
+}
+
 /// One tool call, assembled from its streamed pieces (or read whole from a body).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
@@ -543,12 +555,7 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
                 ));
             }
             if is_error_status {
-                r.error = Some(ServeError {
-                    kind: FailureCode::HttpError,
-                    message: snippet(&text),
-                    http_status,
-                    error_type: None,
-                });
+                r.error = Some(ServeError::http_error(snippet(&text), http_status));
                 r.truncated = false;
             }
             return r;
@@ -560,12 +567,7 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
             quoted(&text, SNIPPET_CHARS)
         ));
         if is_error_status {
-            r.error = Some(ServeError {
-                kind: FailureCode::HttpError,
-                message: snippet(&text),
-                http_status,
-                error_type: None,
-            });
+            r.error = Some(ServeError::http_error(snippet(&text), http_status));
         }
         return r;
     };
@@ -618,12 +620,7 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
         }
     }
     if is_error_status {
-        r.error = Some(ServeError {
-            kind: FailureCode::HttpError,
-            message: snippet(&text),
-            http_status,
-            error_type: None,
-        });
+        r.error = Some(ServeError::http_error(snippet(&text), http_status));
         return r;
     }
     if r.usage.is_none() {
@@ -1135,12 +1132,10 @@ impl StreamState {
         }
         if r.error.is_none() {
             if let Some(s) = r.http_status.filter(|&s| s >= 400) {
-                r.error = Some(ServeError {
-                    kind: FailureCode::HttpError,
-                    message: format!("HTTP {s} with an event stream carrying no error"),
-                    http_status: Some(s),
-                    error_type: None,
-                });
+                r.error = Some(ServeError::http_error(
+                    format!("HTTP {s} with an event stream carrying no error"),
+                    Some(s),
+                ));
             }
         }
         r.truncated =

@@ -935,14 +935,7 @@ fn alive_after(s: &mut serve::Serve, failed: bool) -> Result<(), serve::ServeErr
 
 /// The last lines (up to 10, from the last 64 KiB) of a log file, lossy UTF-8; None when unreadable or empty.
 fn log_tail(path: &Path) -> Option<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path).ok()?;
-    let len = f.metadata().ok()?.len();
-    f.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)))
-        .ok()?;
-    let mut buf = Vec::new();
-    f.read_to_end(&mut buf).ok()?;
-    let text = String::from_utf8_lossy(&buf);
+    let text = serve::tail_file(path, usize::MAX);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = lines[lines.len().saturating_sub(10)..].join("\n");
     (!tail.is_empty()).then_some(tail)

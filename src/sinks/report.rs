@@ -572,12 +572,9 @@ pub fn provenance(spec: &GateSpec, outcome: &RunOutcome) -> Provenance {
 /// The last `lines` lines (at most [`SERVE_LOG_TAIL_BYTES`]) of a log, lossy UTF-8; None when the file is
 /// missing or empty.
 pub fn serve_log_tail(path: &Path, lines: usize) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    let tail = tail_lines(
-        &String::from_utf8_lossy(&bytes),
-        lines,
-        SERVE_LOG_TAIL_BYTES,
-    );
+    // Only the end of the file is read (a serve's log can be hundreds of MB).
+    let text = crate::io::serve::tail_file(path, lines);
+    let tail = tail_lines(&text, lines, SERVE_LOG_TAIL_BYTES);
     (!tail.is_empty()).then_some(tail)
 }
 
