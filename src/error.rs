@@ -26,9 +26,40 @@ pub mod exit {
     /// Nothing was checked: no gate file, a filter that selects no assertion, or every selected gate ignored
     /// (unmet `[requires]`). A job that checked nothing is not green.
     pub const NOTHING_CHECKED: i32 = 7;
+    /// No assertion failed, but at least one is indeterminate: the evidence cannot decide (too few samples, a
+    /// confidence the n cannot reach, an interval straddling the bound). Never a pass.
+    pub const INDETERMINATE: i32 = 8;
+    /// No assertion failed or was indeterminate, but a run was not comparable with its baseline and
+    /// `SERVEGATE_STRICT=1` is set (without it, an incomparable trial is skipped with the reason).
+    pub const INCOMPARABLE: i32 = 9;
+    /// No assertion failed, but a run is void: the client fell behind its schedule. Never a pass.
+    pub const VOID: i32 = 10;
     /// The harness behind `cargo test --test gates` only: a trial failed (libtest's own code, so `cargo test`
     /// reads it as it reads any failed test). The reports it writes carry the code above for the cause.
     pub const LIBTEST_FAILED: i32 = 101;
+
+    /// The order in which exit codes are worse than each other, for the worst of several gates: PASS, then
+    /// INCOMPARABLE, INDETERMINATE and VOID (nothing failed, but nothing passed either), then ASSERTION_FAILED
+    /// and the codes 3-7 in their numeric order. A run with one failed and one indeterminate gate exits 1.
+    pub fn severity(code: i32) -> u8 {
+        match code {
+            PASS => 0,
+            INCOMPARABLE => 1,
+            INDETERMINATE => 2,
+            VOID => 3,
+            c if (1..=7).contains(&c) => 3 + c as u8,
+            _ => 20,
+        }
+    }
+
+    /// The worse of two exit codes by [`severity`].
+    pub fn worse(a: i32, b: i32) -> i32 {
+        if severity(b) > severity(a) {
+            b
+        } else {
+            a
+        }
+    }
 }
 
 /// Why a test failed. Each kind maps to the `servegate` exit code CI can match on ([`FailureKind::exit_code`]).
@@ -47,6 +78,12 @@ pub enum FailureKind {
     EvidenceError,
     /// A `[requires]` entry is unmet and `SERVEGATE_STRICT=1` is set (exit 6).
     RequirementUnmet,
+    /// The evidence cannot decide the assertion (exit 8).
+    Indeterminate,
+    /// The run is not comparable with its baseline and `SERVEGATE_STRICT=1` is set (exit 9).
+    Incomparable,
+    /// The client fell behind its schedule: the run is void (exit 10).
+    Void,
 }
 
 impl FailureKind {
@@ -64,7 +101,15 @@ impl FailureKind {
             FailureKind::ServeNotReady => "serve_not_ready",
             FailureKind::EvidenceError => "evidence_error",
             FailureKind::RequirementUnmet => "requirement_unmet",
+            FailureKind::Indeterminate => "indeterminate",
+            FailureKind::Incomparable => "incomparable",
+            FailureKind::Void => "void",
         }
+    }
+
+    /// How severe the failure is, for picking the worst of several: see [`exit::severity`].
+    pub fn severity(self) -> u8 {
+        exit::severity(self.exit_code())
     }
 }
 
@@ -79,7 +124,27 @@ pub fn exit_code(failure: Option<FailureKind>) -> i32 {
         Some(FailureKind::ServeNotReady) => exit::SERVE_NOT_READY,
         Some(FailureKind::EvidenceError) => exit::EVIDENCE_ERROR,
         Some(FailureKind::RequirementUnmet) => exit::REQUIREMENT_UNMET,
+        Some(FailureKind::Indeterminate) => exit::INDETERMINATE,
+        Some(FailureKind::Incomparable) => exit::INCOMPARABLE,
+        Some(FailureKind::Void) => exit::VOID,
     }
+}
+
+/// True when an environment flag's value is a true value (`1`, `true`, `yes`, anything but empty, `0`,
+/// `false`, `no`, `off`, in any case).
+pub fn env_flag(v: Option<String>) -> bool {
+    v.is_some_and(|v| {
+        !matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "" | "0" | "false" | "no" | "off"
+        )
+    })
+}
+
+/// True when `SERVEGATE_STRICT` is set to a true value (`1`, `true`, `yes`; not `0`, `false`, `no`, `off`):
+/// unmet requirements and incomparable runs fail instead of being skipped.
+pub fn strict() -> bool {
+    env_flag(std::env::var("SERVEGATE_STRICT").ok())
 }
 
 /// How a whole run ended (`servegate run`, `servegate judge`, the harness), beyond the outcome of each gate:
@@ -101,10 +166,10 @@ impl RunEnd {
     pub fn exit_code(self) -> i32 {
         let mut code = self.worst_gate;
         if self.nothing_checked {
-            code = code.max(exit::NOTHING_CHECKED);
+            code = exit::worse(code, exit::NOTHING_CHECKED);
         }
         if self.report_unwritten {
-            code = code.max(exit::EVIDENCE_ERROR);
+            code = exit::worse(code, exit::EVIDENCE_ERROR);
         }
         code
     }
@@ -362,5 +427,30 @@ mod tests {
             exit::PASS
         );
         assert_eq!(exit_code(Some(FailureKind::Panic)), exit::ASSERTION_FAILED);
+        // Indeterminate is worse than a pass and better than a failure, never read as either.
+        assert_eq!(
+            end(exit::INDETERMINATE, false, false).exit_code(),
+            exit::INDETERMINATE
+        );
+        assert_eq!(
+            end(exit::INDETERMINATE, true, false).exit_code(),
+            exit::NOTHING_CHECKED
+        );
+        assert_eq!(
+            exit::worse(exit::INDETERMINATE, exit::ASSERTION_FAILED),
+            exit::ASSERTION_FAILED
+        );
+        assert_eq!(
+            exit::worse(exit::ASSERTION_FAILED, exit::VOID),
+            exit::ASSERTION_FAILED
+        );
+        assert_eq!(
+            exit::worse(exit::INCOMPARABLE, exit::INDETERMINATE),
+            exit::INDETERMINATE
+        );
+        assert_eq!(
+            exit::worse(exit::PASS, exit::INCOMPARABLE),
+            exit::INCOMPARABLE
+        );
     }
 }

@@ -23,7 +23,9 @@ use crate::vocab::{
     AssertionKind, Bound, ContentProblem, Failure, FailureCode, Failures, Metric, NoteKind,
 };
 
-/// The outcome of one assertion.
+/// The outcome of one assertion: the three honest states (pass, fail, indeterminate) and the two ways a run
+/// can be unfit to judge (incomparable with its baseline, void because the client fell behind its schedule).
+/// Only [`Outcome::Pass`] is a pass, in every output (docs/regression.md, "Three honest states").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -31,6 +33,53 @@ pub enum Outcome {
     Pass,
     /// It does not, or the evidence is missing.
     Fail,
+    /// The evidence cannot decide: too few samples, a confidence the n cannot reach, an interval that
+    /// straddles the bound. The details state the n that would likely decide it. Fails the trial by default
+    /// (a gate's `on_indeterminate = "pass"` lets it through, still shown as INDETERMINATE).
+    Indeterminate,
+    /// This run is not comparable with its baseline (model sha256, engine, host, prompts... differ): the
+    /// trial is ignored with the differing fields named, or fails under `SERVEGATE_STRICT=1`.
+    Incomparable,
+    /// The run is void: the client fell behind its schedule, so the figures do not describe the load that
+    /// was asked for. Never a pass.
+    Void,
+}
+
+impl Outcome {
+    /// The word of a verdict line: `PASS`, `FAIL`, `INDETERMINATE`, `INCOMPARABLE`, `VOID`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Pass => "PASS",
+            Outcome::Fail => "FAIL",
+            Outcome::Indeterminate => "INDETERMINATE",
+            Outcome::Incomparable => "INCOMPARABLE",
+            Outcome::Void => "VOID",
+        }
+    }
+
+    /// The snake_case name, as results JSON, JUnit properties and exports write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Indeterminate => "indeterminate",
+            Outcome::Incomparable => "incomparable",
+            Outcome::Void => "void",
+        }
+    }
+
+    /// The outcome a verdict line's word names (the inverse of [`Outcome::word`]).
+    pub fn from_word(word: &str) -> Option<Outcome> {
+        [
+            Outcome::Pass,
+            Outcome::Fail,
+            Outcome::Indeterminate,
+            Outcome::Incomparable,
+            Outcome::Void,
+        ]
+        .into_iter()
+        .find(|o| o.word() == word)
+    }
 }
 
 /// One assertion's verdict.
@@ -41,9 +90,9 @@ pub struct Verdict {
     pub assertion: String,
     /// The assertion's kind.
     pub kind: AssertionKind,
-    /// Pass or fail.
+    /// Pass, fail, indeterminate, incomparable or void.
     pub outcome: Outcome,
-    /// The verdict line: `<assertion> PASS|FAIL <details>`.
+    /// The verdict line: `<assertion> PASS|FAIL|INDETERMINATE|INCOMPARABLE|VOID <details>`.
     pub message: String,
     /// The per-request values judged (in the unit of the assertion's metric: tok/s for `rate`, ms for
     /// `first_token` and `tpot`), in send order, one per planned request; None where a request had no value
@@ -81,10 +130,7 @@ impl Verdict {
 
     /// Sets the outcome and the details, and the message from them.
     fn set(&mut self, outcome: Outcome, details: String) {
-        let word = match outcome {
-            Outcome::Pass => "PASS",
-            Outcome::Fail => "FAIL",
-        };
+        let word = outcome.word();
         self.outcome = outcome;
         self.message = format!("{} {word} {details}", self.kind);
         self.details = details;

@@ -90,14 +90,7 @@ pub const NEXTEST_CACHE_DIR: &str = ".servegate-nextest";
 
 /// A boolean environment variable: unset, empty, `0`, `false`, `no` and `off` (any case) are false; anything
 /// else (`1`, `true`, `yes`...) is true.
-fn flag(v: Option<String>) -> bool {
-    v.is_some_and(|v| {
-        !matches!(
-            v.trim().to_ascii_lowercase().as_str(),
-            "" | "0" | "false" | "no" | "off"
-        )
-    })
-}
+use crate::error::env_flag as flag;
 
 fn nonempty(v: Option<String>) -> Option<String> {
     v.filter(|s| !s.is_empty())
@@ -178,10 +171,7 @@ pub struct LazyGate {
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// True when `SERVEGATE_STRICT` is set to a true value (`1`, `true`, `yes`; not `0`, `false`, `no`, `off`).
-pub fn strict() -> bool {
-    flag(std::env::var("SERVEGATE_STRICT").ok())
-}
+pub use crate::error::strict;
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<String>()
@@ -492,7 +482,7 @@ pub fn decide(gate: &LazyGate, assertion: &str) -> Decision {
                     outcome: t.outcome,
                     failure_kind: t.failure_kind,
                     message: t.message,
-                    detail: (t.outcome == TestOutcome::Failed)
+                    detail: (t.outcome == TestOutcome::Failed || t.failure_kind.is_some())
                         .then(|| format!("evidence: {}", o.dir.display())),
                 }
             }
@@ -576,10 +566,17 @@ pub fn run_trial(
         duration: t.elapsed(),
         started: Some(t),
     });
+    // Only a pass completes; a non-pass without a failure kind (skipped, incomparable without
+    // SERVEGATE_STRICT, indeterminate under `on_indeterminate = "pass"`) is ignored with its reason, so
+    // libtest never prints it as "ok".
     match decision.outcome {
         TestOutcome::Passed => Ok(Completion::Completed),
-        TestOutcome::Skipped => Ok(Completion::ignored_with(decision.message)),
-        TestOutcome::Failed => {
+        TestOutcome::Skipped | TestOutcome::Incomparable | TestOutcome::Indeterminate
+            if decision.failure_kind.is_none() =>
+        {
+            Ok(Completion::ignored_with(decision.message))
+        }
+        _ => {
             let mut text = decision.message;
             if let Some(d) = decision.detail {
                 text.push_str(&format!("\n  {d}"));

@@ -194,10 +194,7 @@ pub struct Shape {
 }
 
 fn outcome_word(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Pass => "PASS",
-        Outcome::Fail => "FAIL",
-    }
+    o.word()
 }
 
 impl Expect {
@@ -211,14 +208,14 @@ impl Expect {
         }
         let mut v = Vec::new();
         for item in text.split_whitespace() {
-            let (a, o) = item
-                .split_once('=')
-                .ok_or_else(|| format!("expectation {item:?} is not assertion=PASS|FAIL"))?;
-            let o = match o {
-                "PASS" => Outcome::Pass,
-                "FAIL" => Outcome::Fail,
-                other => return Err(format!("outcome {other:?} of {a} is not PASS or FAIL")),
-            };
+            let (a, o) = item.split_once('=').ok_or_else(|| {
+                format!("expectation {item:?} is not assertion=OUTCOME (PASS, FAIL, ...)")
+            })?;
+            let o = Outcome::from_word(o).ok_or_else(|| {
+                format!(
+                    "outcome {o:?} of {a} is not PASS, FAIL, INDETERMINATE, INCOMPARABLE or VOID"
+                )
+            })?;
             v.push((a.to_string(), o));
         }
         if v.is_empty() {

@@ -188,9 +188,18 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
 
     let evidence = g.provenance.as_ref().map(|p| p.evidence_dir.as_str());
     for a in &g.assertions {
+        // Only a pass is a success; an indeterminate verdict that the gate lets through
+        // (`on_indeterminate = "pass"`) is the one non-pass that is not a failure, and its message says so.
+        let failing = a.outcome == TestOutcome::Failed || a.failure_kind.is_some();
         let status = match a.outcome {
             TestOutcome::Passed => TestCaseStatus::success(),
-            TestOutcome::Failed => {
+            TestOutcome::Indeterminate if !failing => TestCaseStatus::success(),
+            TestOutcome::Skipped | TestOutcome::Incomparable if !failing => {
+                let mut st = TestCaseStatus::skipped();
+                st.set_message(xml(&a.message));
+                st
+            }
+            _ => {
                 let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
                 let first = a.message.lines().next().unwrap_or("");
                 st.set_message(xml(first));
@@ -205,11 +214,6 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
                 st.set_description(xml(&text));
                 st
             }
-            TestOutcome::Skipped => {
-                let mut st = TestCaseStatus::skipped();
-                st.set_message(xml(&a.message));
-                st
-            }
         };
         let class = classname(&g.name);
         let name = unique_name(seen, &class, &a.test);
@@ -220,13 +224,17 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
             TestOutcome::Passed => {
                 tc.set_system_out(xml(&a.message));
             }
-            TestOutcome::Failed => {
+            TestOutcome::Indeterminate if !failing => {
+                tc.set_system_out(xml(&a.message));
+            }
+            TestOutcome::Skipped | TestOutcome::Incomparable if !failing => {}
+            _ => {
                 if let Some(tail) = &g.serve_log_tail {
                     tc.set_system_out(xml(&format!("tail of the serve log:\n{tail}")));
                 }
             }
-            TestOutcome::Skipped => {}
         }
+        tc.add_property(Property::new("state", a.outcome.state()));
         s.add_test_case(tc);
     }
     // quick-junit counts skipped tests as `disabled`; readers also look for `skipped`.

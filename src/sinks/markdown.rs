@@ -33,17 +33,12 @@ pub fn state(t: &AssertionResult) -> &'static str {
     match (t.outcome, t.failure_kind) {
         (TestOutcome::Passed, _) => "PASS",
         (TestOutcome::Skipped, _) => "SKIP",
+        (TestOutcome::Indeterminate, _) => "INDETERMINATE",
+        (TestOutcome::Incomparable, _) => "INCOMPARABLE",
+        (TestOutcome::Void, _) => "VOID",
         (TestOutcome::Failed, None | Some(FailureKind::Assertion)) => "FAIL",
-        (
-            TestOutcome::Failed,
-            Some(
-                FailureKind::Panic
-                | FailureKind::SpecInvalid
-                | FailureKind::ServeNotReady
-                | FailureKind::EvidenceError
-                | FailureKind::RequirementUnmet,
-            ),
-        ) => "indeterminate",
+        // Nothing was judged: the serve never became ready, the spec or the evidence is unusable.
+        (TestOutcome::Failed, Some(_)) => "ERROR",
     }
 }
 
@@ -89,16 +84,30 @@ pub fn serialize(results: &Results, budget: usize) -> Vec<u8> {
         exit::PASS => "PASS",
         exit::NOTHING_CHECKED => "SKIP (nothing was checked)",
         exit::ASSERTION_FAILED => "FAIL",
+        exit::INDETERMINATE => "INDETERMINATE",
+        exit::INCOMPARABLE => "INCOMPARABLE",
+        exit::VOID => "VOID",
         _ => "ERROR",
     };
     let c = &results.counts;
+    let mut count_line = format!(
+        "{} tests: {} passed, {} failed, {} skipped",
+        c.tests, c.passed, c.failed, c.skipped
+    );
+    for (n, what) in [
+        (c.indeterminate, "indeterminate"),
+        (c.incomparable, "incomparable"),
+        (c.void, "void"),
+    ] {
+        if n > 0 {
+            count_line.push_str(&format!(", {n} {what}"));
+        }
+    }
+    count_line.push('.');
     let mut lines = vec![
         format!("# servegate: {word} (exit {})", results.exit_code),
         String::new(),
-        format!(
-            "{} tests: {} passed, {} failed, {} skipped.",
-            c.tests, c.passed, c.failed, c.skipped
-        ),
+        count_line,
         String::new(),
     ];
     for p in &results.problems {
@@ -112,6 +121,7 @@ pub fn serialize(results: &Results, budget: usize) -> Vec<u8> {
             GateStatus::Passed => "passed",
             GateStatus::Failed => "failed",
             GateStatus::Ignored => "ignored",
+            GateStatus::Indeterminate => "indeterminate",
         };
         lines.push(format!("## {} ({status})", cell(&g.name, 200)));
         lines.push(String::new());
@@ -234,7 +244,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| content | indeterminate | — | — | — | content FAIL no serve |"),
+            md.contains("| content | ERROR | — | — | — | content FAIL no serve |"),
             "{md}"
         );
         assert!(md.contains("| known_answer | SKIP |"), "{md}");

@@ -48,6 +48,42 @@ pub enum TestOutcome {
     Failed,
     /// The gate was ignored (unmet `[requires]`), with the reason.
     Skipped,
+    /// The evidence could not decide (the verdict says the n that would): a failure by default
+    /// (`failure_kind` indeterminate); with the gate's `on_indeterminate = "pass"` it carries no failure kind and
+    /// does not fail the run, but it is still reported as indeterminate, never as passed.
+    Indeterminate,
+    /// Not comparable with its baseline: skipped with the differing fields named, or failed under
+    /// `SERVEGATE_STRICT=1` (`failure_kind` incomparable).
+    Incomparable,
+    /// The client fell behind its schedule: a failure (`failure_kind` void).
+    Void,
+}
+
+impl TestOutcome {
+    /// The test of a verdict's outcome.
+    pub fn of(o: crate::judge::Outcome) -> TestOutcome {
+        use crate::judge::Outcome;
+        match o {
+            Outcome::Pass => TestOutcome::Passed,
+            Outcome::Fail => TestOutcome::Failed,
+            Outcome::Indeterminate => TestOutcome::Indeterminate,
+            Outcome::Incomparable => TestOutcome::Incomparable,
+            Outcome::Void => TestOutcome::Void,
+        }
+    }
+
+    /// The state as exports and JUnit properties write it: `pass`, `fail`, `skipped`, `indeterminate`,
+    /// `incomparable`, `void`.
+    pub fn state(self) -> &'static str {
+        match self {
+            TestOutcome::Passed => "pass",
+            TestOutcome::Failed => "fail",
+            TestOutcome::Skipped => "skipped",
+            TestOutcome::Indeterminate => "indeterminate",
+            TestOutcome::Incomparable => "incomparable",
+            TestOutcome::Void => "void",
+        }
+    }
 }
 
 pub use crate::error::FailureKind;
@@ -82,7 +118,7 @@ pub struct Results {
     pub problems: Vec<String>,
 }
 
-/// Test counts. `tests = passed + failed + skipped`.
+/// Test counts. `tests = passed + failed + skipped + indeterminate + incomparable + void`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     /// Tests listed.
@@ -93,6 +129,15 @@ pub struct Counts {
     pub failed: u64,
     /// Tests skipped (ignored gates).
     pub skipped: u64,
+    /// Tests the evidence could not decide.
+    #[serde(default)]
+    pub indeterminate: u64,
+    /// Tests not comparable with their baseline.
+    #[serde(default)]
+    pub incomparable: u64,
+    /// Tests of void runs (the client fell behind its schedule).
+    #[serde(default)]
+    pub void: u64,
 }
 
 /// The status of one gate, over its listed tests.
@@ -103,8 +148,10 @@ pub enum GateStatus {
     Passed,
     /// At least one listed test failed (`failure_kind` says why).
     Failed,
-    /// Every listed test was skipped: unmet `[requires]`.
+    /// Every listed test was skipped: unmet `[requires]`, or not comparable with the baseline.
     Ignored,
+    /// No listed test failed, but at least one is indeterminate or void: never a pass.
+    Indeterminate,
 }
 
 /// One gate.
@@ -283,6 +330,9 @@ impl Results {
                 TestOutcome::Passed => c.passed += 1,
                 TestOutcome::Failed => c.failed += 1,
                 TestOutcome::Skipped => c.skipped += 1,
+                TestOutcome::Indeterminate => c.indeterminate += 1,
+                TestOutcome::Incomparable => c.incomparable += 1,
+                TestOutcome::Void => c.void += 1,
             }
         }
         self.counts = c;
@@ -294,8 +344,7 @@ impl Results {
         self.gates
             .iter()
             .map(|g| g.exit_code)
-            .max()
-            .unwrap_or(exit::PASS)
+            .fold(exit::PASS, exit::worse)
     }
 }
 
@@ -332,27 +381,38 @@ impl GateResults {
             .assertions
             .iter()
             .filter_map(|a| a.failure_kind)
-            .max_by_key(|k| k.exit_code());
-        self.status = if self.failure_kind.is_some()
-            || self
-                .assertions
-                .iter()
-                .any(|a| a.outcome == TestOutcome::Failed)
-        {
+            .max_by_key(|k| k.severity());
+        let any = |o: TestOutcome| self.assertions.iter().any(|a| a.outcome == o);
+        let unsettled = |k: Option<FailureKind>| {
+            matches!(
+                k,
+                None | Some(
+                    FailureKind::Indeterminate | FailureKind::Incomparable | FailureKind::Void
+                )
+            )
+        };
+        self.status = if any(TestOutcome::Failed) || !unsettled(self.failure_kind) {
             GateStatus::Failed
+        } else if any(TestOutcome::Indeterminate)
+            || any(TestOutcome::Void)
+            || self.failure_kind.is_some()
+        {
+            GateStatus::Indeterminate
         } else if !self.assertions.is_empty()
-            && self
-                .assertions
-                .iter()
-                .all(|a| a.outcome == TestOutcome::Skipped)
+            && self.assertions.iter().all(|a| {
+                a.outcome == TestOutcome::Skipped || a.outcome == TestOutcome::Incomparable
+            })
         {
             GateStatus::Ignored
         } else {
             GateStatus::Passed
         };
         self.exit_code = crate::error::exit_code(match self.status {
-            GateStatus::Failed => Some(self.failure_kind.unwrap_or(FailureKind::Assertion)),
-            _ => None,
+            GateStatus::Failed => Some(match self.failure_kind {
+                Some(k) if !unsettled(Some(k)) => k,
+                _ => FailureKind::Assertion,
+            }),
+            _ => self.failure_kind,
         });
     }
 
@@ -470,10 +530,11 @@ impl AssertionResult {
             name: assertion.to_string(),
             test: format!("{gate}::{assertion}"),
             outcome,
-            failure_kind: if outcome == TestOutcome::Failed {
-                failure_kind.or(Some(FailureKind::Assertion))
-            } else {
-                None
+            failure_kind: match outcome {
+                TestOutcome::Failed => failure_kind.or(Some(FailureKind::Assertion)),
+                TestOutcome::Passed | TestOutcome::Skipped => None,
+                // Indeterminate / incomparable / void: a kind when they fail the run, none when let through.
+                _ => failure_kind,
             },
             message: message.to_string(),
             duration_s,
@@ -509,10 +570,17 @@ pub fn assertion_from_verdict(
     v: &Verdict,
     duration_s: f64,
 ) -> AssertionResult {
-    let (o, kind) = if v.passed() {
-        (TestOutcome::Passed, None)
-    } else {
-        (TestOutcome::Failed, Some(verdict_failure_kind(outcome)))
+    let o = TestOutcome::of(v.outcome);
+    let kind = match o {
+        TestOutcome::Passed | TestOutcome::Skipped => None,
+        TestOutcome::Failed => Some(verdict_failure_kind(outcome)),
+        // A serve that never became ready (or an unusable spec) outranks the state of one verdict.
+        _ if outcome.failure_kind().is_some() => Some(verdict_failure_kind(outcome)),
+        TestOutcome::Indeterminate if spec.on_indeterminate_passes() => None,
+        TestOutcome::Indeterminate => Some(FailureKind::Indeterminate),
+        TestOutcome::Incomparable if crate::error::strict() => Some(FailureKind::Incomparable),
+        TestOutcome::Incomparable => None,
+        TestOutcome::Void => Some(FailureKind::Void),
     };
     AssertionResult::new(&spec.name, &v.assertion, o, kind, &v.message, duration_s)
         .with_figures(spec, v)
@@ -649,6 +717,79 @@ mod tests {
     }
 
     #[test]
+    fn indeterminate_incomparable_and_void_are_never_a_pass() {
+        let t = |o, k| AssertionResult::new("g", "regression", o, k, "regression X", 0.0);
+        let gate = |tests: Vec<AssertionResult>| {
+            GateResults::new("g", Path::new("g.toml"), "", None, tests)
+        };
+        let pass = || t(TestOutcome::Passed, None);
+        let ind = gate(vec![
+            pass(),
+            t(TestOutcome::Indeterminate, Some(FailureKind::Indeterminate)),
+        ]);
+        assert_eq!(
+            (ind.status, ind.exit_code),
+            (GateStatus::Indeterminate, exit::INDETERMINATE)
+        );
+        // on_indeterminate = "pass": no failure kind, the run passes, the state stays indeterminate.
+        let let_through = gate(vec![pass(), t(TestOutcome::Indeterminate, None)]);
+        assert_eq!(
+            (let_through.status, let_through.exit_code),
+            (GateStatus::Indeterminate, exit::PASS)
+        );
+        let void = gate(vec![t(TestOutcome::Void, Some(FailureKind::Void))]);
+        assert_eq!(
+            (void.status, void.exit_code),
+            (GateStatus::Indeterminate, exit::VOID)
+        );
+        // A failure outranks an indeterminate verdict in the same gate.
+        let both = gate(vec![
+            t(TestOutcome::Indeterminate, Some(FailureKind::Indeterminate)),
+            t(TestOutcome::Failed, Some(FailureKind::Assertion)),
+        ]);
+        assert_eq!(
+            (both.status, both.exit_code),
+            (GateStatus::Failed, exit::ASSERTION_FAILED)
+        );
+        // Incomparable: skipped (ignored gate) without strict, exit 9 under strict.
+        let skip = gate(vec![t(TestOutcome::Incomparable, None)]);
+        assert_eq!(
+            (skip.status, skip.exit_code),
+            (GateStatus::Ignored, exit::PASS)
+        );
+        let strict = gate(vec![
+            pass(),
+            t(TestOutcome::Incomparable, Some(FailureKind::Incomparable)),
+        ]);
+        assert_eq!(
+            (strict.status, strict.exit_code),
+            (GateStatus::Indeterminate, exit::INCOMPARABLE)
+        );
+        let mut r = Results::begin(Producer::Run, false);
+        r.push(ind);
+        r.push(both);
+        r.push(skip);
+        r.finish(1.0);
+        assert_eq!(r.exit_code, exit::ASSERTION_FAILED, "the worst by severity");
+        assert_eq!(
+            (
+                r.counts.indeterminate,
+                r.counts.incomparable,
+                r.counts.passed
+            ),
+            (2, 1, 1)
+        );
+        let v: serde_json::Value =
+            serde_json::from_slice(&crate::sinks::json::serialize(&r)).unwrap();
+        assert_eq!(v["gates"][0]["status"], "indeterminate");
+        assert_eq!(v["gates"][0]["assertions"][1]["outcome"], "indeterminate");
+        assert_eq!(
+            v["gates"][0]["assertions"][1]["failure_kind"],
+            "indeterminate"
+        );
+    }
+
+    #[test]
     fn counts_and_exit_code_cover_every_listed_test() {
         let mut r = Results::begin(Producer::Harness, false);
         r.push(GateResults::spec_invalid(
@@ -685,7 +826,7 @@ mod tests {
                 tests: 2,
                 passed: 1,
                 failed: 1,
-                skipped: 0
+                ..Counts::default()
             }
         );
         assert_eq!(r.exit_code, exit::SPEC_INVALID);

@@ -116,6 +116,21 @@ struct RawGateMeta {
     name: Spanned<String>,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    on_indeterminate: OnIndeterminate,
+}
+
+/// `[gate] on_indeterminate`: what an indeterminate verdict does to the trial. `"fail"` (the default): the
+/// trial fails with `INDETERMINATE` in its message and the run exits 8. `"pass"`: the trial does not fail the
+/// run, but every output still shows it as indeterminate, never as passed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnIndeterminate {
+    /// Fail the trial (the default).
+    #[default]
+    Fail,
+    /// Let the trial through, still shown as indeterminate.
+    Pass,
 }
 
 /// `[requires]`: when unmet, every trial of the gate is ignored with the reason (or failed under
@@ -600,6 +615,8 @@ pub struct GateSpec {
     /// `[record]`: what a record written from this gate's runs (`servegate run --record ID`) cannot learn from
     /// the evidence (`record::RunRecordSpec` without `id` and `metric`; `model_file` defaults to the model).
     pub record: Option<toml::Table>,
+    /// `[gate] on_indeterminate`: `fail` (default) or `pass`.
+    pub on_indeterminate: OnIndeterminate,
 }
 
 impl GateSpec {
@@ -1592,6 +1609,7 @@ impl Validator<'_> {
             pair,
             hold,
             record: raw.record,
+            on_indeterminate: raw.gate.on_indeterminate,
         })
         .and_then(|g: GateSpec| match g.record_spec("check", "decode_rate") {
             Ok(_) => Ok(g),
@@ -1610,6 +1628,11 @@ impl Validator<'_> {
 }
 
 impl GateSpec {
+    /// True when the gate lets indeterminate verdicts through (`[gate] on_indeterminate = "pass"`).
+    pub fn on_indeterminate_passes(&self) -> bool {
+        self.on_indeterminate == OnIndeterminate::Pass
+    }
+
     /// The unmet `[requires]`, each as a reason (`path /dev/accel/accel0 does not exist`); empty when all met.
     pub fn requirements(&self) -> Vec<String> {
         let mut unmet = Vec::new();

@@ -383,6 +383,9 @@ fn result_word(code: i32, written: i32, why: &str) -> String {
         exit::PASS => "PASS".to_string(),
         exit::NOTHING_CHECKED => paren("SKIP", why),
         exit::SPEC_INVALID | exit::EVIDENCE_ERROR => paren("ERROR", why),
+        exit::INDETERMINATE => paren("INDETERMINATE", why),
+        exit::INCOMPARABLE => paren("INCOMPARABLE", why),
+        exit::VOID => paren("VOID", why),
         _ => paren("FAIL", why),
     }
 }
