@@ -228,6 +228,7 @@ fn results_of(case_results: &Value) -> Results {
             passed: tests - failed,
             failed,
             skipped: 0,
+            ..Counts::default()
         },
         gates: vec![GateResults {
             name: model,

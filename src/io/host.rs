@@ -11,6 +11,20 @@ pub struct HostInfo {
     pub os: String,
     /// Logical CPUs.
     pub cpus: usize,
+    /// The CPU model (`/proc/cpuinfo` `model name`, e.g. `AMD EPYC 7B13`); None where unknown or in evidence
+    /// written before servegate recorded it. Part of a run's comparability key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+}
+
+/// The CPU model named by `/proc/cpuinfo` text (the first `model name` line), trimmed.
+pub fn cpu_model_of(cpuinfo: &str) -> Option<String> {
+    cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(_, v)| v.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|v| !v.is_empty())
 }
 
 /// `/proc/loadavg` as [1, 5, 15]-minute averages; None where unavailable.
@@ -31,10 +45,30 @@ pub fn host_info() -> HostInfo {
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| cpu_model_of(&t));
     HostInfo {
         hostname,
         os: format!("{} {release}", std::env::consts::OS),
         cpus,
+        cpu_model,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_model_is_the_first_model_name_line() {
+        let text = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC  7B13 64-Core Processor\n\nprocessor\t: 1\nmodel name\t: other\n";
+        assert_eq!(
+            cpu_model_of(text).as_deref(),
+            Some("AMD EPYC 7B13 64-Core Processor")
+        );
+        assert_eq!(cpu_model_of("processor : 0\n"), None);
+        assert_eq!(cpu_model_of("model name\t:   \n"), None);
     }
 }
 

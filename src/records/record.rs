@@ -2596,6 +2596,7 @@ mod tests {
             hostname: "ann-laptop".into(),
             os: "linux 6.8.0".into(),
             cpus: 8,
+            cpu_model: None,
         };
         assert_eq!(public_host(&h, false), "linux 6.8.0, 8 CPUs");
         assert_eq!(public_host(&h, true), "ann-laptop (linux 6.8.0, 8 CPUs)");
@@ -2955,6 +2956,7 @@ mod tests {
                 hostname: "box".into(),
                 os: "linux 6.1".into(),
                 cpus: 2,
+                cpu_model: None,
             },
             load_avg_start: Some([1.5, 1.0, 0.5]),
             load_avg_end: Some([1.75, 1.0, 0.5]),
@@ -3223,6 +3225,7 @@ mod tests {
                 hostname: "box".into(),
                 os: "linux".into(),
                 cpus: 2,
+                cpu_model: None,
             },
             load_avg_start: Some([4.34, 1.0, 1.0]),
             load_avg_end: Some([3.3, 1.0, 1.0]),

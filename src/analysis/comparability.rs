@@ -1,0 +1,278 @@
+//! The comparability key of a run: what must be equal between a run and its baseline for a comparison of
+//! their figures (a regression verdict) or their answers (a drift verdict) to mean anything. A run whose key
+//! differs from its baseline's is **incomparable**, never a pass (docs/regression.md).
+//!
+//! Pure: the key is computed from the gate as run (the `gate.toml` kept in the run directory) and `run.json`.
+//! Which fields a comparison needs depends on what it compares ([`KeyUse`]): a speed comparison needs the same
+//! machine kind; an answer comparison needs the same numerics but not the same machine speed.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::evidence::RunSummary;
+use crate::spec::GateSpec;
+
+/// The comparability key of one run. Every field is a string as the evidence states it, or None where the
+/// evidence does not say (older evidence, a serve that does not report its version). Two runs are comparable
+/// when every field that either of them states is equal ([`differences`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComparabilityKey {
+    /// SHA-256 of the model file the serve was given (`run.json` `serve.model_file.sha256`).
+    pub model_sha256: Option<String>,
+    /// The engine (`[record] engine`, or the serve profile's engine name).
+    pub engine: Option<String>,
+    /// The engine's version as the serve reported it (`run.json` `serve.version`), else `[record]
+    /// engine_version`.
+    pub engine_version: Option<String>,
+    /// The device and route (`[record] device` and `route`, joined with ` / `).
+    pub device: Option<String>,
+    /// The host's CPU model (`/proc/cpuinfo` `model name`).
+    pub cpu_model: Option<String>,
+    /// The host's logical CPU count.
+    pub cpus: Option<String>,
+    /// `request.max_tokens`.
+    pub max_tokens: Option<String>,
+    /// `request.temperature` (absent = the serve's default).
+    pub temperature: Option<String>,
+    /// SHA-256 of the prompts (and the system prompt), in order, each followed by a NUL byte.
+    pub prompts_sha256: Option<String>,
+    /// `stream` or `plain`.
+    pub stream: Option<String>,
+    /// Further fields a comparison keys on (e.g. the serve settings that change numerics, read from its log:
+    /// `flash_attention`, `kv_unified`), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, String>,
+}
+
+/// What a comparison compares, which decides the fields it needs equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyUse {
+    /// Speed figures (decode rate, first token...): every field, the host's CPU model and count included.
+    Speed,
+    /// Greedy answers (tokens, logprobs): every field but the host's (answers do not depend on the machine's
+    /// speed; the numerics settings in `extra` are compared).
+    Answers,
+}
+
+/// One field that differs between a baseline's key and a run's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyDiff {
+    /// The field's name (`model_sha256`, `cpu_model`, `extra.flash_attention`...).
+    pub field: String,
+    /// The baseline's value (None: the baseline's evidence does not say).
+    pub baseline: Option<String>,
+    /// This run's value.
+    pub run: Option<String>,
+}
+
+impl std::fmt::Display for KeyDiff {
+    /// `model_sha256 b179c952… (baseline) vs 0d3e… (this run)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |v: &Option<String>| match v {
+            Some(v) if v.chars().count() > 24 => {
+                format!("{}…", v.chars().take(12).collect::<String>())
+            }
+            Some(v) => v.clone(),
+            None => "(not stated)".into(),
+        };
+        write!(
+            f,
+            "{} {} (baseline) vs {} (this run)",
+            self.field,
+            show(&self.baseline),
+            show(&self.run)
+        )
+    }
+}
+
+/// The key of a run: `gate` is the gate as run (parsed from the run directory's `gate.toml`), `run` its
+/// `run.json`.
+pub fn key_of(gate: &GateSpec, run: &RunSummary) -> ComparabilityKey {
+    let record = |k: &str| {
+        gate.record
+            .as_ref()
+            .and_then(|t| t.get(k))
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    };
+    let device = match (record("device"), record("route")) {
+        (Some(d), Some(r)) => Some(format!("{d} / {r}")),
+        (d, r) => d.or(r),
+    };
+    let mut prompts = Vec::new();
+    if let Some(s) = &gate.request.system {
+        prompts.extend_from_slice(b"system:");
+        prompts.extend_from_slice(s.as_bytes());
+        prompts.push(0);
+    }
+    for p in &gate.request.prompts {
+        prompts.extend_from_slice(p.as_bytes());
+        prompts.push(0);
+    }
+    ComparabilityKey {
+        model_sha256: run.serve.model_file.as_ref().map(|m| m.sha256.clone()),
+        engine: record("engine"),
+        engine_version: run
+            .serve
+            .version
+            .clone()
+            .or_else(|| record("engine_version")),
+        device,
+        cpu_model: run.host.cpu_model.clone(),
+        cpus: (run.host.cpus > 0).then(|| run.host.cpus.to_string()),
+        max_tokens: Some(gate.request.max_tokens.to_string()),
+        temperature: gate.request.temperature.map(|t| format!("{t}")),
+        prompts_sha256: Some(crate::io::hash::sha256_bytes(&prompts)),
+        stream: Some(
+            if gate.request.stream {
+                "stream"
+            } else {
+                "plain"
+            }
+            .to_string(),
+        ),
+        extra: BTreeMap::new(),
+    }
+}
+
+impl ComparabilityKey {
+    /// The fields as (name, value) pairs, in a fixed order; `extra` fields are named `extra.<name>`.
+    pub fn fields(&self) -> Vec<(String, Option<String>)> {
+        let mut v = vec![
+            ("model_sha256".to_string(), self.model_sha256.clone()),
+            ("engine".into(), self.engine.clone()),
+            ("engine_version".into(), self.engine_version.clone()),
+            ("device".into(), self.device.clone()),
+            ("cpu_model".into(), self.cpu_model.clone()),
+            ("cpus".into(), self.cpus.clone()),
+            ("max_tokens".into(), self.max_tokens.clone()),
+            ("temperature".into(), self.temperature.clone()),
+            ("prompts_sha256".into(), self.prompts_sha256.clone()),
+            ("stream".into(), self.stream.clone()),
+        ];
+        for (k, val) in &self.extra {
+            v.push((format!("extra.{k}"), Some(val.clone())));
+        }
+        v
+    }
+}
+
+/// The fields that make `run` incomparable with `baseline` for `usage`, in the order of
+/// [`ComparabilityKey::fields`]; empty when they are comparable. A field stated by one side and not by the
+/// other differs (a baseline that names its model's sha256 cannot vouch for a run that does not), except the
+/// `extra` fields, which only count where both sides state them or the baseline states them.
+pub fn differences(
+    baseline: &ComparabilityKey,
+    run: &ComparabilityKey,
+    usage: KeyUse,
+) -> Vec<KeyDiff> {
+    let host_field = |f: &str| f == "cpu_model" || f == "cpus";
+    let run_fields: BTreeMap<String, Option<String>> = run.fields().into_iter().collect();
+    let mut names: Vec<String> = baseline.fields().into_iter().map(|(k, _)| k).collect();
+    for (k, _) in run.fields() {
+        if !names.contains(&k) {
+            names.push(k);
+        }
+    }
+    let base_fields: BTreeMap<String, Option<String>> = baseline.fields().into_iter().collect();
+    names
+        .into_iter()
+        .filter(|f| !(usage == KeyUse::Answers && host_field(f)))
+        .filter_map(|f| {
+            let b = base_fields.get(&f).cloned().flatten();
+            let r = run_fields.get(&f).cloned().flatten();
+            // An extra field only this run states is not something the baseline keyed on.
+            if f.starts_with("extra.") && b.is_none() {
+                return None;
+            }
+            (b != r).then_some(KeyDiff {
+                field: f,
+                baseline: b,
+                run: r,
+            })
+        })
+        .collect()
+}
+
+/// The verdict text of an incomparable run: `not comparable with its baseline: model_sha256 … (baseline) vs
+/// … (this run); cpus 2 (baseline) vs 8 (this run)`.
+pub fn describe(diffs: &[KeyDiff]) -> String {
+    format!(
+        "not comparable with its baseline: {}",
+        diffs
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> ComparabilityKey {
+        ComparabilityKey {
+            model_sha256: Some(
+                "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53".into(),
+            ),
+            engine: Some("llama.cpp server (xllamacpp)".into()),
+            engine_version: Some("b11434".into()),
+            device: Some("CPU / cpu".into()),
+            cpu_model: Some("AMD EPYC 7B13".into()),
+            cpus: Some("2".into()),
+            max_tokens: Some("64".into()),
+            temperature: Some("0".into()),
+            prompts_sha256: Some("ab".into()),
+            stream: Some("stream".into()),
+            extra: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn equal_keys_are_comparable_and_each_differing_field_is_named() {
+        assert!(differences(&key(), &key(), KeyUse::Speed).is_empty());
+        let mut other = key();
+        other.model_sha256 = Some("0".repeat(64));
+        other.cpus = Some("8".into());
+        let d = differences(&key(), &other, KeyUse::Speed);
+        assert_eq!(
+            d.iter().map(|d| d.field.as_str()).collect::<Vec<_>>(),
+            ["model_sha256", "cpus"]
+        );
+        let text = describe(&d);
+        assert!(text.starts_with("not comparable with its baseline: model_sha256 b179c9523d0e… (baseline) vs 000000000000… (this run); cpus 2 (baseline) vs 8 (this run)"), "{text}");
+    }
+
+    #[test]
+    fn answers_ignore_the_host_but_not_the_numerics_settings() {
+        let mut other = key();
+        other.cpus = Some("8".into());
+        other.cpu_model = Some("Intel".into());
+        assert!(differences(&key(), &other, KeyUse::Answers).is_empty());
+        assert_eq!(differences(&key(), &other, KeyUse::Speed).len(), 2);
+        let mut base = key();
+        base.extra.insert("flash_attention".into(), "on".into());
+        let mut run = key();
+        run.extra.insert("flash_attention".into(), "off".into());
+        let d = differences(&base, &run, KeyUse::Answers);
+        assert_eq!(d[0].field, "extra.flash_attention");
+        // The run states a setting the baseline did not key on: not a difference; the reverse is.
+        assert!(differences(&key(), &run, KeyUse::Answers).is_empty());
+        assert_eq!(differences(&base, &key(), KeyUse::Answers).len(), 1);
+    }
+
+    #[test]
+    fn a_field_stated_on_one_side_only_differs() {
+        let mut run = key();
+        run.model_sha256 = None;
+        let d = differences(&key(), &run, KeyUse::Speed);
+        assert_eq!(d.len(), 1);
+        assert!(
+            d[0].to_string().ends_with("(not stated) (this run)"),
+            "{}",
+            d[0]
+        );
+    }
+}
