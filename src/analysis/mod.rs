@@ -1,7 +1,6 @@
 //! Pure analysis of evidence: SSE framing, replies, per-request figures, statistics, content checks and pair
 //! arithmetic. No I/O.
 
-pub mod comparability;
 pub mod content;
 pub mod measure;
 pub mod pair;

@@ -19,6 +19,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::EvidenceError;
+/// Stored baselines: blessed run directories a regression or drift verdict compares with.
+pub mod baseline;
+/// The comparability key of a run: what must be equal between a run and its baseline.
+pub mod comparability;
 /// The digest of a run directory (records name their evidence by it).
 pub mod digest;
 pub(crate) mod figures;

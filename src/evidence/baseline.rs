@@ -1,0 +1,214 @@
+//! Stored baselines: recorded evidence of known-good runs of a gate, kept in the repository so that a
+//! regression or drift verdict can be re-judged anywhere (docs/regression.md).
+//!
+//! Layout of one baseline (one machine kind of one gate), e.g. `baselines/reference-smoke/`:
+//!
+//! ```text
+//! baselines/<gate>[/<kind>]/
+//!   baseline.json          the manifest (schema servegate.baseline/1): gate, kind, blessed_utc, key, windows
+//!   <window>/              one blessed run directory per window (run.json, gate.toml, serve.log, NN.*)
+//! ```
+//!
+//! A baseline keeps several **windows** (runs at different times) so that a comparison can widen its interval
+//! by the between-window spread: requests of one window are not exchangeable with requests of another on a
+//! shared machine. Every window's run directory is a complete run directory (`servegate judge` reads it).
+//! A gate may name several baselines (one per machine kind); the comparable one is used ([`choose`]).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::EvidenceError;
+use crate::evidence::comparability::{differences, ComparabilityKey, KeyDiff, KeyUse};
+
+/// The schema id of `baseline.json`.
+pub const BASELINE_SCHEMA: &str = "servegate.baseline/1";
+/// The manifest's file name inside a baseline directory.
+pub const MANIFEST_FILE: &str = "baseline.json";
+
+/// `baseline.json`: what a baseline is and where its windows are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`BASELINE_SCHEMA`].
+    pub schema: String,
+    /// `gate.name` of the gate it is a baseline of.
+    pub gate: String,
+    /// The machine kind it was blessed on (free text, e.g. `2-core shared CI`); empty when not named.
+    #[serde(default)]
+    pub kind: String,
+    /// UTC time of blessing, RFC 3339.
+    pub blessed_utc: String,
+    /// The comparability key every window shares (the key of the first window; blessing refuses windows
+    /// whose keys differ).
+    pub key: ComparabilityKey,
+    /// The window directories, relative to the baseline directory, oldest first.
+    pub windows: Vec<String>,
+    /// Where each window came from (the run directory blessed, as given), same order as `windows`.
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// Free-form notes (who blessed it and why).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A baseline directory read back: its manifest and the absolute paths of its window run directories.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Baseline {
+    /// The baseline directory.
+    pub dir: PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// Each window's run directory (`dir` joined with the manifest's `windows`), oldest first.
+    pub window_dirs: Vec<PathBuf>,
+}
+
+/// Reads the baseline at `dir` (its `baseline.json`). Errors: no manifest, a manifest that does not parse or
+/// names another schema, a window directory that is missing or escapes `dir`.
+pub fn load(dir: &Path) -> Result<Baseline, EvidenceError> {
+    let path = dir.join(MANIFEST_FILE);
+    let bad = |m: String| EvidenceError::Malformed {
+        path: path.clone(),
+        reason: m,
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| EvidenceError::Io {
+        path: path.clone(),
+        source: e,
+    })?;
+    let manifest: Manifest =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not a baseline manifest: {e}")))?;
+    if manifest.schema != BASELINE_SCHEMA {
+        return Err(bad(format!(
+            "schema {:?}, expected {BASELINE_SCHEMA:?}",
+            manifest.schema
+        )));
+    }
+    if manifest.windows.is_empty() {
+        return Err(bad("the baseline has no window".into()));
+    }
+    let mut window_dirs = Vec::new();
+    for w in &manifest.windows {
+        let rel = Path::new(w);
+        if rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Err(bad(format!(
+                "window {w:?} is not a directory inside the baseline"
+            )));
+        }
+        let d = dir.join(rel);
+        if !d.join(crate::evidence::layout::RUN_FILE).is_file() {
+            return Err(bad(format!(
+                "window {w:?} is not a run directory (no {})",
+                crate::evidence::layout::RUN_FILE
+            )));
+        }
+        window_dirs.push(d);
+    }
+    Ok(Baseline {
+        dir: dir.to_path_buf(),
+        manifest,
+        window_dirs,
+    })
+}
+
+/// Writes `manifest` into `dir` whole (temp file + rename).
+pub fn write_manifest(dir: &Path, manifest: &Manifest) -> Result<(), EvidenceError> {
+    let path = dir.join(MANIFEST_FILE);
+    let mut bytes = serde_json::to_vec_pretty(manifest).map_err(|e| EvidenceError::Malformed {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    bytes.push(b'\n');
+    crate::io::fs::write_atomic(&path, &bytes).map_err(|e| EvidenceError::Io { path, source: e })
+}
+
+/// Which of several baselines a run is compared with: the first whose key has no difference from the run's
+/// key for `usage`. `Err` carries, for each baseline, the differences that made it incomparable (the verdict
+/// names them: the run is **incomparable**, never a pass).
+pub fn choose<'a>(
+    baselines: &'a [Baseline],
+    run: &ComparabilityKey,
+    usage: KeyUse,
+) -> Result<&'a Baseline, Vec<(PathBuf, Vec<KeyDiff>)>> {
+    let mut why = Vec::new();
+    for b in baselines {
+        let d = differences(&b.manifest.key, run, usage);
+        if d.is_empty() {
+            return Ok(b);
+        }
+        why.push((b.dir.clone(), d));
+    }
+    Err(why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(windows: &[&str]) -> Manifest {
+        Manifest {
+            schema: BASELINE_SCHEMA.into(),
+            gate: "g".into(),
+            kind: "test".into(),
+            blessed_utc: "2026-12-01T00:00:00Z".into(),
+            key: ComparabilityKey {
+                cpus: Some("2".into()),
+                ..ComparabilityKey::default()
+            },
+            windows: windows.iter().map(|w| w.to_string()).collect(),
+            sources: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_manifest_round_trips_and_its_windows_must_be_run_dirs_inside_it() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        std::fs::create_dir(dir.join("w1")).unwrap();
+        std::fs::write(dir.join("w1").join(crate::evidence::layout::RUN_FILE), "{}").unwrap();
+        write_manifest(dir, &manifest(&["w1"])).unwrap();
+        let b = load(dir).unwrap();
+        assert_eq!(b.manifest, manifest(&["w1"]));
+        assert_eq!(b.window_dirs, vec![dir.join("w1")]);
+        for bad in [&["w2"][..], &["../w1"], &["/etc"], &[]] {
+            write_manifest(dir, &manifest(bad)).unwrap();
+            let e = load(dir).unwrap_err().to_string();
+            assert!(e.contains("baseline.json"), "{e}");
+        }
+        assert!(load(&dir.join("nowhere")).is_err());
+    }
+
+    #[test]
+    fn the_first_comparable_baseline_is_chosen_else_every_difference_is_named() {
+        let b = |cpus: &str, dir: &str| Baseline {
+            dir: PathBuf::from(dir),
+            manifest: Manifest {
+                key: ComparabilityKey {
+                    cpus: Some(cpus.into()),
+                    ..ComparabilityKey::default()
+                },
+                ..manifest(&["w"])
+            },
+            window_dirs: Vec::new(),
+        };
+        let set = [b("8", "eight"), b("2", "two")];
+        let run = ComparabilityKey {
+            cpus: Some("2".into()),
+            ..ComparabilityKey::default()
+        };
+        assert_eq!(
+            choose(&set, &run, KeyUse::Speed).unwrap().dir,
+            PathBuf::from("two")
+        );
+        let odd = ComparabilityKey {
+            cpus: Some("4".into()),
+            ..ComparabilityKey::default()
+        };
+        let why = choose(&set, &odd, KeyUse::Speed).unwrap_err();
+        assert_eq!(why.len(), 2);
+        assert_eq!(why[0].1[0].field, "cpus");
+    }
+}
