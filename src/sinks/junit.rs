@@ -234,7 +234,7 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
                 }
             }
         }
-        tc.add_property(Property::new("state", a.outcome.state()));
+
         s.add_test_case(tc);
     }
     // quick-junit counts skipped tests as `disabled`; readers also look for `skipped`.
