@@ -496,7 +496,14 @@ fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
         return Verdict::new(AssertionKind::Route, Outcome::Fail, format!("serve.log is larger than the {} MiB servegate reads to judge ({}): a slow-route line could be in the part not read", crate::evidence::SERVE_LOG_JUDGE_CAP >> 20, rest.trim()));
     }
     // Patterns match what a terminal would show: colour codes and other escapes cannot hide a line.
-    let log = &strip_escapes(raw_log);
+    let (log, stripped) = strip_escapes_counted(raw_log);
+    let log = &log;
+    // Said in the verdict, so the evidence of the judgement shows the log was read stripped (case 38).
+    let ansi = if stripped > 0 {
+        format!("; {}: {stripped} escape sequences removed before matching (serve.log keeps the raw bytes)", crate::vocab::NoteKind::LogAnsiStripped)
+    } else {
+        String::new()
+    };
     let find = |re: &regex::Regex| -> Option<(usize, String)> {
         log.lines()
             .enumerate()
@@ -512,18 +519,18 @@ fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
     match (fast, slow) {
         (Some((fl, ft)), None) => {
             let slow_note = route.slow.as_ref().map(|s| format!("; slow /{}/ absent", s.as_str())).unwrap_or_default();
-            Verdict::new(AssertionKind::Route, Outcome::Pass, format!("fast route: serve.log line {fl} matches /{}/: {ft:?}{slow_note}", route.fast.as_str()))
+            Verdict::new(AssertionKind::Route, Outcome::Pass, format!("fast route: serve.log line {fl} matches /{}/: {ft:?}{slow_note}{ansi}", route.fast.as_str()))
         }
         (Some((fl, _)), Some((sre, (sl, st)))) => Verdict::new(
             AssertionKind::Route,
             Outcome::Fail,
-            format!("both routes named, which counts as the slow route: fast /{}/ at serve.log line {fl}, slow /{sre}/ at line {sl}: {st:?}", route.fast.as_str()),
+            format!("both routes named, which counts as the slow route: fast /{}/ at serve.log line {fl}, slow /{sre}/ at line {sl}: {st:?}{ansi}", route.fast.as_str()),
         ),
-        (None, Some((sre, (sl, st)))) => Verdict::new(AssertionKind::Route, Outcome::Fail, format!("slow route: serve.log line {sl} matches /{sre}/: {st:?}; fast /{}/ never appears", route.fast.as_str())),
+        (None, Some((sre, (sl, st)))) => Verdict::new(AssertionKind::Route, Outcome::Fail, format!("slow route: serve.log line {sl} matches /{sre}/: {st:?}; fast /{}/ never appears{ansi}", route.fast.as_str())),
         (None, None) => Verdict::new(
             AssertionKind::Route,
             Outcome::Fail,
-            format!("the serve log never says /{}/ ({lines} lines searched): the evidence of the route has to be there", route.fast.as_str()),
+            format!("the serve log never says /{}/ ({lines} lines searched): the evidence of the route has to be there{ansi}", route.fast.as_str()),
         ),
     }
 }
@@ -532,6 +539,13 @@ fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
 /// strings, two-byte `ESC x`, and their 8-bit C1 forms) and without other control characters except tab and
 /// newline, so `\x1b[33mper-op\x1b[0m forward` reads `per-op forward`. Line breaks are kept (line numbers hold).
 pub fn strip_escapes(text: &str) -> String {
+    strip_escapes_counted(text).0
+}
+
+/// [`strip_escapes`] and how many escape sequences it removed (each `ESC ...` or 8-bit C1 sequence counts
+/// once; other control characters removed are not counted): the `log_ansi_stripped` count (case 38).
+pub fn strip_escapes_counted(text: &str) -> (String, usize) {
+    let mut sequences = 0;
     let mut out = String::with_capacity(text.len());
     let mut it = text.chars().peekable();
     // Skips a string sequence's body up to BEL, ST (`ESC \\`) or the 8-bit ST.
@@ -562,6 +576,9 @@ pub fn strip_escapes(text: &str) -> String {
         }
     }
     while let Some(c) = it.next() {
+        if matches!(c, '\u{1b}' | '\u{9b}' | '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}') {
+            sequences += 1;
+        }
         match c {
             '\u{1b}' => match it.next() {
                 Some('[') => skip_csi(&mut it),
@@ -583,7 +600,7 @@ pub fn strip_escapes(text: &str) -> String {
             c => out.push(c),
         }
     }
-    out
+    (out, sequences)
 }
 
 /// Why a request has no value for a timing assertion: its failure first, then the measurement's note.
@@ -1607,6 +1624,23 @@ mod tests {
             "floor_tok_s = 10.0\n",
             &format!("floor_tok_s = 10.0\nsource = \"both\"\n{extra}"),
         ))
+    }
+
+    /// Case 38: a coloured serve log is matched as a terminal shows it, and the verdict counts what it removed.
+    #[test]
+    fn route_reads_a_coloured_log_stripped_and_says_so() {
+        let g = gate_text(&format!(
+            "{}\n[assert.route]\nfast = 'Using attention backend: (?P<backend>\\w+)$'\nslow = 'falling back to CPU'\n",
+            "[gate]\nname = \"g\"\n[serve]\nurl = \"http://127.0.0.1:1\"\nlog_file = \"/l\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]"
+        ));
+        let mut ev = evidence(Some(1), vec![request(0, &good(), None)]);
+        ev.serve_log = Some("\u{1b}[32mINFO\u{1b}[0m Using attention backend: \u{1b}[1mNPU\u{1b}[0m\n".into());
+        let r = find(&judge(&g, &ev), "route").clone();
+        assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
+        assert!(r.message.ends_with("; log_ansi_stripped: 4 escape sequences removed before matching (serve.log keeps the raw bytes)"), "{}", r.message);
+        ev.serve_log = Some("INFO Using attention backend: NPU\n".into());
+        let r = find(&judge(&g, &ev), "route").clone();
+        assert!(!r.message.contains("log_ansi_stripped"), "{}", r.message);
     }
 
     /// `source = "both"`: client 20.0 tok/s and serve 21.0 tok/s (5 % apart) pass, both figures shown.

@@ -968,24 +968,7 @@ fn describe_stop(stop: &serve::StopReport) -> String {
     s
 }
 
-/// Whether the model the requests ask for (`asked`) is one `/v1/models` lists: an id equal to it, or with
-/// the same last path component (`/m/Qwen3-0.6B` and `Qwen3-0.6B`), case-insensitively. `None` when the
-/// serve lists nothing (it does not say).
-pub fn model_served(asked: &str, listed: &[String]) -> Option<bool> {
-    if listed.is_empty() {
-        return None;
-    }
-    let last = |s: &str| {
-        s.trim_end_matches('/')
-            .rsplit('/')
-            .next()
-            .unwrap_or("")
-            .to_lowercase()
-    };
-    Some(listed.iter().any(|id| {
-        id.eq_ignore_ascii_case(asked) || (!last(id).is_empty() && last(id) == last(asked))
-    }))
-}
+pub use crate::analysis::reply::model_served;
 
 /// For a plain `http://` URL whose host is a name (`http://localhost:8080`): the host and port, so that
 /// readiness tries every address the name resolves to ([`serve::probe_addrs`]) and pins the one that
