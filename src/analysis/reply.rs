@@ -1071,6 +1071,13 @@ impl StreamState {
                 printable(name)
             ));
         }
+        if let Some(line) = stats.first_py_empty_event {
+            self.divergence(format!(
+                "{} blank line{} after an `id:` (or `retry:`) line with no data (first at line {line}): the spec and openai-node dispatch nothing, openai-python (whose last event id persists) dispatches an event with empty data and raises parsing it as JSON",
+                stats.py_empty_events,
+                if stats.py_empty_events == 1 { "" } else { "s" }
+            ));
+        }
         let r = &mut self.reply;
         for m in &stats.near_misses {
             let what = format!(
