@@ -9,6 +9,7 @@
 
 pub(crate) mod outcome;
 pub mod redact;
+pub mod serve_clock;
 
 pub use outcome::RunOutcome;
 
@@ -105,6 +106,9 @@ impl Verdict {
 struct Judged<'a> {
     ev: &'a RequestEvidence,
     fig: Figures,
+    /// With `[assert.rate] server_log`: why this request has no serve-log rate (its `server_decode_tok_s`
+    /// then comes from the log, [`serve_clock`]), or None.
+    serve_log_why: Option<String>,
 }
 
 fn judged_of(evidence: &Evidence) -> Vec<Judged<'_>> {
@@ -115,8 +119,25 @@ fn judged_of(evidence: &Evidence) -> Vec<Judged<'_>> {
         .map(|ev| Judged {
             ev,
             fig: measure::measure(&ev.reply),
+            serve_log_why: None,
         })
         .collect()
+}
+
+/// With `[assert.rate] server_log`: each request's serve decode rate is the one its log line states
+/// ([`serve_clock::log_rates`]), replacing llama.cpp `timings`; a request without one says why.
+fn with_serve_log(gate: &GateSpec, evidence: &Evidence, judged: &mut [Judged]) {
+    let Some(re) = gate.assertions.rate.as_ref().and_then(|r| r.server_log.as_ref()) else {
+        return;
+    };
+    let rates = serve_clock::log_rates(evidence, re);
+    for j in judged {
+        let index = j.ev.record.index;
+        j.fig.server_decode_tok_s = rates.by_index.get(&index).copied();
+        if j.fig.server_decode_tok_s.is_none() {
+            j.serve_log_why = Some(serve_clock::why_none(&rates, index));
+        }
+    }
 }
 
 /// Why one sent request failed on its own terms, or None: [`crate::analysis::reply::Reply::failure`] (a serve
@@ -402,7 +423,8 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
             .map(|n| Verdict::new(*n, Outcome::Fail, &reason))
             .collect();
     }
-    let judged = judged_of(evidence);
+    let mut judged = judged_of(evidence);
+    with_serve_log(gate, evidence, &mut judged);
     let acct = account(evidence);
     let mut out = Vec::new();
     for name in names {
@@ -747,15 +769,18 @@ fn judge_rate_of(
         },
         |j| {
             if source == RateSource::Server && request_failure(j.ev).is_none() {
-                "no llama.cpp timings in the reply".to_string()
+                j.serve_log_why
+                    .clone()
+                    .unwrap_or_else(|| "no llama.cpp timings in the reply".to_string())
             } else {
                 why_missing(j, "rate", true)
             }
         },
     );
-    let label = match source {
-        RateSource::Client | RateSource::Both => "",
-        RateSource::Server => " server-reported (timings.predicted_per_second)",
+    let label = match (source, &rate.server_log) {
+        (RateSource::Client | RateSource::Both, _) => String::new(),
+        (RateSource::Server, None) => " server-reported (timings.predicted_per_second)".to_string(),
+        (RateSource::Server, Some(re)) => format!(" server-reported (serve.log /{}/)", re.as_str()),
     };
     let n = fv.values.len();
     let mut notes = Vec::new();
@@ -808,7 +833,7 @@ fn judge_rate_of(
             metric,
             bound: Bound::for_metric(metric, rate.floor_tok_s),
             what: &what,
-            label,
+            label: &label,
             notes: &notes,
         },
         &fv,
@@ -1624,6 +1649,82 @@ mod tests {
             "floor_tok_s = 10.0\n",
             &format!("floor_tok_s = 10.0\nsource = \"both\"\n{extra}"),
         ))
+    }
+
+    /// `[assert.rate] server_log` with llama-cpp-python's log shape (tests/data/serve-clock): gate text.
+    fn log_gate(source: &str) -> GateSpec {
+        gate_text(&format!(
+            "{}\n[assert.rate]\nfloor_tok_s = 10.0\nsource = \"{source}\"\nserver_log = '{}'\n",
+            "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]\nrepeats = 2\nwarmup = 1",
+            r"llama_perf_context_print: +eval time = .*\(\s*[\d.]+ ms per token, +(?P<tok_s>[\d.]+) tokens per second\)"
+        ))
+    }
+
+    /// One warmup and two judged requests, all answered, with the fixture log (eval 40.00, 21.00, 19.00 tok/s).
+    fn log_evidence(log: &str) -> Evidence {
+        let mut warm = request(0, &good(), None);
+        warm.record.warmup = true;
+        let mut ev = evidence(
+            Some(2),
+            vec![warm, request(1, &good(), None), request(2, &good(), None)],
+        );
+        ev.run.planned_warmup = Some(1);
+        ev.serve_log = Some(log.to_string());
+        ev
+    }
+
+    const LLAMA_CPP_PYTHON_LOG: &str = include_str!("../../tests/data/serve-clock/llama-cpp-python.log");
+
+    /// The k-th `eval time` line is the k-th answered request's (warmup included): the judged requests get
+    /// 21.0 and 19.0, the warmup's 40.0 is not judged; with `source = "both"` the client (20.0) and the serve
+    /// (median 20.0) agree and both hold the floor.
+    #[test]
+    fn rate_from_a_serve_log_line_is_the_serves_figure_per_request() {
+        let ev = log_evidence(LLAMA_CPP_PYTHON_LOG);
+        let r = find(&judge(&log_gate("server"), &ev), "rate").clone();
+        assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
+        assert_eq!(r.values, vec![Some(21.0), Some(19.0)]);
+        assert_eq!(r.median, Some(20.0));
+        assert!(r.message.contains("server-reported (serve.log /llama_perf_context_print"), "{}", r.message);
+        let b = find(&judge(&log_gate("both"), &ev), "rate").clone();
+        assert_eq!(b.outcome, Outcome::Pass, "{}", b.message);
+        assert!(b.message.contains("server median 20.0 tok/s server-reported (serve.log"), "{}", b.message);
+        assert!(b.message.contains("client and server 0% apart"), "{}", b.message);
+    }
+
+    /// A line missing (two `eval time` lines for three answered requests): no line is attributed, and the
+    /// verdict says why; a `tok_s` that is no number gives that request none.
+    #[test]
+    fn rate_from_a_serve_log_line_refuses_to_guess_when_lines_and_requests_differ() {
+        let cut: String = LLAMA_CPP_PYTHON_LOG
+            .lines()
+            .filter(|l| !l.contains("40.00 tokens per second"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let r = find(&judge(&log_gate("server"), &log_evidence(&cut)), "rate").clone();
+        assert_eq!(r.outcome, Outcome::Fail, "{}", r.message);
+        assert_eq!(r.values, vec![None, None]);
+        assert!(r.message.contains("serve.log has 2 lines matching"), "{}", r.message);
+        assert!(r.message.contains("for 3 answered requests: which line is whose cannot be told"), "{}", r.message);
+        // Without the log source the same evidence has no serve figure at all (no llama.cpp timings).
+        let plain = gate_text(&GATE.replace("floor_tok_s = 10.0", "floor_tok_s = 10.0\nsource = \"server\""));
+        let p = find(&judge(&plain, &log_evidence(LLAMA_CPP_PYTHON_LOG)), "rate").clone();
+        assert!(p.message.contains("no llama.cpp timings"), "{}", p.message);
+    }
+
+    /// The key is checked: only with a serve source, and the regex must name `tok_s`.
+    #[test]
+    fn rate_server_log_is_refused_without_a_serve_source_or_a_tok_s_group() {
+        let ctx = crate::spec::Context { gate_dir: "/g".into(), cache: "/c".into(), home: None };
+        let base = "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]\n[assert.rate]\nfloor_tok_s = 10.0\n";
+        let e = crate::spec::parse(std::path::Path::new("g.toml"), &format!("{base}server_log = 'eval (?P<tok_s>[0-9.]+) tok'\n"), &ctx)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("assert.rate.server_log") && e.contains("only with source"), "{e}");
+        let e = crate::spec::parse(std::path::Path::new("g.toml"), &format!("{base}source = \"server\"\nserver_log = 'eval ([0-9.]+) tok'\n"), &ctx)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(?P<tok_s>...)"), "{e}");
     }
 
     /// Case 38: a coloured serve log is matched as a terminal shows it, and the verdict counts what it removed.
