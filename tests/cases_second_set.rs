@@ -146,6 +146,32 @@ fn case_36_b_a_404_for_the_model_is_a_failed_reply_with_the_serves_message() {
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// 27 (first set, not a reply): the models listing of another server on the port. The live run fails it
+// `wrong_server_answering` with `[serve] expect_model` (tests/serve_lifecycle.rs); here the listing is read
+// as `servegate inspect --models` reads it and judged with the same comparison the runner uses.
+
+#[test]
+fn case_27_the_listing_of_another_server_does_not_serve_the_expected_model() {
+    let e = expected("case-27-port-in-use-wrong-server");
+    let want = &e["expected"]["main"];
+    let name = "case-27-port-in-use-wrong-server.models.json";
+    let seen = servegate::inspect::served_models_of(name, text(name).as_bytes()).unwrap();
+    assert_eq!(Value::from(seen.clone()), want["seen_models"]);
+    let expect = want["expected_model"].as_str().unwrap();
+    assert_eq!(
+        servegate::analysis::reply::model_served(expect, &seen),
+        Some(false)
+    );
+    assert_eq!(want["fail_reason"], "wrong_server_answering");
+    assert_eq!(
+        servegate::vocab::FailureCode::of_recorded(
+            "wrong_server_answering: /v1/models lists [\"server-A\"]"
+        ),
+        Some(servegate::vocab::FailureCode::WrongServerAnswering)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // 38: ANSI colour in the serve log
 
 const C38: &str = "case-38-ansi-colour-in-serve-log";

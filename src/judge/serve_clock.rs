@@ -34,7 +34,9 @@ pub fn log_rates(evidence: &Evidence, re: &Regex) -> LogRates {
         return out;
     };
     if raw.contains(crate::evidence::SERVE_LOG_CUT_MARK) {
-        out.problem = Some("serve.log is larger than servegate reads: its rate lines cannot all be read".into());
+        out.problem = Some(
+            "serve.log is larger than servegate reads: its rate lines cannot all be read".into(),
+        );
         return out;
     }
     let log = super::strip_escapes(raw);
