@@ -139,7 +139,10 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
         if let Some(f) = &p.serve_failure {
             props.push(("serve_failure", f.clone()));
         }
-        props.push(("host", p.host.hostname.clone()));
+        // The host name only when the evidence has it (`[record] publish_host`; docs/evidence.md "Privacy").
+        if !p.host.hostname.is_empty() {
+            props.push(("host", p.host.hostname.clone()));
+        }
         props.push(("host_os", p.host.os.clone()));
         props.push(("host_cpus", p.host.cpus.to_string()));
         if let Some(l) = fmt_load(&p.load_avg_start) {
