@@ -40,6 +40,8 @@ pub enum Input {
     Http,
     /// A JSON body.
     Json,
+    /// A serve log (`*.log`), read as the route judge reads it ([`inspect_log`]).
+    Log,
 }
 
 /// Inter-token latency in brief: gaps between consecutive token chunks, ms (see [`Figures::itl_ms`]).
@@ -67,7 +69,7 @@ pub struct Summary {
     /// degenerate). Timing bounds are a gate's, not a reply's, and are not judged here.
     pub ok: bool,
     /// When not ok, the failure's name: the serve error's kind (`context_exceeded`, `validation_error`,
-    /// `error_mid_stream`, `error_in_stream`, `http_error`, ...), `truncated_stream`/`truncated_body`,
+    /// `error_mid_stream`, `error_in_stream`, `http_status`, ...), `truncated_stream`/`truncated_body`,
     /// `unparseable_body`, `malformed_event` (an event an SSE client would raise on: broken JSON, empty data,
     /// ...), `misnamed_field` (a ` data:`/`DATA:`/BOM line a client ignores), `invalid_utf8`,
     /// `content_empty_all_tokens_in_reasoning`, `content_empty`,
@@ -176,6 +178,16 @@ pub struct Summary {
     pub notes: Vec<String>,
     /// `model` as the serve named it.
     pub model: Option<String>,
+    /// The model the request asked for (`inspect --model`), when given: identity is then judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_model: Option<String>,
+    /// The ids the serve's `/v1/models` lists (`inspect --models`), when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served_models: Option<Vec<String>>,
+    /// The reply's `model` field when identity is judged (the case files' name for it): it only echoes the
+    /// request, so it is shown and never taken as the served model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_model: Option<String>,
     /// `system_fingerprint` (llama.cpp's build).
     pub system_fingerprint: Option<String>,
 }
@@ -271,6 +283,170 @@ pub fn summarize(reply: &Reply, figures: &Figures) -> Summary {
         notes,
         model: reply.model.clone(),
         system_fingerprint: reply.system_fingerprint.clone(),
+        requested_model: None,
+        served_models: None,
+        response_model: None,
+    }
+}
+
+/// What `servegate inspect` may know besides the response: the model the request asked for and the ids the
+/// serve's `/v1/models` listed (as `servegate run` records them in `run.json` `serve.models`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Identity {
+    /// The request's `model` (`--model`).
+    pub requested_model: Option<String>,
+    /// The serve's `/v1/models` ids (`--models FILE`).
+    pub served_models: Option<Vec<String>>,
+}
+
+/// Judges the reply's identity into `s` when both the requested model and the served list are known
+/// ([`crate::analysis::reply::identity_problem`], case 36): a model the serve does not list fails the reply
+/// `model_not_served` (its figures are no figures: TTFT and decode rate null, no record), and a reply whose
+/// `model` is the asked name is flagged `response_model_echoes_request`. An earlier failure keeps its reason.
+pub fn apply_identity(s: &mut Summary, id: &Identity) {
+    s.requested_model = id.requested_model.clone();
+    s.served_models = id.served_models.clone();
+    let (Some(asked), Some(listed)) = (&id.requested_model, &id.served_models) else {
+        return;
+    };
+    s.response_model = s.model.clone();
+    let Some((code, detail, echoes)) =
+        crate::analysis::reply::identity_problem(asked, listed, s.model.as_deref())
+    else {
+        return;
+    };
+    if echoes {
+        let n = crate::vocab::NoteKind::ResponseModelEchoesRequest.name().to_string();
+        s.flags.push(n.clone());
+        s.notes.push(n);
+        s.notes.sort();
+        s.notes.dedup();
+    }
+    if s.ok {
+        s.ok = false;
+        s.fail_reason = Some(code.name().to_string());
+        s.fail_detail = Some(format!("{code}: {detail}"));
+    }
+    s.ttft_ms = None;
+    s.decode_tok_s = None;
+    s.publish_record = false;
+}
+
+/// The model ids of a `/v1/models` answer: a JSON body (`data[].id`, OpenAI's list) or a `*.polls.jsonl`
+/// (its `GET /v1/models` poll with status 200, the case files' format). Errors say what is missing.
+pub fn served_models_of(name: &str, bytes: &[u8]) -> Result<Vec<String>, String> {
+    let text = String::from_utf8_lossy(bytes);
+    let ids = |body: &str| -> Result<Vec<String>, String> {
+        let v: Value = serde_json::from_str(body).map_err(|e| format!("not a /v1/models body: {e}"))?;
+        let data = v["data"]
+            .as_array()
+            .ok_or("a /v1/models body without a `data` list")?;
+        Ok(data
+            .iter()
+            .filter_map(|m| m["id"].as_str().map(String::from))
+            .collect())
+    };
+    if !name.ends_with(".jsonl") {
+        return ids(&text);
+    }
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let v: Value =
+            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+        let path = v["path"].as_str().unwrap_or("");
+        if matches!(path, "/v1/models" | "/models") && v["status"].as_u64() == Some(200) {
+            return ids(v["body"].as_str().unwrap_or(""))
+                .map_err(|e| format!("line {}: {e}", i + 1));
+        }
+    }
+    Err("no GET /v1/models poll with status 200".into())
+}
+
+/// The route judge's reading of one serve log, in the case files' vocabulary (case 38).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogSummary {
+    /// False when the required route line is missing or a forbidden line is present.
+    pub ok: bool,
+    /// `forbidden_log_match` (a forbidden line is present) or `route_not_matched` (the required line is not).
+    pub fail_reason: Option<String>,
+    /// The required pattern matched a line.
+    pub route_matched: bool,
+    /// Its 1-based line.
+    pub route_line: Option<usize>,
+    /// The forbidden pattern matched a line.
+    pub forbid_matched: bool,
+    /// Its 1-based line.
+    pub forbid_line: Option<usize>,
+    /// The named groups of both matches.
+    pub captures: std::collections::BTreeMap<String, String>,
+    /// Escape sequences removed before matching ([`crate::judge::strip_escapes_counted`]).
+    pub ansi_sequences_stripped: usize,
+    /// `log_ansi_stripped` when any were removed.
+    pub flags: Vec<String>,
+    /// None so far (the key is there for the case files' shape).
+    pub warnings: Vec<String>,
+    /// Lines read.
+    pub lines: usize,
+}
+
+/// What `servegate inspect FILE.log` prints.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogInspection {
+    /// The file as given.
+    pub file: String,
+    /// Always [`Input::Log`].
+    pub input: Input,
+    /// The reading.
+    pub summary: LogSummary,
+}
+
+/// Reads a serve log as `[assert.route]` does: escapes stripped first (line numbers hold; the raw bytes are
+/// not changed), then the first line each of `require` (the fast route) and `forbid` (the slow route) matches.
+pub fn inspect_log(
+    file: &str,
+    bytes: &[u8],
+    require: Option<&regex::Regex>,
+    forbid: Option<&regex::Regex>,
+) -> LogInspection {
+    let (log, stripped) = crate::judge::strip_escapes_counted(&String::from_utf8_lossy(bytes));
+    let mut s = LogSummary {
+        ansi_sequences_stripped: stripped,
+        lines: log.lines().count(),
+        ..LogSummary::default()
+    };
+    if stripped > 0 {
+        s.flags
+            .push(crate::vocab::NoteKind::LogAnsiStripped.name().to_string());
+    }
+    let mut first = |re: &regex::Regex| -> Option<usize> {
+        let (i, c) = log
+            .lines()
+            .enumerate()
+            .find_map(|(i, l)| re.captures(l).map(|c| (i, c)))?;
+        for n in re.capture_names().flatten() {
+            if let Some(m) = c.name(n) {
+                s.captures.insert(n.to_string(), m.as_str().to_string());
+            }
+        }
+        Some(i + 1)
+    };
+    let route = require.and_then(&mut first);
+    let forbidden = forbid.and_then(&mut first);
+    s.route_matched = route.is_some();
+    s.route_line = route;
+    s.forbid_matched = forbidden.is_some();
+    s.forbid_line = forbidden;
+    s.fail_reason = if forbidden.is_some() {
+        Some("forbidden_log_match".into())
+    } else if require.is_some() && route.is_none() {
+        Some("route_not_matched".into())
+    } else {
+        None
+    };
+    s.ok = s.fail_reason.is_none();
+    LogInspection {
+        file: file.to_string(),
+        input: Input::Log,
+        summary: s,
     }
 }
 
@@ -462,7 +638,7 @@ mod tests {
         assert_eq!(r.http_status, Some(503));
         let s = summarize(&r, &measure(&r));
         assert!(!s.ok);
-        assert_eq!(s.fail_reason.as_deref(), Some("http_error"));
+        assert_eq!(s.fail_reason.as_deref(), Some("http_status"));
         assert_eq!(s.error_type.as_deref(), Some("unavailable_error"));
     }
 

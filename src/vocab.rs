@@ -152,8 +152,10 @@ closed_enum! {
         ErrorMidStream = "error_mid_stream",
         /// An error body with a 2xx status.
         ServerError = "server_error",
-        /// HTTP status ≥ 400.
-        HttpError = "http_error",
+        /// HTTP status ≥ 400 (the status is in `http_status`). Was `http_error` before issue 15 (case 36
+        /// names it `http_status`); evidence and results with the old name still read as this code.
+        #[serde(alias = "http_error")]
+        HttpStatus = "http_status",
         /// An error event inside a stream before any token.
         ErrorInStream = "error_in_stream",
         /// The connection failed or timed out (the client's error).
@@ -187,6 +189,9 @@ closed_enum! {
         SpawnFailed = "spawn_failed",
         /// Another server answered on the serve's port.
         WrongServerAnswering = "wrong_server_answering",
+        /// The model the request asks for is not one the serve's `/v1/models` lists (a reply's `model` field
+        /// only echoes the request, so it proves nothing): no figure from such a reply is published.
+        ModelNotServed = "model_not_served",
         /// A pair's model file changed while the arms ran.
         ModelChangedDuringRun = "model_changed_during_run",
         /// The gate's `setup` step failed.
@@ -208,7 +213,15 @@ impl FailureCode {
     /// one reader of that wire form; code decides on the value it returns, never on the text.
     pub fn of_recorded(text: &str) -> Option<FailureCode> {
         let end = text.find([':', ' ', '(']).unwrap_or(text.len());
-        FailureCode::from_name(&text[..end])
+        FailureCode::from_recorded_name(&text[..end])
+    }
+
+    /// [`Self::from_name`], also reading the names older evidence used (`http_error`, now `http_status`).
+    pub fn from_recorded_name(name: &str) -> Option<FailureCode> {
+        match name {
+            "http_error" => Some(FailureCode::HttpStatus),
+            _ => FailureCode::from_name(name),
+        }
     }
 
     /// True for the failures of one reply (`Reply::failure`, `judge::request_failure`).
@@ -218,7 +231,7 @@ impl FailureCode {
             | FailureCode::ValidationError
             | FailureCode::ErrorMidStream
             | FailureCode::ServerError
-            | FailureCode::HttpError
+            | FailureCode::HttpStatus
             | FailureCode::ErrorInStream
             | FailureCode::Transport
             | FailureCode::TruncatedStream
@@ -235,6 +248,7 @@ impl FailureCode {
             | FailureCode::PortInUse
             | FailureCode::SpawnFailed
             | FailureCode::WrongServerAnswering
+            | FailureCode::ModelNotServed
             | FailureCode::ModelChangedDuringRun
             | FailureCode::SetupFailed
             | FailureCode::ReadyTimeout
@@ -384,6 +398,12 @@ closed_enum! {
         /// The stream reads differently in the WHATWG spec (browsers) and the OpenAI SDKs (openai-python,
         /// openai-node); the reply is judged as the SDKs deliver it and the detail says where they differ.
         SseClientDivergence = "sse_client_divergence",
+        /// The reply's `model` field is the model the request asked for, which the serve's `/v1/models` does
+        /// not list: the field only echoes the request and is no proof of identity (case 36).
+        ResponseModelEchoesRequest = "response_model_echoes_request",
+        /// Terminal escape sequences (ANSI colour) were removed from the serve log before the route regexes
+        /// read it (detail: how many); the raw bytes stay in `serve.log` (case 38).
+        LogAnsiStripped = "log_ansi_stripped",
         /// A reply failure repeated as a warning (`truncated_stream: ...`): its detail is the failure text
         /// after the name, and [`Note::failure`] its code.
         Failed = "failed",
@@ -474,7 +494,7 @@ impl Note {
                 detail,
             });
         }
-        FailureCode::from_name(name).map(|c| Note {
+        FailureCode::from_recorded_name(name).map(|c| Note {
             kind: NoteKind::Failed,
             failure: Some(c),
             detail,

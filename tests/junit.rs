@@ -409,9 +409,10 @@ fn junit_and_json_match_the_harness_report_for_a_pass_a_failure_and_an_ignored_g
                 "{}",
                 tc.name.as_str()
             );
+            // Package `servegate`, the gate (its dots as `_`) the class (case 41).
             assert_eq!(
                 tc.classname.as_deref(),
-                Some(s.name.as_str().replace('.', "_").as_str())
+                Some(format!("servegate.{}", s.name.as_str().replace('.', "_")).as_str())
             );
             assert!(tc.time.is_some(), "every testcase has a duration");
         }
@@ -429,7 +430,7 @@ fn junit_and_json_match_the_harness_report_for_a_pass_a_failure_and_an_ignored_g
         "serve_command",
         "model",
         "serve_version",
-        "host",
+        "host_os",
         "load_avg_start",
         "load_avg_end",
         "evidence_dir",

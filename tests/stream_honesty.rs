@@ -318,6 +318,13 @@ fn servegate_run_fails_content_and_known_answer_on_a_malformed_and_a_cut_reply()
 const WPT: &str = "web-platform-tests/wpt eventsource/";
 const PY: &str = "openai-python src/openai/_streaming.py @ e43b422";
 const NODE: &str = "openai-node src/core/streaming.ts @ 7b7d6ca";
+/// The decoders read again for the `id:` rule (issue 15 kind 11 leftover): `SSEDecoder.decode` dispatches on a
+/// blank line `if not (not self._event and not self._data and not self._last_event_id and self._retry is
+/// None)` and never resets `_last_event_id` ("as per the SSE spec"); node's `SSEDecoder.decode` keeps no id
+/// and dispatches only `if (this.event || this.data.length)`.
+const PY_ID: &str = "openai-python src/openai/_streaming.py @ 0044c4d SSEDecoder.decode";
+const NODE_ID: &str = "openai-node src/core/streaming.ts @ 009322d SSEDecoder.decode";
+const WHATWG: &str = "WHATWG HTML 9.2.6 Interpreting an event stream";
 
 fn content_chunk(text: &str) -> String {
     format!(
@@ -481,6 +488,88 @@ fn conformance_shapes() -> Vec<(&'static str, String, Vec<u8>, Value)> {
             format!("data:{a}\n\nerror: {{\"code\":500,\"message\":\"kv cache full\"}}\n\n{end}\n").into_bytes(),
             serde_json::json!({"ok": false, "fail_reason": "error_mid_stream", "content": "Hello",
                 "notes": ["nonstandard_sse_error_field"], "fail_detail_contains": ["kv cache full"]}),
+        ),
+        (
+            // openai-python's quirk: once an `id:` line set its last event id, which it never resets, every
+            // blank line dispatches, so an extra blank line after an event gives an event with data "" that it
+            // raises parsing; the spec and node dispatch nothing (no data). Judged as the spec and node read it
+            // (the answer is whole), with a compatibility warning naming the line.
+            "py-extra-blank-line-after-an-id",
+            format!("{PY_ID}; {NODE_ID}; {WHATWG}"),
+            format!("id: 1\ndata:{a}\n\n\ndata:{b}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": true, "content": "Hello there", "done_seen": true,
+                "notes": ["sse_client_divergence"],
+                "warning_contains": ["first at line 4", "openai-python (whose last event id persists)"]}),
+        ),
+        (
+            // An event of an `id:` line alone: python dispatches it with data "" and raises; spec and node don't.
+            "py-id-only-event",
+            format!("{PY_ID}; {NODE_ID}; {WHATWG}"),
+            format!("id: 7\n\ndata:{a}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": true, "content": "Hello", "notes": ["sse_client_divergence"],
+                "warning_contains": ["1 blank line after an `id:`", "first at line 2"]}),
+        ),
+        (
+            // `retry:` with an integer is kept by python until its next dispatch: a blank line after it alone is
+            // an empty event to python (`self._retry is None` is false).
+            "py-retry-only-event",
+            format!("{PY_ID}; {NODE_ID}; {WHATWG}"),
+            format!("retry: 3000\n\ndata:{a}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": true, "content": "Hello", "notes": ["sse_client_divergence"],
+                "warning_contains": ["first at line 2"]}),
+        ),
+        (
+            // `id:` with an empty value sets python's last event id to "" (falsy): extra blank lines after it
+            // are nothing to any reader. And without any id, extra blank lines are nothing either.
+            "py-empty-id-resets",
+            format!("{PY_ID}; {WHATWG}"),
+            format!("id: 1\ndata:{a}\n\nid:\ndata:{b}\n\n\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": true, "content": "Hello there", "notes": []}),
+        ),
+        (
+            "extra-blank-lines-without-id",
+            format!("{PY_ID}; {NODE_ID}; {WHATWG}"),
+            format!("\n\ndata:{a}\n\n\n\ndata:{b}\n\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": true, "content": "Hello there", "notes": []}),
+        ),
+        (
+            // `[DONE]` ends the stream for both SDKs (python breaks, node skips the rest): what follows is not
+            // read, and said.
+            "sdk-done-ends-the-stream",
+            format!("{PY}; {NODE}"),
+            format!("data:{a}\n\n{end}data:{b}\n\n").into_bytes(),
+            serde_json::json!({"ok": true, "content": "Hello", "done_seen": true,
+                "notes": ["data_after_done"]}),
+        ),
+        (
+            // Field names are compared literally: `DATA:` is no field to the spec or either SDK (python
+            // `fieldname == "data"`, node `fieldname === 'data'`): the chunk it carried is lost to users.
+            "field-names-are-case-sensitive",
+            format!("{WHATWG}; {PY}; {NODE}"),
+            format!("data:{a}\n\nDATA:{b}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": false, "fail_reason": "misnamed_field", "content": "Hello",
+                "fail_detail_contains": ["letter case"]}),
+        ),
+        (
+            // An unknown field is ignored by all three readers: warned, nothing lost.
+            "unknown-field-ignored",
+            format!("{WHATWG}; {PY}; {NODE}"),
+            format!("foo: bar\ndata:{a}\n\n{end}\n").into_bytes(),
+            serde_json::json!({"ok": true, "content": "Hello", "notes": ["unknown_sse_fields"]}),
+        ),
+        (
+            // wpt format-utf-8.js: the stream is decoded as UTF-8; an invalid byte becomes U+FFFD (the spec;
+            // python's `decode("utf-8")` raises on it): the reply fails, naming it.
+            "invalid-utf8-fails",
+            format!("{WPT}format-utf-8.js; {PY}"),
+            [
+                format!("data:{a}\n\ndata:{{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\" b").into_bytes(),
+                vec![0xff],
+                format!("\"}}}}]}}\n\n{end}\n").into_bytes(),
+            ]
+            .concat(),
+            serde_json::json!({"ok": false, "fail_reason": "invalid_utf8",
+                "fail_detail_contains": ["line 3"]}),
         ),
         (
             // Two JSON objects in one event (two `data:` lines join with "\n"): no client reads two chunks

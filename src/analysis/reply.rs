@@ -66,7 +66,7 @@ pub struct TokenChunk {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServeError {
     /// Classification: `context_exceeded`, `validation_error`, `error_mid_stream`, `server_error`,
-    /// `http_error`, `transport` (connection failed or timed out), `error_in_stream`.
+    /// `http_status`, `transport` (connection failed or timed out), `error_in_stream`.
     ///
     /// Set by this module as follows (first match wins):
     /// 1. in a stream, after at least one token chunk → `error_mid_stream` (partial content is kept);
@@ -74,7 +74,7 @@ pub struct ServeError {
     ///    → `context_exceeded` (so llama.cpp's 400 `exceed_context_size_error` and 500 "Context size has been
     ///    exceeded." give the same verdict);
     /// 3. `type`/`error_type` mentions `validation`, `invalid_request` or `badrequest` → `validation_error`;
-    /// 4. otherwise: in a stream → `error_in_stream`; a body with HTTP status ≥ 400 → `http_error`;
+    /// 4. otherwise: in a stream → `error_in_stream`; a body with HTTP status ≥ 400 → `http_status`;
     ///    an error body with a 2xx status → `server_error`.
     pub kind: FailureCode,
     /// The serve's own message, verbatim.
@@ -90,7 +90,7 @@ impl ServeError {
     /// An HTTP error status (≥ 400) whose body named no error of its own: `message` says what came instead.
     fn http_error(message: String, http_status: Option<u16>) -> ServeError {
         ServeError {
-            kind: FailureCode::HttpError,
+            kind: FailureCode::HttpStatus,
             message,
             http_status,
             error_type: None,
@@ -506,7 +506,7 @@ fn move_reasoning_markup(r: &mut Reply) {
 /// Reads choice 0's `message` (`content`, `reasoning_content`/`reasoning`, `tool_calls`; `text` for a
 /// completions body), `finish_reason`, `usage`, `timings`, `model`, `system_fingerprint`. An `error` member
 /// (object or string + `error_type`) or `"object": "error"` is classified as in [`ServeError::kind`]; an HTTP
-/// status ≥ 400 without a readable error is `http_error` with the start of the body as message. A body cut
+/// status ≥ 400 without a readable error is `http_status` with the start of the body as message. A body cut
 /// inside its JSON sets `truncated` and `incomplete_tail`. No token chunks and no TTFT: a body has no
 /// per-token timing. Warnings `usage_missing`, `finish_reason_missing`; flag `truncated_by_max_tokens`.
 pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
@@ -1071,6 +1071,13 @@ impl StreamState {
                 printable(name)
             ));
         }
+        if let Some(line) = stats.first_py_empty_event {
+            self.divergence(format!(
+                "{} blank line{} after an `id:` (or `retry:`) line with no data (first at line {line}): the spec and openai-node dispatch nothing, openai-python (whose last event id persists) dispatches an event with empty data and raises parsing it as JSON",
+                stats.py_empty_events,
+                if stats.py_empty_events == 1 { "" } else { "s" }
+            ));
+        }
         let r = &mut self.reply;
         for m in &stats.near_misses {
             let what = format!(
@@ -1258,7 +1265,7 @@ fn classify(
     if streamed {
         FailureCode::ErrorInStream
     } else if http_status.is_some_and(|s| s >= 400) {
-        FailureCode::HttpError
+        FailureCode::HttpStatus
     } else {
         FailureCode::ServerError
     }
@@ -1455,6 +1462,47 @@ pub fn reply_of(rec: &crate::evidence::RequestRecord, reads: &[TimedRead]) -> Re
         }
     }
     reply
+}
+
+/// Whether the model the requests ask for (`asked`) is one `/v1/models` lists: an id equal to it, or with
+/// the same last path component (`/m/Qwen3-0.6B` and `Qwen3-0.6B`), case-insensitively. `None` when the
+/// serve lists nothing (it does not say).
+pub fn model_served(asked: &str, listed: &[String]) -> Option<bool> {
+    if listed.is_empty() {
+        return None;
+    }
+    let last = |s: &str| {
+        s.trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_lowercase()
+    };
+    Some(listed.iter().any(|id| {
+        id.eq_ignore_ascii_case(asked) || (!last(id).is_empty() && last(id) == last(asked))
+    }))
+}
+
+/// The identity of a reply judged against what the serve says it serves (issue 15 kind 6, case 36): a reply's
+/// `model` field only echoes the request, so identity comes from `/v1/models`. `Some((code, detail, echoes))`
+/// when `asked` is not listed ([`model_served`] is false): code [`FailureCode::ModelNotServed`], and `echoes`
+/// true when the reply's `model` is the asked name (then the reply flags
+/// [`crate::vocab::NoteKind::ResponseModelEchoesRequest`]). `None` when the model is listed or the serve
+/// listed nothing.
+pub fn identity_problem(
+    asked: &str,
+    listed: &[String],
+    reply_model: Option<&str>,
+) -> Option<(FailureCode, String, bool)> {
+    if model_served(asked, listed) != Some(false) {
+        return None;
+    }
+    let echoes = reply_model.is_some_and(|m| m == asked);
+    let mut detail = format!("the request asks for {asked:?}; /v1/models lists {listed:?}");
+    if echoes {
+        detail.push_str(" (the reply's `model` only echoes the request)");
+    }
+    Some((FailureCode::ModelNotServed, detail, echoes))
 }
 
 #[cfg(test)]
@@ -1805,10 +1853,10 @@ mod tests {
     }
 
     #[test]
-    fn non_json_error_body_is_http_error_with_text() {
+    fn non_json_error_body_is_http_status_with_text() {
         let r = parse_body(b"Internal Server Error", Some(500), 1.0);
         let e = r.error.as_ref().unwrap();
-        assert_eq!(e.kind, "http_error");
+        assert_eq!(e.kind, "http_status");
         assert_eq!(e.message, "Internal Server Error");
     }
 
@@ -1833,7 +1881,7 @@ mod tests {
             Some(503),
         );
         assert!(r.has_note(NoteKind::NotAnSseStream));
-        assert_eq!(r.error.as_ref().unwrap().kind, "http_error");
+        assert_eq!(r.error.as_ref().unwrap().kind, "http_status");
         assert_eq!(r.error.as_ref().unwrap().message, "Loading model");
     }
 

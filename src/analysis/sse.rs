@@ -145,6 +145,14 @@ pub struct FramerStats {
     pub named_no_data: usize,
     /// Line number and name of the first such event.
     pub first_named_no_data: Option<(usize, String)>,
+    /// Blank lines at which openai-python (`SSEDecoder.decode`, `src/openai/_streaming.py`) dispatches an
+    /// event with no data and no name, where the spec and openai-node dispatch nothing: its last event id
+    /// persists once an `id:` line set it (or a `retry:` line with an integer is pending), so a blank line after
+    /// an `id:` line with no `data:` (or an extra blank line anywhere after one) gives an event `""`, which it
+    /// then raises parsing as JSON.
+    pub py_empty_events: usize,
+    /// Line number of the first such blank line.
+    pub first_py_empty_event: Option<usize>,
 }
 
 /// Incremental SSE framer. Feed reads with [`Framer::push`], then call [`Framer::finish`] once at EOF.
@@ -170,6 +178,10 @@ pub struct Framer {
     stats: FramerStats,
     /// Raw `error:` lines not yet taken by the caller.
     error_fields: Vec<ErrorField>,
+    /// openai-python's decoder state: its last event id is set and not empty (it never resets it).
+    py_last_id: bool,
+    /// openai-python's decoder state: a `retry:` with an integer value since its last dispatch.
+    py_retry: bool,
 }
 
 impl Framer {
@@ -333,6 +345,16 @@ impl Framer {
         self.stats.lines += 1;
         let text = self.decode(raw);
         if text.is_empty() {
+            // What openai-python does with this blank line: it dispatches when it has a name, data, a last
+            // event id or a retry (`SSEDecoder.decode`); an event with neither data nor a name is its own.
+            let py_name = self.event.as_deref().is_some_and(|e| !e.is_empty());
+            if py_name || self.has_data || self.py_last_id || self.py_retry {
+                if !py_name && !self.has_data {
+                    self.stats.py_empty_events += 1;
+                    self.stats.first_py_empty_event.get_or_insert(self.stats.lines);
+                }
+                self.py_retry = false;
+            }
             let mut out = None;
             if self.has_data {
                 let mut data = std::mem::take(&mut self.data);
@@ -378,9 +400,22 @@ impl Framer {
             "id" => {
                 if !value.contains('\0') {
                     self.id = Some(value.to_string());
+                    self.py_last_id = !value.is_empty();
                 }
             }
-            "retry" => {}
+            "retry" => {
+                // Python's `int(value)`: optional sign, digits with single underscores, surrounding spaces.
+                let v = value.trim();
+                let digits = v.strip_prefix(['+', '-']).unwrap_or(v);
+                if !digits.is_empty()
+                    && digits.chars().all(|c| c.is_ascii_digit() || c == '_')
+                    && !digits.starts_with('_')
+                    && !digits.ends_with('_')
+                    && !digits.contains("__")
+                {
+                    self.py_retry = true;
+                }
+            }
             "error" => {
                 let line_no = self.stats.lines;
                 self.error_field(value, line_no, t_ms);

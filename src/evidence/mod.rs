@@ -27,6 +27,7 @@ pub mod comparability;
 pub mod digest;
 pub(crate) mod figures;
 pub mod layout;
+pub mod public;
 
 use crate::io::reads::{self, TimedRead};
 pub use figures::{Figures, TokenSource};
@@ -251,9 +252,12 @@ pub struct RunSummary {
 }
 
 /// Writes a run directory. Each file is written whole (temp + rename), so a file is either absent or complete.
+/// Paths and the host name are written as [`public::Public`] says (this process's checkout and home; the host
+/// name hidden unless [`EvidenceWriter::publish_host`]).
 #[derive(Debug)]
 pub struct EvidenceWriter {
     dir: PathBuf,
+    public: public::Public,
 }
 
 impl EvidenceWriter {
@@ -269,7 +273,12 @@ impl EvidenceWriter {
             };
             let dir = parent.join(name);
             match std::fs::create_dir(&dir) {
-                Ok(()) => return Ok(EvidenceWriter { dir }),
+                Ok(()) => {
+                    return Ok(EvidenceWriter {
+                        dir,
+                        public: public::Public::from_env(false),
+                    })
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(EvidenceError::io(&dir, e)),
             }
@@ -285,16 +294,43 @@ impl EvidenceWriter {
         std::fs::create_dir(dir).map_err(|e| EvidenceError::io(dir, e))?;
         Ok(EvidenceWriter {
             dir: dir.to_path_buf(),
+            public: public::Public::from_env(false),
         })
+    }
+
+    /// The gate opted in to its host name (`[record] publish_host = true`): `run.json` and `pair.json` keep
+    /// `host.hostname` and no text hides it.
+    pub fn publish_host(mut self, publish: bool) -> EvidenceWriter {
+        if publish {
+            self.public.hostname = None;
+        }
+        self
+    }
+
+    /// Rewrites `serve.log` and `setup.log` (when present) by the privacy rule ([`public::rewrite_file`]):
+    /// called when the serve has stopped, before anything is judged.
+    pub fn publish_logs(&self) -> Result<(), EvidenceError> {
+        for name in [layout::SERVE_LOG, layout::SETUP_LOG] {
+            let p = self.path(name);
+            public::rewrite_file(&p, &self.public).map_err(|e| EvidenceError::io(&p, e))?;
+        }
+        Ok(())
     }
 
     /// Writes `pair.json`.
     pub fn write_pair_summary(&self, pair: &PairSummary) -> Result<(), EvidenceError> {
-        let json = serde_json::to_vec_pretty(pair).map_err(|e| EvidenceError::Malformed {
+        let mut pair = pair.clone();
+        if self.public.hostname.is_some() {
+            pair.host.hostname = String::new();
+        }
+        let json = serde_json::to_string_pretty(&pair).map_err(|e| EvidenceError::Malformed {
             path: self.path(crate::evidence::layout::PAIR_FILE),
             reason: e.to_string(),
         })?;
-        self.write(crate::evidence::layout::PAIR_FILE, &json)
+        self.write(
+            crate::evidence::layout::PAIR_FILE,
+            self.public.text(&json).as_bytes(),
+        )
     }
 
     /// The run directory.
@@ -313,12 +349,21 @@ impl EvidenceWriter {
     }
 
     /// Writes `run.json`.
+    /// Written by the privacy rule ([`public`]): no absolute home or checkout path, `host.hostname` empty
+    /// unless the gate publishes it.
     pub fn write_summary(&self, run: &RunSummary) -> Result<(), EvidenceError> {
-        let json = serde_json::to_vec_pretty(run).map_err(|e| EvidenceError::Malformed {
+        let mut run = run.clone();
+        if self.public.hostname.is_some() {
+            run.host.hostname = String::new();
+        }
+        let json = serde_json::to_string_pretty(&run).map_err(|e| EvidenceError::Malformed {
             path: self.path(crate::evidence::layout::RUN_FILE),
             reason: e.to_string(),
         })?;
-        self.write(crate::evidence::layout::RUN_FILE, &json)
+        self.write(
+            crate::evidence::layout::RUN_FILE,
+            self.public.text(&json).as_bytes(),
+        )
     }
 
     /// Appends `rec` as one JSON line to `requests.jsonl` (open with `O_APPEND`, write, fdatasync): the
@@ -906,7 +951,7 @@ mod tests {
             planned: None,
             planned_warmup: None,
         };
-        let w = EvidenceWriter { dir: dir.clone() };
+        let w = EvidenceWriter { dir: dir.clone(), public: public::Public::default() };
         w.write_summary(&summary).unwrap();
         let mut rec = record(0);
         rec.http_status = None; // no reads file needed

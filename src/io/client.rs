@@ -463,6 +463,58 @@ mod tests {
         probe(&client, &answer_once(reply), Duration::from_secs(30))
     }
 
+    /// Issue 15 kind 6: every request opens its own connection, even when the serve offers keep-alive, so no
+    /// request can fail on a kept-alive connection the serve closed or restarted behind it (and no retry, whose
+    /// timing would differ, can ever arise). Counted by the server's accepts, not timed.
+    #[test]
+    fn every_request_opens_a_fresh_connection_though_the_serve_keeps_alive() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = accepted.clone();
+        std::thread::spawn(move || {
+            for s in listener.incoming() {
+                let Ok(mut s) = s else { return };
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                std::thread::spawn(move || loop {
+                    // Each request on this connection: read its head and body, answer, keep the connection.
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        if s.read(&mut byte).unwrap_or(0) != 1 {
+                            return;
+                        }
+                        head.push(byte[0]);
+                    }
+                    let h = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                    let len: usize = h
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    let mut body = vec![0u8; len];
+                    if s.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let reply = b"{\"choices\":[{\"index\":0,\"message\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}";
+                    let _ = write!(
+                        s,
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: keep-alive\r\ncontent-length: {}\r\n\r\n",
+                        reply.len()
+                    );
+                    let _ = s.write_all(reply);
+                });
+            }
+        });
+        let client = http_client(Duration::from_secs(30), None).unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        for _ in 0..3 {
+            let ex = send(&client, &base, &serde_json::json!({"stream": false}));
+            assert_eq!(ex.response.status, Some(200), "{:?}", ex.response);
+        }
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+
     #[test]
     fn a_503_keeps_its_status_and_a_one_line_body() {
         let p = probe_once(

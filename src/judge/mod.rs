@@ -9,6 +9,7 @@
 
 pub(crate) mod outcome;
 pub mod redact;
+pub mod serve_clock;
 
 pub use outcome::RunOutcome;
 
@@ -151,6 +152,9 @@ impl Verdict {
 struct Judged<'a> {
     ev: &'a RequestEvidence,
     fig: Figures,
+    /// With `[assert.rate] server_log`: why this request has no serve-log rate (its `server_decode_tok_s`
+    /// then comes from the log, [`serve_clock`]), or None.
+    serve_log_why: Option<String>,
 }
 
 fn judged_of(evidence: &Evidence) -> Vec<Judged<'_>> {
@@ -161,8 +165,25 @@ fn judged_of(evidence: &Evidence) -> Vec<Judged<'_>> {
         .map(|ev| Judged {
             ev,
             fig: measure::measure(&ev.reply),
+            serve_log_why: None,
         })
         .collect()
+}
+
+/// With `[assert.rate] server_log`: each request's serve decode rate is the one its log line states
+/// ([`serve_clock::log_rates`]), replacing llama.cpp `timings`; a request without one says why.
+fn with_serve_log(gate: &GateSpec, evidence: &Evidence, judged: &mut [Judged]) {
+    let Some(re) = gate.assertions.rate.as_ref().and_then(|r| r.server_log.as_ref()) else {
+        return;
+    };
+    let rates = serve_clock::log_rates(evidence, re);
+    for j in judged {
+        let index = j.ev.record.index;
+        j.fig.server_decode_tok_s = rates.by_index.get(&index).copied();
+        if j.fig.server_decode_tok_s.is_none() {
+            j.serve_log_why = Some(serve_clock::why_none(&rates, index));
+        }
+    }
 }
 
 /// Why one sent request failed on its own terms, or None: [`crate::analysis::reply::Reply::failure`] (a serve
@@ -448,7 +469,8 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
             .map(|n| Verdict::new(*n, Outcome::Fail, &reason))
             .collect();
     }
-    let judged = judged_of(evidence);
+    let mut judged = judged_of(evidence);
+    with_serve_log(gate, evidence, &mut judged);
     let acct = account(evidence);
     let mut out = Vec::new();
     for name in names {
@@ -542,7 +564,14 @@ fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
         return Verdict::new(AssertionKind::Route, Outcome::Fail, format!("serve.log is larger than the {} MiB servegate reads to judge ({}): a slow-route line could be in the part not read", crate::evidence::SERVE_LOG_JUDGE_CAP >> 20, rest.trim()));
     }
     // Patterns match what a terminal would show: colour codes and other escapes cannot hide a line.
-    let log = &strip_escapes(raw_log);
+    let (log, stripped) = strip_escapes_counted(raw_log);
+    let log = &log;
+    // Said in the verdict, so the evidence of the judgement shows the log was read stripped (case 38).
+    let ansi = if stripped > 0 {
+        format!("; {}: {stripped} escape sequences removed before matching (serve.log keeps the raw bytes)", crate::vocab::NoteKind::LogAnsiStripped)
+    } else {
+        String::new()
+    };
     let find = |re: &regex::Regex| -> Option<(usize, String)> {
         log.lines()
             .enumerate()
@@ -558,18 +587,18 @@ fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
     match (fast, slow) {
         (Some((fl, ft)), None) => {
             let slow_note = route.slow.as_ref().map(|s| format!("; slow /{}/ absent", s.as_str())).unwrap_or_default();
-            Verdict::new(AssertionKind::Route, Outcome::Pass, format!("fast route: serve.log line {fl} matches /{}/: {ft:?}{slow_note}", route.fast.as_str()))
+            Verdict::new(AssertionKind::Route, Outcome::Pass, format!("fast route: serve.log line {fl} matches /{}/: {ft:?}{slow_note}{ansi}", route.fast.as_str()))
         }
         (Some((fl, _)), Some((sre, (sl, st)))) => Verdict::new(
             AssertionKind::Route,
             Outcome::Fail,
-            format!("both routes named, which counts as the slow route: fast /{}/ at serve.log line {fl}, slow /{sre}/ at line {sl}: {st:?}", route.fast.as_str()),
+            format!("both routes named, which counts as the slow route: fast /{}/ at serve.log line {fl}, slow /{sre}/ at line {sl}: {st:?}{ansi}", route.fast.as_str()),
         ),
-        (None, Some((sre, (sl, st)))) => Verdict::new(AssertionKind::Route, Outcome::Fail, format!("slow route: serve.log line {sl} matches /{sre}/: {st:?}; fast /{}/ never appears", route.fast.as_str())),
+        (None, Some((sre, (sl, st)))) => Verdict::new(AssertionKind::Route, Outcome::Fail, format!("slow route: serve.log line {sl} matches /{sre}/: {st:?}; fast /{}/ never appears{ansi}", route.fast.as_str())),
         (None, None) => Verdict::new(
             AssertionKind::Route,
             Outcome::Fail,
-            format!("the serve log never says /{}/ ({lines} lines searched): the evidence of the route has to be there", route.fast.as_str()),
+            format!("the serve log never says /{}/ ({lines} lines searched): the evidence of the route has to be there{ansi}", route.fast.as_str()),
         ),
     }
 }
@@ -578,6 +607,13 @@ fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
 /// strings, two-byte `ESC x`, and their 8-bit C1 forms) and without other control characters except tab and
 /// newline, so `\x1b[33mper-op\x1b[0m forward` reads `per-op forward`. Line breaks are kept (line numbers hold).
 pub fn strip_escapes(text: &str) -> String {
+    strip_escapes_counted(text).0
+}
+
+/// [`strip_escapes`] and how many escape sequences it removed (each `ESC ...` or 8-bit C1 sequence counts
+/// once; other control characters removed are not counted): the `log_ansi_stripped` count (case 38).
+pub fn strip_escapes_counted(text: &str) -> (String, usize) {
+    let mut sequences = 0;
     let mut out = String::with_capacity(text.len());
     let mut it = text.chars().peekable();
     // Skips a string sequence's body up to BEL, ST (`ESC \\`) or the 8-bit ST.
@@ -608,6 +644,9 @@ pub fn strip_escapes(text: &str) -> String {
         }
     }
     while let Some(c) = it.next() {
+        if matches!(c, '\u{1b}' | '\u{9b}' | '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}') {
+            sequences += 1;
+        }
         match c {
             '\u{1b}' => match it.next() {
                 Some('[') => skip_csi(&mut it),
@@ -629,7 +668,7 @@ pub fn strip_escapes(text: &str) -> String {
             c => out.push(c),
         }
     }
-    out
+    (out, sequences)
 }
 
 /// Why a request has no value for a timing assertion: its failure first, then the measurement's note.
@@ -776,15 +815,18 @@ fn judge_rate_of(
         },
         |j| {
             if source == RateSource::Server && request_failure(j.ev).is_none() {
-                "no llama.cpp timings in the reply".to_string()
+                j.serve_log_why
+                    .clone()
+                    .unwrap_or_else(|| "no llama.cpp timings in the reply".to_string())
             } else {
                 why_missing(j, "rate", true)
             }
         },
     );
-    let label = match source {
-        RateSource::Client | RateSource::Both => "",
-        RateSource::Server => " server-reported (timings.predicted_per_second)",
+    let label = match (source, &rate.server_log) {
+        (RateSource::Client | RateSource::Both, _) => String::new(),
+        (RateSource::Server, None) => " server-reported (timings.predicted_per_second)".to_string(),
+        (RateSource::Server, Some(re)) => format!(" server-reported (serve.log /{}/)", re.as_str()),
     };
     let n = fv.values.len();
     let mut notes = Vec::new();
@@ -837,7 +879,7 @@ fn judge_rate_of(
             metric,
             bound: Bound::for_metric(metric, rate.floor_tok_s),
             what: &what,
-            label,
+            label: &label,
             notes: &notes,
         },
         &fv,
@@ -1653,6 +1695,99 @@ mod tests {
             "floor_tok_s = 10.0\n",
             &format!("floor_tok_s = 10.0\nsource = \"both\"\n{extra}"),
         ))
+    }
+
+    /// `[assert.rate] server_log` with llama-cpp-python's log shape (tests/data/serve-clock): gate text.
+    fn log_gate(source: &str) -> GateSpec {
+        gate_text(&format!(
+            "{}\n[assert.rate]\nfloor_tok_s = 10.0\nsource = \"{source}\"\nserver_log = '{}'\n",
+            "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]\nrepeats = 2\nwarmup = 1",
+            r"llama_perf_context_print: +eval time = .*\(\s*[\d.]+ ms per token, +(?P<tok_s>[\d.]+) tokens per second\)"
+        ))
+    }
+
+    /// One warmup and two judged requests, all answered, with the fixture log (eval 40.00, 21.00, 19.00 tok/s).
+    fn log_evidence(log: &str) -> Evidence {
+        let mut warm = request(0, &good(), None);
+        warm.record.warmup = true;
+        let mut ev = evidence(
+            Some(2),
+            vec![warm, request(1, &good(), None), request(2, &good(), None)],
+        );
+        ev.run.planned_warmup = Some(1);
+        ev.serve_log = Some(log.to_string());
+        ev
+    }
+
+    const LLAMA_CPP_PYTHON_LOG: &str = include_str!("../../tests/data/serve-clock/llama-cpp-python.log");
+
+    /// The k-th `eval time` line is the k-th answered request's (warmup included): the judged requests get
+    /// 21.0 and 19.0, the warmup's 40.0 is not judged; with `source = "both"` the client (20.0) and the serve
+    /// (median 20.0) agree and both hold the floor.
+    #[test]
+    fn rate_from_a_serve_log_line_is_the_serves_figure_per_request() {
+        let ev = log_evidence(LLAMA_CPP_PYTHON_LOG);
+        let r = find(&judge(&log_gate("server"), &ev), "rate").clone();
+        assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
+        assert_eq!(r.values, vec![Some(21.0), Some(19.0)]);
+        assert_eq!(r.median, Some(20.0));
+        assert!(r.message.contains("server-reported (serve.log /llama_perf_context_print"), "{}", r.message);
+        let b = find(&judge(&log_gate("both"), &ev), "rate").clone();
+        assert_eq!(b.outcome, Outcome::Pass, "{}", b.message);
+        assert!(b.message.contains("server median 20.0 tok/s server-reported (serve.log"), "{}", b.message);
+        assert!(b.message.contains("client and server 0% apart"), "{}", b.message);
+    }
+
+    /// A line missing (two `eval time` lines for three answered requests): no line is attributed, and the
+    /// verdict says why; a `tok_s` that is no number gives that request none.
+    #[test]
+    fn rate_from_a_serve_log_line_refuses_to_guess_when_lines_and_requests_differ() {
+        let cut: String = LLAMA_CPP_PYTHON_LOG
+            .lines()
+            .filter(|l| !l.contains("40.00 tokens per second"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let r = find(&judge(&log_gate("server"), &log_evidence(&cut)), "rate").clone();
+        assert_eq!(r.outcome, Outcome::Fail, "{}", r.message);
+        assert_eq!(r.values, vec![None, None]);
+        assert!(r.message.contains("serve.log has 2 lines matching"), "{}", r.message);
+        assert!(r.message.contains("for 3 answered requests: which line is whose cannot be told"), "{}", r.message);
+        // Without the log source the same evidence has no serve figure at all (no llama.cpp timings).
+        let plain = gate_text(&GATE.replace("floor_tok_s = 10.0", "floor_tok_s = 10.0\nsource = \"server\""));
+        let p = find(&judge(&plain, &log_evidence(LLAMA_CPP_PYTHON_LOG)), "rate").clone();
+        assert!(p.message.contains("no llama.cpp timings"), "{}", p.message);
+    }
+
+    /// The key is checked: only with a serve source, and the regex must name `tok_s`.
+    #[test]
+    fn rate_server_log_is_refused_without_a_serve_source_or_a_tok_s_group() {
+        let ctx = crate::spec::Context { gate_dir: "/g".into(), cache: "/c".into(), home: None };
+        let base = "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]\n[assert.rate]\nfloor_tok_s = 10.0\n";
+        let e = crate::spec::parse(std::path::Path::new("g.toml"), &format!("{base}server_log = 'eval (?P<tok_s>[0-9.]+) tok'\n"), &ctx)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("assert.rate.server_log") && e.contains("only with source"), "{e}");
+        let e = crate::spec::parse(std::path::Path::new("g.toml"), &format!("{base}source = \"server\"\nserver_log = 'eval ([0-9.]+) tok'\n"), &ctx)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(?P<tok_s>...)"), "{e}");
+    }
+
+    /// Case 38: a coloured serve log is matched as a terminal shows it, and the verdict counts what it removed.
+    #[test]
+    fn route_reads_a_coloured_log_stripped_and_says_so() {
+        let g = gate_text(&format!(
+            "{}\n[assert.route]\nfast = 'Using attention backend: (?P<backend>\\w+)$'\nslow = 'falling back to CPU'\n",
+            "[gate]\nname = \"g\"\n[serve]\nurl = \"http://127.0.0.1:1\"\nlog_file = \"/l\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]"
+        ));
+        let mut ev = evidence(Some(1), vec![request(0, &good(), None)]);
+        ev.serve_log = Some("\u{1b}[32mINFO\u{1b}[0m Using attention backend: \u{1b}[1mNPU\u{1b}[0m\n".into());
+        let r = find(&judge(&g, &ev), "route").clone();
+        assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
+        assert!(r.message.ends_with("; log_ansi_stripped: 4 escape sequences removed before matching (serve.log keeps the raw bytes)"), "{}", r.message);
+        ev.serve_log = Some("INFO Using attention backend: NPU\n".into());
+        let r = find(&judge(&g, &ev), "route").clone();
+        assert!(!r.message.contains("log_ansi_stripped"), "{}", r.message);
     }
 
     /// `source = "both"`: client 20.0 tok/s and serve 21.0 tok/s (5 % apart) pass, both figures shown.

@@ -1509,6 +1509,20 @@ pub struct RecordsArgs {
 /// `servegate records` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum RecordsCmd {
+    /// Rewrite a run directory written before the privacy rule into its public form (no absolute home or
+    /// checkout path, no host name) and update the records citing it with its new evidence digest
+    /// (records::publish; docs/records.md).
+    Publish {
+        /// The run directory.
+        #[arg(long)]
+        run: PathBuf,
+        /// The checkout the evidence was written in (its paths become relative); default the working directory.
+        #[arg(long)]
+        checkout: Option<PathBuf>,
+        /// The record directory whose records cite the run.
+        #[arg(long, default_value = "records")]
+        dir: PathBuf,
+    },
     /// Validate every record (schema, units, n = number of values, median and range recomputed, sha256, ids
     /// unique and equal to file names); print every problem as FILE: FIELD: MESSAGE. Exit 3 when one is invalid.
     Check {
@@ -1550,6 +1564,9 @@ pub enum RecordsCmd {
 pub fn cli_records(args: &RecordsArgs) -> i32 {
     match &args.command {
         RecordsCmd::Check { dir } => cli_records_check(dir),
+        RecordsCmd::Publish { run, checkout, dir } => {
+            crate::records::publish::cli(run, checkout.as_deref(), dir)
+        }
         RecordsCmd::Add {
             run,
             spec,
@@ -2173,7 +2190,9 @@ fn model_from_evidence(
                 (Ok(x), Ok(y)) => x == y,
                 _ => a == b,
             };
-            if recheck.is_none() && !same(spec_file, Path::new(&m.path)) {
+            // The evidence writes the path as published (`~/...`, repo-relative): read it back as a file.
+            let written = crate::evidence::public::expand_here(&m.path);
+            if recheck.is_none() && !same(spec_file, &written) {
                 return Err(RecordError::Evidence(format!(
                     "{}: model.file {:?} is not the file the serve was given ({:?}, sha256 {} taken at serve start): a record's model hash comes from the evidence, not from the [record] table",
                     ev.dir.display(),

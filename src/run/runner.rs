@@ -44,7 +44,8 @@ pub fn run(
         return run_pair(gate, root, progress);
     }
     let notes = prepare_process();
-    let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?;
+    let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?
+        .publish_host(publishes_host(gate));
     let _active = ActiveRun::new(w.path(crate::evidence::layout::RUN_FILE));
     let mut summary = new_summary(gate);
     summary.notes.extend(notes);
@@ -79,9 +80,11 @@ pub fn run(
     let verdicts = judge::judge(gate, &ev);
     // A signal that arrived while judging: the run still ends interrupted, its verdicts never shown.
     interrupted_checkpoint(&w, &mut summary);
+    // The outcome states what the evidence says (as written: the privacy rule applied), as a re-judge would.
+    drop(summary);
     Ok(RunOutcome {
         dir: w.dir().to_path_buf(),
-        summary,
+        summary: ev.run.clone(),
         verdicts,
         pair: None,
     })
@@ -132,6 +135,8 @@ fn finish_run(
     summary.ended_utc = Some(evidence::now_utc());
     summary.load_avg_end = evidence::load_avg();
     interrupted_checkpoint(w, summary);
+    // The serve has stopped: its log and the setup log take the privacy rule before anything is judged.
+    let result = result.and_then(|()| w.publish_logs());
     match result {
         Err(e) => {
             summary.status = RunStatus::Failed;
@@ -250,7 +255,8 @@ fn run_pair(
 ) -> Result<RunOutcome, EvidenceError> {
     let pair = gate.pair.as_ref().expect("pair gate");
     let process_notes = prepare_process();
-    let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?;
+    let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?
+        .publish_host(publishes_host(gate));
     let _active = ActiveRun::new(w.path(crate::evidence::layout::PAIR_FILE));
     w.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
     let mut ps = evidence::PairSummary {
@@ -318,7 +324,7 @@ fn run_pair(
                 runtime: arm.runtime.clone(),
             });
             pair_checkpoint(&w, &mut ps, None);
-            let aw = EvidenceWriter::create_exact(&w.path(&name))?;
+            let aw = EvidenceWriter::create_exact(&w.path(&name))?.publish_host(publishes_host(gate));
             let _arm_active = ActiveRun::new(aw.path(crate::evidence::layout::RUN_FILE));
             aw.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
             ps.arms.push(evidence::ArmRecord {
@@ -378,6 +384,7 @@ fn run_pair(
     ps.ended_utc = Some(evidence::now_utc());
     ps.load_avg_end = evidence::load_avg();
     pair_checkpoint(&w, &mut ps, None);
+    w.publish_logs()?;
     ps.status = RunStatus::Complete;
     w.write_pair_summary(&ps)?;
     drop(hold);
@@ -385,7 +392,8 @@ fn run_pair(
     let ev = analysis::load_pair(w.dir())?;
     let verdicts = judge::judge_pair(gate, &ev);
     pair_checkpoint(&w, &mut ps, None);
-    let mut outcome = pair_outcome(gate, w.dir(), ps, verdicts);
+    drop(ps);
+    let mut outcome = pair_outcome(gate, w.dir(), ev.summary.clone(), verdicts);
     outcome.summary.notes = process_notes;
     Ok(outcome)
 }
@@ -968,23 +976,16 @@ fn describe_stop(stop: &serve::StopReport) -> String {
     s
 }
 
-/// Whether the model the requests ask for (`asked`) is one `/v1/models` lists: an id equal to it, or with
-/// the same last path component (`/m/Qwen3-0.6B` and `Qwen3-0.6B`), case-insensitively. `None` when the
-/// serve lists nothing (it does not say).
-pub fn model_served(asked: &str, listed: &[String]) -> Option<bool> {
-    if listed.is_empty() {
-        return None;
-    }
-    let last = |s: &str| {
-        s.trim_end_matches('/')
-            .rsplit('/')
-            .next()
-            .unwrap_or("")
-            .to_lowercase()
-    };
-    Some(listed.iter().any(|id| {
-        id.eq_ignore_ascii_case(asked) || (!last(id).is_empty() && last(id) == last(asked))
-    }))
+pub use crate::analysis::reply::model_served;
+
+/// True when the gate opts in to its host name in evidence and records (`[record] publish_host = true`;
+/// docs/evidence.md "Privacy").
+fn publishes_host(gate: &GateSpec) -> bool {
+    gate.record
+        .as_ref()
+        .and_then(|t| t.get("publish_host"))
+        .and_then(|v| v.as_bool())
+        == Some(true)
 }
 
 /// For a plain `http://` URL whose host is a name (`http://localhost:8080`): the host and port, so that

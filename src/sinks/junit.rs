@@ -4,16 +4,16 @@
 //!
 //! Shape: `<testsuites name="servegate">`, one `<testsuite>` per gate (name = the gate; properties = the
 //! run's provenance; `time` the gate's own wall time), one `<testcase>` per listed assertion (name
-//! `<gate>::<assertion>`, classname the gate with each `.` written `_` ([`classname`]: Jenkins and GitLab
-//! split a classname at its dots into packages, so `qwen2.5-7b` would become package `qwen2`), `time` in plain
+//! `<gate>::<assertion>`, classname `servegate.` and the gate with each `.` written `_` ([`classname`]: Jenkins
+//! and GitLab split a classname at its dots into packages, so `qwen2.5-7b` would become package `qwen2`), `time` in plain
 //! seconds with a dot and three decimals, `1.250`): a pass carries its verdict line as `<system-out>`; a failure carries
 //! `<failure message="verdict line" type="assertion|serve_not_ready|...">` with the full text, and the tail
 //! of `serve.log` as `<system-out>`; an ignored gate's tests carry `<skipped message="requires: ...">`.
 //! Every (classname, name) pair is unique in the file: a repeat (two gate files with one name) gets ` #2`,
 //! ` #3`... after its name, since readers key results by that pair and would merge or drop the repeat.
-//! Text is made valid XML 1.0 ([`xml`]): ANSI escape sequences (colours) are removed, and every other
-//! character XML 1.0 forbids (C0 controls but tab, newline and carriage return; U+FFFE, U+FFFF) is written
-//! visibly as its escape, `\u{7}`, never raw and never dropped unseen. A problem of the run as a whole (`problems` in the results, e.g. "nothing was checked")
+//! Text is made valid XML 1.0 ([`xml`]): every character XML 1.0 forbids (C0 controls but tab, newline and
+//! carriage return, ESC included; U+FFFE, U+FFFF) is written visibly as `\uXXXX` (`\u001b[31m`, `\u0000`),
+//! never raw, never inside CDATA, never dropped unseen. A problem of the run as a whole (`problems` in the results, e.g. "nothing was checked")
 //! is one failed `<testcase name="servegate::run" classname="servegate">` in a last suite named `servegate`.
 
 use std::time::Duration;
@@ -27,20 +27,21 @@ use crate::sinks::report::{GateResults, Results, TestOutcome};
 /// The `<testsuites name=...>`.
 pub const REPORT_NAME: &str = "servegate";
 
-/// True for a character the XML 1.0 `Char` production forbids (W3C XML 1.0, section 2.2), other than ESC:
-/// C0 controls but tab, newline and carriage return, and U+FFFE, U+FFFF (surrogates cannot occur in a `str`).
+/// True for a character the XML 1.0 `Char` production forbids (W3C XML 1.0, section 2.2): C0 controls but
+/// tab, newline and carriage return (ESC included), and U+FFFE, U+FFFF (surrogates cannot occur in a `str`).
 fn xml10_forbidden(c: char) -> bool {
-    matches!(c, '\u{0}'..='\u{8}' | '\u{B}' | '\u{C}' | '\u{E}'..='\u{1A}' | '\u{1C}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}')
+    matches!(c, '\u{0}'..='\u{8}' | '\u{B}' | '\u{C}' | '\u{E}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}')
 }
 
-/// Text made valid for XML 1.0, visibly: every forbidden character but ESC is written as its Rust escape
-/// (`\u{7}` for BEL), then quick-junit's [`XmlString`] removes ANSI escape sequences (and a lone ESC).
+/// Text made valid for XML 1.0, visibly (case 42's rule): every forbidden character is written as the six
+/// characters `\uXXXX` (lowercase hex: ESC is `\u001b`, so a colour code reads `\u001b[31m`; NUL `\u0000`;
+/// U+FFFE `\ufffe`); `&`, `<`, `>` and quotes are escaped by quick-junit's [`XmlString`]. No CDATA.
 pub fn xml(s: &str) -> XmlString {
     if s.contains(xml10_forbidden) {
         let mut out = String::with_capacity(s.len() + 8);
         for c in s.chars() {
             if xml10_forbidden(c) {
-                out.extend(c.escape_unicode());
+                out.push_str(&format!("\\u{:04x}", c as u32));
             } else {
                 out.push(c);
             }
@@ -51,10 +52,11 @@ pub fn xml(s: &str) -> XmlString {
     }
 }
 
-/// The classname of a gate's testcases: the gate name with `.` written `_`, so no reader turns a model
-/// name's dots (`qwen2.5-7b`) into packages.
+/// The classname of a gate's testcases: `servegate.` and the gate name with `.` written `_`, so Jenkins (which
+/// splits a classname at its last dot into package and class) files every gate under package `servegate`
+/// with the gate as its class, and no reader turns a model name's dots (`qwen2.5-7b`) into packages (case 41).
 pub fn classname(gate: &str) -> String {
-    gate.replace('.', "_")
+    format!("{REPORT_NAME}.{}", gate.replace('.', "_"))
 }
 
 /// `name`, or `name #k` (k = 2, 3...) when (`class`, `name`) is already in `seen`; the pair returned is added.
@@ -137,7 +139,10 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
         if let Some(f) = &p.serve_failure {
             props.push(("serve_failure", f.clone()));
         }
-        props.push(("host", p.host.hostname.clone()));
+        // The host name only when the evidence has it (`[record] publish_host`; docs/evidence.md "Privacy").
+        if !p.host.hostname.is_empty() {
+            props.push(("host", p.host.hostname.clone()));
+        }
         props.push(("host_os", p.host.os.clone()));
         props.push(("host_cpus", p.host.cpus.to_string()));
         if let Some(l) = fmt_load(&p.load_avg_start) {
@@ -365,14 +370,18 @@ mod tests {
             TestCaseStatus::NonSuccess { message, ty, .. } => {
                 let m = message.as_ref().unwrap().as_str();
                 assert!(
-                    m.contains("\"<b>Tom & Jerry's</b>\" red does not match /x/ \\u{7}\\u{ffff}"),
-                    "the colours removed, BEL and U+FFFF written visibly: {m}"
+                    m.contains("\"<b>Tom & Jerry's</b>\" \\u001b[31mred\\u001b[0m does not match /x/ \\u0007\\uffff"),
+                    "ESC, BEL and U+FFFF written visibly as \\uXXXX: {m}"
                 );
                 assert_eq!(ty.as_ref().unwrap().as_str(), "assertion");
             }
             other => panic!("{other:?}"),
         }
-        assert!(tc.system_out.as_ref().unwrap().contains("bold line <1>"));
+        assert!(tc
+            .system_out
+            .as_ref()
+            .unwrap()
+            .contains("\\u001b[1mbold\\u001b[0m line <1>"));
     }
 
     /// Two gates of one name (two files), a model name with dots, and two run problems: every
@@ -405,13 +414,18 @@ mod tests {
         for s in &back.test_suites {
             for c in &s.test_cases {
                 let class = c.classname.as_ref().unwrap().as_str().to_string();
-                assert!(!class.contains('.'), "{class}");
+                // Jenkins splits at the last dot: package `servegate`, the gate (its dots as `_`) the class.
+                let (package, rest) = class.split_once('.').unwrap_or(("", &class));
+                assert!(!rest.contains('.'), "{class}");
+                if !rest.is_empty() && package == "servegate" {
+                    assert!(rest == "qwen2_5-7b" || class == "servegate", "{class}");
+                }
                 assert!(pairs.insert((class, c.name.as_str().to_string())), "{text}");
             }
         }
         assert_eq!(pairs.len(), 6);
         assert!(
-            pairs.contains(&("qwen2_5-7b".into(), "qwen2.5-7b::rate #2".into())),
+            pairs.contains(&("servegate.qwen2_5-7b".into(), "qwen2.5-7b::rate #2".into())),
             "{pairs:?}"
         );
         let times = regex::Regex::new(r#" time="([^"]*)""#).unwrap();

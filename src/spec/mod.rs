@@ -248,6 +248,8 @@ struct RawRate {
     source: RateSource,
     #[serde(default)]
     agree_pct: Option<Spanned<f64>>,
+    #[serde(default)]
+    server_log: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -412,7 +414,7 @@ pub struct RouteAssert {
 }
 
 /// `[assert.rate]`: median decode rate >= floor.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct RateAssert {
     /// Floor, tok/s, > 0.
     pub floor_tok_s: f64,
@@ -421,6 +423,11 @@ pub struct RateAssert {
     /// With `source = "both"`: the most the client's median may differ from the serve's, percent of the
     /// serve's (> 0; default [`DEFAULT_AGREE_PCT`]). Only allowed with `source = "both"`.
     pub agree_pct: f64,
+    /// `server_log`: the serve's own decode rate read from a line of `serve.log` (a regex with a named group
+    /// `tok_s`, e.g. llama-cpp-python's `llama_perf_context_print: eval time = ... tokens per second)`) instead
+    /// of llama.cpp `timings`; the k-th matching line is the k-th answered request's
+    /// (`judge::serve_clock`, docs/metrics.md). Only with `source = "server"` or `"both"`.
+    pub server_log: Option<Regex>,
 }
 
 /// `[assert.first_token]`: median TTFT <= limit.
@@ -1383,6 +1390,28 @@ impl Validator<'_> {
                         ))
                     }
                     Some(p) => self.positive(p, "assert.rate.agree_pct", "%")?,
+                },
+                server_log: match &rate.server_log {
+                    None => None,
+                    Some(_) if rate.source == RateSource::Client => {
+                        let p = rate.server_log.as_ref().expect("some");
+                        return Err(self.err(
+                            p.span(),
+                            "assert.rate.server_log",
+                            "server_log applies only with source = \"server\" or \"both\" (it is the serve's figure)",
+                        ));
+                    }
+                    Some(p) => {
+                        let re = self.regex(p, "assert.rate.server_log")?;
+                        if !re.capture_names().flatten().any(|n| n == "tok_s") {
+                            return Err(self.err(
+                                p.span(),
+                                "assert.rate.server_log",
+                                "the regex needs a named group `(?P<tok_s>...)` holding the decode rate in tok/s",
+                            ));
+                        }
+                        Some(re)
+                    }
                 },
             });
         }

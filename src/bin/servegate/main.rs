@@ -69,8 +69,21 @@ enum Cmd {
     /// Parse one response (.reads.jsonl timed reads, .sse raw bytes at t=0, .http raw response, or a plain JSON
     /// body) and print a summary, the measurements and the parsed reply as JSON (docs/metrics.md).
     Inspect {
-        /// The response file.
+        /// The response file (or a serve log, `*.log`, read as the route judge reads it).
         file: PathBuf,
+        /// The model the request asked for: with --models, the reply fails `model_not_served` when the serve
+        /// does not list it (a reply's `model` only echoes the request).
+        #[arg(long)]
+        model: Option<String>,
+        /// The serve's `/v1/models` answer: its JSON body, or a `*.polls.jsonl` holding the poll.
+        #[arg(long)]
+        models: Option<PathBuf>,
+        /// For a `*.log`: the route regex that must match a line (`[assert.route] fast`).
+        #[arg(long)]
+        require: Option<String>,
+        /// For a `*.log`: the regex that must match no line (`[assert.route] slow`).
+        #[arg(long)]
+        forbid: Option<String>,
     },
     /// Serve a recorded run back with its original timing (or, with --synthetic, a paced stream whose true TTFT and
     /// decode rate are known): an OpenAI-compatible serve usable as a gate's [serve] command.
@@ -136,7 +149,13 @@ fn main() -> ExitCode {
             cmd_judge(&run_dir, gate, &outputs)
         }
         Cmd::Check { gates } => cmd_check(&gates),
-        Cmd::Inspect { file } => cmd_inspect(&file),
+        Cmd::Inspect {
+            file,
+            model,
+            models,
+            require,
+            forbid,
+        } => cmd_inspect(&file, model, models, require, forbid),
         Cmd::Replay(args) => servegate::replay::cli_replay(&args),
         Cmd::Records(args) => servegate::records::record::cli_records(&args),
         Cmd::Leaderboard(args) => servegate::records::leaderboard::cli(&args),
@@ -533,8 +552,62 @@ fn cmd_check(files: &[PathBuf]) -> i32 {
     code
 }
 
-fn cmd_inspect(file: &std::path::Path) -> i32 {
-    match servegate::inspect::inspect_file(file) {
+fn cmd_inspect(
+    file: &std::path::Path,
+    model: Option<String>,
+    models: Option<PathBuf>,
+    require: Option<String>,
+    forbid: Option<String>,
+) -> i32 {
+    use servegate::inspect;
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        exit::EVIDENCE_ERROR
+    };
+    if file.extension().is_some_and(|e| e == "log") {
+        let re = |p: Option<String>, flag: &str| match p.map(|p| regex::Regex::new(&p)) {
+            Some(Err(e)) => Err(format!("--{flag}: {e}")),
+            Some(Ok(r)) => Ok(Some(r)),
+            None => Ok(None),
+        };
+        let (require, forbid) = match (re(require, "require"), re(forbid, "forbid")) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!("error: {e}");
+                return exit::USAGE;
+            }
+        };
+        let bytes = match std::fs::read(file) {
+            Ok(b) => b,
+            Err(e) => return fail(format!("{}: {e}", file.display())),
+        };
+        let out = inspect::inspect_log(
+            &file.display().to_string(),
+            &bytes,
+            require.as_ref(),
+            forbid.as_ref(),
+        );
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        return exit::PASS;
+    }
+    let served_models = match &models {
+        None => None,
+        Some(p) => match std::fs::read(p)
+            .map_err(|e| e.to_string())
+            .and_then(|b| inspect::served_models_of(&p.display().to_string(), &b))
+        {
+            Ok(ids) => Some(ids),
+            Err(e) => return fail(format!("{}: {e}", p.display())),
+        },
+    };
+    let identity = inspect::Identity {
+        requested_model: model,
+        served_models,
+    };
+    match inspect::inspect_file(file).map(|mut out| {
+        inspect::apply_identity(&mut out.summary, &identity);
+        out
+    }) {
         Ok(out) => {
             println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
             exit::PASS

@@ -1,0 +1,171 @@
+//! `servegate records publish --run DIR`: rewrites a run directory written before the privacy rule
+//! ([`crate::evidence::public`], issue 15 kind 9) into its public form, and the records that cite it with the new
+//! evidence digest, so `records check` still re-derives them.
+//!
+//! What it does, in order: reads the host names the evidence recorded (`host.hostname` of every `run.json` and
+//! `pair.json`), rewrites every file under the directory by [`Public::text`] (the checkout given by `--checkout`,
+//! default the working directory; `$HOME`; those host names) with `host.hostname` emptied, computes the new
+//! digest ([`crate::evidence::digest::digest_dir`]) and replaces the old digest by the new one in every record
+//! of `--dir` whose `source.evidence_sha256` was the old one. Each file is written whole (temp and rename).
+//! Idempotent: a directory already public is left as it is.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::exit;
+use crate::evidence::public::{rewrite_file, Public};
+
+/// Every file under `dir`, recursively (symlinks not followed), sorted.
+fn files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            let ft = e.file_type()?;
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if ft.is_file() {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The host names recorded in the `run.json` and `pair.json` files of `files`.
+fn recorded_hosts(files: &[PathBuf]) -> Vec<String> {
+    let mut hosts = Vec::new();
+    for f in files {
+        let name = f.file_name().unwrap_or_default().to_string_lossy();
+        if name != crate::evidence::layout::RUN_FILE && name != crate::evidence::layout::PAIR_FILE {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        if let Some(h) = v["host"]["hostname"].as_str().filter(|h| !h.is_empty()) {
+            if !hosts.iter().any(|x| x == h) {
+                hosts.push(h.to_string());
+            }
+        }
+    }
+    hosts
+}
+
+/// What [`publish`] changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Published {
+    /// Files rewritten (paths relative to the run directory).
+    pub files: Vec<String>,
+    /// The digest before and after.
+    pub digest_before: String,
+    /// The digest after.
+    pub digest_after: String,
+    /// Records whose `source.evidence_sha256` was updated.
+    pub records: Vec<PathBuf>,
+}
+
+/// Rewrites `run` into its public form and updates the records in `records_dir` that cite it (module doc).
+/// Errors: the first file that cannot be read or written, named.
+pub fn publish(
+    run: &Path,
+    checkout: &Path,
+    home: Option<&Path>,
+    records_dir: &Path,
+) -> Result<Published, String> {
+    let err = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    let before = crate::evidence::digest::digest_dir(run).map_err(|e| err(run, e))?;
+    let all = files(run).map_err(|e| err(run, e))?;
+    let hosts = recorded_hosts(&all);
+    let mut out = Published {
+        digest_before: before.clone(),
+        ..Published::default()
+    };
+    let hostname_field = regex::Regex::new(r#""hostname": "[^"]*""#).expect("valid regex");
+    for f in &all {
+        let mut changed = false;
+        for (i, public) in std::iter::once(None)
+            .chain(hosts.iter().map(Some))
+            .enumerate()
+        {
+            // The paths once, then each recorded host name.
+            let rule = if i == 0 {
+                Public::new(Some(checkout), home, None)
+            } else {
+                Public::new(None, None, public.map(String::as_str))
+            };
+            changed |= rewrite_file(f, &rule).map_err(|e| err(f, e))?;
+        }
+        let name = f.file_name().unwrap_or_default().to_string_lossy();
+        if name == crate::evidence::layout::RUN_FILE || name == crate::evidence::layout::PAIR_FILE {
+            let text = std::fs::read_to_string(f).map_err(|e| err(f, e))?;
+            let blank = hostname_field.replace_all(&text, r#""hostname": """#);
+            if blank != text {
+                crate::io::fs::write_atomic(f, blank.as_bytes()).map_err(|e| err(f, e))?;
+                changed = true;
+            }
+        }
+        if changed {
+            out.files
+                .push(f.strip_prefix(run).unwrap_or(f).display().to_string());
+        }
+    }
+    out.digest_after = crate::evidence::digest::digest_dir(run).map_err(|e| err(run, e))?;
+    if out.digest_after != before {
+        for r in files(records_dir).map_err(|e| err(records_dir, e))? {
+            if r.extension().is_none_or(|e| e != "json")
+                || r.starts_with(records_dir.join("evidence"))
+            {
+                continue;
+            }
+            let text = std::fs::read_to_string(&r).map_err(|e| err(&r, e))?;
+            let cited = format!("\"evidence_sha256\": \"{before}\"");
+            if text.contains(&cited) {
+                let new = text.replace(
+                    &cited,
+                    &format!("\"evidence_sha256\": \"{}\"", out.digest_after),
+                );
+                crate::io::fs::write_atomic(&r, new.as_bytes()).map_err(|e| err(&r, e))?;
+                out.records.push(r);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `servegate records publish --run DIR [--checkout PATH] [--dir records]`: prints what changed; exit 0, or 5
+/// when a file cannot be read or written.
+pub fn cli(run: &Path, checkout: Option<&Path>, dir: &Path) -> i32 {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    match publish(run, checkout.unwrap_or(&cwd), home.as_deref(), dir) {
+        Ok(p) => {
+            for f in &p.files {
+                println!("rewritten: {}", run.join(f).display());
+            }
+            for r in &p.records {
+                println!(
+                    "record: {} (evidence_sha256 {})",
+                    r.display(),
+                    p.digest_after
+                );
+            }
+            println!(
+                "{}: {} file(s) rewritten, digest {} -> {}",
+                run.display(),
+                p.files.len(),
+                &p.digest_before[..12],
+                &p.digest_after[..12]
+            );
+            exit::PASS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::EVIDENCE_ERROR
+        }
+    }
+}
