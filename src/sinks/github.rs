@@ -119,7 +119,12 @@ pub fn level(t: &AssertionResult) -> Option<&'static str> {
     }
 }
 
-/// The line of `assertion` in the gate file `file` (read from disk), 1 when it cannot be read.
+/// The line of `assertion` in the gate file `file` (read from disk; [`crate::spec::line_in`]), 1 when it
+/// cannot be read.
+pub fn gate_line(file: &Path, assertion: &str) -> usize {
+    read_line(file, assertion)
+}
+
 fn read_line(file: &Path, assertion: &str) -> usize {
     std::fs::read_to_string(file)
         .map(|t| crate::spec::line_in(&t, assertion))
