@@ -66,7 +66,10 @@ fn a_failing_gate_under_github_actions_is_annotated_at_its_file_and_line() {
         &[("GITHUB_STEP_SUMMARY", &summary)],
         &[
             ("GITHUB_ACTIONS", "true"),
-            ("SERVEGATE_ARTIFACT_URL", "https://example.invalid/runs/7/artifacts/9"),
+            (
+                "SERVEGATE_ARTIFACT_URL",
+                "https://example.invalid/runs/7/artifacts/9",
+            ),
         ],
         tmp.path(),
     );
@@ -74,7 +77,10 @@ fn a_failing_gate_under_github_actions_is_annotated_at_its_file_and_line() {
     let text = std::fs::read_to_string(root().join(GATE)).unwrap();
     let floor = line_starting(&text, "floor_tok_s");
     let known = line_starting(&text, "[assert.known_answer]");
-    let errors: Vec<&str> = stdout.lines().filter(|l| l.starts_with("::error ")).collect();
+    let errors: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("::error "))
+        .collect();
     assert_eq!(errors.len(), 2, "{stdout}");
     assert!(
         errors[0].starts_with(&format!(
@@ -95,9 +101,18 @@ fn a_failing_gate_under_github_actions_is_annotated_at_its_file_and_line() {
     assert!(stdout.find("::error").unwrap() < stdout.find("RESULT: FAIL").unwrap());
     // The job summary is appended, with the artifact link.
     let s = std::fs::read_to_string(&summary).unwrap();
-    assert!(s.starts_with("## an earlier step\n\n# servegate: FAIL (exit 1)\n"), "{s}");
-    assert!(s.contains("Evidence artifact: [https://example.invalid/runs/7/artifacts/9]"), "{s}");
-    assert!(s.contains("| rate | FAIL | 50.0 tok/s | 1000.0 tok/s | 1 of 1 |"), "{s}");
+    assert!(
+        s.starts_with("## an earlier step\n\n# servegate: FAIL (exit 1)\n"),
+        "{s}"
+    );
+    assert!(
+        s.contains("Evidence artifact: [https://example.invalid/runs/7/artifacts/9]"),
+        "{s}"
+    );
+    assert!(
+        s.contains("| rate | FAIL | 50.0 tok/s | 1000.0 tok/s | 1 of 1 |"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -163,7 +178,11 @@ fn the_summary_of_1000_failing_trials_stays_under_the_cap_and_says_how_many_were
     let rows = ours.lines().filter(|l| l.starts_with("| rate")).count();
     assert!(rows > 0 && rows < 1000, "{rows} rows kept");
     let note = format!("{} of 1000 assertion rows left out", 1000 - rows);
-    assert!(ours.contains("**Summary truncated**"), "{}", &ours[ours.len() - 400..]);
+    assert!(
+        ours.contains("**Summary truncated**"),
+        "{}",
+        &ours[ours.len() - 400..]
+    );
     assert!(ours.contains(&note), "{}", &ours[ours.len() - 400..]);
 
     // On an empty step summary the same run fits whole: nothing left out, no note.
@@ -171,6 +190,9 @@ fn the_summary_of_1000_failing_trials_stays_under_the_cap_and_says_how_many_were
     append_step_summary(&fresh, &thousand_failing_trials(), None).unwrap();
     let whole = std::fs::read_to_string(&fresh).unwrap();
     assert!(whole.len() <= BUDGET_BYTES);
-    assert_eq!(whole.lines().filter(|l| l.starts_with("| rate")).count(), 1000);
+    assert_eq!(
+        whole.lines().filter(|l| l.starts_with("| rate")).count(),
+        1000
+    );
     assert!(!whole.contains("truncated"));
 }
