@@ -62,8 +62,9 @@ fn a_failing_gate_under_github_actions_is_annotated_at_its_file_and_line() {
     let tmp = tempfile::tempdir().unwrap();
     let summary = tmp.path().join("step-summary.md");
     std::fs::write(&summary, "## an earlier step\n\n").unwrap();
+    let junit = tmp.path().join("junit.xml");
     let (code, stdout) = run(
-        &[("GITHUB_STEP_SUMMARY", &summary)],
+        &[("GITHUB_STEP_SUMMARY", &summary), ("SERVEGATE_JUNIT", &junit)],
         &[
             ("GITHUB_ACTIONS", "true"),
             (
@@ -113,6 +114,28 @@ fn a_failing_gate_under_github_actions_is_annotated_at_its_file_and_line() {
         s.contains("| rate | FAIL | 50.0 tok/s | 1000.0 tok/s | 1 of 1 |"),
         "{s}"
     );
+    // JUnit: every testcase carries the gate file and line, the evidence, the model hash, the engine version
+    // and its state.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let cases: Vec<&str> = xml.split("<testcase ").skip(1).collect();
+    assert_eq!(cases.len(), 3, "{xml}");
+    let content = line_starting(&text, "[assert.content]");
+    for (case, (line, state)) in cases
+        .iter()
+        .zip([(floor, "fail"), (content, "pass"), (known, "fail")])
+    {
+        let prop = |k: &str| {
+            let key = format!("<property name=\"{k}\" value=\"");
+            let at = case.find(&key).unwrap_or_else(|| panic!("no {k}: {case}"));
+            let rest = &case[at + key.len()..];
+            rest[..rest.find('"').unwrap()].to_string()
+        };
+        assert_eq!(prop("gate_file"), GATE);
+        assert_eq!(prop("gate_line"), line.to_string(), "{case}");
+        assert_eq!(prop("state"), state);
+        assert!(prop("evidence_dir").contains("runs/gh-rate-fail/"), "{case}");
+        assert!(!prop("model_sha256").is_empty() && !prop("engine_version").is_empty());
+    }
 }
 
 #[test]
