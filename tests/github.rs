@@ -219,3 +219,19 @@ fn the_summary_of_1000_failing_trials_stays_under_the_cap_and_says_how_many_were
     );
     assert!(!whole.contains("truncated"));
 }
+
+#[test]
+fn the_declaring_line_is_the_floor_for_rate_and_the_header_otherwise() {
+    use servegate::spec::line_in;
+    let text = "[gate]\nname = \"g\"\n\n[assert.route]\nfast = \"x\"\n[assert.rate]\nsource = \"server\"\nfloor_tok_s = 3.0\n\n[assert.known_answer]\nmatches = \"p\"\n";
+    assert_eq!(line_in(text, "rate"), 8);
+    assert_eq!(line_in(text, "route"), 4);
+    assert_eq!(line_in(text, "known_answer"), 10);
+    // A rate table without its floor (a spec error) points at its header; an unknown assertion or an
+    // unparsable file at line 1.
+    assert_eq!(line_in("[assert.rate]\nsource = \"client\"\n", "rate"), 1);
+    assert_eq!(line_in("x\n\n[assert.rate]\n", "rate"), 1);
+    assert_eq!(line_in(text, "spec"), 1);
+    // Inline tables: the key's line.
+    assert_eq!(line_in("[gate]\n[assert]\ncontent = {}\n", "content"), 3);
+}
