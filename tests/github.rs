@@ -64,7 +64,10 @@ fn a_failing_gate_under_github_actions_is_annotated_at_its_file_and_line() {
     std::fs::write(&summary, "## an earlier step\n\n").unwrap();
     let junit = tmp.path().join("junit.xml");
     let (code, stdout) = run(
-        &[("GITHUB_STEP_SUMMARY", &summary), ("SERVEGATE_JUNIT", &junit)],
+        &[
+            ("GITHUB_STEP_SUMMARY", &summary),
+            ("SERVEGATE_JUNIT", &junit),
+        ],
         &[
             ("GITHUB_ACTIONS", "true"),
             (
@@ -120,9 +123,10 @@ fn a_failing_gate_under_github_actions_is_annotated_at_its_file_and_line() {
     let cases: Vec<&str> = xml.split("<testcase ").skip(1).collect();
     assert_eq!(cases.len(), 3, "{xml}");
     let content = line_starting(&text, "[assert.content]");
-    for (case, (line, state)) in cases
-        .iter()
-        .zip([(floor, "fail"), (content, "pass"), (known, "fail")])
+    for (case, (line, state)) in
+        cases
+            .iter()
+            .zip([(floor, "fail"), (content, "pass"), (known, "fail")])
     {
         let prop = |k: &str| {
             let key = format!("<property name=\"{k}\" value=\"");
@@ -133,7 +137,10 @@ fn a_failing_gate_under_github_actions_is_annotated_at_its_file_and_line() {
         assert_eq!(prop("gate_file"), GATE);
         assert_eq!(prop("gate_line"), line.to_string(), "{case}");
         assert_eq!(prop("state"), state);
-        assert!(prop("evidence_dir").contains("runs/gh-rate-fail/"), "{case}");
+        assert!(
+            prop("evidence_dir").contains("runs/gh-rate-fail/"),
+            "{case}"
+        );
         assert!(!prop("model_sha256").is_empty() && !prop("engine_version").is_empty());
     }
 }
@@ -234,4 +241,63 @@ fn the_declaring_line_is_the_floor_for_rate_and_the_header_otherwise() {
     assert_eq!(line_in(text, "spec"), 1);
     // Inline tables: the key's line.
     assert_eq!(line_in("[gate]\n[assert]\ncontent = {}\n", "content"), 3);
+}
+
+const CHILD_ENV: &str = "SERVEGATE_GITHUB_TEST_HARNESS";
+
+/// Not a test on its own: the body of a harness child process started by
+/// [`the_gate_harness_annotates_and_summarises_too`] (does nothing unless that variable is set).
+#[test]
+fn harness_child() {
+    if std::env::var(CHILD_ENV).is_err() {
+        return;
+    }
+    let code = servegate::run::harness::main_code(
+        libtest_mimic::Arguments::from_iter(["gates".to_string()]),
+        servegate::run::harness::Config::from_env(),
+    );
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    std::process::exit(code);
+}
+
+#[test]
+fn the_gate_harness_annotates_and_summarises_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let summary = tmp.path().join("step-summary.md");
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "harness_child",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ]);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NEXTEST") || k.starts_with("SERVEGATE_") || k.starts_with("GITHUB_") {
+            cmd.env_remove(&k);
+        }
+    }
+    let out = cmd
+        .current_dir(root())
+        .env(CHILD_ENV, "1")
+        .env("SERVEGATE_GATES", GATE)
+        .env("SERVEGATE_RUNS", tmp.path().join("runs"))
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(101), "{stdout}");
+    let text = std::fs::read_to_string(root().join(GATE)).unwrap();
+    let floor = line_starting(&text, "floor_tok_s");
+    assert!(
+        stdout.contains(&format!(
+            "\n::error file={GATE},line={floor},title=gh-rate-fail%3A%3Arate::rate FAIL"
+        )),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("\n::error ").count(), 2, "{stdout}");
+    let s = std::fs::read_to_string(&summary).unwrap();
+    assert!(s.starts_with("# servegate: FAIL (exit 1)\n"), "{s}");
 }
