@@ -222,7 +222,17 @@ const JUNIT10: &[(&str, &[&str], &[&str])] = &[
             "group",
             "url",
         ],
-        &["skipped", "error", "failure", "system-out", "system-err"],
+        // + `properties`: per-testcase properties (state, gate file and line, evidence, model sha256, engine
+        // version; issue 21) as Maven Surefire's schema allows and the Jenkins JUnit plugin, GitLab and
+        // GitHub test reporters read; junit-10.xsd itself has none.
+        &[
+            "properties",
+            "skipped",
+            "error",
+            "failure",
+            "system-out",
+            "system-err",
+        ],
     ),
     ("skipped", &["message"], &[]),
     ("error", &["message", "type"], &[]),

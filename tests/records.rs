@@ -241,7 +241,21 @@ fn copy_of_committed() -> tempfile::TempDir {
     for page in ["docs/leaderboard.md", "docs/leaderboard.html"] {
         std::fs::copy(root().join(page), tmp.path().join(page)).unwrap();
     }
+    // The evidence too: the page draws each gate's floor from the gate.toml in its records' evidence.
+    copy_tree(&root().join("records/evidence"), &tmp.path().join("records/evidence"));
     tmp
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
 }
 
 #[test]

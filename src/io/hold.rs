@@ -2,6 +2,11 @@
 //! one device never overlap. An advisory `flock(2)` on the lock file (std's `File::try_lock`): the kernel
 //! releases it on every exit path, SIGKILL included. Beside the lock, `<lock>.holder` names the holder (pid,
 //! gate, since) for whoever waits.
+//!
+//! A fleet's device may instead (or also) be held by an external wrapper the serve runs under (`[hold] command`,
+//! [`wrap`]) or by a ticket file that must exist before the gate starts (`[hold] ticket`, [`check_ticket`]):
+//! without it the gate refuses to start, unless the lane holds the device some other way (`--allow-no-hold`,
+//! `SERVEGATE_ALLOW_NO_HOLD=1`).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -95,6 +100,51 @@ pub fn take(
             last_note = Some(Instant::now());
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The harness's switch for a lane that holds the device some other way: `SERVEGATE_ALLOW_NO_HOLD=1` (as
+/// `servegate run --allow-no-hold`).
+pub const ALLOW_NO_HOLD_VAR: &str = "SERVEGATE_ALLOW_NO_HOLD";
+
+/// True when `SERVEGATE_ALLOW_NO_HOLD` (looked up with `var`) is set to anything but empty, `0` or `false`.
+pub fn allow_no_hold(var: impl Fn(&str) -> Option<String>) -> bool {
+    var(ALLOW_NO_HOLD_VAR).is_some_and(|v| !matches!(v.trim(), "" | "0" | "false" | "no"))
+}
+
+/// The gate's `[hold] ticket` check, before anything of the gate starts. `Ok(None)`: no ticket asked for, or
+/// it exists; `Ok(Some(note))`: it is missing but `allow` (`--allow-no-hold`) lets the gate run, the note says
+/// so; `Err(message)`: it is missing, the gate refuses to start (the message names the gate, the file and the
+/// way out).
+pub fn check_ticket(gate: &crate::spec::GateSpec, allow: bool) -> Result<Option<String>, String> {
+    let Some(ticket) = gate.hold.as_ref().and_then(|h| h.ticket.as_ref()) else {
+        return Ok(None);
+    };
+    if ticket.exists() {
+        return Ok(None);
+    }
+    if allow {
+        return Ok(Some(format!(
+            "hold: the device ticket {} does not exist; running without it (--allow-no-hold / {ALLOW_NO_HOLD_VAR})",
+            ticket.display()
+        )));
+    }
+    Err(format!(
+        "hold_refused: {}: gate {} needs the device ticket {} ([hold] ticket) and it does not exist: the gate \
+         refuses to start (take the ticket first; --allow-no-hold or {ALLOW_NO_HOLD_VAR}=1 for a lane that holds \
+         the device some other way)",
+        gate.file.display(),
+        gate.name,
+        ticket.display()
+    ))
+}
+
+/// The argv the runner starts for a serve: `[hold] command` (the hold wrapper, e.g. `npu-hold --`) followed by
+/// the serve's own argv; the serve's argv unchanged without a wrapper.
+pub fn wrap(hold: Option<&crate::spec::HoldSpec>, argv: &[String]) -> Vec<String> {
+    match hold {
+        Some(h) if !h.command.is_empty() => h.command.iter().chain(argv).cloned().collect(),
+        _ => argv.to_vec(),
     }
 }
 

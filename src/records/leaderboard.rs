@@ -35,6 +35,71 @@ struct PageCtx {
     records: usize,
     indicative: usize,
     groups: Vec<GroupCtx>,
+    compare: Vec<CompareCtx>,
+    history: Vec<HistoryCtx>,
+}
+
+/// The bounds a gate declared, as the leaderboard draws them (read from the gate.toml copied into each
+/// record's evidence: the gate as it was for that run).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GateBounds {
+    /// `[assert.rate] floor_tok_s`.
+    pub floor_tok_s: Option<f64>,
+    /// `[assert.first_token] limit_ms`.
+    pub limit_ms: Option<f64>,
+}
+
+/// Bounds by record id (records without a gate or readable evidence have none).
+pub type Bounds = std::collections::BTreeMap<String, GateBounds>;
+
+/// One comparison chart at the top of the page: one metric (decode rate, or first token in ms), one row per
+/// model and engine (the newest record of each), a pair record's two engines as adjacent ours-vs-theirs
+/// bars with the ratio.
+#[derive(Debug, Serialize)]
+struct CompareCtx {
+    title: String,
+    unit: String,
+    better: &'static str,
+    width: u32,
+    height: u32,
+    left: String,
+    right: String,
+    axis_y: String,
+    max_label: String,
+    bars: Vec<BarCtx>,
+}
+
+#[derive(Debug, Serialize)]
+struct BarCtx {
+    y: String,
+    text_y: String,
+    width: String,
+    label: String,
+    value: String,
+    value_x: String,
+    fill: &'static str,
+    title: String,
+    ratio: String,
+}
+
+/// The history of one gate's figure across releases (records of the gate over time) with its baseline (the
+/// first record) and the gate's bound drawn as lines.
+#[derive(Debug, Serialize)]
+struct HistoryCtx {
+    gate: String,
+    metric: String,
+    unit: String,
+    engine: String,
+    anchor: String,
+    chart: ChartCtx,
+}
+
+#[derive(Debug, Serialize)]
+struct HLineCtx {
+    y: String,
+    label: String,
+    stroke: &'static str,
+    dash: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -119,6 +184,8 @@ struct ChartCtx {
     title: String,
     legend_this: String,
     legend_other: String,
+    /// Horizontal reference lines (history charts: baseline and floor / limit).
+    hlines: Vec<HLineCtx>,
 }
 
 #[derive(Debug, Serialize)]
@@ -261,6 +328,17 @@ fn px(x: f64) -> String {
 /// largest figure; a filled dot per record (hollow when indicative), its range as a bar, pair partners as
 /// grey squares.
 fn chart(group: &[&Record], model: &str, metric: &str, unit: &str) -> ChartCtx {
+    chart_with(group, model, metric, unit, &[])
+}
+
+/// [`chart`] with horizontal reference lines `(label, value, stroke, dash)`, the y axis reaching them.
+fn chart_with(
+    group: &[&Record],
+    model: &str,
+    metric: &str,
+    unit: &str,
+    lines: &[(String, f64, &'static str, &'static str)],
+) -> ChartCtx {
     let (width, height) = (360u32, 150u32);
     let (left, right, top, bottom) = (52.0, width as f64 - 14.0, 12.0, height as f64 - 30.0);
     let mut by_time: Vec<&Record> = group.to_vec();
@@ -278,6 +356,9 @@ fn chart(group: &[&Record], model: &str, metric: &str, unit: &str) -> ChartCtx {
                 .max(p.other_value)
                 .max(p.other_range.map(|o| o[1]).unwrap_or(0.0));
         }
+    }
+    for (_, v, _, _) in lines {
+        y_top = y_top.max(*v);
     }
     if y_top <= 0.0 {
         y_top = 1.0;
@@ -403,7 +484,17 @@ fn chart(group: &[&Record], model: &str, metric: &str, unit: &str) -> ChartCtx {
             one(other_names, "pair partner"),
         )
     };
+    let hlines = lines
+        .iter()
+        .map(|(label, v, stroke, dash)| HLineCtx {
+            y: px(y(*v)),
+            label: label.clone(),
+            stroke,
+            dash,
+        })
+        .collect();
     ChartCtx {
+        hlines,
         legend_this,
         legend_other,
         width,
@@ -422,9 +513,238 @@ fn chart(group: &[&Record], model: &str, metric: &str, unit: &str) -> ChartCtx {
     }
 }
 
+/// A figure in `to` (`ms` or `s`) from milliseconds.
+fn from_ms(ms: f64, to: &str) -> Option<f64> {
+    match to {
+        "ms" => Some(ms),
+        "s" => Some(ms / 1000.0),
+        _ => None,
+    }
+}
+
+/// The comparison charts: decode rate (tok/s) and first token (ms), one bar per model and engine (the
+/// newest record of each; indicative ones drawn pale and labelled), pairs as ours-vs-theirs bars with the
+/// ratio other / ours.
+fn compare(records: &[&Record]) -> Vec<CompareCtx> {
+    let mut out = Vec::new();
+    for (metric, unit, title) in [
+        ("decode_rate", "tok/s", "Decode rate by model and engine"),
+        ("first_token", "ms", "First token by model and engine"),
+    ] {
+        // The newest record per (model, engine, device, route): a chart a reader takes in at a glance.
+        let mut newest: std::collections::BTreeMap<(String, String, String, String), &Record> =
+            std::collections::BTreeMap::new();
+        for r in records.iter().filter(|r| r.metric.name == metric && r.source.forced.is_none()) {
+            let k = (
+                r.model.name.clone(),
+                r.settings.engine.clone(),
+                r.device.clone(),
+                r.route.clone(),
+            );
+            let e = newest.entry(k).or_insert(r);
+            if (r.date.as_str(), r.id.as_str()) > (e.date.as_str(), e.id.as_str()) {
+                *e = r;
+            }
+        }
+        let conv = |r: &Record, v: f64| -> f64 {
+            if unit == "ms" && r.metric.unit == "s" {
+                v * 1000.0
+            } else {
+                v
+            }
+        };
+        // Rows: (label, value, fill, title, ratio text).
+        let mut rows: Vec<(String, f64, &'static str, String, String)> = Vec::new();
+        // A pair is recorded from both sides (ours, and theirs naming ours as the other): drawn once, from the
+        // side whose id sorts first without `theirs`.
+        let mut pairs_drawn: std::collections::BTreeSet<(String, String, String)> = Default::default();
+        let mut sides: Vec<&&Record> = newest.values().collect();
+        sides.sort_by_key(|r| (r.id.contains("theirs"), r.id.clone()));
+        for r in sides {
+            if let Some(p) = &r.pair {
+                let (a, b) = if r.settings.engine <= p.other_engine {
+                    (r.settings.engine.clone(), p.other_engine.clone())
+                } else {
+                    (p.other_engine.clone(), r.settings.engine.clone())
+                };
+                if !pairs_drawn.insert((r.model.name.clone(), a, b)) {
+                    continue;
+                }
+            }
+            let v = conv(r, r.value);
+            let ind = if r.indicative() { ", indicative (n < 3)" } else { "" };
+            let label = short_label(&format!("{} · {}", r.model.name, r.settings.engine));
+            let fill = if r.indicative() { "#9bb7e0" } else { "#36c" };
+            let title = format!("{label}: {} {unit}, n = {}{ind} ({})", short_number(round3(v)), r.n, r.id);
+            match &r.pair {
+                None => rows.push((label, v, fill, title, String::new())),
+                Some(p) => {
+                    rows.push((format!("{label} (ours)"), v, fill, title, String::new()));
+                    let ov = conv(r, p.other_value);
+                    let olabel = short_label(&format!("{} · {}", r.model.name, p.other_engine));
+                    let olabel = format!("{olabel} (theirs)");
+                    rows.push((
+                        olabel.clone(),
+                        ov,
+                        "#999",
+                        format!("{olabel}: {} {unit}, n = {} ({})", short_number(round3(ov)), p.other_n, r.id),
+                        format!("theirs / ours = {:.*}", p.ratio_decimals as usize, p.ratio),
+                    ));
+                }
+            }
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        let (left, right_pad, bar_h, gap, top) = (330.0, 170.0, 14.0, 6.0, 8.0);
+        let width = 900u32;
+        let right = width as f64 - right_pad;
+        let max = nice_ceil(rows.iter().map(|r| r.1).fold(0.0, f64::max).max(1e-9) * 1.05);
+        let bars: Vec<BarCtx> = rows
+            .into_iter()
+            .enumerate()
+            .map(|(i, (label, v, fill, title, ratio))| {
+                let y = top + i as f64 * (bar_h + gap);
+                let w = (v / max * (right - left)).max(1.0);
+                BarCtx {
+                    y: px(y),
+                    text_y: px(y + bar_h - 3.0),
+                    width: px(w),
+                    label,
+                    value: format!("{} {unit}", short_number(round3(v))),
+                    value_x: px(left + w + 4.0),
+                    fill,
+                    title,
+                    ratio,
+                }
+            })
+            .collect();
+        let axis_y = top + bars.len() as f64 * (bar_h + gap);
+        out.push(CompareCtx {
+            title: title.to_string(),
+            unit: unit.to_string(),
+            better: if unit == "tok/s" { "longer is better" } else { "shorter is better" },
+            width,
+            height: (axis_y + 22.0) as u32,
+            left: px(left),
+            right: px(right),
+            axis_y: px(axis_y),
+            max_label: short_number(max),
+            bars,
+        });
+    }
+    out
+}
+
+/// A bar label of at most 46 characters (`…` where cut; the full text is in the bar's tooltip).
+fn short_label(s: &str) -> String {
+    if s.chars().count() <= 46 {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(45).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Per gate (records with a `source.gate`), metric and engine: its figure over the releases recorded, the
+/// first record as the baseline and the gate's floor (rates) or limit (times) drawn in.
+fn history(records: &[&Record], bounds: &Bounds) -> Vec<HistoryCtx> {
+    let mut groups: std::collections::BTreeMap<(String, usize, String, String, String), Vec<&Record>> =
+        std::collections::BTreeMap::new();
+    for r in records {
+        let Some(gate) = &r.source.gate else { continue };
+        groups
+            .entry((
+                gate.clone(),
+                metric_order(&r.metric.name),
+                r.metric.name.clone(),
+                r.metric.unit.clone(),
+                r.settings.engine.clone(),
+            ))
+            .or_default()
+            .push(r);
+    }
+    let mut out = Vec::new();
+    for ((gate, _, metric, unit, engine), mut members) in groups {
+        members.sort_by(|a, b| a.date.cmp(&b.date).then_with(|| a.id.cmp(&b.id)));
+        let first = members[0];
+        let mut lines = vec![(
+            format!("baseline {} ({})", first.fmt(first.value), first.date),
+            first.value,
+            "#2a7",
+            "2 3",
+        )];
+        // The bound of the newest run's gate (the gate as it stands for the latest release).
+        let newest = members[members.len() - 1];
+        if let Some(b) = bounds.get(&newest.id) {
+            let bound = match metric.as_str() {
+                "decode_rate" if unit == "tok/s" => b.floor_tok_s.map(|f| (format!("floor {}", short_number(f)), f)),
+                "first_token" => b
+                    .limit_ms
+                    .and_then(|l| from_ms(l, &unit).map(|v| (format!("limit {}", short_number(v)), v))),
+                _ => None,
+            };
+            if let Some((label, v)) = bound {
+                lines.push((label, v, "#c33", "5 3"));
+            }
+        }
+        let label = metric_label(first);
+        let gate_name = Path::new(&gate)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| gate.clone());
+        let mut c = chart_with(&members, &gate_name, &label, &unit, &lines);
+        c.title = format!("{gate_name}: {label} ({unit}) across releases, {engine}");
+        out.push(HistoryCtx {
+            anchor: slug(&format!("history {gate_name} {label} {engine}")),
+            gate,
+            metric: label,
+            unit,
+            engine,
+            chart: c,
+        });
+    }
+    out
+}
+
 /// Renders both pages from `records` (any order). `records_link` is the path from the pages' directory to
 /// the record directory (`../records`), used in each row's link.
 pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja::Error> {
+    render_with(records, records_link, &Bounds::new())
+}
+
+/// The bounds of each record's gate, from the gate.toml copied into its evidence (`records_dir`-relative
+/// evidence paths, as `records check` resolves them); records without readable evidence have none.
+pub fn bounds_of(records_dir: &Path, records: &[Record]) -> Bounds {
+    let mut out = Bounds::new();
+    for r in records {
+        let Some(ev) = &r.source.evidence else { continue };
+        let dir = record::evidence_path(records_dir, ev);
+        let Ok(g) = crate::spec::load(&dir.join(crate::evidence::layout::GATE_FILE)) else {
+            continue;
+        };
+        out.insert(
+            r.id.clone(),
+            GateBounds {
+                floor_tok_s: g.assertions.rate.as_ref().map(|a| a.floor_tok_s),
+                limit_ms: g.assertions.first_token.as_ref().map(|a| a.limit_ms),
+            },
+        );
+    }
+    out
+}
+
+/// [`render`] with the gates' bounds drawn in the history charts.
+pub fn render_with(
+    records: &[Record],
+    records_link: &str,
+    bounds: &Bounds,
+) -> Result<Pages, minijinja::Error> {
     let mut sorted: Vec<&Record> = records.iter().collect();
     sorted.sort_by(|a, b| {
         (
@@ -502,6 +822,8 @@ pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja
         records: records.len(),
         indicative: records.iter().filter(|r| r.indicative()).count(),
         groups,
+        compare: compare(&sorted),
+        history: history(&sorted, bounds),
     };
     let env = environment()?;
     let value = minijinja::Value::from_serialize(&ctx);
@@ -742,7 +1064,8 @@ pub fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let pages = match render(&records, &relative_link(&page_dir, records_dir)) {
+    let bounds = bounds_of(records_dir, &records);
+    let pages = match render_with(&records, &relative_link(&page_dir, records_dir), &bounds) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: rendering the leaderboard: {e:#}");

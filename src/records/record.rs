@@ -1971,10 +1971,19 @@ fn run_hold(gate: &crate::spec::GateSpec, started: &str, ended: Option<&str>) ->
             duration_s: None,
         },
         Some(h) => Hold {
-            ticket: Some(format!(
-                "exclusive lock {} for the whole run (gate [hold])",
-                h.lock.display()
-            )),
+            ticket: Some({
+                let mut parts = Vec::new();
+                if let Some(l) = &h.lock {
+                    parts.push(format!("exclusive lock {}", l.display()));
+                }
+                if !h.command.is_empty() {
+                    parts.push(format!("hold wrapper `{}`", h.command.join(" ")));
+                }
+                if let Some(t) = &h.ticket {
+                    parts.push(format!("ticket {}", t.display()));
+                }
+                format!("{} for the whole run (gate [hold])", parts.join(", "))
+            }),
             duration_s: ended
                 .and_then(utc_seconds)
                 .zip(utc_seconds(started))

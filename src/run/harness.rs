@@ -45,6 +45,8 @@ pub enum GateResult {
     Error(String),
     /// The run panicked (a servegate bug): the panic message.
     Panicked(String),
+    /// The gate refused to start: its `[hold] ticket` is missing (`SERVEGATE_ALLOW_NO_HOLD` unset): why.
+    Refused(String),
 }
 
 /// How the harness runs under cargo-nextest (one process per trial).
@@ -120,6 +122,8 @@ impl Config {
         let nextest = if !under_nextest {
             Nextest::Off
         } else {
+            // Each nextest process sees one trial: no process could annotate or summarise the whole run.
+            outputs.github = Default::default();
             if !outputs.is_empty() {
                 let vars: Vec<&str> = crate::sinks::export::Format::ALL
                     .iter()
@@ -199,6 +203,12 @@ impl LazyGate {
         }
         let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         self.result.get_or_init(|| {
+            let allow = crate::io::hold::allow_no_hold(|k| std::env::var(k).ok());
+            match crate::io::hold::check_ticket(&self.spec, allow) {
+                Err(why) => return GateResult::Refused(why),
+                Ok(Some(note)) => eprintln!("servegate: {note}"),
+                Ok(None) => {}
+            }
             let unmet = self.spec.requirements();
             if !unmet.is_empty() {
                 return GateResult::Unmet(unmet);
@@ -383,6 +393,7 @@ impl CachedResult {
             }
             GateResult::Error(m) => CachedResult::Error { message: m.clone() },
             GateResult::Panicked(m) => CachedResult::Panicked { message: m.clone() },
+            GateResult::Refused(m) => CachedResult::Error { message: m.clone() },
             GateResult::Unmet(r) => CachedResult::Error {
                 message: format!("unexpected: requirements unmet: {}", r.join("; ")),
             },
@@ -473,6 +484,7 @@ pub fn decide(gate: &LazyGate, assertion: &str) -> Decision {
         GateResult::Panicked(m) => {
             Decision::failed(FailureKind::Panic, format!("the gate run panicked: {m}"))
         }
+        GateResult::Refused(m) => Decision::failed(FailureKind::RequirementUnmet, m.clone()),
         GateResult::Ran(o) => match o.verdicts.iter().find(|v| v.assertion == assertion) {
             // The test as the results list it (one mapping from a verdict to a test), plus the evidence
             // directory in libtest's failure text.
@@ -708,6 +720,9 @@ pub fn report(entries: &[Entry]) -> String {
             Some(GateResult::Panicked(m)) => {
                 out.push_str(&format!("{}: the run panicked: {m}\n", g.spec.name))
             }
+            Some(GateResult::Refused(m)) => {
+                out.push_str(&format!("{}: refused: {m}\n", g.spec.name))
+            }
             Some(GateResult::Ran(o)) => {
                 out.push_str(&format!("{}: evidence {}\n", g.spec.name, o.dir.display()));
                 for v in &o.verdicts {
@@ -789,6 +804,7 @@ pub fn results(
                         panicked: true,
                         listed,
                     },
+                    Some(GateResult::Refused(why)) => Event::GateRefused { spec, why, listed },
                     None => Event::GateNotRun {
                         spec,
                         why: "not run: ignored by the test arguments",

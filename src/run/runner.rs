@@ -65,7 +65,8 @@ pub fn run(
                     "hold {} taken after {:.0} ms",
                     gate.hold
                         .as_ref()
-                        .map(|x| x.lock.display().to_string())
+                        .and_then(|x| x.lock.as_ref())
+                        .map(|l| l.display().to_string())
                         .unwrap_or_default(),
                     h.waited_ms
                 ));
@@ -185,10 +186,10 @@ fn take_hold(
     gate: &GateSpec,
     progress: &mut dyn FnMut(&Step),
 ) -> Result<Option<crate::io::hold::Hold>, String> {
-    match &gate.hold {
+    match gate.hold.as_ref().and_then(|h| h.lock.as_ref().map(|l| (h, l))) {
         None => Ok(None),
-        Some(h) => crate::io::hold::take(
-            &h.lock,
+        Some((h, lock)) => crate::io::hold::take(
+            lock,
             &gate.name,
             Duration::from_secs_f64(h.wait_s),
             &mut |line: &str| progress(&Step::Note(line.to_string())),
@@ -595,6 +596,8 @@ fn drive_target_inner(
                 .iter()
                 .map(|a| fill_runtime(a, &spec.host, port))
                 .collect();
+            // `[hold] command`: the serve runs under the fleet's hold wrapper (the evidence shows the whole argv).
+            let command = crate::io::hold::wrap(gate.hold.as_ref(), &command);
             let env: Vec<(String, String)> = spec
                 .env
                 .iter()

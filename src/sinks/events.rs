@@ -269,6 +269,16 @@ pub enum Event<'a> {
         /// The tests listed.
         listed: &'a [Listed],
     },
+    /// A gate refused to start: its `[hold] ticket` does not exist (and no `--allow-no-hold`). Its tests fail
+    /// as a requirement unmet (exit 6), whatever `SERVEGATE_STRICT` says.
+    GateRefused {
+        /// The gate.
+        spec: &'a GateSpec,
+        /// Why, naming the ticket and the way out.
+        why: &'a str,
+        /// The tests listed.
+        listed: &'a [Listed],
+    },
     /// Tests of a gate listed but not run (e.g. ignored by the test arguments under `--bench`).
     GateNotRun {
         /// The gate.
@@ -406,6 +416,16 @@ pub fn gate_results(event: &Event<'_>) -> Option<GateResults> {
             let t = tests(spec, listed, TestOutcome::Failed, Some(kind), &msg);
             GateResults::not_run(&spec.name, &spec.file, &spec.description, &reason, t)
         }
+        Event::GateRefused { spec, why, listed } => {
+            let t = tests(
+                spec,
+                listed,
+                TestOutcome::Failed,
+                Some(FailureKind::RequirementUnmet),
+                why,
+            );
+            GateResults::not_run(&spec.name, &spec.file, &spec.description, why, t)
+        }
         Event::GateNotRun { spec, why, listed } => {
             let t = tests(spec, listed, TestOutcome::Skipped, None, why);
             GateResults::not_run(&spec.name, &spec.file, &spec.description, "not run", t)
@@ -478,6 +498,7 @@ impl Reporter for Console {
                 }
             }
             Event::GateError { error, .. } => eprintln!("error: {error}"),
+            Event::GateRefused { why, .. } => println!("REFUSED {why}"),
             Event::GateNotRun { .. } => {}
         }
     }

@@ -92,6 +92,10 @@ pub struct OutputArgs {
     /// cap; docs/ci.md). Default: $SERVEGATE_SUMMARY.
     #[arg(long, value_name = "PATH")]
     pub summary: Option<PathBuf>,
+    /// GitHub Actions annotations (one per failed or indeterminate assertion, at the gate file and line) and
+    /// the job summary appended to $GITHUB_STEP_SUMMARY (docs/ci.md). On by itself when GITHUB_ACTIONS=true.
+    #[arg(long)]
+    pub github: bool,
 }
 
 impl OutputArgs {

@@ -239,7 +239,32 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
                 }
             }
         }
-
+        tc.add_property(Property::new("state", a.outcome.state()));
+        // Where a person looks next (docs/ci.md): the gate file and the line declaring the assertion, the
+        // evidence, and what ran (model hash, engine version; `unknown` where the run did not say).
+        let p = g.provenance.as_ref();
+        let unknown = || "unknown".to_string();
+        for (k, v) in [
+            ("gate_file", g.file.clone()),
+            (
+                "gate_line",
+                crate::sinks::github::gate_line(std::path::Path::new(&g.file), &a.name).to_string(),
+            ),
+            (
+                "evidence_dir",
+                evidence.map(str::to_string).unwrap_or_else(unknown),
+            ),
+            (
+                "model_sha256",
+                p.and_then(|p| p.model_sha256.clone()).unwrap_or_else(unknown),
+            ),
+            (
+                "engine_version",
+                p.and_then(|p| p.serve_version.clone()).unwrap_or_else(unknown),
+            ),
+        ] {
+            tc.add_property(Property::new(k, xml(&v)));
+        }
         s.add_test_case(tc);
     }
     // quick-junit counts skipped tests as `disabled`; readers also look for `skipped`.

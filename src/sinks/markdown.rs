@@ -80,6 +80,13 @@ fn n_of(t: &AssertionResult) -> String {
 
 /// The whole summary, never longer than `budget` bytes (see [`BUDGET_BYTES`]).
 pub fn serialize(results: &Results, budget: usize) -> Vec<u8> {
+    serialize_with(results, budget, None)
+}
+
+/// [`serialize`], with a link to the published evidence (`artifact_url`, from `SERVEGATE_ARTIFACT_URL`: e.g.
+/// the run's artifact page) under the heading and beside each gate's evidence directory.
+pub fn serialize_with(results: &Results, budget: usize, artifact_url: Option<&str>) -> Vec<u8> {
+    let link = artifact_url.map(|u| cell(u, 1000).replace(['(', ')', ' '], ""));
     let word = match results.exit_code {
         exit::PASS => "PASS",
         exit::NOTHING_CHECKED => "SKIP (nothing was checked)",
@@ -110,6 +117,10 @@ pub fn serialize(results: &Results, budget: usize) -> Vec<u8> {
         count_line,
         String::new(),
     ];
+    if let Some(u) = &link {
+        lines.push(format!("Evidence artifact: [{u}]({u})"));
+        lines.push(String::new());
+    }
     for p in &results.problems {
         lines.push(format!("- **problem:** {}", cell(p, VERDICT_CHARS)));
     }
@@ -126,7 +137,14 @@ pub fn serialize(results: &Results, budget: usize) -> Vec<u8> {
         lines.push(format!("## {} ({status})", cell(&g.name, 200)));
         lines.push(String::new());
         if let Some(p) = &g.provenance {
-            lines.push(format!("Evidence: `{}`", cell(&p.evidence_dir, 1000)));
+            let artifact = link
+                .as_ref()
+                .map(|u| format!(" (in the [evidence artifact]({u}))"))
+                .unwrap_or_default();
+            lines.push(format!(
+                "Evidence: `{}`{artifact}",
+                cell(&p.evidence_dir, 1000)
+            ));
             lines.push(String::new());
         }
         if let Some(r) = &g.reason {
@@ -162,19 +180,27 @@ fn fit(lines: &[String], budget: usize) -> Vec<u8> {
         }
         return out.into_bytes();
     }
-    let note = format!(
-        "\n**Summary truncated** at {budget} bytes (GitHub's step-summary cap): the full results are in the \
-         results JSON (`--json`, `SERVEGATE_JSON`) and the JUnit XML.\n"
-    );
-    let room = budget.saturating_sub(note.len());
+    let is_row = |l: &str| l.starts_with("| ") && !l.starts_with("| assertion | state |");
+    let rows = lines.iter().filter(|l| is_row(l)).count();
+    // The note's length with the widest count it can say, so the cut never has to move after counting.
+    let note = |left: usize| {
+        format!(
+            "\n**Summary truncated** at {budget} bytes (GitHub's step-summary cap): {left} of {rows} assertion \
+             rows left out; the full results are in the results JSON (`--json`, `SERVEGATE_JSON`) and the JUnit \
+             XML.\n"
+        )
+    };
+    let room = budget.saturating_sub(note(rows).len());
+    let mut kept = 0usize;
     for l in lines {
         if out.len() + l.len() + 1 > room {
             break;
         }
+        kept += usize::from(is_row(l));
         out.push_str(l);
         out.push('\n');
     }
-    out.push_str(&note);
+    out.push_str(&note(rows - kept));
     let mut bytes = out.into_bytes();
     bytes.truncate(budget); // only when the budget is smaller than the note itself
     bytes

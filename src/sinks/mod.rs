@@ -5,6 +5,8 @@
 
 pub mod events;
 pub mod export;
+pub mod exports;
+pub mod github;
 pub mod json;
 pub(crate) mod junit;
 pub mod markdown;

@@ -13,12 +13,18 @@ use crate::sinks::report::Results;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outputs {
     paths: Vec<(Format, PathBuf)>,
+    /// GitHub Actions: annotations and the step summary (`--github`, `GITHUB_ACTIONS=true`; sinks/github.rs),
+    /// published after the reports are written.
+    pub github: crate::sinks::github::Github,
 }
 
 impl Outputs {
     /// The reports asked for by `args`, each defaulting to its environment variable looked up with `var`.
     pub fn from_args(args: &OutputArgs, var: impl Fn(&str) -> Option<String>) -> Outputs {
-        let mut o = Outputs::default();
+        let mut o = Outputs {
+            github: crate::sinks::github::Github::from_vars(args.github, &var),
+            ..Outputs::default()
+        };
         for f in Format::ALL {
             if let Some(p) = args.path(f, &var) {
                 o.set(f, p);
@@ -87,7 +93,16 @@ impl Outputs {
     pub fn write(&self, results: &Results) -> Vec<String> {
         let mut errors = Vec::new();
         for (f, p) in self.iter() {
-            match f.exporter().serialize(results) {
+            let bytes = match f {
+                // The summary links the evidence artifact when SERVEGATE_ARTIFACT_URL names it.
+                Format::Summary => Ok(crate::sinks::markdown::serialize_with(
+                    results,
+                    crate::sinks::markdown::BUDGET_BYTES,
+                    self.github.artifact_url.as_deref(),
+                )),
+                _ => f.exporter().serialize(results),
+            };
+            match bytes {
                 Ok(bytes) => {
                     if let Err(e) = write_atomic(p, &bytes) {
                         errors.push(format!("{}: cannot write {}: {e}", p.display(), f.what()));
@@ -128,6 +143,11 @@ impl Outputs {
             .exit_code();
             results.problems.extend(errors.iter().cloned());
             let _ = self.write(results);
+        }
+        // Annotations and the job summary say what the reports say (a summary not appended is said on stderr:
+        // the reports themselves were written).
+        for e in self.github.publish(results) {
+            eprintln!("warning: {e}");
         }
         errors
     }

@@ -71,22 +71,35 @@ struct RawGate {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawHold {
-    lock: String,
+    #[serde(default)]
+    lock: Option<String>,
     #[serde(default = "default_hold_wait_s")]
     wait_s: Spanned<f64>,
+    #[serde(default)]
+    command: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    ticket: Option<Spanned<String>>,
 }
 
 fn default_hold_wait_s() -> Spanned<f64> {
     Spanned::new(0..0, 600.0)
 }
 
-/// `[hold]`: an exclusive lock on a device for the whole gate (all arms of a pair).
+/// `[hold]`: how the gate holds its device for the whole run (all arms of a pair): an exclusive lock file
+/// (`lock`), an external hold wrapper the serve runs under (`command`), and/or a ticket file that must exist
+/// before the gate starts (`ticket`; docs/gate-format.md, docs/ci.md). At least one of the three.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HoldSpec {
-    /// The lock file (`~` and placeholders expanded), e.g. `/run/lock/npu.lock`.
-    pub lock: PathBuf,
+    /// The lock file (`~` and placeholders expanded), e.g. `/run/lock/npu.lock`; None without `lock`.
+    pub lock: Option<PathBuf>,
     /// Seconds to wait for the lock before failing the gate (default 600).
     pub wait_s: f64,
+    /// The hold wrapper's argv (`["npu-hold", "--"]`): the runner starts every serve as `wrapper... serve
+    /// argv...`; empty without `command`.
+    pub command: Vec<String>,
+    /// The ticket file (`~` expanded, e.g. `/home/ci/NPU-TOKEN`) that must exist or the gate refuses to start
+    /// (`--allow-no-hold` / `SERVEGATE_ALLOW_NO_HOLD=1` for a lane that holds the device some other way).
+    pub ticket: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -855,6 +868,42 @@ fn plain_types(message: &str) -> String {
     m
 }
 
+/// The 1-based line of `gate`'s file that declares `assertion`, for annotations and JUnit properties: the
+/// `floor_tok_s` line of `[assert.rate]` for `rate` (the bound a person edits), else the `[assert.X]` header
+/// (`assert.X` may also be written inline, `assert = { X = ... }`: then the key's line). Falls back to the
+/// `[assert]`/first line: 1 when the assertion is not found (e.g. `spec` for a file that does not parse).
+pub fn line_of(gate: &GateSpec, assertion: &str) -> usize {
+    line_in(&gate.source, assertion)
+}
+
+/// [`line_of`] on the TOML text itself (for a gate file that did not parse into a [`GateSpec`]).
+pub fn line_in(text: &str, assertion: &str) -> usize {
+    let Ok(doc) = text.parse::<toml_edit::ImDocument<String>>() else {
+        return 1;
+    };
+    let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let keys: &[&str] = if assertion == "rate" {
+        &["assert.rate.floor_tok_s", "assert.rate"]
+    } else {
+        &[]
+    };
+    for k in keys {
+        if let Some(r) = key_span(doc.as_table(), k) {
+            return line(r.start);
+        }
+    }
+    let table = doc
+        .get("assert")
+        .and_then(|a| a.as_table_like())
+        .and_then(|t| t.get_key_value(assertion));
+    if let Some((k, item)) = table {
+        if let Some(r) = item.as_table().and_then(|t| t.span()).or_else(|| k.span()) {
+            return line(r.start);
+        }
+    }
+    1
+}
+
 /// The byte span of a dotted key (`serve.host`, `request.extra.max_tokens`) in a parsed document: the key
 /// itself where written; where absent, the nearest enclosing table that is (its header or first key).
 fn key_span(table: &dyn toml_edit::TableLike, key: &str) -> Option<Range<usize>> {
@@ -1347,13 +1396,41 @@ impl Validator<'_> {
             }
         }
         let hold = match &raw.hold {
-            Some(h) if h.lock.trim().is_empty() => {
-                return Err(self.err(0..0, "hold.lock", "must name a lock file"))
+            Some(h) => {
+                let lock = match &h.lock {
+                    Some(l) if l.trim().is_empty() => {
+                        return Err(self.err(0..0, "hold.lock", "must name a lock file"))
+                    }
+                    Some(l) => Some(PathBuf::from(self.expand(l, 0..0, "hold.lock", false)?)),
+                    None => None,
+                };
+                let command = match &h.command {
+                    Some(c) => {
+                        self.argv(c.get_ref(), c.span(), "hold.command")?;
+                        c.get_ref()
+                            .iter()
+                            .map(|a| self.expand(a, c.span(), "hold.command", false))
+                            .collect::<Result<Vec<_>, _>>()?
+                    }
+                    None => Vec::new(),
+                };
+                let ticket = match &h.ticket {
+                    Some(t) if t.get_ref().trim().is_empty() => {
+                        return Err(self.err(t.span(), "hold.ticket", "must name a ticket file"))
+                    }
+                    Some(t) => Some(PathBuf::from(self.expand(t.get_ref(), t.span(), "hold.ticket", false)?)),
+                    None => None,
+                };
+                if lock.is_none() && command.is_empty() && ticket.is_none() {
+                    return Err(self.err(0..0, "hold", "give `lock` (a lock file), `command` (a hold wrapper the serve runs under) or `ticket` (a file that must exist)"));
+                }
+                Some(HoldSpec {
+                    lock,
+                    wait_s: self.seconds(&h.wait_s, "hold.wait_s")?,
+                    command,
+                    ticket,
+                })
             }
-            Some(h) => Some(HoldSpec {
-                lock: PathBuf::from(self.expand(&h.lock, 0..0, "hold.lock", false)?),
-                wait_s: self.seconds(&h.wait_s, "hold.wait_s")?,
-            }),
             None => None,
         };
 

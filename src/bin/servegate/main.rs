@@ -49,6 +49,10 @@ enum Cmd {
         /// Where --record writes.
         #[arg(long, value_name = "DIR", default_value = "records")]
         records_dir: PathBuf,
+        /// Run a gate whose [hold] ticket file is missing (a lane that holds the device some other way); without
+        /// it such a gate refuses to start (exit 6). Also SERVEGATE_ALLOW_NO_HOLD=1.
+        #[arg(long)]
+        allow_no_hold: bool,
     },
     /// Re-judge a recorded run directory, with its copied gate.toml or an edited gate (--gate).
     Judge {
@@ -90,6 +94,9 @@ enum Cmd {
     Replay(servegate::replay::ReplayArgs),
     /// Records (records/*.json): `records check` validates them all and names every problem's file and field.
     Records(servegate::records::record::RecordsArgs),
+    /// Dashboard files from records (default records/) or a run (results JSON or run directory): --bmf (Bencher),
+    /// --gab-bigger / --gab-smaller (github-action-benchmark), --openmetrics (GitLab metrics); docs/ci.md.
+    Export(servegate::sinks::exports::ExportArgs),
     /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
     Leaderboard(servegate::records::leaderboard::LeaderboardArgs),
     /// Judge the embedded judging table (the seed's shapes and one per hazard kind) with this binary's own judge:
@@ -113,6 +120,7 @@ fn main() -> ExitCode {
             outputs,
             record,
             records_dir,
+            allow_no_hold,
         } => {
             // As the harness: --junit / --json / --summary, else SERVEGATE_JUNIT / SERVEGATE_JSON / SERVEGATE_SUMMARY.
             let outputs = Outputs::from_args(&outputs, |k| std::env::var(k).ok());
@@ -135,7 +143,9 @@ fn main() -> ExitCode {
             }
             let root = runs.clone().unwrap_or_else(runner::runs_root);
             let record = record.as_deref().map(|id| (id, records_dir.as_path()));
-            cmd_run(&gates, Some(root), quiet, &outputs, record)
+            let allow_no_hold = allow_no_hold
+                || servegate::io::hold::allow_no_hold(|k| std::env::var(k).ok());
+            cmd_run(&gates, Some(root), quiet, &outputs, record, allow_no_hold)
         }
         Cmd::Judge {
             run_dir,
@@ -158,6 +168,7 @@ fn main() -> ExitCode {
         } => cmd_inspect(&file, model, models, require, forbid),
         Cmd::Replay(args) => servegate::replay::cli_replay(&args),
         Cmd::Records(args) => servegate::records::record::cli_records(&args),
+        Cmd::Export(args) => servegate::sinks::exports::cli(&args, &judged_results),
         Cmd::Leaderboard(args) => servegate::records::leaderboard::cli(&args),
         Cmd::SelfTest(args) => servegate::run::selftest::cli(&args),
     };
@@ -230,6 +241,7 @@ fn cmd_run(
     quiet: bool,
     outputs: &Outputs,
     record: Option<(&str, &std::path::Path)>,
+    allow_no_hold: bool,
 ) -> i32 {
     let started = std::time::Instant::now();
     let strict = servegate::run::harness::strict();
@@ -281,6 +293,19 @@ fn cmd_run(
             file: &g.file,
             on: None,
         });
+        // `[hold] ticket`: without the device ticket the gate refuses to start (unless --allow-no-hold).
+        match servegate::io::hold::check_ticket(g, allow_no_hold) {
+            Err(why) => {
+                out.event(&Event::GateRefused {
+                    spec: g,
+                    why: &why,
+                    listed: &Listed::all(g, 0.0),
+                });
+                continue;
+            }
+            Ok(Some(note)) => eprintln!("note: {note}"),
+            Ok(None) => {}
+        }
         let unmet = g.requirements();
         if !unmet.is_empty() {
             out.event(&Event::GateUnmet {
@@ -531,6 +556,35 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
     }
     .exit_code();
     finish_run(outputs, results, started, code, "")
+}
+
+/// A run directory re-judged with its own gate.toml, as results (for `servegate export`).
+fn judged_results(dir: &std::path::Path) -> Result<Results, String> {
+    let gate_file = dir.join(servegate::evidence::layout::GATE_FILE);
+    let g = spec::load(&gate_file).map_err(|e| e.to_string())?;
+    let outcome = if evidence::is_pair_dir(dir) {
+        let ev = analysis::load_pair(dir).map_err(|e| e.to_string())?;
+        let verdicts = judge::judge_pair(&g, &ev);
+        runner::pair_outcome(&g, dir, ev.summary, verdicts)
+    } else {
+        let ev = analysis::load(dir).map_err(|e| e.to_string())?;
+        let verdicts = judge::judge(&g, &ev);
+        runner::RunOutcome {
+            dir: dir.to_path_buf(),
+            summary: ev.run,
+            verdicts,
+            pair: None,
+        }
+    };
+    let mut collector = Collector::new(Producer::Judge, servegate::run::harness::strict());
+    collector.event(&Event::GateJudged {
+        spec: &g,
+        outcome: &outcome,
+        listed: &Listed::verdicts(&outcome, 0.0),
+    });
+    let mut results = collector.into_results();
+    results.finish(0.0);
+    Ok(results)
 }
 
 fn cmd_check(files: &[PathBuf]) -> i32 {

@@ -1,0 +1,328 @@
+//! Dashboard exports (`servegate export`): servegate's figures in the formats benchmark dashboards that already
+//! exist read — Bencher's BMF JSON ([`bmf`]), github-action-benchmark's `customBiggerIsBetter` /
+//! `customSmallerIsBetter` JSON ([`gab`]), and OpenMetrics text for GitLab metrics reports ([`openmetrics`]).
+//! docs/ci.md shows each in a workflow.
+//!
+//! Every format is a pure `serialize(&[Figure]) -> bytes` over one flat model, [`Figure`]: a figure with its
+//! unit, its bounds where the source has a range (the record's `range`, or the min and max of the judged
+//! values), the gate's bound, and the three-state verdict ([`Figure::state`]). A figure that is not a `pass`
+//! or a `fail` (indeterminate, void, incomparable, skipped) is never charted as a pass: BMF carries it under a
+//! separate measure named for its state, the github-action-benchmark files leave it out (with a note on
+//! stderr), OpenMetrics labels every sample with its state.
+//!
+//! Sources: records (`records/*.json`, [`from_records`]) and the results of a run ([`from_results`]: the
+//! results JSON, or a run directory re-judged by the binary).
+
+pub mod bmf;
+pub mod gab;
+pub mod openmetrics;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::records::record::Record;
+use crate::sinks::report::Results;
+
+/// One figure as the dashboards get it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// The benchmark: a record's id, or a gate's name.
+    pub benchmark: String,
+    /// What was measured: a record's `metric.name` (`decode_rate`), or the assertion (`rate`, `first_token`).
+    pub measure: String,
+    /// Unit of `value`, `lower`, `upper` and `bound` (`tok/s`, `ms`, `s`).
+    pub unit: String,
+    /// The stated figure: a median (records and gates state only medians).
+    pub value: f64,
+    /// The lowest value the figure is over, where known.
+    pub lower: Option<f64>,
+    /// The highest, where known.
+    pub upper: Option<f64>,
+    /// The gate's bound (`floor_tok_s`, `limit_ms`), for a figure from a run.
+    pub bound: Option<f64>,
+    /// Higher is better (rates); lower is better otherwise (times).
+    pub higher_is_better: bool,
+    /// `pass`, `fail`, `indeterminate`, `void`, `incomparable` or `skipped` ([`TestOutcome::state`]).
+    pub state: String,
+    /// Values present of values planned (`6 of 6`), where known.
+    pub n: Option<(usize, usize)>,
+    /// Context shown beside the figure (model, engine, device, date, evidence), in key order.
+    pub context: BTreeMap<String, String>,
+}
+
+impl Figure {
+    /// True for a `pass` or a `fail`: a figure that can be charted as what it is. Anything else is not a
+    /// decided result and is never charted as one.
+    pub fn decided(&self) -> bool {
+        self.state == "pass" || self.state == "fail"
+    }
+
+    /// `benchmark::measure`, the name one-series formats use.
+    pub fn name(&self) -> String {
+        format!("{}::{}", self.benchmark, self.measure)
+    }
+
+    /// `n 6 of 6; state pass; bound 15 tok/s; model ...`: the context in one line.
+    pub fn extra(&self) -> String {
+        let mut parts = vec![format!("state {}", self.state)];
+        if let Some((n, of)) = self.n {
+            parts.push(format!("n={n} of {of}"));
+        }
+        if let (Some(lo), Some(hi)) = (self.lower, self.upper) {
+            parts.push(format!("range {lo} to {hi} {}", self.unit));
+        }
+        if let Some(b) = self.bound {
+            let what = if self.higher_is_better {
+                "floor"
+            } else {
+                "limit"
+            };
+            parts.push(format!("{what} {b} {}", self.unit));
+        }
+        for (k, v) in &self.context {
+            parts.push(format!("{k} {v}"));
+        }
+        parts.join("; ")
+    }
+}
+
+/// The state of a record: `fail` when it was forced from a failing or incomplete run (`source.forced`) or
+/// its known answer failed, `indeterminate` when it is indicative (n < 3), else `pass`.
+pub fn record_state(r: &Record) -> &'static str {
+    if r.source.forced.is_some() || r.known_answer.result == "fail" {
+        "fail"
+    } else if r.indicative() {
+        "indeterminate"
+    } else {
+        "pass"
+    }
+}
+
+/// One figure per record (its pair's other figure too, as `<id>::<metric>_theirs`), in the given order.
+pub fn from_records(records: &[Record]) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for r in records {
+        let mut context = BTreeMap::new();
+        context.insert("model".to_string(), r.model.name.clone());
+        context.insert("engine".to_string(), r.settings.engine.clone());
+        if let Some(v) = &r.settings.engine_version {
+            context.insert("engine_version".to_string(), v.clone());
+        }
+        context.insert("device".to_string(), r.device.clone());
+        context.insert("date".to_string(), r.date.clone());
+        context.insert("model_sha256".to_string(), r.sha256_display());
+        let state = record_state(r).to_string();
+        out.push(Figure {
+            benchmark: r.id.clone(),
+            measure: r.metric.name.clone(),
+            unit: r.metric.unit.clone(),
+            value: r.value,
+            lower: Some(r.range[0]),
+            upper: Some(r.range[1]),
+            bound: None,
+            higher_is_better: r.higher_is_better(),
+            state: state.clone(),
+            n: Some((r.n as usize, r.n as usize)),
+            context: context.clone(),
+        });
+        if let Some(p) = &r.pair {
+            let mut c = context.clone();
+            c.insert("engine".to_string(), p.other_engine.clone());
+            c.remove("engine_version");
+            c.insert("ratio".to_string(), format!("{}", p.ratio));
+            out.push(Figure {
+                benchmark: r.id.clone(),
+                measure: format!("{}_other", r.metric.name),
+                unit: r.metric.unit.clone(),
+                value: p.other_value,
+                lower: p.other_range.map(|x| x[0]),
+                upper: p.other_range.map(|x| x[1]),
+                bound: None,
+                higher_is_better: r.higher_is_better(),
+                state,
+                n: Some((p.other_n as usize, p.other_n as usize)),
+                context: c,
+            });
+        }
+    }
+    out
+}
+
+/// One figure per judged assertion with a statistic (`rate`, `first_token`, ...) of every gate in `results`.
+pub fn from_results(results: &Results) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for g in &results.gates {
+        let mut context = BTreeMap::new();
+        if let Some(p) = &g.provenance {
+            context.insert("evidence".to_string(), p.evidence_dir.clone());
+            context.insert("model".to_string(), p.model.clone());
+            if let Some(v) = &p.serve_version {
+                context.insert("engine_version".to_string(), v.clone());
+            }
+            if let Some(s) = &p.model_sha256 {
+                context.insert("model_sha256".to_string(), s.clone());
+            }
+            context.insert("started_utc".to_string(), p.started_utc.clone());
+        }
+        for t in &g.assertions {
+            let (Some(value), Some(unit)) = (t.median, t.unit.clone()) else {
+                continue;
+            };
+            let present: Vec<f64> = t.values.iter().flatten().copied().collect();
+            let lower = present.iter().copied().reduce(f64::min);
+            let upper = present.iter().copied().reduce(f64::max);
+            out.push(Figure {
+                benchmark: g.name.clone(),
+                measure: t.name.clone(),
+                higher_is_better: unit.contains("/s"),
+                unit,
+                value,
+                lower,
+                upper,
+                bound: t.bound,
+                state: t.outcome.state().to_string(),
+                n: (!t.values.is_empty()).then_some((present.len(), t.values.len())),
+                context: context.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// The export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Bencher Metric Format JSON.
+    Bmf,
+    /// github-action-benchmark `customBiggerIsBetter`.
+    GabBigger,
+    /// github-action-benchmark `customSmallerIsBetter`.
+    GabSmaller,
+    /// OpenMetrics text (GitLab metrics reports).
+    OpenMetrics,
+}
+
+/// The file's bytes for `kind`, and the notes for stderr (figures left out, and why).
+pub fn serialize(kind: Kind, figures: &[Figure]) -> (Vec<u8>, Vec<String>) {
+    match kind {
+        Kind::Bmf => (bmf::serialize(figures), Vec::new()),
+        Kind::GabBigger => gab::serialize(figures, true),
+        Kind::GabSmaller => gab::serialize(figures, false),
+        Kind::OpenMetrics => (openmetrics::serialize(figures), Vec::new()),
+    }
+}
+
+/// `servegate export`: dashboard files from records or from a run.
+#[derive(Debug, Clone, clap::Args)]
+#[command(group(clap::ArgGroup::new("format").required(true).args(["bmf", "gab_bigger", "gab_smaller", "openmetrics"])))]
+pub struct ExportArgs {
+    /// Sources: a records directory (default records/), record files, a results JSON (servegate.results/1), or
+    /// a run directory (re-judged with its own gate.toml).
+    pub sources: Vec<PathBuf>,
+    /// Bencher Metric Format JSON (`bencher run --adapter json --file FILE`).
+    #[arg(long)]
+    pub bmf: bool,
+    /// github-action-benchmark `customBiggerIsBetter` JSON: the rates (tok/s).
+    #[arg(long)]
+    pub gab_bigger: bool,
+    /// github-action-benchmark `customSmallerIsBetter` JSON: the times (ms, s).
+    #[arg(long)]
+    pub gab_smaller: bool,
+    /// OpenMetrics text, e.g. for a GitLab `metrics` report.
+    #[arg(long)]
+    pub openmetrics: bool,
+    /// Write here (atomically) instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl ExportArgs {
+    /// The format asked for.
+    pub fn kind(&self) -> Kind {
+        if self.bmf {
+            Kind::Bmf
+        } else if self.gab_bigger {
+            Kind::GabBigger
+        } else if self.gab_smaller {
+            Kind::GabSmaller
+        } else {
+            Kind::OpenMetrics
+        }
+    }
+}
+
+/// The figures of one source path. `judge_dir` re-judges a run directory into results (the binary's `judge`).
+pub fn figures_of(
+    path: &Path,
+    judge_dir: &dyn Fn(&Path) -> Result<Results, String>,
+) -> Result<Vec<Figure>, String> {
+    if path.is_dir() {
+        if path.join(crate::evidence::layout::RUN_FILE).is_file()
+            || crate::evidence::is_pair_dir(path)
+        {
+            return judge_dir(path).map(|r| from_results(&r));
+        }
+        let records = crate::records::record::load_dir(path).map_err(|e| e.join("\n"))?;
+        return Ok(from_records(&records));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+    match v.get("schema").and_then(|s| s.as_str()) {
+        Some(crate::sinks::report::RESULTS_SCHEMA) => {
+            let r: Results = serde_json::from_value(v)
+                .map_err(|e| format!("{}: not servegate.results/1: {e}", path.display()))?;
+            Ok(from_results(&r))
+        }
+        Some(s) if s.starts_with("servegate.record/") => {
+            let r = crate::records::record::parse(&text).map_err(|problems| {
+                let p: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+                format!("{}: {}", path.display(), p.join("; "))
+            })?;
+            Ok(from_records(&[r]))
+        }
+        other => Err(format!(
+            "{}: not a record, a results JSON or a run directory (schema {other:?})",
+            path.display()
+        )),
+    }
+}
+
+/// Runs `servegate export`; returns the exit code (0, or 5 when a source cannot be read or the file written).
+pub fn cli(args: &ExportArgs, judge_dir: &dyn Fn(&Path) -> Result<Results, String>) -> i32 {
+    use crate::error::exit;
+    let sources = if args.sources.is_empty() {
+        vec![PathBuf::from("records")]
+    } else {
+        args.sources.clone()
+    };
+    let mut figures = Vec::new();
+    for s in &sources {
+        match figures_of(s, judge_dir) {
+            Ok(f) => figures.extend(f),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::EVIDENCE_ERROR;
+            }
+        }
+    }
+    let (bytes, notes) = serialize(args.kind(), &figures);
+    for n in notes {
+        eprintln!("note: {n}");
+    }
+    match &args.output {
+        Some(p) => match crate::io::fs::write_atomic(p, &bytes) {
+            Ok(()) => exit::PASS,
+            Err(e) => {
+                eprintln!("error: {}: cannot write the export: {e}", p.display());
+                exit::EVIDENCE_ERROR
+            }
+        },
+        None => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(&bytes);
+            exit::PASS
+        }
+    }
+}

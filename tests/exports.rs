@@ -1,0 +1,282 @@
+//! Dashboard exports (issue 21): `servegate export --bmf | --gab-bigger | --gab-smaller | --openmetrics` from the
+//! committed records and from a run. BMF is validated against Bencher's published JSON schema
+//! (tests/data/schemas/bmf.json, https://bencher.dev/bmf.json); the github-action-benchmark files against their
+//! shape (an array of `{name, unit, value, range?, extra?}`, one direction per file). Every figure carries its
+//! unit and, where the source has a range, its bounds; a figure that is not a decided pass or fail is never
+//! charted as one.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use servegate::sinks::exports::{self, bmf, gab, openmetrics, Figure};
+use servegate::sinks::report::{AssertionResult, GateResults, Producer, Results, TestOutcome};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn export(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .current_dir(root())
+        .arg("export")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn bmf_validator() -> jsonschema::Validator {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/data/schemas/bmf.json")).unwrap(),
+    )
+    .unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+fn records() -> Vec<servegate::records::record::Record> {
+    servegate::records::record::load_dir(&root().join("records")).unwrap()
+}
+
+#[test]
+fn bmf_from_the_committed_records_validates_against_bencher_s_schema() {
+    let v = bmf_validator();
+    // The schema can fail: a measure without a numeric value is refused.
+    assert!(!v.is_valid(&serde_json::json!({"b": {"m": {"value": "fast"}}})));
+    assert!(!v.is_valid(&serde_json::json!({"b": {"m": {"lower_value": 1.0}}})));
+
+    let (code, stdout, stderr) = export(&["--bmf"]);
+    assert_eq!(code, 0, "{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    let errors: Vec<String> = v.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // Every record is a benchmark; its value under `<metric>-<unit>` (or `-<state>` when undecided), its
+    // range as lower/upper, and its verdict as `<metric>-pass`.
+    let recs = records();
+    assert_eq!(doc.as_object().unwrap().len(), recs.len());
+    for r in &recs {
+        let b = &doc[&r.id];
+        let f = &exports::from_records(std::slice::from_ref(r))[0];
+        let m = &b[bmf::measure_slug(f)];
+        assert_eq!(m["value"].as_f64(), Some(r.value), "{}", r.id);
+        assert_eq!(m["lower_value"].as_f64(), Some(r.range[0]));
+        assert_eq!(m["upper_value"].as_f64(), Some(r.range[1]));
+        let state = exports::record_state(r);
+        let pass = b[format!("{}-pass", bmf::slug(&r.metric.name))]["value"].as_f64();
+        assert_eq!(
+            pass,
+            Some(if state == "pass" { 1.0 } else { 0.0 }),
+            "{}",
+            r.id
+        );
+        if state == "indeterminate" {
+            assert!(bmf::measure_slug(f).ends_with("-indeterminate"));
+            assert!(b
+                .get(format!(
+                    "{}-{}",
+                    bmf::slug(&r.metric.name),
+                    bmf::slug(&r.metric.unit)
+                ))
+                .is_none());
+        }
+    }
+    // The file is the same through -o, written whole.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("bmf.json");
+    let (code, _, _) = export(&["--bmf", "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), stdout);
+}
+
+/// The github-action-benchmark shape: an array of objects with a non-empty string `name` and `unit`, a finite
+/// number `value`, optional string `range` and `extra`, and no other key.
+fn assert_gab_shape(doc: &Value) -> &Vec<Value> {
+    let arr = doc.as_array().expect("an array");
+    for e in arr {
+        let o = e.as_object().expect("an object");
+        for k in o.keys() {
+            assert!(
+                ["name", "unit", "value", "range", "extra"].contains(&k.as_str()),
+                "key {k}"
+            );
+        }
+        assert!(!o["name"].as_str().unwrap().is_empty());
+        assert!(!o["unit"].as_str().unwrap().is_empty());
+        assert!(o["value"].as_f64().unwrap().is_finite());
+        for k in ["range", "extra"] {
+            if let Some(x) = o.get(k) {
+                assert!(x.is_string(), "{k} is a string");
+            }
+        }
+    }
+    arr
+}
+
+#[test]
+fn gab_files_from_the_committed_records_have_their_shape_and_leave_out_what_is_undecided() {
+    let recs = records();
+    let figures = exports::from_records(&recs);
+    for (flag, bigger) in [("--gab-bigger", true), ("--gab-smaller", false)] {
+        let (code, stdout, stderr) = export(&[flag]);
+        assert_eq!(code, 0, "{stderr}");
+        let doc: Value = serde_json::from_str(&stdout).unwrap();
+        let arr = assert_gab_shape(&doc);
+        let want: Vec<&Figure> = figures
+            .iter()
+            .filter(|f| f.higher_is_better == bigger && f.decided())
+            .collect();
+        assert_eq!(arr.len(), want.len(), "{flag}");
+        for e in arr {
+            let unit = e["unit"].as_str().unwrap();
+            assert_eq!(unit == "tok/s", bigger, "{flag}: {e}");
+            assert!(
+                e["extra"].as_str().unwrap().starts_with("state pass")
+                    || e["extra"].as_str().unwrap().starts_with("state fail")
+            );
+        }
+        for f in figures
+            .iter()
+            .filter(|f| f.higher_is_better == bigger && !f.decided())
+        {
+            assert!(
+                !stdout.contains(&format!("\"{}\"", f.name())),
+                "{} charted",
+                f.name()
+            );
+            assert!(
+                stderr.contains(&format!("{} left out: its state is {}", f.name(), f.state)),
+                "{stderr}"
+            );
+        }
+    }
+    // The committed records hold at least one undecided (indicative) figure, so the omission is exercised.
+    assert!(figures.iter().any(|f| !f.decided()));
+}
+
+fn run_results() -> Results {
+    let mut r = Results::begin(Producer::Run, false);
+    let fig = |name: &str, outcome, median: f64, unit: &str, values: Vec<Option<f64>>| {
+        let mut t = AssertionResult::new("g", name, outcome, None, &format!("{name} ..."), 0.0);
+        t.median = Some(median);
+        t.bound = Some(15.0);
+        t.unit = Some(unit.into());
+        t.values = values;
+        t
+    };
+    let tests = vec![
+        fig(
+            "rate",
+            TestOutcome::Passed,
+            20.0,
+            "tok/s",
+            vec![Some(18.0), Some(20.0), Some(25.0)],
+        ),
+        fig(
+            "first_token",
+            TestOutcome::Indeterminate,
+            90.0,
+            "ms",
+            vec![Some(90.0), None],
+        ),
+        AssertionResult::new("g", "route", TestOutcome::Passed, None, "route PASS", 0.0),
+    ];
+    r.push(GateResults::not_run(
+        "g",
+        Path::new("gates/g.toml"),
+        "",
+        "x",
+        tests,
+    ));
+    r.finish(1.0);
+    r
+}
+
+#[test]
+fn an_indeterminate_figure_of_a_run_is_never_charted_as_a_pass() {
+    let figures = exports::from_results(&run_results());
+    assert_eq!(figures.len(), 2, "only assertions with a statistic");
+    let rate = &figures[0];
+    assert_eq!(
+        (rate.lower, rate.upper, rate.bound),
+        (Some(18.0), Some(25.0), Some(15.0))
+    );
+    assert_eq!(rate.n, Some((3, 3)));
+    // BMF: the indeterminate figure under its own measure, and its verdict 0.
+    let doc: Value = serde_json::from_slice(&bmf::serialize(&figures)).unwrap();
+    assert!(bmf_validator().is_valid(&doc));
+    assert_eq!(doc["g"]["rate-tok-s"]["value"].as_f64(), Some(20.0));
+    assert_eq!(doc["g"]["rate-pass"]["value"].as_f64(), Some(1.0));
+    assert!(doc["g"].get("first-token-ms").is_none());
+    assert_eq!(
+        doc["g"]["first-token-ms-indeterminate"]["value"].as_f64(),
+        Some(90.0)
+    );
+    assert_eq!(doc["g"]["first-token-pass"]["value"].as_f64(), Some(0.0));
+    // gab: left out of the smaller-is-better file, with a note.
+    let (bytes, notes) = gab::serialize(&figures, false);
+    let doc: Value = serde_json::from_slice(&bytes).unwrap();
+    assert!(assert_gab_shape(&doc).is_empty());
+    assert_eq!(notes.len(), 1);
+    assert!(notes[0].starts_with("g::first_token left out: its state is indeterminate"));
+    let (bytes, _) = gab::serialize(&figures, true);
+    let doc: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(doc[0]["range"], "18 to 25");
+    // OpenMetrics: every sample states its state and unit.
+    let text = String::from_utf8(openmetrics::serialize(&figures)).unwrap();
+    assert!(text.contains(
+        "servegate_figure{benchmark=\"g\",measure=\"first_token\",unit=\"ms\",state=\"indeterminate\"} 90\n"
+    ), "{text}");
+    assert!(
+        text.contains(
+            "servegate_bound{benchmark=\"g\",measure=\"rate\",unit=\"tok/s\",state=\"pass\"} 15\n"
+        ),
+        "{text}"
+    );
+    assert!(text.ends_with("# EOF\n"));
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        assert!(l.contains("state=\"") && l.contains("unit=\""), "{l}");
+    }
+}
+
+#[test]
+fn exports_from_a_run_directory_and_a_results_json() {
+    // A committed run directory, re-judged with its own gate.toml.
+    let run = "records/evidence/reference-smoke/20261129T185356Z";
+    let (code, stdout, stderr) = export(&["--openmetrics", run]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("servegate_figure{benchmark=\"reference-smoke\",measure=\"rate\",unit=\"tok/s\",state=\"pass\""), "{stdout}");
+    assert!(stdout.ends_with("# EOF\n"));
+    // The same run's results JSON gives the same figures.
+    let tmp = tempfile::tempdir().unwrap();
+    let json = tmp.path().join("r.json");
+    let st = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .current_dir(root())
+        .args(["judge", run, "--json"])
+        .arg(&json)
+        .env_remove("GITHUB_ACTIONS")
+        .output()
+        .unwrap();
+    assert!(st.status.code().is_some());
+    let (code, from_json, stderr) = export(&["--openmetrics", json.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let samples = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.starts_with("servegate_figure{"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(samples(&from_json), samples(&stdout));
+    // Not a source: a clear error, exit 5.
+    let bad = tmp.path().join("x.json");
+    std::fs::write(&bad, "{\"schema\": \"other/1\"}").unwrap();
+    let (code, _, stderr) = export(&["--bmf", bad.to_str().unwrap()]);
+    assert_eq!(code, 5);
+    assert!(
+        stderr.contains("not a record, a results JSON or a run directory"),
+        "{stderr}"
+    );
+}
