@@ -1,4 +1,5 @@
 //! Run records: schema, validation, building from runs, the store, and the leaderboard.
 
+pub mod bless;
 pub mod leaderboard;
 pub mod record;

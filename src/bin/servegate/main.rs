@@ -49,6 +49,11 @@ enum Cmd {
         /// Where --record writes.
         #[arg(long, value_name = "DIR", default_value = "records")]
         records_dir: PathBuf,
+        /// For `git bisect run`: exit 0 good, 1 a regression (an assertion failed), 125 skip (indeterminate,
+        /// incomparable, void, serve never ready, invalid spec, nothing checked...); never above 127.
+        /// Implies SERVEGATE_STRICT=1 so that an incomparable run is a skip, not a silent good (docs/bisect.md).
+        #[arg(long)]
+        bisect: bool,
     },
     /// Re-judge a recorded run directory, with its copied gate.toml or an edited gate (--gate).
     Judge {
@@ -79,6 +84,10 @@ enum Cmd {
     Records(servegate::records::record::RecordsArgs),
     /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
     Leaderboard(servegate::records::leaderboard::LeaderboardArgs),
+    /// Bless a known-good run: copy it as a window of the gate's stored baseline (--baseline), or derive
+    /// [assert.rate] floor_tok_s from its evidence (--floor [--slow]); shown as a diff, written with --accept,
+    /// logged in baselines/LEDGER.jsonl; never in CI without --force (docs/bless.md).
+    Bless(servegate::records::bless::BlessArgs),
     /// Judge the embedded judging table (the seed's shapes and one per hazard kind) with this binary's own judge:
     /// no serve, no device; one line per shape, exit 0 when every shape gives what it must, else 1.
     SelfTest(servegate::run::selftest::SelfTestArgs),
@@ -100,6 +109,7 @@ fn main() -> ExitCode {
             outputs,
             record,
             records_dir,
+            bisect,
         } => {
             // As the harness: --junit / --json / --summary, else SERVEGATE_JUNIT / SERVEGATE_JSON / SERVEGATE_SUMMARY.
             let outputs = Outputs::from_args(&outputs, |k| std::env::var(k).ok());
@@ -122,6 +132,14 @@ fn main() -> ExitCode {
             }
             let root = runs.clone().unwrap_or_else(runner::runs_root);
             let record = record.as_deref().map(|id| (id, records_dir.as_path()));
+            if bisect {
+                // Strict: an incomparable run or an unmet requirement is a skip (125), never a good (0).
+                std::env::set_var("SERVEGATE_STRICT", "1");
+                let code = cmd_run(&gates, Some(root), quiet, &outputs, record);
+                let b = servegate::error::bisect_code(code);
+                println!("bisect: exit {b} ({})", servegate::error::bisect_word(b));
+                return ExitCode::from(b as u8);
+            }
             cmd_run(&gates, Some(root), quiet, &outputs, record)
         }
         Cmd::Judge {
@@ -141,6 +159,7 @@ fn main() -> ExitCode {
         Cmd::Records(args) => servegate::records::record::cli_records(&args),
         Cmd::Leaderboard(args) => servegate::records::leaderboard::cli(&args),
         Cmd::SelfTest(args) => servegate::run::selftest::cli(&args),
+        Cmd::Bless(args) => servegate::records::bless::cli(&args),
     };
     ExitCode::from(code as u8)
 }
