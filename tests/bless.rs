@@ -21,11 +21,12 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A temp dir holding a copy of gates/reference-smoke.toml.
+/// A temp dir holding a copy of tests/data/bless/reference-smoke.toml (gates/reference-smoke.toml as of
+/// 2026-12-01, frozen so that edits to the live gate do not move the snapshots).
 fn gate_copy() -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().unwrap();
     let g = t.path().join("reference-smoke.toml");
-    std::fs::copy(root().join("gates/reference-smoke.toml"), &g).unwrap();
+    std::fs::copy(root().join("tests/data/bless/reference-smoke.toml"), &g).unwrap();
     (t, g)
 }
 
