@@ -283,3 +283,37 @@ fn bless_never_writes_in_ci_unless_forced() {
     assert_ne!(std::fs::read_to_string(&gate).unwrap(), before);
     assert_eq!(ledger(&bl).len(), 1);
 }
+
+/// The committed baseline of the reference gate (baselines/reference-smoke/, blessed from five real runs,
+/// docs/bless.md) is whole: every window is a run directory that still passes what bless demands, all share
+/// the manifest's key, and the ledger names each window.
+#[test]
+fn the_committed_reference_baseline_is_whole_and_good() {
+    let dir = root().join("baselines/reference-smoke");
+    let b = baseline::load(&dir).unwrap();
+    assert_eq!(b.manifest.gate, "reference-smoke");
+    assert!(b.window_dirs.len() >= 3, "{:?}", b.manifest.windows);
+    let gate = servegate::spec::load(&root().join("gates/reference-smoke.toml")).unwrap();
+    for w in &b.window_dirs {
+        let ev = servegate::analysis::load(w).unwrap();
+        let rg = servegate::spec::load(&w.join("gate.toml")).unwrap();
+        assert_eq!(rg.name, gate.name);
+        assert_eq!(
+            bless::refusals(&rg, &ev, true),
+            Vec::<String>::new(),
+            "{}",
+            w.display()
+        );
+        let key = servegate::evidence::comparability::key_of(&rg, &ev.run);
+        assert_eq!(key, b.manifest.key, "{}", w.display());
+        assert_eq!(bless::rate_values(&rg, &ev).len(), 6);
+    }
+    let ledger = ledger(&root().join("baselines"));
+    for w in &b.manifest.windows {
+        assert!(
+            ledger.iter().any(|e| e.action == "baseline"
+                && e.window.as_deref().is_some_and(|x| x.ends_with(w.as_str()))),
+            "{w} not in the ledger"
+        );
+    }
+}
