@@ -28,7 +28,7 @@ pub struct BlockValues {
 /// not a whole number of blocks, or a block without both a baseline and a candidate arm (the order is not
 /// A-B-B-A).
 pub fn blocks(arms: &[ArmValues]) -> Result<Vec<BlockValues>, String> {
-    if arms.is_empty() || arms.len() % ARMS_PER_BLOCK != 0 {
+    if arms.is_empty() || !arms.len().is_multiple_of(ARMS_PER_BLOCK) {
         return Err(format!(
             "{} arms are not whole A-B-B-A blocks of {ARMS_PER_BLOCK}",
             arms.len()
