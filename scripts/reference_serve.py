@@ -40,6 +40,9 @@ def parse_args(argv):
     ap.add_argument("-c", "--ctx", "--ctx-size", dest="ctx", type=int, default=2048)
     ap.add_argument("-np", "--parallel", type=int, default=1, help="slots (default 1)")
     ap.add_argument("--metrics", action="store_true", help="enable /metrics")
+    ap.add_argument("-ctk", "--cache-type-k", default=None,
+                    help="KV cache type for K (llama-server's names: f32, f16, q8_0...; default f16)")
+    ap.add_argument("-ctv", "--cache-type-v", default=None, help="KV cache type for V (as --cache-type-k)")
     ap.add_argument("--no-webui", "--no-ui", action="store_true", help="accepted for llama-server parity; the UI is always off")
     ap.add_argument("-lv", "--verbosity", type=int, default=4,
                     help="llama.cpp log verbosity (4, the default, adds the system_info/device lines)")
@@ -119,6 +122,15 @@ def main(argv):
     if args.alias:
         # model_alias is a set of names: a bare string would become a set of its characters.
         p.model_alias = {a.strip() for a in args.alias.split(",") if a.strip()}
+    for name, attr in ((args.cache_type_k, "cache_type_k"), (args.cache_type_v, "cache_type_v")):
+        if name is not None:
+            # llama-server's names (f32, f16, q8_0) are the ggml_type members without the prefix.
+            t = getattr(xlc.ggml_type, "GGML_TYPE_" + name.upper(), None)
+            if t is None:
+                say(f"error: unknown --{attr.replace('_', '-')} {name!r}")
+                return 2
+            setattr(p, attr, t)
+            say(f"{attr} = {name}")
     p.ui = False
     p.endpoint_metrics = bool(args.metrics)
     p.verbosity = args.verbosity

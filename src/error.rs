@@ -130,6 +130,38 @@ pub fn exit_code(failure: Option<FailureKind>) -> i32 {
     }
 }
 
+/// `git bisect run`'s exit codes (git-bisect(1)): 0 this commit is good, 1..=124 and 126..=127 it is bad,
+/// 125 it cannot be tested (skip); anything above 127 aborts the bisection.
+pub mod bisect {
+    /// Good: every assertion passed.
+    pub const GOOD: i32 = 0;
+    /// Bad: an assertion failed on gathered evidence (a regression).
+    pub const BAD: i32 = 1;
+    /// Skip: this commit could not be judged.
+    pub const SKIP: i32 = 125;
+}
+
+/// The one mapping from a servegate exit code ([`exit`]) to `git bisect run`'s contract ([`bisect`]): PASS is
+/// good; ASSERTION_FAILED (and the harness's libtest failure) is bad; everything else, where nothing could be
+/// judged either way (usage, invalid spec, serve never ready or setup failed, evidence error, unmet
+/// requirement, nothing checked, indeterminate, incomparable, void), is skip. Never above 127.
+pub fn bisect_code(code: i32) -> i32 {
+    match code {
+        exit::PASS => bisect::GOOD,
+        exit::ASSERTION_FAILED | exit::LIBTEST_FAILED => bisect::BAD,
+        _ => bisect::SKIP,
+    }
+}
+
+/// The word for a [`bisect_code`]: `good`, `bad (a regression)` or `skip (not judged)`.
+pub fn bisect_word(code: i32) -> &'static str {
+    match code {
+        bisect::GOOD => "good",
+        bisect::BAD => "bad: an assertion failed",
+        _ => "skip: this commit could not be judged",
+    }
+}
+
 /// True when an environment flag's value is a true value (`1`, `true`, `yes`, anything but empty, `0`,
 /// `false`, `no`, `off`, in any case).
 pub fn env_flag(v: Option<String>) -> bool {
@@ -385,6 +417,28 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bisect_codes_follow_git_bisect_run() {
+        assert_eq!(bisect_code(exit::PASS), 0);
+        assert_eq!(bisect_code(exit::ASSERTION_FAILED), 1);
+        for c in [
+            exit::USAGE,
+            exit::SPEC_INVALID,
+            exit::SERVE_NOT_READY,
+            exit::EVIDENCE_ERROR,
+            exit::REQUIREMENT_UNMET,
+            exit::NOTHING_CHECKED,
+            exit::INDETERMINATE,
+            exit::INCOMPARABLE,
+            exit::VOID,
+        ] {
+            assert_eq!(bisect_code(c), 125, "code {c}");
+        }
+        for c in -300..300 {
+            assert!((0..=127).contains(&bisect_code(c)), "code {c}");
+        }
+    }
 
     #[test]
     fn a_run_end_never_reads_greener_than_its_worst_part() {

@@ -1,5 +1,6 @@
 //! Run records: schema, validation, building from runs, the store, and the leaderboard.
 
+pub mod bless;
 pub mod leaderboard;
 pub mod publish;
 pub mod record;

@@ -53,6 +53,11 @@ enum Cmd {
         /// it such a gate refuses to start (exit 6). Also SERVEGATE_ALLOW_NO_HOLD=1.
         #[arg(long)]
         allow_no_hold: bool,
+        /// For `git bisect run`: exit 0 good, 1 a regression (an assertion failed), 125 skip (indeterminate,
+        /// incomparable, void, serve never ready, invalid spec, nothing checked...); never above 127.
+        /// Implies SERVEGATE_STRICT=1 so that an incomparable run is a skip, not a silent good (docs/bisect.md).
+        #[arg(long)]
+        bisect: bool,
     },
     /// Re-judge a recorded run directory, with its copied gate.toml or an edited gate (--gate).
     Judge {
@@ -99,6 +104,10 @@ enum Cmd {
     Export(servegate::sinks::exports::ExportArgs),
     /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
     Leaderboard(servegate::records::leaderboard::LeaderboardArgs),
+    /// Bless a known-good run: copy it as a window of the gate's stored baseline (--baseline), or derive
+    /// [assert.rate] floor_tok_s from its evidence (--floor [--slow]); shown as a diff, written with --accept,
+    /// logged in baselines/LEDGER.jsonl; never in CI without --force (docs/bless.md).
+    Bless(servegate::records::bless::BlessArgs),
     /// Judge the embedded judging table (the seed's shapes and one per hazard kind) with this binary's own judge:
     /// no serve, no device; one line per shape, exit 0 when every shape gives what it must, else 1.
     SelfTest(servegate::run::selftest::SelfTestArgs),
@@ -121,6 +130,7 @@ fn main() -> ExitCode {
             record,
             records_dir,
             allow_no_hold,
+            bisect,
         } => {
             // As the harness: --junit / --json / --summary, else SERVEGATE_JUNIT / SERVEGATE_JSON / SERVEGATE_SUMMARY.
             let outputs = Outputs::from_args(&outputs, |k| std::env::var(k).ok());
@@ -145,6 +155,14 @@ fn main() -> ExitCode {
             let record = record.as_deref().map(|id| (id, records_dir.as_path()));
             let allow_no_hold = allow_no_hold
                 || servegate::io::hold::allow_no_hold(|k| std::env::var(k).ok());
+            if bisect {
+                // Strict: an incomparable run or an unmet requirement is a skip (125), never a good (0).
+                std::env::set_var("SERVEGATE_STRICT", "1");
+                let code = cmd_run(&gates, Some(root), quiet, &outputs, record, allow_no_hold);
+                let b = servegate::error::bisect_code(code);
+                println!("bisect: exit {b} ({})", servegate::error::bisect_word(b));
+                return ExitCode::from(b as u8);
+            }
             cmd_run(&gates, Some(root), quiet, &outputs, record, allow_no_hold)
         }
         Cmd::Judge {
@@ -171,6 +189,7 @@ fn main() -> ExitCode {
         Cmd::Export(args) => servegate::sinks::exports::cli(&args, &judged_results),
         Cmd::Leaderboard(args) => servegate::records::leaderboard::cli(&args),
         Cmd::SelfTest(args) => servegate::run::selftest::cli(&args),
+        Cmd::Bless(args) => servegate::records::bless::cli(&args),
     };
     ExitCode::from(code as u8)
 }

@@ -1,0 +1,888 @@
+//! `servegate bless`: turn the evidence of a known-good run into what later runs are judged against, in the
+//! open (docs/bless.md). Two things can be blessed:
+//!
+//! - **a baseline** (`bless GATE --baseline RUN_DIR [--kind NAME]`): the run directory is copied as a new
+//!   window of `baselines/<gate>[/<kind>]/` (the [`crate::evidence::baseline`] layout), with the run's
+//!   comparability key in `baseline.json`; a window is added to an existing baseline only when the keys match.
+//! - **a floor** (`bless GATE --floor RUN_DIR [--slow RUN_DIR]`): `[assert.rate] floor_tok_s` derived from
+//!   the evidence by a stated rule ([`derive_floor`]) instead of typed by hand.
+//!
+//! A run is refused when it is not good evidence ([`refusals`]): incomplete (`run.json` status), a content,
+//! known-answer or route trial that does not pass when re-judged ([`crate::judge::judge`]), or fewer
+//! answered requests than the gate plans (and than [`MIN_BASELINE_N`]).
+//!
+//! Nothing is written without `--accept`: without it the command prints what it would do (the gate file's
+//! change as a unified diff, the baseline directory it would create). The gate file is edited with
+//! `toml_edit`, so every comment, the order and the formatting stay; the edited value keeps its trailing
+//! comment and gains a provenance comment line above it. Every accepted change appends one line to
+//! `baselines/LEDGER.jsonl`. Never in CI: with `CI` set the command refuses unless `--force`.
+//!
+//! Layer: records (above judge; writes only through `io::fs`).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis;
+use crate::error::exit;
+use crate::evidence::baseline::{self, Manifest, BASELINE_SCHEMA};
+use crate::evidence::comparability::{describe, differences, key_of, KeyUse};
+use crate::evidence::{layout, RunStatus};
+use crate::judge::{self, Outcome};
+use crate::spec::{self, GateSpec};
+use crate::vocab::{AssertionKind, Metric};
+
+/// The fewest answered requests a baseline window may hold: 4 is the smallest n per side at which an exact
+/// one-sided Mann-Whitney test can reach p < 0.05 (3 against 3 cannot: its smallest p is 1/20).
+pub const MIN_BASELINE_N: usize = 4;
+/// Default headroom of a floor derived from one run: 10 % below the lower confidence bound of the median (a
+/// floor equal to today's measurement goes red at once).
+pub const DEFAULT_HEADROOM_PCT: f64 = 10.0;
+/// Default confidence of the lower bound of the median.
+pub const DEFAULT_CONFIDENCE: f64 = 0.95;
+/// The ledger of accepted changes, inside the baselines root.
+pub const LEDGER_FILE: &str = "LEDGER.jsonl";
+/// The first words of a provenance comment: an older one above the same value is replaced, not stacked.
+pub const PROVENANCE_MARK: &str = "# servegate bless";
+
+/// `servegate bless`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["baseline", "floor"])))]
+pub struct BlessArgs {
+    /// The gate file (gates/NAME.toml).
+    pub gate: PathBuf,
+    /// Copy this run directory as a new window of the gate's stored baseline.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline: the machine kind (a subdirectory, e.g. `ci-2core`); none = baselines/<gate>/.
+    #[arg(long, value_name = "NAME", requires = "baseline")]
+    pub kind: Option<String>,
+    /// Derive [assert.rate] floor_tok_s from this run: the lower confidence bound of its median minus
+    /// --headroom-pct (or, with --slow, the geometric mean of this fast-route run's median and the slow one's).
+    #[arg(long, value_name = "RUN_DIR")]
+    pub floor: Option<PathBuf>,
+    /// With --floor: a run of the slow route; the floor is the geometric mean of the two medians.
+    #[arg(long, value_name = "RUN_DIR", requires = "floor")]
+    pub slow: Option<PathBuf>,
+    /// Headroom below the lower bound, percent (one-run floors).
+    #[arg(long, default_value_t = DEFAULT_HEADROOM_PCT)]
+    pub headroom_pct: f64,
+    /// Confidence of the lower bound of the median (one-run floors).
+    #[arg(long, default_value_t = DEFAULT_CONFIDENCE)]
+    pub confidence: f64,
+    /// Where baselines and the ledger live.
+    #[arg(long, value_name = "DIR", default_value = "baselines")]
+    pub baselines_dir: PathBuf,
+    /// Write the change (without it, only show it).
+    #[arg(long)]
+    pub accept: bool,
+    /// Write even when `CI` is set.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// A refusal or failure of `bless`, with the exit code it means.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlessError {
+    /// What went wrong, in words (every reason when a run is refused).
+    pub message: String,
+    /// The process exit code ([`exit`]).
+    pub code: i32,
+}
+
+impl BlessError {
+    fn new(code: i32, message: impl Into<String>) -> BlessError {
+        BlessError {
+            message: message.into(),
+            code,
+        }
+    }
+}
+
+impl std::fmt::Display for BlessError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// One line of `baselines/LEDGER.jsonl`: what was blessed, when, from which evidence, by which rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    /// UTC time of the change, RFC 3339.
+    pub utc: String,
+    /// `gate.name`.
+    pub gate: String,
+    /// The gate file as given.
+    pub gate_file: String,
+    /// `baseline` or `floor`.
+    pub action: String,
+    /// The run directory blessed (as given); for a two-run floor, the fast one.
+    pub run: String,
+    /// A two-run floor's slow run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_run: Option<String>,
+    /// Values the rule used (answered requests).
+    pub n: usize,
+    /// Their median (tok/s for a floor; the decode-rate median of a baseline window).
+    pub median: Option<f64>,
+    /// The rule, in words.
+    pub rule: String,
+    /// The new value (a floor, tok/s), or None for a baseline window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// The value it replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<f64>,
+    /// A baseline window: the baseline directory and the window's name in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+}
+
+/// Refuses to write in CI: `CI` set to a true value ([`crate::error::env_flag`]) without `force`.
+pub fn refuse_in_ci(ci: Option<String>, force: bool) -> Result<(), BlessError> {
+    if crate::error::env_flag(ci) && !force {
+        return Err(BlessError::new(
+            exit::USAGE,
+            "bless never writes in CI (CI is set): bless on a developer machine and commit the change, or pass --force",
+        ));
+    }
+    Ok(())
+}
+
+/// The lower one-sided confidence bound of the median of `values`, distribution-free (order statistics, as
+/// in the sign test; Conover, *Practical Nonparametric Statistics*, §3.2): the largest `k` such that
+/// P(X₍ₖ₎ ≤ median) = P(Binomial(n, ½) ≥ k) ≥ `confidence`, and X₍ₖ₎, the k-th smallest value. None when no
+/// order statistic reaches the confidence (n = 4 at 0.95: 1 − ½⁴ = 0.9375) or there is no value.
+pub fn median_lower_bound(values: &[f64], confidence: f64) -> Option<(f64, usize)> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    let n = v.len();
+    if n == 0 {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    // ln P(Bin(n, 1/2) = j), iteratively: ln C(n, j+1) = ln C(n, j) + ln(n-j) - ln(j+1).
+    let ln2n = n as f64 * std::f64::consts::LN_2;
+    let mut ln_c = 0.0f64;
+    let mut pmf = Vec::with_capacity(n + 1);
+    for j in 0..=n {
+        pmf.push((ln_c - ln2n).exp());
+        if j < n {
+            ln_c += ((n - j) as f64).ln() - ((j + 1) as f64).ln();
+        }
+    }
+    // coverage(k) = sum_{j >= k} pmf(j), decreasing in k.
+    let mut best = None;
+    let mut tail = 0.0;
+    for k in (1..=n).rev() {
+        tail += pmf[k];
+        if tail >= confidence {
+            best = Some(k);
+            break;
+        }
+    }
+    best.map(|k| (v[k - 1], k))
+}
+
+/// A floor derived from evidence, with everything its provenance comment states.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FloorDerivation {
+    /// The floor, tok/s, rounded to the metric's decimals.
+    pub floor: f64,
+    /// Values used (fast run).
+    pub n: usize,
+    /// Median of the (fast) run, tok/s.
+    pub median: f64,
+    /// A two-run floor: the slow run's n and median.
+    pub slow: Option<(usize, f64)>,
+    /// The rule, in words, with its numbers (for the provenance comment and the ledger).
+    pub rule: String,
+}
+
+fn round_to(x: f64, decimals: usize) -> f64 {
+    let p = 10f64.powi(decimals as i32);
+    (x * p).floor() / p
+}
+
+/// Derives a decode-rate floor. From one run: the lower `confidence` bound of the median
+/// ([`median_lower_bound`]) minus `headroom_pct` percent. From a fast-route and a slow-route run: the
+/// geometric mean of the two medians (the floor halfway between them on a log scale: 1.9 and 90 tok/s give
+/// 13.1), refused when the two runs' ranges overlap (the floor could not tell them apart). Rounded down to the
+/// registry's decimals. Errors: too few values for the confidence, overlapping or swapped runs.
+pub fn derive_floor(
+    fast: &[f64],
+    slow: Option<&[f64]>,
+    confidence: f64,
+    headroom_pct: f64,
+) -> Result<FloorDerivation, String> {
+    let dec = Metric::DecodeRate.info().decimals;
+    let fmt = |x: f64| format!("{x:.dec$}");
+    let m = crate::analysis::stats::median(fast).ok_or("the run has no decode-rate value")?;
+    match slow {
+        None => {
+            if !(0.0..100.0).contains(&headroom_pct) {
+                return Err(format!("headroom {headroom_pct} % is not in 0..100"));
+            }
+            let (lb, k) = median_lower_bound(fast, confidence).ok_or_else(|| {
+                format!(
+                    "{} values cannot bound the median at {} % confidence (P = 1 - 0.5^n needs n >= {}): bless a run with more requests",
+                    fast.len(),
+                    confidence * 100.0,
+                    min_n_for(confidence)
+                )
+            })?;
+            let floor = round_to(lb * (1.0 - headroom_pct / 100.0), dec);
+            Ok(FloorDerivation {
+                floor,
+                n: fast.len(),
+                median: m,
+                slow: None,
+                rule: format!(
+                    "lower {} % bound of the median (order statistic {k} of {}) {} minus {headroom_pct} % headroom",
+                    confidence * 100.0,
+                    fast.len(),
+                    fmt(lb)
+                ),
+            })
+        }
+        Some(slow) => {
+            let ms = crate::analysis::stats::median(slow)
+                .ok_or("the slow run has no decode-rate value")?;
+            let fast_min = fast.iter().copied().fold(f64::INFINITY, f64::min);
+            let slow_max = slow.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            if fast_min <= slow_max {
+                return Err(format!(
+                    "the runs overlap: the fast run's slowest request ({} tok/s) is not above the slow run's fastest ({} tok/s); no floor separates them",
+                    fmt(fast_min),
+                    fmt(slow_max)
+                ));
+            }
+            let g = (m * ms).sqrt();
+            Ok(FloorDerivation {
+                floor: round_to(g, dec),
+                n: fast.len(),
+                median: m,
+                slow: Some((slow.len(), ms)),
+                rule: format!(
+                    "geometric mean of the fast median {} and the slow median {} (n={}); no headroom",
+                    fmt(m),
+                    fmt(ms),
+                    slow.len()
+                ),
+            })
+        }
+    }
+}
+
+/// The smallest n whose minimum reaches `confidence` (1 − ½ⁿ ≥ confidence).
+fn min_n_for(confidence: f64) -> usize {
+    (1..64usize)
+        .find(|n| 1.0 - 0.5f64.powi(*n as i32) >= confidence)
+        .unwrap_or(64)
+}
+
+/// Why a run is not good evidence to bless (empty: good). `route_must_pass` is false for a slow-route run
+/// (whose route trial fails by design). Pure: re-judges `ev` with `gate`.
+pub fn refusals(gate: &GateSpec, ev: &analysis::Evidence, route_must_pass: bool) -> Vec<String> {
+    let mut why = Vec::new();
+    if ev.run.status != RunStatus::Complete {
+        why.push(format!(
+            "the run is incomplete (run.json status {:?})",
+            ev.run.status
+        ));
+    }
+    for v in judge::judge(gate, ev) {
+        let must = matches!(v.kind, AssertionKind::Content | AssertionKind::KnownAnswer)
+            || (route_must_pass && v.kind == AssertionKind::Route);
+        if must && v.outcome != Outcome::Pass {
+            why.push(format!(
+                "its {} trial does not pass: {}",
+                v.assertion, v.message
+            ));
+        }
+    }
+    let acc = judge::account(ev);
+    let answered = acc.sent.saturating_sub(acc.failed.len());
+    // The plan: run.json's, else (older evidence) the gate's prompts x repeats.
+    let planned = acc
+        .planned
+        .max(gate.request.prompts.len() * gate.request.repeats as usize);
+    if answered < planned.max(MIN_BASELINE_N) {
+        why.push(format!(
+            "{answered} answered request{} of {planned} planned; blessing needs every planned request answered and at least {MIN_BASELINE_N}",
+            if answered == 1 { "" } else { "s" },
+        ));
+    }
+    why
+}
+
+/// The decode-rate values the gate's `rate` trial judges on `ev` (answered requests only).
+pub fn rate_values(gate: &GateSpec, ev: &analysis::Evidence) -> Vec<f64> {
+    judge::judge(gate, ev)
+        .into_iter()
+        .find(|v| v.kind == AssertionKind::Rate)
+        .map(|v| v.values.into_iter().flatten().collect())
+        .unwrap_or_else(|| {
+            ev.requests
+                .iter()
+                .filter(|r| !r.record.warmup)
+                .filter_map(|r| {
+                    let f = crate::analysis::measure::measure(&r.reply);
+                    crate::analysis::measure::metric_value(&f, Metric::DecodeRate)
+                })
+                .collect()
+        })
+}
+
+/// `text` (a gate file) with `[assert.rate] floor_tok_s` set to `floor`: the value's decor (its trailing
+/// comment) kept, and `provenance` (one or more `#` lines) placed above the key after its existing comments,
+/// replacing an older provenance comment ([`PROVENANCE_MARK`]). Everything else is byte-for-byte unchanged.
+/// Returns the new text and the previous value. Errors: not TOML, no `[assert.rate] floor_tok_s`.
+pub fn edit_floor(
+    text: &str,
+    floor: f64,
+    provenance: &str,
+) -> Result<(String, Option<f64>), String> {
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("not TOML: {e}"))?;
+    let table = doc
+        .get_mut("assert")
+        .and_then(|a| a.get_mut("rate"))
+        .and_then(|r| r.as_table_like_mut())
+        .ok_or("the gate has no [assert.rate] table to hold a floor")?;
+    let (mut key, item) = table
+        .get_key_value_mut("floor_tok_s")
+        .ok_or("[assert.rate] has no floor_tok_s")?;
+    let value = item
+        .as_value_mut()
+        .ok_or("[assert.rate] floor_tok_s is not a value")?;
+    let previous = value.as_float().or(value.as_integer().map(|i| i as f64));
+    let decor = value.decor().clone();
+    let mut new = toml_edit::Value::from(floor);
+    *new.decor_mut() = decor;
+    *value = new;
+    let prefix = key
+        .leaf_decor()
+        .prefix()
+        .and_then(|p| p.as_str())
+        .unwrap_or("")
+        .to_string();
+    let kept: String = prefix
+        .split_inclusive('\n')
+        .filter(|l| !l.trim_start().starts_with(PROVENANCE_MARK))
+        .collect();
+    let mut lines = String::new();
+    for l in provenance.lines() {
+        lines.push_str(l);
+        lines.push('\n');
+    }
+    // The key's own indentation (after the last newline of the prefix) stays in front of the key.
+    let (before, indent) = match kept.rfind('\n') {
+        Some(i) => kept.split_at(i + 1),
+        None => ("", kept.as_str()),
+    };
+    key.leaf_decor_mut()
+        .set_prefix(format!("{before}{indent}{lines}{indent}"));
+    Ok((doc.to_string(), previous))
+}
+
+/// A unified diff of a file's change (`similar`), headed with its path.
+pub fn diff(old: &str, new: &str, path: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(path, path)
+        .to_string()
+}
+
+/// The provenance comment of a derived floor: `# servegate bless <date>: floor <F> tok/s from <run> (n=.., median ..; rule)`.
+pub fn provenance(d: &FloorDerivation, run: &str, slow_run: Option<&str>, utc: &str) -> String {
+    let dec = Metric::DecodeRate.info().decimals;
+    let date = utc.get(..10).unwrap_or(utc);
+    let mut s = format!(
+        "{PROVENANCE_MARK} {date}: floor {:.dec$} tok/s from {run} (n={}, median {:.dec$} tok/s",
+        d.floor, d.n, d.median
+    );
+    if let (Some(slow), Some((n, m))) = (slow_run, d.slow) {
+        s.push_str(&format!(") and {slow} (n={n}, median {m:.dec$} tok/s"));
+    }
+    s.push_str(&format!(")\n{PROVENANCE_MARK} rule: {}", d.rule));
+    s
+}
+
+/// What `bless --floor` would write (or wrote).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FloorPlan {
+    /// The gate file's text now.
+    pub old: String,
+    /// Its text with the new floor.
+    pub new: String,
+    /// The derivation.
+    pub derivation: FloorDerivation,
+    /// The ledger line.
+    pub ledger: LedgerEntry,
+}
+
+fn load_run(dir: &Path) -> Result<(GateSpec, analysis::Evidence), BlessError> {
+    if crate::evidence::is_pair_dir(dir) {
+        return Err(BlessError::new(
+            exit::USAGE,
+            format!(
+                "{} is a pair run: bless takes one serve's run directory",
+                dir.display()
+            ),
+        ));
+    }
+    let ev =
+        analysis::load(dir).map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, e.to_string()))?;
+    let g = spec::load(&dir.join(layout::GATE_FILE))
+        .map_err(|e| BlessError::new(exit::SPEC_INVALID, e.to_string()))?;
+    Ok((g, ev))
+}
+
+fn same_gate(gate: &GateSpec, run_gate: &GateSpec, dir: &Path) -> Result<(), BlessError> {
+    if gate.name != run_gate.name {
+        return Err(BlessError::new(
+            exit::USAGE,
+            format!(
+                "{} is a run of gate `{}`, not `{}`",
+                dir.display(),
+                run_gate.name,
+                gate.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn refused(dir: &Path, why: Vec<String>) -> Result<(), BlessError> {
+    if why.is_empty() {
+        return Ok(());
+    }
+    Err(BlessError::new(
+        exit::ASSERTION_FAILED,
+        format!("refused to bless {}: {}", dir.display(), why.join("; ")),
+    ))
+}
+
+/// Plans `bless GATE --floor RUN [--slow RUN]`: checks the runs, derives the floor, edits the text. Writes
+/// nothing. `utc` stamps the provenance and the ledger line.
+pub fn plan_floor(
+    gate_file: &Path,
+    run: &Path,
+    slow: Option<&Path>,
+    confidence: f64,
+    headroom_pct: f64,
+    utc: &str,
+) -> Result<FloorPlan, BlessError> {
+    let gate =
+        spec::load(gate_file).map_err(|e| BlessError::new(exit::SPEC_INVALID, e.to_string()))?;
+    if gate.assertions.rate.is_none() {
+        return Err(BlessError::new(
+            exit::SPEC_INVALID,
+            format!(
+                "{} has no [assert.rate]: no floor to derive",
+                gate_file.display()
+            ),
+        ));
+    }
+    let (rg, ev) = load_run(run)?;
+    same_gate(&gate, &rg, run)?;
+    refused(run, refusals(&rg, &ev, true))?;
+    let fast = rate_values(&rg, &ev);
+    let slow_values = match slow {
+        Some(s) => {
+            let (sg, sev) = load_run(s)?;
+            same_gate(&gate, &sg, s)?;
+            refused(s, refusals(&sg, &sev, false))?;
+            Some(rate_values(&sg, &sev))
+        }
+        None => None,
+    };
+    let d = derive_floor(&fast, slow_values.as_deref(), confidence, headroom_pct)
+        .map_err(|e| BlessError::new(exit::ASSERTION_FAILED, format!("no floor derived: {e}")))?;
+    let old = std::fs::read_to_string(gate_file).map_err(|e| {
+        BlessError::new(exit::SPEC_INVALID, format!("{}: {e}", gate_file.display()))
+    })?;
+    let run_s = run.display().to_string();
+    let slow_s = slow.map(|s| s.display().to_string());
+    let prov = provenance(&d, &run_s, slow_s.as_deref(), utc);
+    let (new, previous) = edit_floor(&old, d.floor, &prov).map_err(|e| {
+        BlessError::new(exit::SPEC_INVALID, format!("{}: {e}", gate_file.display()))
+    })?;
+    let ledger = LedgerEntry {
+        utc: utc.to_string(),
+        gate: gate.name.clone(),
+        gate_file: gate_file.display().to_string(),
+        action: "floor".into(),
+        run: run_s,
+        slow_run: slow_s,
+        n: d.n,
+        median: Some(d.median),
+        rule: d.rule.clone(),
+        value: Some(d.floor),
+        previous,
+        window: None,
+    };
+    Ok(FloorPlan {
+        old,
+        new,
+        derivation: d,
+        ledger,
+    })
+}
+
+/// Appends `entry` to `<root>/LEDGER.jsonl` (the whole file rewritten through `io::fs::write_atomic`: a
+/// reader never sees half a line).
+pub fn append_ledger(root: &Path, entry: &LedgerEntry) -> Result<PathBuf, BlessError> {
+    let path = root.join(LEDGER_FILE);
+    let mut text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            return Err(BlessError::new(
+                exit::EVIDENCE_ERROR,
+                format!("{}: {e}", path.display()),
+            ))
+        }
+    };
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&serde_json::to_string(entry).unwrap_or_default());
+    text.push('\n');
+    std::fs::create_dir_all(root)
+        .and_then(|_| crate::io::fs::write_atomic(&path, text.as_bytes()))
+        .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, format!("{}: {e}", path.display())))?;
+    Ok(path)
+}
+
+/// What `bless --baseline` would write (or wrote).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BaselinePlan {
+    /// The baseline directory (`<root>/<gate>[/<kind>]`).
+    pub dir: PathBuf,
+    /// The window's name inside it.
+    pub window: String,
+    /// The manifest after the window is added.
+    pub manifest: Manifest,
+    /// True when the baseline is new.
+    pub created: bool,
+    /// The ledger line.
+    pub ledger: LedgerEntry,
+}
+
+/// Plans `bless GATE --baseline RUN [--kind K]`: checks the run, computes its key, and checks it against an
+/// existing baseline's. Writes nothing.
+pub fn plan_baseline(
+    gate_file: &Path,
+    run: &Path,
+    kind: Option<&str>,
+    root: &Path,
+    utc: &str,
+) -> Result<BaselinePlan, BlessError> {
+    let gate =
+        spec::load(gate_file).map_err(|e| BlessError::new(exit::SPEC_INVALID, e.to_string()))?;
+    let (rg, ev) = load_run(run)?;
+    same_gate(&gate, &rg, run)?;
+    refused(run, refusals(&rg, &ev, true))?;
+    if let Some(k) = kind {
+        if k.is_empty() || k.contains(['/', '\\']) || k.starts_with('.') {
+            return Err(BlessError::new(
+                exit::USAGE,
+                format!("--kind {k:?} is not a plain directory name"),
+            ));
+        }
+    }
+    let key = key_of(&rg, &ev.run);
+    let mut dir = root.join(&gate.name);
+    if let Some(k) = kind {
+        dir = dir.join(k);
+    }
+    let base_name = run
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "window".into());
+    let existing = if dir.join(baseline::MANIFEST_FILE).is_file() {
+        Some(
+            baseline::load(&dir)
+                .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, e.to_string()))?,
+        )
+    } else {
+        None
+    };
+    let created = existing.is_none();
+    let mut manifest = match existing {
+        Some(b) => {
+            let d = differences(&b.manifest.key, &key, KeyUse::Speed);
+            if !d.is_empty() {
+                return Err(BlessError::new(
+                    exit::INCOMPARABLE,
+                    format!(
+                        "refused to add {} to {}: the run is {} (bless it as another --kind)",
+                        run.display(),
+                        dir.display(),
+                        describe(&d)
+                    ),
+                ));
+            }
+            b.manifest
+        }
+        None => Manifest {
+            schema: BASELINE_SCHEMA.into(),
+            gate: gate.name.clone(),
+            kind: kind.unwrap_or("").to_string(),
+            blessed_utc: utc.to_string(),
+            key,
+            windows: Vec::new(),
+            sources: Vec::new(),
+            notes: Vec::new(),
+        },
+    };
+    let mut window = base_name.clone();
+    let mut i = 2;
+    while manifest.windows.contains(&window) || dir.join(&window).exists() {
+        window = format!("{base_name}-{i}");
+        i += 1;
+    }
+    manifest.windows.push(window.clone());
+    manifest.sources.push(run.display().to_string());
+    manifest.blessed_utc = utc.to_string();
+    let values = rate_values(&rg, &ev);
+    let ledger = LedgerEntry {
+        utc: utc.to_string(),
+        gate: gate.name.clone(),
+        gate_file: gate_file.display().to_string(),
+        action: "baseline".into(),
+        run: run.display().to_string(),
+        slow_run: None,
+        n: values.len(),
+        median: crate::analysis::stats::median(&values),
+        rule: format!(
+            "window {} of the baseline: every planned request answered, content/known-answer/route trials pass",
+            manifest.windows.len()
+        ),
+        value: None,
+        previous: None,
+        window: Some(format!("{}/{window}", dir.display())),
+    };
+    Ok(BaselinePlan {
+        dir,
+        window,
+        manifest,
+        created,
+        ledger,
+    })
+}
+
+/// Copies the run directory `from` (files and subdirectories, no symlinks followed) to `to`, which must not
+/// exist: into a temporary sibling first, renamed into place when whole.
+fn copy_run_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+        std::fs::create_dir(to)?;
+        for e in std::fs::read_dir(from)? {
+            let e = e?;
+            let t = e.file_type()?;
+            let dest = to.join(e.file_name());
+            if t.is_dir() {
+                copy_tree(&e.path(), &dest)?;
+            } else if t.is_file() {
+                std::fs::copy(e.path(), &dest)?;
+            }
+        }
+        Ok(())
+    }
+    let parent = to.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let tmp = parent.join(format!(
+        ".{}.partial",
+        to.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    ));
+    let _ = std::fs::remove_dir_all(&tmp);
+    copy_tree(from, &tmp)?;
+    std::fs::rename(&tmp, to)
+}
+
+/// Writes a planned baseline window: the run directory copied (whole, or not at all), then the manifest.
+pub fn write_baseline(run: &Path, plan: &BaselinePlan) -> Result<(), BlessError> {
+    let to = plan.dir.join(&plan.window);
+    copy_run_dir(run, &to).map_err(|e| {
+        BlessError::new(
+            exit::EVIDENCE_ERROR,
+            format!("copying to {}: {e}", to.display()),
+        )
+    })?;
+    baseline::write_manifest(&plan.dir, &plan.manifest)
+        .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, e.to_string()))
+}
+
+/// `servegate bless`: plans, shows, and with `--accept` writes. Returns the exit code: 0 shown or written,
+/// 1 the run was refused, 2 usage (CI without --force), 3 a spec problem, 5 evidence I/O, 9 a window whose
+/// key differs from its baseline's.
+pub fn cli(args: &BlessArgs) -> i32 {
+    match run_cli(args, std::env::var("CI").ok(), &crate::io::host::now_utc()) {
+        Ok(()) => exit::PASS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.code
+        }
+    }
+}
+
+/// [`cli`] with the environment's `CI` and the clock passed in.
+pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<(), BlessError> {
+    if args.accept {
+        refuse_in_ci(ci, args.force)?;
+    }
+    if let Some(run) = &args.floor {
+        let plan = plan_floor(
+            &args.gate,
+            run,
+            args.slow.as_deref(),
+            args.confidence,
+            args.headroom_pct,
+            utc,
+        )?;
+        let path = args.gate.display().to_string();
+        print!("{}", diff(&plan.old, &plan.new, &path));
+        println!(
+            "floor: {} tok/s ({})",
+            plan.derivation.floor, plan.derivation.rule
+        );
+        if !args.accept {
+            println!("not written: pass --accept to apply");
+            return Ok(());
+        }
+        crate::io::fs::write_atomic(&args.gate, plan.new.as_bytes())
+            .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, format!("{path}: {e}")))?;
+        let l = append_ledger(&args.baselines_dir, &plan.ledger)?;
+        println!("written: {path}; ledger: {}", l.display());
+        return Ok(());
+    }
+    if let Some(run) = &args.baseline {
+        let plan = plan_baseline(
+            &args.gate,
+            run,
+            args.kind.as_deref(),
+            &args.baselines_dir,
+            utc,
+        )?;
+        println!(
+            "baseline {}: {} window {} (from {}; {} window{} in all; key: {})",
+            plan.dir.display(),
+            if plan.created { "new, first" } else { "adds" },
+            plan.window,
+            run.display(),
+            plan.manifest.windows.len(),
+            if plan.manifest.windows.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            serde_json::to_string(&plan.manifest.key).unwrap_or_default()
+        );
+        if !args.accept {
+            println!("not written: pass --accept to apply");
+            return Ok(());
+        }
+        write_baseline(run, &plan)?;
+        let l = append_ledger(&args.baselines_dir, &plan.ledger)?;
+        println!(
+            "written: {}/{}; ledger: {}",
+            plan.dir.display(),
+            plan.window,
+            l.display()
+        );
+        return Ok(());
+    }
+    Err(BlessError::new(
+        exit::USAGE,
+        "bless needs --baseline or --floor",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_lower_bound_is_the_sign_test_order_statistic() {
+        // Published values (sign-test tables; Conover Table A3): one-sided 95 % lower bound of the median is
+        // X(1) for n = 5..7, X(2) for n = 8..10 (n=10: P = 0.989; X(3) gives 0.945), X(6) for n = 20 (P =
+        // 0.979; X(7) gives 0.942), X(11) for n = 30 (P = 0.951), and no order statistic for n <= 4.
+        let v = |n: usize| (1..=n).map(|i| i as f64).collect::<Vec<f64>>();
+        for (n, k) in [
+            (5, 1),
+            (6, 1),
+            (7, 1),
+            (8, 2),
+            (9, 2),
+            (10, 2),
+            (20, 6),
+            (30, 11),
+        ] {
+            assert_eq!(
+                median_lower_bound(&v(n), 0.95),
+                Some((k as f64, k)),
+                "n={n}"
+            );
+        }
+        assert_eq!(median_lower_bound(&v(4), 0.95), None);
+        assert_eq!(median_lower_bound(&v(4), 0.90), Some((1.0, 1)));
+        assert_eq!(median_lower_bound(&[], 0.95), None);
+        // Order does not matter; the value is the k-th smallest.
+        assert_eq!(
+            median_lower_bound(&[50.0, 40.0, 45.0, 30.0, 47.0, 44.0], 0.95),
+            Some((30.0, 1))
+        );
+    }
+
+    #[test]
+    fn a_one_run_floor_is_the_lower_bound_minus_headroom() {
+        let d = derive_floor(&[50.0, 40.0, 45.0, 30.0, 47.0, 44.0], None, 0.95, 10.0).unwrap();
+        assert_eq!(d.floor, 27.0);
+        assert_eq!(d.median, 44.5);
+        assert!(d.rule.contains("order statistic 1 of 6"), "{}", d.rule);
+        let e = derive_floor(&[50.0, 40.0, 45.0], None, 0.95, 10.0).unwrap_err();
+        assert!(e.contains("n >= 5"), "{e}");
+    }
+
+    #[test]
+    fn a_two_run_floor_is_the_geometric_mean_and_overlap_is_refused() {
+        let d = derive_floor(&[87.0, 90.0, 101.0], Some(&[1.8, 1.9, 2.0]), 0.95, 10.0).unwrap();
+        assert_eq!(d.floor, 13.0); // sqrt(90 * 1.9) = 13.08, rounded down to the registry's 1 decimal
+        assert!(d.rule.contains("geometric mean"));
+        let e = derive_floor(&[20.0, 90.0], Some(&[1.9, 25.0]), 0.95, 10.0).unwrap_err();
+        assert!(e.contains("overlap"), "{e}");
+    }
+
+    #[test]
+    fn ci_refuses_unless_forced() {
+        assert!(refuse_in_ci(Some("true".into()), false).is_err());
+        assert!(refuse_in_ci(Some("true".into()), true).is_ok());
+        assert!(refuse_in_ci(None, false).is_ok());
+        assert!(refuse_in_ci(Some("0".into()), false).is_ok());
+    }
+
+    #[test]
+    fn editing_the_floor_keeps_comments_and_replaces_an_old_provenance() {
+        let text = "[gate]\nname = \"g\"\n\n[assert.rate]\n# why this floor\nfloor_tok_s = 15.0   # trailing\nsource = \"both\"\n";
+        let (new, prev) = edit_floor(text, 27.9, "# servegate bless x: one").unwrap();
+        assert_eq!(prev, Some(15.0));
+        assert_eq!(
+            new,
+            "[gate]\nname = \"g\"\n\n[assert.rate]\n# why this floor\n# servegate bless x: one\nfloor_tok_s = 27.9   # trailing\nsource = \"both\"\n"
+        );
+        let (again, prev) = edit_floor(&new, 30.0, "# servegate bless y: two").unwrap();
+        assert_eq!(prev, Some(27.9));
+        assert!(
+            again.contains(
+                "# why this floor\n# servegate bless y: two\nfloor_tok_s = 30.0   # trailing\n"
+            ),
+            "{again}"
+        );
+        assert!(!again.contains("bless x"));
+        assert!(edit_floor("[gate]\nname = \"g\"\n", 1.0, "#").is_err());
+    }
+}

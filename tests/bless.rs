@@ -1,0 +1,319 @@
+//! `servegate bless` (issue 16): a floor derived from recorded evidence round-trips the gate file (comments,
+//! order and formatting unchanged except the edited value and its provenance comment: insta snapshots of the
+//! file before and after), a run is blessed as a baseline window only when it is good evidence and its
+//! comparability key matches, every accepted change is one ledger line, and nothing is written in CI without
+//! --force. The recorded run is tests/data/replay/reference-smoke (a real reference run, README there); no
+//! serve is started and no timing decides anything.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use servegate::error::exit;
+use servegate::evidence::baseline;
+use servegate::records::bless::{self, BlessArgs, LedgerEntry};
+
+const BIN: &str = env!("CARGO_BIN_EXE_servegate");
+/// Relative to the crate root (the tests' working directory), so the provenance comment is stable.
+const RUN: &str = "tests/data/replay/reference-smoke";
+const UTC: &str = "2026-12-01T11:00:00Z";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A temp dir holding a copy of tests/data/bless/reference-smoke.toml (gates/reference-smoke.toml as of
+/// 2026-12-01, frozen so that edits to the live gate do not move the snapshots).
+fn gate_copy() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let g = t.path().join("reference-smoke.toml");
+    std::fs::copy(root().join("tests/data/bless/reference-smoke.toml"), &g).unwrap();
+    (t, g)
+}
+
+/// A copy of the recorded run in `dir/name`, for tests that spoil it.
+fn run_copy(dir: &Path, name: &str) -> PathBuf {
+    let to = dir.join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for e in std::fs::read_dir(root().join(RUN)).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+    to
+}
+
+fn args(gate: &Path, baselines: &Path) -> BlessArgs {
+    BlessArgs {
+        gate: gate.to_path_buf(),
+        baseline: None,
+        kind: None,
+        floor: None,
+        slow: None,
+        headroom_pct: bless::DEFAULT_HEADROOM_PCT,
+        confidence: bless::DEFAULT_CONFIDENCE,
+        baselines_dir: baselines.to_path_buf(),
+        accept: false,
+        force: false,
+    }
+}
+
+fn ledger(baselines: &Path) -> Vec<LedgerEntry> {
+    std::fs::read_to_string(baselines.join(bless::LEDGER_FILE))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_derived_floor_round_trips_the_gate_file_with_its_provenance() {
+    let (t, gate) = gate_copy();
+    let before = std::fs::read_to_string(&gate).unwrap();
+    let plan = bless::plan_floor(&gate, Path::new(RUN), None, 0.95, 10.0, UTC).unwrap();
+    // The recorded rates are 49.9, 40.3, 33.1, 30.2, 22.2, 18.5 (README): n = 6, the 95 % lower bound of the
+    // median is the smallest (order statistic 1 of 6), minus 10 %.
+    assert_eq!(plan.derivation.n, 6);
+    assert_eq!(plan.ledger.previous, Some(15.0));
+    let lowest = plan.derivation.floor / 0.9;
+    assert!((18.0..19.0).contains(&lowest), "{plan:?}");
+    insta::assert_snapshot!("reference_smoke_before", before);
+    insta::assert_snapshot!("reference_smoke_after", plan.new);
+    insta::assert_snapshot!(
+        "reference_smoke_diff",
+        bless::diff(&before, &plan.new, "gates/reference-smoke.toml")
+    );
+    // Everything but the value line and the two provenance lines is unchanged, in order.
+    let changed: Vec<&str> = plan
+        .new
+        .lines()
+        .filter(|l| !before.lines().any(|b| b == *l))
+        .collect();
+    assert_eq!(changed.len(), 3, "{changed:?}");
+    assert!(changed[2].starts_with("floor_tok_s = 16.6"), "{changed:?}");
+    let kept: Vec<&str> = plan.new.lines().filter(|l| !changed.contains(l)).collect();
+    let old_kept: Vec<&str> = before
+        .lines()
+        .filter(|l| !l.starts_with("floor_tok_s"))
+        .collect();
+    assert_eq!(kept, old_kept);
+    // The trailing comment of the value survives an edit (decor carried over), and a second bless replaces
+    // the first provenance instead of stacking it.
+    let with_trailing = plan
+        .new
+        .replace("floor_tok_s = 16.6", "floor_tok_s = 16.6 # hand note");
+    let (again, prev) = bless::edit_floor(&with_trailing, 20.0, "# servegate bless again").unwrap();
+    assert_eq!(prev, Some(16.6));
+    assert!(
+        again.contains("floor_tok_s = 20.0 # hand note\n"),
+        "{again}"
+    );
+    assert_eq!(again.matches("# servegate bless").count(), 1, "{again}");
+
+    // Not written without --accept; written with it, plus one ledger line.
+    let bl = t.path().join("baselines");
+    let mut a = args(&gate, &bl);
+    a.floor = Some(RUN.into());
+    bless::run_cli(&a, None, UTC).unwrap();
+    assert_eq!(std::fs::read_to_string(&gate).unwrap(), before);
+    assert!(ledger(&bl).is_empty());
+    a.accept = true;
+    bless::run_cli(&a, None, UTC).unwrap();
+    assert_eq!(std::fs::read_to_string(&gate).unwrap(), plan.new);
+    let l = ledger(&bl);
+    assert_eq!(l.len(), 1);
+    assert_eq!(l[0].action, "floor");
+    assert_eq!(l[0].value, Some(16.6));
+    assert_eq!(l[0].run, RUN);
+    // The edited gate is still a valid gate with the new floor.
+    let g = servegate::spec::load(&gate).unwrap();
+    assert_eq!(g.assertions.rate.unwrap().floor_tok_s, 16.6);
+}
+
+#[test]
+fn a_slow_run_that_overlaps_the_fast_one_is_refused() {
+    let (t, gate) = gate_copy();
+    let bl = t.path().join("baselines");
+    let mut a = args(&gate, &bl);
+    a.floor = Some(RUN.into());
+    a.slow = Some(RUN.into());
+    let e = bless::run_cli(&a, None, UTC).unwrap_err();
+    assert!(e.message.contains("overlap"), "{e}");
+}
+
+#[test]
+fn a_good_run_becomes_baseline_windows_and_a_foreign_key_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let gate = root().join("gates/reference-smoke.toml");
+    let bl = t.path().join("baselines");
+    let mut a = args(&gate, &bl);
+    a.baseline = Some(RUN.into());
+    a.accept = true;
+    bless::run_cli(&a, None, UTC).unwrap();
+    bless::run_cli(&a, None, UTC).unwrap();
+    let b = baseline::load(&bl.join("reference-smoke")).unwrap();
+    assert_eq!(b.manifest.gate, "reference-smoke");
+    assert_eq!(
+        b.manifest.windows,
+        vec!["reference-smoke", "reference-smoke-2"]
+    );
+    assert_eq!(b.manifest.sources, vec![RUN, RUN]);
+    assert_eq!(b.manifest.key.cpus.as_deref(), Some("2"));
+    for w in &b.window_dirs {
+        // A complete run directory that servegate judge reads like any evidence.
+        let ev = servegate::analysis::load(w).unwrap();
+        assert_eq!(ev.requests.len(), 9);
+    }
+    assert!(!std::fs::read_dir(bl.join("reference-smoke"))
+        .unwrap()
+        .any(|e| e.unwrap().file_name().to_string_lossy().contains("partial")));
+    let l = ledger(&bl);
+    assert_eq!(l.len(), 2);
+    assert!(l.iter().all(|e| e.action == "baseline" && e.n == 6));
+
+    // Another machine's run: not added to this baseline (named difference); fine as another kind.
+    let other = run_copy(t.path(), "other-host");
+    let p = other.join("run.json");
+    let mut run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    run["host"]["cpus"] = serde_json::json!(64);
+    std::fs::write(&p, serde_json::to_string_pretty(&run).unwrap()).unwrap();
+    a.baseline = Some(other.clone());
+    let e = bless::run_cli(&a, None, UTC).unwrap_err();
+    assert_eq!(e.code, exit::INCOMPARABLE);
+    assert!(e.message.contains("cpus"), "{e}");
+    a.kind = Some("big-box".into());
+    bless::run_cli(&a, None, UTC).unwrap();
+    let big = baseline::load(&bl.join("reference-smoke").join("big-box")).unwrap();
+    assert_eq!(big.manifest.kind, "big-box");
+    assert_eq!(big.manifest.key.cpus.as_deref(), Some("64"));
+}
+
+#[test]
+fn a_run_that_is_not_good_evidence_is_refused_with_every_reason() {
+    let t = tempfile::tempdir().unwrap();
+    let gate = root().join("gates/reference-smoke.toml");
+    let bl = t.path().join("baselines");
+    let mut a = args(&gate, &bl);
+    a.accept = true;
+
+    // Incomplete.
+    let cut = run_copy(t.path(), "cut");
+    let p = cut.join("run.json");
+    let mut run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    run["status"] = serde_json::json!("interrupted");
+    std::fs::write(&p, serde_json::to_string_pretty(&run).unwrap()).unwrap();
+    a.baseline = Some(cut);
+    let e = bless::run_cli(&a, None, UTC).unwrap_err();
+    assert_eq!(e.code, exit::ASSERTION_FAILED, "{e}");
+    assert!(
+        e.message
+            .contains("the run is incomplete (run.json status Interrupted)"),
+        "{e}"
+    );
+
+    // A known answer that no longer matches, and a judged request gone.
+    let bad = run_copy(t.path(), "bad");
+    let p = bad.join("run.json");
+    let mut run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    run["requests"].as_array_mut().unwrap().pop();
+    std::fs::write(&p, serde_json::to_string_pretty(&run).unwrap()).unwrap();
+    let g = bad.join("gate.toml");
+    let text = std::fs::read_to_string(&g).unwrap();
+    std::fs::write(&g, text.replace(r"(?i)\bparis\b", r"(?i)\blyon\b")).unwrap();
+    for ext in ["reads.jsonl", "request.json", "response.json"] {
+        std::fs::remove_file(bad.join(format!("08.{ext}"))).unwrap();
+    }
+    a.baseline = Some(bad.clone());
+    let e = bless::run_cli(&a, None, UTC).unwrap_err();
+    assert_eq!(e.code, exit::ASSERTION_FAILED, "{e}");
+    for part in [
+        "known_answer trial does not pass",
+        "5 answered requests of 6 planned",
+    ] {
+        assert!(e.message.contains(part), "{part:?} missing from {e}");
+    }
+    a.baseline = None;
+    a.floor = Some(bad);
+    assert!(bless::run_cli(&a, None, UTC).is_err());
+    assert!(!bl.exists(), "nothing written for a refused run");
+
+    // A run of another gate.
+    a.floor = None;
+    a.baseline = Some(root().join("tests/data/runs/npu-rc-pass"));
+    let e = bless::run_cli(&a, None, UTC).unwrap_err();
+    assert!(e.message.contains("not `reference-smoke`"), "{e}");
+}
+
+#[test]
+fn bless_never_writes_in_ci_unless_forced() {
+    let (t, gate) = gate_copy();
+    let before = std::fs::read_to_string(&gate).unwrap();
+    let bl = t.path().join("baselines");
+    let run = |extra: &[&str], ci: Option<&str>| {
+        let mut c = Command::new(BIN);
+        c.current_dir(root())
+            .args(["bless"])
+            .arg(&gate)
+            .args(["--floor", RUN, "--baselines-dir"])
+            .arg(&bl)
+            .args(extra);
+        match ci {
+            Some(v) => c.env("CI", v),
+            None => c.env_remove("CI"),
+        };
+        let o = c.output().unwrap();
+        (
+            o.status.code().unwrap(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = run(&["--accept"], Some("true"));
+    assert_eq!(code, exit::USAGE, "{err}");
+    assert!(err.contains("never writes in CI"), "{err}");
+    assert_eq!(std::fs::read_to_string(&gate).unwrap(), before);
+    // Showing the diff is fine in CI.
+    let (code, out, _) = run(&[], Some("true"));
+    assert_eq!(code, 0);
+    assert!(out.contains("+floor_tok_s = 16.6"), "{out}");
+    assert!(out.contains("not written"), "{out}");
+    let (code, out, err) = run(&["--accept", "--force"], Some("true"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert_ne!(std::fs::read_to_string(&gate).unwrap(), before);
+    assert_eq!(ledger(&bl).len(), 1);
+}
+
+/// The committed baseline of the reference gate (baselines/reference-smoke/, blessed from five real runs,
+/// docs/bless.md) is whole: every window is a run directory that still passes what bless demands, all share
+/// the manifest's key, and the ledger names each window.
+#[test]
+fn the_committed_reference_baseline_is_whole_and_good() {
+    let dir = root().join("baselines/reference-smoke");
+    let b = baseline::load(&dir).unwrap();
+    assert_eq!(b.manifest.gate, "reference-smoke");
+    assert!(b.window_dirs.len() >= 3, "{:?}", b.manifest.windows);
+    let gate = servegate::spec::load(&root().join("gates/reference-smoke.toml")).unwrap();
+    for w in &b.window_dirs {
+        let ev = servegate::analysis::load(w).unwrap();
+        let rg = servegate::spec::load(&w.join("gate.toml")).unwrap();
+        assert_eq!(rg.name, gate.name);
+        assert_eq!(
+            bless::refusals(&rg, &ev, true),
+            Vec::<String>::new(),
+            "{}",
+            w.display()
+        );
+        let key = servegate::evidence::comparability::key_of(&rg, &ev.run);
+        assert_eq!(key, b.manifest.key, "{}", w.display());
+        assert_eq!(bless::rate_values(&rg, &ev).len(), 6);
+    }
+    let ledger = ledger(&root().join("baselines"));
+    for w in &b.manifest.windows {
+        assert!(
+            ledger.iter().any(|e| e.action == "baseline"
+                && e.window.as_deref().is_some_and(|x| x.ends_with(w.as_str()))),
+            "{w} not in the ledger"
+        );
+    }
+}
