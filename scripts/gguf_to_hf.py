@@ -39,6 +39,13 @@ def main():
     folder, name = os.path.split(os.path.abspath(gguf_path))
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    # The weights are now plain float32 tensors; transformers still marks the model as GGUF-quantized
+    # (not serializable). Drop that mark: what is saved is the dequantised model, with no quantization.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    for p in model.parameters():
+        assert p.dtype == torch.float32, p.dtype
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
     prov = {

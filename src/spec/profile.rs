@@ -132,7 +132,7 @@ impl Engine {
                 version_paths: &[],
                 // It never logs its thread count; system_info shows the CPU features.
                 route_lines: &[
-                    r"system_info: .*CPU : .*AVX2 = 1",
+                    r"(?m)^CPU : .*AVX2 = 1",
                     r"llama_perf_context_print: +eval time = .* tokens per second\)",
                 ],
                 has_metrics: false,
