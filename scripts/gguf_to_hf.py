@@ -8,6 +8,7 @@ Writes OUT_DIR (config, tokenizer, safetensors) and OUT_DIR/servegate-provenance
 The conversion is deterministic: the same GGUF gives the same derived_digest on every run.
 """
 import hashlib
+import importlib.metadata
 import json
 import os
 import sys
@@ -31,7 +32,7 @@ def digest_dir(d):
 
 def main():
     gguf_path, out, source_sha = sys.argv[1:4]
-    import gguf
+    import gguf  # noqa: F401  (transformers' GGUF reader needs it)
     import torch
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -52,7 +53,7 @@ def main():
         "source": name,
         "source_sha256": source_sha,
         "transformers": transformers.__version__,
-        "gguf": getattr(gguf, "__version__", "unknown"),
+        "gguf": importlib.metadata.version("gguf"),
         "torch": torch.__version__,
         "dtype": "float32",
         "derived_digest": digest_dir(out),
