@@ -62,3 +62,53 @@ fn median_phrase(h: &HistogramDelta, what: &str) -> String {
         None => format!("no {what} observed"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acct(metrics: Vec<HistogramDelta>) -> crate::judge::Accounting {
+        crate::judge::Accounting {
+            planned: 1,
+            sent: 1,
+            plan_recorded: true,
+            warmup: 0,
+            never_sent: vec![],
+            failed: vec![],
+            serve_failure: None,
+            serve_failure_code: None,
+            serve_metrics: metrics,
+        }
+    }
+
+    fn itl(count: f64, sum: f64) -> HistogramDelta {
+        HistogramDelta {
+            name: ITL.into(),
+            count,
+            sum,
+            buckets: vec![(Some(0.1), 2.0), (Some(0.15), count), (None, count)],
+        }
+    }
+
+    #[test]
+    fn the_serve_rate_is_one_over_the_mean_itl_and_states_the_median_bucket() {
+        // 7 intervals over 0.875 s: mean 125 ms, 8 tok/s.
+        let v = rate_from_histograms(5.0, &acct(vec![itl(7.0, 0.875)])).unwrap();
+        assert_eq!(v.outcome, Outcome::Pass);
+        assert!((v.median.unwrap() - 8.0).abs() < 1e-9);
+        assert!(
+            v.details()
+                .contains("median ITL in (100, 150] ms by the buckets"),
+            "{}",
+            v.details()
+        );
+        let slow = rate_from_histograms(9.0, &acct(vec![itl(7.0, 0.875)])).unwrap();
+        assert_eq!(slow.outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn no_histogram_or_no_observation_gives_no_serve_figure() {
+        assert!(rate_from_histograms(1.0, &acct(vec![])).is_none());
+        assert!(rate_from_histograms(1.0, &acct(vec![itl(0.0, 0.0)])).is_none());
+    }
+}
