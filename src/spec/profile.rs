@@ -144,7 +144,7 @@ impl Engine {
                 greedy_fields: &[("repetition_penalty", 1.0), ("min_p", 0.0)],
                 version_paths: &["/version"],
                 route_lines: &[
-                    r"Automatically detected platform cpu",
+                    r"local_rank=\d+, core ids=\[[\d, ]+\]",
                     r"Resolved architecture: \w+",
                 ],
                 has_metrics: true,
