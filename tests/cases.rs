@@ -1159,6 +1159,7 @@ fn split_at(body: &[u8], cuts: &[usize], t: impl Fn(usize) -> f64) -> Vec<TimedR
 fn timeless(mut r: Reply) -> Reply {
     r.first_event_ms = None;
     r.end_ms = None;
+    r.finish_ms = None;
     for t in &mut r.token_chunks {
         t.t_ms = 0.0;
     }

@@ -208,8 +208,8 @@ fn a_record_with_doubled_values_fails_check_naming_the_first_value() {
     let out = text(&o);
     assert_eq!(o.status.code(), Some(3), "{out}");
     assert!(
-        out.contains("values[0]: states 49.99 but the re-judged evidence")
-            && out.contains("gives 24.99"),
+        out.contains("values[0]: states 43.73 but the re-judged evidence")
+            && out.contains("gives 21.86"),
         "{out}"
     );
     // The judge of the cited evidence says what the evidence says.

@@ -75,6 +75,30 @@ pub fn token_ceiling(reply: &Reply) -> u64 {
     (text + tools + chunks) as u64 + TEXTLESS_TOKEN_ALLOWANCE
 }
 
+/// Tokens the token chunks carry: the per-chunk counts' sum when the serve gave them, else one a chunk.
+fn carried_tokens(k: usize, per_chunk: Option<&[u64]>) -> u64 {
+    per_chunk.map_or(k as u64, |pc| pc.iter().sum())
+}
+
+/// Where the decode window ends when N counts tokens that no text chunk carried: the event time of the
+/// finish chunk, when it came after the last token chunk and N exceeds the tokens the token chunks carry
+/// (vLLM's and llama.cpp's usage count the end-of-sequence token, which arrives with the finish chunk one
+/// decode step after the last text chunk). `None` otherwise (the window ends at the last token chunk), and
+/// for multi-token chunks without per-chunk counts (what the chunks carry is then itself an estimate).
+fn eos_window_end(
+    reply: &Reply,
+    n: u64,
+    per_chunk: Option<&[u64]>,
+    estimated_share: Option<f64>,
+) -> Option<f64> {
+    let last = reply.token_chunks.last()?.t_ms;
+    let finish = reply.finish_ms?;
+    if estimated_share.is_some() || finish <= last {
+        return None;
+    }
+    (n > carried_tokens(reply.token_chunks.len(), per_chunk)).then_some(finish)
+}
+
 /// Computes the figures of one reply.
 ///
 /// * `ttft_ms` = event time of the first token chunk; `first_content_ms` = first chunk with non-empty
@@ -92,6 +116,9 @@ pub fn token_ceiling(reply: &Reply) -> u64 {
 ///   reply is multi-token (average ≥ [`MULTI_TOKEN_MIN_AVG`] tokens per chunk: speculative decoding, batched
 ///   flushes), else 1. With one token per chunk and one chunk per read this is CASES.md's
 ///   `(N − 1) / (t_last − t_first)`; at 4 tokens per chunk it does not read ~5 % fast.
+/// * **The end-of-sequence token**: when N exceeds the tokens the token chunks carry and the finish chunk
+///   came after the last token chunk, t_last is the finish chunk's time (the count and the window describe
+///   the same tokens; [`eos_window_end`]). Without it an 8-token vLLM reply read 17 % fast (issue 19).
 /// * No decode rate (`None`, with `decode_note`) when the reply is not streamed, has no token chunk, has a
 ///   zero decode window (one token chunk, or all token chunks in one read: a buffered / flushed-at-once
 ///   stream, where a rate would be thousands of tok/s of fiction), a window under
@@ -212,7 +239,17 @@ pub fn measure(reply: &Reply) -> Figures {
     } else if !reply.streamed {
         notes.push("not streamed: no per-token timing".into());
     } else if let (Some(first), Some(last), Some(n)) = (tcs.first(), tcs.last(), n) {
-        let window_ms = last.t_ms - first.t_ms;
+        let mut window_ms = last.t_ms - first.t_ms;
+        // The end-of-sequence token: counted in N, decoded after the last text chunk, announced by the
+        // finish chunk (no text) one decode step later. The window ends where the counted tokens end.
+        if let Some(eos) = eos_window_end(reply, n, per_chunk.as_deref(), estimated_share) {
+            notes.push(format!(
+                "N = {n} counts {} token(s) after the last text chunk (end of sequence): the decode window ends at the finish chunk ({eos:.1} ms), not at the last text chunk ({:.1} ms)",
+                n - carried_tokens(k, per_chunk.as_deref()),
+                last.t_ms
+            ));
+            window_ms = eos - first.t_ms;
+        }
         let group: Vec<_> = tcs.iter().filter(|t| t.t_ms == first.t_ms).collect();
         let after_first = k - group.len();
         // The largest read after the first: (chunks, arrival time).

@@ -137,6 +137,11 @@ pub struct Reply {
     pub reasoning: String,
     /// Final finish_reason ("" normalised to none); `None` if never seen.
     pub finish_reason: Option<String>,
+    /// Event time (ms) of the last chunk carrying a finish_reason; `None` if never seen or not streamed.
+    /// vLLM and llama.cpp send the end-of-sequence token's finish chunk one decode step after the last text
+    /// chunk (`analysis::measure` ends the decode window there when the count includes that token).
+    #[serde(skip)]
+    pub finish_ms: Option<f64>,
     /// `data: [DONE]` seen.
     pub done_seen: bool,
     /// The last non-null usage.
@@ -1001,6 +1006,7 @@ impl StreamState {
         }
         if finish.is_some() {
             self.reply.finish_reason = finish;
+            self.reply.finish_ms = Some(t_ms);
         }
     }
 

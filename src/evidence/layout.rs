@@ -13,6 +13,10 @@ pub const SETUP_LOG: &str = "setup.log";
 pub const PAIR_FILE: &str = "pair.json";
 /// One JSON line per finished request, appended during the run (the requests of a run that did not finish).
 pub const PROGRESS_FILE: &str = "requests.jsonl";
+/// The serve's `/metrics` before the first request (`[serve] clock = "metrics"`).
+pub const METRICS_BEFORE: &str = "metrics.before.txt";
+/// The serve's `/metrics` after the last request.
+pub const METRICS_AFTER: &str = "metrics.after.txt";
 /// Ending of a request's timed reads file (`NN.reads.jsonl`).
 pub const READS_SUFFIX: &str = ".reads.jsonl";
 /// Ending of a request's response meta file (`NN.response.json`).

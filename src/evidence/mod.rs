@@ -28,6 +28,7 @@ pub mod digest;
 pub(crate) mod figures;
 pub mod layout;
 pub mod public;
+pub mod serve_clock;
 
 use crate::io::reads::{self, TimedRead};
 pub use figures::{Figures, TokenSource};
@@ -101,6 +102,11 @@ pub struct ServeRecord {
     pub version: Option<String>,
     /// Model ids from `/v1/models`.
     pub models: Vec<String>,
+    /// With `[serve] clock = "metrics"` (vLLM): the serve's own histograms' deltas over the requests
+    /// (`/metrics` read before the first request and after the last; both texts kept as
+    /// `metrics.before.txt` / `metrics.after.txt`). Empty otherwise and in older evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<serve_clock::HistogramDelta>,
     /// How the serve was stopped (`exit status 0`, `signal 15`, `killed after grace`).
     pub stop: Option<String>,
     /// For a `url` serve with `serve.log_file`: where that log stood when the run began; only the bytes

@@ -160,6 +160,18 @@ pub struct StopReport {
     pub port_closed: bool,
 }
 
+/// A readiness path answering 404 for this long (and [`STEADY_404_POLLS`] probes) is missing, not loading:
+/// no serve measured (llama.cpp, llama-cpp-python, vLLM) answers 404 while it loads (they refuse
+/// connections or answer 503).
+pub const STEADY_404_MS: f64 = 3000.0;
+/// The fewest consecutive 404 probes that count as a steady 404.
+pub const STEADY_404_POLLS: u32 = 5;
+
+/// Whether `polls` consecutive 404s over `span_ms` are a steady 404 (see [`STEADY_404_MS`]).
+pub fn is_steady_404(polls: u32, span_ms: f64) -> bool {
+    polls >= STEADY_404_POLLS && span_ms >= STEADY_404_MS
+}
+
 /// Why a serve could not be started, did not become ready, or died. Each message starts with a stable
 /// snake_case kind ([`ServeError::kind`]).
 #[derive(Debug, thiserror::Error)]
@@ -221,6 +233,20 @@ pub enum ServeError {
         /// The last [`ERROR_TAIL_LINES`] lines of the log.
         log_tail: String,
     },
+    /// The readiness path answered 404 on every probe for [`STEADY_404_MS`] (at least
+    /// [`STEADY_404_POLLS`] probes): the serve is up and has no such route, so waiting out `ready_timeout`
+    /// would only delay the same answer. Its kind is `ready_timeout` (the serve never became ready).
+    #[error("ready_timeout: {url} answered 404 on {polls} probes over {steady_s:.1} s: the serve is up but has no such path; stopped waiting early. Set [serve] ready to a path it has (llama-cpp-python has no /health: ready = \"/v1/models\"; or [serve] engine, docs/runtimes.md)")]
+    ReadyNotFound {
+        /// The readiness URL.
+        url: String,
+        /// Consecutive 404 probes.
+        polls: u32,
+        /// From the first of them to the last, in s.
+        steady_s: f64,
+        /// The last [`ERROR_TAIL_LINES`] lines of the log.
+        log_tail: String,
+    },
     /// The serve exited after it had been ready (or within one poll of its first 200).
     #[error("server_exited_during_run ({status}, {after_ready_s:.1} s after ready){}", colon(.cause_line))]
     ExitedAfterReady {
@@ -257,7 +283,7 @@ impl ServeError {
             ServeError::LogOpen { .. } => "log_open_failed",
             ServeError::Spawn { .. } => "spawn_failed",
             ServeError::ExitedBeforeReady { .. } => "server_exited_before_ready",
-            ServeError::ReadyTimeout { .. } => "ready_timeout",
+            ServeError::ReadyTimeout { .. } | ServeError::ReadyNotFound { .. } => "ready_timeout",
             ServeError::ExitedAfterReady { .. } => "server_exited_during_run",
             ServeError::ProbeClient { .. } => "probe_client_failed",
             ServeError::ShuttingDown => "shutting_down",
@@ -269,6 +295,7 @@ impl ServeError {
         match self {
             ServeError::ExitedBeforeReady { log_tail, .. }
             | ServeError::ReadyTimeout { log_tail, .. }
+            | ServeError::ReadyNotFound { log_tail, .. }
             | ServeError::ExitedAfterReady { log_tail, .. } => Some(log_tail),
             _ => None,
         }
@@ -508,6 +535,8 @@ impl Serve {
         let mut loading = 0u32;
         let mut statuses: Vec<(f64, String)> = Vec::new();
         let mut last_status: String;
+        // (ms since spawn of the first, count) of the current run of consecutive 404s.
+        let mut steady_404: Option<(f64, u32)> = None;
         loop {
             if let Some(exit) = self.exit_info() {
                 return Err(self.exited_before_ready(&exit));
@@ -535,6 +564,21 @@ impl Serve {
                 statuses.push((round1(sent_ms), label));
             }
             last_status = outcome.describe();
+            steady_404 = match (&outcome, steady_404) {
+                (Probe::Status(404, _), Some((since, n))) => Some((since, n + 1)),
+                (Probe::Status(404, _), None) => Some((sent_ms, 1)),
+                _ => None,
+            };
+            if let Some((since, n)) = steady_404 {
+                if is_steady_404(n, sent_ms - since) {
+                    return Err(ServeError::ReadyNotFound {
+                        url,
+                        polls: n,
+                        steady_s: (sent_ms - since) / 1000.0,
+                        log_tail: self.log_tail(ERROR_TAIL_LINES),
+                    });
+                }
+            }
             if let Probe::Status(200, _) = outcome {
                 let ready_at = Instant::now();
                 let ready_ms = ms(ready_at - self.spawned_at);

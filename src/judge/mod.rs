@@ -222,6 +222,8 @@ pub struct Accounting {
     pub serve_failure: Option<String>,
     /// The code of `serve_failure`, when it names a known one.
     pub serve_failure_code: Option<FailureCode>,
+    /// The serve's own histograms' deltas over the run (`run.json` `serve.metrics`, vLLM); empty without.
+    pub serve_metrics: Vec<crate::evidence::serve_clock::HistogramDelta>,
 }
 
 /// What happened to the run, in words, for a serve failure of `code`: the serve failed, crashed when stopped,
@@ -300,6 +302,7 @@ pub fn account(evidence: &Evidence) -> Accounting {
             .and(run.serve.failure.as_deref())
             .and_then(FailureCode::of_recorded),
         serve_failure,
+        serve_metrics: run.serve.metrics.clone(),
     }
 }
 
@@ -756,7 +759,13 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
         return judge_rate_of(gate, rate.source, judged, acct);
     }
     let client = judge_rate_of(gate, RateSource::Client, judged, acct);
-    let server = judge_rate_of(gate, RateSource::Server, judged, acct);
+    let mut server = judge_rate_of(gate, RateSource::Server, judged, acct);
+    // No per-reply timings, but the serve's inter-token-latency histogram (vLLM): its run figure.
+    if server.values.iter().all(Option::is_none) {
+        if let Some(v) = crate::judge::serve_clock::rate_from_histograms(rate.floor_tok_s, acct) {
+            server = v;
+        }
+    }
     let agree = match (client.median, server.median) {
         (Some(c), Some(s)) if s > 0.0 => {
             let apart = (c - s).abs() / s * 100.0;

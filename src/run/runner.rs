@@ -247,6 +247,46 @@ fn pair_model(ours: &str, theirs: &str) -> Result<(String, u64), String> {
     Ok(a)
 }
 
+/// For an arm whose model is derived from another file (`derived_from`, e.g. vLLM's float32 copy of a
+/// GGUF): checks that `model_file/servegate-provenance.json` names the source file's sha256, and returns the
+/// note saying which file the arm loads and from what (`theirs loads DIR: float32, derived from FILE
+/// (sha256 ...), derived digest ...`). Errors are `pair_model_mismatch: ...`.
+fn derived_provenance(arm: &crate::spec::ArmSpec) -> Result<String, String> {
+    let src = arm.derived_from.as_deref().unwrap_or(&arm.model_file);
+    let prov_path = Path::new(&arm.model_file).join("servegate-provenance.json");
+    let prov: serde_json::Value = std::fs::read_to_string(&prov_path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        .map_err(|e| {
+            format!(
+                "pair_model_mismatch: {} loads {}, said to be derived from {src}, but {}: {e}",
+                arm.role,
+                arm.model_file,
+                prov_path.display()
+            )
+        })?;
+    let (sha, _) = crate::io::hash::sha256_file(Path::new(src))
+        .map_err(|e| format!("pair_model_mismatch: model file {src}: {e}"))?;
+    let field = |k: &str| prov.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
+    if field("source_sha256") != sha {
+        return Err(format!(
+            "pair_model_mismatch: {} loads {}, whose provenance names source sha256 {}, but {src} has sha256 {}",
+            arm.role,
+            arm.model_file,
+            field("source_sha256"),
+            sha
+        ));
+    }
+    Ok(format!(
+        "{} loads {}: {}, derived from {src} (sha256 {sha}) by transformers {}, derived digest {}",
+        arm.role,
+        arm.model_file,
+        field("dtype"),
+        field("transformers"),
+        field("derived_digest")
+    ))
+}
+
 /// Runs a pair gate: the model file hashed once, then each arm in order (start its serve, send every request,
 /// stop it) into `arm<N>-<role>/` run directories, the model file hashed again, and the pair judged.
 fn run_pair(
@@ -300,7 +340,16 @@ fn run_pair(
         }
     }
     if setup_ok {
-        match pair_model(&pair.ours.model_file, &pair.theirs.model_file) {
+        let source = |a: &crate::spec::ArmSpec| a.derived_from.clone().unwrap_or(a.model_file.clone());
+        let derived = [&pair.ours, &pair.theirs]
+            .into_iter()
+            .filter(|a| a.derived_from.is_some())
+            .map(derived_provenance)
+            .collect::<Result<Vec<String>, String>>();
+        for note in derived.as_deref().unwrap_or_default() {
+            progress(&Step::Note(note.clone()));
+        }
+        match derived.and_then(|_| pair_model(&source(&pair.ours), &source(&pair.theirs))) {
             Err(reason) => {
                 progress(&Step::Note(reason.clone()));
                 ps.failure = Some(reason);
@@ -366,7 +415,8 @@ fn run_pair(
             }
         }
         if let Some(before) = &ps.model_sha256 {
-            match crate::io::hash::sha256_file(Path::new(&pair.ours.model_file)) {
+            let ours_source = pair.ours.derived_from.as_ref().unwrap_or(&pair.ours.model_file);
+            match crate::io::hash::sha256_file(Path::new(ours_source)) {
                 Ok((after, _)) => {
                     if &after != before {
                         ps.failure = Some(format!("model_changed_during_run: sha256 {} before the first arm, {} after the last", &before[..16], &after[..16]));
@@ -677,6 +727,7 @@ fn drive_target_inner(
             let t = Instant::now();
             let deadline = Duration::from_secs_f64(spec.ready_timeout_s);
             let by_name = name_http_url(url);
+            let mut steady_404: Option<(Instant, u32)> = None;
             loop {
                 if crate::io::signals::interrupted().is_some() {
                     return Ok(()); // run() ends the run as interrupted
@@ -700,7 +751,23 @@ fn drive_target_inner(
                         }
                         break;
                     }
-                    client::Probe::Status(status, _) => format!("HTTP {status}"),
+                    client::Probe::Status(404, _) => {
+                        let (since, n) = steady_404.map_or((Instant::now(), 1), |(s, n)| (s, n + 1));
+                        steady_404 = Some((since, n));
+                        let span_ms = since.elapsed().as_secs_f64() * 1000.0;
+                        if serve::is_steady_404(n, span_ms) {
+                            summary.serve.failure = Some(format!(
+                                "ready_timeout: {url}{} answered 404 on {n} probes over {:.1} s: the serve is up but has no such path; stopped waiting early. Set [serve] ready to a path it has (llama-cpp-python has no /health: ready = \"/v1/models\"; or [serve] engine, docs/runtimes.md)",
+                                spec.ready_path, span_ms / 1000.0
+                            ));
+                            return Ok(());
+                        }
+                        "HTTP 404".to_string()
+                    }
+                    client::Probe::Status(status, _) => {
+                        steady_404 = None;
+                        format!("HTTP {status}")
+                    }
                     // A certificate that is not trusted now will not be in a second: refuse at once.
                     client::Probe::Untrusted(e) => {
                         summary.serve.failure = Some(format!(
@@ -708,7 +775,10 @@ fn drive_target_inner(
                         ));
                         return Ok(());
                     }
-                    other => other.describe(),
+                    other => {
+                        steady_404 = None;
+                        other.describe()
+                    }
                 };
                 if t.elapsed() >= deadline {
                     summary.serve.failure = Some(format!(
@@ -723,7 +793,7 @@ fn drive_target_inner(
     }
 
     // What the serve says about itself.
-    let (version, models) = serve_identity(&http, &base_url);
+    let (version, models) = serve_identity(&http, &base_url, spec.engine);
     summary.serve.version = version;
     summary.serve.models = models;
     if let Some(expect) = &spec.expect_model {
@@ -750,6 +820,11 @@ fn drive_target_inner(
     }
     w.write_summary(summary)?;
 
+    // The serve's own clock from its histograms (vLLM): /metrics before and after the requests.
+    let metrics_before = (summary.serve.failure.is_none()
+        && spec.clock == crate::spec::profile::ServeClock::Metrics)
+        .then(|| read_metrics(&http, &base_url, w, crate::evidence::layout::METRICS_BEFORE))
+        .flatten();
     if summary.serve.failure.is_none() {
         send_all(
             gate,
@@ -760,6 +835,14 @@ fn drive_target_inner(
             started.as_mut(),
             progress,
         )?;
+    }
+    if let Some(before) = metrics_before {
+        if let Some(after) =
+            read_metrics(&http, &base_url, w, crate::evidence::layout::METRICS_AFTER)
+        {
+            summary.serve.metrics = crate::evidence::serve_clock::deltas(&before, &after);
+            w.write_summary(summary)?;
+        }
     }
 
     if let Some(s) = started {
@@ -991,6 +1074,22 @@ fn publishes_host(gate: &GateSpec) -> bool {
         == Some(true)
 }
 
+/// `GET /metrics` (best effort: `None` when it does not answer 200), its text kept in the run directory as
+/// `name`.
+fn read_metrics(
+    http: &reqwest::blocking::Client,
+    base_url: &str,
+    w: &EvidenceWriter,
+    name: &str,
+) -> Option<String> {
+    let (status, body) = client::get(http, base_url, "/metrics", Duration::from_secs(5)).ok()?;
+    if status != 200 {
+        return None;
+    }
+    crate::evidence::write_atomic(&w.path(name), body.as_bytes()).ok()?;
+    Some(body)
+}
+
 /// For a plain `http://` URL whose host is a name (`http://localhost:8080`): the host and port, so that
 /// readiness tries every address the name resolves to ([`serve::probe_addrs`]) and pins the one that
 /// answered. `None` for an address host, and for `https://` (its certificate names the host, so the name
@@ -1020,21 +1119,25 @@ fn pinned_url(url: &str, addr: std::net::SocketAddr) -> String {
     u.to_string().trim_end_matches('/').to_string()
 }
 
-/// The serve's version and model ids, best effort: llama.cpp's `/props` `build_info`, `/v1/models` ids.
+/// The serve's version and model ids, best effort: the first version the engine profile's endpoints tell
+/// (llama.cpp's `/props` `build_info`, vLLM's `/version`; without an engine: `/props`, then `/version`;
+/// `spec::profile::version_of`), and the `/v1/models` ids.
 fn serve_identity(
     http: &reqwest::blocking::Client,
     base_url: &str,
+    engine: Option<crate::spec::profile::Engine>,
 ) -> (Option<String>, Vec<String>) {
     let t = Duration::from_secs(5);
-    let version = client::get(http, base_url, "/props", t)
-        .ok()
-        .filter(|(s, _)| *s == 200)
-        .and_then(|(_, body)| {
-            let v: serde_json::Value = serde_json::from_str(&body).ok()?;
-            v.get("build_info")
-                .and_then(|b| b.as_str())
-                .map(|s| format!("llama.cpp {s}"))
-        });
+    let paths: &[&str] = match engine {
+        Some(e) => e.profile().version_paths,
+        None => &["/props", "/version"],
+    };
+    let version = paths.iter().find_map(|p| {
+        client::get(http, base_url, p, t)
+            .ok()
+            .filter(|(s, _)| *s == 200)
+            .and_then(|(_, body)| crate::spec::profile::version_of(engine, p, &body))
+    });
     let models = client::get(http, base_url, "/v1/models", t)
         .ok()
         .filter(|(s, _)| *s == 200)

@@ -66,6 +66,7 @@ pub fn as_pair(
             command: candidate_command.to_vec(),
             model_file: model_file.into(),
             env: candidate_env.clone(),
+            derived_from: None,
         },
         theirs: ArmSpec {
             role: Role::Theirs.name().into(),
@@ -77,6 +78,7 @@ pub fn as_pair(
             command: baseline.command.clone(),
             model_file: model_file.into(),
             env: baseline.env.clone(),
+            derived_from: None,
         },
         order: abba_order(blocks),
     })

@@ -17,6 +17,7 @@ use crate::error::SpecError;
 use crate::vocab::{AssertionKind, Metric, Role};
 
 pub mod interleave;
+pub mod profile;
 pub(crate) mod record;
 
 pub use record::RunRecordSpec;
@@ -121,6 +122,8 @@ struct RawArm {
     #[serde(default)]
     model_file: Option<Spanned<String>>,
     #[serde(default)]
+    derived_from: Option<Spanned<String>>,
+    #[serde(default)]
     env: BTreeMap<String, String>,
 }
 
@@ -161,6 +164,13 @@ pub struct Requires {
     /// Environment variables that must be set.
     #[serde(default)]
     pub env: Vec<String>,
+    /// Runtimes that must be provisioned: `"vllm"` is met when the marker `{cache}/provisioned/vllm`
+    /// (written last by `scripts/provision-vllm.sh`) exists; unmet, the reason names that script.
+    #[serde(default)]
+    pub provisioned: Vec<String>,
+    /// The marker paths of `provisioned`, resolved against `{cache}` (filled by validation).
+    #[serde(skip)]
+    pub provisioned_markers: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -176,8 +186,12 @@ struct RawServe {
     host: String,
     #[serde(default)]
     port: u16,
-    #[serde(default = "default_ready")]
-    ready: String,
+    #[serde(default)]
+    ready: Option<String>,
+    #[serde(default)]
+    engine: Option<String>,
+    #[serde(default)]
+    clock: Option<String>,
     #[serde(default = "default_ready_timeout_s")]
     ready_timeout_s: Spanned<f64>,
     #[serde(default = "default_stop_grace_s")]
@@ -294,6 +308,11 @@ fn default_host() -> String {
 fn default_ready() -> String {
     "/health".into()
 }
+
+/// The `[serve] engine` of a raw gate and its profile, or a file:line:key error (spec/profile.rs).
+fn engine_of(raw: Option<&str>) -> Result<Option<profile::Engine>, String> {
+    raw.map(profile::Engine::parse).transpose()
+}
 fn default_ready_timeout_s() -> Spanned<f64> {
     Spanned::new(0..0, 120.0)
 }
@@ -354,8 +373,12 @@ pub struct ServeSpec {
     pub host: String,
     /// Port; 0 = the runner picks a free one (`{port}`).
     pub port: u16,
-    /// Readiness path polled until HTTP 200, default `/health`.
+    /// Readiness path polled until HTTP 200: the gate's `ready`, else the engine profile's, else `/health`.
     pub ready_path: String,
+    /// `[serve] engine` (spec/profile.rs): the dialect whose defaults the gate inherits; `None` = unstated.
+    pub engine: Option<profile::Engine>,
+    /// Where the serve's own clock comes from: the gate's `clock`, else the profile's, else `timings`.
+    pub clock: profile::ServeClock,
     /// Seconds to wait for readiness, default 120.
     pub ready_timeout_s: f64,
     /// Seconds between SIGTERM and SIGKILL when stopping, default 5.
@@ -527,6 +550,10 @@ pub struct ArmSpec {
     pub command: Vec<String>,
     /// The model file this arm loads (must appear in its command); both arms must load the same file.
     pub model_file: String,
+    /// `derived_from`: the file `model_file` (then a directory, e.g. vLLM's float32 copy of a GGUF) was
+    /// derived from. The pair's same-file check uses this file, and the directory's
+    /// `servegate-provenance.json` must name its sha256 (`source_sha256`; scripts/gguf_to_hf.py).
+    pub derived_from: Option<String>,
     /// Extra environment.
     pub env: BTreeMap<String, String>,
 }
@@ -1284,7 +1311,7 @@ impl Validator<'_> {
                 ));
             }
         }
-        let request = RequestSpec {
+        let mut request = RequestSpec {
             served_model: r.served_model.clone().unwrap_or_else(|| model.clone()),
             model,
             max_tokens: max_tokens as u32,
@@ -1348,12 +1375,34 @@ impl Validator<'_> {
                 format!("is not an IP address or a host name, got {:?}", s.host),
             ));
         }
-        if !s.ready.starts_with('/') {
+        let engine = engine_of(s.engine.as_deref()).map_err(|e| self.err(0..0, "serve.engine", e))?;
+        let prof = engine.map(profile::Engine::profile);
+        let ready = s
+            .ready
+            .clone()
+            .or_else(|| prof.as_ref().map(|p| p.ready_path.to_string()))
+            .unwrap_or_else(default_ready);
+        if !ready.starts_with('/') {
             return Err(self.err(
                 0..0,
                 "serve.ready",
-                format!("must be a path starting with `/`, got {:?}", s.ready),
+                format!("must be a path starting with `/`, got {ready:?}"),
             ));
+        }
+        let clock = match &s.clock {
+            Some(c) => profile::ServeClock::parse(c).map_err(|e| self.err(0..0, "serve.clock", e))?,
+            None => prof.as_ref().map_or(profile::ServeClock::Timings, |p| p.clock),
+        };
+        // Greedy parity: the profile's fields, unless the gate's [request.extra] sets the same key.
+        if let (Some(p), Some(t)) = (&prof, request.temperature) {
+            if t == 0.0 {
+                for (k, v) in p.greedy_fields {
+                    request
+                        .extra
+                        .entry(k.to_string())
+                        .or_insert_with(|| serde_json::json!(v));
+                }
+            }
         }
         let mut env = BTreeMap::new();
         for (k, v) in &s.env {
@@ -1367,7 +1416,9 @@ impl Validator<'_> {
             setup,
             host: s.host.clone(),
             port: s.port,
-            ready_path: s.ready.clone(),
+            ready_path: ready,
+            engine,
+            clock,
             ready_timeout_s: self.seconds(&s.ready_timeout_s, "serve.ready_timeout_s")?,
             stop_grace_s: self.seconds(&s.stop_grace_s, "serve.stop_grace_s")?,
             env,
@@ -1636,6 +1687,15 @@ impl Validator<'_> {
                         },
                         command,
                         model_file,
+                        derived_from: match &a.derived_from {
+                            Some(d) => Some(self.expand(
+                                d.get_ref(),
+                                d.span(),
+                                &format!("{key}.derived_from"),
+                                false,
+                            )?),
+                            None => None,
+                        },
                         env,
                     })
                 };
@@ -1684,6 +1744,7 @@ impl Validator<'_> {
             ("paths", &raw.requires.paths),
             ("commands", &raw.requires.commands),
             ("env", &raw.requires.env),
+            ("provisioned", &raw.requires.provisioned),
         ] {
             if entries.iter().any(|e| e.trim().is_empty()) {
                 return Err(self.err(
@@ -1702,7 +1763,26 @@ impl Validator<'_> {
                 .collect(),
             commands: raw.requires.commands.clone(),
             env: raw.requires.env.clone(),
+            provisioned: raw.requires.provisioned.clone(),
+            provisioned_markers: raw
+                .requires
+                .provisioned
+                .iter()
+                .map(|n| self.ctx.cache.join("provisioned").join(n))
+                .collect(),
         };
+        if let Some(bad) = raw
+            .requires
+            .provisioned
+            .iter()
+            .find(|n| !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        {
+            return Err(self.err(
+                0..0,
+                "requires.provisioned",
+                format!("{bad:?} is not a runtime name (letters, digits, '-', '_': the marker {{cache}}/provisioned/NAME)"),
+            ));
+        }
 
         Ok(GateSpec {
             name,
@@ -1756,6 +1836,19 @@ impl GateSpec {
         for e in &self.requires.env {
             if std::env::var_os(e).is_none() {
                 unmet.push(format!("environment variable {e} is not set"));
+            }
+        }
+        for (name, marker) in self
+            .requires
+            .provisioned
+            .iter()
+            .zip(&self.requires.provisioned_markers)
+        {
+            if !marker.exists() {
+                unmet.push(format!(
+                    "runtime {name} is not provisioned (no {}): run scripts/provision-{name}.sh",
+                    marker.display()
+                ));
             }
         }
         unmet

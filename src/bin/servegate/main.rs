@@ -610,12 +610,18 @@ fn cmd_check(files: &[PathBuf]) -> i32 {
     let mut code = exit::PASS;
     for f in files {
         match spec::load(f) {
-            Ok(g) => println!(
-                "{}: ok ({}; assertions: {})",
-                f.display(),
-                g.name,
-                g.assertions.names().join(", ")
-            ),
+            Ok(g) => {
+                println!(
+                    "{}: ok ({}; assertions: {})",
+                    f.display(),
+                    g.name,
+                    g.assertions.names().join(", ")
+                );
+                // A gate with an engine profile: what it inherited, after the gate's overrides.
+                if let Some(line) = spec::profile::effective(&g.serve, &g.request) {
+                    println!("  {line}");
+                }
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 code = exit::SPEC_INVALID;

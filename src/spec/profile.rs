@@ -1,0 +1,253 @@
+//! Serve profiles: what one serve implementation ("engine") speaks, as defaults a gate inherits with
+//! `[serve] engine = "llama.cpp" | "llama-cpp-python" | "vllm"`, and every one of which the gate can
+//! override (`ready`, `clock`, `[request.extra]` fields).
+//!
+//! A profile is data, not behaviour: the readiness path, where the serve's own clock comes from, the
+//! request fields that make greedy replies comparable across engines, the endpoints that tell the serve's
+//! version, and the log lines that can prove a route. The facts behind each value are measured on the real
+//! serves (docs/runtimes.md, issue 19). Pure: no I/O.
+
+use std::fmt;
+
+/// A serve implementation servegate knows the dialect of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// llama.cpp's `llama-server` (or xllamacpp, which embeds it).
+    LlamaCpp,
+    /// llama-cpp-python's FastAPI server (`python -m llama_cpp.server`).
+    LlamaCppPython,
+    /// vLLM's OpenAI-compatible server (`python -m vllm.entrypoints.openai.api_server`).
+    Vllm,
+}
+
+/// Where the serve's own figures (the second witness of `[assert.rate] source = "both"`) come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServeClock {
+    /// The `timings` object of each reply's last chunk (llama.cpp).
+    Timings,
+    /// Prometheus histograms on `/metrics`, read before and after the run; their deltas
+    /// (vLLM: `vllm:time_to_first_token_seconds`, `vllm:inter_token_latency_seconds`).
+    Metrics,
+    /// Only the serve's log (llama-cpp-python's `llama_perf_context_print: eval time` line): not parsed, so
+    /// `source = "both"` has no serve figure to compare.
+    Log,
+    /// None known.
+    None,
+}
+
+impl ServeClock {
+    /// The gate's spelling: `timings`, `metrics`, `log`, `none`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServeClock::Timings => "timings",
+            ServeClock::Metrics => "metrics",
+            ServeClock::Log => "log",
+            ServeClock::None => "none",
+        }
+    }
+
+    /// Parses [`ServeClock::name`]; errors name the accepted values.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        [
+            ServeClock::Timings,
+            ServeClock::Metrics,
+            ServeClock::Log,
+            ServeClock::None,
+        ]
+        .into_iter()
+        .find(|c| c.name() == s)
+        .ok_or_else(|| format!("expected one of timings, metrics, log, none; got {s:?}"))
+    }
+}
+
+/// The defaults of one engine. See [`Engine::profile`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// The engine.
+    pub engine: Engine,
+    /// Readiness path polled until 200 (connection refused = still loading).
+    pub ready_path: &'static str,
+    /// Where the serve's own clock comes from.
+    pub clock: ServeClock,
+    /// Request fields sent with a greedy request (`temperature = 0`) so that replies are comparable across
+    /// engines (e.g. llama-cpp-python's default `repeat_penalty` of 1.1 changes greedy text). A gate's own
+    /// `[request.extra]` value for the same key wins.
+    pub greedy_fields: &'static [(&'static str, f64)],
+    /// Endpoints that tell the serve's version, tried in order (a JSON body; see `version_of`).
+    pub version_paths: &'static [&'static str],
+    /// Regex fragments of log lines that can prove a route or a compute path (for `[assert.route]`).
+    pub route_lines: &'static [&'static str],
+    /// Whether `/metrics` exists.
+    pub has_metrics: bool,
+}
+
+impl Engine {
+    /// Every engine, in documentation order.
+    pub const ALL: [Engine; 3] = [Engine::LlamaCpp, Engine::LlamaCppPython, Engine::Vllm];
+
+    /// The gate's spelling: `llama.cpp`, `llama-cpp-python`, `vllm`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::LlamaCpp => "llama.cpp",
+            Engine::LlamaCppPython => "llama-cpp-python",
+            Engine::Vllm => "vllm",
+        }
+    }
+
+    /// Parses [`Engine::name`]; the error names the known engines.
+    pub fn parse(s: &str) -> Result<Engine, String> {
+        Engine::ALL
+            .into_iter()
+            .find(|e| e.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown engine {s:?}; known: {} (docs/runtimes.md says how to add one)",
+                    Engine::ALL.map(Engine::name).join(", ")
+                )
+            })
+    }
+
+    /// The engine's defaults, as measured on the real serves (docs/runtimes.md).
+    pub fn profile(self) -> Profile {
+        match self {
+            Engine::LlamaCpp => Profile {
+                engine: self,
+                ready_path: "/health",
+                clock: ServeClock::Timings,
+                greedy_fields: &[("repeat_penalty", 1.0), ("min_p", 0.0)],
+                version_paths: &["/props", "/version"],
+                route_lines: &[
+                    r"system_info: n_threads = \d+ \(n_threads_batch = \d+\) / \d+ \| CPU : ",
+                    r"threadpool init, n_threads = \d+",
+                ],
+                has_metrics: true,
+            },
+            Engine::LlamaCppPython => Profile {
+                engine: self,
+                // No /health and no /metrics: /v1/models is the only readiness signal.
+                ready_path: "/v1/models",
+                clock: ServeClock::Log,
+                // Its default repeat_penalty is 1.1, which changes greedy output.
+                greedy_fields: &[("repeat_penalty", 1.0), ("min_p", 0.0)],
+                version_paths: &[],
+                // It never logs its thread count; system_info shows the CPU features.
+                route_lines: &[
+                    r"(?m)^CPU : .*AVX2 = 1",
+                    r"llama_perf_context_print: +eval time = .* tokens per second\)",
+                ],
+                has_metrics: false,
+            },
+            Engine::Vllm => Profile {
+                engine: self,
+                ready_path: "/health",
+                clock: ServeClock::Metrics,
+                greedy_fields: &[("repetition_penalty", 1.0), ("min_p", 0.0)],
+                version_paths: &["/version"],
+                route_lines: &[
+                    r"local_rank=\d+, core ids=\[[\d, ]+\]",
+                    r"Resolved architecture: \w+",
+                ],
+                has_metrics: true,
+            },
+        }
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The serve's version from the body of one of [`Profile::version_paths`]: llama.cpp `/props`
+/// `build_info` (`llama.cpp b11434-515e85511`), a `/version` `{"version": "0.32.0"}` (`vllm 0.32.0` when the
+/// engine is known). `None` when the body says nothing of it.
+pub fn version_of(engine: Option<Engine>, path: &str, body: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    let s = if path == "/props" {
+        format!("llama.cpp {}", v.get("build_info")?.as_str()?)
+    } else {
+        let ver = v.get("version")?.as_str()?;
+        match engine {
+            Some(e) => format!("{} {ver}", e.name()),
+            None => ver.to_string(),
+        }
+    };
+    Some(s)
+}
+
+/// The effective serve settings of a gate with `[serve] engine` (the profile's defaults after the gate's
+/// overrides), on one line for `servegate check`:
+/// `engine vllm: ready /health, clock metrics, greedy fields {"min_p":0.0,"repetition_penalty":1.0}`.
+/// `None` for a gate without an engine.
+pub fn effective(serve: &super::ServeSpec, request: &super::RequestSpec) -> Option<String> {
+    let engine = serve.engine?;
+    let p = engine.profile();
+    let greedy: serde_json::Map<String, serde_json::Value> = p
+        .greedy_fields
+        .iter()
+        .filter_map(|(k, _)| request.extra.get(*k).map(|v| (k.to_string(), v.clone())))
+        .collect();
+    Some(format!(
+        "engine {engine}: ready {}, clock {}, greedy fields {}, version from {}",
+        serve.ready_path,
+        serve.clock.name(),
+        serde_json::Value::Object(greedy),
+        if p.version_paths.is_empty() {
+            "the gate's [record] engine_version (no endpoint)".to_string()
+        } else {
+            p.version_paths.join(" or ")
+        }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engines_parse_by_their_gate_names_and_unknown_ones_are_named() {
+        for e in Engine::ALL {
+            assert_eq!(Engine::parse(e.name()), Ok(e));
+        }
+        let err = Engine::parse("sglang").unwrap_err();
+        assert!(err.contains("\"sglang\"") && err.contains("vllm"), "{err}");
+    }
+
+    #[test]
+    fn llama_cpp_python_is_probed_on_v1_models_and_sends_repeat_penalty_one() {
+        let p = Engine::LlamaCppPython.profile();
+        assert_eq!(p.ready_path, "/v1/models");
+        assert!(p.greedy_fields.contains(&("repeat_penalty", 1.0)));
+        assert!(!p.has_metrics);
+        assert_eq!(Engine::Vllm.profile().clock, ServeClock::Metrics);
+        assert_eq!(Engine::LlamaCpp.profile().clock, ServeClock::Timings);
+    }
+
+    #[test]
+    fn versions_come_from_props_build_info_or_a_version_member() {
+        assert_eq!(
+            version_of(None, "/props", r#"{"build_info":"b11434-515e85511"}"#).as_deref(),
+            Some("llama.cpp b11434-515e85511")
+        );
+        assert_eq!(
+            version_of(Some(Engine::Vllm), "/version", r#"{"version":"0.32.0"}"#).as_deref(),
+            Some("vllm 0.32.0")
+        );
+        assert_eq!(version_of(None, "/version", "not json"), None);
+        assert_eq!(version_of(None, "/props", "{}"), None);
+    }
+
+    #[test]
+    fn clock_names_round_trip_and_a_bad_one_is_refused() {
+        for c in [
+            ServeClock::Timings,
+            ServeClock::Metrics,
+            ServeClock::Log,
+            ServeClock::None,
+        ] {
+            assert_eq!(ServeClock::parse(c.name()), Ok(c));
+        }
+        assert!(ServeClock::parse("prometheus").is_err());
+    }
+}
