@@ -2,6 +2,8 @@
 //! arithmetic. No I/O.
 
 pub mod content;
+pub mod drift;
+pub mod logprobs;
 pub mod measure;
 pub mod pair;
 pub mod reply;
