@@ -28,27 +28,7 @@ use serde::Serialize;
 use crate::analysis::logprobs::{TokenLogprob, TopLogprob};
 use crate::analysis::reply::Reply;
 
-/// How two replies must agree.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Rule {
-    /// Token for token (or, without logprobs, byte for byte) the same.
-    #[default]
-    Exact,
-    /// vLLM's `check_logprobs_close`: the same until the first divergence, where each side's token is among
-    /// the other's top-k.
-    LogprobsClose,
-}
-
-impl Rule {
-    /// The wire name (`exact`, `logprobs_close`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Rule::Exact => "exact",
-            Rule::LogprobsClose => "logprobs_close",
-        }
-    }
-}
+pub use crate::spec::drift::Rule;
 
 /// What one comparison found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -415,6 +395,53 @@ fn compare_text(a: &str, b: &str, why: String, k: usize) -> Comparison {
     }
 }
 
+/// The serve settings that change greedy numerics, read from its log (llama.cpp's lines, as build b11434
+/// prints them at startup): `flash_attention` (`resolve_fused_ops: Flash Attention enabled|disabled`, else
+/// `llama_context: flash_attn = on|off|auto`), `kv_unified` (`load_model: ... kv_unified = 'false'`, else
+/// `llama_context: kv_unified = false`), `cache_type_k` / `cache_type_v` (`llama_kv_cache: ... K (f16): ...,
+/// V (f16): ...`). The last occurrence wins (a restarted serve). Names absent from the log are left out.
+/// Keyed on by drift comparisons (`ComparabilityKey::extra`): on the reference serve, flash attention and a
+/// unified KV cache under concurrency change greedy output (docs/drift.md).
+pub fn numerics_of_log(log: &str) -> std::collections::BTreeMap<String, String> {
+    use regex::Regex;
+    use std::sync::OnceLock;
+    static RES: OnceLock<Vec<(&'static str, Regex)>> = OnceLock::new();
+    let res = RES.get_or_init(|| {
+        [
+            ("flash_attention", r"Flash Attention (enabled|disabled)"),
+            (
+                "flash_attention_param",
+                r"llama_context: flash_attn\s*=\s*(\w+)",
+            ),
+            ("kv_unified", r"kv_unified = '(\w+)'"),
+            ("kv_unified_param", r"llama_context: kv_unified\s*=\s*(\w+)"),
+            ("cache_type_k", r"llama_kv_cache: .*\bK \((\w+)\)"),
+            ("cache_type_v", r"llama_kv_cache: .*\bV \((\w+)\)"),
+        ]
+        .into_iter()
+        .map(|(k, r)| (k, Regex::new(r).expect("valid regex")))
+        .collect()
+    });
+    let mut found = std::collections::BTreeMap::new();
+    for line in log.lines() {
+        for (k, re) in res {
+            if let Some(c) = re.captures(line) {
+                found.insert(k.to_string(), c[1].to_string());
+            }
+        }
+    }
+    // The resolved setting over the parameter (`auto` resolves to enabled or disabled).
+    for (k, param) in [
+        ("flash_attention", "flash_attention_param"),
+        ("kv_unified", "kv_unified_param"),
+    ] {
+        if let Some(v) = found.remove(param) {
+            found.entry(k.to_string()).or_insert(v);
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,6 +485,26 @@ mod tests {
             )
         });
         v
+    }
+
+    #[test]
+    fn numerics_settings_are_read_from_a_real_llama_cpp_log() {
+        // Lines of llama.cpp b11434's startup log (shared/captures/llama-server-b11434/server_log_lv4_startup.txt).
+        let log = "0.00.577.889 I llama_context: flash_attn            = auto\n\
+                   0.00.577.890 I llama_context: kv_unified            = false\n\
+                   0.00.649.377 I llama_kv_cache: size =   45.00 MiB (  2048 cells,  30 layers,  1/1 seqs), K (f16):   22.50 MiB, V (f16):   22.50 MiB\n\
+                   0.00.652.033 I resolve_fused_ops: Flash Attention enabled\n\
+                   0.00.758.302 I srv    load_model: initializing, n_slots = 1, n_ctx_slot = 2048, kv_unified = 'false'\n";
+        let n = numerics_of_log(log);
+        assert_eq!(
+            n.get("flash_attention").map(String::as_str),
+            Some("enabled")
+        );
+        assert_eq!(n.get("kv_unified").map(String::as_str), Some("false"));
+        assert_eq!(n.get("cache_type_k").map(String::as_str), Some("f16"));
+        assert_eq!(n.get("cache_type_v").map(String::as_str), Some("f16"));
+        assert_eq!(n.len(), 4);
+        assert!(numerics_of_log("nothing here").is_empty());
     }
 
     #[test]

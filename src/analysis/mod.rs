@@ -1,6 +1,7 @@
 //! Pure analysis of evidence: SSE framing, replies, per-request figures, statistics, content checks and pair
 //! arithmetic. No I/O.
 
+pub mod baselines;
 pub mod content;
 pub mod drift;
 pub mod logprobs;
