@@ -40,6 +40,10 @@ def parse_args(argv):
     ap.add_argument("-c", "--ctx", "--ctx-size", dest="ctx", type=int, default=2048)
     ap.add_argument("-np", "--parallel", type=int, default=1, help="slots (default 1)")
     ap.add_argument("--metrics", action="store_true", help="enable /metrics")
+    ap.add_argument("-fa", "--flash-attn", choices=["on", "off", "auto"], default="auto",
+                    help="flash attention (llama-server's -fa; default auto): changes greedy numerics (docs/drift.md)")
+    ap.add_argument("-ctk", "--cache-type-k", default=None, help="KV cache type for K (f16 default, f32, q8_0, ...)")
+    ap.add_argument("-ctv", "--cache-type-v", default=None, help="KV cache type for V")
     ap.add_argument("--no-webui", "--no-ui", action="store_true", help="accepted for llama-server parity; the UI is always off")
     ap.add_argument("-lv", "--verbosity", type=int, default=4,
                     help="llama.cpp log verbosity (4, the default, adds the system_info/device lines)")
@@ -122,6 +126,16 @@ def main(argv):
     p.ui = False
     p.endpoint_metrics = bool(args.metrics)
     p.verbosity = args.verbosity
+    fa = xlc.llama_flash_attn_type
+    p.flash_attn_type = {"on": fa.LLAMA_FLASH_ATTN_TYPE_ENABLED, "off": fa.LLAMA_FLASH_ATTN_TYPE_DISABLED,
+                         "auto": fa.LLAMA_FLASH_ATTN_TYPE_AUTO}[args.flash_attn]
+    for name, value in (("cache_type_k", args.cache_type_k), ("cache_type_v", args.cache_type_v)):
+        if value:
+            try:
+                setattr(p, name, xlc.ggml_type["GGML_TYPE_" + value.upper()])
+            except KeyError:
+                say(f"error: unknown cache type {value!r}")
+                return 2
 
     t0 = time.monotonic()
     try:

@@ -395,6 +395,19 @@ fn compare_text(a: &str, b: &str, why: String, k: usize) -> Comparison {
     }
 }
 
+/// The comparability key of a run for answers: [`crate::evidence::comparability::key_of`] plus the numerics settings of its
+/// serve log ([`numerics_of_log`]) in `extra`.
+pub fn answers_key(
+    gate: &crate::spec::GateSpec,
+    ev: &crate::analysis::Evidence,
+) -> crate::evidence::comparability::ComparabilityKey {
+    let mut key = crate::evidence::comparability::key_of(gate, &ev.run);
+    if let Some(log) = &ev.serve_log {
+        key.extra.extend(numerics_of_log(log));
+    }
+    key
+}
+
 /// The serve settings that change greedy numerics, read from its log (llama.cpp's lines, as build b11434
 /// prints them at startup): `flash_attention` (`resolve_fused_ops: Flash Attention enabled|disabled`, else
 /// `llama_context: flash_attn = on|off|auto`), `kv_unified` (`load_model: ... kv_unified = 'false'`, else

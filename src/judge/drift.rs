@@ -18,16 +18,6 @@ use crate::vocab::AssertionKind;
 
 use super::{request_failure, Outcome, Verdict};
 
-/// The comparability key of a run for answers: [`comparability::key_of`] plus the numerics settings of its
-/// serve log ([`drift::numerics_of_log`]) in `extra`.
-pub fn answers_key(gate: &GateSpec, ev: &Evidence) -> ComparabilityKey {
-    let mut key = comparability::key_of(gate, &ev.run);
-    if let Some(log) = &ev.serve_log {
-        key.extra.extend(drift::numerics_of_log(log));
-    }
-    key
-}
-
 /// A baseline's key: its manifest's, with the numerics settings of its first window's serve log filled in
 /// where the manifest does not state them (a baseline blessed before they were keyed on).
 fn baseline_key(b: &crate::analysis::baselines::LoadedBaseline) -> ComparabilityKey {
@@ -83,7 +73,7 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
             ),
         );
     }
-    let run_key = answers_key(gate, ev);
+    let run_key = drift::answers_key(gate, ev);
     let mut why = Vec::new();
     let chosen = loaded.iter().find(|b| {
         let diffs = comparability::differences(&baseline_key(b), &run_key, KeyUse::Answers);
