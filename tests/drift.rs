@@ -125,9 +125,9 @@ fn write_events(file: &Path, events: &[Event]) {
 /// Rewrites every event's chunk JSON of the replies to prompt `prompt` (0-based) in the run dir `run`:
 /// `f(token_index, choice)` for each chunk whose choice carries a logprobs entry (token_index counts them).
 fn edit_prompt(run: &Path, prompt: usize, f: &dyn Fn(usize, &mut Value)) {
-    let summary: Value =
+    let mut summary: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
-    for r in summary["requests"].as_array().unwrap() {
+    for r in summary["requests"].as_array_mut().unwrap() {
         if r["prompt_index"].as_u64() != Some(prompt as u64) {
             continue;
         }
@@ -152,7 +152,14 @@ fn edit_prompt(run: &Path, prompt: usize, f: &dyn Fn(usize, &mut Value)) {
             *text = format!("data: {}\n\n", v);
         }
         write_events(&file, &events);
+        // run.json records each body's size: keep it true to the edited reads.
+        r["body_bytes"] = events.iter().map(|(_, t)| t.len()).sum::<usize>().into();
     }
+    std::fs::write(
+        run.join("run.json"),
+        serde_json::to_string_pretty(&summary).unwrap(),
+    )
+    .unwrap();
 }
 
 /// Replaces token `at` of prompt `prompt`'s replies by its second choice (the next most likely token at that
@@ -431,4 +438,143 @@ fn another_model_file_is_incomparable_never_a_pass() {
         "{line}"
     );
     assert!(!line.contains("PASS"), "{line}");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The same comparison between the arms of a pair gate: `[assert.same_answers] rule = "logprobs_close"`.
+
+fn pair_gate(rule: &str) -> servegate::spec::GateSpec {
+    let prompts: Vec<String> = servegate::spec::load(&recorded().join("gate.toml"))
+        .unwrap()
+        .request
+        .prompts;
+    let text = format!(
+        r#"
+[gate]
+name = "pair-drift"
+[serve]
+ready = "/health"
+[pair]
+order = ["ours", "theirs"]
+[pair.ours]
+runtime = "ours"
+command = ["serve", "--model", "{{model}}", "--port", "{{port}}"]
+[pair.theirs]
+runtime = "theirs"
+command = ["serve", "--model", "{{model}}", "--port", "{{port}}", "--threads", "2"]
+[request]
+model = "/models/m.gguf"
+max_tokens = 64
+temperature = 0
+top_k = 1
+warmup = 1
+repeats = 2
+prompts = {}
+[assert.same_answers]
+rule = "{rule}"
+"#,
+        serde_json::to_string(&prompts).unwrap()
+    );
+    let ctx = servegate::spec::Context {
+        gate_dir: PathBuf::from("/g"),
+        cache: PathBuf::from("/c"),
+        home: None,
+    };
+    servegate::spec::parse(Path::new("gates/pair-drift.toml"), &text, &ctx).unwrap()
+}
+
+fn pair_of(ours: &Path, theirs: &Path) -> servegate::analysis::PairEvidence {
+    use servegate::evidence::{ArmRecord, PairSummary, RunStatus, PAIR_SCHEMA};
+    let arms = [("ours", ours), ("theirs", theirs)];
+    servegate::analysis::PairEvidence {
+        dir: PathBuf::from("/runs/pair"),
+        summary: PairSummary {
+            schema: PAIR_SCHEMA.into(),
+            status: RunStatus::Complete,
+            gate: "pair-drift".into(),
+            gate_file: "gates/pair-drift.toml".into(),
+            started_utc: String::new(),
+            ended_utc: None,
+            host: Default::default(),
+            load_avg_start: None,
+            load_avg_end: None,
+            order: arms.iter().map(|(r, _)| r.to_string()).collect(),
+            model_file_ours: "/models/m.gguf".into(),
+            model_file_theirs: "/models/m.gguf".into(),
+            model_sha256: None,
+            model_bytes: None,
+            model_sha256_after: None,
+            failure: None,
+            arms: arms
+                .iter()
+                .enumerate()
+                .map(|(i, (role, _))| ArmRecord {
+                    arm: i + 1,
+                    role: role.to_string(),
+                    runtime: role.to_string(),
+                    dir: format!("arm{}-{role}", i + 1),
+                })
+                .collect(),
+        },
+        arms: arms
+            .iter()
+            .map(|(_, d)| servegate::analysis::load(d).unwrap())
+            .collect(),
+    }
+}
+
+#[test]
+fn a_pair_gate_compares_its_arms_answers_with_the_same_rule() {
+    let s = setup();
+    second_choice_at(&s.run, 1, 7);
+    let ev = pair_of(&recorded(), &s.run);
+    let ((base_tok, base_lp), (alt_tok, alt_lp)) = recorded_token(1, 7);
+    // logprobs_close: a near-tie flipped is close (passes, named); the gate asks every request for logprobs.
+    let g = pair_gate("logprobs_close");
+    assert_eq!(g.request.extra.get("logprobs"), Some(&Value::Bool(true)));
+    assert_eq!(g.request.extra.get("top_logprobs"), Some(&Value::from(5)));
+    let v = servegate::judge::judge_pair(&g, &ev);
+    let sa = v.iter().find(|v| v.assertion == "same_answers").unwrap();
+    let at = format!(
+        "arm 2 theirs against arm 1 ours on \"Explain in three sentences why the sky i\": close at token 7: arm 1 ours {:?} {base_lp:.2}, arm 2 theirs {:?} {alt_lp:.2}, each in the other's top 5",
+        base_tok, alt_tok
+    );
+    assert_eq!(
+        sa.outcome,
+        servegate::judge::Outcome::Pass,
+        "{}",
+        sa.message
+    );
+    assert!(sa.message.starts_with("same_answers PASS both runtimes' replies to each of 3 prompts are identical or close (rule logprobs_close, top 5); "), "{}", sa.message);
+    assert!(sa.message.contains(&at), "{at}\n{}", sa.message);
+    // exact (the default): plain text equality fails the same evidence.
+    let v = servegate::judge::judge_pair(&pair_gate("exact"), &ev);
+    let sa = v.iter().find(|v| v.assertion == "same_answers").unwrap();
+    assert_eq!(
+        sa.outcome,
+        servegate::judge::Outcome::Fail,
+        "{}",
+        sa.message
+    );
+    // A token outside the top 5 fails logprobs_close, at that token.
+    let s2 = setup();
+    foreign_token_at(&s2.run, 1, 7);
+    let v = servegate::judge::judge_pair(&g, &pair_of(&recorded(), &s2.run));
+    let sa = v.iter().find(|v| v.assertion == "same_answers").unwrap();
+    assert_eq!(
+        sa.outcome,
+        servegate::judge::Outcome::Fail,
+        "{}",
+        sa.message
+    );
+    assert!(
+        sa.message.contains("diverged at token 7: arm 1 ours"),
+        "{}",
+        sa.message
+    );
+    assert!(
+        sa.message.contains("\" Lyon\" not in arm 1 ours's top 5"),
+        "{}",
+        sa.message
+    );
 }

@@ -263,9 +263,12 @@ pub(super) fn same_answers_close(
                 .map(|f| format!(" (logprobs missing: {f}; rule exact on the text)"))
                 .unwrap_or_default()
         );
+        // The same finding on every repeat is said once.
         if !c.passes() {
-            problems.push(line);
-        } else if c.state == State::Close {
+            if !problems.contains(&line) {
+                problems.push(line);
+            }
+        } else if c.state == State::Close && !notes.contains(&line) {
             notes.push(line);
         }
     }
