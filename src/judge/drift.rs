@@ -75,9 +75,14 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
     }
     let run_key = drift::answers_key(gate, ev);
     let mut why = Vec::new();
+    let mut allowed = Vec::new();
     let chosen = loaded.iter().find(|b| {
-        let diffs = comparability::differences(&baseline_key(b), &run_key, KeyUse::Answers);
+        let (ok, diffs): (Vec<_>, Vec<_>) =
+            comparability::differences(&baseline_key(b), &run_key, KeyUse::Answers)
+                .into_iter()
+                .partition(|diff| d.may_differ.contains(&diff.field));
         if diffs.is_empty() {
+            allowed = ok;
             true
         } else {
             why.push(format!(
@@ -189,6 +194,16 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
         ));
     }
     parts.push(format!("rule {}, top {k}", rule.name()));
+    if !allowed.is_empty() {
+        parts.push(format!(
+            "differs from the baseline as the gate allows (may_differ): {}",
+            allowed
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     if !fell_back.is_empty() {
         parts.push(format!(
             "logprobs missing ({}): fell back to rule exact on the text",

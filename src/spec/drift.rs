@@ -53,6 +53,8 @@ pub(super) struct RawDrift {
     top_k: Option<Spanned<i64>>,
     #[serde(default)]
     max_diverged: Option<Spanned<i64>>,
+    #[serde(default)]
+    may_differ: Vec<String>,
 }
 
 /// `[assert.drift]`, validated.
@@ -68,6 +70,11 @@ pub struct DriftAssert {
     pub top_k: u32,
     /// Prompts that may fail the rule (default 0).
     pub max_diverged: u32,
+    /// Comparability-key fields that may differ from the baseline's without making the run incomparable, by
+    /// their key name (`extra.flash_attention`, `engine_version`; a bare `flash_attention` means
+    /// `extra.flash_attention`). For a gate that asks whether answers stay close *across* a setting (flash
+    /// attention off against a baseline with it on); the verdict names each allowed difference.
+    pub may_differ: Vec<String>,
 }
 
 impl Validator<'_> {
@@ -137,7 +144,27 @@ impl Validator<'_> {
                 ));
             }
         }
+        let fields = crate::evidence::comparability::ComparabilityKey::default().fields();
+        let mut may_differ = Vec::new();
+        for f in &raw.may_differ {
+            let name = if fields.iter().any(|(k, _)| k == f) || f.starts_with("extra.") {
+                f.clone()
+            } else if !f.is_empty() && !f.contains('.') {
+                format!("extra.{f}")
+            } else {
+                String::new()
+            };
+            if name.is_empty() || name == "extra." {
+                return Err(self.err(
+                    0..0,
+                    "assert.drift.may_differ",
+                    format!("{f:?} is not a comparability key field (model_sha256, engine, engine_version, device, max_tokens, temperature, prompts_sha256, stream, or a serve setting such as flash_attention)"),
+                ));
+            }
+            may_differ.push(name);
+        }
         Ok(DriftAssert {
+            may_differ,
             baselines,
             rule: raw.rule,
             top_k: self.top_k(&raw.top_k, "assert.drift.top_k")?,
