@@ -1948,7 +1948,7 @@ mod tests {
             .collect();
         reads.extend(good().into_iter().skip(4));
         let ev = evidence(Some(1), vec![request(0, &reads, None)]);
-        let unmasked = judge_unmasked(&g, &ev);
+        let unmasked = judge_unmasked(&g, &ev, &[]);
         assert!(
             find(&unmasked, "known_answer").message.contains(KEY),
             "the verdict quotes the reply: {:?}",

@@ -188,3 +188,88 @@ pub(super) fn ask_logprobs(mut request: RequestSpec, top_k: Option<u32>) -> Requ
     }
     request
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::{parse, Context};
+    use std::path::Path;
+
+    const GATE: &str = "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\ntemperature = 0\nprompts = [\"p\"]\n[assert.drift]\nbaseline = \"baselines/g\"\n";
+
+    fn parse_str(s: &str) -> Result<crate::spec::GateSpec, crate::spec::SpecError> {
+        let ctx = Context {
+            gate_dir: "/g".into(),
+            cache: "/c".into(),
+            home: None,
+        };
+        parse(Path::new("gates/g.toml"), s, &ctx)
+    }
+
+    #[test]
+    fn drift_parses_with_defaults_and_asks_every_request_for_logprobs() {
+        let g = parse_str(GATE).unwrap();
+        let d = g.assertions.drift.as_ref().unwrap();
+        assert_eq!(d.baselines, ["baselines/g"]);
+        assert_eq!(
+            (d.rule, d.top_k, d.max_diverged),
+            (super::Rule::Exact, 5, 0)
+        );
+        assert_eq!(g.request.extra["logprobs"], serde_json::json!(true));
+        assert_eq!(g.request.extra["top_logprobs"], serde_json::json!(5));
+        let g = parse_str(&format!("{GATE}rule = \"logprobs_close\"\ntop_k = 3\nmay_differ = [\"flash_attention\", \"engine_version\"]\n")).unwrap();
+        let d = g.assertions.drift.as_ref().unwrap();
+        assert_eq!((d.rule, d.top_k), (super::Rule::LogprobsClose, 3));
+        assert_eq!(d.may_differ, ["extra.flash_attention", "engine_version"]);
+        assert_eq!(g.request.extra["top_logprobs"], serde_json::json!(3));
+    }
+
+    #[test]
+    fn sampling_a_bad_top_k_and_a_bad_rule_are_refused_with_their_line() {
+        for (text, key, what) in [
+            (
+                GATE.replace("temperature = 0", "temperature = 0.7"),
+                "request.temperature",
+                "is 0.7, but [assert.drift] compares greedy answers",
+            ),
+            (
+                GATE.replace("temperature = 0\n", ""),
+                "request.temperature",
+                "is not set",
+            ),
+            (
+                format!("{GATE}top_k = 0\n"),
+                "assert.drift.top_k",
+                "must be 1 to 20",
+            ),
+            (
+                format!("{GATE}top_k = 21\n"),
+                "assert.drift.top_k",
+                "must be 1 to 20",
+            ),
+            (
+                format!("{GATE}max_diverged = -1\n"),
+                "assert.drift.max_diverged",
+                "must be a count",
+            ),
+            (
+                format!("{GATE}rule = \"close\"\n"),
+                "rule",
+                "unknown variant",
+            ),
+            (
+                format!("{GATE}may_differ = [\"a.b\"]\n"),
+                "assert.drift.may_differ",
+                "not a comparability key field",
+            ),
+            (
+                GATE.replace("baseline = \"baselines/g\"", "baseline = []"),
+                "assert.drift.baseline",
+                "needs a baseline",
+            ),
+        ] {
+            let e = parse_str(&text).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains(what), "{key}: {e}");
+            assert!(e.contains("gates/g.toml:"), "{e}");
+        }
+    }
+}
