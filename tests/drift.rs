@@ -336,7 +336,7 @@ fn the_baseline_replayed_is_identical() {
     let (code, line) = run_drift(&s, "logprobs_close", None);
     eprintln!("{line}");
     assert!(
-        line.starts_with("drift PASS 0 of 3 prompts diverged; 3 identical; rule logprobs_close, top 5; common prefix: top-1 agreement 100.0%"),
+        line.starts_with("drift PASS 0 of 3 prompts diverged; 3 identical; per prompt: 1 identical, 2 identical, 3 identical; rule logprobs_close, top 5; common prefix: top-1 agreement 100.0%"),
         "{line}"
     );
     assert!(
@@ -370,7 +370,7 @@ fn the_second_choice_at_one_token_is_close_and_exact_fails_it_there() {
         line.starts_with(&format!("drift FAIL 1 of 3 prompts differ ({at}")),
         "{line}"
     );
-    assert!(line.contains("; 2 identical; rule exact, top 5;"), "{line}");
+    assert!(line.contains("; 2 identical; per prompt: 1 identical, 2 close at token 7, 3 identical; rule exact, top 5;"), "{line}");
     assert_eq!(code, 1, "{line}");
 }
 
@@ -386,7 +386,12 @@ fn a_token_outside_the_top_k_is_diverged_at_that_token() {
         base_tok
     );
     assert!(line.starts_with(&at), "{at}\n{line}");
-    assert!(line.contains("; 2 identical;"), "{line}");
+    assert!(
+        line.contains(
+            "; 2 identical; per prompt: 1 identical, 2 diverged at token 7, 3 identical;"
+        ),
+        "{line}"
+    );
     assert_eq!(code, 1, "{line}");
 }
 
@@ -401,7 +406,7 @@ fn logprobs_missing_fall_back_to_exact_and_say_so() {
     let (code, line) = run_drift(&s, "logprobs_close", None);
     eprintln!("{line}");
     assert!(
-        line.starts_with("drift PASS 0 of 3 prompts differ; 3 identical; rule logprobs_close, top 5; logprobs missing (this run's reply carries no logprobs): fell back to rule exact on the text;"),
+        line.starts_with("drift PASS 0 of 3 prompts differ; 3 identical; per prompt: 1 identical, 2 identical, 3 identical; rule logprobs_close, top 5; logprobs missing (this run's reply carries no logprobs): fell back to rule exact on the text;"),
         "{line}"
     );
     assert_eq!(code, 0, "{line}");

@@ -179,6 +179,20 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
         }
     )];
     parts.push(format!("{} identical", count(State::Identical)));
+    let per_prompt: Vec<String> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match r {
+            Ok(c) => match c.position {
+                Some(at) if c.fallback.is_none() => {
+                    format!("{} {} at token {at}", i + 1, c.state.word())
+                }
+                Some(at) => format!("{} differs at character {at}", i + 1),
+                None => format!("{} {}", i + 1, c.state.word()),
+            },
+            Err(_) => format!("{} not compared", i + 1),
+        })
+        .collect();
     let close: Vec<usize> = (0..n)
         .filter(|&i| matches!(&rows[i], Ok(c) if c.state == State::Close && c.passes()))
         .collect();
@@ -193,6 +207,7 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
                 .join("; ")
         ));
     }
+    parts.push(format!("per prompt: {}", per_prompt.join(", ")));
     parts.push(format!("rule {}, top {k}", rule.name()));
     if !allowed.is_empty() {
         parts.push(format!(
