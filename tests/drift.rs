@@ -730,3 +730,13 @@ fn live_kv_cache_type_f32_is_judged_as_what_it_is() {
         "{line}"
     );
 }
+
+#[test]
+fn may_differ_knows_every_field_of_the_comparability_key() {
+    let fields: Vec<String> = servegate::evidence::comparability::ComparabilityKey::default()
+        .fields()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(fields, servegate::spec::drift::KEY_FIELDS);
+}

@@ -31,6 +31,20 @@ impl Rule {
 
 /// The default number of alternatives per position asked for and looked in (vLLM's model tests use 5).
 pub const DEFAULT_TOP_K: u32 = 5;
+/// The comparability key's field names (`evidence::comparability::ComparabilityKey::fields`, less `extra.*`),
+/// which `may_differ` may name (tests/drift.rs checks the two lists agree).
+pub const KEY_FIELDS: [&str; 10] = [
+    "model_sha256",
+    "engine",
+    "engine_version",
+    "device",
+    "cpu_model",
+    "cpus",
+    "max_tokens",
+    "temperature",
+    "prompts_sha256",
+    "stream",
+];
 /// Most alternatives per position a gate may ask for (OpenAI's `top_logprobs` allows 0-20).
 pub const MAX_TOP_K: u32 = 20;
 
@@ -144,10 +158,9 @@ impl Validator<'_> {
                 ));
             }
         }
-        let fields = crate::evidence::comparability::ComparabilityKey::default().fields();
         let mut may_differ = Vec::new();
         for f in &raw.may_differ {
-            let name = if fields.iter().any(|(k, _)| k == f) || f.starts_with("extra.") {
+            let name = if KEY_FIELDS.contains(&f.as_str()) || f.starts_with("extra.") {
                 f.clone()
             } else if !f.is_empty() && !f.contains('.') {
                 format!("extra.{f}")
