@@ -4,9 +4,10 @@
 //! engine, prompts, max_tokens, temperature, and the numerics settings read from the serve log) differs from
 //! every baseline's is **incomparable**, never a pass.
 //!
-//! Verdict line: `drift FAIL 1 of 3 prompts diverged (prompt 2 at token 7: baseline " Paris" -0.02, this run
-//! " Lyon" -0.90, " Lyon" not in baseline's top 5 ...); 2 identical; rule logprobs_close, top 5; ...; n=3 of 3
-//! prompts`.
+//! Verdict line: `drift FAIL 1 of 3 prompts diverged (prompt 2 at token 7: baseline " process" -0.51, this run
+//! " Lyon" -0.90, " Lyon" not in baseline's top 5 (baseline: "…[ process]…"; this run: "…[ Lyon]…")); 2
+//! identical; per prompt: 1 identical, 2 diverged at token 7, 3 identical; rule logprobs_close, top 5; common
+//! prefix: top-1 agreement ...; baseline DIR (1 window); n=3 prompts (6 replies)`.
 
 use crate::analysis::baselines::BaselineSlot;
 use crate::analysis::drift::{self, Comparison, Figures, Rule, State};
