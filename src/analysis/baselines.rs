@@ -4,7 +4,7 @@
 //! computes nothing.
 //!
 //! Where a relative baseline path is looked for: the gate file's directory, then each of its ancestors, the
-//! first that holds it. So `baselines/reference-smoke-drift` named in `gates/reference-smoke.toml` is found at
+//! first that holds it; then the current directory. So `baselines/reference-smoke-drift` named in `gates/reference-smoke.toml` is found at
 //! the checkout's root, and the same gate copied into a run directory
 //! (`target/servegate/runs/reference-smoke/<stamp>/gate.toml`) finds the same baseline when re-judged.
 
@@ -35,7 +35,7 @@ pub fn load_for(gate: &GateSpec) -> Vec<BaselineSlot> {
 }
 
 /// Where `path` resolves for `gate` (see the module doc): absolute paths as they are; a relative one in the
-/// gate file's directory or its nearest ancestor that holds it. `Err` lists where it was looked for.
+/// gate file's directory or its nearest ancestor that holds it, else in the current directory. `Err` lists where it was looked for.
 pub fn resolve(gate: &GateSpec, path: &str) -> Result<PathBuf, String> {
     let p = Path::new(path);
     if p.is_absolute() {
@@ -59,9 +59,15 @@ pub fn resolve(gate: &GateSpec, path: &str) -> Result<PathBuf, String> {
             return Ok(c);
         }
     }
+    // A gate written outside the checkout (a copy in a temp dir) run from the checkout.
+    let cwd = std::env::current_dir().ok();
+    if let Some(c) = cwd.as_ref().map(|d| d.join(p)).filter(|c| c.is_dir()) {
+        return Ok(c);
+    }
     Err(format!(
-        "baseline {path:?} not found in {} or any directory above it",
-        start.display()
+        "baseline {path:?} not found in {} or any directory above it, nor in the current directory{}",
+        start.display(),
+        cwd.map(|d| format!(" ({})", d.display())).unwrap_or_default()
     ))
 }
 
