@@ -40,9 +40,10 @@ def parse_args(argv):
     ap.add_argument("-c", "--ctx", "--ctx-size", dest="ctx", type=int, default=2048)
     ap.add_argument("-np", "--parallel", type=int, default=1, help="slots (default 1)")
     ap.add_argument("--metrics", action="store_true", help="enable /metrics")
-    ap.add_argument("-ctk", "--cache-type-k", default=None,
-                    help="KV cache type for K (llama-server's names: f32, f16, q8_0...; default f16)")
-    ap.add_argument("-ctv", "--cache-type-v", default=None, help="KV cache type for V (as --cache-type-k)")
+    ap.add_argument("-fa", "--flash-attn", choices=["on", "off", "auto"], default="auto",
+                    help="flash attention (llama-server's -fa; default auto): changes greedy numerics (docs/drift.md)")
+    ap.add_argument("-ctk", "--cache-type-k", default=None, help="KV cache type for K (f16 default, f32, q8_0, ...)")
+    ap.add_argument("-ctv", "--cache-type-v", default=None, help="KV cache type for V")
     ap.add_argument("--no-webui", "--no-ui", action="store_true", help="accepted for llama-server parity; the UI is always off")
     ap.add_argument("-lv", "--verbosity", type=int, default=4,
                     help="llama.cpp log verbosity (4, the default, adds the system_info/device lines)")
@@ -134,6 +135,9 @@ def main(argv):
     p.ui = False
     p.endpoint_metrics = bool(args.metrics)
     p.verbosity = args.verbosity
+    fa = xlc.llama_flash_attn_type
+    p.flash_attn_type = {"on": fa.LLAMA_FLASH_ATTN_TYPE_ENABLED, "off": fa.LLAMA_FLASH_ATTN_TYPE_DISABLED,
+                         "auto": fa.LLAMA_FLASH_ATTN_TYPE_AUTO}[args.flash_attn]
 
     t0 = time.monotonic()
     try:

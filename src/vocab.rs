@@ -90,6 +90,8 @@ closed_enum! {
         Ratio = "ratio",
         /// `[assert.same_answers]` (pair gates): both runtimes give the same text to each prompt.
         SameAnswers = "same_answers",
+        /// `[assert.drift]`: greedy answers against a blessed baseline's, judged with logprobs.
+        Drift = "drift",
     }
 }
 
@@ -109,7 +111,8 @@ impl AssertionKind {
             AssertionKind::Route
             | AssertionKind::Rate
             | AssertionKind::FirstToken
-            | AssertionKind::Tpot => false,
+            | AssertionKind::Tpot
+            | AssertionKind::Drift => false,
         }
     }
 
@@ -124,7 +127,8 @@ impl AssertionKind {
             | AssertionKind::Content
             | AssertionKind::KnownAnswer
             | AssertionKind::Ratio
-            | AssertionKind::SameAnswers => None,
+            | AssertionKind::SameAnswers
+            | AssertionKind::Drift => None,
         }
     }
 }

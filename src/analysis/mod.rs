@@ -1,8 +1,11 @@
 //! Pure analysis of evidence: SSE framing, replies, per-request figures, statistics, content checks and pair
 //! arithmetic. No I/O.
 
+pub mod baselines;
 pub mod content;
 pub mod interleave;
+pub mod drift;
+pub mod logprobs;
 pub mod measure;
 pub mod pair;
 pub mod reply;

@@ -206,6 +206,10 @@ pub struct Reply {
     /// detail of the `invalid_utf8` failure. Not serialised (its text is in `parse_errors`).
     #[serde(skip)]
     pub invalid_utf8: Option<String>,
+    /// Per-token logprobs of choice 0 (`logprobs.content[]`, [`crate::analysis::logprobs`]), in order, when
+    /// the serve sent them (a gate with a drift assertion asks for them); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logprobs: Vec<crate::analysis::logprobs::TokenLogprob>,
 }
 
 /// `finish_reason` values that end a reply without finishing it: vLLM's `abort` (the request was aborted),
@@ -610,6 +614,7 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
                     }
                 }
                 r.finish_reason = finish_of(choice);
+                r.logprobs = crate::analysis::logprobs::of_choice(choice).unwrap_or_default();
             } else if !arr.is_empty() {
                 r.parse_errors
                     .push("no choice with index 0 in the body".into());
@@ -983,6 +988,9 @@ impl StreamState {
             .and_then(Value::as_array)
             .filter(|a| !a.is_empty());
         let finish = finish_of(choice);
+        if let Some(lps) = crate::analysis::logprobs::of_choice(choice) {
+            self.reply.logprobs.extend(lps);
+        }
         let is_token = !content.is_empty() || !reasoning.is_empty() || tool_calls.is_some();
         if is_token {
             self.reply.content.push_str(content);

@@ -7,6 +7,7 @@
 //! everything, and every planned request is accounted for ([`account`]): one never sent, or sent and failed,
 //! is a missing value that fails every figure assertion, never a median left to the others.
 
+mod drift;
 pub(crate) mod outcome;
 pub mod redact;
 pub mod serve_clock;
@@ -406,7 +407,18 @@ fn ranges(idx: &[usize]) -> String {
 /// Masking is part of judging: the gate's API key (its `serve.api_key_env`, when set) is masked in every
 /// message ([`redact::mask_verdicts`]), so no caller can forget it; outcomes never depend on it.
 pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
-    let mut verdicts = judge_unmasked(gate, evidence);
+    judge_with(gate, evidence, &[])
+}
+
+/// [`judge`] with the stored baselines the gate names, loaded by the caller
+/// (`analysis::baselines::load_for(gate)`): `[assert.drift]` compares with them (without them it fails, saying
+/// so). Pure like [`judge`].
+pub fn judge_with(
+    gate: &GateSpec,
+    evidence: &Evidence,
+    baselines: &[crate::analysis::baselines::BaselineSlot],
+) -> Vec<Verdict> {
+    let mut verdicts = judge_unmasked(gate, evidence, baselines);
     for v in &mut verdicts {
         v.bound = declared_bound(gate, v.kind);
     }
@@ -438,11 +450,16 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
         | AssertionKind::Content
         | AssertionKind::KnownAnswer
         | AssertionKind::Ratio
-        | AssertionKind::SameAnswers => None,
+        | AssertionKind::SameAnswers
+        | AssertionKind::Drift => None,
     }
 }
 
-fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
+fn judge_unmasked(
+    gate: &GateSpec,
+    evidence: &Evidence,
+    baselines: &[crate::analysis::baselines::BaselineSlot],
+) -> Vec<Verdict> {
     let names = gate.assertions.kinds();
     // Whole-run failures: every assertion fails with the same reason.
     let run_failure = if evidence.run.status != RunStatus::Complete {
@@ -484,6 +501,13 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
             | AssertionKind::Tpot
             | AssertionKind::Content
             | AssertionKind::KnownAnswer => judge_request_assertion(name, gate, &judged, &acct),
+            AssertionKind::Drift => {
+                let mut v = drift::judge_drift(gate, evidence, baselines);
+                if let Some(f) = &acct.serve_failure {
+                    fail_for_serve(&mut v, f, acct.serve_failure_code);
+                }
+                v
+            }
             // Pair assertions are judged by `judge_pair`; spec validation refuses them in a single gate.
             AssertionKind::Ratio | AssertionKind::SameAnswers => Verdict::new(
                 name,
@@ -510,7 +534,10 @@ fn judge_request_assertion(
         AssertionKind::Tpot => judge_tpot(gate, judged, acct),
         AssertionKind::Content => judge_content(gate, judged, acct),
         AssertionKind::KnownAnswer => judge_known_answer(gate, judged, acct),
-        AssertionKind::Route | AssertionKind::Ratio | AssertionKind::SameAnswers => {
+        AssertionKind::Route
+        | AssertionKind::Ratio
+        | AssertionKind::SameAnswers
+        | AssertionKind::Drift => {
             Verdict::new(name, Outcome::Fail, "not a per-request assertion")
         }
     };
@@ -1387,7 +1414,8 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
             AssertionKind::Route
             | AssertionKind::Rate
             | AssertionKind::FirstToken
-            | AssertionKind::Tpot => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
+            | AssertionKind::Tpot
+            | AssertionKind::Drift => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
         };
         if !serve_failures.is_empty() {
             fail_for_serve(&mut v, &serve_failures.join("; "), None);
@@ -1503,6 +1531,7 @@ fn judge_same_answers(
         .as_ref()
         .expect("same_answers declared");
     let mut problems = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     let mut n = 0;
     let mut prompts = 0;
     for p in &gate.request.prompts {
@@ -1511,6 +1540,7 @@ fn judge_same_answers(
         }
         prompts += 1;
         let mut texts: Vec<(String, &str)> = Vec::new();
+        let mut replies: Vec<(String, &crate::analysis::reply::Reply)> = Vec::new();
         for (a, e) in ev.summary.arms.iter().zip(&ev.arms) {
             for r in e
                 .requests
@@ -1527,6 +1557,9 @@ fn judge_same_answers(
                     format!("arm {} {}", a.arm, a.role),
                     r.reply.content.as_str(),
                 ));
+                if request_failure(r).is_none() {
+                    replies.push((format!("arm {} {}", a.arm, a.role), &r.reply));
+                }
             }
         }
         n += texts.len();
@@ -1538,6 +1571,8 @@ fn judge_same_answers(
         }
         if texts.is_empty() {
             problems.push(format!("no replies to {p:?}"));
+        } else if sa.rule == crate::analysis::drift::Rule::LogprobsClose {
+            drift::same_answers_close(p, &replies, sa.top_k() as usize, &mut problems, &mut notes);
         } else if distinct.len() > 1 {
             let shown: Vec<String> = distinct
                 .iter()
@@ -1569,7 +1604,15 @@ fn judge_same_answers(
         Verdict::new(
             AssertionKind::SameAnswers,
             Outcome::Pass,
-            format!("both runtimes gave the same text to each of {prompts} prompts ({n_of})"),
+            if sa.rule == crate::analysis::drift::Rule::LogprobsClose {
+                format!(
+                    "both runtimes' replies to each of {prompts} prompts are identical or close (rule logprobs_close, top {}){} ({n_of})",
+                    sa.top_k(),
+                    if notes.is_empty() { String::new() } else { format!("; {}", notes.join("; ")) }
+                )
+            } else {
+                format!("both runtimes gave the same text to each of {prompts} prompts ({n_of})")
+            },
         )
     } else {
         Verdict::new(
@@ -2049,7 +2092,7 @@ mod tests {
             .collect();
         reads.extend(good().into_iter().skip(4));
         let ev = evidence(Some(1), vec![request(0, &reads, None)]);
-        let unmasked = judge_unmasked(&g, &ev);
+        let unmasked = judge_unmasked(&g, &ev, &[]);
         assert!(
             find(&unmasked, "known_answer").message.contains(KEY),
             "the verdict quotes the reply: {:?}",

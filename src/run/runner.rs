@@ -78,7 +78,7 @@ pub fn run(
 
     drop(hold);
     let ev = analysis::load(w.dir())?;
-    let verdicts = judge::judge(gate, &ev);
+    let verdicts = judge::judge_with(gate, &ev, &analysis::baselines::load_for(gate));
     // A signal that arrived while judging: the run still ends interrupted, its verdicts never shown.
     interrupted_checkpoint(&w, &mut summary);
     // The outcome states what the evidence says (as written: the privacy rule applied), as a re-judge would.

@@ -19,6 +19,7 @@ use crate::vocab::{AssertionKind, Metric, Role};
 pub mod interleave;
 pub mod profile;
 pub(crate) mod record;
+pub mod drift;
 
 pub use record::RunRecordSpec;
 
@@ -247,6 +248,7 @@ struct RawAssertions {
     known_answer: Option<RawKnownAnswer>,
     ratio: Option<RawRatio>,
     same_answers: Option<SameAnswersAssert>,
+    drift: Option<drift::RawDrift>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -537,6 +539,20 @@ pub struct SameAnswersAssert {
     /// Only this prompt's replies are compared.
     #[serde(default)]
     pub prompt: Option<String>,
+    /// `exact` (default: the same text) or `logprobs_close` (the arms' tokens compared as `[assert.drift]`
+    /// does, docs/drift.md).
+    #[serde(default)]
+    pub rule: drift::Rule,
+    /// Alternatives per position for `logprobs_close`, 1-20 (default 5; [`SameAnswersAssert::top_k`]).
+    #[serde(default)]
+    pub top_k: Option<u32>,
+}
+
+impl SameAnswersAssert {
+    /// `top_k`, or [`drift::DEFAULT_TOP_K`].
+    pub fn top_k(&self) -> u32 {
+        self.top_k.unwrap_or(drift::DEFAULT_TOP_K)
+    }
 }
 
 /// One arm's runtime of a pair gate.
@@ -604,6 +620,8 @@ pub struct Assertions {
     pub ratio: Option<RatioAssert>,
     /// `same_answers` (pair gates)
     pub same_answers: Option<SameAnswersAssert>,
+    /// `drift` (docs/drift.md)
+    pub drift: Option<drift::DriftAssert>,
 }
 
 impl Assertions {
@@ -618,6 +636,7 @@ impl Assertions {
             AssertionKind::KnownAnswer => self.known_answer.is_some(),
             AssertionKind::Ratio => self.ratio.is_some(),
             AssertionKind::SameAnswers => self.same_answers.is_some(),
+            AssertionKind::Drift => self.drift.is_some(),
         }
     }
 
@@ -1625,7 +1644,13 @@ impl Validator<'_> {
                     ));
                 }
             }
+            if let Some(k) = sa.top_k {
+                self.top_k(&Some(Spanned::new(0..0, k as i64)), "assert.same_answers.top_k")?;
+            }
             assertions.same_answers = Some(sa);
+        }
+        if let Some(d) = &a.drift {
+            assertions.drift = Some(self.drift(d, &request)?);
         }
         let pair = match &raw.pair {
             None => {
@@ -1784,6 +1809,13 @@ impl Validator<'_> {
             ));
         }
 
+        // Answers compared with logprobs: ask for them in every request.
+        let logprobs_k = match (&assertions.drift, &assertions.same_answers) {
+            (Some(d), _) => Some(d.top_k),
+            (None, Some(sa)) if sa.rule == drift::Rule::LogprobsClose => Some(sa.top_k()),
+            _ => None,
+        };
+        let request = drift::ask_logprobs(request, logprobs_k);
         Ok(GateSpec {
             name,
             description: raw.gate.description,
