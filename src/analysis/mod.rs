@@ -2,6 +2,7 @@
 //! arithmetic. No I/O.
 
 pub mod content;
+pub mod load;
 pub mod measure;
 pub mod pair;
 pub mod reply;

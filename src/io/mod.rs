@@ -5,6 +5,7 @@ pub mod client;
 pub(crate) mod fs;
 pub mod hash;
 pub mod hold;
+pub mod load_client;
 pub(crate) mod host;
 pub mod port;
 pub(crate) mod procfs;

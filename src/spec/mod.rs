@@ -17,6 +17,7 @@ use crate::error::SpecError;
 use crate::vocab::{AssertionKind, Metric, Role};
 
 pub(crate) mod record;
+pub mod load;
 
 pub use record::RunRecordSpec;
 
@@ -66,6 +67,8 @@ struct RawGate {
     record: Option<toml::Table>,
     #[serde(default, rename = "assert")]
     assertions: RawAssertions,
+    #[serde(default)]
+    load: Option<load::RawLoad>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -219,6 +222,11 @@ struct RawAssertions {
     known_answer: Option<RawKnownAnswer>,
     ratio: Option<RawRatio>,
     same_answers: Option<SameAnswersAssert>,
+    latency: Option<load::RawLatency>,
+    throughput: Option<load::RawThroughput>,
+    goodput: Option<load::RawGoodput>,
+    errors: Option<load::RawErrors>,
+    consistency: Option<load::RawConsistency>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -617,6 +625,8 @@ pub struct GateSpec {
     pub record: Option<toml::Table>,
     /// `[gate] on_indeterminate`: `fail` (default) or `pass`.
     pub on_indeterminate: OnIndeterminate,
+    /// `[load]` and the load assertions (docs/load.md): a load gate.
+    pub load: Option<load::LoadGate>,
 }
 
 impl GateSpec {
@@ -1351,7 +1361,15 @@ impl Validator<'_> {
         };
 
         // [assert.*]
-        let a = raw.assertions;
+        let mut a = raw.assertions;
+        let load_asserts = load::RawLoadAsserts {
+            latency: a.latency.take(),
+            throughput: a.throughput.take(),
+            goodput: a.goodput.take(),
+            errors: a.errors.take(),
+            consistency: a.consistency.take(),
+        };
+        let load = self.load_gate(raw.load, load_asserts, request.stream)?;
         let mut assertions = Assertions::default();
         if let Some(route) = a.route {
             if matches!(serve.mode, ServeMode::Url(_)) && serve.log_file.is_none() {
@@ -1569,7 +1587,10 @@ impl Validator<'_> {
                 })
             }
         };
-        if assertions.names().is_empty() {
+        if load.is_some() && pair.is_some() {
+            return Err(self.err(0..0, "load", "a pair gate cannot also be a load gate"));
+        }
+        if assertions.names().is_empty() && load.is_none() {
             return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.tpot], [assert.content], [assert.known_answer])"));
         }
 
@@ -1610,6 +1631,7 @@ impl Validator<'_> {
             hold,
             record: raw.record,
             on_indeterminate: raw.gate.on_indeterminate,
+            load,
         })
         .and_then(|g: GateSpec| match g.record_spec("check", "decode_rate") {
             Ok(_) => Ok(g),
