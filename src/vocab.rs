@@ -90,6 +90,9 @@ closed_enum! {
         Ratio = "ratio",
         /// `[assert.same_answers]` (pair gates): both runtimes give the same text to each prompt.
         SameAnswers = "same_answers",
+        /// A load gate's verdicts (`[assert.latency]`, `throughput`, `goodput`, `errors`, `consistency`,
+        /// per sweep point: `spec::load`, `judge::load`); named per point, e.g. `[c=16]::ttft_p95`.
+        Load = "load",
     }
 }
 
@@ -109,7 +112,8 @@ impl AssertionKind {
             AssertionKind::Route
             | AssertionKind::Rate
             | AssertionKind::FirstToken
-            | AssertionKind::Tpot => false,
+            | AssertionKind::Tpot
+            | AssertionKind::Load => false,
         }
     }
 
@@ -124,7 +128,8 @@ impl AssertionKind {
             | AssertionKind::Content
             | AssertionKind::KnownAnswer
             | AssertionKind::Ratio
-            | AssertionKind::SameAnswers => None,
+            | AssertionKind::SameAnswers
+            | AssertionKind::Load => None,
         }
     }
 }

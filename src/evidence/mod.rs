@@ -27,6 +27,8 @@ pub mod comparability;
 pub mod digest;
 pub(crate) mod figures;
 pub mod layout;
+/// `load.json` of a load sweep point.
+pub mod load;
 
 use crate::io::reads::{self, TimedRead};
 pub use figures::{Figures, TokenSource};

@@ -8,6 +8,7 @@
 //! is a missing value that fails every figure assertion, never a median left to the others.
 
 pub(crate) mod outcome;
+pub mod load;
 pub mod redact;
 
 pub use outcome::RunOutcome;
@@ -414,7 +415,8 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
         | AssertionKind::Content
         | AssertionKind::KnownAnswer
         | AssertionKind::Ratio
-        | AssertionKind::SameAnswers => None,
+        | AssertionKind::SameAnswers
+        | AssertionKind::Load => None,
     }
 }
 
@@ -465,6 +467,8 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
                 Outcome::Fail,
                 "not judged in a single gate (it needs a [pair])",
             ),
+            AssertionKind::Load => continue, // judged per sweep point by `load::judge_points`
+
         };
         out.push(v);
     }
@@ -485,7 +489,10 @@ fn judge_request_assertion(
         AssertionKind::Tpot => judge_tpot(gate, judged, acct),
         AssertionKind::Content => judge_content(gate, judged, acct),
         AssertionKind::KnownAnswer => judge_known_answer(gate, judged, acct),
-        AssertionKind::Route | AssertionKind::Ratio | AssertionKind::SameAnswers => {
+        AssertionKind::Route
+        | AssertionKind::Ratio
+        | AssertionKind::SameAnswers
+        | AssertionKind::Load => {
             Verdict::new(name, Outcome::Fail, "not a per-request assertion")
         }
     };
@@ -1336,7 +1343,8 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
             AssertionKind::Route
             | AssertionKind::Rate
             | AssertionKind::FirstToken
-            | AssertionKind::Tpot => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
+            | AssertionKind::Tpot
+            | AssertionKind::Load => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
         };
         if !serve_failures.is_empty() {
             fail_for_serve(&mut v, &serve_failures.join("; "), None);

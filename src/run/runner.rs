@@ -76,7 +76,8 @@ pub fn run(
 
     drop(hold);
     let ev = analysis::load(w.dir())?;
-    let verdicts = judge::judge(gate, &ev);
+    let mut verdicts = judge::judge(gate, &ev);
+    verdicts.extend(crate::run::load::judge_dir(gate, w.dir()));
     // A signal that arrived while judging: the run still ends interrupted, its verdicts never shown.
     interrupted_checkpoint(&w, &mut summary);
     Ok(RunOutcome {
@@ -739,7 +740,10 @@ fn drive_target_inner(
     }
     w.write_summary(summary)?;
 
-    if summary.serve.failure.is_none() {
+    if summary.serve.failure.is_none() && gate.load.is_some() {
+        summary.planned = Some(0);
+        crate::run::load::send_points(gate, w, summary, &base_url, api_key.as_deref(), progress)?;
+    } else if summary.serve.failure.is_none() {
         send_all(
             gate,
             w,

@@ -320,6 +320,50 @@ pub struct LoadGate {
     pub assertions: LoadAssertions,
 }
 
+impl LoadGate {
+    /// The names of the verdicts (and trials) a load gate gives, in order: for each point, each latency
+    /// bound (`[c=16]::ttft_p95`), then `throughput`, `goodput`, `errors`, `consistency` (consistency not at
+    /// concurrency 1, the reference it compares with).
+    pub fn trial_names(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for p in &self.spec.points {
+            let l = p.label();
+            for b in &self.assertions.latency {
+                out.push(format!("[{l}]::{}", b.key.trim_end_matches("_ms")));
+            }
+            for n in self.assertions.names() {
+                if n == "latency" || (n == "consistency" && *p == Point::Concurrency(1)) {
+                    continue;
+                }
+                out.push(format!("[{l}]::{n}"));
+            }
+        }
+        out
+    }
+}
+
+impl super::GateSpec {
+    /// Every trial name of the gate after its name: the declared assertions (`rate`, ...) then a load gate's
+    /// per-point verdicts (`[c=16]::ttft_p95`, ...). The trial is `<gate>::<name>`, or `<gate><name>` for a
+    /// load name (`gate[c=16]::ttft_p95`): [`trial_id`].
+    pub fn trial_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.assertions.names().iter().map(|s| s.to_string()).collect();
+        if let Some(l) = &self.load {
+            v.extend(l.trial_names());
+        }
+        v
+    }
+}
+
+/// The libtest trial name of assertion `name` of gate `gate`: `gate::rate`, `gate[c=16]::ttft_p95`.
+pub fn trial_id(gate: &str, name: &str) -> String {
+    if name.starts_with('[') {
+        format!("{gate}{name}")
+    } else {
+        format!("{gate}::{name}")
+    }
+}
+
 impl super::Validator<'_> {
     fn count(&self, v: &Spanned<i64>, key: &str, lo: i64, hi: i64) -> Result<u32, SpecError> {
         let x = *v.get_ref();

@@ -578,6 +578,8 @@ impl Assertions {
             AssertionKind::KnownAnswer => self.known_answer.is_some(),
             AssertionKind::Ratio => self.ratio.is_some(),
             AssertionKind::SameAnswers => self.same_answers.is_some(),
+            // A load gate's verdicts are named per sweep point (`GateSpec::trial_names`).
+            AssertionKind::Load => false,
         }
     }
 

@@ -483,7 +483,8 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
                 return exit::EVIDENCE_ERROR;
             }
         };
-        let verdicts = judge::judge(&g, &ev);
+        let mut verdicts = judge::judge(&g, &ev);
+        verdicts.extend(servegate::run::load::judge_dir(&g, dir));
         runner::RunOutcome {
             dir: dir.to_path_buf(),
             summary: ev.run,
@@ -522,7 +523,7 @@ fn cmd_check(files: &[PathBuf]) -> i32 {
                 "{}: ok ({}; assertions: {})",
                 f.display(),
                 g.name,
-                g.assertions.names().join(", ")
+                g.trial_names().join(", ")
             ),
             Err(e) => {
                 eprintln!("error: {e}");
