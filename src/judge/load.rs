@@ -88,6 +88,15 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
             m
         });
     let all_names = load.trial_names();
+    // Output tok/s at concurrency 1, for the scaling efficiency of the other points.
+    let tok_s_1 = points
+        .iter()
+        .find(|p| p.point == Point::Concurrency(1))
+        .and_then(|p| p.loaded.as_ref().ok())
+        .and_then(|(ev, rec)| {
+            let s: Vec<Sample> = judged(ev, rec).into_iter().map(|j| j.sample).collect();
+            agg::output_tok_s(&s)
+        });
     let mut out = Vec::new();
     for pe in points {
         let prefix = format!("[{}]::", pe.point.label());
@@ -180,8 +189,14 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
                     bad.push(format!("{} requests/s under floor {f}", rps.map(|x| format!("{x:.2}")).unwrap_or("-".into())));
                 }
             }
+            let scaling = match (pe.point, tok_s, tok_s_1) {
+                (Point::Concurrency(c), Some(t), Some(t1)) if c > 1 => agg::scaling_efficiency(t, c, t1)
+                    .map(|e| format!("; scaling efficiency {e:.2} of c=1"))
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
             let details = format!(
-                "output {} tok/s, {} requests/s over the measured window {} ms; peak real concurrency {} ({n_of}){}",
+                "output {} tok/s, {} requests/s over the measured window {} ms; peak real concurrency {}{scaling} ({n_of}){}",
                 tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into()),
                 rps.map(|x| format!("{x:.2}")).unwrap_or("-".into()),
                 agg::window_ms(&samples).map(|x| format!("{x:.0}")).unwrap_or("-".into()),
