@@ -443,3 +443,43 @@ fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
         serde_json::from_slice(&std::fs::read(run.join("c16").join(LOAD_FILE)).unwrap()).unwrap();
     assert_eq!(rec.timings.len(), 64);
 }
+
+/// An open loop capped below its arrival rate: requests wait in the client's queue for a slot, and that wait
+/// is queue time (counted in their TTFT), not the client's lag: the point is judged, not void.
+#[test]
+fn an_open_loop_over_its_cap_queues_requests_without_calling_it_lag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = Arc::new(servegate::replay::App::new(
+        servegate::replay::Source::Synthetic(spec_with(100.0, 2.0, 4)),
+        1.0,
+        Duration::ZERO,
+        None,
+    ));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || servegate::replay::serve(listener, app));
+    // 50 requests/s, constant, at most 2 in flight, each ~106 ms long: about 19 requests/s get served.
+    let g = gate(
+        tmp.path(),
+        "rate_rps = 50.0\narrival = \"constant\"\nmax_concurrency = 2\nrequests = 20\nmax_lag_ms = 1000",
+        "[assert.errors]\nmax_rate = 0.0",
+    );
+    let load = g.load.clone().unwrap();
+    let prompts = servegate::run::load::prompts(&g, &load).unwrap();
+    std::fs::create_dir_all(tmp.path().join("run")).unwrap();
+    let pw = EvidenceWriter::create_exact(&tmp.path().join("run").join("r50")).unwrap();
+    let target = Target::parse(&url, None).unwrap();
+    servegate::run::load::run_point(&g, &load, Point::Rate(50.0), &prompts, &target, &pw, &summary(&g, 20))
+        .unwrap();
+    let rec: LoadRecord =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("run/r50").join(LOAD_FILE)).unwrap()).unwrap();
+    assert_eq!(rec.timings.len(), 20);
+    // Request i was due at 20 i ms; the last ones waited for a slot for most of a second.
+    assert_eq!(rec.timings[19].intended_ms, 380.0);
+    let queue_last = rec.timings[19].queue_ms();
+    assert!(queue_last > 300.0, "queue {queue_last} ms: {:?}", rec.timings[19]);
+    let lag_max = rec.timings.iter().map(SendTiming::lag_ms).fold(0.0, f64::max);
+    assert!(lag_max < queue_last / 2.0, "lag {lag_max} vs queue {queue_last}");
+    let vs = servegate::run::load::judge_dir(&g, &tmp.path().join("run"));
+    assert_eq!(find(&vs, "[r=50]::errors").outcome, Outcome::Pass, "{vs:#?}");
+}

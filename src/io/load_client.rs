@@ -173,17 +173,25 @@ pub fn run(
                     .map(|c| c as usize)
                     .unwrap_or(tokio::sync::Semaphore::MAX_PERMITS);
                 let slots = Arc::new(tokio::sync::Semaphore::new(cap));
+                let mut last_slot = start;
                 for (i, due) in due_ms.iter().copied().enumerate().take(n) {
                     let due_at = start + Duration::from_secs_f64(due.max(0.0) / 1000.0);
                     if stop_at.is_some_and(|s| due_at >= s) {
                         break;
                     }
                     tokio::time::sleep_until(due_at.into()).await;
-                    let woke = Instant::now();
+                    // A dispatcher that was waiting for a slot past this request's due time was not behind
+                    // its schedule: the request waited in the queue from its due time (queue, not lag).
+                    let woke = if last_slot > due_at {
+                        due_at
+                    } else {
+                        Instant::now()
+                    };
                     let Ok(permit) = slots.clone().acquire_owned().await else {
                         break;
                     };
                     let slot = Instant::now();
+                    last_slot = slot;
                     let (target, bodies) = (target.clone(), bodies.clone());
                     handles.push(tokio::spawn(async move {
                         let (ex, sent, end) = one(&target, &bodies[i], timeout).await;

@@ -94,7 +94,7 @@ fn planned(load: &LoadGate, point: Point) -> usize {
 }
 
 /// Most requests a `duration_s` closed-loop point prepares.
-pub const DURATION_CAP: usize = 100_000;
+pub const DURATION_CAP: usize = 20_000;
 
 /// Runs every sweep point of `gate` against `base_url`, each into `<w>/<point dir>/`. `parent` is the
 /// gate's run summary (serve facts copied into each point's `run.json`). A failure to build the prompts is
