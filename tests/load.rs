@@ -159,7 +159,10 @@ fn find<'a>(vs: &'a [Verdict], name: &str) -> &'a Verdict {
 
 /// The number after `key` in a verdict message (`p95 123.4 ms` -> 123.4).
 fn number_after(msg: &str, key: &str) -> f64 {
-    let rest = &msg[msg.find(key).unwrap_or_else(|| panic!("{key} not in {msg}")) + key.len()..];
+    let rest = &msg[msg
+        .find(key)
+        .unwrap_or_else(|| panic!("{key} not in {msg}"))
+        + key.len()..];
     rest.trim_start()
         .split(|c: char| !(c.is_ascii_digit() || c == '.'))
         .next()
@@ -206,15 +209,27 @@ fn percentiles_goodput_and_attainment_equal_the_known_schedule_at_concurrency_16
         let v = find(&vs, name);
         assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
         let want = numpy_linear(truth, p);
-        assert!(close(v.median.unwrap(), want), "{name}: {} vs {want}", v.message);
+        assert!(
+            close(v.median.unwrap(), want),
+            "{name}: {} vs {want}",
+            v.message
+        );
     }
     let tpot = find(&vs, "[c=16]::tpot_p50");
     assert!(close(tpot.median.unwrap(), 5.0), "{}", tpot.message);
     let gp = find(&vs, "[c=16]::goodput");
     assert_eq!(gp.outcome, Outcome::Pass, "{}", gp.message);
     let want_att = good as f64 / 320.0;
-    assert!(close(gp.median.unwrap(), want_att), "{} vs {want_att}", gp.message);
-    assert!(gp.message.contains(&format!("{good} of 320 planned met")), "{}", gp.message);
+    assert!(
+        close(gp.median.unwrap(), want_att),
+        "{} vs {want_att}",
+        gp.message
+    );
+    assert!(
+        gp.message.contains(&format!("{good} of 320 planned met")),
+        "{}",
+        gp.message
+    );
     // Goodput = good / window: the window is the first send (0) to the last end of the schedule (each of
     // the 16 slots sends its requests back to back); the message shows it to 2 decimals.
     let mut slot_end = [0.0f64; 16];
@@ -223,7 +238,11 @@ fn percentiles_goodput_and_attainment_equal_the_known_schedule_at_concurrency_16
     }
     let window_s = slot_end.iter().copied().fold(0.0, f64::max) / 1000.0;
     let shown = number_after(&gp.message, "; goodput ");
-    assert!((shown - good as f64 / window_s).abs() <= 0.005, "{shown} vs {}", good as f64 / window_s);
+    assert!(
+        (shown - good as f64 / window_s).abs() <= 0.005,
+        "{shown} vs {}",
+        good as f64 / window_s
+    );
     let errs = find(&vs, "[c=16]::errors");
     assert_eq!(errs.outcome, Outcome::Pass, "{}", errs.message);
 
@@ -280,7 +299,11 @@ fn a_client_behind_its_schedule_makes_the_point_void_never_a_pass() {
     let vs = servegate::run::load::judge_dir(&g, tmp.path());
     for v in &vs {
         assert_eq!(v.outcome, Outcome::Void, "{}", v.message);
-        assert!(v.message.contains("fell behind its schedule"), "{}", v.message);
+        assert!(
+            v.message.contains("fell behind its schedule"),
+            "{}",
+            v.message
+        );
     }
     assert_eq!(vs.len(), 2);
     // The same run without the lag passes.
@@ -322,12 +345,32 @@ fn load_spec_errors_name_the_key() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("g.toml");
     for (load, asserts, key) in [
-        ("concurrency = 0\nrequests = 5", "[assert.errors]", "load.concurrency"),
+        (
+            "concurrency = 0\nrequests = 5",
+            "[assert.errors]",
+            "load.concurrency",
+        ),
         ("concurrency = 4", "[assert.errors]", "load"),
-        ("rate_rps = 2.0\narrival = \"burst\"\nrequests = 5", "[assert.errors]", "load.arrival"),
-        ("concurrency = 4\nrequests = 5", "[assert.latency]\nttft_p97_ms = 5", "assert.latency.ttft_p97_ms"),
-        ("concurrency = 4\nrequests = 5", "[assert.goodput]\nttft_ms = 5\nat_least = 1.5", "assert.goodput.at_least"),
-        ("concurrency = 4\nrequests = 5", "[assert.consistency]", "assert.consistency"),
+        (
+            "rate_rps = 2.0\narrival = \"burst\"\nrequests = 5",
+            "[assert.errors]",
+            "load.arrival",
+        ),
+        (
+            "concurrency = 4\nrequests = 5",
+            "[assert.latency]\nttft_p97_ms = 5",
+            "assert.latency.ttft_p97_ms",
+        ),
+        (
+            "concurrency = 4\nrequests = 5",
+            "[assert.goodput]\nttft_ms = 5\nat_least = 1.5",
+            "assert.goodput.at_least",
+        ),
+        (
+            "concurrency = 4\nrequests = 5",
+            "[assert.consistency]",
+            "assert.consistency",
+        ),
     ] {
         let text = format!(
             "[gate]\nname = \"x\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"a\"]\n[load]\n{load}\n{asserts}\n"
@@ -388,7 +431,10 @@ fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
         &summary(&g, 64),
     )
     .unwrap();
-    assert!(note.contains("64 of 64 planned requests sent, 0 failed"), "{note}");
+    assert!(
+        note.contains("64 of 64 planned requests sent, 0 failed"),
+        "{note}"
+    );
     let vs = servegate::run::load::judge_dir(&g, &run);
 
     // The truth: the serve's own log of each request's true TTFT (send of the first token, from arrival).
@@ -404,12 +450,21 @@ fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
     let by_seq: std::collections::BTreeMap<u64, f64> = log
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| Some((v.get("request")?.as_u64()?, v.get("true_ttft_ms")?.as_f64()?)))
+        .filter_map(|v| {
+            Some((
+                v.get("request")?.as_u64()?,
+                v.get("true_ttft_ms")?.as_f64()?,
+            ))
+        })
         .collect();
     let ev = servegate::analysis::load(&run.join("c16")).unwrap();
     let mut offsets = Vec::new();
     for r in &ev.requests {
-        let text = std::fs::read_to_string(run.join("c16").join(format!("{:02}.reads.jsonl", r.record.index))).unwrap();
+        let text = std::fs::read_to_string(
+            run.join("c16")
+                .join(format!("{:02}.reads.jsonl", r.record.index)),
+        )
+        .unwrap();
         let seq: u64 = text
             .split("chatcmpl-synthetic-")
             .nth(1)
@@ -420,9 +475,15 @@ fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
         offsets.push(fig.ttft_ms.unwrap() - by_seq[&seq]);
     }
     offsets.sort_by(f64::total_cmp);
-    eprintln!("client TTFT - serve TTFT per request, ms: min {:.3} median {:.3} max {:.3}", offsets[0], offsets[32], offsets[63]);
+    eprintln!(
+        "client TTFT - serve TTFT per request, ms: min {:.3} median {:.3} max {:.3}",
+        offsets[0], offsets[32], offsets[63]
+    );
     // The client's clock starts before the serve's arrival stamp: never ahead of the serve.
-    assert!(offsets[0] >= 0.0, "a client TTFT under the serve's: {offsets:?}");
+    assert!(
+        offsets[0] >= 0.0,
+        "a client TTFT under the serve's: {offsets:?}"
+    );
     let gp = find(&vs, "[c=16]::goodput");
     assert!(
         gp.message.contains(&format!("{good} of 64 planned met")),
@@ -469,17 +530,41 @@ fn an_open_loop_over_its_cap_queues_requests_without_calling_it_lag() {
     std::fs::create_dir_all(tmp.path().join("run")).unwrap();
     let pw = EvidenceWriter::create_exact(&tmp.path().join("run").join("r50")).unwrap();
     let target = Target::parse(&url, None).unwrap();
-    servegate::run::load::run_point(&g, &load, Point::Rate(50.0), &prompts, &target, &pw, &summary(&g, 20))
-        .unwrap();
+    servegate::run::load::run_point(
+        &g,
+        &load,
+        Point::Rate(50.0),
+        &prompts,
+        &target,
+        &pw,
+        &summary(&g, 20),
+    )
+    .unwrap();
     let rec: LoadRecord =
-        serde_json::from_slice(&std::fs::read(tmp.path().join("run/r50").join(LOAD_FILE)).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(tmp.path().join("run/r50").join(LOAD_FILE)).unwrap())
+            .unwrap();
     assert_eq!(rec.timings.len(), 20);
     // Request i was due at 20 i ms; the last ones waited for a slot for most of a second.
     assert_eq!(rec.timings[19].intended_ms, 380.0);
     let queue_last = rec.timings[19].queue_ms();
-    assert!(queue_last > 300.0, "queue {queue_last} ms: {:?}", rec.timings[19]);
-    let lag_max = rec.timings.iter().map(SendTiming::lag_ms).fold(0.0, f64::max);
-    assert!(lag_max < queue_last / 2.0, "lag {lag_max} vs queue {queue_last}");
+    assert!(
+        queue_last > 300.0,
+        "queue {queue_last} ms: {:?}",
+        rec.timings[19]
+    );
+    let lag_max = rec
+        .timings
+        .iter()
+        .map(SendTiming::lag_ms)
+        .fold(0.0, f64::max);
+    assert!(
+        lag_max < queue_last / 2.0,
+        "lag {lag_max} vs queue {queue_last}"
+    );
     let vs = servegate::run::load::judge_dir(&g, &tmp.path().join("run"));
-    assert_eq!(find(&vs, "[r=50]::errors").outcome, Outcome::Pass, "{vs:#?}");
+    assert_eq!(
+        find(&vs, "[r=50]::errors").outcome,
+        Outcome::Pass,
+        "{vs:#?}"
+    );
 }

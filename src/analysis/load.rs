@@ -80,10 +80,26 @@ impl Slo {
 pub fn values(samples: &[Sample], metric: crate::spec::load::LatencyMetric) -> Vec<f64> {
     use crate::spec::load::LatencyMetric as M;
     match metric {
-        M::Ttft => samples.iter().filter(|s| s.ok).filter_map(Sample::ttft_from_intended_ms).collect(),
-        M::E2e => samples.iter().filter(|s| s.ok).filter_map(Sample::e2e_from_intended_ms).collect(),
-        M::Tpot => samples.iter().filter(|s| s.ok).filter_map(|s| s.tpot_ms).collect(),
-        M::Itl => samples.iter().filter(|s| s.ok).flat_map(|s| s.itl_ms.iter().copied()).collect(),
+        M::Ttft => samples
+            .iter()
+            .filter(|s| s.ok)
+            .filter_map(Sample::ttft_from_intended_ms)
+            .collect(),
+        M::E2e => samples
+            .iter()
+            .filter(|s| s.ok)
+            .filter_map(Sample::e2e_from_intended_ms)
+            .collect(),
+        M::Tpot => samples
+            .iter()
+            .filter(|s| s.ok)
+            .filter_map(|s| s.tpot_ms)
+            .collect(),
+        M::Itl => samples
+            .iter()
+            .filter(|s| s.ok)
+            .flat_map(|s| s.itl_ms.iter().copied())
+            .collect(),
     }
 }
 
@@ -110,7 +126,11 @@ pub fn window_ms(samples: &[Sample]) -> Option<f64> {
 /// Output tok/s over the measured window.
 pub fn output_tok_s(samples: &[Sample]) -> Option<f64> {
     let w = window_ms(samples)?;
-    let tokens: u64 = samples.iter().filter(|s| s.ok).filter_map(|s| s.tokens).sum();
+    let tokens: u64 = samples
+        .iter()
+        .filter(|s| s.ok)
+        .filter_map(|s| s.tokens)
+        .sum();
     Some(tokens as f64 * 1000.0 / w)
 }
 
@@ -199,11 +219,17 @@ mod tests {
     #[test]
     fn throughput_goodput_attainment_by_hand() {
         // Two requests: [0, 1000] 11 tokens TTFT 100; [500, 1500] 11 tokens TTFT 300. Window 1500 ms.
-        let s = vec![sample(0.0, 1000.0, 100.0, 11), sample(500.0, 1500.0, 300.0, 11)];
+        let s = vec![
+            sample(0.0, 1000.0, 100.0, 11),
+            sample(500.0, 1500.0, 300.0, 11),
+        ];
         assert_eq!(window_ms(&s), Some(1500.0));
         assert!((output_tok_s(&s).unwrap() - 22.0 / 1.5).abs() < 1e-12);
         assert!((requests_per_s(&s).unwrap() - 2.0 / 1.5).abs() < 1e-12);
-        let slo = Slo { ttft_ms: Some(200.0), ..Default::default() };
+        let slo = Slo {
+            ttft_ms: Some(200.0),
+            ..Default::default()
+        };
         assert_eq!(good(&s, &slo), 1);
         // Planned 4: one met, a failed/unsent one misses.
         assert_eq!(attainment(&s, &slo, 4), Some(0.25));

@@ -97,7 +97,10 @@ impl Target {
                 "a base URL is http://host:port with no path, got {base_url:?}"
             ));
         }
-        let addr = if hostport.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
+        let addr = if hostport
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+        {
             hostport.to_string()
         } else {
             format!("{hostport}:80")
@@ -232,7 +235,15 @@ async fn one(target: &Target, body: &[u8], timeout: Duration) -> (Exchange, Inst
     let mut reads = Vec::new();
     let mut kept = 0u64;
     let mut truncated = false;
-    let fut = exchange(target, body, t0, &mut meta, &mut reads, &mut kept, &mut truncated);
+    let fut = exchange(
+        target,
+        body,
+        t0,
+        &mut meta,
+        &mut reads,
+        &mut kept,
+        &mut truncated,
+    );
     match tokio::time::timeout(timeout, fut).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
@@ -343,10 +354,9 @@ async fn exchange(
         let (t, bytes) = match pending.take() {
             Some(x) => x,
             None => {
-                let n = sock
-                    .read(&mut buf)
-                    .await
-                    .map_err(|e| format!("body read failed after {kept} bytes: {e}", kept = *kept))?;
+                let n = sock.read(&mut buf).await.map_err(|e| {
+                    format!("body read failed after {kept} bytes: {e}", kept = *kept)
+                })?;
                 let t = Instant::now();
                 if n == 0 {
                     return match framing {

@@ -100,12 +100,19 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
     let mut out = Vec::new();
     for pe in points {
         let prefix = format!("[{}]::", pe.point.label());
-        let mine: Vec<&String> = all_names.iter().filter(|n| n.starts_with(&prefix)).collect();
+        let mine: Vec<&String> = all_names
+            .iter()
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
         let (ev, rec) = match &pe.loaded {
             Ok(x) => x,
             Err(e) => {
                 for n in mine {
-                    out.push(verdict(n.clone(), Outcome::Fail, format!("no evidence for this point: {e}")));
+                    out.push(verdict(
+                        n.clone(),
+                        Outcome::Fail,
+                        format!("no evidence for this point: {e}"),
+                    ));
                 }
                 continue;
             }
@@ -141,7 +148,11 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
             let vals = agg::values(&samples, b.metric);
             // A failed request missed every latency bound: it counts above every value (never dropped, so a
             // serve that fails its slow requests does not look fast).
-            let failed_here = if b.metric == crate::spec::load::LatencyMetric::Itl { 0 } else { failed };
+            let failed_here = if b.metric == crate::spec::load::LatencyMetric::Itl {
+                0
+            } else {
+                failed
+            };
             let n = vals.len() + failed_here;
             let need = min_n_for(f64::from(b.p));
             let unit = "ms";
@@ -156,20 +167,31 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
             all.extend(std::iter::repeat_n(1e300, failed_here));
             let p = stats::percentile(&all, f64::from(b.p)).unwrap_or(f64::INFINITY);
             let (outcome, shown) = if p >= 1e299 {
-                (Outcome::Fail, format!("p{} falls among the {failed_here} failed requests", b.p))
+                (
+                    Outcome::Fail,
+                    format!("p{} falls among the {failed_here} failed requests", b.p),
+                )
             } else if p <= b.limit_ms {
                 (Outcome::Pass, format!("p{} {p:.1} {unit}", b.p))
             } else {
                 (Outcome::Fail, format!("p{} {p:.1} {unit}", b.p))
             };
             let p50 = stats::percentile(&vals, 50.0);
-            let mut v = verdict(name, outcome, format!(
-                "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{})",
-                b.metric.name(),
-                b.limit_ms,
-                p50.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
-                if failed_here > 0 { format!("; {failed_here} failed, counted above every value") } else { String::new() }
-            ));
+            let mut v = verdict(
+                name,
+                outcome,
+                format!(
+                    "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{})",
+                    b.metric.name(),
+                    b.limit_ms,
+                    p50.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
+                    if failed_here > 0 {
+                        format!("; {failed_here} failed, counted above every value")
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
             v.median = (p < 1e299).then_some(p);
             v.values = vals.iter().map(|x| Some(*x)).collect();
             out.push(v);
@@ -181,18 +203,26 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
             let mut bad = Vec::new();
             if let Some(f) = t.floor_tok_s {
                 if tok_s.is_none_or(|x| x < f) {
-                    bad.push(format!("output {} tok/s under floor {f}", tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into())));
+                    bad.push(format!(
+                        "output {} tok/s under floor {f}",
+                        tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into())
+                    ));
                 }
             }
             if let Some(f) = t.floor_rps {
                 if rps.is_none_or(|x| x < f) {
-                    bad.push(format!("{} requests/s under floor {f}", rps.map(|x| format!("{x:.2}")).unwrap_or("-".into())));
+                    bad.push(format!(
+                        "{} requests/s under floor {f}",
+                        rps.map(|x| format!("{x:.2}")).unwrap_or("-".into())
+                    ));
                 }
             }
             let scaling = match (pe.point, tok_s, tok_s_1) {
-                (Point::Concurrency(c), Some(t), Some(t1)) if c > 1 => agg::scaling_efficiency(t, c, t1)
-                    .map(|e| format!("; scaling efficiency {e:.2} of c=1"))
-                    .unwrap_or_default(),
+                (Point::Concurrency(c), Some(t), Some(t1)) if c > 1 => {
+                    agg::scaling_efficiency(t, c, t1)
+                        .map(|e| format!("; scaling efficiency {e:.2} of c=1"))
+                        .unwrap_or_default()
+                }
                 _ => String::new(),
             };
             let details = format!(
@@ -203,11 +233,23 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
                 agg::peak_concurrency(&samples),
                 if bad.is_empty() { String::new() } else { format!(": {}", bad.join("; ")) }
             );
-            out.push(verdict(name, if bad.is_empty() { Outcome::Pass } else { Outcome::Fail }, details));
+            out.push(verdict(
+                name,
+                if bad.is_empty() {
+                    Outcome::Pass
+                } else {
+                    Outcome::Fail
+                },
+                details,
+            ));
         }
         if let Some(g) = &load.assertions.goodput {
             let name = format!("{prefix}goodput");
-            let slo = Slo { ttft_ms: g.ttft_ms, tpot_ms: g.tpot_ms, e2e_ms: g.e2e_ms };
+            let slo = Slo {
+                ttft_ms: g.ttft_ms,
+                tpot_ms: g.tpot_ms,
+                e2e_ms: g.e2e_ms,
+            };
             let good = agg::good(&samples, &slo);
             let att = agg::attainment(&samples, &slo, planned).unwrap_or(0.0);
             let gp = agg::goodput_rps(&samples, &slo);
@@ -215,7 +257,11 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
                 .iter()
                 .filter_map(|(k, v)| v.map(|v| format!("{k} <= {v} ms")))
                 .collect();
-            let outcome = if att >= g.at_least { Outcome::Pass } else { Outcome::Fail };
+            let outcome = if att >= g.at_least {
+                Outcome::Pass
+            } else {
+                Outcome::Fail
+            };
             let mut v = verdict(name, outcome, format!(
                 "SLO attainment {att:.4} ({good} of {planned} planned met {}; at least {}); goodput {} requests/s ({n_of})",
                 slos.join(" and "),
@@ -227,8 +273,16 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
         }
         if let Some(max) = load.assertions.errors_max_rate {
             let name = format!("{prefix}errors");
-            let rate = if planned == 0 { 0.0 } else { failed as f64 / planned as f64 };
-            let outcome = if rate <= max { Outcome::Pass } else { Outcome::Fail };
+            let rate = if planned == 0 {
+                0.0
+            } else {
+                failed as f64 / planned as f64
+            };
+            let outcome = if rate <= max {
+                Outcome::Pass
+            } else {
+                Outcome::Fail
+            };
             out.push(verdict(name, outcome, format!(
                 "{failed} of {planned} planned requests failed (error, cut, or no sane content), rate {rate:.4} (max {max}) ({n_of})"
             )));
@@ -236,19 +290,32 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
         if load.assertions.consistency && pe.point != Point::Concurrency(1) {
             let name = format!("{prefix}consistency");
             let Some(base) = &baseline_texts else {
-                out.push(verdict(name, Outcome::Fail, "no replies at concurrency 1 to compare with".into()));
+                out.push(verdict(
+                    name,
+                    Outcome::Fail,
+                    "no replies at concurrency 1 to compare with".into(),
+                ));
                 continue;
             };
             let mut differ = Vec::new();
             let mut compared = 0;
             for j in js.iter().filter(|j| j.sample.ok) {
-                let Some(b) = base.get(&j.prompt_index) else { continue };
+                let Some(b) = base.get(&j.prompt_index) else {
+                    continue;
+                };
                 compared += 1;
                 // drift: exact compare now; engineer D's analysis::drift (logprobs_close rule: a serve may
                 // part by float noise to a token within the other's top-k) is to be called here.
                 if *b != j.text {
-                    let at = b.chars().zip(j.text.chars()).take_while(|(x, y)| x == y).count();
-                    differ.push(format!("prompt {} differs from its concurrency-1 reply at char {at}", j.prompt_index));
+                    let at = b
+                        .chars()
+                        .zip(j.text.chars())
+                        .take_while(|(x, y)| x == y)
+                        .count();
+                    differ.push(format!(
+                        "prompt {} differs from its concurrency-1 reply at char {at}",
+                        j.prompt_index
+                    ));
                 }
             }
             let outcome = if compared == 0 {
@@ -265,7 +332,10 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
             } else {
                 let n = differ.len();
                 differ.truncate(5);
-                format!("{n} of {compared} replies differ from concurrency 1 (exact compare): {}", differ.join("; "))
+                format!(
+                    "{n} of {compared} replies differ from concurrency 1 (exact compare): {}",
+                    differ.join("; ")
+                )
             };
             out.push(verdict(name, outcome, details));
         }

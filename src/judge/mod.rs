@@ -7,8 +7,8 @@
 //! everything, and every planned request is accounted for ([`account`]): one never sent, or sent and failed,
 //! is a missing value that fails every figure assertion, never a median left to the others.
 
-pub(crate) mod outcome;
 pub mod load;
+pub(crate) mod outcome;
 pub mod redact;
 
 pub use outcome::RunOutcome;
@@ -468,7 +468,6 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
                 "not judged in a single gate (it needs a [pair])",
             ),
             AssertionKind::Load => continue, // judged per sweep point by `load::judge_points`
-
         };
         out.push(v);
     }
@@ -492,9 +491,7 @@ fn judge_request_assertion(
         AssertionKind::Route
         | AssertionKind::Ratio
         | AssertionKind::SameAnswers
-        | AssertionKind::Load => {
-            Verdict::new(name, Outcome::Fail, "not a per-request assertion")
-        }
+        | AssertionKind::Load => Verdict::new(name, Outcome::Fail, "not a per-request assertion"),
     };
     if let Some(f) = &acct.serve_failure {
         fail_for_serve(&mut v, f, acct.serve_failure_code);

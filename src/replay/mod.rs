@@ -705,7 +705,9 @@ impl App {
         let in_flight = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         let _leave = InFlight(&self.in_flight);
         let plan = match &self.source {
-            Source::Synthetic(spec) => synthetic::plan(&spec.under_load(in_flight), seq, stream_flag),
+            Source::Synthetic(spec) => {
+                synthetic::plan(&spec.under_load(in_flight), seq, stream_flag)
+            }
             Source::Recording {
                 rec,
                 matcher,

@@ -668,9 +668,8 @@ pub fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
                     let l = log.clone();
                     let id = crate::spec::load::trial_id(&gate.spec.name, &a);
                     plan.index.push((n, a.clone()));
-                    let trial = Trial::ignorable_test(id, move || {
-                        run_trial(&l, n, &a, || decide(&g, &a))
-                    });
+                    let trial =
+                        Trial::ignorable_test(id, move || run_trial(&l, n, &a, || decide(&g, &a)));
                     plan.trials.push(trial.with_ignored_flag(flag));
                 }
                 plan.entries.push(Entry::Gate(gate));

@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use crate::error::EvidenceError;
+use crate::evidence::load::{LoadRecord, LOAD_FILE, LOAD_SCHEMA};
 use crate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary};
 use crate::io::client;
-use crate::evidence::load::{LoadRecord, LOAD_FILE, LOAD_SCHEMA};
 use crate::io::load_client::{self, LoadExchange, Schedule, Target};
 use crate::sinks::events::Step;
 use crate::spec::load::{Arrival, LoadGate, Point};
@@ -174,7 +174,12 @@ pub fn run_point(
                 max_concurrency: load.spec.max_concurrency,
             },
             Schedule::Closed {
-                concurrency: load.spec.max_concurrency.unwrap_or(1).min(r.ceil() as u32).max(1),
+                concurrency: load
+                    .spec
+                    .max_concurrency
+                    .unwrap_or(1)
+                    .min(r.ceil() as u32)
+                    .max(1),
             },
         ),
     };
@@ -183,7 +188,11 @@ pub fn run_point(
     summary.started_utc = evidence::now_utc();
     summary.ended_utc = None;
     summary.requests = Vec::new();
-    summary.notes = vec![format!("load point {} of gate {}", point.label(), gate.name)];
+    summary.notes = vec![format!(
+        "load point {} of gate {}",
+        point.label(),
+        gate.name
+    )];
     summary.planned = Some(n);
     summary.planned_warmup = Some(warmup);
     pw.write_summary(&summary)?;
@@ -193,12 +202,12 @@ pub fn run_point(
     };
     let mut timings = Vec::new();
     let record = |pw: &EvidenceWriter,
-                      summary: &mut RunSummary,
-                      index: usize,
-                      warm: bool,
-                      prompt_i: usize,
-                      b: &serde_json::Value,
-                      x: &LoadExchange|
+                  summary: &mut RunSummary,
+                  index: usize,
+                  warm: bool,
+                  prompt_i: usize,
+                  b: &serde_json::Value,
+                  x: &LoadExchange|
      -> Result<(), EvidenceError> {
         pw.write_request(index, b, &x.exchange.response, &x.exchange.reads)?;
         let mut rec = RequestRecord {
@@ -223,9 +232,12 @@ pub fn run_point(
     let started_utc = evidence::now_utc();
     if warmup > 0 {
         let wb = bodies_of(0..warmup);
-        let wire: Vec<Vec<u8>> = wb.iter().map(|b| serde_json::to_vec(b).unwrap_or_default()).collect();
-        let done = load_client::run(target, wire, &warm_schedule, deadline, timeout)
-            .unwrap_or_default();
+        let wire: Vec<Vec<u8>> = wb
+            .iter()
+            .map(|b| serde_json::to_vec(b).unwrap_or_default())
+            .collect();
+        let done =
+            load_client::run(target, wire, &warm_schedule, deadline, timeout).unwrap_or_default();
         for x in &done {
             let i = x.timing.index;
             record(pw, &mut summary, i, true, i, &wb[i], x)?;
@@ -233,7 +245,10 @@ pub fn run_point(
         }
     }
     let jb = bodies_of(0..n);
-    let wire: Vec<Vec<u8>> = jb.iter().map(|b| serde_json::to_vec(b).unwrap_or_default()).collect();
+    let wire: Vec<Vec<u8>> = jb
+        .iter()
+        .map(|b| serde_json::to_vec(b).unwrap_or_default())
+        .collect();
     let done = match load_client::run(target, wire, &schedule, deadline, timeout) {
         Ok(d) => d,
         Err(e) => {
@@ -286,7 +301,9 @@ pub fn run_point(
         .requests
         .iter()
         .filter(|r| !r.warmup)
-        .filter(|r| r.figures.as_ref().is_some_and(|f| f.failed.is_some()) || r.transport_error.is_some())
+        .filter(|r| {
+            r.figures.as_ref().is_some_and(|f| f.failed.is_some()) || r.transport_error.is_some()
+        })
         .count();
     Ok(format!(
         "load point {}: {} of {} planned requests sent, {failed} failed (evidence {})",
@@ -296,7 +313,6 @@ pub fn run_point(
         pw.dir().display()
     ))
 }
-
 
 /// Loads every sweep point's evidence under a load gate's run directory `dir` (`c16/`, ...) and judges
 /// them ([`crate::judge::load::judge_points`]). Empty for a gate without `[load]`.

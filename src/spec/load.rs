@@ -347,7 +347,12 @@ impl super::GateSpec {
     /// per-point verdicts (`[c=16]::ttft_p95`, ...). The trial is `<gate>::<name>`, or `<gate><name>` for a
     /// load name (`gate[c=16]::ttft_p95`): [`trial_id`].
     pub fn trial_names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.assertions.names().iter().map(|s| s.to_string()).collect();
+        let mut v: Vec<String> = self
+            .assertions
+            .names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         if let Some(l) = &self.load {
             v.extend(l.trial_names());
         }
@@ -453,16 +458,28 @@ impl super::Validator<'_> {
         let max_concurrency = match &raw.max_concurrency {
             None => None,
             Some(_) if arrival == Arrival::Closed => {
-                return Err(self.err(0..0, "load.max_concurrency", "caps an open loop (`rate_rps`); a closed loop's `concurrency` is its cap"))
+                return Err(self.err(
+                    0..0,
+                    "load.max_concurrency",
+                    "caps an open loop (`rate_rps`); a closed loop's `concurrency` is its cap",
+                ))
             }
             Some(m) => Some(self.count(m, "load.max_concurrency", 1, MAX_CONCURRENCY)?),
         };
         let (requests, duration_s) = match (&raw.requests, &raw.duration_s) {
             (Some(_), Some(d)) => {
-                return Err(self.err(d.span(), "load.duration_s", "give either `requests` or `duration_s`, not both"))
+                return Err(self.err(
+                    d.span(),
+                    "load.duration_s",
+                    "give either `requests` or `duration_s`, not both",
+                ))
             }
             (None, None) => {
-                return Err(self.err(0..0, "load", "needs `requests = N` (per sweep point) or `duration_s = S`"))
+                return Err(self.err(
+                    0..0,
+                    "load",
+                    "needs `requests = N` (per sweep point) or `duration_s = S`",
+                ))
             }
             (Some(n), None) => (Some(self.count(n, "load.requests", 1, MAX_REQUESTS)?), None),
             (None, Some(d)) => (None, Some(self.seconds(d, "load.duration_s")?)),
@@ -476,7 +493,11 @@ impl super::Validator<'_> {
             Some(d) => {
                 let s = self.expand(d.get_ref(), d.span(), "load.dataset", false)?;
                 let p = PathBuf::from(&s);
-                Some(if p.is_absolute() { p } else { self.ctx.gate_dir.join(p) })
+                Some(if p.is_absolute() {
+                    p
+                } else {
+                    self.ctx.gate_dir.join(p)
+                })
             }
         };
         let max_lag_ms = match &raw.max_lag_ms {
@@ -512,37 +533,78 @@ impl super::Validator<'_> {
                     return Err(self.err(v.span(), &full, format!("unknown latency bound `{key}`: keys are <metric>_p<NN>_ms with metric ttft, itl, tpot or e2e and NN 50, 90, 95 or 99 (e.g. ttft_p95_ms)")));
                 };
                 let limit_ms = self.positive(&v, &full, "ms")?;
-                a.latency.push(LatencyBound { key, metric, p, limit_ms });
+                a.latency.push(LatencyBound {
+                    key,
+                    metric,
+                    p,
+                    limit_ms,
+                });
             }
         }
         if let Some(t) = asserts.throughput {
             if t.floor_tok_s.is_none() && t.floor_rps.is_none() {
-                return Err(self.err(0..0, "assert.throughput", "declares no floor (floor_tok_s, floor_rps)"));
+                return Err(self.err(
+                    0..0,
+                    "assert.throughput",
+                    "declares no floor (floor_tok_s, floor_rps)",
+                ));
             }
             a.throughput = Some(ThroughputAssert {
-                floor_tok_s: t.floor_tok_s.as_ref().map(|v| self.positive(v, "assert.throughput.floor_tok_s", "tok/s")).transpose()?,
-                floor_rps: t.floor_rps.as_ref().map(|v| self.positive(v, "assert.throughput.floor_rps", "requests/s")).transpose()?,
+                floor_tok_s: t
+                    .floor_tok_s
+                    .as_ref()
+                    .map(|v| self.positive(v, "assert.throughput.floor_tok_s", "tok/s"))
+                    .transpose()?,
+                floor_rps: t
+                    .floor_rps
+                    .as_ref()
+                    .map(|v| self.positive(v, "assert.throughput.floor_rps", "requests/s"))
+                    .transpose()?,
             });
         }
         if let Some(g) = asserts.goodput {
             if g.ttft_ms.is_none() && g.tpot_ms.is_none() && g.e2e_ms.is_none() {
-                return Err(self.err(0..0, "assert.goodput", "declares no SLO (ttft_ms, tpot_ms, e2e_ms)"));
+                return Err(self.err(
+                    0..0,
+                    "assert.goodput",
+                    "declares no SLO (ttft_ms, tpot_ms, e2e_ms)",
+                ));
             }
             let at_least = *g.at_least.get_ref();
             if !(at_least.is_finite() && at_least > 0.0 && at_least <= 1.0) {
-                return Err(self.err(g.at_least.span(), "assert.goodput.at_least", format!("must be a share in (0, 1] (e.g. 0.95), got {at_least}")));
+                return Err(self.err(
+                    g.at_least.span(),
+                    "assert.goodput.at_least",
+                    format!("must be a share in (0, 1] (e.g. 0.95), got {at_least}"),
+                ));
             }
             a.goodput = Some(GoodputAssert {
-                ttft_ms: g.ttft_ms.as_ref().map(|v| self.positive(v, "assert.goodput.ttft_ms", "ms")).transpose()?,
-                tpot_ms: g.tpot_ms.as_ref().map(|v| self.positive(v, "assert.goodput.tpot_ms", "ms")).transpose()?,
-                e2e_ms: g.e2e_ms.as_ref().map(|v| self.positive(v, "assert.goodput.e2e_ms", "ms")).transpose()?,
+                ttft_ms: g
+                    .ttft_ms
+                    .as_ref()
+                    .map(|v| self.positive(v, "assert.goodput.ttft_ms", "ms"))
+                    .transpose()?,
+                tpot_ms: g
+                    .tpot_ms
+                    .as_ref()
+                    .map(|v| self.positive(v, "assert.goodput.tpot_ms", "ms"))
+                    .transpose()?,
+                e2e_ms: g
+                    .e2e_ms
+                    .as_ref()
+                    .map(|v| self.positive(v, "assert.goodput.e2e_ms", "ms"))
+                    .transpose()?,
                 at_least,
             });
         }
         if let Some(e) = asserts.errors {
             let r = *e.max_rate.get_ref();
             if !(r.is_finite() && (0.0..=1.0).contains(&r)) {
-                return Err(self.err(e.max_rate.span(), "assert.errors.max_rate", format!("must be a share in [0, 1], got {r}")));
+                return Err(self.err(
+                    e.max_rate.span(),
+                    "assert.errors.max_rate",
+                    format!("must be a share in [0, 1], got {r}"),
+                ));
             }
             a.errors_max_rate = Some(r);
         }
@@ -555,6 +617,9 @@ impl super::Validator<'_> {
         if a.names().is_empty() {
             return Err(self.err(0..0, "load", "a [load] gate declares no load assertion ([assert.latency], [assert.throughput], [assert.goodput], [assert.errors], [assert.consistency])"));
         }
-        Ok(Some(LoadGate { spec, assertions: a }))
+        Ok(Some(LoadGate {
+            spec,
+            assertions: a,
+        }))
     }
 }

@@ -16,8 +16,8 @@ use toml::Spanned;
 use crate::error::SpecError;
 use crate::vocab::{AssertionKind, Metric, Role};
 
-pub(crate) mod record;
 pub mod load;
+pub(crate) mod record;
 
 pub use record::RunRecordSpec;
 

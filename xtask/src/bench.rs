@@ -1239,23 +1239,41 @@ fn section_load(report: &mut Vec<String>) -> Value {
     report.push("| concurrency | requests | tokens | wall s | aggregate tok/s | client CPU s | µs CPU per token | TTFT error median ms (client − serve) | failed |\n|---|---|---|---|---|---|---|---|---|".into());
     for c in [1usize, 16, 64, 256] {
         let log = tmp.join(format!("timing-c{c}.jsonl"));
-        let sargs: Vec<String> = ["--tokens", &tokens.to_string(), "--ttft-ms", "20", "--itl-ms", &itl_ms.to_string(), "--usage"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let sargs: Vec<String> = [
+            "--tokens",
+            &tokens.to_string(),
+            "--ttft-ms",
+            "20",
+            "--itl-ms",
+            &itl_ms.to_string(),
+            "--usage",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let synth = match Synth::start(&sargs, &log) {
             Ok(s) => s,
             Err(e) => return json!({"error": e}),
         };
         let n = (2 * c).max(8);
         let body = json!({"model": "synthetic", "messages": [{"role": "user", "content": "hi"}], "stream": true, "max_tokens": tokens, "stream_options": {"include_usage": true}});
-        let bodies: Vec<Vec<u8>> = (0..n).map(|_| serde_json::to_vec(&body).unwrap_or_default()).collect();
+        let bodies: Vec<Vec<u8>> = (0..n)
+            .map(|_| serde_json::to_vec(&body).unwrap_or_default())
+            .collect();
         let Ok(target) = Target::parse(&synth.url, None) else {
             return json!({"error": "bad url"});
         };
         let cpu0 = cpu_s_thread();
         let t0 = Instant::now();
-        let out = load_client::run(&target, bodies, &Schedule::Closed { concurrency: c as u32 }, None, Duration::from_secs(120));
+        let out = load_client::run(
+            &target,
+            bodies,
+            &Schedule::Closed {
+                concurrency: c as u32,
+            },
+            None,
+            Duration::from_secs(120),
+        );
         let wall = t0.elapsed().as_secs_f64();
         let cpu = cpu_s_thread() - cpu0;
         let out = match out {
@@ -1272,7 +1290,13 @@ fn section_load(report: &mut Vec<String>) -> Value {
         let mut failed = 0usize;
         let mut errs = Vec::new();
         for (i, x) in out.iter().enumerate() {
-            let rec = servegate::evidence::RequestRecord { index: i, stream: true, http_status: x.exchange.response.status, transport_error: x.exchange.response.transport_error.clone(), ..Default::default() };
+            let rec = servegate::evidence::RequestRecord {
+                index: i,
+                stream: true,
+                http_status: x.exchange.response.status,
+                transport_error: x.exchange.response.transport_error.clone(),
+                ..Default::default()
+            };
             let reply = servegate::analysis::reply_of(&rec, &x.exchange.reads);
             let fig = servegate::analysis::measure::measure(&reply);
             if fig.failed.is_some() || rec.transport_error.is_some() {
@@ -1280,7 +1304,13 @@ fn section_load(report: &mut Vec<String>) -> Value {
                 continue;
             }
             got_tokens += fig.completion_tokens.unwrap_or(0);
-            let text: String = x.exchange.reads.iter().take(2).map(|r| String::from_utf8_lossy(&r.bytes).into_owned()).collect();
+            let text: String = x
+                .exchange
+                .reads
+                .iter()
+                .take(2)
+                .map(|r| String::from_utf8_lossy(&r.bytes).into_owned())
+                .collect();
             let seq = text
                 .split("chatcmpl-synthetic-")
                 .nth(1)
@@ -1292,7 +1322,11 @@ fn section_load(report: &mut Vec<String>) -> Value {
                 }
             }
         }
-        let us_per_token = if got_tokens > 0 { cpu * 1e6 / got_tokens as f64 } else { f64::NAN };
+        let us_per_token = if got_tokens > 0 {
+            cpu * 1e6 / got_tokens as f64
+        } else {
+            f64::NAN
+        };
         let agg = got_tokens as f64 / wall;
         let err_med = med(&errs);
         report.push(format!(
@@ -1304,7 +1338,6 @@ fn section_load(report: &mut Vec<String>) -> Value {
     report.push(String::new());
     json!({"points": rows})
 }
-
 
 fn machine() -> Value {
     let cpu_model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
