@@ -128,13 +128,11 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
                 "{} of {planned} planned requests were not sent (the run deadline or a stop came first): the load was not the load asked for",
                 planned - samples.len()
             ))
-        } else if let Some(l) = lag.filter(|l| *l > load.spec.max_lag_ms) {
-            Some(format!(
+        } else {
+            lag.filter(|l| *l > load.spec.max_lag_ms).map(|l| format!(
                 "the client fell behind its schedule: send lag p99 {l:.2} ms > max_lag_ms {} (the load was not the load asked for; nothing measured under it counts)",
                 load.spec.max_lag_ms
             ))
-        } else {
-            None
         };
         if let Some(why) = void {
             for n in mine {
