@@ -92,6 +92,9 @@ closed_enum! {
         SameAnswers = "same_answers",
         /// `[assert.drift]`: greedy answers against a blessed baseline's, judged with logprobs.
         Drift = "drift",
+        /// A load gate's verdicts (`[assert.latency]`, `throughput`, `goodput`, `errors`, `consistency`,
+        /// per sweep point: `spec::load`, `judge::load`); named per point, e.g. `[c=16]::ttft_p95`.
+        Load = "load",
     }
 }
 
@@ -112,7 +115,8 @@ impl AssertionKind {
             | AssertionKind::Rate
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
-            | AssertionKind::Drift => false,
+            | AssertionKind::Drift
+            | AssertionKind::Load => false,
         }
     }
 
@@ -128,7 +132,8 @@ impl AssertionKind {
             | AssertionKind::KnownAnswer
             | AssertionKind::Ratio
             | AssertionKind::SameAnswers
-            | AssertionKind::Drift => None,
+            | AssertionKind::Drift
+            | AssertionKind::Load => None,
         }
     }
 }
@@ -553,6 +558,12 @@ closed_enum! {
         TokPerS = "tok/s",
         /// A dimensionless ratio (theirs / ours).
         Ratio = "x",
+        /// Requests per second (load runs).
+        ReqPerS = "req/s",
+        /// A share of requests, 0..=1 (load runs).
+        Share = "share",
+        /// A count of requests (load runs).
+        Requests = "requests",
     }
 }
 
@@ -579,6 +590,18 @@ closed_enum! {
         ServerPrefillRate = "server_prefill_rate",
         /// A pair gate's theirs / ours of a metric's medians.
         PairRatio = "pair_ratio",
+        /// A load point's output tokens per second over its measured window.
+        OutputThroughput = "output_throughput",
+        /// A load point's succeeded requests per second over its measured window.
+        RequestThroughput = "request_throughput",
+        /// A load point's requests meeting every SLO per second.
+        Goodput = "goodput",
+        /// A load point's share of planned requests meeting every SLO.
+        SloAttainment = "slo_attainment",
+        /// A load point's most requests in flight at one instant.
+        PeakConcurrency = "peak_concurrency",
+        /// A sweep point's output throughput over c × that of concurrency 1.
+        ScalingEfficiency = "scaling_efficiency",
     }
 }
 
@@ -742,6 +765,78 @@ impl Metric {
                 record_name: None,
                 definition: "theirs median / ours median of one metric, over ABBA-ordered arms",
                 source: "servegate (docs/metrics.md)",
+            },
+            Metric::OutputThroughput => MetricInfo {
+                metric: self,
+                title: "output throughput",
+                unit: Unit::TokPerS,
+                decimals: 1,
+                record_decimals: 2,
+                better: Better::Higher,
+                figure_field: None,
+                record_name: None,
+                definition: "completion tokens of the succeeded judged requests of a load point / its measured window (first judged send to last judged end)",
+                source: "vLLM bench serve (output token throughput), GuideLLM output tokens/s, AIPerf output token throughput",
+            },
+            Metric::RequestThroughput => MetricInfo {
+                metric: self,
+                title: "request throughput",
+                unit: Unit::ReqPerS,
+                decimals: 2,
+                record_decimals: 3,
+                better: Better::Higher,
+                figure_field: None,
+                record_name: None,
+                definition: "succeeded judged requests of a load point / its measured window",
+                source: "vLLM bench serve (request throughput), AIPerf request throughput",
+            },
+            Metric::Goodput => MetricInfo {
+                metric: self,
+                title: "goodput",
+                unit: Unit::ReqPerS,
+                decimals: 2,
+                record_decimals: 3,
+                better: Better::Higher,
+                figure_field: None,
+                record_name: None,
+                definition: "succeeded requests meeting every SLO given (TTFT, TPOT, E2E) / the measured window",
+                source: "vLLM bench serve --goodput, DistServe (Zhong et al., OSDI 2024)",
+            },
+            Metric::SloAttainment => MetricInfo {
+                metric: self,
+                title: "SLO attainment",
+                unit: Unit::Share,
+                decimals: 4,
+                record_decimals: 4,
+                better: Better::Higher,
+                figure_field: None,
+                record_name: None,
+                definition: "requests meeting every SLO / planned judged requests (failed or unsent ones miss)",
+                source: "DistServe (SLO attainment)",
+            },
+            Metric::PeakConcurrency => MetricInfo {
+                metric: self,
+                title: "peak real concurrency",
+                unit: Unit::Requests,
+                decimals: 0,
+                record_decimals: 0,
+                better: Better::Higher,
+                figure_field: None,
+                record_name: None,
+                definition: "the most request lifetimes [send, end] open at one instant (a sweep over start and end events)",
+                source: "servegate (docs/load.md); GuideLLM reports concurrency per request",
+            },
+            Metric::ScalingEfficiency => MetricInfo {
+                metric: self,
+                title: "scaling efficiency",
+                unit: Unit::Ratio,
+                decimals: 2,
+                record_decimals: 3,
+                better: Better::Higher,
+                figure_field: None,
+                record_name: None,
+                definition: "output throughput at concurrency c / (c × output throughput at concurrency 1); 1 / c for a serve that serializes requests",
+                source: "servegate (docs/load.md), the usual parallel-efficiency ratio",
             },
         }
     }

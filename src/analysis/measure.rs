@@ -415,6 +415,13 @@ pub fn metric_value(f: &Figures, m: Metric) -> Option<f64> {
             None => crate::analysis::stats::percentile(&f.itl_ms, 90.0),
         },
         Metric::Itl | Metric::PairRatio => None,
+        // Load-point aggregates (analysis::load), not one request's value.
+        Metric::OutputThroughput
+        | Metric::RequestThroughput
+        | Metric::Goodput
+        | Metric::SloAttainment
+        | Metric::PeakConcurrency
+        | Metric::ScalingEfficiency => None,
     }
 }
 

@@ -6,6 +6,7 @@ pub mod content;
 pub mod interleave;
 pub mod drift;
 pub mod logprobs;
+pub mod load;
 pub mod measure;
 pub mod pair;
 pub mod reply;

@@ -29,6 +29,8 @@ pub(crate) mod figures;
 pub mod layout;
 pub mod public;
 pub mod serve_clock;
+/// `load.json` of a load sweep point.
+pub mod load;
 
 use crate::io::reads::{self, TimedRead};
 pub use figures::{Figures, TokenSource};

@@ -6,6 +6,7 @@ pub(crate) mod fs;
 pub mod hash;
 pub mod hold;
 pub(crate) mod host;
+pub mod load_client;
 pub mod port;
 pub(crate) mod procfs;
 pub mod reads;

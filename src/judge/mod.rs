@@ -8,6 +8,7 @@
 //! is a missing value that fails every figure assertion, never a median left to the others.
 
 mod drift;
+pub mod load;
 pub(crate) mod outcome;
 pub mod redact;
 pub mod serve_clock;
@@ -451,7 +452,8 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
         | AssertionKind::KnownAnswer
         | AssertionKind::Ratio
         | AssertionKind::SameAnswers
-        | AssertionKind::Drift => None,
+        | AssertionKind::Drift
+        | AssertionKind::Load => None,
     }
 }
 
@@ -514,6 +516,7 @@ fn judge_unmasked(
                 Outcome::Fail,
                 "not judged in a single gate (it needs a [pair])",
             ),
+            AssertionKind::Load => continue, // judged per sweep point by `load::judge_points`
         };
         out.push(v);
     }
@@ -537,9 +540,8 @@ fn judge_request_assertion(
         AssertionKind::Route
         | AssertionKind::Ratio
         | AssertionKind::SameAnswers
-        | AssertionKind::Drift => {
-            Verdict::new(name, Outcome::Fail, "not a per-request assertion")
-        }
+        | AssertionKind::Drift
+        | AssertionKind::Load => Verdict::new(name, Outcome::Fail, "not a per-request assertion"),
     };
     if let Some(f) = &acct.serve_failure {
         fail_for_serve(&mut v, f, acct.serve_failure_code);
@@ -1415,7 +1417,8 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
             | AssertionKind::Rate
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
-            | AssertionKind::Drift => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
+            | AssertionKind::Drift
+            | AssertionKind::Load => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
         };
         if !serve_failures.is_empty() {
             fail_for_serve(&mut v, &serve_failures.join("; "), None);

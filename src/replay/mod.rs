@@ -27,7 +27,7 @@
 
 pub(crate) mod http;
 pub mod pace;
-pub(crate) mod synthetic;
+pub mod synthetic;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, Write};
@@ -102,6 +102,11 @@ pub struct ReplayArgs {
     /// last token's due time (the `timings`, if sent, still state the true decode rate).
     #[arg(long)]
     pub burst: bool,
+    /// Synthetic: slowdown under concurrency, percent per extra request in flight at a request's arrival
+    /// (TTFT and inter-token gap scaled by 1 + pct/100 × (in flight − 1)); the timing log records each
+    /// request's `in_flight` and true schedule.
+    #[arg(long, default_value_t = 0.0, requires = "synthetic")]
+    pub slowdown_pct: f64,
 }
 
 /// One recorded request and its response, as the replay serves it back.
@@ -558,6 +563,7 @@ pub struct App {
     timing: Option<Mutex<std::fs::File>>,
     seq: AtomicU64,
     first_ready: AtomicBool,
+    in_flight: AtomicU64,
 }
 
 impl App {
@@ -575,6 +581,7 @@ impl App {
             timing: timing_log.map(Mutex::new),
             seq: AtomicU64::new(0),
             first_ready: AtomicBool::new(false),
+            in_flight: AtomicU64::new(0),
         }
     }
 
@@ -694,8 +701,13 @@ impl App {
             .get("stream")
             .and_then(|s| s.as_bool())
             .unwrap_or(false);
+        // Requests in flight at this one's arrival, itself included (the synthetic slowdown's k).
+        let in_flight = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        let _leave = InFlight(&self.in_flight);
         let plan = match &self.source {
-            Source::Synthetic(spec) => synthetic::plan(spec, seq, stream_flag),
+            Source::Synthetic(spec) => {
+                synthetic::plan(&spec.under_load(in_flight), seq, stream_flag)
+            }
             Source::Recording {
                 rec,
                 matcher,
@@ -726,6 +738,7 @@ impl App {
             "end_ms": sent.end_ms,
             "write_error": sent.write_error,
             "sends": sends,
+            "in_flight": in_flight,
         });
         if matches!(self.source, Source::Synthetic(_)) && stream_flag {
             let (ttft, rate) = synthetic::true_figures(&token_sends);
@@ -749,6 +762,15 @@ impl App {
                 .unwrap_or_default()
         );
         !sent.closed
+    }
+}
+
+/// Leaves the in-flight count when a chat request is done (however it ends).
+struct InFlight<'a>(&'a AtomicU64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -837,6 +859,7 @@ fn synthetic_spec(args: &ReplayArgs) -> Result<SyntheticSpec, String> {
         model: args.model.clone(),
         timings: args.timings,
         burst: args.burst,
+        slowdown_pct: args.slowdown_pct,
     };
     spec.validate()?;
     Ok(spec)

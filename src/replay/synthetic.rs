@@ -45,9 +45,25 @@ pub struct SyntheticSpec {
     /// A buffering proxy: the token chunks are not sent on schedule but all in one write at the last token
     /// chunk's due time (the serve's clock, and its `timings`, still say the true rate).
     pub burst: bool,
+    /// Slowdown under concurrency, percent per extra request in flight: a request that arrives while k
+    /// requests (itself included) are in flight gets TTFT and inter-token gap scaled by
+    /// `1 + slowdown_pct / 100 × (k − 1)` ([`SyntheticSpec::under_load`]); 0 = no slowdown.
+    pub slowdown_pct: f64,
 }
 
 impl SyntheticSpec {
+    /// The spec a request arriving with `k` requests in flight (itself included) is served by: TTFT and
+    /// inter-token gap scaled by `1 + slowdown_pct / 100 × (k − 1)`. The scaled values are what the serve
+    /// logs as the request's true schedule.
+    pub fn under_load(&self, k: u64) -> SyntheticSpec {
+        let f = 1.0 + self.slowdown_pct / 100.0 * (k.max(1) - 1) as f64;
+        SyntheticSpec {
+            ttft_ms: self.ttft_ms * f,
+            itl_ms: self.itl_ms * f,
+            ..self.clone()
+        }
+    }
+
     /// The decode rate the schedule imposes, tok/s.
     pub fn tok_s(&self) -> f64 {
         1000.0 / self.itl_ms
@@ -88,6 +104,12 @@ impl SyntheticSpec {
         if total > MAX_MS {
             return Err(format!(
                 "one reply would take {total:.0} ms (--ttft-ms + --tokens x the inter-token gap); at most {MAX_MS} ms (one hour)"
+            ));
+        }
+        if !(self.slowdown_pct.is_finite() && (0.0..=10_000.0).contains(&self.slowdown_pct)) {
+            return Err(format!(
+                "--slowdown-pct must be between 0 and 10000, got {:?}",
+                self.slowdown_pct
             ));
         }
         if self.model.is_empty() || self.model.len() > 256 {
@@ -298,6 +320,7 @@ mod tests {
             role_chunk: true,
             usage: true,
             model: "synthetic".into(),
+            slowdown_pct: 0.0,
             timings: false,
             burst: false,
         }

@@ -675,15 +675,14 @@ pub fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
                 let flag = matches!(config.nextest, Nextest::Cached { .. })
                     && !config.strict
                     && !gate.spec.requirements().is_empty();
-                for a in gate.spec.assertions.names() {
+                for a in gate.spec.trial_names() {
                     let g = Arc::clone(&gate);
                     let l = log.clone();
+                    let id = crate::spec::load::trial_id(&gate.spec.name, &a);
+                    plan.index.push((n, a.clone()));
                     let trial =
-                        Trial::ignorable_test(format!("{}::{a}", gate.spec.name), move || {
-                            run_trial(&l, n, a, || decide(&g, a))
-                        });
+                        Trial::ignorable_test(id, move || run_trial(&l, n, &a, || decide(&g, &a)));
                     plan.trials.push(trial.with_ignored_flag(flag));
-                    plan.index.push((n, a.to_string()));
                 }
                 plan.entries.push(Entry::Gate(gate));
             }
@@ -760,7 +759,7 @@ pub fn results(
                 duration_s: recs.iter().map(|r| r.duration.as_secs_f64()).sum(),
             }),
             Entry::Gate(g) => {
-                let names = g.spec.assertions.names();
+                let names = g.spec.trial_names();
                 recs.sort_by_key(|r| {
                     names
                         .iter()

@@ -78,7 +78,8 @@ pub fn run(
 
     drop(hold);
     let ev = analysis::load(w.dir())?;
-    let verdicts = judge::judge_with(gate, &ev, &analysis::baselines::load_for(gate));
+    let mut verdicts = judge::judge_with(gate, &ev, &analysis::baselines::load_for(gate));
+    verdicts.extend(crate::run::load::judge_dir(gate, w.dir()));
     // A signal that arrived while judging: the run still ends interrupted, its verdicts never shown.
     interrupted_checkpoint(&w, &mut summary);
     // The outcome states what the evidence says (as written: the privacy rule applied), as a re-judge would.
@@ -825,7 +826,10 @@ fn drive_target_inner(
         && spec.clock == crate::spec::profile::ServeClock::Metrics)
         .then(|| read_metrics(&http, &base_url, w, crate::evidence::layout::METRICS_BEFORE))
         .flatten();
-    if summary.serve.failure.is_none() {
+    if summary.serve.failure.is_none() && gate.load.is_some() {
+        summary.planned = Some(0);
+        crate::run::load::send_points(gate, w, summary, &base_url, api_key.as_deref(), progress)?;
+    } else if summary.serve.failure.is_none() {
         send_all(
             gate,
             w,

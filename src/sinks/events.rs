@@ -26,8 +26,7 @@ impl Listed {
     /// Every declared assertion of `spec`, the whole `run_s` charged to the first (what `servegate run` and
     /// `servegate judge` list).
     pub fn all(spec: &GateSpec, run_s: f64) -> Vec<Listed> {
-        spec.assertions
-            .names()
+        spec.trial_names()
             .iter()
             .enumerate()
             .map(|(i, a)| Listed {

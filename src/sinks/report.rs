@@ -575,7 +575,13 @@ pub fn assertion_from_verdict(
         TestOutcome::Passed | TestOutcome::Skipped => None,
         TestOutcome::Failed => Some(verdict_failure_kind(outcome)),
         // A serve that never became ready (or an unusable spec) outranks the state of one verdict.
-        _ if outcome.failure_kind().is_some() => Some(verdict_failure_kind(outcome)),
+        _ if matches!(
+            outcome.failure_kind(),
+            Some(FailureKind::ServeNotReady | FailureKind::SpecInvalid)
+        ) =>
+        {
+            Some(verdict_failure_kind(outcome))
+        }
         TestOutcome::Indeterminate if spec.on_indeterminate_passes() => None,
         TestOutcome::Indeterminate => Some(FailureKind::Indeterminate),
         TestOutcome::Incomparable if crate::error::strict() => Some(FailureKind::Incomparable),

@@ -18,6 +18,7 @@ use crate::vocab::{AssertionKind, Metric, Role};
 
 pub mod interleave;
 pub mod profile;
+pub mod load;
 pub(crate) mod record;
 pub mod drift;
 
@@ -69,6 +70,8 @@ struct RawGate {
     record: Option<toml::Table>,
     #[serde(default, rename = "assert")]
     assertions: RawAssertions,
+    #[serde(default)]
+    load: Option<load::RawLoad>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -249,6 +252,11 @@ struct RawAssertions {
     ratio: Option<RawRatio>,
     same_answers: Option<SameAnswersAssert>,
     drift: Option<drift::RawDrift>,
+    latency: Option<load::RawLatency>,
+    throughput: Option<load::RawThroughput>,
+    goodput: Option<load::RawGoodput>,
+    errors: Option<load::RawErrors>,
+    consistency: Option<load::RawConsistency>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -637,6 +645,8 @@ impl Assertions {
             AssertionKind::Ratio => self.ratio.is_some(),
             AssertionKind::SameAnswers => self.same_answers.is_some(),
             AssertionKind::Drift => self.drift.is_some(),
+            // A load gate's verdicts are named per sweep point (`GateSpec::trial_names`).
+            AssertionKind::Load => false,
         }
     }
 
@@ -684,6 +694,8 @@ pub struct GateSpec {
     pub record: Option<toml::Table>,
     /// `[gate] on_indeterminate`: `fail` (default) or `pass`.
     pub on_indeterminate: OnIndeterminate,
+    /// `[load]` and the load assertions (docs/load.md): a load gate.
+    pub load: Option<load::LoadGate>,
 }
 
 impl GateSpec {
@@ -1506,7 +1518,15 @@ impl Validator<'_> {
         };
 
         // [assert.*]
-        let a = raw.assertions;
+        let mut a = raw.assertions;
+        let load_asserts = load::RawLoadAsserts {
+            latency: a.latency.take(),
+            throughput: a.throughput.take(),
+            goodput: a.goodput.take(),
+            errors: a.errors.take(),
+            consistency: a.consistency.take(),
+        };
+        let load = self.load_gate(raw.load, load_asserts, request.stream)?;
         let mut assertions = Assertions::default();
         if let Some(route) = a.route {
             if matches!(serve.mode, ServeMode::Url(_)) && serve.log_file.is_none() {
@@ -1761,7 +1781,10 @@ impl Validator<'_> {
                 })
             }
         };
-        if assertions.names().is_empty() {
+        if load.is_some() && pair.is_some() {
+            return Err(self.err(0..0, "load", "a pair gate cannot also be a load gate"));
+        }
+        if assertions.names().is_empty() && load.is_none() {
             return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.tpot], [assert.content], [assert.known_answer])"));
         }
 
@@ -1829,6 +1852,7 @@ impl Validator<'_> {
             hold,
             record: raw.record,
             on_indeterminate: raw.gate.on_indeterminate,
+            load,
         })
         .and_then(|g: GateSpec| match g.record_spec("check", "decode_rate") {
             Ok(_) => Ok(g),

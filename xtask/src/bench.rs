@@ -76,7 +76,7 @@ pub struct BenchArgs {
     /// Also run the peer clients (a minimal Python client; llama-benchy, pip-installed into a venv).
     #[arg(long)]
     pub peers: bool,
-    /// Only these sections: fidelity, startup, readiness, overhead, leaderboard, sha256 (repeatable).
+    /// Only these sections: fidelity, startup, readiness, overhead, leaderboard, sha256, load (repeatable).
     #[arg(long)]
     pub only: Vec<String>,
     /// Size of the sha256 file in MiB.
@@ -1222,6 +1222,123 @@ fn section_sha256(args: &BenchArgs, report: &mut Vec<String>) -> Value {
     json!({"mib": args.sha256_mib, "mb_per_s": {"median": med(&rates), "each": rates}, "mb_per_cpu_s": {"median": med(&cpu_rates), "each": cpu_rates}})
 }
 
+/// The load client (`servegate::io::load_client`) against the synthetic serve in a closed loop at
+/// concurrency 1, 16, 64 and 256: every stream paced at 78.125 tok/s (12.8 ms per token), so 256 streams
+/// ask for 20,000 tok/s aggregate. Per point: the client thread's CPU per streamed token (getrusage
+/// RUSAGE_THREAD: the runtime runs on this thread alone; the serve is another process, pinned to CPU 0),
+/// the aggregate tok/s reached, and the client's TTFT minus the serve's true TTFT (median, per request,
+/// matched by the reply id).
+fn section_load(report: &mut Vec<String>) -> Value {
+    use servegate::io::load_client::{self, Schedule, Target};
+    eprintln!("bench: load ...");
+    let tmp = workdir().join("load");
+    let _ = std::fs::create_dir_all(&tmp);
+    let (tokens, itl_ms) = (64u32, 12.8);
+    let mut rows = Vec::new();
+    report.push("## Load client: CPU per streamed token (closed loop, synthetic serve, 64 tokens per reply, 78.125 tok/s per stream)\n".into());
+    report.push("| concurrency | requests | tokens | wall s | aggregate tok/s | client CPU s | µs CPU per token | TTFT error median ms (client − serve) | failed |\n|---|---|---|---|---|---|---|---|---|".into());
+    for c in [1usize, 16, 64, 256] {
+        let log = tmp.join(format!("timing-c{c}.jsonl"));
+        let sargs: Vec<String> = [
+            "--tokens",
+            &tokens.to_string(),
+            "--ttft-ms",
+            "20",
+            "--itl-ms",
+            &itl_ms.to_string(),
+            "--usage",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let synth = match Synth::start(&sargs, &log) {
+            Ok(s) => s,
+            Err(e) => return json!({"error": e}),
+        };
+        let n = (2 * c).max(8);
+        let body = json!({"model": "synthetic", "messages": [{"role": "user", "content": "hi"}], "stream": true, "max_tokens": tokens, "stream_options": {"include_usage": true}});
+        let bodies: Vec<Vec<u8>> = (0..n)
+            .map(|_| serde_json::to_vec(&body).unwrap_or_default())
+            .collect();
+        let Ok(target) = Target::parse(&synth.url, None) else {
+            return json!({"error": "bad url"});
+        };
+        let cpu0 = cpu_s_thread();
+        let t0 = Instant::now();
+        let out = load_client::run(
+            &target,
+            bodies,
+            &Schedule::Closed {
+                concurrency: c as u32,
+            },
+            None,
+            Duration::from_secs(120),
+        );
+        let wall = t0.elapsed().as_secs_f64();
+        let cpu = cpu_s_thread() - cpu0;
+        let out = match out {
+            Ok(o) => o,
+            Err(e) => return json!({"error": e}),
+        };
+        let lines = synth.wait_requests(n);
+        drop(synth);
+        let truth: std::collections::BTreeMap<u64, f64> = lines
+            .iter()
+            .filter_map(|l| Some((l["request"].as_u64()?, l["true_ttft_ms"].as_f64()?)))
+            .collect();
+        let mut got_tokens = 0u64;
+        let mut failed = 0usize;
+        let mut errs = Vec::new();
+        for (i, x) in out.iter().enumerate() {
+            let rec = servegate::evidence::RequestRecord {
+                index: i,
+                stream: true,
+                http_status: x.exchange.response.status,
+                transport_error: x.exchange.response.transport_error.clone(),
+                ..Default::default()
+            };
+            let reply = servegate::analysis::reply_of(&rec, &x.exchange.reads);
+            let fig = servegate::analysis::measure::measure(&reply);
+            if fig.failed.is_some() || rec.transport_error.is_some() {
+                failed += 1;
+                continue;
+            }
+            got_tokens += fig.completion_tokens.unwrap_or(0);
+            let text: String = x
+                .exchange
+                .reads
+                .iter()
+                .take(2)
+                .map(|r| String::from_utf8_lossy(&r.bytes).into_owned())
+                .collect();
+            let seq = text
+                .split("chatcmpl-synthetic-")
+                .nth(1)
+                .and_then(|t| t.split(|ch: char| !ch.is_ascii_digit()).next())
+                .and_then(|t| t.parse::<u64>().ok());
+            if let (Some(seq), Some(t)) = (seq, fig.ttft_ms) {
+                if let Some(tr) = truth.get(&seq) {
+                    errs.push(t - tr);
+                }
+            }
+        }
+        let us_per_token = if got_tokens > 0 {
+            cpu * 1e6 / got_tokens as f64
+        } else {
+            f64::NAN
+        };
+        let agg = got_tokens as f64 / wall;
+        let err_med = med(&errs);
+        report.push(format!(
+            "| {c} | {n} | {got_tokens} | {wall:.2} | {agg:.0} | {cpu:.3} | {us_per_token:.2} | {} | {failed} |",
+            f(err_med, 3)
+        ));
+        rows.push(json!({"concurrency": c, "requests": n, "tokens": got_tokens, "wall_s": wall, "aggregate_tok_s": agg, "client_cpu_s": cpu, "us_cpu_per_token": us_per_token, "ttft_error_median_ms": err_med, "failed": failed}));
+    }
+    report.push(String::new());
+    json!({"points": rows})
+}
+
 fn machine() -> Value {
     let cpu_model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
         t.lines()
@@ -1276,6 +1393,9 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
     }
     if want("sha256") {
         out.insert("sha256".into(), section_sha256(args, &mut report));
+    }
+    if want("load") {
+        out.insert("load".into(), section_load(&mut report));
     }
     out.insert("machine_end".into(), machine());
     report.push(format!(

@@ -546,7 +546,8 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
                 return exit::EVIDENCE_ERROR;
             }
         };
-        let verdicts = judge::judge_with(&g, &ev, &analysis::baselines::load_for(&g));
+        let mut verdicts = judge::judge_with(&g, &ev, &analysis::baselines::load_for(&g));
+        verdicts.extend(servegate::run::load::judge_dir(&g, dir));
         runner::RunOutcome {
             dir: dir.to_path_buf(),
             summary: ev.run,
@@ -615,7 +616,7 @@ fn cmd_check(files: &[PathBuf]) -> i32 {
                     "{}: ok ({}; assertions: {})",
                     f.display(),
                     g.name,
-                    g.assertions.names().join(", ")
+                    g.trial_names().join(", ")
                 );
                 // A gate with an engine profile: what it inherited, after the gate's overrides.
                 if let Some(line) = spec::profile::effective(&g.serve, &g.request) {

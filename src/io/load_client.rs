@@ -1,0 +1,560 @@
+//! The load client: many chat-completion requests in flight from one thread. A current-thread tokio
+//! runtime drives every connection; each `read()` of a response is timestamped on the thread that made it
+//! (no hand-over between threads, the cost that made the blocking client 40 µs per token), and the bytes are
+//! de-chunked and kept as [`TimedRead`]s exactly as [`crate::io::client`] keeps them, so a load run's
+//! evidence is judged by the same parser and measure code.
+//!
+//! HTTP/1.1 over plain TCP (`http://` only), one connection per request (`Connection: close`, as the
+//! single-request client does: every TTFT includes the same loopback connect). It measures nothing; per
+//! request it records the schedule: the intended send time, when the client woke for it (the lag), when it
+//! got a concurrency slot (the queue time) and when the request was sent.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::io::client::{Exchange, ResponseMeta, BODY_CAP_BYTES};
+use crate::io::reads::TimedRead;
+
+/// How send times are scheduled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Schedule {
+    /// Closed loop: `concurrency` slots, each sending its next request as soon as its previous one ended.
+    /// A request's intended send time is the moment its slot freed.
+    Closed {
+        /// Requests in flight.
+        concurrency: u32,
+    },
+    /// Open loop: request i is due at `due_ms[i]` from the start; at most `max_concurrency` in flight (a
+    /// due request waits in the client's queue for a slot).
+    Open {
+        /// Intended send times, ms from the start, one per request, non-decreasing.
+        due_ms: Vec<f64>,
+        /// Cap on requests in flight (None: no cap).
+        max_concurrency: Option<u32>,
+    },
+}
+
+/// The timing of one request's send, ms from the start of the sweep point (one monotonic clock).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SendTiming {
+    /// Send order, 0-based (warmup first).
+    pub index: usize,
+    /// When the schedule wanted it sent.
+    pub intended_ms: f64,
+    /// When the client woke to send it (lag = woke − intended: the client behind its own schedule).
+    pub woke_ms: f64,
+    /// When it got a concurrency slot (queue = slot − woke: waiting for the serve, counted in its latency).
+    pub slot_ms: f64,
+    /// When the client began the request (connect); the reads' `t_ms` count from here.
+    pub sent_ms: f64,
+    /// When the response ended (or failed), from the start.
+    pub end_ms: f64,
+}
+
+impl SendTiming {
+    /// The client behind its schedule, ms (>= 0).
+    pub fn lag_ms(&self) -> f64 {
+        (self.woke_ms - self.intended_ms).max(0.0)
+    }
+    /// Time waiting in the client's queue for a concurrency slot, ms (>= 0).
+    pub fn queue_ms(&self) -> f64 {
+        (self.slot_ms - self.woke_ms).max(0.0)
+    }
+}
+
+/// One request of a load run: its timing and what the serve sent.
+#[derive(Debug, Clone)]
+pub struct LoadExchange {
+    /// Send timing.
+    pub timing: SendTiming,
+    /// Status, headers, timed reads.
+    pub exchange: Exchange,
+}
+
+/// Where requests go: `http://host:port` (no path, no TLS).
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `host:port` to connect to.
+    pub addr: String,
+    /// `Host` header value.
+    pub host: String,
+    /// `Authorization: Bearer` value, if any (never recorded).
+    pub api_key: Option<String>,
+}
+
+impl Target {
+    /// Parses `http://host:port`. Errors say what is wrong (https is not supported by the load client).
+    pub fn parse(base_url: &str, api_key: Option<String>) -> Result<Target, String> {
+        let rest = base_url.strip_prefix("http://").ok_or_else(|| {
+            format!("the load client speaks plain http:// only, got {base_url:?}")
+        })?;
+        let hostport = rest.trim_end_matches('/');
+        if hostport.is_empty() || hostport.contains('/') {
+            return Err(format!(
+                "a base URL is http://host:port with no path, got {base_url:?}"
+            ));
+        }
+        let addr = if hostport
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+        {
+            hostport.to_string()
+        } else {
+            format!("{hostport}:80")
+        };
+        Ok(Target {
+            addr,
+            host: hostport.to_string(),
+            api_key,
+        })
+    }
+}
+
+/// Runs `bodies` (request i is `bodies[i]`, JSON bytes) against `target` on the given schedule, on the
+/// calling thread (a current-thread runtime). `deadline`: no request starts after it (from the start);
+/// `timeout`: each request ends by then. Returns one [`LoadExchange`] per request started, in send order.
+pub fn run(
+    target: &Target,
+    bodies: Vec<Vec<u8>>,
+    schedule: &Schedule,
+    deadline: Option<Duration>,
+    timeout: Duration,
+) -> Result<Vec<LoadExchange>, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| format!("cannot start the load client's runtime: {e}"))?;
+    let target = Arc::new(target.clone());
+    let bodies = Arc::new(bodies);
+    let n = bodies.len();
+    let start = Instant::now();
+    let stop_at = deadline.map(|d| start + d);
+    let ms = move |t: Instant| t.duration_since(start).as_secs_f64() * 1000.0;
+    let out = rt.block_on(async move {
+        let mut handles = Vec::new();
+        match schedule {
+            Schedule::Closed { concurrency } => {
+                let next = Arc::new(AtomicUsize::new(0));
+                for _ in 0..*concurrency {
+                    let (next, target, bodies) = (next.clone(), target.clone(), bodies.clone());
+                    handles.push(tokio::spawn(async move {
+                        let mut done = Vec::new();
+                        let mut freed = Instant::now();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            if i >= n || stop_at.is_some_and(|s| Instant::now() >= s) {
+                                break;
+                            }
+                            let woke = Instant::now();
+                            let (ex, sent, end) = one(&target, &bodies[i], timeout).await;
+                            done.push(LoadExchange {
+                                timing: SendTiming {
+                                    index: i,
+                                    intended_ms: ms(freed),
+                                    woke_ms: ms(woke),
+                                    slot_ms: ms(woke),
+                                    sent_ms: ms(sent),
+                                    end_ms: ms(end),
+                                },
+                                exchange: ex,
+                            });
+                            freed = Instant::now();
+                        }
+                        done
+                    }));
+                }
+            }
+            Schedule::Open {
+                due_ms,
+                max_concurrency,
+            } => {
+                let cap = max_concurrency
+                    .map(|c| c as usize)
+                    .unwrap_or(tokio::sync::Semaphore::MAX_PERMITS);
+                let slots = Arc::new(tokio::sync::Semaphore::new(cap));
+                let mut last_slot = start;
+                for (i, due) in due_ms.iter().copied().enumerate().take(n) {
+                    let due_at = start + Duration::from_secs_f64(due.max(0.0) / 1000.0);
+                    if stop_at.is_some_and(|s| due_at >= s) {
+                        break;
+                    }
+                    tokio::time::sleep_until(due_at.into()).await;
+                    // A dispatcher that was waiting for a slot past this request's due time was not behind
+                    // its schedule: the request waited in the queue from its due time (queue, not lag).
+                    let woke = if last_slot > due_at {
+                        due_at
+                    } else {
+                        Instant::now()
+                    };
+                    let Ok(permit) = slots.clone().acquire_owned().await else {
+                        break;
+                    };
+                    let slot = Instant::now();
+                    last_slot = slot;
+                    let (target, bodies) = (target.clone(), bodies.clone());
+                    handles.push(tokio::spawn(async move {
+                        let (ex, sent, end) = one(&target, &bodies[i], timeout).await;
+                        drop(permit);
+                        vec![LoadExchange {
+                            timing: SendTiming {
+                                index: i,
+                                intended_ms: due,
+                                woke_ms: ms(woke),
+                                slot_ms: ms(slot),
+                                sent_ms: ms(sent),
+                                end_ms: ms(end),
+                            },
+                            exchange: ex,
+                        }]
+                    }));
+                }
+            }
+        }
+        let mut all = Vec::new();
+        for h in handles {
+            if let Ok(v) = h.await {
+                all.extend(v);
+            }
+        }
+        all
+    });
+    let mut out = out;
+    out.sort_by_key(|x| x.timing.index);
+    Ok(out)
+}
+
+/// One request: connect, write, read the head and the body as timed reads, de-chunked. Returns the
+/// exchange, the instant it began (reads count from it) and the instant it ended.
+async fn one(target: &Target, body: &[u8], timeout: Duration) -> (Exchange, Instant, Instant) {
+    let t0 = Instant::now();
+    let mut meta = ResponseMeta::default();
+    let mut reads = Vec::new();
+    let mut kept = 0u64;
+    let mut truncated = false;
+    let fut = exchange(
+        target,
+        body,
+        t0,
+        &mut meta,
+        &mut reads,
+        &mut kept,
+        &mut truncated,
+    );
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            meta.transport_error.get_or_insert(e);
+        }
+        Err(_) => {
+            meta.transport_error.get_or_insert(format!(
+                "timeout: the body did not end within {:.1} s of the request (request.timeout_s); {kept} bytes kept",
+                timeout.as_secs_f64()
+            ));
+        }
+    }
+    let end = Instant::now();
+    meta.end_ms = Some(end.duration_since(t0).as_secs_f64() * 1000.0);
+    (
+        Exchange {
+            response: meta,
+            reads,
+            body_bytes: kept,
+            body_truncated: truncated,
+        },
+        t0,
+        end,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn exchange(
+    target: &Target,
+    body: &[u8],
+    t0: Instant,
+    meta: &mut ResponseMeta,
+    reads: &mut Vec<TimedRead>,
+    kept: &mut u64,
+    truncated: &mut bool,
+) -> Result<(), String> {
+    let ms = |t: Instant| t.duration_since(t0).as_secs_f64() * 1000.0;
+    let mut sock = tokio::net::TcpStream::connect(&target.addr)
+        .await
+        .map_err(|e| format!("connect failed: {e}"))?;
+    let _ = sock.set_nodelay(true);
+    let mut req = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {}\r\nUser-Agent: servegate/{}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        target.host,
+        env!("CARGO_PKG_VERSION"),
+        body.len()
+    );
+    if let Some(k) = &target.api_key {
+        req.push_str(&format!("Authorization: Bearer {k}\r\n"));
+    }
+    req.push_str("\r\n");
+    let mut wire = req.into_bytes();
+    wire.extend_from_slice(body);
+    sock.write_all(&wire)
+        .await
+        .map_err(|e| format!("request failed: {e}"))?;
+
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut head = Vec::new();
+    // The head.
+    let (framing, rest) = loop {
+        let n = sock
+            .read(&mut buf)
+            .await
+            .map_err(|e| format!("request failed: reading the response head: {e}"))?;
+        if n == 0 {
+            return Err("request failed: the connection closed before a response head".into());
+        }
+        head.extend_from_slice(&buf[..n]);
+        let mut hs = [httparse::EMPTY_HEADER; 64];
+        let mut resp = httparse::Response::new(&mut hs);
+        match resp.parse(&head) {
+            Ok(httparse::Status::Complete(len)) => {
+                let now = Instant::now();
+                meta.head_ms = Some(ms(now));
+                meta.status = resp.code;
+                let mut framing = Framing::UntilClose;
+                for h in resp.headers.iter() {
+                    let name = h.name.to_ascii_lowercase();
+                    let v = String::from_utf8_lossy(h.value).into_owned();
+                    if name == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked") {
+                        framing = Framing::Chunked(Dechunk::default());
+                    } else if name == "content-length" && !matches!(framing, Framing::Chunked(_)) {
+                        if let Ok(l) = v.trim().parse::<u64>() {
+                            framing = Framing::Length(l);
+                        }
+                    }
+                    meta.headers
+                        .entry(name)
+                        .and_modify(|e| {
+                            e.push_str(", ");
+                            e.push_str(&v)
+                        })
+                        .or_insert(v);
+                }
+                break (framing, head[len..].to_vec());
+            }
+            Ok(httparse::Status::Partial) if head.len() < 64 * 1024 => continue,
+            Ok(httparse::Status::Partial) => {
+                return Err("request failed: a response head over 64 KiB".into())
+            }
+            Err(e) => return Err(format!("request failed: a malformed response head: {e}")),
+        }
+    };
+    let mut framing = framing;
+    let mut pending = Some((Instant::now(), rest));
+    loop {
+        let (t, bytes) = match pending.take() {
+            Some(x) => x,
+            None => {
+                let n = sock.read(&mut buf).await.map_err(|e| {
+                    format!("body read failed after {kept} bytes: {e}", kept = *kept)
+                })?;
+                let t = Instant::now();
+                if n == 0 {
+                    return match framing {
+                        Framing::UntilClose => Ok(()),
+                        Framing::Length(0) => Ok(()),
+                        Framing::Chunked(ref d) if d.done => Ok(()),
+                        _ => Err(format!(
+                            "body read failed after {} bytes: the connection closed before the body ended",
+                            *kept
+                        )),
+                    };
+                }
+                (t, buf[..n].to_vec())
+            }
+        };
+        if bytes.is_empty() {
+            continue;
+        }
+        let (data, finished) = match &mut framing {
+            Framing::UntilClose => (bytes, false),
+            Framing::Length(left) => {
+                let take = (*left as usize).min(bytes.len());
+                *left -= take as u64;
+                (bytes[..take].to_vec(), *left == 0)
+            }
+            Framing::Chunked(d) => {
+                let out = d.feed(&bytes)?;
+                (out, d.done)
+            }
+        };
+        if !data.is_empty() {
+            let room = BODY_CAP_BYTES.saturating_sub(*kept) as usize;
+            let take = data.len().min(room);
+            if take > 0 {
+                *kept += take as u64;
+                reads.push(TimedRead {
+                    t_ms: ms(t),
+                    bytes: data[..take].to_vec(),
+                });
+            }
+            if take < data.len() {
+                *truncated = true;
+                return Ok(());
+            }
+        }
+        if finished {
+            return Ok(());
+        }
+    }
+}
+
+enum Framing {
+    UntilClose,
+    Length(u64),
+    Chunked(Dechunk),
+}
+
+/// An incremental `Transfer-Encoding: chunked` decoder (RFC 9112 §7.1): sizes with optional extensions,
+/// data, CRLF; the last (zero) chunk and trailers end it.
+#[derive(Debug, Default)]
+pub struct Dechunk {
+    state: DState,
+    line: Vec<u8>,
+    left: usize,
+    /// The terminating chunk and its trailers were read.
+    pub done: bool,
+}
+
+#[derive(Debug, Default, PartialEq)]
+enum DState {
+    #[default]
+    Size,
+    Data,
+    DataEnd,
+    Trailer,
+}
+
+impl Dechunk {
+    /// Feeds wire bytes; returns the data bytes they carry. Errors on a malformed size line.
+    pub fn feed(&mut self, input: &[u8]) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < input.len() && !self.done {
+            match self.state {
+                DState::Size | DState::DataEnd | DState::Trailer => {
+                    let b = input[i];
+                    i += 1;
+                    if b != b'\n' {
+                        self.line.push(b);
+                        if self.line.len() > 4096 {
+                            return Err("body read failed: a chunk-size line over 4 KiB".into());
+                        }
+                        continue;
+                    }
+                    let line = std::mem::take(&mut self.line);
+                    let line = line.strip_suffix(b"\r").unwrap_or(&line);
+                    match self.state {
+                        DState::Size => {
+                            let s = String::from_utf8_lossy(line);
+                            let hex = s.split(';').next().unwrap_or("").trim();
+                            let size = usize::from_str_radix(hex, 16).map_err(|_| {
+                                format!("body read failed: a malformed chunk size {s:?}")
+                            })?;
+                            if size == 0 {
+                                self.state = DState::Trailer;
+                            } else {
+                                self.left = size;
+                                self.state = DState::Data;
+                            }
+                        }
+                        DState::DataEnd => self.state = DState::Size,
+                        DState::Trailer => {
+                            if line.is_empty() {
+                                self.done = true;
+                            }
+                        }
+                        DState::Data => {}
+                    }
+                }
+                DState::Data => {
+                    let take = self.left.min(input.len() - i);
+                    out.extend_from_slice(&input[i..i + take]);
+                    i += take;
+                    self.left -= take;
+                    if self.left == 0 {
+                        self.state = DState::DataEnd;
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Intended send times of an open loop, ms from the start: `n` requests at `rate_rps`, `poisson`
+/// (exponential gaps, mean 1000 / rate, from a seeded splitmix64 generator: the same seed, the same
+/// schedule) or constant (request i at i × 1000 / rate). The first request is due at 0.
+pub fn open_schedule(n: usize, rate_rps: f64, poisson: bool, seed: u64) -> Vec<f64> {
+    let mean = 1000.0 / rate_rps;
+    let mut state = seed;
+    let mut next_u = move || {
+        // splitmix64
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        // (0, 1]: never ln(0).
+        ((z >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+    };
+    let mut t = 0.0;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        if i > 0 {
+            t += if poisson { -next_u().ln() * mean } else { mean };
+        }
+        out.push(t);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dechunk_across_reads_keeps_only_data() {
+        let wire = b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n";
+        for split in 0..wire.len() {
+            let mut d = Dechunk::default();
+            let mut out = d.feed(&wire[..split]).unwrap();
+            out.extend(d.feed(&wire[split..]).unwrap());
+            assert_eq!(out, b"hello world", "split at {split}");
+            assert!(d.done);
+        }
+        let mut d = Dechunk::default();
+        assert!(d.feed(b"zz\r\n").is_err());
+    }
+
+    #[test]
+    fn open_schedules_are_seeded_and_have_the_asked_rate() {
+        let a = open_schedule(2000, 10.0, true, 7);
+        assert_eq!(a, open_schedule(2000, 10.0, true, 7));
+        assert_ne!(a, open_schedule(2000, 10.0, true, 8));
+        assert_eq!(a[0], 0.0);
+        assert!(a.windows(2).all(|w| w[1] >= w[0]));
+        // Mean gap 100 ms: 1999 gaps of an exponential with mean 100 sum to 199900 ± a few percent.
+        let mean_gap = a[1999] / 1999.0;
+        assert!((90.0..110.0).contains(&mean_gap), "{mean_gap}");
+        let c = open_schedule(4, 4.0, false, 1);
+        assert_eq!(c, vec![0.0, 250.0, 500.0, 750.0]);
+    }
+
+    #[test]
+    fn target_is_plain_http_host_port() {
+        let t = Target::parse("http://127.0.0.1:8080", None).unwrap();
+        assert_eq!(t.addr, "127.0.0.1:8080");
+        assert!(Target::parse("https://x:1", None).is_err());
+        assert!(Target::parse("http://x:1/v1", None).is_err());
+    }
+}

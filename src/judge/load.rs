@@ -1,0 +1,342 @@
+//! Judging a load run (pure): per sweep point, `[assert.latency]` (one verdict per bound),
+//! `[assert.throughput]`, `[assert.goodput]`, `[assert.errors]` and `[assert.consistency]`, named
+//! `[c=16]::ttft_p95`, `[c=16]::throughput`, ... (trials `gate[c=16]::ttft_p95`). The definitions are
+//! `analysis::load`'s.
+//!
+//! Three honest states, in this order at each point:
+//! * **void** when the client fell behind its schedule: the p99 of send lag over `[load] max_lag_ms`, or
+//!   planned requests never sent. The load was not the load asked for, so nothing measured under it passes;
+//! * **fail** when the point has no evidence, or the bound is missed;
+//! * **indeterminate** when a percentile is claimed from too few samples: p95 needs 59, p99 299
+//!   ([`min_n_for`]), and the verdict names the n needed.
+
+use std::collections::BTreeMap;
+
+use super::{content_problem, request_failure, Outcome, Verdict};
+use crate::analysis::load::{self as agg, min_n_for, Sample, Slo};
+use crate::analysis::{measure, stats, Evidence};
+use crate::evidence::load::LoadRecord;
+use crate::spec::load::Point;
+use crate::spec::GateSpec;
+use crate::vocab::AssertionKind;
+
+/// One sweep point's evidence as the runner or `servegate judge` loaded it (an error: why it could not be).
+#[derive(Debug)]
+pub struct PointEvidence {
+    /// The point.
+    pub point: Point,
+    /// Its run directory (parsed replies) and `load.json`, or why they could not be read.
+    pub loaded: Result<(Evidence, LoadRecord), String>,
+}
+
+/// A judged request of a point: sample plus reply text (for consistency) and prompt index.
+struct Judged {
+    sample: Sample,
+    text: String,
+    prompt_index: usize,
+}
+
+fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
+    let timings: BTreeMap<usize, _> = rec.timings.iter().map(|t| (t.index, t)).collect();
+    ev.requests
+        .iter()
+        .filter(|r| !r.record.warmup)
+        .map(|r| {
+            let fig = measure::measure(&r.reply);
+            let ok = request_failure(r).is_none() && content_problem(&r.reply, &fig).is_none();
+            Judged {
+                sample: Sample {
+                    timing: timings
+                        .get(&r.record.index)
+                        .map(|t| (*t).clone())
+                        .unwrap_or_default(),
+                    ok,
+                    ttft_ms: fig.ttft_ms,
+                    e2e_ms: fig.e2e_ms,
+                    tpot_ms: fig.tpot_ms,
+                    itl_ms: fig.itl_ms.clone(),
+                    tokens: fig.completion_tokens.or(fig.completion_tokens_estimate),
+                },
+                text: r.reply.content.clone(),
+                prompt_index: r.record.prompt_index,
+            }
+        })
+        .collect()
+}
+
+fn verdict(name: String, outcome: Outcome, details: String) -> Verdict {
+    let mut v = Verdict::new(AssertionKind::Load, outcome, &details);
+    v.message = format!("{name} {} {details}", outcome.word());
+    v.assertion = name;
+    v
+}
+
+/// Judges every point of a load gate. Pure.
+pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
+    let Some(load) = &gate.load else {
+        return Vec::new();
+    };
+    let baseline_texts: Option<BTreeMap<usize, String>> = points
+        .iter()
+        .find(|p| p.point == Point::Concurrency(1))
+        .and_then(|p| p.loaded.as_ref().ok())
+        .map(|(ev, rec)| {
+            let mut m = BTreeMap::new();
+            for j in judged(ev, rec).into_iter().filter(|j| j.sample.ok) {
+                m.entry(j.prompt_index).or_insert(j.text);
+            }
+            m
+        });
+    let all_names = load.trial_names();
+    // Output tok/s at concurrency 1, for the scaling efficiency of the other points.
+    let tok_s_1 = points
+        .iter()
+        .find(|p| p.point == Point::Concurrency(1))
+        .and_then(|p| p.loaded.as_ref().ok())
+        .and_then(|(ev, rec)| {
+            let s: Vec<Sample> = judged(ev, rec).into_iter().map(|j| j.sample).collect();
+            agg::output_tok_s(&s)
+        });
+    let mut out = Vec::new();
+    for pe in points {
+        let prefix = format!("[{}]::", pe.point.label());
+        let mine: Vec<&String> = all_names
+            .iter()
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
+        let (ev, rec) = match &pe.loaded {
+            Ok(x) => x,
+            Err(e) => {
+                for n in mine {
+                    out.push(verdict(
+                        n.clone(),
+                        Outcome::Fail,
+                        format!("no evidence for this point: {e}"),
+                    ));
+                }
+                continue;
+            }
+        };
+        let js = judged(ev, rec);
+        let samples: Vec<Sample> = js.iter().map(|j| j.sample.clone()).collect();
+        let planned = rec.planned.max(samples.len());
+        let n_of = format!("n={} of {planned} planned", samples.len());
+        // Void: the client fell behind its schedule.
+        let lag = agg::lag_p99_ms(&samples);
+        let void = if samples.len() < planned {
+            Some(format!(
+                "{} of {planned} planned requests were not sent (the run deadline or a stop came first): the load was not the load asked for",
+                planned - samples.len()
+            ))
+        } else {
+            lag.filter(|l| *l > load.spec.max_lag_ms).map(|l| format!(
+                "the client fell behind its schedule: send lag p99 {l:.2} ms > max_lag_ms {} (the load was not the load asked for; nothing measured under it counts)",
+                load.spec.max_lag_ms
+            ))
+        };
+        if let Some(why) = void {
+            for n in mine {
+                out.push(verdict(n.clone(), Outcome::Void, why.clone()));
+            }
+            continue;
+        }
+        let failed = samples.iter().filter(|s| !s.ok).count();
+        for b in &load.assertions.latency {
+            let name = format!("{prefix}{}", b.key.trim_end_matches("_ms"));
+            let vals = agg::values(&samples, b.metric);
+            // A failed request missed every latency bound: it counts above every value (never dropped, so a
+            // serve that fails its slow requests does not look fast).
+            let failed_here = if b.metric == crate::spec::load::LatencyMetric::Itl {
+                0
+            } else {
+                failed
+            };
+            let n = vals.len() + failed_here;
+            let need = min_n_for(f64::from(b.p));
+            let unit = "ms";
+            if n < need {
+                out.push(verdict(name, Outcome::Indeterminate, format!(
+                    "p{} from n={n} {}: claiming p{} needs at least {need} (raise [load] requests to {need} or more); {n_of}",
+                    b.p, if b.metric == crate::spec::load::LatencyMetric::Itl { "gaps" } else { "requests" }, b.p
+                )));
+                continue;
+            }
+            let mut all = vals.clone();
+            all.extend(std::iter::repeat_n(1e300, failed_here));
+            let p = stats::percentile(&all, f64::from(b.p)).unwrap_or(f64::INFINITY);
+            let (outcome, shown) = if p >= 1e299 {
+                (
+                    Outcome::Fail,
+                    format!("p{} falls among the {failed_here} failed requests", b.p),
+                )
+            } else if p <= b.limit_ms {
+                (Outcome::Pass, format!("p{} {p:.1} {unit}", b.p))
+            } else {
+                (Outcome::Fail, format!("p{} {p:.1} {unit}", b.p))
+            };
+            let p50 = stats::percentile(&vals, 50.0);
+            let mut v = verdict(
+                name,
+                outcome,
+                format!(
+                    "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{})",
+                    b.metric.name(),
+                    b.limit_ms,
+                    p50.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
+                    if failed_here > 0 {
+                        format!("; {failed_here} failed, counted above every value")
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
+            v.median = (p < 1e299).then_some(p);
+            v.values = vals.iter().map(|x| Some(*x)).collect();
+            out.push(v);
+        }
+        if let Some(t) = &load.assertions.throughput {
+            let name = format!("{prefix}throughput");
+            let tok_s = agg::output_tok_s(&samples);
+            let rps = agg::requests_per_s(&samples);
+            let mut bad = Vec::new();
+            if let Some(f) = t.floor_tok_s {
+                if tok_s.is_none_or(|x| x < f) {
+                    bad.push(format!(
+                        "output {} tok/s under floor {f}",
+                        tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into())
+                    ));
+                }
+            }
+            if let Some(f) = t.floor_rps {
+                if rps.is_none_or(|x| x < f) {
+                    bad.push(format!(
+                        "{} requests/s under floor {f}",
+                        rps.map(|x| format!("{x:.2}")).unwrap_or("-".into())
+                    ));
+                }
+            }
+            let scaling = match (pe.point, tok_s, tok_s_1) {
+                (Point::Concurrency(c), Some(t), Some(t1)) if c > 1 => {
+                    agg::scaling_efficiency(t, c, t1)
+                        .map(|e| format!("; scaling efficiency {e:.2} of c=1"))
+                        .unwrap_or_default()
+                }
+                _ => String::new(),
+            };
+            let details = format!(
+                "output {} tok/s, {} requests/s over the measured window {} ms; peak real concurrency {}{scaling} ({n_of}){}",
+                tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into()),
+                rps.map(|x| format!("{x:.2}")).unwrap_or("-".into()),
+                agg::window_ms(&samples).map(|x| format!("{x:.0}")).unwrap_or("-".into()),
+                agg::peak_concurrency(&samples),
+                if bad.is_empty() { String::new() } else { format!(": {}", bad.join("; ")) }
+            );
+            out.push(verdict(
+                name,
+                if bad.is_empty() {
+                    Outcome::Pass
+                } else {
+                    Outcome::Fail
+                },
+                details,
+            ));
+        }
+        if let Some(g) = &load.assertions.goodput {
+            let name = format!("{prefix}goodput");
+            let slo = Slo {
+                ttft_ms: g.ttft_ms,
+                tpot_ms: g.tpot_ms,
+                e2e_ms: g.e2e_ms,
+            };
+            let good = agg::good(&samples, &slo);
+            let att = agg::attainment(&samples, &slo, planned).unwrap_or(0.0);
+            let gp = agg::goodput_rps(&samples, &slo);
+            let slos: Vec<String> = [("ttft", g.ttft_ms), ("tpot", g.tpot_ms), ("e2e", g.e2e_ms)]
+                .iter()
+                .filter_map(|(k, v)| v.map(|v| format!("{k} <= {v} ms")))
+                .collect();
+            let outcome = if att >= g.at_least {
+                Outcome::Pass
+            } else {
+                Outcome::Fail
+            };
+            let mut v = verdict(name, outcome, format!(
+                "SLO attainment {att:.4} ({good} of {planned} planned met {}; at least {}); goodput {} requests/s ({n_of})",
+                slos.join(" and "),
+                g.at_least,
+                gp.map(|x| format!("{x:.2}")).unwrap_or("-".into())
+            ));
+            v.median = Some(att);
+            out.push(v);
+        }
+        if let Some(max) = load.assertions.errors_max_rate {
+            let name = format!("{prefix}errors");
+            let rate = if planned == 0 {
+                0.0
+            } else {
+                failed as f64 / planned as f64
+            };
+            let outcome = if rate <= max {
+                Outcome::Pass
+            } else {
+                Outcome::Fail
+            };
+            out.push(verdict(name, outcome, format!(
+                "{failed} of {planned} planned requests failed (error, cut, or no sane content), rate {rate:.4} (max {max}) ({n_of})"
+            )));
+        }
+        if load.assertions.consistency && pe.point != Point::Concurrency(1) {
+            let name = format!("{prefix}consistency");
+            let Some(base) = &baseline_texts else {
+                out.push(verdict(
+                    name,
+                    Outcome::Fail,
+                    "no replies at concurrency 1 to compare with".into(),
+                ));
+                continue;
+            };
+            let mut differ = Vec::new();
+            let mut compared = 0;
+            for j in js.iter().filter(|j| j.sample.ok) {
+                let Some(b) = base.get(&j.prompt_index) else {
+                    continue;
+                };
+                compared += 1;
+                // drift: exact compare now; engineer D's analysis::drift (logprobs_close rule: a serve may
+                // part by float noise to a token within the other's top-k) is to be called here.
+                if *b != j.text {
+                    let at = b
+                        .chars()
+                        .zip(j.text.chars())
+                        .take_while(|(x, y)| x == y)
+                        .count();
+                    differ.push(format!(
+                        "prompt {} differs from its concurrency-1 reply at char {at}",
+                        j.prompt_index
+                    ));
+                }
+            }
+            let outcome = if compared == 0 {
+                Outcome::Fail
+            } else if differ.is_empty() {
+                Outcome::Pass
+            } else {
+                Outcome::Fail
+            };
+            let details = if compared == 0 {
+                "no succeeded reply had a concurrency-1 reply to compare with".to_string()
+            } else if differ.is_empty() {
+                format!("{compared} replies equal to their prompt's concurrency-1 reply (exact compare)")
+            } else {
+                let n = differ.len();
+                differ.truncate(5);
+                format!(
+                    "{n} of {compared} replies differ from concurrency 1 (exact compare): {}",
+                    differ.join("; ")
+                )
+            };
+            out.push(verdict(name, outcome, details));
+        }
+    }
+    out
+}

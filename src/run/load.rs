@@ -1,0 +1,340 @@
+//! One live load run: every sweep point of a gate's `[load]`, one after the other, against a serve that is
+//! already up (the runner starts and stops it around this, as for any gate). Each point writes its own run
+//! directory under the gate's (`c16/`, `r8/`): the same `NN.request.json`, `NN.response.json`,
+//! `NN.reads.jsonl` and `run.json` as a plain run (so `analysis::load` reads it and judging re-measures every
+//! request from its timed reads), plus `load.json`, the client's schedule of every request
+//! ([`LoadRecord`]). Judging is [`crate::judge::load`].
+
+use std::time::Duration;
+
+use crate::error::EvidenceError;
+use crate::evidence::load::{LoadRecord, LOAD_FILE, LOAD_SCHEMA};
+use crate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary};
+use crate::io::client;
+use crate::io::load_client::{self, LoadExchange, Schedule, Target};
+use crate::sinks::events::Step;
+use crate::spec::load::{Arrival, LoadGate, Point};
+use crate::spec::GateSpec;
+
+/// One prompt of a load run: the text and its `max_tokens`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadPrompt {
+    /// The user message.
+    pub prompt: String,
+    /// `max_tokens` for it.
+    pub max_tokens: u32,
+}
+
+/// The prompts of a load gate: the dataset's lines (`{"prompt": "...", "max_tokens": N}`, `max_tokens`
+/// optional) or the gate's prompts with `[request] max_tokens`. Errors name the file and line.
+pub fn prompts(gate: &GateSpec, load: &LoadGate) -> Result<Vec<LoadPrompt>, String> {
+    let Some(path) = &load.spec.dataset else {
+        return Ok(gate
+            .request
+            .prompts
+            .iter()
+            .map(|p| LoadPrompt {
+                prompt: p.clone(),
+                max_tokens: gate.request.max_tokens,
+            })
+            .collect());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("load.dataset {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = || format!("{}:{}", path.display(), i + 1);
+        let v: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("{}: not JSON: {e}", at()))?;
+        let prompt = v
+            .get("prompt")
+            .and_then(|p| p.as_str())
+            .ok_or_else(|| format!("{}: needs \"prompt\": a string", at()))?;
+        let max_tokens = match v.get("max_tokens") {
+            None => gate.request.max_tokens,
+            Some(m) => m
+                .as_u64()
+                .filter(|m| (1..=1_000_000).contains(m))
+                .ok_or_else(|| format!("{}: max_tokens must be a whole number 1..=1000000", at()))?
+                as u32,
+        };
+        out.push(LoadPrompt {
+            prompt: prompt.to_string(),
+            max_tokens,
+        });
+    }
+    if out.is_empty() {
+        return Err(format!("load.dataset {}: no prompts", path.display()));
+    }
+    Ok(out)
+}
+
+/// The request body of one load request: the gate's body for the prompt, its `max_tokens`, and
+/// `ignore_eos` when the gate asks.
+pub fn body(gate: &GateSpec, load: &LoadGate, p: &LoadPrompt) -> serde_json::Value {
+    let mut b = client::request_body(&gate.request, &p.prompt);
+    b["max_tokens"] = p.max_tokens.into();
+    if load.spec.ignore_eos {
+        b["ignore_eos"] = true.into();
+    }
+    b
+}
+
+/// How many judged requests a point plans: `requests`, or for `duration_s` the open loop's schedule within
+/// the duration (closed loop: as many as the duration allows, at most [`DURATION_CAP`]).
+fn planned(load: &LoadGate, point: Point) -> usize {
+    match (load.spec.requests, load.spec.duration_s, point) {
+        (Some(n), _, _) => n as usize,
+        (None, Some(d), Point::Rate(r)) => ((d * r).ceil() as usize).max(1),
+        _ => DURATION_CAP,
+    }
+}
+
+/// Most requests a `duration_s` closed-loop point prepares.
+pub const DURATION_CAP: usize = 20_000;
+
+/// Runs every sweep point of `gate` against `base_url`, each into `<w>/<point dir>/`. `parent` is the
+/// gate's run summary (serve facts copied into each point's `run.json`). A failure to build the prompts is
+/// recorded as the serve's failure (`load_dataset: ...`) and nothing is sent.
+pub fn send_points(
+    gate: &GateSpec,
+    w: &EvidenceWriter,
+    parent: &mut RunSummary,
+    base_url: &str,
+    api_key: Option<&str>,
+    progress: &mut dyn FnMut(&Step),
+) -> Result<(), EvidenceError> {
+    let Some(load) = &gate.load else {
+        return Ok(());
+    };
+    let prompts = match prompts(gate, load) {
+        Ok(p) => p,
+        Err(e) => {
+            parent.serve.failure = Some(format!("load_dataset: {e}"));
+            return Ok(());
+        }
+    };
+    let target = match Target::parse(base_url, api_key.map(str::to_string)) {
+        Ok(t) => t,
+        Err(e) => {
+            parent.serve.failure = Some(format!("load_client: {e}"));
+            return Ok(());
+        }
+    };
+    for point in &load.spec.points {
+        if crate::io::signals::interrupted().is_some() {
+            break;
+        }
+        progress(&Step::Note(format!("load point {}", point.label())));
+        let pw = EvidenceWriter::create_exact(&w.path(&point.dir()))?;
+        pw.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
+        let note = run_point(gate, load, *point, &prompts, &target, &pw, parent)?;
+        progress(&Step::Note(note.clone()));
+        parent.notes.push(note);
+    }
+    Ok(())
+}
+
+/// Runs one sweep point into `pw` and returns a one-line account.
+pub fn run_point(
+    gate: &GateSpec,
+    load: &LoadGate,
+    point: Point,
+    prompts: &[LoadPrompt],
+    target: &Target,
+    pw: &EvidenceWriter,
+    parent: &RunSummary,
+) -> Result<String, EvidenceError> {
+    let warmup = load.spec.warmup_requests as usize;
+    let n = planned(load, point);
+    let timeout = Duration::from_secs_f64(gate.request.timeout_s);
+    let deadline = Some(Duration::from_secs_f64(
+        load.spec
+            .duration_s
+            .unwrap_or(gate.request.run_timeout_s)
+            .min(gate.request.run_timeout_s),
+    ));
+    let pick = |i: usize| &prompts[i % prompts.len()];
+    let (schedule, warm_schedule) = match point {
+        Point::Concurrency(c) => (
+            Schedule::Closed { concurrency: c },
+            Schedule::Closed { concurrency: c },
+        ),
+        Point::Rate(r) => (
+            Schedule::Open {
+                due_ms: load_client::open_schedule(
+                    n,
+                    r,
+                    load.spec.arrival == Arrival::Poisson,
+                    load.spec.seed,
+                ),
+                max_concurrency: load.spec.max_concurrency,
+            },
+            Schedule::Closed {
+                concurrency: load
+                    .spec
+                    .max_concurrency
+                    .unwrap_or(1)
+                    .min(r.ceil() as u32)
+                    .max(1),
+            },
+        ),
+    };
+    let mut summary = parent.clone();
+    summary.status = RunStatus::Running;
+    summary.started_utc = evidence::now_utc();
+    summary.ended_utc = None;
+    summary.requests = Vec::new();
+    summary.notes = vec![format!(
+        "load point {} of gate {}",
+        point.label(),
+        gate.name
+    )];
+    summary.planned = Some(n);
+    summary.planned_warmup = Some(warmup);
+    pw.write_summary(&summary)?;
+
+    let bodies_of = |range: std::ops::Range<usize>| -> Vec<serde_json::Value> {
+        range.map(|i| body(gate, load, pick(i))).collect()
+    };
+    let mut timings = Vec::new();
+    let record = |pw: &EvidenceWriter,
+                  summary: &mut RunSummary,
+                  index: usize,
+                  warm: bool,
+                  prompt_i: usize,
+                  b: &serde_json::Value,
+                  x: &LoadExchange|
+     -> Result<(), EvidenceError> {
+        pw.write_request(index, b, &x.exchange.response, &x.exchange.reads)?;
+        let mut rec = RequestRecord {
+            index,
+            warmup: warm,
+            prompt_index: prompt_i % prompts.len(),
+            repeat: (prompt_i / prompts.len()) as u32,
+            prompt: pick(prompt_i).prompt.clone(),
+            stream: gate.request.stream,
+            sent_utc: String::new(),
+            http_status: x.exchange.response.status,
+            transport_error: x.exchange.response.transport_error.clone(),
+            body_bytes: x.exchange.body_bytes,
+            body_truncated: x.exchange.body_truncated,
+            figures: None,
+        };
+        let reply = crate::analysis::reply_of(&rec, &x.exchange.reads);
+        rec.figures = Some(crate::analysis::measure::measure(&reply));
+        summary.requests.push(rec);
+        Ok(())
+    };
+    let started_utc = evidence::now_utc();
+    if warmup > 0 {
+        let wb = bodies_of(0..warmup);
+        let wire: Vec<Vec<u8>> = wb
+            .iter()
+            .map(|b| serde_json::to_vec(b).unwrap_or_default())
+            .collect();
+        let done =
+            load_client::run(target, wire, &warm_schedule, deadline, timeout).unwrap_or_default();
+        for x in &done {
+            let i = x.timing.index;
+            record(pw, &mut summary, i, true, i, &wb[i], x)?;
+            timings.push(x.timing.clone());
+        }
+    }
+    let jb = bodies_of(0..n);
+    let wire: Vec<Vec<u8>> = jb
+        .iter()
+        .map(|b| serde_json::to_vec(b).unwrap_or_default())
+        .collect();
+    let done = match load_client::run(target, wire, &schedule, deadline, timeout) {
+        Ok(d) => d,
+        Err(e) => {
+            summary.notes.push(format!("load_client: {e}"));
+            Vec::new()
+        }
+    };
+    for x in &done {
+        let i = x.timing.index;
+        let mut t = x.timing.clone();
+        t.index = warmup + i;
+        record(pw, &mut summary, warmup + i, false, i, &jb[i], x)?;
+        timings.push(t);
+    }
+    for r in summary.requests.iter_mut() {
+        r.sent_utc = started_utc.clone();
+    }
+    if load.spec.duration_s.is_some() {
+        // A duration plans what it could send: the requests started within it.
+        summary.planned = Some(done.len());
+    }
+    let rec = LoadRecord {
+        schema: LOAD_SCHEMA.into(),
+        point: point.label(),
+        arrival: match load.spec.arrival {
+            Arrival::Closed => "closed",
+            Arrival::Poisson => "poisson",
+            Arrival::Constant => "constant",
+        }
+        .into(),
+        concurrency: match point {
+            Point::Concurrency(c) => Some(c),
+            Point::Rate(_) => None,
+        },
+        rate_rps: match point {
+            Point::Rate(r) => Some(r),
+            Point::Concurrency(_) => None,
+        },
+        max_concurrency: load.spec.max_concurrency,
+        warmup,
+        planned: summary.planned.unwrap_or(n),
+        timings,
+    };
+    let json = serde_json::to_vec_pretty(&rec).unwrap_or_default();
+    pw.write(LOAD_FILE, &json)?;
+    summary.status = RunStatus::Complete;
+    summary.ended_utc = Some(evidence::now_utc());
+    pw.write_summary(&summary)?;
+    let failed = summary
+        .requests
+        .iter()
+        .filter(|r| !r.warmup)
+        .filter(|r| {
+            r.figures.as_ref().is_some_and(|f| f.failed.is_some()) || r.transport_error.is_some()
+        })
+        .count();
+    Ok(format!(
+        "load point {}: {} of {} planned requests sent, {failed} failed (evidence {})",
+        point.label(),
+        done.len(),
+        summary.planned.unwrap_or(n),
+        pw.dir().display()
+    ))
+}
+
+/// Loads every sweep point's evidence under a load gate's run directory `dir` (`c16/`, ...) and judges
+/// them ([`crate::judge::load::judge_points`]). Empty for a gate without `[load]`.
+pub fn judge_dir(gate: &GateSpec, dir: &std::path::Path) -> Vec<crate::judge::Verdict> {
+    let Some(load) = &gate.load else {
+        return Vec::new();
+    };
+    let points: Vec<crate::judge::load::PointEvidence> = load
+        .spec
+        .points
+        .iter()
+        .map(|p| {
+            let pd = dir.join(p.dir());
+            let loaded = crate::analysis::load(&pd)
+                .map_err(|e| e.to_string())
+                .and_then(|ev| {
+                    crate::evidence::load::read_record(&pd)
+                        .map(|r| (ev, r))
+                        .map_err(|e| e.to_string())
+                });
+            crate::judge::load::PointEvidence { point: *p, loaded }
+        })
+        .collect();
+    crate::judge::load::judge_points(gate, &points)
+}

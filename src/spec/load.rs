@@ -1,0 +1,625 @@
+//! `[load]` and the load assertions (`[assert.latency]`, `[assert.throughput]`, `[assert.goodput]`,
+//! `[assert.errors]`, `[assert.consistency]`): the raw TOML tables and their validation into a
+//! [`LoadGate`]. Errors name file, line and key like every other part of the gate (docs/load.md).
+//!
+//! A load gate drives the serve with many requests at once, in one of two loops:
+//! * **closed loop**: `concurrency = 16` (or a sweep `[1, 4, 16]`): that many requests in flight, each
+//!   slot sending its next request when its previous reply ended;
+//! * **open loop**: `rate_rps = 8.0` (or a sweep), `arrival = "poisson" | "constant"`, `seed`, optionally
+//!   capped by `max_concurrency`: requests are due on a schedule that does not wait for replies.
+//!
+//! Each sweep point is its own set of trials (`gate[c=16]::latency`), its own evidence subdirectory
+//! (`c16/`, `r8/`) and its own results.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::error::SpecError;
+
+/// One value or a list of values (a sweep).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(super) enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T: Clone> OneOrMany<T> {
+    fn to_vec(&self) -> Vec<T> {
+        match self {
+            OneOrMany::One(x) => vec![x.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLoad {
+    #[serde(default)]
+    concurrency: Option<Spanned<OneOrMany<i64>>>,
+    #[serde(default)]
+    rate_rps: Option<Spanned<OneOrMany<f64>>>,
+    #[serde(default)]
+    arrival: Option<Spanned<String>>,
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    max_concurrency: Option<Spanned<i64>>,
+    #[serde(default)]
+    requests: Option<Spanned<i64>>,
+    #[serde(default)]
+    duration_s: Option<Spanned<f64>>,
+    #[serde(default)]
+    warmup_requests: Option<Spanned<i64>>,
+    #[serde(default)]
+    dataset: Option<Spanned<String>>,
+    #[serde(default)]
+    ignore_eos: bool,
+    #[serde(default)]
+    max_lag_ms: Option<Spanned<f64>>,
+}
+
+/// `[assert.latency]`: keys `<metric>_p<NN>_ms` (metric ttft, itl, tpot, e2e; NN 50, 90, 95, 99).
+pub(super) type RawLatency = BTreeMap<String, Spanned<f64>>;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawThroughput {
+    #[serde(default)]
+    floor_tok_s: Option<Spanned<f64>>,
+    #[serde(default)]
+    floor_rps: Option<Spanned<f64>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGoodput {
+    #[serde(default)]
+    ttft_ms: Option<Spanned<f64>>,
+    #[serde(default)]
+    tpot_ms: Option<Spanned<f64>>,
+    #[serde(default)]
+    e2e_ms: Option<Spanned<f64>>,
+    at_least: Spanned<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawErrors {
+    #[serde(default = "zero")]
+    max_rate: Spanned<f64>,
+}
+
+fn zero() -> Spanned<f64> {
+    Spanned::new(0..0, 0.0)
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConsistency {}
+
+/// The load assertions as read from `[assert.*]` (taken out of the gate's assertions before those are
+/// validated).
+#[derive(Debug, Clone, Default)]
+pub(super) struct RawLoadAsserts {
+    pub latency: Option<RawLatency>,
+    pub throughput: Option<RawThroughput>,
+    pub goodput: Option<RawGoodput>,
+    pub errors: Option<RawErrors>,
+    pub consistency: Option<RawConsistency>,
+}
+
+impl RawLoadAsserts {
+    fn any(&self) -> bool {
+        self.latency.is_some()
+            || self.throughput.is_some()
+            || self.goodput.is_some()
+            || self.errors.is_some()
+            || self.consistency.is_some()
+    }
+}
+
+/// How request send times are scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Closed loop: each of `concurrency` slots sends its next request when its previous one ended.
+    Closed,
+    /// Open loop, exponential gaps with mean 1 / rate (a Poisson process), seeded.
+    Poisson,
+    /// Open loop, every 1 / rate seconds.
+    Constant,
+}
+
+/// One sweep point: a closed loop at `c` requests in flight, or an open loop at `r` requests/s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Point {
+    /// Closed loop with this many requests in flight (>= 1).
+    Concurrency(u32),
+    /// Open loop at this many requests per second (> 0).
+    Rate(f64),
+}
+
+impl Point {
+    /// The label in trial names: `c=16`, `r=8`.
+    pub fn label(&self) -> String {
+        match self {
+            Point::Concurrency(c) => format!("c={c}"),
+            Point::Rate(r) => format!("r={}", fmt_num(*r)),
+        }
+    }
+
+    /// The evidence subdirectory: `c16`, `r8`, `r0.5`.
+    pub fn dir(&self) -> String {
+        match self {
+            Point::Concurrency(c) => format!("c{c}"),
+            Point::Rate(r) => format!("r{}", fmt_num(*r)),
+        }
+    }
+}
+
+fn fmt_num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+/// `[load]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadSpec {
+    /// The sweep points, in the gate's order (one point when not a sweep).
+    pub points: Vec<Point>,
+    /// How send times are scheduled ([`Arrival::Closed`] for `concurrency`).
+    pub arrival: Arrival,
+    /// Seed of the Poisson schedule (default 1): the same seed gives the same intended send times.
+    pub seed: u64,
+    /// Open loop: at most this many requests in flight (a request due while the cap is reached waits in
+    /// the client's queue: its queue time is counted in its latency).
+    pub max_concurrency: Option<u32>,
+    /// Judged requests per sweep point (`requests`), or None with `duration_s`.
+    pub requests: Option<u32>,
+    /// Seconds of sending per sweep point (`duration_s`), or None with `requests`.
+    pub duration_s: Option<f64>,
+    /// Requests sent first at each point and recorded but not judged (default 0).
+    pub warmup_requests: u32,
+    /// A JSONL dataset (`{"prompt": ..., "max_tokens": ...}` per line), resolved against the gate's
+    /// directory; None: the gate's `[request] prompts`, cycled.
+    pub dataset: Option<PathBuf>,
+    /// Send `ignore_eos: true` (llama.cpp, vLLM) so every reply runs to `max_tokens`.
+    pub ignore_eos: bool,
+    /// The client fell behind its schedule when the p99 of send lag (actual − intended send time) exceeds
+    /// this, ms (default [`DEFAULT_MAX_LAG_MS`]): the point is void.
+    pub max_lag_ms: f64,
+}
+
+/// Default `[load] max_lag_ms`: 10 ms of send lag at p99.
+pub const DEFAULT_MAX_LAG_MS: f64 = 10.0;
+/// Most requests one sweep point may plan.
+pub const MAX_REQUESTS: i64 = 1_000_000;
+/// Largest concurrency.
+pub const MAX_CONCURRENCY: i64 = 4096;
+
+/// A latency metric of a load run (per request, ms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LatencyMetric {
+    /// Time to first token.
+    Ttft,
+    /// Inter-token latency (every gap of every reply pooled).
+    Itl,
+    /// Time per output token: (E2E − TTFT) / (N − 1).
+    Tpot,
+    /// End to end.
+    E2e,
+}
+
+impl LatencyMetric {
+    /// Wire name (`ttft`, `itl`, `tpot`, `e2e`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LatencyMetric::Ttft => "ttft",
+            LatencyMetric::Itl => "itl",
+            LatencyMetric::Tpot => "tpot",
+            LatencyMetric::E2e => "e2e",
+        }
+    }
+    fn from_name(s: &str) -> Option<LatencyMetric> {
+        Some(match s {
+            "ttft" => LatencyMetric::Ttft,
+            "itl" => LatencyMetric::Itl,
+            "tpot" => LatencyMetric::Tpot,
+            "e2e" => LatencyMetric::E2e,
+            _ => return None,
+        })
+    }
+}
+
+/// One `[assert.latency]` bound: percentile `p` of `metric` at most `limit_ms`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyBound {
+    /// The gate key, e.g. `ttft_p95_ms`.
+    pub key: String,
+    /// The metric.
+    pub metric: LatencyMetric,
+    /// The percentile, 50, 90, 95 or 99.
+    pub p: u32,
+    /// Limit, ms.
+    pub limit_ms: f64,
+}
+
+/// `[assert.throughput]`: floors on output tok/s and requests/s over the measured window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThroughputAssert {
+    /// Output tokens per second, floor.
+    pub floor_tok_s: Option<f64>,
+    /// Completed requests per second, floor.
+    pub floor_rps: Option<f64>,
+}
+
+/// `[assert.goodput]`: the share of requests meeting every SLO given is at least `at_least`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoodputAssert {
+    /// TTFT SLO, ms.
+    pub ttft_ms: Option<f64>,
+    /// TPOT SLO, ms.
+    pub tpot_ms: Option<f64>,
+    /// E2E SLO, ms.
+    pub e2e_ms: Option<f64>,
+    /// Least SLO attainment, 0..=1.
+    pub at_least: f64,
+}
+
+/// The load assertions, validated.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadAssertions {
+    /// `[assert.latency]`.
+    pub latency: Vec<LatencyBound>,
+    /// `[assert.throughput]`.
+    pub throughput: Option<ThroughputAssert>,
+    /// `[assert.goodput]`.
+    pub goodput: Option<GoodputAssert>,
+    /// `[assert.errors] max_rate`: failed requests / planned, at most (0..=1).
+    pub errors_max_rate: Option<f64>,
+    /// `[assert.consistency]`: greedy replies at concurrency N equal those at concurrency 1.
+    pub consistency: bool,
+}
+
+impl LoadAssertions {
+    /// Trial names of the declared assertions, in report order.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if !self.latency.is_empty() {
+            v.push("latency");
+        }
+        if self.throughput.is_some() {
+            v.push("throughput");
+        }
+        if self.goodput.is_some() {
+            v.push("goodput");
+        }
+        if self.errors_max_rate.is_some() {
+            v.push("errors");
+        }
+        if self.consistency {
+            v.push("consistency");
+        }
+        v
+    }
+}
+
+/// `[load]` and its assertions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadGate {
+    /// `[load]`.
+    pub spec: LoadSpec,
+    /// The load assertions.
+    pub assertions: LoadAssertions,
+}
+
+impl LoadGate {
+    /// The names of the verdicts (and trials) a load gate gives, in order: for each point, each latency
+    /// bound (`[c=16]::ttft_p95`), then `throughput`, `goodput`, `errors`, `consistency` (consistency not at
+    /// concurrency 1, the reference it compares with).
+    pub fn trial_names(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for p in &self.spec.points {
+            let l = p.label();
+            for b in &self.assertions.latency {
+                out.push(format!("[{l}]::{}", b.key.trim_end_matches("_ms")));
+            }
+            for n in self.assertions.names() {
+                if n == "latency" || (n == "consistency" && *p == Point::Concurrency(1)) {
+                    continue;
+                }
+                out.push(format!("[{l}]::{n}"));
+            }
+        }
+        out
+    }
+}
+
+impl super::GateSpec {
+    /// Every trial name of the gate after its name: the declared assertions (`rate`, ...) then a load gate's
+    /// per-point verdicts (`[c=16]::ttft_p95`, ...). The trial is `<gate>::<name>`, or `<gate><name>` for a
+    /// load name (`gate[c=16]::ttft_p95`): [`trial_id`].
+    pub fn trial_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .assertions
+            .names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        if let Some(l) = &self.load {
+            v.extend(l.trial_names());
+        }
+        v
+    }
+}
+
+/// The libtest trial name of assertion `name` of gate `gate`: `gate::rate`, `gate[c=16]::ttft_p95`.
+pub fn trial_id(gate: &str, name: &str) -> String {
+    if name.starts_with('[') {
+        format!("{gate}{name}")
+    } else {
+        format!("{gate}::{name}")
+    }
+}
+
+impl super::Validator<'_> {
+    fn count(&self, v: &Spanned<i64>, key: &str, lo: i64, hi: i64) -> Result<u32, SpecError> {
+        let x = *v.get_ref();
+        if x < lo || x > hi {
+            return Err(self.err(
+                v.span(),
+                key,
+                format!("must be a whole number between {lo} and {hi}, got {x}"),
+            ));
+        }
+        Ok(x as u32)
+    }
+
+    /// Validates `[load]` and the load assertions; `Ok(None)` when neither is present.
+    pub(super) fn load_gate(
+        &self,
+        raw: Option<RawLoad>,
+        asserts: RawLoadAsserts,
+        stream: bool,
+    ) -> Result<Option<LoadGate>, SpecError> {
+        let Some(raw) = raw else {
+            if asserts.any() {
+                return Err(self.err(0..0, "assert", "[assert.latency], [assert.throughput], [assert.goodput], [assert.errors] and [assert.consistency] judge a load run: the gate needs a [load] table"));
+            }
+            return Ok(None);
+        };
+        if !stream {
+            return Err(self.err(
+                0..0,
+                "request.stream",
+                "a load gate measures TTFT and ITL from the stream: request.stream must be true",
+            ));
+        }
+        let (points, arrival) = match (&raw.concurrency, &raw.rate_rps) {
+            (Some(_), Some(r)) => {
+                return Err(self.err(r.span(), "load.rate_rps", "give either `concurrency` (closed loop) or `rate_rps` (open loop), not both"))
+            }
+            (None, None) => {
+                return Err(self.err(0..0, "load", "needs `concurrency = N` (closed loop, or a sweep [1, 4, 16]) or `rate_rps = R` (open loop)"))
+            }
+            (Some(c), None) => {
+                let list = c.get_ref().to_vec();
+                if list.is_empty() {
+                    return Err(self.err(c.span(), "load.concurrency", "the sweep is empty"));
+                }
+                let mut points = Vec::new();
+                for x in list {
+                    if !(1..=MAX_CONCURRENCY).contains(&x) {
+                        return Err(self.err(c.span(), "load.concurrency", format!("each concurrency must be between 1 and {MAX_CONCURRENCY}, got {x}")));
+                    }
+                    points.push(Point::Concurrency(x as u32));
+                }
+                if let Some(a) = &raw.arrival {
+                    return Err(self.err(a.span(), "load.arrival", "`arrival` schedules an open loop (`rate_rps`); a closed loop (`concurrency`) sends when a slot frees"));
+                }
+                (points, Arrival::Closed)
+            }
+            (None, Some(r)) => {
+                let list = r.get_ref().to_vec();
+                if list.is_empty() {
+                    return Err(self.err(r.span(), "load.rate_rps", "the sweep is empty"));
+                }
+                let mut points = Vec::new();
+                for x in list {
+                    if !(x.is_finite() && x > 0.0 && x <= 100_000.0) {
+                        return Err(self.err(r.span(), "load.rate_rps", format!("each rate must be a number > 0 and at most 100000 (requests/s), got {x}")));
+                    }
+                    points.push(Point::Rate(x));
+                }
+                let arrival = match raw.arrival.as_ref().map(|a| a.get_ref().as_str()) {
+                    None | Some("poisson") => Arrival::Poisson,
+                    Some("constant") => Arrival::Constant,
+                    Some(other) => {
+                        let a = raw.arrival.as_ref().map(|a| a.span()).unwrap_or(0..0);
+                        return Err(self.err(a, "load.arrival", format!("must be \"poisson\" or \"constant\", got {other:?}")));
+                    }
+                };
+                (points, arrival)
+            }
+        };
+        let mut labels: Vec<String> = points.iter().map(Point::dir).collect();
+        labels.sort();
+        labels.dedup();
+        if labels.len() != points.len() {
+            return Err(self.err(0..0, "load", "a sweep point appears twice"));
+        }
+        let max_concurrency = match &raw.max_concurrency {
+            None => None,
+            Some(_) if arrival == Arrival::Closed => {
+                return Err(self.err(
+                    0..0,
+                    "load.max_concurrency",
+                    "caps an open loop (`rate_rps`); a closed loop's `concurrency` is its cap",
+                ))
+            }
+            Some(m) => Some(self.count(m, "load.max_concurrency", 1, MAX_CONCURRENCY)?),
+        };
+        let (requests, duration_s) = match (&raw.requests, &raw.duration_s) {
+            (Some(_), Some(d)) => {
+                return Err(self.err(
+                    d.span(),
+                    "load.duration_s",
+                    "give either `requests` or `duration_s`, not both",
+                ))
+            }
+            (None, None) => {
+                return Err(self.err(
+                    0..0,
+                    "load",
+                    "needs `requests = N` (per sweep point) or `duration_s = S`",
+                ))
+            }
+            (Some(n), None) => (Some(self.count(n, "load.requests", 1, MAX_REQUESTS)?), None),
+            (None, Some(d)) => (None, Some(self.seconds(d, "load.duration_s")?)),
+        };
+        let warmup_requests = match &raw.warmup_requests {
+            None => 0,
+            Some(w) => self.count(w, "load.warmup_requests", 0, MAX_REQUESTS)?,
+        };
+        let dataset = match &raw.dataset {
+            None => None,
+            Some(d) => {
+                let s = self.expand(d.get_ref(), d.span(), "load.dataset", false)?;
+                let p = PathBuf::from(&s);
+                Some(if p.is_absolute() {
+                    p
+                } else {
+                    self.ctx.gate_dir.join(p)
+                })
+            }
+        };
+        let max_lag_ms = match &raw.max_lag_ms {
+            None => DEFAULT_MAX_LAG_MS,
+            Some(m) => self.positive(m, "load.max_lag_ms", "ms")?,
+        };
+        let spec = LoadSpec {
+            points,
+            arrival,
+            seed: raw.seed.unwrap_or(1),
+            max_concurrency,
+            requests,
+            duration_s,
+            warmup_requests,
+            dataset,
+            ignore_eos: raw.ignore_eos,
+            max_lag_ms,
+        };
+
+        let mut a = LoadAssertions::default();
+        if let Some(lat) = asserts.latency {
+            if lat.is_empty() {
+                return Err(self.err(0..0, "assert.latency", "declares no bound (keys like ttft_p95_ms = 800, tpot_p50_ms = 40, e2e_p99_ms = 5000)"));
+            }
+            for (key, v) in lat {
+                let full = format!("assert.latency.{key}");
+                let parsed = key
+                    .strip_suffix("_ms")
+                    .and_then(|k| k.rsplit_once("_p"))
+                    .and_then(|(m, p)| Some((LatencyMetric::from_name(m)?, p.parse::<u32>().ok()?)))
+                    .filter(|(_, p)| matches!(p, 50 | 90 | 95 | 99));
+                let Some((metric, p)) = parsed else {
+                    return Err(self.err(v.span(), &full, format!("unknown latency bound `{key}`: keys are <metric>_p<NN>_ms with metric ttft, itl, tpot or e2e and NN 50, 90, 95 or 99 (e.g. ttft_p95_ms)")));
+                };
+                let limit_ms = self.positive(&v, &full, "ms")?;
+                a.latency.push(LatencyBound {
+                    key,
+                    metric,
+                    p,
+                    limit_ms,
+                });
+            }
+        }
+        if let Some(t) = asserts.throughput {
+            if t.floor_tok_s.is_none() && t.floor_rps.is_none() {
+                return Err(self.err(
+                    0..0,
+                    "assert.throughput",
+                    "declares no floor (floor_tok_s, floor_rps)",
+                ));
+            }
+            a.throughput = Some(ThroughputAssert {
+                floor_tok_s: t
+                    .floor_tok_s
+                    .as_ref()
+                    .map(|v| self.positive(v, "assert.throughput.floor_tok_s", "tok/s"))
+                    .transpose()?,
+                floor_rps: t
+                    .floor_rps
+                    .as_ref()
+                    .map(|v| self.positive(v, "assert.throughput.floor_rps", "requests/s"))
+                    .transpose()?,
+            });
+        }
+        if let Some(g) = asserts.goodput {
+            if g.ttft_ms.is_none() && g.tpot_ms.is_none() && g.e2e_ms.is_none() {
+                return Err(self.err(
+                    0..0,
+                    "assert.goodput",
+                    "declares no SLO (ttft_ms, tpot_ms, e2e_ms)",
+                ));
+            }
+            let at_least = *g.at_least.get_ref();
+            if !(at_least.is_finite() && at_least > 0.0 && at_least <= 1.0) {
+                return Err(self.err(
+                    g.at_least.span(),
+                    "assert.goodput.at_least",
+                    format!("must be a share in (0, 1] (e.g. 0.95), got {at_least}"),
+                ));
+            }
+            a.goodput = Some(GoodputAssert {
+                ttft_ms: g
+                    .ttft_ms
+                    .as_ref()
+                    .map(|v| self.positive(v, "assert.goodput.ttft_ms", "ms"))
+                    .transpose()?,
+                tpot_ms: g
+                    .tpot_ms
+                    .as_ref()
+                    .map(|v| self.positive(v, "assert.goodput.tpot_ms", "ms"))
+                    .transpose()?,
+                e2e_ms: g
+                    .e2e_ms
+                    .as_ref()
+                    .map(|v| self.positive(v, "assert.goodput.e2e_ms", "ms"))
+                    .transpose()?,
+                at_least,
+            });
+        }
+        if let Some(e) = asserts.errors {
+            let r = *e.max_rate.get_ref();
+            if !(r.is_finite() && (0.0..=1.0).contains(&r)) {
+                return Err(self.err(
+                    e.max_rate.span(),
+                    "assert.errors.max_rate",
+                    format!("must be a share in [0, 1], got {r}"),
+                ));
+            }
+            a.errors_max_rate = Some(r);
+        }
+        if asserts.consistency.is_some() {
+            if !spec.points.contains(&Point::Concurrency(1)) || spec.points.len() < 2 {
+                return Err(self.err(0..0, "assert.consistency", "compares replies at concurrency N with those at concurrency 1: the sweep needs 1 and at least one more point (concurrency = [1, 4])"));
+            }
+            a.consistency = true;
+        }
+        if a.names().is_empty() {
+            return Err(self.err(0..0, "load", "a [load] gate declares no load assertion ([assert.latency], [assert.throughput], [assert.goodput], [assert.errors], [assert.consistency])"));
+        }
+        Ok(Some(LoadGate {
+            spec,
+            assertions: a,
+        }))
+    }
+}

@@ -1,0 +1,570 @@
+//! Load gates (docs/load.md): judging against a known schedule (exact), the three honest states, and the
+//! load client against the synthetic serve at concurrency 16.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use servegate::evidence::load::{LoadRecord, LOAD_FILE, LOAD_SCHEMA};
+use servegate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary};
+use servegate::io::load_client::{SendTiming, Target};
+use servegate::io::reads::TimedRead;
+use servegate::judge::{Outcome, Verdict};
+use servegate::replay::{synthetic, SyntheticSpec};
+use servegate::spec::{self, load::Point, GateSpec};
+
+fn gate(dir: &Path, load: &str, asserts: &str) -> GateSpec {
+    let text = format!(
+        r#"
+[gate]
+name = "load-test"
+[serve]
+url = "http://127.0.0.1:9"
+[request]
+model = "synthetic"
+max_tokens = 8
+prompts = ["a", "b", "c"]
+[load]
+{load}
+{asserts}
+"#
+    );
+    let file = dir.join("gate.toml");
+    std::fs::write(&file, &text).unwrap();
+    spec::parse(&file, &text, &spec::Context::for_file(&file)).unwrap()
+}
+
+fn spec_with(ttft_ms: f64, itl_ms: f64, tokens: u32) -> SyntheticSpec {
+    SyntheticSpec {
+        tokens,
+        ttft_ms,
+        itl_ms,
+        per_chunk: 1,
+        role_chunk: false,
+        usage: true,
+        model: "synthetic".into(),
+        timings: false,
+        burst: false,
+        slowdown_pct: 0.0,
+    }
+}
+
+fn summary(g: &GateSpec, planned: usize) -> RunSummary {
+    RunSummary {
+        schema: evidence::RUN_SCHEMA.into(),
+        status: RunStatus::Complete,
+        gate: g.name.clone(),
+        gate_file: "gate.toml".into(),
+        started_utc: evidence::now_utc(),
+        ended_utc: Some(evidence::now_utc()),
+        host: evidence::HostInfo::default(),
+        load_avg_start: None,
+        load_avg_end: None,
+        servegate_version: "test".into(),
+        serve: Default::default(),
+        planned: Some(planned),
+        planned_warmup: Some(0),
+        requests: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+/// Writes point `dir` of a run whose every request i was served exactly on the synthetic schedule
+/// `specs[i]` (the reads carry the serve's send times, no network), in a closed loop at `c`: each slot's
+/// next request is sent the instant its previous one ended, plus `lag(i)` ms of client lag.
+fn write_point(
+    root: &Path,
+    g: &GateSpec,
+    point: Point,
+    c: usize,
+    specs: &[SyntheticSpec],
+    lag: impl Fn(usize) -> f64,
+) {
+    let w = EvidenceWriter::create_exact(&root.join(point.dir())).unwrap();
+    let mut s = summary(g, specs.len());
+    let mut slot_free = vec![0.0f64; c];
+    let mut timings = Vec::new();
+    for (i, sp) in specs.iter().enumerate() {
+        let plan = synthetic::plan(sp, i as u64 + 1, true);
+        let reads: Vec<TimedRead> = plan
+            .sends
+            .iter()
+            .map(|x| TimedRead {
+                t_ms: x.at.as_secs_f64() * 1000.0,
+                bytes: x.bytes.clone(),
+            })
+            .collect();
+        let e2e = reads.last().unwrap().t_ms;
+        let slot = i % c;
+        let intended = slot_free[slot];
+        let woke = intended + lag(i);
+        timings.push(SendTiming {
+            index: i,
+            intended_ms: intended,
+            woke_ms: woke,
+            slot_ms: woke,
+            sent_ms: woke,
+            end_ms: woke + e2e,
+        });
+        slot_free[slot] = woke + e2e;
+        let meta = servegate::io::client::ResponseMeta {
+            status: Some(200),
+            head_ms: Some(0.0),
+            end_ms: Some(e2e),
+            ..Default::default()
+        };
+        w.write_request(i, &serde_json::json!({"messages": []}), &meta, &reads)
+            .unwrap();
+        s.requests.push(RequestRecord {
+            index: i,
+            prompt_index: i % 3,
+            prompt: ["a", "b", "c"][i % 3].into(),
+            stream: true,
+            http_status: Some(200),
+            body_bytes: reads.iter().map(|r| r.bytes.len() as u64).sum(),
+            ..Default::default()
+        });
+    }
+    w.write_summary(&s).unwrap();
+    let rec = LoadRecord {
+        schema: LOAD_SCHEMA.into(),
+        point: point.label(),
+        arrival: "closed".into(),
+        concurrency: Some(c as u32),
+        rate_rps: None,
+        max_concurrency: None,
+        warmup: 0,
+        planned: specs.len(),
+        timings,
+    };
+    w.write(LOAD_FILE, &serde_json::to_vec(&rec).unwrap())
+        .unwrap();
+}
+
+/// numpy.percentile(v, p) (method "linear"), written out here independently of analysis::stats.
+fn numpy_linear(v: &[f64], p: f64) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let h = (v.len() - 1) as f64 * p / 100.0;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(v.len() - 1);
+    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+}
+
+fn find<'a>(vs: &'a [Verdict], name: &str) -> &'a Verdict {
+    vs.iter()
+        .find(|v| v.assertion == name)
+        .unwrap_or_else(|| panic!("no verdict {name}: {vs:#?}"))
+}
+
+/// The number after `key` in a verdict message (`p95 123.4 ms` -> 123.4).
+fn number_after(msg: &str, key: &str) -> f64 {
+    let rest = &msg[msg
+        .find(key)
+        .unwrap_or_else(|| panic!("{key} not in {msg}"))
+        + key.len()..];
+    rest.trim_start()
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn percentiles_goodput_and_attainment_equal_the_known_schedule_at_concurrency_16() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = 16\nrequests = 320",
+        "[assert.latency]\nttft_p50_ms = 1000\nttft_p95_ms = 1000\nttft_p99_ms = 1000\ne2e_p99_ms = 1000\ntpot_p50_ms = 100\n\
+         [assert.goodput]\nttft_ms = 150\ntpot_ms = 6\nat_least = 0.4\n[assert.errors]\nmax_rate = 0.0",
+    );
+    // Request i: TTFT 100 + (37 i mod 101) ms (every value 100..=200, in a scrambled order), 8 tokens 5 ms
+    // apart, except every 7th request decodes at 7 ms per token (so the TPOT SLO of 6 ms excludes it).
+    let specs: Vec<SyntheticSpec> = (0..320)
+        .map(|i| {
+            let itl = if i % 7 == 0 { 7.0 } else { 5.0 };
+            spec_with(100.0 + ((37 * i) % 101) as f64, itl, 8)
+        })
+        .collect();
+    write_point(tmp.path(), &g, Point::Concurrency(16), 16, &specs, |_| 0.0);
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+
+    // The truth, from the schedule alone.
+    let ttft: Vec<f64> = specs.iter().map(|s| s.ttft_ms).collect();
+    let e2e: Vec<f64> = specs.iter().map(|s| s.ttft_ms + 7.0 * s.itl_ms).collect();
+    let good = specs
+        .iter()
+        .filter(|s| s.ttft_ms <= 150.0 && s.itl_ms <= 6.0)
+        .count();
+    // Exact up to the nanosecond rounding of the serve's Duration schedule (1e-6 ms).
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    for (name, p, truth) in [
+        ("[c=16]::ttft_p50", 50.0, &ttft),
+        ("[c=16]::ttft_p95", 95.0, &ttft),
+        ("[c=16]::ttft_p99", 99.0, &ttft),
+        ("[c=16]::e2e_p99", 99.0, &e2e),
+    ] {
+        let v = find(&vs, name);
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+        let want = numpy_linear(truth, p);
+        assert!(
+            close(v.median.unwrap(), want),
+            "{name}: {} vs {want}",
+            v.message
+        );
+    }
+    let tpot = find(&vs, "[c=16]::tpot_p50");
+    assert!(close(tpot.median.unwrap(), 5.0), "{}", tpot.message);
+    let gp = find(&vs, "[c=16]::goodput");
+    assert_eq!(gp.outcome, Outcome::Pass, "{}", gp.message);
+    let want_att = good as f64 / 320.0;
+    assert!(
+        close(gp.median.unwrap(), want_att),
+        "{} vs {want_att}",
+        gp.message
+    );
+    assert!(
+        gp.message.contains(&format!("{good} of 320 planned met")),
+        "{}",
+        gp.message
+    );
+    // Goodput = good / window: the window is the first send (0) to the last end of the schedule (each of
+    // the 16 slots sends its requests back to back); the message shows it to 2 decimals.
+    let mut slot_end = [0.0f64; 16];
+    for (i, e) in e2e.iter().enumerate() {
+        slot_end[i % 16] += e;
+    }
+    let window_s = slot_end.iter().copied().fold(0.0, f64::max) / 1000.0;
+    let shown = number_after(&gp.message, "; goodput ");
+    assert!(
+        (shown - good as f64 / window_s).abs() <= 0.005,
+        "{shown} vs {}",
+        good as f64 / window_s
+    );
+    let errs = find(&vs, "[c=16]::errors");
+    assert_eq!(errs.outcome, Outcome::Pass, "{}", errs.message);
+
+    // A limit under the true p95 fails, with the same value.
+    let g2 = gate(
+        tmp.path(),
+        "concurrency = 16\nrequests = 320",
+        "[assert.latency]\nttft_p95_ms = 150",
+    );
+    let v2 = servegate::run::load::judge_dir(&g2, tmp.path());
+    let p95 = find(&v2, "[c=16]::ttft_p95");
+    assert_eq!(p95.outcome, Outcome::Fail, "{}", p95.message);
+    assert!(close(p95.median.unwrap(), numpy_linear(&ttft, 95.0)));
+}
+
+#[test]
+fn a_percentile_from_too_few_requests_is_indeterminate_with_the_n_needed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = 4\nrequests = 58",
+        "[assert.latency]\nttft_p50_ms = 1000\nttft_p95_ms = 1000\nttft_p99_ms = 1000",
+    );
+    let specs: Vec<SyntheticSpec> = (0..58).map(|_| spec_with(50.0, 2.0, 4)).collect();
+    write_point(tmp.path(), &g, Point::Concurrency(4), 4, &specs, |_| 0.0);
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert_eq!(find(&vs, "[c=4]::ttft_p50").outcome, Outcome::Pass);
+    let p95 = find(&vs, "[c=4]::ttft_p95");
+    assert_eq!(p95.outcome, Outcome::Indeterminate, "{}", p95.message);
+    assert!(p95.message.contains("at least 59"), "{}", p95.message);
+    let p99 = find(&vs, "[c=4]::ttft_p99");
+    assert_eq!(p99.outcome, Outcome::Indeterminate);
+    assert!(p99.message.contains("at least 299"), "{}", p99.message);
+    assert!(!p95.passed() && !p99.passed());
+}
+
+#[test]
+fn a_client_behind_its_schedule_makes_the_point_void_never_a_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = 4\nrequests = 100\nmax_lag_ms = 5",
+        "[assert.latency]\nttft_p50_ms = 1000\n[assert.throughput]\nfloor_rps = 0.001",
+    );
+    let specs: Vec<SyntheticSpec> = (0..100).map(|_| spec_with(50.0, 2.0, 4)).collect();
+    // Every 10th request sent 40 ms after its slot freed: lag p99 40 ms > 5 ms.
+    write_point(tmp.path(), &g, Point::Concurrency(4), 4, &specs, |i| {
+        if i % 10 == 0 {
+            40.0
+        } else {
+            0.0
+        }
+    });
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    for v in &vs {
+        assert_eq!(v.outcome, Outcome::Void, "{}", v.message);
+        assert!(
+            v.message.contains("fell behind its schedule"),
+            "{}",
+            v.message
+        );
+    }
+    assert_eq!(vs.len(), 2);
+    // The same run without the lag passes.
+    let tmp2 = tempfile::tempdir().unwrap();
+    write_point(tmp2.path(), &g, Point::Concurrency(4), 4, &specs, |_| 0.0);
+    let vs2 = servegate::run::load::judge_dir(&g, tmp2.path());
+    assert!(vs2.iter().all(|v| v.outcome == Outcome::Pass), "{vs2:#?}");
+}
+
+#[test]
+fn a_point_without_evidence_fails_and_trials_are_named_per_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = [1, 4]\nrequests = 10",
+        "[assert.latency]\nttft_p50_ms = 100\n[assert.consistency]\n[assert.errors]",
+    );
+    assert_eq!(
+        g.trial_names(),
+        vec![
+            "[c=1]::ttft_p50",
+            "[c=1]::errors",
+            "[c=4]::ttft_p50",
+            "[c=4]::errors",
+            "[c=4]::consistency"
+        ]
+    );
+    assert_eq!(
+        spec::load::trial_id("load-test", "[c=4]::ttft_p50"),
+        "load-test[c=4]::ttft_p50"
+    );
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert_eq!(vs.len(), 5);
+    assert!(vs.iter().all(|v| v.outcome == Outcome::Fail), "{vs:#?}");
+}
+
+#[test]
+fn load_spec_errors_name_the_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("g.toml");
+    for (load, asserts, key) in [
+        (
+            "concurrency = 0\nrequests = 5",
+            "[assert.errors]",
+            "load.concurrency",
+        ),
+        ("concurrency = 4", "[assert.errors]", "load"),
+        (
+            "rate_rps = 2.0\narrival = \"burst\"\nrequests = 5",
+            "[assert.errors]",
+            "load.arrival",
+        ),
+        (
+            "concurrency = 4\nrequests = 5",
+            "[assert.latency]\nttft_p97_ms = 5",
+            "assert.latency.ttft_p97_ms",
+        ),
+        (
+            "concurrency = 4\nrequests = 5",
+            "[assert.goodput]\nttft_ms = 5\nat_least = 1.5",
+            "assert.goodput.at_least",
+        ),
+        (
+            "concurrency = 4\nrequests = 5",
+            "[assert.consistency]",
+            "assert.consistency",
+        ),
+    ] {
+        let text = format!(
+            "[gate]\nname = \"x\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"a\"]\n[load]\n{load}\n{asserts}\n"
+        );
+        let e = spec::parse(&file, &text, &spec::Context::for_file(&file))
+            .expect_err(&format!("accepted: {load} / {asserts}"))
+            .to_string();
+        assert!(e.contains(key), "{key}: {e}");
+        assert!(e.contains("g.toml:"), "{e}");
+    }
+    let text = "[gate]\nname = \"x\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"a\"]\n[assert.latency]\nttft_p95_ms = 5\n";
+    let e = spec::parse(&file, text, &spec::Context::for_file(&file)).unwrap_err();
+    assert!(e.to_string().contains("needs a [load] table"), "{e}");
+}
+
+/// The load client against the synthetic serve (in this process, one thread per connection) at concurrency
+/// 16, with a slowdown of 100 % per extra request in flight: TTFT = 100 ms × k for k requests in flight at
+/// arrival, so the true TTFTs sit on tiers 100 ms apart. The serve logs each request's true schedule; the
+/// client's verdicts are checked against it: goodput and attainment exactly (the TTFT SLO lies 50 ms from
+/// every tier; the client reads a reply later than the serve's send by the connect, the request's transfer
+/// and scheduling: a median 0.8 ms, at most 26 ms seen at load average 17 on 2 cores); each client TTFT at
+/// or above the serve's (its clock starts before the serve's arrival stamp) and the p50 within 50 ms of it.
+#[test]
+fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log_path = tmp.path().join("timing.jsonl");
+    let mut sp = spec_with(100.0, 2.0, 8);
+    sp.slowdown_pct = 100.0;
+    let app = Arc::new(servegate::replay::App::new(
+        servegate::replay::Source::Synthetic(sp),
+        1.0,
+        Duration::ZERO,
+        Some(std::fs::File::create(&log_path).unwrap()),
+    ));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || servegate::replay::serve(listener, app));
+
+    let slo_ms = 100.0 * 12.0 + 50.0; // between the tiers k = 12 and k = 13
+    let g = gate(
+        tmp.path(),
+        "concurrency = 16\nrequests = 64",
+        &format!("[assert.latency]\nttft_p50_ms = 2000\n[assert.goodput]\nttft_ms = {slo_ms}\nat_least = 0.01\n[assert.errors]\nmax_rate = 0.0"),
+    );
+    let load = g.load.clone().unwrap();
+    let prompts = servegate::run::load::prompts(&g, &load).unwrap();
+    let run = tmp.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let pw = EvidenceWriter::create_exact(&run.join("c16")).unwrap();
+    let target = Target::parse(&url, None).unwrap();
+    let note = servegate::run::load::run_point(
+        &g,
+        &load,
+        Point::Concurrency(16),
+        &prompts,
+        &target,
+        &pw,
+        &summary(&g, 64),
+    )
+    .unwrap();
+    assert!(
+        note.contains("64 of 64 planned requests sent, 0 failed"),
+        "{note}"
+    );
+    let vs = servegate::run::load::judge_dir(&g, &run);
+
+    // The truth: the serve's own log of each request's true TTFT (send of the first token, from arrival).
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let true_ttft: Vec<f64> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("true_ttft_ms").and_then(|t| t.as_f64()))
+        .collect();
+    assert_eq!(true_ttft.len(), 64);
+    let good = true_ttft.iter().filter(|t| **t <= slo_ms).count();
+    // Each request's client TTFT against the serve's, matched by the reply id (chatcmpl-synthetic-<seq>).
+    let by_seq: std::collections::BTreeMap<u64, f64> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| {
+            Some((
+                v.get("request")?.as_u64()?,
+                v.get("true_ttft_ms")?.as_f64()?,
+            ))
+        })
+        .collect();
+    let ev = servegate::analysis::load(&run.join("c16")).unwrap();
+    let mut offsets = Vec::new();
+    for r in &ev.requests {
+        let text = std::fs::read_to_string(
+            run.join("c16")
+                .join(format!("{:02}.reads.jsonl", r.record.index)),
+        )
+        .unwrap();
+        let seq: u64 = text
+            .split("chatcmpl-synthetic-")
+            .nth(1)
+            .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|t| t.parse().ok())
+            .unwrap();
+        let fig = servegate::analysis::measure::measure(&r.reply);
+        offsets.push(fig.ttft_ms.unwrap() - by_seq[&seq]);
+    }
+    offsets.sort_by(f64::total_cmp);
+    eprintln!(
+        "client TTFT - serve TTFT per request, ms: min {:.3} median {:.3} max {:.3}",
+        offsets[0], offsets[32], offsets[63]
+    );
+    // The client's clock starts before the serve's arrival stamp: never ahead of the serve.
+    assert!(
+        offsets[0] >= 0.0,
+        "a client TTFT under the serve's: {offsets:?}"
+    );
+    let gp = find(&vs, "[c=16]::goodput");
+    assert!(
+        gp.message.contains(&format!("{good} of 64 planned met")),
+        "truth {good}: {}",
+        gp.message
+    );
+    assert_eq!(gp.median, Some(good as f64 / 64.0));
+    let p50 = find(&vs, "[c=16]::ttft_p50");
+    let truth = numpy_linear(&true_ttft, 50.0);
+    let got = p50.median.unwrap();
+    assert!(
+        got >= truth && got <= truth + 50.0,
+        "client p50 {got} vs the serve's {truth}: {}",
+        p50.message
+    );
+    assert_eq!(find(&vs, "[c=16]::errors").outcome, Outcome::Pass);
+    let rec: LoadRecord =
+        serde_json::from_slice(&std::fs::read(run.join("c16").join(LOAD_FILE)).unwrap()).unwrap();
+    assert_eq!(rec.timings.len(), 64);
+}
+
+/// An open loop capped below its arrival rate: requests wait in the client's queue for a slot, and that wait
+/// is queue time (counted in their TTFT), not the client's lag: the point is judged, not void.
+#[test]
+fn an_open_loop_over_its_cap_queues_requests_without_calling_it_lag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = Arc::new(servegate::replay::App::new(
+        servegate::replay::Source::Synthetic(spec_with(100.0, 2.0, 4)),
+        1.0,
+        Duration::ZERO,
+        None,
+    ));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || servegate::replay::serve(listener, app));
+    // 50 requests/s, constant, at most 2 in flight, each ~106 ms long: about 19 requests/s get served.
+    let g = gate(
+        tmp.path(),
+        "rate_rps = 50.0\narrival = \"constant\"\nmax_concurrency = 2\nrequests = 20\nmax_lag_ms = 1000",
+        "[assert.errors]\nmax_rate = 0.0",
+    );
+    let load = g.load.clone().unwrap();
+    let prompts = servegate::run::load::prompts(&g, &load).unwrap();
+    std::fs::create_dir_all(tmp.path().join("run")).unwrap();
+    let pw = EvidenceWriter::create_exact(&tmp.path().join("run").join("r50")).unwrap();
+    let target = Target::parse(&url, None).unwrap();
+    servegate::run::load::run_point(
+        &g,
+        &load,
+        Point::Rate(50.0),
+        &prompts,
+        &target,
+        &pw,
+        &summary(&g, 20),
+    )
+    .unwrap();
+    let rec: LoadRecord =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("run/r50").join(LOAD_FILE)).unwrap())
+            .unwrap();
+    assert_eq!(rec.timings.len(), 20);
+    // Request i was due at 20 i ms; the last ones waited for a slot for most of a second.
+    assert_eq!(rec.timings[19].intended_ms, 380.0);
+    let queue_last = rec.timings[19].queue_ms();
+    assert!(
+        queue_last > 300.0,
+        "queue {queue_last} ms: {:?}",
+        rec.timings[19]
+    );
+    let lag_max = rec
+        .timings
+        .iter()
+        .map(SendTiming::lag_ms)
+        .fold(0.0, f64::max);
+    assert!(
+        lag_max < queue_last / 2.0,
+        "lag {lag_max} vs queue {queue_last}"
+    );
+    let vs = servegate::run::load::judge_dir(&g, &tmp.path().join("run"));
+    assert_eq!(
+        find(&vs, "[r=50]::errors").outcome,
+        Outcome::Pass,
+        "{vs:#?}"
+    );
+}
