@@ -16,6 +16,7 @@ use toml::Spanned;
 use crate::error::SpecError;
 use crate::vocab::{AssertionKind, Metric, Role};
 
+pub mod matrix;
 pub(crate) mod record;
 
 pub use record::RunRecordSpec;
