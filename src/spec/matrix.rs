@@ -99,6 +99,31 @@ pub fn load_all(file: &Path) -> Result<Vec<GateSpec>, SpecError> {
     parse_all(file, &text, &Context::for_file(file))
 }
 
+/// Reads a gate file for one run: a plain gate as [`super::load`] reads it; for a matrix gate, the expanded
+/// gate named `name` (the run's `gate`, `<gate>[<model>]`), or an error naming the entries when `name` is none
+/// of them.
+pub fn load_named(file: &Path, name: Option<&str>) -> Result<GateSpec, SpecError> {
+    let mut gates = load_all(file)?;
+    if gates.len() == 1 && split_name(&gates[0].name).is_none() {
+        return Ok(gates.remove(0));
+    }
+    let names: Vec<String> = gates.iter().map(|g| g.name.clone()).collect();
+    match name.and_then(|n| gates.iter().position(|g| g.name == n)) {
+        Some(i) => Ok(gates.swap_remove(i)),
+        None => Err(SpecError::at(
+            file,
+            "",
+            0..0,
+            "model",
+            format!(
+                "a matrix gate: the run's gate {:?} is none of its entries ({})",
+                name.unwrap_or(""),
+                names.join(", ")
+            ),
+        )),
+    }
+}
+
 /// The `[[model]]` entries of a gate text with their spans (empty for a plain gate). Errors name
 /// `model[i].key` and its line.
 pub fn entries(file: &Path, text: &str) -> Result<Vec<ModelEntry>, SpecError> {

@@ -239,8 +239,8 @@ fn cmd_run(
     let mut specs = Vec::new();
     let mut invalid = 0usize;
     for f in files {
-        match spec::load(f) {
-            Ok(s) => specs.push(s),
+        match spec::matrix::load_all(f) {
+            Ok(s) => specs.extend(s),
             Err(e) => {
                 let error = e.to_string();
                 Fanout(vec![&mut console, &mut collector]).event(&Event::SpecInvalid {
@@ -469,7 +469,12 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
         }
     }
     let gate_file = gate.unwrap_or_else(|| dir.join(servegate::evidence::layout::GATE_FILE));
-    let g = match spec::load(&gate_file) {
+    // A matrix gate's run is judged by its own entry (run.json's `gate`, `<gate>[<model>]`).
+    let run_gate = std::fs::read(dir.join("run.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("gate").and_then(|g| g.as_str()).map(str::to_string));
+    let g = match spec::matrix::load_named(&gate_file, run_gate.as_deref()) {
         Ok(g) => g,
         Err(e) => {
             eprintln!("error: {e}");
@@ -536,13 +541,17 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
 fn cmd_check(files: &[PathBuf]) -> i32 {
     let mut code = exit::PASS;
     for f in files {
-        match spec::load(f) {
-            Ok(g) => println!(
-                "{}: ok ({}; assertions: {})",
-                f.display(),
-                g.name,
-                g.assertions.names().join(", ")
-            ),
+        match spec::matrix::load_all(f) {
+            Ok(gates) => {
+                for g in gates {
+                    println!(
+                        "{}: ok ({}; assertions: {})",
+                        f.display(),
+                        g.name,
+                        g.assertions.names().join(", ")
+                    )
+                }
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 code = exit::SPEC_INVALID;
