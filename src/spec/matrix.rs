@@ -17,7 +17,8 @@
 //! - `served_model`: replaces `[request] served_model` and `[serve] expect_model` (the gate must set the key
 //!   it replaces, so that every line number of the file stays right in error messages).
 //! - `max_tokens` (integer), `floor_tok_s` (`[assert.rate]`), `first_token_limit_ms` (`[assert.first_token]
-//!   limit_ms`), `known_answer` (`[assert.known_answer] matches`): per-entry overrides of the gate's values.
+//!   limit_ms`), `known_answer` (`[assert.known_answer] matches`), `model_name`, `weights` (`[record]`):
+//!   per-entry overrides of the gate's values.
 //!
 //! Expansion is textual and keeps every line where it was: each override replaces the value's bytes, and the
 //! `[[model]]` tables are blanked (newlines kept), then the text is validated by [`super::parse`] as any gate,
@@ -67,6 +68,12 @@ pub struct ModelEntry {
     /// Replaces `[assert.known_answer] matches` (a regex).
     #[serde(default)]
     pub known_answer: Option<String>,
+    /// Replaces `[record] model_name` (what `servegate run --record` writes).
+    #[serde(default)]
+    pub model_name: Option<String>,
+    /// Replaces `[record] weights`.
+    #[serde(default)]
+    pub weights: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -258,6 +265,12 @@ pub fn parse_all(file: &Path, text: &str, ctx: &Context) -> Result<Vec<GateSpec>
         }
         if let Some(k) = &entry.known_answer {
             set(&["assert", "known_answer", "matches"], "known_answer", toml::Value::String(k.clone()))?;
+        }
+        if let Some(n) = &entry.model_name {
+            set(&["record", "model_name"], "model_name", toml::Value::String(n.clone()))?;
+        }
+        if let Some(w) = &entry.weights {
+            set(&["record", "weights"], "weights", toml::Value::String(w.clone()))?;
         }
         let expanded = apply(text, edits);
         let mut gate = super::parse(file, &expanded, ctx).map_err(|e| match e {

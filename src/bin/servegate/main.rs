@@ -92,6 +92,11 @@ enum Cmd {
     Records(servegate::records::record::RecordsArgs),
     /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
     Leaderboard(servegate::records::leaderboard::LeaderboardArgs),
+    /// Render docs/coverage.md from the matrix-gate evidence in coverage/runs; --check compares instead of writing.
+    Coverage(servegate::coverage::page::CoverageArgs),
+    /// A peer runtime's model list against coverage/registry.toml by family root: the gap list; --check fails
+    /// naming a peer family root with no row.
+    Census(servegate::coverage::census::CensusArgs),
     /// Judge the embedded judging table (the seed's shapes and one per hazard kind) with this binary's own judge:
     /// no serve, no device; one line per shape, exit 0 when every shape gives what it must, else 1.
     SelfTest(servegate::run::selftest::SelfTestArgs),
@@ -159,6 +164,8 @@ fn main() -> ExitCode {
         Cmd::Replay(args) => servegate::replay::cli_replay(&args),
         Cmd::Records(args) => servegate::records::record::cli_records(&args),
         Cmd::Leaderboard(args) => servegate::records::leaderboard::cli(&args),
+        Cmd::Coverage(args) => servegate::coverage::page::cli(&args),
+        Cmd::Census(args) => servegate::coverage::census::cli(&args),
         Cmd::SelfTest(args) => servegate::run::selftest::cli(&args),
     };
     ExitCode::from(code as u8)
