@@ -16,9 +16,9 @@ use serde::Deserialize;
 
 /// Words that end a family root when they appear as a name's token (sizes, variants, formats, dates).
 const QUALIFIERS: &[&str] = &[
-    "it", "instruct", "chat", "base", "thinking", "tk", "think", "distill", "preview", "turbo", "mini", "small",
-    "medium", "large", "tiny", "nano", "gguf", "onnx", "awq", "gptq", "hybrid", "cpu", "gpu", "npu", "vl",
-    "vision", "coder", "math", "med",
+    "it", "instruct", "chat", "base", "thinking", "tk", "think", "distill", "preview", "turbo",
+    "mini", "small", "medium", "large", "tiny", "nano", "gguf", "onnx", "awq", "gptq", "hybrid",
+    "cpu", "gpu", "npu", "vl", "vision", "coder", "math", "med",
 ];
 
 /// The family root of a model name (the rule docs/coverage.md states, with its tests in `tests/census.rs`):
@@ -60,14 +60,22 @@ pub fn family_root(name: &str) -> String {
 }
 
 fn ends_root(t: &str) -> bool {
-    let size = regex_is(t, r"^(?:\d+x)?\d+(?:\.\d+)?[bmk]$|^a\d+(?:\.\d+)?b$|^e\d+b$");
+    let size = regex_is(
+        t,
+        r"^(?:\d+x)?\d+(?:\.\d+)?[bmk]$|^a\d+(?:\.\d+)?b$|^e\d+b$",
+    );
     let date = t.len() == 4 && t.chars().all(|c| c.is_ascii_digit());
-    let quant = regex_is(t, r"^(?:q\d.*|iq\d.*|bf16|fp16|f16|f32|fp8|int[48]|uint[48]|w\d+a\d+|npu\d*)$");
+    let quant = regex_is(
+        t,
+        r"^(?:q\d.*|iq\d.*|bf16|fp16|f16|f32|fp8|int[48]|uint[48]|w\d+a\d+|npu\d*)$",
+    );
     size || date || quant || QUALIFIERS.contains(&t)
 }
 
 fn regex_is(t: &str, re: &str) -> bool {
-    regex::Regex::new(re).map(|r| r.is_match(t)).unwrap_or(false)
+    regex::Regex::new(re)
+        .map(|r| r.is_match(t))
+        .unwrap_or(false)
 }
 
 /// One model of a peer's list, as the peer names it.
@@ -128,7 +136,11 @@ pub fn parse_peer(text: &str) -> Result<Vec<PeerModel>, String> {
     if let Some(arr) = v.as_array() {
         return arr
             .iter()
-            .map(|x| str_of(x).map(plain).ok_or_else(|| format!("a list of names holds {x}")))
+            .map(|x| {
+                str_of(x)
+                    .map(plain)
+                    .ok_or_else(|| format!("a list of names holds {x}"))
+            })
             .collect();
     }
     let obj = v.as_object().ok_or("neither an object nor a list")?;
@@ -164,7 +176,9 @@ pub fn parse_peer(text: &str) -> Result<Vec<PeerModel>, String> {
     let mut out = Vec::new();
     for (name, m) in obj {
         let Some(m) = m.as_object() else {
-            return Err(format!("{name}: not an object (expected Lemonade's server_models.json shape)"));
+            return Err(format!(
+                "{name}: not an object (expected Lemonade's server_models.json shape)"
+            ));
         };
         if !m.contains_key("checkpoint") && !m.contains_key("recipe") {
             return Err(format!(
@@ -260,7 +274,10 @@ pub fn read_registry(path: &Path) -> Result<Registry, String> {
         }
         for r in std::iter::once(&f.root).chain(&f.aliases) {
             if !seen.insert(r.clone()) {
-                return Err(format!("{}: root or alias {r:?} is in two rows", path.display()));
+                return Err(format!(
+                    "{}: root or alias {r:?} is in two rows",
+                    path.display()
+                ));
             }
         }
     }
@@ -295,7 +312,11 @@ pub struct GapRow {
 
 /// The gap list: every peer root (`listed` unless settled), then every registry row the peer does not list
 /// (`ours-only`, or `settled` when evidence exists), sorted by root within each group.
-pub fn gaps(peer: &[PeerModel], reg: &Registry, evidence: &BTreeMap<String, Settled>) -> Vec<GapRow> {
+pub fn gaps(
+    peer: &[PeerModel],
+    reg: &Registry,
+    evidence: &BTreeMap<String, Settled>,
+) -> Vec<GapRow> {
     let mut by_root: BTreeMap<String, Vec<PeerModel>> = BTreeMap::new();
     for m in peer {
         by_root.entry(m.root()).or_default().push(m.clone());
@@ -309,12 +330,19 @@ pub fn gaps(peer: &[PeerModel], reg: &Registry, evidence: &BTreeMap<String, Sett
     let mut matched = BTreeSet::new();
     for (root, models) in by_root {
         let row = reg.families.iter().find(|f| f.matches(&root));
-        let settled = row.and_then(settled_of).or_else(|| evidence.get(&root).cloned());
+        let settled = row
+            .and_then(settled_of)
+            .or_else(|| evidence.get(&root).cloned());
         if let Some(f) = row {
             matched.insert(f.root.clone());
         }
         rows.push(GapRow {
-            status: if settled.is_some() { "settled" } else { "listed" }.into(),
+            status: if settled.is_some() {
+                "settled"
+            } else {
+                "listed"
+            }
+            .into(),
             registry_row: row.map(|f| f.root.clone()),
             root,
             peer: models,
@@ -328,7 +356,12 @@ pub fn gaps(peer: &[PeerModel], reg: &Registry, evidence: &BTreeMap<String, Sett
         let settled = settled_of(f);
         rows.push(GapRow {
             root: f.root.clone(),
-            status: if settled.is_some() { "settled" } else { "ours-only" }.into(),
+            status: if settled.is_some() {
+                "settled"
+            } else {
+                "ours-only"
+            }
+            .into(),
             registry_row: Some(f.root.clone()),
             peer: Vec::new(),
             settled,
@@ -371,7 +404,11 @@ pub fn render(rows: &[GapRow], peer_file: &str) -> String {
             r.root,
             r.status,
             r.registry_row.as_deref().unwrap_or("(none)"),
-            if peer.is_empty() { "(not in the peer's list)".into() } else { peer.join("; ") },
+            if peer.is_empty() {
+                "(not in the peer's list)".into()
+            } else {
+                peer.join("; ")
+            },
             ev
         ));
     }

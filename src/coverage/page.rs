@@ -34,9 +34,14 @@ impl CellState {
 
     /// Parses a symbol back (the page's machine-readable cell comments).
     pub fn of_symbol(s: &str) -> Option<CellState> {
-        [CellState::Verified, CellState::Partial, CellState::NotLoading, CellState::Unknown]
-            .into_iter()
-            .find(|c| c.symbol() == s)
+        [
+            CellState::Verified,
+            CellState::Partial,
+            CellState::NotLoading,
+            CellState::Unknown,
+        ]
+        .into_iter()
+        .find(|c| c.symbol() == s)
     }
 }
 
@@ -154,7 +159,11 @@ fn cell_of(dir: &Path, name: &str, gate: &str, model: &str) -> Option<Cell> {
 /// Days from the Unix epoch of an RFC 3339 UTC stamp's date (`2026-12-01T...`), or None.
 fn day_of(stamp: &str) -> Option<i64> {
     let mut it = stamp.get(..10)?.split('-');
-    let (y, m, d) = (it.next()?.parse().ok()?, it.next()?.parse::<u8>().ok()?, it.next()?.parse().ok()?);
+    let (y, m, d) = (
+        it.next()?.parse().ok()?,
+        it.next()?.parse::<u8>().ok()?,
+        it.next()?.parse().ok()?,
+    );
     let date = time::Date::from_calendar_date(y, time::Month::try_from(m).ok()?, d).ok()?;
     Some(date.to_julian_day() as i64)
 }
@@ -180,8 +189,17 @@ pub struct Page {
 const MD_TEMPLATE: &str = include_str!("../../templates/coverage.md");
 
 /// Renders the page from `cells` (links relative to `link_base`, e.g. `../coverage/runs` for a page in docs/).
-pub fn render(cells: &[Cell], runs: &Path, link_base: &str, expire_days: u32) -> Result<Page, String> {
-    let newest = cells.iter().map(|c| c.verified_utc.clone()).max().unwrap_or_default();
+pub fn render(
+    cells: &[Cell],
+    runs: &Path,
+    link_base: &str,
+    expire_days: u32,
+) -> Result<Page, String> {
+    let newest = cells
+        .iter()
+        .map(|c| c.verified_utc.clone())
+        .max()
+        .unwrap_or_default();
     let columns: BTreeSet<String> = cells.iter().map(|c| c.runtime.clone()).collect();
     let columns: Vec<String> = columns.into_iter().collect();
     let mut rows: BTreeMap<(String, String, String), BTreeMap<String, &Cell>> = BTreeMap::new();
@@ -205,9 +223,14 @@ pub fn render(cells: &[Cell], runs: &Path, link_base: &str, expire_days: u32) ->
                     let s = shown(c, &newest, expire_days);
                     states.insert(key.clone(), s);
                     let rel = c.evidence.strip_prefix(runs).unwrap_or(&c.evidence);
-                    let link = format!("{link_base}/{}", rel.display()).replace('[', "%5B").replace(']', "%5D");
+                    let link = format!("{link_base}/{}", rel.display())
+                        .replace('[', "%5B")
+                        .replace(']', "%5D");
                     let why = if s == CellState::Unknown && c.state != CellState::Unknown {
-                        format!("expired (was {}; older than {expire_days} days)", c.state.symbol())
+                        format!(
+                            "expired (was {}; older than {expire_days} days)",
+                            c.state.symbol()
+                        )
                     } else {
                         c.why.clone()
                     };
@@ -218,14 +241,16 @@ pub fn render(cells: &[Cell], runs: &Path, link_base: &str, expire_days: u32) ->
                 }
             }
         }
-        ctx_rows.push(minijinja::context! { family, size, quantization => quant, cells => ctx_cells });
+        ctx_rows
+            .push(minijinja::context! { family, size, quantization => quant, cells => ctx_cells });
     }
     let mut env = minijinja::Environment::new();
     env.set_keep_trailing_newline(true);
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    env.add_template("coverage.md", MD_TEMPLATE).map_err(|e| e.to_string())?;
+    env.add_template("coverage.md", MD_TEMPLATE)
+        .map_err(|e| e.to_string())?;
     let markdown = env
         .get_template("coverage.md")
         .and_then(|t| {
@@ -240,7 +265,12 @@ pub fn render(cells: &[Cell], runs: &Path, link_base: &str, expire_days: u32) ->
 /// The cell states a committed page shows (its `<!-- cell KEY SYMBOL -->` lines).
 pub fn states_of(page: &str) -> BTreeMap<String, CellState> {
     page.lines()
-        .filter_map(|l| l.trim().strip_prefix("<!-- cell ")?.strip_suffix(" -->").map(str::to_string))
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix("<!-- cell ")?
+                .strip_suffix(" -->")
+                .map(str::to_string)
+        })
         .filter_map(|l| {
             let (key, sym) = l.rsplit_once(' ')?;
             Some((key.to_string(), CellState::of_symbol(sym)?))
@@ -250,11 +280,16 @@ pub fn states_of(page: &str) -> BTreeMap<String, CellState> {
 
 /// Coverage regressions: cells ✅ on the old page that the new page shows as 🟡 or ❌ (an expired `?` is not
 /// a regression: nothing was shown to be worse). Each as `KEY: ✅ -> 🟡`.
-pub fn regressions(old: &BTreeMap<String, CellState>, new: &BTreeMap<String, CellState>) -> Vec<String> {
+pub fn regressions(
+    old: &BTreeMap<String, CellState>,
+    new: &BTreeMap<String, CellState>,
+) -> Vec<String> {
     old.iter()
         .filter(|(_, s)| **s == CellState::Verified)
         .filter_map(|(k, _)| match new.get(k) {
-            Some(n @ (CellState::Partial | CellState::NotLoading)) => Some(format!("{k}: ✅ -> {}", n.symbol())),
+            Some(n @ (CellState::Partial | CellState::NotLoading)) => {
+                Some(format!("{k}: ✅ -> {}", n.symbol()))
+            }
             _ => None,
         })
         .collect()
@@ -320,7 +355,11 @@ pub fn cli(args: &CoverageArgs) -> i32 {
             }
             code = exit::ASSERTION_FAILED;
         } else {
-            println!("{}: up to date ({} cells)", args.out.display(), page.states.len());
+            println!(
+                "{}: up to date ({} cells)",
+                args.out.display(),
+                page.states.len()
+            );
         }
         return code;
     }

@@ -134,7 +134,10 @@ pub fn load_named(file: &Path, name: Option<&str>) -> Result<GateSpec, SpecError
 /// The `[[model]]` entries of a gate text with their spans (empty for a plain gate). Errors name
 /// `model[i].key` and its line.
 pub fn entries(file: &Path, text: &str) -> Result<Vec<ModelEntry>, SpecError> {
-    Ok(entries_of(file, text)?.into_iter().map(|(e, _)| e).collect())
+    Ok(entries_of(file, text)?
+        .into_iter()
+        .map(|(e, _)| e)
+        .collect())
 }
 
 fn entries_of(file: &Path, text: &str) -> Result<Vec<(ModelEntry, Range<usize>)>, SpecError> {
@@ -148,11 +151,18 @@ fn entries_of(file: &Path, text: &str) -> Result<Vec<(ModelEntry, Range<usize>)>
     let mut names = std::collections::BTreeSet::new();
     for (i, t) in raw.model.unwrap_or_default().into_iter().enumerate() {
         let span = t.span();
-        let entry: ModelEntry = toml::Value::Table(t.into_inner())
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                SpecError::at(file, text, span.clone(), &format!("model[{i}]"), e.message())
-            })?;
+        let entry: ModelEntry =
+            toml::Value::Table(t.into_inner())
+                .try_into()
+                .map_err(|e: toml::de::Error| {
+                    SpecError::at(
+                        file,
+                        text,
+                        span.clone(),
+                        &format!("model[{i}]"),
+                        e.message(),
+                    )
+                })?;
         let valid = !entry.name.is_empty()
             && !entry.name.starts_with(['.', '-'])
             && entry
@@ -198,9 +208,8 @@ pub fn parse_all(file: &Path, text: &str, ctx: &Context) -> Result<Vec<GateSpec>
     if entries.is_empty() {
         return super::parse(file, text, ctx).map(|g| vec![g]);
     }
-    let doc = toml_edit::ImDocument::parse(text).map_err(|e| {
-        SpecError::at(file, text, e.span().unwrap_or(0..0), "", e.message())
-    })?;
+    let doc = toml_edit::ImDocument::parse(text)
+        .map_err(|e| SpecError::at(file, text, e.span().unwrap_or(0..0), "", e.message()))?;
     // The [[model]] tables: blanked from each header to the next table header (or the end).
     let mut headers = Vec::new();
     collect_headers(doc.as_table(), &mut headers);
@@ -246,31 +255,67 @@ pub fn parse_all(file: &Path, text: &str, ctx: &Context) -> Result<Vec<GateSpec>
             }
         };
         if let Some(f) = &entry.file {
-            set(&["request", "model"], "file", toml::Value::String(f.clone()))?;
+            set(
+                &["request", "model"],
+                "file",
+                toml::Value::String(f.clone()),
+            )?;
         }
         if let Some(s) = &entry.served_model {
-            set(&["request", "served_model"], "served_model", toml::Value::String(s.clone()))?;
+            set(
+                &["request", "served_model"],
+                "served_model",
+                toml::Value::String(s.clone()),
+            )?;
             if value_span(&doc, &["serve", "expect_model"]).is_some() {
-                set(&["serve", "expect_model"], "served_model", toml::Value::String(s.clone()))?;
+                set(
+                    &["serve", "expect_model"],
+                    "served_model",
+                    toml::Value::String(s.clone()),
+                )?;
             }
         }
         if let Some(m) = entry.max_tokens {
-            set(&["request", "max_tokens"], "max_tokens", toml::Value::Integer(m))?;
+            set(
+                &["request", "max_tokens"],
+                "max_tokens",
+                toml::Value::Integer(m),
+            )?;
         }
         if let Some(f) = entry.floor_tok_s {
-            set(&["assert", "rate", "floor_tok_s"], "floor_tok_s", toml::Value::Float(f))?;
+            set(
+                &["assert", "rate", "floor_tok_s"],
+                "floor_tok_s",
+                toml::Value::Float(f),
+            )?;
         }
         if let Some(l) = entry.first_token_limit_ms {
-            set(&["assert", "first_token", "limit_ms"], "first_token_limit_ms", toml::Value::Float(l))?;
+            set(
+                &["assert", "first_token", "limit_ms"],
+                "first_token_limit_ms",
+                toml::Value::Float(l),
+            )?;
         }
         if let Some(k) = &entry.known_answer {
-            set(&["assert", "known_answer", "matches"], "known_answer", toml::Value::String(k.clone()))?;
+            set(
+                &["assert", "known_answer", "matches"],
+                "known_answer",
+                toml::Value::String(k.clone()),
+            )?;
         }
         if let Some(n) = &entry.model_name {
-            set(&["record", "model_name"], "model_name", toml::Value::String(n.clone()))?;
+            set(
+                &["record", "model_name"],
+                "model_name",
+                toml::Value::String(n.clone()),
+            )?;
         }
         if let Some(w) = &entry.weights {
-            set(&["record", "weights"], "weights", toml::Value::String(w.clone()))?;
+            set(
+                &["record", "weights"],
+                "weights",
+                toml::Value::String(w.clone()),
+            )?;
         }
         let expanded = apply(text, edits);
         let mut gate = super::parse(file, &expanded, ctx).map_err(|e| match e {
@@ -286,7 +331,10 @@ pub fn parse_all(file: &Path, text: &str, ctx: &Context) -> Result<Vec<GateSpec>
                 line,
                 col,
                 key,
-                message: format!("{message} (in the gate as expanded for [[model]] {:?})", entry.name),
+                message: format!(
+                    "{message} (in the gate as expanded for [[model]] {:?})",
+                    entry.name
+                ),
                 snippet,
             },
             other => other,
@@ -343,7 +391,9 @@ fn value_span(doc: &toml_edit::ImDocument<&str>, path: &[&str]) -> Option<Range<
 
 /// Spaces for every character but newlines (line numbers stay).
 fn blanked(s: &str) -> String {
-    s.chars().map(|c| if c == '\n' { '\n' } else { ' ' }).collect()
+    s.chars()
+        .map(|c| if c == '\n' { '\n' } else { ' ' })
+        .collect()
 }
 
 fn apply(text: &str, mut edits: Vec<(Range<usize>, String)>) -> String {
@@ -415,18 +465,35 @@ known_answer = "(?i)paris"
         let (a, b) = (&gates[0], &gates[1]);
         assert_eq!(a.request.model, "/nonexistent/a.gguf");
         assert_eq!(a.assertions.rate.as_ref().unwrap().floor_tok_s, 20.5);
-        assert!(matches!(&a.serve.mode, super::super::ServeMode::Command(c) if c.contains(&"/nonexistent/a.gguf".to_string())));
+        assert!(
+            matches!(&a.serve.mode, super::super::ServeMode::Command(c) if c.contains(&"/nonexistent/a.gguf".to_string()))
+        );
         // a missing model file is an unmet requirement (the trials are ignored with the reason)
-        assert!(a.requirements().iter().any(|r| r.contains("/nonexistent/a.gguf")), "{:?}", a.requirements());
+        assert!(
+            a.requirements()
+                .iter()
+                .any(|r| r.contains("/nonexistent/a.gguf")),
+            "{:?}",
+            a.requirements()
+        );
         assert_eq!(b.request.model, "/nonexistent/default.gguf");
         assert!(b.requirements().is_empty());
         assert_eq!(b.request.served_model, "qwen");
         assert_eq!(b.serve.expect_model.as_deref(), Some("qwen"));
         assert_eq!(b.request.max_tokens, 16);
         assert_eq!(b.assertions.first_token.as_ref().unwrap().limit_ms, 500.0);
-        assert_eq!(b.assertions.known_answer.as_ref().unwrap().matches.as_str(), "(?i)paris");
+        assert_eq!(
+            b.assertions.known_answer.as_ref().unwrap().matches.as_str(),
+            "(?i)paris"
+        );
         assert_eq!(b.assertions.rate.as_ref().unwrap().floor_tok_s, 10.0);
-        assert_eq!(entry_for(Path::new("mx.toml"), GATE, "mx[b]").unwrap().size.as_deref(), Some("0.6B"));
+        assert_eq!(
+            entry_for(Path::new("mx.toml"), GATE, "mx[b]")
+                .unwrap()
+                .size
+                .as_deref(),
+            Some("0.6B")
+        );
         assert_eq!(split_name("mx[b]"), Some(("mx", "b")));
         assert_eq!(split_name("mx"), None);
     }
@@ -434,32 +501,52 @@ known_answer = "(?i)paris"
     #[test]
     fn errors_keep_their_line_and_name_the_entry() {
         // An error after a blanked [[model]] table still points at its own line.
-        let text = GATE.replace("[assert.first_token]\nlimit_ms = 2000", "[assert.first_token]\nlimit_ms = -1")
-            + "\n";
-        let e = parse_all(Path::new("mx.toml"), &text, &ctx()).unwrap_err().to_string();
+        let text = GATE.replace(
+            "[assert.first_token]\nlimit_ms = 2000",
+            "[assert.first_token]\nlimit_ms = -1",
+        ) + "\n";
+        let e = parse_all(Path::new("mx.toml"), &text, &ctx())
+            .unwrap_err()
+            .to_string();
         let line = text.lines().position(|l| l == "limit_ms = -1").unwrap() + 1;
         assert!(e.contains(&format!(":{line}:")), "{e}");
         // Moving the [[model]] tables first keeps later lines right too.
         let (head, models) = text.split_at(text.find("[[model]]").unwrap());
         let first = format!("{models}\n{head}");
-        let e = parse_all(Path::new("mx.toml"), &first, &ctx()).unwrap_err().to_string();
+        let e = parse_all(Path::new("mx.toml"), &first, &ctx())
+            .unwrap_err()
+            .to_string();
         let line = first.lines().position(|l| l == "limit_ms = -1").unwrap() + 1;
-        assert!(e.contains(&format!(":{line}:")) && e.contains("[[model]] \"a\""), "{e}");
+        assert!(
+            e.contains(&format!(":{line}:")) && e.contains("[[model]] \"a\""),
+            "{e}"
+        );
     }
 
     #[test]
     fn bad_entries_are_refused_naming_the_key() {
         let dup = GATE.replace("name = \"b\"", "name = \"a\"");
-        let e = parse_all(Path::new("mx.toml"), &dup, &ctx()).unwrap_err().to_string();
+        let e = parse_all(Path::new("mx.toml"), &dup, &ctx())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("model[1].name") && e.contains("unique"), "{e}");
         let unknown = GATE.replace("size = \"0.6B\"", "sise = \"0.6B\"");
-        let e = parse_all(Path::new("mx.toml"), &unknown, &ctx()).unwrap_err().to_string();
+        let e = parse_all(Path::new("mx.toml"), &unknown, &ctx())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("sise"), "{e}");
         let no_key = GATE.replace("served_model = \"m\"\n", "");
-        let e = parse_all(Path::new("mx.toml"), &no_key, &ctx()).unwrap_err().to_string();
-        assert!(e.contains("model[1].served_model") && e.contains("request.served_model"), "{e}");
+        let e = parse_all(Path::new("mx.toml"), &no_key, &ctx())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("model[1].served_model") && e.contains("request.served_model"),
+            "{e}"
+        );
         let bad_name = GATE.replace("name = \"b\"", "name = \"b/c\"");
-        let e = parse_all(Path::new("mx.toml"), &bad_name, &ctx()).unwrap_err().to_string();
+        let e = parse_all(Path::new("mx.toml"), &bad_name, &ctx())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("model[1].name"), "{e}");
     }
 
