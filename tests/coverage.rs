@@ -195,3 +195,23 @@ fn stale_cells_expire_to_unknown_counted_back_from_the_newest_evidence() {
     old.insert("F|1B|Q4|rt".into(), CellState::Verified);
     assert!(page::regressions(&old, &states).is_empty());
 }
+
+#[test]
+fn a_matrix_entry_whose_model_file_is_missing_is_skipped_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("mx.toml");
+    std::fs::write(
+        &gate,
+        "[gate]\nname = \"mx\"\n[serve]\ncommand = [\"true\", \"{model}\", \"{port}\"]\n[request]\n\
+         model = \"/nonexistent/default.gguf\"\nmax_tokens = 8\nprompts = [\"hi\"]\n[assert.content]\n\
+         [[model]]\nname = \"gone\"\nfamily = \"LlamaForCausalLM\"\nfile = \"/nonexistent/gone.gguf\"\n",
+    )
+    .unwrap();
+    let out = servegate(&["run", gate.to_str().unwrap()], dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // nothing was checked (exit 7), and the entry's gate says why
+    assert_eq!(out.status.code(), Some(7), "{stdout}");
+    assert!(stdout.contains("gate mx[gone]") && stdout.contains("path /nonexistent/gone.gguf does not exist"), "{stdout}");
+    let check = servegate(&["check", gate.to_str().unwrap()], dir.path());
+    assert!(String::from_utf8_lossy(&check.stdout).contains("ok (mx[gone]; assertions: content)"));
+}
