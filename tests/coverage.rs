@@ -40,6 +40,8 @@ fn the_committed_page_matches_the_committed_evidence_and_every_check_mark_links_
         String::from_utf8_lossy(&out.stderr)
     );
     let md = std::fs::read_to_string(root().join("docs/coverage.md")).unwrap();
+    let html = std::fs::read_to_string(root().join("docs/coverage.html")).unwrap();
+    assert!(html.contains("<a href=\"../coverage/runs/reference-matrix%5Bsmollm2-135m%5D/"), "{html}");
     let rows: Vec<&str> = md
         .lines()
         .filter(|l| l.starts_with("| LlamaForCausalLM | 135M | Q4_1 |"))

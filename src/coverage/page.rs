@@ -182,11 +182,14 @@ pub fn shown(cell: &Cell, newest: &str, expire_days: u32) -> CellState {
 pub struct Page {
     /// docs/coverage.md.
     pub markdown: String,
+    /// docs/coverage.html (the same table).
+    pub html: String,
     /// The states shown, by cell key.
     pub states: BTreeMap<String, CellState>,
 }
 
 const MD_TEMPLATE: &str = include_str!("../../templates/coverage.md");
+const HTML_TEMPLATE: &str = include_str!("../../templates/coverage.html");
 
 /// Renders the page from `cells` (links relative to `link_base`, e.g. `../coverage/runs` for a page in docs/).
 pub fn render(
@@ -249,17 +252,32 @@ pub fn render(
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_auto_escape_callback(|name| {
+        if name.ends_with(".html") {
+            minijinja::AutoEscape::Html
+        } else {
+            minijinja::AutoEscape::None
+        }
+    });
     env.add_template("coverage.md", MD_TEMPLATE)
         .map_err(|e| e.to_string())?;
-    let markdown = env
-        .get_template("coverage.md")
-        .and_then(|t| {
-            t.render(minijinja::context! {
-                columns, rows => ctx_rows, expire_days, newest => newest.get(..10).unwrap_or("(no evidence)"),
-            })
-        })
-        .map_err(|e| format!("templates/coverage.md: {e}"))?;
-    Ok(Page { markdown, states })
+    env.add_template("coverage.html", HTML_TEMPLATE)
+        .map_err(|e| e.to_string())?;
+    let ctx = minijinja::context! {
+        columns, rows => ctx_rows, expire_days, newest => newest.get(..10).unwrap_or("(no evidence)"),
+    };
+    let render = |name: &str| {
+        env.get_template(name)
+            .and_then(|t| t.render(&ctx))
+            .map_err(|e| format!("templates/{name}: {e}"))
+    };
+    let markdown = render("coverage.md")?;
+    let html = render("coverage.html")?;
+    Ok(Page {
+        markdown,
+        html,
+        states,
+    })
 }
 
 /// The cell states a committed page shows (its `<!-- cell KEY SYMBOL -->` lines).
@@ -301,7 +319,7 @@ pub struct CoverageArgs {
     /// The evidence root: run directories of matrix gates (`<gate>[<model>]/<stamp>/`), committed.
     #[arg(long, default_value = "coverage/runs")]
     pub runs: PathBuf,
-    /// The page.
+    /// The Markdown page (the HTML page is the same path with .html).
     #[arg(long, default_value = "docs/coverage.md")]
     pub out: PathBuf,
     /// The registry (its `expire_days`).
@@ -332,12 +350,21 @@ pub fn cli(args: &CoverageArgs) -> i32 {
         }
     };
     let old = std::fs::read_to_string(&args.out).unwrap_or_default();
+    let html_out = args.out.with_extension("html");
+    let old_html = std::fs::read_to_string(&html_out).unwrap_or_default();
     let mut code = exit::PASS;
     for r in regressions(&states_of(&old), &page.states) {
         eprintln!("coverage regression: {r}");
         code = exit::ASSERTION_FAILED;
     }
     if args.check {
+        if old_html != page.html {
+            eprintln!(
+                "{} differs from the page the evidence gives; run `servegate coverage` and commit it",
+                html_out.display()
+            );
+            code = exit::ASSERTION_FAILED;
+        }
         if old != page.markdown {
             eprintln!(
                 "{} differs from the page the evidence in {} gives; run `servegate coverage` and commit it",
@@ -363,9 +390,11 @@ pub fn cli(args: &CoverageArgs) -> i32 {
         }
         return code;
     }
-    if let Err(e) = crate::io::fs::write_atomic(&args.out, page.markdown.as_bytes()) {
-        eprintln!("error: {}: {e}", args.out.display());
-        return exit::EVIDENCE_ERROR;
+    for (path, text) in [(&args.out, &page.markdown), (&html_out, &page.html)] {
+        if let Err(e) = crate::io::fs::write_atomic(path, text.as_bytes()) {
+            eprintln!("error: {}: {e}", path.display());
+            return exit::EVIDENCE_ERROR;
+        }
     }
     println!("wrote {} ({} cells)", args.out.display(), page.states.len());
     code
