@@ -10,6 +10,7 @@
 //! - `analysis` — pure: SSE, replies, per-request figures, statistics, content checks, pair arithmetic.
 //! - `judge` — pure: spec + figures → verdicts (with secret masking).
 //! - `records` — run records and the leaderboard.
+//! - `coverage` — the coverage page from matrix-gate evidence, and the census of a peer's model list.
 //! - `sinks` — the results model and its output formats.
 //! - `run` — the runner and the libtest-mimic harness.
 //! - `replay`, `inspect` — replaying recorded streams, summarising evidence files.
@@ -19,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod coverage;
 pub mod error;
 pub mod evidence;
 pub mod inspect;

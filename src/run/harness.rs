@@ -630,12 +630,16 @@ pub fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
         index: Vec::new(),
     };
     let mut names: std::collections::BTreeMap<String, PathBuf> = std::collections::BTreeMap::new();
-    for file in files {
+    // A matrix gate file (`[[model]]`) gives one gate per model (spec::matrix).
+    let expanded = files.iter().flat_map(|file| match spec::matrix::load_all(file) {
+        Ok(gates) => gates.into_iter().map(|g| (file, Ok(g))).collect::<Vec<_>>(),
+        Err(e) => vec![(file, Err(e.to_string()))],
+    });
+    for (file, loaded) in expanded {
         let n = plan.entries.len();
         // Two gate files with one [gate] name would share trial names and an evidence directory: refuse the second.
         let loaded =
-            spec::load(file)
-                .map_err(|e| e.to_string())
+            loaded
                 .and_then(|g| match names.get(&g.name) {
                     Some(first) => Err(format!(
                         "{}: gate.name {:?} is already the name of {}; gate names must be unique",

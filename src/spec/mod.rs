@@ -19,6 +19,7 @@ use crate::vocab::{AssertionKind, Metric, Role};
 pub mod interleave;
 pub mod profile;
 pub mod load;
+pub mod matrix;
 pub(crate) mod record;
 pub mod drift;
 

@@ -108,6 +108,11 @@ enum Cmd {
     /// [assert.rate] floor_tok_s from its evidence (--floor [--slow]); shown as a diff, written with --accept,
     /// logged in baselines/LEDGER.jsonl; never in CI without --force (docs/bless.md).
     Bless(servegate::records::bless::BlessArgs),
+    /// Render docs/coverage.md from the matrix-gate evidence in coverage/runs; --check compares instead of writing.
+    Coverage(servegate::coverage::page::CoverageArgs),
+    /// A peer runtime's model list against coverage/registry.toml by family root: the gap list; --check fails
+    /// naming a peer family root with no row.
+    Census(servegate::coverage::census::CensusArgs),
     /// Judge the embedded judging table (the seed's shapes and one per hazard kind) with this binary's own judge:
     /// no serve, no device; one line per shape, exit 0 when every shape gives what it must, else 1.
     SelfTest(servegate::run::selftest::SelfTestArgs),
@@ -188,6 +193,8 @@ fn main() -> ExitCode {
         Cmd::Records(args) => servegate::records::record::cli_records(&args),
         Cmd::Export(args) => servegate::sinks::exports::cli(&args, &judged_results),
         Cmd::Leaderboard(args) => servegate::records::leaderboard::cli(&args),
+        Cmd::Coverage(args) => servegate::coverage::page::cli(&args),
+        Cmd::Census(args) => servegate::coverage::census::cli(&args),
         Cmd::SelfTest(args) => servegate::run::selftest::cli(&args),
         Cmd::Bless(args) => servegate::records::bless::cli(&args),
     };
@@ -270,8 +277,8 @@ fn cmd_run(
     let mut specs = Vec::new();
     let mut invalid = 0usize;
     for f in files {
-        match spec::load(f) {
-            Ok(s) => specs.push(s),
+        match spec::matrix::load_all(f) {
+            Ok(s) => specs.extend(s),
             Err(e) => {
                 let error = e.to_string();
                 Fanout(vec![&mut console, &mut collector]).event(&Event::SpecInvalid {
@@ -513,7 +520,12 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
         }
     }
     let gate_file = gate.unwrap_or_else(|| dir.join(servegate::evidence::layout::GATE_FILE));
-    let g = match spec::load(&gate_file) {
+    // A matrix gate's run is judged by its own entry (run.json's `gate`, `<gate>[<model>]`).
+    let run_gate = std::fs::read(dir.join("run.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("gate").and_then(|g| g.as_str()).map(str::to_string));
+    let g = match spec::matrix::load_named(&gate_file, run_gate.as_deref()) {
         Ok(g) => g,
         Err(e) => {
             eprintln!("error: {e}");
@@ -610,17 +622,19 @@ fn judged_results(dir: &std::path::Path) -> Result<Results, String> {
 fn cmd_check(files: &[PathBuf]) -> i32 {
     let mut code = exit::PASS;
     for f in files {
-        match spec::load(f) {
-            Ok(g) => {
-                println!(
-                    "{}: ok ({}; assertions: {})",
-                    f.display(),
-                    g.name,
-                    g.trial_names().join(", ")
-                );
-                // A gate with an engine profile: what it inherited, after the gate's overrides.
-                if let Some(line) = spec::profile::effective(&g.serve, &g.request) {
-                    println!("  {line}");
+        match spec::matrix::load_all(f) {
+            Ok(gates) => {
+                for g in gates {
+                    println!(
+                        "{}: ok ({}; assertions: {})",
+                        f.display(),
+                        g.name,
+                        g.trial_names().join(", ")
+                    );
+                    // A gate with an engine profile: what it inherited, after the gate's overrides.
+                    if let Some(line) = spec::profile::effective(&g.serve, &g.request) {
+                        println!("  {line}");
+                    }
                 }
             }
             Err(e) => {

@@ -1,0 +1,407 @@
+//! The coverage page: rows (family, size, quantization) × columns (runtimes), one cell per matrix-gate entry's
+//! newest run, judged again from its evidence ([`crate::judge::judge`]; the evidence is the authority, not a
+//! stored verdict). docs/coverage.md states the cell states, the expiry and the regression rule.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crate::judge::Outcome;
+use crate::spec::matrix;
+
+/// The state of one cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum CellState {
+    /// ✅ loads, answers right and meets its floors: every assertion passed.
+    Verified,
+    /// 🟡 loads (the serve became ready) but a speed or answer assertion did not pass.
+    Partial,
+    /// ❌ does not load: the serve never became ready (or setup failed).
+    NotLoading,
+    /// `?` never run, or the newest run is older than `expire_days` before the newest evidence on the page.
+    Unknown,
+}
+
+impl CellState {
+    /// The page's symbol.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CellState::Verified => "✅",
+            CellState::Partial => "🟡",
+            CellState::NotLoading => "❌",
+            CellState::Unknown => "?",
+        }
+    }
+
+    /// Parses a symbol back (the page's machine-readable cell comments).
+    pub fn of_symbol(s: &str) -> Option<CellState> {
+        [
+            CellState::Verified,
+            CellState::Partial,
+            CellState::NotLoading,
+            CellState::Unknown,
+        ]
+        .into_iter()
+        .find(|c| c.symbol() == s)
+    }
+}
+
+/// One cell: a matrix-gate entry's newest run on one runtime.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Cell {
+    /// The matrix gate (`reference-matrix`).
+    pub gate: String,
+    /// The entry's name (`smollm2-135m`).
+    pub model: String,
+    /// The entry's `family` (architecture name).
+    pub family: String,
+    /// The entry's `size` (or empty).
+    pub size: String,
+    /// The entry's `quantization` (or empty).
+    pub quantization: String,
+    /// The runtime: the comparability key's engine (`[record] engine` or the serve profile), else the serve
+    /// command's program name.
+    pub runtime: String,
+    /// The state the evidence gives (before expiry).
+    pub state: CellState,
+    /// Why not ✅: the assertions that did not pass, or the serve's failure.
+    pub why: String,
+    /// The run directory judged.
+    pub evidence: PathBuf,
+    /// The run's `started_utc`.
+    pub verified_utc: String,
+}
+
+/// Every matrix-gate entry's newest complete run under `runs` (`runs/<gate>[<model>]/<stamp>/`), judged. Runs
+/// that cannot be read or judged are left out (the cell stays `?`).
+pub fn cells(runs: &Path) -> Vec<Cell> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(runs) else {
+        return out;
+    };
+    let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    dirs.sort();
+    for d in dirs {
+        let Some(name) = d.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        let Some((gate, model)) = matrix::split_name(&name) else {
+            continue;
+        };
+        let mut stamps: Vec<PathBuf> = std::fs::read_dir(&d)
+            .map(|r| r.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        stamps.sort();
+        // The newest complete run (an interrupted or half-written one proves nothing).
+        for stamp in stamps.iter().rev() {
+            if let Some(c) = cell_of(stamp, &name, gate, model) {
+                out.push(c);
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn cell_of(dir: &Path, name: &str, gate: &str, model: &str) -> Option<Cell> {
+    let gate_file = dir.join(crate::evidence::layout::GATE_FILE);
+    let text = std::fs::read_to_string(&gate_file).ok()?;
+    let entry = matrix::entry_for(&gate_file, &text, name)?;
+    let spec = matrix::load_named(&gate_file, Some(name)).ok()?;
+    let ev = crate::analysis::load(dir).ok()?;
+    if ev.run.status != crate::evidence::RunStatus::Complete {
+        return None;
+    }
+    let verdicts = crate::judge::judge(&spec, &ev);
+    let key = crate::evidence::comparability::key_of(&spec, &ev.run);
+    let runtime = key.engine.clone().unwrap_or_else(|| {
+        ev.run
+            .serve
+            .command
+            .first()
+            .and_then(|c| Path::new(c).file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "unknown".into())
+    });
+    let (state, why) = if ev.run.serve.ready_ms.is_none() {
+        let why = ev
+            .run
+            .serve
+            .failure
+            .clone()
+            .unwrap_or_else(|| "the serve never became ready".into());
+        (CellState::NotLoading, why)
+    } else {
+        let bad: Vec<String> = verdicts
+            .iter()
+            .filter(|v| v.outcome != Outcome::Pass)
+            .map(|v| format!("{} {}", v.assertion, v.outcome.word()))
+            .collect();
+        if bad.is_empty() && !verdicts.is_empty() {
+            (CellState::Verified, String::new())
+        } else {
+            (CellState::Partial, bad.join(", "))
+        }
+    };
+    Some(Cell {
+        gate: gate.to_string(),
+        model: model.to_string(),
+        family: entry.family,
+        size: entry.size.unwrap_or_default(),
+        quantization: entry.quantization.unwrap_or_default(),
+        runtime,
+        state,
+        why,
+        evidence: dir.to_path_buf(),
+        verified_utc: ev.run.started_utc.clone(),
+    })
+}
+
+/// Days from the Unix epoch of an RFC 3339 UTC stamp's date (`2026-12-01T...`), or None.
+fn day_of(stamp: &str) -> Option<i64> {
+    let mut it = stamp.get(..10)?.split('-');
+    let (y, m, d) = (
+        it.next()?.parse().ok()?,
+        it.next()?.parse::<u8>().ok()?,
+        it.next()?.parse().ok()?,
+    );
+    let date = time::Date::from_calendar_date(y, time::Month::try_from(m).ok()?, d).ok()?;
+    Some(date.to_julian_day() as i64)
+}
+
+/// The state a cell shows: its own, or `?` when its run is older than `expire_days` before `newest` (the newest
+/// run on the page; so the page is a pure function of the evidence, and `--check` does not change with the
+/// clock).
+pub fn shown(cell: &Cell, newest: &str, expire_days: u32) -> CellState {
+    match (day_of(&cell.verified_utc), day_of(newest)) {
+        (Some(c), Some(n)) if n - c <= expire_days as i64 => cell.state,
+        _ => CellState::Unknown,
+    }
+}
+
+/// The rendered page and its cells' states (family|size|quantization|runtime -> symbol).
+pub struct Page {
+    /// docs/coverage.md.
+    pub markdown: String,
+    /// docs/coverage.html (the same table).
+    pub html: String,
+    /// The states shown, by cell key.
+    pub states: BTreeMap<String, CellState>,
+}
+
+const MD_TEMPLATE: &str = include_str!("../../templates/coverage.md");
+const HTML_TEMPLATE: &str = include_str!("../../templates/coverage.html");
+
+/// Renders the page from `cells` (links relative to `link_base`, e.g. `../coverage/runs` for a page in docs/).
+pub fn render(
+    cells: &[Cell],
+    runs: &Path,
+    link_base: &str,
+    expire_days: u32,
+) -> Result<Page, String> {
+    let newest = cells
+        .iter()
+        .map(|c| c.verified_utc.clone())
+        .max()
+        .unwrap_or_default();
+    let columns: BTreeSet<String> = cells.iter().map(|c| c.runtime.clone()).collect();
+    let columns: Vec<String> = columns.into_iter().collect();
+    let mut rows: BTreeMap<(String, String, String), BTreeMap<String, &Cell>> = BTreeMap::new();
+    for c in cells {
+        rows.entry((c.family.clone(), c.size.clone(), c.quantization.clone()))
+            .or_default()
+            .insert(c.runtime.clone(), c);
+    }
+    let mut states = BTreeMap::new();
+    let mut ctx_rows = Vec::new();
+    for ((family, size, quant), by_rt) in &rows {
+        let mut ctx_cells = Vec::new();
+        for rt in &columns {
+            let key = format!("{family}|{size}|{quant}|{rt}");
+            match by_rt.get(rt) {
+                None => {
+                    states.insert(key.clone(), CellState::Unknown);
+                    ctx_cells.push(minijinja::context! { key, symbol => "?", link => "", date => "", why => "never run", model => "" });
+                }
+                Some(c) => {
+                    let s = shown(c, &newest, expire_days);
+                    states.insert(key.clone(), s);
+                    let rel = c.evidence.strip_prefix(runs).unwrap_or(&c.evidence);
+                    let link = format!("{link_base}/{}", rel.display())
+                        .replace('[', "%5B")
+                        .replace(']', "%5D");
+                    let why = if s == CellState::Unknown && c.state != CellState::Unknown {
+                        format!(
+                            "expired (was {}; older than {expire_days} days)",
+                            c.state.symbol()
+                        )
+                    } else {
+                        c.why.clone()
+                    };
+                    ctx_cells.push(minijinja::context! {
+                        key, symbol => s.symbol(), link, date => c.verified_utc.get(..10).unwrap_or(""), why,
+                        model => format!("{}[{}]", c.gate, c.model),
+                    });
+                }
+            }
+        }
+        ctx_rows
+            .push(minijinja::context! { family, size, quantization => quant, cells => ctx_cells });
+    }
+    let mut env = minijinja::Environment::new();
+    env.set_keep_trailing_newline(true);
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_auto_escape_callback(|name| {
+        if name.ends_with(".html") {
+            minijinja::AutoEscape::Html
+        } else {
+            minijinja::AutoEscape::None
+        }
+    });
+    env.add_template("coverage.md", MD_TEMPLATE)
+        .map_err(|e| e.to_string())?;
+    env.add_template("coverage.html", HTML_TEMPLATE)
+        .map_err(|e| e.to_string())?;
+    let ctx = minijinja::context! {
+        columns, rows => ctx_rows, expire_days, newest => newest.get(..10).unwrap_or("(no evidence)"),
+    };
+    let render = |name: &str| {
+        env.get_template(name)
+            .and_then(|t| t.render(&ctx))
+            .map_err(|e| format!("templates/{name}: {e}"))
+    };
+    let markdown = render("coverage.md")?;
+    let html = render("coverage.html")?;
+    Ok(Page {
+        markdown,
+        html,
+        states,
+    })
+}
+
+/// The cell states a committed page shows (its `<!-- cell KEY SYMBOL -->` lines).
+pub fn states_of(page: &str) -> BTreeMap<String, CellState> {
+    page.lines()
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix("<!-- cell ")?
+                .strip_suffix(" -->")
+                .map(str::to_string)
+        })
+        .filter_map(|l| {
+            let (key, sym) = l.rsplit_once(' ')?;
+            Some((key.to_string(), CellState::of_symbol(sym)?))
+        })
+        .collect()
+}
+
+/// Coverage regressions: cells ✅ on the old page that the new page shows as 🟡 or ❌ (an expired `?` is not
+/// a regression: nothing was shown to be worse). Each as `KEY: ✅ -> 🟡`.
+pub fn regressions(
+    old: &BTreeMap<String, CellState>,
+    new: &BTreeMap<String, CellState>,
+) -> Vec<String> {
+    old.iter()
+        .filter(|(_, s)| **s == CellState::Verified)
+        .filter_map(|(k, _)| match new.get(k) {
+            Some(n @ (CellState::Partial | CellState::NotLoading)) => {
+                Some(format!("{k}: ✅ -> {}", n.symbol()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// `servegate coverage`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CoverageArgs {
+    /// The evidence root: run directories of matrix gates (`<gate>[<model>]/<stamp>/`), committed.
+    #[arg(long, default_value = "coverage/runs")]
+    pub runs: PathBuf,
+    /// The Markdown page (the HTML page is the same path with .html).
+    #[arg(long, default_value = "docs/coverage.md")]
+    pub out: PathBuf,
+    /// The registry (its `expire_days`).
+    #[arg(long, default_value = "coverage/registry.toml")]
+    pub registry: PathBuf,
+    /// Write nothing: exit 1 when the committed page differs from the evidence's page.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// Runs `servegate coverage`: renders the page (or checks it); exit 1 on a coverage regression (a ✅ cell of
+/// the committed page now 🟡/❌) or, with `--check`, a page that differs; 2 bad input; 5 a write failed.
+pub fn cli(args: &CoverageArgs) -> i32 {
+    use crate::error::exit;
+    let expire_days = match super::census::read_registry(&args.registry) {
+        Ok(r) => r.expire_days,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    let base = link_base(&args.out, &args.runs);
+    let page = match render(&cells(&args.runs), &args.runs, &base, expire_days) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    let old = std::fs::read_to_string(&args.out).unwrap_or_default();
+    let html_out = args.out.with_extension("html");
+    let old_html = std::fs::read_to_string(&html_out).unwrap_or_default();
+    let mut code = exit::PASS;
+    for r in regressions(&states_of(&old), &page.states) {
+        eprintln!("coverage regression: {r}");
+        code = exit::ASSERTION_FAILED;
+    }
+    if args.check {
+        if old_html != page.html {
+            eprintln!(
+                "{} differs from the page the evidence gives; run `servegate coverage` and commit it",
+                html_out.display()
+            );
+            code = exit::ASSERTION_FAILED;
+        }
+        if old != page.markdown {
+            eprintln!(
+                "{} differs from the page the evidence in {} gives; run `servegate coverage` and commit it",
+                args.out.display(),
+                args.runs.display()
+            );
+            for d in similar::TextDiff::from_lines(&old, &page.markdown)
+                .unified_diff()
+                .header("committed", "from evidence")
+                .to_string()
+                .lines()
+                .take(60)
+            {
+                eprintln!("{d}");
+            }
+            code = exit::ASSERTION_FAILED;
+        } else {
+            println!(
+                "{}: up to date ({} cells)",
+                args.out.display(),
+                page.states.len()
+            );
+        }
+        return code;
+    }
+    for (path, text) in [(&args.out, &page.markdown), (&html_out, &page.html)] {
+        if let Err(e) = crate::io::fs::write_atomic(path, text.as_bytes()) {
+            eprintln!("error: {}: {e}", path.display());
+            return exit::EVIDENCE_ERROR;
+        }
+    }
+    println!("wrote {} ({} cells)", args.out.display(), page.states.len());
+    code
+}
+
+/// The path from the page's directory to `runs` (both relative to the current directory), for links.
+fn link_base(out: &Path, runs: &Path) -> String {
+    let depth = out.parent().map(|p| p.components().count()).unwrap_or(0);
+    format!("{}{}", "../".repeat(depth), runs.display())
+}

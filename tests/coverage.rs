@@ -1,0 +1,228 @@
+//! The coverage page: generated from the committed matrix-gate evidence, checked, and a ✅ cell that turns
+//! worse fails (docs/coverage.md).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use servegate::coverage::page::{self, Cell, CellState};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn servegate(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run servegate")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_committed_page_matches_the_committed_evidence_and_every_check_mark_links_it() {
+    let out = servegate(&["coverage", "--check"], &root());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(root().join("docs/coverage.md")).unwrap();
+    let html = std::fs::read_to_string(root().join("docs/coverage.html")).unwrap();
+    // minijinja escapes `/` in HTML as `&#x2f;` (read back as `/` by any browser)
+    let html = html.replace("&#x2f;", "/");
+    assert!(
+        html.contains("<a href=\"../coverage/runs/reference-matrix%5Bsmollm2-135m%5D/"),
+        "{html}"
+    );
+    let rows: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("| LlamaForCausalLM | 135M | Q4_1 |"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{md}");
+    for l in md
+        .lines()
+        .filter(|l| l.contains('✅') && l.starts_with('|'))
+    {
+        let link = l
+            .split("](")
+            .nth(1)
+            .and_then(|s| s.split(')').next())
+            .expect("a ✅ links its evidence");
+        let path = root()
+            .join("docs")
+            .join(link.replace("%5B", "[").replace("%5D", "]"));
+        assert!(path.join("run.json").is_file(), "{l}: {}", path.display());
+    }
+}
+
+#[test]
+fn a_check_mark_that_turns_worse_is_a_coverage_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    copy_dir(&root().join("coverage/runs"), &runs);
+    let gate = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let stamp = std::fs::read_dir(&gate)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let gate_toml = stamp.join("gate.toml");
+    let original = std::fs::read_to_string(&gate_toml).unwrap();
+    let with = |floor: &str| {
+        let t = original.replace(
+            "setup_provides = true",
+            &format!("setup_provides = true\nfloor_tok_s = {floor}\nfirst_token_limit_ms = 1e9"),
+        );
+        std::fs::write(&gate_toml, t).unwrap();
+    };
+    let out_page = dir.path().join("docs/coverage.md");
+    std::fs::create_dir_all(out_page.parent().unwrap()).unwrap();
+    let args = |check: bool| {
+        let mut a = vec![
+            "coverage".to_string(),
+            "--runs".into(),
+            runs.display().to_string(),
+            "--out".into(),
+            out_page.display().to_string(),
+        ];
+        if check {
+            a.push("--check".into());
+        }
+        a
+    };
+    let run = |check: bool| {
+        let a = args(check);
+        servegate(&a.iter().map(String::as_str).collect::<Vec<_>>(), &root())
+    };
+    // A floor any reply meets: the evidence gives ✅.
+    with("0.001");
+    let out = run(false);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page_text = std::fs::read_to_string(&out_page).unwrap();
+    assert!(page_text.contains("Q4_1 | [✅ "), "{page_text}");
+    assert_eq!(run(true).status.code(), Some(0));
+    // The same evidence judged against a floor no reply meets: 🟡, a regression of a ✅ cell.
+    with("1000000");
+    let out = run(true);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("coverage regression: LlamaForCausalLM|135M|Q4_1|")
+            && stderr.contains("✅ -> 🟡"),
+        "{stderr}"
+    );
+    let out = run(false);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(std::fs::read_to_string(&out_page)
+        .unwrap()
+        .contains("(rate FAIL)"));
+}
+
+fn cell(date: &str, state: CellState) -> Cell {
+    Cell {
+        gate: "g".into(),
+        model: "m".into(),
+        family: "F".into(),
+        size: "1B".into(),
+        quantization: "Q4".into(),
+        runtime: "rt".into(),
+        state,
+        why: String::new(),
+        evidence: PathBuf::from("/runs/g[m]/x"),
+        verified_utc: format!("{date}T00:00:00Z"),
+    }
+}
+
+#[test]
+fn stale_cells_expire_to_unknown_counted_back_from_the_newest_evidence() {
+    let c = cell("2026-01-01", CellState::Verified);
+    assert_eq!(
+        page::shown(&c, "2026-03-31T00:00:00Z", 90),
+        CellState::Verified
+    );
+    assert_eq!(
+        page::shown(&c, "2026-04-02T00:00:00Z", 90),
+        CellState::Unknown
+    );
+    let p = page::render(
+        &[
+            c.clone(),
+            Cell {
+                runtime: "rt2".into(),
+                verified_utc: "2026-06-01T00:00:00Z".into(),
+                ..c.clone()
+            },
+        ],
+        Path::new("/runs"),
+        "../runs",
+        90,
+    )
+    .unwrap();
+    assert_eq!(p.states.get("F|1B|Q4|rt"), Some(&CellState::Unknown));
+    assert_eq!(p.states.get("F|1B|Q4|rt2"), Some(&CellState::Verified));
+    assert!(
+        p.markdown.contains("expired (was ✅; older than 90 days)"),
+        "{}",
+        p.markdown
+    );
+    // the page's own comments read back, and an expiry is not a regression; ❌ is
+    let states = page::states_of(&p.markdown);
+    assert_eq!(states, p.states);
+    let mut worse = states.clone();
+    worse.insert("F|1B|Q4|rt2".into(), CellState::NotLoading);
+    assert_eq!(
+        page::regressions(&states, &worse),
+        ["F|1B|Q4|rt2: ✅ -> ❌"]
+    );
+    let mut old = states.clone();
+    old.insert("F|1B|Q4|rt".into(), CellState::Verified);
+    assert!(page::regressions(&old, &states).is_empty());
+}
+
+#[test]
+fn a_matrix_entry_whose_model_file_is_missing_is_skipped_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("mx.toml");
+    std::fs::write(
+        &gate,
+        "[gate]\nname = \"mx\"\n[serve]\ncommand = [\"true\", \"{model}\", \"{port}\"]\n[request]\n\
+         model = \"/nonexistent/default.gguf\"\nmax_tokens = 8\nprompts = [\"hi\"]\n[assert.content]\n\
+         [[model]]\nname = \"gone\"\nfamily = \"LlamaForCausalLM\"\nfile = \"/nonexistent/gone.gguf\"\n",
+    )
+    .unwrap();
+    let out = servegate(&["run", gate.to_str().unwrap()], dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // nothing was checked (exit 7), and the entry's gate says why
+    assert_eq!(out.status.code(), Some(7), "{stdout}");
+    assert!(
+        stdout.contains("gate mx[gone]")
+            && stdout.contains("path /nonexistent/gone.gguf does not exist"),
+        "{stdout}"
+    );
+    let check = servegate(&["check", gate.to_str().unwrap()], dir.path());
+    assert!(String::from_utf8_lossy(&check.stdout).contains("ok (mx[gone]; assertions: content)"));
+}
