@@ -4,6 +4,7 @@
 pub mod content;
 pub mod measure;
 pub mod pair;
+pub mod regress;
 pub mod reply;
 pub mod sse;
 pub mod stats;
