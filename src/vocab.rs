@@ -90,6 +90,9 @@ closed_enum! {
         Ratio = "ratio",
         /// `[assert.same_answers]` (pair gates): both runtimes give the same text to each prompt.
         SameAnswers = "same_answers",
+        /// `[assert.regression]`: a metric's change against a stored or interleaved baseline, with its
+        /// interval (docs/regression.md).
+        Regression = "regression",
     }
 }
 
@@ -107,6 +110,7 @@ impl AssertionKind {
             | AssertionKind::Ratio
             | AssertionKind::SameAnswers => true,
             AssertionKind::Route
+            | AssertionKind::Regression
             | AssertionKind::Rate
             | AssertionKind::FirstToken
             | AssertionKind::Tpot => false,
@@ -124,7 +128,8 @@ impl AssertionKind {
             | AssertionKind::Content
             | AssertionKind::KnownAnswer
             | AssertionKind::Ratio
-            | AssertionKind::SameAnswers => None,
+            | AssertionKind::SameAnswers
+            | AssertionKind::Regression => None,
         }
     }
 }

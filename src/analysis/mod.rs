@@ -1,6 +1,7 @@
 //! Pure analysis of evidence: SSE framing, replies, per-request figures, statistics, content checks and pair
 //! arithmetic. No I/O.
 
+pub mod baseline_values;
 pub mod content;
 pub mod measure;
 pub mod pair;

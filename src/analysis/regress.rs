@@ -236,7 +236,11 @@ pub fn shift_two_sample(
 ) -> Result<ShiftInterval, ShiftError> {
     let tail = check_confidence(confidence)?;
     let x: Vec<f64> = baseline.iter().copied().filter(|v| v.is_finite()).collect();
-    let y: Vec<f64> = candidate.iter().copied().filter(|v| v.is_finite()).collect();
+    let y: Vec<f64> = candidate
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
     let (n, m) = (x.len(), y.len());
     if n == 0 || m == 0 {
         return Err(ShiftError::Empty { n, m });
@@ -244,7 +248,10 @@ pub fn shift_two_sample(
     if n.max(m) > MAX_EXACT_N {
         return Err(ShiftError::TooMany { n: n.max(m) });
     }
-    let diffs: Vec<f64> = y.iter().flat_map(|b| x.iter().map(move |a| b - a)).collect();
+    let diffs: Vec<f64> = y
+        .iter()
+        .flat_map(|b| x.iter().map(move |a| b - a))
+        .collect();
     interval_from(
         diffs,
         &mann_whitney_counts(n, m),
@@ -452,7 +459,8 @@ pub fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
     if x >= 1.0 {
         return 1.0;
     }
-    let front = (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    let front =
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
     if x > (a + 1.0) / (a + b + 2.0) {
         return 1.0 - inc_beta(b, a, 1.0 - x);
     }
@@ -699,7 +707,10 @@ mod tests {
     fn the_window_allowance_is_a_prediction_interval_and_widening_keeps_the_estimate() {
         // Window median logs 0, 0.1, 0.2: sd 0.1; t(0.975, 2) = 4.303; sqrt(1 + 1/3).
         let a = window_allowance(&[0.0, 0.1, 0.2], 0.95).unwrap();
-        assert!((a - 4.3027 * 0.1 * (4.0f64 / 3.0).sqrt()).abs() < 1e-3, "{a}");
+        assert!(
+            (a - 4.3027 * 0.1 * (4.0f64 / 3.0).sqrt()).abs() < 1e-3,
+            "{a}"
+        );
         assert_eq!(window_allowance(&[0.3], 0.95), None);
         let s = ShiftInterval {
             estimate: 0.0,

@@ -9,6 +9,7 @@
 
 pub(crate) mod outcome;
 pub mod redact;
+pub mod regression;
 
 pub use outcome::RunOutcome;
 
@@ -382,7 +383,31 @@ fn ranges(idx: &[usize]) -> String {
 /// Masking is part of judging: the gate's API key (its `serve.api_key_env`, when set) is masked in every
 /// message ([`redact::mask_verdicts`]), so no caller can forget it; outcomes never depend on it.
 pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
-    let mut verdicts = judge_unmasked(gate, evidence);
+    judge_with(gate, evidence, &JudgeInputs::default())
+}
+
+/// What judging needs besides the gate and the run's evidence, loaded by the caller (the judge reads no
+/// file): the baseline values of `[assert.regression]`
+/// ([`crate::analysis::baseline_values::regression_input`]; the runner, the harness and `servegate judge`
+/// call it). Without them a declared regression FAILs for want of a baseline.
+#[derive(Debug, Clone, Default)]
+pub struct JudgeInputs {
+    /// The baseline side of `[assert.regression]`, when the gate declares one.
+    pub regression: Option<crate::analysis::baseline_values::BaselineValues>,
+}
+
+impl JudgeInputs {
+    /// Loads every input `gate` needs for `evidence` (reads the stored baselines it names).
+    pub fn load(gate: &GateSpec, evidence: &Evidence) -> JudgeInputs {
+        JudgeInputs {
+            regression: crate::analysis::baseline_values::regression_input(gate, evidence),
+        }
+    }
+}
+
+/// [`judge`] with the inputs a regression needs ([`JudgeInputs`]).
+pub fn judge_with(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) -> Vec<Verdict> {
+    let mut verdicts = judge_unmasked(gate, evidence, inputs);
     for v in &mut verdicts {
         v.bound = declared_bound(gate, v.kind);
     }
@@ -414,11 +439,12 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
         | AssertionKind::Content
         | AssertionKind::KnownAnswer
         | AssertionKind::Ratio
-        | AssertionKind::SameAnswers => None,
+        | AssertionKind::SameAnswers
+        | AssertionKind::Regression => None,
     }
 }
 
-fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
+fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) -> Vec<Verdict> {
     let names = gate.assertions.kinds();
     // Whole-run failures: every assertion fails with the same reason.
     let run_failure = if evidence.run.status != RunStatus::Complete {
@@ -465,6 +491,18 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
                 Outcome::Fail,
                 "not judged in a single gate (it needs a [pair])",
             ),
+            AssertionKind::Regression => {
+                let r = gate.assertions.regression.as_ref().expect("regression declared");
+                let mut v = if judged.is_empty() {
+                    no_replies(name, &acct)
+                } else {
+                    regression::judge(r, &judged, &acct, inputs.regression.as_ref())
+                };
+                if let Some(f) = &acct.serve_failure {
+                    fail_for_serve(&mut v, f, acct.serve_failure_code);
+                }
+                v
+            }
         };
         out.push(v);
     }
@@ -485,7 +523,10 @@ fn judge_request_assertion(
         AssertionKind::Tpot => judge_tpot(gate, judged, acct),
         AssertionKind::Content => judge_content(gate, judged, acct),
         AssertionKind::KnownAnswer => judge_known_answer(gate, judged, acct),
-        AssertionKind::Route | AssertionKind::Ratio | AssertionKind::SameAnswers => {
+        AssertionKind::Route
+        | AssertionKind::Ratio
+        | AssertionKind::SameAnswers
+        | AssertionKind::Regression => {
             Verdict::new(name, Outcome::Fail, "not a per-request assertion")
         }
     };
@@ -1336,7 +1377,10 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
             AssertionKind::Route
             | AssertionKind::Rate
             | AssertionKind::FirstToken
-            | AssertionKind::Tpot => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
+            | AssertionKind::Tpot
+            | AssertionKind::Regression => {
+                Verdict::new(name, Outcome::Fail, "not judged in a pair gate")
+            }
         };
         if !serve_failures.is_empty() {
             fail_for_serve(&mut v, &serve_failures.join("; "), None);
@@ -1905,7 +1949,7 @@ mod tests {
             .collect();
         reads.extend(good().into_iter().skip(4));
         let ev = evidence(Some(1), vec![request(0, &reads, None)]);
-        let unmasked = judge_unmasked(&g, &ev);
+        let unmasked = judge_unmasked(&g, &ev, &JudgeInputs::default());
         assert!(
             find(&unmasked, "known_answer").message.contains(KEY),
             "the verdict quotes the reply: {:?}",

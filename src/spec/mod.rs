@@ -14,6 +14,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::error::SpecError;
+
+pub mod regression;
+pub use regression::{BaselineServe, RegressionAssert, RegressionBaseline};
 use crate::vocab::{AssertionKind, Metric, Role};
 
 pub(crate) mod record;
@@ -219,6 +222,7 @@ struct RawAssertions {
     known_answer: Option<RawKnownAnswer>,
     ratio: Option<RawRatio>,
     same_answers: Option<SameAnswersAssert>,
+    regression: Option<regression::RawRegression>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -556,6 +560,8 @@ pub struct Assertions {
     pub ratio: Option<RatioAssert>,
     /// `same_answers` (pair gates)
     pub same_answers: Option<SameAnswersAssert>,
+    /// `regression` (against a stored or interleaved baseline; docs/regression.md)
+    pub regression: Option<RegressionAssert>,
 }
 
 impl Assertions {
@@ -570,6 +576,7 @@ impl Assertions {
             AssertionKind::KnownAnswer => self.known_answer.is_some(),
             AssertionKind::Ratio => self.ratio.is_some(),
             AssertionKind::SameAnswers => self.same_answers.is_some(),
+            AssertionKind::Regression => self.regression.is_some(),
         }
     }
 
@@ -1456,6 +1463,9 @@ impl Validator<'_> {
                 at_least,
                 at_most,
             });
+        }
+        if let Some(r) = a.regression {
+            assertions.regression = Some(self.regression(r)?);
         }
         if let Some(sa) = a.same_answers {
             if let Some(p) = &sa.prompt {
