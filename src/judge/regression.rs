@@ -113,6 +113,29 @@ fn judge_values(
     }
 }
 
+/// The verdict of a stored-baseline comparison from values alone (per baseline window, and this run's),
+/// with `dir` naming the baseline: the same checks and line as a gate's verdict without its failed-request
+/// accounting. For simulations and tools; a gate's verdict comes from `judge::judge_with`.
+pub fn judge_stored_values(
+    r: &RegressionAssert,
+    dir: &str,
+    windows: &[Vec<f64>],
+    candidate: &[f64],
+) -> Verdict {
+    let base: Vec<f64> = windows.iter().flatten().copied().collect();
+    let design = format!(
+        "stored baseline {dir} ({} window{}",
+        windows.len(),
+        if windows.len() == 1 { "" } else { "s" }
+    );
+    judge_stored(r, &base, windows, candidate, design)
+}
+
+/// The verdict of an interleaved comparison from its blocks alone (see [`judge_stored_values`]).
+pub fn judge_block_values(r: &RegressionAssert, blocks: &[Block]) -> Verdict {
+    judge_blocks(r, blocks)
+}
+
 /// Head of the line: `decode median 57.1 vs baseline 84.4 tok/s`.
 fn head(r: &RegressionAssert, cand: &[f64], base: &[f64]) -> String {
     let info = r.metric.info();

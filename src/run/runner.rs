@@ -76,7 +76,7 @@ pub fn run(
 
     drop(hold);
     let ev = analysis::load(w.dir())?;
-    let verdicts = judge::judge(gate, &ev);
+    let verdicts = judge::judge_with(gate, &ev, &judge::JudgeInputs::load(gate, &ev));
     // A signal that arrived while judging: the run still ends interrupted, its verdicts never shown.
     interrupted_checkpoint(&w, &mut summary);
     Ok(RunOutcome {

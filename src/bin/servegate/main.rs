@@ -483,7 +483,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
                 return exit::EVIDENCE_ERROR;
             }
         };
-        let verdicts = judge::judge(&g, &ev);
+        let verdicts = judge::judge_with(&g, &ev, &judge::JudgeInputs::load(&g, &ev));
         runner::RunOutcome {
             dir: dir.to_path_buf(),
             summary: ev.run,
