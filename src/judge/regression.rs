@@ -189,6 +189,10 @@ fn judge_stored(
             ),
         );
     };
+    let matched = m > 0 && !windows.is_empty() && windows.iter().all(|w| w.len() == m);
+    if matched {
+        return judge_matched(r, base, windows, cand, &cl, n_text, design);
+    }
     if !regress::two_sample_attainable(n, m, c) {
         return Verdict::new(
             k,
@@ -229,6 +233,92 @@ fn judge_stored(
         (a.exp() - 1.0) * 100.0
     );
     decide(r, &s, a, m, head(r, cand, base), n_text, design, "per side")
+}
+
+/// A stored baseline whose every window has the candidate's count: the requests are matched by position
+/// (the same prompt and repeat: the comparability key pins the prompts), each candidate value against the
+/// median of its counterparts across the windows, and judged as paired differences (signed-rank interval),
+/// widened by the between-window allowance. Pairing removes the prompts' own differences (a short answer
+/// decodes at another rate than a long one), which the unpaired comparison counts as noise.
+fn judge_matched(
+    r: &RegressionAssert,
+    base: &[f64],
+    windows: &[Vec<f64>],
+    cand: &[f64],
+    cl: &[f64],
+    n_text: String,
+    design: String,
+) -> Verdict {
+    let k = AssertionKind::Regression;
+    let c = r.confidence;
+    let m = cand.len();
+    let mut wl = Vec::new();
+    for w in windows {
+        match positive_logs(w) {
+            Ok(l) => wl.push(l),
+            Err(_) => {
+                return Verdict::new(
+                    k,
+                    Outcome::Fail,
+                    format!(
+                        "{}: a baseline value is not a number > 0 ({n_text})",
+                        head(r, cand, base)
+                    ),
+                )
+            }
+        }
+    }
+    let design = format!("{design}, matched by prompt");
+    if !regress::paired_attainable(m, c) {
+        return Verdict::new(
+            k,
+            Outcome::Indeterminate,
+            format!(
+                "{}: confidence {} unattainable with {m} matched requests: needs {} (the smallest one-sided p of {m} is {:.3}, above {}) ({n_text}); {design})",
+                head(r, cand, base),
+                trim(c),
+                regress::blocks_needed(c),
+                0.5f64.powi(m as i32),
+                trim((1.0 - c) / 2.0)
+            ),
+        );
+    }
+    let medians: Vec<f64> = wl.iter().filter_map(|w| stats::median(w)).collect();
+    let Some(a) = regress::window_allowance(&medians, c) else {
+        return Verdict::new(
+            k,
+            Outcome::Indeterminate,
+            format!(
+                "{}: the baseline has {} window: the between-window spread needs at least 2 (requests of one window are not exchangeable with another's; bless more windows) ({n_text}); {design})",
+                head(r, cand, base),
+                medians.len()
+            ),
+        );
+    };
+    let d: Vec<f64> = (0..m)
+        .map(|i| {
+            let at: Vec<f64> = wl.iter().map(|w| w[i]).collect();
+            cl[i] - stats::median(&at).unwrap_or(f64::NAN)
+        })
+        .collect();
+    let s = match regress::shift_paired(&d, c) {
+        Ok(s) => regress::widen(s, a),
+        Err(e) => return Verdict::new(k, Outcome::Fail, format!("{}: {e}", head(r, cand, base))),
+    };
+    let design = format!(
+        "{design}, between-window allowance ±{:.1} %)",
+        (a.exp() - 1.0) * 100.0
+    );
+    decide(
+        r,
+        &s,
+        a,
+        m,
+        head(r, cand, base),
+        n_text,
+        design,
+        "matched requests",
+    )
 }
 
 fn judge_blocks(r: &RegressionAssert, blocks: &[Block]) -> Verdict {
@@ -424,6 +514,27 @@ mod tests {
         let w = [&w1[..], &w2, &w3];
         let v = stored(&assert_(5.0), &w, &slower);
         assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+    }
+
+    #[test]
+    fn matched_requests_see_a_small_change_through_the_prompts_own_spread() {
+        // Three prompts decode at very different rates (short and long answers); the windows agree closely.
+        let w1 = vec![20.8, 18.2, 10.4, 15.2, 21.4, 18.5];
+        let w2: Vec<f64> = w1.iter().map(|x| x * 1.004).collect();
+        let w3: Vec<f64> = w1.iter().map(|x| x * 0.997).collect();
+        let slower: Vec<f64> = w1.iter().map(|x| x * 0.97).collect();
+        let r = assert_(5.0);
+        let v = judge_stored_values(&r, "b", &[w1.clone(), w2.clone(), w3.clone()], &slower);
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+        assert!(v.message.contains("(-3.0 %, 95 % CI -4.7..-1.3 %"), "{}", v.message);
+        assert!(v.message.contains("matched by prompt"), "{}", v.message);
+        let slow: Vec<f64> = w1.iter().map(|x| x * 0.7).collect();
+        let v = judge_stored_values(&r, "b", &[w1.clone(), w2.clone(), w3.clone()], &slow);
+        assert_eq!(v.outcome, Outcome::Fail, "{}", v.message);
+        assert!(v.message.contains("a regression of 30.0 %"), "{}", v.message);
+        // Unpaired, the same values cannot see 3 %: the prompts' spread swamps it.
+        let v = judge_stored_values(&r, "b", &[w1.clone(), w2, w3], &slower[..5]);
+        assert_eq!(v.outcome, Outcome::Indeterminate, "{}", v.message);
     }
 
     #[test]
