@@ -312,6 +312,31 @@ pub fn median_lower_bound(values: &[f64], confidence: f64) -> Option<f64> {
     Some(v[k - 1])
 }
 
+/// The confidence of the median's lower bound a derived floor starts from.
+pub const FLOOR_CONFIDENCE: f64 = 0.95;
+/// The headroom a derived floor leaves below that bound, percent (a floor equal to today's measurement goes
+/// red at once).
+pub const FLOOR_HEADROOM_PCT: f64 = 10.0;
+/// A passing rate trial hints that its floor could be raised when the median's lower bound is more than this
+/// share above the floor, percent.
+pub const FLOOR_HINT_ABOVE_PCT: f64 = 25.0;
+
+/// The floor derived from one run's per-request rates: the one-sided lower confidence bound of the median at
+/// [`FLOOR_CONFIDENCE`] ([`median_lower_bound`]) less `headroom_pct` percent. None when the bound is
+/// unattainable (fewer than 5 values at 95 %). `servegate bless --floor` and the rate verdict's hint use it.
+pub fn derived_floor(values: &[f64], headroom_pct: f64) -> Option<f64> {
+    median_lower_bound(values, FLOOR_CONFIDENCE).map(|lb| lb * (1.0 - headroom_pct / 100.0))
+}
+
+/// The floor a passing rate trial could have, when its median's lower bound is more than
+/// [`FLOOR_HINT_ABOVE_PCT`] above `floor`: [`derived_floor`] with the default headroom. None otherwise.
+pub fn floor_hint(values: &[f64], floor: f64) -> Option<f64> {
+    let lb = median_lower_bound(values, FLOOR_CONFIDENCE)?;
+    (lb > floor * (1.0 + FLOOR_HINT_ABOVE_PCT / 100.0))
+        .then(|| derived_floor(values, FLOOR_HEADROOM_PCT))
+        .flatten()
+}
+
 /// Largest k ≥ 1 with `P(Bin(n, ½) ≤ k − 1) ≤ alpha`, or None.
 fn binomial_half_k(n: usize, alpha: f64) -> Option<usize> {
     if n == 0 || n > 120 {
@@ -682,6 +707,17 @@ mod tests {
         assert_eq!(median_lower_bound(&v, 0.95), Some(2.0));
         assert_eq!(median_lower_bound(&v[..4], 0.95), None);
         assert_eq!(median_lower_bound(&v[..5], 0.95), Some(1.0));
+    }
+
+    #[test]
+    fn a_floor_far_below_the_lower_bound_hints_the_derived_floor() {
+        // The first user's run: 82-98 tok/s against a typed floor of 60. n = 6: the bound is the smallest
+        // value, 82.0; 82.0 > 60 x 1.25 = 75, so the hint is 82.0 less 10 % = 73.8.
+        let v = [82.0, 91.0, 98.0, 87.0, 95.0, 90.0];
+        assert!((floor_hint(&v, 60.0).unwrap() - 73.8).abs() < 1e-9);
+        assert_eq!(floor_hint(&v, 70.0), None); // 82 < 87.5
+        assert_eq!(floor_hint(&v[..4], 10.0), None); // too few for a 95 % bound
+        assert!((derived_floor(&v, 10.0).unwrap() - 73.8).abs() < 1e-9);
     }
 
     /// Student's t quantiles at 0.975 from any printed table: 12.706, 4.303, 3.182, 2.776, 2.228 (df 10),

@@ -136,6 +136,79 @@ pub fn judge_block_values(r: &RegressionAssert, blocks: &[Block]) -> Verdict {
     judge_blocks(r, blocks)
 }
 
+/// The interval of a pair's ratio (theirs / ours) from its paired blocks: adjacent arms of the two roles
+/// form a block (theirs, ours, ours, theirs: arms 1-2 and 3-4), and within a block the j-th request of one
+/// arm is paired with the j-th of the other (the same prompt and repeat): `ln(theirs_j) − ln(ours_j)`, judged
+/// as paired differences at 95 % (signed-rank interval of their Walsh averages). Returns the three-state
+/// outcome against the bounds and the text for the verdict line, e.g. `95 % CI of the ratio 1.15-1.17x from
+/// 6 paired requests in 2 blocks`.
+pub fn ratio_interval(
+    arms: &[crate::analysis::pair::ArmValues],
+    at_least: Option<f64>,
+    at_most: Option<f64>,
+) -> (Outcome, String) {
+    let c = crate::spec::regression::DEFAULT_CONFIDENCE;
+    let mut d = Vec::new();
+    let mut blocks = 0;
+    let mut i = 0;
+    while i + 1 < arms.len() {
+        let (a, b) = (&arms[i], &arms[i + 1]);
+        if a.role == b.role {
+            i += 1;
+            continue;
+        }
+        let (theirs, ours) = if a.role == crate::vocab::Role::Theirs.name() {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        for (t, o) in theirs.values.iter().zip(&ours.values) {
+            if *t > 0.0 && *o > 0.0 {
+                d.push(t.ln() - o.ln());
+            }
+        }
+        blocks += 1;
+        i += 2;
+    }
+    let n = d.len();
+    let what = format!(
+        "{n} paired requests in {blocks} block{}",
+        if blocks == 1 { "" } else { "s" }
+    );
+    if !regress::paired_attainable(n, c) {
+        return (
+            Outcome::Indeterminate,
+            format!(
+                "confidence {} unattainable with {what}: needs {} paired requests",
+                trim(c),
+                regress::blocks_needed(c)
+            ),
+        );
+    }
+    let s = match regress::shift_paired(&d, c) {
+        Ok(s) => s,
+        Err(e) => return (Outcome::Fail, e.to_string()),
+    };
+    let (lo, hi) = (s.lo.exp(), s.hi.exp());
+    let inside = at_least.is_none_or(|b| lo >= b) && at_most.is_none_or(|b| hi <= b);
+    let outside = at_least.is_some_and(|b| hi < b) || at_most.is_some_and(|b| lo > b);
+    let outcome = if inside {
+        Outcome::Pass
+    } else if outside {
+        Outcome::Fail
+    } else {
+        Outcome::Indeterminate
+    };
+    let mut text = format!(
+        "{} % CI of the ratio {lo:.2}-{hi:.2}x from {what}",
+        trim(c * 100.0)
+    );
+    if outcome == Outcome::Indeterminate {
+        text.push_str(": the interval straddles a bound");
+    }
+    (outcome, text)
+}
+
 /// Head of the line: `decode median 57.1 vs baseline 84.4 tok/s`.
 fn head(r: &RegressionAssert, cand: &[f64], base: &[f64]) -> String {
     let info = r.metric.info();
@@ -526,15 +599,50 @@ mod tests {
         let r = assert_(5.0);
         let v = judge_stored_values(&r, "b", &[w1.clone(), w2.clone(), w3.clone()], &slower);
         assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
-        assert!(v.message.contains("(-3.0 %, 95 % CI -4.7..-1.3 %"), "{}", v.message);
+        assert!(
+            v.message.contains("(-3.0 %, 95 % CI -4.7..-1.3 %"),
+            "{}",
+            v.message
+        );
         assert!(v.message.contains("matched by prompt"), "{}", v.message);
         let slow: Vec<f64> = w1.iter().map(|x| x * 0.7).collect();
         let v = judge_stored_values(&r, "b", &[w1.clone(), w2.clone(), w3.clone()], &slow);
         assert_eq!(v.outcome, Outcome::Fail, "{}", v.message);
-        assert!(v.message.contains("a regression of 30.0 %"), "{}", v.message);
+        assert!(
+            v.message.contains("a regression of 30.0 %"),
+            "{}",
+            v.message
+        );
         // Unpaired, the same values cannot see 3 %: the prompts' spread swamps it.
         let v = judge_stored_values(&r, "b", &[w1.clone(), w2, w3], &slower[..5]);
         assert_eq!(v.outcome, Outcome::Indeterminate, "{}", v.message);
+    }
+
+    #[test]
+    fn the_seed_pairs_ratio_interval_from_six_paired_requests() {
+        use crate::analysis::pair::ArmValues;
+        let arm = |role: &str, v: &[f64]| ArmValues {
+            role: role.into(),
+            values: v.to_vec(),
+        };
+        // The first user's A-B-B-A pair (analysis::pair tests): 3 per arm, 2 blocks, 6 pairs.
+        let arms = [
+            arm("theirs", &[45.08, 45.43, 45.62]),
+            arm("ours", &[39.22, 39.276, 39.278]),
+            arm("ours", &[39.20, 39.226, 39.316]),
+            arm("theirs", &[45.52, 45.91, 45.93]),
+        ];
+        let (o, text) = ratio_interval(&arms, Some(0.5), Some(2.0));
+        assert_eq!(o, Outcome::Pass, "{text}");
+        // 6 pairs at 95 %: k = 1, the smallest and largest pair ratio: 45.08/39.22 = 1.149, 45.93/39.316 = 1.168.
+        assert_eq!(text, "95 % CI of the ratio 1.15-1.17x from 6 paired requests in 2 blocks");
+        let (o, _) = ratio_interval(&arms, Some(1.16), None);
+        assert_eq!(o, Outcome::Indeterminate);
+        let (o, _) = ratio_interval(&arms, Some(1.2), None);
+        assert_eq!(o, Outcome::Fail);
+        let (o, text) = ratio_interval(&arms[..2], Some(0.5), None);
+        assert_eq!(o, Outcome::Indeterminate);
+        assert!(text.contains("unattainable with 3 paired requests in 1 block"), "{text}");
     }
 
     #[test]
