@@ -231,3 +231,77 @@ impl Validator<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{parse, Context, GateSpec};
+    use std::path::Path;
+
+    const HEAD: &str = r#"
+[gate]
+name = "smoke"
+[serve]
+command = ["srv", "--port", "{port}"]
+[request]
+model = "/m.gguf"
+max_tokens = 16
+prompts = ["What is the capital of France?"]
+"#;
+
+    fn parse_with(table: &str) -> Result<GateSpec, crate::error::SpecError> {
+        let ctx = Context {
+            gate_dir: PathBuf::from("/g"),
+            cache: PathBuf::from("/c"),
+            home: None,
+        };
+        parse(
+            Path::new("gates/t.toml"),
+            &format!("{HEAD}[assert.regression]\n{table}"),
+            &ctx,
+        )
+    }
+
+    #[test]
+    fn a_stored_and_an_interleaved_regression_parse_with_their_defaults() {
+        let g = parse_with(
+            "metric = \"decode\"\nbaseline = \"{gate_dir}/../baselines/smoke\"\nmax_drop_pct = 5.0\n",
+        )
+        .unwrap();
+        let r = g.assertions.regression.unwrap();
+        assert_eq!(r.metric, Metric::DecodeRate);
+        assert_eq!(r.label, "decode");
+        assert_eq!(r.confidence, DEFAULT_CONFIDENCE);
+        assert_eq!(
+            r.baseline,
+            RegressionBaseline::Stored(vec![PathBuf::from("/g/../baselines/smoke")])
+        );
+        assert!((r.log_threshold() - 0.95f64.ln()).abs() < 1e-12);
+        let g = parse_with(
+            "metric = \"ttft\"\nbaseline_serve = { command = [\"old-srv\", \"--port\", \"{port}\"] }\nmax_drop_pct = 10.0\nconfidence = 0.99\n",
+        )
+        .unwrap();
+        let r = g.assertions.regression.clone().unwrap();
+        assert_eq!(r.baseline.design(), "interleaved");
+        assert!((r.log_threshold() - 1.1f64.ln()).abs() < 1e-12);
+        assert_eq!(g.assertions.names(), vec!["regression"]);
+    }
+
+    #[test]
+    fn bad_regression_tables_name_the_key() {
+        for (table, key) in [
+            ("metric = \"itl\"\nbaseline = \"b\"\nmax_drop_pct = 5.0\n", "assert.regression.metric"),
+            ("metric = \"speed\"\nbaseline = \"b\"\nmax_drop_pct = 5.0\n", "assert.regression.metric"),
+            ("metric = \"decode\"\nbaseline = \"b\"\nmax_drop_pct = 100.0\n", "assert.regression.max_drop_pct"),
+            ("metric = \"decode\"\nbaseline = \"b\"\nmax_drop_pct = 5.0\nconfidence = 1.0\n", "assert.regression.confidence"),
+            ("metric = \"decode\"\nmax_drop_pct = 5.0\n", "assert.regression"),
+            ("metric = \"decode\"\nbaseline = \"b\"\nbaseline_serve = { command = [\"x\"] }\nmax_drop_pct = 5.0\n", "assert.regression"),
+            ("metric = \"decode\"\nbaselines = []\nmax_drop_pct = 5.0\n", "assert.regression.baselines"),
+            ("metric = \"decode\"\nbaseline_serve = { command = [] }\nmax_drop_pct = 5.0\n", "assert.regression.baseline_serve.command"),
+        ] {
+            let e = parse_with(table).unwrap_err().to_string();
+            assert!(e.contains(key), "{table}: {e}");
+            assert!(e.contains("gates/t.toml:"), "{table}: {e}");
+        }
+    }
+}
