@@ -798,7 +798,7 @@ fn names(v: &[Verdict]) -> Vec<(&str, Outcome)> {
 /// The ratio's interval comes from paired requests (issue 16): 2 per arm in 2 blocks are 4 pairs, fewer than
 /// the 6 a 95 % signed-rank interval needs, so the ratio within its bounds is INDETERMINATE, never a pass.
 #[test]
-fn pair_within_bounds_with_the_same_answers_passes_every_assertion_but_a_ratio_too_small_to_decide() {
+fn pair_within_bounds_passes_all_but_a_ratio_of_too_few_pairs() {
     let v = judge_pair(&pair_gate(RATIO), &abba());
     assert_eq!(
         names(&v),

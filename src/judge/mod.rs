@@ -492,7 +492,11 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
                 "not judged in a single gate (it needs a [pair])",
             ),
             AssertionKind::Regression => {
-                let r = gate.assertions.regression.as_ref().expect("regression declared");
+                let r = gate
+                    .assertions
+                    .regression
+                    .as_ref()
+                    .expect("regression declared");
                 let mut v = if judged.is_empty() {
                     no_replies(name, &acct)
                 } else {

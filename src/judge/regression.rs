@@ -635,14 +635,20 @@ mod tests {
         let (o, text) = ratio_interval(&arms, Some(0.5), Some(2.0));
         assert_eq!(o, Outcome::Pass, "{text}");
         // 6 pairs at 95 %: k = 1, the smallest and largest pair ratio: 45.08/39.22 = 1.149, 45.93/39.316 = 1.168.
-        assert_eq!(text, "95 % CI of the ratio 1.15-1.17x from 6 paired requests in 2 blocks");
+        assert_eq!(
+            text,
+            "95 % CI of the ratio 1.15-1.17x from 6 paired requests in 2 blocks"
+        );
         let (o, _) = ratio_interval(&arms, Some(1.16), None);
         assert_eq!(o, Outcome::Indeterminate);
         let (o, _) = ratio_interval(&arms, Some(1.2), None);
         assert_eq!(o, Outcome::Fail);
         let (o, text) = ratio_interval(&arms[..2], Some(0.5), None);
         assert_eq!(o, Outcome::Indeterminate);
-        assert!(text.contains("unattainable with 3 paired requests in 1 block"), "{text}");
+        assert!(
+            text.contains("unattainable with 3 paired requests in 1 block"),
+            "{text}"
+        );
     }
 
     #[test]

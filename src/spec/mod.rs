@@ -16,8 +16,8 @@ use toml::Spanned;
 use crate::error::SpecError;
 
 pub mod regression;
-pub use regression::{BaselineServe, RegressionAssert, RegressionBaseline};
 use crate::vocab::{AssertionKind, Metric, Role};
+pub use regression::{BaselineServe, RegressionAssert, RegressionBaseline};
 
 pub(crate) mod record;
 
