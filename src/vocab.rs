@@ -95,6 +95,9 @@ closed_enum! {
         /// A load gate's verdicts (`[assert.latency]`, `throughput`, `goodput`, `errors`, `consistency`,
         /// per sweep point: `spec::load`, `judge::load`); named per point, e.g. `[c=16]::ttft_p95`.
         Load = "load",
+        /// `[assert.regression]`: a metric's change against a stored or interleaved baseline, with its
+        /// interval (docs/regression.md).
+        Regression = "regression",
     }
 }
 
@@ -112,6 +115,7 @@ impl AssertionKind {
             | AssertionKind::Ratio
             | AssertionKind::SameAnswers => true,
             AssertionKind::Route
+            | AssertionKind::Regression
             | AssertionKind::Rate
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
@@ -133,7 +137,8 @@ impl AssertionKind {
             | AssertionKind::Ratio
             | AssertionKind::SameAnswers
             | AssertionKind::Drift
-            | AssertionKind::Load => None,
+            | AssertionKind::Load
+            | AssertionKind::Regression => None,
         }
     }
 }

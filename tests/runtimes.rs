@@ -281,7 +281,7 @@ fn lcp_bad_json_is_a_500_text_plain_server_error() {
         "the body is quoted: {f}"
     );
     assert!(
-        matches!(f.code(), FailureCode::ServerError | FailureCode::HttpError),
+        matches!(f.code(), FailureCode::ServerError | FailureCode::HttpStatus),
         "{f}"
     );
 }

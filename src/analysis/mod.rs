@@ -2,6 +2,7 @@
 //! arithmetic. No I/O.
 
 pub mod baselines;
+pub mod baseline_values;
 pub mod content;
 pub mod interleave;
 pub mod drift;
@@ -9,6 +10,7 @@ pub mod logprobs;
 pub mod load;
 pub mod measure;
 pub mod pair;
+pub mod regress;
 pub mod reply;
 pub mod sse;
 pub mod stats;

@@ -12,6 +12,7 @@ pub mod load;
 pub(crate) mod outcome;
 pub mod redact;
 pub mod serve_clock;
+pub mod regression;
 
 pub use outcome::RunOutcome;
 
@@ -408,18 +409,35 @@ fn ranges(idx: &[usize]) -> String {
 /// Masking is part of judging: the gate's API key (its `serve.api_key_env`, when set) is masked in every
 /// message ([`redact::mask_verdicts`]), so no caller can forget it; outcomes never depend on it.
 pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
-    judge_with(gate, evidence, &[])
+    judge_with(gate, evidence, &JudgeInputs::default())
 }
 
-/// [`judge`] with the stored baselines the gate names, loaded by the caller
-/// (`analysis::baselines::load_for(gate)`): `[assert.drift]` compares with them (without them it fails, saying
-/// so). Pure like [`judge`].
-pub fn judge_with(
-    gate: &GateSpec,
-    evidence: &Evidence,
-    baselines: &[crate::analysis::baselines::BaselineSlot],
-) -> Vec<Verdict> {
-    let mut verdicts = judge_unmasked(gate, evidence, baselines);
+/// What judging needs besides the gate and the run's evidence, loaded by the caller (the judge reads no
+/// file): the baseline values of `[assert.regression]`
+/// ([`crate::analysis::baseline_values::regression_input`]) and the stored baselines of `[assert.drift]`
+/// ([`crate::analysis::baselines::load_for`]). The runner, the harness and `servegate judge` load them with
+/// [`JudgeInputs::load`]. Without them a declared regression or drift FAILs for want of a baseline.
+#[derive(Debug, Clone, Default)]
+pub struct JudgeInputs {
+    /// The baseline side of `[assert.regression]`, when the gate declares one.
+    pub regression: Option<crate::analysis::baseline_values::BaselineValues>,
+    /// The stored baselines `[assert.drift]` names, in the gate's order.
+    pub drift: Vec<crate::analysis::baselines::BaselineSlot>,
+}
+
+impl JudgeInputs {
+    /// Loads every input `gate` needs for `evidence` (reads the stored baselines it names).
+    pub fn load(gate: &GateSpec, evidence: &Evidence) -> JudgeInputs {
+        JudgeInputs {
+            regression: crate::analysis::baseline_values::regression_input(gate, evidence),
+            drift: crate::analysis::baselines::load_for(gate),
+        }
+    }
+}
+
+/// [`judge`] with the inputs regression and drift need ([`JudgeInputs`]). Pure like [`judge`].
+pub fn judge_with(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) -> Vec<Verdict> {
+    let mut verdicts = judge_unmasked(gate, evidence, inputs);
     for v in &mut verdicts {
         v.bound = declared_bound(gate, v.kind);
     }
@@ -453,15 +471,12 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
         | AssertionKind::Ratio
         | AssertionKind::SameAnswers
         | AssertionKind::Drift
-        | AssertionKind::Load => None,
+        | AssertionKind::Load
+        | AssertionKind::Regression => None,
     }
 }
 
-fn judge_unmasked(
-    gate: &GateSpec,
-    evidence: &Evidence,
-    baselines: &[crate::analysis::baselines::BaselineSlot],
-) -> Vec<Verdict> {
+fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) -> Vec<Verdict> {
     let names = gate.assertions.kinds();
     // Whole-run failures: every assertion fails with the same reason.
     let run_failure = if evidence.run.status != RunStatus::Complete {
@@ -504,7 +519,7 @@ fn judge_unmasked(
             | AssertionKind::Content
             | AssertionKind::KnownAnswer => judge_request_assertion(name, gate, &judged, &acct),
             AssertionKind::Drift => {
-                let mut v = drift::judge_drift(gate, evidence, baselines);
+                let mut v = drift::judge_drift(gate, evidence, &inputs.drift);
                 if let Some(f) = &acct.serve_failure {
                     fail_for_serve(&mut v, f, acct.serve_failure_code);
                 }
@@ -517,6 +532,22 @@ fn judge_unmasked(
                 "not judged in a single gate (it needs a [pair])",
             ),
             AssertionKind::Load => continue, // judged per sweep point by `load::judge_points`
+            AssertionKind::Regression => {
+                let r = gate
+                    .assertions
+                    .regression
+                    .as_ref()
+                    .expect("regression declared");
+                let mut v = if judged.is_empty() {
+                    no_replies(name, &acct)
+                } else {
+                    regression::judge(r, &judged, &acct, inputs.regression.as_ref())
+                };
+                if let Some(f) = &acct.serve_failure {
+                    fail_for_serve(&mut v, f, acct.serve_failure_code);
+                }
+                v
+            }
         };
         out.push(v);
     }
@@ -532,7 +563,7 @@ fn judge_request_assertion(
     acct: &Accounting,
 ) -> Verdict {
     let mut v = match name {
-        AssertionKind::Rate => judge_rate(gate, judged, acct),
+        AssertionKind::Rate => with_floor_hint(gate, judge_rate(gate, judged, acct)),
         AssertionKind::FirstToken => judge_first_token(gate, judged, acct),
         AssertionKind::Tpot => judge_tpot(gate, judged, acct),
         AssertionKind::Content => judge_content(gate, judged, acct),
@@ -541,7 +572,8 @@ fn judge_request_assertion(
         | AssertionKind::Ratio
         | AssertionKind::SameAnswers
         | AssertionKind::Drift
-        | AssertionKind::Load => Verdict::new(name, Outcome::Fail, "not a per-request assertion"),
+        | AssertionKind::Load
+        | AssertionKind::Regression => Verdict::new(name, Outcome::Fail, "not a per-request assertion"),
     };
     if let Some(f) = &acct.serve_failure {
         fail_for_serve(&mut v, f, acct.serve_failure_code);
@@ -833,6 +865,24 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
     v.values = client.values;
     v.median = client.median;
     v.bound = client.bound;
+    v
+}
+
+/// A passing rate verdict whose median's 95 % lower bound is more than 25 % above the floor says so, with
+/// the floor `servegate bless --floor` would derive (`analysis::regress::floor_hint`): `(floor could be 73.8:
+/// servegate bless)`. Only with every planned value present; never changes the outcome.
+fn with_floor_hint(gate: &GateSpec, mut v: Verdict) -> Verdict {
+    let Some(rate) = gate.assertions.rate.as_ref() else {
+        return v;
+    };
+    if v.outcome != Outcome::Pass || v.values.iter().any(|x| x.is_none()) {
+        return v;
+    }
+    let values: Vec<f64> = v.values.iter().flatten().copied().collect();
+    if let Some(f) = crate::analysis::regress::floor_hint(&values, rate.floor_tok_s) {
+        let details = format!("{} (floor could be {f:.1}: servegate bless)", v.details);
+        v.set(Outcome::Pass, details);
+    }
     v
 }
 
@@ -1418,7 +1468,8 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
             | AssertionKind::Drift
-            | AssertionKind::Load => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
+            | AssertionKind::Load
+            | AssertionKind::Regression => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
         };
         if !serve_failures.is_empty() {
             fail_for_serve(&mut v, &serve_failures.join("; "), None);
@@ -1492,22 +1543,24 @@ fn judge_ratio(
     };
     let lo_ok = r.at_least.is_none_or(|lo| f.ratio >= lo);
     let hi_ok = r.at_most.is_none_or(|hi| f.ratio <= hi);
+    // The interval of the ratio from the paired blocks decides in three states (docs/regression.md); the
+    // medians' ratio must hold the bounds too.
+    let (ci_outcome, ci) = regression::ratio_interval(&arms, r.at_least, r.at_most);
     let bounds = match (r.at_least, r.at_most) {
         (Some(lo), Some(hi)) => format!("bounds {lo}-{hi}x"),
         (Some(lo), None) => format!("at least {lo}x"),
         (None, Some(hi)) => format!("at most {hi}x"),
         (None, None) => String::new(),
     };
-    let outcome = if lo_ok && hi_ok {
-        Outcome::Pass
-    } else {
-        Outcome::Fail
+    let outcome = match (lo_ok && hi_ok, ci_outcome) {
+        (false, _) | (true, Outcome::Fail) => Outcome::Fail,
+        (true, o) => o,
     };
     let mut v = Verdict::new(
         AssertionKind::Ratio,
         outcome,
         format!(
-            "{} ({bounds}); {}; {n_of}",
+            "{} ({bounds}); {ci}; {}; {n_of}",
             crate::analysis::pair::line(&f, unit),
             crate::analysis::pair::arms_line(&f, unit)
         ),
@@ -2095,7 +2148,7 @@ mod tests {
             .collect();
         reads.extend(good().into_iter().skip(4));
         let ev = evidence(Some(1), vec![request(0, &reads, None)]);
-        let unmasked = judge_unmasked(&g, &ev, &[]);
+        let unmasked = judge_unmasked(&g, &ev, &JudgeInputs::default());
         assert!(
             find(&unmasked, "known_answer").message.contains(KEY),
             "the verdict quotes the reply: {:?}",

@@ -2246,8 +2246,7 @@ fn build_run(
     }
     let (unit, decimals, definition) = run_metric(&spec.metric)?;
     // The same judgement as the verdicts: a run that fails them writes no record.
-    let verdicts =
-        crate::judge::judge_with(gate, ev, &crate::analysis::baselines::load_for(gate));
+    let verdicts = crate::judge::judge_with(gate, ev, &crate::judge::JudgeInputs::load(gate, ev));
     let forced = match refuse_failed_verdicts(&ev.dir, &verdicts) {
         Ok(()) => None,
         Err(e) if force || recheck.is_some_and(|r| r.source.forced.is_some()) => {

@@ -78,7 +78,7 @@ pub fn run(
 
     drop(hold);
     let ev = analysis::load(w.dir())?;
-    let mut verdicts = judge::judge_with(gate, &ev, &analysis::baselines::load_for(gate));
+    let mut verdicts = judge::judge_with(gate, &ev, &judge::JudgeInputs::load(gate, &ev));
     verdicts.extend(crate::run::load::judge_dir(gate, w.dir()));
     // A signal that arrived while judging: the run still ends interrupted, its verdicts never shown.
     interrupted_checkpoint(&w, &mut summary);

@@ -14,7 +14,10 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::error::SpecError;
+
+pub mod regression;
 use crate::vocab::{AssertionKind, Metric, Role};
+pub use regression::{BaselineServe, RegressionAssert, RegressionBaseline};
 
 pub mod interleave;
 pub mod profile;
@@ -258,6 +261,7 @@ struct RawAssertions {
     goodput: Option<load::RawGoodput>,
     errors: Option<load::RawErrors>,
     consistency: Option<load::RawConsistency>,
+    regression: Option<regression::RawRegression>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -631,6 +635,8 @@ pub struct Assertions {
     pub same_answers: Option<SameAnswersAssert>,
     /// `drift` (docs/drift.md)
     pub drift: Option<drift::DriftAssert>,
+    /// `regression` (against a stored or interleaved baseline; docs/regression.md)
+    pub regression: Option<RegressionAssert>,
 }
 
 impl Assertions {
@@ -648,6 +654,7 @@ impl Assertions {
             AssertionKind::Drift => self.drift.is_some(),
             // A load gate's verdicts are named per sweep point (`GateSpec::trial_names`).
             AssertionKind::Load => false,
+            AssertionKind::Regression => self.regression.is_some(),
         }
     }
 
@@ -1654,6 +1661,9 @@ impl Validator<'_> {
                 at_least,
                 at_most,
             });
+        }
+        if let Some(r) = a.regression {
+            assertions.regression = Some(self.regression(r)?);
         }
         if let Some(sa) = a.same_answers {
             if let Some(p) = &sa.prompt {

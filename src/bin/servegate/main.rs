@@ -558,7 +558,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
                 return exit::EVIDENCE_ERROR;
             }
         };
-        let mut verdicts = judge::judge_with(&g, &ev, &analysis::baselines::load_for(&g));
+        let mut verdicts = judge::judge_with(&g, &ev, &judge::JudgeInputs::load(&g, &ev));
         verdicts.extend(servegate::run::load::judge_dir(&g, dir));
         runner::RunOutcome {
             dir: dir.to_path_buf(),

@@ -1,0 +1,119 @@
+//! The baseline values a regression verdict compares with, and the ONE place they are loaded: the runner,
+//! the test harness and `servegate judge` all call [`regression_input`] and hand its result to
+//! `judge::judge_with`, which stays pure.
+//!
+//! * A **stored** baseline (`baseline = "DIR"` / `baselines = [...]`): each directory is read with
+//!   `evidence::baseline::load`; the first whose comparability key equals this run's (for speed: the host
+//!   counts) is chosen (`evidence::baseline::choose`), and each of its windows is read with
+//!   [`crate::analysis::load`] like any evidence: the per-request values of the metric of its judged
+//!   (non-warmup) requests, failed requests left out.
+//! * An **interleaved** baseline (`baseline_serve`): the runner alternates the baseline serve and this run's
+//!   serve in A-B-B-A blocks and fills [`Block`]s itself ([`BaselineValues::Interleaved`]); this module only
+//!   defines the shape.
+
+use std::path::PathBuf;
+
+use crate::analysis::{measure, Evidence, RequestEvidence};
+use crate::evidence::baseline;
+use crate::evidence::comparability::{key_of, KeyDiff, KeyUse};
+use crate::spec::{GateSpec, RegressionBaseline};
+use crate::vocab::Metric;
+
+/// One block of an interleaved run: the per-request values of the metric from the baseline serve and from
+/// this run's serve in that block (A-B-B-A: both arms of the block pooled per side), in send order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Block {
+    /// The baseline serve's values in this block (unit of the metric: tok/s, ms).
+    pub baseline: Vec<f64>,
+    /// This run's (the candidate's) values in this block.
+    pub candidate: Vec<f64>,
+}
+
+/// The baseline side of a regression verdict, as loaded for the judge.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BaselineValues {
+    /// A comparable stored baseline: its directory and, per window (oldest first), the window's
+    /// per-request values of the metric.
+    Stored {
+        /// The baseline directory used.
+        dir: PathBuf,
+        /// One list of values per window.
+        windows: Vec<Vec<f64>>,
+    },
+    /// No stored baseline is comparable: for each one, the fields that differ (the verdict is
+    /// INCOMPARABLE, naming them).
+    Incomparable(Vec<(PathBuf, Vec<KeyDiff>)>),
+    /// Interleaved blocks, filled by the runner (A-B-B-A order, same prompts).
+    Interleaved(Vec<Block>),
+    /// No baseline could be read (a missing directory, a malformed manifest, a window that does not load,
+    /// an interleaved run whose blocks were not recorded): the verdict FAILs with this reason.
+    Unavailable(String),
+}
+
+/// The per-request values of `metric` of a run's judged requests (warmup excluded), in send order; a failed
+/// request (a reply failure or a transport error) or one without the figure has none and is left out.
+pub fn run_values(ev: &Evidence, metric: Metric) -> Vec<f64> {
+    ev.requests
+        .iter()
+        .filter(|r| !r.record.warmup)
+        .filter_map(|r| value_of(r, metric))
+        .collect()
+}
+
+fn value_of(r: &RequestEvidence, metric: Metric) -> Option<f64> {
+    if r.reply.failure().is_some() || r.record.transport_error.is_some() {
+        return None;
+    }
+    measure::metric_value(&measure::measure(&r.reply), metric).filter(|v| v.is_finite())
+}
+
+/// The baseline side of the gate's `[assert.regression]` for this run (`gate` as run, `run` its evidence), or
+/// None when the gate declares no regression. Reads the stored baselines' directories; an interleaved
+/// baseline's blocks come from the runner: with none given here it is [`BaselineValues::Unavailable`].
+pub fn regression_input(gate: &GateSpec, run: &Evidence) -> Option<BaselineValues> {
+    let r = gate.assertions.regression.as_ref()?;
+    Some(match &r.baseline {
+        RegressionBaseline::Serve(_) => BaselineValues::Unavailable(
+            "the interleaved baseline serve's blocks are not in this evidence (servegate run records them; \
+             a run without them cannot be judged against a baseline serve)"
+                .into(),
+        ),
+        RegressionBaseline::Stored(dirs) => stored(dirs, gate, run, r.metric),
+    })
+}
+
+fn stored(dirs: &[PathBuf], gate: &GateSpec, run: &Evidence, metric: Metric) -> BaselineValues {
+    let mut loaded = Vec::new();
+    for d in dirs {
+        match baseline::load(d) {
+            Ok(b) => loaded.push(b),
+            Err(e) => {
+                return BaselineValues::Unavailable(format!(
+                    "baseline {} cannot be read: {e} (servegate bless GATE --baseline RUN_DIR writes one)",
+                    d.display()
+                ))
+            }
+        }
+    }
+    let key = key_of(gate, &run.run);
+    let chosen = match baseline::choose(&loaded, &key, KeyUse::Speed) {
+        Ok(b) => b,
+        Err(why) => return BaselineValues::Incomparable(why),
+    };
+    let mut windows = Vec::new();
+    for w in &chosen.window_dirs {
+        match crate::analysis::load(w) {
+            Ok(ev) => windows.push(run_values(&ev, metric)),
+            Err(e) => {
+                return BaselineValues::Unavailable(format!(
+                    "baseline window {} cannot be read: {e}",
+                    w.display()
+                ))
+            }
+        }
+    }
+    BaselineValues::Stored {
+        dir: chosen.dir.clone(),
+        windows,
+    }
+}

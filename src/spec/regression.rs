@@ -1,0 +1,315 @@
+//! `[assert.regression]`: this run's per-request values of a metric against a baseline's, judged with a
+//! distribution-free interval of the change (docs/regression.md). This module parses and validates the table;
+//! the statistics are `analysis::regress`, the verdict `judge::regression`.
+//!
+//! ```toml
+//! [assert.regression]
+//! metric = "decode"                         # any registry metric with per-request values (docs/metrics.md)
+//! baseline = "baselines/reference-smoke"    # stored: a baseline directory (or baselines = [...], one per machine kind)
+//! # baseline_serve = { command = [...] }    # interleaved: the last good release's serve, A-B-B-A blocks
+//! max_drop_pct = 5.0                        # δ: the most the metric may worsen, percent
+//! confidence = 0.95                         # of the equal-tailed interval (default 0.95)
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{SpecError, Validator};
+use crate::vocab::{Better, Metric};
+
+/// The default confidence of a regression interval.
+pub const DEFAULT_CONFIDENCE: f64 = 0.95;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRegression {
+    metric: Spanned<String>,
+    #[serde(default)]
+    baseline: Option<Spanned<String>>,
+    #[serde(default)]
+    baselines: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    baseline_serve: Option<RawBaselineServe>,
+    max_drop_pct: Spanned<f64>,
+    #[serde(default)]
+    confidence: Option<Spanned<f64>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBaselineServe {
+    command: Spanned<Vec<String>>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+/// The baseline serve of an interleaved regression: the last good release's serve, started by the runner
+/// alongside this run's serve (same `[serve]` settings and prompts), requests alternating in A-B-B-A blocks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BaselineServe {
+    /// Its argv (placeholders expanded except `{port}` / `{host}`, as `serve.command`).
+    pub command: Vec<String>,
+    /// Extra environment.
+    pub env: BTreeMap<String, String>,
+}
+
+/// Where the baseline values come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RegressionBaseline {
+    /// Stored baselines (`baseline = "..."` or `baselines = [...]`): directories of `evidence::baseline`
+    /// (`baseline.json` + window run directories). A relative path is relative to the working directory
+    /// (the repository root, where `servegate run` and `cargo test` run), as `--runs` is; `{gate_dir}` may
+    /// anchor it to the gate file. The first comparable one is used.
+    Stored(Vec<PathBuf>),
+    /// An interleaved live baseline (`baseline_serve = { command = [...] }`).
+    Serve(BaselineServe),
+}
+
+impl RegressionBaseline {
+    /// `stored` or `interleaved`, as verdicts and docs name the design.
+    pub fn design(&self) -> &'static str {
+        match self {
+            RegressionBaseline::Stored(_) => "stored",
+            RegressionBaseline::Serve(_) => "interleaved",
+        }
+    }
+}
+
+/// `[assert.regression]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegressionAssert {
+    /// The metric compared (a registry metric with per-request values, higher or lower is better).
+    pub metric: Metric,
+    /// The metric's name as the gate wrote it (`decode`), used in the verdict line.
+    pub label: String,
+    /// The baseline.
+    pub baseline: RegressionBaseline,
+    /// δ, percent (> 0, < 100): the most the metric may worsen. A higher-is-better metric may fall to
+    /// `(1 − δ/100)` of the baseline; a lower-is-better one may rise to `(1 + δ/100)` of it.
+    pub max_drop_pct: f64,
+    /// Confidence of the equal-tailed interval, in (0, 1); default [`DEFAULT_CONFIDENCE`].
+    pub confidence: f64,
+}
+
+impl RegressionAssert {
+    /// The threshold on the log ratio candidate / baseline: `ln(1 − δ)` for a higher-is-better metric,
+    /// `ln(1 + δ)` for a lower-is-better one.
+    pub fn log_threshold(&self) -> f64 {
+        let d = self.max_drop_pct / 100.0;
+        match self.metric.info().better {
+            Better::Higher => (1.0 - d).ln(),
+            Better::Lower | Better::Bounded => (1.0 + d).ln(),
+        }
+    }
+}
+
+/// The metric a regression's `metric` names: a registry wire name (`decode_rate`, `ttft`, ...) or the short
+/// names a pair's ratio uses (`decode`, `first_token`).
+pub fn metric_named(name: &str) -> Option<Metric> {
+    match name {
+        "decode" => Some(Metric::DecodeRate),
+        "first_token" => Some(Metric::Ttft),
+        other => Metric::from_name(other),
+    }
+}
+
+/// True when a reply has one value of the metric (`analysis::measure::metric_value` gives it): not ITL (many
+/// gaps per reply), a pair's ratio, nor a load aggregate (one per sweep point).
+pub fn per_request(m: Metric) -> bool {
+    match m {
+        Metric::Ttft
+        | Metric::FirstContent
+        | Metric::DecodeRate
+        | Metric::ItlP90
+        | Metric::Tpot
+        | Metric::E2e
+        | Metric::ServerDecodeRate
+        | Metric::ServerPrefillRate => true,
+        // Many gaps per reply, a pair's ratio, or one figure per load sweep point.
+        Metric::Itl
+        | Metric::PairRatio
+        | Metric::OutputThroughput
+        | Metric::RequestThroughput
+        | Metric::Goodput
+        | Metric::SloAttainment
+        | Metric::PeakConcurrency
+        | Metric::ScalingEfficiency => false,
+    }
+}
+
+impl Validator<'_> {
+    pub(super) fn regression(&self, r: RawRegression) -> Result<RegressionAssert, SpecError> {
+        let key = "assert.regression";
+        let name = r.metric.get_ref().clone();
+        let usable = |m: Metric| per_request(m) && m.info().better != Better::Bounded;
+        let metric = match metric_named(&name) {
+            Some(m) if usable(m) => m,
+            _ => {
+                let known: Vec<&str> = Metric::ALL
+                    .iter()
+                    .filter(|m| usable(**m))
+                    .map(|m| m.name())
+                    .collect();
+                return Err(self.err(
+                    r.metric.span(),
+                    &format!("{key}.metric"),
+                    format!(
+                        "{name:?} is not a metric with per-request values (one of: decode, first_token, {})",
+                        known.join(", ")
+                    ),
+                ));
+            }
+        };
+        let drop = self.positive(&r.max_drop_pct, &format!("{key}.max_drop_pct"), "%")?;
+        if drop >= 100.0 {
+            return Err(self.err(
+                r.max_drop_pct.span(),
+                &format!("{key}.max_drop_pct"),
+                format!("must be below 100 (a percent of the baseline), got {drop}"),
+            ));
+        }
+        let confidence = match &r.confidence {
+            None => DEFAULT_CONFIDENCE,
+            Some(c) => {
+                let x = *c.get_ref();
+                if !(x.is_finite() && x > 0.5 && x < 1.0) {
+                    return Err(self.err(
+                        c.span(),
+                        &format!("{key}.confidence"),
+                        format!("must be above 0.5 and below 1 (e.g. 0.95), got {x}"),
+                    ));
+                }
+                x
+            }
+        };
+        let given = [
+            r.baseline.is_some(),
+            r.baselines.is_some(),
+            r.baseline_serve.is_some(),
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count();
+        if given != 1 {
+            return Err(self.err(
+                0..0,
+                key,
+                "needs exactly one of baseline = \"DIR\", baselines = [\"DIR\", ...] (stored) or baseline_serve = { command = [...] } (interleaved)",
+            ));
+        }
+        let baseline = if let Some(s) = r.baseline_serve {
+            let k = format!("{key}.baseline_serve.command");
+            self.argv(s.command.get_ref(), s.command.span(), &k)?;
+            let mut command = Vec::new();
+            for w in s.command.get_ref() {
+                command.push(self.expand(w, s.command.span(), &k, true)?);
+            }
+            RegressionBaseline::Serve(BaselineServe {
+                command,
+                env: s.env,
+            })
+        } else {
+            let (dirs, span, k) = match (&r.baseline, &r.baselines) {
+                (Some(b), _) => (
+                    vec![b.get_ref().clone()],
+                    b.span(),
+                    format!("{key}.baseline"),
+                ),
+                (None, Some(b)) => (b.get_ref().clone(), b.span(), format!("{key}.baselines")),
+                (None, None) => unreachable!("one of the three is given"),
+            };
+            if dirs.is_empty() || dirs.iter().any(|d| d.trim().is_empty()) {
+                return Err(self.err(span, &k, "must name baseline directories (not empty)"));
+            }
+            let mut out = Vec::new();
+            for d in &dirs {
+                out.push(PathBuf::from(self.expand(d, span.clone(), &k, false)?));
+            }
+            RegressionBaseline::Stored(out)
+        };
+        Ok(RegressionAssert {
+            metric,
+            label: name,
+            baseline,
+            max_drop_pct: drop,
+            confidence,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{parse, Context, GateSpec};
+    use std::path::Path;
+
+    const HEAD: &str = r#"
+[gate]
+name = "smoke"
+[serve]
+command = ["srv", "--port", "{port}"]
+[request]
+model = "/m.gguf"
+max_tokens = 16
+prompts = ["What is the capital of France?"]
+"#;
+
+    fn parse_with(table: &str) -> Result<GateSpec, crate::error::SpecError> {
+        let ctx = Context {
+            gate_dir: PathBuf::from("/g"),
+            cache: PathBuf::from("/c"),
+            home: None,
+        };
+        parse(
+            Path::new("gates/t.toml"),
+            &format!("{HEAD}[assert.regression]\n{table}"),
+            &ctx,
+        )
+    }
+
+    #[test]
+    fn a_stored_and_an_interleaved_regression_parse_with_their_defaults() {
+        let g = parse_with(
+            "metric = \"decode\"\nbaseline = \"{gate_dir}/../baselines/smoke\"\nmax_drop_pct = 5.0\n",
+        )
+        .unwrap();
+        let r = g.assertions.regression.unwrap();
+        assert_eq!(r.metric, Metric::DecodeRate);
+        assert_eq!(r.label, "decode");
+        assert_eq!(r.confidence, DEFAULT_CONFIDENCE);
+        assert_eq!(
+            r.baseline,
+            RegressionBaseline::Stored(vec![PathBuf::from("/g/../baselines/smoke")])
+        );
+        assert!((r.log_threshold() - 0.95f64.ln()).abs() < 1e-12);
+        let g = parse_with(
+            "metric = \"ttft\"\nbaseline_serve = { command = [\"old-srv\", \"--port\", \"{port}\"] }\nmax_drop_pct = 10.0\nconfidence = 0.99\n",
+        )
+        .unwrap();
+        let r = g.assertions.regression.clone().unwrap();
+        assert_eq!(r.baseline.design(), "interleaved");
+        assert!((r.log_threshold() - 1.1f64.ln()).abs() < 1e-12);
+        assert_eq!(g.assertions.names(), vec!["regression"]);
+    }
+
+    #[test]
+    fn bad_regression_tables_name_the_key() {
+        for (table, key) in [
+            ("metric = \"itl\"\nbaseline = \"b\"\nmax_drop_pct = 5.0\n", "assert.regression.metric"),
+            ("metric = \"speed\"\nbaseline = \"b\"\nmax_drop_pct = 5.0\n", "assert.regression.metric"),
+            ("metric = \"decode\"\nbaseline = \"b\"\nmax_drop_pct = 100.0\n", "assert.regression.max_drop_pct"),
+            ("metric = \"decode\"\nbaseline = \"b\"\nmax_drop_pct = 5.0\nconfidence = 1.0\n", "assert.regression.confidence"),
+            ("metric = \"decode\"\nmax_drop_pct = 5.0\n", "assert.regression"),
+            ("metric = \"decode\"\nbaseline = \"b\"\nbaseline_serve = { command = [\"x\"] }\nmax_drop_pct = 5.0\n", "assert.regression"),
+            ("metric = \"decode\"\nbaselines = []\nmax_drop_pct = 5.0\n", "assert.regression.baselines"),
+            ("metric = \"decode\"\nbaseline_serve = { command = [] }\nmax_drop_pct = 5.0\n", "assert.regression.baseline_serve.command"),
+        ] {
+            let e = parse_with(table).unwrap_err().to_string();
+            assert!(e.contains(key), "{table}: {e}");
+            assert!(e.contains("gates/t.toml:"), "{table}: {e}");
+        }
+    }
+}
