@@ -316,7 +316,9 @@ pub fn apply_identity(s: &mut Summary, id: &Identity) {
         return;
     };
     if echoes {
-        let n = crate::vocab::NoteKind::ResponseModelEchoesRequest.name().to_string();
+        let n = crate::vocab::NoteKind::ResponseModelEchoesRequest
+            .name()
+            .to_string();
         s.flags.push(n.clone());
         s.notes.push(n);
         s.notes.sort();
@@ -337,7 +339,8 @@ pub fn apply_identity(s: &mut Summary, id: &Identity) {
 pub fn served_models_of(name: &str, bytes: &[u8]) -> Result<Vec<String>, String> {
     let text = String::from_utf8_lossy(bytes);
     let ids = |body: &str| -> Result<Vec<String>, String> {
-        let v: Value = serde_json::from_str(body).map_err(|e| format!("not a /v1/models body: {e}"))?;
+        let v: Value =
+            serde_json::from_str(body).map_err(|e| format!("not a /v1/models body: {e}"))?;
         let data = v["data"]
             .as_array()
             .ok_or("a /v1/models body without a `data` list")?;
@@ -349,9 +352,12 @@ pub fn served_models_of(name: &str, bytes: &[u8]) -> Result<Vec<String>, String>
     if !name.ends_with(".jsonl") {
         return ids(&text);
     }
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let v: Value =
-            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let v: Value = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
         let path = v["path"].as_str().unwrap_or("");
         if matches!(path, "/v1/models" | "/models") && v["status"].as_u64() == Some(200) {
             return ids(v["body"].as_str().unwrap_or(""))

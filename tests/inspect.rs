@@ -30,8 +30,8 @@ fn elsewhere(p: &Path) -> bool {
     [
         "case-27-", "case-36-", "case-38-", "case-41-", "case-42-", "case-44-",
     ]
-        .iter()
-        .any(|c| n.starts_with(c))
+    .iter()
+    .any(|c| n.starts_with(c))
 }
 
 fn inspect(path: &Path) -> Value {

@@ -242,7 +242,10 @@ fn copy_of_committed() -> tempfile::TempDir {
         std::fs::copy(root().join(page), tmp.path().join(page)).unwrap();
     }
     // The evidence too: the page draws each gate's floor from the gate.toml in its records' evidence.
-    copy_tree(&root().join("records/evidence"), &tmp.path().join("records/evidence"));
+    copy_tree(
+        &root().join("records/evidence"),
+        &tmp.path().join("records/evidence"),
+    );
     tmp
 }
 

@@ -1,13 +1,13 @@
 //! Pure analysis of evidence: SSE framing, replies, per-request figures, statistics, content checks and pair
 //! arithmetic. No I/O.
 
-pub mod baselines;
 pub mod baseline_values;
+pub mod baselines;
 pub mod content;
-pub mod interleave;
 pub mod drift;
-pub mod logprobs;
+pub mod interleave;
 pub mod load;
+pub mod logprobs;
 pub mod measure;
 pub mod pair;
 pub mod regress;

@@ -351,7 +351,9 @@ impl Framer {
             if py_name || self.has_data || self.py_last_id || self.py_retry {
                 if !py_name && !self.has_data {
                     self.stats.py_empty_events += 1;
-                    self.stats.first_py_empty_event.get_or_insert(self.stats.lines);
+                    self.stats
+                        .first_py_empty_event
+                        .get_or_insert(self.stats.lines);
                 }
                 self.py_retry = false;
             }

@@ -247,18 +247,7 @@ pub fn render(
         ctx_rows
             .push(minijinja::context! { family, size, quantization => quant, cells => ctx_cells });
     }
-    let mut env = minijinja::Environment::new();
-    env.set_keep_trailing_newline(true);
-    env.set_trim_blocks(true);
-    env.set_lstrip_blocks(true);
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    env.set_auto_escape_callback(|name| {
-        if name.ends_with(".html") {
-            minijinja::AutoEscape::Html
-        } else {
-            minijinja::AutoEscape::None
-        }
-    });
+    let mut env = crate::records::leaderboard::page_environment();
     env.add_template("coverage.md", MD_TEMPLATE)
         .map_err(|e| e.to_string())?;
     env.add_template("coverage.html", HTML_TEMPLATE)

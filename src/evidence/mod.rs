@@ -27,10 +27,10 @@ pub mod comparability;
 pub mod digest;
 pub(crate) mod figures;
 pub mod layout;
-pub mod public;
-pub mod serve_clock;
 /// `load.json` of a load sweep point.
 pub mod load;
+pub mod public;
+pub mod serve_clock;
 
 use crate::io::reads::{self, TimedRead};
 pub use figures::{Figures, TokenSource};
@@ -959,7 +959,10 @@ mod tests {
             planned: None,
             planned_warmup: None,
         };
-        let w = EvidenceWriter { dir: dir.clone(), public: public::Public::default() };
+        let w = EvidenceWriter {
+            dir: dir.clone(),
+            public: public::Public::default(),
+        };
         w.write_summary(&summary).unwrap();
         let mut rec = record(0);
         rec.http_status = None; // no reads file needed

@@ -11,8 +11,8 @@ mod drift;
 pub mod load;
 pub(crate) mod outcome;
 pub mod redact;
-pub mod serve_clock;
 pub mod regression;
+pub mod serve_clock;
 
 pub use outcome::RunOutcome;
 
@@ -176,7 +176,12 @@ fn judged_of(evidence: &Evidence) -> Vec<Judged<'_>> {
 /// With `[assert.rate] server_log`: each request's serve decode rate is the one its log line states
 /// ([`serve_clock::log_rates`]), replacing llama.cpp `timings`; a request without one says why.
 fn with_serve_log(gate: &GateSpec, evidence: &Evidence, judged: &mut [Judged]) {
-    let Some(re) = gate.assertions.rate.as_ref().and_then(|r| r.server_log.as_ref()) else {
+    let Some(re) = gate
+        .assertions
+        .rate
+        .as_ref()
+        .and_then(|r| r.server_log.as_ref())
+    else {
         return;
     };
     let rates = serve_clock::log_rates(evidence, re);
@@ -573,7 +578,9 @@ fn judge_request_assertion(
         | AssertionKind::SameAnswers
         | AssertionKind::Drift
         | AssertionKind::Load
-        | AssertionKind::Regression => Verdict::new(name, Outcome::Fail, "not a per-request assertion"),
+        | AssertionKind::Regression => {
+            Verdict::new(name, Outcome::Fail, "not a per-request assertion")
+        }
     };
     if let Some(f) = &acct.serve_failure {
         fail_for_serve(&mut v, f, acct.serve_failure_code);
@@ -708,7 +715,10 @@ pub fn strip_escapes_counted(text: &str) -> (String, usize) {
         }
     }
     while let Some(c) = it.next() {
-        if matches!(c, '\u{1b}' | '\u{9b}' | '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}') {
+        if matches!(
+            c,
+            '\u{1b}' | '\u{9b}' | '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}'
+        ) {
             sequences += 1;
         }
         match c {
@@ -1469,7 +1479,9 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
             | AssertionKind::Tpot
             | AssertionKind::Drift
             | AssertionKind::Load
-            | AssertionKind::Regression => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
+            | AssertionKind::Regression => {
+                Verdict::new(name, Outcome::Fail, "not judged in a pair gate")
+            }
         };
         if !serve_failures.is_empty() {
             fail_for_serve(&mut v, &serve_failures.join("; "), None);
@@ -1827,7 +1839,8 @@ mod tests {
         ev
     }
 
-    const LLAMA_CPP_PYTHON_LOG: &str = include_str!("../../tests/data/serve-clock/llama-cpp-python.log");
+    const LLAMA_CPP_PYTHON_LOG: &str =
+        include_str!("../../tests/data/serve-clock/llama-cpp-python.log");
 
     /// The k-th `eval time` line is the k-th answered request's (warmup included): the judged requests get
     /// 21.0 and 19.0, the warmup's 40.0 is not judged; with `source = "both"` the client (20.0) and the serve
@@ -1839,11 +1852,25 @@ mod tests {
         assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
         assert_eq!(r.values, vec![Some(21.0), Some(19.0)]);
         assert_eq!(r.median, Some(20.0));
-        assert!(r.message.contains("server-reported (serve.log /llama_perf_context_print"), "{}", r.message);
+        assert!(
+            r.message
+                .contains("server-reported (serve.log /llama_perf_context_print"),
+            "{}",
+            r.message
+        );
         let b = find(&judge(&log_gate("both"), &ev), "rate").clone();
         assert_eq!(b.outcome, Outcome::Pass, "{}", b.message);
-        assert!(b.message.contains("server median 20.0 tok/s server-reported (serve.log"), "{}", b.message);
-        assert!(b.message.contains("client and server 0% apart"), "{}", b.message);
+        assert!(
+            b.message
+                .contains("server median 20.0 tok/s server-reported (serve.log"),
+            "{}",
+            b.message
+        );
+        assert!(
+            b.message.contains("client and server 0% apart"),
+            "{}",
+            b.message
+        );
     }
 
     /// A line missing (two `eval time` lines for three answered requests): no line is attributed, and the
@@ -1858,10 +1885,22 @@ mod tests {
         let r = find(&judge(&log_gate("server"), &log_evidence(&cut)), "rate").clone();
         assert_eq!(r.outcome, Outcome::Fail, "{}", r.message);
         assert_eq!(r.values, vec![None, None]);
-        assert!(r.message.contains("serve.log has 2 lines matching"), "{}", r.message);
-        assert!(r.message.contains("for 3 answered requests: which line is whose cannot be told"), "{}", r.message);
+        assert!(
+            r.message.contains("serve.log has 2 lines matching"),
+            "{}",
+            r.message
+        );
+        assert!(
+            r.message
+                .contains("for 3 answered requests: which line is whose cannot be told"),
+            "{}",
+            r.message
+        );
         // Without the log source the same evidence has no serve figure at all (no llama.cpp timings).
-        let plain = gate_text(&GATE.replace("floor_tok_s = 10.0", "floor_tok_s = 10.0\nsource = \"server\""));
+        let plain = gate_text(&GATE.replace(
+            "floor_tok_s = 10.0",
+            "floor_tok_s = 10.0\nsource = \"server\"",
+        ));
         let p = find(&judge(&plain, &log_evidence(LLAMA_CPP_PYTHON_LOG)), "rate").clone();
         assert!(p.message.contains("no llama.cpp timings"), "{}", p.message);
     }
@@ -1869,15 +1908,30 @@ mod tests {
     /// The key is checked: only with a serve source, and the regex must name `tok_s`.
     #[test]
     fn rate_server_log_is_refused_without_a_serve_source_or_a_tok_s_group() {
-        let ctx = crate::spec::Context { gate_dir: "/g".into(), cache: "/c".into(), home: None };
+        let ctx = crate::spec::Context {
+            gate_dir: "/g".into(),
+            cache: "/c".into(),
+            home: None,
+        };
         let base = "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]\n[assert.rate]\nfloor_tok_s = 10.0\n";
-        let e = crate::spec::parse(std::path::Path::new("g.toml"), &format!("{base}server_log = 'eval (?P<tok_s>[0-9.]+) tok'\n"), &ctx)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("assert.rate.server_log") && e.contains("only with source"), "{e}");
-        let e = crate::spec::parse(std::path::Path::new("g.toml"), &format!("{base}source = \"server\"\nserver_log = 'eval ([0-9.]+) tok'\n"), &ctx)
-            .unwrap_err()
-            .to_string();
+        let e = crate::spec::parse(
+            std::path::Path::new("g.toml"),
+            &format!("{base}server_log = 'eval (?P<tok_s>[0-9.]+) tok'\n"),
+            &ctx,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("assert.rate.server_log") && e.contains("only with source"),
+            "{e}"
+        );
+        let e = crate::spec::parse(
+            std::path::Path::new("g.toml"),
+            &format!("{base}source = \"server\"\nserver_log = 'eval ([0-9.]+) tok'\n"),
+            &ctx,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("(?P<tok_s>...)"), "{e}");
     }
 
@@ -1889,7 +1943,8 @@ mod tests {
             "[gate]\nname = \"g\"\n[serve]\nurl = \"http://127.0.0.1:1\"\nlog_file = \"/l\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]"
         ));
         let mut ev = evidence(Some(1), vec![request(0, &good(), None)]);
-        ev.serve_log = Some("\u{1b}[32mINFO\u{1b}[0m Using attention backend: \u{1b}[1mNPU\u{1b}[0m\n".into());
+        ev.serve_log =
+            Some("\u{1b}[32mINFO\u{1b}[0m Using attention backend: \u{1b}[1mNPU\u{1b}[0m\n".into());
         let r = find(&judge(&g, &ev), "route").clone();
         assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
         assert!(r.message.ends_with("; log_ansi_stripped: 4 escape sequences removed before matching (serve.log keeps the raw bytes)"), "{}", r.message);

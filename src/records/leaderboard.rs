@@ -534,7 +534,10 @@ fn compare(records: &[&Record]) -> Vec<CompareCtx> {
         // The newest record per (model, engine, device, route): a chart a reader takes in at a glance.
         let mut newest: std::collections::BTreeMap<(String, String, String, String), &Record> =
             std::collections::BTreeMap::new();
-        for r in records.iter().filter(|r| r.metric.name == metric && r.source.forced.is_none()) {
+        for r in records
+            .iter()
+            .filter(|r| r.metric.name == metric && r.source.forced.is_none())
+        {
             let k = (
                 r.model.name.clone(),
                 r.settings.engine.clone(),
@@ -557,7 +560,8 @@ fn compare(records: &[&Record]) -> Vec<CompareCtx> {
         let mut rows: Vec<(String, f64, &'static str, String, String)> = Vec::new();
         // A pair is recorded from both sides (ours, and theirs naming ours as the other): drawn once, from the
         // side whose id sorts first without `theirs`.
-        let mut pairs_drawn: std::collections::BTreeSet<(String, String, String)> = Default::default();
+        let mut pairs_drawn: std::collections::BTreeSet<(String, String, String)> =
+            Default::default();
         let mut sides: Vec<&&Record> = newest.values().collect();
         sides.sort_by_key(|r| (r.id.contains("theirs"), r.id.clone()));
         for r in sides {
@@ -572,10 +576,19 @@ fn compare(records: &[&Record]) -> Vec<CompareCtx> {
                 }
             }
             let v = conv(r, r.value);
-            let ind = if r.indicative() { ", indicative (n < 3)" } else { "" };
+            let ind = if r.indicative() {
+                ", indicative (n < 3)"
+            } else {
+                ""
+            };
             let label = short_label(&format!("{} · {}", r.model.name, r.settings.engine));
             let fill = if r.indicative() { "#9bb7e0" } else { "#36c" };
-            let title = format!("{label}: {} {unit}, n = {}{ind} ({})", short_number(round3(v)), r.n, r.id);
+            let title = format!(
+                "{label}: {} {unit}, n = {}{ind} ({})",
+                short_number(round3(v)),
+                r.n,
+                r.id
+            );
             match &r.pair {
                 None => rows.push((label, v, fill, title, String::new())),
                 Some(p) => {
@@ -587,7 +600,12 @@ fn compare(records: &[&Record]) -> Vec<CompareCtx> {
                         olabel.clone(),
                         ov,
                         "#999",
-                        format!("{olabel}: {} {unit}, n = {} ({})", short_number(round3(ov)), p.other_n, r.id),
+                        format!(
+                            "{olabel}: {} {unit}, n = {} ({})",
+                            short_number(round3(ov)),
+                            p.other_n,
+                            r.id
+                        ),
                         format!("theirs / ours = {:.*}", p.ratio_decimals as usize, p.ratio),
                     ));
                 }
@@ -623,7 +641,11 @@ fn compare(records: &[&Record]) -> Vec<CompareCtx> {
         out.push(CompareCtx {
             title: title.to_string(),
             unit: unit.to_string(),
-            better: if unit == "tok/s" { "longer is better" } else { "shorter is better" },
+            better: if unit == "tok/s" {
+                "longer is better"
+            } else {
+                "shorter is better"
+            },
             width,
             height: (axis_y + 22.0) as u32,
             left: px(left),
@@ -654,8 +676,10 @@ fn round3(x: f64) -> f64 {
 /// Per gate (records with a `source.gate`), metric and engine: its figure over the releases recorded, the
 /// first record as the baseline and the gate's floor (rates) or limit (times) drawn in.
 fn history(records: &[&Record], bounds: &Bounds) -> Vec<HistoryCtx> {
-    let mut groups: std::collections::BTreeMap<(String, usize, String, String, String), Vec<&Record>> =
-        std::collections::BTreeMap::new();
+    let mut groups: std::collections::BTreeMap<
+        (String, usize, String, String, String),
+        Vec<&Record>,
+    > = std::collections::BTreeMap::new();
     for r in records {
         let Some(gate) = &r.source.gate else { continue };
         groups
@@ -683,10 +707,12 @@ fn history(records: &[&Record], bounds: &Bounds) -> Vec<HistoryCtx> {
         let newest = members[members.len() - 1];
         if let Some(b) = bounds.get(&newest.id) {
             let bound = match metric.as_str() {
-                "decode_rate" if unit == "tok/s" => b.floor_tok_s.map(|f| (format!("floor {}", short_number(f)), f)),
-                "first_token" => b
-                    .limit_ms
-                    .and_then(|l| from_ms(l, &unit).map(|v| (format!("limit {}", short_number(v)), v))),
+                "decode_rate" if unit == "tok/s" => b
+                    .floor_tok_s
+                    .map(|f| (format!("floor {}", short_number(f)), f)),
+                "first_token" => b.limit_ms.and_then(|l| {
+                    from_ms(l, &unit).map(|v| (format!("limit {}", short_number(v)), v))
+                }),
                 _ => None,
             };
             if let Some((label, v)) = bound {
@@ -723,7 +749,9 @@ pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja
 pub fn bounds_of(records_dir: &Path, records: &[Record]) -> Bounds {
     let mut out = Bounds::new();
     for r in records {
-        let Some(ev) = &r.source.evidence else { continue };
+        let Some(ev) = &r.source.evidence else {
+            continue;
+        };
         let dir = record::evidence_path(records_dir, ev);
         let Ok(g) = crate::spec::load(&dir.join(crate::evidence::layout::GATE_FILE)) else {
             continue;
@@ -856,6 +884,16 @@ pub fn md_cell(s: &str) -> String {
 }
 
 fn environment() -> Result<minijinja::Environment<'static>, minijinja::Error> {
+    let mut env = page_environment();
+    env.add_filter("md", |s: String| md_cell(&s));
+    env.add_template("leaderboard.md", MD_TEMPLATE)?;
+    env.add_template("leaderboard.html", HTML_TEMPLATE)?;
+    Ok(env)
+}
+
+/// The template environment every generated page uses (the leaderboard, the coverage page): newline kept,
+/// blocks trimmed, undefined values an error, HTML auto-escaped in `.html` templates only.
+pub fn page_environment() -> minijinja::Environment<'static> {
     let mut env = minijinja::Environment::new();
     env.set_keep_trailing_newline(true);
     env.set_trim_blocks(true);
@@ -868,10 +906,7 @@ fn environment() -> Result<minijinja::Environment<'static>, minijinja::Error> {
             minijinja::AutoEscape::None
         }
     });
-    env.add_filter("md", |s: String| md_cell(&s));
-    env.add_template("leaderboard.md", MD_TEMPLATE)?;
-    env.add_template("leaderboard.html", HTML_TEMPLATE)?;
-    Ok(env)
+    env
 }
 
 /// `path` made absolute against the current directory and normalised lexically (`.` dropped, `..` applied).

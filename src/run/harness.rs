@@ -631,27 +631,27 @@ pub fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
     };
     let mut names: std::collections::BTreeMap<String, PathBuf> = std::collections::BTreeMap::new();
     // A matrix gate file (`[[model]]`) gives one gate per model (spec::matrix).
-    let expanded = files.iter().flat_map(|file| match spec::matrix::load_all(file) {
-        Ok(gates) => gates.into_iter().map(|g| (file, Ok(g))).collect::<Vec<_>>(),
-        Err(e) => vec![(file, Err(e.to_string()))],
-    });
+    let expanded = files
+        .iter()
+        .flat_map(|file| match spec::matrix::load_all(file) {
+            Ok(gates) => gates.into_iter().map(|g| (file, Ok(g))).collect::<Vec<_>>(),
+            Err(e) => vec![(file, Err(e.to_string()))],
+        });
     for (file, loaded) in expanded {
         let n = plan.entries.len();
         // Two gate files with one [gate] name would share trial names and an evidence directory: refuse the second.
-        let loaded =
-            loaded
-                .and_then(|g| match names.get(&g.name) {
-                    Some(first) => Err(format!(
-                        "{}: gate.name {:?} is already the name of {}; gate names must be unique",
-                        file.display(),
-                        g.name,
-                        first.display()
-                    )),
-                    None => {
-                        names.insert(g.name.clone(), file.clone());
-                        Ok(g)
-                    }
-                });
+        let loaded = loaded.and_then(|g| match names.get(&g.name) {
+            Some(first) => Err(format!(
+                "{}: gate.name {:?} is already the name of {}; gate names must be unique",
+                file.display(),
+                g.name,
+                first.display()
+            )),
+            None => {
+                names.insert(g.name.clone(), file.clone());
+                Ok(g)
+            }
+        });
         match loaded {
             Err(e) => {
                 let msg = e.to_string();

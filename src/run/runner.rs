@@ -187,7 +187,11 @@ fn take_hold(
     gate: &GateSpec,
     progress: &mut dyn FnMut(&Step),
 ) -> Result<Option<crate::io::hold::Hold>, String> {
-    match gate.hold.as_ref().and_then(|h| h.lock.as_ref().map(|l| (h, l))) {
+    match gate
+        .hold
+        .as_ref()
+        .and_then(|h| h.lock.as_ref().map(|l| (h, l)))
+    {
         None => Ok(None),
         Some((h, lock)) => crate::io::hold::take(
             lock,
@@ -268,7 +272,12 @@ fn derived_provenance(arm: &crate::spec::ArmSpec) -> Result<String, String> {
         })?;
     let (sha, _) = crate::io::hash::sha256_file(Path::new(src))
         .map_err(|e| format!("pair_model_mismatch: model file {src}: {e}"))?;
-    let field = |k: &str| prov.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
+    let field = |k: &str| {
+        prov.get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or("?")
+            .to_string()
+    };
     if field("source_sha256") != sha {
         return Err(format!(
             "pair_model_mismatch: {} loads {}, whose provenance names source sha256 {}, but {src} has sha256 {}",
@@ -341,7 +350,8 @@ fn run_pair(
         }
     }
     if setup_ok {
-        let source = |a: &crate::spec::ArmSpec| a.derived_from.clone().unwrap_or(a.model_file.clone());
+        let source =
+            |a: &crate::spec::ArmSpec| a.derived_from.clone().unwrap_or(a.model_file.clone());
         let derived = [&pair.ours, &pair.theirs]
             .into_iter()
             .filter(|a| a.derived_from.is_some())
@@ -375,7 +385,8 @@ fn run_pair(
                 runtime: arm.runtime.clone(),
             });
             pair_checkpoint(&w, &mut ps, None);
-            let aw = EvidenceWriter::create_exact(&w.path(&name))?.publish_host(publishes_host(gate));
+            let aw =
+                EvidenceWriter::create_exact(&w.path(&name))?.publish_host(publishes_host(gate));
             let _arm_active = ActiveRun::new(aw.path(crate::evidence::layout::RUN_FILE));
             aw.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
             ps.arms.push(evidence::ArmRecord {
@@ -416,7 +427,11 @@ fn run_pair(
             }
         }
         if let Some(before) = &ps.model_sha256 {
-            let ours_source = pair.ours.derived_from.as_ref().unwrap_or(&pair.ours.model_file);
+            let ours_source = pair
+                .ours
+                .derived_from
+                .as_ref()
+                .unwrap_or(&pair.ours.model_file);
             match crate::io::hash::sha256_file(Path::new(ours_source)) {
                 Ok((after, _)) => {
                     if &after != before {
@@ -753,7 +768,8 @@ fn drive_target_inner(
                         break;
                     }
                     client::Probe::Status(404, _) => {
-                        let (since, n) = steady_404.map_or((Instant::now(), 1), |(s, n)| (s, n + 1));
+                        let (since, n) =
+                            steady_404.map_or((Instant::now(), 1), |(s, n)| (s, n + 1));
                         steady_404 = Some((since, n));
                         let span_ms = since.elapsed().as_secs_f64() * 1000.0;
                         if serve::is_steady_404(n, span_ms) {

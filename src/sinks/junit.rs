@@ -256,11 +256,13 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
             ),
             (
                 "model_sha256",
-                p.and_then(|p| p.model_sha256.clone()).unwrap_or_else(unknown),
+                p.and_then(|p| p.model_sha256.clone())
+                    .unwrap_or_else(unknown),
             ),
             (
                 "engine_version",
-                p.and_then(|p| p.serve_version.clone()).unwrap_or_else(unknown),
+                p.and_then(|p| p.serve_version.clone())
+                    .unwrap_or_else(unknown),
             ),
         ] {
             tc.add_property(Property::new(k, xml(&v)));

@@ -96,12 +96,9 @@ pub fn split_name(name: &str) -> Option<(&str, &str)> {
 
 /// Reads a gate file: one [`GateSpec`] for a plain gate, one per `[[model]]` entry for a matrix gate.
 pub fn load_all(file: &Path) -> Result<Vec<GateSpec>, SpecError> {
-    let text = std::fs::read_to_string(file).map_err(|e| SpecError::Io {
-        file: file.to_path_buf(),
-        source: e,
-    })?;
+    let text = super::read_text(file)?;
     if entries_of(file, &text)?.is_empty() {
-        return super::load(file).map(|g| vec![g]);
+        return super::parse(file, &text, &Context::for_file(file)).map(|g| vec![g]);
     }
     parse_all(file, &text, &Context::for_file(file))
 }

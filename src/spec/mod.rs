@@ -19,12 +19,12 @@ pub mod regression;
 use crate::vocab::{AssertionKind, Metric, Role};
 pub use regression::{BaselineServe, RegressionAssert, RegressionBaseline};
 
+pub mod drift;
 pub mod interleave;
-pub mod profile;
 pub mod load;
 pub mod matrix;
+pub mod profile;
 pub(crate) mod record;
-pub mod drift;
 
 pub use record::RunRecordSpec;
 
@@ -779,6 +779,13 @@ impl Context {
 /// Reads and validates a gate file. Errors name the file, line, column and key; a file over
 /// [`MAX_GATE_BYTES`] is refused without being read whole.
 pub fn load(file: &Path) -> Result<GateSpec, SpecError> {
+    let text = read_text(file)?;
+    parse(file, &text, &Context::for_file(file))
+}
+
+/// Reads a gate file's text: at most [`MAX_GATE_BYTES`] (a larger file is refused), valid UTF-8 (else an error at
+/// the first invalid byte's line and column). The one reader of gate files ([`load`], `matrix::load_all`).
+pub fn read_text(file: &Path) -> Result<String, SpecError> {
     use std::io::Read;
     let io = |e| SpecError::Io {
         file: file.to_path_buf(),
@@ -801,7 +808,7 @@ pub fn load(file: &Path) -> Result<GateSpec, SpecError> {
             ),
         ));
     }
-    let text = String::from_utf8(bytes).map_err(|e| {
+    String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         SpecError::at(
             file,
@@ -810,8 +817,7 @@ pub fn load(file: &Path) -> Result<GateSpec, SpecError> {
             "",
             "the file is not valid UTF-8",
         )
-    })?;
-    parse(file, &text, &Context::for_file(file))
+    })
 }
 
 /// Parses and validates gate TOML text (`file` is used for messages and `{gate_dir}`).
@@ -1414,7 +1420,8 @@ impl Validator<'_> {
                 format!("is not an IP address or a host name, got {:?}", s.host),
             ));
         }
-        let engine = engine_of(s.engine.as_deref()).map_err(|e| self.err(0..0, "serve.engine", e))?;
+        let engine =
+            engine_of(s.engine.as_deref()).map_err(|e| self.err(0..0, "serve.engine", e))?;
         let prof = engine.map(profile::Engine::profile);
         let ready = s
             .ready
@@ -1429,8 +1436,12 @@ impl Validator<'_> {
             ));
         }
         let clock = match &s.clock {
-            Some(c) => profile::ServeClock::parse(c).map_err(|e| self.err(0..0, "serve.clock", e))?,
-            None => prof.as_ref().map_or(profile::ServeClock::Timings, |p| p.clock),
+            Some(c) => {
+                profile::ServeClock::parse(c).map_err(|e| self.err(0..0, "serve.clock", e))?
+            }
+            None => prof
+                .as_ref()
+                .map_or(profile::ServeClock::Timings, |p| p.clock),
         };
         // Greedy parity: the profile's fields, unless the gate's [request.extra] sets the same key.
         if let (Some(p), Some(t)) = (&prof, request.temperature) {
@@ -1509,7 +1520,12 @@ impl Validator<'_> {
                     Some(t) if t.get_ref().trim().is_empty() => {
                         return Err(self.err(t.span(), "hold.ticket", "must name a ticket file"))
                     }
-                    Some(t) => Some(PathBuf::from(self.expand(t.get_ref(), t.span(), "hold.ticket", false)?)),
+                    Some(t) => Some(PathBuf::from(self.expand(
+                        t.get_ref(),
+                        t.span(),
+                        "hold.ticket",
+                        false,
+                    )?)),
                     None => None,
                 };
                 if lock.is_none() && command.is_empty() && ticket.is_none() {
@@ -1676,7 +1692,10 @@ impl Validator<'_> {
                 }
             }
             if let Some(k) = sa.top_k {
-                self.top_k(&Some(Spanned::new(0..0, k as i64)), "assert.same_answers.top_k")?;
+                self.top_k(
+                    &Some(Spanned::new(0..0, k as i64)),
+                    "assert.same_answers.top_k",
+                )?;
             }
             assertions.same_answers = Some(sa);
         }
@@ -1830,12 +1849,10 @@ impl Validator<'_> {
                 .map(|n| self.ctx.cache.join("provisioned").join(n))
                 .collect(),
         };
-        if let Some(bad) = raw
-            .requires
-            .provisioned
-            .iter()
-            .find(|n| !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
-        {
+        if let Some(bad) = raw.requires.provisioned.iter().find(|n| {
+            !n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        }) {
             return Err(self.err(
                 0..0,
                 "requires.provisioned",

@@ -158,8 +158,8 @@ fn main() -> ExitCode {
             }
             let root = runs.clone().unwrap_or_else(runner::runs_root);
             let record = record.as_deref().map(|id| (id, records_dir.as_path()));
-            let allow_no_hold = allow_no_hold
-                || servegate::io::hold::allow_no_hold(|k| std::env::var(k).ok());
+            let allow_no_hold =
+                allow_no_hold || servegate::io::hold::allow_no_hold(|k| std::env::var(k).ok());
             if bisect {
                 // Strict: an incomparable run or an unmet requirement is a skip (125), never a good (0).
                 std::env::set_var("SERVEGATE_STRICT", "1");
