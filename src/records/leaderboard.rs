@@ -222,7 +222,9 @@ fn metric_order(name: &str) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-fn slug(s: &str) -> String {
+/// A slug part: lower case ASCII letters and digits, every other run of characters one `-` (`tok/s` → `tok-s`).
+/// The one slug rule of page anchors and dashboard measure names.
+pub fn slug(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
         if c.is_ascii_alphanumeric() {

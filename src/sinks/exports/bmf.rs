@@ -12,18 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::Figure;
 
-/// A slug part: lower case ASCII letters and digits, every other run of characters one `-` (`tok/s` → `tok-s`).
-pub fn slug(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
-}
+pub use crate::records::leaderboard::slug;
 
 /// The measure slug of a figure's value: `<measure>-<unit>`, with `-<state>` for an undecided figure.
 pub fn measure_slug(f: &Figure) -> String {
