@@ -66,6 +66,7 @@ fn gate(drop_pct: f64, baseline: RegressionBaseline) -> RegressionAssert {
         baseline,
         max_drop_pct: drop_pct,
         confidence: 0.95,
+        blocks: 6,
     }
 }
 
@@ -113,7 +114,7 @@ fn interleaved_trials(seed: u64, blocks: usize, ratio: f64, drop_pct: f64) -> Ve
         drop_pct,
         RegressionBaseline::Serve(BaselineServe {
             command: vec!["baseline-serve".into()],
-            env: Default::default(),
+            ..Default::default()
         }),
     );
     (0..TRIALS)
