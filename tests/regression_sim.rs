@@ -178,3 +178,14 @@ fn treating_windows_as_exchangeable_would_raise_false_alarms() {
     eprintln!("stored without the allowance: false alarms {f:.3}");
     assert!(f > 0.10, "{f}");
 }
+
+#[test]
+fn the_spec_default_of_blocks_is_the_analysis_attainability_rule() {
+    for c in [0.8, 0.9, 0.95, 0.975, 0.99, 0.999] {
+        assert_eq!(
+            servegate::spec::regression::blocks_needed(c),
+            servegate::analysis::regress::blocks_needed(c),
+            "confidence {c}"
+        );
+    }
+}

@@ -1802,6 +1802,15 @@ impl Validator<'_> {
                         "theirs".into(),
                     ],
                 };
+                // A regression pairs the arms by A-B-B-A block: whole blocks of four, each with both roles.
+                if assertions.regression.is_some()
+                    && (order.len() % 4 != 0
+                        || order.chunks(4).any(|b| {
+                            !b.iter().any(|x| x == "ours") || !b.iter().any(|x| x == "theirs")
+                        }))
+                {
+                    return Err(self.err(0..0, "pair.order", format!("[assert.regression] pairs the arms by block: the order must be whole A-B-B-A blocks of four arms (theirs, ours, ours, theirs), got {} arms", order.len())));
+                }
                 Some(PairSpec {
                     ours,
                     theirs,

@@ -125,6 +125,15 @@ pub fn metric_named(name: &str) -> Option<Metric> {
     }
 }
 
+/// The fewest paired blocks whose exact signed-rank interval reaches `confidence`: the smallest n with
+/// `1 / 2^n ≤ (1 − confidence) / 2` (95 %: 6). The same rule as `analysis::regress::blocks_needed`, restated
+/// here so the spec layer does not import the analysis layer (tests/regression_sim.rs checks they agree).
+pub fn blocks_needed(confidence: f64) -> usize {
+    (1..=64usize)
+        .find(|n| 0.5f64.powi(*n as i32) <= (1.0 - confidence) / 2.0 * (1.0 + 1e-12))
+        .unwrap_or(64)
+}
+
 /// True when a reply has one value of the metric (`analysis::measure::metric_value` gives it): not ITL (many
 /// gaps per reply), a pair's ratio, nor a load aggregate (one per sweep point).
 pub fn per_request(m: Metric) -> bool {
@@ -215,7 +224,7 @@ impl Validator<'_> {
             ));
         }
         let blocks = match &r.blocks {
-            None => crate::analysis::regress::blocks_needed(confidence),
+            None => blocks_needed(confidence),
             Some(b) => {
                 let n = *b.get_ref();
                 if r.baseline_serve.is_none() {
@@ -421,6 +430,17 @@ metric = "decode"
 max_drop_pct = 20.0
 "#;
         let g = parse(Path::new("gates/p.toml"), pair, &ctx).unwrap();
+        let e = parse(
+            Path::new("gates/p.toml"),
+            &pair.replace(
+                "[pair.ours]",
+                "[pair]\norder = [\"theirs\", \"ours\"]\n[pair.ours]",
+            ),
+            &ctx,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("pair.order") && e.contains("A-B-B-A"), "{e}");
         let r = g.assertions.regression.unwrap();
         assert_eq!(r.baseline, RegressionBaseline::PairArm);
         assert_eq!(r.baseline.design(), "interleaved");
