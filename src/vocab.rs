@@ -113,9 +113,9 @@ impl AssertionKind {
             AssertionKind::Content
             | AssertionKind::KnownAnswer
             | AssertionKind::Ratio
+            | AssertionKind::Regression
             | AssertionKind::SameAnswers => true,
             AssertionKind::Route
-            | AssertionKind::Regression
             | AssertionKind::Rate
             | AssertionKind::FirstToken
             | AssertionKind::Tpot

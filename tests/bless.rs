@@ -69,7 +69,8 @@ fn a_derived_floor_round_trips_the_gate_file_with_its_provenance() {
     let (t, gate) = gate_copy();
     let before = std::fs::read_to_string(&gate).unwrap();
     let plan = bless::plan_floor(&gate, Path::new(RUN), None, 0.95, 10.0, UTC).unwrap();
-    // The recorded rates are 49.9, 40.3, 33.1, 30.2, 22.2, 18.5 (README): n = 6, the 95 % lower bound of the
+    // The recorded client rates are 42.1, 40.3, 33.1, 26.7, 22.2, 18.5 (median 29.9; the README's 49.9 and 30.2
+    // predate the merged decode-rate measure): n = 6, the 95 % lower bound of the
     // median is the smallest (order statistic 1 of 6), minus 10 %.
     assert_eq!(plan.derivation.n, 6);
     assert_eq!(plan.ledger.previous, Some(15.0));

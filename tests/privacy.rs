@@ -2,8 +2,8 @@
 //! writes carries no absolute home or checkout path and no host name unless the gate opts in
 //! (`[record] publish_host = true`).
 //!
-//! * the committed `records/` (records and `records/evidence/`) are scanned for absolute home and checkout
-//!   paths and for host names;
+//! * the committed `records/` (records and `records/evidence/`) and `baselines/` (blessed run directories)
+//!   are scanned for absolute home and checkout paths and for host names;
 //! * a live `servegate run` (a synthetic serve, started from a script under a fake `$HOME`) writes `run.json`,
 //!   `serve.log` and `setup.log` with `~` and checkout-relative paths and an empty `host.hostname`; with
 //!   `publish_host = true` the host name is kept.
@@ -68,10 +68,18 @@ fn host_words(text: &str, host: &str) -> usize {
 }
 
 #[test]
-fn committed_records_and_evidence_hold_no_home_or_checkout_path_and_no_host_name() {
+fn committed_records_baselines_and_evidence_hold_no_home_or_checkout_path_and_no_host_name() {
     let mut all = Vec::new();
     files(&repo().join("records"), &mut all);
     assert!(all.len() > 20, "records/ and its evidence: {}", all.len());
+    // The committed baselines (issue 16: `servegate bless` copies run directories there) are evidence too.
+    let before = all.len();
+    files(&repo().join("baselines"), &mut all);
+    assert!(
+        all.len() - before > 20,
+        "baselines/: {}",
+        all.len() - before
+    );
     let host = hostname();
     for f in &all {
         let text = String::from_utf8_lossy(&std::fs::read(f).unwrap()).into_owned();

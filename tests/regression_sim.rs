@@ -66,6 +66,7 @@ fn gate(drop_pct: f64, baseline: RegressionBaseline) -> RegressionAssert {
         baseline,
         max_drop_pct: drop_pct,
         confidence: 0.95,
+        blocks: 6,
     }
 }
 
@@ -113,7 +114,7 @@ fn interleaved_trials(seed: u64, blocks: usize, ratio: f64, drop_pct: f64) -> Ve
         drop_pct,
         RegressionBaseline::Serve(BaselineServe {
             command: vec!["baseline-serve".into()],
-            env: Default::default(),
+            ..Default::default()
         }),
     );
     (0..TRIALS)
@@ -176,4 +177,15 @@ fn treating_windows_as_exchangeable_would_raise_false_alarms() {
     let (_, f, _) = rates(&outcomes);
     eprintln!("stored without the allowance: false alarms {f:.3}");
     assert!(f > 0.10, "{f}");
+}
+
+#[test]
+fn the_spec_default_of_blocks_is_the_analysis_attainability_rule() {
+    for c in [0.8, 0.9, 0.95, 0.975, 0.99, 0.999] {
+        assert_eq!(
+            servegate::spec::regression::blocks_needed(c),
+            servegate::analysis::regress::blocks_needed(c),
+            "confidence {c}"
+        );
+    }
 }

@@ -7,9 +7,10 @@
 //!   counts) is chosen (`evidence::baseline::choose`), and each of its windows is read with
 //!   [`crate::analysis::load`] like any evidence: the per-request values of the metric of its judged
 //!   (non-warmup) requests, failed requests left out.
-//! * An **interleaved** baseline (`baseline_serve`): the runner alternates the baseline serve and this run's
-//!   serve in A-B-B-A blocks and fills [`Block`]s itself ([`BaselineValues::Interleaved`]); this module only
-//!   defines the shape.
+//! * An **interleaved** baseline (`baseline_serve`, or a pair gate's `theirs` arm): the gate runs as a pair
+//!   (`spec::interleave::as_pair`) and the pair judge fills [`Block`]s from the pair's evidence
+//!   (`judge::regression::judge_pair_blocks`: `analysis::interleave::blocks` of the arms' values); [`regression_input`] is for
+//!   single-serve evidence and has none.
 
 use std::path::PathBuf;
 
@@ -73,7 +74,7 @@ fn value_of(r: &RequestEvidence, metric: Metric) -> Option<f64> {
 pub fn regression_input(gate: &GateSpec, run: &Evidence) -> Option<BaselineValues> {
     let r = gate.assertions.regression.as_ref()?;
     Some(match &r.baseline {
-        RegressionBaseline::Serve(_) => BaselineValues::Unavailable(
+        RegressionBaseline::Serve(_) | RegressionBaseline::PairArm => BaselineValues::Unavailable(
             "the interleaved baseline serve's blocks are not in this evidence (servegate run records them; \
              a run without them cannot be judged against a baseline serve)"
                 .into(),

@@ -304,12 +304,20 @@ pub fn median_interval(values: &[f64], confidence: f64) -> Option<(f64, f64)> {
 /// (95 %: n ≥ 5, where the bound is the smallest value). The floor hint of `[assert.rate]` and `servegate
 /// bless --floor` use this bound.
 pub fn median_lower_bound(values: &[f64], confidence: f64) -> Option<f64> {
+    let v = sorted(values.iter().copied().filter(|x| x.is_finite()).collect());
+    let k = median_lower_rank(v.len(), confidence)?;
+    Some(v[k - 1])
+}
+
+/// The rank `k` (1-based, among `n` finite values sorted ascending) of the order statistic
+/// [`median_lower_bound`] returns: the largest k with `P(Bin(n, ½) ≤ k − 1) ≤ 1 − confidence` (Conover,
+/// *Practical Nonparametric Statistics*, Table A3). None when no order statistic reaches the confidence
+/// (95 %: n ≤ 4) or n is above 120.
+pub fn median_lower_rank(n: usize, confidence: f64) -> Option<usize> {
     if !(confidence.is_finite() && confidence > 0.0 && confidence < 1.0) {
         return None;
     }
-    let v = sorted(values.iter().copied().filter(|x| x.is_finite()).collect());
-    let k = binomial_half_k(v.len(), 1.0 - confidence)?;
-    Some(v[k - 1])
+    binomial_half_k(n, 1.0 - confidence)
 }
 
 /// The confidence of the median's lower bound a derived floor starts from.

@@ -1478,9 +1478,15 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
             | AssertionKind::Drift
-            | AssertionKind::Load
-            | AssertionKind::Regression => {
-                Verdict::new(name, Outcome::Fail, "not judged in a pair gate")
+            | AssertionKind::Load => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
+            // The interleaved baseline: `theirs` arms against `ours`, paired by A-B-B-A block.
+            AssertionKind::Regression => {
+                let r = gate
+                    .assertions
+                    .regression
+                    .as_ref()
+                    .expect("regression declared");
+                regression::judge_pair_blocks(r, ev, &accts)
             }
         };
         if !serve_failures.is_empty() {

@@ -136,6 +136,81 @@ pub fn judge_block_values(r: &RegressionAssert, blocks: &[Block]) -> Verdict {
     judge_blocks(r, blocks)
 }
 
+/// The verdict of `[assert.regression]` in a pair run (an interleaved baseline: `baseline_serve`, or a pair
+/// gate's `theirs` arm): every arm's per-request values of the metric (a planned request without one FAILs,
+/// naming the arm, as `ratio` does), cut into A-B-B-A blocks (`analysis::interleave::blocks`: theirs =
+/// baseline, ours = candidate) and judged paired by block ([`judge_block_values`]).
+pub(super) fn judge_pair_blocks(
+    r: &RegressionAssert,
+    ev: &crate::analysis::PairEvidence,
+    accts: &[Accounting],
+) -> Verdict {
+    let k = AssertionKind::Regression;
+    let planned: usize = accts.iter().map(|a| a.planned).sum();
+    let mut arms = Vec::new();
+    let mut missing = Vec::new();
+    let mut all_values: Vec<Option<f64>> = Vec::new();
+    let mut candidate = Vec::new();
+    for ((a, e), acct) in ev.summary.arms.iter().zip(&ev.arms).zip(accts) {
+        let judged = super::judged_of(e);
+        let fv = FigureValues::of(
+            &judged,
+            |j| crate::analysis::measure::metric_value(&j.fig, r.metric),
+            |j| super::why_missing(j, r.metric.info().title, false),
+        );
+        missing.extend(
+            fv.missing
+                .iter()
+                .map(|m| format!("arm {} {} {m}", a.arm, a.role)),
+        );
+        if let Some(u) = acct.unsent() {
+            missing.push(format!("arm {} {}: {u}", a.arm, a.role));
+        }
+        all_values.extend(fv.planned_values(acct));
+        if a.role == crate::vocab::Role::Ours.name() {
+            candidate.extend(fv.present());
+        }
+        arms.push(crate::analysis::pair::ArmValues {
+            role: a.role.clone(),
+            values: fv.present(),
+        });
+    }
+    let mut v = if !missing.is_empty() {
+        Verdict::new(
+            k,
+            Outcome::Fail,
+            format!(
+                "{} of {planned} planned requests have no {} value: {} (n={} of {planned} planned)",
+                all_values.iter().filter(|v| v.is_none()).count(),
+                r.metric.info().title,
+                missing.join("; "),
+                all_values.iter().filter(|v| v.is_some()).count(),
+            ),
+        )
+    } else {
+        match crate::analysis::interleave::blocks(&arms) {
+            Ok(bs) => {
+                let blocks: Vec<Block> = bs
+                    .into_iter()
+                    .map(|b| Block {
+                        baseline: b.baseline,
+                        candidate: b.candidate,
+                    })
+                    .collect();
+                judge_blocks(r, &blocks)
+            }
+            Err(e) => Verdict::new(
+                k,
+                Outcome::Fail,
+                format!("the pair's arms are not A-B-B-A blocks of baseline (theirs) and candidate (ours): {e}"),
+            ),
+        }
+    };
+    v.values = all_values;
+    v.median = stats::median(&candidate);
+    v
+}
+
 /// The interval of a pair's ratio (theirs / ours) from its paired blocks: adjacent arms of the two roles
 /// form a block (theirs, ours, ours, theirs: arms 1-2 and 3-4), and within a block the j-th request of one
 /// arm is paired with the j-th of the other (the same prompt and repeat): `ln(theirs_j) − ln(ours_j)`, judged
@@ -535,6 +610,7 @@ mod tests {
             baseline: RegressionBaseline::Stored(vec![PathBuf::from("b")]),
             max_drop_pct: drop,
             confidence: 0.95,
+            blocks: 6,
         }
     }
 
@@ -691,7 +767,7 @@ mod tests {
         let r = RegressionAssert {
             baseline: RegressionBaseline::Serve(crate::spec::BaselineServe {
                 command: vec!["x".into()],
-                env: Default::default(),
+                ..Default::default()
             }),
             ..assert_(5.0)
         };

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis;
+use crate::analysis::regress;
 use crate::error::exit;
 use crate::evidence::baseline::{self, Manifest, BASELINE_SCHEMA};
 use crate::evidence::comparability::{describe, differences, key_of, KeyUse};
@@ -37,9 +38,9 @@ use crate::vocab::{AssertionKind, Metric};
 pub const MIN_BASELINE_N: usize = 4;
 /// Default headroom of a floor derived from one run: 10 % below the lower confidence bound of the median (a
 /// floor equal to today's measurement goes red at once).
-pub const DEFAULT_HEADROOM_PCT: f64 = 10.0;
+pub const DEFAULT_HEADROOM_PCT: f64 = regress::FLOOR_HEADROOM_PCT;
 /// Default confidence of the lower bound of the median.
-pub const DEFAULT_CONFIDENCE: f64 = 0.95;
+pub const DEFAULT_CONFIDENCE: f64 = regress::FLOOR_CONFIDENCE;
 /// The ledger of accepted changes, inside the baselines root.
 pub const LEDGER_FILE: &str = "LEDGER.jsonl";
 /// The first words of a provenance comment: an older one above the same value is replaced, not stacked.
@@ -149,40 +150,6 @@ pub fn refuse_in_ci(ci: Option<String>, force: bool) -> Result<(), BlessError> {
     Ok(())
 }
 
-/// The lower one-sided confidence bound of the median of `values`, distribution-free (order statistics, as
-/// in the sign test; Conover, *Practical Nonparametric Statistics*, §3.2): the largest `k` such that
-/// P(X₍ₖ₎ ≤ median) = P(Binomial(n, ½) ≥ k) ≥ `confidence`, and X₍ₖ₎, the k-th smallest value. None when no
-/// order statistic reaches the confidence (n = 4 at 0.95: 1 − ½⁴ = 0.9375) or there is no value.
-pub fn median_lower_bound(values: &[f64], confidence: f64) -> Option<(f64, usize)> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    let n = v.len();
-    if n == 0 {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    // ln P(Bin(n, 1/2) = j), iteratively: ln C(n, j+1) = ln C(n, j) + ln(n-j) - ln(j+1).
-    let ln2n = n as f64 * std::f64::consts::LN_2;
-    let mut ln_c = 0.0f64;
-    let mut pmf = Vec::with_capacity(n + 1);
-    for j in 0..=n {
-        pmf.push((ln_c - ln2n).exp());
-        if j < n {
-            ln_c += ((n - j) as f64).ln() - ((j + 1) as f64).ln();
-        }
-    }
-    // coverage(k) = sum_{j >= k} pmf(j), decreasing in k.
-    let mut best = None;
-    let mut tail = 0.0;
-    for k in (1..=n).rev() {
-        tail += pmf[k];
-        if tail >= confidence {
-            best = Some(k);
-            break;
-        }
-    }
-    best.map(|k| (v[k - 1], k))
-}
-
 /// A floor derived from evidence, with everything its provenance comment states.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FloorDerivation {
@@ -204,7 +171,8 @@ fn round_to(x: f64, decimals: usize) -> f64 {
 }
 
 /// Derives a decode-rate floor. From one run: the lower `confidence` bound of the median
-/// ([`median_lower_bound`]) minus `headroom_pct` percent. From a fast-route and a slow-route run: the
+/// ([`regress::median_lower_bound`]) minus `headroom_pct` percent (with the defaults,
+/// [`regress::derived_floor`] rounded down). From a fast-route and a slow-route run: the
 /// geometric mean of the two medians (the floor halfway between them on a log scale: 1.9 and 90 tok/s give
 /// 13.1), refused when the two runs' ranges overlap (the floor could not tell them apart). Rounded down to the
 /// registry's decimals. Errors: too few values for the confidence, overlapping or swapped runs.
@@ -222,7 +190,12 @@ pub fn derive_floor(
             if !(0.0..100.0).contains(&headroom_pct) {
                 return Err(format!("headroom {headroom_pct} % is not in 0..100"));
             }
-            let (lb, k) = median_lower_bound(fast, confidence).ok_or_else(|| {
+            let k = regress::median_lower_rank(
+                fast.iter().filter(|x| x.is_finite()).count(),
+                confidence,
+            );
+            let lb = regress::median_lower_bound(fast, confidence);
+            let (lb, k) = lb.zip(k).ok_or_else(|| {
                 format!(
                     "{} values cannot bound the median at {} % confidence (P = 1 - 0.5^n needs n >= {}): bless a run with more requests",
                     fast.len(),
@@ -273,11 +246,11 @@ pub fn derive_floor(
     }
 }
 
-/// The smallest n whose minimum reaches `confidence` (1 − ½ⁿ ≥ confidence).
+/// The smallest n whose median has a lower bound at `confidence` ([`regress::median_lower_rank`]).
 fn min_n_for(confidence: f64) -> usize {
-    (1..64usize)
-        .find(|n| 1.0 - 0.5f64.powi(*n as i32) >= confidence)
-        .unwrap_or(64)
+    (1..=120usize)
+        .find(|n| regress::median_lower_rank(*n, confidence).is_some())
+        .unwrap_or(120)
 }
 
 /// Why a run is not good evidence to bless (empty: good). `route_must_pass` is false for a slow-route run
@@ -823,18 +796,19 @@ mod tests {
             (30, 11),
         ] {
             assert_eq!(
-                median_lower_bound(&v(n), 0.95),
-                Some((k as f64, k)),
+                regress::median_lower_bound(&v(n), 0.95),
+                Some(k as f64),
                 "n={n}"
             );
+            assert_eq!(regress::median_lower_rank(n, 0.95), Some(k), "n={n}");
         }
-        assert_eq!(median_lower_bound(&v(4), 0.95), None);
-        assert_eq!(median_lower_bound(&v(4), 0.90), Some((1.0, 1)));
-        assert_eq!(median_lower_bound(&[], 0.95), None);
+        assert_eq!(regress::median_lower_bound(&v(4), 0.95), None);
+        assert_eq!(regress::median_lower_bound(&v(4), 0.90), Some(1.0));
+        assert_eq!(regress::median_lower_bound(&[], 0.95), None);
         // Order does not matter; the value is the k-th smallest.
         assert_eq!(
-            median_lower_bound(&[50.0, 40.0, 45.0, 30.0, 47.0, 44.0], 0.95),
-            Some((30.0, 1))
+            regress::median_lower_bound(&[50.0, 40.0, 45.0, 30.0, 47.0, 44.0], 0.95),
+            Some(30.0)
         );
     }
 

@@ -1461,7 +1461,7 @@ impl Validator<'_> {
                 self.expand(v, 0..0, &format!("serve.env.{k}"), true)?,
             );
         }
-        let serve = ServeSpec {
+        let mut serve = ServeSpec {
             mode,
             setup,
             host: s.host.clone(),
@@ -1679,7 +1679,7 @@ impl Validator<'_> {
             });
         }
         if let Some(r) = a.regression {
-            assertions.regression = Some(self.regression(r)?);
+            assertions.regression = Some(self.regression(r, raw.pair.is_some())?);
         }
         if let Some(sa) = a.same_answers {
             if let Some(p) = &sa.prompt {
@@ -1715,7 +1715,29 @@ impl Validator<'_> {
                         "[assert.ratio] and [assert.same_answers] need a [pair] gate",
                     ));
                 }
-                None
+                match assertions
+                    .regression
+                    .as_ref()
+                    .map(|r| (&r.baseline, r.blocks))
+                {
+                    // An interleaved baseline serve: the gate runs as a pair (theirs = the baseline serve,
+                    // ours = this gate's serve) in A-B-B-A blocks (spec::interleave).
+                    Some((RegressionBaseline::Serve(b), blocks)) => {
+                        let key = "assert.regression.baseline_serve";
+                        if let Some(k) = assertions.kinds().into_iter().find(|k| !k.in_pair_gate())
+                        {
+                            return Err(self.err(0..0, &format!("assert.{k}"), "is not judged in a gate with an interleaved baseline_serve (it runs as a pair of two serves): judge it in a gate of its own"));
+                        }
+                        let ServeMode::Command(argv) = &serve.mode else {
+                            return Err(self.err(0..0, key, "needs [serve] command (the runner starts both serves in turn), not url"));
+                        };
+                        let p = interleave::as_pair(argv, &serve.env, &request.model, b, blocks)
+                            .map_err(|e| self.err(0..0, key, e))?;
+                        serve.mode = ServeMode::Command(Vec::new());
+                        Some(p)
+                    }
+                    _ => None,
+                }
             }
             Some(p) => {
                 if let Some(k) = assertions.kinds().into_iter().find(|k| !k.in_pair_gate()) {
@@ -1804,6 +1826,15 @@ impl Validator<'_> {
                         "theirs".into(),
                     ],
                 };
+                // A regression pairs the arms by A-B-B-A block: whole blocks of four, each with both roles.
+                if assertions.regression.is_some()
+                    && (order.len() % 4 != 0
+                        || order.chunks(4).any(|b| {
+                            !b.iter().any(|x| x == "ours") || !b.iter().any(|x| x == "theirs")
+                        }))
+                {
+                    return Err(self.err(0..0, "pair.order", format!("[assert.regression] pairs the arms by block: the order must be whole A-B-B-A blocks of four arms (theirs, ours, ours, theirs), got {} arms", order.len())));
+                }
                 Some(PairSpec {
                     ours,
                     theirs,

@@ -7,6 +7,9 @@
 //! metric = "decode"                         # any registry metric with per-request values (docs/metrics.md)
 //! baseline = "baselines/reference-smoke"    # stored: a baseline directory (or baselines = [...], one per machine kind)
 //! # baseline_serve = { command = [...] }    # interleaved: the last good release's serve, A-B-B-A blocks
+//! # (in a [pair] gate no baseline key: the pair's `theirs` arm is the baseline, `ours` the candidate)
+//! # blocks = 6                              # interleaved: A-B-B-A blocks to run (default: the fewest that
+//! #                                         # reach the confidence, 6 at 0.95)
 //! max_drop_pct = 5.0                        # δ: the most the metric may worsen, percent
 //! confidence = 0.95                         # of the equal-tailed interval (default 0.95)
 //! ```
@@ -36,6 +39,8 @@ pub(super) struct RawRegression {
     max_drop_pct: Spanned<f64>,
     #[serde(default)]
     confidence: Option<Spanned<f64>>,
+    #[serde(default)]
+    blocks: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -43,18 +48,14 @@ pub(super) struct RawRegression {
 struct RawBaselineServe {
     command: Spanned<Vec<String>>,
     #[serde(default)]
+    runtime: String,
+    #[serde(default)]
     env: BTreeMap<String, String>,
 }
 
-/// The baseline serve of an interleaved regression: the last good release's serve, started by the runner
-/// alongside this run's serve (same `[serve]` settings and prompts), requests alternating in A-B-B-A blocks.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BaselineServe {
-    /// Its argv (placeholders expanded except `{port}` / `{host}`, as `serve.command`).
-    pub command: Vec<String>,
-    /// Extra environment.
-    pub env: BTreeMap<String, String>,
-}
+/// The baseline serve of an interleaved regression (one definition: `spec::interleave`, which turns the gate
+/// into a pair of it and the gate's own serve).
+pub use super::interleave::BaselineServe;
 
 /// Where the baseline values come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,8 +65,12 @@ pub enum RegressionBaseline {
     /// (the repository root, where `servegate run` and `cargo test` run), as `--runs` is; `{gate_dir}` may
     /// anchor it to the gate file. The first comparable one is used.
     Stored(Vec<PathBuf>),
-    /// An interleaved live baseline (`baseline_serve = { command = [...] }`).
+    /// An interleaved live baseline (`baseline_serve = { command = [...] }`): the gate runs as a pair
+    /// (`spec::interleave::as_pair`) whose `theirs` arm is this serve.
     Serve(BaselineServe),
+    /// A pair gate's `theirs` arm (no baseline key in a `[pair]` gate): interleaved, the arms' order is the
+    /// gate's `pair.order`.
+    PairArm,
 }
 
 impl RegressionBaseline {
@@ -73,7 +78,7 @@ impl RegressionBaseline {
     pub fn design(&self) -> &'static str {
         match self {
             RegressionBaseline::Stored(_) => "stored",
-            RegressionBaseline::Serve(_) => "interleaved",
+            RegressionBaseline::Serve(_) | RegressionBaseline::PairArm => "interleaved",
         }
     }
 }
@@ -92,6 +97,10 @@ pub struct RegressionAssert {
     pub max_drop_pct: f64,
     /// Confidence of the equal-tailed interval, in (0, 1); default [`DEFAULT_CONFIDENCE`].
     pub confidence: f64,
+    /// A-B-B-A blocks an interleaved baseline serve runs (`blocks`; default
+    /// `analysis::regress::blocks_needed(confidence)`); unused by a stored baseline or a pair gate (whose
+    /// `pair.order` says it).
+    pub blocks: usize,
 }
 
 impl RegressionAssert {
@@ -114,6 +123,15 @@ pub fn metric_named(name: &str) -> Option<Metric> {
         "first_token" => Some(Metric::Ttft),
         other => Metric::from_name(other),
     }
+}
+
+/// The fewest paired blocks whose exact signed-rank interval reaches `confidence`: the smallest n with
+/// `1 / 2^n ≤ (1 − confidence) / 2` (95 %: 6). The same rule as `analysis::regress::blocks_needed`, restated
+/// here so the spec layer does not import the analysis layer (tests/regression_sim.rs checks they agree).
+pub fn blocks_needed(confidence: f64) -> usize {
+    (1..=64usize)
+        .find(|n| 0.5f64.powi(*n as i32) <= (1.0 - confidence) / 2.0 * (1.0 + 1e-12))
+        .unwrap_or(64)
 }
 
 /// True when a reply has one value of the metric (`analysis::measure::metric_value` gives it): not ITL (many
@@ -141,7 +159,12 @@ pub fn per_request(m: Metric) -> bool {
 }
 
 impl Validator<'_> {
-    pub(super) fn regression(&self, r: RawRegression) -> Result<RegressionAssert, SpecError> {
+    /// `in_pair`: the gate has a `[pair]` table (then no baseline key is given: the `theirs` arm is it).
+    pub(super) fn regression(
+        &self,
+        r: RawRegression,
+        in_pair: bool,
+    ) -> Result<RegressionAssert, SpecError> {
         let key = "assert.regression";
         let name = r.metric.get_ref().clone();
         let usable = |m: Metric| per_request(m) && m.info().better != Better::Bounded;
@@ -193,6 +216,44 @@ impl Validator<'_> {
         .iter()
         .filter(|b| **b)
         .count();
+        if in_pair && given != 0 {
+            return Err(self.err(
+                0..0,
+                key,
+                "in a [pair] gate the baseline is the `theirs` arm and the candidate `ours`: give no baseline, baselines or baseline_serve",
+            ));
+        }
+        let blocks = match &r.blocks {
+            None => blocks_needed(confidence),
+            Some(b) => {
+                let n = *b.get_ref();
+                if r.baseline_serve.is_none() {
+                    return Err(self.err(
+                        b.span(),
+                        &format!("{key}.blocks"),
+                        "only an interleaved baseline_serve runs blocks (a pair gate's order is pair.order)",
+                    ));
+                }
+                if !(1..=64).contains(&n) {
+                    return Err(self.err(
+                        b.span(),
+                        &format!("{key}.blocks"),
+                        format!("must be 1 to 64 A-B-B-A blocks, got {n}"),
+                    ));
+                }
+                n as usize
+            }
+        };
+        if in_pair {
+            return Ok(RegressionAssert {
+                metric,
+                label: name,
+                baseline: RegressionBaseline::PairArm,
+                max_drop_pct: drop,
+                confidence,
+                blocks,
+            });
+        }
         if given != 1 {
             return Err(self.err(
                 0..0,
@@ -209,6 +270,7 @@ impl Validator<'_> {
             }
             RegressionBaseline::Serve(BaselineServe {
                 command,
+                runtime: s.runtime,
                 env: s.env,
             })
         } else {
@@ -236,6 +298,7 @@ impl Validator<'_> {
             baseline,
             max_drop_pct: drop,
             confidence,
+            blocks,
         })
     }
 }
@@ -250,7 +313,7 @@ mod tests {
 [gate]
 name = "smoke"
 [serve]
-command = ["srv", "--port", "{port}"]
+command = ["srv", "-m", "/m.gguf", "--port", "{port}"]
 [request]
 model = "/m.gguf"
 max_tokens = 16
@@ -286,13 +349,113 @@ prompts = ["What is the capital of France?"]
         );
         assert!((r.log_threshold() - 0.95f64.ln()).abs() < 1e-12);
         let g = parse_with(
-            "metric = \"ttft\"\nbaseline_serve = { command = [\"old-srv\", \"--port\", \"{port}\"] }\nmax_drop_pct = 10.0\nconfidence = 0.99\n",
+            "metric = \"ttft\"\nbaseline_serve = { command = [\"old-srv\", \"-m\", \"/m.gguf\", \"--port\", \"{port}\"] }\nmax_drop_pct = 10.0\nconfidence = 0.99\n",
         )
         .unwrap();
         let r = g.assertions.regression.clone().unwrap();
         assert_eq!(r.baseline.design(), "interleaved");
         assert!((r.log_threshold() - 1.1f64.ln()).abs() < 1e-12);
         assert_eq!(g.assertions.names(), vec!["regression"]);
+    }
+
+    #[test]
+    fn a_baseline_serve_runs_the_gate_as_a_pair_of_abba_blocks() {
+        let ctx = Context {
+            gate_dir: PathBuf::from("/g"),
+            cache: PathBuf::from("/c"),
+            home: None,
+        };
+        // The candidate's [serve] command must load the model file too.
+        let text = format!("{}[assert.regression]\nmetric = \"decode\"\nbaseline_serve = {{ command = [\"old-srv\", \"-m\", \"/m.gguf\"] }}\nmax_drop_pct = 10.0\n", HEAD.replace("\"-m\", \"/m.gguf\", ", ""));
+        let e = parse(Path::new("gates/t.toml"), &text, &ctx)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("assert.regression.baseline_serve"), "{e}");
+        assert!(
+            e.contains("serve.command does not pass the model file"),
+            "{e}"
+        );
+        let head = HEAD;
+        let text = format!("{head}[assert.regression]\nmetric = \"decode\"\nbaseline_serve = {{ command = [\"old-srv\", \"-m\", \"/m.gguf\", \"--port\", \"{{port}}\"], runtime = \"v1.0\" }}\nmax_drop_pct = 10.0\n");
+        let g = parse(Path::new("gates/t.toml"), &text, &ctx).unwrap();
+        let p = g.pair.as_ref().expect("runs as a pair");
+        assert_eq!(p.order, crate::spec::interleave::abba_order(6));
+        assert_eq!(p.theirs.command[0], "old-srv");
+        assert_eq!(p.theirs.runtime, "v1.0");
+        assert_eq!(p.ours.command[0], "srv");
+        assert_eq!(g.serve.mode, crate::spec::ServeMode::Command(Vec::new()));
+        assert_eq!(g.assertions.regression.as_ref().unwrap().blocks, 6);
+        let g = parse(
+            Path::new("gates/t.toml"),
+            &text.replace("max_drop_pct", "blocks = 8\nmax_drop_pct"),
+            &ctx,
+        )
+        .unwrap();
+        assert_eq!(g.pair.unwrap().order.len(), 32);
+        // Assertions on one serve's figures are not judged when the gate runs as a pair.
+        let e = parse(
+            Path::new("gates/t.toml"),
+            &format!("{text}[assert.rate]\nfloor_tok_s = 5.0\n"),
+            &ctx,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("assert.rate"), "{e}");
+    }
+
+    #[test]
+    fn in_a_pair_gate_the_theirs_arm_is_the_baseline() {
+        let ctx = Context {
+            gate_dir: PathBuf::from("/g"),
+            cache: PathBuf::from("/c"),
+            home: None,
+        };
+        let pair = r#"
+[gate]
+name = "p"
+[serve]
+ready = "/health"
+[pair.ours]
+command = ["new", "-m", "/m.gguf", "--port", "{port}"]
+[pair.theirs]
+command = ["old", "-m", "/m.gguf", "--port", "{port}"]
+[request]
+model = "/m.gguf"
+max_tokens = 16
+temperature = 0
+top_k = 1
+prompts = ["Hi"]
+[assert.regression]
+metric = "decode"
+max_drop_pct = 20.0
+"#;
+        let g = parse(Path::new("gates/p.toml"), pair, &ctx).unwrap();
+        let e = parse(
+            Path::new("gates/p.toml"),
+            &pair.replace(
+                "[pair.ours]",
+                "[pair]\norder = [\"theirs\", \"ours\"]\n[pair.ours]",
+            ),
+            &ctx,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("pair.order") && e.contains("A-B-B-A"), "{e}");
+        let r = g.assertions.regression.unwrap();
+        assert_eq!(r.baseline, RegressionBaseline::PairArm);
+        assert_eq!(r.baseline.design(), "interleaved");
+        for extra in [
+            "baseline = \"b\"\n",
+            "baseline_serve = { command = [\"x\"] }\n",
+        ] {
+            let e = parse(Path::new("gates/p.toml"), &format!("{pair}{extra}"), &ctx)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("assert.regression") && e.contains("theirs"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
@@ -305,6 +468,7 @@ prompts = ["What is the capital of France?"]
             ("metric = \"decode\"\nmax_drop_pct = 5.0\n", "assert.regression"),
             ("metric = \"decode\"\nbaseline = \"b\"\nbaseline_serve = { command = [\"x\"] }\nmax_drop_pct = 5.0\n", "assert.regression"),
             ("metric = \"decode\"\nbaselines = []\nmax_drop_pct = 5.0\n", "assert.regression.baselines"),
+            ("metric = \"decode\"\nbaseline = \"b\"\nblocks = 6\nmax_drop_pct = 5.0\n", "assert.regression.blocks"),
             ("metric = \"decode\"\nbaseline_serve = { command = [] }\nmax_drop_pct = 5.0\n", "assert.regression.baseline_serve.command"),
         ] {
             let e = parse_with(table).unwrap_err().to_string();
