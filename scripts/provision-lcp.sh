@@ -36,24 +36,9 @@ MARKS=$CACHE/provisioned
 MARK=$MARKS/lcp
 FAILED=$MARKS/lcp.failed
 
-print=0
-retry=0
-for arg in "$@"; do
-    case $arg in
-        --print) print=1 ;;
-        --retry) retry=1 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
-        *) echo "provision-lcp: unknown argument: $arg" >&2; exit 2 ;;
-    esac
-done
-
-log() { echo "provision-lcp: $*" >&2; }
-die() {
-    echo "provision-lcp: ERROR: $*" >&2
-    mkdir -p "$MARKS"
-    printf '%s\t%s\n' "$(date +%s)" "$*" >"$FAILED.tmp.$$" && mv -f "$FAILED.tmp.$$" "$FAILED"
-    exit 1
-}
+NAME=lcp
+# shellcheck source=provision-common.sh
+source "$here/provision-common.sh"
 
 venv_ok() {
     [[ -x $VENV/bin/python && -f $VENV_STAMP && $(<"$VENV_STAMP") == "llama-cpp-python[server]==$LCP_VERSION" ]]

