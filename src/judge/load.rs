@@ -1,5 +1,6 @@
 //! Judging a load run (pure): per sweep point, `[assert.latency]` (one verdict per bound),
-//! `[assert.throughput]`, `[assert.goodput]`, `[assert.errors]` and `[assert.consistency]`, named
+//! `[assert.throughput]`, `[assert.goodput]`, `[assert.errors]` and `[assert.consistency]` (the drift rules,
+//! `analysis::drift::compare`, against the concurrency-1 reply to the same prompt), named
 //! `[c=16]::ttft_p95`, `[c=16]::throughput`, ... (trials `gate[c=16]::ttft_p95`). The definitions are
 //! `analysis::load`'s.
 //!
@@ -14,7 +15,7 @@ use std::collections::BTreeMap;
 
 use super::{content_problem, request_failure, Outcome, Verdict};
 use crate::analysis::load::{self as agg, min_n_for, Sample, Slo};
-use crate::analysis::{measure, stats, Evidence};
+use crate::analysis::{drift, measure, stats, Evidence};
 use crate::evidence::load::LoadRecord;
 use crate::spec::load::Point;
 use crate::spec::GateSpec;
@@ -29,11 +30,12 @@ pub struct PointEvidence {
     pub loaded: Result<(Evidence, LoadRecord), String>,
 }
 
-/// A judged request of a point: sample plus reply text (for consistency) and prompt index.
+/// A judged request of a point: sample plus reply (for consistency), prompt index and prompt.
 struct Judged {
     sample: Sample,
-    text: String,
+    reply: crate::analysis::reply::Reply,
     prompt_index: usize,
+    prompt: String,
 }
 
 fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
@@ -57,11 +59,19 @@ fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
                     itl_ms: fig.itl_ms.clone(),
                     tokens: fig.completion_tokens.or(fig.completion_tokens_estimate),
                 },
-                text: r.reply.content.clone(),
+                reply: r.reply.clone(),
                 prompt_index: r.record.prompt_index,
+                prompt: r.record.prompt.clone(),
             }
         })
         .collect()
+}
+
+/// The judged (non-warmup) requests of one point as load samples, in send order: timing from `load.json`,
+/// figures re-measured from the timed reads, `ok` as the verdicts count it (no serve error, not cut, sane
+/// content). What load records are built from (`records::load_records`).
+pub fn samples(ev: &Evidence, rec: &LoadRecord) -> Vec<Sample> {
+    judged(ev, rec).into_iter().map(|j| j.sample).collect()
 }
 
 fn verdict(name: String, outcome: Outcome, details: String) -> Verdict {
@@ -76,14 +86,14 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
     let Some(load) = &gate.load else {
         return Vec::new();
     };
-    let baseline_texts: Option<BTreeMap<usize, String>> = points
+    let baseline_replies: Option<BTreeMap<usize, crate::analysis::reply::Reply>> = points
         .iter()
         .find(|p| p.point == Point::Concurrency(1))
         .and_then(|p| p.loaded.as_ref().ok())
         .map(|(ev, rec)| {
             let mut m = BTreeMap::new();
             for j in judged(ev, rec).into_iter().filter(|j| j.sample.ok) {
-                m.entry(j.prompt_index).or_insert(j.text);
+                m.entry(j.prompt_index).or_insert(j.reply);
             }
             m
         });
@@ -285,9 +295,12 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
                 "{failed} of {planned} planned requests failed (error, cut, or no sane content), rate {rate:.4} (max {max}) ({n_of})"
             )));
         }
-        if load.assertions.consistency && pe.point != Point::Concurrency(1) {
+        if let (Some(c), false) = (
+            load.assertions.consistency,
+            pe.point == Point::Concurrency(1),
+        ) {
             let name = format!("{prefix}consistency");
-            let Some(base) = &baseline_texts else {
+            let Some(base) = &baseline_replies else {
                 out.push(verdict(
                     name,
                     Outcome::Fail,
@@ -295,48 +308,109 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
                 ));
                 continue;
             };
-            let mut differ = Vec::new();
-            let mut compared = 0;
-            for j in js.iter().filter(|j| j.sample.ok) {
-                let Some(b) = base.get(&j.prompt_index) else {
-                    continue;
-                };
-                compared += 1;
-                // drift: exact compare now; engineer D's analysis::drift (logprobs_close rule: a serve may
-                // part by float noise to a token within the other's top-k) is to be called here.
-                if *b != j.text {
-                    let at = b
-                        .chars()
-                        .zip(j.text.chars())
-                        .take_while(|(x, y)| x == y)
-                        .count();
-                    differ.push(format!(
-                        "prompt {} differs from its concurrency-1 reply at char {at}",
-                        j.prompt_index
-                    ));
-                }
-            }
-            let outcome = if compared == 0 {
-                Outcome::Fail
-            } else if differ.is_empty() {
-                Outcome::Pass
-            } else {
-                Outcome::Fail
-            };
-            let details = if compared == 0 {
-                "no succeeded reply had a concurrency-1 reply to compare with".to_string()
-            } else if differ.is_empty() {
-                format!("{compared} replies equal to their prompt's concurrency-1 reply (exact compare)")
-            } else {
-                let n = differ.len();
-                differ.truncate(5);
-                format!(
-                    "{n} of {compared} replies differ from concurrency 1 (exact compare): {}",
-                    differ.join("; ")
-                )
-            };
+            let (outcome, details) = consistency(&pe.point.label(), base, &js, c);
             out.push(verdict(name, outcome, details));
         }
     }
     out
 }
+
+/// `[assert.consistency]` at one point: every succeeded reply against the first succeeded concurrency-1 reply
+/// to its prompt, by [`drift::compare`] (the drift issue's rules, docs/drift.md): identical passes; close
+/// (parted at token k to a token within the other's top-k: float noise, e.g. a unified KV cache under
+/// batching) passes under `logprobs_close` with the drift stated; diverged fails, naming prompt, position and
+/// both tokens. Without logprobs on either side the comparison is `exact` on the text, and the verdict says so.
+fn consistency(
+    label: &str,
+    base: &BTreeMap<usize, crate::analysis::reply::Reply>,
+    js: &[Judged],
+    c: crate::spec::load::ConsistencyAssert,
+) -> (Outcome, String) {
+    let mut compared = 0;
+    let mut counts: BTreeMap<drift::State, usize> = BTreeMap::new();
+    let mut problems: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut fallbacks: Vec<String> = Vec::new();
+    let mut fail = 0;
+    for j in js.iter().filter(|j| j.sample.ok) {
+        let Some(b) = base.get(&j.prompt_index) else {
+            continue;
+        };
+        compared += 1;
+        let cmp = drift::compare(b, &j.reply, c.rule, c.top_k as usize);
+        *counts.entry(cmp.state).or_default() += 1;
+        if let Some(f) = &cmp.fallback {
+            if !fallbacks.contains(f) {
+                fallbacks.push(f.clone());
+            }
+        }
+        let short: String = j.prompt.chars().take(40).collect();
+        let line = format!(
+            "prompt {} ({short:?}) {} {}",
+            j.prompt_index,
+            cmp.state.word(),
+            cmp.describe("c=1", label)
+        );
+        if !cmp.passes() {
+            fail += 1;
+            if !problems.contains(&line) {
+                problems.push(line);
+            }
+        } else if cmp.state == drift::State::Close && !notes.contains(&line) {
+            notes.push(line);
+        }
+    }
+    if compared == 0 {
+        return (
+            Outcome::Fail,
+            "no succeeded reply had a concurrency-1 reply to compare with".into(),
+        );
+    }
+    let rule = if fallbacks.is_empty() {
+        format!("rule {}, top {}", c.rule.name(), c.top_k)
+    } else {
+        format!(
+            "rule exact on the text, not {} (logprobs missing: {})",
+            c.rule.name(),
+            fallbacks.join("; ")
+        )
+    };
+    let tally = [drift::State::Identical, drift::State::Close, drift::State::Diverged]
+        .iter()
+        .filter_map(|s| counts.get(s).map(|n| format!("{n} {}", s.word())))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let list = |v: &mut Vec<String>| {
+        let n = v.len();
+        v.truncate(3);
+        let more = if n > 3 {
+            format!("; and {} more", n - 3)
+        } else {
+            String::new()
+        };
+        format!("{}{more}", v.join("; "))
+    };
+    if fail > 0 {
+        (
+            Outcome::Fail,
+            format!(
+                "{fail} of {compared} replies part from their prompt's concurrency-1 reply beyond the tolerance ({rule}): {}; {tally}",
+                list(&mut problems)
+            ),
+        )
+    } else if !notes.is_empty() {
+        (
+            Outcome::Pass,
+            format!(
+                "{compared} replies against their prompt's concurrency-1 reply ({rule}): {tally}; drift within tolerance (float noise between near-tied tokens): {}",
+                list(&mut notes)
+            ),
+        )
+    } else {
+        (
+            Outcome::Pass,
+            format!("{compared} replies against their prompt's concurrency-1 reply ({rule}): {tally}"),
+        )
+    }
+}
+

@@ -100,7 +100,12 @@ fn zero() -> Spanned<f64> {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawConsistency {}
+pub(super) struct RawConsistency {
+    #[serde(default)]
+    rule: Option<super::drift::Rule>,
+    #[serde(default)]
+    top_k: Option<Spanned<i64>>,
+}
 
 /// The load assertions as read from `[assert.*]` (taken out of the gate's assertions before those are
 /// validated).
@@ -284,8 +289,20 @@ pub struct LoadAssertions {
     pub goodput: Option<GoodputAssert>,
     /// `[assert.errors] max_rate`: failed requests / planned, at most (0..=1).
     pub errors_max_rate: Option<f64>,
-    /// `[assert.consistency]`: greedy replies at concurrency N equal those at concurrency 1.
-    pub consistency: bool,
+    /// `[assert.consistency]`: greedy replies at concurrency N against those at concurrency 1, judged with the
+    /// drift rules (`analysis::drift::compare`; docs/load.md).
+    pub consistency: Option<ConsistencyAssert>,
+}
+
+/// `[assert.consistency]`, validated: `rule` (default `logprobs_close`: a reply may part from its
+/// concurrency-1 reply by float noise, to a token within the other's top-k) and `top_k` (1-20, default 5;
+/// asked for in every request as `"logprobs": true, "top_logprobs": k` when the rule is `logprobs_close`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConsistencyAssert {
+    /// How a reply at concurrency N must agree with the concurrency-1 reply to its prompt.
+    pub rule: super::drift::Rule,
+    /// Alternatives per position asked for and looked in.
+    pub top_k: u32,
 }
 
 impl LoadAssertions {
@@ -304,7 +321,7 @@ impl LoadAssertions {
         if self.errors_max_rate.is_some() {
             v.push("errors");
         }
-        if self.consistency {
+        if self.consistency.is_some() {
             v.push("consistency");
         }
         v
@@ -608,11 +625,14 @@ impl super::Validator<'_> {
             }
             a.errors_max_rate = Some(r);
         }
-        if asserts.consistency.is_some() {
+        if let Some(c) = asserts.consistency {
             if !spec.points.contains(&Point::Concurrency(1)) || spec.points.len() < 2 {
                 return Err(self.err(0..0, "assert.consistency", "compares replies at concurrency N with those at concurrency 1: the sweep needs 1 and at least one more point (concurrency = [1, 4])"));
             }
-            a.consistency = true;
+            a.consistency = Some(ConsistencyAssert {
+                rule: c.rule.unwrap_or(super::drift::Rule::LogprobsClose),
+                top_k: self.top_k(&c.top_k, "assert.consistency.top_k")?,
+            });
         }
         if a.names().is_empty() {
             return Err(self.err(0..0, "load", "a [load] gate declares no load assertion ([assert.latency], [assert.throughput], [assert.goodput], [assert.errors], [assert.consistency])"));

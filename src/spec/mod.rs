@@ -1895,7 +1895,11 @@ impl Validator<'_> {
         let logprobs_k = match (&assertions.drift, &assertions.same_answers) {
             (Some(d), _) => Some(d.top_k),
             (None, Some(sa)) if sa.rule == drift::Rule::LogprobsClose => Some(sa.top_k()),
-            _ => None,
+            _ => load
+                .as_ref()
+                .and_then(|l| l.assertions.consistency)
+                .filter(|c| c.rule == drift::Rule::LogprobsClose)
+                .map(|c| c.top_k),
         };
         let request = drift::ask_logprobs(request, logprobs_k);
         Ok(GateSpec {
