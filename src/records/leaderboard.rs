@@ -37,6 +37,8 @@ struct PageCtx {
     groups: Vec<GroupCtx>,
     compare: Vec<CompareCtx>,
     history: Vec<HistoryCtx>,
+    /// Throughput-latency curves of load records (`super::load_records`), one per model, runtime and run.
+    curves: Vec<super::load_records::CurveCtx>,
 }
 
 /// The bounds a gate declared, as the leaderboard draws them (read from the gate.toml copied into each
@@ -292,7 +294,7 @@ fn row_order(a: &Record, b: &Record) -> std::cmp::Ordering {
 }
 
 /// The smallest of 1, 2, 2.5, 5 × 10^k at or above `x` (> 0): a readable top of the y axis.
-fn nice_ceil(x: f64) -> f64 {
+pub(super) fn nice_ceil(x: f64) -> f64 {
     let p = 10f64.powf(x.log10().floor());
     for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
         if m * p >= x * (1.0 - 1e-12) {
@@ -303,7 +305,7 @@ fn nice_ceil(x: f64) -> f64 {
 }
 
 /// `x` with the fewest decimals (at most 6) that show it: `50`, `2.5`, `0.25`.
-fn short_number(x: f64) -> String {
+pub(super) fn short_number(x: f64) -> String {
     let s = format!("{x:.6}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
@@ -322,7 +324,7 @@ fn day_number(date: &str) -> f64 {
     parse().unwrap_or(0) as f64
 }
 
-fn px(x: f64) -> String {
+pub(super) fn px(x: f64) -> String {
     format!("{x:.1}")
 }
 
@@ -793,6 +795,9 @@ pub fn render_with(
             ))
             .then_with(|| row_order(a, b))
     });
+    // Load records (one sweep point each) are drawn as throughput-latency curves, not as time series.
+    let (load, sorted): (Vec<&Record>, Vec<&Record>) =
+        sorted.into_iter().partition(|r| r.load_point.is_some());
     let mut groups: Vec<GroupCtx> = Vec::new();
     let mut i = 0;
     while i < sorted.len() {
@@ -854,6 +859,7 @@ pub fn render_with(
         groups,
         compare: compare(&sorted),
         history: history(&sorted, bounds),
+        curves: super::load_records::curves(&load, records_link),
     };
     let env = environment()?;
     let value = minijinja::Value::from_serialize(&ctx);

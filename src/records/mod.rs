@@ -3,4 +3,5 @@
 pub mod bless;
 pub mod leaderboard;
 pub mod publish;
+pub mod load_records;
 pub mod record;

@@ -29,6 +29,8 @@ pub const METRICS: &[(&str, &[&str])] = &[
     ("first_token", &["s", "ms"]),
     ("prefill_rate", &["tok/s"]),
     ("e2e_latency", &["s", "ms"]),
+    ("output_throughput", &["tok/s"]),
+    ("request_throughput", &["req/s"]),
 ];
 
 /// `source.kind` values.
@@ -103,6 +105,31 @@ pub struct Record {
     /// or `the gate's [record] table`). Written by the builders for gate runs; absent in older records.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sources: BTreeMap<String, String>,
+    /// Optional: present for a load record (one sweep point of a load gate, docs/records.md "Load records"):
+    /// the point and the figures of its measured window that the throughput statistics are computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_point: Option<LoadPoint>,
+}
+
+/// `load_point`: the sweep point of a load gate a load record measured (`servegate.load/1` evidence,
+/// `analysis::load`'s definitions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadPoint {
+    /// The point as trial names show it: `c=4`, `r=8`.
+    pub point: String,
+    /// Nullable: closed-loop concurrency (requests in flight).
+    #[serde(deserialize_with = "nullable")]
+    pub concurrency: Option<u32>,
+    /// Nullable: open-loop arrival rate, requests/s.
+    #[serde(deserialize_with = "nullable")]
+    pub rate_rps: Option<f64>,
+    /// Succeeded judged requests of the point (a load record is written only when every planned one succeeded).
+    pub requests: u32,
+    /// Their completion tokens (usage), summed.
+    pub output_tokens: u64,
+    /// The measured window, ms: first judged send to last judged end (`analysis::load::window_ms`).
+    pub window_ms: f64,
 }
 
 /// `model`.
@@ -309,7 +336,7 @@ impl Record {
 
     /// True when higher values are better (rates).
     pub fn higher_is_better(&self) -> bool {
-        self.metric.name.ends_with("_rate")
+        self.metric.name.ends_with("_rate") || self.metric.name.ends_with("_throughput")
     }
 
     /// `value` formatted to `decimals`.
@@ -453,6 +480,15 @@ fn schema_keys(all: bool) -> Value {
             other: if all { vec![String::new()] } else { Vec::new() },
         },
         sources: BTreeMap::new(),
+        // `load_point` is optional; when present its keys apply.
+        load_point: Some(LoadPoint {
+            point: String::new(),
+            concurrency: None,
+            rate_rps: None,
+            requests: 0,
+            output_tokens: 0,
+            window_ms: 0.0,
+        }),
     };
     let mut v = serde_json::to_value(r).expect("a record serialises");
     if all {
@@ -731,10 +767,13 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
             }
         }
     }
-    if r.statistic != "median" {
+    if r.statistic != "median"
+        && !(r.load_point.is_some()
+            && super::load_records::STATISTICS.contains(&r.statistic.as_str()))
+    {
         bad(
             "statistic",
-            format!("{:?}: only \"median\" is supported", r.statistic),
+            format!("{:?}: only \"median\" is supported (a load record, with load_point, may also state p90, p95, p99 or window)", r.statistic),
         );
     }
     if r.decimals > 9 {
@@ -781,13 +820,15 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
                     format!("values[{i}] = {v}: every value must be a finite non-negative number"),
                 );
             } else if !values.is_empty() {
-                let median = stats::median(values).unwrap_or(f64::NAN);
+                let median = super::load_records::percentile_of(&r.statistic, values)
+                    .unwrap_or_else(|| stats::median(values).unwrap_or(f64::NAN));
                 if !within(r.value, median, d) {
                     bad(
                         "value",
                         format!(
-                            "{} does not match the median recomputed from values, {} (to {d} decimals: {}; median of an even count is the mean of the two middle values)",
+                            "{} does not match the {} recomputed from values, {} (to {d} decimals: {}; median of an even count is the mean of the two middle values; percentiles numpy's linear method)",
                             r.fmt(r.value),
+                            r.statistic,
                             trim_float(median),
                             r.fmt(median)
                         ),
@@ -820,7 +861,7 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
                         .into(),
                 ),
             }
-            if !published {
+            if !published && !(r.statistic == "window" && r.load_point.is_some()) {
                 bad(
                     "values",
                     "every value is required for a gate_run record".into(),
@@ -1048,6 +1089,7 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
             }
         }
     }
+    p.extend(super::load_records::validate(r));
     p
 }
 
@@ -1157,7 +1199,7 @@ pub fn evidence_path(records_dir: &Path, evidence: &str) -> PathBuf {
 }
 
 /// The [`RunRecordSpec`] a record states about itself (what the evidence cannot tell), to rebuild it.
-fn spec_of(r: &Record, theirs: bool) -> RunRecordSpec {
+pub(super) fn spec_of(r: &Record, theirs: bool) -> RunRecordSpec {
     RunRecordSpec {
         publish_host: false,
         id: r.id.clone(),
@@ -1245,6 +1287,9 @@ fn rederive_with(
             )]
         }
     };
+    if gate.load.is_some() {
+        return super::load_records::rederive(&gate, &dir, r);
+    }
     let built = if crate::evidence::is_pair_dir(&dir) {
         crate::analysis::load_pair(&dir).map(|pe| {
             // The record's side: the role of the arms it calls `this`.
@@ -1290,7 +1335,7 @@ fn rederive_with(
 
 /// The first field where `r` (as stated) and `want` (re-derived) differ: (field, stated, derived), each
 /// figure formatted at `r`'s decimals.
-fn first_difference(r: &Record, want: &Record) -> Option<(String, String, String)> {
+pub(super) fn first_difference(r: &Record, want: &Record) -> Option<(String, String, String)> {
     let f = |x: f64| r.fmt(x);
     let opt = |x: Option<f64>| x.map(f).unwrap_or_else(|| "null".into());
     let mut diffs: Vec<(String, String, String)> = Vec::new();
@@ -1652,6 +1697,9 @@ pub fn cli_records_add_with(
             return exit::SPEC_INVALID;
         }
     };
+    if gate.load.is_some() {
+        return super::load_records::cli_add(&gate, run, &spec, dir, force);
+    }
     let built = if crate::evidence::is_pair_dir(run) {
         if force {
             eprintln!("error: --force records single-runtime runs only; a pair record is written from a passing pair run");
@@ -1740,7 +1788,12 @@ pub fn cli_records_check(dir: &Path) -> i32 {
             if r.indicative() {
                 flags.push(format!("indicative (n = {})", r.n));
             }
-            if r.values.is_none() {
+            if let Some(lp) = r.load_point.as_ref().filter(|_| r.statistic == "window") {
+                flags.push(format!(
+                    "load point {}: one figure over its {:.0} ms window",
+                    lp.point, lp.window_ms
+                ));
+            } else if r.values.is_none() {
                 flags.push("per-value figures not published".to_string());
             }
             if r.sha256_prefix_only() {
@@ -1922,7 +1975,7 @@ fn judged_values(
 
 /// Refuses a run whose verdicts do not all pass, naming the first failing one: `--record` and the verdicts
 /// never disagree about whether a run failed.
-fn refuse_failed_verdicts(
+pub(super) fn refuse_failed_verdicts(
     dir: &std::path::Path,
     verdicts: &[crate::judge::Verdict],
 ) -> Result<(), RecordError> {
@@ -1938,7 +1991,7 @@ fn refuse_failed_verdicts(
     }
 }
 
-fn round_to(x: f64, decimals: u32) -> f64 {
+pub(super) fn round_to(x: f64, decimals: u32) -> f64 {
     let f = 10f64.powi(decimals as i32);
     (x * f).round() / f
 }
@@ -1964,7 +2017,7 @@ fn utc_seconds(stamp: &str) -> Option<f64> {
 }
 
 /// The hold of a run: the gate's `[hold]` lock, held for the whole run (its duration: run start to end).
-fn run_hold(gate: &crate::spec::GateSpec, started: &str, ended: Option<&str>) -> Hold {
+pub(super) fn run_hold(gate: &crate::spec::GateSpec, started: &str, ended: Option<&str>) -> Hold {
     match &gate.hold {
         None => Hold {
             ticket: None,
@@ -1992,7 +2045,7 @@ fn run_hold(gate: &crate::spec::GateSpec, started: &str, ended: Option<&str>) ->
     }
 }
 
-fn prompt_tokens_setting(
+pub(super) fn prompt_tokens_setting(
     seen: &std::collections::BTreeSet<u64>,
     other: &mut Vec<String>,
 ) -> Option<u32> {
@@ -2039,7 +2092,7 @@ fn known_answer_of(
 
 /// The spec's engine version when it gives one (a serve may say only `b0-unknown`), else what the serve
 /// says; when both exist and differ, the serve's own words go into the notes.
-fn engine_version(
+pub(super) fn engine_version(
     spec: &RunRecordSpec,
     serve_says: Option<&str>,
     notes: &mut Vec<String>,
@@ -2066,7 +2119,7 @@ fn engine_version(
 }
 
 /// The sources of the facts a `[record]` table gives (device, route, engine, backend) for `this` side.
-fn spec_sources(theirs: bool, backend: bool) -> BTreeMap<String, String> {
+pub(super) fn spec_sources(theirs: bool, backend: bool) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     let table = "the gate's [record] table".to_string();
     if theirs {
@@ -2089,7 +2142,7 @@ fn spec_sources(theirs: bool, backend: bool) -> BTreeMap<String, String> {
     m
 }
 
-fn sampling_of(req: &crate::spec::RequestSpec) -> String {
+pub(super) fn sampling_of(req: &crate::spec::RequestSpec) -> String {
     match req.temperature {
         Some(t) => format!("temperature {t}"),
         None => "serve default".into(),
@@ -2133,7 +2186,7 @@ pub fn from_run_forced(
 }
 
 /// The evidence digest of `dir`, as a record carries it.
-fn evidence_digest(dir: &Path) -> Result<String, RecordError> {
+pub(super) fn evidence_digest(dir: &Path) -> Result<String, RecordError> {
     crate::evidence::digest::digest_dir(dir).map_err(|source| RecordError::Io {
         path: dir.to_path_buf(),
         source,
@@ -2188,7 +2241,7 @@ pub fn public_host(h: &crate::evidence::HostInfo, publish_host: bool) -> String 
 /// when the serve started). `spec_file` (a `[record]` `model_file`) must name that same file: a record
 /// cannot claim another file's hash. `recheck` (re-deriving an existing record from evidence written
 /// before servegate hashed at serve start): that record's own model stands where the evidence has none.
-fn model_from_evidence(
+pub(super) fn model_from_evidence(
     ev: &crate::analysis::Evidence,
     spec_file: &Path,
     recheck: Option<&Record>,
@@ -2342,6 +2395,7 @@ fn build_run(
             other,
         },
         sources,
+        load_point: None,
     };
     let record = Record {
         hold: if gate.hold.is_some() {
@@ -2575,6 +2629,7 @@ pub fn from_pair_run_as(
         }),
         notes: Notes { what_would_make_it_wrong: spec.what_would_make_it_wrong.clone(), other },
         sources,
+        load_point: None,
     };
     let problems = validate(&record, &record.id);
     if !problems.is_empty() {
@@ -2701,6 +2756,7 @@ mod tests {
                 other: vec![],
             },
             sources: BTreeMap::new(),
+            load_point: None,
         }
     }
 
