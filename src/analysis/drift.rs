@@ -1,7 +1,7 @@
 //! Answer drift: how far two greedy replies to the same prompt parted, judged with the serve's own logprobs.
 //! Pure: two [`Reply`]s in, one [`Comparison`] out. Used by `[assert.drift]` (this run against a blessed
-//! baseline), by a pair gate's `same_answers` with `rule = "logprobs_close"` (ours against theirs), and meant for
-//! the load issue's consistency check (a reply under concurrency against concurrency 1): [`compare`] is the one
+//! baseline), by a pair gate's `same_answers` with `rule = "logprobs_close"` (ours against theirs), and by
+//! a load gate's `[assert.consistency]` (a reply under concurrency against concurrency 1): [`compare`] is the one
 //! function (docs/drift.md).
 //!
 //! States of one comparison ([`State`]):

@@ -271,7 +271,7 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
 /// A pair gate's `same_answers` under `rule = "logprobs_close"`: every reply to `prompt` (each labelled with its
 /// arm) compared with the first one by [`drift::compare`]; a reply that fails the rule is a problem, a close
 /// one a note (both say at which token and how far the replies parted). The load issue's consistency check
-/// (replies under concurrency against concurrency 1) is meant to call [`drift::compare`] the same way.
+/// (replies under concurrency against concurrency 1, `judge::load`) calls [`drift::compare`] the same way.
 pub(super) fn same_answers_close(
     prompt: &str,
     replies: &[(String, &Reply)],
