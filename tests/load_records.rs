@@ -254,3 +254,24 @@ fn the_leaderboard_draws_a_throughput_latency_curve_and_a_table() {
         .collect();
     assert!(dots[0].0 > dots[1].0 && dots[0].1 > dots[1].1, "{dots:?}");
 }
+
+#[test]
+fn a_misspelt_or_missing_load_point_key_is_named() {
+    let text = record::to_json(&committed("c4-req-s"));
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["load_point"]["windw_ms"] = 1.into();
+    v["load_point"]
+        .as_object_mut()
+        .unwrap()
+        .remove("concurrency");
+    let e = record::parse(&v.to_string()).unwrap_err();
+    let fields: Vec<&str> = e.iter().map(|p| p.field.as_str()).collect();
+    assert!(fields.contains(&"load_point.windw_ms"), "{e:?}");
+    assert!(fields.contains(&"load_point.concurrency"), "{e:?}");
+    // A record without load_point (every older record) has no such problem.
+    let old = std::fs::read_to_string(
+        root().join("records/smollm2-135m-q4_1-llamacpp-1thread-20261129-first-token.json"),
+    )
+    .unwrap();
+    assert!(record::parse(&old).is_ok());
+}

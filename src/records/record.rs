@@ -574,6 +574,8 @@ fn structural_problems(v: &Value) -> Vec<Problem> {
     walk("", obj, &known, &required, "", &mut out, &mut broken_keys);
     // `pair` is optional at the top: its absence is no problem.
     out.retain(|p| p.field != "pair" || obj.contains_key("pair"));
+    // So is `load_point` (load records only).
+    out.retain(|p| p.field != "load_point" || obj.contains_key("load_point"));
     fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<(), (String, String)> {
         serde_path_to_error::deserialize::<_, T>(v)
             .map(|_| ())
@@ -601,6 +603,7 @@ fn structural_problems(v: &Value) -> Vec<Problem> {
             "instrument" => typed::<Instrument>(val),
             "source" => typed::<Source>(val),
             "pair" => typed::<Option<Pair>>(val),
+            "load_point" => typed::<Option<LoadPoint>>(val),
             "notes" => typed::<Notes>(val),
             "sources" => typed::<BTreeMap<String, String>>(val),
             _ => Ok(()),
@@ -2790,6 +2793,14 @@ mod tests {
             ratio_note: Some("x".into()),
             arm_order: vec![],
             arm_medians: Some(vec![]),
+        });
+        r.load_point = Some(LoadPoint {
+            point: "c=4".into(),
+            concurrency: Some(4),
+            rate_rps: None,
+            requests: 1,
+            output_tokens: 1,
+            window_ms: 1.0,
         });
         fn keys(v: &Value, path: &str, out: &mut Vec<String>) {
             if let Some(o) = v.as_object() {
