@@ -89,7 +89,9 @@ fn a_check_mark_that_turns_worse_is_a_coverage_regression() {
             // the first entry is smollm2-135m, which sets neither key itself
             let t = original.replacen(
                 "setup_provides = true",
-                &format!("setup_provides = true\nfloor_tok_s = {floor}\nfirst_token_limit_ms = 1e9"),
+                &format!(
+                    "setup_provides = true\nfloor_tok_s = {floor}\nfirst_token_limit_ms = 1e9"
+                ),
                 1,
             );
             std::fs::write(stamp.join("gate.toml"), t).unwrap();
@@ -240,7 +242,11 @@ fn a_record_citing_a_matrix_run_is_evidence_for_its_cell() {
         .map(|e| e.path())
         .collect();
     stamps.sort();
-    let stamp = stamps[0].file_name().unwrap().to_string_lossy().into_owned();
+    let stamp = stamps[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     let rel = format!("records/evidence/{name}/{stamp}");
     copy_dir(&stamps[0], &dir.path().join(&rel));
     let records = dir.path().join("records");

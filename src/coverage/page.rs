@@ -229,14 +229,7 @@ fn day_of(stamp: &str) -> Option<i64> {
 pub fn expires(cell: &Cell, expire_days: u32) -> String {
     day_of(&cell.verified_utc)
         .and_then(|d| time::Date::from_julian_day((d + expire_days as i64) as i32).ok())
-        .map(|d| {
-            format!(
-                "{:04}-{:02}-{:02}",
-                d.year(),
-                u8::from(d.month()),
-                d.day()
-            )
-        })
+        .map(|d| format!("{:04}-{:02}-{:02}", d.year(), u8::from(d.month()), d.day()))
         .unwrap_or_default()
 }
 
@@ -309,9 +302,7 @@ pub fn render(
                             c.evidence.display()
                         ),
                     };
-                    let link = link
-                        .replace('[', "%5B")
-                        .replace(']', "%5D");
+                    let link = link.replace('[', "%5B").replace(']', "%5D");
                     let why = if s == CellState::Unknown && c.state != CellState::Unknown {
                         format!(
                             "expired (was {}; older than {expire_days} days)",
