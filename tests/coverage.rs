@@ -72,27 +72,30 @@ fn the_committed_page_matches_the_committed_evidence_and_every_check_mark_links_
 fn a_check_mark_that_turns_worse_is_a_coverage_regression() {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
-    copy_dir(&root().join("coverage/runs"), &runs);
-    let gate = std::fs::read_dir(&runs)
+    // One entry's runs (every stamp: the newest is the cell), on the llama.cpp column.
+    let name = "reference-matrix[smollm2-135m]";
+    copy_dir(&root().join("coverage/runs").join(name), &runs.join(name));
+    let stamps: Vec<PathBuf> = std::fs::read_dir(runs.join(name))
         .unwrap()
         .flatten()
-        .next()
-        .unwrap()
-        .path();
-    let stamp = std::fs::read_dir(&gate)
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
-    let gate_toml = stamp.join("gate.toml");
-    let original = std::fs::read_to_string(&gate_toml).unwrap();
+        .map(|e| e.path())
+        .collect();
+    let originals: Vec<String> = stamps
+        .iter()
+        .map(|s| std::fs::read_to_string(s.join("gate.toml")).unwrap())
+        .collect();
     let with = |floor: &str| {
-        let t = original.replace(
-            "setup_provides = true",
-            &format!("setup_provides = true\nfloor_tok_s = {floor}\nfirst_token_limit_ms = 1e9"),
-        );
-        std::fs::write(&gate_toml, t).unwrap();
+        for (stamp, original) in stamps.iter().zip(&originals) {
+            // the first entry is smollm2-135m, which sets neither key itself
+            let t = original.replacen(
+                "setup_provides = true",
+                &format!(
+                    "setup_provides = true\nfloor_tok_s = {floor}\nfirst_token_limit_ms = 1e9"
+                ),
+                1,
+            );
+            std::fs::write(stamp.join("gate.toml"), t).unwrap();
+        }
     };
     let out_page = dir.path().join("docs/coverage.md");
     std::fs::create_dir_all(out_page.parent().unwrap()).unwrap();
@@ -168,6 +171,7 @@ fn stale_cells_expire_to_unknown_counted_back_from_the_newest_evidence() {
         page::shown(&c, "2026-04-02T00:00:00Z", 90),
         CellState::Unknown
     );
+    assert_eq!(page::expires(&c, 90), "2026-04-01");
     let p = page::render(
         &[
             c.clone(),
@@ -225,4 +229,62 @@ fn a_matrix_entry_whose_model_file_is_missing_is_skipped_with_the_reason() {
     );
     let check = servegate(&["check", gate.to_str().unwrap()], dir.path());
     assert!(String::from_utf8_lossy(&check.stdout).contains("ok (mx[gone]; assertions: content)"));
+}
+
+#[test]
+fn a_record_citing_a_matrix_run_is_evidence_for_its_cell() {
+    // A checkout-like directory: no coverage/runs, one record whose evidence is a matrix-gate run.
+    let dir = tempfile::tempdir().unwrap();
+    let name = "reference-matrix[smollm2-135m]";
+    let mut stamps: Vec<PathBuf> = std::fs::read_dir(root().join("coverage/runs").join(name))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    stamps.sort();
+    let stamp = stamps[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let rel = format!("records/evidence/{name}/{stamp}");
+    copy_dir(&stamps[0], &dir.path().join(&rel));
+    let records = dir.path().join("records");
+    std::fs::write(
+        records.join("r.json"),
+        format!("{{\"source\": {{\"kind\": \"gate_run\", \"evidence\": \"{rel}\"}}}}"),
+    )
+    .unwrap();
+    // a record of a plain gate, and a file that is not a record, add nothing
+    std::fs::write(
+        records.join("plain.json"),
+        "{\"source\": {\"evidence\": \"records/evidence/reference-smoke/x\"}}",
+    )
+    .unwrap();
+    std::fs::write(records.join("junk.json"), "not json").unwrap();
+    let runs = dir.path().join("coverage/runs");
+    assert!(page::cells_from(&runs, None).is_empty());
+    let cells = page::cells_from(&runs, Some(&records));
+    assert_eq!(cells.len(), 1, "{cells:?}");
+    assert_eq!(cells[0].model, "smollm2-135m");
+    assert_eq!(cells[0].evidence, dir.path().join(&rel));
+    // The CLI's defaults read records/ too, and the cell links the record's evidence from docs/.
+    std::fs::create_dir_all(dir.path().join("coverage")).unwrap();
+    std::fs::copy(
+        root().join("coverage/registry.toml"),
+        dir.path().join("coverage/registry.toml"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    let out = servegate(&["coverage"], dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(dir.path().join("docs/coverage.md")).unwrap();
+    let link = format!("](../records/evidence/reference-matrix%5Bsmollm2-135m%5D/{stamp})");
+    assert!(md.contains(&link), "{md}");
+    assert!(md.contains("| LlamaForCausalLM | 135M | Q4_1 |"), "{md}");
 }

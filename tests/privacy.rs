@@ -80,6 +80,10 @@ fn committed_records_baselines_and_evidence_hold_no_home_or_checkout_path_and_no
         "baselines/: {}",
         all.len() - before
     );
+    // The coverage page's inputs (issue 20: matrix-gate run directories) are published evidence as well.
+    let before = all.len();
+    files(&repo().join("coverage/runs"), &mut all);
+    assert!(all.len() > before, "coverage/runs/ is empty");
     let host = hostname();
     for f in &all {
         let text = String::from_utf8_lossy(&std::fs::read(f).unwrap()).into_owned();

@@ -74,28 +74,84 @@ pub struct Cell {
 /// Every matrix-gate entry's newest complete run under `runs` (`runs/<gate>[<model>]/<stamp>/`), judged. Runs
 /// that cannot be read or judged are left out (the cell stays `?`).
 pub fn cells(runs: &Path) -> Vec<Cell> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(runs) else {
-        return out;
-    };
-    let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    cells_from(runs, None)
+}
+
+/// Like [`cells`], with the matrix-gate runs that the records in `records` cite as well: each
+/// `records/*.json` whose `source.evidence` (a path relative to the records directory's parent, e.g.
+/// `records/evidence/reference-matrix[smollm2-135m]/20261201T113758Z`) is a `<gate>[<model>]/<stamp>`
+/// directory adds that run to its entry's candidates. Per entry the newest complete run wins, whichever root
+/// it came from (stamps `YYYYMMDDTHHMMSSZ` order by time); the run is judged again from its evidence, never
+/// from the record's stored verdict. A record that cannot be read, or cites no matrix run, adds nothing.
+pub fn cells_from(runs: &Path, records: Option<&Path>) -> Vec<Cell> {
+    let mut candidates: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(runs)
+        .map(|r| r.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
     dirs.sort();
     for d in dirs {
         let Some(name) = d.file_name().map(|n| n.to_string_lossy().into_owned()) else {
             continue;
         };
+        if matrix::split_name(&name).is_none() {
+            continue;
+        }
+        let stamps: Vec<PathBuf> = std::fs::read_dir(&d)
+            .map(|r| r.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        candidates.entry(name).or_default().extend(stamps);
+    }
+    if let Some(records) = records {
+        for (name, dir) in record_runs(records) {
+            candidates.entry(name).or_default().push(dir);
+        }
+    }
+    let mut out = Vec::new();
+    for (name, mut stamps) in candidates {
         let Some((gate, model)) = matrix::split_name(&name) else {
             continue;
         };
-        let mut stamps: Vec<PathBuf> = std::fs::read_dir(&d)
-            .map(|r| r.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default();
-        stamps.sort();
+        stamps.sort_by(|a, b| a.file_name().cmp(&b.file_name()).then(a.cmp(b)));
+        stamps.dedup();
         // The newest complete run (an interrupted or half-written one proves nothing).
         for stamp in stamps.iter().rev() {
             if let Some(c) = cell_of(stamp, &name, gate, model) {
                 out.push(c);
                 break;
+            }
+        }
+    }
+    out
+}
+
+/// The matrix-gate run directories that the records in `records` (`*.json`) cite as `source.evidence`, with
+/// their `<gate>[<model>]` names. Paths are relative to `records`' parent (the checkout), as records write them.
+pub fn record_runs(records: &Path) -> Vec<(String, PathBuf)> {
+    let base = records.parent().unwrap_or(Path::new(""));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(records)
+        .map(|r| r.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|e| e == "json"));
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let Some(v) = std::fs::read_to_string(&f)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        else {
+            continue;
+        };
+        let Some(ev) = v.pointer("/source/evidence").and_then(|e| e.as_str()) else {
+            continue;
+        };
+        let dir = base.join(ev);
+        let name = dir
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned());
+        if let Some(name) = name.filter(|n| matrix::split_name(n).is_some()) {
+            if dir.is_dir() {
+                out.push((name, dir));
             }
         }
     }
@@ -168,6 +224,15 @@ fn day_of(stamp: &str) -> Option<i64> {
     Some(date.to_julian_day() as i64)
 }
 
+/// The last day (`YYYY-MM-DD`) on which newer evidence still leaves the cell shown: `verified_utc`'s date plus
+/// `expire_days` (empty for an unreadable stamp).
+pub fn expires(cell: &Cell, expire_days: u32) -> String {
+    day_of(&cell.verified_utc)
+        .and_then(|d| time::Date::from_julian_day((d + expire_days as i64) as i32).ok())
+        .map(|d| format!("{:04}-{:02}-{:02}", d.year(), u8::from(d.month()), d.day()))
+        .unwrap_or_default()
+}
+
 /// The state a cell shows: its own, or `?` when its run is older than `expire_days` before `newest` (the newest
 /// run on the page; so the page is a pure function of the evidence, and `--check` does not change with the
 /// clock).
@@ -220,15 +285,24 @@ pub fn render(
             match by_rt.get(rt) {
                 None => {
                     states.insert(key.clone(), CellState::Unknown);
-                    ctx_cells.push(minijinja::context! { key, symbol => "?", link => "", date => "", why => "never run", model => "" });
+                    ctx_cells.push(minijinja::context! { key, symbol => "?", link => "", date => "", expires => "", why => "never run", model => "" });
                 }
                 Some(c) => {
                     let s = shown(c, &newest, expire_days);
                     states.insert(key.clone(), s);
-                    let rel = c.evidence.strip_prefix(runs).unwrap_or(&c.evidence);
-                    let link = format!("{link_base}/{}", rel.display())
-                        .replace('[', "%5B")
-                        .replace(']', "%5D");
+                    // Under `runs`: relative to `link_base`; cited by a record: the checkout path, from the
+                    // page's directory (`link_base` less the runs path).
+                    let link = match c.evidence.strip_prefix(runs) {
+                        Ok(rel) => format!("{link_base}/{}", rel.display()),
+                        Err(_) => format!(
+                            "{}{}",
+                            link_base
+                                .strip_suffix(&runs.display().to_string())
+                                .unwrap_or(""),
+                            c.evidence.display()
+                        ),
+                    };
+                    let link = link.replace('[', "%5B").replace(']', "%5D");
                     let why = if s == CellState::Unknown && c.state != CellState::Unknown {
                         format!(
                             "expired (was {}; older than {expire_days} days)",
@@ -239,6 +313,7 @@ pub fn render(
                     };
                     ctx_cells.push(minijinja::context! {
                         key, symbol => s.symbol(), link, date => c.verified_utc.get(..10).unwrap_or(""), why,
+                        expires => if s == CellState::Unknown { String::new() } else { expires(c, expire_days) },
                         model => format!("{}[{}]", c.gate, c.model),
                     });
                 }
@@ -311,6 +386,10 @@ pub struct CoverageArgs {
     /// The Markdown page (the HTML page is the same path with .html).
     #[arg(long, default_value = "docs/coverage.md")]
     pub out: PathBuf,
+    /// The records whose `source.evidence` is a matrix-gate run count as evidence too (docs/coverage.md);
+    /// a missing directory counts as none.
+    #[arg(long, default_value = "records")]
+    pub records: PathBuf,
     /// The registry (its `expire_days`).
     #[arg(long, default_value = "coverage/registry.toml")]
     pub registry: PathBuf,
@@ -331,7 +410,8 @@ pub fn cli(args: &CoverageArgs) -> i32 {
         }
     };
     let base = link_base(&args.out, &args.runs);
-    let page = match render(&cells(&args.runs), &args.runs, &base, expire_days) {
+    let cells = cells_from(&args.runs, Some(&args.records));
+    let page = match render(&cells, &args.runs, &base, expire_days) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");

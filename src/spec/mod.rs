@@ -1289,7 +1289,10 @@ impl Validator<'_> {
         let mut vars: Vec<(&String, &Spanned<String>)> = raw.vars.iter().collect();
         vars.sort_by_key(|(_, v)| v.span().start);
         for (k, v) in vars {
-            if matches!(k.as_str(), "port" | "host" | "gate_dir" | "cache" | "model") {
+            if matches!(
+                k.as_str(),
+                "port" | "host" | "gate_dir" | "cache" | "model" | "served_model"
+            ) {
                 return Err(self.err(
                     v.span(),
                     &format!("vars.{k}"),
@@ -1307,6 +1310,9 @@ impl Validator<'_> {
             return Err(self.err(0..0, "request.model", "must not be empty"));
         }
         self.vars.insert("model".into(), model.clone());
+        // `{served_model}`: the name the serve is asked to answer to (a matrix entry's `served_model`).
+        let served = r.served_model.clone().unwrap_or_else(|| model.clone());
+        self.vars.insert("served_model".into(), served);
         let max_tokens = *r.max_tokens.get_ref();
         if max_tokens < 1 || max_tokens > u32::MAX as i64 {
             return Err(self.err(
