@@ -420,14 +420,14 @@ pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
 /// What judging needs besides the gate and the run's evidence, loaded by the caller (the judge reads no
 /// file): the baseline values of `[assert.regression]`
 /// ([`crate::analysis::baseline_values::regression_input`]) and the stored baselines of `[assert.drift]`
-/// ([`crate::analysis::baselines::load_for`]). The runner, the harness and `servegate judge` load them with
+/// (each by [`crate::analysis::load_baseline`]: the one path rule and loader, `evidence::baseline`). The runner, the harness and `servegate judge` load them with
 /// [`JudgeInputs::load`]. Without them a declared regression or drift FAILs for want of a baseline.
 #[derive(Debug, Clone, Default)]
 pub struct JudgeInputs {
     /// The baseline side of `[assert.regression]`, when the gate declares one.
     pub regression: Option<crate::analysis::baseline_values::BaselineValues>,
     /// The stored baselines `[assert.drift]` names, in the gate's order.
-    pub drift: Vec<crate::analysis::baselines::BaselineSlot>,
+    pub drift: Vec<crate::analysis::BaselineSlot>,
 }
 
 impl JudgeInputs {
@@ -435,7 +435,10 @@ impl JudgeInputs {
     pub fn load(gate: &GateSpec, evidence: &Evidence) -> JudgeInputs {
         JudgeInputs {
             regression: crate::analysis::baseline_values::regression_input(gate, evidence),
-            drift: crate::analysis::baselines::load_for(gate),
+            drift: (gate.assertions.drift.as_ref().map(|d| &d.baselines[..]).unwrap_or(&[]))
+                .iter()
+                .map(|b| crate::analysis::load_baseline(&gate.file, std::path::Path::new(b)))
+                .collect(),
         }
     }
 }
