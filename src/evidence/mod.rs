@@ -607,6 +607,27 @@ pub fn check_reads(rec: &RequestRecord, reads: &[TimedRead]) -> Result<(), Strin
     Ok(())
 }
 
+/// Why a run's request records cannot be judged as they stand: the same request index recorded twice (each
+/// index names one request and its `NN.*` files, so a second record would count that request's one reply
+/// twice: a median of repeated values, `n=7 of 6 planned`). Evidence reading refuses it rather than keep
+/// one record silently, so a re-judged run never counts differently from what was sent; None when every
+/// index is recorded once.
+pub fn duplicated_index(records: &[RequestRecord]) -> Option<String> {
+    let mut first = std::collections::BTreeMap::new();
+    for (pos, r) in records.iter().enumerate() {
+        if let Some(prev) = first.insert(r.index, pos) {
+            return Some(format!(
+                "request {:02} is recorded twice (records {} and {}); each request index must be recorded \
+                 once: the evidence was written twice or edited, and cannot be judged",
+                r.index,
+                prev + 1,
+                pos + 1
+            ));
+        }
+    }
+    None
+}
+
 /// Loads a run directory: run.json, serve.log (up to [`SERVE_LOG_JUDGE_CAP`]) and every request's reads,
 /// parsed into replies. Errors: a reads file whose bytes disagree with its record's `body_bytes` or whose
 /// times decrease is [`EvidenceError::Malformed`] naming the file.
@@ -628,8 +649,16 @@ pub fn load_with<R>(
             reason: e.to_string(),
         })?;
     // A run that did not finish has its requests only in the progress file.
+    let mut records_path = run_path.clone();
     if run.status != RunStatus::Complete && run.requests.is_empty() {
         run.requests = read_progress(dir)?;
+        records_path = dir.join(PROGRESS_FILE);
+    }
+    if let Some(reason) = duplicated_index(&run.requests) {
+        return Err(EvidenceError::Malformed {
+            path: records_path,
+            reason,
+        });
     }
     if run.schema != RUN_SCHEMA {
         return Err(EvidenceError::Malformed {

@@ -9,6 +9,7 @@
 
 mod drift;
 pub mod load;
+pub mod max_tokens;
 pub(crate) mod outcome;
 pub mod redact;
 pub mod regression;
@@ -516,6 +517,10 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
     }
     let mut judged = judged_of(evidence);
     with_serve_log(gate, evidence, &mut judged);
+    for j in judged.iter_mut() {
+        let over = max_tokens::over_max_tokens(&j.ev.reply, &j.fig, gate.request.max_tokens);
+        j.fig.warnings.extend(over);
+    }
     let acct = account(evidence);
     let mut out = Vec::new();
     for name in names {
@@ -899,6 +904,16 @@ fn with_floor_hint(gate: &GateSpec, mut v: Verdict) -> Verdict {
     v
 }
 
+/// The `over_max_tokens` finding of a judged reply as text (`over_max_tokens: 9 token chunks, above
+/// max_tokens 8`), when [`max_tokens::over_max_tokens`] flagged it.
+fn over_max_tokens_note(j: &Judged) -> Option<String> {
+    j.fig
+        .warnings
+        .iter()
+        .find(|n| n.kind == NoteKind::OverMaxTokens)
+        .map(|n| n.to_string())
+}
+
 /// One decode-rate figure (`Client` or `Server`) against the floor: the verdict of `[assert.rate]` with
 /// that `source`.
 fn judge_rate_of(
@@ -953,6 +968,15 @@ fn judge_rate_of(
     let multi = measured.iter().filter(|j| j.fig.multi_token).count();
     if source == RateSource::Client && multi > 0 {
         notes.push(format!("{multi} of {n} had several tokens per chunk"));
+    }
+    let over: Vec<String> = measured.iter().filter_map(|j| over_max_tokens_note(j)).collect();
+    if !over.is_empty() {
+        notes.push(format!(
+            "{} of {n} over max_tokens {} ({}: the serve ignored the limit or miscounts; the rate times what was streamed)",
+            over.len(),
+            gate.request.max_tokens,
+            over.join("; ")
+        ));
     }
     let implausible = measured.iter().filter(|j| implausible_tokens(j)).count();
     if source == RateSource::Client && implausible > 0 {
@@ -1226,6 +1250,7 @@ fn judge_content(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdi
         .filter_map(|j| {
             content_problem(&j.ev.reply, &j.fig)
                 .or_else(|| request_failure(j.ev).map(|f| format!("failed reply: {f}")))
+                .or_else(|| over_max_tokens_note(j))
                 .or_else(|| thinking_off.then(|| still_thinks(&j.ev.reply)).flatten())
                 .map(|p| format!("request {:02}: {p}", j.ev.record.index))
         })
