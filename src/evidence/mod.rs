@@ -29,6 +29,8 @@ pub(crate) mod figures;
 pub mod layout;
 /// `load.json` of a load sweep point.
 pub mod load;
+/// The cap on `serve.log` on disk (head and tail kept, the bytes dropped said).
+pub mod log_cap;
 pub mod public;
 pub mod serve_clock;
 
@@ -266,6 +268,8 @@ pub struct RunSummary {
 pub struct EvidenceWriter {
     dir: PathBuf,
     public: public::Public,
+    /// `serve.log`'s cap on disk, bytes ([`log_cap`]).
+    log_cap: u64,
 }
 
 impl EvidenceWriter {
@@ -285,6 +289,7 @@ impl EvidenceWriter {
                     return Ok(EvidenceWriter {
                         dir,
                         public: public::Public::from_env(false),
+                        log_cap: log_cap::DEFAULT_LOG_CAP_BYTES,
                     })
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -303,6 +308,7 @@ impl EvidenceWriter {
         Ok(EvidenceWriter {
             dir: dir.to_path_buf(),
             public: public::Public::from_env(false),
+            log_cap: log_cap::DEFAULT_LOG_CAP_BYTES,
         })
     }
 
@@ -313,6 +319,20 @@ impl EvidenceWriter {
             self.public.hostname = None;
         }
         self
+    }
+
+    /// The gate's `[serve] log_cap_bytes`: `serve.log`'s cap on disk ([`log_cap`]).
+    pub fn log_cap(mut self, bytes: u64) -> EvidenceWriter {
+        self.log_cap = bytes;
+        self
+    }
+
+    /// Caps `serve.log` ([`log_cap::cap_file`]) when the serve has stopped: the note for `run.json` when
+    /// bytes were dropped.
+    pub fn cap_serve_log(&self) -> Result<Option<String>, EvidenceError> {
+        let p = self.path(layout::SERVE_LOG);
+        let d = log_cap::cap_file(&p, self.log_cap).map_err(|e| EvidenceError::io(&p, e))?;
+        Ok(d.map(|d| d.note(self.log_cap)))
     }
 
     /// Rewrites `serve.log` and `setup.log` (when present) by the privacy rule ([`public::rewrite_file`]):
@@ -991,6 +1011,7 @@ mod tests {
         let w = EvidenceWriter {
             dir: dir.clone(),
             public: public::Public::default(),
+            log_cap: log_cap::DEFAULT_LOG_CAP_BYTES,
         };
         w.write_summary(&summary).unwrap();
         let mut rec = record(0);

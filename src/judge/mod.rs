@@ -436,10 +436,15 @@ impl JudgeInputs {
     pub fn load(gate: &GateSpec, evidence: &Evidence) -> JudgeInputs {
         JudgeInputs {
             regression: crate::analysis::baseline_values::regression_input(gate, evidence),
-            drift: (gate.assertions.drift.as_ref().map(|d| &d.baselines[..]).unwrap_or(&[]))
-                .iter()
-                .map(|b| crate::analysis::load_baseline(&gate.file, std::path::Path::new(b)))
-                .collect(),
+            drift: (gate
+                .assertions
+                .drift
+                .as_ref()
+                .map(|d| &d.baselines[..])
+                .unwrap_or(&[]))
+            .iter()
+            .map(|b| crate::analysis::load_baseline(&gate.file, std::path::Path::new(b)))
+            .collect(),
         }
     }
 }
@@ -645,11 +650,17 @@ fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
     // Patterns match what a terminal would show: colour codes and other escapes cannot hide a line.
     let (log, stripped) = strip_escapes_counted(raw_log);
     let log = &log;
+    // A log capped on disk (evidence::log_cap): what was dropped cannot be seen, and the verdict says so.
+    let capped = crate::evidence::log_cap::marker_in(raw_log);
+    let ansi = match capped {
+        Some((line, n)) => format!("; serve.log was capped on disk: {n} bytes dropped at line {line} ([serve] log_cap_bytes), a route line there cannot be seen"),
+        None => String::new(),
+    };
     // Said in the verdict, so the evidence of the judgement shows the log was read stripped (case 38).
     let ansi = if stripped > 0 {
-        format!("; {}: {stripped} escape sequences removed before matching (serve.log keeps the raw bytes)", crate::vocab::NoteKind::LogAnsiStripped)
+        format!("{ansi}; {}: {stripped} escape sequences removed before matching (serve.log keeps the raw bytes)", crate::vocab::NoteKind::LogAnsiStripped)
     } else {
-        String::new()
+        ansi
     };
     let find = |re: &regex::Regex| -> Option<(usize, String)> {
         log.lines()
@@ -664,6 +675,17 @@ fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
         .and_then(|re| find(re).map(|hit| (re.as_str().to_string(), hit)));
     let lines = log.lines().count();
     match (fast, slow) {
+        // A slow pattern absent from a capped log proves nothing: it could be in the dropped middle.
+        (Some((fl, ft)), None) if route.slow.is_some() && capped.is_some() => Verdict::new(
+            AssertionKind::Route,
+            Outcome::Indeterminate,
+            format!("fast route: serve.log line {fl} matches /{}/: {ft:?}; slow /{}/ absent from the lines kept, which cannot prove it absent{ansi}", route.fast.as_str(), route.slow.as_ref().map(|s| s.as_str()).unwrap_or_default()),
+        ),
+        (None, None) if capped.is_some() => Verdict::new(
+            AssertionKind::Route,
+            Outcome::Indeterminate,
+            format!("the serve log's lines kept never say /{}/ ({lines} lines searched){ansi}", route.fast.as_str()),
+        ),
         (Some((fl, ft)), None) => {
             let slow_note = route.slow.as_ref().map(|s| format!("; slow /{}/ absent", s.as_str())).unwrap_or_default();
             Verdict::new(AssertionKind::Route, Outcome::Pass, format!("fast route: serve.log line {fl} matches /{}/: {ft:?}{slow_note}{ansi}", route.fast.as_str()))
@@ -969,7 +991,10 @@ fn judge_rate_of(
     if source == RateSource::Client && multi > 0 {
         notes.push(format!("{multi} of {n} had several tokens per chunk"));
     }
-    let over: Vec<String> = measured.iter().filter_map(|j| over_max_tokens_note(j)).collect();
+    let over: Vec<String> = measured
+        .iter()
+        .filter_map(|j| over_max_tokens_note(j))
+        .collect();
     if !over.is_empty() {
         notes.push(format!(
             "{} of {n} over max_tokens {} ({}: the serve ignored the limit or miscounts; the rate times what was streamed)",
