@@ -387,6 +387,9 @@ closed_enum! {
         ErrorInside200Body = "error_inside_200_body",
         /// A reported completion-token count more than the stream could carry.
         ImplausibleCompletionTokens = "implausible_completion_tokens",
+        /// More token chunks, or a reported completion-token count, than the request's `max_tokens` (detail:
+        /// which counts, and the limit): the serve ignored the limit or miscounts (`judge::max_tokens`).
+        OverMaxTokens = "over_max_tokens",
         /// llama.cpp served part of the prompt from its cache (detail `c/total: ...`).
         PromptCacheHit = "prompt_cache_hit",
         /// Client and serve decode rates far apart (the serve's own clock disagrees with the client's:

@@ -3,7 +3,8 @@
 //! `judge::judge_with`, which stays pure.
 //!
 //! * A **stored** baseline (`baseline = "DIR"` / `baselines = [...]`): each directory is read with
-//!   `evidence::baseline::load`; the first whose comparability key equals this run's (for speed: the host
+//!   `evidence::baseline::load_named` (the one path rule of stored baselines, `evidence::baseline::resolve`:
+//!   the gate file's directory and its ancestors, then the current directory); the first whose comparability key equals this run's (for speed: the host
 //!   counts) is chosen (`evidence::baseline::choose`), and each of its windows is read with
 //!   [`crate::analysis::load`] like any evidence: the per-request values of the metric of its judged
 //!   (non-warmup) requests, failed requests left out.
@@ -86,7 +87,7 @@ pub fn regression_input(gate: &GateSpec, run: &Evidence) -> Option<BaselineValue
 fn stored(dirs: &[PathBuf], gate: &GateSpec, run: &Evidence, metric: Metric) -> BaselineValues {
     let mut loaded = Vec::new();
     for d in dirs {
-        match baseline::load(d) {
+        match baseline::load_named(&gate.file, d) {
             Ok(b) => loaded.push(b),
             Err(e) => {
                 return BaselineValues::Unavailable(format!(

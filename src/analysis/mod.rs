@@ -2,7 +2,6 @@
 //! arithmetic. No I/O.
 
 pub mod baseline_values;
-pub mod baselines;
 pub mod content;
 pub mod drift;
 pub mod interleave;
@@ -42,4 +41,15 @@ pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
 /// Loads a pair run directory, each arm as [`load`] does.
 pub fn load_pair(dir: &Path) -> Result<PairEvidence, EvidenceError> {
     crate::evidence::load_pair_with(dir, parse)
+}
+
+/// A stored baseline with its windows' replies parsed, as `[assert.drift]` compares with them.
+pub type LoadedBaseline = crate::evidence::baseline::LoadedBaseline<reply::Reply>;
+/// A baseline a gate names: loaded, or why not (the text the verdict shows).
+pub type BaselineSlot = Result<LoadedBaseline, String>;
+
+/// Loads the baseline `path` that the gate file `gate_file` names, by the one path rule and loader of
+/// stored baselines (`evidence::baseline::load_named_with`), each window's replies parsed as [`load`] does.
+pub fn load_baseline(gate_file: &Path, path: &Path) -> BaselineSlot {
+    crate::evidence::baseline::load_named_with(gate_file, path, parse)
 }

@@ -169,12 +169,10 @@ pub fn per_side_needed(confidence: f64) -> usize {
         .unwrap_or(MAX_EXACT_N)
 }
 
-/// The smallest number of paired blocks that reaches `confidence` (95 %: 6).
-pub fn blocks_needed(confidence: f64) -> usize {
-    (1..=MAX_EXACT_N)
-        .find(|n| paired_attainable(*n, confidence))
-        .unwrap_or(MAX_EXACT_N)
-}
+/// The smallest number of paired blocks that reaches `confidence` (95 %: 6): one definition, in the spec
+/// (`spec::regression::blocks_needed`), which needs it for a gate's default `blocks` and may not import this
+/// layer; re-exported here for the statistics' callers.
+pub use crate::spec::regression::blocks_needed;
 
 fn check_confidence(confidence: f64) -> Result<f64, ShiftError> {
     if confidence.is_finite() && confidence > 0.0 && confidence < 1.0 {

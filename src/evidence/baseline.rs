@@ -113,6 +113,73 @@ pub fn load(dir: &Path) -> Result<Baseline, EvidenceError> {
     })
 }
 
+/// Where a baseline path a gate names resolves: THE one path rule of stored baselines, for
+/// `[assert.regression]` and `[assert.drift]` alike (`{gate_dir}` and `~` are already expanded by the spec).
+///
+/// An absolute path is taken as it is. A relative one is looked up in the gate file's directory, then in
+/// each of its ancestors, the first that holds it as a directory; then in the current directory. So
+/// `baselines/reference-smoke` named in `gates/reference-smoke.toml` is found at the checkout's root whether
+/// servegate runs from the root, from elsewhere in the checkout, or re-judges the gate's copy in a run
+/// directory (`target/servegate/runs/<gate>/<stamp>/gate.toml`). `Err` says every place it was looked for.
+pub fn resolve(gate_file: &Path, path: &Path) -> Result<PathBuf, String> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    let start = match gate_file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let start = std::fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());
+    if let Some(c) = start.ancestors().map(|d| d.join(path)).find(|c| c.is_dir()) {
+        return Ok(c);
+    }
+    // A gate written outside the checkout (a copy in a temp dir) run from the checkout.
+    let cwd = std::env::current_dir().ok();
+    if let Some(c) = cwd.as_ref().map(|d| d.join(path)).filter(|c| c.is_dir()) {
+        return Ok(c);
+    }
+    Err(format!(
+        "baseline {:?} not found in {} or any directory above it, nor in the current directory{}",
+        path.display().to_string(),
+        start.display(),
+        cwd.map(|d| format!(" ({})", d.display()))
+            .unwrap_or_default()
+    ))
+}
+
+/// THE loader of a baseline a gate names: [`resolve`]s `path` for the gate file `gate_file`, then reads its
+/// manifest ([`load`]). `Err` is the text a verdict shows (not found, or why the manifest is refused).
+pub fn load_named(gate_file: &Path, path: &Path) -> Result<Baseline, String> {
+    let dir = resolve(gate_file, path)?;
+    load(&dir).map_err(|e| e.to_string())
+}
+
+/// A baseline with every window's run directory read back as evidence, each request parsed by `parse`
+/// (the analysis layer passes its reply parser: `analysis::load_baseline`).
+#[derive(Debug, Clone)]
+pub struct LoadedBaseline<R = Vec<crate::io::reads::TimedRead>> {
+    /// The baseline directory and its manifest.
+    pub baseline: Baseline,
+    /// Each window's run directory loaded as evidence, oldest first.
+    pub windows: Vec<crate::evidence::Evidence<R>>,
+}
+
+/// [`load_named`], then each window read with [`crate::evidence::load_with`] (`parse` as given). `Err` names
+/// the baseline or the window that could not be read.
+pub fn load_named_with<R>(
+    gate_file: &Path,
+    path: &Path,
+    parse: impl Fn(&crate::evidence::RequestRecord, Vec<crate::io::reads::TimedRead>) -> R + Copy,
+) -> Result<LoadedBaseline<R>, String> {
+    let baseline = load_named(gate_file, path)?;
+    let windows = baseline
+        .window_dirs
+        .iter()
+        .map(|w| crate::evidence::load_with(w, parse).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(LoadedBaseline { baseline, windows })
+}
+
 /// Writes `manifest` into `dir` whole (temp file + rename).
 pub fn write_manifest(dir: &Path, manifest: &Manifest) -> Result<(), EvidenceError> {
     let path = dir.join(MANIFEST_FILE);
@@ -179,6 +246,45 @@ mod tests {
             assert!(e.contains("baseline.json"), "{e}");
         }
         assert!(load(&dir.join("nowhere")).is_err());
+    }
+
+    #[test]
+    fn a_relative_baseline_is_found_from_the_gate_dir_upwards_and_absent_names_where_it_looked() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let bl = root.join("baselines").join("g");
+        std::fs::create_dir_all(bl.join("w1")).unwrap();
+        std::fs::write(bl.join("w1").join(crate::evidence::layout::RUN_FILE), "{}").unwrap();
+        write_manifest(&bl, &manifest(&["w1"])).unwrap();
+        let deep = root.join("target/servegate/runs/g/20261201T000000Z");
+        std::fs::create_dir_all(&deep).unwrap();
+        for gate in [root.join("gates/g.toml"), deep.join("gate.toml")] {
+            std::fs::create_dir_all(gate.parent().unwrap()).unwrap();
+            assert_eq!(
+                resolve(&gate, Path::new("baselines/g")).unwrap(),
+                bl,
+                "{gate:?}"
+            );
+            assert_eq!(load_named(&gate, Path::new("baselines/g")).unwrap().dir, bl);
+        }
+        // Nearest first: a baselines/g beside the gate wins over the one at the root.
+        let near = root.join("gates/baselines/g");
+        std::fs::create_dir_all(&near).unwrap();
+        assert_eq!(
+            resolve(&root.join("gates/g.toml"), Path::new("baselines/g")).unwrap(),
+            near
+        );
+        // Absolute paths are as written.
+        assert_eq!(resolve(&root.join("gates/g.toml"), &bl).unwrap(), bl);
+        let e =
+            load_named(&root.join("gates/g.toml"), Path::new("baselines/none-such")).unwrap_err();
+        assert!(
+            e.contains("baselines/none-such") && e.contains("not found") && e.contains("gates"),
+            "{e}"
+        );
+        // Found but not a baseline: the manifest error, naming the file.
+        let e = load_named(&root.join("gates/g.toml"), Path::new("baselines/g")).unwrap_err();
+        assert!(e.contains("baseline.json"), "{e}");
     }
 
     #[test]

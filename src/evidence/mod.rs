@@ -29,6 +29,8 @@ pub(crate) mod figures;
 pub mod layout;
 /// `load.json` of a load sweep point.
 pub mod load;
+/// The cap on `serve.log` on disk (head and tail kept, the bytes dropped said).
+pub mod log_cap;
 pub mod public;
 pub mod serve_clock;
 
@@ -266,6 +268,8 @@ pub struct RunSummary {
 pub struct EvidenceWriter {
     dir: PathBuf,
     public: public::Public,
+    /// `serve.log`'s cap on disk, bytes ([`log_cap`]).
+    log_cap: u64,
 }
 
 impl EvidenceWriter {
@@ -285,6 +289,7 @@ impl EvidenceWriter {
                     return Ok(EvidenceWriter {
                         dir,
                         public: public::Public::from_env(false),
+                        log_cap: log_cap::DEFAULT_LOG_CAP_BYTES,
                     })
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -303,6 +308,7 @@ impl EvidenceWriter {
         Ok(EvidenceWriter {
             dir: dir.to_path_buf(),
             public: public::Public::from_env(false),
+            log_cap: log_cap::DEFAULT_LOG_CAP_BYTES,
         })
     }
 
@@ -313,6 +319,20 @@ impl EvidenceWriter {
             self.public.hostname = None;
         }
         self
+    }
+
+    /// The gate's `[serve] log_cap_bytes`: `serve.log`'s cap on disk ([`log_cap`]).
+    pub fn log_cap(mut self, bytes: u64) -> EvidenceWriter {
+        self.log_cap = bytes;
+        self
+    }
+
+    /// Caps `serve.log` ([`log_cap::cap_file`]) when the serve has stopped: the note for `run.json` when
+    /// bytes were dropped.
+    pub fn cap_serve_log(&self) -> Result<Option<String>, EvidenceError> {
+        let p = self.path(layout::SERVE_LOG);
+        let d = log_cap::cap_file(&p, self.log_cap).map_err(|e| EvidenceError::io(&p, e))?;
+        Ok(d.map(|d| d.note(self.log_cap)))
     }
 
     /// Rewrites `serve.log` and `setup.log` (when present) by the privacy rule ([`public::rewrite_file`]):
@@ -607,6 +627,27 @@ pub fn check_reads(rec: &RequestRecord, reads: &[TimedRead]) -> Result<(), Strin
     Ok(())
 }
 
+/// Why a run's request records cannot be judged as they stand: the same request index recorded twice (each
+/// index names one request and its `NN.*` files, so a second record would count that request's one reply
+/// twice: a median of repeated values, `n=7 of 6 planned`). Evidence reading refuses it rather than keep
+/// one record silently, so a re-judged run never counts differently from what was sent; None when every
+/// index is recorded once.
+pub fn duplicated_index(records: &[RequestRecord]) -> Option<String> {
+    let mut first = std::collections::BTreeMap::new();
+    for (pos, r) in records.iter().enumerate() {
+        if let Some(prev) = first.insert(r.index, pos) {
+            return Some(format!(
+                "request {:02} is recorded twice (records {} and {}); each request index must be recorded \
+                 once: the evidence was written twice or edited, and cannot be judged",
+                r.index,
+                prev + 1,
+                pos + 1
+            ));
+        }
+    }
+    None
+}
+
 /// Loads a run directory: run.json, serve.log (up to [`SERVE_LOG_JUDGE_CAP`]) and every request's reads,
 /// parsed into replies. Errors: a reads file whose bytes disagree with its record's `body_bytes` or whose
 /// times decrease is [`EvidenceError::Malformed`] naming the file.
@@ -628,8 +669,16 @@ pub fn load_with<R>(
             reason: e.to_string(),
         })?;
     // A run that did not finish has its requests only in the progress file.
+    let mut records_path = run_path.clone();
     if run.status != RunStatus::Complete && run.requests.is_empty() {
         run.requests = read_progress(dir)?;
+        records_path = dir.join(PROGRESS_FILE);
+    }
+    if let Some(reason) = duplicated_index(&run.requests) {
+        return Err(EvidenceError::Malformed {
+            path: records_path,
+            reason,
+        });
     }
     if run.schema != RUN_SCHEMA {
         return Err(EvidenceError::Malformed {
@@ -962,6 +1011,7 @@ mod tests {
         let w = EvidenceWriter {
             dir: dir.clone(),
             public: public::Public::default(),
+            log_cap: log_cap::DEFAULT_LOG_CAP_BYTES,
         };
         w.write_summary(&summary).unwrap();
         let mut rec = record(0);

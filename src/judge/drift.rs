@@ -1,6 +1,6 @@
 //! Judging `[assert.drift]`: per prompt, this run's greedy replies against the baseline's reply to the same
 //! prompt, with `analysis::drift::compare` (docs/drift.md). Pure: the baselines come loaded
-//! (`analysis::baselines::load_for`, by the caller). Comparability first: a run whose key (model sha256,
+//! (`analysis::load_baseline`, by the caller: `JudgeInputs::load`). Comparability first: a run whose key (model sha256,
 //! engine, prompts, max_tokens, temperature, and the numerics settings read from the serve log) differs from
 //! every baseline's is **incomparable**, never a pass.
 //!
@@ -9,9 +9,9 @@
 //! identical; per prompt: 1 identical, 2 diverged at token 7, 3 identical; rule logprobs_close, top 5; common
 //! prefix: top-1 agreement ...; baseline DIR (1 window); n=3 prompts (6 replies)`.
 
-use crate::analysis::baselines::BaselineSlot;
 use crate::analysis::drift::{self, Comparison, Figures, Rule, State};
 use crate::analysis::reply::Reply;
+use crate::analysis::BaselineSlot;
 use crate::analysis::Evidence;
 use crate::evidence::comparability::{self, ComparabilityKey, KeyUse};
 use crate::spec::GateSpec;
@@ -21,7 +21,7 @@ use super::{request_failure, Outcome, Verdict};
 
 /// A baseline's key: its manifest's, with the numerics settings of its first window's serve log filled in
 /// where the manifest does not state them (a baseline blessed before they were keyed on).
-fn baseline_key(b: &crate::analysis::baselines::LoadedBaseline) -> ComparabilityKey {
+fn baseline_key(b: &crate::analysis::LoadedBaseline) -> ComparabilityKey {
     let mut key = b.baseline.manifest.key.clone();
     if let Some(log) = b.windows.first().and_then(|w| w.serve_log.as_ref()) {
         for (k, v) in drift::numerics_of_log(log) {
@@ -32,10 +32,7 @@ fn baseline_key(b: &crate::analysis::baselines::LoadedBaseline) -> Comparability
 }
 
 /// The baseline's reply to `prompt`: the first judged, unfailed reply to it, from the oldest window on.
-fn baseline_reply<'a>(
-    b: &'a crate::analysis::baselines::LoadedBaseline,
-    prompt: &str,
-) -> Option<&'a Reply> {
+fn baseline_reply<'a>(b: &'a crate::analysis::LoadedBaseline, prompt: &str) -> Option<&'a Reply> {
     b.windows.iter().find_map(|w| {
         w.requests
             .iter()
@@ -45,7 +42,7 @@ fn baseline_reply<'a>(
     })
 }
 
-/// The verdict of `[assert.drift]` on `ev` against `baselines` (as [`crate::analysis::baselines::load_for`]
+/// The verdict of `[assert.drift]` on `ev` against `baselines` (as [`crate::analysis::load_baseline`]
 /// gives them; empty: they were not loaded, which fails).
 pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineSlot]) -> Verdict {
     let kind = AssertionKind::Drift;
@@ -58,7 +55,7 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
         );
     }
     let errors: Vec<&String> = baselines.iter().filter_map(|b| b.as_ref().err()).collect();
-    let loaded: Vec<&crate::analysis::baselines::LoadedBaseline> =
+    let loaded: Vec<&crate::analysis::LoadedBaseline> =
         baselines.iter().filter_map(|b| b.as_ref().ok()).collect();
     if loaded.is_empty() {
         return Verdict::new(

@@ -9,6 +9,7 @@
 
 mod drift;
 pub mod load;
+pub mod max_tokens;
 pub(crate) mod outcome;
 pub mod redact;
 pub mod regression;
@@ -420,14 +421,14 @@ pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
 /// What judging needs besides the gate and the run's evidence, loaded by the caller (the judge reads no
 /// file): the baseline values of `[assert.regression]`
 /// ([`crate::analysis::baseline_values::regression_input`]) and the stored baselines of `[assert.drift]`
-/// ([`crate::analysis::baselines::load_for`]). The runner, the harness and `servegate judge` load them with
+/// (each by [`crate::analysis::load_baseline`]: the one path rule and loader, `evidence::baseline`). The runner, the harness and `servegate judge` load them with
 /// [`JudgeInputs::load`]. Without them a declared regression or drift FAILs for want of a baseline.
 #[derive(Debug, Clone, Default)]
 pub struct JudgeInputs {
     /// The baseline side of `[assert.regression]`, when the gate declares one.
     pub regression: Option<crate::analysis::baseline_values::BaselineValues>,
     /// The stored baselines `[assert.drift]` names, in the gate's order.
-    pub drift: Vec<crate::analysis::baselines::BaselineSlot>,
+    pub drift: Vec<crate::analysis::BaselineSlot>,
 }
 
 impl JudgeInputs {
@@ -435,7 +436,15 @@ impl JudgeInputs {
     pub fn load(gate: &GateSpec, evidence: &Evidence) -> JudgeInputs {
         JudgeInputs {
             regression: crate::analysis::baseline_values::regression_input(gate, evidence),
-            drift: crate::analysis::baselines::load_for(gate),
+            drift: (gate
+                .assertions
+                .drift
+                .as_ref()
+                .map(|d| &d.baselines[..])
+                .unwrap_or(&[]))
+            .iter()
+            .map(|b| crate::analysis::load_baseline(&gate.file, std::path::Path::new(b)))
+            .collect(),
         }
     }
 }
@@ -513,6 +522,10 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
     }
     let mut judged = judged_of(evidence);
     with_serve_log(gate, evidence, &mut judged);
+    for j in judged.iter_mut() {
+        let over = max_tokens::over_max_tokens(&j.ev.reply, &j.fig, gate.request.max_tokens);
+        j.fig.warnings.extend(over);
+    }
     let acct = account(evidence);
     let mut out = Vec::new();
     for name in names {
@@ -637,11 +650,17 @@ fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
     // Patterns match what a terminal would show: colour codes and other escapes cannot hide a line.
     let (log, stripped) = strip_escapes_counted(raw_log);
     let log = &log;
+    // A log capped on disk (evidence::log_cap): what was dropped cannot be seen, and the verdict says so.
+    let capped = crate::evidence::log_cap::marker_in(raw_log);
+    let ansi = match capped {
+        Some((line, n)) => format!("; serve.log was capped on disk: {n} bytes dropped at line {line} ([serve] log_cap_bytes), a route line there cannot be seen"),
+        None => String::new(),
+    };
     // Said in the verdict, so the evidence of the judgement shows the log was read stripped (case 38).
     let ansi = if stripped > 0 {
-        format!("; {}: {stripped} escape sequences removed before matching (serve.log keeps the raw bytes)", crate::vocab::NoteKind::LogAnsiStripped)
+        format!("{ansi}; {}: {stripped} escape sequences removed before matching (serve.log keeps the raw bytes)", crate::vocab::NoteKind::LogAnsiStripped)
     } else {
-        String::new()
+        ansi
     };
     let find = |re: &regex::Regex| -> Option<(usize, String)> {
         log.lines()
@@ -656,6 +675,17 @@ fn judge_route(gate: &GateSpec, evidence: &Evidence) -> Verdict {
         .and_then(|re| find(re).map(|hit| (re.as_str().to_string(), hit)));
     let lines = log.lines().count();
     match (fast, slow) {
+        // A slow pattern absent from a capped log proves nothing: it could be in the dropped middle.
+        (Some((fl, ft)), None) if route.slow.is_some() && capped.is_some() => Verdict::new(
+            AssertionKind::Route,
+            Outcome::Indeterminate,
+            format!("fast route: serve.log line {fl} matches /{}/: {ft:?}; slow /{}/ absent from the lines kept, which cannot prove it absent{ansi}", route.fast.as_str(), route.slow.as_ref().map(|s| s.as_str()).unwrap_or_default()),
+        ),
+        (None, None) if capped.is_some() => Verdict::new(
+            AssertionKind::Route,
+            Outcome::Indeterminate,
+            format!("the serve log's lines kept never say /{}/ ({lines} lines searched){ansi}", route.fast.as_str()),
+        ),
         (Some((fl, ft)), None) => {
             let slow_note = route.slow.as_ref().map(|s| format!("; slow /{}/ absent", s.as_str())).unwrap_or_default();
             Verdict::new(AssertionKind::Route, Outcome::Pass, format!("fast route: serve.log line {fl} matches /{}/: {ft:?}{slow_note}{ansi}", route.fast.as_str()))
@@ -896,6 +926,16 @@ fn with_floor_hint(gate: &GateSpec, mut v: Verdict) -> Verdict {
     v
 }
 
+/// The `over_max_tokens` finding of a judged reply as text (`over_max_tokens: 9 token chunks, above
+/// max_tokens 8`), when [`max_tokens::over_max_tokens`] flagged it.
+fn over_max_tokens_note(j: &Judged) -> Option<String> {
+    j.fig
+        .warnings
+        .iter()
+        .find(|n| n.kind == NoteKind::OverMaxTokens)
+        .map(|n| n.to_string())
+}
+
 /// One decode-rate figure (`Client` or `Server`) against the floor: the verdict of `[assert.rate]` with
 /// that `source`.
 fn judge_rate_of(
@@ -950,6 +990,18 @@ fn judge_rate_of(
     let multi = measured.iter().filter(|j| j.fig.multi_token).count();
     if source == RateSource::Client && multi > 0 {
         notes.push(format!("{multi} of {n} had several tokens per chunk"));
+    }
+    let over: Vec<String> = measured
+        .iter()
+        .filter_map(|j| over_max_tokens_note(j))
+        .collect();
+    if !over.is_empty() {
+        notes.push(format!(
+            "{} of {n} over max_tokens {} ({}: the serve ignored the limit or miscounts; the rate times what was streamed)",
+            over.len(),
+            gate.request.max_tokens,
+            over.join("; ")
+        ));
     }
     let implausible = measured.iter().filter(|j| implausible_tokens(j)).count();
     if source == RateSource::Client && implausible > 0 {
@@ -1223,6 +1275,7 @@ fn judge_content(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdi
         .filter_map(|j| {
             content_problem(&j.ev.reply, &j.fig)
                 .or_else(|| request_failure(j.ev).map(|f| format!("failed reply: {f}")))
+                .or_else(|| over_max_tokens_note(j))
                 .or_else(|| thinking_off.then(|| still_thinks(&j.ev.reply)).flatten())
                 .map(|p| format!("request {:02}: {p}", j.ev.record.index))
         })

@@ -45,7 +45,8 @@ pub fn run(
     }
     let notes = prepare_process();
     let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?
-        .publish_host(publishes_host(gate));
+        .publish_host(publishes_host(gate))
+        .log_cap(gate.serve.log_cap_bytes);
     let _active = ActiveRun::new(w.path(crate::evidence::layout::RUN_FILE));
     let mut summary = new_summary(gate);
     summary.notes.extend(notes);
@@ -137,8 +138,12 @@ fn finish_run(
     summary.ended_utc = Some(evidence::now_utc());
     summary.load_avg_end = evidence::load_avg();
     interrupted_checkpoint(w, summary);
-    // The serve has stopped: its log and the setup log take the privacy rule before anything is judged.
-    let result = result.and_then(|()| w.publish_logs());
+    // The serve has stopped: its log is capped on disk (evidence::log_cap), then it and the setup log take
+    // the privacy rule before anything is judged.
+    let result = result.and_then(|()| w.cap_serve_log()).and_then(|note| {
+        summary.notes.extend(note);
+        w.publish_logs()
+    });
     match result {
         Err(e) => {
             summary.status = RunStatus::Failed;
@@ -307,7 +312,8 @@ fn run_pair(
     let pair = gate.pair.as_ref().expect("pair gate");
     let process_notes = prepare_process();
     let w = EvidenceWriter::create(root, &gate.name, &evidence::stamp_utc())?
-        .publish_host(publishes_host(gate));
+        .publish_host(publishes_host(gate))
+        .log_cap(gate.serve.log_cap_bytes);
     let _active = ActiveRun::new(w.path(crate::evidence::layout::PAIR_FILE));
     w.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
     let mut ps = evidence::PairSummary {
@@ -385,8 +391,9 @@ fn run_pair(
                 runtime: arm.runtime.clone(),
             });
             pair_checkpoint(&w, &mut ps, None);
-            let aw =
-                EvidenceWriter::create_exact(&w.path(&name))?.publish_host(publishes_host(gate));
+            let aw = EvidenceWriter::create_exact(&w.path(&name))?
+                .publish_host(publishes_host(gate))
+                .log_cap(gate.serve.log_cap_bytes);
             let _arm_active = ActiveRun::new(aw.path(crate::evidence::layout::RUN_FILE));
             aw.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
             ps.arms.push(evidence::ArmRecord {

@@ -28,6 +28,13 @@ pub(crate) mod record;
 
 pub use record::RunRecordSpec;
 
+/// Default `[serve] log_cap_bytes`: `serve.log`'s cap on disk, bytes (32 MiB: 16 MiB of head and 16 of
+/// tail kept; under the 64 MiB judging reads). See `evidence::log_cap`.
+pub const DEFAULT_LOG_CAP_BYTES: u64 = 32 << 20;
+/// Smallest `[serve] log_cap_bytes` a gate may set, bytes (64 KiB: room for a startup banner and the last
+/// lines).
+pub const MIN_LOG_CAP_BYTES: u64 = 64 << 10;
+
 /// Largest duration a gate may give in seconds (`timeout_s`, `ready_timeout_s`, `stop_grace_s`, `wait_s`).
 pub const MAX_SECONDS: f64 = 1_000_000.0;
 /// Lines no route or answer pattern should match: a pattern that matches two or more of them (`.`, `\w`,
@@ -204,6 +211,8 @@ struct RawServe {
     ready_timeout_s: Spanned<f64>,
     #[serde(default = "default_stop_grace_s")]
     stop_grace_s: Spanned<f64>,
+    #[serde(default)]
+    log_cap_bytes: Option<Spanned<i64>>,
     #[serde(default)]
     env: BTreeMap<String, String>,
     #[serde(default)]
@@ -398,6 +407,9 @@ pub struct ServeSpec {
     pub ready_timeout_s: f64,
     /// Seconds between SIGTERM and SIGKILL when stopping, default 5.
     pub stop_grace_s: f64,
+    /// `serve.log`'s cap on disk, bytes (`log_cap_bytes`; default 32 MiB, at least 64 KiB):
+    /// `evidence::log_cap`.
+    pub log_cap_bytes: u64,
     /// Extra environment for the serve and setup (placeholders expanded).
     pub env: BTreeMap<String, String>,
     /// When set, `/v1/models` must list a model id containing this (a different server answering fails).
@@ -1250,6 +1262,23 @@ impl Validator<'_> {
 
     /// A duration in seconds: finite, > 0 and at most [`MAX_SECONDS`] (larger values overflow the clock's
     /// arithmetic: the runner would panic instead of waiting).
+    /// `[serve] log_cap_bytes`: at least `evidence::log_cap::MIN_LOG_CAP_BYTES`; default
+    /// `DEFAULT_LOG_CAP_BYTES`.
+    fn log_cap_bytes(&self, v: &Option<Spanned<i64>>) -> Result<u64, SpecError> {
+        match v {
+            None => Ok(DEFAULT_LOG_CAP_BYTES),
+            Some(b) if *b.get_ref() >= MIN_LOG_CAP_BYTES as i64 => Ok(*b.get_ref() as u64),
+            Some(b) => Err(self.err(
+                b.span(),
+                "serve.log_cap_bytes",
+                format!(
+                    "must be at least {MIN_LOG_CAP_BYTES} bytes (64 KiB), got {}",
+                    b.get_ref()
+                ),
+            )),
+        }
+    }
+
     fn seconds(&self, v: &Spanned<f64>, key: &str) -> Result<f64, SpecError> {
         let x = self.positive(v, key, "seconds")?;
         if x > MAX_SECONDS {
@@ -1477,6 +1506,7 @@ impl Validator<'_> {
             clock,
             ready_timeout_s: self.seconds(&s.ready_timeout_s, "serve.ready_timeout_s")?,
             stop_grace_s: self.seconds(&s.stop_grace_s, "serve.stop_grace_s")?,
+            log_cap_bytes: self.log_cap_bytes(&s.log_cap_bytes)?,
             env,
             expect_model: s.expect_model.clone(),
             log_file: match &s.log_file {

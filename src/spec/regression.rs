@@ -61,9 +61,9 @@ pub use super::interleave::BaselineServe;
 #[derive(Debug, Clone, PartialEq)]
 pub enum RegressionBaseline {
     /// Stored baselines (`baseline = "..."` or `baselines = [...]`): directories of `evidence::baseline`
-    /// (`baseline.json` + window run directories). A relative path is relative to the working directory
-    /// (the repository root, where `servegate run` and `cargo test` run), as `--runs` is; `{gate_dir}` may
-    /// anchor it to the gate file. The first comparable one is used.
+    /// (`baseline.json` + window run directories), placeholders expanded. A relative path is looked up by
+    /// the one path rule of stored baselines, `evidence::baseline::resolve` (the gate file's directory and
+    /// its ancestors, then the current directory). The first comparable one is used.
     Stored(Vec<PathBuf>),
     /// An interleaved live baseline (`baseline_serve = { command = [...] }`): the gate runs as a pair
     /// (`spec::interleave::as_pair`) whose `theirs` arm is this serve.
@@ -98,7 +98,7 @@ pub struct RegressionAssert {
     /// Confidence of the equal-tailed interval, in (0, 1); default [`DEFAULT_CONFIDENCE`].
     pub confidence: f64,
     /// A-B-B-A blocks an interleaved baseline serve runs (`blocks`; default
-    /// `analysis::regress::blocks_needed(confidence)`); unused by a stored baseline or a pair gate (whose
+    /// [`blocks_needed`]`(confidence)`); unused by a stored baseline or a pair gate (whose
     /// `pair.order` says it).
     pub blocks: usize,
 }
@@ -126,8 +126,9 @@ pub fn metric_named(name: &str) -> Option<Metric> {
 }
 
 /// The fewest paired blocks whose exact signed-rank interval reaches `confidence`: the smallest n with
-/// `1 / 2^n ≤ (1 − confidence) / 2` (95 %: 6). The same rule as `analysis::regress::blocks_needed`, restated
-/// here so the spec layer does not import the analysis layer (tests/regression_sim.rs checks they agree).
+/// `1 / 2^n ≤ (1 − confidence) / 2` (95 %: 6; `analysis::regress::paired_attainable`). The one definition:
+/// it lives here because the spec needs it for the default `blocks` and may not import the analysis layer;
+/// `analysis::regress` re-exports it (tests/regression_sim.rs checks it is the fewest attainable).
 pub fn blocks_needed(confidence: f64) -> usize {
     (1..=64usize)
         .find(|n| 0.5f64.powi(*n as i32) <= (1.0 - confidence) / 2.0 * (1.0 + 1e-12))
