@@ -135,11 +135,13 @@ pub const CASES: &[Case] = &[
     },
 ];
 
-fn workdir() -> PathBuf {
+/// Where bench-self writes its scratch files: `target/servegate/bench`.
+pub fn workdir() -> PathBuf {
     PathBuf::from("target/servegate/bench")
 }
 
-fn cpus() -> usize {
+/// CPUs this process may run on.
+pub fn cpus() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -155,7 +157,8 @@ fn pin_self(cpu: usize) -> bool {
     }
 }
 
-fn pin_command(cmd: &mut Command, cpu: usize) {
+/// Pins the child `cmd` starts to `cpu` (between fork and exec).
+pub fn pin_command(cmd: &mut Command, cpu: usize) {
     // SAFETY: the closure runs between fork and exec and only makes the sched_setaffinity syscall.
     unsafe {
         cmd.pre_exec(move || {
@@ -178,7 +181,7 @@ fn cpu_s_self() -> f64 {
 }
 
 /// User + system CPU seconds of the calling thread.
-fn cpu_s_thread() -> f64 {
+pub fn cpu_s_thread() -> f64 {
     // SAFETY: getrusage fills the struct we own.
     unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
@@ -213,14 +216,16 @@ fn wait_rusage(child: &mut Child) -> (i32, f64, f64) {
 }
 
 /// A synthetic serve child (pinned to CPU 0 when there are two CPUs), stopped on drop.
-struct Synth {
+pub struct Synth {
     child: Child,
-    url: String,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
     log: PathBuf,
 }
 
 impl Synth {
-    fn start(args: &[String], log: &Path) -> Result<Synth, String> {
+    /// Starts `servegate replay --synthetic ARGS --timing-log LOG` and waits for its listening line.
+    pub fn start(args: &[String], log: &Path) -> Result<Synth, String> {
         let _ = std::fs::remove_file(log);
         let exe = servegate_exe()?;
         let mut cmd = Command::new(exe);
@@ -257,7 +262,7 @@ impl Synth {
     }
 
     /// The timing log's request lines (those with a `request` number and `sends`).
-    fn requests(&self) -> Vec<Value> {
+    pub fn requests(&self) -> Vec<Value> {
         read_log(&self.log)
             .into_iter()
             .filter(|v| v.get("sends").is_some())
@@ -265,7 +270,7 @@ impl Synth {
     }
 
     /// Waits until the log holds `n` request lines (they are written when a response ends).
-    fn wait_requests(&self, n: usize) -> Vec<Value> {
+    pub fn wait_requests(&self, n: usize) -> Vec<Value> {
         let t = Instant::now();
         loop {
             let v = self.requests();
@@ -287,7 +292,8 @@ impl Drop for Synth {
     }
 }
 
-fn read_log(path: &Path) -> Vec<Value> {
+/// The JSON lines of a timing log (lines that do not parse are skipped).
+pub fn read_log(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -1222,41 +1228,124 @@ fn section_sha256(args: &BenchArgs, report: &mut Vec<String>) -> Value {
     json!({"mib": args.sha256_mib, "mb_per_s": {"median": med(&rates), "each": rates}, "mb_per_cpu_s": {"median": med(&cpu_rates), "each": cpu_rates}})
 }
 
-/// The load client (`servegate::io::load_client`) against the synthetic serve in a closed loop at
-/// concurrency 1, 16, 64 and 256: every stream paced at 78.125 tok/s (12.8 ms per token), so 256 streams
-/// ask for 20,000 tok/s aggregate. Per point: the client thread's CPU per streamed token (getrusage
-/// RUSAGE_THREAD: the runtime runs on this thread alone; the serve is another process, pinned to CPU 0),
-/// the aggregate tok/s reached, and the client's TTFT minus the serve's true TTFT (median, per request,
-/// matched by the reply id).
+/// One point of the load section: a closed loop of `concurrency` streams against the synthetic serve,
+/// `requests` requests in all, each reply `tokens` tokens (one per chunk) after a `ttft_ms` first-token
+/// delay and `itl_ms` between tokens. Shared with the peers' load section (same schedules, same truth).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadCase {
+    /// Requests in flight (closed loop).
+    pub concurrency: usize,
+    /// Requests sent in all (each stream sends requests / concurrency in turn).
+    pub requests: usize,
+    /// Completion tokens per reply.
+    pub tokens: u32,
+    /// The synthetic serve's first-token delay, ms.
+    pub ttft_ms: f64,
+    /// The synthetic serve's inter-token gap, ms.
+    pub itl_ms: f64,
+}
+
+impl LoadCase {
+    /// The aggregate decode rate the schedule asks for, tok/s: concurrency × 1000 / itl.
+    pub fn asked_tok_s(&self) -> f64 {
+        self.concurrency as f64 * 1000.0 / self.itl_ms
+    }
+
+    /// The `servegate replay --synthetic` arguments serving this case (with `--usage`; the caller adds
+    /// `--timing-log`).
+    pub fn serve_args(&self) -> Vec<String> {
+        vec![
+            "--tokens".into(),
+            self.tokens.to_string(),
+            "--ttft-ms".into(),
+            self.ttft_ms.to_string(),
+            "--itl-ms".into(),
+            self.itl_ms.to_string(),
+            "--usage".into(),
+        ]
+    }
+
+    /// The chat-completion request body every request of the case sends (streamed, usage asked for).
+    pub fn body(&self) -> Value {
+        json!({"model": "synthetic", "messages": [{"role": "user", "content": "hi"}], "stream": true, "max_tokens": self.tokens, "stream_options": {"include_usage": true}})
+    }
+}
+
+/// The load section's schedules: concurrency 1, 16, 64 and 256, every stream at 78.125 tok/s (12.8 ms per
+/// token, 64 tokens, first token at 20 ms), so 256 streams ask for 20,000 tok/s aggregate; 2 × concurrency
+/// requests (at least 8) per point.
+pub fn load_schedules() -> Vec<LoadCase> {
+    [1usize, 16, 64, 256]
+        .into_iter()
+        .map(|c| LoadCase {
+            concurrency: c,
+            requests: (2 * c).max(8),
+            tokens: 64,
+            ttft_ms: 20.0,
+            itl_ms: 12.8,
+        })
+        .collect()
+}
+
+/// The synthetic serve's truth for one request, from its timing-log line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrueRequest {
+    /// The true TTFT: the first token chunk's send time, ms from the request's arrival at the serve.
+    pub ttft_ms: f64,
+    /// When the request arrived at the serve (`CLOCK_MONOTONIC` ns).
+    pub arrived_mono_ns: u64,
+    /// Requests in flight at its arrival, itself included.
+    pub in_flight: u64,
+}
+
+/// The truth per request number (the `N` of the reply id `chatcmpl-synthetic-N`) from the synthetic
+/// serve's timing-log lines; lines without a true TTFT (refusals, unstreamed replies) are left out.
+pub fn synthetic_truth(lines: &[Value]) -> std::collections::BTreeMap<u64, TrueRequest> {
+    lines
+        .iter()
+        .filter_map(|l| {
+            Some((
+                l["request"].as_u64()?,
+                TrueRequest {
+                    ttft_ms: l["true_ttft_ms"].as_f64()?,
+                    arrived_mono_ns: l["arrived_mono_ns"].as_u64().unwrap_or(0),
+                    in_flight: l["in_flight"].as_u64().unwrap_or(0),
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The request number in a synthetic reply's text (the first `chatcmpl-synthetic-N` in it), which keys
+/// [`synthetic_truth`].
+pub fn reply_seq(text: &str) -> Option<u64> {
+    text.split("chatcmpl-synthetic-")
+        .nth(1)
+        .and_then(|t| t.split(|ch: char| !ch.is_ascii_digit()).next())
+        .and_then(|t| t.parse::<u64>().ok())
+}
+
+/// The load client (`servegate::io::load_client`) against the synthetic serve in a closed loop at each of
+/// [`load_schedules`]. Per point: the client thread's CPU per streamed token (getrusage RUSAGE_THREAD: the
+/// runtime runs on this thread alone; the serve is another process, pinned to CPU 0), the aggregate tok/s
+/// reached, and the client's TTFT minus the serve's true TTFT (median, per request, matched by the reply
+/// id).
 fn section_load(report: &mut Vec<String>) -> Value {
     use servegate::io::load_client::{self, Schedule, Target};
     eprintln!("bench: load ...");
     let tmp = workdir().join("load");
     let _ = std::fs::create_dir_all(&tmp);
-    let (tokens, itl_ms) = (64u32, 12.8);
     let mut rows = Vec::new();
     report.push("## Load client: CPU per streamed token (closed loop, synthetic serve, 64 tokens per reply, 78.125 tok/s per stream)\n".into());
     report.push("| concurrency | requests | tokens | wall s | aggregate tok/s | client CPU s | µs CPU per token | TTFT error median ms (client − serve) | failed |\n|---|---|---|---|---|---|---|---|---|".into());
-    for c in [1usize, 16, 64, 256] {
+    for case in load_schedules() {
+        let (c, n) = (case.concurrency, case.requests);
         let log = tmp.join(format!("timing-c{c}.jsonl"));
-        let sargs: Vec<String> = [
-            "--tokens",
-            &tokens.to_string(),
-            "--ttft-ms",
-            "20",
-            "--itl-ms",
-            &itl_ms.to_string(),
-            "--usage",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let synth = match Synth::start(&sargs, &log) {
+        let synth = match Synth::start(&case.serve_args(), &log) {
             Ok(s) => s,
             Err(e) => return json!({"error": e}),
         };
-        let n = (2 * c).max(8);
-        let body = json!({"model": "synthetic", "messages": [{"role": "user", "content": "hi"}], "stream": true, "max_tokens": tokens, "stream_options": {"include_usage": true}});
+        let body = case.body();
         let bodies: Vec<Vec<u8>> = (0..n)
             .map(|_| serde_json::to_vec(&body).unwrap_or_default())
             .collect();
@@ -1282,10 +1371,7 @@ fn section_load(report: &mut Vec<String>) -> Value {
         };
         let lines = synth.wait_requests(n);
         drop(synth);
-        let truth: std::collections::BTreeMap<u64, f64> = lines
-            .iter()
-            .filter_map(|l| Some((l["request"].as_u64()?, l["true_ttft_ms"].as_f64()?)))
-            .collect();
+        let truth = synthetic_truth(&lines);
         let mut got_tokens = 0u64;
         let mut failed = 0usize;
         let mut errs = Vec::new();
@@ -1311,14 +1397,9 @@ fn section_load(report: &mut Vec<String>) -> Value {
                 .take(2)
                 .map(|r| String::from_utf8_lossy(&r.bytes).into_owned())
                 .collect();
-            let seq = text
-                .split("chatcmpl-synthetic-")
-                .nth(1)
-                .and_then(|t| t.split(|ch: char| !ch.is_ascii_digit()).next())
-                .and_then(|t| t.parse::<u64>().ok());
-            if let (Some(seq), Some(t)) = (seq, fig.ttft_ms) {
+            if let (Some(seq), Some(t)) = (reply_seq(&text), fig.ttft_ms) {
                 if let Some(tr) = truth.get(&seq) {
-                    errs.push(t - tr);
+                    errs.push(t - tr.ttft_ms);
                 }
             }
         }
@@ -1422,6 +1503,30 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn synthetic_truth_is_keyed_by_the_reply_id() {
+        let lines = vec![
+            json!({"request": 3, "true_ttft_ms": 20.5, "arrived_mono_ns": 7, "in_flight": 2, "sends": []}),
+            json!({"request": 4, "status": 400, "error": "x"}),
+        ];
+        let t = synthetic_truth(&lines);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[&3].ttft_ms, 20.5);
+        assert_eq!(t[&3].in_flight, 2);
+        let text = r#"data: {"id":"chatcmpl-synthetic-3","object":"chat.completion.chunk"}"#;
+        assert_eq!(
+            reply_seq(text).and_then(|s| t.get(&s)).map(|x| x.ttft_ms),
+            Some(20.5)
+        );
+        assert_eq!(reply_seq("no id"), None);
+        let cases = load_schedules();
+        assert_eq!(
+            cases.iter().map(|c| c.concurrency).collect::<Vec<_>>(),
+            vec![1, 16, 64, 256]
+        );
+        assert!((cases[3].asked_tok_s() - 20_000.0).abs() < 1e-6);
+    }
 
     #[test]
     fn llama_benchy_per_run_values_are_read() {
