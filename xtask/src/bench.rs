@@ -221,6 +221,7 @@ pub struct Synth {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
     log: PathBuf,
+    stopped: bool,
 }
 
 impl Synth {
@@ -256,6 +257,7 @@ impl Synth {
                     child,
                     url,
                     log: log.to_path_buf(),
+                    stopped: false,
                 });
             }
         }
@@ -282,8 +284,26 @@ impl Synth {
     }
 }
 
+impl Synth {
+    /// Stops the serve (SIGTERM) and returns the CPU seconds it used in all (user + system, `wait4`).
+    pub fn stop(&mut self) -> f64 {
+        if self.stopped {
+            return 0.0;
+        }
+        self.stopped = true;
+        // SAFETY: kill(2) on our own child's pid, not yet waited for.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        wait_rusage(&mut self.child).1
+    }
+}
+
 impl Drop for Synth {
     fn drop(&mut self) {
+        if self.stopped {
+            return;
+        }
         // SAFETY: kill(2) on our own child's pid.
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGTERM);
@@ -1325,99 +1345,206 @@ pub fn reply_seq(text: &str) -> Option<u64> {
         .and_then(|t| t.parse::<u64>().ok())
 }
 
+/// One client's figures on one load point.
+#[derive(Debug, Default, Clone)]
+struct LoadRun {
+    requests: usize,
+    tokens: u64,
+    failed: usize,
+    wall_s: f64,
+    cpu_s: f64,
+    /// Client TTFT − the serve's true TTFT, per request matched by the reply id, ms.
+    ttft_err_ms: Vec<f64>,
+}
+
+impl LoadRun {
+    fn us_per_token(&self) -> Option<f64> {
+        (self.tokens > 0).then(|| self.cpu_s * 1e6 / self.tokens as f64)
+    }
+    fn tok_s(&self) -> f64 {
+        self.tokens as f64 / self.wall_s
+    }
+    fn err_p(&self, p: f64) -> Option<f64> {
+        stats::percentile(&self.ttft_err_ms, p)
+    }
+    fn to_json(&self) -> Value {
+        json!({"requests": self.requests, "tokens": self.tokens, "failed": self.failed, "wall_s": self.wall_s,
+               "aggregate_tok_s": self.tok_s(), "client_cpu_s": self.cpu_s, "us_cpu_per_token": self.us_per_token(),
+               "ttft_error_ms": {"median": self.err_p(50.0), "p95": self.err_p(95.0), "n": self.ttft_err_ms.len(), "each": self.ttft_err_ms}})
+    }
+}
+
+/// Measures the exchanges of one client against the serve's truth: tokens and failures by the runner's
+/// own parser and measure code, the TTFT error per request matched by the reply id.
+fn judge_load(
+    exchanges: &[servegate::io::client::Exchange],
+    truth: &std::collections::BTreeMap<u64, TrueRequest>,
+    run: &mut LoadRun,
+) {
+    for (i, ex) in exchanges.iter().enumerate() {
+        let rec = servegate::evidence::RequestRecord {
+            index: i,
+            stream: true,
+            http_status: ex.response.status,
+            transport_error: ex.response.transport_error.clone(),
+            ..Default::default()
+        };
+        let reply = servegate::analysis::reply_of(&rec, &ex.reads);
+        let fig = servegate::analysis::measure::measure(&reply);
+        if fig.failed.is_some() || rec.transport_error.is_some() {
+            run.failed += 1;
+            continue;
+        }
+        run.tokens += fig.completion_tokens.unwrap_or(0);
+        let text: String = ex
+            .reads
+            .iter()
+            .take(2)
+            .map(|r| String::from_utf8_lossy(&r.bytes).into_owned())
+            .collect();
+        if let (Some(seq), Some(t)) = (reply_seq(&text), fig.ttft_ms) {
+            if let Some(tr) = truth.get(&seq) {
+                run.ttft_err_ms.push(t - tr.ttft_ms);
+            }
+        }
+    }
+}
+
+/// The load client on `case` against a fresh synthetic serve: its run and the serve's CPU seconds.
+fn load_point(
+    case: &LoadCase,
+    log: &Path,
+    blocking_too: bool,
+) -> Result<(LoadRun, Option<LoadRun>, f64), String> {
+    use servegate::io::load_client::{self, Schedule, Target};
+    let n = case.requests;
+    let mut synth = Synth::start(&case.serve_args(), log)?;
+    let body = case.body();
+    let target = Target::parse(&synth.url, None)?;
+    // The blocking client (src/io/client.rs, a gate without [load]) first, on the same schedule: one
+    // request at a time, n requests; its CPU is the whole process's (reqwest reads on its own threads).
+    let mut blocking = None;
+    let mut before = 0;
+    if blocking_too {
+        let http = servegate::io::client::http_client(Duration::from_secs(120), None)?;
+        let _ = servegate::io::client::send(&http, &synth.url, &body); // warm: connection pool, TLS-free
+        let cpu0 = cpu_s_self();
+        let t0 = Instant::now();
+        let ex: Vec<servegate::io::client::Exchange> = (0..n)
+            .map(|_| servegate::io::client::send(&http, &synth.url, &body))
+            .collect();
+        let mut run = LoadRun {
+            requests: n,
+            wall_s: t0.elapsed().as_secs_f64(),
+            cpu_s: cpu_s_self() - cpu0,
+            ..Default::default()
+        };
+        let lines = synth.wait_requests(n + 1);
+        before = lines.len();
+        judge_load(&ex, &synthetic_truth(&lines), &mut run);
+        blocking = Some(run);
+    }
+    let bodies: Vec<Vec<u8>> = (0..n)
+        .map(|_| serde_json::to_vec(&body).unwrap_or_default())
+        .collect();
+    let cpu0 = cpu_s_thread();
+    let t0 = Instant::now();
+    let out = load_client::run(
+        &target,
+        bodies,
+        &Schedule::Closed {
+            concurrency: case.concurrency as u32,
+        },
+        None,
+        Duration::from_secs(120),
+    )?;
+    let mut run = LoadRun {
+        requests: n,
+        wall_s: t0.elapsed().as_secs_f64(),
+        cpu_s: cpu_s_thread() - cpu0,
+        ..Default::default()
+    };
+    let lines = synth.wait_requests(before + n);
+    let serve_cpu = synth.stop();
+    let ex: Vec<servegate::io::client::Exchange> = out.into_iter().map(|x| x.exchange).collect();
+    judge_load(&ex, &synthetic_truth(&lines), &mut run);
+    Ok((run, blocking, serve_cpu))
+}
+
 /// The load client (`servegate::io::load_client`) against the synthetic serve in a closed loop at each of
 /// [`load_schedules`]. Per point: the client thread's CPU per streamed token (getrusage RUSAGE_THREAD: the
-/// runtime runs on this thread alone; the serve is another process, pinned to CPU 0), the aggregate tok/s
-/// reached, and the client's TTFT minus the serve's true TTFT (median, per request, matched by the reply
-/// id).
+/// runtime runs on this thread alone, pinned to CPU 1; the serve is another process, pinned to CPU 0, its
+/// CPU from `wait4`), the aggregate tok/s reached, and the client's TTFT minus the serve's true TTFT
+/// (median and p95, per request, matched by the reply id). At concurrency 1 the blocking client
+/// (`io::client`, what a gate without `[load]` uses) runs the same schedule against the same serve first.
 fn section_load(report: &mut Vec<String>) -> Value {
-    use servegate::io::load_client::{self, Schedule, Target};
     eprintln!("bench: load ...");
     let tmp = workdir().join("load");
     let _ = std::fs::create_dir_all(&tmp);
+    let load_start = servegate::evidence::load_avg();
     let mut rows = Vec::new();
+    let mut side = None;
     report.push("## Load client: CPU per streamed token (closed loop, synthetic serve, 64 tokens per reply, 78.125 tok/s per stream)\n".into());
-    report.push("| concurrency | requests | tokens | wall s | aggregate tok/s | client CPU s | µs CPU per token | TTFT error median ms (client − serve) | failed |\n|---|---|---|---|---|---|---|---|---|".into());
+    report.push(format!("load average at the start: {load_start:?}\n"));
+    report.push("| concurrency | requests | tokens | wall s | asked tok/s | aggregate tok/s | client CPU s | µs CPU per token | serve CPU s | TTFT error median ms | TTFT error p95 ms | failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|".into());
     for case in load_schedules() {
-        let (c, n) = (case.concurrency, case.requests);
+        let c = case.concurrency;
         let log = tmp.join(format!("timing-c{c}.jsonl"));
-        let synth = match Synth::start(&case.serve_args(), &log) {
-            Ok(s) => s,
-            Err(e) => return json!({"error": e}),
-        };
-        let body = case.body();
-        let bodies: Vec<Vec<u8>> = (0..n)
-            .map(|_| serde_json::to_vec(&body).unwrap_or_default())
-            .collect();
-        let Ok(target) = Target::parse(&synth.url, None) else {
-            return json!({"error": "bad url"});
-        };
-        let cpu0 = cpu_s_thread();
-        let t0 = Instant::now();
-        let out = load_client::run(
-            &target,
-            bodies,
-            &Schedule::Closed {
-                concurrency: c as u32,
-            },
-            None,
-            Duration::from_secs(120),
-        );
-        let wall = t0.elapsed().as_secs_f64();
-        let cpu = cpu_s_thread() - cpu0;
-        let out = match out {
-            Ok(o) => o,
-            Err(e) => return json!({"error": e}),
-        };
-        let lines = synth.wait_requests(n);
-        drop(synth);
-        let truth = synthetic_truth(&lines);
-        let mut got_tokens = 0u64;
-        let mut failed = 0usize;
-        let mut errs = Vec::new();
-        for (i, x) in out.iter().enumerate() {
-            let rec = servegate::evidence::RequestRecord {
-                index: i,
-                stream: true,
-                http_status: x.exchange.response.status,
-                transport_error: x.exchange.response.transport_error.clone(),
-                ..Default::default()
-            };
-            let reply = servegate::analysis::reply_of(&rec, &x.exchange.reads);
-            let fig = servegate::analysis::measure::measure(&reply);
-            if fig.failed.is_some() || rec.transport_error.is_some() {
-                failed += 1;
+        let (run, blocking, serve_cpu) = match load_point(&case, &log, c == 1) {
+            Ok(x) => x,
+            Err(e) => {
+                report.push(format!("| {c} | error: {e} |"));
+                rows.push(json!({"concurrency": c, "error": e}));
                 continue;
             }
-            got_tokens += fig.completion_tokens.unwrap_or(0);
-            let text: String = x
-                .exchange
-                .reads
-                .iter()
-                .take(2)
-                .map(|r| String::from_utf8_lossy(&r.bytes).into_owned())
-                .collect();
-            if let (Some(seq), Some(t)) = (reply_seq(&text), fig.ttft_ms) {
-                if let Some(tr) = truth.get(&seq) {
-                    errs.push(t - tr.ttft_ms);
-                }
-            }
-        }
-        let us_per_token = if got_tokens > 0 {
-            cpu * 1e6 / got_tokens as f64
-        } else {
-            f64::NAN
         };
-        let agg = got_tokens as f64 / wall;
-        let err_med = med(&errs);
         report.push(format!(
-            "| {c} | {n} | {got_tokens} | {wall:.2} | {agg:.0} | {cpu:.3} | {us_per_token:.2} | {} | {failed} |",
-            f(err_med, 3)
+            "| {c} | {} | {} | {:.2} | {:.0} | {:.0} | {:.3} | {} | {serve_cpu:.3} | {} | {} | {} |",
+            run.requests,
+            run.tokens,
+            run.wall_s,
+            case.asked_tok_s(),
+            run.tok_s(),
+            run.cpu_s,
+            f(run.us_per_token(), 2),
+            f(run.err_p(50.0), 3),
+            f(run.err_p(95.0), 3),
+            run.failed
         ));
-        rows.push(json!({"concurrency": c, "requests": n, "tokens": got_tokens, "wall_s": wall, "aggregate_tok_s": agg, "client_cpu_s": cpu, "us_cpu_per_token": us_per_token, "ttft_error_median_ms": err_med, "failed": failed}));
+        if let Some(b) = &blocking {
+            side = Some((b.clone(), run.clone()));
+        }
+        let mut row = run.to_json();
+        row["concurrency"] = json!(c);
+        row["asked_tok_s"] = json!(case.asked_tok_s());
+        row["serve_cpu_s"] = json!(serve_cpu);
+        row["blocking_client"] = blocking
+            .as_ref()
+            .map(|b| b.to_json())
+            .unwrap_or(Value::Null);
+        rows.push(row);
+    }
+    let load_end = servegate::evidence::load_avg();
+    report.push(format!("\nload average at the end: {load_end:?}\n"));
+    if let Some((b, l)) = side {
+        report.push("### Concurrency 1, side by side (same serve, same schedule; the blocking client first)\n".into());
+        report.push("| client | requests | TTFT error median ms | TTFT error p95 ms | CPU µs per token | failed |\n|---|---|---|---|---|---|".into());
+        for (name, r) in [
+            ("blocking (`io::client`, reqwest; whole-process CPU)", &b),
+            ("load client (`io::load_client`; its thread's CPU)", &l),
+        ] {
+            report.push(format!(
+                "| {name} | {} | {} | {} | {} | {} |",
+                r.requests,
+                f(r.err_p(50.0), 3),
+                f(r.err_p(95.0), 3),
+                f(r.us_per_token(), 2),
+                r.failed
+            ));
+        }
     }
     report.push(String::new());
-    json!({"points": rows})
+    json!({"points": rows, "load_avg_start": load_start, "load_avg_end": load_end})
 }
 
 fn machine() -> Value {
