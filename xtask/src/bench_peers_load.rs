@@ -950,6 +950,16 @@ mod tests {
     }
 
     #[test]
+    fn llama_benchy_percentiles_come_from_its_per_request_values() {
+        let v = json!({"benchmarks": [{"e2e_ttft": {"values": [30.0, 10.0, 20.0]}, "tg_req_throughput": {"values": [100.0, 50.0, 0.0]}}]});
+        let r = llama_benchy_reported(&v);
+        assert_eq!(r.ttft[0], Some(20.0));
+        assert_eq!(r.ttft[1], Some(29.0), "numpy linear: 20 + 0.9 × 10");
+        assert_eq!(r.tpot[0], Some(15.0), "1000 / rate, a zero rate left out");
+        assert_eq!(r.ok, Some(3));
+    }
+
+    #[test]
     fn aiperf_and_guidellm_reports_are_read() {
         let a = json!({"time_to_first_token": {"p50": 21.0, "p95": 22.0, "p99": 23.0}, "inter_token_latency": {"p50": 12.9, "p95": 13.0, "p99": 13.1},
                        "request_count": {"avg": 32.0}});
