@@ -655,10 +655,14 @@ fn run_point(peer: Peer, env: &Env, case: &LoadCase, dir: &Path) -> Point {
     };
     let out = dir.join(format!("{}-c{c}", peer.venv()));
     let _ = std::fs::remove_dir_all(&out);
-    if let Err(e) = std::fs::create_dir_all(&out) {
-        pt.note = Some(e.to_string());
-        return pt;
-    }
+    // Absolute: the tool runs in this directory and is given paths in it.
+    let out = match std::fs::create_dir_all(&out).and_then(|()| std::fs::canonicalize(&out)) {
+        Ok(o) => o,
+        Err(e) => {
+            pt.note = Some(e.to_string());
+            return pt;
+        }
+    };
     let log = out.join("timing.jsonl");
     let synth = match Synth::start(&case.serve_args(), &log) {
         Ok(s) => s,
