@@ -349,10 +349,15 @@ async fn exchange(
         }
     };
     let mut framing = framing;
-    let mut pending = Some((Instant::now(), rest));
+    // One copy per read: the wire bytes (or, chunked, only their data) go straight into the read kept.
+    let mut first = Some((Instant::now(), rest));
+    let mut held;
     loop {
-        let (t, bytes) = match pending.take() {
-            Some(x) => x,
+        let (t, bytes): (Instant, &[u8]) = match first.take() {
+            Some((t, rest)) => {
+                held = rest;
+                (t, &held[..])
+            }
             None => {
                 let n = sock.read(&mut buf).await.map_err(|e| {
                     format!("body read failed after {kept} bytes: {e}", kept = *kept)
@@ -369,35 +374,41 @@ async fn exchange(
                         )),
                     };
                 }
-                (t, buf[..n].to_vec())
+                (t, &buf[..n])
             }
         };
         if bytes.is_empty() {
             continue;
         }
-        let (data, finished) = match &mut framing {
-            Framing::UntilClose => (bytes, false),
+        let mut data = Vec::new();
+        let finished = match &mut framing {
+            Framing::UntilClose => {
+                data.extend_from_slice(bytes);
+                false
+            }
             Framing::Length(left) => {
                 let take = (*left as usize).min(bytes.len());
                 *left -= take as u64;
-                (bytes[..take].to_vec(), *left == 0)
+                data.extend_from_slice(&bytes[..take]);
+                *left == 0
             }
             Framing::Chunked(d) => {
-                let out = d.feed(&bytes)?;
-                (out, d.done)
+                d.feed_into(bytes, &mut data)?;
+                d.done
             }
         };
         if !data.is_empty() {
             let room = BODY_CAP_BYTES.saturating_sub(*kept) as usize;
-            let take = data.len().min(room);
-            if take > 0 {
-                *kept += take as u64;
+            let over = data.len() > room;
+            data.truncate(room);
+            if !data.is_empty() {
+                *kept += data.len() as u64;
                 reads.push(TimedRead {
                     t_ms: ms(t),
-                    bytes: data[..take].to_vec(),
+                    bytes: data,
                 });
             }
-            if take < data.len() {
+            if over {
                 *truncated = true;
                 return Ok(());
             }
@@ -438,6 +449,12 @@ impl Dechunk {
     /// Feeds wire bytes; returns the data bytes they carry. Errors on a malformed size line.
     pub fn feed(&mut self, input: &[u8]) -> Result<Vec<u8>, String> {
         let mut out = Vec::new();
+        self.feed_into(input, &mut out)?;
+        Ok(out)
+    }
+
+    /// Feeds wire bytes, appending the data bytes they carry to `out`. Errors on a malformed size line.
+    pub fn feed_into(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         let mut i = 0;
         while i < input.len() && !self.done {
             match self.state {
@@ -487,7 +504,7 @@ impl Dechunk {
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -25,6 +25,7 @@
 //! Exits 0 on SIGTERM or SIGINT. Exit codes otherwise: 2 bad usage or cannot listen, 5 the run directory
 //! cannot be read.
 
+pub mod event_loop;
 pub(crate) mod http;
 pub mod pace;
 pub mod synthetic;
@@ -604,37 +605,45 @@ impl App {
         ids
     }
 
-    /// Answers one request on `stream`; returns false when the connection must close.
+    /// Answers one request on `stream` (blocking, on the calling thread); returns false when the
+    /// connection must close.
     pub fn respond(&self, req: &http::Request, stream: &mut TcpStream) -> bool {
+        match self.answer(req) {
+            Answer::Now { bytes, keep_open } => stream.write_all(&bytes).is_ok() && keep_open,
+            Answer::Paced(chat) => {
+                let _leave = InFlight(&self.in_flight);
+                let sent = execute(stream, &chat.plan, req.arrived, req.close);
+                self.chat_done(&chat, req, &sent);
+                !sent.closed
+            }
+        }
+    }
+
+    /// What to answer `req` with: bytes to write at once (health, models, errors, refusals), or a chat
+    /// reply's [`Plan`] to write on time. A [`Answer::Paced`] reply counts as in flight until
+    /// [`App::chat_done`] is called for it.
+    pub(crate) fn answer(&self, req: &http::Request) -> Answer {
         let route = req.path.trim_end_matches('/');
-        let simple = |stream: &mut TcpStream, status: u16, body: serde_json::Value| {
-            stream
-                .write_all(&http::json_response(status, &body, req.close))
-                .is_ok()
-                && !req.close
+        let simple = |status: u16, body: serde_json::Value| Answer::Now {
+            bytes: http::json_response(status, &body, req.close),
+            keep_open: !req.close,
         };
         match (req.method.as_str(), route) {
             ("GET", "/health") | ("GET", "/v1/health") => {
                 let now = Instant::now();
                 if now < self.ready_at {
-                    return simple(stream, 503, serde_json::json!({"status": "loading model"}));
+                    return simple(503, serde_json::json!({"status": "loading model"}));
                 }
                 if !self.first_ready.swap(true, Ordering::SeqCst) {
                     self.log_timing(serde_json::json!({"event": "first_200_on_health", "mono_ns": pace::mono_ns_of(now), "ready_at_mono_ns": pace::mono_ns_of(self.ready_at)}));
                 }
-                simple(stream, 200, serde_json::json!({"status": "ok"}))
+                simple(200, serde_json::json!({"status": "ok"}))
             }
             ("GET", "/v1/models") | ("GET", "/models") => {
                 let data: Vec<serde_json::Value> = self.models().into_iter().map(|id| serde_json::json!({"id": id, "object": "model", "owned_by": "servegate-replay"})).collect();
-                simple(
-                    stream,
-                    200,
-                    serde_json::json!({"object": "list", "data": data}),
-                )
+                simple(200, serde_json::json!({"object": "list", "data": data}))
             }
-            ("POST", "/v1/chat/completions") | ("POST", "/chat/completions") => {
-                self.chat(req, stream)
-            }
+            ("POST", "/v1/chat/completions") | ("POST", "/chat/completions") => self.chat(req),
             (
                 _,
                 "/health"
@@ -644,7 +653,6 @@ impl App {
                 | "/v1/chat/completions"
                 | "/chat/completions",
             ) => simple(
-                stream,
                 405,
                 http::error_body(
                     405,
@@ -653,7 +661,6 @@ impl App {
                 ),
             ),
             _ => simple(
-                stream,
                 404,
                 http::error_body(
                     404,
@@ -664,25 +671,24 @@ impl App {
         }
     }
 
-    fn chat(&self, req: &http::Request, stream: &mut TcpStream) -> bool {
+    fn chat(&self, req: &http::Request) -> Answer {
         let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
-        let refuse = |stream: &mut TcpStream, status: u16, kind: &str, msg: String| {
+        let refuse = |status: u16, kind: &str, msg: String| {
             eprintln!("replay: #{seq} {status}: {msg}");
             self.log_timing(serde_json::json!({"request": seq, "status": status, "error": msg, "arrived_mono_ns": pace::mono_ns_of(req.arrived)}));
-            stream
-                .write_all(&http::json_response(
+            Answer::Now {
+                bytes: http::json_response(
                     status,
                     &http::error_body(status, kind, &msg),
                     req.close,
-                ))
-                .is_ok()
-                && !req.close
+                ),
+                keep_open: !req.close,
+            }
         };
         let body: serde_json::Value = match serde_json::from_slice(&req.body) {
             Ok(v) => v,
             Err(e) => {
                 return refuse(
-                    stream,
                     400,
                     "invalid_request_error",
                     format!("the request body is not JSON: {e}"),
@@ -691,7 +697,6 @@ impl App {
         };
         let Some(prompt) = prompt_of(&body) else {
             return refuse(
-                stream,
                 400,
                 "invalid_request_error",
                 "the request has no user message to match a recorded response by".into(),
@@ -703,7 +708,6 @@ impl App {
             .unwrap_or(false);
         // Requests in flight at this one's arrival, itself included (the synthetic slowdown's k).
         let in_flight = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        let _leave = InFlight(&self.in_flight);
         let plan = match &self.source {
             Source::Synthetic(spec) => {
                 synthetic::plan(&spec.under_load(in_flight), seq, stream_flag)
@@ -714,10 +718,25 @@ impl App {
                 cycle,
             } => match matcher.next(rec, &prompt, *cycle) {
                 Ok(i) => recorded_plan(&rec.items[i], self.speed),
-                Err(msg) => return refuse(stream, 404, "not_found_error", msg),
+                Err(msg) => {
+                    self.in_flight.fetch_sub(1, Ordering::SeqCst);
+                    return refuse(404, "not_found_error", msg);
+                }
             },
         };
-        let sent = execute(stream, &plan, req.arrived, req.close);
+        Answer::Paced(Chat {
+            seq,
+            plan,
+            stream: stream_flag,
+            in_flight,
+        })
+    }
+
+    /// Logs a paced chat reply once written (`sent`): one timing-log line (every write's due and actual
+    /// send time; for a synthetic stream the true TTFT and decode rate) and one stderr line. The caller
+    /// leaves the in-flight count afterwards.
+    pub(crate) fn chat_done(&self, chat: &Chat, req: &http::Request, sent: &Sent) {
+        let (seq, plan, stream_flag) = (chat.seq, &chat.plan, chat.stream);
         let end = Instant::now();
         let mut sends = Vec::with_capacity(plan.sends.len());
         let mut token_sends = Vec::new();
@@ -738,7 +757,7 @@ impl App {
             "end_ms": sent.end_ms,
             "write_error": sent.write_error,
             "sends": sends,
-            "in_flight": in_flight,
+            "in_flight": chat.in_flight,
         });
         if matches!(self.source, Source::Synthetic(_)) && stream_flag {
             let (ttft, rate) = synthetic::true_figures(&token_sends);
@@ -761,8 +780,32 @@ impl App {
                 .map(|e| format!("; write failed: {e}"))
                 .unwrap_or_default()
         );
-        !sent.closed
     }
+
+    /// Leaves the in-flight count a paced reply entered (the event loop's path; the blocking path uses a
+    /// guard).
+    pub(crate) fn leave(&self) {
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A chat reply to write on time: its request number, plan, whether streamed, and requests in flight at
+/// its arrival (itself included).
+#[derive(Debug)]
+pub(crate) struct Chat {
+    pub(crate) seq: u64,
+    pub(crate) plan: Plan,
+    pub(crate) stream: bool,
+    pub(crate) in_flight: u64,
+}
+
+/// What [`App::answer`] says to do with a request.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// Write these bytes now; close after unless `keep_open`.
+    Now { bytes: Vec<u8>, keep_open: bool },
+    /// Write this reply on its schedule, then log it ([`App::chat_done`]).
+    Paced(Chat),
 }
 
 /// Leaves the in-flight count when a chat request is done (however it ends).
@@ -806,8 +849,13 @@ fn handle(app: &App, stream: TcpStream) {
     }
 }
 
-/// Accepts connections forever, one thread each.
+/// Accepts connections forever. A synthetic serve runs every connection on one thread
+/// ([`event_loop::serve`]: hundreds of concurrent streams from one core, each write still stamped just
+/// before it is made); a recording gets one thread per connection.
 pub fn serve(listener: TcpListener, app: Arc<App>) -> std::io::Result<()> {
+    if matches!(app.source, Source::Synthetic(_)) {
+        return event_loop::serve(listener, app);
+    }
     loop {
         let (stream, _) = listener.accept()?;
         let app = Arc::clone(&app);

@@ -135,11 +135,13 @@ pub const CASES: &[Case] = &[
     },
 ];
 
-fn workdir() -> PathBuf {
+/// Where bench-self writes its scratch files: `target/servegate/bench`.
+pub fn workdir() -> PathBuf {
     PathBuf::from("target/servegate/bench")
 }
 
-fn cpus() -> usize {
+/// CPUs this process may run on.
+pub fn cpus() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -155,7 +157,8 @@ fn pin_self(cpu: usize) -> bool {
     }
 }
 
-fn pin_command(cmd: &mut Command, cpu: usize) {
+/// Pins the child `cmd` starts to `cpu` (between fork and exec).
+pub fn pin_command(cmd: &mut Command, cpu: usize) {
     // SAFETY: the closure runs between fork and exec and only makes the sched_setaffinity syscall.
     unsafe {
         cmd.pre_exec(move || {
@@ -178,7 +181,7 @@ fn cpu_s_self() -> f64 {
 }
 
 /// User + system CPU seconds of the calling thread.
-fn cpu_s_thread() -> f64 {
+pub fn cpu_s_thread() -> f64 {
     // SAFETY: getrusage fills the struct we own.
     unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
@@ -213,14 +216,17 @@ fn wait_rusage(child: &mut Child) -> (i32, f64, f64) {
 }
 
 /// A synthetic serve child (pinned to CPU 0 when there are two CPUs), stopped on drop.
-struct Synth {
+pub struct Synth {
     child: Child,
-    url: String,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
     log: PathBuf,
+    stopped: bool,
 }
 
 impl Synth {
-    fn start(args: &[String], log: &Path) -> Result<Synth, String> {
+    /// Starts `servegate replay --synthetic ARGS --timing-log LOG` and waits for its listening line.
+    pub fn start(args: &[String], log: &Path) -> Result<Synth, String> {
         let _ = std::fs::remove_file(log);
         let exe = servegate_exe()?;
         let mut cmd = Command::new(exe);
@@ -251,13 +257,14 @@ impl Synth {
                     child,
                     url,
                     log: log.to_path_buf(),
+                    stopped: false,
                 });
             }
         }
     }
 
     /// The timing log's request lines (those with a `request` number and `sends`).
-    fn requests(&self) -> Vec<Value> {
+    pub fn requests(&self) -> Vec<Value> {
         read_log(&self.log)
             .into_iter()
             .filter(|v| v.get("sends").is_some())
@@ -265,7 +272,7 @@ impl Synth {
     }
 
     /// Waits until the log holds `n` request lines (they are written when a response ends).
-    fn wait_requests(&self, n: usize) -> Vec<Value> {
+    pub fn wait_requests(&self, n: usize) -> Vec<Value> {
         let t = Instant::now();
         loop {
             let v = self.requests();
@@ -277,8 +284,26 @@ impl Synth {
     }
 }
 
+impl Synth {
+    /// Stops the serve (SIGTERM) and returns the CPU seconds it used in all (user + system, `wait4`).
+    pub fn stop(&mut self) -> f64 {
+        if self.stopped {
+            return 0.0;
+        }
+        self.stopped = true;
+        // SAFETY: kill(2) on our own child's pid, not yet waited for.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        wait_rusage(&mut self.child).1
+    }
+}
+
 impl Drop for Synth {
     fn drop(&mut self) {
+        if self.stopped {
+            return;
+        }
         // SAFETY: kill(2) on our own child's pid.
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGTERM);
@@ -287,7 +312,8 @@ impl Drop for Synth {
     }
 }
 
-fn read_log(path: &Path) -> Vec<Value> {
+/// The JSON lines of a timing log (lines that do not parse are skipped).
+pub fn read_log(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -1222,121 +1248,303 @@ fn section_sha256(args: &BenchArgs, report: &mut Vec<String>) -> Value {
     json!({"mib": args.sha256_mib, "mb_per_s": {"median": med(&rates), "each": rates}, "mb_per_cpu_s": {"median": med(&cpu_rates), "each": cpu_rates}})
 }
 
-/// The load client (`servegate::io::load_client`) against the synthetic serve in a closed loop at
-/// concurrency 1, 16, 64 and 256: every stream paced at 78.125 tok/s (12.8 ms per token), so 256 streams
-/// ask for 20,000 tok/s aggregate. Per point: the client thread's CPU per streamed token (getrusage
-/// RUSAGE_THREAD: the runtime runs on this thread alone; the serve is another process, pinned to CPU 0),
-/// the aggregate tok/s reached, and the client's TTFT minus the serve's true TTFT (median, per request,
-/// matched by the reply id).
-fn section_load(report: &mut Vec<String>) -> Value {
+/// One point of the load section: a closed loop of `concurrency` streams against the synthetic serve,
+/// `requests` requests in all, each reply `tokens` tokens (one per chunk) after a `ttft_ms` first-token
+/// delay and `itl_ms` between tokens. Shared with the peers' load section (same schedules, same truth).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadCase {
+    /// Requests in flight (closed loop).
+    pub concurrency: usize,
+    /// Requests sent in all (each stream sends requests / concurrency in turn).
+    pub requests: usize,
+    /// Completion tokens per reply.
+    pub tokens: u32,
+    /// The synthetic serve's first-token delay, ms.
+    pub ttft_ms: f64,
+    /// The synthetic serve's inter-token gap, ms.
+    pub itl_ms: f64,
+}
+
+impl LoadCase {
+    /// The aggregate decode rate the schedule asks for, tok/s: concurrency × 1000 / itl.
+    pub fn asked_tok_s(&self) -> f64 {
+        self.concurrency as f64 * 1000.0 / self.itl_ms
+    }
+
+    /// The `servegate replay --synthetic` arguments serving this case (with `--usage`; the caller adds
+    /// `--timing-log`).
+    pub fn serve_args(&self) -> Vec<String> {
+        vec![
+            "--tokens".into(),
+            self.tokens.to_string(),
+            "--ttft-ms".into(),
+            self.ttft_ms.to_string(),
+            "--itl-ms".into(),
+            self.itl_ms.to_string(),
+            "--usage".into(),
+        ]
+    }
+
+    /// The chat-completion request body every request of the case sends (streamed, usage asked for).
+    pub fn body(&self) -> Value {
+        json!({"model": "synthetic", "messages": [{"role": "user", "content": "hi"}], "stream": true, "max_tokens": self.tokens, "stream_options": {"include_usage": true}})
+    }
+}
+
+/// The load section's schedules: concurrency 1, 16, 64 and 256, every stream at 78.125 tok/s (12.8 ms per
+/// token, 64 tokens, first token at 20 ms), so 256 streams ask for 20,000 tok/s aggregate; 2 × concurrency
+/// requests (at least 8) per point.
+pub fn load_schedules() -> Vec<LoadCase> {
+    [1usize, 16, 64, 256]
+        .into_iter()
+        .map(|c| LoadCase {
+            concurrency: c,
+            requests: (2 * c).max(8),
+            tokens: 64,
+            ttft_ms: 20.0,
+            itl_ms: 12.8,
+        })
+        .collect()
+}
+
+/// The synthetic serve's truth for one request, from its timing-log line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrueRequest {
+    /// The true TTFT: the first token chunk's send time, ms from the request's arrival at the serve.
+    pub ttft_ms: f64,
+    /// When the request arrived at the serve (`CLOCK_MONOTONIC` ns).
+    pub arrived_mono_ns: u64,
+    /// Requests in flight at its arrival, itself included.
+    pub in_flight: u64,
+}
+
+/// The truth per request number (the `N` of the reply id `chatcmpl-synthetic-N`) from the synthetic
+/// serve's timing-log lines; lines without a true TTFT (refusals, unstreamed replies) are left out.
+pub fn synthetic_truth(lines: &[Value]) -> std::collections::BTreeMap<u64, TrueRequest> {
+    lines
+        .iter()
+        .filter_map(|l| {
+            Some((
+                l["request"].as_u64()?,
+                TrueRequest {
+                    ttft_ms: l["true_ttft_ms"].as_f64()?,
+                    arrived_mono_ns: l["arrived_mono_ns"].as_u64().unwrap_or(0),
+                    in_flight: l["in_flight"].as_u64().unwrap_or(0),
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The request number in a synthetic reply's text (the first `chatcmpl-synthetic-N` in it), which keys
+/// [`synthetic_truth`].
+pub fn reply_seq(text: &str) -> Option<u64> {
+    text.split("chatcmpl-synthetic-")
+        .nth(1)
+        .and_then(|t| t.split(|ch: char| !ch.is_ascii_digit()).next())
+        .and_then(|t| t.parse::<u64>().ok())
+}
+
+/// One client's figures on one load point.
+#[derive(Debug, Default, Clone)]
+struct LoadRun {
+    requests: usize,
+    tokens: u64,
+    failed: usize,
+    wall_s: f64,
+    cpu_s: f64,
+    /// Client TTFT − the serve's true TTFT, per request matched by the reply id, ms.
+    ttft_err_ms: Vec<f64>,
+}
+
+impl LoadRun {
+    fn us_per_token(&self) -> Option<f64> {
+        (self.tokens > 0).then(|| self.cpu_s * 1e6 / self.tokens as f64)
+    }
+    fn tok_s(&self) -> f64 {
+        self.tokens as f64 / self.wall_s
+    }
+    fn err_p(&self, p: f64) -> Option<f64> {
+        stats::percentile(&self.ttft_err_ms, p)
+    }
+    fn to_json(&self) -> Value {
+        json!({"requests": self.requests, "tokens": self.tokens, "failed": self.failed, "wall_s": self.wall_s,
+               "aggregate_tok_s": self.tok_s(), "client_cpu_s": self.cpu_s, "us_cpu_per_token": self.us_per_token(),
+               "ttft_error_ms": {"median": self.err_p(50.0), "p95": self.err_p(95.0), "n": self.ttft_err_ms.len(), "each": self.ttft_err_ms}})
+    }
+}
+
+/// Measures the exchanges of one client against the serve's truth: tokens and failures by the runner's
+/// own parser and measure code, the TTFT error per request matched by the reply id.
+fn judge_load(
+    exchanges: &[servegate::io::client::Exchange],
+    truth: &std::collections::BTreeMap<u64, TrueRequest>,
+    run: &mut LoadRun,
+) {
+    for (i, ex) in exchanges.iter().enumerate() {
+        let rec = servegate::evidence::RequestRecord {
+            index: i,
+            stream: true,
+            http_status: ex.response.status,
+            transport_error: ex.response.transport_error.clone(),
+            ..Default::default()
+        };
+        let reply = servegate::analysis::reply_of(&rec, &ex.reads);
+        let fig = servegate::analysis::measure::measure(&reply);
+        if fig.failed.is_some() || rec.transport_error.is_some() {
+            run.failed += 1;
+            continue;
+        }
+        run.tokens += fig.completion_tokens.unwrap_or(0);
+        let text: String = ex
+            .reads
+            .iter()
+            .take(2)
+            .map(|r| String::from_utf8_lossy(&r.bytes).into_owned())
+            .collect();
+        if let (Some(seq), Some(t)) = (reply_seq(&text), fig.ttft_ms) {
+            if let Some(tr) = truth.get(&seq) {
+                run.ttft_err_ms.push(t - tr.ttft_ms);
+            }
+        }
+    }
+}
+
+/// The load client on `case` against a fresh synthetic serve: its run and the serve's CPU seconds.
+fn load_point(
+    case: &LoadCase,
+    log: &Path,
+    blocking_too: bool,
+) -> Result<(LoadRun, Option<LoadRun>, f64), String> {
     use servegate::io::load_client::{self, Schedule, Target};
+    let n = case.requests;
+    let mut synth = Synth::start(&case.serve_args(), log)?;
+    let body = case.body();
+    let target = Target::parse(&synth.url, None)?;
+    // The blocking client (src/io/client.rs, a gate without [load]) first, on the same schedule: one
+    // request at a time, n requests; its CPU is the whole process's (reqwest reads on its own threads).
+    let mut blocking = None;
+    let mut before = 0;
+    if blocking_too {
+        let http = servegate::io::client::http_client(Duration::from_secs(120), None)?;
+        let _ = servegate::io::client::send(&http, &synth.url, &body); // warm: connection pool, TLS-free
+        let cpu0 = cpu_s_self();
+        let t0 = Instant::now();
+        let ex: Vec<servegate::io::client::Exchange> = (0..n)
+            .map(|_| servegate::io::client::send(&http, &synth.url, &body))
+            .collect();
+        let mut run = LoadRun {
+            requests: n,
+            wall_s: t0.elapsed().as_secs_f64(),
+            cpu_s: cpu_s_self() - cpu0,
+            ..Default::default()
+        };
+        let lines = synth.wait_requests(n + 1);
+        before = lines.len();
+        judge_load(&ex, &synthetic_truth(&lines), &mut run);
+        blocking = Some(run);
+    }
+    let bodies: Vec<Vec<u8>> = (0..n)
+        .map(|_| serde_json::to_vec(&body).unwrap_or_default())
+        .collect();
+    let cpu0 = cpu_s_thread();
+    let t0 = Instant::now();
+    let out = load_client::run(
+        &target,
+        bodies,
+        &Schedule::Closed {
+            concurrency: case.concurrency as u32,
+        },
+        None,
+        Duration::from_secs(120),
+    )?;
+    let mut run = LoadRun {
+        requests: n,
+        wall_s: t0.elapsed().as_secs_f64(),
+        cpu_s: cpu_s_thread() - cpu0,
+        ..Default::default()
+    };
+    let lines = synth.wait_requests(before + n);
+    let serve_cpu = synth.stop();
+    let ex: Vec<servegate::io::client::Exchange> = out.into_iter().map(|x| x.exchange).collect();
+    judge_load(&ex, &synthetic_truth(&lines), &mut run);
+    Ok((run, blocking, serve_cpu))
+}
+
+/// The load client (`servegate::io::load_client`) against the synthetic serve in a closed loop at each of
+/// [`load_schedules`]. Per point: the client thread's CPU per streamed token (getrusage RUSAGE_THREAD: the
+/// runtime runs on this thread alone, pinned to CPU 1; the serve is another process, pinned to CPU 0, its
+/// CPU from `wait4`), the aggregate tok/s reached, and the client's TTFT minus the serve's true TTFT
+/// (median and p95, per request, matched by the reply id). At concurrency 1 the blocking client
+/// (`io::client`, what a gate without `[load]` uses) runs the same schedule against the same serve first.
+fn section_load(report: &mut Vec<String>) -> Value {
     eprintln!("bench: load ...");
     let tmp = workdir().join("load");
     let _ = std::fs::create_dir_all(&tmp);
-    let (tokens, itl_ms) = (64u32, 12.8);
+    let load_start = servegate::evidence::load_avg();
     let mut rows = Vec::new();
+    let mut side = None;
     report.push("## Load client: CPU per streamed token (closed loop, synthetic serve, 64 tokens per reply, 78.125 tok/s per stream)\n".into());
-    report.push("| concurrency | requests | tokens | wall s | aggregate tok/s | client CPU s | µs CPU per token | TTFT error median ms (client − serve) | failed |\n|---|---|---|---|---|---|---|---|---|".into());
-    for c in [1usize, 16, 64, 256] {
+    report.push(format!("load average at the start: {load_start:?}\n"));
+    report.push("| concurrency | requests | tokens | wall s | asked tok/s | aggregate tok/s | client CPU s | µs CPU per token | serve CPU s | TTFT error median ms | TTFT error p95 ms | failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|".into());
+    for case in load_schedules() {
+        let c = case.concurrency;
         let log = tmp.join(format!("timing-c{c}.jsonl"));
-        let sargs: Vec<String> = [
-            "--tokens",
-            &tokens.to_string(),
-            "--ttft-ms",
-            "20",
-            "--itl-ms",
-            &itl_ms.to_string(),
-            "--usage",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let synth = match Synth::start(&sargs, &log) {
-            Ok(s) => s,
-            Err(e) => return json!({"error": e}),
-        };
-        let n = (2 * c).max(8);
-        let body = json!({"model": "synthetic", "messages": [{"role": "user", "content": "hi"}], "stream": true, "max_tokens": tokens, "stream_options": {"include_usage": true}});
-        let bodies: Vec<Vec<u8>> = (0..n)
-            .map(|_| serde_json::to_vec(&body).unwrap_or_default())
-            .collect();
-        let Ok(target) = Target::parse(&synth.url, None) else {
-            return json!({"error": "bad url"});
-        };
-        let cpu0 = cpu_s_thread();
-        let t0 = Instant::now();
-        let out = load_client::run(
-            &target,
-            bodies,
-            &Schedule::Closed {
-                concurrency: c as u32,
-            },
-            None,
-            Duration::from_secs(120),
-        );
-        let wall = t0.elapsed().as_secs_f64();
-        let cpu = cpu_s_thread() - cpu0;
-        let out = match out {
-            Ok(o) => o,
-            Err(e) => return json!({"error": e}),
-        };
-        let lines = synth.wait_requests(n);
-        drop(synth);
-        let truth: std::collections::BTreeMap<u64, f64> = lines
-            .iter()
-            .filter_map(|l| Some((l["request"].as_u64()?, l["true_ttft_ms"].as_f64()?)))
-            .collect();
-        let mut got_tokens = 0u64;
-        let mut failed = 0usize;
-        let mut errs = Vec::new();
-        for (i, x) in out.iter().enumerate() {
-            let rec = servegate::evidence::RequestRecord {
-                index: i,
-                stream: true,
-                http_status: x.exchange.response.status,
-                transport_error: x.exchange.response.transport_error.clone(),
-                ..Default::default()
-            };
-            let reply = servegate::analysis::reply_of(&rec, &x.exchange.reads);
-            let fig = servegate::analysis::measure::measure(&reply);
-            if fig.failed.is_some() || rec.transport_error.is_some() {
-                failed += 1;
+        let (run, blocking, serve_cpu) = match load_point(&case, &log, c == 1) {
+            Ok(x) => x,
+            Err(e) => {
+                report.push(format!("| {c} | error: {e} |"));
+                rows.push(json!({"concurrency": c, "error": e}));
                 continue;
             }
-            got_tokens += fig.completion_tokens.unwrap_or(0);
-            let text: String = x
-                .exchange
-                .reads
-                .iter()
-                .take(2)
-                .map(|r| String::from_utf8_lossy(&r.bytes).into_owned())
-                .collect();
-            let seq = text
-                .split("chatcmpl-synthetic-")
-                .nth(1)
-                .and_then(|t| t.split(|ch: char| !ch.is_ascii_digit()).next())
-                .and_then(|t| t.parse::<u64>().ok());
-            if let (Some(seq), Some(t)) = (seq, fig.ttft_ms) {
-                if let Some(tr) = truth.get(&seq) {
-                    errs.push(t - tr);
-                }
-            }
-        }
-        let us_per_token = if got_tokens > 0 {
-            cpu * 1e6 / got_tokens as f64
-        } else {
-            f64::NAN
         };
-        let agg = got_tokens as f64 / wall;
-        let err_med = med(&errs);
         report.push(format!(
-            "| {c} | {n} | {got_tokens} | {wall:.2} | {agg:.0} | {cpu:.3} | {us_per_token:.2} | {} | {failed} |",
-            f(err_med, 3)
+            "| {c} | {} | {} | {:.2} | {:.0} | {:.0} | {:.3} | {} | {serve_cpu:.3} | {} | {} | {} |",
+            run.requests,
+            run.tokens,
+            run.wall_s,
+            case.asked_tok_s(),
+            run.tok_s(),
+            run.cpu_s,
+            f(run.us_per_token(), 2),
+            f(run.err_p(50.0), 3),
+            f(run.err_p(95.0), 3),
+            run.failed
         ));
-        rows.push(json!({"concurrency": c, "requests": n, "tokens": got_tokens, "wall_s": wall, "aggregate_tok_s": agg, "client_cpu_s": cpu, "us_cpu_per_token": us_per_token, "ttft_error_median_ms": err_med, "failed": failed}));
+        if let Some(b) = &blocking {
+            side = Some((b.clone(), run.clone()));
+        }
+        let mut row = run.to_json();
+        row["concurrency"] = json!(c);
+        row["asked_tok_s"] = json!(case.asked_tok_s());
+        row["serve_cpu_s"] = json!(serve_cpu);
+        row["blocking_client"] = blocking
+            .as_ref()
+            .map(|b| b.to_json())
+            .unwrap_or(Value::Null);
+        rows.push(row);
+    }
+    let load_end = servegate::evidence::load_avg();
+    report.push(format!("\nload average at the end: {load_end:?}\n"));
+    if let Some((b, l)) = side {
+        report.push("### Concurrency 1, side by side (same serve, same schedule; the blocking client first)\n".into());
+        report.push("| client | requests | TTFT error median ms | TTFT error p95 ms | CPU µs per token | failed |\n|---|---|---|---|---|---|".into());
+        for (name, r) in [
+            ("blocking (`io::client`, reqwest; whole-process CPU)", &b),
+            ("load client (`io::load_client`; its thread's CPU)", &l),
+        ] {
+            report.push(format!(
+                "| {name} | {} | {} | {} | {} | {} |",
+                r.requests,
+                f(r.err_p(50.0), 3),
+                f(r.err_p(95.0), 3),
+                f(r.us_per_token(), 2),
+                r.failed
+            ));
+        }
     }
     report.push(String::new());
-    json!({"points": rows})
+    json!({"points": rows, "load_avg_start": load_start, "load_avg_end": load_end})
 }
 
 fn machine() -> Value {
@@ -1397,6 +1605,9 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
     if want("load") {
         out.insert("load".into(), section_load(&mut report));
     }
+    if want("load") && args.peers {
+        out.insert("load_peers".into(), crate::bench_peers_load::section(&mut report));
+    }
     out.insert("machine_end".into(), machine());
     report.push(format!(
         "load average at the end: {:?}\n",
@@ -1422,6 +1633,30 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn synthetic_truth_is_keyed_by_the_reply_id() {
+        let lines = vec![
+            json!({"request": 3, "true_ttft_ms": 20.5, "arrived_mono_ns": 7, "in_flight": 2, "sends": []}),
+            json!({"request": 4, "status": 400, "error": "x"}),
+        ];
+        let t = synthetic_truth(&lines);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[&3].ttft_ms, 20.5);
+        assert_eq!(t[&3].in_flight, 2);
+        let text = r#"data: {"id":"chatcmpl-synthetic-3","object":"chat.completion.chunk"}"#;
+        assert_eq!(
+            reply_seq(text).and_then(|s| t.get(&s)).map(|x| x.ttft_ms),
+            Some(20.5)
+        );
+        assert_eq!(reply_seq("no id"), None);
+        let cases = load_schedules();
+        assert_eq!(
+            cases.iter().map(|c| c.concurrency).collect::<Vec<_>>(),
+            vec![1, 16, 64, 256]
+        );
+        assert!((cases[3].asked_tok_s() - 20_000.0).abs() < 1e-6);
+    }
 
     #[test]
     fn llama_benchy_per_run_values_are_read() {
