@@ -2037,27 +2037,35 @@ fn known_answer_of(
     }
 }
 
-/// The spec's engine version when it gives one (a serve may say only `b0-unknown`), else what the serve
-/// says; when both exist and differ, the serve's own words go into the notes.
+/// The engine version, from the evidence first: what the serve said (run.json `serve.version`, e.g.
+/// `/props` build_info, `/openapi.json` info.version, `/version`: spec/detect.rs), unless it names no build
+/// (`b0-unknown`); else the gate's `[record] engine_version`. When both exist and their version numbers
+/// disagree (spec::detect::versions_agree), the notes say so in both words.
 fn engine_version(
     spec: &RunRecordSpec,
     serve_says: Option<&str>,
     notes: &mut Vec<String>,
     sources: &mut BTreeMap<String, String>,
 ) -> Option<String> {
-    let (v, from) = match (&spec.engine_version, serve_says) {
-        (Some(v), Some(s)) if v != s => {
-            notes.push(format!("the serve reports its version as {s:?}"));
-            (
-                Some(v.clone()),
-                "the gate's [record] table (the serve's own words are in notes)",
-            )
+    let serve_says = serve_says.filter(|s| !s.trim().is_empty());
+    let informative = serve_says.filter(|s| !s.contains("b0-unknown"));
+    if let (Some(v), Some(s)) = (&spec.engine_version, serve_says) {
+        if !crate::spec::detect::versions_agree(v, s) {
+            notes.push(format!(
+                "engine_version: the gate's [record] says {v:?} but the serve reports {s:?}"
+            ));
         }
-        (Some(v), _) => (Some(v.clone()), "the gate's [record] table"),
-        (None, s) => (
-            s.map(str::to_string),
-            "the serve (run.json serve.version: /props build_info or system_fingerprint)",
+    }
+    let (v, from) = match (informative, &spec.engine_version) {
+        (Some(s), _) => (
+            Some(s.to_string()),
+            "the serve (run.json serve.version; its source in serve.version_source)",
         ),
+        (None, Some(v)) => (
+            Some(v.clone()),
+            "the gate's [record] table",
+        ),
+        (None, None) => (serve_says.map(str::to_string), "the serve (run.json serve.version)"),
     };
     if v.is_some() {
         sources.insert("settings.engine_version".into(), from.into());
@@ -2506,6 +2514,13 @@ pub fn from_pair_run_as(
         "model.sha256".into(),
         "pair.json model_sha256 (hashed before the first arm, unchanged after the last)".into(),
     );
+    if s.model_file_theirs != s.model_file_ours {
+        other.push(format!(
+            "the arms loaded different files: ours {}, theirs {} (model.sha256 is ours' file, the one theirs' copy was derived from: pair.json model_file_ours / model_file_theirs)",
+            public_path(&s.model_file_ours),
+            public_path(&s.model_file_theirs)
+        ));
+    }
     let mut ours_sources = BTreeMap::new();
     let version =
         if role == "theirs" {
@@ -2523,7 +2538,12 @@ pub fn from_pair_run_as(
         host: public_host(&s.host, spec.publish_host),
         model: Model {
             name: spec.model_name.clone(),
-            file: Some(public_path(&s.model_file_ours)),
+            // Which file this side's arms loaded (theirs may load a copy derived from ours' file).
+            file: Some(public_path(if role == "theirs" {
+                &s.model_file_theirs
+            } else {
+                &s.model_file_ours
+            })),
             sha256: sha,
             sha256_form: "full".into(),
             sha256_of: "file".into(),
