@@ -207,6 +207,15 @@ fn vllm_version_and_models_are_read_from_its_endpoints() {
     assert!(body("vllm/models").contains(r#""id":"smollm2""#));
 }
 
+#[test]
+fn vllm_refuses_an_unknown_model_with_a_404_naming_it() {
+    // Unlike llama-cpp-python (below), vLLM checks the name: a failed reply, the serve's words quoted.
+    let r = capture("vllm/unknown_model");
+    let f = r.failure().expect("a failed reply");
+    assert_eq!(r.http_status, Some(404));
+    assert!(f.to_string().contains("no-such-model"), "{f}");
+}
+
 // ---- llama-cpp-python 0.3.36 ---------------------------------------------------------------------------
 
 #[test]
@@ -381,7 +390,7 @@ fn an_unprovisioned_runtime_is_an_unmet_requirement_naming_its_script() {
 
 // ---- engine detection and the serve's version, from recorded captures (spec/detect.rs) ------------------
 
-use servegate::spec::detect::{detect, serve_version, ServeSays};
+use servegate::spec::detect::{detect, package_version, serve_version, ServeSays};
 use servegate::spec::profile::Engine;
 
 /// One recorded endpoint as the runner reads it: (status, body), or None when it was not captured.
@@ -427,9 +436,13 @@ fn llama_cpp_is_detected_by_its_server_header_and_props_and_xllamacpp_named_from
         all.contains("Server: llama.cpp header") && all.contains("b0-unknown"),
         "{all}"
     );
-    // xllamacpp's wheel says b0-unknown: the reference serve's own log line names the package version.
-    let (v, from) = serve_version(d.engine, &s).unwrap();
-    assert_eq!(v, "xllamacpp 2026.10.11549 (llama.cpp b0-unknown)");
+    // Its version keeps /props' words (baselines key on them); the package comes from the log line.
+    assert_eq!(
+        serve_version(d.engine, &s).map(|v| v.0).as_deref(),
+        Some("llama.cpp b0-unknown")
+    );
+    let (v, from) = package_version(d.engine, &s).unwrap();
+    assert_eq!(v, "xllamacpp 2026.10.11549");
     assert!(from.contains("serve.log"), "{from}");
     // Upstream llama-server (b11434, ../shared/captures): a real build number, from /props alone.
     let http = std::fs::read_to_string(data("llamacpp/props-llama-server-b11434.http")).unwrap();

@@ -106,6 +106,11 @@ pub struct ServeRecord {
     /// `serve.log ...`: spec/detect.rs `serve_version`). Absent in older evidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_source: Option<String>,
+    /// The serve's package and version where `version` names no build (llama.cpp `b0-unknown`):
+    /// `xllamacpp 2026.10.11549` from the reference serve's log (spec/detect.rs `package_version`). Records
+    /// prefer it to a `b0-unknown` version; comparability keys stay on `version`. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package_version: Option<String>,
     /// Without `[serve] engine` (or with `"auto"`): the engine detected after readiness, the evidence for it
     /// and the profile defaults that then applied (spec/detect.rs). Absent when the gate names its engine.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -2037,6 +2037,16 @@ fn known_answer_of(
     }
 }
 
+/// What the serve said its version is: `serve.package_version` (`xllamacpp 2026.10.11549`) where
+/// `serve.version` names no build (`llama.cpp b0-unknown`), else `serve.version`.
+fn serve_words(serve: &crate::evidence::ServeRecord) -> Option<&str> {
+    match (&serve.version, &serve.package_version) {
+        (Some(v), Some(p)) if v.contains("b0-unknown") => Some(p.as_str()),
+        (Some(v), _) => Some(v.as_str()),
+        (None, p) => p.as_deref(),
+    }
+}
+
 /// The engine version, from the evidence first: what the serve said (run.json `serve.version`, e.g.
 /// `/props` build_info, `/openapi.json` info.version, `/version`: spec/detect.rs), unless it names no build
 /// (`b0-unknown`); else the gate's `[record] engine_version`. When both exist and their version numbers
@@ -2282,7 +2292,7 @@ fn build_run(
             }
         },
     );
-    let version = engine_version(spec, run.serve.version.as_deref(), &mut other, &mut sources);
+    let version = engine_version(spec, serve_words(&run.serve), &mut other, &mut sources);
     let record = Record {
         schema: RECORD_SCHEMA.into(),
         id: spec.id.clone(),
@@ -2454,14 +2464,14 @@ pub fn from_pair_run_as(
             "ours" => {
                 ours.extend(values);
                 if role == "ours" {
-                    version = version.or_else(|| ev.run.serve.version.clone());
+                    version = version.or_else(|| serve_words(&ev.run.serve).map(str::to_string));
                 }
             }
             "theirs" => {
                 theirs.extend(values);
                 theirs_runtime = theirs_runtime.or_else(|| Some(arm.runtime.clone()));
                 if role == "theirs" {
-                    version = version.or_else(|| ev.run.serve.version.clone());
+                    version = version.or_else(|| serve_words(&ev.run.serve).map(str::to_string));
                 }
             }
             other => {

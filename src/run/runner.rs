@@ -845,6 +845,7 @@ fn drive_target_inner(
     let (version, version_source) = crate::spec::detect::serve_version(engine, &says).unzip();
     summary.serve.version = version;
     summary.serve.version_source = version_source;
+    summary.serve.package_version = crate::spec::detect::package_version(engine, &says).map(|p| p.0);
     summary.serve.models = model_ids(&says);
     if let Some(expect) = &spec.expect_model {
         if !summary

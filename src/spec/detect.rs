@@ -137,8 +137,9 @@ pub fn detect(s: &ServeSays) -> Detection {
 }
 
 /// The serve's version and where it came from, for `run.json` `serve.version` / `serve.version_source`:
-/// - llama.cpp: `/props` `build_info` (`llama.cpp b11434-515e85511`); an unknown build (`b0-unknown`, as
-///   xllamacpp's wheel says) gives way to the reference serve's log line `engine xllamacpp 2026.10.11549`;
+/// - llama.cpp: `/props` `build_info` (`llama.cpp b11434-515e85511`; xllamacpp's wheel says `b0-unknown`, and
+///   [`package_version`] then names the package). This string keys comparability with baselines
+///   (evidence/comparability.rs), so it stays what `/props` says;
 /// - llama-cpp-python: `/openapi.json` `info.version` (its package version, `llama-cpp-python 0.3.36`);
 /// - vLLM: `/version` (`vllm 0.32.0`);
 /// - unknown engine: `/props`, then `/version`, as [`super::profile::version_of`] reads them.
@@ -154,22 +155,7 @@ pub fn serve_version(engine: Option<Engine>, s: &ServeSays) -> Option<(String, S
         .and_then(|b| super::profile::version_of(engine, "/version", &b))
         .map(|v| (v, "/version".to_string()));
     match engine {
-        Some(Engine::LlamaCpp) => {
-            let log = xllamacpp_in_log(&s.log);
-            match (from_props, log) {
-                (Some((v, _)), Some(x)) if v.contains("b0-unknown") => Some((
-                    format!("xllamacpp {x} ({v})"),
-                    "serve.log `engine xllamacpp VERSION` (/props build_info says b0-unknown)"
-                        .into(),
-                )),
-                (Some(p), _) => Some(p),
-                (None, Some(x)) => Some((
-                    format!("xllamacpp {x}"),
-                    "serve.log `engine xllamacpp VERSION`".into(),
-                )),
-                (None, None) => None,
-            }
-        }
+        Some(Engine::LlamaCpp) => from_props,
         Some(Engine::LlamaCppPython) => openapi_info(s)
             .filter(|(t, _)| t.contains("llama.cpp Python"))
             .map(|(_, v)| {
@@ -181,6 +167,22 @@ pub fn serve_version(engine: Option<Engine>, s: &ServeSays) -> Option<(String, S
         Some(Engine::Vllm) => from_version,
         None => from_props.or(from_version),
     }
+}
+
+/// The serve's package and version where its build number says nothing (`b0-unknown`): servegate's
+/// reference serve logs `reference-serve: engine xllamacpp 2026.10.11549 ...` first, giving
+/// (`xllamacpp 2026.10.11549`, its source). For run.json `serve.package_version`; records prefer it to a
+/// `b0-unknown` version. None for other engines and logs.
+pub fn package_version(engine: Option<Engine>, s: &ServeSays) -> Option<(String, String)> {
+    if engine.is_some_and(|e| e != Engine::LlamaCpp) {
+        return None;
+    }
+    xllamacpp_in_log(&s.log).map(|x| {
+        (
+            format!("xllamacpp {x}"),
+            "serve.log `reference-serve: engine xllamacpp VERSION`".to_string(),
+        )
+    })
 }
 
 /// `2026.10.11549` from the reference serve's first log line `reference-serve: engine xllamacpp 2026.10.11549 ...`.
@@ -242,7 +244,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_llama_cpp_build_gives_way_to_the_xllamacpp_log_line() {
+    fn an_unknown_llama_cpp_build_keeps_its_words_and_the_package_comes_from_the_log() {
         let s = ServeSays {
             props: ok(r#"{"build_info":"b0-unknown"}"#),
             log:
@@ -250,11 +252,17 @@ mod tests {
                     .into(),
             ..Default::default()
         };
-        let (v, from) = serve_version(Some(Engine::LlamaCpp), &s).unwrap();
-        assert_eq!(v, "xllamacpp 2026.10.11549 (llama.cpp b0-unknown)");
+        assert_eq!(
+            serve_version(Some(Engine::LlamaCpp), &s).unwrap().0,
+            "llama.cpp b0-unknown"
+        );
+        let (v, from) = package_version(Some(Engine::LlamaCpp), &s).unwrap();
+        assert_eq!(v, "xllamacpp 2026.10.11549");
         assert!(from.contains("serve.log"), "{from}");
+        assert_eq!(package_version(Some(Engine::Vllm), &s), None);
         let s = ServeSays {
             props: ok(r#"{"build_info":"b11434-515e85511"}"#),
+            log: String::new(),
             ..s
         };
         assert_eq!(
@@ -264,6 +272,7 @@ mod tests {
                 "/props build_info".to_string()
             )
         );
+        assert_eq!(package_version(Some(Engine::LlamaCpp), &s), None);
     }
 
     #[test]
