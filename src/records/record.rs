@@ -2059,7 +2059,7 @@ fn engine_version(
 ) -> Option<String> {
     let serve_says = serve_says.filter(|s| !s.trim().is_empty());
     let informative = serve_says.filter(|s| !s.contains("b0-unknown"));
-    if let (Some(v), Some(s)) = (&spec.engine_version, serve_says) {
+    if let (Some(v), Some(s)) = (&spec.engine_version, informative) {
         if !crate::spec::detect::versions_agree(v, s) {
             notes.push(format!(
                 "engine_version: the gate's [record] says {v:?} but the serve reports {s:?}"
