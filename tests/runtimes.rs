@@ -1,7 +1,8 @@
 //! The dialects of three real serves (issue 19): llama.cpp's server, llama-cpp-python's server and vLLM on
 //! CPU. Each difference is a test through the parser on a recorded capture of the real serve
 //! (tests/data/runtimes/, made with tests/data/runtimes/capture.py; README there), and the readiness rules
-//! against a scripted fake serve. The live gates are gates/reference-smoke-{lcp,vllm}.toml and
+//! against a scripted fake serve. Engine detection and the serve's version (spec/detect.rs) are tested on
+//! the captures of each runtime's /props, /version, /openapi.json, /v1/models and Server header. The live gates are gates/reference-smoke-{lcp,vllm}.toml and
 //! gates/reference-pair-vllm.toml (`cargo test --test gates`, skipped when not provisioned).
 
 use std::path::{Path, PathBuf};
@@ -206,6 +207,15 @@ fn vllm_version_and_models_are_read_from_its_endpoints() {
     assert!(body("vllm/models").contains(r#""id":"smollm2""#));
 }
 
+#[test]
+fn vllm_refuses_an_unknown_model_with_a_404_naming_it() {
+    // Unlike llama-cpp-python (below), vLLM checks the name: a failed reply, the serve's words quoted.
+    let r = capture("vllm/unknown_model");
+    let f = r.failure().expect("a failed reply");
+    assert_eq!(r.http_status, Some(404));
+    assert!(f.to_string().contains("no-such-model"), "{f}");
+}
+
 // ---- llama-cpp-python 0.3.36 ---------------------------------------------------------------------------
 
 #[test]
@@ -376,4 +386,287 @@ fn an_unprovisioned_runtime_is_an_unmet_requirement_naming_its_script() {
     assert!(g.requirements().is_empty());
     let bad = parse_gate(&SMOKE.replace("[\"vllm\"]", "[\"../x\"]"), dir.path()).unwrap_err();
     assert!(bad.contains("requires.provisioned"), "{bad}");
+}
+
+// ---- engine detection and the serve's version, from recorded captures (spec/detect.rs) ------------------
+
+use servegate::spec::detect::{detect, package_version, serve_version, ServeSays};
+use servegate::spec::profile::Engine;
+
+/// One recorded endpoint as the runner reads it: (status, body), or None when it was not captured.
+fn endpoint(name: &str) -> Option<(u16, String)> {
+    let meta = std::fs::read_to_string(data(&format!("{name}.meta.json"))).ok()?;
+    let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
+    Some((meta["status"].as_u64().unwrap() as u16, body(name)))
+}
+
+/// The `Server` header recorded with a capture (capture.py keeps it in the meta file).
+fn server_header(name: &str) -> Option<String> {
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data(&format!("{name}.meta.json"))).unwrap())
+            .unwrap();
+    meta["server"].as_str().map(str::to_string)
+}
+
+/// What a serve said, from its capture directory (`llamacpp`, `lcp`, `vllm`).
+fn says(dir: &str, log: &str) -> ServeSays {
+    ServeSays {
+        server_header: server_header(&format!("{dir}/models")),
+        props: endpoint(&format!("{dir}/props")),
+        version: endpoint(&format!("{dir}/version")),
+        openapi: endpoint(&format!("{dir}/openapi")),
+        models: endpoint(&format!("{dir}/models")),
+        log: log.to_string(),
+    }
+}
+
+#[test]
+fn llama_cpp_is_detected_by_its_server_header_and_props_and_xllamacpp_named_from_its_log() {
+    let log = "reference-serve: engine xllamacpp 2026.10.11549 llama.cpp build b0-unknown (GNU 10.2.1, Linux x86_64); python 3.11.7\n";
+    let s = says("llamacpp", log);
+    assert_eq!(
+        s.version.as_ref().map(|v| v.0),
+        Some(404),
+        "no /version on llama.cpp"
+    );
+    let d = detect(&s);
+    assert_eq!(d.engine, Some(Engine::LlamaCpp), "{:?}", d.evidence);
+    let all = d.evidence.join("; ");
+    assert!(
+        all.contains("Server: llama.cpp header") && all.contains("b0-unknown"),
+        "{all}"
+    );
+    // Its version keeps /props' words (baselines key on them); the package comes from the log line.
+    assert_eq!(
+        serve_version(d.engine, &s).map(|v| v.0).as_deref(),
+        Some("llama.cpp b0-unknown")
+    );
+    let (v, from) = package_version(d.engine, &s).unwrap();
+    assert_eq!(v, "xllamacpp 2026.10.11549");
+    assert!(from.contains("serve.log"), "{from}");
+    // Upstream llama-server (b11434, ../shared/captures): a real build number, from /props alone.
+    let http = std::fs::read_to_string(data("llamacpp/props-llama-server-b11434.http")).unwrap();
+    let (head, props) = http.split_once("\r\n\r\n").unwrap();
+    let server = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Server: "))
+        .map(str::to_string);
+    let s = ServeSays {
+        server_header: server,
+        props: Some((200, props.to_string())),
+        ..Default::default()
+    };
+    assert_eq!(detect(&s).engine, Some(Engine::LlamaCpp));
+    let (v, from) = serve_version(Some(Engine::LlamaCpp), &s).unwrap();
+    assert!(
+        v.starts_with("llama.cpp b") && !v.contains("b0-unknown"),
+        "{v}"
+    );
+    assert_eq!(from, "/props build_info");
+}
+
+#[test]
+fn llama_cpp_python_is_detected_by_its_openapi_title_and_versioned_by_it() {
+    let s = says("lcp", "");
+    // Its dialect: uvicorn, no /props, no /version.
+    assert_eq!(s.server_header.as_deref(), Some("uvicorn"));
+    assert_eq!(s.props.as_ref().map(|p| p.0), Some(404));
+    assert_eq!(s.version.as_ref().map(|p| p.0), Some(404));
+    let d = detect(&s);
+    assert_eq!(d.engine, Some(Engine::LlamaCppPython), "{:?}", d.evidence);
+    assert!(
+        d.evidence[0].contains("llama.cpp Python API"),
+        "{:?}",
+        d.evidence
+    );
+    assert_eq!(
+        serve_version(d.engine, &s),
+        Some((
+            "llama-cpp-python 0.3.36".to_string(),
+            "/openapi.json info.version".to_string()
+        ))
+    );
+}
+
+#[test]
+fn vllm_is_detected_by_its_version_endpoint_and_model_owner() {
+    let s = says("vllm", "");
+    let d = detect(&s);
+    assert_eq!(d.engine, Some(Engine::Vllm), "{:?}", d.evidence);
+    let all = d.evidence.join("; ");
+    assert!(
+        all.contains("owned_by \"vllm\"") && all.contains("0.32.0"),
+        "{all}"
+    );
+    assert_eq!(
+        serve_version(d.engine, &s),
+        Some(("vllm 0.32.0".to_string(), "/version".to_string()))
+    );
+    // Each engine's captures are told apart from the others' (no rule fires on another's answers).
+    assert_ne!(detect(&says("lcp", "")).engine, Some(Engine::Vllm));
+    assert_ne!(detect(&says("llamacpp", "")).engine, Some(Engine::Vllm));
+}
+
+#[test]
+fn auto_is_the_same_as_no_engine_and_check_says_what_will_be_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = parse_gate(
+        &SMOKE.replace("\"vllm\"\ncommand", "\"auto\"\ncommand"),
+        dir.path(),
+    )
+    .unwrap();
+    assert_eq!(g.serve.engine, None);
+    assert_eq!(g.serve.ready_path, "/health");
+    assert!(!g.serve.clock_set);
+    assert!(
+        !g.request.extra.contains_key("repetition_penalty"),
+        "no profile before detection"
+    );
+    let line = servegate::spec::profile::effective(&g.serve, &g.request).unwrap();
+    assert!(
+        line.starts_with("engine auto: detected after readiness"),
+        "{line}"
+    );
+    assert!(
+        line.contains("ready /health") && line.contains("greedy fields"),
+        "{line}"
+    );
+}
+
+// ---- live: llama-cpp-python's dialect against the real serve (skipped when not provisioned) -------------
+
+fn cache_dir() -> PathBuf {
+    std::env::var_os("SERVEGATE_CACHE")
+        .filter(|c| !c.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/servegate")
+        })
+}
+
+/// The real llama-cpp-python 0.3.36 serve (ready in about 2-8 s): readiness without /health, detection and
+/// version, 500 text/plain on bad JSON, an unknown model answered and echoed with no usage chunk. Skipped
+/// (passing, with the reason on stderr) when scripts/provision-lcp.sh has not run.
+#[test]
+fn live_lcp_dialect_against_the_real_serve() {
+    let cache = cache_dir();
+    let python = cache.join("venv-lcp-0.3.36/bin/python");
+    let model = cache.join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !cache.join("provisioned/lcp").is_file() || !python.is_file() || !model.is_file() {
+        eprintln!(
+            "skipped: llama-cpp-python is not provisioned in {} (run scripts/provision-lcp.sh)",
+            cache.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = servegate::io::port::free_port("127.0.0.1").unwrap();
+    let command: Vec<String> = [
+        python.display().to_string(),
+        "-m".into(),
+        "llama_cpp.server".into(),
+        "--model".into(),
+        model.display().to_string(),
+        "--model_alias".into(),
+        "smollm2".into(),
+        "--host".into(),
+        "127.0.0.1".into(),
+        "--port".into(),
+        port.to_string(),
+        "--n_ctx".into(),
+        "2048".into(),
+        "--n_threads".into(),
+        "1".into(),
+        "--n_threads_batch".into(),
+        "1".into(),
+    ]
+    .into();
+    let mut spec = ServeSpec::new(command, port, dir.path().join("serve.log"));
+    spec.ready_path = "/v1/models".into();
+    spec.ready_timeout = Duration::from_secs(180);
+    let mut serve = Serve::start(spec).unwrap();
+    let ready = serve.wait_ready();
+    let base = format!("http://127.0.0.1:{port}");
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        ready.expect("ready on /v1/models");
+        let http = servegate::io::client::http_client(Duration::from_secs(120), None).unwrap();
+        let t = Duration::from_secs(10);
+        let get = |p: &str| servegate::io::client::get(&http, &base, p, t).ok();
+        // No /health: the profile's readiness path is the only one.
+        assert_eq!(get("/health").map(|g| g.0), Some(404));
+        // Detection and version from what it says about itself.
+        let resp = http.get(format!("{base}/v1/models")).send().unwrap();
+        let server = resp
+            .headers()
+            .get("server")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let models = Some((resp.status().as_u16(), resp.text().unwrap()));
+        let says = ServeSays {
+            server_header: server,
+            props: get("/props"),
+            version: get("/version"),
+            openapi: get("/openapi.json"),
+            models,
+            log: String::new(),
+        };
+        let d = detect(&says);
+        assert_eq!(d.engine, Some(Engine::LlamaCppPython), "{:?}", d.evidence);
+        assert_eq!(
+            serve_version(d.engine, &says).map(|v| v.0).as_deref(),
+            Some("llama-cpp-python 0.3.36")
+        );
+        // Bad JSON: 500 text/plain, a server error with the body quoted.
+        let bad = http
+            .post(format!("{base}/v1/chat/completions"))
+            .header("content-type", "application/json")
+            .body("{not json")
+            .send()
+            .unwrap();
+        let status = bad.status().as_u16();
+        let ctype = bad
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let bytes = bad.bytes().unwrap().to_vec();
+        assert_eq!(
+            (status, ctype.starts_with("text/plain")),
+            (500, true),
+            "{ctype}"
+        );
+        let r = servegate::analysis::reply::parse_body(&bytes, Some(status), 1.0);
+        let f = r.failure().expect("a failed reply");
+        assert!(
+            matches!(f.code(), FailureCode::ServerError | FailureCode::HttpStatus),
+            "{f}"
+        );
+        // An unknown model: answered and echoed, no usage chunk even when asked; /v1/models tells it apart.
+        let body = serde_json::json!({
+            "model": "no-such-model",
+            "messages": [{"role": "user", "content": "What is the capital of France?"}],
+            "max_tokens": 12, "temperature": 0, "repeat_penalty": 1.0,
+            "stream": true, "stream_options": {"include_usage": true}
+        });
+        let ex = servegate::io::client::send(&http, &base, &body);
+        let r = parse_stream(&ex.reads, ex.response.status);
+        assert!(r.failure().is_none(), "{:?}", r.failure());
+        assert_eq!(r.model.as_deref(), Some("no-such-model"));
+        let f = measure(&r);
+        assert_eq!(f.completion_tokens, None, "no usage chunk");
+        assert_eq!(
+            f.completion_tokens_source,
+            Some(TokenSource::TokenChunkCountEstimate)
+        );
+        let listed = vec!["smollm2".to_string()];
+        assert_eq!(
+            servegate::run::runner::model_served("no-such-model", &listed),
+            Some(false)
+        );
+    }));
+    let _ = serve.stop();
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e);
+    }
 }

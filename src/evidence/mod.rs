@@ -104,6 +104,19 @@ pub struct ServeRecord {
     pub failure: Option<String>,
     /// The serve's version where it says it: llama.cpp `/props` `build_info`, `system_fingerprint`.
     pub version: Option<String>,
+    /// Where `version` came from (`/props build_info`, `/openapi.json info.version`, `/version`,
+    /// `serve.log ...`: spec/detect.rs `serve_version`). Absent in older evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_source: Option<String>,
+    /// The serve's package and version where `version` names no build (llama.cpp `b0-unknown`):
+    /// `xllamacpp 2026.10.11549` from the reference serve's log (spec/detect.rs `package_version`). Records
+    /// prefer it to a `b0-unknown` version; comparability keys stay on `version`. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package_version: Option<String>,
+    /// Without `[serve] engine` (or with `"auto"`): the engine detected after readiness, the evidence for it
+    /// and the profile defaults that then applied (spec/detect.rs). Absent when the gate names its engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detected: Option<DetectedEngine>,
     /// Model ids from `/v1/models`.
     pub models: Vec<String>,
     /// With `[serve] clock = "metrics"` (vLLM): the serve's own histograms' deltas over the requests
@@ -132,6 +145,19 @@ pub struct ServeRecord {
     /// records copy it from here. Absent in older evidence and when the serve was given no model file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_file: Option<ModelFileHash>,
+}
+
+/// `run.json` `serve.detected`: the engine recognised from what the serve said about itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DetectedEngine {
+    /// The engine's gate name (`llama.cpp`, `llama-cpp-python`, `vllm`), or None when none was recognised.
+    pub engine: Option<String>,
+    /// What it was recognised by, one phrase per fact (`Server: llama.cpp header`).
+    pub evidence: Vec<String>,
+    /// The profile defaults that applied because the gate had not set them (`clock metrics`,
+    /// `repeat_penalty 1.0`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applied: Vec<String>,
 }
 
 /// `run.json` `serve.model_file`: the model file the serve was given, hashed when the serve started.

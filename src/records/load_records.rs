@@ -20,7 +20,7 @@
 use std::path::Path;
 
 use super::record::{
-    self, engine_version, evidence_digest, first_difference, model_from_evidence,
+    self, engine_version, evidence_digest, serve_words, first_difference, model_from_evidence,
     prompt_tokens_setting, public_host, public_path, refuse_failed_verdicts, round_to, run_hold,
     sampling_of, spec_of, spec_sources, Hold, Instrument, KnownAnswer, Load, LoadPoint, Metric,
     Model, Notes, Problem, Record, RecordError, RunRecordSpec, Settings, Source, RECORD_SCHEMA,
@@ -273,7 +273,7 @@ pub fn from_load_run(
             ),
         );
     }
-    let version = engine_version(spec, run.serve.version.as_deref(), &mut other, &mut sources);
+    let version = engine_version(spec, serve_words(&run.serve), &mut other, &mut sources);
     let hold = if gate.hold.is_some() {
         run_hold(gate, &run.started_utc, run.ended_utc.as_deref())
     } else {

@@ -2093,27 +2093,45 @@ fn known_answer_of(
     }
 }
 
-/// The spec's engine version when it gives one (a serve may say only `b0-unknown`), else what the serve
-/// says; when both exist and differ, the serve's own words go into the notes.
+/// What the serve said its version is: `serve.package_version` (`xllamacpp 2026.10.11549`) where
+/// `serve.version` names no build (`llama.cpp b0-unknown`), else `serve.version`.
+pub(super) fn serve_words(serve: &crate::evidence::ServeRecord) -> Option<&str> {
+    match (&serve.version, &serve.package_version) {
+        (Some(v), Some(p)) if v.contains("b0-unknown") => Some(p.as_str()),
+        (Some(v), _) => Some(v.as_str()),
+        (None, p) => p.as_deref(),
+    }
+}
+
+/// The engine version, from the evidence first: what the serve said (run.json `serve.version`, e.g.
+/// `/props` build_info, `/openapi.json` info.version, `/version`: spec/detect.rs), unless it names no build
+/// (`b0-unknown`); else the gate's `[record] engine_version`. When both exist and their version numbers
+/// disagree (spec::detect::versions_agree), the notes say so in both words.
 pub(super) fn engine_version(
     spec: &RunRecordSpec,
     serve_says: Option<&str>,
     notes: &mut Vec<String>,
     sources: &mut BTreeMap<String, String>,
 ) -> Option<String> {
-    let (v, from) = match (&spec.engine_version, serve_says) {
-        (Some(v), Some(s)) if v != s => {
-            notes.push(format!("the serve reports its version as {s:?}"));
-            (
-                Some(v.clone()),
-                "the gate's [record] table (the serve's own words are in notes)",
-            )
+    let serve_says = serve_says.filter(|s| !s.trim().is_empty());
+    let informative = serve_says.filter(|s| !s.contains("b0-unknown"));
+    if let (Some(v), Some(s)) = (&spec.engine_version, informative) {
+        if !crate::spec::detect::versions_agree(v, s) {
+            notes.push(format!(
+                "engine_version: the gate's [record] says {v:?} but the serve reports {s:?}"
+            ));
         }
-        (Some(v), _) => (Some(v.clone()), "the gate's [record] table"),
-        (None, s) => (
-            s.map(str::to_string),
-            "the serve (run.json serve.version: /props build_info or system_fingerprint)",
+    }
+    let (v, from) = match (informative, &spec.engine_version) {
+        (Some(s), _) => (
+            Some(s.to_string()),
+            "the serve (run.json serve.version; its source in serve.version_source)",
         ),
+        (None, Some(v)) => (
+            Some(v.clone()),
+            "the gate's [record] table",
+        ),
+        (None, None) => (serve_says.map(str::to_string), "the serve (run.json serve.version)"),
     };
     if v.is_some() {
         sources.insert("settings.engine_version".into(), from.into());
@@ -2330,7 +2348,7 @@ fn build_run(
             }
         },
     );
-    let version = engine_version(spec, run.serve.version.as_deref(), &mut other, &mut sources);
+    let version = engine_version(spec, serve_words(&run.serve), &mut other, &mut sources);
     let record = Record {
         schema: RECORD_SCHEMA.into(),
         id: spec.id.clone(),
@@ -2503,14 +2521,14 @@ pub fn from_pair_run_as(
             "ours" => {
                 ours.extend(values);
                 if role == "ours" {
-                    version = version.or_else(|| ev.run.serve.version.clone());
+                    version = version.or_else(|| serve_words(&ev.run.serve).map(str::to_string));
                 }
             }
             "theirs" => {
                 theirs.extend(values);
                 theirs_runtime = theirs_runtime.or_else(|| Some(arm.runtime.clone()));
                 if role == "theirs" {
-                    version = version.or_else(|| ev.run.serve.version.clone());
+                    version = version.or_else(|| serve_words(&ev.run.serve).map(str::to_string));
                 }
             }
             other => {
@@ -2563,6 +2581,13 @@ pub fn from_pair_run_as(
         "model.sha256".into(),
         "pair.json model_sha256 (hashed before the first arm, unchanged after the last)".into(),
     );
+    if s.model_file_theirs != s.model_file_ours {
+        other.push(format!(
+            "the arms loaded different files: ours {}, theirs {} (model.sha256 is ours' file, the one theirs' copy was derived from: pair.json model_file_ours / model_file_theirs)",
+            public_path(&s.model_file_ours),
+            public_path(&s.model_file_theirs)
+        ));
+    }
     let mut ours_sources = BTreeMap::new();
     let version =
         if role == "theirs" {
@@ -2580,7 +2605,12 @@ pub fn from_pair_run_as(
         host: public_host(&s.host, spec.publish_host),
         model: Model {
             name: spec.model_name.clone(),
-            file: Some(public_path(&s.model_file_ours)),
+            // Which file this side's arms loaded (theirs may load a copy derived from ours' file).
+            file: Some(public_path(if role == "theirs" {
+                &s.model_file_theirs
+            } else {
+                &s.model_file_ours
+            })),
             sha256: sha,
             sha256_form: "full".into(),
             sha256_of: "file".into(),

@@ -816,10 +816,44 @@ fn drive_target_inner(
         }
     }
 
-    // What the serve says about itself.
-    let (version, models) = serve_identity(&http, &base_url, spec.engine);
+    // What the serve says about itself; without an engine, which engine it is (spec/detect.rs).
+    let log_so_far =
+        std::fs::read_to_string(w.path(crate::evidence::layout::SERVE_LOG)).unwrap_or_default();
+    let says = serve_says(&http, &base_url, log_so_far);
+    let detected_gate;
+    let (gate, engine) = match spec.engine {
+        Some(e) => (gate, Some(e)),
+        None => {
+            let d = crate::spec::detect::detect(&says);
+            let (g, applied) = match d.engine {
+                Some(e) => apply_detected(gate, e),
+                None => (None, Vec::new()),
+            };
+            progress(&Step::Note(format!(
+                "engine detected: {} ({}){}",
+                d.engine.map_or("none recognised", |e| e.name()),
+                d.evidence.join("; "),
+                if applied.is_empty() {
+                    String::new()
+                } else {
+                    format!("; profile defaults applied: {}", applied.join(", "))
+                }
+            )));
+            summary.serve.detected = Some(crate::evidence::DetectedEngine {
+                engine: d.engine.map(|e| e.name().to_string()),
+                evidence: d.evidence,
+                applied,
+            });
+            detected_gate = g;
+            (detected_gate.as_ref().unwrap_or(gate), d.engine)
+        }
+    };
+    let spec = &gate.serve;
+    let (version, version_source) = crate::spec::detect::serve_version(engine, &says).unzip();
     summary.serve.version = version;
-    summary.serve.models = models;
+    summary.serve.version_source = version_source;
+    summary.serve.package_version = crate::spec::detect::package_version(engine, &says).map(|p| p.0);
+    summary.serve.models = model_ids(&says);
     if let Some(expect) = &spec.expect_model {
         if !summary
             .serve
@@ -1146,30 +1180,46 @@ fn pinned_url(url: &str, addr: std::net::SocketAddr) -> String {
     u.to_string().trim_end_matches('/').to_string()
 }
 
-/// The serve's version and model ids, best effort: the first version the engine profile's endpoints tell
-/// (llama.cpp's `/props` `build_info`, vLLM's `/version`; without an engine: `/props`, then `/version`;
-/// `spec::profile::version_of`), and the `/v1/models` ids.
-fn serve_identity(
+/// What the ready serve says about itself (spec/detect.rs `ServeSays`), best effort: `/props`, `/version`,
+/// `/openapi.json` and `/v1/models` (with its `Server` header), each with a 5 s timeout, and `log` (the
+/// serve's log so far).
+fn serve_says(
     http: &reqwest::blocking::Client,
     base_url: &str,
-    engine: Option<crate::spec::profile::Engine>,
-) -> (Option<String>, Vec<String>) {
+    log: String,
+) -> crate::spec::detect::ServeSays {
     let t = Duration::from_secs(5);
-    let paths: &[&str] = match engine {
-        Some(e) => e.profile().version_paths,
-        None => &["/props", "/version"],
+    let get = |p: &str| client::get(http, base_url, p, t).ok();
+    let (server_header, models) = match http.get(format!("{base_url}/v1/models")).timeout(t).send() {
+        Ok(resp) => {
+            let h = resp
+                .headers()
+                .get(reqwest::header::SERVER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let st = resp.status().as_u16();
+            (h, resp.text().ok().map(|b| (st, b)))
+        }
+        Err(_) => (None, None),
     };
-    let version = paths.iter().find_map(|p| {
-        client::get(http, base_url, p, t)
-            .ok()
-            .filter(|(s, _)| *s == 200)
-            .and_then(|(_, body)| crate::spec::profile::version_of(engine, p, &body))
-    });
-    let models = client::get(http, base_url, "/v1/models", t)
+    crate::spec::detect::ServeSays {
+        server_header,
+        props: get("/props"),
+        version: get("/version"),
+        openapi: get("/openapi.json"),
+        models,
+        log,
+    }
+}
+
+/// The model ids a `/v1/models` answer lists (empty when there was none).
+fn model_ids(says: &crate::spec::detect::ServeSays) -> Vec<String> {
+    let Some((200, body)) = &says.models else {
+        return Vec::new();
+    };
+    serde_json::from_str::<serde_json::Value>(body)
         .ok()
-        .filter(|(s, _)| *s == 200)
-        .and_then(|(_, body)| {
-            let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        .and_then(|v| {
             Some(
                 v.get("data")?
                     .as_array()?
@@ -1178,8 +1228,36 @@ fn serve_identity(
                     .collect(),
             )
         })
-        .unwrap_or_default();
-    (version, models)
+        .unwrap_or_default()
+}
+
+/// A gate without `[serve] engine` once `engine` is detected: its profile's clock unless the gate set
+/// `clock`, and its greedy-parity fields (with `temperature = 0`) unless `[request.extra]` sets the key.
+/// Returns the changed gate (None when nothing changed) and what applied (`clock metrics`,
+/// `repeat_penalty 1`).
+fn apply_detected(
+    gate: &GateSpec,
+    engine: crate::spec::profile::Engine,
+) -> (Option<GateSpec>, Vec<String>) {
+    let p = engine.profile();
+    let mut g = gate.clone();
+    let mut applied = Vec::new();
+    if !g.serve.clock_set && g.serve.clock != p.clock {
+        g.serve.clock = p.clock;
+        applied.push(format!("clock {}", p.clock.name()));
+    }
+    if g.request.temperature == Some(0.0) {
+        for (k, v) in p.greedy_fields {
+            if !g.request.extra.contains_key(*k) {
+                g.request
+                    .extra
+                    .insert(k.to_string(), serde_json::json!(v));
+                applied.push(format!("{k} {v}"));
+            }
+        }
+    }
+    g.serve.engine = Some(engine);
+    (Some(g), applied)
 }
 
 /// Runs the setup argv with `env`, its output going to `log`; Ok(status text) or Err(reason with the tail).

@@ -23,6 +23,7 @@ pub mod drift;
 pub mod interleave;
 pub mod load;
 pub mod matrix;
+pub mod detect;
 pub mod profile;
 pub(crate) mod record;
 
@@ -334,8 +335,11 @@ fn default_ready() -> String {
 }
 
 /// The `[serve] engine` of a raw gate and its profile, or a file:line:key error (spec/profile.rs).
+/// `"auto"` is the same as no engine: detected after readiness (spec/detect.rs).
 fn engine_of(raw: Option<&str>) -> Result<Option<profile::Engine>, String> {
-    raw.map(profile::Engine::parse).transpose()
+    raw.filter(|e| *e != "auto")
+        .map(profile::Engine::parse)
+        .transpose()
 }
 fn default_ready_timeout_s() -> Spanned<f64> {
     Spanned::new(0..0, 120.0)
@@ -403,6 +407,9 @@ pub struct ServeSpec {
     pub engine: Option<profile::Engine>,
     /// Where the serve's own clock comes from: the gate's `clock`, else the profile's, else `timings`.
     pub clock: profile::ServeClock,
+    /// Whether the gate set `clock` itself (without an engine, a detected engine's clock applies otherwise:
+    /// spec/detect.rs).
+    pub clock_set: bool,
     /// Seconds to wait for readiness, default 120.
     pub ready_timeout_s: f64,
     /// Seconds between SIGTERM and SIGKILL when stopping, default 5.
@@ -1504,6 +1511,7 @@ impl Validator<'_> {
             ready_path: ready,
             engine,
             clock,
+            clock_set: s.clock.is_some(),
             ready_timeout_s: self.seconds(&s.ready_timeout_s, "serve.ready_timeout_s")?,
             stop_grace_s: self.seconds(&s.stop_grace_s, "serve.stop_grace_s")?,
             log_cap_bytes: self.log_cap_bytes(&s.log_cap_bytes)?,

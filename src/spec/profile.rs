@@ -179,9 +179,30 @@ pub fn version_of(engine: Option<Engine>, path: &str, body: &str) -> Option<Stri
 /// The effective serve settings of a gate with `[serve] engine` (the profile's defaults after the gate's
 /// overrides), on one line for `servegate check`:
 /// `engine vllm: ready /health, clock metrics, greedy fields {"min_p":0.0,"repetition_penalty":1.0}`.
-/// `None` for a gate without an engine.
+/// Without an engine (absent or `"auto"`), what will be detected after readiness and what the gate sets:
+/// `engine auto: detected after readiness (spec/detect.rs: ...); set by the gate: ready /health, clock
+/// timings (default: the detected profile's applies), request.extra {}; the detected profile fills the rest`.
 pub fn effective(serve: &super::ServeSpec, request: &super::RequestSpec) -> Option<String> {
-    let engine = serve.engine?;
+    let Some(engine) = serve.engine else {
+        let greedy = request.temperature == Some(0.0);
+        return Some(format!(
+            "engine auto: detected after readiness (llama.cpp: Server header or /props; vllm: /version or \
+             /v1/models owned_by; llama-cpp-python: /openapi.json title); set by the gate: ready {}, clock {}, \
+             request.extra {}; the detected profile sets {}and its version endpoints",
+            serve.ready_path,
+            if serve.clock_set {
+                serve.clock.name().to_string()
+            } else {
+                format!("{} (default: the detected profile's applies)", serve.clock.name())
+            },
+            serde_json::Value::Object(request.extra.clone()),
+            if greedy {
+                "the clock where unset, its greedy fields where request.extra has no such key, "
+            } else {
+                "the clock where unset "
+            }
+        ));
+    };
     let p = engine.profile();
     let greedy: serde_json::Map<String, serde_json::Value> = p
         .greedy_fields

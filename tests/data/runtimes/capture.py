@@ -43,6 +43,7 @@ def main():
         "url": u.path,
         "status": resp.status,
         "content_type": resp.getheader("content-type"),
+        "server": resp.getheader("server"),
         "request": body,
     }
     with open(out + ".meta.json", "w") as fh:
