@@ -1291,9 +1291,11 @@ impl LoadCase {
     }
 }
 
-/// The load section's schedules: concurrency 1, 16, 64 and 256, every stream at 78.125 tok/s (12.8 ms per
-/// token, 64 tokens, first token at 20 ms), so 256 streams ask for 20,000 tok/s aggregate; 2 × concurrency
-/// requests (at least 8) per point.
+/// The load section's schedules: concurrency 1, 16, 64 and 256, every stream at 83.3 tok/s (12 ms per
+/// token, 64 tokens, first token at 20 ms), 2 × concurrency requests (at least 8) per point. 256 streams ask
+/// for 21,333 tok/s while decoding; with the first-token delay and N − 1 gaps a reply takes 776 ms, so the
+/// most a perfect client can see is 64 / 0.776 × 256 = 21,100 tok/s: above the 20,000 of issue 18 (at
+/// 12.8 ms per token, the first runs' schedule, that ceiling was 19,824, under the target by construction).
 pub fn load_schedules() -> Vec<LoadCase> {
     [1usize, 16, 64, 256]
         .into_iter()
@@ -1302,7 +1304,7 @@ pub fn load_schedules() -> Vec<LoadCase> {
             requests: (2 * c).max(8),
             tokens: 64,
             ttft_ms: 20.0,
-            itl_ms: 12.8,
+            itl_ms: 12.0,
         })
         .collect()
 }
@@ -1484,7 +1486,7 @@ fn section_load(report: &mut Vec<String>) -> Value {
     let load_start = servegate::evidence::load_avg();
     let mut rows = Vec::new();
     let mut side = None;
-    report.push("## Load client: CPU per streamed token (closed loop, synthetic serve, 64 tokens per reply, 78.125 tok/s per stream)\n".into());
+    report.push("## Load client: CPU per streamed token (closed loop, synthetic serve, 64 tokens per reply, first at 20 ms, 12 ms apart)\n".into());
     report.push(format!("load average at the start: {load_start:?}\n"));
     report.push("| concurrency | requests | tokens | wall s | asked tok/s | aggregate tok/s | client CPU s | µs CPU per token | serve CPU s | TTFT error median ms | TTFT error p95 ms | failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|".into());
     for case in load_schedules() {
@@ -1655,7 +1657,7 @@ mod tests {
             cases.iter().map(|c| c.concurrency).collect::<Vec<_>>(),
             vec![1, 16, 64, 256]
         );
-        assert!((cases[3].asked_tok_s() - 20_000.0).abs() < 1e-6);
+        assert!(cases[3].asked_tok_s() > 20_000.0);
     }
 
     #[test]
