@@ -185,6 +185,10 @@ fn the_default_blocks_are_the_fewest_that_reach_the_confidence() {
     for c in [0.8, 0.9, 0.95, 0.975, 0.99, 0.999] {
         let n = servegate::spec::regression::blocks_needed(c);
         assert!(paired_attainable(n, c), "confidence {c}: {n} blocks");
-        assert!(!paired_attainable(n - 1, c), "confidence {c}: {} would do", n - 1);
+        assert!(
+            !paired_attainable(n - 1, c),
+            "confidence {c}: {} would do",
+            n - 1
+        );
     }
 }

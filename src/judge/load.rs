@@ -375,11 +375,15 @@ fn consistency(
             fallbacks.join("; ")
         )
     };
-    let tally = [drift::State::Identical, drift::State::Close, drift::State::Diverged]
-        .iter()
-        .filter_map(|s| counts.get(s).map(|n| format!("{n} {}", s.word())))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let tally = [
+        drift::State::Identical,
+        drift::State::Close,
+        drift::State::Diverged,
+    ]
+    .iter()
+    .filter_map(|s| counts.get(s).map(|n| format!("{n} {}", s.word())))
+    .collect::<Vec<_>>()
+    .join(", ");
     let list = |v: &mut Vec<String>| {
         let n = v.len();
         v.truncate(3);
@@ -409,8 +413,9 @@ fn consistency(
     } else {
         (
             Outcome::Pass,
-            format!("{compared} replies against their prompt's concurrency-1 reply ({rule}): {tally}"),
+            format!(
+                "{compared} replies against their prompt's concurrency-1 reply ({rule}): {tally}"
+            ),
         )
     }
 }
-

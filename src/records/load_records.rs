@@ -20,10 +20,11 @@
 use std::path::Path;
 
 use super::record::{
-    self, engine_version, evidence_digest, serve_words, first_difference, model_from_evidence,
+    self, engine_version, evidence_digest, first_difference, model_from_evidence,
     prompt_tokens_setting, public_host, public_path, refuse_failed_verdicts, round_to, run_hold,
-    sampling_of, spec_of, spec_sources, Hold, Instrument, KnownAnswer, Load, LoadPoint, Metric,
-    Model, Notes, Problem, Record, RecordError, RunRecordSpec, Settings, Source, RECORD_SCHEMA,
+    sampling_of, serve_words, spec_of, spec_sources, Hold, Instrument, KnownAnswer, Load,
+    LoadPoint, Metric, Model, Notes, Problem, Record, RecordError, RunRecordSpec, Settings, Source,
+    RECORD_SCHEMA,
 };
 use crate::analysis::load::{self as agg, min_n_for, Sample};
 use crate::analysis::stats;

@@ -2,6 +2,6 @@
 
 pub mod bless;
 pub mod leaderboard;
-pub mod publish;
 pub mod load_records;
+pub mod publish;
 pub mod record;

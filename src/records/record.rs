@@ -2127,11 +2127,11 @@ pub(super) fn engine_version(
             Some(s.to_string()),
             "the serve (run.json serve.version; its source in serve.version_source)",
         ),
-        (None, Some(v)) => (
-            Some(v.clone()),
-            "the gate's [record] table",
+        (None, Some(v)) => (Some(v.clone()), "the gate's [record] table"),
+        (None, None) => (
+            serve_says.map(str::to_string),
+            "the serve (run.json serve.version)",
         ),
-        (None, None) => (serve_says.map(str::to_string), "the serve (run.json serve.version)"),
     };
     if v.is_some() {
         sources.insert("settings.engine_version".into(), from.into());

@@ -852,7 +852,8 @@ fn drive_target_inner(
     let (version, version_source) = crate::spec::detect::serve_version(engine, &says).unzip();
     summary.serve.version = version;
     summary.serve.version_source = version_source;
-    summary.serve.package_version = crate::spec::detect::package_version(engine, &says).map(|p| p.0);
+    summary.serve.package_version =
+        crate::spec::detect::package_version(engine, &says).map(|p| p.0);
     summary.serve.models = model_ids(&says);
     if let Some(expect) = &spec.expect_model {
         if !summary
@@ -1190,7 +1191,8 @@ fn serve_says(
 ) -> crate::spec::detect::ServeSays {
     let t = Duration::from_secs(5);
     let get = |p: &str| client::get(http, base_url, p, t).ok();
-    let (server_header, models) = match http.get(format!("{base_url}/v1/models")).timeout(t).send() {
+    let (server_header, models) = match http.get(format!("{base_url}/v1/models")).timeout(t).send()
+    {
         Ok(resp) => {
             let h = resp
                 .headers()
@@ -1249,9 +1251,7 @@ fn apply_detected(
     if g.request.temperature == Some(0.0) {
         for (k, v) in p.greedy_fields {
             if !g.request.extra.contains_key(*k) {
-                g.request
-                    .extra
-                    .insert(k.to_string(), serde_json::json!(v));
+                g.request.extra.insert(k.to_string(), serde_json::json!(v));
                 applied.push(format!("{k} {v}"));
             }
         }

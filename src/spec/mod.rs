@@ -19,11 +19,11 @@ pub mod regression;
 use crate::vocab::{AssertionKind, Metric, Role};
 pub use regression::{BaselineServe, RegressionAssert, RegressionBaseline};
 
+pub mod detect;
 pub mod drift;
 pub mod interleave;
 pub mod load;
 pub mod matrix;
-pub mod detect;
 pub mod profile;
 pub(crate) mod record;
 

@@ -1608,7 +1608,10 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
         out.insert("load".into(), section_load(&mut report));
     }
     if want("load") && args.peers {
-        out.insert("load_peers".into(), crate::bench_peers_load::section(&mut report));
+        out.insert(
+            "load_peers".into(),
+            crate::bench_peers_load::section(&mut report),
+        );
     }
     out.insert("machine_end".into(), machine());
     report.push(format!(
