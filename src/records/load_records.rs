@@ -21,10 +21,9 @@ use std::path::Path;
 
 use super::record::{
     self, engine_version, evidence_digest, first_difference, model_from_evidence,
-    prompt_tokens_setting, public_host, public_path, refuse_failed_verdicts, round_to, run_hold,
-    sampling_of, serve_words, spec_of, spec_sources, Hold, Instrument, KnownAnswer, Load,
-    LoadPoint, Metric, Model, Notes, Problem, Record, RecordError, RunRecordSpec, Settings, Source,
-    RECORD_SCHEMA,
+    prompt_tokens_setting, public_host, refuse_failed_verdicts, round_to, run_hold, sampling_of,
+    serve_words, spec_of, spec_sources, Hold, Instrument, KnownAnswer, Load, LoadPoint, Metric,
+    Model, Notes, Problem, Record, RecordError, RunRecordSpec, Settings, Source, RECORD_SCHEMA,
 };
 use crate::analysis::load::{self as agg, min_n_for, Sample};
 use crate::analysis::stats;
@@ -288,14 +287,7 @@ pub fn from_load_run(
         id: String::new(),
         date: run.started_utc.chars().take(10).collect(),
         host: public_host(&run.host, spec.publish_host),
-        model: Model {
-            name: spec.model_name.clone(),
-            file: Some(public_path(&model_file)),
-            sha256: sha,
-            sha256_form: "full".into(),
-            sha256_of: "file".into(),
-            weights: Some(spec.weights.clone()),
-        },
+        model: Model::of_run(spec, &model_file, sha),
         device: spec.device.clone(),
         route: spec.route.clone(),
         metric: Metric {

@@ -153,6 +153,21 @@ pub struct Model {
     pub weights: Option<String>,
 }
 
+impl Model {
+    /// The `model` of a record made from a run: the gate's `[record]` name and weights, the file as loaded
+    /// (published without home or checkout paths: [`public_path`]) and its full sha256 of the file.
+    pub(super) fn of_run(spec: &RunRecordSpec, file: &str, sha256: String) -> Model {
+        Model {
+            name: spec.model_name.clone(),
+            file: Some(public_path(file)),
+            sha256,
+            sha256_form: "full".into(),
+            sha256_of: "file".into(),
+            weights: Some(spec.weights.clone()),
+        }
+    }
+}
+
 /// `metric`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -2354,14 +2369,7 @@ fn build_run(
         id: spec.id.clone(),
         date: run.started_utc.chars().take(10).collect(),
         host: public_host(&run.host, spec.publish_host),
-        model: Model {
-            name: spec.model_name.clone(),
-            file: Some(public_path(&model_file)),
-            sha256: sha,
-            sha256_form: "full".into(),
-            sha256_of: "file".into(),
-            weights: Some(spec.weights.clone()),
-        },
+        model: Model::of_run(spec, &model_file, sha),
         device: spec.device.clone(),
         route: spec.route.clone(),
         metric: Metric {
@@ -2603,19 +2611,12 @@ pub fn from_pair_run_as(
         id: spec.id.clone(),
         date: s.started_utc.chars().take(10).collect(),
         host: public_host(&s.host, spec.publish_host),
-        model: Model {
-            name: spec.model_name.clone(),
-            // Which file this side's arms loaded (theirs may load a copy derived from ours' file).
-            file: Some(public_path(if role == "theirs" {
-                &s.model_file_theirs
-            } else {
-                &s.model_file_ours
-            })),
-            sha256: sha,
-            sha256_form: "full".into(),
-            sha256_of: "file".into(),
-            weights: Some(spec.weights.clone()),
-        },
+        // Which file this side's arms loaded (theirs may load a copy derived from ours' file).
+        model: Model::of_run(
+            spec,
+            if role == "theirs" { &s.model_file_theirs } else { &s.model_file_ours },
+            sha,
+        ),
         device: if role == "theirs" { THEIRS_NOT_PUBLISHED.into() } else { spec.device.clone() },
         route: if role == "theirs" { THEIRS_NOT_PUBLISHED.into() } else { spec.route.clone() },
         metric: Metric { name: spec.metric.clone(), unit: unit.into(), condition: Some("warm".into()).filter(|_| req.warmup > 0) },
