@@ -406,9 +406,30 @@ fn load_run(dir: &Path) -> Result<(GateSpec, analysis::Evidence), BlessError> {
     }
     let ev =
         analysis::load(dir).map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, e.to_string()))?;
-    let g = spec::load(&dir.join(layout::GATE_FILE))
-        .map_err(|e| BlessError::new(exit::SPEC_INVALID, e.to_string()))?;
+    let g = load_gate(&dir.join(layout::GATE_FILE))?;
     Ok((g, ev))
+}
+
+/// A plain gate file for bless. A matrix gate (`[[model]]` entries) is refused by name: bless does not edit
+/// an entry's override yet (exit 3, saying what to do instead), rather than a parse error about `model`.
+fn load_gate(file: &Path) -> Result<GateSpec, BlessError> {
+    spec::load(file).map_err(|e| {
+        let matrix = spec::matrix::load_all(file)
+            .map(|all| all.len() > 1 || all.iter().any(|g| g.name.contains('[')))
+            .unwrap_or(false);
+        if matrix {
+            BlessError::new(
+                exit::SPEC_INVALID,
+                format!(
+                    "{} is a matrix gate ([[model]] entries): bless does not edit a matrix entry yet; set that \
+                     entry's floor_tok_s (or the gate's baseline) by hand from `servegate judge` of the run",
+                    file.display()
+                ),
+            )
+        } else {
+            BlessError::new(exit::SPEC_INVALID, e.to_string())
+        }
+    })
 }
 
 fn same_gate(gate: &GateSpec, run_gate: &GateSpec, dir: &Path) -> Result<(), BlessError> {
@@ -446,8 +467,7 @@ pub fn plan_floor(
     headroom_pct: f64,
     utc: &str,
 ) -> Result<FloorPlan, BlessError> {
-    let gate =
-        spec::load(gate_file).map_err(|e| BlessError::new(exit::SPEC_INVALID, e.to_string()))?;
+    let gate = load_gate(gate_file)?;
     if gate.assertions.rate.is_none() {
         return Err(BlessError::new(
             exit::SPEC_INVALID,
@@ -552,8 +572,7 @@ pub fn plan_baseline(
     root: &Path,
     utc: &str,
 ) -> Result<BaselinePlan, BlessError> {
-    let gate =
-        spec::load(gate_file).map_err(|e| BlessError::new(exit::SPEC_INVALID, e.to_string()))?;
+    let gate = load_gate(gate_file)?;
     let (rg, ev) = load_run(run)?;
     same_gate(&gate, &rg, run)?;
     refused(run, refusals(&rg, &ev, true))?;

@@ -520,16 +520,11 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
         }
     }
     let gate_file = gate.unwrap_or_else(|| dir.join(servegate::evidence::layout::GATE_FILE));
-    // A matrix gate's run is judged by its own entry (run.json's `gate`, `<gate>[<model>]`).
-    let run_gate = std::fs::read(dir.join("run.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v.get("gate").and_then(|g| g.as_str()).map(str::to_string));
-    let g = match spec::matrix::load_named(&gate_file, run_gate.as_deref()) {
+    let g = match gate_of_run(&gate_file, dir) {
         Ok(g) => g,
-        Err(e) => {
+        Err((code, e)) => {
             eprintln!("error: {e}");
-            return exit::SPEC_INVALID;
+            return code;
         }
     };
     if evidence::is_pair_dir(dir) && g.pair.is_none() {
@@ -590,10 +585,36 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
     finish_run(outputs, results, started, code, "")
 }
 
+/// The gate that judges run directory `dir`: `gate_file` itself, or for a matrix gate the entry the run
+/// ran (run.json's `gate`, `<gate>[<model>]`). Errors: the gate file's (exit 3), or, when the entry cannot
+/// be chosen because run.json is missing or unreadable, that file's (exit 5: evidence, not the spec).
+fn gate_of_run(
+    gate_file: &std::path::Path,
+    dir: &std::path::Path,
+) -> Result<spec::GateSpec, (i32, String)> {
+    let run_json = dir.join(servegate::evidence::layout::RUN_FILE);
+    let run_gate: Result<Option<String>, String> = std::fs::read(&run_json)
+        .map_err(|e| format!("{}: {e}", run_json.display()))
+        .and_then(|b| {
+            serde_json::from_slice::<serde_json::Value>(&b)
+                .map_err(|e| format!("{}: {e}", run_json.display()))
+        })
+        .map(|v| v.get("gate").and_then(|g| g.as_str()).map(str::to_string));
+    match spec::matrix::load_named(gate_file, run_gate.as_ref().ok().and_then(|g| g.as_deref())) {
+        Ok(g) => Ok(g),
+        Err(e) => match run_gate {
+            Err(why) if spec::matrix::load_all(gate_file).is_ok() => {
+                Err((exit::EVIDENCE_ERROR, why))
+            }
+            _ => Err((exit::SPEC_INVALID, e.to_string())),
+        },
+    }
+}
+
 /// A run directory re-judged with its own gate.toml, as results (for `servegate export`).
 fn judged_results(dir: &std::path::Path) -> Result<Results, String> {
     let gate_file = dir.join(servegate::evidence::layout::GATE_FILE);
-    let g = spec::load(&gate_file).map_err(|e| e.to_string())?;
+    let g = gate_of_run(&gate_file, dir).map_err(|(_, e)| e)?;
     let outcome = if evidence::is_pair_dir(dir) {
         let ev = analysis::load_pair(dir).map_err(|e| e.to_string())?;
         let verdicts = judge::judge_pair(&g, &ev);
