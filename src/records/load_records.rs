@@ -326,15 +326,7 @@ pub fn from_load_run(
             method: String::new(),
             metric_definition: None,
         },
-        source: Source {
-            kind: "gate_run".into(),
-            evidence: Some(root.display().to_string()),
-            gate: Some(run.gate_file.clone()),
-            published: None,
-            evidence_sha256: Some(digest),
-            unverifiable: None,
-            forced,
-        },
+        source: Source::gate_run(root.display().to_string(), &run.gate_file, digest, forced),
         pair: None,
         notes: Notes {
             what_would_make_it_wrong: spec.what_would_make_it_wrong.clone(),

@@ -168,6 +168,27 @@ impl Model {
     }
 }
 
+impl Source {
+    /// The `source` of a record made from a gate run: its evidence directory, the gate file it ran, the
+    /// evidence digest (sha256 over the run's files: `evidence::digest`) and why the record was forced, if it was.
+    pub(super) fn gate_run(
+        evidence: String,
+        gate_file: &str,
+        digest: String,
+        forced: Option<String>,
+    ) -> Source {
+        Source {
+            kind: "gate_run".into(),
+            evidence: Some(evidence),
+            gate: Some(gate_file.to_string()),
+            published: None,
+            evidence_sha256: Some(digest),
+            unverifiable: None,
+            forced,
+        }
+    }
+}
+
 /// `metric`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -2409,15 +2430,7 @@ fn build_run(
             method: method_of(&run.servegate_version, gate),
             metric_definition: Some(definition.into()),
         },
-        source: Source {
-            kind: "gate_run".into(),
-            evidence: Some(ev.dir.display().to_string()),
-            gate: Some(run.gate_file.clone()),
-            published: None,
-            evidence_sha256: Some(digest),
-            unverifiable: None,
-            forced,
-        },
+        source: Source::gate_run(ev.dir.display().to_string(), &run.gate_file, digest, forced),
         pair: None,
         notes: Notes {
             what_would_make_it_wrong: spec.what_would_make_it_wrong.clone(),
@@ -2648,7 +2661,7 @@ pub fn from_pair_run_as(
             ),
             metric_definition: Some(definition.into()),
         },
-        source: Source { kind: "gate_run".into(), evidence: Some(dir.to_string()), gate: Some(s.gate_file.clone()), published: None, evidence_sha256: Some(digest), unverifiable: None, forced: None },
+        source: Source::gate_run(dir.to_string(), &s.gate_file, digest, None),
         pair: Some(Pair {
             other_engine,
             other_value: round_to(m_other, decimals),
