@@ -350,6 +350,11 @@ json.dump({{"model_type": "llama"}}, open(os.path.join(out, "config.json"), "w")
 "###,
         out = out.display().to_string()
     );
+    run_python(venv, &script, "tokenizer setup")
+}
+
+/// Runs `script` with the venv's python; its output's tail in the error when it fails (`<what> failed: …`).
+fn run_python(venv: &Path, script: &str, what: &str) -> Result<(), String> {
     let o = Command::new(venv.join("bin/python"))
         .arg("-c")
         .arg(script)
@@ -357,7 +362,7 @@ json.dump({{"model_type": "llama"}}, open(os.path.join(out, "config.json"), "w")
         .map_err(|e| e.to_string())?;
     if !o.status.success() {
         return Err(format!(
-            "tokenizer setup failed: {}",
+            "{what} failed: {}",
             tail(
                 &String::from_utf8_lossy(&o.stdout),
                 &String::from_utf8_lossy(&o.stderr)
@@ -381,21 +386,7 @@ with open(os.path.join(cache, hashlib.md5({book:?}.encode()).hexdigest() + ".txt
         home = home.display().to_string(),
         book = LB_BOOK_URL
     );
-    let o = Command::new(venv.join("bin/python"))
-        .arg("-c")
-        .arg(script)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !o.status.success() {
-        return Err(format!(
-            "llama-benchy corpus setup failed: {}",
-            tail(
-                &String::from_utf8_lossy(&o.stdout),
-                &String::from_utf8_lossy(&o.stderr)
-            )
-        ));
-    }
-    Ok(())
+    run_python(venv, &script, "llama-benchy corpus setup")
 }
 
 /// The prompts file for the tools that take one: `n` lines of a short user prompt of synthetic words.
