@@ -4,19 +4,35 @@
 //! de-chunked and kept as [`TimedRead`]s exactly as [`crate::io::client`] keeps them, so a load run's
 //! evidence is judged by the same parser and measure code.
 //!
+//! **When a read arrived**: the kernel's receive time of the last segment the read took (`SO_TIMESTAMPNS`,
+//! Linux), not the moment the client got round to the read, so a client that is busy or asleep does not
+//! move the timings it records; where the kernel gives no timestamp the read's own clock is used. That is
+//! what lets the client **coalesce wake-ups**: while data is arriving faster than [`COALESCE`] apart it
+//! wakes at most once per [`COALESCE`] and reads every socket that is ready (each wake-up of a thread costs
+//! 25-70 µs of CPU on a VM, more than the read), and a serve whose tokens come further apart than that is
+//! read the moment they arrive. Several segments taken by one read carry the last one's time, as a read's
+//! own clock would.
+//!
 //! HTTP/1.1 over plain TCP (`http://` only), one connection per request (`Connection: close`, as the
 //! single-request client does: every TTFT includes the same loopback connect). It measures nothing; per
 //! request it records the schedule: the intended send time, when the client woke for it (the lag), when it
 //! got a concurrency slot (the queue time) and when the request was sent.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncWriteExt, Interest};
 
 use crate::io::client::{Exchange, ResponseMeta, BODY_CAP_BYTES};
 use crate::io::reads::TimedRead;
+
+/// The shortest time between two wake-ups of the client thread while data keeps arriving: after a
+/// wake-up whose wait for data was shorter than this, the thread sleeps until this long after that
+/// wake-up (never past the next scheduled send) before it looks again. The reads' times are the kernel's
+/// receive times, so this costs no accuracy; it bounds how late a read is *processed*, not when it is
+/// said to have arrived.
+pub const COALESCE: Duration = Duration::from_millis(1);
 
 /// How send times are scheduled.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,15 +139,19 @@ pub fn run(
     deadline: Option<Duration>,
     timeout: Duration,
 ) -> Result<Vec<LoadExchange>, String> {
+    let start = Instant::now();
+    let pace = Arc::new(Coalesce::new(start, COALESCE));
+    let (before, after) = (pace.clone(), pace.clone());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
+        .on_thread_park(move || before.before_park())
+        .on_thread_unpark(move || after.after_unpark())
         .build()
         .map_err(|e| format!("cannot start the load client's runtime: {e}"))?;
     let target = Arc::new(target.clone());
     let bodies = Arc::new(bodies);
     let n = bodies.len();
-    let start = Instant::now();
     let stop_at = deadline.map(|d| start + d);
     let ms = move |t: Instant| t.duration_since(start).as_secs_f64() * 1000.0;
     let out = rt.block_on(async move {
@@ -182,6 +202,7 @@ pub fn run(
                     if stop_at.is_some_and(|s| due_at >= s) {
                         break;
                     }
+                    pace.next_send(due_at);
                     tokio::time::sleep_until(due_at.into()).await;
                     // A dispatcher that was waiting for a slot past this request's due time was not behind
                     // its schedule: the request waited in the queue from its due time (queue, not lag).
@@ -280,11 +301,13 @@ async fn exchange(
     kept: &mut u64,
     truncated: &mut bool,
 ) -> Result<(), String> {
-    let ms = |t: Instant| t.duration_since(t0).as_secs_f64() * 1000.0;
     let mut sock = tokio::net::TcpStream::connect(&target.addr)
         .await
         .map_err(|e| format!("connect failed: {e}"))?;
     let _ = sock.set_nodelay(true);
+    stamp_receives(&sock);
+    // Reads are never stamped before the request began nor before the read before them.
+    let last = t0;
     let mut req = format!(
         "POST /v1/chat/completions HTTP/1.1\r\nHost: {}\r\nUser-Agent: servegate/{}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
         target.host,
@@ -300,13 +323,50 @@ async fn exchange(
     sock.write_all(&wire)
         .await
         .map_err(|e| format!("request failed: {e}"))?;
+    // Reads go through an AsyncFd so a short read can mark the socket drained without a second
+    // recvmsg that would only say EAGAIN (tokio's own TcpStream reads do the same).
+    let sock = sock
+        .into_std()
+        .map_err(|e| format!("request failed: {e}"))?;
+    // SAFETY: the AsyncFd owns the std TcpStream, whose fd stays open and the same until it drops.
+    let sock = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(sock, Interest::READABLE)
+    }
+    .map_err(|e| format!("request failed: {e}"))?;
 
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = READ_BUFS.with(|b| b.borrow_mut().pop()).unwrap_or_default();
+    buf.resize(READ_BUF_BYTES, 0);
+    let result = read_response(&sock, &mut buf, t0, last, meta, reads, kept, truncated).await;
+    READ_BUFS.with(|b| b.borrow_mut().push(buf));
+    result
+}
+
+/// Bytes asked of each read.
+const READ_BUF_BYTES: usize = 64 * 1024;
+
+thread_local! {
+    /// Read buffers of finished requests, reused by the next ones on this thread (a fresh 64 KiB buffer
+    /// per request is 16 page faults).
+    static READ_BUFS: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Reads the response head and body from `sock` as timed reads (see [`exchange`]).
+#[allow(clippy::too_many_arguments)]
+async fn read_response(
+    sock: &tokio::io::unix::AsyncFd<std::net::TcpStream>,
+    buf: &mut [u8],
+    t0: Instant,
+    mut last: Instant,
+    meta: &mut ResponseMeta,
+    reads: &mut Vec<TimedRead>,
+    kept: &mut u64,
+    truncated: &mut bool,
+) -> Result<(), String> {
+    let ms = |t: Instant| t.duration_since(t0).as_secs_f64() * 1000.0;
     let mut head = Vec::new();
     // The head.
-    let (framing, rest) = loop {
-        let n = sock
-            .read(&mut buf)
+    let (framing, rest, head_t) = loop {
+        let (n, t) = recv_stamped(sock, buf, &mut last)
             .await
             .map_err(|e| format!("request failed: reading the response head: {e}"))?;
         if n == 0 {
@@ -317,8 +377,7 @@ async fn exchange(
         let mut resp = httparse::Response::new(&mut hs);
         match resp.parse(&head) {
             Ok(httparse::Status::Complete(len)) => {
-                let now = Instant::now();
-                meta.head_ms = Some(ms(now));
+                meta.head_ms = Some(ms(t));
                 meta.status = resp.code;
                 let mut framing = Framing::UntilClose;
                 for h in resp.headers.iter() {
@@ -339,7 +398,7 @@ async fn exchange(
                         })
                         .or_insert(v);
                 }
-                break (framing, head[len..].to_vec());
+                break (framing, head[len..].to_vec(), t);
             }
             Ok(httparse::Status::Partial) if head.len() < 64 * 1024 => continue,
             Ok(httparse::Status::Partial) => {
@@ -350,7 +409,7 @@ async fn exchange(
     };
     let mut framing = framing;
     // One copy per read: the wire bytes (or, chunked, only their data) go straight into the read kept.
-    let mut first = Some((Instant::now(), rest));
+    let mut first = Some((head_t, rest));
     let mut held;
     loop {
         let (t, bytes): (Instant, &[u8]) = match first.take() {
@@ -359,10 +418,11 @@ async fn exchange(
                 (t, &held[..])
             }
             None => {
-                let n = sock.read(&mut buf).await.map_err(|e| {
-                    format!("body read failed after {kept} bytes: {e}", kept = *kept)
-                })?;
-                let t = Instant::now();
+                let (n, t) = recv_stamped(sock, buf, &mut last)
+                    .await
+                    .map_err(|e| {
+                        format!("body read failed after {kept} bytes: {e}", kept = *kept)
+                    })?;
                 if n == 0 {
                     return match framing {
                         Framing::UntilClose => Ok(()),
@@ -416,6 +476,164 @@ async fn exchange(
         if finished {
             return Ok(());
         }
+    }
+}
+
+/// Asks the kernel to stamp received segments (`SO_TIMESTAMPNS`); a refusal leaves reads stamped by
+/// the client's clock.
+fn stamp_receives(sock: &tokio::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt on a socket we own, reading an int we own for its stated size.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            &on as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// One read: waits until the socket is readable, then `recvmsg`. Returns the bytes read and when they
+/// arrived: the kernel's receive time of the last segment taken ([`arrival`]), no earlier than
+/// `*last` (the previous read's time, or the request's start) and no later than now; `*last` moves to it.
+async fn recv_stamped(
+    sock: &tokio::io::unix::AsyncFd<std::net::TcpStream>,
+    buf: &mut [u8],
+    last: &mut Instant,
+) -> std::io::Result<(usize, Instant)> {
+    use std::os::fd::AsRawFd;
+    let fd = sock.get_ref().as_raw_fd();
+    loop {
+        let mut ready = sock.readable().await?;
+        match ready.try_io(|_| recvmsg_stamped(fd, buf)) {
+            Ok(Ok((n, kernel))) => {
+                // A read that did not fill the buffer took all there was (epoll is edge-triggered
+                // here; data arriving after it sets readiness again).
+                if n > 0 && n < buf.len() {
+                    ready.clear_ready();
+                }
+                let t = arrival(kernel, SystemTime::now(), Instant::now()).max(*last);
+                *last = t;
+                return Ok((n, t));
+            }
+            Ok(Err(e)) => return Err(e),
+            Err(_would_block) => continue,
+        }
+    }
+}
+
+/// `recvmsg` into `buf` with room for the `SCM_TIMESTAMPNS` control message. Returns the bytes read and
+/// the kernel's receive time (`CLOCK_REALTIME`) when it gave one.
+fn recvmsg_stamped(fd: libc::c_int, buf: &mut [u8]) -> std::io::Result<(usize, Option<SystemTime>)> {
+    // Room for one timespec control message, aligned for cmsghdr.
+    let mut control = [0u64; 8];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: a zeroed msghdr is valid; every pointer set below points into buffers that outlive the
+    // call, with their lengths.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: fd is an open socket; msg describes buffers we own.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+
+    let mut stamp = None;
+    // SAFETY: CMSG_FIRSTHDR/NXTHDR walk the control buffer the kernel filled, within msg_controllen.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                if ts.tv_sec > 0 {
+                    stamp = Some(
+                        SystemTime::UNIX_EPOCH
+                            + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32),
+                    );
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok((n as usize, stamp))
+}
+
+/// A kernel receive time (`CLOCK_REALTIME`) on the monotonic clock: `now_mono` minus how long ago it
+/// was by `now_real` (the two clocks read together, so a wall-clock step between reads does not move
+/// it). A stamp in the future reads as now; one over 60 s old, or none, is not believed: now.
+pub fn arrival(kernel: Option<SystemTime>, now_real: SystemTime, now_mono: Instant) -> Instant {
+    match kernel.map(|k| now_real.duration_since(k)) {
+        Some(Ok(age)) if age <= Duration::from_secs(60) => {
+            now_mono.checked_sub(age).unwrap_or(now_mono)
+        }
+        _ => now_mono,
+    }
+}
+
+/// The client thread's wake-up pacing ([`COALESCE`]), driven by the runtime's park hooks. Times are ns
+/// from the start of the run.
+struct Coalesce {
+    start: Instant,
+    quantum_ns: u64,
+    /// When the thread last woke.
+    woke_ns: AtomicU64,
+    /// When it last began waiting for data (after any coalescing sleep).
+    parked_ns: AtomicU64,
+    /// The wait before the last wake-up was shorter than the quantum: data is arriving fast.
+    busy: std::sync::atomic::AtomicBool,
+    /// The next scheduled send (open loop), ns; u64::MAX when none.
+    next_send_ns: AtomicU64,
+}
+
+impl Coalesce {
+    fn new(start: Instant, quantum: Duration) -> Coalesce {
+        Coalesce {
+            start,
+            quantum_ns: quantum.as_nanos() as u64,
+            woke_ns: AtomicU64::new(0),
+            parked_ns: AtomicU64::new(0),
+            busy: std::sync::atomic::AtomicBool::new(false),
+            next_send_ns: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// The open-loop dispatcher's next send time: no coalescing sleep runs past it.
+    fn next_send(&self, at: Instant) {
+        let ns = at.saturating_duration_since(self.start).as_nanos() as u64;
+        self.next_send_ns.store(ns, Ordering::Relaxed);
+    }
+
+    fn before_park(&self) {
+        if self.quantum_ns > 0 && self.busy.load(Ordering::Relaxed) {
+            let until = (self.woke_ns.load(Ordering::Relaxed) + self.quantum_ns)
+                .min(self.next_send_ns.load(Ordering::Relaxed));
+            let now = self.now_ns();
+            if until > now {
+                std::thread::sleep(Duration::from_nanos(until - now));
+            }
+        }
+        self.parked_ns.store(self.now_ns(), Ordering::Relaxed);
+    }
+
+    fn after_unpark(&self) {
+        let now = self.now_ns();
+        let waited = now.saturating_sub(self.parked_ns.load(Ordering::Relaxed));
+        self.busy.store(waited < self.quantum_ns, Ordering::Relaxed);
+        self.woke_ns.store(now, Ordering::Relaxed);
     }
 }
 

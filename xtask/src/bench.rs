@@ -140,11 +140,13 @@ pub fn workdir() -> PathBuf {
     PathBuf::from("target/servegate/bench")
 }
 
-/// CPUs this process may run on.
+/// CPUs online on this machine. Not `available_parallelism`: that is this thread's affinity, which
+/// shrinks to one CPU once bench-self pins itself (`pin_self(1)`), and the serves it starts after that
+/// would then stay on the client's CPU instead of being pinned to CPU 0.
 pub fn cpus() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(online).ok().filter(|&n| n > 0).unwrap_or(1)
 }
 
 /// Pins the calling thread (and what it spawns later) to `cpu`. False when refused.
@@ -1473,6 +1475,24 @@ fn load_point(
     Ok((run, blocking, serve_cpu))
 }
 
+/// The floor client (`bench_floor`) on `case` against a fresh synthetic serve of the same schedule.
+fn floor_point(case: &LoadCase, log: &Path) -> Result<crate::bench_floor::Floor, String> {
+    let synth = Synth::start(&case.serve_args(), log)?;
+    let target = servegate::io::load_client::Target::parse(&synth.url, None)?;
+    let addr: std::net::SocketAddr = target
+        .addr
+        .parse()
+        .map_err(|e| format!("{}: {e}", target.addr))?;
+    let body = serde_json::to_vec(&case.body()).unwrap_or_default();
+    crate::bench_floor::run(
+        addr,
+        &crate::bench_floor::wire(&target.host, &body),
+        case.concurrency,
+        case.requests,
+        servegate::io::load_client::COALESCE,
+    )
+}
+
 /// The load client (`servegate::io::load_client`) against the synthetic serve in a closed loop at each of
 /// [`load_schedules`]. Per point: the client thread's CPU per streamed token (getrusage RUSAGE_THREAD: the
 /// runtime runs on this thread alone, pinned to CPU 1; the serve is another process, pinned to CPU 0, its
@@ -1488,7 +1508,7 @@ fn section_load(report: &mut Vec<String>) -> Value {
     let mut side = None;
     report.push("## Load client: CPU per streamed token (closed loop, synthetic serve, 64 tokens per reply, first at 20 ms, 12 ms apart)\n".into());
     report.push(format!("load average at the start: {load_start:?}\n"));
-    report.push("| concurrency | requests | tokens | wall s | asked tok/s | aggregate tok/s | client CPU s | µs CPU per token | serve CPU s | TTFT error median ms | TTFT error p95 ms | failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|".into());
+    report.push("| concurrency | requests | tokens | wall s | asked tok/s | aggregate tok/s | client CPU s | µs CPU per token | floor µs CPU per token | serve CPU s | TTFT error median ms | TTFT error p95 ms | failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|".into());
     for case in load_schedules() {
         let c = case.concurrency;
         let log = tmp.join(format!("timing-c{c}.jsonl"));
@@ -1500,8 +1520,16 @@ fn section_load(report: &mut Vec<String>) -> Value {
                 continue;
             }
         };
+        let floor = floor_point(&case, &tmp.join(format!("timing-floor-c{c}.jsonl")));
+        let floor_us = match &floor {
+            Ok(fl) if fl.failed == 0 && fl.completed == case.requests => {
+                f(Some(fl.cpu_s * 1e6 / (fl.completed as f64 * case.tokens as f64)), 2)
+            }
+            Ok(fl) => format!("{} of {} failed", fl.failed, case.requests),
+            Err(e) => format!("error: {e}"),
+        };
         report.push(format!(
-            "| {c} | {} | {} | {:.2} | {:.0} | {:.0} | {:.3} | {} | {serve_cpu:.3} | {} | {} | {} |",
+            "| {c} | {} | {} | {:.2} | {:.0} | {:.0} | {:.3} | {} | {floor_us} | {serve_cpu:.3} | {} | {} | {} |",
             run.requests,
             run.tokens,
             run.wall_s,
@@ -1520,6 +1548,11 @@ fn section_load(report: &mut Vec<String>) -> Value {
         row["concurrency"] = json!(c);
         row["asked_tok_s"] = json!(case.asked_tok_s());
         row["serve_cpu_s"] = json!(serve_cpu);
+        row["floor"] = match &floor {
+            Ok(fl) => json!({"completed": fl.completed, "failed": fl.failed, "wall_s": fl.wall_s, "cpu_s": fl.cpu_s,
+                             "reads": fl.reads, "wakeups": fl.wakeups, "tokens": fl.completed as u64 * case.tokens as u64}),
+            Err(e) => json!({"error": e}),
+        };
         row["blocking_client"] = blocking
             .as_ref()
             .map(|b| b.to_json())

@@ -4,6 +4,7 @@
 //! library.
 
 mod bench;
+mod bench_floor;
 mod bench_peers_load;
 mod bench_records;
 

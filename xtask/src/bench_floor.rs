@@ -1,0 +1,201 @@
+//! The floor under a load client on this machine: the least CPU any client can spend per streamed token
+//! against the same serve and schedule. A bare `epoll` loop (libc, one thread) that connects, sends the
+//! request, and reads every response with `recvmsg` (kernel receive timestamps on, as servegate's load
+//! client asks for) until the serve closes; it parses nothing, keeps nothing and times nothing, and it
+//! wakes under the same rule as the load client (`servegate::io::load_client::COALESCE`). What it spends
+//! is the kernel's share (socket set-up, the reads, the ACKs they send, the wake-ups), which no client
+//! written above the socket layer can avoid; the load client's figure minus this one is what servegate
+//! itself adds.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use crate::bench::cpu_s_thread;
+
+/// What the floor client did.
+#[derive(Debug, Clone, Default)]
+pub struct Floor {
+    /// Responses read to their end.
+    pub completed: usize,
+    /// Responses that failed (connect, send or read errors).
+    pub failed: usize,
+    /// Wall seconds from the first connect to the last close.
+    pub wall_s: f64,
+    /// This thread's CPU seconds over the same span (`RUSAGE_THREAD`).
+    pub cpu_s: f64,
+    /// `recvmsg` calls that returned data.
+    pub reads: u64,
+    /// Times the thread woke from `epoll_wait` or a coalescing sleep.
+    pub wakeups: u64,
+}
+
+/// Runs `requests` requests of `wire` (a whole HTTP/1.1 request with `Connection: close`) against `addr`
+/// in a closed loop of `concurrency`, on the calling thread. `quantum`: after a wait for data shorter than
+/// it, sleep until this long after the wake-up before waiting again (zero: never).
+pub fn run(
+    addr: SocketAddr,
+    wire: &[u8],
+    concurrency: usize,
+    requests: usize,
+    quantum: Duration,
+) -> Result<Floor, String> {
+    // SAFETY: epoll_create1 has no preconditions; the fd is closed below.
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if ep < 0 {
+        return Err(format!(
+            "epoll_create1: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let mut open: HashMap<i32, TcpStream> = HashMap::new();
+    let mut floor = Floor::default();
+    let mut started = 0usize;
+    let cpu0 = cpu_s_thread();
+    let t0 = Instant::now();
+    let start_one = |open: &mut HashMap<i32, TcpStream>| -> Result<(), String> {
+        let mut s = TcpStream::connect(addr).map_err(|e| format!("connect: {e}"))?;
+        let _ = s.set_nodelay(true);
+        s.write_all(wire).map_err(|e| format!("send: {e}"))?;
+        s.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let fd = s.as_raw_fd();
+        let on: libc::c_int = 1;
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
+            u64: fd as u64,
+        };
+        // SAFETY: setsockopt and epoll_ctl on fds we own, with values we own.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPNS,
+                &on as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+            if libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) != 0 {
+                return Err(format!("epoll_ctl: {}", std::io::Error::last_os_error()));
+            }
+        }
+        open.insert(fd, s);
+        Ok(())
+    };
+    while started < concurrency.min(requests) {
+        started += 1;
+        if start_one(&mut open).is_err() {
+            floor.failed += 1;
+        }
+    }
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut control = [0u64; 8];
+    let mut busy = false;
+    let mut woke = Instant::now();
+    while !open.is_empty() {
+        if busy && !quantum.is_zero() {
+            let until = woke + quantum;
+            let now = Instant::now();
+            if until > now {
+                std::thread::sleep(until - now);
+            }
+        }
+        let parked = Instant::now();
+        // SAFETY: events has room for its length; ep is our epoll fd.
+        let n = unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), events.len() as i32, 60_000) };
+        woke = Instant::now();
+        busy = woke.duration_since(parked) < quantum;
+        floor.wakeups += 1;
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(format!("epoll_wait: {e}"));
+        }
+        if n == 0 {
+            return Err("epoll_wait: no data for 60 s".into());
+        }
+        for ev in &events[..n as usize] {
+            let fd = ev.u64 as i32;
+            // The serve closed: read to the end even after a short read (no edge will follow).
+            let closing = ev.events & (libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 != 0;
+            let ended = loop {
+                let mut iov = libc::iovec {
+                    iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+                    iov_len: buf.len(),
+                };
+                // SAFETY: a zeroed msghdr is valid; its pointers point into buffers alive for the call.
+                let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+                msg.msg_iov = &mut iov;
+                msg.msg_iovlen = 1;
+                msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+                msg.msg_controllen = std::mem::size_of_val(&control) as _;
+                // SAFETY: fd is an open socket of ours; msg describes our buffers.
+                let got = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+                if got > 0 {
+                    floor.reads += 1;
+                    if (got as usize) < buf.len() && !closing {
+                        break false; // drained: edge-triggered epoll reports the next arrival
+                    }
+                    continue;
+                }
+                if got == 0 {
+                    break true;
+                }
+                let e = std::io::Error::last_os_error();
+                match e.kind() {
+                    std::io::ErrorKind::WouldBlock => break false,
+                    std::io::ErrorKind::Interrupted => continue,
+                    _ => {
+                        floor.failed += 1;
+                        floor.completed = floor.completed.wrapping_sub(1);
+                        break true;
+                    }
+                }
+            };
+            if ended {
+                open.remove(&fd); // closing the socket removes it from the epoll set
+                floor.completed = floor.completed.wrapping_add(1);
+                if started < requests {
+                    started += 1;
+                    if start_one(&mut open).is_err() {
+                        floor.failed += 1;
+                    }
+                }
+            }
+        }
+    }
+    floor.wall_s = t0.elapsed().as_secs_f64();
+    floor.cpu_s = cpu_s_thread() - cpu0;
+    // SAFETY: ep is our epoll fd, closed once.
+    unsafe { libc::close(ep) };
+    Ok(floor)
+}
+
+/// The HTTP/1.1 request the floor client sends: the load client's request line and headers for `body`
+/// to `host` (`host:port`), `Connection: close`.
+pub fn wire(host: &str, body: &[u8]) -> Vec<u8> {
+    let mut w = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    w.extend_from_slice(body);
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_request_is_whole_http() {
+        let w = wire("127.0.0.1:9", b"{}");
+        let text = String::from_utf8(w).unwrap();
+        assert!(text.starts_with("POST /v1/chat/completions HTTP/1.1\r\n"));
+        assert!(text.contains("Content-Length: 2\r\n"));
+        assert!(text.ends_with("\r\n\r\n{}"));
+    }
+}
