@@ -697,3 +697,66 @@ fn a_pair_whose_theirs_arms_crash_fails_everywhere_and_records_nothing() {
     let o = servegate(&["judge", &evidence_line(&o)], t.path());
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
+
+/// `servegate run LOADGATE --record ID` writes the records of every sweep point from the run it just
+/// made (as `records add --run` does), and `records check` re-derives them from that evidence.
+#[test]
+fn run_record_of_a_load_gate_writes_each_points_records() {
+    let t = scratch(&["smoke.toml"]);
+    let text_of = std::fs::read_to_string(t.path().join("smoke.toml")).unwrap();
+    let gate = text_of
+        .replace("name = \"syn-smoke\"", "name = \"syn-load\"")
+        .replace(
+            "[assert.rate]\nfloor_tok_s = 1.0\n\n[assert.first_token]\nlimit_ms = 60000\n",
+            "[load]\nconcurrency = [1, 2]\nrequests = 6\n\n[assert.errors]\nmax_rate = 0.0\n",
+        );
+    assert!(gate.contains("[load]"), "{gate}");
+    std::fs::write(t.path().join("load.toml"), gate).unwrap();
+    let o = servegate(
+        &[
+            "run",
+            "-q",
+            "load.toml",
+            "--record",
+            "Load",
+            "--records-dir",
+            "recs",
+        ],
+        t.path(),
+    );
+    // An id the records refuse: nothing is written, not the points' first records either.
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(text(&o).contains("is not an id"), "{}", text(&o));
+    assert_eq!(files_in(&t.path().join("recs")), Vec::<String>::new());
+    let o = servegate(
+        &[
+            "run",
+            "-q",
+            "load.toml",
+            "--record",
+            "l",
+            "--records-dir",
+            "recs",
+        ],
+        t.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let files = files_in(&t.path().join("recs"));
+    for point in ["c1", "c2"] {
+        for fig in ["ttft-p50", "e2e-p50", "output-tok-s", "req-s"] {
+            let name = format!("l-{point}-{fig}.json");
+            assert!(
+                files.contains(&name),
+                "{name} not in {files:?}: {}",
+                text(&o)
+            );
+        }
+    }
+    // Six requests per point: a p50 (5 needed), no p95 (59 needed).
+    assert!(!files.iter().any(|f| f.contains("p95")), "{files:?}");
+    let own = evidence_line(&o);
+    let r = json(&t.path().join("recs/l-c2-ttft-p50.json"));
+    assert_eq!(r["source"]["evidence"], own.as_str());
+    let o = servegate(&["records", "check", "--dir", "recs"], t.path());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}

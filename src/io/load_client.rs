@@ -139,6 +139,7 @@ pub fn run(
     deadline: Option<Duration>,
     timeout: Duration,
 ) -> Result<Vec<LoadExchange>, String> {
+    let _stamps = RxStamps::hold();
     let start = Instant::now();
     let pace = Arc::new(Coalesce::new(start, COALESCE));
     let (before, after) = (pace.clone(), pace.clone());
@@ -329,10 +330,9 @@ async fn exchange(
         .into_std()
         .map_err(|e| format!("request failed: {e}"))?;
     // SAFETY: the AsyncFd owns the std TcpStream, whose fd stays open and the same until it drops.
-    let sock = unsafe {
-        tokio::io::unix::AsyncFd::register_with_interest(sock, Interest::READABLE)
-    }
-    .map_err(|e| format!("request failed: {e}"))?;
+    let sock =
+        unsafe { tokio::io::unix::AsyncFd::register_with_interest(sock, Interest::READABLE) }
+            .map_err(|e| format!("request failed: {e}"))?;
 
     let mut buf = READ_BUFS.with(|b| b.borrow_mut().pop()).unwrap_or_default();
     buf.resize(READ_BUF_BYTES, 0);
@@ -418,11 +418,9 @@ async fn read_response(
                 (t, &held[..])
             }
             None => {
-                let (n, t) = recv_stamped(sock, buf, &mut last)
-                    .await
-                    .map_err(|e| {
-                        format!("body read failed after {kept} bytes: {e}", kept = *kept)
-                    })?;
+                let (n, t) = recv_stamped(sock, buf, &mut last).await.map_err(|e| {
+                    format!("body read failed after {kept} bytes: {e}", kept = *kept)
+                })?;
                 if n == 0 {
                     return match framing {
                         Framing::UntilClose => Ok(()),
@@ -479,15 +477,72 @@ async fn read_response(
     }
 }
 
+/// Holds the kernel's receive timestamping on for as long as it lives. Linux stamps incoming packets
+/// only while some socket asks for stamps, and it turns that on asynchronously (a deferred static key):
+/// the first segments a fresh socket receives can come unstamped, and would then be timed by the read.
+/// So a run first opens a loopback TCP pair that asks for stamps and sends a byte until one arrives
+/// stamped (normally at once, at most ~200 ms), and keeps that pair open until it ends.
+pub struct RxStamps {
+    _pair: Option<(std::net::TcpStream, std::net::TcpStream)>,
+    /// Whether stamps were seen before it gave up (false: reads are timed by the client's clock).
+    pub on: bool,
+}
+
+impl RxStamps {
+    /// Turns receive timestamps on and waits until they are (see the type's doc). Never fails: a
+    /// kernel without them leaves `on` false.
+    pub fn hold() -> RxStamps {
+        use std::os::fd::AsRawFd;
+        let pair = (|| -> std::io::Result<(std::net::TcpStream, std::net::TcpStream)> {
+            let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+            let c = std::net::TcpStream::connect(l.local_addr()?)?;
+            let (s, _) = l.accept()?;
+            c.set_read_timeout(Some(Duration::from_millis(100)))?;
+            Ok((c, s))
+        })();
+        let Ok((c, mut s)) = pair else {
+            return RxStamps {
+                _pair: None,
+                on: false,
+            };
+        };
+        set_stamping(c.as_raw_fd());
+        let mut buf = [0u8; 16];
+        let mut on = false;
+        for _ in 0..100 {
+            if std::io::Write::write_all(&mut s, b"x").is_err() {
+                break;
+            }
+            match recvmsg_stamped(c.as_raw_fd(), &mut buf) {
+                Ok((_, Some(_))) => {
+                    on = true;
+                    break;
+                }
+                Ok((0, _)) | Err(_) => break,
+                Ok(_) => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+        RxStamps {
+            _pair: Some((c, s)),
+            on,
+        }
+    }
+}
+
 /// Asks the kernel to stamp received segments (`SO_TIMESTAMPNS`); a refusal leaves reads stamped by
 /// the client's clock.
 fn stamp_receives(sock: &tokio::net::TcpStream) {
     use std::os::fd::AsRawFd;
+    set_stamping(sock.as_raw_fd());
+}
+
+/// `SO_TIMESTAMPNS` on `fd`, best effort.
+fn set_stamping(fd: libc::c_int) {
     let on: libc::c_int = 1;
     // SAFETY: setsockopt on a socket we own, reading an int we own for its stated size.
     unsafe {
         libc::setsockopt(
-            sock.as_raw_fd(),
+            fd,
             libc::SOL_SOCKET,
             libc::SO_TIMESTAMPNS,
             &on as *const libc::c_int as *const libc::c_void,
@@ -527,7 +582,10 @@ async fn recv_stamped(
 
 /// `recvmsg` into `buf` with room for the `SCM_TIMESTAMPNS` control message. Returns the bytes read and
 /// the kernel's receive time (`CLOCK_REALTIME`) when it gave one.
-fn recvmsg_stamped(fd: libc::c_int, buf: &mut [u8]) -> std::io::Result<(usize, Option<SystemTime>)> {
+fn recvmsg_stamped(
+    fd: libc::c_int,
+    buf: &mut [u8],
+) -> std::io::Result<(usize, Option<SystemTime>)> {
     // Room for one timespec control message, aligned for cmsghdr.
     let mut control = [0u64; 8];
     let mut iov = libc::iovec {
@@ -557,8 +615,7 @@ fn recvmsg_stamped(fd: libc::c_int, buf: &mut [u8]) -> std::io::Result<(usize, O
                     std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
                 if ts.tv_sec > 0 {
                     stamp = Some(
-                        SystemTime::UNIX_EPOCH
-                            + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32),
+                        SystemTime::UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32),
                     );
                 }
             }
@@ -618,13 +675,15 @@ impl Coalesce {
     }
 
     fn before_park(&self) {
-        if self.quantum_ns > 0 && self.busy.load(Ordering::Relaxed) {
-            let until = (self.woke_ns.load(Ordering::Relaxed) + self.quantum_ns)
-                .min(self.next_send_ns.load(Ordering::Relaxed));
-            let now = self.now_ns();
-            if until > now {
-                std::thread::sleep(Duration::from_nanos(until - now));
-            }
+        let pause = coalescing_pause(
+            self.busy.load(Ordering::Relaxed),
+            self.woke_ns.load(Ordering::Relaxed),
+            self.quantum_ns,
+            self.next_send_ns.load(Ordering::Relaxed),
+            self.now_ns(),
+        );
+        if pause > 0 {
+            std::thread::sleep(Duration::from_nanos(pause));
         }
         self.parked_ns.store(self.now_ns(), Ordering::Relaxed);
     }
@@ -635,6 +694,18 @@ impl Coalesce {
         self.busy.store(waited < self.quantum_ns, Ordering::Relaxed);
         self.woke_ns.store(now, Ordering::Relaxed);
     }
+}
+
+/// How long the client thread pauses before it waits for data again, ns (all times ns from the run's
+/// start): nothing unless the last wait was shorter than the quantum (`busy`: data arriving fast); then
+/// until `quantum` after the last wake-up, but never past the next scheduled send.
+fn coalescing_pause(busy: bool, woke: u64, quantum: u64, next_send: u64, now: u64) -> u64 {
+    if quantum == 0 || !busy {
+        return 0;
+    }
+    woke.saturating_add(quantum)
+        .min(next_send)
+        .saturating_sub(now)
 }
 
 enum Framing {
@@ -783,6 +854,106 @@ mod tests {
         assert!((90.0..110.0).contains(&mean_gap), "{mean_gap}");
         let c = open_schedule(4, 4.0, false, 1);
         assert_eq!(c, vec![0.0, 250.0, 500.0, 750.0]);
+    }
+
+    #[test]
+    fn the_client_pauses_only_while_data_arrives_fast_and_never_past_a_send() {
+        let q = 1_000_000; // 1 ms
+                           // A wait longer than the quantum (a token every 12 ms): wait for the next at once.
+        assert_eq!(
+            coalescing_pause(false, 5_000_000, q, u64::MAX, 5_040_000),
+            0
+        );
+        // Data arriving fast: pause until a quantum after the wake-up.
+        assert_eq!(
+            coalescing_pause(true, 5_000_000, q, u64::MAX, 5_040_000),
+            960_000
+        );
+        // ... but not past the next scheduled send.
+        assert_eq!(
+            coalescing_pause(true, 5_000_000, q, 5_500_000, 5_040_000),
+            460_000
+        );
+        // A quantum already over, a send already due, or coalescing off: no pause.
+        assert_eq!(coalescing_pause(true, 5_000_000, q, u64::MAX, 6_100_000), 0);
+        assert_eq!(
+            coalescing_pause(true, 5_000_000, q, 5_000_000, 5_040_000),
+            0
+        );
+        assert_eq!(coalescing_pause(true, 5_000_000, 0, u64::MAX, 5_040_000), 0);
+    }
+
+    #[test]
+    fn a_kernel_receive_time_is_placed_on_the_monotonic_clock() {
+        let mono = Instant::now() + Duration::from_secs(100);
+        let real = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        // Received 2.5 ms before the clocks were read: 2.5 ms before `mono`.
+        let k = real - Duration::from_micros(2500);
+        assert_eq!(
+            arrival(Some(k), real, mono),
+            mono - Duration::from_micros(2500)
+        );
+        // No stamp, a stamp in the future (a wall-clock step), or one over 60 s old: the read's own time.
+        assert_eq!(arrival(None, real, mono), mono);
+        assert_eq!(
+            arrival(Some(real + Duration::from_millis(5)), real, mono),
+            mono
+        );
+        assert_eq!(
+            arrival(Some(real - Duration::from_secs(61)), real, mono),
+            mono
+        );
+    }
+
+    /// Reads against a real loopback socket: the kernel's stamp of data that waited in the socket is its
+    /// arrival, not the (later) read; and every read's stamp lies between the request's start and now.
+    #[test]
+    fn a_read_is_stamped_when_its_data_arrived_not_when_it_was_read() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .unwrap();
+        let stamps = RxStamps::hold();
+        assert!(
+            stamps.on,
+            "this kernel gives TCP receive timestamps (Linux >= 4.13)"
+        );
+        let (arrived, read_at, t0) = rt.block_on(async move {
+            let t0 = Instant::now();
+            let sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+            stamp_receives(&sock);
+            let (mut server, _) = listener.accept().unwrap();
+            std::io::Write::write_all(&mut server, b"data: x\n\n").unwrap();
+            let written = Instant::now();
+            // The data waits in the socket while the client is busy elsewhere.
+            std::thread::sleep(Duration::from_millis(30));
+            let woke = Instant::now();
+            let sock = unsafe {
+                tokio::io::unix::AsyncFd::register_with_interest(
+                    sock.into_std().unwrap(),
+                    Interest::READABLE,
+                )
+            }
+            .unwrap();
+            let mut buf = vec![0u8; 1024];
+            let mut last = t0;
+            let (n, t) = recv_stamped(&sock, &mut buf, &mut last).await.unwrap();
+            assert_eq!(&buf[..n], b"data: x\n\n");
+            (t, Instant::now(), (t0, written, woke))
+        });
+        let (t0, written, woke) = t0;
+        assert!(arrived >= t0 && arrived <= read_at);
+        // Stamped by the kernel on arrival (loopback delivers within the write), before the client woke
+        // from its sleep to read: a read-time stamp would be after `woke`.
+        assert!(
+            arrived < woke,
+            "stamped {:?} after the write, {:?} after the client woke",
+            arrived.saturating_duration_since(written),
+            arrived.saturating_duration_since(woke)
+        );
     }
 
     #[test]

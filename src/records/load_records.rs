@@ -558,6 +558,14 @@ pub(super) fn cli_add(
         eprintln!("error: --force records single-runtime runs only; load records are written from a passing load run");
         return exit::USAGE;
     }
+    write_from_run(gate, run, spec, dir)
+}
+
+/// Writes the records of the load run `run` ([`from_load_run`]) into `dir`, none if any would overwrite an
+/// existing one, printing each path. Returns the exit code (`records add --run` and `run --record` of a
+/// load gate): 0, 3 (invalid or existing), 5 (the evidence).
+pub fn write_from_run(gate: &GateSpec, run: &Path, spec: &RunRecordSpec, dir: &Path) -> i32 {
+    use crate::error::exit;
     let records = match from_load_run(gate, run, spec, None) {
         Ok(r) => r,
         Err(e) => {
@@ -568,6 +576,22 @@ pub(super) fn cli_add(
             };
         }
     };
+    // Every record valid before any is written: a run's set of records lands whole or not at all.
+    if let Some((r, problems)) = records
+        .iter()
+        .map(|r| (r, record::validate(r, &r.id)))
+        .find(|(_, p)| !p.is_empty())
+    {
+        eprintln!(
+            "error: {}",
+            RecordError::Invalid {
+                id: r.id.clone(),
+                problems
+            }
+        );
+        eprintln!("no record written");
+        return exit::SPEC_INVALID;
+    }
     if let Some(r) = records
         .iter()
         .find(|r| dir.join(format!("{}.json", r.id)).exists())

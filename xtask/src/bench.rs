@@ -1522,9 +1522,10 @@ fn section_load(report: &mut Vec<String>) -> Value {
         };
         let floor = floor_point(&case, &tmp.join(format!("timing-floor-c{c}.jsonl")));
         let floor_us = match &floor {
-            Ok(fl) if fl.failed == 0 && fl.completed == case.requests => {
-                f(Some(fl.cpu_s * 1e6 / (fl.completed as f64 * case.tokens as f64)), 2)
-            }
+            Ok(fl) if fl.failed == 0 && fl.completed == case.requests => f(
+                Some(fl.cpu_s * 1e6 / (fl.completed as f64 * case.tokens as f64)),
+                2,
+            ),
             Ok(fl) => format!("{} of {} failed", fl.failed, case.requests),
             Err(e) => format!("error: {e}"),
         };
@@ -1549,8 +1550,10 @@ fn section_load(report: &mut Vec<String>) -> Value {
         row["asked_tok_s"] = json!(case.asked_tok_s());
         row["serve_cpu_s"] = json!(serve_cpu);
         row["floor"] = match &floor {
-            Ok(fl) => json!({"completed": fl.completed, "failed": fl.failed, "wall_s": fl.wall_s, "cpu_s": fl.cpu_s,
-                             "reads": fl.reads, "wakeups": fl.wakeups, "tokens": fl.completed as u64 * case.tokens as u64}),
+            Ok(fl) => {
+                json!({"completed": fl.completed, "failed": fl.failed, "wall_s": fl.wall_s, "cpu_s": fl.cpu_s,
+                             "reads": fl.reads, "wakeups": fl.wakeups, "tokens": fl.completed as u64 * case.tokens as u64})
+            }
             Err(e) => json!({"error": e}),
         };
         row["blocking_client"] = blocking

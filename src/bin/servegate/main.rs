@@ -213,6 +213,17 @@ fn write_records(
         return exit::SPEC_INVALID;
     };
     let run = run.to_path_buf();
+    if g.load.is_some() {
+        // A load run: the records of every sweep point (TTFT and E2E percentiles, output tok/s, requests/s).
+        let rs = match g.record_spec(id, "load") {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::SPEC_INVALID;
+            }
+        };
+        return servegate::records::load_records::write_from_run(&g, &run, &rs, dir);
+    }
     let pair = servegate::evidence::is_pair_dir(&run);
     let roles: &[&str] = if pair { &["ours", "theirs"] } else { &["ours"] };
     for (role, (metric, suffix)) in roles.iter().flat_map(|r| {
