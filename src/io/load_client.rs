@@ -536,8 +536,9 @@ fn stamp_receives(sock: &tokio::net::TcpStream) {
     set_stamping(sock.as_raw_fd());
 }
 
-/// `SO_TIMESTAMPNS` on `fd`, best effort.
-fn set_stamping(fd: libc::c_int) {
+/// `SO_TIMESTAMPNS` on the socket `fd`, best effort (a refusal leaves its reads unstamped). Public for
+/// bench-self's floor client.
+pub fn set_stamping(fd: libc::c_int) {
     let on: libc::c_int = 1;
     // SAFETY: setsockopt on a socket we own, reading an int we own for its stated size.
     unsafe {
@@ -581,8 +582,9 @@ async fn recv_stamped(
 }
 
 /// `recvmsg` into `buf` with room for the `SCM_TIMESTAMPNS` control message. Returns the bytes read and
-/// the kernel's receive time (`CLOCK_REALTIME`) when it gave one.
-fn recvmsg_stamped(
+/// the kernel's receive time (`CLOCK_REALTIME`) when it gave one. Errors are the syscall's (`WouldBlock`
+/// on a drained non-blocking socket). Public for bench-self's floor client, which reads the same way.
+pub fn recvmsg_stamped(
     fd: libc::c_int,
     buf: &mut [u8],
 ) -> std::io::Result<(usize, Option<SystemTime>)> {

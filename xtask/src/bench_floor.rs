@@ -64,20 +64,13 @@ pub fn run(
         s.write_all(wire).map_err(|e| format!("send: {e}"))?;
         s.set_nonblocking(true).map_err(|e| e.to_string())?;
         let fd = s.as_raw_fd();
-        let on: libc::c_int = 1;
+        servegate::io::load_client::set_stamping(fd);
         let mut ev = libc::epoll_event {
             events: (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
             u64: fd as u64,
         };
-        // SAFETY: setsockopt and epoll_ctl on fds we own, with values we own.
+        // SAFETY: epoll_ctl on fds we own, with an event we own.
         unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_TIMESTAMPNS,
-                &on as *const libc::c_int as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
             if libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) != 0 {
                 return Err(format!("epoll_ctl: {}", std::io::Error::last_os_error()));
             }
@@ -93,7 +86,6 @@ pub fn run(
     }
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
     let mut buf = vec![0u8; 64 * 1024];
-    let mut control = [0u64; 8];
     let mut busy = false;
     let mut woke = Instant::now();
     while !open.is_empty() {
@@ -124,43 +116,28 @@ pub fn run(
             let fd = ev.u64 as i32;
             // The serve closed: read to the end even after a short read (no edge will follow).
             let closing = ev.events & (libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 != 0;
+            // None: still open; Some(true): read to its end; Some(false): failed.
             let ended = loop {
-                let mut iov = libc::iovec {
-                    iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-                    iov_len: buf.len(),
-                };
-                // SAFETY: a zeroed msghdr is valid; its pointers point into buffers alive for the call.
-                let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-                msg.msg_iov = &mut iov;
-                msg.msg_iovlen = 1;
-                msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
-                msg.msg_controllen = std::mem::size_of_val(&control) as _;
-                // SAFETY: fd is an open socket of ours; msg describes our buffers.
-                let got = unsafe { libc::recvmsg(fd, &mut msg, 0) };
-                if got > 0 {
-                    floor.reads += 1;
-                    if (got as usize) < buf.len() && !closing {
-                        break false; // drained: edge-triggered epoll reports the next arrival
+                match servegate::io::load_client::recvmsg_stamped(fd, &mut buf) {
+                    Ok((0, _)) => break Some(true), // the serve closed: the response is whole
+                    Ok((got, _)) => {
+                        floor.reads += 1;
+                        if got < buf.len() && !closing {
+                            break None; // drained: edge-triggered epoll reports the next arrival
+                        }
                     }
-                    continue;
-                }
-                if got == 0 {
-                    break true;
-                }
-                let e = std::io::Error::last_os_error();
-                match e.kind() {
-                    std::io::ErrorKind::WouldBlock => break false,
-                    std::io::ErrorKind::Interrupted => continue,
-                    _ => {
-                        floor.failed += 1;
-                        floor.completed = floor.completed.wrapping_sub(1);
-                        break true;
-                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break None,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break Some(false),
                 }
             };
-            if ended {
+            if let Some(whole) = ended {
                 open.remove(&fd); // closing the socket removes it from the epoll set
-                floor.completed = floor.completed.wrapping_add(1);
+                if whole {
+                    floor.completed += 1;
+                } else {
+                    floor.failed += 1;
+                }
                 if started < requests {
                     started += 1;
                     if start_one(&mut open).is_err() {
