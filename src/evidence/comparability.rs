@@ -211,11 +211,7 @@ pub fn differences(
 /// (`/proc/loadavg`, `run.json` `load_avg_start` / `load_avg_end`), divided by its logical CPU count. The
 /// larger because a load that rose or fell during the run was there for part of it. None when the evidence
 /// lacks either load (evidence written before servegate recorded them) or the CPU count.
-pub fn load_per_cpu(
-    start: Option<[f64; 3]>,
-    end: Option<[f64; 3]>,
-    cpus: usize,
-) -> Option<f64> {
+pub fn load_per_cpu(start: Option<[f64; 3]>, end: Option<[f64; 3]>, cpus: usize) -> Option<f64> {
     let (s, e) = (start?[0], end?[0]);
     (cpus > 0 && s.is_finite() && e.is_finite()).then(|| s.max(e) / cpus as f64)
 }
@@ -238,7 +234,7 @@ pub fn effective_load(per_cpu: f64) -> f64 {
 /// max_load_ratio`). `baseline` and `run` are loads per CPU ([`load_per_cpu`]; the baseline's is the median
 /// of its windows'); either one unknown (older evidence) is comparable, as before servegate compared load.
 /// The text names both loads and the bound: `host load 7.9 per CPU at this run vs 0.5 at the baseline:
-/// 7.9x apart (a load per CPU below 1 counts as 1), bound 1.25x (max_load_ratio)`.
+/// 7.9x apart (a load per CPU below 1 counts as 1), bound 1.5x (max_load_ratio)`.
 pub fn load_difference(
     baseline: Option<f64>,
     run: Option<f64>,
@@ -305,25 +301,31 @@ mod tests {
     #[test]
     fn speed_compares_the_effective_host_load_and_answers_never_do() {
         // The larger of start and end, per CPU; either load missing: unknown.
-        assert_eq!(load_per_cpu(Some([3.0, 0.0, 0.0]), Some([5.0, 9.0, 9.0]), 2), Some(2.5));
+        assert_eq!(
+            load_per_cpu(Some([3.0, 0.0, 0.0]), Some([5.0, 9.0, 9.0]), 2),
+            Some(2.5)
+        );
         assert_eq!(load_per_cpu(None, Some([5.0, 0.0, 0.0]), 2), None);
-        assert_eq!(load_per_cpu(Some([5.0, 0.0, 0.0]), Some([5.0, 0.0, 0.0]), 0), None);
+        assert_eq!(
+            load_per_cpu(Some([5.0, 0.0, 0.0]), Some([5.0, 0.0, 0.0]), 0),
+            None
+        );
         // Below 1 per CPU counts as 1: an idle and a half-busy host are the same host.
-        assert!(load_difference(Some(0.1), Some(0.9), KeyUse::Speed, 1.25).is_none());
-        assert!(load_difference(Some(0.5), Some(1.2), KeyUse::Speed, 1.25).is_none());
-        assert!(load_difference(Some(0.5), Some(1.3), KeyUse::Speed, 1.25).is_some());
-        let d = load_difference(Some(0.5), Some(7.9), KeyUse::Speed, 1.25).unwrap();
+        assert!(load_difference(Some(0.1), Some(0.9), KeyUse::Speed, 1.5).is_none());
+        assert!(load_difference(Some(0.5), Some(1.4), KeyUse::Speed, 1.5).is_none());
+        assert!(load_difference(Some(0.5), Some(1.6), KeyUse::Speed, 1.5).is_some());
+        let d = load_difference(Some(0.5), Some(7.9), KeyUse::Speed, 1.5).unwrap();
         assert_eq!(d.field, "host_load_per_cpu");
         assert_eq!(
             d.to_string(),
-            "host load 7.9 per CPU at this run vs 0.5 at the baseline: 7.9x apart (a load per CPU below 1 counts as 1), bound 1.25x (max_load_ratio)"
+            "host load 7.9 per CPU at this run vs 0.5 at the baseline: 7.9x apart (a load per CPU below 1 counts as 1), bound 1.5x (max_load_ratio)"
         );
         // Symmetric: a quiet run against a loaded baseline is as incomparable.
-        assert!(load_difference(Some(8.0), Some(1.0), KeyUse::Speed, 1.25).is_some());
-        assert!(load_difference(Some(8.0), Some(7.0), KeyUse::Speed, 1.25).is_none());
-        assert!(load_difference(Some(8.0), Some(1.0), KeyUse::Answers, 1.25).is_none());
-        assert!(load_difference(None, Some(7.9), KeyUse::Speed, 1.25).is_none());
-        assert!(load_difference(Some(7.9), None, KeyUse::Speed, 1.25).is_none());
+        assert!(load_difference(Some(8.0), Some(1.0), KeyUse::Speed, 1.5).is_some());
+        assert!(load_difference(Some(8.0), Some(6.0), KeyUse::Speed, 1.5).is_none());
+        assert!(load_difference(Some(8.0), Some(1.0), KeyUse::Answers, 1.5).is_none());
+        assert!(load_difference(None, Some(7.9), KeyUse::Speed, 1.5).is_none());
+        assert!(load_difference(Some(7.9), None, KeyUse::Speed, 1.5).is_none());
     }
 
     #[test]

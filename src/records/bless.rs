@@ -614,7 +614,9 @@ pub fn plan_baseline(
                 .assertions
                 .regression
                 .as_ref()
-                .map_or(spec::regression::DEFAULT_MAX_LOAD_RATIO, |r| r.max_load_ratio);
+                .map_or(spec::regression::DEFAULT_MAX_LOAD_RATIO, |r| {
+                    r.max_load_ratio
+                });
             d.extend(load_difference(
                 b.load_per_cpu(),
                 run_load_per_cpu(&ev.run),

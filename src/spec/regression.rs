@@ -12,8 +12,8 @@
 //! #                                         # reach the confidence, 6 at 0.95)
 //! max_drop_pct = 5.0                        # δ: the most the metric may worsen, percent
 //! confidence = 0.95                         # of the equal-tailed interval (default 0.95)
-//! max_load_ratio = 1.25                     # stored: host loads per CPU further apart than this (each
-//! #                                         # counted as at least 1) are incomparable (default 1.25)
+//! max_load_ratio = 1.5                      # stored: host loads per CPU further apart than this (each
+//! #                                         # counted as at least 1) are incomparable (default 1.5)
 //! ```
 
 use std::collections::BTreeMap;
@@ -30,14 +30,15 @@ pub const DEFAULT_CONFIDENCE: f64 = 0.95;
 
 /// The default `max_load_ratio` of a stored-baseline regression: a run and a baseline whose effective host
 /// loads per CPU (`evidence::comparability::effective_load`: the 1-minute load average per CPU, at least 1)
-/// are more than 1.25x apart are incomparable. Measured on the shared 2-core VM (reference gate, one serve
-/// thread, docs/regression.md "Host load"): 44 tok/s at 0.8 per CPU, 19 at 1.5, 8-12 at 7-9; so speed fell
-/// as about load^-1.3 at the low end (where a single competing build halves it) and load^-0.65 at the high
-/// end. At the steeper slope a 1.25x load moves speed by at most 25 % (1.25^1.3 = 1.34), inside the
-/// reference gate's 40 % margin; 1.5x could move it 41 %, a false FAIL. The loaded and the quiet reference
-/// baselines (about 8 and 1 per CPU) are 8x apart, far outside. A gate with a smaller `max_drop_pct` should
-/// set it lower (at most `(1 / (1 − max_drop_pct / 100))^(1 / 1.3)`).
-pub const DEFAULT_MAX_LOAD_RATIO: f64 = 1.25;
+/// are more than 1.5x apart are incomparable. Measured on the shared 2-core VM (reference gate, one serve
+/// thread, 2026-12-01; docs/regression.md "Host load"): 44 tok/s at 0.8 per CPU and 8-12 at 7-9, a trend of
+/// about load^-0.7 (fair share of a core would be load^-1); so a 1.5x load alone moves speed by 25-33 %,
+/// inside the reference gate's 40 % margin, while the quiet and the loaded reference baselines are about 7x
+/// apart. Between 0.8 and 2.6 per CPU the load average did not predict speed at all (19-44 tok/s either
+/// way: the 1-minute average lags a build that starts mid-run), so a tighter bound would only make quiet
+/// runs incomparable at random. A gate with a smaller `max_drop_pct` should set it lower, at most
+/// `1 / (1 − max_drop_pct / 100)` (fair share).
+pub const DEFAULT_MAX_LOAD_RATIO: f64 = 1.5;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -280,7 +281,7 @@ impl Validator<'_> {
                     return Err(self.err(
                         m.span(),
                         &format!("{key}.max_load_ratio"),
-                        format!("must be a ratio of at least 1 (e.g. 1.25), got {x}"),
+                        format!("must be a ratio of at least 1 (e.g. 1.5), got {x}"),
                     ));
                 }
                 x
