@@ -285,13 +285,30 @@ fn bless_never_writes_in_ci_unless_forced() {
     assert_eq!(ledger(&bl).len(), 1);
 }
 
-/// The committed baseline of the reference gate (baselines/reference-smoke/, blessed from five real runs,
-/// docs/bless.md) is whole: every window is a run directory that still passes what bless demands, all share
-/// the manifest's key, and the ledger names each window.
+/// The committed baselines of the reference gate (baselines/reference-smoke/, blessed from quiet runs, and
+/// baselines/reference-smoke-loaded/, from runs at a load of 7-9 per CPU; docs/bless.md) are whole: every
+/// window is a run directory that still passes what bless demands, all share the manifest's key, their
+/// windows' host loads are comparable among themselves, and the ledger names each window.
 #[test]
 fn the_committed_reference_baseline_is_whole_and_good() {
-    let dir = root().join("baselines/reference-smoke");
-    let b = baseline::load(&dir).unwrap();
+    for name in ["reference-smoke", "reference-smoke-loaded"] {
+        committed_reference_baseline_is_whole(&root().join("baselines").join(name));
+    }
+}
+
+fn committed_reference_baseline_is_whole(dir: &std::path::Path) {
+    let b = baseline::load(dir).unwrap();
+    let loads: Vec<f64> = b.window_loads.iter().flatten().copied().collect();
+    assert_eq!(loads.len(), b.window_dirs.len(), "{}", dir.display());
+    let mid = b.load_per_cpu().unwrap();
+    for l in &loads {
+        let r = servegate::evidence::comparability::load_ratio(*l, mid);
+        assert!(
+            r <= servegate::spec::regression::DEFAULT_MAX_LOAD_RATIO,
+            "{}: window load {l} vs median {mid}",
+            dir.display()
+        );
+    }
     assert_eq!(b.manifest.gate, "reference-smoke");
     assert!(b.window_dirs.len() >= 3, "{:?}", b.manifest.windows);
     let gate = servegate::spec::load(&root().join("gates/reference-smoke.toml")).unwrap();

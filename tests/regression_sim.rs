@@ -67,6 +67,7 @@ fn gate(drop_pct: f64, baseline: RegressionBaseline) -> RegressionAssert {
         max_drop_pct: drop_pct,
         confidence: 0.95,
         blocks: 6,
+        max_load_ratio: servegate::spec::regression::DEFAULT_MAX_LOAD_RATIO,
     }
 }
 

@@ -4,8 +4,9 @@
 //!
 //! * A **stored** baseline (`baseline = "DIR"` / `baselines = [...]`): each directory is read with
 //!   `evidence::baseline::load_named` (the one path rule of stored baselines, `evidence::baseline::resolve`:
-//!   the gate file's directory and its ancestors, then the current directory); the first whose comparability key equals this run's (for speed: the host
-//!   counts) is chosen (`evidence::baseline::choose`), and each of its windows is read with
+//!   the gate file's directory and its ancestors, then the current directory); one whose comparability key equals this run's (for speed: the host
+//!   counts) and whose host load per CPU is within `max_load_ratio` of this run's is chosen, the nearest in
+//!   load (`evidence::baseline::choose`), and each of its windows is read with
 //!   [`crate::analysis::load`] like any evidence: the per-request values of the metric of its judged
 //!   (non-warmup) requests, failed requests left out.
 //! * An **interleaved** baseline (`baseline_serve`, or a pair gate's `theirs` arm): the gate runs as a pair
@@ -17,7 +18,7 @@ use std::path::PathBuf;
 
 use crate::analysis::{measure, Evidence, RequestEvidence};
 use crate::evidence::baseline;
-use crate::evidence::comparability::{key_of, KeyDiff, KeyUse};
+use crate::evidence::comparability::{key_of, run_load_per_cpu, KeyDiff, KeyUse};
 use crate::spec::{GateSpec, RegressionBaseline};
 use crate::vocab::Metric;
 
@@ -41,6 +42,9 @@ pub enum BaselineValues {
         dir: PathBuf,
         /// One list of values per window.
         windows: Vec<Vec<f64>>,
+        /// The host loads per CPU compared, (this run's, the baseline's), where both are stated: the
+        /// verdict line shows them.
+        load: Option<(f64, f64)>,
     },
     /// No stored baseline is comparable: for each one, the fields that differ (the verdict is
     /// INCOMPARABLE, naming them).
@@ -80,11 +84,17 @@ pub fn regression_input(gate: &GateSpec, run: &Evidence) -> Option<BaselineValue
              a run without them cannot be judged against a baseline serve)"
                 .into(),
         ),
-        RegressionBaseline::Stored(dirs) => stored(dirs, gate, run, r.metric),
+        RegressionBaseline::Stored(dirs) => stored(dirs, gate, run, r.metric, r.max_load_ratio),
     })
 }
 
-fn stored(dirs: &[PathBuf], gate: &GateSpec, run: &Evidence, metric: Metric) -> BaselineValues {
+fn stored(
+    dirs: &[PathBuf],
+    gate: &GateSpec,
+    run: &Evidence,
+    metric: Metric,
+    max_load_ratio: f64,
+) -> BaselineValues {
     let mut loaded = Vec::new();
     for d in dirs {
         match baseline::load_named(&gate.file, d) {
@@ -98,7 +108,12 @@ fn stored(dirs: &[PathBuf], gate: &GateSpec, run: &Evidence, metric: Metric) -> 
         }
     }
     let key = key_of(gate, &run.run);
-    let chosen = match baseline::choose(&loaded, &key, KeyUse::Speed) {
+    let run_load = run_load_per_cpu(&run.run);
+    let check = baseline::LoadCheck {
+        run_per_cpu: run_load,
+        max_ratio: max_load_ratio,
+    };
+    let chosen = match baseline::choose(&loaded, &key, KeyUse::Speed, Some(check)) {
         Ok(b) => b,
         Err(why) => return BaselineValues::Incomparable(why),
     };
@@ -117,5 +132,6 @@ fn stored(dirs: &[PathBuf], gate: &GateSpec, run: &Evidence, metric: Metric) -> 
     BaselineValues::Stored {
         dir: chosen.dir.clone(),
         windows,
+        load: run_load.zip(chosen.load_per_cpu()),
     }
 }

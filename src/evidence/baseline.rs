@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::EvidenceError;
-use crate::evidence::comparability::{differences, ComparabilityKey, KeyDiff, KeyUse};
+use crate::evidence::comparability::{
+    differences, load_difference, load_per_cpu, load_ratio, ComparabilityKey, KeyDiff, KeyUse,
+};
 
 /// The schema id of `baseline.json`.
 pub const BASELINE_SCHEMA: &str = "servegate.baseline/1";
@@ -60,6 +62,39 @@ pub struct Baseline {
     pub manifest: Manifest,
     /// Each window's run directory (`dir` joined with the manifest's `windows`), oldest first.
     pub window_dirs: Vec<PathBuf>,
+    /// Each window's host load per CPU (`comparability::load_per_cpu` of its `run.json`), same order; None
+    /// where the window's evidence does not state it.
+    pub window_loads: Vec<Option<f64>>,
+}
+
+impl Baseline {
+    /// The baseline's host load per CPU: the median of its windows' loads that are stated; None when no
+    /// window states one (older evidence: a speed comparison then does not compare load).
+    pub fn load_per_cpu(&self) -> Option<f64> {
+        let mut v: Vec<f64> = self.window_loads.iter().flatten().copied().collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        Some(if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        })
+    }
+}
+
+/// A window's load per CPU, read leniently from its `run.json` (a field missing or of another shape: None).
+fn window_load(dir: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(dir.join(crate::evidence::layout::RUN_FILE)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let load = |k: &str| -> Option<[f64; 3]> {
+        let a = v.get(k)?.as_array()?;
+        Some([a.first()?.as_f64()?, 0.0, 0.0])
+    };
+    let cpus = v.get("host")?.get("cpus")?.as_u64()? as usize;
+    load_per_cpu(load("load_avg_start"), load("load_avg_end"), cpus)
 }
 
 /// Reads the baseline at `dir` (its `baseline.json`). Errors: no manifest, a manifest that does not parse or
@@ -106,10 +141,12 @@ pub fn load(dir: &Path) -> Result<Baseline, EvidenceError> {
         }
         window_dirs.push(d);
     }
+    let window_loads = window_dirs.iter().map(|d| window_load(d)).collect();
     Ok(Baseline {
         dir: dir.to_path_buf(),
         manifest,
         window_dirs,
+        window_loads,
     })
 }
 
@@ -191,23 +228,51 @@ pub fn write_manifest(dir: &Path, manifest: &Manifest) -> Result<(), EvidenceErr
     crate::io::fs::write_atomic(&path, &bytes).map_err(|e| EvidenceError::Io { path, source: e })
 }
 
-/// Which of several baselines a run is compared with: the first whose key has no difference from the run's
-/// key for `usage`. `Err` carries, for each baseline, the differences that made it incomparable (the verdict
+/// A speed comparison's host-load check ([`choose`]): this run's load per CPU
+/// (`comparability::load_per_cpu`, None when its evidence does not state it) and the largest ratio of
+/// effective loads still comparable (`[assert.regression] max_load_ratio`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadCheck {
+    /// This run's host load per CPU.
+    pub run_per_cpu: Option<f64>,
+    /// The bound (`comparability::load_difference`).
+    pub max_ratio: f64,
+}
+
+/// Which of several baselines a run is compared with: one whose key has no difference from the run's key for
+/// `usage` and, for a [`KeyUse::Speed`] comparison with a `load` check, whose host load
+/// ([`Baseline::load_per_cpu`]) is within the bound of the run's (`comparability::load_difference`). Of
+/// several such, the one nearest the run's load (the first on a tie, and the first when loads are unknown):
+/// so a list of a quiet and a loaded baseline compares a quiet run with the quiet one and a loaded run with
+/// the loaded one. `Err` carries, for each baseline, the differences that made it incomparable (the verdict
 /// names them: the run is **incomparable**, never a pass).
 pub fn choose<'a>(
     baselines: &'a [Baseline],
     run: &ComparabilityKey,
     usage: KeyUse,
+    load: Option<LoadCheck>,
 ) -> Result<&'a Baseline, Vec<(PathBuf, Vec<KeyDiff>)>> {
     let mut why = Vec::new();
+    let mut best: Option<(&Baseline, f64)> = None;
     for b in baselines {
-        let d = differences(&b.manifest.key, run, usage);
-        if d.is_empty() {
-            return Ok(b);
+        let mut d = differences(&b.manifest.key, run, usage);
+        let bl = b.load_per_cpu();
+        if let Some(c) = load {
+            d.extend(load_difference(bl, c.run_per_cpu, usage, c.max_ratio));
         }
-        why.push((b.dir.clone(), d));
+        if !d.is_empty() {
+            why.push((b.dir.clone(), d));
+            continue;
+        }
+        let distance = match (bl, load.and_then(|c| c.run_per_cpu)) {
+            (Some(bl), Some(rl)) if usage == KeyUse::Speed => load_ratio(bl, rl),
+            _ => 1.0,
+        };
+        if best.is_none_or(|(_, bd)| distance < bd) {
+            best = Some((b, distance));
+        }
     }
-    Err(why)
+    best.map(|(b, _)| b).ok_or(why)
 }
 
 #[cfg(test)]
@@ -299,6 +364,7 @@ mod tests {
                 ..manifest(&["w"])
             },
             window_dirs: Vec::new(),
+            window_loads: Vec::new(),
         };
         let set = [b("8", "eight"), b("2", "two")];
         let run = ComparabilityKey {
@@ -306,14 +372,14 @@ mod tests {
             ..ComparabilityKey::default()
         };
         assert_eq!(
-            choose(&set, &run, KeyUse::Speed).unwrap().dir,
+            choose(&set, &run, KeyUse::Speed, None).unwrap().dir,
             PathBuf::from("two")
         );
         let odd = ComparabilityKey {
             cpus: Some("4".into()),
             ..ComparabilityKey::default()
         };
-        let why = choose(&set, &odd, KeyUse::Speed).unwrap_err();
+        let why = choose(&set, &odd, KeyUse::Speed, None).unwrap_err();
         assert_eq!(why.len(), 2);
         assert_eq!(why[0].1[0].field, "cpus");
     }

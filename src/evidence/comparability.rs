@@ -5,6 +5,10 @@
 //! Pure: the key is computed from the gate as run (the `gate.toml` kept in the run directory) and `run.json`.
 //! Which fields a comparison needs depends on what it compares ([`KeyUse`]): a speed comparison needs the same
 //! machine kind; an answer comparison needs the same numerics but not the same machine speed.
+//!
+//! A speed comparison also compares the **host's load** ([`load_difference`]): a run and a baseline whose
+//! load per CPU ([`load_per_cpu`]) is too far apart are incomparable, because on a shared machine the load
+//! alone moves a CPU-bound serve's speed by more than a regression margin (docs/regression.md, "Host load").
 
 use std::collections::BTreeMap;
 
@@ -64,11 +68,18 @@ pub struct KeyDiff {
     pub baseline: Option<String>,
     /// This run's value.
     pub run: Option<String>,
+    /// The whole description, for a difference that is not two plain values (the host load's, which
+    /// states both loads and the bound); None: `field baseline (baseline) vs run (this run)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 impl std::fmt::Display for KeyDiff {
     /// `model_sha256 b179c952… (baseline) vs 0d3e… (this run)`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(t) = &self.text {
+            return f.write_str(t);
+        }
         let show = |v: &Option<String>| match v {
             Some(v) if v.chars().count() > 24 => {
                 format!("{}…", v.chars().take(12).collect::<String>())
@@ -190,9 +201,66 @@ pub fn differences(
                 field: f,
                 baseline: b,
                 run: r,
+                text: None,
             })
         })
         .collect()
+}
+
+/// The host's load per CPU during a run: the larger of the 1-minute load averages at its start and end
+/// (`/proc/loadavg`, `run.json` `load_avg_start` / `load_avg_end`), divided by its logical CPU count. The
+/// larger because a load that rose or fell during the run was there for part of it. None when the evidence
+/// lacks either load (evidence written before servegate recorded them) or the CPU count.
+pub fn load_per_cpu(start: Option<[f64; 3]>, end: Option<[f64; 3]>, cpus: usize) -> Option<f64> {
+    let (s, e) = (start?[0], end?[0]);
+    (cpus > 0 && s.is_finite() && e.is_finite()).then(|| s.max(e) / cpus as f64)
+}
+
+/// [`load_per_cpu`] of a run's `run.json`.
+pub fn run_load_per_cpu(run: &RunSummary) -> Option<f64> {
+    load_per_cpu(run.load_avg_start, run.load_avg_end, run.host.cpus)
+}
+
+/// The load a speed comparison counts: the load per CPU, at least 1.0. Below one runnable task per CPU every
+/// task has a core of its own, so an idle host is not faster than a merely busy one; above it a CPU-bound
+/// thread gets about `1 / load` of a core (fair share), so its speed scales with the inverse of this figure.
+pub fn effective_load(per_cpu: f64) -> f64 {
+    per_cpu.max(1.0)
+}
+
+/// The host-load difference that makes a run incomparable with a baseline for `usage`, or None when they are
+/// comparable: only a [`KeyUse::Speed`] comparison counts load; it differs when the larger
+/// [`effective_load`] exceeds the smaller by more than `max_ratio` times (`[assert.regression]
+/// max_load_ratio`). `baseline` and `run` are loads per CPU ([`load_per_cpu`]; the baseline's is the median
+/// of its windows'); either one unknown (older evidence) is comparable, as before servegate compared load.
+/// The text names both loads and the bound: `host load 7.9 per CPU at this run vs 0.5 at the baseline:
+/// 7.9x apart (a load per CPU below 1 counts as 1), bound 1.5x (max_load_ratio)`.
+pub fn load_difference(
+    baseline: Option<f64>,
+    run: Option<f64>,
+    usage: KeyUse,
+    max_ratio: f64,
+) -> Option<KeyDiff> {
+    if usage != KeyUse::Speed {
+        return None;
+    }
+    let (b, r) = (baseline?, run?);
+    let ratio = load_ratio(b, r);
+    (ratio > max_ratio).then(|| KeyDiff {
+        field: "host_load_per_cpu".into(),
+        baseline: Some(format!("{b:.1}")),
+        run: Some(format!("{r:.1}")),
+        text: Some(format!(
+            "host load {r:.1} per CPU at this run vs {b:.1} at the baseline: {ratio:.1}x apart (a load \
+             per CPU below 1 counts as 1), bound {max_ratio}x (max_load_ratio)"
+        )),
+    })
+}
+
+/// The ratio of the larger [`effective_load`] of two loads per CPU to the smaller (≥ 1).
+pub fn load_ratio(a: f64, b: f64) -> f64 {
+    let (a, b) = (effective_load(a), effective_load(b));
+    a.max(b) / a.min(b)
 }
 
 /// The verdict text of an incomparable run: `not comparable with its baseline: model_sha256 … (baseline) vs
@@ -228,6 +296,36 @@ mod tests {
             stream: Some("stream".into()),
             extra: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn speed_compares_the_effective_host_load_and_answers_never_do() {
+        // The larger of start and end, per CPU; either load missing: unknown.
+        assert_eq!(
+            load_per_cpu(Some([3.0, 0.0, 0.0]), Some([5.0, 9.0, 9.0]), 2),
+            Some(2.5)
+        );
+        assert_eq!(load_per_cpu(None, Some([5.0, 0.0, 0.0]), 2), None);
+        assert_eq!(
+            load_per_cpu(Some([5.0, 0.0, 0.0]), Some([5.0, 0.0, 0.0]), 0),
+            None
+        );
+        // Below 1 per CPU counts as 1: an idle and a half-busy host are the same host.
+        assert!(load_difference(Some(0.1), Some(0.9), KeyUse::Speed, 1.5).is_none());
+        assert!(load_difference(Some(0.5), Some(1.4), KeyUse::Speed, 1.5).is_none());
+        assert!(load_difference(Some(0.5), Some(1.6), KeyUse::Speed, 1.5).is_some());
+        let d = load_difference(Some(0.5), Some(7.9), KeyUse::Speed, 1.5).unwrap();
+        assert_eq!(d.field, "host_load_per_cpu");
+        assert_eq!(
+            d.to_string(),
+            "host load 7.9 per CPU at this run vs 0.5 at the baseline: 7.9x apart (a load per CPU below 1 counts as 1), bound 1.5x (max_load_ratio)"
+        );
+        // Symmetric: a quiet run against a loaded baseline is as incomparable.
+        assert!(load_difference(Some(8.0), Some(1.0), KeyUse::Speed, 1.5).is_some());
+        assert!(load_difference(Some(8.0), Some(6.0), KeyUse::Speed, 1.5).is_none());
+        assert!(load_difference(Some(8.0), Some(1.0), KeyUse::Answers, 1.5).is_none());
+        assert!(load_difference(None, Some(7.9), KeyUse::Speed, 1.5).is_none());
+        assert!(load_difference(Some(7.9), None, KeyUse::Speed, 1.5).is_none());
     }
 
     #[test]

@@ -91,7 +91,7 @@ fn judge_values(
                 .collect();
             Verdict::new(k, Outcome::Incomparable, parts.join(" | "))
         }
-        BaselineValues::Stored { dir, windows } => {
+        BaselineValues::Stored { dir, windows, load } => {
             if let Some(head) = fv.failure_head(r.metric.info().title, acct) {
                 return Verdict::new(
                     k,
@@ -102,10 +102,14 @@ fn judge_values(
             let cand = fv.present();
             let base: Vec<f64> = windows.iter().flatten().copied().collect();
             let design = format!(
-                "stored baseline {} ({} window{}",
+                "stored baseline {} ({} window{}{}",
                 dir.display(),
                 windows.len(),
-                if windows.len() == 1 { "" } else { "s" }
+                if windows.len() == 1 { "" } else { "s" },
+                load.map(|(run, base)| format!(
+                    ", host load {run:.1} per CPU at this run vs {base:.1} at the baseline"
+                ))
+                .unwrap_or_default()
             );
             judge_stored(r, &base, windows, &cand, design)
         }
@@ -611,6 +615,7 @@ mod tests {
             max_drop_pct: drop,
             confidence: 0.95,
             blocks: 6,
+            max_load_ratio: crate::spec::regression::DEFAULT_MAX_LOAD_RATIO,
         }
     }
 

@@ -27,7 +27,9 @@ use crate::analysis;
 use crate::analysis::regress;
 use crate::error::exit;
 use crate::evidence::baseline::{self, Manifest, BASELINE_SCHEMA};
-use crate::evidence::comparability::{describe, differences, key_of, KeyUse};
+use crate::evidence::comparability::{
+    describe, differences, key_of, load_difference, run_load_per_cpu, KeyUse,
+};
 use crate::evidence::{layout, RunStatus};
 use crate::judge::{self, Outcome};
 use crate::spec::{self, GateSpec};
@@ -605,7 +607,22 @@ pub fn plan_baseline(
     let created = existing.is_none();
     let mut manifest = match existing {
         Some(b) => {
-            let d = differences(&b.manifest.key, &key, KeyUse::Speed);
+            let mut d = differences(&b.manifest.key, &key, KeyUse::Speed);
+            // A window at another host load is another baseline (the judge's bound: the gate's
+            // max_load_ratio), so that one baseline's windows are comparable among themselves.
+            let max_ratio = gate
+                .assertions
+                .regression
+                .as_ref()
+                .map_or(spec::regression::DEFAULT_MAX_LOAD_RATIO, |r| {
+                    r.max_load_ratio
+                });
+            d.extend(load_difference(
+                b.load_per_cpu(),
+                run_load_per_cpu(&ev.run),
+                KeyUse::Speed,
+                max_ratio,
+            ));
             if !d.is_empty() {
                 return Err(BlessError::new(
                     exit::INCOMPARABLE,

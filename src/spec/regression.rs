@@ -12,6 +12,8 @@
 //! #                                         # reach the confidence, 6 at 0.95)
 //! max_drop_pct = 5.0                        # δ: the most the metric may worsen, percent
 //! confidence = 0.95                         # of the equal-tailed interval (default 0.95)
+//! max_load_ratio = 1.5                      # stored: host loads per CPU further apart than this (each
+//! #                                         # counted as at least 1) are incomparable (default 1.5)
 //! ```
 
 use std::collections::BTreeMap;
@@ -25,6 +27,18 @@ use crate::vocab::{Better, Metric};
 
 /// The default confidence of a regression interval.
 pub const DEFAULT_CONFIDENCE: f64 = 0.95;
+
+/// The default `max_load_ratio` of a stored-baseline regression: a run and a baseline whose effective host
+/// loads per CPU (`evidence::comparability::effective_load`: the 1-minute load average per CPU, at least 1)
+/// are more than 1.5x apart are incomparable. Measured on the shared 2-core VM (reference gate, one serve
+/// thread, 2026-12-01; docs/regression.md "Host load"): 44 tok/s at 0.8 per CPU and 8-12 at 7-9, a trend of
+/// about load^-0.7 (fair share of a core would be load^-1); so a 1.5x load alone moves speed by 25-33 %,
+/// inside the reference gate's 40 % margin, while the quiet and the loaded reference baselines (1.36 and 8.1
+/// per CPU) are 6x apart. Between 0.8 and 4.5 per CPU the load average did not predict speed at all (19-49
+/// tok/s either way: the 1-minute average lags a build that starts mid-run), so a tighter bound would only make quiet
+/// runs incomparable at random. A gate with a smaller `max_drop_pct` should set it lower, at most
+/// `1 / (1 − max_drop_pct / 100)` (fair share).
+pub const DEFAULT_MAX_LOAD_RATIO: f64 = 1.5;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,6 +55,8 @@ pub(super) struct RawRegression {
     confidence: Option<Spanned<f64>>,
     #[serde(default)]
     blocks: Option<Spanned<i64>>,
+    #[serde(default)]
+    max_load_ratio: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -101,6 +117,11 @@ pub struct RegressionAssert {
     /// [`blocks_needed`]`(confidence)`); unused by a stored baseline or a pair gate (whose
     /// `pair.order` says it).
     pub blocks: usize,
+    /// A stored baseline's host-load bound (`max_load_ratio`, ≥ 1; default [`DEFAULT_MAX_LOAD_RATIO`]): a
+    /// run whose effective load per CPU and the baseline's are further apart than this ratio is
+    /// incomparable (`evidence::comparability::load_difference`). Unused by an interleaved baseline, whose
+    /// arms share the host's load.
+    pub max_load_ratio: f64,
 }
 
 impl RegressionAssert {
@@ -245,6 +266,27 @@ impl Validator<'_> {
                 n as usize
             }
         };
+        let max_load_ratio = match &r.max_load_ratio {
+            None => DEFAULT_MAX_LOAD_RATIO,
+            Some(m) => {
+                let x = *m.get_ref();
+                if in_pair || r.baseline_serve.is_some() {
+                    return Err(self.err(
+                        m.span(),
+                        &format!("{key}.max_load_ratio"),
+                        "only a stored baseline compares host load (an interleaved baseline's arms share the host)",
+                    ));
+                }
+                if !(x.is_finite() && x >= 1.0) {
+                    return Err(self.err(
+                        m.span(),
+                        &format!("{key}.max_load_ratio"),
+                        format!("must be a ratio of at least 1 (e.g. 1.5), got {x}"),
+                    ));
+                }
+                x
+            }
+        };
         if in_pair {
             return Ok(RegressionAssert {
                 metric,
@@ -253,6 +295,7 @@ impl Validator<'_> {
                 max_drop_pct: drop,
                 confidence,
                 blocks,
+                max_load_ratio,
             });
         }
         if given != 1 {
@@ -300,6 +343,7 @@ impl Validator<'_> {
             max_drop_pct: drop,
             confidence,
             blocks,
+            max_load_ratio,
         })
     }
 }
@@ -349,6 +393,12 @@ prompts = ["What is the capital of France?"]
             RegressionBaseline::Stored(vec![PathBuf::from("/g/../baselines/smoke")])
         );
         assert!((r.log_threshold() - 0.95f64.ln()).abs() < 1e-12);
+        assert_eq!(r.max_load_ratio, DEFAULT_MAX_LOAD_RATIO);
+        let g = parse_with(
+            "metric = \"decode\"\nbaseline = \"b\"\nmax_drop_pct = 5.0\nmax_load_ratio = 1.05\n",
+        )
+        .unwrap();
+        assert_eq!(g.assertions.regression.unwrap().max_load_ratio, 1.05);
         let g = parse_with(
             "metric = \"ttft\"\nbaseline_serve = { command = [\"old-srv\", \"-m\", \"/m.gguf\", \"--port\", \"{port}\"] }\nmax_drop_pct = 10.0\nconfidence = 0.99\n",
         )
@@ -471,6 +521,9 @@ max_drop_pct = 20.0
             ("metric = \"decode\"\nbaselines = []\nmax_drop_pct = 5.0\n", "assert.regression.baselines"),
             ("metric = \"decode\"\nbaseline = \"b\"\nblocks = 6\nmax_drop_pct = 5.0\n", "assert.regression.blocks"),
             ("metric = \"decode\"\nbaseline_serve = { command = [] }\nmax_drop_pct = 5.0\n", "assert.regression.baseline_serve.command"),
+            ("metric = \"decode\"\nbaseline = \"b\"\nmax_drop_pct = 5.0\nmax_load_ratio = 0.5\n", "assert.regression.max_load_ratio"),
+            ("metric = \"decode\"\nbaseline = \"b\"\nmax_drop_pct = 5.0\nmax_load_ratio = \"x\"\n", "max_load_ratio"),
+            ("metric = \"decode\"\nbaseline_serve = { command = [\"x\", \"-m\", \"/m.gguf\", \"--port\", \"{port}\"] }\nmax_drop_pct = 5.0\nmax_load_ratio = 2.0\n", "assert.regression.max_load_ratio"),
         ] {
             let e = parse_with(table).unwrap_err().to_string();
             assert!(e.contains(key), "{table}: {e}");
