@@ -6,6 +6,9 @@ use std::process::{Command, Output};
 
 use servegate::coverage::page::{self, Cell, CellState};
 
+mod common;
+use common::copy_dir;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -16,18 +19,6 @@ fn servegate(args: &[&str], cwd: &Path) -> Output {
         .current_dir(cwd)
         .output()
         .expect("run servegate")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 #[test]

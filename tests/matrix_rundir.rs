@@ -6,6 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+use common::copy_dir;
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_servegate")
 }
@@ -32,19 +35,6 @@ fn matrix_run(tmp: &Path) -> PathBuf {
     let dest = tmp.join("run");
     copy_dir(&run, &dest);
     dest
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let q = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &q);
-        } else {
-            std::fs::copy(&p, &q).unwrap();
-        }
-    }
 }
 
 fn run(args: &[&str], dir: &Path) -> Output {

@@ -8,6 +8,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod common;
+use common::copy_dir;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -248,18 +251,6 @@ fn an_edit_to_the_evidence_is_caught_by_its_digest() {
     let o = check();
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(text(&o).contains("source.evidence_sha256"), "{}", text(&o));
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 const SPEC: &str = r#"id = "c"

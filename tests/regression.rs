@@ -21,6 +21,9 @@ use std::process::Command;
 use servegate::evidence::baseline::{write_manifest, Manifest, BASELINE_SCHEMA};
 use servegate::evidence::comparability::key_of;
 
+mod common;
+use common::copy_dir;
+
 const BIN: &str = env!("CARGO_BIN_EXE_servegate");
 
 fn recording() -> PathBuf {
@@ -137,19 +140,6 @@ fn run(gate: &Path, runs: &Path) -> Run {
         code: out.status.code().unwrap_or(-1),
         stdout,
         evidence,
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
     }
 }
 

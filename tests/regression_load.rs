@@ -18,6 +18,9 @@ use std::process::Command;
 use servegate::evidence::baseline::{write_manifest, Manifest, BASELINE_SCHEMA};
 use servegate::evidence::comparability::key_of;
 
+mod common;
+use common::copy_dir;
+
 const BIN: &str = env!("CARGO_BIN_EXE_servegate");
 
 fn root() -> PathBuf {
@@ -29,19 +32,6 @@ fn real_windows() -> Vec<PathBuf> {
     let b = servegate::evidence::baseline::load(&root().join("baselines/reference-smoke-loaded"))
         .unwrap();
     b.window_dirs
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
 }
 
 /// Rewrites `dir`'s run.json so that its load per CPU is `per_cpu` (at the end; the start a little lower),
