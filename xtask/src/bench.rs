@@ -196,8 +196,9 @@ fn tv(t: libc::timeval) -> f64 {
     t.tv_sec as f64 + t.tv_usec as f64 / 1e6
 }
 
-/// Waits for `child` with `wait4`: (exit code, CPU seconds, peak RSS in MiB).
-fn wait_rusage(child: &mut Child) -> (i32, f64, f64) {
+/// Waits for `child` with `wait4`: (exit code, CPU seconds of it and its reaped descendants, peak RSS in
+/// MiB).
+pub fn wait_rusage(child: &mut Child) -> (i32, f64, f64) {
     let mut status = 0;
     // SAFETY: wait4 on our own child's pid, writing into values we own.
     let ru = unsafe {

@@ -23,7 +23,9 @@ use serde_json::{json, Value};
 
 use servegate::analysis::stats;
 
-use crate::bench::{cpu_s_thread, cpus, load_schedules, pin_command, workdir, LoadCase, Synth};
+use crate::bench::{
+    cpu_s_thread, cpus, load_schedules, pin_command, wait_rusage, workdir, LoadCase, Synth,
+};
 
 /// The true per-request figures of the streamed, answered requests in a timing log, in arrival order:
 /// TTFT = the first token chunk's send time from the request's arrival (ms); TPOT = (last token chunk's
@@ -713,28 +715,6 @@ fn tail(a: &str, b: &str) -> String {
     let all = format!("{a}\n{b}");
     let lines: Vec<&str> = all.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(4)..].join(" | ")
-}
-
-/// Waits for `child` with `wait4`: (exit code, CPU seconds of it and its reaped descendants, peak RSS MiB).
-fn wait_rusage(child: &mut std::process::Child) -> (i32, f64, f64) {
-    let mut status = 0;
-    // SAFETY: wait4 on our own child's pid, writing into values we own.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::wait4(child.id() as i32, &mut status, 0, &mut ru);
-        ru
-    };
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (
-        code,
-        tv(ru.ru_utime) + tv(ru.ru_stime),
-        ru.ru_maxrss as f64 / 1024.0,
-    )
 }
 
 /// servegate's load client (`io::load_client::run`, closed loop) at one point, on this thread (pinned to
