@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
-use common::copy_dir;
+use common::{copy_dir, text};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_servegate")
@@ -39,14 +39,6 @@ fn matrix_run(tmp: &Path) -> PathBuf {
 
 fn run(args: &[&str], dir: &Path) -> Output {
     Command::new(bin()).args(args).arg(dir).output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]

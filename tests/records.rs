@@ -10,6 +10,9 @@ use std::process::{Command, Output};
 use servegate::records::leaderboard;
 use servegate::records::record;
 
+mod common;
+use common::text;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -24,14 +27,6 @@ fn servegate(args: &[&str], cwd: &Path) -> Output {
         .current_dir(cwd)
         .output()
         .expect("run servegate")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 mod common;
-use common::copy_dir;
+use common::{copy_dir, text};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -40,14 +40,6 @@ fn servegate(args: &[&str], cwd: &Path) -> Output {
         .env_remove("SERVEGATE_JUNIT")
         .output()
         .expect("run servegate")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// A scratch directory with a throw-away model file and the named repro gates, their bounds loosened so

@@ -1,6 +1,18 @@
-//! Helpers shared by the integration tests (`mod common;` in a test file; not a test target itself).
+//! Helpers shared by the integration tests (`mod common;` in a test file; not a test target itself). Each
+//! test file uses some of them, hence `dead_code` allowed here.
+#![allow(dead_code)]
 
 use std::path::Path;
+use std::process::Output;
+
+/// A child's stdout then stderr, as text (lossy UTF-8), for assertion messages.
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
 
 /// Copies the directory `from` into `to` (created), recursively: files and subdirectories. Panics on any
 /// I/O error (a test fixture that cannot be copied is a broken test).
