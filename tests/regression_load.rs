@@ -113,7 +113,14 @@ struct Judged {
     stdout: String,
 }
 
+/// `servegate judge RUN` (strict or not, with `[junit, summary]` report paths when given): its exit code, its
+/// stdout and its `regression ` verdict line.
 fn judge(run: &Path, strict: bool, extra_args: &[&Path]) -> Judged {
+    judge_verdict(run, strict, extra_args, "regression ")
+}
+
+/// [`judge`], keeping the verdict line that starts with `prefix`.
+fn judge_verdict(run: &Path, strict: bool, extra_args: &[&Path], prefix: &str) -> Judged {
     let mut c = Command::new(BIN);
     c.arg("judge").arg(run);
     if let [junit, summary] = extra_args {
@@ -132,10 +139,10 @@ fn judge(run: &Path, strict: bool, extra_args: &[&Path]) -> Judged {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let line = stdout
         .lines()
-        .find(|l| l.starts_with("regression "))
+        .find(|l| l.starts_with(prefix))
         .unwrap_or_else(|| {
             panic!(
-                "no regression line: {stdout}\n{}",
+                "no {prefix}line: {stdout}\n{}",
                 String::from_utf8_lossy(&out.stderr)
             )
         })
@@ -298,20 +305,7 @@ fn drift_compares_answers_whatever_the_load() {
     asserts.insert("drift".into(), toml::Value::Table(drift));
     g.insert("assert".into(), toml::Value::Table(asserts));
     std::fs::write(&path, toml::to_string(&g).unwrap()).unwrap();
-    let out = Command::new(BIN)
-        .arg("judge")
-        .arg(&run)
-        .env_remove("SERVEGATE_STRICT")
-        .env_remove("SERVEGATE_JUNIT")
-        .env_remove("SERVEGATE_JSON")
-        .env_remove("SERVEGATE_SUMMARY")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("drift "))
-        .unwrap_or_else(|| panic!("{stdout}"));
+    let line = judge_verdict(&run, false, &[], "drift ").line;
     assert!(line.starts_with("drift PASS "), "{line}");
     assert!(!line.contains("host load"), "{line}");
 }
