@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::EvidenceError;
 use crate::evidence::comparability::{
-    differences, load_difference, load_per_cpu, load_ratio, ComparabilityKey, KeyDiff, KeyUse,
+    differences, load_difference, load_ratio, run_load_per_cpu, ComparabilityKey, KeyDiff, KeyUse,
 };
 
 /// The schema id of `baseline.json`.
@@ -85,16 +85,12 @@ impl Baseline {
     }
 }
 
-/// A window's load per CPU, read leniently from its `run.json` (a field missing or of another shape: None).
+/// A window's load per CPU (`comparability::run_load_per_cpu` of its `run.json`); None when its `run.json`
+/// cannot be read or does not state the loads.
 fn window_load(dir: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(dir.join(crate::evidence::layout::RUN_FILE)).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let load = |k: &str| -> Option<[f64; 3]> {
-        let a = v.get(k)?.as_array()?;
-        Some([a.first()?.as_f64()?, 0.0, 0.0])
-    };
-    let cpus = v.get("host")?.get("cpus")?.as_u64()? as usize;
-    load_per_cpu(load("load_avg_start"), load("load_avg_end"), cpus)
+    crate::evidence::read_run_summary(dir)
+        .ok()
+        .and_then(|run| run_load_per_cpu(&run))
 }
 
 /// Reads the baseline at `dir` (its `baseline.json`). Errors: no manifest, a manifest that does not parse or

@@ -674,6 +674,17 @@ pub fn duplicated_index(records: &[RequestRecord]) -> Option<String> {
     None
 }
 
+/// Reads a run directory's `run.json` as written (no schema check, requests of an unfinished run not
+/// gathered: [`load`] does both). Errors: unreadable, or not a [`RunSummary`], naming the file.
+pub fn read_run_summary(dir: &Path) -> Result<RunSummary, EvidenceError> {
+    let run_path = dir.join(crate::evidence::layout::RUN_FILE);
+    let text = std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
+    serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
+        path: run_path,
+        reason: e.to_string(),
+    })
+}
+
 /// Loads a run directory: run.json, serve.log (up to [`SERVE_LOG_JUDGE_CAP`]) and every request's reads,
 /// parsed into replies. Errors: a reads file whose bytes disagree with its record's `body_bytes` or whose
 /// times decrease is [`EvidenceError::Malformed`] naming the file.
@@ -688,12 +699,7 @@ pub fn load_with<R>(
     mut each: impl FnMut(&RequestRecord, Vec<TimedRead>) -> R,
 ) -> Result<Evidence<R>, EvidenceError> {
     let run_path = dir.join(crate::evidence::layout::RUN_FILE);
-    let text = std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
-    let mut run: RunSummary =
-        serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
-            path: run_path.clone(),
-            reason: e.to_string(),
-        })?;
+    let mut run = read_run_summary(dir)?;
     // A run that did not finish has its requests only in the progress file.
     let mut records_path = run_path.clone();
     if run.status != RunStatus::Complete && run.requests.is_empty() {
