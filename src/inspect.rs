@@ -712,10 +712,10 @@ mod tests {
     #[test]
     fn summary_carries_notes_itl_and_server_figures() {
         let rs = vec![
-            reads::TimedRead { t_ms: 10.0, bytes: b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n".to_vec() },
-            reads::TimedRead { t_ms: 30.0, bytes: b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\n\n".to_vec() },
+            reads::TimedRead { recv_ms: None, t_ms: 10.0, bytes: b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n".to_vec() },
+            reads::TimedRead { recv_ms: None, t_ms: 30.0, bytes: b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\n\n".to_vec() },
             reads::TimedRead {
-                t_ms: 70.0,
+                recv_ms: None, t_ms: 70.0,
                 bytes: b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"c\"},\"finish_reason\":\"length\"}],\"timings\":{\"cache_n\":5,\"prompt_n\":1,\"prompt_ms\":2.0,\"predicted_per_second\":40.0}}\n\ndata: [DONE]\n\n".to_vec(),
             },
         ];

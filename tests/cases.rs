@@ -868,6 +868,7 @@ fn timed(reads_: &[(f64, &[u8])]) -> Vec<TimedRead> {
     reads_
         .iter()
         .map(|(t, b)| TimedRead {
+            recv_ms: None,
             t_ms: *t,
             bytes: b.to_vec(),
         })
@@ -895,6 +896,7 @@ fn crlf_version_of_a_timed_stream_gives_the_same_figures() {
     let rs_crlf: Vec<TimedRead> = rs
         .iter()
         .map(|r| TimedRead {
+            recv_ms: None,
             t_ms: r.t_ms,
             bytes: crlf(&r.bytes),
         })
@@ -966,6 +968,7 @@ fn utf8_character_split_across_reads_arrives_whole() {
 /// vLLM `continuous_usage_stats`: usage on every chunk with running counts, `tokens` per chunk each.
 fn continuous_usage_stream(chunks: usize, tokens_per_chunk: u64, gap_ms: f64) -> Vec<TimedRead> {
     let mut rs = vec![TimedRead {
+        recv_ms: None,
         t_ms: 50.0,
         bytes: chunk(
             r#"{"role":"assistant","content":""}"#,
@@ -981,6 +984,7 @@ fn continuous_usage_stream(chunks: usize, tokens_per_chunk: u64, gap_ms: f64) ->
             10 + done
         );
         rs.push(TimedRead {
+            recv_ms: None,
             t_ms: 100.0 + gap_ms * i as f64,
             bytes: chunk(&format!(r#"{{"content":"w{i}"}}"#), "null", &usage).into_bytes(),
         });
@@ -988,6 +992,7 @@ fn continuous_usage_stream(chunks: usize, tokens_per_chunk: u64, gap_ms: f64) ->
     let total = chunks as u64 * tokens_per_chunk;
     let t_end = 100.0 + gap_ms * chunks as f64;
     rs.push(TimedRead {
+        recv_ms: None,
         t_ms: t_end,
         bytes: chunk("{}", r#""stop""#, "").into_bytes(),
     });
@@ -996,6 +1001,7 @@ fn continuous_usage_stream(chunks: usize, tokens_per_chunk: u64, gap_ms: f64) ->
         10 + total
     );
     rs.push(TimedRead {
+        recv_ms: None,
         t_ms: t_end + 1.0,
         bytes: format!("{usage}\n\ndata: [DONE]\n\n").into_bytes(),
     });
@@ -1040,6 +1046,7 @@ fn four_tokens_per_chunk_rate_is_exact_not_five_percent_fast() {
                 usage.replace(&s, "").into_owned()
             };
             TimedRead {
+                recv_ms: None,
                 t_ms: r.t_ms,
                 bytes: s.into_bytes(),
             }
@@ -1081,13 +1088,13 @@ fn reasoning_field_is_read_like_reasoning_content() {
 #[test]
 fn tool_call_first_chunk_is_ttft() {
     let rs = vec![
-        TimedRead { t_ms: 5.0, bytes: chunk(r#"{"role":"assistant"}"#, "null", "").into_bytes() },
+        TimedRead { recv_ms: None, t_ms: 5.0, bytes: chunk(r#"{"role":"assistant"}"#, "null", "").into_bytes() },
         TimedRead {
-            t_ms: 300.0,
+            recv_ms: None, t_ms: 300.0,
             bytes: chunk(r#"{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"lookup","arguments":""}}]}"#, "null", "").into_bytes(),
         },
-        TimedRead { t_ms: 320.0, bytes: chunk(r#"{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}"#, "null", "").into_bytes() },
-        TimedRead { t_ms: 330.0, bytes: [chunk("{}", r#""tool_calls""#, ""), "data: [DONE]\n\n".into()].concat().into_bytes() },
+        TimedRead { recv_ms: None, t_ms: 320.0, bytes: chunk(r#"{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}"#, "null", "").into_bytes() },
+        TimedRead { recv_ms: None, t_ms: 330.0, bytes: [chunk("{}", r#""tool_calls""#, ""), "data: [DONE]\n\n".into()].concat().into_bytes() },
     ];
     let r = parse_stream(&rs, Some(200));
     let f = measure(&r);
@@ -1147,6 +1154,7 @@ fn split_at(body: &[u8], cuts: &[usize], t: impl Fn(usize) -> f64) -> Vec<TimedR
     let mut start = 0;
     for c in cuts.into_iter().chain(std::iter::once(body.len())) {
         out.push(TimedRead {
+            recv_ms: None,
             t_ms: t(out.len()),
             bytes: body[start..c].to_vec(),
         });

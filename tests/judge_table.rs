@@ -52,6 +52,7 @@ fn gate(extra: &str) -> GateSpec {
 fn event(t_ms: f64, json: serde_json::Value) -> TimedRead {
     TimedRead {
         t_ms,
+        recv_ms: None,
         bytes: format!("data: {json}\n\n").into_bytes(),
     }
 }
@@ -92,6 +93,7 @@ fn stream(
         reads.push(event(t + 2.0, serde_json::json!({"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":n,"total_tokens":20+n}})));
     }
     reads.push(TimedRead {
+        recv_ms: None,
         t_ms: t + 3.0,
         bytes: b"data: [DONE]\n\n".to_vec(),
     });
@@ -512,7 +514,7 @@ fn missing_timings_fail_rate_with_a_reason_not_a_crash() {
 #[test]
 fn error_reply_fails_content_rate_and_first_token() {
     let err = vec![TimedRead {
-        t_ms: 40.0,
+        recv_ms: None, t_ms: 40.0,
         bytes: br#"data: {"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}
 
 "#
@@ -1036,6 +1038,7 @@ fn multi_token(ttft_ms: f64, n: u64, per: u64) -> Vec<TimedRead> {
     ));
     reads.push(event(t + 1.0, serde_json::json!({"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":n * per,"total_tokens":20 + n * per}})));
     reads.push(TimedRead {
+        recv_ms: None,
         t_ms: t + 2.0,
         bytes: b"data: [DONE]\n\n".to_vec(),
     });
@@ -1144,6 +1147,7 @@ fn missing_values_give_each_assertion_its_own_reason() {
             serde_json::json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}),
         ),
         TimedRead {
+            recv_ms: None,
             t_ms: 101.0,
             bytes: b"data: [DONE]\n\n".to_vec(),
         },

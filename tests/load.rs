@@ -90,6 +90,7 @@ fn write_point(
             .sends
             .iter()
             .map(|x| TimedRead {
+                recv_ms: None,
                 t_ms: x.at.as_secs_f64() * 1000.0,
                 bytes: x.bytes.clone(),
             })

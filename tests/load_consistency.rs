@@ -98,6 +98,7 @@ fn reads(toks: &[Tok], logprobs: bool) -> Vec<TimedRead> {
         let chunk =
             serde_json::json!({"id": "c", "object": "chat.completion.chunk", "choices": [choice]});
         out.push(TimedRead {
+            recv_ms: None,
             t_ms: 20.0 + 10.0 * i as f64,
             bytes: format!("data: {chunk}\n\n").into_bytes(),
         });
@@ -106,6 +107,7 @@ fn reads(toks: &[Tok], logprobs: bool) -> Vec<TimedRead> {
         "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
         "usage": {"prompt_tokens": 9, "completion_tokens": toks.len(), "total_tokens": 9 + toks.len()}});
     out.push(TimedRead {
+        recv_ms: None,
         t_ms: 20.0 + 10.0 * toks.len() as f64,
         bytes: format!("data: {fin}\n\ndata: [DONE]\n\n").into_bytes(),
     });

@@ -295,6 +295,7 @@ fn figures_close(recorded_dir: &Path, r: &RunResult, speed: f64) -> Result<(), S
             let sent = s["sent_ms"].as_f64().unwrap();
             worst_serve_late = worst_serve_late.max(sent - due);
             truth_reads.push(servegate::io::reads::TimedRead {
+                recv_ms: None,
                 t_ms: sent,
                 bytes: read.bytes.clone(),
             });

@@ -200,10 +200,12 @@ fn the_same_shapes_fail_whatever_the_read_boundaries() {
         for cut in 0..=body.len() {
             let rs = vec![
                 reads::TimedRead {
+                    recv_ms: None,
                     t_ms: 1.0,
                     bytes: body[..cut].to_vec(),
                 },
                 reads::TimedRead {
+                    recv_ms: None,
                     t_ms: 2.0,
                     bytes: body[cut..].to_vec(),
                 },
@@ -640,6 +642,7 @@ fn a_named_event_never_starts_a_clock_whatever_the_read_boundaries() {
     let rs: Vec<reads::TimedRead> = parts
         .iter()
         .map(|(t, s)| reads::TimedRead {
+            recv_ms: None,
             t_ms: *t,
             bytes: s.clone().into_bytes(),
         })

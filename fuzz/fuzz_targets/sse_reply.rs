@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
     let mut reads = Vec::new();
     let mut at = 0;
     for (i, p) in points.iter().copied().chain(std::iter::once(body.len())).enumerate() {
-        reads.push(TimedRead { t_ms: i as f64, bytes: body[at..p].to_vec() });
+        reads.push(TimedRead { recv_ms: None, t_ms: i as f64, bytes: body[at..p].to_vec() });
         at = p;
     }
 

@@ -1534,6 +1534,7 @@ mod tests {
         parts
             .iter()
             .map(|(t, s)| TimedRead {
+                recv_ms: None,
                 t_ms: *t,
                 bytes: s.as_bytes().to_vec(),
             })
@@ -2209,6 +2210,7 @@ mod tests {
         .concat();
         let r = parse_stream(
             &[TimedRead {
+                recv_ms: None,
                 t_ms: 0.0,
                 bytes: body,
             }],
@@ -2488,6 +2490,7 @@ mod tests {
         .concat();
         let r = parse_stream(
             &[TimedRead {
+                recv_ms: None,
                 t_ms: 0.0,
                 bytes: body,
             }],
@@ -2539,6 +2542,7 @@ mod tests {
             .chunks(13)
             .enumerate()
             .map(|(i, c)| TimedRead {
+                recv_ms: None,
                 t_ms: i as f64,
                 bytes: c.to_vec(),
             })

@@ -891,6 +891,7 @@ mod tests {
     fn read(t_ms: f64, b: &str) -> TimedRead {
         TimedRead {
             t_ms,
+            recv_ms: None,
             bytes: b.as_bytes().to_vec(),
         }
     }

@@ -187,6 +187,7 @@ pub fn send_within(
                         let msg = match resp.read(&mut buf) {
                             Ok(0) => BodyMsg::End,
                             Ok(n) => BodyMsg::Read(TimedRead {
+                                recv_ms: None,
                                 t_ms: ms(Instant::now()),
                                 bytes: buf[..n].to_vec(),
                             }),

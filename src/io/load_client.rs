@@ -462,6 +462,7 @@ async fn read_response(
             if !data.is_empty() {
                 *kept += data.len() as u64;
                 reads.push(TimedRead {
+                    recv_ms: None,
                     t_ms: ms(t),
                     bytes: data,
                 });

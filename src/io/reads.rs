@@ -11,8 +11,17 @@ use serde::{Deserialize, Serialize};
 /// One network read of a response body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimedRead {
-    /// Arrival time, milliseconds since the request was sent (fractional, monotonic clock).
+    /// Arrival time, milliseconds since the request was sent (fractional, monotonic clock): the kernel's
+    /// receive time of the last segment the read took (`SO_TIMESTAMPNS`) where the client had it, else when
+    /// the read returned.
     pub t_ms: f64,
+    /// When the client's read returned, ms since the request was sent (the client's own clock), where the
+    /// client recorded it apart from `t_ms` (a kernel-stamped read). `recv_ms − t_ms` is how late the client
+    /// took the bytes; the bytes of read *i* arrived after read *i−1* returned and by `t_ms`, so a read
+    /// holding several token events that the client took late says only that they all arrived in
+    /// `(recv_ms[i−1], t_ms[i]]`. `None` in evidence recorded before stamping (there `t_ms` is the return
+    /// time) and in synthetic inputs. On disk: `"recv_ms"` in `NN.reads.jsonl`, omitted when `None`.
+    pub recv_ms: Option<f64>,
     /// The bytes of this read, after HTTP de-chunking.
     pub bytes: Vec<u8>,
 }
@@ -21,6 +30,8 @@ pub struct TimedRead {
 #[serde(deny_unknown_fields)]
 struct ReadLine {
     t_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    recv_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -42,11 +53,13 @@ pub fn encode_line(read: &TimedRead) -> String {
     let line = match std::str::from_utf8(&read.bytes) {
         Ok(s) => ReadLine {
             t_ms: read.t_ms,
+            recv_ms: read.recv_ms,
             text: Some(s.to_string()),
             hex: None,
         },
         Err(_) => ReadLine {
             t_ms: read.t_ms,
+            recv_ms: read.recv_ms,
             text: None,
             hex: Some(to_hex(&read.bytes)),
         },
@@ -94,8 +107,17 @@ pub fn decode(text: &str) -> Result<Vec<TimedRead>, ReadsError> {
                 })
             }
         };
+        if let Some(r) = line.recv_ms {
+            if !r.is_finite() || r < 0.0 {
+                return Err(ReadsError {
+                    line: i + 1,
+                    reason: format!("recv_ms must be a finite number >= 0, got {r}"),
+                });
+            }
+        }
         out.push(TimedRead {
             t_ms: line.t_ms,
+            recv_ms: line.recv_ms,
             bytes,
         });
     }
@@ -104,7 +126,11 @@ pub fn decode(text: &str) -> Result<Vec<TimedRead>, ReadsError> {
 
 /// All bytes at t = 0 as one read (how a bare `.sse` file is fed to the parser).
 pub fn single_read(bytes: Vec<u8>) -> Vec<TimedRead> {
-    vec![TimedRead { t_ms: 0.0, bytes }]
+    vec![TimedRead {
+        recv_ms: None,
+        t_ms: 0.0,
+        bytes,
+    }]
 }
 
 fn to_hex(bytes: &[u8]) -> String {
@@ -132,10 +158,12 @@ mod tests {
         let e = "é".as_bytes();
         let reads = vec![
             TimedRead {
+                recv_ms: None,
                 t_ms: 1.5,
                 bytes: vec![b'a', e[0]],
             },
             TimedRead {
+                recv_ms: None,
                 t_ms: 2.0,
                 bytes: vec![e[1], b'b'],
             },
@@ -143,6 +171,32 @@ mod tests {
         let text = encode(&reads);
         assert!(text.contains("\"hex\":\"61c3\""), "{text}");
         assert_eq!(decode(&text).unwrap(), reads);
+    }
+
+    #[test]
+    fn recv_ms_round_trips_and_is_omitted_when_absent() {
+        let reads = vec![
+            TimedRead {
+                t_ms: 1.5,
+                recv_ms: Some(151.5),
+                bytes: b"a".to_vec(),
+            },
+            TimedRead {
+                t_ms: 2.0,
+                recv_ms: None,
+                bytes: b"b".to_vec(),
+            },
+        ];
+        let text = encode(&reads);
+        assert_eq!(
+            text,
+            "{\"t_ms\":1.5,\"recv_ms\":151.5,\"text\":\"a\"}\n{\"t_ms\":2.0,\"text\":\"b\"}\n"
+        );
+        assert_eq!(decode(&text).unwrap(), reads);
+        assert!(decode("{\"t_ms\":1,\"recv_ms\":-1,\"text\":\"a\"}")
+            .unwrap_err()
+            .reason
+            .contains("recv_ms"));
     }
 
     #[test]

@@ -1769,6 +1769,7 @@ mod tests {
 
     fn ev_line(t: f64, json: &str) -> TimedRead {
         TimedRead {
+            recv_ms: None,
             t_ms: t,
             bytes: format!("data: {json}\n\n").into_bytes(),
         }
@@ -1791,6 +1792,7 @@ mod tests {
             r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"completion_tokens":4}}"#,
         ));
         r.push(TimedRead {
+            recv_ms: None,
             t_ms: 261.0,
             bytes: b"data: [DONE]\n\n".to_vec(),
         });
@@ -2103,6 +2105,7 @@ mod tests {
             ),
         ));
         r.push(TimedRead {
+            recv_ms: None,
             t_ms: t + 1.0,
             bytes: b"data: [DONE]\n\n".to_vec(),
         });

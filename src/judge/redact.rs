@@ -364,6 +364,7 @@ mod tests {
         )
         .unwrap();
         let reads = vec![TimedRead {
+            recv_ms: None,
             t_ms: 1.0,
             bytes: format!("data: {key}\n\n").into_bytes(),
         }];
@@ -402,10 +403,12 @@ mod tests {
         assert_eq!(b, b"Bearer ****** and ******");
         let mut reads = vec![
             TimedRead {
+                recv_ms: None,
                 t_ms: 1.0,
                 bytes: b"xx sk-".to_vec(),
             },
             TimedRead {
+                recv_ms: None,
                 t_ms: 2.0,
                 bytes: b"123 yy".to_vec(),
             },

@@ -3058,12 +3058,14 @@ mod tests {
             let mut reads = Vec::new();
             for (k, text) in ["Pa", "r", "is", "."].iter().enumerate() {
                 reads.push(TimedRead {
+                    recv_ms: None,
                     t_ms: ttft + span * k as f64 / 3.0,
                     bytes: chunk(text).into_bytes(),
                 });
             }
             let end = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":4,\"total_tokens\":24}}\n\ndata: [DONE]\n\n";
             reads.push(TimedRead {
+                recv_ms: None,
                 t_ms: ttft + span + 1.0,
                 bytes: end.as_bytes().to_vec(),
             });
@@ -3172,6 +3174,7 @@ mod tests {
         // Reply 01 cut after two chunks (no finish_reason, no [DONE]): no figure, in records as in verdicts.
         let mut cut = ev.clone();
         let chunk = |t: f64, text: &str| crate::io::reads::TimedRead {
+            recv_ms: None,
             t_ms: t,
             bytes: format!(
                 "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"

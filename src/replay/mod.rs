@@ -1142,10 +1142,12 @@ mod tests {
         r.head_ms = Some(100.0);
         r.reads = vec![
             TimedRead {
+                recv_ms: None,
                 t_ms: 100.0,
                 bytes: b"data: 1\n\n".to_vec(),
             },
             TimedRead {
+                recv_ms: None,
                 t_ms: 300.0,
                 bytes: b"data: 2\n\n".to_vec(),
             },
@@ -1161,6 +1163,7 @@ mod tests {
     fn recorded_transport_error_closes_mid_body_at_the_recorded_end() {
         let mut r = rec(&["a"]).items.remove(0);
         r.reads = vec![TimedRead {
+            recv_ms: None,
             t_ms: 10.0,
             bytes: b"{".to_vec(),
         }];
