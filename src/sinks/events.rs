@@ -441,7 +441,7 @@ impl Reporter for Collector {
 }
 
 /// The console of `servegate run` and `servegate judge`: `gate NAME (FILE)` (with ` on DIR` when re-judging),
-/// one verdict line per assertion, `evidence: DIR`, `IGNORED requires: ...`; progress lines on stderr
+/// one verdict line per assertion (at most 300 characters, [`crate::sinks::line::shown`]), `evidence: DIR`, `IGNORED requires: ...`; progress lines on stderr
 /// (`[gate] line`) unless quiet; errors on stderr.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Console {
@@ -490,7 +490,8 @@ impl Reporter for Console {
             Event::GateUnmet { unmet, .. } => println!("IGNORED requires: {}", unmet.join("; ")),
             Event::GateJudged { outcome, .. } => {
                 for v in &outcome.verdicts {
-                    println!("{}", v.message);
+                    // One line of at most 300 characters unless -v (the whole message is in the reports).
+                    println!("{}", crate::sinks::line::shown(&v.message));
                 }
                 if !self.rejudging {
                     println!("evidence: {}", outcome.dir.display());
