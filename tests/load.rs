@@ -735,7 +735,8 @@ fn a_load_json_that_disagrees_with_its_point_or_run_fails_the_point() {
         c2[0].message
     );
 
-    let cases: [(&str, Box<dyn Fn(&mut serde_json::Value)>); 5] = [
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: [(&str, Edit); 5] = [
         (
             "times 2 requests, run.json records 6 (untimed: 2, 3, 4, 5)",
             Box::new(|v| v["timings"].as_array_mut().unwrap().truncate(2)),
