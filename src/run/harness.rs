@@ -1048,6 +1048,21 @@ pub fn prepare_signals() {
     crate::io::signals::watch_parent();
 }
 
+/// The refusals of the reports `config` asks for (written or only removed) that land on a gate file under
+/// `config.gates`, on a file a gate reads, or inside a run directory (`evidence::guard`).
+fn output_refusals(config: &Config) -> Vec<String> {
+    let mut inputs = crate::evidence::guard::Inputs::new();
+    for f in discover_in(&config.gates).unwrap_or_default() {
+        inputs.file(&f, "a gate file");
+        for g in crate::spec::matrix::load_all(&f).unwrap_or_default() {
+            inputs.gate(&g);
+        }
+    }
+    let mut refusals = config.outputs.refuse(&inputs);
+    refusals.extend(config.unwritten.refuse(&inputs));
+    refusals
+}
+
 /// Entry point of `tests/gates.rs`: [`main_args`] with the process's arguments and environment.
 pub fn main() -> std::process::ExitCode {
     prepare_signals();
@@ -1062,6 +1077,15 @@ pub fn main() -> std::process::ExitCode {
 pub fn main_args(argv: Vec<String>, config: Config) -> i32 {
     // Before anything can fail (even the arguments): the previous run's reports go, unless this only lists.
     if !argv.iter().skip(1).any(|a| a == "--list") {
+        // A report that would land on a gate file, a file a gate reads or evidence: refused before anything
+        // is removed.
+        let refusals = output_refusals(&config);
+        for r in &refusals {
+            eprintln!("servegate: error: {r}");
+        }
+        if !refusals.is_empty() {
+            return crate::error::exit::USAGE;
+        }
         for e in config
             .outputs
             .clear()
@@ -1186,6 +1210,23 @@ mod tests {
     }
 
     use crate::sinks::export::Format;
+
+    #[test]
+    fn a_report_on_a_gate_file_is_refused_before_anything_is_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let gate = t.path().join("g.toml");
+        std::fs::write(&gate, "not even a valid gate").unwrap();
+        let (g, j) = (t.path().display().to_string(), gate.display().to_string());
+        let c = Config::from_vars(vars(&[("SERVEGATE_GATES", &g), ("SERVEGATE_JSON", &j)]));
+        assert_eq!(
+            main_args(vec!["gates".into()], c),
+            crate::error::exit::USAGE
+        );
+        assert_eq!(
+            std::fs::read_to_string(&gate).unwrap(),
+            "not even a valid gate"
+        );
+    }
 
     #[test]
     fn nextest_with_a_run_id_caches_per_run() {
