@@ -80,14 +80,32 @@ fn write_point(
     specs: &[SyntheticSpec],
     lag: impl Fn(usize) -> f64,
 ) {
+    write_point_cut(root, g, point, c, specs, lag, |_| false)
+}
+
+/// [`write_point`], with request i's body cut after its first half of sends when `cut(i)` (no finish, no
+/// `[DONE]`: a truncated reply).
+fn write_point_cut(
+    root: &Path,
+    g: &GateSpec,
+    point: Point,
+    c: usize,
+    specs: &[SyntheticSpec],
+    lag: impl Fn(usize) -> f64,
+    cut: impl Fn(usize) -> bool,
+) {
     let w = EvidenceWriter::create_exact(&root.join(point.dir())).unwrap();
     let mut s = summary(g, specs.len());
     let mut slot_free = vec![0.0f64; c];
     let mut timings = Vec::new();
     for (i, sp) in specs.iter().enumerate() {
         let plan = synthetic::plan(sp, i as u64 + 1, true);
-        let reads: Vec<TimedRead> = plan
-            .sends
+        let keep = if cut(i) {
+            plan.sends.len() / 2
+        } else {
+            plan.sends.len()
+        };
+        let reads: Vec<TimedRead> = plan.sends[..keep]
             .iter()
             .map(|x| TimedRead {
                 recv_ms: None,
@@ -278,6 +296,61 @@ fn a_percentile_from_too_few_requests_is_indeterminate_with_the_n_needed() {
     assert_eq!(p99.outcome, Outcome::Indeterminate);
     assert!(p99.message.contains("at least 299"), "{}", p99.message);
     assert!(!p95.passed() && !p99.passed());
+}
+
+/// Every request cut mid-stream: there is no successful request to take a percentile of. Each latency
+/// bound FAILs (ITL too, which counts gaps of succeeded replies only and would otherwise say "too few
+/// samples"), so `on_indeterminate = "pass"` cannot turn a run with no good reply into a pass.
+#[test]
+fn a_point_where_no_request_succeeded_fails_every_latency_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = 4\nrequests = 20",
+        "[assert.latency]\nttft_p50_ms = 1000\nitl_p95_ms = 1000\ne2e_p99_ms = 1000",
+    );
+    let specs: Vec<SyntheticSpec> = (0..20).map(|_| spec_with(50.0, 2.0, 8)).collect();
+    write_point_cut(
+        tmp.path(),
+        &g,
+        Point::Concurrency(4),
+        4,
+        &specs,
+        |_| 0.0,
+        |_| true,
+    );
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert_eq!(vs.len(), 3, "{vs:#?}");
+    for v in &vs {
+        assert_eq!(v.outcome, Outcome::Fail, "{}", v.message);
+        assert!(
+            v.message
+                .contains("no request succeeded: 20 of 20 planned failed"),
+            "{}",
+            v.message
+        );
+        assert!(
+            !v.message.contains("raise [load] requests"),
+            "{}",
+            v.message
+        );
+    }
+    // One request good: the ITL p95 has gaps to count but too few, so it is indeterminate again (not a
+    // fail), while the request percentiles count the 19 failed ones above every value.
+    let tmp2 = tempfile::tempdir().unwrap();
+    write_point_cut(
+        tmp2.path(),
+        &g,
+        Point::Concurrency(4),
+        4,
+        &specs,
+        |_| 0.0,
+        |i| i != 0,
+    );
+    let vs2 = servegate::run::load::judge_dir(&g, tmp2.path());
+    let itl = find(&vs2, "[c=4]::itl_p95");
+    assert_eq!(itl.outcome, Outcome::Indeterminate, "{}", itl.message);
+    assert_eq!(find(&vs2, "[c=4]::ttft_p50").outcome, Outcome::Fail);
 }
 
 #[test]
