@@ -191,6 +191,9 @@ closed_enum! {
         /// The serve ended the reply as aborted, cancelled, errored or filtered (`finish_reason` `abort`,
         /// `error`, `cancelled`, `content_filter`, ...): what came is not the model's whole answer.
         AbnormalFinish = "abnormal_finish",
+        /// The reply's logprobs cannot come from a probability distribution (a logprob above 0, or a position's
+        /// tokens adding up to more than probability 1: [`crate::analysis::logprobs::impossible`]).
+        ImpossibleLogprobs = "impossible_logprobs",
         /// The serve process exited while the run was under way.
         ServerExitedDuringRun = "server_exited_during_run",
         /// The serve died of a crash signal (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL) when it was stopped.
@@ -255,7 +258,8 @@ impl FailureCode {
             | FailureCode::MalformedEvent
             | FailureCode::MisnamedField
             | FailureCode::InvalidUtf8
-            | FailureCode::AbnormalFinish => true,
+            | FailureCode::AbnormalFinish
+            | FailureCode::ImpossibleLogprobs => true,
             FailureCode::ServerExitedDuringRun
             | FailureCode::ServerCrashedAtStop
             | FailureCode::ServerExitedBeforeReady

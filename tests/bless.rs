@@ -1,9 +1,12 @@
-//! `servegate bless` (issue 16): a floor derived from recorded evidence round-trips the gate file (comments,
-//! order and formatting unchanged except the edited value and its provenance comment: insta snapshots of the
-//! file before and after), a run is blessed as a baseline window only when it is good evidence and its
-//! comparability key matches, every accepted change is one ledger line, and nothing is written in CI without
-//! --force. The recorded run is tests/data/replay/reference-smoke (a real reference run, README there); no
-//! serve is started and no timing decides anything.
+//! `servegate bless`: a floor derived from recorded evidence round-trips the gate file (comments, order,
+//! formatting, inline tables and line endings unchanged except the edited value and its provenance comment:
+//! insta snapshots of the file before and after, byte diffs), a run is blessed as a baseline window only when
+//! it is good evidence (its serve did not fail, its own verdicts hold, it is not already a window) and its
+//! comparability key matches, concurrent blesses into one baseline all land (one lock), every accepted change
+//! is one ledger line, and nothing is written in CI without --force. The recorded run is
+//! tests/data/replay/reference-smoke (a real reference run, README there); the release-conditions repros
+//! (tests/data/repro/bless/, README there) run their stdlib Python serve through `servegate run` (needs
+//! python3). No timing decides anything.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,6 +42,17 @@ fn run_copy(dir: &Path, name: &str) -> PathBuf {
         std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
     }
     to
+}
+
+/// `run` with run.json's `started_utc` set to `utc`: another run of the same gate, machine and load (its own
+/// identity), for tests that need several.
+fn restamped(run: &Path, utc: &str) -> PathBuf {
+    let p = run.join("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v["started_utc"] = serde_json::json!(utc);
+    std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    run.to_path_buf()
 }
 
 fn args(gate: &Path, baselines: &Path) -> BlessArgs {
@@ -149,14 +163,31 @@ fn a_good_run_becomes_baseline_windows_and_a_foreign_key_is_refused() {
     a.baseline = Some(RUN.into());
     a.accept = true;
     bless::run_cli(&a, None, UTC).unwrap();
+    // The same run again, by its path or as a copy: one run is one window.
+    let same = t.path().join("copies");
+    std::fs::create_dir_all(&same).unwrap();
+    for again in [PathBuf::from(RUN), run_copy(&same, "reference-smoke")] {
+        a.baseline = Some(again);
+        let e = bless::run_cli(&a, None, UTC).unwrap_err();
+        assert_eq!(e.code, exit::ASSERTION_FAILED, "{e}");
+        assert!(
+            e.message
+                .contains("it is already window reference-smoke of")
+                && e.message.contains("one run is one window"),
+            "{e}"
+        );
+    }
+    // Another run (the recorded one, started later) is a second window.
+    let second = restamped(&run_copy(t.path(), "second"), "2026-11-29T19:00:00Z");
+    a.baseline = Some(second.clone());
     bless::run_cli(&a, None, UTC).unwrap();
     let b = baseline::load(&bl.join("reference-smoke")).unwrap();
     assert_eq!(b.manifest.gate, "reference-smoke");
+    assert_eq!(b.manifest.windows, vec!["reference-smoke", "second"]);
     assert_eq!(
-        b.manifest.windows,
-        vec!["reference-smoke", "reference-smoke-2"]
+        b.manifest.sources,
+        vec![RUN.to_string(), second.display().to_string()]
     );
-    assert_eq!(b.manifest.sources, vec![RUN, RUN]);
     assert_eq!(b.manifest.key.cpus.as_deref(), Some("2"));
     for w in &b.window_dirs {
         // A complete run directory that servegate judge reads like any evidence.
@@ -239,6 +270,35 @@ fn a_run_that_is_not_good_evidence_is_refused_with_every_reason() {
     assert!(bless::run_cli(&a, None, UTC).is_err());
     assert!(!bl.exists(), "nothing written for a refused run");
 
+    // Its own figure bounds do not refuse it (a floor and a TTFT limit this run misses: a slow machine is
+    // still evidence, and the floor is what bless derives); a figure trial failing for its evidence does
+    // (client and serve clocks 100x further apart than the gate allows).
+    let slow = run_copy(t.path(), "slow");
+    let g = slow.join("gate.toml");
+    let text = std::fs::read_to_string(&g).unwrap();
+    let strict = text
+        .replace("floor_tok_s = 15.0", "floor_tok_s = 1000.0")
+        .replace("limit_ms = 2000", "limit_ms = 1");
+    std::fs::write(&g, &strict).unwrap();
+    let rg = servegate::spec::load(&g).unwrap();
+    let ev = servegate::analysis::load(&slow).unwrap();
+    assert_eq!(bless::refusals(&rg, &ev, true), Vec::<String>::new());
+    std::fs::write(
+        &g,
+        strict.replace(
+            "floor_tok_s = 1000.0",
+            "floor_tok_s = 1000.0\nsource = \"both\"\nagree_pct = 0.01",
+        ),
+    )
+    .unwrap();
+    let rg = servegate::spec::load(&g).unwrap();
+    let why = bless::refusals(&rg, &ev, true);
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert!(
+        why[0].starts_with("its rate trial does not pass (its bound set aside): rate FAIL"),
+        "{why:?}"
+    );
+
     // A run of another gate.
     a.floor = None;
     a.baseline = Some(root().join("tests/data/runs/npu-rc-pass"));
@@ -312,6 +372,15 @@ fn committed_reference_baseline_is_whole(dir: &std::path::Path) {
     assert_eq!(b.manifest.gate, "reference-smoke");
     assert!(b.window_dirs.len() >= 3, "{:?}", b.manifest.windows);
     let gate = servegate::spec::load(&root().join("gates/reference-smoke.toml")).unwrap();
+    // One run is one window.
+    let mut ids: Vec<String> = b
+        .window_dirs
+        .iter()
+        .map(|w| bless::run_identity(w).unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), b.window_dirs.len(), "{}", dir.display());
     for w in &b.window_dirs {
         let ev = servegate::analysis::load(w).unwrap();
         let rg = servegate::spec::load(&w.join("gate.toml")).unwrap();
@@ -334,4 +403,303 @@ fn committed_reference_baseline_is_whole(dir: &std::path::Path) {
             "{w} not in the ledger"
         );
     }
+}
+
+/// A temp dir holding tests/data/repro/bless/ (crashy.py, bless-base.toml) and a throw-away model.gguf.
+fn repro_scratch() -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    for f in ["crashy.py", "bless-base.toml"] {
+        std::fs::copy(
+            root().join("tests/data/repro/bless").join(f),
+            t.path().join(f),
+        )
+        .unwrap();
+    }
+    std::fs::write(t.path().join("model.gguf"), b"model\n").unwrap();
+    t
+}
+
+struct Out {
+    code: i32,
+    all: String,
+}
+
+/// `servegate ARGS` in `dir`, with `SERVEGATE_RUNS` there and no CI or report variables.
+fn sg(dir: &Path, args: &[&str]) -> Out {
+    let o = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("SERVEGATE_RUNS", dir.join("runs"))
+        .env_remove("CI")
+        .env_remove("SERVEGATE_JUNIT")
+        .env_remove("SERVEGATE_JSON")
+        .output()
+        .unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        all: format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    }
+}
+
+/// The one run directory of gate `gate` under `dir/runs`.
+fn only_run(dir: &Path, gate: &str) -> PathBuf {
+    let runs: Vec<PathBuf> = std::fs::read_dir(dir.join("runs").join(gate))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs.into_iter().next().unwrap()
+}
+
+/// bless-crashed-run.sh: the serve exits 139 right after its last reply. run.json says `complete` with
+/// `serve.failure` set; neither a floor nor a baseline window is taken from it, and nothing is written.
+#[test]
+fn a_run_whose_serve_crashed_after_its_last_reply_is_not_blessed() {
+    let t = repro_scratch();
+    let base = std::fs::read_to_string(t.path().join("bless-base.toml")).unwrap();
+    let gate = base
+        .replace(r#"mode = "--cut""#, r#"mode = "--die-after""#)
+        .replace(r#"k = "3""#, r#"k = "6""#);
+    std::fs::write(t.path().join("g.toml"), &gate).unwrap();
+    let run = sg(t.path(), &["run", "-q", "g.toml"]);
+    assert_eq!(run.code, 1, "{}", run.all);
+    let dir = only_run(t.path(), "cutg");
+    let rj: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(rj["status"], "complete", "{rj}");
+    assert!(
+        rj["serve"]["failure"]
+            .as_str()
+            .is_some_and(|f| f.contains("139")),
+        "{rj}"
+    );
+    let d = dir.to_str().unwrap();
+    for what in ["--floor", "--baseline"] {
+        let o = sg(t.path(), &["bless", "g.toml", what, d, "--accept"]);
+        assert_eq!(o.code, exit::ASSERTION_FAILED, "{what}: {}", o.all);
+        assert!(
+            o.all
+                .contains("the serve failed during the run (serve.failure: "),
+            "{what}: {}",
+            o.all
+        );
+        // Its rate trial fails for the same cause: said once.
+        assert_eq!(
+            o.all.matches("the serve failed during the run").count(),
+            1,
+            "{}",
+            o.all
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("g.toml")).unwrap(),
+        gate
+    );
+    assert!(!t.path().join("baselines").exists());
+}
+
+/// bless-inline-table.sh: `rate = { floor_tok_s = 5.0 }` under `[assert]`. The blessed gate still parses
+/// (`servegate check`), the floor is the derived one, and a byte diff touches only the floor's line and the
+/// two provenance lines above it; a CRLF copy stays CRLF, and a person's comment that starts like the
+/// provenance is kept.
+#[test]
+fn blessing_a_floor_in_an_inline_table_keeps_the_gate_valid_and_its_bytes() {
+    let t = repro_scratch();
+    let base = std::fs::read_to_string(t.path().join("bless-base.toml")).unwrap();
+    let mut gate = base.replace(r#"k = "3""#, r#"k = "99""#);
+    gate.truncate(gate.find("[assert.rate]").unwrap());
+    gate.push_str("[assert]\n# servegate bless: keep it above 4 (a note of mine)\nrate = { floor_tok_s = 5.0 }  # inline\n");
+    let g = t.path().join("g.toml");
+    std::fs::write(&g, &gate).unwrap();
+    let crlf = t.path().join("crlf.toml");
+    std::fs::write(&crlf, gate.replace('\n', "\r\n")).unwrap();
+    assert_eq!(sg(t.path(), &["check", "g.toml"]).code, 0);
+    let run = sg(t.path(), &["run", "-q", "g.toml"]);
+    assert_eq!(run.code, 0, "{}", run.all);
+    let dir = only_run(t.path(), "cutg");
+    let d = dir.to_str().unwrap();
+    for (file, eol) in [("g.toml", "\n"), ("crlf.toml", "\r\n")] {
+        let path = t.path().join(file);
+        let before = std::fs::read(&path).unwrap();
+        let o = sg(t.path(), &["bless", file, "--floor", d, "--accept"]);
+        assert_eq!(o.code, 0, "{file}: {}", o.all);
+        let after = std::fs::read(&path).unwrap();
+        let c = sg(t.path(), &["check", file]);
+        assert_eq!(c.code, 0, "{file}: {}", c.all);
+        let floor = servegate::spec::load(&path)
+            .unwrap()
+            .assertions
+            .rate
+            .unwrap()
+            .floor_tok_s;
+        let l = ledger(&t.path().join("baselines"));
+        assert_eq!(l.last().unwrap().value, Some(floor));
+        assert_eq!(l.last().unwrap().previous, Some(5.0));
+        // Byte diff: the lines of the file before are all there, in order, but the floor's; the new lines
+        // are the two provenance lines and the floor's line, with the file's line ending.
+        let lines = |b: &[u8]| -> Vec<Vec<u8>> {
+            b.split_inclusive(|c| *c == b'\n')
+                .map(<[u8]>::to_vec)
+                .collect()
+        };
+        let (old, new) = (lines(&before), lines(&after));
+        let added: Vec<String> = new
+            .iter()
+            .filter(|l| !old.contains(l))
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect();
+        assert_eq!(added.len(), 3, "{file}: {added:?}");
+        assert!(
+            added[0].starts_with("# servegate bless 20")
+                && added[1].starts_with("# servegate bless rule: "),
+            "{added:?}"
+        );
+        assert_eq!(
+            added[2],
+            format!("rate = {{ floor_tok_s = {floor:.1} }}  # inline{eol}")
+        );
+        assert!(added
+            .iter()
+            .all(|l| l.ends_with(eol) && !l[..l.len() - eol.len()].contains('\r')));
+        let kept: Vec<&Vec<u8>> = new.iter().filter(|l| old.contains(l)).collect();
+        let old_kept: Vec<&Vec<u8>> = old.iter().filter(|l| !l.starts_with(b"rate = ")).collect();
+        assert_eq!(kept, old_kept, "{file}");
+        let text = String::from_utf8(after).unwrap();
+        assert!(text.contains(&format!(
+            "# servegate bless: keep it above 4 (a note of mine){eol}"
+        )));
+        // Blessed again: the provenance is replaced, the person's comment stays.
+        let o = sg(t.path(), &["bless", file, "--floor", d, "--accept"]);
+        assert_eq!(o.code, 0, "{}", o.all);
+        let again = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(again.lines().count(), text.lines().count(), "{again}");
+        assert_eq!(again.matches("# servegate bless 20").count(), 1, "{again}");
+        assert!(again.contains("# servegate bless: keep it above 4 (a note of mine)"));
+    }
+}
+
+/// bless-concurrent.sh: five `bless --baseline --accept` at once into one baseline, four distinct runs and a
+/// copy of one of them. Every distinct run lands as a window in the manifest and as a ledger line (one lock
+/// for the baseline and the ledger, each writer planning again under it); the copy is refused as already
+/// blessed, whichever of the two came first.
+#[test]
+fn concurrent_blesses_into_one_baseline_all_land() {
+    let t = tempfile::tempdir().unwrap();
+    let runs = t.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    let mut dirs: Vec<PathBuf> = (1..=4)
+        .map(|i| {
+            restamped(
+                &run_copy(&runs, &format!("w{i}")),
+                &format!("2026-11-29T19:0{i}:00Z"),
+            )
+        })
+        .collect();
+    dirs.push(restamped(
+        &run_copy(&runs, "w1-copy"),
+        "2026-11-29T19:01:00Z",
+    ));
+    let bl = t.path().join("baselines");
+    let children: Vec<_> = dirs
+        .iter()
+        .map(|d| {
+            Command::new(BIN)
+                .current_dir(root())
+                .args(["bless", "gates/reference-smoke.toml", "--baseline"])
+                .arg(d)
+                .args(["--kind", "race", "--accept", "--baselines-dir"])
+                .arg(&bl)
+                .env_remove("CI")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let codes: Vec<i32> = outs.iter().map(|o| o.status.code().unwrap()).collect();
+    let text: Vec<String> = outs
+        .iter()
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .collect();
+    assert_eq!(codes[1..4], [0, 0, 0], "{text:?}");
+    // w1 and its copy: one landed, the other was refused as the same run.
+    let mut pair = [codes[0], codes[4]];
+    pair.sort();
+    assert_eq!(pair, [0, exit::ASSERTION_FAILED], "{text:?}");
+    assert!(
+        text.iter().any(|t| t.contains("one run is one window")),
+        "{text:?}"
+    );
+    let b = baseline::load(&bl.join("reference-smoke").join("race")).unwrap();
+    let mut w = b.manifest.windows.clone();
+    w.sort();
+    assert_eq!(w.len(), 4, "{w:?}");
+    assert!(
+        w[1..] == ["w2", "w3", "w4"] && ["w1", "w1-copy"].contains(&w[0].as_str()),
+        "{w:?}"
+    );
+    assert_eq!(b.manifest.sources.len(), 4);
+    let dirs_on_disk = std::fs::read_dir(bl.join("reference-smoke").join("race"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert_eq!(dirs_on_disk, 4);
+    let l = ledger(&bl);
+    assert_eq!(l.len(), 4, "{l:?}");
+    let mut lw: Vec<String> = l
+        .iter()
+        .map(|e| {
+            e.window
+                .clone()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    lw.sort();
+    assert_eq!(lw, w);
+    // The lock's holder note is gone once every writer is done.
+    assert!(!bl.join(".bless.lock.holder").exists());
+}
+
+/// A `--kind` is a plain name: one with a newline, a space, a path separator or a window's stamp is
+/// refused with the rule, and nothing is written.
+#[test]
+fn a_kind_that_is_not_a_plain_name_is_refused_with_the_rule() {
+    let t = tempfile::tempdir().unwrap();
+    let gate = root().join("gates/reference-smoke.toml");
+    let bl = t.path().join("baselines");
+    let mut a = args(&gate, &bl);
+    a.baseline = Some(RUN.into());
+    a.accept = true;
+    for k in [
+        "ci\n2core",
+        "ci 2core",
+        "ci/2core",
+        "..",
+        "20261201T180000Z",
+    ] {
+        a.kind = Some(k.into());
+        let e = bless::run_cli(&a, None, UTC).unwrap_err();
+        assert_eq!(e.code, exit::USAGE, "{k:?}: {e}");
+        assert!(e.message.contains("a --kind is a plain name"), "{e}");
+        assert!(!e.message.contains('\n'), "{e}");
+    }
+    assert!(!bl.exists());
+    // A kind named like one of the gate's windows would sit beside it: refused too.
+    a.kind = None;
+    bless::run_cli(&a, None, UTC).unwrap();
+    a.kind = Some("reference-smoke".into());
+    let e = bless::run_cli(&a, None, UTC).unwrap_err();
+    assert!(e.message.contains("names a window of"), "{e}");
 }

@@ -370,6 +370,7 @@ fn results_of(case_results: &Value) -> Results {
             assertions,
             requests: vec![],
             serve_log_tail: None,
+            not_run: vec![],
         }],
         problems: vec![],
     }

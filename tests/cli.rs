@@ -521,3 +521,266 @@ fn output_into_a_closed_pipe_ends_quietly() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+mod common;
+
+/// A copy of the recorded NPU run in `tmp/run`, and a snapshot of its files' bytes (to prove none was touched).
+fn run_copy(tmp: &Path) -> (PathBuf, Vec<(PathBuf, Vec<u8>)>) {
+    let copy = tmp.join("run");
+    common::copy_dir(&repo().join("tests/data/runs/npu-rc-pass"), &copy);
+    (copy.clone(), snapshot(&copy))
+}
+
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| (e.path(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Runs the binary with `args` (and `env`), from `cwd`.
+fn servegate(args: &[&std::ffi::OsStr], env: &[(&str, &Path)], cwd: &Path) -> std::process::Output {
+    let mut cmd = Command::new(bin());
+    cmd.args(args).current_dir(cwd);
+    for k in [
+        "SERVEGATE_JSON",
+        "SERVEGATE_JUNIT",
+        "SERVEGATE_SUMMARY",
+        "GITHUB_ACTIONS",
+    ] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn os<S: AsRef<std::ffi::OsStr> + ?Sized>(s: &S) -> &std::ffi::OsStr {
+    s.as_ref()
+}
+
+/// Exit 2, a `refused` line naming `what`, and every file of the run and the gate unchanged.
+fn assert_refused(out: &std::process::Output, what: &str, unchanged: &[(PathBuf, Vec<u8>)]) {
+    let all = common::text(out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("refused: it ")
+            && all.contains(what)
+            && all.contains("nothing was removed or written"),
+        "{all}"
+    );
+    for (p, bytes) in unchanged {
+        assert_eq!(
+            std::fs::read(p).ok().as_ref(),
+            Some(bytes),
+            "{} was touched\n{all}",
+            p.display()
+        );
+    }
+}
+
+/// `judge RUN --json RUN/run.json` and `--junit RUN/00.reads.jsonl` used to delete the evidence before reading
+/// it: refused, every file of the run as it was.
+#[test]
+fn report_path_inside_the_run_judged_is_refused_before_anything_is_touched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (run, before) = run_copy(tmp.path());
+    for (flag, file) in [
+        ("--json", "run.json"),
+        ("--junit", "00.reads.jsonl"),
+        ("--summary", "gate.toml"),
+        ("--json", "new-report.json"),
+    ] {
+        let out = servegate(
+            &[
+                os("judge"),
+                run.as_os_str(),
+                os(flag),
+                run.join(file).as_os_str(),
+            ],
+            &[],
+            tmp.path(),
+        );
+        assert_refused(&out, "the run directory being judged", &before);
+        assert!(!run.join("new-report.json").exists());
+    }
+    // The same through the environment variables.
+    let out = servegate(
+        &[os("judge"), run.as_os_str()],
+        &[("SERVEGATE_JUNIT", &run.join("run.json"))],
+        tmp.path(),
+    );
+    assert_refused(&out, "the run directory being judged", &before);
+    // A report outside the run is written as before.
+    let ok = tmp.path().join("r.json");
+    let out = servegate(
+        &[os("judge"), run.as_os_str(), os("--json"), ok.as_os_str()],
+        &[],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", common::text(&out));
+    assert!(ok.is_file());
+    assert_eq!(snapshot(&run), before);
+}
+
+/// `judge RUN --gate g.toml --summary g.toml` deleted the gate: refused; so is a symlink to it, and a report
+/// whose directory is a symlink into the run (the parent resolved when the file does not exist yet).
+#[test]
+fn report_path_that_is_the_gate_or_a_link_into_the_run_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (run, mut before) = run_copy(tmp.path());
+    let gate = tmp.path().join("g.toml");
+    std::fs::copy(run.join("gate.toml"), &gate).unwrap();
+    before.push((gate.clone(), std::fs::read(&gate).unwrap()));
+    let out = servegate(
+        &[
+            os("judge"),
+            run.as_os_str(),
+            os("--gate"),
+            gate.as_os_str(),
+            os("--summary"),
+            gate.as_os_str(),
+        ],
+        &[],
+        tmp.path(),
+    );
+    assert_refused(&out, "the gate file", &before);
+    let link = tmp.path().join("report.json");
+    std::os::unix::fs::symlink(run.join("run.json"), &link).unwrap();
+    let out = servegate(
+        &[os("judge"), run.as_os_str(), os("--json"), link.as_os_str()],
+        &[],
+        tmp.path(),
+    );
+    assert_refused(&out, "the run directory being judged", &before);
+    let linked_dir = tmp.path().join("reports");
+    std::os::unix::fs::symlink(&run, &linked_dir).unwrap();
+    let out = servegate(
+        &[
+            os("judge"),
+            run.as_os_str(),
+            os("--junit"),
+            linked_dir.join("junit.xml").as_os_str(),
+        ],
+        &[],
+        tmp.path(),
+    );
+    assert_refused(&out, "the run directory being judged", &before);
+    assert!(!run.join("junit.xml").exists());
+    // Two reports on one file would overwrite each other.
+    let one = tmp.path().join("one.xml");
+    let out = servegate(
+        &[
+            os("judge"),
+            run.as_os_str(),
+            os("--json"),
+            one.as_os_str(),
+            os("--junit"),
+            one.as_os_str(),
+        ],
+        &[],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", common::text(&out));
+    assert!(
+        common::text(&out).contains("names the same file"),
+        "{}",
+        common::text(&out)
+    );
+}
+
+/// `SERVEGATE_JSON=g.toml servegate run g.toml` deleted the gate before running it: refused, nothing run.
+#[test]
+fn report_path_that_is_the_gate_run_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gate = tmp.path().join("g.toml");
+    std::fs::copy(repo().join("tests/data/runs/npu-rc-pass/gate.toml"), &gate).unwrap();
+    let before = vec![(gate.clone(), std::fs::read(&gate).unwrap())];
+    let runs = tmp.path().join("runs");
+    let out = servegate(
+        &[os("run"), os("--runs"), runs.as_os_str(), gate.as_os_str()],
+        &[("SERVEGATE_JSON", &gate)],
+        tmp.path(),
+    );
+    assert_refused(&out, "the gate file", &before);
+    assert!(!runs.exists(), "nothing was run");
+    // The relative spelling of the same file, from the gate's directory.
+    let out = servegate(
+        &[
+            os("run"),
+            os("--runs"),
+            runs.as_os_str(),
+            os("g.toml"),
+            os("--summary"),
+            os("./sub/../g.toml"),
+        ],
+        &[],
+        tmp.path(),
+    );
+    assert_refused(&out, "the gate file", &before);
+}
+
+/// `export --bmf RUN -o RUN/run.json` and `leaderboard --out RUN/run.json` overwrote the evidence; an export or
+/// page over a record is refused the same way.
+#[test]
+fn export_and_leaderboard_output_over_an_input_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (run, before) = run_copy(tmp.path());
+    let out = servegate(
+        &[
+            os("export"),
+            os("--bmf"),
+            run.as_os_str(),
+            os("-o"),
+            run.join("run.json").as_os_str(),
+        ],
+        &[],
+        tmp.path(),
+    );
+    assert_refused(&out, "a source of this export", &before);
+    let records = tmp.path().join("records");
+    common::copy_dir(&repo().join("records"), &records);
+    let recs = snapshot(&records);
+    let first = recs[0].0.clone();
+    let out = servegate(
+        &[
+            os("export"),
+            os("--bmf"),
+            first.as_os_str(),
+            os("-o"),
+            first.as_os_str(),
+        ],
+        &[],
+        tmp.path(),
+    );
+    assert_refused(&out, "a source of this export", &recs);
+    let out = servegate(
+        &[
+            os("leaderboard"),
+            os("--records"),
+            records.as_os_str(),
+            os("--out"),
+            run.join("run.json").as_os_str(),
+        ],
+        &[],
+        tmp.path(),
+    );
+    assert_refused(&out, "inside the run directory", &before);
+    let out = servegate(
+        &[
+            os("leaderboard"),
+            os("--records"),
+            records.as_os_str(),
+            os("--out"),
+            first.as_os_str(),
+        ],
+        &[],
+        tmp.path(),
+    );
+    assert_refused(&out, "the record directory", &recs);
+}

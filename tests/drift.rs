@@ -187,7 +187,7 @@ fn second_choice_at(run: &Path, prompt: usize, at: usize) {
 }
 
 /// Replaces token `at` of prompt `prompt`'s replies by " Lyon" (id 99999, logprob -0.9), a token outside the
-/// baseline's top 5 there; this run's top list is " Lyon" then the baseline's first four.
+/// baseline's top 5 there; this run's top list is " Lyon" then the baseline's first four, 1 nat lower.
 fn foreign_token_at(run: &Path, prompt: usize, at: usize) {
     edit_prompt(run, prompt, &|i, c| {
         if i != at {
@@ -197,7 +197,13 @@ fn foreign_token_at(run: &Path, prompt: usize, at: usize) {
         let lyon = serde_json::json!({"id": 99999, "token": " Lyon", "bytes": [32, 76, 121, 111, 110], "logprob": -0.9});
         let e = &mut c["logprobs"]["content"][0];
         let mut top = vec![lyon.clone()];
-        top.extend(e["top_logprobs"].as_array().unwrap()[..4].iter().cloned());
+        // The baseline's first four, 1 nat less likely each, so that the position still adds up to at most
+        // probability 1 (else the reply is impossible, not diverged).
+        top.extend(e["top_logprobs"].as_array().unwrap()[..4].iter().map(|a| {
+            let mut a = a.clone();
+            a["logprob"] = (a["logprob"].as_f64().unwrap() - 1.0).into();
+            a
+        }));
         for k in ["id", "token", "bytes", "logprob"] {
             e[k] = lyon[k].clone();
         }
@@ -404,6 +410,51 @@ fn a_token_outside_the_top_k_is_diverged_at_that_token() {
         ),
         "{line}"
     );
+    assert_eq!(code, 1, "{line}");
+}
+
+/// Logprobs no distribution can give (vserve.py `--logprobs lie`: a chosen token's logprob above 0; a top list
+/// leaving out a chosen token more likely than all of it) fail the reply as malformed: the drift verdict
+/// fails at that prompt, never a PASS with KL 0.
+#[test]
+fn impossible_logprobs_fail_the_reply_never_a_drift_pass() {
+    let s = setup();
+    edit_prompt(&s.run, 1, &|i, c| {
+        if i == 3 {
+            c["logprobs"]["content"][0]["logprob"] = 0.5.into();
+        }
+    });
+    let (code, line) = run_drift(&s, "logprobs_close", None);
+    eprintln!("{line}");
+    assert!(line.starts_with("drift FAIL 1 of 3 prompts diverged (prompt 2: this run's reply failed: impossible_logprobs: token 4 "), "{line}");
+    assert!(line.contains("logprob 0.5 is above 0"), "{line}");
+    assert_eq!(code, 1, "{line}");
+    // The top list without the chosen token, each alternative raised to just under it: more than probability 1.
+    let s = setup();
+    edit_prompt(&s.run, 0, &|i, c| {
+        if i != 2 {
+            return;
+        }
+        let e = &mut c["logprobs"]["content"][0];
+        let chosen = e["token"].clone();
+        let lp = e["logprob"].as_f64().unwrap();
+        let top: Vec<Value> = e["top_logprobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["token"] != chosen)
+            .map(|a| {
+                let mut a = a.clone();
+                a["logprob"] = (lp - 0.05).into();
+                a
+            })
+            .collect();
+        e["top_logprobs"] = Value::Array(top);
+    });
+    let (code, line) = run_drift(&s, "logprobs_close", None);
+    eprintln!("{line}");
+    assert!(line.starts_with("drift FAIL 1 of 3 prompts diverged (prompt 1: this run's reply failed: impossible_logprobs: token 3 "), "{line}");
+    assert!(line.contains("more than 1"), "{line}");
     assert_eq!(code, 1, "{line}");
 }
 

@@ -404,15 +404,18 @@ fn harness_sigint_mid_request_is_interrupted() {
     harness_signal_case(libc::SIGINT, 130, "SIGINT");
 }
 
-/// `cargo` killed alone (here: the harness's parent shell, SIGKILLed): the harness notices its parent is
-/// gone, ends interrupted, and writes no passed report instead of running to the end.
-#[test]
-fn harness_whose_parent_dies_ends_interrupted() {
+/// `cargo` stopped alone (here: the harness's parent shell, which forwards nothing, given `signo`): the
+/// harness notices its parent is gone (PR_SET_PDEATHSIG, or its poll of getppid), ends interrupted, and
+/// writes no passed report instead of running to the end; and no serve outlives it: at the first moment the
+/// harness is seen gone, its serve (its pid from the serve script's log) is gone too. No clock decides.
+fn harness_whose_parent_dies(signo: i32) {
     let work = tempfile::tempdir().unwrap();
     let pid_file = work.path().join("harness.pid");
+    let serve_log = work.path().join("serve-starts.log");
     let out = fs::File::create(work.path().join("stdout")).unwrap();
     let err = fs::File::create(work.path().join("stderr")).unwrap();
-    let inner = harness_command(work.path());
+    let mut inner = harness_command(work.path());
+    inner.env("SERVE_LOG", &serve_log);
     let mut sh = Command::new("sh");
     sh.arg("-c")
         .arg("\"$0\" --exact harness_helper --nocapture --test-threads=1 & echo $! > \"$1\"; wait")
@@ -440,17 +443,47 @@ fn harness_whose_parent_dies_ends_interrupted() {
         .trim()
         .parse()
         .unwrap();
-    kill(run.child.id(), libc::SIGKILL);
+    let serve: u32 = fs::read_to_string(&serve_log)
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no serve pid: {}", run.output()));
+    assert!(alive(serve), "the serve is not running: {}", run.output());
+    kill(run.child.id(), signo);
     let _ = run.child.wait();
+    let mut serve_alive_after_harness = false;
     assert!(
-        eventually(Duration::from_secs(30), || !alive(harness)),
+        eventually(Duration::from_secs(30), || {
+            let gone = !alive(harness);
+            if gone {
+                serve_alive_after_harness = alive(serve);
+            }
+            gone
+        }),
         "the harness ran on after its parent died: {}",
+        run.output()
+    );
+    assert!(
+        !serve_alive_after_harness,
+        "the serve (pid {serve}) outlived the harness: {}",
         run.output()
     );
     let all = run.output();
     assert!(all.contains("INTERRUPTED: stopped by SIGTERM"), "{all}");
     assert_no_passed_report(work.path(), &all);
     assert_eq!(run_json(&dir)["status"], "interrupted");
+}
+
+#[test]
+fn harness_whose_parent_dies_ends_interrupted() {
+    harness_whose_parent_dies(libc::SIGKILL);
+}
+
+/// `cargo` given SIGTERM (it forwards nothing to the test binary).
+#[test]
+fn harness_whose_parent_is_sigtermed_ends_interrupted_and_no_serve_outlives_it() {
+    harness_whose_parent_dies(libc::SIGTERM);
 }
 
 // ---- kind 7: a failed evidence write -------------------------------------------------------------

@@ -254,8 +254,10 @@ fn a_noise_level_parting_passes_with_the_drift_stated() {
     // At token 5 the c=4 reply takes " Lyon" (-0.72), the c=1 reply's second choice; " Paris" is c=4's second
     // choice: each side's token within the other's top 5, a near-tie (float noise under batching).
     let mut base0 = base_reply(0);
-    base0[5].top = vec![(105, " Paris", -0.70), (205, " Lyon", -0.72)];
+    // A near tie: " Paris" chosen at -0.70, " Lyon" at -0.72 (the chosen logprob as its top entry, so the
+    // position adds up to at most probability 1).
     base0[5].lp = -0.70;
+    base0[5].top = vec![(105, " Paris", -0.70), (205, " Lyon", -0.72)];
     let noisy = parted(tok(
         205,
         " Lyon",
@@ -363,6 +365,9 @@ fn without_logprobs_the_exact_rule_applies_and_says_so() {
 #[test]
 fn the_exact_rule_fails_a_noise_level_parting() {
     let mut base0 = base_reply(0);
+    // A near tie: " Paris" chosen at -0.70, " Lyon" at -0.72 (the chosen logprob as its top entry, so the
+    // position adds up to at most probability 1).
+    base0[5].lp = -0.70;
     base0[5].top = vec![(105, " Paris", -0.70), (205, " Lyon", -0.72)];
     let noisy = parted(tok(
         205,

@@ -304,6 +304,45 @@ fn servegate_run_fails_content_and_known_answer_on_a_malformed_and_a_cut_reply()
     );
 }
 
+/// A serve whose streams carry `foobar:xxx` and a line with no colon between events: the WHATWG rules and
+/// every OpenAI SDK skip those lines and deliver the stream whole, so the gate passes content and
+/// known_answer, and the content verdict notes the lines (a line meant to be `data:` would fail instead:
+/// `misnamed_field`, the near misses above).
+#[test]
+fn servegate_run_passes_a_stream_with_unknown_fields_and_notes_them() {
+    assert!(python3(), "python3 is needed for the serve of this test");
+    let runs = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .arg("run")
+        .arg(dir().join("unknown_fields.toml"))
+        .env("SERVEGATE_RUNS", runs.path())
+        .env_remove("SERVEGATE_JUNIT")
+        .env_remove("SERVEGATE_JSON")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run servegate");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let all = format!(
+        "exit {:?}\n{stdout}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let content = stdout
+        .lines()
+        .find(|l| l.starts_with("content "))
+        .unwrap_or_else(|| panic!("{all}"));
+    assert!(
+        content.starts_with("content PASS 2 of 2 replies have sane content"),
+        "{content}"
+    );
+    assert!(
+        content.contains("note: 2 of 2 replies' streams had lines SSE ignores (request 00, 01; first: 2 lines with a field SSE ignores (first: \"foobar\"))"),
+        "{content}"
+    );
+    assert!(stdout.contains("known_answer PASS"), "{all}");
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // The stream as the standards and the clients read it (issue 15, kind 11). Each shape below is one public
 // conformance test or one client decoder rule, reduced to a chat stream, and names the file it comes from:

@@ -86,6 +86,88 @@ fn entry(v: &Value) -> Option<TokenLogprob> {
     })
 }
 
+/// How far above 0 a logprob may read and still count as 0 (float rounding of a certain token), nats.
+pub const LOGPROB_ABOVE_ZERO_TOLERANCE: f64 = 1e-4;
+
+/// How far above 1 the probability mass at one position may add up (float rounding of a softmax).
+pub const MASS_TOLERANCE: f64 = 1e-3;
+
+/// Why one position's logprobs cannot come from any probability distribution, or None when they can:
+/// a logprob above 0 (a probability above 1: the chosen token's or an alternative's, beyond
+/// [`LOGPROB_ABOVE_ZERO_TOLERANCE`]), or the chosen token and its distinct alternatives adding up to more than
+/// probability 1 (beyond [`MASS_TOLERANCE`]; e.g. a top list that leaves out a chosen token more likely than
+/// all of it). Distinct by token id, else bytes, else text; a token listed twice counts once, at its highest
+/// logprob, so the check never over-counts.
+pub fn impossible_at(t: &TokenLogprob) -> Option<String> {
+    if t.logprob > LOGPROB_ABOVE_ZERO_TOLERANCE {
+        return Some(format!(
+            "the chosen token's logprob {} is above 0 (a probability above 1)",
+            t.logprob
+        ));
+    }
+    if let Some(a) = t
+        .top
+        .iter()
+        .find(|a| a.logprob > LOGPROB_ABOVE_ZERO_TOLERANCE)
+    {
+        return Some(format!(
+            "top_logprobs entry {:?} has logprob {} above 0 (a probability above 1)",
+            crate::analysis::reply::printable(&a.token),
+            a.logprob
+        ));
+    }
+    let key = |id: Option<i64>, bytes: Option<&Vec<u8>>, token: &str| -> String {
+        match (id, bytes) {
+            (Some(i), _) => format!("id {i}"),
+            (None, Some(b)) => format!("bytes {b:?}"),
+            (None, None) => format!("text {token}"),
+        }
+    };
+    let mut best: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
+    let mut add = |k: String, lp: f64| {
+        let e = best.entry(k).or_insert(f64::NEG_INFINITY);
+        *e = e.max(lp);
+    };
+    add(key(t.id, t.bytes.as_ref(), &t.token), t.logprob);
+    for a in &t.top {
+        // An alternative carries no bytes here: matched to the chosen token by id, else by text.
+        let k = match (a.id, t.id) {
+            (Some(i), _) => format!("id {i}"),
+            (None, _) if a.token == t.token => key(t.id, t.bytes.as_ref(), &t.token),
+            (None, _) => format!("text {}", a.token),
+        };
+        add(k, a.logprob);
+    }
+    let mass: f64 = best.values().map(|lp| lp.exp()).sum();
+    (mass > 1.0 + MASS_TOLERANCE).then(|| {
+        format!(
+            "the chosen token and its {} alternatives add up to probability {mass:.3}, more than 1",
+            best.len() - 1
+        )
+    })
+}
+
+/// The first impossible position of a reply's logprobs ([`impossible_at`]), described with its index (from
+/// 1), its token and how many positions are impossible in all; None when every position is possible.
+pub fn impossible(entries: &[TokenLogprob]) -> Option<String> {
+    let bad: Vec<(usize, String)> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| impossible_at(t).map(|w| (i, w)))
+        .collect();
+    let (i, why) = bad.first()?;
+    let more = if bad.len() > 1 {
+        format!(" ({} of {} positions impossible)", bad.len(), entries.len())
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "token {} ({:?}): {why}{more}",
+        i + 1,
+        crate::analysis::reply::printable(&entries[*i].token)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,5 +198,61 @@ mod tests {
         assert!(v[0].top.is_empty());
         let none: Value = serde_json::from_str(r#"{"logprobs":null}"#).unwrap();
         assert_eq!(of_choice(none.as_object().unwrap()), None);
+    }
+
+    fn tok(token: &str, lp: f64, top: &[(&str, f64)]) -> TokenLogprob {
+        TokenLogprob {
+            id: None,
+            token: token.into(),
+            bytes: None,
+            logprob: lp,
+            top: top
+                .iter()
+                .map(|(t, l)| TopLogprob {
+                    id: None,
+                    token: (*t).into(),
+                    logprob: *l,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_logprob_above_zero_or_a_mass_above_one_is_impossible() {
+        // Possible: a certain token (0, and float noise just above it), a proper top list with the chosen token.
+        assert_eq!(impossible_at(&tok(" Paris", 0.0, &[(" Paris", 0.0)])), None);
+        assert_eq!(impossible_at(&tok(" Paris", 3e-7, &[])), None);
+        let ok = tok(
+            " Paris",
+            -0.2,
+            &[(" Paris", -0.2), (" Lyon", -2.5), (" the", -4.0)],
+        );
+        assert_eq!(impossible_at(&ok), None);
+        // A chosen token not in the top list, less likely than all of it: possible (sampling).
+        assert_eq!(
+            impossible_at(&tok(" x", -6.0, &[(" a", -0.2), (" b", -2.0)])),
+            None
+        );
+        // The chosen token's logprob above 0.
+        let w = impossible_at(&tok(" Paris", 0.5, &[])).unwrap();
+        assert!(w.contains("logprob 0.5 is above 0"), "{w}");
+        // An alternative above 0.
+        let w = impossible_at(&tok(" Paris", -0.1, &[(" Lyon", 0.2)])).unwrap();
+        assert!(w.contains("\" Lyon\" has logprob 0.2 above 0"), "{w}");
+        // vserve.py --logprobs lie: the top list leaves out the chosen token, which is more likely than all of it.
+        let lie = tok(" Paris", -0.1, &[(" alt0", -1.1), (" alt1", -2.1)]);
+        let w = impossible_at(&lie).unwrap();
+        assert!(w.contains("add up to probability 1.36"), "{w}");
+        // Listed twice counts once.
+        assert_eq!(
+            impossible_at(&tok(" a", -0.1, &[(" a", -0.1), (" a", -0.1)])),
+            None
+        );
+        let all = [ok.clone(), lie.clone(), lie];
+        let w = impossible(&all).unwrap();
+        assert!(w.starts_with("token 2 (\" Paris\"): "), "{w}");
+        assert!(w.ends_with("(2 of 3 positions impossible)"), "{w}");
+        assert_eq!(impossible(&[ok]), None);
+        assert_eq!(impossible(&[]), None);
     }
 }

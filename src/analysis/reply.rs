@@ -322,6 +322,9 @@ impl Reply {
                 push(FailureCode::InvalidUtf8, d.clone());
             }
         }
+        if let Some(d) = crate::analysis::logprobs::impossible(&self.logprobs) {
+            push(FailureCode::ImpossibleLogprobs, d);
+        }
         Failures::new(parts)
     }
 

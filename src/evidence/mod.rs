@@ -26,6 +26,8 @@ pub mod comparability;
 /// The digest of a run directory (records name their evidence by it).
 pub mod digest;
 pub(crate) mod figures;
+/// What an output (a report, an export, a page) may not land on: inputs and evidence.
+pub mod guard;
 pub mod layout;
 /// `load.json` of a load sweep point.
 pub mod load;

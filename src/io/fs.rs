@@ -119,6 +119,51 @@ pub fn write_atomic_with<T>(
     Ok(out)
 }
 
+/// Where writing `path` with [`write_atomic`] would land, as an absolute path with every symlink followed:
+/// the final target of a link chain, canonicalised when it exists, else its nearest existing ancestor
+/// canonicalised with the rest appended (a report not written yet resolves to where it would be created).
+/// `None` for a character device or FIFO (`/dev/null`, a pipe): written through, it replaces no file.
+pub fn landing(path: &Path) -> Option<PathBuf> {
+    match target(path) {
+        Ok(Target::Through(_)) => None,
+        Ok(Target::Replace(p, _)) => Some(absolute(&p)),
+        Err(_) => Some(absolute(path)),
+    }
+}
+
+/// `p` canonicalised, or (when it does not exist) its nearest existing ancestor canonicalised with the
+/// missing components appended.
+fn absolute(p: &Path) -> PathBuf {
+    use std::path::Component;
+    if let Ok(c) = p.canonicalize() {
+        return c;
+    }
+    let comps: Vec<Component> = p.components().collect();
+    for k in (0..comps.len()).rev() {
+        let prefix: PathBuf = comps[..k].iter().collect();
+        let base = if prefix.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            prefix.as_path()
+        };
+        if let Ok(mut c) = base.canonicalize() {
+            // The missing directories will be created as plain directories (`create_dir_all`), so `..` among
+            // them is lexical: `new/../g.toml` lands on `g.toml`.
+            for comp in &comps[k..] {
+                match comp {
+                    Component::ParentDir => {
+                        c.pop();
+                    }
+                    Component::CurDir => {}
+                    other => c.push(other.as_os_str()),
+                }
+            }
+            return c;
+        }
+    }
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
 /// Removes the output at `path` before a run writes it anew (so a run that ends early leaves no stale
 /// report), without destroying what is not servegate's to remove: a regular file is removed; a symlink is
 /// followed and its final target removed when that is a regular file (the link stays, and the next

@@ -1,5 +1,5 @@
-//! I/O at the edges: HTTP client, serve lifecycle, signals, ports, the host hold, hashing, host facts and
-//! the one atomic file write.
+//! I/O at the edges: HTTP client, serve lifecycle, signals, ports, the host hold, hashing, host facts, the
+//! one atomic file write, and the relay that keeps a closed stdout from failing writes.
 
 pub mod client;
 pub(crate) mod fs;
@@ -12,3 +12,4 @@ pub(crate) mod procfs;
 pub mod reads;
 pub mod serve;
 pub mod signals;
+pub mod stdout_relay;

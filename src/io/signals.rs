@@ -95,13 +95,24 @@ pub fn install() -> io::Result<()> {
     if *installed {
         return Ok(());
     }
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR2};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGUSR2])?;
     std::thread::Builder::new()
         .name("servegate-signals".into())
         .spawn(move || {
             let mut first = None;
             for signo in signals.forever() {
+                // SIGUSR2 is the parent-death signal of [`watch_parent`]: a SIGTERM when the parent is gone;
+                // else (the parent's spawning thread ended, or a stray SIGUSR2) nothing.
+                let signo = if signo == SIGUSR2 {
+                    // Once only, whichever of the two ways saw the death first (the poll sends a SIGTERM).
+                    if !parent_gone() || PARENT_DEATH_SEEN.swap(true, Ordering::SeqCst) {
+                        continue;
+                    }
+                    SIGTERM
+                } else {
+                    signo
+                };
                 if first.is_none() {
                     // Recorded before anything else: from here on, whatever the request loop sees
                     // next (a reply cut by the teardown, a serve that exited), the run is interrupted.
@@ -289,11 +300,28 @@ fn exit_interrupted(signo: i32) -> ! {
 /// Interval at which [`watch_parent`] looks at the parent, ms.
 pub const PARENT_POLL_MS: u64 = 100;
 
-/// Starts a thread that sends SIGTERM to this process when its parent process changes (the parent died
-/// and the process was re-parented), so that a harness whose `cargo` was killed alone ends as interrupted
-/// instead of running on and writing a report nobody asked for. Polls `getppid()` every
-/// [`PARENT_POLL_MS`] (unlike `PR_SET_PDEATHSIG`, not fooled by the parent's spawning thread exiting).
-/// Idempotent. Install the handlers ([`install`]) first, or the SIGTERM kills the process outright.
+/// The parent pid [`watch_parent`] watches (0: not watching).
+static WATCHED_PARENT: AtomicI32 = AtomicI32::new(0);
+
+/// Set by whichever of [`watch_parent`]'s two ways saw the parent's death first: the other then does nothing
+/// (a second stop signal would cut the teardown's grace short).
+static PARENT_DEATH_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// True when [`watch_parent`] is watching and the parent it saw is no longer this process's parent.
+fn parent_gone() -> bool {
+    let p = WATCHED_PARENT.load(Ordering::SeqCst);
+    // SAFETY: getppid has no preconditions.
+    p != 0 && unsafe { libc::getppid() } != p
+}
+
+/// Ends this process as interrupted by SIGTERM when its parent process dies (it is re-parented), so that a
+/// harness whose `cargo` was killed alone (SIGTERM or SIGKILL to `cargo` only) ends at once, its serves
+/// torn down by the handler before it exits, instead of running on and writing a report nobody asked for.
+/// Two ways, the first that sees it: `PR_SET_PDEATHSIG(SIGUSR2)`, delivered the moment the parent dies,
+/// read by [`install`]'s handler as a SIGTERM only if `getppid()` changed (PDEATHSIG also fires when the
+/// parent's spawning *thread* ends, which is not the parent dying); and a thread that polls `getppid()`
+/// every [`PARENT_POLL_MS`] (a parent that died before the prctl). Idempotent. Install the handlers
+/// ([`install`]) first, or the signals kill the process outright.
 pub fn watch_parent() {
     static STARTED: Mutex<bool> = Mutex::new(false);
     let mut started = STARTED.lock().unwrap_or_else(|e| e.into_inner());
@@ -302,6 +330,20 @@ pub fn watch_parent() {
     }
     // SAFETY: getppid has no preconditions.
     let parent = unsafe { libc::getppid() };
+    WATCHED_PARENT.store(parent, Ordering::SeqCst);
+    if installed() {
+        // SAFETY: prctl(PR_SET_PDEATHSIG) with a signal number; affects only this process.
+        unsafe {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGUSR2 as libc::c_ulong,
+                0,
+                0,
+                0,
+            )
+        };
+        // The parent may have died before the prctl: the poll below catches it within PARENT_POLL_MS.
+    }
     let spawned = std::thread::Builder::new()
         .name("servegate-parent-watch".into())
         .spawn(move || loop {
@@ -310,7 +352,7 @@ pub fn watch_parent() {
             if unsafe { libc::getppid() } != parent {
                 // Already interrupted (a Ctrl-C reaches the parent and this process together): a
                 // SIGTERM now would count as a second signal and cut the ending short.
-                if interrupted().is_none() {
+                if interrupted().is_none() && !PARENT_DEATH_SEEN.swap(true, Ordering::SeqCst) {
                     // SAFETY: kill(2) on our own pid.
                     unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
                 }

@@ -7,7 +7,8 @@
 //! Three honest states, in this order at each point:
 //! * **void** when the client fell behind its schedule: the p99 of send lag over `[load] max_lag_ms`, or
 //!   planned requests never sent. The load was not the load asked for, so nothing measured under it passes;
-//! * **fail** when the point has no evidence, or the bound is missed;
+//! * **fail** when the point has no evidence, no request of it succeeded (every one errored, was cut or had
+//!   no sane content: a latency bound then fails, it is not "too few samples"), or the bound is missed;
 //! * **indeterminate** when a percentile is claimed from too few samples: p95 needs 59, p99 299
 //!   ([`min_n_for`]), and the verdict names the n needed.
 
@@ -30,9 +31,46 @@ pub struct PointEvidence {
     pub loaded: Result<(Evidence, LoadRecord), String>,
 }
 
+impl PointEvidence {
+    /// Loads point `point` of the load run under `root` (its directory `root/<point dir>`): the replies
+    /// (`analysis::load`) and `load.json`, checked against each other and the point
+    /// ([`crate::evidence::load::check_record`]); what does not hold is `loaded`'s error, so the point's
+    /// trials fail with it. The one loader of `servegate judge`, the runner and load records.
+    pub fn load(root: &std::path::Path, point: Point) -> PointEvidence {
+        let pd = root.join(point.dir());
+        let loaded = crate::analysis::load(&pd)
+            .map_err(|e| e.to_string())
+            .and_then(|ev| {
+                crate::evidence::load::read_record(&pd)
+                    .map(|r| (ev, r))
+                    .map_err(|e| e.to_string())
+            })
+            .and_then(|(ev, r)| {
+                crate::evidence::load::check_record(&r, &ev.run, point)
+                    .map(|()| (ev, r))
+                    .map_err(|e| format!("{}: {e}", pd.display()))
+            });
+        PointEvidence { point, loaded }
+    }
+}
+
+/// Every trial of a load gate FAILed with `reason` (the whole run's evidence proves nothing: run.json says
+/// it did not finish), as a plain run's assertions fail on incomplete evidence.
+pub fn fail_all(gate: &GateSpec, reason: &str) -> Vec<Verdict> {
+    gate.load
+        .as_ref()
+        .map(|l| l.trial_names())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|n| verdict(n, Outcome::Fail, reason.to_string()))
+        .collect()
+}
+
 /// A judged request of a point: sample plus reply (for consistency), prompt index and prompt.
 struct Judged {
     sample: Sample,
+    /// Why the request failed (its first failure code, or `content`), when it did.
+    why: Option<&'static str>,
     reply: crate::analysis::reply::Reply,
     prompt_index: usize,
     prompt: String,
@@ -45,8 +83,13 @@ fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
         .filter(|r| !r.record.warmup)
         .map(|r| {
             let fig = measure::measure(&r.reply);
-            let ok = request_failure(r).is_none() && content_problem(&r.reply, &fig).is_none();
+            let why = match request_failure(r) {
+                Some(f) => Some(f.code().name()),
+                None => content_problem(&r.reply, &fig).map(|_| "content"),
+            };
+            let ok = why.is_none();
             Judged {
+                why,
                 sample: Sample {
                     timing: timings
                         .get(&r.record.index)
@@ -151,8 +194,33 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
             continue;
         }
         let failed = samples.iter().filter(|s| !s.ok).count();
+        // No request succeeded: there is nothing to take a percentile of, and that is the serve's doing
+        // (every request errored, was cut or had no sane content), never "too few samples".
+        let none_succeeded = (failed == samples.len()).then(|| {
+            let mut why: BTreeMap<&str, usize> = BTreeMap::new();
+            for j in &js {
+                *why.entry(j.why.unwrap_or("content")).or_default() += 1;
+            }
+            let why: Vec<String> = why.iter().map(|(w, n)| format!("{n} {w}")).collect();
+            if samples.is_empty() {
+                format!("no request was sent ({n_of})")
+            } else {
+                format!(
+                    "no request succeeded: {failed} of {planned} planned failed ({}); {n_of}",
+                    why.join(", ")
+                )
+            }
+        });
         for b in &load.assertions.latency {
             let name = format!("{prefix}{}", b.key.trim_end_matches("_ms"));
+            if let Some(why) = &none_succeeded {
+                out.push(verdict(
+                    name,
+                    Outcome::Fail,
+                    format!("{} p{}: {why}", b.metric.name(), b.p),
+                ));
+                continue;
+            }
             let vals = agg::values(&samples, b.metric);
             // A failed request missed every latency bound: it counts above every value (never dropped, so a
             // serve that fails its slow requests does not look fast).

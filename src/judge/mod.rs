@@ -1290,6 +1290,7 @@ fn judge_content(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdi
         })
         .collect();
     let unsent = acct.unsent();
+    let sse_note = ignored_sse_fields_note(judged);
     if problems.is_empty() && unsent.is_none() {
         let lens: Vec<String> = judged
             .iter()
@@ -1318,7 +1319,7 @@ fn judge_content(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdi
             AssertionKind::Content,
             Outcome::Pass,
             format!(
-                "{n} of {n} replies have sane content (chars each: {}; {}){calls}",
+                "{n} of {n} replies have sane content (chars each: {}; {}){calls}{sse_note}",
                 lens.join(", "),
                 acct.n_of(n)
             ),
@@ -1336,9 +1337,43 @@ fn judge_content(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdi
         Verdict::new(
             AssertionKind::Content,
             Outcome::Fail,
-            format!("{} ({})", parts.join("; "), acct.n_of(n)),
+            format!("{} ({}){sse_note}", parts.join("; "), acct.n_of(n)),
         )
     }
+}
+
+/// The note of `content` on replies whose stream had lines with a field SSE ignores (`foobar:xxx`, a line
+/// with no colon: [`NoteKind::UnknownSseFields`]): empty when none did. Such lines lose nothing (the WHATWG
+/// rules and every OpenAI SDK skip them), so they only warn; a line that looks meant to be `data`, `event`
+/// or `error` fails the reply instead (`misnamed_field`).
+fn ignored_sse_fields_note(judged: &[Judged]) -> String {
+    let with: Vec<&Judged> = judged
+        .iter()
+        .filter(|j| j.ev.reply.has_note(NoteKind::UnknownSseFields))
+        .collect();
+    let Some(first) = with.first() else {
+        return String::new();
+    };
+    let detail = first
+        .ev
+        .reply
+        .warnings
+        .iter()
+        .find(|n| n.kind == NoteKind::UnknownSseFields)
+        .and_then(|n| n.detail.clone())
+        .unwrap_or_default();
+    let which: Vec<String> = with
+        .iter()
+        .take(5)
+        .map(|j| format!("{:02}", j.ev.record.index))
+        .collect();
+    format!(
+        "; note: {} of {} replies' streams had lines SSE ignores (request {}{}; first: {detail}): skipped as the SSE standard and the OpenAI SDKs skip them",
+        with.len(),
+        judged.len(),
+        which.join(", "),
+        if with.len() > 5 { ", ..." } else { "" }
+    )
 }
 
 /// The text `known_answer` matches: the content, or for a tool-call reply with no content its calls as

@@ -7,15 +7,19 @@
 //! - **a floor** (`bless GATE --floor RUN_DIR [--slow RUN_DIR]`): `[assert.rate] floor_tok_s` derived from
 //!   the evidence by a stated rule ([`derive_floor`]) instead of typed by hand.
 //!
-//! A run is refused when it is not good evidence ([`refusals`]): incomplete (`run.json` status), a content,
-//! known-answer or route trial that does not pass when re-judged ([`crate::judge::judge`]), or fewer
-//! answered requests than the gate plans (and than [`MIN_BASELINE_N`]).
+//! A run is refused when it is not good evidence ([`refusals`]): incomplete (`run.json` status), its serve
+//! failed during it (`serve.failure`), one of its own verdicts fails when re-judged ([`judge_for_bless`]:
+//! figure bounds and baseline comparisons set aside), fewer answered requests than the gate plans (and than
+//! [`MIN_BASELINE_N`]), or, for a baseline, it is already one of the baseline's windows ([`run_identity`]).
+//! A `--kind` is a plain name ([`check_kind`]).
 //!
 //! Nothing is written without `--accept`: without it the command prints what it would do (the gate file's
-//! change as a unified diff, the baseline directory it would create). The gate file is edited with
-//! `toml_edit`, so every comment, the order and the formatting stay; the edited value keeps its trailing
-//! comment and gains a provenance comment line above it. Every accepted change appends one line to
-//! `baselines/LEDGER.jsonl`. Never in CI: with `CI` set the command refuses unless `--force`.
+//! change as a unified diff, the baseline directory it would create). The gate file is edited in place
+//! ([`edit_floor`], located with `toml_edit`): only the value's bytes and the provenance lines above its line
+//! change, so comments, order, formatting, inline tables and line endings stay, and the result is re-parsed
+//! before it is written. Every accepted change is planned again and written under one lock per baselines
+//! root ([`lock`]) and appends one line to `baselines/LEDGER.jsonl`. Never in CI: with `CI` set the command
+//! refuses unless `--force`.
 //!
 //! Layer: records (above judge; writes only through `io::fs`).
 
@@ -45,7 +49,9 @@ pub const DEFAULT_HEADROOM_PCT: f64 = regress::FLOOR_HEADROOM_PCT;
 pub const DEFAULT_CONFIDENCE: f64 = regress::FLOOR_CONFIDENCE;
 /// The ledger of accepted changes, inside the baselines root.
 pub const LEDGER_FILE: &str = "LEDGER.jsonl";
-/// The first words of a provenance comment: an older one above the same value is replaced, not stacked.
+/// The first words of the provenance comment servegate writes above a derived floor ([`provenance`]). An
+/// older provenance is recognised by its whole two-line shape ([`is_provenance`]), never by these words
+/// alone: a person's comment that starts with them is kept.
 pub const PROVENANCE_MARK: &str = "# servegate bless";
 
 /// `servegate bless`.
@@ -256,7 +262,14 @@ fn min_n_for(confidence: f64) -> usize {
 }
 
 /// Why a run is not good evidence to bless (empty: good). `route_must_pass` is false for a slow-route run
-/// (whose route trial fails by design). Pure: re-judges `ev` with `gate`.
+/// (whose route trial fails by design). Pure: re-judges `ev` with `gate` ([`judge_for_bless`]).
+///
+/// Refused: a run whose `run.json` status is not `complete`; a run whose serve failed during it
+/// (`serve.failure` set: a crash after the last reply included); any of its own verdicts that FAILs or is
+/// VOID (content, known-answer and route must PASS), judged with the figure bounds set aside (a floor, a TTFT
+/// or TPOT limit: a loaded machine's slow figures are still evidence of that machine, and a floor is what
+/// bless derives) and without the regression and drift trials (they compare with the stored baselines bless
+/// renews); fewer answered requests than planned (or than [`MIN_BASELINE_N`]).
 pub fn refusals(gate: &GateSpec, ev: &analysis::Evidence, route_must_pass: bool) -> Vec<String> {
     let mut why = Vec::new();
     if ev.run.status != RunStatus::Complete {
@@ -265,13 +278,40 @@ pub fn refusals(gate: &GateSpec, ev: &analysis::Evidence, route_must_pass: bool)
             ev.run.status
         ));
     }
-    for v in judge::judge(gate, ev) {
-        let must = matches!(v.kind, AssertionKind::Content | AssertionKind::KnownAnswer)
-            || (route_must_pass && v.kind == AssertionKind::Route);
-        if must && v.outcome != Outcome::Pass {
+    if let Some(f) = &ev.run.serve.failure {
+        why.push(format!(
+            "the serve failed during the run (serve.failure: {})",
+            one_line(f)
+        ));
+    }
+    for v in judge_for_bless(gate, ev) {
+        if matches!(v.kind, AssertionKind::Regression | AssertionKind::Drift)
+            || (!route_must_pass && v.kind == AssertionKind::Route)
+        {
+            continue;
+        }
+        let must_pass = matches!(
+            v.kind,
+            AssertionKind::Content | AssertionKind::KnownAnswer | AssertionKind::Route
+        );
+        let bad = if must_pass {
+            v.outcome != Outcome::Pass
+        } else {
+            matches!(v.outcome, Outcome::Fail | Outcome::Void)
+        };
+        // A trial failing for the serve's failure says nothing the first reason does not.
+        let for_the_crash =
+            ev.run.serve.failure.is_some() && v.message.contains("the serve failed during the run");
+        if bad && !for_the_crash {
+            let figure = matches!(
+                v.kind,
+                AssertionKind::Rate | AssertionKind::FirstToken | AssertionKind::Tpot
+            );
             why.push(format!(
-                "its {} trial does not pass: {}",
-                v.assertion, v.message
+                "its {} trial does not pass{}: {}",
+                v.assertion,
+                if figure { " (its bound set aside)" } else { "" },
+                capped(&one_line(&v.message), 300)
             ));
         }
     }
@@ -288,6 +328,47 @@ pub fn refusals(gate: &GateSpec, ev: &analysis::Evidence, route_must_pass: bool)
         ));
     }
     why
+}
+
+/// The run's own verdicts as bless judges them: `gate` with its figure bounds set aside (`[assert.rate]`
+/// floor at the smallest positive tok/s, `[assert.first_token]` and `[assert.tpot]` limits unbounded), so a
+/// figure trial that still FAILs does so for its evidence (a failed reply, a crashed serve, client and serve
+/// clocks that disagree), never for a slow machine.
+pub fn judge_for_bless(gate: &GateSpec, ev: &analysis::Evidence) -> Vec<judge::Verdict> {
+    let mut g = gate.clone();
+    if let Some(r) = g.assertions.rate.as_mut() {
+        r.floor_tok_s = f64::MIN_POSITIVE;
+    }
+    if let Some(t) = g.assertions.first_token.as_mut() {
+        t.limit_ms = f64::MAX;
+    }
+    if let Some(t) = g.assertions.tpot.as_mut() {
+        t.limit_ms = f64::MAX;
+    }
+    judge::judge(&g, ev)
+}
+
+/// `s` cut to at most `max` characters, `...` marking a cut.
+fn capped(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(3)).collect();
+    t.push_str("...");
+    t
+}
+
+/// `s` on one line: control characters (a newline, ESC) shown as escapes, for a reason or a comment.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<char>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }
 
 /// The decode-rate values the gate's `rate` trial judges on `ev` (answered requests only).
@@ -308,55 +389,131 @@ pub fn rate_values(gate: &GateSpec, ev: &analysis::Evidence) -> Vec<f64> {
         })
 }
 
-/// `text` (a gate file) with `[assert.rate] floor_tok_s` set to `floor`: the value's decor (its trailing
-/// comment) kept, and `provenance` (one or more `#` lines) placed above the key after its existing comments,
-/// replacing an older provenance comment ([`PROVENANCE_MARK`]). Everything else is byte-for-byte unchanged.
-/// Returns the new text and the previous value. Errors: not TOML, no `[assert.rate] floor_tok_s`.
+/// `text` (a gate file) with `[assert.rate] floor_tok_s` set to `floor`, edited in place: the value's bytes
+/// replaced (its trailing comment, an inline table around it and the line's ending kept), and `provenance`
+/// (one or more `#` lines) inserted as whole lines above the line that holds the value, after the comments
+/// already there, with that line's indentation and line ending (CRLF stays CRLF). An older servegate
+/// provenance in that comment block (the exact two-line shape [`provenance`] writes: [`is_provenance`]) is
+/// replaced, not stacked; every other comment, a user's comment that starts like it included, stays. The
+/// floor may sit in `[assert.rate]`, in an inline table (`rate = { floor_tok_s = 5.0 }` under `[assert]`)
+/// or under a dotted key (`rate.floor_tok_s = 5.0`); no comment is ever written inside an inline table.
+/// Every byte outside the value and the provenance lines is unchanged, and the result is re-parsed (the
+/// floor read back) before it is returned. Returns the new text and the previous value. Errors: not TOML,
+/// no `[assert.rate] floor_tok_s`, a value that is not a number, an edit that would not read back.
 pub fn edit_floor(
     text: &str,
     floor: f64,
     provenance: &str,
 ) -> Result<(String, Option<f64>), String> {
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("not TOML: {e}"))?;
-    let table = doc
-        .get_mut("assert")
-        .and_then(|a| a.get_mut("rate"))
-        .and_then(|r| r.as_table_like_mut())
+    let (span, previous) = floor_span(text)?;
+    let repr = toml_edit::Value::from(floor).to_string();
+    let line_start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
+    let line = &text[line_start..];
+    let indent = &line[..line.len() - line.trim_start_matches([' ', '\t']).len()];
+    let eol = match line.find('\n') {
+        Some(i) if i > 0 && line.as_bytes()[i - 1] == b'\r' => "\r\n",
+        Some(_) => "\n",
+        // The value is on the last line, with no ending: the file's own style.
+        None if text.contains("\r\n") => "\r\n",
+        None => "\n",
+    };
+    // The block of comment lines directly above the value's line.
+    let mut block_start = line_start;
+    while block_start > 0 {
+        let prev = text[..block_start - 1].rfind('\n').map_or(0, |i| i + 1);
+        if text[prev..block_start].trim_start().starts_with('#') {
+            block_start = prev;
+        } else {
+            break;
+        }
+    }
+    let block: Vec<&str> = text[block_start..line_start]
+        .split_inclusive('\n')
+        .collect();
+    let mut kept = String::new();
+    let mut i = 0;
+    while i < block.len() {
+        if i + 1 < block.len() && is_provenance(block[i], block[i + 1]) {
+            i += 2;
+            continue;
+        }
+        kept.push_str(block[i]);
+        i += 1;
+    }
+    let mut out = String::with_capacity(text.len() + provenance.len() + 64);
+    out.push_str(&text[..block_start]);
+    out.push_str(&kept);
+    for l in provenance.lines() {
+        out.push_str(indent);
+        out.push_str(l);
+        out.push_str(eol);
+    }
+    out.push_str(&text[line_start..span.start]);
+    out.push_str(&repr);
+    out.push_str(&text[span.end..]);
+    match floor_span(&out) {
+        Ok((_, Some(v))) if v == floor => Ok((out, previous)),
+        Ok((_, v)) => Err(format!(
+            "the edited file reads floor_tok_s {v:?}, not {floor}: not written"
+        )),
+        Err(e) => Err(format!(
+            "the edited file would not parse ({e}): not written"
+        )),
+    }
+}
+
+/// The byte range of `[assert.rate] floor_tok_s`'s value in `text` (standard, inline or dotted table) and
+/// the value as a number.
+fn floor_span(text: &str) -> Result<(std::ops::Range<usize>, Option<f64>), String> {
+    let doc = toml_edit::ImDocument::parse(text).map_err(|e| format!("not TOML: {e}"))?;
+    let rate = doc
+        .as_table()
+        .get("assert")
+        .and_then(|a| a.get("rate"))
+        .filter(|r| r.is_table_like())
         .ok_or("the gate has no [assert.rate] table to hold a floor")?;
-    let (mut key, item) = table
-        .get_key_value_mut("floor_tok_s")
-        .ok_or("[assert.rate] has no floor_tok_s")?;
-    let value = item
-        .as_value_mut()
+    let value = rate
+        .get("floor_tok_s")
+        .ok_or("[assert.rate] has no floor_tok_s")?
+        .as_value()
         .ok_or("[assert.rate] floor_tok_s is not a value")?;
     let previous = value.as_float().or(value.as_integer().map(|i| i as f64));
-    let decor = value.decor().clone();
-    let mut new = toml_edit::Value::from(floor);
-    *new.decor_mut() = decor;
-    *value = new;
-    let prefix = key
-        .leaf_decor()
-        .prefix()
-        .and_then(|p| p.as_str())
-        .unwrap_or("")
-        .to_string();
-    let kept: String = prefix
-        .split_inclusive('\n')
-        .filter(|l| !l.trim_start().starts_with(PROVENANCE_MARK))
-        .collect();
-    let mut lines = String::new();
-    for l in provenance.lines() {
-        lines.push_str(l);
-        lines.push('\n');
+    if previous.is_none() {
+        return Err(format!(
+            "[assert.rate] floor_tok_s is not a number ({})",
+            value.type_name()
+        ));
     }
-    // The key's own indentation (after the last newline of the prefix) stays in front of the key.
-    let (before, indent) = match kept.rfind('\n') {
-        Some(i) => kept.split_at(i + 1),
-        None => ("", kept.as_str()),
+    let span = value
+        .span()
+        .ok_or("[assert.rate] floor_tok_s has no place in the file")?;
+    Ok((span, previous))
+}
+
+/// True when `first` and `second` (two consecutive lines, with or without their line endings and
+/// indentation) are a provenance comment servegate wrote ([`provenance`]): `# servegate bless DATE: floor F
+/// tok/s from RUN (n=N, median M tok/s)` (and `... and SLOW (n=N, median M tok/s)`), then `# servegate bless
+/// rule: ` and one of the two rules [`derive_floor`] states. Any other comment, one that only starts with
+/// [`PROVENANCE_MARK`] included, is a person's and is kept.
+pub fn is_provenance(first: &str, second: &str) -> bool {
+    static FIRST: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^# servegate bless [0-9]{4}-[0-9]{2}-[0-9]{2}: floor [0-9]+(\.[0-9]+)? tok/s from .+ \(n=[0-9]+, median [0-9]+(\.[0-9]+)? tok/s\)$",
+        )
+        .expect("a valid regex")
+    });
+    static SECOND: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^# servegate bless rule: (lower [0-9.]+ % bound of the median \(order statistic [0-9]+ of [0-9]+\) [0-9.]+ minus [0-9.]+ % headroom|geometric mean of the fast median [0-9.]+ and the slow median [0-9.]+ \(n=[0-9]+\); no headroom)$",
+        )
+        .expect("a valid regex")
+    });
+    let clean = |l: &str| {
+        l.trim_start_matches([' ', '\t'])
+            .trim_end_matches(['\r', '\n'])
+            .to_string()
     };
-    key.leaf_decor_mut()
-        .set_prefix(format!("{before}{indent}{lines}{indent}"));
-    Ok((doc.to_string(), previous))
+    FIRST.is_match(&clean(first)) && SECOND.is_match(&clean(second))
 }
 
 /// A unified diff of a file's change (`similar`), headed with its path.
@@ -372,6 +529,8 @@ pub fn diff(old: &str, new: &str, path: &str) -> String {
 pub fn provenance(d: &FloorDerivation, run: &str, slow_run: Option<&str>, utc: &str) -> String {
     let dec = Metric::DecodeRate.info().decimals;
     let date = utc.get(..10).unwrap_or(utc);
+    // A path is written into the gate file as a comment: on one line, whatever it holds.
+    let (run, slow_run) = (one_line(run), slow_run.map(one_line));
     let mut s = format!(
         "{PROVENANCE_MARK} {date}: floor {:.dec$} tok/s from {run} (n={}, median {:.dec$} tok/s",
         d.floor, d.n, d.median
@@ -503,6 +662,27 @@ pub fn plan_floor(
     let (new, previous) = edit_floor(&old, d.floor, &prov).map_err(|e| {
         BlessError::new(exit::SPEC_INVALID, format!("{}: {e}", gate_file.display()))
     })?;
+    // The edited file is still this gate with the new floor, or nothing is written.
+    let reread =
+        spec::parse(gate_file, &new, &spec::Context::for_file(gate_file)).map_err(|e| {
+            BlessError::new(
+                exit::SPEC_INVALID,
+                format!(
+                    "{}: the edited gate would not load ({e}): not written",
+                    gate_file.display()
+                ),
+            )
+        })?;
+    if reread.assertions.rate.map(|r| r.floor_tok_s) != Some(d.floor) || reread.name != gate.name {
+        return Err(BlessError::new(
+            exit::SPEC_INVALID,
+            format!(
+                "{}: the edited gate does not read back floor_tok_s = {}: not written",
+                gate_file.display(),
+                d.floor
+            ),
+        ));
+    }
     let ledger = LedgerEntry {
         utc: utc.to_string(),
         gate: gate.name.clone(),
@@ -526,7 +706,8 @@ pub fn plan_floor(
 }
 
 /// Appends `entry` to `<root>/LEDGER.jsonl` (the whole file rewritten through `io::fs::write_atomic`: a
-/// reader never sees half a line).
+/// reader never sees half a line). The caller holds [`lock`] (read, appended and written under it, no line
+/// of a concurrent bless is lost).
 pub fn append_ledger(root: &Path, entry: &LedgerEntry) -> Result<PathBuf, BlessError> {
     let path = root.join(LEDGER_FILE);
     let mut text = match std::fs::read_to_string(&path) {
@@ -565,8 +746,47 @@ pub struct BaselinePlan {
     pub ledger: LedgerEntry,
 }
 
-/// Plans `bless GATE --baseline RUN [--kind K]`: checks the run, computes its key, and checks it against an
-/// existing baseline's. Writes nothing.
+/// What a `--kind` name must be, as its refusal states it.
+pub const KIND_RULE: &str =
+    "a --kind is a plain name: 1 to 64 ASCII letters, digits, '-' or '_', starting with a letter \
+(no space, newline, dot or path separator), and not a window's name or stamp (YYYYMMDDTHHMMSSZ)";
+
+/// Checks a `--kind` name against [`KIND_RULE`] (a subdirectory of `baselines/<gate>/`, beside the windows,
+/// so it must not look like one). Errors: the name (escaped) and the rule.
+pub fn check_kind(kind: &str) -> Result<(), String> {
+    static STAMP: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^[0-9]{8}T[0-9]{6}Z(-[0-9]+)?$").expect("a valid regex")
+    });
+    let shown = one_line(kind);
+    if STAMP.is_match(kind) {
+        return Err(format!(
+            "--kind {shown} is a window stamp (a run directory's name): {KIND_RULE}"
+        ));
+    }
+    let plain = (1..=64).contains(&kind.len())
+        && kind.starts_with(|c: char| c.is_ascii_alphabetic())
+        && kind
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !plain {
+        return Err(format!("--kind {shown:?} is not plain: {KIND_RULE}"));
+    }
+    Ok(())
+}
+
+/// A run's identity: the lower-case hex sha256 of its `run.json` (a window is a whole copy of its run
+/// directory, so the same run blessed twice has the same identity wherever it was copied from). Errors:
+/// the file cannot be read (exit 5).
+pub fn run_identity(dir: &Path) -> Result<String, BlessError> {
+    let p = dir.join(layout::RUN_FILE);
+    crate::io::hash::sha256_file(&p)
+        .map(|(h, _)| h)
+        .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, format!("{}: {e}", p.display())))
+}
+
+/// Plans `bless GATE --baseline RUN [--kind K]`: checks the kind ([`check_kind`]) and the run
+/// ([`refusals`]; a run already a window of the baseline is refused, by [`run_identity`]), computes its key,
+/// and checks it against an existing baseline's. Writes nothing.
 pub fn plan_baseline(
     gate_file: &Path,
     run: &Path,
@@ -577,20 +797,31 @@ pub fn plan_baseline(
     let gate = load_gate(gate_file)?;
     let (rg, ev) = load_run(run)?;
     same_gate(&gate, &rg, run)?;
-    refused(run, refusals(&rg, &ev, true))?;
     if let Some(k) = kind {
-        if k.is_empty() || k.contains(['/', '\\']) || k.starts_with('.') {
-            return Err(BlessError::new(
-                exit::USAGE,
-                format!("--kind {k:?} is not a plain directory name"),
-            ));
+        check_kind(k).map_err(|e| BlessError::new(exit::USAGE, e))?;
+        let parent = root.join(&gate.name);
+        if parent.join(baseline::MANIFEST_FILE).is_file() {
+            let windows = baseline::load(&parent)
+                .map(|b| b.manifest.windows)
+                .unwrap_or_default();
+            if windows.iter().any(|w| w == k) {
+                return Err(BlessError::new(
+                    exit::USAGE,
+                    format!(
+                        "--kind {k} names a window of {}: {KIND_RULE}",
+                        parent.display()
+                    ),
+                ));
+            }
         }
     }
+    refused(run, refusals(&rg, &ev, true))?;
     let key = key_of_evidence(&rg, &ev.run, ev.serve_log.as_deref());
     let mut dir = root.join(&gate.name);
     if let Some(k) = kind {
         dir = dir.join(k);
     }
+    let identity = run_identity(run)?;
     let base_name = run
         .canonicalize()
         .ok()
@@ -607,6 +838,21 @@ pub fn plan_baseline(
     let created = existing.is_none();
     let mut manifest = match existing {
         Some(b) => {
+            // One run is one window: the same run blessed again would count its requests twice (a
+            // between-window spread of 0, a decided verdict where one window cannot decide).
+            for (name, w) in b.manifest.windows.iter().zip(&b.window_dirs) {
+                if run_identity(w).ok().as_deref() == Some(identity.as_str()) {
+                    return Err(BlessError::new(
+                        exit::ASSERTION_FAILED,
+                        format!(
+                            "refused to bless {}: it is already window {name} of {} (the same run.json, sha256 {}): one run is one window",
+                            run.display(),
+                            dir.display(),
+                            &identity[..12.min(identity.len())]
+                        ),
+                    ));
+                }
+            }
             let mut d = differences(&b.key, &key, KeyUse::Window);
             // A window at another host load is another baseline (the judge's bound: the gate's
             // max_load_ratio), so that one baseline's windows are comparable among themselves.
@@ -739,20 +985,59 @@ pub fn cli(args: &BlessArgs) -> i32 {
     }
 }
 
+/// The lock file of a baselines root. Every accepted bless (a baseline window and its manifest, a floor's
+/// gate file, the ledger line) is planned again and written holding an exclusive `flock` on it
+/// ([`crate::io::hold::take`]), so concurrent blesses into one baseline or ledger serialise and each sees
+/// what the others wrote.
+pub const LOCK_FILE: &str = ".bless.lock";
+/// How long an accepting bless waits for another to finish before it fails (exit 5), naming the holder.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Takes the bless lock of `root` ([`LOCK_FILE`]) for `gate`, waiting up to [`LOCK_WAIT`] (a line on stderr
+/// about every 10 s names the holder). Released when dropped, and by the kernel on any exit.
+pub fn lock(root: &Path, gate: &str) -> Result<crate::io::hold::Hold, BlessError> {
+    let path = root.join(LOCK_FILE);
+    crate::io::hold::take(&path, &format!("bless {gate}"), LOCK_WAIT, &mut |l| {
+        eprintln!("bless: {l}")
+    })
+    .map_err(|e| {
+        BlessError::new(
+            exit::EVIDENCE_ERROR,
+            format!("bless: another bless is writing to {}: {e}", root.display()),
+        )
+    })
+}
+
 /// [`cli`] with the environment's `CI` and the clock passed in.
 pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<(), BlessError> {
     if args.accept {
         refuse_in_ci(ci, args.force)?;
     }
+    let gate_name = || {
+        spec::load(&args.gate)
+            .map(|g| g.name)
+            .unwrap_or_else(|_| args.gate.display().to_string())
+    };
     if let Some(run) = &args.floor {
-        let plan = plan_floor(
-            &args.gate,
-            run,
-            args.slow.as_deref(),
-            args.confidence,
-            args.headroom_pct,
-            utc,
-        )?;
+        let plan_now = || {
+            plan_floor(
+                &args.gate,
+                run,
+                args.slow.as_deref(),
+                args.confidence,
+                args.headroom_pct,
+                utc,
+            )
+        };
+        let mut plan = plan_now()?;
+        // Accepting: planned again under the lock, from the gate file as it is once the others are done.
+        let _lock = if args.accept {
+            let l = lock(&args.baselines_dir, &gate_name())?;
+            plan = plan_now()?;
+            Some(l)
+        } else {
+            None
+        };
         let path = args.gate.display().to_string();
         print!("{}", diff(&plan.old, &plan.new, &path));
         println!(
@@ -770,13 +1055,24 @@ pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<(), Bl
         return Ok(());
     }
     if let Some(run) = &args.baseline {
-        let plan = plan_baseline(
-            &args.gate,
-            run,
-            args.kind.as_deref(),
-            &args.baselines_dir,
-            utc,
-        )?;
+        let plan_now = || {
+            plan_baseline(
+                &args.gate,
+                run,
+                args.kind.as_deref(),
+                &args.baselines_dir,
+                utc,
+            )
+        };
+        let mut plan = plan_now()?;
+        // Accepting: planned again under the lock, from the manifest as the other writers left it.
+        let _lock = if args.accept {
+            let l = lock(&args.baselines_dir, &gate_name())?;
+            plan = plan_now()?;
+            Some(l)
+        } else {
+            None
+        };
         println!(
             "baseline {}: {} window {} (from {}; {} window{} in all; key: {})",
             plan.dir.display(),
@@ -875,24 +1171,160 @@ mod tests {
         assert!(refuse_in_ci(Some("0".into()), false).is_ok());
     }
 
+    fn prov(floor: f64, run: &str) -> String {
+        let d = derive_floor(&[50.0, 40.0, 45.0, 30.0, 47.0, 44.0], None, 0.95, 10.0).unwrap();
+        provenance(
+            &FloorDerivation { floor, ..d },
+            run,
+            None,
+            "2026-12-01T11:00:00Z",
+        )
+    }
+
+    /// The lines of `new` that are not lines of `old` (a byte-level view of what an edit touched).
+    fn added<'a>(old: &str, new: &'a str) -> Vec<&'a str> {
+        let old: Vec<&str> = old.split_inclusive('\n').collect();
+        new.split_inclusive('\n')
+            .filter(|l| !old.contains(l))
+            .collect()
+    }
+
     #[test]
     fn editing_the_floor_keeps_comments_and_replaces_an_old_provenance() {
         let text = "[gate]\nname = \"g\"\n\n[assert.rate]\n# why this floor\nfloor_tok_s = 15.0   # trailing\nsource = \"both\"\n";
-        let (new, prev) = edit_floor(text, 27.9, "# servegate bless x: one").unwrap();
+        let p1 = prov(27.9, "runs/x");
+        let (new, prev) = edit_floor(text, 27.9, &p1).unwrap();
         assert_eq!(prev, Some(15.0));
         assert_eq!(
             new,
-            "[gate]\nname = \"g\"\n\n[assert.rate]\n# why this floor\n# servegate bless x: one\nfloor_tok_s = 27.9   # trailing\nsource = \"both\"\n"
+            format!("[gate]\nname = \"g\"\n\n[assert.rate]\n# why this floor\n{p1}\nfloor_tok_s = 27.9   # trailing\nsource = \"both\"\n")
         );
-        let (again, prev) = edit_floor(&new, 30.0, "# servegate bless y: two").unwrap();
+        let p2 = prov(30.0, "runs/y");
+        let (again, prev) = edit_floor(&new, 30.0, &p2).unwrap();
         assert_eq!(prev, Some(27.9));
         assert!(
-            again.contains(
-                "# why this floor\n# servegate bless y: two\nfloor_tok_s = 30.0   # trailing\n"
-            ),
+            again.contains(&format!(
+                "# why this floor\n{p2}\nfloor_tok_s = 30.0   # trailing\n"
+            )),
             "{again}"
         );
-        assert!(!again.contains("bless x"));
+        assert!(!again.contains("runs/x"), "{again}");
         assert!(edit_floor("[gate]\nname = \"g\"\n", 1.0, "#").is_err());
+        assert!(edit_floor("[assert.rate]\nfloor_tok_s = \"fast\"\n", 1.0, "#").is_err());
+    }
+
+    #[test]
+    fn a_floor_in_an_inline_table_stays_an_inline_table() {
+        let text = "[gate]\nname = \"g\"\n\n[assert]\n# the floor\nrate = { floor_tok_s = 5.0, source = \"client\" }  # inline\n";
+        let p = prov(7.2, "runs/x");
+        let (new, prev) = edit_floor(text, 7.2, &p).unwrap();
+        assert_eq!(prev, Some(5.0));
+        assert_eq!(
+            new,
+            format!("[gate]\nname = \"g\"\n\n[assert]\n# the floor\n{p}\nrate = {{ floor_tok_s = 7.2, source = \"client\" }}  # inline\n")
+        );
+        // A dotted key: the provenance goes above its line, too.
+        let dotted = "[assert]\n  rate.floor_tok_s = 5   # int\n";
+        let (new, prev) = edit_floor(dotted, 20.0, &p).unwrap();
+        assert_eq!(prev, Some(5.0));
+        let lines: Vec<&str> = new.lines().collect();
+        assert_eq!(lines[3], "  rate.floor_tok_s = 20.0   # int", "{new}");
+        assert!(
+            lines[1].starts_with("  # servegate bless 2026-12-01: floor 7.2"),
+            "{new}"
+        );
+        let again = edit_floor(&new, 21.0, &p).unwrap().0;
+        assert_eq!(again.matches("# servegate bless").count(), 2, "{again}");
+    }
+
+    #[test]
+    fn a_crlf_gate_stays_crlf_and_only_the_floor_lines_change() {
+        let text = "[gate]\r\nname = \"g\"\r\n\r\n[assert.rate]\r\n# why\r\nfloor_tok_s = 15.0 # t\r\nsource = \"client\"\r\n";
+        let p = prov(27.9, "runs/x");
+        let (new, _) = edit_floor(text, 27.9, &p).unwrap();
+        assert_eq!(
+            new.matches('\n').count(),
+            new.matches("\r\n").count(),
+            "{new:?}"
+        );
+        let touched = added(text, &new);
+        assert_eq!(touched.len(), 3, "{touched:?}");
+        assert!(touched.iter().all(|l| l.ends_with("\r\n")), "{touched:?}");
+        assert_eq!(touched[2], "floor_tok_s = 27.9 # t\r\n");
+        // Every original line but the value's is still there, in order.
+        let kept: Vec<&str> = new
+            .split_inclusive('\n')
+            .filter(|l| !touched.contains(l))
+            .collect();
+        let before: Vec<&str> = text
+            .split_inclusive('\n')
+            .filter(|l| !l.starts_with("floor_tok_s"))
+            .collect();
+        assert_eq!(kept, before);
+        // The value on the last line, without an ending: the file's CRLF is used for the new lines.
+        let last = "[assert.rate]\r\nfloor_tok_s = 1.0";
+        let (new, _) = edit_floor(last, 2.0, &p).unwrap();
+        assert!(new.ends_with("\r\nfloor_tok_s = 2.0"), "{new:?}");
+        assert_eq!(
+            new.matches('\n').count(),
+            new.matches("\r\n").count(),
+            "{new:?}"
+        );
+    }
+
+    #[test]
+    fn only_servegates_own_provenance_is_replaced() {
+        let mine = "# servegate bless: keep this above 4 tok/s, the slow route gives 1.9\n# servegate bless rule: by hand\n";
+        let old = prov(10.0, "runs/old");
+        let text = format!("[assert.rate]\n{mine}{old}\nfloor_tok_s = 10.0\n");
+        let p = prov(12.0, "runs/new");
+        let (new, _) = edit_floor(&text, 12.0, &p).unwrap();
+        assert_eq!(
+            new,
+            format!("[assert.rate]\n{mine}{p}\nfloor_tok_s = 12.0\n")
+        );
+        // Exactly the two-line shape: either line alone is a person's.
+        let l: Vec<&str> = old.lines().collect();
+        assert!(is_provenance(l[0], l[1]));
+        assert!(!is_provenance(l[0], "# servegate bless rule: by hand"));
+        assert!(!is_provenance(
+            "# servegate bless 2026-12-01: floor 1 tok/s",
+            l[1]
+        ));
+        // A run path with a newline stays on its comment line.
+        let odd = prov(3.0, "runs/a\nfloor_tok_s = 99.0");
+        assert_eq!(odd.lines().count(), 2, "{odd}");
+        let (new, _) = edit_floor("[assert.rate]\nfloor_tok_s = 1.0\n", 3.0, &odd).unwrap();
+        assert_eq!(new.matches("floor_tok_s = ").count(), 2, "{new}");
+        assert!(new.ends_with("\nfloor_tok_s = 3.0\n"), "{new}");
+    }
+
+    #[test]
+    fn kind_names_are_plain() {
+        for ok in ["ci-2core", "big_box", "a", "A100"] {
+            assert_eq!(check_kind(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "",
+            "two words",
+            "x\ny",
+            "a/b",
+            "..",
+            ".hidden",
+            "a\\b",
+            "baseline.json",
+            "2core",
+            "20261201T180000Z",
+            "20261201T180000Z-2",
+            "é",
+        ] {
+            let e = check_kind(bad).unwrap_err();
+            assert!(e.contains("a --kind is a plain name"), "{bad:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        assert!(check_kind("20261201T180000Z")
+            .unwrap_err()
+            .contains("window stamp"));
+        assert!(check_kind(&"k".repeat(65)).is_err());
     }
 }

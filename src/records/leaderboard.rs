@@ -1116,6 +1116,21 @@ pub fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i
         }
     };
     let targets = [(&md_path, &pages.markdown), (&html, &pages.html)];
+    if !check {
+        // A page over a record (or over evidence) would destroy what it is rendered from.
+        let mut inputs = crate::evidence::guard::Inputs::new();
+        inputs.dir(records_dir, "the record directory");
+        let refusals = inputs.refuse([
+            ("--out".to_string(), md_path.as_path()),
+            ("the HTML page of --out".to_string(), html.as_path()),
+        ]);
+        for r in &refusals {
+            eprintln!("error: {r}");
+        }
+        if !refusals.is_empty() {
+            return exit::USAGE;
+        }
+    }
     if check {
         let mut differ = false;
         for (path, text) in targets {

@@ -206,15 +206,7 @@ pub fn from_load_run(
     // Every point, loaded once; judged exactly as `servegate judge` does (run::load::judge_dir).
     let mut pes = Vec::new();
     for p in &load.spec.points {
-        let pd = root.join(p.dir());
-        let loaded = crate::analysis::load(&pd)
-            .map_err(|e| e.to_string())
-            .and_then(|ev| {
-                crate::evidence::load::read_record(&pd)
-                    .map(|r| (ev, r))
-                    .map_err(|e| e.to_string())
-            });
-        pes.push(crate::judge::load::PointEvidence { point: *p, loaded });
+        pes.push(crate::judge::load::PointEvidence::load(root, *p));
     }
     let verdicts = crate::judge::load::judge_points(gate, &pes);
     let forced = match refuse_failed_verdicts(root, &verdicts) {

@@ -701,8 +701,18 @@ pub fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
 /// The report printed after the trials: every verdict line of every gate that ran (passes included, since a
 /// passing figure is worth seeing), the evidence directory, and the reasons gates were ignored.
 pub fn report(entries: &[Entry]) -> String {
+    report_marking(entries, &[])
+}
+
+/// Why a trial of a gate that ran was not run: the test arguments filtered it out (its verdict was still
+/// judged with the gate's, and is shown in the report marked so, but it is never counted as passed).
+pub const NOT_RUN_FILTERED: &str = "not run: filtered out by the test arguments";
+
+/// [`report`], each verdict of a trial in `not_run` (`(entry index, assertion)`) marked `(not run: filtered
+/// out by the test arguments)`.
+pub fn report_marking(entries: &[Entry], not_run: &[(usize, String)]) -> String {
     let mut out = String::new();
-    for e in entries {
+    for (i, e) in entries.iter().enumerate() {
         let Entry::Gate(g) = e else { continue };
         match g.result() {
             None => {}
@@ -732,7 +742,12 @@ pub fn report(entries: &[Entry]) -> String {
             Some(GateResult::Ran(o)) => {
                 out.push_str(&format!("{}: evidence {}\n", g.spec.name, o.dir.display()));
                 for v in &o.verdicts {
-                    out.push_str(&format!("  {}\n", v.message));
+                    let skipped = not_run.iter().any(|(n, a)| *n == i && *a == v.assertion);
+                    if skipped {
+                        out.push_str(&format!("  ({NOT_RUN_FILTERED}) {}\n", v.message));
+                    } else {
+                        out.push_str(&format!("  {}\n", v.message));
+                    }
                 }
             }
         }
@@ -746,6 +761,7 @@ pub fn report(entries: &[Entry]) -> String {
 pub fn results(
     entries: &[Entry],
     records: &[TrialRecord],
+    not_run: &[(usize, String)],
     strict: bool,
     started_utc: &str,
     duration_s: f64,
@@ -824,6 +840,21 @@ pub fn results(
         if gates.len() > before {
             if let Some(g) = gates.last_mut() {
                 g.duration_s = wall_s;
+                // Trials of a gate that ran, filtered out by the test arguments: not run, never passed (the
+                // gate's run judged them all the same), so the gate is `partial`, not `passed`.
+                if let Entry::Gate(lazy) = entry {
+                    if matches!(lazy.result(), Some(GateResult::Ran(_))) {
+                        g.not_run = lazy
+                            .spec
+                            .trial_names()
+                            .into_iter()
+                            .filter(|n| not_run.iter().any(|(e, a)| *e == i && a == n))
+                            .collect();
+                        if !g.not_run.is_empty() {
+                            g.settle();
+                        }
+                    }
+                }
             }
         }
     }
@@ -895,6 +926,13 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         .iter()
         .filter(|t| !args.is_filtered_out(t))
         .count();
+    let filtered: Vec<(usize, String)> = plan
+        .trials
+        .iter()
+        .zip(&plan.index)
+        .filter(|(t, _)| args.is_filtered_out(t))
+        .map(|(_, i)| i.clone())
+        .collect();
     // `--bench` (`cargo bench`) runs no gate: the gates are tests, so it is not a run that could check anything.
     if !args.list && !args.bench && selected == 0 {
         // Nothing would run: say why instead of libtest's "0 tests ... test result: ok".
@@ -926,7 +964,14 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
     }
     let conclusion = libtest_mimic::run(args, plan.trials);
     crate::io::signals::checkpoint();
-    let report = report(&plan.entries);
+    // The filtered-out trials of gates that ran all the same (another trial of theirs was selected): not run.
+    let not_run: Vec<(usize, String)> = filtered
+        .into_iter()
+        .filter(|(entry, _)| {
+            matches!(&plan.entries[*entry], Entry::Gate(g) if matches!(g.result(), Some(GateResult::Ran(_))))
+        })
+        .collect();
+    let report = report_marking(&plan.entries, &not_run);
     if args.list {
         return HarnessRun {
             conclusion,
@@ -939,6 +984,7 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
     let mut results = results(
         &plan.entries,
         &log.records(),
+        &not_run,
         config.strict,
         &started_utc,
         t.elapsed().as_secs_f64(),
@@ -1059,12 +1105,39 @@ pub fn prepare_signals() {
     crate::io::signals::watch_parent();
 }
 
-/// Entry point of `tests/gates.rs`: [`main_args`] with the process's arguments and environment.
+/// The refusals of the reports `config` asks for (written or only removed) that land on a gate file under
+/// `config.gates`, on a file a gate reads, or inside a run directory (`evidence::guard`).
+fn output_refusals(config: &Config) -> Vec<String> {
+    let mut inputs = crate::evidence::guard::Inputs::new();
+    for f in discover_in(&config.gates).unwrap_or_default() {
+        inputs.file(&f, "a gate file");
+        for g in crate::spec::matrix::load_all(&f).unwrap_or_default() {
+            inputs.gate(&g);
+        }
+    }
+    let mut refusals = config.outputs.refuse(&inputs);
+    refusals.extend(config.unwritten.refuse(&inputs));
+    refusals
+}
+
+/// Entry point of `tests/gates.rs`: [`program`] with the process's arguments and environment.
 pub fn main() -> std::process::ExitCode {
     prepare_signals();
-    let code = main_args(std::env::args().collect(), Config::from_env());
-    crate::io::signals::checkpoint();
+    let code = program(std::env::args().collect(), Config::from_env());
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// The harness program after [`prepare_signals`]: [`main_args`] with stdout behind
+/// [`crate::io::stdout_relay`] when it is a pipe, so a reader that closes it early (`| head -3`) is no crash
+/// and the reports are still written; then the interruption checkpoint. Returns the exit code.
+pub fn program(argv: Vec<String>, config: Config) -> i32 {
+    let relay = crate::io::stdout_relay::guard();
+    let code = main_args(argv, config);
+    crate::io::signals::checkpoint();
+    if let Some(r) = relay {
+        r.finish();
+    }
+    code
 }
 
 /// The harness program on `argv` (program name first) and `config`: removes the reports it will write (unless
@@ -1073,6 +1146,15 @@ pub fn main() -> std::process::ExitCode {
 pub fn main_args(argv: Vec<String>, config: Config) -> i32 {
     // Before anything can fail (even the arguments): the previous run's reports go, unless this only lists.
     if !argv.iter().skip(1).any(|a| a == "--list") {
+        // A report that would land on a gate file, a file a gate reads or evidence: refused before anything
+        // is removed.
+        let refusals = output_refusals(&config);
+        for r in &refusals {
+            eprintln!("servegate: error: {r}");
+        }
+        if !refusals.is_empty() {
+            return crate::error::exit::USAGE;
+        }
         for e in config
             .outputs
             .clear()
@@ -1197,6 +1279,23 @@ mod tests {
     }
 
     use crate::sinks::export::Format;
+
+    #[test]
+    fn a_report_on_a_gate_file_is_refused_before_anything_is_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let gate = t.path().join("g.toml");
+        std::fs::write(&gate, "not even a valid gate").unwrap();
+        let (g, j) = (t.path().display().to_string(), gate.display().to_string());
+        let c = Config::from_vars(vars(&[("SERVEGATE_GATES", &g), ("SERVEGATE_JSON", &j)]));
+        assert_eq!(
+            main_args(vec!["gates".into()], c),
+            crate::error::exit::USAGE
+        );
+        assert_eq!(
+            std::fs::read_to_string(&gate).unwrap(),
+            "not even a valid gate"
+        );
+    }
 
     #[test]
     fn nextest_with_a_run_id_caches_per_run() {

@@ -138,6 +138,7 @@ pub fn serialize_with(results: &Results, budget: usize, artifact_url: Option<&st
             GateStatus::Failed => "failed",
             GateStatus::Ignored => "ignored",
             GateStatus::Indeterminate => "indeterminate",
+            GateStatus::Partial => "partial: some tests not run",
         };
         lines.push(format!("## {} ({status})", cell(&g.name, 200)));
         lines.push(String::new());

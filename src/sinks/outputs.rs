@@ -71,6 +71,18 @@ impl Outputs {
             .join(", ")
     }
 
+    /// One refusal per report that would land on an input of `inputs` (a gate file, the evidence being read,
+    /// a file inside a run directory) or on another report of this run (`evidence::guard`). Called before
+    /// [`Outputs::clear`]: a refused command removes and writes nothing.
+    pub fn refuse(&self, inputs: &crate::evidence::guard::Inputs) -> Vec<String> {
+        inputs.refuse(self.iter().map(|(f, p)| {
+            (
+                format!("{} (--{} / {})", f.what(), f.name(), f.env_var()),
+                p,
+            )
+        }))
+    }
+
     /// Removes the reports a run is about to write, so a run that ends early (a bad spec, a usage error, a
     /// signal) never leaves the previous run's pass in place for a CI step that publishes them whatever
     /// happened. Returns one message per report that exists and could not be removed.

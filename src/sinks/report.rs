@@ -218,6 +218,10 @@ pub enum GateStatus {
     /// No listed test failed, but at least one is indeterminate, void, not compared (busy runner) or
     /// incomparable beside tests that ran: never a pass.
     Indeterminate,
+    /// The gate ran and no listed test failed, but some of its tests were not run (`not_run`: filtered out by
+    /// the test arguments, `cargo test --test gates -- --skip gate::rate`): what was not run is not passed, so
+    /// neither is the gate.
+    Partial,
 }
 
 /// One gate.
@@ -248,6 +252,11 @@ pub struct GateResults {
     /// The last [`SERVE_LOG_TAIL_LINES`] lines of `serve.log` when a test of the gate failed (for a pair gate,
     /// the last lines of each arm's log, each headed `== <arm dir>/serve.log ==`); else None.
     pub serve_log_tail: Option<String>,
+    /// Tests of this gate that were not run although the gate ran (the harness's test arguments filtered them
+    /// out while selecting another of its tests), in declaration order; they are not listed in `assertions`.
+    /// Not empty: the gate is [`GateStatus::Partial`], never passed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<String>,
 }
 
 /// Provenance of a gate run, from its `run.json`.
@@ -454,6 +463,7 @@ impl GateResults {
             assertions,
             requests: Vec::new(),
             serve_log_tail: None,
+            not_run: Vec::new(),
         };
         g.settle();
         g
@@ -493,6 +503,8 @@ impl GateResults {
             })
         {
             GateStatus::Ignored
+        } else if !self.not_run.is_empty() {
+            GateStatus::Partial
         } else {
             GateStatus::Passed
         };

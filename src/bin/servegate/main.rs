@@ -139,6 +139,21 @@ fn main() -> ExitCode {
         } => {
             // As the harness: --junit / --json / --summary, else SERVEGATE_JUNIT / SERVEGATE_JSON / SERVEGATE_SUMMARY.
             let outputs = Outputs::from_args(&outputs, |k| std::env::var(k).ok());
+            // A report that would land on a gate, a file a gate reads or evidence is refused before anything
+            // is removed.
+            let mut inputs = servegate::evidence::guard::Inputs::new();
+            for f in &gates {
+                inputs.file(f, "the gate file");
+                for g in spec::matrix::load_all(f).unwrap_or_default() {
+                    inputs.gate(&g);
+                }
+            }
+            if record.is_some() {
+                inputs.dir(&records_dir, "the --records-dir the run writes");
+            }
+            if refused(&outputs.refuse(&inputs)) {
+                return ExitCode::from(exit::USAGE as u8);
+            }
             // The previous run's reports go first: a run that ends early never leaves them looking current.
             for e in outputs.clear() {
                 eprintln!("error: {e}");
@@ -176,6 +191,18 @@ fn main() -> ExitCode {
             outputs,
         } => {
             let outputs = Outputs::from_args(&outputs, |k| std::env::var(k).ok());
+            let mut inputs = servegate::evidence::guard::Inputs::new();
+            inputs.dir(&run_dir, "the run directory being judged");
+            let own = run_dir.join(servegate::evidence::layout::GATE_FILE);
+            for f in gate.iter().chain(std::iter::once(&own)) {
+                inputs.file(f, "the gate file");
+                for g in spec::matrix::load_all(f).unwrap_or_default() {
+                    inputs.gate(&g);
+                }
+            }
+            if refused(&outputs.refuse(&inputs)) {
+                return ExitCode::from(exit::USAGE as u8);
+            }
             for e in outputs.clear() {
                 eprintln!("error: {e}");
             }
@@ -199,6 +226,15 @@ fn main() -> ExitCode {
         Cmd::Bless(args) => servegate::records::bless::cli(&args),
     };
     ExitCode::from(code as u8)
+}
+
+/// Prints each refusal of an output path (`error: ...`); true when there was one (the command then exits 2
+/// having removed and written nothing).
+fn refused(refusals: &[String]) -> bool {
+    for r in refusals {
+        eprintln!("error: {r}");
+    }
+    !refusals.is_empty()
 }
 
 /// Writes ID-decode-rate and ID-first-token from `run`: the run directory this command just wrote (never

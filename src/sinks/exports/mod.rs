@@ -296,6 +296,20 @@ pub fn cli(args: &ExportArgs, judge_dir: &dyn Fn(&Path) -> Result<Results, Strin
     } else {
         args.sources.clone()
     };
+    if let Some(out) = &args.output {
+        // An export over one of its own sources (or over evidence) would destroy what it reads.
+        let mut inputs = crate::evidence::guard::Inputs::new();
+        for s in &sources {
+            inputs.path(s, "a source of this export");
+        }
+        let refusals = inputs.refuse([("-o".to_string(), out.as_path())]);
+        for r in &refusals {
+            eprintln!("error: {r}");
+        }
+        if !refusals.is_empty() {
+            return exit::USAGE;
+        }
+    }
     let mut figures = Vec::new();
     for s in &sources {
         match figures_of(s, judge_dir) {
