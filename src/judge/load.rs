@@ -119,7 +119,7 @@ pub fn samples(ev: &Evidence, rec: &LoadRecord) -> Vec<Sample> {
 
 fn verdict(name: String, outcome: Outcome, details: String) -> Verdict {
     let mut v = Verdict::new(AssertionKind::Load, outcome, &details);
-    v.message = format!("{name} {} {details}", outcome.word());
+    v.message = format!("{name} {} {}", outcome.word(), v.details());
     v.assertion = name;
     v
 }
