@@ -267,6 +267,8 @@ struct RawRequest {
     #[serde(default)]
     extra: toml::Table,
     prompts: Spanned<Vec<String>>,
+    #[serde(default)]
+    untimed: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -340,6 +342,8 @@ struct RawKnownAnswer {
     prompt: Option<Spanned<String>>,
     #[serde(default)]
     identical: bool,
+    #[serde(default)]
+    untimed: Option<Spanned<bool>>,
 }
 
 fn default_host() -> String {
@@ -475,9 +479,19 @@ pub struct RequestSpec {
     pub extra: serde_json::Map<String, serde_json::Value>,
     /// The prompts, each sent as one user message.
     pub prompts: Vec<String>,
+    /// Prompts asked for their answer only (`[request] untimed`, and the prompt of `[assert.known_answer]`
+    /// with `untimed = true`): their replies are judged by `content` and `known_answer` but never feed
+    /// `rate`, `first_token`, `tpot` or `regression` (a one-word reply is one inter-token gap at best, so
+    /// its "rate" is that gap's jitter). Each is one of `prompts`, exactly; at least one prompt stays timed.
+    pub untimed: Vec<String>,
 }
 
 impl RequestSpec {
+    /// True when replies to `prompt` are timed (it is not one of [`RequestSpec::untimed`]).
+    pub fn timed(&self, prompt: &str) -> bool {
+        !self.untimed.iter().any(|u| u == prompt)
+    }
+
     /// True when the gate turns the model's thinking off: `[request.extra.chat_template_kwargs]
     /// enable_thinking = false` (the switch of Qwen3-style chat templates, passed through by llama.cpp, vLLM
     /// and SGLang). A reply that still thinks then fails `content` (`thinking_not_off`).
@@ -1464,6 +1478,24 @@ impl Validator<'_> {
                 ));
             }
         }
+        let mut untimed = Vec::new();
+        let untimed_span = r.untimed.as_ref().map(|u| u.span()).unwrap_or(0..0);
+        if let Some(u) = &r.untimed {
+            for p in u.get_ref() {
+                if !r.prompts.get_ref().contains(p) {
+                    return Err(self.err(
+                        u.span(),
+                        "request.untimed",
+                        format!(
+                            "{p:?} is not one of [request] prompts (each must be one, exactly)"
+                        ),
+                    ));
+                }
+                if !untimed.contains(p) {
+                    untimed.push(p.clone());
+                }
+            }
+        }
         let mut request = RequestSpec {
             served_model: r.served_model.clone().unwrap_or_else(|| model.clone()),
             model,
@@ -1479,6 +1511,7 @@ impl Validator<'_> {
             system: r.system.clone(),
             extra,
             prompts: r.prompts.get_ref().clone(),
+            untimed,
         };
 
         // [serve]
@@ -1755,6 +1788,18 @@ impl Validator<'_> {
                 }
                 None => None,
             };
+            if let Some(u) = ka.untimed.as_ref().filter(|u| *u.get_ref()) {
+                let Some(p) = &prompt else {
+                    return Err(self.err(
+                        u.span(),
+                        "assert.known_answer.untimed",
+                        "needs `prompt`: it marks the known-answer prompt untimed, and without one every prompt is the known-answer prompt",
+                    ));
+                };
+                if !request.untimed.contains(p) {
+                    request.untimed.push(p.clone());
+                }
+            }
             assertions.known_answer = Some(KnownAnswerAssert {
                 matches: self.regex(&ka.matches, "assert.known_answer.matches")?,
                 prompt,
@@ -1811,6 +1856,27 @@ impl Validator<'_> {
         }
         if let Some(d) = &a.drift {
             assertions.drift = Some(self.drift(d, &request)?);
+        }
+        if !request.untimed.is_empty() && request.prompts.iter().all(|p| !request.timed(p)) {
+            let timed_kinds: Vec<String> = assertions
+                .kinds()
+                .into_iter()
+                .filter(|k| {
+                    k.metric().is_some()
+                        || matches!(k, AssertionKind::Regression | AssertionKind::Ratio)
+                })
+                .map(|k| k.to_string())
+                .collect();
+            if !timed_kinds.is_empty() {
+                return Err(self.err(
+                    untimed_span,
+                    "request.untimed",
+                    format!(
+                        "every prompt is untimed, but [assert.{}] times replies",
+                        timed_kinds.join("], [assert.")
+                    ),
+                ));
+            }
         }
         let pair = match &raw.pair {
             None => {
