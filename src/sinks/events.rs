@@ -492,7 +492,10 @@ impl Reporter for Console {
                 }
             }
             Event::GateUnmet { unmet, .. } => {
-                crate::outln!("IGNORED requires: {}", unmet.join("; "))
+                crate::outln!(
+                    "IGNORED requires: {}",
+                    crate::text::shown(&unmet.join("; "))
+                )
             }
             Event::GateJudged { outcome, .. } => {
                 for v in &outcome.verdicts {
@@ -503,7 +506,7 @@ impl Reporter for Console {
                 }
             }
             Event::GateError { error, .. } => crate::errln!("error: {error}"),
-            Event::GateRefused { why, .. } => crate::outln!("REFUSED {why}"),
+            Event::GateRefused { why, .. } => crate::outln!("REFUSED {}", crate::text::shown(why)),
             Event::GateNotRun { .. } => {}
         }
     }
