@@ -638,7 +638,13 @@ pub fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
     let expanded = files
         .iter()
         .flat_map(|file| match spec::matrix::load_all(file) {
-            Ok(gates) => gates.into_iter().map(|g| (file, Ok(g))).collect::<Vec<_>>(),
+            Ok(gates) => gates
+                .into_iter()
+                .map(|g| match g.unreadable_input() {
+                    Some(e) => (file, Err(e.to_string())),
+                    None => (file, Ok(g)),
+                })
+                .collect::<Vec<_>>(),
             Err(e) => vec![(file, Err(e.to_string()))],
         });
     for (file, loaded) in expanded {
