@@ -13,7 +13,11 @@
 //! * **goodput**: succeeded judged requests meeting every SLO given / the window, requests/s (vLLM
 //!   `--goodput`, DistServe).
 //! * **SLO attainment**: requests meeting every SLO / *planned* judged requests (a failed or unsent request
-//!   misses), 0..=1 (DistServe).
+//!   misses), 0..=1 (DistServe). A request that succeeded but whose TTFT or TPOT could not be measured
+//!   (`measure::unmeasured_cause`: a first token read late with later ones, a decode window under the
+//!   minimum) while an SLO on that figure is given is not counted at all, neither met nor missed: it leaves
+//!   the numerator and the planned count alike ([`unmeasured`], stated in the verdict's n). Goodput counts
+//!   only the requests that met.
 //! * **peak real concurrency**: the most request lifetimes [send, end] overlapping at one instant (a sweep
 //!   over the start and end events; an end at the same instant as a start counts first).
 //! * **scaling efficiency** of a sweep point: output tok/s(c) / (c × output tok/s(1)), 1.0 = perfect
@@ -39,6 +43,10 @@ pub struct Sample {
     pub itl_ms: Vec<f64>,
     /// Completion tokens (usage, else the estimate).
     pub tokens: Option<u64>,
+    /// Why the reply has no TTFT though it succeeded (`measure::unmeasured_cause`), or None.
+    pub ttft_unmeasured: Option<String>,
+    /// Why the reply has no TPOT though it succeeded (`measure::unmeasured_cause`), or None.
+    pub tpot_unmeasured: Option<String>,
 }
 
 impl Sample {
@@ -64,7 +72,26 @@ pub struct Slo {
 }
 
 impl Slo {
-    /// True when `s` succeeded and meets every SLO given (a missing figure misses).
+    /// The cause when `s` cannot be judged against these SLOs: it succeeded, but a figure an SLO is given
+    /// for could not be measured (`Sample::ttft_unmeasured`, `tpot_unmeasured`). Such a request neither
+    /// meets nor misses.
+    pub fn unmeasured<'s>(&self, s: &'s Sample) -> Option<&'s str> {
+        if !s.ok {
+            return None;
+        }
+        let ttft = s
+            .ttft_unmeasured
+            .as_deref()
+            .filter(|_| self.ttft_ms.is_some() && s.ttft_ms.is_none());
+        let tpot = s
+            .tpot_unmeasured
+            .as_deref()
+            .filter(|_| self.tpot_ms.is_some() && s.tpot_ms.is_none());
+        ttft.or(tpot)
+    }
+
+    /// True when `s` succeeded and meets every SLO given (a missing figure misses, and an unmeasured one,
+    /// [`Slo::unmeasured`], does not meet: count those apart).
     pub fn met(&self, s: &Sample) -> bool {
         let ok = |bound: Option<f64>, v: Option<f64>| match bound {
             None => true,
@@ -145,15 +172,26 @@ pub fn good(samples: &[Sample], slo: &Slo) -> usize {
     samples.iter().filter(|s| slo.met(s)).count()
 }
 
+/// Requests that neither meet nor miss the SLOs: succeeded, but a figure an SLO is given for could not be
+/// measured ([`Slo::unmeasured`]).
+pub fn unmeasured(samples: &[Sample], slo: &Slo) -> usize {
+    samples
+        .iter()
+        .filter(|s| slo.unmeasured(s).is_some())
+        .count()
+}
+
 /// Goodput, requests/s: requests meeting every SLO / the window.
 pub fn goodput_rps(samples: &[Sample], slo: &Slo) -> Option<f64> {
     let w = window_ms(samples)?;
     Some(good(samples, slo) as f64 * 1000.0 / w)
 }
 
-/// SLO attainment: requests meeting every SLO / planned (0 planned: None).
+/// SLO attainment: requests meeting every SLO / (planned − the unmeasured, [`unmeasured`]) (none left:
+/// None).
 pub fn attainment(samples: &[Sample], slo: &Slo, planned: usize) -> Option<f64> {
-    (planned > 0).then(|| good(samples, slo) as f64 / planned as f64)
+    let counted = planned.saturating_sub(unmeasured(samples, slo));
+    (counted > 0).then(|| good(samples, slo) as f64 / counted as f64)
 }
 
 /// Peak real concurrency: the most [sent, end] intervals open at one instant.
@@ -205,6 +243,7 @@ mod tests {
             tpot_ms: Some((end - sent - ttft) / (tokens as f64 - 1.0)),
             itl_ms: vec![],
             tokens: Some(tokens),
+            ..Default::default()
         }
     }
 
@@ -237,6 +276,48 @@ mod tests {
         assert_eq!(peak_concurrency(&s), 2);
         // TPOT = (1000 − 100) / 10 = 90 and (1000 − 300) / 10 = 70.
         assert_eq!(values(&s, LatencyMetric::Tpot), vec![90.0, 70.0]);
+    }
+
+    #[test]
+    fn a_reply_with_no_measured_ttft_neither_meets_nor_misses_the_slo() {
+        let mut s = vec![
+            sample(0.0, 500.0, 100.0, 10),
+            sample(0.0, 500.0, 300.0, 10),
+            sample(0.0, 1000.0, 100.0, 10),
+            sample(0.0, 1000.0, 100.0, 10),
+        ];
+        // The third reply's first token was read late with later ones: no TTFT, not slow.
+        s[2].ttft_ms = None;
+        s[2].tpot_ms = None;
+        s[2].ttft_unmeasured = Some("first token arrived with 1 more".into());
+        let slo = Slo {
+            ttft_ms: Some(200.0),
+            ..Slo::default()
+        };
+        assert_eq!(good(&s, &slo), 2);
+        assert_eq!(unmeasured(&s, &slo), 1);
+        assert_eq!(
+            slo.unmeasured(&s[2]),
+            Some("first token arrived with 1 more")
+        );
+        // 2 met of the 3 counted (4 planned, 1 not measured), not 2 of 4.
+        assert_eq!(attainment(&s, &slo, 4), Some(2.0 / 3.0));
+        assert!((goodput_rps(&s, &slo).unwrap() - 2.0).abs() < 1e-12);
+        // Without a TTFT SLO the reply is judged on the others (e2e 1000 ms meets 2000).
+        let e2e = Slo {
+            e2e_ms: Some(2000.0),
+            ..Slo::default()
+        };
+        assert_eq!(unmeasured(&s, &e2e), 0);
+        assert_eq!(good(&s, &e2e), 4);
+        // A failed reply without a TTFT misses, whatever its cause field says.
+        s[2].ok = false;
+        assert_eq!(unmeasured(&s, &slo), 0);
+        assert_eq!(attainment(&s, &slo, 4), Some(0.5));
+        // Nothing measured: no attainment, never 0 (a miss) nor 1.
+        let mut none = vec![s[2].clone()];
+        none[0].ok = true;
+        assert_eq!(attainment(&none, &slo, 1), None);
     }
 
     #[test]

@@ -91,6 +91,10 @@ fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
                 None => content_problem(&r.reply, &fig).map(|_| "content"),
             };
             let ok = why.is_none();
+            let unmeasured = (
+                measure::unmeasured_cause(&fig, crate::vocab::Metric::Ttft).map(str::to_string),
+                measure::unmeasured_cause(&fig, crate::vocab::Metric::Tpot).map(str::to_string),
+            );
             Judged {
                 why,
                 sample: Sample {
@@ -104,14 +108,13 @@ fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
                     tpot_ms: fig.tpot_ms,
                     itl_ms: fig.itl_ms.clone(),
                     tokens: fig.completion_tokens.or(fig.completion_tokens_estimate),
+                    ttft_unmeasured: unmeasured.0.clone(),
+                    tpot_unmeasured: unmeasured.1.clone(),
                 },
                 reply: r.reply.clone(),
                 prompt_index: r.record.prompt_index,
                 prompt: r.record.prompt.clone(),
-                unmeasured: (
-                    measure::unmeasured_cause(&fig, crate::vocab::Metric::Ttft).map(str::to_string),
-                    measure::unmeasured_cause(&fig, crate::vocab::Metric::Tpot).map(str::to_string),
-                ),
+                unmeasured,
             }
         })
         .collect()
@@ -348,24 +351,50 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
                 e2e_ms: g.e2e_ms,
             };
             let good = agg::good(&samples, &slo);
-            let att = agg::attainment(&samples, &slo, planned).unwrap_or(0.0);
+            let unmeasured = agg::unmeasured(&samples, &slo);
+            let counted = planned.saturating_sub(unmeasured);
+            let att = agg::attainment(&samples, &slo, planned);
             let gp = agg::goodput_rps(&samples, &slo);
+            // Not measured: neither met nor missed (analysis::load::Slo::unmeasured), named with the cause.
+            let not_measured = if unmeasured == 0 {
+                String::new()
+            } else {
+                let causes: Vec<String> = samples
+                    .iter()
+                    .filter_map(|s| {
+                        slo.unmeasured(s)
+                            .map(|c| format!("request {:02} ({c})", s.timing.index))
+                    })
+                    .collect();
+                format!(
+                    "; {unmeasured} not measured, neither met nor missed: {}",
+                    causes.join("; ")
+                )
+            };
             let slos: Vec<String> = [("ttft", g.ttft_ms), ("tpot", g.tpot_ms), ("e2e", g.e2e_ms)]
                 .iter()
                 .filter_map(|(k, v)| v.map(|v| format!("{k} <= {v} ms")))
                 .collect();
-            let outcome = if att >= g.at_least {
-                Outcome::Pass
+            // Fewer than half the planned counted: the attainment of the counted is not the run's.
+            let too_few = (counted as f64) < crate::judge::MIN_MEASURED_SHARE * planned as f64;
+            let outcome = match att {
+                Some(a) if !too_few && a >= g.at_least => Outcome::Pass,
+                Some(_) if !too_few => Outcome::Fail,
+                _ => Outcome::Indeterminate,
+            };
+            let of = if unmeasured == 0 {
+                format!("{planned} planned")
             } else {
-                Outcome::Fail
+                format!("{counted} counted, {planned} planned")
             };
             let mut v = verdict(name, outcome, format!(
-                "SLO attainment {att:.4} ({good} of {planned} planned met {}; at least {}); goodput {} requests/s ({n_of})",
+                "SLO attainment {} ({good} of {of} met {}; at least {}); goodput {} requests/s ({n_of}{not_measured})",
+                att.map(|a| format!("{a:.4}")).unwrap_or("-".into()),
                 slos.join(" and "),
                 g.at_least,
                 gp.map(|x| format!("{x:.2}")).unwrap_or("-".into())
             ));
-            v.median = Some(att);
+            v.median = att;
             out.push(v);
         }
         if let Some(max) = load.assertions.errors_max_rate {

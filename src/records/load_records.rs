@@ -23,7 +23,8 @@ use super::record::{
     self, engine_version, evidence_digest, first_difference, model_from_evidence,
     prompt_tokens_setting, public_host, refuse_failed_verdicts, round_to, run_hold, sampling_of,
     serve_words, spec_of, spec_sources, Hold, Instrument, KnownAnswer, Load, LoadPoint, Metric,
-    Model, Notes, Problem, Record, RecordError, RunRecordSpec, Settings, Source, RECORD_SCHEMA,
+    Model, Notes, Problem, Record, RecordError, RunRecordSpec, Settings, Source, Unmeasured,
+    RECORD_SCHEMA,
 };
 use crate::analysis::load::{self as agg, min_n_for, Sample};
 use crate::analysis::stats;
@@ -222,9 +223,14 @@ pub fn from_load_run(
             .map_err(|e| RecordError::Evidence(format!("point {}: {e}", pe.point.label())))?;
         let samples = crate::judge::load::samples(pev, rec);
         let planned = rec.planned.max(samples.len());
-        let bad = samples
-            .iter()
-            .position(|s| !s.ok || s.ttft_ms.is_none() || s.e2e_ms.is_none() || s.tokens.is_none());
+        // A reply whose TTFT could not be measured (its cause stated) is no failure: its TTFT is left out
+        // of the TTFT records and named in their `unmeasured`, as the verdicts leave it out.
+        let bad = samples.iter().position(|s| {
+            !s.ok
+                || (s.ttft_ms.is_none() && s.ttft_unmeasured.is_none())
+                || s.e2e_ms.is_none()
+                || s.tokens.is_none()
+        });
         if samples.len() < planned || bad.is_some() || samples.is_empty() {
             return Err(RecordError::Evidence(format!(
                 "{}: point {}: {} of {planned} planned requests sent{}: a load record carries every planned request's figures",
@@ -293,6 +299,7 @@ pub fn from_load_run(
         n: 0,
         values: None,
         values_unavailable: None,
+        unmeasured: Vec::new(),
         range: [0.0, 0.0],
         settings: Settings {
             engine: spec.engine.clone(),
@@ -369,6 +376,33 @@ pub fn from_load_run(
             (LatencyMetric::E2e, M::E2e, "e2e", "time from the request's intended send to the reply's last byte, per request"),
         ] {
             let values = agg::values(s, lm);
+            let unmeasured: Vec<Unmeasured> = match lm {
+                LatencyMetric::Ttft => s
+                    .iter()
+                    .filter(|x| x.ttft_ms.is_none())
+                    .filter_map(|x| {
+                        x.ttft_unmeasured.as_ref().map(|c| Unmeasured {
+                            arm: None,
+                            request: x.timing.index as u32,
+                            cause: c.clone(),
+                        })
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            if !unmeasured.is_empty()
+                && (values.is_empty()
+                    || (values.len() as f64)
+                        < crate::judge::MIN_MEASURED_SHARE * s.len() as f64)
+            {
+                return Err(RecordError::Evidence(format!(
+                    "point {}: {slug}: only {} of {} judged replies measured (at least half are needed for a percentile: undecided); not measured: {}: no record from an undecided run",
+                    pd.point.label(),
+                    values.len(),
+                    s.len(),
+                    record::unmeasured_text(&unmeasured)
+                )));
+            }
             let info = metric.info();
             for (q, stat) in [(50u32, "median"), (95, "p95"), (99, "p99")] {
                 if values.len() < min_n_for(f64::from(q)) {
@@ -392,6 +426,7 @@ pub fn from_load_run(
                         stats::max(&values).expect("non-empty"),
                     ],
                     values: Some(values.clone()),
+                    unmeasured: unmeasured.clone(),
                     instrument: Instrument {
                         method: method.clone(),
                         metric_definition: Some(format!(

@@ -81,6 +81,14 @@ pub struct Record {
     /// Optional: why `values` is null (e.g. "per-repeat values not published; only median and range").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub values_unavailable: Option<String>,
+    /// Optional: the judged requests that did not fail but whose figure could not be measured because of
+    /// how their reply was delivered (`analysis::measure::unmeasured_cause`: a decode window under the
+    /// minimum, a burst, a first token read late with later ones), in send order, each with its cause. They
+    /// are left out of `values` and `n` (not slow, not fast: no figure), as the verdicts leave them out; the
+    /// record is over `n` measured of `n + unmeasured.len()` judged. Absent when every reply was measured
+    /// (and in records written before replies could be unmeasured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmeasured: Vec<Unmeasured>,
     /// `[min, max]` of the values.
     pub range: [f64; 2],
     /// How the engine was driven.
@@ -109,6 +117,19 @@ pub struct Record {
     /// the point and the figures of its measured window that the throughput statistics are computed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_point: Option<LoadPoint>,
+}
+
+/// One entry of `unmeasured`: a judged request with no measured figure and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Unmeasured {
+    /// Optional: the arm (pair records, numbered as `pair.json` numbers them) the request belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<u32>,
+    /// The request's index in its run (`requests/NN`), warm-ups counted.
+    pub request: u32,
+    /// The cause, as the measure code states it (`decode window 0.3 ms under the 5 ms minimum`).
+    pub cause: String,
 }
 
 /// `load_point`: the sweep point of a load gate a load record measured (`servegate.load/1` evidence,
@@ -370,6 +391,21 @@ impl Record {
         }
     }
 
+    /// `n = 5 of 6 judged measured; not measured: request 03 (cause)` (the first three, and how many more),
+    /// as `records check` and `records add` show a record with [`Record::unmeasured`] entries.
+    pub fn unmeasured_line(&self) -> String {
+        let shown = unmeasured_text(&self.unmeasured[..self.unmeasured.len().min(3)]);
+        let more = match self.unmeasured.len() {
+            k if k > 3 => format!("; and {} more", k - 3),
+            _ => String::new(),
+        };
+        format!(
+            "{} of {} judged measured; not measured: {shown}{more}",
+            self.n,
+            self.n as usize + self.unmeasured.len()
+        )
+    }
+
     /// True when higher values are better (rates).
     pub fn higher_is_better(&self) -> bool {
         self.metric.name.ends_with("_rate") || self.metric.name.ends_with("_throughput")
@@ -461,6 +497,15 @@ fn schema_keys(all: bool) -> Value {
         n: 0,
         values: None,
         values_unavailable: some(""),
+        unmeasured: if all {
+            vec![Unmeasured {
+                arm: Some(0),
+                request: 0,
+                cause: String::new(),
+            }]
+        } else {
+            Vec::new()
+        },
         range: [0.0, 0.0],
         settings: Settings {
             engine: String::new(),
@@ -631,6 +676,7 @@ fn structural_problems(v: &Value) -> Vec<Problem> {
             "decimals" | "n" => typed::<u32>(val),
             "values" => typed::<Option<Vec<f64>>>(val),
             "values_unavailable" => typed::<Option<String>>(val),
+            "unmeasured" => typed::<Vec<Unmeasured>>(val),
             "range" => typed::<[f64; 2]>(val),
             "settings" => typed::<Settings>(val),
             "hold" => typed::<Hold>(val),
@@ -837,6 +883,48 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
     let [lo, hi] = r.range;
     if !(lo.is_finite() && hi.is_finite()) || lo > hi {
         bad("range", format!("[{lo}, {hi}] is not [min, max]"));
+    }
+    if !r.unmeasured.is_empty() {
+        let judged = r.n as usize + r.unmeasured.len();
+        if let Some((i, _)) = r
+            .unmeasured
+            .iter()
+            .enumerate()
+            .find(|(_, u)| u.cause.trim().is_empty())
+        {
+            bad(
+                &format!("unmeasured[{i}].cause"),
+                "empty: an unmeasured request states why it has no figure".into(),
+            );
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some((i, u)) = r
+            .unmeasured
+            .iter()
+            .enumerate()
+            .find(|(_, u)| !seen.insert((u.arm, u.request)))
+        {
+            bad(
+                &format!("unmeasured[{i}]"),
+                format!("request {:02} is listed twice", u.request),
+            );
+        }
+        if r.n == 0 || (r.n as f64) < crate::judge::MIN_MEASURED_SHARE * judged as f64 {
+            bad(
+                "unmeasured",
+                format!(
+                    "{} of {judged} judged replies measured: under half, no median stands for the run (its verdict is INDETERMINATE)",
+                    r.n
+                ),
+            );
+        }
+        if r.values.is_none() {
+            bad(
+                "unmeasured",
+                "set although values is null: the unmeasured are named beside the measured values"
+                    .into(),
+            );
+        }
     }
     match &r.values {
         Some(values) => {
@@ -1391,6 +1479,20 @@ pub(super) fn first_difference(r: &Record, want: &Record) -> Option<(String, Str
     for (i, (a, b)) in rv.iter().zip(&wv).enumerate() {
         cmp(format!("values[{i}]"), f(*a), f(*b));
     }
+    // The unmeasured replies (none in a record written before they were told apart) are the ones the
+    // measure code leaves out of the re-judged evidence: the same requests, for the same causes.
+    let none = |u: &[Unmeasured]| {
+        if u.is_empty() {
+            "none".to_string()
+        } else {
+            format!("[{}]", unmeasured_text(u))
+        }
+    };
+    cmp(
+        "unmeasured".into(),
+        none(&r.unmeasured),
+        none(&want.unmeasured),
+    );
     cmp("value".into(), f(r.value), f(want.value));
     cmp("range[0]".into(), f(r.range[0]), f(want.range[0]));
     cmp("range[1]".into(), f(r.range[1]), f(want.range[1]));
@@ -1861,6 +1963,9 @@ pub fn cli_records_add_with(
             } else {
                 String::new()
             };
+            if !record.unmeasured.is_empty() {
+                flag.push_str(&format!(", {}", terminal_safe(&record.unmeasured_line())));
+            }
             if let Some(why) = &record.source.forced {
                 flag.push_str(&format!(", FORCED: {}", terminal_safe(why)));
             }
@@ -1917,6 +2022,9 @@ pub fn cli_records_check(dir: &Path) -> i32 {
                 ));
             } else if r.values.is_none() {
                 flags.push("per-value figures not published".to_string());
+            }
+            if !r.unmeasured.is_empty() {
+                flags.push(r.unmeasured_line());
             }
             if r.sha256_prefix_only() {
                 flags.push("sha256 prefix only".to_string());
@@ -2050,12 +2158,26 @@ fn run_metric(metric: &str) -> Result<(&'static str, u32, &'static str), RecordE
     }
 }
 
-/// Every judged (non-warmup) request's value of `metric`, in send order, and the prompt-token counts seen.
-/// Fails when one has no value: a record carries every value or none.
+/// A run's judged values of one metric: the measured ones, the unmeasured ones with their causes, the
+/// prompt-token counts seen.
+struct JudgedValues {
+    /// Every measured judged request's value, in send order.
+    values: Vec<f64>,
+    /// Every judged request not measured because of how its reply was delivered, in send order.
+    unmeasured: Vec<Unmeasured>,
+    prompt_tokens: std::collections::BTreeSet<u64>,
+}
+
+/// Every judged (non-warmup) request's value of `metric`, in send order, the ones that did not fail but
+/// could not be measured (`measure::unmeasured_cause`, the verdicts' rule) listed apart with their cause,
+/// and the prompt-token counts seen. Fails when a request has no value for another reason (a record
+/// carries every value it can: a failed reply is no figure and no excuse), and when fewer than
+/// `judge::MIN_MEASURED_SHARE` of the judged requests were measured (the verdicts' INDETERMINATE: the
+/// median of the measured is not the run's).
 fn judged_values(
     ev: &crate::analysis::Evidence,
     metric: &str,
-) -> Result<(Vec<f64>, std::collections::BTreeSet<u64>), RecordError> {
+) -> Result<JudgedValues, RecordError> {
     let acct = crate::judge::account(ev);
     if let Some(p) = acct.problems() {
         return Err(RecordError::Evidence(format!(
@@ -2065,15 +2187,24 @@ fn judged_values(
             p
         )));
     }
-    let mut values = Vec::new();
-    let mut prompt_tokens = std::collections::BTreeSet::new();
+    let m = crate::vocab::Metric::from_record_name(metric);
+    let mut out = JudgedValues {
+        values: Vec::new(),
+        unmeasured: Vec::new(),
+        prompt_tokens: std::collections::BTreeSet::new(),
+    };
     for req in ev.requests.iter().filter(|r| !r.record.warmup) {
         let fig = crate::analysis::measure::measure(&req.reply);
-        let v = crate::vocab::Metric::from_record_name(metric)
-            .and_then(|m| crate::analysis::measure::metric_value(&fig, m));
-        match v {
-            Some(v) => values.push(v),
-            None => {
+        let v = m.and_then(|m| crate::analysis::measure::metric_value(&fig, m));
+        let cause = m.and_then(|m| crate::analysis::measure::unmeasured_cause(&fig, m));
+        match (v, cause) {
+            (Some(v), _) => out.values.push(v),
+            (None, Some(c)) => out.unmeasured.push(Unmeasured {
+                arm: None,
+                request: req.record.index as u32,
+                cause: c.to_string(),
+            }),
+            (None, None) => {
                 return Err(RecordError::Evidence(format!(
                     "{}: request {:02} has no {metric} ({}): a record carries every value",
                     ev.dir.display(),
@@ -2083,16 +2214,39 @@ fn judged_values(
             }
         }
         if let Some(pt) = req.reply.usage.as_ref().and_then(|u| u.prompt_tokens) {
-            prompt_tokens.insert(pt);
+            out.prompt_tokens.insert(pt);
         }
     }
-    if values.is_empty() {
+    let judged = out.values.len() + out.unmeasured.len();
+    if judged == 0 {
         return Err(RecordError::Evidence(format!(
             "{}: no judged requests",
             ev.dir.display()
         )));
     }
-    Ok((values, prompt_tokens))
+    if out.values.is_empty()
+        || (out.values.len() as f64) < crate::judge::MIN_MEASURED_SHARE * judged as f64
+    {
+        return Err(RecordError::Evidence(format!(
+            "{}: {metric}: only {} of {judged} judged replies measured (at least half are needed for a median: the verdict is INDETERMINATE); not measured: {}: no record from an undecided run",
+            ev.dir.display(),
+            out.values.len(),
+            unmeasured_text(&out.unmeasured)
+        )));
+    }
+    Ok(out)
+}
+
+/// `request 03 (cause); arm 2 request 01 (cause)`: the unmeasured requests as a record's check and
+/// refusals show them (causes are the measure code's words, never serve text).
+pub fn unmeasured_text(u: &[Unmeasured]) -> String {
+    u.iter()
+        .map(|x| match x.arm {
+            Some(a) => format!("arm {a} request {:02} ({})", x.request, x.cause),
+            None => format!("request {:02} ({})", x.request, x.cause),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Refuses a run whose verdicts do not all pass, naming the first failing one: `--record` and the verdicts
@@ -2103,13 +2257,28 @@ pub(super) fn refuse_failed_verdicts(
 ) -> Result<(), RecordError> {
     match verdicts.iter().find(|v| !v.passed()) {
         None => Ok(()),
-        Some(v) => Err(RecordError::Evidence(format!(
-            "{}: the run failed its verdicts ({} of {} failed; first: {}): no record from a failed run",
-            dir.display(),
-            verdicts.iter().filter(|v| !v.passed()).count(),
-            verdicts.len(),
-            v.message
-        ))),
+        Some(v) => {
+            use crate::judge::Outcome;
+            let failed = verdicts
+                .iter()
+                .filter(|v| v.outcome == Outcome::Fail)
+                .count();
+            let undecided = verdicts.iter().filter(|v| !v.passed()).count() - failed;
+            Err(RecordError::Evidence(match verdicts.iter().find(|v| v.outcome == Outcome::Fail) {
+                Some(f) => format!(
+                    "{}: the run failed its verdicts ({failed} of {} failed; first: {}): no record from a failed run",
+                    dir.display(),
+                    verdicts.len(),
+                    f.message
+                ),
+                None => format!(
+                    "{}: the run's verdicts are undecided ({undecided} of {} INDETERMINATE, incomparable or not compared; first: {}): no record from an undecided run",
+                    dir.display(),
+                    verdicts.len(),
+                    v.message
+                ),
+            }))
+        }
     }
 }
 
@@ -2447,7 +2616,11 @@ fn build_run(
         }
         Err(e) => return Err(e),
     };
-    let (values, prompt_tokens) = judged_values(ev, &spec.metric)?;
+    let JudgedValues {
+        values,
+        unmeasured,
+        prompt_tokens,
+    } = judged_values(ev, &spec.metric)?;
     let median = stats::median(&values).expect("non-empty");
     let (model_file, sha) = model_from_evidence(ev, &spec.model_file, recheck)?;
     let digest = evidence_digest(&ev.dir)?;
@@ -2491,6 +2664,7 @@ fn build_run(
         ],
         values: Some(values),
         values_unavailable: None,
+        unmeasured,
         settings: Settings {
             engine: spec.engine.clone(),
             engine_version: version,
@@ -2606,6 +2780,7 @@ pub fn from_pair_run_as(
     let mut prompt_tokens = std::collections::BTreeSet::new();
     let mut theirs_runtime: Option<String> = None;
     let mut version = None;
+    let mut this_unmeasured = Vec::new();
     for (arm, ev) in s.arms.iter().zip(&pe.arms) {
         if ev.run.status != RunStatus::Complete || ev.run.serve.failure.is_some() {
             return Err(RecordError::Evidence(format!(
@@ -2615,8 +2790,18 @@ pub fn from_pair_run_as(
                 arm.role
             )));
         }
-        let (values, pt) = judged_values(ev, &spec.metric)?;
+        let JudgedValues {
+            values,
+            unmeasured,
+            prompt_tokens: pt,
+        } = judged_values(ev, &spec.metric)?;
         prompt_tokens.extend(pt);
+        if arm.role == role {
+            this_unmeasured.extend(unmeasured.into_iter().map(|u| Unmeasured {
+                arm: Some(arm.arm as u32),
+                ..u
+            }));
+        }
         arm_medians.push(round_to(
             stats::median(&values).expect("non-empty"),
             decimals,
@@ -2723,6 +2908,7 @@ pub fn from_pair_run_as(
         range: [stats::min(&this).expect("non-empty"), stats::max(&this).expect("non-empty")],
         values: Some(this),
         values_unavailable: None,
+        unmeasured: this_unmeasured,
         settings: Settings {
             engine: this_engine,
             // theirs' version is what theirs' serve reported, never ours' [record] version.
@@ -2843,6 +3029,7 @@ mod tests {
             n: 2,
             values: Some(vec![4.25, 4.30]),
             values_unavailable: None,
+            unmeasured: Vec::new(),
             range: [4.25, 4.30],
             settings: Settings {
                 engine: "llama.cpp".into(),
@@ -2909,6 +3096,11 @@ mod tests {
         r.source.forced = Some("x".into());
         r.notes.other = vec!["x".into()];
         r.sources.insert("x".into(), "y".into());
+        r.unmeasured = vec![Unmeasured {
+            arm: Some(1),
+            request: 0,
+            cause: "x".into(),
+        }];
         r.pair = Some(Pair {
             other_engine: "o".into(),
             other_value: 1.0,
@@ -3202,6 +3394,121 @@ mod tests {
         };
         w.write_summary(&summary).unwrap();
         w.dir().to_path_buf()
+    }
+
+    /// A reply that did not fail but could not be measured (its decode window 0.3 ms, under the 5 ms
+    /// minimum) is left out of the record's values and named in `unmeasured` with its cause, as the verdict
+    /// leaves it out; `records check` re-derives the same from the evidence and catches a record that drops
+    /// the list. Under half measured (the verdict INDETERMINATE), no record.
+    #[test]
+    fn a_record_leaves_unmeasured_replies_out_and_names_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let model = tmp.path().join("model.gguf");
+        std::fs::write(&model, b"weights").unwrap();
+        let gate_file = tmp.path().join("ref.toml");
+        let text = "[gate]\nname = \"ref\"\n[serve]\ncommand = [\"srv\", \"--port\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 16\nrepeats = 4\nprompts = [\"What is the capital of France?\"]\n[assert.rate]\nfloor_tok_s = 10.0\n";
+        std::fs::write(&gate_file, text).unwrap();
+        let ctx = crate::spec::Context::for_file(&gate_file);
+        let gate = crate::spec::parse(&gate_file, text, &ctx).unwrap();
+        let spec = RunRecordSpec {
+            publish_host: false,
+            id: "ref-decode".into(),
+            metric: "decode_rate".into(),
+            model_name: "Tiny".into(),
+            model_file: model.clone(),
+            weights: "Q8_0".into(),
+            device: "CPU".into(),
+            route: "cpu".into(),
+            engine: "llama.cpp server".into(),
+            engine_version: None,
+            backend: None,
+            hold_ticket: None,
+            what_would_make_it_wrong: "Four short synthetic replies.".into(),
+            notes: vec![],
+        };
+        let dir = synthetic_run(
+            tmp.path(),
+            "ref",
+            &gate,
+            false,
+            &[(100.0, 30.0), (120.0, 0.3), (110.0, 60.0), (105.0, 20.0)],
+        );
+        let ev = crate::analysis::load(&dir).unwrap();
+        let r = from_run(&gate, &ev, &spec).unwrap();
+        // 3 tokens over 30, 60, 20 ms: 100, 50, 150 tok/s; request 01 not measured.
+        assert_eq!(r.n, 3);
+        assert_eq!(r.values, Some(vec![100.0, 50.0, 150.0]));
+        assert_eq!(r.value, 100.0);
+        assert_eq!(r.unmeasured.len(), 1, "{:?}", r.unmeasured);
+        assert_eq!((r.unmeasured[0].arm, r.unmeasured[0].request), (None, 1));
+        assert!(
+            r.unmeasured[0].cause.contains("under the 5 ms minimum"),
+            "{}",
+            r.unmeasured[0].cause
+        );
+        assert_eq!(validate(&r, &r.id), Vec::<Problem>::new());
+        // Written and read back, the list survives; re-derived from the evidence, nothing differs.
+        let back = parse(&to_json(&r)).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(rederive(tmp.path(), &r), Vec::<Problem>::new());
+        // A record that hides the unmeasured reply is caught by re-derivation, naming the field.
+        let mut hidden = r.clone();
+        hidden.unmeasured.clear();
+        let p = rederive(tmp.path(), &hidden);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].field, "unmeasured");
+        assert!(p[0].message.contains("states none"), "{}", p[0].message);
+        // One that claims more unmeasured than measured is invalid on its face.
+        let mut half = r.clone();
+        for i in 5..9 {
+            half.unmeasured.push(Unmeasured {
+                arm: None,
+                request: i,
+                cause: "decode window 0.3 ms under the 5 ms minimum".into(),
+            });
+        }
+        assert!(validate(&half, &half.id)
+            .iter()
+            .any(|p| p.field == "unmeasured" && p.message.contains("under half")));
+        // Old records (no `unmeasured` key) still read: every value measured.
+        let mut old: Value = serde_json::from_str(&to_json(&r)).unwrap();
+        old.as_object_mut().unwrap().remove("unmeasured");
+        assert!(parse(&old.to_string()).unwrap().unmeasured.is_empty());
+
+        // Three of four not measured: the verdict is INDETERMINATE, and there is no record.
+        let dir = synthetic_run(
+            &tmp.path().join("b"),
+            "ref",
+            &gate,
+            false,
+            &[(100.0, 0.3), (120.0, 0.3), (110.0, 60.0), (105.0, 0.2)],
+        );
+        let ev = crate::analysis::load(&dir).unwrap();
+        match from_run(&gate, &ev, &spec) {
+            Err(RecordError::Evidence(m)) => {
+                assert!(m.contains("verdicts are undecided"), "{m}");
+                assert!(m.contains("no record from an undecided run"), "{m}");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        // Without a verdict on the figure (a decode_rate record of a gate asserting only TTFT, which
+        // passes), the record refuses by the same half rule.
+        let answer_only = crate::spec::parse(
+            &gate_file,
+            &text.replace(
+                "[assert.rate]\nfloor_tok_s = 10.0\n",
+                "[assert.first_token]\nlimit_ms = 100000\n",
+            ),
+            &ctx,
+        )
+        .unwrap();
+        match from_run(&answer_only, &ev, &spec) {
+            Err(RecordError::Evidence(m)) => {
+                assert!(m.contains("only 1 of 4 judged replies measured"), "{m}");
+                assert!(m.contains("request 00 (decode window"), "{m}");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
     }
 
     #[test]
