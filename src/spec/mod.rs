@@ -166,6 +166,21 @@ pub enum OnIndeterminate {
     Pass,
 }
 
+/// `on_incomparable` of `[assert.regression]` and `[assert.drift]`: what a baseline that no longer applies
+/// (what the gate fixes or the machine differs from the baseline's: `judge::Outcome::Incomparable`) does to
+/// the trial. `"fail"` (the default): the trial fails (exit 9) naming the fields and the bless command that
+/// renews the baseline. `"skip"`: the trial is skipped with that reason (counted as `not compared: baseline
+/// does not apply`), and still fails under `SERVEGATE_STRICT=1`. Never a pass either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnIncomparable {
+    /// Fail the trial (the default).
+    #[default]
+    Fail,
+    /// Skip the trial, with the reason.
+    Skip,
+}
+
 /// `[requires]`: when unmet, every trial of the gate is ignored with the reason (or failed under
 /// `SERVEGATE_STRICT=1`).
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -2163,6 +2178,21 @@ impl GateSpec {
     /// True when the gate lets indeterminate verdicts through (`[gate] on_indeterminate = "pass"`).
     pub fn on_indeterminate_passes(&self) -> bool {
         self.on_indeterminate == OnIndeterminate::Pass
+    }
+
+    /// True when the assertion named `assertion` (`regression` or `drift`) skips rather than fails on a
+    /// baseline that no longer applies (`on_incomparable = "skip"`).
+    pub fn on_incomparable_skips(&self, assertion: &str) -> bool {
+        let o = match assertion {
+            "regression" => self
+                .assertions
+                .regression
+                .as_ref()
+                .map(|r| r.on_incomparable),
+            "drift" => self.assertions.drift.as_ref().map(|d| d.on_incomparable),
+            _ => None,
+        };
+        o == Some(OnIncomparable::Skip)
     }
 
     /// The unmet `[requires]`, each as a reason (`path /dev/accel/accel0 does not exist`); empty when all met.
