@@ -713,6 +713,15 @@ fn cmd_check(files: &[PathBuf]) -> i32 {
                     if let Some(line) = spec::profile::effective(&g.serve, &g.request) {
                         servegate::outln!("  {line}");
                     }
+                    // Prompts asked for their answer only: the timing verdicts never see them.
+                    if !g.request.untimed.is_empty() {
+                        let quoted: Vec<String> =
+                            g.request.untimed.iter().map(|p| format!("{p:?}")).collect();
+                        servegate::outln!(
+                            "  untimed (answer only; no rate, first_token, tpot or regression value): {}",
+                            quoted.join(", ")
+                        );
+                    }
                 }
             }
             Err(e) => {
