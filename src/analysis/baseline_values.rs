@@ -120,7 +120,14 @@ fn stored(
     let mut windows = Vec::new();
     for w in &chosen.window_dirs {
         match crate::analysis::load(w) {
-            Ok(ev) => windows.push(run_values(&ev, metric)),
+            // The gate's untimed prompts feed no value, in a baseline window as in this run.
+            Ok(ev) => windows.push(
+                ev.requests
+                    .iter()
+                    .filter(|r| !r.record.warmup && gate.request.timed(&r.record.prompt))
+                    .filter_map(|r| value_of(r, metric))
+                    .collect(),
+            ),
             Err(e) => {
                 return BaselineValues::Unavailable(format!(
                     "baseline window {} cannot be read: {e}",

@@ -44,6 +44,7 @@ fn pct(log_ratio: f64) -> String {
 
 /// The verdict of `[assert.regression]` for a single-serve run.
 pub(super) fn judge(
+    gate: &crate::spec::GateSpec,
     r: &RegressionAssert,
     judged: &[Judged],
     acct: &Accounting,
@@ -51,12 +52,20 @@ pub(super) fn judge(
 ) -> Verdict {
     let k = AssertionKind::Regression;
     let fv = FigureValues::of(
-        judged,
+        super::timed(gate, judged),
         |j| crate::analysis::measure::metric_value(&j.fig, r.metric),
         |j| super::why_missing(j, r.metric.info().title, false),
-    );
+        &super::cause_of(r.metric),
+        None,
+    )
+    .planned_from(Some(gate), acct);
     let mut v = judge_values(r, &fv, acct, input);
-    v.values = fv.planned_values(acct);
+    // Replies not measured (or untimed prompts) are stated after the verdict; they are no failure.
+    if (!fv.unmeasured.is_empty() || fv.untimed > 0) && fv.failure_head("", acct).is_none() {
+        let details = format!("{}; {}", v.details(), fv.n_text());
+        v.set(v.outcome, details);
+    }
+    v.values = fv.planned_values();
     v.median = stats::median(&fv.present());
     debug_assert_eq!(v.kind, k);
     v
@@ -100,6 +109,27 @@ fn judge_values(
                 );
             }
             let cand = fv.present();
+            // Windows matched by position with this run's requests lose the positions this run did not
+            // measure, so that the pairing still holds.
+            let dropped: Vec<Vec<f64>>;
+            let windows: &[Vec<f64>] = if fv.measured() < fv.values.len()
+                && !windows.is_empty()
+                && windows.iter().all(|w| w.len() == fv.values.len())
+            {
+                dropped = windows
+                    .iter()
+                    .map(|w| {
+                        w.iter()
+                            .zip(&fv.values)
+                            .filter(|(_, c)| c.is_some())
+                            .map(|(b, _)| *b)
+                            .collect()
+                    })
+                    .collect();
+                &dropped
+            } else {
+                windows
+            };
             let base: Vec<f64> = windows.iter().flatten().copied().collect();
             let design = format!(
                 "stored baseline {} ({} window{}{}",
@@ -145,6 +175,7 @@ pub fn judge_block_values(r: &RegressionAssert, blocks: &[Block]) -> Verdict {
 /// naming the arm, as `ratio` does), cut into A-B-B-A blocks (`analysis::interleave::blocks`: theirs =
 /// baseline, ours = candidate) and judged paired by block ([`judge_block_values`]).
 pub(super) fn judge_pair_blocks(
+    gate: &crate::spec::GateSpec,
     r: &RegressionAssert,
     ev: &crate::analysis::PairEvidence,
     accts: &[Accounting],
@@ -155,22 +186,31 @@ pub(super) fn judge_pair_blocks(
     let mut missing = Vec::new();
     let mut all_values: Vec<Option<f64>> = Vec::new();
     let mut candidate = Vec::new();
+    let mut unmeasured = Vec::new();
     for ((a, e), acct) in ev.summary.arms.iter().zip(&ev.arms).zip(accts) {
         let judged = super::judged_of(e);
         let fv = FigureValues::of(
-            &judged,
+            super::timed(gate, &judged),
             |j| crate::analysis::measure::metric_value(&j.fig, r.metric),
             |j| super::why_missing(j, r.metric.info().title, false),
-        );
+            &super::cause_of(r.metric),
+            None,
+        )
+        .planned_from(Some(gate), acct);
         missing.extend(
             fv.missing
+                .iter()
+                .map(|m| format!("arm {} {} {m}", a.arm, a.role)),
+        );
+        unmeasured.extend(
+            fv.unmeasured
                 .iter()
                 .map(|m| format!("arm {} {} {m}", a.arm, a.role)),
         );
         if let Some(u) = acct.unsent() {
             missing.push(format!("arm {} {}: {u}", a.arm, a.role));
         }
-        all_values.extend(fv.planned_values(acct));
+        all_values.extend(fv.planned_values());
         if a.role == crate::vocab::Role::Ours.name() {
             candidate.extend(fv.present());
         }
@@ -185,7 +225,7 @@ pub(super) fn judge_pair_blocks(
             Outcome::Fail,
             format!(
                 "{} of {planned} planned requests have no {} value: {} (n={} of {planned} planned)",
-                all_values.iter().filter(|v| v.is_none()).count(),
+                all_values.iter().filter(|v| v.is_none()).count() - unmeasured.len(),
                 r.metric.info().title,
                 missing.join("; "),
                 all_values.iter().filter(|v| v.is_some()).count(),
@@ -201,7 +241,18 @@ pub(super) fn judge_pair_blocks(
                         candidate: b.candidate,
                     })
                     .collect();
-                judge_blocks(r, &blocks)
+                let mut v = judge_blocks(r, &blocks);
+                if !unmeasured.is_empty() {
+                    let details = format!(
+                        "{}; n={} of {} measured; not measured: {}",
+                        v.details(),
+                        all_values.iter().flatten().count(),
+                        all_values.len(),
+                        super::listed(&unmeasured)
+                    );
+                    v.set(v.outcome, details);
+                }
+                v
             }
             Err(e) => Verdict::new(
                 k,

@@ -252,6 +252,8 @@ struct RawRequest {
     #[serde(default)]
     extra: toml::Table,
     prompts: Spanned<Vec<String>>,
+    #[serde(default)]
+    untimed: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -325,6 +327,8 @@ struct RawKnownAnswer {
     prompt: Option<Spanned<String>>,
     #[serde(default)]
     identical: bool,
+    #[serde(default)]
+    untimed: Option<Spanned<bool>>,
 }
 
 fn default_host() -> String {
@@ -460,9 +464,19 @@ pub struct RequestSpec {
     pub extra: serde_json::Map<String, serde_json::Value>,
     /// The prompts, each sent as one user message.
     pub prompts: Vec<String>,
+    /// Prompts asked for their answer only (`[request] untimed`, and the prompt of `[assert.known_answer]`
+    /// with `untimed = true`): their replies are judged by `content` and `known_answer` but never feed
+    /// `rate`, `first_token`, `tpot` or `regression` (a one-word reply is one inter-token gap at best, so
+    /// its "rate" is that gap's jitter). Each is one of `prompts`, exactly; at least one prompt stays timed.
+    pub untimed: Vec<String>,
 }
 
 impl RequestSpec {
+    /// True when replies to `prompt` are timed (it is not one of [`RequestSpec::untimed`]).
+    pub fn timed(&self, prompt: &str) -> bool {
+        !self.untimed.iter().any(|u| u == prompt)
+    }
+
     /// True when the gate turns the model's thinking off: `[request.extra.chat_template_kwargs]
     /// enable_thinking = false` (the switch of Qwen3-style chat templates, passed through by llama.cpp, vLLM
     /// and SGLang). A reply that still thinks then fails `content` (`thinking_not_off`).
@@ -876,6 +890,7 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
             (None, _) => doc
                 .as_ref()
                 .and_then(|d| key_at(d.as_table(), "", span.start))
+                .or_else(|| key_on_line(text, span.start))
                 .unwrap_or_default(),
         };
         let span = if span == (0..0) && !key.is_empty() {
@@ -885,13 +900,23 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
         } else {
             span
         };
-        SpecError::at(
-            file,
-            text,
-            span,
-            &key,
-            did_you_mean(&plain_types(e.message())),
-        )
+        let message = match e.message() {
+            // The TOML reader's words for an integer past 64 bits: say the rule.
+            m if m.contains("number too large to fit in target type") => format!(
+                "integer too large: TOML integers stop at {}; this key's range is in docs/gate-format.md (\"Ranges\")",
+                i64::MAX
+            ),
+            // A sweep key's own type in words, not serde's internal enum's name.
+            m if m.contains("untagged enum OneOrMany") => {
+                if key.ends_with("concurrency") {
+                    "must be a whole number or a list of whole numbers (a sweep: [1, 4, 16])".to_string()
+                } else {
+                    "must be a number or a list of numbers (a sweep: [0.5, 2, 8])".to_string()
+                }
+            }
+            m => did_you_mean(&plain_types(m)),
+        };
+        SpecError::at(file, text, span, &key, message)
     })?;
     let v = Validator {
         file,
@@ -901,6 +926,37 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
         doc,
     };
     v.build(raw)
+}
+
+/// The dotted key written on the line holding byte `offset` of `text` (`request.max_tokens` for
+/// `max_tokens = 1` under `[request]`), read from the text itself: for an error the TOML reader finds before a
+/// document exists (an integer past 64 bits). `None` when that line assigns no key.
+fn key_on_line(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let line = text[start..].lines().next().unwrap_or("");
+    let (k, _) = line.split_once('=')?;
+    let k = k.trim().trim_matches('"');
+    if k.is_empty() || k.starts_with('[') || k.starts_with('#') {
+        return None;
+    }
+    let table = text[..start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| {
+            l.trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        });
+    Some(match table {
+        Some(t) if !t.is_empty() => format!("{t}.{k}"),
+        _ => k.to_string(),
+    })
 }
 
 /// serde's `unknown field `flor_tok_s`, expected one of `floor_tok_s`, `source`` (or `expected `x``) with
@@ -1366,6 +1422,15 @@ impl Validator<'_> {
                 ));
             }
         }
+        if let Some(p) = r.top_p {
+            if !(p.is_finite() && (0.0..=1.0).contains(&p)) {
+                return Err(self.err(
+                    0..0,
+                    "request.top_p",
+                    format!("must be a number from 0 to 1 (nucleus sampling's probability mass), got {p}"),
+                ));
+            }
+        }
         if *r.repeats.get_ref() < 1 {
             return Err(self.err(r.repeats.span(), "request.repeats", "must be >= 1"));
         }
@@ -1398,6 +1463,24 @@ impl Validator<'_> {
                 ));
             }
         }
+        let mut untimed = Vec::new();
+        let untimed_span = r.untimed.as_ref().map(|u| u.span()).unwrap_or(0..0);
+        if let Some(u) = &r.untimed {
+            for p in u.get_ref() {
+                if !r.prompts.get_ref().contains(p) {
+                    return Err(self.err(
+                        u.span(),
+                        "request.untimed",
+                        format!(
+                            "{p:?} is not one of [request] prompts (each must be one, exactly)"
+                        ),
+                    ));
+                }
+                if !untimed.contains(p) {
+                    untimed.push(p.clone());
+                }
+            }
+        }
         let mut request = RequestSpec {
             served_model: r.served_model.clone().unwrap_or_else(|| model.clone()),
             model,
@@ -1413,6 +1496,7 @@ impl Validator<'_> {
             system: r.system.clone(),
             extra,
             prompts: r.prompts.get_ref().clone(),
+            untimed,
         };
 
         // [serve]
@@ -1689,6 +1773,18 @@ impl Validator<'_> {
                 }
                 None => None,
             };
+            if let Some(u) = ka.untimed.as_ref().filter(|u| *u.get_ref()) {
+                let Some(p) = &prompt else {
+                    return Err(self.err(
+                        u.span(),
+                        "assert.known_answer.untimed",
+                        "needs `prompt`: it marks the known-answer prompt untimed, and without one every prompt is the known-answer prompt",
+                    ));
+                };
+                if !request.untimed.contains(p) {
+                    request.untimed.push(p.clone());
+                }
+            }
             assertions.known_answer = Some(KnownAnswerAssert {
                 matches: self.regex(&ka.matches, "assert.known_answer.matches")?,
                 prompt,
@@ -1745,6 +1841,27 @@ impl Validator<'_> {
         }
         if let Some(d) = &a.drift {
             assertions.drift = Some(self.drift(d, &request)?);
+        }
+        if !request.untimed.is_empty() && request.prompts.iter().all(|p| !request.timed(p)) {
+            let timed_kinds: Vec<String> = assertions
+                .kinds()
+                .into_iter()
+                .filter(|k| {
+                    k.metric().is_some()
+                        || matches!(k, AssertionKind::Regression | AssertionKind::Ratio)
+                })
+                .map(|k| k.to_string())
+                .collect();
+            if !timed_kinds.is_empty() {
+                return Err(self.err(
+                    untimed_span,
+                    "request.untimed",
+                    format!(
+                        "every prompt is untimed, but [assert.{}] times replies",
+                        timed_kinds.join("], [assert.")
+                    ),
+                ));
+            }
         }
         let pair = match &raw.pair {
             None => {

@@ -1174,7 +1174,9 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
     let check_cpu = cpu_s_thread() - c0;
     let records = match records {
         Ok(r) => r,
-        Err(lines) => return json!({"error": lines.into_iter().take(3).collect::<Vec<_>>()}),
+        Err(refused) => {
+            return json!({"error": refused.lines.into_iter().take(3).collect::<Vec<_>>()})
+        }
     };
     let (t1, c1) = (Instant::now(), cpu_s_thread());
     let pages = servegate::records::leaderboard::render(&records, "../records");
