@@ -39,7 +39,7 @@ fn run_dir_from(stdout: &str) -> PathBuf {
 fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
     let tmp = tempfile::tempdir().unwrap();
     let text = reference_gate_text()
-        .replace("floor_tok_s = 10.0", "floor_tok_s = 100000.0")
+        .replace("floor_tok_s = 10.5", "floor_tok_s = 100000.0")
         .replace("repeats = 2", "repeats = 1");
     assert!(text.contains("floor_tok_s = 100000.0"));
     let gate = write_gate(tmp.path(), "high-floor.toml", &text);

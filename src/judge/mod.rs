@@ -28,8 +28,9 @@ use crate::vocab::{
     AssertionKind, Bound, ContentProblem, Failure, FailureCode, Failures, Metric, NoteKind,
 };
 
-/// The outcome of one assertion: the three honest states (pass, fail, indeterminate) and the two ways a run
-/// can be unfit to judge (incomparable with its baseline, void because the client fell behind its schedule).
+/// The outcome of one assertion: the three honest states (pass, fail, indeterminate) and the three ways a run
+/// can be unfit to judge (incomparable with its baseline, not compared because the runner was busy, void
+/// because the client fell behind its schedule).
 /// Only [`Outcome::Pass`] is a pass, in every output (docs/regression.md, "Three honest states").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -42,22 +43,28 @@ pub enum Outcome {
     /// straddles the bound. The details state the n that would likely decide it. Fails the trial by default
     /// (a gate's `on_indeterminate = "pass"` lets it through, still shown as INDETERMINATE).
     Indeterminate,
-    /// This run is not comparable with its baseline (model sha256, engine, host, prompts... differ): the
-    /// trial is ignored with the differing fields named, or fails under `SERVEGATE_STRICT=1`.
+    /// The baseline no longer applies: what the gate fixes or the machine differs from the baseline's
+    /// (model sha256, prompts, max_tokens, CPU model...). The trial fails (exit 9) with the differing fields
+    /// and the bless command that renews it, unless the assertion says `on_incomparable = "skip"`.
     Incomparable,
+    /// Not compared (busy runner): a baseline applies, but the runner's host load is outside every applicable
+    /// baseline's. Its own state, never a pass and never counted with unprovisioned runtimes: the trial is
+    /// skipped with the loads named, or fails under `SERVEGATE_STRICT=1`.
+    NotCompared,
     /// The run is void: the client fell behind its schedule, so the figures do not describe the load that
     /// was asked for. Never a pass.
     Void,
 }
 
 impl Outcome {
-    /// The word of a verdict line: `PASS`, `FAIL`, `INDETERMINATE`, `INCOMPARABLE`, `VOID`.
+    /// The word of a verdict line: `PASS`, `FAIL`, `INDETERMINATE`, `INCOMPARABLE`, `NOT-COMPARED`, `VOID`.
     pub fn word(self) -> &'static str {
         match self {
             Outcome::Pass => "PASS",
             Outcome::Fail => "FAIL",
             Outcome::Indeterminate => "INDETERMINATE",
             Outcome::Incomparable => "INCOMPARABLE",
+            Outcome::NotCompared => "NOT-COMPARED",
             Outcome::Void => "VOID",
         }
     }
@@ -69,6 +76,7 @@ impl Outcome {
             Outcome::Fail => "fail",
             Outcome::Indeterminate => "indeterminate",
             Outcome::Incomparable => "incomparable",
+            Outcome::NotCompared => "not_compared",
             Outcome::Void => "void",
         }
     }
@@ -80,6 +88,7 @@ impl Outcome {
             Outcome::Fail,
             Outcome::Indeterminate,
             Outcome::Incomparable,
+            Outcome::NotCompared,
             Outcome::Void,
         ]
         .into_iter()
@@ -95,10 +104,10 @@ pub struct Verdict {
     pub assertion: String,
     /// The assertion's kind.
     pub kind: AssertionKind,
-    /// Pass, fail, indeterminate, incomparable or void.
+    /// Pass, fail, indeterminate, incomparable, not compared or void.
     pub outcome: Outcome,
-    /// The verdict line: `<assertion> PASS|FAIL|INDETERMINATE|INCOMPARABLE|VOID <details>`. One line: the
-    /// details are [`crate::text::shown`] (outside text escaped), so it is printed as it is.
+    /// The verdict line: `<assertion> PASS|FAIL|INDETERMINATE|INCOMPARABLE|NOT-COMPARED|VOID <details>`. One
+    /// line: the details are [`crate::text::shown`] (outside text escaped), so it is printed as it is.
     pub message: String,
     /// The per-request values judged (in the unit of the assertion's metric: tok/s for `rate`, ms for
     /// `first_token` and `tpot`), in send order, one per planned request; None where a request had no value

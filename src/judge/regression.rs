@@ -4,7 +4,8 @@
 //! ([`crate::analysis::baseline_values::regression_input`]).
 //!
 //! Order of the checks: a baseline that cannot be read FAILs; an incomparable one is INCOMPARABLE (the
-//! differing fields named); a missing candidate value FAILs (as every figure assertion); a confidence the n
+//! differing fields of what the gate fixes or the machine named, with the bless command that renews it); a
+//! baseline that applies at another host load only is NOT-COMPARED (busy runner); a missing candidate value FAILs (as every figure assertion); a confidence the n
 //! cannot reach, or a stored baseline with one window, is INDETERMINATE before any test; then the interval of
 //! the change (Hodges-Lehmann shift of log values, exact interval; widened by the between-window allowance
 //! for a stored baseline) decides: PASS when it lies entirely on the good side of −δ, FAIL when entirely
@@ -15,11 +16,16 @@
 //! max drop 5 %; n=6 vs 6); stored baseline baselines/x (3 windows, between-window allowance ±4.1 %)`. The
 //! percentage is the Hodges-Lehmann estimate of the ratio (the median of all candidate / baseline ratios),
 //! the centre the interval is built around.
+//!
+//! A stored baseline's verdict states what the release changed (engine version, numerics settings of the
+//! serve log: `the release changed engine_version 1.0.0 → 1.1.0`), as the likely cause of a FAIL; and a run
+//! whose whole interval lies more than the margin above the baseline says `stale baseline`: the loss from
+//! this run that the baseline could no longer catch, and the bless command that renews it.
 
 use crate::analysis::baseline_values::{BaselineValues, Block};
 use crate::analysis::regress::{self, ShiftInterval};
 use crate::analysis::stats;
-use crate::evidence::comparability::describe;
+use crate::evidence::comparability::{describe, describe_release};
 use crate::spec::RegressionAssert;
 use crate::vocab::{AssertionKind, Better};
 
@@ -93,14 +99,43 @@ fn judge_values(
     };
     match input {
         BaselineValues::Unavailable(reason) => Verdict::new(k, Outcome::Fail, reason),
-        BaselineValues::Incomparable(why) => {
+        BaselineValues::Incomparable { why, renew } => {
             let parts: Vec<String> = why
                 .iter()
                 .map(|(dir, diffs)| format!("{}: {}", dir.display(), describe(diffs)))
                 .collect();
-            Verdict::new(k, Outcome::Incomparable, parts.join(" | "))
+            Verdict::new(
+                k,
+                Outcome::Incomparable,
+                format!(
+                    "{}; the baseline no longer applies to what the gate fixes or to this machine, so nothing \
+                     was compared: renew it with `{renew}` (or on_incomparable = \"skip\")",
+                    parts.join(" | ")
+                ),
+            )
         }
-        BaselineValues::Stored { dir, windows, load } => {
+        BaselineValues::NotCompared(busy) => {
+            let parts: Vec<String> = busy
+                .iter()
+                .map(|(dir, d)| format!("{}: {d}", dir.display()))
+                .collect();
+            Verdict::new(
+                k,
+                Outcome::NotCompared,
+                format!(
+                    "busy runner: {}; not compared (a shared runner compares against an interleaved \
+                     baseline_serve, which load does not disturb: docs/regression.md)",
+                    parts.join(" | ")
+                ),
+            )
+        }
+        BaselineValues::Stored {
+            dir,
+            windows,
+            load,
+            release,
+            renew,
+        } => {
             if let Some(head) = fv.failure_head(r.metric.info().title, acct) {
                 return Verdict::new(
                     k,
@@ -141,10 +176,66 @@ fn judge_values(
                 ))
                 .unwrap_or_default()
             );
-            judge_stored(r, &base, windows, &cand, design)
+            let stale = Stale {
+                renew,
+                median: stats::median(&cand).unwrap_or(f64::NAN),
+            };
+            let mut v = judge_stored(r, &base, windows, &cand, design, Some(&stale));
+            if let Some(changed) = describe_release(release) {
+                let cause = if v.outcome == Outcome::Fail {
+                    format!("likely cause: {changed}")
+                } else {
+                    changed
+                };
+                let details = format!("{}; {cause}", v.details());
+                v.set(v.outcome, details);
+            }
+            v
         }
         BaselineValues::Interleaved(blocks) => judge_blocks(r, blocks),
     }
+}
+
+/// What the stale-baseline notice needs ([`stale_notice`]): the command that renews the baseline and this
+/// run's median of the metric.
+struct Stale<'a> {
+    renew: &'a str,
+    median: f64,
+}
+
+/// The `stale baseline` notice of a judged stored comparison, or None: when the whole interval `s` lies more
+/// than the margin δ on the good side (for a higher-is-better metric above `ln(1 + δ)`, for a lower-is-better
+/// one below `−ln(1 + δ)`), the baseline no longer bounds the serve: it states the loss from this run's
+/// median that would still pass (`1 − (1 − δ) / ratio`, or the rise `(1 + δ) / ratio − 1`) and the command
+/// that renews it.
+fn stale_notice(r: &RegressionAssert, s: &ShiftInterval, st: &Stale) -> Option<String> {
+    let d = r.max_drop_pct / 100.0;
+    let higher = matches!(r.metric.info().better, Better::Higher);
+    let far = if higher {
+        s.lo > (1.0 + d).ln()
+    } else {
+        s.hi < -(1.0 + d).ln()
+    };
+    if !far {
+        return None;
+    }
+    let ratio = s.estimate.exp();
+    let info = r.metric.info();
+    let dec = info.decimals;
+    let (what, size) = if higher {
+        ("loss", (1.0 - (1.0 - d) / ratio) * 100.0)
+    } else {
+        ("rise", ((1.0 + d) / ratio - 1.0) * 100.0)
+    };
+    Some(format!(
+        "stale baseline: this run is {} % from it, beyond the {} % margin: a {what} of up to {size:.1} % from \
+         this run's {:.dec$} {} would still pass; renew it: {}",
+        pct(s.estimate),
+        trim(r.max_drop_pct),
+        st.median,
+        info.unit,
+        st.renew
+    ))
 }
 
 /// The verdict of a stored-baseline comparison from values alone (per baseline window, and this run's),
@@ -162,7 +253,7 @@ pub fn judge_stored_values(
         windows.len(),
         if windows.len() == 1 { "" } else { "s" }
     );
-    judge_stored(r, &base, windows, candidate, design)
+    judge_stored(r, &base, windows, candidate, design, None)
 }
 
 /// The verdict of an interleaved comparison from its blocks alone (see [`judge_stored_values`]).
@@ -377,6 +468,7 @@ fn judge_stored(
     windows: &[Vec<f64>],
     cand: &[f64],
     design: String,
+    stale: Option<&Stale>,
 ) -> Verdict {
     let k = AssertionKind::Regression;
     let c = r.confidence;
@@ -394,7 +486,7 @@ fn judge_stored(
     };
     let matched = m > 0 && !windows.is_empty() && windows.iter().all(|w| w.len() == m);
     if matched {
-        return judge_matched(r, base, windows, cand, &cl, n_text, design);
+        return judge_matched(r, base, windows, cand, &cl, n_text, design, stale);
     }
     if !regress::two_sample_attainable(n, m, c) {
         return Verdict::new(
@@ -435,7 +527,26 @@ fn judge_stored(
         "{design}, between-window allowance ±{:.1} %)",
         (a.exp() - 1.0) * 100.0
     );
-    decide(r, &s, a, m, head(r, cand, base), n_text, design, "per side")
+    with_stale(
+        decide(r, &s, a, m, head(r, cand, base), n_text, design, "per side"),
+        r,
+        &s,
+        stale,
+    )
+}
+
+/// `v` with the stale-baseline notice appended when one applies ([`stale_notice`]).
+fn with_stale(
+    mut v: Verdict,
+    r: &RegressionAssert,
+    s: &ShiftInterval,
+    st: Option<&Stale>,
+) -> Verdict {
+    if let Some(notice) = st.and_then(|st| stale_notice(r, s, st)) {
+        let details = format!("{}; {notice}", v.details());
+        v.set(v.outcome, details);
+    }
+    v
 }
 
 /// A stored baseline whose every window has the candidate's count: the requests are matched by position
@@ -443,6 +554,7 @@ fn judge_stored(
 /// median of its counterparts across the windows, and judged as paired differences (signed-rank interval),
 /// widened by the between-window allowance. Pairing removes the prompts' own differences (a short answer
 /// decodes at another rate than a long one), which the unpaired comparison counts as noise.
+#[allow(clippy::too_many_arguments)]
 fn judge_matched(
     r: &RegressionAssert,
     base: &[f64],
@@ -451,6 +563,7 @@ fn judge_matched(
     cl: &[f64],
     n_text: String,
     design: String,
+    stale: Option<&Stale>,
 ) -> Verdict {
     let k = AssertionKind::Regression;
     let c = r.confidence;
@@ -512,7 +625,7 @@ fn judge_matched(
         "{design}, between-window allowance ±{:.1} %)",
         (a.exp() - 1.0) * 100.0
     );
-    decide(
+    let v = decide(
         r,
         &s,
         a,
@@ -521,7 +634,8 @@ fn judge_matched(
         n_text,
         design,
         "matched requests",
-    )
+    );
+    with_stale(v, r, &s, stale)
 }
 
 fn judge_blocks(r: &RegressionAssert, blocks: &[Block]) -> Verdict {
@@ -660,6 +774,7 @@ mod tests {
 
     fn assert_(drop: f64) -> RegressionAssert {
         RegressionAssert {
+            on_incomparable: Default::default(),
             metric: Metric::DecodeRate,
             label: "decode".into(),
             baseline: RegressionBaseline::Stored(vec![PathBuf::from("b")]),
@@ -673,7 +788,95 @@ mod tests {
     fn stored(r: &RegressionAssert, windows: &[&[f64]], cand: &[f64]) -> Verdict {
         let w: Vec<Vec<f64>> = windows.iter().map(|w| w.to_vec()).collect();
         let base: Vec<f64> = w.iter().flatten().copied().collect();
-        judge_stored(r, &base, &w, cand, "stored baseline b (2 windows".into())
+        judge_stored(
+            r,
+            &base,
+            &w,
+            cand,
+            "stored baseline b (2 windows".into(),
+            None,
+        )
+    }
+
+    #[test]
+    fn a_run_far_above_its_baseline_says_stale_baseline_with_the_loss_it_could_not_catch() {
+        let w1 = [40.1, 40.6, 40.3, 40.9, 40.2, 40.5];
+        let w2: Vec<f64> = w1.iter().map(|x| x * 1.01).collect();
+        let w3: Vec<f64> = w1.iter().map(|x| x * 0.99).collect();
+        let w: Vec<Vec<f64>> = vec![w1.to_vec(), w2, w3];
+        let base: Vec<f64> = w.iter().flatten().copied().collect();
+        let fast: Vec<f64> = w1.iter().map(|x| x * 1.93).collect();
+        let st = Stale {
+            renew: "servegate bless g.toml --baseline RUN",
+            median: stats::median(&fast).unwrap(),
+        };
+        let r = assert_(50.0);
+        let v = judge_stored(
+            &r,
+            &base,
+            &w,
+            &fast,
+            "stored baseline b (3 windows".into(),
+            Some(&st),
+        );
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+        let notice = v
+            .message
+            .split("; stale baseline: ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{}", v.message));
+        assert!(notice.starts_with("this run is +93."), "{notice}");
+        assert!(
+            notice.contains("beyond the 50 % margin: a loss of up to 74."),
+            "{notice}"
+        );
+        assert!(
+            notice.contains("% from this run's 78.0 tok/s would still pass"),
+            "{notice}"
+        );
+        assert!(
+            notice.ends_with("renew it: servegate bless g.toml --baseline RUN"),
+            "{notice}"
+        );
+        // Within the margin above it (+20 % against 50 %): no notice.
+        let up: Vec<f64> = w1.iter().map(|x| x * 1.2).collect();
+        let v = judge_stored(
+            &r,
+            &base,
+            &w,
+            &up,
+            "stored baseline b (3 windows".into(),
+            Some(&st),
+        );
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+        assert!(!v.message.contains("stale"), "{}", v.message);
+        // A lower-is-better metric far below its baseline: the rise it could no longer catch.
+        let mut lat = assert_(50.0);
+        lat.metric = Metric::Ttft;
+        let quick: Vec<f64> = w1.iter().map(|x| x / 2.0).collect();
+        let st = Stale {
+            renew: "R",
+            median: stats::median(&quick).unwrap(),
+        };
+        let v = judge_stored(
+            &lat,
+            &base,
+            &w,
+            &quick,
+            "stored baseline b (3 windows".into(),
+            Some(&st),
+        );
+        assert!(
+            v.message
+                .contains("stale baseline: this run is -50.0 % from it"),
+            "{}",
+            v.message
+        );
+        assert!(
+            v.message.contains("a rise of up to 200.0 %"),
+            "{}",
+            v.message
+        );
     }
 
     #[test]
@@ -821,6 +1024,7 @@ mod tests {
                 .collect()
         };
         let r = RegressionAssert {
+            on_incomparable: Default::default(),
             baseline: RegressionBaseline::Serve(crate::spec::BaselineServe {
                 command: vec!["x".into()],
                 ..Default::default()
@@ -839,6 +1043,7 @@ mod tests {
     #[test]
     fn a_lower_is_better_metric_regresses_upwards() {
         let r = RegressionAssert {
+            on_incomparable: Default::default(),
             metric: Metric::Ttft,
             label: "first_token".into(),
             ..assert_(5.0)

@@ -370,6 +370,9 @@ pub fn gate_results(event: &Event<'_>) -> Option<GateResults> {
                 )
             } else {
                 tests(spec, listed, TestOutcome::Skipped, None, &reason)
+                    .into_iter()
+                    .map(|t| t.with_skip_reason(report::unmet_reason(unmet)))
+                    .collect()
             };
             GateResults::not_run(&spec.name, &spec.file, &spec.description, &reason, t)
         }
@@ -426,7 +429,10 @@ pub fn gate_results(event: &Event<'_>) -> Option<GateResults> {
             GateResults::not_run(&spec.name, &spec.file, &spec.description, why, t)
         }
         Event::GateNotRun { spec, why, listed } => {
-            let t = tests(spec, listed, TestOutcome::Skipped, None, why);
+            let t = tests(spec, listed, TestOutcome::Skipped, None, why)
+                .into_iter()
+                .map(|t| t.with_skip_reason(report::SKIP_NOT_RUN))
+                .collect();
             GateResults::not_run(&spec.name, &spec.file, &spec.description, "not run", t)
         }
     })

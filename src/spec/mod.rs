@@ -166,6 +166,21 @@ pub enum OnIndeterminate {
     Pass,
 }
 
+/// `on_incomparable` of `[assert.regression]` and `[assert.drift]`: what a baseline that no longer applies
+/// (what the gate fixes or the machine differs from the baseline's: `judge::Outcome::Incomparable`) does to
+/// the trial. `"fail"` (the default): the trial fails (exit 9) naming the fields and the bless command that
+/// renews the baseline. `"skip"`: the trial is skipped with that reason (counted as `not compared: baseline
+/// does not apply`), and still fails under `SERVEGATE_STRICT=1`. Never a pass either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnIncomparable {
+    /// Fail the trial (the default).
+    #[default]
+    Fail,
+    /// Skip the trial, with the reason.
+    Skip,
+}
+
 /// `[requires]`: when unmet, every trial of the gate is ignored with the reason (or failed under
 /// `SERVEGATE_STRICT=1`).
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -740,6 +755,27 @@ pub struct GateSpec {
 }
 
 impl GateSpec {
+    /// What a run of this gate must read before it starts a serve and cannot: its `[load] dataset` missing or
+    /// unreadable (or, read now, a bad line), as a spec error at the `dataset` line. `check`, `run` and the
+    /// harness refuse the gate with it (exit 3), so a bad dataset is never reported as a serve that "never
+    /// became ready". None when there is nothing to read or it reads.
+    pub fn unreadable_input(&self) -> Option<SpecError> {
+        let load = self.load.as_ref()?;
+        let path = load.spec.dataset.as_ref()?;
+        let e = load::read_dataset(path, self.request.max_tokens).err()?;
+        let span = toml_edit::ImDocument::parse(self.source.as_str())
+            .ok()
+            .and_then(|d| key_span(d.as_table(), "load.dataset"))
+            .unwrap_or(0..0);
+        Some(SpecError::at(
+            &self.file,
+            &self.source,
+            span,
+            "load.dataset",
+            e,
+        ))
+    }
+
     /// The `record::RunRecordSpec` for `id` and `metric` (`decode_rate` or `first_token`) from `[record]`.
     /// Errors name the key.
     pub fn record_spec(&self, id: &str, metric: &str) -> Result<record::RunRecordSpec, String> {
@@ -1175,6 +1211,24 @@ struct Validator<'a> {
 impl Validator<'_> {
     /// An error at `span`; an unknown span (`0..0`: a default, or a value read without one) is looked up by
     /// `key` in the document, so every error names a line.
+    /// True when the gate's text writes `key` (dotted), as opposed to taking its default.
+    fn written(&self, key: &str) -> bool {
+        let Some(doc) = self.doc.as_ref() else {
+            return false;
+        };
+        let mut item: Option<&dyn toml_edit::TableLike> = Some(doc.as_table());
+        let parts: Vec<&str> = key.split('.').collect();
+        for (i, part) in parts.iter().enumerate() {
+            let Some(t) = item else { return false };
+            let Some(v) = t.get(part) else { return false };
+            if i + 1 == parts.len() {
+                return true;
+            }
+            item = v.as_table_like();
+        }
+        false
+    }
+
     fn err(&self, span: Range<usize>, key: &str, msg: impl Into<String>) -> SpecError {
         let span = if span == (0..0) && !key.is_empty() {
             // The key, else its nearest written parent, else the file's last line (where a missing table
@@ -1587,6 +1641,32 @@ impl Validator<'_> {
                 self.expand(v, 0..0, &format!("serve.env.{k}"), true)?,
             );
         }
+        if matches!(mode, ServeMode::Url(_)) {
+            // Settings of a serve the runner starts: on a serve already running they would be ignored.
+            for (key, why) in [
+                ("serve.port", "the port is the url's"),
+                ("serve.host", "the host is the url's"),
+                (
+                    "serve.stop_grace_s",
+                    "the runner never stops a serve it did not start",
+                ),
+            ] {
+                if self.written(key) {
+                    return Err(self.err(
+                        0..0,
+                        key,
+                        format!("is for a serve the runner starts (`command`); a `url` serve is already running and {why}: drop it"),
+                    ));
+                }
+            }
+            if let Some(c) = raw.hold.as_ref().and_then(|h| h.command.as_ref()) {
+                return Err(self.err(
+                    c.span(),
+                    "hold.command",
+                    "wraps the serve the runner starts (`command`); a `url` serve is already running, so the wrapper would never run: hold the device with `lock` or `ticket`, or start the serve with `command`",
+                ));
+            }
+        }
         let mut serve = ServeSpec {
             mode,
             setup,
@@ -1678,7 +1758,7 @@ impl Validator<'_> {
             errors: a.errors.take(),
             consistency: a.consistency.take(),
         };
-        let load = self.load_gate(raw.load, load_asserts, request.stream)?;
+        let load = self.load_gate(raw.load, load_asserts, request.stream, request.max_tokens)?;
         let mut assertions = Assertions::default();
         if let Some(route) = a.route {
             if matches!(serve.mode, ServeMode::Url(_)) && serve.log_file.is_none() {
@@ -2098,6 +2178,21 @@ impl GateSpec {
     /// True when the gate lets indeterminate verdicts through (`[gate] on_indeterminate = "pass"`).
     pub fn on_indeterminate_passes(&self) -> bool {
         self.on_indeterminate == OnIndeterminate::Pass
+    }
+
+    /// True when the assertion named `assertion` (`regression` or `drift`) skips rather than fails on a
+    /// baseline that no longer applies (`on_incomparable = "skip"`).
+    pub fn on_incomparable_skips(&self, assertion: &str) -> bool {
+        let o = match assertion {
+            "regression" => self
+                .assertions
+                .regression
+                .as_ref()
+                .map(|r| r.on_incomparable),
+            "drift" => self.assertions.drift.as_ref().map(|d| d.on_incomparable),
+            _ => None,
+        };
+        o == Some(OnIncomparable::Skip)
     }
 
     /// The unmet `[requires]`, each as a reason (`path /dev/accel/accel0 does not exist`); empty when all met.
