@@ -4,6 +4,7 @@
 //!
 //! - `vocab` — the closed sets, typed: assertion kinds, roles, failure codes, notes, the metric registry.
 //! - `error` — error types and the one exit-code mapping.
+//! - `text` — the one escaping of outside text printed to a terminal or a CI log, and the print macros.
 //! - `spec` — gate specs (gates/*.toml): parse and validate.
 //! - `io` — the edges: HTTP client and timed reads, serve lifecycle, signals, ports, host hold, hashing.
 //! - `evidence` — the run directory on disk: layout, write, load (raw).
@@ -31,4 +32,5 @@ pub mod replay;
 pub mod run;
 pub mod sinks;
 pub mod spec;
+pub mod text;
 pub mod vocab;

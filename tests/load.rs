@@ -642,3 +642,137 @@ fn an_open_loop_over_its_cap_queues_requests_without_calling_it_lag() {
         "{vs:#?}"
     );
 }
+
+/// Edits point `dir`'s load.json (as JSON) with `edit`.
+fn edit_load_json(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let p = dir.join(LOAD_FILE);
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    edit(&mut v);
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+/// A load gate (c=4, 6 requests, a throughput floor the run passes) and a passing point written under `root`.
+fn passing_point(root: &Path) -> GateSpec {
+    let g = gate(
+        root,
+        "concurrency = 4\nrequests = 6",
+        "[assert.latency]\nttft_p50_ms = 1000\n[assert.throughput]\nfloor_rps = 1\n[assert.errors]",
+    );
+    let specs: Vec<SyntheticSpec> = (0..6).map(|_| spec_with(50.0, 2.0, 4)).collect();
+    write_point(root, &g, Point::Concurrency(4), 4, &specs, |_| 0.0);
+    let vs = servegate::run::load::judge_dir(&g, root);
+    assert!(vs.iter().all(|v| v.outcome == Outcome::Pass), "{vs:#?}");
+    g
+}
+
+fn assert_all_fail(vs: &[Verdict], n: usize, why: &str) {
+    assert_eq!(vs.len(), n, "{vs:#?}");
+    for v in vs {
+        assert_eq!(v.outcome, Outcome::Fail, "{}", v.message);
+        assert!(v.message.contains(why), "{why:?} not in: {}", v.message);
+    }
+}
+
+/// A load run stopped by SIGINT (its run.json `interrupted`) is judged FAIL whatever its finished points
+/// hold, as a plain run on incomplete evidence; so is a point whose own run.json never completed.
+#[test]
+fn an_interrupted_load_run_fails_every_trial() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = passing_point(tmp.path());
+    let mut parent = summary(&g, 0);
+    parent.status = RunStatus::Interrupted;
+    std::fs::write(
+        tmp.path().join("run.json"),
+        serde_json::to_vec(&parent).unwrap(),
+    )
+    .unwrap();
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert_all_fail(&vs, 3, "run.json status is `interrupted`");
+    parent.status = RunStatus::Complete;
+    std::fs::write(
+        tmp.path().join("run.json"),
+        serde_json::to_vec(&parent).unwrap(),
+    )
+    .unwrap();
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert!(vs.iter().all(|v| v.outcome == Outcome::Pass), "{vs:#?}");
+    // The point's own run.json still `running` (the runner killed mid-point).
+    let pj = tmp.path().join("c4/run.json");
+    let mut point: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&pj).unwrap()).unwrap();
+    point["status"] = "running".into();
+    std::fs::write(&pj, serde_json::to_vec(&point).unwrap()).unwrap();
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert_all_fail(&vs, 3, "run.json status is `running`");
+}
+
+/// `load.json` is checked against its point and run.json: another point's evidence (c1/ copied as c2/), a
+/// record keeping 2 of 6 timings (the throughput of 2 requests' span read as 6's), another schema version and
+/// times going backward each fail the point's trials, naming what disagrees.
+#[test]
+fn a_load_json_that_disagrees_with_its_point_or_run_fails_the_point() {
+    // c1/ copied as c2/.
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = [1, 2]\nrequests = 6",
+        "[assert.latency]\nttft_p50_ms = 1000\n[assert.errors]",
+    );
+    let specs: Vec<SyntheticSpec> = (0..6).map(|_| spec_with(50.0, 2.0, 4)).collect();
+    write_point(tmp.path(), &g, Point::Concurrency(1), 1, &specs, |_| 0.0);
+    copy_dir_flat(&tmp.path().join("c1"), &tmp.path().join("c2"));
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert_eq!(find(&vs, "[c=1]::ttft_p50").outcome, Outcome::Pass);
+    let c2: Vec<Verdict> = vs
+        .iter()
+        .filter(|v| v.assertion.starts_with("[c=2]"))
+        .cloned()
+        .collect();
+    assert_all_fail(&c2, 2, "is of point \"c=1\"");
+    assert!(
+        c2[0].message.contains("stored as point c=2"),
+        "{}",
+        c2[0].message
+    );
+
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: [(&str, Edit); 5] = [
+        (
+            "times 2 requests, run.json records 6 (untimed: 2, 3, 4, 5)",
+            Box::new(|v| v["timings"].as_array_mut().unwrap().truncate(2)),
+        ),
+        (
+            "schema \"servegate.load/2\", expected \"servegate.load/1\"",
+            Box::new(|v| v["schema"] = "servegate.load/2".into()),
+        ),
+        (
+            "times go backward",
+            Box::new(|v| {
+                let t = &mut v["timings"][3];
+                t["sent_ms"] = (t["end_ms"].as_f64().unwrap() + 5.0).into();
+            }),
+        ),
+        (
+            "request 2 is timed twice",
+            Box::new(|v| v["timings"][3]["index"] = 2.into()),
+        ),
+        (
+            "plans 0 warmup and 60 judged requests",
+            Box::new(|v| v["planned"] = 60.into()),
+        ),
+    ];
+    for (why, edit) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let g = passing_point(tmp.path());
+        edit_load_json(&tmp.path().join("c4"), edit);
+        let vs = servegate::run::load::judge_dir(&g, tmp.path());
+        assert_all_fail(&vs, 3, why);
+    }
+}
+
+fn copy_dir_flat(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}

@@ -235,6 +235,78 @@ fn a_record_with_doubled_values_fails_check_naming_the_first_value() {
     );
 }
 
+/// Every value of the reference record doubled, kept self-consistent (median, range): what
+/// `leaderboard-inflated.sh` publishes.
+fn double_values(r: &mut Value) {
+    let mut v: Vec<f64> = r["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() * 2.0)
+        .collect();
+    r["values"] = serde_json::json!(v);
+    v.sort_by(f64::total_cmp);
+    r["range"] = serde_json::json!([v[0], v[v.len() - 1]]);
+    r["value"] = serde_json::json!(((v[2] + v[3]) / 2.0 * 100.0).round() / 100.0);
+}
+
+/// A record `records check` refuses is never published: the leaderboard renders nothing (and `--check` is not
+/// "up to date" with a page rendered before the edit), `export` exports nothing, from the directory or the
+/// one file, and each says how many records were refused and which.
+#[test]
+fn a_refused_record_is_never_published() {
+    let name = "smollm2-135m-q4_1-llamacpp-1thread-20261129-decode-rate.json";
+    // The unedited copy publishes: page and export.
+    let t = reference_record_copy(|_| {});
+    let dir = t.path().join("records");
+    let page = t.path().join("page.md");
+    let (d, p) = (dir.to_str().unwrap(), page.to_str().unwrap());
+    let o = servegate(&["leaderboard", "--records", d, "--out", p], &root());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let rendered = std::fs::read_to_string(&page).unwrap();
+    assert!(rendered.contains("21.86"), "{rendered}");
+    let o = servegate(&["export", "--bmf", d], &root());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // Doubled: refused by records check, and so by every publisher.
+    let mut r = json(&dir.join(name));
+    double_values(&mut r);
+    std::fs::write(dir.join(name), serde_json::to_string_pretty(&r).unwrap()).unwrap();
+    let html = page.with_extension("html");
+    let html_before = std::fs::read_to_string(&html).unwrap();
+    let refused = "1 of 1 record in";
+    for args in [
+        vec!["leaderboard", "--records", d, "--out", p],
+        vec!["leaderboard", "--records", d, "--out", p, "--check"],
+    ] {
+        let o = servegate(&args, &root());
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {out}");
+        assert!(
+            out.contains(refused) && out.contains(name) && out.contains("nothing rendered"),
+            "{args:?}: {out}"
+        );
+        assert!(out.contains("values[0]: states 43.73"), "{out}");
+        assert!(!out.contains("up to date"), "{out}");
+        assert!(!out.contains("42.85"), "{out}");
+    }
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), rendered);
+    assert_eq!(std::fs::read_to_string(&html).unwrap(), html_before);
+    let file = dir.join(name);
+    for source in [d, file.to_str().unwrap()] {
+        for format in ["--bmf", "--gab-bigger", "--openmetrics"] {
+            let o = servegate(&["export", format, source], &root());
+            let out = text(&o);
+            assert_eq!(o.status.code(), Some(3), "{format} {source}: {out}");
+            assert!(o.stdout.is_empty(), "{format} {source}: {out}");
+            assert!(
+                out.contains(refused) && out.contains(name) && out.contains("nothing exported"),
+                "{out}"
+            );
+            assert!(!out.contains("42.85"), "{out}");
+        }
+    }
+}
+
 #[test]
 fn an_edit_to_the_evidence_is_caught_by_its_digest() {
     let t = tempfile::tempdir().unwrap();
@@ -540,6 +612,38 @@ fn control_bytes_and_bad_dates_in_a_record_are_refused_or_escaped() {
         text(&o)
     );
     assert!(text(&o).contains("\\u{1b}[2J\\rLM"), "{}", text(&o));
+    // The pages show the record's control bytes escaped, never raw (ESC, BEL: a terminal `cat`ing the
+    // Markdown page, a browser reading the HTML one).
+    let t = reference_record_copy(|r| {
+        r["model"]["name"] = "Smol\u{1b}[2J\u{7}LM".into();
+        r["notes"]["what_would_make_it_wrong"] =
+            "A serve \u{1b}]0;pwned\u{7} that lies \u{9b}31m about its timings.".into();
+    });
+    let dir = t.path().join("records");
+    let page = t.path().join("page.md");
+    let o = servegate(
+        &[
+            "leaderboard",
+            "--records",
+            dir.to_str().unwrap(),
+            "--out",
+            page.to_str().unwrap(),
+        ],
+        &root(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for p in [page.clone(), page.with_extension("html")] {
+        let body = std::fs::read_to_string(&p).unwrap();
+        assert!(
+            !body
+                .chars()
+                .any(|c| c.is_control() && !matches!(c, '\n' | '\t')),
+            "{}: a raw control byte",
+            p.display()
+        );
+        assert!(body.contains("Smol\\u{1b}[2J\\u{7}LM"), "{body}");
+        assert!(body.contains("\\u{9b}31m"), "{body}");
+    }
     let t = reference_record_copy(|r| r["date"] = "+202-11-29".into());
     let dir = t.path().join("records");
     let o = servegate(

@@ -748,7 +748,7 @@ fn synthetic_stream_logs_true_figures_that_servegate_measures() {
         "--timing-log",
         log.to_str().unwrap(),
     ]);
-    let http = servegate::io::client::http_client(Duration::from_secs(10), None).unwrap();
+    let http = servegate::io::client::Sender::new(Duration::from_secs(10), None).unwrap();
     let body = serde_json::json!({"model": "synthetic", "messages": [{"role": "user", "content": "go"}], "stream": true, "stream_options": {"include_usage": true}});
     // Three requests; medians, so that one late wake-up on a loaded machine does not decide.
     let mut figs = Vec::new();

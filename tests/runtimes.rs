@@ -589,9 +589,10 @@ fn live_lcp_dialect_against_the_real_serve() {
     let base = format!("http://127.0.0.1:{port}");
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         ready.expect("ready on /v1/models");
-        let http = servegate::io::client::http_client(Duration::from_secs(120), None).unwrap();
+        let sender = servegate::io::client::Sender::new(Duration::from_secs(120), None).unwrap();
+        let http = sender.http();
         let t = Duration::from_secs(10);
-        let get = |p: &str| servegate::io::client::get(&http, &base, p, t).ok();
+        let get = |p: &str| servegate::io::client::get(http, &base, p, t).ok();
         // No /health: the profile's readiness path is the only one.
         assert_eq!(get("/health").map(|g| g.0), Some(404));
         // Detection and version from what it says about itself.
@@ -649,7 +650,7 @@ fn live_lcp_dialect_against_the_real_serve() {
             "max_tokens": 12, "temperature": 0, "repeat_penalty": 1.0,
             "stream": true, "stream_options": {"include_usage": true}
         });
-        let ex = servegate::io::client::send(&http, &base, &body);
+        let ex = servegate::io::client::send(&sender, &base, &body);
         let r = parse_stream(&ex.reads, ex.response.status);
         assert!(r.failure().is_none(), "{:?}", r.failure());
         assert_eq!(r.model.as_deref(), Some("no-such-model"));

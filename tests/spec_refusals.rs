@@ -490,3 +490,92 @@ prompts = ["hi"]
         refused(&text, at, key, "");
     }
 }
+
+/// A load gate on BASE's request with `load` as its `[load]` body.
+fn load_gate(load: &str) -> String {
+    BASE.replace(
+        "[assert.content]\n",
+        &format!("[load]\n{load}\n[assert.errors]\n"),
+    )
+}
+
+/// Numbers `check` accepted and `run` could not survive: a rate so small its schedule overflows the clock
+/// (`rate_rps = 1e-25` panicked the load client) or its directory name runs to 302 bytes (`1e-300`), a
+/// `rate_rps x duration_s` that sized an 800 GB allocation, a sweep or warmup without end.
+#[test]
+fn load_numbers_that_a_run_cannot_survive_are_refused() {
+    for r in ["1e-25", "1e-300", "0.001", "[8, 1e-25]", "200000"] {
+        let t = load_gate(&format!("rate_rps = {r}\nrequests = 10"));
+        refused(
+            &t,
+            "rate_rps =",
+            "load.rate_rps",
+            "each rate must be a number from 0.01 to 100000",
+        );
+    }
+    accepted(&load_gate("rate_rps = 0.01\nrequests = 10"));
+    let t = load_gate("rate_rps = 100000\nduration_s = 1000000");
+    refused(
+        &t,
+        "duration_s =",
+        "load.duration_s",
+        "plans 1e11 requests at one point: a point plans at most 1000000",
+    );
+    accepted(&load_gate("rate_rps = 100\nduration_s = 10000"));
+    let t = load_gate("concurrency = 4\nrequests = 1000000\nwarmup_requests = 5");
+    refused(
+        &t,
+        "warmup_requests =",
+        "load.warmup_requests",
+        "1000000 judged + 5 warmup requests",
+    );
+    let sweep: Vec<String> = (1..=65).map(|c| c.to_string()).collect();
+    let t = load_gate(&format!(
+        "concurrency = [{}]\nrequests = 10",
+        sweep.join(", ")
+    ));
+    refused(
+        &t,
+        "concurrency =",
+        "load.concurrency",
+        "at most 64 points, got 65",
+    );
+}
+
+/// Messages that named no key or an internal type: `concurrency = 4.0` said "untagged enum OneOrMany", an
+/// integer past 64 bits "number too large to fit in target type". Each names the key and the rule.
+#[test]
+fn type_and_size_errors_name_the_key_and_the_rule() {
+    let out = refused(
+        &load_gate("concurrency = 4.0\nrequests = 10"),
+        "concurrency =",
+        "load.concurrency",
+        "must be a whole number or a list of whole numbers",
+    );
+    assert!(
+        !out.contains("OneOrMany") && !out.contains("untagged"),
+        "{out}"
+    );
+    let out = refused(
+        &load_gate("rate_rps = \"fast\"\nrequests = 10"),
+        "rate_rps =",
+        "load.rate_rps",
+        "must be a number or a list of numbers",
+    );
+    assert!(!out.contains("OneOrMany"), "{out}");
+    let t = with("max_tokens = 8", "max_tokens = 99999999999999999999");
+    let out = refused(
+        &t,
+        "max_tokens =",
+        "request.max_tokens",
+        "integer too large",
+    );
+    assert!(!out.contains("target type"), "{out}");
+    let t = with("max_tokens = 8", "max_tokens = 8\ntop_p = 1.5");
+    refused(
+        &t,
+        "top_p =",
+        "request.top_p",
+        "must be a number from 0 to 1",
+    );
+}

@@ -1,8 +1,8 @@
 //! The client: sends OpenAI chat-completion requests and records the response body as timed reads, and
 //! probes a readiness URL ([`probe`], used by [`crate::io::serve`] for a started serve and by the runner for
-//! a `url` serve). One of the two modules that touch sockets (with `serve`). It measures nothing: it stamps
-//! each `read()` of the body with the milliseconds since the request was sent (monotonic clock) and hands
-//! the reads on.
+//! a `url` serve). One of the modules that touch sockets (with `serve` and `load_client`). It measures
+//! nothing: it stamps each `read()` of the body with the milliseconds since the request was sent
+//! (monotonic clock; for `http://` the kernel's receive time, see [`send_within`]) and hands the reads on.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -102,15 +102,86 @@ pub fn http_client(
         .map_err(|e| crate::error::OneLine(&e).to_string())
 }
 
-/// Sends `body` to `{base_url}/v1/chat/completions` and records the response as timed reads.
-/// Never fails: a transport error is recorded in the exchange. Only the client's own timeout bounds it (per
-/// phase: the head, then each read); [`send_within`] bounds the whole request.
-pub fn send(
-    client: &reqwest::blocking::Client,
+/// The client every chat-completion request of a gate without `[load]` is sent with: to an `http://`
+/// serve through the load client's path ([`crate::io::load_client::SingleClient`]: one request on a
+/// current-thread runtime, each read stamped with the kernel's receive time, `recv_ms` filled), to an
+/// `https://` serve through reqwest ([`send_reqwest`]: each read timed when it returned, `recv_ms` None).
+/// Built once per run; holds the API key (sent as `Authorization: Bearer`, never recorded) and the
+/// request timeout.
+pub struct Sender {
+    http: reqwest::blocking::Client,
+    single: crate::io::load_client::SingleClient,
+    api_key: Option<String>,
+    timeout: Duration,
+}
+
+impl Sender {
+    /// A sender whose requests end by `timeout` (the gate's `request.timeout_s`) and carry `api_key`.
+    /// Errors: the key is not a valid header value, or the TLS backend or the runtime cannot start.
+    pub fn new(timeout: Duration, api_key: Option<&str>) -> Result<Sender, String> {
+        Ok(Sender {
+            http: http_client(timeout, api_key)?,
+            single: crate::io::load_client::SingleClient::new()?,
+            api_key: api_key.map(str::to_string),
+            timeout,
+        })
+    }
+
+    /// The reqwest client the sender uses for `https://` (and that probes and other GETs may share).
+    pub fn http(&self) -> &reqwest::blocking::Client {
+        &self.http
+    }
+}
+
+/// Sends `body` to `{base_url}/v1/chat/completions` and records the response as timed reads, the whole
+/// request bounded by the sender's timeout. Never fails: a transport error is recorded in the exchange.
+pub fn send(sender: &Sender, base_url: &str, body: &serde_json::Value) -> Exchange {
+    send_within(sender, base_url, body, None)
+}
+
+/// As [`send`], and the whole request (connect, head and body) ends by `timeout` (else the sender's own)
+/// after it began: a serve that trickles a byte now and then cannot hold the runner longer than that.
+/// The body is kept up to [`BODY_CAP_BYTES`] (then `body_truncated`, and the connection is dropped).
+///
+/// **Timing**, `http://`: the request counts as sent just before the write of its bytes (after the
+/// connect); each read's `t_ms` is the kernel's receive time of the last segment it took, and `recv_ms`
+/// when the client's `recvmsg` returned, both ms from the send. So a client that was not scheduled (a busy
+/// runner, a throttled container) does not move `t_ms`; `recv_ms − t_ms` says how late it read.
+/// `https://`: [`send_reqwest`] (the request counts as sent when reqwest was handed it, each `t_ms` is
+/// when the read returned, `recv_ms` is None).
+///
+/// Failures, in `transport_error`: `connect failed: ...`, `timeout: the body did not end within T s of the
+/// request (request.timeout_s); N bytes kept`, `body read failed after N bytes: ...`, `request failed: ...`,
+/// and a redirect status is `redirect refused: HTTP 302 to LOCATION; servegate follows no redirect ...`
+/// (the body still read). Response headers: lower-case names, repeated ones joined with `, `.
+pub fn send_within(
+    sender: &Sender,
     base_url: &str,
     body: &serde_json::Value,
+    timeout: Option<Duration>,
 ) -> Exchange {
-    send_within(client, base_url, body, None)
+    let timeout = timeout.unwrap_or(sender.timeout);
+    if base_url.starts_with("http://") {
+        match crate::io::load_client::Target::parse(base_url, sender.api_key.clone()) {
+            Ok(target) => {
+                let payload = serde_json::to_vec(body).unwrap_or_default();
+                return sender.single.send(&target, &payload, timeout);
+            }
+            Err(e) => {
+                return Exchange {
+                    response: ResponseMeta {
+                        transport_error: Some(format!("request failed: {e}")),
+                        end_ms: Some(0.0),
+                        ..Default::default()
+                    },
+                    reads: Vec::new(),
+                    body_bytes: 0,
+                    body_truncated: false,
+                }
+            }
+        }
+    }
+    send_reqwest(&sender.http, base_url, body, Some(timeout))
 }
 
 /// What the body reader thread hands over: one read, the end of the body, or why reading failed.
@@ -120,14 +191,15 @@ enum BodyMsg {
     Failed(String),
 }
 
-/// As [`send`], and the whole request (head and body) ends by `timeout` after it was sent: a serve that
-/// trickles a byte now and then cannot hold the runner longer than that (each read alone is bounded by the
-/// client's timeout, so without a deadline a trickle would never end). The body is read on a helper thread;
+/// The reqwest path of [`send_within`], used for `https://` serves (and by bench-self, side by side with
+/// the load client's path): the whole request (head and body) ends by `timeout` after it was sent (each
+/// read alone is bounded by the client's timeout, so without a deadline a trickle would never end). Each
+/// read is timed when the reader thread woke with it (`recv_ms` None). The body is read on a helper thread;
 /// at the deadline or the [`BODY_CAP_BYTES`] cap the exchange returns with what was kept and the helper is
 /// left to finish its current read (it ends at the next read, when the connection closes, or at the client's
 /// timeout), dropping the response and so the connection. Memory held: the kept bytes plus at most
 /// 8 reads in flight.
-pub fn send_within(
+pub fn send_reqwest(
     client: &reqwest::blocking::Client,
     base_url: &str,
     body: &serde_json::Value,
@@ -507,7 +579,7 @@ mod tests {
                 });
             }
         });
-        let client = http_client(Duration::from_secs(30), None).unwrap();
+        let client = Sender::new(Duration::from_secs(30), None).unwrap();
         let base = format!("http://127.0.0.1:{port}");
         for _ in 0..3 {
             let ex = send(&client, &base, &serde_json::json!({"stream": false}));

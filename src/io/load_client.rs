@@ -10,11 +10,14 @@
 //! what lets the client **coalesce wake-ups**: while data is arriving faster than [`COALESCE`] apart it
 //! wakes at most once per [`COALESCE`] and reads every socket that is ready (each wake-up of a thread costs
 //! 25-70 µs of CPU on a VM, more than the read), and a serve whose tokens come further apart than that is
-//! read the moment they arrive. Several segments taken by one read carry the last one's time, as a read's
-//! own clock would.
+//! read the moment they arrive. Several segments taken by one read carry the last one's time (the kernel
+//! merges segments that queue unread into one), as a read's own clock would.
 //!
-//! HTTP/1.1 over plain TCP (`http://` only), one connection per request (`Connection: close`, as the
-//! single-request client does: every TTFT includes the same loopback connect). It measures nothing; per
+//! HTTP/1.1 over plain TCP (`http://` only), one connection per request (`Connection: close`). A request
+//! counts as sent just before the write of its bytes, after the connect: its reads, and so TTFT, count
+//! from there. Each read also records when `recvmsg` returned (`TimedRead::recv_ms`), so how late the
+//! client took a read stays in the evidence. [`SingleClient`] sends one request at a time the same way
+//! (what a gate without `[load]` uses). It measures nothing; per
 //! request it records the schedule: the intended send time, when the client woke for it (the lag), when it
 //! got a concurrency slot (the queue time) and when the request was sent.
 
@@ -22,7 +25,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::io::{AsyncWriteExt, Interest};
+use tokio::io::Interest;
 
 use crate::io::client::{Exchange, ResponseMeta, BODY_CAP_BYTES};
 use crate::io::reads::TimedRead;
@@ -30,8 +33,10 @@ use crate::io::reads::TimedRead;
 /// The shortest time between two wake-ups of the client thread while data keeps arriving: after a
 /// wake-up whose wait for data was shorter than this, the thread sleeps until this long after that
 /// wake-up (never past the next scheduled send) before it looks again. The reads' times are the kernel's
-/// receive times, so this costs no accuracy; it bounds how late a read is *processed*, not when it is
-/// said to have arrived.
+/// receive times, so each read's last byte is still timed exactly; segments that arrive during the pause
+/// are merged by the kernel into one carrying the last one's stamp, so within a pause (at most this long)
+/// their own arrivals are not kept (each read's `recv_ms` shows the pause). [`SingleClient`] does not
+/// pause.
 pub const COALESCE: Duration = Duration::from_millis(1);
 
 /// How send times are scheduled.
@@ -64,7 +69,8 @@ pub struct SendTiming {
     pub woke_ms: f64,
     /// When it got a concurrency slot (queue = slot − woke: waiting for the serve, counted in its latency).
     pub slot_ms: f64,
-    /// When the client began the request (connect); the reads' `t_ms` count from here.
+    /// When the request was sent: just before the write of its bytes began, after the connect (so a
+    /// request's TTFT does not include its connect); the reads' `t_ms` count from here.
     pub sent_ms: f64,
     /// When the response ended (or failed), from the start.
     pub end_ms: f64,
@@ -90,28 +96,44 @@ pub struct LoadExchange {
     pub exchange: Exchange,
 }
 
-/// Where requests go: `http://host:port` (no path, no TLS).
+/// Where requests go: `http://host[:port][/prefix]` (no TLS).
 #[derive(Debug, Clone)]
 pub struct Target {
     /// `host:port` to connect to.
     pub addr: String,
     /// `Host` header value.
     pub host: String,
+    /// What comes before `/v1/chat/completions` in the request target (`""`, or the base URL's path such
+    /// as `/openai`, kept as written), so a request goes where `{base_url}/v1/chat/completions` names.
+    pub prefix: String,
     /// `Authorization: Bearer` value, if any (never recorded).
     pub api_key: Option<String>,
 }
 
 impl Target {
-    /// Parses `http://host:port`. Errors say what is wrong (https is not supported by the load client).
+    /// Parses `http://host[:port][/prefix]` (port 80 when none is given). Errors say what is wrong
+    /// (https is not supported by this client; an API key that is not a valid header value is refused).
     pub fn parse(base_url: &str, api_key: Option<String>) -> Result<Target, String> {
         let rest = base_url.strip_prefix("http://").ok_or_else(|| {
             format!("the load client speaks plain http:// only, got {base_url:?}")
         })?;
-        let hostport = rest.trim_end_matches('/');
-        if hostport.is_empty() || hostport.contains('/') {
+        let rest = rest.trim_end_matches('/');
+        let cut = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (hostport, prefix) = rest.split_at(cut);
+        if hostport.is_empty() || hostport.contains('@') {
             return Err(format!(
-                "a base URL is http://host:port with no path, got {base_url:?}"
+                "a base URL is http://host[:port][/path], got {base_url:?}"
             ));
+        }
+        let prefix = if prefix.starts_with('/') || prefix.is_empty() {
+            prefix.to_string()
+        } else {
+            format!("/{prefix}")
+        };
+        if let Some(k) = &api_key {
+            if k.bytes().any(|b| b.is_ascii_control() || b >= 0x80) {
+                return Err("the API key is not a valid header value".into());
+            }
         }
         let addr = if hostport
             .rsplit_once(':')
@@ -124,6 +146,7 @@ impl Target {
         Ok(Target {
             addr,
             host: hostport.to_string(),
+            prefix,
             api_key,
         })
     }
@@ -249,10 +272,53 @@ pub fn run(
     Ok(out)
 }
 
+/// The single-request client: what every request of a gate without `[load]` goes through to an
+/// `http://` serve (warmup, repeats, each arm of a pair or an interleaved baseline), so those requests are
+/// sent and timed exactly as a load run's are ([`run`] and this share [`one`]). One current-thread runtime
+/// on the calling thread, kept for the client's life, and the kernel's receive stamping held on
+/// ([`RxStamps`]) for as long. It does not coalesce wake-ups: at one stream a read taken later than its
+/// data arrived lets the kernel merge the segments that queued meanwhile into one carrying the last one's
+/// stamp, so the first token's own arrival would be lost whenever the next came within the pause.
+pub struct SingleClient {
+    rt: tokio::runtime::Runtime,
+    stamps: RxStamps,
+}
+
+impl SingleClient {
+    /// A client with its runtime and receive stamping on. Errors: the runtime could not start.
+    pub fn new() -> Result<SingleClient, String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| format!("cannot start the client's runtime: {e}"))?;
+        Ok(SingleClient {
+            rt,
+            stamps: RxStamps::hold(),
+        })
+    }
+
+    /// Whether the kernel stamps this client's reads (false: `t_ms` is when each read returned and
+    /// `recv_ms` is `None`).
+    pub fn stamped(&self) -> bool {
+        self.stamps.on
+    }
+
+    /// Sends `body` (JSON bytes) to `target` and reads the whole reply as timed reads, on the calling
+    /// thread; `timeout` bounds the whole request (connect, head and body). Never fails: a transport error
+    /// is recorded in the exchange, worded as [`crate::io::client::send_within`] documents.
+    pub fn send(&self, target: &Target, body: &[u8], timeout: Duration) -> Exchange {
+        self.rt.block_on(one(target, body, timeout)).0
+    }
+}
+
 /// One request: connect, write, read the head and the body as timed reads, de-chunked. Returns the
-/// exchange, the instant it began (reads count from it) and the instant it ended.
+/// exchange, the instant the request was sent (just before its write began, after the connect; the reads
+/// and `head_ms` count from it) and the instant it ended. `timeout` bounds the whole request, connect
+/// included.
 async fn one(target: &Target, body: &[u8], timeout: Duration) -> (Exchange, Instant, Instant) {
-    let t0 = Instant::now();
+    let begun = Instant::now();
+    let mut t0 = begun;
     let mut meta = ResponseMeta::default();
     let mut reads = Vec::new();
     let mut kept = 0u64;
@@ -260,13 +326,14 @@ async fn one(target: &Target, body: &[u8], timeout: Duration) -> (Exchange, Inst
     let fut = exchange(
         target,
         body,
-        t0,
+        &mut t0,
         &mut meta,
         &mut reads,
         &mut kept,
         &mut truncated,
     );
-    match tokio::time::timeout(timeout, fut).await {
+    let result = tokio::time::timeout(timeout, fut).await;
+    match result {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
             meta.transport_error.get_or_insert(e);
@@ -292,53 +359,104 @@ async fn one(target: &Target, body: &[u8], timeout: Duration) -> (Exchange, Inst
     )
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn exchange(
-    target: &Target,
-    body: &[u8],
-    t0: Instant,
-    meta: &mut ResponseMeta,
-    reads: &mut Vec<TimedRead>,
-    kept: &mut u64,
-    truncated: &mut bool,
-) -> Result<(), String> {
-    let mut sock = tokio::net::TcpStream::connect(&target.addr)
-        .await
-        .map_err(|e| format!("connect failed: {e}"))?;
-    let _ = sock.set_nodelay(true);
-    stamp_receives(&sock);
-    // Reads are never stamped before the request began nor before the read before them.
-    let last = t0;
+/// How long a connect may take before the request fails (`connect failed: ...`), within the request's
+/// own timeout.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The request head for `body` to `target` (HTTP/1.1, `Connection: close`, the API key if any).
+fn request_head(target: &Target, body_len: usize) -> String {
     let mut req = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: {}\r\nUser-Agent: servegate/{}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "POST {}/v1/chat/completions HTTP/1.1\r\nHost: {}\r\nUser-Agent: servegate/{}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        target.prefix,
         target.host,
         env!("CARGO_PKG_VERSION"),
-        body.len()
+        body_len
     );
     if let Some(k) = &target.api_key {
         req.push_str(&format!("Authorization: Bearer {k}\r\n"));
     }
     req.push_str("\r\n");
-    let mut wire = req.into_bytes();
+    req
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn exchange(
+    target: &Target,
+    body: &[u8],
+    t0: &mut Instant,
+    meta: &mut ResponseMeta,
+    reads: &mut Vec<TimedRead>,
+    kept: &mut u64,
+    truncated: &mut bool,
+) -> Result<(), String> {
+    let sock = match tokio::time::timeout(
+        CONNECT_TIMEOUT,
+        tokio::net::TcpStream::connect(&target.addr),
+    )
+    .await
+    {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(format!("connect failed: {e}")),
+        Err(_) => {
+            return Err(format!(
+                "connect failed: no connection to {} within {} s",
+                target.addr,
+                CONNECT_TIMEOUT.as_secs()
+            ))
+        }
+    };
+    let _ = sock.set_nodelay(true);
+    stamp_receives(&sock);
+    let mut wire = request_head(target, body.len()).into_bytes();
     wire.extend_from_slice(body);
-    sock.write_all(&wire)
-        .await
-        .map_err(|e| format!("request failed: {e}"))?;
     // Reads go through an AsyncFd so a short read can mark the socket drained without a second
-    // recvmsg that would only say EAGAIN (tokio's own TcpStream reads do the same).
+    // recvmsg that would only say EAGAIN (tokio's own TcpStream reads do the same); the write too, so the
+    // send time is read right before the write(2) that sends the request.
     let sock = sock
         .into_std()
         .map_err(|e| format!("request failed: {e}"))?;
     // SAFETY: the AsyncFd owns the std TcpStream, whose fd stays open and the same until it drops.
-    let sock =
-        unsafe { tokio::io::unix::AsyncFd::register_with_interest(sock, Interest::READABLE) }
-            .map_err(|e| format!("request failed: {e}"))?;
-
+    let sock = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(
+            sock,
+            Interest::READABLE | Interest::WRITABLE,
+        )
+    }
+    .map_err(|e| format!("request failed: {e}"))?;
+    // The request is sent now: what the serve takes to answer counts from here, not from the connect
+    // (a client stopped between its connect and its write would otherwise count its stop in TTFT).
+    *t0 = Instant::now();
+    write_all(&sock, &wire)
+        .await
+        .map_err(|e| format!("request failed: {e}"))?;
+    let t0 = *t0;
     let mut buf = READ_BUFS.with(|b| b.borrow_mut().pop()).unwrap_or_default();
     buf.resize(READ_BUF_BYTES, 0);
-    let result = read_response(&sock, &mut buf, t0, last, meta, reads, kept, truncated).await;
+    // Reads are never stamped before the request was sent nor before the read before them.
+    let result = read_response(&sock, &mut buf, t0, t0, meta, reads, kept, truncated).await;
     READ_BUFS.with(|b| b.borrow_mut().push(buf));
     result
+}
+
+/// Writes all of `wire` to the socket: the first write(2) at once (a fresh socket is writable), the rest
+/// when the socket is writable again.
+async fn write_all(
+    sock: &tokio::io::unix::AsyncFd<std::net::TcpStream>,
+    mut wire: &[u8],
+) -> std::io::Result<()> {
+    use std::io::Write;
+    while !wire.is_empty() {
+        match (&*sock.get_ref()).write(wire) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => wire = &wire[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                sock.writable().await?.clear_ready();
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Bytes asked of each read.
@@ -365,10 +483,11 @@ async fn read_response(
     let ms = |t: Instant| t.duration_since(t0).as_secs_f64() * 1000.0;
     let mut head = Vec::new();
     // The head.
-    let (framing, rest, head_t) = loop {
-        let (n, t) = recv_stamped(sock, buf, &mut last)
+    let (framing, rest, head_got) = loop {
+        let got = recv_stamped(sock, buf, &mut last)
             .await
             .map_err(|e| format!("request failed: reading the response head: {e}"))?;
+        let (n, t) = (got.n, got.at);
         if n == 0 {
             return Err("request failed: the connection closed before a response head".into());
         }
@@ -398,7 +517,18 @@ async fn read_response(
                         })
                         .or_insert(v);
                 }
-                break (framing, head[len..].to_vec(), t);
+                if (300..400).contains(&resp.code.unwrap_or(0)) {
+                    let to = meta
+                        .headers
+                        .get("location")
+                        .map(|l| format!(" to {l}"))
+                        .unwrap_or_default();
+                    meta.transport_error = Some(format!(
+                        "redirect refused: HTTP {}{to}; servegate follows no redirect (point serve.url at the serve itself)",
+                        resp.code.unwrap_or(0)
+                    ));
+                }
+                break (framing, head[len..].to_vec(), got);
             }
             Ok(httparse::Status::Partial) if head.len() < 64 * 1024 => continue,
             Ok(httparse::Status::Partial) => {
@@ -409,18 +539,19 @@ async fn read_response(
     };
     let mut framing = framing;
     // One copy per read: the wire bytes (or, chunked, only their data) go straight into the read kept.
-    let mut first = Some((head_t, rest));
+    let mut first = Some((head_got, rest));
     let mut held;
     loop {
-        let (t, bytes): (Instant, &[u8]) = match first.take() {
-            Some((t, rest)) => {
+        let (got, bytes): (Got, &[u8]) = match first.take() {
+            Some((got, rest)) => {
                 held = rest;
-                (t, &held[..])
+                (got, &held[..])
             }
             None => {
-                let (n, t) = recv_stamped(sock, buf, &mut last).await.map_err(|e| {
+                let got = recv_stamped(sock, buf, &mut last).await.map_err(|e| {
                     format!("body read failed after {kept} bytes: {e}", kept = *kept)
                 })?;
+                let n = got.n;
                 if n == 0 {
                     return match framing {
                         Framing::UntilClose => Ok(()),
@@ -432,7 +563,7 @@ async fn read_response(
                         )),
                     };
                 }
-                (t, &buf[..n])
+                (got, &buf[..n])
             }
         };
         if bytes.is_empty() {
@@ -462,8 +593,8 @@ async fn read_response(
             if !data.is_empty() {
                 *kept += data.len() as u64;
                 reads.push(TimedRead {
-                    recv_ms: None,
-                    t_ms: ms(t),
+                    recv_ms: got.stamped.then(|| ms(got.returned)),
+                    t_ms: ms(got.at),
                     bytes: data,
                 });
             }
@@ -553,14 +684,27 @@ pub fn set_stamping(fd: libc::c_int) {
     }
 }
 
-/// One read: waits until the socket is readable, then `recvmsg`. Returns the bytes read and when they
-/// arrived: the kernel's receive time of the last segment taken ([`arrival`]), no earlier than
-/// `*last` (the previous read's time, or the request's start) and no later than now; `*last` moves to it.
+/// One read: when the socket is readable, `recvmsg`. What it returns of the read.
+#[derive(Debug, Clone, Copy)]
+struct Got {
+    /// Bytes read (0: the peer closed).
+    n: usize,
+    /// When they arrived: the kernel's receive time of the last segment taken ([`arrival`]), no earlier
+    /// than the previous read's (or the request's send) and no later than `returned`.
+    at: Instant,
+    /// When `recvmsg` returned, on the client's clock.
+    returned: Instant,
+    /// Whether `at` is the kernel's stamp (false: the kernel gave none, and `at` is `returned`).
+    stamped: bool,
+}
+
+/// One read: waits until the socket is readable, then `recvmsg` (see [`Got`]); `*last` moves to the
+/// read's arrival time.
 async fn recv_stamped(
     sock: &tokio::io::unix::AsyncFd<std::net::TcpStream>,
     buf: &mut [u8],
     last: &mut Instant,
-) -> std::io::Result<(usize, Instant)> {
+) -> std::io::Result<Got> {
     use std::os::fd::AsRawFd;
     let fd = sock.get_ref().as_raw_fd();
     loop {
@@ -572,14 +716,41 @@ async fn recv_stamped(
                 if n > 0 && n < buf.len() {
                     ready.clear_ready();
                 }
-                let t = arrival(kernel, SystemTime::now(), Instant::now()).max(*last);
-                *last = t;
-                return Ok((n, t));
+                let (real, returned) = clock_pair();
+                let at = arrival(kernel, real, returned);
+                let stamped = kernel.is_some() && at != returned;
+                let at = at.max(*last);
+                *last = at;
+                return Ok(Got {
+                    n,
+                    at,
+                    returned,
+                    stamped,
+                });
             }
             Ok(Err(e)) => return Err(e),
             Err(_would_block) => continue,
         }
     }
+}
+
+/// The widest gap [`clock_pair`] accepts between its two wall-clock reads.
+const CLOCK_PAIR_GAP: Duration = Duration::from_micros(20);
+
+/// The wall clock and the monotonic clock read together: wall, monotonic, wall again, retried (up to 8
+/// times) while the two wall-clock reads are more than [`CLOCK_PAIR_GAP`] apart, so a thread preempted or
+/// stopped between the reads does not shift a kernel stamp it converts ([`arrival`]) by its pause. The
+/// conversion error is then at most that gap.
+fn clock_pair() -> (SystemTime, Instant) {
+    let mut pair = (SystemTime::now(), Instant::now());
+    for _ in 0..8 {
+        let again = SystemTime::now();
+        match again.duration_since(pair.0) {
+            Ok(gap) if gap <= CLOCK_PAIR_GAP => break,
+            _ => pair = (SystemTime::now(), Instant::now()),
+        }
+    }
+    pair
 }
 
 /// `recvmsg` into `buf` with room for the `SCM_TIMESTAMPNS` control message. Returns the bytes read and
@@ -943,9 +1114,10 @@ mod tests {
             .unwrap();
             let mut buf = vec![0u8; 1024];
             let mut last = t0;
-            let (n, t) = recv_stamped(&sock, &mut buf, &mut last).await.unwrap();
-            assert_eq!(&buf[..n], b"data: x\n\n");
-            (t, Instant::now(), (t0, written, woke))
+            let got = recv_stamped(&sock, &mut buf, &mut last).await.unwrap();
+            assert_eq!(&buf[..got.n], b"data: x\n\n");
+            assert!(got.stamped && got.returned >= got.at);
+            (got.at, Instant::now(), (t0, written, woke))
         });
         let (t0, written, woke) = t0;
         assert!(arrived >= t0 && arrived <= read_at);
@@ -963,7 +1135,12 @@ mod tests {
     fn target_is_plain_http_host_port() {
         let t = Target::parse("http://127.0.0.1:8080", None).unwrap();
         assert_eq!(t.addr, "127.0.0.1:8080");
+        assert_eq!(t.prefix, "");
         assert!(Target::parse("https://x:1", None).is_err());
-        assert!(Target::parse("http://x:1/v1", None).is_err());
+        let p = Target::parse("http://x:1/openai/", None).unwrap();
+        assert_eq!((p.addr.as_str(), p.prefix.as_str()), ("x:1", "/openai"));
+        assert_eq!(Target::parse("http://x", None).unwrap().addr, "x:80");
+        assert!(Target::parse("http://u@x:1", None).is_err());
+        assert!(Target::parse("http://x:1", Some("a\r\nX: y".into())).is_err());
     }
 }

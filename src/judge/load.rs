@@ -31,6 +31,41 @@ pub struct PointEvidence {
     pub loaded: Result<(Evidence, LoadRecord), String>,
 }
 
+impl PointEvidence {
+    /// Loads point `point` of the load run under `root` (its directory `root/<point dir>`): the replies
+    /// (`analysis::load`) and `load.json`, checked against each other and the point
+    /// ([`crate::evidence::load::check_record`]); what does not hold is `loaded`'s error, so the point's
+    /// trials fail with it. The one loader of `servegate judge`, the runner and load records.
+    pub fn load(root: &std::path::Path, point: Point) -> PointEvidence {
+        let pd = root.join(point.dir());
+        let loaded = crate::analysis::load(&pd)
+            .map_err(|e| e.to_string())
+            .and_then(|ev| {
+                crate::evidence::load::read_record(&pd)
+                    .map(|r| (ev, r))
+                    .map_err(|e| e.to_string())
+            })
+            .and_then(|(ev, r)| {
+                crate::evidence::load::check_record(&r, &ev.run, point)
+                    .map(|()| (ev, r))
+                    .map_err(|e| format!("{}: {e}", pd.display()))
+            });
+        PointEvidence { point, loaded }
+    }
+}
+
+/// Every trial of a load gate FAILed with `reason` (the whole run's evidence proves nothing: run.json says
+/// it did not finish), as a plain run's assertions fail on incomplete evidence.
+pub fn fail_all(gate: &GateSpec, reason: &str) -> Vec<Verdict> {
+    gate.load
+        .as_ref()
+        .map(|l| l.trial_names())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|n| verdict(n, Outcome::Fail, reason.to_string()))
+        .collect()
+}
+
 /// A judged request of a point: sample plus reply (for consistency), prompt index and prompt.
 struct Judged {
     sample: Sample,
@@ -84,7 +119,7 @@ pub fn samples(ev: &Evidence, rec: &LoadRecord) -> Vec<Sample> {
 
 fn verdict(name: String, outcome: Outcome, details: String) -> Verdict {
     let mut v = Verdict::new(AssertionKind::Load, outcome, &details);
-    v.message = format!("{name} {} {details}", outcome.word());
+    v.message = format!("{name} {} {}", outcome.word(), v.details());
     v.assertion = name;
     v
 }

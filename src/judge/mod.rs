@@ -97,7 +97,8 @@ pub struct Verdict {
     pub kind: AssertionKind,
     /// Pass, fail, indeterminate, incomparable or void.
     pub outcome: Outcome,
-    /// The verdict line: `<assertion> PASS|FAIL|INDETERMINATE|INCOMPARABLE|VOID <details>`.
+    /// The verdict line: `<assertion> PASS|FAIL|INDETERMINATE|INCOMPARABLE|VOID <details>`. One line: the
+    /// details are [`crate::text::shown`] (outside text escaped), so it is printed as it is.
     pub message: String,
     /// The per-request values judged (in the unit of the assertion's metric: tok/s for `rate`, ms for
     /// `first_token` and `tpot`), in send order, one per planned request; None where a request had no value
@@ -133,9 +134,12 @@ impl Verdict {
         v
     }
 
-    /// Sets the outcome and the details, and the message from them.
+    /// Sets the outcome and the details, and the message from them. The details pass through
+    /// [`crate::text::shown`]: whatever a builder quotes (a serve's version, a log line, a reply, an error
+    /// body), the verdict line is one line with no control byte and no CI workflow command in it.
     fn set(&mut self, outcome: Outcome, details: String) {
         let word = outcome.word();
+        let details = crate::text::shown(&details);
         self.outcome = outcome;
         self.message = format!("{} {word} {details}", self.kind);
         self.details = details;
@@ -2590,5 +2594,77 @@ mod tests {
     fn ranges_are_compact() {
         assert_eq!(ranges(&[3]), "request 03");
         assert_eq!(ranges(&[3, 4, 5, 9, 11, 12]), "requests 03-05, 09, 11-12");
+    }
+
+    /// What a serve says is outside text: its replies, error bodies, log lines and failure, each holding `::`,
+    /// `%0A`, CR, LF, ESC and BEL (and the legacy `##[`), reach every verdict line escaped, each verdict one
+    /// line that no CI runner reads as a workflow command.
+    #[test]
+    fn every_verdict_line_is_one_safe_line_whatever_the_serve_says() {
+        const EVIL: &str =
+            "\n::stop-commands::z\r::error::fake%0A::add-mask::k\u{1b}[31m\u{7}##[error]legacy";
+        let quoted = serde_json::to_string(EVIL).unwrap();
+        let reply = |t: f64| {
+            vec![
+                ev_line(
+                    t,
+                    &format!(r#"{{"choices":[{{"index":0,"delta":{{"content":{quoted}}}}}]}}"#),
+                ),
+                ev_line(
+                    t + 50.0,
+                    &format!(r#"{{"choices":[{{"index":0,"delta":{{"content":{quoted}}}}}]}}"#),
+                ),
+                ev_line(
+                    t + 100.0,
+                    r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+                ),
+                TimedRead {
+                    recv_ms: None,
+                    t_ms: t + 101.0,
+                    bytes: b"data: [DONE]\n\n".to_vec(),
+                },
+            ]
+        };
+        let error_body = TimedRead {
+            recv_ms: None,
+            t_ms: 5.0,
+            bytes: format!(r#"{{"error":{{"message":{quoted},"code":500}}}}"#).into_bytes(),
+        };
+        let mut failed = request(2, &[error_body], None);
+        failed.record.http_status = Some(500);
+        let g = gate_text(&format!(
+            "{GATE}[assert.route]\nfast = 'add-mask'\nslow = 'stop-commands'\n"
+        ));
+        let mut ev = evidence(
+            Some(4),
+            vec![
+                request(0, &reply(100.0), None),
+                request(1, &reply(100.0), Some(EVIL)),
+                failed,
+            ],
+        );
+        ev.serve_log = Some(format!("{EVIL}\n{EVIL}\n"));
+        let v = judge(&g, &ev);
+        assert_eq!(v.len(), 5, "{v:?}");
+        for x in &v {
+            let m = &x.message;
+            assert!(!m.chars().any(crate::text::is_unsafe), "{m:?}");
+            assert!(!m.contains("##["), "{m:?}");
+            assert!(!m.trim_start().starts_with("::"), "{m:?}");
+        }
+        // The text is there, shown escaped, not dropped.
+        let known = &find(&v, "known_answer").message;
+        assert!(known.contains("::stop-commands::z"), "{known}");
+        let route = &find(&v, "route").message;
+        assert!(route.contains("::add-mask::k##\\[error]"), "{route}");
+        // And a serve that failed during the run says so with its failure escaped.
+        ev.run.serve.failure = Some(format!("server_exited_during_run: {EVIL}"));
+        for x in judge(&g, &ev) {
+            assert!(
+                !x.message.chars().any(crate::text::is_unsafe),
+                "{:?}",
+                x.message
+            );
+        }
     }
 }

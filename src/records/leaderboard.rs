@@ -2,7 +2,10 @@
 //! minijinja templates in `templates/` (compiled in), and checks that committed pages are what the records
 //! render. Rendering is pure ([`render`]: records → page text; deterministic: no clock, no environment, sorted
 //! input); only [`cli_leaderboard`] reads and writes files (atomically). It validates nothing itself: it
-//! renders only records `record::load_dir` accepted.
+//! renders only records `record::load_dir` accepted (the one loader of what may be published: every record
+//! valid and re-derived from its evidence, else nothing rendered and the refused ones named). Every text of
+//! the page's context passes [`crate::text::page`], so a record's control bytes (ESC, BEL) are shown escaped
+//! in both pages, never written raw.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -862,6 +865,12 @@ pub fn render_with(
         curves: super::load_records::curves(&load, records_link),
     };
     let env = environment()?;
+    // Every text a record brings (model name, engine, route, notes, flags, ids) with its control bytes shown
+    // escaped: the templates see no raw ESC or BEL (line breaks stay: the `md` filter and HTML handle them).
+    let mut ctx = serde_json::to_value(&ctx).map_err(|e| {
+        minijinja::Error::new(minijinja::ErrorKind::BadSerialization, e.to_string())
+    })?;
+    crate::text::map_strings(&mut ctx, &crate::text::page);
     let value = minijinja::Value::from_serialize(&ctx);
     Ok(Pages {
         markdown: env.get_template("leaderboard.md")?.render(&value)?,
@@ -1088,13 +1097,14 @@ pub fn cli(args: &LeaderboardArgs) -> i32 {
 pub fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i32 {
     let records = match record::load_dir(records_dir) {
         Ok(r) => r,
-        Err(lines) => {
-            for l in lines {
-                eprintln!("{l}");
+        Err(refused) => {
+            for l in &refused.lines {
+                crate::errln!("{l}");
             }
-            eprintln!(
-                "error: invalid records in {}: nothing rendered (see `servegate records check`)",
-                records_dir.display()
+            crate::errln!(
+                "error: {}: nothing rendered; a page shows only records that re-derive from their evidence \
+                 (see `servegate records check`)",
+                refused.summary()
             );
             return exit::SPEC_INVALID;
         }
@@ -1111,7 +1121,7 @@ pub fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i
     let pages = match render_with(&records, &relative_link(&page_dir, records_dir), &bounds) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: rendering the leaderboard: {e:#}");
+            crate::errln!("error: rendering the leaderboard: {e:#}");
             return exit::EVIDENCE_ERROR;
         }
     };
@@ -1125,7 +1135,7 @@ pub fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i
             ("the HTML page of --out".to_string(), html.as_path()),
         ]);
         for r in &refusals {
-            eprintln!("error: {r}");
+            crate::errln!("error: {r}");
         }
         if !refusals.is_empty() {
             return exit::USAGE;
@@ -1138,16 +1148,16 @@ pub fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
                 Err(e) => {
-                    eprintln!("error: {}: {e}", path.display());
+                    crate::errln!("error: {}: {e}", path.display());
                     return exit::EVIDENCE_ERROR;
                 }
             };
             if committed == *text {
-                println!("{}: up to date ({} records)", path.display(), records.len());
+                crate::outln!("{}: up to date ({} records)", path.display(), records.len());
             } else {
                 differ = true;
                 let shown = path.display().to_string();
-                print!(
+                crate::out!(
                     "{}",
                     unified_diff(
                         &shown,
@@ -1157,7 +1167,7 @@ pub fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i
                         3
                     )
                 );
-                println!("{}: differs from what the records render; run `servegate leaderboard` and commit the result", path.display());
+                crate::outln!("{}: differs from what the records render; run `servegate leaderboard` and commit the result", path.display());
             }
         }
         return if differ {
@@ -1168,10 +1178,10 @@ pub fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i
     }
     for (path, text) in targets {
         if let Err(e) = crate::io::fs::write_atomic(path, text.as_bytes()) {
-            eprintln!("error: {}: {e}", path.display());
+            crate::errln!("error: {}: {e}", path.display());
             return exit::EVIDENCE_ERROR;
         }
-        println!("wrote {} ({} records)", path.display(), records.len());
+        crate::outln!("wrote {} ({} records)", path.display(), records.len());
     }
     exit::PASS
 }

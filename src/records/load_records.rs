@@ -206,15 +206,7 @@ pub fn from_load_run(
     // Every point, loaded once; judged exactly as `servegate judge` does (run::load::judge_dir).
     let mut pes = Vec::new();
     for p in &load.spec.points {
-        let pd = root.join(p.dir());
-        let loaded = crate::analysis::load(&pd)
-            .map_err(|e| e.to_string())
-            .and_then(|ev| {
-                crate::evidence::load::read_record(&pd)
-                    .map(|r| (ev, r))
-                    .map_err(|e| e.to_string())
-            });
-        pes.push(crate::judge::load::PointEvidence { point: *p, loaded });
+        pes.push(crate::judge::load::PointEvidence::load(root, *p));
     }
     let verdicts = crate::judge::load::judge_points(gate, &pes);
     let forced = match refuse_failed_verdicts(root, &verdicts) {
@@ -555,7 +547,7 @@ pub(super) fn cli_add(
 ) -> i32 {
     use crate::error::exit;
     if force {
-        eprintln!("error: --force records single-runtime runs only; load records are written from a passing load run");
+        crate::errln!("error: --force records single-runtime runs only; load records are written from a passing load run");
         return exit::USAGE;
     }
     write_from_run(gate, run, spec, dir)
@@ -569,7 +561,7 @@ pub fn write_from_run(gate: &GateSpec, run: &Path, spec: &RunRecordSpec, dir: &P
     let records = match from_load_run(gate, run, spec, None) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             return match e {
                 RecordError::Evidence(_) | RecordError::Io { .. } => exit::EVIDENCE_ERROR,
                 RecordError::Invalid { .. } | RecordError::Exists { .. } => exit::SPEC_INVALID,
@@ -582,21 +574,21 @@ pub fn write_from_run(gate: &GateSpec, run: &Path, spec: &RunRecordSpec, dir: &P
         .map(|r| (r, record::validate(r, &r.id)))
         .find(|(_, p)| !p.is_empty())
     {
-        eprintln!(
+        crate::errln!(
             "error: {}",
             RecordError::Invalid {
                 id: r.id.clone(),
                 problems
             }
         );
-        eprintln!("no record written");
+        crate::errln!("no record written");
         return exit::SPEC_INVALID;
     }
     if let Some(r) = records
         .iter()
         .find(|r| dir.join(format!("{}.json", r.id)).exists())
     {
-        eprintln!(
+        crate::errln!(
             "error: {}: exists; a record is never overwritten (choose a new id)",
             dir.join(format!("{}.json", r.id)).display()
         );
@@ -604,7 +596,7 @@ pub fn write_from_run(gate: &GateSpec, run: &Path, spec: &RunRecordSpec, dir: &P
     }
     for r in &records {
         match record::write_new(dir, r) {
-            Ok(path) => println!(
+            Ok(path) => crate::outln!(
                 "wrote {} ({} {}, {} {} {}, n = {}{})",
                 path.display(),
                 record::terminal_safe(&r.model.name),
@@ -616,12 +608,12 @@ pub fn write_from_run(gate: &GateSpec, run: &Path, spec: &RunRecordSpec, dir: &P
                 if r.indicative() { ", indicative" } else { "" }
             ),
             Err(e) => {
-                eprintln!("error: {e}");
+                crate::errln!("error: {e}");
                 return exit::EVIDENCE_ERROR;
             }
         }
     }
-    println!("now run `servegate leaderboard`");
+    crate::outln!("now run `servegate leaderboard`");
     exit::PASS
 }
 

@@ -1559,25 +1559,115 @@ pub fn verify_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
     Ok(checked)
 }
 
-/// Loads every record of `dir`, or every problem as `FILE: FIELD: MESSAGE` lines.
-pub fn load_dir(dir: &Path) -> Result<Vec<Record>, Vec<String>> {
-    let checked = check_dir(dir)
-        .map_err(|e| vec![format!("{}: cannot read directory: {e}", dir.display())])?;
+/// Why a record directory publishes nothing: the records `servegate records check` refuses in it (invalid,
+/// or not what their evidence re-derives to), or the directory's read error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// The record directory.
+    pub dir: PathBuf,
+    /// `FILE: FIELD: MESSAGE`, one per problem (as `records check` prints them), or the read error.
+    pub lines: Vec<String>,
+    /// The refused record files, in file order.
+    pub files: Vec<PathBuf>,
+    /// The record files the directory holds (0 when it could not be read).
+    pub total: usize,
+}
+
+impl Refused {
+    /// How many were refused, and which: `1 of 21 records in records refused by `servegate records check`
+    /// (x.json)`; the read error when the directory could not be read.
+    pub fn summary(&self) -> String {
+        if self.files.is_empty() {
+            return self.lines.join("; ");
+        }
+        let names: Vec<String> = self
+            .files
+            .iter()
+            .map(|f| {
+                f.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| f.display().to_string())
+            })
+            .collect();
+        format!(
+            "{} of {} record{} in {} refused by `servegate records check` ({})",
+            self.files.len(),
+            self.total,
+            if self.total == 1 { "" } else { "s" },
+            self.dir.display(),
+            names.join(", ")
+        )
+    }
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for l in &self.lines {
+            writeln!(f, "{l}")?;
+        }
+        f.write_str(&self.summary())
+    }
+}
+
+/// The one loader of what may be published: every record of `dir`, when `servegate records check` accepts
+/// them all ([`verify_dir`]: each valid, ids unique, pairs consistent, and every `gate_run` record re-derived
+/// from its evidence); else what it refuses ([`Refused`]: every problem, how many records and which). The
+/// leaderboard pages and every export load records through it, so a record whose figures its evidence
+/// does not give (values doubled: 42.85 tok/s stated, 21.86 re-derived) is never rendered or exported.
+pub fn load_dir(dir: &Path) -> Result<Vec<Record>, Refused> {
+    let checked = verify_dir(dir).map_err(|e| Refused {
+        dir: dir.to_path_buf(),
+        lines: vec![format!("{}: cannot read directory: {e}", dir.display())],
+        files: Vec::new(),
+        total: 0,
+    })?;
     let lines = problem_lines(&checked);
     if !lines.is_empty() {
-        return Err(lines);
+        return Err(Refused {
+            dir: dir.to_path_buf(),
+            lines,
+            files: checked
+                .iter()
+                .filter(|c| !c.problems.is_empty())
+                .map(|c| c.file.clone())
+                .collect(),
+            total: checked.len(),
+        });
     }
     Ok(checked.into_iter().filter_map(|c| c.record).collect())
 }
 
-/// `FILE: FIELD: MESSAGE`, one per problem.
+/// One record file loaded as [`load_dir`] loads a directory: valid, and re-derived from its evidence
+/// (relative evidence paths resolved from its directory, as `records check --dir` does).
+pub fn load_file(file: &Path) -> Result<Record, Refused> {
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut c = check_file(file);
+    if let (Some(r), true) = (&c.record, c.problems.is_empty()) {
+        let more = rederive(dir, r);
+        c.problems.extend(more);
+    }
+    match c.record {
+        Some(r) if c.problems.is_empty() => Ok(r),
+        _ => Err(Refused {
+            dir: dir.to_path_buf(),
+            lines: problem_lines(std::slice::from_ref(&c)),
+            files: vec![c.file.clone()],
+            total: 1,
+        }),
+    }
+}
+
+/// `FILE: FIELD: MESSAGE`, one per problem, [`terminal_safe`] (a record's text is outside text).
 pub fn problem_lines(checked: &[Checked]) -> Vec<String> {
     checked
         .iter()
         .flat_map(|c| {
             c.problems
                 .iter()
-                .map(move |p| format!("{}: {p}", c.file.display()))
+                .map(move |p| format!("{}: {}", c.file.display(), terminal_safe(&p.to_string())))
         })
         .collect()
 }
@@ -1661,7 +1751,7 @@ pub fn cli_records(args: &RecordsArgs) -> i32 {
             force,
         } => {
             if role != "ours" && role != "theirs" {
-                eprintln!("error: --role is `ours` or `theirs`, got {role:?}");
+                crate::errln!("error: --role is `ours` or `theirs`, got {role:?}");
                 return exit::USAGE;
             }
             cli_records_add_with(
@@ -1719,7 +1809,7 @@ pub fn cli_records_add_with(
     {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {}: {e}", spec_file.display());
+            crate::errln!("error: {}: {e}", spec_file.display());
             return exit::SPEC_INVALID;
         }
     };
@@ -1732,7 +1822,7 @@ pub fn cli_records_add_with(
     let gate = match crate::spec::load(&run.join(crate::evidence::layout::GATE_FILE)) {
         Ok(g) => g,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             return exit::SPEC_INVALID;
         }
     };
@@ -1741,7 +1831,7 @@ pub fn cli_records_add_with(
     }
     let built = if crate::evidence::is_pair_dir(run) {
         if force {
-            eprintln!("error: --force records single-runtime runs only; a pair record is written from a passing pair run");
+            crate::errln!("error: --force records single-runtime runs only; a pair record is written from a passing pair run");
             return exit::USAGE;
         }
         crate::analysis::load_pair(run).map(|pe| from_pair_run_as(&gate, &pe, &spec, role))
@@ -1752,11 +1842,11 @@ pub fn cli_records_add_with(
     };
     let record = match built {
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             return exit::EVIDENCE_ERROR;
         }
         Ok(Err(e)) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             return match e {
                 RecordError::Evidence(_) | RecordError::Io { .. } => exit::EVIDENCE_ERROR,
                 RecordError::Invalid { .. } | RecordError::Exists { .. } => exit::SPEC_INVALID,
@@ -1774,7 +1864,7 @@ pub fn cli_records_add_with(
             if let Some(why) = &record.source.forced {
                 flag.push_str(&format!(", FORCED: {}", terminal_safe(why)));
             }
-            println!(
+            crate::outln!(
                 "wrote {} ({} {} {} {}, n = {}{flag}); now run `servegate leaderboard`",
                 path.display(),
                 terminal_safe(&record.model.name),
@@ -1786,7 +1876,7 @@ pub fn cli_records_add_with(
             exit::PASS
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             match e {
                 RecordError::Io { .. } | RecordError::Evidence(_) => exit::EVIDENCE_ERROR,
                 _ => exit::SPEC_INVALID,
@@ -1795,18 +1885,11 @@ pub fn cli_records_add_with(
     }
 }
 
-/// `text` as it may be printed to a terminal: control characters (ESC, CR, BEL, ...) other than none
-/// are shown escaped (`\u{1b}`), so a record's text can never move the cursor, recolour or rewrite a line.
+/// `text` as it may be printed to a terminal: [`crate::text::shown`] (control and invisible characters shown
+/// escaped, `\u{1b}`; no CI workflow command), so a record's text can never move the cursor, recolour or
+/// rewrite a line.
 pub fn terminal_safe(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::text::shown(text)
 }
 
 /// `servegate records check [--dir DIR]`: prints one line per record (`ok`, with `indicative (n = 2)` where
@@ -1815,7 +1898,7 @@ pub fn cli_records_check(dir: &Path) -> i32 {
     let checked = match verify_dir(dir) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {}: cannot read directory: {e}", dir.display());
+            crate::errln!("error: {}: cannot read directory: {e}", dir.display());
             return exit::SPEC_INVALID;
         }
     };
@@ -1851,7 +1934,7 @@ pub fn cli_records_check(dir: &Path) -> i32 {
             } else {
                 terminal_safe(&format!("; {}", flags.join("; ")))
             };
-            println!(
+            crate::outln!(
                 "{}: ok ({} {} {} {}, n = {}{flags})",
                 c.file.display(),
                 terminal_safe(&r.model.name),
@@ -1863,19 +1946,19 @@ pub fn cli_records_check(dir: &Path) -> i32 {
         } else {
             bad += 1;
             for p in &c.problems {
-                eprintln!("{}: {}", c.file.display(), terminal_safe(&p.to_string()));
+                crate::errln!("{}: {}", c.file.display(), terminal_safe(&p.to_string()));
             }
         }
     }
     let problems: usize = checked.iter().map(|c| c.problems.len()).sum();
-    println!(
+    crate::outln!(
         "records: {} checked in {}, {} invalid, {problems} problems",
         checked.len(),
         dir.display(),
         bad
     );
     if checked.is_empty() {
-        eprintln!(
+        crate::errln!(
             "records: no record (*.json) in {}: nothing was checked",
             dir.display()
         );

@@ -206,7 +206,7 @@ impl LazyGate {
             let allow = crate::io::hold::allow_no_hold(|k| std::env::var(k).ok());
             match crate::io::hold::check_ticket(&self.spec, allow) {
                 Err(why) => return GateResult::Refused(why),
-                Ok(Some(note)) => eprintln!("servegate: {note}"),
+                Ok(Some(note)) => crate::errln!("servegate: {note}"),
                 Ok(None) => {}
             }
             let unmet = self.spec.requirements();
@@ -365,7 +365,7 @@ fn run_cached(spec: &GateSpec, config: &Config, dir: &Path) -> GateResult {
     };
     let bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
     if let Err(e) = report::write_atomic(&cache, &bytes) {
-        eprintln!(
+        crate::errln!(
             "servegate: {}: cannot cache the gate run for the other nextest processes: {e}",
             cache.display()
         );
@@ -586,14 +586,18 @@ pub fn run_trial(
         TestOutcome::Skipped | TestOutcome::Incomparable | TestOutcome::Indeterminate
             if decision.failure_kind.is_none() =>
         {
-            Ok(Completion::ignored_with(decision.message))
+            Ok(Completion::ignored_with(crate::text::lines(
+                &decision.message,
+            )))
         }
         _ => {
             let mut text = decision.message;
             if let Some(d) = decision.detail {
                 text.push_str(&format!("\n  {d}"));
             }
-            Err(text.into())
+            // libtest prints this text as it is, at the start of a line: guarded like every line servegate
+            // prints (crate::text::lines).
+            Err(crate::text::lines(&text).into())
         }
     }
 }
@@ -696,7 +700,8 @@ pub fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
 }
 
 /// The report printed after the trials: every verdict line of every gate that ran (passes included, since a
-/// passing figure is worth seeing), the evidence directory, and the reasons gates were ignored.
+/// passing figure is worth seeing), the evidence directory, and the reasons gates were ignored. One line each:
+/// what a gate author or a serve wrote is [`crate::text::shown`].
 pub fn report(entries: &[Entry]) -> String {
     report_marking(entries, &[])
 }
@@ -708,6 +713,7 @@ pub const NOT_RUN_FILTERED: &str = "not run: filtered out by the test arguments"
 /// [`report`], each verdict of a trial in `not_run` (`(entry index, assertion)`) marked `(not run: filtered
 /// out by the test arguments)`.
 pub fn report_marking(entries: &[Entry], not_run: &[(usize, String)]) -> String {
+    use crate::text::shown;
     let mut out = String::new();
     for (i, e) in entries.iter().enumerate() {
         let Entry::Gate(g) = e else { continue };
@@ -724,17 +730,19 @@ pub fn report_marking(entries: &[Entry], not_run: &[(usize, String)]) -> String 
                 out.push_str(&format!(
                     "{}: {how} (requires: {})\n",
                     g.spec.name,
-                    r.join("; ")
+                    shown(&r.join("; "))
                 ))
             }
             Some(GateResult::Error(e)) => {
-                out.push_str(&format!("{}: evidence error: {e}\n", g.spec.name))
+                out.push_str(&format!("{}: evidence error: {}\n", g.spec.name, shown(e)))
             }
-            Some(GateResult::Panicked(m)) => {
-                out.push_str(&format!("{}: the run panicked: {m}\n", g.spec.name))
-            }
+            Some(GateResult::Panicked(m)) => out.push_str(&format!(
+                "{}: the run panicked: {}\n",
+                g.spec.name,
+                shown(m)
+            )),
             Some(GateResult::Refused(m)) => {
-                out.push_str(&format!("{}: refused: {m}\n", g.spec.name))
+                out.push_str(&format!("{}: refused: {}\n", g.spec.name, shown(m)))
             }
             Some(GateResult::Ran(o)) => {
                 out.push_str(&format!("{}: evidence {}\n", g.spec.name, o.dir.display()));
@@ -1139,7 +1147,7 @@ pub fn main_args(argv: Vec<String>, config: Config) -> i32 {
         // is removed.
         let refusals = output_refusals(&config);
         for r in &refusals {
-            eprintln!("servegate: error: {r}");
+            crate::errln!("servegate: error: {r}");
         }
         if !refusals.is_empty() {
             return crate::error::exit::USAGE;
@@ -1150,7 +1158,7 @@ pub fn main_args(argv: Vec<String>, config: Config) -> i32 {
             .into_iter()
             .chain(config.unwritten.clear())
         {
-            eprintln!("servegate: {e}");
+            crate::errln!("servegate: {e}");
         }
     }
     match <Arguments as clap::Parser>::try_parse_from(&argv) {
@@ -1177,7 +1185,7 @@ pub const LIBTEST_FAILED: i32 = crate::error::exit::LIBTEST_FAILED;
 /// thread so the report reads in order.
 pub fn main_code(mut args: Arguments, config: Config) -> i32 {
     if args.test_threads == Some(0) {
-        eprintln!(
+        crate::errln!(
             "servegate: --test-threads=0 is not a number of threads (give 1 or more; gates run one at a time anyway)"
         );
         return crate::error::exit::USAGE;
@@ -1187,36 +1195,36 @@ pub fn main_code(mut args: Arguments, config: Config) -> i32 {
     }
     if let Nextest::Refuse(msg) = &config.nextest {
         if !args.list {
-            eprintln!("{msg}");
+            crate::errln!("{msg}");
             return crate::error::exit::USAGE;
         }
     }
     let files = match discover_in(&config.gates) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("servegate: {e}");
+            crate::errln!("servegate: {e}");
             return crate::error::exit::SPEC_INVALID;
         }
     };
     if !args.list {
         for n in &config.notes {
-            eprintln!("servegate: {n}");
+            crate::errln!("servegate: {n}");
         }
     }
     let outputs = config.outputs.clone();
     let run = run(config, &args, &files);
     if !run.report.is_empty() && !args.list {
-        println!("gate report:\n{}", run.report);
+        crate::outln!("gate report:\n{}", run.report);
         if !outputs.is_empty() && run.write_errors.is_empty() {
-            println!("reports: {}", outputs.describe());
+            crate::outln!("reports: {}", outputs.describe());
         }
-        println!("{}", run.closing_line());
+        crate::outln!("{}", run.closing_line());
     }
     for e in &run.write_errors {
-        eprintln!("servegate: {e}");
+        crate::errln!("servegate: {e}");
     }
     if let Some(why) = &run.nothing_checked {
-        eprintln!("servegate: {why}; this run is not green");
+        crate::errln!("servegate: {why}; this run is not green");
     }
     RunEnd {
         worst_gate: run

@@ -315,26 +315,30 @@ pub fn run_point(
 }
 
 /// Loads every sweep point's evidence under a load gate's run directory `dir` (`c16/`, ...) and judges
-/// them ([`crate::judge::load::judge_points`]). Empty for a gate without `[load]`.
+/// them ([`crate::judge::load::judge_points`]). Empty for a gate without `[load]`. When the gate's own
+/// `dir/run.json` says the run did not finish (a stop signal, a killed runner), every trial fails with that,
+/// whatever the finished points hold: the same rule as a plain run's.
 pub fn judge_dir(gate: &GateSpec, dir: &std::path::Path) -> Vec<crate::judge::Verdict> {
     let Some(load) = &gate.load else {
         return Vec::new();
     };
+    if let Ok(run) = crate::evidence::read_run_summary(dir) {
+        if run.status != RunStatus::Complete {
+            return crate::judge::load::fail_all(
+                gate,
+                &format!(
+                    "the evidence is incomplete (run.json status is `{}`: {})",
+                    run.status.name(),
+                    run.status.why_incomplete()
+                ),
+            );
+        }
+    }
     let points: Vec<crate::judge::load::PointEvidence> = load
         .spec
         .points
         .iter()
-        .map(|p| {
-            let pd = dir.join(p.dir());
-            let loaded = crate::analysis::load(&pd)
-                .map_err(|e| e.to_string())
-                .and_then(|ev| {
-                    crate::evidence::load::read_record(&pd)
-                        .map(|r| (ev, r))
-                        .map_err(|e| e.to_string())
-                });
-            crate::judge::load::PointEvidence { point: *p, loaded }
-        })
+        .map(|p| crate::judge::load::PointEvidence::load(dir, *p))
         .collect();
     crate::judge::load::judge_points(gate, &points)
 }

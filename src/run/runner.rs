@@ -639,7 +639,9 @@ fn drive_target_inner(
             }
         }
     };
-    let http = match client::http_client(
+    // Every chat request goes through the sender (timed the way the load client times them); probes and
+    // the other GETs share its reqwest client.
+    let sender = match client::Sender::new(
         Duration::from_secs_f64(gate.request.timeout_s),
         api_key.as_deref(),
     ) {
@@ -649,6 +651,7 @@ fn drive_target_inner(
             return Ok(());
         }
     };
+    let http = sender.http().clone();
 
     let mut started: Option<serve::Serve> = None;
     let mut base_url;
@@ -892,7 +895,7 @@ fn drive_target_inner(
             gate,
             w,
             summary,
-            &http,
+            &sender,
             &base_url,
             started.as_mut(),
             progress,
@@ -982,7 +985,7 @@ fn send_all(
     gate: &GateSpec,
     w: &EvidenceWriter,
     summary: &mut RunSummary,
-    http: &reqwest::blocking::Client,
+    sender: &client::Sender,
     base_url: &str,
     mut serve: Option<&mut serve::Serve>,
     progress: &mut dyn FnMut(&Step),
@@ -1016,7 +1019,7 @@ fn send_all(
         let body = client::request_body(req, prompt);
         let sent_utc = evidence::now_utc();
         let ex = client::send_within(
-            http,
+            sender,
             base_url,
             &body,
             Some(Duration::from_secs_f64(req.timeout_s).min(left)),

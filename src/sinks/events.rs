@@ -442,7 +442,9 @@ impl Reporter for Collector {
 
 /// The console of `servegate run` and `servegate judge`: `gate NAME (FILE)` (with ` on DIR` when re-judging),
 /// one verdict line per assertion, `evidence: DIR`, `IGNORED requires: ...`; progress lines on stderr
-/// (`[gate] line`) unless quiet; errors on stderr.
+/// (`[gate] line`) unless quiet; errors on stderr. Every line goes through [`crate::outln!`] /
+/// [`crate::errln!`] ([`crate::text::lines`]), and a progress line is [`crate::text::shown`] whole: nothing a
+/// serve or a gate author wrote reaches the terminal or the CI log raw.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Console {
     /// No progress lines.
@@ -464,7 +466,7 @@ impl Console {
 impl Reporter for Console {
     fn event(&mut self, event: &Event<'_>) {
         match *event {
-            Event::SpecInvalid { error, .. } => eprintln!("error: {error}"),
+            Event::SpecInvalid { error, .. } => crate::errln!("error: {error}"),
             Event::GateStarted { spec, file, on } => {
                 self.rejudging = on.is_some();
                 let pair = if on.is_some() && spec.pair.is_some() {
@@ -473,31 +475,35 @@ impl Reporter for Console {
                     ""
                 };
                 match on {
-                    Some(dir) => println!(
+                    Some(dir) => crate::outln!(
                         "{pair}gate {} ({}) on {}",
                         spec.name,
                         file.display(),
                         dir.display()
                     ),
-                    None => println!("gate {} ({})", spec.name, file.display()),
+                    None => crate::outln!("gate {} ({})", spec.name, file.display()),
                 }
             }
             Event::Progress { spec, step } => {
                 if !self.quiet {
-                    eprintln!("[{}] {step}", spec.name);
+                    // A step is one line by contract; what it quotes (a serve's error, a log line, a command
+                    // line) is outside text.
+                    crate::errln!("[{}] {}", spec.name, crate::text::shown(&step.to_string()));
                 }
             }
-            Event::GateUnmet { unmet, .. } => println!("IGNORED requires: {}", unmet.join("; ")),
+            Event::GateUnmet { unmet, .. } => {
+                crate::outln!("IGNORED requires: {}", unmet.join("; "))
+            }
             Event::GateJudged { outcome, .. } => {
                 for v in &outcome.verdicts {
-                    println!("{}", v.message);
+                    crate::outln!("{}", v.message);
                 }
                 if !self.rejudging {
-                    println!("evidence: {}", outcome.dir.display());
+                    crate::outln!("evidence: {}", outcome.dir.display());
                 }
             }
-            Event::GateError { error, .. } => eprintln!("error: {error}"),
-            Event::GateRefused { why, .. } => println!("REFUSED {why}"),
+            Event::GateError { error, .. } => crate::errln!("error: {error}"),
+            Event::GateRefused { why, .. } => crate::outln!("REFUSED {why}"),
             Event::GateNotRun { .. } => {}
         }
     }

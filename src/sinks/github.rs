@@ -91,11 +91,14 @@ impl Github {
     }
 }
 
-/// Workflow-command data escaping: `%` → `%25`, CR → `%0D`, LF → `%0A`.
+/// Workflow-command data escaping: `%` → `%25`, CR → `%0D`, LF → `%0A`; any other control byte (ESC, BEL)
+/// shown escaped ([`crate::text::page`]: `\u{1b}`), so an annotation line carries none raw.
 pub fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    crate::text::page(
+        &s.replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A"),
+    )
 }
 
 /// Workflow-command property escaping: [`escape_data`], and `:` → `%3A`, `,` → `%2C`.
@@ -240,6 +243,10 @@ mod tests {
     fn escaping_follows_the_workflow_command_rules() {
         assert_eq!(escape_data("50% a\r\nb: c,d"), "50%25 a%0D%0Ab: c,d");
         assert_eq!(escape_property("g::rate, x%"), "g%3A%3Arate%2C x%25");
+        assert_eq!(
+            escape_data("a\u{1b}[31m\u{7}%0A"),
+            "a\\u{1b}[31m\\u{7}%250A"
+        );
     }
 
     #[test]

@@ -397,8 +397,8 @@ mod tests {
             TestCaseStatus::NonSuccess { message, ty, .. } => {
                 let m = message.as_ref().unwrap().as_str();
                 assert!(
-                    m.contains("\"<b>Tom & Jerry's</b>\" \\u001b[31mred\\u001b[0m does not match /x/ \\u0007\\uffff"),
-                    "ESC, BEL and U+FFFF written visibly as \\uXXXX: {m}"
+                    m.contains("\"<b>Tom & Jerry's</b>\" \\u{1b}[31mred\\u{1b}[0m does not match /x/ \\u{7}\\uffff"),
+                    "ESC and BEL shown escaped by the results model (text::lines), U+FFFF written as \\uXXXX: {m}"
                 );
                 assert_eq!(ty.as_ref().unwrap().as_str(), "assertion");
             }

@@ -262,7 +262,8 @@ pub struct AssertionResult {
     pub outcome: TestOutcome,
     /// Why it failed; None unless `outcome` is `failed`.
     pub failure_kind: Option<FailureKind>,
-    /// The verdict line (`rate PASS median 47.0 tok/s (...)`), or the failure or skip reason.
+    /// The verdict line (`rate PASS median 47.0 tok/s (...)`), or the failure or skip reason; guarded by
+    /// [`crate::text::lines`] (no control byte, no CI workflow command).
     pub message: String,
     /// Wall time of the test, seconds. The gate's run is charged to the first of its tests that runs.
     pub duration_s: f64,
@@ -548,7 +549,9 @@ impl AssertionResult {
                 // Indeterminate / incomparable / void: a kind when they fail the run, none when let through.
                 _ => failure_kind,
             },
-            message: message.to_string(),
+            // What a gate author or a serve wrote (a `requires` path, an evidence error quoting a serve) carries
+            // no control byte into any report, annotation or console line; servegate's own line breaks stay.
+            message: crate::text::lines(message),
             duration_s,
             median: None,
             bound: None,

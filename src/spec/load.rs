@@ -208,6 +208,13 @@ pub const DEFAULT_MAX_LAG_MS: f64 = 10.0;
 pub const MAX_REQUESTS: i64 = 1_000_000;
 /// Largest concurrency.
 pub const MAX_CONCURRENCY: i64 = 4096;
+/// Smallest and largest `rate_rps` (requests/s): one request per 100 s at the least (a smaller rate would
+/// schedule sends past what a clock can hold, and names a directory by hundreds of digits), 100000 at most.
+pub const MIN_RATE_RPS: f64 = 0.01;
+/// Largest `rate_rps` (requests/s).
+pub const MAX_RATE_RPS: f64 = 100_000.0;
+/// Most points of one sweep (`concurrency = [...]`, `rate_rps = [...]`).
+pub const MAX_POINTS: usize = 64;
 
 /// A latency metric of a load run (per request, ms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -431,6 +438,9 @@ impl super::Validator<'_> {
                 if list.is_empty() {
                     return Err(self.err(c.span(), "load.concurrency", "the sweep is empty"));
                 }
+                if list.len() > MAX_POINTS {
+                    return Err(self.err(c.span(), "load.concurrency", format!("a sweep has at most {MAX_POINTS} points, got {}", list.len())));
+                }
                 let mut points = Vec::new();
                 for x in list {
                     if !(1..=MAX_CONCURRENCY).contains(&x) {
@@ -448,10 +458,13 @@ impl super::Validator<'_> {
                 if list.is_empty() {
                     return Err(self.err(r.span(), "load.rate_rps", "the sweep is empty"));
                 }
+                if list.len() > MAX_POINTS {
+                    return Err(self.err(r.span(), "load.rate_rps", format!("a sweep has at most {MAX_POINTS} points, got {}", list.len())));
+                }
                 let mut points = Vec::new();
                 for x in list {
-                    if !(x.is_finite() && x > 0.0 && x <= 100_000.0) {
-                        return Err(self.err(r.span(), "load.rate_rps", format!("each rate must be a number > 0 and at most 100000 (requests/s), got {x}")));
+                    if !(x.is_finite() && (MIN_RATE_RPS..=MAX_RATE_RPS).contains(&x)) {
+                        return Err(self.err(r.span(), "load.rate_rps", format!("each rate must be a number from {MIN_RATE_RPS} to {MAX_RATE_RPS:.0} (requests/s), got {x:e}")));
                     }
                     points.push(Point::Rate(x));
                 }
@@ -505,6 +518,43 @@ impl super::Validator<'_> {
             None => 0,
             Some(w) => self.count(w, "load.warmup_requests", 0, MAX_REQUESTS)?,
         };
+        // What sizes a point: its judged requests (`requests`, or an open loop's `rate_rps x duration_s`) plus
+        // its warmup, each request's schedule, body and evidence held at once.
+        let judged_max = match (requests, duration_s) {
+            (Some(n), _) => f64::from(n),
+            (None, Some(d)) => points
+                .iter()
+                .map(|p| match p {
+                    Point::Rate(r) => (d * r).ceil(),
+                    Point::Concurrency(_) => 0.0,
+                })
+                .fold(0.0, f64::max),
+            (None, None) => 0.0,
+        };
+        if judged_max + f64::from(warmup_requests) > MAX_REQUESTS as f64 {
+            let (span, key, what) = match (&raw.duration_s, &raw.warmup_requests) {
+                (Some(d), _) if requests.is_none() && judged_max > MAX_REQUESTS as f64 => (
+                    d.span(),
+                    "load.duration_s",
+                    format!("rate_rps x duration_s plans {judged_max:e} requests at one point"),
+                ),
+                (_, Some(w)) => (
+                    w.span(),
+                    "load.warmup_requests",
+                    format!("{judged_max} judged + {warmup_requests} warmup requests at one point"),
+                ),
+                _ => (
+                    0..0,
+                    "load",
+                    format!("{judged_max:e} requests at one point"),
+                ),
+            };
+            return Err(self.err(
+                span,
+                key,
+                format!("{what}: a point plans at most {MAX_REQUESTS} requests"),
+            ));
+        }
         let dataset = match &raw.dataset {
             None => None,
             Some(d) => {

@@ -876,6 +876,7 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
             (None, _) => doc
                 .as_ref()
                 .and_then(|d| key_at(d.as_table(), "", span.start))
+                .or_else(|| key_on_line(text, span.start))
                 .unwrap_or_default(),
         };
         let span = if span == (0..0) && !key.is_empty() {
@@ -885,13 +886,23 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
         } else {
             span
         };
-        SpecError::at(
-            file,
-            text,
-            span,
-            &key,
-            did_you_mean(&plain_types(e.message())),
-        )
+        let message = match e.message() {
+            // The TOML reader's words for an integer past 64 bits: say the rule.
+            m if m.contains("number too large to fit in target type") => format!(
+                "integer too large: TOML integers stop at {}; this key's range is in docs/gate-format.md (\"Ranges\")",
+                i64::MAX
+            ),
+            // A sweep key's own type in words, not serde's internal enum's name.
+            m if m.contains("untagged enum OneOrMany") => {
+                if key.ends_with("concurrency") {
+                    "must be a whole number or a list of whole numbers (a sweep: [1, 4, 16])".to_string()
+                } else {
+                    "must be a number or a list of numbers (a sweep: [0.5, 2, 8])".to_string()
+                }
+            }
+            m => did_you_mean(&plain_types(m)),
+        };
+        SpecError::at(file, text, span, &key, message)
     })?;
     let v = Validator {
         file,
@@ -901,6 +912,37 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
         doc,
     };
     v.build(raw)
+}
+
+/// The dotted key written on the line holding byte `offset` of `text` (`request.max_tokens` for
+/// `max_tokens = 1` under `[request]`), read from the text itself: for an error the TOML reader finds before a
+/// document exists (an integer past 64 bits). `None` when that line assigns no key.
+fn key_on_line(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let line = text[start..].lines().next().unwrap_or("");
+    let (k, _) = line.split_once('=')?;
+    let k = k.trim().trim_matches('"');
+    if k.is_empty() || k.starts_with('[') || k.starts_with('#') {
+        return None;
+    }
+    let table = text[..start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| {
+            l.trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        });
+    Some(match table {
+        Some(t) if !t.is_empty() => format!("{t}.{k}"),
+        _ => k.to_string(),
+    })
 }
 
 /// serde's `unknown field `flor_tok_s`, expected one of `floor_tok_s`, `source`` (or `expected `x``) with
@@ -1363,6 +1405,15 @@ impl Validator<'_> {
                     0..0,
                     "request.temperature",
                     format!("must be a finite number >= 0, got {t}"),
+                ));
+            }
+        }
+        if let Some(p) = r.top_p {
+            if !(p.is_finite() && (0.0..=1.0).contains(&p)) {
+                return Err(self.err(
+                    0..0,
+                    "request.top_p",
+                    format!("must be a number from 0 to 1 (nucleus sampling's probability mass), got {p}"),
                 ));
             }
         }

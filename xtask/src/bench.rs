@@ -385,7 +385,7 @@ fn true_of(line: &Value) -> (Option<f64>, Option<f64>) {
 
 /// servegate's client on one case: one warmup request, then `n` measured.
 fn fidelity_servegate(c: &Case, n: usize, synth: &Synth) -> Errors {
-    let http = match servegate::io::client::http_client(Duration::from_secs(60), None) {
+    let http = match servegate::io::client::Sender::new(Duration::from_secs(60), None) {
         Ok(h) => h,
         Err(e) => {
             return Errors {
@@ -1174,7 +1174,9 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
     let check_cpu = cpu_s_thread() - c0;
     let records = match records {
         Ok(r) => r,
-        Err(lines) => return json!({"error": lines.into_iter().take(3).collect::<Vec<_>>()}),
+        Err(refused) => {
+            return json!({"error": refused.lines.into_iter().take(3).collect::<Vec<_>>()})
+        }
     };
     let (t1, c1) = (Instant::now(), cpu_s_thread());
     let pages = servegate::records::leaderboard::render(&records, "../records");
@@ -1321,6 +1323,8 @@ pub struct TrueRequest {
     pub arrived_mono_ns: u64,
     /// Requests in flight at its arrival, itself included.
     pub in_flight: u64,
+    /// The true decode rate, tok/s (from the serve's token send times), where it has one.
+    pub decode_tok_s: Option<f64>,
 }
 
 /// The truth per request number (the `N` of the reply id `chatcmpl-synthetic-N`) from the synthetic
@@ -1335,6 +1339,7 @@ pub fn synthetic_truth(lines: &[Value]) -> std::collections::BTreeMap<u64, TrueR
                     ttft_ms: l["true_ttft_ms"].as_f64()?,
                     arrived_mono_ns: l["arrived_mono_ns"].as_u64().unwrap_or(0),
                     in_flight: l["in_flight"].as_u64().unwrap_or(0),
+                    decode_tok_s: l["true_decode_tok_s"].as_f64(),
                 },
             ))
         })
@@ -1360,6 +1365,8 @@ struct LoadRun {
     cpu_s: f64,
     /// Client TTFT − the serve's true TTFT, per request matched by the reply id, ms.
     ttft_err_ms: Vec<f64>,
+    /// Client decode rate ÷ the serve's true decode rate − 1, per request, %.
+    decode_err_pct: Vec<f64>,
 }
 
 impl LoadRun {
@@ -1375,7 +1382,8 @@ impl LoadRun {
     fn to_json(&self) -> Value {
         json!({"requests": self.requests, "tokens": self.tokens, "failed": self.failed, "wall_s": self.wall_s,
                "aggregate_tok_s": self.tok_s(), "client_cpu_s": self.cpu_s, "us_cpu_per_token": self.us_per_token(),
-               "ttft_error_ms": {"median": self.err_p(50.0), "p95": self.err_p(95.0), "n": self.ttft_err_ms.len(), "each": self.ttft_err_ms}})
+               "ttft_error_ms": {"median": self.err_p(50.0), "p95": self.err_p(95.0), "n": self.ttft_err_ms.len(), "each": self.ttft_err_ms},
+               "decode_error_pct": {"median": stats::percentile(&self.decode_err_pct, 50.0), "n": self.decode_err_pct.len(), "each": self.decode_err_pct}})
     }
 }
 
@@ -1407,47 +1415,76 @@ fn judge_load(
             .take(2)
             .map(|r| String::from_utf8_lossy(&r.bytes).into_owned())
             .collect();
-        if let (Some(seq), Some(t)) = (reply_seq(&text), fig.ttft_ms) {
-            if let Some(tr) = truth.get(&seq) {
+        if let Some(tr) = reply_seq(&text).and_then(|seq| truth.get(&seq)) {
+            if let Some(t) = fig.ttft_ms {
                 run.ttft_err_ms.push(t - tr.ttft_ms);
+            }
+            if let (Some(m), Some(t)) = (fig.decode_tok_s, tr.decode_tok_s) {
+                run.decode_err_pct.push((m / t - 1.0) * 100.0);
             }
         }
     }
 }
 
-/// The load client on `case` against a fresh synthetic serve: its run and the serve's CPU seconds.
+/// The two single-request clients side by side at concurrency 1 (same serve, same schedule, one request at
+/// a time): the reqwest path (`client::send_reqwest`, what every gate request used before and `https://`
+/// still uses) and the one every `http://` gate request now takes (`client::send`: the load client's path,
+/// kernel-stamped reads). CPU is the whole process's for both (reqwest reads on its own threads).
+#[derive(Debug, Clone)]
+struct SideBySide {
+    blocking: LoadRun,
+    single: LoadRun,
+}
+
+/// `n` requests of `body`, one at a time, through `send`; its run judged against the serve's log lines
+/// after the first `before` (and one warmup request, not judged). Returns the run and the lines seen.
+fn single_run(
+    synth: &Synth,
+    n: usize,
+    before: usize,
+    send: &dyn Fn() -> servegate::io::client::Exchange,
+) -> (LoadRun, usize) {
+    let _ = send(); // warm
+    let cpu0 = cpu_s_self();
+    let t0 = Instant::now();
+    let ex: Vec<servegate::io::client::Exchange> = (0..n).map(|_| send()).collect();
+    let mut run = LoadRun {
+        requests: n,
+        wall_s: t0.elapsed().as_secs_f64(),
+        cpu_s: cpu_s_self() - cpu0,
+        ..Default::default()
+    };
+    let lines = synth.wait_requests(before + n + 1);
+    judge_load(&ex, &synthetic_truth(&lines), &mut run);
+    (run, lines.len())
+}
+
+/// The load client on `case` against a fresh synthetic serve: its run and the serve's CPU seconds; with
+/// `side_by_side`, first the two single-request clients on the same schedule ([`SideBySide`]).
 fn load_point(
     case: &LoadCase,
     log: &Path,
-    blocking_too: bool,
-) -> Result<(LoadRun, Option<LoadRun>, f64), String> {
+    side_by_side: bool,
+) -> Result<(LoadRun, Option<SideBySide>, f64), String> {
     use servegate::io::load_client::{self, Schedule, Target};
     let n = case.requests;
     let mut synth = Synth::start(&case.serve_args(), log)?;
     let body = case.body();
     let target = Target::parse(&synth.url, None)?;
-    // The blocking client (src/io/client.rs, a gate without [load]) first, on the same schedule: one
-    // request at a time, n requests; its CPU is the whole process's (reqwest reads on its own threads).
-    let mut blocking = None;
+    let mut side = None;
     let mut before = 0;
-    if blocking_too {
-        let http = servegate::io::client::http_client(Duration::from_secs(120), None)?;
-        let _ = servegate::io::client::send(&http, &synth.url, &body); // warm: connection pool, TLS-free
-        let cpu0 = cpu_s_self();
-        let t0 = Instant::now();
-        let ex: Vec<servegate::io::client::Exchange> = (0..n)
-            .map(|_| servegate::io::client::send(&http, &synth.url, &body))
-            .collect();
-        let mut run = LoadRun {
-            requests: n,
-            wall_s: t0.elapsed().as_secs_f64(),
-            cpu_s: cpu_s_self() - cpu0,
-            ..Default::default()
-        };
-        let lines = synth.wait_requests(n + 1);
-        before = lines.len();
-        judge_load(&ex, &synthetic_truth(&lines), &mut run);
-        blocking = Some(run);
+    if side_by_side {
+        let sender = servegate::io::client::Sender::new(Duration::from_secs(120), None)?;
+        let url = synth.url.clone();
+        let (blocking, seen) = single_run(&synth, n, before, &|| {
+            servegate::io::client::send_reqwest(sender.http(), &url, &body, None)
+        });
+        before = seen;
+        let (single, seen) = single_run(&synth, n, before, &|| {
+            servegate::io::client::send(&sender, &url, &body)
+        });
+        before = seen;
+        side = Some(SideBySide { blocking, single });
     }
     let bodies: Vec<Vec<u8>> = (0..n)
         .map(|_| serde_json::to_vec(&body).unwrap_or_default())
@@ -1473,7 +1510,7 @@ fn load_point(
     let serve_cpu = synth.stop();
     let ex: Vec<servegate::io::client::Exchange> = out.into_iter().map(|x| x.exchange).collect();
     judge_load(&ex, &synthetic_truth(&lines), &mut run);
-    Ok((run, blocking, serve_cpu))
+    Ok((run, side, serve_cpu))
 }
 
 /// The floor client (`bench_floor`) on `case` against a fresh synthetic serve of the same schedule.
@@ -1498,8 +1535,9 @@ fn floor_point(case: &LoadCase, log: &Path) -> Result<crate::bench_floor::Floor,
 /// [`load_schedules`]. Per point: the client thread's CPU per streamed token (getrusage RUSAGE_THREAD: the
 /// runtime runs on this thread alone, pinned to CPU 1; the serve is another process, pinned to CPU 0, its
 /// CPU from `wait4`), the aggregate tok/s reached, and the client's TTFT minus the serve's true TTFT
-/// (median and p95, per request, matched by the reply id). At concurrency 1 the blocking client
-/// (`io::client`, what a gate without `[load]` uses) runs the same schedule against the same serve first.
+/// (median and p95, per request, matched by the reply id). At concurrency 1 the two single-request clients
+/// ([`SideBySide`]: reqwest's, and the load client's path every `http://` gate request takes) run the same
+/// schedule against the same serve first, one after the other.
 fn section_load(report: &mut Vec<String>) -> Value {
     eprintln!("bench: load ...");
     let tmp = workdir().join("load");
@@ -1513,7 +1551,7 @@ fn section_load(report: &mut Vec<String>) -> Value {
     for case in load_schedules() {
         let c = case.concurrency;
         let log = tmp.join(format!("timing-c{c}.jsonl"));
-        let (run, blocking, serve_cpu) = match load_point(&case, &log, c == 1) {
+        let (run, pair, serve_cpu) = match load_point(&case, &log, c == 1) {
             Ok(x) => x,
             Err(e) => {
                 report.push(format!("| {c} | error: {e} |"));
@@ -1543,7 +1581,7 @@ fn section_load(report: &mut Vec<String>) -> Value {
             f(run.err_p(95.0), 3),
             run.failed
         ));
-        if let Some(b) = &blocking {
+        if let Some(b) = &pair {
             side = Some((b.clone(), run.clone()));
         }
         let mut row = run.to_json();
@@ -1557,26 +1595,34 @@ fn section_load(report: &mut Vec<String>) -> Value {
             }
             Err(e) => json!({"error": e}),
         };
-        row["blocking_client"] = blocking
+        row["blocking_client"] = pair
             .as_ref()
-            .map(|b| b.to_json())
+            .map(|b| b.blocking.to_json())
+            .unwrap_or(Value::Null);
+        row["single_client"] = pair
+            .as_ref()
+            .map(|b| b.single.to_json())
             .unwrap_or(Value::Null);
         rows.push(row);
     }
     let load_end = servegate::evidence::load_avg();
     report.push(format!("\nload average at the end: {load_end:?}\n"));
     if let Some((b, l)) = side {
-        report.push("### Concurrency 1, side by side (same serve, same schedule; the blocking client first)\n".into());
-        report.push("| client | requests | TTFT error median ms | TTFT error p95 ms | CPU µs per token | failed |\n|---|---|---|---|---|---|".into());
+        report.push(
+            "### Concurrency 1, side by side (same serve, same schedule, in this order)\n".into(),
+        );
+        report.push("| client | requests | TTFT error median ms | TTFT error p95 ms | decode error median % | CPU µs per token | failed |\n|---|---|---|---|---|---|---|".into());
         for (name, r) in [
-            ("blocking (`io::client`, reqwest; whole-process CPU)", &b),
-            ("load client (`io::load_client`; its thread's CPU)", &l),
+            ("blocking (`client::send_reqwest`, reqwest, reads timed on wake-up; whole-process CPU)", &b.blocking),
+            ("single (`client::send`, the load client's path, kernel-stamped; whole-process CPU)", &b.single),
+            ("load client at c=1 (`load_client::run`, coalescing; its thread's CPU)", &l),
         ] {
             report.push(format!(
-                "| {name} | {} | {} | {} | {} | {} |",
+                "| {name} | {} | {} | {} | {} | {} | {} |",
                 r.requests,
                 f(r.err_p(50.0), 3),
                 f(r.err_p(95.0), 3),
+                signed(stats::percentile(&r.decode_err_pct, 50.0), 2),
                 f(r.us_per_token(), 2),
                 r.failed
             ));

@@ -156,18 +156,18 @@ fn main() -> ExitCode {
             }
             // The previous run's reports go first: a run that ends early never leaves them looking current.
             for e in outputs.clear() {
-                eprintln!("error: {e}");
+                servegate::errln!("error: {e}");
             }
             if let Some(id) = &record {
                 if gates.len() != 1 {
-                    eprintln!("error: --record takes exactly one gate");
+                    servegate::errln!("error: --record takes exactly one gate");
                     return ExitCode::from(exit::USAGE as u8);
                 }
                 if let Err(e) = spec::load(&gates[0])
                     .map_err(|e| e.to_string())
                     .and_then(|g| g.record_spec(id, "decode_rate").map(|_| ()))
                 {
-                    eprintln!("error: {e}");
+                    servegate::errln!("error: {e}");
                     return ExitCode::from(exit::SPEC_INVALID as u8);
                 }
             }
@@ -180,7 +180,7 @@ fn main() -> ExitCode {
                 std::env::set_var("SERVEGATE_STRICT", "1");
                 let code = cmd_run(&gates, Some(root), quiet, &outputs, record, allow_no_hold);
                 let b = servegate::error::bisect_code(code);
-                println!("bisect: exit {b} ({})", servegate::error::bisect_word(b));
+                servegate::outln!("bisect: exit {b} ({})", servegate::error::bisect_word(b));
                 return ExitCode::from(b as u8);
             }
             cmd_run(&gates, Some(root), quiet, &outputs, record, allow_no_hold)
@@ -204,7 +204,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(exit::USAGE as u8);
             }
             for e in outputs.clear() {
-                eprintln!("error: {e}");
+                servegate::errln!("error: {e}");
             }
             cmd_judge(&run_dir, gate, &outputs)
         }
@@ -232,7 +232,7 @@ fn main() -> ExitCode {
 /// having removed and written nothing).
 fn refused(refusals: &[String]) -> bool {
     for r in refusals {
-        eprintln!("error: {r}");
+        servegate::errln!("error: {r}");
     }
     !refusals.is_empty()
 }
@@ -254,7 +254,7 @@ fn write_records(
         let rs = match g.record_spec(id, "load") {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("error: {e}");
+                servegate::errln!("error: {e}");
                 return exit::SPEC_INVALID;
             }
         };
@@ -276,7 +276,7 @@ fn write_records(
         let rs = match g.record_spec(&rid, metric) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("error: {e}");
+                servegate::errln!("error: {e}");
                 return exit::SPEC_INVALID;
             }
         };
@@ -288,23 +288,23 @@ fn write_records(
         };
         match built {
             Ok(Ok(r)) => match servegate::records::record::write_new(dir, &r) {
-                Ok(p) => println!("record: {}", p.display()),
+                Ok(p) => servegate::outln!("record: {}", p.display()),
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    servegate::errln!("error: {e}");
                     return exit::SPEC_INVALID;
                 }
             },
             Ok(Err(e)) => {
-                eprintln!("error: {e}");
+                servegate::errln!("error: {e}");
                 return exit::EVIDENCE_ERROR;
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                servegate::errln!("error: {e}");
                 return exit::EVIDENCE_ERROR;
             }
         }
     }
-    println!("now run `servegate leaderboard` to render the page");
+    servegate::outln!("now run `servegate leaderboard` to render the page");
     exit::PASS
 }
 
@@ -376,7 +376,7 @@ fn cmd_run(
                 });
                 continue;
             }
-            Ok(Some(note)) => eprintln!("note: {note}"),
+            Ok(Some(note)) => servegate::errln!("note: {note}"),
             Ok(None) => {}
         }
         let unmet = g.requirements();
@@ -429,9 +429,9 @@ fn cmd_run(
     // --record: written from a passing run's evidence before the RESULT line, so that line says whether they were.
     if let Some((id, dir)) = record {
         if worst != exit::PASS {
-            eprintln!("no record written: the run did not pass");
+            servegate::errln!("no record written: the run did not pass");
         } else if nothing_checked || passed_run.is_none() {
-            eprintln!(
+            servegate::errln!(
                 "no record written: the gate was skipped (unmet [requires]); nothing was measured"
             );
         } else if let Some(run) = &passed_run {
@@ -478,7 +478,7 @@ fn finish_run(
     servegate::io::signals::checkpoint();
     let written = outputs.finish(results, started.elapsed().as_secs_f64(), code);
     servegate::io::signals::checkpoint();
-    println!("RESULT: {}", result_word(code, written, why));
+    servegate::outln!("RESULT: {}", result_word(code, written, why));
     written
 }
 
@@ -512,7 +512,7 @@ fn result_word(code: i32, written: i32, why: &str) -> String {
 fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) -> i32 {
     let started = std::time::Instant::now();
     if !dir.join(servegate::evidence::layout::RUN_FILE).is_file() && !evidence::is_pair_dir(dir) {
-        eprintln!(
+        servegate::errln!(
             "error: {} is not a run directory (no run.json or pair.json)",
             dir.display()
         );
@@ -528,7 +528,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
             // Another gate altogether (another name) is not an edit of this run's gate: its verdict would read
             // as that gate passing on evidence it never asked for.
             if new.name != old.name {
-                eprintln!(
+                servegate::errln!(
                     "error: {} is gate `{}`, but {} is a run of gate `{}`: judge a run with its own gate, or an \
                      edited copy that keeps its [gate] name",
                     edited.display(),
@@ -558,7 +558,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
                 diffs.push("sampling/body");
             }
             if !diffs.is_empty() {
-                eprintln!(
+                servegate::errln!(
                     "note: {} asks for other requests than the run sent ({}); the verdicts judge what the run's own gate.toml asked for",
                     edited.display(),
                     diffs.join(", ")
@@ -570,12 +570,12 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
     let g = match gate_of_run(&gate_file, dir) {
         Ok(g) => g,
         Err((code, e)) => {
-            eprintln!("error: {e}");
+            servegate::errln!("error: {e}");
             return code;
         }
     };
     if evidence::is_pair_dir(dir) && g.pair.is_none() {
-        eprintln!(
+        servegate::errln!(
             "error: {} is a pair run but {} is not a pair gate",
             dir.display(),
             gate_file.display()
@@ -586,7 +586,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
         let ev = match analysis::load_pair(dir) {
             Ok(ev) => ev,
             Err(e) => {
-                eprintln!("error: {e}");
+                servegate::errln!("error: {e}");
                 return exit::EVIDENCE_ERROR;
             }
         };
@@ -596,7 +596,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
         let ev = match analysis::load(dir) {
             Ok(ev) => ev,
             Err(e) => {
-                eprintln!("error: {e}");
+                servegate::errln!("error: {e}");
                 return exit::EVIDENCE_ERROR;
             }
         };
@@ -693,7 +693,7 @@ fn cmd_check(files: &[PathBuf]) -> i32 {
         match spec::matrix::load_all(f) {
             Ok(gates) => {
                 for g in gates {
-                    println!(
+                    servegate::outln!(
                         "{}: ok ({}; assertions: {})",
                         f.display(),
                         g.name,
@@ -701,12 +701,12 @@ fn cmd_check(files: &[PathBuf]) -> i32 {
                     );
                     // A gate with an engine profile: what it inherited, after the gate's overrides.
                     if let Some(line) = spec::profile::effective(&g.serve, &g.request) {
-                        println!("  {line}");
+                        servegate::outln!("  {line}");
                     }
                 }
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                servegate::errln!("error: {e}");
                 code = exit::SPEC_INVALID;
             }
         }
@@ -723,7 +723,7 @@ fn cmd_inspect(
 ) -> i32 {
     use servegate::inspect;
     let fail = |e: String| {
-        eprintln!("error: {e}");
+        servegate::errln!("error: {e}");
         exit::EVIDENCE_ERROR
     };
     if file.extension().is_some_and(|e| e == "log") {
@@ -735,7 +735,7 @@ fn cmd_inspect(
         let (require, forbid) = match (re(require, "require"), re(forbid, "forbid")) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => {
-                eprintln!("error: {e}");
+                servegate::errln!("error: {e}");
                 return exit::USAGE;
             }
         };
@@ -749,7 +749,10 @@ fn cmd_inspect(
             require.as_ref(),
             forbid.as_ref(),
         );
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        servegate::outln!(
+            "{}",
+            servegate::text::json(&serde_json::to_string_pretty(&out).unwrap_or_default())
+        );
         return exit::PASS;
     }
     let served_models = match &models {
@@ -771,11 +774,14 @@ fn cmd_inspect(
         out
     }) {
         Ok(out) => {
-            println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+            servegate::outln!(
+                "{}",
+                servegate::text::json(&serde_json::to_string_pretty(&out).unwrap_or_default())
+            );
             exit::PASS
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            servegate::errln!("error: {e}");
             exit::EVIDENCE_ERROR
         }
     }

@@ -251,18 +251,56 @@ impl ExportArgs {
     }
 }
 
+/// Why a source gives no figures: the exit code (5 unreadable, 3 records refused) and the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceError {
+    /// `exit::EVIDENCE_ERROR` for a source that cannot be read or judged, `exit::SPEC_INVALID` for records
+    /// `records check` refuses.
+    pub code: i32,
+    /// What to print (possibly several lines).
+    pub message: String,
+}
+
+impl From<String> for SourceError {
+    fn from(message: String) -> SourceError {
+        SourceError {
+            code: crate::error::exit::EVIDENCE_ERROR,
+            message,
+        }
+    }
+}
+
+fn refused(r: crate::records::record::Refused) -> SourceError {
+    SourceError {
+        code: if r.files.is_empty() {
+            crate::error::exit::EVIDENCE_ERROR
+        } else {
+            crate::error::exit::SPEC_INVALID
+        },
+        message: format!(
+            "{}\nerror: {}: nothing exported; an export carries only records that re-derive from their \
+             evidence (see `servegate records check`)",
+            r.lines.join("\n"),
+            r.summary()
+        ),
+    }
+}
+
 /// The figures of one source path. `judge_dir` re-judges a run directory into results (the binary's `judge`).
+/// Records (a record directory, or one record file) are loaded as the leaderboard loads them
+/// ([`crate::records::record::load_dir`], [`crate::records::record::load_file`]): only when every one is
+/// valid and re-derives from its evidence.
 pub fn figures_of(
     path: &Path,
     judge_dir: &dyn Fn(&Path) -> Result<Results, String>,
-) -> Result<Vec<Figure>, String> {
+) -> Result<Vec<Figure>, SourceError> {
     if path.is_dir() {
         if path.join(crate::evidence::layout::RUN_FILE).is_file()
             || crate::evidence::is_pair_dir(path)
         {
-            return judge_dir(path).map(|r| from_results(&r));
+            return Ok(judge_dir(path).map(|r| from_results(&r))?);
         }
-        let records = crate::records::record::load_dir(path).map_err(|e| e.join("\n"))?;
+        let records = crate::records::record::load_dir(path).map_err(refused)?;
         return Ok(from_records(&records));
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -275,20 +313,19 @@ pub fn figures_of(
             Ok(from_results(&r))
         }
         Some(s) if s.starts_with("servegate.record/") => {
-            let r = crate::records::record::parse(&text).map_err(|problems| {
-                let p: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
-                format!("{}: {}", path.display(), p.join("; "))
-            })?;
+            let r = crate::records::record::load_file(path).map_err(refused)?;
             Ok(from_records(&[r]))
         }
         other => Err(format!(
             "{}: not a record, a results JSON or a run directory (schema {other:?})",
             path.display()
-        )),
+        )
+        .into()),
     }
 }
 
-/// Runs `servegate export`; returns the exit code (0, or 5 when a source cannot be read or the file written).
+/// Runs `servegate export`; returns the exit code (0; 3 when `records check` refuses a record of a source, and
+/// nothing is exported; 5 when a source cannot be read or the file written).
 pub fn cli(args: &ExportArgs, judge_dir: &dyn Fn(&Path) -> Result<Results, String>) -> i32 {
     use crate::error::exit;
     let sources = if args.sources.is_empty() {
@@ -304,7 +341,7 @@ pub fn cli(args: &ExportArgs, judge_dir: &dyn Fn(&Path) -> Result<Results, Strin
         }
         let refusals = inputs.refuse([("-o".to_string(), out.as_path())]);
         for r in &refusals {
-            eprintln!("error: {r}");
+            crate::errln!("error: {r}");
         }
         if !refusals.is_empty() {
             return exit::USAGE;
@@ -315,27 +352,34 @@ pub fn cli(args: &ExportArgs, judge_dir: &dyn Fn(&Path) -> Result<Results, Strin
         match figures_of(s, judge_dir) {
             Ok(f) => figures.extend(f),
             Err(e) => {
-                eprintln!("error: {e}");
-                return exit::EVIDENCE_ERROR;
+                crate::errln!("error: {}", e.message);
+                return e.code;
             }
         }
     }
     let (bytes, notes) = serialize(args.kind(), &figures);
     for n in notes {
-        eprintln!("note: {n}");
+        crate::errln!("note: {n}");
     }
     match &args.output {
         Some(p) => match crate::io::fs::write_atomic(p, &bytes) {
             Ok(()) => exit::PASS,
             Err(e) => {
-                eprintln!("error: {}: cannot write the export: {e}", p.display());
+                crate::errln!("error: {}: cannot write the export: {e}", p.display());
                 exit::EVIDENCE_ERROR
             }
         },
         None => {
+            // On a terminal or a CI log a record's text holds no workflow command and no raw control byte:
+            // JSON through `text::json` (the same values), OpenMetrics text through `text::lines`.
             use std::io::Write;
+            let raw = String::from_utf8_lossy(&bytes);
+            let text = match args.kind() {
+                Kind::OpenMetrics => crate::text::lines(&raw),
+                _ => crate::text::json(&raw),
+            };
             let mut out = std::io::stdout().lock();
-            let _ = out.write_all(&bytes);
+            let _ = out.write_all(text.as_bytes());
             exit::PASS
         }
     }
