@@ -328,6 +328,7 @@ fn results_of(case_results: &Value) -> Results {
                 bound: None,
                 unit: None,
                 values: vec![],
+                skip_reason: None,
             }
         })
         .collect();

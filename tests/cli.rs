@@ -39,7 +39,7 @@ fn run_dir_from(stdout: &str) -> PathBuf {
 fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
     let tmp = tempfile::tempdir().unwrap();
     let text = reference_gate_text()
-        .replace("floor_tok_s = 10.0", "floor_tok_s = 100000.0")
+        .replace("floor_tok_s = 10.5", "floor_tok_s = 100000.0")
         .replace("repeats = 2", "repeats = 1");
     assert!(text.contains("floor_tok_s = 100000.0"));
     let gate = write_gate(tmp.path(), "high-floor.toml", &text);
@@ -511,6 +511,94 @@ fn judge_of_a_missing_or_damaged_run_is_an_evidence_error() {
         stderr.contains("05.reads.jsonl") && stderr.contains("missing"),
         "{stderr}"
     );
+}
+
+/// `servegate judge` on recorded evidence whose request 04 a stalled client read all at once (its token
+/// chunks 0.01 ms apart: a decode window under the 5 ms minimum): that reply is not measured, named with its
+/// cause, and the rate is judged on the other two, never failed for it. A first token read late with
+/// later ones (`recv_ms` set, one read holding two token events) has no measured TTFT, said so.
+#[test]
+fn servegate_judge_calls_a_reply_it_could_not_time_not_measured_never_slow() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (run, _) = run_copy(tmp.path());
+    let restamp = |name: &str, f: &dyn Fn(usize, &mut serde_json::Value, Option<f64>)| {
+        let path = run.join(name);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let first_token = lines
+            .iter()
+            .position(|l| l["text"].as_str().unwrap_or("").contains("\"content\":\""))
+            .unwrap();
+        let t0 = lines[first_token]["t_ms"].as_f64();
+        for (i, l) in lines.iter_mut().enumerate() {
+            f(
+                i.saturating_sub(first_token),
+                l,
+                t0.filter(|_| i >= first_token),
+            );
+        }
+        let out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        std::fs::write(&path, out.join("\n") + "\n").unwrap();
+    };
+    restamp("04.reads.jsonl", &|k, l, t0| {
+        if let Some(t0) = t0 {
+            l["t_ms"] = serde_json::json!(t0 + 0.01 * k as f64);
+        }
+    });
+    let out = Command::new(bin()).arg("judge").arg(&run).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let rate = stdout
+        .lines()
+        .find(|l| l.starts_with("rate "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(!rate.starts_with("rate FAIL"), "{rate}");
+    assert!(
+        rate.contains("n=2 of 3 measured; not measured: request 04 (decode window 0.")
+            && rate.contains("ms under the 5 ms minimum)"),
+        "{rate}"
+    );
+    assert!(rate.len() < 300, "{}: {rate}", rate.len());
+
+    // Kernel-stamped reads (recv_ms) of request 05, its first two token events in one read taken late.
+    let (run, _) = run_copy(&tmp.path().join("b"));
+    let path = run.join("05.reads.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let i = lines
+        .iter()
+        .position(|l| l["text"].as_str().unwrap_or("").contains("\"content\":\""))
+        .unwrap();
+    let second = lines.remove(i + 1);
+    let joined = format!(
+        "{}{}",
+        lines[i]["text"].as_str().unwrap(),
+        second["text"].as_str().unwrap()
+    );
+    lines[i]["text"] = serde_json::json!(joined);
+    lines[i]["t_ms"] = second["t_ms"].clone();
+    for l in lines.iter_mut() {
+        let t = l["t_ms"].as_f64().unwrap();
+        l["recv_ms"] = serde_json::json!(t + 0.05);
+    }
+    let out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(&path, out.join("\n") + "\n").unwrap();
+    let out = Command::new(bin()).arg("judge").arg(&run).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ttft = stdout
+        .lines()
+        .find(|l| l.starts_with("first_token "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        ttft.contains("n=2 of 3 measured; not measured: request 05 (first token arrived with 1 more while the client was not reading (in "),
+        "{ttft}"
+    );
+    assert!(!ttft.starts_with("first_token FAIL"), "{ttft}");
 }
 
 #[test]

@@ -44,7 +44,9 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Writes a baseline at `dir` whose one window `w1` is a copy of the run directory `run`, its key the run's
-/// answers key (`analysis::drift::answers_key` of the run's own gate), `model_sha256` replaced when given.
+/// answers key (`analysis::drift::answers_key` of the run's own gate), `model_sha256` replaced when given:
+/// in the window's `run.json` too, since a baseline's key is re-derived from its windows' evidence and a
+/// manifest that disagrees with them is refused.
 fn bless(dir: &Path, run: &Path, model_sha256: Option<&str>, notes: Vec<String>) -> Manifest {
     let gate = servegate::spec::load(&run.join("gate.toml")).unwrap();
     let ev = servegate::analysis::load(run).unwrap();
@@ -57,6 +59,12 @@ fn bless(dir: &Path, run: &Path, model_sha256: Option<&str>, notes: Vec<String>)
     let _ = std::fs::remove_dir_all(&w);
     copy_dir(run, &w);
     let _ = std::fs::remove_file(w.join("setup.log"));
+    if let Some(sha) = model_sha256 {
+        let p = w.join("run.json");
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        v["serve"]["model_file"]["sha256"] = sha.into();
+        std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    }
     let m = Manifest {
         schema: BASELINE_SCHEMA.into(),
         gate: gate.name.clone(),
@@ -288,17 +296,21 @@ fn setup() -> Setup {
     std::fs::write(&model, b"stand-in model file for tests/drift.rs\n").unwrap();
     let sha = servegate::io::hash::sha256_bytes(&std::fs::read(&model).unwrap());
     let baseline = tmp.path().join("baseline");
-    let mut m = bless(&baseline, &recorded(), Some(&sha), Vec::new());
     // The replay serve reports no engine version of its own, so the replayed run's key falls back to the
-    // gate's `[record] engine_version`: the test baseline keys on that.
+    // gate's `[record] engine_version`: the baseline's window states that version too, so the verdict names
+    // no release change (a release field is compared and named, never keyed on).
     let gate = servegate::spec::load(&recorded().join("gate.toml")).unwrap();
-    m.key.engine_version = gate
-        .record
-        .as_ref()
-        .and_then(|r| r.get("engine_version"))
-        .and_then(|v| v.as_str())
-        .map(str::to_string);
-    baseline::write_manifest(&baseline, &m).unwrap();
+    let version = gate.record.as_ref().unwrap()["engine_version"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let source = tmp.path().join("recorded");
+    copy_dir(&recorded(), &source);
+    let p = source.join("run.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v["serve"]["version"] = version.into();
+    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    bless(&baseline, &source, Some(&sha), Vec::new());
     Setup {
         tmp,
         run,
@@ -705,8 +717,8 @@ fn live(gate: &Path, runs: &Path, judge_dir: Option<&Path>) -> (String, PathBuf)
 
 /// Flash attention off against the baseline (blessed with it on, `Flash Attention enabled` in its log):
 /// measured here 1 prompt identical, 2 close (prompt 2 at token 35, prompt 3 at token 0: near-ties 0.04-0.05
-/// nats apart), none diverged; `exact` fails the same evidence at each of those tokens. Without
-/// `may_differ = ["flash_attention"]` the run would be incomparable (the serve log names the setting).
+/// nats apart), none diverged; `exact` fails the same evidence at each of those tokens. The setting is the
+/// release's (the serve log names it): judged, and stated beside the verdict as what the release changed.
 #[test]
 fn live_flash_attention_off_is_close_never_diverged_and_exact_fails_it() {
     let tmp = tempfile::tempdir().unwrap();
@@ -725,7 +737,7 @@ fn live_flash_attention_off_is_close_never_diverged_and_exact_fails_it() {
         "{line}"
     );
     assert!(
-        line.contains("extra.flash_attention enabled (baseline) vs disabled (this run)"),
+        line.ends_with("; the release changed flash_attention enabled → disabled"),
         "{line}"
     );
     let close: Vec<String> = line
@@ -759,7 +771,7 @@ fn live_flash_attention_off_is_close_never_diverged_and_exact_fails_it() {
 }
 
 /// The K cache in f32 instead of f16 (flash attention on): measured here bitwise the same greedy replies (every
-/// token id and logprob equal over 135 positions), so identical; the key still names the difference.
+/// token id and logprob equal over 135 positions), so identical; the verdict still names the difference.
 #[test]
 fn live_kv_cache_type_f32_is_judged_as_what_it_is() {
     let tmp = tempfile::tempdir().unwrap();
@@ -777,7 +789,7 @@ fn live_kv_cache_type_f32_is_judged_as_what_it_is() {
         "{line}"
     );
     assert!(
-        line.contains("extra.cache_type_k f16 (baseline) vs f32 (this run)"),
+        line.ends_with("; the release changed cache_type_k f16 → f32"),
         "{line}"
     );
 }

@@ -2,7 +2,7 @@
 //! (tests/data/escaping/hostile_serve.py) puts `::stop-commands::`, `::error::`, `::add-mask::`, `%0A`, CR, LF,
 //! ESC, BEL and the legacy `##[error]` in its `/version`, its model list (and its replies' `model`), its
 //! replies, its error bodies and its log; a gate author puts control bytes in the model name the serve's
-//! command line carries. Through
+//! command line carries and in a `requires` path. Through
 //! `servegate run --github`, `servegate judge`, `servegate inspect` and the gate harness (`cargo test --test
 //! gates`-style, with `GITHUB_ACTIONS=true`), every line of stdout and stderr is checked: none begins with `::`
 //! but servegate's own annotations, none holds `##[` or a raw control byte, and the hostile text is shown
@@ -56,11 +56,9 @@ fn scratch() -> tempfile::TempDir {
         hostile.replace("ver = \"--plain\"", "ver = \"--evil-version\""),
     )
     .unwrap();
-    std::fs::copy(
-        data("hostile-errors.toml"),
-        gates.join("hostile-errors.toml"),
-    )
-    .unwrap();
+    for g in ["hostile-errors.toml", "hostile-requires.toml"] {
+        std::fs::copy(data(g), gates.join(g)).unwrap();
+    }
     t
 }
 
@@ -143,6 +141,7 @@ fn a_hostile_serve_cannot_write_a_workflow_command_or_a_control_byte() {
             "--github",
             "gates/hostile.toml",
             "gates/hostile-errors.toml",
+            "gates/hostile-requires.toml",
         ],
         cwd,
     );
@@ -190,6 +189,12 @@ fn a_hostile_serve_cannot_write_a_workflow_command_or_a_control_byte() {
     assert!(
         err.contains("m\\u{1b}]0;title\\u{7}\\r::error::gate-author"),
         "{err}"
+    );
+    assert!(
+        out.contains(
+            "IGNORED requires: path /nonexistent\\n::error::from-a-path\\u{1b}[31m\\u{7}##\\[error]x"
+        ),
+        "{out}"
     );
     // The same evidence re-judged says it the same safe way.
     for gate in ["hostile", "hostile-errors"] {
@@ -327,6 +332,7 @@ fn the_gate_harness_prints_no_serve_text_raw() {
             .any(|l| l.starts_with("::error file=") && l.contains("hostile%3A%3Arate")),
         "{out}"
     );
-    // libtest's failure text quotes the verdict: escaped there too.
+    // libtest's failure text quotes the verdict, and its ignored line the gate author's path: escaped too.
     assert!(out.contains("::stop-commands::z"), "{out}");
+    assert!(out.contains("::error::from-a-path"), "{out}");
 }

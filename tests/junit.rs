@@ -60,15 +60,31 @@ impl Child {
             .rev()
             .find(|l| l.starts_with("gates: "))
             .unwrap_or_else(|| panic!("no closing line:\n{}", self.stdout));
-        let n: Vec<u64> = line
+        // The skips by reason follow in parentheses when there are any, and add up to the skipped count.
+        let (head, reasons) = match line.split_once(" (") {
+            Some((h, r)) => (h, Some(r)),
+            None => (line, None),
+        };
+        let n: Vec<u64> = head
             .split(|c: char| !c.is_ascii_digit())
             .filter(|s| !s.is_empty())
             .map(|s| s.parse().unwrap())
             .collect();
         assert_eq!(
-            line,
+            head,
             format!("gates: {} passed, {} failed, {} skipped", n[0], n[1], n[2])
         );
+        match reasons {
+            Some(r) => {
+                let r = r.strip_suffix(')').unwrap_or_else(|| panic!("{line}"));
+                let sum: u64 = r
+                    .split(", ")
+                    .map(|p| p.split(' ').next().unwrap().parse::<u64>().unwrap())
+                    .sum();
+                assert_eq!(sum, n[2], "{line}");
+            }
+            None => assert_eq!(n[2], 0, "{line}"),
+        }
         (n[0], n[1], n[2])
     }
 }
@@ -518,7 +534,7 @@ fn junit_and_json_match_the_harness_report_for_a_pass_a_failure_and_an_ignored_g
         match &tc.status {
             TestCaseStatus::Skipped { message, .. } => assert_eq!(
                 message.as_deref(),
-                Some("requires: path /nonexistent/servegate-junit-test-device does not exist")
+                Some("[path missing] requires: path /nonexistent/servegate-junit-test-device does not exist")
             ),
             other => panic!("{other:?}"),
         }

@@ -6,8 +6,9 @@
 //! functions of the evidence.
 //!
 //! * same load: judged (the verdict line names both loads);
-//! * loads apart past `max_load_ratio`: INCOMPARABLE naming both loads (exit 0 as a skipped check, 9 under
-//!   SERVEGATE_STRICT=1; JUnit and the Markdown summary say why), never PASS nor FAIL;
+//! * loads apart past `max_load_ratio`: NOT-COMPARED (busy runner) naming both loads (exit 0 as a skipped
+//!   check, 9 under SERVEGATE_STRICT=1; JUnit and the Markdown summary say why), never PASS nor FAIL. This was
+//!   INCOMPARABLE-as-skip; it is its own state now, since INCOMPARABLE (the baseline no longer applies) fails;
 //! * a load missing on either side (older evidence): judged as before servegate compared load;
 //! * a list of a quiet and a loaded baseline: the one at the run's load is chosen;
 //! * drift (answers) ignores load.
@@ -177,7 +178,7 @@ fn the_same_load_is_judged_and_the_line_shows_both_loads() {
 }
 
 #[test]
-fn loads_apart_past_the_bound_are_incomparable_naming_both_never_pass_or_fail() {
+fn loads_apart_past_the_bound_are_not_compared_naming_both_never_pass_or_fail() {
     let t = tempfile::tempdir().unwrap();
     let quiet = t.path().join("baselines/quiet");
     baseline(&quiet, Some(0.5));
@@ -185,7 +186,11 @@ fn loads_apart_past_the_bound_are_incomparable_naming_both_never_pass_or_fail() 
     let (junit, summary) = (t.path().join("junit.xml"), t.path().join("summary.md"));
     let j = judge(&run, false, &[&junit, &summary]);
     let why = "host load 7.9 per CPU at this run vs 0.5 at the baseline: 7.9x apart (a load per CPU below 1 counts as 1), bound 1.5x (max_load_ratio)";
-    assert!(j.line.starts_with("regression INCOMPARABLE "), "{}", j.line);
+    assert!(
+        j.line.starts_with("regression NOT-COMPARED busy runner: "),
+        "{}",
+        j.line
+    );
     assert!(j.line.contains(why), "{}", j.line);
     assert!(j.line.contains("baselines/quiet"), "{}", j.line);
     // Skipped with its reason (docs/ci.md), not a pass: the JUnit case and the summary say why.
@@ -195,9 +200,12 @@ fn loads_apart_past_the_bound_are_incomparable_naming_both_never_pass_or_fail() 
         x.contains("host load 7.9 per CPU at this run vs 0.5 at the baseline"),
         "{x}"
     );
-    assert!(x.contains("<skipped"), "{x}");
+    assert!(
+        x.contains("<skipped message=\"[not compared: busy runner] "),
+        "{x}"
+    );
     let m = std::fs::read_to_string(&summary).unwrap();
-    assert!(m.contains("INCOMPARABLE"), "{m}");
+    assert!(m.contains("NOT COMPARED"), "{m}");
     assert!(m.contains("host load 7.9 per CPU"), "{m}");
     let j = judge(&run, true, &[]);
     assert_eq!(j.code, 9, "SERVEGATE_STRICT=1: {}", j.stdout);
@@ -207,7 +215,7 @@ fn loads_apart_past_the_bound_are_incomparable_naming_both_never_pass_or_fail() 
     baseline(&loaded, Some(8.0));
     let run = candidate(&t.path().join("run2"), Some(0.6), &[&loaded], "");
     let j = judge(&run, false, &[]);
-    assert!(j.line.starts_with("regression INCOMPARABLE "), "{}", j.line);
+    assert!(j.line.starts_with("regression NOT-COMPARED "), "{}", j.line);
     assert!(
         j.line
             .contains("host load 0.6 per CPU at this run vs 8.0 at the baseline: 8.0x apart"),
@@ -222,7 +230,7 @@ fn loads_apart_past_the_bound_are_incomparable_naming_both_never_pass_or_fail() 
     );
     let j = judge(&run, false, &[]);
     assert!(
-        !j.line.starts_with("regression INCOMPARABLE "),
+        !j.line.starts_with("regression NOT-COMPARED "),
         "{}",
         j.line
     );
@@ -266,10 +274,10 @@ fn a_list_of_a_quiet_and_a_loaded_baseline_picks_the_one_at_the_runs_load() {
             j.line
         );
     }
-    // Between the two: comparable with neither, both named.
+    // Between the two: compared with neither (busy runner), both named.
     let run = candidate(&t.path().join("mid"), Some(3.0), &[&quiet, &loaded], "");
     let j = judge(&run, false, &[]);
-    assert!(j.line.starts_with("regression INCOMPARABLE "), "{}", j.line);
+    assert!(j.line.starts_with("regression NOT-COMPARED "), "{}", j.line);
     assert!(
         j.line
             .contains("host load 3.0 per CPU at this run vs 0.5 at the baseline")

@@ -61,6 +61,7 @@ fn window(rng: &mut Rng, n: usize, ratio: f64) -> Vec<f64> {
 
 fn gate(drop_pct: f64, baseline: RegressionBaseline) -> RegressionAssert {
     RegressionAssert {
+        on_incomparable: Default::default(),
         metric: Metric::DecodeRate,
         label: "decode".into(),
         baseline,

@@ -579,3 +579,104 @@ fn type_and_size_errors_name_the_key_and_the_rule() {
         "must be a number from 0 to 1",
     );
 }
+
+/// BASE on a serve already running (`url`).
+fn url_gate() -> String {
+    with(
+        "command = [\"python3\", \"serve.py\", \"--port\", \"{port}\"]",
+        "url = \"http://127.0.0.1:8080\"",
+    )
+}
+
+/// Settings of a serve the runner starts, on a serve already running, were accepted and ignored (a
+/// `/bin/false` hold wrapper still gave PASS): each is refused at its line, saying why.
+#[test]
+fn settings_a_url_serve_never_uses_are_refused() {
+    let url = url_gate();
+    accepted(&url);
+    for (line, key, says) in [
+        ("port = 9000", "serve.port", "the port is the url's"),
+        ("host = \"0.0.0.0\"", "serve.host", "the host is the url's"),
+        (
+            "stop_grace_s = 3",
+            "serve.stop_grace_s",
+            "never stops a serve it did not start",
+        ),
+    ] {
+        let t = url.replace("[request]", &format!("{line}\n[request]"));
+        refused(&t, line, key, says);
+    }
+    let t = format!("{url}[hold]\ncommand = [\"/bin/false\"]\n");
+    refused(
+        &t,
+        "command = [\"/bin/false\"]",
+        "hold.command",
+        "the wrapper would never run",
+    );
+    // A lock or a ticket holds the device whatever starts the serve.
+    accepted(&format!(
+        "{url}[hold]\nlock = \"/tmp/servegate-test.lock\"\n"
+    ));
+    // On a command serve the same settings act.
+    accepted(&BASE.replace("[request]", "port = 9000\nstop_grace_s = 3\n[request]"));
+}
+
+/// `[assert.consistency] rule = "exact"` compares token for token: its `top_k` was ignored.
+#[test]
+fn consistency_top_k_with_the_exact_rule_is_refused() {
+    let t = load_gate("concurrency = [1, 4]\nrequests = 10").replace(
+        "[assert.errors]\n",
+        "[assert.consistency]\nrule = \"exact\"\ntop_k = 3\n",
+    );
+    refused(
+        &t,
+        "top_k = 3",
+        "assert.consistency.top_k",
+        "rule = \"exact\" compares token for token",
+    );
+    accepted(&t.replace("top_k = 3\n", ""));
+}
+
+/// A dataset line's unknown key was dropped (`max_token: 2` ran at the gate's max_tokens), and a bad or missing
+/// dataset was only found after the serve started, reported as a serve that never became ready. `check` and
+/// `run` refuse the gate (exit 3) naming the dataset's line and the key, before any serve starts.
+#[test]
+fn a_bad_or_missing_dataset_is_the_gates_error_not_the_serves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("prompts.jsonl");
+    std::fs::write(
+        &data,
+        "{\"prompt\": \"hi\", \"max_tokens\": 4}\n{\"prompt\": \"yo\", \"max_token\": 2}\n",
+    )
+    .unwrap();
+    let t = load_gate(&format!(
+        "concurrency = 2\nrequests = 4\ndataset = \"{}\"",
+        data.display()
+    ));
+    let out = refused(&t, "dataset =", "load.dataset", "unknown field `max_token`");
+    assert!(out.contains("did you mean `max_tokens`?"), "{out}");
+    assert!(out.contains(&format!("{}:2", data.display())), "{out}");
+    std::fs::write(&data, "{\"prompt\": \"hi\", \"max_tokens\": 4}\n").unwrap();
+    accepted(&t);
+    std::fs::remove_file(&data).unwrap();
+    refused(&t, "dataset =", "load.dataset", "prompts.jsonl");
+    // `run` refuses it as an invalid spec (3), never "serve never became ready" (4).
+    let gate = tmp.path().join("g.toml");
+    std::fs::write(&gate, &t).unwrap();
+    let o = Command::new(bin())
+        .args(["run", "--quiet", "--runs"])
+        .arg(tmp.path().join("runs"))
+        .arg(&gate)
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(3), "{all}");
+    assert!(
+        all.contains("load.dataset") && !all.contains("never became ready"),
+        "{all}"
+    );
+}

@@ -18,7 +18,9 @@ use std::path::PathBuf;
 
 use crate::analysis::{measure, Evidence, RequestEvidence};
 use crate::evidence::baseline;
-use crate::evidence::comparability::{key_of, run_load_per_cpu, KeyDiff, KeyUse};
+use crate::evidence::comparability::{
+    key_of_evidence, release_changes, run_load_per_cpu, KeyDiff, KeyUse,
+};
 use crate::spec::{GateSpec, RegressionBaseline};
 use crate::vocab::Metric;
 
@@ -45,10 +47,26 @@ pub enum BaselineValues {
         /// The host loads per CPU compared, (this run's, the baseline's), where both are stated: the
         /// verdict line shows them.
         load: Option<(f64, f64)>,
+        /// What the release changed from the baseline's run to this one
+        /// (`comparability::release_changes`: engine version, numerics settings of the serve log): the
+        /// verdict states them as the likely cause of a change.
+        release: Vec<KeyDiff>,
+        /// The command that renews the baseline from this run ([`renew_command`]), for the stale-baseline
+        /// notice.
+        renew: String,
     },
-    /// No stored baseline is comparable: for each one, the fields that differ (the verdict is
-    /// INCOMPARABLE, naming them).
-    Incomparable(Vec<(PathBuf, Vec<KeyDiff>)>),
+    /// No stored baseline applies: for each one, the fields of what the gate fixes or the machine that
+    /// differ (the verdict is INCOMPARABLE, naming them and `renew`; it fails unless the assertion says
+    /// `on_incomparable = "skip"`).
+    Incomparable {
+        /// Each baseline and its differing fields.
+        why: Vec<(PathBuf, Vec<KeyDiff>)>,
+        /// The command that renews the baseline from this run ([`renew_command`]).
+        renew: String,
+    },
+    /// A baseline applies, but the runner's host load is outside every applicable baseline's: each with the
+    /// load difference (the verdict is NOT-COMPARED, busy runner: its own state, never a pass).
+    NotCompared(Vec<(PathBuf, KeyDiff)>),
     /// Interleaved blocks, filled by the runner (A-B-B-A order, same prompts).
     Interleaved(Vec<Block>),
     /// No baseline could be read (a missing directory, a malformed manifest, a window that does not load,
@@ -88,6 +106,16 @@ pub fn regression_input(gate: &GateSpec, run: &Evidence) -> Option<BaselineValue
     })
 }
 
+/// `servegate bless <gate file> --baseline <run dir>`: the command that renews a stored baseline from this
+/// run (the gate file as `run.json` names it).
+pub fn renew_command(run: &Evidence) -> String {
+    format!(
+        "servegate bless {} --baseline {}",
+        run.run.gate_file,
+        run.dir.display()
+    )
+}
+
 fn stored(
     dirs: &[PathBuf],
     gate: &GateSpec,
@@ -107,7 +135,7 @@ fn stored(
             }
         }
     }
-    let key = key_of(gate, &run.run);
+    let key = key_of_evidence(gate, &run.run, run.serve_log.as_deref());
     let run_load = run_load_per_cpu(&run.run);
     let check = baseline::LoadCheck {
         run_per_cpu: run_load,
@@ -115,12 +143,25 @@ fn stored(
     };
     let chosen = match baseline::choose(&loaded, &key, KeyUse::Speed, Some(check)) {
         Ok(b) => b,
-        Err(why) => return BaselineValues::Incomparable(why),
+        Err(why) if !why.busy.is_empty() => return BaselineValues::NotCompared(why.busy),
+        Err(why) => {
+            return BaselineValues::Incomparable {
+                why: why.incomparable,
+                renew: renew_command(run),
+            }
+        }
     };
     let mut windows = Vec::new();
     for w in &chosen.window_dirs {
         match crate::analysis::load(w) {
-            Ok(ev) => windows.push(run_values(&ev, metric)),
+            // The gate's untimed prompts feed no value, in a baseline window as in this run.
+            Ok(ev) => windows.push(
+                ev.requests
+                    .iter()
+                    .filter(|r| !r.record.warmup && gate.request.timed(&r.record.prompt))
+                    .filter_map(|r| value_of(r, metric))
+                    .collect(),
+            ),
             Err(e) => {
                 return BaselineValues::Unavailable(format!(
                     "baseline window {} cannot be read: {e}",
@@ -133,5 +174,7 @@ fn stored(
         dir: chosen.dir.clone(),
         windows,
         load: run_load.zip(chosen.load_per_cpu()),
+        release: release_changes(&chosen.key, &key),
+        renew: renew_command(run),
     }
 }

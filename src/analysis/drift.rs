@@ -401,59 +401,12 @@ pub fn answers_key(
     gate: &crate::spec::GateSpec,
     ev: &crate::analysis::Evidence,
 ) -> crate::evidence::comparability::ComparabilityKey {
-    let mut key = crate::evidence::comparability::key_of(gate, &ev.run);
-    if let Some(log) = &ev.serve_log {
-        key.extra.extend(numerics_of_log(log));
-    }
-    key
+    crate::evidence::comparability::key_of_evidence(gate, &ev.run, ev.serve_log.as_deref())
 }
 
-/// The serve settings that change greedy numerics, read from its log (llama.cpp's lines, as build b11434
-/// prints them at startup): `flash_attention` (`resolve_fused_ops: Flash Attention enabled|disabled`, else
-/// `llama_context: flash_attn = on|off|auto`), `kv_unified` (`load_model: ... kv_unified = 'false'`, else
-/// `llama_context: kv_unified = false`), `cache_type_k` / `cache_type_v` (`llama_kv_cache: ... K (f16): ...,
-/// V (f16): ...`). The last occurrence wins (a restarted serve). Names absent from the log are left out.
-/// Keyed on by drift comparisons (`ComparabilityKey::extra`): on the reference serve, flash attention and a
-/// unified KV cache under concurrency change greedy output (docs/drift.md).
-pub fn numerics_of_log(log: &str) -> std::collections::BTreeMap<String, String> {
-    use regex::Regex;
-    use std::sync::OnceLock;
-    static RES: OnceLock<Vec<(&'static str, Regex)>> = OnceLock::new();
-    let res = RES.get_or_init(|| {
-        [
-            ("flash_attention", r"Flash Attention (enabled|disabled)"),
-            (
-                "flash_attention_param",
-                r"llama_context: flash_attn\s*=\s*(\w+)",
-            ),
-            ("kv_unified", r"kv_unified = '(\w+)'"),
-            ("kv_unified_param", r"llama_context: kv_unified\s*=\s*(\w+)"),
-            ("cache_type_k", r"llama_kv_cache: .*\bK \((\w+)\)"),
-            ("cache_type_v", r"llama_kv_cache: .*\bV \((\w+)\)"),
-        ]
-        .into_iter()
-        .map(|(k, r)| (k, Regex::new(r).expect("valid regex")))
-        .collect()
-    });
-    let mut found = std::collections::BTreeMap::new();
-    for line in log.lines() {
-        for (k, re) in res {
-            if let Some(c) = re.captures(line) {
-                found.insert(k.to_string(), c[1].to_string());
-            }
-        }
-    }
-    // The resolved setting over the parameter (`auto` resolves to enabled or disabled).
-    for (k, param) in [
-        ("flash_attention", "flash_attention_param"),
-        ("kv_unified", "kv_unified_param"),
-    ] {
-        if let Some(v) = found.remove(param) {
-            found.entry(k.to_string()).or_insert(v);
-        }
-    }
-    found
-}
+/// The serve settings that change greedy numerics, read from its log: the one reader,
+/// [`crate::evidence::comparability::numerics_of_log`].
+pub use crate::evidence::comparability::numerics_of_log;
 
 #[cfg(test)]
 mod tests {

@@ -37,6 +37,38 @@ pub const MULTI_TOKEN_MIN_AVG: f64 = 1.5;
 /// One inter-token gap of a 100 tok/s serve (10 ms, the seed run's two-token reply) is still measured.
 pub const MIN_DECODE_WINDOW_MS: f64 = 5.0;
 
+/// Widest interval (ms) a token chunk's arrival may be known within for its time to count as measured: 0.5 ms.
+///
+/// A kernel receive stamp (`SO_TIMESTAMPNS`, a read's `t_ms` when it has `recv_ms`) is the arrival of the last
+/// segment the read took; segments that queue while the client is not reading (descheduled, stopped, a
+/// throttled container) are coalesced and all carry the last one's stamp. So the last token event of a read
+/// arrived at the read's stamp, but an earlier token event of the same read arrived anywhere in
+/// `(after_ms, t_ms]` ([`crate::analysis::reply::TokenChunk::after_ms`]: when the client's previous read
+/// returned). Such a time is an upper bound, not a measurement, unless that interval is at most this
+/// tolerance: 0.5 ms is the stamp error every figure was defined with (a blocking read's own stamp lagged
+/// the bytes by 0.3-0.5 ms on an idle machine, docs/performance.md) and the error [`MIN_DECODE_WINDOW_MS`]
+/// allows at each end of a window (2 × 0.5 ms of 5 ms, 20 %).
+pub const ARRIVAL_TOLERANCE_MS: f64 = 0.5;
+
+/// Why the arrival of token chunk `i` is not known ([`ARRIVAL_TOLERANCE_MS`]), or None when it is: it came
+/// in one read with later token chunks (the same stamp), the read was kernel-stamped, and the interval its
+/// bytes can have arrived in is wider than the tolerance. `what` names the chunk (`first token`).
+fn arrival_unknown(
+    tcs: &[crate::analysis::reply::TokenChunk],
+    i: usize,
+    what: &str,
+) -> Option<String> {
+    let c = tcs.get(i)?;
+    let after = c.after_ms?;
+    let later = tcs[i + 1..].iter().take_while(|t| t.t_ms == c.t_ms).count();
+    (later > 0 && c.t_ms - after > ARRIVAL_TOLERANCE_MS).then(|| {
+        format!(
+            "{what} arrived with {later} more while the client was not reading (in {after:.1}-{:.1} ms)",
+            c.t_ms
+        )
+    })
+}
+
 /// Largest share of the token chunks after the first arrival that one read (one arrival time) may carry
 /// for a decode rate to be computed: one half. When more than half of the counted tokens share one
 /// arrival stamp, the rate is set by when a buffer was flushed, not by how fast tokens were decoded (40
@@ -156,6 +188,18 @@ pub fn measure(reply: &Reply) -> Figures {
         f.ttft_ms = tcs.first().map(|t| t.t_ms);
         f.first_content_ms = tcs.iter().find(|t| !t.content.is_empty()).map(|t| t.t_ms);
         f.itl_ms = tcs.windows(2).map(|w| w[1].t_ms - w[0].t_ms).collect();
+        // A first token whose read also took later ones while the client was not reading: its stamp is
+        // the last one's arrival, an upper bound of the first's.
+        if let Some(why) = arrival_unknown(tcs, 0, "first token") {
+            f.ttft_ms = None;
+            f.ttft_unmeasured = Some(why);
+        }
+        if let Some(i) = tcs.iter().position(|t| !t.content.is_empty()) {
+            if let Some(why) = arrival_unknown(tcs, i, "first content") {
+                f.first_content_ms = None;
+                f.ttft_unmeasured.get_or_insert(why);
+            }
+        }
     }
 
     // N and where it came from.
@@ -265,6 +309,11 @@ pub fn measure(reply: &Reply) -> Figures {
         }
         if window_ms.is_nan() || window_ms <= 0.0 {
             measurable = false;
+            f.decode_unmeasured = Some(if k == 1 {
+                "one token chunk: no decode window".to_string()
+            } else {
+                format!("all {k} token chunks in one read at {:.1} ms", first.t_ms)
+            });
             if k == 1 {
                 notes.push("one token chunk: no decode window".into());
             } else {
@@ -275,6 +324,9 @@ pub fn measure(reply: &Reply) -> Figures {
             }
         } else if window_ms < MIN_DECODE_WINDOW_MS {
             measurable = false;
+            f.decode_unmeasured = Some(format!(
+                "decode window {window_ms:.1} ms under the {MIN_DECODE_WINDOW_MS} ms minimum"
+            ));
             notes.push(format!(
                 "decode window {window_ms:.1} ms (first to last token chunk) is under the {MIN_DECODE_WINDOW_MS} ms minimum: decode rate not measurable (ask for more tokens)"
             ));
@@ -282,6 +334,10 @@ pub fn measure(reply: &Reply) -> Figures {
             && burst.0 as f64 > MAX_BURST_SHARE * after_first as f64
         {
             measurable = false;
+            f.decode_unmeasured = Some(format!(
+                "burst: {} of {after_first} token chunks after the first in one read at {:.1} ms",
+                burst.0, burst.1
+            ));
             notes.push(format!(
                 "burst: {} of the {after_first} token chunks after the first arrival came in one read at {:.1} ms (a buffered or flushed stream): decode rate not measurable",
                 burst.0, burst.1
@@ -305,6 +361,7 @@ pub fn measure(reply: &Reply) -> Figures {
                     notes.push(format!("estimate: N = {n} token chunks, not tokens (the serve reported no token count)"));
                 }
             } else {
+                f.decode_unmeasured = Some(format!("no tokens after the first arrival (N = {n})"));
                 notes.push(format!(
                     "no tokens after the first arrival (N = {n}): no decode rate"
                 ));
@@ -321,6 +378,7 @@ pub fn measure(reply: &Reply) -> Figures {
     if let Some(why) = failed {
         f.ttft_ms = None;
         f.first_content_ms = None;
+        f.ttft_unmeasured = None;
         f.failed = Some(why.to_string());
     }
 
@@ -425,6 +483,25 @@ pub fn metric_value(f: &Figures, m: Metric) -> Option<f64> {
     }
 }
 
+/// Why a request that did not fail has no value of metric `m` because of how its reply was delivered
+/// ([`Figures::decode_unmeasured`] for the decode rate and ITL p90, [`Figures::ttft_unmeasured`] for TTFT
+/// and the first content time, either for TPOT), or None: it has a value, it failed, or it lacks one for
+/// another reason. Judging counts such a request as not measured (its cause stated), never as slow.
+pub fn unmeasured_cause(f: &Figures, m: Metric) -> Option<&str> {
+    if f.failed.is_some() || metric_value(f, m).is_some() {
+        return None;
+    }
+    match m {
+        Metric::Ttft | Metric::FirstContent => f.ttft_unmeasured.as_deref(),
+        Metric::DecodeRate | Metric::ItlP90 => f.decode_unmeasured.as_deref(),
+        Metric::Tpot => f
+            .ttft_unmeasured
+            .as_deref()
+            .or(f.decode_unmeasured.as_deref()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -455,6 +532,7 @@ mod tests {
             reasoning: String::new(),
             tool_call: false,
             tokens,
+            after_ms: None,
         }
     }
 
@@ -1075,6 +1153,117 @@ mod tests {
         let f = measure(&r);
         assert_eq!((f.ttft_ms, f.decode_tok_s), (None, None));
         assert_eq!(f.failed.as_deref(), Some("transport: operation timed out"));
+    }
+
+    /// A token chunk at `t_ms` from a kernel-stamped read taken after the previous one returned at `after`.
+    fn stamped(t_ms: f64, after: f64) -> TokenChunk {
+        TokenChunk {
+            after_ms: Some(after),
+            ..tc(t_ms, None)
+        }
+    }
+
+    #[test]
+    fn a_first_token_read_late_with_later_ones_has_no_ttft_and_the_window_starts_at_the_stamp() {
+        // The client stopped 150 ms: tokens 1-3 queued and came in one read stamped 160 ms (the last one's
+        // arrival); then one token per read, 12 ms apart.
+        let mut chunks: Vec<TokenChunk> = (0..3).map(|_| stamped(160.0, 0.0)).collect();
+        chunks.extend(
+            (1..=5).map(|i| stamped(160.0 + 12.0 * i as f64, 160.0 + 12.0 * (i - 1) as f64 + 0.1)),
+        );
+        let f = measure(&streamed(chunks.clone(), Some(8), 221.0));
+        assert_eq!(f.ttft_ms, None, "an upper bound, not a measurement");
+        assert_eq!(f.first_content_ms, None);
+        assert_eq!(
+            f.ttft_unmeasured.as_deref(),
+            Some("first token arrived with 2 more while the client was not reading (in 0.0-160.0 ms)")
+        );
+        assert_eq!(f.tpot_ms, None, "TPOT needs a TTFT");
+        // The decode window starts at the stamp, where all three had arrived: (8 − 3) / 60 ms.
+        assert!(close(f.decode_tok_s, 5.0 / 0.060), "{:?}", f.decode_note);
+        assert_eq!(f.decode_unmeasured, None);
+        assert_eq!(
+            unmeasured_cause(&f, Metric::Ttft),
+            f.ttft_unmeasured.as_deref()
+        );
+        assert_eq!(unmeasured_cause(&f, Metric::DecodeRate), None);
+        // The same read without recv_ms (older evidence, synthetic input): today's rule, TTFT at the read.
+        let old: Vec<TokenChunk> = chunks
+            .iter()
+            .map(|c| TokenChunk {
+                after_ms: None,
+                ..c.clone()
+            })
+            .collect();
+        let f = measure(&streamed(old, Some(8), 221.0));
+        assert_eq!(f.ttft_ms, Some(160.0));
+        assert_eq!(f.ttft_unmeasured, None);
+        // A first token alone in its read: its own stamp, measured however late the read was.
+        let mut alone = chunks.clone();
+        alone[0].t_ms = 40.0;
+        let f = measure(&streamed(alone, Some(8), 221.0));
+        assert_eq!(f.ttft_ms, Some(40.0));
+    }
+
+    #[test]
+    fn tokens_that_arrived_within_the_tolerance_keep_their_ttft() {
+        // Two token events in one read whose previous read returned 0.4 ms before its stamp: known.
+        let mut chunks = vec![stamped(100.0, 99.6), stamped(100.0, 99.6)];
+        chunks.extend(
+            (1..=4).map(|i| stamped(100.0 + 10.0 * i as f64, 100.0 + 10.0 * (i - 1) as f64)),
+        );
+        let f = measure(&streamed(chunks.clone(), Some(6), 141.0));
+        assert_eq!(f.ttft_ms, Some(100.0));
+        // 0.6 ms: over the tolerance.
+        chunks[0].after_ms = Some(99.4);
+        chunks[1].after_ms = Some(99.4);
+        let f = measure(&streamed(chunks, Some(6), 141.0));
+        assert_eq!(f.ttft_ms, None);
+        assert!(ARRIVAL_TOLERANCE_MS < MIN_DECODE_WINDOW_MS);
+    }
+
+    #[test]
+    fn a_rate_missing_because_of_delivery_names_its_cause_shortly() {
+        let mk = |gap: f64, k: usize| {
+            (0..k)
+                .map(|i| tc(50.0 + gap * i as f64, None))
+                .collect::<Vec<_>>()
+        };
+        let f = measure(&streamed(mk(0.1, 4), Some(4), 60.0));
+        assert_eq!(
+            f.decode_unmeasured.as_deref(),
+            Some("decode window 0.3 ms under the 5 ms minimum")
+        );
+        assert_eq!(
+            unmeasured_cause(&f, Metric::DecodeRate),
+            f.decode_unmeasured.as_deref()
+        );
+        assert_eq!(
+            unmeasured_cause(&f, Metric::Tpot),
+            f.decode_unmeasured.as_deref()
+        );
+        let mut chunks = vec![tc(100.0, None)];
+        chunks.extend((0..7).map(|_| tc(190.0, None)));
+        let f = measure(&streamed(chunks, Some(8), 191.0));
+        assert_eq!(
+            f.decode_unmeasured.as_deref(),
+            Some("burst: 7 of 7 token chunks after the first in one read at 190.0 ms")
+        );
+        let f = measure(&streamed(vec![tc(100.0, None)], Some(1), 101.0));
+        assert_eq!(
+            f.decode_unmeasured.as_deref(),
+            Some("one token chunk: no decode window")
+        );
+        // Not delivery: a failed reply, an unstreamed one, one with no tokens.
+        let mut r = streamed(mk(0.1, 4), Some(4), 60.0);
+        r.truncated = true;
+        let f = measure(&r);
+        assert_eq!(f.decode_unmeasured, None);
+        assert_eq!(unmeasured_cause(&f, Metric::DecodeRate), None);
+        assert_eq!(
+            measure(&streamed(vec![], Some(0), 10.0)).decode_unmeasured,
+            None
+        );
     }
 
     #[test]

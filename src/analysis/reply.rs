@@ -60,6 +60,13 @@ pub struct TokenChunk {
     /// Tokens in this chunk when the serve says so (llama.cpp `timings_per_token` running `predicted_n`
     /// differences, vLLM `continuous_usage_stats`); `None` when unknown.
     pub tokens: Option<u64>,
+    /// The earliest this chunk's bytes can have arrived, ms since the request was sent: when the client's
+    /// previous read returned (`TimedRead::recv_ms` of the read before the one that completed this event; 0
+    /// for the first read). Set only when the read that completed it carries `recv_ms` (a kernel-stamped
+    /// read); `None` keeps the older rule, where `t_ms` is the arrival. The chunk arrived in
+    /// `(after_ms, t_ms]` (`analysis::measure` uses it for TTFT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_ms: Option<f64>,
 }
 
 /// An error the serve reported, in an HTTP error status or inside a 200 stream.
@@ -394,6 +401,12 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
     // The bytes after the `[DONE]` event, once it arrived (slices of the reads, not a copy).
     let mut after_done: Option<Vec<&[u8]>> = None;
     for (i, r) in reads.iter().enumerate() {
+        // A kernel-stamped read's bytes arrived after the previous read returned (its `recv_ms`, else its
+        // stamp, which is no later), or after the request was sent.
+        st.read_after_ms = r.recv_ms.map(|_| match i {
+            0 => 0.0,
+            _ => reads[i - 1].recv_ms.unwrap_or(reads[i - 1].t_ms),
+        });
         let mut rest: &[u8] = &r.bytes;
         if rest.is_empty() {
             framer.push(rest, r.t_ms);
@@ -669,6 +682,8 @@ struct StreamState {
     events: usize,
     /// Line and name of the first skipped named event.
     first_named: Option<(usize, String)>,
+    /// [`TokenChunk::after_ms`] of the events the current read completes.
+    read_after_ms: Option<f64>,
 }
 
 impl StreamState {
@@ -684,6 +699,7 @@ impl StreamState {
             deltas: Vec::new(),
             events: 0,
             first_named: None,
+            read_after_ms: None,
         }
     }
 
@@ -1007,6 +1023,7 @@ impl StreamState {
                 reasoning: reasoning.to_string(),
                 tool_call: tool_calls.is_some(),
                 tokens: None,
+                after_ms: self.read_after_ms,
             });
             self.deltas.push((
                 usage_ct.and_then(|c| c.checked_sub(self.prev_usage_ct)),

@@ -451,14 +451,14 @@ pub fn cli(args: &CensusArgs) -> i32 {
     let peer = match read_peer(&args.peer) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             return crate::error::exit::USAGE;
         }
     };
     let reg = match read_registry(&args.registry) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             return crate::error::exit::USAGE;
         }
     };
@@ -468,17 +468,17 @@ pub fn cli(args: &CensusArgs) -> i32 {
     match &args.out {
         Some(p) => {
             if let Err(e) = crate::io::fs::write_atomic(p, text.as_bytes()) {
-                eprintln!("error: {}: {e}", p.display());
+                crate::errln!("error: {}: {e}", p.display());
                 return crate::error::exit::EVIDENCE_ERROR;
             }
         }
-        None => print!("{text}"),
+        None => crate::out!("{text}"),
     }
     let missing = unrowed(&rows);
     if args.check && !missing.is_empty() {
         for r in &missing {
             let names: Vec<&str> = r.peer.iter().map(|m| m.name.as_str()).collect();
-            eprintln!(
+            crate::errln!(
                 "census: peer family root `{}` ({}) has no row in {}",
                 r.root,
                 names.join(", "),

@@ -405,7 +405,7 @@ pub fn cli(args: &CoverageArgs) -> i32 {
     let expire_days = match super::census::read_registry(&args.registry) {
         Ok(r) => r.expire_days,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             return exit::USAGE;
         }
     };
@@ -414,7 +414,7 @@ pub fn cli(args: &CoverageArgs) -> i32 {
     let page = match render(&cells, &args.runs, &base, expire_days) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             return exit::USAGE;
         }
     };
@@ -423,19 +423,19 @@ pub fn cli(args: &CoverageArgs) -> i32 {
     let old_html = std::fs::read_to_string(&html_out).unwrap_or_default();
     let mut code = exit::PASS;
     for r in regressions(&states_of(&old), &page.states) {
-        eprintln!("coverage regression: {r}");
+        crate::errln!("coverage regression: {r}");
         code = exit::ASSERTION_FAILED;
     }
     if args.check {
         if old_html != page.html {
-            eprintln!(
+            crate::errln!(
                 "{} differs from the page the evidence gives; run `servegate coverage` and commit it",
                 html_out.display()
             );
             code = exit::ASSERTION_FAILED;
         }
         if old != page.markdown {
-            eprintln!(
+            crate::errln!(
                 "{} differs from the page the evidence in {} gives; run `servegate coverage` and commit it",
                 args.out.display(),
                 args.runs.display()
@@ -447,11 +447,11 @@ pub fn cli(args: &CoverageArgs) -> i32 {
                 .lines()
                 .take(60)
             {
-                eprintln!("{d}");
+                crate::errln!("{d}");
             }
             code = exit::ASSERTION_FAILED;
         } else {
-            println!(
+            crate::outln!(
                 "{}: up to date ({} cells)",
                 args.out.display(),
                 page.states.len()
@@ -461,11 +461,11 @@ pub fn cli(args: &CoverageArgs) -> i32 {
     }
     for (path, text) in [(&args.out, &page.markdown), (&html_out, &page.html)] {
         if let Err(e) = crate::io::fs::write_atomic(path, text.as_bytes()) {
-            eprintln!("error: {}: {e}", path.display());
+            crate::errln!("error: {}: {e}", path.display());
             return exit::EVIDENCE_ERROR;
         }
     }
-    println!("wrote {} ({} cells)", args.out.display(), page.states.len());
+    crate::outln!("wrote {} ({} cells)", args.out.display(), page.states.len());
     code
 }
 

@@ -1,10 +1,18 @@
 //! The comparability key of a run: what must be equal between a run and its baseline for a comparison of
 //! their figures (a regression verdict) or their answers (a drift verdict) to mean anything. A run whose key
-//! differs from its baseline's is **incomparable**, never a pass (docs/regression.md).
+//! differs from its baseline's is **incomparable**: the baseline no longer applies, and the trial fails
+//! naming the fields (docs/regression.md, "What the key holds").
+//!
+//! The key holds what the **gate** fixes (model file sha256, prompts, max_tokens, temperature, stream,
+//! device and route) and the **machine** (CPU model and count). What the **release** changes, the engine and
+//! its version and the numerics settings its serve log states (flash attention, KV cache type and layout:
+//! [`numerics_of_log`]), is not in the key: it is the thing a release gate tests. It is compared
+//! ([`release_changes`]) and stated beside the verdict as the likely cause of a change (`the release changed
+//! engine_version 1.0.0 → 1.1.0, flash_attention enabled → disabled`).
 //!
 //! Pure: the key is computed from the gate as run (the `gate.toml` kept in the run directory) and `run.json`.
 //! Which fields a comparison needs depends on what it compares ([`KeyUse`]): a speed comparison needs the same
-//! machine kind; an answer comparison needs the same numerics but not the same machine speed.
+//! machine kind; an answer comparison does not depend on the machine's speed.
 //!
 //! A speed comparison also compares the **host's load** ([`load_difference`]): a run and a baseline whose
 //! load per CPU ([`load_per_cpu`]) is too far apart are incomparable, because on a shared machine the load
@@ -43,20 +51,32 @@ pub struct ComparabilityKey {
     pub prompts_sha256: Option<String>,
     /// `stream` or `plain`.
     pub stream: Option<String>,
-    /// Further fields a comparison keys on (e.g. the serve settings that change numerics, read from its log:
-    /// `flash_attention`, `kv_unified`), by name.
+    /// The serve settings that change numerics, read from its log ([`numerics_of_log`]: `flash_attention`,
+    /// `kv_unified`, `cache_type_k`, `cache_type_v`), by name: release fields, compared and named
+    /// ([`release_changes`]), never a difference that makes a run incomparable.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, String>,
+}
+
+/// The fields of the key that the release under test changes, compared and named but never a reason for
+/// incomparability (with every `extra.*` field: the numerics settings of the serve log).
+pub const RELEASE_FIELDS: [&str; 2] = ["engine", "engine_version"];
+
+/// True for a field a release changes ([`RELEASE_FIELDS`] and `extra.*`).
+pub fn is_release_field(field: &str) -> bool {
+    RELEASE_FIELDS.contains(&field) || field.starts_with("extra.")
 }
 
 /// What a comparison compares, which decides the fields it needs equal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyUse {
-    /// Speed figures (decode rate, first token...): every field, the host's CPU model and count included.
+    /// Speed figures (decode rate, first token...): what the gate fixes and the machine (CPU model and count).
     Speed,
-    /// Greedy answers (tokens, logprobs): every field but the host's (answers do not depend on the machine's
-    /// speed; the numerics settings in `extra` are compared).
+    /// Greedy answers (tokens, logprobs): what the gate fixes (answers do not depend on the machine's speed).
     Answers,
+    /// The windows of one stored baseline: every field, the release's included (one baseline is one release
+    /// on one machine; `servegate bless` and `evidence::baseline::load` hold its windows to it).
+    Window,
 }
 
 /// One field that differs between a baseline's key and a run's.
@@ -80,13 +100,6 @@ impl std::fmt::Display for KeyDiff {
         if let Some(t) = &self.text {
             return f.write_str(t);
         }
-        let show = |v: &Option<String>| match v {
-            Some(v) if v.chars().count() > 24 => {
-                format!("{}…", v.chars().take(12).collect::<String>())
-            }
-            Some(v) => v.clone(),
-            None => "(not stated)".into(),
-        };
         write!(
             f,
             "{} {} (baseline) vs {} (this run)",
@@ -147,6 +160,20 @@ pub fn key_of(gate: &GateSpec, run: &RunSummary) -> ComparabilityKey {
     }
 }
 
+/// [`key_of`] with the numerics settings of the run's serve log ([`numerics_of_log`]) in `extra`: the whole
+/// key of a run, the release's fields included (`serve_log` is `serve.log`'s text, None when absent).
+pub fn key_of_evidence(
+    gate: &GateSpec,
+    run: &RunSummary,
+    serve_log: Option<&str>,
+) -> ComparabilityKey {
+    let mut key = key_of(gate, run);
+    if let Some(log) = serve_log {
+        key.extra.extend(numerics_of_log(log));
+    }
+    key
+}
+
 impl ComparabilityKey {
     /// The fields as (name, value) pairs, in a fixed order; `extra` fields are named `extra.<name>`.
     pub fn fields(&self) -> Vec<(String, Option<String>)> {
@@ -171,8 +198,9 @@ impl ComparabilityKey {
 
 /// The fields that make `run` incomparable with `baseline` for `usage`, in the order of
 /// [`ComparabilityKey::fields`]; empty when they are comparable. A field stated by one side and not by the
-/// other differs (a baseline that names its model's sha256 cannot vouch for a run that does not), except the
-/// `extra` fields, which only count where both sides state them or the baseline states them.
+/// other differs (a baseline that names its model's sha256 cannot vouch for a run that does not). The
+/// release's fields ([`is_release_field`]) count only for [`KeyUse::Window`], and there an `extra` field only
+/// where the baseline states it.
 pub fn differences(
     baseline: &ComparabilityKey,
     run: &ComparabilityKey,
@@ -190,6 +218,7 @@ pub fn differences(
     names
         .into_iter()
         .filter(|f| !(usage == KeyUse::Answers && host_field(f)))
+        .filter(|f| usage == KeyUse::Window || !is_release_field(f))
         .filter_map(|f| {
             let b = base_fields.get(&f).cloned().flatten();
             let r = run_fields.get(&f).cloned().flatten();
@@ -205,6 +234,107 @@ pub fn differences(
             })
         })
         .collect()
+}
+
+/// What the release changed between `baseline` and `run`: the engine and its version where either side states
+/// them, the numerics settings (`extra.*`) where both do, in the order of [`ComparabilityKey::fields`]. Never
+/// a reason for incomparability: the verdict states them as the likely cause ([`describe_release`]).
+pub fn release_changes(baseline: &ComparabilityKey, run: &ComparabilityKey) -> Vec<KeyDiff> {
+    let run_fields: BTreeMap<String, Option<String>> = run.fields().into_iter().collect();
+    let mut out = Vec::new();
+    for (f, b) in baseline.fields() {
+        if !is_release_field(&f) {
+            continue;
+        }
+        let r = run_fields.get(&f).cloned().flatten();
+        let both = b.is_some() && r.is_some();
+        if b != r && (both || !f.starts_with("extra.")) {
+            out.push(KeyDiff {
+                field: f,
+                baseline: b,
+                run: r,
+                text: None,
+            });
+        }
+    }
+    out
+}
+
+/// `the release changed engine_version 1.0.0 → 1.1.0, flash_attention enabled → disabled` (a numerics
+/// setting named without its `extra.` prefix; a long value cut to 24 characters); None when nothing changed.
+pub fn describe_release(changes: &[KeyDiff]) -> Option<String> {
+    if changes.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = changes
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {} → {}",
+                d.field.strip_prefix("extra.").unwrap_or(&d.field),
+                show(&d.baseline),
+                show(&d.run)
+            )
+        })
+        .collect();
+    Some(format!("the release changed {}", parts.join(", ")))
+}
+
+/// A key value as a verdict shows it: at most 24 characters (the first 12 and `…`), `(not stated)` for none.
+fn show(v: &Option<String>) -> String {
+    match v {
+        Some(v) if v.chars().count() > 24 => format!("{}…", v.chars().take(12).collect::<String>()),
+        Some(v) => v.clone(),
+        None => "(not stated)".into(),
+    }
+}
+
+/// The serve settings that change greedy numerics, read from its log (llama.cpp's lines, as build b11434
+/// prints them at startup): `flash_attention` (`resolve_fused_ops: Flash Attention enabled|disabled`, else
+/// `llama_context: flash_attn = on|off|auto`), `kv_unified` (`load_model: ... kv_unified = 'false'`, else
+/// `llama_context: kv_unified = false`), `cache_type_k` / `cache_type_v` (`llama_kv_cache: ... K (f16): ...,
+/// V (f16): ...`). The last occurrence wins (a restarted serve). Names absent from the log are left out.
+/// The release's numerics ([`ComparabilityKey::extra`]): compared and named, for speed and answers alike
+/// ([`release_changes`]); on the reference serve, flash attention and a unified KV cache under concurrency
+/// change greedy output (docs/drift.md).
+pub fn numerics_of_log(log: &str) -> BTreeMap<String, String> {
+    use regex::Regex;
+    use std::sync::OnceLock;
+    static RES: OnceLock<Vec<(&'static str, Regex)>> = OnceLock::new();
+    let res = RES.get_or_init(|| {
+        [
+            ("flash_attention", r"Flash Attention (enabled|disabled)"),
+            (
+                "flash_attention_param",
+                r"llama_context: flash_attn\s*=\s*(\w+)",
+            ),
+            ("kv_unified", r"kv_unified = '(\w+)'"),
+            ("kv_unified_param", r"llama_context: kv_unified\s*=\s*(\w+)"),
+            ("cache_type_k", r"llama_kv_cache: .*\bK \((\w+)\)"),
+            ("cache_type_v", r"llama_kv_cache: .*\bV \((\w+)\)"),
+        ]
+        .into_iter()
+        .map(|(k, r)| (k, Regex::new(r).expect("valid regex")))
+        .collect()
+    });
+    let mut found = BTreeMap::new();
+    for line in log.lines() {
+        for (k, re) in res {
+            if let Some(c) = re.captures(line) {
+                found.insert(k.to_string(), c[1].to_string());
+            }
+        }
+    }
+    // The resolved setting over the parameter (`auto` resolves to enabled or disabled).
+    for (k, param) in [
+        ("flash_attention", "flash_attention_param"),
+        ("kv_unified", "kv_unified_param"),
+    ] {
+        if let Some(v) = found.remove(param) {
+            found.entry(k.to_string()).or_insert(v);
+        }
+    }
+    found
 }
 
 /// The host's load per CPU during a run: the larger of the 1-minute load averages at its start and end
@@ -344,21 +474,80 @@ mod tests {
     }
 
     #[test]
-    fn answers_ignore_the_host_but_not_the_numerics_settings() {
+    fn answers_ignore_the_host_and_the_release_is_compared_and_named_never_incomparable() {
         let mut other = key();
         other.cpus = Some("8".into());
         other.cpu_model = Some("Intel".into());
         assert!(differences(&key(), &other, KeyUse::Answers).is_empty());
         assert_eq!(differences(&key(), &other, KeyUse::Speed).len(), 2);
+        // What the release changed: the engine version and the numerics settings of its log.
         let mut base = key();
-        base.extra.insert("flash_attention".into(), "on".into());
+        base.extra
+            .insert("flash_attention".into(), "enabled".into());
+        base.extra.insert("cache_type_k".into(), "f16".into());
         let mut run = key();
-        run.extra.insert("flash_attention".into(), "off".into());
-        let d = differences(&base, &run, KeyUse::Answers);
-        assert_eq!(d[0].field, "extra.flash_attention");
-        // The run states a setting the baseline did not key on: not a difference; the reverse is.
-        assert!(differences(&key(), &run, KeyUse::Answers).is_empty());
-        assert_eq!(differences(&base, &key(), KeyUse::Answers).len(), 1);
+        run.engine_version = Some("b11500".into());
+        run.extra
+            .insert("flash_attention".into(), "disabled".into());
+        for usage in [KeyUse::Speed, KeyUse::Answers] {
+            assert!(differences(&base, &run, usage).is_empty(), "{usage:?}");
+        }
+        let changes = release_changes(&base, &run);
+        assert_eq!(
+            changes.iter().map(|d| d.field.as_str()).collect::<Vec<_>>(),
+            ["engine_version", "extra.flash_attention"]
+        );
+        assert_eq!(
+            describe_release(&changes).unwrap(),
+            "the release changed engine_version b11434 → b11500, flash_attention enabled → disabled"
+        );
+        assert!(describe_release(&release_changes(&base, &base)).is_none());
+        // One baseline's windows are one release: there the release's fields count.
+        let d = differences(&base, &run, KeyUse::Window);
+        assert_eq!(
+            d.iter().map(|d| d.field.as_str()).collect::<Vec<_>>(),
+            [
+                "engine_version",
+                "extra.cache_type_k",
+                "extra.flash_attention"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_numerics_settings_are_read_as_llama_cpp_b11434_logs_them() {
+        // Lines of llama-server b11434's startup log (tests/data/compare/llama-server-b11434-startup.log).
+        let log = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/compare/llama-server-b11434-startup.log"),
+        )
+        .unwrap();
+        let n = numerics_of_log(&log);
+        assert_eq!(
+            n.get("flash_attention").map(String::as_str),
+            Some("enabled")
+        );
+        assert_eq!(n.get("kv_unified").map(String::as_str), Some("false"));
+        assert_eq!(n.get("cache_type_k").map(String::as_str), Some("f16"));
+        assert_eq!(n.get("cache_type_v").map(String::as_str), Some("f16"));
+        // `-fa off`: the parameter line says off and no fused-ops line resolves it.
+        let off = log
+            .lines()
+            .filter(|l| !l.contains("resolve_fused_ops"))
+            .map(|l| {
+                l.replace(
+                    "flash_attn            = auto",
+                    "flash_attn            = off",
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(
+            numerics_of_log(&off)
+                .get("flash_attention")
+                .map(String::as_str),
+            Some("off")
+        );
     }
 
     #[test]

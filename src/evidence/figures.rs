@@ -55,4 +55,16 @@ pub struct Figures {
     /// stream...). A failed reply has no TTFT, no first content time, no decode rate and no TPOT.
     #[serde(default)]
     pub failed: Option<String>,
+    /// Why the decode rate (and TPOT) is missing although the reply did not fail: how it was delivered,
+    /// not how fast the serve was (`decode window 0.3 ms under the 5 ms minimum`, a burst, every token
+    /// chunk in one read, one token chunk, no tokens after the first arrival). Judging counts such a reply
+    /// as not measured (INDETERMINATE for that reply), never as a slow one. None when the rate was measured
+    /// or is missing for another reason (a failed or unstreamed reply, no token chunks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_unmeasured: Option<String>,
+    /// Why `ttft_ms` (and TPOT), or `first_content_ms`, is missing although the reply did not fail: the
+    /// first token (or first content) arrived in one read with later tokens while the client was not reading, so the read's kernel stamp is only an upper
+    /// bound of its arrival (`analysis::measure::ARRIVAL_TOLERANCE_MS`). None when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_unmeasured: Option<String>,
 }

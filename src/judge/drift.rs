@@ -1,8 +1,11 @@
 //! Judging `[assert.drift]`: per prompt, this run's greedy replies against the baseline's reply to the same
 //! prompt, with `analysis::drift::compare` (docs/drift.md). Pure: the baselines come loaded
-//! (`analysis::load_baseline`, by the caller: `JudgeInputs::load`). Comparability first: a run whose key (model sha256,
-//! engine, prompts, max_tokens, temperature, and the numerics settings read from the serve log) differs from
-//! every baseline's is **incomparable**, never a pass.
+//! (`analysis::load_baseline`, by the caller: `JudgeInputs::load`). Comparability first: a run whose key (what
+//! the gate fixes: model sha256, prompts, max_tokens, temperature, stream, device) differs from every
+//! baseline's is **incomparable**, never a pass (a FAIL naming the fields unless `on_incomparable = "skip"`).
+//! What the release changed (engine version, the numerics settings read from the serve log: flash
+//! attention, KV cache type) is judged and stated beside the verdict: `the release changed flash_attention
+//! enabled → disabled`.
 //!
 //! Verdict line: `drift FAIL 1 of 3 prompts diverged (prompt 2 at token 7: baseline " process" -0.51, this run
 //! " Lyon" -0.90, " Lyon" not in baseline's top 5 (baseline: "…[ process]…"; this run: "…[ Lyon]…")); 2
@@ -19,16 +22,10 @@ use crate::vocab::AssertionKind;
 
 use super::{request_failure, Outcome, Verdict};
 
-/// A baseline's key: its manifest's, with the numerics settings of its first window's serve log filled in
-/// where the manifest does not state them (a baseline blessed before they were keyed on).
+/// A baseline's key: the one its windows' own evidence gives (`evidence::baseline::Baseline::key`, the
+/// numerics settings of its first window's serve log included), never the manifest's copy.
 fn baseline_key(b: &crate::analysis::LoadedBaseline) -> ComparabilityKey {
-    let mut key = b.baseline.manifest.key.clone();
-    if let Some(log) = b.windows.first().and_then(|w| w.serve_log.as_ref()) {
-        for (k, v) in drift::numerics_of_log(log) {
-            key.extra.entry(k).or_insert(v);
-        }
-    }
-    key
+    b.baseline.key.clone()
 }
 
 /// The baseline's reply to `prompt`: the first judged, unfailed reply to it, from the oldest window on.
@@ -92,8 +89,19 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
         }
     });
     let Some(base) = chosen else {
-        return Verdict::new(kind, Outcome::Incomparable, why.join(" | "));
+        return Verdict::new(
+            kind,
+            Outcome::Incomparable,
+            format!(
+                "{}; the baseline no longer applies to what the gate fixes, so nothing was compared: renew it \
+                 with `servegate bless {} --baseline {}` (or on_incomparable = \"skip\")",
+                why.join(" | "),
+                ev.run.gate_file,
+                ev.dir.display()
+            ),
+        );
     };
+    let release = comparability::release_changes(&baseline_key(base), &run_key);
 
     let rule = d.rule;
     let k = d.top_k as usize;
@@ -262,6 +270,13 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
     } else {
         Outcome::Fail
     };
+    if let Some(changed) = comparability::describe_release(&release) {
+        parts.push(if outcome == Outcome::Fail {
+            format!("likely cause: {changed}")
+        } else {
+            changed
+        });
+    }
     Verdict::new(kind, outcome, parts.join("; "))
 }
 

@@ -74,6 +74,9 @@ struct Judged {
     reply: crate::analysis::reply::Reply,
     prompt_index: usize,
     prompt: String,
+    /// Why TTFT (`.0`) and TPOT (`.1`) were not measured although the reply succeeded
+    /// (`measure::unmeasured_cause`): such a request is left out of those percentiles, counted, never failed.
+    unmeasured: (Option<String>, Option<String>),
 }
 
 fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
@@ -105,6 +108,10 @@ fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
                 reply: r.reply.clone(),
                 prompt_index: r.record.prompt_index,
                 prompt: r.record.prompt.clone(),
+                unmeasured: (
+                    measure::unmeasured_cause(&fig, crate::vocab::Metric::Ttft).map(str::to_string),
+                    measure::unmeasured_cause(&fig, crate::vocab::Metric::Tpot).map(str::to_string),
+                ),
             }
         })
         .collect()
@@ -253,11 +260,25 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
                 (Outcome::Fail, format!("p{} {p:.1} {unit}", b.p))
             };
             let p50 = stats::percentile(&vals, 50.0);
+            // Succeeded requests without this figure because of delivery: left out, counted, one cause.
+            let causes: Vec<&String> = js
+                .iter()
+                .filter(|j| j.sample.ok)
+                .filter_map(|j| match b.metric {
+                    crate::spec::load::LatencyMetric::Ttft => j.unmeasured.0.as_ref(),
+                    crate::spec::load::LatencyMetric::Tpot => j.unmeasured.1.as_ref(),
+                    _ => None,
+                })
+                .collect();
+            let unmeasured = match causes.first() {
+                Some(c) => format!("; {} not measured, left out (e.g. {c})", causes.len()),
+                None => String::new(),
+            };
             let mut v = verdict(
                 name,
                 outcome,
                 format!(
-                    "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{})",
+                    "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{unmeasured}{})",
                     b.metric.name(),
                     b.limit_ms,
                     p50.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),

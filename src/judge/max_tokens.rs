@@ -65,6 +65,7 @@ mod tests {
                     reasoning: String::new(),
                     tool_call: false,
                     tokens: None,
+                    after_ms: None,
                 })
                 .collect(),
             ..Reply::default()

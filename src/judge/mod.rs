@@ -28,8 +28,9 @@ use crate::vocab::{
     AssertionKind, Bound, ContentProblem, Failure, FailureCode, Failures, Metric, NoteKind,
 };
 
-/// The outcome of one assertion: the three honest states (pass, fail, indeterminate) and the two ways a run
-/// can be unfit to judge (incomparable with its baseline, void because the client fell behind its schedule).
+/// The outcome of one assertion: the three honest states (pass, fail, indeterminate) and the three ways a run
+/// can be unfit to judge (incomparable with its baseline, not compared because the runner was busy, void
+/// because the client fell behind its schedule).
 /// Only [`Outcome::Pass`] is a pass, in every output (docs/regression.md, "Three honest states").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -42,22 +43,28 @@ pub enum Outcome {
     /// straddles the bound. The details state the n that would likely decide it. Fails the trial by default
     /// (a gate's `on_indeterminate = "pass"` lets it through, still shown as INDETERMINATE).
     Indeterminate,
-    /// This run is not comparable with its baseline (model sha256, engine, host, prompts... differ): the
-    /// trial is ignored with the differing fields named, or fails under `SERVEGATE_STRICT=1`.
+    /// The baseline no longer applies: what the gate fixes or the machine differs from the baseline's
+    /// (model sha256, prompts, max_tokens, CPU model...). The trial fails (exit 9) with the differing fields
+    /// and the bless command that renews it, unless the assertion says `on_incomparable = "skip"`.
     Incomparable,
+    /// Not compared (busy runner): a baseline applies, but the runner's host load is outside every applicable
+    /// baseline's. Its own state, never a pass and never counted with unprovisioned runtimes: the trial is
+    /// skipped with the loads named, or fails under `SERVEGATE_STRICT=1`.
+    NotCompared,
     /// The run is void: the client fell behind its schedule, so the figures do not describe the load that
     /// was asked for. Never a pass.
     Void,
 }
 
 impl Outcome {
-    /// The word of a verdict line: `PASS`, `FAIL`, `INDETERMINATE`, `INCOMPARABLE`, `VOID`.
+    /// The word of a verdict line: `PASS`, `FAIL`, `INDETERMINATE`, `INCOMPARABLE`, `NOT-COMPARED`, `VOID`.
     pub fn word(self) -> &'static str {
         match self {
             Outcome::Pass => "PASS",
             Outcome::Fail => "FAIL",
             Outcome::Indeterminate => "INDETERMINATE",
             Outcome::Incomparable => "INCOMPARABLE",
+            Outcome::NotCompared => "NOT-COMPARED",
             Outcome::Void => "VOID",
         }
     }
@@ -69,6 +76,7 @@ impl Outcome {
             Outcome::Fail => "fail",
             Outcome::Indeterminate => "indeterminate",
             Outcome::Incomparable => "incomparable",
+            Outcome::NotCompared => "not_compared",
             Outcome::Void => "void",
         }
     }
@@ -80,6 +88,7 @@ impl Outcome {
             Outcome::Fail,
             Outcome::Indeterminate,
             Outcome::Incomparable,
+            Outcome::NotCompared,
             Outcome::Void,
         ]
         .into_iter()
@@ -95,10 +104,10 @@ pub struct Verdict {
     pub assertion: String,
     /// The assertion's kind.
     pub kind: AssertionKind,
-    /// Pass, fail, indeterminate, incomparable or void.
+    /// Pass, fail, indeterminate, incomparable, not compared or void.
     pub outcome: Outcome,
-    /// The verdict line: `<assertion> PASS|FAIL|INDETERMINATE|INCOMPARABLE|VOID <details>`. One line: the
-    /// details are [`crate::text::shown`] (outside text escaped), so it is printed as it is.
+    /// The verdict line: `<assertion> PASS|FAIL|INDETERMINATE|INCOMPARABLE|NOT-COMPARED|VOID <details>`. One
+    /// line: the details are [`crate::text::shown`] (outside text escaped), so it is printed as it is.
     pub message: String,
     /// The per-request values judged (in the unit of the assertion's metric: tok/s for `rate`, ms for
     /// `first_token` and `tpot`), in send order, one per planned request; None where a request had no value
@@ -563,7 +572,7 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
                 let mut v = if judged.is_empty() {
                     no_replies(name, &acct)
                 } else {
-                    regression::judge(r, &judged, &acct, inputs.regression.as_ref())
+                    regression::judge(gate, r, &judged, &acct, inputs.regression.as_ref())
                 };
                 if let Some(f) = &acct.serve_failure {
                     fail_for_serve(&mut v, f, acct.serve_failure_code);
@@ -791,41 +800,116 @@ fn why_missing(j: &Judged, what: &str, decode: bool) -> String {
     format!("no {what} in the reply")
 }
 
-/// Per-request values of a figure assertion: the sent judged requests' values (a failed request's is None),
-/// the missing ones named with their reasons, and the never-sent ones.
+/// Fewest measured replies, as a share of the planned timed ones, a figure assertion judges a median over:
+/// one half. A reply not measured because of how it was delivered (its cause stated: a window under the
+/// minimum, a burst, a first token read late with later ones) is not a slow reply, but it is no evidence
+/// either: with fewer than half of the planned replies measured, the median of the measured is not the run's
+/// median (the unmeasured could all lie on one side of it), and the verdict is INDETERMINATE, never a pass
+/// and never a fail.
+pub const MIN_MEASURED_SHARE: f64 = 0.5;
+
+/// Per-request values of a figure assertion: the sent timed judged requests' values (a failed request's is
+/// None), the missing ones named with their reasons (they fail), the ones not measured because of delivery
+/// (they do not), the ones judged on the serve's figure instead of the client's, and the plan.
 struct FigureValues {
-    /// One per sent judged request, in send order.
+    /// One per sent timed judged request, in send order.
     values: Vec<Option<f64>>,
-    /// `request 02 (reason)` for each sent request without a value.
+    /// `request 02 (reason)` for each sent request without a value that fails the assertion.
     missing: Vec<String>,
+    /// `request 03 (cause)` for each request not measured because of how its reply was delivered.
+    unmeasured: Vec<String>,
+    /// `request 03 (cause)` for each request the client could not time, judged on the serve's figure.
+    on_serve: Vec<String>,
+    /// Planned timed judged requests.
+    planned: usize,
+    /// Planned judged requests to untimed prompts (asked for their answer only).
+    untimed: usize,
+    /// Planned timed requests never sent.
+    never_sent: usize,
 }
 
+/// The judged requests whose replies are timed (their prompt is not one of `[request] untimed`).
+fn timed<'b, 'a>(gate: &GateSpec, judged: &'b [Judged<'a>]) -> Vec<&'b Judged<'a>> {
+    judged
+        .iter()
+        .filter(|j| gate.request.timed(&j.ev.record.prompt))
+        .collect()
+}
+
+/// The request's cause for having no value because of delivery, when `value` is None: `cause(j)`.
+type Cause<'f> = &'f dyn Fn(&Judged) -> Option<String>;
+
 impl FigureValues {
-    fn of(
-        judged: &[Judged],
+    /// Values of `judged` (the timed requests) by `value`; a request without one is not measured when
+    /// `cause` names a delivery cause (then judged on `fallback`, the serve's figure, when it has one),
+    /// else missing with `why`.
+    fn of<'x, 'a: 'x>(
+        judged: impl IntoIterator<Item = &'x Judged<'a>>,
         value: impl Fn(&Judged) -> Option<f64>,
         why: impl Fn(&Judged) -> String,
+        cause: Cause,
+        fallback: Option<&dyn Fn(&Judged) -> Option<f64>>,
     ) -> FigureValues {
-        let mut values = Vec::new();
-        let mut missing = Vec::new();
+        let mut fv = FigureValues {
+            values: Vec::new(),
+            missing: Vec::new(),
+            unmeasured: Vec::new(),
+            on_serve: Vec::new(),
+            planned: 0,
+            untimed: 0,
+            never_sent: 0,
+        };
         for j in judged {
-            let v = if request_failure(j.ev).is_some() {
-                None
-            } else {
-                value(j)
-            };
+            let failed = request_failure(j.ev).is_some();
+            let mut v = if failed { None } else { value(j) };
             if v.is_none() {
-                missing.push(format!("request {:02} ({})", j.ev.record.index, why(j)));
+                let label = format!("request {:02}", j.ev.record.index);
+                match cause(j).filter(|_| !failed) {
+                    Some(c) => match fallback.and_then(|f| f(j)) {
+                        Some(s) => {
+                            v = Some(s);
+                            fv.on_serve.push(format!("{label} ({c})"));
+                        }
+                        None => fv.unmeasured.push(format!("{label} ({c})")),
+                    },
+                    None => fv.missing.push(format!("{label} ({})", why(j))),
+                }
             }
-            values.push(v);
+            fv.values.push(v);
         }
-        FigureValues { values, missing }
+        fv.planned = fv.values.len();
+        fv
     }
 
-    /// The values with a None for each planned request never sent: one per planned request.
-    fn planned_values(&self, acct: &Accounting) -> Vec<Option<f64>> {
+    /// Sets the plan from the run's accounting: every planned judged request, less those to untimed
+    /// prompts (`gate` None: every prompt is timed).
+    fn planned_from(mut self, gate: Option<&GateSpec>, acct: &Accounting) -> FigureValues {
+        let (planned, never_sent) = match gate {
+            Some(g) if !g.request.untimed.is_empty() => {
+                let prompts = &g.request.prompts;
+                let timed_planned = acct.planned_for(prompts, |p| g.request.timed(p));
+                let never = acct
+                    .never_sent
+                    .iter()
+                    .filter(|i| {
+                        let pos = i.saturating_sub(acct.warmup);
+                        g.request.timed(&prompts[pos % prompts.len()])
+                    })
+                    .count();
+                (timed_planned, never)
+            }
+            _ => (acct.planned, acct.never_sent.len()),
+        };
+        self.untimed = acct.planned.saturating_sub(planned);
+        self.planned = planned;
+        self.never_sent = never_sent;
+        self
+    }
+
+    /// The values with a None for each planned timed request never sent: one per planned timed request.
+    fn planned_values(&self) -> Vec<Option<f64>> {
         let mut v = self.values.clone();
-        v.extend(acct.never_sent.iter().map(|_| None));
+        v.extend((0..self.never_sent).map(|_| None));
         v
     }
 
@@ -833,8 +917,52 @@ impl FigureValues {
         self.values.iter().flatten().copied().collect()
     }
 
+    /// Values that count: present values; measured means judged on a figure (the client's or the serve's).
+    fn measured(&self) -> usize {
+        self.values.iter().flatten().count()
+    }
+
+    /// True when too few planned timed replies were measured for a median ([`MIN_MEASURED_SHARE`]): the
+    /// replies judged on the serve's figure do not count here, so that a client that could time almost
+    /// nothing (a buffering proxy, fake streaming) is never passed on the serve's word alone.
+    fn too_few_measured(&self) -> bool {
+        let m = self.measured() - self.on_serve.len();
+        m == 0 || (m as f64) < MIN_MEASURED_SHARE * self.planned as f64
+    }
+
+    /// `n=K of N planned` (every sent reply measured), or `n=K of M measured` when some were not; then the
+    /// untimed prompts' count, the replies judged on the serve's figure and those not measured, with
+    /// their causes (the first three, and how many more).
+    fn n_text(&self) -> String {
+        let sent = self.values.len();
+        let mut s = if self.unmeasured.is_empty() {
+            format!("n={sent} of {} planned", self.planned)
+        } else if sent == self.planned {
+            format!("n={} of {sent} measured", self.measured())
+        } else {
+            format!(
+                "n={} of {sent} measured, {} planned",
+                self.measured(),
+                self.planned
+            )
+        };
+        if self.untimed > 0 {
+            s.push_str(&format!("; {} untimed (answer only)", self.untimed));
+        }
+        if !self.on_serve.is_empty() {
+            s.push_str(&format!(
+                "; on the serve's figure (the client could not time it): {}",
+                listed(&self.on_serve)
+            ));
+        }
+        if !self.unmeasured.is_empty() {
+            s.push_str(&format!("; not measured: {}", listed(&self.unmeasured)));
+        }
+        s
+    }
+
     /// `K of N replies have no <what>: ...; M planned requests never sent: ...`, or None when every planned
-    /// request has a value.
+    /// request has a value or is not measured for a delivery cause.
     fn failure_head(&self, what: &str, acct: &Accounting) -> Option<String> {
         let mut parts = Vec::new();
         if !self.missing.is_empty() {
@@ -848,6 +976,20 @@ impl FigureValues {
         parts.extend(acct.unsent());
         (!parts.is_empty()).then(|| parts.join("; "))
     }
+}
+
+/// The first three items and how many more: `a; b; c; and 4 more`.
+fn listed(items: &[String]) -> String {
+    let mut s = items.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
+    if items.len() > 3 {
+        s.push_str(&format!("; and {} more", items.len() - 3));
+    }
+    s
+}
+
+/// The delivery cause of a missing value of metric `m` ([`measure::unmeasured_cause`]).
+fn cause_of(m: Metric) -> impl Fn(&Judged) -> Option<String> {
+    move |j: &Judged| measure::unmeasured_cause(&j.fig, m).map(str::to_string)
 }
 
 /// `[assert.rate]`: the median decode rate at least the floor. With `source = "both"` the client's and the
@@ -871,7 +1013,14 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
             server = v;
         }
     }
-    let agree = match (client.median, server.median) {
+    // Agreement compares the client's own measurements with the serve's (the replies judged on the serve's
+    // figure would agree by construction).
+    let own: Vec<f64> = timed(gate, judged)
+        .iter()
+        .filter(|j| request_failure(j.ev).is_none())
+        .filter_map(|j| j.fig.decode_tok_s)
+        .collect();
+    let agree = match (stats::median(&own), server.median) {
         (Some(c), Some(s)) if s > 0.0 => {
             let apart = (c - s).abs() / s * 100.0;
             let ok = apart <= rate.agree_pct;
@@ -891,9 +1040,19 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
         }
         _ => None,
     };
-    let pass = client.outcome == Outcome::Pass
-        && server.outcome == Outcome::Pass
-        && agree.as_ref().is_some_and(|(ok, _)| *ok);
+    // A fail on either side or a disagreement fails; else an undecided side (too few measured) leaves the
+    // rate undecided; both decided and agreeing passes.
+    let outcomes = [client.outcome, server.outcome];
+    let outcome = if outcomes.contains(&Outcome::Fail) || agree.as_ref().is_some_and(|(ok, _)| !ok)
+    {
+        Outcome::Fail
+    } else if outcomes.contains(&Outcome::Indeterminate) {
+        Outcome::Indeterminate
+    } else if agree.is_some() {
+        Outcome::Pass
+    } else {
+        Outcome::Fail
+    };
     let mut parts = vec![
         format!("client {}", client.details),
         format!("server {}", server.details),
@@ -901,11 +1060,7 @@ fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
     if let Some((_, text)) = agree {
         parts.push(text);
     }
-    let mut v = Verdict::new(
-        AssertionKind::Rate,
-        if pass { Outcome::Pass } else { Outcome::Fail },
-        parts.join("; "),
-    );
+    let mut v = Verdict::new(AssertionKind::Rate, outcome, parts.join("; "));
     v.values = client.values;
     v.median = client.median;
     v.bound = client.bound;
@@ -949,8 +1104,16 @@ fn judge_rate_of(
     acct: &Accounting,
 ) -> Verdict {
     let rate = gate.assertions.rate.as_ref().expect("rate declared");
+    let judged = timed(gate, judged);
+    // The client side of `source = "both"`: a reply the client could not time but the serve did is judged
+    // on the serve's figure, and the line says so.
+    let serve_figure = |j: &Judged| j.fig.server_decode_tok_s;
+    let fallback: Option<&dyn Fn(&Judged) -> Option<f64>> =
+        (rate.source == RateSource::Both && source == RateSource::Client).then_some(&serve_figure);
+    let client_cause = cause_of(Metric::DecodeRate);
+    let no_cause = |_: &Judged| None;
     let fv = FigureValues::of(
-        judged,
+        judged.iter().copied(),
         |j| match source {
             RateSource::Client | RateSource::Both => j.fig.decode_tok_s,
             RateSource::Server => j.fig.server_decode_tok_s,
@@ -964,7 +1127,14 @@ fn judge_rate_of(
                 why_missing(j, "rate", true)
             }
         },
-    );
+        if source == RateSource::Server {
+            &no_cause
+        } else {
+            &client_cause
+        },
+        fallback,
+    )
+    .planned_from(Some(gate), acct);
     let label = match (source, &rate.server_log) {
         (RateSource::Client | RateSource::Both, _) => String::new(),
         (RateSource::Server, None) => " server-reported (timings.predicted_per_second)".to_string(),
@@ -977,6 +1147,7 @@ fn judge_rate_of(
     // Notes describe the replies that were measured: a failed reply has no figure to describe.
     let measured: Vec<&Judged> = judged
         .iter()
+        .copied()
         .filter(|j| request_failure(j.ev).is_none())
         .collect();
     let estimates = measured
@@ -1066,7 +1237,6 @@ fn judge_figure(fa: FigureAssertion, fv: &FigureValues, acct: &Accounting) -> Ve
     let word = if fa.bound.at_least { "floor" } else { "limit" };
     let bound = fa.bound.value;
     let notes = fa.notes;
-    let n = fv.values.len();
     let median = stats::median(&fv.present());
     let mut v = if let Some(head) = fv.failure_head(fa.what, acct) {
         Verdict::new(
@@ -1075,7 +1245,18 @@ fn judge_figure(fa: FigureAssertion, fv: &FigureValues, acct: &Accounting) -> Ve
             format!(
                 "{head} ({word} {bound:.d$} {unit}; each: {}; {}){notes}",
                 each(&fv.values, d),
-                acct.n_of(n)
+                fv.n_text()
+            ),
+        )
+    } else if fv.too_few_measured() {
+        Verdict::new(
+            fa.kind,
+            Outcome::Indeterminate,
+            format!(
+                "too few replies measured for a median (at least half the {} planned; {word} {bound:.d$} {unit}; each: {}; {}){notes}",
+                fv.planned,
+                each(&fv.values, d),
+                fv.n_text()
             ),
         )
     } else {
@@ -1092,11 +1273,11 @@ fn judge_figure(fa: FigureAssertion, fv: &FigureValues, acct: &Accounting) -> Ve
                 "median {m:.d$} {unit}{} ({word} {bound:.d$}; each: {}; {}){notes}",
                 fa.label,
                 each(&fv.values, d),
-                acct.n_of(n)
+                fv.n_text()
             ),
         )
     };
-    v.values = fv.planned_values(acct);
+    v.values = fv.planned_values();
     v.median = median;
     v.bound = Some(fa.bound);
     v
@@ -1107,10 +1288,13 @@ fn judge_first_token(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> V
         return no_replies(AssertionKind::FirstToken, acct);
     }
     let fv = FigureValues::of(
-        judged,
+        timed(gate, judged),
         |j| j.fig.ttft_ms,
         |j| why_missing(j, "token", false),
-    );
+        &cause_of(Metric::Ttft),
+        None,
+    )
+    .planned_from(Some(gate), acct);
     judge_figure(
         FigureAssertion {
             kind: AssertionKind::FirstToken,
@@ -1132,10 +1316,13 @@ fn judge_tpot(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Verdict 
         return no_replies(AssertionKind::Tpot, acct);
     }
     let fv = FigureValues::of(
-        judged,
+        timed(gate, judged),
         |j| measure::metric_value(&j.fig, Metric::Tpot),
         |j| why_missing(j, "TPOT", false),
-    );
+        &cause_of(Metric::Tpot),
+        None,
+    )
+    .planned_from(Some(gate), acct);
     judge_figure(
         FigureAssertion {
             kind: AssertionKind::Tpot,
@@ -1578,7 +1765,7 @@ fn judge_pair_unmasked(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> V
                     .regression
                     .as_ref()
                     .expect("regression declared");
-                regression::judge_pair_blocks(r, ev, &accts)
+                regression::judge_pair_blocks(gate, r, ev, &accts)
             }
         };
         if !serve_failures.is_empty() {
@@ -1604,36 +1791,68 @@ fn judge_ratio(
     let mut missing = Vec::new();
     let mut all_values: Vec<Option<f64>> = Vec::new();
     let mut sent = 0;
+    let mut unmeasured = Vec::new();
+    // Each arm's values by position, NaN where a reply was not measured (its partner in the paired
+    // interval is dropped with it: `ratio_interval` pairs only values > 0).
+    let mut paired = Vec::new();
     for ((a, e), acct) in ev.summary.arms.iter().zip(&ev.arms).zip(accts) {
         let judged = judged_of(e);
-        sent += judged.len();
         let fv = FigureValues::of(
-            &judged,
+            timed(gate, &judged),
             |j| measure::metric_value(&j.fig, r.metric.metric()),
             |j| why_missing(j, "rate", true),
-        );
+            &cause_of(r.metric.metric()),
+            None,
+        )
+        .planned_from(Some(gate), acct);
+        sent += fv.values.len();
         missing.extend(
             fv.missing
+                .iter()
+                .map(|m| format!("arm {} {} {m}", a.arm, a.role)),
+        );
+        unmeasured.extend(
+            fv.unmeasured
                 .iter()
                 .map(|m| format!("arm {} {} {m}", a.arm, a.role)),
         );
         if let Some(u) = acct.unsent() {
             missing.push(format!("arm {} {}: {u}", a.arm, a.role));
         }
-        all_values.extend(fv.planned_values(acct));
+        all_values.extend(fv.planned_values());
         arms.push(crate::analysis::pair::ArmValues {
             role: a.role.clone(),
             values: fv.present(),
         });
+        paired.push(crate::analysis::pair::ArmValues {
+            role: a.role.clone(),
+            values: fv.values.iter().map(|v| v.unwrap_or(f64::NAN)).collect(),
+        });
     }
-    let n_of = format!("n={sent} of {planned} planned");
+    let planned: usize = if gate.request.untimed.is_empty() {
+        planned
+    } else {
+        accts
+            .iter()
+            .map(|a| a.planned_for(&gate.request.prompts, |p| gate.request.timed(p)))
+            .sum()
+    };
+    let n_of = if unmeasured.is_empty() {
+        format!("n={sent} of {planned} planned")
+    } else {
+        format!(
+            "n={} of {sent} measured; not measured: {}",
+            sent - unmeasured.len(),
+            listed(&unmeasured)
+        )
+    };
     if !missing.is_empty() {
         let mut v = Verdict::new(
             AssertionKind::Ratio,
             Outcome::Fail,
             format!(
                 "{} of {planned} planned requests have no {} value: {} ({n_of})",
-                all_values.iter().filter(|v| v.is_none()).count(),
+                all_values.iter().filter(|v| v.is_none()).count() - unmeasured.len(),
                 unit.name,
                 missing.join("; ")
             ),
@@ -1655,7 +1874,7 @@ fn judge_ratio(
     let hi_ok = r.at_most.is_none_or(|hi| f.ratio <= hi);
     // The interval of the ratio from the paired blocks decides in three states (docs/regression.md); the
     // medians' ratio must hold the bounds too.
-    let (ci_outcome, ci) = regression::ratio_interval(&arms, r.at_least, r.at_most);
+    let (ci_outcome, ci) = regression::ratio_interval(&paired, r.at_least, r.at_most);
     let bounds = match (r.at_least, r.at_most) {
         (Some(lo), Some(hi)) => format!("bounds {lo}-{hi}x"),
         (Some(lo), None) => format!("at least {lo}x"),
@@ -2491,6 +2710,173 @@ mod tests {
         }
     }
 
+    /// `good()` with its last three chunks 0.1 ms apart (each its own read): a decode window of 0.3 ms,
+    /// under the 5 ms minimum, delivered by a client that read them all at once.
+    fn short_window() -> Vec<TimedRead> {
+        let mut r = good();
+        for (i, t) in [(1, 100.1), (2, 100.2), (3, 100.3)] {
+            r[i].t_ms = t;
+        }
+        r
+    }
+
+    /// A reply the client could not time (its decode window under the minimum) is not measured, never
+    /// slow: the rate passes on the others, says n=5 of 6 measured and names the cause; with too few
+    /// measured it is INDETERMINATE, never a pass or a fail; a failed reply still fails.
+    #[test]
+    fn an_unmeasurable_reply_is_not_a_slow_one() {
+        let g = gate();
+        let six = |bad: &[usize]| {
+            let reqs = (0..6)
+                .map(|i| {
+                    let reads = if bad.contains(&i) {
+                        short_window()
+                    } else {
+                        good()
+                    };
+                    request(i, &reads, None)
+                })
+                .collect();
+            judge(&g, &evidence(Some(6), reqs))
+        };
+        let v = six(&[3]);
+        let r = find(&v, "rate");
+        assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
+        assert_eq!(
+            r.message,
+            "rate PASS median 20.0 tok/s (floor 10.0; each: 20.0, 20.0, 20.0, -, 20.0, 20.0; n=5 of 6 measured; not measured: request 03 (decode window 0.3 ms under the 5 ms minimum))"
+        );
+        assert_eq!(r.values[3], None);
+        assert!(r.message.len() < 300, "{}", r.message.len());
+        // Four of six not measured: under half, so undecided.
+        let v = six(&[0, 1, 2, 3]);
+        let r = find(&v, "rate");
+        assert_eq!(r.outcome, Outcome::Indeterminate, "{}", r.message);
+        assert!(
+            r.message.starts_with("rate INDETERMINATE too few replies measured for a median (at least half the 6 planned;"),
+            "{}",
+            r.message
+        );
+        assert!(r.message.contains("n=2 of 6 measured; not measured: request 00 (decode window 0.3 ms under the 5 ms minimum); request 01"), "{}", r.message);
+        assert!(r.message.contains("; and 1 more"), "{}", r.message);
+        // Half measured decides.
+        assert_eq!(find(&six(&[0, 1, 2]), "rate").outcome, Outcome::Pass);
+        // A cut reply fails beside an unmeasured one.
+        let mut reqs: Vec<RequestEvidence> = (0..5).map(|i| request(i, &good(), None)).collect();
+        reqs.push(request(5, &short_window(), None));
+        reqs[1] = request(1, &cut(), None);
+        let v = judge(&g, &evidence(Some(6), reqs));
+        let r = find(&v, "rate");
+        assert_eq!(r.outcome, Outcome::Fail, "{}", r.message);
+        assert!(
+            r.message
+                .contains("1 of 6 replies have no decode rate: request 01 (truncated_stream"),
+            "{}",
+            r.message
+        );
+        assert!(
+            r.message
+                .contains("not measured: request 05 (decode window"),
+            "{}",
+            r.message
+        );
+    }
+
+    /// With `source = "both"`, a reply the client could not time but the serve did is judged on the serve's
+    /// figure, and the line says so.
+    #[test]
+    fn rate_both_judges_an_untimeable_reply_on_the_serves_figure() {
+        let mut short = short_window();
+        short[4] = good_with_timings(21.0)[4].clone();
+        let ev = evidence(
+            Some(3),
+            vec![
+                request(0, &good_with_timings(21.0), None),
+                request(1, &short, None),
+                request(2, &good_with_timings(21.0), None),
+            ],
+        );
+        let v = judge(&both_gate(""), &ev);
+        let r = find(&v, "rate");
+        assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
+        assert!(
+            r.message.starts_with("rate PASS client median 20.0 tok/s (floor 10.0; each: 20.0, 21.0, 20.0; n=3 of 3 planned; on the serve's figure (the client could not time it): request 01 (decode window 0.3 ms under the 5 ms minimum))"),
+            "{}",
+            r.message
+        );
+        // Client-only: the same reply is not measured.
+        let v = judge(&gate(), &ev);
+        assert!(find(&v, "rate")
+            .message
+            .contains("n=2 of 3 measured; not measured: request 01"));
+    }
+
+    /// A first token read late together with a later one (kernel-stamped reads, `recv_ms` set) has no
+    /// measured TTFT: the first_token verdict judges the others and names the cause; the decode window of
+    /// that reply starts at the read's stamp, so its rate stands.
+    #[test]
+    fn a_first_token_read_late_with_later_ones_has_no_measured_ttft() {
+        let stamped = |late: bool| -> Vec<TimedRead> {
+            let mut r = good();
+            if late {
+                // "Paris" and " is" queued while the client was stopped: one read, the later one's stamp.
+                let first = r.remove(0);
+                r[0].bytes = [first.bytes, r[0].bytes.clone()].concat();
+            }
+            for x in r.iter_mut() {
+                x.recv_ms = Some(x.t_ms + if late { 40.0 } else { 0.1 });
+            }
+            r
+        };
+        let reqs = (0..4).map(|i| request(i, &stamped(i == 2), None)).collect();
+        let v = judge(&gate(), &evidence(Some(4), reqs));
+        let t = find(&v, "first_token");
+        assert_eq!(t.outcome, Outcome::Pass, "{}", t.message);
+        assert_eq!(
+            t.message,
+            "first_token PASS median 100 ms (limit 1000; each: 100, 100, -, 100; n=3 of 4 measured; not measured: request 02 (first token arrived with 1 more while the client was not reading (in 0.0-150.0 ms)))"
+        );
+        let r = find(&v, "rate");
+        assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
+        // (4 − 2) / (250 − 150) ms = 20 tok/s: the late read's two tokens count as arrived at its stamp.
+        assert_eq!(r.values[2], Some(20.0), "{}", r.message);
+    }
+
+    /// An untimed prompt is asked for its answer only: known_answer judges it, rate and first_token never
+    /// see it, and their counts say so.
+    #[test]
+    fn an_untimed_prompt_feeds_no_timing_verdict() {
+        let text = GATE
+            .replace(
+                "prompts = [\"What is the capital of France?\"]\nrepeats = 4",
+                "prompts = [\"What is the capital of France?\", \"Tell me a story.\"]\nrepeats = 2",
+            )
+            .replace(
+                "[assert.known_answer]\nmatches = \"Paris\"\n",
+                "[assert.known_answer]\nmatches = \"Paris\"\nprompt = \"What is the capital of France?\"\nuntimed = true\n",
+            );
+        let g = gate_text(&text);
+        assert_eq!(g.request.untimed, ["What is the capital of France?"]);
+        let reqs = (0..4)
+            .map(|i| {
+                let reads = if i % 2 == 0 { short_window() } else { good() };
+                let mut r = request(i, &reads, None);
+                if i % 2 == 1 {
+                    r.record.prompt = "Tell me a story.".into();
+                    r.record.prompt_index = 1;
+                }
+                r
+            })
+            .collect();
+        let v = judge(&g, &evidence(Some(4), reqs));
+        let r = find(&v, "rate");
+        assert_eq!(
+            r.message,
+            "rate PASS median 20.0 tok/s (floor 10.0; each: 20.0, 20.0; n=2 of 2 planned; 2 untimed (answer only))"
+        );
+        assert_eq!(find(&v, "known_answer").outcome, Outcome::Pass);
+    }
+
     /// `[assert.tpot]`, judge-table style: (case, gate limit, replies sent, planned, the verdict line).
     /// `good()` has TPOT (261 − 100) / (4 − 1) = 53.7 ms.
     #[test]
@@ -2524,11 +2910,11 @@ mod tests {
                 "tpot FAIL 1 of 3 replies have no TPOT: request 01 (truncated_stream: no finish_reason, no [DONE]) (limit 60.0 ms; each: 53.7, -, 53.7; n=3 of 3 planned)",
             ),
             (
-                "one token chunk has no TPOT",
+                "one token chunk has no TPOT: not measured (too few tokens to time), never a failure",
                 "60",
                 vec![good(), one_chunk()],
                 2,
-                "tpot FAIL 1 of 2 replies have no TPOT: request 01 (no TPOT in the reply) (limit 60.0 ms; each: 53.7, -; n=2 of 2 planned)",
+                "tpot PASS median 53.7 ms (limit 60.0; each: 53.7, -; n=1 of 2 measured; not measured: request 01 (one token chunk: no decode window))",
             ),
             (
                 "requests never sent",

@@ -4,7 +4,8 @@
 //! ([`crate::analysis::baseline_values::regression_input`]).
 //!
 //! Order of the checks: a baseline that cannot be read FAILs; an incomparable one is INCOMPARABLE (the
-//! differing fields named); a missing candidate value FAILs (as every figure assertion); a confidence the n
+//! differing fields of what the gate fixes or the machine named, with the bless command that renews it); a
+//! baseline that applies at another host load only is NOT-COMPARED (busy runner); a missing candidate value FAILs (as every figure assertion); a confidence the n
 //! cannot reach, or a stored baseline with one window, is INDETERMINATE before any test; then the interval of
 //! the change (Hodges-Lehmann shift of log values, exact interval; widened by the between-window allowance
 //! for a stored baseline) decides: PASS when it lies entirely on the good side of −δ, FAIL when entirely
@@ -15,11 +16,16 @@
 //! max drop 5 %; n=6 vs 6); stored baseline baselines/x (3 windows, between-window allowance ±4.1 %)`. The
 //! percentage is the Hodges-Lehmann estimate of the ratio (the median of all candidate / baseline ratios),
 //! the centre the interval is built around.
+//!
+//! A stored baseline's verdict states what the release changed (engine version, numerics settings of the
+//! serve log: `the release changed engine_version 1.0.0 → 1.1.0`), as the likely cause of a FAIL; and a run
+//! whose whole interval lies more than the margin above the baseline says `stale baseline`: the loss from
+//! this run that the baseline could no longer catch, and the bless command that renews it.
 
 use crate::analysis::baseline_values::{BaselineValues, Block};
 use crate::analysis::regress::{self, ShiftInterval};
 use crate::analysis::stats;
-use crate::evidence::comparability::describe;
+use crate::evidence::comparability::{describe, describe_release};
 use crate::spec::RegressionAssert;
 use crate::vocab::{AssertionKind, Better};
 
@@ -44,6 +50,7 @@ fn pct(log_ratio: f64) -> String {
 
 /// The verdict of `[assert.regression]` for a single-serve run.
 pub(super) fn judge(
+    gate: &crate::spec::GateSpec,
     r: &RegressionAssert,
     judged: &[Judged],
     acct: &Accounting,
@@ -51,12 +58,20 @@ pub(super) fn judge(
 ) -> Verdict {
     let k = AssertionKind::Regression;
     let fv = FigureValues::of(
-        judged,
+        super::timed(gate, judged),
         |j| crate::analysis::measure::metric_value(&j.fig, r.metric),
         |j| super::why_missing(j, r.metric.info().title, false),
-    );
+        &super::cause_of(r.metric),
+        None,
+    )
+    .planned_from(Some(gate), acct);
     let mut v = judge_values(r, &fv, acct, input);
-    v.values = fv.planned_values(acct);
+    // Replies not measured (or untimed prompts) are stated after the verdict; they are no failure.
+    if (!fv.unmeasured.is_empty() || fv.untimed > 0) && fv.failure_head("", acct).is_none() {
+        let details = format!("{}; {}", v.details(), fv.n_text());
+        v.set(v.outcome, details);
+    }
+    v.values = fv.planned_values();
     v.median = stats::median(&fv.present());
     debug_assert_eq!(v.kind, k);
     v
@@ -84,14 +99,43 @@ fn judge_values(
     };
     match input {
         BaselineValues::Unavailable(reason) => Verdict::new(k, Outcome::Fail, reason),
-        BaselineValues::Incomparable(why) => {
+        BaselineValues::Incomparable { why, renew } => {
             let parts: Vec<String> = why
                 .iter()
                 .map(|(dir, diffs)| format!("{}: {}", dir.display(), describe(diffs)))
                 .collect();
-            Verdict::new(k, Outcome::Incomparable, parts.join(" | "))
+            Verdict::new(
+                k,
+                Outcome::Incomparable,
+                format!(
+                    "{}; the baseline no longer applies to what the gate fixes or to this machine, so nothing \
+                     was compared: renew it with `{renew}` (or on_incomparable = \"skip\")",
+                    parts.join(" | ")
+                ),
+            )
         }
-        BaselineValues::Stored { dir, windows, load } => {
+        BaselineValues::NotCompared(busy) => {
+            let parts: Vec<String> = busy
+                .iter()
+                .map(|(dir, d)| format!("{}: {d}", dir.display()))
+                .collect();
+            Verdict::new(
+                k,
+                Outcome::NotCompared,
+                format!(
+                    "busy runner: {}; not compared (a shared runner compares against an interleaved \
+                     baseline_serve, which load does not disturb: docs/regression.md)",
+                    parts.join(" | ")
+                ),
+            )
+        }
+        BaselineValues::Stored {
+            dir,
+            windows,
+            load,
+            release,
+            renew,
+        } => {
             if let Some(head) = fv.failure_head(r.metric.info().title, acct) {
                 return Verdict::new(
                     k,
@@ -100,6 +144,27 @@ fn judge_values(
                 );
             }
             let cand = fv.present();
+            // Windows matched by position with this run's requests lose the positions this run did not
+            // measure, so that the pairing still holds.
+            let dropped: Vec<Vec<f64>>;
+            let windows: &[Vec<f64>] = if fv.measured() < fv.values.len()
+                && !windows.is_empty()
+                && windows.iter().all(|w| w.len() == fv.values.len())
+            {
+                dropped = windows
+                    .iter()
+                    .map(|w| {
+                        w.iter()
+                            .zip(&fv.values)
+                            .filter(|(_, c)| c.is_some())
+                            .map(|(b, _)| *b)
+                            .collect()
+                    })
+                    .collect();
+                &dropped
+            } else {
+                windows
+            };
             let base: Vec<f64> = windows.iter().flatten().copied().collect();
             let design = format!(
                 "stored baseline {} ({} window{}{}",
@@ -111,10 +176,66 @@ fn judge_values(
                 ))
                 .unwrap_or_default()
             );
-            judge_stored(r, &base, windows, &cand, design)
+            let stale = Stale {
+                renew,
+                median: stats::median(&cand).unwrap_or(f64::NAN),
+            };
+            let mut v = judge_stored(r, &base, windows, &cand, design, Some(&stale));
+            if let Some(changed) = describe_release(release) {
+                let cause = if v.outcome == Outcome::Fail {
+                    format!("likely cause: {changed}")
+                } else {
+                    changed
+                };
+                let details = format!("{}; {cause}", v.details());
+                v.set(v.outcome, details);
+            }
+            v
         }
         BaselineValues::Interleaved(blocks) => judge_blocks(r, blocks),
     }
+}
+
+/// What the stale-baseline notice needs ([`stale_notice`]): the command that renews the baseline and this
+/// run's median of the metric.
+struct Stale<'a> {
+    renew: &'a str,
+    median: f64,
+}
+
+/// The `stale baseline` notice of a judged stored comparison, or None: when the whole interval `s` lies more
+/// than the margin δ on the good side (for a higher-is-better metric above `ln(1 + δ)`, for a lower-is-better
+/// one below `−ln(1 + δ)`), the baseline no longer bounds the serve: it states the loss from this run's
+/// median that would still pass (`1 − (1 − δ) / ratio`, or the rise `(1 + δ) / ratio − 1`) and the command
+/// that renews it.
+fn stale_notice(r: &RegressionAssert, s: &ShiftInterval, st: &Stale) -> Option<String> {
+    let d = r.max_drop_pct / 100.0;
+    let higher = matches!(r.metric.info().better, Better::Higher);
+    let far = if higher {
+        s.lo > (1.0 + d).ln()
+    } else {
+        s.hi < -(1.0 + d).ln()
+    };
+    if !far {
+        return None;
+    }
+    let ratio = s.estimate.exp();
+    let info = r.metric.info();
+    let dec = info.decimals;
+    let (what, size) = if higher {
+        ("loss", (1.0 - (1.0 - d) / ratio) * 100.0)
+    } else {
+        ("rise", ((1.0 + d) / ratio - 1.0) * 100.0)
+    };
+    Some(format!(
+        "stale baseline: this run is {} % from it, beyond the {} % margin: a {what} of up to {size:.1} % from \
+         this run's {:.dec$} {} would still pass; renew it: {}",
+        pct(s.estimate),
+        trim(r.max_drop_pct),
+        st.median,
+        info.unit,
+        st.renew
+    ))
 }
 
 /// The verdict of a stored-baseline comparison from values alone (per baseline window, and this run's),
@@ -132,7 +253,7 @@ pub fn judge_stored_values(
         windows.len(),
         if windows.len() == 1 { "" } else { "s" }
     );
-    judge_stored(r, &base, windows, candidate, design)
+    judge_stored(r, &base, windows, candidate, design, None)
 }
 
 /// The verdict of an interleaved comparison from its blocks alone (see [`judge_stored_values`]).
@@ -145,6 +266,7 @@ pub fn judge_block_values(r: &RegressionAssert, blocks: &[Block]) -> Verdict {
 /// naming the arm, as `ratio` does), cut into A-B-B-A blocks (`analysis::interleave::blocks`: theirs =
 /// baseline, ours = candidate) and judged paired by block ([`judge_block_values`]).
 pub(super) fn judge_pair_blocks(
+    gate: &crate::spec::GateSpec,
     r: &RegressionAssert,
     ev: &crate::analysis::PairEvidence,
     accts: &[Accounting],
@@ -155,22 +277,31 @@ pub(super) fn judge_pair_blocks(
     let mut missing = Vec::new();
     let mut all_values: Vec<Option<f64>> = Vec::new();
     let mut candidate = Vec::new();
+    let mut unmeasured = Vec::new();
     for ((a, e), acct) in ev.summary.arms.iter().zip(&ev.arms).zip(accts) {
         let judged = super::judged_of(e);
         let fv = FigureValues::of(
-            &judged,
+            super::timed(gate, &judged),
             |j| crate::analysis::measure::metric_value(&j.fig, r.metric),
             |j| super::why_missing(j, r.metric.info().title, false),
-        );
+            &super::cause_of(r.metric),
+            None,
+        )
+        .planned_from(Some(gate), acct);
         missing.extend(
             fv.missing
+                .iter()
+                .map(|m| format!("arm {} {} {m}", a.arm, a.role)),
+        );
+        unmeasured.extend(
+            fv.unmeasured
                 .iter()
                 .map(|m| format!("arm {} {} {m}", a.arm, a.role)),
         );
         if let Some(u) = acct.unsent() {
             missing.push(format!("arm {} {}: {u}", a.arm, a.role));
         }
-        all_values.extend(fv.planned_values(acct));
+        all_values.extend(fv.planned_values());
         if a.role == crate::vocab::Role::Ours.name() {
             candidate.extend(fv.present());
         }
@@ -185,7 +316,7 @@ pub(super) fn judge_pair_blocks(
             Outcome::Fail,
             format!(
                 "{} of {planned} planned requests have no {} value: {} (n={} of {planned} planned)",
-                all_values.iter().filter(|v| v.is_none()).count(),
+                all_values.iter().filter(|v| v.is_none()).count() - unmeasured.len(),
                 r.metric.info().title,
                 missing.join("; "),
                 all_values.iter().filter(|v| v.is_some()).count(),
@@ -201,7 +332,18 @@ pub(super) fn judge_pair_blocks(
                         candidate: b.candidate,
                     })
                     .collect();
-                judge_blocks(r, &blocks)
+                let mut v = judge_blocks(r, &blocks);
+                if !unmeasured.is_empty() {
+                    let details = format!(
+                        "{}; n={} of {} measured; not measured: {}",
+                        v.details(),
+                        all_values.iter().flatten().count(),
+                        all_values.len(),
+                        super::listed(&unmeasured)
+                    );
+                    v.set(v.outcome, details);
+                }
+                v
             }
             Err(e) => Verdict::new(
                 k,
@@ -326,6 +468,7 @@ fn judge_stored(
     windows: &[Vec<f64>],
     cand: &[f64],
     design: String,
+    stale: Option<&Stale>,
 ) -> Verdict {
     let k = AssertionKind::Regression;
     let c = r.confidence;
@@ -343,7 +486,7 @@ fn judge_stored(
     };
     let matched = m > 0 && !windows.is_empty() && windows.iter().all(|w| w.len() == m);
     if matched {
-        return judge_matched(r, base, windows, cand, &cl, n_text, design);
+        return judge_matched(r, base, windows, cand, &cl, n_text, design, stale);
     }
     if !regress::two_sample_attainable(n, m, c) {
         return Verdict::new(
@@ -384,7 +527,26 @@ fn judge_stored(
         "{design}, between-window allowance ±{:.1} %)",
         (a.exp() - 1.0) * 100.0
     );
-    decide(r, &s, a, m, head(r, cand, base), n_text, design, "per side")
+    with_stale(
+        decide(r, &s, a, m, head(r, cand, base), n_text, design, "per side"),
+        r,
+        &s,
+        stale,
+    )
+}
+
+/// `v` with the stale-baseline notice appended when one applies ([`stale_notice`]).
+fn with_stale(
+    mut v: Verdict,
+    r: &RegressionAssert,
+    s: &ShiftInterval,
+    st: Option<&Stale>,
+) -> Verdict {
+    if let Some(notice) = st.and_then(|st| stale_notice(r, s, st)) {
+        let details = format!("{}; {notice}", v.details());
+        v.set(v.outcome, details);
+    }
+    v
 }
 
 /// A stored baseline whose every window has the candidate's count: the requests are matched by position
@@ -392,6 +554,7 @@ fn judge_stored(
 /// median of its counterparts across the windows, and judged as paired differences (signed-rank interval),
 /// widened by the between-window allowance. Pairing removes the prompts' own differences (a short answer
 /// decodes at another rate than a long one), which the unpaired comparison counts as noise.
+#[allow(clippy::too_many_arguments)]
 fn judge_matched(
     r: &RegressionAssert,
     base: &[f64],
@@ -400,6 +563,7 @@ fn judge_matched(
     cl: &[f64],
     n_text: String,
     design: String,
+    stale: Option<&Stale>,
 ) -> Verdict {
     let k = AssertionKind::Regression;
     let c = r.confidence;
@@ -461,7 +625,7 @@ fn judge_matched(
         "{design}, between-window allowance ±{:.1} %)",
         (a.exp() - 1.0) * 100.0
     );
-    decide(
+    let v = decide(
         r,
         &s,
         a,
@@ -470,7 +634,8 @@ fn judge_matched(
         n_text,
         design,
         "matched requests",
-    )
+    );
+    with_stale(v, r, &s, stale)
 }
 
 fn judge_blocks(r: &RegressionAssert, blocks: &[Block]) -> Verdict {
@@ -609,6 +774,7 @@ mod tests {
 
     fn assert_(drop: f64) -> RegressionAssert {
         RegressionAssert {
+            on_incomparable: Default::default(),
             metric: Metric::DecodeRate,
             label: "decode".into(),
             baseline: RegressionBaseline::Stored(vec![PathBuf::from("b")]),
@@ -622,7 +788,95 @@ mod tests {
     fn stored(r: &RegressionAssert, windows: &[&[f64]], cand: &[f64]) -> Verdict {
         let w: Vec<Vec<f64>> = windows.iter().map(|w| w.to_vec()).collect();
         let base: Vec<f64> = w.iter().flatten().copied().collect();
-        judge_stored(r, &base, &w, cand, "stored baseline b (2 windows".into())
+        judge_stored(
+            r,
+            &base,
+            &w,
+            cand,
+            "stored baseline b (2 windows".into(),
+            None,
+        )
+    }
+
+    #[test]
+    fn a_run_far_above_its_baseline_says_stale_baseline_with_the_loss_it_could_not_catch() {
+        let w1 = [40.1, 40.6, 40.3, 40.9, 40.2, 40.5];
+        let w2: Vec<f64> = w1.iter().map(|x| x * 1.01).collect();
+        let w3: Vec<f64> = w1.iter().map(|x| x * 0.99).collect();
+        let w: Vec<Vec<f64>> = vec![w1.to_vec(), w2, w3];
+        let base: Vec<f64> = w.iter().flatten().copied().collect();
+        let fast: Vec<f64> = w1.iter().map(|x| x * 1.93).collect();
+        let st = Stale {
+            renew: "servegate bless g.toml --baseline RUN",
+            median: stats::median(&fast).unwrap(),
+        };
+        let r = assert_(50.0);
+        let v = judge_stored(
+            &r,
+            &base,
+            &w,
+            &fast,
+            "stored baseline b (3 windows".into(),
+            Some(&st),
+        );
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+        let notice = v
+            .message
+            .split("; stale baseline: ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{}", v.message));
+        assert!(notice.starts_with("this run is +93."), "{notice}");
+        assert!(
+            notice.contains("beyond the 50 % margin: a loss of up to 74."),
+            "{notice}"
+        );
+        assert!(
+            notice.contains("% from this run's 78.0 tok/s would still pass"),
+            "{notice}"
+        );
+        assert!(
+            notice.ends_with("renew it: servegate bless g.toml --baseline RUN"),
+            "{notice}"
+        );
+        // Within the margin above it (+20 % against 50 %): no notice.
+        let up: Vec<f64> = w1.iter().map(|x| x * 1.2).collect();
+        let v = judge_stored(
+            &r,
+            &base,
+            &w,
+            &up,
+            "stored baseline b (3 windows".into(),
+            Some(&st),
+        );
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+        assert!(!v.message.contains("stale"), "{}", v.message);
+        // A lower-is-better metric far below its baseline: the rise it could no longer catch.
+        let mut lat = assert_(50.0);
+        lat.metric = Metric::Ttft;
+        let quick: Vec<f64> = w1.iter().map(|x| x / 2.0).collect();
+        let st = Stale {
+            renew: "R",
+            median: stats::median(&quick).unwrap(),
+        };
+        let v = judge_stored(
+            &lat,
+            &base,
+            &w,
+            &quick,
+            "stored baseline b (3 windows".into(),
+            Some(&st),
+        );
+        assert!(
+            v.message
+                .contains("stale baseline: this run is -50.0 % from it"),
+            "{}",
+            v.message
+        );
+        assert!(
+            v.message.contains("a rise of up to 200.0 %"),
+            "{}",
+            v.message
+        );
     }
 
     #[test]
@@ -770,6 +1024,7 @@ mod tests {
                 .collect()
         };
         let r = RegressionAssert {
+            on_incomparable: Default::default(),
             baseline: RegressionBaseline::Serve(crate::spec::BaselineServe {
                 command: vec!["x".into()],
                 ..Default::default()
@@ -788,6 +1043,7 @@ mod tests {
     #[test]
     fn a_lower_is_better_metric_regresses_upwards() {
         let r = RegressionAssert {
+            on_incomparable: Default::default(),
             metric: Metric::Ttft,
             label: "first_token".into(),
             ..assert_(5.0)

@@ -32,7 +32,7 @@ use crate::analysis::regress;
 use crate::error::exit;
 use crate::evidence::baseline::{self, Manifest, BASELINE_SCHEMA};
 use crate::evidence::comparability::{
-    describe, differences, key_of, load_difference, run_load_per_cpu, KeyUse,
+    describe, differences, key_of_evidence, load_difference, run_load_per_cpu, KeyUse,
 };
 use crate::evidence::{layout, RunStatus};
 use crate::judge::{self, Outcome};
@@ -816,7 +816,7 @@ pub fn plan_baseline(
         }
     }
     refused(run, refusals(&rg, &ev, true))?;
-    let key = key_of(&rg, &ev.run);
+    let key = key_of_evidence(&rg, &ev.run, ev.serve_log.as_deref());
     let mut dir = root.join(&gate.name);
     if let Some(k) = kind {
         dir = dir.join(k);
@@ -853,7 +853,7 @@ pub fn plan_baseline(
                     ));
                 }
             }
-            let mut d = differences(&b.manifest.key, &key, KeyUse::Speed);
+            let mut d = differences(&b.key, &key, KeyUse::Window);
             // A window at another host load is another baseline (the judge's bound: the gate's
             // max_load_ratio), so that one baseline's windows are comparable among themselves.
             let max_ratio = gate

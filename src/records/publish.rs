@@ -145,16 +145,16 @@ pub fn cli(run: &Path, checkout: Option<&Path>, dir: &Path) -> i32 {
     match publish(run, checkout.unwrap_or(&cwd), home.as_deref(), dir) {
         Ok(p) => {
             for f in &p.files {
-                println!("rewritten: {}", run.join(f).display());
+                crate::outln!("rewritten: {}", run.join(f).display());
             }
             for r in &p.records {
-                println!(
+                crate::outln!(
                     "record: {} (evidence_sha256 {})",
                     r.display(),
                     p.digest_after
                 );
             }
-            println!(
+            crate::outln!(
                 "{}: {} file(s) rewritten, digest {} -> {}",
                 run.display(),
                 p.files.len(),
@@ -164,7 +164,7 @@ pub fn cli(run: &Path, checkout: Option<&Path>, dir: &Path) -> i32 {
             exit::PASS
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             exit::EVIDENCE_ERROR
         }
     }

@@ -674,7 +674,7 @@ impl App {
     fn chat(&self, req: &http::Request) -> Answer {
         let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
         let refuse = |status: u16, kind: &str, msg: String| {
-            eprintln!("replay: #{seq} {status}: {msg}");
+            crate::errln!("replay: #{seq} {status}: {msg}");
             self.log_timing(serde_json::json!({"request": seq, "status": status, "error": msg, "arrived_mono_ns": pace::mono_ns_of(req.arrived)}));
             Answer::Now {
                 bytes: http::json_response(
@@ -765,7 +765,7 @@ impl App {
             line["true_decode_tok_s"] = serde_json::json!(rate);
         }
         self.log_timing(line);
-        eprintln!(
+        crate::errln!(
             "replay: #{seq} {} -> {} ({} writes, {:.1} ms{})",
             plan.label,
             if plan.status == 0 {
@@ -836,7 +836,7 @@ fn handle(app: &App, stream: TcpStream) {
             }
             Err(http::ReadError::Closed) => return,
             Err(http::ReadError::Refused(status, msg)) => {
-                eprintln!("replay: refused a request: {status} {msg}");
+                crate::errln!("replay: refused a request: {status} {msg}");
                 let _ = writer.write_all(&http::json_response(
                     status,
                     &http::error_body(status, "invalid_request_error", &msg),
@@ -917,7 +917,7 @@ fn synthetic_spec(args: &ReplayArgs) -> Result<SyntheticSpec, String> {
 /// prints `replay: listening on URL`, and serves until SIGTERM or SIGINT (exit 0).
 pub fn cli_replay(args: &ReplayArgs) -> i32 {
     if !(args.speed.is_finite() && (MIN_SPEED..=MAX_SPEED).contains(&args.speed)) {
-        eprintln!(
+        crate::errln!(
             "error: --speed must be a number between {MIN_SPEED} and {MAX_SPEED}, got {:?}",
             args.speed
         );
@@ -926,7 +926,7 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
     if !(args.ready_after_ms.is_finite()
         && (0.0..=synthetic::MAX_MS).contains(&args.ready_after_ms))
     {
-        eprintln!(
+        crate::errln!(
             "error: --ready-after-ms must be between 0 and {} (one hour), got {:?}",
             synthetic::MAX_MS,
             args.ready_after_ms
@@ -938,7 +938,7 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
         match synthetic_spec(args) {
             Ok(s) => Source::Synthetic(s),
             Err(e) => {
-                eprintln!("error: {e}");
+                crate::errln!("error: {e}");
                 return exit::USAGE;
             }
         }
@@ -951,7 +951,7 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
                 cycle: args.cycle,
             },
             Err(e) => {
-                eprintln!("error: {e}");
+                crate::errln!("error: {e}");
                 return exit::EVIDENCE_ERROR;
             }
         }
@@ -965,7 +965,7 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
         {
             Ok(f) => Some(f),
             Err(e) => {
-                eprintln!("error: --timing-log {}: {e}", p.display());
+                crate::errln!("error: --timing-log {}: {e}", p.display());
                 return exit::USAGE;
             }
         },
@@ -980,7 +980,7 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
                 .name("replay-signals".into())
                 .spawn(move || {
                     if let Some(sig) = signals.forever().next() {
-                        eprintln!(
+                        crate::errln!(
                             "replay: stopping on {}",
                             if sig == signal_hook::consts::SIGTERM {
                                 "SIGTERM"
@@ -992,7 +992,7 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
                     }
                 });
         }
-        Err(e) => eprintln!("replay: signal handlers not installed: {e}"),
+        Err(e) => crate::errln!("replay: signal handlers not installed: {e}"),
     }
     // The recorded log first, line for line, so route assertions see the original lines where they were.
     let mut out = std::io::stdout().lock();
@@ -1029,14 +1029,14 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
     let listener = match TcpListener::bind((args.host.as_str(), args.port)) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("error: cannot listen on {}:{}: {e}", args.host, args.port);
+            crate::errln!("error: cannot listen on {}:{}: {e}", args.host, args.port);
             return exit::USAGE;
         }
     };
     let addr = match listener.local_addr() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             return exit::USAGE;
         }
     };
@@ -1055,7 +1055,7 @@ pub fn cli_replay(args: &ReplayArgs) -> i32 {
     match serve(listener, app) {
         Ok(()) => exit::PASS,
         Err(e) => {
-            eprintln!("error: accept failed: {e}");
+            crate::errln!("error: accept failed: {e}");
             exit::USAGE
         }
     }

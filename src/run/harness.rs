@@ -578,12 +578,15 @@ pub fn run_trial(
         duration: t.elapsed(),
         started: Some(t),
     });
-    // Only a pass completes; a non-pass without a failure kind (skipped, incomparable without
-    // SERVEGATE_STRICT, indeterminate under `on_indeterminate = "pass"`) is ignored with its reason, so
-    // libtest never prints it as "ok".
+    // Only a pass completes; a non-pass without a failure kind (skipped, not compared on a busy runner or
+    // incomparable under `on_incomparable = "skip"` without SERVEGATE_STRICT, indeterminate under
+    // `on_indeterminate = "pass"`) is ignored with its reason, so libtest never prints it as "ok".
     match decision.outcome {
         TestOutcome::Passed => Ok(Completion::Completed),
-        TestOutcome::Skipped | TestOutcome::Incomparable | TestOutcome::Indeterminate
+        TestOutcome::Skipped
+        | TestOutcome::Incomparable
+        | TestOutcome::NotCompared
+        | TestOutcome::Indeterminate
             if decision.failure_kind.is_none() =>
         {
             Ok(Completion::ignored_with(crate::text::lines(
@@ -638,7 +641,13 @@ pub fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
     let expanded = files
         .iter()
         .flat_map(|file| match spec::matrix::load_all(file) {
-            Ok(gates) => gates.into_iter().map(|g| (file, Ok(g))).collect::<Vec<_>>(),
+            Ok(gates) => gates
+                .into_iter()
+                .map(|g| match g.unreadable_input() {
+                    Some(e) => (file, Err(e.to_string())),
+                    None => (file, Ok(g)),
+                })
+                .collect::<Vec<_>>(),
             Err(e) => vec![(file, Err(e.to_string()))],
         });
     for (file, loaded) in expanded {
@@ -883,10 +892,18 @@ pub struct HarnessRun {
 }
 
 impl HarnessRun {
-    /// The plain closing line: `gates: N passed, N failed, N skipped`.
+    /// The plain closing line: `gates: N passed, N failed, N skipped`, and the skips by reason when there are
+    /// any (`(1 not compared: busy runner, 34 not provisioned, 5 no device)`: `Counts::skip_reasons`).
     pub fn closing_line(&self) -> String {
+        let by_reason = self
+            .results
+            .as_ref()
+            .map(|r| r.counts.skips_text())
+            .filter(|t| !t.is_empty())
+            .map(|t| format!(" ({t})"))
+            .unwrap_or_default();
         format!(
-            "gates: {} passed, {} failed, {} skipped",
+            "gates: {} passed, {} failed, {} skipped{by_reason}",
             self.conclusion.num_passed, self.conclusion.num_failed, self.conclusion.num_ignored
         )
     }

@@ -39,37 +39,12 @@ pub fn prompts(gate: &GateSpec, load: &LoadGate) -> Result<Vec<LoadPrompt>, Stri
             })
             .collect());
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("load.dataset {}: {e}", path.display()))?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = || format!("{}:{}", path.display(), i + 1);
-        let v: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("{}: not JSON: {e}", at()))?;
-        let prompt = v
-            .get("prompt")
-            .and_then(|p| p.as_str())
-            .ok_or_else(|| format!("{}: needs \"prompt\": a string", at()))?;
-        let max_tokens = match v.get("max_tokens") {
-            None => gate.request.max_tokens,
-            Some(m) => m
-                .as_u64()
-                .filter(|m| (1..=1_000_000).contains(m))
-                .ok_or_else(|| format!("{}: max_tokens must be a whole number 1..=1000000", at()))?
-                as u32,
-        };
-        out.push(LoadPrompt {
-            prompt: prompt.to_string(),
-            max_tokens,
-        });
-    }
-    if out.is_empty() {
-        return Err(format!("load.dataset {}: no prompts", path.display()));
-    }
-    Ok(out)
+    Ok(
+        crate::spec::load::read_dataset(path, gate.request.max_tokens)?
+            .into_iter()
+            .map(|(prompt, max_tokens)| LoadPrompt { prompt, max_tokens })
+            .collect(),
+    )
 }
 
 /// The request body of one load request: the gate's body for the prompt, its `max_tokens`, and

@@ -454,8 +454,8 @@ pub fn cli(args: &SelfTestArgs) -> i32 {
     if args.list {
         for (name, text) in SHAPES {
             match parse_shape(text) {
-                Ok(s) => println!("{name} (kind {}): {} -> {}", s.kind, s.about, s.expect),
-                Err(e) => println!("{name}: invalid bundle: {e}"),
+                Ok(s) => crate::outln!("{name} (kind {}): {} -> {}", s.kind, s.about, s.expect),
+                Err(e) => crate::outln!("{name}: invalid bundle: {e}"),
             }
         }
         return exit::PASS;
@@ -463,22 +463,24 @@ pub fn cli(args: &SelfTestArgs) -> i32 {
     let results = match run(args.filter.as_deref()) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: self-test: cannot write the shapes to a temporary directory: {e}");
+            crate::errln!(
+                "error: self-test: cannot write the shapes to a temporary directory: {e}"
+            );
             return exit::EVIDENCE_ERROR;
         }
     };
     if results.is_empty() {
-        eprintln!(
+        crate::errln!(
             "error: self-test: no shape matches {:?} (`servegate self-test --list` lists them)",
             args.filter.as_deref().unwrap_or("")
         );
         return exit::NOTHING_CHECKED;
     }
     for r in &results {
-        println!("{}", r.line());
+        crate::outln!("{}", r.line());
         if args.verbose {
             for d in &r.detail {
-                println!("       {d}");
+                crate::outln!("       {d}");
             }
         }
     }
@@ -489,13 +491,13 @@ pub fn cli(args: &SelfTestArgs) -> i32 {
         .collect();
     let n = results.len();
     if bad.is_empty() {
-        println!(
+        crate::outln!(
             "self-test: PASS ({n} of {n} shapes as expected; judged by servegate {})",
             env!("CARGO_PKG_VERSION")
         );
         exit::PASS
     } else {
-        println!(
+        crate::outln!(
             "self-test: FAIL ({} of {n} shapes as expected; not: {})",
             n - bad.len(),
             bad.join(", ")

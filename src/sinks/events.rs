@@ -370,6 +370,9 @@ pub fn gate_results(event: &Event<'_>) -> Option<GateResults> {
                 )
             } else {
                 tests(spec, listed, TestOutcome::Skipped, None, &reason)
+                    .into_iter()
+                    .map(|t| t.with_skip_reason(report::unmet_reason(unmet)))
+                    .collect()
             };
             GateResults::not_run(&spec.name, &spec.file, &spec.description, &reason, t)
         }
@@ -426,7 +429,10 @@ pub fn gate_results(event: &Event<'_>) -> Option<GateResults> {
             GateResults::not_run(&spec.name, &spec.file, &spec.description, why, t)
         }
         Event::GateNotRun { spec, why, listed } => {
-            let t = tests(spec, listed, TestOutcome::Skipped, None, why);
+            let t = tests(spec, listed, TestOutcome::Skipped, None, why)
+                .into_iter()
+                .map(|t| t.with_skip_reason(report::SKIP_NOT_RUN))
+                .collect();
             GateResults::not_run(&spec.name, &spec.file, &spec.description, "not run", t)
         }
     })
@@ -492,7 +498,10 @@ impl Reporter for Console {
                 }
             }
             Event::GateUnmet { unmet, .. } => {
-                crate::outln!("IGNORED requires: {}", unmet.join("; "))
+                crate::outln!(
+                    "IGNORED requires: {}",
+                    crate::text::shown(&unmet.join("; "))
+                )
             }
             Event::GateJudged { outcome, .. } => {
                 for v in &outcome.verdicts {
@@ -503,7 +512,7 @@ impl Reporter for Console {
                 }
             }
             Event::GateError { error, .. } => crate::errln!("error: {error}"),
-            Event::GateRefused { why, .. } => crate::outln!("REFUSED {why}"),
+            Event::GateRefused { why, .. } => crate::outln!("REFUSED {}", crate::text::shown(why)),
             Event::GateNotRun { .. } => {}
         }
     }

@@ -112,7 +112,10 @@ pub fn level(t: &AssertionResult) -> Option<&'static str> {
     match t.outcome {
         TestOutcome::Passed | TestOutcome::Skipped => None,
         TestOutcome::Failed => Some("error"),
-        TestOutcome::Indeterminate | TestOutcome::Incomparable | TestOutcome::Void => {
+        TestOutcome::Indeterminate
+        | TestOutcome::Incomparable
+        | TestOutcome::NotCompared
+        | TestOutcome::Void => {
             if t.failure_kind.is_some() {
                 Some("error")
             } else {

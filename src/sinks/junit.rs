@@ -8,7 +8,10 @@
 //! and GitLab split a classname at its dots into packages, so `qwen2.5-7b` would become package `qwen2`), `time` in plain
 //! seconds with a dot and three decimals, `1.250`): a pass carries its verdict line as `<system-out>`; a failure carries
 //! `<failure message="verdict line" type="assertion|serve_not_ready|...">` with the full text, and the tail
-//! of `serve.log` as `<system-out>`; an ignored gate's tests carry `<skipped message="requires: ...">`.
+//! of `serve.log` as `<system-out>`; a test that was not checked carries `<skipped message="[reason] ...">`,
+//! its reason first (`[not provisioned] requires: ...`, `[not compared: busy runner] regression NOT-COMPARED
+//! ...`: `AssertionResult::skip_reason`), and each suite counts its skips by reason in a `skipped_by_reason`
+//! property (`1 not compared: busy runner`).
 //! Every (classname, name) pair is unique in the file: a repeat (two gate files with one name) gets ` #2`,
 //! ` #3`... after its name, since readers key results by that pair and would merge or drop the repeat.
 //! Text is made valid XML 1.0 ([`xml`]): every character XML 1.0 forbids (C0 controls but tab, newline and
@@ -199,9 +202,14 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
         let status = match a.outcome {
             TestOutcome::Passed => TestCaseStatus::success(),
             TestOutcome::Indeterminate if !failing => TestCaseStatus::success(),
-            TestOutcome::Skipped | TestOutcome::Incomparable if !failing => {
+            TestOutcome::Skipped | TestOutcome::Incomparable | TestOutcome::NotCompared
+                if !failing =>
+            {
                 let mut st = TestCaseStatus::skipped();
-                st.set_message(xml(&a.message));
+                st.set_message(xml(&match &a.skip_reason {
+                    Some(r) => format!("[{r}] {}", a.message),
+                    None => a.message.clone(),
+                }));
                 st
             }
             _ => {
@@ -232,7 +240,8 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
             TestOutcome::Indeterminate if !failing => {
                 tc.set_system_out(xml(&a.message));
             }
-            TestOutcome::Skipped | TestOutcome::Incomparable if !failing => {}
+            TestOutcome::Skipped | TestOutcome::Incomparable | TestOutcome::NotCompared
+                if !failing => {}
             _ => {
                 if let Some(tail) = &g.serve_log_tail {
                     tc.set_system_out(xml(&format!("tail of the serve log:\n{tail}")));
@@ -272,6 +281,21 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
     // quick-junit counts skipped tests as `disabled`; readers also look for `skipped`.
     let skipped = s.disabled;
     s.extra.insert(xml("skipped"), xml(&skipped.to_string()));
+    let mut by_reason: Vec<(String, u64)> = Vec::new();
+    for r in g.assertions.iter().filter_map(|a| a.skip_reason.as_ref()) {
+        match by_reason.iter_mut().find(|(x, _)| x == r) {
+            Some((_, n)) => *n += 1,
+            None => by_reason.push((r.clone(), 1)),
+        }
+    }
+    if !by_reason.is_empty() {
+        let text = by_reason
+            .iter()
+            .map(|(r, n)| format!("{n} {r}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        s.add_property(Property::new("skipped_by_reason", xml(&text)));
+    }
     s
 }
 

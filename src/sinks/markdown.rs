@@ -35,6 +35,7 @@ pub fn state(t: &AssertionResult) -> &'static str {
         (TestOutcome::Skipped, _) => "SKIP",
         (TestOutcome::Indeterminate, _) => "INDETERMINATE",
         (TestOutcome::Incomparable, _) => "INCOMPARABLE",
+        (TestOutcome::NotCompared, _) => "NOT COMPARED",
         (TestOutcome::Void, _) => "VOID",
         (TestOutcome::Failed, None | Some(FailureKind::Assertion)) => "FAIL",
         // Nothing was judged: the serve never became ready, the spec or the evidence is unusable.
@@ -104,11 +105,15 @@ pub fn serialize_with(results: &Results, budget: usize, artifact_url: Option<&st
     for (n, what) in [
         (c.indeterminate, "indeterminate"),
         (c.incomparable, "incomparable"),
+        (c.not_compared, "not compared (busy runner)"),
         (c.void, "void"),
     ] {
         if n > 0 {
             count_line.push_str(&format!(", {n} {what}"));
         }
+    }
+    if !c.skip_reasons.is_empty() {
+        count_line.push_str(&format!("; not checked: {}", c.skips_text()));
     }
     count_line.push('.');
     let mut lines = vec![

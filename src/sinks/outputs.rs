@@ -136,7 +136,7 @@ impl Outputs {
         results.exit_code = exit_code;
         let errors = self.write_all(&mut results);
         for e in &errors {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
         }
         results.exit_code
     }
@@ -159,7 +159,7 @@ impl Outputs {
         // Annotations and the job summary say what the reports say (a summary not appended is said on stderr:
         // the reports themselves were written).
         for e in self.github.publish(results) {
-            eprintln!("warning: {e}");
+            crate::errln!("warning: {e}");
         }
         errors
     }

@@ -52,9 +52,15 @@ pub enum TestOutcome {
     /// (`failure_kind` indeterminate); with the gate's `on_indeterminate = "pass"` it carries no failure kind and
     /// does not fail the run, but it is still reported as indeterminate, never as passed.
     Indeterminate,
-    /// Not comparable with its baseline: skipped with the differing fields named, or failed under
-    /// `SERVEGATE_STRICT=1` (`failure_kind` incomparable).
+    /// The baseline no longer applies (what the gate fixes or the machine differs): failed (`failure_kind`
+    /// incomparable, exit 9) naming the fields and the bless command, unless the assertion says
+    /// `on_incomparable = "skip"` (then skipped with that reason, and failed again under
+    /// `SERVEGATE_STRICT=1`).
     Incomparable,
+    /// Not compared (busy runner): the runner's host load is outside every applicable baseline's. Skipped
+    /// with the loads named (its own reason in every count, never with unprovisioned runtimes), or failed
+    /// under `SERVEGATE_STRICT=1` (`failure_kind` incomparable).
+    NotCompared,
     /// The client fell behind its schedule: a failure (`failure_kind` void).
     Void,
 }
@@ -68,12 +74,13 @@ impl TestOutcome {
             Outcome::Fail => TestOutcome::Failed,
             Outcome::Indeterminate => TestOutcome::Indeterminate,
             Outcome::Incomparable => TestOutcome::Incomparable,
+            Outcome::NotCompared => TestOutcome::NotCompared,
             Outcome::Void => TestOutcome::Void,
         }
     }
 
     /// The state as exports and JUnit properties write it: `pass`, `fail`, `skipped`, `indeterminate`,
-    /// `incomparable`, `void`.
+    /// `incomparable`, `not_compared`, `void`.
     pub fn state(self) -> &'static str {
         match self {
             TestOutcome::Passed => "pass",
@@ -81,6 +88,7 @@ impl TestOutcome {
             TestOutcome::Skipped => "skipped",
             TestOutcome::Indeterminate => "indeterminate",
             TestOutcome::Incomparable => "incomparable",
+            TestOutcome::NotCompared => "not_compared",
             TestOutcome::Void => "void",
         }
     }
@@ -118,8 +126,8 @@ pub struct Results {
     pub problems: Vec<String>,
 }
 
-/// Test counts. `tests = passed + failed + skipped + indeterminate + incomparable + void`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Test counts. `tests = passed + failed + skipped + indeterminate + incomparable + not_compared + void`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     /// Tests listed.
     pub tests: u64,
@@ -132,12 +140,68 @@ pub struct Counts {
     /// Tests the evidence could not decide.
     #[serde(default)]
     pub indeterminate: u64,
-    /// Tests not comparable with their baseline.
+    /// Tests whose baseline no longer applies.
     #[serde(default)]
     pub incomparable: u64,
+    /// Tests not compared because the runner was busy (host load outside every applicable baseline's).
+    #[serde(default)]
+    pub not_compared: u64,
     /// Tests of void runs (the client fell behind its schedule).
     #[serde(default)]
     pub void: u64,
+    /// The tests that neither passed nor failed the run (skipped, not compared, incomparable under
+    /// `on_incomparable = "skip"`, indeterminate under `on_indeterminate = "pass"`), counted by reason
+    /// ([`AssertionResult::skip_reason`]), most first: `1 not compared: busy runner, 34 not provisioned, 5 no
+    /// device` ([`Counts::skips_text`]). Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip_reasons: Vec<SkipCount>,
+}
+
+/// One reason tests were skipped and how many ([`Counts::skip_reasons`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkipCount {
+    /// The reason ([`AssertionResult::skip_reason`]).
+    pub reason: String,
+    /// Tests skipped for it.
+    pub count: u64,
+}
+
+/// The skip reason of a busy runner ([`TestOutcome::NotCompared`]).
+pub const SKIP_BUSY_RUNNER: &str = "not compared: busy runner";
+/// The skip reason of a baseline that no longer applies, skipped by `on_incomparable = "skip"`.
+pub const SKIP_INCOMPARABLE: &str = "not compared: baseline does not apply";
+/// The skip reason of an indeterminate verdict let through by `on_indeterminate = "pass"`.
+pub const SKIP_INDETERMINATE: &str = "indeterminate, let through";
+/// The skip reason of a test not run (filtered or ignored by the test arguments).
+pub const SKIP_NOT_RUN: &str = "not run";
+
+/// The skip reason of a gate whose `[requires]` are unmet, from its unmet reasons
+/// ([`crate::spec::GateSpec::requirements`]), the first that applies of: `no device` (a path under `/dev/`),
+/// `not provisioned` (a runtime), `command missing`, `environment unset`, `path missing`.
+pub fn unmet_reason(unmet: &[String]) -> &'static str {
+    let any = |f: &dyn Fn(&str) -> bool| unmet.iter().any(|u| f(u));
+    if any(&|u| u.starts_with("path /dev/")) {
+        "no device"
+    } else if any(&|u| u.starts_with("runtime ") && u.contains(" is not provisioned")) {
+        "not provisioned"
+    } else if any(&|u| u.starts_with("command ")) {
+        "command missing"
+    } else if any(&|u| u.starts_with("environment variable ")) {
+        "environment unset"
+    } else {
+        "path missing"
+    }
+}
+
+impl Counts {
+    /// The skips by reason as one phrase, `1 not compared: busy runner, 34 not provisioned`; empty when none.
+    pub fn skips_text(&self) -> String {
+        self.skip_reasons
+            .iter()
+            .map(|s| format!("{} {}", s.count, s.reason))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// The status of one gate, over its listed tests.
@@ -148,9 +212,11 @@ pub enum GateStatus {
     Passed,
     /// At least one listed test failed (`failure_kind` says why).
     Failed,
-    /// Every listed test was skipped: unmet `[requires]`, or not comparable with the baseline.
+    /// Every listed test was skipped: unmet `[requires]`, or a baseline that no longer applies under
+    /// `on_incomparable = "skip"`.
     Ignored,
-    /// No listed test failed, but at least one is indeterminate or void: never a pass.
+    /// No listed test failed, but at least one is indeterminate, void, not compared (busy runner) or
+    /// incomparable beside tests that ran: never a pass.
     Indeterminate,
     /// The gate ran and no listed test failed, but some of its tests were not run (`not_run`: filtered out by
     /// the test arguments, `cargo test --test gates -- --skip gate::rate`): what was not run is not passed, so
@@ -275,6 +341,12 @@ pub struct AssertionResult {
     pub unit: Option<String>,
     /// The per-request values judged, in send order; null where a request had none.
     pub values: Vec<Option<f64>>,
+    /// Why a test that neither passed nor failed the run was not checked, as the counts name it
+    /// ([`Counts::skip_reasons`]): `not compared: busy runner`, `not compared: baseline does not apply`,
+    /// `indeterminate, let through`, `not provisioned`, `no device`, `command missing`, `environment unset`,
+    /// `path missing`, `not run`. None for a test that passed or fails the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_reason: Option<String>,
 }
 
 /// One request's figures (docs/metrics.md defines each).
@@ -342,9 +414,21 @@ impl Results {
                 TestOutcome::Skipped => c.skipped += 1,
                 TestOutcome::Indeterminate => c.indeterminate += 1,
                 TestOutcome::Incomparable => c.incomparable += 1,
+                TestOutcome::NotCompared => c.not_compared += 1,
                 TestOutcome::Void => c.void += 1,
             }
+            if let Some(r) = &t.skip_reason {
+                match c.skip_reasons.iter_mut().find(|s| s.reason == *r) {
+                    Some(s) => s.count += 1,
+                    None => c.skip_reasons.push(SkipCount {
+                        reason: r.clone(),
+                        count: 1,
+                    }),
+                }
+            }
         }
+        // Most first; a tie in first-seen order (the sort is stable).
+        c.skip_reasons.sort_by(|a, b| b.count.cmp(&a.count));
         self.counts = c;
         self.exit_code = self.gate_exit_code();
     }
@@ -406,6 +490,11 @@ impl GateResults {
             GateStatus::Failed
         } else if any(TestOutcome::Indeterminate)
             || any(TestOutcome::Void)
+            || any(TestOutcome::NotCompared)
+            || (any(TestOutcome::Incomparable)
+                && !self.assertions.iter().all(|a| {
+                    a.outcome == TestOutcome::Skipped || a.outcome == TestOutcome::Incomparable
+                }))
             || self.failure_kind.is_some()
         {
             GateStatus::Indeterminate
@@ -557,7 +646,17 @@ impl AssertionResult {
             bound: None,
             unit: None,
             values: Vec::new(),
+            skip_reason: None,
         }
+    }
+
+    /// This test with its skip reason ([`AssertionResult::skip_reason`]), kept only when the test neither
+    /// passed nor fails the run.
+    pub fn with_skip_reason(mut self, reason: &str) -> AssertionResult {
+        if self.outcome != TestOutcome::Passed && self.failure_kind.is_none() {
+            self.skip_reason = Some(reason.to_string());
+        }
+        self
     }
 
     /// Copies the verdict's figures (median, values, bound and unit) onto this test: all data the verdict
@@ -599,12 +698,25 @@ pub fn assertion_from_verdict(
         }
         TestOutcome::Indeterminate if spec.on_indeterminate_passes() => None,
         TestOutcome::Indeterminate => Some(FailureKind::Indeterminate),
-        TestOutcome::Incomparable if crate::error::strict() => Some(FailureKind::Incomparable),
+        // A baseline that no longer applies fails, unless the assertion skips it; strict fails it anyway.
+        TestOutcome::Incomparable
+            if crate::error::strict() || !spec.on_incomparable_skips(&v.assertion) =>
+        {
+            Some(FailureKind::Incomparable)
+        }
         TestOutcome::Incomparable => None,
+        TestOutcome::NotCompared if crate::error::strict() => Some(FailureKind::Incomparable),
+        TestOutcome::NotCompared => None,
         TestOutcome::Void => Some(FailureKind::Void),
+    };
+    let reason = match o {
+        TestOutcome::NotCompared => SKIP_BUSY_RUNNER,
+        TestOutcome::Incomparable => SKIP_INCOMPARABLE,
+        _ => SKIP_INDETERMINATE,
     };
     AssertionResult::new(&spec.name, &v.assertion, o, kind, &v.message, duration_s)
         .with_figures(spec, v)
+        .with_skip_reason(reason)
 }
 
 /// Provenance from a run outcome.

@@ -69,6 +69,8 @@ pub(super) struct RawDrift {
     max_diverged: Option<Spanned<i64>>,
     #[serde(default)]
     may_differ: Vec<String>,
+    #[serde(default)]
+    on_incomparable: super::OnIncomparable,
 }
 
 /// `[assert.drift]`, validated.
@@ -90,6 +92,9 @@ pub struct DriftAssert {
     /// `extra.flash_attention`). For a gate that asks whether answers stay close *across* a setting (flash
     /// attention off against a baseline with it on); the verdict names each allowed difference.
     pub may_differ: Vec<String>,
+    /// What a baseline that no longer applies does to the trial (`on_incomparable`: `fail`, the default, or
+    /// `skip`; `spec::OnIncomparable`).
+    pub on_incomparable: super::OnIncomparable,
 }
 
 impl Validator<'_> {
@@ -178,6 +183,7 @@ impl Validator<'_> {
             may_differ.push(name);
         }
         Ok(DriftAssert {
+            on_incomparable: raw.on_incomparable,
             may_differ,
             baselines,
             rule: raw.rule,

@@ -216,6 +216,62 @@ pub const MAX_RATE_RPS: f64 = 100_000.0;
 /// Most points of one sweep (`concurrency = [...]`, `rate_rps = [...]`).
 pub const MAX_POINTS: usize = 64;
 
+/// The keys a `[load] dataset` line may hold.
+pub const DATASET_KEYS: [&str; 2] = ["prompt", "max_tokens"];
+
+/// Reads a `[load] dataset` file: one JSON object per non-blank line, `{"prompt": "...", "max_tokens": N}`
+/// (`max_tokens` optional, 1 to 1000000, else `default_max_tokens`). Returns (prompt, max_tokens) per line.
+/// Errors name the file and line: unreadable, not JSON, no string `prompt`, a `max_tokens` out of range, a
+/// key other than those two (with "did you mean": a dropped `max_token: 2` would silently run at the
+/// gate's max_tokens), or no prompt at all.
+pub fn read_dataset(
+    path: &std::path::Path,
+    default_max_tokens: u32,
+) -> Result<Vec<(String, u32)>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("load.dataset {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = || format!("{}:{}", path.display(), i + 1);
+        let v: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("{}: not JSON: {e}", at()))?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| format!("{}: needs a JSON object {{\"prompt\": ...}}", at()))?;
+        if let Some(k) = obj.keys().find(|k| !DATASET_KEYS.contains(&k.as_str())) {
+            let expected: Vec<String> = DATASET_KEYS.iter().map(|k| format!("`{k}`")).collect();
+            return Err(format!(
+                "{}: {}",
+                at(),
+                super::did_you_mean(&format!(
+                    "unknown field `{k}`, expected {}",
+                    expected.join(" or ")
+                ))
+            ));
+        }
+        let prompt = v
+            .get("prompt")
+            .and_then(|p| p.as_str())
+            .ok_or_else(|| format!("{}: needs \"prompt\": a string", at()))?;
+        let max_tokens = match v.get("max_tokens") {
+            None => default_max_tokens,
+            Some(m) => m
+                .as_u64()
+                .filter(|m| (1..=1_000_000).contains(m))
+                .ok_or_else(|| format!("{}: max_tokens must be a whole number 1..=1000000", at()))?
+                as u32,
+        };
+        out.push((prompt.to_string(), max_tokens));
+    }
+    if out.is_empty() {
+        return Err(format!("load.dataset {}: no prompts", path.display()));
+    }
+    Ok(out)
+}
+
 /// A latency metric of a load run (per request, ms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LatencyMetric {
@@ -412,6 +468,7 @@ impl super::Validator<'_> {
         raw: Option<RawLoad>,
         asserts: RawLoadAsserts,
         stream: bool,
+        default_max_tokens: u32,
     ) -> Result<Option<LoadGate>, SpecError> {
         let Some(raw) = raw else {
             if asserts.any() {
@@ -567,6 +624,15 @@ impl super::Validator<'_> {
                 })
             }
         };
+        if let (Some(p), Some(d)) = (&dataset, &raw.dataset) {
+            // A dataset that is there is read now, so a bad line is the gate's error at `check`, never a serve
+            // that "never became ready". (One that is missing is refused by `check` and `run`; a re-judged
+            // run's copied gate may no longer find it, and judging needs no prompt.)
+            if p.is_file() {
+                read_dataset(p, default_max_tokens)
+                    .map_err(|e| self.err(d.span(), "load.dataset", e))?;
+            }
+        }
         let max_lag_ms = match &raw.max_lag_ms {
             None => DEFAULT_MAX_LAG_MS,
             Some(m) => self.positive(m, "load.max_lag_ms", "ms")?,
@@ -679,8 +745,16 @@ impl super::Validator<'_> {
             if !spec.points.contains(&Point::Concurrency(1)) || spec.points.len() < 2 {
                 return Err(self.err(0..0, "assert.consistency", "compares replies at concurrency N with those at concurrency 1: the sweep needs 1 and at least one more point (concurrency = [1, 4])"));
             }
+            let rule = c.rule.unwrap_or(super::drift::Rule::LogprobsClose);
+            if let (super::drift::Rule::Exact, Some(k)) = (rule, &c.top_k) {
+                return Err(self.err(
+                    k.span(),
+                    "assert.consistency.top_k",
+                    "is the logprobs_close rule's (each side's token within the other's top k); rule = \"exact\" compares token for token and would ignore it: drop top_k or use rule = \"logprobs_close\"",
+                ));
+            }
             a.consistency = Some(ConsistencyAssert {
-                rule: c.rule.unwrap_or(super::drift::Rule::LogprobsClose),
+                rule,
                 top_k: self.top_k(&c.top_k, "assert.consistency.top_k")?,
             });
         }

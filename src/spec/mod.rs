@@ -166,6 +166,21 @@ pub enum OnIndeterminate {
     Pass,
 }
 
+/// `on_incomparable` of `[assert.regression]` and `[assert.drift]`: what a baseline that no longer applies
+/// (what the gate fixes or the machine differs from the baseline's: `judge::Outcome::Incomparable`) does to
+/// the trial. `"fail"` (the default): the trial fails (exit 9) naming the fields and the bless command that
+/// renews the baseline. `"skip"`: the trial is skipped with that reason (counted as `not compared: baseline
+/// does not apply`), and still fails under `SERVEGATE_STRICT=1`. Never a pass either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnIncomparable {
+    /// Fail the trial (the default).
+    #[default]
+    Fail,
+    /// Skip the trial, with the reason.
+    Skip,
+}
+
 /// `[requires]`: when unmet, every trial of the gate is ignored with the reason (or failed under
 /// `SERVEGATE_STRICT=1`).
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -252,6 +267,8 @@ struct RawRequest {
     #[serde(default)]
     extra: toml::Table,
     prompts: Spanned<Vec<String>>,
+    #[serde(default)]
+    untimed: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -325,6 +342,8 @@ struct RawKnownAnswer {
     prompt: Option<Spanned<String>>,
     #[serde(default)]
     identical: bool,
+    #[serde(default)]
+    untimed: Option<Spanned<bool>>,
 }
 
 fn default_host() -> String {
@@ -460,9 +479,19 @@ pub struct RequestSpec {
     pub extra: serde_json::Map<String, serde_json::Value>,
     /// The prompts, each sent as one user message.
     pub prompts: Vec<String>,
+    /// Prompts asked for their answer only (`[request] untimed`, and the prompt of `[assert.known_answer]`
+    /// with `untimed = true`): their replies are judged by `content` and `known_answer` but never feed
+    /// `rate`, `first_token`, `tpot` or `regression` (a one-word reply is one inter-token gap at best, so
+    /// its "rate" is that gap's jitter). Each is one of `prompts`, exactly; at least one prompt stays timed.
+    pub untimed: Vec<String>,
 }
 
 impl RequestSpec {
+    /// True when replies to `prompt` are timed (it is not one of [`RequestSpec::untimed`]).
+    pub fn timed(&self, prompt: &str) -> bool {
+        !self.untimed.iter().any(|u| u == prompt)
+    }
+
     /// True when the gate turns the model's thinking off: `[request.extra.chat_template_kwargs]
     /// enable_thinking = false` (the switch of Qwen3-style chat templates, passed through by llama.cpp, vLLM
     /// and SGLang). A reply that still thinks then fails `content` (`thinking_not_off`).
@@ -726,6 +755,27 @@ pub struct GateSpec {
 }
 
 impl GateSpec {
+    /// What a run of this gate must read before it starts a serve and cannot: its `[load] dataset` missing or
+    /// unreadable (or, read now, a bad line), as a spec error at the `dataset` line. `check`, `run` and the
+    /// harness refuse the gate with it (exit 3), so a bad dataset is never reported as a serve that "never
+    /// became ready". None when there is nothing to read or it reads.
+    pub fn unreadable_input(&self) -> Option<SpecError> {
+        let load = self.load.as_ref()?;
+        let path = load.spec.dataset.as_ref()?;
+        let e = load::read_dataset(path, self.request.max_tokens).err()?;
+        let span = toml_edit::ImDocument::parse(self.source.as_str())
+            .ok()
+            .and_then(|d| key_span(d.as_table(), "load.dataset"))
+            .unwrap_or(0..0);
+        Some(SpecError::at(
+            &self.file,
+            &self.source,
+            span,
+            "load.dataset",
+            e,
+        ))
+    }
+
     /// The `record::RunRecordSpec` for `id` and `metric` (`decode_rate` or `first_token`) from `[record]`.
     /// Errors name the key.
     pub fn record_spec(&self, id: &str, metric: &str) -> Result<record::RunRecordSpec, String> {
@@ -1161,6 +1211,24 @@ struct Validator<'a> {
 impl Validator<'_> {
     /// An error at `span`; an unknown span (`0..0`: a default, or a value read without one) is looked up by
     /// `key` in the document, so every error names a line.
+    /// True when the gate's text writes `key` (dotted), as opposed to taking its default.
+    fn written(&self, key: &str) -> bool {
+        let Some(doc) = self.doc.as_ref() else {
+            return false;
+        };
+        let mut item: Option<&dyn toml_edit::TableLike> = Some(doc.as_table());
+        let parts: Vec<&str> = key.split('.').collect();
+        for (i, part) in parts.iter().enumerate() {
+            let Some(t) = item else { return false };
+            let Some(v) = t.get(part) else { return false };
+            if i + 1 == parts.len() {
+                return true;
+            }
+            item = v.as_table_like();
+        }
+        false
+    }
+
     fn err(&self, span: Range<usize>, key: &str, msg: impl Into<String>) -> SpecError {
         let span = if span == (0..0) && !key.is_empty() {
             // The key, else its nearest written parent, else the file's last line (where a missing table
@@ -1449,6 +1517,24 @@ impl Validator<'_> {
                 ));
             }
         }
+        let mut untimed = Vec::new();
+        let untimed_span = r.untimed.as_ref().map(|u| u.span()).unwrap_or(0..0);
+        if let Some(u) = &r.untimed {
+            for p in u.get_ref() {
+                if !r.prompts.get_ref().contains(p) {
+                    return Err(self.err(
+                        u.span(),
+                        "request.untimed",
+                        format!(
+                            "{p:?} is not one of [request] prompts (each must be one, exactly)"
+                        ),
+                    ));
+                }
+                if !untimed.contains(p) {
+                    untimed.push(p.clone());
+                }
+            }
+        }
         let mut request = RequestSpec {
             served_model: r.served_model.clone().unwrap_or_else(|| model.clone()),
             model,
@@ -1464,6 +1550,7 @@ impl Validator<'_> {
             system: r.system.clone(),
             extra,
             prompts: r.prompts.get_ref().clone(),
+            untimed,
         };
 
         // [serve]
@@ -1553,6 +1640,32 @@ impl Validator<'_> {
                 k.clone(),
                 self.expand(v, 0..0, &format!("serve.env.{k}"), true)?,
             );
+        }
+        if matches!(mode, ServeMode::Url(_)) {
+            // Settings of a serve the runner starts: on a serve already running they would be ignored.
+            for (key, why) in [
+                ("serve.port", "the port is the url's"),
+                ("serve.host", "the host is the url's"),
+                (
+                    "serve.stop_grace_s",
+                    "the runner never stops a serve it did not start",
+                ),
+            ] {
+                if self.written(key) {
+                    return Err(self.err(
+                        0..0,
+                        key,
+                        format!("is for a serve the runner starts (`command`); a `url` serve is already running and {why}: drop it"),
+                    ));
+                }
+            }
+            if let Some(c) = raw.hold.as_ref().and_then(|h| h.command.as_ref()) {
+                return Err(self.err(
+                    c.span(),
+                    "hold.command",
+                    "wraps the serve the runner starts (`command`); a `url` serve is already running, so the wrapper would never run: hold the device with `lock` or `ticket`, or start the serve with `command`",
+                ));
+            }
         }
         let mut serve = ServeSpec {
             mode,
@@ -1645,7 +1758,7 @@ impl Validator<'_> {
             errors: a.errors.take(),
             consistency: a.consistency.take(),
         };
-        let load = self.load_gate(raw.load, load_asserts, request.stream)?;
+        let load = self.load_gate(raw.load, load_asserts, request.stream, request.max_tokens)?;
         let mut assertions = Assertions::default();
         if let Some(route) = a.route {
             if matches!(serve.mode, ServeMode::Url(_)) && serve.log_file.is_none() {
@@ -1740,6 +1853,18 @@ impl Validator<'_> {
                 }
                 None => None,
             };
+            if let Some(u) = ka.untimed.as_ref().filter(|u| *u.get_ref()) {
+                let Some(p) = &prompt else {
+                    return Err(self.err(
+                        u.span(),
+                        "assert.known_answer.untimed",
+                        "needs `prompt`: it marks the known-answer prompt untimed, and without one every prompt is the known-answer prompt",
+                    ));
+                };
+                if !request.untimed.contains(p) {
+                    request.untimed.push(p.clone());
+                }
+            }
             assertions.known_answer = Some(KnownAnswerAssert {
                 matches: self.regex(&ka.matches, "assert.known_answer.matches")?,
                 prompt,
@@ -1796,6 +1921,27 @@ impl Validator<'_> {
         }
         if let Some(d) = &a.drift {
             assertions.drift = Some(self.drift(d, &request)?);
+        }
+        if !request.untimed.is_empty() && request.prompts.iter().all(|p| !request.timed(p)) {
+            let timed_kinds: Vec<String> = assertions
+                .kinds()
+                .into_iter()
+                .filter(|k| {
+                    k.metric().is_some()
+                        || matches!(k, AssertionKind::Regression | AssertionKind::Ratio)
+                })
+                .map(|k| k.to_string())
+                .collect();
+            if !timed_kinds.is_empty() {
+                return Err(self.err(
+                    untimed_span,
+                    "request.untimed",
+                    format!(
+                        "every prompt is untimed, but [assert.{}] times replies",
+                        timed_kinds.join("], [assert.")
+                    ),
+                ));
+            }
         }
         let pair = match &raw.pair {
             None => {
@@ -2032,6 +2178,21 @@ impl GateSpec {
     /// True when the gate lets indeterminate verdicts through (`[gate] on_indeterminate = "pass"`).
     pub fn on_indeterminate_passes(&self) -> bool {
         self.on_indeterminate == OnIndeterminate::Pass
+    }
+
+    /// True when the assertion named `assertion` (`regression` or `drift`) skips rather than fails on a
+    /// baseline that no longer applies (`on_incomparable = "skip"`).
+    pub fn on_incomparable_skips(&self, assertion: &str) -> bool {
+        let o = match assertion {
+            "regression" => self
+                .assertions
+                .regression
+                .as_ref()
+                .map(|r| r.on_incomparable),
+            "drift" => self.assertions.drift.as_ref().map(|d| d.on_incomparable),
+            _ => None,
+        };
+        o == Some(OnIncomparable::Skip)
     }
 
     /// The unmet `[requires]`, each as a reason (`path /dev/accel/accel0 does not exist`); empty when all met.

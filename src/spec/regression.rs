@@ -13,7 +13,9 @@
 //! max_drop_pct = 5.0                        # δ: the most the metric may worsen, percent
 //! confidence = 0.95                         # of the equal-tailed interval (default 0.95)
 //! max_load_ratio = 1.5                      # stored: host loads per CPU further apart than this (each
-//! #                                         # counted as at least 1) are incomparable (default 1.5)
+//! #                                         # counted as at least 1) are not compared (default 1.5)
+//! on_incomparable = "fail"                  # stored: a baseline that no longer applies fails (default)
+//! #                                         # or "skip"s the trial (spec::OnIncomparable)
 //! ```
 
 use std::collections::BTreeMap;
@@ -57,6 +59,8 @@ pub(super) struct RawRegression {
     blocks: Option<Spanned<i64>>,
     #[serde(default)]
     max_load_ratio: Option<Spanned<f64>>,
+    #[serde(default)]
+    on_incomparable: Option<Spanned<super::OnIncomparable>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -122,6 +126,8 @@ pub struct RegressionAssert {
     /// incomparable (`evidence::comparability::load_difference`). Unused by an interleaved baseline, whose
     /// arms share the host's load.
     pub max_load_ratio: f64,
+    /// What a stored baseline that no longer applies does to the trial (`on_incomparable`; default fail).
+    pub on_incomparable: super::OnIncomparable,
 }
 
 impl RegressionAssert {
@@ -287,8 +293,20 @@ impl Validator<'_> {
                 x
             }
         };
+        let on_incomparable = match &r.on_incomparable {
+            None => super::OnIncomparable::Fail,
+            Some(o) if in_pair || r.baseline_serve.is_some() => {
+                return Err(self.err(
+                    o.span(),
+                    &format!("{key}.on_incomparable"),
+                    "only a stored baseline can stop applying (an interleaved baseline serve runs beside this one)",
+                ))
+            }
+            Some(o) => *o.get_ref(),
+        };
         if in_pair {
             return Ok(RegressionAssert {
+                on_incomparable,
                 metric,
                 label: name,
                 baseline: RegressionBaseline::PairArm,
@@ -337,6 +355,7 @@ impl Validator<'_> {
             RegressionBaseline::Stored(out)
         };
         Ok(RegressionAssert {
+            on_incomparable,
             metric,
             label: name,
             baseline,

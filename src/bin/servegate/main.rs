@@ -324,7 +324,12 @@ fn cmd_run(
     let mut specs = Vec::new();
     let mut invalid = 0usize;
     for f in files {
-        match spec::matrix::load_all(f) {
+        match spec::matrix::load_all(f).and_then(|s| {
+            match s.iter().find_map(|g| g.unreadable_input()) {
+                Some(e) => Err(e),
+                None => Ok(s),
+            }
+        }) {
             Ok(s) => specs.extend(s),
             Err(e) => {
                 let error = e.to_string();
@@ -690,7 +695,12 @@ fn judged_results(dir: &std::path::Path) -> Result<Results, String> {
 fn cmd_check(files: &[PathBuf]) -> i32 {
     let mut code = exit::PASS;
     for f in files {
-        match spec::matrix::load_all(f) {
+        match spec::matrix::load_all(f).and_then(|s| {
+            match s.iter().find_map(|g| g.unreadable_input()) {
+                Some(e) => Err(e),
+                None => Ok(s),
+            }
+        }) {
             Ok(gates) => {
                 for g in gates {
                     servegate::outln!(

@@ -257,8 +257,10 @@ pub struct SourceError {
     /// `exit::EVIDENCE_ERROR` for a source that cannot be read or judged, `exit::SPEC_INVALID` for records
     /// `records check` refuses.
     pub code: i32,
-    /// What to print (possibly several lines).
+    /// What to print after `error: `.
     pub message: String,
+    /// Lines printed before it (each refused record's problems, `FILE: FIELD: MESSAGE`).
+    pub detail: Vec<String>,
 }
 
 impl From<String> for SourceError {
@@ -266,6 +268,7 @@ impl From<String> for SourceError {
         SourceError {
             code: crate::error::exit::EVIDENCE_ERROR,
             message,
+            detail: Vec::new(),
         }
     }
 }
@@ -278,11 +281,11 @@ fn refused(r: crate::records::record::Refused) -> SourceError {
             crate::error::exit::SPEC_INVALID
         },
         message: format!(
-            "{}\nerror: {}: nothing exported; an export carries only records that re-derive from their \
-             evidence (see `servegate records check`)",
-            r.lines.join("\n"),
+            "{}: nothing exported; an export carries only records that re-derive from their evidence (see \
+             `servegate records check`)",
             r.summary()
         ),
+        detail: r.lines,
     }
 }
 
@@ -352,6 +355,9 @@ pub fn cli(args: &ExportArgs, judge_dir: &dyn Fn(&Path) -> Result<Results, Strin
         match figures_of(s, judge_dir) {
             Ok(f) => figures.extend(f),
             Err(e) => {
+                for l in &e.detail {
+                    crate::errln!("{l}");
+                }
                 crate::errln!("error: {}", e.message);
                 return e.code;
             }
