@@ -190,8 +190,13 @@ fn ready_timeout_names_the_last_status() {
             url,
             ..
         } => {
+            // The fake's 503 and its body; a last probe that the deadline cut before the body (a busy
+            // machine) leaves the bare status.
             assert!(last_status.starts_with("503"), "{last_status}");
-            assert!(last_status.contains("Loading model"), "{last_status}");
+            assert!(
+                last_status.contains("Loading model") || last_status == "503",
+                "{last_status}"
+            );
             assert!(*polls >= 2);
             assert!(
                 (*timeout_s - timeout_ms as f64 / 1000.0).abs() < 1e-9,
@@ -204,7 +209,8 @@ fn ready_timeout_names_the_last_status() {
     let msg = err.to_string();
     assert!(
         msg.starts_with(&format!(
-            "ready_timeout: no 200 from http://127.0.0.1:{port}/health within 1.5 s (last: 503"
+            "ready_timeout: no 200 from http://127.0.0.1:{port}/health within {:.1} s (last: 503",
+            timeout_ms as f64 / 1000.0
         )),
         "{msg}"
     );
