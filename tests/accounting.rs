@@ -41,6 +41,8 @@ impl Out {
 
 fn servegate(dir: &Path, args: &[&str]) -> Out {
     let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        // Verdict lines whole (the console shortens them to 300 characters; the details are asserted here).
+        .env("SERVEGATE_VERBOSE", "1")
         .args(args)
         .current_dir(dir)
         .env("SERVEGATE_RUNS", dir.join("runs"))

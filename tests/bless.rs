@@ -391,8 +391,14 @@ fn committed_reference_baseline_is_whole(dir: &std::path::Path) {
             "{}",
             w.display()
         );
-        let key = servegate::evidence::comparability::key_of(&rg, &ev.run);
-        assert_eq!(key, b.manifest.key, "{}", w.display());
+        // The window's whole key (the numerics settings of its serve log included) is the baseline's, as
+        // `baseline::load` re-derives it; the manifest's copy agrees (load refuses one that does not).
+        let key = servegate::evidence::comparability::key_of_evidence(
+            &rg,
+            &ev.run,
+            ev.serve_log.as_deref(),
+        );
+        assert_eq!(key, b.key, "{}", w.display());
         assert_eq!(bless::rate_values(&rg, &ev).len(), 6);
     }
     let ledger = ledger(&root().join("baselines"));

@@ -874,3 +874,28 @@ fn export_and_leaderboard_output_over_an_input_is_refused() {
     );
     assert_refused(&out, "the record directory", &recs);
 }
+
+/// `judge` allocated for run.json's `planned` (about 880 MB at 1e7): a plan past what any gate can plan is
+/// refused as malformed evidence (exit 5) before anything is sized by it.
+#[test]
+fn judge_refuses_a_plan_no_gate_can_make() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (run, _) = run_copy(tmp.path());
+    let p = run.join("run.json");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    for (key, n) in [("planned", 100_000_000u64), ("planned_warmup", 10_000_000)] {
+        let mut w = v.clone();
+        w[key] = n.into();
+        std::fs::write(&p, serde_json::to_vec(&w).unwrap()).unwrap();
+        let out = servegate(&[os("judge"), run.as_os_str()], &[], tmp.path());
+        let all = common::text(&out);
+        assert_eq!(out.status.code(), Some(5), "{all}");
+        assert!(
+            all.contains(&format!("`{key}` is {n}, more than any gate plans")),
+            "{all}"
+        );
+    }
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+    let out = servegate(&[os("judge"), run.as_os_str()], &[], tmp.path());
+    assert_eq!(out.status.code(), Some(0), "{}", common::text(&out));
+}

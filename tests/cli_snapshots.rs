@@ -27,6 +27,7 @@ fn shown(args: &[&str]) -> String {
         .env_remove("SERVEGATE_JSON")
         .env_remove("SERVEGATE_JUNIT")
         .env_remove("SERVEGATE_STRICT")
+        .env_remove("SERVEGATE_VERBOSE")
         .output()
         .expect("run servegate");
     let mut s = format!(

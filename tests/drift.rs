@@ -329,6 +329,8 @@ fn run_drift(s: &Setup, rule: &str, model: Option<&Path>) -> (i32, String) {
         rule,
     );
     let out = Command::new(BIN)
+        // Verdict lines whole (the console shortens them to 300 characters; the details are asserted here).
+        .env("SERVEGATE_VERBOSE", "1")
         .args(["run", gate.to_str().unwrap()])
         .env("SERVEGATE_RUNS", s.tmp.path().join("runs"))
         .env_remove("SERVEGATE_STRICT")
@@ -686,6 +688,8 @@ fn live_gate(dir: &Path, name: &str, args: &[&str], rule: &str, may_differ: &str
 /// (drift line, run dir) of `servegate run` (or, with `judge_dir`, `servegate judge DIR --gate`).
 fn live(gate: &Path, runs: &Path, judge_dir: Option<&Path>) -> (String, PathBuf) {
     let mut c = Command::new(BIN);
+    // Verdict lines whole (the console shortens them to 300 characters; the details are asserted here).
+    c.env("SERVEGATE_VERBOSE", "1");
     match judge_dir {
         None => c.args(["run", gate.to_str().unwrap()]),
         Some(d) => c.args([

@@ -39,6 +39,8 @@ impl Out {
 
 fn servegate(args: &[&str], env: &[(&str, &str)], remove: &[&str]) -> Out {
     let mut c = Command::new(bin());
+    // Verdict lines whole (the console shortens them to 300 characters; the details are asserted here).
+    c.env("SERVEGATE_VERBOSE", "1");
     c.args(args).env("PATH", path_env());
     for (k, v) in env {
         c.env(k, v);

@@ -12,6 +12,8 @@ fn data() -> PathBuf {
 
 fn servegate(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        // Verdict lines whole (the console shortens them to 300 characters; the details are asserted here).
+        .env("SERVEGATE_VERBOSE", "1")
         .args(args)
         .current_dir(dir)
         .env("SERVEGATE_RUNS", dir.join("runs"))

@@ -863,6 +863,31 @@ fn pair_first_token_ratio_uses_ttft() {
     assert!(r.message.starts_with("ratio INDETERMINATE first token: theirs 0.200 s (0.200-0.200, n=4) / ours 0.300 s (0.300-0.300, n=4) = 0.67x"), "{}", r.message);
 }
 
+/// The interleaved regression of a pair gate (the fresh-clone `reference-regression` false FAIL: `1 of 120
+/// planned requests have no decode rate value: arm 3 ours request 03 (no decode rate in the reply)`): a reply
+/// the client could not time leaves its block, named with its cause; the verdict is judged on the rest.
+#[test]
+fn pair_regression_leaves_out_a_reply_it_could_not_time() {
+    let mut ev = abba();
+    ev.arms[2].requests[1] = request(
+        1,
+        "Why is the sky blue?",
+        &stream(300.0, 40.0, 1, Some(&["Light."]), "stop", true, "content"),
+    );
+    let g = pair_gate("[assert.regression]\nmetric = \"decode\"\nmax_drop_pct = 25.0\n");
+    let v = judge_pair(&g, &ev);
+    let r = line(&v, "regression");
+    assert_ne!(r.outcome, Fail, "{}", r.message);
+    assert!(
+        r.message.ends_with(
+            "n=7 of 8 measured; not measured: arm 3 ours request 01 (one token chunk: no decode window)"
+        ),
+        "{}",
+        r.message
+    );
+    assert!(!r.message.contains("have no decode"), "{}", r.message);
+}
+
 #[test]
 fn pair_reply_too_short_to_time_is_not_measured_and_warmups_are_not_judged() {
     let mut ev = abba();

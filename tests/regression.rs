@@ -114,6 +114,8 @@ struct Run {
 
 fn run(gate: &Path, runs: &Path) -> Run {
     let out = Command::new(BIN)
+        // Verdict lines whole (the console shortens them to 300 characters; the details are asserted here).
+        .env("SERVEGATE_VERBOSE", "1")
         .arg("run")
         .arg(gate)
         .arg("--runs")

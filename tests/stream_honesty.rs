@@ -239,6 +239,8 @@ fn servegate_run_fails_content_and_known_answer_on_a_malformed_and_a_cut_reply()
     let tmp = tempfile::tempdir().expect("temp dir");
     let (so, se) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        // Verdict lines whole (the console shortens them to 300 characters; the details are asserted here).
+        .env("SERVEGATE_VERBOSE", "1")
         .arg("run")
         .arg(dir().join("malformed_or_cut.toml"))
         .env("SERVEGATE_RUNS", runs.path())

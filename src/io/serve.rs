@@ -1105,12 +1105,38 @@ const CAUSE_TIERS: &[&[&str]] = &[
         "cannot",
         "can't",
         "unable",
+        "refused",
     ],
 ];
 
+/// Lines that say only *that* a serve failed or is going away, or show where (tail noise: uvicorn's
+/// `ERROR:    Application startup failed. Exiting.`, a Python traceback's frames and headers): a generic
+/// failure word in one of them does not make it the cause while another failure line says more.
+const TAIL_NOISE: &[&str] = &[
+    "application startup failed",
+    "waiting for application shutdown",
+    "application shutdown complete",
+    "shutting down",
+    "exiting",
+    "traceback (most recent call last)",
+    "during handling of the above exception",
+    "the above exception was the direct cause",
+];
+
+/// True for a tail-noise line ([`TAIL_NOISE`], a traceback frame `File "...", line N`, a `raise X(` source
+/// line, a `^^^^` marker line). `lowered` is the trimmed line in lower case.
+fn tail_noise(lowered: &str) -> bool {
+    TAIL_NOISE.iter().any(|p| lowered.contains(p))
+        || lowered.starts_with("file \"")
+        || lowered.starts_with("raise ")
+        || (!lowered.is_empty() && lowered.chars().all(|c| c == '^' || c == '~'))
+}
+
 /// The log line that most likely says why the serve died, case-insensitively: the last line naming a
 /// failure to bind (`couldn't bind`, `failed to bind`, ...), else the last naming the OS's reason
-/// (`address already in use`), else the last naming a generic failure (`error`, `fatal`, `panic`, ...),
+/// (`address already in use`), else the last naming a generic failure (`error`, `fatal`, `panic`,
+/// `refused`, ...) that is not tail noise ([`tail_noise`]: litellm's cause, `... no master key is set ...`,
+/// not uvicorn's `Application startup failed. Exiting.` after it), else the last generic-failure line,
 /// else the last non-empty line; collapsed to one line of at most 300 chars. `None` for an empty log.
 pub fn cause_line(log_tail: &str) -> Option<String> {
     let lines: Vec<&str> = log_tail
@@ -1119,14 +1145,21 @@ pub fn cause_line(log_tail: &str) -> Option<String> {
         .filter(|l| !l.is_empty())
         .collect();
     let lowered: Vec<String> = lines.iter().map(|l| l.to_lowercase()).collect();
-    let line = CAUSE_TIERS
+    let last_of = |tier: &[&str], skip_noise: bool| {
+        (0..lines.len())
+            .rev()
+            .find(|&i| {
+                tier.iter().any(|p| lowered[i].contains(p))
+                    && !(skip_noise && tail_noise(&lowered[i]))
+            })
+            .map(|i| lines[i])
+    };
+    let generic = CAUSE_TIERS[CAUSE_TIERS.len() - 1];
+    let line = CAUSE_TIERS[..CAUSE_TIERS.len() - 1]
         .iter()
-        .find_map(|tier| {
-            (0..lines.len())
-                .rev()
-                .find(|&i| tier.iter().any(|p| lowered[i].contains(p)))
-                .map(|i| lines[i])
-        })
+        .find_map(|tier| last_of(tier, false))
+        .or_else(|| last_of(generic, true))
+        .or_else(|| last_of(generic, false))
         .or(lines.last().copied())?;
     Some(one_line(line.as_bytes(), 300))
 }
@@ -1149,6 +1182,38 @@ mod tests {
         assert_eq!(
             cause_line(tail).as_deref(),
             Some("E couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080")
+        );
+    }
+
+    /// litellm 1.108.7 started with no master key (captured from `litellm --config ... --port ...` with
+    /// LITELLM_MASTER_KEY unset; home and venv paths replaced): the cause is its refusal, not uvicorn's
+    /// `Application startup failed. Exiting.` nor the traceback frames.
+    #[test]
+    fn cause_line_of_a_captured_litellm_start_is_its_refusal() {
+        let log = include_str!("../../tests/data/serve-logs/litellm-1.108.7-no-master-key.log");
+        assert!(log.contains("ERROR:    Application startup failed. Exiting."));
+        let c = cause_line(log).unwrap();
+        assert!(c.contains("no master key is set"), "{c}");
+        assert!(!c.contains("Application startup failed"), "{c}");
+        // The same from the last 10 lines a run keeps of the log (runner::log_tail), and from the log cut
+        // right after uvicorn's line.
+        let lines: Vec<&str> = log.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.contains("Application startup failed"))
+            .unwrap();
+        let upto = lines[..=at].join("\n");
+        let c = cause_line(&upto).unwrap();
+        assert!(
+            c.contains(
+                "UnsafeMasterKeyError: LiteLLM proxy refused to start: no master key is set"
+            ),
+            "{c}"
+        );
+        // Noise alone is still quoted.
+        assert_eq!(
+            cause_line("INFO: x\nERROR:    Application startup failed. Exiting.\n").as_deref(),
+            Some("ERROR: Application startup failed. Exiting.")
         );
     }
 

@@ -590,11 +590,11 @@ pub fn run_trial(
             if decision.failure_kind.is_none() =>
         {
             Ok(Completion::ignored_with(crate::text::lines(
-                &decision.message,
+                &ignore_reason(&decision.message),
             )))
         }
         _ => {
-            let mut text = decision.message;
+            let mut text = crate::sinks::line::compact(&decision.message);
             if let Some(d) = decision.detail {
                 text.push_str(&format!("\n  {d}"));
             }
@@ -603,6 +603,22 @@ pub fn run_trial(
             Err(crate::text::lines(&text).into())
         }
     }
+}
+
+/// The reason libtest shows for an ignored trial: the first time in this process, the reason (compacted to
+/// one line); after that the same reason again is `as above` (`ignored (requires: as above)`), so 46 trials
+/// ignored for one unmet requirement show it once. The full reason is in the gate report and the results.
+fn ignore_reason(message: &str) -> String {
+    static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    if seen.iter().any(|m| m == message) {
+        return match message.split_once(": ") {
+            Some((head, _)) if !head.contains(' ') => format!("{head}: as above"),
+            _ => "as above".to_string(),
+        };
+    }
+    seen.push(message.to_string());
+    crate::sinks::line::compact(message)
 }
 
 /// A gate file's entry: a valid gate, or a spec that does not parse.
@@ -722,10 +738,22 @@ pub const NOT_RUN_FILTERED: &str = "not run: filtered out by the test arguments"
 /// [`report`], each verdict of a trial in `not_run` (`(entry index, assertion)`) marked `(not run: filtered
 /// out by the test arguments)`.
 pub fn report_marking(entries: &[Entry], not_run: &[(usize, String)]) -> String {
-    use crate::text::shown;
-    let mut out = String::new();
+    use crate::text::shown as guarded;
+    // Gates ignored for the same reason are one line, at the first of them: (line index, how, reason,
+    // gate names, trials).
+    let mut out: Vec<String> = Vec::new();
+    let mut unmet: Vec<(usize, String, String, Vec<String>, usize)> = Vec::new();
     for (i, e) in entries.iter().enumerate() {
         let Entry::Gate(g) = e else { continue };
+        let full = g.config.verbose;
+        // One line of at most 300 characters unless SERVEGATE_VERBOSE (the whole text is in the results).
+        let shown = |m: &str| {
+            if full {
+                m.to_string()
+            } else {
+                crate::sinks::line::compact(m)
+            }
+        };
         match g.result() {
             None => {}
             Some(GateResult::Unmet(r)) => {
@@ -736,37 +764,82 @@ pub fn report_marking(entries: &[Entry], not_run: &[(usize, String)]) -> String 
                 } else {
                     "ignored"
                 };
-                out.push_str(&format!(
-                    "{}: {how} (requires: {})\n",
-                    g.spec.name,
-                    shown(&r.join("; "))
-                ))
+                let reason = guarded(&r.join("; "));
+                let trials = g.spec.trial_names().len();
+                match unmet.iter_mut().find(|u| u.1 == how && u.2 == reason) {
+                    Some(u) => {
+                        u.3.push(g.spec.name.clone());
+                        u.4 += trials;
+                    }
+                    None => {
+                        unmet.push((
+                            out.len(),
+                            how.to_string(),
+                            reason,
+                            vec![g.spec.name.clone()],
+                            trials,
+                        ));
+                        out.push(String::new());
+                    }
+                }
             }
-            Some(GateResult::Error(e)) => {
-                out.push_str(&format!("{}: evidence error: {}\n", g.spec.name, shown(e)))
-            }
-            Some(GateResult::Panicked(m)) => out.push_str(&format!(
-                "{}: the run panicked: {}\n",
+            Some(GateResult::Error(e)) => out.push(shown(&format!(
+                "{}: evidence error: {}",
                 g.spec.name,
-                shown(m)
-            )),
+                guarded(e)
+            ))),
+            Some(GateResult::Panicked(m)) => out.push(shown(&format!(
+                "{}: the run panicked: {}",
+                g.spec.name,
+                guarded(m)
+            ))),
             Some(GateResult::Refused(m)) => {
-                out.push_str(&format!("{}: refused: {}\n", g.spec.name, shown(m)))
+                out.push(shown(&format!("{}: refused: {}", g.spec.name, guarded(m))))
             }
             Some(GateResult::Ran(o)) => {
-                out.push_str(&format!("{}: evidence {}\n", g.spec.name, o.dir.display()));
+                out.push(format!("{}: evidence {}", g.spec.name, o.dir.display()));
                 for v in &o.verdicts {
                     let skipped = not_run.iter().any(|(n, a)| *n == i && *a == v.assertion);
                     if skipped {
-                        out.push_str(&format!("  ({NOT_RUN_FILTERED}) {}\n", v.message));
+                        out.push(format!("  ({NOT_RUN_FILTERED}) {}", shown(&v.message)));
                     } else {
-                        out.push_str(&format!("  {}\n", v.message));
+                        out.push(format!("  {}", shown(&v.message)));
                     }
                 }
             }
         }
     }
-    out
+    for (at, how, reason, names, trials) in unmet {
+        out[at] = if names.len() == 1 {
+            format!("{}: {how} (requires: {reason})", names[0])
+        } else {
+            // The names as fit in one line; the rest counted (every one is in the results JSON).
+            let mut line = format!(
+                "{} gates ({trials} trials) {how} (requires: {reason}): ",
+                names.len()
+            );
+            for (k, n) in names.iter().enumerate() {
+                let more = names.len() - k;
+                if k > 0
+                    && line.chars().count() + n.chars().count() + 2
+                        > crate::sinks::line::VERDICT_LINE_CHARS.saturating_sub(12)
+                {
+                    line.push_str(&format!(" and {more} more"));
+                    break;
+                }
+                if k > 0 {
+                    line.push_str(", ");
+                }
+                line.push_str(n);
+            }
+            line
+        };
+    }
+    let mut text = out.join("\n");
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    text
 }
 
 /// Builds the results document from the trial records, through the same events and [`Collector`] as

@@ -447,10 +447,10 @@ impl Reporter for Collector {
 }
 
 /// The console of `servegate run` and `servegate judge`: `gate NAME (FILE)` (with ` on DIR` when re-judging),
-/// one verdict line per assertion, `evidence: DIR`, `IGNORED requires: ...`; progress lines on stderr
-/// (`[gate] line`) unless quiet; errors on stderr. Every line goes through [`crate::outln!`] /
-/// [`crate::errln!`] ([`crate::text::lines`]), and a progress line is [`crate::text::shown`] whole: nothing a
-/// serve or a gate author wrote reaches the terminal or the CI log raw.
+/// one verdict line per assertion (at most 300 characters, [`crate::sinks::line::shown`]), `evidence: DIR`,
+/// `IGNORED requires: ...`; progress lines on stderr (`[gate] line`) unless quiet; errors on stderr. Every
+/// line goes through [`crate::outln!`] / [`crate::errln!`] ([`crate::text::lines`]), and a progress line is
+/// [`crate::text::shown`] whole: nothing a serve or a gate author wrote reaches the terminal or the CI log raw.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Console {
     /// No progress lines.
@@ -505,7 +505,8 @@ impl Reporter for Console {
             }
             Event::GateJudged { outcome, .. } => {
                 for v in &outcome.verdicts {
-                    crate::outln!("{}", v.message);
+                    // One line of at most 300 characters unless -v (the whole message is in the reports).
+                    crate::outln!("{}", crate::sinks::line::shown(&v.message));
                 }
                 if !self.rejudging {
                     crate::outln!("evidence: {}", outcome.dir.display());

@@ -9,6 +9,7 @@ pub mod exports;
 pub mod github;
 pub mod json;
 pub(crate) mod junit;
+pub mod line;
 pub mod markdown;
 pub mod outputs;
 pub mod report;

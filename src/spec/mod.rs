@@ -2468,6 +2468,57 @@ floor_tok_s = 10.0
     }
 
     #[test]
+    fn untimed_prompts_are_gate_prompts_and_leave_one_timed() {
+        let two = GOOD.replace(
+            r#"prompts = ["What is the capital of France?"]"#,
+            r#"prompts = ["What is the capital of France?", "Tell me a story."]"#,
+        );
+        // [request] untimed: parsed, each must be a prompt, exactly.
+        let ok = two.replace(
+            "max_tokens = 16\n",
+            "max_tokens = 16\nuntimed = [\"What is the capital of France?\"]\n",
+        );
+        let g = parse_str(&ok).unwrap();
+        assert_eq!(g.request.untimed, ["What is the capital of France?"]);
+        assert!(!g.request.timed("What is the capital of France?"));
+        assert!(g.request.timed("Tell me a story."));
+        let bad = two.replace(
+            "max_tokens = 16\n",
+            "max_tokens = 16\nuntimed = [\"nope\"]\n",
+        );
+        let e = parse_str(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains("request.untimed") && e.contains("\"nope\""),
+            "{e}"
+        );
+        // Every prompt untimed while rate times replies: refused.
+        let all = two.replace(
+            "max_tokens = 16\n",
+            "max_tokens = 16\nuntimed = [\"What is the capital of France?\", \"Tell me a story.\"]\n",
+        );
+        let e = parse_str(&all).unwrap_err().to_string();
+        assert!(
+            e.contains("every prompt is untimed, but [assert.rate] times replies"),
+            "{e}"
+        );
+        // [assert.known_answer] untimed = true marks its prompt; without a prompt it is refused.
+        let ka = format!("{two}[assert.known_answer]\nmatches = \"Paris\"\nprompt = \"What is the capital of France?\"\nuntimed = true\n");
+        assert_eq!(
+            parse_str(&ka).unwrap().request.untimed,
+            ["What is the capital of France?"]
+        );
+        let e = parse_str(&format!(
+            "{two}[assert.known_answer]\nmatches = \"Paris\"\nuntimed = true\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("assert.known_answer.untimed") && e.contains("needs `prompt`"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn known_answer_prompt_must_be_a_gate_prompt() {
         let bad = format!("{GOOD}[assert.known_answer]\nmatches = \"Paris\"\nprompt = \"nope\"\n");
         assert!(parse_str(&bad)

@@ -38,6 +38,11 @@ enum Cmd {
         /// Print no progress lines.
         #[arg(long, short)]
         quiet: bool,
+        /// Print every verdict line whole (by default a line is at most 300 characters: totals, the failing
+        /// requests or arms by number, a repeated reason once with its count; the reports hold every detail).
+        /// Also SERVEGATE_VERBOSE=1.
+        #[arg(long, short)]
+        verbose: bool,
         #[command(flatten)]
         outputs: OutputArgs,
         /// After a passing run, write records ID-decode-rate and ID-first-token to records/ (or --records-dir)
@@ -66,6 +71,9 @@ enum Cmd {
         /// Judge with this gate spec instead of the run's own gate.toml (e.g. to try a new floor on an old run).
         #[arg(long)]
         gate: Option<PathBuf>,
+        /// Print every verdict line whole (by default at most 300 characters each). Also SERVEGATE_VERBOSE=1.
+        #[arg(long, short)]
+        verbose: bool,
         #[command(flatten)]
         outputs: OutputArgs,
     },
@@ -131,12 +139,16 @@ fn main() -> ExitCode {
             gates,
             runs,
             quiet,
+            verbose,
             outputs,
             record,
             records_dir,
             allow_no_hold,
             bisect,
         } => {
+            servegate::sinks::line::show_full(
+                verbose || servegate::error::env_flag(std::env::var("SERVEGATE_VERBOSE").ok()),
+            );
             // As the harness: --junit / --json / --summary, else SERVEGATE_JUNIT / SERVEGATE_JSON / SERVEGATE_SUMMARY.
             let outputs = Outputs::from_args(&outputs, |k| std::env::var(k).ok());
             // A report that would land on a gate, a file a gate reads or evidence is refused before anything
@@ -188,8 +200,12 @@ fn main() -> ExitCode {
         Cmd::Judge {
             run_dir,
             gate,
+            verbose,
             outputs,
         } => {
+            servegate::sinks::line::show_full(
+                verbose || servegate::error::env_flag(std::env::var("SERVEGATE_VERBOSE").ok()),
+            );
             let outputs = Outputs::from_args(&outputs, |k| std::env::var(k).ok());
             let mut inputs = servegate::evidence::guard::Inputs::new();
             inputs.dir(&run_dir, "the run directory being judged");
@@ -712,6 +728,15 @@ fn cmd_check(files: &[PathBuf]) -> i32 {
                     // A gate with an engine profile: what it inherited, after the gate's overrides.
                     if let Some(line) = spec::profile::effective(&g.serve, &g.request) {
                         servegate::outln!("  {line}");
+                    }
+                    // Prompts asked for their answer only: the timing verdicts never see them.
+                    if !g.request.untimed.is_empty() {
+                        let quoted: Vec<String> =
+                            g.request.untimed.iter().map(|p| format!("{p:?}")).collect();
+                        servegate::outln!(
+                            "  untimed (answer only; no rate, first_token, tpot or regression value): {}",
+                            quoted.join(", ")
+                        );
                     }
                 }
             }
