@@ -245,7 +245,7 @@ fn serve_that_never_becomes_ready_fails_every_assertion_with_the_reason() {
 name = "dead"
 [serve]
 command = ["sh", "-c", "echo \"E couldn't bind HTTP server socket, hostname: 127.0.0.1, port: {port}\" >&2; exit 1"]
-ready_timeout_s = 30
+ready_timeout_s = 300
 [request]
 model = "m"
 max_tokens = 8
@@ -264,8 +264,10 @@ floor_tok_s = 1.0
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(4), "{stdout}");
+    // The ready timeout (300 s) is far from this bound: at once and after the timeout stay apart however
+    // busy the machine is.
     assert!(
-        t.elapsed() < Duration::from_secs(25),
+        t.elapsed() < Duration::from_secs(120),
         "an exited serve is reported at once, not after the ready timeout"
     );
     for a in ["rate FAIL", "content FAIL"] {

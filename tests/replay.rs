@@ -783,7 +783,7 @@ fn synthetic_stream_logs_true_figures_that_servegate_measures() {
             break v;
         }
         assert!(
-            t.elapsed() < Duration::from_secs(5),
+            t.elapsed() < Duration::from_secs(60),
             "no timing lines in {text}"
         );
         std::thread::sleep(Duration::from_millis(10));
