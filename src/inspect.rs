@@ -483,12 +483,22 @@ pub fn parse_input(name: &str, bytes: &[u8]) -> Result<(Input, Reply), String> {
         return Ok((Input::Reads, parse_stream(&rs, None)));
     }
     if name.ends_with(".http") {
-        let (status, event_stream, body) = split_http(bytes)?;
-        let reply = if event_stream {
+        let (status, event_stream, body, framing) = split_http(bytes)?;
+        let mut reply = if event_stream {
             parse_stream(&reads::single_read(body), Some(status))
         } else {
             parse_body(&body, Some(status), 0.0)
         };
+        match framing {
+            // Cut by its own framing: truncated, whatever the bytes that arrived parse as.
+            Some(Framing::Cut(why)) => {
+                reply.truncated = true;
+                reply.incomplete_tail = true;
+                reply.parse_errors.push(why);
+            }
+            Some(Framing::Extra(why)) => reply.parse_errors.push(why),
+            None => {}
+        }
         return Ok((Input::Http, reply));
     }
     if name.ends_with(".json") {
@@ -514,16 +524,42 @@ pub fn inspect_bytes(file: &str, bytes: &[u8]) -> Result<Inspection, String> {
     })
 }
 
-/// Reads `path` and inspects it. Errors name the file.
+/// The most bytes `servegate inspect` reads of one file: twice the client's body cap
+/// ([`crate::io::client::BODY_CAP_BYTES`], 64 MiB), room for the largest body a run keeps in its reads
+/// file's encoding. A larger file is refused before it is read (its size from the file system, or, for a
+/// pipe, by reading one byte past the cap), so memory is bounded by the cap, never by the file.
+pub const INSPECT_CAP_BYTES: u64 = 2 * crate::io::client::BODY_CAP_BYTES;
+
+/// Reads `path` (at most [`INSPECT_CAP_BYTES`]) and inspects it. Errors name the file.
 pub fn inspect_file(path: &Path) -> Result<Inspection, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    use std::io::Read;
     let file = path.display().to_string();
+    let over = |n: String| {
+        format!(
+            "{file}: {n} bytes, over inspect's cap of {INSPECT_CAP_BYTES} bytes (one response: a run keeps at \
+             most {} bytes of a body)",
+            crate::io::client::BODY_CAP_BYTES
+        )
+    };
+    let f = std::fs::File::open(path).map_err(|e| format!("{file}: {e}"))?;
+    if let Ok(m) = f.metadata() {
+        if m.is_file() && m.len() > INSPECT_CAP_BYTES {
+            return Err(over(m.len().to_string()));
+        }
+    }
+    let mut bytes = Vec::new();
+    f.take(INSPECT_CAP_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{file}: {e}"))?;
+    if bytes.len() as u64 > INSPECT_CAP_BYTES {
+        return Err(over(format!("more than {INSPECT_CAP_BYTES}")));
+    }
     inspect_bytes(&file, &bytes).map_err(|e| format!("{file}: {e}"))
 }
 
 /// A raw HTTP/1.x response → (status, is an event stream, body). Headers end at the first blank line (CRLF
 /// or LF); a `Transfer-Encoding: chunked` body is de-chunked.
-pub fn split_http(raw: &[u8]) -> Result<(u16, bool, Vec<u8>), String> {
+pub fn split_http(raw: &[u8]) -> Result<(u16, bool, Vec<u8>, Option<Framing>), String> {
     let (head_end, sep) = match find(raw, b"\r\n\r\n") {
         Some(i) => (i, 4),
         None => (
@@ -544,6 +580,7 @@ pub fn split_http(raw: &[u8]) -> Result<(u16, bool, Vec<u8>), String> {
         .ok_or_else(|| format!("no status code in {status_line:?}"))?;
     let mut event_stream = false;
     let mut chunked = false;
+    let mut content_length: Option<usize> = None;
     for line in lines {
         let Some((name, value)) = line.split_once(':') else {
             continue;
@@ -558,23 +595,81 @@ pub fn split_http(raw: &[u8]) -> Result<(u16, bool, Vec<u8>), String> {
         if name == "transfer-encoding" && value.split(',').any(|v| v.trim() == "chunked") {
             chunked = true;
         }
+        if name == "content-length" {
+            content_length = Some(
+                value
+                    .parse()
+                    .map_err(|_| format!("bad Content-Length {value:?}"))?,
+            );
+        }
     }
-    let body = &raw[head_end + sep..];
-    let body = if chunked {
-        dechunk(body)?
-    } else {
-        body.to_vec()
-    };
-    Ok((status, event_stream, body))
+    let r = framed(raw, head_end + sep, chunked, content_length)?;
+    Ok((status, event_stream, r.0, r.1))
+}
+
+/// The body of a response whose headers end at `start`, as its framing delimits it, and what the framing
+/// says is wrong: a chunked body cut inside a chunk or before its last (zero) chunk, a body shorter than its
+/// `Content-Length` (both cut: the reply is truncated), or longer (the bytes past it are dropped, as an HTTP
+/// client reads the response).
+fn framed(
+    raw: &[u8],
+    start: usize,
+    chunked: bool,
+    content_length: Option<usize>,
+) -> Result<(Vec<u8>, Option<Framing>), String> {
+    let body = &raw[start..];
+    if chunked {
+        let (out, cut) = dechunk_checked(body)?;
+        return Ok((out, cut.map(Framing::Cut)));
+    }
+    match content_length {
+        Some(n) if body.len() < n => Ok((
+            body.to_vec(),
+            Some(Framing::Cut(format!(
+                "the body is {} bytes, its Content-Length {n}: the response was cut",
+                body.len()
+            ))),
+        )),
+        Some(n) if body.len() > n => Ok((
+            body[..n].to_vec(),
+            Some(Framing::Extra(format!(
+                "{} bytes after the Content-Length of {n} (dropped, as an HTTP client reads the response)",
+                body.len() - n
+            ))),
+        )),
+        _ => Ok((body.to_vec(), None)),
+    }
+}
+
+/// What an HTTP response's framing (`Content-Length`, chunked encoding) says is wrong with its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Framing {
+    /// The body ended before its framing said it would: the reply is truncated.
+    Cut(String),
+    /// Bytes after the body's end as its framing delimits it (dropped).
+    Extra(String),
 }
 
 /// Decodes a `chunked` transfer-encoded body (chunk extensions and trailers ignored). A body cut inside a
 /// chunk gives what arrived.
-pub fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
+pub fn dechunk(body: &[u8]) -> Result<Vec<u8>, String> {
+    dechunk_checked(body).map(|(b, _)| b)
+}
+
+/// [`dechunk`], and why the body is cut when it is: it ends inside a chunk (fewer bytes than its size line
+/// says) or before the last, zero-size chunk.
+pub fn dechunk_checked(mut body: &[u8]) -> Result<(Vec<u8>, Option<String>), String> {
     let mut out = Vec::new();
+    let no_last = |out: &Vec<u8>| {
+        Some(format!(
+            "the chunked body ends after {} bytes without its last (zero-size) chunk: the response was cut",
+            out.len()
+        ))
+    };
     loop {
         let Some(eol) = find(body, b"\n") else {
-            return Ok(out);
+            let cut = no_last(&out);
+            return Ok((out, cut));
         };
         let size_line = String::from_utf8_lossy(&body[..eol]);
         let size_hex = size_line
@@ -584,16 +679,23 @@ pub fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
             .unwrap_or_default()
             .trim();
         if size_hex.is_empty() && eol + 1 >= body.len() {
-            return Ok(out);
+            let cut = no_last(&out);
+            return Ok((out, cut));
         }
         let size = usize::from_str_radix(size_hex, 16)
             .map_err(|_| format!("bad chunk size line {size_line:?}"))?;
         body = &body[eol + 1..];
         if size == 0 {
-            return Ok(out);
+            return Ok((out, None));
         }
         let take = size.min(body.len());
         out.extend_from_slice(&body[..take]);
+        if take < size {
+            let cut = format!(
+                "the chunked body is cut inside a chunk ({take} of its {size} bytes arrived): the response was cut"
+            );
+            return Ok((out, Some(cut)));
+        }
         body = &body[take..];
         // The CRLF after the chunk data.
         body = body

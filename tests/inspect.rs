@@ -385,3 +385,140 @@ fn inspect_of_a_missing_or_bad_file_exits_5() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `inspect` of `bytes` written to `name` in a temp dir: (exit code, stdout JSON or Null, stderr).
+fn inspect_bytes_as(name: &str, bytes: &[u8]) -> (Option<i32>, Value, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join(name);
+    std::fs::write(&p, bytes).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .arg("inspect")
+        .arg(&p)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+const SANE_JSON: &str = r#"{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Paris is the capital of France."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}"#;
+
+const SANE_SSE: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n\
+    data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Paris is the capital.\"}}]}\n\n\
+    data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
+    data: [DONE]\n\n";
+
+fn parse_errors(v: &Value) -> String {
+    v["reply"]["parse_errors"].to_string()
+}
+
+/// A body shorter than its Content-Length, or a chunked body cut inside a chunk (or before its last chunk),
+/// read as complete, sane replies: each is now truncated (not ok) and says why; a body longer than its
+/// Content-Length is read as far as it says (as an HTTP client reads it) and the extra bytes are flagged.
+#[test]
+fn inspect_holds_an_http_body_to_its_content_length_and_chunking() {
+    let head = |ct: &str, framing: &str| {
+        format!("HTTP/1.1 200 OK\r\nContent-Type: {ct}\r\n{framing}\r\n\r\n")
+    };
+    // The honest response is ok.
+    let good = format!(
+        "{}{SANE_JSON}",
+        head(
+            "application/json",
+            &format!("Content-Length: {}", SANE_JSON.len())
+        )
+    );
+    let (code, v, e) = inspect_bytes_as("r.http", good.as_bytes());
+    assert_eq!(code, Some(0), "{e}");
+    assert_eq!(v["summary"]["ok"], true, "{v}");
+    // Content-Length says more than arrived: cut.
+    let short = format!(
+        "{}{SANE_JSON}",
+        head(
+            "application/json",
+            &format!("Content-Length: {}", SANE_JSON.len() + 40)
+        )
+    );
+    let (_, v, _) = inspect_bytes_as("r.http", short.as_bytes());
+    assert_eq!(v["summary"]["ok"], false, "{v}");
+    assert!(parse_errors(&v).contains("Content-Length"), "{v}");
+    let sse_short = format!(
+        "{}{SANE_SSE}",
+        head(
+            "text/event-stream",
+            &format!("Content-Length: {}", SANE_SSE.len() + 10)
+        )
+    );
+    let (_, v, _) = inspect_bytes_as("r.http", sse_short.as_bytes());
+    assert_eq!(v["summary"]["ok"], false, "{v}");
+    assert_eq!(v["summary"]["fail_reason"], "truncated_stream", "{v}");
+    // Longer than its Content-Length: read as far as it says, the rest flagged.
+    let long = format!(
+        "{}{SANE_JSON}GARBAGE",
+        head(
+            "application/json",
+            &format!("Content-Length: {}", SANE_JSON.len())
+        )
+    );
+    let (_, v, _) = inspect_bytes_as("r.http", long.as_bytes());
+    assert!(
+        parse_errors(&v).contains("7 bytes after the Content-Length"),
+        "{v}"
+    );
+    // Chunked, cut inside a chunk: not ok, said.
+    let (a, b) = SANE_SSE.split_at(60);
+    let whole = format!(
+        "{}{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+        head("text/event-stream", "Transfer-Encoding: chunked"),
+        a.len(),
+        b.len()
+    );
+    let (_, v, _) = inspect_bytes_as("r.http", whole.as_bytes());
+    assert_eq!(v["summary"]["ok"], true, "{v}");
+    let cut = format!(
+        "{}{:x}\r\n{a}\r\n{:x}\r\n{}",
+        head("text/event-stream", "Transfer-Encoding: chunked"),
+        a.len(),
+        b.len() + 50,
+        b
+    );
+    let (_, v, _) = inspect_bytes_as("r.http", cut.as_bytes());
+    assert_eq!(v["summary"]["ok"], false, "{v}");
+    assert!(parse_errors(&v).contains("cut inside a chunk"), "{v}");
+    // Chunked, every chunk whole but the last (zero) chunk missing.
+    let no_last = format!(
+        "{}{:x}\r\n{SANE_SSE}\r\n",
+        head("text/event-stream", "Transfer-Encoding: chunked"),
+        SANE_SSE.len()
+    );
+    let (_, v, _) = inspect_bytes_as("r.http", no_last.as_bytes());
+    assert_eq!(v["summary"]["ok"], false, "{v}");
+    assert!(
+        parse_errors(&v).contains("without its last (zero-size) chunk"),
+        "{v}"
+    );
+}
+
+/// `inspect` read its input whole (a 1 GB single-line SSE file passed 2 GB resident): a file over
+/// INSPECT_CAP_BYTES is refused before it is read, exit 5, naming the cap. (A sparse file: no disk used.)
+#[test]
+fn inspect_refuses_a_file_over_its_cap_before_reading_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("huge.sse");
+    let f = std::fs::File::create(&p).unwrap();
+    f.set_len(servegate::inspect::INSPECT_CAP_BYTES + 1)
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .arg("inspect")
+        .arg(&p)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains("over inspect's cap of 134217728 bytes"),
+        "{stderr}"
+    );
+}

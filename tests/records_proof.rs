@@ -43,7 +43,11 @@ fn servegate(args: &[&str], cwd: &Path) -> Output {
 }
 
 /// A scratch directory with a throw-away model file and the named repro gates, their bounds loosened so
-/// that a busy machine cannot fail them (floor 1 tok/s, TTFT limit 60 s, ratio 0.01-100).
+/// that a busy machine cannot fail them (floor 1 tok/s, TTFT limit 60 s, ratio 0.01-100), and their
+/// synthetic serves paced 5 times slower (200 tok/s -> 40, 100 -> 20): the synthetic serve sends each token
+/// at its due time, so one that was not scheduled for the 35 ms of an 8-token reply at 200 tok/s sends them
+/// all at once, a decode window under the 5 ms minimum and no decode value (seen at load 12 on 2 cores);
+/// the 175 ms and 350 ms windows a busy machine does not swallow whole.
 fn scratch(gates: &[&str]) -> tempfile::TempDir {
     let t = tempfile::tempdir().unwrap();
     let model: Vec<u8> = (0..65536u32)
@@ -57,6 +61,18 @@ fn scratch(gates: &[&str]) -> tempfile::TempDir {
             .replace("limit_ms = 500", "limit_ms = 60000")
             .replace("at_least = 0.3", "at_least = 0.01")
             .replace("at_most = 0.7", "at_most = 100.0");
+        let text: String = text
+            .lines()
+            .map(|l| {
+                if l.contains(r#""--synthetic""#) {
+                    l.replace(r#""--tok-s", "200""#, r#""--tok-s", "40""#)
+                        .replace(r#""--tok-s", "100""#, r#""--tok-s", "20""#)
+                } else {
+                    l.to_string()
+                }
+            })
+            .map(|l| l + "\n")
+            .collect();
         std::fs::write(t.path().join(g), text).unwrap();
     }
     t
@@ -91,7 +107,7 @@ fn evidence_line(o: &Output) -> String {
 #[test]
 fn a_skipped_run_with_record_writes_nothing() {
     let t = scratch(&["smoke-fail.toml", "smoke-skip.toml"]);
-    // An older run of the same gate that FAILED its floor (5000 tok/s from a 200 tok/s serve).
+    // An older run of the same gate that FAILED its floor (5000 tok/s from a 40 tok/s serve).
     let o = servegate(&["run", "-q", "smoke-fail.toml"], t.path());
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let o = servegate(

@@ -687,6 +687,10 @@ pub fn read_run_summary(dir: &Path) -> Result<RunSummary, EvidenceError> {
     })
 }
 
+/// The most requests (judged, or warmup) a run.json may say it planned: a load point's limit
+/// (`spec::load::MAX_REQUESTS`; a plain run plans at most `spec::MAX_REQUESTS`).
+pub const MAX_PLANNED: usize = crate::spec::load::MAX_REQUESTS as usize;
+
 /// Loads a run directory: run.json, serve.log (up to [`SERVE_LOG_JUDGE_CAP`]) and every request's reads,
 /// parsed into replies. Errors: a reads file whose bytes disagree with its record's `body_bytes` or whose
 /// times decrease is [`EvidenceError::Malformed`] naming the file.
@@ -707,6 +711,21 @@ pub fn load_with<R>(
     if run.status != RunStatus::Complete && run.requests.is_empty() {
         run.requests = read_progress(dir)?;
         records_path = dir.join(PROGRESS_FILE);
+    }
+    // What run.json claims sizes what judging allocates (one slot per planned request): a claim past what
+    // any gate can plan is refused, so memory is bounded by the gates' own limits, not by a number in a file.
+    for (key, n) in [
+        ("planned", run.planned),
+        ("planned_warmup", run.planned_warmup),
+    ] {
+        if let Some(n) = n.filter(|n| *n > MAX_PLANNED) {
+            return Err(EvidenceError::Malformed {
+                path: run_path,
+                reason: format!(
+                    "`{key}` is {n}, more than any gate plans (at most {MAX_PLANNED} requests)"
+                ),
+            });
+        }
     }
     if let Some(reason) = duplicated_index(&run.requests) {
         return Err(EvidenceError::Malformed {

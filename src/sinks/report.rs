@@ -428,7 +428,7 @@ impl Results {
             }
         }
         // Most first; a tie in first-seen order (the sort is stable).
-        c.skip_reasons.sort_by(|a, b| b.count.cmp(&a.count));
+        c.skip_reasons.sort_by_key(|s| std::cmp::Reverse(s.count));
         self.counts = c;
         self.exit_code = self.gate_exit_code();
     }
