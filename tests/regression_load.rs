@@ -123,6 +123,8 @@ fn judge(run: &Path, strict: bool, extra_args: &[&Path]) -> Judged {
 /// [`judge`], keeping the verdict line that starts with `prefix`.
 fn judge_verdict(run: &Path, strict: bool, extra_args: &[&Path], prefix: &str) -> Judged {
     let mut c = Command::new(BIN);
+    // Verdict lines whole (the console shortens them to 300 characters; details are asserted).
+    c.env("SERVEGATE_VERBOSE", "1");
     c.arg("judge").arg(run);
     if let [junit, summary] = extra_args {
         c.arg("--junit").arg(junit).arg("--summary").arg(summary);
@@ -325,6 +327,7 @@ fn bless_adds_a_window_at_the_baselines_load_and_refuses_one_at_another() {
     let gate = root().join("gates/reference-smoke.toml");
     let bless = |run: &Path| {
         Command::new(BIN)
+            .env("SERVEGATE_VERBOSE", "1")
             .arg("bless")
             .arg(&gate)
             .arg("--baseline")

@@ -66,6 +66,8 @@ fn run_bounded(args: &[OsString], envs: &[(&str, &str)], unset: &[&str], limit: 
     let tmp = tempfile::tempdir().unwrap();
     let (so, se) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
     let mut cmd = Command::new(bin());
+    // Verdict lines whole (the console shortens them to 300 characters; details are asserted).
+    cmd.env("SERVEGATE_VERBOSE", "1");
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(fs::File::create(&so).unwrap())
@@ -464,6 +466,7 @@ impl Bg {
             dir.join(format!("{tag}.stderr")),
         );
         let child = Command::new(bin())
+            .env("SERVEGATE_VERBOSE", "1")
             .arg("run")
             .arg("--runs")
             .arg(runs)

@@ -119,6 +119,7 @@ fn servegate_run(gate: &Path, runs: &Path) -> RunResult {
     let log = timing_log_of(gate);
     let _ = std::fs::remove_file(&log);
     let out = Command::new(BIN)
+        .env("SERVEGATE_VERBOSE", "1")
         .arg("run")
         .arg(gate)
         .arg("--runs")
@@ -214,7 +215,12 @@ fn assert_results_snapshot(name: &str, runs: &Path) {
 }
 
 fn judge_lines(dir: &Path) -> Vec<String> {
-    let out = Command::new(BIN).arg("judge").arg(dir).output().unwrap();
+    let out = Command::new(BIN)
+        .env("SERVEGATE_VERBOSE", "1")
+        .arg("judge")
+        .arg(dir)
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(String::from)
@@ -545,6 +551,7 @@ impl Drop for Replay {
 
 fn start(args: &[&str]) -> Replay {
     let child = Command::new(BIN)
+        .env("SERVEGATE_VERBOSE", "1")
         .arg("replay")
         .args(args)
         .stdout(Stdio::piped())
@@ -720,6 +727,7 @@ fn replay_exits_zero_on_sigterm() {
 #[test]
 fn bad_run_dir_exits_5_naming_it() {
     let out = Command::new(BIN)
+        .env("SERVEGATE_VERBOSE", "1")
         .args(["replay", "/nonexistent/run"])
         .output()
         .unwrap();

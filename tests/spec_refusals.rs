@@ -680,3 +680,54 @@ fn a_bad_or_missing_dataset_is_the_gates_error_not_the_serves() {
         "{all}"
     );
 }
+
+/// Specs that could never pass or never fail: per-request assertions on a `[load]` gate (its own run
+/// directory holds no request), `[assert.errors] max_rate = 1` (every request may fail), a `requires.env`
+/// entry holding `=` (no variable has that name). Each is refused at its line.
+#[test]
+fn specs_that_can_never_pass_or_never_fail_are_refused() {
+    let t = load_gate("concurrency = 2\nrequests = 4").replace(
+        "[assert.errors]\n",
+        "[assert.errors]\n[assert.rate]\nfloor_tok_s = 5\n",
+    );
+    refused(
+        &t,
+        "[assert.rate]",
+        "assert.rate",
+        "it could never pass here",
+    );
+    let t = load_gate("concurrency = 2\nrequests = 4")
+        .replace("[assert.errors]\n", "[assert.errors]\nmax_rate = 1\n");
+    refused(
+        &t,
+        "max_rate = 1",
+        "assert.errors.max_rate",
+        "could never fail",
+    );
+    accepted(&t.replace("max_rate = 1", "max_rate = 0.5"));
+    let t = BASE.replace("[serve]", "[requires]\nenv = [\"A=B\"]\n[serve]");
+    refused(
+        &t,
+        "env = [",
+        "requires.env",
+        "names no environment variable",
+    );
+    accepted(&BASE.replace("[serve]", "[requires]\nenv = [\"HOME\"]\n[serve]"));
+}
+
+/// `blocks = 2` on an interleaved baseline where the exact test needs 6 at the default confidence: every
+/// verdict would be INDETERMINATE whatever the serves do. Refused naming the fewest that can decide.
+#[test]
+fn interleaved_blocks_too_few_to_decide_are_refused() {
+    let base = BASE.replace("\"serve.py\", ", "\"serve.py\", \"m\", ");
+    let t = format!(
+        "{base}[assert.regression]\nmetric = \"decode\"\nmax_drop_pct = 10\nbaseline_serve = {{ command = [\"old\", \"m\", \"--port\", \"{{port}}\"] }}\nblocks = 2\n"
+    );
+    refused(
+        &t,
+        "blocks = 2",
+        "assert.regression.blocks",
+        "the exact test needs at least 6",
+    );
+    accepted(&t.replace("blocks = 2", "blocks = 6"));
+}

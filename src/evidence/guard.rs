@@ -110,7 +110,9 @@ impl Inputs {
         // Any run directory, whichever command: evidence is never a report's place.
         out.ancestors()
             .skip(1)
-            .find(|a| a.join(RUN_FILE).is_file() || a.join(PAIR_FILE).is_file())
+            .find(|a| {
+                is_evidence_summary(&a.join(RUN_FILE)) || is_evidence_summary(&a.join(PAIR_FILE))
+            })
             .map(|a| format!("it is inside the run directory {} (evidence)", a.display()))
     }
 
@@ -148,6 +150,32 @@ impl Inputs {
     }
 }
 
+/// True when `path` is a file that is (or may be) a run's or a pair's summary: anything but a readable JSON
+/// object whose `schema` is another servegate document (a results JSON written as `--json x/run.json` makes
+/// `x/` no run directory). Unreadable or unparseable counts as evidence (refusing is the safe side). Reads
+/// the file as a stream, keeping only `schema`.
+fn is_evidence_summary(path: &Path) -> bool {
+    if !path.is_file() {
+        return false;
+    }
+    #[derive(serde::Deserialize)]
+    struct Head {
+        schema: Option<String>,
+    }
+    let Ok(f) = std::fs::File::open(path) else {
+        return true;
+    };
+    match serde_json::from_reader::<_, Head>(std::io::BufReader::new(f)) {
+        // Another servegate document (a results JSON, a record): not a run's summary.
+        Ok(Head {
+            schema: Some(schema),
+        }) if schema.starts_with("servegate.") => {
+            schema.starts_with("servegate.run/") || schema.starts_with("servegate.pair/")
+        }
+        _ => true,
+    }
+}
+
 /// True when `a` and `b` both exist and are the same file (a hard link, a bind mount).
 fn same_file(a: &Path, b: &Path) -> bool {
     #[cfg(unix)]
@@ -172,6 +200,29 @@ mod tests {
         std::fs::write(d.join(RUN_FILE), "{}").unwrap();
         std::fs::write(d.join("00.reads.jsonl"), "").unwrap();
         d
+    }
+
+    #[test]
+    fn a_results_json_named_run_json_makes_no_run_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let out = root.path().join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(
+            out.join(RUN_FILE),
+            "{\"schema\": \"servegate.results/1\", \"gates\": []}",
+        )
+        .unwrap();
+        let g = Inputs::new();
+        assert_eq!(g.clash(&out.join("run.xml")), None);
+        // A run's own summary (or one that cannot be read as another document) still guards its directory.
+        std::fs::write(
+            out.join(RUN_FILE),
+            format!("{{\"schema\": \"{}\"}}", crate::evidence::RUN_SCHEMA),
+        )
+        .unwrap();
+        assert!(g.clash(&out.join("run.xml")).is_some());
+        std::fs::write(out.join(RUN_FILE), "not json").unwrap();
+        assert!(g.clash(&out.join("run.xml")).is_some());
     }
 
     #[test]

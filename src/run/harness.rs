@@ -16,7 +16,7 @@
 //!
 //! Environment: `SERVEGATE_GATES` (a directory or one `.toml` file), `SERVEGATE_RUNS` (evidence root),
 //! `SERVEGATE_STRICT=1` (unmet `[requires]` fail instead of being ignored), `SERVEGATE_VERBOSE=1` (progress
-//! on stderr), `SERVEGATE_JUNIT=path` (JUnit XML), `SERVEGATE_JSON=path` (results JSON, docs/results-json.md),
+//! on stderr, and the gate report's verdict lines whole instead of at most 300 characters), `SERVEGATE_JUNIT=path` (JUnit XML), `SERVEGATE_JSON=path` (results JSON, docs/results-json.md),
 //! `SERVEGATE_SUMMARY=path` (Markdown summary, e.g. `$GITHUB_STEP_SUMMARY`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -74,7 +74,7 @@ pub struct Config {
     pub runs: PathBuf,
     /// Unmet requirements fail instead of being ignored.
     pub strict: bool,
-    /// Progress lines on stderr.
+    /// Progress lines on stderr, and the gate report's verdict lines whole (`SERVEGATE_VERBOSE`).
     pub verbose: bool,
     /// JUnit / JSON report paths.
     pub outputs: Outputs,

@@ -732,11 +732,11 @@ impl super::Validator<'_> {
         }
         if let Some(e) = asserts.errors {
             let r = *e.max_rate.get_ref();
-            if !(r.is_finite() && (0.0..=1.0).contains(&r)) {
+            if !(r.is_finite() && (0.0..1.0).contains(&r)) {
                 return Err(self.err(
                     e.max_rate.span(),
                     "assert.errors.max_rate",
-                    format!("must be a share in [0, 1], got {r}"),
+                    format!("must be a share from 0 up to (not including) 1, got {r}: a rate of 1 or more lets every request fail, so the assertion could never fail"),
                 ));
             }
             a.errors_max_rate = Some(r);

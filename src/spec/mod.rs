@@ -2090,6 +2090,24 @@ impl Validator<'_> {
             return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.tpot], [assert.content], [assert.known_answer])"));
         }
 
+        if load.is_some() {
+            // A load gate judges its sweep points; the per-request assertions would judge the gate's own
+            // run directory, which holds no request: they could never pass.
+            if let Some(k) = assertions.kinds().first() {
+                return Err(self.err(
+                    0..0,
+                    &format!("assert.{}", k.name()),
+                    format!("[assert.{}] judges a plain run's requests; a [load] gate's requests are its sweep points', judged by [assert.latency], [assert.throughput], [assert.goodput], [assert.errors] and [assert.consistency]: it could never pass here", k.name()),
+                ));
+            }
+        }
+        if let Some(e) = raw.requires.env.iter().find(|e| e.contains('=')) {
+            return Err(self.err(
+                0..0,
+                "requires.env",
+                format!("{e:?} names no environment variable (a name holds no `=`; `requires.env` asks that a variable be set, not its value): it could never be met"),
+            ));
+        }
         for (list, entries) in [
             ("paths", &raw.requires.paths),
             ("commands", &raw.requires.commands),

@@ -269,6 +269,14 @@ impl Validator<'_> {
                         format!("must be 1 to 64 A-B-B-A blocks, got {n}"),
                     ));
                 }
+                let fewest = blocks_needed(confidence);
+                if (n as usize) < fewest {
+                    return Err(self.err(
+                        b.span(),
+                        &format!("{key}.blocks"),
+                        format!("{n} blocks can never decide at confidence {confidence}: the exact test needs at least {fewest} (fewer leave every verdict INDETERMINATE whatever the serves do)"),
+                    ));
+                }
                 n as usize
             }
         };
