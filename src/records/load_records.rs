@@ -632,7 +632,7 @@ pub fn write_from_run(gate: &GateSpec, run: &Path, spec: &RunRecordSpec, dir: &P
     for r in &records {
         match record::write_new(dir, r) {
             Ok(path) => crate::outln!(
-                "wrote {} ({} {}, {} {} {}, n = {}{})",
+                "wrote {} ({} {}, {} {} {}, n = {}{}{})",
                 path.display(),
                 record::terminal_safe(&r.model.name),
                 r.metric.name,
@@ -640,7 +640,12 @@ pub fn write_from_run(gate: &GateSpec, run: &Path, spec: &RunRecordSpec, dir: &P
                 r.fmt(r.value),
                 r.metric.unit,
                 r.n,
-                if r.indicative() { ", indicative" } else { "" }
+                if r.indicative() { ", indicative" } else { "" },
+                if r.unmeasured.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", record::terminal_safe(&r.unmeasured_line()))
+                }
             ),
             Err(e) => {
                 crate::errln!("error: {e}");
