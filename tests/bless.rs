@@ -411,12 +411,13 @@ fn committed_reference_baseline_is_whole(dir: &std::path::Path) {
     }
 }
 
-/// A temp dir holding tests/data/repro/bless/ (crashy.py, bless-base.toml) and a throw-away model.gguf.
+/// A temp dir holding tests/data/repro/bless/bless-base.toml, its serve crashy.py (the one copy, in
+/// tests/data/repro/records/) and a throw-away model.gguf.
 fn repro_scratch() -> tempfile::TempDir {
     let t = tempfile::tempdir().unwrap();
-    for f in ["crashy.py", "bless-base.toml"] {
+    for (dir, f) in [("records", "crashy.py"), ("bless", "bless-base.toml")] {
         std::fs::copy(
-            root().join("tests/data/repro/bless").join(f),
+            root().join("tests/data/repro").join(dir).join(f),
             t.path().join(f),
         )
         .unwrap();
