@@ -40,10 +40,11 @@ fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
     let tmp = tempfile::tempdir().unwrap();
     let text = reference_gate_text()
         .replace("floor_tok_s = 10.5", "floor_tok_s = 100000.0")
-        .replace("repeats = 2", "repeats = 1");
-    assert!(text.contains("floor_tok_s = 100000.0"));
+        .replace("repeats = 3", "repeats = 1");
+    assert!(text.contains("floor_tok_s = 100000.0") && text.contains("repeats = 1"));
     let gate = write_gate(tmp.path(), "high-floor.toml", &text);
     let out = Command::new(bin())
+        .env("SERVEGATE_VERBOSE", "1") // whole verdict lines: the test reads every value
         .args(["run", "--quiet", "--runs"])
         .arg(tmp.path().join("runs"))
         .arg(&gate)
@@ -113,7 +114,7 @@ fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
     let orig = write_gate(
         tmp.path(),
         "orig.toml",
-        &reference_gate_text().replace("repeats = 2", "repeats = 1"),
+        &reference_gate_text().replace("repeats = 3", "repeats = 1"),
     );
     let out = Command::new(bin())
         .arg("judge")
@@ -148,7 +149,8 @@ fn pid_alive(pid: u32) -> bool {
 #[test]
 fn runner_killed_with_sigkill_leaves_no_serve() {
     let tmp = tempfile::tempdir().unwrap();
-    let text = reference_gate_text().replace("repeats = 2", "repeats = 50");
+    let text = reference_gate_text().replace("repeats = 3", "repeats = 50");
+    assert!(text.contains("repeats = 50"));
     let gate = write_gate(tmp.path(), "long.toml", &text);
     let runs = tmp.path().join("runs");
     let mut child = Command::new(bin())
