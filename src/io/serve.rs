@@ -685,6 +685,14 @@ impl Serve {
         tail_file(&self.spec.log_path, lines)
     }
 
+    /// Waits up to `within` for the leader to exit on its own, without signalling it; true when it has. The
+    /// runner gives a serve [`SETTLE`] after its last reply before stopping it, so a serve that crashes as
+    /// it finishes (an exit right after the last chunk) is seen exiting during the run rather than raced by
+    /// the SIGTERM.
+    pub fn settle(&self, within: Duration) -> bool {
+        self.wait_exit(within).is_some()
+    }
+
     /// Stops the serve: SIGTERM to its process group, up to `stop_grace` for every member to exit,
     /// SIGKILL to what is left, reaps the leader (no zombie), deregisters the group, and checks that the
     /// pid is gone and the port refuses connections. Never fails; what it found is in the report.
@@ -946,6 +954,26 @@ fn wait_exit_no_reap(pid: u32) -> (String, Option<i32>) {
             return (format!("unknown exit (waitid: {e})"), None);
         }
     }
+}
+
+/// How long the runner lets a serve be after its last reply before it stops it ([`Serve::settle`]): 200 ms.
+/// A healthy serve costs the run this much per stop; a serve that exits on its own within it (a crash as it
+/// finishes its last reply) is seen exiting during the run.
+pub const SETTLE: Duration = Duration::from_millis(200);
+
+/// Whether a stop found the leader ended as a crash: by a crash signal ([`is_crash_signal`]), or with an exit
+/// status of 128 + a crash signal (how a shell or wrapper reports a child that died of one, and what a
+/// serve's own `_exit(139)` says: `exit status 139` for SIGSEGV). A serve that crashed right after its last
+/// reply can be caught either side of the runner's SIGTERM; both ways it crashed.
+pub fn stop_crashed(stop: &StopReport) -> bool {
+    if stop.signal.is_some_and(is_crash_signal) {
+        return true;
+    }
+    stop.exit
+        .as_deref()
+        .and_then(|e| e.strip_prefix("exit status "))
+        .and_then(|c| c.trim().parse::<i32>().ok())
+        .is_some_and(|c| c > 128 && is_crash_signal(c - 128))
 }
 
 /// True for the signals a process dies of when it crashes (not when it is asked to stop): SIGSEGV, SIGABRT,

@@ -912,6 +912,9 @@ fn drive_target_inner(
 
     if let Some(s) = started {
         let grace = s.spec().stop_grace.min(Duration::from_secs(5));
+        if !summary.requests.is_empty() && !crate::io::signals::shutting_down() {
+            s.settle(serve::SETTLE);
+        }
         let stop = s.stop();
         summary.serve.stop = Some(describe_stop(&stop));
         // A serve that exited on its own after the last check still exited during the run.
@@ -925,7 +928,7 @@ fn drive_target_inner(
                 stop.exit.clone().unwrap_or_else(|| "unknown exit".into())
             ));
             summary.serve.exit_log_tail = log_tail(&w.path(crate::evidence::layout::SERVE_LOG));
-        } else if stop.signal.is_some_and(serve::is_crash_signal)
+        } else if serve::stop_crashed(&stop)
             && summary.serve.failure.is_none()
             && !crate::io::signals::shutting_down()
         {
