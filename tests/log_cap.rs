@@ -171,6 +171,7 @@ slow = "per-op forward"
         .args(["run", gate.to_str().unwrap(), "--runs"])
         .arg(t.path().join("runs"))
         .env("PATH", path)
+        .env("SERVEGATE_VERBOSE", "1") // whole verdict lines: the test reads the route verdict's notes
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
