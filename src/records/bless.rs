@@ -979,7 +979,7 @@ pub fn cli(args: &BlessArgs) -> i32 {
     match run_cli(args, std::env::var("CI").ok(), &crate::io::host::now_utc()) {
         Ok(()) => exit::PASS,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::errln!("error: {e}");
             e.code
         }
     }
@@ -998,7 +998,7 @@ pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 pub fn lock(root: &Path, gate: &str) -> Result<crate::io::hold::Hold, BlessError> {
     let path = root.join(LOCK_FILE);
     crate::io::hold::take(&path, &format!("bless {gate}"), LOCK_WAIT, &mut |l| {
-        eprintln!("bless: {l}")
+        crate::errln!("bless: {l}")
     })
     .map_err(|e| {
         BlessError::new(
@@ -1030,7 +1030,8 @@ pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<(), Bl
             )
         };
         let mut plan = plan_now()?;
-        // Accepting: planned again under the lock, from the gate file as it is once the others are done.
+        // Planned first so a refusal never waits for the lock (nor makes its file); accepting, planned again
+        // under the lock, from the gate file as it is once the others are done.
         let _lock = if args.accept {
             let l = lock(&args.baselines_dir, &gate_name())?;
             plan = plan_now()?;
@@ -1039,19 +1040,20 @@ pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<(), Bl
             None
         };
         let path = args.gate.display().to_string();
-        print!("{}", diff(&plan.old, &plan.new, &path));
-        println!(
+        crate::out!("{}", diff(&plan.old, &plan.new, &path));
+        crate::outln!(
             "floor: {} tok/s ({})",
-            plan.derivation.floor, plan.derivation.rule
+            plan.derivation.floor,
+            plan.derivation.rule
         );
         if !args.accept {
-            println!("not written: pass --accept to apply");
+            crate::outln!("not written: pass --accept to apply");
             return Ok(());
         }
         crate::io::fs::write_atomic(&args.gate, plan.new.as_bytes())
             .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, format!("{path}: {e}")))?;
         let l = append_ledger(&args.baselines_dir, &plan.ledger)?;
-        println!("written: {path}; ledger: {}", l.display());
+        crate::outln!("written: {path}; ledger: {}", l.display());
         return Ok(());
     }
     if let Some(run) = &args.baseline {
@@ -1065,7 +1067,8 @@ pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<(), Bl
             )
         };
         let mut plan = plan_now()?;
-        // Accepting: planned again under the lock, from the manifest as the other writers left it.
+        // Planned first so a refusal never waits for the lock (nor makes its file); accepting, planned again
+        // under the lock, from the manifest as the other writers left it.
         let _lock = if args.accept {
             let l = lock(&args.baselines_dir, &gate_name())?;
             plan = plan_now()?;
@@ -1073,7 +1076,7 @@ pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<(), Bl
         } else {
             None
         };
-        println!(
+        crate::outln!(
             "baseline {}: {} window {} (from {}; {} window{} in all; key: {})",
             plan.dir.display(),
             if plan.created { "new, first" } else { "adds" },
@@ -1088,12 +1091,12 @@ pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<(), Bl
             serde_json::to_string(&plan.manifest.key).unwrap_or_default()
         );
         if !args.accept {
-            println!("not written: pass --accept to apply");
+            crate::outln!("not written: pass --accept to apply");
             return Ok(());
         }
         write_baseline(run, &plan)?;
         let l = append_ledger(&args.baselines_dir, &plan.ledger)?;
-        println!(
+        crate::outln!(
             "written: {}/{}; ledger: {}",
             plan.dir.display(),
             plan.window,
