@@ -540,7 +540,8 @@ impl fmt::Display for Note {
 impl PartialEq<&str> for Note {
     /// Compares the wire text (tests state notes as text).
     fn eq(&self, other: &&str) -> bool {
-        self.to_string() == *other
+        let text: String = self.to_string();
+        text.as_str() == *other
     }
 }
 

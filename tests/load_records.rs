@@ -68,9 +68,7 @@ fn the_committed_load_run_rebuilds_the_committed_records() {
     let gate = servegate::spec::load(&root().join(RUN).join("gate.toml")).unwrap();
     let spec = record::RunRecordSpec {
         id: ID.into(),
-        ..toml::from_str(&format!(
-            "id = \"x\"\nmetric = \"first_token\"\nmodel_name = \"m\"\nmodel_file = \"f\"\nweights = \"w\"\ndevice = \"d\"\nroute = \"r\"\nengine = \"llama.cpp server (xllamacpp)\"\nwhat_would_make_it_wrong = \"a sentence of four words\"\n"
-        ))
+        ..toml::from_str("id = \"x\"\nmetric = \"first_token\"\nmodel_name = \"m\"\nmodel_file = \"f\"\nweights = \"w\"\ndevice = \"d\"\nroute = \"r\"\nengine = \"llama.cpp server (xllamacpp)\"\nwhat_would_make_it_wrong = \"a sentence of four words\"\n")
         .unwrap()
     };
     // Re-deriving (an existing record given): the evidence's model file stands for the spec's.

@@ -176,7 +176,7 @@ fn vllm_metrics_histograms_bound_the_median_itl() {
     let mean = itl.mean().unwrap();
     // The buckets bound the median; on a steady decode the mean lies in or near that bucket.
     assert!(
-        lo < mean * 2.0 && hi.map_or(true, |h| h > mean / 2.0),
+        lo < mean * 2.0 && hi.is_none_or(|h| h > mean / 2.0),
         "{lo} {hi:?} {mean}"
     );
     let ttft = serve_clock::delta(

@@ -175,26 +175,23 @@ impl Comparison {
                 .map(|t| crate::analysis::reply::quoted(&t, 24))
         };
         if self.fallback.is_none() {
-            match (&self.baseline, &self.run) {
-                (Some(bs), Some(rs)) => {
-                    // `has_other` of the baseline side: is the run's token in the baseline's top-k?
-                    if let (Some(false), Some(t)) = (bs.has_other, tok(&self.run)) {
-                        out.push_str(&format!(", {t} not in {a}'s top {k}"));
-                    }
-                    if let (Some(false), Some(t)) = (rs.has_other, tok(&self.baseline)) {
-                        out.push_str(&format!(", {t} not in {b}'s top {k}"));
-                    }
-                    if bs.has_other == Some(true) && rs.has_other == Some(true) {
-                        out.push_str(&format!(", each in the other's top {k}"));
-                    }
-                    if bs.token.is_some()
-                        && rs.token.is_some()
-                        && (bs.has_other.is_none() || rs.has_other.is_none())
-                    {
-                        out.push_str(", no top-k logprobs to look in");
-                    }
+            if let (Some(bs), Some(rs)) = (&self.baseline, &self.run) {
+                // `has_other` of the baseline side: is the run's token in the baseline's top-k?
+                if let (Some(false), Some(t)) = (bs.has_other, tok(&self.run)) {
+                    out.push_str(&format!(", {t} not in {a}'s top {k}"));
                 }
-                _ => {}
+                if let (Some(false), Some(t)) = (rs.has_other, tok(&self.baseline)) {
+                    out.push_str(&format!(", {t} not in {b}'s top {k}"));
+                }
+                if bs.has_other == Some(true) && rs.has_other == Some(true) {
+                    out.push_str(&format!(", each in the other's top {k}"));
+                }
+                if bs.token.is_some()
+                    && rs.token.is_some()
+                    && (bs.has_other.is_none() || rs.has_other.is_none())
+                {
+                    out.push_str(", no top-k logprobs to look in");
+                }
             }
         }
         let around =

@@ -56,6 +56,20 @@ pub fn host_info() -> HostInfo {
     }
 }
 
+/// Current UTC time as RFC 3339 (`2026-11-29T18:06:32.123Z`).
+pub fn now_utc() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    now.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Current UTC time as a directory-safe stamp (`20261129T180632Z`).
+pub fn stamp_utc() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let f = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    now.format(&f).unwrap_or_else(|_| "run".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,18 +84,4 @@ mod tests {
         assert_eq!(cpu_model_of("processor : 0\n"), None);
         assert_eq!(cpu_model_of("model name\t:   \n"), None);
     }
-}
-
-/// Current UTC time as RFC 3339 (`2026-11-29T18:06:32.123Z`).
-pub fn now_utc() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    now.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
-/// Current UTC time as a directory-safe stamp (`20261129T180632Z`).
-pub fn stamp_utc() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    let f = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
-    now.format(&f).unwrap_or_else(|_| "run".into())
 }

@@ -446,7 +446,7 @@ async fn write_all(
 ) -> std::io::Result<()> {
     use std::io::Write;
     while !wire.is_empty() {
-        match (&*sock.get_ref()).write(wire) {
+        match sock.get_ref().write(wire) {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
             Ok(n) => wire = &wire[n..],
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}

@@ -808,6 +808,9 @@ fn why_missing(j: &Judged, what: &str, decode: bool) -> String {
 /// and never a fail.
 pub const MIN_MEASURED_SHARE: f64 = 0.5;
 
+/// A figure a reply is judged on when the client's own figure is missing (the serve's, under `source = "both"`).
+type FallbackFigure<'a> = &'a dyn Fn(&Judged) -> Option<f64>;
+
 /// Per-request values of a figure assertion: the sent timed judged requests' values (a failed request's is
 /// None), the missing ones named with their reasons (they fail), the ones not measured because of delivery
 /// (they do not), the ones judged on the serve's figure instead of the client's, and the plan.
@@ -848,7 +851,7 @@ impl FigureValues {
         value: impl Fn(&Judged) -> Option<f64>,
         why: impl Fn(&Judged) -> String,
         cause: Cause,
-        fallback: Option<&dyn Fn(&Judged) -> Option<f64>>,
+        fallback: Option<FallbackFigure<'_>>,
     ) -> FigureValues {
         let mut fv = FigureValues {
             values: Vec::new(),
@@ -1108,7 +1111,7 @@ fn judge_rate_of(
     // The client side of `source = "both"`: a reply the client could not time but the serve did is judged
     // on the serve's figure, and the line says so.
     let serve_figure = |j: &Judged| j.fig.server_decode_tok_s;
-    let fallback: Option<&dyn Fn(&Judged) -> Option<f64>> =
+    let fallback: Option<FallbackFigure<'_>> =
         (rate.source == RateSource::Both && source == RateSource::Client).then_some(&serve_figure);
     let client_cause = cause_of(Metric::DecodeRate);
     let no_cause = |_: &Judged| None;

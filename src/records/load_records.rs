@@ -757,7 +757,7 @@ pub fn curves(load: &[&Record], records_link: &str) -> Vec<CurveCtx> {
     let mut out = Vec::new();
     for ((model, engine, date, evidence), recs) in by_run {
         // Points in order, each with its records by (metric, statistic).
-        let mut points: Vec<(LoadPoint, BTreeMap<(String, String), &Record>)> = Vec::new();
+        let mut points: Vec<(LoadPoint, PointRecords<'_>)> = Vec::new();
         for r in &recs {
             let lp = r.load_point.clone().expect("load records");
             let i = match points.iter().position(|(p, _)| p.point == lp.point) {
@@ -850,12 +850,21 @@ pub fn curves(load: &[&Record], records_link: &str) -> Vec<CurveCtx> {
     out
 }
 
+/// One load point's records by (metric, statistic).
+type PointRecords<'a> = std::collections::BTreeMap<(String, String), &'a Record>;
+
+/// One series of a curve chart: its statistic, name, stroke and dash, and its points (x, y, the record, the
+/// load point's name).
+type Series<'a> = (
+    &'a str,
+    &'static str,
+    &'static str,
+    Vec<(f64, f64, &'a Record, String)>,
+);
+
 /// One chart of a curve: y = `metric` (p50 solid, p95 dashed where stated) against x = output tok/s.
 fn curve_chart(
-    points: &[(
-        LoadPoint,
-        std::collections::BTreeMap<(String, String), &Record>,
-    )],
+    points: &[(LoadPoint, PointRecords<'_>)],
     metric: &str,
     y_name: &str,
     model: &str,
@@ -868,12 +877,7 @@ fn curve_chart(
         m.get(&("output_throughput".to_string(), "window".to_string()))
             .map(|r| r.value)
     };
-    let mut series_raw: Vec<(
-        &str,
-        &'static str,
-        &'static str,
-        Vec<(f64, f64, &Record, String)>,
-    )> = Vec::new();
+    let mut series_raw: Vec<Series<'_>> = Vec::new();
     for (stat, name, stroke, dash) in [("median", "p50", "#36c", ""), ("p95", "p95", "#c63", "4 3")]
     {
         let pts: Vec<(f64, f64, &Record, String)> = points

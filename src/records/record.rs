@@ -988,7 +988,7 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
                         .into(),
                 ),
             }
-            if !published && !(r.statistic == "window" && r.load_point.is_some()) {
+            if !published && (r.statistic != "window" || r.load_point.is_none()) {
                 bad(
                     "values",
                     "every value is required for a gate_run record".into(),

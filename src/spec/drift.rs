@@ -149,7 +149,7 @@ impl Validator<'_> {
             }
         };
         match request.temperature {
-            Some(t) if t == 0.0 => {}
+            Some(0.0) => {}
             other => {
                 return Err(self.err(
                     0..0,
