@@ -1,4 +1,4 @@
-//! Load records (issue 18, docs/records.md "Load records"): the figures of each sweep point of a load gate's
+//! Load records (docs/records.md "Load records"): the figures of each sweep point of a load gate's
 //! run as records, each a metric with its condition, and re-derived from the run's evidence by
 //! `servegate records check` like every other `gate_run` record.
 //!

@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::record::*;
 use super::validate::{schema_keys, structural_problems};
 
-/// Issue 15 kind 9: a record publishes no absolute home or checkout path, and no host name unless the
-/// gate opts in.
+/// The privacy of published records: a record publishes no absolute home or checkout path, and no host
+/// name unless the gate opts in.
 #[test]
 fn published_paths_are_repo_relative_or_under_tilde_and_the_host_name_only_on_request() {
     let co = Some(Path::new("/home/ann/src/servegate"));
