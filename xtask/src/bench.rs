@@ -156,9 +156,9 @@ fn section_readiness(report: &mut Vec<String>) -> Value {
     eprintln!("bench: readiness ...");
     let tmp = workdir().join("readiness");
     let _ = std::fs::create_dir_all(&tmp);
-    let exe = match std::env::current_exe() {
+    let exe = match servegate_exe() {
         Ok(e) => e.display().to_string(),
-        Err(e) => return json!({"error": e.to_string()}),
+        Err(e) => return json!({"error": e}),
     };
     let mut after_ready = Vec::new();
     let mut after_first_200 = Vec::new();
@@ -250,10 +250,10 @@ fn serving_ms(lines: &[Value], rep: usize, per_run: usize) -> f64 {
         .sum()
 }
 
-/// A `command` gate's argv (TOML strings, quoted) starting this executable as the synthetic serve with
-/// `sargs`, on the runner's `{port}`, logging its timing to `log`.
+/// A `command` gate's argv (TOML strings, quoted) starting the `servegate` binary ([`servegate_exe`]) as
+/// the synthetic serve with `sargs`, on the runner's `{port}`, logging its timing to `log`.
 fn synth_command(sargs: &[String], log: &Path) -> Vec<String> {
-    let exe = std::env::current_exe()
+    let exe = servegate_exe()
         .map(|e| e.display().to_string())
         .unwrap_or_default();
     let mut argv = vec![
