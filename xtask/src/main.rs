@@ -4,7 +4,10 @@
 //! library.
 
 mod bench;
+mod bench_common;
+mod bench_fidelity;
 mod bench_floor;
+mod bench_load;
 mod bench_peers_load;
 mod bench_records;
 
@@ -30,7 +33,7 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.cmd {
-        Cmd::BenchSelf(args) => match bench::build_servegate() {
+        Cmd::BenchSelf(args) => match bench_common::build_servegate() {
             Ok(()) => bench::cli_bench_self(&args),
             Err(e) => {
                 eprintln!("error: {e}");
