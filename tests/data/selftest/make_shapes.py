@@ -150,7 +150,7 @@ def main():
     for f in os.listdir(HERE):
         if f.endswith(".shape"):
             os.remove(os.path.join(HERE, f))
-    # --- the seed's judging table (shared/seed-runs.md, tests/judge_table.rs) ---
+    # --- the seed's judging table (tests/data/seed-runs.md, tests/judge_table.rs) ---
     shape("seed-release-candidate-fast-route", "seed", "the release candidate on the private route: 98.4, 84.4, 82.1 tok/s, 277 ms median",
           ALL4 % ("PASS", "PASS", "PASS", "PASS") + " known_answer=PASS", fast3(True), known=True)
     shape("seed-silent-fallback-per-op", "seed", "main without the private route: per-op forward, 1.9 tok/s, 1063 ms; answers fine",
