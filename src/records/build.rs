@@ -112,9 +112,6 @@ fn judged_values(
     Ok(out)
 }
 
-/// `request 03 (cause); arm 2 request 01 (cause)`: the unmeasured requests as a record's check and
-/// refusals show them (causes are the measure code's words, never serve text).
-
 /// Refuses a run whose verdicts do not all pass, naming the first failing one: `--record` and the verdicts
 /// never disagree about whether a run failed.
 pub(super) fn refuse_failed_verdicts(
