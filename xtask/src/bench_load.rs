@@ -58,7 +58,7 @@ impl LoadCase {
 /// The load section's schedules: concurrency 1, 16, 64 and 256, every stream at 83.3 tok/s (12 ms per
 /// token, 64 tokens, first token at 20 ms), 2 × concurrency requests (at least 8) per point. 256 streams ask
 /// for 21,333 tok/s while decoding; with the first-token delay and N − 1 gaps a reply takes 776 ms, so the
-/// most a perfect client can see is 64 / 0.776 × 256 = 21,100 tok/s: above the 20,000 of issue 18 (at
+/// most a perfect client can see is 64 / 0.776 × 256 = 21,100 tok/s: above the 20,000 tok/s target of docs/performance.md (at
 /// 12.8 ms per token, the first runs' schedule, that ceiling was 19,824, under the target by construction).
 pub fn load_schedules() -> Vec<LoadCase> {
     [1usize, 16, 64, 256]

@@ -90,7 +90,7 @@ pub struct Reported {
     pub failed: Option<u64>,
 }
 
-/// The peers, in the order of preference of the issue (most widely used first).
+/// The peers, in order of preference (most widely used first).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Peer {
     /// NVIDIA AIPerf (GenAI-Perf's successor).

@@ -1,4 +1,4 @@
-//! servegate's developer tasks, kept out of the shipped crate (issue 13): `cargo xtask bench-self` measures
+//! servegate's developer tasks, kept out of the shipped crate: `cargo xtask bench-self` measures
 //! servegate's own accuracy and overhead (docs/performance.md). It builds the `servegate` binary (release)
 //! first and drives it as a child process; the peer clients it may install (Python, pip) never touch the
 //! library.

@@ -105,6 +105,9 @@ enum Cmd {
     /// Serve a recorded run back with its original timing (or, with --synthetic, a paced stream whose true TTFT and
     /// decode rate are known): an OpenAI-compatible serve usable as a gate's [serve] command.
     Replay(servegate::replay::ReplayArgs),
+    /// A scripted fake serve for servegate's own tests (src/replay/scripted.rs): hidden.
+    #[command(hide = true)]
+    ScriptedServe(servegate::replay::scripted::ScriptedArgs),
     /// Records (records/*.json): `records check` validates them all and names every problem's file and field.
     Records(servegate::records::record::RecordsArgs),
     /// Dashboard files from records (default records/) or a run (results JSON or run directory): --bmf (Bencher),
@@ -233,6 +236,7 @@ fn main() -> ExitCode {
             forbid,
         } => cmd_inspect(&file, model, models, require, forbid),
         Cmd::Replay(args) => servegate::replay::cli_replay(&args),
+        Cmd::ScriptedServe(args) => servegate::replay::scripted::cli_scripted(&args),
         Cmd::Records(args) => servegate::records::record::cli_records(&args),
         Cmd::Export(args) => servegate::sinks::exports::cli(&args, &judged_results),
         Cmd::Leaderboard(args) => servegate::records::leaderboard::cli(&args),
