@@ -15,7 +15,7 @@
 //! * **Output**: the serve's log lines are written raw, byte for byte, to stdout or stderr: they are the
 //!   test's scripted text (ANSI codes and hostile bytes included), which is what a fake serve is for.
 //! * **Lifetime**: the serve exits when its parent goes away (a watchdog polls the parent pid every
-//!   100 ms), on SIGTERM as [`Script::term`] says, and when a scripted crash fires. It never panics on
+//!   100 ms; [`Script::outlive_parent`] turns it off), on SIGTERM as [`Script::term`] says, and when a scripted crash fires. It never panics on
 //!   input: a bad script is exit 2 with the reason.
 //!
 //! Exit codes: 2 bad usage, bad script or cannot listen (or [`Start::bind_fail_exit`]); otherwise as
@@ -70,6 +70,9 @@ pub struct Script {
     pub times_file: Option<PathBuf>,
     /// Spawn a child process (a grandchild of the runner) that sleeps 300 s, before listening.
     pub child: Option<ChildSpec>,
+    /// Do not exit when the parent goes away (no watchdog): for tests of the runner's own teardown, where
+    /// the serve's watchdog would do the runner's job.
+    pub outlive_parent: bool,
 }
 
 impl Default for Script {
@@ -91,6 +94,7 @@ impl Default for Script {
             pid_file: None,
             times_file: None,
             child: None,
+            outlive_parent: false,
         }
     }
 }

@@ -2,8 +2,8 @@
 //! format is one file of `sinks/` implementing [`Exporter`] (a pure `serialize(&Results) -> bytes`); writing is
 //! separate ([`crate::sinks::outputs::Outputs::write_all`], one `write_atomic` per report). [`Format`] is the
 //! one table of formats: its command-line flag ([`OutputArgs`]), its harness variable and its exporter. Adding a
-//! format is one new file, a variant here, and a `mod` line (docs/architecture-runpath.md, "Add an output
-//! format"); every `match` on [`Format`] below then fails to compile until it knows the new one.
+//! format is one new file, a variant here, and a `mod` line (docs/architecture.md, "Recipe: add an
+//! output format"); every `match` on [`Format`] below then fails to compile until it knows the new one.
 
 use std::path::PathBuf;
 

@@ -241,7 +241,9 @@ pub fn cli_scripted(args: &ScriptedArgs) -> i32 {
         }
     };
     pace::tighten_timer_slack();
-    watch_parent();
+    if !script.outlive_parent {
+        watch_parent();
+    }
     install_term(&script);
     if let Some(p) = &script.pid_file {
         write_atomic(p, &std::process::id().to_string());
