@@ -7,13 +7,8 @@
 
 use std::path::PathBuf;
 
-use crate::sinks::report::Results;
-
-/// One output format: a pure serialization of the results document into the bytes of its file.
-pub trait Exporter {
-    /// The file's bytes, or why the document cannot be written in this format.
-    fn serialize(&self, results: &Results) -> Result<Vec<u8>, String>;
-}
+/// The interface of a format, defined beside the model the formats read (so no format imports this file).
+pub use crate::sinks::report::Exporter;
 
 /// Every output format servegate writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
