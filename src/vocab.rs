@@ -4,7 +4,7 @@
 //!
 //! Each enum has a stable wire name (its serde name, and what evidence, results JSON and verdict lines show
 //! today) and a `Display` giving it. Matches on these enums are exhaustive everywhere (no `_ =>` arm), so adding
-//! a case makes the compiler point at every place that must learn it (docs/architecture-recipes.md).
+//! a case makes the compiler point at every place that must learn it (docs/architecture.md, "Recipe: add an assertion kind").
 
 use std::fmt;
 

@@ -1,5 +1,7 @@
-//! Judging: a pure function of (gate spec, evidence) to verdicts, one per declared assertion. It reads no file,
-//! starts nothing and keeps no clock, so any recorded run can be re-judged anywhere (`servegate judge`).
+//! Judging: a pure function of (gate spec, evidence) to verdicts, one per declared assertion. Judging reads no
+//! file, starts nothing and keeps no clock, so any recorded run can be re-judged anywhere (`servegate judge`).
+//! The one part of this module that touches the disk is [`redact::scrub_dir`], which the runner calls after a
+//! run to mask the API key in the serve's own files; the judge never calls it.
 //!
 //! Verdict messages show every value and n of N planned: `rate FAIL median 50.0 tok/s (floor 60.0; each:
 //! 53.3, 46.4, 50.0; n=3 of 3 planned)`. Medians, never means (`stats::median`). Nothing passes without

@@ -1,6 +1,7 @@
 //! `servegate records publish --run DIR`: rewrites a run directory written before the privacy rule
-//! ([`crate::evidence::public`], issue 15 kind 9) into its public form, and the records that cite it with the new
-//! evidence digest, so `records check` still re-derives them.
+//! ([`crate::evidence::public`]: no absolute home or checkout path, no host name unless the gate opts in)
+//! into its public form, and the records that cite it with the new evidence digest, so `records check`
+//! still re-derives them.
 //!
 //! What it does, in order: reads the host names the evidence recorded (`host.hostname` of every `run.json` and
 //! `pair.json`), rewrites every file under the directory by [`Public::text`] (the checkout given by `--checkout`,

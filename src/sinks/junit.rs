@@ -255,10 +255,7 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
         let unknown = || "unknown".to_string();
         for (k, v) in [
             ("gate_file", g.file.clone()),
-            (
-                "gate_line",
-                crate::sinks::github::gate_line(std::path::Path::new(&g.file), &a.name).to_string(),
-            ),
+            ("gate_line", a.gate_line().to_string()),
             (
                 "evidence_dir",
                 evidence.map(str::to_string).unwrap_or_else(unknown),
@@ -349,7 +346,7 @@ pub fn serialize(results: &Results) -> Result<Vec<u8>, quick_junit::SerializeErr
 /// The JUnit XML exporter.
 pub struct Junit;
 
-impl crate::sinks::export::Exporter for Junit {
+impl crate::sinks::report::Exporter for Junit {
     fn serialize(&self, results: &Results) -> Result<Vec<u8>, String> {
         serialize(results).map_err(|e| format!("cannot serialize the JUnit XML: {e}"))
     }

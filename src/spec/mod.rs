@@ -752,6 +752,10 @@ pub struct GateSpec {
     pub on_indeterminate: OnIndeterminate,
     /// `[load]` and the load assertions (docs/load.md): a load gate.
     pub load: Option<load::LoadGate>,
+    /// The 1-based line of [`Self::source`] declaring each declared assertion, read from the TOML spans at
+    /// parse time ([`line_of`]'s rule: the `floor_tok_s` line for `rate`, else the `[assert.X]` header or the
+    /// inline key). Read it with [`Self::decl_line`].
+    pub decl_lines: BTreeMap<AssertionKind, usize>,
 }
 
 impl GateSpec {
@@ -1065,6 +1069,33 @@ pub fn line_in(text: &str, assertion: &str) -> usize {
     let Ok(doc) = text.parse::<toml_edit::ImDocument<String>>() else {
         return 1;
     };
+    decl_line_in(doc.as_table(), text, assertion).unwrap_or(1)
+}
+
+/// [`GateSpec::decl_lines`]: the declaring line of each of `assertions` in `doc`, the parsed document of `text`.
+fn decl_lines(
+    doc: &toml_edit::Table,
+    text: &str,
+    assertions: &Assertions,
+) -> BTreeMap<AssertionKind, usize> {
+    assertions
+        .kinds()
+        .into_iter()
+        .filter_map(|k| Some((k, decl_line_in(doc, text, k.name())?)))
+        .collect()
+}
+
+/// [`GateSpec::decl_lines`] read from the text itself, for a gate parsed from other text than its source (a
+/// matrix entry is parsed expanded; its lines are the file's).
+pub(crate) fn decl_lines_in(text: &str, assertions: &Assertions) -> BTreeMap<AssertionKind, usize> {
+    match text.parse::<toml_edit::ImDocument<String>>() {
+        Ok(doc) => decl_lines(doc.as_table(), text, assertions),
+        Err(_) => BTreeMap::new(),
+    }
+}
+
+/// [`line_in`] on the parsed document `doc` of `text`: None when `assertion` is not found.
+fn decl_line_in(doc: &toml_edit::Table, text: &str, assertion: &str) -> Option<usize> {
     let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
     let keys: &[&str] = if assertion == "rate" {
         &["assert.rate.floor_tok_s", "assert.rate"]
@@ -1072,8 +1103,8 @@ pub fn line_in(text: &str, assertion: &str) -> usize {
         &[]
     };
     for k in keys {
-        if let Some(r) = key_span(doc.as_table(), k) {
-            return line(r.start);
+        if let Some(r) = key_span(doc, k) {
+            return Some(line(r.start));
         }
     }
     let table = doc
@@ -1082,10 +1113,10 @@ pub fn line_in(text: &str, assertion: &str) -> usize {
         .and_then(|t| t.get_key_value(assertion));
     if let Some((k, item)) = table {
         if let Some(r) = item.as_table().and_then(|t| t.span()).or_else(|| k.span()) {
-            return line(r.start);
+            return Some(line(r.start));
         }
     }
-    1
+    None
 }
 
 /// The byte span of a dotted key (`serve.host`, `request.extra.max_tokens`) in a parsed document: the key
@@ -2161,6 +2192,10 @@ impl Validator<'_> {
                 .map(|c| c.top_k),
         };
         let request = drift::ask_logprobs(request, logprobs_k);
+        let decl_lines = match &self.doc {
+            Some(d) => decl_lines(d.as_table(), self.text, &assertions),
+            None => BTreeMap::new(),
+        };
         Ok(GateSpec {
             name,
             description: raw.gate.description,
@@ -2175,6 +2210,7 @@ impl Validator<'_> {
             record: raw.record,
             on_indeterminate: raw.gate.on_indeterminate,
             load,
+            decl_lines,
         })
         .and_then(|g: GateSpec| match g.record_spec("check", "decode_rate") {
             Ok(_) => Ok(g),
@@ -2193,6 +2229,23 @@ impl Validator<'_> {
 }
 
 impl GateSpec {
+    /// The 1-based line of the gate file declaring assertion `kind` (where annotations and the JUnit
+    /// `gate_line` property point): the `floor_tok_s` line of `[assert.rate]` for `rate`, else the
+    /// `[assert.X]` header (or the `X = {...}` key of an inline `[assert]`). None when the gate does not
+    /// declare `kind`, and for [`AssertionKind::Load`] (a load gate's verdicts are per sweep point, declared by
+    /// several tables). Kept from the parse: no file is read again.
+    pub fn decl_line(&self, kind: AssertionKind) -> Option<usize> {
+        self.decl_lines.get(&kind).copied()
+    }
+
+    /// [`Self::decl_line`] for a trial name after the gate's (`rate`, `[c=16]::ttft_p95`), 1 when it names no
+    /// declared assertion: the same line [`line_in`] finds in the file's text.
+    pub fn decl_line_of(&self, name: &str) -> usize {
+        AssertionKind::from_name(name)
+            .and_then(|k| self.decl_line(k))
+            .unwrap_or(1)
+    }
+
     /// True when the gate lets indeterminate verdicts through (`[gate] on_indeterminate = "pass"`).
     pub fn on_indeterminate_passes(&self) -> bool {
         self.on_indeterminate == OnIndeterminate::Pass
@@ -2652,6 +2705,52 @@ floor_tok_s = 10.0
             e.contains(&format!(":{line}:")) && e.contains("serve.ready"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn declaring_lines_are_the_ones_the_file_text_gives() {
+        // Every gate of gates/ (matrix entries included): the line kept at parse time is the one found by
+        // reading the file's text again, for every trial name.
+        let mut seen = 0;
+        for entry in std::fs::read_dir("gates").unwrap() {
+            let file = entry.unwrap().path();
+            if file.extension().is_none_or(|e| e != "toml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            for g in matrix::load_all(&file).unwrap() {
+                for name in g.trial_names() {
+                    assert_eq!(
+                        g.decl_line_of(&name),
+                        line_in(&text, &name),
+                        "{file:?} {name}"
+                    );
+                    seen += 1;
+                }
+                for k in g.assertions.kinds() {
+                    assert!(g.decl_line(k).is_some_and(|l| l > 1), "{file:?} {k}");
+                }
+                assert_eq!(g.decl_line(AssertionKind::Load), None);
+            }
+        }
+        assert!(seen > 10, "{seen}");
+        // Inline `[assert]` keys and the `floor_tok_s` line of `[assert.rate]`.
+        let text = GOOD
+            .replace("[assert.rate]\n", "")
+            .replace("floor_tok_s = 10.0\n", "")
+            .replace(
+                "[assert.route]",
+                "[assert]\ncontent = {}\n[assert.rate]\nsource = \"client\"\nfloor_tok_s = 1.0\n[assert.route]",
+            );
+        let g = parse_str(&text).unwrap();
+        for k in [
+            AssertionKind::Content,
+            AssertionKind::Rate,
+            AssertionKind::Route,
+        ] {
+            assert_eq!(g.decl_line(k), Some(line_in(&text, k.name())), "{k}");
+        }
+        assert_eq!(g.decl_line(AssertionKind::Tpot), None);
     }
 
     #[test]

@@ -13,6 +13,8 @@ use servegate::sinks::outputs::Outputs;
 use servegate::sinks::report::{Producer, Results};
 use servegate::{analysis, evidence, judge, spec};
 
+mod records;
+
 /// A release gate for OpenAI-compatible LLM serves.
 ///
 /// Exit codes: 0 every assertion passed; 1 an assertion failed; 2 bad usage; 3 a gate spec is invalid;
@@ -105,8 +107,11 @@ enum Cmd {
     /// Serve a recorded run back with its original timing (or, with --synthetic, a paced stream whose true TTFT and
     /// decode rate are known): an OpenAI-compatible serve usable as a gate's [serve] command.
     Replay(servegate::replay::ReplayArgs),
+    /// A scripted fake serve for servegate's own tests (src/replay/scripted.rs): hidden.
+    #[command(hide = true)]
+    ScriptedServe(servegate::replay::scripted::ScriptedArgs),
     /// Records (records/*.json): `records check` validates them all and names every problem's file and field.
-    Records(servegate::records::record::RecordsArgs),
+    Records(records::RecordsArgs),
     /// Dashboard files from records (default records/) or a run (results JSON or run directory): --bmf (Bencher),
     /// --gab-bigger / --gab-smaller (github-action-benchmark), --openmetrics (GitLab metrics); docs/ci.md.
     Export(servegate::sinks::exports::ExportArgs),
@@ -233,7 +238,8 @@ fn main() -> ExitCode {
             forbid,
         } => cmd_inspect(&file, model, models, require, forbid),
         Cmd::Replay(args) => servegate::replay::cli_replay(&args),
-        Cmd::Records(args) => servegate::records::record::cli_records(&args),
+        Cmd::ScriptedServe(args) => servegate::replay::scripted::cli_scripted(&args),
+        Cmd::Records(args) => records::cli(&args),
         Cmd::Export(args) => servegate::sinks::exports::cli(&args, &judged_results),
         Cmd::Leaderboard(args) => servegate::records::leaderboard::cli(&args),
         Cmd::Coverage(args) => servegate::coverage::page::cli(&args),
@@ -274,7 +280,7 @@ fn write_records(
                 return exit::SPEC_INVALID;
             }
         };
-        return servegate::records::load_records::write_from_run(&g, &run, &rs, dir);
+        return records::write_load_records(&g, &run, &rs, dir);
     }
     let pair = servegate::evidence::is_pair_dir(&run);
     let roles: &[&str] = if pair { &["ours", "theirs"] } else { &["ours"] };
