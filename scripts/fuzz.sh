@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzing (issue 6, item 6): runs each cargo-fuzz (libFuzzer) target of fuzz/ for a bounded time.
+# Fuzzing (docs/reliability.md, "Fuzzing"): runs each cargo-fuzz (libFuzzer) target of fuzz/ for a bounded time.
 #   sse_reply   the SSE framer and the reply parser (src/analysis/sse.rs, src/analysis/reply.rs) on bytes split into reads at
 #               fuzzer-chosen points; framing must not depend on the split
 #   spec_parse  the gate-spec loader (src/spec/mod.rs parse)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The random-kill loop (issue 6, item 2): start `servegate run` on a fast fake-serve gate, kill it with SIGKILL,
+# The random-kill loop (docs/reliability.md): start `servegate run` on a fast fake-serve gate, kill it with SIGKILL,
 # SIGTERM or SIGINT at a random moment (during start-up, readiness, a request, the stop, or after), and check
 # afterwards that
 #   - no serve process remains (the serve's pid from run.json and its whole process group are gone),
@@ -8,7 +8,7 @@
 #   - every .json file in it parses (no half-written file; writes are temp file + fsync + rename).
 # Prints the figures: trials, leaked, incomplete dirs, complete dirs, bad files.
 #
-# With --mid-request N (issue 12, kind 3), also N trials of each of three targets, each sent SIGTERM or SIGINT
+# With --mid-request N (kind 3 of docs/pass-is-proof.md: an interrupted run is interrupted), also N trials of each of three targets, each sent SIGTERM or SIGINT
 # (alternately) at a random moment of a request (0-300 ms after the evidence shows request 0 ended, with 11
 # requests of ~120 ms still to go): `servegate run --json`, the gates test binary run directly, and
 # `cargo test --test gates` (the signal to cargo alone). Every such trial must end interrupted: a non-zero exit
@@ -16,7 +16,7 @@
 # run.json `interrupted` (never `complete`), no results JSON marking a gate passed, no serve left.
 #
 # Usage: scripts/kill-loop.sh [TRIALS] [--reference N] [--mid-request N]
-#   TRIALS        trials with the fake serve (default 24; at least 20 are needed for the issue's figure)
+#   TRIALS        trials with the fake serve (default 24; at least 20 are needed for the figure in docs/reliability.md)
 #   --reference N also N trials with the real reference serve gate (gates/reference-smoke.toml; needs the
 #                 reference serve provisioned, ~10-20 s each)
 #   --mid-request N  N mid-request SIGTERM/SIGINT trials per target (CI: 50; about 1-2 s each). For cargo,
@@ -163,7 +163,7 @@ if [ "$leaked" -ne 0 ] || [ "$bad_files" -ne 0 ]; then
     failed=1
 fi
 
-# ---- mid-request SIGTERM / SIGINT (issue 12, kind 3) ----------------------------------------------------
+# ---- mid-request SIGTERM / SIGINT (kind 3 of docs/pass-is-proof.md) ----------------------------------------------------
 if [ "$mid" -gt 0 ]; then
     mkdir -p "$work/midgates"
     # 12 requests of ~120 ms against the synthetic serve: ~1.5 s a run.

@@ -4,7 +4,7 @@
 //!
 //! Each enum has a stable wire name (its serde name, and what evidence, results JSON and verdict lines show
 //! today) and a `Display` giving it. Matches on these enums are exhaustive everywhere (no `_ =>` arm), so adding
-//! a case makes the compiler point at every place that must learn it (docs/architecture-recipes.md).
+//! a case makes the compiler point at every place that must learn it (docs/architecture.md, "Recipe: add an assertion kind").
 
 use std::fmt;
 
@@ -166,8 +166,8 @@ closed_enum! {
         ErrorMidStream = "error_mid_stream",
         /// An error body with a 2xx status.
         ServerError = "server_error",
-        /// HTTP status ≥ 400 (the status is in `http_status`). Was `http_error` before issue 15 (case 36
-        /// names it `http_status`); evidence and results with the old name still read as this code.
+        /// HTTP status ≥ 400 (the status is in `http_status`). Older evidence and results call it
+        /// `http_error`; they still read as this code.
         #[serde(alias = "http_error")]
         HttpStatus = "http_status",
         /// An error event inside a stream before any token.
@@ -221,6 +221,39 @@ closed_enum! {
         ApiKeyUnsafe = "api_key_unsafe",
         /// A pair whose two arms load different model files.
         PairModelMismatch = "pair_model_mismatch",
+        /// A pair's model file could not be read to hash it before the first arm (`model_file_unreadable:
+        /// model file PATH: the OS error`); nothing was started.
+        ModelFileUnreadable = "model_file_unreadable",
+        /// The gate's `[hold]` was held by another run for all of `wait_s` (`hold_timeout: LOCK is held by
+        /// ...`); nothing was started.
+        HoldTimeout = "hold_timeout",
+        /// The gate's `[hold]` lock file could not be created, opened or locked (`hold: cannot open ...`);
+        /// nothing was started.
+        HoldUnavailable = "hold",
+        /// `[serve] api_key_env` names an environment variable that is not set (or empty); the serve was
+        /// not started.
+        ApiKeyMissing = "api_key_missing",
+        /// The HTTP client for the requests could not be built (its TLS backend); the serve was not started.
+        HttpClient = "http_client",
+        /// `[serve] port = 0` and no free port could be had on the serve's host; the serve was not started.
+        NoFreePort = "no_free_port",
+        /// An `https://` serve presented a certificate servegate does not trust (webpki roots only); refused
+        /// at the first probe.
+        TlsRefused = "tls_refused",
+        /// The serve spec the runner built cannot be used (empty command, bad host or ready path); nothing
+        /// was spawned (`io::serve::ServeError::InvalidSpec`).
+        InvalidSpec = "invalid_spec",
+        /// The serve log could not be opened; nothing was spawned.
+        LogOpenFailed = "log_open_failed",
+        /// The readiness probe's HTTP client could not be built; nothing was spawned.
+        ProbeClientFailed = "probe_client_failed",
+        /// A stop signal was being handled when the serve was to start: it was not started (or was killed at
+        /// once).
+        ShuttingDown = "shutting_down",
+        /// A load gate's prompts (`[load] dataset`) could not be read; nothing was sent.
+        LoadDataset = "load_dataset",
+        /// A load gate's client could not be built; nothing was sent.
+        LoadClient = "load_client",
     }
 }
 
@@ -272,7 +305,20 @@ impl FailureCode {
             | FailureCode::ReadyTimeout
             | FailureCode::RunTimeout
             | FailureCode::ApiKeyUnsafe
-            | FailureCode::PairModelMismatch => false,
+            | FailureCode::PairModelMismatch
+            | FailureCode::ModelFileUnreadable
+            | FailureCode::HoldTimeout
+            | FailureCode::HoldUnavailable
+            | FailureCode::ApiKeyMissing
+            | FailureCode::HttpClient
+            | FailureCode::NoFreePort
+            | FailureCode::TlsRefused
+            | FailureCode::InvalidSpec
+            | FailureCode::LogOpenFailed
+            | FailureCode::ProbeClientFailed
+            | FailureCode::ShuttingDown
+            | FailureCode::LoadDataset
+            | FailureCode::LoadClient => false,
         }
     }
 }
@@ -289,6 +335,61 @@ pub struct Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.code, self.detail)
+    }
+}
+
+/// Why a serve or a run failed (`run.json` `serve.failure`, `pair.json` `failure`): its code and what happened.
+/// The wire form is the text [`Display`](fmt::Display) gives, as evidence has always recorded it: `code:
+/// detail`, or `code (detail ...)...` when the detail starts with `(` (`server_exited_during_run (exit status
+/// 1, 2.0 s after ready): cause`), or the bare code when there is no detail. [`ServeFailure::parse`] reads it
+/// back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeFailure {
+    /// What kind of failure (never [`FailureCode::is_reply`]).
+    pub code: FailureCode,
+    /// What happened, after the code and its separator (serve text in it verbatim; the privacy rule and the
+    /// escaping apply where it is written and printed).
+    pub detail: String,
+}
+
+impl ServeFailure {
+    /// A failure with this code and detail.
+    pub fn new(code: FailureCode, detail: impl Into<String>) -> ServeFailure {
+        ServeFailure {
+            code,
+            detail: detail.into(),
+        }
+    }
+
+    /// Reads the wire form back: Some when `text` starts with a known code (older names as
+    /// [`FailureCode::from_recorded_name`]) followed by `: `, ` (` or nothing; None otherwise (a failure text
+    /// servegate did not write, or an interruption: `interrupted by SIGTERM: ...`).
+    pub fn parse(text: &str) -> Option<ServeFailure> {
+        let end = text.find([':', ' ', '(']).unwrap_or(text.len());
+        let (name, rest) = text.split_at(end);
+        let code = FailureCode::from_recorded_name(name)?;
+        let detail = if rest.is_empty() {
+            ""
+        } else if let Some(d) = rest.strip_prefix(": ") {
+            d
+        } else if rest.starts_with(" (") {
+            &rest[1..]
+        } else {
+            return None;
+        };
+        Some(ServeFailure::new(code, detail))
+    }
+}
+
+impl fmt::Display for ServeFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.detail.is_empty() {
+            f.write_str(self.code.name())
+        } else if self.detail.starts_with('(') {
+            write!(f, "{} {}", self.code, self.detail)
+        } else {
+            write!(f, "{}: {}", self.code, self.detail)
+        }
     }
 }
 
@@ -951,6 +1052,29 @@ mod tests {
         );
         assert_eq!(FailureCode::of_recorded("port_busy: 8080"), None);
         assert_eq!(Role::Theirs.to_string(), "theirs");
+    }
+
+    #[test]
+    fn serve_failures_read_back_as_written() {
+        for text in [
+            "no_free_port: no free port on 127.0.0.1",
+            "server_exited_during_run (exit status 1, 2.0 s after ready): bind failed",
+            "server_exited_before_ready (signal 9, 0.1 s after spawn)",
+            "hold: cannot open /x: denied",
+            "hold_timeout: /x is held by pid 1 gate g; waited 5 s",
+            "shutting_down",
+        ] {
+            let f = ServeFailure::parse(text).unwrap_or_else(|| panic!("{text}"));
+            assert_eq!(f.to_string(), text);
+            assert!(!f.code.is_reply(), "{text}");
+        }
+        let f = ServeFailure::new(
+            FailureCode::ApiKeyMissing,
+            "environment variable K is not set",
+        );
+        assert_eq!(ServeFailure::parse(&f.to_string()), Some(f));
+        assert_eq!(ServeFailure::parse("interrupted by SIGTERM: x"), None);
+        assert_eq!(ServeFailure::parse("no_free_port:x"), None);
     }
 
     #[test]

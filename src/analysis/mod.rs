@@ -1,5 +1,6 @@
 //! Pure analysis of evidence: SSE framing, replies, per-request figures, statistics, content checks and pair
-//! arithmetic. No I/O.
+//! arithmetic. No I/O in the submodules; the loaders here ([`load`], [`load_pair`], [`load_baseline`]) read a
+//! run or baseline directory from disk (through [`crate::evidence`]) and parse each reply as it is read.
 
 pub mod baseline_values;
 pub mod content;

@@ -4,46 +4,14 @@
 //! nothing: it stamps each `read()` of the body with the milliseconds since the request was sent
 //! (monotonic clock; for `http://` the kernel's receive time, see [`send_within`]) and hands the reads on.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::time::{Duration, Instant};
-
-use serde::{Deserialize, Serialize};
 
 use crate::io::reads::TimedRead;
 use crate::spec::RequestSpec;
 
-/// `NN.response.json`: what the HTTP layer said.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ResponseMeta {
-    /// HTTP status.
-    pub status: Option<u16>,
-    /// Response headers (lower-case names; repeated headers joined with `, `).
-    pub headers: BTreeMap<String, String>,
-    /// Transport failure, verbatim.
-    pub transport_error: Option<String>,
-    /// ms from send to the response head.
-    pub head_ms: Option<f64>,
-    /// ms from send to the end of the body (or the failure).
-    pub end_ms: Option<f64>,
-}
-
-/// Bytes of one response body kept in the evidence; the rest is read no further and the request is marked
-/// `body_truncated` (a hostile or broken serve must not exhaust memory). 64 MiB.
-pub const BODY_CAP_BYTES: u64 = 64 * 1024 * 1024;
-
-/// What one request produced.
-#[derive(Debug, Clone)]
-pub struct Exchange {
-    /// Status, headers, timings of the HTTP layer, transport error.
-    pub response: ResponseMeta,
-    /// The body as timed reads.
-    pub reads: Vec<TimedRead>,
-    /// Bytes kept.
-    pub body_bytes: u64,
-    /// True when the cap was hit.
-    pub body_truncated: bool,
-}
+/// What one request produced, shared with the load client ([`crate::io::exchange`]).
+pub use crate::io::exchange::{Exchange, ResponseMeta, BODY_CAP_BYTES};
 
 /// Builds the chat-completion body for one prompt: OpenAI field names, `stream_options.include_usage` when
 /// streamed, `extra` merged last (it may override anything but `messages` and `stream`).

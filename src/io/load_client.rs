@@ -1,7 +1,7 @@
 //! The load client: many chat-completion requests in flight from one thread. A current-thread tokio
 //! runtime drives every connection; each `read()` of a response is timestamped on the thread that made it
 //! (no hand-over between threads, the cost that made the blocking client 40 µs per token), and the bytes are
-//! de-chunked and kept as [`TimedRead`]s exactly as [`crate::io::client`] keeps them, so a load run's
+//! de-chunked and kept as [`TimedRead`]s exactly as [`crate::io::client`] keeps them ([`crate::io::exchange`]), so a load run's
 //! evidence is judged by the same parser and measure code.
 //!
 //! **When a read arrived**: the kernel's receive time of the last segment the read took (`SO_TIMESTAMPNS`,
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::Interest;
 
-use crate::io::client::{Exchange, ResponseMeta, BODY_CAP_BYTES};
+use crate::io::exchange::{Exchange, ResponseMeta, BODY_CAP_BYTES};
 use crate::io::reads::TimedRead;
 
 /// The shortest time between two wake-ups of the client thread while data keeps arriving: after a

@@ -2,6 +2,7 @@
 //! one atomic file write, and the relay that keeps a closed stdout from failing writes.
 
 pub mod client;
+pub mod exchange;
 pub(crate) mod fs;
 pub mod hash;
 pub mod hold;

@@ -11,8 +11,10 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::error::exit;
+use super::chart::{chart, chart_with, nice_ceil, px, short_number, ChartCtx};
 use crate::records::record::{self, Record};
+
+pub use super::chart::slug;
 
 /// The Markdown page template (`templates/leaderboard.md`).
 pub const MD_TEMPLATE: &str = include_str!("../../templates/leaderboard.md");
@@ -41,7 +43,7 @@ struct PageCtx {
     compare: Vec<CompareCtx>,
     history: Vec<HistoryCtx>,
     /// Throughput-latency curves of load records (`super::load_records`), one per model, runtime and run.
-    curves: Vec<super::load_records::CurveCtx>,
+    curves: Vec<super::curves::CurveCtx>,
 }
 
 /// The bounds a gate declared, as the leaderboard draws them (read from the gate.toml copied into each
@@ -97,14 +99,6 @@ struct HistoryCtx {
     engine: String,
     anchor: String,
     chart: ChartCtx,
-}
-
-#[derive(Debug, Serialize)]
-struct HLineCtx {
-    y: String,
-    label: String,
-    stroke: &'static str,
-    dash: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -172,45 +166,6 @@ fn flags(r: &Record) -> Vec<FlagCtx> {
     f
 }
 
-#[derive(Debug, Serialize)]
-struct ChartCtx {
-    width: u32,
-    height: u32,
-    left: String,
-    right: String,
-    top: String,
-    bottom: String,
-    y_max_label: String,
-    y_mid: String,
-    polyline: String,
-    points: Vec<PointCtx>,
-    others: Vec<PointCtx>,
-    x_labels: Vec<LabelCtx>,
-    title: String,
-    legend_this: String,
-    legend_other: String,
-    /// Horizontal reference lines (history charts: baseline and floor / limit).
-    hlines: Vec<HLineCtx>,
-}
-
-#[derive(Debug, Serialize)]
-struct PointCtx {
-    x: String,
-    y: String,
-    lo: String,
-    hi: String,
-    has_range: bool,
-    hollow: bool,
-    title: String,
-}
-
-#[derive(Debug, Serialize)]
-struct LabelCtx {
-    x: String,
-    text: String,
-    anchor: &'static str,
-}
-
 /// The metric as a heading: `decode rate`, `first token, warm`.
 fn metric_label(r: &Record) -> String {
     let base = r.metric.name.replace('_', " ");
@@ -225,20 +180,6 @@ fn metric_order(name: &str) -> usize {
         .iter()
         .position(|(n, _)| *n == name)
         .unwrap_or(usize::MAX)
-}
-
-/// A slug part: lower case ASCII letters and digits, every other run of characters one `-` (`tok/s` → `tok-s`).
-/// The one slug rule of page anchors and dashboard measure names.
-pub fn slug(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
 }
 
 fn engine_cell(r: &Record) -> String {
@@ -294,230 +235,6 @@ fn row_order(a: &Record, b: &Record) -> std::cmp::Ordering {
         .then(by_value)
         .then_with(|| b.date.cmp(&a.date))
         .then_with(|| a.id.cmp(&b.id))
-}
-
-/// The smallest of 1, 2, 2.5, 5 × 10^k at or above `x` (> 0): a readable top of the y axis.
-pub(super) fn nice_ceil(x: f64) -> f64 {
-    let p = 10f64.powf(x.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if m * p >= x * (1.0 - 1e-12) {
-            return m * p;
-        }
-    }
-    10.0 * p
-}
-
-/// `x` with the fewest decimals (at most 6) that show it: `50`, `2.5`, `0.25`.
-pub(super) fn short_number(x: f64) -> String {
-    let s = format!("{x:.6}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-fn day_number(date: &str) -> f64 {
-    let parse = || -> Option<i32> {
-        let m = time::Month::try_from(date.get(5..7)?.parse::<u8>().ok()?).ok()?;
-        let d = time::Date::from_calendar_date(
-            date.get(0..4)?.parse().ok()?,
-            m,
-            date.get(8..10)?.parse().ok()?,
-        )
-        .ok()?;
-        Some(d.to_julian_day())
-    };
-    parse().unwrap_or(0) as f64
-}
-
-pub(super) fn px(x: f64) -> String {
-    format!("{x:.1}")
-}
-
-/// A value-over-time chart of one group: x = date (records of one day side by side), y from 0 to the
-/// largest figure; a filled dot per record (hollow when indicative), its range as a bar, pair partners as
-/// grey squares.
-fn chart(group: &[&Record], model: &str, metric: &str, unit: &str) -> ChartCtx {
-    chart_with(group, model, metric, unit, &[])
-}
-
-/// [`chart`] with horizontal reference lines `(label, value, stroke, dash)`, the y axis reaching them.
-fn chart_with(
-    group: &[&Record],
-    model: &str,
-    metric: &str,
-    unit: &str,
-    lines: &[(String, f64, &'static str, &'static str)],
-) -> ChartCtx {
-    let (width, height) = (360u32, 150u32);
-    let (left, right, top, bottom) = (52.0, width as f64 - 14.0, 12.0, height as f64 - 30.0);
-    let mut by_time: Vec<&Record> = group.to_vec();
-    by_time.sort_by(|a, b| a.date.cmp(&b.date).then_with(|| a.id.cmp(&b.id)));
-    let days: Vec<f64> = by_time.iter().map(|r| day_number(&r.date)).collect();
-    let (d0, d1) = (
-        days.iter().copied().fold(f64::INFINITY, f64::min),
-        days.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-    );
-    let mut y_top: f64 = 0.0;
-    for r in &by_time {
-        y_top = y_top.max(r.value).max(r.range[1]);
-        if let Some(p) = &r.pair {
-            y_top = y_top
-                .max(p.other_value)
-                .max(p.other_range.map(|o| o[1]).unwrap_or(0.0));
-        }
-    }
-    for (_, v, _, _) in lines {
-        y_top = y_top.max(*v);
-    }
-    if y_top <= 0.0 {
-        y_top = 1.0;
-    }
-    let y_top = nice_ceil(y_top * 1.05);
-    let y = |v: f64| bottom - (v / y_top) * (bottom - top);
-    let mut xs = Vec::new();
-    let mut same_day = 0;
-    for (i, &d) in days.iter().enumerate() {
-        same_day = if i > 0 && days[i - 1] == d {
-            same_day + 1
-        } else {
-            0
-        };
-        let base = if d1 > d0 {
-            left + 14.0 + (d - d0) / (d1 - d0) * (right - left - 28.0)
-        } else {
-            (left + right) / 2.0
-        };
-        xs.push(base + same_day as f64 * 9.0);
-    }
-    let mut points = Vec::new();
-    let mut others = Vec::new();
-    for (r, &x) in by_time.iter().zip(&xs) {
-        let mut title = format!(
-            "{} {}: {} {unit}, n = {}",
-            r.date,
-            r.id,
-            r.fmt(r.value),
-            r.n
-        );
-        if r.indicative() {
-            title.push_str(", indicative");
-        }
-        points.push(PointCtx {
-            x: px(x),
-            y: px(y(r.value)),
-            lo: px(y(r.range[0])),
-            hi: px(y(r.range[1])),
-            has_range: r.range[1] > r.range[0],
-            hollow: r.indicative(),
-            title,
-        });
-        if let Some(p) = &r.pair {
-            let (lo, hi) = p
-                .other_range
-                .map(|o| (o[0], o[1]))
-                .unwrap_or((p.other_value, p.other_value));
-            others.push(PointCtx {
-                x: px(x + 5.0),
-                y: px(y(p.other_value)),
-                lo: px(y(lo)),
-                hi: px(y(hi)),
-                has_range: hi > lo,
-                hollow: false,
-                title: format!(
-                    "{} {}: {} {} {unit}, n = {}",
-                    r.date,
-                    r.id,
-                    p.other_engine,
-                    r.fmt(p.other_value),
-                    p.other_n
-                ),
-            });
-        }
-    }
-    let polyline = if points.len() > 1 {
-        points
-            .iter()
-            .map(|p| format!("{},{}", p.x, p.y))
-            .collect::<Vec<_>>()
-            .join(" ")
-    } else {
-        String::new()
-    };
-    let mut x_labels = Vec::new();
-    if let (Some(first), Some(last)) = (by_time.first(), by_time.last()) {
-        if first.date == last.date {
-            x_labels.push(LabelCtx {
-                x: px(xs[0]),
-                text: first.date.clone(),
-                anchor: "middle",
-            });
-        } else {
-            x_labels.push(LabelCtx {
-                x: px(xs[0]),
-                text: first.date.clone(),
-                anchor: "start",
-            });
-            x_labels.push(LabelCtx {
-                x: px(xs[xs.len() - 1]),
-                text: last.date.clone(),
-                anchor: "end",
-            });
-        }
-    }
-    let names = |f: &dyn Fn(&Record) -> Option<String>| {
-        let mut v: Vec<String> = by_time
-            .iter()
-            .filter(|r| r.pair.is_some())
-            .filter_map(|r| f(r))
-            .collect();
-        v.sort();
-        v.dedup();
-        v
-    };
-    let (this_names, other_names) = (
-        names(&|r| Some(r.settings.engine.clone())),
-        names(&|r| r.pair.as_ref().map(|p| p.other_engine.clone())),
-    );
-    let one = |v: Vec<String>, many: &str| {
-        if v.len() == 1 {
-            v[0].clone()
-        } else {
-            many.to_string()
-        }
-    };
-    let (legend_this, legend_other) = if other_names.is_empty() {
-        (String::new(), String::new())
-    } else {
-        (
-            one(this_names, "this engine"),
-            one(other_names, "pair partner"),
-        )
-    };
-    let hlines = lines
-        .iter()
-        .map(|(label, v, stroke, dash)| HLineCtx {
-            y: px(y(*v)),
-            label: label.clone(),
-            stroke,
-            dash,
-        })
-        .collect();
-    ChartCtx {
-        hlines,
-        legend_this,
-        legend_other,
-        width,
-        height,
-        left: px(left),
-        right: px(right),
-        top: px(top),
-        bottom: px(bottom),
-        y_max_label: short_number(y_top),
-        y_mid: px((top + bottom) / 2.0),
-        polyline,
-        points,
-        others,
-        x_labels,
-        title: format!("{model}: {metric} ({unit}) over time"),
-    }
 }
 
 /// A figure in `to` (`ms` or `s`) from milliseconds.
@@ -862,7 +579,7 @@ pub fn render_with(
         groups,
         compare: compare(&sorted),
         history: history(&sorted, bounds),
-        curves: super::load_records::curves(&load, records_link),
+        curves: super::curves::curves(&load, records_link),
     };
     let env = environment()?;
     // Every text a record brings (model name, engine, route, notes, flags, ids) with its control bytes shown
@@ -1070,120 +787,10 @@ pub fn unified_diff(
     text
 }
 
-/// `servegate leaderboard` arguments.
-#[derive(Debug, clap::Args)]
-pub struct LeaderboardArgs {
-    /// Write nothing: render in memory and exit 1 with a diff when a committed page differs.
-    #[arg(long)]
-    pub check: bool,
-    /// The Markdown page (the HTML page is the same path with .html).
-    #[arg(long, value_name = "PATH", default_value = DEFAULT_OUT)]
-    pub out: PathBuf,
-    /// The record directory.
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_RECORDS)]
-    pub records: PathBuf,
-}
-
-/// Runs `servegate leaderboard`; returns the exit code.
-pub fn cli(args: &LeaderboardArgs) -> i32 {
-    cli_leaderboard(&args.records, Some(&args.out), args.check)
-}
-
-/// `servegate leaderboard [--check] [--out PATH] [--records DIR]`: renders the Markdown page to `out`
-/// (default docs/leaderboard.md) and the HTML page beside it (`.html`). With `check`, writes nothing:
-/// renders in memory, prints a unified diff for each page that differs from the file, and exits 1
-/// (ASSERTION_FAILED) when one does. Invalid records: every problem, exit 3 (SPEC_INVALID); I/O or template
-/// errors: exit 5 (EVIDENCE_ERROR).
-pub fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i32 {
-    let records = match record::load_dir(records_dir) {
-        Ok(r) => r,
-        Err(refused) => {
-            for l in &refused.lines {
-                crate::errln!("{l}");
-            }
-            crate::errln!(
-                "error: {}: nothing rendered; a page shows only records that re-derive from their evidence \
-                 (see `servegate records check`)",
-                refused.summary()
-            );
-            return exit::SPEC_INVALID;
-        }
-    };
-    let md_path = out
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_OUT));
-    let html = html_path(&md_path);
-    let page_dir = match md_path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let bounds = bounds_of(records_dir, &records);
-    let pages = match render_with(&records, &relative_link(&page_dir, records_dir), &bounds) {
-        Ok(p) => p,
-        Err(e) => {
-            crate::errln!("error: rendering the leaderboard: {e:#}");
-            return exit::EVIDENCE_ERROR;
-        }
-    };
-    let targets = [(&md_path, &pages.markdown), (&html, &pages.html)];
-    if !check {
-        // A page over a record (or over evidence) would destroy what it is rendered from.
-        let mut inputs = crate::evidence::guard::Inputs::new();
-        inputs.dir(records_dir, "the record directory");
-        let refusals = inputs.refuse([
-            ("--out".to_string(), md_path.as_path()),
-            ("the HTML page of --out".to_string(), html.as_path()),
-        ]);
-        for r in &refusals {
-            crate::errln!("error: {r}");
-        }
-        if !refusals.is_empty() {
-            return exit::USAGE;
-        }
-    }
-    if check {
-        let mut differ = false;
-        for (path, text) in targets {
-            let committed = match std::fs::read_to_string(path) {
-                Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-                Err(e) => {
-                    crate::errln!("error: {}: {e}", path.display());
-                    return exit::EVIDENCE_ERROR;
-                }
-            };
-            if committed == *text {
-                crate::outln!("{}: up to date ({} records)", path.display(), records.len());
-            } else {
-                differ = true;
-                let shown = path.display().to_string();
-                crate::out!(
-                    "{}",
-                    unified_diff(
-                        &shown,
-                        &format!("{shown} (rendered from {})", records_dir.display()),
-                        &committed,
-                        text,
-                        3
-                    )
-                );
-                crate::outln!("{}: differs from what the records render; run `servegate leaderboard` and commit the result", path.display());
-            }
-        }
-        return if differ {
-            exit::ASSERTION_FAILED
-        } else {
-            exit::PASS
-        };
-    }
-    for (path, text) in targets {
-        if let Err(e) = crate::io::fs::write_atomic(path, text.as_bytes()) {
-            crate::errln!("error: {}: {e}", path.display());
-            return exit::EVIDENCE_ERROR;
-        }
-        crate::outln!("wrote {} ({} records)", path.display(), records.len());
-    }
-    exit::PASS
+/// Writes a rendered page to `path` atomically (temp file beside it, then rename): a reader never sees a
+/// half-written page.
+pub fn write_page(path: &Path, text: &str) -> std::io::Result<()> {
+    crate::io::fs::write_atomic(path, text.as_bytes())
 }
 
 #[cfg(test)]

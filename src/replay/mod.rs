@@ -28,6 +28,7 @@
 pub mod event_loop;
 pub(crate) mod http;
 pub mod pace;
+pub mod scripted;
 pub mod synthetic;
 
 use std::collections::{BTreeMap, HashMap};

@@ -15,6 +15,7 @@ use crate::io::load_client::{self, LoadExchange, Schedule, Target};
 use crate::sinks::events::Step;
 use crate::spec::load::{Arrival, LoadGate, Point};
 use crate::spec::GateSpec;
+use crate::vocab::{FailureCode, ServeFailure};
 
 /// One prompt of a load run: the text and its `max_tokens`.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,14 +89,16 @@ pub fn send_points(
     let prompts = match prompts(gate, load) {
         Ok(p) => p,
         Err(e) => {
-            parent.serve.failure = Some(format!("load_dataset: {e}"));
+            parent.serve.failure =
+                Some(ServeFailure::new(FailureCode::LoadDataset, e.to_string()).to_string());
             return Ok(());
         }
     };
     let target = match Target::parse(base_url, api_key.map(str::to_string)) {
         Ok(t) => t,
         Err(e) => {
-            parent.serve.failure = Some(format!("load_client: {e}"));
+            parent.serve.failure =
+                Some(ServeFailure::new(FailureCode::LoadClient, e.to_string()).to_string());
             return Ok(());
         }
     };

@@ -1,6 +1,14 @@
 //! Running gates: the runner (`servegate run`), the libtest-mimic harness and the self-test.
 
+mod detect;
 pub mod harness;
+mod lifecycle;
 pub mod load;
+mod pair;
+mod reach;
 pub mod runner;
 pub mod selftest;
+mod send;
+mod setup;
+mod single;
+mod step;

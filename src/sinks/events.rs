@@ -340,6 +340,7 @@ fn tests(
                 message,
                 l.duration_s,
             )
+            .at_line(spec.decl_line_of(&l.assertion))
         })
         .collect()
 }
@@ -393,7 +394,8 @@ pub fn gate_results(event: &Event<'_>) -> Option<GateResults> {
                             Some(FailureKind::Assertion),
                             &format!("no verdict for {}", l.assertion),
                             l.duration_s,
-                        ),
+                        )
+                        .at_line(spec.decl_line_of(&l.assertion)),
                     },
                 )
                 .collect();

@@ -2,18 +2,13 @@
 //! format is one file of `sinks/` implementing [`Exporter`] (a pure `serialize(&Results) -> bytes`); writing is
 //! separate ([`crate::sinks::outputs::Outputs::write_all`], one `write_atomic` per report). [`Format`] is the
 //! one table of formats: its command-line flag ([`OutputArgs`]), its harness variable and its exporter. Adding a
-//! format is one new file, a variant here, and a `mod` line (docs/architecture-runpath.md, "Add an output
-//! format"); every `match` on [`Format`] below then fails to compile until it knows the new one.
+//! format is one new file, a variant here, and a `mod` line (docs/architecture.md, "Recipe: add an
+//! output format"); every `match` on [`Format`] below then fails to compile until it knows the new one.
 
 use std::path::PathBuf;
 
-use crate::sinks::report::Results;
-
-/// One output format: a pure serialization of the results document into the bytes of its file.
-pub trait Exporter {
-    /// The file's bytes, or why the document cannot be written in this format.
-    fn serialize(&self, results: &Results) -> Result<Vec<u8>, String>;
-}
+/// The interface of a format, defined beside the model the formats read (so no format imports this file).
+pub use crate::sinks::report::Exporter;
 
 /// Every output format servegate writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

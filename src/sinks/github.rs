@@ -11,21 +11,18 @@
 //!
 //! `error` for a test that fails the run (failed, void, indeterminate unless the gate lets it through),
 //! `warning` for one that does not (indeterminate under `on_indeterminate = "pass"`, incomparable without
-//! `SERVEGATE_STRICT`). The line is [`crate::spec::line_in`]'s: the `floor_tok_s` line for `rate`, the
-//! `[assert.X]` header otherwise. GitHub shows at most 10 errors and 10 warnings per step, so at most
+//! `SERVEGATE_STRICT`). The line is the one the results carry from the gate's parse
+//! ([`crate::spec::GateSpec::decl_line`]): the `floor_tok_s` line for `rate`, the `[assert.X]` header otherwise. GitHub shows at most 10 errors and 10 warnings per step, so at most
 //! [`MAX_PER_LEVEL`] of each are printed and one `::notice` counts the rest. Data and properties are escaped as
 //! the workflow-command rules require ([`escape_data`], [`escape_property`]).
 //!
-//! The step summary ([`append_step_summary`]) is the `--summary` Markdown (sinks/markdown.rs) with a link to
-//! the evidence artifact (`SERVEGATE_ARTIFACT_URL`), appended (GitHub's rule for the file), and cut so that the
-//! file never exceeds the 1 MiB GitHub accepts for one step ([`crate::sinks::markdown::BUDGET_BYTES`]): what an
-//! earlier step of the same job wrote counts against it.
+//! The step summary is the `--summary` Markdown with a link to the evidence artifact (`SERVEGATE_ARTIFACT_URL`),
+//! appended by [`crate::sinks::markdown::append_step_summary`] to [`Github::step_summary`] (this file only
+//! says where; sinks/outputs.rs writes it).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::sinks::markdown;
 use crate::sinks::report::{AssertionResult, Results, TestOutcome};
 
 /// GitHub shows at most this many annotations of one level (error, warning) per step.
@@ -63,31 +60,18 @@ impl Github {
         }
     }
 
-    /// Prints the annotations on stdout and appends the step summary; returns one message per problem (the
-    /// summary could not be appended), for stderr. Does nothing when not annotating.
-    pub fn publish(&self, results: &Results) -> Vec<String> {
+    /// The annotation lines of `results` ([`annotations`], paths relative to the workspace), each ended by a
+    /// newline: what is printed on stdout after the reports are written. Empty when not annotating.
+    pub fn annotation_text(&self, results: &Results) -> String {
         if !self.annotate {
-            return Vec::new();
+            return String::new();
         }
         let mut out = String::new();
-        for line in annotations(results, self.workspace.as_deref(), &read_line) {
+        for line in annotations(results, self.workspace.as_deref()) {
             out.push_str(&line);
             out.push('\n');
         }
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout
-            .write_all(out.as_bytes())
-            .and_then(|_| stdout.flush());
-        let mut errors = Vec::new();
-        if let Some(p) = &self.step_summary {
-            if let Err(e) = append_step_summary(p, results, self.artifact_url.as_deref()) {
-                errors.push(format!(
-                    "{}: cannot append the job summary: {e}",
-                    p.display()
-                ));
-            }
-        }
-        errors
+        out
     }
 }
 
@@ -125,18 +109,6 @@ pub fn level(t: &AssertionResult) -> Option<&'static str> {
     }
 }
 
-/// The line of `assertion` in the gate file `file` (read from disk; [`crate::spec::line_in`]), 1 when it
-/// cannot be read.
-pub fn gate_line(file: &Path, assertion: &str) -> usize {
-    read_line(file, assertion)
-}
-
-fn read_line(file: &Path, assertion: &str) -> usize {
-    std::fs::read_to_string(file)
-        .map(|t| crate::spec::line_in(&t, assertion))
-        .unwrap_or(1)
-}
-
 /// The gate file as an annotation names it: relative to `workspace` when under it.
 fn annotation_path(file: &str, workspace: Option<&Path>) -> String {
     let p = Path::new(file);
@@ -147,16 +119,12 @@ fn annotation_path(file: &str, workspace: Option<&Path>) -> String {
 }
 
 /// The annotation lines of `results`, in test order: at most [`MAX_PER_LEVEL`] errors and as many warnings,
-/// then one notice counting the rest. `line_of(file, assertion)` gives the declaring line.
-pub fn annotations(
-    results: &Results,
-    workspace: Option<&Path>,
-    line_of: &dyn Fn(&Path, &str) -> usize,
-) -> Vec<String> {
+/// then one notice counting the rest. Each points at the line declaring its assertion, as the results carry
+/// it ([`AssertionResult::gate_line`]: kept from the gate's parse, no file read).
+pub fn annotations(results: &Results, workspace: Option<&Path>) -> Vec<String> {
     let mut lines = Vec::new();
     let mut shown: BTreeMap<&str, usize> = BTreeMap::new();
     let mut left: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut cache: BTreeMap<(String, String), usize> = BTreeMap::new();
     for g in &results.gates {
         for t in &g.assertions {
             let Some(level) = level(t) else { continue };
@@ -166,9 +134,7 @@ pub fn annotations(
                 continue;
             }
             *n += 1;
-            let line = *cache
-                .entry((g.file.clone(), t.name.clone()))
-                .or_insert_with(|| line_of(Path::new(&g.file), &t.name));
+            let line = t.gate_line();
             lines.push(format!(
                 "::{level} file={},line={line},title={}::{}",
                 escape_property(&annotation_path(&g.file, workspace)),
@@ -193,26 +159,6 @@ pub fn annotations(
         ));
     }
     lines
-}
-
-/// Appends the summary of `results` to the step summary file `path`, cut so that the file stays within
-/// [`markdown::BUDGET_BYTES`] (what is already in it counts). One write of the whole text.
-pub fn append_step_summary(
-    path: &Path,
-    results: &Results,
-    artifact_url: Option<&str>,
-) -> std::io::Result<()> {
-    let used = std::fs::metadata(path)
-        .map(|m| m.len() as usize)
-        .unwrap_or(0);
-    let budget = markdown::BUDGET_BYTES.saturating_sub(used);
-    let bytes = markdown::serialize_with(results, budget, artifact_url);
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    f.write_all(&bytes)?;
-    f.flush()
 }
 
 #[cfg(test)]
@@ -278,15 +224,11 @@ mod tests {
                 "void",
             ));
         }
+        for t in &mut tests {
+            t.line = Some(if t.name == "rate" { 7 } else { 3 });
+        }
         let r = results(tests);
-        let lines = annotations(&r, Some(Path::new("/ws")), &|f, a| {
-            assert_eq!(f, Path::new("/ws/gates/g.toml"));
-            if a == "rate" {
-                7
-            } else {
-                3
-            }
-        });
+        let lines = annotations(&r, Some(Path::new("/ws")));
         assert_eq!(
             lines[0],
             "::error file=gates/g.toml,line=7,title=g%3A%3Arate::rate FAIL median 5.0 tok/s%0Asecond line"
@@ -311,7 +253,7 @@ mod tests {
         assert_eq!(lines.len(), 12);
         // Nothing to say about a passing run.
         let pass = results(vec![t("route", TestOutcome::Passed, None, "route PASS")]);
-        assert!(annotations(&pass, None, &|_, _| 1).is_empty());
+        assert!(annotations(&pass, None).is_empty());
     }
 
     #[test]

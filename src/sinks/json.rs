@@ -1,8 +1,7 @@
 //! The results JSON (schema [`crate::sinks::report::RESULTS_SCHEMA`], docs/results-json.md): the results
 //! document serialized as it is, pretty-printed, with a final newline.
 
-use crate::sinks::export::Exporter;
-use crate::sinks::report::Results;
+use crate::sinks::report::{Exporter, Results};
 
 /// The results JSON exporter.
 pub struct Json;

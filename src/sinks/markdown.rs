@@ -10,8 +10,9 @@
 //! would is cut at a line boundary and ends with a note saying so and where the full results are.
 
 use crate::error::exit;
-use crate::sinks::export::Exporter;
-use crate::sinks::report::{AssertionResult, FailureKind, GateStatus, Results, TestOutcome};
+use crate::sinks::report::{
+    AssertionResult, Exporter, FailureKind, GateStatus, Results, TestOutcome,
+};
 
 /// The most bytes a summary has: 1 MiB, the size GitHub accepts for one `$GITHUB_STEP_SUMMARY`.
 pub const BUDGET_BYTES: usize = 1024 * 1024;

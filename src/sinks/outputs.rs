@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::error::RunEnd;
 use crate::io::fs::write_atomic;
 use crate::sinks::export::{Format, OutputArgs};
+use crate::sinks::markdown;
 use crate::sinks::report::Results;
 
 /// Where to write the reports of a run (`--junit`, `--json`, `--summary`, or `SERVEGATE_JUNIT`,
@@ -107,9 +108,9 @@ impl Outputs {
         for (f, p) in self.iter() {
             let bytes = match f {
                 // The summary links the evidence artifact when SERVEGATE_ARTIFACT_URL names it.
-                Format::Summary => Ok(crate::sinks::markdown::serialize_with(
+                Format::Summary => Ok(markdown::serialize_with(
                     results,
-                    crate::sinks::markdown::BUDGET_BYTES,
+                    markdown::BUDGET_BYTES,
                     self.github.artifact_url.as_deref(),
                 )),
                 _ => f.exporter().serialize(results),
@@ -158,9 +159,53 @@ impl Outputs {
         }
         // Annotations and the job summary say what the reports say (a summary not appended is said on stderr:
         // the reports themselves were written).
-        for e in self.github.publish(results) {
+        for e in self.publish_github(results) {
             crate::errln!("warning: {e}");
         }
         errors
     }
+
+    /// GitHub Actions ([`Outputs::github`]): prints the annotations on stdout (escaped as workflow commands
+    /// require, [`crate::sinks::github::annotations`]) and appends the step summary; returns one message per
+    /// problem (the summary could not be appended), for stderr. Does nothing when not annotating.
+    pub fn publish_github(&self, results: &Results) -> Vec<String> {
+        if !self.github.annotate {
+            return Vec::new();
+        }
+        let out = self.github.annotation_text(results);
+        let mut stdout = std::io::stdout().lock();
+        let _ = std::io::Write::write_all(&mut stdout, out.as_bytes())
+            .and_then(|_| std::io::Write::flush(&mut stdout));
+        let mut errors = Vec::new();
+        if let Some(p) = &self.github.step_summary {
+            if let Err(e) = append_step_summary(p, results, self.github.artifact_url.as_deref()) {
+                errors.push(format!(
+                    "{}: cannot append the job summary: {e}",
+                    p.display()
+                ));
+            }
+        }
+        errors
+    }
+}
+
+/// Appends the summary of `results` to the step summary file `path`, cut so that the file stays within
+/// [`markdown::BUDGET_BYTES`] (1 MiB, what GitHub accepts for one step; what an earlier step of the same job
+/// wrote counts). Appended, as GitHub's rule for the file says. One write of the whole text.
+pub fn append_step_summary(
+    path: &Path,
+    results: &Results,
+    artifact_url: Option<&str>,
+) -> std::io::Result<()> {
+    let used = std::fs::metadata(path)
+        .map(|m| m.len() as usize)
+        .unwrap_or(0);
+    let budget = markdown::BUDGET_BYTES.saturating_sub(used);
+    let bytes = markdown::serialize_with(results, budget, artifact_url);
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    std::io::Write::write_all(&mut f, &bytes)?;
+    std::io::Write::flush(&mut f)
 }

@@ -16,6 +16,14 @@ use crate::judge::outcome::RunOutcome;
 use crate::judge::Verdict;
 use crate::spec::GateSpec;
 
+/// One output format: a pure serialization of the results document into the bytes of its file. Each format
+/// (`sinks/json.rs`, `sinks/junit.rs`, `sinks/markdown.rs`) implements it over this model alone;
+/// [`crate::sinks::export::Format::exporter`] picks one.
+pub trait Exporter {
+    /// The file's bytes, or why the document cannot be written in this format.
+    fn serialize(&self, results: &Results) -> Result<Vec<u8>, String>;
+}
+
 /// The schema id of the results document. Bumped (`/2`) when a field is removed or changes meaning; new
 /// fields may be added within `/1`.
 pub const RESULTS_SCHEMA: &str = "servegate.results/1";
@@ -347,6 +355,11 @@ pub struct AssertionResult {
     /// `path missing`, `not run`. None for a test that passed or fails the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skip_reason: Option<String>,
+    /// The 1-based line of the gate file declaring the assertion ([`GateSpec::decl_line_of`], kept from the
+    /// parse), where JUnit's `gate_line` and the GitHub annotations point; None where no gate parsed (read as
+    /// line 1: [`AssertionResult::gate_line`]). In memory only: the results JSON does not carry it.
+    #[serde(skip)]
+    pub line: Option<usize>,
 }
 
 /// One request's figures (docs/metrics.md defines each).
@@ -647,7 +660,19 @@ impl AssertionResult {
             unit: None,
             values: Vec::new(),
             skip_reason: None,
+            line: None,
         }
+    }
+
+    /// This test with the line of its gate file declaring it ([`AssertionResult::line`]).
+    pub fn at_line(mut self, line: usize) -> AssertionResult {
+        self.line = Some(line);
+        self
+    }
+
+    /// The line annotations and JUnit name: [`AssertionResult::line`], 1 when unknown.
+    pub fn gate_line(&self) -> usize {
+        self.line.unwrap_or(1)
     }
 
     /// This test with its skip reason ([`AssertionResult::skip_reason`]), kept only when the test neither
@@ -717,6 +742,7 @@ pub fn assertion_from_verdict(
     AssertionResult::new(&spec.name, &v.assertion, o, kind, &v.message, duration_s)
         .with_figures(spec, v)
         .with_skip_reason(reason)
+        .at_line(spec.decl_line_of(&v.assertion))
 }
 
 /// Provenance from a run outcome.
@@ -913,7 +939,7 @@ mod tests {
             (2, 1, 1)
         );
         let v: serde_json::Value =
-            serde_json::from_slice(&crate::sinks::json::serialize(&r)).unwrap();
+            serde_json::from_slice(&serde_json::to_vec_pretty(&r).unwrap()).unwrap();
         assert_eq!(v["gates"][0]["status"], "indeterminate");
         assert_eq!(v["gates"][0]["assertions"][1]["outcome"], "indeterminate");
         assert_eq!(
@@ -965,7 +991,7 @@ mod tests {
         assert_eq!(r.exit_code, exit::SPEC_INVALID);
         assert_eq!(r.gates[0].assertions[0].test, "bad::spec");
         let v: serde_json::Value =
-            serde_json::from_slice(&crate::sinks::json::serialize(&r)).unwrap();
+            serde_json::from_slice(&serde_json::to_vec_pretty(&r).unwrap()).unwrap();
         assert_eq!(v["schema"], RESULTS_SCHEMA);
         assert_eq!(v["gates"][0]["failure_kind"], "spec_invalid");
         assert_eq!(v["gates"][0]["assertions"][0]["outcome"], "failed");

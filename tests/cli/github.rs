@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use crate::fixtures::{self, Entry};
 
-use servegate::sinks::github::append_step_summary;
 use servegate::sinks::markdown::BUDGET_BYTES;
+use servegate::sinks::outputs::append_step_summary;
 use servegate::sinks::report::{AssertionResult, GateResults, Producer, Results, TestOutcome};
 
 const GATE: &str = "tests/data/github/rate-fail.toml";

@@ -13,7 +13,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use crate::bench::cpu_s_thread;
+use crate::bench_common::cpu_s_thread;
 
 /// What the floor client did.
 #[derive(Debug, Clone, Default)]

@@ -23,9 +23,8 @@ use serde_json::{json, Value};
 
 use servegate::analysis::stats;
 
-use crate::bench::{
-    cpu_s_thread, cpus, load_schedules, pin_command, wait_rusage, workdir, LoadCase, Synth,
-};
+use crate::bench_common::{cpu_s_thread, cpus, pin_command, wait_rusage, workdir, Synth};
+use crate::bench_load::{load_schedules, LoadCase};
 
 /// The true per-request figures of the streamed, answered requests in a timing log, in arrival order:
 /// TTFT = the first token chunk's send time from the request's arrival (ms); TPOT = (last token chunk's
@@ -91,7 +90,7 @@ pub struct Reported {
     pub failed: Option<u64>,
 }
 
-/// The peers, in the order of preference of the issue (most widely used first).
+/// The peers, in order of preference (most widely used first).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Peer {
     /// NVIDIA AIPerf (GenAI-Perf's successor).

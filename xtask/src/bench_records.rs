@@ -1,4 +1,4 @@
-//! `cargo xtask bench-records [--n 10000]`: records checked and rendered at scale (issue 14: "10,000 records
+//! `cargo xtask bench-records [--n 10000]`: records checked and rendered at scale (the target: "10,000 records
 //! checked and rendered in under 1 s on one core"). Measured here, never in a timed test. It writes `n`
 //! records (copies of a committed published record with distinct ids, dates and values, plus a share of
 //! copies of the committed reference gate_run record, which cite the committed evidence) to a temp

@@ -1,10 +1,13 @@
-//! servegate's developer tasks, kept out of the shipped crate (issue 13): `cargo xtask bench-self` measures
+//! servegate's developer tasks, kept out of the shipped crate: `cargo xtask bench-self` measures
 //! servegate's own accuracy and overhead (docs/performance.md). It builds the `servegate` binary (release)
 //! first and drives it as a child process; the peer clients it may install (Python, pip) never touch the
 //! library.
 
 mod bench;
+mod bench_common;
+mod bench_fidelity;
 mod bench_floor;
+mod bench_load;
 mod bench_peers_load;
 mod bench_records;
 
@@ -30,7 +33,7 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.cmd {
-        Cmd::BenchSelf(args) => match bench::build_servegate() {
+        Cmd::BenchSelf(args) => match bench_common::build_servegate() {
             Ok(()) => bench::cli_bench_self(&args),
             Err(e) => {
                 eprintln!("error: {e}");

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use crate::records::record::Record;
 use crate::sinks::report::Results;
+use crate::vocab::{AssertionKind, Better};
 
 /// One figure as the dashboards get it.
 #[derive(Debug, Clone, PartialEq)]
@@ -168,13 +169,19 @@ pub fn from_results(results: &Results) -> Vec<Figure> {
             let (Some(value), Some(unit)) = (t.median, t.unit.clone()) else {
                 continue;
             };
+            // Which way is better is the registry's, for the metric the assertion bounds (`rate`: decode
+            // rate, higher; `first_token`, `tpot`: lower); an assertion with no metric states no figure.
+            let Some(metric) = AssertionKind::from_name(&t.name).and_then(AssertionKind::metric)
+            else {
+                continue;
+            };
             let present: Vec<f64> = t.values.iter().flatten().copied().collect();
             let lower = present.iter().copied().reduce(f64::min);
             let upper = present.iter().copied().reduce(f64::max);
             out.push(Figure {
                 benchmark: g.name.clone(),
                 measure: t.name.clone(),
-                higher_is_better: unit.contains("/s"),
+                higher_is_better: metric.info().better == Better::Higher,
                 unit,
                 value,
                 lower,

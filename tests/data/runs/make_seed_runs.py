@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Rebuilds the two reconstructed evidence directories of the first user's NPU smoke runs
-(shared/seed-runs.md) in servegate's run-directory format. Deterministic: rerunning it gives the same bytes.
+(tests/data/seed-runs.md) in servegate's run-directory format. Deterministic: rerunning it gives the same bytes.
 
     python3 tests/data/runs/make_seed_runs.py
 

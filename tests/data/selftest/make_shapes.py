@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes the `servegate self-test` shapes (tests/data/selftest/*.shape), embedded in the binary by
-src/selftest.rs. Each shape is one small evidence directory as one text bundle:
+src/run/selftest.rs. Each shape is one small evidence directory as one text bundle:
 
     # shape: <name>
-    # kind: seed | <issue 12 kind number>
+    # kind: seed | <kind number of docs/pass-is-proof.md>
     # about: <one line>
     # expect: route=PASS rate=FAIL ...     (per assertion; or `evidence_error`, `spec_invalid`, `no_pass`)
     === gate.toml
@@ -150,7 +150,7 @@ def main():
     for f in os.listdir(HERE):
         if f.endswith(".shape"):
             os.remove(os.path.join(HERE, f))
-    # --- the seed's judging table (shared/seed-runs.md, tests/judge_table.rs) ---
+    # --- the seed's judging table (tests/data/seed-runs.md, tests/judge_table.rs) ---
     shape("seed-release-candidate-fast-route", "seed", "the release candidate on the private route: 98.4, 84.4, 82.1 tok/s, 277 ms median",
           ALL4 % ("PASS", "PASS", "PASS", "PASS") + " known_answer=PASS", fast3(True), known=True)
     shape("seed-silent-fallback-per-op", "seed", "main without the private route: per-op forward, 1.9 tok/s, 1063 ms; answers fine",
@@ -197,7 +197,7 @@ def main():
     shape("seed-known-answer-wrong", "seed", "the known-answer prompt answered 'Lyon': known_answer fails", "known_answer=FAIL content=PASS",
           [ok(262.0, 98.4, ["Lyon"] + PARIS[1:]), ok(277.0, 84.4), ok(301.0, 82.1)], known=True)
 
-    # --- one shape for each kind of issue 12 ---
+    # --- one shape for each kind of false pass (docs/pass-is-proof.md) ---
     recs3 = [record(i, r) for i, r in enumerate(fast3())]
     shape("kind1-requests-never-sent", 1, "3 of 6 planned requests recorded (serve died; status complete): the figures fail",
           "rate=FAIL first_token=FAIL", fast3(), records=recs3, request_extra="repeats = 2\n", planned=6)

@@ -181,6 +181,7 @@ fn results_of(case_results: &Value) -> Results {
                 unit: None,
                 values: vec![],
                 skip_reason: None,
+                line: None,
             }
         })
         .collect();

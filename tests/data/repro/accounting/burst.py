@@ -1,4 +1,4 @@
-# A serve whose figures cannot be measured (issue 12 kind 4). usage: burst.py PORT MODE [GAP_MS]
+# A serve whose figures cannot be measured (kind 4 of docs/pass-is-proof.md). usage: burst.py PORT MODE [GAP_MS]
 # MODE burst:   40 token events flushed in two writes of 20, GAP_MS apart (a buffering proxy), usage 40.
 # MODE inflate: 8 token events at 50 tok/s whose usage.completion_tokens says 4000.
 import json, sys, time

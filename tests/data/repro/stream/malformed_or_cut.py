@@ -1,4 +1,4 @@
-# A serve whose replies read "It is safe." to a careless client (stdlib only; style of shared/repro/cut_or_slow.py).
+# A serve whose replies read "It is safe." to a careless client (stdlib only; style of tests/data/repro/accounting/cut_or_slow.py).
 # Request 1: the event carrying " not" is broken JSON (both OpenAI SDKs raise on it); the rest is well formed,
 #            so the text without that event says the opposite of what the serve sent.
 # Request 2: every token arrives, then the finish chunk is whole JSON but the connection closes before the blank

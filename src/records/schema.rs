@@ -1,0 +1,408 @@
+//! The record schema: [`Record`] and its parts, field by field as docs/records.md documents them, the
+//! schema's closed vocabularies ([`METRICS`], [`SOURCE_KINDS`], [`KNOWN_ANSWER_RESULTS`]) and [`Problem`],
+//! what every check of a record reports. Types only: validation is `validate`, building from runs `build`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// The schema id every record carries in `schema`.
+pub const RECORD_SCHEMA: &str = "servegate.record/1";
+
+/// Below this many values a record is valid but `indicative` wherever it is shown.
+pub const INDICATIVE_BELOW_N: u32 = 3;
+
+/// Metric names and the units each may be stated in.
+pub const METRICS: &[(&str, &[&str])] = &[
+    ("decode_rate", &["tok/s"]),
+    ("first_token", &["s", "ms"]),
+    ("prefill_rate", &["tok/s"]),
+    ("e2e_latency", &["s", "ms"]),
+    ("output_throughput", &["tok/s"]),
+    ("request_throughput", &["req/s"]),
+];
+
+/// `source.kind` values.
+pub const SOURCE_KINDS: &[&str] = &["gate_run", "published"];
+
+/// `known_answer.result` values.
+pub const KNOWN_ANSWER_RESULTS: &[&str] = &["pass", "fail", "not_checked", "not_published"];
+
+/// A key that must be present but may be `null` ("not known / not published"): `Option<T>` without serde's
+/// missing-means-None default.
+fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    Option::<T>::deserialize(d)
+}
+
+/// One measurement. Every key is required unless marked optional; a `nullable` key must be present and
+/// may be `null`, meaning "not known / not published" (shown as such, never guessed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// Always [`RECORD_SCHEMA`].
+    pub schema: String,
+    /// Unique id; equals the file name without `.json`. `[a-z0-9][a-z0-9._-]*`.
+    pub id: String,
+    /// Date of the measurement, `YYYY-MM-DD` (UTC for gate runs).
+    pub date: String,
+    /// The machine: host name and what it is.
+    pub host: String,
+    /// The model measured.
+    pub model: Model,
+    /// The device it ran on (`AMD XDNA 2 NPU (/dev/accel/accel0)`, `CPU, 2 threads`).
+    pub device: String,
+    /// The route or code path (`fused`, `per-op`, `cpu`).
+    pub route: String,
+    /// What was measured, and in which unit.
+    pub metric: Metric,
+    /// The statistic `value` is: only `median` (as `stats::median` defines it).
+    pub statistic: String,
+    /// The stated figure, in `metric.unit`, rounded to `decimals`.
+    pub value: f64,
+    /// Decimal places `value`, `range` and `pair.other_value` are stated to (the precision every check uses).
+    pub decimals: u32,
+    /// Number of measurements the statistic is over.
+    pub n: u32,
+    /// Every value, in measurement order (nullable only for published records whose per-value figures were
+    /// never published; then `values_unavailable` says so).
+    #[serde(deserialize_with = "nullable")]
+    pub values: Option<Vec<f64>>,
+    /// Optional: why `values` is null (e.g. "per-repeat values not published; only median and range").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values_unavailable: Option<String>,
+    /// Optional: the judged requests that did not fail but whose figure could not be measured because of
+    /// how their reply was delivered (`analysis::measure::unmeasured_cause`: a decode window under the
+    /// minimum, a burst, a first token read late with later ones), in send order, each with its cause. They
+    /// are left out of `values` and `n` (not slow, not fast: no figure), as the verdicts leave them out; the
+    /// record is over `n` measured of `n + unmeasured.len()` judged. Absent when every reply was measured
+    /// (and in records written before replies could be unmeasured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmeasured: Vec<Unmeasured>,
+    /// `[min, max]` of the values.
+    pub range: [f64; 2],
+    /// How the engine was driven.
+    pub settings: Settings,
+    /// The device hold (exclusive ticket) the measurement ran under.
+    pub hold: Hold,
+    /// 1-minute load average at start and end.
+    pub load: Load,
+    /// The known-answer check of the same run.
+    pub known_answer: KnownAnswer,
+    /// How the value was measured.
+    pub instrument: Instrument,
+    /// Where the evidence is.
+    pub source: Source,
+    /// Optional: present for a pair (A-B-B-A) record: the other runtime's figure, the ratio and the arm order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<Pair>,
+    /// Notes, including the required "what would make it wrong" sentence.
+    pub notes: Notes,
+    /// Optional: where each provenance fact came from, by dotted field (`model.sha256` → `run.json
+    /// serve.model_file (hashed at serve start)`, `settings.engine_version` → `the serve (/props build_info)`
+    /// or `the gate's [record] table`). Written by the builders for gate runs; absent in older records.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, String>,
+    /// Optional: present for a load record (one sweep point of a load gate, docs/records.md "Load records"):
+    /// the point and the figures of its measured window that the throughput statistics are computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_point: Option<LoadPoint>,
+}
+
+/// One entry of `unmeasured`: a judged request with no measured figure and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Unmeasured {
+    /// Optional: the arm (pair records, numbered as `pair.json` numbers them) the request belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<u32>,
+    /// The request's index in its run (`requests/NN`), warm-ups counted.
+    pub request: u32,
+    /// The cause, as the measure code states it (`decode window 0.3 ms under the 5 ms minimum`).
+    pub cause: String,
+}
+
+/// `load_point`: the sweep point of a load gate a load record measured (`servegate.load/1` evidence,
+/// `analysis::load`'s definitions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadPoint {
+    /// The point as trial names show it: `c=4`, `r=8`.
+    pub point: String,
+    /// Nullable: closed-loop concurrency (requests in flight).
+    #[serde(deserialize_with = "nullable")]
+    pub concurrency: Option<u32>,
+    /// Nullable: open-loop arrival rate, requests/s.
+    #[serde(deserialize_with = "nullable")]
+    pub rate_rps: Option<f64>,
+    /// Succeeded judged requests of the point (a load record is written only when every planned one succeeded).
+    pub requests: u32,
+    /// Their completion tokens (usage), summed.
+    pub output_tokens: u64,
+    /// The measured window, ms: first judged send to last judged end (`analysis::load::window_ms`).
+    pub window_ms: f64,
+}
+
+/// `model`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// Name of the model or model pack (`Qwen3-1.7B-NPU2`, `SmolLM2-135M-Instruct`).
+    pub name: String,
+    /// Nullable: path of the model file or container as loaded.
+    #[serde(deserialize_with = "nullable")]
+    pub file: Option<String>,
+    /// Lower-case hex SHA-256 of the file or container: 64 digits (`sha256_form` `full`), or the published
+    /// prefix (`sha256_form` `prefix`, 8-63 digits, published records only).
+    pub sha256: String,
+    /// `full` or `prefix`.
+    pub sha256_form: String,
+    /// What was hashed: `file` or `container`.
+    pub sha256_of: String,
+    /// Nullable: quantisation / weights description (`Q4NX q4_1 tiles`, `Q8_0 GGUF`).
+    #[serde(deserialize_with = "nullable")]
+    pub weights: Option<String>,
+}
+
+/// `metric`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metric {
+    /// One of [`METRICS`]: `decode_rate`, `first_token`, `prefill_rate`, `e2e_latency`.
+    pub name: String,
+    /// Unit: `tok/s` for rates, `s` or `ms` for times.
+    pub unit: String,
+    /// Nullable: condition qualifying the metric (`warm`).
+    #[serde(deserialize_with = "nullable")]
+    pub condition: Option<String>,
+}
+
+/// `settings`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Engine name (`1bit`, `llama.cpp server`).
+    pub engine: String,
+    /// Nullable: engine version or commit.
+    #[serde(deserialize_with = "nullable")]
+    pub engine_version: Option<String>,
+    /// Nullable: sampling (`temperature 0`, `greedy`).
+    #[serde(deserialize_with = "nullable")]
+    pub sampling: Option<String>,
+    /// Nullable: max_tokens of the requests.
+    #[serde(deserialize_with = "nullable")]
+    pub max_tokens: Option<u32>,
+    /// Nullable: prompt tokens of the request(s).
+    #[serde(deserialize_with = "nullable")]
+    pub prompt_tokens: Option<u32>,
+    /// Nullable: streamed requests.
+    #[serde(deserialize_with = "nullable")]
+    pub stream: Option<bool>,
+    /// Nullable: kernel set or backend description.
+    #[serde(deserialize_with = "nullable")]
+    pub backend: Option<String>,
+}
+
+/// `hold`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hold {
+    /// Nullable: the hold or ticket (`one exclusive NPU ticket`); null when none was taken or not published.
+    #[serde(deserialize_with = "nullable")]
+    pub ticket: Option<String>,
+    /// Nullable: its duration, seconds.
+    #[serde(deserialize_with = "nullable")]
+    pub duration_s: Option<f64>,
+}
+
+/// `load`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Load {
+    /// Nullable: 1-minute load average at the start.
+    #[serde(deserialize_with = "nullable")]
+    pub load1_start: Option<f64>,
+    /// Nullable: 1-minute load average at the end.
+    #[serde(deserialize_with = "nullable")]
+    pub load1_end: Option<f64>,
+}
+
+/// `known_answer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnownAnswer {
+    /// Nullable: the known-answer prompt.
+    #[serde(deserialize_with = "nullable")]
+    pub prompt: Option<String>,
+    /// Nullable: the expected answer (text or pattern).
+    #[serde(deserialize_with = "nullable")]
+    pub expected: Option<String>,
+    /// One of [`KNOWN_ANSWER_RESULTS`].
+    pub result: String,
+    /// Nullable: what was seen (`three identical "Paris" answers`).
+    #[serde(deserialize_with = "nullable")]
+    pub detail: Option<String>,
+}
+
+/// `instrument`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Instrument {
+    /// How the value was measured (tool, client or server side, what was timed).
+    pub method: String,
+    /// Nullable: the metric definition it follows (quoted, or a reference to docs/metrics.md).
+    #[serde(deserialize_with = "nullable")]
+    pub metric_definition: Option<String>,
+}
+
+/// `source`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// `gate_run` (written from servegate evidence) or `published` (imported from a publication).
+    pub kind: String,
+    /// Nullable: evidence directory or log.
+    #[serde(deserialize_with = "nullable")]
+    pub evidence: Option<String>,
+    /// Nullable: the gate file or script that produced it.
+    #[serde(deserialize_with = "nullable")]
+    pub gate: Option<String>,
+    /// Nullable: where it was published (required for `published`).
+    #[serde(deserialize_with = "nullable")]
+    pub published: Option<String>,
+    /// Optional: the digest of the evidence directory ([`crate::evidence::digest::digest_dir`]) the record
+    /// was built from; required for `gate_run` records, so a later edit to the evidence is caught.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_sha256: Option<String>,
+    /// Optional: why the record cannot be re-derived (`not published: the evidence lives on the first user's
+    /// machines`). Required when `evidence` is null; the page marks such a record unverifiable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unverifiable: Option<String>,
+    /// Optional: set when `records add --force` wrote the record from a run that failed or was incomplete:
+    /// why (the first failing verdict or the accounting). The page flags such a record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forced: Option<String>,
+}
+
+/// `pair`: an A-B-B-A comparison with another runtime on the same model file and hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pair {
+    /// The other runtime (`FastFlowLM 1.0.12`).
+    pub other_engine: String,
+    /// The other runtime's figure, same metric, unit, statistic and `decimals`.
+    pub other_value: f64,
+    /// n of the other runtime's figure.
+    pub other_n: u32,
+    /// Nullable: `[min, max]` of the other runtime's values.
+    #[serde(deserialize_with = "nullable")]
+    pub other_range: Option<[f64; 2]>,
+    /// `other_value / value`, rounded to `ratio_decimals`.
+    pub ratio: f64,
+    /// Decimal places of `ratio`.
+    pub ratio_decimals: u32,
+    /// `published` (the publication states this ratio) or `computed` (derived from the two stated figures).
+    pub ratio_source: String,
+    /// Optional: how the ratio was obtained or what the publication said of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_note: Option<String>,
+    /// Arms in the order they ran, each `this` (this record's engine) or `other`.
+    pub arm_order: Vec<String>,
+    /// Optional: each arm's median, same order as `arm_order`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm_medians: Option<Vec<f64>>,
+}
+
+/// `notes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Notes {
+    /// Required: one sentence on what would make this figure wrong (one ticket at load 3-4, one prompt, ...).
+    pub what_would_make_it_wrong: String,
+    /// Optional: other notes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other: Vec<String>,
+}
+
+impl Record {
+    /// n < 3: valid, but shown as `indicative` everywhere.
+    pub fn indicative(&self) -> bool {
+        self.n < INDICATIVE_BELOW_N
+    }
+
+    /// True when `model.sha256` is only a published prefix.
+    pub fn sha256_prefix_only(&self) -> bool {
+        self.model.sha256_form == "prefix"
+    }
+
+    /// The hash as shown: its first 16 hex digits, then ` (prefix only)` when only a prefix was published.
+    pub fn sha256_display(&self) -> String {
+        let short: String = self.model.sha256.chars().take(16).collect();
+        if self.sha256_prefix_only() {
+            format!("{short} (prefix only)")
+        } else {
+            short
+        }
+    }
+
+    /// `n = 5 of 6 judged measured; not measured: request 03 (cause)` (the first three, and how many more),
+    /// as `records check` and `records add` show a record with [`Record::unmeasured`] entries.
+    pub fn unmeasured_line(&self) -> String {
+        let shown = unmeasured_text(&self.unmeasured[..self.unmeasured.len().min(3)]);
+        let more = match self.unmeasured.len() {
+            k if k > 3 => format!("; and {} more", k - 3),
+            _ => String::new(),
+        };
+        format!(
+            "{} of {} judged measured; not measured: {shown}{more}",
+            self.n,
+            self.n as usize + self.unmeasured.len()
+        )
+    }
+
+    /// True when higher values are better (rates).
+    pub fn higher_is_better(&self) -> bool {
+        self.metric.name.ends_with("_rate") || self.metric.name.ends_with("_throughput")
+    }
+
+    /// `value` formatted to `decimals`.
+    pub fn fmt(&self, x: f64) -> String {
+        format!("{x:.*}", self.decimals.min(17) as usize) // clamped: validation reports decimals > 9; a huge one must not panic here
+    }
+}
+
+/// One validation problem: the dotted field (`model.sha256`, `values`, `(json)`) and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Dotted field path; `(json)` for a syntax error, `(file)` for I/O.
+    pub field: String,
+    /// What is wrong, and what was expected.
+    pub message: String,
+}
+
+impl Problem {
+    pub(crate) fn new(field: impl Into<String>, message: impl Into<String>) -> Problem {
+        Problem {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// `request 03 (cause); arm 2 request 01 (cause)`: the unmeasured requests as a record's check and
+/// refusals show them (causes are the measure code's words, never serve text).
+pub fn unmeasured_text(u: &[Unmeasured]) -> String {
+    u.iter()
+        .map(|x| match x.arm {
+            Some(a) => format!("arm {a} request {:02} ({})", x.request, x.cause),
+            None => format!("request {:02} ({})", x.request, x.cause),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}

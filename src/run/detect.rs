@@ -1,0 +1,202 @@
+//! What the ready serve says about itself, and what the run makes of it: the engine (detected when the gate
+//! names none, its profile's defaults applied), the serve's version, the models it lists and whether the
+//! model the requests ask for is one of them.
+
+use std::time::Duration;
+
+use crate::evidence::{EvidenceWriter, RunSummary};
+use crate::io::client;
+use crate::sinks::events::Step;
+use crate::spec::GateSpec;
+use crate::vocab::{FailureCode, ServeFailure};
+
+pub use crate::analysis::reply::model_served;
+
+/// The run's identification step, once the serve answers at `base_url`: asks the serve about itself
+/// ([`serve_says`], with the serve log so far), detects the engine when the gate names none (a note saying
+/// so; `serve.detected`), and records the serve's version, package version and models. Returns the gate
+/// with the detected engine's defaults applied, when that changed anything.
+pub(super) fn identify(
+    gate: &GateSpec,
+    http: &reqwest::blocking::Client,
+    base_url: &str,
+    w: &EvidenceWriter,
+    summary: &mut RunSummary,
+    progress: &mut dyn FnMut(&Step),
+) -> Option<GateSpec> {
+    let log_so_far =
+        std::fs::read_to_string(w.path(crate::evidence::layout::SERVE_LOG)).unwrap_or_default();
+    let says = serve_says(http, base_url, log_so_far);
+    let mut detected_gate = None;
+    let engine = match gate.serve.engine {
+        Some(e) => Some(e),
+        None => {
+            let d = crate::spec::detect::detect(&says);
+            let (g, applied) = match d.engine {
+                Some(e) => apply_detected(gate, e),
+                None => (None, Vec::new()),
+            };
+            progress(&Step::Note(format!(
+                "engine detected: {} ({}){}",
+                d.engine.map_or("none recognised", |e| e.name()),
+                d.evidence.join("; "),
+                if applied.is_empty() {
+                    String::new()
+                } else {
+                    format!("; profile defaults applied: {}", applied.join(", "))
+                }
+            )));
+            summary.serve.detected = Some(crate::evidence::DetectedEngine {
+                engine: d.engine.map(|e| e.name().to_string()),
+                evidence: d.evidence,
+                applied,
+            });
+            detected_gate = g;
+            d.engine
+        }
+    };
+    let (version, version_source) = crate::spec::detect::serve_version(engine, &says).unzip();
+    summary.serve.version = version;
+    summary.serve.version_source = version_source;
+    summary.serve.package_version =
+        crate::spec::detect::package_version(engine, &says).map(|p| p.0);
+    summary.serve.models = model_ids(&says);
+    detected_gate
+}
+
+/// The models the serve lists (`serve.models`) against the gate: with `[serve] expect_model`, a list without
+/// it is `wrong_server_answering`; without, a requested model the serve does not list is a note
+/// (`model_not_listed: ...`, printed and kept in `run.json` notes), not a failure.
+pub(super) fn check_models(
+    gate: &GateSpec,
+    summary: &mut RunSummary,
+    progress: &mut dyn FnMut(&Step),
+) -> Option<ServeFailure> {
+    if let Some(expect) = &gate.serve.expect_model {
+        if !summary
+            .serve
+            .models
+            .iter()
+            .any(|m| m.contains(expect.as_str()))
+        {
+            return Some(ServeFailure::new(
+                FailureCode::WrongServerAnswering,
+                format!(
+                    "/v1/models lists {:?}, expected a model containing {expect:?}",
+                    summary.serve.models
+                ),
+            ));
+        }
+    } else if model_served(&gate.request.served_model, &summary.serve.models) == Some(false) {
+        // A reply's `model` only echoes the request; /v1/models is what the serve says it serves. Without
+        // `expect_model` a mismatch is worth a look but not a failure (llama.cpp answers any name).
+        let note = format!(
+            "model_not_listed: the requests ask for {:?}; /v1/models lists {:?} (set [serve] expect_model to make this a failure)",
+            gate.request.served_model, summary.serve.models
+        );
+        progress(&Step::Note(note.clone()));
+        summary.notes.push(note);
+    }
+    None
+}
+
+/// What the ready serve says about itself (spec/detect.rs `ServeSays`), best effort: `/props`, `/version`,
+/// `/openapi.json` and `/v1/models` (with its `Server` header), each with a 5 s timeout, and `log` (the
+/// serve's log so far).
+fn serve_says(
+    http: &reqwest::blocking::Client,
+    base_url: &str,
+    log: String,
+) -> crate::spec::detect::ServeSays {
+    let t = Duration::from_secs(5);
+    let get = |p: &str| client::get(http, base_url, p, t).ok();
+    let (server_header, models) = match http.get(format!("{base_url}/v1/models")).timeout(t).send()
+    {
+        Ok(resp) => {
+            let h = resp
+                .headers()
+                .get(reqwest::header::SERVER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let st = resp.status().as_u16();
+            (h, resp.text().ok().map(|b| (st, b)))
+        }
+        Err(_) => (None, None),
+    };
+    crate::spec::detect::ServeSays {
+        server_header,
+        props: get("/props"),
+        version: get("/version"),
+        openapi: get("/openapi.json"),
+        models,
+        log,
+    }
+}
+
+/// The model ids a `/v1/models` answer lists (empty when there was none).
+fn model_ids(says: &crate::spec::detect::ServeSays) -> Vec<String> {
+    let Some((200, body)) = &says.models else {
+        return Vec::new();
+    };
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            Some(
+                v.get("data")?
+                    .as_array()?
+                    .iter()
+                    .filter_map(|m| m.get("id").and_then(|i| i.as_str()).map(String::from))
+                    .collect(),
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// A gate without `[serve] engine` once `engine` is detected: its profile's clock unless the gate set
+/// `clock`, and its greedy-parity fields (with `temperature = 0`) unless `[request.extra]` sets the key.
+/// Returns the changed gate (None when nothing changed) and what applied (`clock metrics`,
+/// `repeat_penalty 1`).
+fn apply_detected(
+    gate: &GateSpec,
+    engine: crate::spec::profile::Engine,
+) -> (Option<GateSpec>, Vec<String>) {
+    let p = engine.profile();
+    let mut g = gate.clone();
+    let mut applied = Vec::new();
+    if !g.serve.clock_set && g.serve.clock != p.clock {
+        g.serve.clock = p.clock;
+        applied.push(format!("clock {}", p.clock.name()));
+    }
+    if g.request.temperature == Some(0.0) {
+        for (k, v) in p.greedy_fields {
+            if !g.request.extra.contains_key(*k) {
+                g.request.extra.insert(k.to_string(), serde_json::json!(v));
+                applied.push(format!("{k} {v}"));
+            }
+        }
+    }
+    g.serve.engine = Some(engine);
+    (Some(g), applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_asked_for_is_compared_with_what_the_serve_lists() {
+        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(model_served("smollm2", &l(&[])), None);
+        assert_eq!(model_served("smollm2", &l(&["smollm2"])), Some(true));
+        assert_eq!(
+            model_served("SmolLM2", &l(&["other", "smollm2"])),
+            Some(true)
+        );
+        assert_eq!(
+            model_served("/home/u/models/Qwen3-0.6B", &l(&["Qwen3-0.6B"])),
+            Some(true)
+        );
+        assert_eq!(model_served("qwen3", &l(&["llama-3-8b"])), Some(false));
+        assert_eq!(model_served("", &l(&["llama-3-8b"])), Some(false));
+    }
+}
