@@ -1517,7 +1517,7 @@ pub fn model_served(asked: &str, listed: &[String]) -> Option<bool> {
     }))
 }
 
-/// The identity of a reply judged against what the serve says it serves (issue 15 kind 6, case 36): a reply's
+/// The identity of a reply judged against what the serve says it serves (the model a serve says it serves, checked at readiness; case 36): a reply's
 /// `model` field only echoes the request, so identity comes from `/v1/models`. `Some((code, detail, echoes))`
 /// when `asked` is not listed ([`model_served`] is false): code [`FailureCode::ModelNotServed`], and `echoes`
 /// true when the reply's `model` is the asked name (then the reply flags

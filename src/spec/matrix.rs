@@ -339,7 +339,7 @@ pub fn parse_all(file: &Path, text: &str, ctx: &Context) -> Result<Vec<GateSpec>
         gate.name = gate_name(&gate.name, &entry.name);
         gate.source = text.to_string();
         // The declaring lines are the file's, not the expanded text's.
-        gate.decl_lines = super::decl_lines_in(&gate.source, &gate.assertions);
+        gate.decl_lines = super::decl_lines_in(&gate.source, gate.assertions.kinds());
         if entry.file.is_some() && !entry.setup_provides {
             gate.requires.paths.push(gate.request.model.clone());
         }

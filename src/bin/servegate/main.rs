@@ -13,6 +13,7 @@ use servegate::sinks::outputs::Outputs;
 use servegate::sinks::report::{Producer, Results};
 use servegate::{analysis, evidence, judge, spec};
 
+mod leaderboard;
 mod records;
 
 /// A release gate for OpenAI-compatible LLM serves.
@@ -116,7 +117,7 @@ enum Cmd {
     /// --gab-bigger / --gab-smaller (github-action-benchmark), --openmetrics (GitLab metrics); docs/ci.md.
     Export(servegate::sinks::exports::ExportArgs),
     /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
-    Leaderboard(servegate::records::leaderboard::LeaderboardArgs),
+    Leaderboard(leaderboard::LeaderboardArgs),
     /// Bless a known-good run: copy it as a window of the gate's stored baseline (--baseline), or derive
     /// [assert.rate] floor_tok_s from its evidence (--floor [--slow]); shown as a diff, written with --accept,
     /// logged in baselines/LEDGER.jsonl; never in CI without --force (docs/bless.md).
@@ -241,7 +242,7 @@ fn main() -> ExitCode {
         Cmd::ScriptedServe(args) => servegate::replay::scripted::cli_scripted(&args),
         Cmd::Records(args) => records::cli(&args),
         Cmd::Export(args) => servegate::sinks::exports::cli(&args, &judged_results),
-        Cmd::Leaderboard(args) => servegate::records::leaderboard::cli(&args),
+        Cmd::Leaderboard(args) => leaderboard::cli(&args),
         Cmd::Coverage(args) => servegate::coverage::page::cli(&args),
         Cmd::Census(args) => servegate::coverage::census::cli(&args),
         Cmd::SelfTest(args) => servegate::run::selftest::cli(&args),
