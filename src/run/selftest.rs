@@ -1,8 +1,9 @@
 //! `servegate self-test`: the judge proves itself on any machine, with no serve and no device.
 //!
 //! The binary carries its own judging table: small evidence directories (the seed's shapes from
-//! `tests/data/seed-runs.md` / `tests/judge_table.rs`, and one shape for each kind of hazard a PASS must never hide: a planned request not
-//! accounted for, a failed reply in a median, an interrupted run called complete, ...), each one
+//! `tests/data/seed-runs.md` / `tests/judge_table.rs`, and one shape for each kind of hazard a PASS must never
+//! hide: a planned request not accounted for, a failed reply in a median, an interrupted run called complete,
+//! ...), each one
 //! text bundle embedded with `include_str!` from `tests/data/selftest/*.shape` (written by
 //! `tests/data/selftest/make_shapes.py`). [`run`] writes each bundle to a temporary directory, loads it with the
 //! same code as `servegate judge` ([`crate::analysis::load`], [`crate::spec::load`]), judges it, and compares the
