@@ -13,6 +13,7 @@ use servegate::sinks::outputs::Outputs;
 use servegate::sinks::report::{Producer, Results};
 use servegate::{analysis, evidence, judge, spec};
 
+mod bless;
 mod leaderboard;
 mod records;
 
@@ -246,7 +247,7 @@ fn main() -> ExitCode {
         Cmd::Coverage(args) => servegate::coverage::page::cli(&args),
         Cmd::Census(args) => servegate::coverage::census::cli(&args),
         Cmd::SelfTest(args) => servegate::run::selftest::cli(&args),
-        Cmd::Bless(args) => servegate::records::bless::cli(&args),
+        Cmd::Bless(args) => bless::cli(&args),
     };
     ExitCode::from(code as u8)
 }
