@@ -1,4 +1,4 @@
-//! The stream parser: SSE framing (src/analysis/sse.rs) and the reply parser (src/analysis/reply.rs) on arbitrary bytes split
+//! The stream parser: SSE framing (src/analysis/sse.rs) and the reply parser (src/analysis/reply/) on arbitrary bytes split
 //! into reads at fuzzer-chosen points. Checks, beyond "never panics":
 //! - framing does not depend on where the reads are split (the same events, the same incomplete tail);
 //! - `parse_stream` and `parse_body` return (no panic, no hang) on the same bytes.

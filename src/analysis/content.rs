@@ -51,7 +51,7 @@ pub fn degenerate(text: &str) -> Option<String> {
     if let Some((c, k)) = best {
         if k as f64 >= ONE_CHAR_SHARE * n as f64 {
             // Serve text in a verdict: a repeated BEL or ESC is shown escaped, never sent to the terminal.
-            let c = crate::analysis::reply::printable(&c.to_string());
+            let c = crate::analysis::quote::printable(&c.to_string());
             return Some(format!(
                 "degenerate_output: one character repeated ('{c}' ×{k} of {n} non-space chars)"
             ));
@@ -132,7 +132,7 @@ pub fn reasoning_ate_budget(
     };
     let finish = match finish_reason {
         Some("length") => "finish_reason=length (max_tokens hit while thinking)".to_string(),
-        Some(f) => format!("finish_reason={}", crate::analysis::reply::printable(f)),
+        Some(f) => format!("finish_reason={}", crate::analysis::quote::printable(f)),
         None => "finish_reason=none".to_string(),
     };
     Some(format!(
@@ -218,7 +218,7 @@ pub fn reasoning_markup(content: &str) -> Option<ReasoningMarkup> {
 
 /// Tool calls as one text for matching and showing: `name(arguments)` per call, joined by `; `
 /// (`get_weather({"city":"Paris"})`). A call without a name shows `?`.
-pub fn tool_calls_text(calls: &[crate::analysis::reply::ToolCall]) -> String {
+pub fn tool_calls_text(calls: &[crate::analysis::reply_types::ToolCall]) -> String {
     calls
         .iter()
         .map(|c| format!("{}({})", c.name.as_deref().unwrap_or("?"), c.arguments))
@@ -425,7 +425,7 @@ mod tests {
 
     #[test]
     fn tool_calls_are_shown_as_name_and_arguments() {
-        use crate::analysis::reply::ToolCall;
+        use crate::analysis::reply_types::ToolCall;
         let calls = vec![
             ToolCall {
                 index: 0,

@@ -1,4 +1,4 @@
-//! The blocks of an interleaved regression run (issue 16): a gate whose `[assert.regression]` names a
+//! The blocks of an interleaved regression run (a live baseline serve, docs/regression.md): a gate whose `[assert.regression]` names a
 //! `baseline_serve` runs as a pair (`spec::interleave::as_pair`: arm `theirs` = the baseline, `ours` = the
 //! candidate) in A-B-B-A blocks of four arms. This module cuts a pair run's arms into those blocks and pools
 //! each side's per-request values within a block, which is what the regression judge pairs (one log ratio per

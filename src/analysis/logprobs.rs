@@ -112,7 +112,7 @@ pub fn impossible_at(t: &TokenLogprob) -> Option<String> {
     {
         return Some(format!(
             "top_logprobs entry {:?} has logprob {} above 0 (a probability above 1)",
-            crate::analysis::reply::printable(&a.token),
+            crate::analysis::quote::printable(&a.token),
             a.logprob
         ));
     }
@@ -164,7 +164,7 @@ pub fn impossible(entries: &[TokenLogprob]) -> Option<String> {
     Some(format!(
         "token {} ({:?}): {why}{more}",
         i + 1,
-        crate::analysis::reply::printable(&entries[*i].token)
+        crate::analysis::quote::printable(&entries[*i].token)
     ))
 }
 

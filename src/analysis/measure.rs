@@ -150,7 +150,7 @@ fn eos_window_end(
 ///   `(N − 1) / (t_last − t_first)`; at 4 tokens per chunk it does not read ~5 % fast.
 /// * **The end-of-sequence token**: when N exceeds the tokens the token chunks carry and the finish chunk
 ///   came after the last token chunk, t_last is the finish chunk's time (the count and the window describe
-///   the same tokens; [`eos_window_end`]). Without it an 8-token vLLM reply read 17 % fast (issue 19).
+///   the same tokens; [`eos_window_end`]). Without it an 8-token vLLM reply read 17 % fast (measured against vLLM).
 /// * No decode rate (`None`, with `decode_note`) when the reply is not streamed, has no token chunk, has a
 ///   zero decode window (one token chunk, or all token chunks in one read: a buffered / flushed-at-once
 ///   stream, where a rate would be thousands of tok/s of fiction), a window under
@@ -1006,7 +1006,7 @@ mod tests {
 
     #[test]
     fn forty_tokens_in_two_reads_3_ms_apart_have_no_decode_rate() {
-        // The buffered proxy of issue 12 kind 4: 20 token chunks per read, the two reads 3 ms apart. The
+        // A buffered proxy (token chunks arriving in one burst give no client decode rate): 20 token chunks per read, the two reads 3 ms apart. The
         // window rule and the burst rule each refuse it; spread the reads 300 ms apart and only the burst
         // rule is left to refuse it (20 of the 20 chunks after the first read share one arrival).
         let mk = |gap: f64| -> Vec<TokenChunk> {

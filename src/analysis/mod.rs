@@ -10,8 +10,10 @@ pub mod load;
 pub mod logprobs;
 pub mod measure;
 pub mod pair;
+pub mod quote;
 pub mod regress;
 pub mod reply;
+pub mod reply_types;
 pub mod sse;
 pub mod stats;
 

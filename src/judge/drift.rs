@@ -20,7 +20,8 @@ use crate::evidence::comparability::{self, ComparabilityKey, KeyUse};
 use crate::spec::GateSpec;
 use crate::vocab::AssertionKind;
 
-use super::{request_failure, Outcome, Verdict};
+use super::accounting::request_failure;
+use super::verdict::{Outcome, Verdict};
 
 /// A baseline's key: the one its windows' own evidence gives (`evidence::baseline::Baseline::key`, the
 /// numerics settings of its first window's serve log included), never the manifest's copy.
@@ -40,7 +41,9 @@ fn baseline_reply<'a>(b: &'a crate::analysis::LoadedBaseline, prompt: &str) -> O
 }
 
 /// The verdict of `[assert.drift]` on `ev` against `baselines` (as [`crate::analysis::load_baseline`]
-/// gives them; empty: they were not loaded, which fails).
+/// gives them; empty: they were not loaded, which fails): the first baseline that applies
+/// ([`choose_baseline`]), each prompt's worst reply against it ([`compare_prompts`]), the line
+/// ([`describe_rows`]).
 pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineSlot]) -> Verdict {
     let kind = AssertionKind::Drift;
     let d = gate.assertions.drift.as_ref().expect("drift declared");
@@ -51,11 +54,70 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
             "no baseline was loaded to compare with (judged without its baselines)",
         );
     }
+    let run_key = drift::answers_key(gate, ev);
+    let chosen = match choose_baseline(d, ev, baselines, &run_key) {
+        Ok(c) => c,
+        Err(v) => return v,
+    };
+    let base = chosen.base;
+    let errors = chosen.errors;
+    let release = comparability::release_changes(&baseline_key(base), &run_key);
+    let (rows, pooled, replies) = compare_prompts(gate, ev, base);
+    let n = rows.len();
+    let (failing, _verb, mut parts) = describe_rows(d, &rows, &pooled, &chosen.allowed);
+    parts.push(format!(
+        "baseline {} ({} window{})",
+        base.baseline.dir.display(),
+        base.windows.len(),
+        if base.windows.len() == 1 { "" } else { "s" }
+    ));
+    if !errors.is_empty() {
+        parts.push(format!(
+            "unreadable baselines skipped: {}",
+            errors
+                .iter()
+                .map(|e| e.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    parts.push(format!("n={n} prompts ({replies} replies)"));
+    let outcome = if failing.len() as u64 <= d.max_diverged as u64 {
+        Outcome::Pass
+    } else {
+        Outcome::Fail
+    };
+    if let Some(changed) = comparability::describe_release(&release) {
+        parts.push(if outcome == Outcome::Fail {
+            format!("likely cause: {changed}")
+        } else {
+            changed
+        });
+    }
+    Verdict::new(kind, outcome, parts.join("; "))
+}
+
+/// The baseline `[assert.drift]` compares with: the first loaded one whose comparability key differs from the
+/// run's only where the gate allows (`may_differ`), with those allowed differences and the baselines that
+/// could not be read; or the failing (none readable) or incomparable verdict.
+struct Chosen<'b> {
+    base: &'b crate::analysis::LoadedBaseline,
+    allowed: Vec<comparability::KeyDiff>,
+    errors: Vec<&'b String>,
+}
+
+fn choose_baseline<'b>(
+    d: &crate::spec::drift::DriftAssert,
+    ev: &Evidence,
+    baselines: &'b [BaselineSlot],
+    run_key: &ComparabilityKey,
+) -> Result<Chosen<'b>, Verdict> {
+    let kind = AssertionKind::Drift;
     let errors: Vec<&String> = baselines.iter().filter_map(|b| b.as_ref().err()).collect();
     let loaded: Vec<&crate::analysis::LoadedBaseline> =
         baselines.iter().filter_map(|b| b.as_ref().ok()).collect();
     if loaded.is_empty() {
-        return Verdict::new(
+        return Err(Verdict::new(
             kind,
             Outcome::Fail,
             format!(
@@ -66,14 +128,13 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
                     .collect::<Vec<_>>()
                     .join("; ")
             ),
-        );
+        ));
     }
-    let run_key = drift::answers_key(gate, ev);
     let mut why = Vec::new();
     let mut allowed = Vec::new();
     let chosen = loaded.iter().find(|b| {
         let (ok, diffs): (Vec<_>, Vec<_>) =
-            comparability::differences(&baseline_key(b), &run_key, KeyUse::Answers)
+            comparability::differences(&baseline_key(b), run_key, KeyUse::Answers)
                 .into_iter()
                 .partition(|diff| d.may_differ.contains(&diff.field));
         if diffs.is_empty() {
@@ -89,7 +150,7 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
         }
     });
     let Some(base) = chosen else {
-        return Verdict::new(
+        return Err(Verdict::new(
             kind,
             Outcome::Incomparable,
             format!(
@@ -99,10 +160,24 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
                 ev.run.gate_file,
                 ev.dir.display()
             ),
-        );
+        ));
     };
-    let release = comparability::release_changes(&baseline_key(base), &run_key);
+    Ok(Chosen {
+        base,
+        allowed,
+        errors,
+    })
+}
 
+/// Per prompt of the gate: the worst comparison of this run's replies to it with the baseline's
+/// (a failed reply is worst), or why it could not be compared; the figures pooled over every comparison; the
+/// replies compared.
+fn compare_prompts(
+    gate: &GateSpec,
+    ev: &Evidence,
+    base: &crate::analysis::LoadedBaseline,
+) -> (Vec<Result<Comparison, String>>, Figures, usize) {
+    let d = gate.assertions.drift.as_ref().expect("drift declared");
     let rule = d.rule;
     let k = d.top_k as usize;
     let prompts = &gate.request.prompts;
@@ -144,7 +219,21 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
         rows.push(worst.expect("one reply at least"));
     }
 
-    let n = prompts.len();
+    (rows, pooled, replies)
+}
+
+/// The drift line's parts from the per-prompt rows: the prompts that failed, the identical and close ones,
+/// each prompt's state, the rule, the allowed differences, the logprob fallback and the pooled figures; with
+/// the failing prompts and the verb (`differ` or `diverged`).
+fn describe_rows(
+    d: &crate::spec::drift::DriftAssert,
+    rows: &[Result<Comparison, String>],
+    pooled: &Figures,
+    allowed: &[comparability::KeyDiff],
+) -> (Vec<usize>, &'static str, Vec<String>) {
+    let rule = d.rule;
+    let k = d.top_k as usize;
+    let n = rows.len();
     let failing: Vec<usize> = (0..n)
         .filter(|&i| !matches!(&rows[i], Ok(c) if c.passes()))
         .collect();
@@ -248,36 +337,7 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
     if d.max_diverged > 0 {
         parts.push(format!("at most {} may {verb}", d.max_diverged));
     }
-    parts.push(format!(
-        "baseline {} ({} window{})",
-        base.baseline.dir.display(),
-        base.windows.len(),
-        if base.windows.len() == 1 { "" } else { "s" }
-    ));
-    if !errors.is_empty() {
-        parts.push(format!(
-            "unreadable baselines skipped: {}",
-            errors
-                .iter()
-                .map(|e| e.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
-    }
-    parts.push(format!("n={n} prompts ({replies} replies)"));
-    let outcome = if failing.len() as u64 <= d.max_diverged as u64 {
-        Outcome::Pass
-    } else {
-        Outcome::Fail
-    };
-    if let Some(changed) = comparability::describe_release(&release) {
-        parts.push(if outcome == Outcome::Fail {
-            format!("likely cause: {changed}")
-        } else {
-            changed
-        });
-    }
-    Verdict::new(kind, outcome, parts.join("; "))
+    (failing, verb, parts)
 }
 
 /// A pair gate's `same_answers` under `rule = "logprobs_close"`: every reply to `prompt` (each labelled with its

@@ -14,7 +14,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{content_problem, request_failure, Outcome, Verdict};
+use super::accounting::request_failure;
+use super::content::content_problem;
+use super::verdict::{Outcome, Verdict};
 use crate::analysis::load::{self as agg, min_n_for, Sample, Slo};
 use crate::analysis::{drift, measure, stats, Evidence};
 use crate::evidence::load::LoadRecord;

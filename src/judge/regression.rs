@@ -29,7 +29,9 @@ use crate::evidence::comparability::{describe, describe_release};
 use crate::spec::RegressionAssert;
 use crate::vocab::{AssertionKind, Better};
 
-use super::{Accounting, FigureValues, Judged, Outcome, Verdict};
+use super::accounting::{Accounting, Judged};
+use super::figure::{cause_of, listed, timed, why_missing, FigureValues};
+use super::verdict::{Outcome, Verdict};
 
 /// A number without trailing zeros (`95`, `99.5`, `5`, `2.5`).
 fn trim(x: f64) -> String {
@@ -58,10 +60,10 @@ pub(super) fn judge(
 ) -> Verdict {
     let k = AssertionKind::Regression;
     let fv = FigureValues::of(
-        super::timed(gate, judged),
+        timed(gate, judged),
         |j| crate::analysis::measure::metric_value(&j.fig, r.metric),
-        |j| super::why_missing(j, r.metric.info().title, false),
-        &super::cause_of(r.metric),
+        |j| why_missing(j, r.metric.info().title, false),
+        &cause_of(r.metric),
         None,
     )
     .planned_from(Some(gate), acct);
@@ -279,12 +281,12 @@ pub(super) fn judge_pair_blocks(
     let mut candidate = Vec::new();
     let mut unmeasured = Vec::new();
     for ((a, e), acct) in ev.summary.arms.iter().zip(&ev.arms).zip(accts) {
-        let judged = super::judged_of(e);
+        let judged = super::accounting::judged_of(e);
         let fv = FigureValues::of(
-            super::timed(gate, &judged),
+            timed(gate, &judged),
             |j| crate::analysis::measure::metric_value(&j.fig, r.metric),
-            |j| super::why_missing(j, r.metric.info().title, false),
-            &super::cause_of(r.metric),
+            |j| why_missing(j, r.metric.info().title, false),
+            &cause_of(r.metric),
             None,
         )
         .planned_from(Some(gate), acct);
@@ -339,7 +341,7 @@ pub(super) fn judge_pair_blocks(
                         v.details(),
                         all_values.iter().flatten().count(),
                         all_values.len(),
-                        super::listed(&unmeasured)
+                        listed(&unmeasured)
                     );
                     v.set(v.outcome, details);
                 }

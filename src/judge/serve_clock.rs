@@ -1,5 +1,5 @@
-//! The serve's own clock, beside the client's, for `[assert.rate] source = "server" | "both"` (issue 15 kind 1,
-//! issue 19): llama.cpp's per-reply `timings` are read by the reply parser; this module reads the two other
+//! The serve's own clock, beside the client's, for `[assert.rate] source = "server" | "both"` (the serve's
+//! own figures as a witness of the client's, across the llama.cpp, llama-cpp-python and vLLM dialects): llama.cpp's per-reply `timings` are read by the reply parser; this module reads the two other
 //! sources, a log line the gate names and vLLM's `/metrics` histograms.
 //!
 //! ## A log line the gate names
@@ -55,7 +55,7 @@ pub fn log_rates(evidence: &Evidence, re: &Regex) -> LogRates {
         );
         return out;
     }
-    let log = super::strip_escapes(raw);
+    let log = super::route::strip_escapes(raw);
     let hits: Vec<(usize, Option<String>)> = log
         .lines()
         .enumerate()
@@ -112,7 +112,7 @@ pub fn why_none(rates: &LogRates, index: usize) -> String {
 
 // ---- histograms (vLLM /metrics) ----
 
-use super::{Outcome, Verdict};
+use super::verdict::{Outcome, Verdict};
 use crate::evidence::serve_clock::HistogramDelta;
 use crate::vocab::AssertionKind;
 
@@ -123,7 +123,10 @@ pub const TTFT: &str = "vllm:time_to_first_token_seconds";
 
 /// The serve-side rate verdict from the ITL histogram against `floor_tok_s`, or `None` when the run has
 /// no such histogram or it observed nothing. Its median is the serve's rate (tok/s).
-pub(crate) fn rate_from_histograms(floor_tok_s: f64, acct: &super::Accounting) -> Option<Verdict> {
+pub(crate) fn rate_from_histograms(
+    floor_tok_s: f64,
+    acct: &super::accounting::Accounting,
+) -> Option<Verdict> {
     let itl = acct.serve_metrics.iter().find(|h| h.name == ITL)?;
     let mean_s = itl.mean()?;
     if mean_s <= 0.0 {

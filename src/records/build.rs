@@ -595,102 +595,24 @@ pub fn from_pair_run_as(
     spec: &RunRecordSpec,
     role: &str,
 ) -> Result<Record, RecordError> {
-    use crate::evidence::RunStatus;
     let s = &pe.summary;
     let dir = pe.dir.display();
-    if s.status != RunStatus::Complete {
-        return Err(RecordError::Evidence(format!(
-            "{dir}: the pair run is incomplete (status running)"
-        )));
-    }
-    if let Some(f) = &s.failure {
-        return Err(RecordError::Evidence(format!(
-            "{dir}: the pair is void: {f}"
-        )));
-    }
-    let sha = match (&s.model_sha256, &s.model_sha256_after) {
-        (Some(a), Some(b)) if a == b => a.clone(),
-        (a, b) => {
-            return Err(RecordError::Evidence(format!(
-                "{dir}: model sha256 before {a:?} and after {b:?} the arms do not match"
-            )))
-        }
-    };
-    if s.arms.len() != pe.arms.len() || s.arms.is_empty() {
-        return Err(RecordError::Evidence(format!(
-            "{dir}: {} arms listed, {} loaded",
-            s.arms.len(),
-            pe.arms.len()
-        )));
-    }
+    let sha = complete_pair(pe)?;
     let (unit, decimals, definition) = run_metric(&spec.metric)?;
     let digest = evidence_digest(&pe.dir)?;
     // The same judgement as the verdicts: a pair run that fails them writes no record.
     let verdicts = crate::judge::judge_pair(gate, pe);
     refuse_failed_verdicts(&pe.dir, &verdicts)?;
-    let (mut ours, mut theirs, mut arm_medians, mut arm_order) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut prompt_tokens = std::collections::BTreeSet::new();
-    let mut theirs_runtime: Option<String> = None;
-    let mut version = None;
-    let mut this_unmeasured = Vec::new();
-    for (arm, ev) in s.arms.iter().zip(&pe.arms) {
-        if ev.run.status != RunStatus::Complete || ev.run.serve.failure.is_some() {
-            return Err(RecordError::Evidence(format!(
-                "{}: arm {} ({}) is incomplete or its serve failed",
-                ev.dir.display(),
-                arm.arm,
-                arm.role
-            )));
-        }
-        let JudgedValues {
-            values,
-            unmeasured,
-            prompt_tokens: pt,
-        } = judged_values(ev, &spec.metric)?;
-        prompt_tokens.extend(pt);
-        if arm.role == role {
-            this_unmeasured.extend(unmeasured.into_iter().map(|u| Unmeasured {
-                arm: Some(arm.arm as u32),
-                ..u
-            }));
-        }
-        arm_medians.push(round_to(
-            stats::median(&values).expect("non-empty"),
-            decimals,
-        ));
-        match arm.role.as_str() {
-            "ours" => {
-                ours.extend(values);
-                if role == "ours" {
-                    version = version.or_else(|| serve_words(&ev.run.serve).map(str::to_string));
-                }
-            }
-            "theirs" => {
-                theirs.extend(values);
-                theirs_runtime = theirs_runtime.or_else(|| Some(arm.runtime.clone()));
-                if role == "theirs" {
-                    version = version.or_else(|| serve_words(&ev.run.serve).map(str::to_string));
-                }
-            }
-            other => {
-                return Err(RecordError::Evidence(format!(
-                    "{dir}: arm {} has role {other:?}",
-                    arm.arm
-                )))
-            }
-        }
-        arm_order.push(if arm.role == role {
-            "this".to_string()
-        } else {
-            "other".to_string()
-        });
-    }
-    if ours.is_empty() || theirs.is_empty() {
-        return Err(RecordError::Evidence(format!(
-            "{dir}: a pair record needs values from both runtimes"
-        )));
-    }
+    let PairValues {
+        ours,
+        theirs,
+        arm_medians,
+        arm_order,
+        prompt_tokens,
+        theirs_runtime,
+        version,
+        this_unmeasured,
+    } = pair_values(pe, &spec.metric, role, decimals)?;
     let (m_ours, m_theirs) = (
         stats::median(&ours).expect("non-empty"),
         stats::median(&theirs).expect("non-empty"),
@@ -808,6 +730,141 @@ pub fn from_pair_run_as(
         });
     }
     Ok(record)
+}
+
+/// The model hash of the pair run `pe`, when the pair is complete, not void, every arm listed is loaded, and
+/// the hash the runner streamed before the first arm is the one it found after the last.
+fn complete_pair(pe: &crate::analysis::PairEvidence) -> Result<String, RecordError> {
+    use crate::evidence::RunStatus;
+    let s = &pe.summary;
+    let dir = pe.dir.display();
+    if s.status != RunStatus::Complete {
+        return Err(RecordError::Evidence(format!(
+            "{dir}: the pair run is incomplete (status running)"
+        )));
+    }
+    if let Some(f) = &s.failure {
+        return Err(RecordError::Evidence(format!(
+            "{dir}: the pair is void: {f}"
+        )));
+    }
+    let sha = match (&s.model_sha256, &s.model_sha256_after) {
+        (Some(a), Some(b)) if a == b => a.clone(),
+        (a, b) => {
+            return Err(RecordError::Evidence(format!(
+                "{dir}: model sha256 before {a:?} and after {b:?} the arms do not match"
+            )))
+        }
+    };
+    if s.arms.len() != pe.arms.len() || s.arms.is_empty() {
+        return Err(RecordError::Evidence(format!(
+            "{dir}: {} arms listed, {} loaded",
+            s.arms.len(),
+            pe.arms.len()
+        )));
+    }
+    Ok(sha)
+}
+
+/// Every judged value of a pair run's arms, by runtime, with what the record of `role`'s side takes from
+/// the arms: each arm's median (at `decimals`) and side in run order, the prompt-token counts seen, theirs'
+/// runtime, the version `role`'s serve reported, and `role`'s unmeasured requests (with their arm).
+struct PairValues {
+    ours: Vec<f64>,
+    theirs: Vec<f64>,
+    arm_medians: Vec<f64>,
+    arm_order: Vec<String>,
+    prompt_tokens: std::collections::BTreeSet<u64>,
+    theirs_runtime: Option<String>,
+    version: Option<String>,
+    this_unmeasured: Vec<Unmeasured>,
+}
+
+/// [`PairValues`] of the pair run `pe` for `metric` from `role`'s side. Fails when an arm is incomplete or
+/// its serve failed, an arm's judged values fail [`judged_values`], an arm has another role than ours or
+/// theirs, or one runtime has no values.
+fn pair_values(
+    pe: &crate::analysis::PairEvidence,
+    metric: &str,
+    role: &str,
+    decimals: u32,
+) -> Result<PairValues, RecordError> {
+    use crate::evidence::RunStatus;
+    let s = &pe.summary;
+    let dir = pe.dir.display();
+    let (mut ours, mut theirs, mut arm_medians, mut arm_order) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut prompt_tokens = std::collections::BTreeSet::new();
+    let mut theirs_runtime: Option<String> = None;
+    let mut version = None;
+    let mut this_unmeasured = Vec::new();
+    for (arm, ev) in s.arms.iter().zip(&pe.arms) {
+        if ev.run.status != RunStatus::Complete || ev.run.serve.failure.is_some() {
+            return Err(RecordError::Evidence(format!(
+                "{}: arm {} ({}) is incomplete or its serve failed",
+                ev.dir.display(),
+                arm.arm,
+                arm.role
+            )));
+        }
+        let JudgedValues {
+            values,
+            unmeasured,
+            prompt_tokens: pt,
+        } = judged_values(ev, metric)?;
+        prompt_tokens.extend(pt);
+        if arm.role == role {
+            this_unmeasured.extend(unmeasured.into_iter().map(|u| Unmeasured {
+                arm: Some(arm.arm as u32),
+                ..u
+            }));
+        }
+        arm_medians.push(round_to(
+            stats::median(&values).expect("non-empty"),
+            decimals,
+        ));
+        match arm.role.as_str() {
+            "ours" => {
+                ours.extend(values);
+                if role == "ours" {
+                    version = version.or_else(|| serve_words(&ev.run.serve).map(str::to_string));
+                }
+            }
+            "theirs" => {
+                theirs.extend(values);
+                theirs_runtime = theirs_runtime.or_else(|| Some(arm.runtime.clone()));
+                if role == "theirs" {
+                    version = version.or_else(|| serve_words(&ev.run.serve).map(str::to_string));
+                }
+            }
+            other => {
+                return Err(RecordError::Evidence(format!(
+                    "{dir}: arm {} has role {other:?}",
+                    arm.arm
+                )))
+            }
+        }
+        arm_order.push(if arm.role == role {
+            "this".to_string()
+        } else {
+            "other".to_string()
+        });
+    }
+    if ours.is_empty() || theirs.is_empty() {
+        return Err(RecordError::Evidence(format!(
+            "{dir}: a pair record needs values from both runtimes"
+        )));
+    }
+    Ok(PairValues {
+        ours,
+        theirs,
+        arm_medians,
+        arm_order,
+        prompt_tokens,
+        theirs_runtime,
+        version,
+        this_unmeasured,
+    })
 }
 
 impl Model {

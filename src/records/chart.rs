@@ -123,10 +123,6 @@ pub(super) fn chart_with(
     let mut by_time: Vec<&Record> = group.to_vec();
     by_time.sort_by(|a, b| a.date.cmp(&b.date).then_with(|| a.id.cmp(&b.id)));
     let days: Vec<f64> = by_time.iter().map(|r| day_number(&r.date)).collect();
-    let (d0, d1) = (
-        days.iter().copied().fold(f64::INFINITY, f64::min),
-        days.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-    );
     let mut y_top: f64 = 0.0;
     for r in &by_time {
         y_top = y_top.max(r.value).max(r.range[1]);
@@ -144,6 +140,75 @@ pub(super) fn chart_with(
     }
     let y_top = nice_ceil(y_top * 1.05);
     let y = |v: f64| bottom - (v / y_top) * (bottom - top);
+    let xs = x_positions(&days, left, right);
+    let (points, others) = dots(&by_time, &xs, &y, unit);
+    let polyline = if points.len() > 1 {
+        points
+            .iter()
+            .map(|p| format!("{},{}", p.x, p.y))
+            .collect::<Vec<_>>()
+            .join(" ")
+    } else {
+        String::new()
+    };
+    let mut x_labels = Vec::new();
+    if let (Some(first), Some(last)) = (by_time.first(), by_time.last()) {
+        if first.date == last.date {
+            x_labels.push(LabelCtx {
+                x: px(xs[0]),
+                text: first.date.clone(),
+                anchor: "middle",
+            });
+        } else {
+            x_labels.push(LabelCtx {
+                x: px(xs[0]),
+                text: first.date.clone(),
+                anchor: "start",
+            });
+            x_labels.push(LabelCtx {
+                x: px(xs[xs.len() - 1]),
+                text: last.date.clone(),
+                anchor: "end",
+            });
+        }
+    }
+    let (legend_this, legend_other) = legends(&by_time);
+    let hlines = lines
+        .iter()
+        .map(|(label, v, stroke, dash)| HLineCtx {
+            y: px(y(*v)),
+            label: label.clone(),
+            stroke,
+            dash,
+        })
+        .collect();
+    ChartCtx {
+        hlines,
+        legend_this,
+        legend_other,
+        width,
+        height,
+        left: px(left),
+        right: px(right),
+        top: px(top),
+        bottom: px(bottom),
+        y_max_label: short_number(y_top),
+        y_mid: px((top + bottom) / 2.0),
+        polyline,
+        points,
+        others,
+        x_labels,
+        title: format!("{model}: {metric} ({unit}) over time"),
+    }
+}
+
+/// The x of each record's dot, by its day (`days`, in time order) between `left` and `right` with 14 px of
+/// margin, records of one day side by side 9 px apart; one day alone is centred.
+fn x_positions(days: &[f64], left: f64, right: f64) -> Vec<f64> {
+    let (d0, d1) = (
+        days.iter().copied().fold(f64::INFINITY, f64::min),
+        days.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    );
     let mut xs = Vec::new();
     let mut same_day = 0;
     for (i, &d) in days.iter().enumerate() {
@@ -159,9 +224,20 @@ pub(super) fn chart_with(
         };
         xs.push(base + same_day as f64 * 9.0);
     }
+    xs
+}
+
+/// The dots of `by_time` at `xs` (y by `y`): each record's figure with its range, and its pair partner's
+/// as a grey square beside it; titled with date, id, figure and n.
+fn dots(
+    by_time: &[&Record],
+    xs: &[f64],
+    y: &dyn Fn(f64) -> f64,
+    unit: &str,
+) -> (Vec<PointCtx>, Vec<PointCtx>) {
     let mut points = Vec::new();
     let mut others = Vec::new();
-    for (r, &x) in by_time.iter().zip(&xs) {
+    for (r, &x) in by_time.iter().zip(xs) {
         let mut title = format!(
             "{} {}: {} {unit}, n = {}",
             r.date,
@@ -204,36 +280,12 @@ pub(super) fn chart_with(
             });
         }
     }
-    let polyline = if points.len() > 1 {
-        points
-            .iter()
-            .map(|p| format!("{},{}", p.x, p.y))
-            .collect::<Vec<_>>()
-            .join(" ")
-    } else {
-        String::new()
-    };
-    let mut x_labels = Vec::new();
-    if let (Some(first), Some(last)) = (by_time.first(), by_time.last()) {
-        if first.date == last.date {
-            x_labels.push(LabelCtx {
-                x: px(xs[0]),
-                text: first.date.clone(),
-                anchor: "middle",
-            });
-        } else {
-            x_labels.push(LabelCtx {
-                x: px(xs[0]),
-                text: first.date.clone(),
-                anchor: "start",
-            });
-            x_labels.push(LabelCtx {
-                x: px(xs[xs.len() - 1]),
-                text: last.date.clone(),
-                anchor: "end",
-            });
-        }
-    }
+    (points, others)
+}
+
+/// The legend of a chart with pair partners: this engine's name and the partner's (each when one, else
+/// `this engine` / `pair partner`); empty without pairs.
+fn legends(by_time: &[&Record]) -> (String, String) {
     let names = |f: &dyn Fn(&Record) -> Option<String>| {
         let mut v: Vec<String> = by_time
             .iter()
@@ -255,39 +307,12 @@ pub(super) fn chart_with(
             many.to_string()
         }
     };
-    let (legend_this, legend_other) = if other_names.is_empty() {
+    if other_names.is_empty() {
         (String::new(), String::new())
     } else {
         (
             one(this_names, "this engine"),
             one(other_names, "pair partner"),
         )
-    };
-    let hlines = lines
-        .iter()
-        .map(|(label, v, stroke, dash)| HLineCtx {
-            y: px(y(*v)),
-            label: label.clone(),
-            stroke,
-            dash,
-        })
-        .collect();
-    ChartCtx {
-        hlines,
-        legend_this,
-        legend_other,
-        width,
-        height,
-        left: px(left),
-        right: px(right),
-        top: px(top),
-        bottom: px(bottom),
-        y_max_label: short_number(y_top),
-        y_mid: px((top + bottom) / 2.0),
-        polyline,
-        points,
-        others,
-        x_labels,
-        title: format!("{model}: {metric} ({unit}) over time"),
     }
 }

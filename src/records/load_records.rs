@@ -68,7 +68,6 @@ pub fn from_load_run(
     spec: &RunRecordSpec,
     recheck: Option<&Record>,
 ) -> Result<Vec<Record>, RecordError> {
-    use crate::evidence::RunStatus;
     let Some(load) = &gate.load else {
         return Err(RecordError::Evidence(format!(
             "{}: the gate has no [load]",
@@ -76,6 +75,36 @@ pub fn from_load_run(
         )));
     };
     let ev = crate::analysis::load(root).map_err(|e| RecordError::Evidence(e.to_string()))?;
+    let (points, forced) = judged_points(gate, load, root, &ev, recheck)?;
+    let base = base_record(gate, root, &ev, spec, &points, recheck, forced)?;
+    let mut out = Vec::new();
+    for pd in &points {
+        point_records(gate, &ev.run, load, spec, pd, &base, &mut out)?;
+    }
+    for r in &out {
+        let problems = validate(r, &r.id);
+        if !problems.is_empty() {
+            return Err(RecordError::Invalid {
+                id: r.id.clone(),
+                problems,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The points of the load run at `root` (its `run.json` in `ev`), each judged as `servegate judge` judges
+/// it, and why the run is recorded although its verdicts failed (only when re-deriving a forced record,
+/// `recheck`). Fails on an incomplete run, a failed serve, failed verdicts, a point without evidence, and a
+/// point where a planned request was not sent, failed, or has no TTFT (nor its cause), E2E or token count.
+fn judged_points(
+    gate: &GateSpec,
+    load: &crate::spec::load::LoadGate,
+    root: &Path,
+    ev: &crate::analysis::Evidence,
+    recheck: Option<&Record>,
+) -> Result<(Vec<PointData>, Option<String>), RecordError> {
+    use crate::evidence::RunStatus;
     let run = &ev.run;
     if run.status != RunStatus::Complete {
         return Err(RecordError::Evidence(format!(
@@ -137,12 +166,27 @@ pub fn from_load_run(
             prompt_tokens,
         });
     }
-    let (model_file, sha) = model_from_evidence(&ev, &spec.model_file, recheck)?;
+    Ok((points, forced))
+}
+
+/// What every record of the load run shares (id, metric, statistic and figures left for each point): the
+/// model and its hash from the evidence, the host, settings, hold, load averages and sources.
+fn base_record(
+    gate: &GateSpec,
+    root: &Path,
+    ev: &crate::analysis::Evidence,
+    spec: &RunRecordSpec,
+    points: &[PointData],
+    recheck: Option<&Record>,
+    forced: Option<String>,
+) -> Result<Record, RecordError> {
+    let run = &ev.run;
+    let (model_file, sha) = model_from_evidence(ev, &spec.model_file, recheck)?;
     let digest = evidence_digest(root)?;
     let req = &gate.request;
     let mut other = spec.notes.clone();
     let mut seen = std::collections::BTreeSet::new();
-    for p in &points {
+    for p in points {
         seen.extend(p.prompt_tokens.iter().copied());
     }
     let prompt_tokens = prompt_tokens_setting(&seen, &mut other);
@@ -165,7 +209,7 @@ pub fn from_load_run(
             duration_s: None,
         }
     };
-    let base = Record {
+    Ok(Record {
         schema: RECORD_SCHEMA.into(),
         id: String::new(),
         date: run.started_utc.chars().take(10).collect(),
@@ -218,140 +262,167 @@ pub fn from_load_run(
         },
         sources,
         load_point: None,
+    })
+}
+
+/// The records of one point `pd` of the load run (`run`), from `base`, pushed onto `out`: the latency
+/// percentiles, then the two throughputs of its window.
+fn point_records(
+    gate: &GateSpec,
+    run: &crate::evidence::RunSummary,
+    load: &crate::spec::load::LoadGate,
+    spec: &RunRecordSpec,
+    pd: &PointData,
+    base: &Record,
+    out: &mut Vec<Record>,
+) -> Result<(), RecordError> {
+    let s = &pd.samples;
+    let window = agg::window_ms(s).ok_or_else(|| {
+        RecordError::Evidence(format!(
+            "point {}: no measured window (first send not before last end)",
+            pd.point.label()
+        ))
+    })?;
+    let lp = LoadPoint {
+        point: pd.point.label(),
+        concurrency: match pd.point {
+            Point::Concurrency(c) => Some(c),
+            Point::Rate(_) => None,
+        },
+        rate_rps: match pd.point {
+            Point::Rate(r) => Some(r),
+            Point::Concurrency(_) => None,
+        },
+        requests: s.len() as u32,
+        output_tokens: s.iter().filter_map(|x| x.tokens).sum(),
+        window_ms: window,
     };
-    let mut out = Vec::new();
-    for pd in &points {
-        let s = &pd.samples;
-        let window = agg::window_ms(s).ok_or_else(|| {
-            RecordError::Evidence(format!(
-                "point {}: no measured window (first send not before last end)",
-                pd.point.label()
-            ))
-        })?;
-        let lp = LoadPoint {
-            point: pd.point.label(),
-            concurrency: match pd.point {
-                Point::Concurrency(c) => Some(c),
-                Point::Rate(_) => None,
+    let cond = condition_of(&pd.point);
+    let method = format!(
+        "servegate {} gate {}: load point {} ({}, {} judged requests, {} warmup not counted); client-side timed reads, latencies from each request's intended send (docs/load.md)",
+        run.servegate_version,
+        gate.name,
+        lp.point,
+        match pd.point {
+            Point::Concurrency(c) => format!("closed loop, {c} in flight"),
+            Point::Rate(_) => "open loop".to_string(),
+        },
+        s.len(),
+        load.spec.warmup_requests
+    );
+    let id = |fig: &str| format!("{}-{}-{fig}", spec.id, pd.point.dir().replace('.', "_"));
+    latency_records(pd, &lp, &cond, &method, &id, base, out)?;
+    for (metric, slug, figure) in [
+        (M::OutputThroughput, "output-tok-s", agg::output_tok_s(s)),
+        (M::RequestThroughput, "req-s", agg::requests_per_s(s)),
+    ] {
+        let info = metric.info();
+        let name = metric.name();
+        let v = round_to(figure.expect("a window exists"), info.record_decimals);
+        out.push(Record {
+            id: id(slug),
+            metric: Metric {
+                name: name.into(),
+                unit: info.unit.name().into(),
+                condition: Some(cond.clone()),
             },
-            rate_rps: match pd.point {
-                Point::Rate(r) => Some(r),
-                Point::Concurrency(_) => None,
-            },
-            requests: s.len() as u32,
-            output_tokens: s.iter().filter_map(|x| x.tokens).sum(),
-            window_ms: window,
-        };
-        let cond = condition_of(&pd.point);
-        let method = format!(
-            "servegate {} gate {}: load point {} ({}, {} judged requests, {} warmup not counted); client-side timed reads, latencies from each request's intended send (docs/load.md)",
-            run.servegate_version,
-            gate.name,
-            lp.point,
-            match pd.point {
-                Point::Concurrency(c) => format!("closed loop, {c} in flight"),
-                Point::Rate(_) => "open loop".to_string(),
-            },
-            s.len(),
-            load.spec.warmup_requests
-        );
-        let id = |fig: &str| format!("{}-{}-{fig}", spec.id, pd.point.dir().replace('.', "_"));
-        for (lm, metric, slug, def) in [
-            (LatencyMetric::Ttft, M::Ttft, "ttft", "time from the request's intended send to the first token chunk (TTFT from the send plus the client's queue time), per request"),
-            (LatencyMetric::E2e, M::E2e, "e2e", "time from the request's intended send to the reply's last byte, per request"),
-        ] {
-            let values = agg::values(s, lm);
-            let unmeasured: Vec<Unmeasured> = match lm {
-                LatencyMetric::Ttft => s
-                    .iter()
-                    .filter(|x| x.ttft_ms.is_none())
-                    .filter_map(|x| {
-                        x.ttft_unmeasured.as_ref().map(|c| Unmeasured {
-                            arm: None,
-                            request: x.timing.index as u32,
-                            cause: c.clone(),
-                        })
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
-            if !unmeasured.is_empty()
-                && (values.is_empty()
-                    || (values.len() as f64)
-                        < crate::judge::MIN_MEASURED_SHARE * s.len() as f64)
-            {
-                return Err(RecordError::Evidence(format!(
-                    "point {}: {slug}: only {} of {} judged replies measured (at least half are needed for a percentile: undecided); not measured: {}: no record from an undecided run",
-                    pd.point.label(),
-                    values.len(),
-                    s.len(),
-                    unmeasured_text(&unmeasured)
-                )));
-            }
-            let info = metric.info();
-            for (q, stat) in [(50u32, "median"), (95, "p95"), (99, "p99")] {
-                if values.len() < min_n_for(f64::from(q)) {
-                    continue; // a p95 from fewer than 59 requests is not claimed (docs/load.md)
-                }
-                let v = percentile_of(stat, &values).expect("non-empty");
-                let decimals = info.record_decimals;
-                out.push(Record {
-                    id: id(&format!("{slug}-p{q}")),
-                    metric: Metric {
-                        name: info.record_name.expect("ttft and e2e have record names").into(),
-                        unit: info.unit.name().into(),
-                        condition: Some(format!("p{q} {cond}")),
-                    },
-                    statistic: stat.into(),
-                    value: round_to(v, decimals),
-                    decimals,
-                    n: values.len() as u32,
-                    range: [
-                        stats::min(&values).expect("non-empty"),
-                        stats::max(&values).expect("non-empty"),
-                    ],
-                    values: Some(values.clone()),
-                    unmeasured: unmeasured.clone(),
-                    instrument: Instrument {
-                        method: method.clone(),
-                        metric_definition: Some(format!(
-                            "servegate analysis::load (docs/load.md, docs/metrics.md): {def}; p{q} by numpy's linear method over the point's judged requests"
-                        )),
-                    },
-                    load_point: Some(lp.clone()),
-                    ..base.clone()
-                });
-            }
-        }
-        for (metric, slug, figure) in [
-            (M::OutputThroughput, "output-tok-s", agg::output_tok_s(s)),
-            (M::RequestThroughput, "req-s", agg::requests_per_s(s)),
-        ] {
-            let info = metric.info();
-            let name = metric.name();
-            let v = round_to(figure.expect("a window exists"), info.record_decimals);
-            out.push(Record {
-                id: id(slug),
-                metric: Metric {
-                    name: name.into(),
-                    unit: info.unit.name().into(),
-                    condition: Some(cond.clone()),
-                },
-                statistic: "window".into(),
-                value: v,
-                decimals: info.record_decimals,
-                n: lp.requests,
-                values: None,
-                values_unavailable: Some(format!(
-                    "one figure over the point's measured window, not a statistic of per-request values: {} / window_ms (load_point)",
-                    if metric == M::OutputThroughput { "output_tokens" } else { "requests" }
+            statistic: "window".into(),
+            value: v,
+            decimals: info.record_decimals,
+            n: lp.requests,
+            values: None,
+            values_unavailable: Some(format!(
+                "one figure over the point's measured window, not a statistic of per-request values: {} / window_ms (load_point)",
+                if metric == M::OutputThroughput { "output_tokens" } else { "requests" }
+            )),
+            range: [v, v],
+            instrument: Instrument {
+                method: method.clone(),
+                metric_definition: Some(format!(
+                    "servegate analysis::load (docs/metrics.md, {name}): {}",
+                    info.definition
                 )),
-                range: [v, v],
+            },
+            load_point: Some(lp.clone()),
+            ..base.clone()
+        });
+    }
+    Ok(())
+}
+
+/// TTFT and E2E of the point `pd` (its load point `lp`, condition `cond`, method): p50, and p95 and p99 only
+/// where the point has the n to claim them, each with every value and (TTFT) the unmeasured with causes.
+/// Fails when fewer than half of the judged replies were measured.
+fn latency_records(
+    pd: &PointData,
+    lp: &LoadPoint,
+    cond: &str,
+    method: &str,
+    id: &dyn Fn(&str) -> String,
+    base: &Record,
+    out: &mut Vec<Record>,
+) -> Result<(), RecordError> {
+    let s = &pd.samples;
+    for (lm, metric, slug, def) in [
+        (LatencyMetric::Ttft, M::Ttft, "ttft", "time from the request's intended send to the first token chunk (TTFT from the send plus the client's queue time), per request"),
+        (LatencyMetric::E2e, M::E2e, "e2e", "time from the request's intended send to the reply's last byte, per request"),
+    ] {
+        let values = agg::values(s, lm);
+        let unmeasured: Vec<Unmeasured> = match lm {
+            LatencyMetric::Ttft => s
+                .iter()
+                .filter(|x| x.ttft_ms.is_none())
+                .filter_map(|x| {
+                    x.ttft_unmeasured.as_ref().map(|c| Unmeasured {
+                        arm: None,
+                        request: x.timing.index as u32,
+                        cause: c.clone(),
+                    })
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !unmeasured.is_empty()
+            && (values.is_empty()
+                || (values.len() as f64)
+                    < crate::judge::MIN_MEASURED_SHARE * s.len() as f64)
+        {
+            return Err(RecordError::Evidence(format!(
+                "point {}: {slug}: only {} of {} judged replies measured (at least half are needed for a percentile: undecided); not measured: {}: no record from an undecided run",
+                pd.point.label(),
+                values.len(),
+                s.len(),
+                unmeasured_text(&unmeasured)
+            )));
+        }
+        let info = metric.info();
+        for (q, stat) in [(50u32, "median"), (95, "p95"), (99, "p99")] {
+            if values.len() < min_n_for(f64::from(q)) {
+                continue; // a p95 from fewer than 59 requests is not claimed (docs/load.md)
+            }
+            let v = percentile_of(stat, &values).expect("non-empty");
+            let decimals = info.record_decimals;
+            out.push(Record {
+                id: id(&format!("{slug}-p{q}")),
+                metric: Metric {
+                    name: info.record_name.expect("ttft and e2e have record names").into(),
+                    unit: info.unit.name().into(),
+                    condition: Some(format!("p{q} {cond}")),
+                },
+                statistic: stat.into(),
+                value: round_to(v, decimals),
+                decimals,
+                n: values.len() as u32,
+                range: [
+                    stats::min(&values).expect("non-empty"),
+                    stats::max(&values).expect("non-empty"),
+                ],
+                values: Some(values.clone()),
+                unmeasured: unmeasured.clone(),
                 instrument: Instrument {
-                    method: method.clone(),
+                    method: method.to_string(),
                     metric_definition: Some(format!(
-                        "servegate analysis::load (docs/metrics.md, {name}): {}",
-                        info.definition
+                        "servegate analysis::load (docs/load.md, docs/metrics.md): {def}; p{q} by numpy's linear method over the point's judged requests"
                     )),
                 },
                 load_point: Some(lp.clone()),
@@ -359,16 +430,7 @@ pub fn from_load_run(
             });
         }
     }
-    for r in &out {
-        let problems = validate(r, &r.id);
-        if !problems.is_empty() {
-            return Err(RecordError::Invalid {
-                id: r.id.clone(),
-                problems,
-            });
-        }
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// Re-derives load record `r` from the load run at `dir` (see [`super::kind::rederive`]): the run's records are

@@ -12,7 +12,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::exit;
 use crate::evidence::public::{rewrite_file, Public};
 
 /// Every file under `dir`, recursively (symlinks not followed), sorted.
@@ -136,37 +135,4 @@ pub fn publish(
         }
     }
     Ok(out)
-}
-
-/// `servegate records publish --run DIR [--checkout PATH] [--dir records]`: prints what changed; exit 0, or 5
-/// when a file cannot be read or written.
-pub fn cli(run: &Path, checkout: Option<&Path>, dir: &Path) -> i32 {
-    let cwd = std::env::current_dir().unwrap_or_default();
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    match publish(run, checkout.unwrap_or(&cwd), home.as_deref(), dir) {
-        Ok(p) => {
-            for f in &p.files {
-                crate::outln!("rewritten: {}", run.join(f).display());
-            }
-            for r in &p.records {
-                crate::outln!(
-                    "record: {} (evidence_sha256 {})",
-                    r.display(),
-                    p.digest_after
-                );
-            }
-            crate::outln!(
-                "{}: {} file(s) rewritten, digest {} -> {}",
-                run.display(),
-                p.files.len(),
-                &p.digest_before[..12],
-                &p.digest_after[..12]
-            );
-            exit::PASS
-        }
-        Err(e) => {
-            crate::errln!("error: {e}");
-            exit::EVIDENCE_ERROR
-        }
-    }
 }

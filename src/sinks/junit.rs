@@ -25,7 +25,7 @@ use quick_junit::{
     NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite, XmlString,
 };
 
-use crate::sinks::report::{GateResults, Results, TestOutcome};
+use crate::sinks::report::{AssertionResult, GateResults, Results, TestOutcome};
 
 /// The `<testsuites name=...>`.
 pub const REPORT_NAME: &str = "servegate";
@@ -106,11 +106,44 @@ pub fn shell_join(argv: &[String]) -> String {
         .join(" ")
 }
 
-/// The suite of one gate; `seen` holds the (classname, name) pairs already written.
+/// The suite of one gate; `seen` holds the (classname, name) pairs already written. In steps: the gate's
+/// properties ([`suite_properties`]), one testcase per assertion ([`testcase`]), the skip counts
+/// ([`count_skips`]).
 fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>) -> TestSuite {
     let mut s = TestSuite::new(xml(&g.name));
     s.set_time(secs(g.duration_s));
-    let mut props: Vec<(&str, String)> = vec![("gate_file", g.file.clone())];
+    let (props, arm_props) = suite_properties(g);
+    if let Some(p) = &g.provenance {
+        s.extra.insert(xml("timestamp"), xml(&p.started_utc));
+        if !p.host.hostname.is_empty() {
+            s.extra.insert(xml("hostname"), xml(&p.host.hostname));
+        }
+    }
+    s.add_properties(
+        props
+            .into_iter()
+            .map(|(k, v)| Property::new(xml(k), xml(&v))),
+    );
+    s.add_properties(
+        arm_props
+            .into_iter()
+            .map(|(k, v)| Property::new(xml(&k), xml(&v))),
+    );
+
+    for a in &g.assertions {
+        s.add_test_case(testcase(g, a, seen));
+    }
+    count_skips(&mut s, g);
+    s
+}
+
+/// One property of a suite: its name and value.
+type Prop = (&'static str, String);
+
+/// The properties of a gate's suite: the gate's own and its run's provenance, then one group per arm of a
+/// pair gate (`arm1_role`, `arm1_runtime`, ...).
+fn suite_properties(g: &GateResults) -> (Vec<Prop>, Vec<(String, String)>) {
+    let mut props: Vec<Prop> = vec![("gate_file", g.file.clone())];
     let mut arm_props: Vec<(String, String)> = Vec::new();
     if !g.description.is_empty() {
         props.push(("gate_description", g.description.clone()));
@@ -178,103 +211,98 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
         }
         props.push(("started_utc", p.started_utc.clone()));
         props.push(("evidence_dir", p.evidence_dir.clone()));
-        s.extra.insert(xml("timestamp"), xml(&p.started_utc));
-        if !p.host.hostname.is_empty() {
-            s.extra.insert(xml("hostname"), xml(&p.host.hostname));
-        }
     }
-    s.add_properties(
-        props
-            .into_iter()
-            .map(|(k, v)| Property::new(xml(k), xml(&v))),
-    );
-    s.add_properties(
-        arm_props
-            .into_iter()
-            .map(|(k, v)| Property::new(xml(&k), xml(&v))),
-    );
+    (props, arm_props)
+}
 
+/// The testcase of one assertion `a` of gate `g`: its status (success, skipped with its reason, or a
+/// failure with its kind and text), its output, and where a person looks next.
+fn testcase(
+    g: &GateResults,
+    a: &AssertionResult,
+    seen: &mut std::collections::HashSet<(String, String)>,
+) -> TestCase {
     let evidence = g.provenance.as_ref().map(|p| p.evidence_dir.as_str());
-    for a in &g.assertions {
-        // Only a pass is a success; an indeterminate verdict that the gate lets through
-        // (`on_indeterminate = "pass"`) is the one non-pass that is not a failure, and its message says so.
-        let failing = a.outcome == TestOutcome::Failed || a.failure_kind.is_some();
-        let status = match a.outcome {
-            TestOutcome::Passed => TestCaseStatus::success(),
-            TestOutcome::Indeterminate if !failing => TestCaseStatus::success(),
-            TestOutcome::Skipped | TestOutcome::Incomparable | TestOutcome::NotCompared
-                if !failing =>
-            {
-                let mut st = TestCaseStatus::skipped();
-                st.set_message(xml(&match &a.skip_reason {
-                    Some(r) => format!("[{r}] {}", a.message),
-                    None => a.message.clone(),
-                }));
-                st
+    // Only a pass is a success; an indeterminate verdict that the gate lets through
+    // (`on_indeterminate = "pass"`) is the one non-pass that is not a failure, and its message says so.
+    let failing = a.outcome == TestOutcome::Failed || a.failure_kind.is_some();
+    let status = match a.outcome {
+        TestOutcome::Passed => TestCaseStatus::success(),
+        TestOutcome::Indeterminate if !failing => TestCaseStatus::success(),
+        TestOutcome::Skipped | TestOutcome::Incomparable | TestOutcome::NotCompared if !failing => {
+            let mut st = TestCaseStatus::skipped();
+            st.set_message(xml(&match &a.skip_reason {
+                Some(r) => format!("[{r}] {}", a.message),
+                None => a.message.clone(),
+            }));
+            st
+        }
+        _ => {
+            let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            let first = a.message.lines().next().unwrap_or("");
+            st.set_message(xml(first));
+            st.set_type(xml(a
+                .failure_kind
+                .map(|k| k.as_str())
+                .unwrap_or("assertion")));
+            let mut text = a.message.clone();
+            if let Some(dir) = evidence {
+                text.push_str(&format!("\nevidence: {dir}"));
             }
-            _ => {
-                let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                let first = a.message.lines().next().unwrap_or("");
-                st.set_message(xml(first));
-                st.set_type(xml(a
-                    .failure_kind
-                    .map(|k| k.as_str())
-                    .unwrap_or("assertion")));
-                let mut text = a.message.clone();
-                if let Some(dir) = evidence {
-                    text.push_str(&format!("\nevidence: {dir}"));
-                }
-                st.set_description(xml(&text));
-                st
-            }
-        };
-        let class = classname(&g.name);
-        let name = unique_name(seen, &class, &a.test);
-        let mut tc = TestCase::new(xml(&name), status);
-        tc.set_classname(xml(&class));
-        tc.set_time(secs(a.duration_s));
-        match a.outcome {
-            TestOutcome::Passed => {
-                tc.set_system_out(xml(&a.message));
-            }
-            TestOutcome::Indeterminate if !failing => {
-                tc.set_system_out(xml(&a.message));
-            }
-            TestOutcome::Skipped | TestOutcome::Incomparable | TestOutcome::NotCompared
-                if !failing => {}
-            _ => {
-                if let Some(tail) = &g.serve_log_tail {
-                    tc.set_system_out(xml(&format!("tail of the serve log:\n{tail}")));
-                }
+            st.set_description(xml(&text));
+            st
+        }
+    };
+    let class = classname(&g.name);
+    let name = unique_name(seen, &class, &a.test);
+    let mut tc = TestCase::new(xml(&name), status);
+    tc.set_classname(xml(&class));
+    tc.set_time(secs(a.duration_s));
+    match a.outcome {
+        TestOutcome::Passed => {
+            tc.set_system_out(xml(&a.message));
+        }
+        TestOutcome::Indeterminate if !failing => {
+            tc.set_system_out(xml(&a.message));
+        }
+        TestOutcome::Skipped | TestOutcome::Incomparable | TestOutcome::NotCompared if !failing => {
+        }
+        _ => {
+            if let Some(tail) = &g.serve_log_tail {
+                tc.set_system_out(xml(&format!("tail of the serve log:\n{tail}")));
             }
         }
-        tc.add_property(Property::new("state", a.outcome.state()));
-        // Where a person looks next (docs/ci.md): the gate file and the line declaring the assertion, the
-        // evidence, and what ran (model hash, engine version; `unknown` where the run did not say).
-        let p = g.provenance.as_ref();
-        let unknown = || "unknown".to_string();
-        for (k, v) in [
-            ("gate_file", g.file.clone()),
-            ("gate_line", a.gate_line().to_string()),
-            (
-                "evidence_dir",
-                evidence.map(str::to_string).unwrap_or_else(unknown),
-            ),
-            (
-                "model_sha256",
-                p.and_then(|p| p.model_sha256.clone())
-                    .unwrap_or_else(unknown),
-            ),
-            (
-                "engine_version",
-                p.and_then(|p| p.serve_version.clone())
-                    .unwrap_or_else(unknown),
-            ),
-        ] {
-            tc.add_property(Property::new(k, xml(&v)));
-        }
-        s.add_test_case(tc);
     }
+    tc.add_property(Property::new("state", a.outcome.state()));
+    // Where a person looks next (docs/ci.md): the gate file and the line declaring the assertion, the
+    // evidence, and what ran (model hash, engine version; `unknown` where the run did not say).
+    let p = g.provenance.as_ref();
+    let unknown = || "unknown".to_string();
+    for (k, v) in [
+        ("gate_file", g.file.clone()),
+        ("gate_line", a.gate_line().to_string()),
+        (
+            "evidence_dir",
+            evidence.map(str::to_string).unwrap_or_else(unknown),
+        ),
+        (
+            "model_sha256",
+            p.and_then(|p| p.model_sha256.clone())
+                .unwrap_or_else(unknown),
+        ),
+        (
+            "engine_version",
+            p.and_then(|p| p.serve_version.clone())
+                .unwrap_or_else(unknown),
+        ),
+    ] {
+        tc.add_property(Property::new(k, xml(&v)));
+    }
+    tc
+}
+
+/// The suite's skip counts: `skipped` (quick-junit counts skips as `disabled`) and `skipped_by_reason`.
+fn count_skips(s: &mut TestSuite, g: &GateResults) {
     // quick-junit counts skipped tests as `disabled`; readers also look for `skipped`.
     let skipped = s.disabled;
     s.extra.insert(xml("skipped"), xml(&skipped.to_string()));
@@ -293,7 +321,6 @@ fn suite(g: &GateResults, seen: &mut std::collections::HashSet<(String, String)>
             .join(", ");
         s.add_property(Property::new("skipped_by_reason", xml(&text)));
     }
-    s
 }
 
 /// The quick-junit report of `results`.

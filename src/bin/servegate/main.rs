@@ -13,6 +13,8 @@ use servegate::sinks::outputs::Outputs;
 use servegate::sinks::report::{Producer, Results};
 use servegate::{analysis, evidence, judge, spec};
 
+mod bless;
+mod leaderboard;
 mod records;
 
 /// A release gate for OpenAI-compatible LLM serves.
@@ -116,7 +118,7 @@ enum Cmd {
     /// --gab-bigger / --gab-smaller (github-action-benchmark), --openmetrics (GitLab metrics); docs/ci.md.
     Export(servegate::sinks::exports::ExportArgs),
     /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
-    Leaderboard(servegate::records::leaderboard::LeaderboardArgs),
+    Leaderboard(leaderboard::LeaderboardArgs),
     /// Bless a known-good run: copy it as a window of the gate's stored baseline (--baseline), or derive
     /// [assert.rate] floor_tok_s from its evidence (--floor [--slow]); shown as a diff, written with --accept,
     /// logged in baselines/LEDGER.jsonl; never in CI without --force (docs/bless.md).
@@ -241,11 +243,11 @@ fn main() -> ExitCode {
         Cmd::ScriptedServe(args) => servegate::replay::scripted::cli_scripted(&args),
         Cmd::Records(args) => records::cli(&args),
         Cmd::Export(args) => servegate::sinks::exports::cli(&args, &judged_results),
-        Cmd::Leaderboard(args) => servegate::records::leaderboard::cli(&args),
+        Cmd::Leaderboard(args) => leaderboard::cli(&args),
         Cmd::Coverage(args) => servegate::coverage::page::cli(&args),
         Cmd::Census(args) => servegate::coverage::census::cli(&args),
         Cmd::SelfTest(args) => servegate::run::selftest::cli(&args),
-        Cmd::Bless(args) => servegate::records::bless::cli(&args),
+        Cmd::Bless(args) => bless::cli(&args),
     };
     ExitCode::from(code as u8)
 }
@@ -330,6 +332,8 @@ fn write_records(
     exit::PASS
 }
 
+/// `servegate run`: every spec checked first, then each gate run in turn ([`run_gate`]), then the records
+/// of a passing run (`--record`, [`record_run`]) and the reports with the one `RESULT:` line ([`finish_run`]).
 fn cmd_run(
     files: &[PathBuf],
     runs: Option<PathBuf>,
@@ -342,42 +346,23 @@ fn cmd_run(
     let strict = servegate::run::harness::strict();
     let mut console = Console::new(quiet);
     let mut collector = Collector::new(Producer::Run, strict);
-    // Every spec is checked before any gate runs, and every invalid one is reported.
-    let mut specs = Vec::new();
-    let mut invalid = 0usize;
-    for f in files {
-        match spec::matrix::load_all(f).and_then(|s| {
-            match s.iter().find_map(|g| g.unreadable_input()) {
-                Some(e) => Err(e),
-                None => Ok(s),
-            }
-        }) {
-            Ok(s) => specs.extend(s),
-            Err(e) => {
-                let error = e.to_string();
-                Fanout(vec![&mut console, &mut collector]).event(&Event::SpecInvalid {
-                    file: f,
-                    error: &error,
-                    duration_s: 0.0,
-                });
-                invalid += 1;
-            }
+    let specs = match load_specs(files, &mut console, &mut collector) {
+        Ok(specs) => specs,
+        Err(invalid) => {
+            let why = format!(
+                "{invalid} of {} gate spec{} invalid: no gate was run",
+                files.len(),
+                if files.len() == 1 { " is" } else { "s are" }
+            );
+            return finish_run(
+                outputs,
+                collector.into_results(),
+                started,
+                exit::SPEC_INVALID,
+                &why,
+            );
         }
-    }
-    if invalid > 0 {
-        let why = format!(
-            "{invalid} of {} gate spec{} invalid: no gate was run",
-            files.len(),
-            if files.len() == 1 { " is" } else { "s are" }
-        );
-        return finish_run(
-            outputs,
-            collector.into_results(),
-            started,
-            exit::SPEC_INVALID,
-            &why,
-        );
-    }
+    };
     let root = runs.unwrap_or_else(runner::runs_root);
     // A stop signal from here on ends the command as interrupted at the next checkpoint: no verdict,
     // RESULT line or report is printed or written after it.
@@ -388,60 +373,10 @@ fn cmd_run(
     let mut passed_run: Option<PathBuf> = None;
     for g in &specs {
         let mut out = Fanout(vec![&mut console, &mut collector]);
-        out.event(&Event::GateStarted {
-            spec: g,
-            file: &g.file,
-            on: None,
-        });
-        // `[hold] ticket`: without the device ticket the gate refuses to start (unless --allow-no-hold).
-        match servegate::io::hold::check_ticket(g, allow_no_hold) {
-            Err(why) => {
-                out.event(&Event::GateRefused {
-                    spec: g,
-                    why: &why,
-                    listed: &Listed::all(g, 0.0),
-                });
-                continue;
-            }
-            Ok(Some(note)) => servegate::errln!("note: {note}"),
-            Ok(None) => {}
-        }
-        let unmet = g.requirements();
-        if !unmet.is_empty() {
-            out.event(&Event::GateUnmet {
-                spec: g,
-                unmet: &unmet,
-                strict,
-                listed: &Listed::all(g, 0.0),
-            });
-            if !strict {
-                skipped += 1;
-            }
-            continue;
-        }
-        let t = std::time::Instant::now();
-        let ran = runner::run(g, &root, &mut |step| {
-            out.event(&Event::Progress { spec: g, step })
-        });
-        servegate::io::signals::checkpoint();
-        let run_s = t.elapsed().as_secs_f64();
-        match ran {
-            Ok(o) => {
-                if o.exit_code() == exit::PASS {
-                    passed_run = Some(o.dir.clone());
-                }
-                out.event(&Event::GateJudged {
-                    spec: g,
-                    outcome: &o,
-                    listed: &Listed::verdicts(&o, run_s),
-                })
-            }
-            Err(e) => out.event(&Event::GateError {
-                spec: g,
-                error: &e.to_string(),
-                panicked: false,
-                listed: &Listed::all(g, run_s),
-            }),
+        match run_gate(g, &root, &mut out, strict, allow_no_hold) {
+            GateRan::Skipped => skipped += 1,
+            GateRan::Passed(dir) => passed_run = Some(dir),
+            GateRan::Other => {}
         }
     }
     let mut results = collector.into_results();
@@ -455,26 +390,25 @@ fn cmd_run(
     };
     // --record: written from a passing run's evidence before the RESULT line, so that line says whether they were.
     if let Some((id, dir)) = record {
-        if worst != exit::PASS {
-            servegate::errln!("no record written: the run did not pass");
-        } else if nothing_checked || passed_run.is_none() {
-            servegate::errln!(
-                "no record written: the gate was skipped (unmet [requires]); nothing was measured"
+        let code = record_run(
+            &files[0],
+            worst,
+            nothing_checked,
+            passed_run.as_deref(),
+            id,
+            dir,
+        );
+        if code != exit::PASS {
+            results
+                .problems
+                .push("the gate passed but its records could not be written".to_string());
+            return finish_run(
+                outputs,
+                results,
+                started,
+                code,
+                "the gate passed but its records could not be written",
             );
-        } else if let Some(run) = &passed_run {
-            let code = write_records(&files[0], run, id, dir);
-            if code != exit::PASS {
-                results
-                    .problems
-                    .push("the gate passed but its records could not be written".to_string());
-                return finish_run(
-                    outputs,
-                    results,
-                    started,
-                    code,
-                    "the gate passed but its records could not be written",
-                );
-            }
         }
     }
     if nothing_checked {
@@ -490,6 +424,144 @@ fn cmd_run(
         );
     }
     finish_run(outputs, results, started, end.exit_code(), "")
+}
+
+/// Every gate of `files` (a matrix file gives several), each checked before any gate runs; every invalid
+/// one is reported (a `SpecInvalid` event) and counted: `Err(count)` when any is.
+fn load_specs(
+    files: &[PathBuf],
+    console: &mut Console,
+    collector: &mut Collector,
+) -> Result<Vec<spec::GateSpec>, usize> {
+    let mut specs = Vec::new();
+    let mut invalid = 0usize;
+    for f in files {
+        match spec::matrix::load_all(f).and_then(|s| {
+            match s.iter().find_map(|g| g.unreadable_input()) {
+                Some(e) => Err(e),
+                None => Ok(s),
+            }
+        }) {
+            Ok(s) => specs.extend(s),
+            Err(e) => {
+                let error = e.to_string();
+                Fanout(vec![&mut *console, &mut *collector]).event(&Event::SpecInvalid {
+                    file: f,
+                    error: &error,
+                    duration_s: 0.0,
+                });
+                invalid += 1;
+            }
+        }
+    }
+    if invalid > 0 {
+        Err(invalid)
+    } else {
+        Ok(specs)
+    }
+}
+
+/// How one gate of `servegate run` ended, as the command counts it.
+enum GateRan {
+    /// Ignored for unmet `[requires]` (not under SERVEGATE_STRICT): nothing was checked.
+    Skipped,
+    /// Ran and passed: its run directory (for `--record`).
+    Passed(PathBuf),
+    /// Refused, failed, or could not run.
+    Other,
+}
+
+/// Runs gate `g` under `root`, saying each step to `out`: refused without its device ticket (`[hold]
+/// ticket`, unless `allow_no_hold`), ignored (or failed, when `strict`) for unmet requirements, else run and
+/// judged.
+fn run_gate(
+    g: &spec::GateSpec,
+    root: &std::path::Path,
+    out: &mut Fanout<'_>,
+    strict: bool,
+    allow_no_hold: bool,
+) -> GateRan {
+    out.event(&Event::GateStarted {
+        spec: g,
+        file: &g.file,
+        on: None,
+    });
+    // `[hold] ticket`: without the device ticket the gate refuses to start (unless --allow-no-hold).
+    match servegate::io::hold::check_ticket(g, allow_no_hold) {
+        Err(why) => {
+            out.event(&Event::GateRefused {
+                spec: g,
+                why: &why,
+                listed: &Listed::all(g, 0.0),
+            });
+            return GateRan::Other;
+        }
+        Ok(Some(note)) => servegate::errln!("note: {note}"),
+        Ok(None) => {}
+    }
+    let unmet = g.requirements();
+    if !unmet.is_empty() {
+        out.event(&Event::GateUnmet {
+            spec: g,
+            unmet: &unmet,
+            strict,
+            listed: &Listed::all(g, 0.0),
+        });
+        return if strict {
+            GateRan::Other
+        } else {
+            GateRan::Skipped
+        };
+    }
+    let t = std::time::Instant::now();
+    let ran = runner::run(g, root, &mut |step| {
+        out.event(&Event::Progress { spec: g, step })
+    });
+    servegate::io::signals::checkpoint();
+    let run_s = t.elapsed().as_secs_f64();
+    match ran {
+        Ok(o) => {
+            let passed = (o.exit_code() == exit::PASS).then(|| o.dir.clone());
+            out.event(&Event::GateJudged {
+                spec: g,
+                outcome: &o,
+                listed: &Listed::verdicts(&o, run_s),
+            });
+            passed.map_or(GateRan::Other, GateRan::Passed)
+        }
+        Err(e) => {
+            out.event(&Event::GateError {
+                spec: g,
+                error: &e.to_string(),
+                panicked: false,
+                listed: &Listed::all(g, run_s),
+            });
+            GateRan::Other
+        }
+    }
+}
+
+/// `--record ID DIR`: the records of the passing run `passed_run` of `gate_file`, written before the RESULT
+/// line; a run that did not pass (`worst`) or checked nothing writes none, saying why on stderr. The exit
+/// code of the writing (PASS when nothing was to be written).
+fn record_run(
+    gate_file: &std::path::Path,
+    worst: i32,
+    nothing_checked: bool,
+    passed_run: Option<&std::path::Path>,
+    id: &str,
+    dir: &std::path::Path,
+) -> i32 {
+    if worst != exit::PASS {
+        servegate::errln!("no record written: the run did not pass");
+    } else if nothing_checked || passed_run.is_none() {
+        servegate::errln!(
+            "no record written: the gate was skipped (unmet [requires]); nothing was measured"
+        );
+    } else if let Some(run) = passed_run {
+        return write_records(gate_file, run, id, dir);
+    }
+    exit::PASS
 }
 
 /// Stamps `results` with `code`, writes the reports, then prints the one `RESULT:` line, which always agrees

@@ -78,9 +78,7 @@ pub enum RecordsCmd {
 pub fn cli(args: &RecordsArgs) -> i32 {
     match &args.command {
         RecordsCmd::Check { dir } => cli_records_check(dir),
-        RecordsCmd::Publish { run, checkout, dir } => {
-            servegate::records::publish::cli(run, checkout.as_deref(), dir)
-        }
+        RecordsCmd::Publish { run, checkout, dir } => cli_publish(run, checkout.as_deref(), dir),
         RecordsCmd::Add {
             run,
             spec,
@@ -345,4 +343,38 @@ pub fn write_load_records(gate: &GateSpec, run: &Path, spec: &RunRecordSpec, dir
     }
     servegate::outln!("now run `servegate leaderboard`");
     exit::PASS
+}
+
+/// `servegate records publish --run DIR [--checkout PATH] [--dir records]`: prints what changed; exit 0, or 5
+/// when a file cannot be read or written.
+fn cli_publish(run: &Path, checkout: Option<&Path>, dir: &Path) -> i32 {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    match servegate::records::publish::publish(run, checkout.unwrap_or(&cwd), home.as_deref(), dir)
+    {
+        Ok(p) => {
+            for f in &p.files {
+                servegate::outln!("rewritten: {}", run.join(f).display());
+            }
+            for r in &p.records {
+                servegate::outln!(
+                    "record: {} (evidence_sha256 {})",
+                    r.display(),
+                    p.digest_after
+                );
+            }
+            servegate::outln!(
+                "{}: {} file(s) rewritten, digest {} -> {}",
+                run.display(),
+                p.files.len(),
+                &p.digest_before[..12],
+                &p.digest_after[..12]
+            );
+            exit::PASS
+        }
+        Err(e) => {
+            servegate::errln!("error: {e}");
+            exit::EVIDENCE_ERROR
+        }
+    }
 }

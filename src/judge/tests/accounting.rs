@@ -1,0 +1,156 @@
+//! Tests of the accounting of every planned request.
+
+use super::*;
+use crate::judge::accounting::*;
+use crate::judge::*;
+
+#[test]
+pub(super) fn requests_never_sent_fail_every_assertion_and_are_counted_in_n_of_planned() {
+    let ev = evidence(
+        Some(4),
+        vec![request(0, &good(), None), request(1, &good(), None)],
+    );
+    let a = account(&ev);
+    assert_eq!(
+        (a.planned, a.sent, a.never_sent.clone()),
+        (4, 2, vec![2, 3])
+    );
+    assert!(!a.whole());
+    let v = judge(&gate(), &ev);
+    assert!(v.iter().all(|x| !x.passed()), "{v:#?}");
+    assert_eq!(
+        find(&v, "rate").message,
+        "rate FAIL 2 planned requests never sent: requests 02-03 (the run stopped before sending them) (floor 10.0 tok/s; each: 20.0, 20.0; n=2 of 4 planned)"
+    );
+    // One value per planned request in the JSON values: None for the two never sent.
+    assert_eq!(
+        find(&v, "rate").values,
+        vec![Some(20.0), Some(20.0), None, None]
+    );
+    assert!(find(&v, "content")
+        .message
+        .ends_with("2 planned requests never sent: requests 02-03 (the run stopped before sending them) (n=2 of 4 planned)"));
+    assert!(find(&v, "known_answer").message.contains("never sent"));
+    // All four sent: everything passes, `n=4 of 4 planned`.
+    let ev = evidence(Some(4), (0..4).map(|i| request(i, &good(), None)).collect());
+    let v = judge(&gate(), &ev);
+    assert!(v.iter().all(|x| x.passed()), "{v:#?}");
+    assert_eq!(
+        find(&v, "first_token").message,
+        "first_token PASS median 100 ms (limit 1000; each: 100, 100, 100, 100; n=4 of 4 planned)"
+    );
+}
+
+#[test]
+pub(super) fn a_cut_reply_is_a_missing_value_with_its_reason_never_a_median() {
+    // Without the rule the cut reply's two fast chunks (20 tok/s here, any rate in general) would count.
+    let ev = evidence(
+        Some(3),
+        vec![
+            request(0, &good(), None),
+            request(1, &cut(), None),
+            request(2, &good(), None),
+        ],
+    );
+    let v = judge(&gate(), &ev);
+    assert_eq!(
+        find(&v, "rate").message,
+        "rate FAIL 1 of 3 replies have no decode rate: request 01 (truncated_stream: no finish_reason, no [DONE]) (floor 10.0 tok/s; each: 20.0, -, 20.0; n=3 of 3 planned)"
+    );
+    assert_eq!(
+        find(&v, "first_token").message,
+        "first_token FAIL 1 of 3 replies have no first token: request 01 (truncated_stream: no finish_reason, no [DONE]) (limit 1000 ms; each: 100, -, 100; n=3 of 3 planned)"
+    );
+    assert!(find(&v, "known_answer")
+        .message
+        .starts_with("known_answer FAIL request 01: failed reply: truncated_stream"));
+    let failed: Vec<(usize, String)> = account(&ev)
+        .failed
+        .iter()
+        .map(|(i, f)| (*i, f.to_string()))
+        .collect();
+    assert_eq!(
+        failed,
+        vec![(
+            1,
+            "truncated_stream: no finish_reason, no [DONE]".to_string()
+        )]
+    );
+}
+
+#[test]
+pub(super) fn a_transport_error_in_the_record_fails_the_request_even_with_a_complete_looking_reply()
+{
+    let mut r = request(1, &good(), None);
+    r.record.transport_error = Some("operation timed out".into());
+    let ev = evidence(Some(2), vec![request(0, &good(), None), r]);
+    assert_eq!(
+        request_failure(&ev.requests[1]).as_deref(),
+        Some("transport: operation timed out")
+    );
+    let v = judge(&gate(), &ev);
+    assert!(find(&v, "rate")
+        .message
+        .contains("request 01 (transport: operation timed out)"));
+    assert!(find(&v, "content")
+        .message
+        .contains("request 01: failed reply: transport: operation timed out"));
+    assert!(!find(&v, "first_token").passed());
+}
+
+#[test]
+pub(super) fn more_judged_requests_than_planned_is_not_a_pass() {
+    let ev = evidence(
+        Some(1),
+        vec![request(0, &good(), None), request(1, &good(), None)],
+    );
+    let v = judge(&gate(), &ev);
+    assert!(find(&v, "rate")
+        .message
+        .contains("the evidence holds 2 judged requests, more than the 1 planned"));
+    assert!(v.iter().all(|x| !x.passed()));
+}
+
+#[test]
+pub(super) fn older_evidence_without_a_plan_takes_the_recorded_requests_as_the_plan() {
+    let ev = evidence(None, vec![request(0, &good(), None)]);
+    let a = account(&ev);
+    assert!(!a.plan_recorded);
+    assert_eq!((a.planned, a.never_sent.len()), (1, 0));
+    let v = judge(&gate(), &ev);
+    assert!(find(&v, "rate").message.ends_with("n=1 of 1 planned)"));
+}
+
+#[test]
+pub(super) fn a_serve_that_exited_during_the_run_fails_with_its_status_and_log_tail() {
+    let mut ev = evidence(
+        Some(20),
+        vec![
+            request(0, &good(), None),
+            request(1, &good(), None),
+            request(2, &cut(), None),
+        ],
+    );
+    ev.run.serve.failure = Some(
+        "server_exited_during_run (exit status 139, 0.4 s after ready): Segmentation fault".into(),
+    );
+    ev.serve_log = Some("a\nb\nc\nd\ne\nf\nSegmentation fault\n".into());
+    let v = judge(&gate(), &ev);
+    let rate = &find(&v, "rate").message;
+    assert!(
+        rate.contains(
+            "17 planned requests never sent: requests 03-19 (the serve failed during the run)"
+        ),
+        "{rate}"
+    );
+    assert!(rate.contains("n=3 of 20 planned"), "{rate}");
+    // The last five non-empty log lines.
+    assert!(rate.ends_with("[serve: server_exited_during_run (exit status 139, 0.4 s after ready): Segmentation fault; serve.log ends: \"c\\nd\\ne\\nf\\nSegmentation fault\"]"), "{rate}");
+    assert!(v.iter().all(|x| !x.passed()));
+}
+
+#[test]
+pub(super) fn ranges_are_compact() {
+    assert_eq!(ranges(&[3]), "request 03");
+    assert_eq!(ranges(&[3, 4, 5, 9, 11, 12]), "requests 03-05, 09, 11-12");
+}

@@ -1,0 +1,497 @@
+//! `servegate bless`: turn the evidence of a known-good run into what later runs are judged against, in the
+//! open (docs/bless.md). Two things can be blessed:
+//!
+//! - **a baseline** (`bless GATE --baseline RUN_DIR [--kind NAME]`): the run directory is copied as a new
+//!   window of `baselines/<gate>[/<kind>]/` (the [`crate::evidence::baseline`] layout), with the run's
+//!   comparability key in `baseline.json`; a window is added to an existing baseline only when the keys match.
+//! - **a floor** (`bless GATE --floor RUN_DIR [--slow RUN_DIR]`): `[assert.rate] floor_tok_s` derived from
+//!   the evidence by a stated rule ([`derive_floor`]) instead of typed by hand.
+//!
+//! A run is refused when it is not good evidence ([`refusals`]): incomplete (`run.json` status), its serve
+//! failed during it (`serve.failure`), one of its own verdicts fails when re-judged ([`judge_for_bless`]:
+//! figure bounds and baseline comparisons set aside), fewer answered requests than the gate plans (and than
+//! [`MIN_BASELINE_N`]), or, for a baseline, it is already one of the baseline's windows ([`run_identity`]).
+//! A `--kind` is a plain name ([`check_kind`]).
+//!
+//! Nothing is written without `--accept`: without it the command prints what it would do (the gate file's
+//! change as a unified diff, the baseline directory it would create). The gate file is edited in place
+//! ([`edit_floor`], located with `toml_edit`): only the value's bytes and the provenance lines above its line
+//! change, so comments, order, formatting, inline tables and line endings stay, and the result is re-parsed
+//! before it is written. Every accepted change is planned again and written under one lock per baselines
+//! root ([`lock`]) and appends one line to `baselines/LEDGER.jsonl`. Never in CI: with `CI` set the command
+//! refuses unless `--force`.
+//!
+//! Layer: records (above judge; writes only through `io::fs`).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis;
+use crate::analysis::regress;
+use crate::error::exit;
+use crate::evidence::baseline::{self, Manifest, BASELINE_SCHEMA};
+use crate::evidence::comparability::{
+    describe, differences, key_of_evidence, load_difference, run_load_per_cpu, KeyUse,
+};
+use crate::evidence::{layout, RunStatus};
+use crate::judge::{self, Outcome};
+use crate::spec::{self, GateSpec};
+use crate::vocab::{AssertionKind, Metric};
+
+mod floor;
+#[cfg(test)]
+mod tests;
+mod window;
+
+pub use floor::*;
+pub use window::*;
+
+/// The fewest answered requests a baseline window may hold: 4 is the smallest n per side at which an exact
+/// one-sided Mann-Whitney test can reach p < 0.05 (3 against 3 cannot: its smallest p is 1/20).
+pub const MIN_BASELINE_N: usize = 4;
+/// Default headroom of a floor derived from one run: 10 % below the lower confidence bound of the median (a
+/// floor equal to today's measurement goes red at once).
+pub const DEFAULT_HEADROOM_PCT: f64 = regress::FLOOR_HEADROOM_PCT;
+/// Default confidence of the lower bound of the median.
+pub const DEFAULT_CONFIDENCE: f64 = regress::FLOOR_CONFIDENCE;
+/// The ledger of accepted changes, inside the baselines root.
+pub const LEDGER_FILE: &str = "LEDGER.jsonl";
+/// The first words of the provenance comment servegate writes above a derived floor ([`provenance`]). An
+/// older provenance is recognised by its whole two-line shape ([`is_provenance`]), never by these words
+/// alone: a person's comment that starts with them is kept.
+pub const PROVENANCE_MARK: &str = "# servegate bless";
+
+/// `servegate bless`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["baseline", "floor"])))]
+pub struct BlessArgs {
+    /// The gate file (gates/NAME.toml).
+    pub gate: PathBuf,
+    /// Copy this run directory as a new window of the gate's stored baseline.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline: the machine kind (a subdirectory, e.g. `ci-2core`); none = baselines/<gate>/.
+    #[arg(long, value_name = "NAME", requires = "baseline")]
+    pub kind: Option<String>,
+    /// Derive [assert.rate] floor_tok_s from this run: the lower confidence bound of its median minus
+    /// --headroom-pct (or, with --slow, the geometric mean of this fast-route run's median and the slow one's).
+    #[arg(long, value_name = "RUN_DIR")]
+    pub floor: Option<PathBuf>,
+    /// With --floor: a run of the slow route; the floor is the geometric mean of the two medians.
+    #[arg(long, value_name = "RUN_DIR", requires = "floor")]
+    pub slow: Option<PathBuf>,
+    /// Headroom below the lower bound, percent (one-run floors).
+    #[arg(long, default_value_t = DEFAULT_HEADROOM_PCT)]
+    pub headroom_pct: f64,
+    /// Confidence of the lower bound of the median (one-run floors).
+    #[arg(long, default_value_t = DEFAULT_CONFIDENCE)]
+    pub confidence: f64,
+    /// Where baselines and the ledger live.
+    #[arg(long, value_name = "DIR", default_value = "baselines")]
+    pub baselines_dir: PathBuf,
+    /// Write the change (without it, only show it).
+    #[arg(long)]
+    pub accept: bool,
+    /// Write even when `CI` is set.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// A refusal or failure of `bless`, with the exit code it means.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlessError {
+    /// What went wrong, in words (every reason when a run is refused).
+    pub message: String,
+    /// The process exit code ([`exit`]).
+    pub code: i32,
+}
+
+impl BlessError {
+    fn new(code: i32, message: impl Into<String>) -> BlessError {
+        BlessError {
+            message: message.into(),
+            code,
+        }
+    }
+}
+
+impl std::fmt::Display for BlessError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// One line of `baselines/LEDGER.jsonl`: what was blessed, when, from which evidence, by which rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    /// UTC time of the change, RFC 3339.
+    pub utc: String,
+    /// `gate.name`.
+    pub gate: String,
+    /// The gate file as given.
+    pub gate_file: String,
+    /// `baseline` or `floor`.
+    pub action: String,
+    /// The run directory blessed (as given); for a two-run floor, the fast one.
+    pub run: String,
+    /// A two-run floor's slow run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_run: Option<String>,
+    /// Values the rule used (answered requests).
+    pub n: usize,
+    /// Their median (tok/s for a floor; the decode-rate median of a baseline window).
+    pub median: Option<f64>,
+    /// The rule, in words.
+    pub rule: String,
+    /// The new value (a floor, tok/s), or None for a baseline window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// The value it replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<f64>,
+    /// A baseline window: the baseline directory and the window's name in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+}
+
+/// Refuses to write in CI: `CI` set to a true value ([`crate::error::env_flag`]) without `force`.
+pub fn refuse_in_ci(ci: Option<String>, force: bool) -> Result<(), BlessError> {
+    if crate::error::env_flag(ci) && !force {
+        return Err(BlessError::new(
+            exit::USAGE,
+            "bless never writes in CI (CI is set): bless on a developer machine and commit the change, or pass --force",
+        ));
+    }
+    Ok(())
+}
+
+/// Why a run is not good evidence to bless (empty: good). `route_must_pass` is false for a slow-route run
+/// (whose route trial fails by design). Pure: re-judges `ev` with `gate` ([`judge_for_bless`]).
+///
+/// Refused: a run whose `run.json` status is not `complete`; a run whose serve failed during it
+/// (`serve.failure` set: a crash after the last reply included); any of its own verdicts that FAILs or is
+/// VOID (content, known-answer and route must PASS), judged with the figure bounds set aside (a floor, a TTFT
+/// or TPOT limit: a loaded machine's slow figures are still evidence of that machine, and a floor is what
+/// bless derives) and without the regression and drift trials (they compare with the stored baselines bless
+/// renews); fewer answered requests than planned (or than [`MIN_BASELINE_N`]).
+pub fn refusals(gate: &GateSpec, ev: &analysis::Evidence, route_must_pass: bool) -> Vec<String> {
+    let mut why = Vec::new();
+    if ev.run.status != RunStatus::Complete {
+        why.push(format!(
+            "the run is incomplete (run.json status {:?})",
+            ev.run.status
+        ));
+    }
+    if let Some(f) = &ev.run.serve.failure {
+        why.push(format!(
+            "the serve failed during the run (serve.failure: {})",
+            one_line(f)
+        ));
+    }
+    for v in judge_for_bless(gate, ev) {
+        if matches!(v.kind, AssertionKind::Regression | AssertionKind::Drift)
+            || (!route_must_pass && v.kind == AssertionKind::Route)
+        {
+            continue;
+        }
+        let must_pass = matches!(
+            v.kind,
+            AssertionKind::Content | AssertionKind::KnownAnswer | AssertionKind::Route
+        );
+        let bad = if must_pass {
+            v.outcome != Outcome::Pass
+        } else {
+            matches!(v.outcome, Outcome::Fail | Outcome::Void)
+        };
+        // A trial failing for the serve's failure says nothing the first reason does not.
+        let for_the_crash =
+            ev.run.serve.failure.is_some() && v.message.contains("the serve failed during the run");
+        if bad && !for_the_crash {
+            let figure = matches!(
+                v.kind,
+                AssertionKind::Rate | AssertionKind::FirstToken | AssertionKind::Tpot
+            );
+            why.push(format!(
+                "its {} trial does not pass{}: {}",
+                v.assertion,
+                if figure { " (its bound set aside)" } else { "" },
+                capped(&one_line(&v.message), 300)
+            ));
+        }
+    }
+    let acc = judge::account(ev);
+    let answered = acc.sent.saturating_sub(acc.failed.len());
+    // The plan: run.json's, else (older evidence) the gate's prompts x repeats.
+    let planned = acc
+        .planned
+        .max(gate.request.prompts.len() * gate.request.repeats as usize);
+    if answered < planned.max(MIN_BASELINE_N) {
+        why.push(format!(
+            "{answered} answered request{} of {planned} planned; blessing needs every planned request answered and at least {MIN_BASELINE_N}",
+            if answered == 1 { "" } else { "s" },
+        ));
+    }
+    why
+}
+
+/// The run's own verdicts as bless judges them: `gate` with its figure bounds set aside (`[assert.rate]`
+/// floor at the smallest positive tok/s, `[assert.first_token]` and `[assert.tpot]` limits unbounded), so a
+/// figure trial that still FAILs does so for its evidence (a failed reply, a crashed serve, client and serve
+/// clocks that disagree), never for a slow machine.
+pub fn judge_for_bless(gate: &GateSpec, ev: &analysis::Evidence) -> Vec<judge::Verdict> {
+    let mut g = gate.clone();
+    if let Some(r) = g.assertions.rate.as_mut() {
+        r.floor_tok_s = f64::MIN_POSITIVE;
+    }
+    if let Some(t) = g.assertions.first_token.as_mut() {
+        t.limit_ms = f64::MAX;
+    }
+    if let Some(t) = g.assertions.tpot.as_mut() {
+        t.limit_ms = f64::MAX;
+    }
+    judge::judge(&g, ev)
+}
+
+/// `s` cut to at most `max` characters, `...` marking a cut.
+fn capped(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(3)).collect();
+    t.push_str("...");
+    t
+}
+
+/// `s` on one line: control characters (a newline, ESC) shown as escapes, for a reason or a comment.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<char>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+fn load_run(dir: &Path) -> Result<(GateSpec, analysis::Evidence), BlessError> {
+    if crate::evidence::is_pair_dir(dir) {
+        return Err(BlessError::new(
+            exit::USAGE,
+            format!(
+                "{} is a pair run: bless takes one serve's run directory",
+                dir.display()
+            ),
+        ));
+    }
+    let ev =
+        analysis::load(dir).map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, e.to_string()))?;
+    let g = load_gate(&dir.join(layout::GATE_FILE))?;
+    Ok((g, ev))
+}
+
+/// A plain gate file for bless. A matrix gate (`[[model]]` entries) is refused by name: bless does not edit
+/// an entry's override yet (exit 3, saying what to do instead), rather than a parse error about `model`.
+fn load_gate(file: &Path) -> Result<GateSpec, BlessError> {
+    spec::load(file).map_err(|e| {
+        let matrix = spec::matrix::load_all(file)
+            .map(|all| all.len() > 1 || all.iter().any(|g| g.name.contains('[')))
+            .unwrap_or(false);
+        if matrix {
+            BlessError::new(
+                exit::SPEC_INVALID,
+                format!(
+                    "{} is a matrix gate ([[model]] entries): bless does not edit a matrix entry yet; set that \
+                     entry's floor_tok_s (or the gate's baseline) by hand from `servegate judge` of the run",
+                    file.display()
+                ),
+            )
+        } else {
+            BlessError::new(exit::SPEC_INVALID, e.to_string())
+        }
+    })
+}
+
+fn same_gate(gate: &GateSpec, run_gate: &GateSpec, dir: &Path) -> Result<(), BlessError> {
+    if gate.name != run_gate.name {
+        return Err(BlessError::new(
+            exit::USAGE,
+            format!(
+                "{} is a run of gate `{}`, not `{}`",
+                dir.display(),
+                run_gate.name,
+                gate.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn refused(dir: &Path, why: Vec<String>) -> Result<(), BlessError> {
+    if why.is_empty() {
+        return Ok(());
+    }
+    Err(BlessError::new(
+        exit::ASSERTION_FAILED,
+        format!("refused to bless {}: {}", dir.display(), why.join("; ")),
+    ))
+}
+
+/// Appends `entry` to `<root>/LEDGER.jsonl` (the whole file rewritten through `io::fs::write_atomic`: a
+/// reader never sees half a line). The caller holds [`lock`] (read, appended and written under it, no line
+/// of a concurrent bless is lost).
+pub fn append_ledger(root: &Path, entry: &LedgerEntry) -> Result<PathBuf, BlessError> {
+    let path = root.join(LEDGER_FILE);
+    let mut text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            return Err(BlessError::new(
+                exit::EVIDENCE_ERROR,
+                format!("{}: {e}", path.display()),
+            ))
+        }
+    };
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&serde_json::to_string(entry).unwrap_or_default());
+    text.push('\n');
+    std::fs::create_dir_all(root)
+        .and_then(|_| crate::io::fs::write_atomic(&path, text.as_bytes()))
+        .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, format!("{}: {e}", path.display())))?;
+    Ok(path)
+}
+
+/// [`run_cli`] with this process's `CI` and the clock: what `servegate bless` runs.
+pub fn run(args: &BlessArgs) -> Result<(), BlessError> {
+    run_cli(args, std::env::var("CI").ok(), &crate::io::host::now_utc())
+}
+
+/// The lock file of a baselines root. Every accepted bless (a baseline window and its manifest, a floor's
+/// gate file, the ledger line) is planned again and written holding an exclusive `flock` on it
+/// ([`crate::io::hold::take`]), so concurrent blesses into one baseline or ledger serialise and each sees
+/// what the others wrote.
+pub const LOCK_FILE: &str = ".bless.lock";
+/// How long an accepting bless waits for another to finish before it fails (exit 5), naming the holder.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Takes the bless lock of `root` ([`LOCK_FILE`]) for `gate`, waiting up to [`LOCK_WAIT`] (a line on stderr
+/// about every 10 s names the holder). Released when dropped, and by the kernel on any exit.
+pub fn lock(root: &Path, gate: &str) -> Result<crate::io::hold::Hold, BlessError> {
+    let path = root.join(LOCK_FILE);
+    crate::io::hold::take(&path, &format!("bless {gate}"), LOCK_WAIT, &mut |l| {
+        crate::errln!("bless: {l}")
+    })
+    .map_err(|e| {
+        BlessError::new(
+            exit::EVIDENCE_ERROR,
+            format!("bless: another bless is writing to {}: {e}", root.display()),
+        )
+    })
+}
+
+/// `servegate bless` with the environment's `CI` and the clock passed in ([`run`] passes this process's):
+/// plans, shows, and with `--accept` writes.
+pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<(), BlessError> {
+    if args.accept {
+        refuse_in_ci(ci, args.force)?;
+    }
+    let gate_name = || {
+        spec::load(&args.gate)
+            .map(|g| g.name)
+            .unwrap_or_else(|_| args.gate.display().to_string())
+    };
+    if let Some(run) = &args.floor {
+        let plan_now = || {
+            plan_floor(
+                &args.gate,
+                run,
+                args.slow.as_deref(),
+                args.confidence,
+                args.headroom_pct,
+                utc,
+            )
+        };
+        let mut plan = plan_now()?;
+        // Planned first so a refusal never waits for the lock (nor makes its file); accepting, planned again
+        // under the lock, from the gate file as it is once the others are done.
+        let _lock = if args.accept {
+            let l = lock(&args.baselines_dir, &gate_name())?;
+            plan = plan_now()?;
+            Some(l)
+        } else {
+            None
+        };
+        let path = args.gate.display().to_string();
+        crate::out!("{}", diff(&plan.old, &plan.new, &path));
+        crate::outln!(
+            "floor: {} tok/s ({})",
+            plan.derivation.floor,
+            plan.derivation.rule
+        );
+        if !args.accept {
+            crate::outln!("not written: pass --accept to apply");
+            return Ok(());
+        }
+        crate::io::fs::write_atomic(&args.gate, plan.new.as_bytes())
+            .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, format!("{path}: {e}")))?;
+        let l = append_ledger(&args.baselines_dir, &plan.ledger)?;
+        crate::outln!("written: {path}; ledger: {}", l.display());
+        return Ok(());
+    }
+    if let Some(run) = &args.baseline {
+        let plan_now = || {
+            plan_baseline(
+                &args.gate,
+                run,
+                args.kind.as_deref(),
+                &args.baselines_dir,
+                utc,
+            )
+        };
+        let mut plan = plan_now()?;
+        // Planned first so a refusal never waits for the lock (nor makes its file); accepting, planned again
+        // under the lock, from the manifest as the other writers left it.
+        let _lock = if args.accept {
+            let l = lock(&args.baselines_dir, &gate_name())?;
+            plan = plan_now()?;
+            Some(l)
+        } else {
+            None
+        };
+        crate::outln!(
+            "baseline {}: {} window {} (from {}; {} window{} in all; key: {})",
+            plan.dir.display(),
+            if plan.created { "new, first" } else { "adds" },
+            plan.window,
+            run.display(),
+            plan.manifest.windows.len(),
+            if plan.manifest.windows.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            serde_json::to_string(&plan.manifest.key).unwrap_or_default()
+        );
+        if !args.accept {
+            crate::outln!("not written: pass --accept to apply");
+            return Ok(());
+        }
+        write_baseline(run, &plan)?;
+        let l = append_ledger(&args.baselines_dir, &plan.ledger)?;
+        crate::outln!(
+            "written: {}/{}; ledger: {}",
+            plan.dir.display(),
+            plan.window,
+            l.display()
+        );
+        return Ok(());
+    }
+    Err(BlessError::new(
+        exit::USAGE,
+        "bless needs --baseline or --floor",
+    ))
+}
