@@ -136,43 +136,8 @@ pub fn run_point(
             .min(gate.request.run_timeout_s),
     ));
     let pick = |i: usize| &prompts[i % prompts.len()];
-    let (schedule, warm_schedule) = match point {
-        Point::Concurrency(c) => (
-            Schedule::Closed { concurrency: c },
-            Schedule::Closed { concurrency: c },
-        ),
-        Point::Rate(r) => (
-            Schedule::Open {
-                due_ms: load_client::open_schedule(
-                    n,
-                    r,
-                    load.spec.arrival == Arrival::Poisson,
-                    load.spec.seed,
-                ),
-                max_concurrency: load.spec.max_concurrency,
-            },
-            Schedule::Closed {
-                concurrency: load
-                    .spec
-                    .max_concurrency
-                    .unwrap_or(1)
-                    .min(r.ceil() as u32)
-                    .max(1),
-            },
-        ),
-    };
-    let mut summary = parent.clone();
-    summary.status = RunStatus::Running;
-    summary.started_utc = evidence::now_utc();
-    summary.ended_utc = None;
-    summary.requests = Vec::new();
-    summary.notes = vec![format!(
-        "load point {} of gate {}",
-        point.label(),
-        gate.name
-    )];
-    summary.planned = Some(n);
-    summary.planned_warmup = Some(warmup);
+    let (schedule, warm_schedule) = schedules(load, point, n);
+    let mut summary = point_summary(gate, point, parent, n, warmup);
     pw.write_summary(&summary)?;
 
     let bodies_of = |range: std::ops::Range<usize>| -> Vec<serde_json::Value> {
@@ -248,28 +213,7 @@ pub fn run_point(
         // A duration plans what it could send: the requests started within it.
         summary.planned = Some(done.len());
     }
-    let rec = LoadRecord {
-        schema: LOAD_SCHEMA.into(),
-        point: point.label(),
-        arrival: match load.spec.arrival {
-            Arrival::Closed => "closed",
-            Arrival::Poisson => "poisson",
-            Arrival::Constant => "constant",
-        }
-        .into(),
-        concurrency: match point {
-            Point::Concurrency(c) => Some(c),
-            Point::Rate(_) => None,
-        },
-        rate_rps: match point {
-            Point::Rate(r) => Some(r),
-            Point::Concurrency(_) => None,
-        },
-        max_concurrency: load.spec.max_concurrency,
-        warmup,
-        planned: summary.planned.unwrap_or(n),
-        timings,
-    };
+    let rec = load_record(load, point, warmup, summary.planned.unwrap_or(n), timings);
     let json = serde_json::to_vec_pretty(&rec).unwrap_or_default();
     pw.write(LOAD_FILE, &json)?;
     summary.status = RunStatus::Complete;
@@ -290,6 +234,91 @@ pub fn run_point(
         summary.planned.unwrap_or(n),
         pw.dir().display()
     ))
+}
+
+/// A point's schedules: the judged requests' (closed at the concurrency, or open at the rate with
+/// `[load] arrival` and `seed`) and the warmups' (closed, at most the rate's concurrency).
+fn schedules(load: &LoadGate, point: Point, n: usize) -> (Schedule, Schedule) {
+    match point {
+        Point::Concurrency(c) => (
+            Schedule::Closed { concurrency: c },
+            Schedule::Closed { concurrency: c },
+        ),
+        Point::Rate(r) => (
+            Schedule::Open {
+                due_ms: load_client::open_schedule(
+                    n,
+                    r,
+                    load.spec.arrival == Arrival::Poisson,
+                    load.spec.seed,
+                ),
+                max_concurrency: load.spec.max_concurrency,
+            },
+            Schedule::Closed {
+                concurrency: load
+                    .spec
+                    .max_concurrency
+                    .unwrap_or(1)
+                    .min(r.ceil() as u32)
+                    .max(1),
+            },
+        ),
+    }
+}
+
+/// A point's `run.json` as it starts: the gate's summary (its serve facts) with the point's plan and note.
+fn point_summary(
+    gate: &GateSpec,
+    point: Point,
+    parent: &RunSummary,
+    n: usize,
+    warmup: usize,
+) -> RunSummary {
+    let mut summary = parent.clone();
+    summary.status = RunStatus::Running;
+    summary.started_utc = evidence::now_utc();
+    summary.ended_utc = None;
+    summary.requests = Vec::new();
+    summary.notes = vec![format!(
+        "load point {} of gate {}",
+        point.label(),
+        gate.name
+    )];
+    summary.planned = Some(n);
+    summary.planned_warmup = Some(warmup);
+    summary
+}
+
+/// A point's `load.json`: its schedule and every request's timing.
+fn load_record(
+    load: &LoadGate,
+    point: Point,
+    warmup: usize,
+    planned: usize,
+    timings: Vec<crate::io::load_client::SendTiming>,
+) -> LoadRecord {
+    LoadRecord {
+        schema: LOAD_SCHEMA.into(),
+        point: point.label(),
+        arrival: match load.spec.arrival {
+            Arrival::Closed => "closed",
+            Arrival::Poisson => "poisson",
+            Arrival::Constant => "constant",
+        }
+        .into(),
+        concurrency: match point {
+            Point::Concurrency(c) => Some(c),
+            Point::Rate(_) => None,
+        },
+        rate_rps: match point {
+            Point::Rate(r) => Some(r),
+            Point::Concurrency(_) => None,
+        },
+        max_concurrency: load.spec.max_concurrency,
+        warmup,
+        planned,
+        timings,
+    }
 }
 
 /// Loads every sweep point's evidence under a load gate's run directory `dir` (`c16/`, ...) and judges
