@@ -1,7 +1,9 @@
 //! `servegate self-test`: the judge proves itself on any machine, with no serve and no device.
 //!
 //! The binary carries its own judging table: small evidence directories (the seed's shapes from
-//! `tests/data/seed-runs.md` / `tests/judge_table.rs`, and one shape for each kind of hazard of issue 12), each one
+//! `tests/data/seed-runs.md` / `tests/judge_table.rs`, and one shape for each kind of hazard a PASS must never
+//! hide: a planned request not accounted for, a failed reply in a median, an interrupted run called complete,
+//! ...), each one
 //! text bundle embedded with `include_str!` from `tests/data/selftest/*.shape` (written by
 //! `tests/data/selftest/make_shapes.py`). [`run`] writes each bundle to a temporary directory, loads it with the
 //! same code as `servegate judge` ([`crate::analysis::load`], [`crate::spec::load`]), judges it, and compares the
@@ -20,7 +22,7 @@ use std::path::Path;
 
 use crate::judge::{self, Outcome};
 
-/// The embedded shapes: (name, bundle text), seed shapes first, then one per kind of issue 12.
+/// The embedded shapes: (name, bundle text), seed shapes first, then one per kind of hazard a PASS must never hide.
 pub const SHAPES: &[(&str, &str)] = &[
     (
         "seed-default-max-tokens-rerun",
@@ -183,7 +185,7 @@ pub enum Got {
 pub struct Shape {
     /// Its name (`seed-...`, `kindN-...`).
     pub name: String,
-    /// `seed` or the kind number of issue 12.
+    /// `seed` or the number of the kind of hazard it shows (`# kind: N`, as the shape files name it).
     pub kind: String,
     /// One line saying what it is.
     pub about: String,
