@@ -128,18 +128,20 @@ impl Outputs {
     }
 
     /// For `servegate run` and `servegate judge`: stamps the results with `exit_code`, writes the reports, and
-    /// returns the exit code (EVIDENCE_ERROR if a report could not be written, after printing why on stderr).
-    /// When one report could not be written, the others are written again saying so (their `exit_code` is
-    /// then the process's, and the write error is in `problems`), so no report that was written says more
-    /// than the process did.
-    pub fn finish(&self, mut results: Results, duration_s: f64, exit_code: i32) -> i32 {
+    /// returns the exit code (EVIDENCE_ERROR if a report could not be written) and one message per report not
+    /// written (the caller prints them on stderr). When one report could not be written, the others are
+    /// written again saying so (their `exit_code` is then the process's, and the write error is in
+    /// `problems`), so no report that was written says more than the process did.
+    pub fn finish(
+        &self,
+        mut results: Results,
+        duration_s: f64,
+        exit_code: i32,
+    ) -> (i32, Vec<String>) {
         results.finish(duration_s);
         results.exit_code = exit_code;
         let errors = self.write_all(&mut results);
-        for e in &errors {
-            crate::errln!("error: {e}");
-        }
-        results.exit_code
+        (results.exit_code, errors)
     }
 
     /// Writes each asked-for report; when one could not be written, raises `results.exit_code` to at least

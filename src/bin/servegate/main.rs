@@ -242,7 +242,7 @@ fn main() -> ExitCode {
         Cmd::Replay(args) => servegate::replay::cli_replay(&args),
         Cmd::ScriptedServe(args) => servegate::replay::scripted::cli_scripted(&args),
         Cmd::Records(args) => records::cli(&args),
-        Cmd::Export(args) => servegate::sinks::exports::cli(&args, &judged_results),
+        Cmd::Export(args) => cmd_export(&args, &judged_results),
         Cmd::Leaderboard(args) => leaderboard::cli(&args),
         Cmd::Coverage(args) => servegate::coverage::page::cli(&args),
         Cmd::Census(args) => servegate::coverage::census::cli(&args),
@@ -330,6 +330,73 @@ fn write_records(
     }
     servegate::outln!("now run `servegate leaderboard` to render the page");
     exit::PASS
+}
+
+/// `servegate export` (the figures from `sinks::exports`, printed or written here); returns the exit code (0; 3 when `records check` refuses a record of a source, and
+/// nothing is exported; 5 when a source cannot be read or the file written).
+fn cmd_export(
+    args: &servegate::sinks::exports::ExportArgs,
+    judge_dir: &dyn Fn(&std::path::Path) -> Result<Results, String>,
+) -> i32 {
+    use servegate::sinks::exports::{figures_of, serialize, Kind};
+    let sources = if args.sources.is_empty() {
+        vec![PathBuf::from("records")]
+    } else {
+        args.sources.clone()
+    };
+    if let Some(out) = &args.output {
+        // An export over one of its own sources (or over evidence) would destroy what it reads.
+        let mut inputs = servegate::evidence::guard::Inputs::new();
+        for s in &sources {
+            inputs.path(s, "a source of this export");
+        }
+        let refusals = inputs.refuse([("-o".to_string(), out.as_path())]);
+        for r in &refusals {
+            servegate::errln!("error: {r}");
+        }
+        if !refusals.is_empty() {
+            return exit::USAGE;
+        }
+    }
+    let mut figures = Vec::new();
+    for s in &sources {
+        match figures_of(s, judge_dir) {
+            Ok(f) => figures.extend(f),
+            Err(e) => {
+                for l in &e.detail {
+                    servegate::errln!("{l}");
+                }
+                servegate::errln!("error: {}", e.message);
+                return e.code;
+            }
+        }
+    }
+    let (bytes, notes) = serialize(args.kind(), &figures);
+    for n in notes {
+        servegate::errln!("note: {n}");
+    }
+    match &args.output {
+        Some(p) => match servegate::sinks::report::write_atomic(p, &bytes) {
+            Ok(()) => exit::PASS,
+            Err(e) => {
+                servegate::errln!("error: {}: cannot write the export: {e}", p.display());
+                exit::EVIDENCE_ERROR
+            }
+        },
+        None => {
+            // On a terminal or a CI log a record's text holds no workflow command and no raw control byte:
+            // JSON through `text::json` (the same values), OpenMetrics text through `text::lines`.
+            use std::io::Write;
+            let raw = String::from_utf8_lossy(&bytes);
+            let text = match args.kind() {
+                Kind::OpenMetrics => servegate::text::lines(&raw),
+                _ => servegate::text::json(&raw),
+            };
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            exit::PASS
+        }
+    }
 }
 
 /// `servegate run`: every spec checked first, then each gate run in turn ([`run_gate`]), then the records
@@ -575,7 +642,10 @@ fn finish_run(
     why: &str,
 ) -> i32 {
     servegate::io::signals::checkpoint();
-    let written = outputs.finish(results, started.elapsed().as_secs_f64(), code);
+    let (written, errors) = outputs.finish(results, started.elapsed().as_secs_f64(), code);
+    for e in &errors {
+        servegate::errln!("error: {e}");
+    }
     servegate::io::signals::checkpoint();
     servegate::outln!("RESULT: {}", result_word(code, written, why));
     written
