@@ -1,0 +1,325 @@
+//! Evidence: route evidence that cannot be hidden, evidence that cannot be corrupted.
+//! The repro gates `d4.toml` and `d6.toml` (tests/data/repro/spec/, from the shared repro set) run against the
+//! binary's own synthetic replay serve (`servegate replay --synthetic`, found on PATH as the gates expect).
+
+use crate::fixtures;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_servegate")
+}
+
+fn data() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+}
+
+/// PATH with the servegate binary's directory first (the repro gates call `servegate replay`).
+fn path_env() -> String {
+    let dir = Path::new(bin()).parent().unwrap().display().to_string();
+    format!("{dir}:{}", std::env::var("PATH").unwrap_or_default())
+}
+
+struct Out {
+    code: Option<i32>,
+    stdout: String,
+    all: String,
+}
+
+impl Out {
+    fn run_dir(&self) -> PathBuf {
+        let line = self
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("evidence: "))
+            .unwrap_or_else(|| panic!("no evidence line in:\n{}", self.all));
+        PathBuf::from(line.trim_start_matches("evidence: "))
+    }
+}
+
+fn servegate(args: &[&str], env: &[(&str, &str)], remove: &[&str]) -> Out {
+    let mut c = fixtures::servegate();
+    // Verdict lines whole (the console shortens them to 300 characters; the details are asserted here).
+    c.env("SERVEGATE_VERBOSE", "1");
+    c.args(args).env("PATH", path_env());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    for k in remove {
+        c.env_remove(k);
+    }
+    let o = c.stdin(Stdio::null()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let all = format!("{stdout}{}", String::from_utf8_lossy(&o.stderr));
+    Out {
+        code: o.status.code(),
+        stdout,
+        all,
+    }
+}
+
+fn run(gate: &Path, runs: &Path, env: &[(&str, &str)]) -> Out {
+    servegate(
+        &["run", gate.to_str().unwrap()],
+        &[env, &[("SERVEGATE_RUNS", runs.to_str().unwrap())]].concat(),
+        &[],
+    )
+}
+
+fn judge(dir: &Path) -> Out {
+    servegate(&["judge", dir.to_str().unwrap()], &[], &["D6_KEY"])
+}
+
+fn d4() -> PathBuf {
+    data().join("repro/spec/d4.toml")
+}
+
+fn d6() -> PathBuf {
+    data().join("repro/spec/d6.toml")
+}
+
+/// d4: the serve prints its slow-route line wrapped in colour codes. The route fails on it, and the raw log
+/// (escapes and all) stays in the evidence.
+#[test]
+fn d4_coloured_slow_route_line_fails_the_route() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(&d4(), tmp.path(), &[]);
+    assert_eq!(out.code, Some(1), "{}", out.all);
+    let route = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("route "))
+        .unwrap_or_else(|| panic!("{}", out.all));
+    assert!(route.starts_with("route FAIL"), "{route}");
+    assert!(route.contains("per-op forward"), "{route}");
+    assert!(!route.contains("absent"), "{route}");
+    let raw = std::fs::read(out.run_dir().join("serve.log")).unwrap();
+    assert!(
+        raw.windows(5).any(|w| w == b"\x1b[33m"),
+        "the raw log keeps its escapes"
+    );
+    // Re-judging the evidence gives the same verdict.
+    let again = judge(&out.run_dir());
+    assert_eq!(again.code, Some(1), "{}", again.all);
+    assert!(again.all.contains("route FAIL"), "{}", again.all);
+}
+
+/// d6 with a key too short to mask (`null`, `true`, `e`, 7 bytes): refused with a clear message before the serve
+/// starts; servegate's own files are intact and the run is judgeable (same verdict) afterwards.
+#[test]
+fn d6_short_api_keys_are_refused_and_the_evidence_stays_judgeable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gate_text = std::fs::read_to_string(d6()).unwrap();
+    for key in ["null", "true", "e", "1234567"] {
+        let out = run(&d6(), tmp.path(), &[("D6_KEY", key)]);
+        assert_ne!(out.code, Some(0), "{}", out.all);
+        assert!(out.all.contains("api_key_unsafe"), "{}", out.all);
+        assert!(out.all.contains("at least 8"), "{}", out.all);
+        assert!(!out.all.contains("RESULT: PASS"), "{}", out.all);
+        let dir = out.run_dir();
+        let run_json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+        assert_eq!(run_json["gate"], "d6");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("gate.toml")).unwrap(),
+            gate_text,
+            "gate.toml is a byte copy"
+        );
+        let again = judge(&dir);
+        assert_eq!(
+            again.code, out.code,
+            "judgeable (no evidence error), with the run's verdict: {}",
+            again.all
+        );
+        assert_ne!(again.code, Some(5), "{}", again.all);
+        assert!(again.all.contains("api_key_unsafe"), "{}", again.all);
+    }
+}
+
+/// d6 with a long key whose bytes also occur in servegate's own files (the serve's argv in run.json and the
+/// gate copy): those files are never rewritten, the run passes and re-judges to the same verdict.
+#[test]
+fn d6_key_found_in_servegate_files_leaves_them_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(&d6(), tmp.path(), &[("D6_KEY", "--synthetic")]);
+    assert_eq!(out.code, Some(0), "{}", out.all);
+    let dir = out.run_dir();
+    let run_json = std::fs::read_to_string(dir.join("run.json")).unwrap();
+    assert!(run_json.contains("--synthetic"), "{run_json}");
+    assert!(std::fs::read_to_string(dir.join("gate.toml"))
+        .unwrap()
+        .contains("--synthetic"));
+    let req = std::fs::read_to_string(dir.join("00.request.json")).unwrap();
+    assert!(!req.contains("***"), "{req}");
+    let again = judge(&dir);
+    assert_eq!(again.code, Some(0), "{}", again.all);
+}
+
+/// A reads file edited so that a read's time goes backwards, or whose bytes disagree with `body_bytes`:
+/// `judge` refuses it as an evidence error (exit 5) naming the file.
+#[test]
+fn judge_rejects_reads_that_go_back_in_time_or_disagree_with_body_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(&d6(), tmp.path(), &[("D6_KEY", "a-long-enough-key")]);
+    assert_eq!(out.code, Some(0), "{}", out.all);
+    let dir = out.run_dir();
+    let reads_path = dir.join("00.reads.jsonl");
+    let original = std::fs::read_to_string(&reads_path).unwrap();
+    let mut reads = servegate::io::reads::decode(&original).unwrap();
+    assert!(reads.len() >= 2, "{original}");
+
+    // Times decreasing.
+    let n = reads.len();
+    reads[n - 1].t_ms = reads[0].t_ms - 1.0;
+    std::fs::write(&reads_path, servegate::io::reads::encode(&reads)).unwrap();
+    let bad = judge(&dir);
+    assert_eq!(bad.code, Some(5), "{}", bad.all);
+    assert!(bad.all.contains("00.reads.jsonl"), "{}", bad.all);
+    assert!(bad.all.contains("never decrease"), "{}", bad.all);
+
+    // Bytes added that run.json does not account for.
+    let mut reads = servegate::io::reads::decode(&original).unwrap();
+    reads[0].bytes.extend_from_slice(b"data: {}\n\n");
+    std::fs::write(&reads_path, servegate::io::reads::encode(&reads)).unwrap();
+    let bad = judge(&dir);
+    assert_eq!(bad.code, Some(5), "{}", bad.all);
+    assert!(bad.all.contains("00.reads.jsonl"), "{}", bad.all);
+    assert!(bad.all.contains("body_bytes"), "{}", bad.all);
+
+    std::fs::write(&reads_path, &original).unwrap();
+    assert_eq!(judge(&dir).code, Some(0));
+}
+
+/// A serve.log longer than the judging cap (64 MiB) is not read whole, and the route cannot pass on a part.
+#[test]
+fn serve_log_over_the_judging_cap_fails_the_route_without_reading_it_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(&d4(), tmp.path(), &[]);
+    let dir = out.run_dir();
+    let log = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("serve.log"))
+        .unwrap();
+    log.set_len(servegate::evidence::SERVE_LOG_JUDGE_CAP + 10)
+        .unwrap();
+    let again = judge(&dir);
+    assert_eq!(again.code, Some(1), "{}", again.all);
+    assert!(
+        again.all.contains("larger than the 64 MiB"),
+        "{}",
+        again.all
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A `url` serve with a `log_file` holding an old fast-route line: only what the serve wrote during the run is
+/// copied (from the offset recorded in run.json), so last month's line proves nothing and the route fails.
+#[test]
+fn url_log_file_counts_only_what_was_written_during_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log_path = tmp.path().join("serve.log");
+    std::fs::write(&log_path, "2026-10-01 fast kernel selected (last month)\n").unwrap();
+    let port = free_port();
+    let log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log_path)
+        .unwrap();
+    let mut serve = Command::new("python3")
+        .arg(data().join("fake-serves/fake_serve.py"))
+        .args(["--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "fake serve never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let start_len = std::fs::metadata(&log_path).unwrap().len();
+    let gate = tmp.path().join("urllog.toml");
+    std::fs::write(
+        &gate,
+        format!(
+            r#"[gate]
+name = "urllog"
+[serve]
+url = "http://127.0.0.1:{port}"
+log_file = "{}"
+ready_timeout_s = 20
+[request]
+model = "fake-model"
+max_tokens = 8
+timeout_s = 10
+prompts = ["hi"]
+[assert.route]
+fast = "fast kernel selected"
+"#,
+            log_path.display()
+        ),
+    )
+    .unwrap();
+    let runs = tmp.path().join("runs");
+    let out = run(&gate, &runs, &[]);
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert_eq!(out.code, Some(1), "{}", out.all);
+    let route = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("route "))
+        .unwrap_or_else(|| panic!("{}", out.all));
+    assert!(route.starts_with("route FAIL"), "{route}");
+    let dir = out.run_dir();
+    let copied = std::fs::read_to_string(dir.join("serve.log")).unwrap();
+    assert!(!copied.contains("last month"), "{copied}");
+    assert!(
+        copied.contains("GET /health"),
+        "the lines of this run are there: {copied}"
+    );
+    let run_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let lf = &run_json["serve"]["log_file"];
+    assert!(
+        lf["offset"].as_u64().unwrap() >= start_len,
+        "offset recorded: {lf}"
+    );
+    assert!(lf["ino"].as_u64().is_some(), "{lf}");
+    assert!(
+        lf["copied"]
+            .as_str()
+            .unwrap()
+            .contains("written during the run"),
+        "{lf}"
+    );
+}
+
+/// The escape stripping route patterns see: CSI (colours, cursor moves), OSC (titles, hyperlinks), other
+/// escapes and C1 forms are gone; lines are kept.
+#[test]
+fn route_patterns_see_the_log_without_escapes() {
+    use servegate::judge::strip_escapes;
+    assert_eq!(
+        strip_escapes("\x1b[33mper-op\x1b[0m forward"),
+        "per-op forward"
+    );
+    assert_eq!(strip_escapes("per\x1b[1;31;48;5;200m-op"), "per-op");
+    assert_eq!(
+        strip_escapes("\x1b]0;title\x07a\x1b]8;;http://x\x1b\\b\x1b]8;;\x1b\\c"),
+        "abc"
+    );
+    assert_eq!(strip_escapes("a\x1b(Bb\x1bMc\u{9b}31md"), "abcd");
+    assert_eq!(strip_escapes("x\r\ny\x07\n\tz"), "x\ny\n\tz");
+    assert_eq!(strip_escapes("line 1\nline 2").lines().count(), 2);
+}

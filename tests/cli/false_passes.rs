@@ -1,0 +1,186 @@
+//! False passes: results that passed and must not (a reply the serve aborted, a serve that crashes when
+//! stopped, a run judged with another gate, patterns that match nonsense, a records check of nothing).
+//! Found still green or unclear by a fresh-clone trial, each now a test
+//! through the `servegate` binary: a reply the serve aborted, a serve that crashes when stopped, a run re-judged
+//! with another gate, patterns that match nonsense. Serves and gates: tests/data/repro/trial/. Needs python3.
+//! No assertion depends on a timing.
+
+use crate::fixtures;
+use std::path::{Path, PathBuf};
+
+fn data() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/repro/trial")
+}
+
+fn servegate(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = fixtures::servegate()
+        // Verdict lines whole (the console shortens them to 300 characters; the details are asserted here).
+        .env("SERVEGATE_VERBOSE", "1")
+        .args(args)
+        .current_dir(dir)
+        .env("SERVEGATE_RUNS", dir.join("runs"))
+        .env_remove("SERVEGATE_JUNIT")
+        .env_remove("SERVEGATE_JSON")
+        .env_remove("SERVEGATE_SUMMARY")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn scratch() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for f in ["odd_end.py", "abort.toml", "segv-at-stop.toml"] {
+        std::fs::copy(data().join(f), tmp.path().join(f)).unwrap();
+    }
+    tmp
+}
+
+fn line<'a>(out: &'a str, prefix: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line {prefix:?} in:\n{out}"))
+}
+
+/// vLLM ends an aborted request with `finish_reason: "abort"`; before, eight tokens and an abort passed rate,
+/// content and known_answer. Such a reply is not the model's whole answer: it has no figures and fails content
+/// and the known answer, naming the finish_reason.
+#[test]
+fn a_reply_the_serve_aborted_fails_every_assertion_naming_its_finish_reason() {
+    let tmp = scratch();
+    let (code, out, err) = servegate(tmp.path(), &["run", "abort.toml"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    for a in ["rate FAIL", "content FAIL", "known_answer FAIL"] {
+        let l = line(&out, a);
+        assert!(
+            l.contains("abnormal_finish: finish_reason \"abort\""),
+            "{l}"
+        );
+    }
+    assert!(line(&out, "rate FAIL").contains("each: -, -, -; n=3 of 3 planned"));
+    assert!(out.contains("RESULT: FAIL"), "{out}");
+}
+
+/// A serve that answered everything and then died of SIGSEGV on the runner's SIGTERM gave `RESULT: PASS`, the
+/// crash only in a progress line. A crashed serve fails the gate, with its signal and log tail.
+#[test]
+fn a_serve_that_crashes_when_stopped_fails_the_gate() {
+    let tmp = scratch();
+    let (code, out, err) = servegate(tmp.path(), &["run", "segv-at-stop.toml"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    for a in ["rate FAIL", "content FAIL"] {
+        let l = line(&out, a);
+        assert!(
+            l.contains("the serve crashed when it was stopped (server_crashed_at_stop (signal 11"),
+            "{l}"
+        );
+        assert!(l.contains("caught SIGTERM"), "the log tail is quoted: {l}");
+    }
+    // The run's own record says so too, and a re-judge agrees.
+    let runs = tmp.path().join("runs/segv-at-stop");
+    let dir = std::fs::read_dir(&runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert!(run["serve"]["failure"]
+        .as_str()
+        .unwrap()
+        .starts_with("server_crashed_at_stop"));
+    let (code, out, _) = servegate(tmp.path(), &["judge", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+}
+
+/// `servegate judge RUN --gate OTHER.toml` printed `gate d2 ... RESULT: PASS` for a run of another gate. A run
+/// is judged with its own gate or an edited copy of it (same [gate] name); another gate is refused.
+#[test]
+fn judging_a_run_with_another_gate_is_refused() {
+    let tmp = scratch();
+    let (code, out, err) = servegate(tmp.path(), &["run", "abort.toml"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    let dir = std::fs::read_dir(tmp.path().join("runs/abort"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let (code, out, err) = servegate(
+        tmp.path(),
+        &[
+            "judge",
+            dir.to_str().unwrap(),
+            "--gate",
+            "segv-at-stop.toml",
+        ],
+    );
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        err.contains("is gate `segv-at-stop`") && err.contains("a run of gate `abort`"),
+        "{err}"
+    );
+    assert!(!out.contains("RESULT: PASS"), "{out}");
+    // An edited copy that keeps the name is still judged (here: a known answer it cannot meet).
+    let edited = std::fs::read_to_string(tmp.path().join("abort.toml")).unwrap();
+    std::fs::write(
+        tmp.path().join("edited.toml"),
+        edited.replace("Paris", "Lyon"),
+    )
+    .unwrap();
+    let (code, out, _) = servegate(
+        tmp.path(),
+        &["judge", dir.to_str().unwrap(), "--gate", "edited.toml"],
+    );
+    assert_eq!(code, 1, "{out}");
+}
+
+/// `fast = "."` and `fast = "\\b|x"` passed `check` and then matched line 1 of any log. A pattern that matches
+/// nonsense lines matches almost anything, and is refused with its line and key, like one matching "".
+#[test]
+fn patterns_that_match_nonsense_are_refused_at_check() {
+    let tmp = scratch();
+    let base = "[gate]\nname = \"p\"\n[serve]\ncommand = [\"true\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"hi\"]\n";
+    for (table, pat) in [
+        ("[assert.route]\nfast = ", r#"".""#),
+        ("[assert.route]\nfast = ", r#""\\b|x""#),
+        ("[assert.route]\nfast = \"ok\"\nslow = ", r#""\\w""#),
+        (
+            "[assert.known_answer]\nprompt = \"hi\"\nmatches = ",
+            r#""[a-z]""#,
+        ),
+    ] {
+        let gate = format!("{base}{table}{pat}\n");
+        std::fs::write(tmp.path().join("p.toml"), &gate).unwrap();
+        let (code, out, err) = servegate(tmp.path(), &["check", "p.toml"]);
+        assert_eq!(code, 3, "{pat}: {out}\n{err}");
+        let last_line = gate.lines().count();
+        assert!(
+            err.contains(&format!("p.toml:{last_line}:")),
+            "{pat}: {err}"
+        );
+        assert!(err.contains("nonsense lines"), "{pat}: {err}");
+    }
+    // A real pattern is fine.
+    let gate = format!("{base}[assert.route]\nfast = \"system_info: n_threads = 1\"\n");
+    std::fs::write(tmp.path().join("p.toml"), gate).unwrap();
+    let (code, _, err) = servegate(tmp.path(), &["check", "p.toml"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// `servegate records check --dir` of a folder with no record said `0 checked ... 0 problems` and exited 0:
+/// a check that checked nothing is not green (exit 7, as everywhere else).
+#[test]
+fn records_check_of_a_folder_without_records_checked_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, out, err) = servegate(
+        tmp.path(),
+        &["records", "check", "--dir", tmp.path().to_str().unwrap()],
+    );
+    assert_eq!(code, 7, "{out}\n{err}");
+    assert!(err.contains("nothing was checked"), "{err}");
+}

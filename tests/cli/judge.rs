@@ -1,0 +1,69 @@
+//! `servegate judge` on the first user's two reconstructed runs (tests/data/runs/README.md) gives the
+//! published verdicts: the release candidate passes; the per-op build fails route, rate and first token while
+//! its content passes.
+
+use crate::fixtures;
+
+fn judge(dir: &str) -> (i32, String) {
+    let out = fixtures::servegate()
+        .arg("judge")
+        .arg(format!(
+            "{}/tests/data/runs/{dir}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn has(stdout: &str, line: &str) {
+    assert!(
+        stdout.lines().any(|l| l == line),
+        "missing line {line:?} in:\n{stdout}"
+    );
+}
+
+#[test]
+fn release_candidate_run_passes_with_the_published_figures() {
+    let (code, out) = judge("npu-rc-pass");
+    assert_eq!(code, 0, "{out}");
+    has(
+        &out,
+        "rate PASS median 84.4 tok/s (floor 60.0; each: 98.4, 84.4, 82.1; n=3 of 3 planned)",
+    );
+    has(
+        &out,
+        "first_token PASS median 277 ms (limit 600; each: 262, 277, 301; n=3 of 3 planned)",
+    );
+    has(&out, "route PASS fast route: serve.log line 5 matches /on the private route/: \"decode: on the private route dx\"; slow /per-op forward/ absent");
+    assert!(out.lines().any(|l| l.starts_with("content PASS")));
+    has(&out, "RESULT: PASS");
+}
+
+#[test]
+fn per_op_run_fails_route_rate_and_first_token_with_content_ok() {
+    let (code, out) = judge("npu-perop-fail");
+    assert_eq!(code, 1, "{out}");
+    has(
+        &out,
+        "rate FAIL median 1.9 tok/s (floor 60.0; each: 1.9, 2.1, 1.9; n=3 of 3 planned)",
+    );
+    has(
+        &out,
+        "first_token FAIL median 1063 ms (limit 600; each: 1040, 1063, 1101; n=3 of 3 planned)",
+    );
+    assert!(
+        out.lines()
+            .any(|l| l
+                .starts_with("route FAIL slow route: serve.log line 4 matches /per-op forward/")),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("content PASS 3 of 3")),
+        "{out}"
+    );
+    has(&out, "RESULT: FAIL");
+}

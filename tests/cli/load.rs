@@ -1,0 +1,271 @@
+//! What goes here: the load client against the synthetic serve (sockets). Load judging on built evidence is
+//! tests/pure/load.rs.
+//!
+//! Load gates (docs/load.md): judging against a known schedule (exact), the three honest states, and the
+//! load client against the synthetic serve at concurrency 16.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use servegate::evidence::load::{LoadRecord, LOAD_FILE};
+use servegate::evidence::{self, EvidenceWriter, RunStatus, RunSummary};
+use servegate::io::load_client::{SendTiming, Target};
+use servegate::judge::{Outcome, Verdict};
+use servegate::replay::SyntheticSpec;
+use servegate::spec::{self, load::Point, GateSpec};
+
+fn gate(dir: &Path, load: &str, asserts: &str) -> GateSpec {
+    let text = format!(
+        r#"
+[gate]
+name = "load-test"
+[serve]
+url = "http://127.0.0.1:9"
+[request]
+model = "synthetic"
+max_tokens = 8
+prompts = ["a", "b", "c"]
+[load]
+{load}
+{asserts}
+"#
+    );
+    let file = dir.join("gate.toml");
+    std::fs::write(&file, &text).unwrap();
+    spec::parse(&file, &text, &spec::Context::for_file(&file)).unwrap()
+}
+
+fn spec_with(ttft_ms: f64, itl_ms: f64, tokens: u32) -> SyntheticSpec {
+    SyntheticSpec {
+        tokens,
+        ttft_ms,
+        itl_ms,
+        per_chunk: 1,
+        role_chunk: false,
+        usage: true,
+        model: "synthetic".into(),
+        timings: false,
+        burst: false,
+        slowdown_pct: 0.0,
+    }
+}
+
+fn summary(g: &GateSpec, planned: usize) -> RunSummary {
+    RunSummary {
+        schema: evidence::RUN_SCHEMA.into(),
+        status: RunStatus::Complete,
+        gate: g.name.clone(),
+        gate_file: "gate.toml".into(),
+        started_utc: evidence::now_utc(),
+        ended_utc: Some(evidence::now_utc()),
+        host: evidence::HostInfo::default(),
+        load_avg_start: None,
+        load_avg_end: None,
+        servegate_version: "test".into(),
+        serve: Default::default(),
+        planned: Some(planned),
+        planned_warmup: Some(0),
+        requests: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+/// numpy.percentile(v, p) (method "linear"), written out here independently of analysis::stats.
+fn numpy_linear(v: &[f64], p: f64) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let h = (v.len() - 1) as f64 * p / 100.0;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(v.len() - 1);
+    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+}
+
+fn find<'a>(vs: &'a [Verdict], name: &str) -> &'a Verdict {
+    vs.iter()
+        .find(|v| v.assertion == name)
+        .unwrap_or_else(|| panic!("no verdict {name}: {vs:#?}"))
+}
+
+/// The load client against the synthetic serve (in this process, one thread per connection) at concurrency
+/// 16, with a slowdown of 100 % per extra request in flight: TTFT = 100 ms × k for k requests in flight at
+/// arrival, so the true TTFTs sit on tiers 100 ms apart. The serve logs each request's true schedule; the
+/// client's verdicts are checked against it: goodput and attainment exactly (the TTFT SLO lies 50 ms from
+/// every tier; the client reads a reply later than the serve's send by the connect, the request's transfer
+/// and scheduling: a median 0.8 ms, at most 26 ms seen at load average 17 on 2 cores); each client TTFT at
+/// or above the serve's (its clock starts before the serve's arrival stamp) and the p50 within 50 ms of it.
+#[test]
+fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log_path = tmp.path().join("timing.jsonl");
+    let mut sp = spec_with(100.0, 2.0, 8);
+    sp.slowdown_pct = 100.0;
+    let app = Arc::new(servegate::replay::App::new(
+        servegate::replay::Source::Synthetic(sp),
+        1.0,
+        Duration::ZERO,
+        Some(std::fs::File::create(&log_path).unwrap()),
+    ));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || servegate::replay::serve(listener, app));
+
+    let slo_ms = 100.0 * 12.0 + 50.0; // between the tiers k = 12 and k = 13
+    let g = gate(
+        tmp.path(),
+        "concurrency = 16\nrequests = 64",
+        &format!("[assert.latency]\nttft_p50_ms = 2000\n[assert.goodput]\nttft_ms = {slo_ms}\nat_least = 0.01\n[assert.errors]\nmax_rate = 0.0"),
+    );
+    let load = g.load.clone().unwrap();
+    let prompts = servegate::run::load::prompts(&g, &load).unwrap();
+    let run = tmp.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let pw = EvidenceWriter::create_exact(&run.join("c16")).unwrap();
+    let target = Target::parse(&url, None).unwrap();
+    let note = servegate::run::load::run_point(
+        &g,
+        &load,
+        Point::Concurrency(16),
+        &prompts,
+        &target,
+        &pw,
+        &summary(&g, 64),
+    )
+    .unwrap();
+    assert!(
+        note.contains("64 of 64 planned requests sent, 0 failed"),
+        "{note}"
+    );
+    let vs = servegate::run::load::judge_dir(&g, &run);
+
+    // The truth: the serve's own log of each request's true TTFT (send of the first token, from arrival).
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let true_ttft: Vec<f64> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("true_ttft_ms").and_then(|t| t.as_f64()))
+        .collect();
+    assert_eq!(true_ttft.len(), 64);
+    let good = true_ttft.iter().filter(|t| **t <= slo_ms).count();
+    // Each request's client TTFT against the serve's, matched by the reply id (chatcmpl-synthetic-<seq>).
+    let by_seq: std::collections::BTreeMap<u64, f64> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| {
+            Some((
+                v.get("request")?.as_u64()?,
+                v.get("true_ttft_ms")?.as_f64()?,
+            ))
+        })
+        .collect();
+    let ev = servegate::analysis::load(&run.join("c16")).unwrap();
+    let mut offsets = Vec::new();
+    for r in &ev.requests {
+        let text = std::fs::read_to_string(
+            run.join("c16")
+                .join(format!("{:02}.reads.jsonl", r.record.index)),
+        )
+        .unwrap();
+        let seq: u64 = text
+            .split("chatcmpl-synthetic-")
+            .nth(1)
+            .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|t| t.parse().ok())
+            .unwrap();
+        let fig = servegate::analysis::measure::measure(&r.reply);
+        offsets.push(fig.ttft_ms.unwrap() - by_seq[&seq]);
+    }
+    offsets.sort_by(f64::total_cmp);
+    eprintln!(
+        "client TTFT - serve TTFT per request, ms: min {:.3} median {:.3} max {:.3}",
+        offsets[0], offsets[32], offsets[63]
+    );
+    // The client's clock starts before the serve's arrival stamp: never ahead of the serve.
+    assert!(
+        offsets[0] >= 0.0,
+        "a client TTFT under the serve's: {offsets:?}"
+    );
+    let gp = find(&vs, "[c=16]::goodput");
+    assert!(
+        gp.message.contains(&format!("{good} of 64 planned met")),
+        "truth {good}: {}",
+        gp.message
+    );
+    assert_eq!(gp.median, Some(good as f64 / 64.0));
+    let p50 = find(&vs, "[c=16]::ttft_p50");
+    let truth = numpy_linear(&true_ttft, 50.0);
+    let got = p50.median.unwrap();
+    assert!(
+        got >= truth && got <= truth + 50.0,
+        "client p50 {got} vs the serve's {truth}: {}",
+        p50.message
+    );
+    assert_eq!(find(&vs, "[c=16]::errors").outcome, Outcome::Pass);
+    let rec: LoadRecord =
+        serde_json::from_slice(&std::fs::read(run.join("c16").join(LOAD_FILE)).unwrap()).unwrap();
+    assert_eq!(rec.timings.len(), 64);
+}
+
+/// An open loop capped below its arrival rate: requests wait in the client's queue for a slot, and that wait
+/// is queue time (counted in their TTFT), not the client's lag: the point is judged, not void.
+#[test]
+fn an_open_loop_over_its_cap_queues_requests_without_calling_it_lag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = Arc::new(servegate::replay::App::new(
+        servegate::replay::Source::Synthetic(spec_with(100.0, 2.0, 4)),
+        1.0,
+        Duration::ZERO,
+        None,
+    ));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || servegate::replay::serve(listener, app));
+    // 50 requests/s, constant, at most 2 in flight, each ~106 ms long: about 19 requests/s get served.
+    let g = gate(
+        tmp.path(),
+        "rate_rps = 50.0\narrival = \"constant\"\nmax_concurrency = 2\nrequests = 20\nmax_lag_ms = 1000",
+        "[assert.errors]\nmax_rate = 0.0",
+    );
+    let load = g.load.clone().unwrap();
+    let prompts = servegate::run::load::prompts(&g, &load).unwrap();
+    std::fs::create_dir_all(tmp.path().join("run")).unwrap();
+    let pw = EvidenceWriter::create_exact(&tmp.path().join("run").join("r50")).unwrap();
+    let target = Target::parse(&url, None).unwrap();
+    servegate::run::load::run_point(
+        &g,
+        &load,
+        Point::Rate(50.0),
+        &prompts,
+        &target,
+        &pw,
+        &summary(&g, 20),
+    )
+    .unwrap();
+    let rec: LoadRecord =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("run/r50").join(LOAD_FILE)).unwrap())
+            .unwrap();
+    assert_eq!(rec.timings.len(), 20);
+    // Request i was due at 20 i ms; the last ones waited for a slot for most of a second.
+    assert_eq!(rec.timings[19].intended_ms, 380.0);
+    let queue_last = rec.timings[19].queue_ms();
+    assert!(
+        queue_last > 300.0,
+        "queue {queue_last} ms: {:?}",
+        rec.timings[19]
+    );
+    let lag_max = rec
+        .timings
+        .iter()
+        .map(SendTiming::lag_ms)
+        .fold(0.0, f64::max);
+    assert!(
+        lag_max < queue_last / 2.0,
+        "lag {lag_max} vs queue {queue_last}"
+    );
+    let vs = servegate::run::load::judge_dir(&g, &tmp.path().join("run"));
+    assert_eq!(
+        find(&vs, "[r=50]::errors").outcome,
+        Outcome::Pass,
+        "{vs:#?}"
+    );
+}

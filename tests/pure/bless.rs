@@ -1,0 +1,406 @@
+//! What goes here: `bless` as a library on committed evidence (floors derived and written back, runs refused or
+//! accepted as baseline windows), no process. The binary's part (CI refusal, concurrent blesses, the
+//! release-conditions repros through `servegate run`) is tests/cli/bless.rs.
+//!
+//! `servegate bless`: a floor derived from recorded evidence round-trips the gate file (comments, order,
+//! formatting, inline tables and line endings unchanged except the edited value and its provenance comment:
+//! insta snapshots of the file before and after, byte diffs), a run is blessed as a baseline window only when
+//! it is good evidence (its serve did not fail, its own verdicts hold, it is not already a window) and its
+//! comparability key matches, concurrent blesses into one baseline all land (one lock), every accepted change
+//! is one ledger line, and nothing is written in CI without --force. The recorded run is
+//! tests/data/replay/reference-smoke (a real reference run, README there); the release-conditions repros
+//! (tests/data/repro/bless/, README there) run their stdlib Python serve through `servegate run` (needs
+//! python3). No timing decides anything.
+
+use std::path::{Path, PathBuf};
+
+use servegate::error::exit;
+use servegate::evidence::baseline;
+use servegate::records::bless::{self, BlessArgs, LedgerEntry};
+/// Relative to the crate root (the tests' working directory), so the provenance comment is stable.
+const RUN: &str = "tests/data/replay/reference-smoke";
+const UTC: &str = "2026-12-01T11:00:00Z";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A temp dir holding a copy of tests/data/bless/reference-smoke.toml (gates/reference-smoke.toml as of
+/// 2026-12-01, frozen so that edits to the live gate do not move the snapshots).
+fn gate_copy() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let g = t.path().join("reference-smoke.toml");
+    std::fs::copy(root().join("tests/data/bless/reference-smoke.toml"), &g).unwrap();
+    (t, g)
+}
+
+/// A copy of the recorded run in `dir/name`, for tests that spoil it.
+fn run_copy(dir: &Path, name: &str) -> PathBuf {
+    let to = dir.join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for e in std::fs::read_dir(root().join(RUN)).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+    to
+}
+
+/// `run` with run.json's `started_utc` set to `utc`: another run of the same gate, machine and load (its own
+/// identity), for tests that need several.
+fn restamped(run: &Path, utc: &str) -> PathBuf {
+    let p = run.join("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v["started_utc"] = serde_json::json!(utc);
+    std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    run.to_path_buf()
+}
+
+fn args(gate: &Path, baselines: &Path) -> BlessArgs {
+    BlessArgs {
+        gate: gate.to_path_buf(),
+        baseline: None,
+        kind: None,
+        floor: None,
+        slow: None,
+        headroom_pct: bless::DEFAULT_HEADROOM_PCT,
+        confidence: bless::DEFAULT_CONFIDENCE,
+        baselines_dir: baselines.to_path_buf(),
+        accept: false,
+        force: false,
+    }
+}
+
+fn ledger(baselines: &Path) -> Vec<LedgerEntry> {
+    std::fs::read_to_string(baselines.join(bless::LEDGER_FILE))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_derived_floor_round_trips_the_gate_file_with_its_provenance() {
+    let (t, gate) = gate_copy();
+    let before = std::fs::read_to_string(&gate).unwrap();
+    let plan = bless::plan_floor(&gate, Path::new(RUN), None, 0.95, 10.0, UTC).unwrap();
+    // The recorded client rates are 42.1, 40.3, 33.1, 26.7, 22.2, 18.5 (median 29.9; the README's 49.9 and 30.2
+    // predate the merged decode-rate measure): n = 6, the 95 % lower bound of the
+    // median is the smallest (order statistic 1 of 6), minus 10 %.
+    assert_eq!(plan.derivation.n, 6);
+    assert_eq!(plan.ledger.previous, Some(15.0));
+    let lowest = plan.derivation.floor / 0.9;
+    assert!((18.0..19.0).contains(&lowest), "{plan:?}");
+    insta::assert_snapshot!("reference_smoke_before", before);
+    insta::assert_snapshot!("reference_smoke_after", plan.new);
+    insta::assert_snapshot!(
+        "reference_smoke_diff",
+        bless::diff(&before, &plan.new, "gates/reference-smoke.toml")
+    );
+    // Everything but the value line and the two provenance lines is unchanged, in order.
+    let changed: Vec<&str> = plan
+        .new
+        .lines()
+        .filter(|l| !before.lines().any(|b| b == *l))
+        .collect();
+    assert_eq!(changed.len(), 3, "{changed:?}");
+    assert!(changed[2].starts_with("floor_tok_s = 16.6"), "{changed:?}");
+    let kept: Vec<&str> = plan.new.lines().filter(|l| !changed.contains(l)).collect();
+    let old_kept: Vec<&str> = before
+        .lines()
+        .filter(|l| !l.starts_with("floor_tok_s"))
+        .collect();
+    assert_eq!(kept, old_kept);
+    // The trailing comment of the value survives an edit (decor carried over), and a second bless replaces
+    // the first provenance instead of stacking it.
+    let with_trailing = plan
+        .new
+        .replace("floor_tok_s = 16.6", "floor_tok_s = 16.6 # hand note");
+    let (again, prev) = bless::edit_floor(&with_trailing, 20.0, "# servegate bless again").unwrap();
+    assert_eq!(prev, Some(16.6));
+    assert!(
+        again.contains("floor_tok_s = 20.0 # hand note\n"),
+        "{again}"
+    );
+    assert_eq!(again.matches("# servegate bless").count(), 1, "{again}");
+
+    // Not written without --accept; written with it, plus one ledger line.
+    let bl = t.path().join("baselines");
+    let mut a = args(&gate, &bl);
+    a.floor = Some(RUN.into());
+    bless::run_cli(&a, None, UTC).unwrap();
+    assert_eq!(std::fs::read_to_string(&gate).unwrap(), before);
+    assert!(ledger(&bl).is_empty());
+    a.accept = true;
+    bless::run_cli(&a, None, UTC).unwrap();
+    assert_eq!(std::fs::read_to_string(&gate).unwrap(), plan.new);
+    let l = ledger(&bl);
+    assert_eq!(l.len(), 1);
+    assert_eq!(l[0].action, "floor");
+    assert_eq!(l[0].value, Some(16.6));
+    assert_eq!(l[0].run, RUN);
+    // The edited gate is still a valid gate with the new floor.
+    let g = servegate::spec::load(&gate).unwrap();
+    assert_eq!(g.assertions.rate.unwrap().floor_tok_s, 16.6);
+}
+
+#[test]
+fn a_slow_run_that_overlaps_the_fast_one_is_refused() {
+    let (t, gate) = gate_copy();
+    let bl = t.path().join("baselines");
+    let mut a = args(&gate, &bl);
+    a.floor = Some(RUN.into());
+    a.slow = Some(RUN.into());
+    let e = bless::run_cli(&a, None, UTC).unwrap_err();
+    assert!(e.message.contains("overlap"), "{e}");
+}
+
+#[test]
+fn a_good_run_becomes_baseline_windows_and_a_foreign_key_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let gate = root().join("gates/reference-smoke.toml");
+    let bl = t.path().join("baselines");
+    let mut a = args(&gate, &bl);
+    a.baseline = Some(RUN.into());
+    a.accept = true;
+    bless::run_cli(&a, None, UTC).unwrap();
+    // The same run again, by its path or as a copy: one run is one window.
+    let same = t.path().join("copies");
+    std::fs::create_dir_all(&same).unwrap();
+    for again in [PathBuf::from(RUN), run_copy(&same, "reference-smoke")] {
+        a.baseline = Some(again);
+        let e = bless::run_cli(&a, None, UTC).unwrap_err();
+        assert_eq!(e.code, exit::ASSERTION_FAILED, "{e}");
+        assert!(
+            e.message
+                .contains("it is already window reference-smoke of")
+                && e.message.contains("one run is one window"),
+            "{e}"
+        );
+    }
+    // Another run (the recorded one, started later) is a second window.
+    let second = restamped(&run_copy(t.path(), "second"), "2026-11-29T19:00:00Z");
+    a.baseline = Some(second.clone());
+    bless::run_cli(&a, None, UTC).unwrap();
+    let b = baseline::load(&bl.join("reference-smoke")).unwrap();
+    assert_eq!(b.manifest.gate, "reference-smoke");
+    assert_eq!(b.manifest.windows, vec!["reference-smoke", "second"]);
+    assert_eq!(
+        b.manifest.sources,
+        vec![RUN.to_string(), second.display().to_string()]
+    );
+    assert_eq!(b.manifest.key.cpus.as_deref(), Some("2"));
+    for w in &b.window_dirs {
+        // A complete run directory that servegate judge reads like any evidence.
+        let ev = servegate::analysis::load(w).unwrap();
+        assert_eq!(ev.requests.len(), 9);
+    }
+    assert!(!std::fs::read_dir(bl.join("reference-smoke"))
+        .unwrap()
+        .any(|e| e.unwrap().file_name().to_string_lossy().contains("partial")));
+    let l = ledger(&bl);
+    assert_eq!(l.len(), 2);
+    assert!(l.iter().all(|e| e.action == "baseline" && e.n == 6));
+
+    // Another machine's run: not added to this baseline (named difference); fine as another kind.
+    let other = run_copy(t.path(), "other-host");
+    let p = other.join("run.json");
+    let mut run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    run["host"]["cpus"] = serde_json::json!(64);
+    std::fs::write(&p, serde_json::to_string_pretty(&run).unwrap()).unwrap();
+    a.baseline = Some(other.clone());
+    let e = bless::run_cli(&a, None, UTC).unwrap_err();
+    assert_eq!(e.code, exit::INCOMPARABLE);
+    assert!(e.message.contains("cpus"), "{e}");
+    a.kind = Some("big-box".into());
+    bless::run_cli(&a, None, UTC).unwrap();
+    let big = baseline::load(&bl.join("reference-smoke").join("big-box")).unwrap();
+    assert_eq!(big.manifest.kind, "big-box");
+    assert_eq!(big.manifest.key.cpus.as_deref(), Some("64"));
+}
+
+#[test]
+fn a_run_that_is_not_good_evidence_is_refused_with_every_reason() {
+    let t = tempfile::tempdir().unwrap();
+    let gate = root().join("gates/reference-smoke.toml");
+    let bl = t.path().join("baselines");
+    let mut a = args(&gate, &bl);
+    a.accept = true;
+
+    // Incomplete.
+    let cut = run_copy(t.path(), "cut");
+    let p = cut.join("run.json");
+    let mut run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    run["status"] = serde_json::json!("interrupted");
+    std::fs::write(&p, serde_json::to_string_pretty(&run).unwrap()).unwrap();
+    a.baseline = Some(cut);
+    let e = bless::run_cli(&a, None, UTC).unwrap_err();
+    assert_eq!(e.code, exit::ASSERTION_FAILED, "{e}");
+    assert!(
+        e.message
+            .contains("the run is incomplete (run.json status Interrupted)"),
+        "{e}"
+    );
+
+    // A known answer that no longer matches, and a judged request gone.
+    let bad = run_copy(t.path(), "bad");
+    let p = bad.join("run.json");
+    let mut run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    run["requests"].as_array_mut().unwrap().pop();
+    std::fs::write(&p, serde_json::to_string_pretty(&run).unwrap()).unwrap();
+    let g = bad.join("gate.toml");
+    let text = std::fs::read_to_string(&g).unwrap();
+    std::fs::write(&g, text.replace(r"(?i)\bparis\b", r"(?i)\blyon\b")).unwrap();
+    for ext in ["reads.jsonl", "request.json", "response.json"] {
+        std::fs::remove_file(bad.join(format!("08.{ext}"))).unwrap();
+    }
+    a.baseline = Some(bad.clone());
+    let e = bless::run_cli(&a, None, UTC).unwrap_err();
+    assert_eq!(e.code, exit::ASSERTION_FAILED, "{e}");
+    for part in [
+        "known_answer trial does not pass",
+        "5 answered requests of 6 planned",
+    ] {
+        assert!(e.message.contains(part), "{part:?} missing from {e}");
+    }
+    a.baseline = None;
+    a.floor = Some(bad);
+    assert!(bless::run_cli(&a, None, UTC).is_err());
+    assert!(!bl.exists(), "nothing written for a refused run");
+
+    // Its own figure bounds do not refuse it (a floor and a TTFT limit this run misses: a slow machine is
+    // still evidence, and the floor is what bless derives); a figure trial failing for its evidence does
+    // (client and serve clocks 100x further apart than the gate allows).
+    let slow = run_copy(t.path(), "slow");
+    let g = slow.join("gate.toml");
+    let text = std::fs::read_to_string(&g).unwrap();
+    let strict = text
+        .replace("floor_tok_s = 15.0", "floor_tok_s = 1000.0")
+        .replace("limit_ms = 2000", "limit_ms = 1");
+    std::fs::write(&g, &strict).unwrap();
+    let rg = servegate::spec::load(&g).unwrap();
+    let ev = servegate::analysis::load(&slow).unwrap();
+    assert_eq!(bless::refusals(&rg, &ev, true), Vec::<String>::new());
+    std::fs::write(
+        &g,
+        strict.replace(
+            "floor_tok_s = 1000.0",
+            "floor_tok_s = 1000.0\nsource = \"both\"\nagree_pct = 0.01",
+        ),
+    )
+    .unwrap();
+    let rg = servegate::spec::load(&g).unwrap();
+    let why = bless::refusals(&rg, &ev, true);
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert!(
+        why[0].starts_with("its rate trial does not pass (its bound set aside): rate FAIL"),
+        "{why:?}"
+    );
+
+    // A run of another gate.
+    a.floor = None;
+    a.baseline = Some(root().join("tests/data/runs/npu-rc-pass"));
+    let e = bless::run_cli(&a, None, UTC).unwrap_err();
+    assert!(e.message.contains("not `reference-smoke`"), "{e}");
+}
+
+/// The committed baselines of the reference gate (baselines/reference-smoke/, blessed from quiet runs, and
+/// baselines/reference-smoke-loaded/, from runs at a load of 7-9 per CPU; docs/bless.md) are whole: every
+/// window is a run directory that still passes what bless demands, all share the manifest's key, their
+/// windows' host loads are comparable among themselves, and the ledger names each window.
+#[test]
+fn the_committed_reference_baseline_is_whole_and_good() {
+    for name in ["reference-smoke", "reference-smoke-loaded"] {
+        committed_reference_baseline_is_whole(&root().join("baselines").join(name));
+    }
+}
+
+fn committed_reference_baseline_is_whole(dir: &std::path::Path) {
+    let b = baseline::load(dir).unwrap();
+    let loads: Vec<f64> = b.window_loads.iter().flatten().copied().collect();
+    assert_eq!(loads.len(), b.window_dirs.len(), "{}", dir.display());
+    let mid = b.load_per_cpu().unwrap();
+    for l in &loads {
+        let r = servegate::evidence::comparability::load_ratio(*l, mid);
+        assert!(
+            r <= servegate::spec::regression::DEFAULT_MAX_LOAD_RATIO,
+            "{}: window load {l} vs median {mid}",
+            dir.display()
+        );
+    }
+    assert_eq!(b.manifest.gate, "reference-smoke");
+    assert!(b.window_dirs.len() >= 3, "{:?}", b.manifest.windows);
+    let gate = servegate::spec::load(&root().join("gates/reference-smoke.toml")).unwrap();
+    // One run is one window.
+    let mut ids: Vec<String> = b
+        .window_dirs
+        .iter()
+        .map(|w| bless::run_identity(w).unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), b.window_dirs.len(), "{}", dir.display());
+    for w in &b.window_dirs {
+        let ev = servegate::analysis::load(w).unwrap();
+        let rg = servegate::spec::load(&w.join("gate.toml")).unwrap();
+        assert_eq!(rg.name, gate.name);
+        assert_eq!(
+            bless::refusals(&rg, &ev, true),
+            Vec::<String>::new(),
+            "{}",
+            w.display()
+        );
+        // The window's whole key (the numerics settings of its serve log included) is the baseline's, as
+        // `baseline::load` re-derives it; the manifest's copy agrees (load refuses one that does not).
+        let key = servegate::evidence::comparability::key_of_evidence(
+            &rg,
+            &ev.run,
+            ev.serve_log.as_deref(),
+        );
+        assert_eq!(key, b.key, "{}", w.display());
+        assert_eq!(bless::rate_values(&rg, &ev).len(), 6);
+    }
+    let ledger = ledger(&root().join("baselines"));
+    for w in &b.manifest.windows {
+        assert!(
+            ledger.iter().any(|e| e.action == "baseline"
+                && e.window.as_deref().is_some_and(|x| x.ends_with(w.as_str()))),
+            "{w} not in the ledger"
+        );
+    }
+}
+
+/// A `--kind` is a plain name: one with a newline, a space, a path separator or a window's stamp is
+/// refused with the rule, and nothing is written.
+#[test]
+fn a_kind_that_is_not_a_plain_name_is_refused_with_the_rule() {
+    let t = tempfile::tempdir().unwrap();
+    let gate = root().join("gates/reference-smoke.toml");
+    let bl = t.path().join("baselines");
+    let mut a = args(&gate, &bl);
+    a.baseline = Some(RUN.into());
+    a.accept = true;
+    for k in [
+        "ci\n2core",
+        "ci 2core",
+        "ci/2core",
+        "..",
+        "20261201T180000Z",
+    ] {
+        a.kind = Some(k.into());
+        let e = bless::run_cli(&a, None, UTC).unwrap_err();
+        assert_eq!(e.code, exit::USAGE, "{k:?}: {e}");
+        assert!(e.message.contains("a --kind is a plain name"), "{e}");
+        assert!(!e.message.contains('\n'), "{e}");
+    }
+    assert!(!bl.exists());
+    // A kind named like one of the gate's windows would sit beside it: refused too.
+    a.kind = None;
+    bless::run_cli(&a, None, UTC).unwrap();
+    a.kind = Some("reference-smoke".into());
+    let e = bless::run_cli(&a, None, UTC).unwrap_err();
+    assert!(e.message.contains("names a window of"), "{e}");
+}

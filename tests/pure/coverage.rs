@@ -1,0 +1,71 @@
+//! What goes here: the coverage page's rules in process (stale cells). `servegate coverage` as a program
+//! (the committed page, a cell turning worse, records as evidence) is tests/cli/coverage.rs.
+//!
+//! The coverage page: generated from the committed matrix-gate evidence, checked, and a ✅ cell that turns
+//! worse fails (docs/coverage.md).
+
+use std::path::{Path, PathBuf};
+
+use servegate::coverage::page::{self, Cell, CellState};
+
+fn cell(date: &str, state: CellState) -> Cell {
+    Cell {
+        gate: "g".into(),
+        model: "m".into(),
+        family: "F".into(),
+        size: "1B".into(),
+        quantization: "Q4".into(),
+        runtime: "rt".into(),
+        state,
+        why: String::new(),
+        evidence: PathBuf::from("/runs/g[m]/x"),
+        verified_utc: format!("{date}T00:00:00Z"),
+    }
+}
+
+#[test]
+fn stale_cells_expire_to_unknown_counted_back_from_the_newest_evidence() {
+    let c = cell("2026-01-01", CellState::Verified);
+    assert_eq!(
+        page::shown(&c, "2026-03-31T00:00:00Z", 90),
+        CellState::Verified
+    );
+    assert_eq!(
+        page::shown(&c, "2026-04-02T00:00:00Z", 90),
+        CellState::Unknown
+    );
+    assert_eq!(page::expires(&c, 90), "2026-04-01");
+    let p = page::render(
+        &[
+            c.clone(),
+            Cell {
+                runtime: "rt2".into(),
+                verified_utc: "2026-06-01T00:00:00Z".into(),
+                ..c.clone()
+            },
+        ],
+        Path::new("/runs"),
+        "../runs",
+        90,
+    )
+    .unwrap();
+    assert_eq!(p.states.get("F|1B|Q4|rt"), Some(&CellState::Unknown));
+    assert_eq!(p.states.get("F|1B|Q4|rt2"), Some(&CellState::Verified));
+    assert!(
+        p.markdown.contains("expired (was ✅; older than 90 days)"),
+        "{}",
+        p.markdown
+    );
+    // the page's own comments read back, and an expiry is not a regression; ❌ is
+    let states = page::states_of(&p.markdown);
+    assert_eq!(states, p.states);
+    let mut worse = states.clone();
+    worse.insert("F|1B|Q4|rt2".into(), CellState::NotLoading);
+    assert_eq!(
+        page::regressions(&states, &worse),
+        ["F|1B|Q4|rt2: ✅ -> ❌"]
+    );
+    let mut old = states.clone();
+    old.insert("F|1B|Q4|rt".into(), CellState::Verified);
+    assert!(page::regressions(&old, &states).is_empty());
+}

@@ -1,0 +1,596 @@
+//! What goes here: load judging on built evidence (known schedules, the three honest states, spec errors).
+//! The load client against the synthetic serve (sockets) is tests/cli/load.rs.
+//!
+//! Load gates (docs/load.md): judging against a known schedule (exact), the three honest states, and the
+//! load client against the synthetic serve at concurrency 16.
+
+use std::path::Path;
+
+use servegate::evidence::load::{LoadRecord, LOAD_FILE, LOAD_SCHEMA};
+use servegate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary};
+use servegate::io::load_client::SendTiming;
+use servegate::io::reads::TimedRead;
+use servegate::judge::{Outcome, Verdict};
+use servegate::replay::{synthetic, SyntheticSpec};
+use servegate::spec::{self, load::Point, GateSpec};
+
+fn gate(dir: &Path, load: &str, asserts: &str) -> GateSpec {
+    let text = format!(
+        r#"
+[gate]
+name = "load-test"
+[serve]
+url = "http://127.0.0.1:9"
+[request]
+model = "synthetic"
+max_tokens = 8
+prompts = ["a", "b", "c"]
+[load]
+{load}
+{asserts}
+"#
+    );
+    let file = dir.join("gate.toml");
+    std::fs::write(&file, &text).unwrap();
+    spec::parse(&file, &text, &spec::Context::for_file(&file)).unwrap()
+}
+
+fn spec_with(ttft_ms: f64, itl_ms: f64, tokens: u32) -> SyntheticSpec {
+    SyntheticSpec {
+        tokens,
+        ttft_ms,
+        itl_ms,
+        per_chunk: 1,
+        role_chunk: false,
+        usage: true,
+        model: "synthetic".into(),
+        timings: false,
+        burst: false,
+        slowdown_pct: 0.0,
+    }
+}
+
+fn summary(g: &GateSpec, planned: usize) -> RunSummary {
+    RunSummary {
+        schema: evidence::RUN_SCHEMA.into(),
+        status: RunStatus::Complete,
+        gate: g.name.clone(),
+        gate_file: "gate.toml".into(),
+        started_utc: evidence::now_utc(),
+        ended_utc: Some(evidence::now_utc()),
+        host: evidence::HostInfo::default(),
+        load_avg_start: None,
+        load_avg_end: None,
+        servegate_version: "test".into(),
+        serve: Default::default(),
+        planned: Some(planned),
+        planned_warmup: Some(0),
+        requests: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+/// Writes point `dir` of a run whose every request i was served exactly on the synthetic schedule
+/// `specs[i]` (the reads carry the serve's send times, no network), in a closed loop at `c`: each slot's
+/// next request is sent the instant its previous one ended, plus `lag(i)` ms of client lag.
+fn write_point(
+    root: &Path,
+    g: &GateSpec,
+    point: Point,
+    c: usize,
+    specs: &[SyntheticSpec],
+    lag: impl Fn(usize) -> f64,
+) {
+    write_point_cut(root, g, point, c, specs, lag, |_| false)
+}
+
+/// [`write_point`], with request i's body cut after its first half of sends when `cut(i)` (no finish, no
+/// `[DONE]`: a truncated reply).
+fn write_point_cut(
+    root: &Path,
+    g: &GateSpec,
+    point: Point,
+    c: usize,
+    specs: &[SyntheticSpec],
+    lag: impl Fn(usize) -> f64,
+    cut: impl Fn(usize) -> bool,
+) {
+    let w = EvidenceWriter::create_exact(&root.join(point.dir())).unwrap();
+    let mut s = summary(g, specs.len());
+    let mut slot_free = vec![0.0f64; c];
+    let mut timings = Vec::new();
+    for (i, sp) in specs.iter().enumerate() {
+        let plan = synthetic::plan(sp, i as u64 + 1, true);
+        let keep = if cut(i) {
+            plan.sends.len() / 2
+        } else {
+            plan.sends.len()
+        };
+        let reads: Vec<TimedRead> = plan.sends[..keep]
+            .iter()
+            .map(|x| TimedRead {
+                recv_ms: None,
+                t_ms: x.at.as_secs_f64() * 1000.0,
+                bytes: x.bytes.clone(),
+            })
+            .collect();
+        let e2e = reads.last().unwrap().t_ms;
+        let slot = i % c;
+        let intended = slot_free[slot];
+        let woke = intended + lag(i);
+        timings.push(SendTiming {
+            index: i,
+            intended_ms: intended,
+            woke_ms: woke,
+            slot_ms: woke,
+            sent_ms: woke,
+            end_ms: woke + e2e,
+        });
+        slot_free[slot] = woke + e2e;
+        let meta = servegate::io::client::ResponseMeta {
+            status: Some(200),
+            head_ms: Some(0.0),
+            end_ms: Some(e2e),
+            ..Default::default()
+        };
+        w.write_request(i, &serde_json::json!({"messages": []}), &meta, &reads)
+            .unwrap();
+        s.requests.push(RequestRecord {
+            index: i,
+            prompt_index: i % 3,
+            prompt: ["a", "b", "c"][i % 3].into(),
+            stream: true,
+            http_status: Some(200),
+            body_bytes: reads.iter().map(|r| r.bytes.len() as u64).sum(),
+            ..Default::default()
+        });
+    }
+    w.write_summary(&s).unwrap();
+    let rec = LoadRecord {
+        schema: LOAD_SCHEMA.into(),
+        point: point.label(),
+        arrival: "closed".into(),
+        concurrency: Some(c as u32),
+        rate_rps: None,
+        max_concurrency: None,
+        warmup: 0,
+        planned: specs.len(),
+        timings,
+    };
+    w.write(LOAD_FILE, &serde_json::to_vec(&rec).unwrap())
+        .unwrap();
+}
+
+/// numpy.percentile(v, p) (method "linear"), written out here independently of analysis::stats.
+fn numpy_linear(v: &[f64], p: f64) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let h = (v.len() - 1) as f64 * p / 100.0;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(v.len() - 1);
+    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+}
+
+fn find<'a>(vs: &'a [Verdict], name: &str) -> &'a Verdict {
+    vs.iter()
+        .find(|v| v.assertion == name)
+        .unwrap_or_else(|| panic!("no verdict {name}: {vs:#?}"))
+}
+
+/// The number after `key` in a verdict message (`p95 123.4 ms` -> 123.4).
+fn number_after(msg: &str, key: &str) -> f64 {
+    let rest = &msg[msg
+        .find(key)
+        .unwrap_or_else(|| panic!("{key} not in {msg}"))
+        + key.len()..];
+    rest.trim_start()
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn percentiles_goodput_and_attainment_equal_the_known_schedule_at_concurrency_16() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = 16\nrequests = 320",
+        "[assert.latency]\nttft_p50_ms = 1000\nttft_p95_ms = 1000\nttft_p99_ms = 1000\ne2e_p99_ms = 1000\ntpot_p50_ms = 100\n\
+         [assert.goodput]\nttft_ms = 150\ntpot_ms = 6\nat_least = 0.4\n[assert.errors]\nmax_rate = 0.0",
+    );
+    // Request i: TTFT 100 + (37 i mod 101) ms (every value 100..=200, in a scrambled order), 8 tokens 5 ms
+    // apart, except every 7th request decodes at 7 ms per token (so the TPOT SLO of 6 ms excludes it).
+    let specs: Vec<SyntheticSpec> = (0..320)
+        .map(|i| {
+            let itl = if i % 7 == 0 { 7.0 } else { 5.0 };
+            spec_with(100.0 + ((37 * i) % 101) as f64, itl, 8)
+        })
+        .collect();
+    write_point(tmp.path(), &g, Point::Concurrency(16), 16, &specs, |_| 0.0);
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+
+    // The truth, from the schedule alone.
+    let ttft: Vec<f64> = specs.iter().map(|s| s.ttft_ms).collect();
+    let e2e: Vec<f64> = specs.iter().map(|s| s.ttft_ms + 7.0 * s.itl_ms).collect();
+    let good = specs
+        .iter()
+        .filter(|s| s.ttft_ms <= 150.0 && s.itl_ms <= 6.0)
+        .count();
+    // Exact up to the nanosecond rounding of the serve's Duration schedule (1e-6 ms).
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    for (name, p, truth) in [
+        ("[c=16]::ttft_p50", 50.0, &ttft),
+        ("[c=16]::ttft_p95", 95.0, &ttft),
+        ("[c=16]::ttft_p99", 99.0, &ttft),
+        ("[c=16]::e2e_p99", 99.0, &e2e),
+    ] {
+        let v = find(&vs, name);
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+        let want = numpy_linear(truth, p);
+        assert!(
+            close(v.median.unwrap(), want),
+            "{name}: {} vs {want}",
+            v.message
+        );
+    }
+    let tpot = find(&vs, "[c=16]::tpot_p50");
+    assert!(close(tpot.median.unwrap(), 5.0), "{}", tpot.message);
+    let gp = find(&vs, "[c=16]::goodput");
+    assert_eq!(gp.outcome, Outcome::Pass, "{}", gp.message);
+    let want_att = good as f64 / 320.0;
+    assert!(
+        close(gp.median.unwrap(), want_att),
+        "{} vs {want_att}",
+        gp.message
+    );
+    assert!(
+        gp.message.contains(&format!("{good} of 320 planned met")),
+        "{}",
+        gp.message
+    );
+    // Goodput = good / window: the window is the first send (0) to the last end of the schedule (each of
+    // the 16 slots sends its requests back to back); the message shows it to 2 decimals.
+    let mut slot_end = [0.0f64; 16];
+    for (i, e) in e2e.iter().enumerate() {
+        slot_end[i % 16] += e;
+    }
+    let window_s = slot_end.iter().copied().fold(0.0, f64::max) / 1000.0;
+    let shown = number_after(&gp.message, "; goodput ");
+    assert!(
+        (shown - good as f64 / window_s).abs() <= 0.005,
+        "{shown} vs {}",
+        good as f64 / window_s
+    );
+    let errs = find(&vs, "[c=16]::errors");
+    assert_eq!(errs.outcome, Outcome::Pass, "{}", errs.message);
+
+    // A limit under the true p95 fails, with the same value.
+    let g2 = gate(
+        tmp.path(),
+        "concurrency = 16\nrequests = 320",
+        "[assert.latency]\nttft_p95_ms = 150",
+    );
+    let v2 = servegate::run::load::judge_dir(&g2, tmp.path());
+    let p95 = find(&v2, "[c=16]::ttft_p95");
+    assert_eq!(p95.outcome, Outcome::Fail, "{}", p95.message);
+    assert!(close(p95.median.unwrap(), numpy_linear(&ttft, 95.0)));
+}
+
+#[test]
+fn a_percentile_from_too_few_requests_is_indeterminate_with_the_n_needed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = 4\nrequests = 58",
+        "[assert.latency]\nttft_p50_ms = 1000\nttft_p95_ms = 1000\nttft_p99_ms = 1000",
+    );
+    let specs: Vec<SyntheticSpec> = (0..58).map(|_| spec_with(50.0, 2.0, 4)).collect();
+    write_point(tmp.path(), &g, Point::Concurrency(4), 4, &specs, |_| 0.0);
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert_eq!(find(&vs, "[c=4]::ttft_p50").outcome, Outcome::Pass);
+    let p95 = find(&vs, "[c=4]::ttft_p95");
+    assert_eq!(p95.outcome, Outcome::Indeterminate, "{}", p95.message);
+    assert!(p95.message.contains("at least 59"), "{}", p95.message);
+    let p99 = find(&vs, "[c=4]::ttft_p99");
+    assert_eq!(p99.outcome, Outcome::Indeterminate);
+    assert!(p99.message.contains("at least 299"), "{}", p99.message);
+    assert!(!p95.passed() && !p99.passed());
+}
+
+/// Every request cut mid-stream: there is no successful request to take a percentile of. Each latency
+/// bound FAILs (ITL too, which counts gaps of succeeded replies only and would otherwise say "too few
+/// samples"), so `on_indeterminate = "pass"` cannot turn a run with no good reply into a pass.
+#[test]
+fn a_point_where_no_request_succeeded_fails_every_latency_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = 4\nrequests = 20",
+        "[assert.latency]\nttft_p50_ms = 1000\nitl_p95_ms = 1000\ne2e_p99_ms = 1000",
+    );
+    let specs: Vec<SyntheticSpec> = (0..20).map(|_| spec_with(50.0, 2.0, 8)).collect();
+    write_point_cut(
+        tmp.path(),
+        &g,
+        Point::Concurrency(4),
+        4,
+        &specs,
+        |_| 0.0,
+        |_| true,
+    );
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert_eq!(vs.len(), 3, "{vs:#?}");
+    for v in &vs {
+        assert_eq!(v.outcome, Outcome::Fail, "{}", v.message);
+        assert!(
+            v.message
+                .contains("no request succeeded: 20 of 20 planned failed"),
+            "{}",
+            v.message
+        );
+        assert!(
+            !v.message.contains("raise [load] requests"),
+            "{}",
+            v.message
+        );
+    }
+    // One request good: the ITL p95 has gaps to count but too few, so it is indeterminate again (not a
+    // fail), while the request percentiles count the 19 failed ones above every value.
+    let tmp2 = tempfile::tempdir().unwrap();
+    write_point_cut(
+        tmp2.path(),
+        &g,
+        Point::Concurrency(4),
+        4,
+        &specs,
+        |_| 0.0,
+        |i| i != 0,
+    );
+    let vs2 = servegate::run::load::judge_dir(&g, tmp2.path());
+    let itl = find(&vs2, "[c=4]::itl_p95");
+    assert_eq!(itl.outcome, Outcome::Indeterminate, "{}", itl.message);
+    assert_eq!(find(&vs2, "[c=4]::ttft_p50").outcome, Outcome::Fail);
+}
+
+#[test]
+fn a_client_behind_its_schedule_makes_the_point_void_never_a_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = 4\nrequests = 100\nmax_lag_ms = 5",
+        "[assert.latency]\nttft_p50_ms = 1000\n[assert.throughput]\nfloor_rps = 0.001",
+    );
+    let specs: Vec<SyntheticSpec> = (0..100).map(|_| spec_with(50.0, 2.0, 4)).collect();
+    // Every 10th request sent 40 ms after its slot freed: lag p99 40 ms > 5 ms.
+    write_point(tmp.path(), &g, Point::Concurrency(4), 4, &specs, |i| {
+        if i % 10 == 0 {
+            40.0
+        } else {
+            0.0
+        }
+    });
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    for v in &vs {
+        assert_eq!(v.outcome, Outcome::Void, "{}", v.message);
+        assert!(
+            v.message.contains("fell behind its schedule"),
+            "{}",
+            v.message
+        );
+    }
+    assert_eq!(vs.len(), 2);
+    // The same run without the lag passes.
+    let tmp2 = tempfile::tempdir().unwrap();
+    write_point(tmp2.path(), &g, Point::Concurrency(4), 4, &specs, |_| 0.0);
+    let vs2 = servegate::run::load::judge_dir(&g, tmp2.path());
+    assert!(vs2.iter().all(|v| v.outcome == Outcome::Pass), "{vs2:#?}");
+}
+
+#[test]
+fn a_point_without_evidence_fails_and_trials_are_named_per_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = [1, 4]\nrequests = 10",
+        "[assert.latency]\nttft_p50_ms = 100\n[assert.consistency]\n[assert.errors]",
+    );
+    assert_eq!(
+        g.trial_names(),
+        vec![
+            "[c=1]::ttft_p50",
+            "[c=1]::errors",
+            "[c=4]::ttft_p50",
+            "[c=4]::errors",
+            "[c=4]::consistency"
+        ]
+    );
+    assert_eq!(
+        spec::load::trial_id("load-test", "[c=4]::ttft_p50"),
+        "load-test[c=4]::ttft_p50"
+    );
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert_eq!(vs.len(), 5);
+    assert!(vs.iter().all(|v| v.outcome == Outcome::Fail), "{vs:#?}");
+}
+
+#[test]
+fn load_spec_errors_name_the_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("g.toml");
+    for (load, asserts, key) in [
+        (
+            "concurrency = 0\nrequests = 5",
+            "[assert.errors]",
+            "load.concurrency",
+        ),
+        ("concurrency = 4", "[assert.errors]", "load"),
+        (
+            "rate_rps = 2.0\narrival = \"burst\"\nrequests = 5",
+            "[assert.errors]",
+            "load.arrival",
+        ),
+        (
+            "concurrency = 4\nrequests = 5",
+            "[assert.latency]\nttft_p97_ms = 5",
+            "assert.latency.ttft_p97_ms",
+        ),
+        (
+            "concurrency = 4\nrequests = 5",
+            "[assert.goodput]\nttft_ms = 5\nat_least = 1.5",
+            "assert.goodput.at_least",
+        ),
+        (
+            "concurrency = 4\nrequests = 5",
+            "[assert.consistency]",
+            "assert.consistency",
+        ),
+    ] {
+        let text = format!(
+            "[gate]\nname = \"x\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"a\"]\n[load]\n{load}\n{asserts}\n"
+        );
+        let e = spec::parse(&file, &text, &spec::Context::for_file(&file))
+            .expect_err(&format!("accepted: {load} / {asserts}"))
+            .to_string();
+        assert!(e.contains(key), "{key}: {e}");
+        assert!(e.contains("g.toml:"), "{e}");
+    }
+    let text = "[gate]\nname = \"x\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"a\"]\n[assert.latency]\nttft_p95_ms = 5\n";
+    let e = spec::parse(&file, text, &spec::Context::for_file(&file)).unwrap_err();
+    assert!(e.to_string().contains("needs a [load] table"), "{e}");
+}
+
+/// Edits point `dir`'s load.json (as JSON) with `edit`.
+fn edit_load_json(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let p = dir.join(LOAD_FILE);
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    edit(&mut v);
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+/// A load gate (c=4, 6 requests, a throughput floor the run passes) and a passing point written under `root`.
+fn passing_point(root: &Path) -> GateSpec {
+    let g = gate(
+        root,
+        "concurrency = 4\nrequests = 6",
+        "[assert.latency]\nttft_p50_ms = 1000\n[assert.throughput]\nfloor_rps = 1\n[assert.errors]",
+    );
+    let specs: Vec<SyntheticSpec> = (0..6).map(|_| spec_with(50.0, 2.0, 4)).collect();
+    write_point(root, &g, Point::Concurrency(4), 4, &specs, |_| 0.0);
+    let vs = servegate::run::load::judge_dir(&g, root);
+    assert!(vs.iter().all(|v| v.outcome == Outcome::Pass), "{vs:#?}");
+    g
+}
+
+fn assert_all_fail(vs: &[Verdict], n: usize, why: &str) {
+    assert_eq!(vs.len(), n, "{vs:#?}");
+    for v in vs {
+        assert_eq!(v.outcome, Outcome::Fail, "{}", v.message);
+        assert!(v.message.contains(why), "{why:?} not in: {}", v.message);
+    }
+}
+
+/// A load run stopped by SIGINT (its run.json `interrupted`) is judged FAIL whatever its finished points
+/// hold, as a plain run on incomplete evidence; so is a point whose own run.json never completed.
+#[test]
+fn an_interrupted_load_run_fails_every_trial() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = passing_point(tmp.path());
+    let mut parent = summary(&g, 0);
+    parent.status = RunStatus::Interrupted;
+    std::fs::write(
+        tmp.path().join("run.json"),
+        serde_json::to_vec(&parent).unwrap(),
+    )
+    .unwrap();
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert_all_fail(&vs, 3, "run.json status is `interrupted`");
+    parent.status = RunStatus::Complete;
+    std::fs::write(
+        tmp.path().join("run.json"),
+        serde_json::to_vec(&parent).unwrap(),
+    )
+    .unwrap();
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert!(vs.iter().all(|v| v.outcome == Outcome::Pass), "{vs:#?}");
+    // The point's own run.json still `running` (the runner killed mid-point).
+    let pj = tmp.path().join("c4/run.json");
+    let mut point: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&pj).unwrap()).unwrap();
+    point["status"] = "running".into();
+    std::fs::write(&pj, serde_json::to_vec(&point).unwrap()).unwrap();
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert_all_fail(&vs, 3, "run.json status is `running`");
+}
+
+/// `load.json` is checked against its point and run.json: another point's evidence (c1/ copied as c2/), a
+/// record keeping 2 of 6 timings (the throughput of 2 requests' span read as 6's), another schema version and
+/// times going backward each fail the point's trials, naming what disagrees.
+#[test]
+fn a_load_json_that_disagrees_with_its_point_or_run_fails_the_point() {
+    // c1/ copied as c2/.
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = [1, 2]\nrequests = 6",
+        "[assert.latency]\nttft_p50_ms = 1000\n[assert.errors]",
+    );
+    let specs: Vec<SyntheticSpec> = (0..6).map(|_| spec_with(50.0, 2.0, 4)).collect();
+    write_point(tmp.path(), &g, Point::Concurrency(1), 1, &specs, |_| 0.0);
+    copy_dir_flat(&tmp.path().join("c1"), &tmp.path().join("c2"));
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert_eq!(find(&vs, "[c=1]::ttft_p50").outcome, Outcome::Pass);
+    let c2: Vec<Verdict> = vs
+        .iter()
+        .filter(|v| v.assertion.starts_with("[c=2]"))
+        .cloned()
+        .collect();
+    assert_all_fail(&c2, 2, "is of point \"c=1\"");
+    assert!(
+        c2[0].message.contains("stored as point c=2"),
+        "{}",
+        c2[0].message
+    );
+
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: [(&str, Edit); 5] = [
+        (
+            "times 2 requests, run.json records 6 (untimed: 2, 3, 4, 5)",
+            Box::new(|v| v["timings"].as_array_mut().unwrap().truncate(2)),
+        ),
+        (
+            "schema \"servegate.load/2\", expected \"servegate.load/1\"",
+            Box::new(|v| v["schema"] = "servegate.load/2".into()),
+        ),
+        (
+            "times go backward",
+            Box::new(|v| {
+                let t = &mut v["timings"][3];
+                t["sent_ms"] = (t["end_ms"].as_f64().unwrap() + 5.0).into();
+            }),
+        ),
+        (
+            "request 2 is timed twice",
+            Box::new(|v| v["timings"][3]["index"] = 2.into()),
+        ),
+        (
+            "plans 0 warmup and 60 judged requests",
+            Box::new(|v| v["planned"] = 60.into()),
+        ),
+    ];
+    for (why, edit) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let g = passing_point(tmp.path());
+        edit_load_json(&tmp.path().join("c4"), edit);
+        let vs = servegate::run::load::judge_dir(&g, tmp.path());
+        assert_all_fail(&vs, 3, why);
+    }
+}
+
+fn copy_dir_flat(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
