@@ -298,7 +298,7 @@ fn latency_verdicts(
             ));
             continue;
         }
-        let vals = agg::values(&samples, b.metric);
+        let vals = agg::values(samples, b.metric);
         // A failed request missed every latency bound: it counts above every value (never dropped, so a
         // serve that fails its slow requests does not look fast).
         let failed_here = if b.metric == crate::spec::load::LatencyMetric::Itl {
@@ -377,8 +377,8 @@ fn throughput_verdict(
     n_of: &str,
 ) -> Verdict {
     let name = format!("{prefix}throughput");
-    let tok_s = agg::output_tok_s(&samples);
-    let rps = agg::requests_per_s(&samples);
+    let tok_s = agg::output_tok_s(samples);
+    let rps = agg::requests_per_s(samples);
     let mut bad = Vec::new();
     if let Some(f) = t.floor_tok_s {
         if tok_s.is_none_or(|x| x < f) {
@@ -406,8 +406,8 @@ fn throughput_verdict(
         "output {} tok/s, {} requests/s over the measured window {} ms; peak real concurrency {}{scaling} ({n_of}){}",
         tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into()),
         rps.map(|x| format!("{x:.2}")).unwrap_or("-".into()),
-        agg::window_ms(&samples).map(|x| format!("{x:.0}")).unwrap_or("-".into()),
-        agg::peak_concurrency(&samples),
+        agg::window_ms(samples).map(|x| format!("{x:.0}")).unwrap_or("-".into()),
+        agg::peak_concurrency(samples),
         if bad.is_empty() { String::new() } else { format!(": {}", bad.join("; ")) }
     );
     verdict(
@@ -436,11 +436,11 @@ fn goodput_verdict(
         tpot_ms: g.tpot_ms,
         e2e_ms: g.e2e_ms,
     };
-    let good = agg::good(&samples, &slo);
-    let unmeasured = agg::unmeasured(&samples, &slo);
+    let good = agg::good(samples, &slo);
+    let unmeasured = agg::unmeasured(samples, &slo);
     let counted = planned.saturating_sub(unmeasured);
-    let att = agg::attainment(&samples, &slo, planned);
-    let gp = agg::goodput_rps(&samples, &slo);
+    let att = agg::attainment(samples, &slo, planned);
+    let gp = agg::goodput_rps(samples, &slo);
     // Not measured: neither met nor missed (analysis::load::Slo::unmeasured), named with the cause.
     let not_measured = if unmeasured == 0 {
         String::new()
