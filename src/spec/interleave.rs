@@ -1,4 +1,5 @@
-//! The interleaved baseline serve of a regression gate, expressed as a pair (issue 16 item 1):
+//! The interleaved baseline serve of a regression gate, expressed as a pair (on a shared machine the load drifts
+//! between windows, so the baseline runs beside the candidate in blocks and the drift cancels; docs/regression.md):
 //! `[assert.regression] baseline_serve = { command = [...] }` names the last good release's serve; the runner
 //! then runs the gate as a pair whose arm `theirs` is the **baseline** and `ours` the **candidate** (the gate's
 //! own `[serve] command`), in A-B-B-A blocks with the same prompts ([`abba_order`]). Nothing new runs: the
@@ -7,7 +8,8 @@
 //! blocks from it (`analysis::pair`).
 //!
 //! Pure: takes the validated pieces (argv already expanded) and returns a [`PairSpec`]. The spec parser calls
-//! [`as_pair`] when the key is present (engineer E parses `[assert.regression]`; this module is the bridge).
+//! [`as_pair`] when the key is present (spec/regression.rs parses `[assert.regression]`; this module is the
+//! bridge).
 
 use std::collections::BTreeMap;
 

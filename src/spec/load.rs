@@ -483,6 +483,15 @@ impl super::Validator<'_> {
                 "a load gate measures TTFT and ITL from the stream: request.stream must be true",
             ));
         }
+        let (points, arrival) = self.sweep(&raw)?;
+        let spec = self.load_spec(&raw, points, arrival, default_max_tokens)?;
+        let assertions = self.load_assertions(asserts, &spec)?;
+        Ok(Some(LoadGate { spec, assertions }))
+    }
+
+    /// `[load] concurrency` (a closed loop) or `rate_rps` (an open loop, with its `arrival`): the sweep's
+    /// points, each once, and how requests arrive.
+    fn sweep(&self, raw: &RawLoad) -> Result<(Vec<Point>, Arrival), SpecError> {
         let (points, arrival) = match (&raw.concurrency, &raw.rate_rps) {
             (Some(_), Some(r)) => {
                 return Err(self.err(r.span(), "load.rate_rps", "give either `concurrency` (closed loop) or `rate_rps` (open loop), not both"))
@@ -542,6 +551,18 @@ impl super::Validator<'_> {
         if labels.len() != points.len() {
             return Err(self.err(0..0, "load", "a sweep point appears twice"));
         }
+        Ok((points, arrival))
+    }
+
+    /// The rest of `[load]` for the sweep's `points`: the open loop's cap, how many requests a point sends
+    /// (within [`MAX_REQUESTS`]), the dataset (read now when it is there) and the schedule's lag bound.
+    fn load_spec(
+        &self,
+        raw: &RawLoad,
+        points: Vec<Point>,
+        arrival: Arrival,
+        default_max_tokens: u32,
+    ) -> Result<LoadSpec, SpecError> {
         let max_concurrency = match &raw.max_concurrency {
             None => None,
             Some(_) if arrival == Arrival::Closed => {
@@ -575,6 +596,36 @@ impl super::Validator<'_> {
             None => 0,
             Some(w) => self.count(w, "load.warmup_requests", 0, MAX_REQUESTS)?,
         };
+        self.point_fits(raw, &points, requests, duration_s, warmup_requests)?;
+        let dataset = self.dataset(raw, default_max_tokens)?;
+        let max_lag_ms = match &raw.max_lag_ms {
+            None => DEFAULT_MAX_LAG_MS,
+            Some(m) => self.positive(m, "load.max_lag_ms", "ms")?,
+        };
+        let spec = LoadSpec {
+            points,
+            arrival,
+            seed: raw.seed.unwrap_or(1),
+            max_concurrency,
+            requests,
+            duration_s,
+            warmup_requests,
+            dataset,
+            ignore_eos: raw.ignore_eos,
+            max_lag_ms,
+        };
+        Ok(spec)
+    }
+
+    /// A point plans at most [`MAX_REQUESTS`] requests, warmup included.
+    fn point_fits(
+        &self,
+        raw: &RawLoad,
+        points: &[Point],
+        requests: Option<u32>,
+        duration_s: Option<f64>,
+        warmup_requests: u32,
+    ) -> Result<(), SpecError> {
         // What sizes a point: its judged requests (`requests`, or an open loop's `rate_rps x duration_s`) plus
         // its warmup, each request's schedule, body and evidence held at once.
         let judged_max = match (requests, duration_s) {
@@ -612,6 +663,15 @@ impl super::Validator<'_> {
                 format!("{what}: a point plans at most {MAX_REQUESTS} requests"),
             ));
         }
+        Ok(())
+    }
+
+    /// `[load] dataset`: expanded, relative to the gate's directory; a file that is there is read now.
+    fn dataset(
+        &self,
+        raw: &RawLoad,
+        default_max_tokens: u32,
+    ) -> Result<Option<PathBuf>, SpecError> {
         let dataset = match &raw.dataset {
             None => None,
             Some(d) => {
@@ -633,137 +693,158 @@ impl super::Validator<'_> {
                     .map_err(|e| self.err(d.span(), "load.dataset", e))?;
             }
         }
-        let max_lag_ms = match &raw.max_lag_ms {
-            None => DEFAULT_MAX_LAG_MS,
-            Some(m) => self.positive(m, "load.max_lag_ms", "ms")?,
-        };
-        let spec = LoadSpec {
-            points,
-            arrival,
-            seed: raw.seed.unwrap_or(1),
-            max_concurrency,
-            requests,
-            duration_s,
-            warmup_requests,
-            dataset,
-            ignore_eos: raw.ignore_eos,
-            max_lag_ms,
-        };
+        Ok(dataset)
+    }
 
+    /// The load assertions of a gate whose `[load]` is `spec`; at least one.
+    fn load_assertions(
+        &self,
+        asserts: RawLoadAsserts,
+        spec: &LoadSpec,
+    ) -> Result<LoadAssertions, SpecError> {
         let mut a = LoadAssertions::default();
         if let Some(lat) = asserts.latency {
-            if lat.is_empty() {
-                return Err(self.err(0..0, "assert.latency", "declares no bound (keys like ttft_p95_ms = 800, tpot_p50_ms = 40, e2e_p99_ms = 5000)"));
-            }
-            for (key, v) in lat {
-                let full = format!("assert.latency.{key}");
-                let parsed = key
-                    .strip_suffix("_ms")
-                    .and_then(|k| k.rsplit_once("_p"))
-                    .and_then(|(m, p)| Some((LatencyMetric::from_name(m)?, p.parse::<u32>().ok()?)))
-                    .filter(|(_, p)| matches!(p, 50 | 90 | 95 | 99));
-                let Some((metric, p)) = parsed else {
-                    return Err(self.err(v.span(), &full, format!("unknown latency bound `{key}`: keys are <metric>_p<NN>_ms with metric ttft, itl, tpot or e2e and NN 50, 90, 95 or 99 (e.g. ttft_p95_ms)")));
-                };
-                let limit_ms = self.positive(&v, &full, "ms")?;
-                a.latency.push(LatencyBound {
-                    key,
-                    metric,
-                    p,
-                    limit_ms,
-                });
-            }
+            a.latency = self.latency(lat)?;
         }
-        if let Some(t) = asserts.throughput {
-            if t.floor_tok_s.is_none() && t.floor_rps.is_none() {
-                return Err(self.err(
-                    0..0,
-                    "assert.throughput",
-                    "declares no floor (floor_tok_s, floor_rps)",
-                ));
-            }
-            a.throughput = Some(ThroughputAssert {
-                floor_tok_s: t
-                    .floor_tok_s
-                    .as_ref()
-                    .map(|v| self.positive(v, "assert.throughput.floor_tok_s", "tok/s"))
-                    .transpose()?,
-                floor_rps: t
-                    .floor_rps
-                    .as_ref()
-                    .map(|v| self.positive(v, "assert.throughput.floor_rps", "requests/s"))
-                    .transpose()?,
-            });
-        }
-        if let Some(g) = asserts.goodput {
-            if g.ttft_ms.is_none() && g.tpot_ms.is_none() && g.e2e_ms.is_none() {
-                return Err(self.err(
-                    0..0,
-                    "assert.goodput",
-                    "declares no SLO (ttft_ms, tpot_ms, e2e_ms)",
-                ));
-            }
-            let at_least = *g.at_least.get_ref();
-            if !(at_least.is_finite() && at_least > 0.0 && at_least <= 1.0) {
-                return Err(self.err(
-                    g.at_least.span(),
-                    "assert.goodput.at_least",
-                    format!("must be a share in (0, 1] (e.g. 0.95), got {at_least}"),
-                ));
-            }
-            a.goodput = Some(GoodputAssert {
-                ttft_ms: g
-                    .ttft_ms
-                    .as_ref()
-                    .map(|v| self.positive(v, "assert.goodput.ttft_ms", "ms"))
-                    .transpose()?,
-                tpot_ms: g
-                    .tpot_ms
-                    .as_ref()
-                    .map(|v| self.positive(v, "assert.goodput.tpot_ms", "ms"))
-                    .transpose()?,
-                e2e_ms: g
-                    .e2e_ms
-                    .as_ref()
-                    .map(|v| self.positive(v, "assert.goodput.e2e_ms", "ms"))
-                    .transpose()?,
-                at_least,
-            });
-        }
-        if let Some(e) = asserts.errors {
-            let r = *e.max_rate.get_ref();
-            if !(r.is_finite() && (0.0..1.0).contains(&r)) {
-                return Err(self.err(
-                    e.max_rate.span(),
-                    "assert.errors.max_rate",
-                    format!("must be a share from 0 up to (not including) 1, got {r}: a rate of 1 or more lets every request fail, so the assertion could never fail"),
-                ));
-            }
-            a.errors_max_rate = Some(r);
-        }
-        if let Some(c) = asserts.consistency {
-            if !spec.points.contains(&Point::Concurrency(1)) || spec.points.len() < 2 {
-                return Err(self.err(0..0, "assert.consistency", "compares replies at concurrency N with those at concurrency 1: the sweep needs 1 and at least one more point (concurrency = [1, 4])"));
-            }
-            let rule = c.rule.unwrap_or(super::drift::Rule::LogprobsClose);
-            if let (super::drift::Rule::Exact, Some(k)) = (rule, &c.top_k) {
-                return Err(self.err(
-                    k.span(),
-                    "assert.consistency.top_k",
-                    "is the logprobs_close rule's (each side's token within the other's top k); rule = \"exact\" compares token for token and would ignore it: drop top_k or use rule = \"logprobs_close\"",
-                ));
-            }
-            a.consistency = Some(ConsistencyAssert {
-                rule,
-                top_k: self.top_k(&c.top_k, "assert.consistency.top_k")?,
-            });
-        }
+        a.throughput = asserts
+            .throughput
+            .map(|t| self.throughput(&t))
+            .transpose()?;
+        a.goodput = asserts.goodput.map(|g| self.goodput(&g)).transpose()?;
+        a.errors_max_rate = asserts
+            .errors
+            .map(|e| self.errors_max_rate(&e))
+            .transpose()?;
+        a.consistency = asserts
+            .consistency
+            .map(|c| self.consistency(&c, spec))
+            .transpose()?;
         if a.names().is_empty() {
             return Err(self.err(0..0, "load", "a [load] gate declares no load assertion ([assert.latency], [assert.throughput], [assert.goodput], [assert.errors], [assert.consistency])"));
         }
-        Ok(Some(LoadGate {
-            spec,
-            assertions: a,
-        }))
+        Ok(a)
+    }
+
+    /// `[assert.latency]`: at least one bound, each `<metric>_p<NN>_ms = limit`.
+    fn latency(&self, lat: RawLatency) -> Result<Vec<LatencyBound>, SpecError> {
+        let mut bounds = Vec::new();
+        if lat.is_empty() {
+            return Err(self.err(0..0, "assert.latency", "declares no bound (keys like ttft_p95_ms = 800, tpot_p50_ms = 40, e2e_p99_ms = 5000)"));
+        }
+        for (key, v) in lat {
+            let full = format!("assert.latency.{key}");
+            let parsed = key
+                .strip_suffix("_ms")
+                .and_then(|k| k.rsplit_once("_p"))
+                .and_then(|(m, p)| Some((LatencyMetric::from_name(m)?, p.parse::<u32>().ok()?)))
+                .filter(|(_, p)| matches!(p, 50 | 90 | 95 | 99));
+            let Some((metric, p)) = parsed else {
+                return Err(self.err(v.span(), &full, format!("unknown latency bound `{key}`: keys are <metric>_p<NN>_ms with metric ttft, itl, tpot or e2e and NN 50, 90, 95 or 99 (e.g. ttft_p95_ms)")));
+            };
+            let limit_ms = self.positive(&v, &full, "ms")?;
+            bounds.push(LatencyBound {
+                key,
+                metric,
+                p,
+                limit_ms,
+            });
+        }
+        Ok(bounds)
+    }
+
+    /// `[assert.throughput]`: a floor of tok/s, requests/s or both.
+    fn throughput(&self, t: &RawThroughput) -> Result<ThroughputAssert, SpecError> {
+        if t.floor_tok_s.is_none() && t.floor_rps.is_none() {
+            return Err(self.err(
+                0..0,
+                "assert.throughput",
+                "declares no floor (floor_tok_s, floor_rps)",
+            ));
+        }
+        Ok(ThroughputAssert {
+            floor_tok_s: t
+                .floor_tok_s
+                .as_ref()
+                .map(|v| self.positive(v, "assert.throughput.floor_tok_s", "tok/s"))
+                .transpose()?,
+            floor_rps: t
+                .floor_rps
+                .as_ref()
+                .map(|v| self.positive(v, "assert.throughput.floor_rps", "requests/s"))
+                .transpose()?,
+        })
+    }
+
+    /// `[assert.goodput]`: the SLOs (at least one) and the share of requests meeting all of them.
+    fn goodput(&self, g: &RawGoodput) -> Result<GoodputAssert, SpecError> {
+        if g.ttft_ms.is_none() && g.tpot_ms.is_none() && g.e2e_ms.is_none() {
+            return Err(self.err(
+                0..0,
+                "assert.goodput",
+                "declares no SLO (ttft_ms, tpot_ms, e2e_ms)",
+            ));
+        }
+        let at_least = *g.at_least.get_ref();
+        if !(at_least.is_finite() && at_least > 0.0 && at_least <= 1.0) {
+            return Err(self.err(
+                g.at_least.span(),
+                "assert.goodput.at_least",
+                format!("must be a share in (0, 1] (e.g. 0.95), got {at_least}"),
+            ));
+        }
+        Ok(GoodputAssert {
+            ttft_ms: g
+                .ttft_ms
+                .as_ref()
+                .map(|v| self.positive(v, "assert.goodput.ttft_ms", "ms"))
+                .transpose()?,
+            tpot_ms: g
+                .tpot_ms
+                .as_ref()
+                .map(|v| self.positive(v, "assert.goodput.tpot_ms", "ms"))
+                .transpose()?,
+            e2e_ms: g
+                .e2e_ms
+                .as_ref()
+                .map(|v| self.positive(v, "assert.goodput.e2e_ms", "ms"))
+                .transpose()?,
+            at_least,
+        })
+    }
+
+    /// `[assert.errors] max_rate`: a share below 1.
+    fn errors_max_rate(&self, e: &RawErrors) -> Result<f64, SpecError> {
+        let r = *e.max_rate.get_ref();
+        if !(r.is_finite() && (0.0..1.0).contains(&r)) {
+            return Err(self.err(
+                e.max_rate.span(),
+                "assert.errors.max_rate",
+                format!("must be a share from 0 up to (not including) 1, got {r}: a rate of 1 or more lets every request fail, so the assertion could never fail"),
+            ));
+        }
+        Ok(r)
+    }
+
+    /// `[assert.consistency]`: a sweep with concurrency 1 and another point; `top_k` only for `logprobs_close`.
+    fn consistency(
+        &self,
+        c: &RawConsistency,
+        spec: &LoadSpec,
+    ) -> Result<ConsistencyAssert, SpecError> {
+        if !spec.points.contains(&Point::Concurrency(1)) || spec.points.len() < 2 {
+            return Err(self.err(0..0, "assert.consistency", "compares replies at concurrency N with those at concurrency 1: the sweep needs 1 and at least one more point (concurrency = [1, 4])"));
+        }
+        let rule = c.rule.unwrap_or(super::drift::Rule::LogprobsClose);
+        if let (super::drift::Rule::Exact, Some(k)) = (rule, &c.top_k) {
+            return Err(self.err(
+                k.span(),
+                "assert.consistency.top_k",
+                "is the logprobs_close rule's (each side's token within the other's top k); rule = \"exact\" compares token for token and would ignore it: drop top_k or use rule = \"logprobs_close\"",
+            ));
+        }
+        Ok(ConsistencyAssert {
+            rule,
+            top_k: self.top_k(&c.top_k, "assert.consistency.top_k")?,
+        })
     }
 }

@@ -5,7 +5,7 @@
 //! A profile is data, not behaviour: the readiness path, where the serve's own clock comes from, the
 //! request fields that make greedy replies comparable across engines, the endpoints that tell the serve's
 //! version, and the log lines that can prove a route. The facts behind each value are measured on the real
-//! serves (docs/runtimes.md, issue 19). Pure: no I/O.
+//! serves, as scripts/provision-{reference,lcp,vllm}.sh install them (docs/runtimes.md). Pure: no I/O.
 
 use std::fmt;
 

@@ -195,8 +195,71 @@ impl Validator<'_> {
     ) -> Result<RegressionAssert, SpecError> {
         let key = "assert.regression";
         let name = r.metric.get_ref().clone();
+        let metric = self.regression_metric(&r, &name)?;
+        let drop = self.positive(&r.max_drop_pct, &format!("{key}.max_drop_pct"), "%")?;
+        if drop >= 100.0 {
+            return Err(self.err(
+                r.max_drop_pct.span(),
+                &format!("{key}.max_drop_pct"),
+                format!("must be below 100 (a percent of the baseline), got {drop}"),
+            ));
+        }
+        let confidence = self.confidence(&r)?;
+        let given = [
+            r.baseline.is_some(),
+            r.baselines.is_some(),
+            r.baseline_serve.is_some(),
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count();
+        if in_pair && given != 0 {
+            return Err(self.err(
+                0..0,
+                key,
+                "in a [pair] gate the baseline is the `theirs` arm and the candidate `ours`: give no baseline, baselines or baseline_serve",
+            ));
+        }
+        let blocks = self.blocks(&r, confidence)?;
+        let max_load_ratio = self.max_load_ratio(&r, in_pair)?;
+        let on_incomparable = self.on_incomparable(&r, in_pair)?;
+        if in_pair {
+            return Ok(RegressionAssert {
+                on_incomparable,
+                metric,
+                label: name,
+                baseline: RegressionBaseline::PairArm,
+                max_drop_pct: drop,
+                confidence,
+                blocks,
+                max_load_ratio,
+            });
+        }
+        if given != 1 {
+            return Err(self.err(
+                0..0,
+                key,
+                "needs exactly one of baseline = \"DIR\", baselines = [\"DIR\", ...] (stored) or baseline_serve = { command = [...] } (interleaved)",
+            ));
+        }
+        let baseline = self.baseline(r)?;
+        Ok(RegressionAssert {
+            on_incomparable,
+            metric,
+            label: name,
+            baseline,
+            max_drop_pct: drop,
+            confidence,
+            blocks,
+            max_load_ratio,
+        })
+    }
+
+    /// `metric`: one with per-request values and a direction (not a bounded figure).
+    fn regression_metric(&self, r: &RawRegression, name: &str) -> Result<Metric, SpecError> {
+        let key = "assert.regression";
         let usable = |m: Metric| per_request(m) && m.info().better != Better::Bounded;
-        let metric = match metric_named(&name) {
+        Ok(match metric_named(name) {
             Some(m) if usable(m) => m,
             _ => {
                 let known: Vec<&str> = Metric::ALL
@@ -213,16 +276,13 @@ impl Validator<'_> {
                     ),
                 ));
             }
-        };
-        let drop = self.positive(&r.max_drop_pct, &format!("{key}.max_drop_pct"), "%")?;
-        if drop >= 100.0 {
-            return Err(self.err(
-                r.max_drop_pct.span(),
-                &format!("{key}.max_drop_pct"),
-                format!("must be below 100 (a percent of the baseline), got {drop}"),
-            ));
-        }
-        let confidence = match &r.confidence {
+        })
+    }
+
+    /// `confidence`: above 0.5 and below 1 (default [`DEFAULT_CONFIDENCE`]).
+    fn confidence(&self, r: &RawRegression) -> Result<f64, SpecError> {
+        let key = "assert.regression";
+        Ok(match &r.confidence {
             None => DEFAULT_CONFIDENCE,
             Some(c) => {
                 let x = *c.get_ref();
@@ -235,23 +295,14 @@ impl Validator<'_> {
                 }
                 x
             }
-        };
-        let given = [
-            r.baseline.is_some(),
-            r.baselines.is_some(),
-            r.baseline_serve.is_some(),
-        ]
-        .iter()
-        .filter(|b| **b)
-        .count();
-        if in_pair && given != 0 {
-            return Err(self.err(
-                0..0,
-                key,
-                "in a [pair] gate the baseline is the `theirs` arm and the candidate `ours`: give no baseline, baselines or baseline_serve",
-            ));
-        }
-        let blocks = match &r.blocks {
+        })
+    }
+
+    /// `blocks`: an interleaved baseline serve's A-B-B-A blocks, 1 to 64 and enough to decide at `confidence`
+    /// (default the fewest that can).
+    fn blocks(&self, r: &RawRegression, confidence: f64) -> Result<usize, SpecError> {
+        let key = "assert.regression";
+        Ok(match &r.blocks {
             None => blocks_needed(confidence),
             Some(b) => {
                 let n = *b.get_ref();
@@ -279,8 +330,13 @@ impl Validator<'_> {
                 }
                 n as usize
             }
-        };
-        let max_load_ratio = match &r.max_load_ratio {
+        })
+    }
+
+    /// `max_load_ratio`: a stored baseline's host-load bound, at least 1 (default [`DEFAULT_MAX_LOAD_RATIO`]).
+    fn max_load_ratio(&self, r: &RawRegression, in_pair: bool) -> Result<f64, SpecError> {
+        let key = "assert.regression";
+        Ok(match &r.max_load_ratio {
             None => DEFAULT_MAX_LOAD_RATIO,
             Some(m) => {
                 let x = *m.get_ref();
@@ -300,8 +356,17 @@ impl Validator<'_> {
                 }
                 x
             }
-        };
-        let on_incomparable = match &r.on_incomparable {
+        })
+    }
+
+    /// `on_incomparable`: a stored baseline's (default `fail`).
+    fn on_incomparable(
+        &self,
+        r: &RawRegression,
+        in_pair: bool,
+    ) -> Result<super::OnIncomparable, SpecError> {
+        let key = "assert.regression";
+        Ok(match &r.on_incomparable {
             None => super::OnIncomparable::Fail,
             Some(o) if in_pair || r.baseline_serve.is_some() => {
                 return Err(self.err(
@@ -311,27 +376,13 @@ impl Validator<'_> {
                 ))
             }
             Some(o) => *o.get_ref(),
-        };
-        if in_pair {
-            return Ok(RegressionAssert {
-                on_incomparable,
-                metric,
-                label: name,
-                baseline: RegressionBaseline::PairArm,
-                max_drop_pct: drop,
-                confidence,
-                blocks,
-                max_load_ratio,
-            });
-        }
-        if given != 1 {
-            return Err(self.err(
-                0..0,
-                key,
-                "needs exactly one of baseline = \"DIR\", baselines = [\"DIR\", ...] (stored) or baseline_serve = { command = [...] } (interleaved)",
-            ));
-        }
-        let baseline = if let Some(s) = r.baseline_serve {
+        })
+    }
+
+    /// The one baseline given: an interleaved `baseline_serve` (its command expanded) or stored directories.
+    fn baseline(&self, r: RawRegression) -> Result<RegressionBaseline, SpecError> {
+        let key = "assert.regression";
+        Ok(if let Some(s) = r.baseline_serve {
             let k = format!("{key}.baseline_serve.command");
             self.argv(s.command.get_ref(), s.command.span(), &k)?;
             let mut command = Vec::new();
@@ -361,16 +412,6 @@ impl Validator<'_> {
                 out.push(PathBuf::from(self.expand(d, span.clone(), &k, false)?));
             }
             RegressionBaseline::Stored(out)
-        };
-        Ok(RegressionAssert {
-            on_incomparable,
-            metric,
-            label: name,
-            baseline,
-            max_drop_pct: drop,
-            confidence,
-            blocks,
-            max_load_ratio,
         })
     }
 }
