@@ -5,10 +5,10 @@
 #   spec_parse  the gate-spec loader (src/spec/mod.rs parse)
 # The committed corpus (fuzz/corpus/<target>/) seeds each run; inputs the fuzzer finds go to a scratch directory
 # (not committed). A crash leaves its input in fuzz/artifacts/<target>/ and fails the script: turn it into a
-# regression test in tests/ (see docs/reliability.md) and commit the input to the corpus.
+# regression test in tests/pure (see docs/reliability.md) and commit the input to the corpus.
 #
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 60 s, both targets)
-# Needs cargo-fuzz (installed here when missing: `cargo install cargo-fuzz --locked`, a few minutes) and a nightly
+# Needs cargo-fuzz (installed here when missing, once, into $SERVEGATE_CACHE/cargo-fuzz: a few minutes) and a nightly
 # compiler or RUSTC_BOOTSTRAP=1 on stable (set here: libFuzzer needs -Z sanitizer flags).
 # Prints, per target, the executions, the corpus size and the outcome; exit 0 when no target crashed.
 set -euo pipefail
@@ -19,9 +19,13 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(sse_reply spec_parse)
 
+# cargo-fuzz is installed once into the servegate cache ($SERVEGATE_CACHE, default ~/.cache/servegate), not the
+# cargo home: a CI machine that keeps the cache builds it once (about 9 minutes on 2 cores), later runs reuse it.
+fuzz_root="${SERVEGATE_CACHE:-$HOME/.cache/servegate}/cargo-fuzz"
+export PATH="$fuzz_root/bin:$PATH"
 if ! command -v cargo-fuzz > /dev/null; then
-    echo "fuzz: installing cargo-fuzz"
-    cargo install cargo-fuzz --locked --quiet
+    echo "fuzz: installing cargo-fuzz into $fuzz_root (once)"
+    cargo install cargo-fuzz --locked --quiet --root "$fuzz_root"
 fi
 export RUSTC_BOOTSTRAP=1
 
