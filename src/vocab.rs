@@ -1035,7 +1035,7 @@ impl Bound {
     }
 }
 
-/// The registry as a markdown table (docs/metrics.md holds this table; `tests/metrics_doc.rs` checks it).
+/// The registry as a markdown table (docs/metrics.md holds this table; `tests/pure/metrics_doc.rs` checks it).
 pub fn registry_table() -> String {
     let mut out = String::from(
         "| metric (canonical noun) | wire name | unit | decimals | better | figure field | record name | definition | source |\n|---|---|---|---|---|---|---|---|---|\n",

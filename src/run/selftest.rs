@@ -1,7 +1,7 @@
 //! `servegate self-test`: the judge proves itself on any machine, with no serve and no device.
 //!
 //! The binary carries its own judging table: small evidence directories (the seed's shapes from
-//! `tests/data/seed-runs.md` / `tests/judge_table.rs`, and one shape for each kind of hazard a PASS must never
+//! `tests/data/seed-runs.md` / `tests/pure/judge_table.rs`, and one shape for each kind of hazard a PASS must never
 //! hide: a planned request not accounted for, a failed reply in a median, an interrupted run called complete,
 //! ...), each one
 //! text bundle embedded with `include_str!` from `tests/data/selftest/*.shape` (written by

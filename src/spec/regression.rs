@@ -155,7 +155,7 @@ pub fn metric_named(name: &str) -> Option<Metric> {
 /// The fewest paired blocks whose exact signed-rank interval reaches `confidence`: the smallest n with
 /// `1 / 2^n ≤ (1 − confidence) / 2` (95 %: 6; `analysis::regress::paired_attainable`). The one definition:
 /// it lives here because the spec needs it for the default `blocks` and may not import the analysis layer;
-/// `analysis::regress` re-exports it (tests/regression_sim.rs checks it is the fewest attainable).
+/// `analysis::regress` re-exports it (tests/pure/regression_sim.rs checks it is the fewest attainable).
 pub fn blocks_needed(confidence: f64) -> usize {
     (1..=64usize)
         .find(|n| 0.5f64.powi(*n as i32) <= (1.0 - confidence) / 2.0 * (1.0 + 1e-12))
