@@ -21,7 +21,7 @@ const QUALIFIERS: &[&str] = &[
     "cpu", "gpu", "npu", "vl", "vision", "coder", "math", "med",
 ];
 
-/// The family root of a model name (the rule docs/coverage.md states, with its tests in `tests/{pure,cli}/census.rs`):
+/// The family root of a model name (the rule docs/coverage.md states, with its tests in `tests/pure/census.rs`):
 /// 1. take the last path component (`org/Model` -> `Model`) and lowercase it;
 /// 2. split it into tokens at `-`, `_`, `:`, `/`, space;
 /// 3. keep tokens up to (not including) the first that is a size (`1b`, `0.6b`, `270m`, `8x7b`, `a3b`), a

@@ -57,7 +57,7 @@ pub(super) fn judge_drift(gate: &GateSpec, ev: &Evidence, baselines: &[BaselineS
     let run_key = drift::answers_key(gate, ev);
     let chosen = match choose_baseline(d, ev, baselines, &run_key) {
         Ok(c) => c,
-        Err(v) => return v,
+        Err(v) => return *v,
     };
     let base = chosen.base;
     let errors = chosen.errors;
@@ -111,13 +111,13 @@ fn choose_baseline<'b>(
     ev: &Evidence,
     baselines: &'b [BaselineSlot],
     run_key: &ComparabilityKey,
-) -> Result<Chosen<'b>, Verdict> {
+) -> Result<Chosen<'b>, Box<Verdict>> {
     let kind = AssertionKind::Drift;
     let errors: Vec<&String> = baselines.iter().filter_map(|b| b.as_ref().err()).collect();
     let loaded: Vec<&crate::analysis::LoadedBaseline> =
         baselines.iter().filter_map(|b| b.as_ref().ok()).collect();
     if loaded.is_empty() {
-        return Err(Verdict::new(
+        return Err(Box::new(Verdict::new(
             kind,
             Outcome::Fail,
             format!(
@@ -128,7 +128,7 @@ fn choose_baseline<'b>(
                     .collect::<Vec<_>>()
                     .join("; ")
             ),
-        ));
+        )));
     }
     let mut why = Vec::new();
     let mut allowed = Vec::new();
@@ -150,7 +150,7 @@ fn choose_baseline<'b>(
         }
     });
     let Some(base) = chosen else {
-        return Err(Verdict::new(
+        return Err(Box::new(Verdict::new(
             kind,
             Outcome::Incomparable,
             format!(
@@ -160,7 +160,7 @@ fn choose_baseline<'b>(
                 ev.run.gate_file,
                 ev.dir.display()
             ),
-        ));
+        )));
     };
     Ok(Chosen {
         base,

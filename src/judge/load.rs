@@ -223,181 +223,22 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
                 )
             }
         });
-        for b in &load.assertions.latency {
-            let name = format!("{prefix}{}", b.key.trim_end_matches("_ms"));
-            if let Some(why) = &none_succeeded {
-                out.push(verdict(
-                    name,
-                    Outcome::Fail,
-                    format!("{} p{}: {why}", b.metric.name(), b.p),
-                ));
-                continue;
-            }
-            let vals = agg::values(&samples, b.metric);
-            // A failed request missed every latency bound: it counts above every value (never dropped, so a
-            // serve that fails its slow requests does not look fast).
-            let failed_here = if b.metric == crate::spec::load::LatencyMetric::Itl {
-                0
-            } else {
-                failed
-            };
-            let n = vals.len() + failed_here;
-            let need = min_n_for(f64::from(b.p));
-            let unit = "ms";
-            if n < need {
-                out.push(verdict(name, Outcome::Indeterminate, format!(
-                    "p{} from n={n} {}: claiming p{} needs at least {need} (raise [load] requests to {need} or more); {n_of}",
-                    b.p, if b.metric == crate::spec::load::LatencyMetric::Itl { "gaps" } else { "requests" }, b.p
-                )));
-                continue;
-            }
-            let mut all = vals.clone();
-            all.extend(std::iter::repeat_n(1e300, failed_here));
-            let p = stats::percentile(&all, f64::from(b.p)).unwrap_or(f64::INFINITY);
-            let (outcome, shown) = if p >= 1e299 {
-                (
-                    Outcome::Fail,
-                    format!("p{} falls among the {failed_here} failed requests", b.p),
-                )
-            } else if p <= b.limit_ms {
-                (Outcome::Pass, format!("p{} {p:.1} {unit}", b.p))
-            } else {
-                (Outcome::Fail, format!("p{} {p:.1} {unit}", b.p))
-            };
-            let p50 = stats::percentile(&vals, 50.0);
-            // Succeeded requests without this figure because of delivery: left out, counted, one cause.
-            let causes: Vec<&String> = js
-                .iter()
-                .filter(|j| j.sample.ok)
-                .filter_map(|j| match b.metric {
-                    crate::spec::load::LatencyMetric::Ttft => j.unmeasured.0.as_ref(),
-                    crate::spec::load::LatencyMetric::Tpot => j.unmeasured.1.as_ref(),
-                    _ => None,
-                })
-                .collect();
-            let unmeasured = match causes.first() {
-                Some(c) => format!("; {} not measured, left out (e.g. {c})", causes.len()),
-                None => String::new(),
-            };
-            let mut v = verdict(
-                name,
-                outcome,
-                format!(
-                    "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{unmeasured}{})",
-                    b.metric.name(),
-                    b.limit_ms,
-                    p50.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
-                    if failed_here > 0 {
-                        format!("; {failed_here} failed, counted above every value")
-                    } else {
-                        String::new()
-                    }
-                ),
-            );
-            v.median = (p < 1e299).then_some(p);
-            v.values = vals.iter().map(|x| Some(*x)).collect();
-            out.push(v);
-        }
+        out.extend(latency_verdicts(
+            &load.assertions.latency,
+            &prefix,
+            &samples,
+            &js,
+            failed,
+            none_succeeded.as_deref(),
+            &n_of,
+        ));
         if let Some(t) = &load.assertions.throughput {
-            let name = format!("{prefix}throughput");
-            let tok_s = agg::output_tok_s(&samples);
-            let rps = agg::requests_per_s(&samples);
-            let mut bad = Vec::new();
-            if let Some(f) = t.floor_tok_s {
-                if tok_s.is_none_or(|x| x < f) {
-                    bad.push(format!(
-                        "output {} tok/s under floor {f}",
-                        tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into())
-                    ));
-                }
-            }
-            if let Some(f) = t.floor_rps {
-                if rps.is_none_or(|x| x < f) {
-                    bad.push(format!(
-                        "{} requests/s under floor {f}",
-                        rps.map(|x| format!("{x:.2}")).unwrap_or("-".into())
-                    ));
-                }
-            }
-            let scaling = match (pe.point, tok_s, tok_s_1) {
-                (Point::Concurrency(c), Some(t), Some(t1)) if c > 1 => {
-                    agg::scaling_efficiency(t, c, t1)
-                        .map(|e| format!("; scaling efficiency {e:.2} of c=1"))
-                        .unwrap_or_default()
-                }
-                _ => String::new(),
-            };
-            let details = format!(
-                "output {} tok/s, {} requests/s over the measured window {} ms; peak real concurrency {}{scaling} ({n_of}){}",
-                tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into()),
-                rps.map(|x| format!("{x:.2}")).unwrap_or("-".into()),
-                agg::window_ms(&samples).map(|x| format!("{x:.0}")).unwrap_or("-".into()),
-                agg::peak_concurrency(&samples),
-                if bad.is_empty() { String::new() } else { format!(": {}", bad.join("; ")) }
-            );
-            out.push(verdict(
-                name,
-                if bad.is_empty() {
-                    Outcome::Pass
-                } else {
-                    Outcome::Fail
-                },
-                details,
+            out.push(throughput_verdict(
+                t, &prefix, pe.point, &samples, tok_s_1, &n_of,
             ));
         }
         if let Some(g) = &load.assertions.goodput {
-            let name = format!("{prefix}goodput");
-            let slo = Slo {
-                ttft_ms: g.ttft_ms,
-                tpot_ms: g.tpot_ms,
-                e2e_ms: g.e2e_ms,
-            };
-            let good = agg::good(&samples, &slo);
-            let unmeasured = agg::unmeasured(&samples, &slo);
-            let counted = planned.saturating_sub(unmeasured);
-            let att = agg::attainment(&samples, &slo, planned);
-            let gp = agg::goodput_rps(&samples, &slo);
-            // Not measured: neither met nor missed (analysis::load::Slo::unmeasured), named with the cause.
-            let not_measured = if unmeasured == 0 {
-                String::new()
-            } else {
-                let causes: Vec<String> = samples
-                    .iter()
-                    .filter_map(|s| {
-                        slo.unmeasured(s)
-                            .map(|c| format!("request {:02} ({c})", s.timing.index))
-                    })
-                    .collect();
-                format!(
-                    "; {unmeasured} not measured, neither met nor missed: {}",
-                    causes.join("; ")
-                )
-            };
-            let slos: Vec<String> = [("ttft", g.ttft_ms), ("tpot", g.tpot_ms), ("e2e", g.e2e_ms)]
-                .iter()
-                .filter_map(|(k, v)| v.map(|v| format!("{k} <= {v} ms")))
-                .collect();
-            // Fewer than half the planned counted: the attainment of the counted is not the run's.
-            let too_few = (counted as f64) < crate::judge::MIN_MEASURED_SHARE * planned as f64;
-            let outcome = match att {
-                Some(a) if !too_few && a >= g.at_least => Outcome::Pass,
-                Some(_) if !too_few => Outcome::Fail,
-                _ => Outcome::Indeterminate,
-            };
-            let of = if unmeasured == 0 {
-                format!("{planned} planned")
-            } else {
-                format!("{counted} counted, {planned} planned")
-            };
-            let mut v = verdict(name, outcome, format!(
-                "SLO attainment {} ({good} of {of} met {}; at least {}); goodput {} requests/s ({n_of}{not_measured})",
-                att.map(|a| format!("{a:.4}")).unwrap_or("-".into()),
-                slos.join(" and "),
-                g.at_least,
-                gp.map(|x| format!("{x:.2}")).unwrap_or("-".into())
-            ));
-            v.median = att;
-            out.push(v);
+            out.push(goodput_verdict(g, &prefix, &samples, planned, &n_of));
         }
         if let Some(max) = load.assertions.errors_max_rate {
             let name = format!("{prefix}errors");
@@ -433,6 +274,214 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
         }
     }
     out
+}
+
+/// The latency bounds of one point: each percentile from the succeeded requests' values with every failed
+/// request counted above every value (ITL: the gaps only), INDETERMINATE under the n the percentile needs.
+fn latency_verdicts(
+    bounds: &[crate::spec::load::LatencyBound],
+    prefix: &str,
+    samples: &[Sample],
+    js: &[Judged],
+    failed: usize,
+    none_succeeded: Option<&str>,
+    n_of: &str,
+) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    for b in bounds {
+        let name = format!("{prefix}{}", b.key.trim_end_matches("_ms"));
+        if let Some(why) = none_succeeded {
+            out.push(verdict(
+                name,
+                Outcome::Fail,
+                format!("{} p{}: {why}", b.metric.name(), b.p),
+            ));
+            continue;
+        }
+        let vals = agg::values(samples, b.metric);
+        // A failed request missed every latency bound: it counts above every value (never dropped, so a
+        // serve that fails its slow requests does not look fast).
+        let failed_here = if b.metric == crate::spec::load::LatencyMetric::Itl {
+            0
+        } else {
+            failed
+        };
+        let n = vals.len() + failed_here;
+        let need = min_n_for(f64::from(b.p));
+        let unit = "ms";
+        if n < need {
+            out.push(verdict(name, Outcome::Indeterminate, format!(
+            "p{} from n={n} {}: claiming p{} needs at least {need} (raise [load] requests to {need} or more); {n_of}",
+            b.p, if b.metric == crate::spec::load::LatencyMetric::Itl { "gaps" } else { "requests" }, b.p
+        )));
+            continue;
+        }
+        let mut all = vals.clone();
+        all.extend(std::iter::repeat_n(1e300, failed_here));
+        let p = stats::percentile(&all, f64::from(b.p)).unwrap_or(f64::INFINITY);
+        let (outcome, shown) = if p >= 1e299 {
+            (
+                Outcome::Fail,
+                format!("p{} falls among the {failed_here} failed requests", b.p),
+            )
+        } else if p <= b.limit_ms {
+            (Outcome::Pass, format!("p{} {p:.1} {unit}", b.p))
+        } else {
+            (Outcome::Fail, format!("p{} {p:.1} {unit}", b.p))
+        };
+        let p50 = stats::percentile(&vals, 50.0);
+        // Succeeded requests without this figure because of delivery: left out, counted, one cause.
+        let causes: Vec<&String> = js
+            .iter()
+            .filter(|j| j.sample.ok)
+            .filter_map(|j| match b.metric {
+                crate::spec::load::LatencyMetric::Ttft => j.unmeasured.0.as_ref(),
+                crate::spec::load::LatencyMetric::Tpot => j.unmeasured.1.as_ref(),
+                _ => None,
+            })
+            .collect();
+        let unmeasured = match causes.first() {
+            Some(c) => format!("; {} not measured, left out (e.g. {c})", causes.len()),
+            None => String::new(),
+        };
+        let mut v = verdict(
+            name,
+            outcome,
+            format!(
+            "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{unmeasured}{})",
+            b.metric.name(),
+            b.limit_ms,
+            p50.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
+            if failed_here > 0 {
+                format!("; {failed_here} failed, counted above every value")
+            } else {
+                String::new()
+            }
+        ),
+        );
+        v.median = (p < 1e299).then_some(p);
+        v.values = vals.iter().map(|x| Some(*x)).collect();
+        out.push(v);
+    }
+    out
+}
+
+/// The throughput of one point: output tok/s and requests/s over the measured window against their floors,
+/// with the scaling efficiency against concurrency 1.
+fn throughput_verdict(
+    t: &crate::spec::load::ThroughputAssert,
+    prefix: &str,
+    point: Point,
+    samples: &[Sample],
+    tok_s_1: Option<f64>,
+    n_of: &str,
+) -> Verdict {
+    let name = format!("{prefix}throughput");
+    let tok_s = agg::output_tok_s(samples);
+    let rps = agg::requests_per_s(samples);
+    let mut bad = Vec::new();
+    if let Some(f) = t.floor_tok_s {
+        if tok_s.is_none_or(|x| x < f) {
+            bad.push(format!(
+                "output {} tok/s under floor {f}",
+                tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into())
+            ));
+        }
+    }
+    if let Some(f) = t.floor_rps {
+        if rps.is_none_or(|x| x < f) {
+            bad.push(format!(
+                "{} requests/s under floor {f}",
+                rps.map(|x| format!("{x:.2}")).unwrap_or("-".into())
+            ));
+        }
+    }
+    let scaling = match (point, tok_s, tok_s_1) {
+        (Point::Concurrency(c), Some(t), Some(t1)) if c > 1 => agg::scaling_efficiency(t, c, t1)
+            .map(|e| format!("; scaling efficiency {e:.2} of c=1"))
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    let details = format!(
+        "output {} tok/s, {} requests/s over the measured window {} ms; peak real concurrency {}{scaling} ({n_of}){}",
+        tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into()),
+        rps.map(|x| format!("{x:.2}")).unwrap_or("-".into()),
+        agg::window_ms(samples).map(|x| format!("{x:.0}")).unwrap_or("-".into()),
+        agg::peak_concurrency(samples),
+        if bad.is_empty() { String::new() } else { format!(": {}", bad.join("; ")) }
+    );
+    verdict(
+        name,
+        if bad.is_empty() {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        },
+        details,
+    )
+}
+
+/// The goodput of one point: the SLO attainment of the planned requests (those not measured counted apart,
+/// with their causes) against `at_least`, INDETERMINATE when fewer than half were counted.
+fn goodput_verdict(
+    g: &crate::spec::load::GoodputAssert,
+    prefix: &str,
+    samples: &[Sample],
+    planned: usize,
+    n_of: &str,
+) -> Verdict {
+    let name = format!("{prefix}goodput");
+    let slo = Slo {
+        ttft_ms: g.ttft_ms,
+        tpot_ms: g.tpot_ms,
+        e2e_ms: g.e2e_ms,
+    };
+    let good = agg::good(samples, &slo);
+    let unmeasured = agg::unmeasured(samples, &slo);
+    let counted = planned.saturating_sub(unmeasured);
+    let att = agg::attainment(samples, &slo, planned);
+    let gp = agg::goodput_rps(samples, &slo);
+    // Not measured: neither met nor missed (analysis::load::Slo::unmeasured), named with the cause.
+    let not_measured = if unmeasured == 0 {
+        String::new()
+    } else {
+        let causes: Vec<String> = samples
+            .iter()
+            .filter_map(|s| {
+                slo.unmeasured(s)
+                    .map(|c| format!("request {:02} ({c})", s.timing.index))
+            })
+            .collect();
+        format!(
+            "; {unmeasured} not measured, neither met nor missed: {}",
+            causes.join("; ")
+        )
+    };
+    let slos: Vec<String> = [("ttft", g.ttft_ms), ("tpot", g.tpot_ms), ("e2e", g.e2e_ms)]
+        .iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k} <= {v} ms")))
+        .collect();
+    // Fewer than half the planned counted: the attainment of the counted is not the run's.
+    let too_few = (counted as f64) < crate::judge::MIN_MEASURED_SHARE * planned as f64;
+    let outcome = match att {
+        Some(a) if !too_few && a >= g.at_least => Outcome::Pass,
+        Some(_) if !too_few => Outcome::Fail,
+        _ => Outcome::Indeterminate,
+    };
+    let of = if unmeasured == 0 {
+        format!("{planned} planned")
+    } else {
+        format!("{counted} counted, {planned} planned")
+    };
+    let mut v = verdict(name, outcome, format!(
+        "SLO attainment {} ({good} of {of} met {}; at least {}); goodput {} requests/s ({n_of}{not_measured})",
+        att.map(|a| format!("{a:.4}")).unwrap_or("-".into()),
+        slos.join(" and "),
+        g.at_least,
+        gp.map(|x| format!("{x:.2}")).unwrap_or("-".into())
+    ));
+    v.median = att;
+    v
 }
 
 /// `[assert.consistency]` at one point: every succeeded reply against the first succeeded concurrency-1 reply

@@ -3,7 +3,7 @@
 //! `/version`, `/openapi.json`, `/v1/models` with its `Server` header) and the serve's log so far into a
 //! [`ServeSays`]; [`detect`] names the engine with the evidence for it, [`serve_version`] the version with
 //! where it came from. The facts each rule relies on are recorded captures of the real serves
-//! (tests/data/runtimes/{llamacpp,lcp,vllm}/, tested in tests/{pure,cli,live}/runtimes.rs; docs/runtimes.md).
+//! (tests/data/runtimes/{llamacpp,lcp,vllm}/, tested in tests/pure/runtimes.rs; docs/runtimes.md).
 
 use super::profile::Engine;
 

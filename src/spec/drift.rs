@@ -32,7 +32,7 @@ impl Rule {
 /// The default number of alternatives per position asked for and looked in (vLLM's model tests use 5).
 pub const DEFAULT_TOP_K: u32 = 5;
 /// The comparability key's field names (`evidence::comparability::ComparabilityKey::fields`, less `extra.*`),
-/// which `may_differ` may name (tests/pure/drift.rs checks the two lists agree).
+/// which `may_differ` may name (tests/cli/drift.rs checks the two lists agree).
 pub const KEY_FIELDS: [&str; 10] = [
     "model_sha256",
     "engine",

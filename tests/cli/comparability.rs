@@ -1,6 +1,6 @@
 //! What a stored baseline compares (docs/regression.md, "What the key holds"), end to end through `servegate
-//! run`, `servegate judge` and the gate harness, with the threaded stdlib serve tests/data/compare/vserve.py
-//! (`--tok-s R` paced tokens, `--version V` answered on `/version`: an engine release):
+//! run`, `servegate judge` and the gate harness, with a scripted serve ([`vserve`]: tokens paced at R tok/s,
+//! `/version` answering V: an engine release):
 //!
 //! * a new engine release (`/version` 1.0.0 → 1.1.0) 60 % slower FAILs against the stored baseline of the
 //!   old one, naming the version change as the likely cause; the same speed under a new version is judged,
@@ -24,18 +24,47 @@ use serde_json::Value;
 
 use crate::fixtures::{self, copy_dir, Entry};
 
-fn vserve() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/compare/vserve.py")
+/// The paced serve (what tests/data/compare/vserve.py did): the model `m`, `/version` answering `version`,
+/// every reply streamed (14 words, the first 20 ms after the head, then one each 1000 / `rate` ms; no role
+/// or usage chunk; the finish chunk and `[DONE]`).
+fn vserve(rate: u32, version: &str) -> String {
+    use servegate::replay::scripted::{Reply, Script};
+    let words = "Paris is the capital of France and a city on the Seine river today";
+    let tokens = words
+        .split(' ')
+        .enumerate()
+        .map(|(i, w)| {
+            if i == 0 {
+                w.to_string()
+            } else {
+                format!(" {w}")
+            }
+        })
+        .collect();
+    fixtures::scripted_command(&Script {
+        models: vec!["m".into()],
+        version: Some(version.into()),
+        reply: Reply {
+            stream: Some(true),
+            first_token_ms: 20.0,
+            token_ms: 1000.0 / f64::from(rate),
+            tokens,
+            role_chunk: false,
+            usage: false,
+            ..Reply::default()
+        },
+        ..Script::default()
+    })
 }
 
-/// A gate `ver` on vserve.py at `rate` tok/s reporting `version`; with `[assert.regression]` against
+/// A gate `ver` on [`vserve`] at `rate` tok/s reporting `version`; with `[assert.regression]` against
 /// `baseline` when given (max drop 10 %, host load never parting them unless `extra` says otherwise).
 fn gate_text(rate: u32, version: &str, baseline: Option<&Path>, extra: &str) -> String {
     let mut g = format!(
         r#"[gate]
 name = "ver"
 [serve]
-command = ["python3", {vserve:?}, "{{port}}", "--tok-s", "{rate}", "--version", "{version}"]
+command = {vserve}
 ready = "/health"
 [request]
 model = "{{gate_dir}}/model.gguf"
@@ -47,7 +76,7 @@ repeats = 2
 [assert.rate]
 floor_tok_s = 5.0
 "#,
-        vserve = vserve().display().to_string()
+        vserve = vserve(rate, version)
     );
     if let Some(b) = baseline {
         g.push_str(&format!(

@@ -232,9 +232,13 @@ fn url_log_file_counts_only_what_was_written_during_the_run() {
         .append(true)
         .open(&log_path)
         .unwrap();
-    let mut serve = Command::new("python3")
-        .arg(data().join("fake-serves/fake_serve.py"))
-        .args(["--port", &port.to_string()])
+    let argv = crate::fixtures::scripted_argv(
+        &crate::fixtures::llama_script(),
+        "127.0.0.1",
+        &port.to_string(),
+    );
+    let mut serve = Command::new(&argv[0])
+        .args(&argv[1..])
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

@@ -6,19 +6,14 @@
 use crate::fixtures;
 use std::path::{Path, PathBuf};
 
-fn chat_serve() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/junit/chat_serve.py")
-}
-
-/// A passing gate (the scripted fake serve answering Paris) with the given `[hold]` table.
+/// A passing gate (the scripted serve answering Paris, [`fixtures::chat_script`]) with the given `[hold]`
+/// table.
 fn gate(dir: &Path, hold: &str) -> PathBuf {
     let text = format!(
         r#"[gate]
 name = "held"
-[requires]
-commands = ["python3"]
 [serve]
-command = ["python3", "{serve}", "--host", "{{host}}", "--port", "{{port}}", "--reply", "Paris."]
+command = {serve}
 ready_timeout_s = 20
 stop_grace_s = 2
 [request]
@@ -32,7 +27,7 @@ prompts = ["What is the capital of France?"]
 [assert.known_answer]
 matches = '(?i)paris'
 "#,
-        serve = chat_serve().display()
+        serve = fixtures::scripted_command(&fixtures::chat_script("Paris."))
     );
     let p = dir.join("held.toml");
     std::fs::write(&p, text).unwrap();
@@ -128,9 +123,9 @@ fn the_serve_runs_under_the_hold_wrapper() {
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect();
-    assert_eq!(
-        &argv[..3],
-        ["env", "SERVEGATE_TEST_HELD=1", "python3"],
+    assert_eq!(&argv[..2], ["env", "SERVEGATE_TEST_HELD=1"], "{argv:?}");
+    assert!(
+        argv[2].ends_with("servegate") && argv[3] == "scripted-serve",
         "{argv:?}"
     );
 }

@@ -40,6 +40,7 @@ mod replay;
 mod request_accounting;
 mod run_result;
 mod runtimes;
+mod scripted_serve;
 mod self_test;
 mod serve_lifecycle;
 mod spec_refusals;

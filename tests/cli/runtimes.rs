@@ -8,30 +8,23 @@
 //! the captures of each runtime's /props, /version, /openapi.json, /v1/models and Server header. The live gates are gates/reference-smoke-{lcp,vllm}.toml and
 //! gates/reference-pair-vllm.toml (`cargo test --test gates`, skipped when not provisioned).
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use servegate::io::serve::{Serve, ServeError, ServeSpec};
 
 // ---- readiness ------------------------------------------------------------------------------------------
 
-fn fake_serve() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fake-serves/fake_serve.py")
-}
-
 #[test]
 fn a_steady_404_on_the_ready_path_fails_fast_and_suggests_v1_models() {
     let dir = tempfile::tempdir().unwrap();
     let port = servegate::io::port::free_port("127.0.0.1").unwrap();
-    let command = vec![
-        "python3".to_string(),
-        "-u".to_string(),
-        fake_serve().display().to_string(),
-        "--port".to_string(),
-        port.to_string(),
-    ];
+    let command = crate::fixtures::scripted_argv(
+        &crate::fixtures::llama_script(),
+        "127.0.0.1",
+        &port.to_string(),
+    );
     let mut spec = ServeSpec::new(command, port, dir.path().join("serve.log"));
-    // llama-cpp-python has no /health: the fake has no /no-such-path either.
+    // llama-cpp-python has no /health: the scripted serve has no /no-such-path either.
     spec.ready_path = "/no-such-path".into();
     spec.ready_timeout = Duration::from_secs(120);
     let t0 = Instant::now();

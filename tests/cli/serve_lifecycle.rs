@@ -1,6 +1,7 @@
-//! The serve's lifecycle against scripted fake serves (tests/data/fake-serves/fake_serve.py): readiness
-//! through refusals and 503s (case 25), a port in use (case 27), early and late exits and teardown on
-//! every exit path of the runner (case 28). Linux only; needs python3 and sh.
+//! The serve's lifecycle against scripted fake serves (`servegate scripted-serve` playing a llama-server
+//! look-alike, [`fixtures::llama_script`]): readiness through refusals and 503s (case 25), a port in use
+//! (case 27), early and late exits and teardown on every exit path of the runner (case 28). Linux only;
+//! needs sh (and python3 for the one test of a Python serve's buffered output).
 //!
 //! Timing bounds are generous on purpose (shared 2-core machine): each says what it protects.
 
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 use servegate::io::port;
 use servegate::io::serve::{Serve, ServeError, ServeSpec};
 use servegate::io::signals;
+use servegate::replay::scripted::{ChildSpec, Script, Term};
 
 use crate::fixtures;
 
@@ -26,21 +28,19 @@ fn helper_test() -> String {
     fixtures::test_name(module_path!(), "lifecycle_helper_runner")
 }
 
-fn fake_serve() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fake-serves/fake_serve.py")
+/// The llama-server look-alike with `f` applied: the serve of every test here. It outlives its parent (no
+/// watchdog of its own): how the runner stops it is what these tests test.
+fn fake(f: impl FnOnce(&mut Script)) -> Script {
+    let mut s = fixtures::llama_script();
+    s.outlive_parent = true;
+    f(&mut s);
+    s
 }
 
-/// A spec running the fake serve on `port` with `extra` flags; 60 s ready timeout (a deadline that no
+/// A spec running the scripted serve playing `script` on `port`; 60 s ready timeout (a deadline that no
 /// test expecting an early answer may come near).
-fn fake_spec(dir: &Path, port: u16, extra: &[&str]) -> ServeSpec {
-    let mut command = vec![
-        "python3".to_string(),
-        "-u".to_string(),
-        fake_serve().display().to_string(),
-        "--port".to_string(),
-        port.to_string(),
-    ];
-    command.extend(extra.iter().map(|s| s.to_string()));
+fn fake_spec(dir: &Path, port: u16, script: Script) -> ServeSpec {
+    let command = fixtures::scripted_argv(&script, "127.0.0.1", &port.to_string());
     let mut spec = ServeSpec::new(command, port, dir.join("serve.log"));
     spec.ready_timeout = Duration::from_secs(60);
     spec
@@ -89,7 +89,10 @@ fn ready_only_after_the_first_200_with_load_time_and_503_timeline() {
     let spec = fake_spec(
         dir.path(),
         port,
-        &["--refuse-ms", "300", "--loading-ms", "1000"],
+        fake(|s| {
+            s.start.listen_delay_ms = 300.0;
+            s.health.ready_after_ms = 1000.0;
+        }),
     );
     let mut serve = Serve::start(spec).unwrap();
     let info = serve.wait_ready().unwrap();
@@ -151,10 +154,10 @@ fn ready_only_after_the_first_200_with_load_time_and_503_timeline() {
 }
 
 /// How long the fake serve takes to listen on this machine now: a peer started and timed in the same test
-/// (python's start-up is about 0.1 s on a quiet machine and was over 1.5 s at load 19 on 2 cores).
+/// (a start-up that took over 1.5 s at load 19 on 2 cores for a Python serve).
 fn fake_listen_time(dir: &Path) -> Duration {
     let port = free_port();
-    let mut spec = fake_spec(dir, port, &["--loading-ms", "-1"]);
+    let mut spec = fake_spec(dir, port, fake(|s| s.health.never = true));
     spec.log_path = dir.join("peer.log");
     let t0 = Instant::now();
     let serve = Serve::start(spec).unwrap();
@@ -177,7 +180,7 @@ fn ready_timeout_names_the_last_status() {
     let listen = fake_listen_time(dir.path());
     let timeout_ms = 1500 + 3 * listen.as_millis() as u64 / 100 * 100;
     let port = free_port();
-    let mut spec = fake_spec(dir.path(), port, &["--loading-ms", "-1"]);
+    let mut spec = fake_spec(dir.path(), port, fake(|s| s.health.never = true));
     spec.ready_timeout = Duration::from_millis(timeout_ms);
     let t0 = Instant::now();
     let mut serve = Serve::start(spec).unwrap();
@@ -280,7 +283,10 @@ fn exit_before_ready_names_the_bind_failure_at_once() {
     let spec = fake_spec(
         dir.path(),
         port,
-        &["--bind-port", &held.to_string(), "--loading-ms", "-1"],
+        fake(|s| {
+            s.start.bind_port = Some(held);
+            s.health.never = true;
+        }),
     );
     let mut serve = Serve::start(spec).unwrap();
     let t0 = Instant::now();
@@ -352,7 +358,11 @@ fn missing_program_is_a_spawn_error() {
 fn exit_after_ready_is_reported_as_server_exited_during_run() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let spec = fake_spec(dir.path(), port, &["--exit-after-ready-ms", "1500"]);
+    let spec = fake_spec(
+        dir.path(),
+        port,
+        fake(|s| s.health.exit_after_ready_ms = Some(1500.0)),
+    );
     let mut serve = Serve::start(spec).unwrap();
     serve.wait_ready().unwrap();
     serve.check_alive().unwrap();
@@ -404,7 +414,11 @@ fn exit_after_ready_is_reported_as_server_exited_during_run() {
 fn exit_right_after_the_first_200_is_not_ready() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let spec = fake_spec(dir.path(), port, &["--exit-after-ready-ms", "0"]);
+    let spec = fake_spec(
+        dir.path(),
+        port,
+        fake(|s| s.health.exit_after_ready_ms = Some(0.0)),
+    );
     let mut serve = Serve::start(spec).unwrap();
     // The fake exits about 1 ms after its first 200. Usually the alive re-check (one poll) catches it;
     // on a loaded machine the exit may land just after it, and then the very next check_alive must.
@@ -426,7 +440,7 @@ fn exit_right_after_the_first_200_is_not_ready() {
 fn sigterm_ignored_escalates_to_kill_after_the_grace() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut spec = fake_spec(dir.path(), port, &["--ignore-term"]);
+    let mut spec = fake_spec(dir.path(), port, fake(|s| s.term = Term::Ignore));
     spec.stop_grace = Duration::from_secs(1);
     let mut serve = Serve::start(spec).unwrap();
     serve.wait_ready().unwrap();
@@ -455,11 +469,12 @@ fn grandchild_is_stopped_with_its_group() {
     let spec = fake_spec(
         dir.path(),
         port,
-        &[
-            "--fork-child",
-            "--child-pid-file",
-            &child_pid_file.display().to_string(),
-        ],
+        fake(|s| {
+            s.child = Some(ChildSpec {
+                ignore_term: false,
+                pid_file: Some(child_pid_file.clone()),
+            })
+        }),
     );
     let mut serve = Serve::start(spec).unwrap();
     serve.wait_ready().unwrap();
@@ -486,12 +501,12 @@ fn grandchild_ignoring_sigterm_is_killed_even_after_the_leader_exits() {
     let mut spec = fake_spec(
         dir.path(),
         port,
-        &[
-            "--fork-child",
-            "--child-ignore-term",
-            "--child-pid-file",
-            &child_pid_file.display().to_string(),
-        ],
+        fake(|s| {
+            s.child = Some(ChildSpec {
+                ignore_term: true,
+                pid_file: Some(child_pid_file.clone()),
+            })
+        }),
     );
     spec.stop_grace = Duration::from_secs(1);
     let mut serve = Serve::start(spec).unwrap();
@@ -518,7 +533,7 @@ fn grandchild_ignoring_sigterm_is_killed_even_after_the_leader_exits() {
 fn drop_stops_the_serve_and_deregisters_it() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut serve = Serve::start(fake_spec(dir.path(), port, &[])).unwrap();
+    let mut serve = Serve::start(fake_spec(dir.path(), port, fake(|_| {}))).unwrap();
     serve.wait_ready().unwrap();
     let pid = serve.pid();
     assert!(signals::registered().contains(&pid));
@@ -536,7 +551,7 @@ fn drop_stops_the_serve_and_deregisters_it() {
 fn panic_unwinding_stops_the_serve() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let spec = fake_spec(dir.path(), port, &[]);
+    let spec = fake_spec(dir.path(), port, fake(|_| {}));
     let pid = std::sync::Mutex::new(None);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut serve = Serve::start(spec).unwrap();
@@ -570,7 +585,7 @@ fn lifecycle_helper_runner() {
         // A runner started with SIGTERM ignored (SIG_IGN is inherited across exec).
         // SAFETY: setting a signal disposition to SIG_IGN in this single-purpose helper process.
         unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
-        let mut spec = fake_spec(&dir, port, &[]);
+        let mut spec = fake_spec(&dir, port, fake(|_| {}));
         spec.stop_grace = Duration::from_secs(5);
         let mut serve = Serve::start(spec).unwrap();
         serve.wait_ready().unwrap();
@@ -590,11 +605,12 @@ fn lifecycle_helper_runner() {
     let mut spec = fake_spec(
         &dir,
         port,
-        &[
-            "--fork-child",
-            "--child-pid-file",
-            &child_pid_file.display().to_string(),
-        ],
+        fake(|s| {
+            s.child = Some(ChildSpec {
+                ignore_term: false,
+                pid_file: Some(child_pid_file.clone()),
+            })
+        }),
     );
     spec.stop_grace = Duration::from_secs(3);
     let mut serve = Serve::start(spec).unwrap();
@@ -798,7 +814,7 @@ fn a_python_serve_killed_by_the_stop_still_has_its_last_line_in_the_log() {
 fn a_localhost_serve_is_pinned_to_the_address_that_answered() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut spec = fake_spec(dir.path(), port, &[]);
+    let mut spec = fake_spec(dir.path(), port, fake(|_| {}));
     spec.host = "localhost".into();
     let mut serve = Serve::start(spec).unwrap();
     assert_eq!(serve.base_url(), format!("http://localhost:{port}"));

@@ -12,6 +12,7 @@ mod bless;
 mod cases;
 mod census;
 mod coverage;
+mod doc_paths;
 mod drift;
 mod exports;
 mod github;

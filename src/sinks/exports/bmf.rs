@@ -1,6 +1,6 @@
 //! Bencher Metric Format (BMF) JSON: `{ benchmark: { measure: { value, lower_value, upper_value } } }`, as
 //! <https://bencher.dev/docs/reference/bencher-metric-format> defines it (schema: <https://bencher.dev/bmf.json>,
-//! committed as tests/data/schemas/bmf.json and checked by tests/{pure,cli}/exports.rs).
+//! committed as tests/data/schemas/bmf.json and checked by tests/cli/exports.rs).
 //!
 //! BMF has no unit field, so the unit is in the measure's slug: `decode_rate` in tok/s is `decode-rate-tok-s`.
 //! Both directions and the bounds go in one file (Bencher learns a measure's direction from its threshold).
