@@ -152,12 +152,17 @@ prompts = ["What is the capital of France?"]
     gate
 }
 
-/// How far a converted kernel stamp may sit from the instant the kernel took it, ms: the client converts
+/// How far a converted kernel stamp may sit from the instant the kernel took it, ms. The client converts
 /// the stamp (`CLOCK_REALTIME`) to the monotonic clock from a pair of clock reads at most 20 µs apart
-/// (`load_client::clock_pair`); plus 10 µs for the microsecond rounding of the figures on disk. Nothing here
-/// depends on how fast the machine is: on loopback the receiver's stamp is taken inside the sender's
-/// `write(2)`, so it lies between the serve's two clock reads around that write, whatever the load.
-const KERNEL_TOLERANCE_MS: f64 = 0.03;
+/// (`load_client::clock_pair`), and the figures on disk are rounded to the microsecond; but on loopback the
+/// receiver's stamp is taken when the kernel delivers the segment, which is inside the sender's `write(2)`
+/// only when it is not deferred. Measured: run alone in its own test binary the bounds below agree within
+/// 0.03 ms; inside the `cli` tier's binary the last read (the one that also carries the close) disagreed by
+/// 0.11-0.12 ms, run after run, with identical code on both sides (cause not found). The bound is therefore
+/// the product's own tolerance for when a read arrived ([`servegate::analysis::measure::ARRIVAL_TOLERANCE_MS`],
+/// 0.5 ms): still two orders of magnitude under the 150 ms stops a client that timed its reads on waking
+/// would show, which is what this test tells apart.
+const KERNEL_TOLERANCE_MS: f64 = servegate::analysis::measure::ARRIVAL_TOLERANCE_MS;
 
 #[test]
 fn a_stopped_client_still_records_when_each_read_arrived() {
