@@ -35,20 +35,7 @@ fn elsewhere(p: &Path) -> bool {
 }
 
 fn inspect(path: &Path) -> Value {
-    let out = fixtures::servegate()
-        .arg("inspect")
-        .arg(path)
-        .output()
-        .expect("run servegate");
-    assert!(
-        out.status.success(),
-        "{}: exit {:?}: {}",
-        path.display(),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{}: stdout is not JSON ({e})", path.display()));
+    let (v, _) = fixtures::stream::inspect(path);
     for key in ["file", "input", "summary", "figures", "reply"] {
         assert!(
             v.get(key).is_some(),
