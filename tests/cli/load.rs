@@ -4,88 +4,15 @@
 //! Load gates (docs/load.md): judging against a known schedule (exact), the three honest states, and the
 //! load client against the synthetic serve at concurrency 16.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::fixtures::load::{find, gate, numpy_linear, spec_with, summary};
 use servegate::evidence::load::{LoadRecord, LOAD_FILE};
-use servegate::evidence::{self, EvidenceWriter, RunStatus, RunSummary};
+use servegate::evidence::EvidenceWriter;
 use servegate::io::load_client::{SendTiming, Target};
-use servegate::judge::{Outcome, Verdict};
-use servegate::replay::SyntheticSpec;
-use servegate::spec::{self, load::Point, GateSpec};
-
-fn gate(dir: &Path, load: &str, asserts: &str) -> GateSpec {
-    let text = format!(
-        r#"
-[gate]
-name = "load-test"
-[serve]
-url = "http://127.0.0.1:9"
-[request]
-model = "synthetic"
-max_tokens = 8
-prompts = ["a", "b", "c"]
-[load]
-{load}
-{asserts}
-"#
-    );
-    let file = dir.join("gate.toml");
-    std::fs::write(&file, &text).unwrap();
-    spec::parse(&file, &text, &spec::Context::for_file(&file)).unwrap()
-}
-
-fn spec_with(ttft_ms: f64, itl_ms: f64, tokens: u32) -> SyntheticSpec {
-    SyntheticSpec {
-        tokens,
-        ttft_ms,
-        itl_ms,
-        per_chunk: 1,
-        role_chunk: false,
-        usage: true,
-        model: "synthetic".into(),
-        timings: false,
-        burst: false,
-        slowdown_pct: 0.0,
-    }
-}
-
-fn summary(g: &GateSpec, planned: usize) -> RunSummary {
-    RunSummary {
-        schema: evidence::RUN_SCHEMA.into(),
-        status: RunStatus::Complete,
-        gate: g.name.clone(),
-        gate_file: "gate.toml".into(),
-        started_utc: evidence::now_utc(),
-        ended_utc: Some(evidence::now_utc()),
-        host: evidence::HostInfo::default(),
-        load_avg_start: None,
-        load_avg_end: None,
-        servegate_version: "test".into(),
-        serve: Default::default(),
-        planned: Some(planned),
-        planned_warmup: Some(0),
-        requests: Vec::new(),
-        notes: Vec::new(),
-    }
-}
-
-/// numpy.percentile(v, p) (method "linear"), written out here independently of analysis::stats.
-fn numpy_linear(v: &[f64], p: f64) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let h = (v.len() - 1) as f64 * p / 100.0;
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(v.len() - 1);
-    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
-}
-
-fn find<'a>(vs: &'a [Verdict], name: &str) -> &'a Verdict {
-    vs.iter()
-        .find(|v| v.assertion == name)
-        .unwrap_or_else(|| panic!("no verdict {name}: {vs:#?}"))
-}
+use servegate::judge::Outcome;
+use servegate::spec::load::Point;
 
 /// The load client against the synthetic serve (in this process, one thread per connection) at concurrency
 /// 16, with a slowdown of 100 % per extra request in flight: TTFT = 100 ms × k for k requests in flight at

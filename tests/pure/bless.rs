@@ -14,47 +14,12 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::fixtures::bless::{gate_copy, ledger, restamped, run_copy, RUN};
+use crate::fixtures::root;
 use servegate::error::exit;
 use servegate::evidence::baseline;
-use servegate::records::bless::{self, BlessArgs, LedgerEntry};
-/// Relative to the crate root (the tests' working directory), so the provenance comment is stable.
-const RUN: &str = "tests/data/replay/reference-smoke";
+use servegate::records::bless::{self, BlessArgs};
 const UTC: &str = "2026-12-01T11:00:00Z";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A temp dir holding a copy of tests/data/bless/reference-smoke.toml (gates/reference-smoke.toml as of
-/// 2026-12-01, frozen so that edits to the live gate do not move the snapshots).
-fn gate_copy() -> (tempfile::TempDir, PathBuf) {
-    let t = tempfile::tempdir().unwrap();
-    let g = t.path().join("reference-smoke.toml");
-    std::fs::copy(root().join("tests/data/bless/reference-smoke.toml"), &g).unwrap();
-    (t, g)
-}
-
-/// A copy of the recorded run in `dir/name`, for tests that spoil it.
-fn run_copy(dir: &Path, name: &str) -> PathBuf {
-    let to = dir.join(name);
-    std::fs::create_dir_all(&to).unwrap();
-    for e in std::fs::read_dir(root().join(RUN)).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-    }
-    to
-}
-
-/// `run` with run.json's `started_utc` set to `utc`: another run of the same gate, machine and load (its own
-/// identity), for tests that need several.
-fn restamped(run: &Path, utc: &str) -> PathBuf {
-    let p = run.join("run.json");
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-    v["started_utc"] = serde_json::json!(utc);
-    std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
-    run.to_path_buf()
-}
 
 fn args(gate: &Path, baselines: &Path) -> BlessArgs {
     BlessArgs {
@@ -69,14 +34,6 @@ fn args(gate: &Path, baselines: &Path) -> BlessArgs {
         accept: false,
         force: false,
     }
-}
-
-fn ledger(baselines: &Path) -> Vec<LedgerEntry> {
-    std::fs::read_to_string(baselines.join(bless::LEDGER_FILE))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[test]

@@ -6,69 +6,14 @@
 
 use std::path::Path;
 
+use crate::fixtures::load::{find, gate, numpy_linear, spec_with, summary};
 use servegate::evidence::load::{LoadRecord, LOAD_FILE, LOAD_SCHEMA};
-use servegate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary};
+use servegate::evidence::{EvidenceWriter, RequestRecord, RunStatus};
 use servegate::io::load_client::SendTiming;
 use servegate::io::reads::TimedRead;
 use servegate::judge::{Outcome, Verdict};
 use servegate::replay::{synthetic, SyntheticSpec};
 use servegate::spec::{self, load::Point, GateSpec};
-
-fn gate(dir: &Path, load: &str, asserts: &str) -> GateSpec {
-    let text = format!(
-        r#"
-[gate]
-name = "load-test"
-[serve]
-url = "http://127.0.0.1:9"
-[request]
-model = "synthetic"
-max_tokens = 8
-prompts = ["a", "b", "c"]
-[load]
-{load}
-{asserts}
-"#
-    );
-    let file = dir.join("gate.toml");
-    std::fs::write(&file, &text).unwrap();
-    spec::parse(&file, &text, &spec::Context::for_file(&file)).unwrap()
-}
-
-fn spec_with(ttft_ms: f64, itl_ms: f64, tokens: u32) -> SyntheticSpec {
-    SyntheticSpec {
-        tokens,
-        ttft_ms,
-        itl_ms,
-        per_chunk: 1,
-        role_chunk: false,
-        usage: true,
-        model: "synthetic".into(),
-        timings: false,
-        burst: false,
-        slowdown_pct: 0.0,
-    }
-}
-
-fn summary(g: &GateSpec, planned: usize) -> RunSummary {
-    RunSummary {
-        schema: evidence::RUN_SCHEMA.into(),
-        status: RunStatus::Complete,
-        gate: g.name.clone(),
-        gate_file: "gate.toml".into(),
-        started_utc: evidence::now_utc(),
-        ended_utc: Some(evidence::now_utc()),
-        host: evidence::HostInfo::default(),
-        load_avg_start: None,
-        load_avg_end: None,
-        servegate_version: "test".into(),
-        serve: Default::default(),
-        planned: Some(planned),
-        planned_warmup: Some(0),
-        requests: Vec::new(),
-        notes: Vec::new(),
-    }
-}
 
 /// Writes point `dir` of a run whose every request i was served exactly on the synthetic schedule
 /// `specs[i]` (the reads carry the serve's send times, no network), in a closed loop at `c`: each slot's
@@ -159,22 +104,6 @@ fn write_point_cut(
     };
     w.write(LOAD_FILE, &serde_json::to_vec(&rec).unwrap())
         .unwrap();
-}
-
-/// numpy.percentile(v, p) (method "linear"), written out here independently of analysis::stats.
-fn numpy_linear(v: &[f64], p: f64) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let h = (v.len() - 1) as f64 * p / 100.0;
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(v.len() - 1);
-    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
-}
-
-fn find<'a>(vs: &'a [Verdict], name: &str) -> &'a Verdict {
-    vs.iter()
-        .find(|v| v.assertion == name)
-        .unwrap_or_else(|| panic!("no verdict {name}: {vs:#?}"))
 }
 
 /// The number after `key` in a verdict message (`p95 123.4 ms` -> 123.4).

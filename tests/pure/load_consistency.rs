@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
+use crate::fixtures::load::summary;
 use servegate::evidence::load::{LoadRecord, LOAD_FILE, LOAD_SCHEMA};
-use servegate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary};
+use servegate::evidence::{EvidenceWriter, RequestRecord};
 use servegate::io::load_client::SendTiming;
 use servegate::io::reads::TimedRead;
 use servegate::judge::{Outcome, Verdict};
@@ -117,23 +118,7 @@ fn reads(toks: &[Tok], logprobs: bool) -> Vec<TimedRead> {
 /// Writes point `point` with `replies[i]` as request i (prompt i % 2).
 fn write_point(root: &Path, g: &GateSpec, point: Point, replies: &[(Vec<Tok>, bool)]) {
     let w = EvidenceWriter::create_exact(&root.join(point.dir())).unwrap();
-    let mut s = RunSummary {
-        schema: evidence::RUN_SCHEMA.into(),
-        status: RunStatus::Complete,
-        gate: g.name.clone(),
-        gate_file: "gate.toml".into(),
-        started_utc: evidence::now_utc(),
-        ended_utc: Some(evidence::now_utc()),
-        host: evidence::HostInfo::default(),
-        load_avg_start: None,
-        load_avg_end: None,
-        servegate_version: "test".into(),
-        serve: Default::default(),
-        planned: Some(replies.len()),
-        planned_warmup: Some(0),
-        requests: Vec::new(),
-        notes: Vec::new(),
-    };
+    let mut s = summary(g, replies.len());
     let mut timings = Vec::new();
     for (i, (toks, lp)) in replies.iter().enumerate() {
         let rs = reads(toks, *lp);

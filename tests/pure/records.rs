@@ -8,89 +8,10 @@
 //! change, `cargo insta review` or `INSTA_UPDATE=always cargo test --test pure --test cli records` and review the diff; a
 //! missing or changed snapshot fails the test), and `leaderboard --check`.
 
-use std::path::PathBuf;
-
+use crate::fixtures::records::BROKEN;
+use crate::fixtures::{data, root};
 use servegate::records::leaderboard;
 use servegate::records::record;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn data(rel: &str) -> PathBuf {
-    root().join("tests/data").join(rel)
-}
-
-/// (case directory, file, field): each broken record fails, naming its file and field.
-const BROKEN: &[(&str, &str, &str)] = &[
-    (
-        "missing-sha256",
-        "missing-sha256.json",
-        "model.sha256: missing",
-    ),
-    (
-        "n-mismatch",
-        "n-mismatch.json",
-        "n: 4 but values has 3 entries",
-    ),
-    (
-        "median-mismatch",
-        "median-mismatch.json",
-        "value: 52.90 does not match the median recomputed from values, 52.4",
-    ),
-    (
-        "unknown-key",
-        "unknown-key.json",
-        "settings.temprature: unknown key",
-    ),
-    (
-        "pair-without-ratio",
-        "pair-without-ratio.json",
-        "pair.ratio: missing",
-    ),
-    ("duplicate-id", "dup.json", "id: \"dup\" is not unique"),
-    ("duplicate-id", "dup-copy.json", "id: \"dup\" is not unique"),
-    (
-        "duplicate-id",
-        "dup-copy.json",
-        "id: \"dup\" differs from the file name",
-    ),
-    (
-        "id-not-file-name",
-        "id-not-file-name.json",
-        "id: \"some-other-id\" differs from the file name",
-    ),
-    (
-        "range-mismatch",
-        "range-mismatch.json",
-        "range: [51.00, 53.00] does not match min and max of values",
-    ),
-    (
-        "sha256-not-64-hex",
-        "sha256-not-64-hex.json",
-        "model.sha256: \"b1c1fe9d6c4a6d0c\" is not a sha256",
-    ),
-    (
-        "no-what-would-make-it-wrong",
-        "no-what-would-make-it-wrong.json",
-        "notes.what_would_make_it_wrong: \"\": required",
-    ),
-    (
-        "unit-not-of-metric",
-        "unit-not-of-metric.json",
-        "metric.unit: \"ms\" is not a unit of decode_rate",
-    ),
-    (
-        "gate-run-without-values",
-        "gate-run-without-values.json",
-        "values: every value is required for a gate_run record",
-    ),
-    (
-        "invalid-json",
-        "invalid-json.json",
-        "(json): invalid JSON: expected `,` or `}` at line 2 column 15",
-    ),
-];
 
 #[test]
 fn every_broken_case_is_listed() {
