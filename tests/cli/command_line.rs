@@ -3,6 +3,7 @@
 //! never becomes ready. With the real reference serve: tests/live/reference_serve.rs.
 
 use crate::fixtures;
+use crate::fixtures::reference::{pid_alive, reference_gate_text, write_gate};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -13,30 +14,6 @@ fn bin() -> &'static str {
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The reference gate with `{gate_dir}/..` pinned to the repo, so an edited copy can live in a temp dir.
-fn reference_gate_text() -> String {
-    let text = std::fs::read_to_string(repo().join("gates/reference-smoke.toml")).unwrap();
-    text.replace("{gate_dir}/..", &repo().display().to_string())
-}
-
-fn write_gate(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-fn pid_alive(pid: u32) -> bool {
-    // A zombie (state Z) has exited; it only waits for its parent (or init) to reap it.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s
-            .rsplit(')')
-            .next()
-            .map(|r| !r.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-        Err(_) => false,
-    }
 }
 
 #[test]

@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::fixtures;
+use crate::fixtures::reference::pid_alive;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -179,18 +180,6 @@ fn run_gate(gate: &Path, runs: &Path, envs: &[(&str, &str)], limit: Duration) ->
 fn read_json(p: &Path) -> serde_json::Value {
     serde_json::from_str(&fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-/// Alive and not a zombie.
-fn pid_alive(pid: u32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s
-            .rsplit(')')
-            .next()
-            .map(|r| !r.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-        Err(_) => false,
-    }
 }
 
 /// The serve of a finished run (its pid from run.json) is gone, and so is every process of its group.

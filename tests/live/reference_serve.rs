@@ -3,25 +3,10 @@
 //! leaves no serve.
 
 use crate::fixtures;
-use std::path::{Path, PathBuf};
+use crate::fixtures::reference::{pid_alive, reference_gate_text, write_gate};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The reference gate with `{gate_dir}/..` pinned to the repo, so an edited copy can live in a temp dir.
-fn reference_gate_text() -> String {
-    let text = std::fs::read_to_string(repo().join("gates/reference-smoke.toml")).unwrap();
-    text.replace("{gate_dir}/..", &repo().display().to_string())
-}
-
-fn write_gate(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
 
 fn run_dir_from(stdout: &str) -> PathBuf {
     let line = stdout
@@ -133,18 +118,6 @@ fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-}
-
-fn pid_alive(pid: u32) -> bool {
-    // A zombie (state Z) has exited; it only waits for its parent (or init) to reap it.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s
-            .rsplit(')')
-            .next()
-            .map(|r| !r.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-        Err(_) => false,
-    }
 }
 
 /// SIGKILL of the runner mid-run leaves no serve behind, and the evidence stays marked incomplete.
