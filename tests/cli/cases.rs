@@ -9,22 +9,11 @@
 //! --forbid` and through the route judge (`servegate judge` on a run dir holding the case's log), 41/42 through
 //! the JUnit exporter (the case's results.json as servegate results), 44 through `servegate check`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::fixtures;
+use crate::fixtures::cases::{data_dir, expected, C38};
 use serde_json::Value;
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cases")
-}
-
-fn text(name: &str) -> String {
-    std::fs::read_to_string(data_dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-fn expected(case: &str) -> Value {
-    serde_json::from_str(&text(&format!("{case}.expected.json"))).expect("expected.json")
-}
 
 /// `servegate inspect FILE`'s `summary` object.
 fn inspect_summary(name: &str) -> Value {
@@ -145,8 +134,6 @@ fn case_36_b_a_404_for_the_model_is_a_failed_reply_with_the_serves_message() {
 
 // ---------------------------------------------------------------------------------------------------------
 // 38: ANSI colour in the serve log
-
-const C38: &str = "case-38-ansi-colour-in-serve-log";
 
 #[test]
 fn case_38_through_inspect_the_log_is_read_stripped_and_the_stripped_sequences_counted() {

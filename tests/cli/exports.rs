@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 
 use crate::fixtures;
+use crate::fixtures::exports::{assert_gab_shape, bmf_validator};
 use serde_json::Value;
 use servegate::sinks::exports::{self, bmf, Figure};
 
@@ -29,14 +30,6 @@ fn export(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-fn bmf_validator() -> jsonschema::Validator {
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(root().join("tests/data/schemas/bmf.json")).unwrap(),
-    )
-    .unwrap();
-    jsonschema::validator_for(&schema).unwrap()
 }
 
 fn records() -> Vec<servegate::records::record::Record> {
@@ -91,30 +84,6 @@ fn bmf_from_the_committed_records_validates_against_bencher_s_schema() {
     let (code, _, _) = export(&["--bmf", "-o", out.to_str().unwrap()]);
     assert_eq!(code, 0);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), stdout);
-}
-
-/// The github-action-benchmark shape: an array of objects with a non-empty string `name` and `unit`, a finite
-/// number `value`, optional string `range` and `extra`, and no other key.
-fn assert_gab_shape(doc: &Value) -> &Vec<Value> {
-    let arr = doc.as_array().expect("an array");
-    for e in arr {
-        let o = e.as_object().expect("an object");
-        for k in o.keys() {
-            assert!(
-                ["name", "unit", "value", "range", "extra"].contains(&k.as_str()),
-                "key {k}"
-            );
-        }
-        assert!(!o["name"].as_str().unwrap().is_empty());
-        assert!(!o["unit"].as_str().unwrap().is_empty());
-        assert!(o["value"].as_f64().unwrap().is_finite());
-        for k in ["range", "extra"] {
-            if let Some(x) = o.get(k) {
-                assert!(x.is_string(), "{k} is a string");
-            }
-        }
-    }
-    arr
 }
 
 #[test]

@@ -10,21 +10,7 @@
 //!   index (docs/evidence.md), never counted twice.
 
 use crate::fixtures;
-use std::path::{Path, PathBuf};
-
-fn recorded() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("baselines/reference-smoke-drift/w1")
-}
-
-fn copy_run(to: &Path) -> PathBuf {
-    let dir = to.join("run");
-    std::fs::create_dir_all(&dir).unwrap();
-    for e in std::fs::read_dir(recorded()).unwrap() {
-        let p = e.unwrap().path();
-        std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
-    }
-    dir
-}
+use crate::fixtures::over_limits::copy_run;
 
 #[test]
 fn a_request_recorded_twice_is_refused_naming_the_file_and_the_index() {

@@ -12,29 +12,12 @@
 //!   `publish_host = true` the host name is kept.
 
 use crate::fixtures;
+use crate::fixtures::privacy::{host_words, hostname};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
-/// Whole-word occurrences of `host` in `text` that are not a JSON key.
-fn host_words(text: &str, host: &str) -> usize {
-    if host.is_empty() || host == "localhost" {
-        return 0;
-    }
-    let re = regex::Regex::new(&format!(r#"\b{}\b"#, regex::escape(host))).unwrap();
-    re.find_iter(text)
-        .filter(|m| !text[m.end()..].starts_with("\":"))
-        .count()
 }
 
 fn run_gate(home: &Path, publish_host: bool) -> PathBuf {

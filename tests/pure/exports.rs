@@ -8,47 +8,12 @@
 //! unit and, where the source has a range, its bounds; a figure that is not a decided pass or fail is never
 //! charted as one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::fixtures::exports::{assert_gab_shape, bmf_validator};
 use serde_json::Value;
 use servegate::sinks::exports::{self, bmf, gab, openmetrics};
 use servegate::sinks::report::{AssertionResult, GateResults, Producer, Results, TestOutcome};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn bmf_validator() -> jsonschema::Validator {
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(root().join("tests/data/schemas/bmf.json")).unwrap(),
-    )
-    .unwrap();
-    jsonschema::validator_for(&schema).unwrap()
-}
-
-/// The github-action-benchmark shape: an array of objects with a non-empty string `name` and `unit`, a finite
-/// number `value`, optional string `range` and `extra`, and no other key.
-fn assert_gab_shape(doc: &Value) -> &Vec<Value> {
-    let arr = doc.as_array().expect("an array");
-    for e in arr {
-        let o = e.as_object().expect("an object");
-        for k in o.keys() {
-            assert!(
-                ["name", "unit", "value", "range", "extra"].contains(&k.as_str()),
-                "key {k}"
-            );
-        }
-        assert!(!o["name"].as_str().unwrap().is_empty());
-        assert!(!o["unit"].as_str().unwrap().is_empty());
-        assert!(o["value"].as_f64().unwrap().is_finite());
-        for k in ["range", "extra"] {
-            if let Some(x) = o.get(k) {
-                assert!(x.is_string(), "{k} is a string");
-            }
-        }
-    }
-    arr
-}
 
 fn run_results() -> Results {
     let mut r = Results::begin(Producer::Run, false);

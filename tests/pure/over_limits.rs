@@ -9,24 +9,11 @@
 //! * a request index recorded twice is refused by evidence reading with a message naming the file and the
 //!   index (docs/evidence.md), never counted twice.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::fixtures::over_limits::copy_run;
 use servegate::judge::Outcome;
 use servegate::vocab::{AssertionKind, NoteKind};
-
-fn recorded() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("baselines/reference-smoke-drift/w1")
-}
-
-fn copy_run(to: &Path) -> PathBuf {
-    let dir = to.join("run");
-    std::fs::create_dir_all(&dir).unwrap();
-    for e in std::fs::read_dir(recorded()).unwrap() {
-        let p = e.unwrap().path();
-        std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
-    }
-    dir
-}
 
 /// Rewrites the run's copy of its gate with another `max_tokens` (what the request asked, as judged).
 fn with_max_tokens(dir: &Path, m: u32) {

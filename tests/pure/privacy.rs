@@ -11,17 +11,11 @@
 //!   `serve.log` and `setup.log` with `~` and checkout-relative paths and an empty `host.hostname`; with
 //!   `publish_host = true` the host name is kept.
 
+use crate::fixtures::privacy::{host_words, hostname};
 use std::path::{Path, PathBuf};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .unwrap_or_default()
-        .trim()
-        .to_string()
 }
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -56,17 +50,6 @@ fn private_paths(text: &str) -> Vec<String> {
     ))
     .unwrap();
     re.find_iter(text).map(|m| m.as_str().to_string()).collect()
-}
-
-/// Whole-word occurrences of `host` in `text` that are not a JSON key.
-fn host_words(text: &str, host: &str) -> usize {
-    if host.is_empty() || host == "localhost" {
-        return 0;
-    }
-    let re = regex::Regex::new(&format!(r#"\b{}\b"#, regex::escape(host))).unwrap();
-    re.find_iter(text)
-        .filter(|m| !text[m.end()..].starts_with("\":"))
-        .count()
 }
 
 #[test]

@@ -9,8 +9,7 @@
 //! --forbid` and through the route judge (`servegate judge` on a run dir holding the case's log), 41/42 through
 //! the JUnit exporter (the case's results.json as servegate results), 44 through `servegate check`.
 
-use std::path::{Path, PathBuf};
-
+use crate::fixtures::cases::{expected, text, C38};
 use regex::Regex;
 use serde_json::Value;
 use servegate::judge::strip_escapes;
@@ -18,18 +17,6 @@ use servegate::sinks::export::Format;
 use servegate::sinks::report::{
     AssertionResult, Counts, FailureKind, GateResults, GateStatus, Producer, Results, TestOutcome,
 };
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cases")
-}
-
-fn text(name: &str) -> String {
-    std::fs::read_to_string(data_dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-fn expected(case: &str) -> Value {
-    serde_json::from_str(&text(&format!("{case}.expected.json"))).expect("expected.json")
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // 27 (first set, not a reply): the models listing of another server on the port. The live run fails it
@@ -59,8 +46,6 @@ fn case_27_the_listing_of_another_server_does_not_serve_the_expected_model() {
 
 // ---------------------------------------------------------------------------------------------------------
 // 38: ANSI colour in the serve log
-
-const C38: &str = "case-38-ansi-colour-in-serve-log";
 
 /// First (1-based line, captures) where `re` matches a line of `log`, read as the route judge reads it.
 fn first_match(log: &str, re: &Regex) -> Option<(usize, Vec<(String, String)>)> {
