@@ -24,7 +24,8 @@ use std::path::{Path, PathBuf};
 
 use crate::fixtures;
 use crate::fixtures::drift::{
-    edit_prompt, foreign_token_at, recorded, recorded_token, second_choice_at, setup, Setup,
+    drift_line, edit_prompt, foreign_token_at, recorded, recorded_token, second_choice_at, setup,
+    Setup,
 };
 use serde_json::Value;
 
@@ -91,16 +92,7 @@ fn run_drift(s: &Setup, rule: &str, model: Option<&Path>) -> (i32, String) {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("drift "))
-        .unwrap_or_else(|| {
-            panic!(
-                "no drift line:\n{stdout}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
-        .to_string();
+    let line = drift_line(&stdout, &out.stderr);
     (out.status.code().unwrap_or(-1), line)
 }
 

@@ -21,6 +21,7 @@
 //! docs/drift.md.
 
 use crate::fixtures;
+use crate::fixtures::drift::drift_line;
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
@@ -79,16 +80,7 @@ fn live(gate: &Path, runs: &Path, judge_dir: Option<&Path>) -> (String, PathBuf)
     };
     let out = c.env("SERVEGATE_RUNS", runs).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("drift "))
-        .unwrap_or_else(|| {
-            panic!(
-                "no drift line:\n{stdout}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
-        .to_string();
+    let line = drift_line(&stdout, &out.stderr);
     let dir = stdout
         .lines()
         .find_map(|l| l.strip_prefix("evidence: "))

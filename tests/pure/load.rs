@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::fixtures::load::{find, gate, numpy_linear, spec_with, summary};
+use crate::fixtures::load::{find, gate, numpy_linear, ok_meta, spec_with, summary};
 use servegate::evidence::load::{LoadRecord, LOAD_FILE, LOAD_SCHEMA};
 use servegate::evidence::{EvidenceWriter, RequestRecord, RunStatus};
 use servegate::io::load_client::SendTiming;
@@ -72,12 +72,7 @@ fn write_point_cut(
             end_ms: woke + e2e,
         });
         slot_free[slot] = woke + e2e;
-        let meta = servegate::io::client::ResponseMeta {
-            status: Some(200),
-            head_ms: Some(0.0),
-            end_ms: Some(e2e),
-            ..Default::default()
-        };
+        let meta = ok_meta(e2e);
         w.write_request(i, &serde_json::json!({"messages": []}), &meta, &reads)
             .unwrap();
         s.requests.push(RequestRecord {

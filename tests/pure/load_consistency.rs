@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::fixtures::load::summary;
+use crate::fixtures::load::{ok_meta, summary};
 use servegate::evidence::load::{LoadRecord, LOAD_FILE, LOAD_SCHEMA};
 use servegate::evidence::{EvidenceWriter, RequestRecord};
 use servegate::io::load_client::SendTiming;
@@ -132,12 +132,7 @@ fn write_point(root: &Path, g: &GateSpec, point: Point, replies: &[(Vec<Tok>, bo
             sent_ms: start,
             end_ms: start + e2e,
         });
-        let meta = servegate::io::client::ResponseMeta {
-            status: Some(200),
-            head_ms: Some(0.0),
-            end_ms: Some(e2e),
-            ..Default::default()
-        };
+        let meta = ok_meta(e2e);
         w.write_request(i, &serde_json::json!({"messages": []}), &meta, &rs)
             .unwrap();
         s.requests.push(RequestRecord {
