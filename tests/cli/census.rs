@@ -4,25 +4,12 @@
 //! The census: family roots, the peer list shapes, the gap list, and `census --check` failing on a peer family
 //! root with no registry row (docs/coverage.md "The census").
 
-use crate::fixtures;
-use std::path::{Path, PathBuf};
-use std::process::Output;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn servegate(args: &[&str], cwd: &Path) -> Output {
-    fixtures::servegate()
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run servegate")
-}
+use crate::fixtures::root;
+use crate::fixtures::servegate_in;
 
 #[test]
 fn census_prints_the_gap_list_from_the_committed_fixture() {
-    let out = servegate(
+    let out = servegate_in(
         &[
             "census",
             "--peer",
@@ -74,7 +61,7 @@ fn census_check_fails_naming_a_family_the_registry_has_no_row_for() {
     list["models"]["granite4.0"] = serde_json::json!({ "1b": granite });
     let peer = dir.path().join("model_list.json");
     std::fs::write(&peer, serde_json::to_string_pretty(&list).unwrap()).unwrap();
-    let out = servegate(
+    let out = servegate_in(
         &["census", "--peer", peer.to_str().unwrap(), "--check"],
         &root(),
     );
@@ -85,7 +72,7 @@ fn census_check_fails_naming_a_family_the_registry_has_no_row_for() {
         "{stderr}"
     );
     // without --check it only reports
-    let out = servegate(&["census", "--peer", peer.to_str().unwrap()], &root());
+    let out = servegate_in(&["census", "--peer", peer.to_str().unwrap()], &root());
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("| granite4.0 | listed | (none) |"));
 }

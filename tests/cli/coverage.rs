@@ -4,28 +4,16 @@
 //! The coverage page: generated from the committed matrix-gate evidence, checked, and a ✅ cell that turns
 //! worse fails (docs/coverage.md).
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::PathBuf;
 
-use crate::fixtures;
 use crate::fixtures::copy_dir;
+use crate::fixtures::root;
+use crate::fixtures::servegate_in;
 use servegate::coverage::page::{self};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn servegate(args: &[&str], cwd: &Path) -> Output {
-    fixtures::servegate()
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run servegate")
-}
 
 #[test]
 fn the_committed_page_matches_the_committed_evidence_and_every_check_mark_links_it() {
-    let out = servegate(&["coverage", "--check"], &root());
+    let out = servegate_in(&["coverage", "--check"], &root());
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -107,7 +95,7 @@ fn a_check_mark_that_turns_worse_is_a_coverage_regression() {
     };
     let run = |check: bool| {
         let a = args(check);
-        servegate(&a.iter().map(String::as_str).collect::<Vec<_>>(), &root())
+        servegate_in(&a.iter().map(String::as_str).collect::<Vec<_>>(), &root())
     };
     // A floor any reply meets: the evidence gives ✅.
     with("0.001");
@@ -149,7 +137,7 @@ fn a_matrix_entry_whose_model_file_is_missing_is_skipped_with_the_reason() {
          [[model]]\nname = \"gone\"\nfamily = \"LlamaForCausalLM\"\nfile = \"/nonexistent/gone.gguf\"\n",
     )
     .unwrap();
-    let out = servegate(&["run", gate.to_str().unwrap()], dir.path());
+    let out = servegate_in(&["run", gate.to_str().unwrap()], dir.path());
     let stdout = String::from_utf8_lossy(&out.stdout);
     // nothing was checked (exit 7), and the entry's gate says why
     assert_eq!(out.status.code(), Some(7), "{stdout}");
@@ -158,7 +146,7 @@ fn a_matrix_entry_whose_model_file_is_missing_is_skipped_with_the_reason() {
             && stdout.contains("path /nonexistent/gone.gguf does not exist"),
         "{stdout}"
     );
-    let check = servegate(&["check", gate.to_str().unwrap()], dir.path());
+    let check = servegate_in(&["check", gate.to_str().unwrap()], dir.path());
     assert!(String::from_utf8_lossy(&check.stdout).contains("ok (mx[gone]; assertions: content)"));
 }
 
@@ -207,7 +195,7 @@ fn a_record_citing_a_matrix_run_is_evidence_for_its_cell() {
     )
     .unwrap();
     std::fs::create_dir_all(dir.path().join("docs")).unwrap();
-    let out = servegate(&["coverage"], dir.path());
+    let out = servegate_in(&["coverage"], dir.path());
     assert_eq!(
         out.status.code(),
         Some(0),

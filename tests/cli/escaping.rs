@@ -11,11 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use crate::fixtures::root;
 use crate::fixtures::{self, Entry};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn data(name: &str) -> PathBuf {
     root().join("tests/data/escaping").join(name)

@@ -7,16 +7,12 @@
 //! unit and, where the source has a range, its bounds; a figure that is not a decided pass or fail is never
 //! charted as one.
 
-use std::path::PathBuf;
 
 use crate::fixtures;
 use crate::fixtures::exports::{assert_gab_shape, bmf_validator};
+use crate::fixtures::root;
 use serde_json::Value;
 use servegate::sinks::exports::{self, bmf, Figure};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn export(args: &[&str]) -> (i32, String, String) {
     let out = fixtures::servegate()

@@ -8,19 +8,16 @@
 //! trials stays under GitHub's 1 MiB cap (what an earlier step wrote counts) and says how many rows were left
 //! out.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::fixtures::{self, Entry};
 
+use crate::fixtures::root;
 use servegate::sinks::markdown::BUDGET_BYTES;
 use servegate::sinks::outputs::append_step_summary;
 use servegate::sinks::report::{AssertionResult, GateResults, Producer, Results, TestOutcome};
 
 const GATE: &str = "tests/data/github/rate-fail.toml";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The 1-based line of the first line of `text` that starts with `prefix`, found here independently of the
 /// spec's own span lookup.

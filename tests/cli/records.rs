@@ -8,25 +8,16 @@
 //! missing or changed snapshot fails the test), and `leaderboard --check`.
 
 use std::path::Path;
-use std::process::Output;
 
-use crate::fixtures;
 use crate::fixtures::records::BROKEN;
+use crate::fixtures::servegate_in;
 use crate::fixtures::text;
 use crate::fixtures::{data, root};
 use servegate::records::record;
 
-fn servegate(args: &[&str], cwd: &Path) -> Output {
-    fixtures::servegate()
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run servegate")
-}
-
 #[test]
 fn committed_records_pass_check() {
-    let o = servegate(&["records", "check"], &root());
+    let o = servegate_in(&["records", "check"], &root());
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let out = text(&o);
     assert!(out.contains("0 invalid"), "{out}");
@@ -43,7 +34,7 @@ fn each_broken_record_fails_naming_file_and_field() {
     let mut failures = Vec::new();
     for (case, file, expected) in BROKEN {
         let dir = data("records/broken").join(case);
-        let o = servegate(
+        let o = servegate_in(
             &["records", "check", "--dir", dir.to_str().unwrap()],
             &root(),
         );
@@ -61,7 +52,7 @@ fn each_broken_record_fails_naming_file_and_field() {
 
 #[test]
 fn committed_page_is_what_the_committed_records_render() {
-    let o = servegate(&["leaderboard", "--check"], &root());
+    let o = servegate_in(&["leaderboard", "--check"], &root());
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
@@ -100,14 +91,14 @@ fn copy_tree(from: &Path, to: &Path) {
 fn editing_one_character_of_the_committed_page_fails_check_with_a_diff() {
     for page in ["docs/leaderboard.md", "docs/leaderboard.html"] {
         let tmp = copy_of_committed();
-        let o = servegate(&["leaderboard", "--check"], tmp.path());
+        let o = servegate_in(&["leaderboard", "--check"], tmp.path());
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         let path = tmp.path().join(page);
         let mut bytes = std::fs::read(&path).unwrap();
         let at = bytes.iter().position(|&b| b == b'L').expect("an L to edit");
         bytes[at] = b'l';
         std::fs::write(&path, &bytes).unwrap();
-        let o = servegate(&["leaderboard", "--check"], tmp.path());
+        let o = servegate_in(&["leaderboard", "--check"], tmp.path());
         let out = text(&o);
         assert_eq!(
             o.status.code(),
@@ -137,17 +128,17 @@ fn a_record_edit_makes_check_fail_until_the_page_is_rendered() {
         .replace("\"load1_end\": 13.0", "\"load1_end\": 12.0");
     std::fs::write(&f, edited).unwrap();
     assert_eq!(
-        servegate(&["leaderboard", "--check"], tmp.path())
+        servegate_in(&["leaderboard", "--check"], tmp.path())
             .status
             .code(),
         Some(1)
     );
     assert_eq!(
-        servegate(&["leaderboard"], tmp.path()).status.code(),
+        servegate_in(&["leaderboard"], tmp.path()).status.code(),
         Some(0)
     );
     assert_eq!(
-        servegate(&["leaderboard", "--check"], tmp.path())
+        servegate_in(&["leaderboard", "--check"], tmp.path())
             .status
             .code(),
         Some(0)
@@ -162,7 +153,7 @@ fn help_prints_usage_and_writes_nothing() {
         &["records", "check", "--help"][..],
         &["records", "--help"][..],
     ] {
-        let o = servegate(args, tmp.path());
+        let o = servegate_in(args, tmp.path());
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         assert!(String::from_utf8_lossy(&o.stdout).contains("Usage"));
     }
@@ -177,7 +168,7 @@ fn help_prints_usage_and_writes_nothing() {
 fn out_writes_both_pages_elsewhere_with_working_links() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("site/board.md");
-    let o = servegate(&["leaderboard", "--out", out.to_str().unwrap()], &root());
+    let o = servegate_in(&["leaderboard", "--out", out.to_str().unwrap()], &root());
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let md = std::fs::read_to_string(&out).unwrap();
     assert!(tmp.path().join("site/board.html").exists());
@@ -194,7 +185,7 @@ fn out_writes_both_pages_elsewhere_with_working_links() {
     let link = md.split("](").nth(1).unwrap().split(')').next().unwrap();
     assert!(out.parent().unwrap().join(link).is_file(), "{link}");
     // The committed page was not touched and --check with the same --out passes.
-    let o = servegate(
+    let o = servegate_in(
         &["leaderboard", "--check", "--out", out.to_str().unwrap()],
         &root(),
     );
@@ -206,7 +197,7 @@ fn leaderboard_refuses_invalid_records() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = data("records/broken/median-mismatch");
     let out = tmp.path().join("page.md");
-    let o = servegate(
+    let o = servegate_in(
         &[
             "leaderboard",
             "--records",

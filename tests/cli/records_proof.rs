@@ -7,12 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::fixtures;
+use crate::fixtures::root;
 use crate::fixtures::{copy_dir, text};
 use serde_json::Value;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn repro(rel: &str) -> PathBuf {
     root().join("tests/data/repro/records").join(rel)

@@ -17,12 +17,9 @@ use std::path::{Path, PathBuf};
 
 use crate::fixtures;
 use crate::fixtures::copy_dir;
+use crate::fixtures::root;
 use servegate::evidence::baseline::{write_manifest, Manifest, BASELINE_SCHEMA};
 use servegate::evidence::comparability::key_of;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The real windows the crafted evidence is made from.
 fn real_windows() -> Vec<PathBuf> {

@@ -22,11 +22,8 @@
 
 use crate::fixtures;
 use crate::fixtures::drift::drift_line;
+use crate::fixtures::root;
 use std::path::{Path, PathBuf};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // Live, on the reference serve (provisioned by the gate's own setup, as `cargo test --test gates` does):

@@ -4,13 +4,9 @@
 //! The census: family roots, the peer list shapes, the gap list, and `census --check` failing on a peer family
 //! root with no registry row (docs/coverage.md "The census").
 
-use std::path::PathBuf;
 
+use crate::fixtures::root;
 use servegate::coverage::census::{self, family_root, parse_peer};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 #[test]
 fn family_roots_follow_the_documented_rule() {

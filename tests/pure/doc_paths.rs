@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
+use crate::fixtures::root;
 use regex::Regex;
 
 static URL: LazyLock<Regex> =
@@ -56,10 +57,6 @@ const NOT_OURS: &[&str] = &[
     "model_file/servegate-provenance.json",
     "models/SmolLM2-135M-Instruct.Q4_1.f32-hf/servegate-provenance.json",
 ];
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The files read and, per file, the lines searched: every line of a doc, the comments of code.
 fn sources(root: &Path) -> Vec<PathBuf> {

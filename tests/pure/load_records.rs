@@ -2,18 +2,15 @@
 //! gates/reference-load.toml, re-derived by `records check`, edits caught naming the field, percentiles never
 //! claimed from too few requests, and the leaderboard's throughput-latency curve.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::fixtures::root;
 use servegate::records::leaderboard;
 use servegate::records::load_records;
 use servegate::records::record::{self, Record};
 
 const RUN: &str = "records/evidence/reference-load/20261201T140510Z";
 const ID: &str = "smollm2-135m-q4_1-llamacpp-parallel4-load-20261201";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn committed(suffix: &str) -> Record {
     let f = root().join(format!("records/{ID}-{suffix}.json"));
