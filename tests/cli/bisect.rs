@@ -5,6 +5,7 @@
 //! timing decides a verdict.
 
 use crate::fixtures;
+use crate::fixtures::replay::set_command;
 use std::path::{Path, PathBuf};
 
 const BIN: &str = env!("CARGO_BIN_EXE_servegate");
@@ -34,15 +35,7 @@ fn gate(dir: &Path, floor: f64, command: Option<&[&str]>) -> PathBuf {
     let command = command.unwrap_or(&replay);
     let serve = g["serve"].as_table_mut().unwrap();
     serve.remove("setup");
-    serve.insert(
-        "command".into(),
-        toml::Value::Array(
-            command
-                .iter()
-                .map(|a| toml::Value::String(a.to_string()))
-                .collect(),
-        ),
-    );
+    set_command(serve, command);
     serve.insert("ready_timeout_s".into(), toml::Value::Integer(10));
     let asserts = g["assert"].as_table_mut().unwrap();
     asserts.remove("first_token");

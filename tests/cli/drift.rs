@@ -27,6 +27,7 @@ use crate::fixtures::drift::{
     drift_line, edit_prompt, foreign_token_at, recorded, recorded_token, second_choice_at, setup,
     Setup,
 };
+use crate::fixtures::replay::set_command;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_servegate");
@@ -50,14 +51,7 @@ fn replay_gate(dir: &Path, run: &Path, model: &Path, baseline: &Path, rule: &str
         "--speed",
         "20",
     ];
-    serve.insert(
-        "command".into(),
-        toml::Value::Array(
-            argv.iter()
-                .map(|a| toml::Value::String(a.to_string()))
-                .collect(),
-        ),
-    );
+    set_command(serve, &argv);
     g["request"]
         .as_table_mut()
         .unwrap()

@@ -7,7 +7,6 @@
 //! unit and, where the source has a range, its bounds; a figure that is not a decided pass or fail is never
 //! charted as one.
 
-
 use crate::fixtures;
 use crate::fixtures::exports::{assert_gab_shape, bmf_validator};
 use crate::fixtures::root;

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use crate::fixtures;
 use crate::fixtures::copy_dir;
+use crate::fixtures::replay::set_command;
 use servegate::evidence::baseline::{write_manifest, Manifest, BASELINE_SCHEMA};
 use servegate::evidence::comparability::key_of;
 
@@ -62,15 +63,7 @@ fn gate(
         "--speed",
         &speed.to_string(),
     ];
-    serve.insert(
-        "command".into(),
-        toml::Value::Array(
-            command
-                .iter()
-                .map(|a| toml::Value::String(a.to_string()))
-                .collect(),
-        ),
-    );
+    set_command(serve, &command);
     let request = g["request"].as_table_mut().unwrap();
     request.insert(
         "prompts".into(),

@@ -42,6 +42,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::fixtures;
+use crate::fixtures::replay::set_command;
 use servegate::analysis::measure::{self, Figures};
 use servegate::evidence;
 
@@ -73,15 +74,7 @@ fn replay_gate(dir: &Path, run: &Path, speed: f64) -> PathBuf {
         "--timing-log",
         timing_log.to_str().unwrap(),
     ];
-    serve.insert(
-        "command".into(),
-        toml::Value::Array(
-            command
-                .iter()
-                .map(|a| toml::Value::String(a.to_string()))
-                .collect(),
-        ),
-    );
+    set_command(serve, &command);
     let asserts = g["assert"].as_table_mut().unwrap();
     if let Some(rate) = asserts.get_mut("rate").and_then(|r| r.as_table_mut()) {
         let floor = rate["floor_tok_s"].as_float().unwrap();
