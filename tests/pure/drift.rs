@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use crate::fixtures::drift::{
     bless, copy_dir, foreign_token_at, recorded, recorded_token, second_choice_at, setup,
 };
+use crate::fixtures::pair::pair_evidence;
 use crate::fixtures::root;
 use serde_json::Value;
 
@@ -95,43 +96,19 @@ rule = "{rule}"
 }
 
 fn pair_of(ours: &Path, theirs: &Path) -> servegate::analysis::PairEvidence {
-    use servegate::evidence::{ArmRecord, PairSummary, RunStatus, PAIR_SCHEMA};
     let arms = [("ours", ours), ("theirs", theirs)];
-    servegate::analysis::PairEvidence {
-        dir: PathBuf::from("/runs/pair"),
-        summary: PairSummary {
-            schema: PAIR_SCHEMA.into(),
-            status: RunStatus::Complete,
-            gate: "pair-drift".into(),
-            gate_file: "gates/pair-drift.toml".into(),
-            started_utc: String::new(),
-            ended_utc: None,
-            host: Default::default(),
-            load_avg_start: None,
-            load_avg_end: None,
-            order: arms.iter().map(|(r, _)| r.to_string()).collect(),
-            model_file_ours: "/models/m.gguf".into(),
-            model_file_theirs: "/models/m.gguf".into(),
-            model_sha256: None,
-            model_bytes: None,
-            model_sha256_after: None,
-            failure: None,
-            arms: arms
-                .iter()
-                .enumerate()
-                .map(|(i, (role, _))| ArmRecord {
-                    arm: i + 1,
-                    role: role.to_string(),
-                    runtime: role.to_string(),
-                    dir: format!("arm{}-{role}", i + 1),
-                })
-                .collect(),
-        },
-        arms: arms
-            .iter()
-            .map(|(_, d)| servegate::analysis::load(d).unwrap())
+    pair_evidence(
+        "pair-drift",
+        arms.iter()
+            .map(|(role, d)| {
+                (
+                    *role,
+                    role.to_string(),
+                    servegate::analysis::load(d).unwrap(),
+                )
+            })
             .collect(),
-    }
+    )
 }
 
 #[test]

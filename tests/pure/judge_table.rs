@@ -4,9 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::fixtures::pair::pair_evidence;
 use servegate::analysis::{Evidence, PairEvidence, RequestEvidence};
 use servegate::evidence::{
-    ArmRecord, PairSummary, RequestRecord, RunStatus, RunSummary, ServeRecord, PAIR_SCHEMA,
+    RequestRecord, RunStatus, RunSummary, ServeRecord,
     RUN_SCHEMA,
 };
 use servegate::io::reads::TimedRead;
@@ -739,39 +740,12 @@ fn arm_evidence(replies: Vec<Vec<TimedRead>>) -> Evidence {
 }
 
 fn pair(arms: Vec<(&str, Evidence)>) -> PairEvidence {
-    let records = arms
-        .iter()
-        .enumerate()
-        .map(|(i, (role, _))| ArmRecord {
-            arm: i + 1,
-            role: role.to_string(),
-            runtime: format!("{role} runtime"),
-            dir: format!("arm{}-{role}", i + 1),
-        })
-        .collect();
-    PairEvidence {
-        dir: PathBuf::from("/runs/pair"),
-        summary: PairSummary {
-            schema: PAIR_SCHEMA.into(),
-            status: RunStatus::Complete,
-            gate: "pair-test".into(),
-            gate_file: "gates/pair-test.toml".into(),
-            started_utc: String::new(),
-            ended_utc: None,
-            host: Default::default(),
-            load_avg_start: None,
-            load_avg_end: None,
-            order: arms.iter().map(|(r, _)| r.to_string()).collect(),
-            model_file_ours: "/models/m.gguf".into(),
-            model_file_theirs: "/models/m.gguf".into(),
-            model_sha256: None,
-            model_bytes: None,
-            model_sha256_after: None,
-            failure: None,
-            arms: records,
-        },
-        arms: arms.into_iter().map(|(_, e)| e).collect(),
-    }
+    pair_evidence(
+        "pair-test",
+        arms.into_iter()
+            .map(|(role, e)| (role, format!("{role} runtime"), e))
+            .collect(),
+    )
 }
 
 /// theirs 50 tok/s, ours 40 tok/s (ratio 1.25), same answers everywhere.
