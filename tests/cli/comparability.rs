@@ -30,17 +30,7 @@ use crate::fixtures::{self, copy_dir, Entry};
 fn vserve(rate: u32, version: &str) -> String {
     use servegate::replay::scripted::{Reply, Script};
     let words = "Paris is the capital of France and a city on the Seine river today";
-    let tokens = words
-        .split(' ')
-        .enumerate()
-        .map(|(i, w)| {
-            if i == 0 {
-                w.to_string()
-            } else {
-                format!(" {w}")
-            }
-        })
-        .collect();
+    let tokens = fixtures::word_tokens(words);
     fixtures::scripted_command(&Script {
         models: vec!["m".into()],
         version: Some(version.into()),

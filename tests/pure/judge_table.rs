@@ -6,10 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::fixtures::pair::pair_evidence;
 use servegate::analysis::{Evidence, PairEvidence, RequestEvidence};
-use servegate::evidence::{
-    RequestRecord, RunStatus, RunSummary, ServeRecord,
-    RUN_SCHEMA,
-};
+use servegate::evidence::{RequestRecord, RunStatus, RunSummary, ServeRecord, RUN_SCHEMA};
 use servegate::io::reads::TimedRead;
 use servegate::judge::{judge, judge_pair, Outcome, Verdict};
 use servegate::spec::{self, Context, GateSpec};
