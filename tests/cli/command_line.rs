@@ -4,17 +4,10 @@
 
 use crate::fixtures;
 use crate::fixtures::reference::{pid_alive, reference_gate_text, write_gate};
+use crate::fixtures::root;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_servegate")
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 #[test]
 fn misspelt_key_names_file_line_and_key() {
@@ -274,7 +267,7 @@ prompts = ["hi"]
 fn a_run_whose_every_gate_was_ignored_says_skip_not_pass() {
     let out = fixtures::servegate()
         .args(["run", "--quiet"])
-        .arg(repo().join("gates/npu-serve-smoke.toml"))
+        .arg(root().join("gates/npu-serve-smoke.toml"))
         .env_remove("SERVEGATE_STRICT")
         .output()
         .unwrap();
@@ -301,7 +294,7 @@ fn judge_of_a_missing_or_damaged_run_is_an_evidence_error() {
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("run");
     std::fs::create_dir(&copy).unwrap();
-    let src = repo().join("tests/data/runs/npu-rc-pass");
+    let src = root().join("tests/data/runs/npu-rc-pass");
     for e in std::fs::read_dir(&src).unwrap().flatten() {
         std::fs::copy(e.path(), copy.join(e.file_name())).unwrap();
     }
@@ -419,7 +412,7 @@ fn servegate_judge_calls_a_reply_it_could_not_time_not_measured_never_slow() {
 fn output_into_a_closed_pipe_ends_quietly() {
     let out = Command::new("sh")
         .arg("-c")
-        .arg(format!("{} inspect {}/tests/data/cases/case-01-usage-empty-choices.reads.jsonl | head -c 1 >/dev/null; echo done", bin(), repo().display()))
+        .arg(format!("{} inspect {}/tests/data/cases/case-01-usage-empty-choices.reads.jsonl | head -c 1 >/dev/null; echo done", fixtures::BIN, root().display()))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -429,7 +422,7 @@ fn output_into_a_closed_pipe_ends_quietly() {
 /// A copy of the recorded NPU run in `tmp/run`, and a snapshot of its files' bytes (to prove none was touched).
 fn run_copy(tmp: &Path) -> (PathBuf, Vec<(PathBuf, Vec<u8>)>) {
     let copy = tmp.join("run");
-    fixtures::copy_dir(&repo().join("tests/data/runs/npu-rc-pass"), &copy);
+    fixtures::copy_dir(&root().join("tests/data/runs/npu-rc-pass"), &copy);
     (copy.clone(), snapshot(&copy))
 }
 
@@ -601,7 +594,7 @@ fn report_path_that_is_the_gate_or_a_link_into_the_run_is_refused() {
 fn report_path_that_is_the_gate_run_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let gate = tmp.path().join("g.toml");
-    std::fs::copy(repo().join("tests/data/runs/npu-rc-pass/gate.toml"), &gate).unwrap();
+    std::fs::copy(root().join("tests/data/runs/npu-rc-pass/gate.toml"), &gate).unwrap();
     let before = vec![(gate.clone(), std::fs::read(&gate).unwrap())];
     let runs = tmp.path().join("runs");
     let out = servegate(
@@ -646,7 +639,7 @@ fn export_and_leaderboard_output_over_an_input_is_refused() {
     );
     assert_refused(&out, "a source of this export", &before);
     let records = tmp.path().join("records");
-    fixtures::copy_dir(&repo().join("records"), &records);
+    fixtures::copy_dir(&root().join("records"), &records);
     let recs = snapshot(&records);
     let first = recs[0].0.clone();
     let out = servegate(

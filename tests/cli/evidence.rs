@@ -3,22 +3,13 @@
 //! binary's own synthetic replay serve (`servegate replay --synthetic`, found on PATH as the gates expect).
 
 use crate::fixtures;
+use crate::fixtures::path_env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_servegate")
-}
-
 fn data() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")
-}
-
-/// PATH with the servegate binary's directory first (the repro gates call `servegate replay`).
-fn path_env() -> String {
-    let dir = Path::new(bin()).parent().unwrap().display().to_string();
-    format!("{dir}:{}", std::env::var("PATH").unwrap_or_default())
 }
 
 struct Out {

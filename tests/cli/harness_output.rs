@@ -5,22 +5,19 @@
 //! tests/data/repro/harness/mixed (`a-pass` passes, `b-fail` fails its rate).
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::fixtures::root;
 use crate::fixtures::{self, Entry};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// A scratch directory with gates `a-pass` and `b-fail` (and their serve script) in `gates/`.
 fn scratch() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let gates = tmp.path().join("gates");
     std::fs::create_dir_all(&gates).unwrap();
-    let from = repo().join("tests/data/repro/harness/mixed");
+    let from = root().join("tests/data/repro/harness/mixed");
     for f in ["a-pass.toml", "b-fail.toml", "logserve.sh"] {
         std::fs::copy(from.join(f), gates.join(f)).unwrap();
     }

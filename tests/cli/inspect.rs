@@ -16,11 +16,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::fixtures;
+use crate::fixtures::cases::{data_dir, tolerance};
 use serde_json::{Map, Value};
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cases")
-}
 
 /// Cases judged outside the reply parser (identity, serve log, JUnit, spec): tests/cli/cases.rs and tests/pure/cases/outside_the_stream.rs
 /// tests them (case 36's replies and case 38's logs through inspect too, case 27's listing as
@@ -59,13 +56,6 @@ fn inputs(case: &str, variant: &str) -> Vec<PathBuf> {
         .map(|ext| data_dir().join(format!("{stem}.{ext}")))
         .filter(|p| p.is_file())
         .collect()
-}
-
-/// Half a unit of the last printed decimal (at least one decimal).
-fn tolerance(expected: f64) -> f64 {
-    let s = format!("{expected}");
-    let decimals = s.split('.').nth(1).map_or(0, str::len).max(1);
-    0.5 * 10f64.powi(-(decimals as i32))
 }
 
 /// Keys whose values depend on the read times: checked only on the timed input.

@@ -14,21 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::fixtures::path_env;
+use crate::fixtures::root;
 use crate::fixtures::{self, Entry};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_servegate")
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// PATH with the `servegate` binary's directory first (gates start `servegate replay`).
-fn path_env() -> String {
-    let dir = Path::new(bin()).parent().unwrap().display().to_string();
-    format!("{dir}:{}", std::env::var("PATH").unwrap_or_default())
-}
 
 /// Polls `f` every 20 ms until true or `timeout`; returns whether it became true.
 fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
@@ -315,7 +303,7 @@ floor_tok_s = 1.0
 // ---- the gates harness ------------------------------------------------------------------------------
 
 fn harness_command(work: &Path) -> Command {
-    harness_command_on(work, &repo().join("tests/data/repro/signals/harness"))
+    harness_command_on(work, &root().join("tests/data/repro/signals/harness"))
 }
 
 /// The gates harness (`servegate::run::harness`, as `tests/gates.rs` runs it: its signal set-up, one trial
@@ -787,7 +775,7 @@ at_least = 0.1
 #[test]
 fn d3_sigterm_mid_request_is_interrupted() {
     let work = tempfile::tempdir().unwrap();
-    let gate = repo().join("tests/data/repro/signals/d3.toml");
+    let gate = root().join("tests/data/repro/signals/d3.toml");
     let mut run = Run::start(&gate, work.path(), &[]);
     let dir = wait_requests(&mut run, &work.path().join("runs"), "d3", 1);
     kill(run.child.id(), libc::SIGTERM);

@@ -13,12 +13,9 @@
 
 use crate::fixtures;
 use crate::fixtures::privacy::{host_words, hostname};
+use crate::fixtures::root;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn run_gate(home: &Path, publish_host: bool) -> PathBuf {
     // A serve script under $HOME that names its own path in the serve log, then becomes the synthetic serve.
@@ -27,8 +24,8 @@ fn run_gate(home: &Path, publish_host: bool) -> PathBuf {
         &script,
         format!(
             "#!/bin/sh\necho \"serve script $0 in {}\"\nexec {} \"$@\"\n",
-            repo().display(),
-            repo()
+            root().display(),
+            root()
                 .join("tests/data/repro/harness/mixed/logserve.sh")
                 .display()
         ),
@@ -62,7 +59,7 @@ fn run_gate(home: &Path, publish_host: bool) -> PathBuf {
     let out = fixtures::servegate()
         .args(["run", "-q"])
         .arg(&gate)
-        .current_dir(repo())
+        .current_dir(root())
         .env("HOME", home)
         .env("PATH", path)
         .env("SERVEGATE_RUNS", &runs)
@@ -105,7 +102,7 @@ fn a_live_run_writes_tilde_and_checkout_relative_paths_and_no_host_name_unless_t
     );
     for text in [&run, &log] {
         assert!(!text.contains(&home.display().to_string()), "{text}");
-        assert!(!text.contains(&repo().display().to_string()), "{text}");
+        assert!(!text.contains(&root().display().to_string()), "{text}");
     }
     assert_eq!(host_words(&run, &hostname()), 0);
     // `servegate judge` of the written evidence passes: what was judged is what is published.

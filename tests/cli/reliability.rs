@@ -15,13 +15,10 @@ use std::time::{Duration, Instant};
 
 use crate::fixtures;
 use crate::fixtures::reference::pid_alive;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::fixtures::root;
 
 fn hostile_serve() -> PathBuf {
-    repo().join("tests/data/hostile/serves/hostile_serve.py")
+    root().join("tests/data/hostile/serves/hostile_serve.py")
 }
 
 /// What one bounded run of the binary did.
@@ -935,7 +932,7 @@ fn api_key_is_not_in_the_harness_reports() {
 #[test]
 fn hostile_gate_specs_get_a_clear_error_never_a_panic() {
     let tmp = tempfile::tempdir().unwrap();
-    let corpus = repo().join("tests/data/hostile/gates");
+    let corpus = root().join("tests/data/hostile/gates");
     let mut files: Vec<PathBuf> = fs::read_dir(&corpus)
         .unwrap()
         .flatten()
@@ -990,7 +987,7 @@ fn hostile_gate_specs_get_a_clear_error_never_a_panic() {
 /// What a few corpus files must say (the place and the cause, not only that something is wrong).
 #[test]
 fn hostile_gate_spec_errors_name_the_cause() {
-    let corpus = repo().join("tests/data/hostile/gates");
+    let corpus = root().join("tests/data/hostile/gates");
     let cases = [
         (
             "huge-timeout.toml",
@@ -1062,7 +1059,7 @@ fn hostile_gate_spec_errors_name_the_cause() {
 /// file and a field (or `(json)` / `(file)` / `(record)`), never a panic.
 #[test]
 fn hostile_records_get_a_clear_error_never_a_panic() {
-    let corpus = repo().join("tests/data/hostile/records");
+    let corpus = root().join("tests/data/hostile/records");
     let mut dirs: Vec<PathBuf> = fs::read_dir(&corpus)
         .unwrap()
         .flatten()

@@ -12,11 +12,8 @@
 //!   `publish_host = true` the host name is kept.
 
 use crate::fixtures::privacy::{host_words, hostname};
+use crate::fixtures::root;
 use std::path::{Path, PathBuf};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
@@ -37,7 +34,7 @@ fn private_paths(text: &str) -> Vec<String> {
         r"/home/[^/\s]+".into(),
         r"/Users/[^/\s]+".into(),
     ];
-    for d in [Some(repo()), std::env::var_os("HOME").map(PathBuf::from)]
+    for d in [Some(root()), std::env::var_os("HOME").map(PathBuf::from)]
         .into_iter()
         .flatten()
         .filter(|d| d.parent().is_some())
@@ -55,11 +52,11 @@ fn private_paths(text: &str) -> Vec<String> {
 #[test]
 fn committed_records_baselines_and_evidence_hold_no_home_or_checkout_path_and_no_host_name() {
     let mut all = Vec::new();
-    files(&repo().join("records"), &mut all);
+    files(&root().join("records"), &mut all);
     assert!(all.len() > 20, "records/ and its evidence: {}", all.len());
     // The committed baselines (`servegate bless` copies run directories there) are evidence too.
     let before = all.len();
-    files(&repo().join("baselines"), &mut all);
+    files(&root().join("baselines"), &mut all);
     assert!(
         all.len() - before > 20,
         "baselines/: {}",
@@ -67,7 +64,7 @@ fn committed_records_baselines_and_evidence_hold_no_home_or_checkout_path_and_no
     );
     // The coverage page's inputs (matrix-gate run directories) are published evidence as well.
     let before = all.len();
-    files(&repo().join("coverage/runs"), &mut all);
+    files(&root().join("coverage/runs"), &mut all);
     assert!(all.len() > before, "coverage/runs/ is empty");
     let host = hostname();
     for f in &all {

@@ -8,8 +8,9 @@
 //! tests show that a `Reply` + `Figures` carry everything the expected verdict needs.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::fixtures::cases::{data_dir, tolerance};
 use proptest::prelude::*;
 use regex::Regex;
 use serde_json::Value;
@@ -22,10 +23,6 @@ use servegate::vocab::ContentProblem;
 
 // ---------------------------------------------------------------------------------------------------------
 // Loading
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cases")
-}
 
 fn bytes(name: &str) -> Vec<u8> {
     let p = data_dir().join(name);
@@ -134,14 +131,6 @@ fn notes(r: &Reply, f: &Figures) -> BTreeSet<String> {
         s.insert("multi_token".into());
     }
     s
-}
-
-/// Tolerance for a float from an expected file: half a unit of its last printed decimal (at least one
-/// decimal), because CASES.md prints computed rates rounded (50.0, 1248.78) while we compute them exactly.
-fn tolerance(expected: f64) -> f64 {
-    let s = format!("{expected}");
-    let decimals = s.split('.').nth(1).map_or(0, str::len).max(1);
-    0.5 * 10f64.powi(-(decimals as i32))
 }
 
 fn check_float(what: &str, got: Option<f64>, want: &Value) {
