@@ -119,11 +119,7 @@ fn run(gate: &Path, runs: &Path) -> Run {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let evidence = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("evidence: "))
-        .map(PathBuf::from)
-        .unwrap_or_default();
+    let evidence = fixtures::evidence_dir(&stdout);
     assert!(
         evidence.is_dir(),
         "no evidence: {stdout}\n{}",

@@ -124,11 +124,7 @@ fn servegate_run(gate: &Path, runs: &Path) -> RunResult {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let evidence = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("evidence: "))
-        .map(PathBuf::from)
-        .unwrap_or_default();
+    let evidence = fixtures::evidence_dir(&stdout);
     RunResult {
         code: out.status.code().unwrap_or(-1),
         stdout,

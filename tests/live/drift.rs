@@ -78,11 +78,7 @@ fn live(gate: &Path, runs: &Path, judge_dir: Option<&Path>) -> (String, PathBuf)
     let out = c.env("SERVEGATE_RUNS", runs).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let line = drift_line(&stdout, &out.stderr);
-    let dir = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("evidence: "))
-        .map(PathBuf::from)
-        .unwrap_or_default();
+    let dir = fixtures::evidence_dir(&stdout);
     (line, dir)
 }
 
