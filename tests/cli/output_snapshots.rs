@@ -10,11 +10,8 @@
 //! the diff as carefully as code. A new gate or recorded run needs its snapshot committed with it.
 
 use crate::fixtures;
+use crate::fixtures::root;
 use std::path::{Path, PathBuf};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Runs `servegate ARGS` from the checkout root (so printed paths are the relative paths given) and returns
 /// what the user sees: the exit code, then stdout, then stderr when not empty.

@@ -2,11 +2,7 @@
 //! blockquote right after a `<!-- quoted from src/FILE -->` marker must appear word for word (whitespace
 //! aside) in FILE's `///` / `//!` comments, so a changed definition fails here until the page follows it.
 
-use std::path::Path;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::fixtures::root;
 
 fn squash(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
