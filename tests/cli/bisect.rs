@@ -6,9 +6,8 @@
 
 use crate::fixtures;
 use crate::fixtures::replay::set_command;
+use crate::fixtures::BIN;
 use std::path::{Path, PathBuf};
-
-const BIN: &str = env!("CARGO_BIN_EXE_servegate");
 
 fn run_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/replay/reference-smoke")

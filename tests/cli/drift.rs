@@ -28,9 +28,8 @@ use crate::fixtures::drift::{
     Setup,
 };
 use crate::fixtures::replay::set_command;
+use crate::fixtures::BIN;
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_servegate");
 
 /// The recording's gate with its serve replaced by `servegate replay RUN --speed 20`, `request.model` a
 /// stand-in file (its sha256 is the run's model key), and one assertion: drift against `baseline` by `rule`.

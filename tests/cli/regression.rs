@@ -20,10 +20,9 @@ use std::path::{Path, PathBuf};
 use crate::fixtures;
 use crate::fixtures::copy_dir;
 use crate::fixtures::replay::set_command;
+use crate::fixtures::BIN;
 use servegate::evidence::baseline::{write_manifest, Manifest, BASELINE_SCHEMA};
 use servegate::evidence::comparability::key_of;
-
-const BIN: &str = env!("CARGO_BIN_EXE_servegate");
 
 fn recording() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/replay/reference-smoke")

@@ -43,10 +43,9 @@ use std::time::{Duration, Instant};
 
 use crate::fixtures;
 use crate::fixtures::replay::set_command;
+use crate::fixtures::BIN;
 use servegate::analysis::measure::{self, Figures};
 use servegate::evidence;
-
-const BIN: &str = env!("CARGO_BIN_EXE_servegate");
 
 fn runs_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
