@@ -504,7 +504,7 @@ mod tests {
         probe(&client, &answer_once(reply), Duration::from_secs(30))
     }
 
-    /// Issue 15 kind 6: every request opens its own connection, even when the serve offers keep-alive, so no
+    /// A kept-alive connection closed behind the client (a hostile-input kind): every request opens its own connection, even when the serve offers keep-alive, so no
     /// request can fail on a kept-alive connection the serve closed or restarted behind it (and no retry, whose
     /// timing would differ, can ever arise). Counted by the server's accepts, not timed.
     #[test]

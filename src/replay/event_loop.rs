@@ -1,7 +1,7 @@
 //! The synthetic serve's event loop: every connection of `servegate replay --synthetic` on one thread (a
-//! current-thread tokio runtime), so one core serves hundreds of concurrent paced streams (issue 18: 256
-//! streams at 20,000 tok/s aggregate; one thread per connection, each spinning before its writes, was
-//! the bottleneck at 6,666 tok/s).
+//! current-thread tokio runtime), so one core serves hundreds of concurrent paced streams (the load
+//! client's benchmark needs 256 streams at 20,000 tok/s aggregate; one thread per connection, each
+//! spinning before its writes, was the bottleneck at 6,666 tok/s).
 //!
 //! * **Connections**: one task each reads requests (the head parsed by [`super::http::read_request`],
 //!   the `arrived` stamp taken when the request's first bytes were read) and answers health, models and
