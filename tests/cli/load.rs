@@ -87,6 +87,8 @@ fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
         .collect();
     let ev = servegate::analysis::load(&run.join("c16")).unwrap();
     let mut offsets = Vec::new();
+    let mut measured_truth = Vec::new();
+    let mut unmeasured = 0;
     for r in &ev.requests {
         let text = std::fs::read_to_string(
             run.join("c16")
@@ -100,12 +102,28 @@ fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
             .and_then(|t| t.parse().ok())
             .unwrap();
         let fig = servegate::analysis::measure::measure(&r.reply);
-        offsets.push(fig.ttft_ms.unwrap() - by_seq[&seq]);
+        // A first token the client read together with later ones (it was not scheduled while they
+        // arrived) has no measured TTFT: not measured is neither met nor missed, and the judge leaves it
+        // out of the percentiles and the attainment the same way.
+        match fig.ttft_ms {
+            Some(t) => {
+                offsets.push(t - by_seq[&seq]);
+                measured_truth.push(by_seq[&seq]);
+            }
+            None => unmeasured += 1,
+        }
     }
+    let counted = 64 - unmeasured;
+    assert!(
+        counted >= 32,
+        "{unmeasured} of 64 first tokens not measured: more than half"
+    );
     offsets.sort_by(f64::total_cmp);
     eprintln!(
-        "client TTFT - serve TTFT per request, ms: min {:.3} median {:.3} max {:.3}",
-        offsets[0], offsets[32], offsets[63]
+        "client TTFT - serve TTFT per measured request ({counted} of 64), ms: min {:.3} median {:.3} max {:.3}",
+        offsets[0],
+        offsets[offsets.len() / 2],
+        offsets[offsets.len() - 1]
     );
     // The client's clock starts before the serve's arrival stamp: never ahead of the serve.
     assert!(
@@ -113,14 +131,20 @@ fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
         "a client TTFT under the serve's: {offsets:?}"
     );
     let gp = find(&vs, "[c=16]::goodput");
+    let (good, of) = if unmeasured == 0 {
+        (good, "64 planned".to_string())
+    } else {
+        let good = measured_truth.iter().filter(|t| **t <= slo_ms).count();
+        (good, format!("{counted} counted, 64 planned"))
+    };
     assert!(
-        gp.message.contains(&format!("{good} of 64 planned met")),
-        "truth {good}: {}",
+        gp.message.contains(&format!("{good} of {of} met")),
+        "truth {good} of {of}: {}",
         gp.message
     );
-    assert_eq!(gp.median, Some(good as f64 / 64.0));
+    assert_eq!(gp.median, Some(good as f64 / counted as f64));
     let p50 = find(&vs, "[c=16]::ttft_p50");
-    let truth = numpy_linear(&true_ttft, 50.0);
+    let truth = numpy_linear(&measured_truth, 50.0);
     let got = p50.median.unwrap();
     assert!(
         got >= truth && got <= truth + 50.0,
