@@ -314,6 +314,26 @@ pub(super) fn spec_sources(theirs: bool, backend: bool) -> BTreeMap<String, Stri
     m
 }
 
+/// A record's settings: the engine and its version as the run stated them, the sampling, `max_tokens` and
+/// streaming of the judged request `req`, its prompt tokens, and the backend where the gate names one.
+pub(super) fn settings_of(
+    engine: String,
+    engine_version: Option<String>,
+    req: &crate::spec::RequestSpec,
+    prompt_tokens: Option<u32>,
+    backend: Option<String>,
+) -> Settings {
+    Settings {
+        engine,
+        engine_version,
+        sampling: Some(sampling_of(req)),
+        max_tokens: Some(req.max_tokens),
+        prompt_tokens,
+        stream: Some(req.stream),
+        backend,
+    }
+}
+
 pub(super) fn sampling_of(req: &crate::spec::RequestSpec) -> String {
     match req.temperature {
         Some(t) => format!("temperature {t}"),
@@ -518,15 +538,13 @@ pub(super) fn build_run(
         values: Some(values),
         values_unavailable: None,
         unmeasured,
-        settings: Settings {
-            engine: spec.engine.clone(),
-            engine_version: version,
-            sampling: Some(sampling_of(req)),
-            max_tokens: Some(req.max_tokens),
+        settings: settings_of(
+            spec.engine.clone(),
+            version,
+            req,
             prompt_tokens,
-            stream: Some(req.stream),
-            backend: spec.backend.clone(),
-        },
+            spec.backend.clone(),
+        ),
         hold: Hold {
             ticket: spec.hold_ticket.clone(),
             duration_s: None,
@@ -684,16 +702,14 @@ pub fn from_pair_run_as(
         values: Some(this),
         values_unavailable: None,
         unmeasured: this_unmeasured,
-        settings: Settings {
-            engine: this_engine,
-            // theirs' version is what theirs' serve reported, never ours' [record] version.
-            engine_version: version,
-            sampling: Some(sampling_of(req)),
-            max_tokens: Some(req.max_tokens),
+        // theirs' version is what theirs' serve reported, never ours' [record] version.
+        settings: settings_of(
+            this_engine,
+            version,
+            req,
             prompt_tokens,
-            stream: Some(req.stream),
-            backend: if role == "theirs" { None } else { spec.backend.clone() },
-        },
+            if role == "theirs" { None } else { spec.backend.clone() },
+        ),
         hold: run_hold(gate, &s.started_utc, s.ended_utc.as_deref()),
         load: Load { load1_start: s.load_avg_start.map(|l| l[0]), load1_end: s.load_avg_end.map(|l| l[0]) },
         known_answer: known_answer_of(gate, &verdicts),

@@ -21,13 +21,13 @@ use std::path::Path;
 
 use super::build::{
     engine_version, evidence_digest, model_from_evidence, prompt_tokens_setting, public_host,
-    refuse_failed_verdicts, round_to, run_hold, sampling_of, serve_words, spec_sources,
+    refuse_failed_verdicts, round_to, run_hold, serve_words, settings_of, spec_sources,
     RunRecordSpec,
 };
 use super::rederive::{first_difference, spec_of};
 use super::schema::{
     unmeasured_text, Hold, Instrument, KnownAnswer, Load, LoadPoint, Metric, Model, Notes, Problem,
-    Record, Settings, Source, Unmeasured, RECORD_SCHEMA,
+    Record, Source, Unmeasured, RECORD_SCHEMA,
 };
 use super::store::{write_new, RecordError};
 use super::validate::validate;
@@ -230,15 +230,13 @@ fn base_record(
         values_unavailable: None,
         unmeasured: Vec::new(),
         range: [0.0, 0.0],
-        settings: Settings {
-            engine: spec.engine.clone(),
-            engine_version: version,
-            sampling: Some(sampling_of(req)),
-            max_tokens: Some(req.max_tokens),
+        settings: settings_of(
+            spec.engine.clone(),
+            version,
+            req,
             prompt_tokens,
-            stream: Some(req.stream),
-            backend: spec.backend.clone(),
-        },
+            spec.backend.clone(),
+        ),
         hold,
         load: Load {
             load1_start: run.load_avg_start.map(|l| l[0]),
