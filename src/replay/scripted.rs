@@ -14,6 +14,8 @@
 //!   empty when absent), `{var:NAME}` (the value of `--var NAME=VALUE`, empty when not given: what a gate
 //!   puts on the serve's command line, `{model}` say). A raw [`Reply::body`] and [`Inject::raw`] are written
 //!   as given; [`Reply::noise`] is bytes that are not UTF-8 at all.
+//! * **Raw bytes**: in log lines and header values, `{byte:XX}` (two hex digits) is that one byte, raw: how
+//!   a script says bytes that are not UTF-8 there ([`raw_bytes`]).
 //! * **Output**: the serve's log lines are written raw, byte for byte, to stdout or stderr: they are the
 //!   test's scripted text (ANSI codes and hostile bytes included), which is what a fake serve is for.
 //! * **Lifetime**: the serve exits when its parent goes away (a watchdog polls the parent pid every
@@ -656,13 +658,13 @@ pub fn render_reply(reply: &Reply, stream: bool, model: &str, vars: &Vars) -> Ve
     }
     let head_at = reply.head_delay_ms;
     let body_len: usize = writes.iter().map(|(_, b, _)| b.len()).sum();
-    let head = wire_head(
+    let head = raw_bytes(&wire_head(
         reply.status,
         &headers,
         framing,
         reply.content_length,
         body_len,
-    );
+    ));
     let mut steps = Vec::new();
     match framing {
         Body::Length
@@ -756,6 +758,29 @@ fn split_write(steps: &mut Vec<Step>, at: &[u8], delay_ms: f64) {
             *t2 = t2.max(t + delay_ms);
         }
     }
+}
+
+/// `text` with every `{byte:XX}` (two hex digits) replaced by that one raw byte; anything else unchanged.
+pub fn raw_bytes(text: &[u8]) -> Vec<u8> {
+    const TAG: &[u8] = b"{byte:";
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        if text[i..].starts_with(TAG) && text.get(i + TAG.len() + 2) == Some(&b'}') {
+            let hex = &text[i + TAG.len()..i + TAG.len() + 2];
+            if let Some(b) = std::str::from_utf8(hex)
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                out.push(b);
+                i += TAG.len() + 3;
+                continue;
+            }
+        }
+        out.push(text[i]);
+        i += 1;
+    }
+    out
 }
 
 /// `n` pseudo-random bytes (xorshift64*, a fixed seed): not UTF-8, the same every time.

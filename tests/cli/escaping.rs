@@ -25,7 +25,7 @@ const EVIL: &str =
 /// compares); `/v1/models` lists `m` or, with `errors`, EVIL only (the asked model is then not served); every
 /// chat reply streams EVIL then ` word` seven times (10 ms to the first, 5 ms apart, `model` EVIL), and with
 /// `errors` every other one (the 1st, 3rd...) is HTTP 500 with an OpenAI error body whose message is EVIL;
-/// its log (serve.log) says EVIL at start and once per chat request.
+/// its log (serve.log) says EVIL at start (with bytes that are not UTF-8) and once per chat request.
 fn hostile_script(evil_version: bool, errors: bool) -> Script {
     let log = vec![LogLine::err(format!("INFO request {EVIL}"))];
     let stream = Reply {
@@ -59,7 +59,10 @@ fn hostile_script(evil_version: bool, errors: bool) -> Script {
         s.replies = vec![error, stream];
         s.cycle = true;
     }
-    s.start.log = vec![LogLine::err(format!("INFO starting {EVIL}"))];
+    // And bytes that are not UTF-8 (`{byte:XX}` is one raw byte).
+    s.start.log = vec![LogLine::err(format!(
+        "INFO starting {EVIL} {{byte:ff}}{{byte:c3}}{{byte:28}}"
+    ))];
     s
 }
 

@@ -119,4 +119,18 @@ fn a_bad_script_is_exit_2_naming_the_field() {
     ]));
     assert_eq!(o.code, 2, "{}", o.all());
     assert!(o.stderr.contains("tokenz"), "{}", o.all());
+    // A `--var` without `=` likewise, before anything listens.
+    let o = fixtures::Out::of(fixtures::servegate().args([
+        "scripted-serve",
+        "--script-json",
+        "{}",
+        "--var",
+        "model",
+    ]));
+    assert_eq!(o.code, 2, "{}", o.all());
+    assert!(
+        o.stderr.contains("--var \"model\": expected NAME=VALUE"),
+        "{}",
+        o.all()
+    );
 }

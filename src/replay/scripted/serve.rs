@@ -92,10 +92,11 @@ impl State {
     }
 }
 
-/// Writes `lines` raw (templated) to their streams, flushed: the script's text, byte for byte.
+/// Writes `lines` raw (templated, `{byte:XX}` made raw) to their streams, flushed: the script's text, byte
+/// for byte.
 fn emit_raw(lines: &[LogLine], vars: &Vars) {
     for l in lines {
-        let mut text = vars.expand(&l.text).into_bytes();
+        let mut text = raw_bytes(vars.expand(&l.text).as_bytes());
         text.push(b'\n');
         let _ = match l.to {
             To::Stdout => {
@@ -394,12 +395,12 @@ fn respond(state: &State, req: &http::Request, w: &mut TcpStream) -> bool {
             .map(|(h, v)| (h, vars.expand(&v)))
             .collect();
         let body = vars.expand(&r.body).into_bytes();
-        let mut out = http::head(
+        let mut out = raw_bytes(&http::head(
             r.status,
             &headers,
             http::Framing::Length(body.len()),
             req.close,
-        );
+        ));
         out.extend_from_slice(&body);
         (r.status, out, None)
     } else {

@@ -366,3 +366,24 @@ fn a_split_cuts_the_write_holding_its_text_in_the_middle_of_it() {
         wire(&render_reply(&plain, true, "m", &vars()))
     );
 }
+
+#[test]
+fn byte_tags_are_raw_bytes_in_header_values_and_nothing_else_changes() {
+    assert_eq!(
+        raw_bytes(b"a{byte:ff}b{byte:0A}{byte:zz}{byte:f}"),
+        b"a\xffb\n{byte:zz}{byte:f}".to_vec()
+    );
+    let reply = Reply {
+        headers: vec![("x-odd".into(), "v{byte:80}{byte:fe}".into())],
+        ..Reply::default()
+    };
+    let steps = render_reply(&reply, true, "m", &vars());
+    let Step::Write(_, head) = &steps[0] else {
+        panic!("{steps:?}")
+    };
+    assert!(
+        head.windows(10).any(|w| w == b"x-odd: v\x80\xfe"),
+        "{}",
+        String::from_utf8_lossy(head)
+    );
+}
