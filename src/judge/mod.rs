@@ -11,6 +11,7 @@
 
 mod accounting;
 mod content;
+pub mod contract;
 mod drift;
 mod figure;
 pub mod load;
@@ -89,6 +90,9 @@ pub struct JudgeInputs {
     pub regression: Option<crate::analysis::baseline_values::BaselineValues>,
     /// The stored baselines `[assert.drift]` names, in the gate's order.
     pub drift: Vec<crate::analysis::BaselineSlot>,
+    /// The `[contract]` checks' evidence (`contract/` of the run directory), or why it could not be read;
+    /// None when the gate has no `[contract]` (or the caller loaded none: every check then FAILs).
+    pub contract: Option<Result<crate::analysis::contract::ContractEvidence, String>>,
 }
 
 impl JudgeInputs {
@@ -105,6 +109,9 @@ impl JudgeInputs {
             .iter()
             .map(|b| crate::analysis::load_baseline(&gate.file, std::path::Path::new(b)))
             .collect(),
+            contract: gate.contract.as_ref().map(|_| {
+                crate::analysis::contract::load_contract(&evidence.dir).map_err(|e| e.to_string())
+            }),
         }
     }
 }
@@ -144,10 +151,17 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
         None
     };
     if let Some(reason) = run_failure {
-        return names
+        let mut out: Vec<Verdict> = names
             .iter()
             .map(|n| Verdict::new(*n, Outcome::Fail, &reason))
             .collect();
+        out.extend(contract::judge_contract(
+            gate,
+            evidence,
+            inputs.contract.as_ref(),
+            Some(&reason),
+        ));
+        return out;
     }
     let mut judged = judged_of(evidence);
     with_serve_log(gate, evidence, &mut judged);
@@ -179,6 +193,8 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
                 "not judged in a single gate (it needs a [pair])",
             ),
             AssertionKind::Load => continue, // judged per sweep point by `load::judge_points`
+            AssertionKind::Contract => continue, // judged per check below
+
             AssertionKind::Regression => {
                 let r = gate
                     .assertions
@@ -198,6 +214,12 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
         };
         out.push(v);
     }
+    out.extend(contract::judge_contract(
+        gate,
+        evidence,
+        inputs.contract.as_ref(),
+        None,
+    ));
     out
 }
 
@@ -220,7 +242,8 @@ fn judge_request_assertion(
         | AssertionKind::SameAnswers
         | AssertionKind::Drift
         | AssertionKind::Load
-        | AssertionKind::Regression => {
+        | AssertionKind::Regression
+        | AssertionKind::Contract => {
             Verdict::new(name, Outcome::Fail, "not a per-request assertion")
         }
     };
