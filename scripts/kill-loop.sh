@@ -46,14 +46,20 @@ RANDOM=${KILL_LOOP_SEED:-$$}
 work=$(mktemp -d "${TMPDIR:-/tmp}/servegate-kill-loop.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 runs="$work/runs"
-serve_py="$PWD/tests/data/hostile/serves/hostile_serve.py"
+# The fake serve: `servegate scripted-serve` (src/replay/scripted.rs) answering "Paris", ".", "" 150 ms
+# apart (then the finish, usage and [DONE]; the body ended by closing), exiting 0 on SIGTERM.
+cat > "$work/ok.json" <<'EOF'
+{"reply": {"stream": true, "framing": "close", "role_chunk": false, "tokens": ["Paris", ".", ""],
+           "first_token_ms": 150, "token_ms": 150, "prompt_tokens": 3},
+ "term": {"exit": {"code": 0}}}
+EOF
 
 # The fast gate: the fake serve answers three chunks 150 ms apart, 6 requests: about 1-3 s a run.
 cat > "$work/fast.toml" <<EOF
 [gate]
 name = "kill-loop"
 [serve]
-command = ["python3", "-u", "$serve_py", "--port", "{port}", "--mode", "ok", "--delay-ms", "150"]
+command = ["$SERVEGATE_BIN", "scripted-serve", "--script", "$work/ok.json", "--port", "{port}"]
 ready_timeout_s = 30
 stop_grace_s = 2
 [request]

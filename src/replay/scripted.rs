@@ -11,7 +11,9 @@
 //! * **Templates**: log lines, reply tokens, header values and route bodies expand `{host}`, `{port}`,
 //!   `{n}` (the request's number, from 1, counted over all requests), `{chat}` (the chat request's number,
 //!   from 1), `{method}`, `{path}`, `{status}` and `{header:NAME}` (the request's header NAME, lower-case,
-//!   empty when absent). A raw [`Reply::body`] and [`Inject::raw`] are written as given.
+//!   empty when absent), `{var:NAME}` (the value of `--var NAME=VALUE`, empty when not given: what a gate
+//!   puts on the serve's command line, `{model}` say). A raw [`Reply::body`] and [`Inject::raw`] are written
+//!   as given; [`Reply::noise`] is bytes that are not UTF-8 at all.
 //! * **Output**: the serve's log lines are written raw, byte for byte, to stdout or stderr: they are the
 //!   test's scripted text (ANSI codes and hostile bytes included), which is what a fake serve is for.
 //! * **Lifetime**: the serve exits when its parent goes away (a watchdog polls the parent pid every
@@ -296,6 +298,17 @@ fn one() -> usize {
     1
 }
 
+/// A write cut in two (see [`Reply::split`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Split {
+    /// The text (templated) the cut falls in the middle of (of its bytes).
+    pub at: String,
+    /// ms between the two halves.
+    #[serde(default)]
+    pub delay_ms: f64,
+}
+
 /// One chat reply (`POST /v1/chat/completions`): by default a streamed (or not, as the request asks)
 /// llama.cpp-style answer "Paris." with usage.
 ///
@@ -362,6 +375,15 @@ pub struct Reply {
     pub forever: Option<Forever>,
     /// Refuse with 401 (an OpenAI authentication error) unless `Authorization: Bearer KEY`.
     pub expect_bearer: Option<String>,
+    /// As `expect_bearer`, KEY read from this file (whitespace trimmed) when the request arrives (a missing
+    /// file expects an empty key): the test's secret stays off the serve's command line.
+    pub expect_bearer_file: Option<PathBuf>,
+    /// The body is this many pseudo-random bytes (not UTF-8, not SSE; a fixed seed, the same bytes every
+    /// time) in place of every event; framing as `framing` says.
+    pub noise: Option<usize>,
+    /// The first write holding this text goes out in two writes, cut in the middle of the text: a read
+    /// that ends inside it (a key split over two reads).
+    pub split: Option<Split>,
     /// Printed when the request arrives, templated.
     pub log: Vec<LogLine>,
 }
@@ -395,6 +417,9 @@ impl Default for Reply {
             crash: None,
             forever: None,
             expect_bearer: None,
+            expect_bearer_file: None,
+            noise: None,
+            split: None,
             log: Vec::new(),
         }
     }
@@ -486,6 +511,8 @@ pub struct Vars {
     pub status: u16,
     /// The request's headers (lower-case names), for `{header:NAME}`.
     pub headers: Vec<(String, String)>,
+    /// The serve's `--var NAME=VALUE` pairs, for `{var:NAME}`.
+    pub vars: Vec<(String, String)>,
 }
 
 impl Vars {
@@ -512,14 +539,19 @@ impl Vars {
                 "method" => Some(self.method.clone()),
                 "path" => Some(self.path.clone()),
                 "status" => Some(self.status.to_string()),
-                _ => name.strip_prefix("header:").map(|h| {
-                    let h = h.to_ascii_lowercase();
-                    self.headers
-                        .iter()
-                        .find(|(n, _)| *n == h)
-                        .map(|(_, v)| v.clone())
-                        .unwrap_or_default()
-                }),
+                _ => {
+                    let find = |list: &[(String, String)], n: &str| {
+                        list.iter()
+                            .find(|(k, _)| k == n)
+                            .map(|(_, v)| v.clone())
+                            .unwrap_or_default()
+                    };
+                    if let Some(h) = name.strip_prefix("header:") {
+                        Some(find(&self.headers, &h.to_ascii_lowercase()))
+                    } else {
+                        name.strip_prefix("var:").map(|v| find(&self.vars, v))
+                    }
+                }
             };
             match value {
                 Some(v) => {
@@ -582,7 +614,9 @@ pub fn render_reply(reply: &Reply, stream: bool, model: &str, vars: &Vars) -> Ve
     }
     // The writes: (due ms, body bytes, events in it).
     let mut writes: Vec<(f64, Vec<u8>, usize)> = Vec::new();
-    if let Some(body) = &reply.body {
+    if let Some(n) = reply.noise {
+        writes.push((reply.head_delay_ms, noise(n), 1));
+    } else if let Some(body) = &reply.body {
         writes.push((reply.head_delay_ms, body.as_bytes().to_vec(), 1));
     } else if reply.status != 200 {
         let err = http::error_body(reply.status, "server_error", http::reason(reply.status));
@@ -687,7 +721,55 @@ pub fn render_reply(reply: &Reply, stream: bool, model: &str, vars: &Vars) -> Ve
     } else {
         Step::End
     }));
+    if let Some(split) = &reply.split {
+        split_write(
+            &mut steps,
+            vars.expand(&split.at).as_bytes(),
+            split.delay_ms,
+        );
+    }
     steps
+}
+
+/// Cuts the first write holding `at` in two, in the middle of `at`, the second half `delay_ms` later (the
+/// writes after it as much later).
+fn split_write(steps: &mut Vec<Step>, at: &[u8], delay_ms: f64) {
+    if at.is_empty() {
+        return;
+    }
+    let hit = steps.iter().enumerate().find_map(|(i, s)| match s {
+        Step::Write(t, b) => b
+            .windows(at.len())
+            .position(|w| w == at)
+            .map(|p| (i, *t, p + at.len() / 2)),
+        _ => None,
+    });
+    let Some((i, t, cut)) = hit else {
+        return;
+    };
+    if let Step::Write(_, b) = &mut steps[i] {
+        let tail = b.split_off(cut);
+        steps.insert(i + 1, Step::Write(t + delay_ms, tail));
+    }
+    for s in steps.iter_mut().skip(i + 2) {
+        if let Step::Write(t2, _) = s {
+            *t2 = t2.max(t + delay_ms);
+        }
+    }
+}
+
+/// `n` pseudo-random bytes (xorshift64*, a fixed seed): not UTF-8, the same every time.
+pub fn noise(n: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut out = Vec::with_capacity(n + 8);
+    while out.len() < n {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        out.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+    }
+    out.truncate(n);
+    out
 }
 
 fn last_at(steps: &[Step], or: f64) -> f64 {

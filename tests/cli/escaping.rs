@@ -1,5 +1,5 @@
 //! Nothing a serve or a gate author says reaches the CI's command stream or a terminal raw. A hostile serve
-//! (tests/data/escaping/hostile_serve.py) puts `::stop-commands::`, `::error::`, `::add-mask::`, `%0A`, CR, LF,
+//! (`servegate scripted-serve` playing [`hostile_script`], written beside the gates) puts `::stop-commands::`, `::error::`, `::add-mask::`, `%0A`, CR, LF,
 //! ESC, BEL and the legacy `##[error]` in its `/version`, its model list (and its replies' `model`), its
 //! replies, its error bodies and its log; a gate author puts control bytes in the model name the serve's
 //! command line carries and in a `requires` path. Through
@@ -11,8 +11,57 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use servegate::replay::scripted::{LogLine, Reply, Script};
+
 use crate::fixtures::root;
 use crate::fixtures::{self, Entry};
+
+/// What the hostile serve puts in everything it says: workflow commands, `%0A`, CR, LF, ESC, BEL and the
+/// legacy `##[`.
+const EVIL: &str =
+    "\n::stop-commands::z\r::error::fake%0A::add-mask::k\u{1b}[31m\u{7}##[error]legacy";
+
+/// The hostile serve: `/version` says `1.0.0` or, with `evil_version`, EVIL (the engine release a regression
+/// compares); `/v1/models` lists `m` or, with `errors`, EVIL only (the asked model is then not served); every
+/// chat reply streams EVIL then ` word` seven times (10 ms to the first, 5 ms apart, `model` EVIL), and with
+/// `errors` every other one (the 1st, 3rd...) is HTTP 500 with an OpenAI error body whose message is EVIL;
+/// its log (serve.log) says EVIL at start and once per chat request.
+fn hostile_script(evil_version: bool, errors: bool) -> Script {
+    let log = vec![LogLine::err(format!("INFO request {EVIL}"))];
+    let stream = Reply {
+        first_token_ms: 10.0,
+        token_ms: 5.0,
+        tokens: std::iter::once(EVIL.to_string())
+            .chain(std::iter::repeat_n(" word".to_string(), 7))
+            .collect(),
+        role_chunk: false,
+        usage: false,
+        model: Some(EVIL.into()),
+        log: log.clone(),
+        ..Reply::default()
+    };
+    let mut s = Script {
+        version: Some(if evil_version { EVIL } else { "1.0.0" }.into()),
+        models: vec![if errors { EVIL } else { "m" }.into()],
+        reply: stream.clone(),
+        ..Script::default()
+    };
+    if errors {
+        let error = Reply {
+            status: 500,
+            body: Some(
+                serde_json::json!({"error": {"message": EVIL, "type": "server_error", "code": 500}})
+                    .to_string(),
+            ),
+            log,
+            ..Reply::default()
+        };
+        s.replies = vec![error, stream];
+        s.cycle = true;
+    }
+    s.start.log = vec![LogLine::err(format!("INFO starting {EVIL}"))];
+    s
+}
 
 fn data(name: &str) -> PathBuf {
     root().join("tests/data/escaping").join(name)
@@ -26,18 +75,30 @@ fn servegate(args: &[&str], cwd: &Path) -> Output {
         .args(args)
         .current_dir(cwd)
         .env("SERVEGATE_RUNS", cwd.join("runs"))
+        .env("PATH", fixtures::path_env())
         .output()
         .expect("run servegate")
 }
 
-/// A scratch directory: the hostile serve, `base.toml` (the hostile gate's serve and requests on a plain
+/// A scratch directory: the hostile serve's scripts (`hostile-plain.json`, `hostile-evil-version.json`,
+/// `hostile-errors.json`, beside `base.toml` and in `gates/`), `base.toml` (the hostile gate's serve and requests on a plain
 /// `/version`, judged on a rate it meets, to bless the baseline from) and `gates/` with the two hostile gates.
 fn scratch() -> tempfile::TempDir {
     let t = tempfile::tempdir().unwrap();
     let gates = t.path().join("gates");
     std::fs::create_dir(&gates).unwrap();
     for dir in [t.path(), gates.as_path()] {
-        std::fs::copy(data("hostile_serve.py"), dir.join("hostile_serve.py")).unwrap();
+        for (name, evil_version, errors) in [
+            ("plain", false, false),
+            ("evil-version", true, false),
+            ("errors", false, true),
+        ] {
+            std::fs::write(
+                dir.join(format!("hostile-{name}.json")),
+                hostile_script(evil_version, errors).to_json(),
+            )
+            .unwrap();
+        }
     }
     let hostile = std::fs::read_to_string(data("hostile.toml")).unwrap();
     // The baseline run must pass to be blessed: its requests, only a rate it meets.
@@ -49,7 +110,7 @@ fn scratch() -> tempfile::TempDir {
     .unwrap();
     std::fs::write(
         gates.join("hostile.toml"),
-        hostile.replace("ver = \"--plain\"", "ver = \"--evil-version\""),
+        hostile.replace("ver = \"plain\"", "ver = \"evil-version\""),
     )
     .unwrap();
     for g in ["hostile-errors.toml", "hostile-requires.toml"] {
@@ -179,7 +240,7 @@ fn a_hostile_serve_cannot_write_a_workflow_command_or_a_control_byte() {
     assert!(verdict("route").contains("add-mask"), "{out}");
     assert!(out.contains("::error::fake"), "{out}");
     assert!(
-        err.contains("--evil-version") && err.contains("::stop-commands::z"),
+        err.contains("hostile-evil-version.json") && err.contains("::stop-commands::z"),
         "{err}"
     );
     assert!(
@@ -282,6 +343,7 @@ fn the_gate_harness_prints_no_serve_text_raw() {
         .current_dir(cwd)
         .env("SERVEGATE_GATES", cwd.join("gates"))
         .env("SERVEGATE_RUNS", cwd.join("runs"))
+        .env("PATH", fixtures::path_env())
         .env("SERVEGATE_VERBOSE", "1")
         .env("GITHUB_ACTIONS", "true")
         .output()

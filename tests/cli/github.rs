@@ -6,7 +6,8 @@
 //! failure, the `[assert.X]` header otherwise) and appends the Markdown summary to `$GITHUB_STEP_SUMMARY`
 //! with the artifact link; without it nothing is annotated. And the step summary of a run with 1,000 failing
 //! trials stays under GitHub's 1 MiB cap (what an earlier step wrote counts) and says how many rows were left
-//! out.
+//! out. The gate's serve is `servegate scripted-serve` playing tests/data/github/serves/london-50.toml
+//! (found on PATH: each run puts the binary's directory first).
 
 use std::path::Path;
 
@@ -31,6 +32,7 @@ fn line_starting(text: &str, prefix: &str) -> usize {
 fn run(env: &[(&str, &Path)], extra: &[(&str, &str)], tmp: &Path) -> (i32, String) {
     let mut cmd = fixtures::servegate();
     cmd.current_dir(root())
+        .env("PATH", fixtures::path_env())
         .args(["run", "-q", "--runs"])
         .arg(tmp.join("runs"))
         .arg(GATE);
@@ -223,6 +225,7 @@ fn the_gate_harness_annotates_and_summarises_too() {
     let summary = tmp.path().join("step-summary.md");
     let out = fixtures::harness(Entry::Code, &[])
         .current_dir(root())
+        .env("PATH", fixtures::path_env())
         .env("SERVEGATE_GATES", GATE)
         .env("SERVEGATE_RUNS", tmp.path().join("runs"))
         .env("GITHUB_ACTIONS", "true")

@@ -3,7 +3,8 @@
 //!
 //! The gate harness's CI outputs, end to end: the harness program (`servegate::run::harness::main_code`, what
 //! `cargo test --test gates` runs) over the test gates in tests/data/junit/gates (a pass, a failure and an
-//! ignored gate, served by the scripted fake tests/data/junit/chat_serve.py), configured by the environment
+//! ignored gate, served by the scripted serve playing tests/data/junit/serves/: `servegate scripted-serve`,
+//! found on PATH, the binary's directory put first), configured by the environment
 //! (`SERVEGATE_GATES`, `SERVEGATE_RUNS`, `SERVEGATE_JUNIT`, `SERVEGATE_JSON`, `SERVEGATE_STRICT`, `NEXTEST*`)
 //! as in CI. Each harness run is a child process (this test binary re-executed on `harness_child`: `fixtures::harness`), so its
 //! output, exit code and environment are its own. The XML is parsed back (well-formed XML 1.0, then as JUnit)
@@ -74,7 +75,8 @@ impl Child {
 /// libtest `args`.
 fn harness(env: &[(&str, &Path)], args: &[&str]) -> Child {
     let mut cmd = fixtures::harness(Entry::Code, args);
-    cmd.env("SERVEGATE_GATES", gates_dir());
+    cmd.env("SERVEGATE_GATES", gates_dir())
+        .env("PATH", fixtures::path_env());
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -289,7 +291,7 @@ fn junit_and_json_match_the_harness_report_for_a_pass_a_failure_and_an_ignored_g
     }
     assert!(prop(pass, "serve_command")
         .unwrap()
-        .contains("chat_serve.py"));
+        .contains("scripted-serve --script"));
     assert!(Path::new(&prop(pass, "evidence_dir").unwrap())
         .join("run.json")
         .is_file());
@@ -509,6 +511,7 @@ fn nextest_processes_of_one_run_share_one_serve_per_gate() {
     let start = |run_id: &str, trial: &str| {
         let mut cmd = fixtures::harness(Entry::Code, &["--exact", trial]);
         cmd.env("SERVEGATE_GATES", gates_dir())
+            .env("PATH", fixtures::path_env())
             .env("SERVEGATE_RUNS", runs.path())
             .env("SERVEGATE_JUNIT", &junit)
             .env("NEXTEST", "1")
@@ -622,6 +625,7 @@ fn servegate_run_writes_junit_and_json_with_its_exit_code() {
             .arg("--json")
             .arg(&json);
         cmd.args(extra)
+            .env("PATH", fixtures::path_env())
             .env_remove("SERVEGATE_STRICT")
             .stdin(Stdio::null())
             .output()

@@ -1,11 +1,11 @@
 //! Reliability and security, end to end through the `servegate` binary: hostile serves over HTTP
-//! (tests/data/hostile/serves/hostile_serve.py), the device hold, secrets, hostile gate specs and records,
+//! (`servegate scripted-serve` playing [`hostile`]'s scripts), the device hold, secrets, hostile gate specs and records,
 //! redirects and TLS. The random-kill loop is scripts/kill-loop.sh; fuzzing is scripts/fuzz.sh. The hazards,
 //! the test covering each, and the figures are in docs/reliability.md.
 //!
 //! Every run here is bounded: `run_bounded` kills servegate and fails the test when it outlives its limit, and
 //! every limit is generous (a shared 2-core machine); no assertion depends on a timing being short except
-//! "ended within the bound". Linux only; needs python3 (and openssl for the TLS test).
+//! "ended within the bound". Linux only; the TLS test needs openssl (its serve is `openssl s_server`).
 
 use std::ffi::OsString;
 use std::fs;
@@ -13,12 +13,158 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use servegate::replay::scripted::{
+    Body, Forever, Inject, LogLine, Reply, Route, Script, Split, Term,
+};
+
 use crate::fixtures;
 use crate::fixtures::reference::pid_alive;
 use crate::fixtures::root;
 
-fn hostile_serve() -> PathBuf {
-    root().join("tests/data/hostile/serves/hostile_serve.py")
+/// The hostile serve in `mode` (`servegate scripted-serve` playing this script): `GET /health` and
+/// `/v1/models` always answer 200 (the model `fake`), each request is logged as `srv  request: METHOD PATH
+/// -> STATUS`, and `POST /v1/chat/completions` does what `mode` says:
+///
+/// * `ok`: a correct short stream ("Paris." in three chunks, usage, `[DONE]`, the body ended by closing);
+/// * `silent`: reads the request and never answers (the connection stays open);
+/// * `stall` / `cut`: the head and two chunks ("Par", "is"), then nothing more with the connection open, or
+///   the connection closed (no finish_reason, no `[DONE]`);
+/// * `trickle`: the head, then one byte every 100 ms, forever;
+/// * `garbage`: 256 KiB of pseudo-random bytes (not UTF-8, not SSE), then the connection closed;
+/// * `endless-line`: `data: ` and then `a` forever without a newline, 1 MiB every 250 ms;
+/// * `huge`: `Content-Length` 4 GiB and a valid SSE chunk of 64 KiB of content repeated until the client
+///   goes away (1 MiB blocks, never the whole body in memory);
+/// * `exit`: `/health` answers 200 once, then the process exits, saying why in its log;
+/// * `echo-headers`: as `ok`, but the `Authorization` header goes to the log, a response header (`x-echo`)
+///   and the content (`Paris. You sent ...`, its bytes cut mid-key over two writes 50 ms apart);
+/// * `redirect`: 302 to `http://192.0.2.1:9/v1/chat/completions` (another host).
+fn hostile(mode: &str) -> Script {
+    let mut s = Script::default();
+    s.start.listening_log = vec![LogLine::err(format!(
+        "main: server is listening on http://{{host}}:{{port}} - mode {mode}"
+    ))];
+    s.request_log = vec![LogLine::err("srv  request: {method} {path} -> {status}")];
+    let bare = Reply {
+        stream: Some(true),
+        framing: Some(Body::Close),
+        tokens: Vec::new(),
+        role_chunk: false,
+        finish_reason: None,
+        usage: false,
+        done: false,
+        ..Reply::default()
+    };
+    s.reply = match mode {
+        "ok" => ok_reply(0.0),
+        "silent" => Reply {
+            head_delay_ms: 3_600_000.0,
+            ..bare
+        },
+        "stall" | "cut" => {
+            let mut r = Reply {
+                tokens: vec!["Par".into(), "is".into()],
+                ..bare
+            };
+            if mode == "stall" {
+                r.stall_after = Some(2);
+            } else {
+                r.cut_after = Some(2);
+            }
+            r
+        }
+        "trickle" => Reply {
+            forever: Some(Forever {
+                bytes: ":".into(),
+                repeat: 1,
+                every_ms: 100.0,
+            }),
+            ..bare
+        },
+        "garbage" => Reply {
+            noise: Some(256 * 1024),
+            headers: vec![("content-type".into(), "application/octet-stream".into())],
+            ..bare
+        },
+        "endless-line" => Reply {
+            inject: vec![Inject {
+                at: 0,
+                raw: "data: ".into(),
+            }],
+            forever: Some(Forever {
+                bytes: "a".into(),
+                repeat: 1 << 20,
+                every_ms: 250.0,
+            }),
+            ..bare
+        },
+        "huge" => {
+            let event = format!(
+                "data: {}\n\n",
+                serde_json::json!({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+                                   "choices": [{"index": 0, "delta": {"content": "x".repeat(65536)}, "finish_reason": null}]})
+            );
+            Reply {
+                framing: Some(Body::Length),
+                content_length: Some(4 << 30),
+                forever: Some(Forever {
+                    repeat: (1 << 20) / event.len(),
+                    bytes: event,
+                    every_ms: 0.0,
+                }),
+                ..bare
+            }
+        }
+        "exit" => {
+            s.health.exit_after_ready_ms = Some(0.0);
+            s.health.exit_log = vec![LogLine::err("[backend] stopping server right after ready")];
+            ok_reply(0.0)
+        }
+        "echo-headers" => Reply {
+            tokens: vec!["Paris. You sent {header:authorization}".into()],
+            headers: vec![("x-echo".into(), "{header:authorization}".into())],
+            split: Some(Split {
+                at: "{header:authorization}".into(),
+                delay_ms: 50.0,
+            }),
+            finish_reason: Some("stop".into()),
+            done: true,
+            log: vec![LogLine::err(
+                "srv  header authorization: {header:authorization}",
+            )],
+            ..bare
+        },
+        "redirect" => {
+            s.routes = vec![Route {
+                method: Some("POST".into()),
+                path: "/v1/chat/completions".into(),
+                status: 302,
+                headers: vec![(
+                    "location".into(),
+                    "http://192.0.2.1:9/v1/chat/completions".into(),
+                )],
+                body: String::new(),
+                delay_ms: 0.0,
+            }];
+            ok_reply(0.0)
+        }
+        other => panic!("no hostile mode {other}"),
+    };
+    s
+}
+
+/// The `ok` reply: "Paris", ".", "" (each `delay_ms` after the one before, the first `delay_ms` after the
+/// head), the finish chunk, usage, `[DONE]`, the body ended by closing the connection.
+fn ok_reply(delay_ms: f64) -> Reply {
+    Reply {
+        stream: Some(true),
+        framing: Some(Body::Close),
+        tokens: vec!["Paris".into(), ".".into(), "".into()],
+        role_chunk: false,
+        first_token_ms: delay_ms,
+        token_ms: delay_ms,
+        prompt_tokens: 3,
+        ..Reply::default()
+    }
 }
 
 /// What one bounded run of the binary did.
@@ -121,26 +267,9 @@ fn os(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
     args.iter().map(|a| a.as_ref().to_os_string()).collect()
 }
 
-/// A gate whose serve is the hostile serve in `mode` (extra serve args `args`), one prompt, `timeout_s` per
+/// A gate whose serve is `script` (`servegate scripted-serve`, [`hostile`]), one prompt, `timeout_s` per
 /// request, content and known-answer assertions.
-fn hostile_gate(
-    dir: &Path,
-    name: &str,
-    mode: &str,
-    args: &[&str],
-    timeout_s: f64,
-    extra: &str,
-) -> PathBuf {
-    let mut argv = vec![
-        "python3".to_string(),
-        "-u".into(),
-        hostile_serve().display().to_string(),
-        "--port".into(),
-        "{port}".into(),
-        "--mode".into(),
-        mode.into(),
-    ];
-    argv.extend(args.iter().map(|s| s.to_string()));
+fn hostile_gate(dir: &Path, name: &str, script: &Script, timeout_s: f64, extra: &str) -> PathBuf {
     let text = format!(
         r#"[gate]
 name = "{name}"
@@ -158,16 +287,11 @@ prompts = ["What is the capital of France?"]
 [assert.known_answer]
 matches = "(?i)paris"
 "#,
-        command = toml_array(&argv),
+        command = fixtures::scripted_command(script),
     );
     let p = dir.join(format!("{name}.toml"));
     fs::write(&p, text).unwrap();
     p
-}
-
-fn toml_array(items: &[String]) -> String {
-    let quoted: Vec<String> = items.iter().map(|s| format!("{:?}", s)).collect();
-    format!("[{}]", quoted.join(", "))
 }
 
 fn run_gate(gate: &Path, runs: &Path, envs: &[(&str, &str)], limit: Duration) -> Out {
@@ -229,7 +353,7 @@ fn assert_failed_with(out: &Out, cause: &str, bound: Duration) {
 #[test]
 fn serve_that_never_answers_is_ended_by_the_request_timeout() {
     let tmp = tempfile::tempdir().unwrap();
-    let gate = hostile_gate(tmp.path(), "silent", "silent", &[], 2.0, "");
+    let gate = hostile_gate(tmp.path(), "silent", &hostile("silent"), 2.0, "");
     let out = run_gate(
         &gate,
         &tmp.path().join("runs"),
@@ -242,7 +366,7 @@ fn serve_that_never_answers_is_ended_by_the_request_timeout() {
 #[test]
 fn serve_that_stalls_mid_stream_is_ended_by_the_request_timeout() {
     let tmp = tempfile::tempdir().unwrap();
-    let gate = hostile_gate(tmp.path(), "stall", "stall", &[], 2.0, "");
+    let gate = hostile_gate(tmp.path(), "stall", &hostile("stall"), 2.0, "");
     let out = run_gate(
         &gate,
         &tmp.path().join("runs"),
@@ -265,7 +389,7 @@ fn serve_that_stalls_mid_stream_is_ended_by_the_request_timeout() {
 #[test]
 fn serve_that_closes_mid_stream_fails_as_truncated() {
     let tmp = tempfile::tempdir().unwrap();
-    let gate = hostile_gate(tmp.path(), "cut", "cut", &[], 10.0, "");
+    let gate = hostile_gate(tmp.path(), "cut", &hostile("cut"), 10.0, "");
     let out = run_gate(
         &gate,
         &tmp.path().join("runs"),
@@ -284,7 +408,7 @@ fn serve_that_closes_mid_stream_fails_as_truncated() {
 #[test]
 fn serve_that_trickles_is_ended_by_the_whole_request_deadline() {
     let tmp = tempfile::tempdir().unwrap();
-    let gate = hostile_gate(tmp.path(), "trickle", "trickle", &[], 2.0, "");
+    let gate = hostile_gate(tmp.path(), "trickle", &hostile("trickle"), 2.0, "");
     let out = run_gate(
         &gate,
         &tmp.path().join("runs"),
@@ -301,7 +425,7 @@ fn serve_that_trickles_is_ended_by_the_whole_request_deadline() {
 #[test]
 fn garbage_bytes_fail_content_and_are_kept_byte_for_byte() {
     let tmp = tempfile::tempdir().unwrap();
-    let gate = hostile_gate(tmp.path(), "garbage", "garbage", &[], 10.0, "");
+    let gate = hostile_gate(tmp.path(), "garbage", &hostile("garbage"), 10.0, "");
     let out = run_gate(
         &gate,
         &tmp.path().join("runs"),
@@ -333,8 +457,7 @@ fn endless_line_is_ended_by_the_deadline_with_bounded_memory() {
     let gate = hostile_gate(
         tmp.path(),
         "endless-line",
-        "endless-line",
-        &["--block-delay-ms", "250"],
+        &hostile("endless-line"),
         3.0,
         "",
     );
@@ -370,14 +493,7 @@ fn multi_gigabyte_body_is_capped_with_bounded_memory() {
     // The cap, not the clock, must end it: the request deadline (600 s) is far beyond any busy machine's
     // 64 MiB (about 20 s at load 12 on 2 cores), so the cause is decided by the byte count alone, and the
     // bounds are hang guards.
-    let gate = hostile_gate(
-        tmp.path(),
-        "huge",
-        "huge",
-        &["--event-bytes", "65536"],
-        600.0,
-        "",
-    );
+    let gate = hostile_gate(tmp.path(), "huge", &hostile("huge"), 600.0, "");
     let out = run_gate(
         &gate,
         &tmp.path().join("runs"),
@@ -413,7 +529,7 @@ fn multi_gigabyte_body_is_capped_with_bounded_memory() {
 #[test]
 fn serve_that_exits_right_after_ready_fails_with_the_cause() {
     let tmp = tempfile::tempdir().unwrap();
-    let gate = hostile_gate(tmp.path(), "exit", "exit", &[], 10.0, "");
+    let gate = hostile_gate(tmp.path(), "exit", &hostile("exit"), 10.0, "");
     let out = run_gate(
         &gate,
         &tmp.path().join("runs"),
@@ -521,19 +637,19 @@ fn hold_gate(
     repeats: u32,
     wait_s: f64,
 ) -> PathBuf {
-    let t = times.display().to_string();
+    let mut script = hostile("ok");
+    script.reply = ok_reply(100.0);
+    script.times_file = Some(times.to_path_buf());
+    // SIGTERM: the `stop` stamp, then exit 0.
+    script.term = Term::Exit {
+        code: 0,
+        log: Vec::new(),
+    };
     let hold = format!(
         "[hold]\nlock = {:?}\nwait_s = {wait_s:?}",
         lock.display().to_string()
     );
-    let p = hostile_gate(
-        dir,
-        name,
-        "ok",
-        &["--times", &t, "--delay-ms", "100"],
-        10.0,
-        &hold,
-    );
+    let p = hostile_gate(dir, name, &script, 10.0, &hold);
     let text = fs::read_to_string(&p).unwrap().replace(
         "timeout_s = 10.0\n",
         &format!("timeout_s = 10.0\nrepeats = {repeats}\n"),
@@ -706,6 +822,14 @@ fn hold_not_had_in_time_fails_naming_the_holder_and_starts_nothing() {
 
 // ---- 4. secrets ---------------------------------------------------------------------------------------------
 
+/// The `ok` serve answering 401 (an OpenAI authentication error) unless `Authorization: Bearer KEY`, KEY read
+/// from `key_file` (so the key is on no command line).
+fn auth(key_file: &Path) -> Script {
+    let mut s = hostile("ok");
+    s.reply.expect_bearer_file = Some(key_file.to_path_buf());
+    s
+}
+
 fn fresh_key() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -752,12 +876,10 @@ fn api_key_is_sent_as_bearer_and_written_nowhere() {
     let key = fresh_key();
     let key_file = tmp.path().join("expected-key");
     fs::write(&key_file, &key).unwrap();
-    let kf = key_file.display().to_string();
     let gate = hostile_gate(
         tmp.path(),
         "secret",
-        "auth",
-        &["--expect-key-file", &kf],
+        &auth(&key_file),
         10.0,
         "api_key_env = \"SG_RELIABILITY_KEY\"",
     );
@@ -776,7 +898,7 @@ fn api_key_is_sent_as_bearer_and_written_nowhere() {
     );
     assert!(fs::read_to_string(out.run_dir().join("serve.log"))
         .unwrap()
-        .contains("bearer token accepted"));
+        .contains("srv  request: POST /v1/chat/completions -> 200"));
     let files = assert_key_absent(
         &key,
         &runs,
@@ -823,8 +945,7 @@ fn api_key_echoed_by_the_serve_is_masked_in_the_evidence() {
     let gate = hostile_gate(
         tmp.path(),
         "echo",
-        "echo-headers",
-        &[],
+        &hostile("echo-headers"),
         10.0,
         "api_key_env = \"SG_RELIABILITY_KEY\"",
     );
@@ -882,14 +1003,12 @@ fn api_key_is_not_in_the_harness_reports() {
     let key = fresh_key();
     let key_file = tmp.path().join("expected-key");
     fs::write(&key_file, &key).unwrap();
-    let kf = key_file.display().to_string();
     let gates = tmp.path().join("gates");
     fs::create_dir(&gates).unwrap();
     let gate = hostile_gate(
         &gates,
         "secret-harness",
-        "auth",
-        &["--expect-key-file", &kf],
+        &auth(&key_file),
         10.0,
         "api_key_env = \"SG_RELIABILITY_HARNESS_KEY\"",
     );
@@ -1131,7 +1250,7 @@ fn hostile_records_get_a_clear_error_never_a_panic() {
 #[test]
 fn redirect_to_another_host_is_not_followed() {
     let tmp = tempfile::tempdir().unwrap();
-    let gate = hostile_gate(tmp.path(), "redirect", "redirect", &[], 10.0, "");
+    let gate = hostile_gate(tmp.path(), "redirect", &hostile("redirect"), 10.0, "");
     let out = run_gate(
         &gate,
         &tmp.path().join("runs"),
@@ -1176,12 +1295,16 @@ fn https_serve_with_an_untrusted_certificate_is_refused_clearly() {
         .unwrap();
     assert!(st.success());
     let port = servegate::io::port::free_port("127.0.0.1").unwrap();
-    let mut serve = Command::new("python3")
-        .arg(hostile_serve())
-        .args(["--mode", "tls", "--port", &port.to_string(), "--cert"])
+    // The serve: openssl's own TLS server presenting the self-signed certificate (answering HTTP with its
+    // status page, to a client that gets that far; servegate must not).
+    let mut serve = Command::new("openssl")
+        .args(["s_server", "-www", "-quiet", "-accept"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("-cert")
         .arg(&cert)
-        .arg("--key")
+        .arg("-key")
         .arg(&key)
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -3,7 +3,7 @@
 //!
 //! The gate harness's CI outputs, end to end: the harness program (`servegate::run::harness::main_code`, what
 //! `cargo test --test gates` runs) over the test gates in tests/data/junit/gates (a pass, a failure and an
-//! ignored gate, served by the scripted fake tests/data/junit/chat_serve.py), configured by the environment
+//! ignored gate, served by the scripted fake tests/data/junit/serves/ (`servegate scripted-serve`)), configured by the environment
 //! (`SERVEGATE_GATES`, `SERVEGATE_RUNS`, `SERVEGATE_JUNIT`, `SERVEGATE_JSON`, `SERVEGATE_STRICT`, `NEXTEST*`)
 //! as in CI. Each harness run is a child process (this test binary re-executed on `harness_child`), so its
 //! output, exit code and environment are its own. The XML is parsed back (well-formed XML 1.0, then as JUnit)

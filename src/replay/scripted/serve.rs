@@ -20,6 +20,24 @@ pub struct ScriptedArgs {
     /// Port to listen on (0 picks a free one; the script's `start.bind_port` overrides it).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
+    /// `NAME=VALUE`, for the script's `{var:NAME}` (repeatable): what a gate puts on the serve's command
+    /// line (`--var model={model}`).
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+}
+
+impl ScriptedArgs {
+    /// The `--var` pairs, split at the first `=`; an argument without `=` is refused.
+    fn var_pairs(&self) -> Result<Vec<(String, String)>, String> {
+        self.vars
+            .iter()
+            .map(|v| {
+                v.split_once('=')
+                    .map(|(n, x)| (n.to_string(), x.to_string()))
+                    .ok_or_else(|| format!("--var {v:?}: expected NAME=VALUE"))
+            })
+            .collect()
+    }
 }
 
 /// The serve's state, shared by the connection threads.
@@ -27,6 +45,8 @@ struct State {
     script: Script,
     host: String,
     port: u16,
+    /// `--var` pairs.
+    vars: Vec<(String, String)>,
     /// `/health` answers 200 from this instant on; `None`: never.
     ready_at: Option<Instant>,
     requests: AtomicU64,
@@ -47,6 +67,7 @@ impl State {
             path: req.path.clone(),
             status: 0,
             headers: req.headers.clone(),
+            vars: self.vars.clone(),
         }
     }
 
@@ -233,7 +254,8 @@ fn load(args: &ScriptedArgs) -> Result<Script, String> {
 /// `servegate scripted-serve`: plays the script (see the module doc of [`super`]). Returns the exit code
 /// when it stops on its own (a bad script, a failed bind); a scripted exit ends the process directly.
 pub fn cli_scripted(args: &ScriptedArgs) -> i32 {
-    let script = match load(args) {
+    let loaded = load(args).and_then(|s| Ok((s, args.var_pairs()?)));
+    let (script, arg_vars) = match loaded {
         Ok(s) => s,
         Err(e) => {
             crate::errln!("error: {e}");
@@ -255,6 +277,7 @@ pub fn cli_scripted(args: &ScriptedArgs) -> i32 {
     let start_vars = Vars {
         host: args.host.clone(),
         port,
+        vars: arg_vars.clone(),
         ..Default::default()
     };
     emit_raw(&script.start.log, &start_vars);
@@ -293,6 +316,7 @@ pub fn cli_scripted(args: &ScriptedArgs) -> i32 {
         script,
         host: args.host.clone(),
         port,
+        vars: arg_vars,
         ready_at,
         requests: AtomicU64::new(0),
         chats: AtomicU64::new(0),
@@ -456,7 +480,14 @@ fn chat(state: &State, req: &http::Request, w: &mut TcpStream, mut vars: Vars) -
     vars.chat = k + 1;
     vars.status = reply.status;
     state.emit(&reply.log, &vars);
-    if let Some(key) = &reply.expect_bearer {
+    let expected = reply.expect_bearer.clone().or_else(|| {
+        reply.expect_bearer_file.as_ref().map(|p| {
+            std::fs::read_to_string(p)
+                .map(|k| k.trim().to_string())
+                .unwrap_or_default()
+        })
+    });
+    if let Some(key) = expected {
         if req.header("authorization") != Some(format!("Bearer {key}").as_str()) {
             let body = serde_json::json!({"error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}});
             let ok = w

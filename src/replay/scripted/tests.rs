@@ -10,6 +10,7 @@ fn vars() -> Vars {
         path: "/v1/chat/completions".into(),
         status: 200,
         headers: vec![("authorization".into(), "Bearer k".into())],
+        vars: vec![("model".into(), "m\u{1b}x".into())],
     }
 }
 
@@ -304,4 +305,64 @@ fn scripts_round_trip_through_json_and_toml_and_refuse_unknown_fields() {
         ..Script::default()
     };
     assert!(bad.validate().unwrap_err().contains("token_ms"));
+}
+
+#[test]
+fn var_templates_expand_from_the_command_line_pairs_and_are_empty_when_not_given() {
+    assert_eq!(
+        vars().expand("model {var:model} x{var:nope}y"),
+        "model m\u{1b}x xy"
+    );
+}
+
+#[test]
+fn noise_is_a_fixed_body_of_bytes_that_are_not_utf8() {
+    let reply = Reply {
+        noise: Some(1000),
+        framing: Some(Body::Close),
+        ..Reply::default()
+    };
+    let steps = render_reply(&reply, true, "m", &vars());
+    let mut body = Vec::new();
+    for s in &steps {
+        if let Step::Write(_, b) = s {
+            body.extend_from_slice(b);
+        }
+    }
+    let head_end = body.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let body = &body[head_end..];
+    assert_eq!(body, noise(1000).as_slice());
+    assert!(std::str::from_utf8(body).is_err());
+    assert_eq!(noise(7), noise(1000)[..7]);
+    assert_eq!(steps.last(), Some(&Step::Close));
+}
+
+#[test]
+fn a_split_cuts_the_write_holding_its_text_in_the_middle_of_it() {
+    let reply = Reply {
+        tokens: vec!["Paris. You sent {header:authorization}".into()],
+        split: Some(Split {
+            at: "{header:authorization}".into(),
+            delay_ms: 50.0,
+        }),
+        role_chunk: false,
+        ..Reply::default()
+    };
+    let w = writes(&render_reply(&reply, true, "m", &vars()));
+    let i = w
+        .iter()
+        .position(|(_, b)| b.ends_with("You sent Bear"))
+        .unwrap_or_else(|| panic!("{w:?}"));
+    assert!(w[i + 1].1.starts_with("er k\""), "{w:?}");
+    assert_eq!(w[i + 1].0, w[i].0 + 50.0);
+    assert!(w[i + 2..].iter().all(|(t, _)| *t >= w[i].0 + 50.0), "{w:?}");
+    // The whole is unchanged.
+    let plain = Reply {
+        split: None,
+        ..reply.clone()
+    };
+    assert_eq!(
+        wire(&render_reply(&reply, true, "m", &vars())),
+        wire(&render_reply(&plain, true, "m", &vars()))
+    );
 }
