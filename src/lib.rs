@@ -10,6 +10,7 @@
 //! - `evidence` — the run directory on disk: layout, write, load (raw).
 //! - `analysis` — pure: SSE, replies, per-request figures, statistics, content checks, pair arithmetic.
 //! - `judge` — pure: spec + figures → verdicts (with secret masking).
+//! - `loaded` — evidence read from disk for judging: runs, pairs, baselines, the judge's inputs, load points.
 //! - `records` — run records and the leaderboard.
 //! - `coverage` — the coverage page from matrix-gate evidence, and the census of a peer's model list.
 //! - `sinks` — the results model and its output formats.
@@ -27,6 +28,7 @@ pub mod evidence;
 pub mod inspect;
 pub mod io;
 pub mod judge;
+pub mod loaded;
 pub mod records;
 pub mod replay;
 pub mod run;

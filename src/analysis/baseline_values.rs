@@ -1,5 +1,6 @@
-//! The baseline values a regression verdict compares with, and the ONE place they are loaded: the runner,
-//! the test harness and `servegate judge` all call [`regression_input`] and hand its result to
+//! The baseline values a regression verdict compares with (pure). They are loaded in ONE place: the runner,
+//! the test harness and `servegate judge` all call `crate::loaded::regression_input` (which reads the
+//! directories and calls [`choose_stored`], [`window_values`] and [`stored_values`]) and hand its result to
 //! `judge::judge_with`, which stays pure.
 //!
 //! * A **stored** baseline (`baseline = "DIR"` / `baselines = [...]`): each directory is read with
@@ -7,12 +8,12 @@
 //!   the gate file's directory and its ancestors, then the current directory); one whose comparability key equals this run's (for speed: the host
 //!   counts) and whose host load per CPU is within `max_load_ratio` of this run's is chosen, the nearest in
 //!   load (`evidence::baseline::choose`), and each of its windows is read with
-//!   [`crate::analysis::load`] like any evidence: the per-request values of the metric of its judged
+//!   `crate::loaded::load` like any evidence: the per-request values of the metric of its judged
 //!   (non-warmup) requests, failed requests left out.
 //! * An **interleaved** baseline (`baseline_serve`, or a pair gate's `theirs` arm): the gate runs as a pair
 //!   (`spec::interleave::as_pair`) and the pair judge fills [`Block`]s from the pair's evidence
-//!   (`judge::regression::judge_pair_blocks`: `analysis::interleave::blocks` of the arms' values); [`regression_input`] is for
-//!   single-serve evidence and has none.
+//!   (`judge::regression::judge_pair_blocks`: `analysis::interleave::blocks` of the arms' values);
+//!   `crate::loaded::regression_input` is for single-serve evidence and has none.
 
 use std::path::PathBuf;
 
@@ -21,7 +22,7 @@ use crate::evidence::baseline;
 use crate::evidence::comparability::{
     key_of_evidence, release_changes, run_load_per_cpu, KeyDiff, KeyUse,
 };
-use crate::spec::{GateSpec, RegressionBaseline};
+use crate::spec::GateSpec;
 use crate::vocab::Metric;
 
 /// One block of an interleaved run: the per-request values of the metric from the baseline serve and from
@@ -91,21 +92,6 @@ fn value_of(r: &RequestEvidence, metric: Metric) -> Option<f64> {
     measure::metric_value(&measure::measure(&r.reply), metric).filter(|v| v.is_finite())
 }
 
-/// The baseline side of the gate's `[assert.regression]` for this run (`gate` as run, `run` its evidence), or
-/// None when the gate declares no regression. Reads the stored baselines' directories; an interleaved
-/// baseline's blocks come from the runner: with none given here it is [`BaselineValues::Unavailable`].
-pub fn regression_input(gate: &GateSpec, run: &Evidence) -> Option<BaselineValues> {
-    let r = gate.assertions.regression.as_ref()?;
-    Some(match &r.baseline {
-        RegressionBaseline::Serve(_) | RegressionBaseline::PairArm => BaselineValues::Unavailable(
-            "the interleaved baseline serve's blocks are not in this evidence (servegate run records them; \
-             a run without them cannot be judged against a baseline serve)"
-                .into(),
-        ),
-        RegressionBaseline::Stored(dirs) => stored(dirs, gate, run, r.metric, r.max_load_ratio),
-    })
-}
-
 /// `servegate bless <gate file> --baseline <run dir>`: the command that renews a stored baseline from this
 /// run (the gate file as `run.json` names it).
 pub fn renew_command(run: &Evidence) -> String {
@@ -116,64 +102,56 @@ pub fn renew_command(run: &Evidence) -> String {
     )
 }
 
-fn stored(
-    dirs: &[PathBuf],
+/// The stored baseline a regression compares with, among `loaded` (the baselines the gate names, read by the
+/// caller: `crate::loaded::regression_input`): the one whose comparability key equals this run's (for speed)
+/// and whose host load per CPU is within `max_load_ratio` of this run's, the nearest in load
+/// (`evidence::baseline::choose`). `Err` is the verdict's input when none applies
+/// ([`BaselineValues::NotCompared`] for a busy runner, else [`BaselineValues::Incomparable`]).
+pub fn choose_stored<'a>(
     gate: &GateSpec,
     run: &Evidence,
-    metric: Metric,
+    loaded: &'a [baseline::Baseline],
     max_load_ratio: f64,
-) -> BaselineValues {
-    let mut loaded = Vec::new();
-    for d in dirs {
-        match baseline::load_named(&gate.file, d) {
-            Ok(b) => loaded.push(b),
-            Err(e) => {
-                return BaselineValues::Unavailable(format!(
-                    "baseline {} cannot be read: {e} (servegate bless GATE --baseline RUN_DIR writes one)",
-                    d.display()
-                ))
-            }
-        }
-    }
+) -> Result<&'a baseline::Baseline, BaselineValues> {
     let key = key_of_evidence(gate, &run.run, run.serve_log.as_deref());
-    let run_load = run_load_per_cpu(&run.run);
     let check = baseline::LoadCheck {
-        run_per_cpu: run_load,
+        run_per_cpu: run_load_per_cpu(&run.run),
         max_ratio: max_load_ratio,
     };
-    let chosen = match baseline::choose(&loaded, &key, KeyUse::Speed, Some(check)) {
-        Ok(b) => b,
-        Err(why) if !why.busy.is_empty() => return BaselineValues::NotCompared(why.busy),
-        Err(why) => {
-            return BaselineValues::Incomparable {
-                why: why.incomparable,
-                renew: renew_command(run),
-            }
-        }
-    };
-    let mut windows = Vec::new();
-    for w in &chosen.window_dirs {
-        match crate::analysis::load(w) {
-            // The gate's untimed prompts feed no value, in a baseline window as in this run.
-            Ok(ev) => windows.push(
-                ev.requests
-                    .iter()
-                    .filter(|r| !r.record.warmup && gate.request.timed(&r.record.prompt))
-                    .filter_map(|r| value_of(r, metric))
-                    .collect(),
-            ),
-            Err(e) => {
-                return BaselineValues::Unavailable(format!(
-                    "baseline window {} cannot be read: {e}",
-                    w.display()
-                ))
-            }
-        }
+    match baseline::choose(loaded, &key, KeyUse::Speed, Some(check)) {
+        Ok(b) => Ok(b),
+        Err(why) if !why.busy.is_empty() => Err(BaselineValues::NotCompared(why.busy)),
+        Err(why) => Err(BaselineValues::Incomparable {
+            why: why.incomparable,
+            renew: renew_command(run),
+        }),
     }
+}
+
+/// The values of `metric` one baseline window `window` gives: its judged (non-warmup) requests' values, the
+/// gate's untimed prompts left out (in a baseline window as in this run), failed requests left out.
+pub fn window_values(gate: &GateSpec, window: &Evidence, metric: Metric) -> Vec<f64> {
+    window
+        .requests
+        .iter()
+        .filter(|r| !r.record.warmup && gate.request.timed(&r.record.prompt))
+        .filter_map(|r| value_of(r, metric))
+        .collect()
+}
+
+/// The [`BaselineValues::Stored`] of the `chosen` baseline ([`choose_stored`]) for this run, with its
+/// windows' values ([`window_values`], oldest first).
+pub fn stored_values(
+    gate: &GateSpec,
+    run: &Evidence,
+    chosen: &baseline::Baseline,
+    windows: Vec<Vec<f64>>,
+) -> BaselineValues {
+    let key = key_of_evidence(gate, &run.run, run.serve_log.as_deref());
     BaselineValues::Stored {
         dir: chosen.dir.clone(),
         windows,
-        load: run_load.zip(chosen.load_per_cpu()),
+        load: run_load_per_cpu(&run.run).zip(chosen.load_per_cpu()),
         release: release_changes(&chosen.key, &key),
         renew: renew_command(run),
     }

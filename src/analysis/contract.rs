@@ -1,13 +1,11 @@
-//! The `[contract]` checks' evidence, parsed as judging sees it ([`load_contract`]): each request's reads as a
-//! [`Reply`] (the same parser as the speed trials') and its raw body bytes kept, so a check can read every
-//! stream chunk and body as JSON itself (`judge::contract`).
+//! The `[contract]` checks' evidence, parsed as judging sees it ([`parse`]; `crate::loaded::load_contract`
+//! reads it): each request's reads as a [`Reply`] (the same parser as the speed trials') and its raw body
+//! bytes kept, so a check can read every stream chunk and body as JSON itself (`judge::contract`). Pure.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use crate::analysis::reply::{reply_of, Reply};
-use crate::error::EvidenceError;
-use crate::evidence::contract::{load_raw, ContractRecord};
+use crate::evidence::contract::{ContractRecord, RawExchange};
 use crate::evidence::RequestRecord;
 
 /// One contract request as judged.
@@ -30,9 +28,8 @@ pub struct ContractEvidence {
     pub checks: BTreeMap<String, Vec<ContractExchange>>,
 }
 
-/// Loads `dir/contract/` ([`crate::evidence::contract::load_raw`]) and parses each reply.
-pub fn load_contract(dir: &Path) -> Result<ContractEvidence, EvidenceError> {
-    let raw = load_raw(dir)?;
+/// Each check's raw exchanges (as `crate::evidence::contract::load_raw` read them) with each reply parsed.
+pub fn parse(raw: BTreeMap<String, Vec<RawExchange>>) -> ContractEvidence {
     let checks = raw
         .into_iter()
         .map(|(name, exchanges)| {
@@ -71,5 +68,5 @@ pub fn load_contract(dir: &Path) -> Result<ContractEvidence, EvidenceError> {
             (name, parsed)
         })
         .collect();
-    Ok(ContractEvidence { checks })
+    ContractEvidence { checks }
 }

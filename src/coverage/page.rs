@@ -163,7 +163,7 @@ fn cell_of(dir: &Path, name: &str, gate: &str, model: &str) -> Option<Cell> {
     let text = std::fs::read_to_string(&gate_file).ok()?;
     let entry = matrix::entry_for(&gate_file, &text, name)?;
     let spec = matrix::load_named(&gate_file, Some(name)).ok()?;
-    let ev = crate::analysis::load(dir).ok()?;
+    let ev = crate::loaded::load(dir).ok()?;
     if ev.run.status != crate::evidence::RunStatus::Complete {
         return None;
     }

@@ -279,7 +279,7 @@ pub fn load_named(gate_file: &Path, path: &Path) -> Result<Baseline, String> {
 }
 
 /// A baseline with every window's run directory read back as evidence, each request parsed by `parse`
-/// (the analysis layer passes its reply parser: `analysis::load_baseline`).
+/// (the analysis layer passes its reply parser: `loaded::load_baseline`).
 #[derive(Debug, Clone)]
 pub struct LoadedBaseline<R = Vec<crate::io::reads::TimedRead>> {
     /// The baseline directory and its manifest.

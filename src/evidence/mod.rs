@@ -542,7 +542,7 @@ pub use crate::io::client::ResponseMeta;
 
 /// One request of a loaded run: its record, its response meta, and its reads as loaded: raw
 /// (`Vec<TimedRead>`, from [`load`]) or turned into what the layer above needs as they are read (from
-/// [`load_with`]; `analysis::load` parses each into a `Reply`, so that a large reply's reads are never
+/// [`load_with`]; `loaded::load` parses each into a `Reply`, so that a large reply's reads are never
 /// held beside its parse).
 #[derive(Debug, Clone)]
 pub struct RequestEvidence<R = Vec<TimedRead>> {
@@ -550,7 +550,7 @@ pub struct RequestEvidence<R = Vec<TimedRead>> {
     pub record: RequestRecord,
     /// The response meta (`NN.response.json`), if present.
     pub response: Option<ResponseMeta>,
-    /// What was made of `NN.reads.jsonl`: the raw reads, or (from `analysis::load`) the parsed reply with
+    /// What was made of `NN.reads.jsonl`: the raw reads, or (from `loaded::load`) the parsed reply with
     /// the transport error, if any.
     pub reply: R,
 }

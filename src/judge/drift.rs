@@ -1,6 +1,6 @@
 //! Judging `[assert.drift]`: per prompt, this run's greedy replies against the baseline's reply to the same
 //! prompt, with `analysis::drift::compare` (docs/drift.md). Pure: the baselines come loaded
-//! (`analysis::load_baseline`, by the caller: `JudgeInputs::load`). Comparability first: a run whose key (what
+//! (`loaded::load_baseline`, by the caller: `loaded::judge_inputs`). Comparability first: a run whose key (what
 //! the gate fixes: model sha256, prompts, max_tokens, temperature, stream, device) differs from every
 //! baseline's is **incomparable**, never a pass (a FAIL naming the fields unless `on_incomparable = "skip"`).
 //! What the release changed (engine version, the numerics settings read from the serve log: flash
@@ -40,7 +40,7 @@ fn baseline_reply<'a>(b: &'a crate::analysis::LoadedBaseline, prompt: &str) -> O
     })
 }
 
-/// The verdict of `[assert.drift]` on `ev` against `baselines` (as [`crate::analysis::load_baseline`]
+/// The verdict of `[assert.drift]` on `ev` against `baselines` (as `crate::loaded::load_baseline`
 /// gives them; empty: they were not loaded, which fails): the first baseline that applies
 /// ([`choose_baseline`]), each prompt's worst reply against it ([`compare_prompts`]), the line
 /// ([`describe_rows`]).

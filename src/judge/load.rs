@@ -24,36 +24,14 @@ use crate::spec::load::Point;
 use crate::spec::GateSpec;
 use crate::vocab::AssertionKind;
 
-/// One sweep point's evidence as the runner or `servegate judge` loaded it (an error: why it could not be).
+/// One sweep point's evidence as the runner or `servegate judge` loaded it (`crate::loaded::load_point`; an
+/// error: why it could not be).
 #[derive(Debug)]
 pub struct PointEvidence {
     /// The point.
     pub point: Point,
     /// Its run directory (parsed replies) and `load.json`, or why they could not be read.
     pub loaded: Result<(Evidence, LoadRecord), String>,
-}
-
-impl PointEvidence {
-    /// Loads point `point` of the load run under `root` (its directory `root/<point dir>`): the replies
-    /// (`analysis::load`) and `load.json`, checked against each other and the point
-    /// ([`crate::evidence::load::check_record`]); what does not hold is `loaded`'s error, so the point's
-    /// trials fail with it. The one loader of `servegate judge`, the runner and load records.
-    pub fn load(root: &std::path::Path, point: Point) -> PointEvidence {
-        let pd = root.join(point.dir());
-        let loaded = crate::analysis::load(&pd)
-            .map_err(|e| e.to_string())
-            .and_then(|ev| {
-                crate::evidence::load::read_record(&pd)
-                    .map(|r| (ev, r))
-                    .map_err(|e| e.to_string())
-            })
-            .and_then(|(ev, r)| {
-                crate::evidence::load::check_record(&r, &ev.run, point)
-                    .map(|()| (ev, r))
-                    .map_err(|e| format!("{}: {e}", pd.display()))
-            });
-        PointEvidence { point, loaded }
-    }
 }
 
 /// Every trial of a load gate FAILed with `reason` (the whole run's evidence proves nothing: run.json says

@@ -1,7 +1,8 @@
 //! Judging: a pure function of (gate spec, evidence) to verdicts, one per declared assertion. Judging reads no
 //! file, starts nothing and keeps no clock, so any recorded run can be re-judged anywhere (`servegate judge`).
-//! The one part of this module that touches the disk is [`redact::scrub_dir`], which the runner calls after a
-//! run to mask the API key in the serve's own files; the judge never calls it.
+//! What it judges is loaded by the caller (`crate::loaded`: the run, its baselines, a load run's points); the
+//! runner masks the API key in the serve's own files after a run (`run::scrub`, each file by
+//! [`redact::scrub_file`]).
 //!
 //! Verdict messages show every value and n of N planned: `rate FAIL median 50.0 tok/s (floor 60.0; each:
 //! 53.3, 46.4, 50.0; n=3 of 3 planned)`. Medians, never means (`stats::median`). Nothing passes without
@@ -80,10 +81,10 @@ pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
 }
 
 /// What judging needs besides the gate and the run's evidence, loaded by the caller (the judge reads no
-/// file): the baseline values of `[assert.regression]`
-/// ([`crate::analysis::baseline_values::regression_input`]) and the stored baselines of `[assert.drift]`
-/// (each by [`crate::analysis::load_baseline`]: the one path rule and loader, `evidence::baseline`). The runner, the harness and `servegate judge` load them with
-/// [`JudgeInputs::load`]. Without them a declared regression or drift FAILs for want of a baseline.
+/// file): the baseline values of `[assert.regression]` (`crate::loaded::regression_input`) and the stored
+/// baselines of `[assert.drift]` (each by `crate::loaded::load_baseline`: the one path rule and loader,
+/// `evidence::baseline`). The runner, the harness and `servegate judge` load them with
+/// `crate::loaded::judge_inputs`. Without them a declared regression or drift FAILs for want of a baseline.
 #[derive(Debug, Clone, Default)]
 pub struct JudgeInputs {
     /// The baseline side of `[assert.regression]`, when the gate declares one.
@@ -93,27 +94,6 @@ pub struct JudgeInputs {
     /// The `[contract]` checks' evidence (`contract/` of the run directory), or why it could not be read;
     /// None when the gate has no `[contract]` (or the caller loaded none: every check then FAILs).
     pub contract: Option<Result<crate::analysis::contract::ContractEvidence, String>>,
-}
-
-impl JudgeInputs {
-    /// Loads every input `gate` needs for `evidence` (reads the stored baselines it names).
-    pub fn load(gate: &GateSpec, evidence: &Evidence) -> JudgeInputs {
-        JudgeInputs {
-            regression: crate::analysis::baseline_values::regression_input(gate, evidence),
-            drift: (gate
-                .assertions
-                .drift
-                .as_ref()
-                .map(|d| &d.baselines[..])
-                .unwrap_or(&[]))
-            .iter()
-            .map(|b| crate::analysis::load_baseline(&gate.file, std::path::Path::new(b)))
-            .collect(),
-            contract: gate.contract.as_ref().map(|_| {
-                crate::analysis::contract::load_contract(&evidence.dir).map_err(|e| e.to_string())
-            }),
-        }
-    }
 }
 
 /// [`judge`] with the inputs regression and drift need ([`JudgeInputs`]). Pure like [`judge`].

@@ -3,7 +3,8 @@
 //! servegate itself never writes the key: it goes into one request header marked sensitive. But a serve may
 //! echo it (in its log, a response header, the body), and the serve's log is written by the serve itself. So
 //! after each run (each arm of a pair), on every exit path that returns, the runner masks the exact key where
-//! the *serve's* bytes are kept ([`scrub_dir`]): `serve.log` and `setup.log` (bytes), `NN.response.json`
+//! the *serve's* bytes are kept (`run::scrub::scrub_dir`, each file by [`scrub_file`]): `serve.log` and
+//! `setup.log` (bytes), `NN.response.json`
 //! (inside its string values only: header values, the transport error) and `NN.reads.jsonl` (inside the
 //! decoded body bytes, re-encoded: the file's structure and each read's time and length are kept). servegate's
 //! own structured files (`run.json`, `gate.toml`, `NN.request.json`, pair files) are never rewritten: a mask
@@ -24,8 +25,6 @@
 //! Known limits: a runner killed (SIGKILL) in the middle of a run masks nothing, so an echoed key can stay in the
 //! files written before the kill (the run is marked incomplete); a key split across SSE events stays split (and
 //! unmasked) in `NN.reads.jsonl`, and `servegate judge` masks it in its verdicts only when the variable is set.
-
-use std::path::{Path, PathBuf};
 
 use crate::io::reads::TimedRead;
 
@@ -190,63 +189,29 @@ pub fn mask_summary(summary: &mut crate::evidence::RunSummary, secret: &str) {
     }
 }
 
-/// Masks `secret` where the serve's own bytes are kept under `dir` (recursively, for pair arms):
-/// `serve.log` and `setup.log` as bytes, `NN.reads.jsonl` in the decoded body (left alone if it does not
-/// decode), `NN.response.json` in its string values. Other files are never touched. Changed files are
-/// rewritten atomically; returns each with its count. Unreadable files are skipped.
-pub fn scrub_dir(dir: &Path, secret: &str) -> Vec<(PathBuf, usize)> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    paths.sort();
-    for p in paths {
-        let Ok(meta) = std::fs::symlink_metadata(&p) else {
-            continue;
-        };
-        if meta.is_dir() {
-            out.extend(scrub_dir(&p, secret));
-            continue;
-        }
-        if !meta.is_file() {
-            continue;
-        }
-        let Ok(bytes) = std::fs::read(&p) else {
-            continue;
-        };
-        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let (new, n) = if name.ends_with(crate::evidence::layout::READS_SUFFIX) {
-            match std::str::from_utf8(&bytes)
-                .ok()
-                .and_then(|t| crate::io::reads::decode(t).ok())
-            {
-                Some(mut reads) => {
-                    let n = mask_reads(&mut reads, secret.as_bytes());
-                    (crate::io::reads::encode(&reads).into_bytes(), n)
-                }
-                None => continue,
-            }
-        } else if name.ends_with(crate::evidence::layout::RESPONSE_SUFFIX) {
-            match serde_json::from_slice::<serde_json::Value>(&bytes) {
-                Ok(mut v) => {
-                    let n = mask_json_strings(&mut v, secret);
-                    (serde_json::to_vec_pretty(&v).unwrap_or(bytes), n)
-                }
-                Err(_) => continue,
-            }
-        } else if name == crate::evidence::layout::SERVE_LOG
-            || name == crate::evidence::layout::SETUP_LOG
-        {
-            mask_file_bytes(bytes, secret)
-        } else {
-            continue;
-        };
-        if n > 0 && crate::evidence::write_atomic(&p, &new).is_ok() {
-            out.push((p, n));
-        }
+/// Masks `secret` in one file the serve's own bytes are kept in, given its name and bytes (pure: the walk over
+/// the run directory and the rewrite are `run::scrub::scrub_dir`'s): `serve.log` and `setup.log` as bytes,
+/// `NN.reads.jsonl` in the decoded body (None if it does not decode), `NN.response.json` in its string values
+/// (None if it is not JSON). Any other name is None: servegate's own files are never touched. Returns the new
+/// bytes and the count of occurrences masked (0: nothing to rewrite).
+pub fn scrub_file(name: &str, bytes: Vec<u8>, secret: &str) -> Option<(Vec<u8>, usize)> {
+    if name.ends_with(crate::evidence::layout::READS_SUFFIX) {
+        let mut reads = std::str::from_utf8(&bytes)
+            .ok()
+            .and_then(|t| crate::io::reads::decode(t).ok())?;
+        let n = mask_reads(&mut reads, secret.as_bytes());
+        Some((crate::io::reads::encode(&reads).into_bytes(), n))
+    } else if name.ends_with(crate::evidence::layout::RESPONSE_SUFFIX) {
+        let mut v = serde_json::from_slice::<serde_json::Value>(&bytes).ok()?;
+        let n = mask_json_strings(&mut v, secret);
+        Some((serde_json::to_vec_pretty(&v).unwrap_or(bytes), n))
+    } else if name == crate::evidence::layout::SERVE_LOG
+        || name == crate::evidence::layout::SETUP_LOG
+    {
+        Some(mask_file_bytes(bytes, secret))
+    } else {
+        None
     }
-    out
 }
 
 fn mask_file_bytes(mut bytes: Vec<u8>, secret: &str) -> (Vec<u8>, usize) {
@@ -331,69 +296,6 @@ mod tests {
             v,
             serde_json::json!({"secret-key": "x ********** y", "n": null, "a": ["**********"], "t": true})
         );
-    }
-
-    #[test]
-    fn scrub_leaves_servegate_files_alone() {
-        let tmp = tempfile::tempdir().unwrap();
-        let d = tmp.path();
-        let key = "gate-key-123";
-        std::fs::write(
-            d.join(crate::evidence::layout::RUN_FILE),
-            format!("{{\"gate\": \"{key}\"}}"),
-        )
-        .unwrap();
-        std::fs::write(
-            d.join(crate::evidence::layout::GATE_FILE),
-            format!("name = \"{key}\"\n"),
-        )
-        .unwrap();
-        std::fs::write(
-            d.join("00.request.json"),
-            format!("{{\"model\": \"{key}\"}}"),
-        )
-        .unwrap();
-        std::fs::write(
-            d.join(crate::evidence::layout::SERVE_LOG),
-            format!("auth {key}\n"),
-        )
-        .unwrap();
-        std::fs::write(
-            d.join("00.response.json"),
-            format!("{{\"status\": 200, \"headers\": {{\"x-echo\": \"Bearer {key}\"}}, \"transport_error\": null}}"),
-        )
-        .unwrap();
-        let reads = vec![TimedRead {
-            recv_ms: None,
-            t_ms: 1.0,
-            bytes: format!("data: {key}\n\n").into_bytes(),
-        }];
-        std::fs::write(d.join("00.reads.jsonl"), crate::io::reads::encode(&reads)).unwrap();
-        let before: Vec<String> = ["run.json", "gate.toml", "00.request.json"]
-            .iter()
-            .map(|f| std::fs::read_to_string(d.join(f)).unwrap())
-            .collect();
-        let changed = scrub_dir(d, key);
-        let names: Vec<String> = changed
-            .iter()
-            .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, ["00.reads.jsonl", "00.response.json", "serve.log"]);
-        let after: Vec<String> = ["run.json", "gate.toml", "00.request.json"]
-            .iter()
-            .map(|f| std::fs::read_to_string(d.join(f)).unwrap())
-            .collect();
-        assert_eq!(before, after);
-        let meta: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(d.join("00.response.json")).unwrap())
-                .unwrap();
-        assert_eq!(meta["headers"]["x-echo"], "Bearer ************");
-        assert!(meta["transport_error"].is_null());
-        let r =
-            crate::io::reads::decode(&std::fs::read_to_string(d.join("00.reads.jsonl")).unwrap())
-                .unwrap();
-        assert_eq!(r[0].bytes, b"data: ************\n\n");
-        assert_eq!(r[0].t_ms, 1.0);
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub fn from_load_run(
             root.display()
         )));
     };
-    let ev = crate::analysis::load(root).map_err(|e| RecordError::Evidence(e.to_string()))?;
+    let ev = crate::loaded::load(root).map_err(|e| RecordError::Evidence(e.to_string()))?;
     let (points, forced) = judged_points(gate, load, root, &ev, recheck)?;
     let base = base_record(gate, root, &ev, spec, &points, recheck, forced)?;
     let mut out = Vec::new();
@@ -121,7 +121,7 @@ fn judged_points(
     // Every point, loaded once; judged exactly as `servegate judge` does (run::load::judge_dir).
     let mut pes = Vec::new();
     for p in &load.spec.points {
-        pes.push(crate::judge::load::PointEvidence::load(root, *p));
+        pes.push(crate::loaded::load_point(root, *p));
     }
     let verdicts = crate::judge::load::judge_points(gate, &pes);
     let forced = match refuse_failed_verdicts(root, &verdicts) {

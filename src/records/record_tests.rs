@@ -483,7 +483,7 @@ fn a_record_leaves_unmeasured_replies_out_and_names_them() {
         false,
         &[(100.0, 30.0), (120.0, 0.3), (110.0, 60.0), (105.0, 20.0)],
     );
-    let ev = crate::analysis::load(&dir).unwrap();
+    let ev = crate::loaded::load(&dir).unwrap();
     let r = from_run(&gate, &ev, &spec).unwrap();
     // 3 tokens over 30, 60, 20 ms: 100, 50, 150 tok/s; request 01 not measured.
     assert_eq!(r.n, 3);
@@ -533,7 +533,7 @@ fn a_record_leaves_unmeasured_replies_out_and_names_them() {
         false,
         &[(100.0, 0.3), (120.0, 0.3), (110.0, 60.0), (105.0, 0.2)],
     );
-    let ev = crate::analysis::load(&dir).unwrap();
+    let ev = crate::loaded::load(&dir).unwrap();
     match from_run(&gate, &ev, &spec) {
         Err(RecordError::Evidence(m)) => {
             assert!(m.contains("verdicts are undecided"), "{m}");
@@ -578,7 +578,7 @@ fn from_run_uses_the_verdicts_judgement_and_counts_every_planned_request() {
         false,
         &[(100.0, 30.0), (120.0, 60.0), (110.0, 20.0)],
     );
-    let ev = crate::analysis::load(&dir).unwrap();
+    let ev = crate::loaded::load(&dir).unwrap();
     let spec = RunRecordSpec {
         publish_host: false,
         id: "ref-decode".into(),
@@ -661,7 +661,7 @@ fn from_run_records_every_judged_value_with_provenance() {
         true,
         &[(500.0, 10.0), (100.0, 30.0), (120.0, 60.0), (110.0, 20.0)],
     );
-    let ev = crate::analysis::load(&dir).unwrap();
+    let ev = crate::loaded::load(&dir).unwrap();
     let spec = RunRecordSpec {
         publish_host: false,
         id: "ref-decode".into(),
@@ -739,7 +739,7 @@ fn from_run_records_every_judged_value_with_provenance() {
         }
         let gate = crate::spec::load(&dir.join(crate::evidence::layout::GATE_FILE)).unwrap();
         assert_eq!(Kind::of_run(&gate, &dir), Kind::Single);
-        let r = from_run(&gate, &crate::analysis::load(&dir).unwrap(), &spec)?;
+        let r = from_run(&gate, &crate::loaded::load(&dir).unwrap(), &spec)?;
         write_new(&cli_dir, &r)
     };
     add("ref-decode", Some("decode_rate")).unwrap();
@@ -828,7 +828,7 @@ fn from_pair_run_states_both_figures_ratio_and_arm_order() {
         serde_json::to_string_pretty(&summary).unwrap(),
     )
     .unwrap();
-    let pe = crate::analysis::load_pair(&pair_dir).unwrap();
+    let pe = crate::loaded::load_pair(&pair_dir).unwrap();
     let spec = RunRecordSpec {
         publish_host: false,
         id: "p-decode".into(),

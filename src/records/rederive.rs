@@ -168,7 +168,7 @@ pub(super) fn first_difference(r: &Record, want: &Record) -> Option<(String, Str
 /// Re-derives the pair record `r` from the pair run at `dir` (gate `gate`): rebuilt from the side of the
 /// role of the arms it calls `this`, then compared ([`first_difference`]).
 pub(super) fn pair(gate: &crate::spec::GateSpec, dir: &Path, r: &Record) -> Vec<Problem> {
-    let built = crate::analysis::load_pair(dir).map(|pe| {
+    let built = crate::loaded::load_pair(dir).map(|pe| {
         // The record's side: the role of the arms it calls `this`.
         let role = r
             .pair
@@ -185,8 +185,8 @@ pub(super) fn pair(gate: &crate::spec::GateSpec, dir: &Path, r: &Record) -> Vec<
 /// Re-derives the single-run record `r` from the run at `dir` (gate `gate`; the record's model hash stands
 /// where the evidence has none, its forced flag is kept), then compared ([`first_difference`]).
 pub(super) fn single(gate: &crate::spec::GateSpec, dir: &Path, r: &Record) -> Vec<Problem> {
-    let built = crate::analysis::load(dir)
-        .map(|ev| build_run(gate, &ev, &spec_of(r, false), Some(r), false));
+    let built =
+        crate::loaded::load(dir).map(|ev| build_run(gate, &ev, &spec_of(r, false), Some(r), false));
     compare(r, built, dir)
 }
 

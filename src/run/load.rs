@@ -1,7 +1,7 @@
 //! One live load run: every sweep point of a gate's `[load]`, one after the other, against a serve that is
 //! already up (the runner starts and stops it around this, as for any gate). Each point writes its own run
 //! directory under the gate's (`c16/`, `r8/`): the same `NN.request.json`, `NN.response.json`,
-//! `NN.reads.jsonl` and `run.json` as a plain run (so `analysis::load` reads it and judging re-measures every
+//! `NN.reads.jsonl` and `run.json` as a plain run (so `loaded::load` reads it and judging re-measures every
 //! request from its timed reads), plus `load.json`, the client's schedule of every request
 //! ([`LoadRecord`]). Judging is [`crate::judge::load`].
 
@@ -345,7 +345,7 @@ pub fn judge_dir(gate: &GateSpec, dir: &std::path::Path) -> Vec<crate::judge::Ve
         .spec
         .points
         .iter()
-        .map(|p| crate::judge::load::PointEvidence::load(dir, *p))
+        .map(|p| crate::loaded::load_point(dir, *p))
         .collect();
     crate::judge::load::judge_points(gate, &points)
 }

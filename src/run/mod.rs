@@ -8,6 +8,7 @@ pub mod load;
 mod pair;
 mod reach;
 pub mod runner;
+mod scrub;
 pub mod selftest;
 mod send;
 mod setup;

@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use crate::analysis;
 use crate::error::EvidenceError;
 use crate::evidence::{self, EvidenceWriter, RunStatus, RunSummary};
 use crate::judge;
@@ -62,7 +61,7 @@ pub(super) fn run_pair(
     w.write_pair_summary(&ps)?;
     drop(hold);
 
-    let ev = analysis::load_pair(w.dir())?;
+    let ev = crate::loaded::load_pair(w.dir())?;
     let verdicts = judge::judge_pair(gate, &ev);
     pair_checkpoint(&w, &mut ps, None);
     drop(ps);

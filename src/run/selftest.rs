@@ -6,7 +6,7 @@
 //! ...), each one
 //! text bundle embedded with `include_str!` from `tests/data/selftest/*.shape` (written by
 //! `tests/data/selftest/make_shapes.py`). [`run`] writes each bundle to a temporary directory, loads it with the
-//! same code as `servegate judge` ([`crate::analysis::load`], [`crate::spec::load`]), judges it, and compares the
+//! same code as `servegate judge` ([`crate::loaded::load`], [`crate::spec::load`]), judges it, and compares the
 //! outcome of each expected assertion (PASS/FAIL), or the expected refusal (`evidence_error`, `spec_invalid`),
 //! never the exact text. One line per shape (`ok   <shape>: <expected>` or
 //! `FAIL <shape>: expected X, got Y`), a summary, exit 0 (every shape as expected) or 1.
@@ -302,7 +302,7 @@ pub fn judge_shape(shape: &Shape, dir: &Path) -> std::io::Result<Got> {
             Ok(g) => g,
             Err(e) => return Got::SpecInvalid(e.to_string()),
         };
-        let ev = match crate::analysis::load(dir) {
+        let ev = match crate::loaded::load(dir) {
             Ok(ev) => ev,
             Err(e) => return Got::EvidenceError(e.to_string()),
         };

@@ -5,7 +5,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::analysis;
 use crate::error::EvidenceError;
 use crate::evidence::{self, EvidenceWriter, RunSummary};
 use crate::io::{client, serve};
@@ -66,8 +65,8 @@ pub(super) fn run_single(
     lifecycle::finish_run(&w, &mut summary, result)?;
 
     drop(hold);
-    let ev = analysis::load(w.dir())?;
-    let mut verdicts = judge::judge_with(gate, &ev, &judge::JudgeInputs::load(gate, &ev));
+    let ev = crate::loaded::load(w.dir())?;
+    let mut verdicts = judge::judge_with(gate, &ev, &crate::loaded::judge_inputs(gate, &ev));
     verdicts.extend(crate::run::load::judge_dir(gate, w.dir()));
     // A signal that arrived while judging: the run still ends interrupted, its verdicts never shown.
     lifecycle::interrupted_checkpoint(&w, &mut summary);
@@ -96,7 +95,7 @@ pub(super) fn drive_target(
     let mut masked =
         |step: &Step| progress(&step.map_text(&|t| crate::judge::redact::mask_str(t, &secret)));
     let result = drive_target_inner(gate, target, w, summary, &mut masked);
-    let files = crate::judge::redact::scrub_dir(w.dir(), &secret);
+    let files = super::scrub::scrub_dir(w.dir(), &secret);
     crate::judge::redact::mask_summary(summary, &secret);
     if !files.is_empty() {
         let list: Vec<String> = files

@@ -85,7 +85,7 @@ fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
             ))
         })
         .collect();
-    let ev = servegate::analysis::load(&run.join("c16")).unwrap();
+    let ev = servegate::loaded::load(&run.join("c16")).unwrap();
     let mut offsets = Vec::new();
     let mut measured_truth = Vec::new();
     let mut unmeasured = 0;

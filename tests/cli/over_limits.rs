@@ -24,7 +24,7 @@ fn a_request_recorded_twice_is_refused_naming_the_file_and_the_index() {
     let dup = reqs[3].clone();
     reqs.push(dup);
     std::fs::write(&run_path, serde_json::to_vec_pretty(&run).unwrap()).unwrap();
-    let e = servegate::analysis::load(&dir).unwrap_err().to_string();
+    let e = servegate::loaded::load(&dir).unwrap_err().to_string();
     assert!(
         e.contains("run.json") && e.contains("request 03 is recorded twice (records 4 and 10)"),
         "{e}"
@@ -37,12 +37,12 @@ fn a_request_recorded_twice_is_refused_naming_the_file_and_the_index() {
     let progress = dir.join("requests.jsonl");
     let lines = std::fs::read_to_string(&progress).unwrap();
     assert!(
-        servegate::analysis::load(&dir).is_ok(),
+        servegate::loaded::load(&dir).is_ok(),
         "the progress file as written loads"
     );
     let first = lines.lines().next().unwrap().to_string();
     std::fs::write(&progress, format!("{lines}{first}\n")).unwrap();
-    let e = servegate::analysis::load(&dir).unwrap_err().to_string();
+    let e = servegate::loaded::load(&dir).unwrap_err().to_string();
     assert!(
         e.contains("requests.jsonl") && e.contains("request 00 is recorded twice"),
         "{e}"

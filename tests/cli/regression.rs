@@ -1,5 +1,5 @@
 //! `[assert.regression]` end to end against a stored baseline, through the real runner path (`servegate run`,
-//! which loads the baseline with `analysis::baseline_values::regression_input` and judges with
+//! which loads the baseline with `loaded::regression_input` and judges with
 //! `judge::judge_with`), with `servegate replay` of the real recorded reference run in tests/data/replay/ as the
 //! serve:
 //! * the baseline is four windows, each a replay of the recording at its own speed (a quiet machine: the replay
@@ -135,7 +135,7 @@ fn run(gate: &Path, runs: &Path) -> Run {
 fn bless(dir: &Path, windows: &[&Path]) {
     let first = windows[0];
     let g = servegate::spec::load(&first.join("gate.toml")).unwrap();
-    let ev = servegate::analysis::load(first).unwrap();
+    let ev = servegate::loaded::load(first).unwrap();
     let mut names = Vec::new();
     for (i, w) in windows.iter().enumerate() {
         let name = format!("w{}", i + 1);

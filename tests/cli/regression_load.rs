@@ -60,7 +60,7 @@ fn baseline(dir: &Path, per_cpu: Option<f64>) {
     }
     let first = dir.join("w1");
     let g = servegate::spec::load(&first.join("gate.toml")).unwrap();
-    let ev = servegate::analysis::load(&first).unwrap();
+    let ev = servegate::loaded::load(&first).unwrap();
     write_manifest(
         dir,
         &Manifest {

@@ -226,7 +226,7 @@ fn line_of<'a>(lines: &'a [String], prefix: &str) -> &'a str {
 
 /// Figures of the judged (non-warmup) requests of a run directory, recomputed from its reads.
 fn judged_figures(dir: &Path) -> Vec<Figures> {
-    let ev = servegate::analysis::load(dir).unwrap();
+    let ev = servegate::loaded::load(dir).unwrap();
     ev.requests
         .iter()
         .filter(|r| !r.record.warmup)
@@ -249,7 +249,7 @@ fn judged_figures(dir: &Path) -> Vec<Figures> {
 /// and `cargo xtask bench-self` measures it (docs/performance.md).
 fn figures_close(recorded_dir: &Path, r: &RunResult, speed: f64) -> Result<(), String> {
     let rec = evidence::load(recorded_dir).unwrap();
-    let ev = servegate::analysis::load(&r.evidence).unwrap();
+    let ev = servegate::loaded::load(&r.evidence).unwrap();
     let lines: Vec<&serde_json::Value> = r
         .timing
         .iter()

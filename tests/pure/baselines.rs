@@ -45,7 +45,7 @@ fn every_committed_baseline_a_gate_names_loads_from_the_gate_and_from_its_run_di
     for (gate, path) in &named {
         let copy = Path::new("target/servegate/runs/x/20261201T000000Z/gate.toml");
         for g in [gate.as_path(), copy] {
-            let b = servegate::analysis::load_baseline(g, path)
+            let b = servegate::loaded::load_baseline(g, path)
                 .unwrap_or_else(|e| panic!("{} named by {}: {e}", path.display(), g.display()));
             assert!(!b.windows.is_empty());
             assert!(b.windows.iter().all(|w| !w.requests.is_empty()));

@@ -149,7 +149,7 @@ fn a_good_run_becomes_baseline_windows_and_a_foreign_key_is_refused() {
     assert_eq!(b.manifest.key.cpus.as_deref(), Some("2"));
     for w in &b.window_dirs {
         // A complete run directory that servegate judge reads like any evidence.
-        let ev = servegate::analysis::load(w).unwrap();
+        let ev = servegate::loaded::load(w).unwrap();
         assert_eq!(ev.requests.len(), 9);
     }
     assert!(!std::fs::read_dir(bl.join("reference-smoke"))
@@ -239,7 +239,7 @@ fn a_run_that_is_not_good_evidence_is_refused_with_every_reason() {
         .replace("limit_ms = 2000", "limit_ms = 1");
     std::fs::write(&g, &strict).unwrap();
     let rg = servegate::spec::load(&g).unwrap();
-    let ev = servegate::analysis::load(&slow).unwrap();
+    let ev = servegate::loaded::load(&slow).unwrap();
     assert_eq!(bless::refusals(&rg, &ev, true), Vec::<String>::new());
     std::fs::write(
         &g,
@@ -301,7 +301,7 @@ fn committed_reference_baseline_is_whole(dir: &std::path::Path) {
     ids.dedup();
     assert_eq!(ids.len(), b.window_dirs.len(), "{}", dir.display());
     for w in &b.window_dirs {
-        let ev = servegate::analysis::load(w).unwrap();
+        let ev = servegate::loaded::load(w).unwrap();
         let rg = servegate::spec::load(&w.join("gate.toml")).unwrap();
         assert_eq!(rg.name, gate.name);
         assert_eq!(

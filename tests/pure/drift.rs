@@ -100,13 +100,7 @@ fn pair_of(ours: &Path, theirs: &Path) -> servegate::analysis::PairEvidence {
     pair_evidence(
         "pair-drift",
         arms.iter()
-            .map(|(role, d)| {
-                (
-                    *role,
-                    role.to_string(),
-                    servegate::analysis::load(d).unwrap(),
-                )
-            })
+            .map(|(role, d)| (*role, role.to_string(), servegate::loaded::load(d).unwrap()))
             .collect(),
     )
 }

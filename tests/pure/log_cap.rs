@@ -56,7 +56,7 @@ fn grown_and_capped(dir: &Path, middle: &str, end: &str) -> u64 {
 
 fn route(dir: &Path) -> servegate::judge::Verdict {
     let gate = servegate::spec::load(&dir.join("gate.toml")).unwrap();
-    let ev = servegate::analysis::load(dir).unwrap();
+    let ev = servegate::loaded::load(dir).unwrap();
     servegate::judge::judge(&gate, &ev)
         .into_iter()
         .find(|v| v.kind == AssertionKind::Route)

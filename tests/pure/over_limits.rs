@@ -29,7 +29,7 @@ fn with_max_tokens(dir: &Path, m: u32) {
 
 fn judge(dir: &Path) -> Vec<servegate::judge::Verdict> {
     let gate = servegate::spec::load(&dir.join("gate.toml")).unwrap();
-    let ev = servegate::analysis::load(dir).unwrap();
+    let ev = servegate::loaded::load(dir).unwrap();
     servegate::judge::judge(&gate, &ev)
 }
 
@@ -88,7 +88,7 @@ fn replies_over_max_tokens_fail_content_and_the_rate_says_so() {
         rate.message
     );
     // The finding is on the reply: the same function flags it for any caller.
-    let ev = servegate::analysis::load(&dir).unwrap();
+    let ev = servegate::loaded::load(&dir).unwrap();
     let r = &ev.requests[4];
     let fig = servegate::analysis::measure::measure(&r.reply);
     let note = servegate::judge::max_tokens::over_max_tokens(&r.reply, &fig, 32).unwrap();

@@ -11,7 +11,7 @@ use servegate::sinks::events::{Collector, Console, Event, Fanout, Listed, Report
 use servegate::sinks::export::OutputArgs;
 use servegate::sinks::outputs::Outputs;
 use servegate::sinks::report::{Producer, Results};
-use servegate::{analysis, evidence, judge, spec};
+use servegate::{evidence, judge, spec};
 
 mod bless;
 mod leaderboard;
@@ -305,10 +305,11 @@ fn write_records(
             }
         };
         let built = if pair {
-            servegate::analysis::load_pair(&run)
+            servegate::loaded::load_pair(&run)
                 .map(|pe| servegate::records::record::from_pair_run_as(&g, &pe, &rs, role))
         } else {
-            analysis::load(&run).map(|ev| servegate::records::record::from_run(&g, &ev, &rs))
+            servegate::loaded::load(&run)
+                .map(|ev| servegate::records::record::from_run(&g, &ev, &rs))
         };
         match built {
             Ok(Ok(r)) => match servegate::records::record::write_new(dir, &r) {
@@ -752,7 +753,7 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
         return exit::SPEC_INVALID;
     }
     let outcome = if evidence::is_pair_dir(dir) {
-        let ev = match analysis::load_pair(dir) {
+        let ev = match servegate::loaded::load_pair(dir) {
             Ok(ev) => ev,
             Err(e) => {
                 servegate::errln!("error: {e}");
@@ -762,14 +763,14 @@ fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) ->
         let verdicts = judge::judge_pair(&g, &ev);
         runner::pair_outcome(&g, dir, ev.summary, verdicts)
     } else {
-        let ev = match analysis::load(dir) {
+        let ev = match servegate::loaded::load(dir) {
             Ok(ev) => ev,
             Err(e) => {
                 servegate::errln!("error: {e}");
                 return exit::EVIDENCE_ERROR;
             }
         };
-        let mut verdicts = judge::judge_with(&g, &ev, &judge::JudgeInputs::load(&g, &ev));
+        let mut verdicts = judge::judge_with(&g, &ev, &servegate::loaded::judge_inputs(&g, &ev));
         verdicts.extend(servegate::run::load::judge_dir(&g, dir));
         runner::RunOutcome {
             dir: dir.to_path_buf(),
@@ -832,11 +833,11 @@ fn judged_results(dir: &std::path::Path) -> Result<Results, String> {
     let gate_file = dir.join(servegate::evidence::layout::GATE_FILE);
     let g = gate_of_run(&gate_file, dir).map_err(|(_, e)| e)?;
     let outcome = if evidence::is_pair_dir(dir) {
-        let ev = analysis::load_pair(dir).map_err(|e| e.to_string())?;
+        let ev = servegate::loaded::load_pair(dir).map_err(|e| e.to_string())?;
         let verdicts = judge::judge_pair(&g, &ev);
         runner::pair_outcome(&g, dir, ev.summary, verdicts)
     } else {
-        let ev = analysis::load(dir).map_err(|e| e.to_string())?;
+        let ev = servegate::loaded::load(dir).map_err(|e| e.to_string())?;
         let verdicts = judge::judge(&g, &ev);
         runner::RunOutcome {
             dir: dir.to_path_buf(),

@@ -156,12 +156,12 @@ fn cli_records_add(
                 servegate::errln!("error: --force records single-runtime runs only; a pair record is written from a passing pair run");
                 return exit::USAGE;
             }
-            servegate::analysis::load_pair(run).map(|pe| from_pair_run_as(&gate, &pe, &spec, role))
+            servegate::loaded::load_pair(run).map(|pe| from_pair_run_as(&gate, &pe, &spec, role))
         }
         Kind::Single if force => {
-            servegate::analysis::load(run).map(|ev| from_run_forced(&gate, &ev, &spec))
+            servegate::loaded::load(run).map(|ev| from_run_forced(&gate, &ev, &spec))
         }
-        Kind::Single => servegate::analysis::load(run).map(|ev| from_run(&gate, &ev, &spec)),
+        Kind::Single => servegate::loaded::load(run).map(|ev| from_run(&gate, &ev, &spec)),
     };
     let record = match built {
         Err(e) => {

@@ -286,8 +286,8 @@ fn load_run(dir: &Path) -> Result<(GateSpec, analysis::Evidence), BlessError> {
             ),
         ));
     }
-    let ev =
-        analysis::load(dir).map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, e.to_string()))?;
+    let ev = crate::loaded::load(dir)
+        .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, e.to_string()))?;
     let g = load_gate(&dir.join(layout::GATE_FILE))?;
     Ok((g, ev))
 }
