@@ -1032,10 +1032,13 @@ const SCALING_EFFICIENCY: MetricInfo = MetricInfo {
         source: "servegate (docs/load.md), the usual parallel-efficiency ratio",
 };
 
-/// A bound a figure assertion compares the median with: its value and unit, and whether the median must be at
-/// least (a floor) or at most (a limit) the value.
+/// A bound a figure assertion compares the median with: the metric it bounds, its value and unit, and whether
+/// the median must be at least (a floor) or at most (a limit) the value. Built once, by [`Bound::for_metric`]:
+/// unit and direction are the metric's registry entry, so no reader guesses them again.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Bound {
+    /// The metric bounded (its registry entry gives `unit` and the direction).
+    pub metric: Metric,
     /// The bound's value, in `unit`.
     pub value: f64,
     /// Its unit.
@@ -1044,15 +1047,35 @@ pub struct Bound {
     pub at_least: bool,
 }
 
+closed_enum! {
+    /// Which side a figure assertion's bound holds the median on.
+    pub enum BoundKind {
+        /// The median must be at least the bound (a higher-is-better metric).
+        Floor = "floor",
+        /// The median must be at most the bound (a lower-is-better metric).
+        Limit = "limit",
+    }
+}
+
 impl Bound {
     /// The bound a figure assertion on `metric` at `value` sets: a floor for a higher-is-better metric, a
     /// limit otherwise.
     pub const fn for_metric(metric: Metric, value: f64) -> Bound {
         let i = metric.info();
         Bound {
+            metric,
             value,
             unit: i.unit,
             at_least: matches!(i.better, Better::Higher),
+        }
+    }
+
+    /// A floor or a limit.
+    pub const fn kind(&self) -> BoundKind {
+        if self.at_least {
+            BoundKind::Floor
+        } else {
+            BoundKind::Limit
         }
     }
 

@@ -15,7 +15,7 @@ pub use crate::sinks::report::Exporter;
 pub enum Format {
     /// JUnit XML for CI test reporters (`--junit`, `SERVEGATE_JUNIT`; `sinks/junit.rs`).
     Junit,
-    /// The results JSON, schema `servegate.results/1` (`--json`, `SERVEGATE_JSON`; `sinks/json.rs`).
+    /// The results JSON, schema `servegate.results/2` (`--json`, `SERVEGATE_JSON`; `sinks/json.rs`).
     Json,
     /// A Markdown summary for `$GITHUB_STEP_SUMMARY` (`--summary`, `SERVEGATE_SUMMARY`; `sinks/markdown.rs`).
     Summary,
@@ -79,7 +79,7 @@ pub struct OutputArgs {
     /// $SERVEGATE_JUNIT. Removed when the run starts; written before the RESULT line.
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
-    /// Also write the verdicts and measurements as JSON here (schema servegate.results/1, docs/results-json.md).
+    /// Also write the verdicts and measurements as JSON here (schema servegate.results/2, docs/results-json.md).
     /// Default: $SERVEGATE_JSON.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,

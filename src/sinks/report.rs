@@ -15,6 +15,7 @@ use crate::evidence::HostInfo;
 use crate::judge::outcome::RunOutcome;
 use crate::judge::Verdict;
 use crate::spec::GateSpec;
+use crate::vocab::{AssertionKind, Better, BoundKind, Metric, Unit};
 
 /// One output format: a pure serialization of the results document into the bytes of its file. Each format
 /// (`sinks/json.rs`, `sinks/junit.rs`, `sinks/markdown.rs`) implements it over this model alone;
@@ -24,9 +25,15 @@ pub trait Exporter {
     fn serialize(&self, results: &Results) -> Result<Vec<u8>, String>;
 }
 
-/// The schema id of the results document. Bumped (`/2`) when a field is removed or changes meaning; new
-/// fields may be added within `/1`.
-pub const RESULTS_SCHEMA: &str = "servegate.results/1";
+/// The schema id of the results document. Bumped when a field is removed or changes meaning; new fields may
+/// be added within a version. `/2` states, per assertion, its declaring line (`line`), the metric it bounds
+/// (`metric`: registry name, unit, which way is better) and which side its bound is (`bound_kind`: floor or
+/// limit), so no reader guesses them from the assertion's name.
+pub const RESULTS_SCHEMA: &str = "servegate.results/2";
+
+/// The first schema id, still read ([`Results::from_json`]): its assertions carry no `line`, `metric` or
+/// `bound_kind`.
+pub const RESULTS_SCHEMA_V1: &str = "servegate.results/1";
 
 /// Lines of `serve.log` kept in [`GateResults::serve_log_tail`] when a gate has a failed assertion.
 pub const SERVE_LOG_TAIL_LINES: usize = 40;
@@ -347,10 +354,18 @@ pub struct AssertionResult {
     pub duration_s: f64,
     /// The statistic compared with the bound (the median), for `rate` and `first_token`.
     pub median: Option<f64>,
-    /// The bound: `floor_tok_s` for `rate`, `limit_ms` for `first_token`.
+    /// The bound: `floor_tok_s` for `rate`, `limit_ms` for `first_token` and `tpot`.
     pub bound: Option<f64>,
+    /// Which side `bound` holds the median on: `floor` (at least) or `limit` (at most), from the metric's
+    /// registry entry (`vocab::Bound::kind`); None without a bound (and in `/1` files without a metric).
+    #[serde(default)]
+    pub bound_kind: Option<BoundKind>,
     /// Unit of `median`, `bound` and `values`: `tok/s` or `ms`.
     pub unit: Option<String>,
+    /// The metric `median`, `bound` and `values` are of, as the metric registry states it; None for an
+    /// assertion without a figure.
+    #[serde(default)]
+    pub metric: Option<MetricResult>,
     /// The per-request values judged, in send order; null where a request had none.
     pub values: Vec<Option<f64>>,
     /// Why a test that neither passed nor failed the run was not checked, as the counts name it
@@ -361,9 +376,38 @@ pub struct AssertionResult {
     pub skip_reason: Option<String>,
     /// The 1-based line of the gate file declaring the assertion ([`GateSpec::decl_line_of`], kept from the
     /// parse), where JUnit's `gate_line` and the GitHub annotations point; None where no gate parsed (read as
-    /// line 1: [`AssertionResult::gate_line`]). In memory only: the results JSON does not carry it.
-    #[serde(skip)]
+    /// line 1: [`AssertionResult::gate_line`]). Written as `line` (null when unknown; absent in `/1` files).
+    #[serde(default)]
     pub line: Option<usize>,
+}
+
+/// The metric a figure assertion bounds, as the registry (`vocab::Metric::info`) states it: written into the
+/// results so a reader (the exports) takes the direction from here, never from the assertion's name.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MetricResult {
+    /// The registry's wire name: `decode_rate`, `server_decode_rate`, `ttft`, `tpot`, ...
+    pub name: Metric,
+    /// The unit of its values (`tok/s`, `ms`).
+    pub unit: Unit,
+    /// Which way is better: `higher` (a gate sets a floor) or `lower` (a limit).
+    pub better: Better,
+}
+
+impl MetricResult {
+    /// The registry's entry for `metric`.
+    pub const fn of(metric: Metric) -> MetricResult {
+        let i = metric.info();
+        MetricResult {
+            name: metric,
+            unit: i.unit,
+            better: i.better,
+        }
+    }
+
+    /// True when higher values are better.
+    pub fn higher_is_better(&self) -> bool {
+        self.better == Better::Higher
+    }
 }
 
 /// One request's figures (docs/metrics.md defines each).
@@ -394,6 +438,35 @@ pub struct RequestFigures {
 }
 
 impl Results {
+    /// A results document read back from its JSON: the current schema ([`RESULTS_SCHEMA`]) as written, or a
+    /// `/1` one ([`RESULTS_SCHEMA_V1`]) brought up to it: each figure assertion's `metric` and `bound_kind`
+    /// are those of the registry metric its kind bounds (`AssertionKind::metric`: `rate` the client decode
+    /// rate, which is what a `/1` file's `rate` measured unless its gate said `source = "server"`), its `line`
+    /// stays unknown. Any other schema is an error naming it.
+    pub fn from_json(v: serde_json::Value) -> Result<Results, String> {
+        let schema = v.get("schema").and_then(|s| s.as_str()).map(str::to_string);
+        let old = match schema.as_deref() {
+            Some(RESULTS_SCHEMA) => false,
+            Some(RESULTS_SCHEMA_V1) => true,
+            other => return Err(format!("not a results document (schema {other:?})")),
+        };
+        let mut r: Results = serde_json::from_value(v)
+            .map_err(|e| format!("not {}: {e}", schema.unwrap_or_default()))?;
+        if old {
+            for t in r.gates.iter_mut().flat_map(|g| g.assertions.iter_mut()) {
+                if t.metric.is_none() && t.median.is_some() {
+                    let metric = AssertionKind::from_name(&t.name).and_then(AssertionKind::metric);
+                    t.metric = metric.map(MetricResult::of);
+                    t.bound_kind = metric
+                        .filter(|_| t.bound.is_some())
+                        .map(|m| crate::vocab::Bound::for_metric(m, 0.0).kind());
+                }
+            }
+            r.schema = RESULTS_SCHEMA.into();
+        }
+        Ok(r)
+    }
+
     /// An empty document, started now.
     pub fn begin(producer: Producer, strict: bool) -> Results {
         Results {
@@ -661,7 +734,9 @@ impl AssertionResult {
             duration_s,
             median: None,
             bound: None,
+            bound_kind: None,
             unit: None,
+            metric: None,
             values: Vec::new(),
             skip_reason: None,
             line: None,
@@ -688,13 +763,16 @@ impl AssertionResult {
         self
     }
 
-    /// Copies the verdict's figures (median, values, bound and unit) onto this test: all data the verdict
-    /// carries (`Verdict::bound`), nothing read back from the spec or the message.
+    /// Copies the verdict's figures (median, values, the bound with its side, unit and metric) onto this
+    /// test: all data the verdict carries (`Verdict::bound`, built once from the registry), nothing read back
+    /// from the spec or the message.
     pub fn with_figures(mut self, _spec: &GateSpec, v: &Verdict) -> AssertionResult {
         self.median = v.median;
         self.values = v.values.clone();
         self.bound = v.bound.map(|b| b.value);
+        self.bound_kind = v.bound.map(|b| b.kind());
         self.unit = v.bound.map(|b| b.unit.to_string());
+        self.metric = v.bound.map(|b| MetricResult::of(b.metric));
         self
     }
 }

@@ -13,7 +13,10 @@ use std::path::Path;
 use crate::fixtures::exports::{assert_gab_shape, bmf_validator};
 use serde_json::Value;
 use servegate::sinks::exports::{self, bmf, gab, openmetrics};
-use servegate::sinks::report::{AssertionResult, GateResults, Producer, Results, TestOutcome};
+use servegate::sinks::report::{
+    AssertionResult, GateResults, MetricResult, Producer, Results, TestOutcome, RESULTS_SCHEMA,
+};
+use servegate::vocab::{Bound, Metric};
 
 fn run_results() -> Results {
     let mut r = Results::begin(Producer::Run, false);
@@ -23,6 +26,13 @@ fn run_results() -> Results {
         t.bound = Some(15.0);
         t.unit = Some(unit.into());
         t.values = values;
+        let metric = if name == "rate" {
+            Metric::DecodeRate
+        } else {
+            Metric::Ttft
+        };
+        t.metric = Some(MetricResult::of(metric));
+        t.bound_kind = Some(Bound::for_metric(metric, 15.0).kind());
         t
     };
     let tests = vec![
@@ -98,4 +108,79 @@ fn an_indeterminate_figure_of_a_run_is_never_charted_as_a_pass() {
     for l in text.lines().filter(|l| !l.starts_with('#')) {
         assert!(l.contains("state=\"") && l.contains("unit=\""), "{l}");
     }
+}
+
+/// The results carry each figure's metric (the registry's, as the run judged it); the exports take the
+/// direction from there. An assertion whose name suggests the other direction (here `rate`, which in a `/1`
+/// file meant the decode rate, over a lower-is-better metric) is charted the way its metric says: a reader
+/// that guessed from the name would put it in the bigger-is-better file.
+#[test]
+fn an_export_takes_the_direction_from_the_results_metric_not_the_assertion_name() {
+    let mut r = run_results();
+    let t = &mut r.gates[0].assertions[0];
+    assert_eq!(t.name, "rate");
+    t.metric = Some(MetricResult::of(Metric::Tpot));
+    t.unit = Some("ms".into());
+    let figures = exports::from_results(&r);
+    assert!(!figures[0].higher_is_better, "tpot is lower-is-better");
+    let (bytes, _) = gab::serialize(&figures, true);
+    let doc: Value = serde_json::from_slice(&bytes).unwrap();
+    assert!(
+        doc.as_array().unwrap().is_empty(),
+        "nothing bigger-is-better: {doc}"
+    );
+    // An assertion with a median but no metric states no figure (nothing to guess it from).
+    r.gates[0].assertions[0].metric = None;
+    assert_eq!(exports::from_results(&r).len(), 1);
+}
+
+/// The results JSON states, per figure assertion, its metric (name, unit, which way is better), its bound's
+/// side and its declaring line; a `/1` file (none of these) still reads, its metrics those of the kinds.
+#[test]
+fn results_v2_state_metric_bound_kind_and_line_and_a_v1_file_still_reads() {
+    let mut r = run_results();
+    r.gates[0].assertions[0].line = Some(12);
+    let v: Value = serde_json::from_slice(&servegate::sinks::json::serialize(&r)).unwrap();
+    assert_eq!(v["schema"], RESULTS_SCHEMA);
+    assert_eq!(RESULTS_SCHEMA, "servegate.results/2");
+    let rate = &v["gates"][0]["assertions"][0];
+    assert_eq!(rate["line"], 12);
+    assert_eq!(rate["bound"], 15.0);
+    assert_eq!(rate["bound_kind"], "floor");
+    assert_eq!(
+        rate["metric"],
+        serde_json::json!({"name": "decode_rate", "unit": "tok/s", "better": "higher"})
+    );
+    let ft = &v["gates"][0]["assertions"][1];
+    assert_eq!(ft["bound_kind"], "limit");
+    assert_eq!(ft["metric"]["name"], "ttft");
+    assert_eq!(ft["metric"]["better"], "lower");
+    let route = &v["gates"][0]["assertions"][2];
+    assert!(route["metric"].is_null() && route["bound_kind"].is_null() && route["line"].is_null());
+    assert_eq!(
+        Results::from_json(v.clone()).unwrap(),
+        r,
+        "a /2 file reads back as written"
+    );
+
+    // The same document as a /1 file wrote it: no metric, bound_kind or line.
+    let mut old = v;
+    old["schema"] = "servegate.results/1".into();
+    for t in old["gates"][0]["assertions"].as_array_mut().unwrap() {
+        let t = t.as_object_mut().unwrap();
+        t.remove("metric");
+        t.remove("bound_kind");
+        t.remove("line");
+    }
+    let read = Results::from_json(old).unwrap();
+    assert_eq!(read.schema, RESULTS_SCHEMA);
+    let a = &read.gates[0].assertions;
+    assert_eq!(a[0].metric, Some(MetricResult::of(Metric::DecodeRate)));
+    assert_eq!(a[0].bound_kind, Some(servegate::vocab::BoundKind::Floor));
+    assert_eq!(a[1].metric, Some(MetricResult::of(Metric::Ttft)));
+    assert_eq!(a[1].bound_kind, Some(servegate::vocab::BoundKind::Limit));
+    assert_eq!((a[0].line, a[2].metric), (None, None));
+    assert_eq!(exports::from_results(&read).len(), 2);
+    let e = Results::from_json(serde_json::json!({"schema": "servegate.results/9"})).unwrap_err();
+    assert!(e.contains("servegate.results/9"), "{e}");
 }

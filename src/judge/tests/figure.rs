@@ -185,6 +185,7 @@ pub(super) fn figure_verdicts_carry_their_kind_and_declared_bound_on_every_path(
         assert_eq!(
             rate.bound,
             Some(Bound {
+                metric: crate::vocab::Metric::DecodeRate,
                 value: 10.0,
                 unit: crate::vocab::Unit::TokPerS,
                 at_least: true
@@ -450,6 +451,7 @@ pub(super) fn tpot_table() {
         assert_eq!(
             t.bound,
             Some(Bound {
+                metric: crate::vocab::Metric::Tpot,
                 value: lim,
                 unit: crate::vocab::Unit::Ms,
                 at_least: false

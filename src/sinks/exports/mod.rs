@@ -22,7 +22,6 @@ use std::path::{Path, PathBuf};
 
 use crate::records::record::Record;
 use crate::sinks::report::Results;
-use crate::vocab::{AssertionKind, Better};
 
 /// One figure as the dashboards get it.
 #[derive(Debug, Clone, PartialEq)]
@@ -169,10 +168,9 @@ pub fn from_results(results: &Results) -> Vec<Figure> {
             let (Some(value), Some(unit)) = (t.median, t.unit.clone()) else {
                 continue;
             };
-            // Which way is better is the registry's, for the metric the assertion bounds (`rate`: decode
-            // rate, higher; `first_token`, `tpot`: lower); an assertion with no metric states no figure.
-            let Some(metric) = AssertionKind::from_name(&t.name).and_then(AssertionKind::metric)
-            else {
+            // Which way is better is the results' own `metric` (the registry's entry, written by the run;
+            // `Results::from_json` fills it for a `/1` file); an assertion with no metric states no figure.
+            let Some(metric) = t.metric else {
                 continue;
             };
             let present: Vec<f64> = t.values.iter().flatten().copied().collect();
@@ -181,7 +179,7 @@ pub fn from_results(results: &Results) -> Vec<Figure> {
             out.push(Figure {
                 benchmark: g.name.clone(),
                 measure: t.name.clone(),
-                higher_is_better: metric.info().better == Better::Higher,
+                higher_is_better: metric.higher_is_better(),
                 unit,
                 value,
                 lower,
@@ -317,9 +315,8 @@ pub fn figures_of(
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
     match v.get("schema").and_then(|s| s.as_str()) {
-        Some(crate::sinks::report::RESULTS_SCHEMA) => {
-            let r: Results = serde_json::from_value(v)
-                .map_err(|e| format!("{}: not servegate.results/1: {e}", path.display()))?;
+        Some(crate::sinks::report::RESULTS_SCHEMA | crate::sinks::report::RESULTS_SCHEMA_V1) => {
+            let r = Results::from_json(v).map_err(|e| format!("{}: {e}", path.display()))?;
             Ok(from_results(&r))
         }
         Some(s) if s.starts_with("servegate.record/") => {
