@@ -33,7 +33,7 @@ pub fn load_baseline(gate_file: &Path, path: &Path) -> BaselineSlot {
 
 /// Loads every input `gate` needs for `evidence` besides the evidence itself ([`JudgeInputs`]): the baseline
 /// side of `[assert.regression]` ([`regression_input`]) and the stored baselines `[assert.drift]` names
-/// ([`load_baseline`]), in the gate's order.
+/// ([`load_baseline`]), in the gate's order, and the `[contract]` checks' evidence ([`load_contract`]).
 pub fn judge_inputs(gate: &GateSpec, evidence: &Evidence) -> JudgeInputs {
     JudgeInputs {
         regression: regression_input(gate, evidence),
@@ -46,7 +46,17 @@ pub fn judge_inputs(gate: &GateSpec, evidence: &Evidence) -> JudgeInputs {
         .iter()
         .map(|b| load_baseline(&gate.file, Path::new(b)))
         .collect(),
+        contract: gate
+            .contract
+            .as_ref()
+            .map(|_| load_contract(&evidence.dir).map_err(|e| e.to_string())),
     }
+}
+
+/// Loads the `[contract]` checks' evidence under `dir/contract/`
+/// ([`crate::evidence::contract::load_raw`]), each reply parsed ([`analysis::contract::parse`]).
+pub fn load_contract(dir: &Path) -> Result<analysis::contract::ContractEvidence, EvidenceError> {
+    crate::evidence::contract::load_raw(dir).map(analysis::contract::parse)
 }
 
 /// The baseline side of the gate's `[assert.regression]` for this run (`gate` as run, `run` its evidence), or

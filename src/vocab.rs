@@ -98,6 +98,9 @@ closed_enum! {
         /// `[assert.regression]`: a metric's change against a stored or interleaved baseline, with its
         /// interval (docs/regression.md).
         Regression = "regression",
+        /// `[contract]`: the serve's API contract, one verdict per check (`contract.shape`, ...; docs/contract.md);
+        /// named per check like the load verdicts.
+        Contract = "contract",
     }
 }
 
@@ -120,7 +123,8 @@ impl AssertionKind {
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
             | AssertionKind::Drift
-            | AssertionKind::Load => false,
+            | AssertionKind::Load
+            | AssertionKind::Contract => false,
         }
     }
 
@@ -138,8 +142,35 @@ impl AssertionKind {
             | AssertionKind::SameAnswers
             | AssertionKind::Drift
             | AssertionKind::Load
-            | AssertionKind::Regression => None,
+            | AssertionKind::Regression
+            | AssertionKind::Contract => None,
         }
+    }
+}
+
+closed_enum! {
+    /// A check of the serve's API contract (`[contract] expect` / `may_lack`), in run and report order; its
+    /// verdict and trial are `contract.<name>` (`reference-smoke::contract.shape`). Each rule: docs/contract.md.
+    pub enum ContractCheck {
+        /// Every body, stream chunk and error body has the OpenAI object's fields and types (JSON Schema).
+        Shape = "shape",
+        /// A long answer stops at exactly `max_tokens` with `finish_reason "length"`; a short one ends `"stop"`.
+        MaxTokens = "max_tokens",
+        /// A stop string is honoured: never in the text, `finish_reason "stop"`.
+        Stop = "stop",
+        /// Usage adds up (prompt + completion = total), matches the stream, and `include_usage` is honoured.
+        Usage = "usage",
+        /// Greedy streamed and non-streamed replies give the same text, finish_reason and usage.
+        StreamParity = "stream_parity",
+        /// Malformed requests get a 4xx with the error shape, and the serve answers the next request.
+        Errors = "errors",
+    }
+}
+
+impl ContractCheck {
+    /// The verdict's and trial's name: `contract.<name>`.
+    pub fn trial_name(self) -> String {
+        format!("contract.{}", self.name())
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod baseline_values;
 pub mod content;
+pub mod contract;
 pub mod drift;
 pub mod interleave;
 pub mod load;

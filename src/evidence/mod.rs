@@ -11,7 +11,9 @@
 //!   request; a killed run keeps it, the last line possibly torn);
 //! - `run.json`: the [`RunSummary`]: written with `status: "running"` before the serve starts and rewritten
 //!   once at the end with the final status (`complete`, `interrupted`, `failed`) and every request, so a
-//!   killed run is visibly incomplete.
+//!   killed run is visibly incomplete;
+//! - `contract/<check>/`: the `[contract]` check's requests (`<label>.request.json`, `.response.json`,
+//!   `.reads.jsonl`) and `check.json` (one [`contract::ContractRecord`] per request), [`contract`].
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,7 @@ use crate::error::EvidenceError;
 pub mod baseline;
 /// The comparability key of a run: what must be equal between a run and its baseline.
 pub mod comparability;
+pub mod contract;
 /// The digest of a run directory (records name their evidence by it).
 pub mod digest;
 pub(crate) mod figures;
@@ -454,6 +457,26 @@ impl EvidenceWriter {
         let meta = serde_json::to_vec_pretty(response).unwrap_or_default();
         self.write(&crate::evidence::layout::response_file(index), &meta)?;
         self.write_reads(&crate::evidence::layout::reads_file(index), reads)
+    }
+
+    /// Writes one contract request (`contract/<check>/<label>.request.json`, `.response.json`,
+    /// `.reads.jsonl`: [`contract::exchange_file`]), creating the check's directory.
+    pub fn write_contract_exchange(
+        &self,
+        check: &str,
+        label: &str,
+        body: &serde_json::Value,
+        response: &ResponseMeta,
+        reads: &[TimedRead],
+    ) -> Result<(), EvidenceError> {
+        let dir = self.dir.join(contract::check_dir(check));
+        std::fs::create_dir_all(&dir).map_err(|e| EvidenceError::io(&dir, e))?;
+        let name = |suffix| contract::exchange_file(check, label, suffix);
+        let body = serde_json::to_vec_pretty(body).unwrap_or_default();
+        self.write(&name(crate::evidence::layout::REQUEST_SUFFIX), &body)?;
+        let meta = serde_json::to_vec_pretty(response).unwrap_or_default();
+        self.write(&name(crate::evidence::layout::RESPONSE_SUFFIX), &meta)?;
+        self.write_reads(&name(crate::evidence::layout::READS_SUFFIX), reads)
     }
 
     /// Writes `reads` as `.reads.jsonl` to `name` atomically, one line at a time through a buffer: the

@@ -36,7 +36,8 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
         | AssertionKind::SameAnswers
         | AssertionKind::Drift
         | AssertionKind::Load
-        | AssertionKind::Regression => None,
+        | AssertionKind::Regression
+        | AssertionKind::Contract => None,
     }
 }
 

@@ -12,6 +12,7 @@
 
 mod accounting;
 mod content;
+pub mod contract;
 mod drift;
 mod figure;
 pub mod load;
@@ -90,6 +91,9 @@ pub struct JudgeInputs {
     pub regression: Option<crate::analysis::baseline_values::BaselineValues>,
     /// The stored baselines `[assert.drift]` names, in the gate's order.
     pub drift: Vec<crate::analysis::BaselineSlot>,
+    /// The `[contract]` checks' evidence (`contract/` of the run directory), or why it could not be read;
+    /// None when the gate has no `[contract]` (or the caller loaded none: every check then FAILs).
+    pub contract: Option<Result<crate::analysis::contract::ContractEvidence, String>>,
 }
 
 /// [`judge`] with the inputs regression and drift need ([`JudgeInputs`]). Pure like [`judge`].
@@ -127,10 +131,17 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
         None
     };
     if let Some(reason) = run_failure {
-        return names
+        let mut out: Vec<Verdict> = names
             .iter()
             .map(|n| Verdict::new(*n, Outcome::Fail, &reason))
             .collect();
+        out.extend(contract::judge_contract(
+            gate,
+            evidence,
+            inputs.contract.as_ref(),
+            Some(&reason),
+        ));
+        return out;
     }
     let mut judged = judged_of(evidence);
     with_serve_log(gate, evidence, &mut judged);
@@ -162,6 +173,8 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
                 "not judged in a single gate (it needs a [pair])",
             ),
             AssertionKind::Load => continue, // judged per sweep point by `load::judge_points`
+            AssertionKind::Contract => continue, // judged per check below
+
             AssertionKind::Regression => {
                 let r = gate
                     .assertions
@@ -181,6 +194,12 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
         };
         out.push(v);
     }
+    out.extend(contract::judge_contract(
+        gate,
+        evidence,
+        inputs.contract.as_ref(),
+        None,
+    ));
     out
 }
 
@@ -203,7 +222,8 @@ fn judge_request_assertion(
         | AssertionKind::SameAnswers
         | AssertionKind::Drift
         | AssertionKind::Load
-        | AssertionKind::Regression => {
+        | AssertionKind::Regression
+        | AssertionKind::Contract => {
             Verdict::new(name, Outcome::Fail, "not a per-request assertion")
         }
     };

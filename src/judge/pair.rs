@@ -117,7 +117,10 @@ pub(super) fn judge_pair_unmasked(
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
             | AssertionKind::Drift
-            | AssertionKind::Load => Verdict::new(name, Outcome::Fail, "not judged in a pair gate"),
+            | AssertionKind::Load
+            | AssertionKind::Contract => {
+                Verdict::new(name, Outcome::Fail, "not judged in a pair gate")
+            }
             // The interleaved baseline: `theirs` arms against `ours`, paired by A-B-B-A block.
             AssertionKind::Regression => {
                 let r = gate

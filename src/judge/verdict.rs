@@ -30,6 +30,10 @@ pub enum Outcome {
     /// The run is void: the client fell behind its schedule, so the figures do not describe the load that
     /// was asked for. Never a pass.
     Void,
+    /// A `[contract]` check the serve does not offer (a clean 4xx "not supported" error), when the gate's
+    /// `may_lack` lists it: its own state, never a pass; the trial is skipped with the reason. (An expected
+    /// check that is unsupported is a [`Outcome::Fail`].)
+    Unsupported,
 }
 
 impl Outcome {
@@ -42,6 +46,7 @@ impl Outcome {
             Outcome::Incomparable => "INCOMPARABLE",
             Outcome::NotCompared => "NOT-COMPARED",
             Outcome::Void => "VOID",
+            Outcome::Unsupported => "UNSUPPORTED",
         }
     }
 
@@ -54,6 +59,7 @@ impl Outcome {
             Outcome::Incomparable => "incomparable",
             Outcome::NotCompared => "not_compared",
             Outcome::Void => "void",
+            Outcome::Unsupported => "unsupported",
         }
     }
 
@@ -66,6 +72,7 @@ impl Outcome {
             Outcome::Incomparable,
             Outcome::NotCompared,
             Outcome::Void,
+            Outcome::Unsupported,
         ]
         .into_iter()
         .find(|o| o.word() == word)
@@ -82,7 +89,8 @@ pub struct Verdict {
     pub kind: AssertionKind,
     /// Pass, fail, indeterminate, incomparable, not compared or void.
     pub outcome: Outcome,
-    /// The verdict line: `<assertion> PASS|FAIL|INDETERMINATE|INCOMPARABLE|NOT-COMPARED|VOID <details>`. One
+    /// The verdict line: `<assertion> PASS|FAIL|INDETERMINATE|INCOMPARABLE|NOT-COMPARED|VOID|UNSUPPORTED
+    /// <details>`. One
     /// line: the details are [`crate::text::shown`] (outside text escaped), so it is printed as it is.
     pub message: String,
     /// The per-request values judged (in the unit of the assertion's metric: tok/s for `rate`, ms for
@@ -120,6 +128,20 @@ impl Verdict {
         v
     }
 
+    /// A verdict of `kind` named `name` (not the kind's wire name): a `[contract]` check's
+    /// `contract.<check>`.
+    pub(super) fn named(
+        kind: AssertionKind,
+        name: String,
+        outcome: Outcome,
+        details: impl AsRef<str>,
+    ) -> Verdict {
+        let mut v = Verdict::new(kind, outcome, "");
+        v.assertion = name;
+        v.set(outcome, details.as_ref().to_string());
+        v
+    }
+
     /// Sets the outcome and the details, and the message from them. The details pass through
     /// [`crate::text::shown`]: whatever a builder quotes (a serve's version, a log line, a reply, an error
     /// body), the verdict line is one line with no control byte and no CI workflow command in it.
@@ -127,7 +149,7 @@ impl Verdict {
         let word = outcome.word();
         let details = crate::text::shown(&details);
         self.outcome = outcome;
-        self.message = format!("{} {word} {details}", self.kind);
+        self.message = format!("{} {word} {details}", self.assertion);
         self.details = details;
     }
 

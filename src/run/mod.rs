@@ -1,5 +1,6 @@
 //! Running gates: the runner (`servegate run`), the libtest-mimic harness and the self-test.
 
+mod contract;
 mod detect;
 pub mod harness;
 mod lifecycle;

@@ -222,7 +222,7 @@ struct Sent<'a> {
 }
 
 /// The requests, unless the serve already failed: a load gate's sweep points ([`crate::run::load`]) or the
-/// plain requests ([`send::send_all`]); with the serve's clock (`[serve] clock = "metrics"`), `/metrics` read
+/// plain requests ([`send::send_all`]), then the `[contract]` checks' ([`super::contract::send_checks`]); with the serve's clock (`[serve] clock = "metrics"`), `/metrics` read
 /// before and after and its deltas recorded (`serve.metrics`).
 fn send_requests(
     gate: &GateSpec,
@@ -258,6 +258,11 @@ fn send_requests(
             summary.serve.metrics = crate::evidence::serve_clock::deltas(&before, &after);
             w.write_summary(summary)?;
         }
+    }
+    // The contract checks after the speed trials and their /metrics, so they never disturb a timed request
+    // or the serve's clock.
+    if summary.serve.failure.is_none() && gate.load.is_none() {
+        super::contract::send_checks(gate, w, to.sender, to.base_url, progress)?;
     }
     Ok(())
 }

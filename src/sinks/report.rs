@@ -91,6 +91,8 @@ impl TestOutcome {
             Outcome::Incomparable => TestOutcome::Incomparable,
             Outcome::NotCompared => TestOutcome::NotCompared,
             Outcome::Void => TestOutcome::Void,
+            // An unsupported `[contract]` check that `may_lack` allows: skipped with its reason, never a pass.
+            Outcome::Unsupported => TestOutcome::Skipped,
         }
     }
 
@@ -187,6 +189,8 @@ pub const SKIP_BUSY_RUNNER: &str = "not compared: busy runner";
 pub const SKIP_INCOMPARABLE: &str = "not compared: baseline does not apply";
 /// The skip reason of an indeterminate verdict let through by `on_indeterminate = "pass"`.
 pub const SKIP_INDETERMINATE: &str = "indeterminate, let through";
+/// The skip reason of an unsupported `[contract]` check that the gate's `may_lack` allows.
+pub const SKIP_UNSUPPORTED: &str = "unsupported, allowed by [contract] may_lack";
 /// The skip reason of a test not run (filtered or ignored by the test arguments).
 pub const SKIP_NOT_RUN: &str = "not run";
 
@@ -813,6 +817,7 @@ pub fn assertion_from_verdict(
         TestOutcome::Void => Some(FailureKind::Void),
     };
     let reason = match o {
+        _ if v.outcome == crate::judge::Outcome::Unsupported => SKIP_UNSUPPORTED,
         TestOutcome::NotCompared => SKIP_BUSY_RUNNER,
         TestOutcome::Incomparable => SKIP_INCOMPARABLE,
         _ => SKIP_INDETERMINATE,

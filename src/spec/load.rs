@@ -436,6 +436,9 @@ impl super::GateSpec {
         if let Some(l) = &self.load {
             v.extend(l.trial_names());
         }
+        if let Some(c) = &self.contract {
+            v.extend(c.trial_names());
+        }
         v
     }
 }

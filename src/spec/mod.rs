@@ -8,7 +8,7 @@
 //! The rooms: `read.rs` reads the file and the TOML; `raw.rs` holds the tables' shapes as written; `validate.rs`
 //! is the validator, whose [`Validator::build`] calls one validation per table (`serve.rs` for `[serve]` and
 //! `[hold]`, `request.rs`, `route.rs`, `figure.rs` for rate/first_token/tpot, `content.rs` for known_answer,
-//! `pair.rs` for `[pair]`/ratio/same_answers, `regression.rs`, `drift.rs`, `load.rs`); `model.rs` holds the
+//! `pair.rs` for `[pair]`/ratio/same_answers, `regression.rs`, `drift.rs`, `load.rs`, `contract.rs`); `model.rs` holds the
 //! validated types ([`GateSpec`]); `lines.rs` finds keys and declaring lines in the text.
 
 use crate::error::SpecError;
@@ -26,6 +26,7 @@ mod route;
 mod serve;
 mod validate;
 
+pub mod contract;
 pub mod detect;
 pub mod drift;
 pub mod interleave;

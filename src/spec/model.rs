@@ -399,6 +399,8 @@ impl Assertions {
             AssertionKind::Drift => self.drift.is_some(),
             // A load gate's verdicts are named per sweep point (`GateSpec::trial_names`).
             AssertionKind::Load => false,
+            // `[contract]`'s verdicts are named per check (`GateSpec::contract`, `GateSpec::trial_names`).
+            AssertionKind::Contract => false,
             AssertionKind::Regression => self.regression.is_some(),
         }
     }
@@ -449,6 +451,9 @@ pub struct GateSpec {
     pub on_indeterminate: OnIndeterminate,
     /// `[load]` and the load assertions (docs/load.md): a load gate.
     pub load: Option<load::LoadGate>,
+    /// `[contract]`: the serve's API contract checks (docs/contract.md), each its own verdict
+    /// `contract.<check>`; None without the table.
+    pub contract: Option<super::contract::ContractSpec>,
     /// The 1-based line of [`Self::source`] declaring each declared assertion, read from the TOML spans at
     /// parse time ([`line_of`]'s rule: the `floor_tok_s` line for `rate`, else the `[assert.X]` header or the
     /// inline key). Read it with [`Self::decl_line`].
@@ -518,6 +523,9 @@ impl GateSpec {
     /// [`Self::decl_line`] for a trial name after the gate's (`rate`, `[c=16]::ttft_p95`), 1 when it names no
     /// declared assertion: the same line [`line_in`] finds in the file's text.
     pub fn decl_line_of(&self, name: &str) -> usize {
+        if let Some(c) = self.contract.as_ref().and_then(|c| c.by_trial(name)) {
+            return c.line;
+        }
         AssertionKind::from_name(name)
             .and_then(|k| self.decl_line(k))
             .unwrap_or(1)

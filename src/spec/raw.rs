@@ -8,8 +8,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{
-    drift, load, regression, ContentAssert, OnIndeterminate, PairMetric, RateSource, Requires,
-    SameAnswersAssert, DEFAULT_RUN_TIMEOUT_S,
+    contract, drift, load, regression, ContentAssert, OnIndeterminate, PairMetric, RateSource,
+    Requires, SameAnswersAssert, DEFAULT_RUN_TIMEOUT_S,
 };
 
 /// The raw TOML shape. `deny_unknown_fields` everywhere: a misspelt key is an error naming the key.
@@ -33,6 +33,8 @@ pub(super) struct RawGate {
     pub(super) assertions: RawAssertions,
     #[serde(default)]
     pub(super) load: Option<load::RawLoad>,
+    #[serde(default)]
+    pub(super) contract: Option<contract::RawContract>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

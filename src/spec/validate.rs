@@ -284,8 +284,25 @@ impl Validator<'_> {
         }
         self.timed_prompt_left(&request, &assertions, untimed_span)?;
         let pair = self.pair(raw.pair.as_ref(), &assertions, &mut serve, &request)?;
-        self.gate_kind(load.as_ref(), pair.as_ref(), &assertions)?;
+        self.gate_kind(
+            load.as_ref(),
+            pair.as_ref(),
+            &assertions,
+            raw.contract.is_some(),
+        )?;
         let requires = self.requires(&raw.requires)?;
+        let contract = raw
+            .contract
+            .as_ref()
+            .map(|c| self.contract(c))
+            .transpose()?;
+        if contract.is_some() && (pair.is_some() || load.is_some()) {
+            return Err(self.err(
+                0..0,
+                "contract",
+                "[contract] checks one serve of a plain gate; a pair or load gate cannot declare it",
+            ));
+        }
 
         // Answers compared with logprobs: ask for them in every request.
         let logprobs_k = match (&assertions.drift, &assertions.same_answers) {
@@ -316,6 +333,7 @@ impl Validator<'_> {
             record: raw.record,
             on_indeterminate: raw.gate.on_indeterminate,
             load,
+            contract,
             decl_lines,
         })
         .and_then(|g: GateSpec| match g.record_spec("check", "decode_rate") {
@@ -387,12 +405,13 @@ impl Validator<'_> {
         load: Option<&LoadGate>,
         pair: Option<&PairSpec>,
         assertions: &Assertions,
+        contract: bool,
     ) -> Result<(), SpecError> {
         if load.is_some() && pair.is_some() {
             return Err(self.err(0..0, "load", "a pair gate cannot also be a load gate"));
         }
-        if assertions.names().is_empty() && load.is_none() {
-            return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.tpot], [assert.content], [assert.known_answer])"));
+        if assertions.names().is_empty() && load.is_none() && !contract {
+            return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.tpot], [assert.content], [assert.known_answer], [contract])"));
         }
 
         if load.is_some() {

@@ -12,6 +12,7 @@ mod cases;
 mod census;
 mod command_line;
 mod comparability;
+mod contract;
 mod coverage;
 mod drift;
 mod escaping;

@@ -1,0 +1,73 @@
+//! The `[contract]` checks' requests (docs/contract.md), sent after the speed trials: each check's
+//! requests ([`crate::spec::contract::requests`]) in order, each within the check's time limit, each written
+//! to `contract/<check>/` as it is answered, then the check's `check.json`. A hang, garbage or a cut stream
+//! ends that request at its limit and is the check's evidence; the next check is sent all the same. It
+//! judges nothing.
+
+use std::time::Duration;
+
+use crate::error::EvidenceError;
+use crate::evidence::contract::{CheckFile, ContractRecord, CHECK_FILE, CHECK_SCHEMA};
+use crate::evidence::{self, EvidenceWriter};
+use crate::io::client;
+use crate::sinks::events::Step;
+use crate::spec::GateSpec;
+
+/// Sends every check of the gate's `[contract]` (none without one) to `base_url`, stopping early only at a
+/// stop signal.
+pub(super) fn send_checks(
+    gate: &GateSpec,
+    w: &EvidenceWriter,
+    sender: &client::Sender,
+    base_url: &str,
+    progress: &mut dyn FnMut(&Step),
+) -> Result<(), EvidenceError> {
+    let Some(contract) = &gate.contract else {
+        return Ok(());
+    };
+    for check in &contract.checks {
+        let name = check.check.name();
+        let mut exchanges = Vec::new();
+        for req in crate::spec::contract::requests(&gate.request, check) {
+            if crate::io::signals::interrupted().is_some() {
+                return Ok(());
+            }
+            let sent_utc = evidence::now_utc();
+            let ex = client::send_within(
+                sender,
+                base_url,
+                &req.body,
+                Some(Duration::from_secs_f64(check.timeout_s)),
+            );
+            w.write_contract_exchange(name, req.label, &req.body, &ex.response, &ex.reads)?;
+            exchanges.push(ContractRecord {
+                label: req.label.to_string(),
+                stream: req.stream,
+                sent_utc,
+                http_status: ex.response.status,
+                transport_error: ex.response.transport_error.clone(),
+                body_bytes: ex.body_bytes,
+                body_truncated: ex.body_truncated,
+                timeout_s: check.timeout_s,
+            });
+        }
+        let file = CheckFile {
+            schema: CHECK_SCHEMA.into(),
+            check: name.into(),
+            exchanges,
+        };
+        let json = serde_json::to_vec_pretty(&file).unwrap_or_default();
+        w.write(
+            &format!(
+                "{}/{CHECK_FILE}",
+                crate::evidence::contract::check_dir(name)
+            ),
+            &json,
+        )?;
+        progress(&Step::Note(format!(
+            "contract {name}: {} requests sent (evidence contract/{name}/)",
+            file.exchanges.len()
+        )));
+    }
+    Ok(())
+}
