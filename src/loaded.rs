@@ -53,7 +53,7 @@ pub fn judge_inputs(gate: &GateSpec, evidence: &Evidence) -> JudgeInputs {
     }
 }
 
-/// Loads the `[contract]` checks' evidence under `dir/contract/`
+/// Loads the `[contract]` checks' evidence under `<dir>/contract/`
 /// ([`crate::evidence::contract::load_raw`]), each reply parsed ([`analysis::contract::parse`]).
 pub fn load_contract(dir: &Path) -> Result<analysis::contract::ContractEvidence, EvidenceError> {
     crate::evidence::contract::load_raw(dir).map(analysis::contract::parse)

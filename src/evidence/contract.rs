@@ -72,7 +72,7 @@ pub struct RawExchange {
     pub reads: Vec<TimedRead>,
 }
 
-/// Every check's requests under `dir/contract/`, by check name (empty without the directory; a check
+/// Every check's requests under `<dir>/contract/`, by check name (empty without the directory; a check
 /// directory without `check.json` is left out). Errors: a `check.json` or reads file that cannot be read.
 pub fn load_raw(dir: &Path) -> Result<BTreeMap<String, Vec<RawExchange>>, EvidenceError> {
     let root = dir.join(CONTRACT_DIR);
