@@ -10,7 +10,7 @@
 //! separate measure named for its state, the github-action-benchmark files leave it out (with a note on
 //! stderr), OpenMetrics labels every sample with its state.
 //!
-//! Sources: records (`records/*.json`, [`from_records`]) and the results of a run ([`from_results`]: the
+//! Sources: records (`data/records/*.json`, [`from_records`]) and the results of a run ([`from_results`]: the
 //! results JSON, or a run directory re-judged by the binary).
 
 pub mod bmf;
@@ -221,7 +221,7 @@ pub fn serialize(kind: Kind, figures: &[Figure]) -> (Vec<u8>, Vec<String>) {
 #[derive(Debug, Clone, clap::Args)]
 #[command(group(clap::ArgGroup::new("format").required(true).args(["bmf", "gab_bigger", "gab_smaller", "openmetrics"])))]
 pub struct ExportArgs {
-    /// Sources: a records directory (default records/), record files, a results JSON (servegate.results/1), or
+    /// Sources: a records directory (default data/records/), record files, a results JSON (servegate.results/1), or
     /// a run directory (re-judged with its own gate.toml).
     pub sources: Vec<PathBuf>,
     /// Bencher Metric Format JSON (`bencher run --adapter json --file FILE`).
