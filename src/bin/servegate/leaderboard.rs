@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use servegate::error::exit;
 use servegate::records::leaderboard::{
-    bounds_of, html_path, relative_link, render_with, unified_diff, write_page, DEFAULT_OUT,
-    DEFAULT_RECORDS,
+    html_path, relative_link, render, unified_diff, write_page, DEFAULT_OUT, DEFAULT_RECORDS,
 };
 
 /// `servegate leaderboard` arguments.
@@ -57,8 +56,7 @@ fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i32 {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let bounds = bounds_of(records_dir, &records);
-    let pages = match render_with(&records, &relative_link(&page_dir, records_dir), &bounds) {
+    let pages = match render(&records, &relative_link(&page_dir, records_dir)) {
         Ok(p) => p,
         Err(e) => {
             errln!("error: rendering the leaderboard: {e:#}");
