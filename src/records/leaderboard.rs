@@ -1,7 +1,7 @@
 //! The leaderboard: renders `pages/leaderboard.md` and `pages/leaderboard.html` from the records with the
 //! minijinja templates in `pages/templates/` (compiled in), and checks that committed pages are what the records
 //! render. Rendering is pure ([`render`]: records → page text; deterministic: no clock, no environment, sorted
-//! input); only [`cli_leaderboard`] reads and writes files (atomically). It validates nothing itself: it
+//! input); only the binary's `servegate leaderboard` reads and writes files (atomically, [`write_page`]). It validates nothing itself: it
 //! renders only records `record::load_dir` accepted (the one loader of what may be published: every record
 //! valid and re-derived from its evidence, else nothing rendered and the refused ones named). Every text of
 //! the page's context passes [`crate::text::page`], so a record's control bytes (ESC, BEL) are shown escaped
