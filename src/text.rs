@@ -19,9 +19,9 @@
 //!   contract: a verdict line, a progress line). `judge::Verdict` passes every verdict's details through it,
 //!   so every verdict line (console, gate report, annotations, JUnit, JSON) is one safe line.
 //! - [`lines`]: the guard at the one place a line is written: servegate's own multi-line text (the gate
-//!   report, a diff) keeps its line breaks and tabs; everything else as [`shown`]. The macros [`crate::outln!`],
-//!   [`crate::errln!`] and [`crate::out!`] format and print through it: new print paths use them in place of
-//!   `println!`/`eprintln!`/`print!`.
+//!   report, a diff) keeps its line breaks and tabs; everything else as [`shown`]. The library's one writer,
+//!   [`crate::io::printer::Printer`], and the binary's `outln!` / `errln!` / `out!` macros print through it:
+//!   new print paths use them in place of `println!`/`eprintln!`/`print!`.
 //! - [`json`]: JSON printed to a terminal (`inspect`, `export` to stdout): the characters JSON leaves raw
 //!   (DEL, C1, the invisible ones) and `##[` written as `\uXXXX` escapes, so the JSON stays valid and equal.
 //! - [`page`]: text of a generated page (leaderboard Markdown and HTML): control characters other than line
@@ -99,7 +99,7 @@ fn needs_guard(s: &str, keep: impl Fn(char) -> bool) -> bool {
 
 /// Text servegate prints, guarded line by line: its own line breaks (`\n`) and tabs stay; every other
 /// control or invisible character is escaped, `##[` is shown `##\[` and a line beginning (after whitespace)
-/// with `::` is shown `\::`, as [`shown`] does. What [`crate::outln!`] and [`crate::errln!`] print.
+/// with `::` is shown `\::`, as [`shown`] does. What [`crate::io::printer::Printer`] prints.
 pub fn lines(s: &str) -> String {
     let keep = |c: char| c == '\t';
     if !s.split('\n').any(|l| needs_guard(l, keep)) {
@@ -178,42 +178,6 @@ pub fn map_strings(v: &mut serde_json::Value, f: &dyn Fn(&str) -> String) {
         }
         _ => {}
     }
-}
-
-/// Writes `s` and a line break to stdout through [`lines`] (what [`crate::outln!`] calls).
-pub fn print_out(s: &str) {
-    println!("{}", lines(s));
-}
-
-/// Writes `s` to stdout through [`lines`], no line break added (what [`crate::out!`] calls).
-pub fn print_out_raw(s: &str) {
-    print!("{}", lines(s));
-}
-
-/// Writes `s` and a line break to stderr through [`lines`] (what [`crate::errln!`] calls).
-pub fn print_err(s: &str) {
-    eprintln!("{}", lines(s));
-}
-
-/// `println!` through [`text::lines`](crate::text::lines): no line of it can be a CI workflow command or carry
-/// a raw control byte.
-#[macro_export]
-macro_rules! outln {
-    () => { ::std::println!() };
-    ($($t:tt)*) => { $crate::text::print_out(&::std::format!($($t)*)) };
-}
-
-/// `print!` through [`text::lines`](crate::text::lines).
-#[macro_export]
-macro_rules! out {
-    ($($t:tt)*) => { $crate::text::print_out_raw(&::std::format!($($t)*)) };
-}
-
-/// `eprintln!` through [`text::lines`](crate::text::lines).
-#[macro_export]
-macro_rules! errln {
-    () => { ::std::eprintln!() };
-    ($($t:tt)*) => { $crate::text::print_err(&::std::format!($($t)*)) };
 }
 
 #[cfg(test)]

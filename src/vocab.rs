@@ -800,7 +800,7 @@ pub struct MetricInfo {
     pub better: Better,
     /// The field of the per-request figures (`run.json` `figures`, inspect) holding it, or None.
     pub figure_field: Option<&'static str>,
-    /// Its name in records (`metric` of servegate.record/1), or None when records cannot carry it.
+    /// Its name in records (`metric` of a `servegate.record/2` record), or None when records cannot carry it.
     pub record_name: Option<&'static str>,
     /// One-line definition.
     pub definition: &'static str,

@@ -9,6 +9,7 @@ pub mod hold;
 pub(crate) mod host;
 pub mod load_client;
 pub mod port;
+pub mod printer;
 pub(crate) mod procfs;
 pub mod reads;
 pub mod serve;

@@ -5,7 +5,7 @@
 //! script as a value, the gate's `[serve] command` starts the binary under test.
 //!
 //! Owns the script's shape, its rendering into bytes on the wire ([`render_reply`], pure, unit-tested) and
-//! the serve loop ([`cli_scripted`]). Framing is [`super::http`]'s. It judges nothing.
+//! the serve loop ([`serve`]). Framing is [`super::http`]'s. It judges nothing.
 //!
 //! * **Units**: every `*_ms` is milliseconds (fractions allowed), from the moment named in its doc.
 //! * **Templates**: log lines, reply tokens, header values and route bodies expand `{host}`, `{port}`,
@@ -1132,7 +1132,7 @@ fn not_found() -> Vec<u8> {
 
 mod serve;
 
-pub use serve::{cli_scripted, ScriptedArgs};
+pub use serve::{load, serve, var_pairs, Listen};
 
 #[cfg(test)]
 mod tests;
