@@ -162,8 +162,29 @@ closed_enum! {
         Usage = "usage",
         /// Greedy streamed and non-streamed replies give the same text, finish_reason and usage.
         StreamParity = "stream_parity",
+        /// A function named by `tool_choice` is called: `tool_calls` with an id, type `function`, its name and
+        /// JSON arguments valid against its parameters, `finish_reason "tool_calls"`; streamed deltas reassemble
+        /// to the same call.
+        Tools = "tools",
+        /// `response_format` `json_object`: the content parses as a JSON object.
+        JsonObject = "json_object",
+        /// `response_format` `json_schema`: the content parses and validates against the schema.
+        JsonSchema = "json_schema",
+        /// `logprobs` + `top_logprobs`: one entry per token, logprobs ≤ 0, k sorted alternatives, the chosen
+        /// token consistent with its place among them.
+        Logprobs = "logprobs",
+        /// The same `seed` at temperature > 0 gives the same text (best effort in the reference: may-lack).
+        Seed = "seed",
+        /// `n = 2` gives two choices, indexed 0 and 1.
+        N = "n",
         /// Malformed requests get a 4xx with the error shape, and the serve answers the next request.
         Errors = "errors",
+        /// The legacy `/v1/completions`: the text completion object, streamed and not, the same greedy text.
+        Completions = "completions",
+        /// `/v1/embeddings`: the embedding list object, one dimension, repeatable, a batch indexed in order.
+        Embeddings = "embeddings",
+        /// `GET /v1/models`: the model list object, listing the gate's served model.
+        Models = "models",
     }
 }
 

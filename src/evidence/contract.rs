@@ -34,6 +34,10 @@ pub fn exchange_file(check: &str, label: &str, suffix: &str) -> String {
 pub struct ContractRecord {
     /// The request's label within its check (`body`, `stream`, `no_messages`...): its files' stem.
     pub label: String,
+    /// Where it was sent (`POST` to `/v1/chat/completions`, `/v1/completions`, `/v1/embeddings`; `GET
+    /// /v1/models`); absent in older files: the chat endpoint.
+    #[serde(default = "chat_path")]
+    pub endpoint: String,
     /// Sent with `stream = true`.
     pub stream: bool,
     /// UTC time it was sent (RFC 3339).
@@ -48,6 +52,10 @@ pub struct ContractRecord {
     pub body_truncated: bool,
     /// The time limit it was sent with, seconds.
     pub timeout_s: f64,
+}
+
+fn chat_path() -> String {
+    "/v1/chat/completions".into()
 }
 
 /// `contract/<check>/check.json`.

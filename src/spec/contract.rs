@@ -32,6 +32,79 @@ pub const SHORT_PROMPT: &str = "What is the capital of France? Answer in one wor
 pub const SHORT_MAX_TOKENS: u32 = 32;
 /// The model the `errors` check's `unknown_model` request names.
 pub const UNKNOWN_MODEL: &str = "servegate-no-such-model";
+/// The prompt of the `tools` check, unless it sets `prompt`.
+pub const TOOL_PROMPT: &str = "What is the weather in Paris? Call the get_weather tool.";
+/// The function the `tools` check declares and names in `tool_choice`.
+pub const TOOL_NAME: &str = "get_weather";
+/// The prompt of the `json_object` check, unless it sets `prompt` (one key: a small model under a JSON
+/// grammar ends the object; asked for two, SmolLM2-135M ran on adding keys to max_tokens).
+pub const JSON_OBJECT_PROMPT: &str =
+    "Give the capital of France as a JSON object with the key city.";
+/// The prompt of the `json_schema` check, unless it sets `prompt`.
+pub const JSON_PROMPT: &str =
+    "Give the capital of France and its population as a JSON object with the keys city and population.";
+/// The prompt of the `seed` and `n` checks (sampled at [`SAMPLED_TEMPERATURE`]), unless they set `prompt`.
+pub const SAMPLED_PROMPT: &str = "Write a short poem about a river.";
+/// The temperature of the `seed` and `n` checks' requests: sampled, not greedy.
+pub const SAMPLED_TEMPERATURE: f64 = 1.0;
+/// The seed of the `seed` check's `first` and `second` requests (`other` sends the next one).
+pub const SEED: u64 = 42;
+/// `top_logprobs` of the `logprobs` check.
+pub const TOP_LOGPROBS: u64 = 3;
+/// The prompt of the `completions` check (a `/v1/completions` prompt), unless it sets `prompt`.
+pub const COMPLETION_PROMPT: &str = "The capital of France is";
+/// The input of the `embeddings` check, unless it sets `prompt`.
+pub const EMBEDDING_INPUT: &str = "The capital of France is Paris.";
+
+/// The `tools` check's function parameters (a JSON Schema): one required string, `city`.
+pub fn tool_parameters() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "The city, e.g. Paris"}},
+        "required": ["city"]
+    })
+}
+
+/// The `json_schema` check's schema: `city` a string and `population` an integer, both required, nothing
+/// else.
+pub fn json_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"],
+        "additionalProperties": false
+    })
+}
+
+/// Where a contract request goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `POST /v1/chat/completions`.
+    Chat,
+    /// `POST /v1/completions` (the legacy text completions).
+    Completions,
+    /// `POST /v1/embeddings`.
+    Embeddings,
+    /// `GET /v1/models`.
+    Models,
+}
+
+impl Endpoint {
+    /// The request path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::Chat => "/v1/chat/completions",
+            Endpoint::Completions => "/v1/completions",
+            Endpoint::Embeddings => "/v1/embeddings",
+            Endpoint::Models => "/v1/models",
+        }
+    }
+
+    /// True for `GET` (no body sent), false for `POST`.
+    pub fn is_get(self) -> bool {
+        self == Endpoint::Models
+    }
+}
 
 /// `[contract]` as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -54,7 +127,25 @@ pub(super) struct RawContract {
     #[serde(default)]
     stream_parity: Option<RawCheck>,
     #[serde(default)]
+    tools: Option<RawCheck>,
+    #[serde(default)]
+    json_object: Option<RawCheck>,
+    #[serde(default)]
+    json_schema: Option<RawCheck>,
+    #[serde(default)]
+    logprobs: Option<RawCheck>,
+    #[serde(default)]
+    seed: Option<RawCheck>,
+    #[serde(default)]
+    n: Option<RawCheck>,
+    #[serde(default)]
     errors: Option<RawCheck>,
+    #[serde(default)]
+    completions: Option<RawCheck>,
+    #[serde(default)]
+    embeddings: Option<RawCheck>,
+    #[serde(default)]
+    models: Option<RawCheck>,
 }
 
 impl RawContract {
@@ -65,7 +156,16 @@ impl RawContract {
             ContractCheck::Stop => self.stop.as_ref(),
             ContractCheck::Usage => self.usage.as_ref(),
             ContractCheck::StreamParity => self.stream_parity.as_ref(),
+            ContractCheck::Tools => self.tools.as_ref(),
+            ContractCheck::JsonObject => self.json_object.as_ref(),
+            ContractCheck::JsonSchema => self.json_schema.as_ref(),
+            ContractCheck::Logprobs => self.logprobs.as_ref(),
+            ContractCheck::Seed => self.seed.as_ref(),
+            ContractCheck::N => self.n.as_ref(),
             ContractCheck::Errors => self.errors.as_ref(),
+            ContractCheck::Completions => self.completions.as_ref(),
+            ContractCheck::Embeddings => self.embeddings.as_ref(),
+            ContractCheck::Models => self.models.as_ref(),
         }
     }
 }
@@ -123,14 +223,17 @@ pub struct CheckSpec {
     pub stop: Option<String>,
 }
 
-/// One request of a check: its label (the file stem in `contract/<check>/`), streamed or not, its body.
+/// One request of a check: its label (the file stem in `contract/<check>/`), where it goes, streamed or not,
+/// its body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckRequest {
     /// The request's name within its check (`body`, `stream`, `no_messages`...).
     pub label: &'static str,
+    /// Where it is sent.
+    pub endpoint: Endpoint,
     /// Sent with `stream = true`.
     pub stream: bool,
-    /// The JSON body, as sent.
+    /// The JSON body, as sent (Null for a `GET`).
     pub body: Value,
 }
 
@@ -157,11 +260,32 @@ fn chat(req: &RequestSpec, prompt: &str, max_tokens: u32, stream: bool) -> Value
     Value::Object(body)
 }
 
+/// `[request] extra` (with the profile's greedy fields) on a `/v1/completions` body, but for the keys of
+/// chat's own shape (`logprobs` is a boolean in chat and a count in completions; tools, formats and
+/// `stream_options` are chat's): the body's own keys win.
+fn with_extra(req: &RequestSpec, mut body: serde_json::Map<String, Value>) -> Value {
+    const CHAT_ONLY: [&str; 6] = [
+        "logprobs",
+        "top_logprobs",
+        "stream_options",
+        "response_format",
+        "tools",
+        "tool_choice",
+    ];
+    for (k, v) in &req.extra {
+        if !CHAT_ONLY.contains(&k.as_str()) {
+            body.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    Value::Object(body)
+}
+
 /// The requests of `check`, in send order. Pure: the runner sends them and the judge finds each by label.
 pub fn requests(req: &RequestSpec, check: &CheckSpec) -> Vec<CheckRequest> {
     let (p, n) = (check.prompt.as_str(), check.max_tokens);
     let one = |label, stream, body| CheckRequest {
         label,
+        endpoint: Endpoint::Chat,
         stream,
         body,
     };
@@ -199,6 +323,63 @@ pub fn requests(req: &RequestSpec, check: &CheckSpec) -> Vec<CheckRequest> {
             one("body", false, chat(req, p, n, false)),
             one("stream", true, chat(req, p, n, true)),
         ],
+        ContractCheck::Tools => {
+            let with_tools = |stream| {
+                let mut b = chat(req, p, n, stream);
+                b["tools"] = json!([{"type": "function", "function": {
+                    "name": TOOL_NAME,
+                    "description": "Get the current weather in a city",
+                    "parameters": tool_parameters()
+                }}]);
+                b["tool_choice"] = json!({"type": "function", "function": {"name": TOOL_NAME}});
+                b
+            };
+            vec![
+                one("plain", false, chat(req, p, n, false)),
+                one("named", false, with_tools(false)),
+                one("stream", true, with_tools(true)),
+            ]
+        }
+        ContractCheck::JsonObject | ContractCheck::JsonSchema => {
+            let format = if check.check == ContractCheck::JsonObject {
+                json!({"type": "json_object"})
+            } else {
+                json!({"type": "json_schema", "json_schema": {
+                    "name": "capital", "strict": true, "schema": json_schema()
+                }})
+            };
+            let mut body = chat(req, p, n, false);
+            body["response_format"] = format;
+            vec![
+                one("plain", false, chat(req, p, n, false)),
+                one("body", false, body),
+            ]
+        }
+        ContractCheck::Logprobs => {
+            let mut body = chat(req, p, n, false);
+            body["logprobs"] = json!(true);
+            body["top_logprobs"] = json!(TOP_LOGPROBS);
+            vec![one("body", false, body)]
+        }
+        ContractCheck::Seed => {
+            let seeded = |seed: u64| {
+                let mut b = chat(req, p, n, false);
+                b["temperature"] = json!(SAMPLED_TEMPERATURE);
+                b["seed"] = json!(seed);
+                b
+            };
+            vec![
+                one("first", false, seeded(SEED)),
+                one("second", false, seeded(SEED)),
+                one("other", false, seeded(SEED + 1)),
+            ]
+        }
+        ContractCheck::N => {
+            let mut b = chat(req, p, n, false);
+            b["temperature"] = json!(SAMPLED_TEMPERATURE);
+            b["n"] = json!(2);
+            vec![one("body", false, b)]
+        }
         ContractCheck::Errors => {
             let good = chat(req, SHORT_PROMPT, SHORT_MAX_TOKENS, false);
             let mut no_messages = good.clone();
@@ -217,6 +398,49 @@ pub fn requests(req: &RequestSpec, check: &CheckSpec) -> Vec<CheckRequest> {
                 one("after", false, good),
             ]
         }
+        ContractCheck::Completions => {
+            let body = |stream: bool| {
+                let mut b = serde_json::Map::new();
+                b.insert("model".into(), req.served_model.clone().into());
+                b.insert("prompt".into(), p.into());
+                b.insert("max_tokens".into(), n.into());
+                b.insert("temperature".into(), 0.into());
+                b.insert("stream".into(), stream.into());
+                with_extra(req, b)
+            };
+            let at = |label, stream| CheckRequest {
+                label,
+                endpoint: Endpoint::Completions,
+                stream,
+                body: body(stream),
+            };
+            vec![at("body", false), at("stream", true)]
+        }
+        ContractCheck::Embeddings => {
+            let body = |input: Value| {
+                let mut b = serde_json::Map::new();
+                b.insert("model".into(), req.served_model.clone().into());
+                b.insert("input".into(), input);
+                Value::Object(b)
+            };
+            let at = |label, input| CheckRequest {
+                label,
+                endpoint: Endpoint::Embeddings,
+                stream: false,
+                body: body(input),
+            };
+            vec![
+                at("first", json!(p)),
+                at("again", json!(p)),
+                at("batch", json!([p, SHORT_PROMPT])),
+            ]
+        }
+        ContractCheck::Models => vec![CheckRequest {
+            label: "list",
+            endpoint: Endpoint::Models,
+            stream: false,
+            body: Value::Null,
+        }],
     }
 }
 
@@ -318,14 +542,29 @@ impl Validator<'_> {
             Some(t) => self.seconds(t, &key("timeout_s"))?,
             None => default_timeout,
         };
-        if check == ContractCheck::Errors {
-            for (k, set) in [
-                ("prompt", raw.prompt.as_ref().map(|p| p.span())),
-                ("max_tokens", raw.max_tokens.as_ref().map(|p| p.span())),
-            ] {
-                if let Some(span) = set {
-                    return Err(self.err(span, &key(k), format!("the `errors` check sends fixed malformed requests; it takes no `{k}` (only timeout_s)")));
-                }
+        for (k, set, takes) in [
+            (
+                "prompt",
+                raw.prompt.as_ref().map(|p| p.span()),
+                takes_prompt(check),
+            ),
+            (
+                "max_tokens",
+                raw.max_tokens.as_ref().map(|p| p.span()),
+                takes_max_tokens(check),
+            ),
+        ] {
+            if let (Some(span), false) = (set, takes) {
+                let why = match check {
+                    ContractCheck::Errors => "sends fixed malformed requests",
+                    ContractCheck::Models => "sends one GET /v1/models",
+                    _ => "sends no max_tokens (an embedding has no length)",
+                };
+                return Err(self.err(
+                    span,
+                    &key(k),
+                    format!("the `{check}` check {why}; it takes no `{k}`"),
+                ));
             }
         }
         if let (Some(s), false) = (&raw.stop, check == ContractCheck::Stop) {
@@ -355,18 +594,14 @@ impl Validator<'_> {
                     ),
                 ))
             }
-            None if check == ContractCheck::MaxTokens => DEFAULT_LENGTH_COUNT,
-            None if check == ContractCheck::Stop => 40,
-            None => DEFAULT_CHECK_MAX_TOKENS,
+            None => default_max_tokens(check),
         };
         let prompt = match &raw.prompt {
             Some(p) if p.get_ref().trim().is_empty() => {
                 return Err(self.err(p.span(), &key("prompt"), "must not be empty"));
             }
             Some(p) => p.get_ref().clone(),
-            None if check == ContractCheck::Stop => STOP_PROMPT.into(),
-            None if check == ContractCheck::Errors => SHORT_PROMPT.into(),
-            None => LONG_PROMPT.into(),
+            None => default_prompt(check).into(),
         };
         debug_assert!(timeout_s <= MAX_SECONDS);
         Ok(CheckSpec {
@@ -378,6 +613,44 @@ impl Validator<'_> {
             max_tokens,
             stop,
         })
+    }
+}
+
+/// Whether `[contract.<check>]` may set `prompt`: every check but `errors` and `models`.
+fn takes_prompt(check: ContractCheck) -> bool {
+    !matches!(check, ContractCheck::Errors | ContractCheck::Models)
+}
+
+/// Whether `[contract.<check>]` may set `max_tokens`: every check but `errors`, `models` and `embeddings`.
+fn takes_max_tokens(check: ContractCheck) -> bool {
+    takes_prompt(check) && check != ContractCheck::Embeddings
+}
+
+/// The check's default `max_tokens`: 8 for `max_tokens` (the count it stops at), 40 for `stop` (room to reach
+/// it), 64 for `tools`, `json_object` and `json_schema` (room for a whole call or object), 8 for `logprobs`
+/// and `n`, 16 for the others.
+fn default_max_tokens(check: ContractCheck) -> u32 {
+    match check {
+        ContractCheck::MaxTokens => DEFAULT_LENGTH_COUNT,
+        ContractCheck::Stop => 40,
+        ContractCheck::Tools | ContractCheck::JsonObject | ContractCheck::JsonSchema => 64,
+        ContractCheck::Logprobs | ContractCheck::N | ContractCheck::Completions => 8,
+        _ => DEFAULT_CHECK_MAX_TOKENS,
+    }
+}
+
+/// The check's default prompt (the embeddings check's input).
+fn default_prompt(check: ContractCheck) -> &'static str {
+    match check {
+        ContractCheck::Stop => STOP_PROMPT,
+        ContractCheck::Errors | ContractCheck::Models => SHORT_PROMPT,
+        ContractCheck::Tools => TOOL_PROMPT,
+        ContractCheck::JsonObject => JSON_OBJECT_PROMPT,
+        ContractCheck::JsonSchema => JSON_PROMPT,
+        ContractCheck::Seed | ContractCheck::N => SAMPLED_PROMPT,
+        ContractCheck::Completions => COMPLETION_PROMPT,
+        ContractCheck::Embeddings => EMBEDDING_INPUT,
+        _ => LONG_PROMPT,
     }
 }
 

@@ -10,6 +10,8 @@
 //! JSON fails it with the reason ([`whole`]).
 
 mod checks;
+mod endpoints;
+mod features;
 pub mod schema;
 #[cfg(test)]
 mod tests;
@@ -58,7 +60,7 @@ pub fn judge_contract(
                     CheckState::Fail(format!("the contract evidence could not be read: {e}"))
                 }
                 (None, Some(Ok(ev))) => match ev.checks.get(c.check.name()) {
-                    Some(xs) => judge_check(c, xs),
+                    Some(xs) => judge_check(c, xs, &gate.request.served_model),
                     None => CheckState::Fail(not_sent(evidence)),
                 },
             };
@@ -98,15 +100,25 @@ pub fn verdict_of(c: &CheckSpec, state: CheckState) -> Verdict {
     )
 }
 
-/// One check's state from its requests.
-pub fn judge_check(c: &CheckSpec, xs: &[ContractExchange]) -> CheckState {
+/// One check's state from its requests; `served_model` is the gate's (`[request] served_model`, the id
+/// `models` must list).
+pub fn judge_check(c: &CheckSpec, xs: &[ContractExchange], served_model: &str) -> CheckState {
     let result = match c.check {
         ContractCheck::Shape => checks::shape(xs),
         ContractCheck::MaxTokens => checks::max_tokens(c, xs),
         ContractCheck::Stop => checks::stop(c, xs),
         ContractCheck::Usage => checks::usage(xs),
         ContractCheck::StreamParity => checks::stream_parity(xs),
+        ContractCheck::Tools => features::tools(xs),
+        ContractCheck::JsonObject => features::json_format(c, xs, false),
+        ContractCheck::JsonSchema => features::json_format(c, xs, true),
+        ContractCheck::Logprobs => features::logprobs(xs),
+        ContractCheck::Seed => features::seed(xs),
+        ContractCheck::N => features::n(xs),
         ContractCheck::Errors => checks::errors(xs),
+        ContractCheck::Completions => endpoints::completions(xs),
+        ContractCheck::Embeddings => endpoints::embeddings(xs),
+        ContractCheck::Models => endpoints::models(xs, served_model),
     };
     match result {
         Ok(s) | Err(s) => s,
@@ -200,6 +212,23 @@ pub fn unsupported(x: &ContractExchange) -> Option<String> {
 /// Ok when `x` is a whole 2xx reply with no error in it; else the check's state: unsupported for a clean
 /// "not supported" 4xx, a failure for anything else.
 fn answered(x: &ContractExchange) -> Result<(), CheckState> {
+    answered_with(x, Lack::default())
+}
+
+/// What else than a "not supported" message counts as the serve's clean word that it lacks what a request
+/// asked ([`answered_with`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct Lack<'a> {
+    /// A clean 4xx error object naming this request parameter (its `param`, or the message quoting it as
+    /// `'n'`, `"n"` or `` `n` ``): the serve refuses the parameter's value (llama.cpp: `Field 'n': Value
+    /// must be between 1 <= value <= 1, but got 2`).
+    param: Option<&'a str>,
+    /// A 404 or 405 (any body): the serve has no such route (an endpoint check's request).
+    route: bool,
+}
+
+/// [`answered`], where `lack` widens what is unsupported.
+fn answered_with(x: &ContractExchange, lack: Lack) -> Result<(), CheckState> {
     whole(x).map_err(CheckState::Fail)?;
     let label = &x.record.label;
     let status = x.record.http_status.unwrap_or(0);
@@ -207,12 +236,33 @@ fn answered(x: &ContractExchange) -> Result<(), CheckState> {
         if let Some(u) = unsupported(x) {
             return Err(CheckState::Unsupported(format!("`{label}`: {u}")));
         }
+        let body = body_json(x);
         let msg = x
             .reply
             .error
             .as_ref()
             .map(|e| e.message.as_str())
             .unwrap_or("");
+        let shaped = schema::violation(&schema::error(), &body).is_none();
+        if lack.route && (status == 404 || status == 405) {
+            return Err(CheckState::Unsupported(format!(
+                "`{label}`: HTTP {status} at {}: the serve has no such route: {}",
+                x.record.endpoint,
+                crate::analysis::quote::quoted(&String::from_utf8_lossy(&x.body), 120)
+            )));
+        }
+        if let (Some(p), true, true) = (lack.param, (400..500).contains(&status), shaped) {
+            let named = body["error"]["param"].as_str() == Some(p)
+                || [format!("'{p}'"), format!("\"{p}\""), format!("`{p}`")]
+                    .iter()
+                    .any(|q| msg.contains(q.as_str()));
+            if named {
+                return Err(CheckState::Unsupported(format!(
+                    "`{label}`: HTTP {status} refusing `{p}`: {}",
+                    crate::analysis::quote::quoted(msg, 120)
+                )));
+            }
+        }
         return Err(CheckState::Fail(format!(
             "`{label}`: HTTP {status}: {}",
             crate::analysis::quote::quoted(msg, 120)

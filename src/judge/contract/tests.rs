@@ -11,6 +11,7 @@ use crate::io::reads::TimedRead;
 fn record(label: &str, stream: bool, status: Option<u16>) -> ContractRecord {
     ContractRecord {
         label: label.into(),
+        endpoint: "/v1/chat/completions".into(),
         stream,
         sent_utc: String::new(),
         http_status: status,
@@ -97,7 +98,7 @@ fn spec(check: ContractCheck, expected: bool) -> CheckSpec {
 }
 
 fn state(check: ContractCheck, xs: &[ContractExchange]) -> CheckState {
-    judge_check(&spec(check, true), xs)
+    judge_check(&spec(check, true), xs, "m")
 }
 
 fn fails_with(s: CheckState, has: &str) {
@@ -343,4 +344,85 @@ fn a_501_not_implemented_is_unsupported_and_another_5xx_is_not() {
     assert!(unsupported(&x).is_some_and(|u| u.starts_with("HTTP 501")));
     let x = body("body", 503, no);
     assert_eq!(unsupported(&x), None);
+}
+
+fn spec_of(check: ContractCheck) -> CheckSpec {
+    spec(check, true)
+}
+
+#[test]
+fn logprobs_fails_a_chosen_token_inconsistent_with_its_place() {
+    let body_with = |chosen: f64, top: serde_json::Value| {
+        json!({"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "1"}, "finish_reason": "length",
+                "logprobs": {"content": [{"token": "1", "logprob": chosen, "top_logprobs": top}]}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}})
+        .to_string()
+    };
+    let top = json!([{"token": "1", "logprob": -0.5}, {"token": "One", "logprob": -1.5}, {"token": "A", "logprob": -3.0}]);
+    let ok = body_with(-0.5, top.clone());
+    assert!(matches!(
+        judge_check(
+            &spec_of(ContractCheck::Logprobs),
+            &[body("body", 200, &ok)],
+            "m"
+        ),
+        CheckState::Pass(_)
+    ));
+    // Its own entry says another logprob.
+    let off = body_with(-0.9, top);
+    fails_with(
+        judge_check(
+            &spec_of(ContractCheck::Logprobs),
+            &[body("body", 200, &off)],
+            "m",
+        ),
+        "differs from its own entry",
+    );
+    // Not listed, yet more likely than the least listed alternative.
+    let unlisted = json!([{"token": "One", "logprob": -1.5}, {"token": "A", "logprob": -2.0}, {"token": "B", "logprob": -3.0}]);
+    fails_with(
+        judge_check(
+            &spec_of(ContractCheck::Logprobs),
+            &[body("body", 200, &body_with(-2.5, unlisted))],
+            "m",
+        ),
+        "is above the least listed alternative",
+    );
+}
+
+#[test]
+fn models_fails_a_list_without_the_served_model_and_embeddings_two_dimensions() {
+    let list =
+        r#"{"object":"list","data":[{"id":"other","object":"model","created":1,"owned_by":"x"}]}"#;
+    let x = body("list", 200, list);
+    fails_with(
+        judge_check(
+            &spec_of(ContractCheck::Models),
+            std::slice::from_ref(&x),
+            "smollm2",
+        ),
+        "does not list the served model",
+    );
+    assert!(matches!(
+        judge_check(&spec_of(ContractCheck::Models), &[x], "other"),
+        CheckState::Pass(_)
+    ));
+    let emb = |vs: &[&[f64]]| {
+        let data: Vec<_> = vs
+            .iter()
+            .enumerate()
+            .map(|(i, v)| json!({"object": "embedding", "index": i, "embedding": v}))
+            .collect();
+        json!({"object": "list", "data": data, "model": "m", "usage": {"prompt_tokens": 1, "total_tokens": 1}}).to_string()
+    };
+    let xs = [
+        body("first", 200, &emb(&[&[0.1, 0.2]])),
+        body("again", 200, &emb(&[&[0.1, 0.2]])),
+        body("batch", 200, &emb(&[&[0.1, 0.2], &[0.3]])),
+    ];
+    fails_with(
+        judge_check(&spec_of(ContractCheck::Embeddings), &xs, "m"),
+        "not of one dimension",
+    );
 }
