@@ -3,7 +3,7 @@
 //! `contract/<check>/` and judged from there. What goes here: for each check, one scripted serve that honours
 //! it (PASS) and one that breaks it (FAIL with the reason); unsupported, hang and garbage answers; and
 //! `servegate check`'s refusals of a bad `[contract]`. The judging rules alone are unit-tested in
-//! src/judge/contract/tests.rs.
+//! crates/core/src/judge/contract/tests.rs.
 //!
 //! The scripted serve answers chat requests by arrival order (`Script::replies`): reply 0 is the gate's one
 //! speed-trial request, the next ones the check's requests in the order `spec::contract::requests` sends them.

@@ -4,7 +4,7 @@
 //! file. Reads those files; starts nothing.
 //!
 //! A path is recognised by its shape: at least two segments joined by `/`, starting with a lower-case letter,
-//! a digit, `.` or `_`, and ending in an extension (`src/judge/mod.rs`) or in `/` (`tests/data/cases/`). It
+//! a digit, `.` or `_`, and ending in an extension (`crates/core/src/judge/mod.rs`) or in `/` (`tests/data/cases/`). It
 //! exists if it does relative to the repository root, to the naming file's folder (a Markdown link such as
 //! `../data/coverage/runs/...`), to `src/` (module paths such as `spec/detect.rs`), or for a file in `xtask/`, to
 //! `xtask/`. Not checked: URLs, placeholders (`<gate>`, `{port}`, `*`, `...`, `NAME`, `NN`), paths a run or a
@@ -73,7 +73,7 @@ fn sources(root: &Path) -> Vec<PathBuf> {
         docs.sort();
         out.extend(docs);
     }
-    for dir in ["src", "scripts", "xtask", "tests"] {
+    for dir in ["src", "crates", "scripts", "xtask", "tests"] {
         walk(&root.join(dir), &mut out);
     }
     out
@@ -171,7 +171,12 @@ fn named_paths(line: &str) -> Vec<String> {
 
 fn exists(root: &Path, file: &Path, named: &str) -> bool {
     let dir = file.parent().unwrap_or(root);
-    let mut bases = vec![root.to_path_buf(), dir.to_path_buf(), root.join("src")];
+    let mut bases = vec![
+        root.to_path_buf(),
+        dir.to_path_buf(),
+        root.join("src"),
+        root.join("crates/core/src"),
+    ];
     if file.starts_with(root.join("xtask")) {
         bases.push(root.join("xtask"));
     }
@@ -218,9 +223,11 @@ fn every_path_named_in_a_doc_or_a_comment_exists() {
 #[test]
 fn the_recogniser_sees_paths_and_skips_the_rest() {
     assert_eq!(
-        named_paths("see `src/judge/mod.rs`, tests/data/cases/ and [docs/ci.md](docs/ci.md)."),
+        named_paths(
+            "see `crates/core/src/judge/mod.rs`, tests/data/cases/ and [docs/ci.md](docs/ci.md)."
+        ),
         [
-            "src/judge/mod.rs",
+            "crates/core/src/judge/mod.rs",
             "tests/data/cases/",
             "docs/ci.md",
             "docs/ci.md"
@@ -239,9 +246,9 @@ fn the_recogniser_sees_paths_and_skips_the_rest() {
     );
     let rs = searched_lines(
         Path::new("a.rs"),
-        "let u = \"http://x/y.rs\"; // see src/io/fs.rs\nfn f() {}",
+        "let u = \"http://x/y.rs\"; // see crates/core/src/io/fs.rs\nfn f() {}",
     );
-    assert_eq!(rs, [(1, " see src/io/fs.rs".to_string())]);
+    assert_eq!(rs, [(1, " see crates/core/src/io/fs.rs".to_string())]);
     let sh = searched_lines(Path::new("a.sh"), "#!/bin/sh\n# a/b.sh\necho x # c/d.sh\n");
     assert_eq!(sh, [(2, " a/b.sh".to_string()), (3, "c/d.sh".to_string())]);
 }

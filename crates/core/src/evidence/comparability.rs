@@ -519,7 +519,7 @@ mod tests {
         // Lines of llama-server b11434's startup log (tests/data/compare/llama-server-b11434-startup.log).
         let log = std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/data/compare/llama-server-b11434-startup.log"),
+                .join("../../tests/data/compare/llama-server-b11434-startup.log"),
         )
         .unwrap();
         let n = numerics_of_log(&log);

@@ -538,7 +538,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), EvidenceError> {
     crate::io::fs::write_atomic(path, bytes).map_err(|e| EvidenceError::io(path, e))
 }
 
-pub use crate::io::client::ResponseMeta;
+pub use crate::io::exchange::ResponseMeta;
 
 /// One request of a loaded run: its record, its response meta, and its reads as loaded: raw
 /// (`Vec<TimedRead>`, from [`load`]) or turned into what the layer above needs as they are read (from

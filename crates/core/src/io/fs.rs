@@ -289,17 +289,29 @@ mod tests {
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
     }
 
+    /// A named pipe at `path` (mkfifo(3), mode 0600): no process is started in this crate, tests included.
+    #[cfg(unix)]
+    fn mkfifo(path: &std::path::Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+        let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+        assert_eq!(
+            rc,
+            0,
+            "mkfifo {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+
     #[cfg(unix)]
     #[test]
     fn a_fifo_is_written_through_and_a_directory_refused() {
         use std::os::unix::fs::FileTypeExt;
         let tmp = tempfile::tempdir().unwrap();
         let fifo = tmp.path().join("pipe");
-        let st = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(st.success());
+        mkfifo(&fifo);
         let reader = {
             let fifo = fifo.clone();
             std::thread::spawn(move || std::fs::read(&fifo).unwrap())
@@ -338,11 +350,7 @@ mod tests {
         write_atomic(&link, b"new").unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
         let fifo = tmp.path().join("pipe");
-        assert!(std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success());
+        mkfifo(&fifo);
         clear_output(&fifo).unwrap();
         assert!(std::fs::symlink_metadata(&fifo)
             .unwrap()

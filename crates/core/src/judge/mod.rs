@@ -20,7 +20,7 @@ mod drift;
 mod figure;
 pub mod load;
 pub mod max_tokens;
-pub(crate) mod outcome;
+pub mod outcome;
 mod pair;
 pub mod redact;
 pub mod regression;

@@ -400,7 +400,10 @@ fn declaring_lines_are_the_ones_the_file_text_gives() {
     // Every gate of gates/ (matrix entries included): the line kept at parse time is the one found by
     // reading the file's text again, for every trial name.
     let mut seen = 0;
-    for entry in std::fs::read_dir("gates").unwrap() {
+    for entry in
+        std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../gates"))
+            .unwrap()
+    {
         let file = entry.unwrap().path();
         if file.extension().is_none_or(|e| e != "toml") {
             continue;

@@ -24,7 +24,7 @@
 //!   scaling; a serve that serializes requests shows 1 / c.
 
 use crate::analysis::stats;
-use crate::io::load_client::SendTiming;
+use crate::io::exchange::SendTiming;
 
 /// One judged request of a load point, as the aggregates see it.
 #[derive(Debug, Clone, Default, PartialEq)]

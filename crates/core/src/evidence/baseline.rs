@@ -381,7 +381,7 @@ mod tests {
 
     /// The first window of the committed quiet reference baseline: a real run directory.
     fn real_window() -> PathBuf {
-        let b = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/baselines/reference-smoke");
+        let b = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/baselines/reference-smoke");
         let m: Manifest =
             serde_json::from_str(&std::fs::read_to_string(b.join(MANIFEST_FILE)).unwrap()).unwrap();
         b.join(&m.windows[0])

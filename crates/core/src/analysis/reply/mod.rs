@@ -59,7 +59,7 @@ pub fn reply_of(rec: &crate::evidence::RequestRecord, reads: &[TimedRead]) -> Re
         ));
         // A capped body is never a pass: whatever was parsed is a prefix of a reply that went on.
         if reply.error.is_none() {
-            let message = format!("the response body passed the {} MiB cap; only its first {} bytes were kept and read", crate::io::client::BODY_CAP_BYTES >> 20, rec.body_bytes);
+            let message = format!("the response body passed the {} MiB cap; only its first {} bytes were kept and read", crate::io::exchange::BODY_CAP_BYTES >> 20, rec.body_bytes);
             reply.error = Some(ServeError {
                 kind: FailureCode::BodyCapped,
                 message,

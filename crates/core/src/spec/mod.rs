@@ -33,7 +33,7 @@ pub mod interleave;
 pub mod load;
 pub mod matrix;
 pub mod profile;
-pub(crate) mod record;
+pub mod record;
 pub mod regression;
 
 pub use crate::error::line_col;

@@ -380,61 +380,9 @@ pub fn requests(req: &RequestSpec, check: &CheckSpec) -> Vec<CheckRequest> {
             b["n"] = json!(2);
             vec![one("body", false, b)]
         }
-        ContractCheck::Errors => {
-            let good = chat(req, SHORT_PROMPT, SHORT_MAX_TOKENS, false);
-            let mut no_messages = good.clone();
-            no_messages.as_object_mut().map(|o| o.remove("messages"));
-            let mut bad_role = good.clone();
-            bad_role["messages"] = json!([{"role": "wizard", "content": SHORT_PROMPT}]);
-            let mut negative = good.clone();
-            negative["max_tokens"] = json!(-5);
-            let mut unknown = good.clone();
-            unknown["model"] = json!(UNKNOWN_MODEL);
-            vec![
-                one("no_messages", false, no_messages),
-                one("bad_role", false, bad_role),
-                one("negative_max_tokens", false, negative),
-                one("unknown_model", false, unknown),
-                one("after", false, good),
-            ]
-        }
-        ContractCheck::Completions => {
-            let body = |stream: bool| {
-                let mut b = serde_json::Map::new();
-                b.insert("model".into(), req.served_model.clone().into());
-                b.insert("prompt".into(), p.into());
-                b.insert("max_tokens".into(), n.into());
-                b.insert("temperature".into(), 0.into());
-                b.insert("stream".into(), stream.into());
-                with_extra(req, b)
-            };
-            let at = |label, stream| CheckRequest {
-                label,
-                endpoint: Endpoint::Completions,
-                stream,
-                body: body(stream),
-            };
-            vec![at("body", false), at("stream", true)]
-        }
-        ContractCheck::Embeddings => {
-            let body = |input: Value| {
-                let mut b = serde_json::Map::new();
-                b.insert("model".into(), req.served_model.clone().into());
-                b.insert("input".into(), input);
-                Value::Object(b)
-            };
-            let at = |label, input| CheckRequest {
-                label,
-                endpoint: Endpoint::Embeddings,
-                stream: false,
-                body: body(input),
-            };
-            vec![
-                at("first", json!(p)),
-                at("again", json!(p)),
-                at("batch", json!([p, SHORT_PROMPT])),
-            ]
-        }
+        ContractCheck::Errors => error_requests(req),
+        ContractCheck::Completions => completions_requests(req, p, n),
+        ContractCheck::Embeddings => embeddings_requests(req, p),
         ContractCheck::Models => vec![CheckRequest {
             label: "list",
             endpoint: Endpoint::Models,
@@ -442,6 +390,76 @@ pub fn requests(req: &RequestSpec, check: &CheckSpec) -> Vec<CheckRequest> {
             body: Value::Null,
         }],
     }
+}
+
+/// The `errors` check's requests: four malformed ones (no messages, an unknown role, a negative
+/// `max_tokens`, an unknown model), then a good one (the serve still answers after them).
+fn error_requests(req: &RequestSpec) -> Vec<CheckRequest> {
+    let one = |label, body| CheckRequest {
+        label,
+        endpoint: Endpoint::Chat,
+        stream: false,
+        body,
+    };
+    let good = chat(req, SHORT_PROMPT, SHORT_MAX_TOKENS, false);
+    let mut no_messages = good.clone();
+    no_messages.as_object_mut().map(|o| o.remove("messages"));
+    let mut bad_role = good.clone();
+    bad_role["messages"] = json!([{"role": "wizard", "content": SHORT_PROMPT}]);
+    let mut negative = good.clone();
+    negative["max_tokens"] = json!(-5);
+    let mut unknown = good.clone();
+    unknown["model"] = json!(UNKNOWN_MODEL);
+    vec![
+        one("no_messages", no_messages),
+        one("bad_role", bad_role),
+        one("negative_max_tokens", negative),
+        one("unknown_model", unknown),
+        one("after", good),
+    ]
+}
+
+/// The `completions` check's requests to `/v1/completions` (the legacy text endpoint): the prompt `p`
+/// with `n` tokens, whole and streamed.
+fn completions_requests(req: &RequestSpec, p: &str, n: u32) -> Vec<CheckRequest> {
+    let body = |stream: bool| {
+        let mut b = serde_json::Map::new();
+        b.insert("model".into(), req.served_model.clone().into());
+        b.insert("prompt".into(), p.into());
+        b.insert("max_tokens".into(), n.into());
+        b.insert("temperature".into(), 0.into());
+        b.insert("stream".into(), stream.into());
+        with_extra(req, b)
+    };
+    let at = |label, stream| CheckRequest {
+        label,
+        endpoint: Endpoint::Completions,
+        stream,
+        body: body(stream),
+    };
+    vec![at("body", false), at("stream", true)]
+}
+
+/// The `embeddings` check's requests to `/v1/embeddings`: the prompt `p` twice (the same vector) and a
+/// batch of two inputs (two vectors, in order).
+fn embeddings_requests(req: &RequestSpec, p: &str) -> Vec<CheckRequest> {
+    let body = |input: Value| {
+        let mut b = serde_json::Map::new();
+        b.insert("model".into(), req.served_model.clone().into());
+        b.insert("input".into(), input);
+        Value::Object(b)
+    };
+    let at = |label, input| CheckRequest {
+        label,
+        endpoint: Endpoint::Embeddings,
+        stream: false,
+        body: body(input),
+    };
+    vec![
+        at("first", json!(p)),
+        at("again", json!(p)),
+        at("batch", json!([p, SHORT_PROMPT])),
+    ]
 }
 
 /// The known check names, for messages: `shape, max_tokens, ...`.

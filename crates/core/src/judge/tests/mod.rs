@@ -162,7 +162,7 @@ pub(super) fn log_evidence(log: &str) -> Evidence {
 }
 
 pub(super) const LLAMA_CPP_PYTHON_LOG: &str =
-    include_str!("../../../tests/data/serve-clock/llama-cpp-python.log");
+    include_str!("../../../../../tests/data/serve-clock/llama-cpp-python.log");
 
 /// Case 38: a coloured serve log is matched as a terminal shows it, and the verdict counts what it removed.
 #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::EvidenceError;
-use crate::io::load_client::SendTiming;
+use crate::io::exchange::SendTiming;
 
 /// Schema of `load.json`.
 pub const LOAD_SCHEMA: &str = "servegate.load/1";
