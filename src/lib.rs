@@ -9,7 +9,7 @@
 //! - `io` — the edges: HTTP client and timed reads, serve lifecycle, signals, ports, host hold, hashing.
 //! - `evidence` — the run directory on disk: layout, write, load (raw).
 //! - `analysis` — pure: SSE, replies, per-request figures, statistics, content checks, pair arithmetic.
-//! - `judge` — pure: spec + figures → verdicts (with secret masking).
+//! - `judge` — spec + figures → verdicts; reads no file (the API key's variable only, to mask it in verdicts).
 //! - `loaded` — evidence read from disk for judging: runs, pairs, baselines, the judge's inputs, load points.
 //! - `records` — run records and the leaderboard.
 //! - `coverage` — the coverage page from matrix-gate evidence, and the census of a peer's model list.

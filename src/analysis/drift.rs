@@ -453,7 +453,7 @@ mod tests {
     #[test]
     fn numerics_settings_are_read_from_a_real_llama_cpp_log() {
         // Lines of llama.cpp b11434's startup log (server_log_lv4_startup.txt of the founding material's
-        // llama-server captures, docs/data.md; not copied into tests/data, the lines are quoted here).
+        // llama-server captures, data/README.md; not copied into tests/data, the lines are quoted here).
         let log = "0.00.577.889 I llama_context: flash_attn            = auto\n\
                    0.00.577.890 I llama_context: kv_unified            = false\n\
                    0.00.649.377 I llama_kv_cache: size =   45.00 MiB (  2048 cells,  30 layers,  1/1 seqs), K (f16):   22.50 MiB, V (f16):   22.50 MiB\n\

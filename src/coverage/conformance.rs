@@ -158,14 +158,14 @@ fn column_of(dir: &Path) -> Option<Column> {
 /// The rendered page: Markdown and HTML.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page {
-    /// `docs/conformance.md`.
+    /// `pages/conformance.md`.
     pub markdown: String,
-    /// `docs/conformance.html`.
+    /// `pages/conformance.html`.
     pub html: String,
 }
 
-const MD_TEMPLATE: &str = include_str!("../../templates/conformance.md");
-const HTML_TEMPLATE: &str = include_str!("../../templates/conformance.html");
+const MD_TEMPLATE: &str = include_str!("../../pages/templates/conformance.md");
+const HTML_TEMPLATE: &str = include_str!("../../pages/templates/conformance.html");
 
 /// Days from the Unix epoch of an RFC 3339 UTC stamp's date, or None.
 fn day_of(stamp: &str) -> Option<i64> {
@@ -180,7 +180,7 @@ fn day_of(stamp: &str) -> Option<i64> {
 }
 
 /// Renders the page from `columns` (links relative to `link_base`, the evidence root `root` as seen from the
-/// page's directory, e.g. `../coverage/contract`); a column more than `expire_days` older than the newest
+/// page's directory, e.g. `../data/coverage/contract`); a column more than `expire_days` older than the newest
 /// shows its cells `EXPIRED`.
 pub fn render(
     columns: &[Column],

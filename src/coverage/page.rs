@@ -1,6 +1,6 @@
 //! The coverage page: rows (family, size, quantization) × columns (runtimes), one cell per matrix-gate entry's
 //! newest run, judged again from its evidence ([`crate::judge::judge`]; the evidence is the authority, not a
-//! stored verdict). docs/coverage.md states the cell states, the expiry and the regression rule.
+//! stored verdict). pages/coverage.md states the cell states, the expiry and the regression rule.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -78,7 +78,7 @@ pub fn cells(runs: &Path) -> Vec<Cell> {
 }
 
 /// Like [`cells`], with the matrix-gate runs that the records in `records` cite as well: each
-/// `records/*.json` whose `source.evidence` (a path relative to the records directory's parent, e.g.
+/// `data/records/*.json` whose `source.evidence` (a path relative to the records directory's parent, e.g.
 /// `records/evidence/reference-matrix[smollm2-135m]/20261201T113758Z`) is a `<gate>[<model>]/<stamp>`
 /// directory adds that run to its entry's candidates. Per entry the newest complete run wins, whichever root
 /// it came from (stamps `YYYYMMDDTHHMMSSZ` order by time); the run is judged again from its evidence, never
@@ -245,16 +245,16 @@ pub fn shown(cell: &Cell, newest: &str, expire_days: u32) -> CellState {
 
 /// The rendered page and its cells' states (family|size|quantization|runtime -> symbol).
 pub struct Page {
-    /// docs/coverage.md.
+    /// pages/coverage.md.
     pub markdown: String,
-    /// docs/coverage.html (the same table).
+    /// pages/coverage.html (the same table).
     pub html: String,
     /// The states shown, by cell key.
     pub states: BTreeMap<String, CellState>,
 }
 
-const MD_TEMPLATE: &str = include_str!("../../templates/coverage.md");
-const HTML_TEMPLATE: &str = include_str!("../../templates/coverage.html");
+const MD_TEMPLATE: &str = include_str!("../../pages/templates/coverage.md");
+const HTML_TEMPLATE: &str = include_str!("../../pages/templates/coverage.html");
 
 /// Renders the page from `cells` (links relative to `link_base`, e.g. `../coverage/runs` for a page in docs/).
 pub fn render(
@@ -333,7 +333,7 @@ pub fn render(
     let render = |name: &str| {
         env.get_template(name)
             .and_then(|t| t.render(&ctx))
-            .map_err(|e| format!("templates/{name}: {e}"))
+            .map_err(|e| format!("pages/templates/{name}: {e}"))
     };
     let markdown = render("coverage.md")?;
     let html = render("coverage.html")?;

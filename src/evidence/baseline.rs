@@ -1,10 +1,10 @@
 //! Stored baselines: recorded evidence of known-good runs of a gate, kept in the repository so that a
 //! regression or drift verdict can be re-judged anywhere (docs/regression.md).
 //!
-//! Layout of one baseline (one machine kind of one gate), e.g. `baselines/reference-smoke/`:
+//! Layout of one baseline (one machine kind of one gate), e.g. `data/baselines/reference-smoke/`:
 //!
 //! ```text
-//! baselines/<gate>[/<kind>]/
+//! data/baselines/<gate>[/<kind>]/
 //!   baseline.json          the manifest (schema servegate.baseline/1): gate, kind, blessed_utc, key, windows
 //!   <window>/              one blessed run directory per window (run.json, gate.toml, serve.log, NN.*)
 //! ```
@@ -242,7 +242,7 @@ pub fn load(dir: &Path) -> Result<Baseline, EvidenceError> {
 ///
 /// An absolute path is taken as it is. A relative one is looked up in the gate file's directory, then in
 /// each of its ancestors, the first that holds it as a directory; then in the current directory. So
-/// `baselines/reference-smoke` named in `gates/reference-smoke.toml` is found at the checkout's root whether
+/// `data/baselines/reference-smoke` named in `gates/reference-smoke.toml` is found at the checkout's root whether
 /// servegate runs from the root, from elsewhere in the checkout, or re-judges the gate's copy in a run
 /// directory (`target/servegate/runs/<gate>/<stamp>/gate.toml`). `Err` says every place it was looked for.
 pub fn resolve(gate_file: &Path, path: &Path) -> Result<PathBuf, String> {
@@ -381,7 +381,7 @@ mod tests {
 
     /// The first window of the committed quiet reference baseline: a real run directory.
     fn real_window() -> PathBuf {
-        let b = Path::new(env!("CARGO_MANIFEST_DIR")).join("baselines/reference-smoke");
+        let b = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/baselines/reference-smoke");
         let m: Manifest =
             serde_json::from_str(&std::fs::read_to_string(b.join(MANIFEST_FILE)).unwrap()).unwrap();
         b.join(&m.windows[0])

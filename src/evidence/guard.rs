@@ -7,7 +7,7 @@
 //! lands on:
 //!
 //! - an input the command names: a gate file, a file it reads (a `[load] dataset`, a record, a results JSON);
-//! - anything inside a directory it reads or writes (the run directory judged, a stored baseline, records/);
+//! - anything inside a directory it reads or writes (the run directory judged, a stored baseline, data/records/);
 //! - anything inside a run directory (a directory holding `run.json` or `pair.json`): evidence is what a run
 //!   saw, and a report written into it would replace or join it;
 //! - another output of the same command (each would overwrite the other).

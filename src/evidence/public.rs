@@ -1,4 +1,4 @@
-//! Privacy of written evidence (no absolute path or host name in what is published): evidence and records are published (`records/evidence/`),
+//! Privacy of written evidence (no absolute path or host name in what is published): evidence and records are published (`data/records/evidence/`),
 //! so what servegate writes carries no absolute home or checkout path and no host name unless the gate opts in.
 //!
 //! The rule ([`Public::text`]): every absolute path under the checkout (the working directory) is written

@@ -1,5 +1,8 @@
-//! Judging: a pure function of (gate spec, evidence) to verdicts, one per declared assertion. Judging reads no
+//! Judging: a function of (gate spec, evidence) to verdicts, one per declared assertion. Judging reads no
 //! file, starts nothing and keeps no clock, so any recorded run can be re-judged anywhere (`servegate judge`).
+//! The one thing it reads besides its arguments is the environment variable the gate names as its API key
+//! (`serve.api_key_env`), to mask the key in verdict messages ([`redact::mask_verdicts`]); the verdicts are
+//! the same with or without it but for that mask.
 //! What it judges is loaded by the caller (`crate::loaded`: the run, its baselines, a load run's points); the
 //! runner masks the API key in the serve's own files after a run (`run::scrub`, each file by
 //! [`redact::scrub_file`]).
@@ -96,7 +99,8 @@ pub struct JudgeInputs {
     pub contract: Option<Result<crate::analysis::contract::ContractEvidence, String>>,
 }
 
-/// [`judge`] with the inputs regression and drift need ([`JudgeInputs`]). Pure like [`judge`].
+/// [`judge`] with the inputs regression and drift need ([`JudgeInputs`]). Like [`judge`], it reads no file
+/// (only the API key's variable, to mask it: module doc).
 pub fn judge_with(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) -> Vec<Verdict> {
     let mut verdicts = judge_unmasked(gate, evidence, inputs);
     for v in &mut verdicts {

@@ -13,8 +13,9 @@ use super::{drift, redact, regression};
 
 /// Judges a pair gate on a pair run: `ratio` (theirs / ours of the metric's medians, both numbers, the ratio
 /// and the order in one line), `same_answers` (every reply of both runtimes to a prompt is the same text),
-/// and `content` / `known_answer` over every arm. Pure, like [`judge`]. Every arm is accounted for as a run
-/// is ([`account`]): a request never sent or failed in any arm is a missing value of `ratio` and fails
+/// and `content` / `known_answer` over every arm. Like [`judge`], it reads no file (only the API key's
+/// variable, to mask it). Every arm is accounted for as a run is ([`account`]): a request never sent or
+/// failed in any arm is a missing value of `ratio` and fails
 /// `same_answers`, and an arm whose serve failed during the run fails every assertion. Messages are masked
 /// as [`judge`]'s are.
 pub fn judge_pair(gate: &GateSpec, ev: &crate::analysis::PairEvidence) -> Vec<Verdict> {

@@ -13,7 +13,7 @@
 //! decide it).
 //!
 //! Verdict line: `regression FAIL decode median 57.1 vs baseline 84.4 tok/s (-32.3 %, 95 % CI -35.0..-29.1 %;
-//! max drop 5 %; n=6 vs 6); stored baseline baselines/x (3 windows, between-window allowance ±4.1 %)`. The
+//! max drop 5 %; n=6 vs 6); stored baseline data/baselines/x (3 windows, between-window allowance ±4.1 %)`. The
 //! percentage is the Hodges-Lehmann estimate of the ratio (the median of all candidate / baseline ratios),
 //! the centre the interval is built around.
 //!

@@ -7,7 +7,8 @@
 //! `[assert.rate] server_log = 'REGEX'` names the
 //! line a serve prints per request with its decode rate, in a named group `tok_s`, for serves that send no
 //! llama.cpp `timings` (llama-cpp-python prints `llama_perf_context_print: eval time = X ms / N runs
-//! (Y ms per token, Z tokens per second)` after each completion). Pure: reads the evidence's `serve.log`.
+//! (Y ms per token, Z tokens per second)` after each completion). Pure: reads the `serve.log` text the
+//! caller loaded into the evidence (`Evidence::serve_log`), never the file.
 //!
 //! Attribution, the one rule: the log is read as the route judge reads it (escapes stripped), and the k-th line
 //! the regex matches is the k-th request the serve answered with HTTP 200, in send order, warmup included

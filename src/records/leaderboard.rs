@@ -1,5 +1,5 @@
-//! The leaderboard: renders `docs/leaderboard.md` and `docs/leaderboard.html` from the records with the
-//! minijinja templates in `templates/` (compiled in), and checks that committed pages are what the records
+//! The leaderboard: renders `pages/leaderboard.md` and `pages/leaderboard.html` from the records with the
+//! minijinja templates in `pages/templates/` (compiled in), and checks that committed pages are what the records
 //! render. Rendering is pure ([`render`]: records → page text; deterministic: no clock, no environment, sorted
 //! input); only the binary's `servegate leaderboard` reads and writes files (atomically, [`write_page`]). It validates nothing itself: it
 //! renders only records `record::load_dir` accepted (the one loader of what may be published: every record
@@ -16,15 +16,15 @@ use crate::records::record::{self, Record};
 
 pub use super::chart::slug;
 
-/// The Markdown page template (`templates/leaderboard.md`).
-pub const MD_TEMPLATE: &str = include_str!("../../templates/leaderboard.md");
-/// The HTML page template (`templates/leaderboard.html`).
-pub const HTML_TEMPLATE: &str = include_str!("../../templates/leaderboard.html");
+/// The Markdown page template (`pages/templates/leaderboard.md`).
+pub const MD_TEMPLATE: &str = include_str!("../../pages/templates/leaderboard.md");
+/// The HTML page template (`pages/templates/leaderboard.html`).
+pub const HTML_TEMPLATE: &str = include_str!("../../pages/templates/leaderboard.html");
 
 /// Default record directory.
-pub const DEFAULT_RECORDS: &str = "records";
+pub const DEFAULT_RECORDS: &str = "data/records";
 /// Default Markdown page; the HTML page is the same path with `.html`.
-pub const DEFAULT_OUT: &str = "docs/leaderboard.md";
+pub const DEFAULT_OUT: &str = "pages/leaderboard.md";
 
 /// Both rendered pages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -750,10 +750,10 @@ mod tests {
     }
 
     #[test]
-    fn relative_link_from_docs_to_records() {
+    fn relative_link_from_pages_to_records() {
         assert_eq!(
-            relative_link(Path::new("docs"), Path::new("records")),
-            "../records"
+            relative_link(Path::new("pages"), Path::new("data/records")),
+            "../data/records"
         );
         assert_eq!(
             relative_link(Path::new("."), Path::new("records")),

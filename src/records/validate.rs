@@ -363,7 +363,7 @@ fn identity(r: &Record, file_stem: &str, bad: &mut dyn FnMut(&str, String)) {
         bad(
             "id",
             format!(
-                "{:?} differs from the file name {:?} (a record is records/<id>.json)",
+                "{:?} differs from the file name {:?} (a record is data/records/<id>.json)",
                 r.id,
                 format!("{file_stem}.json")
             ),

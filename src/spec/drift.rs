@@ -78,7 +78,7 @@ pub(super) struct RawDrift {
 pub struct DriftAssert {
     /// Baseline directories as written (placeholders expanded). A relative path is looked up from the gate
     /// file's directory and then each of its ancestors, the first that holds it (so the gate in `gates/` and
-    /// its copy in a run directory under `target/` find the same `baselines/...`): the one path rule of
+    /// its copy in a run directory under `target/` find the same `data/baselines/...`): the one path rule of
     /// stored baselines, `evidence::baseline::resolve`, as `[assert.regression]` uses.
     pub baselines: Vec<String>,
     /// The rule a prompt's replies must meet (default `exact`).
@@ -130,7 +130,7 @@ impl Validator<'_> {
             return Err(self.err(
                 raw.baseline.span(),
                 "assert.drift.baseline",
-                "needs a baseline directory (e.g. \"baselines/<gate>\"), none empty",
+                "needs a baseline directory (e.g. \"data/baselines/<gate>\"), none empty",
             ));
         }
         let baselines = list

@@ -5,7 +5,7 @@
 //! ```toml
 //! [assert.regression]
 //! metric = "decode"                         # any registry metric with per-request values (docs/metrics.md)
-//! baseline = "baselines/reference-smoke"    # stored: a baseline directory (or baselines = [...], one per machine kind)
+//! baseline = "data/baselines/reference-smoke"    # stored: a baseline directory (or baselines = [...], one per machine kind)
 //! # baseline_serve = { command = [...] }    # interleaved: the last good release's serve, A-B-B-A blocks
 //! # (in a [pair] gate no baseline key: the pair's `theirs` arm is the baseline, `ours` the candidate)
 //! # blocks = 6                              # interleaved: A-B-B-A blocks to run (default: the fewest that

@@ -641,16 +641,16 @@ fn check_refuses_settings_a_check_does_not_read() {
     assert!(text.contains("it takes no `max_tokens`"), "{text}");
 }
 
-/// `servegate conformance` run in `cwd`, on the evidence root `contract` and the pages `docs/conformance.*`
+/// `servegate conformance` run in `cwd`, on the evidence root `contract` and the pages `pages/conformance.*`
 /// there (relative paths, as a checkout has them), with `extra`: its output.
 fn conformance(cwd: &Path, extra: &[&str]) -> std::process::Output {
-    let registry = fixtures::root().join("coverage/registry.toml");
+    let registry = fixtures::root().join("data/coverage/registry.toml");
     let mut args = vec![
         "conformance",
         "--runs",
         "contract",
         "--out",
-        "docs/conformance.md",
+        "pages/conformance.md",
         "--registry",
         registry.to_str().unwrap(),
     ];
@@ -683,7 +683,7 @@ fn conformance_renders_each_state_as_a_word_linked_to_its_evidence_and_checks_th
     let runs = t.path().join("contract");
     let stamp = run_dir.file_name().unwrap();
     fixtures::copy_dir(&run_dir, &runs.join("contract").join(stamp));
-    let docs = t.path().join("docs");
+    let docs = t.path().join("pages");
     std::fs::create_dir_all(&docs).unwrap();
     let out = conformance(t.path(), &[]);
     assert!(out.status.success(), "{}", fixtures::text(&out));
@@ -723,7 +723,7 @@ fn the_committed_conformance_page_is_the_one_its_evidence_gives() {
     let out = fixtures::servegate_in(&["conformance", "--check"], &fixtures::root());
     assert!(
         out.status.success(),
-        "docs/conformance.md is stale: run `servegate conformance` and commit it\n{}",
+        "pages/conformance.md is stale: run `servegate conformance` and commit it\n{}",
         fixtures::text(&out)
     );
 }

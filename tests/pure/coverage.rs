@@ -2,7 +2,7 @@
 //! (the committed page, a cell turning worse, records as evidence) is tests/cli/coverage.rs.
 //!
 //! The coverage page: generated from the committed matrix-gate evidence, checked, and a ✅ cell that turns
-//! worse fails (docs/coverage.md).
+//! worse fails (pages/coverage.md).
 
 use std::path::{Path, PathBuf};
 

@@ -12,13 +12,13 @@ use servegate::error::exit;
 #[derive(Debug, Clone, clap::Args)]
 pub struct ConformanceArgs {
     /// The evidence root: run directories of `[contract]` gates (`<gate>/<stamp>/`), committed.
-    #[arg(long, default_value = "coverage/contract")]
+    #[arg(long, default_value = "data/coverage/contract")]
     pub runs: PathBuf,
     /// The Markdown page (the HTML page is the same path with .html).
-    #[arg(long, default_value = "docs/conformance.md")]
+    #[arg(long, default_value = "pages/conformance.md")]
     pub out: PathBuf,
     /// The registry (its `expire_days`).
-    #[arg(long, default_value = "coverage/registry.toml")]
+    #[arg(long, default_value = "data/coverage/registry.toml")]
     pub registry: PathBuf,
     /// Write nothing: exit 1 when the committed pages differ from the evidence's.
     #[arg(long)]

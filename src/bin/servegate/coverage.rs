@@ -12,17 +12,17 @@ use servegate::error::exit;
 #[derive(Debug, Clone, clap::Args)]
 pub struct CoverageArgs {
     /// The evidence root: run directories of matrix gates (`<gate>[<model>]/<stamp>/`), committed.
-    #[arg(long, default_value = "coverage/runs")]
+    #[arg(long, default_value = "data/coverage/runs")]
     pub runs: PathBuf,
     /// The Markdown page (the HTML page is the same path with .html).
-    #[arg(long, default_value = "docs/coverage.md")]
+    #[arg(long, default_value = "pages/coverage.md")]
     pub out: PathBuf,
-    /// The records whose `source.evidence` is a matrix-gate run count as evidence too (docs/coverage.md);
+    /// The records whose `source.evidence` is a matrix-gate run count as evidence too (pages/coverage.md);
     /// a missing directory counts as none.
-    #[arg(long, default_value = "records")]
+    #[arg(long, default_value = "data/records")]
     pub records: PathBuf,
     /// The registry (its `expire_days`).
-    #[arg(long, default_value = "coverage/registry.toml")]
+    #[arg(long, default_value = "data/coverage/registry.toml")]
     pub registry: PathBuf,
     /// Write nothing: exit 1 when the committed page differs from the evidence's page.
     #[arg(long)]
@@ -107,10 +107,10 @@ pub struct CensusArgs {
     #[arg(long)]
     pub peer: PathBuf,
     /// Our registry.
-    #[arg(long, default_value = "coverage/registry.toml")]
+    #[arg(long, default_value = "data/coverage/registry.toml")]
     pub registry: PathBuf,
     /// The evidence root whose matrix-gate runs settle rows (committed, as for `servegate coverage`).
-    #[arg(long, default_value = "coverage/runs")]
+    #[arg(long, default_value = "data/coverage/runs")]
     pub runs: PathBuf,
     /// Write the gap list here (Markdown) instead of stdout.
     #[arg(long)]

@@ -2,7 +2,7 @@
 //! open (docs/bless.md). Two things can be blessed:
 //!
 //! - **a baseline** (`bless GATE --baseline RUN_DIR [--kind NAME]`): the run directory is copied as a new
-//!   window of `baselines/<gate>[/<kind>]/` (the [`crate::evidence::baseline`] layout), with the run's
+//!   window of `data/baselines/<gate>[/<kind>]/` (the [`crate::evidence::baseline`] layout), with the run's
 //!   comparability key in `baseline.json`; a window is added to an existing baseline only when the keys match.
 //! - **a floor** (`bless GATE --floor RUN_DIR [--slow RUN_DIR]`): `[assert.rate] floor_tok_s` derived from
 //!   the evidence by a stated rule ([`derive_floor`]) instead of typed by hand.
@@ -18,7 +18,7 @@
 //! ([`edit_floor`], located with `toml_edit`): only the value's bytes and the provenance lines above its line
 //! change, so comments, order, formatting, inline tables and line endings stay, and the result is re-parsed
 //! before it is written. Every accepted change is planned again and written under one lock per baselines
-//! root ([`lock`]) and appends one line to `baselines/LEDGER.jsonl`. Never in CI: with `CI` set the command
+//! root ([`lock`]) and appends one line to `data/baselines/LEDGER.jsonl`. Never in CI: with `CI` set the command
 //! refuses unless `--force`.
 //!
 //! Layer: records (above judge; writes only through `io::fs`).
@@ -69,7 +69,7 @@ pub struct BlessArgs {
     pub gate: PathBuf,
     /// Copy this run directory as a new window of the gate's stored baseline.
     pub baseline: Option<PathBuf>,
-    /// With `baseline`: the machine kind (a subdirectory, e.g. `ci-2core`); none = baselines/<gate>/.
+    /// With `baseline`: the machine kind (a subdirectory, e.g. `ci-2core`); none = data/baselines/<gate>/.
     pub kind: Option<String>,
     /// Derive [assert.rate] floor_tok_s from this run: the lower confidence bound of its median minus
     /// `headroom_pct` (or, with `slow`, the geometric mean of this fast-route run's median and the slow one's).
@@ -112,7 +112,7 @@ impl std::fmt::Display for BlessError {
     }
 }
 
-/// One line of `baselines/LEDGER.jsonl`: what was blessed, when, from which evidence, by which rule.
+/// One line of `data/baselines/LEDGER.jsonl`: what was blessed, when, from which evidence, by which rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LedgerEntry {
     /// UTC time of the change, RFC 3339.
