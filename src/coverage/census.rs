@@ -289,7 +289,7 @@ pub fn read_registry(path: &Path) -> Result<Registry, String> {
 pub struct Settled {
     /// The run directory.
     pub evidence: PathBuf,
-    /// The cell state the evidence gives (`✅`, `🟡`, `❌`).
+    /// The cell state the evidence gives (`VERIFIED`, `PARTIAL`, `NOT-LOADING`).
     pub state: String,
     /// The run's start (UTC).
     pub verified_utc: String,

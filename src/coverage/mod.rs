@@ -4,8 +4,11 @@
 //! - [`page`] — `servegate coverage [--check]`: rows (family, size, quantization) × columns (runtimes) from the
 //!   newest run of every matrix gate entry (`<gate>[<model>]`), rendered by pages/templates/coverage.md.
 //! - [`census`] — `servegate census --peer FILE [--check]`: the gap list by family root.
+//! - [`conformance`] — `servegate conformance [--check]`: checks (rows) × runtimes (columns) from the newest
+//!   run of every `[contract]` gate, rendered by pages/templates/conformance.md (docs/contract.md).
 
 pub mod census;
+pub mod conformance;
 pub mod page;
 
 use std::collections::BTreeMap;

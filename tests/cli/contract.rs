@@ -640,3 +640,90 @@ fn check_refuses_settings_a_check_does_not_read() {
     let text = check("expect = [\"embeddings\"]\n[contract.embeddings]\nmax_tokens = 4");
     assert!(text.contains("it takes no `max_tokens`"), "{text}");
 }
+
+/// `servegate conformance` run in `cwd`, on the evidence root `contract` and the pages `pages/conformance.*`
+/// there (relative paths, as a checkout has them), with `extra`: its output.
+fn conformance(cwd: &Path, extra: &[&str]) -> std::process::Output {
+    let registry = fixtures::root().join("data/coverage/registry.toml");
+    let mut args = vec![
+        "conformance",
+        "--runs",
+        "contract",
+        "--out",
+        "pages/conformance.md",
+        "--registry",
+        registry.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    fixtures::servegate_in(&args, cwd)
+}
+
+#[test]
+fn conformance_renders_each_state_as_a_word_linked_to_its_evidence_and_checks_the_page() {
+    let no = raw(
+        400,
+        r#"{"error":{"message":"'stop' is not supported by this server","type":"invalid_request_error"}}"#,
+    );
+    let (_, _d, run_dir) = run(
+        "expect = [\"shape\", \"usage\"]\nmay_lack = [\"stop\"]",
+        vec![
+            Reply::default(),
+            Reply::default(),
+            status(400),
+            no.clone(),
+            no,
+            Reply::default(),
+            Reply {
+                completion_tokens: Some(1),
+                ..Reply::default()
+            },
+        ],
+    );
+    let t = tempfile::tempdir().unwrap();
+    let runs = t.path().join("contract");
+    let stamp = run_dir.file_name().unwrap();
+    fixtures::copy_dir(&run_dir, &runs.join("contract").join(stamp));
+    let docs = t.path().join("pages");
+    std::fs::create_dir_all(&docs).unwrap();
+    let out = conformance(t.path(), &[]);
+    assert!(out.status.success(), "{}", fixtures::text(&out));
+    let md = std::fs::read_to_string(docs.join("conformance.md")).unwrap();
+    let stamp = stamp.to_string_lossy();
+    assert!(
+        md.contains(&format!(
+            "| `shape` | [PASS](../contract/contract/{stamp}/contract/shape/) |"
+        )),
+        "{md}"
+    );
+    assert!(md.contains("| `stop` | [UNSUPPORTED]("), "{md}");
+    assert!(md.contains("(may lack) |"), "{md}");
+    assert!(md.contains("| `usage` | [FAIL]("), "{md}");
+    assert!(md.contains("| `tools` | NOT RUN |"), "{md}");
+    let html = std::fs::read_to_string(docs.join("conformance.html")).unwrap();
+    assert!(html.contains(r#"<td class="pass"><a href="#), "{html}");
+    for page in [&md, &html] {
+        for glyph in ['\u{2705}', '\u{274c}', '\u{1f7e1}'] {
+            assert!(!page.contains(glyph), "a state as a glyph: {glyph}");
+        }
+    }
+    let out = conformance(t.path(), &["--check"]);
+    assert!(out.status.success(), "{}", fixtures::text(&out));
+    std::fs::write(docs.join("conformance.md"), md.replace("[PASS]", "[FAIL]")).unwrap();
+    let out = conformance(t.path(), &["--check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", fixtures::text(&out));
+    assert!(
+        fixtures::text(&out).contains("differs from the page the evidence"),
+        "{}",
+        fixtures::text(&out)
+    );
+}
+
+#[test]
+fn the_committed_conformance_page_is_the_one_its_evidence_gives() {
+    let out = fixtures::servegate_in(&["conformance", "--check"], &fixtures::root());
+    assert!(
+        out.status.success(),
+        "pages/conformance.md is stale: run `servegate conformance` and commit it\n{}",
+        fixtures::text(&out)
+    );
+}

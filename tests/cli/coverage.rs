@@ -1,7 +1,7 @@
 //! What goes here: `servegate coverage` as a program on copies of the committed evidence. The page's rules
 //! in process are tests/pure/coverage.rs.
 //!
-//! The coverage page: generated from the committed matrix-gate evidence, checked, and a ✅ cell that turns
+//! The coverage page: generated from the committed matrix-gate evidence, checked, and a VERIFIED cell that turns
 //! worse fails (pages/coverage.md).
 
 use std::path::PathBuf;
@@ -35,13 +35,13 @@ fn the_committed_page_matches_the_committed_evidence_and_every_check_mark_links_
     assert_eq!(rows.len(), 1, "{md}");
     for l in md
         .lines()
-        .filter(|l| l.contains('✅') && l.starts_with('|'))
+        .filter(|l| l.contains("[VERIFIED ") && l.starts_with('|'))
     {
         let link = l
             .split("](")
             .nth(1)
             .and_then(|s| s.split(')').next())
-            .expect("a ✅ links its evidence");
+            .expect("a VERIFIED cell links its evidence");
         let path = root()
             .join("pages")
             .join(link.replace("%5B", "[").replace("%5D", "]"));
@@ -100,7 +100,7 @@ fn a_check_mark_that_turns_worse_is_a_coverage_regression() {
         let a = args(check);
         servegate_in(&a.iter().map(String::as_str).collect::<Vec<_>>(), &root())
     };
-    // A floor any reply meets: the evidence gives ✅.
+    // A floor any reply meets: the evidence gives VERIFIED.
     with("0.001");
     let out = run(false);
     assert_eq!(
@@ -110,16 +110,16 @@ fn a_check_mark_that_turns_worse_is_a_coverage_regression() {
         String::from_utf8_lossy(&out.stderr)
     );
     let page_text = std::fs::read_to_string(&out_page).unwrap();
-    assert!(page_text.contains("Q4_1 | [✅ "), "{page_text}");
+    assert!(page_text.contains("Q4_1 | [VERIFIED "), "{page_text}");
     assert_eq!(run(true).status.code(), Some(0));
-    // The same evidence judged against a floor no reply meets: 🟡, a regression of a ✅ cell.
+    // The same evidence judged against a floor no reply meets: PARTIAL, a regression of a VERIFIED cell.
     with("1000000");
     let out = run(true);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains("coverage regression: LlamaForCausalLM|135M|Q4_1|")
-            && stderr.contains("✅ -> 🟡"),
+            && stderr.contains("VERIFIED -> PARTIAL"),
         "{stderr}"
     );
     let out = run(false);

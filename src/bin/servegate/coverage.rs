@@ -29,8 +29,8 @@ pub struct CoverageArgs {
     pub check: bool,
 }
 
-/// Runs `servegate coverage`: renders the page (or checks it); exit 1 on a coverage regression (a ✅ cell of
-/// the committed page now 🟡/❌) or, with `--check`, a page that differs; 2 bad input; 5 a write failed.
+/// Runs `servegate coverage`: renders the page (or checks it); exit 1 on a coverage regression (a VERIFIED cell
+/// of the committed page now PARTIAL or NOT-LOADING) or, with `--check`, a page that differs; 2 bad input; 5 a write failed.
 pub fn cli_coverage(args: &CoverageArgs) -> i32 {
     let expire_days = match census::read_registry(&args.registry) {
         Ok(r) => r.expire_days,

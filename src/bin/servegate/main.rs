@@ -31,6 +31,7 @@ macro_rules! errln {
 
 mod bless;
 mod check;
+mod conformance;
 mod coverage;
 mod export;
 mod inspect;
@@ -153,6 +154,9 @@ enum Cmd {
     /// A peer runtime's model list against data/coverage/registry.toml by family root: the gap list; --check fails
     /// naming a peer family root with no row.
     Census(coverage::CensusArgs),
+    /// Render pages/conformance.md (and .html): [contract] checks x runtimes from the contract-gate evidence in
+    /// data/coverage/contract; --check compares instead of writing.
+    Conformance(conformance::ConformanceArgs),
     /// Judge the embedded judging table (the seed's shapes and one per hazard kind) with this binary's own judge:
     /// no serve, no device; one line per shape, exit 0 when every shape gives what it must, else 1.
     SelfTest(selftest::SelfTestArgs),
@@ -306,6 +310,7 @@ fn main() -> ExitCode {
         Cmd::Leaderboard(args) => leaderboard::cli(&args),
         Cmd::Coverage(args) => coverage::cli_coverage(&args),
         Cmd::Census(args) => coverage::cli_census(&args),
+        Cmd::Conformance(args) => conformance::cli_conformance(&args),
         Cmd::SelfTest(args) => selftest::cli(&args),
         Cmd::Bless(args) => bless::cli(&args),
     };
