@@ -576,8 +576,21 @@ impl GateSpec {
             .zip(&self.requires.provisioned_markers)
         {
             if !marker.exists() {
+                // The provisioning script's last failure (`<marker>.failed`: a stamp, a tab, the cause), said
+                // with the command, so a runtime that cannot run here says why.
+                let failed = marker.with_extension("failed");
+                let cause = std::fs::read_to_string(&failed)
+                    .ok()
+                    .and_then(|t| {
+                        t.lines()
+                            .next()
+                            .map(|l| l.split_once('\t').map_or(l, |(_, c)| c).trim().to_string())
+                    })
+                    .filter(|c| !c.is_empty())
+                    .map(|c| format!("; its last try failed: {}", crate::text::shown(&c)))
+                    .unwrap_or_default();
                 unmet.push(format!(
-                    "runtime {name} is not provisioned (no {}): run scripts/provision-{name}.sh",
+                    "runtime {name} is not provisioned (no {}{cause}): run scripts/provision-{name}.sh",
                     marker.display()
                 ));
             }
