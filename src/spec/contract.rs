@@ -27,7 +27,7 @@ pub const LONG_PROMPT: &str = "Count from 1 to 200, one number per line, with no
 pub const STOP_PROMPT: &str = "Count from 1 to 10, separated by commas, with nothing else.";
 /// The prompt of a reply that ends on its own, well under its `max_tokens` (the `max_tokens` check's
 /// `short` request, the `errors` check's `after` request).
-pub const SHORT_PROMPT: &str = "Reply with the single word: yes";
+pub const SHORT_PROMPT: &str = "What is the capital of France? Answer in one word.";
 /// `max_tokens` of the short request: room for a one-word answer to end with `"stop"`.
 pub const SHORT_MAX_TOKENS: u32 = 32;
 /// The model the `errors` check's `unknown_model` request names.

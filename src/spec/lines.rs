@@ -41,6 +41,23 @@ pub(crate) fn decl_lines_in(
 /// [`line_in`] on the parsed document `doc` of `text`: None when `assertion` is not found.
 pub(super) fn decl_line_in(doc: &toml_edit::Table, text: &str, assertion: &str) -> Option<usize> {
     let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    if let Some(check) = assertion.strip_prefix("contract.") {
+        // A `[contract]` check: its entry in `expect` or `may_lack` (where `servegate check` points too).
+        let contract = doc.get("contract").and_then(|c| c.as_table_like())?;
+        for list in ["expect", "may_lack"] {
+            let Some(arr) = contract.get(list).and_then(|a| a.as_array()) else {
+                continue;
+            };
+            if let Some(r) = arr
+                .iter()
+                .find(|v| v.as_str() == Some(check))
+                .and_then(|v| v.span())
+            {
+                return Some(line(r.start));
+            }
+        }
+        return None;
+    }
     let keys: &[&str] = if assertion == "rate" {
         &["assert.rate.floor_tok_s", "assert.rate"]
     } else {

@@ -244,6 +244,35 @@ fn errors_passes_4xx_answers_and_fails_a_serve_that_takes_an_unknown_model() {
 }
 
 #[test]
+fn errors_a_serve_that_takes_malformed_requests_as_ordinary_ones_lacks_validation() {
+    // llama.cpp's answer (docs/contract.md "Measured"): an unknown model and a bad role get a 200 chat
+    // completion. Allowed by may_lack (its own state, with the cases), a failure under expect.
+    let replies = || {
+        vec![
+            status(400),
+            Reply::default(),
+            status(400),
+            Reply::default(),
+            Reply::default(),
+        ]
+    };
+    let (text, _d, _) = run(r#"may_lack = ["errors"]"#, replies());
+    assert_word(
+        &text,
+        "errors",
+        "UNSUPPORTED",
+        "does not reject every malformed request",
+    );
+    let (text, _d, _) = run(r#"expect = ["errors"]"#, replies());
+    assert_word(
+        &text,
+        "errors",
+        "FAIL",
+        "unsupported, and [contract] expect lists it",
+    );
+}
+
+#[test]
 fn an_unsupported_check_fails_when_expected_and_is_its_own_state_when_it_may_lack() {
     let no = raw(
         400,

@@ -249,11 +249,14 @@ pub(super) fn stream_parity(xs: &[ContractExchange]) -> Judged {
             "usage (prompt, completion) differs: `body` {ua:?} / `stream` {ub:?}"
         ));
     }
+    let (p, c) = ua.unwrap_or_default();
+    let n = |v: Option<u64>| v.map_or("none".to_string(), |v| v.to_string());
     Ok(CheckState::Pass(format!(
-        "the same text ({} chars), finish_reason {:?} and usage {:?} streamed and not",
+        "the same text ({} chars), finish_reason {:?} and usage (prompt {}, completion {}) streamed and not",
         a.content.chars().count(),
         a.finish_reason.as_deref().unwrap_or("none"),
-        ua.unwrap_or_default()
+        n(p),
+        n(c)
     )))
 }
 
@@ -266,9 +269,14 @@ const MALFORMED: [(&str, &str); 4] = [
 ];
 
 /// `errors`: each malformed request gets a 4xx with the error object (never a 200, a 5xx or no answer),
-/// and the serve answers the request after them normally.
+/// and the serve answers the request after them normally. When the only breaches are malformed requests
+/// answered as ordinary ones (a whole 200 chat completion object: the serve does not validate what they
+/// break) and the serve still answers the next request, the serve lacks that validation: unsupported (a FAIL
+/// under `expect`, its own state under `may_lack`). A 5xx, an error body of the wrong shape, garbage or a
+/// dead serve is broken, never lacking.
 pub(super) fn errors(xs: &[ContractExchange]) -> Judged {
     let mut bad = Vec::new();
+    let mut taken = Vec::new();
     let mut good = Vec::new();
     for (label, what) in MALFORMED {
         let x = find(xs, label)?;
@@ -277,7 +285,14 @@ pub(super) fn errors(xs: &[ContractExchange]) -> Judged {
             continue;
         }
         let status = x.record.http_status.unwrap_or(0);
-        if !(400..500).contains(&status) {
+        if status == 200
+            && x.reply.error.is_none()
+            && schema::violation(&schema::completion(), &body_json(x)).is_none()
+        {
+            taken.push(format!(
+                "`{label}` ({what}) got HTTP 200, not a 4xx: answered as an ordinary request"
+            ));
+        } else if !(400..500).contains(&status) {
             bad.push(format!("`{label}` ({what}) got HTTP {status}, not a 4xx"));
         } else if let Some(v) = schema::violation(&schema::error(), &body_json(x)) {
             bad.push(format!("`{label}` (HTTP {status}) is no error object: {v}"));
@@ -295,8 +310,20 @@ pub(super) fn errors(xs: &[ContractExchange]) -> Judged {
             "the serve did not answer the next request normally: {why}"
         ));
     }
+    let rejected = if good.is_empty() {
+        "none rejected".to_string()
+    } else {
+        format!("rejected with the error object: {}", good.join(", "))
+    };
     if !bad.is_empty() {
+        bad.extend(taken);
         return fail(bad.join("; "));
+    }
+    if !taken.is_empty() {
+        return Ok(CheckState::Unsupported(format!(
+            "the serve does not reject every malformed request: {}; {rejected}; the next request answered",
+            taken.join("; ")
+        )));
     }
     Ok(CheckState::Pass(format!(
         "4xx with the error object for each ({}); the next request answered",

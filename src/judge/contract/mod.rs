@@ -165,11 +165,14 @@ fn body_json(x: &ContractExchange) -> serde_json::Value {
     serde_json::from_slice(&x.body).unwrap_or(serde_json::Value::Null)
 }
 
-/// The serve's "not supported" answer: a 4xx whose body has the error shape and whose message says it does
-/// not support what was asked (`not supported`, `unsupported`, `not implemented`).
+/// The serve's "not supported" answer: a 4xx, or a 501 Not Implemented ("the server does not support the
+/// functionality required to fulfill the request", RFC 9110 section 15.6.2: llama.cpp's answer to
+/// `/v1/embeddings` without `--embeddings`), whose body has the error shape and whose message says it does
+/// not support what was asked (`not supported`, `does not support`, `unsupported`, `not implemented`). Any
+/// other 5xx is a failure, never this.
 pub fn unsupported(x: &ContractExchange) -> Option<String> {
     let status = x.record.http_status?;
-    if !(400..500).contains(&status) || whole(x).is_err() {
+    if !((400..500).contains(&status) || status == 501) || whole(x).is_err() {
         return None;
     }
     let body = body_json(x);
@@ -178,15 +181,20 @@ pub fn unsupported(x: &ContractExchange) -> Option<String> {
         .then_some(())?;
     let msg = body["error"]["message"].as_str().unwrap_or_default();
     let lower = msg.to_ascii_lowercase();
-    ["not supported", "unsupported", "not implemented"]
-        .iter()
-        .any(|w| lower.contains(w))
-        .then(|| {
-            format!(
-                "HTTP {status}: {}",
-                crate::analysis::quote::quoted(msg, 120)
-            )
-        })
+    [
+        "not supported",
+        "does not support",
+        "unsupported",
+        "not implemented",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+    .then(|| {
+        format!(
+            "HTTP {status}: {}",
+            crate::analysis::quote::quoted(msg, 120)
+        )
+    })
 }
 
 /// Ok when `x` is a whole 2xx reply with no error in it; else the check's state: unsupported for a clean

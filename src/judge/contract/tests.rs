@@ -293,3 +293,54 @@ fn a_cut_stream_never_passes() {
     let xs = [body("body", 200, &completion("Paris", "stop", 1)), cut];
     fails_with(state(ContractCheck::StreamParity, &xs), "a cut stream");
 }
+
+#[test]
+fn errors_answered_as_ordinary_requests_are_unsupported_and_a_5xx_among_them_fails() {
+    // llama.cpp (measured, docs/contract.md): an unknown model and a bad role answered 200 as ordinary
+    // requests, the others rejected: the serve lacks that validation.
+    let mut xs = vec![
+        body("no_messages", 400, ERROR),
+        body("bad_role", 200, &completion("Paris.", "stop", 2)),
+        body("negative_max_tokens", 400, ERROR),
+        body("unknown_model", 200, &completion("Paris.", "stop", 2)),
+        body("after", 200, &completion("Paris.", "stop", 2)),
+    ];
+    match state(ContractCheck::Errors, &xs) {
+        CheckState::Unsupported(d) => {
+            assert!(d.contains("`bad_role` (a bad role) got HTTP 200"), "{d}");
+            assert!(d.contains("`unknown_model`"), "{d}");
+            assert!(
+                d.contains("no_messages 400, negative_max_tokens 400"),
+                "{d}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let v = verdict_of(
+        &spec(ContractCheck::Errors, true),
+        state(ContractCheck::Errors, &xs),
+    );
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.message);
+    // A 500 is broken, never lacking: the whole check fails, the 200s named too.
+    xs[2] = body("negative_max_tokens", 500, ERROR);
+    match state(ContractCheck::Errors, &xs) {
+        CheckState::Fail(d) => {
+            assert!(d.contains("got HTTP 500"), "{d}");
+            assert!(d.contains("`bad_role` (a bad role) got HTTP 200"), "{d}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A 200 that is not a chat completion (an error inside it) is no ordinary answer.
+    xs[2] = body("negative_max_tokens", 400, ERROR);
+    xs[1] = body("bad_role", 200, ERROR);
+    fails_with(state(ContractCheck::Errors, &xs), "got HTTP 200, not a 4xx");
+}
+
+#[test]
+fn a_501_not_implemented_is_unsupported_and_another_5xx_is_not() {
+    let no = r#"{"error":{"code":501,"message":"This server does not support embeddings. Start it with `--embeddings`","type":"not_supported_error"}}"#;
+    let x = body("body", 501, no);
+    assert!(unsupported(&x).is_some_and(|u| u.starts_with("HTTP 501")));
+    let x = body("body", 503, no);
+    assert_eq!(unsupported(&x), None);
+}
