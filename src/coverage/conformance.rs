@@ -12,7 +12,6 @@
 //! `EXPIRED (was ...)`: counted back from the newest evidence, not from today, so the page is a pure function
 //! of the evidence, as the coverage page's cells are.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::judge::contract::{judge_check, CheckState};
@@ -267,16 +266,4 @@ pub fn render(
         markdown: render("conformance.md")?,
         html: render("conformance.html")?,
     })
-}
-
-/// Each column's cells as `runtime check WORD` lines, for a test or a diff that reads states, not layout.
-pub fn states(columns: &[Column]) -> BTreeMap<(String, String), &'static str> {
-    columns
-        .iter()
-        .flat_map(|c| {
-            c.cells
-                .iter()
-                .map(|(k, cell)| ((c.runtime.clone(), k.name().to_string()), cell.word))
-        })
-        .collect()
 }

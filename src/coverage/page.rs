@@ -35,7 +35,7 @@ impl CellState {
     }
 
     /// The HTML page's class for the state (its colour).
-    pub fn class(self) -> &'static str {
+    pub(crate) fn class(self) -> &'static str {
         match self {
             CellState::Verified => "verified",
             CellState::Partial => "partial",
@@ -95,7 +95,7 @@ pub struct Cell {
 
 /// Every matrix-gate entry's newest complete run under `runs` (`runs/<gate>[<model>]/<stamp>/`), judged. Runs
 /// that cannot be read or judged are left out (the cell stays `?`).
-pub fn cells(runs: &Path) -> Vec<Cell> {
+pub(crate) fn cells(runs: &Path) -> Vec<Cell> {
     cells_from(runs, None)
 }
 
@@ -148,7 +148,7 @@ pub fn cells_from(runs: &Path, records: Option<&Path>) -> Vec<Cell> {
 
 /// The matrix-gate run directories that the records in `records` (`*.json`) cite as `source.evidence`, with
 /// their `<gate>[<model>]` names. Paths are relative to `records`' parent (the checkout), as records write them.
-pub fn record_runs(records: &Path) -> Vec<(String, PathBuf)> {
+pub(crate) fn record_runs(records: &Path) -> Vec<(String, PathBuf)> {
     let base = records.parent().unwrap_or(Path::new(""));
     let mut files: Vec<PathBuf> = std::fs::read_dir(records)
         .map(|r| r.flatten().map(|e| e.path()).collect())
