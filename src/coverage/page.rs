@@ -1,6 +1,6 @@
 //! The coverage page: rows (family, size, quantization) × columns (runtimes), one cell per matrix-gate entry's
 //! newest run, judged again from its evidence ([`crate::judge::judge`]; the evidence is the authority, not a
-//! stored verdict). docs/coverage.md states the cell states, the expiry and the regression rule.
+//! stored verdict). pages/coverage.md states the cell states, the expiry and the regression rule.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -11,37 +11,59 @@ use crate::spec::matrix;
 /// The state of one cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum CellState {
-    /// ✅ loads, answers right and meets its floors: every assertion passed.
+    /// VERIFIED: loads, answers right and meets its floors: every assertion passed.
     Verified,
-    /// 🟡 loads (the serve became ready) but a speed or answer assertion did not pass.
+    /// PARTIAL: loads (the serve became ready) but a speed or answer assertion did not pass.
     Partial,
-    /// ❌ does not load: the serve never became ready (or setup failed).
+    /// NOT-LOADING: does not load: the serve never became ready (or setup failed).
     NotLoading,
-    /// `?` never run, or the newest run is older than `expire_days` before the newest evidence on the page.
+    /// UNKNOWN: never run, or the newest run is older than `expire_days` before the newest evidence on the
+    /// page.
     Unknown,
 }
 
 impl CellState {
-    /// The page's symbol.
+    /// The page's word for the state. A word, never a glyph alone: a browser without an emoji font (Debian's
+    /// Chromium) drew the ✅ the page once showed as an empty box, and the page said no state at all.
     pub fn symbol(self) -> &'static str {
         match self {
-            CellState::Verified => "✅",
-            CellState::Partial => "🟡",
-            CellState::NotLoading => "❌",
-            CellState::Unknown => "?",
+            CellState::Verified => "VERIFIED",
+            CellState::Partial => "PARTIAL",
+            CellState::NotLoading => "NOT-LOADING",
+            CellState::Unknown => "UNKNOWN",
         }
     }
 
-    /// Parses a symbol back (the page's machine-readable cell comments).
+    /// The HTML page's class for the state (its colour).
+    pub fn class(self) -> &'static str {
+        match self {
+            CellState::Verified => "verified",
+            CellState::Partial => "partial",
+            CellState::NotLoading => "not-loading",
+            CellState::Unknown => "unknown",
+        }
+    }
+
+    /// Parses a state back (the page's machine-readable cell comments): its word, or the glyph a page
+    /// written before the words showed (`✅`, `🟡`, `❌`, `?`), so a committed older page still reads.
     pub fn of_symbol(s: &str) -> Option<CellState> {
-        [
-            CellState::Verified,
-            CellState::Partial,
-            CellState::NotLoading,
-            CellState::Unknown,
-        ]
-        .into_iter()
-        .find(|c| c.symbol() == s)
+        let legacy = match s {
+            "\u{2705}" => Some(CellState::Verified),
+            "\u{1f7e1}" => Some(CellState::Partial),
+            "\u{274c}" => Some(CellState::NotLoading),
+            "?" => Some(CellState::Unknown),
+            _ => None,
+        };
+        legacy.or_else(|| {
+            [
+                CellState::Verified,
+                CellState::Partial,
+                CellState::NotLoading,
+                CellState::Unknown,
+            ]
+            .into_iter()
+            .find(|c| c.symbol() == s)
+        })
     }
 }
 
@@ -63,7 +85,7 @@ pub struct Cell {
     pub runtime: String,
     /// The state the evidence gives (before expiry).
     pub state: CellState,
-    /// Why not ✅: the assertions that did not pass, or the serve's failure.
+    /// Why not VERIFIED: the assertions that did not pass, or the serve's failure.
     pub why: String,
     /// The run directory judged.
     pub evidence: PathBuf,
@@ -78,7 +100,7 @@ pub fn cells(runs: &Path) -> Vec<Cell> {
 }
 
 /// Like [`cells`], with the matrix-gate runs that the records in `records` cite as well: each
-/// `records/*.json` whose `source.evidence` (a path relative to the records directory's parent, e.g.
+/// `data/records/*.json` whose `source.evidence` (a path relative to the records directory's parent, e.g.
 /// `records/evidence/reference-matrix[smollm2-135m]/20261201T113758Z`) is a `<gate>[<model>]/<stamp>`
 /// directory adds that run to its entry's candidates. Per entry the newest complete run wins, whichever root
 /// it came from (stamps `YYYYMMDDTHHMMSSZ` order by time); the run is judged again from its evidence, never
@@ -245,16 +267,16 @@ pub fn shown(cell: &Cell, newest: &str, expire_days: u32) -> CellState {
 
 /// The rendered page and its cells' states (family|size|quantization|runtime -> symbol).
 pub struct Page {
-    /// docs/coverage.md.
+    /// pages/coverage.md.
     pub markdown: String,
-    /// docs/coverage.html (the same table).
+    /// pages/coverage.html (the same table).
     pub html: String,
     /// The states shown, by cell key.
     pub states: BTreeMap<String, CellState>,
 }
 
-const MD_TEMPLATE: &str = include_str!("../../templates/coverage.md");
-const HTML_TEMPLATE: &str = include_str!("../../templates/coverage.html");
+const MD_TEMPLATE: &str = include_str!("../../pages/templates/coverage.md");
+const HTML_TEMPLATE: &str = include_str!("../../pages/templates/coverage.html");
 
 /// Renders the page from `cells` (links relative to `link_base`, e.g. `../coverage/runs` for a page in docs/).
 pub fn render(
@@ -285,7 +307,7 @@ pub fn render(
             match by_rt.get(rt) {
                 None => {
                     states.insert(key.clone(), CellState::Unknown);
-                    ctx_cells.push(minijinja::context! { key, symbol => "?", link => "", date => "", expires => "", why => "never run", model => "" });
+                    ctx_cells.push(minijinja::context! { key, symbol => CellState::Unknown.symbol(), class => CellState::Unknown.class(), link => "", date => "", expires => "", why => "never run", model => "" });
                 }
                 Some(c) => {
                     let s = shown(c, &newest, expire_days);
@@ -312,7 +334,7 @@ pub fn render(
                         c.why.clone()
                     };
                     ctx_cells.push(minijinja::context! {
-                        key, symbol => s.symbol(), link, date => c.verified_utc.get(..10).unwrap_or(""), why,
+                        key, symbol => s.symbol(), class => s.class(), link, date => c.verified_utc.get(..10).unwrap_or(""), why,
                         expires => if s == CellState::Unknown { String::new() } else { expires(c, expire_days) },
                         model => format!("{}[{}]", c.gate, c.model),
                     });
@@ -333,7 +355,7 @@ pub fn render(
     let render = |name: &str| {
         env.get_template(name)
             .and_then(|t| t.render(&ctx))
-            .map_err(|e| format!("templates/{name}: {e}"))
+            .map_err(|e| format!("pages/templates/{name}: {e}"))
     };
     let markdown = render("coverage.md")?;
     let html = render("coverage.html")?;
@@ -360,8 +382,8 @@ pub fn states_of(page: &str) -> BTreeMap<String, CellState> {
         .collect()
 }
 
-/// Coverage regressions: cells ✅ on the old page that the new page shows as 🟡 or ❌ (an expired `?` is not
-/// a regression: nothing was shown to be worse). Each as `KEY: ✅ -> 🟡`.
+/// Coverage regressions: cells VERIFIED on the old page that the new page shows as PARTIAL or NOT-LOADING (an
+/// expired UNKNOWN is not a regression: nothing was shown to be worse). Each as `KEY: VERIFIED -> PARTIAL`.
 pub fn regressions(
     old: &BTreeMap<String, CellState>,
     new: &BTreeMap<String, CellState>,
@@ -370,107 +392,15 @@ pub fn regressions(
         .filter(|(_, s)| **s == CellState::Verified)
         .filter_map(|(k, _)| match new.get(k) {
             Some(n @ (CellState::Partial | CellState::NotLoading)) => {
-                Some(format!("{k}: ✅ -> {}", n.symbol()))
+                Some(format!("{k}: VERIFIED -> {}", n.symbol()))
             }
             _ => None,
         })
         .collect()
 }
 
-/// `servegate coverage`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct CoverageArgs {
-    /// The evidence root: run directories of matrix gates (`<gate>[<model>]/<stamp>/`), committed.
-    #[arg(long, default_value = "coverage/runs")]
-    pub runs: PathBuf,
-    /// The Markdown page (the HTML page is the same path with .html).
-    #[arg(long, default_value = "docs/coverage.md")]
-    pub out: PathBuf,
-    /// The records whose `source.evidence` is a matrix-gate run count as evidence too (docs/coverage.md);
-    /// a missing directory counts as none.
-    #[arg(long, default_value = "records")]
-    pub records: PathBuf,
-    /// The registry (its `expire_days`).
-    #[arg(long, default_value = "coverage/registry.toml")]
-    pub registry: PathBuf,
-    /// Write nothing: exit 1 when the committed page differs from the evidence's page.
-    #[arg(long)]
-    pub check: bool,
-}
-
-/// Runs `servegate coverage`: renders the page (or checks it); exit 1 on a coverage regression (a ✅ cell of
-/// the committed page now 🟡/❌) or, with `--check`, a page that differs; 2 bad input; 5 a write failed.
-pub fn cli(args: &CoverageArgs) -> i32 {
-    use crate::error::exit;
-    let expire_days = match super::census::read_registry(&args.registry) {
-        Ok(r) => r.expire_days,
-        Err(e) => {
-            crate::errln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
-    let base = link_base(&args.out, &args.runs);
-    let cells = cells_from(&args.runs, Some(&args.records));
-    let page = match render(&cells, &args.runs, &base, expire_days) {
-        Ok(p) => p,
-        Err(e) => {
-            crate::errln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
-    let old = std::fs::read_to_string(&args.out).unwrap_or_default();
-    let html_out = args.out.with_extension("html");
-    let old_html = std::fs::read_to_string(&html_out).unwrap_or_default();
-    let mut code = exit::PASS;
-    for r in regressions(&states_of(&old), &page.states) {
-        crate::errln!("coverage regression: {r}");
-        code = exit::ASSERTION_FAILED;
-    }
-    if args.check {
-        if old_html != page.html {
-            crate::errln!(
-                "{} differs from the page the evidence gives; run `servegate coverage` and commit it",
-                html_out.display()
-            );
-            code = exit::ASSERTION_FAILED;
-        }
-        if old != page.markdown {
-            crate::errln!(
-                "{} differs from the page the evidence in {} gives; run `servegate coverage` and commit it",
-                args.out.display(),
-                args.runs.display()
-            );
-            for d in similar::TextDiff::from_lines(&old, &page.markdown)
-                .unified_diff()
-                .header("committed", "from evidence")
-                .to_string()
-                .lines()
-                .take(60)
-            {
-                crate::errln!("{d}");
-            }
-            code = exit::ASSERTION_FAILED;
-        } else {
-            crate::outln!(
-                "{}: up to date ({} cells)",
-                args.out.display(),
-                page.states.len()
-            );
-        }
-        return code;
-    }
-    for (path, text) in [(&args.out, &page.markdown), (&html_out, &page.html)] {
-        if let Err(e) = crate::io::fs::write_atomic(path, text.as_bytes()) {
-            crate::errln!("error: {}: {e}", path.display());
-            return exit::EVIDENCE_ERROR;
-        }
-    }
-    crate::outln!("wrote {} ({} cells)", args.out.display(), page.states.len());
-    code
-}
-
 /// The path from the page's directory to `runs` (both relative to the current directory), for links.
-fn link_base(out: &Path, runs: &Path) -> String {
+pub fn link_base(out: &Path, runs: &Path) -> String {
     let depth = out.parent().map(|p| p.components().count()).unwrap_or(0);
     format!("{}{}", "../".repeat(depth), runs.display())
 }

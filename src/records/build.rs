@@ -8,13 +8,58 @@ use std::path::Path;
 
 use super::schema::{
     unmeasured_text, Hold, Instrument, KnownAnswer, Load, Metric, Model, Notes, Pair, Record,
-    Settings, Source, Unmeasured, RECORD_SCHEMA,
+    RecordBound, Settings, Source, Unmeasured, RECORD_SCHEMA,
 };
 use super::store::RecordError;
 use super::validate::validate;
 use crate::analysis::stats;
 
 pub use crate::spec::record::RunRecordSpec;
+
+/// The bound `gate` declares on the record metric `metric` (`decode_rate`: `[assert.rate] floor_tok_s`;
+/// `first_token`: `[assert.first_token] limit_ms`), in the record's `unit`, with the line declaring it
+/// ([`crate::spec::GateSpec::decl_line`], kept from the parse); floor or limit from the metric's direction
+/// in the registry. None when the gate declares no bound on the metric (or the units do not convert).
+pub(super) fn bound_of(
+    gate: &crate::spec::GateSpec,
+    metric: &str,
+    unit: &str,
+) -> Option<RecordBound> {
+    use crate::vocab::{AssertionKind, Better, BoundKind};
+    let (kind, key, value, native) = match metric {
+        "decode_rate" => {
+            let a = gate.assertions.rate.as_ref()?;
+            (AssertionKind::Rate, "floor_tok_s", a.floor_tok_s, "tok/s")
+        }
+        "first_token" => {
+            let a = gate.assertions.first_token.as_ref()?;
+            (AssertionKind::FirstToken, "limit_ms", a.limit_ms, "ms")
+        }
+        _ => return None,
+    };
+    let value = match (native, unit) {
+        (a, b) if a == b => value,
+        ("ms", "s") => value / 1000.0,
+        _ => return None,
+    };
+    let better = crate::vocab::Metric::from_record_name(metric)?
+        .info()
+        .better;
+    let bound_kind = if better == Better::Higher {
+        BoundKind::Floor
+    } else {
+        BoundKind::Limit
+    };
+    let line = gate
+        .decl_line(kind)
+        .map(|n| format!(", gate.toml line {n}"))
+        .unwrap_or_default();
+    Some(RecordBound {
+        kind: bound_kind.name().into(),
+        value,
+        declared: format!("[assert.{}] {key}{line}", kind.name()),
+    })
+}
 
 /// Unit, decimals and the definition quoted in records for a metric `from_run` can record.
 fn run_metric(metric: &str) -> Result<(&'static str, u32, &'static str), RecordError> {
@@ -527,6 +572,7 @@ pub(super) fn build_run(
             unit: unit.into(),
             condition: Some("warm".into()).filter(|_| req.warmup > 0),
         },
+        bound: bound_of(gate, &spec.metric, unit),
         statistic: "median".into(),
         value: round_to(median, decimals),
         decimals,
@@ -694,6 +740,7 @@ pub fn from_pair_run_as(
         device: if role == "theirs" { THEIRS_NOT_PUBLISHED.into() } else { spec.device.clone() },
         route: if role == "theirs" { THEIRS_NOT_PUBLISHED.into() } else { spec.route.clone() },
         metric: Metric { name: spec.metric.clone(), unit: unit.into(), condition: Some("warm".into()).filter(|_| req.warmup > 0) },
+        bound: bound_of(gate, &spec.metric, unit),
         statistic: "median".into(),
         value: round_to(m_this, decimals),
         decimals,

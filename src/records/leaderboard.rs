@@ -1,7 +1,7 @@
-//! The leaderboard: renders `docs/leaderboard.md` and `docs/leaderboard.html` from the records with the
-//! minijinja templates in `templates/` (compiled in), and checks that committed pages are what the records
+//! The leaderboard: renders `pages/leaderboard.md` and `pages/leaderboard.html` from the records with the
+//! minijinja templates in `pages/templates/` (compiled in), and checks that committed pages are what the records
 //! render. Rendering is pure ([`render`]: records → page text; deterministic: no clock, no environment, sorted
-//! input); only [`cli_leaderboard`] reads and writes files (atomically). It validates nothing itself: it
+//! input); only the binary's `servegate leaderboard` reads and writes files (atomically, [`write_page`]). It validates nothing itself: it
 //! renders only records `record::load_dir` accepted (the one loader of what may be published: every record
 //! valid and re-derived from its evidence, else nothing rendered and the refused ones named). Every text of
 //! the page's context passes [`crate::text::page`], so a record's control bytes (ESC, BEL) are shown escaped
@@ -16,15 +16,15 @@ use crate::records::record::{self, Record};
 
 pub use super::chart::slug;
 
-/// The Markdown page template (`templates/leaderboard.md`).
-pub const MD_TEMPLATE: &str = include_str!("../../templates/leaderboard.md");
-/// The HTML page template (`templates/leaderboard.html`).
-pub const HTML_TEMPLATE: &str = include_str!("../../templates/leaderboard.html");
+/// The Markdown page template (`pages/templates/leaderboard.md`).
+pub const MD_TEMPLATE: &str = include_str!("../../pages/templates/leaderboard.md");
+/// The HTML page template (`pages/templates/leaderboard.html`).
+pub const HTML_TEMPLATE: &str = include_str!("../../pages/templates/leaderboard.html");
 
 /// Default record directory.
-pub const DEFAULT_RECORDS: &str = "records";
+pub const DEFAULT_RECORDS: &str = "data/records";
 /// Default Markdown page; the HTML page is the same path with `.html`.
-pub const DEFAULT_OUT: &str = "docs/leaderboard.md";
+pub const DEFAULT_OUT: &str = "pages/leaderboard.md";
 
 /// Both rendered pages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,19 +45,6 @@ struct PageCtx {
     /// Throughput-latency curves of load records (`super::load_records`), one per model, runtime and run.
     curves: Vec<super::curves::CurveCtx>,
 }
-
-/// The bounds a gate declared, as the leaderboard draws them (read from the gate.toml copied into each
-/// record's evidence: the gate as it was for that run).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct GateBounds {
-    /// `[assert.rate] floor_tok_s`.
-    pub floor_tok_s: Option<f64>,
-    /// `[assert.first_token] limit_ms`.
-    pub limit_ms: Option<f64>,
-}
-
-/// Bounds by record id (records without a gate or readable evidence have none).
-pub type Bounds = std::collections::BTreeMap<String, GateBounds>;
 
 /// One comparison chart at the top of the page: one metric (decode rate, or first token in ms), one row per
 /// model and engine (the newest record of each), a pair record's two engines as adjacent ours-vs-theirs
@@ -237,15 +224,6 @@ fn row_order(a: &Record, b: &Record) -> std::cmp::Ordering {
         .then_with(|| a.id.cmp(&b.id))
 }
 
-/// A figure in `to` (`ms` or `s`) from milliseconds.
-fn from_ms(ms: f64, to: &str) -> Option<f64> {
-    match to {
-        "ms" => Some(ms),
-        "s" => Some(ms / 1000.0),
-        _ => None,
-    }
-}
-
 /// The comparison charts: decode rate (tok/s) and first token (ms), one bar per model and engine (the
 /// newest record of each; indicative ones drawn pale and labelled), pairs as ours-vs-theirs bars with the
 /// ratio other / ours.
@@ -399,7 +377,7 @@ fn round3(x: f64) -> f64 {
 
 /// Per gate (records with a `source.gate`), metric and engine: its figure over the releases recorded, the
 /// first record as the baseline and the gate's floor (rates) or limit (times) drawn in.
-fn history(records: &[&Record], bounds: &Bounds) -> Vec<HistoryCtx> {
+fn history(records: &[&Record]) -> Vec<HistoryCtx> {
     let mut groups: std::collections::BTreeMap<
         (String, usize, String, String, String),
         Vec<&Record>,
@@ -418,7 +396,7 @@ fn history(records: &[&Record], bounds: &Bounds) -> Vec<HistoryCtx> {
             .push(r);
     }
     let mut out = Vec::new();
-    for ((gate, _, metric, unit, engine), mut members) in groups {
+    for ((gate, _, _, unit, engine), mut members) in groups {
         members.sort_by(|a, b| a.date.cmp(&b.date).then_with(|| a.id.cmp(&b.id)));
         let first = members[0];
         let mut lines = vec![(
@@ -427,21 +405,16 @@ fn history(records: &[&Record], bounds: &Bounds) -> Vec<HistoryCtx> {
             "#2a7",
             "2 3",
         )];
-        // The bound of the newest run's gate (the gate as it stands for the latest release).
+        // The bound of the newest run's gate (the gate as it stands for the latest release), as its
+        // record states it (`bound`, in the record's unit).
         let newest = members[members.len() - 1];
-        if let Some(b) = bounds.get(&newest.id) {
-            let bound = match metric.as_str() {
-                "decode_rate" if unit == "tok/s" => b
-                    .floor_tok_s
-                    .map(|f| (format!("floor {}", short_number(f)), f)),
-                "first_token" => b.limit_ms.and_then(|l| {
-                    from_ms(l, &unit).map(|v| (format!("limit {}", short_number(v)), v))
-                }),
-                _ => None,
-            };
-            if let Some((label, v)) = bound {
-                lines.push((label, v, "#c33", "5 3"));
-            }
+        if let Some(b) = &newest.bound {
+            lines.push((
+                format!("{} {}", b.kind, short_number(b.value)),
+                b.value,
+                "#c33",
+                "5 3",
+            ));
         }
         let label = metric_label(first);
         let gate_name = Path::new(&gate)
@@ -464,39 +437,8 @@ fn history(records: &[&Record], bounds: &Bounds) -> Vec<HistoryCtx> {
 
 /// Renders both pages from `records` (any order). `records_link` is the path from the pages' directory to
 /// the record directory (`../records`), used in each row's link.
+/// Each history chart draws the bound its newest record states ([`Record::bound`]): no gate file is read.
 pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja::Error> {
-    render_with(records, records_link, &Bounds::new())
-}
-
-/// The bounds of each record's gate, from the gate.toml copied into its evidence (`records_dir`-relative
-/// evidence paths, as `records check` resolves them); records without readable evidence have none.
-pub fn bounds_of(records_dir: &Path, records: &[Record]) -> Bounds {
-    let mut out = Bounds::new();
-    for r in records {
-        let Some(ev) = &r.source.evidence else {
-            continue;
-        };
-        let dir = record::evidence_path(records_dir, ev);
-        let Ok(g) = crate::spec::load(&dir.join(crate::evidence::layout::GATE_FILE)) else {
-            continue;
-        };
-        out.insert(
-            r.id.clone(),
-            GateBounds {
-                floor_tok_s: g.assertions.rate.as_ref().map(|a| a.floor_tok_s),
-                limit_ms: g.assertions.first_token.as_ref().map(|a| a.limit_ms),
-            },
-        );
-    }
-    out
-}
-
-/// [`render`] with the gates' bounds drawn in the history charts.
-pub fn render_with(
-    records: &[Record],
-    records_link: &str,
-    bounds: &Bounds,
-) -> Result<Pages, minijinja::Error> {
     let mut sorted: Vec<&Record> = records.iter().collect();
     sorted.sort_by(|a, b| {
         (
@@ -578,7 +520,7 @@ pub fn render_with(
         indicative: records.iter().filter(|r| r.indicative()).count(),
         groups,
         compare: compare(&sorted),
-        history: history(&sorted, bounds),
+        history: history(&sorted),
         curves: super::curves::curves(&load, records_link),
     };
     let env = environment()?;
@@ -808,10 +750,10 @@ mod tests {
     }
 
     #[test]
-    fn relative_link_from_docs_to_records() {
+    fn relative_link_from_pages_to_records() {
         assert_eq!(
-            relative_link(Path::new("docs"), Path::new("records")),
-            "../records"
+            relative_link(Path::new("pages"), Path::new("data/records")),
+            "../data/records"
         );
         assert_eq!(
             relative_link(Path::new("."), Path::new("records")),

@@ -1,4 +1,4 @@
-//! Records: one JSON file per published measurement (`records/<id>.json`), provenance-strict. This module is
+//! Records: one JSON file per published measurement (`data/records/<id>.json`), provenance-strict. This module is
 //! the records' façade, one name per concept, each in its own file:
 //! * `schema`: the record types ([`Record`], documented field by field in docs/records.md) and [`Problem`];
 //! * `validate`: structural ([`parse`]) and semantic ([`validate`]) checks, pure;

@@ -71,6 +71,7 @@ fn good() -> Record {
             unit: "tok/s".into(),
             condition: None,
         },
+        bound: None,
         statistic: "median".into(),
         value: 4.28,
         decimals: 2,
@@ -168,6 +169,11 @@ fn schema_keys_are_every_key_a_full_record_serialises() {
         requests: 1,
         output_tokens: 1,
         window_ms: 1.0,
+    });
+    r.bound = Some(RecordBound {
+        kind: "floor".into(),
+        value: 1.0,
+        declared: "x".into(),
     });
     fn keys(v: &Value, path: &str, out: &mut Vec<String>) {
         if let Some(o) = v.as_object() {
@@ -901,4 +907,109 @@ fn write_new_is_atomic_and_never_overwrites() {
         Err(RecordError::Invalid { .. })
     ));
     assert!(!dir.path().join("bad.json").exists());
+}
+
+/// A record built from a run states the bound its gate declared on the metric (`servegate.record/2`
+/// `bound`: floor or limit from the metric registry's direction, in the record's unit, with the declaring
+/// line kept from the parse), so the leaderboard draws it without reading the gate; `records check`
+/// re-derives it and names a record whose bound differs; a `/1` record still reads without one, and a
+/// `/1` record that states one is refused.
+#[test]
+fn a_record_states_its_gates_bound_and_records_check_re_derives_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("model.gguf");
+    std::fs::write(&model, b"weights").unwrap();
+    let gate_file = tmp.path().join("ref.toml");
+    let text = "[gate]\nname = \"ref\"\n[serve]\ncommand = [\"srv\", \"--port\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 16\nrepeats = 3\nprompts = [\"What is the capital of France?\"]\n[assert.rate]\nfloor_tok_s = 10.0\n[assert.first_token]\nlimit_ms = 2500\n";
+    std::fs::write(&gate_file, text).unwrap();
+    let ctx = crate::spec::Context::for_file(&gate_file);
+    let gate = crate::spec::parse(&gate_file, text, &ctx).unwrap();
+    let spec = |id: &str, metric: &str| RunRecordSpec {
+        publish_host: false,
+        id: id.into(),
+        metric: metric.into(),
+        model_name: "Tiny".into(),
+        model_file: model.clone(),
+        weights: "Q8_0".into(),
+        device: "CPU".into(),
+        route: "cpu".into(),
+        engine: "llama.cpp server".into(),
+        engine_version: None,
+        backend: None,
+        hold_ticket: None,
+        what_would_make_it_wrong: "Three short synthetic replies.".into(),
+        notes: vec![],
+    };
+    let dir = synthetic_run(
+        tmp.path(),
+        "ref",
+        &gate,
+        false,
+        &[(100.0, 30.0), (120.0, 40.0), (110.0, 60.0)],
+    );
+    let ev = crate::loaded::load(&dir).unwrap();
+    let rate = from_run(&gate, &ev, &spec("ref-decode", "decode_rate")).unwrap();
+    assert_eq!(rate.schema, RECORD_SCHEMA);
+    assert_eq!(
+        rate.bound,
+        Some(RecordBound {
+            kind: "floor".into(),
+            value: 10.0,
+            declared: "[assert.rate] floor_tok_s, gate.toml line 11".into(),
+        })
+    );
+    let ttft = from_run(&gate, &ev, &spec("ref-ttft", "first_token")).unwrap();
+    let b = ttft
+        .bound
+        .clone()
+        .expect("the gate declares a first-token limit");
+    assert_eq!((b.kind.as_str(), b.value), ("limit", 2500.0));
+    assert_eq!(
+        b.declared,
+        "[assert.first_token] limit_ms, gate.toml line 12"
+    );
+    for r in [&rate, &ttft] {
+        assert_eq!(validate(r, &r.id), Vec::<Problem>::new());
+        assert_eq!(parse(&to_json(r)).unwrap(), *r);
+        assert_eq!(rederive(tmp.path(), r), Vec::<Problem>::new());
+    }
+    // A record whose bound is not its gate's is caught, naming the field and both bounds.
+    let mut lowered = rate.clone();
+    lowered.bound.as_mut().unwrap().value = 5.0;
+    let p = rederive(tmp.path(), &lowered);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].field, "bound");
+    assert!(
+        p[0].message.contains("floor 5") && p[0].message.contains("floor 10"),
+        "{}",
+        p[0].message
+    );
+    // A floor on a lower-is-better metric is refused on its face.
+    let mut wrong = ttft.clone();
+    wrong.bound.as_mut().unwrap().kind = "floor".into();
+    assert!(validate(&wrong, &wrong.id)
+        .iter()
+        .any(|p| p.field == "bound.kind"));
+    // A `/1` record (written before records carried the bound) still reads and re-derives; one that
+    // states a bound is refused.
+    let mut old: Value = serde_json::from_str(&to_json(&rate)).unwrap();
+    old["schema"] = Value::String("servegate.record/1".into());
+    let with_bound = parse(&old.to_string()).unwrap();
+    assert!(validate(&with_bound, &with_bound.id)
+        .iter()
+        .any(|p| p.field == "bound"));
+    old.as_object_mut().unwrap().remove("bound");
+    let v1 = parse(&old.to_string()).unwrap();
+    assert_eq!(v1.bound, None);
+    assert_eq!(validate(&v1, &v1.id), Vec::<Problem>::new());
+    assert_eq!(rederive(tmp.path(), &v1), Vec::<Problem>::new());
+    // An unknown schema id is refused, naming the ids read.
+    let mut other = rate.clone();
+    other.schema = "servegate.record/9".into();
+    let p = validate(&other, &other.id);
+    assert!(
+        p.iter()
+            .any(|p| p.field == "schema" && p.message.contains("servegate.record/1")),
+        "{p:?}"
+    );
 }

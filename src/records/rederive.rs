@@ -162,6 +162,15 @@ pub(super) fn first_difference(r: &Record, want: &Record) -> Option<(String, Str
         cmp("device".into(), r.device.clone(), want.device.clone());
         cmp("route".into(), r.route.clone(), want.route.clone());
     }
+    // The bound a `/2` record states is the one its gate copy declares, as re-built (a `/1` record,
+    // written before records carried it, has none to compare).
+    if r.schema != "servegate.record/1" {
+        let shown = |x: &Record| match &x.bound {
+            Some(b) => format!("{} {} ({})", b.kind, b.value, b.declared),
+            None => "none".into(),
+        };
+        cmp("bound".into(), shown(r), shown(want));
+    }
     diffs.into_iter().next()
 }
 

@@ -7,8 +7,12 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-/// The schema id every record carries in `schema`.
-pub const RECORD_SCHEMA: &str = "servegate.record/1";
+/// The schema id every record written now carries in `schema`: `/2` added [`Record::bound`].
+pub const RECORD_SCHEMA: &str = "servegate.record/2";
+
+/// The schema ids a record may carry and still be read: `/1` (written before records carried their gate's
+/// bound; it has no `bound`) and [`RECORD_SCHEMA`].
+pub const RECORD_SCHEMAS_READ: &[&str] = &["servegate.record/1", RECORD_SCHEMA];
 
 /// Below this many values a record is valid but `indicative` wherever it is shown.
 pub const INDICATIVE_BELOW_N: u32 = 3;
@@ -56,6 +60,12 @@ pub struct Record {
     pub route: String,
     /// What was measured, and in which unit.
     pub metric: Metric,
+    /// Optional (`servegate.record/2`): the bound the run's gate declared on this metric (a rate's
+    /// `[assert.rate] floor_tok_s`, a first token's `[assert.first_token] limit_ms`), as the run was judged
+    /// against it, in `metric.unit`. The leaderboard draws it from here; no page reads a gate file. Absent
+    /// when the gate declared none on the metric, for published records and in `/1` records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<RecordBound>,
     /// The statistic `value` is: only `median` (as `stats::median` defines it).
     pub statistic: String,
     /// The stated figure, in `metric.unit`, rounded to `decimals`.
@@ -175,6 +185,21 @@ pub struct Metric {
     /// Nullable: condition qualifying the metric (`warm`).
     #[serde(deserialize_with = "nullable")]
     pub condition: Option<String>,
+}
+
+/// `bound`: a gate's floor or limit on a record's metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordBound {
+    /// `floor` (the median must be at least `value`: a higher-is-better metric) or `limit` (at most
+    /// `value`: a lower-is-better one), as [`crate::vocab::BoundKind`] names them; the metric's direction
+    /// in the registry ([`crate::vocab::MetricInfo::better`]) decides which.
+    pub kind: String,
+    /// The bound, in the record's `metric.unit` (a `limit_ms` of 2000 is `2` for a record in `s`).
+    pub value: f64,
+    /// Where the gate declares it: the assertion's key and its line in the gate file copied into the
+    /// evidence (`[assert.rate] floor_tok_s, gate.toml line 43`).
+    pub declared: String,
 }
 
 /// `settings`.
@@ -360,9 +385,11 @@ impl Record {
         )
     }
 
-    /// True when higher values are better (rates).
+    /// True when higher values are better (rates, throughputs): the metric's direction in the registry
+    /// ([`crate::vocab::Metric::from_record_name`]; every name of [`METRICS`] is there).
     pub fn higher_is_better(&self) -> bool {
-        self.metric.name.ends_with("_rate") || self.metric.name.ends_with("_throughput")
+        crate::vocab::Metric::from_record_name(&self.metric.name)
+            .is_some_and(|m| m.info().better == crate::vocab::Better::Higher)
     }
 
     /// `value` formatted to `decimals`.

@@ -95,7 +95,7 @@ pub fn check_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
 
 /// Where a record's `source.evidence` is: the path as written when it exists (relative paths are relative
 /// to the working directory, the repository root in CI), else relative to the parent of the record
-/// directory (`records/../<path>`).
+/// directory (`data/records/../<path>`).
 pub fn evidence_path(records_dir: &Path, evidence: &str) -> PathBuf {
     let p = PathBuf::from(evidence);
     if p.is_absolute() || p.exists() {

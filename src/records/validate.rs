@@ -12,7 +12,8 @@ use serde_json::Value;
 
 use super::schema::{
     Hold, Instrument, KnownAnswer, Load, LoadPoint, Metric, Model, Notes, Pair, Problem, Record,
-    Settings, Source, Unmeasured, KNOWN_ANSWER_RESULTS, METRICS, RECORD_SCHEMA, SOURCE_KINDS,
+    RecordBound, Settings, Source, Unmeasured, KNOWN_ANSWER_RESULTS, METRICS, RECORD_SCHEMA,
+    RECORD_SCHEMAS_READ, SOURCE_KINDS,
 };
 use crate::analysis::load::min_n_for;
 use crate::analysis::stats;
@@ -67,6 +68,12 @@ pub(super) fn schema_keys(all: bool) -> Value {
             unit: String::new(),
             condition: None,
         },
+        // `bound` is optional; when present its keys apply.
+        bound: Some(RecordBound {
+            kind: String::new(),
+            value: 0.0,
+            declared: String::new(),
+        }),
         statistic: String::new(),
         value: 0.0,
         decimals: 0,
@@ -233,6 +240,8 @@ pub(super) fn structural_problems(v: &Value) -> Vec<Problem> {
     out.retain(|p| p.field != "pair" || obj.contains_key("pair"));
     // So is `load_point` (load records only).
     out.retain(|p| p.field != "load_point" || obj.contains_key("load_point"));
+    // And `bound` (`/2` records whose gate declared one).
+    out.retain(|p| p.field != "bound" || obj.contains_key("bound"));
     fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<(), (String, String)> {
         serde_path_to_error::deserialize::<_, T>(v)
             .map(|_| ())
@@ -262,6 +271,7 @@ pub(super) fn structural_problems(v: &Value) -> Vec<Problem> {
             "source" => typed::<Source>(val),
             "pair" => typed::<Option<Pair>>(val),
             "load_point" => typed::<Option<LoadPoint>>(val),
+            "bound" => typed::<Option<RecordBound>>(val),
             "notes" => typed::<Notes>(val),
             "sources" => typed::<BTreeMap<String, String>>(val),
             _ => Ok(()),
@@ -336,10 +346,14 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
 
 /// The schema id, the id (equal to the file name), the date and the required texts.
 fn identity(r: &Record, file_stem: &str, bad: &mut dyn FnMut(&str, String)) {
-    if r.schema != RECORD_SCHEMA {
+    if !RECORD_SCHEMAS_READ.contains(&r.schema.as_str()) {
         bad(
             "schema",
-            format!("{:?}, expected {RECORD_SCHEMA:?}", r.schema),
+            format!(
+                "{:?}, expected {RECORD_SCHEMA:?} (or a record written before it: {})",
+                r.schema,
+                RECORD_SCHEMAS_READ[..RECORD_SCHEMAS_READ.len() - 1].join(", ")
+            ),
         );
     }
     if !is_id(&r.id) {
@@ -349,7 +363,7 @@ fn identity(r: &Record, file_stem: &str, bad: &mut dyn FnMut(&str, String)) {
         bad(
             "id",
             format!(
-                "{:?} differs from the file name {:?} (a record is records/<id>.json)",
+                "{:?} differs from the file name {:?} (a record is data/records/<id>.json)",
                 r.id,
                 format!("{file_stem}.json")
             ),
@@ -473,6 +487,49 @@ fn metric(r: &Record, bad: &mut dyn FnMut(&str, String)) {
     }
     if r.n == 0 {
         bad("n", "0: a record is at least one measurement".into());
+    }
+    bound(r, bad);
+}
+
+/// The bound: only in a `/2` record; floor or limit as the metric's direction says; a finite non-negative
+/// value; where it is declared.
+fn bound(r: &Record, bad: &mut dyn FnMut(&str, String)) {
+    let Some(b) = &r.bound else { return };
+    if r.schema != RECORD_SCHEMA {
+        bad(
+            "bound",
+            format!(
+                "present in a {:?} record: bound is {RECORD_SCHEMA:?}'s",
+                r.schema
+            ),
+        );
+    }
+    if let Some(m) = crate::vocab::Metric::from_record_name(&r.metric.name) {
+        let want = match m.info().better {
+            crate::vocab::Better::Higher => "floor",
+            _ => "limit",
+        };
+        if b.kind != want {
+            bad(
+                "bound.kind",
+                format!(
+                    "{:?}: a bound on {} is a {want} (its direction in the metric registry)",
+                    b.kind, r.metric.name
+                ),
+            );
+        }
+    }
+    if !b.value.is_finite() || b.value < 0.0 {
+        bad(
+            "bound.value",
+            format!("{} is not a finite non-negative number", b.value),
+        );
+    }
+    if b.declared.trim().is_empty() {
+        bad(
+            "bound.declared",
+            "empty: say where the gate declares it".into(),
+        );
     }
 }
 

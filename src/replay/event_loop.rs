@@ -518,7 +518,8 @@ async fn connection(
         match stream.as_fd().try_clone_to_owned() {
             Ok(fd) => Arc::new(std::net::TcpStream::from(fd)),
             Err(e) => {
-                crate::errln!("replay: cannot serve a connection: {e}");
+                app.printer()
+                    .errln(&format!("replay: cannot serve a connection: {e}"));
                 return;
             }
         }
@@ -529,7 +530,8 @@ async fn connection(
             Ok(r) => r,
             Err(http::ReadError::Closed) => return,
             Err(http::ReadError::Refused(status, msg)) => {
-                crate::errln!("replay: refused a request: {status} {msg}");
+                app.printer()
+                    .errln(&format!("replay: refused a request: {status} {msg}"));
                 let _ = stream
                     .write_all(&http::json_response(
                         status,

@@ -39,77 +39,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::error::{exit, EvidenceError};
+use crate::error::EvidenceError;
 use crate::evidence::{ResponseMeta, RunSummary, RUN_SCHEMA};
+use crate::io::printer::Printer;
 use crate::io::reads::{self, TimedRead};
 
 pub use synthetic::SyntheticSpec;
-
-/// `servegate replay` arguments.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ReplayArgs {
-    /// The run directory to serve back (holds run.json; e.g. target/servegate/runs/GATE/STAMP). Not with --synthetic.
-    #[arg(required_unless_present = "synthetic", conflicts_with = "synthetic")]
-    pub run_dir: Option<PathBuf>,
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
-    /// Port to listen on; 0 picks a free one. The address is printed: `replay: listening on http://127.0.0.1:PORT`.
-    #[arg(long, default_value_t = 0)]
-    pub port: u16,
-    /// Time scale: every recorded time is divided by this (2 = twice as fast, so decode rates read 2x and TTFTs half).
-    #[arg(long, default_value_t = 1.0)]
-    pub speed: f64,
-    /// When every recorded response for a prompt has been served, start again from its first (default: 404).
-    #[arg(long)]
-    pub cycle: bool,
-    /// Answer 503 on /health until this many ms after start (a model loading).
-    #[arg(long, default_value_t = 0.0)]
-    pub ready_after_ms: f64,
-    /// Append JSON lines with the arrival of every request and the send time of every write to FILE.
-    #[arg(long)]
-    pub timing_log: Option<PathBuf>,
-    /// Serve a synthetic paced stream instead of a recording (--tokens, --ttft-ms, --itl-ms or --tok-s).
-    #[arg(long)]
-    pub synthetic: bool,
-    /// Synthetic: completion tokens per reply.
-    #[arg(long, requires = "synthetic")]
-    pub tokens: Option<u32>,
-    /// Synthetic: ms from the request's arrival to the first token chunk.
-    #[arg(long, requires = "synthetic")]
-    pub ttft_ms: Option<f64>,
-    /// Synthetic: ms between consecutive tokens.
-    #[arg(long, requires = "synthetic", conflicts_with = "tok_s")]
-    pub itl_ms: Option<f64>,
-    /// Synthetic: decode rate in tokens per second (instead of --itl-ms).
-    #[arg(long, requires = "synthetic")]
-    pub tok_s: Option<f64>,
-    /// Synthetic: tokens per chunk.
-    #[arg(long, default_value_t = 1)]
-    pub per_chunk: u32,
-    /// Synthetic: send a role-only first chunk with the response head (a first event that is not a token).
-    #[arg(long)]
-    pub role_chunk: bool,
-    /// Synthetic: send a usage chunk (completion_tokens = N) before [DONE].
-    #[arg(long)]
-    pub usage: bool,
-    /// Synthetic: the model id in the chunks and /v1/models.
-    #[arg(long, default_value = "synthetic")]
-    pub model: String,
-    /// Synthetic: llama.cpp-style `timings` on the finish chunk, stating the schedule's true figures
-    /// (`predicted_per_second` = the decode rate, `prompt_ms` = the first-token delay).
-    #[arg(long)]
-    pub timings: bool,
-    /// Synthetic: a buffering proxy: every token chunk is held and all are flushed in one write after the
-    /// last token's due time (the `timings`, if sent, still state the true decode rate).
-    #[arg(long)]
-    pub burst: bool,
-    /// Synthetic: slowdown under concurrency, percent per extra request in flight at a request's arrival
-    /// (TTFT and inter-token gap scaled by 1 + pct/100 × (in flight − 1)); the timing log records each
-    /// request's `in_flight` and true schedule.
-    #[arg(long, default_value_t = 0.0, requires = "synthetic")]
-    pub slowdown_pct: f64,
-}
 
 /// One recorded request and its response, as the replay serves it back.
 #[derive(Debug, Clone)]
@@ -566,6 +501,8 @@ pub struct App {
     seq: AtomicU64,
     first_ready: AtomicBool,
     in_flight: AtomicU64,
+    /// Where the serve's own log lines go (stderr, or a buffer in a test).
+    printer: Printer,
 }
 
 impl App {
@@ -584,7 +521,19 @@ impl App {
             seq: AtomicU64::new(0),
             first_ready: AtomicBool::new(false),
             in_flight: AtomicU64::new(0),
+            printer: Printer::std(),
         }
+    }
+
+    /// The serve with its log lines (`replay: #N ...` on stderr) going to `printer` instead.
+    pub fn with_printer(mut self, printer: Printer) -> App {
+        self.printer = printer;
+        self
+    }
+
+    /// Where the serve's log lines go.
+    pub(crate) fn printer(&self) -> &Printer {
+        &self.printer
     }
 
     fn log_timing(&self, v: serde_json::Value) {
@@ -675,7 +624,8 @@ impl App {
     fn chat(&self, req: &http::Request) -> Answer {
         let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
         let refuse = |status: u16, kind: &str, msg: String| {
-            crate::errln!("replay: #{seq} {status}: {msg}");
+            self.printer
+                .errln(&format!("replay: #{seq} {status}: {msg}"));
             self.log_timing(serde_json::json!({"request": seq, "status": status, "error": msg, "arrived_mono_ns": pace::mono_ns_of(req.arrived)}));
             Answer::Now {
                 bytes: http::json_response(
@@ -766,7 +716,7 @@ impl App {
             line["true_decode_tok_s"] = serde_json::json!(rate);
         }
         self.log_timing(line);
-        crate::errln!(
+        self.printer.errln(&format!(
             "replay: #{seq} {} -> {} ({} writes, {:.1} ms{})",
             plan.label,
             if plan.status == 0 {
@@ -780,7 +730,7 @@ impl App {
                 .as_deref()
                 .map(|e| format!("; write failed: {e}"))
                 .unwrap_or_default()
-        );
+        ));
     }
 
     /// Leaves the in-flight count a paced reply entered (the event loop's path; the blocking path uses a
@@ -837,7 +787,8 @@ fn handle(app: &App, stream: TcpStream) {
             }
             Err(http::ReadError::Closed) => return,
             Err(http::ReadError::Refused(status, msg)) => {
-                crate::errln!("replay: refused a request: {status} {msg}");
+                app.printer
+                    .errln(&format!("replay: refused a request: {status} {msg}"));
                 let _ = writer.write_all(&http::json_response(
                     status,
                     &http::error_body(status, "invalid_request_error", &msg),
@@ -866,7 +817,8 @@ pub fn serve(listener: TcpListener, app: Arc<App>) -> std::io::Result<()> {
     }
 }
 
-fn url_of(addr: &std::net::SocketAddr) -> String {
+/// `http://HOST:PORT` of `addr` (an IPv6 host in brackets).
+pub fn url_of(addr: &std::net::SocketAddr) -> String {
     match addr {
         std::net::SocketAddr::V4(a) => format!("http://{}:{}", a.ip(), a.port()),
         std::net::SocketAddr::V6(a) => format!("http://[{}]:{}", a.ip(), a.port()),
@@ -878,188 +830,141 @@ pub const MIN_SPEED: f64 = 0.001;
 /// Fastest `--speed`.
 pub const MAX_SPEED: f64 = 1000.0;
 
-fn synthetic_spec(args: &ReplayArgs) -> Result<SyntheticSpec, String> {
-    let tokens = args.tokens.ok_or("--synthetic needs --tokens N")?;
-    let ttft_ms = args.ttft_ms.ok_or("--synthetic needs --ttft-ms X")?;
-    let itl_ms = match (args.itl_ms, args.tok_s) {
-        (Some(g), None) => g,
-        (None, Some(r))
-            if r.is_finite()
-                && (1000.0 / synthetic::MAX_MS..=1000.0 / synthetic::MIN_ITL_MS).contains(&r) =>
-        {
-            1000.0 / r
-        }
-        (None, Some(r)) => {
-            return Err(format!(
-                "--tok-s must be a number between {:.6} and {}, got {r:?}",
-                1000.0 / synthetic::MAX_MS,
-                1000.0 / synthetic::MIN_ITL_MS
-            ))
-        }
-        _ => return Err("--synthetic needs --itl-ms G or --tok-s R".into()),
-    };
-    let spec = SyntheticSpec {
-        tokens,
-        ttft_ms,
-        itl_ms,
-        per_chunk: args.per_chunk,
-        role_chunk: args.role_chunk,
-        usage: args.usage,
-        model: args.model.clone(),
-        timings: args.timings,
-        burst: args.burst,
-        slowdown_pct: args.slowdown_pct,
-    };
-    spec.validate()?;
-    Ok(spec)
+/// `--speed` in range ([`MIN_SPEED`]..=[`MAX_SPEED`]); the error is the usage message.
+pub fn check_speed(speed: f64) -> Result<(), String> {
+    if speed.is_finite() && (MIN_SPEED..=MAX_SPEED).contains(&speed) {
+        return Ok(());
+    }
+    Err(format!(
+        "--speed must be a number between {MIN_SPEED} and {MAX_SPEED}, got {speed:?}"
+    ))
 }
 
-/// `servegate replay`: loads the run (or the synthetic spec), prints the recorded serve.log, listens,
-/// prints `replay: listening on URL`, and serves until SIGTERM or SIGINT (exit 0).
-pub fn cli_replay(args: &ReplayArgs) -> i32 {
-    if !(args.speed.is_finite() && (MIN_SPEED..=MAX_SPEED).contains(&args.speed)) {
-        crate::errln!(
-            "error: --speed must be a number between {MIN_SPEED} and {MAX_SPEED}, got {:?}",
-            args.speed
-        );
-        return exit::USAGE;
+/// `--ready-after-ms` in range (0 to one hour); the error is the usage message.
+pub fn check_ready_after(ms: f64) -> Result<(), String> {
+    if ms.is_finite() && (0.0..=synthetic::MAX_MS).contains(&ms) {
+        return Ok(());
     }
-    if !(args.ready_after_ms.is_finite()
-        && (0.0..=synthetic::MAX_MS).contains(&args.ready_after_ms))
-    {
-        crate::errln!(
-            "error: --ready-after-ms must be between 0 and {} (one hour), got {:?}",
-            synthetic::MAX_MS,
-            args.ready_after_ms
-        );
-        return exit::USAGE;
+    Err(format!(
+        "--ready-after-ms must be between 0 and {} (one hour), got {ms:?}",
+        synthetic::MAX_MS
+    ))
+}
+
+/// The synthetic stream's flags as given (`--tokens`, `--ttft-ms`, `--itl-ms` or `--tok-s`, ...), before
+/// they are checked into a [`SyntheticSpec`] ([`SyntheticFlags::spec`]).
+#[derive(Debug, Clone, Default)]
+pub struct SyntheticFlags {
+    /// Completion tokens per reply.
+    pub tokens: Option<u32>,
+    /// ms from the request's arrival to the first token chunk.
+    pub ttft_ms: Option<f64>,
+    /// ms between consecutive tokens.
+    pub itl_ms: Option<f64>,
+    /// Decode rate in tokens per second (instead of `itl_ms`).
+    pub tok_s: Option<f64>,
+    /// Tokens per chunk.
+    pub per_chunk: u32,
+    /// A role-only first chunk.
+    pub role_chunk: bool,
+    /// A usage chunk before [DONE].
+    pub usage: bool,
+    /// The model id.
+    pub model: String,
+    /// llama.cpp-style `timings` on the finish chunk.
+    pub timings: bool,
+    /// A buffering proxy: every token chunk in one write at the end.
+    pub burst: bool,
+    /// Slowdown under concurrency, percent per extra request in flight.
+    pub slowdown_pct: f64,
+}
+
+impl SyntheticFlags {
+    /// The spec the flags give; the error is the usage message.
+    pub fn spec(&self) -> Result<SyntheticSpec, String> {
+        let tokens = self.tokens.ok_or("--synthetic needs --tokens N")?;
+        let ttft_ms = self.ttft_ms.ok_or("--synthetic needs --ttft-ms X")?;
+        let itl_ms = match (self.itl_ms, self.tok_s) {
+            (Some(g), None) => g,
+            (None, Some(r))
+                if r.is_finite()
+                    && (1000.0 / synthetic::MAX_MS..=1000.0 / synthetic::MIN_ITL_MS)
+                        .contains(&r) =>
+            {
+                1000.0 / r
+            }
+            (None, Some(r)) => {
+                return Err(format!(
+                    "--tok-s must be a number between {:.6} and {}, got {r:?}",
+                    1000.0 / synthetic::MAX_MS,
+                    1000.0 / synthetic::MIN_ITL_MS
+                ))
+            }
+            _ => return Err("--synthetic needs --itl-ms G or --tok-s R".into()),
+        };
+        let spec = SyntheticSpec {
+            tokens,
+            ttft_ms,
+            itl_ms,
+            per_chunk: self.per_chunk,
+            role_chunk: self.role_chunk,
+            usage: self.usage,
+            model: self.model.clone(),
+            timings: self.timings,
+            burst: self.burst,
+            slowdown_pct: self.slowdown_pct,
+        };
+        spec.validate()?;
+        Ok(spec)
     }
-    pace::tighten_timer_slack();
-    let source = if args.synthetic {
-        match synthetic_spec(args) {
-            Ok(s) => Source::Synthetic(s),
-            Err(e) => {
-                crate::errln!("error: {e}");
-                return exit::USAGE;
+}
+
+/// What the replay serve prints on stdout before it listens: the recorded `serve.log`, line for line and
+/// byte for byte (so route assertions see the original lines where they were; a last line without a line
+/// break gets one), then its own line: `replay: N recorded responses, speed S`, or the synthetic stream's
+/// figures. The serve's own lines hold no user-controlled text (the directory, prompts): a route regex must
+/// not find in them what the original serve never said.
+pub fn opening(source: &Source, speed: f64) -> Vec<u8> {
+    let mut out = Vec::new();
+    match source {
+        Source::Recording { rec, .. } => {
+            if let Some(log) = &rec.serve_log {
+                out.extend_from_slice(log.as_bytes());
+                if !log.is_empty() && !log.ends_with('\n') {
+                    out.push(b'\n');
+                }
             }
+            let _ = writeln!(
+                out,
+                "replay: {} recorded responses, speed {}",
+                rec.items.len(),
+                speed
+            );
         }
-    } else {
-        let dir = args.run_dir.clone().unwrap_or_default();
-        match Recording::load(&dir) {
-            Ok(rec) => Source::Recording {
-                rec,
-                matcher: Matcher::default(),
-                cycle: args.cycle,
-            },
-            Err(e) => {
-                crate::errln!("error: {e}");
-                return exit::EVIDENCE_ERROR;
-            }
+        Source::Synthetic(s) => {
+            let _ = writeln!(
+                out,
+                "replay: synthetic stream: {} tokens, first token at {} ms, {} ms between tokens ({:.1} tok/s), {} per chunk{}{}{}{}",
+                s.tokens,
+                s.ttft_ms,
+                s.itl_ms,
+                s.tok_s(),
+                s.per_chunk,
+                if s.role_chunk { ", role chunk" } else { "" },
+                if s.usage { ", usage chunk" } else { "" },
+                if s.timings { ", llama.cpp timings" } else { "" },
+                if s.burst { ", burst: all token chunks in one write at the end" } else { "" }
+            );
         }
-    };
-    let timing = match &args.timing_log {
-        None => None,
-        Some(p) => match std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-        {
-            Ok(f) => Some(f),
-            Err(e) => {
-                crate::errln!("error: --timing-log {}: {e}", p.display());
-                return exit::USAGE;
-            }
-        },
-    };
-    // Exit cleanly on SIGTERM / SIGINT: nothing is buffered that matters (every write is flushed).
-    match signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGINT,
-    ]) {
-        Ok(mut signals) => {
-            let _ = std::thread::Builder::new()
-                .name("replay-signals".into())
-                .spawn(move || {
-                    if let Some(sig) = signals.forever().next() {
-                        crate::errln!(
-                            "replay: stopping on {}",
-                            if sig == signal_hook::consts::SIGTERM {
-                                "SIGTERM"
-                            } else {
-                                "SIGINT"
-                            }
-                        );
-                        std::process::exit(exit::PASS);
-                    }
-                });
-        }
-        Err(e) => crate::errln!("replay: signal handlers not installed: {e}"),
     }
-    // The recorded log first, line for line, so route assertions see the original lines where they were.
-    let mut out = std::io::stdout().lock();
-    if let Source::Recording { rec, .. } = &source {
-        if let Some(log) = &rec.serve_log {
-            let _ = out.write_all(log.as_bytes());
-            if !log.is_empty() && !log.ends_with('\n') {
-                let _ = out.write_all(b"\n");
-            }
-        }
-        // No user-controlled text (the directory, prompts) in the serve's own lines: a route regex must not
-        // find in them what the original serve never said.
-        let _ = writeln!(
-            out,
-            "replay: {} recorded responses, speed {}",
-            rec.items.len(),
-            args.speed
-        );
-    } else if let Source::Synthetic(s) = &source {
-        let _ = writeln!(
-            out,
-            "replay: synthetic stream: {} tokens, first token at {} ms, {} ms between tokens ({:.1} tok/s), {} per chunk{}{}{}{}",
-            s.tokens,
-            s.ttft_ms,
-            s.itl_ms,
-            s.tok_s(),
-            s.per_chunk,
-            if s.role_chunk { ", role chunk" } else { "" },
-            if s.usage { ", usage chunk" } else { "" },
-            if s.timings { ", llama.cpp timings" } else { "" },
-            if s.burst { ", burst: all token chunks in one write at the end" } else { "" }
-        );
-    }
-    let listener = match TcpListener::bind((args.host.as_str(), args.port)) {
-        Ok(l) => l,
-        Err(e) => {
-            crate::errln!("error: cannot listen on {}:{}: {e}", args.host, args.port);
-            return exit::USAGE;
-        }
-    };
-    let addr = match listener.local_addr() {
-        Ok(a) => a,
-        Err(e) => {
-            crate::errln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
-    let app = Arc::new(App::new(
-        source,
-        args.speed,
-        Duration::from_secs_f64(args.ready_after_ms / 1000.0),
-        timing,
-    ));
+    out
+}
+
+/// The `listening` line of the timing log, for the serve at `addr`.
+pub fn log_listening(app: &App, addr: &std::net::SocketAddr) {
     app.log_timing(
-        serde_json::json!({"event": "listening", "url": url_of(&addr), "mono_ns": pace::mono_ns()}),
+        serde_json::json!({"event": "listening", "url": url_of(addr), "mono_ns": pace::mono_ns()}),
     );
-    let _ = writeln!(out, "replay: listening on {}", url_of(&addr));
-    let _ = out.flush();
-    drop(out);
-    match serve(listener, app) {
-        Ok(()) => exit::PASS,
-        Err(e) => {
-            crate::errln!("error: accept failed: {e}");
-            exit::USAGE
-        }
-    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use crate::io::printer::Printer;
 use crate::judge::outcome::RunOutcome;
 use crate::sinks::report::{
     self, AssertionResult, FailureKind, GateResults, Producer, Results, TestOutcome,
@@ -451,30 +452,39 @@ impl Reporter for Collector {
 /// The console of `servegate run` and `servegate judge`: `gate NAME (FILE)` (with ` on DIR` when re-judging),
 /// one verdict line per assertion (at most 300 characters, [`crate::sinks::line::shown`]), `evidence: DIR`,
 /// `IGNORED requires: ...`; progress lines on stderr (`[gate] line`) unless quiet; errors on stderr. Every
-/// line goes through [`crate::outln!`] / [`crate::errln!`] ([`crate::text::lines`]), and a progress line is
+/// line goes through its [`Printer`] ([`crate::text::lines`]), and a progress line is
 /// [`crate::text::shown`] whole: nothing a serve or a gate author wrote reaches the terminal or the CI log raw.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Console {
     /// No progress lines.
     pub quiet: bool,
     /// The current gate is re-judged evidence (no `evidence:` line: the directory is in the heading).
     rejudging: bool,
+    /// Where the lines go (stdout and stderr, or buffers in a test).
+    printer: Printer,
 }
 
 impl Console {
-    /// A console, with or without progress lines.
+    /// A console on stdout and stderr, with or without progress lines.
     pub fn new(quiet: bool) -> Console {
+        Console::to(quiet, Printer::std())
+    }
+
+    /// A console printing through `printer`.
+    pub fn to(quiet: bool, printer: Printer) -> Console {
         Console {
             quiet,
             rejudging: false,
+            printer,
         }
     }
 }
 
 impl Reporter for Console {
     fn event(&mut self, event: &Event<'_>) {
+        let p = self.printer.clone();
         match *event {
-            Event::SpecInvalid { error, .. } => crate::errln!("error: {error}"),
+            Event::SpecInvalid { error, .. } => p.errln(&format!("error: {error}")),
             Event::GateStarted { spec, file, on } => {
                 self.rejudging = on.is_some();
                 let pair = if on.is_some() && spec.pair.is_some() {
@@ -483,39 +493,43 @@ impl Reporter for Console {
                     ""
                 };
                 match on {
-                    Some(dir) => crate::outln!(
+                    Some(dir) => p.outln(&format!(
                         "{pair}gate {} ({}) on {}",
                         spec.name,
                         file.display(),
                         dir.display()
-                    ),
-                    None => crate::outln!("gate {} ({})", spec.name, file.display()),
+                    )),
+                    None => p.outln(&format!("gate {} ({})", spec.name, file.display())),
                 }
             }
             Event::Progress { spec, step } => {
                 if !self.quiet {
                     // A step is one line by contract; what it quotes (a serve's error, a log line, a command
                     // line) is outside text.
-                    crate::errln!("[{}] {}", spec.name, crate::text::shown(&step.to_string()));
+                    p.errln(&format!(
+                        "[{}] {}",
+                        spec.name,
+                        crate::text::shown(&step.to_string())
+                    ));
                 }
             }
-            Event::GateUnmet { unmet, .. } => {
-                crate::outln!(
-                    "IGNORED requires: {}",
-                    crate::text::shown(&unmet.join("; "))
-                )
-            }
+            Event::GateUnmet { unmet, .. } => p.outln(&format!(
+                "IGNORED requires: {}",
+                crate::text::shown(&unmet.join("; "))
+            )),
             Event::GateJudged { outcome, .. } => {
                 for v in &outcome.verdicts {
                     // One line of at most 300 characters unless -v (the whole message is in the reports).
-                    crate::outln!("{}", crate::sinks::line::shown(&v.message));
+                    p.outln(&crate::sinks::line::shown(&v.message));
                 }
                 if !self.rejudging {
-                    crate::outln!("evidence: {}", outcome.dir.display());
+                    p.outln(&format!("evidence: {}", outcome.dir.display()));
                 }
             }
-            Event::GateError { error, .. } => crate::errln!("error: {error}"),
-            Event::GateRefused { why, .. } => crate::outln!("REFUSED {}", crate::text::shown(why)),
+            Event::GateError { error, .. } => p.errln(&format!("error: {error}")),
+            Event::GateRefused { why, .. } => {
+                p.outln(&format!("REFUSED {}", crate::text::shown(why)))
+            }
             Event::GateNotRun { .. } => {}
         }
     }
@@ -606,5 +620,55 @@ mod tests {
         );
         assert_eq!(r.exit_code, crate::error::exit::REQUIREMENT_UNMET);
         assert_eq!(r.counts.failed, 4);
+    }
+
+    #[test]
+    fn the_console_prints_through_its_printer_guarded_and_quiet_drops_progress() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("g.toml");
+        let text = "[gate]\nname = \"g\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"hi\"]\n[assert.rate]\nfloor_tok_s = 1.0\n";
+        std::fs::write(&file, text).unwrap();
+        let spec = crate::spec::load(&file).unwrap();
+        let step = Step::ServeReady {
+            ready_ms: 1234.0,
+            polls: 17,
+        };
+        for quiet in [false, true] {
+            let p = Printer::captured();
+            let mut c = Console::to(quiet, p.clone());
+            c.event(&Event::GateStarted {
+                spec: &spec,
+                file: &file,
+                on: None,
+            });
+            c.event(&Event::Progress {
+                spec: &spec,
+                step: &step,
+            });
+            c.event(&Event::GateRefused {
+                spec: &spec,
+                why: "::error::no ticket\u{1b}[31m",
+                listed: &Listed::all(&spec, 0.0),
+            });
+            c.event(&Event::GateError {
+                spec: &spec,
+                error: "disk full",
+                panicked: false,
+                listed: &Listed::all(&spec, 0.0),
+            });
+            assert_eq!(
+                p.out_text(),
+                format!(
+                    "gate g ({})\nREFUSED \\::error::no ticket\\u{{1b}}[31m\n",
+                    file.display()
+                )
+            );
+            let progress = if quiet {
+                ""
+            } else {
+                "[g] serve ready after 1.23 s (17 polls)\n"
+            };
+            assert_eq!(p.err_text(), format!("{progress}error: disk full\n"));
+        }
     }
 }

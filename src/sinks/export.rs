@@ -1,7 +1,7 @@
 //! The output formats of a results document, behind one interface (as hyperfine's `src/export/` does): each
 //! format is one file of `sinks/` implementing [`Exporter`] (a pure `serialize(&Results) -> bytes`); writing is
 //! separate ([`crate::sinks::outputs::Outputs::write_all`], one `write_atomic` per report). [`Format`] is the
-//! one table of formats: its command-line flag ([`OutputArgs`]), its harness variable and its exporter. Adding a
+//! one table of formats: its command-line flag ([`OutputArgs`], the binary's `--junit`/`--json`/`--summary`), its harness variable and its exporter. Adding a
 //! format is one new file, a variant here, and a `mod` line (docs/architecture.md, "Recipe: add an
 //! output format"); every `match` on [`Format`] below then fails to compile until it knows the new one.
 
@@ -71,25 +71,17 @@ impl Format {
     }
 }
 
-/// The report flags of `servegate run` and `servegate judge` (flattened into their clap structs); each
-/// defaults to its [`Format::env_var`].
-#[derive(Debug, Clone, Default, clap::Args)]
+/// The report paths asked for on the command line of `servegate run` and `servegate judge` (the binary's
+/// flags); each defaults to its [`Format::env_var`].
+#[derive(Debug, Clone, Default)]
 pub struct OutputArgs {
-    /// Also write JUnit XML here: one testsuite per gate, one testcase per assertion (docs/ci.md). Default:
-    /// $SERVEGATE_JUNIT. Removed when the run starts; written before the RESULT line.
-    #[arg(long, value_name = "PATH")]
+    /// JUnit XML (`--junit`).
     pub junit: Option<PathBuf>,
-    /// Also write the verdicts and measurements as JSON here (schema servegate.results/2, docs/results-json.md).
-    /// Default: $SERVEGATE_JSON.
-    #[arg(long, value_name = "PATH")]
+    /// The results JSON (`--json`).
     pub json: Option<PathBuf>,
-    /// Also write a Markdown summary here (one table per gate, at most 1 MiB: GitHub's $GITHUB_STEP_SUMMARY
-    /// cap; docs/ci.md). Default: $SERVEGATE_SUMMARY.
-    #[arg(long, value_name = "PATH")]
+    /// The Markdown summary (`--summary`).
     pub summary: Option<PathBuf>,
-    /// GitHub Actions annotations (one per failed or indeterminate assertion, at the gate file and line) and
-    /// the job summary appended to $GITHUB_STEP_SUMMARY (docs/ci.md). On by itself when GITHUB_ACTIONS=true.
-    #[arg(long)]
+    /// GitHub Actions annotations and the job summary (`--github`; on by itself when GITHUB_ACTIONS=true).
     pub github: bool,
 }
 

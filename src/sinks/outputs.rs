@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::RunEnd;
 use crate::io::fs::write_atomic;
+use crate::io::printer::Printer;
 use crate::sinks::export::{Format, OutputArgs};
 use crate::sinks::markdown;
 use crate::sinks::report::Results;
@@ -137,17 +138,19 @@ impl Outputs {
         mut results: Results,
         duration_s: f64,
         exit_code: i32,
+        printer: &Printer,
     ) -> (i32, Vec<String>) {
         results.finish(duration_s);
         results.exit_code = exit_code;
-        let errors = self.write_all(&mut results);
+        let errors = self.write_all(&mut results, printer);
         (results.exit_code, errors)
     }
 
     /// Writes each asked-for report; when one could not be written, raises `results.exit_code` to at least
     /// EVIDENCE_ERROR, adds the errors to `results.problems` and writes the reports again saying so (so no
     /// report that was written says more than the process did). Returns one message per report not written.
-    pub fn write_all(&self, results: &mut Results) -> Vec<String> {
+    /// The GitHub annotations and a warning about the job summary go to `printer`.
+    pub fn write_all(&self, results: &mut Results, printer: &Printer) -> Vec<String> {
         let errors = self.write(results);
         if !errors.is_empty() {
             results.exit_code = RunEnd {
@@ -161,23 +164,21 @@ impl Outputs {
         }
         // Annotations and the job summary say what the reports say (a summary not appended is said on stderr:
         // the reports themselves were written).
-        for e in self.publish_github(results) {
-            crate::errln!("warning: {e}");
+        for e in self.publish_github(results, printer) {
+            printer.errln(&format!("warning: {e}"));
         }
         errors
     }
 
-    /// GitHub Actions ([`Outputs::github`]): prints the annotations on stdout (escaped as workflow commands
+    /// GitHub Actions ([`Outputs::github`]): prints the annotations on `printer`'s stdout (escaped as workflow commands
     /// require, [`crate::sinks::github::annotations`]) and appends the step summary; returns one message per
     /// problem (the summary could not be appended), for stderr. Does nothing when not annotating.
-    pub fn publish_github(&self, results: &Results) -> Vec<String> {
+    pub fn publish_github(&self, results: &Results, printer: &Printer) -> Vec<String> {
         if !self.github.annotate {
             return Vec::new();
         }
         let out = self.github.annotation_text(results);
-        let mut stdout = std::io::stdout().lock();
-        let _ = std::io::Write::write_all(&mut stdout, out.as_bytes())
-            .and_then(|_| std::io::Write::flush(&mut stdout));
+        printer.out_raw(&out);
         let mut errors = Vec::new();
         if let Some(p) = &self.github.step_summary {
             if let Err(e) = append_step_summary(p, results, self.github.artifact_url.as_deref()) {

@@ -3,8 +3,9 @@
 //! consumed by the output formats behind [`crate::sinks::export::Exporter`] (`sinks/json.rs`: schema
 //! [`RESULTS_SCHEMA`], documented field by field in docs/results-json.md; `sinks/junit.rs`;
 //! `sinks/markdown.rs`). Each export is a pure `serialize(&results) -> bytes`; [`write_atomic`] is the
-//! separate write. This module starts nothing and judges nothing; the only
-//! file it reads is the tail of a failed gate's `serve.log`.
+//! separate write. This module starts nothing and judges nothing; the files it reads are the tail of a
+//! failed gate's `serve.log` ([`serve_log_tail`]) and, for a pair run, each arm's `run.json` (the arm's
+//! serve command and provenance in the results).
 
 use std::path::Path;
 

@@ -170,12 +170,15 @@ fn two_concurrent_runs_each_record_their_own_evidence() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
-/// A copy of the committed reference record in a scratch records directory (its evidence stays where the
-/// record says, in the repository), edited by `edit`.
+/// A copy of the committed reference record in a scratch records directory (its evidence stays in the
+/// repository: `source.evidence`, relative to the committed records' parent `data/`, is named from the
+/// repository root, where the commands run), edited by `edit`.
 fn reference_record_copy(edit: impl FnOnce(&mut Value)) -> tempfile::TempDir {
     let t = tempfile::tempdir().unwrap();
     let name = "smollm2-135m-q4_1-llamacpp-1thread-20261129-decode-rate.json";
-    let mut r = json(&root().join("records").join(name));
+    let mut r = json(&root().join("data/records").join(name));
+    let evidence = format!("data/{}", r["source"]["evidence"].as_str().unwrap());
+    r["source"]["evidence"] = evidence.into();
     edit(&mut r);
     std::fs::create_dir(t.path().join("records")).unwrap();
     std::fs::write(
@@ -228,7 +231,10 @@ fn a_record_with_doubled_values_fails_check_naming_the_first_value() {
     );
     // The judge of the cited evidence says what the evidence says.
     let o = servegate(
-        &["judge", "records/evidence/reference-smoke/20261129T185356Z"],
+        &[
+            "judge",
+            "data/records/evidence/reference-smoke/20261129T185356Z",
+        ],
         &root(),
     );
     assert!(
@@ -315,7 +321,7 @@ fn an_edit_to_the_evidence_is_caught_by_its_digest() {
     let t = tempfile::tempdir().unwrap();
     let ev = t.path().join("ev");
     copy_dir(
-        &root().join("records/evidence/reference-smoke/20261129T185356Z"),
+        &root().join("data/records/evidence/reference-smoke/20261129T185356Z"),
         &ev,
     );
     let rec = reference_record_copy(|r| r["source"]["evidence"] = ev.to_str().unwrap().into());
@@ -586,12 +592,12 @@ fn committed_records_verify_or_say_why_they_cannot() {
         .lines()
         .filter(|l| l.contains(": ok (") && l.contains("re-derived from its evidence"))
         .count();
-    let total = servegate::records::record::record_files(&root().join("records"))
+    let total = servegate::records::record::record_files(&root().join("data/records"))
         .unwrap()
         .len();
     assert_eq!(unverifiable, 7, "the seven published seed records: {out}");
     assert_eq!(unverifiable + rederived, total, "{out}");
-    let page = std::fs::read_to_string(root().join("docs/leaderboard.md")).unwrap();
+    let page = std::fs::read_to_string(root().join("pages/leaderboard.md")).unwrap();
     assert_eq!(page.matches("| **unverifiable**").count(), 7, "{page}");
     assert!(
         page.contains("- **unverifiable**:"),
@@ -697,7 +703,7 @@ fn out_to_a_device_node_leaves_a_device_node() {
         &[
             "leaderboard",
             "--records",
-            root().join("records").to_str().unwrap(),
+            root().join("data/records").to_str().unwrap(),
             "--out",
             "null",
         ],
@@ -737,7 +743,7 @@ fn a_symlinked_page_updates_its_target() {
     std::fs::create_dir(t.path().join("site")).unwrap();
     std::fs::write(t.path().join("site/leaderboard.md"), "old\n").unwrap();
     std::os::unix::fs::symlink("site/leaderboard.md", t.path().join("page.md")).unwrap();
-    let records = root().join("records");
+    let records = root().join("data/records");
     let o = servegate(
         &[
             "leaderboard",

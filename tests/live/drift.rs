@@ -17,7 +17,7 @@
 //! baseline with it on) are at the end, `#[ignore]`d with the reason; `cargo test --test pure --test cli --test live drift -- --ignored`
 //! runs them (about a minute each, they need the provisioned reference serve).
 //!
-//! `bless_reference_drift_baseline` (also ignored) is how baselines/reference-smoke-drift was written: see
+//! `bless_reference_drift_baseline` (also ignored) is how data/baselines/reference-smoke-drift was written: see
 //! docs/drift.md.
 
 use crate::fixtures;
@@ -47,7 +47,7 @@ fn live_gate(dir: &Path, name: &str, args: &[&str], rule: &str, may_differ: &str
     let drift: toml::Table = format!(
         "baseline = {:?}\nrule = \"{rule}\"\ntop_k = 5\nmay_differ = [\"{may_differ}\"]\n",
         root()
-            .join("baselines/reference-smoke-drift")
+            .join("data/baselines/reference-smoke-drift")
             .display()
             .to_string()
     )

@@ -3,7 +3,9 @@
 //! leaves no serve.
 
 use crate::fixtures;
-use crate::fixtures::reference::{pid_alive, reference_gate_text, write_gate};
+use crate::fixtures::reference::{
+    pid_alive, reference_gate_text, reference_gate_text_without_regression, write_gate,
+};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -24,7 +26,9 @@ fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
         "raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes",
     );
     let tmp = tempfile::tempdir().unwrap();
-    let text = reference_gate_text()
+    // The run's speed against the blessed baselines is not what this test judges (a 3-request run on a busy
+    // machine is honestly INDETERMINATE there).
+    let text = reference_gate_text_without_regression()
         .replace("floor_tok_s = 10.5", "floor_tok_s = 100000.0")
         .replace("repeats = 3", "repeats = 1");
     assert!(text.contains("floor_tok_s = 100000.0") && text.contains("repeats = 1"));
@@ -100,7 +104,7 @@ fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
     let orig = write_gate(
         tmp.path(),
         "orig.toml",
-        &reference_gate_text().replace("repeats = 3", "repeats = 1"),
+        &reference_gate_text_without_regression().replace("repeats = 3", "repeats = 1"),
     );
     let out = fixtures::servegate()
         .arg("judge")

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use servegate::error::exit;
 use servegate::records::leaderboard::{
-    bounds_of, html_path, relative_link, render_with, unified_diff, write_page, DEFAULT_OUT,
-    DEFAULT_RECORDS,
+    html_path, relative_link, render, unified_diff, write_page, DEFAULT_OUT, DEFAULT_RECORDS,
 };
 
 /// `servegate leaderboard` arguments.
@@ -30,7 +29,7 @@ pub fn cli(args: &LeaderboardArgs) -> i32 {
 }
 
 /// `servegate leaderboard [--check] [--out PATH] [--records DIR]`: renders the Markdown page to `out`
-/// (default docs/leaderboard.md) and the HTML page beside it (`.html`). With `check`, writes nothing:
+/// (default pages/leaderboard.md) and the HTML page beside it (`.html`). With `check`, writes nothing:
 /// renders in memory, prints a unified diff for each page that differs from the file, and exits 1
 /// (ASSERTION_FAILED) when one does. Invalid records: every problem, exit 3 (SPEC_INVALID); I/O or template
 /// errors: exit 5 (EVIDENCE_ERROR).
@@ -39,9 +38,9 @@ fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i32 {
         Ok(r) => r,
         Err(refused) => {
             for l in &refused.lines {
-                servegate::errln!("{l}");
+                errln!("{l}");
             }
-            servegate::errln!(
+            errln!(
                 "error: {}: nothing rendered; a page shows only records that re-derive from their evidence \
                  (see `servegate records check`)",
                 refused.summary()
@@ -57,11 +56,10 @@ fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i32 {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let bounds = bounds_of(records_dir, &records);
-    let pages = match render_with(&records, &relative_link(&page_dir, records_dir), &bounds) {
+    let pages = match render(&records, &relative_link(&page_dir, records_dir)) {
         Ok(p) => p,
         Err(e) => {
-            servegate::errln!("error: rendering the leaderboard: {e:#}");
+            errln!("error: rendering the leaderboard: {e:#}");
             return exit::EVIDENCE_ERROR;
         }
     };
@@ -75,7 +73,7 @@ fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i32 {
             ("the HTML page of --out".to_string(), html.as_path()),
         ]);
         for r in &refusals {
-            servegate::errln!("error: {r}");
+            errln!("error: {r}");
         }
         if !refusals.is_empty() {
             return exit::USAGE;
@@ -88,16 +86,16 @@ fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i32 {
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
                 Err(e) => {
-                    servegate::errln!("error: {}: {e}", path.display());
+                    errln!("error: {}: {e}", path.display());
                     return exit::EVIDENCE_ERROR;
                 }
             };
             if committed == *text {
-                servegate::outln!("{}: up to date ({} records)", path.display(), records.len());
+                outln!("{}: up to date ({} records)", path.display(), records.len());
             } else {
                 differ = true;
                 let shown = path.display().to_string();
-                servegate::out!(
+                out!(
                     "{}",
                     unified_diff(
                         &shown,
@@ -107,7 +105,7 @@ fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i32 {
                         3
                     )
                 );
-                servegate::outln!("{}: differs from what the records render; run `servegate leaderboard` and commit the result", path.display());
+                outln!("{}: differs from what the records render; run `servegate leaderboard` and commit the result", path.display());
             }
         }
         return if differ {
@@ -118,10 +116,10 @@ fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i32 {
     }
     for (path, text) in targets {
         if let Err(e) = write_page(path, text) {
-            servegate::errln!("error: {}: {e}", path.display());
+            errln!("error: {}: {e}", path.display());
             return exit::EVIDENCE_ERROR;
         }
-        servegate::outln!("wrote {} ({} records)", path.display(), records.len());
+        outln!("wrote {} ({} records)", path.display(), records.len());
     }
     exit::PASS
 }

@@ -34,14 +34,14 @@ pub enum RecordsCmd {
         #[arg(long)]
         checkout: Option<PathBuf>,
         /// The record directory whose records cite the run.
-        #[arg(long, default_value = "records")]
+        #[arg(long, default_value = "data/records")]
         dir: PathBuf,
     },
     /// Validate every record (schema, units, n = number of values, median and range recomputed, sha256, ids
     /// unique and equal to file names); print every problem as FILE: FIELD: MESSAGE. Exit 3 when one is invalid.
     Check {
         /// The record directory.
-        #[arg(long, default_value = "records")]
+        #[arg(long, default_value = "data/records")]
         dir: PathBuf,
     },
     /// Write a record from a finished run directory (a pair run's directory gives a pair record): every judged
@@ -64,7 +64,7 @@ pub enum RecordsCmd {
         #[arg(long, default_value = "ours")]
         role: String,
         /// The record directory.
-        #[arg(long, default_value = "records")]
+        #[arg(long, default_value = "data/records")]
         dir: PathBuf,
         /// Record a run whose verdicts failed anyway (single-runtime runs only): the record carries the
         /// failure in `source.forced` and the page flags it. Incomplete runs and failed requests are still
@@ -89,7 +89,7 @@ pub fn cli(args: &RecordsArgs) -> i32 {
             force,
         } => {
             if role != "ours" && role != "theirs" {
-                servegate::errln!("error: --role is `ours` or `theirs`, got {role:?}");
+                errln!("error: --role is `ours` or `theirs`, got {role:?}");
                 return exit::USAGE;
             }
             cli_records_add(
@@ -126,7 +126,7 @@ fn cli_records_add(
     {
         Ok(s) => s,
         Err(e) => {
-            servegate::errln!("error: {}: {e}", spec_file.display());
+            errln!("error: {}: {e}", spec_file.display());
             return exit::SPEC_INVALID;
         }
     };
@@ -139,21 +139,21 @@ fn cli_records_add(
     let gate = match servegate::spec::load(&run.join(servegate::evidence::layout::GATE_FILE)) {
         Ok(g) => g,
         Err(e) => {
-            servegate::errln!("error: {e}");
+            errln!("error: {e}");
             return exit::SPEC_INVALID;
         }
     };
     let built = match Kind::of_run(&gate, run) {
         Kind::Load => {
             if force {
-                servegate::errln!("error: --force records single-runtime runs only; load records are written from a passing load run");
+                errln!("error: --force records single-runtime runs only; load records are written from a passing load run");
                 return exit::USAGE;
             }
             return write_load_records(&gate, run, &spec, dir);
         }
         Kind::Pair => {
             if force {
-                servegate::errln!("error: --force records single-runtime runs only; a pair record is written from a passing pair run");
+                errln!("error: --force records single-runtime runs only; a pair record is written from a passing pair run");
                 return exit::USAGE;
             }
             servegate::loaded::load_pair(run).map(|pe| from_pair_run_as(&gate, &pe, &spec, role))
@@ -165,11 +165,11 @@ fn cli_records_add(
     };
     let record = match built {
         Err(e) => {
-            servegate::errln!("error: {e}");
+            errln!("error: {e}");
             return exit::EVIDENCE_ERROR;
         }
         Ok(Err(e)) => {
-            servegate::errln!("error: {e}");
+            errln!("error: {e}");
             return code_of(&e);
         }
         Ok(Ok(r)) => r,
@@ -187,7 +187,7 @@ fn cli_records_add(
             if let Some(why) = &record.source.forced {
                 flag.push_str(&format!(", FORCED: {}", terminal_safe(why)));
             }
-            servegate::outln!(
+            outln!(
                 "wrote {} ({} {} {} {}, n = {}{flag}); now run `servegate leaderboard`",
                 path.display(),
                 terminal_safe(&record.model.name),
@@ -199,7 +199,7 @@ fn cli_records_add(
             exit::PASS
         }
         Err(e) => {
-            servegate::errln!("error: {e}");
+            errln!("error: {e}");
             match e {
                 RecordError::Io { .. } | RecordError::Evidence(_) => exit::EVIDENCE_ERROR,
                 _ => exit::SPEC_INVALID,
@@ -213,7 +213,7 @@ fn cli_records_check(dir: &Path) -> i32 {
     let checked = match verify_dir(dir) {
         Ok(c) => c,
         Err(e) => {
-            servegate::errln!("error: {}: cannot read directory: {e}", dir.display());
+            errln!("error: {}: cannot read directory: {e}", dir.display());
             return exit::SPEC_INVALID;
         }
     };
@@ -252,7 +252,7 @@ fn cli_records_check(dir: &Path) -> i32 {
             } else {
                 terminal_safe(&format!("; {}", flags.join("; ")))
             };
-            servegate::outln!(
+            outln!(
                 "{}: ok ({} {} {} {}, n = {}{flags})",
                 c.file.display(),
                 terminal_safe(&r.model.name),
@@ -264,19 +264,19 @@ fn cli_records_check(dir: &Path) -> i32 {
         } else {
             bad += 1;
             for p in &c.problems {
-                servegate::errln!("{}: {}", c.file.display(), terminal_safe(&p.to_string()));
+                errln!("{}: {}", c.file.display(), terminal_safe(&p.to_string()));
             }
         }
     }
     let problems: usize = checked.iter().map(|c| c.problems.len()).sum();
-    servegate::outln!(
+    outln!(
         "records: {} checked in {}, {} invalid, {problems} problems",
         checked.len(),
         dir.display(),
         bad
     );
     if checked.is_empty() {
-        servegate::errln!(
+        errln!(
             "records: no record (*.json) in {}: nothing was checked",
             dir.display()
         );
@@ -304,23 +304,23 @@ pub fn write_load_records(gate: &GateSpec, run: &Path, spec: &RunRecordSpec, dir
     let records = match load_records::from_load_run(gate, run, spec, None) {
         Ok(r) => r,
         Err(e) => {
-            servegate::errln!("error: {e}");
+            errln!("error: {e}");
             return code_of(&e);
         }
     };
     let (written, failed) = match load_records::write_all(&records, dir) {
         Ok(w) => (w, None),
         Err(WriteError::Refused(e)) => {
-            servegate::errln!("error: {e}");
+            errln!("error: {e}");
             if matches!(e, RecordError::Invalid { .. }) {
-                servegate::errln!("no record written");
+                errln!("no record written");
             }
             return exit::SPEC_INVALID;
         }
         Err(WriteError::Write { written, error }) => (written, Some(error)),
     };
     for (path, r) in written.iter().zip(&records) {
-        servegate::outln!(
+        outln!(
             "wrote {} ({} {}, {} {} {}, n = {}{}{})",
             path.display(),
             terminal_safe(&r.model.name),
@@ -338,10 +338,10 @@ pub fn write_load_records(gate: &GateSpec, run: &Path, spec: &RunRecordSpec, dir
         );
     }
     if let Some(e) = failed {
-        servegate::errln!("error: {e}");
+        errln!("error: {e}");
         return exit::EVIDENCE_ERROR;
     }
-    servegate::outln!("now run `servegate leaderboard`");
+    outln!("now run `servegate leaderboard`");
     exit::PASS
 }
 
@@ -354,16 +354,16 @@ fn cli_publish(run: &Path, checkout: Option<&Path>, dir: &Path) -> i32 {
     {
         Ok(p) => {
             for f in &p.files {
-                servegate::outln!("rewritten: {}", run.join(f).display());
+                outln!("rewritten: {}", run.join(f).display());
             }
             for r in &p.records {
-                servegate::outln!(
+                outln!(
                     "record: {} (evidence_sha256 {})",
                     r.display(),
                     p.digest_after
                 );
             }
-            servegate::outln!(
+            outln!(
                 "{}: {} file(s) rewritten, digest {} -> {}",
                 run.display(),
                 p.files.len(),
@@ -373,7 +373,7 @@ fn cli_publish(run: &Path, checkout: Option<&Path>, dir: &Path) -> i32 {
             exit::PASS
         }
         Err(e) => {
-            servegate::errln!("error: {e}");
+            errln!("error: {e}");
             exit::EVIDENCE_ERROR
         }
     }

@@ -2,7 +2,7 @@
 //! open (docs/bless.md). Two things can be blessed:
 //!
 //! - **a baseline** (`bless GATE --baseline RUN_DIR [--kind NAME]`): the run directory is copied as a new
-//!   window of `baselines/<gate>[/<kind>]/` (the [`crate::evidence::baseline`] layout), with the run's
+//!   window of `data/baselines/<gate>[/<kind>]/` (the [`crate::evidence::baseline`] layout), with the run's
 //!   comparability key in `baseline.json`; a window is added to an existing baseline only when the keys match.
 //! - **a floor** (`bless GATE --floor RUN_DIR [--slow RUN_DIR]`): `[assert.rate] floor_tok_s` derived from
 //!   the evidence by a stated rule ([`derive_floor`]) instead of typed by hand.
@@ -18,7 +18,7 @@
 //! ([`edit_floor`], located with `toml_edit`): only the value's bytes and the provenance lines above its line
 //! change, so comments, order, formatting, inline tables and line endings stay, and the result is re-parsed
 //! before it is written. Every accepted change is planned again and written under one lock per baselines
-//! root ([`lock`]) and appends one line to `baselines/LEDGER.jsonl`. Never in CI: with `CI` set the command
+//! root ([`lock`]) and appends one line to `data/baselines/LEDGER.jsonl`. Never in CI: with `CI` set the command
 //! refuses unless `--force`.
 //!
 //! Layer: records (above judge; writes only through `io::fs`).
@@ -62,39 +62,29 @@ pub const LEDGER_FILE: &str = "LEDGER.jsonl";
 /// alone: a person's comment that starts with them is kept.
 pub const PROVENANCE_MARK: &str = "# servegate bless";
 
-/// `servegate bless`.
-#[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("what").required(true).args(["baseline", "floor"])))]
+/// What `servegate bless` is asked (the binary's flags; a test's values).
+#[derive(Debug, Clone)]
 pub struct BlessArgs {
     /// The gate file (gates/NAME.toml).
     pub gate: PathBuf,
     /// Copy this run directory as a new window of the gate's stored baseline.
-    #[arg(long, value_name = "RUN_DIR")]
     pub baseline: Option<PathBuf>,
-    /// With --baseline: the machine kind (a subdirectory, e.g. `ci-2core`); none = baselines/<gate>/.
-    #[arg(long, value_name = "NAME", requires = "baseline")]
+    /// With `baseline`: the machine kind (a subdirectory, e.g. `ci-2core`); none = data/baselines/<gate>/.
     pub kind: Option<String>,
     /// Derive [assert.rate] floor_tok_s from this run: the lower confidence bound of its median minus
-    /// --headroom-pct (or, with --slow, the geometric mean of this fast-route run's median and the slow one's).
-    #[arg(long, value_name = "RUN_DIR")]
+    /// `headroom_pct` (or, with `slow`, the geometric mean of this fast-route run's median and the slow one's).
     pub floor: Option<PathBuf>,
-    /// With --floor: a run of the slow route; the floor is the geometric mean of the two medians.
-    #[arg(long, value_name = "RUN_DIR", requires = "floor")]
+    /// With `floor`: a run of the slow route; the floor is the geometric mean of the two medians.
     pub slow: Option<PathBuf>,
     /// Headroom below the lower bound, percent (one-run floors).
-    #[arg(long, default_value_t = DEFAULT_HEADROOM_PCT)]
     pub headroom_pct: f64,
     /// Confidence of the lower bound of the median (one-run floors).
-    #[arg(long, default_value_t = DEFAULT_CONFIDENCE)]
     pub confidence: f64,
     /// Where baselines and the ledger live.
-    #[arg(long, value_name = "DIR", default_value = "baselines")]
     pub baselines_dir: PathBuf,
     /// Write the change (without it, only show it).
-    #[arg(long)]
     pub accept: bool,
     /// Write even when `CI` is set.
-    #[arg(long)]
     pub force: bool,
 }
 
@@ -122,7 +112,7 @@ impl std::fmt::Display for BlessError {
     }
 }
 
-/// One line of `baselines/LEDGER.jsonl`: what was blessed, when, from which evidence, by which rule.
+/// One line of `data/baselines/LEDGER.jsonl`: what was blessed, when, from which evidence, by which rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LedgerEntry {
     /// UTC time of the change, RFC 3339.
@@ -365,9 +355,14 @@ pub fn append_ledger(root: &Path, entry: &LedgerEntry) -> Result<PathBuf, BlessE
     Ok(path)
 }
 
-/// [`run_cli`] with this process's `CI` and the clock: what `servegate bless` runs.
-pub fn run(args: &BlessArgs) -> Result<(), BlessError> {
-    run_cli(args, std::env::var("CI").ok(), &crate::io::host::now_utc())
+/// [`plan`] with this process's `CI` and the clock: what `servegate bless` runs.
+pub fn plan_here(args: &BlessArgs, waiting: &mut dyn FnMut(&str)) -> Result<Planned, BlessError> {
+    plan(
+        args,
+        std::env::var("CI").ok(),
+        &crate::io::host::now_utc(),
+        waiting,
+    )
 }
 
 /// The lock file of a baselines root. Every accepted bless (a baseline window and its manifest, a floor's
@@ -378,12 +373,17 @@ pub const LOCK_FILE: &str = ".bless.lock";
 /// How long an accepting bless waits for another to finish before it fails (exit 5), naming the holder.
 pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// Takes the bless lock of `root` ([`LOCK_FILE`]) for `gate`, waiting up to [`LOCK_WAIT`] (a line on stderr
-/// about every 10 s names the holder). Released when dropped, and by the kernel on any exit.
-pub fn lock(root: &Path, gate: &str) -> Result<crate::io::hold::Hold, BlessError> {
+/// Takes the bless lock of `root` ([`LOCK_FILE`]) for `gate`, waiting up to [`LOCK_WAIT`] (about every 10 s
+/// `waiting` is given a line naming the holder; the binary prints it on stderr as `bless: LINE`). Released
+/// when dropped, and by the kernel on any exit.
+pub fn lock(
+    root: &Path,
+    gate: &str,
+    waiting: &mut dyn FnMut(&str),
+) -> Result<crate::io::hold::Hold, BlessError> {
     let path = root.join(LOCK_FILE);
     crate::io::hold::take(&path, &format!("bless {gate}"), LOCK_WAIT, &mut |l| {
-        crate::errln!("bless: {l}")
+        waiting(l)
     })
     .map_err(|e| {
         BlessError::new(
@@ -393,9 +393,97 @@ pub fn lock(root: &Path, gate: &str) -> Result<crate::io::hold::Hold, BlessError
     })
 }
 
-/// `servegate bless` with the environment's `CI` and the clock passed in ([`run`] passes this process's):
-/// plans, shows, and with `--accept` writes.
-pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<(), BlessError> {
+/// A planned bless ([`plan`]): the change, shown before anything is written ([`Planned::shown`]); when
+/// accepting, the lock taken while planning is held until [`Planned::write`] is done.
+pub struct Planned {
+    change: Change,
+    accept: bool,
+    baselines_dir: PathBuf,
+    _lock: Option<crate::io::hold::Hold>,
+}
+
+/// What a [`Planned`] bless changes.
+enum Change {
+    /// The gate file `gate` gets a derived floor.
+    Floor { gate: PathBuf, plan: Box<FloorPlan> },
+    /// The run directory `run` becomes a baseline window.
+    Baseline {
+        run: PathBuf,
+        plan: Box<BaselinePlan>,
+    },
+}
+
+/// The line a bless that is not accepted ends with.
+pub const NOT_WRITTEN: &str = "not written: pass --accept to apply";
+
+impl Planned {
+    /// The change as `servegate bless` shows it before writing: the gate file's unified diff and
+    /// `floor: N tok/s (rule)`, or `baseline DIR: new, first window W (from RUN; N windows in all; key: K)`.
+    /// Ends with a line break.
+    pub fn shown(&self) -> String {
+        match &self.change {
+            Change::Floor { gate, plan } => format!(
+                "{}floor: {} tok/s ({})\n",
+                diff(&plan.old, &plan.new, &gate.display().to_string()),
+                plan.derivation.floor,
+                plan.derivation.rule
+            ),
+            Change::Baseline { run, plan } => format!(
+                "baseline {}: {} window {} (from {}; {} window{} in all; key: {})\n",
+                plan.dir.display(),
+                if plan.created { "new, first" } else { "adds" },
+                plan.window,
+                run.display(),
+                plan.manifest.windows.len(),
+                if plan.manifest.windows.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                serde_json::to_string(&plan.manifest.key).unwrap_or_default()
+            ),
+        }
+    }
+
+    /// Whether the change is to be written (`--accept`).
+    pub fn accepted(&self) -> bool {
+        self.accept
+    }
+
+    /// Writes the change (the gate file, or the baseline window and its manifest) and appends its ledger
+    /// line, still under the lock; returns `written: WHAT; ledger: PATH`.
+    pub fn write(self) -> Result<String, BlessError> {
+        match &self.change {
+            Change::Floor { gate, plan } => {
+                let path = gate.display().to_string();
+                crate::io::fs::write_atomic(gate, plan.new.as_bytes())
+                    .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, format!("{path}: {e}")))?;
+                let l = append_ledger(&self.baselines_dir, &plan.ledger)?;
+                Ok(format!("written: {path}; ledger: {}", l.display()))
+            }
+            Change::Baseline { run, plan } => {
+                write_baseline(run, plan)?;
+                let l = append_ledger(&self.baselines_dir, &plan.ledger)?;
+                Ok(format!(
+                    "written: {}/{}; ledger: {}",
+                    plan.dir.display(),
+                    plan.window,
+                    l.display()
+                ))
+            }
+        }
+    }
+}
+
+/// Plans `servegate bless` with the environment's `CI` and the clock passed in ([`plan_here`] passes this
+/// process's): refuses to accept in CI without `force`, plans, and when accepting takes the lock
+/// ([`lock`]; `waiting` hears about a holder) and plans again under it. Writes nothing.
+pub fn plan(
+    args: &BlessArgs,
+    ci: Option<String>,
+    utc: &str,
+    waiting: &mut dyn FnMut(&str),
+) -> Result<Planned, BlessError> {
     if args.accept {
         refuse_in_ci(ci, args.force)?;
     }
@@ -403,6 +491,12 @@ pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<(), Bl
         spec::load(&args.gate)
             .map(|g| g.name)
             .unwrap_or_else(|_| args.gate.display().to_string())
+    };
+    let planned = |change: Change, held: Option<crate::io::hold::Hold>| Planned {
+        change,
+        accept: args.accept,
+        baselines_dir: args.baselines_dir.clone(),
+        _lock: held,
     };
     if let Some(run) = &args.floor {
         let plan_now = || {
@@ -418,29 +512,15 @@ pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<(), Bl
         let mut plan = plan_now()?;
         // Planned first so a refusal never waits for the lock (nor makes its file); accepting, planned again
         // under the lock, from the gate file as it is once the others are done.
-        let _lock = if args.accept {
-            let l = lock(&args.baselines_dir, &gate_name())?;
+        let held = if args.accept {
+            let l = lock(&args.baselines_dir, &gate_name(), waiting)?;
             plan = plan_now()?;
             Some(l)
         } else {
             None
         };
-        let path = args.gate.display().to_string();
-        crate::out!("{}", diff(&plan.old, &plan.new, &path));
-        crate::outln!(
-            "floor: {} tok/s ({})",
-            plan.derivation.floor,
-            plan.derivation.rule
-        );
-        if !args.accept {
-            crate::outln!("not written: pass --accept to apply");
-            return Ok(());
-        }
-        crate::io::fs::write_atomic(&args.gate, plan.new.as_bytes())
-            .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, format!("{path}: {e}")))?;
-        let l = append_ledger(&args.baselines_dir, &plan.ledger)?;
-        crate::outln!("written: {path}; ledger: {}", l.display());
-        return Ok(());
+        let (gate, plan) = (args.gate.clone(), Box::new(plan));
+        return Ok(planned(Change::Floor { gate, plan }, held));
     }
     if let Some(run) = &args.baseline {
         let plan_now = || {
@@ -455,43 +535,32 @@ pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<(), Bl
         let mut plan = plan_now()?;
         // Planned first so a refusal never waits for the lock (nor makes its file); accepting, planned again
         // under the lock, from the manifest as the other writers left it.
-        let _lock = if args.accept {
-            let l = lock(&args.baselines_dir, &gate_name())?;
+        let held = if args.accept {
+            let l = lock(&args.baselines_dir, &gate_name(), waiting)?;
             plan = plan_now()?;
             Some(l)
         } else {
             None
         };
-        crate::outln!(
-            "baseline {}: {} window {} (from {}; {} window{} in all; key: {})",
-            plan.dir.display(),
-            if plan.created { "new, first" } else { "adds" },
-            plan.window,
-            run.display(),
-            plan.manifest.windows.len(),
-            if plan.manifest.windows.len() == 1 {
-                ""
-            } else {
-                "s"
-            },
-            serde_json::to_string(&plan.manifest.key).unwrap_or_default()
-        );
-        if !args.accept {
-            crate::outln!("not written: pass --accept to apply");
-            return Ok(());
-        }
-        write_baseline(run, &plan)?;
-        let l = append_ledger(&args.baselines_dir, &plan.ledger)?;
-        crate::outln!(
-            "written: {}/{}; ledger: {}",
-            plan.dir.display(),
-            plan.window,
-            l.display()
-        );
-        return Ok(());
+        let (run, plan) = (run.clone(), Box::new(plan));
+        return Ok(planned(Change::Baseline { run, plan }, held));
     }
     Err(BlessError::new(
         exit::USAGE,
         "bless needs --baseline or --floor",
     ))
+}
+
+/// `servegate bless` as one call ([`plan`], then [`Planned::write`] when accepting), with `CI` and the clock
+/// passed in: the text the command prints on stdout.
+pub fn run_cli(args: &BlessArgs, ci: Option<String>, utc: &str) -> Result<String, BlessError> {
+    let planned = plan(args, ci, utc, &mut |_| {})?;
+    let mut text = planned.shown();
+    if planned.accepted() {
+        text.push_str(&planned.write()?);
+    } else {
+        text.push_str(NOT_WRITTEN);
+    }
+    text.push('\n');
+    Ok(text)
 }

@@ -23,7 +23,7 @@ pub const KIND_RULE: &str =
     "a --kind is a plain name: 1 to 64 ASCII letters, digits, '-' or '_', starting with a letter \
 (no space, newline, dot or path separator), and not a window's name or stamp (YYYYMMDDTHHMMSSZ)";
 
-/// Checks a `--kind` name against [`KIND_RULE`] (a subdirectory of `baselines/<gate>/`, beside the windows,
+/// Checks a `--kind` name against [`KIND_RULE`] (a subdirectory of `data/baselines/<gate>/`, beside the windows,
 /// so it must not look like one). Errors: the name (escaped) and the rule.
 pub fn check_kind(kind: &str) -> Result<(), String> {
     static STAMP: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {

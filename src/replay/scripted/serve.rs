@@ -2,42 +2,29 @@
 //! playing a reply's [`Step`]s on time, crashes, SIGTERM and the parent watchdog.
 
 use super::*;
-use crate::error::exit;
 use crate::replay::pace;
 
-/// `servegate scripted-serve` arguments (a hidden subcommand: a fake serve for servegate's own tests).
-#[derive(Debug, Clone, clap::Args)]
-pub struct ScriptedArgs {
-    /// The script: JSON, or TOML when the name ends in `.toml` (a [`Script`]).
-    #[arg(long, required_unless_present = "script_json")]
-    pub script: Option<PathBuf>,
-    /// The script as inline JSON (instead of --script).
-    #[arg(long, conflicts_with = "script")]
-    pub script_json: Option<String>,
+/// Where the scripted serve listens and the `--var` pairs its `{var:NAME}` expand to (the binary's
+/// `servegate scripted-serve` flags).
+#[derive(Debug, Clone, Default)]
+pub struct Listen {
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     /// Port to listen on (0 picks a free one; the script's `start.bind_port` overrides it).
-    #[arg(long, default_value_t = 0)]
     pub port: u16,
-    /// `NAME=VALUE`, for the script's `{var:NAME}` (repeatable): what a gate puts on the serve's command
-    /// line (`--var model={model}`).
-    #[arg(long = "var", value_name = "NAME=VALUE")]
-    pub vars: Vec<String>,
+    /// `NAME=VALUE` pairs, for the script's `{var:NAME}`.
+    pub vars: Vec<(String, String)>,
 }
 
-impl ScriptedArgs {
-    /// The `--var` pairs, split at the first `=`; an argument without `=` is refused.
-    fn var_pairs(&self) -> Result<Vec<(String, String)>, String> {
-        self.vars
-            .iter()
-            .map(|v| {
-                v.split_once('=')
-                    .map(|(n, x)| (n.to_string(), x.to_string()))
-                    .ok_or_else(|| format!("--var {v:?}: expected NAME=VALUE"))
-            })
-            .collect()
-    }
+/// The `--var NAME=VALUE` arguments, split at the first `=`; an argument without `=` is refused.
+pub fn var_pairs(vars: &[String]) -> Result<Vec<(String, String)>, String> {
+    vars.iter()
+        .map(|v| {
+            v.split_once('=')
+                .map(|(n, x)| (n.to_string(), x.to_string()))
+                .ok_or_else(|| format!("--var {v:?}: expected NAME=VALUE"))
+        })
+        .collect()
 }
 
 /// The serve's state, shared by the connection threads.
@@ -238,8 +225,10 @@ fn spawn_child(spec: &ChildSpec) {
     }
 }
 
-fn load(args: &ScriptedArgs) -> Result<Script, String> {
-    let script = match (&args.script, &args.script_json) {
+/// The script of `--script FILE` (JSON, or TOML when the name ends in `.toml`) or `--script-json JSON`,
+/// validated; the error is the usage message.
+pub fn load(script: Option<&Path>, script_json: Option<&str>) -> Result<Script, String> {
+    let script = match (script, script_json) {
         (_, Some(j)) => serde_json::from_str(j).map_err(|e| format!("--script-json: {e}"))?,
         (Some(p), None) => {
             let text =
@@ -252,17 +241,10 @@ fn load(args: &ScriptedArgs) -> Result<Script, String> {
     Ok(script)
 }
 
-/// `servegate scripted-serve`: plays the script (see the module doc of [`super`]). Returns the exit code
-/// when it stops on its own (a bad script, a failed bind); a scripted exit ends the process directly.
-pub fn cli_scripted(args: &ScriptedArgs) -> i32 {
-    let loaded = load(args).and_then(|s| Ok((s, args.var_pairs()?)));
-    let (script, arg_vars) = match loaded {
-        Ok(s) => s,
-        Err(e) => {
-            crate::errln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
+/// `servegate scripted-serve`: plays `script` (see the module doc of [`super`]) on `listen`. Returns the
+/// exit code when it stops on its own (a failed bind); a scripted exit ends the process directly.
+pub fn serve(script: Script, listen: &Listen) -> i32 {
+    let (args, arg_vars) = (listen, listen.vars.clone());
     pace::tighten_timer_slack();
     if !script.outlive_parent {
         watch_parent();
@@ -288,7 +270,10 @@ pub fn cli_scripted(args: &ScriptedArgs) -> i32 {
         Err(e) => {
             emit_raw(&script.start.bind_fail_log, &start_vars);
             if script.start.bind_fail_log.is_empty() {
-                crate::errln!("scripted-serve: cannot listen on {}:{port}: {e}", args.host);
+                crate::io::printer::Printer::std().errln(&format!(
+                    "scripted-serve: cannot listen on {}:{port}: {e}",
+                    args.host
+                ));
             }
             return script.start.bind_fail_exit.unwrap_or(1);
         }
@@ -410,7 +395,7 @@ fn respond(state: &State, req: &http::Request, w: &mut TcpStream) -> bool {
                 let data: Vec<serde_json::Value> = script
                     .models
                     .iter()
-                    .map(|id| serde_json::json!({"id": id, "object": "model", "owned_by": "llamacpp"}))
+                    .map(|id| serde_json::json!({"id": id, "object": "model", "created": 1700000000, "owned_by": "llamacpp"}))
                     .collect();
                 let body = serde_json::json!({"object": "list", "data": data});
                 (200, http::json_response(200, &body, req.close), None)
@@ -428,7 +413,10 @@ fn respond(state: &State, req: &http::Request, w: &mut TcpStream) -> bool {
                 let ct = "text/plain; version=0.0.4";
                 (200, simple(200, ct, body.as_bytes(), req.close), None)
             }
-            ("POST", "/v1/chat/completions" | "/chat/completions") => {
+            (
+                "POST",
+                "/v1/chat/completions" | "/chat/completions" | "/v1/completions" | "/v1/embeddings",
+            ) => {
                 return chat(state, req, w, vars);
             }
             _ => (404, simple(404, json, &not_found(), req.close), None),

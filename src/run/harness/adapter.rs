@@ -624,7 +624,7 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         }
         .exit_code();
         results.problems.push(why.clone());
-        let write_errors = config.outputs.write_all(&mut results);
+        let write_errors = config.outputs.write_all(&mut results, &config.printer);
         return HarnessRun {
             conclusion: Conclusion {
                 num_filtered_out: plan.trials.len() as u64,
@@ -689,7 +689,7 @@ pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
         .exit_code();
         results.problems.push(why.clone());
     }
-    let write_errors = config.outputs.write_all(&mut results);
+    let write_errors = config.outputs.write_all(&mut results, &config.printer);
     HarnessRun {
         conclusion,
         results: Some(results),
@@ -748,13 +748,14 @@ pub fn program(argv: Vec<String>, config: Config) -> i32 {
 /// it only lists), parses the libtest arguments (a usage error exits 2 after the reports are gone), then
 /// [`main_code`].
 pub fn main_args(argv: Vec<String>, config: Config) -> i32 {
+    let p = config.printer.clone();
     // Before anything can fail (even the arguments): the previous run's reports go, unless this only lists.
     if !argv.iter().skip(1).any(|a| a == "--list") {
         // A report that would land on a gate file, a file a gate reads or evidence: refused before anything
         // is removed.
         let refusals = output_refusals(&config);
         for r in &refusals {
-            crate::errln!("servegate: error: {r}");
+            p.errln(&format!("servegate: error: {r}"));
         }
         if !refusals.is_empty() {
             return crate::error::exit::USAGE;
@@ -765,7 +766,7 @@ pub fn main_args(argv: Vec<String>, config: Config) -> i32 {
             .into_iter()
             .chain(config.unwritten.clear())
         {
-            crate::errln!("servegate: {e}");
+            p.errln(&format!("servegate: {e}"));
         }
     }
     match <Arguments as clap::Parser>::try_parse_from(&argv) {
@@ -791,9 +792,10 @@ pub const LIBTEST_FAILED: i32 = crate::error::exit::LIBTEST_FAILED;
 /// a filter that selects no trial, every selected trial skipped). Gates run one at a time; unless `--test-threads` is given, trials run on one
 /// thread so the report reads in order.
 pub fn main_code(mut args: Arguments, config: Config) -> i32 {
+    let p = config.printer.clone();
     if args.test_threads == Some(0) {
-        crate::errln!(
-            "servegate: --test-threads=0 is not a number of threads (give 1 or more; gates run one at a time anyway)"
+        p.errln(
+            "servegate: --test-threads=0 is not a number of threads (give 1 or more; gates run one at a time anyway)",
         );
         return crate::error::exit::USAGE;
     }
@@ -802,36 +804,36 @@ pub fn main_code(mut args: Arguments, config: Config) -> i32 {
     }
     if let Nextest::Refuse(msg) = &config.nextest {
         if !args.list {
-            crate::errln!("{msg}");
+            p.errln(msg);
             return crate::error::exit::USAGE;
         }
     }
     let files = match discover_in(&config.gates) {
         Ok(f) => f,
         Err(e) => {
-            crate::errln!("servegate: {e}");
+            p.errln(&format!("servegate: {e}"));
             return crate::error::exit::SPEC_INVALID;
         }
     };
     if !args.list {
         for n in &config.notes {
-            crate::errln!("servegate: {n}");
+            p.errln(&format!("servegate: {n}"));
         }
     }
     let outputs = config.outputs.clone();
     let run = run(config, &args, &files);
     if !run.report.is_empty() && !args.list {
-        crate::outln!("gate report:\n{}", run.report);
+        p.outln(&format!("gate report:\n{}", run.report));
         if !outputs.is_empty() && run.write_errors.is_empty() {
-            crate::outln!("reports: {}", outputs.describe());
+            p.outln(&format!("reports: {}", outputs.describe()));
         }
-        crate::outln!("{}", run.closing_line());
+        p.outln(&run.closing_line());
     }
     for e in &run.write_errors {
-        crate::errln!("servegate: {e}");
+        p.errln(&format!("servegate: {e}"));
     }
     if let Some(why) = &run.nothing_checked {
-        crate::errln!("servegate: {why}; this run is not green");
+        p.errln(&format!("servegate: {why}; this run is not green"));
     }
     RunEnd {
         worst_gate: run

@@ -135,10 +135,10 @@ pub(super) fn run_cached(spec: &GateSpec, config: &Config, dir: &Path) -> GateRe
     };
     let bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
     if let Err(e) = report::write_atomic(&cache, &bytes) {
-        crate::errln!(
+        config.printer.errln(&format!(
             "servegate: {}: cannot cache the gate run for the other nextest processes: {e}",
             cache.display()
-        );
+        ));
     }
     result
 }

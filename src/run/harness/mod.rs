@@ -91,6 +91,9 @@ pub struct Config {
     /// Reports asked for that this process will not write (`SERVEGATE_JUNIT`/`SERVEGATE_JSON` under nextest):
     /// removed when a run starts all the same, so no older report is taken for this run's.
     pub unwritten: Outputs,
+    /// Where the harness's own lines go (the gate report, the closing line, notes and errors; progress
+    /// lines): stdout and stderr, or buffers in a test. libtest-mimic's own lines are its own.
+    pub printer: crate::io::printer::Printer,
 }
 
 /// Directory under the evidence root holding the per-nextest-run gate caches.
@@ -167,6 +170,7 @@ impl Config {
             nextest,
             notes,
             unwritten,
+            printer: crate::io::printer::Printer::std(),
         }
     }
 }
@@ -212,7 +216,7 @@ impl LazyGate {
             let allow = crate::io::hold::allow_no_hold(|k| std::env::var(k).ok());
             match crate::io::hold::check_ticket(&self.spec, allow) {
                 Err(why) => return GateResult::Refused(why),
-                Ok(Some(note)) => crate::errln!("servegate: {note}"),
+                Ok(Some(note)) => self.config.printer.errln(&format!("servegate: {note}")),
                 Ok(None) => {}
             }
             let unmet = self.spec.requirements();
@@ -235,7 +239,7 @@ impl LazyGate {
 /// Runs a gate live (panics caught).
 fn run_gate(spec: &GateSpec, config: &Config) -> GateResult {
     // Progress on stderr under SERVEGATE_VERBOSE: the console reporter of `servegate run`, fed the same steps.
-    let mut console = crate::sinks::events::Console::new(!config.verbose);
+    let mut console = crate::sinks::events::Console::to(!config.verbose, config.printer.clone());
     let mut progress = |step: &crate::sinks::events::Step| {
         console.event(&Event::Progress { spec, step });
     };

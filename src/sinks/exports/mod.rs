@@ -10,7 +10,7 @@
 //! separate measure named for its state, the github-action-benchmark files leave it out (with a note on
 //! stderr), OpenMetrics labels every sample with its state.
 //!
-//! Sources: records (`records/*.json`, [`from_records`]) and the results of a run ([`from_results`]: the
+//! Sources: records (`data/records/*.json`, [`from_records`]) and the results of a run ([`from_results`]: the
 //! results JSON, or a run directory re-judged by the binary).
 
 pub mod bmf;
@@ -18,7 +18,7 @@ pub mod gab;
 pub mod openmetrics;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::records::record::Record;
 use crate::sinks::report::Results;
@@ -214,45 +214,6 @@ pub fn serialize(kind: Kind, figures: &[Figure]) -> (Vec<u8>, Vec<String>) {
         Kind::GabBigger => gab::serialize(figures, true),
         Kind::GabSmaller => gab::serialize(figures, false),
         Kind::OpenMetrics => (openmetrics::serialize(figures), Vec::new()),
-    }
-}
-
-/// `servegate export`: dashboard files from records or from a run.
-#[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("format").required(true).args(["bmf", "gab_bigger", "gab_smaller", "openmetrics"])))]
-pub struct ExportArgs {
-    /// Sources: a records directory (default records/), record files, a results JSON (servegate.results/1), or
-    /// a run directory (re-judged with its own gate.toml).
-    pub sources: Vec<PathBuf>,
-    /// Bencher Metric Format JSON (`bencher run --adapter json --file FILE`).
-    #[arg(long)]
-    pub bmf: bool,
-    /// github-action-benchmark `customBiggerIsBetter` JSON: the rates (tok/s).
-    #[arg(long)]
-    pub gab_bigger: bool,
-    /// github-action-benchmark `customSmallerIsBetter` JSON: the times (ms, s).
-    #[arg(long)]
-    pub gab_smaller: bool,
-    /// OpenMetrics text, e.g. for a GitLab `metrics` report.
-    #[arg(long)]
-    pub openmetrics: bool,
-    /// Write here (atomically) instead of stdout.
-    #[arg(long, short, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-}
-
-impl ExportArgs {
-    /// The format asked for.
-    pub fn kind(&self) -> Kind {
-        if self.bmf {
-            Kind::Bmf
-        } else if self.gab_bigger {
-            Kind::GabBigger
-        } else if self.gab_smaller {
-            Kind::GabSmaller
-        } else {
-            Kind::OpenMetrics
-        }
     }
 }
 

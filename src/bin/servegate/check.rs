@@ -1,0 +1,49 @@
+//! `servegate check`: validates gate specs without running anything; prints each gate's assertions (and
+//! what an engine profile or untimed prompts change).
+
+use std::path::PathBuf;
+
+use servegate::error::exit;
+use servegate::spec;
+
+/// `servegate check FILES`: exit 0 when every spec is valid, else 3 (each error printed).
+pub fn cmd_check(files: &[PathBuf]) -> i32 {
+    let mut code = exit::PASS;
+    for f in files {
+        match spec::matrix::load_all(f).and_then(|s| {
+            match s.iter().find_map(|g| g.unreadable_input()) {
+                Some(e) => Err(e),
+                None => Ok(s),
+            }
+        }) {
+            Ok(gates) => {
+                for g in gates {
+                    outln!(
+                        "{}: ok ({}; assertions: {})",
+                        f.display(),
+                        g.name,
+                        g.trial_names().join(", ")
+                    );
+                    // A gate with an engine profile: what it inherited, after the gate's overrides.
+                    if let Some(line) = spec::profile::effective(&g.serve, &g.request) {
+                        outln!("  {line}");
+                    }
+                    // Prompts asked for their answer only: the timing verdicts never see them.
+                    if !g.request.untimed.is_empty() {
+                        let quoted: Vec<String> =
+                            g.request.untimed.iter().map(|p| format!("{p:?}")).collect();
+                        outln!(
+                            "  untimed (answer only; no rate, first_token, tpot or regression value): {}",
+                            quoted.join(", ")
+                        );
+                    }
+                }
+            }
+            Err(e) => {
+                errln!("error: {e}");
+                code = exit::SPEC_INVALID;
+            }
+        }
+    }
+    code
+}

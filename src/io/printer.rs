@@ -1,0 +1,137 @@
+//! The one writer of the lines servegate's reporters print (the run console, the harness's gate report,
+//! the replay serve's own log lines): the process's stdout and stderr, or two buffers a test reads back.
+//! Every line goes through [`crate::text::lines`], so no line can be a CI workflow command or carry a raw
+//! control byte. Library code that prints takes a [`Printer`]; the binary prints through its own macros.
+
+use std::sync::{Arc, Mutex};
+
+/// Where a [`Printer`]'s two streams go.
+#[derive(Debug, Clone)]
+enum Streams {
+    /// The process's stdout and stderr (`print!` / `eprint!`: libtest's capture sees them).
+    Std,
+    /// Two buffers (stdout, stderr), shared by the printer's clones.
+    Captured(Arc<Mutex<(Vec<u8>, Vec<u8>)>>),
+}
+
+/// The writer of servegate's printed lines ([`Printer::std`], or [`Printer::captured`] in tests). Cheap to
+/// clone; the clones write to the same place.
+#[derive(Debug, Clone)]
+pub struct Printer {
+    streams: Streams,
+}
+
+impl Default for Printer {
+    fn default() -> Printer {
+        Printer::std()
+    }
+}
+
+/// Which stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum To {
+    Out,
+    Err,
+}
+
+impl Printer {
+    /// Prints to the process's stdout and stderr.
+    pub fn std() -> Printer {
+        Printer {
+            streams: Streams::Std,
+        }
+    }
+
+    /// Prints into two buffers, read back with [`Printer::out_text`] and [`Printer::err_text`].
+    pub fn captured() -> Printer {
+        Printer {
+            streams: Streams::Captured(Arc::default()),
+        }
+    }
+
+    /// `s` and a line break on stdout, through [`crate::text::lines`].
+    pub fn outln(&self, s: &str) {
+        self.write(To::Out, &format!("{}\n", crate::text::lines(s)));
+    }
+
+    /// `s` on stdout through [`crate::text::lines`], no line break added.
+    pub fn out(&self, s: &str) {
+        self.write(To::Out, &crate::text::lines(s));
+    }
+
+    /// `s` and a line break on stderr, through [`crate::text::lines`].
+    pub fn errln(&self, s: &str) {
+        self.write(To::Err, &format!("{}\n", crate::text::lines(s)));
+    }
+
+    /// `s` on stdout as it is, flushed: text already escaped by its own rules (GitHub workflow commands,
+    /// `sinks::github`) or bytes that must pass unchanged.
+    pub fn out_raw(&self, s: &str) {
+        self.write(To::Out, s);
+        self.flush();
+    }
+
+    /// Flushes stdout (the process's; a buffer needs none).
+    pub fn flush(&self) {
+        if let Streams::Std = self.streams {
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+        }
+    }
+
+    fn write(&self, to: To, s: &str) {
+        match &self.streams {
+            Streams::Std => match to {
+                To::Out => print!("{s}"),
+                To::Err => eprint!("{s}"),
+            },
+            Streams::Captured(b) => {
+                let mut b = b.lock().unwrap_or_else(|e| e.into_inner());
+                match to {
+                    To::Out => b.0.extend_from_slice(s.as_bytes()),
+                    To::Err => b.1.extend_from_slice(s.as_bytes()),
+                }
+            }
+        }
+    }
+
+    /// What a captured printer wrote to stdout (empty for [`Printer::std`]).
+    pub fn out_text(&self) -> String {
+        self.text(To::Out)
+    }
+
+    /// What a captured printer wrote to stderr (empty for [`Printer::std`]).
+    pub fn err_text(&self) -> String {
+        self.text(To::Err)
+    }
+
+    fn text(&self, to: To) -> String {
+        match &self.streams {
+            Streams::Std => String::new(),
+            Streams::Captured(b) => {
+                let b = b.lock().unwrap_or_else(|e| e.into_inner());
+                String::from_utf8_lossy(if to == To::Out { &b.0 } else { &b.1 }).into_owned()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_captured_printer_keeps_each_stream_guarded_and_its_clones_share_it() {
+        let p = Printer::captured();
+        let q = p.clone();
+        p.outln("gate x");
+        q.out("::error::no\n");
+        p.errln("warn\u{1b}[31m");
+        p.out_raw("::warning file=g::raw\n");
+        assert_eq!(
+            p.out_text(),
+            "gate x\n\\::error::no\n::warning file=g::raw\n"
+        );
+        assert_eq!(q.err_text(), "warn\\u{1b}[31m\n");
+        assert_eq!(Printer::std().out_text(), "");
+    }
+}
