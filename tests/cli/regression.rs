@@ -190,14 +190,18 @@ fn replayed_baseline_same_speed_passes_slower_by_30_percent_fails_with_its_size_
     let t = tempfile::tempdir().unwrap();
     let runs = t.path().join("runs");
     let window_gate = gate(t.path(), "window", 1.0, &LONG_PROMPTS, 0, 3, None);
-    // The four windows side by side, then the three candidates side by side.
-    let windows = runs_side_by_side(&[window_gate.as_path(); 4], &runs);
-    for w in &windows {
-        assert_eq!(w.code, 0, "{}", w.stdout);
-    }
-    let base = t.path().join("baselines/reference-smoke");
-    let evidence: Vec<&Path> = windows.iter().map(|w| w.evidence.as_path()).collect();
-    bless(&base, &evidence);
+    // The four windows side by side, blessed; then the three candidates side by side.
+    let blessed = |name: &str| {
+        let windows = runs_side_by_side(&[window_gate.as_path(); 4], &runs);
+        for w in &windows {
+            assert_eq!(w.code, 0, "{}", w.stdout);
+        }
+        let base = t.path().join("baselines").join(name);
+        let evidence: Vec<&Path> = windows.iter().map(|w| w.evidence.as_path()).collect();
+        bless(&base, &evidence);
+        base
+    };
+    let base = blessed("reference-smoke");
 
     let against = Some((base.as_path(), 5.0));
     let same_gate = gate(t.path(), "same", 1.0, &LONG_PROMPTS, 0, 3, against);
@@ -232,12 +236,25 @@ fn replayed_baseline_same_speed_passes_slower_by_30_percent_fails_with_its_size_
     assert_eq!(slow.code, 1, "{}", slow.stdout);
 
     // 3 % slower against δ = 5 %: the interval must clear -5 %, a margin of 2 % that the replay's jitter
-    // under a heavy load (load average 12-14 seen here) can eat into through the window allowance; so an
-    // INDETERMINATE is run once more, alone (never a FAIL: that would be a wrong verdict, not jitter).
+    // under a heavy load (load average 12-14 seen here) can eat into, through the candidate's spread or the
+    // baseline's between-window allowance (±2.3 % once, with the whole cli tier and two busy loops beside
+    // it: "the between-window allowance alone reaches the limit"); so an INDETERMINATE is run once more,
+    // from four fresh windows, blessed, then the candidate alone (never a FAIL: that would be a wrong
+    // verdict, not jitter).
     let mut line = regression_line(&little);
     if line.starts_with("regression INDETERMINATE ") {
-        eprintln!("retrying once: {line}");
-        line = regression_line(&run(&little_gate, &runs));
+        eprintln!("retrying once, from fresh windows: {line}");
+        let base = blessed("reference-smoke-again");
+        let again = gate(
+            t.path(),
+            "little-again",
+            0.97,
+            &LONG_PROMPTS,
+            0,
+            3,
+            Some((base.as_path(), 5.0)),
+        );
+        line = regression_line(&run(&again, &runs));
     }
     assert!(line.starts_with("regression PASS decode median "), "{line}");
     let change: f64 = line

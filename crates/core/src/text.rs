@@ -20,7 +20,7 @@
 //!   so every verdict line (console, gate report, annotations, JUnit, JSON) is one safe line.
 //! - [`lines`]: the guard at the one place a line is written: servegate's own multi-line text (the gate
 //!   report, a diff) keeps its line breaks and tabs; everything else as [`shown`]. The library's one writer,
-//!   [`crate::io::printer::Printer`], and the binary's `outln!` / `errln!` / `out!` macros print through it:
+//!   `servegate::io::printer::Printer`, and the binary's `outln!` / `errln!` / `out!` macros print through it:
 //!   new print paths use them in place of `println!`/`eprintln!`/`print!`.
 //! - [`json`]: JSON printed to a terminal (`inspect`, `export` to stdout): the characters JSON leaves raw
 //!   (DEL, C1, the invisible ones) and `##[` written as `\uXXXX` escapes, so the JSON stays valid and equal.
@@ -99,7 +99,7 @@ fn needs_guard(s: &str, keep: impl Fn(char) -> bool) -> bool {
 
 /// Text servegate prints, guarded line by line: its own line breaks (`\n`) and tabs stay; every other
 /// control or invisible character is escaped, `##[` is shown `##\[` and a line beginning (after whitespace)
-/// with `::` is shown `\::`, as [`shown`] does. What [`crate::io::printer::Printer`] prints.
+/// with `::` is shown `\::`, as [`shown`] does. What `servegate::io::printer::Printer` prints.
 pub fn lines(s: &str) -> String {
     let keep = |c: char| c == '\t';
     if !s.split('\n').any(|l| needs_guard(l, keep)) {

@@ -1,5 +1,5 @@
 //! The baseline values a regression verdict compares with (pure). They are loaded in ONE place: the runner,
-//! the test harness and `servegate judge` all call `crate::loaded::regression_input` (which reads the
+//! the test harness and `servegate judge` all call `servegate::loaded::regression_input` (which reads the
 //! directories and calls [`choose_stored`], [`window_values`] and [`stored_values`]) and hand its result to
 //! `judge::judge_with`, which stays pure.
 //!
@@ -8,12 +8,12 @@
 //!   the gate file's directory and its ancestors, then the current directory); one whose comparability key equals this run's (for speed: the host
 //!   counts) and whose host load per CPU is within `max_load_ratio` of this run's is chosen, the nearest in
 //!   load (`evidence::baseline::choose`), and each of its windows is read with
-//!   `crate::loaded::load` like any evidence: the per-request values of the metric of its judged
+//!   `servegate::loaded::load` like any evidence: the per-request values of the metric of its judged
 //!   (non-warmup) requests, failed requests left out.
 //! * An **interleaved** baseline (`baseline_serve`, or a pair gate's `theirs` arm): the gate runs as a pair
 //!   (`spec::interleave::as_pair`) and the pair judge fills [`Block`]s from the pair's evidence
 //!   (`judge::regression::judge_pair_blocks`: `analysis::interleave::blocks` of the arms' values);
-//!   `crate::loaded::regression_input` is for single-serve evidence and has none.
+//!   `servegate::loaded::regression_input` is for single-serve evidence and has none.
 
 use std::path::PathBuf;
 
@@ -103,7 +103,7 @@ pub fn renew_command(run: &Evidence) -> String {
 }
 
 /// The stored baseline a regression compares with, among `loaded` (the baselines the gate names, read by the
-/// caller: `crate::loaded::regression_input`): the one whose comparability key equals this run's (for speed)
+/// caller: `servegate::loaded::regression_input`): the one whose comparability key equals this run's (for speed)
 /// and whose host load per CPU is within `max_load_ratio` of this run's, the nearest in load
 /// (`evidence::baseline::choose`). `Err` is the verdict's input when none applies
 /// ([`BaselineValues::NotCompared`] for a busy runner, else [`BaselineValues::Incomparable`]).

@@ -1,4 +1,4 @@
-//! The `[contract]` checks' evidence, parsed as judging sees it ([`parse`]; `crate::loaded::load_contract`
+//! The `[contract]` checks' evidence, parsed as judging sees it ([`parse`]; `servegate::loaded::load_contract`
 //! reads it): each request's reads as a [`Reply`] (the same parser as the speed trials') and its raw body
 //! bytes kept, so a check can read every stream chunk and body as JSON itself (`judge::contract`). Pure.
 

@@ -1,5 +1,5 @@
 //! Pure analysis of evidence: SSE framing, replies, per-request figures, statistics, content checks and pair
-//! arithmetic. No I/O: the loaders that read a run or baseline directory from disk are `crate::loaded`'s, which
+//! arithmetic. No I/O: the loaders that read a run or baseline directory from disk are `servegate::loaded`'s, which
 //! parse each reply as it is read with [`parse_reads`].
 
 pub mod baseline_values;

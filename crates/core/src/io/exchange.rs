@@ -1,5 +1,5 @@
-//! What one chat-completion request produced, as both clients record it ([`crate::io::client`] for a gate
-//! without `[load]`, [`crate::io::load_client`] for many requests in flight): the HTTP layer's status,
+//! What one chat-completion request produced, as both clients record it (`servegate::io::client` for a gate
+//! without `[load]`, `servegate::io::load_client` for many requests in flight): the HTTP layer's status,
 //! headers and timings, and the body as timed reads, kept up to [`BODY_CAP_BYTES`]. Data only: the two
 //! clients sit above it, so neither imports the other for its shapes.
 

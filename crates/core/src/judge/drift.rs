@@ -40,7 +40,7 @@ fn baseline_reply<'a>(b: &'a crate::analysis::LoadedBaseline, prompt: &str) -> O
     })
 }
 
-/// The verdict of `[assert.drift]` on `ev` against `baselines` (as `crate::loaded::load_baseline`
+/// The verdict of `[assert.drift]` on `ev` against `baselines` (as `servegate::loaded::load_baseline`
 /// gives them; empty: they were not loaded, which fails): the first baseline that applies
 /// ([`choose_baseline`]), each prompt's worst reply against it ([`compare_prompts`]), the line
 /// ([`describe_rows`]).

@@ -24,7 +24,7 @@ use crate::spec::load::Point;
 use crate::spec::GateSpec;
 use crate::vocab::AssertionKind;
 
-/// One sweep point's evidence as the runner or `servegate judge` loaded it (`crate::loaded::load_point`; an
+/// One sweep point's evidence as the runner or `servegate judge` loaded it (`servegate::loaded::load_point`; an
 /// error: why it could not be).
 #[derive(Debug)]
 pub struct PointEvidence {

@@ -3,7 +3,7 @@
 //! The one thing it reads besides its arguments is the environment variable the gate names as its API key
 //! (`serve.api_key_env`), to mask the key in verdict messages ([`redact::mask_verdicts`]); the verdicts are
 //! the same with or without it but for that mask.
-//! What it judges is loaded by the caller (`crate::loaded`: the run, its baselines, a load run's points); the
+//! What it judges is loaded by the caller (`servegate::loaded`: the run, its baselines, a load run's points); the
 //! runner masks the API key in the serve's own files after a run (`run::scrub`, each file by
 //! [`redact::scrub_file`]).
 //!
@@ -84,10 +84,10 @@ pub fn judge(gate: &GateSpec, evidence: &Evidence) -> Vec<Verdict> {
 }
 
 /// What judging needs besides the gate and the run's evidence, loaded by the caller (the judge reads no
-/// file): the baseline values of `[assert.regression]` (`crate::loaded::regression_input`) and the stored
-/// baselines of `[assert.drift]` (each by `crate::loaded::load_baseline`: the one path rule and loader,
+/// file): the baseline values of `[assert.regression]` (`servegate::loaded::regression_input`) and the stored
+/// baselines of `[assert.drift]` (each by `servegate::loaded::load_baseline`: the one path rule and loader,
 /// `evidence::baseline`). The runner, the harness and `servegate judge` load them with
-/// `crate::loaded::judge_inputs`. Without them a declared regression or drift FAILs for want of a baseline.
+/// `servegate::loaded::judge_inputs`. Without them a declared regression or drift FAILs for want of a baseline.
 #[derive(Debug, Clone, Default)]
 pub struct JudgeInputs {
     /// The baseline side of `[assert.regression]`, when the gate declares one.

@@ -1,7 +1,7 @@
 //! `[assert.regression]`: this run's per-request values of a metric against a baseline's, in the three
 //! honest states (docs/regression.md). Pure: the baseline's values come in as
 //! [`crate::analysis::baseline_values::BaselineValues`], loaded by the caller
-//! (`crate::loaded::regression_input`).
+//! (`servegate::loaded::regression_input`).
 //!
 //! Order of the checks: a baseline that cannot be read FAILs; an incomparable one is INCOMPARABLE (the
 //! differing fields of what the gate fixes or the machine named, with the bless command that renews it); a
