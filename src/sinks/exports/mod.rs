@@ -63,7 +63,7 @@ impl Figure {
     }
 
     /// `n 6 of 6; state pass; bound 15 tok/s; model ...`: the context in one line.
-    pub fn extra(&self) -> String {
+    pub(crate) fn extra(&self) -> String {
         let mut parts = vec![format!("state {}", self.state)];
         if let Some((n, of)) = self.n {
             parts.push(format!("n={n} of {of}"));
