@@ -193,7 +193,7 @@ pub struct Summary {
 }
 
 /// The reply-level verdict: `None` when ok, else (failure name, the judge's reason text).
-pub fn reply_failure(reply: &Reply, figures: &Figures) -> Option<(String, String)> {
+pub(crate) fn reply_failure(reply: &Reply, figures: &Figures) -> Option<(String, String)> {
     let (kind, detail) = crate::judge::reply_problem(reply, figures)?;
     Some((kind.name().to_string(), detail))
 }
@@ -456,11 +456,6 @@ pub fn inspect_log(
     }
 }
 
-/// [`summarize`] as a JSON value (keys sorted; the printed form keeps [`Summary`]'s field order).
-pub fn inspect_summary(reply: &Reply, figures: &Figures) -> Value {
-    serde_json::to_value(summarize(reply, figures)).expect("a Summary always serialises")
-}
-
 /// What `servegate inspect` prints.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Inspection {
@@ -477,7 +472,7 @@ pub struct Inspection {
 }
 
 /// Parses one response file's bytes, choosing the reading by `name` (see the module doc).
-pub fn parse_input(name: &str, bytes: &[u8]) -> Result<(Input, Reply), String> {
+pub(crate) fn parse_input(name: &str, bytes: &[u8]) -> Result<(Input, Reply), String> {
     if name.ends_with(crate::evidence::layout::READS_SUFFIX) {
         let rs = reads::decode(&String::from_utf8_lossy(bytes)).map_err(|e| e.to_string())?;
         return Ok((Input::Reads, parse_stream(&rs, None)));
@@ -511,7 +506,7 @@ pub fn parse_input(name: &str, bytes: &[u8]) -> Result<(Input, Reply), String> {
 }
 
 /// Parses, measures and summarises one response: what `servegate inspect` prints.
-pub fn inspect_bytes(file: &str, bytes: &[u8]) -> Result<Inspection, String> {
+pub(crate) fn inspect_bytes(file: &str, bytes: &[u8]) -> Result<Inspection, String> {
     let (input, reply) = parse_input(file, bytes)?;
     let figures = measure(&reply);
     let summary = summarize(&reply, &figures);
@@ -559,7 +554,7 @@ pub fn inspect_file(path: &Path) -> Result<Inspection, String> {
 
 /// A raw HTTP/1.x response → (status, is an event stream, body). Headers end at the first blank line (CRLF
 /// or LF); a `Transfer-Encoding: chunked` body is de-chunked.
-pub fn split_http(raw: &[u8]) -> Result<(u16, bool, Vec<u8>, Option<Framing>), String> {
+pub(crate) fn split_http(raw: &[u8]) -> Result<(u16, bool, Vec<u8>, Option<Framing>), String> {
     let (head_end, sep) = match find(raw, b"\r\n\r\n") {
         Some(i) => (i, 4),
         None => (
@@ -643,22 +638,17 @@ fn framed(
 
 /// What an HTTP response's framing (`Content-Length`, chunked encoding) says is wrong with its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     /// The body ended before its framing said it would: the reply is truncated.
     Cut(String),
     /// Bytes after the body's end as its framing delimits it (dropped).
     Extra(String),
 }
 
-/// Decodes a `chunked` transfer-encoded body (chunk extensions and trailers ignored). A body cut inside a
-/// chunk gives what arrived.
-pub fn dechunk(body: &[u8]) -> Result<Vec<u8>, String> {
-    dechunk_checked(body).map(|(b, _)| b)
-}
-
-/// [`dechunk`], and why the body is cut when it is: it ends inside a chunk (fewer bytes than its size line
-/// says) or before the last, zero-size chunk.
-pub fn dechunk_checked(mut body: &[u8]) -> Result<(Vec<u8>, Option<String>), String> {
+/// Decodes a `chunked` transfer-encoded body (chunk extensions and trailers ignored; a body cut inside a
+/// chunk gives what arrived), and why the body is cut when it is: it ends inside a chunk (fewer bytes than
+/// its size line says) or before the last, zero-size chunk.
+pub(crate) fn dechunk_checked(mut body: &[u8]) -> Result<(Vec<u8>, Option<String>), String> {
     let mut out = Vec::new();
     let no_last = |out: &Vec<u8>| {
         Some(format!(
@@ -849,7 +839,7 @@ mod tests {
         assert_eq!(s.timings_predicted_per_second, Some(40.0));
         assert_eq!(s.server_decode_tok_s, Some(40.0));
         // The JSON value has the same keys.
-        let v = inspect_summary(&r, &f);
+        let v = serde_json::to_value(summarize(&r, &f)).expect("a Summary always serialises");
         assert_eq!(v["ttft_ms"], serde_json::json!(10.0));
         assert_eq!(
             v["completion_tokens_source"],
@@ -859,6 +849,7 @@ mod tests {
 
     #[test]
     fn dechunk_handles_lf_only_and_a_cut_body() {
+        let dechunk = |b: &[u8]| dechunk_checked(b).map(|(b, _)| b);
         assert_eq!(dechunk(b"3\nabc\n0\n\n").unwrap(), b"abc");
         assert_eq!(dechunk(b"5\r\nab").unwrap(), b"ab");
         assert_eq!(dechunk(b"").unwrap(), b"");

@@ -55,7 +55,9 @@ pub fn judge_inputs(gate: &GateSpec, evidence: &Evidence) -> JudgeInputs {
 
 /// Loads the `[contract]` checks' evidence under `<dir>/contract/`
 /// ([`crate::evidence::contract::load_raw`]), each reply parsed ([`analysis::contract::parse`]).
-pub fn load_contract(dir: &Path) -> Result<analysis::contract::ContractEvidence, EvidenceError> {
+pub(crate) fn load_contract(
+    dir: &Path,
+) -> Result<analysis::contract::ContractEvidence, EvidenceError> {
     crate::evidence::contract::load_raw(dir).map(analysis::contract::parse)
 }
 
@@ -64,7 +66,7 @@ pub fn load_contract(dir: &Path) -> Result<analysis::contract::ContractEvidence,
 /// (`evidence::baseline::load_named`), chooses one ([`baseline_values::choose_stored`]) and reads its windows
 /// ([`load`]); an interleaved baseline's blocks come from the runner: with none given here it is
 /// [`BaselineValues::Unavailable`].
-pub fn regression_input(gate: &GateSpec, run: &Evidence) -> Option<BaselineValues> {
+pub(crate) fn regression_input(gate: &GateSpec, run: &Evidence) -> Option<BaselineValues> {
     let r = gate.assertions.regression.as_ref()?;
     Some(match &r.baseline {
         RegressionBaseline::Serve(_) | RegressionBaseline::PairArm => BaselineValues::Unavailable(

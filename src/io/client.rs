@@ -15,7 +15,7 @@ pub use crate::io::exchange::{Exchange, ResponseMeta, BODY_CAP_BYTES};
 
 /// Builds the chat-completion body for one prompt: OpenAI field names, `stream_options.include_usage` when
 /// streamed, `extra` merged last (it may override anything but `messages` and `stream`).
-pub fn request_body(req: &RequestSpec, prompt: &str) -> serde_json::Value {
+pub(crate) fn request_body(req: &RequestSpec, prompt: &str) -> serde_json::Value {
     let mut messages = Vec::new();
     if let Some(system) = &req.system {
         messages.push(serde_json::json!({"role": "system", "content": system}));
@@ -43,7 +43,7 @@ pub fn request_body(req: &RequestSpec, prompt: &str) -> serde_json::Value {
 
 /// An HTTP client for one run: no proxy, no redirects (a redirect is a failure to look into, not to follow),
 /// rustls for `https://`, no connection reuse (each request opens its own connection).
-pub fn http_client(
+pub(crate) fn http_client(
     timeout: Duration,
     api_key: Option<&str>,
 ) -> Result<reqwest::blocking::Client, String> {
@@ -122,7 +122,7 @@ pub fn send(sender: &Sender, base_url: &str, body: &serde_json::Value) -> Exchan
 /// request (request.timeout_s); N bytes kept`, `body read failed after N bytes: ...`, `request failed: ...`,
 /// and a redirect status is `redirect refused: HTTP 302 to LOCATION; servegate follows no redirect ...`
 /// (the body still read). Response headers: lower-case names, repeated ones joined with `, `.
-pub fn send_within(
+pub(crate) fn send_within(
     sender: &Sender,
     base_url: &str,
     body: &serde_json::Value,
@@ -182,7 +182,7 @@ pub fn send_reqwest(
 /// ([`send_reqwest`]'s reads, timed when each returned), `GET` when `body` is None. For the `[contract]`
 /// checks of the other endpoints (`/v1/completions`, `/v1/embeddings`, `/v1/models`), whose reads are
 /// judged, never timed.
-pub fn send_to(
+pub(crate) fn send_to(
     sender: &Sender,
     base_url: &str,
     path: &str,
@@ -382,13 +382,13 @@ pub fn get(
 }
 
 /// Body bytes kept from a readiness probe's reply for messages.
-pub const PROBE_BODY_EXCERPT_BYTES: u64 = 512;
+pub(crate) const PROBE_BODY_EXCERPT_BYTES: u64 = 512;
 /// Characters of that body kept in [`Probe::Status`] (on one line).
-pub const PROBE_BODY_EXCERPT_CHARS: usize = 200;
+pub(crate) const PROBE_BODY_EXCERPT_CHARS: usize = 200;
 
 /// One readiness probe's outcome: a status with the start of its body, or why there was none.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Probe {
+pub(crate) enum Probe {
     /// The connection was refused: nothing listens yet.
     Refused,
     /// No reply within the probe's timeout.
@@ -406,7 +406,7 @@ pub enum Probe {
 impl Probe {
     /// A short label for the readiness timeline (`refused`, `timeout`, `reset`, `tls`, `error`, or the
     /// status code), as written to `run.json`'s `ready_timeline`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             Probe::Refused => "refused".into(),
             Probe::Timeout => "timeout".into(),
@@ -418,7 +418,7 @@ impl Probe {
     }
 
     /// The outcome for a message (`connection refused`, `503 {"error":...}`, ...).
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Probe::Refused => "connection refused".into(),
             Probe::Timeout => "timeout".into(),
@@ -434,7 +434,7 @@ impl Probe {
 /// A client for readiness probes: no proxy, no redirects (a 3xx is a status like any other), and no
 /// connection kept between probes (each probe connects afresh, so a reply always comes from whoever holds
 /// the port now). Errors: the TLS backend could not be initialised (the message).
-pub fn probe_client() -> Result<reqwest::blocking::Client, String> {
+pub(crate) fn probe_client() -> Result<reqwest::blocking::Client, String> {
     reqwest::blocking::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
@@ -447,7 +447,7 @@ pub fn probe_client() -> Result<reqwest::blocking::Client, String> {
 /// One `GET url` with `client` (see [`probe_client`]), connect and reply within `timeout`; keeps up to
 /// [`PROBE_BODY_EXCERPT_BYTES`] of the body (a body cut by the deadline keeps what arrived). Never fails:
 /// the outcome says what happened.
-pub fn probe(client: &reqwest::blocking::Client, url: &str, timeout: Duration) -> Probe {
+pub(crate) fn probe(client: &reqwest::blocking::Client, url: &str, timeout: Duration) -> Probe {
     let t0 = Instant::now();
     let resp = match client.get(url).timeout(timeout).send() {
         Ok(r) => r,

@@ -105,7 +105,7 @@ pub fn take(
 
 /// The harness's switch for a lane that holds the device some other way: `SERVEGATE_ALLOW_NO_HOLD=1` (as
 /// `servegate run --allow-no-hold`).
-pub const ALLOW_NO_HOLD_VAR: &str = "SERVEGATE_ALLOW_NO_HOLD";
+pub(crate) const ALLOW_NO_HOLD_VAR: &str = "SERVEGATE_ALLOW_NO_HOLD";
 
 /// True when `SERVEGATE_ALLOW_NO_HOLD` (looked up with `var`) is set to anything but empty, `0` or `false`.
 pub fn allow_no_hold(var: impl Fn(&str) -> Option<String>) -> bool {
@@ -141,7 +141,7 @@ pub fn check_ticket(gate: &crate::spec::GateSpec, allow: bool) -> Result<Option<
 
 /// The argv the runner starts for a serve: `[hold] command` (the hold wrapper, e.g. `npu-hold --`) followed by
 /// the serve's own argv; the serve's argv unchanged without a wrapper.
-pub fn wrap(hold: Option<&crate::spec::HoldSpec>, argv: &[String]) -> Vec<String> {
+pub(crate) fn wrap(hold: Option<&crate::spec::HoldSpec>, argv: &[String]) -> Vec<String> {
     match hold {
         Some(h) if !h.command.is_empty() => h.command.iter().chain(argv).cloned().collect(),
         _ => argv.to_vec(),

@@ -253,14 +253,15 @@ pub fn run(
 /// ([`RxStamps`]) for as long. It does not coalesce wake-ups: at one stream a read taken later than its
 /// data arrived lets the kernel merge the segments that queued meanwhile into one carrying the last one's
 /// stamp, so the first token's own arrival would be lost whenever the next came within the pause.
-pub struct SingleClient {
+pub(crate) struct SingleClient {
     rt: tokio::runtime::Runtime,
-    stamps: RxStamps,
+    /// Held for the client's life (the kernel stamps reads while it lives).
+    _stamps: RxStamps,
 }
 
 impl SingleClient {
     /// A client with its runtime and receive stamping on. Errors: the runtime could not start.
-    pub fn new() -> Result<SingleClient, String> {
+    pub(crate) fn new() -> Result<SingleClient, String> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .enable_time()
@@ -268,20 +269,14 @@ impl SingleClient {
             .map_err(|e| format!("cannot start the client's runtime: {e}"))?;
         Ok(SingleClient {
             rt,
-            stamps: RxStamps::hold(),
+            _stamps: RxStamps::hold(),
         })
-    }
-
-    /// Whether the kernel stamps this client's reads (false: `t_ms` is when each read returned and
-    /// `recv_ms` is `None`).
-    pub fn stamped(&self) -> bool {
-        self.stamps.on
     }
 
     /// Sends `body` (JSON bytes) to `target` and reads the whole reply as timed reads, on the calling
     /// thread; `timeout` bounds the whole request (connect, head and body). Never fails: a transport error
     /// is recorded in the exchange, worded as [`crate::io::client::send_within`] documents.
-    pub fn send(&self, target: &Target, body: &[u8], timeout: Duration) -> Exchange {
+    pub(crate) fn send(&self, target: &Target, body: &[u8], timeout: Duration) -> Exchange {
         self.rt.block_on(one(target, body, timeout)).0
     }
 }
@@ -335,7 +330,7 @@ async fn one(target: &Target, body: &[u8], timeout: Duration) -> (Exchange, Inst
 
 /// How long a connect may take before the request fails (`connect failed: ...`), within the request's
 /// own timeout.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The request head for `body` to `target` (HTTP/1.1, `Connection: close`, the API key if any).
 fn request_head(target: &Target, body_len: usize) -> String {
@@ -776,7 +771,11 @@ pub fn recvmsg_stamped(
 /// A kernel receive time (`CLOCK_REALTIME`) on the monotonic clock: `now_mono` minus how long ago it
 /// was by `now_real` (the two clocks read together, so a wall-clock step between reads does not move
 /// it). A stamp in the future reads as now; one over 60 s old, or none, is not believed: now.
-pub fn arrival(kernel: Option<SystemTime>, now_real: SystemTime, now_mono: Instant) -> Instant {
+pub(crate) fn arrival(
+    kernel: Option<SystemTime>,
+    now_real: SystemTime,
+    now_mono: Instant,
+) -> Instant {
     match kernel.map(|k| now_real.duration_since(k)) {
         Some(Ok(age)) if age <= Duration::from_secs(60) => {
             now_mono.checked_sub(age).unwrap_or(now_mono)
@@ -865,7 +864,7 @@ enum Framing {
 /// An incremental `Transfer-Encoding: chunked` decoder (RFC 9112 §7.1): sizes with optional extensions,
 /// data, CRLF; the last (zero) chunk and trailers end it.
 #[derive(Debug, Default)]
-pub struct Dechunk {
+pub(crate) struct Dechunk {
     state: DState,
     line: Vec<u8>,
     left: usize,
@@ -883,15 +882,8 @@ enum DState {
 }
 
 impl Dechunk {
-    /// Feeds wire bytes; returns the data bytes they carry. Errors on a malformed size line.
-    pub fn feed(&mut self, input: &[u8]) -> Result<Vec<u8>, String> {
-        let mut out = Vec::new();
-        self.feed_into(input, &mut out)?;
-        Ok(out)
-    }
-
     /// Feeds wire bytes, appending the data bytes they carry to `out`. Errors on a malformed size line.
-    pub fn feed_into(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    pub(crate) fn feed_into(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         let mut i = 0;
         while i < input.len() && !self.done {
             match self.state {
@@ -948,7 +940,7 @@ impl Dechunk {
 /// Intended send times of an open loop, ms from the start: `n` requests at `rate_rps`, `poisson`
 /// (exponential gaps, mean 1000 / rate, from a seeded splitmix64 generator: the same seed, the same
 /// schedule) or constant (request i at i × 1000 / rate). The first request is due at 0.
-pub fn open_schedule(n: usize, rate_rps: f64, poisson: bool, seed: u64) -> Vec<f64> {
+pub(crate) fn open_schedule(n: usize, rate_rps: f64, poisson: bool, seed: u64) -> Vec<f64> {
     let mean = 1000.0 / rate_rps;
     let mut state = seed;
     let mut next_u = move || {
@@ -981,13 +973,14 @@ mod tests {
         let wire = b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n";
         for split in 0..wire.len() {
             let mut d = Dechunk::default();
-            let mut out = d.feed(&wire[..split]).unwrap();
-            out.extend(d.feed(&wire[split..]).unwrap());
+            let mut out = Vec::new();
+            d.feed_into(&wire[..split], &mut out).unwrap();
+            d.feed_into(&wire[split..], &mut out).unwrap();
             assert_eq!(out, b"hello world", "split at {split}");
             assert!(d.done);
         }
         let mut d = Dechunk::default();
-        assert!(d.feed(b"zz\r\n").is_err());
+        assert!(d.feed_into(b"zz\r\n", &mut Vec::new()).is_err());
     }
 
     #[test]

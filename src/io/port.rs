@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// How long [`port_in_use`] waits for a TCP connect before treating the port as not answering, in ms.
-pub const CONNECT_PROBE_TIMEOUT_MS: u64 = 500;
+pub(crate) const CONNECT_PROBE_TIMEOUT_MS: u64 = 500;
 
 /// Ports handed out by [`free_port`] in this process, so that two callers (e.g. tests running in
 /// parallel) do not get the same port between its release and its use.
@@ -22,7 +22,7 @@ static HANDED_OUT: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
 /// Resolves `host` (a name, an IPv4 address or an IPv6 address, with or without brackets) with `port`.
 ///
 /// Errors: `InvalidInput` if the host does not resolve to any address.
-pub fn resolve(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+pub(crate) fn resolve(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
     let bare = host.trim().trim_start_matches('[').trim_end_matches(']');
     if bare.is_empty() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty host"));
@@ -38,7 +38,7 @@ pub fn resolve(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
 }
 
 /// `host:port` as written in messages and URLs (`127.0.0.1:8080`, `[::1]:8080`).
-pub fn host_port(host: &str, port: u16) -> String {
+pub(crate) fn host_port(host: &str, port: u16) -> String {
     let bare = host.trim().trim_start_matches('[').trim_end_matches(']');
     if bare.contains(':') {
         format!("[{bare}]:{port}")
@@ -77,7 +77,7 @@ pub fn free_port(host: &str) -> io::Result<u16> {
 ///
 /// A host that does not resolve, or a bind refused for another reason (permission, address not on this
 /// machine), counts as not in use: starting a serve there fails on its own, with its own message.
-pub fn port_in_use(host: &str, port: u16) -> bool {
+pub(crate) fn port_in_use(host: &str, port: u16) -> bool {
     let Ok(addrs) = resolve(host, port) else {
         return false;
     };
@@ -126,7 +126,7 @@ pub(crate) fn connect_target(addr: SocketAddr) -> SocketAddr {
 /// matching the socket inode in `/proc/net/tcp{,6}` against `/proc/*/fd`. Linux only, best effort:
 /// `None` when the socket or its owner cannot be seen (another network or pid namespace, no permission
 /// to read another user's fds, not Linux).
-pub fn owner_pid(port: u16) -> Option<u32> {
+pub(crate) fn owner_pid(port: u16) -> Option<u32> {
     let mut listening = Vec::new();
     let mut other = Vec::new();
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {

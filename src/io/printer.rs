@@ -1,8 +1,10 @@
 //! The one writer of the lines servegate's reporters print (the run console, the harness's gate report,
-//! the replay serve's own log lines): the process's stdout and stderr, or two buffers a test reads back.
+//! the replay serve's own log lines): the process's stdout and stderr, or (in the library's unit tests) two
+//! buffers a test reads back.
 //! Every line goes through [`crate::text::lines`], so no line can be a CI workflow command or carry a raw
 //! control byte. Library code that prints takes a [`Printer`]; the binary prints through its own macros.
 
+#[cfg(test)]
 use std::sync::{Arc, Mutex};
 
 /// Where a [`Printer`]'s two streams go.
@@ -10,7 +12,8 @@ use std::sync::{Arc, Mutex};
 enum Streams {
     /// The process's stdout and stderr (`print!` / `eprint!`: libtest's capture sees them).
     Std,
-    /// Two buffers (stdout, stderr), shared by the printer's clones.
+    /// Two buffers (stdout, stderr), shared by the printer's clones (the library's unit tests read them).
+    #[cfg(test)]
     Captured(Arc<Mutex<(Vec<u8>, Vec<u8>)>>),
 }
 
@@ -43,7 +46,8 @@ impl Printer {
     }
 
     /// Prints into two buffers, read back with [`Printer::out_text`] and [`Printer::err_text`].
-    pub fn captured() -> Printer {
+    #[cfg(test)]
+    pub(crate) fn captured() -> Printer {
         Printer {
             streams: Streams::Captured(Arc::default()),
         }
@@ -66,13 +70,14 @@ impl Printer {
 
     /// `s` on stdout as it is, flushed: text already escaped by its own rules (GitHub workflow commands,
     /// `sinks::github`) or bytes that must pass unchanged.
-    pub fn out_raw(&self, s: &str) {
+    pub(crate) fn out_raw(&self, s: &str) {
         self.write(To::Out, s);
         self.flush();
     }
 
     /// Flushes stdout (the process's; a buffer needs none).
-    pub fn flush(&self) {
+    #[cfg_attr(not(test), allow(irrefutable_let_patterns))] // `Captured` exists in the unit tests only
+    pub(crate) fn flush(&self) {
         if let Streams::Std = self.streams {
             let _ = std::io::Write::flush(&mut std::io::stdout());
         }
@@ -84,6 +89,7 @@ impl Printer {
                 To::Out => print!("{s}"),
                 To::Err => eprint!("{s}"),
             },
+            #[cfg(test)]
             Streams::Captured(b) => {
                 let mut b = b.lock().unwrap_or_else(|e| e.into_inner());
                 match to {
@@ -95,15 +101,18 @@ impl Printer {
     }
 
     /// What a captured printer wrote to stdout (empty for [`Printer::std`]).
-    pub fn out_text(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn out_text(&self) -> String {
         self.text(To::Out)
     }
 
     /// What a captured printer wrote to stderr (empty for [`Printer::std`]).
-    pub fn err_text(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn err_text(&self) -> String {
         self.text(To::Err)
     }
 
+    #[cfg(test)]
     fn text(&self, to: To) -> String {
         match &self.streams {
             Streams::Std => String::new(),

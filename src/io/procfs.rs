@@ -2,7 +2,7 @@
 //! `/proc` cannot be read.
 
 /// The pids listed in `/proc` (numeric entries), in directory order.
-pub fn pids() -> impl Iterator<Item = u32> {
+pub(crate) fn pids() -> impl Iterator<Item = u32> {
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
@@ -11,7 +11,7 @@ pub fn pids() -> impl Iterator<Item = u32> {
 }
 
 /// `/proc/PID/NAME` (`stat`, `environ`, `fd`, ...).
-pub fn path(pid: u32, name: &str) -> std::path::PathBuf {
+pub(crate) fn path(pid: u32, name: &str) -> std::path::PathBuf {
     std::path::Path::new("/proc")
         .join(pid.to_string())
         .join(name)

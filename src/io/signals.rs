@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 /// Upper bound of the grace the signal handler gives the registered groups between SIGTERM and
 /// SIGKILL, in ms (a serve's own `stop_grace` is used when shorter).
-pub const SIGNAL_GRACE_MAX_MS: u64 = 5_000;
+pub(crate) const SIGNAL_GRACE_MAX_MS: u64 = 5_000;
 
 /// Registered serve process groups: pgid → grace between SIGTERM and SIGKILL.
 struct Registry {
@@ -61,11 +61,11 @@ static FINAL: Mutex<()> = Mutex::new(());
 
 /// Longest a second stop signal waits for a checkpoint that is writing the final `run.json` before it
 /// exits anyway, ms.
-pub const FINAL_WRITE_WAIT_MS: u64 = 3_000;
+pub(crate) const FINAL_WRITE_WAIT_MS: u64 = 3_000;
 
 /// Longest the handler waits, after tearing the serves down, for an active run to reach a checkpoint
 /// and end itself as interrupted, in ms. After it, the handler marks the run itself and exits.
-pub const FINALIZE_WAIT_MS: u64 = 10_000;
+pub(crate) const FINALIZE_WAIT_MS: u64 = 10_000;
 
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
@@ -73,7 +73,7 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
 
 /// The exit code of a runner ended by signal `signo`: `128 + signo` (130 for SIGINT, 143 for SIGTERM,
 /// 129 for SIGHUP), as shells report it.
-pub fn exit_code_for(signo: i32) -> i32 {
+pub(crate) fn exit_code_for(signo: i32) -> i32 {
     128 + signo
 }
 
@@ -212,7 +212,7 @@ fn mark_active_runs_interrupted(signo: i32) {
 /// The stop signal received so far, if any: `Some(signo)` (SIGINT 2, SIGTERM 15, SIGHUP 1) once the
 /// handler of [`install`] has seen one. A run that sees `Some` must end as interrupted: no `complete`
 /// status, no verdict shown, exit with [`exit_code_for`] the signal.
-pub fn interrupted() -> Option<i32> {
+pub(crate) fn interrupted() -> Option<i32> {
     match INTERRUPTED.load(Ordering::SeqCst) {
         0 => None,
         s => Some(s),
@@ -220,12 +220,12 @@ pub fn interrupted() -> Option<i32> {
 }
 
 /// Records `signo` as received (the first one wins). The handler calls it; tests may too.
-pub fn note_interrupt(signo: i32) {
+pub(crate) fn note_interrupt(signo: i32) {
     let _ = INTERRUPTED.compare_exchange(0, signo, Ordering::SeqCst, Ordering::SeqCst);
 }
 
 /// `SIGINT`, `SIGTERM`, `SIGHUP`, or `signal N`.
-pub fn signal_name(signo: i32) -> String {
+pub(crate) fn signal_name(signo: i32) -> String {
     match signo {
         libc::SIGINT => "SIGINT".into(),
         libc::SIGTERM => "SIGTERM".into(),
@@ -236,7 +236,7 @@ pub fn signal_name(signo: i32) -> String {
 
 /// The line printed when a run ends because of `signo`:
 /// `INTERRUPTED: stopped by SIGTERM; nothing was judged (exit 143)`.
-pub fn interrupted_line(signo: i32) -> String {
+pub(crate) fn interrupted_line(signo: i32) -> String {
     format!(
         "INTERRUPTED: stopped by {}; nothing was judged (exit {})",
         signal_name(signo),
@@ -247,12 +247,12 @@ pub fn interrupted_line(signo: i32) -> String {
 /// Registers a run in progress by its `run.json` path: until [`run_ended`], a stop signal leaves the
 /// exit to the run's checkpoints (for up to [`FINALIZE_WAIT_MS`]), and the handler's fallback marks this
 /// file `interrupted`.
-pub fn run_started(run_json: &Path) {
+pub(crate) fn run_started(run_json: &Path) {
     active_runs_lock().push(run_json.to_path_buf());
 }
 
 /// Deregisters a run registered with [`run_started`] (no effect if absent).
-pub fn run_ended(run_json: &Path) {
+pub(crate) fn run_ended(run_json: &Path) {
     let mut a = active_runs_lock();
     if let Some(i) = a.iter().position(|p| p == run_json) {
         a.remove(i);
@@ -285,7 +285,7 @@ pub fn checkpoint() {
 
 /// Runs `finalize` (e.g. writing `run.json` as `interrupted`) and exits with [`exit_code_for`]`(signo)`,
 /// holding the lock that keeps the handler's fallback from writing or exiting at the same time.
-pub fn finalize_interrupted(signo: i32, finalize: impl FnOnce()) -> ! {
+pub(crate) fn finalize_interrupted(signo: i32, finalize: impl FnOnce()) -> ! {
     let _g = FINAL.lock().unwrap_or_else(|e| e.into_inner());
     finalize();
     exit_interrupted(signo)
@@ -298,7 +298,7 @@ fn exit_interrupted(signo: i32) -> ! {
 }
 
 /// Interval at which [`watch_parent`] looks at the parent, ms.
-pub const PARENT_POLL_MS: u64 = 100;
+pub(crate) const PARENT_POLL_MS: u64 = 100;
 
 /// The parent pid [`watch_parent`] watches (0: not watching).
 static WATCHED_PARENT: AtomicI32 = AtomicI32::new(0);
@@ -322,7 +322,7 @@ fn parent_gone() -> bool {
 /// parent's spawning *thread* ends, which is not the parent dying); and a thread that polls `getppid()`
 /// every [`PARENT_POLL_MS`] (a parent that died before the prctl). Idempotent. Install the handlers
 /// ([`install`]) first, or the signals kill the process outright.
-pub fn watch_parent() {
+pub(crate) fn watch_parent() {
     static STARTED: Mutex<bool> = Mutex::new(false);
     let mut started = STARTED.lock().unwrap_or_else(|e| e.into_inner());
     if *started {
@@ -363,7 +363,7 @@ pub fn watch_parent() {
 }
 
 /// Whether [`install`] has run successfully in this process.
-pub fn installed() -> bool {
+pub(crate) fn installed() -> bool {
     *INSTALLED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -371,7 +371,7 @@ pub fn installed() -> bool {
 ///
 /// Returns false, registering nothing, when a termination signal is being handled: the caller must then
 /// kill the group itself.
-pub fn register(pgid: u32, grace: Duration) -> bool {
+pub(crate) fn register(pgid: u32, grace: Duration) -> bool {
     let mut r = registry();
     if r.shutting_down {
         return false;
@@ -381,7 +381,7 @@ pub fn register(pgid: u32, grace: Duration) -> bool {
 }
 
 /// Removes process group `pgid` (no effect if absent).
-pub fn deregister(pgid: u32) {
+pub(crate) fn deregister(pgid: u32) {
     registry().groups.remove(&pgid);
 }
 
@@ -391,13 +391,13 @@ pub fn registered() -> Vec<u32> {
 }
 
 /// Whether a termination signal is being handled (the process is about to exit).
-pub fn shutting_down() -> bool {
+pub(crate) fn shutting_down() -> bool {
     registry().shutting_down
 }
 
 /// Marks shutting down and tears down every registered group: SIGTERM, grace, SIGKILL. Returns the pids
 /// still alive afterwards (normally none). Used by the signal handler; callable directly.
-pub fn terminate_registered() -> Vec<u32> {
+pub(crate) fn terminate_registered() -> Vec<u32> {
     let groups: Vec<(u32, Duration)> = {
         let mut r = registry();
         r.shutting_down = true;
@@ -415,7 +415,7 @@ pub fn terminate_registered() -> Vec<u32> {
 
 /// SIGTERM to each group in `pgids`, wait up to `grace` for all of them to have no live member, SIGKILL
 /// to those that still do, wait up to 2 s more. Returns the pids still alive at the end.
-pub fn terminate_groups(pgids: &[u32], grace: Duration) -> Vec<u32> {
+pub(crate) fn terminate_groups(pgids: &[u32], grace: Duration) -> Vec<u32> {
     for &g in pgids {
         signal_group(g, libc::SIGTERM);
     }
@@ -433,7 +433,7 @@ pub fn terminate_groups(pgids: &[u32], grace: Duration) -> Vec<u32> {
 /// Makes this process a child subreaper (`PR_SET_CHILD_SUBREAPER`): a process the serve detaches
 /// (double fork, `setsid`) is re-parented to the runner instead of init, so it stays a descendant the
 /// runner can find, stop and reap. Idempotent. Errors: the kernel refused (not Linux, or too old).
-pub fn become_subreaper() -> io::Result<()> {
+pub(crate) fn become_subreaper() -> io::Result<()> {
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) only sets a flag on this process.
     let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
     if rc == 0 {
@@ -445,10 +445,10 @@ pub fn become_subreaper() -> io::Result<()> {
 
 /// Name of the environment variable the runner sets on every serve and setup it starts, with a value
 /// unique to the run; every descendant inherits it unless it clears its environment.
-pub const RUN_TAG_ENV: &str = "SERVEGATE_RUN_TAG";
+pub(crate) const RUN_TAG_ENV: &str = "SERVEGATE_RUN_TAG";
 
 /// A fresh tag value for [`RUN_TAG_ENV`]: `<runner pid>-<ns since the epoch>-<counter>`.
-pub fn new_run_tag() -> String {
+pub(crate) fn new_run_tag() -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
     let ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -463,7 +463,7 @@ pub fn new_run_tag() -> String {
 
 /// Live processes (not this one) whose environment holds `RUN_TAG_ENV=tag`, read from
 /// `/proc/*/environ` (only processes of the same user are readable). Linux only.
-pub fn tagged_processes(tag: &str) -> Vec<u32> {
+pub(crate) fn tagged_processes(tag: &str) -> Vec<u32> {
     let needle = format!("{RUN_TAG_ENV}={tag}");
     let me = std::process::id();
     let mut out = Vec::new();
@@ -483,7 +483,7 @@ pub fn tagged_processes(tag: &str) -> Vec<u32> {
 }
 
 /// `pid N (comm)` for a report.
-pub fn describe_pid(pid: u32) -> String {
+pub(crate) fn describe_pid(pid: u32) -> String {
     let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
     format!("pid {pid} ({})", comm.trim())
 }
@@ -491,7 +491,7 @@ pub fn describe_pid(pid: u32) -> String {
 /// Stops every live process tagged `tag` ([`tagged_processes`]): SIGTERM, up to `grace`, SIGKILL, up to
 /// 2 s more; reaps those that are this process's children (adopted as subreaper). Returns
 /// `(stopped, survived)`, each as [`describe_pid`] lines; both empty when nothing was left.
-pub fn stop_tagged(tag: &str, grace: Duration) -> (Vec<String>, Vec<String>) {
+pub(crate) fn stop_tagged(tag: &str, grace: Duration) -> (Vec<String>, Vec<String>) {
     let pids = tagged_processes(tag);
     if pids.is_empty() {
         return (Vec::new(), Vec::new());
@@ -544,7 +544,7 @@ fn wait_until(deadline: Instant, mut done: impl FnMut() -> bool) -> bool {
 /// Sends `signo` to every process of group `pgid` (`kill(-pgid, signo)`). Returns false if the group
 /// has no process or the signal could not be sent. A `pgid` of 0 or 1 (which would mean "my group" or
 /// "everyone") or one beyond `i32` is refused.
-pub fn signal_group(pgid: u32, signo: i32) -> bool {
+pub(crate) fn signal_group(pgid: u32, signo: i32) -> bool {
     if pgid <= 1 || pgid > i32::MAX as u32 {
         return false;
     }

@@ -13,10 +13,10 @@ use std::time::Duration;
 
 /// Longest [`StdoutRelay::finish`] waits for the relay to pass on what was written, ms (a child process that
 /// inherited fd 1 may keep the pipe open; the relay is then left behind).
-pub const FINISH_WAIT_MS: u64 = 2_000;
+pub(crate) const FINISH_WAIT_MS: u64 = 2_000;
 
 /// The relay of fd 1, from [`guard`]; call [`StdoutRelay::finish`] before the process exits.
-pub struct StdoutRelay {
+pub(crate) struct StdoutRelay {
     done: mpsc::Receiver<()>,
 }
 
@@ -33,7 +33,7 @@ fn closable_stdout() -> bool {
 
 /// Puts the relay in front of fd 1 when stdout is a pipe or a socket; None (stdout untouched) otherwise, or
 /// when a pipe or thread cannot be had.
-pub fn guard() -> Option<StdoutRelay> {
+pub(crate) fn guard() -> Option<StdoutRelay> {
     if !closable_stdout() {
         return None;
     }
@@ -91,7 +91,7 @@ pub fn guard() -> Option<StdoutRelay> {
 impl StdoutRelay {
     /// Flushes stdout, closes the relay's pipe (fd 1 becomes `/dev/null`) and waits up to
     /// [`FINISH_WAIT_MS`] for the relay to pass on what was written.
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         let _ = std::io::stdout().flush();
         // SAFETY: open /dev/null and make it fd 1 (closing the pipe's write end), then close the spare fd.
         unsafe {

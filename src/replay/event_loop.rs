@@ -41,7 +41,7 @@ const IDLE: Duration = Duration::from_secs(600);
 
 /// One write of a reply: due `at` from the request's arrival.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Write {
+pub(crate) struct Write {
     /// Due time from the request's arrival.
     pub at: Duration,
     /// The bytes (framed).
@@ -57,7 +57,7 @@ pub struct Write {
 /// (chunked: one chunk each, the last chunk after the last send unless the reply aborts). Also returns
 /// when to close the connection mid-body (`abort_at`) and whether to close after (`close` or abort). A
 /// plan with status 0 has no writes.
-pub fn writes_of(plan: &Plan, close: bool) -> (Vec<Write>, Option<Duration>, bool) {
+pub(crate) fn writes_of(plan: &Plan, close: bool) -> (Vec<Write>, Option<Duration>, bool) {
     let close_after = close || plan.abort_at.is_some();
     if plan.status == 0 {
         return (Vec::new(), Some(plan.abort_at.unwrap_or_default()), true);
@@ -588,7 +588,7 @@ async fn connection(
 
 /// Accepts connections forever on one thread (a current-thread runtime): one task per connection and
 /// one pacer (see the module doc). Returns only when accepting fails.
-pub fn serve(listener: TcpListener, app: Arc<App>) -> io::Result<()> {
+pub(crate) fn serve(listener: TcpListener, app: Arc<App>) -> io::Result<()> {
     pace::tighten_timer_slack();
     // A longer accept queue than std's `bind` asks for (128): 256 clients connecting at once overflowed
     // it, and a dropped SYN is retried by the client 1 s later (seen as +1 s TTFTs at 256 streams). Linux

@@ -9,13 +9,13 @@ use std::io::{self, BufRead, Read, Write};
 use std::time::Instant;
 
 /// Longest request head (request line and headers) accepted: 64 KiB.
-pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Largest request body accepted: 16 MiB.
-pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// One parsed request.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub(crate) struct Request {
     /// `GET`, `POST`, ...
     pub method: String,
     /// The path without the query string (`/v1/chat/completions`).
@@ -32,7 +32,7 @@ pub struct Request {
 
 impl Request {
     /// The first header named `name` (lower-case).
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
@@ -42,7 +42,7 @@ impl Request {
 
 /// Why a request could not be read: the status to answer with and the reason, or a plain close.
 #[derive(Debug)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// The peer closed the connection (or it failed) between requests: nothing to answer.
     Closed,
     /// A malformed or refused request: answer with this status and message, then close.
@@ -56,7 +56,10 @@ fn refused(status: u16, msg: impl Into<String>) -> ReadError {
 /// Reads one request from `r`. Blocks until the first byte arrives (the `arrived` stamp is taken then),
 /// then reads the head and a `Content-Length` body. A body with `Transfer-Encoding` is refused (411).
 /// `Expect: 100-continue` is answered on `w` before the body is read.
-pub fn read_request<R: BufRead, W: Write>(r: &mut R, w: &mut W) -> Result<Request, ReadError> {
+pub(crate) fn read_request<R: BufRead, W: Write>(
+    r: &mut R,
+    w: &mut W,
+) -> Result<Request, ReadError> {
     // Wait for the first byte: that is when the request arrived.
     loop {
         match r.fill_buf() {
@@ -151,7 +154,7 @@ pub fn read_request<R: BufRead, W: Write>(r: &mut R, w: &mut W) -> Result<Reques
 }
 
 /// Most header lines accepted in one request head; more is refused with 431.
-pub const MAX_HEADERS: usize = 128;
+pub(crate) const MAX_HEADERS: usize = 128;
 
 /// A parsed head: method, request target, minor HTTP version (`0` or `1`), headers (names lower-cased,
 /// values trimmed).
@@ -199,7 +202,7 @@ fn parse_head(head: &[u8]) -> Result<Head, ReadError> {
 }
 
 /// The reason phrase of a status code (the common ones; others get an empty phrase, which HTTP allows).
-pub fn reason(status: u16) -> &'static str {
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         100 => "Continue",
         200 => "OK",
@@ -226,7 +229,7 @@ pub fn reason(status: u16) -> &'static str {
 
 /// How a response body is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     /// `Content-Length: n`.
     Length(usize),
     /// `Transfer-Encoding: chunked`: each write is one chunk, then the `0` chunk.
@@ -234,7 +237,12 @@ pub enum Framing {
 }
 
 /// The response head: status line, `headers` (name, value), the framing header, `Connection`.
-pub fn head(status: u16, headers: &[(String, String)], framing: Framing, close: bool) -> Vec<u8> {
+pub(crate) fn head(
+    status: u16,
+    headers: &[(String, String)],
+    framing: Framing,
+    close: bool,
+) -> Vec<u8> {
     let mut s = format!("HTTP/1.1 {status} {}\r\n", reason(status));
     for (n, v) in headers {
         s.push_str(n);
@@ -257,7 +265,7 @@ pub fn head(status: u16, headers: &[(String, String)], framing: Framing, close: 
 
 /// Appends `data` to `out` as one chunk (`<hex len>\r\n<data>\r\n`); nothing for empty data (an empty
 /// chunk would end the body).
-pub fn push_chunk(out: &mut Vec<u8>, data: &[u8]) {
+pub(crate) fn push_chunk(out: &mut Vec<u8>, data: &[u8]) {
     if data.is_empty() {
         return;
     }
@@ -267,10 +275,10 @@ pub fn push_chunk(out: &mut Vec<u8>, data: &[u8]) {
 }
 
 /// The last chunk of a chunked body.
-pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+pub(crate) const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
 /// A complete JSON response (status, `content-type: application/json`, Content-Length).
-pub fn json_response(status: u16, body: &serde_json::Value, close: bool) -> Vec<u8> {
+pub(crate) fn json_response(status: u16, body: &serde_json::Value, close: bool) -> Vec<u8> {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     let mut out = head(
         status,
@@ -283,7 +291,7 @@ pub fn json_response(status: u16, body: &serde_json::Value, close: bool) -> Vec<
 }
 
 /// The OpenAI-style error body: `{"error": {"message", "type", "code"}}`.
-pub fn error_body(status: u16, kind: &str, message: &str) -> serde_json::Value {
+pub(crate) fn error_body(status: u16, kind: &str, message: &str) -> serde_json::Value {
     serde_json::json!({"error": {"message": message, "type": kind, "code": status}})
 }
 

@@ -25,8 +25,8 @@
 //! Exits 0 on SIGTERM or SIGINT. Exit codes otherwise: 2 bad usage or cannot listen, 5 the run directory
 //! cannot be read.
 
-pub mod event_loop;
-pub(crate) mod http;
+mod event_loop;
+mod http;
 pub mod pace;
 pub mod scripted;
 pub mod synthetic;
@@ -82,7 +82,7 @@ pub struct Recording {
 
 /// The prompt a request is matched by: the content of the last `user` message (a string, or the text
 /// parts of a content array joined), else a completions-style `prompt` string.
-pub fn prompt_of(body: &serde_json::Value) -> Option<String> {
+pub(crate) fn prompt_of(body: &serde_json::Value) -> Option<String> {
     if let Some(messages) = body.get("messages").and_then(|m| m.as_array()) {
         let user = messages
             .iter()
@@ -181,7 +181,7 @@ impl Recording {
     }
 
     /// The recorded model ids (from the request bodies), first seen first.
-    pub fn models(&self) -> Vec<String> {
+    pub(crate) fn models(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for m in self.items.iter().filter_map(|r| r.model.clone()) {
             if !out.contains(&m) {
@@ -192,7 +192,7 @@ impl Recording {
     }
 
     /// Indexes into `items` of the responses recorded for `prompt`, in send order.
-    pub fn for_prompt(&self, prompt: &str) -> Vec<usize> {
+    pub(crate) fn for_prompt(&self, prompt: &str) -> Vec<usize> {
         self.items
             .iter()
             .enumerate()
@@ -211,7 +211,7 @@ pub struct Matcher {
 impl Matcher {
     /// The item index for the next request with `prompt`, counting it as served; `Err` with the reason
     /// (for the 404) when there is none. With `cycle`, the k-th request past the end starts over.
-    pub fn next(&self, rec: &Recording, prompt: &str, cycle: bool) -> Result<usize, String> {
+    pub(crate) fn next(&self, rec: &Recording, prompt: &str, cycle: bool) -> Result<usize, String> {
         let candidates = rec.for_prompt(prompt);
         let mut served = self.served.lock().unwrap_or_else(|e| e.into_inner());
         let k = served.entry(prompt.to_string()).or_insert(0);
@@ -317,7 +317,7 @@ fn scaled(ms: f64, speed: f64) -> Duration {
 }
 
 /// The plan that plays recorded response `r` back at `speed`.
-pub fn recorded_plan(r: &Recorded, speed: f64) -> Plan {
+pub(crate) fn recorded_plan(r: &Recorded, speed: f64) -> Plan {
     let label = format!("recorded {:02}", r.index);
     let first_read = r.reads.first().map(|x| x.t_ms);
     let last_read = r.reads.last().map(|x| x.t_ms).unwrap_or(0.0);
@@ -379,7 +379,7 @@ pub fn recorded_plan(r: &Recorded, speed: f64) -> Plan {
 /// What was sent of one response: the send time of each write (ms from arrival, taken just before the
 /// write), and whether the connection must close.
 #[derive(Debug, Clone, Default)]
-pub struct Sent {
+pub(crate) struct Sent {
     /// Head send time, ms from arrival (`None` when no head was sent).
     pub head_ms: Option<f64>,
     /// Per send of the plan: ms from arrival, taken just before its write (`None` if never written).
@@ -393,7 +393,7 @@ pub struct Sent {
 }
 
 /// Writes `plan` to `stream` on time, from `t0` (the request's arrival). `close` adds `connection: close`.
-pub fn execute(stream: &mut TcpStream, plan: &Plan, t0: Instant, close: bool) -> Sent {
+pub(crate) fn execute(stream: &mut TcpStream, plan: &Plan, t0: Instant, close: bool) -> Sent {
     let ms = |t: Instant| pace::ms_between(t0, t);
     let mut sent = Sent {
         sends_ms: vec![None; plan.sends.len()],
@@ -501,7 +501,7 @@ pub struct App {
     seq: AtomicU64,
     first_ready: AtomicBool,
     in_flight: AtomicU64,
-    /// Where the serve's own log lines go (stderr, or a buffer in a test).
+    /// Where the serve's own log lines go (stderr).
     printer: Printer,
 }
 
@@ -523,12 +523,6 @@ impl App {
             in_flight: AtomicU64::new(0),
             printer: Printer::std(),
         }
-    }
-
-    /// The serve with its log lines (`replay: #N ...` on stderr) going to `printer` instead.
-    pub fn with_printer(mut self, printer: Printer) -> App {
-        self.printer = printer;
-        self
     }
 
     /// Where the serve's log lines go.
@@ -557,7 +551,7 @@ impl App {
 
     /// Answers one request on `stream` (blocking, on the calling thread); returns false when the
     /// connection must close.
-    pub fn respond(&self, req: &http::Request, stream: &mut TcpStream) -> bool {
+    pub(crate) fn respond(&self, req: &http::Request, stream: &mut TcpStream) -> bool {
         match self.answer(req) {
             Answer::Now { bytes, keep_open } => stream.write_all(&bytes).is_ok() && keep_open,
             Answer::Paced(chat) => {
@@ -826,9 +820,9 @@ pub fn url_of(addr: &std::net::SocketAddr) -> String {
 }
 
 /// Slowest `--speed` (recorded times divided by it: 1000x slower).
-pub const MIN_SPEED: f64 = 0.001;
+pub(crate) const MIN_SPEED: f64 = 0.001;
 /// Fastest `--speed`.
-pub const MAX_SPEED: f64 = 1000.0;
+pub(crate) const MAX_SPEED: f64 = 1000.0;
 
 /// `--speed` in range ([`MIN_SPEED`]..=[`MAX_SPEED`]); the error is the usage message.
 pub fn check_speed(speed: f64) -> Result<(), String> {

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 /// How long before a deadline `sleep_until` stops sleeping and spins, in µs.
-pub const SPIN_US: u64 = 200;
+pub(crate) const SPIN_US: u64 = 200;
 
 /// Lowers this thread's timer slack to 1 ns (Linux `PR_SET_TIMERSLACK`) so that sleeps end when asked;
 /// threads spawned afterwards inherit it. Best effort: a refusal is ignored.
@@ -28,7 +28,7 @@ pub fn tighten_timer_slack() {
 }
 
 /// Returns at `deadline` (or at once when it has passed): sleeps to [`SPIN_US`] before it, then spins.
-pub fn sleep_until(deadline: Instant) {
+pub(crate) fn sleep_until(deadline: Instant) {
     let spin = Duration::from_micros(SPIN_US);
     loop {
         let now = Instant::now();
@@ -62,7 +62,7 @@ pub fn mono_ns() -> u64 {
 }
 
 /// `mono_ns` of an `Instant` taken in this process (`Instant::now()` and `mono_ns()` read the same clock).
-pub fn mono_ns_of(t: Instant) -> u64 {
+pub(crate) fn mono_ns_of(t: Instant) -> u64 {
     let (now_i, now_ns) = (Instant::now(), mono_ns());
     if t <= now_i {
         now_ns.saturating_sub((now_i - t).as_nanos() as u64)
@@ -72,7 +72,7 @@ pub fn mono_ns_of(t: Instant) -> u64 {
 }
 
 /// Milliseconds from `from` to `to` (negative when `to` is earlier), fractional.
-pub fn ms_between(from: Instant, to: Instant) -> f64 {
+pub(crate) fn ms_between(from: Instant, to: Instant) -> f64 {
     if to >= from {
         (to - from).as_secs_f64() * 1000.0
     } else {

@@ -452,7 +452,7 @@ impl Default for Reply {
 
 impl Script {
     /// Parses a script: JSON, or TOML when `path` ends in `.toml`.
-    pub fn parse(text: &str, path: &Path) -> Result<Script, String> {
+    pub(crate) fn parse(text: &str, path: &Path) -> Result<Script, String> {
         if path.extension().and_then(|e| e.to_str()) == Some("toml") {
             toml::from_str(text).map_err(|e| e.to_string())
         } else {
@@ -466,7 +466,7 @@ impl Script {
     }
 
     /// The reply of chat request `k` (0-based).
-    pub fn reply_for(&self, k: usize) -> &Reply {
+    pub(crate) fn reply_for(&self, k: usize) -> &Reply {
         if self.replies.is_empty() {
             &self.reply
         } else if self.cycle {
@@ -478,7 +478,7 @@ impl Script {
 
     /// Why the script cannot be played, if it cannot (negative or non-finite delays, a status outside
     /// 100-999).
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         let ms_ok = |what: &str, v: f64| {
             if v.is_finite() && v >= 0.0 {
                 Ok(())
@@ -519,7 +519,7 @@ impl Script {
 
 /// What a request's templates expand from.
 #[derive(Debug, Clone, Default)]
-pub struct Vars {
+pub(crate) struct Vars {
     /// `{host}`.
     pub host: String,
     /// `{port}`.
@@ -542,7 +542,7 @@ pub struct Vars {
 
 impl Vars {
     /// `text` with every placeholder of the module doc expanded; anything else left as is.
-    pub fn expand(&self, text: &str) -> String {
+    pub(crate) fn expand(&self, text: &str) -> String {
         if !text.contains('{') {
             return text.to_string();
         }
@@ -596,7 +596,7 @@ impl Vars {
 
 /// One step of a response on the wire.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub(crate) enum Step {
     /// Write these bytes (framed already) at this many ms from the request's arrival.
     Write(f64, Vec<u8>),
     /// The response is whole: keep the connection for the next request (or close, as the framing needs).
@@ -614,7 +614,7 @@ pub enum Step {
 /// The steps of one scripted reply: `stream` is what the request asked (when the reply does not say),
 /// `model` the script's model, `vars` the request's templates. Pure: the bytes on the wire and their
 /// times, then how the response ends.
-pub fn render_reply(reply: &Reply, stream: bool, model: &str, vars: &Vars) -> Vec<Step> {
+pub(crate) fn render_reply(reply: &Reply, stream: bool, model: &str, vars: &Vars) -> Vec<Step> {
     let stream = reply.stream.unwrap_or(stream);
     let framing = reply
         .framing
@@ -784,7 +784,7 @@ fn split_write(steps: &mut Vec<Step>, at: &[u8], delay_ms: f64) {
 }
 
 /// `text` with every `{byte:XX}` (two hex digits) replaced by that one raw byte; anything else unchanged.
-pub fn raw_bytes(text: &[u8]) -> Vec<u8> {
+pub(crate) fn raw_bytes(text: &[u8]) -> Vec<u8> {
     const TAG: &[u8] = b"{byte:";
     let mut out = Vec::with_capacity(text.len());
     let mut i = 0;
@@ -807,7 +807,7 @@ pub fn raw_bytes(text: &[u8]) -> Vec<u8> {
 }
 
 /// `n` pseudo-random bytes (xorshift64*, a fixed seed): not UTF-8, the same every time.
-pub fn noise(n: usize) -> Vec<u8> {
+pub(crate) fn noise(n: usize) -> Vec<u8> {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut out = Vec::with_capacity(n + 8);
     while out.len() < n {

@@ -55,7 +55,7 @@ impl SyntheticSpec {
     /// The spec a request arriving with `k` requests in flight (itself included) is served by: TTFT and
     /// inter-token gap scaled by `1 + slowdown_pct / 100 × (k − 1)`. The scaled values are what the serve
     /// logs as the request's true schedule.
-    pub fn under_load(&self, k: u64) -> SyntheticSpec {
+    pub(crate) fn under_load(&self, k: u64) -> SyntheticSpec {
         let f = 1.0 + self.slowdown_pct / 100.0 * (k.max(1) - 1) as f64;
         SyntheticSpec {
             ttft_ms: self.ttft_ms * f,
@@ -65,7 +65,7 @@ impl SyntheticSpec {
     }
 
     /// The decode rate the schedule imposes, tok/s.
-    pub fn tok_s(&self) -> f64 {
+    pub(crate) fn tok_s(&self) -> f64 {
         1000.0 / self.itl_ms
     }
 
@@ -73,7 +73,7 @@ impl SyntheticSpec {
     /// `--ttft-ms` 0..=[`MAX_MS`], the inter-token gap [`MIN_ITL_MS`]..=[`MAX_MS`] (`--tok-s`
     /// 1000/[`MAX_MS`]..=1000/[`MIN_ITL_MS`]), `--per-chunk` 1..=`--tokens`, the whole reply at most
     /// [`MAX_MS`], a non-empty `--model` of at most 256 bytes.
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.tokens == 0 || self.tokens > MAX_TOKENS {
             return Err(format!(
                 "--tokens must be between 1 and {MAX_TOKENS}, got {}",
@@ -123,14 +123,14 @@ impl SyntheticSpec {
 }
 
 /// Most completion tokens one synthetic reply may have.
-pub const MAX_TOKENS: u32 = 1_000_000;
+pub(crate) const MAX_TOKENS: u32 = 1_000_000;
 /// Longest first-token delay, inter-token gap and whole reply, ms (one hour).
-pub const MAX_MS: f64 = 3_600_000.0;
+pub(crate) const MAX_MS: f64 = 3_600_000.0;
 /// Shortest inter-token gap, ms (a decode rate of one million tokens per second).
-pub const MIN_ITL_MS: f64 = 0.001;
+pub(crate) const MIN_ITL_MS: f64 = 0.001;
 
 /// The text of token `i` (1-based): ` t1`, ` t2`, ... (distinct, so the content is never degenerate).
-pub fn token_text(i: u32) -> String {
+pub(crate) fn token_text(i: u32) -> String {
     format!(" t{i}")
 }
 
@@ -274,7 +274,7 @@ pub fn plan(spec: &SyntheticSpec, seq: u64, stream: bool) -> Plan {
 
 /// llama.cpp's `timings` object (server `/v1/chat/completions`, final chunk) for the schedule of `spec`: the
 /// true figures, whatever the delivery (`burst`) did to the client's view.
-pub fn timings_of(spec: &SyntheticSpec) -> serde_json::Value {
+pub(crate) fn timings_of(spec: &SyntheticSpec) -> serde_json::Value {
     let n = spec.tokens as f64;
     serde_json::json!({
         "prompt_n": 8,

@@ -471,7 +471,7 @@ impl Console {
     }
 
     /// A console printing through `printer`.
-    pub fn to(quiet: bool, printer: Printer) -> Console {
+    pub(crate) fn to(quiet: bool, printer: Printer) -> Console {
         Console {
             quiet,
             rejudging: false,

@@ -151,7 +151,7 @@ impl Outputs {
     /// EVIDENCE_ERROR, adds the errors to `results.problems` and writes the reports again saying so (so no
     /// report that was written says more than the process did). Returns one message per report not written.
     /// The GitHub annotations and a warning about the job summary go to `printer`.
-    pub fn write_all(&self, results: &mut Results, printer: &Printer) -> Vec<String> {
+    pub(crate) fn write_all(&self, results: &mut Results, printer: &Printer) -> Vec<String> {
         let errors = self.write(results);
         if !errors.is_empty() {
             results.exit_code = RunEnd {
@@ -174,7 +174,7 @@ impl Outputs {
     /// GitHub Actions ([`Outputs::github`]): prints the annotations on `printer`'s stdout (escaped as workflow commands
     /// require, [`crate::sinks::github::annotations`]) and appends the step summary; returns one message per
     /// problem (the summary could not be appended), for stderr. Does nothing when not annotating.
-    pub fn publish_github(&self, results: &Results, printer: &Printer) -> Vec<String> {
+    pub(crate) fn publish_github(&self, results: &Results, printer: &Printer) -> Vec<String> {
         if !self.github.annotate {
             return Vec::new();
         }

@@ -126,7 +126,7 @@ impl ServeError {
     }
 
     /// The serve's last log lines attached to the error, if any.
-    pub fn log_tail(&self) -> Option<&str> {
+    pub(crate) fn log_tail(&self) -> Option<&str> {
         match self {
             ServeError::ExitedBeforeReady { log_tail, .. }
             | ServeError::ReadyTimeout { log_tail, .. }

@@ -55,14 +55,7 @@ pub(super) struct Watchdog {
 /// A watchdog over a process group that is not a serve (a gate's `setup` command): if the runner dies
 /// in any way (SIGKILL included) while this value lives, the whole group gets SIGKILL. Dropping it stops
 /// the watchdog (and leaves the group alone).
-pub struct GroupWatchdog(Option<Watchdog>);
-
-impl GroupWatchdog {
-    /// Whether the watchdog process runs.
-    pub fn active(&self) -> bool {
-        self.0.is_some()
-    }
-}
+pub(crate) struct GroupWatchdog(Option<Watchdog>);
 
 impl Drop for GroupWatchdog {
     fn drop(&mut self) {
@@ -74,7 +67,7 @@ impl Drop for GroupWatchdog {
 }
 
 /// Starts the serve's watchdog (see [`Serve::start`]) over process group `pgid`.
-pub fn watch_group(pgid: u32) -> GroupWatchdog {
+pub(crate) fn watch_group(pgid: u32) -> GroupWatchdog {
     GroupWatchdog(start_watchdog(pgid))
 }
 
@@ -191,7 +184,7 @@ pub(super) fn wait_exit_no_reap(pid: u32) -> (String, Option<i32>) {
 
 /// True for the signals a process dies of when it crashes (not when it is asked to stop): SIGSEGV, SIGABRT,
 /// SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGTRAP.
-pub fn is_crash_signal(signal: i32) -> bool {
+pub(crate) fn is_crash_signal(signal: i32) -> bool {
     [
         libc::SIGSEGV,
         libc::SIGABRT,

@@ -41,35 +41,34 @@ mod ready;
 mod stop;
 
 pub use failure::{cause_line, tail_file, ServeError};
-pub use group::{is_crash_signal, watch_group, GroupWatchdog};
+pub(crate) use group::watch_group;
 use group::{start_watchdog, supervise, Shared, Watchdog};
-pub use ready::{
-    is_steady_404, probe_addrs, probe_each, ReadyInfo, STEADY_404_MS, STEADY_404_POLLS,
-};
-pub use stop::{stop_crashed, StopReport, SETTLE};
+pub use ready::is_steady_404;
+pub(crate) use ready::{probe_addrs, probe_each, ReadyInfo};
+pub(crate) use stop::{stop_crashed, StopReport, SETTLE};
 
 /// Default interval between readiness probes, in ms.
 pub const DEFAULT_POLL_INTERVAL_MS: u64 = 25;
 /// Default grace between SIGTERM and SIGKILL when stopping, in ms.
-pub const DEFAULT_STOP_GRACE_MS: u64 = 5_000;
+pub(crate) const DEFAULT_STOP_GRACE_MS: u64 = 5_000;
 /// Default readiness deadline, counted from spawn, in s (weights can take minutes to load).
-pub const DEFAULT_READY_TIMEOUT_S: u64 = 300;
+pub(crate) const DEFAULT_READY_TIMEOUT_S: u64 = 300;
 /// Longest wait for one readiness probe (connect + reply), in ms; shorter near the deadline.
-pub const PROBE_TIMEOUT_MS: u64 = 1_000;
+pub(crate) const PROBE_TIMEOUT_MS: u64 = 1_000;
 /// Shortest wait after the first 200 for the leader to prove it is still alive, in ms (the poll
 /// interval is used when longer).
 pub const ALIVE_RECHECK_MIN_MS: u64 = 50;
 /// How long to wait for the group to die after SIGKILL before giving up (reported), in ms.
-pub const KILL_WAIT_MS: u64 = 5_000;
+pub(crate) const KILL_WAIT_MS: u64 = 5_000;
 /// Log lines attached to errors (`log_tail` fields).
-pub const ERROR_TAIL_LINES: usize = 20;
+pub(crate) const ERROR_TAIL_LINES: usize = 20;
 
 /// Environment every serve is started with, before the gate's own `[serve.env]` (which may override it):
 /// output that reaches the log as it is printed, not when a buffer fills or the process exits cleanly. A
 /// Python serve (vLLM, SGLang, xllamacpp) killed by the stop signal loses a block-buffered stdout, so its
 /// last lines (the route it took, the reason it failed) would never reach `serve.log`. Native serves have
 /// no such switch: docs/ci.md advises `stdbuf -oL -eL` (glibc stdio) in the gate's command.
-pub const LINE_BUFFERED_ENV: &[(&str, &str)] = &[("PYTHONUNBUFFERED", "1")];
+pub(crate) const LINE_BUFFERED_ENV: &[(&str, &str)] = &[("PYTHONUNBUFFERED", "1")];
 
 /// How to start one serve and how long to wait for it.
 #[derive(Debug, Clone, PartialEq)]
@@ -284,28 +283,17 @@ impl Serve {
     }
 
     /// The readiness URL: [`Serve::base_url`] followed by `ready_path`.
-    pub fn ready_url(&self) -> String {
+    pub(crate) fn ready_url(&self) -> String {
         format!("{}{}", self.base_url(), self.spec.ready_path)
     }
 
-    /// Whether the watchdog process runs (it kills the group if the runner dies without stopping the
-    /// serve, SIGKILL included). False only when `sh` could not be started.
-    pub fn has_watchdog(&self) -> bool {
-        self.watchdog.is_some()
-    }
-
     /// The spec the serve was started with.
-    pub fn spec(&self) -> &ServeSpec {
+    pub(crate) fn spec(&self) -> &ServeSpec {
         &self.spec
     }
 
-    /// What [`Serve::wait_ready`] saw, once it has succeeded.
-    pub fn ready_info(&self) -> Option<&ReadyInfo> {
-        self.ready.as_ref().map(|(_, i)| i)
-    }
-
     /// How the leader ended (`exit status 0`, `signal 9`), or `None` while it runs.
-    pub fn exit_status(&self) -> Option<String> {
+    pub(crate) fn exit_status(&self) -> Option<String> {
         self.exit_info().map(|e| e.status)
     }
 

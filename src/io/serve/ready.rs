@@ -42,9 +42,9 @@ pub struct ReadyInfo {
 /// A readiness path answering 404 for this long (and [`STEADY_404_POLLS`] probes) is missing, not loading:
 /// no serve measured (llama.cpp, llama-cpp-python, vLLM) answers 404 while it loads (they refuse
 /// connections or answer 503).
-pub const STEADY_404_MS: f64 = 3000.0;
+pub(crate) const STEADY_404_MS: f64 = 3000.0;
 /// The fewest consecutive 404 probes that count as a steady 404.
-pub const STEADY_404_POLLS: u32 = 5;
+pub(crate) const STEADY_404_POLLS: u32 = 5;
 
 /// Whether `polls` consecutive 404s over `span_ms` are a steady 404 (see [`STEADY_404_MS`]).
 pub fn is_steady_404(polls: u32, span_ms: f64) -> bool {
@@ -204,7 +204,7 @@ impl Serve {
 /// Every address `host` resolves to for `port`, in the resolver's order (`localhost`: `::1` and
 /// `127.0.0.1`, either first by the system's configuration), duplicates removed; empty when it does not
 /// resolve.
-pub fn probe_addrs(host: &str, port: u16) -> Vec<SocketAddr> {
+pub(crate) fn probe_addrs(host: &str, port: u16) -> Vec<SocketAddr> {
     use std::net::ToSocketAddrs;
     let bare = host.trim().trim_start_matches('[').trim_end_matches(']');
     let mut out: Vec<SocketAddr> = Vec::new();
@@ -219,7 +219,7 @@ pub fn probe_addrs(host: &str, port: u16) -> Vec<SocketAddr> {
 /// One readiness probe of `path` at each of `addrs` in turn, stopping at the first that answers with an
 /// HTTP status: that outcome and its address. When none does, the first address's outcome (the resolver's
 /// preferred address) and no address. `None` when `addrs` is empty. Each probe has `timeout`.
-pub fn probe_each(
+pub(crate) fn probe_each(
     client: &reqwest::blocking::Client,
     addrs: &[SocketAddr],
     path: &str,

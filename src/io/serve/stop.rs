@@ -38,13 +38,13 @@ pub struct StopReport {
 /// How long the runner lets a serve be after its last reply before it stops it ([`Serve::settle`]): 200 ms.
 /// A healthy serve costs the run this much per stop; a serve that exits on its own within it (a crash as it
 /// finishes its last reply) is seen exiting during the run.
-pub const SETTLE: Duration = Duration::from_millis(200);
+pub(crate) const SETTLE: Duration = Duration::from_millis(200);
 
 /// Whether a stop found the leader ended as a crash: by a crash signal ([`is_crash_signal`]), or with an exit
 /// status of 128 + a crash signal (how a shell or wrapper reports a child that died of one, and what a
 /// serve's own `_exit(139)` says: `exit status 139` for SIGSEGV). A serve that crashed right after its last
 /// reply can be caught either side of the runner's SIGTERM; both ways it crashed.
-pub fn stop_crashed(stop: &StopReport) -> bool {
+pub(crate) fn stop_crashed(stop: &StopReport) -> bool {
     if stop.signal.is_some_and(is_crash_signal) {
         return true;
     }
@@ -60,7 +60,7 @@ impl Serve {
     /// runner gives a serve [`SETTLE`] after its last reply before stopping it, so a serve that crashes as
     /// it finishes (an exit right after the last chunk) is seen exiting during the run rather than raced by
     /// the SIGTERM.
-    pub fn settle(&self, within: Duration) -> bool {
+    pub(crate) fn settle(&self, within: Duration) -> bool {
         self.wait_exit(within).is_some()
     }
 
