@@ -3,11 +3,11 @@
 # page logs anything to the console (the pages log nothing: any message is an error or an uncaught
 # exception) or when a chart did not draw, and keeps a screenshot of each page under target/servegate/pages/.
 #
-# "Drew": each page runs a small check of its own (templates/leaderboard.html, last <script>) that counts the
+# "Drew": each page runs a small check of its own (pages/templates/leaderboard.html, last <script>) that counts the
 # <svg class="chart"> elements holding at least one mark (.mark) with a size on the page, and writes
 # data-charts-drawn="N of M" on <html>; this script reads it from Chromium's --dump-dom and requires N = M > 0.
 #
-# usage: scripts/check-pages.sh [PAGE.html...]   (default: docs/leaderboard.html)
+# usage: scripts/check-pages.sh [PAGE.html...]   (default: pages/leaderboard.html)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
@@ -24,7 +24,7 @@ trap 'rm -rf "$profile"' EXIT
 flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$profile"
        --virtual-time-budget=3000 --enable-logging=stderr --v=0)
 pages=("$@")
-[ ${#pages[@]} -gt 0 ] || pages=(docs/leaderboard.html)
+[ ${#pages[@]} -gt 0 ] || pages=(pages/leaderboard.html)
 status=0
 for page in "${pages[@]}"; do
     name=$(basename "$page" .html)

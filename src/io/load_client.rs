@@ -58,34 +58,8 @@ pub enum Schedule {
     },
 }
 
-/// The timing of one request's send, ms from the start of the sweep point (one monotonic clock).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SendTiming {
-    /// Send order, 0-based (warmup first).
-    pub index: usize,
-    /// When the schedule wanted it sent.
-    pub intended_ms: f64,
-    /// When the client woke to send it (lag = woke − intended: the client behind its own schedule).
-    pub woke_ms: f64,
-    /// When it got a concurrency slot (queue = slot − woke: waiting for the serve, counted in its latency).
-    pub slot_ms: f64,
-    /// When the request was sent: just before the write of its bytes began, after the connect (so a
-    /// request's TTFT does not include its connect); the reads' `t_ms` count from here.
-    pub sent_ms: f64,
-    /// When the response ended (or failed), from the start.
-    pub end_ms: f64,
-}
-
-impl SendTiming {
-    /// The client behind its schedule, ms (>= 0).
-    pub fn lag_ms(&self) -> f64 {
-        (self.woke_ms - self.intended_ms).max(0.0)
-    }
-    /// Time waiting in the client's queue for a concurrency slot, ms (>= 0).
-    pub fn queue_ms(&self) -> f64 {
-        (self.slot_ms - self.woke_ms).max(0.0)
-    }
-}
+/// The timing of one request's send (the type is the pure crate's: evidence and analysis read it).
+pub use servegate_core::io::exchange::SendTiming;
 
 /// One request of a load run: its timing and what the serve sent.
 #[derive(Debug, Clone)]

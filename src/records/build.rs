@@ -1,5 +1,5 @@
 //! Building records from runs: a single run's evidence ([`from_run`], [`from_run_forced`]) and a pair run's
-//! ([`from_pair_run`], [`from_pair_run_as`]), and the steps every builder shares (the judged values, the
+//! ([`from_pair_run_as`]), and the steps every builder shares (the judged values, the
 //! refusal of a failed run, the engine version, the hold, what a record publishes of paths and host).
 //! Load runs are built by `load_records`.
 
@@ -435,7 +435,7 @@ pub(super) fn evidence_digest(dir: &Path) -> Result<String, RecordError> {
 /// `$HOME`): under the checkout relative to it (`models/x.gguf`), else under the home directory with `~`
 /// (`~/.cache/servegate/models/x.gguf`), else as given. A record carries no absolute home or checkout path.
 /// See [`public_path_in`].
-pub fn public_path(path: &str) -> String {
+pub(crate) fn public_path(path: &str) -> String {
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let cwd = std::env::current_dir().ok();
     public_path_in(path, cwd.as_deref(), home.as_deref())
@@ -447,7 +447,7 @@ pub fn public_path(path: &str) -> String {
 /// Where the rule once kept here differed, evidence::public's is the stricter and is the one kept: the
 /// checkout itself is written `.` (this rule wrote it `~/...` under the home, or whole), and every
 /// occurrence of the checkout or home at a path boundary is rewritten, not only a leading one.
-pub fn public_path_in(path: &str, checkout: Option<&Path>, home: Option<&Path>) -> String {
+pub(crate) fn public_path_in(path: &str, checkout: Option<&Path>, home: Option<&Path>) -> String {
     if !Path::new(path).is_absolute() {
         return path.to_string();
     }
@@ -456,7 +456,7 @@ pub fn public_path_in(path: &str, checkout: Option<&Path>, home: Option<&Path>) 
 
 /// A record's `host`: what the machine is (`linux 6.8.0, 2 CPUs`), with its host name in front only when
 /// the gate's `[record]` says `publish_host = true` (`box (linux 6.8.0, 2 CPUs)`).
-pub fn public_host(h: &crate::evidence::HostInfo, publish_host: bool) -> String {
+pub(crate) fn public_host(h: &crate::evidence::HostInfo, publish_host: bool) -> String {
     if publish_host {
         format!("{} ({}, {} CPUs)", h.hostname, h.os, h.cpus)
     } else {
@@ -633,23 +633,16 @@ pub(super) fn build_run(
 
 /// Device and route of a pair's theirs record: the gate's `[record]` describes ours' runtime only, and the
 /// serve does not report them.
-pub const THEIRS_NOT_PUBLISHED: &str =
+pub(crate) const THEIRS_NOT_PUBLISHED: &str =
     "not_published: the gate's [record] describes ours' runtime, and theirs' serve does not report it";
 
-/// Builds a pair record from a pair run (`pair.json` and its arms): this record's figure is the median of
+/// Builds a pair record from a pair run (as `ours`, the record the gate describes) (`pair.json` and its arms): this record's figure is the median of
 /// every judged value of the `ours` arms, the other figure the median of the `theirs` arms (both recomputed
 /// from the repeats, not from arm medians), the ratio theirs / ours, the arm order and each arm's median;
 /// the model hash is the one the runner streamed before the first arm (and found unchanged after the last).
 /// `spec.model_file` is not hashed again. Fails when the pair is incomplete or void.
-pub fn from_pair_run(
-    gate: &crate::spec::GateSpec,
-    pe: &crate::analysis::PairEvidence,
-    spec: &RunRecordSpec,
-) -> Result<Record, RecordError> {
-    from_pair_run_as(gate, pe, spec, "ours")
-}
-
-/// [`from_pair_run`] from the side of `role` (`ours` or `theirs`): the record's value is that runtime's
+///
+/// From the side of `role` (`ours` or `theirs`): the record's value is that runtime's
 /// median and `pair` names the other runtime's figure and the ratio other / this (so theirs / ours in the
 /// ours record, its inverse in the theirs record; the note states theirs / ours in both). For `theirs`, the
 /// engine is the theirs arm's `runtime` and the other engine is `spec.engine`.

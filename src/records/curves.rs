@@ -10,7 +10,7 @@ use super::schema::{LoadPoint, Record};
 /// One throughput-latency curve on the leaderboard: the load records of one model, runtime and run, one row
 /// (and one chart point) per sweep point.
 #[derive(Debug, serde::Serialize)]
-pub struct CurveCtx {
+pub(crate) struct CurveCtx {
     model: String,
     engine: String,
     date: String,
@@ -90,7 +90,7 @@ fn point_key(lp: &LoadPoint) -> (u8, f64) {
 /// Charts: y = TTFT, and y = E2E, against x = output tok/s, one labelled dot per point (hollow when
 /// indicative), a line through the points in concurrency order (a serve that serializes its requests shows
 /// flat x and a rising y).
-pub fn curves(load: &[&Record], records_link: &str) -> Vec<CurveCtx> {
+pub(crate) fn curves(load: &[&Record], records_link: &str) -> Vec<CurveCtx> {
     use std::collections::BTreeMap;
     let mut by_run: BTreeMap<(String, String, String, String), Vec<&Record>> = BTreeMap::new();
     for r in load {

@@ -44,7 +44,7 @@ impl Kind {
 /// `serve.model_file` where the evidence has it), the evidence digest, `date`, `load`, `max_tokens`,
 /// `stream`, `known_answer.result`, and for a theirs record its engine, version, device and route.
 /// Published records (no evidence) give no problem here: `validate` requires their `unverifiable` reason.
-pub fn rederive(records_dir: &Path, r: &Record) -> Vec<Problem> {
+pub(crate) fn rederive(records_dir: &Path, r: &Record) -> Vec<Problem> {
     rederive_with(records_dir, r, &mut BTreeMap::new())
 }
 

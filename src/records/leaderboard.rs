@@ -1,5 +1,5 @@
-//! The leaderboard: renders `docs/leaderboard.md` and `docs/leaderboard.html` from the records with the
-//! minijinja templates in `templates/` (compiled in), and checks that committed pages are what the records
+//! The leaderboard: renders `pages/leaderboard.md` and `pages/leaderboard.html` from the records with the
+//! minijinja templates in `pages/templates/` (compiled in), and checks that committed pages are what the records
 //! render. Rendering is pure ([`render`]: records → page text; deterministic: no clock, no environment, sorted
 //! input); only the binary's `servegate leaderboard` reads and writes files (atomically, [`write_page`]). It validates nothing itself: it
 //! renders only records `record::load_dir` accepted (the one loader of what may be published: every record
@@ -16,15 +16,15 @@ use crate::records::record::{self, Record};
 
 pub use super::chart::slug;
 
-/// The Markdown page template (`templates/leaderboard.md`).
-pub const MD_TEMPLATE: &str = include_str!("../../templates/leaderboard.md");
-/// The HTML page template (`templates/leaderboard.html`).
-pub const HTML_TEMPLATE: &str = include_str!("../../templates/leaderboard.html");
+/// The Markdown page template (`pages/templates/leaderboard.md`).
+pub(crate) const MD_TEMPLATE: &str = include_str!("../../pages/templates/leaderboard.md");
+/// The HTML page template (`pages/templates/leaderboard.html`).
+pub(crate) const HTML_TEMPLATE: &str = include_str!("../../pages/templates/leaderboard.html");
 
 /// Default record directory.
-pub const DEFAULT_RECORDS: &str = "records";
+pub const DEFAULT_RECORDS: &str = "data/records";
 /// Default Markdown page; the HTML page is the same path with `.html`.
-pub const DEFAULT_OUT: &str = "docs/leaderboard.md";
+pub const DEFAULT_OUT: &str = "pages/leaderboard.md";
 
 /// Both rendered pages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -539,7 +539,7 @@ pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja
 
 /// Escapes text for a Markdown table cell: `|` → `\|`, a line break → `<br>`, `<` → `&lt;` (so the only
 /// HTML in a cell is the `<br>` this adds).
-pub fn md_cell(s: &str) -> String {
+pub(crate) fn md_cell(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
@@ -569,7 +569,7 @@ fn environment() -> Result<minijinja::Environment<'static>, minijinja::Error> {
 
 /// The template environment every generated page uses (the leaderboard, the coverage page): newline kept,
 /// blocks trimmed, undefined values an error, HTML auto-escaped in `.html` templates only.
-pub fn page_environment() -> minijinja::Environment<'static> {
+pub(crate) fn page_environment() -> minijinja::Environment<'static> {
     let mut env = minijinja::Environment::new();
     env.set_keep_trailing_newline(true);
     env.set_trim_blocks(true);
@@ -630,10 +630,10 @@ pub fn html_path(md: &Path) -> PathBuf {
 
 /// At most this many lines of each side's differing middle (after the common head and tail are set aside)
 /// go into [`unified_diff`]; the rest is summarised. Keeps `leaderboard --check` linear in the page size.
-pub const DIFF_MAX_LINES: usize = 2000;
+pub(crate) const DIFF_MAX_LINES: usize = 2000;
 
 /// At most this many lines of diff are printed.
-pub const DIFF_MAX_OUTPUT_LINES: usize = 400;
+pub(crate) const DIFF_MAX_OUTPUT_LINES: usize = 400;
 
 /// A unified line diff of `old` (the file `old_name`) and `new`, `context` lines around changes (the
 /// `similar` crate's Myers diff); empty when equal. Bounded: the common head and tail are skipped in linear
@@ -750,10 +750,10 @@ mod tests {
     }
 
     #[test]
-    fn relative_link_from_docs_to_records() {
+    fn relative_link_from_pages_to_records() {
         assert_eq!(
-            relative_link(Path::new("docs"), Path::new("records")),
-            "../records"
+            relative_link(Path::new("pages"), Path::new("data/records")),
+            "../data/records"
         );
         assert_eq!(
             relative_link(Path::new("."), Path::new("records")),

@@ -30,8 +30,8 @@ use super::schema::{
     Record, Source, Unmeasured, RECORD_SCHEMA,
 };
 use super::store::{write_new, RecordError};
+pub use super::validate::percentile_of;
 use super::validate::validate;
-pub use super::validate::{percentile_of, STATISTICS};
 use crate::analysis::load::{self as agg, min_n_for, Sample};
 use crate::analysis::stats;
 use crate::spec::load::{LatencyMetric, Point};
@@ -39,7 +39,7 @@ use crate::spec::GateSpec;
 use crate::vocab::Metric as M;
 
 /// The condition of a point: `at concurrency 4`, `at 8 requests/s`.
-pub fn condition_of(point: &Point) -> String {
+pub(crate) fn condition_of(point: &Point) -> String {
     match point {
         Point::Concurrency(c) => format!("at concurrency {c}"),
         Point::Rate(r) => format!(
@@ -565,5 +565,3 @@ pub enum WriteError {
         error: RecordError,
     },
 }
-
-pub use super::curves::{curves, CurveCtx};

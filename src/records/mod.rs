@@ -3,19 +3,19 @@
 //! leaderboard's charts, `leaderboard` renders the pages.
 
 pub mod bless;
-pub mod build;
-pub mod chart;
-pub mod curves;
-pub mod kind;
+mod build;
+mod chart;
+mod curves;
+mod kind;
 pub mod leaderboard;
 pub mod load_records;
 pub mod publish;
 pub mod record;
-pub mod rederive;
-pub mod schema;
-pub mod store;
-pub mod validate;
-pub mod verify;
+mod rederive;
+mod schema;
+mod store;
+mod validate;
+mod verify;
 
 #[cfg(test)]
 mod record_tests;

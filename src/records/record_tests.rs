@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::build::{public_host, public_path_in};
+use super::kind::rederive;
 use super::record::*;
 use super::validate::{schema_keys, structural_problems};
 
@@ -852,7 +854,7 @@ fn from_pair_run_states_both_figures_ratio_and_arm_order() {
             .into(),
         notes: vec![],
     };
-    let r = from_pair_run(&gate, &pe, &spec).unwrap();
+    let r = from_pair_run_as(&gate, &pe, &spec, "ours").unwrap();
     let p = r.pair.as_ref().unwrap();
     // ours: 50 50 60 60 30 50 → median 50; theirs: 150 100 100 150 150 300 → median 150 (not the arm medians').
     assert_eq!(

@@ -8,17 +8,17 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// The schema id every record written now carries in `schema`: `/2` added [`Record::bound`].
-pub const RECORD_SCHEMA: &str = "servegate.record/2";
+pub(crate) const RECORD_SCHEMA: &str = "servegate.record/2";
 
 /// The schema ids a record may carry and still be read: `/1` (written before records carried their gate's
 /// bound; it has no `bound`) and [`RECORD_SCHEMA`].
-pub const RECORD_SCHEMAS_READ: &[&str] = &["servegate.record/1", RECORD_SCHEMA];
+pub(crate) const RECORD_SCHEMAS_READ: &[&str] = &["servegate.record/1", RECORD_SCHEMA];
 
 /// Below this many values a record is valid but `indicative` wherever it is shown.
-pub const INDICATIVE_BELOW_N: u32 = 3;
+pub(crate) const INDICATIVE_BELOW_N: u32 = 3;
 
 /// Metric names and the units each may be stated in.
-pub const METRICS: &[(&str, &[&str])] = &[
+pub(crate) const METRICS: &[(&str, &[&str])] = &[
     ("decode_rate", &["tok/s"]),
     ("first_token", &["s", "ms"]),
     ("prefill_rate", &["tok/s"]),
@@ -28,10 +28,10 @@ pub const METRICS: &[(&str, &[&str])] = &[
 ];
 
 /// `source.kind` values.
-pub const SOURCE_KINDS: &[&str] = &["gate_run", "published"];
+pub(crate) const SOURCE_KINDS: &[&str] = &["gate_run", "published"];
 
 /// `known_answer.result` values.
-pub const KNOWN_ANSWER_RESULTS: &[&str] = &["pass", "fail", "not_checked", "not_published"];
+pub(crate) const KNOWN_ANSWER_RESULTS: &[&str] = &["pass", "fail", "not_checked", "not_published"];
 
 /// A key that must be present but may be `null` ("not known / not published"): `Option<T>` without serde's
 /// missing-means-None default.
@@ -361,7 +361,7 @@ impl Record {
     }
 
     /// The hash as shown: its first 16 hex digits, then ` (prefix only)` when only a prefix was published.
-    pub fn sha256_display(&self) -> String {
+    pub(crate) fn sha256_display(&self) -> String {
         let short: String = self.model.sha256.chars().take(16).collect();
         if self.sha256_prefix_only() {
             format!("{short} (prefix only)")
@@ -387,7 +387,7 @@ impl Record {
 
     /// True when higher values are better (rates, throughputs): the metric's direction in the registry
     /// ([`crate::vocab::Metric::from_record_name`]; every name of [`METRICS`] is there).
-    pub fn higher_is_better(&self) -> bool {
+    pub(crate) fn higher_is_better(&self) -> bool {
         crate::vocab::Metric::from_record_name(&self.metric.name)
             .is_some_and(|m| m.info().better == crate::vocab::Better::Higher)
     }
@@ -424,7 +424,7 @@ impl fmt::Display for Problem {
 
 /// `request 03 (cause); arm 2 request 01 (cause)`: the unmeasured requests as a record's check and
 /// refusals show them (causes are the measure code's words, never serve text).
-pub fn unmeasured_text(u: &[Unmeasured]) -> String {
+pub(crate) fn unmeasured_text(u: &[Unmeasured]) -> String {
     u.iter()
         .map(|x| match x.arm {
             Some(a) => format!("arm {a} request {:02} ({})", x.request, x.cause),

@@ -21,7 +21,7 @@ pub struct Checked {
 }
 
 /// Reads and checks one file (the id must equal its file stem).
-pub fn check_file(file: &Path) -> Checked {
+pub(crate) fn check_file(file: &Path) -> Checked {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => {
@@ -95,8 +95,8 @@ pub fn check_dir(dir: &Path) -> std::io::Result<Vec<Checked>> {
 
 /// Where a record's `source.evidence` is: the path as written when it exists (relative paths are relative
 /// to the working directory, the repository root in CI), else relative to the parent of the record
-/// directory (`records/../<path>`).
-pub fn evidence_path(records_dir: &Path, evidence: &str) -> PathBuf {
+/// directory (`data/records/../<path>`).
+pub(crate) fn evidence_path(records_dir: &Path, evidence: &str) -> PathBuf {
     let p = PathBuf::from(evidence);
     if p.is_absolute() || p.exists() {
         return p;

@@ -363,7 +363,7 @@ fn identity(r: &Record, file_stem: &str, bad: &mut dyn FnMut(&str, String)) {
         bad(
             "id",
             format!(
-                "{:?} differs from the file name {:?} (a record is records/<id>.json)",
+                "{:?} differs from the file name {:?} (a record is data/records/<id>.json)",
                 r.id,
                 format!("{file_stem}.json")
             ),
@@ -902,7 +902,7 @@ fn trim_float(x: f64) -> String {
 
 /// Statistics a load record may state besides `median`: percentiles (numpy linear) and `window` (an
 /// aggregate over the point's measured window).
-pub const STATISTICS: &[&str] = &["p90", "p95", "p99", "window"];
+pub(crate) const STATISTICS: &[&str] = &["p90", "p95", "p99", "window"];
 
 /// The percentile a statistic names (`median` 50, `p95` 95), computed from `values` with numpy's linear
 /// method; `None` for `window` or an unknown statistic, or no values.

@@ -120,7 +120,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Record>, Refused> {
 
 /// One record file loaded as [`load_dir`] loads a directory: valid, and re-derived from its evidence
 /// (relative evidence paths resolved from its directory, as `records check --dir` does).
-pub fn load_file(file: &Path) -> Result<Record, Refused> {
+pub(crate) fn load_file(file: &Path) -> Result<Record, Refused> {
     let dir = file
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

@@ -55,7 +55,8 @@ pub struct Script {
     pub metrics: Option<String>,
     /// Canned responses for any method and path, matched before the built-in routes.
     pub routes: Vec<Route>,
-    /// Chat replies by the chat request's index (0-based, in order of arrival); past the end, `reply`.
+    /// Chat replies by the chat request's index (0-based, in order of arrival; `POST /v1/completions` and
+    /// `/v1/embeddings` count as chat requests and take theirs from here too); past the end, `reply`.
     pub replies: Vec<Reply>,
     /// With `replies` non-empty: request k gets `replies[k % len]` (never `reply`).
     pub cycle: bool,
@@ -388,6 +389,26 @@ pub struct Reply {
     pub split: Option<Split>,
     /// Printed when the request arrives, templated.
     pub log: Vec<LogLine>,
+    /// Tool calls the reply makes (the chat completion message's `tool_calls`; `content` null when there
+    /// are some). Streamed: the first delta of each call carries its id, type and name, then one delta per
+    /// piece of its arguments.
+    pub tool_calls: Vec<ToolCall>,
+    /// Render the legacy completion object (`object "text_completion"`, `choices[].text`) in place of
+    /// the chat one, streamed and not: a `/v1/completions` reply.
+    pub text_completion: bool,
+}
+
+/// One scripted tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    /// `id` (none: left out, as a broken serve might).
+    #[serde(default)]
+    pub id: Option<String>,
+    /// `function.name`.
+    pub name: String,
+    /// `function.arguments`, as pieces (joined in a non-streamed body; one delta each streamed).
+    pub arguments: Vec<String>,
 }
 
 impl Default for Reply {
@@ -423,6 +444,8 @@ impl Default for Reply {
             noise: None,
             split: None,
             log: Vec::new(),
+            tool_calls: Vec::new(),
+            text_completion: false,
         }
     }
 }
@@ -857,6 +880,39 @@ fn chunk(model: &str, choices: serde_json::Value) -> serde_json::Value {
     serde_json::json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 1700000000, "model": model, "choices": choices})
 }
 
+/// A chat chunk, or with [`Reply::text_completion`] the completion object of a stream (each choice's
+/// `delta.content` as its `text`, a choice without one `""`; the role-only and tool-call deltas have no
+/// place there and are left out by the caller).
+fn chunk_for(reply: &Reply, model: &str, choices: serde_json::Value) -> serde_json::Value {
+    if !reply.text_completion {
+        return chunk(model, choices);
+    }
+    let choices: Vec<serde_json::Value> = choices
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            serde_json::json!({"index": c["index"], "text": c["delta"]["content"].as_str().unwrap_or(""), "logprobs": null, "finish_reason": c["finish_reason"]})
+        })
+        .collect();
+    serde_json::json!({"id": "cmpl-scripted", "object": "text_completion", "created": 1700000000, "model": model, "choices": choices})
+}
+
+/// The chat message's `tool_calls` of a non-streamed body.
+fn tool_calls_json(reply: &Reply) -> serde_json::Value {
+    reply
+        .tool_calls
+        .iter()
+        .map(|t| {
+            let mut c = serde_json::json!({"type": "function", "function": {"name": t.name, "arguments": t.arguments.concat()}});
+            if let Some(id) = &t.id {
+                c["id"] = id.clone().into();
+            }
+            c
+        })
+        .collect()
+}
+
 fn usage_of(reply: &Reply, tokens: &[String]) -> serde_json::Value {
     let completion = reply.completion_tokens.unwrap_or(tokens.len() as u64);
     serde_json::json!({"prompt_tokens": reply.prompt_tokens, "completion_tokens": completion, "total_tokens": reply.prompt_tokens + completion})
@@ -867,7 +923,7 @@ fn stream_writes(reply: &Reply, model: &str, tokens: &[String]) -> Vec<(f64, Vec
     // Every event with its due time.
     let mut events: Vec<(f64, Vec<u8>)> = Vec::new();
     let head = reply.head_delay_ms;
-    if reply.role_chunk {
+    if reply.role_chunk && !reply.text_completion {
         events.push((
             head,
             sse(&chunk(
@@ -889,11 +945,35 @@ fn stream_writes(reply: &Reply, model: &str, tokens: &[String]) -> Vec<(f64, Vec
         }
         token_events.push((
             t,
-            sse(&chunk(
+            sse(&chunk_for(
+                reply,
                 model,
                 serde_json::json!([{"index": 0, "delta": {"content": tok}, "finish_reason": null}]),
             )),
         ));
+    }
+    for (i, call) in reply.tool_calls.iter().enumerate() {
+        let mut first = serde_json::json!({"index": i, "type": "function", "function": {"name": call.name, "arguments": ""}});
+        if let Some(id) = &call.id {
+            first["id"] = id.clone().into();
+        }
+        let pieces = std::iter::once(first).chain(
+            call.arguments
+                .iter()
+                .map(|a| serde_json::json!({"index": i, "function": {"arguments": a}})),
+        );
+        for piece in pieces {
+            if !token_events.is_empty() {
+                t += reply.token_ms;
+            }
+            token_events.push((
+                t,
+                sse(&chunk(
+                    model,
+                    serde_json::json!([{"index": 0, "delta": {"tool_calls": [piece]}, "finish_reason": null}]),
+                )),
+            ));
+        }
     }
     let last = token_events.last().map(|(t, _)| *t).unwrap_or(head);
     // Groups of `per` tokens, each at its last token's time.
@@ -907,7 +987,8 @@ fn stream_writes(reply: &Reply, model: &str, tokens: &[String]) -> Vec<(f64, Vec
     }
     let mut trailer: Vec<serde_json::Value> = Vec::new();
     if let Some(f) = &reply.finish_reason {
-        let mut c = chunk(
+        let mut c = chunk_for(
+            reply,
             model,
             serde_json::json!([{"index": 0, "delta": {}, "finish_reason": f}]),
         );
@@ -919,7 +1000,7 @@ fn stream_writes(reply: &Reply, model: &str, tokens: &[String]) -> Vec<(f64, Vec
         trailer.push(c);
     }
     if reply.usage {
-        let mut c = chunk(model, serde_json::json!([]));
+        let mut c = chunk_for(reply, model, serde_json::json!([]));
         c["usage"] = usage_of(reply, tokens);
         if let Some(tm) = &reply.timings {
             c["timings"] = tm.clone();
@@ -973,10 +1054,23 @@ fn stream_writes(reply: &Reply, model: &str, tokens: &[String]) -> Vec<(f64, Vec
 
 /// A non-streamed chat completion body.
 fn completion_body(reply: &Reply, model: &str, tokens: &[String]) -> serde_json::Value {
-    let mut body = serde_json::json!({
-        "id": "chatcmpl-scripted", "object": "chat.completion", "created": 1700000000, "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": tokens.concat()}, "finish_reason": reply.finish_reason}],
-    });
+    let mut body = if reply.text_completion {
+        serde_json::json!({
+            "id": "cmpl-scripted", "object": "text_completion", "created": 1700000000, "model": model,
+            "choices": [{"index": 0, "text": tokens.concat(), "logprobs": null, "finish_reason": reply.finish_reason}],
+        })
+    } else {
+        serde_json::json!({
+            "id": "chatcmpl-scripted", "object": "chat.completion", "created": 1700000000, "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": tokens.concat()}, "finish_reason": reply.finish_reason}],
+        })
+    };
+    if !reply.tool_calls.is_empty() && !reply.text_completion {
+        body["choices"][0]["message"]["tool_calls"] = tool_calls_json(reply);
+        if tokens.is_empty() {
+            body["choices"][0]["message"]["content"] = serde_json::Value::Null;
+        }
+    }
     if reply.usage {
         body["usage"] = usage_of(reply, tokens);
     }

@@ -14,7 +14,7 @@
 //! `--timings` adds llama.cpp's `timings` (the true figures, [`timings_of`]) to the finish chunk; `--burst`
 //! holds every token chunk and writes them all at once at the last one's due time (a buffering proxy).
 //!
-//! The true figures use servegate's definitions (src/analysis/measure.rs) on the serve's own send times: TTFT = send
+//! The true figures use servegate's definitions (crates/core/src/analysis/measure.rs) on the serve's own send times: TTFT = send
 //! time of the first token chunk; decode rate = (N − tokens of the first chunk) / (last token chunk's send
 //! time − first's).
 

@@ -33,15 +33,17 @@ pub(super) fn send_checks(
                 return Ok(());
             }
             let sent_utc = evidence::now_utc();
-            let ex = client::send_within(
+            let ex = client::send_to(
                 sender,
                 base_url,
-                &req.body,
-                Some(Duration::from_secs_f64(check.timeout_s)),
+                req.endpoint.path(),
+                (!req.endpoint.is_get()).then_some(&req.body),
+                Duration::from_secs_f64(check.timeout_s),
             );
             w.write_contract_exchange(name, req.label, &req.body, &ex.response, &ex.reads)?;
             exchanges.push(ContractRecord {
                 label: req.label.to_string(),
+                endpoint: req.endpoint.path().to_string(),
                 stream: req.stream,
                 sent_utc,
                 http_status: ex.response.status,

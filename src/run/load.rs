@@ -50,7 +50,7 @@ pub fn prompts(gate: &GateSpec, load: &LoadGate) -> Result<Vec<LoadPrompt>, Stri
 
 /// The request body of one load request: the gate's body for the prompt, its `max_tokens`, and
 /// `ignore_eos` when the gate asks.
-pub fn body(gate: &GateSpec, load: &LoadGate, p: &LoadPrompt) -> serde_json::Value {
+pub(crate) fn body(gate: &GateSpec, load: &LoadGate, p: &LoadPrompt) -> serde_json::Value {
     let mut b = client::request_body(&gate.request, &p.prompt);
     b["max_tokens"] = p.max_tokens.into();
     if load.spec.ignore_eos {
@@ -70,12 +70,12 @@ fn planned(load: &LoadGate, point: Point) -> usize {
 }
 
 /// Most requests a `duration_s` closed-loop point prepares.
-pub const DURATION_CAP: usize = 20_000;
+pub(crate) const DURATION_CAP: usize = 20_000;
 
 /// Runs every sweep point of `gate` against `base_url`, each into `<w>/<point dir>/`. `parent` is the
 /// gate's run summary (serve facts copied into each point's `run.json`). A failure to build the prompts is
 /// recorded as the serve's failure (`load_dataset: ...`) and nothing is sent.
-pub fn send_points(
+pub(crate) fn send_points(
     gate: &GateSpec,
     w: &EvidenceWriter,
     parent: &mut RunSummary,

@@ -16,7 +16,6 @@ use crate::spec::GateSpec;
 pub use super::detect::model_served;
 pub use super::lifecycle::{planned_judged, runs_root};
 pub use super::pair::pair_outcome;
-pub use super::setup::SETUP_TIMEOUT_S;
 pub use crate::judge::outcome::RunOutcome;
 
 /// Runs `gate` live, writing evidence under `root`, then judges it. `progress` receives each [`Step`]

@@ -201,7 +201,7 @@ fn outcome_word(o: Outcome) -> &'static str {
 
 impl Expect {
     /// Parses `route=PASS rate=FAIL`, `evidence_error`, `spec_invalid` or `no_pass`.
-    pub fn parse(text: &str) -> Result<Expect, String> {
+    pub(crate) fn parse(text: &str) -> Result<Expect, String> {
         match text.trim() {
             "evidence_error" => return Ok(Expect::EvidenceError),
             "spec_invalid" => return Ok(Expect::SpecInvalid),

@@ -126,4 +126,4 @@ pub(super) fn run_setup(
 }
 
 /// Longest a gate's `setup` command may run, seconds (a first provisioning takes about 15 s here).
-pub const SETUP_TIMEOUT_S: f64 = 1800.0;
+pub(crate) const SETUP_TIMEOUT_S: f64 = 1800.0;

@@ -121,7 +121,7 @@ pub enum Step {
 
 impl Step {
     /// The same step with `f` applied to every text it carries (the runner masks an API key with it).
-    pub fn map_text(&self, f: &dyn Fn(&str) -> String) -> Step {
+    pub(crate) fn map_text(&self, f: &dyn Fn(&str) -> String) -> Step {
         match self {
             Step::EvidenceDir(p) => Step::EvidenceDir(p.clone()),
             Step::PairEvidenceDir(p) => Step::PairEvidenceDir(p.clone()),
@@ -318,7 +318,7 @@ impl Collector {
     }
 
     /// The document so far, to amend (start time, problems).
-    pub fn results_mut(&mut self) -> &mut Results {
+    pub(crate) fn results_mut(&mut self) -> &mut Results {
         &mut self.results
     }
 }
@@ -347,7 +347,7 @@ fn tests(
 }
 
 /// The result of one gate event, None for an event that is not a gate's result.
-pub fn gate_results(event: &Event<'_>) -> Option<GateResults> {
+pub(crate) fn gate_results(event: &Event<'_>) -> Option<GateResults> {
     Some(match *event {
         Event::SpecInvalid {
             file,

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 /// The interface of a format, defined beside the model the formats read (so no format imports this file).
-pub use crate::sinks::report::Exporter;
+pub(crate) use crate::sinks::report::Exporter;
 
 /// Every output format servegate writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -23,10 +23,10 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order reports are named (`reports: junit ..., json ..., summary ...`).
-    pub const ALL: [Format; 3] = [Format::Junit, Format::Json, Format::Summary];
+    pub(crate) const ALL: [Format; 3] = [Format::Junit, Format::Json, Format::Summary];
 
     /// The short name (`junit`, `json`, `summary`): the command-line flag without `--`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Format::Junit => "junit",
             Format::Json => "json",
@@ -35,7 +35,7 @@ impl Format {
     }
 
     /// The harness's environment variable for the report's path (also `servegate run`'s default).
-    pub fn env_var(self) -> &'static str {
+    pub(crate) fn env_var(self) -> &'static str {
         match self {
             Format::Junit => "SERVEGATE_JUNIT",
             Format::Json => "SERVEGATE_JSON",
@@ -44,7 +44,7 @@ impl Format {
     }
 
     /// What the file is, for error messages (`cannot write the JUnit XML`).
-    pub fn what(self) -> &'static str {
+    pub(crate) fn what(self) -> &'static str {
         match self {
             Format::Junit => "the JUnit XML",
             Format::Json => "the JSON results",
@@ -87,7 +87,11 @@ pub struct OutputArgs {
 
 impl OutputArgs {
     /// The path for `format`: the flag, else its environment variable looked up with `var` (empty = unset).
-    pub fn path(&self, format: Format, var: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    pub(crate) fn path(
+        &self,
+        format: Format,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Option<PathBuf> {
         format.arg(self).cloned().or_else(|| {
             var(format.env_var())
                 .filter(|v| !v.is_empty())

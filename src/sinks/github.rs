@@ -26,11 +26,11 @@ use std::path::{Path, PathBuf};
 use crate::sinks::report::{AssertionResult, Results, TestOutcome};
 
 /// GitHub shows at most this many annotations of one level (error, warning) per step.
-pub const MAX_PER_LEVEL: usize = 10;
+pub(crate) const MAX_PER_LEVEL: usize = 10;
 
 /// The variable naming where the evidence of this run is published (e.g. the artifact's URL), linked from the
 /// summary.
-pub const ARTIFACT_URL_VAR: &str = "SERVEGATE_ARTIFACT_URL";
+pub(crate) const ARTIFACT_URL_VAR: &str = "SERVEGATE_ARTIFACT_URL";
 
 /// Where a run's GitHub outputs go: whether to annotate, the step summary file, the artifact link.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -47,7 +47,7 @@ pub struct Github {
 
 impl Github {
     /// The settings from `--github` (`flag`) and the environment, looked up with `var` (empty = unset).
-    pub fn from_vars(flag: bool, var: impl Fn(&str) -> Option<String>) -> Github {
+    pub(crate) fn from_vars(flag: bool, var: impl Fn(&str) -> Option<String>) -> Github {
         let get = |k: &str| var(k).filter(|v| !v.is_empty());
         let annotate = flag || get("GITHUB_ACTIONS").is_some_and(|v| v == "true");
         Github {
@@ -62,7 +62,7 @@ impl Github {
 
     /// The annotation lines of `results` ([`annotations`], paths relative to the workspace), each ended by a
     /// newline: what is printed on stdout after the reports are written. Empty when not annotating.
-    pub fn annotation_text(&self, results: &Results) -> String {
+    pub(crate) fn annotation_text(&self, results: &Results) -> String {
         if !self.annotate {
             return String::new();
         }
@@ -77,7 +77,7 @@ impl Github {
 
 /// Workflow-command data escaping: `%` → `%25`, CR → `%0D`, LF → `%0A`; any other control byte (ESC, BEL)
 /// shown escaped ([`crate::text::page`]: `\u{1b}`), so an annotation line carries none raw.
-pub fn escape_data(s: &str) -> String {
+pub(crate) fn escape_data(s: &str) -> String {
     crate::text::page(
         &s.replace('%', "%25")
             .replace('\r', "%0D")
@@ -86,13 +86,13 @@ pub fn escape_data(s: &str) -> String {
 }
 
 /// Workflow-command property escaping: [`escape_data`], and `:` → `%3A`, `,` → `%2C`.
-pub fn escape_property(s: &str) -> String {
+pub(crate) fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
 /// The annotation level of a test: `error` when it fails the run, `warning` when it did not pass but does not
 /// fail it, None for a pass or a skip.
-pub fn level(t: &AssertionResult) -> Option<&'static str> {
+pub(crate) fn level(t: &AssertionResult) -> Option<&'static str> {
     match t.outcome {
         TestOutcome::Passed | TestOutcome::Skipped => None,
         TestOutcome::Failed => Some("error"),
@@ -121,7 +121,7 @@ fn annotation_path(file: &str, workspace: Option<&Path>) -> String {
 /// The annotation lines of `results`, in test order: at most [`MAX_PER_LEVEL`] errors and as many warnings,
 /// then one notice counting the rest. Each points at the line declaring its assertion, as the results carry
 /// it ([`AssertionResult::gate_line`]: kept from the gate's parse, no file read).
-pub fn annotations(results: &Results, workspace: Option<&Path>) -> Vec<String> {
+pub(crate) fn annotations(results: &Results, workspace: Option<&Path>) -> Vec<String> {
     let mut lines = Vec::new();
     let mut shown: BTreeMap<&str, usize> = BTreeMap::new();
     let mut left: BTreeMap<&str, usize> = BTreeMap::new();

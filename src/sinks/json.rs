@@ -4,7 +4,7 @@
 use crate::sinks::report::{Exporter, Results};
 
 /// The results JSON exporter.
-pub struct Json;
+pub(crate) struct Json;
 
 impl Exporter for Json {
     fn serialize(&self, results: &Results) -> Result<Vec<u8>, String> {

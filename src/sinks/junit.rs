@@ -28,7 +28,7 @@ use quick_junit::{
 use crate::sinks::report::{AssertionResult, GateResults, Results, TestOutcome};
 
 /// The `<testsuites name=...>`.
-pub const REPORT_NAME: &str = "servegate";
+pub(crate) const REPORT_NAME: &str = "servegate";
 
 /// True for a character the XML 1.0 `Char` production forbids (W3C XML 1.0, section 2.2): C0 controls but
 /// tab, newline and carriage return (ESC included), and U+FFFE, U+FFFF (surrogates cannot occur in a `str`).
@@ -39,7 +39,7 @@ fn xml10_forbidden(c: char) -> bool {
 /// Text made valid for XML 1.0, visibly (case 42's rule): every forbidden character is written as the six
 /// characters `\uXXXX` (lowercase hex: ESC is `\u001b`, so a colour code reads `\u001b[31m`; NUL `\u0000`;
 /// U+FFFE `\ufffe`); `&`, `<`, `>` and quotes are escaped by quick-junit's [`XmlString`]. No CDATA.
-pub fn xml(s: &str) -> XmlString {
+pub(crate) fn xml(s: &str) -> XmlString {
     if s.contains(xml10_forbidden) {
         let mut out = String::with_capacity(s.len() + 8);
         for c in s.chars() {
@@ -58,7 +58,7 @@ pub fn xml(s: &str) -> XmlString {
 /// The classname of a gate's testcases: `servegate.` and the gate name with `.` written `_`, so Jenkins (which
 /// splits a classname at its last dot into package and class) files every gate under package `servegate`
 /// with the gate as its class, and no reader turns a model name's dots (`qwen2.5-7b`) into packages (case 41).
-pub fn classname(gate: &str) -> String {
+pub(crate) fn classname(gate: &str) -> String {
     format!("{REPORT_NAME}.{}", gate.replace('.', "_"))
 }
 
@@ -90,7 +90,7 @@ fn fmt_load(l: &Option<[f64; 3]>) -> Option<String> {
 }
 
 /// Shell-style display of an argv: arguments with spaces or quotes are single-quoted.
-pub fn shell_join(argv: &[String]) -> String {
+pub(crate) fn shell_join(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {
             if !a.is_empty()
@@ -324,7 +324,7 @@ fn count_skips(s: &mut TestSuite, g: &GateResults) {
 }
 
 /// The quick-junit report of `results`.
-pub fn to_report(results: &Results) -> Report {
+pub(crate) fn to_report(results: &Results) -> Report {
     let mut r = Report::new(REPORT_NAME);
     r.set_time(secs(results.duration_s));
     let mut seen = std::collections::HashSet::new();
@@ -361,7 +361,7 @@ fn problems_suite(
 }
 
 /// The JUnit XML of `results`, as bytes (UTF-8, with an XML declaration).
-pub fn serialize(results: &Results) -> Result<Vec<u8>, quick_junit::SerializeError> {
+pub(crate) fn serialize(results: &Results) -> Result<Vec<u8>, quick_junit::SerializeError> {
     let mut out = Vec::new();
     to_report(results).serialize(&mut out)?;
     if !out.ends_with(b"\n") {
@@ -371,7 +371,7 @@ pub fn serialize(results: &Results) -> Result<Vec<u8>, quick_junit::SerializeErr
 }
 
 /// The JUnit XML exporter.
-pub struct Junit;
+pub(crate) struct Junit;
 
 impl crate::sinks::report::Exporter for Junit {
     fn serialize(&self, results: &Results) -> Result<Vec<u8>, String> {

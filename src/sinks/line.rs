@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 /// Longest verdict line shown on a console, in characters.
-pub const VERDICT_LINE_CHARS: usize = 300;
+pub(crate) const VERDICT_LINE_CHARS: usize = 300;
 
 static FULL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -29,7 +29,7 @@ pub fn show_full(full: bool) {
 }
 
 /// A verdict message as the console shows it: whole after [`show_full`]`(true)`, else [`compact`].
-pub fn shown(msg: &str) -> String {
+pub(crate) fn shown(msg: &str) -> String {
     if FULL.load(std::sync::atomic::Ordering::SeqCst) {
         msg.to_string()
     } else {
@@ -38,14 +38,14 @@ pub fn shown(msg: &str) -> String {
 }
 
 /// `msg` as one console line of at most [`VERDICT_LINE_CHARS`] characters ([`compact_to`]).
-pub fn compact(msg: &str) -> String {
+pub(crate) fn compact(msg: &str) -> String {
     compact_to(msg, VERDICT_LINE_CHARS)
 }
 
 /// `msg` as one line of at most `max` characters (about: a word is never cut when a boundary is near):
 /// unchanged when it fits; else repeated reasons folded, then cut at an item boundary, the trailing
 /// `(... n=K of N planned ...)` kept.
-pub fn compact_to(msg: &str, max: usize) -> String {
+pub(crate) fn compact_to(msg: &str, max: usize) -> String {
     let msg = msg.replace(['\n', '\r'], " ");
     if chars(&msg) <= max {
         return msg;
@@ -76,7 +76,7 @@ pub fn compact_to(msg: &str, max: usize) -> String {
 }
 
 /// Characters a quoted text keeps when a line is too long ([`shorten_quotes`]).
-pub const QUOTE_CHARS: usize = 60;
+pub(crate) const QUOTE_CHARS: usize = 60;
 
 /// Every `"..."` of more than `keep` characters (escaped quotes inside honoured) cut to its first `keep`
 /// characters and `…`.

@@ -18,10 +18,10 @@ use crate::sinks::report::{
 pub const BUDGET_BYTES: usize = 1024 * 1024;
 
 /// At most this many characters of a verdict line in a table cell (the full line is in the JSON and JUnit).
-pub const VERDICT_CHARS: usize = 400;
+pub(crate) const VERDICT_CHARS: usize = 400;
 
 /// The Markdown summary exporter.
-pub struct Markdown;
+pub(crate) struct Markdown;
 
 impl Exporter for Markdown {
     fn serialize(&self, results: &Results) -> Result<Vec<u8>, String> {
@@ -30,7 +30,7 @@ impl Exporter for Markdown {
 }
 
 /// The state word of one test.
-pub fn state(t: &AssertionResult) -> &'static str {
+pub(crate) fn state(t: &AssertionResult) -> &'static str {
     match (t.outcome, t.failure_kind) {
         (TestOutcome::Passed, _) => "PASS",
         (TestOutcome::Skipped, _) => "SKIP",
@@ -81,13 +81,17 @@ fn n_of(t: &AssertionResult) -> String {
 }
 
 /// The whole summary, never longer than `budget` bytes (see [`BUDGET_BYTES`]).
-pub fn serialize(results: &Results, budget: usize) -> Vec<u8> {
+pub(crate) fn serialize(results: &Results, budget: usize) -> Vec<u8> {
     serialize_with(results, budget, None)
 }
 
 /// [`serialize`], with a link to the published evidence (`artifact_url`, from `SERVEGATE_ARTIFACT_URL`: e.g.
 /// the run's artifact page) under the heading and beside each gate's evidence directory.
-pub fn serialize_with(results: &Results, budget: usize, artifact_url: Option<&str>) -> Vec<u8> {
+pub(crate) fn serialize_with(
+    results: &Results,
+    budget: usize,
+    artifact_url: Option<&str>,
+) -> Vec<u8> {
     let link = artifact_url.map(|u| cell(u, 1000).replace(['(', ')', ' '], ""));
     let word = match results.exit_code {
         exit::PASS => "PASS",

@@ -6,9 +6,9 @@
 pub mod events;
 pub mod export;
 pub mod exports;
-pub mod github;
+mod github;
 pub mod json;
-pub(crate) mod junit;
+mod junit;
 pub mod line;
 pub mod markdown;
 pub mod outputs;

@@ -36,19 +36,20 @@ impl Outputs {
     }
 
     /// The reports asked for by the environment alone (the harness), looked up with `var`.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Outputs {
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Outputs {
         Outputs::from_args(&OutputArgs::default(), var)
     }
 
     /// Asks for `format` at `path` (replacing an earlier path for it).
-    pub fn set(&mut self, format: Format, path: PathBuf) {
+    pub(crate) fn set(&mut self, format: Format, path: PathBuf) {
         self.paths.retain(|(f, _)| *f != format);
         self.paths.push((format, path));
         self.paths.sort_by_key(|(f, _)| *f);
     }
 
-    /// The path asked for `format`.
-    pub fn get(&self, format: Format) -> Option<&Path> {
+    /// The path asked for `format` (the harness's tests read the configuration with it).
+    #[cfg(test)]
+    pub(crate) fn get(&self, format: Format) -> Option<&Path> {
         self.paths
             .iter()
             .find(|(f, _)| *f == format)
@@ -56,17 +57,17 @@ impl Outputs {
     }
 
     /// Every asked-for report, in [`Format::ALL`] order.
-    pub fn iter(&self) -> impl Iterator<Item = (Format, &Path)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (Format, &Path)> {
         self.paths.iter().map(|(f, p)| (*f, p.as_path()))
     }
 
     /// True when no report is asked for.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.paths.is_empty()
     }
 
     /// `junit PATH, json PATH, ...`: the reports, as the harness names them after a run.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         self.iter()
             .map(|(f, p)| format!("{} {}", f.name(), p.display()))
             .collect::<Vec<_>>()
@@ -104,7 +105,7 @@ impl Outputs {
     }
 
     /// Serializes and writes each asked-for report; returns one message per report that could not be written.
-    pub fn write(&self, results: &Results) -> Vec<String> {
+    pub(crate) fn write(&self, results: &Results) -> Vec<String> {
         let mut errors = Vec::new();
         for (f, p) in self.iter() {
             let bytes = match f {

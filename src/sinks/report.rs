@@ -3,8 +3,9 @@
 //! consumed by the output formats behind [`crate::sinks::export::Exporter`] (`sinks/json.rs`: schema
 //! [`RESULTS_SCHEMA`], documented field by field in docs/results-json.md; `sinks/junit.rs`;
 //! `sinks/markdown.rs`). Each export is a pure `serialize(&results) -> bytes`; [`write_atomic`] is the
-//! separate write. This module starts nothing and judges nothing; the only
-//! file it reads is the tail of a failed gate's `serve.log`.
+//! separate write. This module starts nothing and judges nothing; the files it reads are the tail of a
+//! failed gate's `serve.log` ([`serve_log_tail`]) and, for a pair run, each arm's `run.json` (the arm's
+//! serve command and provenance in the results).
 
 use std::path::Path;
 
@@ -33,13 +34,13 @@ pub const RESULTS_SCHEMA: &str = "servegate.results/2";
 
 /// The first schema id, still read ([`Results::from_json`]): its assertions carry no `line`, `metric` or
 /// `bound_kind`.
-pub const RESULTS_SCHEMA_V1: &str = "servegate.results/1";
+pub(crate) const RESULTS_SCHEMA_V1: &str = "servegate.results/1";
 
 /// Lines of `serve.log` kept in [`GateResults::serve_log_tail`] when a gate has a failed assertion.
-pub const SERVE_LOG_TAIL_LINES: usize = 40;
+pub(crate) const SERVE_LOG_TAIL_LINES: usize = 40;
 
 /// At most this many bytes (the end) of those lines.
-pub const SERVE_LOG_TAIL_BYTES: usize = 16 * 1024;
+pub(crate) const SERVE_LOG_TAIL_BYTES: usize = 16 * 1024;
 
 /// Who produced the document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,7 +83,7 @@ pub enum TestOutcome {
 
 impl TestOutcome {
     /// The test of a verdict's outcome.
-    pub fn of(o: crate::judge::Outcome) -> TestOutcome {
+    pub(crate) fn of(o: crate::judge::Outcome) -> TestOutcome {
         use crate::judge::Outcome;
         match o {
             Outcome::Pass => TestOutcome::Passed,
@@ -98,7 +99,7 @@ impl TestOutcome {
 
     /// The state as exports and JUnit properties write it: `pass`, `fail`, `skipped`, `indeterminate`,
     /// `incomparable`, `not_compared`, `void`.
-    pub fn state(self) -> &'static str {
+    pub(crate) fn state(self) -> &'static str {
         match self {
             TestOutcome::Passed => "pass",
             TestOutcome::Failed => "fail",
@@ -184,20 +185,20 @@ pub struct SkipCount {
 }
 
 /// The skip reason of a busy runner ([`TestOutcome::NotCompared`]).
-pub const SKIP_BUSY_RUNNER: &str = "not compared: busy runner";
+pub(crate) const SKIP_BUSY_RUNNER: &str = "not compared: busy runner";
 /// The skip reason of a baseline that no longer applies, skipped by `on_incomparable = "skip"`.
-pub const SKIP_INCOMPARABLE: &str = "not compared: baseline does not apply";
+pub(crate) const SKIP_INCOMPARABLE: &str = "not compared: baseline does not apply";
 /// The skip reason of an indeterminate verdict let through by `on_indeterminate = "pass"`.
-pub const SKIP_INDETERMINATE: &str = "indeterminate, let through";
+pub(crate) const SKIP_INDETERMINATE: &str = "indeterminate, let through";
 /// The skip reason of an unsupported `[contract]` check that the gate's `may_lack` allows.
-pub const SKIP_UNSUPPORTED: &str = "unsupported, allowed by [contract] may_lack";
+pub(crate) const SKIP_UNSUPPORTED: &str = "unsupported, allowed by [contract] may_lack";
 /// The skip reason of a test not run (filtered or ignored by the test arguments).
-pub const SKIP_NOT_RUN: &str = "not run";
+pub(crate) const SKIP_NOT_RUN: &str = "not run";
 
 /// The skip reason of a gate whose `[requires]` are unmet, from its unmet reasons
 /// ([`crate::spec::GateSpec::requirements`]), the first that applies of: `no device` (a path under `/dev/`),
 /// `not provisioned` (a runtime), `command missing`, `environment unset`, `path missing`.
-pub fn unmet_reason(unmet: &[String]) -> &'static str {
+pub(crate) fn unmet_reason(unmet: &[String]) -> &'static str {
     let any = |f: &dyn Fn(&str) -> bool| unmet.iter().any(|u| f(u));
     if any(&|u| u.starts_with("path /dev/")) {
         "no device"
@@ -214,7 +215,7 @@ pub fn unmet_reason(unmet: &[String]) -> &'static str {
 
 impl Counts {
     /// The skips by reason as one phrase, `1 not compared: busy runner, 34 not provisioned`; empty when none.
-    pub fn skips_text(&self) -> String {
+    pub(crate) fn skips_text(&self) -> String {
         self.skip_reasons
             .iter()
             .map(|s| format!("{} {}", s.count, s.reason))
@@ -405,7 +406,7 @@ impl MetricResult {
     }
 
     /// True when higher values are better.
-    pub fn higher_is_better(&self) -> bool {
+    pub(crate) fn higher_is_better(&self) -> bool {
         self.better == Better::Higher
     }
 }
@@ -561,7 +562,7 @@ impl GateResults {
     }
 
     /// Recomputes `status`, `failure_kind` and `exit_code` from the tests.
-    pub fn settle(&mut self) {
+    pub(crate) fn settle(&mut self) {
         self.failure_kind = self
             .assertions
             .iter()
@@ -610,7 +611,7 @@ impl GateResults {
 
     /// A gate that ran. `assertions` are its listed tests (see [`assertion_from_verdict`]); provenance and
     /// request figures come from the outcome; the serve log tail is read when a test failed.
-    pub fn ran(
+    pub(crate) fn ran(
         spec: &GateSpec,
         outcome: &RunOutcome,
         assertions: Vec<AssertionResult>,
@@ -687,7 +688,7 @@ impl GateResults {
     }
 
     /// A gate whose spec does not parse: one failed `<stem>::spec` test.
-    pub fn spec_invalid(file: &Path, error: &str, duration_s: f64) -> GateResults {
+    pub(crate) fn spec_invalid(file: &Path, error: &str, duration_s: f64) -> GateResults {
         let stem = spec_stem(file);
         let t = AssertionResult::new(
             &stem,
@@ -702,7 +703,7 @@ impl GateResults {
 }
 
 /// The trial prefix for a gate file whose spec does not parse: its file stem.
-pub fn spec_stem(file: &Path) -> String {
+pub(crate) fn spec_stem(file: &Path) -> String {
     file.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "gate".into())
@@ -744,19 +745,19 @@ impl AssertionResult {
     }
 
     /// This test with the line of its gate file declaring it ([`AssertionResult::line`]).
-    pub fn at_line(mut self, line: usize) -> AssertionResult {
+    pub(crate) fn at_line(mut self, line: usize) -> AssertionResult {
         self.line = Some(line);
         self
     }
 
     /// The line annotations and JUnit name: [`AssertionResult::line`], 1 when unknown.
-    pub fn gate_line(&self) -> usize {
+    pub(crate) fn gate_line(&self) -> usize {
         self.line.unwrap_or(1)
     }
 
     /// This test with its skip reason ([`AssertionResult::skip_reason`]), kept only when the test neither
     /// passed nor fails the run.
-    pub fn with_skip_reason(mut self, reason: &str) -> AssertionResult {
+    pub(crate) fn with_skip_reason(mut self, reason: &str) -> AssertionResult {
         if self.outcome != TestOutcome::Passed && self.failure_kind.is_none() {
             self.skip_reason = Some(reason.to_string());
         }
@@ -766,7 +767,7 @@ impl AssertionResult {
     /// Copies the verdict's figures (median, values, the bound with its side, unit and metric) onto this
     /// test: all data the verdict carries (`Verdict::bound`, built once from the registry), nothing read back
     /// from the spec or the message.
-    pub fn with_figures(mut self, _spec: &GateSpec, v: &Verdict) -> AssertionResult {
+    pub(crate) fn with_figures(mut self, _spec: &GateSpec, v: &Verdict) -> AssertionResult {
         self.median = v.median;
         self.values = v.values.clone();
         self.bound = v.bound.map(|b| b.value);
@@ -779,13 +780,13 @@ impl AssertionResult {
 
 /// The failure kind of a failed verdict in `outcome`, from the run's exit code: the serve never became
 /// ready, the spec is unusable (e.g. a pair on two different model files), or the assertion itself.
-pub fn verdict_failure_kind(outcome: &RunOutcome) -> FailureKind {
+pub(crate) fn verdict_failure_kind(outcome: &RunOutcome) -> FailureKind {
     outcome.failure_kind().unwrap_or(FailureKind::Assertion)
 }
 
 /// A test straight from a verdict: the one mapping from a verdict to a listed test, for `servegate run`,
 /// `servegate judge` and the harness (through [`crate::sinks::events::Collector`] and the harness's trials).
-pub fn assertion_from_verdict(
+pub(crate) fn assertion_from_verdict(
     spec: &GateSpec,
     outcome: &RunOutcome,
     v: &Verdict,
@@ -829,7 +830,7 @@ pub fn assertion_from_verdict(
 }
 
 /// Provenance from a run outcome.
-pub fn provenance(spec: &GateSpec, outcome: &RunOutcome) -> Provenance {
+pub(crate) fn provenance(spec: &GateSpec, outcome: &RunOutcome) -> Provenance {
     let s = &outcome.summary;
     Provenance {
         evidence_dir: outcome.dir.display().to_string(),
@@ -881,7 +882,7 @@ pub fn provenance(spec: &GateSpec, outcome: &RunOutcome) -> Provenance {
 
 /// The last `lines` lines (at most [`SERVE_LOG_TAIL_BYTES`]) of a log, lossy UTF-8; None when the file is
 /// missing or empty.
-pub fn serve_log_tail(path: &Path, lines: usize) -> Option<String> {
+pub(crate) fn serve_log_tail(path: &Path, lines: usize) -> Option<String> {
     // Only the end of the file is read (a serve's log can be hundreds of MB).
     let text = crate::io::serve::tail_file(path, lines);
     let tail = tail_lines(&text, lines, SERVE_LOG_TAIL_BYTES);
@@ -889,7 +890,7 @@ pub fn serve_log_tail(path: &Path, lines: usize) -> Option<String> {
 }
 
 /// The last `lines` lines of `text`, cut to its last `max_bytes` bytes (on a character boundary).
-pub fn tail_lines(text: &str, lines: usize, max_bytes: usize) -> String {
+pub(crate) fn tail_lines(text: &str, lines: usize, max_bytes: usize) -> String {
     let text = text.trim_end_matches(['\n', '\r']);
     let start = text
         .rmatch_indices('\n')

@@ -153,7 +153,7 @@ fn a_run_whose_serve_crashed_after_its_last_reply_is_not_blessed() {
         std::fs::read_to_string(t.path().join("g.toml")).unwrap(),
         gate
     );
-    assert!(!t.path().join("baselines").exists());
+    assert!(!t.path().join("data/baselines").exists());
 }
 
 /// bless-inline-table.sh: `rate = { floor_tok_s = 5.0 }` under `[assert]`. The blessed gate still parses
@@ -190,7 +190,7 @@ fn blessing_a_floor_in_an_inline_table_keeps_the_gate_valid_and_its_bytes() {
             .rate
             .unwrap()
             .floor_tok_s;
-        let l = ledger(&t.path().join("baselines"));
+        let l = ledger(&t.path().join("data/baselines"));
         assert_eq!(l.last().unwrap().value, Some(floor));
         assert_eq!(l.last().unwrap().previous, Some(5.0));
         // Byte diff: the lines of the file before are all there, in order, but the floor's; the new lines

@@ -2,7 +2,7 @@
 //! process are tests/pure/census.rs.
 //!
 //! The census: family roots, the peer list shapes, the gap list, and `census --check` failing on a peer family
-//! root with no registry row (docs/coverage.md "The census").
+//! root with no registry row (pages/coverage.md "The census").
 
 use crate::fixtures::root;
 use crate::fixtures::servegate_in;
@@ -33,7 +33,7 @@ fn census_prints_the_gap_list_from_the_committed_fixture() {
     assert!(
         stdout.contains("| smollm2 | settled | smollm2 |")
             && stdout.contains("[smollm2-135m]/")
-            && stdout.contains("coverage/runs/reference-matrix"),
+            && stdout.contains("data/coverage/runs/reference-matrix"),
         "{stdout}"
     );
     // no invented description: a listed row holds only the peer's own names and labels

@@ -639,7 +639,7 @@ fn export_and_leaderboard_output_over_an_input_is_refused() {
     );
     assert_refused(&out, "a source of this export", &before);
     let records = tmp.path().join("records");
-    fixtures::copy_dir(&root().join("records"), &records);
+    fixtures::copy_dir(&root().join("data/records"), &records);
     let recs = snapshot(&records);
     let first = recs[0].0.clone();
     let out = servegate(

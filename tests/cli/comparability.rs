@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::fixtures::{self, copy_dir, Entry};
 
-/// The paced serve (what tests/data/compare/vserve.py did): the model `m`, `/version` answering `version`,
+/// The paced serve (what the `vserve.py` script once kept in tests/data/compare/ did): the model `m`, `/version` answering `version`,
 /// every reply streamed (14 words, the first 20 ms after the head, then one each 1000 / `rate` ms; no role
 /// or usage chunk; the finish chunk and `[DONE]`).
 fn vserve(rate: u32, version: &str) -> String {

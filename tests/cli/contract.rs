@@ -3,14 +3,14 @@
 //! `contract/<check>/` and judged from there. What goes here: for each check, one scripted serve that honours
 //! it (PASS) and one that breaks it (FAIL with the reason); unsupported, hang and garbage answers; and
 //! `servegate check`'s refusals of a bad `[contract]`. The judging rules alone are unit-tested in
-//! src/judge/contract/tests.rs.
+//! crates/core/src/judge/contract/tests.rs.
 //!
 //! The scripted serve answers chat requests by arrival order (`Script::replies`): reply 0 is the gate's one
 //! speed-trial request, the next ones the check's requests in the order `spec::contract::requests` sends them.
 
 use std::path::{Path, PathBuf};
 
-use servegate::replay::scripted::{Reply, Script};
+use servegate::replay::scripted::{Reply, Route, Script, ToolCall};
 
 use crate::fixtures;
 
@@ -18,13 +18,20 @@ use crate::fixtures;
 /// speed trial with the default reply and the contract requests with `replies`; runs it. Returns the
 /// output's text, the temp project (kept alive) and the run directory in it.
 fn run(contract: &str, replies: Vec<Reply>) -> (String, tempfile::TempDir, PathBuf) {
+    run_script(
+        contract,
+        Script {
+            replies,
+            ..Script::default()
+        },
+    )
+}
+
+/// As [`run`], on `script` (its `replies` answer the contract requests, after the speed trial's default
+/// reply).
+fn run_script(contract: &str, mut script: Script) -> (String, tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let mut all = vec![Reply::default()];
-    all.extend(replies);
-    let script = Script {
-        replies: all,
-        ..Script::default()
-    };
+    script.replies.insert(0, Reply::default());
     let gate = format!(
         r#"[gate]
 name = "contract"
@@ -340,11 +347,383 @@ fn check_refuses_an_unknown_check_with_its_line_a_suggestion_and_the_known_ones(
     );
     assert!(text.contains("did you mean"), "{text}");
     assert!(
-        text.contains("shape, max_tokens, stop, usage, stream_parity, errors"),
+        text.contains("shape, max_tokens, stop, usage, stream_parity, tools, json_object, json_schema, logprobs, seed, n, errors, completions, embeddings, models"),
         "{text}"
     );
     let text = check("expect = [\"stop\"]\nmay_lack = [\"stop\"]");
     assert!(text.contains("named twice"), "{text}");
     let text = check("expect = [\"shape\"]\n[contract.stop]\nstop = \"x\"");
     assert!(text.contains("a check the gate does not run"), "{text}");
+}
+
+/// A reply calling `get_weather` with `arguments` (in pieces), finish_reason "tool_calls".
+fn calls(id: Option<&str>, arguments: &[&str]) -> Reply {
+    Reply {
+        tokens: Vec::new(),
+        tool_calls: vec![ToolCall {
+            id: id.map(str::to_string),
+            name: "get_weather".into(),
+            arguments: arguments.iter().map(|a| a.to_string()).collect(),
+        }],
+        finish_reason: Some("tool_calls".into()),
+        ..Reply::default()
+    }
+}
+
+#[test]
+fn tools_passes_a_named_call_and_fails_arguments_that_are_no_json_or_a_delta_without_an_id() {
+    let good = calls(Some("call_1"), &["{\"city\":", " \"Paris\"}"]);
+    let (text, _d, _) = run(
+        r#"expect = ["tools"]"#,
+        vec![Reply::default(), good.clone(), good.clone()],
+    );
+    assert_word(&text, "tools", "PASS", "called get_weather");
+    let bad = calls(Some("call_1"), &["{city: Paris"]);
+    let (text, _d, _) = run(
+        r#"expect = ["tools"]"#,
+        vec![Reply::default(), bad.clone(), bad],
+    );
+    assert_word(&text, "tools", "FAIL", "do not parse as JSON");
+    let (text, _d, _) = run(
+        r#"expect = ["tools"]"#,
+        vec![
+            Reply::default(),
+            good,
+            calls(None, &["{\"city\": \"Paris\"}"]),
+        ],
+    );
+    assert_word(&text, "tools", "FAIL", "carries no id and type");
+}
+
+#[test]
+fn tools_dropped_from_the_prompt_are_unsupported_and_a_wrong_finish_fails() {
+    // llama.cpp with a chat template that has no tool support (docs/contract.md "Measured"): a plain
+    // answer, and the same prompt_tokens as without tools.
+    let (text, _d, _) = run(
+        r#"may_lack = ["tools"]"#,
+        vec![Reply::default(), Reply::default(), Reply::default()],
+    );
+    assert_word(&text, "tools", "UNSUPPORTED", "ignored silently");
+    let stops = Reply {
+        finish_reason: Some("stop".into()),
+        ..calls(Some("call_1"), &["{\"city\": \"Paris\"}"])
+    };
+    let (text, _d, _) = run(
+        r#"may_lack = ["tools"]"#,
+        vec![Reply::default(), stops.clone(), stops],
+    );
+    assert_word(&text, "tools", "FAIL", "not \"tool_calls\"");
+}
+
+#[test]
+fn json_object_and_json_schema_pass_valid_json_and_fail_invalid_or_ignored_formats() {
+    let (text, _d, _) = run(
+        r#"expect = ["json_object"]"#,
+        vec![Reply::default(), ok(&["{\"city\": \"Paris\"}"], "stop")],
+    );
+    assert_word(&text, "json_object", "PASS", "parses as a JSON object");
+    let (text, _d, _) = run(
+        r#"expect = ["json_object"]"#,
+        vec![Reply::default(), ok(&["Paris is the capital."], "stop")],
+    );
+    assert_word(&text, "json_object", "FAIL", "does not parse as JSON");
+    let (text, _d, _) = run(
+        r#"may_lack = ["json_object"]"#,
+        vec![Reply::default(), Reply::default()],
+    );
+    assert_word(&text, "json_object", "UNSUPPORTED", "ignored silently");
+    let (text, _d, _) = run(
+        r#"expect = ["json_schema"]"#,
+        vec![
+            Reply::default(),
+            ok(&["{\"city\": \"Paris\", \"population\": 2102650}"], "stop"),
+        ],
+    );
+    assert_word(&text, "json_schema", "PASS", "validates against the schema");
+    let (text, _d, _) = run(
+        r#"expect = ["json_schema"]"#,
+        vec![Reply::default(), ok(&["{\"city\": \"Paris\"}"], "stop")],
+    );
+    assert_word(
+        &text,
+        "json_schema",
+        "FAIL",
+        "\"population\" is a required property",
+    );
+}
+
+/// One token's logprob entry: its text, its logprob, its top alternatives (text, logprob).
+type Entry<'a> = (&'a str, f64, &'a [(&'a str, f64)]);
+
+/// A chat completion body whose one choice has `logprobs.content` of `entries`.
+fn with_logprobs(entries: &[Entry]) -> Reply {
+    let content: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|(t, l, top)| {
+            serde_json::json!({"token": t, "logprob": l, "top_logprobs": top.iter().map(|(t, l)| serde_json::json!({"token": t, "logprob": l})).collect::<Vec<_>>()})
+        })
+        .collect();
+    let text: String = entries.iter().map(|e| e.0).collect();
+    let body = serde_json::json!({"id": "c", "object": "chat.completion", "created": 1, "model": "fake",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length",
+            "logprobs": {"content": content}}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": entries.len(), "total_tokens": 9 + entries.len()}});
+    raw(200, &body.to_string())
+}
+
+#[test]
+fn logprobs_passes_sorted_alternatives_and_fails_unsorted_ones_or_none() {
+    let top: &[(&str, f64)] = &[("1", -0.2), ("One", -2.5), ("Sure", -3.0)];
+    let top2: &[(&str, f64)] = &[("\n", -0.2), (",", -1.9), (" ", -4.0)];
+    let (text, _d, _) = run(
+        r#"expect = ["logprobs"]"#,
+        vec![with_logprobs(&[("1", -0.2, top), ("\n", -0.2, top2)])],
+    );
+    assert_word(&text, "logprobs", "PASS", "3 sorted alternatives");
+    let unsorted: &[(&str, f64)] = &[("1", -0.2), ("Sure", -3.0), ("One", -2.5)];
+    let (text, _d, _) = run(
+        r#"expect = ["logprobs"]"#,
+        vec![with_logprobs(&[("1", -0.2, unsorted)])],
+    );
+    assert_word(&text, "logprobs", "FAIL", "not sorted most likely first");
+    let (text, _d, _) = run(r#"may_lack = ["logprobs"]"#, vec![Reply::default()]);
+    assert_word(&text, "logprobs", "UNSUPPORTED", "no logprobs.content");
+}
+
+#[test]
+fn seed_passes_the_same_text_for_the_same_seed_and_is_unsupported_when_it_differs() {
+    let (text, _d, _) = run(
+        r#"may_lack = ["seed"]"#,
+        vec![
+            ok(&["A river"], "length"),
+            ok(&["A river"], "length"),
+            ok(&["The stream"], "length"),
+        ],
+    );
+    assert_word(&text, "seed", "PASS", "seed 42 gave the same text twice");
+    let (text, _d, _) = run(
+        r#"may_lack = ["seed"]"#,
+        vec![
+            ok(&["A river"], "length"),
+            ok(&["The stream"], "length"),
+            ok(&["Water"], "length"),
+        ],
+    );
+    assert_word(&text, "seed", "UNSUPPORTED", "not deterministic by seed");
+    let (text, _d, _) = run(
+        r#"may_lack = ["seed"]"#,
+        vec![Reply::default(), Reply::default(), Reply::default()],
+    );
+    assert_word(
+        &text,
+        "seed",
+        "INDETERMINATE",
+        "the same text at temperature 1",
+    );
+}
+
+#[test]
+fn n_passes_two_choices_and_one_choice_or_a_refusal_of_n_is_unsupported() {
+    let two = r#"{"id":"c","object":"chat.completion","created":1,"model":"fake","choices":[{"index":0,"message":{"role":"assistant","content":"A river"},"finish_reason":"length"},{"index":1,"message":{"role":"assistant","content":"The stream"},"finish_reason":"length"}],"usage":{"prompt_tokens":9,"completion_tokens":16,"total_tokens":25}}"#;
+    let (text, _d, _) = run(r#"expect = ["n"]"#, vec![raw(200, two)]);
+    assert_word(&text, "n", "PASS", "two choices, index 0 and 1");
+    let (text, _d, _) = run(r#"may_lack = ["n"]"#, vec![Reply::default()]);
+    assert_word(&text, "n", "UNSUPPORTED", "got 1 choice");
+    let refused = r#"{"error":{"code":400,"message":"Field 'n': Value must be between 1 <= value <= 1, but got 2","type":"invalid_request_error"}}"#;
+    let (text, _d, _) = run(r#"may_lack = ["n"]"#, vec![raw(400, refused)]);
+    assert_word(&text, "n", "UNSUPPORTED", "refusing `n`");
+    let (text, _d, _) = run(r#"expect = ["n"]"#, vec![raw(400, refused)]);
+    assert_word(
+        &text,
+        "n",
+        "FAIL",
+        "unsupported, and [contract] expect lists it",
+    );
+}
+
+#[test]
+fn completions_passes_the_completion_object_and_fails_a_chat_object_or_a_different_stream() {
+    let tc = |tokens: &[&str]| Reply {
+        text_completion: true,
+        ..ok(tokens, "length")
+    };
+    let (text, _d, dir) = run(
+        r#"expect = ["completions"]"#,
+        vec![tc(&[" Paris", "."]), tc(&[" Paris", "."])],
+    );
+    assert_word(&text, "completions", "PASS", "the completion object");
+    let sent = std::fs::read_to_string(dir.join("contract/completions/check.json")).unwrap();
+    assert!(sent.contains("\"/v1/completions\""), "{sent}");
+    let (text, _d, _) = run(
+        r#"expect = ["completions"]"#,
+        vec![Reply::default(), tc(&[" Paris", "."])],
+    );
+    assert_word(&text, "completions", "FAIL", "is no completion object");
+    let (text, _d, _) = run(
+        r#"expect = ["completions"]"#,
+        vec![tc(&[" Paris", "."]), tc(&[" Lyon", "."])],
+    );
+    assert_word(&text, "completions", "FAIL", "the greedy texts differ");
+    let (text, _d, _) = run(
+        r#"may_lack = ["completions"]"#,
+        vec![status(404), status(404)],
+    );
+    assert_word(&text, "completions", "UNSUPPORTED", "no such route");
+}
+
+fn embedding(vectors: &[&[f64]]) -> Reply {
+    let data: Vec<serde_json::Value> = vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| serde_json::json!({"object": "embedding", "index": i, "embedding": v}))
+        .collect();
+    let body = serde_json::json!({"object": "list", "data": data, "model": "fake", "usage": {"prompt_tokens": 7, "total_tokens": 7}});
+    raw(200, &body.to_string())
+}
+
+#[test]
+fn embeddings_passes_a_repeatable_vector_and_fails_one_that_moves_or_is_unsupported_on_a_501() {
+    let v: &[f64] = &[0.1, -0.2, 0.3];
+    let w: &[f64] = &[0.3, 0.2, -0.1];
+    let (text, _d, _) = run(
+        r#"expect = ["embeddings"]"#,
+        vec![embedding(&[v]), embedding(&[v]), embedding(&[v, w])],
+    );
+    assert_word(&text, "embeddings", "PASS", "dimension 3");
+    let (text, _d, _) = run(
+        r#"expect = ["embeddings"]"#,
+        vec![embedding(&[v]), embedding(&[w]), embedding(&[v, w])],
+    );
+    assert_word(&text, "embeddings", "FAIL", "not repeatable");
+    let no = r#"{"error":{"code":501,"message":"This server does not support embeddings. Start it with `--embeddings`","type":"not_supported_error"}}"#;
+    let (text, _d, _) = run(
+        r#"may_lack = ["embeddings"]"#,
+        vec![raw(501, no), raw(501, no), raw(501, no)],
+    );
+    assert_word(&text, "embeddings", "UNSUPPORTED", "HTTP 501");
+}
+
+#[test]
+fn models_passes_a_list_with_the_served_model_and_fails_a_model_object_without_created() {
+    let (text, _d, _) = run(r#"expect = ["models"]"#, Vec::new());
+    assert_word(
+        &text,
+        "models",
+        "PASS",
+        "the served model \"fake\" among them",
+    );
+    let script = Script {
+        routes: vec![Route {
+            method: Some("GET".into()),
+            path: "/v1/models".into(),
+            status: 200,
+            headers: Vec::new(),
+            body: r#"{"object":"list","data":[{"id":"fake","object":"model","owned_by":"me"}]}"#
+                .into(),
+            delay_ms: 0.0,
+        }],
+        ..Script::default()
+    };
+    let (text, _d, _) = run_script(r#"expect = ["models"]"#, script);
+    assert_word(
+        &text,
+        "models",
+        "FAIL",
+        "\"created\" is a required property",
+    );
+}
+
+#[test]
+fn check_refuses_settings_a_check_does_not_read() {
+    let text = check("expect = [\"models\"]\n[contract.models]\nprompt = \"x\"");
+    assert!(text.contains("it takes no `prompt`"), "{text}");
+    let text = check("expect = [\"embeddings\"]\n[contract.embeddings]\nmax_tokens = 4");
+    assert!(text.contains("it takes no `max_tokens`"), "{text}");
+}
+
+/// `servegate conformance` run in `cwd`, on the evidence root `contract` and the pages `pages/conformance.*`
+/// there (relative paths, as a checkout has them), with `extra`: its output.
+fn conformance(cwd: &Path, extra: &[&str]) -> std::process::Output {
+    let registry = fixtures::root().join("data/coverage/registry.toml");
+    let mut args = vec![
+        "conformance",
+        "--runs",
+        "contract",
+        "--out",
+        "pages/conformance.md",
+        "--registry",
+        registry.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    fixtures::servegate_in(&args, cwd)
+}
+
+#[test]
+fn conformance_renders_each_state_as_a_word_linked_to_its_evidence_and_checks_the_page() {
+    let no = raw(
+        400,
+        r#"{"error":{"message":"'stop' is not supported by this server","type":"invalid_request_error"}}"#,
+    );
+    let (_, _d, run_dir) = run(
+        "expect = [\"shape\", \"usage\"]\nmay_lack = [\"stop\"]",
+        vec![
+            Reply::default(),
+            Reply::default(),
+            status(400),
+            no.clone(),
+            no,
+            Reply::default(),
+            Reply {
+                completion_tokens: Some(1),
+                ..Reply::default()
+            },
+        ],
+    );
+    let t = tempfile::tempdir().unwrap();
+    let runs = t.path().join("contract");
+    let stamp = run_dir.file_name().unwrap();
+    fixtures::copy_dir(&run_dir, &runs.join("contract").join(stamp));
+    let docs = t.path().join("pages");
+    std::fs::create_dir_all(&docs).unwrap();
+    let out = conformance(t.path(), &[]);
+    assert!(out.status.success(), "{}", fixtures::text(&out));
+    let md = std::fs::read_to_string(docs.join("conformance.md")).unwrap();
+    let stamp = stamp.to_string_lossy();
+    assert!(
+        md.contains(&format!(
+            "| `shape` | [PASS](../contract/contract/{stamp}/contract/shape/) |"
+        )),
+        "{md}"
+    );
+    assert!(md.contains("| `stop` | [UNSUPPORTED]("), "{md}");
+    assert!(md.contains("(may lack) |"), "{md}");
+    assert!(md.contains("| `usage` | [FAIL]("), "{md}");
+    assert!(md.contains("| `tools` | NOT RUN |"), "{md}");
+    let html = std::fs::read_to_string(docs.join("conformance.html")).unwrap();
+    assert!(html.contains(r#"<td class="pass"><a href="#), "{html}");
+    for page in [&md, &html] {
+        for glyph in ['\u{2705}', '\u{274c}', '\u{1f7e1}'] {
+            assert!(!page.contains(glyph), "a state as a glyph: {glyph}");
+        }
+    }
+    let out = conformance(t.path(), &["--check"]);
+    assert!(out.status.success(), "{}", fixtures::text(&out));
+    std::fs::write(docs.join("conformance.md"), md.replace("[PASS]", "[FAIL]")).unwrap();
+    let out = conformance(t.path(), &["--check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", fixtures::text(&out));
+    assert!(
+        fixtures::text(&out).contains("differs from the page the evidence"),
+        "{}",
+        fixtures::text(&out)
+    );
+}
+
+#[test]
+fn the_committed_conformance_page_is_the_one_its_evidence_gives() {
+    let out = fixtures::servegate_in(&["conformance", "--check"], &fixtures::root());
+    assert!(
+        out.status.success(),
+        "pages/conformance.md is stale: run `servegate conformance` and commit it\n{}",
+        fixtures::text(&out)
+    );
 }

@@ -1,8 +1,8 @@
 //! What goes here: `servegate coverage` as a program on copies of the committed evidence. The page's rules
 //! in process are tests/pure/coverage.rs.
 //!
-//! The coverage page: generated from the committed matrix-gate evidence, checked, and a ✅ cell that turns
-//! worse fails (docs/coverage.md).
+//! The coverage page: generated from the committed matrix-gate evidence, checked, and a VERIFIED cell that turns
+//! worse fails (pages/coverage.md).
 
 use std::path::PathBuf;
 
@@ -20,12 +20,12 @@ fn the_committed_page_matches_the_committed_evidence_and_every_check_mark_links_
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let md = std::fs::read_to_string(root().join("docs/coverage.md")).unwrap();
-    let html = std::fs::read_to_string(root().join("docs/coverage.html")).unwrap();
+    let md = std::fs::read_to_string(root().join("pages/coverage.md")).unwrap();
+    let html = std::fs::read_to_string(root().join("pages/coverage.html")).unwrap();
     // minijinja escapes `/` in HTML as `&#x2f;` (read back as `/` by any browser)
     let html = html.replace("&#x2f;", "/");
     assert!(
-        html.contains("<a href=\"../coverage/runs/reference-matrix%5Bsmollm2-135m%5D/"),
+        html.contains("<a href=\"../data/coverage/runs/reference-matrix%5Bsmollm2-135m%5D/"),
         "{html}"
     );
     let rows: Vec<&str> = md
@@ -35,15 +35,15 @@ fn the_committed_page_matches_the_committed_evidence_and_every_check_mark_links_
     assert_eq!(rows.len(), 1, "{md}");
     for l in md
         .lines()
-        .filter(|l| l.contains('✅') && l.starts_with('|'))
+        .filter(|l| l.contains("[VERIFIED ") && l.starts_with('|'))
     {
         let link = l
             .split("](")
             .nth(1)
             .and_then(|s| s.split(')').next())
-            .expect("a ✅ links its evidence");
+            .expect("a VERIFIED cell links its evidence");
         let path = root()
-            .join("docs")
+            .join("pages")
             .join(link.replace("%5B", "[").replace("%5D", "]"));
         assert!(path.join("run.json").is_file(), "{l}: {}", path.display());
     }
@@ -55,7 +55,10 @@ fn a_check_mark_that_turns_worse_is_a_coverage_regression() {
     let runs = dir.path().join("runs");
     // One entry's runs (every stamp: the newest is the cell), on the llama.cpp column.
     let name = "reference-matrix[smollm2-135m]";
-    copy_dir(&root().join("coverage/runs").join(name), &runs.join(name));
+    copy_dir(
+        &root().join("data/coverage/runs").join(name),
+        &runs.join(name),
+    );
     let stamps: Vec<PathBuf> = std::fs::read_dir(runs.join(name))
         .unwrap()
         .flatten()
@@ -78,7 +81,7 @@ fn a_check_mark_that_turns_worse_is_a_coverage_regression() {
             std::fs::write(stamp.join("gate.toml"), t).unwrap();
         }
     };
-    let out_page = dir.path().join("docs/coverage.md");
+    let out_page = dir.path().join("pages/coverage.md");
     std::fs::create_dir_all(out_page.parent().unwrap()).unwrap();
     let args = |check: bool| {
         let mut a = vec![
@@ -97,7 +100,7 @@ fn a_check_mark_that_turns_worse_is_a_coverage_regression() {
         let a = args(check);
         servegate_in(&a.iter().map(String::as_str).collect::<Vec<_>>(), &root())
     };
-    // A floor any reply meets: the evidence gives ✅.
+    // A floor any reply meets: the evidence gives VERIFIED.
     with("0.001");
     let out = run(false);
     assert_eq!(
@@ -107,16 +110,16 @@ fn a_check_mark_that_turns_worse_is_a_coverage_regression() {
         String::from_utf8_lossy(&out.stderr)
     );
     let page_text = std::fs::read_to_string(&out_page).unwrap();
-    assert!(page_text.contains("Q4_1 | [✅ "), "{page_text}");
+    assert!(page_text.contains("Q4_1 | [VERIFIED "), "{page_text}");
     assert_eq!(run(true).status.code(), Some(0));
-    // The same evidence judged against a floor no reply meets: 🟡, a regression of a ✅ cell.
+    // The same evidence judged against a floor no reply meets: PARTIAL, a regression of a VERIFIED cell.
     with("1000000");
     let out = run(true);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains("coverage regression: LlamaForCausalLM|135M|Q4_1|")
-            && stderr.contains("✅ -> 🟡"),
+            && stderr.contains("VERIFIED -> PARTIAL"),
         "{stderr}"
     );
     let out = run(false);
@@ -152,10 +155,10 @@ fn a_matrix_entry_whose_model_file_is_missing_is_skipped_with_the_reason() {
 
 #[test]
 fn a_record_citing_a_matrix_run_is_evidence_for_its_cell() {
-    // A checkout-like directory: no coverage/runs, one record whose evidence is a matrix-gate run.
+    // A checkout-like directory: no data/coverage/runs, one record whose evidence is a matrix-gate run.
     let dir = tempfile::tempdir().unwrap();
     let name = "reference-matrix[smollm2-135m]";
-    let mut stamps: Vec<PathBuf> = std::fs::read_dir(root().join("coverage/runs").join(name))
+    let mut stamps: Vec<PathBuf> = std::fs::read_dir(root().join("data/coverage/runs").join(name))
         .unwrap()
         .flatten()
         .map(|e| e.path())
@@ -166,9 +169,10 @@ fn a_record_citing_a_matrix_run_is_evidence_for_its_cell() {
         .unwrap()
         .to_string_lossy()
         .into_owned();
+    // As records write it: relative to the records directory's parent (data/).
     let rel = format!("records/evidence/{name}/{stamp}");
-    copy_dir(&stamps[0], &dir.path().join(&rel));
-    let records = dir.path().join("records");
+    copy_dir(&stamps[0], &dir.path().join("data").join(&rel));
+    let records = dir.path().join("data/records");
     std::fs::write(
         records.join("r.json"),
         format!("{{\"source\": {{\"kind\": \"gate_run\", \"evidence\": \"{rel}\"}}}}"),
@@ -181,20 +185,20 @@ fn a_record_citing_a_matrix_run_is_evidence_for_its_cell() {
     )
     .unwrap();
     std::fs::write(records.join("junk.json"), "not json").unwrap();
-    let runs = dir.path().join("coverage/runs");
+    let runs = dir.path().join("data/coverage/runs");
     assert!(page::cells_from(&runs, None).is_empty());
     let cells = page::cells_from(&runs, Some(&records));
     assert_eq!(cells.len(), 1, "{cells:?}");
     assert_eq!(cells[0].model, "smollm2-135m");
-    assert_eq!(cells[0].evidence, dir.path().join(&rel));
-    // The CLI's defaults read records/ too, and the cell links the record's evidence from docs/.
-    std::fs::create_dir_all(dir.path().join("coverage")).unwrap();
+    assert_eq!(cells[0].evidence, dir.path().join("data").join(&rel));
+    // The CLI's defaults read data/records/ too, and the cell links the record's evidence from pages/.
+    std::fs::create_dir_all(dir.path().join("data/coverage")).unwrap();
     std::fs::copy(
-        root().join("coverage/registry.toml"),
-        dir.path().join("coverage/registry.toml"),
+        root().join("data/coverage/registry.toml"),
+        dir.path().join("data/coverage/registry.toml"),
     )
     .unwrap();
-    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    std::fs::create_dir_all(dir.path().join("pages")).unwrap();
     let out = servegate_in(&["coverage"], dir.path());
     assert_eq!(
         out.status.code(),
@@ -202,8 +206,8 @@ fn a_record_citing_a_matrix_run_is_evidence_for_its_cell() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let md = std::fs::read_to_string(dir.path().join("docs/coverage.md")).unwrap();
-    let link = format!("](../records/evidence/reference-matrix%5Bsmollm2-135m%5D/{stamp})");
+    let md = std::fs::read_to_string(dir.path().join("pages/coverage.md")).unwrap();
+    let link = format!("](../data/records/evidence/reference-matrix%5Bsmollm2-135m%5D/{stamp})");
     assert!(md.contains(&link), "{md}");
     assert!(md.contains("| LlamaForCausalLM | 135M | Q4_1 |"), "{md}");
 }

@@ -17,7 +17,7 @@
 //! baseline with it on) are at the end, `#[ignore]`d with the reason; `cargo test --test pure --test cli --test live drift -- --ignored`
 //! runs them (about a minute each, they need the provisioned reference serve).
 //!
-//! `bless_reference_drift_baseline` (also ignored) is how baselines/reference-smoke-drift was written: see
+//! `bless_reference_drift_baseline` (also ignored) is how data/baselines/reference-smoke-drift was written: see
 //! docs/drift.md.
 
 use std::path::{Path, PathBuf};

@@ -187,7 +187,7 @@ fn bless_baseline(cwd: &Path) {
         cwd,
     );
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert!(cwd.join("baselines/hostile").is_dir());
+    assert!(cwd.join("data/baselines/hostile").is_dir());
 }
 
 #[test]

@@ -28,7 +28,7 @@ fn export(args: &[&str]) -> (i32, String, String) {
 }
 
 fn records() -> Vec<servegate::records::record::Record> {
-    servegate::records::record::load_dir(&root().join("records")).unwrap()
+    servegate::records::record::load_dir(&root().join("data/records")).unwrap()
 }
 
 #[test]
@@ -126,7 +126,7 @@ fn gab_files_from_the_committed_records_have_their_shape_and_leave_out_what_is_u
 #[test]
 fn exports_from_a_run_directory_and_a_results_json() {
     // A committed run directory, re-judged with its own gate.toml.
-    let run = "records/evidence/reference-smoke/20261129T185356Z";
+    let run = "data/records/evidence/reference-smoke/20261129T185356Z";
     let (code, stdout, stderr) = export(&["--openmetrics", run]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("servegate_figure{benchmark=\"reference-smoke\",measure=\"rate\",unit=\"tok/s\",state=\"pass\""), "{stdout}");

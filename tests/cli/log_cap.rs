@@ -2,7 +2,7 @@
 //! judged in process are tests/pure/log_cap.rs.
 //!
 //! `serve.log` capped on disk (`evidence::log_cap`, `[serve] log_cap_bytes`): a real recorded run of the
-//! reference serve (`baselines/reference-smoke-drift/w1`, whose gate names a fast and a slow route) with its
+//! reference serve (`data/baselines/reference-smoke-drift/w1`, whose gate names a fast and a slow route) with its
 //! log grown past the cap, capped as the runner caps it, then judged. The route says the log was capped, a
 //! slow pattern absent from a capped log is INDETERMINATE (never a pass), and one the cap kept still fails.
 

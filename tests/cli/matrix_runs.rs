@@ -1,7 +1,7 @@
 //! A matrix gate's run directory (its gate.toml holds `[[model]]` entries) through the commands that read a
 //! run directory: `judge` and `export` pick the run's own entry (run.json `gate`), a run.json that cannot be
 //! read is an evidence error (exit 5) naming that file, not a spec error about the entry, and `bless`
-//! refuses a matrix gate by name. Uses the committed coverage evidence (coverage/runs).
+//! refuses a matrix gate by name. Uses the committed coverage evidence (data/coverage/runs).
 
 use crate::fixtures;
 use crate::fixtures::{copy_dir, text};
@@ -10,9 +10,9 @@ use std::process::Output;
 
 /// A copy of one committed matrix run (llama.cpp, the second model), in `tmp`.
 fn matrix_run(tmp: &Path) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("coverage/runs");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/coverage/runs");
     let gate_dir = std::fs::read_dir(&root)
-        .expect("coverage/runs")
+        .expect("data/coverage/runs")
         .map(|e| e.unwrap().path())
         .filter(|p| {
             p.file_name()

@@ -2,7 +2,7 @@
 //! process are tests/pure/over_limits.rs.
 //!
 //! Evidence that says more than the request allowed or than was sent, crafted from a real recorded run of
-//! the reference serve (`baselines/reference-smoke-drift/w1`: SmolLM2-135M via llama.cpp, max_tokens 64,
+//! the reference serve (`data/baselines/reference-smoke-drift/w1`: SmolLM2-135M via llama.cpp, max_tokens 64,
 //! six judged replies of 8, 64, 64, 8, 64, 64 completion tokens):
 //! * a reply over the request's `max_tokens` is flagged `over_max_tokens`; `[assert.content]` fails it and
 //!   `[assert.rate]` says so (docs/stream.md, "Replies over max_tokens");

@@ -5,7 +5,7 @@
 //! writes carries no absolute home or checkout path and no host name unless the gate opts in
 //! (`[record] publish_host = true`).
 //!
-//! * the committed `records/` (records and `records/evidence/`) and `baselines/` (blessed run directories)
+//! * the committed `data/records/` (records and `data/records/evidence/`) and `data/baselines/` (blessed run directories)
 //!   are scanned for absolute home and checkout paths and for host names;
 //! * a live `servegate run` (a synthetic serve, started from a script under a fake `$HOME`) writes `run.json`,
 //!   `serve.log` and `setup.log` with `~` and checkout-relative paths and an empty `host.hostname`; with

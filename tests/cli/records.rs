@@ -59,18 +59,22 @@ fn committed_page_is_what_the_committed_records_render() {
 /// A copy of the committed records and pages in a temp dir, so tests can edit them.
 fn copy_of_committed() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(tmp.path().join("records")).unwrap();
-    std::fs::create_dir_all(tmp.path().join("docs")).unwrap();
-    for f in record::record_files(&root().join("records")).unwrap() {
-        std::fs::copy(&f, tmp.path().join("records").join(f.file_name().unwrap())).unwrap();
+    std::fs::create_dir_all(tmp.path().join("data/records")).unwrap();
+    std::fs::create_dir_all(tmp.path().join("pages")).unwrap();
+    for f in record::record_files(&root().join("data/records")).unwrap() {
+        std::fs::copy(
+            &f,
+            tmp.path().join("data/records").join(f.file_name().unwrap()),
+        )
+        .unwrap();
     }
-    for page in ["docs/leaderboard.md", "docs/leaderboard.html"] {
+    for page in ["pages/leaderboard.md", "pages/leaderboard.html"] {
         std::fs::copy(root().join(page), tmp.path().join(page)).unwrap();
     }
     // The evidence too: the page draws each gate's floor from the gate.toml in its records' evidence.
     copy_tree(
-        &root().join("records/evidence"),
-        &tmp.path().join("records/evidence"),
+        &root().join("data/records/evidence"),
+        &tmp.path().join("data/records/evidence"),
     );
     tmp
 }
@@ -89,7 +93,7 @@ fn copy_tree(from: &Path, to: &Path) {
 
 #[test]
 fn editing_one_character_of_the_committed_page_fails_check_with_a_diff() {
-    for page in ["docs/leaderboard.md", "docs/leaderboard.html"] {
+    for page in ["pages/leaderboard.md", "pages/leaderboard.html"] {
         let tmp = copy_of_committed();
         let o = servegate_in(&["leaderboard", "--check"], tmp.path());
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -107,7 +111,7 @@ fn editing_one_character_of_the_committed_page_fails_check_with_a_diff() {
         );
         assert!(
             out.contains(&format!(
-                "--- {page}\n+++ {page} (rendered from records)\n@@ "
+                "--- {page}\n+++ {page} (rendered from data/records)\n@@ "
             )),
             "{page}: {out}"
         );
@@ -122,7 +126,7 @@ fn a_record_edit_makes_check_fail_until_the_page_is_rendered() {
     let tmp = copy_of_committed();
     let f = tmp
         .path()
-        .join("records/lfm25-12b-thinking-perop-decode-20261111.json");
+        .join("data/records/lfm25-12b-thinking-perop-decode-20261111.json");
     let edited = std::fs::read_to_string(&f)
         .unwrap()
         .replace("\"load1_end\": 13.0", "\"load1_end\": 12.0");

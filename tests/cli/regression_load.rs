@@ -1,5 +1,5 @@
 //! A speed comparison compares the host's load (docs/regression.md, "Host load"), end to end through
-//! `servegate judge` on crafted evidence: the five real windows of baselines/reference-smoke-loaded/ (runs of
+//! `servegate judge` on crafted evidence: the five real windows of data/baselines/reference-smoke-loaded/ (runs of
 //! the reference gate on the shared 2-core VM) copied into temporary baselines with the 1-minute load
 //! averages of their `run.json` rewritten, and a candidate run directory (a copy of one window, its gate
 //! given an `[assert.regression]` against them) at a chosen load. Nothing here is timed: the verdicts are
@@ -23,8 +23,9 @@ use servegate::evidence::comparability::key_of;
 
 /// The real windows the crafted evidence is made from.
 fn real_windows() -> Vec<PathBuf> {
-    let b = servegate::evidence::baseline::load(&root().join("baselines/reference-smoke-loaded"))
-        .unwrap();
+    let b =
+        servegate::evidence::baseline::load(&root().join("data/baselines/reference-smoke-loaded"))
+            .unwrap();
     b.window_dirs
 }
 
@@ -286,7 +287,7 @@ fn a_list_of_a_quiet_and_a_loaded_baseline_picks_the_one_at_the_runs_load() {
 #[test]
 fn drift_compares_answers_whatever_the_load() {
     let t = tempfile::tempdir().unwrap();
-    let src = root().join("baselines/reference-smoke-drift");
+    let src = root().join("data/baselines/reference-smoke-drift");
     let b = servegate::evidence::baseline::load(&src).unwrap();
     let base = t.path().join("baselines/drift");
     copy_dir(&src, &base);

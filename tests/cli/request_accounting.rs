@@ -1,7 +1,7 @@
 //! Request accounting, end to end through the `servegate` binary: every planned request is accounted
 //! for, a failed reply never feeds a median, and a figure that cannot be measured is not reported. Each test
-//! runs a copy of a repro gate and its misbehaving serve (tests/data/repro/accounting/, copied from
-//! shared/repro/) in a temp directory, with `SERVEGATE_RUNS` there, and asserts the exit code, the FAIL
+//! runs a copy of a repro gate and its misbehaving serve (tests/data/repro/accounting/, copied from the
+//! founding material's reproductions: data/README.md) in a temp directory, with `SERVEGATE_RUNS` there, and asserts the exit code, the FAIL
 //! lines and their `n=K of N planned`. No assertion depends on a timing being short: the serves' pacing is
 //! far from every bound (5 ms decode window, 1 s first-token limit...). Needs python3.
 
@@ -188,7 +188,7 @@ fn d1_cut_replies_have_no_rate_and_no_first_token() {
     );
 }
 
-/// records/cut.toml (crashy.py --cut 2): reply 2 is cut after two chunks (a transport error) while the serve
+/// tests/data/repro/records/cut.toml (crashy.py --cut 2): reply 2 is cut after two chunks (a transport error) while the serve
 /// stays up. Before: its 26-36 tok/s became one of the record's values. Now the reply has no figure: the rate
 /// fails naming it, and `--record` writes nothing.
 #[test]
@@ -226,7 +226,7 @@ fn cut_record_a_failed_reply_has_no_figure_and_writes_no_record() {
     assert_eq!(written, 0, "a failed run writes no record");
 }
 
-/// records/pair-crash-after.toml: both theirs arms exit 139 after their first reply of 3. Before: `ratio
+/// tests/data/repro/records/pair-crash-after.toml: both theirs arms exit 139 after their first reply of 3. Before: `ratio
 /// PASS` on 2 of 6 theirs values, exit 0, JSON `passed`, then `--record` refused the same run. Now the pair
 /// fails (every planned request of every arm accounted for), and the verdict, the results JSON and the
 /// records agree.

@@ -17,7 +17,7 @@
 //! baseline with it on) are at the end, `#[ignore]`d with the reason; `cargo test --test pure --test cli --test live drift -- --ignored`
 //! runs them (about a minute each, they need the provisioned reference serve).
 //!
-//! `bless_reference_drift_baseline` (also ignored) is how baselines/reference-smoke-drift was written: see
+//! `bless_reference_drift_baseline` (also ignored) is how data/baselines/reference-smoke-drift was written: see
 //! docs/drift.md.
 
 use crate::fixtures;
@@ -47,7 +47,7 @@ fn live_gate(dir: &Path, name: &str, args: &[&str], rule: &str, may_differ: &str
     let drift: toml::Table = format!(
         "baseline = {:?}\nrule = \"{rule}\"\ntop_k = 5\nmay_differ = [\"{may_differ}\"]\n",
         root()
-            .join("baselines/reference-smoke-drift")
+            .join("data/baselines/reference-smoke-drift")
             .display()
             .to_string()
     )
@@ -88,6 +88,9 @@ fn live(gate: &Path, runs: &Path, judge_dir: Option<&Path>) -> (String, PathBuf)
 /// release's (the serve log names it): judged, and stated beside the verdict as what the release changed.
 #[test]
 fn live_flash_attention_off_is_close_never_diverged_and_exact_fails_it() {
+    let _slot = fixtures::live::live_slot(
+        "live_flash_attention_off_is_close_never_diverged_and_exact_fails_it",
+    );
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
     let g = live_gate(
@@ -141,6 +144,7 @@ fn live_flash_attention_off_is_close_never_diverged_and_exact_fails_it() {
 /// token id and logprob equal over 135 positions), so identical; the verdict still names the difference.
 #[test]
 fn live_kv_cache_type_f32_is_judged_as_what_it_is() {
+    let _slot = fixtures::live::live_slot("live_kv_cache_type_f32_is_judged_as_what_it_is");
     let tmp = tempfile::tempdir().unwrap();
     let g = live_gate(
         tmp.path(),

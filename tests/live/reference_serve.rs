@@ -22,6 +22,9 @@ fn run_dir_from(stdout: &str) -> PathBuf {
 /// and re-judging that run with the original spec passes: judging is a pure function of (gate, evidence).
 #[test]
 fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
+    let _slot = fixtures::live::live_slot(
+        "raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes",
+    );
     let tmp = tempfile::tempdir().unwrap();
     // The run's speed against the blessed baselines is not what this test judges (a 3-request run on a busy
     // machine is honestly INDETERMINATE there).
@@ -127,6 +130,7 @@ fn raised_floor_fails_rate_with_every_value_and_rejudge_with_original_passes() {
 /// SIGKILL of the runner mid-run leaves no serve behind, and the evidence stays marked incomplete.
 #[test]
 fn runner_killed_with_sigkill_leaves_no_serve() {
+    let _slot = fixtures::live::live_slot("runner_killed_with_sigkill_leaves_no_serve");
     let tmp = tempfile::tempdir().unwrap();
     let text = reference_gate_text().replace("repeats = 3", "repeats = 50");
     assert!(text.contains("repeats = 50"));

@@ -11,6 +11,9 @@ use std::path::PathBuf;
 
 #[test]
 fn an_f32_kv_candidate_fails_the_interleaved_regression_gate_with_its_size() {
+    let _slot = fixtures::live::live_slot(
+        "an_f32_kv_candidate_fails_the_interleaved_regression_gate_with_its_size",
+    );
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let t = tempfile::tempdir().unwrap();
     let out = fixtures::servegate()

@@ -47,6 +47,7 @@ fn live_lcp_dialect_against_the_real_serve() {
         );
         return;
     }
+    let _slot = crate::fixtures::live::live_slot("live_lcp_dialect_against_the_real_serve");
     let dir = tempfile::tempdir().unwrap();
     let port = servegate::io::port::free_port("127.0.0.1").unwrap();
     let command: Vec<String> = [

@@ -1,4 +1,4 @@
-//! Every committed baseline (`baselines/`) is readable by the one path rule and loader of stored baselines
+//! Every committed baseline (`data/baselines/`) is readable by the one path rule and loader of stored baselines
 //! (`evidence::baseline::resolve` / `load_named_with`), from the gate that names it and from that gate's copy
 //! in a run directory (re-judging), for `[assert.regression]` and `[assert.drift]` alike.
 
@@ -53,7 +53,7 @@ fn every_committed_baseline_a_gate_names_loads_from_the_gate_and_from_its_run_di
         }
     }
     // Every committed baseline directory (one with a baseline.json) is one a gate names.
-    for e in std::fs::read_dir("baselines").unwrap() {
+    for e in std::fs::read_dir("data/baselines").unwrap() {
         let d = e.unwrap().path();
         if d.join("baseline.json").is_file() {
             assert!(

@@ -264,14 +264,14 @@ fn a_run_that_is_not_good_evidence_is_refused_with_every_reason() {
     assert!(e.message.contains("not `reference-smoke`"), "{e}");
 }
 
-/// The committed baselines of the reference gate (baselines/reference-smoke/, blessed from quiet runs, and
-/// baselines/reference-smoke-loaded/, from runs at a load of 7-9 per CPU; docs/bless.md) are whole: every
+/// The committed baselines of the reference gate (data/baselines/reference-smoke/, blessed from quiet runs, and
+/// data/baselines/reference-smoke-loaded/, from runs at a load of 7-9 per CPU; docs/bless.md) are whole: every
 /// window is a run directory that still passes what bless demands, all share the manifest's key, their
 /// windows' host loads are comparable among themselves, and the ledger names each window.
 #[test]
 fn the_committed_reference_baseline_is_whole_and_good() {
     for name in ["reference-smoke", "reference-smoke-loaded"] {
-        committed_reference_baseline_is_whole(&root().join("baselines").join(name));
+        committed_reference_baseline_is_whole(&root().join("data/baselines").join(name));
     }
 }
 
@@ -320,7 +320,7 @@ fn committed_reference_baseline_is_whole(dir: &std::path::Path) {
         assert_eq!(key, b.key, "{}", w.display());
         assert_eq!(bless::rate_values(&rg, &ev).len(), 6);
     }
-    let ledger = ledger(&root().join("baselines"));
+    let ledger = ledger(&root().join("data/baselines"));
     for w in &b.manifest.windows {
         assert!(
             ledger.iter().any(|e| e.action == "baseline"

@@ -2,7 +2,7 @@
 //! registry). `servegate census` as a program is tests/cli/census.rs.
 //!
 //! The census: family roots, the peer list shapes, the gap list, and `census --check` failing on a peer family
-//! root with no registry row (docs/coverage.md "The census").
+//! root with no registry row (pages/coverage.md "The census").
 
 use crate::fixtures::root;
 use servegate::coverage::census::{self, family_root, parse_peer};

@@ -1,8 +1,8 @@
 //! What goes here: the coverage page's rules in process (stale cells). `servegate coverage` as a program
 //! (the committed page, a cell turning worse, records as evidence) is tests/cli/coverage.rs.
 //!
-//! The coverage page: generated from the committed matrix-gate evidence, checked, and a ✅ cell that turns
-//! worse fails (docs/coverage.md).
+//! The coverage page: generated from the committed matrix-gate evidence, checked, and a VERIFIED cell that turns
+//! worse fails (pages/coverage.md).
 
 use std::path::{Path, PathBuf};
 
@@ -52,20 +52,45 @@ fn stale_cells_expire_to_unknown_counted_back_from_the_newest_evidence() {
     assert_eq!(p.states.get("F|1B|Q4|rt"), Some(&CellState::Unknown));
     assert_eq!(p.states.get("F|1B|Q4|rt2"), Some(&CellState::Verified));
     assert!(
-        p.markdown.contains("expired (was ✅; older than 90 days)"),
+        p.markdown
+            .contains("expired (was VERIFIED; older than 90 days)"),
         "{}",
         p.markdown
     );
-    // the page's own comments read back, and an expiry is not a regression; ❌ is
+    // the page's own comments read back, and an expiry is not a regression; NOT-LOADING is
     let states = page::states_of(&p.markdown);
     assert_eq!(states, p.states);
     let mut worse = states.clone();
     worse.insert("F|1B|Q4|rt2".into(), CellState::NotLoading);
     assert_eq!(
         page::regressions(&states, &worse),
-        ["F|1B|Q4|rt2: ✅ -> ❌"]
+        ["F|1B|Q4|rt2: VERIFIED -> NOT-LOADING"]
     );
     let mut old = states.clone();
     old.insert("F|1B|Q4|rt".into(), CellState::Verified);
     assert!(page::regressions(&old, &states).is_empty());
+}
+
+#[test]
+fn states_are_words_and_a_page_written_with_glyphs_still_reads() {
+    for s in [
+        CellState::Verified,
+        CellState::Partial,
+        CellState::NotLoading,
+        CellState::Unknown,
+    ] {
+        assert!(
+            s.symbol()
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c == '-'),
+            "{s:?}: {}",
+            s.symbol()
+        );
+        assert_eq!(CellState::of_symbol(s.symbol()), Some(s));
+    }
+    let old = "<!-- cell F|1B|Q4|rt \u{2705} -->\n<!-- cell F|1B|Q4|rt2 \u{1f7e1} -->\n<!-- cell F|2B|Q4|rt ? -->\n";
+    let states = page::states_of(old);
+    assert_eq!(states.get("F|1B|Q4|rt"), Some(&CellState::Verified));
+    assert_eq!(states.get("F|1B|Q4|rt2"), Some(&CellState::Partial));
+    assert_eq!(states.get("F|2B|Q4|rt"), Some(&CellState::Unknown));
 }

@@ -1,11 +1,12 @@
-//! Every repository path named in the docs (`docs/*.md`, `README.md`) and in the comments of `src/`,
-//! `scripts/` and `xtask/` exists, so a reader following one lands on a file. Reads those files; starts
-//! nothing.
+//! Every repository path named in the docs (`docs/*.md`, `README.md`, `data/README.md`, the generated pages
+//! `pages/*.md` and their templates `pages/templates/*.md`) and in the comments of `src/`, `scripts/`,
+//! `xtask/` and `tests/` (not its fixtures in `tests/data/`) exists, so a reader following one lands on a
+//! file. Reads those files; starts nothing.
 //!
 //! A path is recognised by its shape: at least two segments joined by `/`, starting with a lower-case letter,
-//! a digit, `.` or `_`, and ending in an extension (`src/judge/mod.rs`) or in `/` (`tests/data/cases/`). It
+//! a digit, `.` or `_`, and ending in an extension (`crates/core/src/judge/mod.rs`) or in `/` (`tests/data/cases/`). It
 //! exists if it does relative to the repository root, to the naming file's folder (a Markdown link such as
-//! `../coverage/runs/...`), to `src/` (module paths such as `spec/detect.rs`), or for a file in `xtask/`, to
+//! `../data/coverage/runs/...`), to `src/` (module paths such as `spec/detect.rs`), or for a file in `xtask/`, to
 //! `xtask/`. Not checked: URLs, placeholders (`<gate>`, `{port}`, `*`, `...`, `NAME`, `NN`), paths a run or a
 //! user writes (`target/...`, `~/...`, `$VAR/...`, absolute paths), and the names in [`NOT_OURS`].
 
@@ -38,6 +39,7 @@ const NOT_OURS: &[&str] = &[
     "tools/server/server.cpp",
     "tools/perplexity/README.md",
     "tests/models/utils.py",
+    "src/main/resources/org/jenkinsci/plugins/xunit/types/model/xsd/junit-10.xsd",
     "src/export/",
     // Examples of a user's files, not files of this repository.
     "gates/x.toml",
@@ -60,15 +62,18 @@ const NOT_OURS: &[&str] = &[
 
 /// The files read and, per file, the lines searched: every line of a doc, the comments of code.
 fn sources(root: &Path) -> Vec<PathBuf> {
-    let mut out = vec![root.join("README.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
-        .expect("docs/")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
-    docs.sort();
-    out.extend(docs);
-    for dir in ["src", "scripts", "xtask"] {
+    let mut out = vec![root.join("README.md"), root.join("data/README.md")];
+    // The hand-written docs, the generated pages and their templates (a page's paths are its template's).
+    for dir in ["docs", "pages", "pages/templates"] {
+        let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
+            .unwrap_or_else(|e| panic!("{dir}/: {e}"))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        docs.sort();
+        out.extend(docs);
+    }
+    for dir in ["src", "crates", "scripts", "xtask", "tests"] {
         walk(&root.join(dir), &mut out);
     }
     out
@@ -82,12 +87,15 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     paths.sort();
     for p in paths {
         if p.is_dir() {
-            if p.file_name().is_some_and(|n| n != "target") {
+            // Not the fixtures (their files name the founding material's paths, described in data/README.md).
+            if p.file_name().is_some_and(|n| n != "target") && !p.ends_with("tests/data") {
                 walk(&p, out);
             }
         } else if p
             .extension()
             .is_some_and(|x| x == "rs" || x == "py" || x == "sh")
+            // This file's own examples of what the recogniser sees are not references.
+            && !p.ends_with("tests/pure/doc_paths.rs")
         {
             out.push(p);
         }
@@ -163,7 +171,12 @@ fn named_paths(line: &str) -> Vec<String> {
 
 fn exists(root: &Path, file: &Path, named: &str) -> bool {
     let dir = file.parent().unwrap_or(root);
-    let mut bases = vec![root.to_path_buf(), dir.to_path_buf(), root.join("src")];
+    let mut bases = vec![
+        root.to_path_buf(),
+        dir.to_path_buf(),
+        root.join("src"),
+        root.join("crates/core/src"),
+    ];
     if file.starts_with(root.join("xtask")) {
         bases.push(root.join("xtask"));
     }
@@ -184,7 +197,7 @@ fn every_path_named_in_a_doc_or_a_comment_exists() {
                     continue;
                 }
                 // The founding material outside the checkout, described where it is named.
-                if p.starts_with("../shared/") && rel == Path::new("docs/data.md") {
+                if p.starts_with("../shared/") && rel == Path::new("data/README.md") {
                     continue;
                 }
                 named += 1;
@@ -210,9 +223,11 @@ fn every_path_named_in_a_doc_or_a_comment_exists() {
 #[test]
 fn the_recogniser_sees_paths_and_skips_the_rest() {
     assert_eq!(
-        named_paths("see `src/judge/mod.rs`, tests/data/cases/ and [docs/ci.md](docs/ci.md)."),
+        named_paths(
+            "see `crates/core/src/judge/mod.rs`, tests/data/cases/ and [docs/ci.md](docs/ci.md)."
+        ),
         [
-            "src/judge/mod.rs",
+            "crates/core/src/judge/mod.rs",
             "tests/data/cases/",
             "docs/ci.md",
             "docs/ci.md"
@@ -231,9 +246,9 @@ fn the_recogniser_sees_paths_and_skips_the_rest() {
     );
     let rs = searched_lines(
         Path::new("a.rs"),
-        "let u = \"http://x/y.rs\"; // see src/io/fs.rs\nfn f() {}",
+        "let u = \"http://x/y.rs\"; // see crates/core/src/io/fs.rs\nfn f() {}",
     );
-    assert_eq!(rs, [(1, " see src/io/fs.rs".to_string())]);
+    assert_eq!(rs, [(1, " see crates/core/src/io/fs.rs".to_string())]);
     let sh = searched_lines(Path::new("a.sh"), "#!/bin/sh\n# a/b.sh\necho x # c/d.sh\n");
     assert_eq!(sh, [(2, " a/b.sh".to_string()), (3, "c/d.sh".to_string())]);
 }

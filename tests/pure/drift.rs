@@ -18,7 +18,7 @@
 //! baseline with it on) are at the end, `#[ignore]`d with the reason; `cargo test --test pure --test cli --test live drift -- --ignored`
 //! runs them (about a minute each, they need the provisioned reference serve).
 //!
-//! `bless_reference_drift_baseline` (also ignored) is how baselines/reference-smoke-drift was written: see
+//! `bless_reference_drift_baseline` (also ignored) is how data/baselines/reference-smoke-drift was written: see
 //! docs/drift.md.
 
 use std::path::{Path, PathBuf};
@@ -33,11 +33,11 @@ use serde_json::Value;
 /// Writes the committed reference baseline from a run of gates/reference-smoke.toml named by
 /// `SERVEGATE_DRIFT_BLESS_FROM` (a run directory), and the test recording from the same run.
 #[test]
-#[ignore = "writes baselines/reference-smoke-drift from SERVEGATE_DRIFT_BLESS_FROM (a run dir); run by hand"]
+#[ignore = "writes data/baselines/reference-smoke-drift from SERVEGATE_DRIFT_BLESS_FROM (a run dir); run by hand"]
 fn bless_reference_drift_baseline() {
     let from = PathBuf::from(std::env::var("SERVEGATE_DRIFT_BLESS_FROM").expect("a run dir"));
     let m = bless(
-        &root().join("baselines/reference-smoke-drift"),
+        &root().join("data/baselines/reference-smoke-drift"),
         &from,
         None,
         vec![

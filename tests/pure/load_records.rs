@@ -9,11 +9,11 @@ use servegate::records::leaderboard;
 use servegate::records::load_records;
 use servegate::records::record::{self, Record};
 
-const RUN: &str = "records/evidence/reference-load/20261201T140510Z";
+const RUN: &str = "data/records/evidence/reference-load/20261201T140510Z";
 const ID: &str = "smollm2-135m-q4_1-llamacpp-parallel4-load-20261201";
 
 fn committed(suffix: &str) -> Record {
-    let f = root().join(format!("records/{ID}-{suffix}.json"));
+    let f = root().join(format!("data/records/{ID}-{suffix}.json"));
     record::parse(&std::fs::read_to_string(&f).unwrap()).unwrap()
 }
 
@@ -265,7 +265,7 @@ fn a_misspelt_or_missing_load_point_key_is_named() {
     assert!(fields.contains(&"load_point.concurrency"), "{e:?}");
     // A record without load_point (every older record) has no such problem.
     let old = std::fs::read_to_string(
-        root().join("records/smollm2-135m-q4_1-llamacpp-1thread-20261129-first-token.json"),
+        root().join("data/records/smollm2-135m-q4_1-llamacpp-1thread-20261129-first-token.json"),
     )
     .unwrap();
     assert!(record::parse(&old).is_ok());

@@ -2,7 +2,7 @@
 //! that caps its serve's log is tests/cli/log_cap.rs.
 //!
 //! `serve.log` capped on disk (`evidence::log_cap`, `[serve] log_cap_bytes`): a real recorded run of the
-//! reference serve (`baselines/reference-smoke-drift/w1`, whose gate names a fast and a slow route) with its
+//! reference serve (`data/baselines/reference-smoke-drift/w1`, whose gate names a fast and a slow route) with its
 //! log grown past the cap, capped as the runner caps it, then judged. The route says the log was capped, a
 //! slow pattern absent from a capped log is INDETERMINATE (never a pass), and one the cap kept still fails.
 
@@ -15,7 +15,8 @@ use servegate::vocab::AssertionKind;
 const SLOW: &str = "threadpool init, n_threads = 4\n";
 
 fn copy_run(to: &Path) -> PathBuf {
-    let from = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("baselines/reference-smoke-drift/w1");
+    let from =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/baselines/reference-smoke-drift/w1");
     let dir = to.join("run");
     std::fs::create_dir_all(&dir).unwrap();
     for e in std::fs::read_dir(from).unwrap() {

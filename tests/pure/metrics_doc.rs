@@ -62,14 +62,14 @@ fn every_quote_in_metrics_md_is_in_the_code() {
 #[test]
 fn a_changed_quote_is_caught() {
     let doc =
-        "<!-- quoted from src/analysis/measure.rs -->\n> * `ttft_ms` = event time of the LAST token chunk\n";
+        "<!-- quoted from crates/core/src/analysis/measure.rs -->\n> * `ttft_ms` = event time of the LAST token chunk\n";
     let (file, text) = quotes(doc).pop().unwrap();
     assert!(!doc_text(&file).contains(&text));
 }
 
 /// The text between the registry markers of docs/metrics.md.
 fn registry_block(doc: &str) -> &str {
-    let start = "<!-- metric registry: generated from src/vocab.rs (vocab::registry_table) -->\n";
+    let start = "<!-- metric registry: generated from crates/core/src/vocab.rs (vocab::registry_table) -->\n";
     let end = "<!-- end of metric registry -->";
     let a = doc.find(start).expect("registry start marker") + start.len();
     let b = doc[a..].find(end).expect("registry end marker") + a;

@@ -5,7 +5,7 @@
 //! writes carries no absolute home or checkout path and no host name unless the gate opts in
 //! (`[record] publish_host = true`).
 //!
-//! * the committed `records/` (records and `records/evidence/`) and `baselines/` (blessed run directories)
+//! * the committed `data/records/` (records and `data/records/evidence/`) and `data/baselines/` (blessed run directories)
 //!   are scanned for absolute home and checkout paths and for host names;
 //! * a live `servegate run` (a synthetic serve, started from a script under a fake `$HOME`) writes `run.json`,
 //!   `serve.log` and `setup.log` with `~` and checkout-relative paths and an empty `host.hostname`; with
@@ -52,20 +52,24 @@ fn private_paths(text: &str) -> Vec<String> {
 #[test]
 fn committed_records_baselines_and_evidence_hold_no_home_or_checkout_path_and_no_host_name() {
     let mut all = Vec::new();
-    files(&root().join("records"), &mut all);
-    assert!(all.len() > 20, "records/ and its evidence: {}", all.len());
+    files(&root().join("data/records"), &mut all);
+    assert!(
+        all.len() > 20,
+        "data/records/ and its evidence: {}",
+        all.len()
+    );
     // The committed baselines (`servegate bless` copies run directories there) are evidence too.
     let before = all.len();
-    files(&root().join("baselines"), &mut all);
+    files(&root().join("data/baselines"), &mut all);
     assert!(
         all.len() - before > 20,
-        "baselines/: {}",
+        "data/baselines/: {}",
         all.len() - before
     );
     // The coverage page's inputs (matrix-gate run directories) are published evidence as well.
     let before = all.len();
-    files(&root().join("coverage/runs"), &mut all);
-    assert!(all.len() > before, "coverage/runs/ is empty");
+    files(&root().join("data/coverage/runs"), &mut all);
+    assert!(all.len() > before, "data/coverage/runs/ is empty");
     let host = hostname();
     for f in &all {
         let text = String::from_utf8_lossy(&std::fs::read(f).unwrap()).into_owned();

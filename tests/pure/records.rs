@@ -42,13 +42,16 @@ fn snapshot_records() -> Vec<record::Record> {
 #[test]
 fn snapshot_pins_the_rendered_pages() {
     let records = snapshot_records();
-    let pages = leaderboard::render(&records, "../records").unwrap();
+    let pages = leaderboard::render(&records, "../data/records").unwrap();
     insta::assert_snapshot!("leaderboard_md", pages.markdown);
     insta::assert_snapshot!("leaderboard_html", pages.html);
     // Rendering does not depend on the order records are given in.
     let mut reversed = records.clone();
     reversed.reverse();
-    assert_eq!(leaderboard::render(&reversed, "../records").unwrap(), pages);
+    assert_eq!(
+        leaderboard::render(&reversed, "../data/records").unwrap(),
+        pages
+    );
 }
 
 /// Splits a Markdown table row on unescaped `|`.
@@ -67,7 +70,7 @@ fn cells(line: &str) -> usize {
 #[test]
 fn pipes_and_line_breaks_in_notes_do_not_break_the_table() {
     let records = snapshot_records();
-    let md = leaderboard::render(&records, "../records")
+    let md = leaderboard::render(&records, "../data/records")
         .unwrap()
         .markdown;
     assert!(
@@ -84,14 +87,16 @@ fn pipes_and_line_breaks_in_notes_do_not_break_the_table() {
         let h = *header.get_or_insert(cells(line));
         assert_eq!(cells(line), h, "row breaks the table: {line}");
     }
-    let html = leaderboard::render(&records, "../records").unwrap().html;
+    let html = leaderboard::render(&records, "../data/records")
+        .unwrap()
+        .html;
     assert!(html.contains("A note with a | pipe\nand a line break | must stay in its cell."));
 }
 
 #[test]
 fn indicative_pair_and_prefix_rows_say_so() {
     let records = snapshot_records();
-    let md = leaderboard::render(&records, "../records")
+    let md = leaderboard::render(&records, "../data/records")
         .unwrap()
         .markdown;
     let row = |id: &str| {
@@ -112,7 +117,7 @@ fn indicative_pair_and_prefix_rows_say_so() {
 
 #[test]
 fn seed_records_are_imported_as_published() {
-    let records = record::load_dir(&root().join("records")).unwrap();
+    let records = record::load_dir(&root().join("data/records")).unwrap();
     let get = |id: &str| {
         records
             .iter()

@@ -404,7 +404,7 @@ fn llama_cpp_is_detected_by_its_server_header_and_props_and_xllamacpp_named_from
     let (v, from) = package_version(d.engine, &s).unwrap();
     assert_eq!(v, "xllamacpp 2026.10.11549");
     assert!(from.contains("serve.log"), "{from}");
-    // Upstream llama-server (b11434, ../shared/captures): a real build number, from /props alone.
+    // Upstream llama-server (b11434, the founding material's captures: data/README.md): a real build number, from /props alone.
     let http = std::fs::read_to_string(data("llamacpp/props-llama-server-b11434.http")).unwrap();
     let (head, props) = http.split_once("\r\n\r\n").unwrap();
     let server = head

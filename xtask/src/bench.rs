@@ -417,12 +417,12 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
     if let Err(e) = std::fs::create_dir_all(&tmp) {
         return json!({"error": e.to_string()});
     }
-    // A real record (the first in records/), cloned n times under new ids and models.
-    let seed = servegate::records::record::record_files(Path::new("records"))
+    // A real record (the first in data/records/), cloned n times under new ids and models.
+    let seed = servegate::records::record::record_files(Path::new("data/records"))
         .ok()
         .and_then(|files| files.first().cloned());
     let Some(seed) = seed else {
-        return json!({"error": "no record in records/ to clone"});
+        return json!({"error": "no record in data/records/ to clone"});
     };
     let base = match std::fs::read_to_string(&seed)
         .map_err(|e| e.to_string())
@@ -453,7 +453,7 @@ fn section_leaderboard(args: &BenchArgs, report: &mut Vec<String>) -> Value {
         }
     };
     let (t1, c1) = (Instant::now(), cpu_s_thread());
-    let pages = servegate::records::leaderboard::render(&records, "../records");
+    let pages = servegate::records::leaderboard::render(&records, "../data/records");
     let render_s = t1.elapsed().as_secs_f64();
     let render_cpu = cpu_s_thread() - c1;
     let (md, html) = pages

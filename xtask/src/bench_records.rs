@@ -40,8 +40,8 @@ pub fn cli_bench_records(args: &BenchRecordsArgs) -> i32 {
     let published = "lfm25-12b-thinking-perop-decode-20261111";
     let gate_run = "smollm2-135m-q4_1-llamacpp-1thread-20261129-decode-rate";
     let (Ok(pub_text), Ok(run_text)) = (
-        std::fs::read_to_string(format!("records/{published}.json")),
-        std::fs::read_to_string(format!("records/{gate_run}.json")),
+        std::fs::read_to_string(format!("data/records/{published}.json")),
+        std::fs::read_to_string(format!("data/records/{gate_run}.json")),
     ) else {
         eprintln!("error: the committed records are missing");
         return 5;
@@ -59,7 +59,11 @@ pub fn cli_bench_records(args: &BenchRecordsArgs) -> i32 {
     for i in 0..args.n {
         let (id, text) = if i < gate_runs {
             let id = format!("run-{i:05}");
-            (id.clone(), edit(&run_text, gate_run, &id, None))
+            // Its evidence (`source.evidence`, relative to the records' parent `data/`) named from the
+            // repository root, where the copies are read.
+            let text = edit(&run_text, gate_run, &id, None)
+                .replace("\"records/evidence/", "\"data/records/evidence/");
+            (id.clone(), text)
         } else {
             let id = format!("pub-{i:05}");
             let date = format!("2026-{:02}-{:02}", 1 + i % 12, 1 + i % 28);
@@ -77,7 +81,7 @@ pub fn cli_bench_records(args: &BenchRecordsArgs) -> i32 {
     let bad_v: usize = verified.iter().filter(|c| !c.problems.is_empty()).count();
     let records: Vec<record::Record> = checked.into_iter().filter_map(|c| c.record).collect();
     let t = Instant::now();
-    let pages = leaderboard::render(&records, "../records").expect("render");
+    let pages = leaderboard::render(&records, "../data/records").expect("render");
     let t_render = t.elapsed().as_secs_f64();
     let crlf = pages.markdown.replace('\n', "\r\n");
     let t = Instant::now();

@@ -15,7 +15,7 @@ pub struct BlessCmd {
     /// Copy this run directory as a new window of the gate's stored baseline.
     #[arg(long, value_name = "RUN_DIR")]
     pub baseline: Option<PathBuf>,
-    /// With --baseline: the machine kind (a subdirectory, e.g. `ci-2core`); none = baselines/<gate>/.
+    /// With --baseline: the machine kind (a subdirectory, e.g. `ci-2core`); none = data/baselines/<gate>/.
     #[arg(long, value_name = "NAME", requires = "baseline")]
     pub kind: Option<String>,
     /// Derive [assert.rate] floor_tok_s from this run: the lower confidence bound of its median minus
@@ -32,7 +32,7 @@ pub struct BlessCmd {
     #[arg(long, default_value_t = DEFAULT_CONFIDENCE)]
     pub confidence: f64,
     /// Where baselines and the ledger live.
-    #[arg(long, value_name = "DIR", default_value = "baselines")]
+    #[arg(long, value_name = "DIR", default_value = "data/baselines")]
     pub baselines_dir: PathBuf,
     /// Write the change (without it, only show it).
     #[arg(long)]

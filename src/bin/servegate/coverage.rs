@@ -12,25 +12,25 @@ use servegate::error::exit;
 #[derive(Debug, Clone, clap::Args)]
 pub struct CoverageArgs {
     /// The evidence root: run directories of matrix gates (`<gate>[<model>]/<stamp>/`), committed.
-    #[arg(long, default_value = "coverage/runs")]
+    #[arg(long, default_value = "data/coverage/runs")]
     pub runs: PathBuf,
     /// The Markdown page (the HTML page is the same path with .html).
-    #[arg(long, default_value = "docs/coverage.md")]
+    #[arg(long, default_value = "pages/coverage.md")]
     pub out: PathBuf,
-    /// The records whose `source.evidence` is a matrix-gate run count as evidence too (docs/coverage.md);
+    /// The records whose `source.evidence` is a matrix-gate run count as evidence too (pages/coverage.md);
     /// a missing directory counts as none.
-    #[arg(long, default_value = "records")]
+    #[arg(long, default_value = "data/records")]
     pub records: PathBuf,
     /// The registry (its `expire_days`).
-    #[arg(long, default_value = "coverage/registry.toml")]
+    #[arg(long, default_value = "data/coverage/registry.toml")]
     pub registry: PathBuf,
     /// Write nothing: exit 1 when the committed page differs from the evidence's page.
     #[arg(long)]
     pub check: bool,
 }
 
-/// Runs `servegate coverage`: renders the page (or checks it); exit 1 on a coverage regression (a ✅ cell of
-/// the committed page now 🟡/❌) or, with `--check`, a page that differs; 2 bad input; 5 a write failed.
+/// Runs `servegate coverage`: renders the page (or checks it); exit 1 on a coverage regression (a VERIFIED cell
+/// of the committed page now PARTIAL or NOT-LOADING) or, with `--check`, a page that differs; 2 bad input; 5 a write failed.
 pub fn cli_coverage(args: &CoverageArgs) -> i32 {
     let expire_days = match census::read_registry(&args.registry) {
         Ok(r) => r.expire_days,
@@ -107,10 +107,10 @@ pub struct CensusArgs {
     #[arg(long)]
     pub peer: PathBuf,
     /// Our registry.
-    #[arg(long, default_value = "coverage/registry.toml")]
+    #[arg(long, default_value = "data/coverage/registry.toml")]
     pub registry: PathBuf,
     /// The evidence root whose matrix-gate runs settle rows (committed, as for `servegate coverage`).
-    #[arg(long, default_value = "coverage/runs")]
+    #[arg(long, default_value = "data/coverage/runs")]
     pub runs: PathBuf,
     /// Write the gap list here (Markdown) instead of stdout.
     #[arg(long)]

@@ -11,7 +11,7 @@ use servegate::sinks::report::Results;
 #[derive(Debug, Clone, clap::Args)]
 #[command(group(clap::ArgGroup::new("format").required(true).args(["bmf", "gab_bigger", "gab_smaller", "openmetrics"])))]
 pub struct ExportArgs {
-    /// Sources: a records directory (default records/), record files, a results JSON (servegate.results/1), or
+    /// Sources: a records directory (default data/records/), record files, a results JSON (servegate.results/1), or
     /// a run directory (re-judged with its own gate.toml).
     pub sources: Vec<PathBuf>,
     /// Bencher Metric Format JSON (`bencher run --adapter json --file FILE`).
@@ -53,7 +53,7 @@ pub fn cli(
     judge_dir: &dyn Fn(&std::path::Path) -> Result<Results, String>,
 ) -> i32 {
     let sources = if args.sources.is_empty() {
-        vec![PathBuf::from("records")]
+        vec![PathBuf::from("data/records")]
     } else {
         args.sources.clone()
     };

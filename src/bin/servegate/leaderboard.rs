@@ -29,7 +29,7 @@ pub fn cli(args: &LeaderboardArgs) -> i32 {
 }
 
 /// `servegate leaderboard [--check] [--out PATH] [--records DIR]`: renders the Markdown page to `out`
-/// (default docs/leaderboard.md) and the HTML page beside it (`.html`). With `check`, writes nothing:
+/// (default pages/leaderboard.md) and the HTML page beside it (`.html`). With `check`, writes nothing:
 /// renders in memory, prints a unified diff for each page that differs from the file, and exits 1
 /// (ASSERTION_FAILED) when one does. Invalid records: every problem, exit 3 (SPEC_INVALID); I/O or template
 /// errors: exit 5 (EVIDENCE_ERROR).

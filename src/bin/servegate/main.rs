@@ -31,6 +31,7 @@ macro_rules! errln {
 
 mod bless;
 mod check;
+mod conformance;
 mod coverage;
 mod export;
 mod inspect;
@@ -74,14 +75,14 @@ enum Cmd {
         verbose: bool,
         #[command(flatten)]
         outputs: OutputFlags,
-        /// After a passing run, write records ID-decode-rate and ID-first-token to records/ (or --records-dir)
+        /// After a passing run, write records ID-decode-rate and ID-first-token to data/records/ (or --records-dir)
         /// from its evidence, with the gate's [record] table (docs/records.md); a pair gate also writes
         /// ID-theirs-decode-rate and ID-theirs-first-token, each naming the other's figure, the ratio and the
         /// order. A failed run writes none.
         #[arg(long, value_name = "ID")]
         record: Option<String>,
         /// Where --record writes.
-        #[arg(long, value_name = "DIR", default_value = "records")]
+        #[arg(long, value_name = "DIR", default_value = "data/records")]
         records_dir: PathBuf,
         /// Run a gate whose [hold] ticket file is missing (a lane that holds the device some other way); without
         /// it such a gate refuses to start (exit 6). Also SERVEGATE_ALLOW_NO_HOLD=1.
@@ -137,22 +138,25 @@ enum Cmd {
     /// A scripted fake serve for servegate's own tests (src/replay/scripted.rs): hidden.
     #[command(hide = true)]
     ScriptedServe(scripted::ScriptedArgs),
-    /// Records (records/*.json): `records check` validates them all and names every problem's file and field.
+    /// Records (data/records/*.json): `records check` validates them all and names every problem's file and field.
     Records(records::RecordsArgs),
-    /// Dashboard files from records (default records/) or a run (results JSON or run directory): --bmf (Bencher),
+    /// Dashboard files from records (default data/records/) or a run (results JSON or run directory): --bmf (Bencher),
     /// --gab-bigger / --gab-smaller (github-action-benchmark), --openmetrics (GitLab metrics); docs/ci.md.
     Export(export::ExportArgs),
-    /// Render docs/leaderboard.md and docs/leaderboard.html from the records; --check compares instead of writing.
+    /// Render pages/leaderboard.md and pages/leaderboard.html from the records; --check compares instead of writing.
     Leaderboard(leaderboard::LeaderboardArgs),
     /// Bless a known-good run: copy it as a window of the gate's stored baseline (--baseline), or derive
     /// [assert.rate] floor_tok_s from its evidence (--floor [--slow]); shown as a diff, written with --accept,
-    /// logged in baselines/LEDGER.jsonl; never in CI without --force (docs/bless.md).
+    /// logged in data/baselines/LEDGER.jsonl; never in CI without --force (docs/bless.md).
     Bless(bless::BlessCmd),
-    /// Render docs/coverage.md from the matrix-gate evidence in coverage/runs; --check compares instead of writing.
+    /// Render pages/coverage.md from the matrix-gate evidence in data/coverage/runs; --check compares instead of writing.
     Coverage(coverage::CoverageArgs),
-    /// A peer runtime's model list against coverage/registry.toml by family root: the gap list; --check fails
+    /// A peer runtime's model list against data/coverage/registry.toml by family root: the gap list; --check fails
     /// naming a peer family root with no row.
     Census(coverage::CensusArgs),
+    /// Render pages/conformance.md (and .html): [contract] checks x runtimes from the contract-gate evidence in
+    /// data/coverage/contract; --check compares instead of writing.
+    Conformance(conformance::ConformanceArgs),
     /// Judge the embedded judging table (the seed's shapes and one per hazard kind) with this binary's own judge:
     /// no serve, no device; one line per shape, exit 0 when every shape gives what it must, else 1.
     SelfTest(selftest::SelfTestArgs),
@@ -306,6 +310,7 @@ fn main() -> ExitCode {
         Cmd::Leaderboard(args) => leaderboard::cli(&args),
         Cmd::Coverage(args) => coverage::cli_coverage(&args),
         Cmd::Census(args) => coverage::cli_census(&args),
+        Cmd::Conformance(args) => conformance::cli_conformance(&args),
         Cmd::SelfTest(args) => selftest::cli(&args),
         Cmd::Bless(args) => bless::cli(&args),
     };

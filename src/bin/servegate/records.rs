@@ -34,14 +34,14 @@ pub enum RecordsCmd {
         #[arg(long)]
         checkout: Option<PathBuf>,
         /// The record directory whose records cite the run.
-        #[arg(long, default_value = "records")]
+        #[arg(long, default_value = "data/records")]
         dir: PathBuf,
     },
     /// Validate every record (schema, units, n = number of values, median and range recomputed, sha256, ids
     /// unique and equal to file names); print every problem as FILE: FIELD: MESSAGE. Exit 3 when one is invalid.
     Check {
         /// The record directory.
-        #[arg(long, default_value = "records")]
+        #[arg(long, default_value = "data/records")]
         dir: PathBuf,
     },
     /// Write a record from a finished run directory (a pair run's directory gives a pair record): every judged
@@ -64,7 +64,7 @@ pub enum RecordsCmd {
         #[arg(long, default_value = "ours")]
         role: String,
         /// The record directory.
-        #[arg(long, default_value = "records")]
+        #[arg(long, default_value = "data/records")]
         dir: PathBuf,
         /// Record a run whose verdicts failed anyway (single-runtime runs only): the record carries the
         /// failure in `source.forced` and the page flags it. Incomplete runs and failed requests are still

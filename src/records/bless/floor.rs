@@ -30,7 +30,7 @@ fn round_to(x: f64, decimals: usize) -> f64 {
 /// geometric mean of the two medians (the floor halfway between them on a log scale: 1.9 and 90 tok/s give
 /// 13.1), refused when the two runs' ranges overlap (the floor could not tell them apart). Rounded down to the
 /// registry's decimals. Errors: too few values for the confidence, overlapping or swapped runs.
-pub fn derive_floor(
+pub(crate) fn derive_floor(
     fast: &[f64],
     slow: Option<&[f64]>,
     confidence: f64,
@@ -231,7 +231,7 @@ fn floor_span(text: &str) -> Result<(std::ops::Range<usize>, Option<f64>), Strin
 /// tok/s from RUN (n=N, median M tok/s)` (and `... and SLOW (n=N, median M tok/s)`), then `# servegate bless
 /// rule: ` and one of the two rules [`derive_floor`] states. Any other comment, one that only starts with
 /// [`PROVENANCE_MARK`] included, is a person's and is kept.
-pub fn is_provenance(first: &str, second: &str) -> bool {
+pub(crate) fn is_provenance(first: &str, second: &str) -> bool {
     static FIRST: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(
             r"^# servegate bless [0-9]{4}-[0-9]{2}-[0-9]{2}: floor [0-9]+(\.[0-9]+)? tok/s from .+ \(n=[0-9]+, median [0-9]+(\.[0-9]+)? tok/s\)$",
@@ -262,7 +262,12 @@ pub fn diff(old: &str, new: &str, path: &str) -> String {
 }
 
 /// The provenance comment of a derived floor: `# servegate bless <date>: floor <F> tok/s from <run> (n=.., median ..; rule)`.
-pub fn provenance(d: &FloorDerivation, run: &str, slow_run: Option<&str>, utc: &str) -> String {
+pub(crate) fn provenance(
+    d: &FloorDerivation,
+    run: &str,
+    slow_run: Option<&str>,
+    utc: &str,
+) -> String {
     let dec = Metric::DecodeRate.info().decimals;
     let date = utc.get(..10).unwrap_or(utc);
     // A path is written into the gate file as a comment: on one line, whatever it holds.

@@ -2,7 +2,7 @@
 //! open (docs/bless.md). Two things can be blessed:
 //!
 //! - **a baseline** (`bless GATE --baseline RUN_DIR [--kind NAME]`): the run directory is copied as a new
-//!   window of `baselines/<gate>[/<kind>]/` (the [`crate::evidence::baseline`] layout), with the run's
+//!   window of `data/baselines/<gate>[/<kind>]/` (the [`crate::evidence::baseline`] layout), with the run's
 //!   comparability key in `baseline.json`; a window is added to an existing baseline only when the keys match.
 //! - **a floor** (`bless GATE --floor RUN_DIR [--slow RUN_DIR]`): `[assert.rate] floor_tok_s` derived from
 //!   the evidence by a stated rule ([`derive_floor`]) instead of typed by hand.
@@ -18,7 +18,7 @@
 //! ([`edit_floor`], located with `toml_edit`): only the value's bytes and the provenance lines above its line
 //! change, so comments, order, formatting, inline tables and line endings stay, and the result is re-parsed
 //! before it is written. Every accepted change is planned again and written under one lock per baselines
-//! root ([`lock`]) and appends one line to `baselines/LEDGER.jsonl`. Never in CI: with `CI` set the command
+//! root ([`lock`]) and appends one line to `data/baselines/LEDGER.jsonl`. Never in CI: with `CI` set the command
 //! refuses unless `--force`.
 //!
 //! Layer: records (above judge; writes only through `io::fs`).
@@ -49,7 +49,7 @@ pub use window::*;
 
 /// The fewest answered requests a baseline window may hold: 4 is the smallest n per side at which an exact
 /// one-sided Mann-Whitney test can reach p < 0.05 (3 against 3 cannot: its smallest p is 1/20).
-pub const MIN_BASELINE_N: usize = 4;
+pub(crate) const MIN_BASELINE_N: usize = 4;
 /// Default headroom of a floor derived from one run: 10 % below the lower confidence bound of the median (a
 /// floor equal to today's measurement goes red at once).
 pub const DEFAULT_HEADROOM_PCT: f64 = regress::FLOOR_HEADROOM_PCT;
@@ -60,7 +60,7 @@ pub const LEDGER_FILE: &str = "LEDGER.jsonl";
 /// The first words of the provenance comment servegate writes above a derived floor ([`provenance`]). An
 /// older provenance is recognised by its whole two-line shape ([`is_provenance`]), never by these words
 /// alone: a person's comment that starts with them is kept.
-pub const PROVENANCE_MARK: &str = "# servegate bless";
+pub(crate) const PROVENANCE_MARK: &str = "# servegate bless";
 
 /// What `servegate bless` is asked (the binary's flags; a test's values).
 #[derive(Debug, Clone)]
@@ -69,7 +69,7 @@ pub struct BlessArgs {
     pub gate: PathBuf,
     /// Copy this run directory as a new window of the gate's stored baseline.
     pub baseline: Option<PathBuf>,
-    /// With `baseline`: the machine kind (a subdirectory, e.g. `ci-2core`); none = baselines/<gate>/.
+    /// With `baseline`: the machine kind (a subdirectory, e.g. `ci-2core`); none = data/baselines/<gate>/.
     pub kind: Option<String>,
     /// Derive [assert.rate] floor_tok_s from this run: the lower confidence bound of its median minus
     /// `headroom_pct` (or, with `slow`, the geometric mean of this fast-route run's median and the slow one's).
@@ -112,7 +112,7 @@ impl std::fmt::Display for BlessError {
     }
 }
 
-/// One line of `baselines/LEDGER.jsonl`: what was blessed, when, from which evidence, by which rule.
+/// One line of `data/baselines/LEDGER.jsonl`: what was blessed, when, from which evidence, by which rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LedgerEntry {
     /// UTC time of the change, RFC 3339.
@@ -146,7 +146,7 @@ pub struct LedgerEntry {
 }
 
 /// Refuses to write in CI: `CI` set to a true value ([`crate::error::env_flag`]) without `force`.
-pub fn refuse_in_ci(ci: Option<String>, force: bool) -> Result<(), BlessError> {
+pub(crate) fn refuse_in_ci(ci: Option<String>, force: bool) -> Result<(), BlessError> {
     if crate::error::env_flag(ci) && !force {
         return Err(BlessError::new(
             exit::USAGE,
@@ -229,7 +229,7 @@ pub fn refusals(gate: &GateSpec, ev: &analysis::Evidence, route_must_pass: bool)
 /// floor at the smallest positive tok/s, `[assert.first_token]` and `[assert.tpot]` limits unbounded), so a
 /// figure trial that still FAILs does so for its evidence (a failed reply, a crashed serve, client and serve
 /// clocks that disagree), never for a slow machine.
-pub fn judge_for_bless(gate: &GateSpec, ev: &analysis::Evidence) -> Vec<judge::Verdict> {
+pub(crate) fn judge_for_bless(gate: &GateSpec, ev: &analysis::Evidence) -> Vec<judge::Verdict> {
     let mut g = gate.clone();
     if let Some(r) = g.assertions.rate.as_mut() {
         r.floor_tok_s = f64::MIN_POSITIVE;
@@ -332,7 +332,7 @@ fn refused(dir: &Path, why: Vec<String>) -> Result<(), BlessError> {
 /// Appends `entry` to `<root>/LEDGER.jsonl` (the whole file rewritten through `io::fs::write_atomic`: a
 /// reader never sees half a line). The caller holds [`lock`] (read, appended and written under it, no line
 /// of a concurrent bless is lost).
-pub fn append_ledger(root: &Path, entry: &LedgerEntry) -> Result<PathBuf, BlessError> {
+pub(crate) fn append_ledger(root: &Path, entry: &LedgerEntry) -> Result<PathBuf, BlessError> {
     let path = root.join(LEDGER_FILE);
     let mut text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
@@ -369,14 +369,14 @@ pub fn plan_here(args: &BlessArgs, waiting: &mut dyn FnMut(&str)) -> Result<Plan
 /// gate file, the ledger line) is planned again and written holding an exclusive `flock` on it
 /// ([`crate::io::hold::take`]), so concurrent blesses into one baseline or ledger serialise and each sees
 /// what the others wrote.
-pub const LOCK_FILE: &str = ".bless.lock";
+pub(crate) const LOCK_FILE: &str = ".bless.lock";
 /// How long an accepting bless waits for another to finish before it fails (exit 5), naming the holder.
-pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+pub(crate) const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Takes the bless lock of `root` ([`LOCK_FILE`]) for `gate`, waiting up to [`LOCK_WAIT`] (about every 10 s
 /// `waiting` is given a line naming the holder; the binary prints it on stderr as `bless: LINE`). Released
 /// when dropped, and by the kernel on any exit.
-pub fn lock(
+pub(crate) fn lock(
     root: &Path,
     gate: &str,
     waiting: &mut dyn FnMut(&str),
@@ -478,7 +478,7 @@ impl Planned {
 /// Plans `servegate bless` with the environment's `CI` and the clock passed in ([`plan_here`] passes this
 /// process's): refuses to accept in CI without `force`, plans, and when accepting takes the lock
 /// ([`lock`]; `waiting` hears about a holder) and plans again under it. Writes nothing.
-pub fn plan(
+pub(crate) fn plan(
     args: &BlessArgs,
     ci: Option<String>,
     utc: &str,

@@ -5,7 +5,7 @@ use super::*;
 
 /// What `bless --baseline` would write (or wrote).
 #[derive(Debug, Clone, PartialEq)]
-pub struct BaselinePlan {
+pub(crate) struct BaselinePlan {
     /// The baseline directory (`<root>/<gate>[/<kind>]`).
     pub dir: PathBuf,
     /// The window's name inside it.
@@ -19,13 +19,13 @@ pub struct BaselinePlan {
 }
 
 /// What a `--kind` name must be, as its refusal states it.
-pub const KIND_RULE: &str =
+pub(crate) const KIND_RULE: &str =
     "a --kind is a plain name: 1 to 64 ASCII letters, digits, '-' or '_', starting with a letter \
 (no space, newline, dot or path separator), and not a window's name or stamp (YYYYMMDDTHHMMSSZ)";
 
-/// Checks a `--kind` name against [`KIND_RULE`] (a subdirectory of `baselines/<gate>/`, beside the windows,
+/// Checks a `--kind` name against [`KIND_RULE`] (a subdirectory of `data/baselines/<gate>/`, beside the windows,
 /// so it must not look like one). Errors: the name (escaped) and the rule.
-pub fn check_kind(kind: &str) -> Result<(), String> {
+pub(crate) fn check_kind(kind: &str) -> Result<(), String> {
     static STAMP: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"^[0-9]{8}T[0-9]{6}Z(-[0-9]+)?$").expect("a valid regex")
     });
@@ -59,7 +59,7 @@ pub fn run_identity(dir: &Path) -> Result<String, BlessError> {
 /// Plans `bless GATE --baseline RUN [--kind K]`: checks the kind ([`check_kind`]) and the run
 /// ([`refusals`]; a run already a window of the baseline is refused, by [`run_identity`]), computes its key,
 /// and checks it against an existing baseline's. Writes nothing.
-pub fn plan_baseline(
+pub(crate) fn plan_baseline(
     gate_file: &Path,
     run: &Path,
     kind: Option<&str>,
@@ -232,7 +232,7 @@ fn copy_run_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 /// Writes a planned baseline window: the run directory copied (whole, or not at all), then the manifest.
-pub fn write_baseline(run: &Path, plan: &BaselinePlan) -> Result<(), BlessError> {
+pub(crate) fn write_baseline(run: &Path, plan: &BaselinePlan) -> Result<(), BlessError> {
     let to = plan.dir.join(&plan.window);
     copy_run_dir(run, &to).map_err(|e| {
         BlessError::new(

@@ -395,7 +395,7 @@ fn respond(state: &State, req: &http::Request, w: &mut TcpStream) -> bool {
                 let data: Vec<serde_json::Value> = script
                     .models
                     .iter()
-                    .map(|id| serde_json::json!({"id": id, "object": "model", "owned_by": "llamacpp"}))
+                    .map(|id| serde_json::json!({"id": id, "object": "model", "created": 1700000000, "owned_by": "llamacpp"}))
                     .collect();
                 let body = serde_json::json!({"object": "list", "data": data});
                 (200, http::json_response(200, &body, req.close), None)
@@ -413,7 +413,10 @@ fn respond(state: &State, req: &http::Request, w: &mut TcpStream) -> bool {
                 let ct = "text/plain; version=0.0.4";
                 (200, simple(200, ct, body.as_bytes(), req.close), None)
             }
-            ("POST", "/v1/chat/completions" | "/chat/completions") => {
+            (
+                "POST",
+                "/v1/chat/completions" | "/chat/completions" | "/v1/completions" | "/v1/embeddings",
+            ) => {
                 return chat(state, req, w, vars);
             }
             _ => (404, simple(404, json, &not_found(), req.close), None),

@@ -17,7 +17,7 @@ use super::*;
 
 /// What a trial decided.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
+pub(crate) struct Decision {
     /// Passed, failed or skipped.
     pub outcome: TestOutcome,
     /// Why it failed.
@@ -40,7 +40,7 @@ impl Decision {
 }
 
 /// The decision of trial `<gate>::<assertion>` from its gate's result (running the gate if needed).
-pub fn decide(gate: &LazyGate, assertion: &str) -> Decision {
+pub(crate) fn decide(gate: &LazyGate, assertion: &str) -> Decision {
     match gate.get() {
         GateResult::Unmet(reasons) => {
             let reason = format!("requires: {}", reasons.join("; "));
@@ -98,7 +98,7 @@ pub fn decide(gate: &LazyGate, assertion: &str) -> Decision {
 
 /// One trial's recorded outcome.
 #[derive(Debug, Clone)]
-pub struct TrialRecord {
+pub(crate) struct TrialRecord {
     /// Index of the gate entry (see [`trials`]).
     pub entry: usize,
     /// The assertion (`spec` for an invalid spec).
@@ -114,7 +114,7 @@ pub struct TrialRecord {
 /// A gate's own wall time, in seconds: from the first of its trials' starts to the last of their ends. Under
 /// `--test-threads=8` its trials wait on the one shared run side by side, so the sum of their times would
 /// count that run once per trial (a 2.0 s gate shown as 6.1 s). Trials that did not run count by duration.
-pub fn gate_wall_s(recs: &[&TrialRecord]) -> f64 {
+pub(crate) fn gate_wall_s(recs: &[&TrialRecord]) -> f64 {
     let ran: Vec<(Instant, Instant)> = recs
         .iter()
         .filter_map(|r| r.started.map(|s| (s, s + r.duration)))
@@ -130,23 +130,23 @@ pub fn gate_wall_s(recs: &[&TrialRecord]) -> f64 {
 
 /// The outcomes of the trials that ran, as they ran (shared by the trial closures).
 #[derive(Debug, Clone, Default)]
-pub struct TrialLog(Arc<Mutex<Vec<TrialRecord>>>);
+pub(crate) struct TrialLog(Arc<Mutex<Vec<TrialRecord>>>);
 
 impl TrialLog {
     /// Records one trial.
-    pub fn push(&self, r: TrialRecord) {
+    pub(crate) fn push(&self, r: TrialRecord) {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).push(r);
     }
 
     /// Every record so far.
-    pub fn records(&self) -> Vec<TrialRecord> {
+    pub(crate) fn records(&self) -> Vec<TrialRecord> {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
 /// Runs a trial body, catching a panic (recorded as a failure of kind `panic`), records the decision and its
 /// wall time in `log`, and returns libtest's result.
-pub fn run_trial(
+pub(crate) fn run_trial(
     log: &TrialLog,
     entry: usize,
     assertion: &str,
@@ -212,7 +212,7 @@ fn ignore_reason(message: &str) -> String {
 }
 
 /// A gate file's entry: a valid gate, or a spec that does not parse.
-pub enum Entry {
+pub(crate) enum Entry {
     /// A valid gate.
     Gate(Arc<LazyGate>),
     /// An invalid spec: its file and the error.
@@ -225,7 +225,7 @@ pub enum Entry {
 }
 
 /// The trials, their entries, and for each trial (in order) its entry index and assertion.
-pub struct Plan {
+pub(crate) struct Plan {
     /// libtest-mimic trials.
     pub trials: Vec<Trial>,
     /// One entry per gate file.
@@ -236,7 +236,7 @@ pub struct Plan {
 
 /// Builds the trials for the given gate files: `<gate>::<assertion>` per assertion, or `<file stem>::spec`
 /// failing with the error for an invalid spec. Each trial records its outcome in `log`.
-pub fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
+pub(crate) fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
     let mut plan = Plan {
         trials: Vec::new(),
         entries: Vec::new(),
@@ -314,20 +314,15 @@ pub fn trials(files: &[PathBuf], config: &Arc<Config>, log: &TrialLog) -> Plan {
     plan
 }
 
-/// The report printed after the trials: every verdict line of every gate that ran (passes included, since a
-/// passing figure is worth seeing), the evidence directory, and the reasons gates were ignored. One line each:
-/// what a gate author or a serve wrote is [`crate::text::shown`].
-pub fn report(entries: &[Entry]) -> String {
-    report_marking(entries, &[])
-}
-
 /// Why a trial of a gate that ran was not run: the test arguments filtered it out (its verdict was still
 /// judged with the gate's, and is shown in the report marked so, but it is never counted as passed).
-pub const NOT_RUN_FILTERED: &str = "not run: filtered out by the test arguments";
+pub(crate) const NOT_RUN_FILTERED: &str = "not run: filtered out by the test arguments";
 
-/// [`report`], each verdict of a trial in `not_run` (`(entry index, assertion)`) marked `(not run: filtered
-/// out by the test arguments)`.
-pub fn report_marking(entries: &[Entry], not_run: &[(usize, String)]) -> String {
+/// The report printed after the trials: every verdict line of every gate that ran (passes included, since a
+/// passing figure is worth seeing), the evidence directory, and the reasons gates were ignored. One line each:
+/// what a gate author or a serve wrote is [`crate::text::shown`]. Each verdict of a trial in `not_run`
+/// (`(entry index, assertion)`) is marked `(not run: filtered out by the test arguments)`.
+pub(crate) fn report_marking(entries: &[Entry], not_run: &[(usize, String)]) -> String {
     use crate::text::shown as guarded;
     // Gates ignored for the same reason are one line, at the first of them: (line index, how, reason,
     // gate names, trials).
@@ -435,7 +430,7 @@ pub fn report_marking(entries: &[Entry], not_run: &[(usize, String)]) -> String 
 /// Builds the results document from the trial records, through the same events and [`Collector`] as
 /// `servegate run` and `servegate judge`: one gate event per entry with a recorded trial, listing its recorded
 /// trials (in declaration order) with their wall times. `started_utc` is when the harness started.
-pub fn results(
+pub(crate) fn results(
     entries: &[Entry],
     records: &[TrialRecord],
     not_run: &[(usize, String)],
@@ -541,7 +536,7 @@ pub fn results(
 }
 
 /// Everything one harness run produced.
-pub struct HarnessRun {
+pub(crate) struct HarnessRun {
     /// libtest-mimic's counts.
     pub conclusion: Conclusion,
     /// The results document (None with `--list`: nothing ran).
@@ -557,7 +552,7 @@ pub struct HarnessRun {
 impl HarnessRun {
     /// The plain closing line: `gates: N passed, N failed, N skipped`, and the skips by reason when there are
     /// any (`(1 not compared: busy runner, 34 not provisioned, 5 no device)`: `Counts::skip_reasons`).
-    pub fn closing_line(&self) -> String {
+    pub(crate) fn closing_line(&self) -> String {
         let by_reason = self
             .results
             .as_ref()
@@ -574,7 +569,7 @@ impl HarnessRun {
 
 /// Runs the harness with `config` and libtest `args`: the trials (libtest-mimic prints their lines), then the
 /// results document, written to the configured reports (not with `--list`). Prints nothing else.
-pub fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
+pub(crate) fn run(config: Config, args: &Arguments, files: &[PathBuf]) -> HarnessRun {
     let t = Instant::now();
     let started_utc = crate::evidence::now_utc();
     let config = Arc::new(config);

@@ -41,7 +41,7 @@ enum CachedResult {
 }
 
 /// SHA-256 of a gate's file path and source: the cache key, so an edited gate is never served a stale run.
-pub fn spec_sha256(spec: &GateSpec) -> String {
+pub(crate) fn spec_sha256(spec: &GateSpec) -> String {
     let mut bytes = spec.file.display().to_string().into_bytes();
     bytes.push(0);
     bytes.extend_from_slice(spec.source.as_bytes());

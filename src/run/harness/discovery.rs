@@ -5,10 +5,8 @@ use std::path::{Path, PathBuf};
 
 use libtest_mimic::Arguments;
 
-use super::*;
-
 /// The gate files: `root` (a directory or a file), `*.toml` sorted by name.
-pub fn discover_in(root: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn discover_in(root: &Path) -> Result<Vec<PathBuf>, String> {
     if root.is_file() {
         return Ok(vec![root.to_path_buf()]);
     }
@@ -26,14 +24,14 @@ pub fn discover_in(root: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-/// The gate files: `$SERVEGATE_GATES` (a directory or a file) or `gates/`, `*.toml` sorted by name.
-pub fn discover() -> Result<Vec<PathBuf>, String> {
-    discover_in(&Config::from_env().gates)
-}
-
 /// Why no trial is selected: no gate file in the gates directory (naming gate files found only in its
 /// subdirectories, which are not read), or a filter that matches none of the `total` trials.
-pub fn nothing_selected(files: &[PathBuf], gates: &Path, args: &Arguments, total: usize) -> String {
+pub(crate) fn nothing_selected(
+    files: &[PathBuf],
+    gates: &Path,
+    args: &Arguments,
+    total: usize,
+) -> String {
     if files.is_empty() {
         let nested = nested_gate_files(gates);
         let mut why = format!(

@@ -37,12 +37,11 @@ use crate::sinks::outputs::Outputs;
 use crate::spec::GateSpec;
 
 pub use adapter::*;
-pub use cache::spec_sha256;
-pub use discovery::{discover, discover_in, nothing_selected};
+pub(crate) use discovery::{discover_in, nothing_selected};
 
 /// What happened to one gate.
 #[derive(Debug, Clone)]
-pub enum GateResult {
+pub(crate) enum GateResult {
     /// It ran; verdicts inside.
     Ran(Box<RunOutcome>),
     /// `[requires]` unmet: the reasons.
@@ -114,7 +113,7 @@ impl Config {
     }
 
     /// The configuration from `var` (an environment lookup).
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Config {
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Config {
         let gates = nonempty(var("SERVEGATE_GATES"))
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("gates"));
@@ -176,7 +175,7 @@ impl Config {
 }
 
 /// A gate to be run at most once, shared by its trials.
-pub struct LazyGate {
+pub(crate) struct LazyGate {
     /// The spec.
     pub spec: GateSpec,
     config: Arc<Config>,
@@ -196,7 +195,7 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 
 impl LazyGate {
     /// Wraps a spec.
-    pub fn new(spec: GateSpec, config: Arc<Config>) -> LazyGate {
+    pub(crate) fn new(spec: GateSpec, config: Arc<Config>) -> LazyGate {
         LazyGate {
             spec,
             config,
@@ -207,7 +206,7 @@ impl LazyGate {
     /// Runs the gate if it has not run yet (one gate at a time in the process; under nextest, once per nextest
     /// run) and returns its result. A panic of the run becomes [`GateResult::Panicked`], so no later trial
     /// reruns the gate.
-    pub fn get(&self) -> &GateResult {
+    pub(crate) fn get(&self) -> &GateResult {
         if let Some(r) = self.result.get() {
             return r;
         }
@@ -231,7 +230,7 @@ impl LazyGate {
     }
 
     /// The result if the gate has run.
-    pub fn result(&self) -> Option<&GateResult> {
+    pub(crate) fn result(&self) -> Option<&GateResult> {
         self.result.get()
     }
 }

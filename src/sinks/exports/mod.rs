@@ -10,7 +10,7 @@
 //! separate measure named for its state, the github-action-benchmark files leave it out (with a note on
 //! stderr), OpenMetrics labels every sample with its state.
 //!
-//! Sources: records (`records/*.json`, [`from_records`]) and the results of a run ([`from_results`]: the
+//! Sources: records (`data/records/*.json`, [`from_records`]) and the results of a run ([`from_results`]: the
 //! results JSON, or a run directory re-judged by the binary).
 
 pub mod bmf;
@@ -63,7 +63,7 @@ impl Figure {
     }
 
     /// `n 6 of 6; state pass; bound 15 tok/s; model ...`: the context in one line.
-    pub fn extra(&self) -> String {
+    pub(crate) fn extra(&self) -> String {
         let mut parts = vec![format!("state {}", self.state)];
         if let Some((n, of)) = self.n {
             parts.push(format!("n={n} of {of}"));

@@ -7,7 +7,7 @@
 use super::Figure;
 
 /// A label value escaped as OpenMetrics requires: `\` → `\\`, `"` → `\"`, newline → `\n`.
-pub fn escape_label(s: &str) -> String {
+pub(crate) fn escape_label(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")

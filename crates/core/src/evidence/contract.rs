@@ -1,0 +1,133 @@
+//! The `[contract]` checks' evidence (docs/contract.md): under `contract/<check>/` of the run directory, each
+//! request as `<label>.request.json` (the body sent), `<label>.response.json` (status, headers, transport
+//! error) and `<label>.reads.jsonl` (the raw body as timed reads, every stream chunk as it came), and
+//! `check.json` ([`CheckFile`]: one [`ContractRecord`] per request, written once the check's requests are
+//! done). A check without `check.json` was not run to its end; the judge fails it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::EvidenceError;
+use crate::io::reads::{self, TimedRead};
+
+/// The directory of all contract checks in a run directory.
+pub const CONTRACT_DIR: &str = "contract";
+/// A check's record file within its directory.
+pub const CHECK_FILE: &str = "check.json";
+/// Schema of [`CheckFile`].
+pub const CHECK_SCHEMA: &str = "servegate.contract-check/1";
+
+/// `contract/<check>`.
+pub fn check_dir(check: &str) -> String {
+    format!("{CONTRACT_DIR}/{check}")
+}
+
+/// `contract/<check>/<label><suffix>` (suffix: `.request.json`, `.response.json`, `.reads.jsonl`).
+pub fn exchange_file(check: &str, label: &str, suffix: &str) -> String {
+    format!("{CONTRACT_DIR}/{check}/{label}{suffix}")
+}
+
+/// One contract request, as `check.json` records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContractRecord {
+    /// The request's label within its check (`body`, `stream`, `no_messages`...): its files' stem.
+    pub label: String,
+    /// Where it was sent (`POST` to `/v1/chat/completions`, `/v1/completions`, `/v1/embeddings`; `GET
+    /// /v1/models`); absent in older files: the chat endpoint.
+    #[serde(default = "chat_path")]
+    pub endpoint: String,
+    /// Sent with `stream = true`.
+    pub stream: bool,
+    /// UTC time it was sent (RFC 3339).
+    pub sent_utc: String,
+    /// HTTP status, when a response head arrived.
+    pub http_status: Option<u16>,
+    /// Transport failure (connect refused, the check's time limit, a cut body), verbatim.
+    pub transport_error: Option<String>,
+    /// Bytes of body kept.
+    pub body_bytes: u64,
+    /// True when the body passed the cap ([`crate::io::exchange::BODY_CAP_BYTES`]) and the rest was dropped.
+    pub body_truncated: bool,
+    /// The time limit it was sent with, seconds.
+    pub timeout_s: f64,
+}
+
+fn chat_path() -> String {
+    "/v1/chat/completions".into()
+}
+
+/// `contract/<check>/check.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckFile {
+    /// Always [`CHECK_SCHEMA`].
+    pub schema: String,
+    /// The check's name.
+    pub check: String,
+    /// Its requests, in send order.
+    pub exchanges: Vec<ContractRecord>,
+}
+
+/// One contract request read back: its record, the body sent, and the reads of its response.
+#[derive(Debug, Clone)]
+pub struct RawExchange {
+    /// From `check.json`.
+    pub record: ContractRecord,
+    /// `<label>.request.json` (Null when absent).
+    pub request: serde_json::Value,
+    /// `<label>.reads.jsonl` (empty when the request got no response).
+    pub reads: Vec<TimedRead>,
+}
+
+/// Every check's requests under `<dir>/contract/`, by check name (empty without the directory; a check
+/// directory without `check.json` is left out). Errors: a `check.json` or reads file that cannot be read.
+pub fn load_raw(dir: &Path) -> Result<BTreeMap<String, Vec<RawExchange>>, EvidenceError> {
+    let root = dir.join(CONTRACT_DIR);
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(&root) else {
+        return Ok(out);
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in names {
+        let path = root.join(&name).join(CHECK_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(EvidenceError::io(&path, e)),
+        };
+        let file: CheckFile =
+            serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
+        let mut exchanges = Vec::new();
+        for record in file.exchanges {
+            let at = |suffix| dir.join(exchange_file(&name, &record.label, suffix));
+            let request = std::fs::read(at(crate::evidence::layout::REQUEST_SUFFIX))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or(serde_json::Value::Null);
+            let reads_path = at(crate::evidence::layout::READS_SUFFIX);
+            let reads = match std::fs::read_to_string(&reads_path) {
+                Ok(t) => reads::decode(&t).map_err(|e| EvidenceError::Malformed {
+                    path: reads_path.clone(),
+                    reason: e.to_string(),
+                })?,
+                Err(_) => Vec::new(),
+            };
+            exchanges.push(RawExchange {
+                record,
+                request,
+                reads,
+            });
+        }
+        out.insert(name, exchanges);
+    }
+    Ok(out)
+}

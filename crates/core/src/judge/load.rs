@@ -1,0 +1,568 @@
+//! Judging a load run (pure): per sweep point, `[assert.latency]` (one verdict per bound),
+//! `[assert.throughput]`, `[assert.goodput]`, `[assert.errors]` and `[assert.consistency]` (the drift rules,
+//! `analysis::drift::compare`, against the concurrency-1 reply to the same prompt), named
+//! `[c=16]::ttft_p95`, `[c=16]::throughput`, ... (trials `gate[c=16]::ttft_p95`). The definitions are
+//! `analysis::load`'s.
+//!
+//! Three honest states, in this order at each point:
+//! * **void** when the client fell behind its schedule: the p99 of send lag over `[load] max_lag_ms`, or
+//!   planned requests never sent. The load was not the load asked for, so nothing measured under it passes;
+//! * **fail** when the point has no evidence, no request of it succeeded (every one errored, was cut or had
+//!   no sane content: a latency bound then fails, it is not "too few samples"), or the bound is missed;
+//! * **indeterminate** when a percentile is claimed from too few samples: p95 needs 59, p99 299
+//!   ([`min_n_for`]), and the verdict names the n needed.
+
+use std::collections::BTreeMap;
+
+use super::accounting::request_failure;
+use super::content::content_problem;
+use super::verdict::{Outcome, Verdict};
+use crate::analysis::load::{self as agg, min_n_for, Sample, Slo};
+use crate::analysis::{drift, measure, stats, Evidence};
+use crate::evidence::load::LoadRecord;
+use crate::spec::load::Point;
+use crate::spec::GateSpec;
+use crate::vocab::AssertionKind;
+
+/// One sweep point's evidence as the runner or `servegate judge` loaded it (`servegate::loaded::load_point`; an
+/// error: why it could not be).
+#[derive(Debug)]
+pub struct PointEvidence {
+    /// The point.
+    pub point: Point,
+    /// Its run directory (parsed replies) and `load.json`, or why they could not be read.
+    pub loaded: Result<(Evidence, LoadRecord), String>,
+}
+
+/// Every trial of a load gate FAILed with `reason` (the whole run's evidence proves nothing: run.json says
+/// it did not finish), as a plain run's assertions fail on incomplete evidence.
+pub fn fail_all(gate: &GateSpec, reason: &str) -> Vec<Verdict> {
+    gate.load
+        .as_ref()
+        .map(|l| l.trial_names())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|n| verdict(n, Outcome::Fail, reason.to_string()))
+        .collect()
+}
+
+/// A judged request of a point: sample plus reply (for consistency), prompt index and prompt.
+struct Judged {
+    sample: Sample,
+    /// Why the request failed (its first failure code, or `content`), when it did.
+    why: Option<&'static str>,
+    reply: crate::analysis::reply::Reply,
+    prompt_index: usize,
+    prompt: String,
+    /// Why TTFT (`.0`) and TPOT (`.1`) were not measured although the reply succeeded
+    /// (`measure::unmeasured_cause`): such a request is left out of those percentiles, counted, never failed.
+    unmeasured: (Option<String>, Option<String>),
+}
+
+fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
+    let timings: BTreeMap<usize, _> = rec.timings.iter().map(|t| (t.index, t)).collect();
+    ev.requests
+        .iter()
+        .filter(|r| !r.record.warmup)
+        .map(|r| {
+            let fig = measure::measure(&r.reply);
+            let why = match request_failure(r) {
+                Some(f) => Some(f.code().name()),
+                None => content_problem(&r.reply, &fig).map(|_| "content"),
+            };
+            let ok = why.is_none();
+            let unmeasured = (
+                measure::unmeasured_cause(&fig, crate::vocab::Metric::Ttft).map(str::to_string),
+                measure::unmeasured_cause(&fig, crate::vocab::Metric::Tpot).map(str::to_string),
+            );
+            Judged {
+                why,
+                sample: Sample {
+                    timing: timings
+                        .get(&r.record.index)
+                        .map(|t| (*t).clone())
+                        .unwrap_or_default(),
+                    ok,
+                    ttft_ms: fig.ttft_ms,
+                    e2e_ms: fig.e2e_ms,
+                    tpot_ms: fig.tpot_ms,
+                    itl_ms: fig.itl_ms.clone(),
+                    tokens: fig.completion_tokens.or(fig.completion_tokens_estimate),
+                    ttft_unmeasured: unmeasured.0.clone(),
+                    tpot_unmeasured: unmeasured.1.clone(),
+                },
+                reply: r.reply.clone(),
+                prompt_index: r.record.prompt_index,
+                prompt: r.record.prompt.clone(),
+                unmeasured,
+            }
+        })
+        .collect()
+}
+
+/// The judged (non-warmup) requests of one point as load samples, in send order: timing from `load.json`,
+/// figures re-measured from the timed reads, `ok` as the verdicts count it (no serve error, not cut, sane
+/// content). What load records are built from (`records::load_records`).
+pub fn samples(ev: &Evidence, rec: &LoadRecord) -> Vec<Sample> {
+    judged(ev, rec).into_iter().map(|j| j.sample).collect()
+}
+
+fn verdict(name: String, outcome: Outcome, details: String) -> Verdict {
+    let mut v = Verdict::new(AssertionKind::Load, outcome, &details);
+    v.message = format!("{name} {} {}", outcome.word(), v.details());
+    v.assertion = name;
+    v
+}
+
+/// Judges every point of a load gate. Pure.
+pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
+    let Some(load) = &gate.load else {
+        return Vec::new();
+    };
+    let baseline_replies: Option<BTreeMap<usize, crate::analysis::reply::Reply>> = points
+        .iter()
+        .find(|p| p.point == Point::Concurrency(1))
+        .and_then(|p| p.loaded.as_ref().ok())
+        .map(|(ev, rec)| {
+            let mut m = BTreeMap::new();
+            for j in judged(ev, rec).into_iter().filter(|j| j.sample.ok) {
+                m.entry(j.prompt_index).or_insert(j.reply);
+            }
+            m
+        });
+    let all_names = load.trial_names();
+    // Output tok/s at concurrency 1, for the scaling efficiency of the other points.
+    let tok_s_1 = points
+        .iter()
+        .find(|p| p.point == Point::Concurrency(1))
+        .and_then(|p| p.loaded.as_ref().ok())
+        .and_then(|(ev, rec)| {
+            let s: Vec<Sample> = judged(ev, rec).into_iter().map(|j| j.sample).collect();
+            agg::output_tok_s(&s)
+        });
+    let mut out = Vec::new();
+    for pe in points {
+        let prefix = format!("[{}]::", pe.point.label());
+        let mine: Vec<&String> = all_names
+            .iter()
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
+        let (ev, rec) = match &pe.loaded {
+            Ok(x) => x,
+            Err(e) => {
+                for n in mine {
+                    out.push(verdict(
+                        n.clone(),
+                        Outcome::Fail,
+                        format!("no evidence for this point: {e}"),
+                    ));
+                }
+                continue;
+            }
+        };
+        let js = judged(ev, rec);
+        let samples: Vec<Sample> = js.iter().map(|j| j.sample.clone()).collect();
+        let planned = rec.planned.max(samples.len());
+        let n_of = format!("n={} of {planned} planned", samples.len());
+        // Void: the client fell behind its schedule.
+        let lag = agg::lag_p99_ms(&samples);
+        let void = if samples.len() < planned {
+            Some(format!(
+                "{} of {planned} planned requests were not sent (the run deadline or a stop came first): the load was not the load asked for",
+                planned - samples.len()
+            ))
+        } else {
+            lag.filter(|l| *l > load.spec.max_lag_ms).map(|l| format!(
+                "the client fell behind its schedule: send lag p99 {l:.2} ms > max_lag_ms {} (the load was not the load asked for; nothing measured under it counts)",
+                load.spec.max_lag_ms
+            ))
+        };
+        if let Some(why) = void {
+            for n in mine {
+                out.push(verdict(n.clone(), Outcome::Void, why.clone()));
+            }
+            continue;
+        }
+        let failed = samples.iter().filter(|s| !s.ok).count();
+        // No request succeeded: there is nothing to take a percentile of, and that is the serve's doing
+        // (every request errored, was cut or had no sane content), never "too few samples".
+        let none_succeeded = (failed == samples.len()).then(|| {
+            let mut why: BTreeMap<&str, usize> = BTreeMap::new();
+            for j in &js {
+                *why.entry(j.why.unwrap_or("content")).or_default() += 1;
+            }
+            let why: Vec<String> = why.iter().map(|(w, n)| format!("{n} {w}")).collect();
+            if samples.is_empty() {
+                format!("no request was sent ({n_of})")
+            } else {
+                format!(
+                    "no request succeeded: {failed} of {planned} planned failed ({}); {n_of}",
+                    why.join(", ")
+                )
+            }
+        });
+        out.extend(latency_verdicts(
+            &load.assertions.latency,
+            &prefix,
+            &samples,
+            &js,
+            failed,
+            none_succeeded.as_deref(),
+            &n_of,
+        ));
+        if let Some(t) = &load.assertions.throughput {
+            out.push(throughput_verdict(
+                t, &prefix, pe.point, &samples, tok_s_1, &n_of,
+            ));
+        }
+        if let Some(g) = &load.assertions.goodput {
+            out.push(goodput_verdict(g, &prefix, &samples, planned, &n_of));
+        }
+        if let Some(max) = load.assertions.errors_max_rate {
+            let name = format!("{prefix}errors");
+            let rate = if planned == 0 {
+                0.0
+            } else {
+                failed as f64 / planned as f64
+            };
+            let outcome = if rate <= max {
+                Outcome::Pass
+            } else {
+                Outcome::Fail
+            };
+            out.push(verdict(name, outcome, format!(
+                "{failed} of {planned} planned requests failed (error, cut, or no sane content), rate {rate:.4} (max {max}) ({n_of})"
+            )));
+        }
+        if let (Some(c), false) = (
+            load.assertions.consistency,
+            pe.point == Point::Concurrency(1),
+        ) {
+            let name = format!("{prefix}consistency");
+            let Some(base) = &baseline_replies else {
+                out.push(verdict(
+                    name,
+                    Outcome::Fail,
+                    "no replies at concurrency 1 to compare with".into(),
+                ));
+                continue;
+            };
+            let (outcome, details) = consistency(&pe.point.label(), base, &js, c);
+            out.push(verdict(name, outcome, details));
+        }
+    }
+    out
+}
+
+/// The latency bounds of one point: each percentile from the succeeded requests' values with every failed
+/// request counted above every value (ITL: the gaps only), INDETERMINATE under the n the percentile needs.
+fn latency_verdicts(
+    bounds: &[crate::spec::load::LatencyBound],
+    prefix: &str,
+    samples: &[Sample],
+    js: &[Judged],
+    failed: usize,
+    none_succeeded: Option<&str>,
+    n_of: &str,
+) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    for b in bounds {
+        let name = format!("{prefix}{}", b.key.trim_end_matches("_ms"));
+        if let Some(why) = none_succeeded {
+            out.push(verdict(
+                name,
+                Outcome::Fail,
+                format!("{} p{}: {why}", b.metric.name(), b.p),
+            ));
+            continue;
+        }
+        let vals = agg::values(samples, b.metric);
+        // A failed request missed every latency bound: it counts above every value (never dropped, so a
+        // serve that fails its slow requests does not look fast).
+        let failed_here = if b.metric == crate::spec::load::LatencyMetric::Itl {
+            0
+        } else {
+            failed
+        };
+        let n = vals.len() + failed_here;
+        let need = min_n_for(f64::from(b.p));
+        let unit = "ms";
+        if n < need {
+            out.push(verdict(name, Outcome::Indeterminate, format!(
+            "p{} from n={n} {}: claiming p{} needs at least {need} (raise [load] requests to {need} or more); {n_of}",
+            b.p, if b.metric == crate::spec::load::LatencyMetric::Itl { "gaps" } else { "requests" }, b.p
+        )));
+            continue;
+        }
+        let mut all = vals.clone();
+        all.extend(std::iter::repeat_n(1e300, failed_here));
+        let p = stats::percentile(&all, f64::from(b.p)).unwrap_or(f64::INFINITY);
+        let (outcome, shown) = if p >= 1e299 {
+            (
+                Outcome::Fail,
+                format!("p{} falls among the {failed_here} failed requests", b.p),
+            )
+        } else if p <= b.limit_ms {
+            (Outcome::Pass, format!("p{} {p:.1} {unit}", b.p))
+        } else {
+            (Outcome::Fail, format!("p{} {p:.1} {unit}", b.p))
+        };
+        let p50 = stats::percentile(&vals, 50.0);
+        // Succeeded requests without this figure because of delivery: left out, counted, one cause.
+        let causes: Vec<&String> = js
+            .iter()
+            .filter(|j| j.sample.ok)
+            .filter_map(|j| match b.metric {
+                crate::spec::load::LatencyMetric::Ttft => j.unmeasured.0.as_ref(),
+                crate::spec::load::LatencyMetric::Tpot => j.unmeasured.1.as_ref(),
+                _ => None,
+            })
+            .collect();
+        let unmeasured = match causes.first() {
+            Some(c) => format!("; {} not measured, left out (e.g. {c})", causes.len()),
+            None => String::new(),
+        };
+        let mut v = verdict(
+            name,
+            outcome,
+            format!(
+            "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{unmeasured}{})",
+            b.metric.name(),
+            b.limit_ms,
+            p50.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
+            if failed_here > 0 {
+                format!("; {failed_here} failed, counted above every value")
+            } else {
+                String::new()
+            }
+        ),
+        );
+        v.median = (p < 1e299).then_some(p);
+        v.values = vals.iter().map(|x| Some(*x)).collect();
+        out.push(v);
+    }
+    out
+}
+
+/// The throughput of one point: output tok/s and requests/s over the measured window against their floors,
+/// with the scaling efficiency against concurrency 1.
+fn throughput_verdict(
+    t: &crate::spec::load::ThroughputAssert,
+    prefix: &str,
+    point: Point,
+    samples: &[Sample],
+    tok_s_1: Option<f64>,
+    n_of: &str,
+) -> Verdict {
+    let name = format!("{prefix}throughput");
+    let tok_s = agg::output_tok_s(samples);
+    let rps = agg::requests_per_s(samples);
+    let mut bad = Vec::new();
+    if let Some(f) = t.floor_tok_s {
+        if tok_s.is_none_or(|x| x < f) {
+            bad.push(format!(
+                "output {} tok/s under floor {f}",
+                tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into())
+            ));
+        }
+    }
+    if let Some(f) = t.floor_rps {
+        if rps.is_none_or(|x| x < f) {
+            bad.push(format!(
+                "{} requests/s under floor {f}",
+                rps.map(|x| format!("{x:.2}")).unwrap_or("-".into())
+            ));
+        }
+    }
+    let scaling = match (point, tok_s, tok_s_1) {
+        (Point::Concurrency(c), Some(t), Some(t1)) if c > 1 => agg::scaling_efficiency(t, c, t1)
+            .map(|e| format!("; scaling efficiency {e:.2} of c=1"))
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    let details = format!(
+        "output {} tok/s, {} requests/s over the measured window {} ms; peak real concurrency {}{scaling} ({n_of}){}",
+        tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into()),
+        rps.map(|x| format!("{x:.2}")).unwrap_or("-".into()),
+        agg::window_ms(samples).map(|x| format!("{x:.0}")).unwrap_or("-".into()),
+        agg::peak_concurrency(samples),
+        if bad.is_empty() { String::new() } else { format!(": {}", bad.join("; ")) }
+    );
+    verdict(
+        name,
+        if bad.is_empty() {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        },
+        details,
+    )
+}
+
+/// The goodput of one point: the SLO attainment of the planned requests (those not measured counted apart,
+/// with their causes) against `at_least`, INDETERMINATE when fewer than half were counted.
+fn goodput_verdict(
+    g: &crate::spec::load::GoodputAssert,
+    prefix: &str,
+    samples: &[Sample],
+    planned: usize,
+    n_of: &str,
+) -> Verdict {
+    let name = format!("{prefix}goodput");
+    let slo = Slo {
+        ttft_ms: g.ttft_ms,
+        tpot_ms: g.tpot_ms,
+        e2e_ms: g.e2e_ms,
+    };
+    let good = agg::good(samples, &slo);
+    let unmeasured = agg::unmeasured(samples, &slo);
+    let counted = planned.saturating_sub(unmeasured);
+    let att = agg::attainment(samples, &slo, planned);
+    let gp = agg::goodput_rps(samples, &slo);
+    // Not measured: neither met nor missed (analysis::load::Slo::unmeasured), named with the cause.
+    let not_measured = if unmeasured == 0 {
+        String::new()
+    } else {
+        let causes: Vec<String> = samples
+            .iter()
+            .filter_map(|s| {
+                slo.unmeasured(s)
+                    .map(|c| format!("request {:02} ({c})", s.timing.index))
+            })
+            .collect();
+        format!(
+            "; {unmeasured} not measured, neither met nor missed: {}",
+            causes.join("; ")
+        )
+    };
+    let slos: Vec<String> = [("ttft", g.ttft_ms), ("tpot", g.tpot_ms), ("e2e", g.e2e_ms)]
+        .iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k} <= {v} ms")))
+        .collect();
+    // Fewer than half the planned counted: the attainment of the counted is not the run's.
+    let too_few = (counted as f64) < crate::judge::MIN_MEASURED_SHARE * planned as f64;
+    let outcome = match att {
+        Some(a) if !too_few && a >= g.at_least => Outcome::Pass,
+        Some(_) if !too_few => Outcome::Fail,
+        _ => Outcome::Indeterminate,
+    };
+    let of = if unmeasured == 0 {
+        format!("{planned} planned")
+    } else {
+        format!("{counted} counted, {planned} planned")
+    };
+    let mut v = verdict(name, outcome, format!(
+        "SLO attainment {} ({good} of {of} met {}; at least {}); goodput {} requests/s ({n_of}{not_measured})",
+        att.map(|a| format!("{a:.4}")).unwrap_or("-".into()),
+        slos.join(" and "),
+        g.at_least,
+        gp.map(|x| format!("{x:.2}")).unwrap_or("-".into())
+    ));
+    v.median = att;
+    v
+}
+
+/// `[assert.consistency]` at one point: every succeeded reply against the first succeeded concurrency-1 reply
+/// to its prompt, by [`drift::compare`] (the drift issue's rules, docs/drift.md): identical passes; close
+/// (parted at token k to a token within the other's top-k: float noise, e.g. a unified KV cache under
+/// batching) passes under `logprobs_close` with the drift stated; diverged fails, naming prompt, position and
+/// both tokens. Without logprobs on either side the comparison is `exact` on the text, and the verdict says so.
+fn consistency(
+    label: &str,
+    base: &BTreeMap<usize, crate::analysis::reply::Reply>,
+    js: &[Judged],
+    c: crate::spec::load::ConsistencyAssert,
+) -> (Outcome, String) {
+    let mut compared = 0;
+    let mut counts: BTreeMap<drift::State, usize> = BTreeMap::new();
+    let mut problems: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut fallbacks: Vec<String> = Vec::new();
+    let mut fail = 0;
+    for j in js.iter().filter(|j| j.sample.ok) {
+        let Some(b) = base.get(&j.prompt_index) else {
+            continue;
+        };
+        compared += 1;
+        let cmp = drift::compare(b, &j.reply, c.rule, c.top_k as usize);
+        *counts.entry(cmp.state).or_default() += 1;
+        if let Some(f) = &cmp.fallback {
+            if !fallbacks.contains(f) {
+                fallbacks.push(f.clone());
+            }
+        }
+        let short: String = j.prompt.chars().take(40).collect();
+        let line = format!(
+            "prompt {} ({short:?}) {} {}",
+            j.prompt_index,
+            cmp.state.word(),
+            cmp.describe("c=1", label)
+        );
+        if !cmp.passes() {
+            fail += 1;
+            if !problems.contains(&line) {
+                problems.push(line);
+            }
+        } else if cmp.state == drift::State::Close && !notes.contains(&line) {
+            notes.push(line);
+        }
+    }
+    if compared == 0 {
+        return (
+            Outcome::Fail,
+            "no succeeded reply had a concurrency-1 reply to compare with".into(),
+        );
+    }
+    let rule = if fallbacks.is_empty() {
+        format!("rule {}, top {}", c.rule.name(), c.top_k)
+    } else {
+        format!(
+            "rule exact on the text, not {} (logprobs missing: {})",
+            c.rule.name(),
+            fallbacks.join("; ")
+        )
+    };
+    let tally = [
+        drift::State::Identical,
+        drift::State::Close,
+        drift::State::Diverged,
+    ]
+    .iter()
+    .filter_map(|s| counts.get(s).map(|n| format!("{n} {}", s.word())))
+    .collect::<Vec<_>>()
+    .join(", ");
+    let list = |v: &mut Vec<String>| {
+        let n = v.len();
+        v.truncate(3);
+        let more = if n > 3 {
+            format!("; and {} more", n - 3)
+        } else {
+            String::new()
+        };
+        format!("{}{more}", v.join("; "))
+    };
+    if fail > 0 {
+        (
+            Outcome::Fail,
+            format!(
+                "{fail} of {compared} replies part from their prompt's concurrency-1 reply beyond the tolerance ({rule}): {}; {tally}",
+                list(&mut problems)
+            ),
+        )
+    } else if !notes.is_empty() {
+        (
+            Outcome::Pass,
+            format!(
+                "{compared} replies against their prompt's concurrency-1 reply ({rule}): {tally}; drift within tolerance (float noise between near-tied tokens): {}",
+                list(&mut notes)
+            ),
+        )
+    } else {
+        (
+            Outcome::Pass,
+            format!(
+                "{compared} replies against their prompt's concurrency-1 reply ({rule}): {tally}"
+            ),
+        )
+    }
+}
