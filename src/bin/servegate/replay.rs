@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use servegate::error::exit;
+use servegate::io::signals::{signal_name, OsSignals, SignalSource};
 use servegate::replay::{self, pace, App, Matcher, Recording, Source, SyntheticFlags};
 
 /// `servegate replay` arguments.
@@ -142,23 +143,13 @@ pub fn cli(args: &ReplayArgs) -> i32 {
         },
     };
     // Exit cleanly on SIGTERM / SIGINT: nothing is buffered that matters (every write is flushed).
-    match signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGINT,
-    ]) {
+    match OsSignals::of(&[libc::SIGTERM, libc::SIGINT]) {
         Ok(mut signals) => {
             let _ = std::thread::Builder::new()
                 .name("replay-signals".into())
                 .spawn(move || {
-                    if let Some(sig) = signals.forever().next() {
-                        errln!(
-                            "replay: stopping on {}",
-                            if sig == signal_hook::consts::SIGTERM {
-                                "SIGTERM"
-                            } else {
-                                "SIGINT"
-                            }
-                        );
+                    if let Some(e) = signals.next_event() {
+                        errln!("replay: stopping on {}", signal_name(e.signo()));
                         std::process::exit(exit::PASS);
                     }
                 });

@@ -259,6 +259,36 @@ mod tests {
     use std::path::Path;
     use std::time::{Duration, Instant};
 
+    /// The harness's own lines (not libtest-mimic's) go through its config's printer: a test reads them.
+    #[test]
+    fn the_harness_prints_its_own_lines_through_its_printer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = |gates: PathBuf| {
+            let mut c = Config::from_vars(|_| None);
+            c.gates = gates;
+            c.printer = crate::io::printer::Printer::captured();
+            c
+        };
+        let c = config(tmp.path().to_path_buf());
+        let p = c.printer.clone();
+        let argv = vec!["gates".to_string(), "--test-threads=0".to_string()];
+        assert_eq!(main_args(argv, c), crate::error::exit::USAGE);
+        assert!(
+            p.err_text()
+                .starts_with("servegate: --test-threads=0 is not a number of threads"),
+            "{}",
+            p.err_text()
+        );
+        assert_eq!(p.out_text(), "");
+        let c = config(tmp.path().join("no-such-dir"));
+        let p = c.printer.clone();
+        assert_eq!(
+            main_args(vec!["gates".to_string()], c),
+            crate::error::exit::SPEC_INVALID
+        );
+        assert!(p.err_text().starts_with("servegate: "), "{}", p.err_text());
+    }
+
     /// Three trials of one gate waiting side by side on its 2 s run: the gate took 2 s, not 6.
     #[test]
     fn a_gate_s_time_is_the_span_of_its_trials_not_their_sum() {

@@ -8,7 +8,8 @@
 //! - normal return, error, timeout: [`crate::io::serve::Serve::stop`] or its `Drop`;
 //! - panic: unwinding runs `Drop` (with `panic = "abort"` nothing unwinds; the abort then counts as a
 //!   kill of the runner, below);
-//! - SIGINT / SIGTERM / SIGHUP: [`install`]'s handler: records the signal at once ([`interrupted`]: from
+//! - SIGINT / SIGTERM / SIGHUP: [`install`]'s handler ([`drive`]: the OS's signals as typed
+//!   [`SignalEvent`]s, decided by [`Interruption`], so the logic is tested without a signal): records the signal at once ([`interrupted`]: from
 //!   then on no run may end as `complete` nor any verdict be shown), SIGTERM to every registered group, up
 //!   to [`SIGNAL_GRACE_MAX_MS`] of grace, SIGKILL, then exit with `128 + signo` (130, 143, 129). While a
 //!   run is active ([`run_started`]) or a caller deferred the exit ([`defer_exit`]), the handler leaves
@@ -28,6 +29,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+mod events;
+
+pub use events::{
+    drive, Ending, Interruption, NoSignals, NoopHandler, OsSignals, Reaction, ScriptedSignals,
+    SignalEvent, SignalHandler, SignalSource,
+};
 
 /// Upper bound of the grace the signal handler gives the registered groups between SIGTERM and
 /// SIGKILL, in ms (a serve's own `stop_grace` is used when shorter).
@@ -79,11 +87,13 @@ pub(crate) fn exit_code_for(signo: i32) -> i32 {
 
 /// Installs the handlers for SIGINT, SIGTERM and SIGHUP (idempotent: a second call does nothing).
 ///
-/// On the first of those signals a dedicated thread marks the registry as shutting down (no new serve
-/// may register), sends SIGTERM to every registered process group, waits until each group has no live
-/// member or the grace is over (the smallest of [`SIGNAL_GRACE_MAX_MS`] and the longest registered
-/// `stop_grace`), sends SIGKILL to what is left, and exits the process with [`exit_code_for`]`(signo)`.
-/// A second signal during that grace sends SIGKILL at once and exits with the first signal's code.
+/// A dedicated thread [`drive`]s the OS's signals ([`OsSignals`]) through [`Interruption`] into the OS
+/// handler. On the first stop it records the signal ([`interrupted`]), and a teardown thread marks the
+/// registry as shutting down (no new serve may register), sends SIGTERM to every registered process group,
+/// waits until each group has no live member or the grace is over (the smallest of [`SIGNAL_GRACE_MAX_MS`]
+/// and the longest registered `stop_grace`), sends SIGKILL to what is left, and exits the process with
+/// [`exit_code_for`]`(signo)`. A second stop during that grace sends SIGKILL at once and exits with the
+/// first signal's code; the parent's death after a stop is not a second one ([`Reaction::Ignore`]).
 ///
 /// Call it once, early, from the runner's `main`. A library user that does not call it keeps its own
 /// signal behaviour; the serve is then still killed on the runner's death by PDEATHSIG and the
@@ -95,74 +105,61 @@ pub fn install() -> io::Result<()> {
     if *installed {
         return Ok(());
     }
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR2};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGUSR2])?;
+    let mut signals = OsSignals::stop_signals()?;
     std::thread::Builder::new()
         .name("servegate-signals".into())
         .spawn(move || {
-            let mut first = None;
-            for signo in signals.forever() {
-                // SIGUSR2 is the parent-death signal of [`watch_parent`]: a SIGTERM when the parent is gone;
-                // else (the parent's spawning thread ended, or a stray SIGUSR2) nothing.
-                let signo = if signo == SIGUSR2 {
-                    // Once only, whichever of the two ways saw the death first (the poll sends a SIGTERM).
-                    if !parent_gone() || PARENT_DEATH_SEEN.swap(true, Ordering::SeqCst) {
-                        continue;
-                    }
-                    SIGTERM
-                } else {
-                    signo
-                };
-                if first.is_none() {
-                    // Recorded before anything else: from here on, whatever the request loop sees
-                    // next (a reply cut by the teardown, a serve that exited), the run is interrupted.
-                    note_interrupt(signo);
-                    // Teardown runs on its own thread so that a second signal (a second Ctrl-C)
-                    // can cut the grace short.
-                    first = Some(signo);
-                    let spawned = std::thread::Builder::new()
-                        .name("servegate-teardown".into())
-                        .spawn(move || {
-                            terminate_registered();
-                            finish_after_signal(signo);
-                        });
-                    if spawned.is_err() {
-                        terminate_registered();
-                        finish_after_signal(signo);
-                    }
-                } else {
-                    for g in registered() {
-                        signal_group(g, libc::SIGKILL);
-                    }
-                    let first = first.unwrap_or(signo);
-                    // A checkpoint that is writing the final run.json (holding FINAL) is about to
-                    // exit: let it finish (bounded) rather than exit under it, which would leave
-                    // run.json `running` and race two exits.
-                    let deadline = Instant::now() + Duration::from_millis(FINAL_WRITE_WAIT_MS);
-                    let guard = loop {
-                        match FINAL.try_lock() {
-                            Ok(g) => break Some(g),
-                            Err(std::sync::TryLockError::Poisoned(p)) => {
-                                break Some(p.into_inner())
-                            }
-                            Err(std::sync::TryLockError::WouldBlock) => {
-                                if Instant::now() >= deadline {
-                                    break None;
-                                }
-                                std::thread::sleep(Duration::from_millis(10));
-                            }
-                        }
-                    };
-                    if guard.is_some() {
-                        mark_active_runs_interrupted(first);
-                    }
-                    eprintln!("{}", interrupted_line(first));
-                    std::process::exit(exit_code_for(first));
-                }
-            }
+            drive(&mut signals, &mut OsHandler);
         })?;
     *installed = true;
     Ok(())
+}
+
+/// What the process does about a stop ([`install`]'s handler).
+struct OsHandler;
+
+impl SignalHandler for OsHandler {
+    fn stop(&mut self, signo: i32) {
+        // Recorded before anything else: from here on, whatever the request loop sees next (a reply cut by
+        // the teardown, a serve that exited), the run is interrupted.
+        note_interrupt(signo);
+        // Teardown runs on its own thread so that a second signal (a second Ctrl-C) can cut the grace short.
+        let spawned = std::thread::Builder::new()
+            .name("servegate-teardown".into())
+            .spawn(move || {
+                terminate_registered();
+                finish_after_signal(signo);
+            });
+        if spawned.is_err() {
+            terminate_registered();
+            finish_after_signal(signo);
+        }
+    }
+
+    fn immediate(&mut self, first: i32) {
+        for g in registered() {
+            signal_group(g, libc::SIGKILL);
+        }
+        // A checkpoint that is writing the final run.json (holding FINAL) is about to exit: let it finish
+        // (bounded) rather than exit under it, which would leave run.json `running` and race two exits.
+        let deadline = Instant::now() + Duration::from_millis(FINAL_WRITE_WAIT_MS);
+        let guard = loop {
+            match FINAL.try_lock() {
+                Ok(g) => break Some(g),
+                Err(std::sync::TryLockError::Poisoned(p)) => break Some(p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    if Instant::now() >= deadline {
+                        break None;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        };
+        if guard.is_some() {
+            mark_active_runs_interrupted(first);
+        }
+        Ending::of(first).exit()
+    }
 }
 
 /// What the handler does once the serves are down: exit at once when no run is active and nobody deferred
@@ -174,16 +171,25 @@ fn finish_after_signal(signo: i32) {
         DEFERRED.load(Ordering::SeqCst) == 0 && active_runs().is_empty()
     });
     let _g = FINAL.lock().unwrap_or_else(|e| e.into_inner());
-    mark_active_runs_interrupted(signo);
-    eprintln!("{}", interrupted_line(signo));
-    std::process::exit(exit_code_for(signo));
+    end_marking(&active_runs(), signo).exit()
 }
 
-/// Rewrites each active run's `run.json` with `"status": "interrupted"` and a note (best effort: a file
-/// that cannot be read or written stays as it was, `running` at worst).
+/// The handler's fallback ending for a stop by `signo`: each run of `runs` (`run.json` paths) marked
+/// interrupted ([`mark_runs_interrupted`]), and the [`Ending`] to exit with.
+pub(crate) fn end_marking(runs: &[PathBuf], signo: i32) -> Ending {
+    mark_runs_interrupted(runs, signo);
+    Ending::of(signo)
+}
+
 fn mark_active_runs_interrupted(signo: i32) {
-    for path in active_runs() {
-        let Ok(text) = fs::read_to_string(&path) else {
+    mark_runs_interrupted(&active_runs(), signo);
+}
+
+/// Rewrites each `run.json` of `runs` with `"status": "interrupted"` and a note (best effort: a file that
+/// cannot be read or written stays as it was, `running` at worst).
+fn mark_runs_interrupted(runs: &[PathBuf], signo: i32) {
+    for path in runs {
+        let Ok(text) = fs::read_to_string(path) else {
             continue;
         };
         let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&text) else {
@@ -204,7 +210,7 @@ fn mark_active_runs_interrupted(signo: i32) {
             }
         }
         if let Ok(bytes) = serde_json::to_vec_pretty(&v) {
-            let _ = crate::io::fs::write_atomic(&path, &bytes);
+            let _ = crate::io::fs::write_atomic(path, &bytes);
         }
     }
 }
@@ -293,8 +299,7 @@ pub(crate) fn finalize_interrupted(signo: i32, finalize: impl FnOnce()) -> ! {
 
 /// Prints [`interrupted_line`] on stderr and exits with [`exit_code_for`]`(signo)`.
 fn exit_interrupted(signo: i32) -> ! {
-    eprintln!("{}", interrupted_line(signo));
-    std::process::exit(exit_code_for(signo))
+    Ending::of(signo).exit()
 }
 
 /// Interval at which [`watch_parent`] looks at the parent, ms.
@@ -303,12 +308,8 @@ pub(crate) const PARENT_POLL_MS: u64 = 100;
 /// The parent pid [`watch_parent`] watches (0: not watching).
 static WATCHED_PARENT: AtomicI32 = AtomicI32::new(0);
 
-/// Set by whichever of [`watch_parent`]'s two ways saw the parent's death first: the other then does nothing
-/// (a second stop signal would cut the teardown's grace short).
-static PARENT_DEATH_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 /// True when [`watch_parent`] is watching and the parent it saw is no longer this process's parent.
-fn parent_gone() -> bool {
+pub(crate) fn parent_gone() -> bool {
     let p = WATCHED_PARENT.load(Ordering::SeqCst);
     // SAFETY: getppid has no preconditions.
     p != 0 && unsafe { libc::getppid() } != p
@@ -318,9 +319,10 @@ fn parent_gone() -> bool {
 /// harness whose `cargo` was killed alone (SIGTERM or SIGKILL to `cargo` only) ends at once, its serves
 /// torn down by the handler before it exits, instead of running on and writing a report nobody asked for.
 /// Two ways, the first that sees it: `PR_SET_PDEATHSIG(SIGUSR2)`, delivered the moment the parent dies,
-/// read by [`install`]'s handler as a SIGTERM only if `getppid()` changed (PDEATHSIG also fires when the
-/// parent's spawning *thread* ends, which is not the parent dying); and a thread that polls `getppid()`
-/// every [`PARENT_POLL_MS`] (a parent that died before the prctl). Idempotent. Install the handlers
+/// read by [`install`]'s handler as [`SignalEvent::ParentDied`] (ending as a SIGTERM) only if `getppid()`
+/// changed (PDEATHSIG also fires when the parent's spawning *thread* ends, which is not the parent dying);
+/// and a thread that polls `getppid()` every [`PARENT_POLL_MS`] (a parent that died before the prctl) and
+/// sends the same SIGUSR2. The two are one death ([`Interruption`]). Idempotent. Install the handlers
 /// ([`install`]) first, or the signals kill the process outright.
 pub(crate) fn watch_parent() {
     static STARTED: Mutex<bool> = Mutex::new(false);
@@ -350,12 +352,17 @@ pub(crate) fn watch_parent() {
             std::thread::sleep(Duration::from_millis(PARENT_POLL_MS));
             // SAFETY: getppid has no preconditions.
             if unsafe { libc::getppid() } != parent {
-                // Already interrupted (a Ctrl-C reaches the parent and this process together): a
-                // SIGTERM now would count as a second signal and cut the ending short.
-                if interrupted().is_none() && !PARENT_DEATH_SEEN.swap(true, Ordering::SeqCst) {
-                    // SAFETY: kill(2) on our own pid.
-                    unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
-                }
+                // The parent-death signal, as PDEATHSIG sends it: the handler reads it as
+                // [`SignalEvent::ParentDied`], once for both ways, and never as a second stop after a
+                // Ctrl-C (which reaches the parent and this process together). Without the handler, a
+                // plain SIGTERM.
+                let signo = if installed() {
+                    libc::SIGUSR2
+                } else {
+                    libc::SIGTERM
+                };
+                // SAFETY: kill(2) on our own pid.
+                unsafe { libc::kill(libc::getpid(), signo) };
                 return;
             }
         });
