@@ -231,7 +231,7 @@ pub(crate) fn note_interrupt(signo: i32) {
 }
 
 /// `SIGINT`, `SIGTERM`, `SIGHUP`, or `signal N`.
-pub(crate) fn signal_name(signo: i32) -> String {
+pub fn signal_name(signo: i32) -> String {
     match signo {
         libc::SIGINT => "SIGINT".into(),
         libc::SIGTERM => "SIGTERM".into(),
