@@ -365,6 +365,32 @@ fn what_would_make_it_wrong_is_required() {
     assert_eq!(fields(&r), vec!["notes.what_would_make_it_wrong"]);
 }
 
+/// The `[record]` of the synthetic runs below: model Tiny (`model`, Q8_0) on one CPU through the llama.cpp
+/// server, recording `metric` as `id`.
+fn tiny_spec(
+    model: &Path,
+    id: &str,
+    metric: &str,
+    what_would_make_it_wrong: &str,
+) -> RunRecordSpec {
+    RunRecordSpec {
+        publish_host: false,
+        id: id.into(),
+        metric: metric.into(),
+        model_name: "Tiny".into(),
+        model_file: model.to_path_buf(),
+        weights: "Q8_0".into(),
+        device: "CPU".into(),
+        route: "cpu".into(),
+        engine: "llama.cpp server".into(),
+        engine_version: None,
+        backend: None,
+        hold_ticket: None,
+        what_would_make_it_wrong: what_would_make_it_wrong.into(),
+        notes: vec![],
+    }
+}
+
 /// A complete run directory of a gate with one prompt, one warmup and three judged repeats: each reply
 /// streams four content tokens 10, 20, 30 ms apart after `ttft` ms (decode = 3 / span).
 fn synthetic_run(
@@ -468,22 +494,12 @@ fn a_record_leaves_unmeasured_replies_out_and_names_them() {
     std::fs::write(&gate_file, text).unwrap();
     let ctx = crate::spec::Context::for_file(&gate_file);
     let gate = crate::spec::parse(&gate_file, text, &ctx).unwrap();
-    let spec = RunRecordSpec {
-        publish_host: false,
-        id: "ref-decode".into(),
-        metric: "decode_rate".into(),
-        model_name: "Tiny".into(),
-        model_file: model.clone(),
-        weights: "Q8_0".into(),
-        device: "CPU".into(),
-        route: "cpu".into(),
-        engine: "llama.cpp server".into(),
-        engine_version: None,
-        backend: None,
-        hold_ticket: None,
-        what_would_make_it_wrong: "Four short synthetic replies.".into(),
-        notes: vec![],
-    };
+    let spec = tiny_spec(
+        &model,
+        "ref-decode",
+        "decode_rate",
+        "Four short synthetic replies.",
+    );
     let dir = synthetic_run(
         tmp.path(),
         "ref",
@@ -587,22 +603,12 @@ fn from_run_uses_the_verdicts_judgement_and_counts_every_planned_request() {
         &[(100.0, 30.0), (120.0, 60.0), (110.0, 20.0)],
     );
     let ev = crate::loaded::load(&dir).unwrap();
-    let spec = RunRecordSpec {
-        publish_host: false,
-        id: "ref-decode".into(),
-        metric: "decode_rate".into(),
-        model_name: "Tiny".into(),
-        model_file: model.clone(),
-        weights: "Q8_0".into(),
-        device: "CPU".into(),
-        route: "cpu".into(),
-        engine: "llama.cpp server".into(),
-        engine_version: None,
-        backend: None,
-        hold_ticket: None,
-        what_would_make_it_wrong: "Three short synthetic replies.".into(),
-        notes: vec![],
-    };
+    let spec = tiny_spec(
+        &model,
+        "ref-decode",
+        "decode_rate",
+        "Three short synthetic replies.",
+    );
     assert!(from_run(&gate, &ev, &spec).is_ok());
     let refused =
         |ev: &crate::analysis::Evidence, g: &crate::spec::GateSpec, want: &str| match from_run(
@@ -926,22 +932,8 @@ fn a_record_states_its_gates_bound_and_records_check_re_derives_it() {
     std::fs::write(&gate_file, text).unwrap();
     let ctx = crate::spec::Context::for_file(&gate_file);
     let gate = crate::spec::parse(&gate_file, text, &ctx).unwrap();
-    let spec = |id: &str, metric: &str| RunRecordSpec {
-        publish_host: false,
-        id: id.into(),
-        metric: metric.into(),
-        model_name: "Tiny".into(),
-        model_file: model.clone(),
-        weights: "Q8_0".into(),
-        device: "CPU".into(),
-        route: "cpu".into(),
-        engine: "llama.cpp server".into(),
-        engine_version: None,
-        backend: None,
-        hold_ticket: None,
-        what_would_make_it_wrong: "Three short synthetic replies.".into(),
-        notes: vec![],
-    };
+    let spec =
+        |id: &str, metric: &str| tiny_spec(&model, id, metric, "Three short synthetic replies.");
     let dir = synthetic_run(
         tmp.path(),
         "ref",
