@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::build::{build_run, from_pair_run_as, public_path, RunRecordSpec, THEIRS_NOT_PUBLISHED};
-use super::schema::{unmeasured_text, Problem, Record, Unmeasured};
+use super::schema::{unmeasured_text, Problem, Record, Unmeasured, RECORD_SCHEMA};
 
 /// The [`RunRecordSpec`] a record states about itself (what the evidence cannot tell), to rebuild it.
 pub(super) fn spec_of(r: &Record, theirs: bool) -> RunRecordSpec {
@@ -162,9 +162,9 @@ pub(super) fn first_difference(r: &Record, want: &Record) -> Option<(String, Str
         cmp("device".into(), r.device.clone(), want.device.clone());
         cmp("route".into(), r.route.clone(), want.route.clone());
     }
-    // The bound a `/2` record states is the one its gate copy declares, as re-built (a `/1` record,
+    // The bound a current (`/2`) record states is the one its gate copy declares, as re-built (a `/1` record,
     // written before records carried it, has none to compare).
-    if r.schema != "servegate.record/1" {
+    if r.schema == RECORD_SCHEMA {
         let shown = |x: &Record| match &x.bound {
             Some(b) => format!("{} {} ({})", b.kind, b.value, b.declared),
             None => "none".into(),
