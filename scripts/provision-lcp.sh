@@ -30,8 +30,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${SERVEGATE_CACHE:-$HOME/.cache/servegate}
 BASE_PYTHON=${SERVEGATE_PYTHON:-python3}
 RETRY_S=${SERVEGATE_PROVISION_RETRY_S:-900}
-WHEELS=$CACHE/wheels
-VENV=$CACHE/venv-lcp-$LCP_VERSION
+# The wheel is built for a portable x86-64 target (AVX2, FMA, F16C; no AVX-512, not -march=native), kept apart
+# from any native build: measured 2026-12-02 on an Intel Xeon with AVX-512 (BF16, VNNI), 0.3.36 built natively
+# died with signal 11 on the first token of every request, and the same sdist built with these flags answered.
+LCP_CMAKE_ARGS=${SERVEGATE_LCP_CMAKE_ARGS:-"-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF"}
+BUILD_TAG=portable-avx2
+WHEELS=$CACHE/wheels/lcp-$BUILD_TAG
+VENV=$CACHE/venv-lcp-$LCP_VERSION   # the path the gates name; its stamp names the build (a native build's venv is rebuilt)
 VENV_STAMP=$VENV/.servegate-ok
 MARKS=$CACHE/provisioned
 MARK=$MARKS/lcp
@@ -42,7 +47,7 @@ NAME=lcp
 source "$here/provision-common.sh"
 
 venv_ok() {
-    [[ -x $VENV/bin/python && -f $VENV_STAMP && $(<"$VENV_STAMP") == "llama-cpp-python[server]==$LCP_VERSION (a first decode ran)" ]]
+    [[ -x $VENV/bin/python && -f $VENV_STAMP && $(<"$VENV_STAMP") == "llama-cpp-python[server]==$LCP_VERSION $BUILD_TAG (a first decode ran)" ]]
 }
 
 model_path() { "$here/provision-reference.sh" "${ref_args[@]}" --print 2>/dev/null | sed -n 's/^SERVEGATE_REF_MODEL=//p'; }
@@ -126,10 +131,10 @@ if ! venv_ok; then
     if [[ -z $wheel ]]; then
         command -v cc >/dev/null || command -v gcc >/dev/null \
             || die "no C compiler to build llama-cpp-python (Debian: apt-get install build-essential)"
-        log "building llama-cpp-python==$LCP_VERSION from source (about 9 min on 2 cores)"
+        log "building llama-cpp-python==$LCP_VERSION from source, CMAKE_ARGS=$LCP_CMAKE_ARGS (about 9 min on 2 cores)"
         echo "llama-cpp-python==$LCP_VERSION --hash=sha256:$LCP_SDIST_SHA256" >"$tmp/req.txt"
         # pip checks the sdist's sha256 (--require-hashes) before it builds anything.
-        "$py" -m pip wheel --no-deps --no-binary llama-cpp-python --require-hashes -r "$tmp/req.txt" \
+        CMAKE_ARGS=$LCP_CMAKE_ARGS "$py" -m pip wheel --no-deps --no-binary llama-cpp-python --require-hashes -r "$tmp/req.txt" \
             --wheel-dir "$tmp/wheel" >"$tmp/build.log" 2>&1 \
             || die "building llama-cpp-python==$LCP_VERSION failed: $(grep -E 'ERROR|rror:|HASH' "$tmp/build.log" | tail -n 1)"
         built=$(find "$tmp/wheel" -maxdepth 1 -name 'llama_cpp_python-*.whl' -print -quit)
@@ -168,7 +173,7 @@ PY
         die "llama-cpp-python==$LCP_VERSION as built on this machine fails its first decode ($why; CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs))${last:+: $last}"
     fi
     log "$(tail -n 1 <<<"$out" | sed 's/^provision-lcp: //')"
-    echo "llama-cpp-python[server]==$LCP_VERSION (a first decode ran)" >"$tmp/venv/.servegate-ok"
+    echo "llama-cpp-python[server]==$LCP_VERSION $BUILD_TAG (a first decode ran)" >"$tmp/venv/.servegate-ok"
     rm -rf -- "$VENV"
     mv -T -- "$tmp/venv" "$VENV"
     log "venv ready in $((SECONDS - t1)) s ($(du -sm "$VENV" | cut -f1) MB)"
