@@ -590,7 +590,7 @@ impl GateSpec {
                     .map(|c| format!("; its last try failed: {}", crate::text::shown(&c)))
                     .unwrap_or_default();
                 unmet.push(format!(
-                    "runtime {name} is not provisioned (no {}{cause}): run scripts/provision-{name}.sh",
+                    "runtime {name} is not provisioned (no {}{cause}): run scripts/provision-{name}.sh --second-model",
                     marker.display()
                 ));
             }
