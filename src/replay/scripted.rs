@@ -66,6 +66,10 @@ pub struct Script {
     pub request_log: Vec<LogLine>,
     /// The process ends after this many chat replies have been written whole.
     pub crash_after_requests: Option<CrashAfter>,
+    /// Printed right before a scripted crash ends the process (`crash_after_requests`, or a reply's
+    /// `crash_after`), templated with the request's variables: a crashing engine's last words
+    /// (`Segmentation fault`), which a runner quotes from the log's tail.
+    pub crash_log: Vec<LogLine>,
     /// What SIGTERM does.
     pub term: Term,
     /// Write the serve's pid here (atomically: a temp file, then a rename) before listening.
@@ -95,6 +99,7 @@ impl Default for Script {
             reply: Reply::default(),
             request_log: Vec::new(),
             crash_after_requests: None,
+            crash_log: Vec::new(),
             term: Term::Default,
             pid_file: None,
             times_file: None,
@@ -241,6 +246,14 @@ pub enum Term {
     Exit {
         /// The exit code.
         code: i32,
+        /// Printed first.
+        #[serde(default)]
+        log: Vec<LogLine>,
+    },
+    /// Print these lines, then end as `how` says: a serve that dies (of SIGSEGV, say) when asked to stop.
+    Crash {
+        /// How the process ends (a signal's default action, or an exit code).
+        how: Crash,
         /// Printed first.
         #[serde(default)]
         log: Vec<LogLine>,

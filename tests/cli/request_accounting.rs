@@ -1,25 +1,285 @@
 //! Request accounting, end to end through the `servegate` binary: every planned request is accounted
 //! for, a failed reply never feeds a median, and a figure that cannot be measured is not reported. Each test
-//! runs a copy of a repro gate and its misbehaving serve (tests/data/repro/accounting/, copied from the
-//! founding material's reproductions: data/README.md) in a temp directory, with `SERVEGATE_RUNS` there, and asserts the exit code, the FAIL
-//! lines and their `n=K of N planned`. No assertion depends on a timing being short: the serves' pacing is
-//! far from every bound (5 ms decode window, 1 s first-token limit...). Needs python3.
+//! runs a repro gate (the founding material's reproductions, data/README.md, and kind 4 of
+//! docs/pass-is-proof.md) on its misbehaving serve, the scripted serve (src/replay/scripted.rs: the
+//! `Script` values below and fixtures::crashy, which play what the repros' Python serves did), in a temp
+//! directory with `SERVEGATE_RUNS` there, and asserts the exit code, the FAIL lines and their `n=K of N
+//! planned`. No assertion depends on a timing being short: the serves' pacing is far from every bound (5 ms
+//! decode window, 1 s first-token limit...).
 
 use crate::fixtures;
+use crate::fixtures::crashy::{crashy, cut, die_after};
+use servegate::replay::scripted::{Body, Crash, LogLine, Reply, Script};
 use std::path::{Path, PathBuf};
 
-fn data() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/repro/accounting")
+/// A temp directory holding the gate `NAME.toml` (`text`, each `KEY` of `serves` replaced by a serve
+/// command playing its script) and a throw-away `model.gguf`, which the record gates hash.
+fn scratch(name: &str, text: &str, serves: &[(&str, Script)]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut gate = text.to_string();
+    for (key, script) in serves {
+        gate = gate.replace(key, &fixtures::scripted_command(script));
+    }
+    std::fs::write(tmp.path().join(format!("{name}.toml")), gate).unwrap();
+    std::fs::write(tmp.path().join("model.gguf"), vec![7u8; 4096]).unwrap();
+    tmp
 }
 
-/// A temp directory holding copies of `files` from tests/data/repro/accounting/ (and a throw-away
-/// `model.gguf`, which the record gates hash).
-fn scratch(files: &[&str]) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    for f in files {
-        std::fs::copy(data().join(f), tmp.path().join(f)).unwrap();
+/// A streamed reply as the stdlib repro serves wrote it: HTTP/1.0 with no length, so the body ends when
+/// the connection closes (a cut there is a stream that ends early, not a transport error); no role chunk,
+/// no usage chunk; `words` one per chunk.
+fn close_delimited(words: &[&str]) -> Reply {
+    Reply {
+        stream: Some(true),
+        framing: Some(Body::Close),
+        tokens: words.iter().map(|w| w.to_string()).collect(),
+        role_chunk: false,
+        usage: false,
+        ..Reply::default()
     }
-    std::fs::write(tmp.path().join("model.gguf"), vec![7u8; 4096]).unwrap();
+}
+
+const PARIS: [&str; 5] = ["Paris", " is", " the", " capital", "."];
+
+/// d2's serve (crash3.py): every reply 5 words, each 20 ms after the one before (the first 20 ms after the
+/// head); the third reply's process dies after two words, `Segmentation fault` to stderr, exit 139.
+fn crash3() -> Script {
+    let whole = Reply {
+        first_token_ms: 20.0,
+        token_ms: 20.0,
+        ..close_delimited(&PARIS)
+    };
+    let dies = Reply {
+        crash_after: Some(2),
+        crash: Some(Crash::Code(139)),
+        ..whole.clone()
+    };
+    Script {
+        models: vec!["m".into()],
+        replies: vec![whole.clone(), whole.clone(), dies],
+        reply: whole,
+        crash_log: vec![LogLine::err("Segmentation fault")],
+        ..Script::default()
+    }
+}
+
+/// d1's serve (cut_or_slow.py): odd requests send two words 10 ms apart and close the connection (no
+/// finish_reason, no [DONE]); even ones a whole reply of 5 words, each 200 ms after the one before.
+fn cut_or_slow() -> Script {
+    let cut = Reply {
+        token_ms: 10.0,
+        finish_reason: None,
+        done: false,
+        ..close_delimited(&PARIS[..2])
+    };
+    let slow = Reply {
+        first_token_ms: 200.0,
+        token_ms: 200.0,
+        ..close_delimited(&PARIS)
+    };
+    Script {
+        models: vec!["m".into()],
+        replies: vec![cut, slow],
+        cycle: true,
+        ..Script::default()
+    }
+}
+
+/// Kind 4's buffering proxy (burst.py burst GAP): 40 word events ` w0`..` w39` flushed in two writes of
+/// 20, `gap_ms` apart, the first about 50 ms after the head; usage 40 completion tokens.
+fn burst(gap_ms: f64) -> Script {
+    let words: Vec<String> = (0..40).map(|i| format!(" w{i}")).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let token_ms = gap_ms / 20.0;
+    Script {
+        models: vec!["m".into()],
+        reply: Reply {
+            first_token_ms: 50.0,
+            token_ms,
+            per_write: 20,
+            usage: true,
+            ..close_delimited(&words)
+        },
+        ..Script::default()
+    }
+}
+
+/// Kind 4's inflated count (burst.py inflate): 8 words 20 ms apart (50 tok/s, the first 50 ms after the
+/// head) whose usage says 4000 completion tokens.
+fn inflate() -> Script {
+    Script {
+        models: vec!["m".into()],
+        reply: Reply {
+            first_token_ms: 50.0,
+            token_ms: 20.0,
+            usage: true,
+            completion_tokens: Some(4000),
+            ..close_delimited(&[
+                "Paris", " is", " the", " capital", " of", " France", ".", " Yes",
+            ])
+        },
+        ..Script::default()
+    }
+}
+
+const D2: &str = r#"[gate]
+name = "d2"
+[serve]
+command = SERVE
+[request]
+model = "m"
+max_tokens = 8
+prompts = ["What is the capital of France?"]
+repeats = 20
+[assert.rate]
+floor_tok_s = 10.0
+[assert.first_token]
+limit_ms = 1000
+"#;
+
+const DIE_AFTER_LAST: &str = r#"[gate]
+name = "die-after-last"
+description = "every planned reply answered, then the serve exits 139: a crash during the run still fails"
+
+[serve]
+command = SERVE
+ready = "/health"
+
+[request]
+model = "m"
+max_tokens = 8
+prompts = ["What is the capital of France?"]
+repeats = 3
+
+[assert.rate]
+floor_tok_s = 10.0
+
+[assert.content]
+"#;
+
+const D1: &str = r#"[gate]
+name = "d1"
+[serve]
+command = SERVE
+[request]
+model = "m"
+max_tokens = 8
+prompts = ["What is the capital of France?"]
+repeats = 3
+[assert.rate]
+floor_tok_s = 10.0
+[assert.first_token]
+limit_ms = 150
+
+[assert.content]
+"#;
+
+const CUT: &str = r#"[gate]
+name = "cut-record"
+description = "second reply is cut after two chunks; the serve stays up"
+
+[serve]
+command = SERVE
+
+[request]
+model = "{gate_dir}/model.gguf"
+served_model = "m"
+max_tokens = 8
+prompts = ["What is the capital of France?"]
+repeats = 3
+
+[assert.rate]
+floor_tok_s = 10.0
+
+[record]
+model_name = "Synthetic"
+weights = "none"
+device = "CPU"
+route = "synthetic"
+engine = "scripted crashy"
+engine_version = "0"
+what_would_make_it_wrong = "A synthetic serve on a loopback port measures servegate, not a model."
+"#;
+
+/// Kind 4's gates (burst, burst-300ms, inflate): NAME and FLOOR replaced.
+const KIND4: &str = r#"[gate]
+name = "NAME"
+description = "kind 4 of docs/pass-is-proof.md: a figure that cannot be measured is not reported"
+[serve]
+command = SERVE
+[request]
+model = "m"
+max_tokens = 64
+prompts = ["What is the capital of France?"]
+repeats = 3
+[assert.rate]
+floor_tok_s = FLOOR
+"#;
+
+const PAIR_CRASH_AFTER: &str = r#"[gate]
+name = "crash-pair-after"
+description = "synthetic pair"
+
+[serve]
+ready = "/health"
+
+[pair]
+order = ["theirs", "ours", "ours", "theirs"]
+
+[pair.ours]
+runtime = "synthetic 200 tok/s"
+command = OURS
+
+[pair.theirs]
+runtime = "synthetic 100 tok/s"
+command = THEIRS
+
+[request]
+model = "{gate_dir}/model.gguf"
+max_tokens = 8
+temperature = 0
+top_k = 1
+prompts = ["What is the capital of France?"]
+repeats = 3
+
+[assert.ratio]
+metric = "decode"
+at_least = 0.3
+at_most = 0.7
+
+[record]
+model_name = "Synthetic"
+weights = "none"
+device = "CPU"
+route = "synthetic"
+engine = "synthetic 200 tok/s"
+engine_version = "0.1.0"
+what_would_make_it_wrong = "A synthetic serve on a loopback port measures servegate, not a model."
+"#;
+
+fn kind4(name: &str, floor: &str) -> String {
+    KIND4.replace("NAME", name).replace("FLOOR", floor)
+}
+
+/// pair-crash-after: ours at 20 tok/s, theirs at 10 exiting 139 after its first reply (the repro's 100 and
+/// 50 tok/s slowed fivefold, the ratio kept: a 10 ms gap a busy machine closes would leave an ours reply
+/// unmeasured, and what is asserted is which requests have values); both report the gate's model (its
+/// path) as the served model, as `crashy.py --model {model}` did.
+fn pair_crash_after() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("model.gguf");
+    let named = |mut s: Script| {
+        s.models = vec![model.display().to_string()];
+        s
+    };
+    let gate = PAIR_CRASH_AFTER
+        .replace("OURS", &fixtures::scripted_command(&named(crashy(20.0))))
+        .replace(
+            "THEIRS",
+            &fixtures::scripted_command(&named(die_after(crashy(10.0), 1))),
+        );
+    std::fs::write(tmp.path().join("pair-crash-after.toml"), gate).unwrap();
+    std::fs::write(&model, vec![7u8; 4096]).unwrap();
     tmp
 }
 
@@ -83,7 +343,7 @@ fn run_json(dir: &Path) -> serde_json::Value {
 /// re-judge of the evidence says the same.
 #[test]
 fn d2_a_serve_dying_on_request_3_of_20_fails_with_n_3_of_20_planned_and_its_exit() {
-    let tmp = scratch(&["d2.toml", "crash3.py"]);
+    let tmp = scratch("d2", D2, &[("SERVE", crash3())]);
     let out = servegate(tmp.path(), &["run", "-q", "d2.toml"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let serve = [
@@ -123,13 +383,17 @@ fn d2_a_serve_dying_on_request_3_of_20_fails_with_n_3_of_20_planned_and_its_exit
     assert_eq!(again.line("rate FAIL"), out.line("rate FAIL"));
 }
 
-/// Every planned reply answered well, then the serve exits 139 (crashy.py --die-after 3 of 3): a serve that
+/// Every planned reply answered well, then the serve exits 139 (crashy --die-after 3 of 3: [`die_after`]): a serve that
 /// exits during the run fails every assertion, quoting its exit status and log tail, though the replies
 /// alone would pass; run.json keeps the tail. (Whether the runner sees the exit after the last request or
 /// finds the serve already exited when it stops it, both are a crash during the run.)
 #[test]
 fn a_serve_exiting_after_its_last_reply_still_fails_the_gate_with_its_exit() {
-    let tmp = scratch(&["die-after-last.toml", "crashy.py"]);
+    let tmp = scratch(
+        "die-after-last",
+        DIE_AFTER_LAST,
+        &[("SERVE", die_after(crashy(50.0), 3))],
+    );
     let out = servegate(tmp.path(), &["run", "-q", "die-after-last.toml"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     for name in ["rate FAIL", "content FAIL"] {
@@ -156,7 +420,7 @@ fn a_serve_exiting_after_its_last_reply_still_fails_the_gate_with_its_exit() {
 /// reason, and both assertions fail naming them.
 #[test]
 fn d1_cut_replies_have_no_rate_and_no_first_token() {
-    let tmp = scratch(&["d1.toml", "cut_or_slow.py"]);
+    let tmp = scratch("d1", D1, &[("SERVE", cut_or_slow())]);
     let out = servegate(tmp.path(), &["run", "-q", "d1.toml"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let cut = "request 00 (truncated_stream: no finish_reason, no [DONE]); request 02 (truncated_stream: no finish_reason, no [DONE])";
@@ -188,12 +452,12 @@ fn d1_cut_replies_have_no_rate_and_no_first_token() {
     );
 }
 
-/// tests/data/repro/records/cut.toml (crashy.py --cut 2): reply 2 is cut after two chunks (a transport error) while the serve
+/// The records repro cut.toml ([`cut`] 2 of crashy): reply 2 is cut after two chunks (a transport error) while the serve
 /// stays up. Before: its 26-36 tok/s became one of the record's values. Now the reply has no figure: the rate
 /// fails naming it, and `--record` writes nothing.
 #[test]
 fn cut_record_a_failed_reply_has_no_figure_and_writes_no_record() {
-    let tmp = scratch(&["cut.toml", "crashy.py"]);
+    let tmp = scratch("cut", CUT, &[("SERVE", cut(crashy(20.0), 2))]);
     let out = servegate(
         tmp.path(),
         &[
@@ -226,13 +490,13 @@ fn cut_record_a_failed_reply_has_no_figure_and_writes_no_record() {
     assert_eq!(written, 0, "a failed run writes no record");
 }
 
-/// tests/data/repro/records/pair-crash-after.toml: both theirs arms exit 139 after their first reply of 3. Before: `ratio
+/// The records repro pair-crash-after.toml: both theirs arms exit 139 after their first reply of 3. Before: `ratio
 /// PASS` on 2 of 6 theirs values, exit 0, JSON `passed`, then `--record` refused the same run. Now the pair
 /// fails (every planned request of every arm accounted for), and the verdict, the results JSON and the
 /// records agree.
 #[test]
 fn pair_crash_after_fails_the_ratio_and_json_and_records_agree() {
-    let tmp = scratch(&["pair-crash-after.toml", "crashy.py"]);
+    let tmp = pair_crash_after();
     let out = servegate(
         tmp.path(),
         &[
@@ -281,7 +545,7 @@ fn pair_crash_after_fails_the_ratio_and_json_and_records_agree() {
 /// INDETERMINATE (exit 8), saying why for each reply: never a pass, and never a false "slow".
 #[test]
 fn forty_tokens_in_two_reads_3_ms_apart_give_no_rate() {
-    let tmp = scratch(&["burst.toml", "burst.py"]);
+    let tmp = scratch("burst", &kind4("burst", "30.0"), &[("SERVE", burst(3.0))]);
     let out = servegate(tmp.path(), &["run", "-q", "burst.toml"]);
     assert_eq!(out.code, 8, "{}\n{}", out.stdout, out.stderr);
     has_all(
@@ -302,7 +566,11 @@ fn forty_tokens_in_two_reads_3_ms_apart_give_no_rate() {
 /// read share one arrival, so the rate would measure the flush, not the decode (20 / 0.3 s).
 #[test]
 fn a_flushed_burst_300_ms_later_gives_no_rate() {
-    let tmp = scratch(&["burst-300ms.toml", "burst.py"]);
+    let tmp = scratch(
+        "burst-300ms",
+        &kind4("burst-300ms", "30.0"),
+        &[("SERVE", burst(300.0))],
+    );
     let out = servegate(tmp.path(), &["run", "-q", "burst-300ms.toml"]);
     assert_eq!(out.code, 8, "{}\n{}", out.stdout, out.stderr);
     has_all(
@@ -318,7 +586,11 @@ fn a_flushed_burst_300_ms_later_gives_no_rate() {
 /// a 100 tok/s floor). The count is flagged and not used: the rate is the stream's ~50 tok/s, and fails.
 #[test]
 fn a_usage_count_the_stream_could_not_carry_is_not_used_for_the_rate() {
-    let tmp = scratch(&["inflate.toml", "burst.py"]);
+    let tmp = scratch(
+        "inflate",
+        &kind4("inflate", "100.0"),
+        &[("SERVE", inflate())],
+    );
     let out = servegate(tmp.path(), &["run", "-q", "inflate.toml"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let l = out.line("rate FAIL median ");

@@ -188,6 +188,10 @@ fn install_term(script: &Script) {
                                 emit_raw(&log, &Vars::default());
                                 crash(Crash::Code(code));
                             }
+                            Term::Crash { how, log } => {
+                                emit_raw(&log, &Vars::default());
+                                crash(how);
+                            }
                             _ => crash(Crash::Signal(libc::SIGTERM)),
                         }
                     }
@@ -492,12 +496,15 @@ fn chat(state: &State, req: &http::Request, w: &mut TcpStream, mut vars: Vars) -
         .and_then(|b| b.get("stream").and_then(|s| s.as_bool()))
         .unwrap_or(false);
     let steps = render_reply(reply, stream, state.model(), &vars);
-    let keep = play(&steps, w, req.arrived);
+    let keep = play(&steps, w, req.arrived, || {
+        state.emit(&script.crash_log, &vars)
+    });
     state.emit(&script.request_log, &vars);
     if let Some(c) = script.crash_after_requests {
         let done = state.chats_done.fetch_add(1, Ordering::SeqCst) + 1;
         if done >= c.requests {
             let _ = w.flush();
+            state.emit(&script.crash_log, &vars);
             crash(c.how);
         }
     }
@@ -505,8 +512,9 @@ fn chat(state: &State, req: &http::Request, w: &mut TcpStream, mut vars: Vars) -
 }
 
 /// Writes `steps` from `t0`; `Some(true)` when the response ended whole on a connection that stays open,
-/// `Some(false)` when it must close, `None` when a write failed.
-fn play(steps: &[Step], w: &mut TcpStream, t0: Instant) -> Option<bool> {
+/// `Some(false)` when it must close, `None` when a write failed; `last_words` runs right before a scripted
+/// crash.
+fn play(steps: &[Step], w: &mut TcpStream, t0: Instant, last_words: impl FnOnce()) -> Option<bool> {
     for s in steps {
         match s {
             Step::Write(at, bytes) => {
@@ -525,6 +533,7 @@ fn play(steps: &[Step], w: &mut TcpStream, t0: Instant) -> Option<bool> {
             }
             Step::Crash(how) => {
                 let _ = w.flush();
+                last_words();
                 crash(*how);
             }
             Step::Forever(every, bytes) => {

@@ -387,3 +387,30 @@ fn byte_tags_are_raw_bytes_in_header_values_and_nothing_else_changes() {
         String::from_utf8_lossy(head)
     );
 }
+
+/// `crash_log` and `term = {crash = ...}` as a test writes them in JSON: a serve's last words before a
+/// scripted crash, and a serve that dies of a signal when asked to stop (played in
+/// tests/cli/scripted_serve.rs).
+#[test]
+fn crash_log_and_a_crash_on_sigterm_parse_and_round_trip() {
+    let s = Script::parse(
+        r#"{"crash_log": [{"text": "Segmentation fault"}],
+            "term": {"crash": {"how": {"signal": 11}, "log": [{"text": "caught SIGTERM", "to": "stdout"}]}}}"#,
+        Path::new("s.json"),
+    )
+    .unwrap();
+    assert_eq!(s.crash_log, vec![LogLine::err("Segmentation fault")]);
+    assert_eq!(
+        s.term,
+        Term::Crash {
+            how: Crash::Signal(11),
+            log: vec![LogLine::out("caught SIGTERM")],
+        }
+    );
+    assert_eq!(Script::parse(&s.to_json(), Path::new("s.json")).unwrap(), s);
+    // Both default to nothing: a crash prints no last words, SIGTERM its default action.
+    let d = Script::parse("{}", Path::new("s.json")).unwrap();
+    assert!(d.crash_log.is_empty() && d.term == Term::Default);
+    let e = Script::parse(r#"{"term": {"crash": {"log": []}}}"#, Path::new("s.json")).unwrap_err();
+    assert!(e.contains("how"), "{e}");
+}
