@@ -2,15 +2,74 @@
 //! stopped, a run judged with another gate, patterns that match nonsense, a records check of nothing).
 //! Found still green or unclear by a fresh-clone trial, each now a test
 //! through the `servegate` binary: a reply the serve aborted, a serve that crashes when stopped, a run re-judged
-//! with another gate, patterns that match nonsense. Serves and gates: tests/data/repro/trial/. Needs python3.
-//! No assertion depends on a timing.
+//! with another gate, patterns that match nonsense. The gates are below; their serve is the scripted serve
+//! ([`odd_end`]: what the trial's stdlib `odd_end.py` did). No assertion depends on a timing.
 
 use crate::fixtures;
-use std::path::{Path, PathBuf};
+use servegate::replay::scripted::{Crash, LogLine, Reply, Script, Term};
+use std::path::Path;
 
-fn data() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/repro/trial")
+/// The trial's serve that ends oddly (each gave RESULT: PASS, exit 0, from a clean clone): the model `m`,
+/// every reply "Paris is the capital of France ." streamed one word per chunk (the first 20 ms after the
+/// head, then 10 ms apart; no role chunk), ended by `finish` (`abort`, as vLLM ends an aborted request), a
+/// usage chunk and `[DONE]`; a `req ...` line per request. With `segv_on_term`, SIGTERM makes it print
+/// `caught SIGTERM; shutting down` and die of SIGSEGV.
+fn odd_end(finish: &str, segv_on_term: bool) -> Script {
+    let mut s = Script {
+        models: vec!["m".into()],
+        reply: Reply {
+            stream: Some(true),
+            tokens: fixtures::word_tokens("Paris is the capital of France ."),
+            first_token_ms: 20.0,
+            token_ms: 10.0,
+            role_chunk: false,
+            finish_reason: Some(finish.into()),
+            ..Reply::default()
+        },
+        request_log: vec![LogLine::err("req \"{method} {path} HTTP/1.1\" {status} -")],
+        ..Script::default()
+    };
+    if segv_on_term {
+        s.term = Term::Crash {
+            how: Crash::Signal(11),
+            log: vec![LogLine::err("caught SIGTERM; shutting down")],
+        };
+    }
+    s
 }
+
+const ABORT: &str = r#"[gate]
+name = "abort"
+description = "every reply ends with finish_reason abort: not one is the model's whole answer"
+[serve]
+command = SERVE
+[request]
+model = "m"
+max_tokens = 8
+prompts = ["What is the capital of France?"]
+repeats = 3
+[assert.rate]
+floor_tok_s = 10.0
+[assert.content]
+[assert.known_answer]
+prompt = "What is the capital of France?"
+matches = "Paris"
+"#;
+
+const SEGV_AT_STOP: &str = r#"[gate]
+name = "segv-at-stop"
+description = "answers everything, then dies of SIGSEGV when stopped"
+[serve]
+command = SERVE
+[request]
+model = "m"
+max_tokens = 8
+prompts = ["What is the capital of France?"]
+repeats = 3
+[assert.rate]
+floor_tok_s = 10.0
+[assert.content]
+"#;
 
 fn servegate(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let out = fixtures::servegate()
@@ -33,8 +92,12 @@ fn servegate(dir: &Path, args: &[&str]) -> (i32, String, String) {
 
 fn scratch() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
-    for f in ["odd_end.py", "abort.toml", "segv-at-stop.toml"] {
-        std::fs::copy(data().join(f), tmp.path().join(f)).unwrap();
+    for (f, gate, serve) in [
+        ("abort.toml", ABORT, odd_end("abort", false)),
+        ("segv-at-stop.toml", SEGV_AT_STOP, odd_end("stop", true)),
+    ] {
+        let text = gate.replace("SERVE", &fixtures::scripted_command(&serve));
+        std::fs::write(tmp.path().join(f), text).unwrap();
     }
     tmp
 }
@@ -129,7 +192,7 @@ fn judging_a_run_with_another_gate_is_refused() {
     let edited = std::fs::read_to_string(tmp.path().join("abort.toml")).unwrap();
     std::fs::write(
         tmp.path().join("edited.toml"),
-        edited.replace("Paris", "Lyon"),
+        edited.replace(r#"matches = "Paris""#, r#"matches = "Lyon""#),
     )
     .unwrap();
     let (code, out, _) = servegate(
