@@ -9,16 +9,19 @@
 //! comparability key matches, concurrent blesses into one baseline all land (one lock), every accepted change
 //! is one ledger line, and nothing is written in CI without --force. The recorded run is
 //! tests/data/replay/reference-smoke (a real reference run, README there); the release-conditions repros
-//! (tests/data/repro/bless/, README there) run their stdlib Python serve through `servegate run` (needs
-//! python3). No timing decides anything.
+//! (tests/data/repro/bless/, README there) run gate `cutg` ([`BLESS_BASE`]) on the scripted serve
+//! (fixtures::crashy: what the repros' stdlib `crashy.py` did) through `servegate run`. No timing decides
+//! anything.
 
 use std::path::{Path, PathBuf};
 
 use crate::fixtures;
 use crate::fixtures::bless::{gate_copy, ledger, restamped, run_copy, RUN};
+use crate::fixtures::crashy::{crashy, die_after};
 use crate::fixtures::root;
 use servegate::error::exit;
 use servegate::evidence::baseline;
+use servegate::replay::scripted::Script;
 #[test]
 fn bless_never_writes_in_ci_unless_forced() {
     let (t, gate) = gate_copy();
@@ -58,19 +61,32 @@ fn bless_never_writes_in_ci_unless_forced() {
     assert_eq!(ledger(&bl).len(), 1);
 }
 
-/// A temp dir holding tests/data/repro/bless/bless-base.toml, its serve crashy.py (the one copy, in
-/// tests/data/repro/records/) and a throw-away model.gguf.
-fn repro_scratch() -> tempfile::TempDir {
+/// The release-conditions repros' gate `cutg` (`bless-base.toml` of tests/data/repro/bless/): 6 requests,
+/// a rate floor of 5 tok/s under comments, on the serve SERVE.
+const BLESS_BASE: &str = r#"[gate]
+name = "cutg"
+[serve]
+command = SERVE
+ready = "/health"
+[request]
+model = "m"
+max_tokens = 8
+temperature = 0
+prompts = ["What is the capital of France?"]
+repeats = 6
+[assert.rate]
+# a comment above the floor
+floor_tok_s = 5.0   # trailing comment
+"#;
+
+/// A temp dir holding a throw-away model.gguf; and [`BLESS_BASE`] on the scripted serve playing `serve`
+/// (crashy at 12.5 tok/s, the repro's 30 slowed: an 80 ms gap a busy machine does not close, so every reply
+/// is measured), as text.
+fn repro_scratch(serve: Script) -> (tempfile::TempDir, String) {
     let t = tempfile::tempdir().unwrap();
-    for (dir, f) in [("records", "crashy.py"), ("bless", "bless-base.toml")] {
-        std::fs::copy(
-            root().join("tests/data/repro").join(dir).join(f),
-            t.path().join(f),
-        )
-        .unwrap();
-    }
     std::fs::write(t.path().join("model.gguf"), b"model\n").unwrap();
-    t
+    let gate = BLESS_BASE.replace("SERVE", &fixtures::scripted_command(&serve));
+    (t, gate)
 }
 
 struct Out {
@@ -113,11 +129,7 @@ fn only_run(dir: &Path, gate: &str) -> PathBuf {
 /// `serve.failure` set; neither a floor nor a baseline window is taken from it, and nothing is written.
 #[test]
 fn a_run_whose_serve_crashed_after_its_last_reply_is_not_blessed() {
-    let t = repro_scratch();
-    let base = std::fs::read_to_string(t.path().join("bless-base.toml")).unwrap();
-    let gate = base
-        .replace(r#"mode = "--cut""#, r#"mode = "--die-after""#)
-        .replace(r#"k = "3""#, r#"k = "6""#);
+    let (t, gate) = repro_scratch(die_after(crashy(12.5), 6));
     std::fs::write(t.path().join("g.toml"), &gate).unwrap();
     let run = sg(t.path(), &["run", "-q", "g.toml"]);
     assert_eq!(run.code, 1, "{}", run.all);
@@ -162,9 +174,7 @@ fn a_run_whose_serve_crashed_after_its_last_reply_is_not_blessed() {
 /// provenance is kept.
 #[test]
 fn blessing_a_floor_in_an_inline_table_keeps_the_gate_valid_and_its_bytes() {
-    let t = repro_scratch();
-    let base = std::fs::read_to_string(t.path().join("bless-base.toml")).unwrap();
-    let mut gate = base.replace(r#"k = "3""#, r#"k = "99""#);
+    let (t, mut gate) = repro_scratch(crashy(12.5));
     gate.truncate(gate.find("[assert.rate]").unwrap());
     gate.push_str("[assert]\n# servegate bless: keep it above 4 (a note of mine)\nrate = { floor_tok_s = 5.0 }  # inline\n");
     let g = t.path().join("g.toml");

@@ -1,7 +1,8 @@
 //! A record is proof (every published number re-derived from its own run's evidence): each reproduction in tests/data/repro/records/ (its README says what each
 //! did and what it must do) made a test of its own. Live runs use `servegate replay --synthetic` (and, for
-//! the cut reply, crashy.py) on loopback ports with loose bounds, so no timing decides a test: the bounds
-//! are there to pass, and what is checked is which evidence reaches which record.
+//! the cut reply and the crashing pair, the scripted serve: fixtures::crashy) on loopback ports with loose
+//! bounds, so no timing decides a test: the bounds are there to pass, and what is checked is which
+//! evidence reaches which record.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -56,7 +57,15 @@ fn scratch(gates: &[&str]) -> tempfile::TempDir {
         .collect();
     std::fs::write(t.path().join("model.gguf"), model).unwrap();
     for g in gates {
-        let text = std::fs::read_to_string(repro(g)).unwrap();
+        // The two repros on a crashing serve are the scripted serve's (fixtures::crashy); the rest are
+        // committed beside their README.
+        let text = match *g {
+            "cut.toml" => fixtures::crashy::cut_gate(),
+            "pair-crash-after.toml" => {
+                fixtures::crashy::pair_crash_after_gate(&t.path().join("model.gguf"))
+            }
+            _ => std::fs::read_to_string(repro(g)).unwrap(),
+        };
         let text = text
             .replace("floor_tok_s = 50.0", "floor_tok_s = 1.0")
             .replace("limit_ms = 500", "limit_ms = 60000")
@@ -349,7 +358,7 @@ model_file = "MODEL"
 weights = "none"
 device = "CPU"
 route = "synthetic"
-engine = "crashy.py"
+engine = "scripted crashy"
 engine_version = "0"
 what_would_make_it_wrong = "A synthetic serve on a loopback port measures servegate, not a model."
 "#;
@@ -357,7 +366,6 @@ what_would_make_it_wrong = "A synthetic serve on a loopback port measures serveg
 #[test]
 fn a_cut_reply_value_never_reaches_a_record() {
     let t = scratch(&["cut.toml"]);
-    std::fs::copy(repro("crashy.py"), t.path().join("crashy.py")).unwrap();
     let o = servegate(
         &[
             "run",
@@ -781,7 +789,6 @@ fn a_symlinked_page_updates_its_target() {
 #[test]
 fn a_pair_whose_theirs_arms_crash_fails_everywhere_and_records_nothing() {
     let t = scratch(&["pair-crash-after.toml"]);
-    std::fs::copy(repro("crashy.py"), t.path().join("crashy.py")).unwrap();
     let o = servegate(
         &[
             "run",

@@ -8,7 +8,7 @@
 //! decode window, 1 s first-token limit...).
 
 use crate::fixtures;
-use crate::fixtures::crashy::{crashy, cut, die_after};
+use crate::fixtures::crashy::{crashy, cut_gate, die_after, pair_crash_after_gate};
 use servegate::replay::scripted::{Body, Crash, LogLine, Reply, Script};
 use std::path::{Path, PathBuf};
 
@@ -41,12 +41,13 @@ fn close_delimited(words: &[&str]) -> Reply {
 
 const PARIS: [&str; 5] = ["Paris", " is", " the", " capital", "."];
 
-/// d2's serve (crash3.py): every reply 5 words, each 20 ms after the one before (the first 20 ms after the
-/// head); the third reply's process dies after two words, `Segmentation fault` to stderr, exit 139.
+/// d2's serve (crash3.py): every reply 5 words, each 80 ms after the one before (the first 80 ms after the
+/// head; the repro's 20 ms slowed, a gap a busy machine does not close, so every reply before the crash is
+/// measured); the third reply's process dies after two words, `Segmentation fault` to stderr, exit 139.
 fn crash3() -> Script {
     let whole = Reply {
-        first_token_ms: 20.0,
-        token_ms: 20.0,
+        first_token_ms: 80.0,
+        token_ms: 80.0,
         ..close_delimited(&PARIS)
     };
     let dies = Reply {
@@ -104,14 +105,15 @@ fn burst(gap_ms: f64) -> Script {
     }
 }
 
-/// Kind 4's inflated count (burst.py inflate): 8 words 20 ms apart (50 tok/s, the first 50 ms after the
-/// head) whose usage says 4000 completion tokens.
+/// Kind 4's inflated count (burst.py inflate): 8 words 100 ms apart (10 tok/s, the first 50 ms after the
+/// head; the repro's 20 ms slowed, a gap a busy machine does not close) whose usage says 4000 completion
+/// tokens.
 fn inflate() -> Script {
     Script {
         models: vec!["m".into()],
         reply: Reply {
             first_token_ms: 50.0,
-            token_ms: 20.0,
+            token_ms: 100.0,
             usage: true,
             completion_tokens: Some(4000),
             ..close_delimited(&[
@@ -174,33 +176,6 @@ limit_ms = 150
 [assert.content]
 "#;
 
-const CUT: &str = r#"[gate]
-name = "cut-record"
-description = "second reply is cut after two chunks; the serve stays up"
-
-[serve]
-command = SERVE
-
-[request]
-model = "{gate_dir}/model.gguf"
-served_model = "m"
-max_tokens = 8
-prompts = ["What is the capital of France?"]
-repeats = 3
-
-[assert.rate]
-floor_tok_s = 10.0
-
-[record]
-model_name = "Synthetic"
-weights = "none"
-device = "CPU"
-route = "synthetic"
-engine = "scripted crashy"
-engine_version = "0"
-what_would_make_it_wrong = "A synthetic serve on a loopback port measures servegate, not a model."
-"#;
-
 /// Kind 4's gates (burst, burst-300ms, inflate): NAME and FLOOR replaced.
 const KIND4: &str = r#"[gate]
 name = "NAME"
@@ -216,71 +191,8 @@ repeats = 3
 floor_tok_s = FLOOR
 "#;
 
-const PAIR_CRASH_AFTER: &str = r#"[gate]
-name = "crash-pair-after"
-description = "synthetic pair"
-
-[serve]
-ready = "/health"
-
-[pair]
-order = ["theirs", "ours", "ours", "theirs"]
-
-[pair.ours]
-runtime = "synthetic 200 tok/s"
-command = OURS
-
-[pair.theirs]
-runtime = "synthetic 100 tok/s"
-command = THEIRS
-
-[request]
-model = "{gate_dir}/model.gguf"
-max_tokens = 8
-temperature = 0
-top_k = 1
-prompts = ["What is the capital of France?"]
-repeats = 3
-
-[assert.ratio]
-metric = "decode"
-at_least = 0.3
-at_most = 0.7
-
-[record]
-model_name = "Synthetic"
-weights = "none"
-device = "CPU"
-route = "synthetic"
-engine = "synthetic 200 tok/s"
-engine_version = "0.1.0"
-what_would_make_it_wrong = "A synthetic serve on a loopback port measures servegate, not a model."
-"#;
-
 fn kind4(name: &str, floor: &str) -> String {
     KIND4.replace("NAME", name).replace("FLOOR", floor)
-}
-
-/// pair-crash-after: ours at 20 tok/s, theirs at 10 exiting 139 after its first reply (the repro's 100 and
-/// 50 tok/s slowed fivefold, the ratio kept: a 10 ms gap a busy machine closes would leave an ours reply
-/// unmeasured, and what is asserted is which requests have values); both report the gate's model (its
-/// path) as the served model, as `crashy.py --model {model}` did.
-fn pair_crash_after() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    let model = tmp.path().join("model.gguf");
-    let named = |mut s: Script| {
-        s.models = vec![model.display().to_string()];
-        s
-    };
-    let gate = PAIR_CRASH_AFTER
-        .replace("OURS", &fixtures::scripted_command(&named(crashy(20.0))))
-        .replace(
-            "THEIRS",
-            &fixtures::scripted_command(&named(die_after(crashy(10.0), 1))),
-        );
-    std::fs::write(tmp.path().join("pair-crash-after.toml"), gate).unwrap();
-    std::fs::write(&model, vec![7u8; 4096]).unwrap();
-    tmp
 }
 
 struct Out {
@@ -392,7 +304,7 @@ fn a_serve_exiting_after_its_last_reply_still_fails_the_gate_with_its_exit() {
     let tmp = scratch(
         "die-after-last",
         DIE_AFTER_LAST,
-        &[("SERVE", die_after(crashy(50.0), 3))],
+        &[("SERVE", die_after(crashy(12.5), 3))],
     );
     let out = servegate(tmp.path(), &["run", "-q", "die-after-last.toml"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
@@ -457,7 +369,7 @@ fn d1_cut_replies_have_no_rate_and_no_first_token() {
 /// fails naming it, and `--record` writes nothing.
 #[test]
 fn cut_record_a_failed_reply_has_no_figure_and_writes_no_record() {
-    let tmp = scratch("cut", CUT, &[("SERVE", cut(crashy(20.0), 2))]);
+    let tmp = scratch("cut", &cut_gate(), &[]);
     let out = servegate(
         tmp.path(),
         &[
@@ -496,7 +408,14 @@ fn cut_record_a_failed_reply_has_no_figure_and_writes_no_record() {
 /// records agree.
 #[test]
 fn pair_crash_after_fails_the_ratio_and_json_and_records_agree() {
-    let tmp = pair_crash_after();
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("model.gguf");
+    std::fs::write(&model, vec![7u8; 4096]).unwrap();
+    std::fs::write(
+        tmp.path().join("pair-crash-after.toml"),
+        pair_crash_after_gate(&model),
+    )
+    .unwrap();
     let out = servegate(
         tmp.path(),
         &[
@@ -582,8 +501,8 @@ fn a_flushed_burst_300_ms_later_gives_no_rate() {
     );
 }
 
-/// Kind 4: 8 tokens at 50 tok/s whose usage says 4000 completion tokens (~28,000 tok/s if believed, passing
-/// a 100 tok/s floor). The count is flagged and not used: the rate is the stream's ~50 tok/s, and fails.
+/// Kind 4: 8 tokens at 10 tok/s whose usage says 4000 completion tokens (~5,700 tok/s if believed, passing
+/// a 100 tok/s floor). The count is flagged and not used: the rate is the stream's ~10 tok/s, and fails.
 #[test]
 fn a_usage_count_the_stream_could_not_carry_is_not_used_for_the_rate() {
     let tmp = scratch(
