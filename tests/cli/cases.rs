@@ -174,8 +174,10 @@ fn case_38_through_inspect_the_log_is_read_stripped_and_the_stripped_sequences_c
 // spec: gate.decode_floor_tok_s -> assert.rate.floor_tok_s, gate.max_tokens -> request.max_tokens)
 
 fn gate(floor: &str, max_tokens: &str) -> String {
+    // The scripted serve (checked, never started here).
+    let serve = fixtures::scripted_command(&servegate::replay::scripted::Script::default());
     format!(
-        "[gate]\nname = \"c44\"\n[serve]\ncommand = [\"python3\", \"serve.py\", \"--port\", \"{{port}}\"]\n\
+        "[gate]\nname = \"c44\"\n[serve]\ncommand = {serve}\n\
          [request]\nmodel = \"qwen2.5-7b-instruct\"\nmax_tokens = {max_tokens}\nprompts = [\"hi\"]\n\
          [assert.rate]\n{floor}\n"
     )
