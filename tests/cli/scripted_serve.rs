@@ -134,3 +134,68 @@ fn a_bad_script_is_exit_2_naming_the_field() {
         o.all()
     );
 }
+
+/// Waits (20 s at most) for `child` to exit; its status and output as text.
+fn finish(child: std::process::Child, what: &str) -> (std::process::ExitStatus, String) {
+    let mut child = child;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the serve did not exit {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, fixtures::text(&child.wait_with_output().unwrap()))
+}
+
+/// `crash_log` is printed right before a scripted crash (here a reply's, mid-stream), and `term = crash`
+/// prints its lines and dies of its signal on SIGTERM: a serve's last words, and a serve that crashes when
+/// stopped.
+#[test]
+fn crash_log_comes_before_a_scripted_crash_and_term_crash_dies_of_its_signal() {
+    use servegate::replay::scripted::Term;
+    use std::os::unix::process::ExitStatusExt;
+    let start = |script: &Script| {
+        let port = servegate::io::port::free_port("127.0.0.1").unwrap();
+        let argv = fixtures::scripted_argv(script, "127.0.0.1", &port.to_string());
+        let child = fixtures::servegate()
+            .args(&argv[1..])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        (port, child)
+    };
+    let mut dies = Script {
+        replies: vec![Reply {
+            crash_after: Some(2),
+            crash: Some(Crash::Code(139)),
+            ..Reply::default()
+        }],
+        crash_log: vec![LogLine::err("Segmentation fault in reply {chat}")],
+        ..Script::default()
+    };
+    dies.request_log = vec![LogLine::err("served {path}")];
+    let (port, child) = start(&dies);
+    let cut = exchange(port, "POST", "/v1/chat/completions", r#"{"stream": true}"#);
+    assert_eq!(cut.matches("data: ").count(), 2, "{cut}");
+    let (status, out) = finish(child, "after its crash");
+    assert_eq!(status.code(), Some(139), "{out}");
+    assert!(out.ends_with("Segmentation fault in reply 1\n"), "{out}");
+    assert!(!out.contains("served /v1/chat"), "{out}");
+    let stops = Script {
+        term: Term::Crash {
+            how: Crash::Signal(libc::SIGSEGV),
+            log: vec![LogLine::err("caught SIGTERM; shutting down")],
+        },
+        ..Script::default()
+    };
+    let (port, child) = start(&stops);
+    assert!(exchange(port, "GET", "/health", "").starts_with("HTTP/1.1 200"));
+    // SAFETY: signalling our own child, which is alive (it just answered).
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let (status, out) = finish(child, "on SIGTERM");
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{out}");
+    assert!(out.contains("caught SIGTERM; shutting down\n"), "{out}");
+}
