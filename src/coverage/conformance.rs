@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::judge::contract::{judge_check, CheckState};
+use crate::judge::contract::{judge_check, CheckContext, CheckState};
 use crate::vocab::ContractCheck;
 
 /// One cell: the check's state on one runtime.
@@ -93,7 +93,12 @@ fn column_of(dir: &Path) -> Option<Column> {
                 evidence.checks.get(check.name()),
             ) {
                 (Some(c), Some(xs)) => {
-                    let (word, why) = match judge_check(c, xs, &spec.request.served_model) {
+                    let ctx = CheckContext {
+                        served_model: &spec.request.served_model,
+                        engine: crate::judge::contract::engine_of(&spec, &ev),
+                        log: evidence.logs.get(check.name()).map(String::as_str),
+                    };
+                    let (word, why) = match judge_check(c, xs, &ctx) {
                         CheckState::Pass(d) => ("PASS", d),
                         CheckState::Fail(d) => ("FAIL", d),
                         CheckState::Indeterminate(d) => ("INDETERMINATE", d),

@@ -25,21 +25,39 @@ pub(super) fn send_checks(
     let Some(contract) = &gate.contract else {
         return Ok(());
     };
+    let serve_log = w.path(crate::evidence::layout::SERVE_LOG);
     for check in &contract.checks {
         let name = check.check.name();
         let mut exchanges = Vec::new();
+        // The cancel check keeps the serve's log written while it ran (its cancellation line).
+        let log_start = (check.check == crate::vocab::ContractCheck::Cancel && serve_log.is_file())
+            .then(|| evidence::log_file_start(&serve_log));
         for req in crate::spec::contract::requests(&gate.request, check) {
             if crate::io::signals::interrupted().is_some() {
                 return Ok(());
             }
             let sent_utc = evidence::now_utc();
-            let ex = client::send_to(
-                sender,
-                base_url,
-                req.endpoint.path(),
-                (!req.endpoint.is_get()).then_some(&req.body),
-                Duration::from_secs_f64(check.timeout_s),
-            );
+            let limit = Duration::from_secs_f64(check.timeout_s);
+            let (ex, dropped_ms) = match req.drop_after {
+                Some(k) => client::send_dropping(
+                    sender,
+                    base_url,
+                    req.endpoint.path(),
+                    &req.body,
+                    k,
+                    limit,
+                ),
+                None => {
+                    let ex = client::send_to(
+                        sender,
+                        base_url,
+                        req.endpoint.path(),
+                        (!req.endpoint.is_get()).then_some(&req.body),
+                        limit,
+                    );
+                    (ex, None)
+                }
+            };
             w.write_contract_exchange(name, req.label, &req.body, &ex.response, &ex.reads)?;
             exchanges.push(ContractRecord {
                 label: req.label.to_string(),
@@ -51,7 +69,19 @@ pub(super) fn send_checks(
                 body_bytes: ex.body_bytes,
                 body_truncated: ex.body_truncated,
                 timeout_s: check.timeout_s,
+                dropped_after: dropped_ms.and(req.drop_after),
+                dropped_ms,
             });
+        }
+        if let Some(start) = &log_start {
+            // A serve's log line can trail its reply by a moment (a log thread, a buffered writer).
+            std::thread::sleep(Duration::from_millis(300));
+            let to = w.path(&format!(
+                "{}/{}",
+                crate::evidence::contract::check_dir(name),
+                crate::evidence::contract::CHECK_LOG
+            ));
+            let _ = evidence::copy_log_since(&serve_log, start, &to);
         }
         let file = CheckFile {
             schema: CHECK_SCHEMA.into(),

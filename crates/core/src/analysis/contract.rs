@@ -26,6 +26,9 @@ pub struct ContractExchange {
 pub struct ContractEvidence {
     /// Check name -> its requests in send order.
     pub checks: BTreeMap<String, Vec<ContractExchange>>,
+    /// Check name -> the serve's log written while its requests ran (`contract/<check>/serve.log`; only the
+    /// checks that keep one: `cancel`).
+    pub logs: BTreeMap<String, String>,
 }
 
 /// Each check's raw exchanges (as `crate::evidence::contract::load_raw` read them) with each reply parsed.
@@ -68,5 +71,8 @@ pub fn parse(raw: BTreeMap<String, Vec<RawExchange>>) -> ContractEvidence {
             (name, parsed)
         })
         .collect();
-    ContractEvidence { checks }
+    ContractEvidence {
+        checks,
+        logs: BTreeMap::new(),
+    }
 }

@@ -79,7 +79,35 @@ pub struct Profile {
     pub route_lines: &'static [&'static str],
     /// Whether `/metrics` exists.
     pub has_metrics: bool,
+    /// A regex of the log line the serve writes when a client drops a stream and it cancels the request
+    /// (the `cancel` check, docs/contract.md), measured on the real serve; None: it logs none.
+    pub cancel_line: Option<&'static str>,
+    /// The `[contract]` checks the engine does not offer, each with the word of its own docs or its
+    /// measured answer (docs/contract.md "Engine profiles"): a check listed here is reported unsupported
+    /// with this reason when its evidence shows the same (a clean refusal, a 404, a feature ignored).
+    pub lacks: &'static [(crate::vocab::ContractCheck, &'static str)],
 }
+
+use crate::vocab::ContractCheck;
+
+/// What llama.cpp's server does not offer (docs/contract.md "Engine profiles").
+const LLAMA_CPP_LACKS: &[(ContractCheck, &str)] = &[
+    (
+        ContractCheck::N,
+        "llama.cpp's server generates one choice per request (it refuses n > 1: `Value must be between 1 <= value <= 1`)",
+    ),
+];
+
+/// What llama-cpp-python's server does not offer (docs/contract.md "Engine profiles").
+const LLAMA_CPP_PYTHON_LACKS: &[(ContractCheck, &str)] = &[
+    (
+        ContractCheck::Responses,
+        "llama-cpp-python's server has no /v1/responses route (its OpenAPI lists chat, completions, embeddings and models only)",
+    ),
+];
+
+/// What vLLM's server does not offer (docs/contract.md "Engine profiles").
+const VLLM_LACKS: &[(ContractCheck, &str)] = &[];
 
 impl Engine {
     /// Every engine, in documentation order.
@@ -121,6 +149,8 @@ impl Engine {
                     r"threadpool init, n_threads = \d+",
                 ],
                 has_metrics: true,
+                cancel_line: Some(r"srv +stop: cancel task, id_task = \d+"),
+                lacks: LLAMA_CPP_LACKS,
             },
             Engine::LlamaCppPython => Profile {
                 engine: self,
@@ -136,6 +166,8 @@ impl Engine {
                     r"llama_perf_context_print: +eval time = .* tokens per second\)",
                 ],
                 has_metrics: false,
+                cancel_line: None,
+                lacks: LLAMA_CPP_PYTHON_LACKS,
             },
             Engine::Vllm => Profile {
                 engine: self,
@@ -148,6 +180,8 @@ impl Engine {
                     r"Resolved architecture: \w+",
                 ],
                 has_metrics: true,
+                cancel_line: None,
+                lacks: VLLM_LACKS,
             },
         }
     }
