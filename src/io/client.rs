@@ -736,8 +736,10 @@ pub(crate) fn send_dropping(
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(e) => {
-                        meta.transport_error =
-                            Some(format!("body read failed after {kept} bytes: {}", describe_io(&e)));
+                        meta.transport_error = Some(format!(
+                            "body read failed after {kept} bytes: {}",
+                            describe_io(&e)
+                        ));
                         break;
                     }
                 }

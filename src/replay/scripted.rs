@@ -55,8 +55,9 @@ pub struct Script {
     pub metrics: Option<String>,
     /// Canned responses for any method and path, matched before the built-in routes.
     pub routes: Vec<Route>,
-    /// Chat replies by the chat request's index (0-based, in order of arrival; `POST /v1/completions` and
-    /// `/v1/embeddings` count as chat requests and take theirs from here too); past the end, `reply`.
+    /// Chat replies by the chat request's index (0-based, in order of arrival; `POST /v1/completions`,
+    /// `/v1/embeddings` and `/v1/responses` count as chat requests and take theirs from here too); past the
+    /// end, `reply`.
     pub replies: Vec<Reply>,
     /// With `replies` non-empty: request k gets `replies[k % len]` (never `reply`).
     pub cycle: bool,

@@ -418,7 +418,11 @@ fn respond(state: &State, req: &http::Request, w: &mut TcpStream) -> bool {
             }
             (
                 "POST",
-                "/v1/chat/completions" | "/chat/completions" | "/v1/completions" | "/v1/embeddings",
+                "/v1/chat/completions"
+                | "/chat/completions"
+                | "/v1/completions"
+                | "/v1/embeddings"
+                | "/v1/responses",
             ) => {
                 return chat(state, req, w, vars);
             }
@@ -505,9 +509,7 @@ fn chat(state: &State, req: &http::Request, w: &mut TcpStream, mut vars: Vars) -
         req.arrived
     };
     let finish = reply.on_drop == Some(OnDrop::Finish);
-    let keep = play(&steps, w, t0, finish, || {
-        state.emit(&reply.drop_log, &vars)
-    });
+    let keep = play(&steps, w, t0, finish, || state.emit(&reply.drop_log, &vars));
     drop(slot);
     if keep.is_none() {
         if let Some(OnDrop::Crash(how)) = reply.on_drop {

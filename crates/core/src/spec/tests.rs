@@ -219,7 +219,10 @@ fn requires_paths_expand_placeholders_like_every_other_path() {
         vec!["/c/m.gguf", "/c/venv-x/bin/python", "/g/t", "/home/u/x"]
     );
     let unmet = g.requirements().join("; ");
-    assert!(unmet.contains("path /c/venv-x/bin/python does not exist"), "{unmet}");
+    assert!(
+        unmet.contains("path /c/venv-x/bin/python does not exist"),
+        "{unmet}"
+    );
     assert!(!unmet.contains('{'), "{unmet}");
 }
 
@@ -235,15 +238,26 @@ fn env_placeholders_expand_and_an_unset_one_is_refused_unless_required() {
     let bad = GOOD.replace("\"srv\"", &format!("\"{{env:{UNSET}}}/srv\""));
     let e = parse_str(&bad).unwrap_err().to_string();
     assert!(e.contains("serve.command"), "{e}");
-    assert!(e.contains(&format!("the environment variable {UNSET} is not set")), "{e}");
+    assert!(
+        e.contains(&format!("the environment variable {UNSET} is not set")),
+        "{e}"
+    );
     assert!(e.contains("[requires] env"), "{e}");
     // Unset but required: the gate reads, and is skipped by the requirement, said by name.
-    let required = bad.replace("[serve]", &format!("[requires]\nenv = [\"{UNSET}\"]\n[serve]"));
+    let required = bad.replace(
+        "[serve]",
+        &format!("[requires]\nenv = [\"{UNSET}\"]\n[serve]"),
+    );
     let g = parse_str(&required).unwrap();
     let unmet = g.requirements().join("; ");
-    assert!(unmet.contains(&format!("environment variable {UNSET} is not set")), "{unmet}");
+    assert!(
+        unmet.contains(&format!("environment variable {UNSET} is not set")),
+        "{unmet}"
+    );
     // A name that is no variable.
-    let e = parse_str(&GOOD.replace("\"srv\"", "\"{env:}/srv\"")).unwrap_err().to_string();
+    let e = parse_str(&GOOD.replace("\"srv\"", "\"{env:}/srv\""))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("names no environment variable"), "{e}");
 }
 

@@ -165,7 +165,12 @@ impl Validator<'_> {
     /// The value of `{env:NAME}`: the environment variable NAME of the process reading the gate (a gate kept
     /// outside a checkout names its tools by `{env:NPU_TOOLS}/bin/...`). Unset: nothing when `[requires] env`
     /// names it (the gate is skipped, the requirement said), a spec error otherwise; not UTF-8: a spec error.
-    fn env_placeholder(&self, var: &str, span: Range<usize>, key: &str) -> Result<String, SpecError> {
+    fn env_placeholder(
+        &self,
+        var: &str,
+        span: Range<usize>,
+        key: &str,
+    ) -> Result<String, SpecError> {
         if var.is_empty() || var.contains('=') {
             return Err(self.err(
                 span,

@@ -33,16 +33,12 @@ fn first_token(x: &ContractExchange) -> Result<f64, CheckState> {
             x.record.label
         )));
     }
-    x.reply
-        .token_chunks
-        .first()
-        .map(|t| t.t_ms)
-        .ok_or_else(|| {
-            CheckState::Fail(format!(
-                "`{}` streamed no token: no first token to time",
-                x.record.label
-            ))
-        })
+    x.reply.token_chunks.first().map(|t| t.t_ms).ok_or_else(|| {
+        CheckState::Fail(format!(
+            "`{}` streamed no token: no first token to time",
+            x.record.label
+        ))
+    })
 }
 
 /// `cancel`: see the module doc.
@@ -84,7 +80,9 @@ pub(super) fn cancel(c: &CheckSpec, xs: &[ContractExchange], ctx: &CheckContext)
     if after_ms >= base_ms + rest_ms / 2.0 && after_ms > bound {
         return Ok(CheckState::Fail(format!(
             "the slot stayed busy after the client dropped the stream: {timing}{}",
-            log.as_ref().map(|l| format!("; {}", l.text)).unwrap_or_default()
+            log.as_ref()
+                .map(|l| format!("; {}", l.text))
+                .unwrap_or_default()
         )));
     }
     match &log {
@@ -108,8 +106,9 @@ pub(super) fn cancel(c: &CheckSpec, xs: &[ContractExchange], ctx: &CheckContext)
     }
     Ok(CheckState::Pass(format!(
         "the slot was freed: {timing}{}",
-        log.map(|l| format!("; {}", l.text))
-            .unwrap_or_else(|| "; no cancellation log line checked (none known for this serve, or no serve log)".into())
+        log.map(|l| format!("; {}", l.text)).unwrap_or_else(|| {
+            "; no cancellation log line checked (none known for this serve, or no serve log)".into()
+        })
     )))
 }
 
@@ -128,7 +127,9 @@ fn dropped_rest(x: &ContractExchange) -> Result<(String, f64), CheckState> {
         answered(x)?;
     }
     if let Some(m) = x.reply.malformed_events.first() {
-        return Err(CheckState::Fail(format!("`{label}`: a malformed event: {m}")));
+        return Err(CheckState::Fail(format!(
+            "`{label}`: a malformed event: {m}"
+        )));
     }
     let chunks = &x.reply.token_chunks;
     if let Some(f) = &x.reply.finish_reason {

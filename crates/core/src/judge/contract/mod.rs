@@ -157,9 +157,7 @@ pub fn judge_check(c: &CheckSpec, xs: &[ContractExchange], ctx: &CheckContext) -
     if !clean {
         return state;
     }
-    CheckState::Unsupported(format!(
-        "the {engine} profile: {word}; the evidence: {why}"
-    ))
+    CheckState::Unsupported(format!("the {engine} profile: {word}; the evidence: {why}"))
 }
 
 /// The check's own rule on its requests.
