@@ -107,14 +107,14 @@ fn column_of(dir: &Path) -> Option<Column> {
                     Cell {
                         word,
                         why: crate::text::shown(&why),
-                        listed: if c.expected { "expect" } else { "may_lack" },
+                        listed: listed(c),
                     }
                 }
                 (Some(c), None) => Cell {
                     word: "FAIL",
                     why: "its requests were not sent to their end (no check.json under contract/)"
                         .into(),
-                    listed: if c.expected { "expect" } else { "may_lack" },
+                    listed: listed(c),
                 },
                 (None, _) => Cell {
                     word: "NOT RUN",
@@ -157,6 +157,15 @@ fn column_of(dir: &Path) -> Option<Column> {
         started_utc: ev.run.started_utc.clone(),
         cells,
     })
+}
+
+/// How the gate lists a check: `expect`, `may_lack` or `known_fail`.
+fn listed(c: &crate::spec::contract::CheckSpec) -> &'static str {
+    match (c.expected, c.known_fail) {
+        (true, _) => "expect",
+        (false, true) => "known_fail",
+        (false, false) => "may_lack",
+    }
 }
 
 /// The rendered page: Markdown and HTML.

@@ -125,6 +125,8 @@ pub(super) struct RawContract {
     #[serde(default)]
     may_lack: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
+    known_fail: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
     timeout_s: Option<Spanned<f64>>,
     #[serde(default)]
     shape: Option<RawCheck>,
@@ -226,8 +228,12 @@ impl ContractSpec {
 pub struct CheckSpec {
     /// Which check.
     pub check: ContractCheck,
-    /// In `expect` (unsupported fails) or in `may_lack` (unsupported is its own state, no failure).
+    /// In `expect` (unsupported fails) or in `may_lack` / `known_fail` (unsupported is its own state, no
+    /// failure).
     pub expected: bool,
+    /// In `known_fail`: the runtime fails it as measured (docs/contract.md); a failure is `KNOWN-FAIL` (the
+    /// trial skipped with the reason), a pass fails (the list is stale).
+    pub known_fail: bool,
     /// The 1-based line of its entry in `expect` or `may_lack` (annotations point there).
     pub line: usize,
     /// Time limit of each of its requests, seconds (its table's `timeout_s`, else `[contract] timeout_s`,
@@ -562,9 +568,11 @@ impl Validator<'_> {
             None => DEFAULT_CHECK_TIMEOUT_S,
         };
         let mut named: Vec<(ContractCheck, bool, usize)> = Vec::new();
+        let mut known: Vec<ContractCheck> = Vec::new();
         for (key, list, expected) in [
             ("contract.expect", &raw.expect, true),
             ("contract.may_lack", &raw.may_lack, false),
+            ("contract.known_fail", &raw.known_fail, false),
         ] {
             for entry in list.iter().flat_map(|l| l.get_ref()) {
                 let name = entry.get_ref();
@@ -583,8 +591,11 @@ impl Validator<'_> {
                     return Err(self.err(
                         entry.span(),
                         key,
-                        format!("the check `{name}` is named twice in [contract] expect / may_lack: a check is either expected or allowed to be lacking"),
+                        format!("the check `{name}` is named twice in [contract] expect / may_lack / known_fail: a check is expected, allowed to be lacking, or known to fail"),
                     ));
+                }
+                if key == "contract.known_fail" {
+                    known.push(check);
                 }
                 let line = crate::error::line_col(self.text, entry.span().start).0;
                 named.push((check, expected, line));
@@ -614,14 +625,16 @@ impl Validator<'_> {
             let Some((_, expected, line)) = named.iter().find(|(c, _, _)| c == check) else {
                 continue;
             };
-            checks.push(self.check(
+            let mut spec = self.check(
                 *check,
                 *expected,
                 *line,
                 raw.settings(*check),
                 default_timeout,
                 engine,
-            )?);
+            )?;
+            spec.known_fail = known.contains(check);
+            checks.push(spec);
         }
         Ok(ContractSpec { checks })
     }
@@ -734,6 +747,7 @@ impl Validator<'_> {
         Ok(CheckSpec {
             check,
             expected,
+            known_fail: false,
             line,
             timeout_s,
             prompt,

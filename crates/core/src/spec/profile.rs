@@ -101,6 +101,22 @@ const LLAMA_CPP_LACKS: &[(ContractCheck, &str)] = &[
 /// What llama-cpp-python's server does not offer (docs/contract.md "Engine profiles").
 const LLAMA_CPP_PYTHON_LACKS: &[(ContractCheck, &str)] = &[
     (
+        ContractCheck::Usage,
+        "llama-cpp-python's server sends no usage chunk in a stream (stream_options.include_usage is not implemented; measured on 0.3.36)",
+    ),
+    (
+        ContractCheck::JsonSchema,
+        "llama-cpp-python's response_format takes `text` and `json_object` (with an optional `schema`) only; `json_schema` fails its request validation",
+    ),
+    (
+        ContractCheck::N,
+        "llama-cpp-python's server generates one choice per request",
+    ),
+    (
+        ContractCheck::Embeddings,
+        "llama-cpp-python's server embeds only when started with `--embedding true`",
+    ),
+    (
         ContractCheck::Responses,
         "llama-cpp-python's server has no /v1/responses route (its OpenAPI lists chat, completions, embeddings and models only)",
     ),

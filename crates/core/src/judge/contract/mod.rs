@@ -116,6 +116,14 @@ fn not_sent(evidence: &Evidence) -> String {
 /// The verdict of one check's state: unsupported fails an expected check.
 pub fn verdict_of(c: &CheckSpec, state: CheckState) -> Verdict {
     let (outcome, details) = match state {
+        CheckState::Pass(d) if c.known_fail => (
+            Outcome::Fail,
+            format!("passes, and [contract] known_fail lists it: move it to expect ({d})"),
+        ),
+        CheckState::Fail(d) if c.known_fail => (
+            Outcome::KnownFail,
+            format!("fails as [contract] known_fail states: {d}"),
+        ),
         CheckState::Pass(d) => (Outcome::Pass, d),
         CheckState::Fail(d) => (Outcome::Fail, d),
         CheckState::Indeterminate(d) => (Outcome::Indeterminate, d),
