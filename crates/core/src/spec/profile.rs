@@ -123,7 +123,16 @@ const LLAMA_CPP_PYTHON_LACKS: &[(ContractCheck, &str)] = &[
 ];
 
 /// What vLLM's server does not offer (docs/contract.md "Engine profiles").
-const VLLM_LACKS: &[(ContractCheck, &str)] = &[];
+const VLLM_LACKS: &[(ContractCheck, &str)] = &[
+    (
+        ContractCheck::Tools,
+        "vLLM calls tools only when started with --enable-auto-tool-choice and a --tool-call-parser for the model's format (a named tool_choice is refused without one)",
+    ),
+    (
+        ContractCheck::Embeddings,
+        "vLLM serves /v1/embeddings only for a model run as a pooling model (--runner pooling), not a generative one",
+    ),
+];
 
 impl Engine {
     /// Every engine, in documentation order.
