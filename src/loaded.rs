@@ -60,6 +60,7 @@ pub(crate) fn load_contract(
 ) -> Result<analysis::contract::ContractEvidence, EvidenceError> {
     let mut ev = crate::evidence::contract::load_raw(dir).map(analysis::contract::parse)?;
     ev.logs = crate::evidence::contract::load_logs(dir);
+    ev.metrics = crate::evidence::contract::load_metrics(dir);
     Ok(ev)
 }
 

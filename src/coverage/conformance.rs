@@ -97,6 +97,10 @@ fn column_of(dir: &Path) -> Option<Column> {
                         served_model: &spec.request.served_model,
                         engine: crate::judge::contract::engine_of(&spec, &ev),
                         log: evidence.logs.get(check.name()).map(String::as_str),
+                        metrics: evidence
+                            .metrics
+                            .get(check.name())
+                            .map(|(b, a)| (b.as_str(), a.as_str())),
                     };
                     let (word, why) = match judge_check(c, xs, &ctx) {
                         CheckState::Pass(d) => ("PASS", d),

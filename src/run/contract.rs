@@ -30,8 +30,21 @@ pub(super) fn send_checks(
         let name = check.check.name();
         let mut exchanges = Vec::new();
         // The cancel check keeps the serve's log written while it ran (its cancellation line).
-        let log_start = (check.check == crate::vocab::ContractCheck::Cancel && serve_log.is_file())
-            .then(|| evidence::log_file_start(&serve_log));
+        let cancel = check.check == crate::vocab::ContractCheck::Cancel;
+        let log_start =
+            (cancel && serve_log.is_file()).then(|| evidence::log_file_start(&serve_log));
+        let metrics_at =
+            |file: &str| format!("{}/{file}", crate::evidence::contract::check_dir(name));
+        if cancel {
+            let dir = w.path(&crate::evidence::contract::check_dir(name));
+            std::fs::create_dir_all(&dir).map_err(|e| EvidenceError::io(&dir, e))?;
+            super::send::read_metrics(
+                sender.http(),
+                base_url,
+                w,
+                &metrics_at(crate::evidence::contract::CHECK_METRICS_BEFORE),
+            );
+        }
         for req in crate::spec::contract::requests(&gate.request, check) {
             if crate::io::signals::interrupted().is_some() {
                 return Ok(());
@@ -73,9 +86,17 @@ pub(super) fn send_checks(
                 dropped_ms,
             });
         }
-        if let Some(start) = &log_start {
-            // A serve's log line can trail its reply by a moment (a log thread, a buffered writer).
+        if cancel {
+            // A serve's log line or counter can trail its reply by a moment (a log thread, a stats step).
             std::thread::sleep(Duration::from_millis(300));
+            super::send::read_metrics(
+                sender.http(),
+                base_url,
+                w,
+                &metrics_at(crate::evidence::contract::CHECK_METRICS_AFTER),
+            );
+        }
+        if let Some(start) = &log_start {
             let to = w.path(&format!(
                 "{}/{}",
                 crate::evidence::contract::check_dir(name),

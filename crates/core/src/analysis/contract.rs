@@ -29,6 +29,9 @@ pub struct ContractEvidence {
     /// Check name -> the serve's log written while its requests ran (`contract/<check>/serve.log`; only the
     /// checks that keep one: `cancel`).
     pub logs: BTreeMap<String, String>,
+    /// Check name -> the serve's `/metrics` before and after its requests (`contract/<check>/metrics.*.txt`;
+    /// only `cancel` reads them, when the serve has them).
+    pub metrics: BTreeMap<String, (String, String)>,
 }
 
 /// Each check's raw exchanges (as `crate::evidence::contract::load_raw` read them) with each reply parsed.
@@ -74,5 +77,6 @@ pub fn parse(raw: BTreeMap<String, Vec<RawExchange>>) -> ContractEvidence {
     ContractEvidence {
         checks,
         logs: BTreeMap::new(),
+        metrics: BTreeMap::new(),
     }
 }

@@ -107,7 +107,7 @@ pub(super) fn cancel(c: &CheckSpec, xs: &[ContractExchange], ctx: &CheckContext)
     Ok(CheckState::Pass(format!(
         "the slot was freed: {timing}{}",
         log.map(|l| format!("; {}", l.text)).unwrap_or_else(|| {
-            "; no cancellation log line checked (none known for this serve, or no serve log)".into()
+            "; no cancellation line or counter checked (none known for this serve, or none in the evidence)".into()
         })
     )))
 }
@@ -166,9 +166,72 @@ struct LogWord {
     text: String,
 }
 
+/// What the serve's own witnesses say of the drop: its cancellation line ([`line_word`]), else its
+/// aborted-request counter ([`counter_word`]); None when neither is known or in the evidence.
+fn log_word(c: &CheckSpec, ctx: &CheckContext) -> Option<LogWord> {
+    line_word(c, ctx).or_else(|| counter_word(ctx))
+}
+
+/// The sum of the samples of the Prometheus series `name` that carry the label pair `label` (`key="v"`)
+/// in the exposition `text`; None when there is none.
+pub fn counter(text: &str, name: &str, label: &str) -> Option<f64> {
+    let mut sum = None;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some(rest) = line.strip_prefix(name) else {
+            continue;
+        };
+        let (labels, value) = match rest.strip_prefix('{') {
+            Some(r) => match r.split_once('}') {
+                Some((l, v)) => (l, v),
+                None => continue,
+            },
+            None if rest.starts_with(' ') => ("", rest),
+            None => continue,
+        };
+        if !label.is_empty() && !labels.split(',').any(|p| p.trim() == label) {
+            continue;
+        }
+        if let Some(v) = value
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+        {
+            *sum.get_or_insert(0.0) += v;
+        }
+    }
+    sum
+}
+
+/// The engine profile's aborted-request counter over the check (`/metrics` before and after): risen, the
+/// serve cancelled the dropped request; not risen, the drop went unnoticed. None when the profile names no
+/// counter or the evidence holds no `/metrics` pair with it.
+fn counter_word(ctx: &CheckContext) -> Option<LogWord> {
+    let (name, label) = ctx.engine.and_then(|e| e.profile().cancel_counter)?;
+    let (before, after) = ctx.metrics?;
+    let (b, a) = (counter(before, name, label)?, counter(after, name, label)?);
+    let series = format!("{name}{{{label}}}");
+    Some(if a > b {
+        LogWord {
+            found: true,
+            text: format!(
+                "the serve counted the dropped request aborted: /metrics {} {b} -> {a}",
+                quoted(&series, 80)
+            ),
+        }
+    } else {
+        LogWord {
+            found: false,
+            text: format!(
+                "the serve's /metrics {} stayed {b} -> {a} over the check (contract/cancel/metrics.*.txt): the drop went unnoticed",
+                quoted(&series, 80)
+            ),
+        }
+    })
+}
+
 /// The cancellation line's verdict: None when no line is known (no `log_line`, no profile's) or the
 /// evidence keeps no serve log (a serve reached by `url`).
-fn log_word(c: &CheckSpec, ctx: &CheckContext) -> Option<LogWord> {
+fn line_word(c: &CheckSpec, ctx: &CheckContext) -> Option<LogWord> {
     let pattern = c
         .log_line
         .as_deref()

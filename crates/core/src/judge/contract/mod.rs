@@ -69,6 +69,10 @@ pub fn judge_contract(
                             served_model: &gate.request.served_model,
                             engine: engine_of(gate, evidence),
                             log: ev.logs.get(c.check.name()).map(String::as_str),
+                            metrics: ev
+                                .metrics
+                                .get(c.check.name())
+                                .map(|(b, a)| (b.as_str(), a.as_str())),
                         },
                     ),
                     None => CheckState::Fail(not_sent(evidence)),
@@ -103,6 +107,8 @@ pub struct CheckContext<'a> {
     pub engine: Option<Engine>,
     /// The serve's log while the check ran (`contract/<check>/serve.log`), when kept.
     pub log: Option<&'a str>,
+    /// The serve's `/metrics` before and after the check's requests, when it has them.
+    pub metrics: Option<(&'a str, &'a str)>,
 }
 
 /// Why a check has no evidence: its requests were never sent (the serve failed first) or not finished.

@@ -533,6 +533,7 @@ fn cancel_passes_a_freed_slot_fails_a_busy_one_and_cannot_tell_a_reply_that_ende
         served_model: "m",
         engine: Some(Engine::LlamaCpp),
         log: Some("srv  update_slots: all slots are idle\n"),
+        metrics: None,
     };
     fails_with(
         judge_check(&c, &cancel_xs(60.0, false), &llama),
@@ -587,6 +588,7 @@ fn the_engine_profile_s_word_makes_a_clean_failure_unsupported_never_a_cut_reply
         served_model: "m",
         engine: Some(Engine::LlamaCppPython),
         log: None,
+        metrics: None,
     };
     match judge_check(&c, &xs, &lcp) {
         CheckState::Unsupported(d) => {
@@ -605,4 +607,45 @@ fn the_engine_profile_s_word_makes_a_clean_failure_unsupported_never_a_cut_reply
         ..lcp
     };
     fails_with(judge_check(&c, &xs, &vllm), "HTTP 500");
+}
+
+#[test]
+fn cancel_reads_vllm_s_aborted_request_counter_where_no_log_line_says_it() {
+    let c = spec_of(ContractCheck::Cancel);
+    let m = |abort: f64| {
+        format!(
+            "# TYPE vllm:request_success_total counter\nvllm:request_success_total{{engine=\"0\",finished_reason=\"stop\",model_name=\"smollm2\"}} 3.0\nvllm:request_success_total{{engine=\"0\",finished_reason=\"abort\",model_name=\"smollm2\"}} {abort}\n"
+        )
+    };
+    let (before, risen, flat) = (m(0.0), m(1.0), m(0.0));
+    let vllm = |after: &'static str| CheckContext {
+        served_model: "m",
+        engine: Some(Engine::Vllm),
+        log: Some(""),
+        metrics: Some((Box::leak(before.clone().into_boxed_str()), after)),
+    };
+    match judge_check(
+        &c,
+        &cancel_xs(60.0, false),
+        &vllm(Box::leak(risen.into_boxed_str())),
+    ) {
+        CheckState::Pass(d) => assert!(d.contains("counted the dropped request aborted"), "{d}"),
+        other => panic!("{other:?}"),
+    }
+    fails_with(
+        judge_check(
+            &c,
+            &cancel_xs(60.0, false),
+            &vllm(Box::leak(flat.into_boxed_str())),
+        ),
+        "the drop went unnoticed",
+    );
+    assert_eq!(
+        cancel::counter(
+            &m(2.0),
+            "vllm:request_success_total",
+            r#"finished_reason="abort""#
+        ),
+        Some(2.0)
+    );
 }
