@@ -8,8 +8,8 @@
 //! The evidence root holds run directories as `servegate run` writes them, `<root>/<gate>/<stamp>/` (the
 //! gate's copy `gate.toml`, `run.json`, `contract/<check>/`); per gate the newest complete run is one column.
 //! A column's runtime is the gate's `[record] engine`, else the engine the run detected, else the gate's
-//! `[serve] engine`, else the gate's name. A column whose run is more than `expire_days` older than the newest column's shows every cell
-//! `EXPIRED (was ...)`: counted back from the newest evidence, not from today, so the page is a pure function
+//! `[serve] engine`, else the gate's name. A column whose run is more than `expire_days` older than the
+//! newest column's shows every cell `EXPIRED (was ...)`: counted back from the newest evidence, not from today, so the page is a pure function
 //! of the evidence, as the coverage page's cells are.
 
 use std::path::{Path, PathBuf};
