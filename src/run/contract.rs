@@ -88,7 +88,9 @@ pub(super) fn send_checks(
         }
         if cancel {
             // A serve's log line or counter can trail its reply by a moment (a log thread, a stats step).
-            std::thread::sleep(Duration::from_millis(300));
+            std::thread::sleep(Duration::from_secs_f64(
+                crate::judge::contract::cancel::LOG_WAIT_MS / 1000.0,
+            ));
             super::send::read_metrics(
                 sender.http(),
                 base_url,

@@ -82,11 +82,12 @@ pub struct Profile {
     /// A regex of the log line the serve writes when a client drops a stream and it cancels the request
     /// (the `cancel` check, docs/contract.md), measured on the real serve; None: it logs none.
     pub cancel_line: Option<&'static str>,
-    /// The Prometheus counter on `/metrics` that counts requests the serve aborted, as (series name, a
-    /// label pair the sample must carry): its rise over the `cancel` check shows the dropped request
-    /// cancelled where a log line does not (vLLM: `vllm:request_success_total` with
-    /// `finished_reason="abort"`). None: none known.
-    pub cancel_counter: Option<(&'static str, &'static str)>,
+    /// The Prometheus gauge on `/metrics` of the requests the serve is running, as (series name, a label
+    /// pair the samples must carry, or ""): read after the `cancel` check, 0 shows the dropped request
+    /// cancelled where no log line says so (vLLM: `vllm:num_requests_running`; its
+    /// `vllm:request_success_total{finished_reason="abort"}` stays 0 for a client's disconnect, measured on
+    /// 0.32.0). None: none known.
+    pub cancel_gauge: Option<(&'static str, &'static str)>,
     /// The `[contract]` checks the engine does not offer, each with the word of its own docs or its
     /// measured answer (docs/contract.md "Engine profiles"): a check listed here is reported unsupported
     /// with this reason when its evidence shows the same (a clean refusal, a 404, a feature ignored).
@@ -180,7 +181,7 @@ impl Engine {
                 ],
                 has_metrics: true,
                 cancel_line: Some(r"srv +stop: cancel task, id_task = \d+"),
-                cancel_counter: None,
+                cancel_gauge: None,
                 lacks: LLAMA_CPP_LACKS,
             },
             Engine::LlamaCppPython => Profile {
@@ -198,7 +199,7 @@ impl Engine {
                 ],
                 has_metrics: false,
                 cancel_line: None,
-                cancel_counter: None,
+                cancel_gauge: None,
                 lacks: LLAMA_CPP_PYTHON_LACKS,
             },
             Engine::Vllm => Profile {
@@ -213,7 +214,7 @@ impl Engine {
                 ],
                 has_metrics: true,
                 cancel_line: None,
-                cancel_counter: Some(("vllm:request_success_total", r#"finished_reason="abort""#)),
+                cancel_gauge: Some(("vllm:num_requests_running", "")),
                 lacks: VLLM_LACKS,
             },
         }

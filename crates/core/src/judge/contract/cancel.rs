@@ -20,6 +20,9 @@ pub const BOUND_FACTOR: f64 = 3.0;
 /// ... plus this many ms (a first token of 20 ms on a busy runner may take 100) and still show a free slot.
 pub const BOUND_SLACK_MS: f64 = 250.0;
 
+/// ms the runner waits after `after` before it reads the serve's log and `/metrics` (src/run/contract.rs).
+pub const LOG_WAIT_MS: f64 = 300.0;
+
 /// The bound on `after`'s first token, ms, from `baseline`'s: `3 × baseline + 250 ms`.
 pub fn bound_ms(baseline_ms: f64) -> f64 {
     BOUND_FACTOR * baseline_ms + BOUND_SLACK_MS
@@ -76,7 +79,10 @@ pub(super) fn cancel(c: &CheckSpec, xs: &[ContractExchange], ctx: &CheckContext)
     let timing = format!(
         "`after`'s first token {after_ms:.0} ms (bound {bound:.0} ms = {BOUND_FACTOR} × `baseline`'s {base_ms:.0} ms + {BOUND_SLACK_MS:.0}); the dropped reply's rest ({read}) {rest_ms:.0} ms at its own pace"
     );
-    let log = log_word(c, ctx);
+    // From the drop to the /metrics read: `after`'s whole reply (sent at once after the drop), and the
+    // runner's wait for a trailing log line or stats step.
+    let elapsed_ms = after.reply.end_ms.unwrap_or(after_ms) + LOG_WAIT_MS;
+    let log = log_word(c, ctx, rest_ms, elapsed_ms);
     if after_ms >= base_ms + rest_ms / 2.0 && after_ms > bound {
         return Ok(CheckState::Fail(format!(
             "the slot stayed busy after the client dropped the stream: {timing}{}",
@@ -167,12 +173,12 @@ struct LogWord {
 }
 
 /// What the serve's own witnesses say of the drop: its cancellation line ([`line_word`]), else its
-/// aborted-request counter ([`counter_word`]); None when neither is known or in the evidence.
-fn log_word(c: &CheckSpec, ctx: &CheckContext) -> Option<LogWord> {
-    line_word(c, ctx).or_else(|| counter_word(ctx))
+/// running-requests gauge ([`gauge_word`]); None when neither is known or in the evidence.
+fn log_word(c: &CheckSpec, ctx: &CheckContext, rest_ms: f64, elapsed_ms: f64) -> Option<LogWord> {
+    line_word(c, ctx).or_else(|| gauge_word(ctx, rest_ms, elapsed_ms))
 }
 
-/// The sum of the samples of the Prometheus series `name` that carry the label pair `label` (`key="v"`)
+/// The sum of the samples of the Prometheus series (a counter or a gauge) `name` that carry the label pair `label` (`key="v"`)
 /// in the exposition `text`; None when there is none.
 pub fn counter(text: &str, name: &str, label: &str) -> Option<f64> {
     let mut sum = None;
@@ -202,28 +208,31 @@ pub fn counter(text: &str, name: &str, label: &str) -> Option<f64> {
     sum
 }
 
-/// The engine profile's aborted-request counter over the check (`/metrics` before and after): risen, the
-/// serve cancelled the dropped request; not risen, the drop went unnoticed. None when the profile names no
-/// counter or the evidence holds no `/metrics` pair with it.
-fn counter_word(ctx: &CheckContext) -> Option<LogWord> {
-    let (name, label) = ctx.engine.and_then(|e| e.profile().cancel_counter)?;
-    let (before, after) = ctx.metrics?;
-    let (b, a) = (counter(before, name, label)?, counter(after, name, label)?);
-    let series = format!("{name}{{{label}}}");
-    Some(if a > b {
+/// The engine profile's running-requests gauge read after the check: once `after` is answered only the
+/// dropped request could still run, and its rest (`rest_ms`) outlasts the time since the drop
+/// (`elapsed_ms`, `after`'s reply and the wait before the read) by far, so 0 shows it cancelled and more
+/// shows it going on. None when the profile names no gauge, the evidence holds no `/metrics` with it, or the
+/// rest is too short for the reading to tell (under twice the time since the drop).
+fn gauge_word(ctx: &CheckContext, rest_ms: f64, elapsed_ms: f64) -> Option<LogWord> {
+    let (name, label) = ctx.engine.and_then(|e| e.profile().cancel_gauge)?;
+    let (_, after) = ctx.metrics?;
+    let running = counter(after, name, label)?;
+    if rest_ms < 2.0 * elapsed_ms {
+        return None;
+    }
+    let series = quoted(name, 60);
+    Some(if running == 0.0 {
         LogWord {
             found: true,
             text: format!(
-                "the serve counted the dropped request aborted: /metrics {} {b} -> {a}",
-                quoted(&series, 80)
+                "the serve runs no request after the check (/metrics {series} 0, {elapsed_ms:.0} ms after the drop, {rest_ms:.0} ms before the dropped reply's end): it was cancelled"
             ),
         }
     } else {
         LogWord {
             found: false,
             text: format!(
-                "the serve's /metrics {} stayed {b} -> {a} over the check (contract/cancel/metrics.*.txt): the drop went unnoticed",
-                quoted(&series, 80)
+                "the serve still runs {running} request(s) after the check (/metrics {series}, contract/cancel/metrics.after.txt, {elapsed_ms:.0} ms after the drop): the dropped reply went on"
             ),
         }
     })

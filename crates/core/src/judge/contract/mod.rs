@@ -9,7 +9,7 @@
 //! time limit, a refused connection), a cut stream, a capped body, a malformed event or a body that is not
 //! JSON fails it with the reason ([`whole`]).
 
-mod cancel;
+pub mod cancel;
 mod checks;
 mod endpoints;
 mod features;
