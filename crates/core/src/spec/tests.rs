@@ -262,6 +262,35 @@ fn env_placeholders_expand_and_an_unset_one_is_refused_unless_required() {
 }
 
 #[test]
+fn warmup_is_rounds_or_a_count_of_requests_never_both() {
+    let three = GOOD.replace(
+        "prompts = [\"What is the capital of France?\"]",
+        "prompts = [\"a?\", \"b?\", \"c?\"]",
+    );
+    let g = parse_str(&three.replace("max_tokens = 16", "max_tokens = 16\nwarmup = 2")).unwrap();
+    assert_eq!((g.request.warmup, g.request.warmup_requests), (2, 6));
+    let g = parse_str(&three.replace("max_tokens = 16", "max_tokens = 16\nwarmup_requests = 1"))
+        .unwrap();
+    assert_eq!((g.request.warmup, g.request.warmup_requests), (0, 1));
+    let g = parse_str(&three).unwrap();
+    assert_eq!(g.request.warmup_requests, 0);
+    let e = parse_str(&three.replace(
+        "max_tokens = 16",
+        "max_tokens = 16\nwarmup = 1\nwarmup_requests = 1",
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("request.warmup_requests") && e.contains("not both"),
+        "{e}"
+    );
+    let e = parse_str(&three.replace("max_tokens = 16", "max_tokens = 16\nwarmup_requests = -1"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("request.warmup_requests"), "{e}");
+}
+
+#[test]
 fn wrong_type_is_named() {
     let bad = GOOD.replace("max_tokens = 16", "max_tokens = \"sixteen\"");
     let e = parse_str(&bad).unwrap_err().to_string();
