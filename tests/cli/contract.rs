@@ -634,6 +634,33 @@ fn models_passes_a_list_with_the_served_model_and_fails_a_model_object_without_c
 }
 
 #[test]
+fn check_refuses_a_log_line_outside_cancel_a_bad_regex_and_a_known_failure_named_twice() {
+    let text = check("expect = [\"stop\"]\n[contract.stop]\nlog_line = \"x\"");
+    assert!(
+        text.contains("only [contract.cancel] takes `log_line`"),
+        "{text}"
+    );
+    let text = check("expect = [\"cancel\"]\n[contract.cancel]\nlog_line = \"cancel (task\"");
+    assert!(
+        text.contains("contract.cancel.log_line") && text.contains("not a regex"),
+        "{text}"
+    );
+    let text = check("expect = [\"stop\"]\nknown_fail = [\"stop\"]");
+    assert!(text.contains("named twice"), "{text}");
+}
+
+#[test]
+fn a_known_failure_is_shown_and_lets_the_gate_pass_and_a_pass_under_known_fail_fails_it() {
+    let left_in = ok(&["1, 2, 3, 4, 5"], "stop");
+    let (text, _d, _) = run(r#"known_fail = ["stop"]"#, vec![left_in.clone(), left_in]);
+    assert_word(&text, "stop", "KNOWN-FAIL", "is in the text");
+    assert!(text.contains("RESULT: PASS"), "{text}");
+    let honoured = ok(&["1, 2, 3, 4, "], "stop");
+    let (text, _d, _) = run(r#"known_fail = ["stop"]"#, vec![honoured.clone(), honoured]);
+    assert_word(&text, "stop", "FAIL", "move it to expect");
+}
+
+#[test]
 fn check_refuses_settings_a_check_does_not_read() {
     let text = check("expect = [\"models\"]\n[contract.models]\nprompt = \"x\"");
     assert!(text.contains("it takes no `prompt`"), "{text}");
