@@ -790,9 +790,23 @@ fn cancel_passes_a_serve_that_frees_its_slot_when_the_client_drops_the_stream() 
     let text = cancel_run("log_line = 'srv +stop: cancel task'", |r| {
         r.drop_log = vec![LogLine::err("srv  stop: cancel task, id_task = 7")];
     });
-    assert_word(&text, "cancel", "PASS", "the slot was freed");
-    assert!(text.contains("the serve logged its cancellation"), "{text}");
+    // PASS with the line, whether or not the first token also came within the bound (a runner so busy that
+    // it did not still passes on the serve's word, never fails).
+    assert_word(&text, "cancel", "PASS", "the serve logged its cancellation");
     assert!(text.contains("\"dropped_after\": 4"), "{text}");
+}
+
+#[test]
+fn cancel_passes_on_timing_alone_where_no_cancellation_line_is_known() {
+    let text = cancel_run("", |_| {});
+    let l = line(&text, "cancel");
+    // The bound is 3 x 100 ms + 250 ms against a rest of 4 s: PASS, or INDETERMINATE on a runner too busy to
+    // answer within it; never FAIL.
+    assert!(
+        l.starts_with("contract.cancel PASS the slot was freed")
+            || l.starts_with("contract.cancel INDETERMINATE"),
+        "{text}"
+    );
 }
 
 #[test]
