@@ -730,6 +730,10 @@ closed_enum! {
         Share = "share",
         /// A count of requests (load runs).
         Requests = "requests",
+        /// Mebibytes (2^20 bytes): the serve's resident memory.
+        MiB = "MiB",
+        /// Milliseconds of CPU time per completion token.
+        MsPerToken = "ms/token",
     }
 }
 
@@ -768,6 +772,12 @@ closed_enum! {
         PeakConcurrency = "peak_concurrency",
         /// A sweep point's output throughput over c × that of concurrency 1.
         ScalingEfficiency = "scaling_efficiency",
+        /// The serve's start-up: spawn to the first ready answer (`run.json` `serve.ready_ms`).
+        ReadyMs = "ready_ms",
+        /// The serve's peak resident memory over its process group (`run.json` `serve.footprint`).
+        ServeRssPeak = "serve_rss_peak_mib",
+        /// The serve group's CPU time over the judged requests per completion token (`serve.footprint.cpu`).
+        ServeCpuPerToken = "serve_cpu_ms_per_token",
     }
 }
 
@@ -828,6 +838,9 @@ impl Metric {
             Metric::SloAttainment => SLO_ATTAINMENT,
             Metric::PeakConcurrency => PEAK_CONCURRENCY,
             Metric::ScalingEfficiency => SCALING_EFFICIENCY,
+            Metric::ReadyMs => READY_MS,
+            Metric::ServeRssPeak => SERVE_RSS_PEAK,
+            Metric::ServeCpuPerToken => SERVE_CPU_PER_TOKEN,
         }
     }
 
@@ -1051,6 +1064,45 @@ const SCALING_EFFICIENCY: MetricInfo = MetricInfo {
         record_name: None,
         definition: "output throughput at concurrency c / (c × output throughput at concurrency 1); 1 / c for a serve that serializes requests",
         source: "servegate (docs/load.md), the usual parallel-efficiency ratio",
+};
+
+const READY_MS: MetricInfo = MetricInfo {
+    metric: Metric::ReadyMs,
+    title: "start-up time",
+    unit: Unit::Ms,
+    decimals: 0,
+    record_decimals: 1,
+    better: Better::Lower,
+    figure_field: None,
+    record_name: None,
+    definition: "time from spawning the serve to the first HTTP 200 on its ready path (model load included); run.json serve.ready_ms, one value per run",
+    source: "servegate (docs/metrics.md); the model-load time llama.cpp and vLLM log, measured from outside",
+};
+
+const SERVE_RSS_PEAK: MetricInfo = MetricInfo {
+    metric: Metric::ServeRssPeak,
+    title: "serve peak memory",
+    unit: Unit::MiB,
+    decimals: 1,
+    record_decimals: 1,
+    better: Better::Lower,
+    figure_field: None,
+    record_name: None,
+    definition: "sum over the serve's processes (its group, its descendants, the run-tagged) of each one's resident high-water mark: VmHWM sampled from /proc, the leader's at least its wait4 ru_maxrss; an upper bound of the group's simultaneous peak, exact for one process; run.json serve.footprint",
+    source: "Linux proc(5) VmHWM, getrusage(2) ru_maxrss (as GNU time's maximum resident set size)",
+};
+
+const SERVE_CPU_PER_TOKEN: MetricInfo = MetricInfo {
+    metric: Metric::ServeCpuPerToken,
+    title: "serve CPU per token",
+    unit: Unit::MsPerToken,
+    decimals: 2,
+    record_decimals: 3,
+    better: Better::Lower,
+    figure_field: None,
+    record_name: None,
+    definition: "user + system CPU of the serve's processes (/proc/PID/stat utime+stime+cutime+cstime) from before the first judged request to after the last (warmup excluded) / the completion tokens of those requests; the window's wall time beside it",
+    source: "Linux proc(5) stat; servegate (docs/metrics.md)",
 };
 
 /// A bound a figure assertion compares the median with: the metric it bounds, its value and unit, and whether

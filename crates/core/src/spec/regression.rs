@@ -183,6 +183,8 @@ pub fn per_request(m: Metric) -> bool {
         | Metric::SloAttainment
         | Metric::PeakConcurrency
         | Metric::ScalingEfficiency => false,
+        // One value per run (the serve's footprint).
+        Metric::ReadyMs | Metric::ServeRssPeak | Metric::ServeCpuPerToken => false,
     }
 }
 

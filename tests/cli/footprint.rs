@@ -1,0 +1,152 @@
+//! The serve's footprint (issue 31) against a scripted serve whose cost is known exactly (`Script::cost`,
+//! src/replay/scripted.rs): it holds N MiB itself and M MiB in a forked child of its group, burns a known
+//! CPU time per chat request on its own thread's CPU clock, and sleeps before it listens and before it is
+//! ready. `run.json` `serve.footprint` and `serve.ready_ms` must state them within the tolerances below.
+//!
+//! Tolerances are one-sided where the truth is a floor, and wide on the side a busy 2-core runner can move:
+//! * memory: each process's high-water mark is the kernel's (load cannot lower or raise it); above the held
+//!   MiB is what the scripted serve's binary and heap hold besides (measured 5-12 MiB per process on a debug
+//!   build), so the figure must lie in [held, held + 60 MiB];
+//! * CPU: the busy loop is timed on the thread's own CPU clock, so a busy machine stretches its wall time,
+//!   never its CPU; the counters tick at 10 ms per process, and the serve's HTTP handling and its parent
+//!   watchdog (a poll every 100 ms) add a little, so the window's CPU must lie in [truth − 30 ms, truth +
+//!   150 ms], and a warmup request's burn counted in it would push it past that;
+//! * start-up: the sleeps are floors (a busy runner only lengthens them); the upper bound allows 10 s.
+
+use std::path::{Path, PathBuf};
+
+use servegate::replay::scripted::{Cost, Script};
+
+use crate::fixtures;
+
+/// Held by the serve itself, MiB.
+const ALLOC_MIB: u64 = 160;
+/// Held by its forked child, MiB.
+const CHILD_MIB: u64 = 96;
+/// CPU burnt per chat request, ms.
+const CPU_MS: f64 = 150.0;
+/// Judged requests (one prompt, repeats), after one warmup.
+const REPEATS: u32 = 4;
+/// ms slept before listening, then before `/health` says ready.
+const LISTEN_DELAY_MS: f64 = 300.0;
+const READY_AFTER_MS: f64 = 400.0;
+
+/// The scripted serve with the known cost: [`fixtures::chat_script`] replying eight words.
+fn costly_script() -> Script {
+    let mut s = fixtures::chat_script("Paris is the capital and largest city of France.");
+    s.cost = Cost {
+        alloc_mib: ALLOC_MIB,
+        child_alloc_mib: CHILD_MIB,
+        cpu_ms_per_chat: CPU_MS,
+    };
+    s.start.listen_delay_ms = LISTEN_DELAY_MS;
+    s.health.ready_after_ms = READY_AFTER_MS;
+    s
+}
+
+/// A gate starting `script`, one warmup and [`REPEATS`] judged requests, with `asserts` appended.
+fn gate(dir: &Path, script: &Script, asserts: &str) -> PathBuf {
+    let text = format!(
+        r#"[gate]
+name = "footprint"
+[serve]
+command = {serve}
+ready_timeout_s = 30
+stop_grace_s = 2
+[request]
+model = "fake-chat"
+max_tokens = 16
+timeout_s = 30
+warmup = 1
+repeats = {REPEATS}
+prompts = ["What is the capital of France?"]
+[assert.content]
+{asserts}
+"#,
+        serve = fixtures::scripted_command(script)
+    );
+    let p = dir.join("footprint.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Runs `gate`; (exit code, stdout, run.json).
+fn run(gate: &Path, runs: &Path) -> (i32, String, serde_json::Value) {
+    let out = fixtures::clean(&mut fixtures::servegate())
+        .args(["run", "--runs"])
+        .arg(runs)
+        .arg(gate)
+        .output()
+        .unwrap();
+    let stdout = fixtures::text(&out);
+    let dir = fixtures::evidence_dir(&stdout);
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    (out.status.code().unwrap_or(-1), stdout, run)
+}
+
+#[test]
+fn the_footprint_of_a_serve_of_known_cost_is_measured_within_tolerance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), &costly_script(), "");
+    let (code, stdout, run) = run(&g, &tmp.path().join("runs"));
+    assert_eq!(code, 0, "{stdout}");
+    let serve = &run["serve"];
+    let fp = &serve["footprint"];
+    eprintln!("ready_ms {} footprint {fp}", serve["ready_ms"]);
+
+    // Start-up: at least the two sleeps.
+    let ready = serve["ready_ms"].as_f64().unwrap();
+    assert!(
+        (LISTEN_DELAY_MS + READY_AFTER_MS..10_000.0).contains(&ready),
+        "{ready}"
+    );
+
+    // Memory: the leader and its forked child, each named, each at least what it holds.
+    let procs = fp["processes"].as_array().unwrap();
+    let leader = procs.iter().find(|p| p["how"] == "leader").unwrap();
+    let child = procs.iter().find(|p| p["how"] == "group").unwrap();
+    assert_eq!(leader["pid"].as_u64(), serve["pid"].as_u64(), "{fp}");
+    let (lm, cm) = (
+        leader["hwm_mib"].as_f64().unwrap(),
+        child["hwm_mib"].as_f64().unwrap(),
+    );
+    assert!(
+        (ALLOC_MIB as f64..ALLOC_MIB as f64 + 60.0).contains(&lm),
+        "{fp}"
+    );
+    assert!(
+        (CHILD_MIB as f64..CHILD_MIB as f64 + 60.0).contains(&cm),
+        "{fp}"
+    );
+    let peak = fp["rss_peak_mib"].as_f64().unwrap();
+    let held = (ALLOC_MIB + CHILD_MIB) as f64;
+    assert!((held..held + 60.0).contains(&peak), "{fp}");
+    assert!((peak - lm - cm).abs() < 0.2 || procs.len() > 2, "{fp}");
+    assert!(
+        fp["rss_bound"].as_str().unwrap().starts_with("upper bound"),
+        "{fp}"
+    );
+    let sampled = fp["rss_sampled_mib"].as_f64().unwrap();
+    assert!(sampled >= held && sampled <= peak, "{fp}");
+    // wait4's ru_maxrss of the leader: at least what it held.
+    assert!(
+        fp["leader_maxrss_mib"].as_f64().unwrap() >= ALLOC_MIB as f64,
+        "{fp}"
+    );
+
+    // CPU: the judged requests' burn, the warmup's not.
+    let cpu = &fp["cpu"];
+    let truth = CPU_MS * REPEATS as f64;
+    let cpu_ms = cpu["cpu_ms"].as_f64().unwrap();
+    assert!(
+        (truth - 30.0..truth + 150.0).contains(&cpu_ms),
+        "cpu {cpu_ms} ms vs truth {truth} ms: {cpu}"
+    );
+    assert_eq!(
+        cpu["first_index"], 1,
+        "the warmup (request 00) is outside the window"
+    );
+    assert_eq!(cpu["last_index"], REPEATS as u64);
+    assert!(cpu["wall_ms"].as_f64().unwrap() >= truth * 0.9, "{cpu}");
+}
