@@ -88,9 +88,22 @@ fn run(gate: &Path, runs: &Path) -> (i32, String, serde_json::Value) {
 #[test]
 fn the_footprint_of_a_serve_of_known_cost_is_measured_within_tolerance() {
     let tmp = tempfile::tempdir().unwrap();
-    let g = gate(tmp.path(), &costly_script(), "");
+    // Limits with room: each trial passes and states its value.
+    let asserts = "[assert.ready]\nlimit_ms = 20000\n[assert.memory]\nlimit_mib = 1000\n[assert.cpu]\nlimit_ms_per_token = 1000\n";
+    let g = gate(tmp.path(), &costly_script(), asserts);
     let (code, stdout, run) = run(&g, &tmp.path().join("runs"));
     assert_eq!(code, 0, "{stdout}");
+    for name in ["ready", "memory", "cpu"] {
+        assert!(
+            stdout.contains(&format!("{name} PASS ")),
+            "{name}: {stdout}"
+        );
+    }
+    // 9 words a reply, 4 judged replies: 36 completion tokens.
+    assert!(
+        stdout.contains("over 36 completion tokens of requests 01-04"),
+        "{stdout}"
+    );
     let serve = &run["serve"];
     let fp = &serve["footprint"];
     eprintln!("ready_ms {} footprint {fp}", serve["ready_ms"]);
@@ -149,4 +162,88 @@ fn the_footprint_of_a_serve_of_known_cost_is_measured_within_tolerance() {
     );
     assert_eq!(cpu["last_index"], REPEATS as u64);
     assert!(cpu["wall_ms"].as_f64().unwrap() >= truth * 0.9, "{cpu}");
+}
+
+/// Limits the known cost exceeds fail, each naming its value; the memory of two processes states its bounds.
+#[test]
+fn a_serve_over_its_footprint_limits_fails_each_trial() {
+    let tmp = tempfile::tempdir().unwrap();
+    // ready >= 700 ms > 500; memory: even the sampled lower bound (>= 256 MiB held) > 200; CPU:
+    // 600 ms / 36 tokens = 16.7 ms/token > 5.
+    let asserts = "[assert.ready]\nlimit_ms = 500\n[assert.memory]\nlimit_mib = 200\n[assert.cpu]\nlimit_ms_per_token = 5\n";
+    let g = gate(tmp.path(), &costly_script(), asserts);
+    let (code, stdout, _) = run(&g, &tmp.path().join("runs"));
+    assert_eq!(code, 1, "{stdout}");
+    for name in ["ready", "memory", "cpu"] {
+        assert!(
+            stdout.contains(&format!("{name} FAIL ")),
+            "{name}: {stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("upper bound: the sum of 2 processes"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("(leader)") && stdout.contains("(group)"),
+        "{stdout}"
+    );
+}
+
+/// A serve reached at its `url` (not started by servegate) has no footprint: each trial is INDETERMINATE
+/// and says why, never a 0 that passes.
+#[test]
+fn a_url_serve_has_no_footprint_and_its_trials_say_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = servegate::io::port::free_port("127.0.0.1").unwrap();
+    let mut serve = fixtures::servegate()
+        .args(
+            fixtures::scripted_argv(
+                &fixtures::chat_script("Paris."),
+                "127.0.0.1",
+                &port.to_string(),
+            )[1..]
+                .iter(),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let text = format!(
+        r#"[gate]
+name = "footprint-url"
+[serve]
+url = "http://127.0.0.1:{port}"
+ready_timeout_s = 30
+[request]
+model = "fake-chat"
+max_tokens = 8
+timeout_s = 30
+prompts = ["What is the capital of France?"]
+[assert.content]
+[assert.ready]
+limit_ms = 1000
+[assert.memory]
+limit_mib = 1000
+[assert.cpu]
+limit_ms_per_token = 1000
+"#
+    );
+    let g = tmp.path().join("url.toml");
+    std::fs::write(&g, text).unwrap();
+    let (code, stdout, run) = run(&g, &tmp.path().join("runs"));
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert_ne!(
+        code, 0,
+        "an INDETERMINATE trial fails the gate by default: {stdout}"
+    );
+    for name in ["ready", "memory", "cpu"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.contains(&format!("{name} INDETERMINATE ")))
+            .unwrap_or_else(|| panic!("{name}: {stdout}"));
+        assert!(line.contains("not started by servegate"), "{line}");
+    }
+    assert!(run["serve"].get("footprint").is_none(), "{run}");
 }

@@ -82,6 +82,13 @@ closed_enum! {
         FirstToken = "first_token",
         /// `[assert.tpot]`: median TPOT at most a limit (ms).
         Tpot = "tpot",
+        /// `[assert.ready]`: the serve's start-up time (spawn to ready) at most a limit (ms).
+        Ready = "ready",
+        /// `[assert.memory]`: the serve's peak resident memory over its processes at most a limit (MiB).
+        Memory = "memory",
+        /// `[assert.cpu]`: the serve's CPU per completion token over the judged requests at most a limit
+        /// (ms/token): a second route check where the fast route runs off the host CPU.
+        Cpu = "cpu",
         /// `[assert.content]`: every reply has sane content.
         Content = "content",
         /// `[assert.known_answer]`: replies match a regex.
@@ -105,9 +112,19 @@ closed_enum! {
 }
 
 impl AssertionKind {
-    /// True when it needs a streamed reply (token arrival times): the figure assertions.
+    /// True when it needs a streamed reply (token arrival times): the figure assertions on replies (not the
+    /// serve's footprint).
     pub const fn needs_stream(self) -> bool {
-        self.metric().is_some()
+        self.metric().is_some() && !self.footprint()
+    }
+
+    /// True for the assertions on the serve's footprint (`ready`, `memory`, `cpu`): one value per run, read
+    /// from `run.json` `serve.ready_ms` and `serve.footprint`, not from the replies' timings.
+    pub const fn footprint(self) -> bool {
+        matches!(
+            self,
+            AssertionKind::Ready | AssertionKind::Memory | AssertionKind::Cpu
+        )
     }
 
     /// True when a pair gate may declare it (the others judge one serve's figures or log).
@@ -122,6 +139,9 @@ impl AssertionKind {
             | AssertionKind::Rate
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
+            | AssertionKind::Ready
+            | AssertionKind::Memory
+            | AssertionKind::Cpu
             | AssertionKind::Drift
             | AssertionKind::Load
             | AssertionKind::Contract => false,
@@ -135,6 +155,9 @@ impl AssertionKind {
             AssertionKind::Rate => Some(Metric::DecodeRate),
             AssertionKind::FirstToken => Some(Metric::Ttft),
             AssertionKind::Tpot => Some(Metric::Tpot),
+            AssertionKind::Ready => Some(Metric::ReadyMs),
+            AssertionKind::Memory => Some(Metric::ServeRssPeak),
+            AssertionKind::Cpu => Some(Metric::ServeCpuPerToken),
             AssertionKind::Route
             | AssertionKind::Content
             | AssertionKind::KnownAnswer

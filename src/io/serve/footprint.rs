@@ -149,10 +149,17 @@ impl Sampler {
     /// reaped. The CPU window is the runner's (`cpu` None here).
     pub(crate) fn footprint(&self, leader_maxrss_kib: Option<u64>) -> Footprint {
         let st = lock(&self.state);
-        let mut processes: Vec<FootprintProcess> = st
+        // A process whose memory was never read (it exited between the scan and the read: a fork about to
+        // exec, a subshell) holds nothing the figures could state.
+        let covered: Vec<&Covered> = st
             .covered
             .iter()
-            .map(|(_, c)| {
+            .map(|(_, c)| c)
+            .filter(|c| c.hwm_kib > 0 || (c.pid == self.leader && leader_maxrss_kib > Some(0)))
+            .collect();
+        let mut processes: Vec<FootprintProcess> = covered
+            .iter()
+            .map(|c| {
                 let mut kib = c.hwm_kib;
                 if c.pid == self.leader {
                     kib = kib.max(leader_maxrss_kib.unwrap_or(0));
@@ -176,9 +183,9 @@ impl Sampler {
             }
         }
         let total_kib: Option<u64> = (!processes.is_empty()).then(|| {
-            st.covered
+            covered
                 .iter()
-                .map(|(_, c)| {
+                .map(|c| {
                     if c.pid == self.leader {
                         c.hwm_kib.max(leader_maxrss_kib.unwrap_or(0))
                     } else {
@@ -188,6 +195,8 @@ impl Sampler {
                 .sum::<u64>()
                 .max(leader_maxrss_kib.unwrap_or(0))
         });
+        // Never a 0 that reads as a figure.
+        let total_kib = total_kib.filter(|k| *k > 0);
         let rss_bound = match processes.len() {
             0 => String::new(),
             1 => "exact: one process, its own high-water mark".to_string(),
@@ -258,7 +267,14 @@ fn sample_into(state: &Mutex<State>, leader: u32, tag: Option<&str>) {
         let key = (f.pid, f.stat.starttime);
         let hwm = hwm.or(rss).unwrap_or(0);
         match st.covered.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, c)) => c.hwm_kib = c.hwm_kib.max(hwm),
+            Some((_, c)) => {
+                c.hwm_kib = c.hwm_kib.max(hwm);
+                // An exec keeps the pid and changes the name (a wrapper script exec'ing the serve).
+                let name = procfs::comm(f.pid);
+                if !name.is_empty() {
+                    c.name = name;
+                }
+            }
             None => {
                 let name = procfs::comm(f.pid);
                 st.covered.push((

@@ -18,6 +18,7 @@ mod content;
 pub mod contract;
 mod drift;
 mod figure;
+mod footprint;
 pub mod load;
 pub mod max_tokens;
 pub mod outcome;
@@ -163,6 +164,13 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
             | AssertionKind::Tpot
             | AssertionKind::Content
             | AssertionKind::KnownAnswer => judge_request_assertion(name, gate, &judged, &acct),
+            AssertionKind::Ready | AssertionKind::Memory | AssertionKind::Cpu => {
+                let mut v = footprint::judge(name, gate, evidence);
+                if let Some(f) = &acct.serve_failure {
+                    fail_for_serve(&mut v, f, acct.serve_failure_code);
+                }
+                v
+            }
             AssertionKind::Drift => {
                 let mut v = drift::judge_drift(gate, evidence, &inputs.drift);
                 if let Some(f) = &acct.serve_failure {
@@ -222,6 +230,9 @@ fn judge_request_assertion(
         AssertionKind::Content => judge_content(gate, judged, acct),
         AssertionKind::KnownAnswer => judge_known_answer(gate, judged, acct),
         AssertionKind::Route
+        | AssertionKind::Ready
+        | AssertionKind::Memory
+        | AssertionKind::Cpu
         | AssertionKind::Ratio
         | AssertionKind::SameAnswers
         | AssertionKind::Drift

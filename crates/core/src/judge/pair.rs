@@ -117,6 +117,9 @@ pub(super) fn judge_pair_unmasked(
             | AssertionKind::Rate
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
+            | AssertionKind::Ready
+            | AssertionKind::Memory
+            | AssertionKind::Cpu
             | AssertionKind::Drift
             | AssertionKind::Load
             | AssertionKind::Contract => {

@@ -241,6 +241,30 @@ pub struct TpotAssert {
     pub limit_ms: f64,
 }
 
+/// `[assert.ready]`: the serve's start-up time (`run.json` `serve.ready_ms`: spawn to the first 200 on its
+/// ready path) at most a limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadyAssert {
+    /// Limit, ms, > 0.
+    pub limit_ms: f64,
+}
+
+/// `[assert.memory]`: the serve's peak resident memory over its processes (`serve.footprint.rss_peak_mib`)
+/// at most a limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryAssert {
+    /// Limit, MiB, > 0.
+    pub limit_mib: f64,
+}
+
+/// `[assert.cpu]`: the serve's CPU per completion token over the judged requests (`serve.footprint.cpu`)
+/// at most a limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuAssert {
+    /// Limit, ms of CPU per completion token, > 0.
+    pub limit_ms_per_token: f64,
+}
+
 /// `[assert.content]`: every judged reply has non-empty, non-degenerate content and no error.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -370,6 +394,12 @@ pub struct Assertions {
     pub first_token: Option<FirstTokenAssert>,
     /// `tpot`
     pub tpot: Option<TpotAssert>,
+    /// `ready` (the serve's start-up)
+    pub ready: Option<ReadyAssert>,
+    /// `memory` (the serve's peak resident memory)
+    pub memory: Option<MemoryAssert>,
+    /// `cpu` (the serve's CPU per token)
+    pub cpu: Option<CpuAssert>,
     /// `content`
     pub content: Option<ContentAssert>,
     /// `known_answer`
@@ -392,6 +422,9 @@ impl Assertions {
             AssertionKind::Rate => self.rate.is_some(),
             AssertionKind::FirstToken => self.first_token.is_some(),
             AssertionKind::Tpot => self.tpot.is_some(),
+            AssertionKind::Ready => self.ready.is_some(),
+            AssertionKind::Memory => self.memory.is_some(),
+            AssertionKind::Cpu => self.cpu.is_some(),
             AssertionKind::Content => self.content.is_some(),
             AssertionKind::KnownAnswer => self.known_answer.is_some(),
             AssertionKind::Ratio => self.ratio.is_some(),

@@ -161,6 +161,9 @@ pub(super) struct RawAssertions {
     pub(super) rate: Option<RawRate>,
     pub(super) first_token: Option<RawFirstToken>,
     pub(super) tpot: Option<RawTpot>,
+    pub(super) ready: Option<RawReady>,
+    pub(super) memory: Option<RawMemory>,
+    pub(super) cpu: Option<RawCpu>,
     pub(super) content: Option<ContentAssert>,
     pub(super) known_answer: Option<RawKnownAnswer>,
     pub(super) ratio: Option<RawRatio>,
@@ -215,6 +218,24 @@ pub(super) struct RawFirstToken {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTpot {
     pub(super) limit_ms: Spanned<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawReady {
+    pub(super) limit_ms: Spanned<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMemory {
+    pub(super) limit_mib: Spanned<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCpu {
+    pub(super) limit_ms_per_token: Spanned<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

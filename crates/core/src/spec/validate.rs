@@ -263,6 +263,9 @@ impl Validator<'_> {
             rate: a.rate.map(|r| self.rate(&r)).transpose()?,
             first_token: a.first_token.map(|f| self.first_token(&f)).transpose()?,
             tpot: a.tpot.map(|t| self.tpot(&t)).transpose()?,
+            ready: a.ready.map(|r| self.ready(&r)).transpose()?,
+            memory: a.memory.map(|m| self.memory(&m)).transpose()?,
+            cpu: a.cpu.map(|c| self.cpu(&c)).transpose()?,
             ..Default::default()
         };
         self.streamed(&request, &assertions)?;
@@ -411,7 +414,7 @@ impl Validator<'_> {
             return Err(self.err(0..0, "load", "a pair gate cannot also be a load gate"));
         }
         if assertions.names().is_empty() && load.is_none() && !contract {
-            return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.tpot], [assert.content], [assert.known_answer], [contract])"));
+            return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.tpot], [assert.ready], [assert.memory], [assert.cpu], [assert.content], [assert.known_answer], [contract])"));
         }
 
         if load.is_some() {

@@ -1,0 +1,218 @@
+//! The serve's footprint (`ready`, `memory`, `cpu`): one value per run against the gate's limit, each from
+//! `analysis::footprint` (`run.json` `serve.ready_ms` and `serve.footprint`, measured by the runner,
+//! docs/metrics.md "The serve's footprint"). A figure the evidence does not hold (a `url` serve servegate
+//! did not start, a kernel that gave nothing, older evidence) is INDETERMINATE with the reason, never read as
+//! 0. Where the figure is known only within bounds (memory over several processes: the sampled lower bound
+//! and the sum of high-water marks; CPU: the counters' tick per process), a limit inside those bounds is
+//! INDETERMINATE.
+
+use crate::analysis::footprint as fp;
+use crate::analysis::Evidence;
+use crate::evidence::footprint::Footprint;
+use crate::spec::GateSpec;
+use crate::text::shown;
+use crate::vocab::{AssertionKind, Metric};
+
+use super::verdict::{Outcome, Verdict};
+
+/// The footprint trial `kind` (`ready`, `memory` or `cpu`; any other kind is not one: FAIL saying so).
+pub(super) fn judge(kind: AssertionKind, gate: &GateSpec, evidence: &Evidence) -> Verdict {
+    match kind {
+        AssertionKind::Ready => judge_ready(gate, evidence),
+        AssertionKind::Memory => judge_memory(gate, evidence),
+        AssertionKind::Cpu => judge_cpu(gate, evidence),
+        AssertionKind::Route
+        | AssertionKind::Rate
+        | AssertionKind::FirstToken
+        | AssertionKind::Tpot
+        | AssertionKind::Content
+        | AssertionKind::KnownAnswer
+        | AssertionKind::Ratio
+        | AssertionKind::SameAnswers
+        | AssertionKind::Drift
+        | AssertionKind::Load
+        | AssertionKind::Regression
+        | AssertionKind::Contract => Verdict::new(kind, Outcome::Fail, "not a footprint assertion"),
+    }
+}
+
+/// The figure's value formatted with its metric's decimals.
+fn fmt(m: Metric, v: f64) -> String {
+    let d = m.info().decimals;
+    format!("{v:.d$}")
+}
+
+/// A verdict carrying its one value.
+fn with_value(kind: AssertionKind, outcome: Outcome, details: String, value: f64) -> Verdict {
+    let mut v = Verdict::new(kind, outcome, details);
+    v.values = vec![Some(value)];
+    v.median = Some(value);
+    v
+}
+
+/// INDETERMINATE for want of the figure: `why` and `n=0 of 1`.
+fn missing(kind: AssertionKind, why: String) -> Verdict {
+    Verdict::new(kind, Outcome::Indeterminate, format!("{why} (n=0 of 1)"))
+}
+
+/// `[assert.ready]`: `run.json` `serve.ready_ms` at most the limit.
+fn judge_ready(gate: &GateSpec, evidence: &Evidence) -> Verdict {
+    let kind = AssertionKind::Ready;
+    let m = Metric::ReadyMs;
+    let limit = gate.assertions.ready.as_ref().map_or(0.0, |r| r.limit_ms);
+    let ms = match fp::ready_ms(evidence) {
+        Ok(ms) => ms,
+        Err(why) => return missing(kind, why),
+    };
+    let outcome = if ms <= limit {
+        Outcome::Pass
+    } else {
+        Outcome::Fail
+    };
+    let changes = evidence.run.serve.ready_timeline.len();
+    with_value(
+        kind,
+        outcome,
+        format!(
+            "{} ms from spawn to the first 200 on the ready path (limit {}; {changes} readiness state change(s); n=1 of 1 start)",
+            fmt(m, ms),
+            fmt(m, limit)
+        ),
+        ms,
+    )
+}
+
+/// `pid 12 servegate (leader) 182.2` for each covered process.
+fn processes(f: &Footprint) -> String {
+    f.processes
+        .iter()
+        .map(|p| {
+            format!(
+                "pid {} {} ({}) {:.1}",
+                p.pid,
+                shown(&p.name),
+                shown(&p.how),
+                p.hwm_mib
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `[assert.memory]`: the peak resident memory at most the limit. With several processes the stated peak is
+/// an upper bound and the largest sampled sum a lower one: PASS when the upper bound is within the limit,
+/// FAIL when the lower bound is over it, INDETERMINATE between.
+fn judge_memory(gate: &GateSpec, evidence: &Evidence) -> Verdict {
+    let kind = AssertionKind::Memory;
+    let m = Metric::ServeRssPeak;
+    let limit = gate.assertions.memory.as_ref().map_or(0.0, |a| a.limit_mib);
+    let peak = match fp::rss_peak_mib(evidence) {
+        Ok(p) => p,
+        Err(why) => return missing(kind, why),
+    };
+    let Ok(f) = fp::footprint(evidence, "peak memory") else {
+        return missing(kind, "no peak memory".into());
+    };
+    let lower = f.rss_sampled_mib.unwrap_or(0.0).min(peak);
+    let exact = f.processes.len() <= 1;
+    let outcome = if peak <= limit {
+        Outcome::Pass
+    } else if exact || lower > limit {
+        Outcome::Fail
+    } else {
+        Outcome::Indeterminate
+    };
+    let bound = if exact {
+        "one process, its own high-water mark".to_string()
+    } else {
+        format!(
+            "upper bound: the sum of {} processes' high-water marks; sampled lower bound {} MiB",
+            f.processes.len(),
+            fmt(m, lower)
+        )
+    };
+    let between = if outcome == Outcome::Indeterminate {
+        "; the limit lies between the bounds: the processes' peaks may or may not have coincided"
+    } else {
+        ""
+    };
+    with_value(
+        kind,
+        outcome,
+        format!(
+            "peak {} MiB (limit {}; {bound}{between}; processes: {}; {} samples every {} ms; n=1 of 1 run)",
+            fmt(m, peak),
+            fmt(m, limit),
+            processes(f),
+            f.samples,
+            f.sample_every_ms
+        ),
+        peak,
+    )
+}
+
+/// `[assert.cpu]`: the serve's CPU over the judged window per completion token of the judged requests in
+/// it, at most the limit. The counters tick per process (10 ms at 100 Hz), so the CPU is known within one
+/// tick per process read: a limit inside that interval is INDETERMINATE.
+fn judge_cpu(gate: &GateSpec, evidence: &Evidence) -> Verdict {
+    let kind = AssertionKind::Cpu;
+    let m = Metric::ServeCpuPerToken;
+    let limit = gate
+        .assertions
+        .cpu
+        .as_ref()
+        .map_or(0.0, |c| c.limit_ms_per_token);
+    let c = match fp::cpu_per_token(evidence) {
+        Ok(c) => c,
+        Err(why) => return missing(kind, why),
+    };
+    let outcome = if c.hi <= limit {
+        Outcome::Pass
+    } else if c.lo > limit {
+        Outcome::Fail
+    } else {
+        Outcome::Indeterminate
+    };
+    let w = &c.window;
+    let tick_ms = 1000.0 / w.clk_tck.max(1) as f64;
+    let between = if outcome == Outcome::Indeterminate {
+        format!(
+            "; within the counters' resolution ({}-{} ms/token: one {tick_ms:.0} ms tick per process) the limit cannot be decided: more requests or max_tokens would",
+            fmt(m, c.lo),
+            fmt(m, c.hi)
+        )
+    } else {
+        String::new()
+    };
+    let est = if c.estimated.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = c.estimated.iter().map(|i| format!("{i:02}")).collect();
+        format!(
+            "; token-chunk counts for request(s) {} (no usage from the serve)",
+            list.join(", ")
+        )
+    };
+    let cores = if w.wall_ms > 0.0 {
+        w.cpu_ms / w.wall_ms
+    } else {
+        0.0
+    };
+    with_value(
+        kind,
+        outcome,
+        format!(
+            "{} ms/token (limit {}; {:.0} ms CPU over {} completion tokens of requests {:02}-{:02}; wall {:.0} ms, {cores:.2} cores busy; {} process(es){between}{est}; n={} judged requests)",
+            fmt(m, c.per_token),
+            fmt(m, limit),
+            w.cpu_ms,
+            c.tokens,
+            w.first_index,
+            w.last_index,
+            w.wall_ms,
+            w.pids_start.max(w.pids_end),
+            c.requests
+        ),
+        c.per_token,
+    )
+}
