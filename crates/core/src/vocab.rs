@@ -867,6 +867,15 @@ impl Metric {
         }
     }
 
+    /// True for the serve's footprint figures, one value per run (`run.json` `serve.ready_ms`,
+    /// `serve.footprint`), not per reply: `ready_ms`, `serve_rss_peak_mib`, `serve_cpu_ms_per_token`.
+    pub const fn per_run(self) -> bool {
+        matches!(
+            self,
+            Metric::ReadyMs | Metric::ServeRssPeak | Metric::ServeCpuPerToken
+        )
+    }
+
     /// The metric a record's `metric` names, or None.
     pub fn from_record_name(name: &str) -> Option<Metric> {
         Metric::ALL

@@ -141,15 +141,7 @@ pub fn cpu_per_token(ev: &Evidence) -> Result<CpuPerToken, String> {
     })
 }
 
-/// True for the metrics with one value per run, read here (not per reply).
-pub const fn per_run(m: Metric) -> bool {
-    matches!(
-        m,
-        Metric::ReadyMs | Metric::ServeRssPeak | Metric::ServeCpuPerToken
-    )
-}
-
-/// The run's value of a per-run footprint metric ([`per_run`]), or why it has none (and for any other metric:
+/// The run's value of a per-run footprint metric ([`Metric::per_run`]), or why it has none (and for any other metric:
 /// not a per-run figure).
 pub fn run_value(ev: &Evidence, m: Metric) -> Result<f64, String> {
     match m {

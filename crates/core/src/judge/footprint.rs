@@ -216,3 +216,121 @@ fn judge_cpu(gate: &GateSpec, evidence: &Evidence) -> Verdict {
         c.per_token,
     )
 }
+
+/// `[assert.regression]` on a per-run footprint metric ([`Metric::per_run`]): this run's one value against
+/// the stored baseline's windows, one value each. The windows' range is the between-run spread of the
+/// baseline; the change is stated as an interval against both ends of it, and decided in three states: PASS
+/// when even against the best window the value is within the allowed change δ (`max_drop_pct`: for a
+/// lower-is-better figure, at most `1 + δ` times it), FAIL when even against the worst window it is beyond
+/// δ, INDETERMINATE between (the baseline's own spread cannot tell). At least two windows are needed.
+pub(super) fn judge_regression(
+    r: &crate::spec::RegressionAssert,
+    evidence: &Evidence,
+    input: Option<&crate::analysis::baseline_values::BaselineValues>,
+) -> Verdict {
+    use crate::analysis::baseline_values::BaselineValues;
+    let kind = AssertionKind::Regression;
+    let m = r.metric;
+    let unit = m.info().unit;
+    if let Some(v) = super::regression::not_compared(r, input) {
+        return v;
+    }
+    let Some(BaselineValues::Stored {
+        dir,
+        windows,
+        load,
+        release,
+        ..
+    }) = input
+    else {
+        return Verdict::new(
+            kind,
+            Outcome::Fail,
+            format!(
+                "{} is one value per run: it is compared with stored baseline windows only",
+                r.label
+            ),
+        );
+    };
+    let cand = match fp::run_value(evidence, m) {
+        Ok(v) => v,
+        Err(why) => return missing(kind, why),
+    };
+    let base: Vec<f64> = windows
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    let design = format!(
+        "stored baseline {} ({} window{}{})",
+        dir.display(),
+        windows.len(),
+        if windows.len() == 1 { "" } else { "s" },
+        load.map(|(run, base)| format!(
+            ", host load {run:.1} per CPU at this run vs {base:.1} at the baseline"
+        ))
+        .unwrap_or_default()
+    );
+    if base.len() < 2 {
+        let mut v = Verdict::new(
+            kind,
+            Outcome::Indeterminate,
+            format!(
+                "{} {} {unit}: the baseline has {} window(s) with this figure, and its between-run spread needs at least 2 (bless more windows, from runs that measured the footprint); {design}",
+                r.label,
+                fmt(m, cand),
+                base.len()
+            ),
+        );
+        v.values = vec![Some(cand)];
+        v.median = Some(cand);
+        return v;
+    }
+    let lo = base.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = base.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let d = r.max_drop_pct / 100.0;
+    let higher = m.info().better == crate::vocab::Better::Higher;
+    // The change against each end of the baseline's spread, as a fraction (+ is more).
+    let (vs_hi, vs_lo) = (cand / hi - 1.0, cand / lo - 1.0);
+    let outcome = if higher {
+        if cand >= hi * (1.0 - d) {
+            Outcome::Pass
+        } else if cand < lo * (1.0 - d) {
+            Outcome::Fail
+        } else {
+            Outcome::Indeterminate
+        }
+    } else if cand <= lo * (1.0 + d) {
+        Outcome::Pass
+    } else if cand > hi * (1.0 + d) {
+        Outcome::Fail
+    } else {
+        Outcome::Indeterminate
+    };
+    let allowed = if higher { "max drop" } else { "max rise" };
+    let between = if outcome == Outcome::Indeterminate {
+        "; within the baseline's own spread the change cannot be decided: bless windows from quieter runs, or a wider δ"
+    } else {
+        ""
+    };
+    let mut details = format!(
+        "{} {} {unit} vs the baseline's {}-{} {unit} ({:+.1} % to {:+.1} %; {allowed} {} %{between}; n=1 run vs {} windows); {design}",
+        r.label,
+        fmt(m, cand),
+        fmt(m, lo),
+        fmt(m, hi),
+        vs_hi * 100.0,
+        vs_lo * 100.0,
+        r.max_drop_pct,
+        base.len()
+    );
+    if let Some(changed) = crate::evidence::comparability::describe_release(release) {
+        details.push_str(&if outcome == Outcome::Fail {
+            format!("; likely cause: {changed}")
+        } else {
+            format!("; {changed}")
+        });
+    }
+    with_value(kind, outcome, details, cand)
+}

@@ -193,7 +193,9 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
                     .regression
                     .as_ref()
                     .expect("regression declared");
-                let mut v = if judged.is_empty() {
+                let mut v = if r.metric.per_run() {
+                    footprint::judge_regression(r, evidence, inputs.regression.as_ref())
+                } else if judged.is_empty() {
                     no_replies(name, &acct)
                 } else {
                     regression::judge(gate, r, &judged, &acct, inputs.regression.as_ref())

@@ -231,3 +231,78 @@ fn the_footprint_assertions_parse_need_no_stream_and_bad_limits_point_at_their_l
     // Not in a pair gate: each arm is its own serve.
     assert!(!AssertionKind::Memory.in_pair_gate());
 }
+
+fn stored(windows: &[f64]) -> crate::judge::JudgeInputs {
+    crate::judge::JudgeInputs {
+        regression: Some(crate::analysis::baseline_values::BaselineValues::Stored {
+            dir: "data/baselines/b".into(),
+            windows: windows.iter().map(|w| vec![*w]).collect(),
+            load: Some((2.5, 2.4)),
+            release: Vec::new(),
+            renew: "servegate bless g.toml --baseline /runs/g/1".into(),
+        }),
+        ..Default::default()
+    }
+}
+
+const MEM_REGRESSION: &str = "[assert.regression]\nmetric = \"serve_rss_peak_mib\"\nbaseline = \"data/baselines/b\"\nmax_drop_pct = 20\n";
+
+#[test]
+fn a_per_run_figure_regresses_against_the_baseline_windows_in_three_states() {
+    let g = fp_gate(MEM_REGRESSION);
+    // 300 MiB against windows of 240-250: +20.0 % to +25.0 %, the rise allowed 20 %: INDETERMINATE.
+    let v = judge_with(&g, &ev(), &stored(&[240.0, 250.0, 245.0]));
+    let r = find(&v, "regression");
+    assert_eq!(r.outcome, Outcome::Indeterminate, "{}", r.message);
+    assert!(
+        r.message.contains("serve_rss_peak_mib 300.0 MiB vs the baseline's 240.0-250.0 MiB (+20.0 % to +25.0 %; max rise 20 %"),
+        "{}",
+        r.message
+    );
+    assert!(r.message.contains("n=1 run vs 3 windows"), "{}", r.message);
+    // 40 % more memory than every window: FAIL. Within 20 % of the smallest: PASS.
+    let v = judge_with(&g, &ev(), &stored(&[210.0, 212.0, 211.0]));
+    assert_eq!(find(&v, "regression").outcome, Outcome::Fail);
+    let v = judge_with(&g, &ev(), &stored(&[290.0, 300.0, 305.0]));
+    assert_eq!(find(&v, "regression").outcome, Outcome::Pass);
+    assert_eq!(find(&v, "regression").median, Some(300.0));
+    // One window cannot state a spread; a run without the figure says why.
+    let v = judge_with(&g, &ev(), &stored(&[300.0]));
+    let r = find(&v, "regression");
+    assert_eq!(r.outcome, Outcome::Indeterminate, "{}", r.message);
+    assert!(r.message.contains("needs at least 2"), "{}", r.message);
+    let mut e = ev();
+    e.run.serve.footprint = None;
+    let v = judge_with(&g, &e, &stored(&[290.0, 300.0]));
+    let r = find(&v, "regression");
+    assert_eq!(r.outcome, Outcome::Indeterminate, "{}", r.message);
+    assert!(r.message.contains("no serve.footprint"), "{}", r.message);
+    // No baseline given: FAIL, as for any metric.
+    assert_eq!(find(&judge(&g, &ev()), "regression").outcome, Outcome::Fail);
+    // CPU per token the same way (10 ms/token here against 8-9).
+    let g = fp_gate(&MEM_REGRESSION.replace("serve_rss_peak_mib", "serve_cpu_ms_per_token"));
+    let v = judge_with(&g, &ev(), &stored(&[8.0, 9.0]));
+    assert_eq!(
+        find(&v, "regression").outcome,
+        Outcome::Indeterminate,
+        "{}",
+        find(&v, "regression").message
+    );
+}
+
+#[test]
+fn a_per_run_figure_is_refused_for_an_interleaved_regression() {
+    let t = "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]\n[assert.content]\n[assert.regression]\nmetric = \"ready_ms\"\nbaseline_serve = { command = [\"old\", \"{port}\"] }\nmax_drop_pct = 20\n";
+    let ctx = crate::spec::Context {
+        gate_dir: "/g".into(),
+        cache: "/c".into(),
+        home: None,
+    };
+    let e = crate::spec::parse(std::path::Path::new("g.toml"), t, &ctx)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("assert.regression.metric") && e.contains("one value per run"),
+        "{e}"
+    );
+}
