@@ -388,12 +388,16 @@ pub(super) fn sampling_of(req: &crate::spec::RequestSpec) -> String {
 
 fn method_of(version: &str, gate: &crate::spec::GateSpec) -> String {
     let req = &gate.request;
+    let warmup = if req.warmup == 0 && req.warmup_requests > 0 {
+        format!("{} warmup request(s)", req.warmup_requests)
+    } else {
+        format!("{} warmup round(s)", req.warmup)
+    };
     format!(
-        "servegate {version} gate {}: {} prompt(s) × {} repeat(s), {} warmup round(s) not counted; client-side timed reads",
+        "servegate {version} gate {}: {} prompt(s) × {} repeat(s), {warmup} not counted; client-side timed reads",
         gate.name,
         req.prompts.len(),
         req.repeats,
-        req.warmup
     )
 }
 
@@ -570,7 +574,7 @@ pub(super) fn build_run(
         metric: Metric {
             name: spec.metric.clone(),
             unit: unit.into(),
-            condition: Some("warm".into()).filter(|_| req.warmup > 0),
+            condition: Some("warm".into()).filter(|_| req.warmup_requests > 0),
         },
         bound: bound_of(gate, &spec.metric, unit),
         statistic: "median".into(),
@@ -732,7 +736,7 @@ pub fn from_pair_run_as(
         ),
         device: if role == "theirs" { THEIRS_NOT_PUBLISHED.into() } else { spec.device.clone() },
         route: if role == "theirs" { THEIRS_NOT_PUBLISHED.into() } else { spec.route.clone() },
-        metric: Metric { name: spec.metric.clone(), unit: unit.into(), condition: Some("warm".into()).filter(|_| req.warmup > 0) },
+        metric: Metric { name: spec.metric.clone(), unit: unit.into(), condition: Some("warm".into()).filter(|_| req.warmup_requests > 0) },
         bound: bound_of(gate, &spec.metric, unit),
         statistic: "median".into(),
         value: round_to(m_this, decimals),

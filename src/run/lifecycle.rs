@@ -161,7 +161,7 @@ pub(super) fn new_summary(gate: &GateSpec) -> RunSummary {
         servegate_version: env!("CARGO_PKG_VERSION").into(),
         serve: ServeRecord::default(),
         planned: Some(planned_judged(gate)),
-        planned_warmup: Some(gate.request.warmup as usize * gate.request.prompts.len()),
+        planned_warmup: Some(gate.request.warmup_requests as usize),
         requests: Vec::new(),
         notes: Vec::new(),
     }

@@ -26,10 +26,9 @@ pub(super) fn send_all(
 ) -> Result<(), EvidenceError> {
     let req = &gate.request;
     let mut plan: Vec<(bool, u32, usize)> = Vec::new();
-    for round in 0..req.warmup {
-        for p in 0..req.prompts.len() {
-            plan.push((true, round, p));
-        }
+    let n = req.prompts.len();
+    for i in 0..req.warmup_requests as usize {
+        plan.push((true, (i / n) as u32, i % n));
     }
     for round in 0..req.repeats {
         for p in 0..req.prompts.len() {

@@ -318,3 +318,70 @@ fn route_patterns_see_the_log_without_escapes() {
     assert_eq!(strip_escapes("x\r\ny\x07\n\tz"), "x\ny\n\tz");
     assert_eq!(strip_escapes("line 1\nline 2").lines().count(), 2);
 }
+
+/// `[request] warmup_requests = 1`: one warmup request (the first prompt), then the judged rounds; the evidence
+/// says which request was the warmup and how many were planned, and the accounting counts only the judged.
+#[test]
+fn warmup_requests_sends_that_many_warmups_first_and_judges_the_rest() {
+    let p = fixtures::Project::new();
+    let gate = p.write(
+        "warm.toml",
+        &format!(
+            r#"[gate]
+name = "warm"
+[serve]
+command = {serve}
+ready_timeout_s = 20
+stop_grace_s = 2
+[request]
+model = "fake-chat"
+max_tokens = 8
+timeout_s = 20
+warmup_requests = 1
+repeats = 2
+prompts = ["What is the capital of France?", "Name a river.", "Say hi."]
+[assert.content]
+"#,
+            serve = fixtures::scripted_command(&fixtures::chat_script("Paris is the capital."))
+        ),
+    );
+    let out = p
+        .servegate()
+        .args(["run", "--runs"])
+        .arg(p.runs())
+        .arg(&gate)
+        .env_remove("SERVEGATE_JUNIT")
+        .env_remove("SERVEGATE_JSON")
+        .env_remove("SERVEGATE_SUMMARY")
+        .output()
+        .unwrap();
+    let text = fixtures::text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("n=6 of 6 planned"), "{text}");
+    let dir = fixtures::evidence_dir(&String::from_utf8_lossy(&out.stdout));
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["planned_warmup"], 1, "{run}");
+    let requests = run["requests"].as_array().unwrap();
+    let shape: Vec<(bool, u64)> = requests
+        .iter()
+        .map(|r| {
+            (
+                r["warmup"].as_bool().unwrap(),
+                r["prompt_index"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            (true, 0),
+            (false, 0),
+            (false, 1),
+            (false, 2),
+            (false, 0),
+            (false, 1),
+            (false, 2)
+        ]
+    );
+}

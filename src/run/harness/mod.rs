@@ -26,6 +26,7 @@
 mod adapter;
 mod cache;
 mod discovery;
+mod heartbeat;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -237,10 +238,23 @@ impl LazyGate {
 
 /// Runs a gate live (panics caught).
 fn run_gate(spec: &GateSpec, config: &Config) -> GateResult {
-    // Progress on stderr under SERVEGATE_VERBOSE: the console reporter of `servegate run`, fed the same steps.
+    // Progress on stderr under SERVEGATE_VERBOSE: the console reporter of `servegate run`, fed the same steps;
+    // otherwise a line of life every 30 s of a long gate (heartbeat.rs).
     let mut console = crate::sinks::events::Console::to(!config.verbose, config.printer.clone());
+    let arms = spec.pair.as_ref().map(|p| p.order.len());
+    let mut beat = heartbeat::Heartbeat::new(
+        &spec.name,
+        arms,
+        std::time::Instant::now(),
+        heartbeat::EVERY,
+    );
     let mut progress = |step: &crate::sinks::events::Step| {
         console.event(&Event::Progress { spec, step });
+        if !config.verbose {
+            if let Some(line) = beat.step(step, std::time::Instant::now()) {
+                config.printer.errln(&format!("\n{line}"));
+            }
+        }
     };
     match catch_unwind(AssertUnwindSafe(|| {
         runner::run(spec, &config.runs, &mut progress)

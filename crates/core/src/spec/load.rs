@@ -453,7 +453,13 @@ pub fn trial_id(gate: &str, name: &str) -> String {
 }
 
 impl super::Validator<'_> {
-    fn count(&self, v: &Spanned<i64>, key: &str, lo: i64, hi: i64) -> Result<u32, SpecError> {
+    pub(super) fn count(
+        &self,
+        v: &Spanned<i64>,
+        key: &str,
+        lo: i64,
+        hi: i64,
+    ) -> Result<u32, SpecError> {
         let x = *v.get_ref();
         if x < lo || x > hi {
             return Err(self.err(

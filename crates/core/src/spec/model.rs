@@ -161,8 +161,14 @@ pub struct RequestSpec {
     pub top_p: Option<f64>,
     /// Streamed (SSE) with `stream_options.include_usage`, default true.
     pub stream: bool,
-    /// Requests sent first and recorded but not judged.
+    /// Warmup rounds as written (`request.warmup`): each round sends every prompt once, first, recorded but
+    /// not judged. 0 when `warmup_requests` is written instead.
     pub warmup: u32,
+    /// The warmup requests sent before the judged ones, in all: `warmup` rounds x prompts, or
+    /// `request.warmup_requests` (the prompts in order, cycling), the count vLLM's bench (`--num-warmups`) and
+    /// AIPerf (`--warmup-request-count`) take. One request takes the first-after-load costs (weights paged
+    /// in, buffers allocated) for a fraction of a round's time.
+    pub warmup_requests: u32,
     /// How many times the prompt list is sent (judged).
     pub repeats: u32,
     /// Per-request timeout, seconds.
@@ -623,7 +629,7 @@ impl GateSpec {
                     .map(|c| format!("; its last try failed: {}", crate::text::shown(&c)))
                     .unwrap_or_default();
                 unmet.push(format!(
-                    "runtime {name} is not provisioned (no {}{cause}): run scripts/provision-{name}.sh",
+                    "runtime {name} is not provisioned (no {}{cause}): run scripts/provision-{name}.sh --second-model",
                     marker.display()
                 ));
             }

@@ -139,6 +139,8 @@ pub(super) struct RawRequest {
     pub(super) stream: bool,
     #[serde(default)]
     pub(super) warmup: u32,
+    #[serde(default)]
+    pub(super) warmup_requests: Option<Spanned<i64>>,
     #[serde(default = "default_one")]
     pub(super) repeats: Spanned<u32>,
     #[serde(default = "default_request_timeout_s")]

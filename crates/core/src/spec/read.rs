@@ -123,6 +123,7 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
         text,
         ctx,
         vars: BTreeMap::new(),
+        required_env: raw.requires.env.clone(),
         doc,
     };
     v.build(raw)

@@ -52,9 +52,17 @@ impl Validator<'_> {
         if *r.repeats.get_ref() < 1 {
             return Err(self.err(r.repeats.span(), "request.repeats", "must be >= 1"));
         }
-        let rounds = u64::from(*r.repeats.get_ref()) + u64::from(r.warmup);
-        if rounds * r.prompts.get_ref().len() as u64 > MAX_REQUESTS {
-            return Err(self.err(r.repeats.span(), "request.repeats", format!("(warmup + repeats) x prompts must be at most {MAX_REQUESTS} requests, got {rounds} rounds of {} prompts", r.prompts.get_ref().len())));
+        let n_prompts = r.prompts.get_ref().len() as u64;
+        let warmup_requests = match &r.warmup_requests {
+            Some(w) if r.warmup > 0 => {
+                return Err(self.err(w.span(), "request.warmup_requests", "give `warmup` (rounds of every prompt) or `warmup_requests` (a count of requests), not both"));
+            }
+            Some(w) => self.count(w, "request.warmup_requests", 0, MAX_REQUESTS as i64)?,
+            None => (u64::from(r.warmup) * n_prompts).min(MAX_REQUESTS + 1) as u32,
+        };
+        let total = u64::from(*r.repeats.get_ref()) * n_prompts + u64::from(warmup_requests);
+        if total > MAX_REQUESTS {
+            return Err(self.err(r.repeats.span(), "request.repeats", format!("the warmup requests and repeats x prompts must be at most {MAX_REQUESTS} requests, got {warmup_requests} + {} x {n_prompts}", r.repeats.get_ref())));
         }
         let timeout_s = self.seconds(&r.timeout_s, "request.timeout_s")?;
         let run_timeout_s = self.seconds(&r.run_timeout_s, "request.run_timeout_s")?;
@@ -108,6 +116,7 @@ impl Validator<'_> {
             top_p: r.top_p,
             stream: r.stream,
             warmup: r.warmup,
+            warmup_requests,
             repeats: *r.repeats.get_ref(),
             timeout_s,
             run_timeout_s,

@@ -202,6 +202,94 @@ fn vars_are_placeholders() {
     }
 }
 
+/// A variable no environment sets (the tests set none: the process environment is shared by every test thread).
+const UNSET: &str = "SERVEGATE_TEST_NEVER_SET_7f3a";
+
+#[test]
+fn requires_paths_expand_placeholders_like_every_other_path() {
+    // Issue 32: `{cache}` in `[requires] paths` was left as written, so the skip said
+    // `path {cache}/venv-x/bin/python does not exist` while `servegate check` said ok.
+    let g = parse_str(&GOOD.replace(
+        "[serve]",
+        "[vars]\nvenv = \"{cache}/venv-x\"\n[requires]\npaths = [\"{cache}/m.gguf\", \"{venv}/bin/python\", \"{gate_dir}/t\", \"~/x\"]\n[serve]",
+    ))
+    .unwrap();
+    assert_eq!(
+        g.requires.paths,
+        vec!["/c/m.gguf", "/c/venv-x/bin/python", "/g/t", "/home/u/x"]
+    );
+    let unmet = g.requirements().join("; ");
+    assert!(
+        unmet.contains("path /c/venv-x/bin/python does not exist"),
+        "{unmet}"
+    );
+    assert!(!unmet.contains('{'), "{unmet}");
+}
+
+#[test]
+fn env_placeholders_expand_and_an_unset_one_is_refused_unless_required() {
+    let path = std::env::var("PATH").expect("PATH is set for the tests");
+    let g = parse_str(&GOOD.replace("\"srv\"", "\"{env:PATH}/srv\"")).unwrap();
+    match g.serve.mode {
+        ServeMode::Command(argv) => assert_eq!(argv[0], format!("{path}/srv")),
+        _ => panic!(),
+    }
+    // Unset and not required: refused at its key, naming the variable and the way to skip instead.
+    let bad = GOOD.replace("\"srv\"", &format!("\"{{env:{UNSET}}}/srv\""));
+    let e = parse_str(&bad).unwrap_err().to_string();
+    assert!(e.contains("serve.command"), "{e}");
+    assert!(
+        e.contains(&format!("the environment variable {UNSET} is not set")),
+        "{e}"
+    );
+    assert!(e.contains("[requires] env"), "{e}");
+    // Unset but required: the gate reads, and is skipped by the requirement, said by name.
+    let required = bad.replace(
+        "[serve]",
+        &format!("[requires]\nenv = [\"{UNSET}\"]\n[serve]"),
+    );
+    let g = parse_str(&required).unwrap();
+    let unmet = g.requirements().join("; ");
+    assert!(
+        unmet.contains(&format!("environment variable {UNSET} is not set")),
+        "{unmet}"
+    );
+    // A name that is no variable.
+    let e = parse_str(&GOOD.replace("\"srv\"", "\"{env:}/srv\""))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("names no environment variable"), "{e}");
+}
+
+#[test]
+fn warmup_is_rounds_or_a_count_of_requests_never_both() {
+    let three = GOOD.replace(
+        "prompts = [\"What is the capital of France?\"]",
+        "prompts = [\"a?\", \"b?\", \"c?\"]",
+    );
+    let g = parse_str(&three.replace("max_tokens = 16", "max_tokens = 16\nwarmup = 2")).unwrap();
+    assert_eq!((g.request.warmup, g.request.warmup_requests), (2, 6));
+    let g = parse_str(&three.replace("max_tokens = 16", "max_tokens = 16\nwarmup_requests = 1"))
+        .unwrap();
+    assert_eq!((g.request.warmup, g.request.warmup_requests), (0, 1));
+    let g = parse_str(&three).unwrap();
+    assert_eq!(g.request.warmup_requests, 0);
+    let e = parse_str(&three.replace(
+        "max_tokens = 16",
+        "max_tokens = 16\nwarmup = 1\nwarmup_requests = 1",
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("request.warmup_requests") && e.contains("not both"),
+        "{e}"
+    );
+    let e = parse_str(&three.replace("max_tokens = 16", "max_tokens = 16\nwarmup_requests = -1"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("request.warmup_requests"), "{e}");
+}
+
 #[test]
 fn wrong_type_is_named() {
     let bad = GOOD.replace("max_tokens = 16", "max_tokens = \"sixteen\"");

@@ -22,6 +22,10 @@ pub(super) struct Validator<'a> {
     pub(super) text: &'a str,
     pub(super) ctx: &'a Context,
     pub(super) vars: BTreeMap<String, String>,
+    /// `[requires] env`: the variables the gate asks to be set. An `{env:NAME}` placeholder whose variable is
+    /// one of these and is unset expands to nothing (the gate is then skipped by its unmet requirement, said
+    /// by name); any other unset `{env:NAME}` is a spec error.
+    pub(super) required_env: Vec<String>,
     pub(super) doc: Option<toml_edit::ImDocument<&'a str>>,
 }
 
@@ -130,10 +134,14 @@ impl Validator<'_> {
                 "port" | "host" if keep_runtime => Some(format!("{{{name}}}")),
                 "gate_dir" => Some(self.ctx.gate_dir.display().to_string()),
                 "cache" => Some(self.ctx.cache.display().to_string()),
-                _ => self.vars.get(name).cloned(),
+                _ => match name.strip_prefix("env:") {
+                    Some(var) => Some(self.env_placeholder(var, span.clone(), key)?),
+                    None => self.vars.get(name).cloned(),
+                },
             };
             let Some(value) = value else {
-                let mut known: Vec<String> = vec!["gate_dir".into(), "cache".into()];
+                let mut known: Vec<String> =
+                    vec!["gate_dir".into(), "cache".into(), "env:NAME".into()];
                 if keep_runtime {
                     known.extend(["port".into(), "host".into()]);
                 }
@@ -152,6 +160,40 @@ impl Validator<'_> {
         }
         out.push_str(rest);
         Ok(out)
+    }
+
+    /// The value of `{env:NAME}`: the environment variable NAME of the process reading the gate (a gate kept
+    /// outside a checkout names its tools by `{env:NPU_TOOLS}/bin/...`). Unset: nothing when `[requires] env`
+    /// names it (the gate is skipped, the requirement said), a spec error otherwise; not UTF-8: a spec error.
+    fn env_placeholder(
+        &self,
+        var: &str,
+        span: Range<usize>,
+        key: &str,
+    ) -> Result<String, SpecError> {
+        if var.is_empty() || var.contains('=') {
+            return Err(self.err(
+                span,
+                key,
+                format!("placeholder `{{env:{var}}}` names no environment variable"),
+            ));
+        }
+        match std::env::var(var) {
+            Ok(v) => Ok(v),
+            Err(std::env::VarError::NotPresent) if self.required_env.iter().any(|e| e == var) => {
+                Ok(String::new())
+            }
+            Err(std::env::VarError::NotPresent) => Err(self.err(
+                span,
+                key,
+                format!("placeholder `{{env:{var}}}`: the environment variable {var} is not set (name it in `[requires] env` to skip the gate when it is not)"),
+            )),
+            Err(std::env::VarError::NotUnicode(_)) => Err(self.err(
+                span,
+                key,
+                format!("placeholder `{{env:{var}}}`: the environment variable {var} is not UTF-8"),
+            )),
+        }
     }
 
     /// A regex that can mean something: valid, not matching the empty text (`""`, `.*`, `x?` match every
@@ -432,7 +474,8 @@ impl Validator<'_> {
     }
 
     /// `[requires]`: entries that can be met (no empty one, no `=` in a variable's name, runtime names that
-    /// name a marker), `~` expanded in paths and each runtime's marker under `{cache}`.
+    /// name a marker), placeholders (`{cache}`, `{gate_dir}`, `{env:NAME}`, `[vars]`) and `~` expanded in paths,
+    /// and each runtime's marker under `{cache}`.
     fn requires(&self, requires: &Requires) -> Result<Requires, SpecError> {
         if let Some(e) = requires.env.iter().find(|e| e.contains('=')) {
             return Err(self.err(
@@ -459,8 +502,8 @@ impl Validator<'_> {
             paths: requires
                 .paths
                 .iter()
-                .map(|p| self.expand_tilde(p))
-                .collect(),
+                .map(|p| self.expand(p, 0..0, "requires.paths", false))
+                .collect::<Result<_, _>>()?,
             commands: requires.commands.clone(),
             env: requires.env.clone(),
             provisioned: requires.provisioned.clone(),
