@@ -247,3 +247,87 @@ limit_ms_per_token = 1000
     }
     assert!(run["serve"].get("footprint").is_none(), "{run}");
 }
+
+/// `[[sample]]` samplers during a run: one that reads a number, one that hangs (killed at its timeout), one
+/// whose output has no match and one whose file does not exist. The run passes (no sampler stops it or the
+/// serve), `run.json` `serve.samples` holds each series with its values or its reasons, and the run's notes
+/// name the samplers that gave nothing.
+#[test]
+fn samplers_record_their_values_and_their_failures_without_stopping_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let value = tmp.path().join("value.txt");
+    std::fs::write(&value, "temp1_input: 41500\n").unwrap();
+    let mut script = fixtures::chat_script("Paris.");
+    script.health.ready_after_ms = 100.0;
+    let samplers = format!(
+        r#"
+[[sample]]
+name = "echo"
+command = ["sh", "-c", "echo 'used: 812.5 MiB'"]
+regex = 'used: (?P<value>[\d.]+)'
+unit = "MiB"
+every_ms = 100
+[[sample]]
+name = "hang"
+command = ["sh", "-c", "sleep 30"]
+regex = '(\d+)'
+unit = "W"
+every_ms = 200
+timeout_ms = 150
+[[sample]]
+name = "nomatch"
+command = ["sh", "-c", "echo nothing"]
+regex = 'used: (\d+)'
+unit = "MiB"
+every_ms = 100
+[[sample]]
+name = "file"
+path = "{}"
+regex = 'temp1_input: (\d+)'
+unit = "m°C"
+every_ms = 100
+[[sample]]
+name = "missing"
+path = "{}/no-such-file"
+regex = '(\d+)'
+unit = "W"
+every_ms = 100
+"#,
+        value.display(),
+        tmp.path().display()
+    );
+    let text = format!(
+        "[gate]\nname = \"samplers\"\n[serve]\ncommand = {}\nready_timeout_s = 30\nstop_grace_s = 2\n[request]\nmodel = \"fake-chat\"\nmax_tokens = 8\ntimeout_s = 30\nrepeats = 3\nprompts = [\"What is the capital of France?\"]\n[assert.content]\n{samplers}",
+        fixtures::scripted_command(&script)
+    );
+    let g = tmp.path().join("samplers.toml");
+    std::fs::write(&g, text).unwrap();
+    let (code, stdout, run) = run(&g, &tmp.path().join("runs"));
+    assert_eq!(code, 0, "{stdout}");
+    let series = run["serve"]["samples"].as_array().unwrap();
+    let by = |n: &str| series.iter().find(|s| s["name"] == n).unwrap();
+    let echo = by("echo");
+    assert!(!echo["values"].as_array().unwrap().is_empty(), "{echo}");
+    assert!(echo["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|v| v[1] == 812.5));
+    assert_eq!(echo["failed"], 0);
+    assert_eq!(by("file")["values"][0][1], 41500.0);
+    for (name, why) in [
+        ("hang", "timed out after 150 ms (killed)"),
+        ("nomatch", "no match of /used: (\\d+)/"),
+        ("missing", "cannot read"),
+    ] {
+        let s = by(name);
+        assert!(s["values"].as_array().unwrap().is_empty(), "{s}");
+        assert!(
+            s["taken"].as_u64().unwrap() >= 1 && s["failed"] == s["taken"],
+            "{s}"
+        );
+        assert!(s["reasons"][0].as_str().unwrap().starts_with(why), "{s}");
+        let notes = run["notes"].to_string();
+        assert!(notes.contains(&format!("sampler {name}: ")), "{notes}");
+    }
+}

@@ -79,3 +79,24 @@ pub struct CpuWindow {
     /// resolution of 10 ms per process).
     pub clk_tck: u64,
 }
+
+/// `run.json` `serve.samples[]`: one `[[sample]]` sampler's series over the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SampleSeries {
+    /// The sampler's name (`[[sample]] name`).
+    pub name: String,
+    /// The unit its values are in, as the gate names it.
+    pub unit: String,
+    /// ms between samples.
+    pub every_ms: u64,
+    /// `(ms since the sampler started, value)` of each sample that gave a number, in order.
+    pub values: Vec<(f64, f64)>,
+    /// Samples attempted.
+    pub taken: u64,
+    /// Samples that gave no value (`taken − values`).
+    pub failed: u64,
+    /// Why samples gave no value, each distinct reason once with its count (`timed out after 2000 ms (3)`),
+    /// at most 8; outside text, escaped wherever printed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+}

@@ -156,6 +156,10 @@ pub struct ServeRecord {
     /// the runner started ([`footprint::Footprint`]). Absent for a `url` serve and in older evidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub footprint: Option<footprint::Footprint>,
+    /// The `[[sample]]` samplers' series, in the gate's order ([`footprint::SampleSeries`]). Absent without
+    /// samplers and in older evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<footprint::SampleSeries>,
 }
 
 /// `run.json` `serve.detected`: the engine recognised from what the serve said about itself.

@@ -35,6 +35,7 @@ pub mod matrix;
 pub mod profile;
 pub mod record;
 pub mod regression;
+pub mod sample;
 
 pub use crate::error::line_col;
 pub(crate) use lines::decl_lines_in;

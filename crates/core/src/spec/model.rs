@@ -493,6 +493,8 @@ pub struct GateSpec {
     /// `[contract]`: the serve's API contract checks (docs/contract.md), each its own verdict
     /// `contract.<check>`; None without the table.
     pub contract: Option<super::contract::ContractSpec>,
+    /// `[[sample]]`: the samplers read during the run (`spec::sample`); empty without.
+    pub samples: Vec<super::sample::SampleSpec>,
     /// The 1-based line of [`Self::source`] declaring each declared assertion, read from the TOML spans at
     /// parse time ([`line_of`]'s rule: the `floor_tok_s` line for `rate`, else the `[assert.X]` header or the
     /// inline key). Read it with [`Self::decl_line`].

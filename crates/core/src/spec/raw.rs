@@ -35,6 +35,8 @@ pub(super) struct RawGate {
     pub(super) load: Option<load::RawLoad>,
     #[serde(default)]
     pub(super) contract: Option<contract::RawContract>,
+    #[serde(default)]
+    pub(super) sample: Vec<super::sample::RawSample>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -349,6 +349,8 @@ impl Validator<'_> {
             ));
         }
 
+        let samples = self.samples(&raw.sample)?;
+
         // Answers compared with logprobs: ask for them in every request.
         let logprobs_k = match (&assertions.drift, &assertions.same_answers) {
             (Some(d), _) => Some(d.top_k),
@@ -379,6 +381,7 @@ impl Validator<'_> {
             on_indeterminate: raw.gate.on_indeterminate,
             load,
             contract,
+            samples,
             decl_lines,
         })
         .and_then(|g: GateSpec| match g.record_spec("check", "decode_rate") {
