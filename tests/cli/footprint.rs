@@ -104,6 +104,22 @@ fn the_footprint_of_a_serve_of_known_cost_is_measured_within_tolerance() {
         stdout.contains("over 36 completion tokens of requests 01-04"),
         "{stdout}"
     );
+    // The dashboards get the figures as any other (the run re-judged with its own gate.toml).
+    let dir = fixtures::evidence_dir(&stdout);
+    let om = fixtures::clean(&mut fixtures::servegate())
+        .args(["export", "--openmetrics"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let om = fixtures::text(&om);
+    for (measure, unit) in [("ready", "ms"), ("memory", "MiB"), ("cpu", "ms/token")] {
+        assert!(
+            om.contains(&format!(
+                "servegate_figure{{benchmark=\"footprint\",measure=\"{measure}\",unit=\"{unit}\",state=\"pass\""
+            )),
+            "{measure}: {om}"
+        );
+    }
     let serve = &run["serve"];
     let fp = &serve["footprint"];
     eprintln!("ready_ms {} footprint {fp}", serve["ready_ms"]);
@@ -297,13 +313,27 @@ every_ms = 100
         tmp.path().display()
     );
     let text = format!(
-        "[gate]\nname = \"samplers\"\n[serve]\ncommand = {}\nready_timeout_s = 30\nstop_grace_s = 2\n[request]\nmodel = \"fake-chat\"\nmax_tokens = 8\ntimeout_s = 30\nrepeats = 3\nprompts = [\"What is the capital of France?\"]\n[assert.content]\n{samplers}",
+        "[gate]\nname = \"samplers\"\n[serve]\ncommand = {}\nready_timeout_s = 30\nstop_grace_s = 2\n[request]\nmodel = \"fake-chat\"\nmax_tokens = 8\ntimeout_s = 30\nrepeats = 3\nprompts = [\"What is the capital of France?\"]\n[assert.content]\n[assert.sample.echo]\nmax = 1000\n[assert.sample.file]\nmin = 10000\nmax = 40000\n[assert.sample.nomatch]\nmax = 1\n{samplers}",
         fixtures::scripted_command(&script)
     );
     let g = tmp.path().join("samplers.toml");
     std::fs::write(&g, text).unwrap();
     let (code, stdout, run) = run(&g, &tmp.path().join("runs"));
-    assert_eq!(code, 0, "{stdout}");
+    // The samplers' own trials: within, outside (41500 m°C over 40000), no value (INDETERMINATE, its reason);
+    // content still passes: the failing samplers stopped nothing.
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("content PASS"), "{stdout}");
+    assert!(stdout.contains("sample.echo PASS "), "{stdout}");
+    assert!(stdout.contains("sample.file FAIL "), "{stdout}");
+    assert!(
+        stdout.contains("values outside bounds 10000-40000 m°C"),
+        "{stdout}"
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("sample.nomatch INDETERMINATE no value"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.contains("no match of"), "{line}");
     let series = run["serve"]["samples"].as_array().unwrap();
     let by = |n: &str| series.iter().find(|s| s["name"] == n).unwrap();
     let echo = by("echo");

@@ -89,6 +89,9 @@ closed_enum! {
         /// `[assert.cpu]`: the serve's CPU per completion token over the judged requests at most a limit
         /// (ms/token): a second route check where the fast route runs off the host CPU.
         Cpu = "cpu",
+        /// `[assert.sample.NAME]`: every value of a `[[sample]]` sampler within `min` / `max`; named per
+        /// sampler (`sample.<name>`), like the contract checks.
+        Sample = "sample",
         /// `[assert.content]`: every reply has sane content.
         Content = "content",
         /// `[assert.known_answer]`: replies match a regex.
@@ -144,6 +147,7 @@ impl AssertionKind {
             | AssertionKind::Cpu
             | AssertionKind::Drift
             | AssertionKind::Load
+            | AssertionKind::Sample
             | AssertionKind::Contract => false,
         }
     }
@@ -166,6 +170,7 @@ impl AssertionKind {
             | AssertionKind::Drift
             | AssertionKind::Load
             | AssertionKind::Regression
+            | AssertionKind::Sample
             | AssertionKind::Contract => None,
         }
     }

@@ -49,6 +49,7 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
         | AssertionKind::Drift
         | AssertionKind::Load
         | AssertionKind::Regression
+        | AssertionKind::Sample
         | AssertionKind::Contract => None,
     }
 }

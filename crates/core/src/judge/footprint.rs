@@ -32,6 +32,7 @@ pub(super) fn judge(kind: AssertionKind, gate: &GateSpec, evidence: &Evidence) -
         | AssertionKind::Drift
         | AssertionKind::Load
         | AssertionKind::Regression
+        | AssertionKind::Sample
         | AssertionKind::Contract => Verdict::new(kind, Outcome::Fail, "not a footprint assertion"),
     }
 }

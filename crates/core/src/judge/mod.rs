@@ -26,6 +26,7 @@ mod pair;
 pub mod redact;
 pub mod regression;
 mod route;
+mod sample;
 pub mod serve_clock;
 #[cfg(test)]
 mod tests;
@@ -146,6 +147,7 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
             inputs.contract.as_ref(),
             Some(&reason),
         ));
+        out.extend(sample::judge_samples(gate, evidence, Some(&reason)));
         return out;
     }
     let mut judged = judged_of(evidence);
@@ -186,6 +188,7 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
             ),
             AssertionKind::Load => continue, // judged per sweep point by `load::judge_points`
             AssertionKind::Contract => continue, // judged per check below
+            AssertionKind::Sample => continue, // judged per sampler below
 
             AssertionKind::Regression => {
                 let r = gate
@@ -214,6 +217,7 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
         inputs.contract.as_ref(),
         None,
     ));
+    out.extend(sample::judge_samples(gate, evidence, None));
     out
 }
 
@@ -240,6 +244,7 @@ fn judge_request_assertion(
         | AssertionKind::Drift
         | AssertionKind::Load
         | AssertionKind::Regression
+        | AssertionKind::Sample
         | AssertionKind::Contract => {
             Verdict::new(name, Outcome::Fail, "not a per-request assertion")
         }

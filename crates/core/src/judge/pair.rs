@@ -122,6 +122,7 @@ pub(super) fn judge_pair_unmasked(
             | AssertionKind::Cpu
             | AssertionKind::Drift
             | AssertionKind::Load
+            | AssertionKind::Sample
             | AssertionKind::Contract => {
                 Verdict::new(name, Outcome::Fail, "not judged in a pair gate")
             }

@@ -406,6 +406,8 @@ pub struct Assertions {
     pub memory: Option<MemoryAssert>,
     /// `cpu` (the serve's CPU per token)
     pub cpu: Option<CpuAssert>,
+    /// `[assert.sample.NAME]`, one per asserted sampler (trials `sample.<name>`)
+    pub sample: Vec<super::sample::SampleAssert>,
     /// `content`
     pub content: Option<ContentAssert>,
     /// `known_answer`
@@ -438,6 +440,8 @@ impl Assertions {
             AssertionKind::Drift => self.drift.is_some(),
             // A load gate's verdicts are named per sweep point (`GateSpec::trial_names`).
             AssertionKind::Load => false,
+            // `[assert.sample.NAME]`'s verdicts are named per sampler (`GateSpec::trial_names`).
+            AssertionKind::Sample => false,
             // `[contract]`'s verdicts are named per check (`GateSpec::contract`, `GateSpec::trial_names`).
             AssertionKind::Contract => false,
             AssertionKind::Regression => self.regression.is_some(),
@@ -566,6 +570,14 @@ impl GateSpec {
     pub fn decl_line_of(&self, name: &str) -> usize {
         if let Some(c) = self.contract.as_ref().and_then(|c| c.by_trial(name)) {
             return c.line;
+        }
+        if let Some(s) = self
+            .assertions
+            .sample
+            .iter()
+            .find(|s| s.trial_name() == name)
+        {
+            return s.line;
         }
         AssertionKind::from_name(name)
             .and_then(|k| self.decl_line(k))

@@ -168,6 +168,7 @@ pub(super) struct RawAssertions {
     pub(super) ready: Option<RawReady>,
     pub(super) memory: Option<RawMemory>,
     pub(super) cpu: Option<RawCpu>,
+    pub(super) sample: Option<BTreeMap<String, super::sample::RawSampleBound>>,
     pub(super) content: Option<ContentAssert>,
     pub(super) known_answer: Option<RawKnownAnswer>,
     pub(super) ratio: Option<RawRatio>,

@@ -34,6 +34,36 @@ pub(super) struct RawSample {
     pub(super) timeout_ms: Option<Spanned<i64>>,
 }
 
+/// `[assert.sample.NAME]` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSampleBound {
+    #[serde(default)]
+    pub(super) min: Option<Spanned<f64>>,
+    #[serde(default)]
+    pub(super) max: Option<Spanned<f64>>,
+}
+
+/// `[assert.sample.NAME]`: every value the sampler `name` gave within `min` and `max` (in its unit).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleAssert {
+    /// The sampler's name (a `[[sample]]` of the gate).
+    pub name: String,
+    /// Inclusive lower bound, if any.
+    pub min: Option<f64>,
+    /// Inclusive upper bound, if any.
+    pub max: Option<f64>,
+    /// The 1-based line of its first bound in the gate file.
+    pub line: usize,
+}
+
+impl SampleAssert {
+    /// Its trial name after the gate's: `sample.<name>`.
+    pub fn trial_name(&self) -> String {
+        format!("sample.{}", self.name)
+    }
+}
+
 /// Where a sampler reads.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SampleSource {
@@ -142,6 +172,83 @@ impl Validator<'_> {
                 unit: s.unit.get_ref().trim().to_string(),
                 every_ms,
                 timeout_ms,
+            });
+        }
+        Ok(out)
+    }
+
+    /// `[assert.sample.NAME]` tables: each names a declared sampler and gives `min`, `max` or both (finite,
+    /// `min <= max`). Not in a pair gate (each arm is its own serve and run).
+    pub(super) fn sample_asserts(
+        &self,
+        raw: Option<&std::collections::BTreeMap<String, RawSampleBound>>,
+        samples: &[SampleSpec],
+        in_pair: bool,
+    ) -> Result<Vec<SampleAssert>, SpecError> {
+        let mut out = Vec::new();
+        for (name, b) in raw.into_iter().flatten() {
+            let key = format!("assert.sample.{name}");
+            let span = b
+                .min
+                .as_ref()
+                .or(b.max.as_ref())
+                .map(|v| v.span())
+                .unwrap_or(0..0);
+            if in_pair {
+                return Err(self.err(
+                    span,
+                    &key,
+                    "a [pair] gate's arms are separate runs: assert a sampler in a plain gate",
+                ));
+            }
+            if !samples.iter().any(|s| &s.name == name) {
+                let names: Vec<&str> = samples.iter().map(|s| s.name.as_str()).collect();
+                return Err(self.err(
+                    span,
+                    &key,
+                    format!(
+                        "names no [[sample]] of the gate (samplers: {})",
+                        if names.is_empty() {
+                            "none".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    ),
+                ));
+            }
+            let finite = |v: &Option<Spanned<f64>>, k: &str| -> Result<Option<f64>, SpecError> {
+                match v {
+                    Some(x) if !x.get_ref().is_finite() => Err(self.err(
+                        x.span(),
+                        &format!("{key}.{k}"),
+                        format!("must be a finite number, got {}", x.get_ref()),
+                    )),
+                    Some(x) => Ok(Some(*x.get_ref())),
+                    None => Ok(None),
+                }
+            };
+            let (min, max) = (finite(&b.min, "min")?, finite(&b.max, "max")?);
+            match (min, max) {
+                (None, None) => {
+                    return Err(self.err(span, &key, "declares no bound (min, max or both)"))
+                }
+                (Some(lo), Some(hi)) if lo > hi => {
+                    return Err(self.err(
+                        span,
+                        &key,
+                        format!("min {lo} is above max {hi}: no value could pass"),
+                    ))
+                }
+                _ => {}
+            }
+            out.push(SampleAssert {
+                name: name.clone(),
+                min,
+                max,
+                line: self.text[..span.start.min(self.text.len())]
+                    .matches('\n')
+                    .count()
+                    + 1,
             });
         }
         Ok(out)

@@ -350,6 +350,7 @@ impl Validator<'_> {
         }
 
         let samples = self.samples(&raw.sample)?;
+        assertions.sample = self.sample_asserts(a.sample.as_ref(), &samples, pair.is_some())?;
 
         // Answers compared with logprobs: ask for them in every request.
         let logprobs_k = match (&assertions.drift, &assertions.same_answers) {

@@ -306,3 +306,86 @@ fn a_per_run_figure_is_refused_for_an_interleaved_regression() {
         "{e}"
     );
 }
+
+#[test]
+fn a_sampler_is_judged_on_every_value_and_indeterminate_without_one() {
+    use crate::evidence::footprint::SampleSeries;
+    let g = fp_gate("[assert.sample.npu_mem]\nmax = 1000\n[assert.sample.power]\nmin = 1\n[[sample]]\nname = \"npu_mem\"\npath = \"/x\"\nregex = '(\\d+)'\nunit = \"MiB\"\nevery_ms = 100\n[[sample]]\nname = \"power\"\npath = \"/y\"\nregex = '(\\d+)'\nunit = \"W\"\nevery_ms = 100\n");
+    assert_eq!(
+        g.trial_names()
+            .iter()
+            .filter(|n| n.starts_with("sample."))
+            .count(),
+        2
+    );
+    assert_eq!(
+        g.decl_line_of("sample.npu_mem"),
+        12,
+        "the line of its bound"
+    );
+    let mut e = ev();
+    e.run.serve.samples = vec![
+        SampleSeries {
+            name: "npu_mem".into(),
+            unit: "MiB".into(),
+            every_ms: 100,
+            values: vec![(0.0, 800.0), (100.0, 1200.0), (200.0, 900.0)],
+            taken: 4,
+            failed: 1,
+            reasons: vec!["timed out after 100 ms (killed) (1)".into()],
+        },
+        SampleSeries {
+            name: "power".into(),
+            unit: "W".into(),
+            every_ms: 100,
+            taken: 3,
+            failed: 3,
+            reasons: vec!["cannot read /y: No such file (3)".into()],
+            ..Default::default()
+        },
+    ];
+    let v = judge(&g, &e);
+    let m = find(&v, "sample.npu_mem");
+    assert_eq!(m.outcome, Outcome::Fail, "{}", m.message);
+    assert!(
+        m.message
+            .contains("1 of 3 values outside max 1000 MiB (range 800-1200 MiB, median 900 MiB"),
+        "{}",
+        m.message
+    );
+    assert!(
+        m.message.contains("1 gave none: timed out"),
+        "{}",
+        m.message
+    );
+    assert_eq!(m.values.len(), 3);
+    let p = find(&v, "sample.power");
+    assert_eq!(p.outcome, Outcome::Indeterminate, "{}", p.message);
+    assert!(
+        p.message
+            .contains("none of 3 samples gave one: cannot read /y"),
+        "{}",
+        p.message
+    );
+    // Within the bound: PASS.
+    e.run.serve.samples[0].values.retain(|(_, x)| *x <= 1000.0);
+    assert_eq!(
+        find(&judge(&g, &e), "sample.npu_mem").outcome,
+        Outcome::Pass
+    );
+    // A bound on a sampler the gate does not declare, or min above max, is refused at its line.
+    let ctx = crate::spec::Context {
+        gate_dir: "/g".into(),
+        cache: "/c".into(),
+        home: None,
+    };
+    for (extra, why) in [
+        ("[assert.sample.nope]\nmax = 1\n", "names no [[sample]]"),
+        ("[assert.sample.npu_mem]\nmin = 5\nmax = 1\n[[sample]]\nname = \"npu_mem\"\npath = \"/x\"\nregex = '(\\d+)'\nunit = \"MiB\"\nevery_ms = 100\n", "no value could pass"),
+        ("[assert.sample.npu_mem]\n[[sample]]\nname = \"npu_mem\"\npath = \"/x\"\nregex = '(\\d+)'\nunit = \"MiB\"\nevery_ms = 100\n", "declares no bound"),
+    ] {
+        let t = format!("[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{{port}}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]\n[assert.content]\n{extra}");
+        let e = crate::spec::parse(std::path::Path::new("g.toml"), &t, &ctx).unwrap_err().to_string();
+        assert!(e.contains(why) && e.contains("assert.sample."), "{e}");
+    }
+}
