@@ -17,6 +17,9 @@ use super::{SpecError, Validator};
 pub const MIN_EVERY_MS: u64 = 100;
 /// Most ms between two samples (one hour).
 pub const MAX_EVERY_MS: u64 = 3_600_000;
+/// Longest `timeout_ms` (one minute): the run's end waits for a sample under way, so no sampler may hold it
+/// longer.
+pub const MAX_TIMEOUT_MS: u64 = 60_000;
 
 /// `[[sample]]` as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -160,9 +163,10 @@ impl Validator<'_> {
                     "is empty: name the unit of the number (MiB, W, mW, °C...)",
                 ));
             }
-            let every_ms = self.ms_in_range(&s.every_ms, &format!("{key}.every_ms"))?;
+            let every_ms =
+                self.ms_in_range(&s.every_ms, &format!("{key}.every_ms"), MAX_EVERY_MS)?;
             let timeout_ms = match &s.timeout_ms {
-                Some(t) => self.ms_in_range(t, &format!("{key}.timeout_ms"))?,
+                Some(t) => self.ms_in_range(t, &format!("{key}.timeout_ms"), MAX_TIMEOUT_MS)?,
                 None => every_ms.min(10_000),
             };
             out.push(SampleSpec {
@@ -254,14 +258,14 @@ impl Validator<'_> {
         Ok(out)
     }
 
-    fn ms_in_range(&self, v: &Spanned<i64>, key: &str) -> Result<u64, SpecError> {
+    fn ms_in_range(&self, v: &Spanned<i64>, key: &str, max: u64) -> Result<u64, SpecError> {
         let x = *v.get_ref();
         let span: Range<usize> = v.span();
-        if !(MIN_EVERY_MS as i64..=MAX_EVERY_MS as i64).contains(&x) {
+        if !(MIN_EVERY_MS as i64..=max as i64).contains(&x) {
             return Err(self.err(
                 span,
                 key,
-                format!("must be {MIN_EVERY_MS} to {MAX_EVERY_MS} ms, got {x}"),
+                format!("must be {MIN_EVERY_MS} to {max} ms, got {x}"),
             ));
         }
         Ok(x as u64)
