@@ -8,14 +8,18 @@
 # regression test in tests/pure (see docs/reliability.md) and commit the input to the corpus.
 #
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 60 s, both targets)
+#        scripts/fuzz.sh --prepare [TARGET...]    install cargo-fuzz and build the targets, run nothing (.ci/run
+#                                                 does this in the background, niced, while other stages run)
 # Needs cargo-fuzz (installed here when missing, once, into $SERVEGATE_CACHE/cargo-fuzz: a few minutes) and a nightly
 # compiler or RUSTC_BOOTSTRAP=1 on stable (set here: libFuzzer needs -Z sanitizer flags).
 # Prints, per target, the executions, the corpus size and the outcome; exit 0 when no target crashed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds="${1:-60}"
-shift || true
+prepare=0
+if [ "${1:-}" = "--prepare" ]; then prepare=1; shift; fi
+seconds=60
+if [ $prepare -eq 0 ]; then seconds="${1:-60}"; shift || true; fi
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(sse_reply spec_parse)
 
@@ -31,6 +35,7 @@ export RUSTC_BOOTSTRAP=1
 
 cd fuzz
 for t in "${targets[@]}"; do cargo fuzz build -O "$t" 2>&1 | tail -n 1; done
+if [ $prepare -eq 1 ]; then echo "fuzz: cargo-fuzz installed, targets built: ${targets[*]}"; exit 0; fi
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/servegate-fuzz.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 

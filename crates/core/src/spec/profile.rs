@@ -180,26 +180,32 @@ pub fn version_of(engine: Option<Engine>, path: &str, body: &str) -> Option<Stri
 /// overrides), on one line for `servegate check`:
 /// `engine vllm: ready /health, clock metrics, greedy fields {"min_p":0.0,"repetition_penalty":1.0}`.
 /// Without an engine (absent or `"auto"`), what will be detected after readiness and what the gate sets:
-/// `engine auto: detected after readiness (spec/detect.rs: ...); set by the gate: ready /health, clock
-/// timings (default: the detected profile's applies), request.extra {}; the detected profile fills the rest`.
+/// `engine auto: detected after readiness (spec/detect.rs: ...); set by the gate: ready /health, request.extra
+/// {}; the detected profile sets the clock (timings when none is detected), ...`: a clock the gate does not
+/// write is not listed as set by it (issue 32: `check` said `clock timings` of a gate that sets none).
 pub fn effective(serve: &super::ServeSpec, request: &super::RequestSpec) -> Option<String> {
     let Some(engine) = serve.engine else {
         let greedy = request.temperature == Some(0.0);
         return Some(format!(
             "engine auto: detected after readiness (llama.cpp: Server header or /props; vllm: /version or \
-             /v1/models owned_by; llama-cpp-python: /openapi.json title); set by the gate: ready {}, clock {}, \
-             request.extra {}; the detected profile sets {}and its version endpoints",
+             /v1/models owned_by; llama-cpp-python: /openapi.json title); set by the gate: ready {}, {}\
+             request.extra {}; the detected profile sets {}{}and its version endpoints",
             serve.ready_path,
             if serve.clock_set {
-                serve.clock.name().to_string()
+                format!("clock {}, ", serve.clock.name())
             } else {
-                format!("{} (default: the detected profile's applies)", serve.clock.name())
+                String::new()
             },
             serde_json::Value::Object(request.extra.clone()),
-            if greedy {
-                "the clock where unset, its greedy fields where request.extra has no such key, "
+            if serve.clock_set {
+                String::new()
             } else {
-                "the clock where unset "
+                format!("the clock ({} when none is detected), ", serve.clock.name())
+            },
+            if greedy {
+                "its greedy fields where request.extra has no such key, "
+            } else {
+                ""
             }
         ));
     };
