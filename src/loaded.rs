@@ -58,7 +58,10 @@ pub fn judge_inputs(gate: &GateSpec, evidence: &Evidence) -> JudgeInputs {
 pub(crate) fn load_contract(
     dir: &Path,
 ) -> Result<analysis::contract::ContractEvidence, EvidenceError> {
-    crate::evidence::contract::load_raw(dir).map(analysis::contract::parse)
+    let mut ev = crate::evidence::contract::load_raw(dir).map(analysis::contract::parse)?;
+    ev.logs = crate::evidence::contract::load_logs(dir);
+    ev.metrics = crate::evidence::contract::load_metrics(dir);
+    Ok(ev)
 }
 
 /// The baseline side of the gate's `[assert.regression]` for this run (`gate` as run, `run` its evidence), or

@@ -8,13 +8,13 @@
 //! The evidence root holds run directories as `servegate run` writes them, `<root>/<gate>/<stamp>/` (the
 //! gate's copy `gate.toml`, `run.json`, `contract/<check>/`); per gate the newest complete run is one column.
 //! A column's runtime is the gate's `[record] engine`, else the engine the run detected, else the gate's
-//! name. A column whose run is more than `expire_days` older than the newest column's shows every cell
-//! `EXPIRED (was ...)`: counted back from the newest evidence, not from today, so the page is a pure function
+//! `[serve] engine`, else the gate's name. A column whose run is more than `expire_days` older than the
+//! newest column's shows every cell `EXPIRED (was ...)`: counted back from the newest evidence, not from today, so the page is a pure function
 //! of the evidence, as the coverage page's cells are.
 
 use std::path::{Path, PathBuf};
 
-use crate::judge::contract::{judge_check, CheckState};
+use crate::judge::contract::{judge_check, CheckContext, CheckState};
 use crate::vocab::ContractCheck;
 
 /// One cell: the check's state on one runtime.
@@ -93,7 +93,16 @@ fn column_of(dir: &Path) -> Option<Column> {
                 evidence.checks.get(check.name()),
             ) {
                 (Some(c), Some(xs)) => {
-                    let (word, why) = match judge_check(c, xs, &spec.request.served_model) {
+                    let ctx = CheckContext {
+                        served_model: &spec.request.served_model,
+                        engine: crate::judge::contract::engine_of(&spec, &ev),
+                        log: evidence.logs.get(check.name()).map(String::as_str),
+                        metrics: evidence
+                            .metrics
+                            .get(check.name())
+                            .map(|(b, a)| (b.as_str(), a.as_str())),
+                    };
+                    let (word, why) = match judge_check(c, xs, &ctx) {
                         CheckState::Pass(d) => ("PASS", d),
                         CheckState::Fail(d) => ("FAIL", d),
                         CheckState::Indeterminate(d) => ("INDETERMINATE", d),
@@ -102,14 +111,14 @@ fn column_of(dir: &Path) -> Option<Column> {
                     Cell {
                         word,
                         why: crate::text::shown(&why),
-                        listed: if c.expected { "expect" } else { "may_lack" },
+                        listed: listed(c),
                     }
                 }
                 (Some(c), None) => Cell {
                     word: "FAIL",
                     why: "its requests were not sent to their end (no check.json under contract/)"
                         .into(),
-                    listed: if c.expected { "expect" } else { "may_lack" },
+                    listed: listed(c),
                 },
                 (None, _) => Cell {
                     word: "NOT RUN",
@@ -135,6 +144,7 @@ fn column_of(dir: &Path) -> Option<Column> {
                 .as_ref()
                 .and_then(|d| d.engine.clone())
         })
+        .or_else(|| spec.serve.engine.map(|e| e.name().to_string()))
         .unwrap_or_else(|| spec.name.clone());
     let version = ev
         .run
@@ -152,6 +162,15 @@ fn column_of(dir: &Path) -> Option<Column> {
         started_utc: ev.run.started_utc.clone(),
         cells,
     })
+}
+
+/// How the gate lists a check: `expect`, `may_lack` or `known_fail`.
+fn listed(c: &crate::spec::contract::CheckSpec) -> &'static str {
+    match (c.expected, c.known_fail) {
+        (true, _) => "expect",
+        (false, true) => "known_fail",
+        (false, false) => "may_lack",
+    }
 }
 
 /// The rendered page: Markdown and HTML.

@@ -514,6 +514,117 @@ pub(crate) fn one_line(bytes: &[u8], max: usize) -> String {
     }
 }
 
+/// Whether a data event carries a token: choice 0's `delta.content` (or `reasoning_content` / `reasoning`)
+/// a non-empty string, or its `delta.tool_calls` present.
+fn carries_token(data: &str) -> bool {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(data) else {
+        return false;
+    };
+    let d = &v["choices"][0]["delta"];
+    ["content", "reasoning_content", "reasoning"]
+        .iter()
+        .any(|k| d[*k].as_str().is_some_and(|s| !s.is_empty()))
+        || d.get("tool_calls").is_some_and(|t| !t.is_null())
+}
+
+/// A streamed `POST` of `body` to `{base_url}{path}` that the client **drops** (closes the connection
+/// without reading further) once it has read `drop_after` token chunks: the `[contract]` `cancel` check's
+/// `dropped` request. The whole request ends by `timeout`. Returns the exchange (the reads up to the drop;
+/// `transport_error` only when the stream failed or ended before the drop) and, when it was dropped, ms from
+/// the send to the drop. Reads are timed when each returned (`recv_ms` None).
+pub(crate) fn send_dropping(
+    sender: &Sender,
+    base_url: &str,
+    path: &str,
+    body: &serde_json::Value,
+    drop_after: usize,
+    timeout: Duration,
+) -> (Exchange, Option<f64>) {
+    let t0 = Instant::now();
+    let ms = |t: Instant| t.duration_since(t0).as_secs_f64() * 1000.0;
+    let mut meta = ResponseMeta::default();
+    let mut reads = Vec::new();
+    let mut kept = 0u64;
+    let mut dropped = None;
+    let client = match http_client(timeout, sender.api_key.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            meta.transport_error = Some(format!("request failed: {e}"));
+            meta.end_ms = Some(0.0);
+            let ex = Exchange {
+                response: meta,
+                reads,
+                body_bytes: 0,
+                body_truncated: false,
+            };
+            return (ex, None);
+        }
+    };
+    let sent = client
+        .post(format!("{base_url}{path}"))
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(serde_json::to_vec(body).unwrap_or_default())
+        .send();
+    match sent {
+        Err(e) => meta.transport_error = Some(describe(&e)),
+        Ok(mut resp) => {
+            meta.head_ms = Some(ms(Instant::now()));
+            meta.status = Some(resp.status().as_u16());
+            for (name, value) in resp.headers() {
+                let v = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                meta.headers.insert(name.as_str().to_string(), v);
+            }
+            let mut framer = crate::analysis::sse::Framer::new();
+            let mut tokens = 0usize;
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match resp.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let t = ms(Instant::now());
+                        let room = BODY_CAP_BYTES.saturating_sub(kept) as usize;
+                        let take = n.min(room);
+                        kept += take as u64;
+                        reads.push(TimedRead {
+                            recv_ms: None,
+                            t_ms: t,
+                            bytes: buf[..take].to_vec(),
+                        });
+                        tokens += framer
+                            .push(&buf[..take], t)
+                            .iter()
+                            .filter(|e| carries_token(&e.data))
+                            .count();
+                        if tokens >= drop_after || take < n {
+                            // Dropping the response with its body unread closes the connection: the client
+                            // has gone, as a user's closed tab or a killed SDK call.
+                            drop(resp);
+                            dropped = Some(ms(Instant::now()));
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        meta.transport_error = Some(format!(
+                            "body read failed after {kept} bytes: {}",
+                            describe_io(&e)
+                        ));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    meta.end_ms = Some(ms(Instant::now()));
+    let ex = Exchange {
+        response: meta,
+        reads,
+        body_bytes: kept,
+        body_truncated: false,
+    };
+    (ex, dropped)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

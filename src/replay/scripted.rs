@@ -55,8 +55,9 @@ pub struct Script {
     pub metrics: Option<String>,
     /// Canned responses for any method and path, matched before the built-in routes.
     pub routes: Vec<Route>,
-    /// Chat replies by the chat request's index (0-based, in order of arrival; `POST /v1/completions` and
-    /// `/v1/embeddings` count as chat requests and take theirs from here too); past the end, `reply`.
+    /// Chat replies by the chat request's index (0-based, in order of arrival; `POST /v1/completions`,
+    /// `/v1/embeddings` and `/v1/responses` count as chat requests and take theirs from here too); past the
+    /// end, `reply`.
     pub replies: Vec<Reply>,
     /// With `replies` non-empty: request k gets `replies[k % len]` (never `reply`).
     pub cycle: bool,
@@ -78,6 +79,9 @@ pub struct Script {
     /// Do not exit when the parent goes away (no watchdog): for tests of the runner's own teardown, where
     /// the serve's watchdog would do the runner's job.
     pub outlive_parent: bool,
+    /// Serve chat requests one at a time, as a serve with one slot: a request waits until the reply before
+    /// it has been played to its end (or to the client's drop, unless [`Reply::on_drop`] says otherwise).
+    pub one_slot: bool,
     /// What the serve costs: memory it holds, CPU it burns per chat request (the footprint tests' truth).
     pub cost: Cost,
 }
@@ -118,6 +122,7 @@ impl Default for Script {
             times_file: None,
             child: None,
             outlive_parent: false,
+            one_slot: false,
             cost: Cost::default(),
         }
     }
@@ -415,6 +420,22 @@ pub struct Reply {
     /// Render the legacy completion object (`object "text_completion"`, `choices[].text`) in place of
     /// the chat one, streamed and not: a `/v1/completions` reply.
     pub text_completion: bool,
+    /// What the serve does when the client drops the reply (a write fails: the peer closed); absent: it
+    /// stops the reply there and frees the slot.
+    pub on_drop: Option<OnDrop>,
+    /// Printed when the serve notices the client dropped the reply (its cancellation line), templated.
+    pub drop_log: Vec<LogLine>,
+}
+
+/// What a scripted serve does when a client drops its reply mid-stream.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum OnDrop {
+    /// Keep "generating": the reply's steps are played to their end on their timing, writing nothing, the
+    /// slot held all along (a serve that does not cancel a request whose client left).
+    Finish,
+    /// The process ends as said (a serve that dies when a client disconnects).
+    Crash(Crash),
 }
 
 /// One scripted tool call.
@@ -465,6 +486,8 @@ impl Default for Reply {
             log: Vec::new(),
             tool_calls: Vec::new(),
             text_completion: false,
+            on_drop: None,
+            drop_log: Vec::new(),
         }
     }
 }

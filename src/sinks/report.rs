@@ -94,6 +94,8 @@ impl TestOutcome {
             Outcome::Void => TestOutcome::Void,
             // An unsupported `[contract]` check that `may_lack` allows: skipped with its reason, never a pass.
             Outcome::Unsupported => TestOutcome::Skipped,
+            // A `[contract]` check failing as `known_fail` states: skipped with its reason, never a pass.
+            Outcome::KnownFail => TestOutcome::Skipped,
         }
     }
 
@@ -194,6 +196,8 @@ pub(crate) const SKIP_INDETERMINATE: &str = "indeterminate, let through";
 pub(crate) const SKIP_UNSUPPORTED: &str = "unsupported, allowed by [contract] may_lack";
 /// The skip reason of a test not run (filtered or ignored by the test arguments).
 pub(crate) const SKIP_NOT_RUN: &str = "not run";
+/// The skip reason of a `[contract]` check failing as the gate's `known_fail` states.
+pub(crate) const SKIP_KNOWN_FAIL: &str = "a known failure, stated by [contract] known_fail";
 
 /// The skip reason of a gate whose `[requires]` are unmet, from its unmet reasons
 /// ([`crate::spec::GateSpec::requirements`]), the first that applies of: `no device` (a path under `/dev/`),
@@ -819,6 +823,7 @@ pub(crate) fn assertion_from_verdict(
     };
     let reason = match o {
         _ if v.outcome == crate::judge::Outcome::Unsupported => SKIP_UNSUPPORTED,
+        _ if v.outcome == crate::judge::Outcome::KnownFail => SKIP_KNOWN_FAIL,
         TestOutcome::NotCompared => SKIP_BUSY_RUNNER,
         TestOutcome::Incomparable => SKIP_INCOMPARABLE,
         _ => SKIP_INDETERMINATE,

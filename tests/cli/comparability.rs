@@ -62,7 +62,7 @@ served_model = "m"
 max_tokens = 14
 temperature = 0
 prompts = ["What is the capital of France?", "Why is the sky blue?", "A poem"]
-repeats = 2
+repeats = 3
 [assert.rate]
 floor_tok_s = 5.0
 "#,
@@ -327,8 +327,11 @@ fn a_new_release_60_percent_slower_fails_against_the_stored_baseline_naming_what
         line.starts_with("regression PASS ") || line.starts_with("regression INDETERMINATE "),
         "{line}"
     );
+    // (`contains`, not `ends_with`: under load a reply left unmeasured by its delivery adds `; n=8 of 9
+    // measured; not measured: ...` after the change. Nine requests a run, not six: 0.95 needs six matched,
+    // and at load 9 on 2 cores one reply of six was left unmeasured, the new release INDETERMINATE.)
     assert!(
-        line.ends_with(" → 1.1.0") && line.contains("; the release changed engine_version "),
+        line.contains("; the release changed engine_version vllm 1.0.0 → 1.1.0"),
         "{line}"
     );
 }

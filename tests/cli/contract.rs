@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use servegate::replay::scripted::{Reply, Route, Script, ToolCall};
+use servegate::replay::scripted::{Crash, LogLine, OnDrop, Reply, Route, Script, ToolCall};
 
 use crate::fixtures;
 
@@ -347,7 +347,7 @@ fn check_refuses_an_unknown_check_with_its_line_a_suggestion_and_the_known_ones(
     );
     assert!(text.contains("did you mean"), "{text}");
     assert!(
-        text.contains("shape, max_tokens, stop, usage, stream_parity, tools, json_object, json_schema, logprobs, seed, n, errors, completions, embeddings, models"),
+        text.contains("shape, max_tokens, stop, usage, stream_parity, tools, json_object, json_schema, logprobs, seed, n, errors, cancel, completions, embeddings, responses, models"),
         "{text}"
     );
     let text = check("expect = [\"stop\"]\nmay_lack = [\"stop\"]");
@@ -634,6 +634,33 @@ fn models_passes_a_list_with_the_served_model_and_fails_a_model_object_without_c
 }
 
 #[test]
+fn check_refuses_a_log_line_outside_cancel_a_bad_regex_and_a_known_failure_named_twice() {
+    let text = check("expect = [\"stop\"]\n[contract.stop]\nlog_line = \"x\"");
+    assert!(
+        text.contains("only [contract.cancel] takes `log_line`"),
+        "{text}"
+    );
+    let text = check("expect = [\"cancel\"]\n[contract.cancel]\nlog_line = \"cancel (task\"");
+    assert!(
+        text.contains("contract.cancel.log_line") && text.contains("not a regex"),
+        "{text}"
+    );
+    let text = check("expect = [\"stop\"]\nknown_fail = [\"stop\"]");
+    assert!(text.contains("named twice"), "{text}");
+}
+
+#[test]
+fn a_known_failure_is_shown_and_lets_the_gate_pass_and_a_pass_under_known_fail_fails_it() {
+    let left_in = ok(&["1, 2, 3, 4, 5"], "stop");
+    let (text, _d, _) = run(r#"known_fail = ["stop"]"#, vec![left_in.clone(), left_in]);
+    assert_word(&text, "stop", "KNOWN-FAIL", "is in the text");
+    assert!(text.contains("RESULT: PASS"), "{text}");
+    let honoured = ok(&["1, 2, 3, 4, "], "stop");
+    let (text, _d, _) = run(r#"known_fail = ["stop"]"#, vec![honoured.clone(), honoured]);
+    assert_word(&text, "stop", "FAIL", "move it to expect");
+}
+
+#[test]
 fn check_refuses_settings_a_check_does_not_read() {
     let text = check("expect = [\"models\"]\n[contract.models]\nprompt = \"x\"");
     assert!(text.contains("it takes no `prompt`"), "{text}");
@@ -726,4 +753,168 @@ fn the_committed_conformance_page_is_the_one_its_evidence_gives() {
         "pages/conformance.md is stale: run `servegate conformance` and commit it\n{}",
         fixtures::text(&out)
     );
+}
+
+/// A streamed reply of `tokens` numbered lines, the first after `first_ms`, each next `token_ms` later,
+/// ending "length".
+fn counting(tokens: usize, first_ms: f64, token_ms: f64) -> Reply {
+    Reply {
+        tokens: (1..=tokens).map(|i| format!("{i}\n")).collect(),
+        first_token_ms: first_ms,
+        token_ms,
+        finish_reason: Some("length".into()),
+        ..Reply::default()
+    }
+}
+
+/// The cancel check on a one-slot scripted serve: `baseline` and `after` 4 tokens after 100 ms, `dropped`
+/// 200 tokens 20 ms apart (4 s), which the client drops after 4; `dropped` as `tune` makes it.
+fn cancel_run(contract_extra: &str, tune: impl FnOnce(&mut Reply)) -> String {
+    let mut dropped = counting(200, 20.0, 20.0);
+    tune(&mut dropped);
+    let script = Script {
+        one_slot: true,
+        replies: vec![counting(4, 100.0, 5.0), dropped, counting(4, 100.0, 5.0)],
+        ..Script::default()
+    };
+    let (text, _d, dir) = run_script(
+        &format!("expect = [\"cancel\"]\n[contract.cancel]\nmax_tokens = 200\n{contract_extra}"),
+        script,
+    );
+    let check = std::fs::read_to_string(dir.join("contract/cancel/check.json")).unwrap_or_default();
+    format!("{text}\ncheck.json: {check}")
+}
+
+#[test]
+fn cancel_passes_a_serve_that_frees_its_slot_when_the_client_drops_the_stream() {
+    let text = cancel_run("log_line = 'srv +stop: cancel task'", |r| {
+        r.drop_log = vec![LogLine::err("srv  stop: cancel task, id_task = 7")];
+    });
+    // PASS with the line, whether or not the first token also came within the bound (a runner so busy that
+    // it did not still passes on the serve's word, never fails).
+    assert_word(&text, "cancel", "PASS", "the serve logged its cancellation");
+    assert!(text.contains("\"dropped_after\": 4"), "{text}");
+}
+
+#[test]
+fn cancel_passes_on_timing_alone_where_no_cancellation_line_is_known() {
+    let text = cancel_run("", |_| {});
+    let l = line(&text, "cancel");
+    // The bound is 3 x 100 ms + 250 ms against a rest of 4 s: PASS, or INDETERMINATE on a runner too busy to
+    // answer within it; never FAIL.
+    assert!(
+        l.starts_with("contract.cancel PASS the slot was freed")
+            || l.starts_with("contract.cancel INDETERMINATE"),
+        "{text}"
+    );
+}
+
+#[test]
+fn cancel_fails_a_serve_that_keeps_generating_for_a_client_that_left() {
+    let text = cancel_run("", |r| r.on_drop = Some(OnDrop::Finish));
+    assert_word(&text, "cancel", "FAIL", "the slot stayed busy");
+}
+
+#[test]
+fn cancel_fails_a_serve_that_dies_when_the_client_drops_the_stream() {
+    let text = cancel_run("", |r| r.on_drop = Some(OnDrop::Crash(Crash::Code(3))));
+    assert_word(&text, "cancel", "FAIL", "");
+    assert!(
+        text.contains("did not answer `after`") || text.contains("exited"),
+        "{text}"
+    );
+}
+
+#[test]
+fn cancel_fails_when_the_engines_cancellation_line_is_not_in_its_log() {
+    // The slot is freed in time, but the line the gate names never comes: the serve did not notice the drop
+    // as its engine says it does.
+    let text = cancel_run("log_line = 'cancel task'", |_| {});
+    assert_word(&text, "cancel", "FAIL", "has no cancellation line");
+}
+
+/// A Responses API response object with `text`, as a non-streamed body.
+fn response_object(text: &str, status: &str) -> serde_json::Value {
+    serde_json::json!({"id": "resp_1", "object": "response", "created_at": 1, "status": status,
+        "model": "fake", "output": [{"type": "message", "id": "msg_1", "status": status, "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+        "usage": {"input_tokens": 9, "output_tokens": 2, "total_tokens": 11}})
+}
+
+/// The Responses API's events for `deltas` as one SSE body, ending with `last` (`response.completed`).
+fn response_events(deltas: &[&str], last: &str) -> Reply {
+    let text: String = deltas.concat();
+    let mut body = String::new();
+    let mut ev = |v: serde_json::Value| {
+        body.push_str(&format!(
+            "event: {}\ndata: {v}\n\n",
+            v["type"].as_str().unwrap()
+        ));
+    };
+    ev(
+        serde_json::json!({"type": "response.created", "sequence_number": 0, "response": response_object("", "in_progress")}),
+    );
+    for d in deltas {
+        ev(
+            serde_json::json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": d}),
+        );
+    }
+    ev(serde_json::json!({"type": last, "response": response_object(&text, "completed")}));
+    Reply {
+        status: 200,
+        body: Some(body),
+        stream: Some(true),
+        headers: vec![("content-type".into(), "text/event-stream".into())],
+        ..Reply::default()
+    }
+}
+
+#[test]
+fn responses_passes_the_response_object_and_its_events_and_fails_a_stream_that_never_completes() {
+    let body = raw(200, &response_object("Paris.", "completed").to_string());
+    let (text, _d, dir) = run(
+        r#"expect = ["responses"]"#,
+        vec![
+            body.clone(),
+            response_events(&["Paris", "."], "response.completed"),
+            Reply::default(),
+        ],
+    );
+    assert_word(
+        &text,
+        "responses",
+        "PASS",
+        "the same text \"Paris.\" as chat's",
+    );
+    let sent = std::fs::read_to_string(dir.join("contract/responses/check.json")).unwrap();
+    assert!(sent.contains("\"/v1/responses\""), "{sent}");
+    let (text, _d, _) = run(
+        r#"expect = ["responses"]"#,
+        vec![
+            body.clone(),
+            response_events(&["Paris", "."], "response.in_progress"),
+            Reply::default(),
+        ],
+    );
+    assert_word(&text, "responses", "FAIL", "not \"response.completed\"");
+    let (text, _d, _) = run(
+        r#"expect = ["responses"]"#,
+        vec![
+            body,
+            response_events(&["Lyon", "."], "response.completed"),
+            Reply::default(),
+        ],
+    );
+    assert_word(&text, "responses", "FAIL", "the greedy texts differ");
+    let chat_shaped = Reply::default();
+    let (text, _d, _) = run(
+        r#"expect = ["responses"]"#,
+        vec![chat_shaped, Reply::default(), Reply::default()],
+    );
+    assert_word(&text, "responses", "FAIL", "is no response object");
+    let (text, _d, _) = run(
+        r#"may_lack = ["responses"]"#,
+        vec![status(404), status(404), Reply::default()],
+    );
+    assert_word(&text, "responses", "UNSUPPORTED", "no such route");
 }

@@ -1118,7 +1118,7 @@ fn hostile_gate_spec_errors_name_the_cause() {
         ),
         (
             "huge-repeats.toml",
-            "request.repeats: (warmup + repeats) x prompts must be at most 100000 requests",
+            "request.repeats: the warmup requests and repeats x prompts must be at most 100000 requests",
         ),
         (
             "huge-max-tokens.toml",

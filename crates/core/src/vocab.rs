@@ -207,10 +207,16 @@ closed_enum! {
         N = "n",
         /// Malformed requests get a 4xx with the error shape, and the serve answers the next request.
         Errors = "errors",
+        /// The client drops a stream mid-reply: the serve stays healthy and frees the slot (the next request's
+        /// first token within a bound of an unloaded one; the engine's cancellation log line where it has one).
+        Cancel = "cancel",
         /// The legacy `/v1/completions`: the text completion object, streamed and not, the same greedy text.
         Completions = "completions",
         /// `/v1/embeddings`: the embedding list object, one dimension, repeatable, a batch indexed in order.
         Embeddings = "embeddings",
+        /// `/v1/responses` (the Responses API): the response object, its output text, streamed events
+        /// (created, output_text deltas, completed) giving the same text.
+        Responses = "responses",
         /// `GET /v1/models`: the model list object, listing the gate's served model.
         Models = "models",
     }

@@ -41,6 +41,8 @@ struct State {
     chats_done: AtomicU64,
     first_ready: AtomicBool,
     print: Mutex<()>,
+    /// Held while a chat reply plays when the script has one slot.
+    slot: Mutex<()>,
 }
 
 impl State {
@@ -374,6 +376,7 @@ pub fn serve(script: Script, listen: &Listen) -> i32 {
         chats_done: AtomicU64::new(0),
         first_ready: AtomicBool::new(false),
         print: Mutex::new(()),
+        slot: Mutex::new(()),
     });
     loop {
         let stream = match listener.accept() {
@@ -480,7 +483,11 @@ fn respond(state: &State, req: &http::Request, w: &mut TcpStream) -> bool {
             }
             (
                 "POST",
-                "/v1/chat/completions" | "/chat/completions" | "/v1/completions" | "/v1/embeddings",
+                "/v1/chat/completions"
+                | "/chat/completions"
+                | "/v1/completions"
+                | "/v1/embeddings"
+                | "/v1/responses",
             ) => {
                 return chat(state, req, w, vars);
             }
@@ -558,7 +565,23 @@ fn chat(state: &State, req: &http::Request, w: &mut TcpStream, mut vars: Vars) -
         .and_then(|b| b.get("stream").and_then(|s| s.as_bool()))
         .unwrap_or(false);
     let steps = render_reply(reply, stream, state.model(), &vars);
-    let keep = play(&steps, w, req.arrived);
+    let slot = script
+        .one_slot
+        .then(|| state.slot.lock().unwrap_or_else(|e| e.into_inner()));
+    // Timed from the moment the slot is taken: a request that waited for it starts then.
+    let t0 = if slot.is_some() {
+        Instant::now().max(req.arrived)
+    } else {
+        req.arrived
+    };
+    let finish = reply.on_drop == Some(OnDrop::Finish);
+    let keep = play(&steps, w, t0, finish, || state.emit(&reply.drop_log, &vars));
+    drop(slot);
+    if keep.is_none() {
+        if let Some(OnDrop::Crash(how)) = reply.on_drop {
+            crash(how);
+        }
+    }
     state.emit(&script.request_log, &vars);
     if let Some(c) = script.crash_after_requests {
         let done = state.chats_done.fetch_add(1, Ordering::SeqCst) + 1;
@@ -571,15 +594,33 @@ fn chat(state: &State, req: &http::Request, w: &mut TcpStream, mut vars: Vars) -
 }
 
 /// Writes `steps` from `t0`; `Some(true)` when the response ended whole on a connection that stays open,
-/// `Some(false)` when it must close, `None` when a write failed.
-fn play(steps: &[Step], w: &mut TcpStream, t0: Instant) -> Option<bool> {
+/// `Some(false)` when it must close, `None` when a write failed (the client dropped the reply: `dropped` is
+/// called once then; with `finish`, the rest of the writes are timed out as if written, writing nothing).
+fn play(
+    steps: &[Step],
+    w: &mut TcpStream,
+    t0: Instant,
+    finish: bool,
+    dropped: impl FnOnce(),
+) -> Option<bool> {
+    let mut dropped = Some(dropped);
     for s in steps {
         match s {
             Step::Write(at, bytes) => {
                 pace::sleep_until(t0 + ms(*at));
-                w.write_all(bytes).ok()?;
-                w.flush().ok()?;
+                if dropped.is_none() {
+                    continue;
+                }
+                if w.write_all(bytes).and_then(|_| w.flush()).is_err() {
+                    if let Some(f) = dropped.take() {
+                        f();
+                    }
+                    if !finish {
+                        return None;
+                    }
+                }
             }
+            Step::End if dropped.is_none() => return None,
             Step::End => return Some(true),
             Step::Close => {
                 let _ = w.shutdown(Shutdown::Both);
@@ -604,7 +645,7 @@ fn play(steps: &[Step], w: &mut TcpStream, t0: Instant) -> Option<bool> {
             }
         }
     }
-    Some(true)
+    dropped.is_some().then_some(true)
 }
 
 /// Holds the connection (writing nothing) until the peer closes it, at most an hour.

@@ -26,6 +26,12 @@ pub struct ContractExchange {
 pub struct ContractEvidence {
     /// Check name -> its requests in send order.
     pub checks: BTreeMap<String, Vec<ContractExchange>>,
+    /// Check name -> the serve's log written while its requests ran (`contract/<check>/serve.log`; only the
+    /// checks that keep one: `cancel`).
+    pub logs: BTreeMap<String, String>,
+    /// Check name -> the serve's `/metrics` before and after its requests (`contract/<check>/metrics.*.txt`;
+    /// only `cancel` reads them, when the serve has them).
+    pub metrics: BTreeMap<String, (String, String)>,
 }
 
 /// Each check's raw exchanges (as `crate::evidence::contract::load_raw` read them) with each reply parsed.
@@ -68,5 +74,9 @@ pub fn parse(raw: BTreeMap<String, Vec<RawExchange>>) -> ContractEvidence {
             (name, parsed)
         })
         .collect();
-    ContractEvidence { checks }
+    ContractEvidence {
+        checks,
+        logs: BTreeMap::new(),
+        metrics: BTreeMap::new(),
+    }
 }

@@ -16,6 +16,14 @@ use crate::io::reads::{self, TimedRead};
 pub const CONTRACT_DIR: &str = "contract";
 /// A check's record file within its directory.
 pub const CHECK_FILE: &str = "check.json";
+/// A check's slice of the serve's log (`contract/<check>/serve.log`): what the serve wrote from just before
+/// the check's first request to just after its last was answered (the `cancel` check's cancellation line).
+pub const CHECK_LOG: &str = "serve.log";
+/// The serve's `/metrics` read just before a check's first request and just after its last (the `cancel`
+/// check: an aborted-request counter), when the serve answered it.
+pub const CHECK_METRICS_BEFORE: &str = "metrics.before.txt";
+/// See [`CHECK_METRICS_BEFORE`].
+pub const CHECK_METRICS_AFTER: &str = "metrics.after.txt";
 /// Schema of [`CheckFile`].
 pub const CHECK_SCHEMA: &str = "servegate.contract-check/1";
 
@@ -52,6 +60,13 @@ pub struct ContractRecord {
     pub body_truncated: bool,
     /// The time limit it was sent with, seconds.
     pub timeout_s: f64,
+    /// The client dropped the stream (closed the connection) after reading this many token chunks (the
+    /// `cancel` check's `dropped` request); absent: read to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_after: Option<usize>,
+    /// ms from the send to the moment the client dropped the stream (with `dropped_after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_ms: Option<f64>,
 }
 
 fn chat_path() -> String {
@@ -78,6 +93,43 @@ pub struct RawExchange {
     pub request: serde_json::Value,
     /// `<label>.reads.jsonl` (empty when the request got no response).
     pub reads: Vec<TimedRead>,
+}
+
+/// Each check's log slice (`contract/<check>/serve.log`, lossy UTF-8, at most 1 MiB of it) by check name.
+pub fn load_logs(dir: &Path) -> BTreeMap<String, String> {
+    load_named(dir, CHECK_LOG)
+}
+
+/// Each check's `/metrics` before and after (both present), by check name.
+pub fn load_metrics(dir: &Path) -> BTreeMap<String, (String, String)> {
+    let before = load_named(dir, CHECK_METRICS_BEFORE);
+    let mut after = load_named(dir, CHECK_METRICS_AFTER);
+    before
+        .into_iter()
+        .filter_map(|(k, b)| after.remove(&k).map(|a| (k, (b, a))))
+        .collect()
+}
+
+/// The file `file` of each check's directory (lossy UTF-8, at most 1 MiB), by check name.
+fn load_named(dir: &Path, file: &str) -> BTreeMap<String, String> {
+    use std::io::Read;
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir.join(CONTRACT_DIR)) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let Ok(f) = std::fs::File::open(e.path().join(file)) else {
+            continue;
+        };
+        let mut bytes = Vec::new();
+        if f.take(1 << 20).read_to_end(&mut bytes).is_ok() {
+            out.insert(
+                e.file_name().to_string_lossy().into_owned(),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            );
+        }
+    }
+    out
 }
 
 /// Every check's requests under `<dir>/contract/`, by check name (empty without the directory; a check

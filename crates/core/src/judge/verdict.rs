@@ -34,6 +34,11 @@ pub enum Outcome {
     /// `may_lack` lists it: its own state, never a pass; the trial is skipped with the reason. (An expected
     /// check that is unsupported is a [`Outcome::Fail`].)
     Unsupported,
+    /// A `[contract]` check that fails as measured, when the gate's `known_fail` lists it: shown as a
+    /// failure (`KNOWN-FAIL`), never a pass; the trial is skipped with the reason, so a gate can state what a
+    /// runtime breaks without going red on it. (A check `known_fail` lists that passes is a
+    /// [`Outcome::Fail`]: the list is stale.)
+    KnownFail,
 }
 
 impl Outcome {
@@ -47,6 +52,7 @@ impl Outcome {
             Outcome::NotCompared => "NOT-COMPARED",
             Outcome::Void => "VOID",
             Outcome::Unsupported => "UNSUPPORTED",
+            Outcome::KnownFail => "KNOWN-FAIL",
         }
     }
 
@@ -60,6 +66,7 @@ impl Outcome {
             Outcome::NotCompared => "not_compared",
             Outcome::Void => "void",
             Outcome::Unsupported => "unsupported",
+            Outcome::KnownFail => "known_fail",
         }
     }
 
@@ -73,6 +80,7 @@ impl Outcome {
             Outcome::NotCompared,
             Outcome::Void,
             Outcome::Unsupported,
+            Outcome::KnownFail,
         ]
         .into_iter()
         .find(|o| o.word() == word)

@@ -55,6 +55,13 @@ pub const TOP_LOGPROBS: u64 = 3;
 pub const COMPLETION_PROMPT: &str = "The capital of France is";
 /// The input of the `embeddings` check, unless it sets `prompt`.
 pub const EMBEDDING_INPUT: &str = "The capital of France is Paris.";
+/// Default `max_tokens` of the `cancel` check's dropped request: long enough that finishing it would keep a
+/// slot busy for seconds (512 tokens: about 10 s on the reference serve's one thread at 50 tok/s).
+pub const DEFAULT_CANCEL_MAX_TOKENS: u32 = 512;
+/// `max_tokens` of the `cancel` check's `baseline` and `after` requests: only their first token is judged.
+pub const CANCEL_PROBE_MAX_TOKENS: u32 = 4;
+/// The client drops the `cancel` check's `dropped` stream once it has read this many token chunks.
+pub const CANCEL_DROP_AFTER: usize = 4;
 
 /// The `tools` check's function parameters (a JSON Schema): one required string, `city`.
 pub fn tool_parameters() -> Value {
@@ -87,6 +94,8 @@ pub enum Endpoint {
     Embeddings,
     /// `GET /v1/models`.
     Models,
+    /// `POST /v1/responses` (the Responses API).
+    Responses,
 }
 
 impl Endpoint {
@@ -97,6 +106,7 @@ impl Endpoint {
             Endpoint::Completions => "/v1/completions",
             Endpoint::Embeddings => "/v1/embeddings",
             Endpoint::Models => "/v1/models",
+            Endpoint::Responses => "/v1/responses",
         }
     }
 
@@ -114,6 +124,8 @@ pub(super) struct RawContract {
     expect: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     may_lack: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    known_fail: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     timeout_s: Option<Spanned<f64>>,
     #[serde(default)]
@@ -146,6 +158,10 @@ pub(super) struct RawContract {
     embeddings: Option<RawCheck>,
     #[serde(default)]
     models: Option<RawCheck>,
+    #[serde(default)]
+    cancel: Option<RawCheck>,
+    #[serde(default)]
+    responses: Option<RawCheck>,
 }
 
 impl RawContract {
@@ -166,6 +182,8 @@ impl RawContract {
             ContractCheck::Completions => self.completions.as_ref(),
             ContractCheck::Embeddings => self.embeddings.as_ref(),
             ContractCheck::Models => self.models.as_ref(),
+            ContractCheck::Cancel => self.cancel.as_ref(),
+            ContractCheck::Responses => self.responses.as_ref(),
         }
     }
 }
@@ -182,6 +200,8 @@ struct RawCheck {
     timeout_s: Option<Spanned<f64>>,
     #[serde(default)]
     stop: Option<Spanned<String>>,
+    #[serde(default)]
+    log_line: Option<Spanned<String>>,
 }
 
 /// `[contract]`, validated: the checks in run order ([`ContractCheck::ALL`]'s).
@@ -208,8 +228,12 @@ impl ContractSpec {
 pub struct CheckSpec {
     /// Which check.
     pub check: ContractCheck,
-    /// In `expect` (unsupported fails) or in `may_lack` (unsupported is its own state, no failure).
+    /// In `expect` (unsupported fails) or in `may_lack` / `known_fail` (unsupported is its own state, no
+    /// failure).
     pub expected: bool,
+    /// In `known_fail`: the runtime fails it as measured (docs/contract.md); a failure is `KNOWN-FAIL` (the
+    /// trial skipped with the reason), a pass fails (the list is stale).
+    pub known_fail: bool,
     /// The 1-based line of its entry in `expect` or `may_lack` (annotations point there).
     pub line: usize,
     /// Time limit of each of its requests, seconds (its table's `timeout_s`, else `[contract] timeout_s`,
@@ -221,6 +245,9 @@ pub struct CheckSpec {
     pub max_tokens: u32,
     /// The stop string (`stop` only).
     pub stop: Option<String>,
+    /// The serve's cancellation log line, a regex (`cancel` only: `[contract.cancel] log_line`, else the
+    /// `[serve] engine` profile's, else None: the engine's detected profile may still name one).
+    pub log_line: Option<String>,
 }
 
 /// One request of a check: its label (the file stem in `contract/<check>/`), where it goes, streamed or not,
@@ -235,6 +262,9 @@ pub struct CheckRequest {
     pub stream: bool,
     /// The JSON body, as sent (Null for a `GET`).
     pub body: Value,
+    /// The client drops the stream (closes the connection) once it has read this many token chunks (the
+    /// `cancel` check's `dropped` request); None: read to the end.
+    pub drop_after: Option<usize>,
 }
 
 /// A chat body: the gate's model, system message and `extra`, greedy (temperature 0), with `stream` (and
@@ -288,6 +318,7 @@ pub fn requests(req: &RequestSpec, check: &CheckSpec) -> Vec<CheckRequest> {
         endpoint: Endpoint::Chat,
         stream,
         body,
+        drop_after: None,
     };
     match check.check {
         ContractCheck::Shape => {
@@ -381,6 +412,18 @@ pub fn requests(req: &RequestSpec, check: &CheckSpec) -> Vec<CheckRequest> {
             vec![one("body", false, b)]
         }
         ContractCheck::Errors => error_requests(req),
+        ContractCheck::Cancel => {
+            let probe = chat(req, p, CANCEL_PROBE_MAX_TOKENS, true);
+            vec![
+                one("baseline", true, probe.clone()),
+                CheckRequest {
+                    drop_after: Some(CANCEL_DROP_AFTER),
+                    ..one("dropped", true, chat(req, p, n, true))
+                },
+                one("after", true, probe),
+            ]
+        }
+        ContractCheck::Responses => responses_requests(req, p, n),
         ContractCheck::Completions => completions_requests(req, p, n),
         ContractCheck::Embeddings => embeddings_requests(req, p),
         ContractCheck::Models => vec![CheckRequest {
@@ -388,6 +431,7 @@ pub fn requests(req: &RequestSpec, check: &CheckSpec) -> Vec<CheckRequest> {
             endpoint: Endpoint::Models,
             stream: false,
             body: Value::Null,
+            drop_after: None,
         }],
     }
 }
@@ -400,6 +444,7 @@ fn error_requests(req: &RequestSpec) -> Vec<CheckRequest> {
         endpoint: Endpoint::Chat,
         stream: false,
         body,
+        drop_after: None,
     };
     let good = chat(req, SHORT_PROMPT, SHORT_MAX_TOKENS, false);
     let mut no_messages = good.clone();
@@ -436,8 +481,45 @@ fn completions_requests(req: &RequestSpec, p: &str, n: u32) -> Vec<CheckRequest>
         endpoint: Endpoint::Completions,
         stream,
         body: body(stream),
+        drop_after: None,
     };
     vec![at("body", false), at("stream", true)]
+}
+
+/// The `responses` check's requests: `body` and `stream` to `/v1/responses` (the prompt `p` as `input`,
+/// `max_output_tokens` `n`, greedy), then `chat`, the same prompt to the chat endpoint (the greedy text the
+/// Responses API must give too).
+fn responses_requests(req: &RequestSpec, p: &str, n: u32) -> Vec<CheckRequest> {
+    let body = |stream: bool| {
+        let mut b = serde_json::Map::new();
+        b.insert("model".into(), req.served_model.clone().into());
+        b.insert("input".into(), p.into());
+        if let Some(s) = &req.system {
+            b.insert("instructions".into(), s.clone().into());
+        }
+        b.insert("max_output_tokens".into(), n.into());
+        b.insert("temperature".into(), 0.into());
+        b.insert("stream".into(), stream.into());
+        with_extra(req, b)
+    };
+    let at = |label, stream| CheckRequest {
+        label,
+        endpoint: Endpoint::Responses,
+        stream,
+        body: body(stream),
+        drop_after: None,
+    };
+    vec![
+        at("body", false),
+        at("stream", true),
+        CheckRequest {
+            label: "chat",
+            endpoint: Endpoint::Chat,
+            stream: false,
+            body: chat(req, p, n, false),
+            drop_after: None,
+        },
+    ]
 }
 
 /// The `embeddings` check's requests to `/v1/embeddings`: the prompt `p` twice (the same vector) and a
@@ -454,6 +536,7 @@ fn embeddings_requests(req: &RequestSpec, p: &str) -> Vec<CheckRequest> {
         endpoint: Endpoint::Embeddings,
         stream: false,
         body: body(input),
+        drop_after: None,
     };
     vec![
         at("first", json!(p)),
@@ -475,15 +558,21 @@ impl Validator<'_> {
     /// `[contract]`: every name in `expect` and `may_lack` a known check (else the entry's line, a
     /// did-you-mean and the known ones), none in both or twice, at least one check, settings tables only for
     /// checks the gate runs and only with the keys that check reads, time limits and counts that can be met.
-    pub(super) fn contract(&self, raw: &RawContract) -> Result<ContractSpec, SpecError> {
+    pub(super) fn contract(
+        &self,
+        raw: &RawContract,
+        engine: Option<super::profile::Engine>,
+    ) -> Result<ContractSpec, SpecError> {
         let default_timeout = match &raw.timeout_s {
             Some(t) => self.seconds(t, "contract.timeout_s")?,
             None => DEFAULT_CHECK_TIMEOUT_S,
         };
         let mut named: Vec<(ContractCheck, bool, usize)> = Vec::new();
+        let mut known: Vec<ContractCheck> = Vec::new();
         for (key, list, expected) in [
             ("contract.expect", &raw.expect, true),
             ("contract.may_lack", &raw.may_lack, false),
+            ("contract.known_fail", &raw.known_fail, false),
         ] {
             for entry in list.iter().flat_map(|l| l.get_ref()) {
                 let name = entry.get_ref();
@@ -502,8 +591,11 @@ impl Validator<'_> {
                     return Err(self.err(
                         entry.span(),
                         key,
-                        format!("the check `{name}` is named twice in [contract] expect / may_lack: a check is either expected or allowed to be lacking"),
+                        format!("the check `{name}` is named twice in [contract] expect / may_lack / known_fail: a check is expected, allowed to be lacking, or known to fail"),
                     ));
+                }
+                if key == "contract.known_fail" {
+                    known.push(check);
                 }
                 let line = crate::error::line_col(self.text, entry.span().start).0;
                 named.push((check, expected, line));
@@ -533,13 +625,16 @@ impl Validator<'_> {
             let Some((_, expected, line)) = named.iter().find(|(c, _, _)| c == check) else {
                 continue;
             };
-            checks.push(self.check(
+            let mut spec = self.check(
                 *check,
                 *expected,
                 *line,
                 raw.settings(*check),
                 default_timeout,
-            )?);
+                engine,
+            )?;
+            spec.known_fail = known.contains(check);
+            checks.push(spec);
         }
         Ok(ContractSpec { checks })
     }
@@ -552,6 +647,7 @@ impl Validator<'_> {
         line: usize,
         raw: Option<&RawCheck>,
         default_timeout: f64,
+        engine: Option<super::profile::Engine>,
     ) -> Result<CheckSpec, SpecError> {
         let empty = RawCheck::default();
         let raw = raw.unwrap_or(&empty);
@@ -588,6 +684,32 @@ impl Validator<'_> {
         if let (Some(s), false) = (&raw.stop, check == ContractCheck::Stop) {
             return Err(self.err(s.span(), &key("stop"), "only [contract.stop] takes `stop`"));
         }
+        if let (Some(s), false) = (&raw.log_line, check == ContractCheck::Cancel) {
+            return Err(self.err(
+                s.span(),
+                &key("log_line"),
+                "only [contract.cancel] takes `log_line`",
+            ));
+        }
+        let log_line = match &raw.log_line {
+            Some(l) => match regex::Regex::new(l.get_ref()) {
+                Ok(_) if !l.get_ref().is_empty() => Some(l.get_ref().clone()),
+                Ok(_) => {
+                    return Err(self.err(l.span(), &key("log_line"), "must not be empty"));
+                }
+                Err(e) => {
+                    return Err(self.err(
+                        l.span(),
+                        &key("log_line"),
+                        format!("not a regex: {}", crate::error::OneLine(&e)),
+                    ));
+                }
+            },
+            None if check == ContractCheck::Cancel => engine
+                .and_then(|e| e.profile().cancel_line)
+                .map(str::to_string),
+            None => None,
+        };
         let stop = match &raw.stop {
             Some(s) if s.get_ref().is_empty() => {
                 return Err(self.err(
@@ -625,11 +747,13 @@ impl Validator<'_> {
         Ok(CheckSpec {
             check,
             expected,
+            known_fail: false,
             line,
             timeout_s,
             prompt,
             max_tokens,
             stop,
+            log_line,
         })
     }
 }
@@ -653,6 +777,7 @@ fn default_max_tokens(check: ContractCheck) -> u32 {
         ContractCheck::Stop => 40,
         ContractCheck::Tools | ContractCheck::JsonObject | ContractCheck::JsonSchema => 64,
         ContractCheck::Logprobs | ContractCheck::N | ContractCheck::Completions => 8,
+        ContractCheck::Cancel => DEFAULT_CANCEL_MAX_TOKENS,
         _ => DEFAULT_CHECK_MAX_TOKENS,
     }
 }
@@ -667,6 +792,7 @@ fn default_prompt(check: ContractCheck) -> &'static str {
         ContractCheck::JsonSchema => JSON_PROMPT,
         ContractCheck::Seed | ContractCheck::N => SAMPLED_PROMPT,
         ContractCheck::Completions => COMPLETION_PROMPT,
+        ContractCheck::Responses => SHORT_PROMPT,
         ContractCheck::Embeddings => EMBEDDING_INPUT,
         _ => LONG_PROMPT,
     }

@@ -42,9 +42,10 @@ pub(crate) fn decl_lines_in(
 pub(super) fn decl_line_in(doc: &toml_edit::Table, text: &str, assertion: &str) -> Option<usize> {
     let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
     if let Some(check) = assertion.strip_prefix("contract.") {
-        // A `[contract]` check: its entry in `expect` or `may_lack` (where `servegate check` points too).
+        // A `[contract]` check: its entry in `expect`, `may_lack` or `known_fail` (where `servegate check`
+        // points too).
         let contract = doc.get("contract").and_then(|c| c.as_table_like())?;
-        for list in ["expect", "may_lack"] {
+        for list in ["expect", "may_lack", "known_fail"] {
             let Some(arr) = contract.get(list).and_then(|a| a.as_array()) else {
                 continue;
             };

@@ -79,7 +79,66 @@ pub struct Profile {
     pub route_lines: &'static [&'static str],
     /// Whether `/metrics` exists.
     pub has_metrics: bool,
+    /// A regex of the log line the serve writes when a client drops a stream and it cancels the request
+    /// (the `cancel` check, docs/contract.md), measured on the real serve; None: it logs none.
+    pub cancel_line: Option<&'static str>,
+    /// The Prometheus gauge on `/metrics` of the requests the serve is running, as (series name, a label
+    /// pair the samples must carry, or ""): read after the `cancel` check, 0 shows the dropped request
+    /// cancelled where no log line says so (vLLM: `vllm:num_requests_running`; its
+    /// `vllm:request_success_total{finished_reason="abort"}` stays 0 for a client's disconnect, measured on
+    /// 0.32.0). None: none known.
+    pub cancel_gauge: Option<(&'static str, &'static str)>,
+    /// The `[contract]` checks the engine does not offer, each with the word of its own docs or its
+    /// measured answer (docs/contract.md "Engine profiles"): a check listed here is reported unsupported
+    /// with this reason when its evidence shows the same (a clean refusal, a 404, a feature ignored).
+    pub lacks: &'static [(crate::vocab::ContractCheck, &'static str)],
 }
+
+use crate::vocab::ContractCheck;
+
+/// What llama.cpp's server does not offer (docs/contract.md "Engine profiles").
+const LLAMA_CPP_LACKS: &[(ContractCheck, &str)] = &[
+    (
+        ContractCheck::N,
+        "llama.cpp's server generates one choice per request (it refuses n > 1: `Value must be between 1 <= value <= 1`)",
+    ),
+];
+
+/// What llama-cpp-python's server does not offer (docs/contract.md "Engine profiles").
+const LLAMA_CPP_PYTHON_LACKS: &[(ContractCheck, &str)] = &[
+    (
+        ContractCheck::Usage,
+        "llama-cpp-python's server sends no usage chunk in a stream (stream_options.include_usage is not implemented; measured on 0.3.36)",
+    ),
+    (
+        ContractCheck::JsonSchema,
+        "llama-cpp-python's response_format takes `text` and `json_object` (with an optional `schema`) only; `json_schema` fails its request validation",
+    ),
+    (
+        ContractCheck::N,
+        "llama-cpp-python's server generates one choice per request",
+    ),
+    (
+        ContractCheck::Embeddings,
+        "llama-cpp-python's server embeds only when started with `--embedding true`",
+    ),
+    (
+        ContractCheck::Responses,
+        "llama-cpp-python's server has no /v1/responses route (its OpenAPI lists chat, completions, embeddings and models only)",
+    ),
+];
+
+/// What vLLM's server does not offer (docs/contract.md "Engine profiles").
+const VLLM_LACKS: &[(ContractCheck, &str)] = &[
+    (
+        ContractCheck::Tools,
+        "vLLM calls tools only when started with --enable-auto-tool-choice and a --tool-call-parser for the model's format (a named tool_choice is refused without one)",
+    ),
+    (
+        ContractCheck::Embeddings,
+        "vLLM serves /v1/embeddings only for a model run as a pooling model (--runner pooling), not a generative one",
+    ),
+];
 
 impl Engine {
     /// Every engine, in documentation order.
@@ -121,6 +180,9 @@ impl Engine {
                     r"threadpool init, n_threads = \d+",
                 ],
                 has_metrics: true,
+                cancel_line: Some(r"srv +stop: cancel task, id_task = \d+"),
+                cancel_gauge: None,
+                lacks: LLAMA_CPP_LACKS,
             },
             Engine::LlamaCppPython => Profile {
                 engine: self,
@@ -136,6 +198,9 @@ impl Engine {
                     r"llama_perf_context_print: +eval time = .* tokens per second\)",
                 ],
                 has_metrics: false,
+                cancel_line: None,
+                cancel_gauge: None,
+                lacks: LLAMA_CPP_PYTHON_LACKS,
             },
             Engine::Vllm => Profile {
                 engine: self,
@@ -148,6 +213,9 @@ impl Engine {
                     r"Resolved architecture: \w+",
                 ],
                 has_metrics: true,
+                cancel_line: None,
+                cancel_gauge: Some(("vllm:num_requests_running", "")),
+                lacks: VLLM_LACKS,
             },
         }
     }

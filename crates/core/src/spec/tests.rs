@@ -609,3 +609,30 @@ fn samplers_parse_and_each_bad_one_is_refused_at_its_key() {
         "{e}"
     );
 }
+
+#[test]
+fn the_cancel_check_takes_the_declared_engine_s_cancellation_line_unless_the_gate_names_one() {
+    let with = |engine: &str, table: &str| {
+        let text = GOOD.replace("[serve]\n", &format!("[serve]\n{engine}"))
+            + &format!("[contract]\nexpect = [\"cancel\"]\nknown_fail = [\"models\"]\n{table}");
+        let g = parse_str(&text).unwrap();
+        let c = g.contract.unwrap();
+        (c.checks[0].log_line.clone(), c.checks[1].known_fail)
+    };
+    let (line, known) = with("engine = \"llama.cpp\"\n", "");
+    assert_eq!(
+        line.as_deref(),
+        profile::Engine::LlamaCpp.profile().cancel_line
+    );
+    assert!(known);
+    assert_eq!(with("", "").0, None);
+    assert_eq!(
+        with(
+            "engine = \"llama.cpp\"\n",
+            "[contract.cancel]\nlog_line = 'client gone'\n"
+        )
+        .0
+        .as_deref(),
+        Some("client gone")
+    );
+}

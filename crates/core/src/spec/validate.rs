@@ -339,7 +339,7 @@ impl Validator<'_> {
         let contract = raw
             .contract
             .as_ref()
-            .map(|c| self.contract(c))
+            .map(|c| self.contract(c, serve.engine))
             .transpose()?;
         if contract.is_some() && (pair.is_some() || load.is_some()) {
             return Err(self.err(

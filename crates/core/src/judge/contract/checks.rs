@@ -244,9 +244,24 @@ pub(super) fn stream_parity(xs: &[ContractExchange]) -> Judged {
     }
     let tokens = |u: &Option<Usage>| u.as_ref().map(|u| (u.prompt_tokens, u.completion_tokens));
     let (ua, ub) = (tokens(&a.usage), tokens(&b.usage));
+    let shown = |u: Option<(Option<u64>, Option<u64>)>| match u {
+        None => "no usage".to_string(),
+        Some((p, c)) => format!(
+            "({}, {})",
+            p.map_or("none".into(), |v| v.to_string()),
+            c.map_or("none".into(), |v| v.to_string())
+        ),
+    };
     if ua.is_none() || ub.is_none() || ua != ub {
         return fail(format!(
-            "usage (prompt, completion) differs: `body` {ua:?} / `stream` {ub:?}"
+            "usage (prompt, completion) differs: `body` {} / `stream` {}{}",
+            shown(ua),
+            shown(ub),
+            if ub.is_none() {
+                " (the stream asked stream_options.include_usage)"
+            } else {
+                ""
+            }
         ));
     }
     let (p, c) = ua.unwrap_or_default();

@@ -186,3 +186,142 @@ pub(super) fn models(xs: &[ContractExchange], served_model: &str) -> Judged {
         quoted(served_model, 40)
     )))
 }
+
+/// The output text of a response object: the `text` of every `output_text` part of every `message` item,
+/// in order (what the SDKs' `output_text` joins); None when no message item has such a part.
+fn output_text(v: &Value) -> Option<String> {
+    let mut parts = v["output"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["type"] == "message")
+        .flat_map(|item| item["content"].as_array().into_iter().flatten())
+        .filter(|part| part["type"] == "output_text")
+        .filter_map(|part| part["text"].as_str())
+        .peekable();
+    parts.peek()?;
+    Some(parts.collect())
+}
+
+/// The data of every event of a streamed body (any `event:` name), each parsed as JSON, up to a `[DONE]`
+/// (the Responses API sends none; a serve that adds one ends there); the index of one that is not JSON.
+fn all_events(x: &ContractExchange) -> Result<Vec<Value>, usize> {
+    let mut framer = crate::analysis::sse::Framer::new();
+    let mut out = Vec::new();
+    for (i, e) in framer.push(&x.body, 0.0).into_iter().enumerate() {
+        if e.data.trim() == "[DONE]" {
+            break;
+        }
+        out.push(serde_json::from_str(&e.data).map_err(|_| i + 1)?);
+    }
+    Ok(out)
+}
+
+/// `responses`: `POST /v1/responses` (<https://platform.openai.com/docs/api-reference/responses/create>),
+/// greedy. `body` is the response object ([`schema::response_object`]), `completed` or `incomplete`, with
+/// output text; `stream` is the streamed events: the first `response.created`, text in
+/// `response.output_text.delta` events ("Emitted when there is an additional text delta"), the last
+/// `response.completed` or `response.incomplete` carrying the response object, whose output text the deltas
+/// join to; the streamed text is `body`'s, and `body`'s is `chat`'s (the same prompt to the chat endpoint,
+/// greedy). A 404 or 405 is the serve without the route: unsupported.
+pub(super) fn responses(xs: &[ContractExchange]) -> Judged {
+    let body = find(xs, "body")?;
+    answered_with(body, ROUTE)?;
+    let v = body_json(body);
+    if let Some(e) = schema::violation(&schema::response_object(), &v) {
+        return fail(format!("`body` is no response object: {e}"));
+    }
+    let status = v["status"].as_str().unwrap_or_default();
+    if status != "completed" && status != "incomplete" {
+        return fail(format!(
+            "`body` has status {}, not \"completed\" (or \"incomplete\" at max_output_tokens)",
+            quoted(status, 20)
+        ));
+    }
+    let Some(text) = output_text(&v) else {
+        return fail("`body` has no message item with an output_text part");
+    };
+    let stream = find(xs, "stream")?;
+    if let Some(e) = &stream.record.transport_error {
+        return fail(format!("`stream`: no whole reply: {e}"));
+    }
+    if stream.record.body_truncated {
+        return fail("`stream`: the body passed the cap and was not read whole");
+    }
+    let st = stream.record.http_status.unwrap_or(0);
+    if !(200..300).contains(&st) {
+        answered_with(stream, ROUTE)?;
+    }
+    let events = match all_events(stream) {
+        Ok(e) => e,
+        Err(i) => return fail(format!("`stream` event {i} is not JSON")),
+    };
+    let kind = |e: &Value| e["type"].as_str().unwrap_or("").to_string();
+    let (Some(first), Some(last)) = (events.first(), events.last()) else {
+        return fail("`stream` (stream = true) holds no event");
+    };
+    if kind(first) != "response.created" {
+        return fail(format!(
+            "`stream`'s first event is {}, not \"response.created\"",
+            quoted(&kind(first), 40)
+        ));
+    }
+    if !matches!(
+        kind(last).as_str(),
+        "response.completed" | "response.incomplete"
+    ) {
+        return fail(format!(
+            "`stream`'s last event is {}, not \"response.completed\": a cut or failed stream",
+            quoted(&kind(last), 40)
+        ));
+    }
+    if let Some(e) = schema::violation(&schema::response_object(), &last["response"]) {
+        return fail(format!(
+            "`stream`'s {} carries no response object: {e}",
+            kind(last)
+        ));
+    }
+    let deltas: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "response.output_text.delta")
+        .collect();
+    if let Some(bad) = deltas.iter().find(|e| !e["delta"].is_string()) {
+        return fail(format!(
+            "a `response.output_text.delta` event has no string `delta`: {}",
+            quoted(&bad.to_string(), 80)
+        ));
+    }
+    let streamed: String = deltas.iter().filter_map(|e| e["delta"].as_str()).collect();
+    let done = output_text(&last["response"]).unwrap_or_default();
+    if streamed != done {
+        return fail(format!(
+            "the {} output_text deltas join to {}, the completed response's text is {}",
+            deltas.len(),
+            quoted(&streamed, 60),
+            quoted(&done, 60)
+        ));
+    }
+    if streamed != text {
+        return fail(format!(
+            "the greedy texts differ: `body` {} / `stream` {}",
+            quoted(&text, 60),
+            quoted(&streamed, 60)
+        ));
+    }
+    let chat = find(xs, "chat")?;
+    super::answered(chat)?;
+    if chat.reply.content != text {
+        return fail(format!(
+            "the Responses API's greedy text {} is not chat's {} for the same prompt",
+            quoted(&text, 60),
+            quoted(&chat.reply.content, 60)
+        ));
+    }
+    Ok(CheckState::Pass(format!(
+        "the response object ({status}), {} stream events from response.created to {} with {} text deltas, the same text {} as chat's",
+        events.len(),
+        kind(last),
+        deltas.len(),
+        quoted(&text, 40)
+    )))
+}

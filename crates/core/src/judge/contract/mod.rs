@@ -9,6 +9,7 @@
 //! time limit, a refused connection), a cut stream, a capped body, a malformed event or a body that is not
 //! JSON fails it with the reason ([`whole`]).
 
+pub mod cancel;
 mod checks;
 mod endpoints;
 mod features;
@@ -19,6 +20,7 @@ mod tests;
 use crate::analysis::contract::{ContractEvidence, ContractExchange};
 use crate::analysis::Evidence;
 use crate::spec::contract::CheckSpec;
+use crate::spec::profile::Engine;
 use crate::spec::GateSpec;
 use crate::vocab::{AssertionKind, ContractCheck};
 
@@ -60,13 +62,53 @@ pub fn judge_contract(
                     CheckState::Fail(format!("the contract evidence could not be read: {e}"))
                 }
                 (None, Some(Ok(ev))) => match ev.checks.get(c.check.name()) {
-                    Some(xs) => judge_check(c, xs, &gate.request.served_model),
+                    Some(xs) => judge_check(
+                        c,
+                        xs,
+                        &CheckContext {
+                            served_model: &gate.request.served_model,
+                            engine: engine_of(gate, evidence),
+                            log: ev.logs.get(c.check.name()).map(String::as_str),
+                            metrics: ev
+                                .metrics
+                                .get(c.check.name())
+                                .map(|(b, a)| (b.as_str(), a.as_str())),
+                        },
+                    ),
                     None => CheckState::Fail(not_sent(evidence)),
                 },
             };
             verdict_of(c, state)
         })
         .collect()
+}
+
+/// The engine whose profile speaks for the serve: the gate's `[serve] engine`, else the one the run
+/// detected after readiness (`run.json` `serve.detected`).
+pub fn engine_of(gate: &GateSpec, evidence: &Evidence) -> Option<Engine> {
+    gate.serve.engine.or_else(|| {
+        evidence
+            .run
+            .serve
+            .detected
+            .as_ref()
+            .and_then(|d| d.engine.as_deref())
+            .and_then(|e| Engine::parse(e).ok())
+    })
+}
+
+/// What a check is judged with besides its requests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckContext<'a> {
+    /// The gate's `[request] served_model` (the id `models` must list).
+    pub served_model: &'a str,
+    /// The engine whose profile speaks for the serve ([`engine_of`]): its cancellation log line, and the
+    /// checks it states the engine lacks.
+    pub engine: Option<Engine>,
+    /// The serve's log while the check ran (`contract/<check>/serve.log`), when kept.
+    pub log: Option<&'a str>,
+    /// The serve's `/metrics` before and after the check's requests, when it has them.
+    pub metrics: Option<(&'a str, &'a str)>,
 }
 
 /// Why a check has no evidence: its requests were never sent (the serve failed first) or not finished.
@@ -80,6 +122,14 @@ fn not_sent(evidence: &Evidence) -> String {
 /// The verdict of one check's state: unsupported fails an expected check.
 pub fn verdict_of(c: &CheckSpec, state: CheckState) -> Verdict {
     let (outcome, details) = match state {
+        CheckState::Pass(d) if c.known_fail => (
+            Outcome::Fail,
+            format!("passes, and [contract] known_fail lists it: move it to expect ({d})"),
+        ),
+        CheckState::Fail(d) if c.known_fail => (
+            Outcome::KnownFail,
+            format!("fails as [contract] known_fail states: {d}"),
+        ),
         CheckState::Pass(d) => (Outcome::Pass, d),
         CheckState::Fail(d) => (Outcome::Fail, d),
         CheckState::Indeterminate(d) => (Outcome::Indeterminate, d),
@@ -100,9 +150,33 @@ pub fn verdict_of(c: &CheckSpec, state: CheckState) -> Verdict {
     )
 }
 
-/// One check's state from its requests; `served_model` is the gate's (`[request] served_model`, the id
-/// `models` must list).
-pub fn judge_check(c: &CheckSpec, xs: &[ContractExchange], served_model: &str) -> CheckState {
+/// One check's state from its requests and `ctx`. A FAIL of a check the engine's profile states it lacks
+/// ([`crate::spec::profile::Profile::lacks`]) is UNSUPPORTED, with the profile's word and what the evidence
+/// showed, when every reply was read whole: the profile's word never covers a timeout, a cut stream or a
+/// dead serve.
+pub fn judge_check(c: &CheckSpec, xs: &[ContractExchange], ctx: &CheckContext) -> CheckState {
+    let state = judge_rule(c, xs, ctx);
+    let CheckState::Fail(why) = &state else {
+        return state;
+    };
+    let Some(engine) = ctx.engine else {
+        return state;
+    };
+    let Some((_, word)) = engine.profile().lacks.iter().find(|(k, _)| *k == c.check) else {
+        return state;
+    };
+    let clean = xs
+        .iter()
+        .all(|x| x.record.dropped_after.is_some() || whole(x).is_ok());
+    if !clean {
+        return state;
+    }
+    CheckState::Unsupported(format!("the {engine} profile: {word}; the evidence: {why}"))
+}
+
+/// The check's own rule on its requests.
+fn judge_rule(c: &CheckSpec, xs: &[ContractExchange], ctx: &CheckContext) -> CheckState {
+    let served_model = ctx.served_model;
     let result = match c.check {
         ContractCheck::Shape => checks::shape(xs),
         ContractCheck::MaxTokens => checks::max_tokens(c, xs),
@@ -119,6 +193,8 @@ pub fn judge_check(c: &CheckSpec, xs: &[ContractExchange], served_model: &str) -
         ContractCheck::Completions => endpoints::completions(xs),
         ContractCheck::Embeddings => endpoints::embeddings(xs),
         ContractCheck::Models => endpoints::models(xs, served_model),
+        ContractCheck::Cancel => cancel::cancel(c, xs, ctx),
+        ContractCheck::Responses => endpoints::responses(xs),
     };
     match result {
         Ok(s) | Err(s) => s,

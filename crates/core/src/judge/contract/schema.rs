@@ -270,3 +270,57 @@ pub fn model_list() -> Value {
         }
     })
 }
+
+/// The Responses API's response object (`POST /v1/responses`,
+/// <https://platform.openai.com/docs/api-reference/responses/object>): `id`, `object "response"`,
+/// `created_at`, `status` (`completed`, `failed`, `in_progress`, `cancelled`, `queued` or `incomplete`),
+/// `model`, and `output`, an array of output items each with a `type`; a `message` item has `role
+/// "assistant"` and `content`, an array of parts each with a `type` (an `output_text` part has `text`);
+/// `usage`, when present, `{input_tokens, output_tokens, total_tokens}` integers ≥ 0.
+pub fn response_object() -> Value {
+    json!({
+        "type": "object",
+        "required": ["id", "object", "created_at", "status", "model", "output"],
+        "properties": {
+            "id": {"type": "string"},
+            "object": {"const": "response"},
+            "created_at": {"type": "number"},
+            "status": {"enum": ["completed", "failed", "in_progress", "cancelled", "queued", "incomplete"]},
+            "model": {"type": "string"},
+            "output": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["type"],
+                    "properties": {"type": {"type": "string"}},
+                    "if": {"properties": {"type": {"const": "message"}}},
+                    "then": {
+                        "required": ["role", "content"],
+                        "properties": {
+                            "role": {"const": "assistant"},
+                            "content": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "required": ["type"],
+                                    "properties": {"type": {"type": "string"}},
+                                    "if": {"properties": {"type": {"const": "output_text"}}},
+                                    "then": {"required": ["text"], "properties": {"text": {"type": "string"}}}
+                                }
+                            }
+                        }
+                    }
+                }
+            },
+            "usage": {
+                "type": ["object", "null"],
+                "required": ["input_tokens", "output_tokens", "total_tokens"],
+                "properties": {
+                    "input_tokens": {"type": "integer", "minimum": 0},
+                    "output_tokens": {"type": "integer", "minimum": 0},
+                    "total_tokens": {"type": "integer", "minimum": 0}
+                }
+            }
+        }
+    })
+}

@@ -19,6 +19,16 @@ fn record(label: &str, stream: bool, status: Option<u16>) -> ContractRecord {
         body_bytes: 0,
         body_truncated: false,
         timeout_s: 60.0,
+        dropped_after: None,
+        dropped_ms: None,
+    }
+}
+
+/// The context of a check judged for `served_model`, no engine, no log.
+fn ctx(served_model: &str) -> CheckContext<'_> {
+    CheckContext {
+        served_model,
+        ..CheckContext::default()
     }
 }
 
@@ -89,16 +99,18 @@ fn spec(check: ContractCheck, expected: bool) -> CheckSpec {
     CheckSpec {
         check,
         expected,
+        known_fail: false,
         line: 1,
         timeout_s: 60.0,
         prompt: "p".into(),
         max_tokens: 3,
         stop: (check == ContractCheck::Stop).then(|| "5".into()),
+        log_line: None,
     }
 }
 
 fn state(check: ContractCheck, xs: &[ContractExchange]) -> CheckState {
-    judge_check(&spec(check, true), xs, "m")
+    judge_check(&spec(check, true), xs, &ctx("m"))
 }
 
 fn fails_with(s: CheckState, has: &str) {
@@ -365,7 +377,7 @@ fn logprobs_fails_a_chosen_token_inconsistent_with_its_place() {
         judge_check(
             &spec_of(ContractCheck::Logprobs),
             &[body("body", 200, &ok)],
-            "m"
+            &ctx("m")
         ),
         CheckState::Pass(_)
     ));
@@ -375,7 +387,7 @@ fn logprobs_fails_a_chosen_token_inconsistent_with_its_place() {
         judge_check(
             &spec_of(ContractCheck::Logprobs),
             &[body("body", 200, &off)],
-            "m",
+            &ctx("m"),
         ),
         "differs from its own entry",
     );
@@ -385,7 +397,7 @@ fn logprobs_fails_a_chosen_token_inconsistent_with_its_place() {
         judge_check(
             &spec_of(ContractCheck::Logprobs),
             &[body("body", 200, &body_with(-2.5, unlisted))],
-            "m",
+            &ctx("m"),
         ),
         "is above the least listed alternative",
     );
@@ -400,12 +412,12 @@ fn models_fails_a_list_without_the_served_model_and_embeddings_two_dimensions() 
         judge_check(
             &spec_of(ContractCheck::Models),
             std::slice::from_ref(&x),
-            "smollm2",
+            &ctx("smollm2"),
         ),
         "does not list the served model",
     );
     assert!(matches!(
-        judge_check(&spec_of(ContractCheck::Models), &[x], "other"),
+        judge_check(&spec_of(ContractCheck::Models), &[x], &ctx("other")),
         CheckState::Pass(_)
     ));
     let emb = |vs: &[&[f64]]| {
@@ -422,7 +434,212 @@ fn models_fails_a_list_without_the_served_model_and_embeddings_two_dimensions() 
         body("batch", 200, &emb(&[&[0.1, 0.2], &[0.3]])),
     ];
     fails_with(
-        judge_check(&spec_of(ContractCheck::Embeddings), &xs, "m"),
+        judge_check(&spec_of(ContractCheck::Embeddings), &xs, &ctx("m")),
         "not of one dimension",
+    );
+}
+
+/// A streamed 200 exchange whose token chunks arrive at the given ms; a finish chunk and `[DONE]` when
+/// `end`, else cut there, as a client that dropped it after them (`dropped_after`).
+fn timed(label: &str, tokens: &[(f64, &str)], end: bool, max_tokens: u64) -> ContractExchange {
+    let mut reads = vec![TimedRead {
+        t_ms: 0.5,
+        recv_ms: None,
+        bytes: format!(
+            "data: {}\n\n",
+            chunk(json!([{"index": 0, "delta": {"role": "assistant"}, "finish_reason": null}]))
+        )
+        .into_bytes(),
+    }];
+    for (t, tok) in tokens {
+        reads.push(TimedRead {
+            t_ms: *t,
+            recv_ms: None,
+            bytes: format!(
+                "data: {}\n\n",
+                chunk(json!([{"index": 0, "delta": {"content": tok}, "finish_reason": null}]))
+            )
+            .into_bytes(),
+        });
+    }
+    if end {
+        let last = tokens.last().map(|t| t.0).unwrap_or(1.0);
+        reads.push(TimedRead {
+            t_ms: last + 1.0,
+            recv_ms: None,
+            bytes: format!(
+                "data: {}\n\ndata: [DONE]\n\n",
+                chunk(json!([{"index": 0, "delta": {}, "finish_reason": "length"}]))
+            )
+            .into_bytes(),
+        });
+    }
+    let mut rec = record(label, true, Some(200));
+    if !end {
+        rec.dropped_after = Some(tokens.len());
+        rec.dropped_ms = tokens.last().map(|t| t.0);
+    }
+    ContractExchange {
+        record: rec,
+        request: json!({"max_tokens": max_tokens}),
+        body: reads.iter().flat_map(|r| r.bytes.clone()).collect(),
+        reply: parse_stream(&reads, Some(200)),
+    }
+}
+
+fn cancel_xs(after_first_ms: f64, dropped_end: bool) -> Vec<ContractExchange> {
+    let four = |t0: f64| {
+        [
+            (t0, "1"),
+            (t0 + 5.0, "2"),
+            (t0 + 10.0, "3"),
+            (t0 + 15.0, "4"),
+        ]
+    };
+    vec![
+        timed("baseline", &four(40.0), true, 4),
+        timed(
+            "dropped",
+            &[(40.0, "1"), (60.0, "2"), (80.0, "3"), (100.0, "4")],
+            dropped_end,
+            512,
+        ),
+        timed("after", &four(after_first_ms), true, 4),
+    ]
+}
+
+#[test]
+fn cancel_passes_a_freed_slot_fails_a_busy_one_and_cannot_tell_a_reply_that_ended_first() {
+    // The rest of the dropped reply: 508 tokens at 20 ms = 10160 ms; the bound 3 × 40 + 250 = 370 ms.
+    let c = spec_of(ContractCheck::Cancel);
+    match judge_check(&c, &cancel_xs(60.0, false), &ctx("m")) {
+        CheckState::Pass(d) => assert!(d.contains("the slot was freed"), "{d}"),
+        other => panic!("{other:?}"),
+    }
+    fails_with(
+        judge_check(&c, &cancel_xs(9000.0, false), &ctx("m")),
+        "the slot stayed busy",
+    );
+    match judge_check(&c, &cancel_xs(2000.0, false), &ctx("m")) {
+        CheckState::Indeterminate(d) => assert!(d.contains("cannot be told apart"), "{d}"),
+        other => panic!("{other:?}"),
+    }
+    match judge_check(&c, &cancel_xs(60.0, true), &ctx("m")) {
+        CheckState::Indeterminate(d) => assert!(d.contains("ended on its own"), "{d}"),
+        other => panic!("{other:?}"),
+    }
+    // The engine's cancellation line: required when known and the log is kept.
+    let llama = CheckContext {
+        served_model: "m",
+        engine: Some(Engine::LlamaCpp),
+        log: Some("srv  update_slots: all slots are idle\n"),
+        metrics: None,
+    };
+    fails_with(
+        judge_check(&c, &cancel_xs(60.0, false), &llama),
+        "has no cancellation line",
+    );
+    let logged = CheckContext {
+        log: Some("0.08.644.697 W srv          stop: cancel task, id_task = 0\n"),
+        ..llama
+    };
+    match judge_check(&c, &cancel_xs(60.0, false), &logged) {
+        CheckState::Pass(d) => assert!(d.contains("logged its cancellation"), "{d}"),
+        other => panic!("{other:?}"),
+    }
+    // A dead serve after the drop.
+    let mut xs = cancel_xs(60.0, false);
+    xs[2].record.transport_error = Some("connect failed: connection refused".into());
+    fails_with(judge_check(&c, &xs, &ctx("m")), "did not answer `after`");
+}
+
+#[test]
+fn a_known_failure_is_its_own_state_and_a_pass_under_known_fail_fails() {
+    let mut c = spec(ContractCheck::Stop, false);
+    c.known_fail = true;
+    let v = verdict_of(
+        &c,
+        CheckState::Fail("the stop string is in the text".into()),
+    );
+    assert_eq!(v.outcome, Outcome::KnownFail);
+    assert!(
+        v.message
+            .contains("KNOWN-FAIL fails as [contract] known_fail states"),
+        "{}",
+        v.message
+    );
+    let v = verdict_of(&c, CheckState::Pass("honoured".into()));
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert!(v.message.contains("move it to expect"), "{}", v.message);
+}
+
+#[test]
+fn the_engine_profile_s_word_makes_a_clean_failure_unsupported_never_a_cut_reply() {
+    // llama-cpp-python answers response_format json_schema with a 500 from its request validation; its
+    // profile states it lacks json_schema.
+    let refused = r#"{"error":{"message":"1 validation error: Input should be 'text' or 'json_object'","type":"internal_server_error"}}"#;
+    let xs = [
+        body("plain", 200, &completion("Paris", "stop", 1)),
+        body("body", 500, refused),
+    ];
+    let c = spec(ContractCheck::JsonSchema, false);
+    fails_with(judge_check(&c, &xs, &ctx("m")), "HTTP 500");
+    let lcp = CheckContext {
+        served_model: "m",
+        engine: Some(Engine::LlamaCppPython),
+        log: None,
+        metrics: None,
+    };
+    match judge_check(&c, &xs, &lcp) {
+        CheckState::Unsupported(d) => {
+            assert!(d.contains("the llama-cpp-python profile"), "{d}");
+            assert!(d.contains("HTTP 500"), "{d}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A timeout is never covered by the profile's word.
+    let mut cut = xs.clone();
+    cut[1].record.transport_error = Some("timeout: the body did not end".into());
+    fails_with(judge_check(&c, &cut, &lcp), "no whole reply");
+    // Nor a check the profile does not name.
+    let vllm = CheckContext {
+        engine: Some(Engine::Vllm),
+        ..lcp
+    };
+    fails_with(judge_check(&c, &xs, &vllm), "HTTP 500");
+}
+
+#[test]
+fn cancel_reads_vllm_s_running_requests_where_no_log_line_says_it() {
+    // vllm 0.32.0: the dropped request gone from vllm:num_requests_running after the check (its abort is
+    // not counted in vllm:request_success_total).
+    let c = spec_of(ContractCheck::Cancel);
+    let m = |running: f64| {
+        format!(
+            "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{engine=\"0\",model_name=\"smollm2\"}} {running}\n"
+        )
+    };
+    let (idle, busy) = (m(0.0), m(1.0));
+    let vllm = |after: &str| {
+        let ctx = CheckContext {
+            served_model: "m",
+            engine: Some(Engine::Vllm),
+            log: Some(""),
+            metrics: Some(("", after)),
+        };
+        judge_check(&c, &cancel_xs(60.0, false), &ctx)
+    };
+    match vllm(&idle) {
+        CheckState::Pass(d) => assert!(d.contains("runs no request after the check"), "{d}"),
+        other => panic!("{other:?}"),
+    }
+    fails_with(vllm(&busy), "the dropped reply went on");
+    assert_eq!(
+        cancel::counter(&m(2.0), "vllm:num_requests_running", ""),
+        Some(2.0)
+    );
+    assert_eq!(
+        cancel::counter("x{a=\"1\",b=\"2\"} 3\nx{a=\"2\"} 4\n", "x", r#"a="1""#),
+        Some(3.0)
     );
 }
