@@ -12,6 +12,7 @@ pub mod load_client;
 pub mod port;
 pub mod printer;
 mod procfs;
+pub(crate) mod sampler;
 pub mod serve;
 pub mod signals;
 pub(crate) mod stdout_relay;

@@ -74,7 +74,7 @@ fn run_metric(metric: &str) -> Result<(&'static str, u32, &'static str), RecordE
     match m {
         Metric::DecodeRate => Ok((unit, decimals, "servegate measure::measure decode_tok_s (docs/metrics.md): (N − 1) / (t_last_token_chunk − t_first_token_chunk), client-side, first token excluded, per request")),
         Metric::Ttft => Ok((unit, decimals, "servegate measure::measure ttft_ms (docs/metrics.md): time from sending the request to the first token chunk (content, reasoning or tool call), client-side, per request")),
-        Metric::FirstContent | Metric::Itl | Metric::ItlP90 | Metric::Tpot | Metric::E2e | Metric::ServerDecodeRate | Metric::ServerPrefillRate | Metric::PairRatio | Metric::OutputThroughput | Metric::RequestThroughput | Metric::Goodput | Metric::SloAttainment | Metric::PeakConcurrency | Metric::ScalingEfficiency => Err(refuse()),
+        Metric::FirstContent | Metric::Itl | Metric::ItlP90 | Metric::Tpot | Metric::E2e | Metric::ServerDecodeRate | Metric::ServerPrefillRate | Metric::PairRatio | Metric::OutputThroughput | Metric::RequestThroughput | Metric::Goodput | Metric::SloAttainment | Metric::PeakConcurrency | Metric::ScalingEfficiency | Metric::ReadyMs | Metric::ServeRssPeak | Metric::ServeCpuPerToken => Err(refuse()),
     }
 }
 

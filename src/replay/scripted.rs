@@ -86,6 +86,24 @@ pub struct Script {
     /// Serve chat requests one at a time, as a serve with one slot: a request waits until the reply before
     /// it has been played to its end (or to the client's drop, unless [`Reply::on_drop`] says otherwise).
     pub one_slot: bool,
+    /// What the serve costs: memory it holds, CPU it burns per chat request (the footprint tests' truth).
+    pub cost: Cost,
+}
+
+/// What the scripted serve costs, known exactly, so that a footprint test compares servegate's figures with
+/// the truth: resident memory held from start to exit (its own and a forked child's, in its process group)
+/// and CPU burnt per chat request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Cost {
+    /// MiB allocated and every byte written (so every page is resident) before listening, held until exit.
+    pub alloc_mib: u64,
+    /// MiB held the same way by a child forked at start (same process group; it dies with the serve: the
+    /// group's SIGTERM, or its parent's death).
+    pub child_alloc_mib: u64,
+    /// CPU ms burnt per chat request before its reply's head, in a busy loop timed on the thread's own CPU
+    /// clock (`CLOCK_THREAD_CPUTIME_ID`): a busy machine stretches its wall time, never its CPU.
+    pub cpu_ms_per_chat: f64,
 }
 
 impl Default for Script {
@@ -110,6 +128,7 @@ impl Default for Script {
             child: None,
             outlive_parent: false,
             one_slot: false,
+            cost: Cost::default(),
         }
     }
 }
@@ -526,6 +545,15 @@ impl Script {
         };
         ms_ok("start.listen_delay_ms", self.start.listen_delay_ms)?;
         ms_ok("health.ready_after_ms", self.health.ready_after_ms)?;
+        ms_ok("cost.cpu_ms_per_chat", self.cost.cpu_ms_per_chat)?;
+        for (what, mib) in [
+            ("cost.alloc_mib", self.cost.alloc_mib),
+            ("cost.child_alloc_mib", self.cost.child_alloc_mib),
+        ] {
+            if mib > 16_384 {
+                return Err(format!("{what} must be at most 16384 MiB, got {mib}"));
+            }
+        }
         if let Some(v) = self.health.exit_after_ready_ms {
             ms_ok("health.exit_after_ready_ms", v)?;
         }

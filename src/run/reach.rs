@@ -211,6 +211,21 @@ pub(super) fn stop(
     }
     let stop = s.stop();
     summary.serve.stop = Some(describe_stop(&stop));
+    // The memory measured over the serve's life, beside the CPU window the requests marked (if any).
+    if let Some(mut fp) = stop.footprint.clone() {
+        match summary.serve.footprint.take() {
+            Some(w) => {
+                fp.cpu = w.cpu;
+                fp.cpu_unavailable = w.cpu_unavailable;
+            }
+            None => {
+                fp.cpu_unavailable = Some(
+                    "no judged request was sent in order (the serve failed first, or a [load] gate's sweep points: not windowed)".into(),
+                )
+            }
+        }
+        summary.serve.footprint = Some(fp);
+    }
     let exit = || stop.exit.clone().unwrap_or_else(|| "unknown exit".into());
     // A serve that exited on its own after the last check still exited during the run.
     let failure = if stop.already_exited

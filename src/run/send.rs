@@ -37,6 +37,8 @@ pub(super) fn send_all(
     }
     let run_deadline = Instant::now() + Duration::from_secs_f64(req.run_timeout_s);
     let planned = plan.len();
+    // The serve's CPU over the judged requests: marked before the first judged send and after the last end.
+    let mut cpu_start: Option<(usize, Option<serve::CpuMark>)> = None;
     for (index, (warmup, repeat, prompt_index)) in plan.into_iter().enumerate() {
         if crate::io::signals::interrupted().is_some() {
             break; // the run ends interrupted (run() exits); nothing more is sent
@@ -47,6 +49,9 @@ pub(super) fn send_all(
             progress(&Step::Note(f.to_string()));
             summary.serve.failure = Some(f.to_string());
             break;
+        }
+        if !warmup && cpu_start.is_none() {
+            cpu_start = Some((index, serve.as_deref().and_then(|s| s.cpu_mark())));
         }
         let prompt = &req.prompts[prompt_index];
         let body = client::request_body(req, prompt);
@@ -104,7 +109,44 @@ pub(super) fn send_all(
             }
         }
     }
+    if let Some(s) = serve.as_deref() {
+        summary.serve.footprint = Some(cpu_window(s, cpu_start, summary));
+    }
     Ok(())
+}
+
+/// The serve's CPU window over the judged requests sent (`serve.footprint.cpu`; the memory is filled in at
+/// the stop), or why there is none.
+fn cpu_window(
+    s: &serve::Serve,
+    start: Option<(usize, Option<serve::CpuMark>)>,
+    summary: &RunSummary,
+) -> evidence::footprint::Footprint {
+    let mut fp = evidence::footprint::Footprint::default();
+    let last = summary
+        .requests
+        .iter()
+        .rfind(|r| !r.warmup)
+        .map(|r| r.index);
+    match (start, last) {
+        (Some((first, Some(a))), Some(last)) => {
+            match s.cpu_mark() {
+                Some(b) => fp.cpu = Some(a.window(&b, first, last)),
+                None => fp.cpu_unavailable = Some(
+                    "no process of the serve could be read in /proc after the last judged request"
+                        .into(),
+                ),
+            }
+        }
+        (Some((_, None)), Some(_)) => {
+            fp.cpu_unavailable = Some(
+                "no process of the serve could be read in /proc before the first judged request"
+                    .into(),
+            )
+        }
+        _ => fp.cpu_unavailable = Some("no judged request was sent".into()),
+    }
+    fp
 }
 
 /// How long a failed request waits for a serve that cut its reply by exiting to be seen exited: the

@@ -172,6 +172,10 @@ fn drive_steps(
         ServeMode::Url(url) => (None, reach::reach_url(gate, url, &http, summary)?),
     };
 
+    // The gate's samplers, from the serve's readiness to its stop (never stopping the run).
+    let samplers =
+        (!gate.samples.is_empty()).then(|| crate::io::sampler::Samplers::start(&gate.samples));
+
     // What the serve says about itself; without an engine, which engine it is (spec/detect.rs).
     let detected_gate = detect::identify(gate, &http, &base_url, w, summary, progress);
     let gate = detected_gate.as_ref().unwrap_or(gate);
@@ -188,6 +192,20 @@ fn drive_steps(
     send_requests(gate, w, summary, &sent, started.as_mut(), progress)?;
     if let Some(s) = started {
         reach::stop(s, &tag, w, summary, progress);
+    }
+    if let Some(s) = samplers {
+        summary.serve.samples = s.finish();
+        for series in &summary.serve.samples {
+            if series.failed > 0 {
+                summary.notes.push(format!(
+                    "sampler {}: {} of {} samples gave no value: {}",
+                    series.name,
+                    series.failed,
+                    series.taken,
+                    series.reasons.join("; ")
+                ));
+            }
+        }
     }
     reach::copy_log_file(gate, w, summary);
     Ok(())

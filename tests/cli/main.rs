@@ -19,6 +19,7 @@ mod escaping;
 mod evidence;
 mod exports;
 mod false_passes;
+mod footprint;
 mod github;
 mod harness_output;
 mod hold;

@@ -82,6 +82,16 @@ closed_enum! {
         FirstToken = "first_token",
         /// `[assert.tpot]`: median TPOT at most a limit (ms).
         Tpot = "tpot",
+        /// `[assert.ready]`: the serve's start-up time (spawn to ready) at most a limit (ms).
+        Ready = "ready",
+        /// `[assert.memory]`: the serve's peak resident memory over its processes at most a limit (MiB).
+        Memory = "memory",
+        /// `[assert.cpu]`: the serve's CPU per completion token over the judged requests at most a limit
+        /// (ms/token): a second route check where the fast route runs off the host CPU.
+        Cpu = "cpu",
+        /// `[assert.sample.NAME]`: every value of a `[[sample]]` sampler within `min` / `max`; named per
+        /// sampler (`sample.<name>`), like the contract checks.
+        Sample = "sample",
         /// `[assert.content]`: every reply has sane content.
         Content = "content",
         /// `[assert.known_answer]`: replies match a regex.
@@ -105,9 +115,19 @@ closed_enum! {
 }
 
 impl AssertionKind {
-    /// True when it needs a streamed reply (token arrival times): the figure assertions.
+    /// True when it needs a streamed reply (token arrival times): the figure assertions on replies (not the
+    /// serve's footprint).
     pub const fn needs_stream(self) -> bool {
-        self.metric().is_some()
+        self.metric().is_some() && !self.footprint()
+    }
+
+    /// True for the assertions on the serve's footprint (`ready`, `memory`, `cpu`): one value per run, read
+    /// from `run.json` `serve.ready_ms` and `serve.footprint`, not from the replies' timings.
+    pub const fn footprint(self) -> bool {
+        matches!(
+            self,
+            AssertionKind::Ready | AssertionKind::Memory | AssertionKind::Cpu
+        )
     }
 
     /// True when a pair gate may declare it (the others judge one serve's figures or log).
@@ -122,8 +142,12 @@ impl AssertionKind {
             | AssertionKind::Rate
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
+            | AssertionKind::Ready
+            | AssertionKind::Memory
+            | AssertionKind::Cpu
             | AssertionKind::Drift
             | AssertionKind::Load
+            | AssertionKind::Sample
             | AssertionKind::Contract => false,
         }
     }
@@ -135,6 +159,9 @@ impl AssertionKind {
             AssertionKind::Rate => Some(Metric::DecodeRate),
             AssertionKind::FirstToken => Some(Metric::Ttft),
             AssertionKind::Tpot => Some(Metric::Tpot),
+            AssertionKind::Ready => Some(Metric::ReadyMs),
+            AssertionKind::Memory => Some(Metric::ServeRssPeak),
+            AssertionKind::Cpu => Some(Metric::ServeCpuPerToken),
             AssertionKind::Route
             | AssertionKind::Content
             | AssertionKind::KnownAnswer
@@ -143,6 +170,7 @@ impl AssertionKind {
             | AssertionKind::Drift
             | AssertionKind::Load
             | AssertionKind::Regression
+            | AssertionKind::Sample
             | AssertionKind::Contract => None,
         }
     }
@@ -736,6 +764,10 @@ closed_enum! {
         Share = "share",
         /// A count of requests (load runs).
         Requests = "requests",
+        /// Mebibytes (2^20 bytes): the serve's resident memory.
+        MiB = "MiB",
+        /// Milliseconds of CPU time per completion token.
+        MsPerToken = "ms/token",
     }
 }
 
@@ -774,6 +806,12 @@ closed_enum! {
         PeakConcurrency = "peak_concurrency",
         /// A sweep point's output throughput over c × that of concurrency 1.
         ScalingEfficiency = "scaling_efficiency",
+        /// The serve's start-up: spawn to the first ready answer (`run.json` `serve.ready_ms`).
+        ReadyMs = "ready_ms",
+        /// The serve's peak resident memory over its process group (`run.json` `serve.footprint`).
+        ServeRssPeak = "serve_rss_peak_mib",
+        /// The serve group's CPU time over the judged requests per completion token (`serve.footprint.cpu`).
+        ServeCpuPerToken = "serve_cpu_ms_per_token",
     }
 }
 
@@ -834,7 +872,19 @@ impl Metric {
             Metric::SloAttainment => SLO_ATTAINMENT,
             Metric::PeakConcurrency => PEAK_CONCURRENCY,
             Metric::ScalingEfficiency => SCALING_EFFICIENCY,
+            Metric::ReadyMs => READY_MS,
+            Metric::ServeRssPeak => SERVE_RSS_PEAK,
+            Metric::ServeCpuPerToken => SERVE_CPU_PER_TOKEN,
         }
+    }
+
+    /// True for the serve's footprint figures, one value per run (`run.json` `serve.ready_ms`,
+    /// `serve.footprint`), not per reply: `ready_ms`, `serve_rss_peak_mib`, `serve_cpu_ms_per_token`.
+    pub const fn per_run(self) -> bool {
+        matches!(
+            self,
+            Metric::ReadyMs | Metric::ServeRssPeak | Metric::ServeCpuPerToken
+        )
     }
 
     /// The metric a record's `metric` names, or None.
@@ -1057,6 +1107,45 @@ const SCALING_EFFICIENCY: MetricInfo = MetricInfo {
         record_name: None,
         definition: "output throughput at concurrency c / (c × output throughput at concurrency 1); 1 / c for a serve that serializes requests",
         source: "servegate (docs/load.md), the usual parallel-efficiency ratio",
+};
+
+const READY_MS: MetricInfo = MetricInfo {
+    metric: Metric::ReadyMs,
+    title: "start-up time",
+    unit: Unit::Ms,
+    decimals: 0,
+    record_decimals: 1,
+    better: Better::Lower,
+    figure_field: None,
+    record_name: None,
+    definition: "time from spawning the serve to the first HTTP 200 on its ready path (model load included); run.json serve.ready_ms, one value per run",
+    source: "servegate (docs/metrics.md); the model-load time llama.cpp and vLLM log, measured from outside",
+};
+
+const SERVE_RSS_PEAK: MetricInfo = MetricInfo {
+    metric: Metric::ServeRssPeak,
+    title: "serve peak memory",
+    unit: Unit::MiB,
+    decimals: 1,
+    record_decimals: 1,
+    better: Better::Lower,
+    figure_field: None,
+    record_name: None,
+    definition: "sum over the serve's processes (its group, its descendants, the run-tagged) of each one's resident high-water mark: VmHWM sampled from /proc, the leader's at least its wait4 ru_maxrss; an upper bound of the group's simultaneous peak, exact for one process; run.json serve.footprint",
+    source: "Linux proc(5) VmHWM, getrusage(2) ru_maxrss (as GNU time's maximum resident set size)",
+};
+
+const SERVE_CPU_PER_TOKEN: MetricInfo = MetricInfo {
+    metric: Metric::ServeCpuPerToken,
+    title: "serve CPU per token",
+    unit: Unit::MsPerToken,
+    decimals: 2,
+    record_decimals: 3,
+    better: Better::Lower,
+    figure_field: None,
+    record_name: None,
+    definition: "user + system CPU of the serve's processes (/proc/PID/stat utime+stime+cutime+cstime) from before the first judged request to after the last (warmup excluded) / the completion tokens of those requests; the window's wall time beside it",
+    source: "Linux proc(5) stat; servegate (docs/metrics.md)",
 };
 
 /// A bound a figure assertion compares the median with: the metric it bounds, its value and unit, and whether

@@ -31,6 +31,9 @@ pub(super) struct ExitInfo {
 pub(super) struct SupState {
     pub(super) exit: Option<ExitInfo>,
     pub(super) reaped: bool,
+    /// The leader's `ru_maxrss` from `wait4` at its reap, KiB (Linux's unit): the kernel's high-water mark of
+    /// the leader and of the descendants it reaped. None until reaped, or when `wait4` failed.
+    pub(super) maxrss_kib: Option<u64>,
 }
 
 /// State shared with the supervisor thread.
@@ -147,10 +150,34 @@ pub(super) fn supervise(
         shared.cond.notify_all();
     }
     let _ = reap.recv(); // a message, or the sender dropped
-    let _ = child.wait();
+    let maxrss_kib = reap_with_rusage(pid);
+    if maxrss_kib.is_none() {
+        let _ = child.wait();
+    }
+    drop(child);
     let mut st = shared.lock();
     st.reaped = true;
+    st.maxrss_kib = maxrss_kib;
     shared.cond.notify_all();
+}
+
+/// Reaps child `pid` with `wait4`, returning its `ru_maxrss` (KiB on Linux); None when `wait4` failed (the
+/// caller then reaps it another way).
+fn reap_with_rusage(pid: u32) -> Option<u64> {
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: rusage is plain data; all-zero is a valid value.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `status` and `usage` are valid, writable values of the types wait4 fills.
+        let rc = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
+        if rc == pid as libc::pid_t {
+            return u64::try_from(usage.ru_maxrss).ok();
+        }
+        if rc < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        return None;
+    }
 }
 
 /// Blocks until child `pid` exits and describes how (and the signal that ended it, if one did), leaving it a

@@ -36,11 +36,13 @@ use crate::io::port;
 use crate::io::signals;
 
 mod failure;
+mod footprint;
 mod group;
 mod ready;
 mod stop;
 
 pub use failure::{cause_line, tail_file, ServeError};
+pub(crate) use footprint::CpuMark;
 pub(crate) use group::watch_group;
 use group::{start_watchdog, supervise, Shared, Watchdog};
 pub use ready::is_steady_404;
@@ -132,6 +134,8 @@ pub struct Serve {
     /// The address that answered the readiness probe with 200, when `host` is a name (see [`probe_addrs`]).
     pinned: Option<SocketAddr>,
     stopped: Option<StopReport>,
+    /// The `/proc` sampler of the serve's processes (memory during the whole run, CPU at the runner's marks).
+    footprint: Option<footprint::Sampler>,
 }
 
 impl std::fmt::Debug for Serve {
@@ -251,6 +255,7 @@ impl Serve {
             ready: None,
             pinned: None,
             stopped: None,
+            footprint: None,
             spec,
         };
         if !signals::register(pid, serve.spec.stop_grace) {
@@ -259,6 +264,13 @@ impl Serve {
             return Err(ServeError::ShuttingDown);
         }
         serve.watchdog = start_watchdog(pid);
+        let tag = serve
+            .spec
+            .env
+            .iter()
+            .find(|(k, _)| k == signals::RUN_TAG_ENV)
+            .map(|(_, v)| v.clone());
+        serve.footprint = Some(footprint::Sampler::start(pid, tag));
         Ok(serve)
     }
 }
@@ -285,6 +297,12 @@ impl Serve {
     /// The readiness URL: [`Serve::base_url`] followed by `ready_path`.
     pub(crate) fn ready_url(&self) -> String {
         format!("{}{}", self.base_url(), self.spec.ready_path)
+    }
+
+    /// The CPU of the serve's processes now (the runner marks the judged window with two), or None when none
+    /// of them could be read in `/proc`.
+    pub(crate) fn cpu_mark(&self) -> Option<CpuMark> {
+        self.footprint.as_ref().and_then(|f| f.cpu_mark())
     }
 
     /// The spec the serve was started with.

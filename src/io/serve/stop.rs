@@ -33,6 +33,9 @@ pub struct StopReport {
     pub leftover_pids: Vec<u32>,
     /// Whether `host:port` refuses connections afterwards (checked for up to 1 s).
     pub port_closed: bool,
+    /// The serve's memory footprint over its life (sampled until the stop signal, the leader's `wait4`
+    /// `ru_maxrss` added at its reap); the CPU window is the runner's to fill.
+    pub footprint: Option<crate::evidence::footprint::Footprint>,
 }
 
 /// How long the runner lets a serve be after its last reply before it stops it ([`Serve::settle`]): 200 ms.
@@ -79,6 +82,10 @@ impl Serve {
         let pgid = self.pid;
         let already_exited = self.exit_info().is_some();
         let mut escalated = false;
+        // The last sample before the stop signal: what the serve held while it served.
+        if let Some(f) = self.footprint.as_mut() {
+            f.finish();
+        }
         if !self.group_gone() {
             signals::signal_group(pgid, libc::SIGTERM);
             if !self.wait_group_gone(t0 + self.spec.stop_grace) {
@@ -108,8 +115,9 @@ impl Serve {
                     .map(|(g, _)| g)
                     .unwrap_or_else(|e| e.into_inner().0);
             }
-            st.reaped
+            (st.reaped, st.maxrss_kib)
         };
+        let (reaped, maxrss_kib) = reaped;
         signals::deregister(pgid);
         let leftover_pids = signals::group_members(pgid);
         let port_closed = {
@@ -138,6 +146,7 @@ impl Serve {
             pid_gone: reaped && signals::process_dead(pgid),
             leftover_pids,
             port_closed,
+            footprint: self.footprint.as_ref().map(|f| f.footprint(maxrss_kib)),
         };
         self.stopped = Some(report.clone());
         report

@@ -198,10 +198,7 @@ pub fn refusals(gate: &GateSpec, ev: &analysis::Evidence, route_must_pass: bool)
         let for_the_crash =
             ev.run.serve.failure.is_some() && v.message.contains("the serve failed during the run");
         if bad && !for_the_crash {
-            let figure = matches!(
-                v.kind,
-                AssertionKind::Rate | AssertionKind::FirstToken | AssertionKind::Tpot
-            );
+            let figure = v.kind.metric().is_some();
             why.push(format!(
                 "its {} trial does not pass{}: {}",
                 v.assertion,
@@ -239,6 +236,16 @@ pub(crate) fn judge_for_bless(gate: &GateSpec, ev: &analysis::Evidence) -> Vec<j
     }
     if let Some(t) = g.assertions.tpot.as_mut() {
         t.limit_ms = f64::MAX;
+    }
+    // The serve's footprint limits too: a baseline is blessed for its evidence, not for a roomy machine.
+    if let Some(r) = g.assertions.ready.as_mut() {
+        r.limit_ms = f64::MAX;
+    }
+    if let Some(m) = g.assertions.memory.as_mut() {
+        m.limit_mib = f64::MAX;
+    }
+    if let Some(c) = g.assertions.cpu.as_mut() {
+        c.limit_ms_per_token = f64::MAX;
     }
     judge::judge(&g, ev)
 }

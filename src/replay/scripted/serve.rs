@@ -202,6 +202,70 @@ fn install_term(script: &Script) {
     }
 }
 
+/// [`super::Cost`]'s memory: a forked child holding `child_alloc_mib` (forked first, before this process
+/// holds its own), then `alloc_mib` held here until exit, every byte written.
+fn hold_memory(cost: &super::Cost) {
+    if cost.child_alloc_mib > 0 {
+        // SAFETY: the child calls only async-signal-safe functions (prctl, signal, mmap, memset, pause) and
+        // never returns into Rust code.
+        unsafe {
+            if libc::fork() == 0 {
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                let len = (cost.child_alloc_mib as usize) << 20;
+                let p = libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                if p != libc::MAP_FAILED {
+                    libc::memset(p, 1, len);
+                }
+                loop {
+                    libc::pause();
+                }
+            }
+        }
+    }
+    if cost.alloc_mib > 0 {
+        let held: &'static mut [u8] =
+            Box::leak(vec![1u8; (cost.alloc_mib as usize) << 20].into_boxed_slice());
+        std::hint::black_box(held);
+    }
+}
+
+/// Burns `ms` of this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) in a busy loop.
+fn burn_cpu(ms: f64) {
+    if ms <= 0.0 {
+        return;
+    }
+    let now = || {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `t` is a valid, writable timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+        t.tv_sec as f64 * 1000.0 + t.tv_nsec as f64 / 1e6
+    };
+    let until = now() + ms;
+    let mut x = 0u64;
+    while now() < until {
+        for i in 0..1000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+    }
+}
+
 fn spawn_child(spec: &ChildSpec) {
     let sh = if spec.ignore_term {
         "trap '' TERM; exec sleep 300"
@@ -251,6 +315,7 @@ pub fn load(script: Option<&Path>, script_json: Option<&str>) -> Result<Script, 
 /// exit code when it stops on its own (a failed bind); a scripted exit ends the process directly.
 pub fn serve(script: Script, listen: &Listen) -> i32 {
     let (args, arg_vars) = (listen, listen.vars.clone());
+    hold_memory(&script.cost);
     pace::tighten_timer_slack();
     if !script.outlive_parent {
         watch_parent();
@@ -477,6 +542,7 @@ fn chat(state: &State, req: &http::Request, w: &mut TcpStream, mut vars: Vars) -
     let script = &state.script;
     let k = state.chats.fetch_add(1, Ordering::SeqCst);
     let reply = script.reply_for(k as usize);
+    burn_cpu(script.cost.cpu_ms_per_chat);
     vars.chat = k + 1;
     vars.status = reply.status;
     state.emit(&reply.log, &vars);

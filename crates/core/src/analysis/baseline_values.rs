@@ -130,7 +130,17 @@ pub fn choose_stored<'a>(
 
 /// The values of `metric` one baseline window `window` gives: its judged (non-warmup) requests' values, the
 /// gate's untimed prompts left out (in a baseline window as in this run), failed requests left out.
+///
+/// A per-run metric (the serve's footprint, [`Metric::per_run`]) gives the window's one value
+/// (`analysis::footprint::run_value`), or none when the window has no such figure.
 pub fn window_values(gate: &GateSpec, window: &Evidence, metric: Metric) -> Vec<f64> {
+    if metric.per_run() {
+        return crate::analysis::footprint::run_value(window, metric)
+            .ok()
+            .filter(|v| v.is_finite())
+            .into_iter()
+            .collect();
+    }
     window
         .requests
         .iter()

@@ -549,6 +549,8 @@ pub fn metric_value(f: &Figures, m: Metric) -> Option<f64> {
         | Metric::SloAttainment
         | Metric::PeakConcurrency
         | Metric::ScalingEfficiency => None,
+        // The serve's footprint: one value per run (run.json serve.ready_ms, serve.footprint).
+        Metric::ReadyMs | Metric::ServeRssPeak | Metric::ServeCpuPerToken => None,
     }
 }
 

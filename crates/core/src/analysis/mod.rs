@@ -6,6 +6,7 @@ pub mod baseline_values;
 pub mod content;
 pub mod contract;
 pub mod drift;
+pub mod footprint;
 pub mod interleave;
 pub mod load;
 pub mod logprobs;

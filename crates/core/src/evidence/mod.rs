@@ -29,6 +29,8 @@ pub mod contract;
 /// The digest of a run directory (records name their evidence by it).
 pub mod digest;
 pub(crate) mod figures;
+/// `run.json` `serve.footprint`: the serve's peak memory and CPU over the judged requests.
+pub mod footprint;
 /// What an output (a report, an export, a page) may not land on: inputs and evidence.
 pub mod guard;
 pub mod layout;
@@ -150,6 +152,14 @@ pub struct ServeRecord {
     /// records copy it from here. Absent in older evidence and when the serve was given no model file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_file: Option<ModelFileHash>,
+    /// The serve's footprint (peak memory over its processes, CPU over the judged requests), for a serve
+    /// the runner started ([`footprint::Footprint`]). Absent for a `url` serve and in older evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint: Option<footprint::Footprint>,
+    /// The `[[sample]]` samplers' series, in the gate's order ([`footprint::SampleSeries`]). Absent without
+    /// samplers and in older evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<footprint::SampleSeries>,
 }
 
 /// `run.json` `serve.detected`: the engine recognised from what the serve said about itself.

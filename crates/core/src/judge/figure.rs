@@ -29,6 +29,18 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
             .tpot
             .as_ref()
             .map(|t| Bound::for_metric(Metric::Tpot, t.limit_ms)),
+        AssertionKind::Ready => a
+            .ready
+            .as_ref()
+            .map(|r| Bound::for_metric(Metric::ReadyMs, r.limit_ms)),
+        AssertionKind::Memory => a
+            .memory
+            .as_ref()
+            .map(|m| Bound::for_metric(Metric::ServeRssPeak, m.limit_mib)),
+        AssertionKind::Cpu => a
+            .cpu
+            .as_ref()
+            .map(|c| Bound::for_metric(Metric::ServeCpuPerToken, c.limit_ms_per_token)),
         AssertionKind::Route
         | AssertionKind::Content
         | AssertionKind::KnownAnswer
@@ -37,6 +49,7 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
         | AssertionKind::Drift
         | AssertionKind::Load
         | AssertionKind::Regression
+        | AssertionKind::Sample
         | AssertionKind::Contract => None,
     }
 }

@@ -18,6 +18,7 @@ mod content;
 pub mod contract;
 mod drift;
 mod figure;
+mod footprint;
 pub mod load;
 pub mod max_tokens;
 pub mod outcome;
@@ -25,6 +26,7 @@ mod pair;
 pub mod redact;
 pub mod regression;
 mod route;
+mod sample;
 pub mod serve_clock;
 #[cfg(test)]
 mod tests;
@@ -145,6 +147,7 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
             inputs.contract.as_ref(),
             Some(&reason),
         ));
+        out.extend(sample::judge_samples(gate, evidence, Some(&reason)));
         return out;
     }
     let mut judged = judged_of(evidence);
@@ -163,6 +166,13 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
             | AssertionKind::Tpot
             | AssertionKind::Content
             | AssertionKind::KnownAnswer => judge_request_assertion(name, gate, &judged, &acct),
+            AssertionKind::Ready | AssertionKind::Memory | AssertionKind::Cpu => {
+                let mut v = footprint::judge(name, gate, evidence);
+                if let Some(f) = &acct.serve_failure {
+                    fail_for_serve(&mut v, f, acct.serve_failure_code);
+                }
+                v
+            }
             AssertionKind::Drift => {
                 let mut v = drift::judge_drift(gate, evidence, &inputs.drift);
                 if let Some(f) = &acct.serve_failure {
@@ -178,6 +188,7 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
             ),
             AssertionKind::Load => continue, // judged per sweep point by `load::judge_points`
             AssertionKind::Contract => continue, // judged per check below
+            AssertionKind::Sample => continue, // judged per sampler below
 
             AssertionKind::Regression => {
                 let r = gate
@@ -185,7 +196,9 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
                     .regression
                     .as_ref()
                     .expect("regression declared");
-                let mut v = if judged.is_empty() {
+                let mut v = if r.metric.per_run() {
+                    footprint::judge_regression(r, evidence, inputs.regression.as_ref())
+                } else if judged.is_empty() {
                     no_replies(name, &acct)
                 } else {
                     regression::judge(gate, r, &judged, &acct, inputs.regression.as_ref())
@@ -204,6 +217,7 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
         inputs.contract.as_ref(),
         None,
     ));
+    out.extend(sample::judge_samples(gate, evidence, None));
     out
 }
 
@@ -222,11 +236,15 @@ fn judge_request_assertion(
         AssertionKind::Content => judge_content(gate, judged, acct),
         AssertionKind::KnownAnswer => judge_known_answer(gate, judged, acct),
         AssertionKind::Route
+        | AssertionKind::Ready
+        | AssertionKind::Memory
+        | AssertionKind::Cpu
         | AssertionKind::Ratio
         | AssertionKind::SameAnswers
         | AssertionKind::Drift
         | AssertionKind::Load
         | AssertionKind::Regression
+        | AssertionKind::Sample
         | AssertionKind::Contract => {
             Verdict::new(name, Outcome::Fail, "not a per-request assertion")
         }

@@ -117,8 +117,12 @@ pub(super) fn judge_pair_unmasked(
             | AssertionKind::Rate
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
+            | AssertionKind::Ready
+            | AssertionKind::Memory
+            | AssertionKind::Cpu
             | AssertionKind::Drift
             | AssertionKind::Load
+            | AssertionKind::Sample
             | AssertionKind::Contract => {
                 Verdict::new(name, Outcome::Fail, "not judged in a pair gate")
             }

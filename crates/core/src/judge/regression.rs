@@ -79,27 +79,29 @@ pub(super) fn judge(
     v
 }
 
-fn judge_values(
+/// The verdict of a regression whose baseline cannot be compared with (none given, unreadable:
+/// FAIL; incomparable: INCOMPARABLE; at another host load only: NOT-COMPARED), or None when there are
+/// values to compare (stored windows or interleaved blocks). Shared by the per-request judgement and the
+/// per-run footprint one (`judge::footprint`).
+pub(super) fn not_compared(
     r: &RegressionAssert,
-    fv: &FigureValues,
-    acct: &Accounting,
     input: Option<&BaselineValues>,
-) -> Verdict {
+) -> Option<Verdict> {
     let k = AssertionKind::Regression;
     let input = match input {
         None => {
-            return Verdict::new(
+            return Some(Verdict::new(
                 k,
                 Outcome::Fail,
                 format!(
                     "no {} baseline was given to the judge (nothing to compare with)",
                     r.baseline.design()
                 ),
-            )
+            ))
         }
         Some(i) => i,
     };
-    match input {
+    Some(match input {
         BaselineValues::Unavailable(reason) => Verdict::new(k, Outcome::Fail, reason),
         BaselineValues::Incomparable { why, renew } => {
             let parts: Vec<String> = why
@@ -130,6 +132,30 @@ fn judge_values(
                     parts.join(" | ")
                 ),
             )
+        }
+        BaselineValues::Stored { .. } | BaselineValues::Interleaved(_) => return None,
+    })
+}
+
+fn judge_values(
+    r: &RegressionAssert,
+    fv: &FigureValues,
+    acct: &Accounting,
+    input: Option<&BaselineValues>,
+) -> Verdict {
+    let k = AssertionKind::Regression;
+    if let Some(v) = not_compared(r, input) {
+        return v;
+    }
+    let Some(input) = input else {
+        return Verdict::new(k, Outcome::Fail, "no baseline was given to the judge");
+    };
+    match input {
+        // Judged by `not_compared` above.
+        BaselineValues::Unavailable(_)
+        | BaselineValues::Incomparable { .. }
+        | BaselineValues::NotCompared(_) => {
+            Verdict::new(k, Outcome::Fail, "the baseline was not compared")
         }
         BaselineValues::Stored {
             dir,

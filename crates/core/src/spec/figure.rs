@@ -1,9 +1,11 @@
 //! The figure assertions of a plain gate: `[assert.rate]` (a decode-rate floor, from the client's clock, the
-//! serve's or both), `[assert.first_token]` and `[assert.tpot]` (limits), and the streamed replies they need.
+//! serve's or both), `[assert.first_token]` and `[assert.tpot]` (limits), and the streamed replies they need;
+//! the serve's footprint: `[assert.ready]`, `[assert.memory]`, `[assert.cpu]` (limits, one value per run).
 
 use super::{
-    Assertions, FirstTokenAssert, Metric, RateAssert, RateSource, RawFirstToken, RawRate, RawTpot,
-    RequestSpec, SpecError, TpotAssert, Validator, DEFAULT_AGREE_PCT,
+    Assertions, CpuAssert, FirstTokenAssert, MemoryAssert, Metric, RateAssert, RateSource, RawCpu,
+    RawFirstToken, RawMemory, RawRate, RawReady, RawTpot, ReadyAssert, RequestSpec, SpecError,
+    TpotAssert, Validator, DEFAULT_AGREE_PCT,
 };
 
 impl Validator<'_> {
@@ -71,6 +73,39 @@ impl Validator<'_> {
                 &t.limit_ms,
                 "assert.tpot.limit_ms",
                 Metric::Tpot.info().unit.name(),
+            )?,
+        })
+    }
+
+    /// `[assert.ready]`: a limit > 0, ms.
+    pub(super) fn ready(&self, r: &RawReady) -> Result<ReadyAssert, SpecError> {
+        Ok(ReadyAssert {
+            limit_ms: self.positive(
+                &r.limit_ms,
+                "assert.ready.limit_ms",
+                Metric::ReadyMs.info().unit.name(),
+            )?,
+        })
+    }
+
+    /// `[assert.memory]`: a limit > 0, MiB.
+    pub(super) fn memory(&self, m: &RawMemory) -> Result<MemoryAssert, SpecError> {
+        Ok(MemoryAssert {
+            limit_mib: self.positive(
+                &m.limit_mib,
+                "assert.memory.limit_mib",
+                Metric::ServeRssPeak.info().unit.name(),
+            )?,
+        })
+    }
+
+    /// `[assert.cpu]`: a limit > 0, ms per token.
+    pub(super) fn cpu(&self, c: &RawCpu) -> Result<CpuAssert, SpecError> {
+        Ok(CpuAssert {
+            limit_ms_per_token: self.positive(
+                &c.limit_ms_per_token,
+                "assert.cpu.limit_ms_per_token",
+                Metric::ServeCpuPerToken.info().unit.name(),
             )?,
         })
     }

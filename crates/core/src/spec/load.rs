@@ -439,6 +439,7 @@ impl super::GateSpec {
         if let Some(c) = &self.contract {
             v.extend(c.trial_names());
         }
+        v.extend(self.assertions.sample.iter().map(|s| s.trial_name()));
         v
     }
 }

@@ -35,6 +35,7 @@ pub mod matrix;
 pub mod profile;
 pub mod record;
 pub mod regression;
+pub mod sample;
 
 pub use crate::error::line_col;
 pub(crate) use lines::decl_lines_in;
@@ -42,15 +43,17 @@ pub use lines::line_in;
 use lines::{decl_lines, key_at, key_on_line, key_span, table_at};
 use load::LoadGate;
 pub use model::{
-    command_exists, line_of, ArmSpec, Assertions, ContentAssert, Context, FirstTokenAssert,
-    GateSpec, HoldSpec, KnownAnswerAssert, OnIncomparable, OnIndeterminate, PairMetric, PairSpec,
-    RateAssert, RateSource, RatioAssert, RequestSpec, Requires, RouteAssert, SameAnswersAssert,
-    ServeMode, ServeSpec, TpotAssert, DEFAULT_AGREE_PCT,
+    command_exists, line_of, ArmSpec, Assertions, ContentAssert, Context, CpuAssert,
+    FirstTokenAssert, GateSpec, HoldSpec, KnownAnswerAssert, MemoryAssert, OnIncomparable,
+    OnIndeterminate, PairMetric, PairSpec, RateAssert, RateSource, RatioAssert, ReadyAssert,
+    RequestSpec, Requires, RouteAssert, SameAnswersAssert, ServeMode, ServeSpec, TpotAssert,
+    DEFAULT_AGREE_PCT,
 };
 use raw::{
     default_ready, RawArm, RawFirstToken, RawGate, RawGateMeta, RawHold, RawKnownAnswer, RawPair,
     RawRate, RawRatio, RawRequest, RawRoute, RawServe, RawTpot,
 };
+use raw::{RawCpu, RawMemory, RawReady};
 pub use read::{did_you_mean, load, parse, read_text};
 pub use record::RunRecordSpec;
 pub use regression::{BaselineServe, RegressionAssert, RegressionBaseline};

@@ -247,6 +247,30 @@ pub struct TpotAssert {
     pub limit_ms: f64,
 }
 
+/// `[assert.ready]`: the serve's start-up time (`run.json` `serve.ready_ms`: spawn to the first 200 on its
+/// ready path) at most a limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadyAssert {
+    /// Limit, ms, > 0.
+    pub limit_ms: f64,
+}
+
+/// `[assert.memory]`: the serve's peak resident memory over its processes (`serve.footprint.rss_peak_mib`)
+/// at most a limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryAssert {
+    /// Limit, MiB, > 0.
+    pub limit_mib: f64,
+}
+
+/// `[assert.cpu]`: the serve's CPU per completion token over the judged requests (`serve.footprint.cpu`)
+/// at most a limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuAssert {
+    /// Limit, ms of CPU per completion token, > 0.
+    pub limit_ms_per_token: f64,
+}
+
 /// `[assert.content]`: every judged reply has non-empty, non-degenerate content and no error.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -376,6 +400,14 @@ pub struct Assertions {
     pub first_token: Option<FirstTokenAssert>,
     /// `tpot`
     pub tpot: Option<TpotAssert>,
+    /// `ready` (the serve's start-up)
+    pub ready: Option<ReadyAssert>,
+    /// `memory` (the serve's peak resident memory)
+    pub memory: Option<MemoryAssert>,
+    /// `cpu` (the serve's CPU per token)
+    pub cpu: Option<CpuAssert>,
+    /// `[assert.sample.NAME]`, one per asserted sampler (trials `sample.<name>`)
+    pub sample: Vec<super::sample::SampleAssert>,
     /// `content`
     pub content: Option<ContentAssert>,
     /// `known_answer`
@@ -398,6 +430,9 @@ impl Assertions {
             AssertionKind::Rate => self.rate.is_some(),
             AssertionKind::FirstToken => self.first_token.is_some(),
             AssertionKind::Tpot => self.tpot.is_some(),
+            AssertionKind::Ready => self.ready.is_some(),
+            AssertionKind::Memory => self.memory.is_some(),
+            AssertionKind::Cpu => self.cpu.is_some(),
             AssertionKind::Content => self.content.is_some(),
             AssertionKind::KnownAnswer => self.known_answer.is_some(),
             AssertionKind::Ratio => self.ratio.is_some(),
@@ -405,6 +440,8 @@ impl Assertions {
             AssertionKind::Drift => self.drift.is_some(),
             // A load gate's verdicts are named per sweep point (`GateSpec::trial_names`).
             AssertionKind::Load => false,
+            // `[assert.sample.NAME]`'s verdicts are named per sampler (`GateSpec::trial_names`).
+            AssertionKind::Sample => false,
             // `[contract]`'s verdicts are named per check (`GateSpec::contract`, `GateSpec::trial_names`).
             AssertionKind::Contract => false,
             AssertionKind::Regression => self.regression.is_some(),
@@ -460,6 +497,8 @@ pub struct GateSpec {
     /// `[contract]`: the serve's API contract checks (docs/contract.md), each its own verdict
     /// `contract.<check>`; None without the table.
     pub contract: Option<super::contract::ContractSpec>,
+    /// `[[sample]]`: the samplers read during the run (`spec::sample`); empty without.
+    pub samples: Vec<super::sample::SampleSpec>,
     /// The 1-based line of [`Self::source`] declaring each declared assertion, read from the TOML spans at
     /// parse time ([`line_of`]'s rule: the `floor_tok_s` line for `rate`, else the `[assert.X]` header or the
     /// inline key). Read it with [`Self::decl_line`].
@@ -531,6 +570,14 @@ impl GateSpec {
     pub fn decl_line_of(&self, name: &str) -> usize {
         if let Some(c) = self.contract.as_ref().and_then(|c| c.by_trial(name)) {
             return c.line;
+        }
+        if let Some(s) = self
+            .assertions
+            .sample
+            .iter()
+            .find(|s| s.trial_name() == name)
+        {
+            return s.line;
         }
         AssertionKind::from_name(name)
             .and_then(|k| self.decl_line(k))

@@ -35,6 +35,8 @@ pub(super) struct RawGate {
     pub(super) load: Option<load::RawLoad>,
     #[serde(default)]
     pub(super) contract: Option<contract::RawContract>,
+    #[serde(default)]
+    pub(super) sample: Vec<super::sample::RawSample>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -163,6 +165,10 @@ pub(super) struct RawAssertions {
     pub(super) rate: Option<RawRate>,
     pub(super) first_token: Option<RawFirstToken>,
     pub(super) tpot: Option<RawTpot>,
+    pub(super) ready: Option<RawReady>,
+    pub(super) memory: Option<RawMemory>,
+    pub(super) cpu: Option<RawCpu>,
+    pub(super) sample: Option<BTreeMap<String, super::sample::RawSampleBound>>,
     pub(super) content: Option<ContentAssert>,
     pub(super) known_answer: Option<RawKnownAnswer>,
     pub(super) ratio: Option<RawRatio>,
@@ -217,6 +223,24 @@ pub(super) struct RawFirstToken {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTpot {
     pub(super) limit_ms: Spanned<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawReady {
+    pub(super) limit_ms: Spanned<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMemory {
+    pub(super) limit_mib: Spanned<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCpu {
+    pub(super) limit_ms_per_token: Spanned<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

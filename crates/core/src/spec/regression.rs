@@ -183,6 +183,8 @@ pub fn per_request(m: Metric) -> bool {
         | Metric::SloAttainment
         | Metric::PeakConcurrency
         | Metric::ScalingEfficiency => false,
+        // One value per run (the serve's footprint).
+        Metric::ReadyMs | Metric::ServeRssPeak | Metric::ServeCpuPerToken => false,
     }
 }
 
@@ -223,6 +225,13 @@ impl Validator<'_> {
         let blocks = self.blocks(&r, confidence)?;
         let max_load_ratio = self.max_load_ratio(&r, in_pair)?;
         let on_incomparable = self.on_incomparable(&r, in_pair)?;
+        if in_pair && metric.per_run() {
+            return Err(self.err(
+                r.metric.span(),
+                &format!("{key}.metric"),
+                format!("{name} is one value per run (the serve's footprint): a [pair] gate's regression compares per-request values of its arms; compare it with stored baselines in a plain gate"),
+            ));
+        }
         if in_pair {
             return Ok(RegressionAssert {
                 on_incomparable,
@@ -234,6 +243,13 @@ impl Validator<'_> {
                 blocks,
                 max_load_ratio,
             });
+        }
+        if metric.per_run() && r.baseline_serve.is_some() {
+            return Err(self.err(
+                r.metric.span(),
+                &format!("{key}.metric"),
+                format!("{name} is one value per run (the serve's footprint): it is compared with stored baselines (baseline = \"DIR\" or baselines = [...]), one value per window; an interleaved baseline_serve has none"),
+            ));
         }
         if given != 1 {
             return Err(self.err(
@@ -258,7 +274,8 @@ impl Validator<'_> {
     /// `metric`: one with per-request values and a direction (not a bounded figure).
     fn regression_metric(&self, r: &RawRegression, name: &str) -> Result<Metric, SpecError> {
         let key = "assert.regression";
-        let usable = |m: Metric| per_request(m) && m.info().better != Better::Bounded;
+        let usable =
+            |m: Metric| (per_request(m) || m.per_run()) && m.info().better != Better::Bounded;
         Ok(match metric_named(name) {
             Some(m) if usable(m) => m,
             _ => {
@@ -271,7 +288,7 @@ impl Validator<'_> {
                     r.metric.span(),
                     &format!("{key}.metric"),
                     format!(
-                        "{name:?} is not a metric with per-request values (one of: decode, first_token, {})",
+                        "{name:?} is not a metric with per-request or per-run values (one of: decode, first_token, {})",
                         known.join(", ")
                     ),
                 ));

@@ -140,7 +140,7 @@ impl Validator<'_> {
                 .kinds()
                 .into_iter()
                 .filter(|k| {
-                    k.metric().is_some()
+                    (k.metric().is_some() && !k.footprint())
                         || matches!(k, AssertionKind::Regression | AssertionKind::Ratio)
                 })
                 .map(|k| k.to_string())

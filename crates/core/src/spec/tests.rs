@@ -539,6 +539,78 @@ fn line_col_counts_from_one() {
 }
 
 #[test]
+fn samplers_parse_and_each_bad_one_is_refused_at_its_key() {
+    let good = format!(
+        "{GOOD}\n[[sample]]\nname = \"npu_mem\"\ncommand = [\"{{gate_dir}}/xrt-smi\", \"examine\"]\nregex = 'Memory: (?P<value>[\\d.]+) MiB'\nunit = \"MiB\"\nevery_ms = 1000\n[[sample]]\nname = \"power\"\npath = \"~/hwmon/power1_input\"\nregex = '(\\d+)'\nunit = \"uW\"\nevery_ms = 500\ntimeout_ms = 200\n"
+    );
+    let g = parse_str(&good).unwrap();
+    assert_eq!(g.samples.len(), 2);
+    assert_eq!(
+        g.samples[0].source,
+        sample::SampleSource::Command(vec!["/g/xrt-smi".into(), "examine".into()])
+    );
+    assert_eq!(
+        (g.samples[0].every_ms, g.samples[0].timeout_ms),
+        (1000, 1000)
+    );
+    assert_eq!(
+        g.samples[1].source,
+        sample::SampleSource::Path("/home/u/hwmon/power1_input".into())
+    );
+    assert_eq!(g.samples[1].timeout_ms, 200);
+    let base = "\n[[sample]]\nregex = '(\\d+)'\nunit = \"W\"\n";
+    for (extra, key, why) in [
+        (
+            "name = \"Bad-Name\"\npath = \"/x\"\nevery_ms = 500\n",
+            "sample[0].name",
+            "lower-case",
+        ),
+        (
+            "name = \"p\"\nevery_ms = 500\n",
+            "sample[0]",
+            "needs command",
+        ),
+        (
+            "name = \"p\"\npath = \"/x\"\ncommand = [\"c\"]\nevery_ms = 500\n",
+            "sample[0].path",
+            "not both",
+        ),
+        (
+            "name = \"p\"\ncommand = []\nevery_ms = 500\n",
+            "sample[0].command",
+            "is empty",
+        ),
+        (
+            "name = \"p\"\npath = \"/x\"\nevery_ms = 5\n",
+            "sample[0].every_ms",
+            "100 to 3600000",
+        ),
+        (
+            "name = \"p\"\npath = \"/x\"\nevery_ms = 500\ntimeout_ms = 0\n",
+            "sample[0].timeout_ms",
+            "100 to",
+        ),
+    ] {
+        let e = parse_str(&format!("{GOOD}{base}{extra}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(key) && e.contains(why), "{extra}: {e}");
+        assert!(e.contains("gates/t.toml:"), "points at a line: {e}");
+    }
+    let e = parse_str(&format!("{GOOD}{base}name = \"p\"\npath = \"/x\"\nevery_ms = 500\n{base}name = \"p\"\npath = \"/y\"\nevery_ms = 500\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("names two samplers"), "{e}");
+    let e = parse_str(&format!("{GOOD}\n[[sample]]\nname = \"p\"\npath = \"/x\"\nregex = '.*'\nunit = \"W\"\nevery_ms = 500\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("sample[0].regex") && e.contains("matches the empty text"),
+        "{e}"
+    );
+}
+
+#[test]
 fn the_cancel_check_takes_the_declared_engine_s_cancellation_line_unless_the_gate_names_one() {
     let with = |engine: &str, table: &str| {
         let text = GOOD.replace("[serve]\n", &format!("[serve]\n{engine}"))

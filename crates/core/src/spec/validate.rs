@@ -305,6 +305,9 @@ impl Validator<'_> {
             rate: a.rate.map(|r| self.rate(&r)).transpose()?,
             first_token: a.first_token.map(|f| self.first_token(&f)).transpose()?,
             tpot: a.tpot.map(|t| self.tpot(&t)).transpose()?,
+            ready: a.ready.map(|r| self.ready(&r)).transpose()?,
+            memory: a.memory.map(|m| self.memory(&m)).transpose()?,
+            cpu: a.cpu.map(|c| self.cpu(&c)).transpose()?,
             ..Default::default()
         };
         self.streamed(&request, &assertions)?;
@@ -346,6 +349,9 @@ impl Validator<'_> {
             ));
         }
 
+        let samples = self.samples(&raw.sample)?;
+        assertions.sample = self.sample_asserts(a.sample.as_ref(), &samples, pair.is_some())?;
+
         // Answers compared with logprobs: ask for them in every request.
         let logprobs_k = match (&assertions.drift, &assertions.same_answers) {
             (Some(d), _) => Some(d.top_k),
@@ -376,6 +382,7 @@ impl Validator<'_> {
             on_indeterminate: raw.gate.on_indeterminate,
             load,
             contract,
+            samples,
             decl_lines,
         })
         .and_then(|g: GateSpec| match g.record_spec("check", "decode_rate") {
@@ -453,7 +460,7 @@ impl Validator<'_> {
             return Err(self.err(0..0, "load", "a pair gate cannot also be a load gate"));
         }
         if assertions.names().is_empty() && load.is_none() && !contract {
-            return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.tpot], [assert.content], [assert.known_answer], [contract])"));
+            return Err(self.err(0..0, "assert", "the gate declares no assertion ([assert.route], [assert.rate], [assert.first_token], [assert.tpot], [assert.ready], [assert.memory], [assert.cpu], [assert.content], [assert.known_answer], [contract])"));
         }
 
         if load.is_some() {

@@ -4,6 +4,7 @@
 mod accounting;
 mod content;
 mod figure;
+mod footprint;
 
 use crate::analysis::{Evidence, RequestEvidence};
 use crate::evidence::RunStatus;

@@ -1,0 +1,168 @@
+//! The serve's footprint figures of one run, from its evidence (pure): `ready_ms`, `serve_rss_peak_mib` and
+//! `serve_cpu_ms_per_token` (docs/metrics.md "The serve's footprint"), each one value per run or the reason
+//! there is none. The footprint trials (`judge::footprint`) and a regression on these metrics (its run and
+//! its baseline windows alike, `baseline_values::window_values`) read them here, so each is defined once.
+
+use crate::analysis::{measure, Evidence};
+use crate::evidence::footprint::{CpuWindow, Footprint};
+use crate::text::shown;
+use crate::vocab::Metric;
+
+/// The CPU per token of a run's judged window, with what it was computed from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuPerToken {
+    /// ms of CPU per completion token.
+    pub per_token: f64,
+    /// The window as recorded.
+    pub window: CpuWindow,
+    /// Completion tokens of the judged requests in the window.
+    pub tokens: u64,
+    /// Judged requests in the window.
+    pub requests: usize,
+    /// Send-order indices of the requests whose count is the token-chunk estimate (the serve gave no usage).
+    pub estimated: Vec<usize>,
+    /// The per-token value's bounds given the counters' resolution (one clock tick per process read).
+    pub lo: f64,
+    /// Upper bound, as `lo`.
+    pub hi: f64,
+}
+
+/// Why a `url` serve has no footprint figure (`what` names it), or None for a serve servegate started.
+pub fn not_started(ev: &Evidence, what: &str) -> Option<String> {
+    (ev.run.serve.mode == "url").then(|| {
+        format!(
+            "no {what}: the serve was reached at its url ({}), not started by servegate, so its processes are not servegate's to measure",
+            shown(&ev.run.serve.base_url)
+        )
+    })
+}
+
+/// The run's `serve.footprint`, or why there is none.
+pub fn footprint<'e>(ev: &'e Evidence, what: &str) -> Result<&'e Footprint, String> {
+    if let Some(why) = not_started(ev, what) {
+        return Err(why);
+    }
+    ev.run.serve.footprint.as_ref().ok_or_else(|| {
+        format!("no {what}: run.json has no serve.footprint (evidence written before servegate measured the serve's footprint, or the serve never started)")
+    })
+}
+
+/// `serve.ready_ms`, or why there is none.
+pub fn ready_ms(ev: &Evidence) -> Result<f64, String> {
+    if let Some(why) = not_started(ev, "start-up time") {
+        return Err(why);
+    }
+    ev.run.serve.ready_ms.ok_or_else(|| {
+        "no start-up time: run.json has no serve.ready_ms (the serve never answered ready)".into()
+    })
+}
+
+/// `serve.footprint.rss_peak_mib`, or why there is none.
+pub fn rss_peak_mib(ev: &Evidence) -> Result<f64, String> {
+    let fp = footprint(ev, "peak memory")?;
+    fp.rss_peak_mib.ok_or_else(|| {
+        format!(
+            "no peak memory: {}",
+            shown(
+                fp.rss_unavailable
+                    .as_deref()
+                    .unwrap_or("the kernel gave no figure")
+            )
+        )
+    })
+}
+
+/// The CPU per completion token of the judged requests in the recorded window, or why there is none (no
+/// window, a failed request in it: the tokens its CPU bought are unknown, a request without a count, no
+/// token at all).
+pub fn cpu_per_token(ev: &Evidence) -> Result<CpuPerToken, String> {
+    let fp = footprint(ev, "CPU per token")?;
+    let Some(w) = &fp.cpu else {
+        return Err(format!(
+            "no CPU per token: {}",
+            shown(
+                fp.cpu_unavailable
+                    .as_deref()
+                    .unwrap_or("the kernel gave no figure")
+            )
+        ));
+    };
+    let mut tokens = 0u64;
+    let mut estimated = Vec::new();
+    let mut requests = 0;
+    for r in ev
+        .requests
+        .iter()
+        .filter(|r| !r.record.warmup && (w.first_index..=w.last_index).contains(&r.record.index))
+    {
+        requests += 1;
+        let label = format!("request {:02}", r.record.index);
+        if let Some(f) = r.reply.failure() {
+            return Err(format!(
+                "no CPU per token: {label} failed ({f}), so the tokens its CPU bought are unknown"
+            ));
+        }
+        if let Some(e) = &r.record.transport_error {
+            return Err(format!(
+                "no CPU per token: {label} failed (transport: {}), so the tokens its CPU bought are unknown",
+                shown(e)
+            ));
+        }
+        let fig = measure::measure(&r.reply);
+        match (fig.completion_tokens, fig.completion_tokens_estimate) {
+            (Some(n), _) => tokens += n,
+            (None, Some(n)) => {
+                tokens += n;
+                estimated.push(r.record.index);
+            }
+            (None, None) => {
+                return Err(format!(
+                    "no CPU per token: {label} has no completion token count"
+                ))
+            }
+        }
+    }
+    if tokens == 0 {
+        return Err(format!(
+            "no CPU per token: the {requests} judged request(s) in the window carried no completion token"
+        ));
+    }
+    let tick_ms = 1000.0 / w.clk_tck.max(1) as f64;
+    let slack = w.pids_start.max(w.pids_end).max(1) as f64 * tick_ms;
+    let t = tokens as f64;
+    Ok(CpuPerToken {
+        per_token: w.cpu_ms / t,
+        window: w.clone(),
+        tokens,
+        requests,
+        estimated,
+        lo: (w.cpu_ms - slack).max(0.0) / t,
+        hi: (w.cpu_ms + slack) / t,
+    })
+}
+
+/// The run's value of a per-run footprint metric ([`Metric::per_run`]), or why it has none (and for any other metric:
+/// not a per-run figure).
+pub fn run_value(ev: &Evidence, m: Metric) -> Result<f64, String> {
+    match m {
+        Metric::ReadyMs => ready_ms(ev),
+        Metric::ServeRssPeak => rss_peak_mib(ev),
+        Metric::ServeCpuPerToken => cpu_per_token(ev).map(|c| c.per_token),
+        Metric::Ttft
+        | Metric::FirstContent
+        | Metric::DecodeRate
+        | Metric::Itl
+        | Metric::ItlP90
+        | Metric::Tpot
+        | Metric::E2e
+        | Metric::ServerDecodeRate
+        | Metric::ServerPrefillRate
+        | Metric::PairRatio
+        | Metric::OutputThroughput
+        | Metric::RequestThroughput
+        | Metric::Goodput
+        | Metric::SloAttainment
+        | Metric::PeakConcurrency
+        | Metric::ScalingEfficiency => Err(format!("{m} is not a per-run figure")),
+    }
+}
