@@ -264,14 +264,8 @@ pub(super) fn judge_regression(
         .filter(|x| x.is_finite() && *x > 0.0)
         .collect();
     let design = format!(
-        "stored baseline {} ({} window{}{})",
-        dir.display(),
-        windows.len(),
-        if windows.len() == 1 { "" } else { "s" },
-        load.map(|(run, base)| format!(
-            ", host load {run:.1} per CPU at this run vs {base:.1} at the baseline"
-        ))
-        .unwrap_or_default()
+        "{})",
+        super::regression::stored_design(&dir.display().to_string(), windows.len(), *load)
     );
     if base.len() < 2 {
         let mut v = Verdict::new(

@@ -194,16 +194,7 @@ fn judge_values(
                 windows
             };
             let base: Vec<f64> = windows.iter().flatten().copied().collect();
-            let design = format!(
-                "stored baseline {} ({} window{}{}",
-                dir.display(),
-                windows.len(),
-                if windows.len() == 1 { "" } else { "s" },
-                load.map(|(run, base)| format!(
-                    ", host load {run:.1} per CPU at this run vs {base:.1} at the baseline"
-                ))
-                .unwrap_or_default()
-            );
+            let design = stored_design(&dir.display().to_string(), windows.len(), *load);
             let stale = Stale {
                 renew,
                 median: stats::median(&cand).unwrap_or(f64::NAN),
@@ -276,12 +267,21 @@ pub fn judge_stored_values(
     candidate: &[f64],
 ) -> Verdict {
     let base: Vec<f64> = windows.iter().flatten().copied().collect();
-    let design = format!(
-        "stored baseline {dir} ({} window{}",
-        windows.len(),
-        if windows.len() == 1 { "" } else { "s" }
-    );
+    let design = stored_design(dir, windows.len(), None);
     judge_stored(r, &base, windows, candidate, design, None)
+}
+
+/// The start of a stored-baseline verdict's design note, its parenthesis left open for what follows:
+/// `stored baseline DIR (4 windows, host load 0.4 per CPU at this run vs 0.3 at the baseline`.
+pub(crate) fn stored_design(dir: &str, windows: usize, load: Option<(f64, f64)>) -> String {
+    format!(
+        "stored baseline {dir} ({windows} window{}{}",
+        if windows == 1 { "" } else { "s" },
+        load.map(|(run, base)| format!(
+            ", host load {run:.1} per CPU at this run vs {base:.1} at the baseline"
+        ))
+        .unwrap_or_default()
+    )
 }
 
 /// The verdict of an interleaved comparison from its blocks alone (see [`judge_stored_values`]).
