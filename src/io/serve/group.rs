@@ -129,6 +129,9 @@ pub(super) fn supervise(
     started: mpsc::Sender<io::Result<(u32, Instant)>>,
     reap: mpsc::Receiver<()>,
 ) {
+    // The clock starts before the spawn: a serve that dies at once (a bind failure) can exit before
+    // `spawn` returns to a preempted thread, and its time to exit must not read as 0.
+    let spawned_at = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -138,7 +141,7 @@ pub(super) fn supervise(
     };
     drop(cmd); // closes the parent's copies of the log file
     let pid = child.id();
-    let _ = started.send(Ok((pid, Instant::now())));
+    let _ = started.send(Ok((pid, spawned_at)));
     let (status, signal) = wait_exit_no_reap(pid);
     {
         let mut st = shared.lock();

@@ -79,7 +79,7 @@ impl Serve {
         let mut refused = 0u32;
         let mut loading = 0u32;
         let mut statuses: Vec<(f64, String)> = Vec::new();
-        let mut last_status: String;
+        let mut last_status = String::new();
         // (ms since spawn of the first, count) of the current run of consecutive 404s.
         let mut steady_404: Option<(f64, u32)> = None;
         loop {
@@ -108,7 +108,14 @@ impl Serve {
             if statuses.last().map(|(_, l)| l != &label).unwrap_or(true) {
                 statuses.push((round1(sent_ms), label));
             }
-            last_status = outcome.describe();
+            // A last probe the deadline shortened (to as little as 50 ms) and that timed out says more
+            // about a busy runner than about the serve: the last status it did answer stays the one named.
+            let cut_by_deadline = matches!(outcome, Probe::Timeout)
+                && timeout < Duration::from_millis(PROBE_TIMEOUT_MS)
+                && !last_status.is_empty();
+            if !cut_by_deadline {
+                last_status = outcome.describe();
+            }
             steady_404 = match (&outcome, steady_404) {
                 (Probe::Status(404, _), Some((since, n))) => Some((since, n + 1)),
                 (Probe::Status(404, _), None) => Some((sent_ms, 1)),
