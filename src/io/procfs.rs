@@ -98,9 +98,117 @@ pub(crate) fn clk_tck() -> u64 {
     u64::try_from(t).ok().filter(|t| *t > 0).unwrap_or(100)
 }
 
+/// The run-queue wait of one task from the text of its `/proc/PID/task/TID/schedstat`: the second of its
+/// three numbers (on-CPU time, time spent runnable but waiting for a CPU, timeslices; ns, since the task
+/// started: Documentation/scheduler/sched-stats.rst), or None for text that is not one.
+pub(crate) fn parse_schedstat_run_delay_ns(text: &str) -> Option<u64> {
+    let f: Vec<&str> = text.split_whitespace().collect();
+    if f.len() != 3 {
+        return None;
+    }
+    f[1].parse().ok()
+}
+
+/// `(tid, run-queue wait ns)` of every thread of `pid` that could be read ([`parse_schedstat_run_delay_ns`]);
+/// empty when the process is gone or the kernel keeps no schedstats.
+pub(crate) fn task_run_delays(pid: u32) -> Vec<(u32, u64)> {
+    let Ok(dir) = std::fs::read_dir(path(pid, "task")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let tid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let text = std::fs::read_to_string(path(pid, &format!("task/{tid}/schedstat"))).ok()?;
+        Some((tid, parse_schedstat_run_delay_ns(&text)?))
+    })
+    .collect()
+}
+
+/// The CPUs a process may run on, from the text of its `/proc/PID/status` (`Cpus_allowed_list: 0-3,6`),
+/// or None when the line is absent or not a list.
+pub(crate) fn parse_cpus_allowed(status: &str) -> Option<Vec<usize>> {
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+        .trim();
+    let mut out = Vec::new();
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if b < a || b - a > 4096 {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.trim().parse().ok()?),
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// [`parse_cpus_allowed`] of `/proc/PID/status`.
+pub(crate) fn cpus_allowed(pid: u32) -> Option<Vec<usize>> {
+    parse_cpus_allowed(&std::fs::read_to_string(path(pid, "status")).ok()?)
+}
+
+/// `(busy, total)` clock ticks of the CPUs in `cpus` from the text of `/proc/stat` (proc(5): its `cpuN`
+/// lines; busy = user + nice + system + irq + softirq + steal, total = busy + idle + iowait; guest time is
+/// already in user). None when a CPU of the list has no line.
+pub(crate) fn parse_cpu_ticks(proc_stat: &str, cpus: &[usize]) -> Option<(u64, u64)> {
+    let mut busy = 0u64;
+    let mut total = 0u64;
+    for cpu in cpus {
+        let name = format!("cpu{cpu}");
+        let line = proc_stat
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
+        let f: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|x| x.parse().ok())
+            .collect::<Option<Vec<u64>>>()?;
+        if f.len() < 8 {
+            return None;
+        }
+        let b = f[0] + f[1] + f[2] + f[5] + f[6] + f[7];
+        busy += b;
+        total += b + f[3] + f[4];
+    }
+    Some((busy, total))
+}
+
+/// [`parse_cpu_ticks`] of `/proc/stat`.
+pub(crate) fn cpu_ticks(cpus: &[usize]) -> Option<(u64, u64)> {
+    parse_cpu_ticks(&std::fs::read_to_string("/proc/stat").ok()?, cpus)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn schedstat_cpus_allowed_and_proc_stat_are_parsed_and_refused_when_foreign() {
+        assert_eq!(parse_schedstat_run_delay_ns("123 456 7\n"), Some(456));
+        assert_eq!(parse_schedstat_run_delay_ns("123 456"), None);
+        assert_eq!(parse_schedstat_run_delay_ns("a b c"), None);
+        let st = "Name:\tx\nCpus_allowed:\t3\nCpus_allowed_list:\t0-2,5\n";
+        assert_eq!(parse_cpus_allowed(st), Some(vec![0, 1, 2, 5]));
+        assert_eq!(parse_cpus_allowed("Cpus_allowed_list:\t3-1\n"), None);
+        assert_eq!(parse_cpus_allowed("Name:\tx\n"), None);
+        let stat =
+            "cpu  10 0 5 100 1 0 0 0 0 0\ncpu0 4 1 2 50 1 1 1 1 0 0\ncpu1 6 0 3 50 0 0 0 0 0 0\n";
+        // cpu0: busy 4+1+2+1+1+1 = 10, total 10 + 50 + 1; cpu1: busy 9, total 59.
+        assert_eq!(parse_cpu_ticks(stat, &[0]), Some((10, 61)));
+        assert_eq!(parse_cpu_ticks(stat, &[0, 1]), Some((19, 120)));
+        assert_eq!(parse_cpu_ticks(stat, &[2]), None);
+        if std::path::Path::new("/proc/self/task").exists() {
+            let me = std::process::id();
+            assert!(!task_run_delays(me).is_empty());
+            let cpus = cpus_allowed(me).unwrap();
+            let (busy, total) = cpu_ticks(&cpus).unwrap();
+            assert!(busy <= total && total > 0);
+        }
+    }
 
     #[test]
     fn a_stat_line_with_a_hostile_name_is_parsed_after_the_last_parenthesis() {

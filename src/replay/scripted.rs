@@ -102,8 +102,12 @@ pub struct Cost {
     /// group's SIGTERM, or its parent's death).
     pub child_alloc_mib: u64,
     /// CPU ms burnt per chat request before its reply's head, in a busy loop timed on the thread's own CPU
-    /// clock (`CLOCK_THREAD_CPUTIME_ID`): a busy machine stretches its wall time, never its CPU.
+    /// clock (`CLOCK_THREAD_CPUTIME_ID`): a busy machine stretches its wall time, never its CPU. The reply's
+    /// schedule (head, first token, tokens) starts when the burn ends, as decode follows prefill.
     pub cpu_ms_per_chat: f64,
+    /// The burn runs on one long-lived worker thread (as a serve's decode loop does), the connection's
+    /// thread waiting for it, instead of on the connection's thread.
+    pub burn_on_worker: bool,
 }
 
 impl Default for Script {

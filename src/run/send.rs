@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::analysis;
 use crate::error::EvidenceError;
+use crate::evidence::footprint::RequestHold;
 use crate::evidence::{self, EvidenceWriter, RequestRecord, RunSummary};
 use crate::io::{client, serve};
 use crate::sinks::events::Step;
@@ -39,6 +40,8 @@ pub(super) fn send_all(
     let planned = plan.len();
     // The serve's CPU over the judged requests: marked before the first judged send and after the last end.
     let mut cpu_start: Option<(usize, Option<serve::CpuMark>)> = None;
+    // Each judged request's hold by the run queue (the busy-runner witness, `serve.footprint.cpu.runqueue`).
+    let mut holds: Vec<RequestHold> = Vec::new();
     for (index, (warmup, repeat, prompt_index)) in plan.into_iter().enumerate() {
         if crate::io::signals::interrupted().is_some() {
             break; // the run ends interrupted (run() exits); nothing more is sent
@@ -56,12 +59,23 @@ pub(super) fn send_all(
         let prompt = &req.prompts[prompt_index];
         let body = client::request_body(req, prompt);
         let sent_utc = evidence::now_utc();
+        let hold_start = (!warmup)
+            .then(|| serve.as_deref().map(|s| (s.thread_waits(), Instant::now())))
+            .flatten();
         let ex = client::send_within(
             sender,
             base_url,
             &body,
             Some(Duration::from_secs_f64(req.timeout_s).min(left)),
         );
+        if let (Some((before, t0)), Some(s)) = (hold_start, serve.as_deref()) {
+            let after = s.thread_waits();
+            holds.push(RequestHold {
+                index,
+                wait_max_ms: serve::max_wait_ms(&before, &after),
+                wall_ms: (t0.elapsed().as_secs_f64() * 1000.0 * 10.0).round() / 10.0,
+            });
+        }
         w.write_request(index, &body, &ex.response, &ex.reads)?;
         let mut rec = RequestRecord {
             index,
@@ -110,7 +124,11 @@ pub(super) fn send_all(
         }
     }
     if let Some(s) = serve.as_deref() {
-        summary.serve.footprint = Some(cpu_window(s, cpu_start, summary));
+        let mut fp = cpu_window(s, cpu_start, summary);
+        if let Some(rq) = fp.cpu.as_mut().and_then(|c| c.runqueue.as_mut()) {
+            rq.requests = holds;
+        }
+        summary.serve.footprint = Some(fp);
     }
     Ok(())
 }

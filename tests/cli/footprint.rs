@@ -38,6 +38,7 @@ fn costly_script() -> Script {
         alloc_mib: ALLOC_MIB,
         child_alloc_mib: CHILD_MIB,
         cpu_ms_per_chat: CPU_MS,
+        burn_on_worker: false,
     };
     s.start.listen_delay_ms = LISTEN_DELAY_MS;
     s.health.ready_after_ms = READY_AFTER_MS;

@@ -8,6 +8,7 @@ mod fixtures;
 
 mod bisect;
 mod bless;
+mod busy_runner;
 mod cases;
 mod census;
 mod command_line;

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::evidence::footprint::{CpuWindow, Footprint, FootprintProcess, MIB};
+use crate::evidence::footprint::{CpuWindow, Footprint, FootprintProcess, RunQueue, MIB};
 use crate::io::procfs;
 
 /// Interval between two `/proc` samples of the serve's memory: 100 ms. The high-water marks are the
@@ -52,7 +52,7 @@ struct Found {
 }
 
 /// The CPU of the serve's processes at one instant ([`Sampler::cpu_mark`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct CpuMark {
     /// Sum of utime + stime + cutime + cstime over the live processes, clock ticks.
     pub(crate) ticks: u64,
@@ -60,22 +60,65 @@ pub(crate) struct CpuMark {
     pub(crate) pids: usize,
     /// When it was read.
     pub(crate) at: Instant,
+    /// Run-queue wait of each thread of the serve's processes, ns, by tid.
+    pub(crate) waits: HashMap<u32, u64>,
+    /// The CPUs the leader may run on, and their `(busy, total)` ticks now; None when unreadable.
+    pub(crate) cpus: Option<(usize, (u64, u64))>,
 }
 
 impl CpuMark {
     /// The CPU window from `self` to `end` over the requests `first_index..=last_index` (send order).
     pub(crate) fn window(&self, end: &CpuMark, first_index: usize, last_index: usize) -> CpuWindow {
         let tck = procfs::clk_tck();
+        let ticks_ms = |t: u64| t as f64 * 1000.0 / tck as f64;
         CpuWindow {
-            cpu_ms: end.ticks.saturating_sub(self.ticks) as f64 * 1000.0 / tck as f64,
+            cpu_ms: ticks_ms(end.ticks.saturating_sub(self.ticks)),
             wall_ms: round1(end.at.saturating_duration_since(self.at).as_secs_f64() * 1000.0),
             first_index,
             last_index,
             pids_start: self.pids,
             pids_end: end.pids,
             clk_tck: tck,
+            runqueue: self.runqueue(end, ticks_ms),
         }
     }
+
+    /// The run-queue witness from `self` to `end`: the threads read at the end (one born in between counted
+    /// from 0, its birth; one gone by the end is not seen, so the waits are lower bounds), and the CPUs'
+    /// ticks when both ends read them with the same CPU count.
+    fn runqueue(&self, end: &CpuMark, ticks_ms: impl Fn(u64) -> f64) -> Option<RunQueue> {
+        let waits: Vec<u64> = end
+            .waits
+            .iter()
+            .map(|(tid, b)| b.saturating_sub(self.waits.get(tid).copied().unwrap_or(0)))
+            .collect();
+        let ((n, (b0, t0)), (n1, (b1, t1))) = (self.cpus?, end.cpus?);
+        if waits.is_empty() || n != n1 {
+            return None;
+        }
+        let ns_ms = |ns: u64| round1(ns as f64 / 1e6);
+        Some(RunQueue {
+            requests: Vec::new(),
+            wait_ms: ns_ms(waits.iter().sum()),
+            wait_max_ms: ns_ms(waits.iter().copied().max().unwrap_or(0)),
+            threads: waits.len(),
+            cpus: n,
+            cpus_busy_ms: ticks_ms(b1.saturating_sub(b0)),
+            cpus_total_ms: ticks_ms(t1.saturating_sub(t0)),
+        })
+    }
+}
+
+/// The largest one thread's run-queue wait between two [`Sampler::thread_waits`] reads, ms; 0 when no thread
+/// was read at the end. A thread first seen at the end was born in between, its whole wait counted (a
+/// thread's count starts at 0); one gone by the end is not seen: a lower bound.
+pub(crate) fn max_wait_ms(before: &HashMap<u32, u64>, after: &HashMap<u32, u64>) -> f64 {
+    let ns = after
+        .iter()
+        .map(|(tid, b)| b.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .max()
+        .unwrap_or(0);
+    round1(ns as f64 / 1e6)
 }
 
 /// The sampler of one serve: a thread that reads `/proc` every [`SAMPLE_EVERY`] until stopped.
@@ -129,11 +172,26 @@ impl Sampler {
         if found.is_empty() {
             return None;
         }
+        let waits = found
+            .iter()
+            .flat_map(|f| procfs::task_run_delays(f.pid))
+            .collect();
+        let cpus = procfs::cpus_allowed(self.leader)
+            .and_then(|c| procfs::cpu_ticks(&c).map(|t| (c.len(), t)));
         Some(CpuMark {
             ticks: found.iter().map(|f| f.stat.cpu_ticks).sum(),
             pids: found.len(),
             at: Instant::now(),
+            waits,
+            cpus,
         })
+    }
+
+    /// The run-queue wait of each thread of the processes found so far (no `/proc` scan: cheap enough to
+    /// read around every request), ns by tid.
+    pub(crate) fn thread_waits(&self) -> HashMap<u32, u64> {
+        let pids: Vec<u32> = lock(&self.state).covered.iter().map(|(k, _)| k.0).collect();
+        pids.into_iter().flat_map(procfs::task_run_delays).collect()
     }
 
     /// Stops the thread after a last sample.

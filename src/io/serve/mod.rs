@@ -42,7 +42,7 @@ mod ready;
 mod stop;
 
 pub use failure::{cause_line, tail_file, ServeError};
-pub(crate) use footprint::CpuMark;
+pub(crate) use footprint::{max_wait_ms, CpuMark};
 pub(crate) use group::watch_group;
 use group::{start_watchdog, supervise, Shared, Watchdog};
 pub use ready::is_steady_404;
@@ -303,6 +303,15 @@ impl Serve {
     /// of them could be read in `/proc`.
     pub(crate) fn cpu_mark(&self) -> Option<CpuMark> {
         self.footprint.as_ref().and_then(|f| f.cpu_mark())
+    }
+
+    /// The run-queue wait of each thread of the serve's processes now, ns by tid (empty when not measured):
+    /// read around each judged request for its hold ([`footprint::max_wait_ms`]).
+    pub(crate) fn thread_waits(&self) -> std::collections::HashMap<u32, u64> {
+        self.footprint
+            .as_ref()
+            .map(|f| f.thread_waits())
+            .unwrap_or_default()
     }
 
     /// The spec the serve was started with.

@@ -243,6 +243,34 @@ fn hold_memory(cost: &super::Cost) {
     }
 }
 
+/// Burns `ms` of CPU on the one worker thread ([`super::Cost::burn_on_worker`]), started at the first call, and
+/// waits for it.
+fn burn_on_worker(ms: f64) {
+    use std::sync::mpsc;
+    /// A burn of so many ms, and where to say it is done.
+    type Job = (f64, mpsc::Sender<()>);
+    static WORKER: std::sync::OnceLock<std::sync::Mutex<mpsc::Sender<Job>>> =
+        std::sync::OnceLock::new();
+    let tx = WORKER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::spawn(move || {
+            for (ms, done) in rx {
+                burn_cpu(ms);
+                let _ = done.send(());
+            }
+        });
+        std::sync::Mutex::new(tx)
+    });
+    let (done_tx, done_rx) = mpsc::channel();
+    let sent = tx
+        .lock()
+        .map(|t| t.send((ms, done_tx)).is_ok())
+        .unwrap_or(false);
+    if sent {
+        let _ = done_rx.recv();
+    }
+}
+
 /// Burns `ms` of this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) in a busy loop.
 fn burn_cpu(ms: f64) {
     if ms <= 0.0 {
@@ -542,7 +570,13 @@ fn chat(state: &State, req: &http::Request, w: &mut TcpStream, mut vars: Vars) -
     let script = &state.script;
     let k = state.chats.fetch_add(1, Ordering::SeqCst);
     let reply = script.reply_for(k as usize);
-    burn_cpu(script.cost.cpu_ms_per_chat);
+    if script.cost.burn_on_worker {
+        burn_on_worker(script.cost.cpu_ms_per_chat);
+    } else {
+        burn_cpu(script.cost.cpu_ms_per_chat);
+    }
+    // The reply's schedule starts when the burn ends, as decode follows prefill.
+    let burnt = (script.cost.cpu_ms_per_chat > 0.0).then(Instant::now);
     vars.chat = k + 1;
     vars.status = reply.status;
     state.emit(&reply.log, &vars);
@@ -578,6 +612,7 @@ fn chat(state: &State, req: &http::Request, w: &mut TcpStream, mut vars: Vars) -
     } else {
         req.arrived
     };
+    let t0 = burnt.map_or(t0, |b| t0.max(b));
     let finish = reply.on_drop == Some(OnDrop::Finish);
     let keep = play(
         &steps,

@@ -166,3 +166,84 @@ pub fn run_value(ev: &Evidence, m: Metric) -> Result<f64, String> {
         | Metric::ScalingEfficiency => Err(format!("{m} is not a per-run figure")),
     }
 }
+
+/// Other processes' share of the serve's CPUs at or above which the runner counts as busy
+/// ([`busy_runner`]): half their time. Below it the serve had at least half its CPUs to itself, and a wait
+/// for a CPU is more likely its own threads contending (a release that starts more threads than cores: the
+/// serve's fault, to be judged).
+pub const BUSY_OTHERS_SHARE: f64 = 0.5;
+
+/// A busy runner's hold on the serve over the CPU window ([`busy_runner`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BusyRunner {
+    /// The share of the serve's CPUs' time spent on other processes (their busy time less the serve's own
+    /// CPU, over their whole time), 0..1.
+    pub others_share: f64,
+    /// The share of the window's wall time that the serve's most-waiting thread spent runnable without a
+    /// CPU (its run-queue wait over the wall time), 0..1: the wall time the serve lost to the runner, at
+    /// least, on the path of that thread.
+    pub held_off: f64,
+    /// The CPUs the serve may run on.
+    pub cpus: usize,
+    /// That thread's run-queue wait, ms.
+    pub wait_max_ms: f64,
+    /// The window's wall time, ms.
+    pub wall_ms: f64,
+    /// Each judged request's hold, by send-order index: the share of its wall time (send to end) that the
+    /// serve thread that waited most in it spent on the run queue, 0..1. Empty in evidence without them.
+    pub holds: Vec<(usize, f64)>,
+}
+
+impl BusyRunner {
+    /// The hold of the request with send-order `index`: its own when read, else the window's
+    /// [`BusyRunner::held_off`] (a lower bound for a serve that keeps one thread busy, since the window
+    /// counts its idle gaps).
+    pub fn hold_of(&self, index: usize) -> f64 {
+        self.holds
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map_or(self.held_off, |(_, h)| *h)
+    }
+
+    /// `other processes kept 93 % of the serve's 2 CPU(s) busy, and its most-waiting thread waited 68730 of
+    /// 81560 ms (84 %) for a CPU (run-queue wait, /proc/PID/task/TID/schedstat)`: one clause, no `;`.
+    pub fn describe(&self) -> String {
+        format!(
+            "other processes kept {:.0} % of the serve's {} CPU(s) busy, and its most-waiting thread waited {:.0} of {:.0} ms ({:.0} %) for a CPU (run-queue wait, /proc/PID/task/TID/schedstat)",
+            self.others_share * 100.0,
+            self.cpus,
+            self.wait_max_ms,
+            self.wall_ms,
+            self.held_off * 100.0
+        )
+    }
+}
+
+/// Whether a busy runner held the serve off its CPUs over the CPU window, from `serve.footprint.cpu.runqueue`:
+/// Some when other processes took at least [`BUSY_OTHERS_SHARE`] of the time of the CPUs the serve may run
+/// on and one of the serve's threads waited for a CPU while runnable. None when the runner was not busy, the
+/// serve was not started by servegate, or the evidence has no run-queue figures (older evidence). A serve
+/// slow for any other reason (a slow route that burns CPU, a wait on a lock, a device or the network) does
+/// not wait on the run queue for it: only the run-queue wait is ever set against a figure.
+pub fn busy_runner(ev: &Evidence) -> Option<BusyRunner> {
+    let w = ev.run.serve.footprint.as_ref()?.cpu.as_ref()?;
+    let rq = w.runqueue.as_ref()?;
+    if rq.cpus_total_ms <= 0.0 || w.wall_ms <= 0.0 {
+        return None;
+    }
+    let others_share = ((rq.cpus_busy_ms - w.cpu_ms) / rq.cpus_total_ms).clamp(0.0, 1.0);
+    let held_off = (rq.wait_max_ms / w.wall_ms).clamp(0.0, 1.0);
+    (others_share >= BUSY_OTHERS_SHARE && held_off > 0.0).then_some(BusyRunner {
+        others_share,
+        held_off,
+        cpus: rq.cpus,
+        wait_max_ms: rq.wait_max_ms,
+        wall_ms: w.wall_ms,
+        holds: rq
+            .requests
+            .iter()
+            .filter(|h| h.wall_ms > 0.0)
+            .map(|h| (h.index, (h.wait_max_ms / h.wall_ms).clamp(0.0, 1.0)))
+            .collect(),
+    })
+}

@@ -78,6 +78,49 @@ pub struct CpuWindow {
     /// The kernel's clock ticks per second the counters are in (`sysconf(_SC_CLK_TCK)`, usually 100: a
     /// resolution of 10 ms per process).
     pub clk_tck: u64,
+    /// The busy-runner witness: the serve's threads' wait for a CPU over the window and how busy its CPUs
+    /// were (`analysis::footprint::busy_runner` reads it). None in evidence written before servegate read
+    /// them, or where the kernel gave no figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runqueue: Option<RunQueue>,
+}
+
+/// How long the serve's threads waited for a CPU while runnable over the CPU window, and how busy the CPUs
+/// it may run on were with everything else: what tells a serve held off its CPU by a busy runner from a
+/// slow serve. Sources: `/proc/PID/task/TID/schedstat` (the run-queue delay, ns; Linux
+/// Documentation/scheduler/sched-stats.rst), `/proc/PID/status` `Cpus_allowed_list`, `/proc/stat` `cpuN`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunQueue {
+    /// Run-queue wait summed over the serve's threads read at the end of the window (one born in it counted
+    /// from its birth; one gone before the end is not seen: a lower bound), ms.
+    pub wait_ms: f64,
+    /// The largest one thread's run-queue wait over the window, ms: the thread held off its CPU the most
+    /// (a serve's decode loop, when the runner is busy).
+    pub wait_max_ms: f64,
+    /// Threads read at the end.
+    pub threads: usize,
+    /// The CPUs the serve's leader may run on (its affinity), count.
+    pub cpus: usize,
+    /// Those CPUs' busy time over the window (user + nice + system + irq + softirq + steal), ms summed over
+    /// them, the serve's own included.
+    pub cpus_busy_ms: f64,
+    /// Those CPUs' whole time over the window (busy + idle + iowait), ms summed over them.
+    pub cpus_total_ms: f64,
+    /// Each judged request's hold, in send order: the run-queue wait of the serve thread that waited most
+    /// between its send and its end. Empty where not read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<RequestHold>,
+}
+
+/// One request's hold by the run queue ([`RunQueue::requests`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestHold {
+    /// The request's send-order index.
+    pub index: usize,
+    /// The largest one serve thread's run-queue wait from just before its send to just after its end, ms.
+    pub wait_max_ms: f64,
+    /// That interval's wall time, ms.
+    pub wall_ms: f64,
 }
 
 /// `run.json` `serve.samples[]`: one `[[sample]]` sampler's series over the run.

@@ -14,6 +14,7 @@
 //! is a missing value that fails every figure assertion, never a median left to the others.
 
 mod accounting;
+mod busy;
 mod content;
 pub mod contract;
 mod drift;
@@ -165,7 +166,17 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
             | AssertionKind::Content
-            | AssertionKind::KnownAnswer => judge_request_assertion(name, gate, &judged, &acct),
+            | AssertionKind::KnownAnswer => {
+                let v = judge_request_assertion(name, gate, &judged, &acct);
+                match name {
+                    AssertionKind::Rate | AssertionKind::FirstToken | AssertionKind::Tpot
+                        if acct.serve_failure.is_none() =>
+                    {
+                        busy::excuse(gate, evidence, v)
+                    }
+                    _ => v,
+                }
+            }
             AssertionKind::Ready | AssertionKind::Memory | AssertionKind::Cpu => {
                 let mut v = footprint::judge(name, gate, evidence);
                 if let Some(f) = &acct.serve_failure {

@@ -42,6 +42,7 @@ fn ev() -> Evidence {
             pids_start: 1,
             pids_end: 1,
             clk_tck: 100,
+            runqueue: None,
         }),
         cpu_unavailable: None,
     });
@@ -388,4 +389,153 @@ fn a_sampler_is_judged_on_every_value_and_indeterminate_without_one() {
         let e = crate::spec::parse(std::path::Path::new("g.toml"), &t, &ctx).unwrap_err().to_string();
         assert!(e.contains(why) && e.contains("assert.sample."), "{e}");
     }
+}
+
+// ---- a busy runner is not a slow serve (judge/busy.rs) ---------------------------------------------------
+
+/// [`ev`] with the run-queue witness: the serve's busiest thread waited `wait_max_ms` of the 400 ms window,
+/// and its 2 CPUs were `busy_ms` of 800 ms busy (the serve's own 160 ms included).
+fn busy_ev(wait_max_ms: f64, busy_ms: f64) -> Evidence {
+    let mut e = ev();
+    let w = e
+        .run
+        .serve
+        .footprint
+        .as_mut()
+        .unwrap()
+        .cpu
+        .as_mut()
+        .unwrap();
+    w.runqueue = Some(crate::evidence::footprint::RunQueue {
+        wait_ms: wait_max_ms + 10.0,
+        wait_max_ms,
+        threads: 3,
+        cpus: 2,
+        cpus_busy_ms: busy_ms,
+        cpus_total_ms: 800.0,
+        requests: Vec::new(),
+    });
+    e
+}
+
+/// The replies of [`ev`]: TTFT 100 ms and 20 tok/s each; a floor of 30 tok/s and a limit of 50 ms fail them.
+const TIGHT: &str = "[assert.rate]\nfloor_tok_s = 30\n[assert.first_token]\nlimit_ms = 50\n";
+
+#[test]
+fn a_fail_a_busy_runner_explains_is_indeterminate_naming_the_hold_and_the_median_it_gave_back() {
+    // Others took (780 − 160) / 800 = 77.5 % of the CPUs; the busiest thread waited 240 of 400 ms (60 %).
+    let v = judge(&fp_gate(TIGHT), &busy_ev(240.0, 780.0));
+    let r = find(&v, "rate");
+    assert_eq!(r.outcome, Outcome::Indeterminate, "{}", r.message);
+    assert!(
+        r.message.starts_with("rate INDETERMINATE busy runner, not a slow serve: median 20.0 tok/s would be 50.0 with each request's wait for a CPU given back (its busiest serve thread waited 60 % of it, median), within the floor 30.0 (rerun on a quiet runner); other processes kept 78 % of the serve's 2 CPU(s) busy, and its most-waiting thread waited 240 of 400 ms (60 %)"),
+        "{}",
+        r.message
+    );
+    // The values and the median judged are the measured ones, never the given-back figure.
+    assert_eq!(r.median, Some(20.0));
+    let t = find(&v, "first_token");
+    assert_eq!(t.outcome, Outcome::Indeterminate, "{}", t.message);
+    assert!(
+        t.message.contains("median 100 ms would be 40 with each request's wait for a CPU given back (its busiest serve thread waited 60 %")
+            && t.message.contains("within the limit 50"),
+        "{}",
+        t.message
+    );
+    assert_eq!(t.median, Some(100.0));
+}
+
+#[test]
+fn a_fail_the_hold_cannot_explain_stays_a_fail_and_says_so() {
+    // 10 % held off: 20 / 0.9 = 22.2 tok/s, still under the floor of 30.
+    let v = judge(&fp_gate(TIGHT), &busy_ev(40.0, 780.0));
+    let r = find(&v, "rate");
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.message);
+    assert!(
+        r.message.contains("busy runner, yet the serve's own: even with each request's wait for a CPU given back (its busiest serve thread waited 10 % of it, median) the median would be 22.2 tok/s, beyond the floor 30.0"),
+        "{}",
+        r.message
+    );
+}
+
+#[test]
+fn a_serve_contending_with_itself_or_older_evidence_fails_as_before() {
+    let plain = judge(&fp_gate(TIGHT), &ev());
+    let plain_rate = find(&plain, "rate").message.clone();
+    assert!(plain_rate.starts_with("rate FAIL "), "{plain_rate}");
+    assert!(!plain_rate.contains("busy runner"), "{plain_rate}");
+    // The CPUs were busy, but with the serve's own threads: others took (400 − 160) / 800 = 30 %, under
+    // half. A release that starts more threads than cores waits on its own run queue: its fault.
+    let v = judge(&fp_gate(TIGHT), &busy_ev(240.0, 400.0));
+    for name in ["rate", "first_token"] {
+        let x = find(&v, name);
+        assert_eq!(x.outcome, Outcome::Fail, "{}", x.message);
+        assert!(!x.message.contains("busy runner"), "{}", x.message);
+    }
+    assert_eq!(find(&v, "rate").message, plain_rate);
+    // A pass on a busy runner stays a pass, untouched.
+    let v = judge(
+        &fp_gate("[assert.rate]\nfloor_tok_s = 10\n"),
+        &busy_ev(240.0, 780.0),
+    );
+    let r = find(&v, "rate");
+    assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
+    assert!(!r.message.contains("busy runner"), "{}", r.message);
+}
+
+#[test]
+fn each_request_gets_its_own_hold_back_when_the_evidence_has_it() {
+    // A thread-per-request serve: over the window its busiest thread waited only 10 %, but each request's
+    // own thread waited 75 % of that request (20 tok/s would be 80) for three requests and none for one.
+    let mut e = busy_ev(40.0, 780.0);
+    let rq = e
+        .run
+        .serve
+        .footprint
+        .as_mut()
+        .unwrap()
+        .cpu
+        .as_mut()
+        .unwrap()
+        .runqueue
+        .as_mut()
+        .unwrap();
+    rq.requests = (0..4)
+        .map(|i| crate::evidence::footprint::RequestHold {
+            index: i,
+            wait_max_ms: if i == 2 { 0.0 } else { 75.0 },
+            wall_ms: 100.0,
+        })
+        .collect();
+    let v = judge(&fp_gate(TIGHT), &e);
+    let r = find(&v, "rate");
+    assert_eq!(r.outcome, Outcome::Indeterminate, "{}", r.message);
+    // Given back: 80, 80, 20, 80: median 80.
+    assert!(
+        r.message.contains("median 20.0 tok/s would be 80.0 with each request's wait for a CPU given back (its busiest serve thread waited 75 % of it, median)"),
+        "{}",
+        r.message
+    );
+    // A hold the given-back median still fails with: one request held, three not.
+    for (i, h) in e
+        .run
+        .serve
+        .footprint
+        .as_mut()
+        .unwrap()
+        .cpu
+        .as_mut()
+        .unwrap()
+        .runqueue
+        .as_mut()
+        .unwrap()
+        .requests
+        .iter_mut()
+        .enumerate()
+    {
+        h.wait_max_ms = if i == 2 { 75.0 } else { 0.0 };
+    }
+    let r = find(&judge(&fp_gate(TIGHT), &e), "rate").clone();
+    assert_eq!(r.outcome, Outcome::Fail, "{}", r.message);
+    assert!(r.message.contains("yet the serve's own"), "{}", r.message);
 }
