@@ -141,10 +141,17 @@ fn a_bound_under_the_tools_values_fails_and_bad_input_exits_with_its_code() {
     ]);
     assert_eq!(code, 2, "{stderr}");
 
-    // A truncated file: exit 5, where it breaks said; a control byte in it never reaches the terminal raw.
-    let bad = tmp.path().join("cut.jsonl");
+    // A truncated file: exit 5, where it breaks said.
     let t = std::fs::read_to_string(data("aiperf-profile_export.jsonl")).unwrap();
-    std::fs::write(&bad, format!("{}\n{{\"x\u{1b}[31m\": 1", t.trim_end())).unwrap();
+    let bad = tmp.path().join("cut.jsonl");
+    std::fs::write(
+        &bad,
+        format!(
+            "{}\n{{\"metadata\": {{\"request_start_ns\": 1",
+            t.trim_end()
+        ),
+    )
+    .unwrap();
     let (code, _, stderr) = import(&[
         "--from",
         "aiperf",
@@ -154,6 +161,18 @@ fn a_bound_under_the_tools_values_fails_and_bad_input_exits_with_its_code() {
     ]);
     assert_eq!(code, 5, "{stderr}");
     assert!(stderr.contains("line 7: truncated"), "{stderr}");
+    // A line with a raw control byte: not JSON, named, and the byte never reaches the terminal raw.
+    let bad = tmp.path().join("esc.jsonl");
+    std::fs::write(&bad, format!("{}\n{{\"x\u{1b}[31m\": 1}}\n", t.trim_end())).unwrap();
+    let (code, _, stderr) = import(&[
+        "--from",
+        "aiperf",
+        bad.to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 5, "{stderr}");
+    assert!(stderr.contains("line 7: not JSON"), "{stderr}");
     assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
 
     // A point the gate does not declare: exit 2.

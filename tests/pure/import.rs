@@ -347,7 +347,11 @@ fn a_guidellm_import_refuses_itl_percentiles_and_judges_tpot() {
 #[test]
 fn a_point_the_gate_does_not_declare_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let g = crate::fixtures::load::gate(tmp.path(), "concurrency = [4]\nrequests = 6", "");
+    let g = crate::fixtures::load::gate(
+        tmp.path(),
+        "concurrency = [4]\nrequests = 6",
+        "[assert.errors]\nmax_rate = 0.0",
+    );
     let run = Tool::GuideLlm.parse(&text(GUIDELLM)).unwrap();
     let e = import::choose_point(&g, &run, None).unwrap_err();
     assert!(e.contains("the run is point c=2"), "{e}");

@@ -208,10 +208,18 @@ fn judge_point(
         // Void: the client fell behind its schedule.
         let lag = agg::lag_p99_ms(&samples);
         let void = if samples.len() < planned {
-            Some(format!(
-                "{} of {planned} planned requests were not sent (the run deadline or a stop came first): the load was not the load asked for",
-                planned - samples.len()
-            ))
+            Some(match &ev.run.imported {
+                Some(imp) => format!(
+                    "{} of {planned} planned requests are not in {}'s file (it holds {}; the plan is the gate's [load] requests): the load was not the load asked for",
+                    planned - samples.len(),
+                    imp.tool,
+                    samples.len()
+                ),
+                None => format!(
+                    "{} of {planned} planned requests were not sent (the run deadline or a stop came first): the load was not the load asked for",
+                    planned - samples.len()
+                ),
+            })
         } else {
             lag.filter(|l| *l > load.spec.max_lag_ms).map(|l| format!(
                 "the client fell behind its schedule: send lag p99 {l:.2} ms > max_lag_ms {} (the load was not the load asked for; nothing measured under it counts)",
