@@ -225,33 +225,8 @@ pub fn write_evidence(
         .load
         .as_ref()
         .ok_or_else(|| format!("gate `{}` has no [load] table", gate.name))?;
-    let file_bytes =
-        std::fs::read(&opts.file).map_err(|e| format!("{}: {e}", opts.file.display()))?;
-    let version = match (&run.version, &opts.version) {
-        (Some(f), Some(a)) if f != a => {
-            return Err(format!(
-                "--tool-version {a:?} but the file states version {f:?}"
-            ))
-        }
-        (Some(f), _) => Some(f.clone()),
-        (None, a) => a.clone(),
-    };
-    let imported = Imported {
-        tool: tool.name().into(),
-        version: version.clone(),
-        command: opts.command.clone(),
-        file: opts.file.display().to_string(),
-        file_sha256: crate::io::hash::sha256_bytes(&file_bytes),
-        text_recorded: text_usable(run),
-        lacks: run
-            .lacks
-            .iter()
-            .map(|(m, w)| Lack {
-                metric: m.clone(),
-                why: w.clone(),
-            })
-            .collect(),
-    };
+    let imported = provenance(tool, run, opts)?;
+    let version = imported.version.clone();
     let mut order: Vec<&ToolRequest> = run.requests.iter().collect();
     // Warmup first (servegate's indexes), each phase in send order.
     order.sort_by(|a, b| {
@@ -316,63 +291,21 @@ pub fn write_evidence(
         .map(|r| r.start_ms)
         .fold(f64::INFINITY, f64::min);
     let mut timings = Vec::new();
-    let prompts = &gate.request.prompts;
     for (index, r) in order.iter().enumerate() {
         let o = if r.warmup { warm_origin } else { judged_origin };
-        let sent = r.start_ms - o;
-        let reads = reads_of(r, imported.text_recorded);
-        let body_bytes: u64 = reads.iter().map(|x| x.bytes.len() as u64).sum();
-        let meta = ResponseMeta {
-            status: if r.error.is_some() {
-                r.status
-            } else {
-                Some(200)
-            },
-            transport_error: r
-                .error
-                .as_ref()
-                .map(|m| format!("{} recorded a failure: {m}", tool.name())),
-            head_ms: r.arrivals_ms.first().copied(),
-            end_ms: Some(r.end_ms),
-            ..Default::default()
-        };
-        let body = serde_json::json!({
-            "servegate_import": format!(
-                "not recorded: {} sent this request; its body is not in the tool's file",
-                tool.name()
-            )
-        });
-        pw.write_request(index, &body, &meta, &reads).map_err(e)?;
         let judged_i = if r.warmup { index } else { index - warmup };
-        let mut rec = RequestRecord {
+        let (rec, timing) = write_request(
+            &pw,
+            gate,
+            tool,
+            r,
             index,
-            warmup: r.warmup,
-            prompt_index: if prompts.is_empty() {
-                0
-            } else {
-                judged_i % prompts.len()
-            },
-            repeat: 0,
-            prompt: String::new(),
-            stream: true,
-            sent_utc: String::new(),
-            http_status: meta.status,
-            transport_error: meta.transport_error.clone(),
-            body_bytes,
-            body_truncated: false,
-            figures: None,
-        };
-        let reply = crate::analysis::reply_of(&rec, &reads);
-        rec.figures = Some(crate::analysis::measure::measure(&reply));
+            judged_i,
+            o,
+            imported.text_recorded,
+        )?;
         ps.requests.push(rec);
-        timings.push(SendTiming {
-            index,
-            intended_ms: sent,
-            woke_ms: sent,
-            slot_ms: sent,
-            sent_ms: sent,
-            end_ms: sent + r.end_ms,
-        });
+        timings.push(timing);
     }
     let rec = LoadRecord {
         schema: LOAD_SCHEMA.into(),
@@ -408,6 +341,112 @@ pub fn write_evidence(
         planned,
         notes,
     })
+}
+
+/// The `imported` record of `run` read from `opts.file` by `tool`: the version the file states (or
+/// `--tool-version`; the two must agree), the command, the file's sha256, whether the text is usable, what
+/// the format lacks.
+fn provenance(tool: Tool, run: &ToolRun, opts: &ImportOptions) -> Result<Imported, String> {
+    let file_bytes =
+        std::fs::read(&opts.file).map_err(|e| format!("{}: {e}", opts.file.display()))?;
+    let version = match (&run.version, &opts.version) {
+        (Some(f), Some(a)) if f != a => {
+            return Err(format!(
+                "--tool-version {a:?} but the file states version {f:?}"
+            ))
+        }
+        (Some(f), _) => Some(f.clone()),
+        (None, a) => a.clone(),
+    };
+    Ok(Imported {
+        tool: tool.name().into(),
+        version: version.clone(),
+        command: opts.command.clone(),
+        file: opts.file.display().to_string(),
+        file_sha256: crate::io::hash::sha256_bytes(&file_bytes),
+        text_recorded: text_usable(run),
+        lacks: run
+            .lacks
+            .iter()
+            .map(|(m, w)| Lack {
+                metric: m.clone(),
+                why: w.clone(),
+            })
+            .collect(),
+    })
+}
+/// Writes request `index` (`judged_i` among its phase) of an import into the point's directory `pw`: its
+/// reconstructed reads, its response head, a request body saying the tool's file does not hold it; returns
+/// its `run.json` record (figures measured from the reads) and its send timing (ms from `origin`, its
+/// phase's first send).
+#[allow(clippy::too_many_arguments)]
+fn write_request(
+    pw: &EvidenceWriter,
+    gate: &GateSpec,
+    tool: Tool,
+    r: &ToolRequest,
+    index: usize,
+    judged_i: usize,
+    origin: f64,
+    text_recorded: bool,
+) -> Result<(RequestRecord, SendTiming), String> {
+    let e = |e: crate::error::EvidenceError| e.to_string();
+    let prompts = &gate.request.prompts;
+    let sent = r.start_ms - origin;
+    let reads = reads_of(r, text_recorded);
+    let body_bytes: u64 = reads.iter().map(|x| x.bytes.len() as u64).sum();
+    let meta = ResponseMeta {
+        status: if r.error.is_some() {
+            r.status
+        } else {
+            Some(200)
+        },
+        transport_error: r
+            .error
+            .as_ref()
+            .map(|m| format!("{} recorded a failure: {m}", tool.name())),
+        head_ms: r.arrivals_ms.first().copied(),
+        end_ms: Some(r.end_ms),
+        ..Default::default()
+    };
+    let body = serde_json::json!({
+        "servegate_import": format!(
+            "not recorded: {} sent this request; its body is not in the tool's file",
+            tool.name()
+        )
+    });
+    pw.write_request(index, &body, &meta, &reads).map_err(e)?;
+    let mut rec = RequestRecord {
+        index,
+        warmup: r.warmup,
+        prompt_index: if prompts.is_empty() {
+            0
+        } else {
+            judged_i % prompts.len()
+        },
+        repeat: 0,
+        prompt: String::new(),
+        stream: true,
+        sent_utc: String::new(),
+        http_status: meta.status,
+        transport_error: meta.transport_error.clone(),
+        body_bytes,
+        body_truncated: false,
+        figures: None,
+    };
+    let reply = crate::analysis::reply_of(&rec, &reads);
+    rec.figures = Some(crate::analysis::measure::measure(&reply));
+    Ok((
+        rec,
+        SendTiming {
+            index,
+            intended_ms: sent,
+            woke_ms: sent,
+            slot_ms: sent,
+            sent_ms: sent,
+            end_ms: sent + r.end_ms,
+        },
+    ))
 }
 
 /// True when every succeeded request's text is recorded and has at least one character per token chunk

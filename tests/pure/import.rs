@@ -361,3 +361,49 @@ fn a_point_the_gate_does_not_declare_is_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn records_of_an_import_name_the_tool_in_their_method() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = crate::fixtures::load::gate(
+        tmp.path(),
+        "concurrency = [2]\nrequests = 12\nmax_lag_ms = 10",
+        "[assert.latency]\nttft_p50_ms = 500\n[assert.errors]\nmax_rate = 0.0\n",
+    );
+    let (_, dir) = imported(Tool::VllmBench, VLLM, &g, tmp.path());
+    let model = tmp.path().join("m.gguf");
+    std::fs::write(&model, b"gguf").unwrap();
+    let spec: servegate::records::record::RunRecordSpec = toml::from_str(&format!(
+        "id = \"imp\"\nmetric = \"first_token\"\nmodel_name = \"m\"\nmodel_file = {:?}\nweights = \"w\"\ndevice = \"d\"\nroute = \"r\"\nengine = \"e\"\nwhat_would_make_it_wrong = \"a sentence of four words\"\n",
+        model.display().to_string()
+    ))
+    .unwrap();
+    // The tools hash no model file: no record can state a model hash, and none is built.
+    let e = servegate::records::load_records::from_load_run(&g, &dir, &spec, None).unwrap_err();
+    assert!(e.to_string().contains("no serve.model_file"), "{e}");
+    // Nor the serve's version or the machine's load. Given them (as a run of servegate's own records them),
+    // every record names whose timings it holds.
+    for f in ["run.json", "c2/run.json"] {
+        let p = dir.join(f);
+        let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+        v["serve"]["model_file"] = serde_json::json!({
+            "path": model.display().to_string(), "sha256": "a".repeat(64), "bytes": 1, "source": "request.model"
+        });
+        v["serve"]["version"] = "b1234".into();
+        v["load_avg_start"] = serde_json::json!([1.0, 1.0, 1.0]);
+        v["load_avg_end"] = serde_json::json!([1.0, 1.0, 1.0]);
+        std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    }
+    let recs = servegate::records::load_records::from_load_run(&g, &dir, &spec, None).unwrap();
+    assert!(!recs.is_empty());
+    for r in &recs {
+        assert!(
+            r.instrument
+                .method
+                .contains("timings by vllm-bench 9.9.9, not servegate's client"),
+            "{}: {}",
+            r.id,
+            r.instrument.method
+        );
+    }
+}

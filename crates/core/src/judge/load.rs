@@ -305,6 +305,7 @@ fn judge_point(
 
 /// The latency bounds of one point: each percentile from the succeeded requests' values with every failed
 /// request counted above every value (ITL: the gaps only), INDETERMINATE under the n the percentile needs.
+#[allow(clippy::too_many_arguments)]
 fn latency_verdicts(
     bounds: &[crate::spec::load::LatencyBound],
     prefix: &str,
