@@ -5,16 +5,39 @@
 //! * `metadata.request_start_ns`, `metadata.request_end_ns`: epoch ns of the send and of the last response;
 //!   `metadata.benchmark_phase`: `profiling` (or `warmup`);
 //! * `metrics.<name>.value` with `metrics.<name>.unit`: `time_to_first_token` (ms), `inter_chunk_latency`
-//!   (ms, a list: the gap before each chunk after the first), `request_latency` (ms),
-//!   `output_sequence_length` (tokens; `output_token_count` in some versions);
+//!   (ms, a list: the gap before each chunk after the first; AIPerf 0.13.0 wrote 15 for 16 chunks
+//!   received), `request_latency` (ms), `usage_completion_tokens` (the serve's count, when it sent usage),
+//!   `output_sequence_length` (AIPerf's tokenizer's count; `output_token_count` in some versions);
 //! * `error`: null, or `{code, type, message}` (then `metrics` holds no timings).
 //!
 //! AIPerf records no reply text: the reads carry placeholders and content is not judged. Its aggregate file
-//! (`profile_export_aiperf.json`: percentiles of the whole run) is refused: a percentile is judged from
-//! per-request values.
+//! (`profile_export_aiperf.json`: percentiles of the whole run) is refused as the input (a percentile is
+//! judged from per-request values), but read beside the JSONL for the version (`aiperf_version`) and the
+//! command (`run_info.cli_command`) the JSONL does not state ([`sibling`]).
+
+use std::path::Path;
 
 use super::json::Node;
 use super::{ToolRequest, ToolRun};
+
+/// The version (`aiperf_version`) and command (`run_info.cli_command`) from `profile_export_aiperf.json`
+/// beside the JSONL at `jsonl` (AIPerf writes both in one artifact directory), each None when the file or
+/// the field is absent or unreadable.
+pub fn sibling(jsonl: &Path) -> (Option<String>, Option<String>) {
+    let Some(dir) = jsonl.parent() else {
+        return (None, None);
+    };
+    let Some(v) = std::fs::read_to_string(dir.join("profile_export_aiperf.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    else {
+        return (None, None);
+    };
+    (
+        v["aiperf_version"].as_str().map(str::to_string),
+        v["run_info"]["cli_command"].as_str().map(str::to_string),
+    )
+}
 
 /// Parses an AIPerf `profile_export.jsonl`. Errors name the line (1-based) and the field.
 pub fn parse(text: &str) -> Result<ToolRun, String> {
@@ -60,6 +83,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     }
     Ok(ToolRun {
         version: None,
+        command: None,
         point: None,
         planned: None,
         requests,
@@ -133,14 +157,18 @@ fn record(root: &Node) -> Result<ToolRequest, String> {
             .collect::<Result<_, _>>()?,
         None => Vec::new(),
     };
+    // The serve's count (`usage_completion_tokens`, what servegate's own client counts) before AIPerf's
+    // tokenizer's (`output_sequence_length`): on the synthetic serve AIPerf's tokenizer read 39 tokens in a
+    // 16-token reply, and a TPOT over 39 would read 2.5x fast.
     let tokens = match metrics
-        .opt("output_sequence_length")
+        .opt("usage_completion_tokens")
+        .or_else(|| metrics.opt("output_sequence_length"))
         .or_else(|| metrics.opt("output_token_count"))
     {
         Some(m) => m.get("value")?.u64()?,
         None => {
             return Err(format!(
-                "{}.output_sequence_length: missing (and no output_token_count): a token count is never read as zero",
+                "{}.output_sequence_length: missing (and no usage_completion_tokens, output_token_count): a token count is never read as zero",
                 metrics.path
             ))
         }

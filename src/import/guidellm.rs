@@ -92,6 +92,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     Ok(ToolRun {
         // The report states no GuideLLM version (report.py: `args` and `benchmarks` only).
         version: None,
+        command: None,
         point: point(b)?,
         planned: None,
         requests,

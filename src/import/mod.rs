@@ -70,6 +70,25 @@ impl Tool {
     }
 }
 
+/// Reads `path` as `tool`'s output ([`Tool::parse`]); for AIPerf, the version and command from the
+/// aggregate file beside it ([`aiperf::sibling`]). Errors: the file cannot be read, or the parser's.
+pub fn read(tool: Tool, path: &Path) -> Result<ToolRun, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut run = tool.parse(&String::from_utf8_lossy(&bytes))?;
+    if tool == Tool::AiPerf {
+        let (version, command) = aiperf::sibling(path);
+        if version.is_some() || command.is_some() {
+            run.notes.push(
+                "aiperf: version and command from profile_export_aiperf.json beside the file"
+                    .into(),
+            );
+        }
+        run.version = run.version.or(version);
+        run.command = run.command.or(command);
+    }
+    Ok(run)
+}
+
 /// One request as another tool recorded it. Times are ms; `start_ms` counts from the tool's own clock's
 /// origin (the importer takes the earliest start as 0), the others from this request's start.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -104,6 +123,9 @@ pub struct ToolRequest {
 pub struct ToolRun {
     /// The tool's version as the file states it (None: the file does not; `--tool-version` then says).
     pub version: Option<String>,
+    /// The command that made the file, as the tool's output states it (AIPerf's `run_info.cli_command`),
+    /// else None (`--tool-command` then says).
+    pub command: Option<String>,
     /// The sweep point the file states (vLLM `max_concurrency` / `request_rate`, GuideLLM's strategy), if
     /// any.
     pub point: Option<Point>,
@@ -358,10 +380,11 @@ fn provenance(tool: Tool, run: &ToolRun, opts: &ImportOptions) -> Result<Importe
         (Some(f), _) => Some(f.clone()),
         (None, a) => a.clone(),
     };
+    let command = run.command.clone().or_else(|| opts.command.clone());
     Ok(Imported {
         tool: tool.name().into(),
         version: version.clone(),
-        command: opts.command.clone(),
+        command,
         file: opts.file.display().to_string(),
         file_sha256: crate::io::hash::sha256_bytes(&file_bytes),
         text_recorded: text_usable(run),

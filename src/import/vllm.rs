@@ -157,6 +157,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     }
     Ok(ToolRun {
         version: None,
+        command: None,
         point,
         planned,
         requests,

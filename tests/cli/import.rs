@@ -142,7 +142,7 @@ fn a_bound_under_the_tools_values_fails_and_bad_input_exits_with_its_code() {
     assert_eq!(code, 2, "{stderr}");
 
     // A truncated file: exit 5, where it breaks said.
-    let t = std::fs::read_to_string(data("aiperf-profile_export.jsonl")).unwrap();
+    let t = std::fs::read_to_string(data("aiperf-shaped-with-error.jsonl")).unwrap();
     let bad = tmp.path().join("cut.jsonl");
     std::fs::write(
         &bad,

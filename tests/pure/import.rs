@@ -106,7 +106,8 @@ fn vllm_bench_missing_field_is_an_error_never_a_zero() {
 
 // ---- AIPerf -----------------------------------------------------------------------------------------
 
-const AIPERF: &str = "aiperf-profile_export.jsonl";
+const AIPERF: &str = "aiperf-shaped-with-error.jsonl";
+const AIPERF_REAL: &str = "aiperf-c2/profile_export.jsonl";
 
 #[test]
 fn aiperf_records_are_read_per_line() {
@@ -129,6 +130,46 @@ fn aiperf_records_are_read_per_line() {
         .as_deref()
         .unwrap()
         .contains("Internal Server Error"));
+}
+
+#[test]
+fn aiperf_real_records_use_the_serves_token_count_and_the_aggregate_beside_them() {
+    let run = import::read(Tool::AiPerf, &data(AIPERF_REAL)).unwrap();
+    assert_eq!(run.requests.len(), 6);
+    assert_eq!(run.version.as_deref(), Some("0.13.0"));
+    assert!(run
+        .command
+        .as_deref()
+        .unwrap()
+        .starts_with("aiperf profile --model 'synthetic'"));
+    let agg: serde_json::Value =
+        serde_json::from_str(&text("aiperf-c2/profile_export_aiperf.json")).unwrap();
+    for (r, line) in run.requests.iter().zip(text(AIPERF_REAL).lines()) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let m = &v["metrics"];
+        // The serve's count (16), not AIPerf's tokenizer's (39).
+        assert_eq!(r.tokens, m["usage_completion_tokens"]["value"].as_u64());
+        assert_ne!(r.tokens, m["output_sequence_length"]["value"].as_u64());
+        // 16 chunks received, 15 gaps.
+        assert_eq!(
+            r.arrivals_ms.len(),
+            1 + m["inter_chunk_latency"]["value"].as_array().unwrap().len()
+        );
+        assert_eq!(
+            r.arrivals_ms[0],
+            m["time_to_first_token"]["value"].as_f64().unwrap()
+        );
+    }
+    // AIPerf's own TTFT p50 is numpy's over these records: the importer's values are AIPerf's.
+    let ttfts: Vec<f64> = run.requests.iter().map(|r| r.arrivals_ms[0]).collect();
+    let p50 = agg["time_to_first_token"]["p50"].as_f64().unwrap();
+    assert!((numpy_linear(&ttfts, 50.0) - p50).abs() < 1e-9, "{p50}");
+    // Its aggregate file is refused as the input, said why.
+    let e = err(Tool::AiPerf, &text("aiperf-c2/profile_export_aiperf.json"));
+    assert!(
+        e.contains("aggregates") && e.contains("profile_export.jsonl"),
+        "{e}"
+    );
 }
 
 #[test]

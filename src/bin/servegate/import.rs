@@ -31,10 +31,12 @@ pub struct ImportArgs {
     /// the gate's only point.
     #[arg(long)]
     point: Option<String>,
-    /// The tool's version, when the file does not state it (vLLM's and AIPerf's do not).
+    /// The tool's version, when its output does not state it (vLLM's and GuideLLM's do not; AIPerf's
+    /// profile_export_aiperf.json beside the JSONL does).
     #[arg(long)]
     tool_version: Option<String>,
-    /// The command that made the file (kept in run.json `imported.command`).
+    /// The command that made the file (kept in run.json `imported.command`), when the tool's output does not
+    /// state it (AIPerf's does, in profile_export_aiperf.json beside the JSONL).
     #[arg(long)]
     tool_command: Option<String>,
     /// Print every verdict line whole. Also SERVEGATE_VERBOSE=1.
@@ -62,14 +64,7 @@ pub fn cli(a: &ImportArgs) -> i32 {
             return exit::SPEC_INVALID;
         }
     };
-    let text = match std::fs::read(&a.file) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) => {
-            errln!("error: {}: {e}", a.file.display());
-            return exit::EVIDENCE_ERROR;
-        }
-    };
-    let run = match tool.parse(&text) {
+    let run = match import::read(tool, &a.file) {
         Ok(r) => r,
         Err(e) => {
             errln!(
