@@ -5,6 +5,8 @@
 //! 06cef2910dc1517f863ce09ff118af07d463d055; src/guidellm/schemas/info.py, commit
 //! 04fcfd864c6a1313d94cb35d00c1030b77c98801):
 //!
+//! * `metadata.guidellm_version` (0.8.1 writes it; report.py at the commit above has only `args` and
+//!   `benchmarks`);
 //! * `benchmarks[]`: one per strategy run; each `config.strategy` (`type_`: `synchronous`, `concurrent`
 //!   with `streams`, `constant` / `poisson` with `rate`), and `requests.successful`, `.errored`,
 //!   `.incomplete`: lists of `GenerativeRequestStats`;
@@ -90,8 +92,11 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         ));
     }
     Ok(ToolRun {
-        // The report states no GuideLLM version (report.py: `args` and `benchmarks` only).
-        version: None,
+        // GuideLLM 0.8.1 writes `metadata.guidellm_version`; report.py at the commit cited does not.
+        version: match root.opt("metadata").and_then(|m| m.opt("guidellm_version")) {
+            Some(v) => Some(v.str()?.to_string()),
+            None => None,
+        },
         command: None,
         point: point(b)?,
         planned: None,

@@ -144,8 +144,6 @@ pub struct ToolRun {
 pub struct ImportOptions {
     /// The file imported (as given).
     pub file: PathBuf,
-    /// The point to file it under (`--point c=4`); must agree with the file's when it states one.
-    pub point: Option<Point>,
     /// `--tool-version`: the tool's version when the file does not state it (it must agree when it does).
     pub version: Option<String>,
     /// `--tool-command`: the command that made the file.

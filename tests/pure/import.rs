@@ -244,6 +244,34 @@ fn guidellm_requests_are_read_with_first_and_last_token_times() {
 }
 
 #[test]
+fn guidellm_real_report_gives_guidellms_own_per_request_figures() {
+    let t = text("guidellm-c2.json");
+    let run = Tool::GuideLlm.parse(&t).unwrap();
+    assert_eq!(run.version.as_deref(), Some("0.8.1"));
+    assert_eq!(run.point, Some(Point::Concurrency(2)));
+    let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+    let reqs = v["benchmarks"][0]["requests"]["successful"]
+        .as_array()
+        .unwrap();
+    assert_eq!(run.requests.len(), reqs.len());
+    for (r, q) in run.requests.iter().zip(reqs) {
+        // GuideLLM's own computed fields per request, from the timings the importer read.
+        let ttft = q["time_to_first_token_ms"].as_f64().unwrap();
+        assert!(
+            (r.arrivals_ms[0] - ttft).abs() < 1e-6,
+            "{} vs {ttft}",
+            r.arrivals_ms[0]
+        );
+        let n = q["output_tokens"].as_u64().unwrap();
+        assert_eq!(r.tokens, Some(n));
+        let itl = q["inter_token_latency_ms"].as_f64().unwrap();
+        let mine = (r.arrivals_ms[1] - r.arrivals_ms[0]) / (n - 1) as f64;
+        assert!((mine - itl).abs() < 1e-6, "{mine} vs {itl}");
+        assert_eq!(r.text.as_deref(), q["output"].as_str());
+    }
+}
+
+#[test]
 fn guidellm_truncated_foreign_sampled_and_missing_fields_are_refused() {
     let t = text(GUIDELLM);
     assert!(err(Tool::GuideLlm, &t[..t.len() - 10]).contains("truncated"));

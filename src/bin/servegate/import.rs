@@ -100,7 +100,6 @@ pub fn cli(a: &ImportArgs) -> i32 {
     }
     let opts = ImportOptions {
         file: a.file.clone(),
-        point: asked,
         version: a.tool_version.clone(),
         command: a.tool_command.clone(),
     };
