@@ -191,3 +191,42 @@ fn a_bound_under_the_tools_values_fails_and_bad_input_exits_with_its_code() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_guidellm_run_refuses_itl_percentiles_and_the_verdict_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "[gate]\nname = \"import-guidellm\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"synthetic\"\nmax_tokens = 16\nprompts = [\"a\"]\n[load]\nconcurrency = [2]\nrequests = 6\n[assert.latency]\nttft_p50_ms = 500\nitl_p50_ms = 50\n";
+    let g = tmp.path().join("gate.toml");
+    std::fs::write(&g, text).unwrap();
+    let file = data("guidellm-c2.json");
+    let (code, stdout, stderr) = import(&[
+        "--from",
+        "guidellm",
+        file.to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        tmp.path().join("run").to_str().unwrap(),
+    ]);
+    // INDETERMINATE (exit 8): a refused percentile is neither a pass nor a fail.
+    assert_eq!(code, 8, "{stdout}\n{stderr}");
+    let itl = stdout
+        .lines()
+        .find(|l| l.contains("[c=2]::itl_p50"))
+        .unwrap();
+    assert!(
+        itl.contains(
+            "INDETERMINATE itl p50 refused: GuideLLM records the first and last token times"
+        ),
+        "{itl}"
+    );
+    let ttft = stdout
+        .lines()
+        .find(|l| l.contains("[c=2]::ttft_p50"))
+        .unwrap();
+    assert!(
+        ttft.contains(" PASS ")
+            && ttft.ends_with("timings by guidellm 0.8.1, not servegate's client"),
+        "{ttft}"
+    );
+}
