@@ -98,6 +98,21 @@ pub fn cli(a: &ImportArgs) -> i32 {
         );
         return exit::USAGE;
     }
+    // A report path may not land on what this import reads or writes (the tool's file, the gate, the run
+    // directory): checked before anything is written.
+    let outputs = Outputs::from_args(&OutputArgs::from(&a.outputs), |k| std::env::var(k).ok());
+    let mut inputs = servegate::evidence::guard::Inputs::new();
+    inputs.file(&a.file, "the tool's output being imported");
+    inputs.file(&a.gate, "the gate file");
+    inputs.gate(&gate);
+    inputs.dir(&dir, "the run directory the import writes");
+    let refusals = outputs.refuse(&inputs);
+    if !refusals.is_empty() {
+        for r in refusals {
+            errln!("error: {r}");
+        }
+        return exit::USAGE;
+    }
     let opts = ImportOptions {
         file: a.file.clone(),
         version: a.tool_version.clone(),
@@ -123,7 +138,6 @@ pub fn cli(a: &ImportArgs) -> i32 {
     for n in &written.notes {
         outln!("note: {}", shown(n));
     }
-    let outputs = Outputs::from_args(&OutputArgs::from(&a.outputs), |k| std::env::var(k).ok());
     for e in outputs.clear() {
         errln!("error: {e}");
     }
