@@ -71,10 +71,16 @@ impl Tool {
 }
 
 /// Reads `path` as `tool`'s output ([`Tool::parse`]); for AIPerf, the version and command from the
-/// aggregate file beside it ([`aiperf::sibling`]). Errors: the file cannot be read, or the parser's.
+/// aggregate file beside it ([`aiperf::sibling`]). Errors: the file cannot be read, is not UTF-8 (the line
+/// named), or the parser's.
 pub fn read(tool: Tool, path: &Path) -> Result<ToolRun, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut run = tool.parse(&String::from_utf8_lossy(&bytes))?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        format!("line {line}: not UTF-8 (byte {at}): JSON is UTF-8; another tool's file, or a binary one?")
+    })?;
+    let mut run = tool.parse(text)?;
     if tool == Tool::AiPerf {
         let (version, command) = aiperf::sibling(path);
         if version.is_some() || command.is_some() {

@@ -476,3 +476,15 @@ fn records_of_an_import_name_the_tool_in_their_method() {
         );
     }
 }
+
+#[test]
+fn a_file_that_is_not_utf8_is_refused_naming_the_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("bin.jsonl");
+    let mut bytes = text(AIPERF).into_bytes();
+    let second = bytes.iter().position(|b| *b == b'\n').unwrap() + 5;
+    bytes[second] = 0xff;
+    std::fs::write(&f, bytes).unwrap();
+    let e = import::read(Tool::AiPerf, &f).unwrap_err();
+    assert!(e.starts_with("line 2: not UTF-8"), "{e}");
+}
