@@ -48,8 +48,7 @@ const NOT_OURS: &[&str] = &[
     "src/guidellm/schemas/request_stats.py",
     "src/guidellm/schemas/info.py",
     "benchmarks/benchmark_serving.py",
-    "inference_perf/apis/base.py",
-    "reportgen/base.py",
+    "inference_perf/reportgen/base.py",
     // Examples of a user's files, not files of this repository.
     "gates/my-load.toml",
     "gates/x.toml",
