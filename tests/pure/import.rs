@@ -488,3 +488,31 @@ fn a_file_that_is_not_utf8_is_refused_naming_the_line() {
     let e = import::read(Tool::AiPerf, &f).unwrap_err();
     assert!(e.starts_with("line 2: not UTF-8"), "{e}");
 }
+
+#[test]
+fn a_tool_version_with_control_bytes_is_escaped_in_every_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), 6, "[assert.latency]\nttft_p50_ms = 500\n");
+    let run = Tool::GuideLlm.parse(&text(GUIDELLM)).unwrap();
+    let opts = ImportOptions {
+        file: data(GUIDELLM),
+        version: Some("0.8\u{1b}[31m\n::error::x".into()),
+        ..Default::default()
+    };
+    let dir = tmp.path().join("run");
+    import::write_evidence(&g, Tool::GuideLlm, &run, &opts, Point::Concurrency(2), &dir).unwrap();
+    let vs = servegate::run::load::judge_dir(&g, &dir);
+    assert!(!vs.is_empty());
+    for v in &vs {
+        assert!(
+            !v.message.contains('\u{1b}') && !v.message.contains('\n'),
+            "{:?}",
+            v.message
+        );
+        assert!(
+            v.message.contains("timings by guidellm 0.8"),
+            "{}",
+            v.message
+        );
+    }
+}
