@@ -19,6 +19,7 @@
 //! - `coverage` — the coverage page from matrix-gate evidence, and the census of a peer's model list.
 //! - `sinks` — the results model and its output formats.
 //! - `run` — the runner and the libtest-mimic harness.
+//! - `import` — another load tool's per-request output (vLLM's bench, AIPerf, GuideLLM) as load evidence.
 //! - `replay`, `inspect` — replaying recorded streams, summarising evidence files.
 //!
 //! Data flows one way: spec → serve + client → evidence → analysis → judge → sinks. See docs/.
@@ -28,6 +29,8 @@
 pub use servegate_core::{analysis, error, evidence, judge, spec, text, vocab};
 
 pub mod coverage;
+/// `servegate import`: another load tool's per-request output as load evidence (docs/load.md).
+pub mod import;
 pub mod inspect;
 pub mod io;
 pub mod loaded;

@@ -297,8 +297,19 @@ fn point_records(
         window_ms: window,
     };
     let cond = condition_of(&pd.point);
+    // Another tool's timings (servegate import): the record names the tool, its version and file, never
+    // passes them as servegate's client's.
+    let whose = match &run.imported {
+        Some(imp) => format!(
+            "{} (imported by servegate import from {}, sha256 {}: reads reconstructed from the tool's per-request timings)",
+            imp.by(),
+            imp.file,
+            imp.file_sha256
+        ),
+        None => "client-side timed reads".to_string(),
+    };
     let method = format!(
-        "servegate {} gate {}: load point {} ({}, {} judged requests, {} warmup not counted); client-side timed reads, latencies from each request's intended send (docs/load.md)",
+        "servegate {} gate {}: load point {} ({}, {} judged requests, {} warmup not counted); {whose}, latencies from each request's intended send (docs/load.md)",
         run.servegate_version,
         gate.name,
         lp.point,

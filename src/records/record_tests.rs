@@ -475,6 +475,7 @@ fn synthetic_run(
         planned_warmup: Some(requests.iter().filter(|r| r.warmup).count()),
         requests,
         notes: vec![],
+        imported: None,
     };
     w.write_summary(&summary).unwrap();
     w.dir().to_path_buf()

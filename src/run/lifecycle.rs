@@ -164,6 +164,7 @@ pub(super) fn new_summary(gate: &GateSpec) -> RunSummary {
         planned_warmup: Some(gate.request.warmup_requests as usize),
         requests: Vec::new(),
         notes: Vec::new(),
+        imported: None,
     }
 }
 

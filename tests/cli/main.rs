@@ -24,6 +24,7 @@ mod footprint;
 mod github;
 mod harness_output;
 mod hold;
+mod import;
 mod inspect;
 mod interruption;
 mod judge;

@@ -41,7 +41,16 @@ const NOT_OURS: &[&str] = &[
     "tests/models/utils.py",
     "src/main/resources/org/jenkinsci/plugins/xunit/types/model/xsd/junit-10.xsd",
     "src/export/",
+    // The load tools `servegate import` reads, their sources cited (src/import/).
+    "docs/tutorials/working-with-profile-exports.md",
+    "src/aiperf/common/models/record_models.py",
+    "src/guidellm/benchmark/schemas/generative/benchmark.py",
+    "src/guidellm/schemas/request_stats.py",
+    "src/guidellm/schemas/info.py",
+    "benchmarks/benchmark_serving.py",
+    "inference_perf/reportgen/base.py",
     // Examples of a user's files, not files of this repository.
+    "gates/my-load.toml",
     "gates/x.toml",
     "gates/edited.toml",
     "gates/my-serve-regression.toml",

@@ -147,6 +147,7 @@ fn evidence(log: Option<&str>, replies: Vec<Vec<TimedRead>>) -> Evidence {
             planned_warmup: None,
             requests: Vec::new(),
             notes: Vec::new(),
+            imported: None,
         },
         serve_log: log.map(String::from),
         requests,

@@ -16,6 +16,7 @@ mod doc_paths;
 mod drift;
 mod exports;
 mod github;
+mod import;
 mod judge_table;
 mod junit;
 mod load;

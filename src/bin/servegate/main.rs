@@ -34,6 +34,7 @@ mod check;
 mod conformance;
 mod coverage;
 mod export;
+mod import;
 mod inspect;
 mod judge;
 mod leaderboard;
@@ -107,6 +108,11 @@ enum Cmd {
         #[command(flatten)]
         outputs: OutputFlags,
     },
+    /// Judge another load tool's run: read its per-request output (vLLM's `vllm bench serve --save-result
+    /// --save-detailed` JSON, AIPerf's profile_export.jsonl, GuideLLM's report JSON) into a run directory of
+    /// the gate's load evidence, then judge it as `servegate judge` does; every verdict names the tool
+    /// whose timings it stands on (docs/load.md "Verdicts over another tool's run").
+    Import(import::ImportArgs),
     /// Validate gate specs without running anything.
     Check {
         /// Gate files.
@@ -296,6 +302,7 @@ fn main() -> ExitCode {
             judge::cmd_judge(&run_dir, gate, &outputs)
         }
         Cmd::Check { gates } => check::cmd_check(&gates),
+        Cmd::Import(args) => import::cli(&args),
         Cmd::Inspect {
             file,
             model,

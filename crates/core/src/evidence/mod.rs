@@ -33,6 +33,8 @@ pub(crate) mod figures;
 pub mod footprint;
 /// What an output (a report, an export, a page) may not land on: inputs and evidence.
 pub mod guard;
+/// `run.json` `imported`: another load tool's timings (servegate import).
+pub mod imported;
 pub mod layout;
 /// `load.json` of a load sweep point.
 pub mod load;
@@ -300,6 +302,10 @@ pub struct RunSummary {
     /// Free-form notes the runner adds (e.g. caps applied).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// An import's provenance (`servegate import`): whose timings these are, what the format lacks. None
+    /// for a run servegate's own client made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<imported::Imported>,
 }
 
 /// Writes a run directory. Each file is written whole (temp + rename), so a file is either absent or complete.
@@ -1092,6 +1098,7 @@ mod tests {
             serve: ServeRecord::default(),
             requests: Vec::new(),
             notes: Vec::new(),
+            imported: None,
             planned: None,
             planned_warmup: None,
         };

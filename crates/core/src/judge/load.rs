@@ -61,6 +61,9 @@ struct Judged {
 
 fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
     let timings: BTreeMap<usize, _> = rec.timings.iter().map(|t| (t.index, t)).collect();
+    // An import whose tool recorded no reply text carries a placeholder per token: its content is not
+    // judged (neither sane nor degenerate); the tool's own error field decides success.
+    let text_judged = ev.run.imported.as_ref().is_none_or(|i| i.text_recorded);
     ev.requests
         .iter()
         .filter(|r| !r.record.warmup)
@@ -68,7 +71,8 @@ fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
             let fig = measure::measure(&r.reply);
             let why = match request_failure(r) {
                 Some(f) => Some(f.code().name()),
-                None => content_problem(&r.reply, &fig).map(|_| "content"),
+                None if text_judged => content_problem(&r.reply, &fig).map(|_| "content"),
+                None => None,
             };
             let ok = why.is_none();
             let unmeasured = (
@@ -160,6 +164,43 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
                 continue;
             }
         };
+        let first = out.len();
+        judge_point(
+            load,
+            pe,
+            ev,
+            rec,
+            tok_s_1,
+            &baseline_replies,
+            &prefix,
+            mine,
+            &mut out,
+        );
+        // Another tool's timings: every verdict of the point says whose they are.
+        if let Some(imp) = &ev.run.imported {
+            for v in &mut out[first..] {
+                let details = format!("{}; {}", v.details(), imp.by());
+                v.set(v.outcome, details);
+            }
+        }
+    }
+    out
+}
+
+/// The verdicts of one point whose evidence loaded, appended to `out`.
+#[allow(clippy::too_many_arguments)]
+fn judge_point(
+    load: &crate::spec::load::LoadGate,
+    pe: &PointEvidence,
+    ev: &Evidence,
+    rec: &LoadRecord,
+    tok_s_1: Option<f64>,
+    baseline_replies: &Option<BTreeMap<usize, crate::analysis::reply::Reply>>,
+    prefix: &str,
+    mine: Vec<&String>,
+    out: &mut Vec<Verdict>,
+) {
+    {
         let js = judged(ev, rec);
         let samples: Vec<Sample> = js.iter().map(|j| j.sample.clone()).collect();
         let planned = rec.planned.max(samples.len());
@@ -167,10 +208,18 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
         // Void: the client fell behind its schedule.
         let lag = agg::lag_p99_ms(&samples);
         let void = if samples.len() < planned {
-            Some(format!(
-                "{} of {planned} planned requests were not sent (the run deadline or a stop came first): the load was not the load asked for",
-                planned - samples.len()
-            ))
+            Some(match &ev.run.imported {
+                Some(imp) => format!(
+                    "{} of {planned} planned requests are not in {}'s file (it holds {}; the plan is the gate's [load] requests): the load was not the load asked for",
+                    planned - samples.len(),
+                    imp.tool,
+                    samples.len()
+                ),
+                None => format!(
+                    "{} of {planned} planned requests were not sent (the run deadline or a stop came first): the load was not the load asked for",
+                    planned - samples.len()
+                ),
+            })
         } else {
             lag.filter(|l| *l > load.spec.max_lag_ms).map(|l| format!(
                 "the client fell behind its schedule: send lag p99 {l:.2} ms > max_lag_ms {} (the load was not the load asked for; nothing measured under it counts)",
@@ -181,7 +230,7 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
             for n in mine {
                 out.push(verdict(n.clone(), Outcome::Void, why.clone()));
             }
-            continue;
+            return;
         }
         let failed = samples.iter().filter(|s| !s.ok).count();
         // No request succeeded: there is nothing to take a percentile of, and that is the serve's doing
@@ -203,7 +252,8 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
         });
         out.extend(latency_verdicts(
             &load.assertions.latency,
-            &prefix,
+            prefix,
+            ev.run.imported.as_ref(),
             &samples,
             &js,
             failed,
@@ -212,11 +262,11 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
         ));
         if let Some(t) = &load.assertions.throughput {
             out.push(throughput_verdict(
-                t, &prefix, pe.point, &samples, tok_s_1, &n_of,
+                t, prefix, pe.point, &samples, tok_s_1, &n_of,
             ));
         }
         if let Some(g) = &load.assertions.goodput {
-            out.push(goodput_verdict(g, &prefix, &samples, planned, &n_of));
+            out.push(goodput_verdict(g, prefix, &samples, planned, &n_of));
         }
         if let Some(max) = load.assertions.errors_max_rate {
             let name = format!("{prefix}errors");
@@ -239,26 +289,27 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
             pe.point == Point::Concurrency(1),
         ) {
             let name = format!("{prefix}consistency");
-            let Some(base) = &baseline_replies else {
+            let Some(base) = baseline_replies else {
                 out.push(verdict(
                     name,
                     Outcome::Fail,
                     "no replies at concurrency 1 to compare with".into(),
                 ));
-                continue;
+                return;
             };
             let (outcome, details) = consistency(&pe.point.label(), base, &js, c);
             out.push(verdict(name, outcome, details));
         }
     }
-    out
 }
 
 /// The latency bounds of one point: each percentile from the succeeded requests' values with every failed
 /// request counted above every value (ITL: the gaps only), INDETERMINATE under the n the percentile needs.
+#[allow(clippy::too_many_arguments)]
 fn latency_verdicts(
     bounds: &[crate::spec::load::LatencyBound],
     prefix: &str,
+    imported: Option<&crate::evidence::imported::Imported>,
     samples: &[Sample],
     js: &[Judged],
     failed: usize,
@@ -273,6 +324,20 @@ fn latency_verdicts(
                 name,
                 Outcome::Fail,
                 format!("{} p{}: {why}", b.metric.name(), b.p),
+            ));
+            continue;
+        }
+        // Another tool's format that does not carry this figure per request: refused, never judged from a
+        // reconstruction of it.
+        if let Some(why) = imported.and_then(|i| i.lacks(b.metric.name())) {
+            out.push(verdict(
+                name,
+                Outcome::Indeterminate,
+                format!(
+                    "{} p{} refused: {why}; a percentile is judged from per-request values only ({n_of})",
+                    b.metric.name(),
+                    b.p
+                ),
             ));
             continue;
         }

@@ -102,6 +102,7 @@ pub(super) fn evidence(planned: Option<usize>, requests: Vec<RequestEvidence>) -
             planned_warmup: planned.map(|_| 0),
             requests: Vec::new(),
             notes: Vec::new(),
+            imported: None,
         },
         serve_log: Some("listening\n".into()),
         requests,

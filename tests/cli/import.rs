@@ -1,0 +1,232 @@
+//! `servegate import` end to end: a real `vllm bench serve --save-result --save-detailed` result
+//! (tests/data/import/README.md) imported and judged by a load gate gives PASS, and FAIL with a bound under
+//! the tool's values, every verdict naming the tool; `servegate judge` on the directory written gives the
+//! same lines; a malformed file exits 5 naming where; a point the gate lacks exits 2.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::fixtures;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/import")
+        .join(name)
+}
+
+/// A load gate at concurrency 2, 12 judged requests, with these assertions, written in `dir`.
+fn gate(dir: &Path, asserts: &str) -> PathBuf {
+    let text = format!(
+        r#"[gate]
+name = "import-vllm"
+[serve]
+url = "http://127.0.0.1:9"
+[request]
+model = "synthetic"
+max_tokens = 16
+prompts = ["a"]
+[load]
+concurrency = [2]
+requests = 12
+{asserts}
+"#
+    );
+    let p = dir.join("gate.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn import(args: &[&str]) -> (i32, String, String) {
+    let out: Output = fixtures::servegate()
+        .arg("import")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const PASSING: &str = "[assert.latency]\nttft_p50_ms = 500\ntpot_p50_ms = 100\ne2e_p50_ms = 5000\n[assert.throughput]\nfloor_tok_s = 1.0\n[assert.errors]\nmax_rate = 0.0\n";
+
+#[test]
+fn a_vllm_bench_run_imported_passes_its_gate_and_names_the_tool() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), PASSING);
+    let out = tmp.path().join("run");
+    let file = data("vllm-bench-c2.json");
+    let (code, stdout, stderr) = import(&[
+        "--from",
+        "vllm-bench",
+        file.to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--tool-version",
+        "0.32.0",
+        "--tool-command",
+        "vllm bench serve ...",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("imported 12 requests of vllm-bench"),
+        "{stdout}"
+    );
+    let verdicts: Vec<&str> = stdout.lines().filter(|l| l.contains("[c=2]::")).collect();
+    assert_eq!(verdicts.len(), 5, "{stdout}");
+    for l in &verdicts {
+        assert!(l.contains(" PASS "), "{l}");
+        assert!(
+            l.ends_with("timings by vllm-bench 0.32.0, not servegate's client"),
+            "{l}"
+        );
+    }
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("c2/run.json")).unwrap()).unwrap();
+    assert_eq!(run["imported"]["tool"], "vllm-bench");
+    assert_eq!(run["imported"]["version"], "0.32.0");
+    assert_eq!(run["imported"]["command"], "vllm bench serve ...");
+    assert_eq!(run["imported"]["text_recorded"], true);
+    // Re-judged later, the same verdict lines.
+    let j = fixtures::servegate()
+        .arg("judge")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(j.status.code(), Some(0));
+    let again = String::from_utf8_lossy(&j.stdout);
+    for l in &verdicts {
+        assert!(again.lines().any(|x| x == *l), "{l} not in\n{again}");
+    }
+}
+
+#[test]
+fn a_bound_under_the_tools_values_fails_and_bad_input_exits_with_its_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), "[assert.latency]\nttft_p50_ms = 0.001\n");
+    let file = data("vllm-bench-c2.json");
+    let out = tmp.path().join("run");
+    let (code, stdout, _) = import(&[
+        "--from",
+        "vllm-bench",
+        file.to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    let l = stdout
+        .lines()
+        .find(|l| l.contains("[c=2]::ttft_p50"))
+        .unwrap();
+    assert!(l.contains(" FAIL "), "{l}");
+    assert!(
+        l.ends_with("timings by vllm-bench (version not stated), not servegate's client"),
+        "{l}"
+    );
+
+    // The same directory again: refused, nothing overwritten.
+    let (code, _, stderr) = import(&[
+        "--from",
+        "vllm-bench",
+        file.to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+
+    // A truncated file: exit 5, where it breaks said.
+    let t = std::fs::read_to_string(data("aiperf-shaped-with-error.jsonl")).unwrap();
+    let bad = tmp.path().join("cut.jsonl");
+    std::fs::write(
+        &bad,
+        format!(
+            "{}\n{{\"metadata\": {{\"request_start_ns\": 1",
+            t.trim_end()
+        ),
+    )
+    .unwrap();
+    let (code, _, stderr) = import(&[
+        "--from",
+        "aiperf",
+        bad.to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 5, "{stderr}");
+    assert!(stderr.contains("line 7: truncated"), "{stderr}");
+    // A line with a raw control byte: not JSON, named, and the byte never reaches the terminal raw.
+    let bad = tmp.path().join("esc.jsonl");
+    std::fs::write(&bad, format!("{}\n{{\"x\u{1b}[31m\": 1}}\n", t.trim_end())).unwrap();
+    let (code, _, stderr) = import(&[
+        "--from",
+        "aiperf",
+        bad.to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 5, "{stderr}");
+    assert!(stderr.contains("line 7: not JSON"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+
+    // A point the gate does not declare: exit 2.
+    let (code, _, stderr) = import(&[
+        "--from",
+        "vllm-bench",
+        file.to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--point",
+        "c=8",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--point c=8 but the file states point c=2"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_guidellm_run_refuses_itl_percentiles_and_the_verdict_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "[gate]\nname = \"import-guidellm\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"synthetic\"\nmax_tokens = 16\nprompts = [\"a\"]\n[load]\nconcurrency = [2]\nrequests = 6\n[assert.latency]\nttft_p50_ms = 500\nitl_p50_ms = 50\n";
+    let g = tmp.path().join("gate.toml");
+    std::fs::write(&g, text).unwrap();
+    let file = data("guidellm-c2.json");
+    let (code, stdout, stderr) = import(&[
+        "--from",
+        "guidellm",
+        file.to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        tmp.path().join("run").to_str().unwrap(),
+    ]);
+    // INDETERMINATE (exit 8): a refused percentile is neither a pass nor a fail.
+    assert_eq!(code, 8, "{stdout}\n{stderr}");
+    let itl = stdout
+        .lines()
+        .find(|l| l.contains("[c=2]::itl_p50"))
+        .unwrap();
+    assert!(
+        itl.contains(
+            "INDETERMINATE itl p50 refused: GuideLLM records the first and last token times"
+        ),
+        "{itl}"
+    );
+    let ttft = stdout
+        .lines()
+        .find(|l| l.contains("[c=2]::ttft_p50"))
+        .unwrap();
+    assert!(
+        ttft.contains(" PASS ")
+            && ttft.ends_with("timings by guidellm 0.8.1, not servegate's client"),
+        "{ttft}"
+    );
+}

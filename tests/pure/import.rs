@@ -1,0 +1,518 @@
+//! `servegate import`'s readers (src/import/) on the committed tool outputs (tests/data/import/README.md):
+//! each reads its good file per request; a truncated, foreign or aggregates-only file is an error naming the
+//! line or the JSON path; a field a record lacks is an error, never a zero. And the evidence an import
+//! writes judges as a load run: the percentiles are the tool's values', every verdict names the tool.
+
+use std::path::{Path, PathBuf};
+
+use servegate::import::{self, ImportOptions, Tool, ToolRun};
+use servegate::judge::Outcome;
+use servegate::spec::load::Point;
+
+use crate::fixtures::load::{find, numpy_linear};
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/import")
+        .join(name)
+}
+
+fn text(name: &str) -> String {
+    std::fs::read_to_string(data(name)).unwrap()
+}
+
+fn err(tool: Tool, text: &str) -> String {
+    match tool.parse(text) {
+        Ok(r) => panic!(
+            "{} read {} requests from a bad file",
+            tool.name(),
+            r.requests.len()
+        ),
+        Err(e) => e,
+    }
+}
+
+// ---- vLLM's bench -----------------------------------------------------------------------------------
+
+const VLLM: &str = "vllm-bench-c2.json";
+
+#[test]
+fn vllm_bench_detailed_result_is_read_per_request() {
+    let t = text(VLLM);
+    let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+    let run = Tool::VllmBench.parse(&t).unwrap();
+    let n = v["ttfts"].as_array().unwrap().len();
+    assert_eq!(run.requests.len(), n);
+    assert_eq!(run.point, Some(Point::Concurrency(2)));
+    assert_eq!(
+        run.planned,
+        Some(v["num_prompts"].as_u64().unwrap() as usize)
+    );
+    for (i, r) in run.requests.iter().enumerate() {
+        // One arrival per timed chunk: the first at the TTFT, each next one ITL later (s -> ms).
+        let itl = v["itls"][i].as_array().unwrap();
+        assert_eq!(r.arrivals_ms.len(), 1 + itl.len());
+        let ttft = v["ttfts"][i].as_f64().unwrap() * 1000.0;
+        assert!((r.arrivals_ms[0] - ttft).abs() < 1e-9);
+        assert_eq!(r.tokens, v["output_lens"][i].as_u64());
+        assert_eq!(r.text.as_deref(), v["generated_texts"][i].as_str());
+        assert!(r.error.is_none());
+    }
+}
+
+#[test]
+fn vllm_bench_truncated_foreign_and_aggregate_files_are_refused() {
+    let t = text(VLLM);
+    let cut = &t[..t.len() / 2];
+    assert!(err(Tool::VllmBench, cut).contains("truncated"));
+    let foreign = err(Tool::VllmBench, &text("guidellm-report.json"));
+    assert!(foreign.contains("not a vllm bench serve"), "{foreign}");
+    let mut v: serde_json::Value = serde_json::from_str(&t).unwrap();
+    for k in [
+        "ttfts",
+        "itls",
+        "start_times",
+        "generated_texts",
+        "errors",
+        "output_lens",
+        "input_lens",
+    ] {
+        v.as_object_mut().unwrap().remove(k);
+    }
+    let agg = err(Tool::VllmBench, &v.to_string());
+    assert!(
+        agg.contains("aggregates only") && agg.contains("--save-detailed"),
+        "{agg}"
+    );
+}
+
+#[test]
+fn vllm_bench_missing_field_is_an_error_never_a_zero() {
+    let mut v: serde_json::Value = serde_json::from_str(&text(VLLM)).unwrap();
+    v.as_object_mut().unwrap().remove("output_lens");
+    assert_eq!(
+        err(Tool::VllmBench, &v.to_string()),
+        "$.output_lens: missing"
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&text(VLLM)).unwrap();
+    v["ttfts"][3] = serde_json::Value::Null;
+    let e = err(Tool::VllmBench, &v.to_string());
+    assert!(e.starts_with("$.ttfts[3]: not a number"), "{e}");
+    let mut v: serde_json::Value = serde_json::from_str(&text(VLLM)).unwrap();
+    v["itls"].as_array_mut().unwrap().pop();
+    let e = err(Tool::VllmBench, &v.to_string());
+    assert!(e.contains("$.itls has"), "{e}");
+}
+
+// ---- AIPerf -----------------------------------------------------------------------------------------
+
+const AIPERF: &str = "aiperf-shaped-with-error.jsonl";
+const AIPERF_REAL: &str = "aiperf-c2/profile_export.jsonl";
+
+#[test]
+fn aiperf_records_are_read_per_line() {
+    let run = Tool::AiPerf.parse(&text(AIPERF)).unwrap();
+    assert_eq!(run.requests.len(), 6);
+    let ok: Vec<_> = run.requests.iter().filter(|r| r.error.is_none()).collect();
+    assert_eq!(ok.len(), 5);
+    // 8 chunks: the first at the TTFT, 7 gaps of inter_chunk_latency after it.
+    assert_eq!(ok[0].arrivals_ms.len(), 8);
+    assert_eq!(ok[0].arrivals_ms[0], 48.5);
+    assert_eq!(ok[0].tokens, Some(8));
+    assert!(
+        ok.iter().all(|r| r.text.is_none()),
+        "AIPerf records no text"
+    );
+    let failed = run.requests.iter().find(|r| r.error.is_some()).unwrap();
+    assert_eq!(failed.status, Some(500));
+    assert!(failed
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("Internal Server Error"));
+}
+
+#[test]
+fn aiperf_real_records_use_the_serves_token_count_and_the_aggregate_beside_them() {
+    let run = import::read(Tool::AiPerf, &data(AIPERF_REAL)).unwrap();
+    assert_eq!(run.requests.len(), 6);
+    assert_eq!(run.version.as_deref(), Some("0.13.0"));
+    assert!(run
+        .command
+        .as_deref()
+        .unwrap()
+        .starts_with("aiperf profile --model 'synthetic'"));
+    let agg: serde_json::Value =
+        serde_json::from_str(&text("aiperf-c2/profile_export_aiperf.json")).unwrap();
+    for (r, line) in run.requests.iter().zip(text(AIPERF_REAL).lines()) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let m = &v["metrics"];
+        // The serve's count (16), not AIPerf's tokenizer's (39).
+        assert_eq!(r.tokens, m["usage_completion_tokens"]["value"].as_u64());
+        assert_ne!(r.tokens, m["output_sequence_length"]["value"].as_u64());
+        // 16 chunks received, 15 gaps.
+        assert_eq!(
+            r.arrivals_ms.len(),
+            1 + m["inter_chunk_latency"]["value"].as_array().unwrap().len()
+        );
+        assert_eq!(
+            r.arrivals_ms[0],
+            m["time_to_first_token"]["value"].as_f64().unwrap()
+        );
+    }
+    // AIPerf's own TTFT p50 is numpy's over these records: the importer's values are AIPerf's.
+    let ttfts: Vec<f64> = run.requests.iter().map(|r| r.arrivals_ms[0]).collect();
+    let p50 = agg["time_to_first_token"]["p50"].as_f64().unwrap();
+    assert!((numpy_linear(&ttfts, 50.0) - p50).abs() < 1e-9, "{p50}");
+    // Its aggregate file is refused as the input, said why.
+    let e = err(Tool::AiPerf, &text("aiperf-c2/profile_export_aiperf.json"));
+    assert!(
+        e.contains("aggregates") && e.contains("profile_export.jsonl"),
+        "{e}"
+    );
+}
+
+#[test]
+fn aiperf_truncated_foreign_and_aggregate_files_name_the_line() {
+    let t = text(AIPERF);
+    let cut = &t[..t.len() - 40];
+    let e = err(Tool::AiPerf, cut);
+    assert!(e.starts_with("line 6: truncated"), "{e}");
+    let mut lines: Vec<&str> = t.lines().collect();
+    lines[2] = "{\"metadata\": {\"request_start_ns\": 1";
+    let e = err(Tool::AiPerf, &(lines.join("\n") + "\n"));
+    assert!(e.starts_with("line 3: not JSON"), "{e}");
+    let e = err(Tool::AiPerf, &text("guidellm-report.json"));
+    assert!(
+        e.contains("not an AIPerf profile_export.jsonl record"),
+        "{e}"
+    );
+    let e = err(
+        Tool::AiPerf,
+        "{\"time_to_first_token\": {\"avg\": 50.1, \"p99\": 52.0, \"unit\": \"ms\"}}",
+    );
+    assert!(
+        e.contains("aggregates") && e.contains("profile_export.jsonl"),
+        "{e}"
+    );
+}
+
+#[test]
+fn aiperf_missing_field_is_an_error_never_a_zero() {
+    let t = text(AIPERF);
+    let mut lines: Vec<serde_json::Value> = t
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let m = lines[1]["metrics"].as_object_mut().unwrap();
+    m.remove("output_sequence_length");
+    m.remove("output_token_count");
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let e = err(Tool::AiPerf, &body);
+    assert!(
+        e.starts_with("line 2: $.metrics.output_sequence_length: missing"),
+        "{e}"
+    );
+    let mut lines: Vec<serde_json::Value> = t
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    lines[0]["metrics"]["time_to_first_token"]["unit"] = "sec".into();
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let e = err(Tool::AiPerf, &body);
+    assert!(
+        e.contains("line 1: $.metrics.time_to_first_token.unit is \"sec\""),
+        "{e}"
+    );
+}
+
+// ---- GuideLLM ---------------------------------------------------------------------------------------
+
+const GUIDELLM: &str = "guidellm-report.json";
+
+#[test]
+fn guidellm_requests_are_read_with_first_and_last_token_times() {
+    let run = Tool::GuideLlm.parse(&text(GUIDELLM)).unwrap();
+    assert_eq!(run.requests.len(), 6);
+    assert_eq!(run.point, Some(Point::Concurrency(2)));
+    let r = &run.requests[0];
+    assert_eq!(r.arrivals_ms.len(), 2, "first and last token only");
+    assert!((r.arrivals_ms[0] - 50.0).abs() < 1e-3);
+    assert!((r.arrivals_ms[1] - 120.0).abs() < 1e-3);
+    assert_eq!(r.per_arrival, Some(vec![1, 7]));
+    assert_eq!(run.lacks[0].0, "itl");
+}
+
+#[test]
+fn guidellm_real_report_gives_guidellms_own_per_request_figures() {
+    let t = text("guidellm-c2.json");
+    let run = Tool::GuideLlm.parse(&t).unwrap();
+    assert_eq!(run.version.as_deref(), Some("0.8.1"));
+    assert_eq!(run.point, Some(Point::Concurrency(2)));
+    let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+    let reqs = v["benchmarks"][0]["requests"]["successful"]
+        .as_array()
+        .unwrap();
+    assert_eq!(run.requests.len(), reqs.len());
+    for (r, q) in run.requests.iter().zip(reqs) {
+        // GuideLLM's own computed fields per request, from the timings the importer read.
+        let ttft = q["time_to_first_token_ms"].as_f64().unwrap();
+        assert!(
+            (r.arrivals_ms[0] - ttft).abs() < 1e-6,
+            "{} vs {ttft}",
+            r.arrivals_ms[0]
+        );
+        let n = q["output_tokens"].as_u64().unwrap();
+        assert_eq!(r.tokens, Some(n));
+        let itl = q["inter_token_latency_ms"].as_f64().unwrap();
+        let mine = (r.arrivals_ms[1] - r.arrivals_ms[0]) / (n - 1) as f64;
+        assert!((mine - itl).abs() < 1e-6, "{mine} vs {itl}");
+        assert_eq!(r.text.as_deref(), q["output"].as_str());
+    }
+}
+
+#[test]
+fn guidellm_truncated_foreign_sampled_and_missing_fields_are_refused() {
+    let t = text(GUIDELLM);
+    assert!(err(Tool::GuideLlm, &t[..t.len() - 10]).contains("truncated"));
+    let e = err(Tool::GuideLlm, &text(AIPERF));
+    assert!(
+        e.contains("not JSON") || e.contains("not a GuideLLM"),
+        "{e}"
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&t).unwrap();
+    v["benchmarks"][0]["metrics"]["request_totals"]["successful"] = 60.into();
+    let e = err(Tool::GuideLlm, &v.to_string());
+    assert!(e.contains("a sample"), "{e}");
+    let mut v: serde_json::Value = serde_json::from_str(&t).unwrap();
+    let r = &mut v["benchmarks"][0]["requests"]["successful"][2];
+    r["output_metrics"]
+        .as_object_mut()
+        .unwrap()
+        .remove("total_tokens");
+    r["info"]["timings"]["token_iterations"] = 0.into();
+    let e = err(Tool::GuideLlm, &v.to_string());
+    assert_eq!(
+        e,
+        "$.benchmarks[0].requests.successful[2].output_metrics.total_tokens: missing (and no token_iterations): a token count is never read as zero"
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&t).unwrap();
+    v["benchmarks"][0]["requests"]["successful"][1]["info"]["timings"]
+        .as_object_mut()
+        .unwrap()
+        .remove("first_token_iteration");
+    let e = err(Tool::GuideLlm, &v.to_string());
+    assert_eq!(
+        e,
+        "$.benchmarks[0].requests.successful[1].info.timings.first_token_iteration: missing"
+    );
+}
+
+// ---- the evidence an import writes, judged ----------------------------------------------------------
+
+/// A load gate at concurrency 2 with `requests` judged and these assertions, in `dir`.
+fn gate(dir: &Path, requests: usize, asserts: &str) -> servegate::spec::GateSpec {
+    crate::fixtures::load::gate(
+        dir,
+        &format!("concurrency = [2]\nrequests = {requests}\nmax_lag_ms = 10"),
+        asserts,
+    )
+}
+
+fn imported(
+    tool: Tool,
+    file: &str,
+    g: &servegate::spec::GateSpec,
+    dir: &Path,
+) -> (ToolRun, PathBuf) {
+    let run = tool.parse(&text(file)).unwrap();
+    let opts = ImportOptions {
+        file: data(file),
+        version: Some("9.9.9".into()),
+        ..Default::default()
+    };
+    let out = dir.join("run");
+    let point = import::choose_point(g, &run, None).unwrap();
+    import::write_evidence(g, tool, &run, &opts, point, &out).unwrap();
+    (run, out)
+}
+
+#[test]
+fn an_aiperf_import_judges_the_tools_values_and_names_the_tool() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        6,
+        "[assert.latency]\nttft_p50_ms = 60\n[assert.errors]\nmax_rate = 0.0\n",
+    );
+    let (run, dir) = imported(Tool::AiPerf, AIPERF, &g, tmp.path());
+    let vs = servegate::run::load::judge_dir(&g, &dir);
+    let ttft = find(&vs, "[c=2]::ttft_p50");
+    // The tool's TTFTs, the failed request counted above every value (docs/load.md).
+    let mut vals: Vec<f64> = run
+        .requests
+        .iter()
+        .filter(|r| r.error.is_none())
+        .map(|r| r.arrivals_ms[0])
+        .collect();
+    let median_ok = numpy_linear(&vals, 50.0);
+    vals.push(1e300);
+    let p50 = numpy_linear(&vals, 50.0);
+    assert_eq!(ttft.outcome, Outcome::Pass, "{}", ttft.message);
+    assert!(
+        (ttft.median.unwrap() - p50).abs() < 1e-6,
+        "{} vs {p50}",
+        ttft.message
+    );
+    assert!(
+        ttft.message.contains(&format!("p50 {median_ok:.1}")),
+        "{}",
+        ttft.message
+    );
+    assert!(
+        ttft.message
+            .ends_with("timings by aiperf 9.9.9, not servegate's client"),
+        "{}",
+        ttft.message
+    );
+    let errors = find(&vs, "[c=2]::errors");
+    assert_eq!(errors.outcome, Outcome::Fail, "{}", errors.message);
+    assert!(
+        errors.message.contains("1 of 6 planned requests failed"),
+        "{}",
+        errors.message
+    );
+    // Placeholders are not judged as content: the 5 others succeeded.
+    let rj: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(rj["imported"]["tool"], "aiperf");
+    assert_eq!(rj["imported"]["text_recorded"], false);
+}
+
+#[test]
+fn a_guidellm_import_refuses_itl_percentiles_and_judges_tpot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        6,
+        "[assert.latency]\nitl_p50_ms = 50\ntpot_p50_ms = 20\n",
+    );
+    let (_, dir) = imported(Tool::GuideLlm, GUIDELLM, &g, tmp.path());
+    let vs = servegate::run::load::judge_dir(&g, &dir);
+    let itl = find(&vs, "[c=2]::itl_p50");
+    assert_eq!(itl.outcome, Outcome::Indeterminate, "{}", itl.message);
+    assert!(
+        itl.message
+            .contains("refused: GuideLLM records the first and last token times"),
+        "{}",
+        itl.message
+    );
+    let tpot = find(&vs, "[c=2]::tpot_p50");
+    // (request_end − request_start − TTFT) / (8 − 1): (120.8 − 50 − k) / 7 ms per request.
+    assert_eq!(tpot.outcome, Outcome::Pass, "{}", tpot.message);
+    assert!(tpot.message.contains("guidellm 9.9.9"), "{}", tpot.message);
+}
+
+#[test]
+fn a_point_the_gate_does_not_declare_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = crate::fixtures::load::gate(
+        tmp.path(),
+        "concurrency = [4]\nrequests = 6",
+        "[assert.errors]\nmax_rate = 0.0",
+    );
+    let run = Tool::GuideLlm.parse(&text(GUIDELLM)).unwrap();
+    let e = import::choose_point(&g, &run, None).unwrap_err();
+    assert!(e.contains("the run is point c=2"), "{e}");
+    let e = import::choose_point(&g, &run, Some(Point::Concurrency(4))).unwrap_err();
+    assert!(
+        e.contains("--point c=4 but the file states point c=2"),
+        "{e}"
+    );
+}
+
+#[test]
+fn records_of_an_import_name_the_tool_in_their_method() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = crate::fixtures::load::gate(
+        tmp.path(),
+        "concurrency = [2]\nrequests = 12\nmax_lag_ms = 10",
+        "[assert.latency]\nttft_p50_ms = 500\n[assert.errors]\nmax_rate = 0.0\n",
+    );
+    let (_, dir) = imported(Tool::VllmBench, VLLM, &g, tmp.path());
+    let model = tmp.path().join("m.gguf");
+    std::fs::write(&model, b"gguf").unwrap();
+    let spec: servegate::records::record::RunRecordSpec = toml::from_str(&format!(
+        "id = \"imp\"\nmetric = \"first_token\"\nmodel_name = \"m\"\nmodel_file = {:?}\nweights = \"w\"\ndevice = \"d\"\nroute = \"r\"\nengine = \"e\"\nwhat_would_make_it_wrong = \"a sentence of four words\"\n",
+        model.display().to_string()
+    ))
+    .unwrap();
+    // The tools hash no model file: no record can state a model hash, and none is built.
+    let e = servegate::records::load_records::from_load_run(&g, &dir, &spec, None).unwrap_err();
+    assert!(e.to_string().contains("no serve.model_file"), "{e}");
+    // Nor the serve's version or the machine's load. Given them (as a run of servegate's own records them),
+    // every record names whose timings it holds.
+    for f in ["run.json", "c2/run.json"] {
+        let p = dir.join(f);
+        let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+        v["serve"]["model_file"] = serde_json::json!({
+            "path": model.display().to_string(), "sha256": "a".repeat(64), "bytes": 1, "source": "request.model"
+        });
+        v["serve"]["version"] = "b1234".into();
+        v["load_avg_start"] = serde_json::json!([1.0, 1.0, 1.0]);
+        v["load_avg_end"] = serde_json::json!([1.0, 1.0, 1.0]);
+        std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    }
+    let recs = servegate::records::load_records::from_load_run(&g, &dir, &spec, None).unwrap();
+    assert!(!recs.is_empty());
+    for r in &recs {
+        assert!(
+            r.instrument
+                .method
+                .contains("timings by vllm-bench 9.9.9, not servegate's client"),
+            "{}: {}",
+            r.id,
+            r.instrument.method
+        );
+    }
+}
+
+#[test]
+fn a_file_that_is_not_utf8_is_refused_naming_the_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("bin.jsonl");
+    let mut bytes = text(AIPERF).into_bytes();
+    let second = bytes.iter().position(|b| *b == b'\n').unwrap() + 5;
+    bytes[second] = 0xff;
+    std::fs::write(&f, bytes).unwrap();
+    let e = import::read(Tool::AiPerf, &f).unwrap_err();
+    assert!(e.starts_with("line 2: not UTF-8"), "{e}");
+}
+
+#[test]
+fn a_tool_version_with_control_bytes_is_escaped_in_every_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), 6, "[assert.latency]\nttft_p50_ms = 500\n");
+    let run = Tool::GuideLlm.parse(&text(GUIDELLM)).unwrap();
+    let opts = ImportOptions {
+        file: data(GUIDELLM),
+        version: Some("0.8\u{1b}[31m\n::error::x".into()),
+        ..Default::default()
+    };
+    let dir = tmp.path().join("run");
+    import::write_evidence(&g, Tool::GuideLlm, &run, &opts, Point::Concurrency(2), &dir).unwrap();
+    let vs = servegate::run::load::judge_dir(&g, &dir);
+    assert!(!vs.is_empty());
+    for v in &vs {
+        assert!(
+            !v.message.contains('\u{1b}') && !v.message.contains('\n'),
+            "{:?}",
+            v.message
+        );
+        assert!(
+            v.message.contains("timings by guidellm 0.8"),
+            "{}",
+            v.message
+        );
+    }
+}
