@@ -141,6 +141,74 @@ pub fn cpu_per_token(ev: &Evidence) -> Result<CpuPerToken, String> {
     })
 }
 
+/// The model-load time the serve logged, ms: the first line of `serve.log` that `re` (the gate's
+/// `[assert.ready] load_log`) matches, its named group `ms` as milliseconds or `s` as seconds (× 1000); terminal
+/// escapes (`ESC [ ... letter`) are stripped from each line before matching. Or why there is none: no
+/// pattern, a `url` serve without a log of its own, no `serve.log`, no matching line (the log cut on disk
+/// said so), or a match whose group is not a non-negative number (its line named).
+pub fn model_load_ms(ev: &Evidence, re: Option<&regex::Regex>) -> Result<f64, String> {
+    let Some(re) = re else {
+        return Err("no model-load time: the gate names no [assert.ready] load_log pattern".into());
+    };
+    let Some(log) = ev.serve_log.as_deref() else {
+        return Err(format!(
+            "no model-load time: no serve.log in the evidence to read /{}/ from",
+            shown(re.as_str())
+        ));
+    };
+    for (i, line) in log.lines().enumerate() {
+        let line = strip_csi(line);
+        let Some(c) = re.captures(&line) else {
+            continue;
+        };
+        let (text, scale) = match (c.name("ms"), c.name("s")) {
+            (Some(m), _) => (m.as_str(), 1.0),
+            (None, Some(s)) => (s.as_str(), 1000.0),
+            (None, None) => continue,
+        };
+        return match text.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(v * scale),
+            _ => Err(format!(
+                "no model-load time: serve.log line {} matches /{}/ but its time {} is not a number of {}",
+                i + 1,
+                shown(re.as_str()),
+                shown(text),
+                if scale == 1.0 { "ms" } else { "s" }
+            )),
+        };
+    }
+    let cut = if log.contains(crate::evidence::SERVE_LOG_CUT_MARK) {
+        " (serve.log was cut on disk: the line may have been in the part dropped)"
+    } else {
+        ""
+    };
+    Err(format!(
+        "no model-load time: no line of serve.log matches /{}/{cut}",
+        shown(re.as_str())
+    ))
+}
+
+/// `line` without its terminal control sequences (`ESC [ params letter`, a lone ESC dropped).
+fn strip_csi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'[') {
+            chars.next();
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The run's value of a per-run footprint metric ([`Metric::per_run`]), or why it has none (and for any other metric:
 /// not a per-run figure).
 pub fn run_value(ev: &Evidence, m: Metric) -> Result<f64, String> {

@@ -249,10 +249,15 @@ pub struct TpotAssert {
 
 /// `[assert.ready]`: the serve's start-up time (`run.json` `serve.ready_ms`: spawn to the first 200 on its
 /// ready path) at most a limit.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ReadyAssert {
     /// Limit, ms, > 0.
     pub limit_ms: f64,
+    /// `load_log`: the model-load time the serve itself logs, read from the first line of `serve.log` the
+    /// regex matches, in a named group `ms` (milliseconds) or `s` (seconds) (vLLM's `Loading weights took
+    /// (?P<s>[\d.]+) seconds`, llama.cpp's `load time = +(?P<ms>[\d.]+) ms`): a figure shown beside
+    /// `ready_ms` (`analysis::footprint::model_load_ms`), not bounded. None when the gate names none.
+    pub load_log: Option<Regex>,
 }
 
 /// `[assert.memory]`: the serve's peak resident memory over its processes (`serve.footprint.rss_peak_mib`)

@@ -229,6 +229,8 @@ pub(super) struct RawTpot {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawReady {
     pub(super) limit_ms: Spanned<f64>,
+    #[serde(default)]
+    pub(super) load_log: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -389,3 +389,65 @@ fn a_sampler_is_judged_on_every_value_and_indeterminate_without_one() {
         assert!(e.contains(why) && e.contains("assert.sample."), "{e}");
     }
 }
+
+#[test]
+fn the_model_load_time_the_serve_logs_stands_beside_ready_ms_or_says_why_not() {
+    // vLLM's line (s) and llama.cpp's (ms, coloured): the first matching line, its group scaled to ms.
+    let vllm = "[assert.ready]\nlimit_ms = 1000\nload_log = 'Loading weights took (?P<s>[0-9.]+) seconds'\n";
+    let mut e = ev();
+    e.serve_log = Some(
+        "INFO start\n(Worker pid=3) INFO Loading weights took 1.82 seconds\nLoading weights took 9 seconds\n"
+            .into(),
+    );
+    let r = find(&judge(&fp_gate(vllm), &e), "ready").clone();
+    assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
+    assert_eq!(r.median, Some(850.0), "the judged figure stays ready_ms");
+    assert!(
+        r.message.contains("the serve logged model load 1820 ms"),
+        "{}",
+        r.message
+    );
+    let re = regex::Regex::new(r"load time = +(?P<ms>[0-9.]+) ms").unwrap();
+    e.serve_log = Some(
+        "\u{1b}[32mllama_perf_context_print:        load time =       0.49 ms\u{1b}[0m\n".into(),
+    );
+    assert_eq!(
+        crate::analysis::footprint::model_load_ms(&e, Some(&re)),
+        Ok(0.49)
+    );
+    // No matching line, no log, a non-number, no pattern: the reason, never 0.
+    e.serve_log = Some("nothing here\n".into());
+    let r = find(&judge(&fp_gate(vllm), &e), "ready").clone();
+    assert!(
+        r.message
+            .contains("no model-load time: no line of serve.log matches"),
+        "{}",
+        r.message
+    );
+    e.serve_log = None;
+    let why = crate::analysis::footprint::model_load_ms(&e, Some(&re)).unwrap_err();
+    assert!(why.contains("no serve.log"), "{why}");
+    let bad = regex::Regex::new(r"took (?P<s>\S+) seconds").unwrap();
+    e.serve_log = Some("took 1.2.3 seconds\n".into());
+    let why = crate::analysis::footprint::model_load_ms(&e, Some(&bad)).unwrap_err();
+    assert!(
+        why.contains("line 1") && why.contains("not a number"),
+        "{why}"
+    );
+    let why = crate::analysis::footprint::model_load_ms(&e, None).unwrap_err();
+    assert!(why.contains("names no [assert.ready] load_log"), "{why}");
+    // Without the named group the gate is refused at its key.
+    let t = "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]\n[assert.ready]\nlimit_ms = 10\nload_log = 'took ([0-9.]+) seconds'\n";
+    let ctx = crate::spec::Context {
+        gate_dir: "/g".into(),
+        cache: "/c".into(),
+        home: None,
+    };
+    let e = crate::spec::parse(std::path::Path::new("g.toml"), t, &ctx)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("assert.ready.load_log") && e.contains("g.toml:11"),
+        "{e}"
+    );
+}
