@@ -6,6 +6,7 @@ pub mod bless;
 mod build;
 mod chart;
 mod curves;
+mod footprint;
 mod kind;
 pub mod leaderboard;
 pub mod load_records;

@@ -125,6 +125,7 @@ fn good() -> Record {
         },
         sources: BTreeMap::new(),
         load_point: None,
+        footprint: None,
     }
 }
 
