@@ -4,8 +4,6 @@
 //! from the same evidence as the record's figure ([`difference`]). A figure the evidence does not hold is
 //! `null` with the reason in `unavailable`, never 0; the leaderboard shows it as `–` with that reason.
 
-use std::collections::BTreeMap;
-
 use super::build::round_to;
 use super::schema::{Record, RecordFootprint};
 use crate::analysis::footprint as fp;
@@ -184,27 +182,5 @@ pub(crate) fn cell(r: &Record, key: &str) -> (String, Option<String>) {
                     .unwrap_or_else(|| "no figure".into()),
             ),
         ),
-    }
-}
-
-/// The distinct reasons of a page's `–` cells, numbered in the order first met: the page shows `– [k]` in
-/// the cell and the reason once under its table.
-#[derive(Debug, Default)]
-pub(crate) struct Reasons {
-    seen: BTreeMap<String, usize>,
-    /// The reasons in number order.
-    pub(crate) list: Vec<String>,
-}
-
-impl Reasons {
-    /// The number of `why` (1-based), added when new.
-    pub(crate) fn number(&mut self, why: &str) -> usize {
-        if let Some(&k) = self.seen.get(why) {
-            return k;
-        }
-        self.list.push(why.to_string());
-        let k = self.list.len();
-        self.seen.insert(why.to_string(), k);
-        k
     }
 }

@@ -134,8 +134,29 @@ struct RowCtx {
     footprint: Vec<FootprintCtx>,
 }
 
+/// The distinct reasons of a page's `–` cells (the leaderboard's and the coverage page's footprint figures),
+/// numbered in the order first met: a cell shows `– [k]` and the page lists each reason once.
+#[derive(Debug, Default)]
+pub(crate) struct FootnoteList {
+    seen: std::collections::BTreeMap<String, usize>,
+    /// The reasons in number order.
+    pub(crate) list: Vec<String>,
+}
+
+impl FootnoteList {
+    /// The number of `why` (1-based), added when new.
+    pub(crate) fn number(&mut self, why: &str) -> usize {
+        if let Some(&k) = self.seen.get(why) {
+            return k;
+        }
+        self.list.push(why.to_string());
+        self.seen.insert(why.to_string(), self.list.len());
+        self.list.len()
+    }
+}
+
 /// The three footprint cells of `r`'s row, each `–` reason numbered in `reasons`.
-fn footprint_cells(r: &Record, reasons: &mut super::footprint::Reasons) -> Vec<FootprintCtx> {
+fn footprint_cells(r: &Record, reasons: &mut FootnoteList) -> Vec<FootprintCtx> {
     ["ready_ms", "rss_peak_mib", "cpu_ms_per_token"]
         .into_iter()
         .map(|key| {
@@ -503,7 +524,7 @@ pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja
     let (load, sorted): (Vec<&Record>, Vec<&Record>) =
         sorted.into_iter().partition(|r| r.load_point.is_some());
     let mut groups: Vec<GroupCtx> = Vec::new();
-    let mut reasons = super::footprint::Reasons::default();
+    let mut reasons = FootnoteList::default();
     let mut i = 0;
     while i < sorted.len() {
         let key = |r: &Record| {

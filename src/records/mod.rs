@@ -19,4 +19,6 @@ mod validate;
 mod verify;
 
 #[cfg(test)]
+mod footprint_tests;
+#[cfg(test)]
 mod record_tests;
