@@ -79,6 +79,7 @@ fn measured() -> serde_json::Value {
             clk_tck: 100,
         }),
         cpu_unavailable: None,
+        attached: None,
     })
     .unwrap()
 }

@@ -361,3 +361,103 @@ every_ms = 100
         assert!(notes.contains(&format!("sampler {name}: ")), "{notes}");
     }
 }
+
+/// A `url` serve (not started by servegate) whose pid the gate names in `[serve] pid_file` gets its peak
+/// memory and CPU per token from that pid's processes, as a started serve does (the memory held is a floor:
+/// the kernel's high-water mark); never its start-up time, which servegate did not see. A pid file that
+/// cannot be read leaves the trials INDETERMINATE, saying so, never 0.
+#[test]
+fn a_url_serve_with_a_pid_file_gets_its_footprint_from_that_pid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = servegate::io::port::free_port("127.0.0.1").unwrap();
+    let mut script = fixtures::chat_script("Paris is the capital and largest city of France.");
+    script.cost = Cost {
+        alloc_mib: 64,
+        child_alloc_mib: 0,
+        cpu_ms_per_chat: 60.0,
+    };
+    let mut serve = fixtures::servegate()
+        .args(fixtures::scripted_argv(&script, "127.0.0.1", &port.to_string())[1..].iter())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = tmp.path().join("serve.pid");
+    std::fs::write(&pid_file, format!("{}\n", serve.id())).unwrap();
+    let gate = |name: &str, pid_file: &Path| {
+        let text = format!(
+            r#"[gate]
+name = "{name}"
+[serve]
+url = "http://127.0.0.1:{port}"
+pid_file = {pid}
+ready_timeout_s = 30
+[request]
+model = "fake-chat"
+max_tokens = 16
+timeout_s = 30
+repeats = 2
+prompts = ["What is the capital of France?"]
+[assert.content]
+[assert.ready]
+limit_ms = 100000
+[assert.memory]
+limit_mib = 1000
+[assert.cpu]
+limit_ms_per_token = 1000
+"#,
+            pid = toml::Value::String(pid_file.display().to_string())
+        );
+        let g = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(&g, text).unwrap();
+        g
+    };
+    let (_, stdout, with_pid) = run(&gate("url-pid", &pid_file), &tmp.path().join("runs"));
+    let (_, missing, run_missing) = run(
+        &gate("url-nopid", &tmp.path().join("no-such.pid")),
+        &tmp.path().join("runs"),
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let fp = &with_pid["serve"]["footprint"];
+    assert!(
+        fp["attached"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("pid {} from [serve] pid_file ", serve.id())),
+        "{fp}"
+    );
+    assert_eq!(
+        fp["processes"][0]["pid"].as_u64(),
+        Some(serve.id() as u64),
+        "{fp}"
+    );
+    let peak = fp["rss_peak_mib"].as_f64().unwrap();
+    assert!((64.0..64.0 + 60.0).contains(&peak), "{fp}");
+    // Two judged requests of 60 ms each, on the serve's own CPU clock.
+    let cpu = fp["cpu"]["cpu_ms"].as_f64().unwrap();
+    assert!((120.0 - 30.0..=120.0 + 150.0).contains(&cpu), "{fp}");
+    for name in ["memory", "cpu"] {
+        assert!(
+            stdout.contains(&format!("{name} PASS ")),
+            "{name}: {stdout}"
+        );
+    }
+    assert!(stdout.contains("a url serve"), "{stdout}");
+    let ready = stdout
+        .lines()
+        .find(|l| l.contains("ready INDETERMINATE "))
+        .unwrap();
+    assert!(ready.contains("not started by servegate"), "{ready}");
+    // The pid file that is not there: said, and no figure.
+    for name in ["memory", "cpu"] {
+        let line = missing
+            .lines()
+            .find(|l| l.contains(&format!("{name} INDETERMINATE ")))
+            .unwrap_or_else(|| panic!("{name}: {missing}"));
+        assert!(line.contains("no-such.pid could not be read"), "{line}");
+    }
+    assert!(run_missing["serve"]["footprint"]
+        .get("rss_peak_mib")
+        .map_or(true, |v| v.is_null()));
+}

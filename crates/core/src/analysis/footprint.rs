@@ -37,10 +37,16 @@ pub fn not_started(ev: &Evidence, what: &str) -> Option<String> {
     })
 }
 
-/// The run's `serve.footprint`, or why there is none.
+/// The run's `serve.footprint`, or why there is none. A `url` serve has one only when the gate named its pid
+/// (`[serve] pid_file`: the runner measured that pid's processes, `Footprint::attached` says which).
 pub fn footprint<'e>(ev: &'e Evidence, what: &str) -> Result<&'e Footprint, String> {
     if let Some(why) = not_started(ev, what) {
-        return Err(why);
+        return match &ev.run.serve.footprint {
+            Some(fp) if fp.attached.is_some() => Ok(fp),
+            _ => Err(format!(
+                "{why} (name its pid in [serve] pid_file for its peak memory and CPU per token)"
+            )),
+        };
     }
     ev.run.serve.footprint.as_ref().ok_or_else(|| {
         format!("no {what}: run.json has no serve.footprint (evidence written before servegate measured the serve's footprint, or the serve never started)")

@@ -150,10 +150,14 @@ fn judge_memory(gate: &GateSpec, evidence: &Evidence) -> Verdict {
         kind,
         outcome,
         format!(
-            "peak {} MiB (limit {}; {bound}{between}; processes: {}; {} samples every {} ms; n=1 of 1 run)",
+            "peak {} MiB (limit {}; {bound}{between}; processes: {}{}; {} samples every {} ms; n=1 of 1 run)",
             fmt(m, peak),
             fmt(m, limit),
             processes(f),
+            f.attached
+                .as_deref()
+                .map(|a| format!(" ({}, a url serve)", shown(a)))
+                .unwrap_or_default(),
             f.samples,
             f.sample_every_ms
         ),

@@ -139,6 +139,11 @@ pub struct ServeSpec {
     pub expect_model: Option<String>,
     /// For `url` serves: a log file of the serve to copy into the evidence for `route`.
     pub log_file: Option<PathBuf>,
+    /// For `url` serves: a file holding the serve's pid (one decimal number, as daemons and systemd's
+    /// `PIDFile=` write it), read once the serve is ready. The runner measures the footprint of that process,
+    /// its process group (when it leads one) and its descendants, as it does for a serve it starts (peak
+    /// memory, CPU per token; never the start-up time, which it did not see): `run.json` `serve.footprint`.
+    pub pid_file: Option<PathBuf>,
     /// Name of an environment variable holding an API key, sent as `Authorization: Bearer <key>`. The key
     /// itself is never written anywhere (evidence, logs, JUnit, records, messages).
     pub api_key_env: Option<String>,

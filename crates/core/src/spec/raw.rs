@@ -121,6 +121,8 @@ pub(super) struct RawServe {
     #[serde(default)]
     pub(super) log_file: Option<String>,
     #[serde(default)]
+    pub(super) pid_file: Option<String>,
+    #[serde(default)]
     pub(super) api_key_env: Option<String>,
 }
 

@@ -44,6 +44,7 @@ fn ev() -> Evidence {
             clk_tck: 100,
         }),
         cpu_unavailable: None,
+        attached: None,
     });
     e
 }
@@ -449,5 +450,48 @@ fn the_model_load_time_the_serve_logs_stands_beside_ready_ms_or_says_why_not() {
     assert!(
         e.contains("assert.ready.load_log") && e.contains("g.toml:11"),
         "{e}"
+    );
+}
+
+#[test]
+fn a_url_serve_measured_through_its_pid_file_has_memory_and_cpu_but_no_start_up_time() {
+    let mut e = ev();
+    e.run.serve.mode = "url".into();
+    e.run.serve.base_url = "http://127.0.0.1:8080".into();
+    e.run.serve.footprint.as_mut().unwrap().attached =
+        Some("pid 10 from [serve] pid_file /run/srv.pid".into());
+    let v = judge(&fp_gate(ALL), &e);
+    let m = find(&v, "memory");
+    assert_eq!(m.outcome, Outcome::Pass, "{}", m.message);
+    assert!(
+        m.message
+            .contains("(pid 10 from [serve] pid_file /run/srv.pid, a url serve)"),
+        "{}",
+        m.message
+    );
+    assert_eq!(find(&v, "cpu").median, Some(10.0));
+    let r = find(&v, "ready");
+    assert_eq!(r.outcome, Outcome::Indeterminate, "{}", r.message);
+    // Without a pid file the trials say how to get the figures.
+    e.run.serve.footprint = None;
+    let m = find(&judge(&fp_gate(ALL), &e), "memory").clone();
+    assert!(
+        m.message.contains("name its pid in [serve] pid_file"),
+        "{}",
+        m.message
+    );
+    // pid_file is for url serves only, refused at its key for a started one.
+    let t = "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\npid_file = \"/run/x.pid\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]\n[assert.content]\n";
+    let ctx = crate::spec::Context {
+        gate_dir: "/g".into(),
+        cache: "/c".into(),
+        home: None,
+    };
+    let err = crate::spec::parse(std::path::Path::new("g.toml"), t, &ctx)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("serve.pid_file") && err.contains("url"),
+        "{err}"
     );
 }
