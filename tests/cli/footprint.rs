@@ -459,5 +459,5 @@ limit_ms_per_token = 1000
     }
     assert!(run_missing["serve"]["footprint"]
         .get("rss_peak_mib")
-        .map_or(true, |v| v.is_null()));
+        .is_none_or(|v| v.is_null()));
 }
