@@ -185,11 +185,21 @@ fn the_footprint_of_a_serve_of_known_cost_is_measured_within_tolerance() {
 fn a_serve_over_its_footprint_limits_fails_each_trial() {
     let tmp = tempfile::tempdir().unwrap();
     // ready >= 700 ms > 500; memory: even the sampled lower bound (>= 256 MiB held) > 200; CPU:
-    // 600 ms / 36 tokens = 16.7 ms/token > 5.
-    let asserts = "[assert.ready]\nlimit_ms = 500\n[assert.memory]\nlimit_mib = 200\n[assert.cpu]\nlimit_ms_per_token = 5\n";
-    let g = gate(tmp.path(), &costly_script(), asserts);
+    // 600 ms / 36 tokens = 16.7 ms/token > 5. The serve logs its model load as vLLM does, read by the gate's
+    // `load_log` and shown beside the start-up time (in the logged unit's scale: 0.35 s is 350 ms).
+    let asserts = "[assert.ready]\nlimit_ms = 500\nload_log = 'Loading weights took (?P<s>[0-9.]+) seconds'\n[assert.memory]\nlimit_mib = 200\n[assert.cpu]\nlimit_ms_per_token = 5\n";
+    let mut script = costly_script();
+    script.health.ready_log = vec![servegate::replay::scripted::LogLine::err(
+        "(Worker pid=7) INFO 12-01 14:28:13 [default_loader.py:501] Loading weights took 0.35 seconds",
+    )];
+    let g = gate(tmp.path(), &script, asserts);
     let (code, stdout, _) = run(&g, &tmp.path().join("runs"));
     assert_eq!(code, 1, "{stdout}");
+    let ready = stdout.lines().find(|l| l.contains("ready FAIL ")).unwrap();
+    assert!(
+        ready.contains("; the serve logged model load 350 ms"),
+        "{ready}"
+    );
     for name in ["ready", "memory", "cpu"] {
         assert!(
             stdout.contains(&format!("{name} FAIL ")),
