@@ -91,6 +91,13 @@ pub struct Cell {
     pub evidence: PathBuf,
     /// The run's `started_utc`.
     pub verified_utc: String,
+    /// The serve's start-up time in the run, ms (`run.json` `serve.ready_ms`, `analysis::footprint::ready_ms`),
+    /// or why there is none (the serve never answered ready, a `url` serve).
+    pub ready_ms: Result<f64, String>,
+    /// The serve's peak resident memory in the run, MiB (`serve.footprint.rss_peak_mib`,
+    /// `analysis::footprint::rss_peak_mib`), or why there is none (evidence written before servegate measured
+    /// it, the kernel gave none).
+    pub rss_peak_mib: Result<f64, String>,
 }
 
 /// Every matrix-gate entry's newest complete run under `runs` (`runs/<gate>[<model>]/<stamp>/`), judged. Runs
@@ -221,6 +228,8 @@ fn cell_of(dir: &Path, name: &str, gate: &str, model: &str) -> Option<Cell> {
         }
     };
     Some(Cell {
+        ready_ms: crate::analysis::footprint::ready_ms(&ev),
+        rss_peak_mib: crate::analysis::footprint::rss_peak_mib(&ev),
         gate: gate.to_string(),
         model: model.to_string(),
         family: entry.family,
@@ -300,6 +309,7 @@ pub fn render(
     }
     let mut states = BTreeMap::new();
     let mut ctx_rows = Vec::new();
+    let mut reasons = crate::records::leaderboard::FootnoteList::default();
     for ((family, size, quant), by_rt) in &rows {
         let mut ctx_cells = Vec::new();
         for rt in &columns {
@@ -307,7 +317,7 @@ pub fn render(
             match by_rt.get(rt) {
                 None => {
                     states.insert(key.clone(), CellState::Unknown);
-                    ctx_cells.push(minijinja::context! { key, symbol => CellState::Unknown.symbol(), class => CellState::Unknown.class(), link => "", date => "", expires => "", why => "never run", model => "" });
+                    ctx_cells.push(minijinja::context! { key, symbol => CellState::Unknown.symbol(), class => CellState::Unknown.class(), link => "", date => "", expires => "", why => "never run", model => "", footprint => "" });
                 }
                 Some(c) => {
                     let s = shown(c, &newest, expire_days);
@@ -337,6 +347,7 @@ pub fn render(
                         key, symbol => s.symbol(), class => s.class(), link, date => c.verified_utc.get(..10).unwrap_or(""), why,
                         expires => if s == CellState::Unknown { String::new() } else { expires(c, expire_days) },
                         model => format!("{}[{}]", c.gate, c.model),
+                        footprint => footprint_text(c, &mut reasons),
                     });
                 }
             }
@@ -351,6 +362,7 @@ pub fn render(
         .map_err(|e| e.to_string())?;
     let ctx = minijinja::context! {
         columns, rows => ctx_rows, expire_days, newest => newest.get(..10).unwrap_or("(no evidence)"),
+        footprint_reasons => reasons.list,
     };
     let render = |name: &str| {
         env.get_template(name)
@@ -364,6 +376,19 @@ pub fn render(
         html,
         states,
     })
+}
+
+/// A cell's footprint as the page shows it: `ready 4.0 s, peak memory 182.3 MiB`, each figure the evidence
+/// does not hold `–` with the number of its reason in `reasons` (`peak memory – [1]`), never 0. Reasons are
+/// escaped for the page.
+fn footprint_text(c: &Cell, reasons: &mut crate::records::leaderboard::FootnoteList) -> String {
+    let mut part = |name: &str, v: &Result<f64, String>, show: &dyn Fn(f64) -> String| match v {
+        Ok(x) => format!("{name} {}", show(*x)),
+        Err(why) => format!("{name} – [{}]", reasons.number(&crate::text::page(why))),
+    };
+    let ready = part("ready", &c.ready_ms, &|ms| format!("{:.1} s", ms / 1000.0));
+    let peak = part("peak memory", &c.rss_peak_mib, &|m| format!("{m:.1} MiB"));
+    format!("{ready}, {peak}")
 }
 
 /// The cell states a committed page shows (its `<!-- cell KEY SYMBOL -->` lines).

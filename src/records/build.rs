@@ -616,6 +616,7 @@ pub(super) fn build_run(
         },
         sources,
         load_point: None,
+        footprint: Some(super::footprint::of_run(gate, ev)),
     };
     let record = Record {
         hold: if gate.hold.is_some() {
@@ -661,6 +662,14 @@ pub fn from_pair_run_as(
     let sha = complete_pair(pe)?;
     let (unit, decimals, definition) = run_metric(&spec.metric)?;
     let digest = evidence_digest(&pe.dir)?;
+    // The serve footprint of this side's arms (each arm a serve of its own).
+    let side: Vec<(u32, &crate::analysis::Evidence)> = s
+        .arms
+        .iter()
+        .zip(&pe.arms)
+        .filter(|(a, _)| a.role == role)
+        .map(|(a, ev)| (a.arm as u32, ev))
+        .collect();
     // The same judgement as the verdicts: a pair run that fails them writes no record.
     let verdicts = crate::judge::judge_pair(gate, pe);
     refuse_failed_verdicts(&pe.dir, &verdicts)?;
@@ -781,6 +790,7 @@ pub fn from_pair_run_as(
         notes: Notes { what_would_make_it_wrong: spec.what_would_make_it_wrong.clone(), other },
         sources,
         load_point: None,
+        footprint: Some(super::footprint::of_arms(gate, &side)),
     };
     let problems = validate(&record, &record.id);
     if !problems.is_empty() {

@@ -44,6 +44,18 @@ struct PageCtx {
     history: Vec<HistoryCtx>,
     /// Throughput-latency curves of load records (`super::load_records`), one per model, runtime and run.
     curves: Vec<super::curves::CurveCtx>,
+    /// Why a footprint cell shows `–`, numbered as the cells cite them (`– [1]`).
+    footprint_reasons: Vec<String>,
+}
+
+/// One footprint cell of a row (ready time, peak memory, CPU per token: `super::footprint::cell`): the
+/// figure, or `–` with the number of its reason in [`PageCtx::footprint_reasons`] and the reason itself (the
+/// HTML cell's tooltip).
+#[derive(Debug, Serialize)]
+struct FootprintCtx {
+    text: String,
+    note: usize,
+    why: String,
 }
 
 /// One comparison chart at the top of the page: one metric (decode rate, or first token in ms), one row per
@@ -117,6 +129,57 @@ struct RowCtx {
     load: String,
     note: String,
     link: String,
+    /// Ready time (with the serve's logged model load beside it, when the record states one), peak memory,
+    /// CPU per token.
+    footprint: Vec<FootprintCtx>,
+}
+
+/// The distinct reasons of a page's `–` cells (the leaderboard's and the coverage page's footprint figures),
+/// numbered in the order first met: a cell shows `– [k]` and the page lists each reason once.
+#[derive(Debug, Default)]
+pub(crate) struct FootnoteList {
+    seen: std::collections::BTreeMap<String, usize>,
+    /// The reasons in number order.
+    pub(crate) list: Vec<String>,
+}
+
+impl FootnoteList {
+    /// The number of `why` (1-based), added when new.
+    pub(crate) fn number(&mut self, why: &str) -> usize {
+        if let Some(&k) = self.seen.get(why) {
+            return k;
+        }
+        self.list.push(why.to_string());
+        self.seen.insert(why.to_string(), self.list.len());
+        self.list.len()
+    }
+}
+
+/// The three footprint cells of `r`'s row, each `–` reason numbered in `reasons`.
+fn footprint_cells(r: &Record, reasons: &mut FootnoteList) -> Vec<FootprintCtx> {
+    ["ready_ms", "rss_peak_mib", "cpu_ms_per_token"]
+        .into_iter()
+        .map(|key| {
+            let (mut text, why) = super::footprint::cell(r, key);
+            if key == "ready_ms" && why.is_none() {
+                if let (load, None) = super::footprint::cell(r, "model_load_ms") {
+                    text = format!("{text} (model load {load} logged)");
+                }
+            }
+            match why {
+                None => FootprintCtx {
+                    text,
+                    note: 0,
+                    why: String::new(),
+                },
+                Some(w) => FootprintCtx {
+                    text,
+                    note: reasons.number(&w),
+                    why: w,
+                },
+            }
+        })
+        .collect()
 }
 
 /// One flag of a row: its text, and whether it is a warning (bold on the page).
@@ -461,6 +524,7 @@ pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja
     let (load, sorted): (Vec<&Record>, Vec<&Record>) =
         sorted.into_iter().partition(|r| r.load_point.is_some());
     let mut groups: Vec<GroupCtx> = Vec::new();
+    let mut reasons = FootnoteList::default();
     let mut i = 0;
     while i < sorted.len() {
         let key = |r: &Record| {
@@ -498,6 +562,7 @@ pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja
                 load: load_cell(r),
                 note: r.notes.what_would_make_it_wrong.clone(),
                 link: format!("{records_link}/{}.json", r.id),
+                footprint: footprint_cells(r, &mut reasons),
             })
             .collect();
         groups.push(GroupCtx {
@@ -522,6 +587,7 @@ pub fn render(records: &[Record], records_link: &str) -> Result<Pages, minijinja
         compare: compare(&sorted),
         history: history(&sorted),
         curves: super::curves::curves(&load, records_link),
+        footprint_reasons: reasons.list,
     };
     let env = environment()?;
     // Every text a record brings (model name, engine, route, notes, flags, ids) with its control bytes shown

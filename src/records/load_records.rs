@@ -261,6 +261,7 @@ fn base_record(
         },
         sources,
         load_point: None,
+        footprint: Some(super::footprint::of_run(gate, ev)),
     })
 }
 

@@ -6,6 +6,7 @@ pub mod bless;
 mod build;
 mod chart;
 mod curves;
+mod footprint;
 mod kind;
 pub mod leaderboard;
 pub mod load_records;
@@ -17,5 +18,7 @@ mod store;
 mod validate;
 mod verify;
 
+#[cfg(test)]
+mod footprint_tests;
 #[cfg(test)]
 mod record_tests;

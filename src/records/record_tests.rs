@@ -52,7 +52,7 @@ fn published_paths_are_repo_relative_or_under_tilde_and_the_host_name_only_on_re
 }
 
 /// A valid gate-run record, for edits.
-fn good() -> Record {
+pub(super) fn good() -> Record {
     Record {
         schema: RECORD_SCHEMA.into(),
         id: "smol-decode".into(),
@@ -125,6 +125,7 @@ fn good() -> Record {
         },
         sources: BTreeMap::new(),
         load_point: None,
+        footprint: None,
     }
 }
 
@@ -177,6 +178,10 @@ fn schema_keys_are_every_key_a_full_record_serialises() {
         value: 1.0,
         declared: "x".into(),
     });
+    r.footprint = Some(RecordFootprint {
+        unavailable: [("x".to_string(), "y".to_string())].into(),
+        ..Default::default()
+    });
     fn keys(v: &Value, path: &str, out: &mut Vec<String>) {
         if let Some(o) = v.as_object() {
             for (k, x) in o {
@@ -189,6 +194,7 @@ fn schema_keys_are_every_key_a_full_record_serialises() {
     let (mut a, mut b) = (Vec::new(), Vec::new());
     let mut full = serde_json::to_value(&r).unwrap();
     full["sources"] = Value::String(String::new()); // free keys: typed, not listed
+    full["footprint"]["unavailable"] = Value::String(String::new());
     keys(&full, "", &mut a);
     keys(&schema_keys(true), "", &mut b);
     a.sort();
@@ -367,7 +373,7 @@ fn what_would_make_it_wrong_is_required() {
 
 /// The `[record]` of the synthetic runs below: model Tiny (`model`, Q8_0) on one CPU through the llama.cpp
 /// server, recording `metric` as `id`.
-fn tiny_spec(
+pub(super) fn tiny_spec(
     model: &Path,
     id: &str,
     metric: &str,
@@ -393,7 +399,7 @@ fn tiny_spec(
 
 /// A complete run directory of a gate with one prompt, one warmup and three judged repeats: each reply
 /// streams four content tokens 10, 20, 30 ms apart after `ttft` ms (decode = 3 / span).
-fn synthetic_run(
+pub(super) fn synthetic_run(
     root: &Path,
     name: &str,
     gate: &crate::spec::GateSpec,

@@ -171,6 +171,9 @@ pub(super) fn first_difference(r: &Record, want: &Record) -> Option<(String, Str
         };
         cmp("bound".into(), shown(r), shown(want));
     }
+    if let Some((field, a, b)) = super::footprint::difference(r, want) {
+        cmp(field, a, b);
+    }
     diffs.into_iter().next()
 }
 

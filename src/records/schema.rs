@@ -117,6 +117,40 @@ pub struct Record {
     /// the point and the figures of its measured window that the throughput statistics are computed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_point: Option<LoadPoint>,
+    /// Optional: the serve's footprint in the run the record was made from (start-up time, peak memory, CPU
+    /// per token: docs/metrics.md "The serve's footprint"), re-derived from the same evidence as the figure.
+    /// Written by the builders for every gate run record; absent in published records and in records written
+    /// before records carried it (the leaderboard then says so, never 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint: Option<RecordFootprint>,
+}
+
+/// `footprint`: the serve's footprint figures of the run a record cites, each `null` when the evidence has
+/// none, with the reason in `unavailable` (`analysis::footprint`'s words). For a pair record, the median over
+/// the arms of this record's side (each arm a serve of its own).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordFootprint {
+    /// Nullable: start-up time, ms (spawn to the first ready answer, `run.json` `serve.ready_ms`), at the
+    /// registry's record decimals (1).
+    #[serde(deserialize_with = "nullable")]
+    pub ready_ms: Option<f64>,
+    /// Nullable: the serve's peak resident memory, MiB (`serve.footprint.rss_peak_mib`: the sum of each
+    /// covered process's high-water mark), at 1 decimal.
+    #[serde(deserialize_with = "nullable")]
+    pub rss_peak_mib: Option<f64>,
+    /// Nullable: the serve's user + system CPU per completion token over the judged window, ms/token, at 3
+    /// decimals.
+    #[serde(deserialize_with = "nullable")]
+    pub cpu_ms_per_token: Option<f64>,
+    /// Nullable: the model-load time the serve itself logged, ms (the gate's `[assert.ready] load_log`
+    /// pattern over `serve.log`: `run.json` `serve.model_load_ms`), at 1 decimal.
+    #[serde(deserialize_with = "nullable")]
+    pub model_load_ms: Option<f64>,
+    /// Optional: why each `null` figure is null, by its key (`rss_peak_mib` → `no peak memory: run.json has
+    /// no serve.footprint (evidence written before ...)`); outside text escaped wherever printed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unavailable: BTreeMap<String, String>,
 }
 
 /// One entry of `unmeasured`: a judged request with no measured figure and why.

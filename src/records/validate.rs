@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::schema::{
     Hold, Instrument, KnownAnswer, Load, LoadPoint, Metric, Model, Notes, Pair, Problem, Record,
-    RecordBound, Settings, Source, Unmeasured, KNOWN_ANSWER_RESULTS, METRICS, RECORD_SCHEMA,
-    RECORD_SCHEMAS_READ, SOURCE_KINDS,
+    RecordBound, RecordFootprint, Settings, Source, Unmeasured, KNOWN_ANSWER_RESULTS, METRICS,
+    RECORD_SCHEMA, RECORD_SCHEMAS_READ, SOURCE_KINDS,
 };
 use crate::analysis::load::min_n_for;
 use crate::analysis::stats;
@@ -153,11 +153,15 @@ pub(super) fn schema_keys(all: bool) -> Value {
             output_tokens: 0,
             window_ms: 0.0,
         }),
+        // `footprint` is optional; when present its four figures are required (nullable).
+        footprint: Some(RecordFootprint::default()),
     };
     let mut v = serde_json::to_value(r).expect("a record serialises");
     if all {
         // `sources` is a map with free keys: known at the top, its entries typed (strings) only.
         v["sources"] = Value::String(String::new());
+        // So is `footprint.unavailable`.
+        v["footprint"]["unavailable"] = Value::String(String::new());
     }
     v
 }
@@ -242,6 +246,8 @@ pub(super) fn structural_problems(v: &Value) -> Vec<Problem> {
     out.retain(|p| p.field != "load_point" || obj.contains_key("load_point"));
     // And `bound` (`/2` records whose gate declared one).
     out.retain(|p| p.field != "bound" || obj.contains_key("bound"));
+    // And `footprint` (gate-run records written since records carry it).
+    out.retain(|p| p.field != "footprint" || obj.contains_key("footprint"));
     fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<(), (String, String)> {
         serde_path_to_error::deserialize::<_, T>(v)
             .map(|_| ())
@@ -272,6 +278,7 @@ pub(super) fn structural_problems(v: &Value) -> Vec<Problem> {
             "pair" => typed::<Option<Pair>>(val),
             "load_point" => typed::<Option<LoadPoint>>(val),
             "bound" => typed::<Option<RecordBound>>(val),
+            "footprint" => typed::<Option<RecordFootprint>>(val),
             "notes" => typed::<Notes>(val),
             "sources" => typed::<BTreeMap<String, String>>(val),
             _ => Ok(()),
@@ -341,6 +348,7 @@ pub fn validate(r: &Record, file_stem: &str) -> Vec<Problem> {
     notes(r, &mut bad);
     pair(r, &mut bad);
     load_point(r, &mut bad);
+    super::footprint::validate(r, &mut bad);
     p
 }
 

@@ -15,14 +15,15 @@ use crate::vocab::{FailureCode, ServeFailure};
 /// Sends the gate's requests in order (warmups first, then `repeats` rounds of the prompts) within
 /// `[request] run_timeout_s`, each written to the evidence as it is answered; after each, a serve the run
 /// started is checked alive. Stops early at a stop signal, at the run's deadline (`run_timeout`) and when the
-/// serve died (its failure and log tail recorded).
+/// serve died (its failure and log tail recorded). The serve's CPU is marked before the first judged request
+/// and after the last: the serve the run started, else a `url` serve's through its `[serve] pid_file`.
 pub(super) fn send_all(
     gate: &GateSpec,
     w: &EvidenceWriter,
     summary: &mut RunSummary,
     sender: &client::Sender,
     base_url: &str,
-    mut serve: Option<&mut serve::Serve>,
+    (mut serve, attached): (Option<&mut serve::Serve>, Option<&serve::Attached>),
     progress: &mut dyn FnMut(&Step),
 ) -> Result<(), EvidenceError> {
     let req = &gate.request;
@@ -54,22 +55,21 @@ pub(super) fn send_all(
             break;
         }
         if !warmup && cpu_start.is_none() {
-            cpu_start = Some((index, serve.as_deref().and_then(|s| s.cpu_mark())));
+            cpu_start = Some((index, cpu_mark(serve.as_deref(), attached)));
         }
         let prompt = &req.prompts[prompt_index];
         let body = client::request_body(req, prompt);
         let sent_utc = evidence::now_utc();
-        let hold_start = (!warmup)
-            .then(|| serve.as_deref().map(|s| (s.thread_waits(), Instant::now())))
-            .flatten();
+        let hold_start =
+            (!warmup).then(|| (thread_waits(serve.as_deref(), attached), Instant::now()));
         let ex = client::send_within(
             sender,
             base_url,
             &body,
             Some(Duration::from_secs_f64(req.timeout_s).min(left)),
         );
-        if let (Some((before, t0)), Some(s)) = (hold_start, serve.as_deref()) {
-            let after = s.thread_waits();
+        if let Some((before, t0)) = hold_start.filter(|(b, _)| !b.is_empty()) {
+            let after = thread_waits(serve.as_deref(), attached);
             holds.push(RequestHold {
                 index,
                 wait_max_ms: serve::max_wait_ms(&before, &after),
@@ -123,8 +123,9 @@ pub(super) fn send_all(
             }
         }
     }
-    if let Some(s) = serve.as_deref() {
-        let mut fp = cpu_window(s, cpu_start, summary);
+    if serve.is_some() || attached.is_some() {
+        let end = cpu_mark(serve.as_deref(), attached);
+        let mut fp = cpu_window(end, cpu_start, summary);
         if let Some(rq) = fp.cpu.as_mut().and_then(|c| c.runqueue.as_mut()) {
             rq.requests = holds;
         }
@@ -133,10 +134,33 @@ pub(super) fn send_all(
     Ok(())
 }
 
+/// The CPU of the serve now: the one the run started, else the `url` serve's its pid file names.
+fn cpu_mark(
+    serve: Option<&serve::Serve>,
+    attached: Option<&serve::Attached>,
+) -> Option<serve::CpuMark> {
+    match serve {
+        Some(s) => s.cpu_mark(),
+        None => attached.and_then(|a| a.cpu_mark()),
+    }
+}
+
+/// The run-queue wait of each of the serve's threads now (the one the run started, else the `url` serve's
+/// its pid file names), ns by tid; empty when neither is measured.
+fn thread_waits(
+    serve: Option<&serve::Serve>,
+    attached: Option<&serve::Attached>,
+) -> std::collections::HashMap<u32, u64> {
+    match serve {
+        Some(s) => s.thread_waits(),
+        None => attached.map(|a| a.thread_waits()).unwrap_or_default(),
+    }
+}
+
 /// The serve's CPU window over the judged requests sent (`serve.footprint.cpu`; the memory is filled in at
 /// the stop), or why there is none.
 fn cpu_window(
-    s: &serve::Serve,
+    end: Option<serve::CpuMark>,
     start: Option<(usize, Option<serve::CpuMark>)>,
     summary: &RunSummary,
 ) -> evidence::footprint::Footprint {
@@ -148,7 +172,7 @@ fn cpu_window(
         .map(|r| r.index);
     match (start, last) {
         (Some((first, Some(a))), Some(last)) => {
-            match s.cpu_mark() {
+            match end {
                 Some(b) => fp.cpu = Some(a.window(&b, first, last)),
                 None => fp.cpu_unavailable = Some(
                     "no process of the serve could be read in /proc after the last judged request"

@@ -172,6 +172,12 @@ fn drive_steps(
         ServeMode::Url(url) => (None, reach::reach_url(gate, url, &http, summary)?),
     };
 
+    // A `url` serve's footprint through the pid its `[serve] pid_file` names, from its readiness on.
+    let attached = match (&started, &spec.pid_file) {
+        (None, Some(f)) => Some(serve::Attached::start(f)),
+        _ => None,
+    };
+
     // The gate's samplers, from the serve's readiness to its stop (never stopping the run).
     let samplers =
         (!gate.samples.is_empty()).then(|| crate::io::sampler::Samplers::start(&gate.samples));
@@ -189,9 +195,31 @@ fn drive_steps(
         base_url: &base_url,
         api_key: api_key.as_deref(),
     };
-    send_requests(gate, w, summary, &sent, started.as_mut(), progress)?;
+    send_requests(
+        gate,
+        w,
+        summary,
+        &sent,
+        (started.as_mut(), attached.as_ref()),
+        progress,
+    )?;
     if let Some(s) = started {
         reach::stop(s, &tag, w, summary, progress);
+    }
+    if let Some(a) = attached {
+        let mut fp = a.finish();
+        // The memory over the run, beside the CPU window the requests marked (as a started serve's).
+        if let Some(w) = summary.serve.footprint.take() {
+            fp.cpu = w.cpu;
+            if fp.cpu.is_none() && fp.cpu_unavailable.is_none() {
+                fp.cpu_unavailable = w.cpu_unavailable;
+            }
+        } else if fp.cpu_unavailable.is_none() {
+            fp.cpu_unavailable = Some(
+                "no judged request was sent in order (the serve failed first, or a [load] gate's sweep points: not windowed)".into(),
+            );
+        }
+        summary.serve.footprint = Some(fp);
     }
     if let Some(s) = samplers {
         summary.serve.samples = s.finish();
@@ -247,7 +275,7 @@ fn send_requests(
     w: &EvidenceWriter,
     summary: &mut RunSummary,
     to: &Sent,
-    started: Option<&mut serve::Serve>,
+    (started, attached): (Option<&mut serve::Serve>, Option<&serve::Attached>),
     progress: &mut dyn FnMut(&Step),
 ) -> Result<(), EvidenceError> {
     let http = to.sender.http();
@@ -267,7 +295,15 @@ fn send_requests(
         summary.planned = Some(0);
         crate::run::load::send_points(gate, w, summary, to.base_url, to.api_key, progress)?;
     } else if summary.serve.failure.is_none() {
-        send::send_all(gate, w, summary, to.sender, to.base_url, started, progress)?;
+        send::send_all(
+            gate,
+            w,
+            summary,
+            to.sender,
+            to.base_url,
+            (started, attached),
+            progress,
+        )?;
     }
     if let Some(before) = metrics_before {
         if let Some(after) =

@@ -73,6 +73,19 @@ fn bmf_from_the_committed_records_validates_against_bencher_s_schema() {
                 .is_none());
         }
     }
+    // The serve's footprint travels with each record (docs/records.md `footprint`); the committed evidence
+    // predates the memory and CPU figures, which are left out, never exported as 0.
+    let smoke = &doc["smollm2-135m-q4_1-llamacpp-1thread-20261129-decode-rate"];
+    assert_eq!(
+        smoke["ready-ms-ms"]["value"].as_f64(),
+        Some(1816.8),
+        "{smoke}"
+    );
+    assert!(smoke.get("serve-rss-peak-mib-mib").is_none(), "{smoke}");
+    assert!(
+        smoke.get("serve-cpu-ms-per-token-ms-token").is_none(),
+        "{smoke}"
+    );
     // The file is the same through -o, written whole.
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("bmf.json");

@@ -186,11 +186,21 @@ fn the_footprint_of_a_serve_of_known_cost_is_measured_within_tolerance() {
 fn a_serve_over_its_footprint_limits_fails_each_trial() {
     let tmp = tempfile::tempdir().unwrap();
     // ready >= 700 ms > 500; memory: even the sampled lower bound (>= 256 MiB held) > 200; CPU:
-    // 600 ms / 36 tokens = 16.7 ms/token > 5.
-    let asserts = "[assert.ready]\nlimit_ms = 500\n[assert.memory]\nlimit_mib = 200\n[assert.cpu]\nlimit_ms_per_token = 5\n";
-    let g = gate(tmp.path(), &costly_script(), asserts);
+    // 600 ms / 36 tokens = 16.7 ms/token > 5. The serve logs its model load as vLLM does, read by the gate's
+    // `load_log` and shown beside the start-up time (in the logged unit's scale: 0.35 s is 350 ms).
+    let asserts = "[assert.ready]\nlimit_ms = 500\nload_log = 'Loading weights took (?P<s>[0-9.]+) seconds'\n[assert.memory]\nlimit_mib = 200\n[assert.cpu]\nlimit_ms_per_token = 5\n";
+    let mut script = costly_script();
+    script.health.ready_log = vec![servegate::replay::scripted::LogLine::err(
+        "(Worker pid=7) INFO 12-01 14:28:13 [default_loader.py:501] Loading weights took 0.35 seconds",
+    )];
+    let g = gate(tmp.path(), &script, asserts);
     let (code, stdout, _) = run(&g, &tmp.path().join("runs"));
     assert_eq!(code, 1, "{stdout}");
+    let ready = stdout.lines().find(|l| l.contains("ready FAIL ")).unwrap();
+    assert!(
+        ready.contains("; the serve logged model load 350 ms"),
+        "{ready}"
+    );
     for name in ["ready", "memory", "cpu"] {
         assert!(
             stdout.contains(&format!("{name} FAIL ")),
@@ -361,4 +371,104 @@ every_ms = 100
         let notes = run["notes"].to_string();
         assert!(notes.contains(&format!("sampler {name}: ")), "{notes}");
     }
+}
+
+/// A `url` serve (not started by servegate) whose pid the gate names in `[serve] pid_file` gets its peak
+/// memory and CPU per token from that pid's processes, as a started serve does (the memory held is a floor:
+/// the kernel's high-water mark); never its start-up time, which servegate did not see. A pid file that
+/// cannot be read leaves the trials INDETERMINATE, saying so, never 0.
+#[test]
+fn a_url_serve_with_a_pid_file_gets_its_footprint_from_that_pid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = servegate::io::port::free_port("127.0.0.1").unwrap();
+    let mut script = fixtures::chat_script("Paris is the capital and largest city of France.");
+    script.cost = Cost {
+        alloc_mib: 64,
+        child_alloc_mib: 0,
+        cpu_ms_per_chat: 60.0,
+    };
+    let mut serve = fixtures::servegate()
+        .args(fixtures::scripted_argv(&script, "127.0.0.1", &port.to_string())[1..].iter())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = tmp.path().join("serve.pid");
+    std::fs::write(&pid_file, format!("{}\n", serve.id())).unwrap();
+    let gate = |name: &str, pid_file: &Path| {
+        let text = format!(
+            r#"[gate]
+name = "{name}"
+[serve]
+url = "http://127.0.0.1:{port}"
+pid_file = {pid}
+ready_timeout_s = 30
+[request]
+model = "fake-chat"
+max_tokens = 16
+timeout_s = 30
+repeats = 2
+prompts = ["What is the capital of France?"]
+[assert.content]
+[assert.ready]
+limit_ms = 100000
+[assert.memory]
+limit_mib = 1000
+[assert.cpu]
+limit_ms_per_token = 1000
+"#,
+            pid = toml::Value::String(pid_file.display().to_string())
+        );
+        let g = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(&g, text).unwrap();
+        g
+    };
+    let (_, stdout, with_pid) = run(&gate("url-pid", &pid_file), &tmp.path().join("runs"));
+    let (_, missing, run_missing) = run(
+        &gate("url-nopid", &tmp.path().join("no-such.pid")),
+        &tmp.path().join("runs"),
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let fp = &with_pid["serve"]["footprint"];
+    assert!(
+        fp["attached"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("pid {} from [serve] pid_file ", serve.id())),
+        "{fp}"
+    );
+    assert_eq!(
+        fp["processes"][0]["pid"].as_u64(),
+        Some(serve.id() as u64),
+        "{fp}"
+    );
+    let peak = fp["rss_peak_mib"].as_f64().unwrap();
+    assert!((64.0..64.0 + 60.0).contains(&peak), "{fp}");
+    // Two judged requests of 60 ms each, on the serve's own CPU clock.
+    let cpu = fp["cpu"]["cpu_ms"].as_f64().unwrap();
+    assert!((120.0 - 30.0..=120.0 + 150.0).contains(&cpu), "{fp}");
+    for name in ["memory", "cpu"] {
+        assert!(
+            stdout.contains(&format!("{name} PASS ")),
+            "{name}: {stdout}"
+        );
+    }
+    assert!(stdout.contains("a url serve"), "{stdout}");
+    let ready = stdout
+        .lines()
+        .find(|l| l.contains("ready INDETERMINATE "))
+        .unwrap();
+    assert!(ready.contains("not started by servegate"), "{ready}");
+    // The pid file that is not there: said, and no figure.
+    for name in ["memory", "cpu"] {
+        let line = missing
+            .lines()
+            .find(|l| l.contains(&format!("{name} INDETERMINATE ")))
+            .unwrap_or_else(|| panic!("{name}: {missing}"));
+        assert!(line.contains("no-such.pid could not be read"), "{line}");
+    }
+    assert!(run_missing["serve"]["footprint"]
+        .get("rss_peak_mib")
+        .is_none_or(|v| v.is_null()));
 }

@@ -30,6 +30,8 @@ fn args(gate: &Path, baselines: &Path) -> BlessArgs {
         slow: None,
         headroom_pct: bless::DEFAULT_HEADROOM_PCT,
         confidence: bless::DEFAULT_CONFIDENCE,
+        limits: Vec::new(),
+        limit_headroom_pct: bless::DEFAULT_LIMIT_HEADROOM_PCT,
         baselines_dir: baselines.to_path_buf(),
         accept: false,
         force: false,
@@ -360,4 +362,122 @@ fn a_kind_that_is_not_a_plain_name_is_refused_with_the_rule() {
     a.kind = Some("reference-smoke".into());
     let e = bless::run_cli(&a, None, UTC).unwrap_err();
     assert!(e.message.contains("names a window of"), "{e}");
+}
+
+/// `run` with run.json's serve saying it was ready after `ready_ms`, peaked at `rss_mib` and spent `cpu_ms` of
+/// CPU over its judged requests (03-08).
+fn with_footprint(run: &Path, ready_ms: f64, rss_mib: f64, cpu_ms: f64) -> PathBuf {
+    let p = run.join("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v["serve"]["ready_ms"] = serde_json::json!(ready_ms);
+    v["serve"]["footprint"] = serde_json::json!({
+        "rss_peak_mib": rss_mib, "rss_bound": "exact: one process", "rss_sampled_mib": rss_mib,
+        "leader_maxrss_mib": rss_mib, "processes": [{"pid": 9, "name": "llama-server", "how": "leader", "hwm_mib": rss_mib}],
+        "samples": 10, "sample_every_ms": 100,
+        "cpu": {"cpu_ms": cpu_ms, "wall_ms": 4000.0, "first_index": 3, "last_index": 8, "pids_start": 1, "pids_end": 1, "clk_tck": 100}
+    });
+    std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    run.to_path_buf()
+}
+
+/// `bless --limits`: each footprint limit the gate declares derived from every run given (the largest value
+/// plus the headroom, rounded up), written in place with its provenance (a second bless replaces it), one
+/// ledger line each; a run without the figure is refused naming the limit, the run and why, never read as 0.
+#[test]
+fn footprint_limits_are_derived_from_runs_written_with_provenance_and_a_missing_figure_is_refused()
+{
+    let (t, gate) = gate_copy();
+    let text = std::fs::read_to_string(&gate).unwrap();
+    let text = format!("{text}\n[assert.ready]\n# a hand note\nlimit_ms = 1\n\n[assert.memory]\nlimit_mib = 1 # trailing\n\n[assert.cpu]\nlimit_ms_per_token = 1\n");
+    std::fs::write(&gate, &text).unwrap();
+    let a = with_footprint(&run_copy(t.path(), "a"), 1667.7, 180.0, 600.0);
+    let b = with_footprint(
+        &restamped(&run_copy(t.path(), "b"), "2026-12-01T10:00:00Z"),
+        2000.4,
+        200.0,
+        900.0,
+    );
+    let plan = bless::plan_limits(&gate, &[a.clone(), b.clone()], 25.0, UTC).unwrap();
+    let d: Vec<(&str, f64)> = plan.derivations.iter().map(|d| (d.key, d.limit)).collect();
+    // ready: 2000.4 × 1.25 = 2500.5, up to whole ms; memory 200 × 1.25; CPU per token: b's 900 ms over the
+    // completion tokens of requests 03-08, × 1.25, up to 2 decimals.
+    let ev = servegate::loaded::load(&b).unwrap();
+    let per_token = servegate::analysis::footprint::cpu_per_token(&ev)
+        .unwrap()
+        .per_token;
+    assert_eq!(
+        d,
+        [
+            ("limit_ms", 2501.0),
+            ("limit_mib", 250.0),
+            (
+                "limit_ms_per_token",
+                (per_token * 1.25 * 100.0).ceil() / 100.0
+            )
+        ]
+    );
+    assert!(
+        plan.new
+            .contains("# a hand note\n# servegate bless 2026-12-01: limit 2501 ms from "),
+        "{}",
+        plan.new
+    );
+    assert!(
+        plan.new.contains("limit_mib = 250.0 # trailing\n"),
+        "{}",
+        plan.new
+    );
+    assert!(
+        plan.new.contains(
+            "# servegate bless rule: largest of 2 runs 200.0 MiB plus 25 % headroom, rounded up\n"
+        ),
+        "{}",
+        plan.new
+    );
+    assert_eq!(plan.ledger.len(), 3);
+    assert_eq!(plan.ledger[1].previous, Some(1.0));
+    // Accepted: written, one ledger line per limit; blessed again, the provenance is replaced, not stacked.
+    let baselines = t.path().join("baselines");
+    let mut args = args(&gate, &baselines);
+    args.limits = vec![a.clone(), b.clone()];
+    args.accept = true;
+    let out = bless::run_cli(&args, None, UTC).unwrap();
+    assert!(
+        out.contains("limit [assert.cpu] limit_ms_per_token:"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(&gate).unwrap(), plan.new);
+    assert_eq!(ledger(&baselines).len(), 3);
+    args.limits = vec![a.clone()];
+    bless::run_cli(&args, None, UTC).unwrap();
+    let again = std::fs::read_to_string(&gate).unwrap();
+    assert_eq!(
+        again.matches("# servegate bless rule: largest").count(),
+        3,
+        "{again}"
+    );
+    assert!(
+        again.contains("limit_ms = 2085"),
+        "1667.7 × 1.25 = 2084.6, up: {again}"
+    );
+    assert!(again.contains("# a hand note\n"), "{again}");
+    // A run whose evidence has no footprint (written before servegate measured it) is refused, by name.
+    let old = run_copy(t.path(), "old");
+    let e = bless::plan_limits(&gate, &[a, old], 25.0, UTC).unwrap_err();
+    assert_eq!(e.code, exit::ASSERTION_FAILED, "{e}");
+    assert!(
+        e.message.contains("[assert.memory] limit_mib: ")
+            && e.message
+                .contains("old: no peak memory: run.json has no serve.footprint"),
+        "{e}"
+    );
+    assert!(
+        !e.message.contains("[assert.ready]"),
+        "the old run has a ready time: {e}"
+    );
+    // A gate without a footprint limit has none to derive.
+    let (_t2, plain) = gate_copy();
+    let e = bless::plan_limits(&plain, &[b], 25.0, UTC).unwrap_err();
+    assert_eq!(e.code, exit::SPEC_INVALID, "{e}");
 }

@@ -20,6 +20,8 @@ fn cell(date: &str, state: CellState) -> Cell {
         why: String::new(),
         evidence: PathBuf::from("/runs/g[m]/x"),
         verified_utc: format!("{date}T00:00:00Z"),
+        ready_ms: Ok(4001.9),
+        rss_peak_mib: Err("no peak memory: run.json has no serve.footprint".into()),
     }
 }
 
@@ -93,4 +95,43 @@ fn states_are_words_and_a_page_written_with_glyphs_still_reads() {
     assert_eq!(states.get("F|1B|Q4|rt"), Some(&CellState::Verified));
     assert_eq!(states.get("F|1B|Q4|rt2"), Some(&CellState::Partial));
     assert_eq!(states.get("F|2B|Q4|rt"), Some(&CellState::Unknown));
+}
+
+/// Each cell ends with its run's start-up time and peak memory; a figure the evidence does not hold is
+/// `– [k]` with reason k listed once under the table (escaped), never 0. Reasons are numbered in column order
+/// (`remote` sorts first).
+#[test]
+fn cells_show_ready_time_and_peak_memory_or_why_not() {
+    let a = cell("2026-12-01", CellState::Verified);
+    let big = Cell {
+        runtime: "vllm".into(),
+        ready_ms: Ok(462_051.9),
+        rss_peak_mib: Ok(2841.25),
+        ..a.clone()
+    };
+    let url = Cell {
+        runtime: "remote".into(),
+        ready_ms: Err("no start-up time: the serve was reached at its url (\u{1b}[31mx), not started by servegate".into()),
+        ..a.clone()
+    };
+    let p = page::render(&[a, big, url], Path::new("/runs"), "../runs", 90).unwrap();
+    for text in [&p.markdown, &p.html] {
+        assert!(text.contains("ready 4.0 s, peak memory – [2]"), "{text}");
+        assert!(
+            text.contains("ready 462.1 s, peak memory 2841.2 MiB"),
+            "{text}"
+        );
+        assert!(text.contains("ready – [1], peak memory – [2]"), "{text}");
+        assert!(!text.contains("peak memory 0"), "{text}");
+        assert!(!text.contains('\u{1b}'), "outside text escaped");
+    }
+    assert!(
+        p.markdown
+            .contains("1. no start-up time: the serve was reached at its url (\\u{1b}[31mx), not started by servegate\n2. no peak memory: run.json has no serve.footprint\n"),
+        "{}",
+        p.markdown
+    );
+    assert!(p
+        .html
+        .contains("<li>no peak memory: run.json has no serve.footprint</li>"));
 }

@@ -184,3 +184,68 @@ fn results_v2_state_metric_bound_kind_and_line_and_a_v1_file_still_reads() {
     let e = Results::from_json(serde_json::json!({"schema": "servegate.results/9"})).unwrap_err();
     assert!(e.contains("servegate.results/9"), "{e}");
 }
+
+/// A record's footprint figures travel with it: BMF measures under the record's benchmark
+/// (`ready-ms-ms`, `serve-rss-peak-mib-mib`, ...), OpenMetrics gauges with their unit; a figure the record
+/// states as null (the evidence had none) is left out, never exported as 0.
+#[test]
+fn a_records_footprint_figures_are_bmf_measures_and_openmetrics_gauges_and_a_null_is_left_out() {
+    use servegate::records::record::{parse, RecordFootprint};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(
+        root.join("data/records/smollm2-135m-q4_1-llamacpp-1thread-20261129-decode-rate.json"),
+    )
+    .unwrap();
+    let mut r = parse(&text).unwrap();
+    r.footprint = Some(RecordFootprint {
+        ready_ms: Some(1816.8),
+        rss_peak_mib: Some(182.3),
+        cpu_ms_per_token: None,
+        model_load_ms: Some(412.5),
+        unavailable: [("cpu_ms_per_token".to_string(), "no CPU window".to_string())].into(),
+    });
+    let figures = exports::from_records(std::slice::from_ref(&r));
+    let names: Vec<String> = figures.iter().map(|f| f.name()).collect();
+    assert_eq!(
+        names[1..],
+        [
+            format!("{}::ready_ms", r.id),
+            format!("{}::model_load_ms", r.id),
+            format!("{}::serve_rss_peak_mib", r.id)
+        ]
+    );
+    assert!(figures[1..].iter().all(|f| !f.higher_is_better));
+    let doc: Value = serde_json::from_slice(&bmf::serialize(&figures)).unwrap();
+    let b = &doc[&r.id];
+    assert_eq!(b["ready-ms-ms"]["value"].as_f64(), Some(1816.8), "{b}");
+    assert_eq!(b["model-load-ms-ms"]["value"].as_f64(), Some(412.5), "{b}");
+    assert_eq!(
+        b["serve-rss-peak-mib-mib"]["value"].as_f64(),
+        Some(182.3),
+        "{b}"
+    );
+    assert!(
+        b.as_object()
+            .unwrap()
+            .keys()
+            .all(|k| !k.starts_with("serve-cpu")),
+        "a null figure is left out: {b}"
+    );
+    let errors: Vec<String> = bmf_validator()
+        .iter_errors(&doc)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let om = String::from_utf8(openmetrics::serialize(&figures)).unwrap();
+    assert!(
+        om.contains(&format!(
+            "servegate_figure{{benchmark=\"{}\",measure=\"serve_rss_peak_mib\",unit=\"MiB\",state=\"pass\"",
+            r.id
+        )),
+        "{om}"
+    );
+    assert!(!om.contains("serve_cpu_ms_per_token"), "{om}");
+    // A record without a footprint (published, or written before) exports its figure only.
+    r.footprint = None;
+    assert_eq!(exports::from_records(std::slice::from_ref(&r)).len(), 1);
+}

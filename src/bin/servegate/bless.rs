@@ -8,7 +8,7 @@ use servegate::records::bless::{self, BlessArgs, DEFAULT_CONFIDENCE, DEFAULT_HEA
 
 /// `servegate bless`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("what").required(true).args(["baseline", "floor"])))]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["baseline", "floor", "limits"])))]
 pub struct BlessCmd {
     /// The gate file (gates/NAME.toml).
     pub gate: PathBuf,
@@ -31,6 +31,14 @@ pub struct BlessCmd {
     /// Confidence of the lower bound of the median (one-run floors).
     #[arg(long, default_value_t = DEFAULT_CONFIDENCE)]
     pub confidence: f64,
+    /// Derive the footprint limits the gate declares ([assert.ready] limit_ms, [assert.memory] limit_mib,
+    /// [assert.cpu] limit_ms_per_token) from these runs: the largest value plus --limit-headroom-pct, rounded up.
+    /// Repeat it (or list several) for several runs.
+    #[arg(long, value_name = "RUN_DIR", num_args = 1..)]
+    pub limits: Vec<PathBuf>,
+    /// Headroom above the largest value, percent (footprint limits).
+    #[arg(long, default_value_t = bless::DEFAULT_LIMIT_HEADROOM_PCT)]
+    pub limit_headroom_pct: f64,
     /// Where baselines and the ledger live.
     #[arg(long, value_name = "DIR", default_value = "data/baselines")]
     pub baselines_dir: PathBuf,
@@ -52,6 +60,8 @@ impl From<&BlessCmd> for BlessArgs {
             slow: c.slow.clone(),
             headroom_pct: c.headroom_pct,
             confidence: c.confidence,
+            limits: c.limits.clone(),
+            limit_headroom_pct: c.limit_headroom_pct,
             baselines_dir: c.baselines_dir.clone(),
             accept: c.accept,
             force: c.force,

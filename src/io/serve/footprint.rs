@@ -279,6 +279,85 @@ impl Sampler {
             },
             cpu: None,
             cpu_unavailable: None,
+            attached: None,
+        }
+    }
+}
+
+/// The footprint of a serve servegate did not start (a `url` serve), through the pid its `[serve] pid_file`
+/// names: that process, its group (when it leads one) and its descendants, sampled as a started serve's are
+/// (no `wait4` at the end: it is not servegate's child, and it is never stopped).
+pub(crate) struct Attached {
+    sampler: Option<Sampler>,
+    /// `pid N from [serve] pid_file PATH`, or why no pid was read.
+    what: String,
+}
+
+impl Attached {
+    /// Reads the pid in `pid_file` (one decimal number, surrounding white space ignored) and starts sampling
+    /// it; when the file cannot be read, holds no pid, or names a process that is not running, nothing is
+    /// sampled and [`Attached::finish`] says why.
+    pub(crate) fn start(pid_file: &std::path::Path) -> Attached {
+        let at = format!("[serve] pid_file {}", pid_file.display());
+        let pid = std::fs::read_to_string(pid_file)
+            .map_err(|e| format!("{at} could not be read ({e})"))
+            .and_then(|t| {
+                let t = t.trim();
+                t.parse::<u32>().ok().filter(|p| *p > 1).ok_or_else(|| {
+                    format!(
+                        "{at} holds no pid ({:?})",
+                        t.chars().take(40).collect::<String>()
+                    )
+                })
+            })
+            .and_then(|p| match procfs::stat(p) {
+                Some(_) => Ok(p),
+                None => Err(format!(
+                    "{at} names pid {p}, which is not running (or not readable in /proc)"
+                )),
+            });
+        match pid {
+            Ok(p) => Attached {
+                sampler: Some(Sampler::start(p, None)),
+                what: format!("pid {p} from {at}"),
+            },
+            Err(why) => Attached {
+                sampler: None,
+                what: why,
+            },
+        }
+    }
+
+    /// The serve's CPU now ([`Sampler::cpu_mark`]), None when nothing is sampled.
+    pub(crate) fn cpu_mark(&self) -> Option<CpuMark> {
+        self.sampler.as_ref().and_then(|s| s.cpu_mark())
+    }
+
+    /// Its threads' run-queue waits now ([`Sampler::thread_waits`]), empty when nothing is sampled.
+    pub(crate) fn thread_waits(&self) -> HashMap<u32, u64> {
+        self.sampler
+            .as_ref()
+            .map(|s| s.thread_waits())
+            .unwrap_or_default()
+    }
+
+    /// Stops sampling: the memory footprint over the run, [`Footprint::attached`] saying which pid (or, with
+    /// no figure, why).
+    pub(crate) fn finish(mut self) -> Footprint {
+        match self.sampler.as_mut() {
+            Some(s) => {
+                s.finish();
+                Footprint {
+                    attached: Some(self.what),
+                    ..s.footprint(None)
+                }
+            }
+            None => Footprint {
+                rss_unavailable: Some(self.what.clone()),
+                cpu_unavailable: Some(self.what.clone()),
+                attached: Some(self.what),
+                ..Footprint::default()
+            },
         }
     }
 }

@@ -42,7 +42,7 @@ mod ready;
 mod stop;
 
 pub use failure::{cause_line, tail_file, ServeError};
-pub(crate) use footprint::{max_wait_ms, CpuMark};
+pub(crate) use footprint::{max_wait_ms, Attached, CpuMark};
 pub(crate) use group::watch_group;
 use group::{start_watchdog, supervise, Shared, Watchdog};
 pub use ready::is_steady_404;

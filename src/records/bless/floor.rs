@@ -141,8 +141,27 @@ pub fn edit_floor(
     floor: f64,
     provenance: &str,
 ) -> Result<(String, Option<f64>), String> {
-    let (span, previous) = floor_span(text)?;
-    let repr = toml_edit::Value::from(floor).to_string();
+    edit_value(
+        text,
+        ("rate", "floor_tok_s", "floor"),
+        floor,
+        provenance,
+        is_provenance,
+    )
+}
+
+/// [`edit_floor`] for any `[assert.TABLE] KEY` number (`at`: table, key, and what the value is, `floor` or
+/// `limit`, for the errors), an older provenance recognised by `is_old` (two consecutive lines).
+pub(crate) fn edit_value(
+    text: &str,
+    at: (&str, &str, &str),
+    value: f64,
+    provenance: &str,
+    is_old: fn(&str, &str) -> bool,
+) -> Result<(String, Option<f64>), String> {
+    let key = at.1;
+    let (span, previous) = value_span(text, at)?;
+    let repr = toml_edit::Value::from(value).to_string();
     let line_start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
     let line = &text[line_start..];
     let indent = &line[..line.len() - line.trim_start_matches([' ', '\t']).len()];
@@ -169,7 +188,7 @@ pub fn edit_floor(
     let mut kept = String::new();
     let mut i = 0;
     while i < block.len() {
-        if i + 1 < block.len() && is_provenance(block[i], block[i + 1]) {
+        if i + 1 < block.len() && is_old(block[i], block[i + 1]) {
             i += 2;
             continue;
         }
@@ -187,10 +206,10 @@ pub fn edit_floor(
     out.push_str(&text[line_start..span.start]);
     out.push_str(&repr);
     out.push_str(&text[span.end..]);
-    match floor_span(&out) {
-        Ok((_, Some(v))) if v == floor => Ok((out, previous)),
+    match value_span(&out, at) {
+        Ok((_, Some(v))) if v == value => Ok((out, previous)),
         Ok((_, v)) => Err(format!(
-            "the edited file reads floor_tok_s {v:?}, not {floor}: not written"
+            "the edited file reads {key} {v:?}, not {value}: not written"
         )),
         Err(e) => Err(format!(
             "the edited file would not parse ({e}): not written"
@@ -198,31 +217,34 @@ pub fn edit_floor(
     }
 }
 
-/// The byte range of `[assert.rate] floor_tok_s`'s value in `text` (standard, inline or dotted table) and
-/// the value as a number.
-fn floor_span(text: &str) -> Result<(std::ops::Range<usize>, Option<f64>), String> {
+/// The byte range of `[assert.TABLE] KEY`'s value in `text` (standard, inline or dotted table) and the value
+/// as a number (`at`: table, key, what the value is).
+fn value_span(
+    text: &str,
+    (table, key, what): (&str, &str, &str),
+) -> Result<(std::ops::Range<usize>, Option<f64>), String> {
     let doc = toml_edit::ImDocument::parse(text).map_err(|e| format!("not TOML: {e}"))?;
-    let rate = doc
+    let t = doc
         .as_table()
         .get("assert")
-        .and_then(|a| a.get("rate"))
+        .and_then(|a| a.get(table))
         .filter(|r| r.is_table_like())
-        .ok_or("the gate has no [assert.rate] table to hold a floor")?;
-    let value = rate
-        .get("floor_tok_s")
-        .ok_or("[assert.rate] has no floor_tok_s")?
+        .ok_or_else(|| format!("the gate has no [assert.{table}] table to hold a {what}"))?;
+    let value = t
+        .get(key)
+        .ok_or_else(|| format!("[assert.{table}] has no {key}"))?
         .as_value()
-        .ok_or("[assert.rate] floor_tok_s is not a value")?;
+        .ok_or_else(|| format!("[assert.{table}] {key} is not a value"))?;
     let previous = value.as_float().or(value.as_integer().map(|i| i as f64));
     if previous.is_none() {
         return Err(format!(
-            "[assert.rate] floor_tok_s is not a number ({})",
+            "[assert.{table}] {key} is not a number ({})",
             value.type_name()
         ));
     }
     let span = value
         .span()
-        .ok_or("[assert.rate] floor_tok_s has no place in the file")?;
+        .ok_or_else(|| format!("[assert.{table}] {key} has no place in the file"))?;
     Ok((span, previous))
 }
 

@@ -40,11 +40,13 @@ use crate::spec::{self, GateSpec};
 use crate::vocab::{AssertionKind, Metric};
 
 mod floor;
+mod limits;
 #[cfg(test)]
 mod tests;
 mod window;
 
 pub use floor::*;
+pub use limits::*;
 pub use window::*;
 
 /// The fewest answered requests a baseline window may hold: 4 is the smallest n per side at which an exact
@@ -80,6 +82,11 @@ pub struct BlessArgs {
     pub headroom_pct: f64,
     /// Confidence of the lower bound of the median (one-run floors).
     pub confidence: f64,
+    /// Derive the footprint limits the gate declares (`[assert.ready] limit_ms`, `[assert.memory]
+    /// limit_mib`, `[assert.cpu] limit_ms_per_token`) from these runs ([`plan_limits`]); empty: none.
+    pub limits: Vec<PathBuf>,
+    /// Headroom above the largest value, percent (footprint limits).
+    pub limit_headroom_pct: f64,
     /// Where baselines and the ledger live.
     pub baselines_dir: PathBuf,
     /// Write the change (without it, only show it).
@@ -413,6 +420,11 @@ pub struct Planned {
 enum Change {
     /// The gate file `gate` gets a derived floor.
     Floor { gate: PathBuf, plan: Box<FloorPlan> },
+    /// The gate file `gate` gets derived footprint limits.
+    Limits {
+        gate: PathBuf,
+        plan: Box<LimitsPlan>,
+    },
     /// The run directory `run` becomes a baseline window.
     Baseline {
         run: PathBuf,
@@ -435,6 +447,22 @@ impl Planned {
                 plan.derivation.floor,
                 plan.derivation.rule
             ),
+            Change::Limits { gate, plan } => {
+                let mut s = diff(&plan.old, &plan.new, &gate.display().to_string());
+                for d in &plan.derivations {
+                    let info = d.metric.info();
+                    s.push_str(&format!(
+                        "limit [assert.{}] {}: {:.*} {} ({})\n",
+                        d.table,
+                        d.key,
+                        info.decimals,
+                        d.limit,
+                        info.unit.name(),
+                        d.rule
+                    ));
+                }
+                s
+            }
             Change::Baseline { run, plan } => format!(
                 "baseline {}: {} window {} (from {}; {} window{} in all; key: {})\n",
                 plan.dir.display(),
@@ -466,6 +494,16 @@ impl Planned {
                 crate::io::fs::write_atomic(gate, plan.new.as_bytes())
                     .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, format!("{path}: {e}")))?;
                 let l = append_ledger(&self.baselines_dir, &plan.ledger)?;
+                Ok(format!("written: {path}; ledger: {}", l.display()))
+            }
+            Change::Limits { gate, plan } => {
+                let path = gate.display().to_string();
+                crate::io::fs::write_atomic(gate, plan.new.as_bytes())
+                    .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, format!("{path}: {e}")))?;
+                let mut l = PathBuf::new();
+                for entry in &plan.ledger {
+                    l = append_ledger(&self.baselines_dir, entry)?;
+                }
                 Ok(format!("written: {path}; ledger: {}", l.display()))
             }
             Change::Baseline { run, plan } => {
@@ -529,6 +567,20 @@ pub(crate) fn plan(
         let (gate, plan) = (args.gate.clone(), Box::new(plan));
         return Ok(planned(Change::Floor { gate, plan }, held));
     }
+    if !args.limits.is_empty() {
+        let plan_now = || plan_limits(&args.gate, &args.limits, args.limit_headroom_pct, utc);
+        let mut plan = plan_now()?;
+        // As a floor: planned first, then again under the lock from the gate file as the others left it.
+        let held = if args.accept {
+            let l = lock(&args.baselines_dir, &gate_name(), waiting)?;
+            plan = plan_now()?;
+            Some(l)
+        } else {
+            None
+        };
+        let (gate, plan) = (args.gate.clone(), Box::new(plan));
+        return Ok(planned(Change::Limits { gate, plan }, held));
+    }
     if let Some(run) = &args.baseline {
         let plan_now = || {
             plan_baseline(
@@ -554,7 +606,7 @@ pub(crate) fn plan(
     }
     Err(BlessError::new(
         exit::USAGE,
-        "bless needs --baseline or --floor",
+        "bless needs --baseline, --floor or --limits",
     ))
 }
 

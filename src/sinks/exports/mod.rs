@@ -98,7 +98,38 @@ pub fn record_state(r: &Record) -> &'static str {
     }
 }
 
-/// One figure per record (its pair's other figure too, as `<id>::<metric>_theirs`), in the given order.
+/// The footprint figures a record states (`footprint`, docs/records.md), as exported: measure (the registry's
+/// name: `ready_ms`, `serve_rss_peak_mib`, `serve_cpu_ms_per_token`; `model_load_ms` for the load time the serve
+/// logged), unit and value. A figure the record states as `null` (the evidence had none) is left out, never
+/// exported as 0.
+pub fn footprint_figures(r: &Record) -> Vec<(&'static str, &'static str, f64)> {
+    use crate::vocab::Metric;
+    let Some(f) = &r.footprint else {
+        return Vec::new();
+    };
+    let unit = |m: Metric| m.info().unit.name();
+    [
+        (Metric::ReadyMs.name(), unit(Metric::ReadyMs), f.ready_ms),
+        ("model_load_ms", unit(Metric::ReadyMs), f.model_load_ms),
+        (
+            Metric::ServeRssPeak.name(),
+            unit(Metric::ServeRssPeak),
+            f.rss_peak_mib,
+        ),
+        (
+            Metric::ServeCpuPerToken.name(),
+            unit(Metric::ServeCpuPerToken),
+            f.cpu_ms_per_token,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(m, u, v)| v.map(|v| (m, u, v)))
+    .collect()
+}
+
+/// One figure per record (its pair's other figure too, as `<id>::<metric>_theirs`), then the serve's footprint
+/// figures the record states ([`footprint_figures`]: lower is better, one value per run, the record's
+/// state), in the given order.
 pub fn from_records(records: &[Record]) -> Vec<Figure> {
     let mut out = Vec::new();
     for r in records {
@@ -141,6 +172,30 @@ pub fn from_records(records: &[Record]) -> Vec<Figure> {
                 higher_is_better: r.higher_is_better(),
                 state,
                 n: Some((p.other_n as usize, p.other_n as usize)),
+                context: c,
+            });
+        }
+        for (measure, unit, value) in footprint_figures(r) {
+            let mut c = context.clone();
+            c.insert(
+                "of".to_string(),
+                if r.pair.is_some() {
+                    "the serve, median over this side's arms".to_string()
+                } else {
+                    "the serve in the record's run".to_string()
+                },
+            );
+            out.push(Figure {
+                benchmark: r.id.clone(),
+                measure: measure.to_string(),
+                unit: unit.to_string(),
+                value,
+                lower: None,
+                upper: None,
+                bound: None,
+                higher_is_better: false,
+                state: record_state(r).to_string(),
+                n: None,
                 context: c,
             });
         }

@@ -37,10 +37,16 @@ pub fn not_started(ev: &Evidence, what: &str) -> Option<String> {
     })
 }
 
-/// The run's `serve.footprint`, or why there is none.
+/// The run's `serve.footprint`, or why there is none. A `url` serve has one only when the gate named its pid
+/// (`[serve] pid_file`: the runner measured that pid's processes, `Footprint::attached` says which).
 pub fn footprint<'e>(ev: &'e Evidence, what: &str) -> Result<&'e Footprint, String> {
     if let Some(why) = not_started(ev, what) {
-        return Err(why);
+        return match &ev.run.serve.footprint {
+            Some(fp) if fp.attached.is_some() => Ok(fp),
+            _ => Err(format!(
+                "{why} (name its pid in [serve] pid_file for its peak memory and CPU per token)"
+            )),
+        };
     }
     ev.run.serve.footprint.as_ref().ok_or_else(|| {
         format!("no {what}: run.json has no serve.footprint (evidence written before servegate measured the serve's footprint, or the serve never started)")
@@ -139,6 +145,74 @@ pub fn cpu_per_token(ev: &Evidence) -> Result<CpuPerToken, String> {
         lo: (w.cpu_ms - slack).max(0.0) / t,
         hi: (w.cpu_ms + slack) / t,
     })
+}
+
+/// The model-load time the serve logged, ms: the first line of `serve.log` that `re` (the gate's
+/// `[assert.ready] load_log`) matches, its named group `ms` as milliseconds or `s` as seconds (× 1000); terminal
+/// escapes (`ESC [ ... letter`) are stripped from each line before matching. Or why there is none: no
+/// pattern, a `url` serve without a log of its own, no `serve.log`, no matching line (the log cut on disk
+/// said so), or a match whose group is not a non-negative number (its line named).
+pub fn model_load_ms(ev: &Evidence, re: Option<&regex::Regex>) -> Result<f64, String> {
+    let Some(re) = re else {
+        return Err("no model-load time: the gate names no [assert.ready] load_log pattern".into());
+    };
+    let Some(log) = ev.serve_log.as_deref() else {
+        return Err(format!(
+            "no model-load time: no serve.log in the evidence to read /{}/ from",
+            shown(re.as_str())
+        ));
+    };
+    for (i, line) in log.lines().enumerate() {
+        let line = strip_csi(line);
+        let Some(c) = re.captures(&line) else {
+            continue;
+        };
+        let (text, scale) = match (c.name("ms"), c.name("s")) {
+            (Some(m), _) => (m.as_str(), 1.0),
+            (None, Some(s)) => (s.as_str(), 1000.0),
+            (None, None) => continue,
+        };
+        return match text.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(v * scale),
+            _ => Err(format!(
+                "no model-load time: serve.log line {} matches /{}/ but its time {} is not a number of {}",
+                i + 1,
+                shown(re.as_str()),
+                shown(text),
+                if scale == 1.0 { "ms" } else { "s" }
+            )),
+        };
+    }
+    let cut = if log.contains(crate::evidence::SERVE_LOG_CUT_MARK) {
+        " (serve.log was cut on disk: the line may have been in the part dropped)"
+    } else {
+        ""
+    };
+    Err(format!(
+        "no model-load time: no line of serve.log matches /{}/{cut}",
+        shown(re.as_str())
+    ))
+}
+
+/// `line` without its terminal control sequences (`ESC [ params letter`, a lone ESC dropped).
+fn strip_csi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'[') {
+            chars.next();
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The run's value of a per-run footprint metric ([`Metric::per_run`]), or why it has none (and for any other metric:

@@ -40,6 +40,12 @@ pub struct Footprint {
     /// Why there is no CPU window, or None.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_unavailable: Option<String>,
+    /// For a `url` serve (not started by servegate) measured through its `[serve] pid_file`: which pid, from
+    /// which file (`pid 4242 from [serve] pid_file /run/serve.pid`), or why none was measured (then the
+    /// figures are absent and `rss_unavailable` / `cpu_unavailable` say the same). None for a serve servegate
+    /// started; outside text (the file's content) escaped wherever printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached: Option<String>,
 }
 
 /// One process a footprint covers.

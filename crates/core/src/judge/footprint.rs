@@ -60,10 +60,19 @@ fn missing(kind: AssertionKind, why: String) -> Verdict {
 fn judge_ready(gate: &GateSpec, evidence: &Evidence) -> Verdict {
     let kind = AssertionKind::Ready;
     let m = Metric::ReadyMs;
-    let limit = gate.assertions.ready.as_ref().map_or(0.0, |r| r.limit_ms);
+    let ready = gate.assertions.ready.as_ref();
+    let limit = ready.map_or(0.0, |r| r.limit_ms);
+    // The model-load time the serve logged, beside the outside figure (only when the gate names a pattern).
+    let logged = match ready.and_then(|r| r.load_log.as_ref()) {
+        None => String::new(),
+        Some(re) => match fp::model_load_ms(evidence, Some(re)) {
+            Ok(v) => format!("; the serve logged model load {} ms", fmt(m, v)),
+            Err(why) => format!("; {why}"),
+        },
+    };
     let ms = match fp::ready_ms(evidence) {
         Ok(ms) => ms,
-        Err(why) => return missing(kind, why),
+        Err(why) => return missing(kind, format!("{why}{logged}")),
     };
     let outcome = if ms <= limit {
         Outcome::Pass
@@ -75,7 +84,7 @@ fn judge_ready(gate: &GateSpec, evidence: &Evidence) -> Verdict {
         kind,
         outcome,
         format!(
-            "{} ms from spawn to the first 200 on the ready path (limit {}; {changes} readiness state change(s); n=1 of 1 start)",
+            "{} ms from spawn to the first 200 on the ready path (limit {}; {changes} readiness state change(s); n=1 of 1 start){logged}",
             fmt(m, ms),
             fmt(m, limit)
         ),
@@ -141,10 +150,14 @@ fn judge_memory(gate: &GateSpec, evidence: &Evidence) -> Verdict {
         kind,
         outcome,
         format!(
-            "peak {} MiB (limit {}; {bound}{between}; processes: {}; {} samples every {} ms; n=1 of 1 run)",
+            "peak {} MiB (limit {}; {bound}{between}; processes: {}{}; {} samples every {} ms; n=1 of 1 run)",
             fmt(m, peak),
             fmt(m, limit),
             processes(f),
+            f.attached
+                .as_deref()
+                .map(|a| format!(" ({}, a url serve)", shown(a)))
+                .unwrap_or_default(),
             f.samples,
             f.sample_every_ms
         ),

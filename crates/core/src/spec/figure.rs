@@ -79,12 +79,28 @@ impl Validator<'_> {
 
     /// `[assert.ready]`: a limit > 0, ms.
     pub(super) fn ready(&self, r: &RawReady) -> Result<ReadyAssert, SpecError> {
+        let load_log = match &r.load_log {
+            None => None,
+            Some(p) => {
+                let re = self.regex(p, "assert.ready.load_log")?;
+                let mut names = re.capture_names().flatten();
+                if !names.any(|n| n == "ms" || n == "s") {
+                    return Err(self.err(
+                        p.span(),
+                        "assert.ready.load_log",
+                        "the regex needs a named group `(?P<ms>...)` (milliseconds) or `(?P<s>...)` (seconds) holding the model-load time the serve logs",
+                    ));
+                }
+                Some(re)
+            }
+        };
         Ok(ReadyAssert {
             limit_ms: self.positive(
                 &r.limit_ms,
                 "assert.ready.limit_ms",
                 Metric::ReadyMs.info().unit.name(),
             )?,
+            load_log,
         })
     }
 

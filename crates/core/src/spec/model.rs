@@ -139,6 +139,11 @@ pub struct ServeSpec {
     pub expect_model: Option<String>,
     /// For `url` serves: a log file of the serve to copy into the evidence for `route`.
     pub log_file: Option<PathBuf>,
+    /// For `url` serves: a file holding the serve's pid (one decimal number, as daemons and systemd's
+    /// `PIDFile=` write it), read once the serve is ready. The runner measures the footprint of that process,
+    /// its process group (when it leads one) and its descendants, as it does for a serve it starts (peak
+    /// memory, CPU per token; never the start-up time, which it did not see): `run.json` `serve.footprint`.
+    pub pid_file: Option<PathBuf>,
     /// Name of an environment variable holding an API key, sent as `Authorization: Bearer <key>`. The key
     /// itself is never written anywhere (evidence, logs, JUnit, records, messages).
     pub api_key_env: Option<String>,
@@ -249,10 +254,15 @@ pub struct TpotAssert {
 
 /// `[assert.ready]`: the serve's start-up time (`run.json` `serve.ready_ms`: spawn to the first 200 on its
 /// ready path) at most a limit.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ReadyAssert {
     /// Limit, ms, > 0.
     pub limit_ms: f64,
+    /// `load_log`: the model-load time the serve itself logs, read from the first line of `serve.log` the
+    /// regex matches, in a named group `ms` (milliseconds) or `s` (seconds) (vLLM's `Loading weights took
+    /// (?P<s>[\d.]+) seconds`, llama.cpp's `load time = +(?P<ms>[\d.]+) ms`): a figure shown beside
+    /// `ready_ms` (`analysis::footprint::model_load_ms`), not bounded. None when the gate names none.
+    pub load_log: Option<Regex>,
 }
 
 /// `[assert.memory]`: the serve's peak resident memory over its processes (`serve.footprint.rss_peak_mib`)

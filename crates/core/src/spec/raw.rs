@@ -121,6 +121,8 @@ pub(super) struct RawServe {
     #[serde(default)]
     pub(super) log_file: Option<String>,
     #[serde(default)]
+    pub(super) pid_file: Option<String>,
+    #[serde(default)]
     pub(super) api_key_env: Option<String>,
 }
 
@@ -229,6 +231,8 @@ pub(super) struct RawTpot {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawReady {
     pub(super) limit_ms: Spanned<f64>,
+    #[serde(default)]
+    pub(super) load_log: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -114,8 +114,25 @@ impl Validator<'_> {
                 )?)),
                 None => None,
             },
+            pid_file: match &s.pid_file {
+                Some(f) => Some(PathBuf::from(self.expand(
+                    f,
+                    0..0,
+                    "serve.pid_file",
+                    false,
+                )?)),
+                None => None,
+            },
             api_key_env: s.api_key_env.clone(),
         };
+        if let Some(f) = &serve.pid_file {
+            if f.as_os_str().is_empty() {
+                return Err(self.err(0..0, "serve.pid_file", "must not be empty"));
+            }
+            if matches!(serve.mode, ServeMode::Command(_)) {
+                return Err(self.err(0..0, "serve.pid_file", "is for `url` serves only: the footprint of a serve the runner starts is its own process group's"));
+            }
+        }
         if let Some(f) = &serve.log_file {
             if f.as_os_str().is_empty() {
                 return Err(self.err(0..0, "serve.log_file", "must not be empty"));

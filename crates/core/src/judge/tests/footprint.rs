@@ -45,6 +45,7 @@ fn ev() -> Evidence {
             runqueue: None,
         }),
         cpu_unavailable: None,
+        attached: None,
     });
     e
 }
@@ -538,4 +539,109 @@ fn each_request_gets_its_own_hold_back_when_the_evidence_has_it() {
     let r = find(&judge(&fp_gate(TIGHT), &e), "rate").clone();
     assert_eq!(r.outcome, Outcome::Fail, "{}", r.message);
     assert!(r.message.contains("yet the serve's own"), "{}", r.message);
+}
+
+#[test]
+fn the_model_load_time_the_serve_logs_stands_beside_ready_ms_or_says_why_not() {
+    // vLLM's line (s) and llama.cpp's (ms, coloured): the first matching line, its group scaled to ms.
+    let vllm = "[assert.ready]\nlimit_ms = 1000\nload_log = 'Loading weights took (?P<s>[0-9.]+) seconds'\n";
+    let mut e = ev();
+    e.serve_log = Some(
+        "INFO start\n(Worker pid=3) INFO Loading weights took 1.82 seconds\nLoading weights took 9 seconds\n"
+            .into(),
+    );
+    let r = find(&judge(&fp_gate(vllm), &e), "ready").clone();
+    assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
+    assert_eq!(r.median, Some(850.0), "the judged figure stays ready_ms");
+    assert!(
+        r.message.contains("the serve logged model load 1820 ms"),
+        "{}",
+        r.message
+    );
+    let re = regex::Regex::new(r"load time = +(?P<ms>[0-9.]+) ms").unwrap();
+    e.serve_log = Some(
+        "\u{1b}[32mllama_perf_context_print:        load time =       0.49 ms\u{1b}[0m\n".into(),
+    );
+    assert_eq!(
+        crate::analysis::footprint::model_load_ms(&e, Some(&re)),
+        Ok(0.49)
+    );
+    // No matching line, no log, a non-number, no pattern: the reason, never 0.
+    e.serve_log = Some("nothing here\n".into());
+    let r = find(&judge(&fp_gate(vllm), &e), "ready").clone();
+    assert!(
+        r.message
+            .contains("no model-load time: no line of serve.log matches"),
+        "{}",
+        r.message
+    );
+    e.serve_log = None;
+    let why = crate::analysis::footprint::model_load_ms(&e, Some(&re)).unwrap_err();
+    assert!(why.contains("no serve.log"), "{why}");
+    let bad = regex::Regex::new(r"took (?P<s>\S+) seconds").unwrap();
+    e.serve_log = Some("took 1.2.3 seconds\n".into());
+    let why = crate::analysis::footprint::model_load_ms(&e, Some(&bad)).unwrap_err();
+    assert!(
+        why.contains("line 1") && why.contains("not a number"),
+        "{why}"
+    );
+    let why = crate::analysis::footprint::model_load_ms(&e, None).unwrap_err();
+    assert!(why.contains("names no [assert.ready] load_log"), "{why}");
+    // Without the named group the gate is refused at its key.
+    let t = "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]\n[assert.ready]\nlimit_ms = 10\nload_log = 'took ([0-9.]+) seconds'\n";
+    let ctx = crate::spec::Context {
+        gate_dir: "/g".into(),
+        cache: "/c".into(),
+        home: None,
+    };
+    let e = crate::spec::parse(std::path::Path::new("g.toml"), t, &ctx)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("assert.ready.load_log") && e.contains("g.toml:11"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_url_serve_measured_through_its_pid_file_has_memory_and_cpu_but_no_start_up_time() {
+    let mut e = ev();
+    e.run.serve.mode = "url".into();
+    e.run.serve.base_url = "http://127.0.0.1:8080".into();
+    e.run.serve.footprint.as_mut().unwrap().attached =
+        Some("pid 10 from [serve] pid_file /run/srv.pid".into());
+    let v = judge(&fp_gate(ALL), &e);
+    let m = find(&v, "memory");
+    assert_eq!(m.outcome, Outcome::Pass, "{}", m.message);
+    assert!(
+        m.message
+            .contains("(pid 10 from [serve] pid_file /run/srv.pid, a url serve)"),
+        "{}",
+        m.message
+    );
+    assert_eq!(find(&v, "cpu").median, Some(10.0));
+    let r = find(&v, "ready");
+    assert_eq!(r.outcome, Outcome::Indeterminate, "{}", r.message);
+    // Without a pid file the trials say how to get the figures.
+    e.run.serve.footprint = None;
+    let m = find(&judge(&fp_gate(ALL), &e), "memory").clone();
+    assert!(
+        m.message.contains("name its pid in [serve] pid_file"),
+        "{}",
+        m.message
+    );
+    // pid_file is for url serves only, refused at its key for a started one.
+    let t = "[gate]\nname = \"g\"\n[serve]\ncommand = [\"srv\", \"{port}\"]\npid_file = \"/run/x.pid\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"p\"]\n[assert.content]\n";
+    let ctx = crate::spec::Context {
+        gate_dir: "/g".into(),
+        cache: "/c".into(),
+        home: None,
+    };
+    let err = crate::spec::parse(std::path::Path::new("g.toml"), t, &ctx)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("serve.pid_file") && err.contains("url"),
+        "{err}"
+    );
 }
