@@ -2,6 +2,7 @@
 
 mod contract;
 mod detect;
+pub mod init;
 pub mod harness;
 mod lifecycle;
 pub mod load;
