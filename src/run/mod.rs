@@ -2,8 +2,8 @@
 
 mod contract;
 mod detect;
-pub mod init;
 pub mod harness;
+pub mod init;
 mod lifecycle;
 pub mod load;
 mod pair;

@@ -34,6 +34,7 @@ mod check;
 mod conformance;
 mod coverage;
 mod export;
+mod init;
 mod inspect;
 mod judge;
 mod leaderboard;
@@ -107,6 +108,11 @@ enum Cmd {
         #[command(flatten)]
         outputs: OutputFlags,
     },
+    /// Write a first gate for a serve: probe it (--url URL [--log FILE], or start `-- COMMAND` with {port}),
+    /// detect its engine, send one short measured round, and write a commented gate whose floor and
+    /// first-token limit come from that round by bless's rule (docs/getting-started.md). Never overwrites
+    /// without --force; writes nothing when it cannot make a gate that proves something.
+    Init(init::InitCmd),
     /// Validate gate specs without running anything.
     Check {
         /// Gate files.
@@ -296,6 +302,7 @@ fn main() -> ExitCode {
             judge::cmd_judge(&run_dir, gate, &outputs)
         }
         Cmd::Check { gates } => check::cmd_check(&gates),
+        Cmd::Init(args) => init::cli(&args),
         Cmd::Inspect {
             file,
             model,

@@ -122,7 +122,10 @@ pub fn init(o: &InitOptions, progress: &mut dyn FnMut(&str)) -> Result<InitRepor
         ));
     }
     let stamp = crate::evidence::stamp_utc();
-    let own_dir = o.runs.join(format!("{}-init", o.name)).join(format!("serve-{stamp}"));
+    let own_dir = o
+        .runs
+        .join(format!("{}-init", o.name))
+        .join(format!("serve-{stamp}"));
     // The serve: reached, or started here (and stopped when `started` drops, on every path).
     let (base_url, log_path, mut started) = match &o.target {
         InitTarget::Url { url, log } => {
@@ -131,7 +134,10 @@ pub fn init(o: &InitOptions, progress: &mut dyn FnMut(&str)) -> Result<InitRepor
                 return Err(fail(
                     &rep,
                     exit::USAGE,
-                    format!("--url {}: expected http://HOST:PORT", crate::text::shown(&url)),
+                    format!(
+                        "--url {}: expected http://HOST:PORT",
+                        crate::text::shown(&url)
+                    ),
                 ));
             }
             if let Some(l) = log {
@@ -146,7 +152,9 @@ pub fn init(o: &InitOptions, progress: &mut dyn FnMut(&str)) -> Result<InitRepor
                     ));
                 }
             }
-            let log = log.as_ref().map(|l| std::path::absolute(l).unwrap_or(l.clone()));
+            let log = log
+                .as_ref()
+                .map(|l| std::path::absolute(l).unwrap_or(l.clone()));
             (url, log, None)
         }
         InitTarget::Command(argv) => {
@@ -155,14 +163,25 @@ pub fn init(o: &InitOptions, progress: &mut dyn FnMut(&str)) -> Result<InitRepor
             (s.base_url(), Some(log), Some(s))
         }
     };
-    let result = measure_and_write(o, &base_url, log_path.as_deref(), &mut started, &mut rep, progress);
+    let result = measure_and_write(
+        o,
+        &base_url,
+        log_path.as_deref(),
+        &mut started,
+        &mut rep,
+        progress,
+    );
     if let Some(s) = started.take() {
         let stop = s.stop();
         progress(&format!(
             "serve stopped ({}, {:.0} ms{})",
             stop.exit.as_deref().unwrap_or("exit not observed"),
             stop.stop_ms,
-            if stop.escalated_to_kill { ", SIGKILL needed" } else { "" }
+            if stop.escalated_to_kill {
+                ", SIGKILL needed"
+            } else {
+                ""
+            }
         ));
     }
     result.map(|()| rep)
@@ -187,13 +206,17 @@ fn start(
     // The command as the gate will hold it, expanded by the spec's own rules.
     let words: Vec<String> = argv.iter().map(|a| render::toml_str(a)).collect();
     let probe_gate = format!(
-        "[gate]\nname = \"init\"\n[serve]\ncommand = [{}]\n[request]\nmodel = \"init\"\nmax_tokens = 1\nprompts = [\"x\"]\n",
+        "[gate]\nname = \"init\"\n[serve]\ncommand = [{}]\n[request]\nmodel = \"init\"\nmax_tokens = 1\nprompts = [\"x\"]\n[assert.content]\n",
         words.join(", ")
     );
     let gate = crate::spec::parse(&o.out, &probe_gate, &crate::spec::Context::for_file(&o.out))
         .map_err(|e| fail(rep, exit::SPEC_INVALID, format!("the command: {e}")))?;
     let crate::spec::ServeMode::Command(expanded) = &gate.serve.mode else {
-        return Err(fail(rep, exit::SPEC_INVALID, "the command did not read back as one"));
+        return Err(fail(
+            rep,
+            exit::SPEC_INVALID,
+            "the command did not read back as one",
+        ));
     };
     let host = gate.serve.host.clone();
     let port = crate::io::port::free_port(&host)
@@ -214,7 +237,10 @@ fn start(
         fail(
             rep,
             exit::SERVE_NOT_READY,
-            format!("the serve did not start: {}", crate::text::shown(&e.to_string())),
+            format!(
+                "the serve did not start: {}",
+                crate::text::shown(&e.to_string())
+            ),
         )
     })?;
     match s.wait_ready() {
@@ -318,15 +344,24 @@ fn measure_and_write(
         (Some(m), _) => m.clone(),
         (None, [one]) => one.clone(),
         (None, []) => {
-            rep.missing.push("a model name: /v1/models lists none (a serve that loads on the first request?)".into());
-            return Err(fail(rep, exit::USAGE, "/v1/models lists no model: pass --model NAME"));
+            rep.missing.push(
+                "a model name: /v1/models lists none (a serve that loads on the first request?)"
+                    .into(),
+            );
+            return Err(fail(
+                rep,
+                exit::USAGE,
+                "/v1/models lists no model: pass --model NAME",
+            ));
         }
         (None, many) => {
-            rep.missing.push(format!(
-                "one model name: /v1/models lists {}",
-                many.len()
+            rep.missing
+                .push(format!("one model name: /v1/models lists {}", many.len()));
+            return Err(fail(
+                rep,
+                exit::USAGE,
+                "/v1/models lists several models: pass --model NAME",
             ));
-            return Err(fail(rep, exit::USAGE, "/v1/models lists several models: pass --model NAME"));
         }
     };
     let detection = crate::spec::detect::detect(&says);
@@ -339,10 +374,8 @@ fn measure_and_write(
             .push(format!("a known engine ({ev_text}): generic defaults used")),
     }
     if let Some((v, src)) = crate::spec::detect::serve_version(engine, &says) {
-        rep.found.push(format!(
-            "version {} (from {src})",
-            crate::text::shown(&v)
-        ));
+        rep.found
+            .push(format!("version {} (from {src})", crate::text::shown(&v)));
     }
     let profile = engine.map(Engine::profile);
     let health_ok = matches!(health, Ok((200, _)));
@@ -369,7 +402,10 @@ fn measure_and_write(
         model: model.clone(),
         max_tokens: o.max_tokens,
         repeats: o.repeats,
-        greedy: profile.as_ref().map(|p| p.greedy_fields.to_vec()).unwrap_or_default(),
+        greedy: profile
+            .as_ref()
+            .map(|p| p.greedy_fields.to_vec())
+            .unwrap_or_default(),
         route: Vec::new(),
         route_notes: Vec::new(),
         floor: None,
@@ -388,7 +424,13 @@ fn measure_and_write(
     let text = render::measuring_text(&measuring);
     let mgate_path = o.runs.join(format!("{}-init.toml", o.name));
     let mgate = crate::spec::parse(&mgate_path, &text, &crate::spec::Context::for_file(&o.out))
-        .map_err(|e| fail(rep, exit::SPEC_INVALID, format!("the measuring gate would not read: {e}")))?;
+        .map_err(|e| {
+            fail(
+                rep,
+                exit::SPEC_INVALID,
+                format!("the measuring gate would not read: {e}"),
+            )
+        })?;
     progress(&format!(
         "measuring: {} requests of max_tokens {} to {} (1 warmup, {} timed, {} known-answer, then the contract checks {})",
         1 + (o.repeats as usize) * (render::TIMED_PROMPTS.len() + 1),
@@ -407,7 +449,8 @@ fn measure_and_write(
         crate::text::shown(&outcome.dir.display().to_string())
     ));
     if let Some(f) = &outcome.summary.serve.failure {
-        rep.missing.push(format!("a whole measured round: {}", crate::text::shown(f)));
+        rep.missing
+            .push(format!("a whole measured round: {}", crate::text::shown(f)));
         return Err(fail(
             rep,
             exit::ASSERTION_FAILED,
@@ -419,7 +462,10 @@ fn measure_and_write(
             return Err(fail(
                 rep,
                 exit::ASSERTION_FAILED,
-                format!("the serve died during the measured round: {}", crate::text::shown(&e.to_string())),
+                format!(
+                    "the serve died during the measured round: {}",
+                    crate::text::shown(&e.to_string())
+                ),
             ));
         }
     }
@@ -478,7 +524,12 @@ fn measure_and_write(
             return Err(fail(
                 rep,
                 exit::ASSERTION_FAILED,
-                format!("no rate floor from the measured round: {e} ({})", verdict(AssertionKind::Rate).map(|v| v.message.as_str()).unwrap_or("")),
+                format!(
+                    "no rate floor from the measured round: {e} ({})",
+                    verdict(AssertionKind::Rate)
+                        .map(|v| v.message.as_str())
+                        .unwrap_or("")
+                ),
             ));
         }
     }
@@ -527,14 +578,19 @@ fn measure_and_write(
         }
     }
     if !draft.contract.is_empty() {
-        rep.found.push(format!("contract checks passed: {}", draft.contract.join(", ")));
+        rep.found.push(format!(
+            "contract checks passed: {}",
+            draft.contract.join(", ")
+        ));
         draft.contract_notes.push(format!(
             "The contract checks that passed in the measured round (of {}; docs/contract.md lists the rest: tools, stop, cancel...).",
             render::CHEAP_CHECKS.join(", ")
         ));
     }
     for l in lacking {
-        draft.contract_notes.push(format!("not expected, as measured: {l}"));
+        draft
+            .contract_notes
+            .push(format!("not expected, as measured: {l}"));
         rep.missing.push(format!("contract: {l}"));
     }
 
@@ -546,14 +602,16 @@ fn measure_and_write(
         }
         (InitTarget::Url { .. }, Some(_)) => Some(
             String::from_utf8_lossy(
-                &std::fs::read(outcome.dir.join(crate::evidence::layout::SERVE_LOG)).unwrap_or_default(),
+                &std::fs::read(outcome.dir.join(crate::evidence::layout::SERVE_LOG))
+                    .unwrap_or_default(),
             )
             .into_owned(),
         ),
     };
     match &seen {
         None => {
-            rep.missing.push("the route: no log (pass --log FILE, the file the serve prints to)".into());
+            rep.missing
+                .push("the route: no log (pass --log FILE, the file the serve prints to)".into());
             draft.route_notes.push("No [assert.route]: init was given no log. The route is not proven until `log_file` and [assert.route] say it (docs/gate-format.md).".into());
         }
         Some(text) => {
@@ -573,7 +631,9 @@ fn measure_and_write(
                     )
                 };
                 rep.missing.push(format!("the route: {what}"));
-                draft.route_notes.push(format!("No [assert.route]: {what}."));
+                draft
+                    .route_notes
+                    .push(format!("No [assert.route]: {what}."));
             } else {
                 rep.found.push(format!(
                     "route candidates: {}",
@@ -598,9 +658,15 @@ fn measure_and_write(
     // The gate: written, read back, then written to disk.
     draft.found = rep.found.clone();
     let text = render::gate_text(&draft);
-    let gate = crate::spec::parse(&o.out, &text, &crate::spec::Context::for_file(&o.out)).map_err(|e| {
-        fail(rep, exit::SPEC_INVALID, format!("the gate init made would not read back (a bug; not written): {e}"))
-    })?;
+    let gate = crate::spec::parse(&o.out, &text, &crate::spec::Context::for_file(&o.out)).map_err(
+        |e| {
+            fail(
+                rep,
+                exit::SPEC_INVALID,
+                format!("the gate init made would not read back (a bug; not written): {e}"),
+            )
+        },
+    )?;
     if gate.request.served_model != model {
         return Err(fail(
             rep,
@@ -618,8 +684,19 @@ fn measure_and_write(
         crate::io::fs::write_new(&o.out, text.as_bytes())
     };
     written.map_err(|e| {
-        let code = if e.kind() == std::io::ErrorKind::AlreadyExists { exit::USAGE } else { exit::EVIDENCE_ERROR };
-        fail(rep, code, format!("{}: {e} (nothing written)", crate::text::shown(&o.out.display().to_string())))
+        let code = if e.kind() == std::io::ErrorKind::AlreadyExists {
+            exit::USAGE
+        } else {
+            exit::EVIDENCE_ERROR
+        };
+        fail(
+            rep,
+            code,
+            format!(
+                "{}: {e} (nothing written)",
+                crate::text::shown(&o.out.display().to_string())
+            ),
+        )
     })?;
     rep.written = Some(o.out.clone());
     Ok(())

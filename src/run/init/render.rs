@@ -19,7 +19,8 @@ pub(crate) const KNOWN_PROMPT: &str = "What is the capital of France? Answer in 
 /// The known answer, a regex.
 pub(crate) const KNOWN_REGEX: &str = r"(?i)\bparis\b";
 /// The cheap `[contract]` checks the measured round tries (a few short requests each, docs/contract.md).
-pub(crate) const CHEAP_CHECKS: [&str; 5] = ["shape", "max_tokens", "usage", "stream_parity", "models"];
+pub(crate) const CHEAP_CHECKS: [&str; 5] =
+    ["shape", "max_tokens", "usage", "stream_parity", "models"];
 
 /// `s` as a TOML basic string: `"` and `\` escaped, every control or invisible character as `\uXXXX` (or
 /// `\UXXXXXXXX`), so the value round-trips byte for byte and the line holds no raw control byte.
@@ -42,6 +43,18 @@ pub(crate) fn toml_str(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// A regex as TOML: a literal string (`'...'`, no escapes to read) when it holds no `'` and no control or
+/// invisible character, else [`toml_str`].
+pub(crate) fn toml_regex(s: &str) -> String {
+    if s.chars()
+        .any(|c| c == '\'' || c.is_control() || crate::text::is_unsafe(c))
+    {
+        toml_str(s)
+    } else {
+        format!("'{s}'")
+    }
 }
 
 /// `s` with `{` and `}` doubled: a literal value in a string whose placeholders expand (`request.model`,
@@ -158,7 +171,9 @@ fn request_block(out: &mut String, d: &Draft, warmup_requests: u32) {
         "max_tokens = {}          # every timed reply decodes this many tokens at most",
         d.max_tokens
     );
-    out.push_str("temperature = 0          # greedy: the known answer is the same text every time\n");
+    out.push_str(
+        "temperature = 0          # greedy: the known answer is the same text every time\n",
+    );
     out.push_str("stream = true\n");
     let _ = writeln!(
         out,
@@ -197,7 +212,11 @@ pub(crate) fn measuring_text(d: &Draft) -> String {
     out.push_str(&comment(
         "servegate init: the measured round (its values derive the gate's bounds; these bounds decide nothing)",
     ));
-    let _ = writeln!(out, "[gate]\nname = {}\n", toml_str(&format!("{}-init", d.name)));
+    let _ = writeln!(
+        out,
+        "[gate]\nname = {}\n",
+        toml_str(&format!("{}-init", d.name))
+    );
     serve_block(&mut out, d, 600);
     request_block(&mut out, d, 1);
     out.push_str("[assert.rate]\nfloor_tok_s = 0.001\n\n[assert.first_token]\nlimit_ms = 1e9\n\n");
@@ -206,7 +225,7 @@ pub(crate) fn measuring_text(d: &Draft) -> String {
         out,
         "[assert.known_answer]\nprompt = {}\nmatches = {}\nidentical = true\nuntimed = true\n",
         toml_str(KNOWN_PROMPT),
-        toml_str(KNOWN_REGEX)
+        toml_regex(KNOWN_REGEX)
     );
     let checks: Vec<String> = CHEAP_CHECKS.iter().map(|c| toml_str(c)).collect();
     let _ = writeln!(out, "[contract]\nmay_lack = [{}]", checks.join(", "));
@@ -251,7 +270,7 @@ pub(crate) fn gate_text(d: &Draft) -> String {
                 "from serve.log line {} ({}): {:?}",
                 best.line_no, best.why, best.line
             )));
-            let _ = writeln!(out, "fast = {}", toml_str(&best.regex));
+            let _ = writeln!(out, "fast = {}", toml_regex(&best.regex));
             out.push_str(&comment(
                 "Tighten: keep only what names the fast route, and add `slow = '...'`, a line only the slow route prints.",
             ));
@@ -260,7 +279,7 @@ pub(crate) fn gate_text(d: &Draft) -> String {
                     "other candidate, serve.log line {} ({}): {:?}",
                     c.line_no, c.why, c.line
                 )));
-                out.push_str(&comment(&format!("fast = {}", toml_str(&c.regex))));
+                out.push_str(&comment(&format!("fast = {}", toml_regex(&c.regex))));
             }
             out.push('\n');
         }
@@ -281,14 +300,16 @@ pub(crate) fn gate_text(d: &Draft) -> String {
         }
         let _ = writeln!(out, "limit_ms = {}\n", toml_edit::Value::from(*limit));
     }
-    out.push_str("[assert.content]         # no error, not truncated, not empty, not degenerate\n\n");
+    out.push_str(
+        "[assert.content]         # no error, not truncated, not empty, not degenerate\n\n",
+    );
     match &d.known_answer {
         Ok(()) => {
             let _ = writeln!(
                 out,
                 "[assert.known_answer]\nprompt = {}\nmatches = {}\nidentical = true         # greedy: every repeat the same text\nuntimed = true           # asked for its answer only; never timed\n",
                 toml_str(KNOWN_PROMPT),
-                toml_str(KNOWN_REGEX)
+                toml_regex(KNOWN_REGEX)
             );
         }
         Err(said) => {
@@ -322,6 +343,10 @@ mod tests {
         assert!(!text[..text.len() - 1].contains('\n'), "{text}");
         let v: toml::Value = toml::from_str(&text).unwrap();
         assert_eq!(v["v"].as_str(), Some(s));
+        for r in [r"a\d+ 'b'", r"(?i)\bparis\b"] {
+            let v: toml::Value = toml::from_str(&format!("v = {}\n", toml_regex(r))).unwrap();
+            assert_eq!(v["v"].as_str(), Some(r));
+        }
     }
 
     #[test]

@@ -157,7 +157,8 @@ mod tests {
 
     #[test]
     fn a_llama_cpp_system_info_line_keeps_its_thread_count_and_cpu_flags() {
-        let line = "system_info: n_threads = 1 (n_threads_batch = 1) / 2 | CPU : SSE3 = 1 | AVX2 = 1 | ";
+        let line =
+            "system_info: n_threads = 1 (n_threads_batch = 1) / 2 | CPU : SSE3 = 1 | AVX2 = 1 | ";
         let re = regex_for(line).unwrap();
         assert!(re.contains("n_threads = 1"), "{re}");
         assert!(re.contains("AVX2 = 1"), "{re}");
