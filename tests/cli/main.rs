@@ -23,6 +23,7 @@ mod footprint;
 mod github;
 mod harness_output;
 mod hold;
+mod init;
 mod inspect;
 mod interruption;
 mod judge;
