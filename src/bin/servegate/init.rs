@@ -39,6 +39,10 @@ pub struct InitCmd {
     /// Write the gate without [assert.route] when the log names no route (the gate says so).
     #[arg(long)]
     pub no_route: bool,
+    /// Headroom of the floor below the measured median's lower bound (and of the first-token limit above its
+    /// upper bound), percent: bless's one-run rule, with room for a shared machine's load to change.
+    #[arg(long, default_value_t = init::DEFAULT_HEADROOM_PCT)]
+    pub headroom_pct: f64,
     /// Evidence root of the measured round (default $SERVEGATE_RUNS or target/servegate/runs).
     #[arg(long, value_name = "DIR")]
     pub runs: Option<PathBuf>,
@@ -91,6 +95,7 @@ pub fn cli(cmd: &InitCmd) -> i32 {
         max_tokens: cmd.max_tokens,
         repeats: cmd.repeats,
         no_route: cmd.no_route,
+        headroom_pct: cmd.headroom_pct,
         runs: cmd
             .runs
             .clone()
