@@ -652,6 +652,20 @@ fn measure_and_write(
                     .route_notes
                     .push(format!("No [assert.route]: {what}."));
             } else {
+                let known = |c: &route_lines::Candidate| c.why.ends_with("profile's route line");
+                if !draft.route.iter().any(known) {
+                    let startup = route_lines::candidates(&log_now, profile.as_ref());
+                    if let Some(s) = startup.iter().find(|c| known(c)) {
+                        draft.route_notes.push(format!(
+                            "The log names the route at start-up (line {}: {:?}), but a url gate reads only the lines written during its run: start the serve with `servegate init -- COMMAND` (a command gate reads its whole log) to prove the route by that line.",
+                            s.line_no, s.line
+                        ));
+                    }
+                    draft.route_notes.push(
+                        "The candidates below were picked by their words, not by an engine profile: make sure the line you keep names the route (device, backend, threads), not only that the serve worked."
+                            .into(),
+                    );
+                }
                 rep.found.push(format!(
                     "route candidates: {}",
                     draft
