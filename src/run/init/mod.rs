@@ -100,14 +100,14 @@ pub struct InitError {
     /// serve answered, 1 the serve answered but its replies or log cannot make a gate, 5 evidence I/O.
     pub code: i32,
     /// What was found and what was not.
-    pub report: InitReport,
+    pub report: Box<InitReport>,
 }
 
 fn fail(report: &InitReport, code: i32, message: impl Into<String>) -> InitError {
     InitError {
         message: message.into(),
         code,
-        report: report.clone(),
+        report: Box::new(report.clone()),
     }
 }
 
@@ -291,6 +291,30 @@ fn measure_and_write(
     rep: &mut InitReport,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), InitError> {
+    let (mut draft, profile, log_now) = probe(o, base_url, log_path, rep)?;
+    let outcome = measure(o, base_url, log_path, started, &draft, rep, progress)?;
+    derive(o, &outcome, &mut draft, rep)?;
+    route(
+        o,
+        log_path,
+        &log_now,
+        &outcome,
+        profile.as_ref(),
+        &mut draft,
+        rep,
+    )?;
+    write(o, &mut draft, rep)
+}
+
+/// What the serve says about itself (the runner's own questions, `/health` besides) as the draft of the gate
+/// to write: its serve block, engine, ready path, model and greedy fields. Also returns the engine's profile
+/// and the serve's log so far. Errors: nothing answers, no OpenAI model list, no one model name.
+fn probe(
+    o: &InitOptions,
+    base_url: &str,
+    log_path: Option<&Path>,
+    rep: &mut InitReport,
+) -> Result<(Draft, Option<crate::spec::profile::Profile>, String), InitError> {
     let http = client::probe_client().map_err(|e| fail(rep, exit::SERVE_NOT_READY, e))?;
     let t = Duration::from_secs(5);
     let health = client::get(&http, base_url, "/health", t);
@@ -405,13 +429,13 @@ fn measure_and_write(
         },
         InitTarget::Command(argv) => ServeBlock::Command(argv.clone()),
     };
-    let mut draft = Draft {
+    let draft = Draft {
         name: o.name.clone(),
         found: Vec::new(),
         serve: serve_block,
         engine: engine.map(Engine::name),
         ready,
-        expect_model: models.iter().any(|m| *m == model).then(|| model.clone()),
+        expect_model: models.contains(&model).then(|| model.clone()),
         model: model.clone(),
         max_tokens: o.max_tokens,
         repeats: o.repeats,
@@ -428,7 +452,21 @@ fn measure_and_write(
         contract_notes: Vec::new(),
     };
 
-    // The measured round: the runner, on the same serve, as a url gate (a started serve keeps running).
+    Ok((draft, profile, log_now))
+}
+
+/// The measured round: the runner, on the same serve, as a url gate (a started serve keeps running), with the
+/// draft's request and bounds that decide nothing. Errors: the round failed, the serve died.
+fn measure(
+    o: &InitOptions,
+    base_url: &str,
+    log_path: Option<&Path>,
+    started: &mut Option<serve::Serve>,
+    draft: &Draft,
+    rep: &mut InitReport,
+    progress: &mut dyn FnMut(&str),
+) -> Result<crate::judge::outcome::RunOutcome, InitError> {
+    let model = &draft.model;
     let mut measuring = draft.clone();
     measuring.serve = ServeBlock::Url {
         url: base_url.to_string(),
@@ -448,7 +486,7 @@ fn measure_and_write(
         "measuring: {} requests of max_tokens {} to {} (1 warmup, {} timed, {} known-answer, then the contract checks {})",
         1 + (o.repeats as usize) * (render::TIMED_PROMPTS.len() + 1),
         o.max_tokens,
-        crate::text::shown(&model),
+        crate::text::shown(model),
         o.repeats as usize * render::TIMED_PROMPTS.len(),
         o.repeats,
         render::CHEAP_CHECKS.join(", ")
@@ -482,6 +520,17 @@ fn measure_and_write(
             ));
         }
     }
+    Ok(outcome)
+}
+
+/// The measured round's verdicts made the draft's bounds: the floor and the first-token limit by bless's rule,
+/// the known answer, the contract checks that passed. Errors: replies that fail content, no floor.
+fn derive(
+    o: &InitOptions,
+    outcome: &crate::judge::outcome::RunOutcome,
+    draft: &mut Draft,
+    rep: &mut InitReport,
+) -> Result<(), InitError> {
     let verdict = |k: AssertionKind| outcome.verdicts.iter().find(|v| v.kind == k);
     if let Some(c) = verdict(AssertionKind::Content).filter(|v| v.outcome != Outcome::Pass) {
         rep.missing.push(format!("sane replies: {}", c.message));
@@ -611,7 +660,20 @@ fn measure_and_write(
         rep.missing.push(format!("contract: {l}"));
     }
 
-    // Route: the lines a run of the written gate will see.
+    Ok(())
+}
+
+/// Route candidates from the lines a run of the written gate will see (a command gate: the whole log; a url
+/// gate: the lines written during the measured round). Errors: none found, without `no_route`.
+fn route(
+    o: &InitOptions,
+    log_path: Option<&Path>,
+    log_now: &str,
+    outcome: &crate::judge::outcome::RunOutcome,
+    profile: Option<&crate::spec::profile::Profile>,
+    draft: &mut Draft,
+    rep: &mut InitReport,
+) -> Result<(), InitError> {
     let seen = match (&o.target, log_path) {
         (_, None) => None,
         (InitTarget::Command(_), Some(p)) => {
@@ -632,9 +694,9 @@ fn measure_and_write(
             draft.route_notes.push("No [assert.route]: init was given no log. The route is not proven until `log_file` and [assert.route] say it (docs/gate-format.md).".into());
         }
         Some(text) => {
-            draft.route = route_lines::candidates(text, profile.as_ref());
+            draft.route = route_lines::candidates(text, profile);
             if draft.route.is_empty() {
-                let startup = route_lines::candidates(&log_now, profile.as_ref());
+                let startup = route_lines::candidates(log_now, profile);
                 let what = if matches!(o.target, InitTarget::Url { .. }) && !startup.is_empty() {
                     format!(
                         "the log names a route only at start-up (line {}: {}), which a url gate never reads (only the bytes written during its run): start the serve with init (-- COMMAND) or log per request",
@@ -654,7 +716,7 @@ fn measure_and_write(
             } else {
                 let known = |c: &route_lines::Candidate| c.why.ends_with("profile's route line");
                 if !draft.route.iter().any(known) {
-                    let startup = route_lines::candidates(&log_now, profile.as_ref());
+                    let startup = route_lines::candidates(log_now, profile);
                     if let Some(s) = startup.iter().find(|c| known(c)) {
                         draft.route_notes.push(format!(
                             "The log names the route at start-up (line {}: {:?}), but a url gate reads only the lines written during its run: start the serve with `servegate init -- COMMAND` (a command gate reads its whole log) to prove the route by that line.",
@@ -686,9 +748,15 @@ fn measure_and_write(
         ));
     }
 
-    // The gate: written, read back, then written to disk.
+    Ok(())
+}
+
+/// The gate: rendered, read back by the spec's parser (the served model byte for byte), written atomically
+/// (never over a file without `force`).
+fn write(o: &InitOptions, draft: &mut Draft, rep: &mut InitReport) -> Result<(), InitError> {
+    let model = draft.model.clone();
     draft.found = rep.found.clone();
-    let text = render::gate_text(&draft);
+    let text = render::gate_text(draft);
     let gate = crate::spec::parse(&o.out, &text, &crate::spec::Context::for_file(&o.out)).map_err(
         |e| {
             fail(
