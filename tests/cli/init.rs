@@ -279,3 +279,48 @@ fn a_hostile_model_name_round_trips_and_is_never_printed_raw() {
     assert!(run.stdout.contains("route PASS"), "{}", run.all());
     drop(serve);
 }
+
+#[test]
+fn a_serve_that_never_answers_writes_nothing() {
+    let p = Project::new();
+    // Accepts connections and never says a byte: each question times out (5 s), two are asked.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in l.incoming() {
+            held.push(s);
+        }
+    });
+    let out = init(&p, &["--url", &format!("http://127.0.0.1:{port}")]);
+    assert_eq!(out.code, 4, "{}", out.all());
+    assert!(
+        out.stdout.contains("not found: an answer at"),
+        "{}",
+        out.all()
+    );
+    assert!(out.stderr.contains("nothing answers at"), "{}", out.all());
+    assert!(!p.path().join("gates").exists());
+
+    // A started serve that never becomes ready: stopped, nothing written.
+    let out = init(
+        &p,
+        &[
+            "--ready-timeout-s",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "echo loading; sleep 30",
+            "{port}",
+        ],
+    );
+    assert_eq!(out.code, 4, "{}", out.all());
+    assert!(out.stderr.contains("never became ready"), "{}", out.all());
+    assert!(
+        out.stderr.contains("loading"),
+        "the log's end is quoted: {}",
+        out.all()
+    );
+    assert!(!p.path().join("gates").exists());
+}

@@ -318,6 +318,22 @@ fn probe(
     let http = client::probe_client().map_err(|e| fail(rep, exit::SERVE_NOT_READY, e))?;
     let t = Duration::from_secs(5);
     let health = client::get(&http, base_url, "/health", t);
+    if let Err(e) = &health {
+        // Nothing at /health: one more chance at /v1/models before the slower questions.
+        if let Err(m) = client::get(&http, base_url, "/v1/models", t) {
+            rep.missing.push(format!(
+                "an answer at {} (/health: {}; /v1/models: {})",
+                crate::text::shown(base_url),
+                crate::text::shown(e),
+                crate::text::shown(&m)
+            ));
+            return Err(fail(
+                rep,
+                exit::SERVE_NOT_READY,
+                format!("nothing answers at {}", crate::text::shown(base_url)),
+            ));
+        }
+    }
     let log_now = log_path
         .map(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned())
         .unwrap_or_default();
