@@ -444,6 +444,23 @@ fn probe(
         None if health_ok => "/health".to_string(),
         None => "/v1/models".to_string(),
     };
+    let draft = draft_of(o, log_path, engine, &ready, &model, &models);
+    Ok((draft, profile, log_now))
+}
+
+/// The draft of the gate to write from what the probe found: the serve block as the user gave it, the engine,
+/// the ready path, the model (expected in `/v1/models` when it is listed there) and the profile's greedy fields.
+fn draft_of(
+    o: &InitOptions,
+    log_path: Option<&Path>,
+    engine: Option<Engine>,
+    ready: &str,
+    model: &str,
+    models: &[String],
+) -> Draft {
+    let profile = engine.map(Engine::profile);
+    let ready = ready.to_string();
+    let model = model.to_string();
     let serve_block = match &o.target {
         InitTarget::Url { url, .. } => ServeBlock::Url {
             url: url.trim_end_matches('/').to_string(),
@@ -451,7 +468,7 @@ fn probe(
         },
         InitTarget::Command(argv) => ServeBlock::Command(argv.clone()),
     };
-    let draft = Draft {
+    Draft {
         name: o.name.clone(),
         found: Vec::new(),
         serve: serve_block,
@@ -472,9 +489,7 @@ fn probe(
         known_answer: Ok(()),
         contract: Vec::new(),
         contract_notes: Vec::new(),
-    };
-
-    Ok((draft, profile, log_now))
+    }
 }
 
 /// The measured round: the runner, on the same serve, as a url gate (a started serve keeps running), with the
