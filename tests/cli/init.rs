@@ -111,7 +111,7 @@ fn init_on_a_started_llama_like_serve_writes_a_gate_that_checks_clean_and_runs_p
         "n_threads = 1",
         "floor_tok_s = ",
         "limit_ms = ",
-        "tok/s median (n=6)",
+        "tok/s median (n=9)",
         "floor = lower bound - 50 %",
         "[assert.known_answer]",
         "expect_model = \"fake-model\"",

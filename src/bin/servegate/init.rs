@@ -33,8 +33,9 @@ pub struct InitCmd {
     /// max_tokens of each timed request.
     #[arg(long, default_value_t = 64)]
     pub max_tokens: u32,
-    /// Rounds of the three timed prompts in the measured round and the gate (n = 3 x repeats).
-    #[arg(long, default_value_t = 2)]
+    /// Rounds of the three timed prompts in the measured round and the gate (n = 3 x repeats; the floor's
+    /// bound needs 5 measured values, so 3 rounds leave room for replies a busy machine read in one burst).
+    #[arg(long, default_value_t = 3)]
     pub repeats: u32,
     /// Write the gate without [assert.route] when the log names no route (the gate says so).
     #[arg(long)]

@@ -628,7 +628,7 @@ fn derive(
                 rep,
                 exit::ASSERTION_FAILED,
                 format!(
-                    "no rate floor from the measured round: {e} ({})",
+                    "no rate floor from the measured round: {e}; run init again, or with more --repeats ({})",
                     verdict(AssertionKind::Rate)
                         .map(|v| v.message.as_str())
                         .unwrap_or("")
