@@ -393,9 +393,14 @@ fn probe(
             rep,
             exit::SERVE_NOT_READY,
             format!(
-                "{} does not answer as an OpenAI-compatible serve (/v1/models: {})",
+                "{} does not answer as an OpenAI-compatible serve (/v1/models: {}){}",
                 crate::text::shown(base_url),
-                status(&says.models)
+                status(&says.models),
+                if base_url.ends_with("/v1") {
+                    "; give the base URL, without /v1"
+                } else {
+                    ""
+                }
             ),
         ));
     }

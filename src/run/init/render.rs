@@ -253,7 +253,7 @@ pub(crate) fn gate_text(d: &Draft) -> String {
         "description = {}\n",
         toml_str(&format!(
             "{} on its route, at speed, with sane answers (written by servegate init)",
-            d.model
+            crate::text::shown(&d.model)
         ))
     );
     serve_block(&mut out, d, 120);
