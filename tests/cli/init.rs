@@ -324,3 +324,25 @@ fn a_serve_that_never_answers_writes_nothing() {
     );
     assert!(!p.path().join("gates").exists());
 }
+
+#[test]
+fn a_model_list_of_none_or_several_asks_for_model_and_writes_nothing() {
+    let p = Project::new();
+    for (models, says) in [
+        (vec![], "/v1/models lists no model: pass --model NAME"),
+        (
+            vec!["a".to_string(), "b".to_string()],
+            "/v1/models lists several models: pass --model NAME",
+        ),
+    ] {
+        let mut script = llama_like("x");
+        script.models = models;
+        let log = p.path().join("serve.log");
+        let serve = Running::start(&script, &log);
+        let out = init(&p, &["--url", &serve.url(), "--log", log.to_str().unwrap()]);
+        assert_eq!(out.code, 2, "{}", out.all());
+        assert!(out.stderr.contains(says), "{}", out.all());
+        assert!(out.stdout.contains("not found: "), "{}", out.all());
+        assert!(!p.path().join("gates").exists());
+    }
+}
