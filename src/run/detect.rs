@@ -103,7 +103,7 @@ pub(super) fn check_models(
 /// What the ready serve says about itself (spec/detect.rs `ServeSays`), best effort: `/props`, `/version`,
 /// `/openapi.json` and `/v1/models` (with its `Server` header), each with a 5 s timeout, and `log` (the
 /// serve's log so far).
-fn serve_says(
+pub(super) fn serve_says(
     http: &reqwest::blocking::Client,
     base_url: &str,
     log: String,
@@ -134,7 +134,7 @@ fn serve_says(
 }
 
 /// The model ids a `/v1/models` answer lists (empty when there was none).
-fn model_ids(says: &crate::spec::detect::ServeSays) -> Vec<String> {
+pub(super) fn model_ids(says: &crate::spec::detect::ServeSays) -> Vec<String> {
     let Some((200, body)) = &says.models else {
         return Vec::new();
     };

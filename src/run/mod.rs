@@ -3,6 +3,7 @@
 mod contract;
 mod detect;
 pub mod harness;
+pub mod init;
 mod lifecycle;
 pub mod load;
 mod pair;

@@ -302,7 +302,7 @@ pub(super) fn copy_log_file(gate: &GateSpec, w: &EvidenceWriter, summary: &mut R
 }
 
 /// `s` with `{port}` and `{host}` filled in.
-fn fill_runtime(s: &str, host: &str, port: u16) -> String {
+pub(super) fn fill_runtime(s: &str, host: &str, port: u16) -> String {
     s.replace("{port}", &port.to_string())
         .replace("{host}", host)
 }

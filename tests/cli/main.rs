@@ -25,6 +25,7 @@ mod github;
 mod harness_output;
 mod hold;
 mod import;
+mod init;
 mod inspect;
 mod interruption;
 mod judge;

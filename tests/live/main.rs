@@ -10,6 +10,7 @@
 mod fixtures;
 
 mod drift;
+mod init;
 mod reference_serve;
 mod regression;
 mod runtimes;

@@ -35,6 +35,7 @@ mod conformance;
 mod coverage;
 mod export;
 mod import;
+mod init;
 mod inspect;
 mod judge;
 mod leaderboard;
@@ -113,6 +114,11 @@ enum Cmd {
     /// the gate's load evidence, then judge it as `servegate judge` does; every verdict names the tool
     /// whose timings it stands on (docs/load.md "Verdicts over another tool's run").
     Import(import::ImportArgs),
+    /// Write a first gate for a serve: probe it (--url URL [--log FILE], or start `-- COMMAND` with {port}),
+    /// detect its engine, send one short measured round, and write a commented gate whose floor and
+    /// first-token limit come from that round by bless's rule (docs/getting-started.md). Never overwrites
+    /// without --force; writes nothing when it cannot make a gate that proves something.
+    Init(init::InitCmd),
     /// Validate gate specs without running anything.
     Check {
         /// Gate files.
@@ -303,6 +309,7 @@ fn main() -> ExitCode {
         }
         Cmd::Check { gates } => check::cmd_check(&gates),
         Cmd::Import(args) => import::cli(&args),
+        Cmd::Init(args) => init::cli(&args),
         Cmd::Inspect {
             file,
             model,

@@ -100,6 +100,66 @@ pub(crate) fn derive_floor(
     }
 }
 
+/// A limit derived from evidence (a lower-is-better figure: first token, ms), with what its provenance
+/// comment states: [`derive_floor`]'s one-run rule mirrored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimitDerivation {
+    /// The limit, in the metric's unit, rounded up to the metric's decimals.
+    pub limit: f64,
+    /// Values used.
+    pub n: usize,
+    /// Their median.
+    pub median: f64,
+    /// The rule, in words, with its numbers.
+    pub rule: String,
+}
+
+fn round_up_to(x: f64, decimals: usize) -> f64 {
+    let p = 10f64.powi(decimals as i32);
+    (x * p).ceil() / p
+}
+
+/// Derives a limit for a lower-is-better `metric` (`[assert.first_token] limit_ms`) from one run's values by
+/// the floor's one-run rule mirrored: the upper `confidence` bound of the median (the order statistic
+/// `x_(n+1-k)`, `k` = [`regress::median_lower_rank`]: the sign-test bound, distribution-free) plus
+/// `headroom_pct` percent, rounded up to the registry's decimals. Errors: too few finite values for the
+/// confidence (95 %: n >= 5), a headroom outside 0..100.
+pub fn derive_limit(
+    values: &[f64],
+    metric: Metric,
+    confidence: f64,
+    headroom_pct: f64,
+) -> Result<LimitDerivation, String> {
+    if !(0.0..100.0).contains(&headroom_pct) {
+        return Err(format!("headroom {headroom_pct} % is not in 0..100"));
+    }
+    let info = metric.info();
+    let dec = info.decimals;
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    let m = crate::analysis::stats::median(&v).ok_or("the run has no value")?;
+    let n = v.len();
+    let k = regress::median_lower_rank(n, confidence).ok_or_else(|| {
+        format!(
+            "{n} values cannot bound the median at {} % confidence (P = 1 - 0.5^n needs n >= {})",
+            confidence * 100.0,
+            min_n_for(confidence)
+        )
+    })?;
+    let ub = v[n - k];
+    Ok(LimitDerivation {
+        limit: round_up_to(ub * (1.0 + headroom_pct / 100.0), dec),
+        n,
+        median: m,
+        rule: format!(
+            "upper {} % bound of the median (order statistic {} of {n}) {ub:.dec$} {} plus {headroom_pct} % headroom",
+            confidence * 100.0,
+            n + 1 - k,
+            info.unit
+        ),
+    })
+}
+
 /// The smallest n whose median has a lower bound at `confidence` ([`regress::median_lower_rank`]).
 fn min_n_for(confidence: f64) -> usize {
     (1..=120usize)

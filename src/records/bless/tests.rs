@@ -218,3 +218,34 @@ fn kind_names_are_plain() {
         .contains("window stamp"));
     assert!(check_kind(&"k".repeat(65)).is_err());
 }
+
+#[test]
+fn a_limit_is_the_median_upper_bound_plus_headroom_mirroring_the_floor() {
+    // n = 6 at 95 %: the lower bound is X(1), the upper X(6) (the sign test's order statistics mirrored).
+    let d = derive_limit(
+        &[300.0, 210.0, 250.0, 500.0, 220.0, 240.0],
+        Metric::Ttft,
+        0.95,
+        10.0,
+    )
+    .unwrap();
+    assert_eq!(d.limit, 550.0);
+    assert_eq!(d.n, 6);
+    assert_eq!(d.median, 245.0);
+    assert!(
+        d.rule.contains("order statistic 6 of 6") && d.rule.contains("500 ms"),
+        "{}",
+        d.rule
+    );
+    // n = 10: the upper bound is X(9) (k = 2), not the largest value.
+    let v: Vec<f64> = (1..=10).map(|i| i as f64 * 100.0).collect();
+    assert_eq!(
+        derive_limit(&v, Metric::Ttft, 0.95, 0.0).unwrap().limit,
+        900.0
+    );
+    // Rounded up, never down: a limit below what was measured would fail at once.
+    let d = derive_limit(&[10.01; 5], Metric::Ttft, 0.95, 0.0).unwrap();
+    assert!(d.limit >= 10.01, "{}", d.limit);
+    assert!(derive_limit(&[1.0, 2.0, 3.0, 4.0], Metric::Ttft, 0.95, 10.0).is_err());
+    assert!(derive_limit(&[1.0; 6], Metric::Ttft, 0.95, 100.0).is_err());
+}

@@ -1,0 +1,358 @@
+//! The text of the gate `servegate init` writes (and of the measuring round it runs first): TOML whose every
+//! value from outside (a model name, a URL, a log path, a regex, a command word) is a basic string with its
+//! quotes, backslashes, control and invisible characters escaped and its braces doubled where placeholders
+//! expand, and whose every comment is one printable line ([`crate::text::shown`]). Pure: values in, text out.
+
+use std::fmt::Write as _;
+
+use super::route_lines::Candidate;
+
+/// The prompts of the measured round, timed: each asks for more text than `max_tokens` allows, so every
+/// reply decodes long enough to be measured.
+pub(crate) const TIMED_PROMPTS: [&str; 3] = [
+    "Explain in three sentences why the sky is blue.",
+    "Write a short poem about a river.",
+    "Describe in a few sentences how a bicycle works.",
+];
+/// The known-answer prompt (asked for its answer only: untimed) and the answer it must give.
+pub(crate) const KNOWN_PROMPT: &str = "What is the capital of France? Answer in one sentence.";
+/// The known answer, a regex.
+pub(crate) const KNOWN_REGEX: &str = r"(?i)\bparis\b";
+/// The cheap `[contract]` checks the measured round tries (a few short requests each, docs/contract.md).
+pub(crate) const CHEAP_CHECKS: [&str; 5] =
+    ["shape", "max_tokens", "usage", "stream_parity", "models"];
+
+/// `s` as a TOML basic string: `"` and `\` escaped, every control or invisible character as `\uXXXX` (or
+/// `\UXXXXXXXX`), so the value round-trips byte for byte and the line holds no raw control byte.
+pub(crate) fn toml_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() || crate::text::is_unsafe(c) => {
+                if (c as u32) <= 0xFFFF {
+                    let _ = write!(out, "\\u{:04X}", c as u32);
+                } else {
+                    let _ = write!(out, "\\U{:08X}", c as u32);
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A regex as TOML: a literal string (`'...'`, no escapes to read) when it holds no `'` and no control or
+/// invisible character, else [`toml_str`].
+pub(crate) fn toml_regex(s: &str) -> String {
+    if s.chars()
+        .any(|c| c == '\'' || c.is_control() || crate::text::is_unsafe(c))
+    {
+        toml_str(s)
+    } else {
+        format!("'{s}'")
+    }
+}
+
+/// `s` with `{` and `}` doubled: a literal value in a string whose placeholders expand (`request.model`,
+/// `serve.url`, `serve.log_file`).
+pub(crate) fn literal(s: &str) -> String {
+    s.replace('{', "{{").replace('}', "}}")
+}
+
+/// A comment: `# ` and `s` made one printable line.
+pub(crate) fn comment(s: &str) -> String {
+    format!("# {}\n", crate::text::shown(s))
+}
+
+/// How the gate reaches its serve.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ServeBlock {
+    /// `command = [...]`, as the user wrote it (its `{port}` and `{host}` placeholders kept).
+    Command(Vec<String>),
+    /// `url = ...` and, with a log, `log_file = ...` (both literal).
+    Url {
+        /// The base URL.
+        url: String,
+        /// The serve's log file, absolute.
+        log_file: Option<String>,
+    },
+}
+
+/// Everything the written gate states, measured or found.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Draft {
+    /// `[gate] name`.
+    pub name: String,
+    /// Lines for the head comment (what init found), each escaped when written.
+    pub found: Vec<String>,
+    /// How the serve is reached.
+    pub serve: ServeBlock,
+    /// `[serve] engine`, when detected.
+    pub engine: Option<&'static str>,
+    /// `[serve] ready`.
+    pub ready: String,
+    /// `[serve] expect_model`, when the serve lists the model.
+    pub expect_model: Option<String>,
+    /// The served model name (the body's `model`).
+    pub model: String,
+    /// `max_tokens`.
+    pub max_tokens: u32,
+    /// Judged rounds of the prompts.
+    pub repeats: u32,
+    /// The greedy-parity fields of the engine's profile (`[request.extra]`).
+    pub greedy: Vec<(&'static str, f64)>,
+    /// Route candidates (the first is written as `fast`), or none with the reason (comment lines).
+    pub route: Vec<Candidate>,
+    /// Comment lines above `[assert.route]` (or in its place).
+    pub route_notes: Vec<String>,
+    /// The rate floor and its provenance lines.
+    pub floor: Option<(f64, Vec<String>)>,
+    /// The first-token limit and its provenance lines.
+    pub first_token: Option<(f64, Vec<String>)>,
+    /// The known answer: `Ok(())` it matched in the measured round; `Err(what was said)`.
+    pub known_answer: Result<(), String>,
+    /// The contract checks that passed in the measured round.
+    pub contract: Vec<String>,
+    /// Comment lines above `[contract]`.
+    pub contract_notes: Vec<String>,
+}
+
+fn serve_block(out: &mut String, d: &Draft, ready_timeout_s: u32) {
+    out.push_str("[serve]\n");
+    match &d.serve {
+        ServeBlock::Command(argv) => {
+            let words: Vec<String> = argv.iter().map(|a| toml_str(a)).collect();
+            let _ = writeln!(out, "command = [{}]", words.join(", "));
+            out.push_str("port = 0                 # a free port each run, filled into {port}\n");
+        }
+        ServeBlock::Url { url, log_file } => {
+            out.push_str(&comment(
+                "A serve that is already running: nothing is started or stopped. Only the log bytes written during the run are read.",
+            ));
+            let _ = writeln!(out, "url = {}", toml_str(&literal(url)));
+            if let Some(l) = log_file {
+                let _ = writeln!(out, "log_file = {}", toml_str(&literal(l)));
+            }
+        }
+    }
+    if let Some(e) = d.engine {
+        let _ = writeln!(
+            out,
+            "engine = {}      # detected; its profile sets the clock and the greedy fields (docs/runtimes.md)",
+            toml_str(e)
+        );
+    }
+    let _ = writeln!(out, "ready = {}", toml_str(&d.ready));
+    if matches!(d.serve, ServeBlock::Command(_)) {
+        let _ = writeln!(
+            out,
+            "ready_timeout_s = {ready_timeout_s}     # model load included; tighten to a few times the load you see"
+        );
+    }
+    if let Some(m) = &d.expect_model {
+        let _ = writeln!(
+            out,
+            "expect_model = {}   # /v1/models must list it: another server on the port fails the gate",
+            toml_str(m)
+        );
+    }
+    out.push('\n');
+}
+
+fn request_block(out: &mut String, d: &Draft, warmup_requests: u32) {
+    out.push_str("[request]\n");
+    let _ = writeln!(out, "model = {}", toml_str(&literal(&d.model)));
+    let _ = writeln!(
+        out,
+        "max_tokens = {}          # every timed reply decodes this many tokens at most",
+        d.max_tokens
+    );
+    out.push_str(
+        "temperature = 0          # greedy: the known answer is the same text every time\n",
+    );
+    out.push_str("stream = true\n");
+    let _ = writeln!(
+        out,
+        "warmup_requests = {warmup_requests}      # the first request after load is recorded, never judged"
+    );
+    let _ = writeln!(
+        out,
+        "repeats = {}              # n = {} x {} timed prompts = {} timed replies (the floor's bound needs >= 5)",
+        d.repeats,
+        d.repeats,
+        TIMED_PROMPTS.len(),
+        d.repeats as usize * TIMED_PROMPTS.len()
+    );
+    out.push_str("prompts = [\n");
+    for p in TIMED_PROMPTS.iter().chain(std::iter::once(&KNOWN_PROMPT)) {
+        let _ = writeln!(out, "  {},", toml_str(p));
+    }
+    out.push_str("]\n");
+    if !d.greedy.is_empty() {
+        out.push_str(&comment(
+            "The engine profile's greedy-parity fields: replies comparable across engines and releases.",
+        ));
+        out.push_str("[request.extra]\n");
+        for (k, v) in &d.greedy {
+            let _ = writeln!(out, "{k} = {}", toml_edit::Value::from(*v));
+        }
+    }
+    out.push('\n');
+}
+
+/// The gate of the measuring round: the serve and request blocks of the gate to write, figure assertions
+/// that decide nothing (a floor of 0.001 tok/s, a first-token limit of 1e9 ms: their values are what init
+/// reads), content, the known answer, and the cheap contract checks as `may_lack`.
+pub(crate) fn measuring_text(d: &Draft) -> String {
+    let mut out = String::new();
+    out.push_str(&comment(
+        "servegate init: the measured round (its values derive the gate's bounds; these bounds decide nothing)",
+    ));
+    let _ = writeln!(
+        out,
+        "[gate]\nname = {}\n",
+        toml_str(&format!("{}-init", d.name))
+    );
+    serve_block(&mut out, d, 600);
+    request_block(&mut out, d, 1);
+    out.push_str("[assert.rate]\nfloor_tok_s = 0.001\n\n[assert.first_token]\nlimit_ms = 1e9\n\n");
+    out.push_str("[assert.content]\n\n");
+    let _ = writeln!(
+        out,
+        "[assert.known_answer]\nprompt = {}\nmatches = {}\nidentical = true\nuntimed = true\n",
+        toml_str(KNOWN_PROMPT),
+        toml_regex(KNOWN_REGEX)
+    );
+    let checks: Vec<String> = CHEAP_CHECKS.iter().map(|c| toml_str(c)).collect();
+    let _ = writeln!(out, "[contract]\nmay_lack = [{}]", checks.join(", "));
+    out
+}
+
+/// The gate `servegate init` writes, commented: what was found, each bound with the rule and numbers it came
+/// from, and what to tighten.
+pub(crate) fn gate_text(d: &Draft) -> String {
+    let mut out = String::new();
+    out.push_str(&comment(&format!(
+        "Written by servegate init ({}). Check it with `servegate check`, run it with `servegate run`.",
+        crate::evidence::now_utc()
+    )));
+    out.push_str(&comment(
+        "Every bound below comes from one measured round on this machine: review each comment, tighten, commit.",
+    ));
+    for f in &d.found {
+        out.push_str(&comment(&format!("found: {f}")));
+    }
+    out.push('\n');
+    let _ = writeln!(out, "[gate]\nname = {}", toml_str(&d.name));
+    let _ = writeln!(
+        out,
+        "description = {}\n",
+        toml_str(&format!(
+            "{} on its route, at speed, with sane answers (written by servegate init)",
+            crate::text::shown(&d.model)
+        ))
+    );
+    serve_block(&mut out, d, 120);
+    request_block(&mut out, d, 1);
+
+    // Route.
+    for n in &d.route_notes {
+        out.push_str(&comment(n));
+    }
+    match d.route.split_first() {
+        Some((best, rest)) => {
+            out.push_str("[assert.route]\n");
+            out.push_str(&comment(&format!(
+                "from serve.log line {} ({}): {:?}",
+                best.line_no, best.why, best.line
+            )));
+            let _ = writeln!(out, "fast = {}", toml_regex(&best.regex));
+            out.push_str(&comment(
+                "Tighten: keep only what names the fast route, and add `slow = '...'`, a line only the slow route prints.",
+            ));
+            for c in rest {
+                out.push_str(&comment(&format!(
+                    "other candidate, serve.log line {} ({}): {:?}",
+                    c.line_no, c.why, c.line
+                )));
+                out.push_str(&comment(&format!("fast = {}", toml_regex(&c.regex))));
+            }
+            out.push('\n');
+        }
+        None => out.push('\n'),
+    }
+
+    if let Some((floor, lines)) = &d.floor {
+        out.push_str("[assert.rate]\n");
+        for l in lines {
+            out.push_str(&comment(l));
+        }
+        let _ = writeln!(out, "floor_tok_s = {}\n", toml_edit::Value::from(*floor));
+    }
+    if let Some((limit, lines)) = &d.first_token {
+        out.push_str("[assert.first_token]\n");
+        for l in lines {
+            out.push_str(&comment(l));
+        }
+        let _ = writeln!(out, "limit_ms = {}\n", toml_edit::Value::from(*limit));
+    }
+    out.push_str(
+        "[assert.content]         # no error, not truncated, not empty, not degenerate\n\n",
+    );
+    match &d.known_answer {
+        Ok(()) => {
+            let _ = writeln!(
+                out,
+                "[assert.known_answer]\nprompt = {}\nmatches = {}\nidentical = true         # greedy: every repeat the same text\nuntimed = true           # asked for its answer only; never timed\n",
+                toml_str(KNOWN_PROMPT),
+                toml_regex(KNOWN_REGEX)
+            );
+        }
+        Err(said) => {
+            out.push_str(&comment(&format!(
+                "No known answer: in the measured round {said}"
+            )));
+            out.push_str(&comment(
+                "Add one the model does answer: [assert.known_answer] prompt = \"...\" matches = '...' (docs/gate-format.md).",
+            ));
+            out.push('\n');
+        }
+    }
+    for n in &d.contract_notes {
+        out.push_str(&comment(n));
+    }
+    if !d.contract.is_empty() {
+        let checks: Vec<String> = d.contract.iter().map(|c| toml_str(c)).collect();
+        let _ = writeln!(out, "[contract]\nexpect = [{}]", checks.join(", "));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hostile_string_round_trips_through_toml() {
+        let s = "evil\"name'\n[serve]\nurl = \"x\"\u{1b}[31m\u{202e}\\{port}";
+        let text = format!("v = {}\n", toml_str(s));
+        assert!(!text[..text.len() - 1].contains('\n'), "{text}");
+        let v: toml::Value = toml::from_str(&text).unwrap();
+        assert_eq!(v["v"].as_str(), Some(s));
+        for r in [r"a\d+ 'b'", r"(?i)\bparis\b"] {
+            let v: toml::Value = toml::from_str(&format!("v = {}\n", toml_regex(r))).unwrap();
+            assert_eq!(v["v"].as_str(), Some(r));
+        }
+    }
+
+    #[test]
+    fn a_comment_is_one_printable_line() {
+        let c = comment("a\nb\r\u{1b}[2J c");
+        assert_eq!(c.matches('\n').count(), 1);
+        assert!(!c.contains('\u{1b}') && !c.contains('\r'));
+    }
+}

@@ -1,0 +1,198 @@
+//! Route candidates for `servegate init`: the serve log's lines that name the device, the backend, the
+//! threads or the batching, each turned into an `[assert.route] fast` regex that matches its own line and
+//! survives the next run (times, rates and request counters generalised; the route's own numbers, such as
+//! `n_threads = 1` or `AVX2 = 1`, kept). Pure: text in, candidates out.
+
+use regex::Regex;
+
+use crate::spec::profile::Profile;
+
+/// Words whose line can name a route: the device, the backend, the threads, the batching, the compute path.
+const ROUTE_WORDS: &str = r"(?i)\b(n_threads|threads?|threadpool|backend|device|devices|cuda|rocm|hip|vulkan|metal|sycl|opencl|npu|xdna|gpu|cpu|avx2|avx512|neon|offload(?:ed|ing)?|n_gpu_layers|batch(?:ing)?|n_batch|n_ubatch|n_parallel|slots?|tokens per second)\b";
+
+/// Keys whose integer value is the route itself (kept literal in the regex), e.g. `n_threads = 1`.
+/// An all-capitals key (`AVX2`, `CUDA`) is a flag of the build: kept too.
+const ROUTE_KEYS: &str = r"^(?:(?i:n_threads|n_threads_batch|threads|n_gpu_layers|ngl|n_batch|n_ubatch|n_parallel|parallel|slots|device|devices)|[A-Z][A-Z0-9_]*)$";
+
+/// The longest prefix of a source line a candidate regex is built from (a regex is unanchored: a prefix of
+/// the line still proves the line).
+const MAX_LINE_CHARS: usize = 240;
+
+/// At most this many candidates are offered.
+pub(crate) const MAX_CANDIDATES: usize = 4;
+
+/// One route candidate: the regex, the 1-based line number and the line it came from (escapes stripped).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Candidate {
+    /// The `[assert.route] fast` regex.
+    pub regex: String,
+    /// Line number in the log text searched, from 1.
+    pub line_no: usize,
+    /// The line (terminal escapes stripped; not yet escaped for printing).
+    pub line: String,
+    /// Why it was picked: `the llama.cpp profile's route line` or `names threads, cpu`.
+    pub why: String,
+}
+
+/// The candidates in `log` (at most [`MAX_CANDIDATES`]): lines a profile's route line matches first (the
+/// facts measured on that engine), then lines naming the most route words; each regex verified to match its
+/// own line and to differ from the others. Empty when the log names nothing useful.
+pub(crate) fn candidates(log: &str, profile: Option<&Profile>) -> Vec<Candidate> {
+    let words = Regex::new(ROUTE_WORDS).expect("static regex");
+    let known: Vec<Regex> = profile
+        .map(|p| {
+            p.route_lines
+                .iter()
+                .filter_map(|r| Regex::new(r).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let clean = crate::judge::strip_escapes(log);
+    let mut scored: Vec<(usize, Candidate)> = Vec::new();
+    for (i, raw) in clean.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let named: Vec<String> = {
+            let mut v: Vec<String> = words
+                .find_iter(line)
+                .map(|m| m.as_str().to_ascii_lowercase())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let is_known = known.iter().any(|r| r.is_match(line));
+        if named.is_empty() && !is_known {
+            continue;
+        }
+        let Some(regex) = regex_for(line) else {
+            continue;
+        };
+        let score = if is_known { 1000 } else { 0 } + named.len();
+        let why = if is_known {
+            format!(
+                "the {} profile's route line",
+                profile.map(|p| p.engine.name()).unwrap_or_default()
+            )
+        } else {
+            format!("names {}", named.join(", "))
+        };
+        scored.push((
+            score,
+            Candidate {
+                regex,
+                line_no: i + 1,
+                line: line.to_string(),
+                why,
+            },
+        ));
+    }
+    // Best first; among equals, the earliest line.
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.line_no.cmp(&b.1.line_no)));
+    let mut out: Vec<Candidate> = Vec::new();
+    for (_, c) in scored {
+        if out.iter().any(|o| o.regex == c.regex) {
+            continue;
+        }
+        out.push(c);
+        if out.len() == MAX_CANDIDATES {
+            break;
+        }
+    }
+    out
+}
+
+/// The regex of one line: its first [`MAX_LINE_CHARS`] characters from its first letter on (a timestamp or
+/// counter prefix dropped), escaped, with decimals and counters generalised (`[\d.]+`, `\d+`) except an
+/// integer that is the value of a route key (`n_threads = 1`, `AVX2 = 1`, `n_gpu_layers: 99`), and runs of
+/// spaces as ` +`. None when the line has no letter or the result would not match the line (never expected)
+/// or would match the empty text.
+pub(crate) fn regex_for(line: &str) -> Option<String> {
+    let start = line.find(|c: char| c.is_alphabetic())?;
+    let text: String = line[start..].chars().take(MAX_LINE_CHARS).collect();
+    let text = text.trim_end();
+    let key = Regex::new(ROUTE_KEYS).expect("static regex");
+    // Tokens: numbers (with the key before them, if any, to decide), spaces, and everything else.
+    let token = Regex::new(r"(?P<num>\d+(?:\.\d+)?)|(?P<sp> {2,})").expect("static regex");
+    let key_before = Regex::new(r"([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*$").expect("static regex");
+    let mut out = String::new();
+    let mut last = 0;
+    for m in token.captures_iter(text) {
+        let whole = m.get(0).expect("match");
+        out.push_str(&regex::escape(&text[last..whole.start()]));
+        if m.name("sp").is_some() {
+            out.push_str(" +");
+        } else {
+            let num = whole.as_str();
+            let glued = text[..whole.start()]
+                .chars()
+                .last()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_');
+            let keyed = key_before
+                .captures(&text[..whole.start()])
+                .and_then(|c| c.get(1))
+                .is_some_and(|k| key.is_match(k.as_str()));
+            if glued || (keyed && !num.contains('.')) {
+                // Part of a name (`AVX2`, `b4242`) or a route key's value: literal.
+                out.push_str(&regex::escape(num));
+            } else if num.contains('.') {
+                out.push_str(r"[\d.]+");
+            } else {
+                out.push_str(r"\d+");
+            }
+        }
+        last = whole.end();
+    }
+    out.push_str(&regex::escape(&text[last..]));
+    let re = Regex::new(&out).ok()?;
+    (re.is_match(line) && !re.is_match("")).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::profile::Engine;
+
+    #[test]
+    fn a_llama_cpp_system_info_line_keeps_its_thread_count_and_cpu_flags() {
+        let line =
+            "system_info: n_threads = 1 (n_threads_batch = 1) / 2 | CPU : SSE3 = 1 | AVX2 = 1 | ";
+        let re = regex_for(line).unwrap();
+        assert!(re.contains("n_threads = 1"), "{re}");
+        assert!(re.contains("AVX2 = 1"), "{re}");
+        let r = Regex::new(&re).unwrap();
+        assert!(r.is_match(line));
+        assert!(!r.is_match(&line.replace("n_threads = 1 ", "n_threads = 32 ")));
+    }
+
+    #[test]
+    fn times_counters_and_prefixes_are_generalised() {
+        let line = "12:01:02.345 slot 0 | task 17 | eval time =   123.45 ms /    63 tokens (    1.96 ms per token,   510.35 tokens per second)";
+        let re = regex_for(line).unwrap();
+        let r = Regex::new(&re).unwrap();
+        assert!(r.is_match(line));
+        assert!(r.is_match("09:00:00.001 slot 0 | task 99 | eval time =  9.5 ms /  8 tokens ( 1.1 ms per token, 842.1 tokens per second)"));
+    }
+
+    #[test]
+    fn the_profile_line_comes_first_and_a_log_without_route_words_gives_none() {
+        let log = "loading model\nsrv listening on 127.0.0.1:8080\nbatching: 4 slots\n\
+                   system_info: n_threads = 1 (n_threads_batch = 1) / 2 | CPU : AVX2 = 1 | \n";
+        let c = candidates(log, Some(&Engine::LlamaCpp.profile()));
+        assert_eq!(c[0].line_no, 4, "{c:?}");
+        assert!(c[0].why.contains("llama.cpp"), "{c:?}");
+        assert_eq!(c[1].line_no, 3);
+        assert!(candidates("hello\nworld 42\n\n", None).is_empty());
+    }
+
+    #[test]
+    fn escapes_are_stripped_and_regex_metacharacters_escaped() {
+        let log = "\u{1b}[32mdevice: NPU (xdna) [fast] $1 ^x\u{1b}[0m\n";
+        let c = candidates(log, None);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].line, "device: NPU (xdna) [fast] $1 ^x");
+        assert!(Regex::new(&c[0].regex).unwrap().is_match(&c[0].line));
+    }
+}

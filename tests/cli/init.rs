@@ -1,0 +1,348 @@
+//! `servegate init` against scripted serves: a llama.cpp-like serve it starts gives a gate that `check`s
+//! clean and `run`s PASS; an existing file is never overwritten; a URL that is not a serve, a port where
+//! nothing answers and a log that names no route write nothing and exit non-zero; a hostile model name
+//! round-trips through the written TOML and reaches no terminal raw.
+
+use std::path::Path;
+use std::process::Child;
+
+use servegate::replay::scripted::{LogLine, Reply, Script};
+
+use crate::fixtures::{self, Out, Project};
+
+/// A llama.cpp look-alike: `/props` with `build_info` (the engine's detection), its system_info line at
+/// start, and every chat reply 16 words paced 40 ms apart (a pace a busy machine stretches by a few percent
+/// at most), naming Paris, with llama.cpp's finish, usage and `[DONE]`.
+fn llama_like(model: &str) -> Script {
+    let mut s = fixtures::llama_script();
+    s.models = vec![model.to_string()];
+    s.props =
+        Some(serde_json::json!({"build_info": "b4242-init", "default_generation_settings": {}}));
+    s.start.log.push(LogLine::err(
+        "system_info: n_threads = 1 (n_threads_batch = 1) / 2 | CPU : SSE3 = 1 | AVX2 = 1 |",
+    ));
+    s.reply = Reply {
+        tokens: fixtures::word_tokens(
+            "The capital of France is Paris, and the sky is blue because air scatters blue light most.",
+        ),
+        role_chunk: true,
+        first_token_ms: 30.0,
+        token_ms: 40.0,
+        finish_reason: Some("stop".into()),
+        usage: true,
+        prompt_tokens: 20,
+        done: true,
+        ..Reply::default()
+    };
+    s
+}
+
+/// `script`'s argv for `servegate init -- ...`: the gate's `{host}` and `{port}`, its own braces doubled.
+fn init_command(script: &Script) -> Vec<String> {
+    let mut argv = fixtures::scripted_argv(script, "{host}", "{port}");
+    let last = argv.len() - 1;
+    argv[last] = argv[last].replace('{', "{{").replace('}', "}}");
+    argv
+}
+
+/// A scripted serve started here on a free port, its output appended to `log`; killed when dropped.
+struct Running {
+    child: Child,
+    port: u16,
+}
+
+impl Running {
+    fn start(script: &Script, log: &Path) -> Running {
+        let port = servegate::io::port::free_port("127.0.0.1").unwrap();
+        let argv = fixtures::scripted_argv(script, "127.0.0.1", &port.to_string());
+        let f = std::fs::File::create(log).unwrap();
+        let child = fixtures::servegate()
+            .args(&argv[1..])
+            .stdout(f.try_clone().unwrap())
+            .stderr(f)
+            .spawn()
+            .unwrap();
+        // Ready when /health says 200.
+        let http = reqwest::blocking::Client::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            if http
+                .get(format!("http://127.0.0.1:{port}/health"))
+                .send()
+                .is_ok_and(|r| r.status() == 200)
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        Running { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn init(p: &Project, args: &[&str]) -> Out {
+    Out::of(p.servegate().arg("init").args(args))
+}
+
+#[test]
+fn init_on_a_started_llama_like_serve_writes_a_gate_that_checks_clean_and_runs_pass() {
+    let p = Project::new();
+    let argv = init_command(&llama_like("fake-model"));
+    let mut args = vec!["--name", "fake"];
+    args.push("--");
+    args.extend(argv.iter().map(String::as_str));
+    let out = init(&p, &args);
+    assert_eq!(out.code, 0, "{}", out.all());
+    let gate = std::fs::read_to_string(p.path().join("gates/fake.toml")).unwrap();
+    for want in [
+        "engine = \"llama.cpp\"",
+        "repeat_penalty = 1.0",
+        "[assert.route]",
+        "n_threads = 1",
+        "floor_tok_s = ",
+        "limit_ms = ",
+        "tok/s median (n=9)",
+        "floor = lower bound - 50 %",
+        "[assert.known_answer]",
+        "expect_model = \"fake-model\"",
+        "{port}",
+    ] {
+        assert!(gate.contains(want), "{want:?} missing from:\n{gate}");
+    }
+    assert!(
+        out.stdout.contains("wrote gates/fake.toml"),
+        "{}",
+        out.all()
+    );
+    let check = Out::of(p.servegate().args(["check", "gates/fake.toml"]));
+    assert_eq!(check.code, 0, "{}\n{gate}", check.all());
+    let run = Out::of(p.servegate().args(["run", "gates/fake.toml"]));
+    assert_eq!(run.code, 0, "{}\n{gate}", run.all());
+    for t in [
+        "route PASS",
+        "rate PASS",
+        "first_token PASS",
+        "known_answer PASS",
+    ] {
+        assert!(run.stdout.contains(t), "{t}: {}", run.all());
+    }
+}
+
+#[test]
+fn init_never_overwrites_a_file_without_force() {
+    let p = Project::new();
+    let existing = p.write("gates/mine.toml", "# my own gate\n");
+    let out = init(&p, &["--name", "mine", "--url", "http://127.0.0.1:9"]);
+    assert_eq!(out.code, 2, "{}", out.all());
+    assert!(
+        out.stderr.contains("exists: not overwritten"),
+        "{}",
+        out.all()
+    );
+    assert!(out.stderr.contains("--force"), "{}", out.all());
+    assert_eq!(
+        std::fs::read_to_string(existing).unwrap(),
+        "# my own gate\n"
+    );
+}
+
+#[test]
+fn a_url_that_is_not_a_serve_or_answers_nothing_writes_nothing() {
+    let p = Project::new();
+    // A web server that is not a serve: every path 200 with an HTML page.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\nserver: nginx\r\ncontent-length: 13\r\nconnection: close\r\n\r\n<html></html>",
+            );
+        }
+    });
+    let out = init(&p, &["--url", &format!("http://127.0.0.1:{port}")]);
+    assert_eq!(out.code, 4, "{}", out.all());
+    assert!(
+        out.stdout.contains("found: GET /health 200"),
+        "{}",
+        out.all()
+    );
+    assert!(
+        out.stdout
+            .contains("not found: /v1/models gave no OpenAI model list"),
+        "{}",
+        out.all()
+    );
+    assert!(
+        out.stderr
+            .contains("does not answer as an OpenAI-compatible serve"),
+        "{}",
+        out.all()
+    );
+    assert!(out.stderr.contains("nothing written"), "{}", out.all());
+    assert!(
+        !out.all().contains('\u{1b}'),
+        "a raw escape reached the terminal: {}",
+        out.all()
+    );
+    assert!(!p.path().join("gates").exists());
+
+    // Nothing listening at all.
+    let free = servegate::io::port::free_port("127.0.0.1").unwrap();
+    let out = init(&p, &["--url", &format!("http://127.0.0.1:{free}")]);
+    assert_eq!(out.code, 4, "{}", out.all());
+    assert!(out.stderr.contains("nothing answers at"), "{}", out.all());
+    assert!(!p.path().join("gates").exists());
+}
+
+#[test]
+fn a_log_that_names_no_route_writes_nothing() {
+    let p = Project::new();
+    let mut script = llama_like("fake-model");
+    script.start.log.clear();
+    script.request_log.clear();
+    script.health.ready_log.clear();
+    let log = p.path().join("serve.log");
+    let serve = Running::start(&script, &log);
+    let out = init(&p, &["--url", &serve.url(), "--log", log.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{}", out.all());
+    assert!(
+        out.stdout.contains("found: engine llama.cpp"),
+        "{}",
+        out.all()
+    );
+    assert!(
+        out.stdout.contains("not found: the route: the log"),
+        "{}",
+        out.all()
+    );
+    assert!(out.stderr.contains("--no-route"), "{}", out.all());
+    assert!(!p.path().join("gates").exists());
+}
+
+#[test]
+fn a_hostile_model_name_round_trips_and_is_never_printed_raw() {
+    let p = Project::new();
+    let name = "evil\"name'\n[serve]\nurl = \"http://x\" # \u{1b}[31m{port}\u{202e}";
+    let mut script = llama_like(name);
+    // Route evidence per request: what a url gate reads (the log's bytes written during its run).
+    script.request_log = vec![LogLine::err(
+        "slot launch: task {n} | backend CPU | n_threads = 1",
+    )];
+    let log = p.path().join("serve.log");
+    let serve = Running::start(&script, &log);
+    let out = init(
+        &p,
+        &[
+            "--name",
+            "evil",
+            "--url",
+            &serve.url(),
+            "--log",
+            log.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(
+        !out.all().contains('\u{1b}') && !out.all().contains('\u{202e}'),
+        "{}",
+        out.all()
+    );
+    let path = p.path().join("gates/evil.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+        "{text}"
+    );
+    let gate = servegate::spec::load(&path).unwrap();
+    assert_eq!(gate.request.served_model, name);
+    assert_eq!(gate.serve.expect_model.as_deref(), Some(name));
+    assert!(matches!(
+        gate.serve.mode,
+        servegate::spec::ServeMode::Url(_)
+    ));
+    let run = Out::of(p.servegate().args(["run", "gates/evil.toml"]));
+    assert_eq!(run.code, 0, "{}\n{text}", run.all());
+    assert!(run.stdout.contains("route PASS"), "{}", run.all());
+    drop(serve);
+}
+
+#[test]
+fn a_serve_that_never_answers_writes_nothing() {
+    let p = Project::new();
+    // Accepts connections and never says a byte: each question times out (5 s), two are asked.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in l.incoming() {
+            held.push(s);
+        }
+    });
+    let out = init(&p, &["--url", &format!("http://127.0.0.1:{port}")]);
+    assert_eq!(out.code, 4, "{}", out.all());
+    assert!(
+        out.stdout.contains("not found: an answer at"),
+        "{}",
+        out.all()
+    );
+    assert!(out.stderr.contains("nothing answers at"), "{}", out.all());
+    assert!(!p.path().join("gates").exists());
+
+    // A started serve that never becomes ready: stopped, nothing written.
+    let out = init(
+        &p,
+        &[
+            "--ready-timeout-s",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "echo loading; sleep 30",
+            "{port}",
+        ],
+    );
+    assert_eq!(out.code, 4, "{}", out.all());
+    assert!(out.stderr.contains("never became ready"), "{}", out.all());
+    assert!(
+        out.stderr.contains("loading"),
+        "the log's end is quoted: {}",
+        out.all()
+    );
+    assert!(!p.path().join("gates").exists());
+}
+
+#[test]
+fn a_model_list_of_none_or_several_asks_for_model_and_writes_nothing() {
+    let p = Project::new();
+    for (models, says) in [
+        (vec![], "/v1/models lists no model: pass --model NAME"),
+        (
+            vec!["a".to_string(), "b".to_string()],
+            "/v1/models lists several models: pass --model NAME",
+        ),
+    ] {
+        let mut script = llama_like("x");
+        script.models = models;
+        let log = p.path().join("serve.log");
+        let serve = Running::start(&script, &log);
+        let out = init(&p, &["--url", &serve.url(), "--log", log.to_str().unwrap()]);
+        assert_eq!(out.code, 2, "{}", out.all());
+        assert!(out.stderr.contains(says), "{}", out.all());
+        assert!(out.stdout.contains("not found: "), "{}", out.all());
+        assert!(!p.path().join("gates").exists());
+    }
+}
