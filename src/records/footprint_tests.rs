@@ -77,6 +77,7 @@ fn measured() -> serde_json::Value {
             pids_start: 1,
             pids_end: 1,
             clk_tck: 100,
+            runqueue: None,
         }),
         cpu_unavailable: None,
         attached: None,

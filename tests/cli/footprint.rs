@@ -386,6 +386,7 @@ fn a_url_serve_with_a_pid_file_gets_its_footprint_from_that_pid() {
         alloc_mib: 64,
         child_alloc_mib: 0,
         cpu_ms_per_chat: 60.0,
+        burn_on_worker: false,
     };
     let mut serve = fixtures::servegate()
         .args(fixtures::scripted_argv(&script, "127.0.0.1", &port.to_string())[1..].iter())

@@ -1,5 +1,5 @@
 //! Blessing the serve's footprint limits: `[assert.ready] limit_ms`, `[assert.memory] limit_mib` and
-//! `[assert.cpu] limit_ms_per_token` derived from runs by a stated rule ([`derive_limit`]: the largest value
+//! `[assert.cpu] limit_ms_per_token` derived from runs by a stated rule ([`derive_footprint_limit`]: the largest value
 //! over the runs plus a headroom, rounded up), each edited in place with its provenance above it
 //! ([`super::floor::edit_value`]), planned as one change ([`plan_limits`]). The figures are the footprint
 //! trials' own (`analysis::footprint::run_value`): one value per run, so a limit comes from every run given,
@@ -34,7 +34,7 @@ const LIMITS: [(AssertionKind, &str, &str, Metric); 3] = [
 
 /// A footprint limit derived from evidence, with what its provenance comment states.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LimitDerivation {
+pub struct FootprintLimit {
     /// `[assert.TABLE]`: `ready`, `memory` or `cpu`.
     pub table: &'static str,
     /// Its key: `limit_ms`, `limit_mib`, `limit_ms_per_token`.
@@ -57,7 +57,7 @@ fn ceil_to(x: f64, decimals: usize) -> f64 {
 /// Derives a footprint limit from one value per run: the largest value plus `headroom_pct` percent, rounded
 /// up to the metric's decimals (at least one unit of the last decimal: a limit is > 0). Errors: no value, a
 /// value that is not a finite non-negative number, a headroom outside 0..1000.
-pub(crate) fn derive_limit(
+pub(crate) fn derive_footprint_limit(
     metric: Metric,
     values: &[f64],
     headroom_pct: f64,
@@ -110,7 +110,7 @@ pub(crate) fn is_limit_provenance(first: &str, second: &str) -> bool {
 
 /// The provenance comment of a derived limit: `# servegate bless DATE: limit L UNIT from RUNS (values ...)`
 /// and `# servegate bless rule: ...`, each on one line whatever the paths hold.
-pub(crate) fn limit_provenance(d: &LimitDerivation, runs: &[String], utc: &str) -> String {
+pub(crate) fn limit_provenance(d: &FootprintLimit, runs: &[String], utc: &str) -> String {
     let info = d.metric.info();
     let (dec, unit) = (info.decimals, info.unit.name());
     let date = utc.get(..10).unwrap_or(utc);
@@ -133,14 +133,14 @@ pub struct LimitsPlan {
     /// Its text with the new limits.
     pub new: String,
     /// One derivation per footprint limit the gate declares, in the order ready, memory, cpu.
-    pub derivations: Vec<LimitDerivation>,
+    pub derivations: Vec<FootprintLimit>,
     /// One ledger line per limit.
     pub ledger: Vec<LedgerEntry>,
 }
 
 /// Plans `bless GATE --limits RUN [--limits RUN ...]`: checks every run (as a floor's run is checked:
 /// [`refusals`], the footprint limits set aside), reads each footprint figure the gate declares a limit on
-/// from every run, derives each limit ([`derive_limit`]) and edits the text. Writes nothing. Refused: a gate
+/// from every run, derives each limit ([`derive_footprint_limit`]) and edits the text. Writes nothing. Refused: a gate
 /// with no footprint limit (exit 3), no run (exit 2), a run that is not good evidence or lacks a figure
 /// (exit 1, each run and reason named).
 pub fn plan_limits(
@@ -196,13 +196,13 @@ pub fn plan_limits(
     let mut new = old.clone();
     let (mut derivations, mut ledger) = (Vec::new(), Vec::new());
     for ((_, table, key, metric), vals) in declared.iter().zip(values) {
-        let (limit, rule) = derive_limit(*metric, &vals, headroom_pct).map_err(|e| {
+        let (limit, rule) = derive_footprint_limit(*metric, &vals, headroom_pct).map_err(|e| {
             BlessError::new(
                 exit::ASSERTION_FAILED,
                 format!("no limit derived for [assert.{table}] {key}: {e}"),
             )
         })?;
-        let d = LimitDerivation {
+        let d = FootprintLimit {
             table,
             key,
             metric: *metric,
