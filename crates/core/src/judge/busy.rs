@@ -5,7 +5,8 @@
 //! waiting most in it spent runnable without a CPU, `/proc/PID/task/TID/schedstat`): a rate is divided by
 //! (1 − hold), a time multiplied by it. When the median of those values would meet the bound, the shortfall
 //! is the runner's: INDETERMINATE, naming the hold and that median; the values and median judged stay the
-//! measured ones. A FAIL the hold cannot explain stays a FAIL, with the hold said. A FAIL for missing values,
+//! measured ones. A FAIL the hold cannot explain stays a FAIL, with the hold said (a median hold under
+//! [`MIN_HOLD`] says nothing). A FAIL for missing values,
 //! a failed serve or a client-server disagreement is never touched, and nothing here ever passes.
 //!
 //! Only the run-queue wait is given back: a serve slow for its own reasons (a slow route that burns CPU, a
@@ -19,6 +20,9 @@ use crate::judge::verdict::Verdict;
 use crate::judge::Outcome;
 use crate::spec::GateSpec;
 use crate::vocab::NoteKind;
+
+/// The median hold under which nothing is said: 10 % of a request's time, within the noise of a figure.
+pub(super) const MIN_HOLD: f64 = 0.10;
 
 /// `v` (a rate, tpot or first_token verdict of a single run) with the busy runner set against it, as the
 /// module says.
@@ -92,6 +96,9 @@ pub(super) fn excuse(gate: &GateSpec, evidence: &Evidence, v: Verdict) -> Verdic
     let d = bound.metric.info().decimals;
     let unit = bound.unit;
     let mut out = v.clone();
+    if held < MIN_HOLD {
+        return v; // a hold this small is in the noise of any figure: nothing to say either way
+    }
     let side = if bound.at_least { "floor" } else { "limit" };
     if meets {
         // The cause and the conclusion first, in one clause: the terminal's verdict line keeps the head.
