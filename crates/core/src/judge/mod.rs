@@ -160,7 +160,7 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
     let mut out = Vec::new();
     for name in names {
         let v = match name {
-            AssertionKind::Route => judge_route(gate, evidence),
+            AssertionKind::Route => judge_route(gate, evidence, &acct),
             AssertionKind::Rate
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
