@@ -33,6 +33,7 @@ mod matrix_runs;
 mod output_snapshots;
 mod over_limits;
 mod privacy;
+mod ready_dialect;
 mod records;
 mod records_proof;
 mod regression;

@@ -474,6 +474,17 @@ impl StreamState {
         match obj.get("choices") {
             Some(Value::Array(arr)) => {
                 if let Some(choice) = first_choice(arr) {
+                    // A dialect fact: usage on the finish chunk (transformers serve), not on a chunk of its own
+                    // with `choices: []` after it (the OpenAI API's `stream_options.include_usage`).
+                    let finishes = choice.get("finish_reason").is_some_and(|f| !f.is_null());
+                    if finishes
+                        && obj.get("usage").is_some_and(|u| !u.is_null())
+                        && !crate::vocab::has_note(&self.reply.flags, NoteKind::UsageOnFinishChunk)
+                    {
+                        self.reply
+                            .flags
+                            .push(Note::flag(NoteKind::UsageOnFinishChunk));
+                    }
                     self.on_choice(choice, t_ms, usage_ct, pred_n);
                 }
             }
