@@ -6,6 +6,7 @@
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 
+mod action;
 mod bisect;
 mod bless;
 mod cases;
@@ -13,6 +14,7 @@ mod census;
 mod command_line;
 mod comparability;
 mod contract;
+mod conventions;
 mod coverage;
 mod drift;
 mod escaping;
