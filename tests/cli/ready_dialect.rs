@@ -62,7 +62,14 @@ fn a_cold_first_request_an_empty_model_list_and_the_dialect_are_reported() {
     std::fs::write(tmp.path().join("lazy.toml"), gate("lazy", "")).unwrap();
     let out = fixtures::servegate()
         .env("SERVEGATE_VERBOSE", "1")
-        .args(["run", "lazy.toml", "--summary", "summary.md", "--json", "r.json"])
+        .args([
+            "run",
+            "lazy.toml",
+            "--summary",
+            "summary.md",
+            "--json",
+            "r.json",
+        ])
         .current_dir(tmp.path())
         .env("SERVEGATE_RUNS", tmp.path().join("runs"))
         .output()
@@ -113,7 +120,10 @@ fn a_cold_first_request_an_empty_model_list_and_the_dialect_are_reported() {
     );
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("r.json")).unwrap()).unwrap();
-    assert_eq!(results["gates"][0]["provenance"]["notes"], run["notes"], "{results}");
+    assert_eq!(
+        results["gates"][0]["provenance"]["notes"], run["notes"],
+        "{results}"
+    );
     // `servegate inspect` names the same notes for one reply (one definition).
     let dir = std::fs::read_dir(tmp.path().join("runs/lazy"))
         .unwrap()
