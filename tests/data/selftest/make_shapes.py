@@ -219,6 +219,9 @@ def main():
           "content=FAIL known_answer=FAIL", [bad, ok(277.0, 84.4), ok(301.0, 82.1)], known=True)
     shape("kind6-coloured-slow-route-line", 6, "the fallback line wrapped in colour codes still counts as the slow route",
           "route=FAIL", fast3(), log=COLOUR_LOG)
+    dead = [(3.0, 'data: {"error":{"code":500,"message":"upstream connect error","type":"server_error"}}\n\n')]
+    shape("kind6-gateway-every-reply-failed", 6, "a gateway whose upstream is dead: the start-up line matches, every reply is an error; no reply took the route, so it never passes",
+          ALL4 % ("INDETERMINATE", "FAIL", "FAIL", "FAIL"), [dead, dead, dead])
     backwards = fast3()
     bw = list(backwards[1])
     bw[5], bw[6] = (bw[6][0], bw[5][1]), (bw[5][0], bw[6][1])
