@@ -29,9 +29,16 @@ fn main() {
     .map(PathBuf::from)
     .and_then(|p| p.canonicalize().ok());
     let ours = toplevel.is_some_and(|t| here.canonicalize().is_ok_and(|h| h == t));
+    // clap prints --version itself: only the characters a commit or tag name needs, at most 40.
     let commit = std::env::var("SERVEGATE_BUILD_COMMIT")
         .ok()
-        .filter(|c| !c.trim().is_empty())
+        .map(|c| {
+            c.chars()
+                .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '+'))
+                .take(40)
+                .collect::<String>()
+        })
+        .filter(|c| !c.is_empty())
         .or_else(|| {
             ours.then(|| {
                 git(&[
