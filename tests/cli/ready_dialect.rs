@@ -143,7 +143,8 @@ fn a_cold_first_request_an_empty_model_list_and_the_dialect_are_reported() {
     );
 }
 
-/// `warmup_requests = 1` takes the first-after-load cost out of the judged run: no cold note.
+/// `warmup_requests = 1` takes the first-after-load cost out of the judged run: no cold note on a verdict,
+/// and run.json says the warmup was cold (`cold_warmup_request`).
 #[test]
 fn a_warmup_request_keeps_the_cold_one_out_of_the_judged_run() {
     let tmp = tempfile::tempdir().unwrap();
@@ -165,6 +166,14 @@ fn a_warmup_request_keeps_the_cold_one_out_of_the_judged_run() {
     let run = run_json(tmp.path(), "warm");
     assert!(
         !run["notes"].to_string().contains("cold_first_request"),
+        "{}",
+        run["notes"]
+    );
+    // The warmup took the load, and the run still says readiness did not mean ready.
+    assert!(
+        run["notes"]
+            .to_string()
+            .contains("cold_warmup_request: request 00's TTFT"),
         "{}",
         run["notes"]
     );

@@ -46,6 +46,22 @@ impl ColdFirst {
     }
 }
 
+impl ColdFirst {
+    /// The note for a cold warmup request (the run's first, sent before the judged ones, against their
+    /// median): `cold_warmup_request: request 00's TTFT 11900 ms is 80.4x ...: readiness did not mean ready;
+    /// the warmup kept it out of the judged figures`.
+    pub fn warmup_note(&self) -> String {
+        format!(
+            "cold_warmup_request: request {:02}'s TTFT {:.0} ms is {:.1}x the median of the {} judged ({:.0} ms): the serve said ready before it was (a model loaded or a cache filled on its first request); the warmup kept it out of the judged figures",
+            self.index,
+            self.ttft_ms,
+            self.ttft_ms / self.others_median_ms,
+            self.others,
+            self.others_median_ms,
+        )
+    }
+}
+
 /// The first judged request when it is cold: `ttfts` are the judged requests in send order, (index, TTFT
 /// ms or None when not measured). The first must be measured, at least [`COLD_MIN_OTHERS`] others measured,
 /// and its TTFT over [`COLD_FACTOR`] times their median.
@@ -83,6 +99,7 @@ mod tests {
         assert!(n.starts_with("cold_first_request: request 00's TTFT 1828 ms is 12.4x the median of the other 3 (148 ms;"), "{n}");
         assert!(n.contains("likely loaded the model"), "{n}");
         assert!(c.note(2).contains("after 2 warmup request(s)"));
+        assert!(c.warmup_note().starts_with("cold_warmup_request: request 00's TTFT 1828 ms is 12.4x the median of the 3 judged (148 ms)"));
     }
 
     #[test]
