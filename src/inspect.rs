@@ -208,20 +208,12 @@ pub fn summarize(reply: &Reply, figures: &Figures) -> Summary {
         .chain(&figures.warnings)
         .map(|n| n.to_string())
         .collect();
-    let mut notes: Vec<String> = reply
-        .warnings
-        .iter()
-        .chain(&figures.warnings)
-        .chain(&reply.flags)
-        .map(|n| n.name().to_string())
-        .collect();
+    // The one list of dialect notes, as run.json keeps them per request.
+    let notes = crate::analysis::dialect::note_names(reply, figures);
     let mut flags: Vec<String> = reply.flags.iter().map(|n| n.to_string()).collect();
     if figures.multi_token {
         flags.push("multi_token".into());
-        notes.push("multi_token".into());
     }
-    notes.sort();
-    notes.dedup();
     let itl = &figures.itl_ms;
     let timings = reply.timings.as_ref();
     Summary {

@@ -460,8 +460,10 @@ fn write_request(
         body_bytes,
         body_truncated: false,
         figures: None,
+        notes: Vec::new(),
     };
     let reply = crate::analysis::reply_of(&rec, &reads);
+    // No dialect notes: the reads are rebuilt from the tool's timings, not the serve's bytes.
     rec.figures = Some(crate::analysis::measure::measure(&reply));
     Ok((
         rec,

@@ -61,7 +61,26 @@ pub(super) fn identify(
     summary.serve.package_version =
         crate::spec::detect::package_version(engine, &says).map(|p| p.0);
     summary.serve.models = model_ids(&says);
+    if models_empty(&says) {
+        let note = "models_empty: /v1/models listed no model when the serve said ready (an empty `data` list): \
+                    a serve that loads its model on the first request is not ready yet, and that request's TTFT \
+                    holds the load (docs/metrics.md \"Ready is not ready\")"
+            .to_string();
+        progress(&Step::Note(note.clone()));
+        summary.notes.push(note);
+    }
     detected_gate
+}
+
+/// True when `/v1/models` answered 200 with an empty `data` list (the lazy serve: no model loaded yet).
+fn models_empty(says: &crate::spec::detect::ServeSays) -> bool {
+    let Some((200, body)) = &says.models else {
+        return false;
+    };
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("data")?.as_array().map(Vec::is_empty))
+        .unwrap_or(false)
 }
 
 /// The models the serve lists (`serve.models`) against the gate: with `[serve] expect_model`, a list without

@@ -166,9 +166,12 @@ pub fn run_point(
             body_bytes: x.exchange.body_bytes,
             body_truncated: x.exchange.body_truncated,
             figures: None,
+            notes: Vec::new(),
         };
         let reply = crate::analysis::reply_of(&rec, &x.exchange.reads);
-        rec.figures = Some(crate::analysis::measure::measure(&reply));
+        let fig = crate::analysis::measure::measure(&reply);
+        rec.notes = crate::analysis::dialect::note_names(&reply, &fig);
+        rec.figures = Some(fig);
         summary.requests.push(rec);
         Ok(())
     };

@@ -129,6 +129,10 @@ pub const SHAPES: &[(&str, &str)] = &[
         include_str!("../../tests/data/selftest/kind6-coloured-slow-route-line.shape"),
     ),
     (
+        "kind6-gateway-every-reply-failed",
+        include_str!("../../tests/data/selftest/kind6-gateway-every-reply-failed.shape"),
+    ),
+    (
         "kind7-reads-out-of-order",
         include_str!("../../tests/data/selftest/kind7-reads-out-of-order.shape"),
     ),

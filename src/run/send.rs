@@ -90,6 +90,7 @@ pub(super) fn send_all(
             body_bytes: ex.body_bytes,
             body_truncated: ex.body_truncated,
             figures: None,
+            notes: Vec::new(),
         };
         let reply = analysis::reply_of(&rec, &ex.reads);
         let fig = crate::analysis::measure::measure(&reply);
@@ -107,6 +108,7 @@ pub(super) fn send_all(
         });
         // Cut or unreachable: the serve may have died mid-reply.
         let failed = rec.transport_error.is_some() || reply.truncated;
+        rec.notes = analysis::dialect::note_names(&reply, &fig);
         rec.figures = Some(fig);
         w.append_request_record(&rec)?;
         summary.requests.push(rec);

@@ -203,6 +203,11 @@ fn drive_steps(
         (started.as_mut(), attached.as_ref()),
         progress,
     )?;
+    let dialect = crate::analysis::dialect::run_note(&summary.requests);
+    for note in cold_first_note(gate, summary).into_iter().chain(dialect) {
+        progress(&Step::Note(note.clone()));
+        summary.notes.push(note);
+    }
     if let Some(s) = started {
         reach::stop(s, &tag, w, summary, progress);
     }
@@ -237,6 +242,39 @@ fn drive_steps(
     }
     reach::copy_log_file(gate, w, summary);
     Ok(())
+}
+
+/// `cold_first_request: ...` when the run's first timed judged request was far slower to its first token
+/// than the rest (`analysis::cold`, the rule the first_token verdict applies), else `cold_warmup_request:
+/// ...` when the run's first request, a warmup, was far slower than the judged ones; from the figures
+/// `run.json` keeps per request.
+fn cold_first_note(gate: &GateSpec, summary: &RunSummary) -> Option<String> {
+    let warmup = summary.requests.iter().filter(|r| r.warmup).count();
+    let mut ttfts: Vec<(usize, Option<f64>)> = summary
+        .requests
+        .iter()
+        .filter(|r| !r.warmup && gate.request.timed(&r.prompt))
+        .map(|r| {
+            let f = r.figures.as_ref();
+            let ok = r.transport_error.is_none() && f.is_some_and(|f| f.failed.is_none());
+            (r.index, f.and_then(|f| f.ttft_ms).filter(|_| ok))
+        })
+        .collect();
+    ttfts.sort_by_key(|(i, _)| *i);
+    if let Some(c) = crate::analysis::cold::cold_first(&ttfts) {
+        return Some(c.note(warmup));
+    }
+    // The run's first request was a warmup: a cold one is still said (readiness did not mean ready), though
+    // it judged nothing.
+    let first = summary.requests.iter().min_by_key(|r| r.index)?;
+    let f = first.figures.as_ref();
+    let ok = first.transport_error.is_none() && f.is_some_and(|f| f.failed.is_none());
+    if !first.warmup || !ok {
+        return None;
+    }
+    let mut with_warmup = vec![(first.index, f.and_then(|f| f.ttft_ms))];
+    with_warmup.extend(ttfts);
+    crate::analysis::cold::cold_first(&with_warmup).map(|c| c.warmup_note())
 }
 
 /// The API key `[serve] api_key_env` names (None without one). Err: `api_key_missing` when the variable is

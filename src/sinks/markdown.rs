@@ -176,6 +176,18 @@ pub(crate) fn serialize_with(
             ));
         }
         lines.push(String::new());
+        // The run's notes: the serve's dialect with counts, a cold first request, an empty model list.
+        let notes = g
+            .provenance
+            .as_ref()
+            .map(|p| p.notes.as_slice())
+            .unwrap_or_default();
+        for n in notes {
+            lines.push(format!("- note: {}", cell(n, VERDICT_CHARS)));
+        }
+        if !notes.is_empty() {
+            lines.push(String::new());
+        }
     }
     fit(&lines, budget)
 }

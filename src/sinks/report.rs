@@ -320,6 +320,10 @@ pub struct Provenance {
     pub model_sha256: Option<String>,
     /// The arms of a pair gate, in run order (each its own serve and run directory); empty otherwise.
     pub arms: Vec<ArmProvenance>,
+    /// The run's notes from `run.json` (`dialect: ...` with each note's count over the judged replies,
+    /// `cold_first_request: ...`, `models_empty: ...`, `model_not_listed: ...`, ...); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One arm of a pair gate, from its own `run.json`.
@@ -882,6 +886,7 @@ pub(crate) fn provenance(spec: &GateSpec, outcome: &RunOutcome) -> Provenance {
                     .collect()
             })
             .unwrap_or_default(),
+        notes: s.notes.clone(),
     }
 }
 

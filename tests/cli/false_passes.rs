@@ -247,3 +247,94 @@ fn records_check_of_a_folder_without_records_checked_nothing() {
     assert_eq!(code, 7, "{out}\n{err}");
     assert!(err.contains("nothing was checked"), "{err}");
 }
+
+/// A gateway (litellm's proxy in the issue 32 trial) whose upstream is dead: it logs its backend's start-up
+/// line, then answers every request with HTTP 500. `route` said PASS from the log alone; no reply took any
+/// route, so it is INDETERMINATE with the cause, and the gate does not pass.
+#[test]
+fn a_gateway_whose_every_reply_is_an_http_500_never_passes_route() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = odd_end("stop", false);
+    s.start.log = vec![LogLine::err("backend: system_info: n_threads = 1")];
+    s.reply = Reply {
+        status: 500,
+        body: Some(
+            r#"{"error":{"message":"upstream connect error","type":"server_error"}}"#.into(),
+        ),
+        ..Reply::default()
+    };
+    let gate = format!(
+        "[gate]\nname = \"dead-upstream\"\n[serve]\ncommand = {}\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"hi\"]\nrepeats = 3\n[assert.route]\nfast = [\"n_threads = 1\", \"backend:\"]\n",
+        fixtures::scripted_command(&s)
+    );
+    std::fs::write(tmp.path().join("g.toml"), gate).unwrap();
+    let (code, out, err) = servegate(tmp.path(), &["run", "g.toml"]);
+    assert_ne!(code, 0, "{out}\n{err}");
+    let l = line(&out, "route ");
+    assert!(
+        l.starts_with(
+            "route INDETERMINATE no judged reply succeeded (requests 00-02 failed, the first: "
+        ),
+        "{l}"
+    );
+    assert!(l.contains("500") && l.contains("n=0 of 3 planned"), "{l}");
+    assert!(!out.contains("RESULT: PASS"), "{out}");
+}
+
+/// Per-reply route evidence: a gateway names the deployment it chose in a response header. Every judged reply
+/// must carry it matching `header_fast`; one that fell back to another deployment, or that lacks the header,
+/// FAILs route with the count, and the header's bytes (an 8-bit CSI, which HTTP allows as obs-text) are escaped in the verdict line. Re-judging the run
+/// reads the same headers from the evidence (`NN.response.json`).
+#[test]
+fn a_gateway_reply_on_another_deployment_fails_route_with_the_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = odd_end("stop", false);
+    let with = |v: Option<&str>| Reply {
+        headers: v
+            .map(|v| vec![("X-Deployment".to_string(), v.to_string())])
+            .unwrap_or_default(),
+        ..base.reply.clone()
+    };
+    let gate = |name: &str, s: &Script| {
+        format!(
+            "[gate]\nname = \"{name}\"\n[serve]\ncommand = {}\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"hi\"]\nrepeats = 3\n[assert.route]\nheader = \"X-Deployment\"\nheader_fast = \"^primary$\"\n",
+            fixtures::scripted_command(s)
+        )
+    };
+    let mut good = base.clone();
+    good.reply = with(Some("primary"));
+    std::fs::write(tmp.path().join("good.toml"), gate("hdr-good", &good)).unwrap();
+    let (code, out, err) = servegate(tmp.path(), &["run", "good.toml"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(
+        line(&out, "route "),
+        "route PASS header x-deployment matches /^primary$/ on 3 of 3 judged replies: \"primary\" (n=3 of 3 planned)"
+    );
+    let mut bad = base.clone();
+    bad.replies = vec![
+        with(Some("primary")),
+        with(Some("fallback{byte:c2}{byte:9b}2J")),
+        with(None),
+    ];
+    std::fs::write(tmp.path().join("bad.toml"), gate("hdr-bad", &bad)).unwrap();
+    let (code, out, err) = servegate(tmp.path(), &["run", "bad.toml"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    let l = line(&out, "route ");
+    assert!(
+        l.starts_with("route FAIL header x-deployment: 2 of 3 judged replies not on the fast route /^primary$/: request 01 \"fallback\\u{9b}2J\", request 02 has no x-deployment header (n=3 of 3 planned)"),
+        "{l}"
+    );
+    assert!(
+        !out.contains('\u{9b}'),
+        "a C1 control reaches no terminal raw: {out:?}"
+    );
+    let dir = std::fs::read_dir(tmp.path().join("runs/hdr-bad"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let (code, again, _) = servegate(tmp.path(), &["judge", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{again}");
+    assert_eq!(line(&again, "route "), l);
+}

@@ -6,6 +6,7 @@
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 
+mod action;
 mod bisect;
 mod bless;
 mod busy_runner;
@@ -14,6 +15,7 @@ mod census;
 mod command_line;
 mod comparability;
 mod contract;
+mod conventions;
 mod coverage;
 mod drift;
 mod escaping;
@@ -36,6 +38,7 @@ mod matrix_runs;
 mod output_snapshots;
 mod over_limits;
 mod privacy;
+mod ready_dialect;
 mod records;
 mod records_proof;
 mod regression;

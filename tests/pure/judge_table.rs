@@ -528,13 +528,60 @@ fn error_reply_fails_content_rate_and_first_token() {
     );
 }
 
+/// No reply at all: everything fails, and the route, whose log line shows only how the serve started, is
+/// INDETERMINATE (issue 32: a gateway with a dead upstream said `route PASS` from its log alone).
 #[test]
-fn no_replies_at_all_fail_everything_but_the_route() {
+fn no_replies_at_all_fail_everything_and_the_route_is_indeterminate() {
     let v = judge(&gate(""), &evidence(Some(FAST_LOG), vec![]));
-    expect(&v, Pass, Fail, Fail, Fail);
+    expect(&v, Indeterminate, Fail, Fail, Fail);
     assert_eq!(
         line(&v, "rate").message,
         "rate FAIL no replies at all: the run holds no judged request (n=0 of 0 planned)"
+    );
+    assert_eq!(
+        line(&v, "route").message,
+        "route INDETERMINATE no judged reply succeeded, so no reply shows the route it took (n=0 of 0 planned); the log alone: fast route: serve.log line 2 matches /on the private route/: \"npu: kernels loaded; decoding on the private route dx\"; slow /per-op forward/ absent"
+    );
+}
+
+/// The seed's error reply, every reply: the route is INDETERMINATE with the failures named; the slow route in
+/// the log still FAILs it.
+#[test]
+fn every_reply_an_error_leaves_the_route_indeterminate_unless_the_log_says_slow() {
+    let err = vec![TimedRead {
+        t_ms: 40.0,
+        recv_ms: None,
+        bytes: br#"data: {"error":{"code":500,"message":"upstream connect error","type":"server_error"}}
+
+"#
+        .to_vec(),
+    }];
+    let v = judge(
+        &gate(""),
+        &evidence(Some(FAST_LOG), vec![err.clone(), err.clone(), err.clone()]),
+    );
+    assert_eq!(
+        line(&v, "route").outcome,
+        Indeterminate,
+        "{}",
+        line(&v, "route").message
+    );
+    assert!(
+        line(&v, "route").message.starts_with(
+            "route INDETERMINATE no judged reply succeeded (requests 00-02 failed, the first: "
+        ),
+        "{}",
+        line(&v, "route").message
+    );
+    let v = judge(
+        &gate(""),
+        &evidence(Some(SLOW_LOG), vec![err.clone(), err.clone(), err]),
+    );
+    assert_eq!(
+        line(&v, "route").outcome,
+        Fail,
+        "{}",
+        line(&v, "route").message
     );
 }
 

@@ -609,6 +609,10 @@ closed_enum! {
         /// The reply's `model` field is the model the request asked for, which the serve's `/v1/models` does
         /// not list: the field only echoes the request and is no proof of identity (case 36).
         ResponseModelEchoesRequest = "response_model_echoes_request",
+        /// The stream's `usage` object came on the chunk carrying `finish_reason` (transformers serve), not on
+        /// a chunk of its own with `choices: []` after it as the OpenAI API's `stream_options.include_usage`
+        /// describes: a dialect fact, read the same (last usage wins), reported so serves can be compared.
+        UsageOnFinishChunk = "usage_on_finish_chunk",
         /// Terminal escape sequences (ANSI colour) were removed from the serve log before the route regexes
         /// read it (detail: how many); the raw bytes stay in `serve.log` (case 38).
         LogAnsiStripped = "log_ansi_stripped",

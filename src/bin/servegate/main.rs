@@ -32,6 +32,7 @@ macro_rules! errln {
 mod bless;
 mod check;
 mod conformance;
+mod conventions;
 mod coverage;
 mod export;
 mod import;
@@ -45,13 +46,22 @@ mod run;
 mod scripted;
 mod selftest;
 
+/// `servegate --version`: the package version and the commit it was built from (build.rs; `unknown` when
+/// not built from a git checkout).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SERVEGATE_COMMIT"),
+    ")"
+);
+
 /// A release gate for OpenAI-compatible LLM serves.
 ///
 /// Exit codes: 0 every assertion passed; 1 an assertion failed; 2 bad usage; 3 a gate spec is invalid;
 /// 4 the serve never became ready; 5 evidence could not be read or written; 6 a requirement is unmet under
 /// SERVEGATE_STRICT=1; 7 nothing was checked (every gate ignored).
 #[derive(Parser)]
-#[command(name = "servegate", version, about, long_about = None, after_help = "Exit codes: 0 pass, 1 assertion failed, 2 usage, 3 spec invalid, 4 serve never ready, 5 evidence error, 6 requirement unmet (strict), 7 nothing checked.")]
+#[command(name = "servegate", version = VERSION, about, long_about = None, after_help = "Exit codes: 0 pass, 1 assertion failed, 2 usage, 3 spec invalid, 4 serve never ready, 5 evidence error, 6 requirement unmet (strict), 7 nothing checked.")]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -172,6 +182,10 @@ enum Cmd {
     /// Judge the embedded judging table (the seed's shapes and one per hazard kind) with this binary's own judge:
     /// no serve, no device; one line per shape, exit 0 when every shape gives what it must, else 1.
     SelfTest(selftest::SelfTestArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell), generated from these definitions.
+    Completions(conventions::CompletionsArgs),
+    /// Print the man page (roff, section 1), generated from these definitions: `servegate man > servegate.1`.
+    Man,
 }
 
 /// The report flags of `servegate run` and `servegate judge` (flattened into their clap structs); each
@@ -327,6 +341,8 @@ fn main() -> ExitCode {
         Cmd::Conformance(args) => conformance::cli_conformance(&args),
         Cmd::SelfTest(args) => selftest::cli(&args),
         Cmd::Bless(args) => bless::cli(&args),
+        Cmd::Completions(args) => conventions::cli_completions(&args),
+        Cmd::Man => conventions::cli_man(),
     };
     ExitCode::from(code as u8)
 }

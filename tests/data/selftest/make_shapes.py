@@ -182,8 +182,8 @@ def main():
     err = [(40.0, 'data: {"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}\n\n')]
     shape("seed-error-reply", "seed", "one error reply: content, rate and first token fail",
           ALL4 % ("PASS", "FAIL", "FAIL", "FAIL"), [ok(262.0, 98.4), err, ok(301.0, 82.1)])
-    shape("seed-no-replies-at-all", "seed", "the run holds no request: everything but the route fails",
-          ALL4 % ("PASS", "FAIL", "FAIL", "FAIL"), [])
+    shape("seed-no-replies-at-all", "seed", "the run holds no request: everything fails but the route, indeterminate (a log line, no reply that took it)",
+          ALL4 % ("INDETERMINATE", "FAIL", "FAIL", "FAIL"), [])
     shape("seed-serve-never-ready", "seed", "port in use: every assertion fails with the reason",
           ALL4 % ("FAIL", "FAIL", "FAIL", "FAIL"), [], failure="port_in_use: 127.0.0.1:8080 (pid 4242)")
     shape("seed-incomplete-evidence", "seed", "run.json still says running: nothing passes",
@@ -219,6 +219,9 @@ def main():
           "content=FAIL known_answer=FAIL", [bad, ok(277.0, 84.4), ok(301.0, 82.1)], known=True)
     shape("kind6-coloured-slow-route-line", 6, "the fallback line wrapped in colour codes still counts as the slow route",
           "route=FAIL", fast3(), log=COLOUR_LOG)
+    dead = [(3.0, 'data: {"error":{"code":500,"message":"upstream connect error","type":"server_error"}}\n\n')]
+    shape("kind6-gateway-every-reply-failed", 6, "a gateway whose upstream is dead: the start-up line matches, every reply is an error; no reply took the route, so it never passes",
+          ALL4 % ("INDETERMINATE", "FAIL", "FAIL", "FAIL"), [dead, dead, dead])
     backwards = fast3()
     bw = list(backwards[1])
     bw[5], bw[6] = (bw[6][0], bw[5][1]), (bw[5][0], bw[6][1])

@@ -56,6 +56,7 @@ pub fn parse(raw: BTreeMap<String, Vec<RawExchange>>) -> ContractEvidence {
                         body_bytes: x.record.body_bytes,
                         body_truncated: x.record.body_truncated,
                         figures: None,
+                        notes: Vec::new(),
                     };
                     let reply = reply_of(&rec, &x.reads);
                     let body = x

@@ -3,8 +3,10 @@
 //! parse each reply as it is read with [`parse_reads`].
 
 pub mod baseline_values;
+pub mod cold;
 pub mod content;
 pub mod contract;
+pub mod dialect;
 pub mod drift;
 pub mod footprint;
 pub mod interleave;

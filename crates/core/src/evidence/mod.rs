@@ -262,6 +262,11 @@ pub struct RequestRecord {
     pub body_truncated: bool,
     /// Figures at run time, for people reading run.json; judging recomputes them from the reads.
     pub figures: Option<Figures>,
+    /// The reply's dialect notes by name at run time (`analysis::dialect::note_names`, as `servegate
+    /// inspect` lists them: `no_done_marker`, `usage_on_finish_chunk`, ...); absent when none (and in older
+    /// evidence).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// `run.json`.

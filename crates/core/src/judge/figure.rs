@@ -621,3 +621,17 @@ pub(super) fn judge_tpot(gate: &GateSpec, judged: &[Judged], acct: &Accounting) 
         acct,
     )
 }
+
+/// The cold first request of the run ([`crate::analysis::cold::cold_first`] over the timed judged requests in
+/// send order; a failed reply counts as unmeasured), as its note, or None.
+pub(super) fn cold_note(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Option<String> {
+    let mut ttfts: Vec<(usize, Option<f64>)> = timed(gate, judged)
+        .into_iter()
+        .map(|j| {
+            let ok = super::accounting::request_failure(j.ev).is_none();
+            (j.ev.record.index, j.fig.ttft_ms.filter(|_| ok))
+        })
+        .collect();
+    ttfts.sort_by_key(|(i, _)| *i);
+    crate::analysis::cold::cold_first(&ttfts).map(|c| c.note(acct.warmup))
+}

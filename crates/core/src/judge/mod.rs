@@ -49,7 +49,7 @@ use crate::vocab::{AssertionKind, FailureCode};
 
 use accounting::{fail_for_serve, judged_of, no_replies, Judged};
 use content::{judge_content, judge_known_answer};
-use figure::{judge_first_token, judge_rate, judge_tpot, with_floor_hint};
+use figure::{cold_note, judge_first_token, judge_rate, judge_tpot, with_floor_hint};
 use route::judge_route;
 
 /// With `[assert.rate] server_log`: each request's serve decode rate is the one its log line states
@@ -161,7 +161,7 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
     let mut out = Vec::new();
     for name in names {
         let v = match name {
-            AssertionKind::Route => judge_route(gate, evidence),
+            AssertionKind::Route => judge_route(gate, evidence, &acct),
             AssertionKind::Rate
             | AssertionKind::FirstToken
             | AssertionKind::Tpot
@@ -260,6 +260,16 @@ fn judge_request_assertion(
             Verdict::new(name, Outcome::Fail, "not a per-request assertion")
         }
     };
+    // A cold first request is said where its TTFT is judged (else beside the rate): the median hides it.
+    let cold_here = match name {
+        AssertionKind::FirstToken => true,
+        AssertionKind::Rate => gate.assertions.first_token.is_none(),
+        _ => false,
+    };
+    if let Some(note) = cold_here.then(|| cold_note(gate, judged, acct)).flatten() {
+        let details = format!("{}; {note}", v.details());
+        v.set(v.outcome, details);
+    }
     if let Some(f) = &acct.serve_failure {
         fail_for_serve(&mut v, f, acct.serve_failure_code);
     }

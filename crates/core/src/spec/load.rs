@@ -28,7 +28,7 @@ pub(super) enum OneOrMany<T> {
 }
 
 impl<T: Clone> OneOrMany<T> {
-    fn to_vec(&self) -> Vec<T> {
+    pub(super) fn to_vec(&self) -> Vec<T> {
         match self {
             OneOrMany::One(x) => vec![x.clone()],
             OneOrMany::Many(v) => v.clone(),

@@ -46,8 +46,8 @@ pub use model::{
     command_exists, line_of, ArmSpec, Assertions, ContentAssert, Context, CpuAssert,
     FirstTokenAssert, GateSpec, HoldSpec, KnownAnswerAssert, MemoryAssert, OnIncomparable,
     OnIndeterminate, PairMetric, PairSpec, RateAssert, RateSource, RatioAssert, ReadyAssert,
-    RequestSpec, Requires, RouteAssert, SameAnswersAssert, ServeMode, ServeSpec, TpotAssert,
-    DEFAULT_AGREE_PCT,
+    RequestSpec, Requires, RouteAssert, RouteHeader, SameAnswersAssert, ServeMode, ServeSpec,
+    TpotAssert, DEFAULT_AGREE_PCT,
 };
 use raw::{
     default_ready, RawArm, RawFirstToken, RawGate, RawGateMeta, RawHold, RawKnownAnswer, RawPair,

@@ -212,13 +212,26 @@ impl RequestSpec {
     }
 }
 
-/// `[assert.route]`: regexes on the serve log.
+/// `[assert.route]`: regexes on the serve log, and a response header matched on every judged reply.
 #[derive(Debug, Clone)]
 pub struct RouteAssert {
-    /// Must be found.
-    pub fast: Regex,
-    /// Must not be found; both found counts as the slow route.
+    /// Each must be found in the serve log (all of them: a gateway's route is several facts). Empty when the
+    /// gate declares only the per-reply `header`.
+    pub fast: Vec<Regex>,
+    /// Must not be found; both found counts as the slow route. Only with `fast`.
     pub slow: Option<Regex>,
+    /// Per-request route evidence: a response header every judged reply must carry, matching a regex.
+    pub header: Option<RouteHeader>,
+}
+
+/// `[assert.route] header` / `header_fast`: the response header (e.g. a gateway's chosen deployment) whose
+/// value must match `fast` on every judged reply that succeeded.
+#[derive(Debug, Clone)]
+pub struct RouteHeader {
+    /// The header's name, lower-case (as `NN.response.json` stores response headers).
+    pub name: String,
+    /// The regex its value must match.
+    pub fast: Regex,
 }
 
 /// `[assert.rate]`: median decode rate >= floor.

@@ -198,9 +198,17 @@ pub(super) struct RawRatio {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRoute {
-    pub(super) fast: Spanned<String>,
+    /// One regex or a list (all must appear in the log).
+    #[serde(default)]
+    pub(super) fast: Option<Spanned<super::load::OneOrMany<String>>>,
     #[serde(default)]
     pub(super) slow: Option<Spanned<String>>,
+    /// A response header naming each reply's route (per-request route evidence).
+    #[serde(default)]
+    pub(super) header: Option<Spanned<String>>,
+    /// The regex `header`'s value must match on every judged reply.
+    #[serde(default)]
+    pub(super) header_fast: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

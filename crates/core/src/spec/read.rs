@@ -108,7 +108,9 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
             ),
             // A sweep key's own type in words, not serde's internal enum's name.
             m if m.contains("untagged enum OneOrMany") => {
-                if key.ends_with("concurrency") {
+                if key.ends_with("route.fast") {
+                    "must be a string or a list of strings (regexes, all of which must appear)".to_string()
+                } else if key.ends_with("concurrency") {
                     "must be a whole number or a list of whole numbers (a sweep: [1, 4, 16])".to_string()
                 } else {
                     "must be a number or a list of numbers (a sweep: [0.5, 2, 8])".to_string()

@@ -200,27 +200,35 @@ impl Validator<'_> {
     /// line, so a route or known answer judged with them proves nothing), and not matching two or more of
     /// [`NONSENSE_LINES`] (`.`, `\w`, `\b|x` match nearly every real line too).
     pub(super) fn regex(&self, s: &Spanned<String>, key: &str) -> Result<Regex, SpecError> {
-        let re = Regex::new(s.get_ref())
-            .map_err(|e| self.err(s.span(), key, format!("invalid regex: {e}")))?;
+        self.regex_at(s.span(), s.get_ref(), key)
+    }
+
+    /// [`Validator::regex`] of `text` declared at `span` (one entry of a list, whose span is the list's).
+    pub(super) fn regex_at(
+        &self,
+        span: Range<usize>,
+        text: &str,
+        key: &str,
+    ) -> Result<Regex, SpecError> {
+        let re = Regex::new(text)
+            .map_err(|e| self.err(span.clone(), key, format!("invalid regex: {e}")))?;
         if re.is_match("") {
             return Err(self.err(
-                s.span(),
+                span,
                 key,
                 format!(
-                    "the regex {:?} matches the empty text, so it matches anything: it would prove nothing",
-                    s.get_ref()
+                    "the regex {text:?} matches the empty text, so it matches anything: it would prove nothing"
                 ),
             ));
         }
         let hits = NONSENSE_LINES.iter().filter(|l| re.is_match(l)).count();
         if hits >= 2 {
             return Err(self.err(
-                s.span(),
+                span,
                 key,
                 format!(
-                    "the regex {:?} matches {hits} of {} nonsense lines ({:?}), so it matches almost any log \
+                    "the regex {text:?} matches {hits} of {} nonsense lines ({:?}), so it matches almost any log \
                      line or reply: it would prove nothing",
-                    s.get_ref(),
                     NONSENSE_LINES.len(),
                     NONSENSE_LINES
                 ),

@@ -474,6 +474,7 @@ impl StreamState {
         match obj.get("choices") {
             Some(Value::Array(arr)) => {
                 if let Some(choice) = first_choice(arr) {
+                    self.note_usage_on_finish(obj, choice);
                     self.on_choice(choice, t_ms, usage_ct, pred_n);
                 }
             }
@@ -485,6 +486,20 @@ impl StreamState {
         }
         if let Some(p) = pred_n {
             self.prev_pred_n = p;
+        }
+    }
+
+    /// A dialect fact: usage on the finish chunk (transformers serve), not on a chunk of its own with
+    /// `choices: []` after it (the OpenAI API's `stream_options.include_usage`): flagged once.
+    fn note_usage_on_finish(&mut self, obj: &Map<String, Value>, choice: &Map<String, Value>) {
+        let finishes = choice.get("finish_reason").is_some_and(|f| !f.is_null());
+        if finishes
+            && obj.get("usage").is_some_and(|u| !u.is_null())
+            && !crate::vocab::has_note(&self.reply.flags, NoteKind::UsageOnFinishChunk)
+        {
+            self.reply
+                .flags
+                .push(Note::flag(NoteKind::UsageOnFinishChunk));
         }
     }
 

@@ -467,3 +467,57 @@ pub(super) fn tpot_table() {
         }
     }
 }
+
+/// `good()` with every read `by` ms later: its TTFT `100 + by` ms.
+fn late(by: f64) -> Vec<TimedRead> {
+    good()
+        .into_iter()
+        .map(|mut r| {
+            r.t_ms += by;
+            r
+        })
+        .collect()
+}
+
+/// "Ready is not ready": the first judged reply's TTFT (1900 ms) over 5x the others' (100 ms) is said on the
+/// first_token line (the median, 100, passes), on rate's when the gate has no first_token; a cold request
+/// later in the run, or one with two others only, is not.
+#[test]
+fn a_cold_first_request_is_noted_where_its_ttft_is_judged() {
+    let g = gate(); // rate, first_token (1000 ms), content, known_answer; 4 planned
+    let reqs = |first: f64, at: usize| -> Vec<RequestEvidence> {
+        (0..4)
+            .map(|i| request(i, &late(if i == at { first } else { 0.0 }), None))
+            .collect()
+    };
+    let v = judge(&g, &evidence(Some(4), reqs(1800.0, 0)));
+    let ft = find(&v, "first_token");
+    assert_eq!(ft.outcome, Outcome::Pass, "{}", ft.message);
+    assert!(
+        ft.message.contains("; cold_first_request: request 00's TTFT 1900 ms is 19.0x the median of the other 3 (100 ms;"),
+        "{}",
+        ft.message
+    );
+    assert!(!find(&v, "rate").message.contains("cold_first_request"));
+    // Later in the run: a slow request, not a cold start.
+    let v = judge(&g, &evidence(Some(4), reqs(1800.0, 2)));
+    assert!(!find(&v, "first_token")
+        .message
+        .contains("cold_first_request"));
+    // Without [assert.first_token], beside the rate.
+    let no_ft = gate_text(&GATE.replace("[assert.first_token]\nlimit_ms = 1000\n", ""));
+    let v = judge(&no_ft, &evidence(Some(4), reqs(1800.0, 0)));
+    assert!(
+        find(&v, "rate")
+            .message
+            .contains("; cold_first_request: request 00"),
+        "{}",
+        find(&v, "rate").message
+    );
+    // Two others are too few to call it.
+    let three: Vec<RequestEvidence> = reqs(1800.0, 0).into_iter().take(3).collect();
+    let v = judge(&g, &evidence(Some(3), three));
+    assert!(!find(&v, "first_token")
+        .message
+        .contains("cold_first_request"));
+}

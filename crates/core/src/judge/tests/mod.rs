@@ -5,6 +5,7 @@ mod accounting;
 mod content;
 mod figure;
 mod footprint;
+mod route;
 
 use crate::analysis::{Evidence, RequestEvidence};
 use crate::evidence::RunStatus;
