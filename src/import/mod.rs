@@ -341,14 +341,8 @@ pub fn write_evidence(
             Point::Rate(_) => "imported",
         }
         .into(),
-        concurrency: match point {
-            Point::Concurrency(c) => Some(c),
-            Point::Rate(_) => None,
-        },
-        rate_rps: match point {
-            Point::Rate(r) => Some(r),
-            Point::Concurrency(_) => None,
-        },
+        concurrency: point.concurrency(),
+        rate_rps: point.rate_rps(),
         max_concurrency: None,
         warmup,
         planned,

@@ -309,14 +309,8 @@ fn load_record(
             Arrival::Constant => "constant",
         }
         .into(),
-        concurrency: match point {
-            Point::Concurrency(c) => Some(c),
-            Point::Rate(_) => None,
-        },
-        rate_rps: match point {
-            Point::Rate(r) => Some(r),
-            Point::Concurrency(_) => None,
-        },
+        concurrency: point.concurrency(),
+        rate_rps: point.rate_rps(),
         max_concurrency: load.spec.max_concurrency,
         warmup,
         planned,

@@ -326,12 +326,24 @@ pub(crate) fn is_provenance(first: &str, second: &str) -> bool {
         )
         .expect("a valid regex")
     });
+    comment_pair_matches(&FIRST, &SECOND, first, second)
+}
+
+/// True when two consecutive lines (with or without their line endings and indentation) match a provenance
+/// comment's two lines, `first_re` and `second_re`: the test [`is_provenance`] and
+/// `limits::is_limit_provenance` share.
+pub(crate) fn comment_pair_matches(
+    first_re: &regex::Regex,
+    second_re: &regex::Regex,
+    first: &str,
+    second: &str,
+) -> bool {
     let clean = |l: &str| {
         l.trim_start_matches([' ', '\t'])
             .trim_end_matches(['\r', '\n'])
             .to_string()
     };
-    FIRST.is_match(&clean(first)) && SECOND.is_match(&clean(second))
+    first_re.is_match(&clean(first)) && second_re.is_match(&clean(second))
 }
 
 /// A unified diff of a file's change (`similar`), headed with its path.

@@ -100,12 +100,7 @@ pub(crate) fn is_limit_provenance(first: &str, second: &str) -> bool {
         )
         .expect("a valid regex")
     });
-    let clean = |l: &str| {
-        l.trim_start_matches([' ', '\t'])
-            .trim_end_matches(['\r', '\n'])
-            .to_string()
-    };
-    FIRST.is_match(&clean(first)) && SECOND.is_match(&clean(second))
+    super::floor::comment_pair_matches(&FIRST, &SECOND, first, second)
 }
 
 /// The provenance comment of a derived limit: `# servegate bless DATE: limit L UNIT from RUNS (values ...)`

@@ -149,6 +149,23 @@ pub enum Point {
 }
 
 impl Point {
+    /// The requests in flight of a closed-loop point (`load.json` `concurrency`); None for an open loop.
+    pub fn concurrency(&self) -> Option<u32> {
+        match self {
+            Point::Concurrency(c) => Some(*c),
+            Point::Rate(_) => None,
+        }
+    }
+
+    /// The arrival rate of an open-loop point, requests per second (`load.json` `rate_rps`); None for a
+    /// closed loop.
+    pub fn rate_rps(&self) -> Option<f64> {
+        match self {
+            Point::Rate(r) => Some(*r),
+            Point::Concurrency(_) => None,
+        }
+    }
+
     /// The label in trial names: `c=16`, `r=8`.
     pub fn label(&self) -> String {
         match self {
