@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+pub(super) use super::schema::round_to;
 use super::schema::{
     unmeasured_text, Hold, Instrument, KnownAnswer, Load, Metric, Model, Notes, Pair, Record,
     RecordBound, Settings, Source, Unmeasured, RECORD_SCHEMA,
@@ -188,11 +189,6 @@ pub(super) fn refuse_failed_verdicts(
             }))
         }
     }
-}
-
-pub(super) fn round_to(x: f64, decimals: u32) -> f64 {
-    let f = 10f64.powi(decimals as i32);
-    (x * f).round() / f
 }
 
 /// Seconds since the epoch of an RFC 3339 UTC stamp as the runner writes it (`2026-11-29T18:06:32.123Z`).

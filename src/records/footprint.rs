@@ -4,8 +4,7 @@
 //! from the same evidence as the record's figure ([`difference`]). A figure the evidence does not hold is
 //! `null` with the reason in `unavailable`, never 0; the leaderboard shows it as `–` with that reason.
 
-use super::build::round_to;
-use super::schema::{Record, RecordFootprint};
+use super::schema::{round_to, Record, RecordFootprint};
 use crate::analysis::footprint as fp;
 use crate::analysis::{stats, Evidence};
 use crate::spec::GateSpec;

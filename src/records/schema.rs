@@ -467,3 +467,10 @@ pub(crate) fn unmeasured_text(u: &[Unmeasured]) -> String {
         .collect::<Vec<_>>()
         .join("; ")
 }
+
+/// `x` rounded half away from zero to `decimals` decimal places: the decimals a record states a value to
+/// (the registry's `record_decimals`).
+pub(crate) fn round_to(x: f64, decimals: u32) -> f64 {
+    let f = 10f64.powi(decimals as i32);
+    (x * f).round() / f
+}
