@@ -390,6 +390,22 @@ pub(crate) const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs
 /// Takes the bless lock of `root` ([`LOCK_FILE`]) for `gate`, waiting up to [`LOCK_WAIT`] (about every 10 s
 /// `waiting` is given a line naming the holder; the binary prints it on stderr as `bless: LINE`). Released
 /// when dropped, and by the kernel on any exit.
+/// `plan_now` once, so a refusal never waits for the lock (nor makes its file); with `--accept`, again under
+/// the lock ([`lock`]), from the files as the other writers left them. The plan and the lock held.
+fn plan_locked<T>(
+    args: &BlessArgs,
+    gate: &dyn Fn() -> String,
+    waiting: &mut dyn FnMut(&str),
+    plan_now: impl Fn() -> Result<T, BlessError>,
+) -> Result<(T, Option<crate::io::hold::Hold>), BlessError> {
+    let plan = plan_now()?;
+    if !args.accept {
+        return Ok((plan, None));
+    }
+    let held = lock(&args.baselines_dir, &gate(), waiting)?;
+    Ok((plan_now()?, Some(held)))
+}
+
 pub(crate) fn lock(
     root: &Path,
     gate: &str,
@@ -554,30 +570,14 @@ pub(crate) fn plan(
                 utc,
             )
         };
-        let mut plan = plan_now()?;
-        // Planned first so a refusal never waits for the lock (nor makes its file); accepting, planned again
-        // under the lock, from the gate file as it is once the others are done.
-        let held = if args.accept {
-            let l = lock(&args.baselines_dir, &gate_name(), waiting)?;
-            plan = plan_now()?;
-            Some(l)
-        } else {
-            None
-        };
+        // From the gate file as it is once the other writers are done.
+        let (plan, held) = plan_locked(args, &gate_name, waiting, plan_now)?;
         let (gate, plan) = (args.gate.clone(), Box::new(plan));
         return Ok(planned(Change::Floor { gate, plan }, held));
     }
     if !args.limits.is_empty() {
         let plan_now = || plan_limits(&args.gate, &args.limits, args.limit_headroom_pct, utc);
-        let mut plan = plan_now()?;
-        // As a floor: planned first, then again under the lock from the gate file as the others left it.
-        let held = if args.accept {
-            let l = lock(&args.baselines_dir, &gate_name(), waiting)?;
-            plan = plan_now()?;
-            Some(l)
-        } else {
-            None
-        };
+        let (plan, held) = plan_locked(args, &gate_name, waiting, plan_now)?;
         let (gate, plan) = (args.gate.clone(), Box::new(plan));
         return Ok(planned(Change::Limits { gate, plan }, held));
     }
@@ -591,16 +591,8 @@ pub(crate) fn plan(
                 utc,
             )
         };
-        let mut plan = plan_now()?;
-        // Planned first so a refusal never waits for the lock (nor makes its file); accepting, planned again
-        // under the lock, from the manifest as the other writers left it.
-        let held = if args.accept {
-            let l = lock(&args.baselines_dir, &gate_name(), waiting)?;
-            plan = plan_now()?;
-            Some(l)
-        } else {
-            None
-        };
+        // From the manifest as the other writers left it.
+        let (plan, held) = plan_locked(args, &gate_name, waiting, plan_now)?;
         let (run, plan) = (run.clone(), Box::new(plan));
         return Ok(planned(Change::Baseline { run, plan }, held));
     }
