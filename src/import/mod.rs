@@ -347,6 +347,7 @@ pub fn write_evidence(
         warmup,
         planned,
         timings,
+        client: None,
     };
     pw.write(
         LOAD_FILE,
@@ -468,6 +469,7 @@ fn write_request(
             slot_ms: sent,
             sent_ms: sent,
             end_ms: sent + r.end_ms,
+            runtime: None,
         },
     ))
 }

@@ -177,6 +177,7 @@ pub fn run(
                                     slot_ms: ms(woke),
                                     sent_ms: ms(sent),
                                     end_ms: ms(end),
+                                    runtime: None,
                                 },
                                 exchange: ex,
                             });
@@ -226,6 +227,7 @@ pub fn run(
                                 slot_ms: ms(slot),
                                 sent_ms: ms(sent),
                                 end_ms: ms(end),
+                                runtime: None,
                             },
                             exchange: ex,
                         }]
@@ -285,7 +287,11 @@ impl SingleClient {
 /// exchange, the instant the request was sent (just before its write began, after the connect; the reads
 /// and `head_ms` count from it) and the instant it ended. `timeout` bounds the whole request, connect
 /// included.
-async fn one(target: &Target, body: &[u8], timeout: Duration) -> (Exchange, Instant, Instant) {
+pub(crate) async fn one(
+    target: &Target,
+    body: &[u8],
+    timeout: Duration,
+) -> (Exchange, Instant, Instant) {
     let begun = Instant::now();
     let mut t0 = begun;
     let mut meta = ResponseMeta::default();
@@ -786,7 +792,7 @@ pub(crate) fn arrival(
 
 /// The client thread's wake-up pacing ([`COALESCE`]), driven by the runtime's park hooks. Times are ns
 /// from the start of the run.
-struct Coalesce {
+pub(crate) struct Coalesce {
     start: Instant,
     quantum_ns: u64,
     /// When the thread last woke.
@@ -800,7 +806,7 @@ struct Coalesce {
 }
 
 impl Coalesce {
-    fn new(start: Instant, quantum: Duration) -> Coalesce {
+    pub(crate) fn new(start: Instant, quantum: Duration) -> Coalesce {
         Coalesce {
             start,
             quantum_ns: quantum.as_nanos() as u64,
@@ -816,12 +822,12 @@ impl Coalesce {
     }
 
     /// The open-loop dispatcher's next send time: no coalescing sleep runs past it.
-    fn next_send(&self, at: Instant) {
+    pub(crate) fn next_send(&self, at: Instant) {
         let ns = at.saturating_duration_since(self.start).as_nanos() as u64;
         self.next_send_ns.store(ns, Ordering::Relaxed);
     }
 
-    fn before_park(&self) {
+    pub(crate) fn before_park(&self) {
         let pause = coalescing_pause(
             self.busy.load(Ordering::Relaxed),
             self.woke_ns.load(Ordering::Relaxed),
@@ -835,7 +841,7 @@ impl Coalesce {
         self.parked_ns.store(self.now_ns(), Ordering::Relaxed);
     }
 
-    fn after_unpark(&self) {
+    pub(crate) fn after_unpark(&self) {
         let now = self.now_ns();
         let waited = now.saturating_sub(self.parked_ns.load(Ordering::Relaxed));
         self.busy.store(waited < self.quantum_ns, Ordering::Relaxed);

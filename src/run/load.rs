@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::error::EvidenceError;
-use crate::evidence::load::{LoadRecord, LOAD_FILE, LOAD_SCHEMA};
+use crate::evidence::load::{ClientRecord, LoadRecord, LOAD_FILE, LOAD_SCHEMA};
 use crate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary};
 use crate::io::client;
 use crate::io::load_client::{self, LoadExchange, Schedule, Target};
@@ -102,6 +102,10 @@ pub(crate) fn send_points(
             return Ok(());
         }
     };
+    if let Err(e) = client_cpus(load) {
+        parent.serve.failure = Some(ServeFailure::new(FailureCode::LoadClient, e).to_string());
+        return Ok(());
+    }
     for point in &load.spec.points {
         if crate::io::signals::interrupted().is_some() {
             break;
@@ -136,6 +140,7 @@ pub fn run_point(
             .min(gate.request.run_timeout_s),
     ));
     let pick = |i: usize| &prompts[i % prompts.len()];
+    let cpus = client_cpus(load).map_err(|e| format!("load_client: {e}"));
     let (schedule, warm_schedule) = schedules(load, point, n);
     let mut summary = point_summary(gate, point, parent, n, warmup);
     pw.write_summary(&summary)?;
@@ -176,14 +181,30 @@ pub fn run_point(
         Ok(())
     };
     let started_utc = evidence::now_utc();
+    let cpus = match cpus {
+        Ok(c) => c,
+        Err(e) => {
+            // Nothing is sent on CPUs the runner may not use: the point records why.
+            summary.notes.push(e);
+            return finish_unsent(load, point, warmup, n, summary, pw);
+        }
+    };
     if warmup > 0 {
         let wb = bodies_of(0..warmup);
         let wire: Vec<Vec<u8>> = wb
             .iter()
             .map(|b| serde_json::to_vec(b).unwrap_or_default())
             .collect();
-        let done =
-            load_client::run(target, wire, &warm_schedule, deadline, timeout).unwrap_or_default();
+        let done = drive(
+            target,
+            wire,
+            &warm_schedule,
+            deadline,
+            timeout,
+            cpus.as_deref(),
+        )
+        .map(|d| d.0)
+        .unwrap_or_default();
         for x in &done {
             let i = x.timing.index;
             record(pw, &mut summary, i, true, i, &wb[i], x)?;
@@ -195,11 +216,11 @@ pub fn run_point(
         .iter()
         .map(|b| serde_json::to_vec(b).unwrap_or_default())
         .collect();
-    let done = match load_client::run(target, wire, &schedule, deadline, timeout) {
+    let (done, client) = match drive(target, wire, &schedule, deadline, timeout, cpus.as_deref()) {
         Ok(d) => d,
         Err(e) => {
             summary.notes.push(format!("load_client: {e}"));
-            Vec::new()
+            (Vec::new(), None)
         }
     };
     for x in &done {
@@ -216,7 +237,8 @@ pub fn run_point(
         // A duration plans what it could send: the requests started within it.
         summary.planned = Some(done.len());
     }
-    let rec = load_record(load, point, warmup, summary.planned.unwrap_or(n), timings);
+    let mut rec = load_record(load, point, warmup, summary.planned.unwrap_or(n), timings);
+    rec.client = client;
     let json = serde_json::to_vec_pretty(&rec).unwrap_or_default();
     pw.write(LOAD_FILE, &json)?;
     summary.status = RunStatus::Complete;
@@ -236,6 +258,67 @@ pub fn run_point(
         done.len(),
         summary.planned.unwrap_or(n),
         pw.dir().display()
+    ))
+}
+
+/// The CPUs `[load] client_cpus` names, checked against the CPUs this runner may use; None when the key
+/// is absent (one unpinned runtime). Errors name the CPU or count refused.
+pub fn client_cpus(load: &LoadGate) -> Result<Option<Vec<usize>>, String> {
+    let Some(c) = &load.spec.client_cpus else {
+        return Ok(None);
+    };
+    let allowed = crate::io::load_cores::allowed_cpus()?;
+    crate::io::load_cores::resolve(c, &allowed).map(Some)
+}
+
+/// Runs one phase of a point: on the one-runtime client when `cpus` is None, else spread over one pinned
+/// runtime per CPU (the `client` block of `load.json` then accounts for each).
+fn drive(
+    target: &Target,
+    wire: Vec<Vec<u8>>,
+    schedule: &Schedule,
+    deadline: Option<Duration>,
+    timeout: Duration,
+    cpus: Option<&[usize]>,
+) -> Result<(Vec<LoadExchange>, Option<ClientRecord>), String> {
+    match cpus {
+        None => load_client::run(target, wire, schedule, deadline, timeout).map(|d| (d, None)),
+        Some(cpus) => {
+            let r =
+                crate::io::load_cores::run_pinned(target, wire, schedule, deadline, timeout, cpus)?;
+            Ok((
+                r.exchanges,
+                Some(ClientRecord {
+                    runtimes: r.runtimes,
+                }),
+            ))
+        }
+    }
+}
+
+/// Ends a point that sent nothing (its client could not start): `load.json` with no timings, `run.json`
+/// complete with no request, so judging says every planned request is missing.
+fn finish_unsent(
+    load: &LoadGate,
+    point: Point,
+    warmup: usize,
+    n: usize,
+    mut summary: RunSummary,
+    pw: &EvidenceWriter,
+) -> Result<String, EvidenceError> {
+    let rec = load_record(load, point, warmup, n, Vec::new());
+    pw.write(
+        LOAD_FILE,
+        &serde_json::to_vec_pretty(&rec).unwrap_or_default(),
+    )?;
+    summary.status = RunStatus::Complete;
+    summary.ended_utc = Some(evidence::now_utc());
+    let why = summary.notes.last().cloned().unwrap_or_default();
+    pw.write_summary(&summary)?;
+    Ok(format!(
+        "load point {}: 0 of {n} planned requests sent ({})",
+        point.label(),
+        why
     ))
 }
 
@@ -315,6 +398,7 @@ fn load_record(
         warmup,
         planned,
         timings,
+        client: None,
     }
 }
 

@@ -70,6 +70,7 @@ fn write_point_cut(
             slot_ms: woke,
             sent_ms: woke,
             end_ms: woke + e2e,
+            runtime: None,
         });
         slot_free[slot] = woke + e2e;
         let meta = ok_meta(e2e);
@@ -96,6 +97,7 @@ fn write_point_cut(
         warmup: 0,
         planned: specs.len(),
         timings,
+        client: None,
     };
     w.write(LOAD_FILE, &serde_json::to_vec(&rec).unwrap())
         .unwrap();
@@ -370,6 +372,26 @@ fn load_spec_errors_name_the_key() {
             "[assert.consistency]",
             "assert.consistency",
         ),
+        (
+            "concurrency = 4\nrequests = 5\nclient_cpus = []",
+            "[assert.errors]",
+            "load.client_cpus",
+        ),
+        (
+            "concurrency = 4\nrequests = 5\nclient_cpus = 0",
+            "[assert.errors]",
+            "load.client_cpus",
+        ),
+        (
+            "concurrency = 4\nrequests = 5\nclient_cpus = [1, 1]",
+            "[assert.errors]",
+            "CPU 1 is listed twice",
+        ),
+        (
+            "concurrency = 4\nrequests = 5\nclient_cpus = [0, -3]",
+            "[assert.errors]",
+            "CPU id -3",
+        ),
     ] {
         let text = format!(
             "[gate]\nname = \"x\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"a\"]\n[load]\n{load}\n{asserts}\n"
@@ -501,6 +523,72 @@ fn a_load_json_that_disagrees_with_its_point_or_run_fails_the_point() {
         (
             "plans 0 warmup and 60 judged requests",
             Box::new(|v| v["planned"] = 60.into()),
+        ),
+    ];
+    for (why, edit) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let g = passing_point(tmp.path());
+        edit_load_json(&tmp.path().join("c4"), edit);
+        let vs = servegate::run::load::judge_dir(&g, tmp.path());
+        assert_all_fail(&vs, 3, why);
+    }
+}
+
+/// `[load] client_cpus` reads as a count or a list; absent, the client runs one unpinned runtime.
+#[test]
+fn client_cpus_is_a_count_or_a_list_of_cpu_ids() {
+    use servegate::spec::load::ClientCpus;
+    let tmp = tempfile::tempdir().unwrap();
+    for (line, want) in [
+        ("", None),
+        ("client_cpus = 2", Some(ClientCpus::Count(2))),
+        ("client_cpus = [1, 0]", Some(ClientCpus::List(vec![1, 0]))),
+    ] {
+        let g = gate(
+            tmp.path(),
+            &format!("concurrency = 4\nrequests = 6\n{line}"),
+            "[assert.errors]",
+        );
+        assert_eq!(g.load.unwrap().spec.client_cpus, want, "{line}");
+    }
+}
+
+/// A `load.json` whose requests name the client's runtimes is held to its `client` block: every request
+/// names a runtime of the block (index and CPU), each runtime's `streams` counts the requests naming it,
+/// and no request names a runtime when there is no block. A consistent record judges as before.
+#[test]
+fn request_runtimes_must_agree_with_the_client_block() {
+    let tag = |v: &mut serde_json::Value, streams: [usize; 2]| {
+        for (i, t) in v["timings"].as_array_mut().unwrap().iter_mut().enumerate() {
+            t["runtime"] = serde_json::json!({"index": i % 2, "cpu": 5 * (i % 2)});
+        }
+        v["client"] = serde_json::json!({"runtimes": [
+            {"index": 0, "cpu": 0, "streams": streams[0], "cpu_ms": 1.5},
+            {"index": 1, "cpu": 5, "streams": streams[1], "cpu_ms": 2.5},
+        ]});
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let g = passing_point(tmp.path());
+    edit_load_json(&tmp.path().join("c4"), |v| tag(v, [3, 3]));
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    assert!(vs.iter().all(|v| v.outcome == Outcome::Pass), "{vs:#?}");
+
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: [(&str, Edit); 3] = [
+        (
+            "request 0 names a client runtime but the record has no `client` block",
+            Box::new(|v| v["timings"][0]["runtime"] = serde_json::json!({"index": 0, "cpu": 0})),
+        ),
+        (
+            "client runtime 0 (CPU 0) says it carried 4 requests, the timings name it 3 times",
+            Box::new(move |v| tag(v, [4, 2])),
+        ),
+        (
+            "request 1 names runtime",
+            Box::new(move |v| {
+                tag(v, [3, 3]);
+                v["timings"][1]["runtime"]["cpu"] = 7.into();
+            }),
         ),
     ];
     for (why, edit) in cases {

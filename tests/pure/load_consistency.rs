@@ -131,6 +131,7 @@ fn write_point(root: &Path, g: &GateSpec, point: Point, replies: &[(Vec<Tok>, bo
             slot_ms: start,
             sent_ms: start,
             end_ms: start + e2e,
+            runtime: None,
         });
         let meta = ok_meta(e2e);
         w.write_request(i, &serde_json::json!({"messages": []}), &meta, &rs)
@@ -156,6 +157,7 @@ fn write_point(root: &Path, g: &GateSpec, point: Point, replies: &[(Vec<Tok>, bo
         warmup: 0,
         planned: replies.len(),
         timings,
+        client: None,
     };
     w.write(LOAD_FILE, &serde_json::to_vec(&rec).unwrap())
         .unwrap();

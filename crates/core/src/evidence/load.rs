@@ -36,6 +36,31 @@ pub struct LoadRecord {
     /// Every request's send timing (warmup included), by index; warmup times count from the warmup's
     /// start, judged times from the judged phase's start.
     pub timings: Vec<SendTiming>,
+    /// How the client ran when `[load] client_cpus` spread it over pinned runtimes (absent: one unpinned
+    /// runtime, the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientRecord>,
+}
+
+/// `load.json` `client`: the load client's pinned runtimes of the judged phase (`[load] client_cpus`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientRecord {
+    /// One entry per runtime, by index.
+    pub runtimes: Vec<RuntimeRecord>,
+}
+
+/// One pinned runtime of the load client during the judged phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeRecord {
+    /// Runtime index, 0-based (what a timing's `runtime.index` names).
+    pub index: usize,
+    /// The CPU id it was pinned to.
+    pub cpu: usize,
+    /// Requests it carried (sent and read).
+    pub streams: usize,
+    /// CPU time its thread used (`CLOCK_THREAD_CPUTIME_ID`), ms: user and system, from its start to its
+    /// end.
+    pub cpu_ms: f64,
 }
 
 /// Reads a point's `load.json`. Errors: unreadable, not the schema's shape, or another schema version
@@ -122,6 +147,7 @@ pub fn check_record(
             ));
         }
     }
+    check_runtimes(rec)?;
     let recorded: std::collections::BTreeSet<usize> =
         run.requests.iter().map(|q| q.index).collect();
     if recorded != timed {
@@ -154,6 +180,49 @@ pub fn check_record(
             if q.warmup { "warmup" } else { "judged" },
             rec.warmup
         ));
+    }
+    Ok(())
+}
+
+/// Each request's `runtime` (warmup included) names one of the `client` block's runtimes (index and
+/// CPU), and each runtime's `streams` is the number of judged requests naming it; without a `client`
+/// block no timing names a runtime.
+fn check_runtimes(rec: &LoadRecord) -> Result<(), String> {
+    let Some(client) = &rec.client else {
+        if let Some(t) = rec.timings.iter().find(|t| t.runtime.is_some()) {
+            return Err(format!(
+                "{LOAD_FILE}: request {} names a client runtime but the record has no `client` block",
+                t.index
+            ));
+        }
+        return Ok(());
+    };
+    let mut carried = vec![0usize; client.runtimes.len()];
+    for t in &rec.timings {
+        let known = t.runtime.and_then(|r| {
+            client
+                .runtimes
+                .iter()
+                .position(|x| x.index == r.index && x.cpu == r.cpu)
+        });
+        match known {
+            Some(i) if t.index >= rec.warmup => carried[i] += 1,
+            Some(_) => {}
+            None => {
+                return Err(format!(
+                    "{LOAD_FILE}: request {} names runtime {:?}, not one of the `client` block's",
+                    t.index, t.runtime
+                ))
+            }
+        }
+    }
+    for (r, n) in client.runtimes.iter().zip(&carried) {
+        if r.streams != *n {
+            return Err(format!(
+                "{LOAD_FILE}: client runtime {} (CPU {}) says it carried {} requests, the timings name it {n} times",
+                r.index, r.cpu, r.streams
+            ));
+        }
     }
     Ok(())
 }

@@ -57,6 +57,20 @@ pub struct SendTiming {
     pub sent_ms: f64,
     /// When the response ended (or failed), from the start.
     pub end_ms: f64,
+    /// Which of the load client's runtimes carried it (`[load] client_cpus`); absent when the client ran
+    /// one unpinned runtime (the default), and in evidence written before the key existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeTag>,
+}
+
+/// One of the load client's pinned runtimes (`[load] client_cpus`): its index (0-based, the order of the
+/// CPUs it was given) and the CPU id it was pinned to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeTag {
+    /// Runtime index, 0-based.
+    pub index: usize,
+    /// The CPU id it ran on (pinned with `sched_setaffinity`).
+    pub cpu: usize,
 }
 
 impl SendTiming {

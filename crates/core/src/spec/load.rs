@@ -61,6 +61,8 @@ pub(super) struct RawLoad {
     ignore_eos: bool,
     #[serde(default)]
     max_lag_ms: Option<Spanned<f64>>,
+    #[serde(default)]
+    client_cpus: Option<Spanned<OneOrMany<i64>>>,
 }
 
 /// `[assert.latency]`: keys `<metric>_p<NN>_ms` (metric ttft, itl, tpot, e2e; NN 50, 90, 95, 99).
@@ -217,7 +219,26 @@ pub struct LoadSpec {
     /// The client fell behind its schedule when the p99 of send lag (actual − intended send time) exceeds
     /// this, ms (default [`DEFAULT_MAX_LAG_MS`]): the point is void.
     pub max_lag_ms: f64,
+    /// `[load] client_cpus`: the CPUs the load client runs on, one pinned current-thread runtime each;
+    /// None (the default): one unpinned runtime on the runner's thread, as before the key existed.
+    pub client_cpus: Option<ClientCpus>,
 }
+
+/// `[load] client_cpus`, validated: which CPUs the load client's runtimes are pinned to (one
+/// current-thread runtime per CPU; the streams spread over them, the schedule one). Checked against the
+/// CPUs the runner may use (`sched_getaffinity`) when the run starts, not here (a spec is judged on
+/// machines other than the one it ran on).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientCpus {
+    /// `client_cpus = N`: the first N CPUs (by id) the runner may use.
+    Count(u32),
+    /// `client_cpus = [0, 2]`: exactly these CPU ids (distinct, in the gate's order: runtime i is pinned
+    /// to the i-th).
+    List(Vec<u32>),
+}
+
+/// Most load-client runtimes (`client_cpus`), and the largest CPU id (`CPU_SETSIZE` − 1 on Linux).
+pub const MAX_CLIENT_CPUS: i64 = 1024;
 
 /// Default `[load] max_lag_ms`: 10 ms of send lag at p99.
 pub const DEFAULT_MAX_LAG_MS: f64 = 10.0;
@@ -640,8 +661,58 @@ impl super::Validator<'_> {
             dataset,
             ignore_eos: raw.ignore_eos,
             max_lag_ms,
+            client_cpus: self.client_cpus(raw)?,
         };
         Ok(spec)
+    }
+
+    /// `[load] client_cpus`: a count (1 to [`MAX_CLIENT_CPUS`]) or a non-empty list of distinct CPU ids
+    /// (0 to [`MAX_CLIENT_CPUS`] − 1).
+    fn client_cpus(&self, raw: &RawLoad) -> Result<Option<ClientCpus>, SpecError> {
+        const KEY: &str = "load.client_cpus";
+        let Some(c) = &raw.client_cpus else {
+            return Ok(None);
+        };
+        match c.get_ref() {
+            OneOrMany::One(n) => {
+                if !(1..=MAX_CLIENT_CPUS).contains(n) {
+                    return Err(self.err(c.span(), KEY, format!("a count of CPUs must be between 1 and {MAX_CLIENT_CPUS}, got {n} (or give a list of CPU ids, [0, 1])")));
+                }
+                Ok(Some(ClientCpus::Count(*n as u32)))
+            }
+            OneOrMany::Many(list) => {
+                if list.is_empty() {
+                    return Err(self.err(c.span(), KEY, "the list of CPUs is empty: give CPU ids ([0, 1]), a count, or leave the key out for one runtime"));
+                }
+                if list.len() as i64 > MAX_CLIENT_CPUS {
+                    return Err(self.err(
+                        c.span(),
+                        KEY,
+                        format!("at most {MAX_CLIENT_CPUS} CPUs, got {}", list.len()),
+                    ));
+                }
+                let mut seen = std::collections::BTreeSet::new();
+                for x in list {
+                    if !(0..MAX_CLIENT_CPUS).contains(x) {
+                        return Err(self.err(
+                            c.span(),
+                            KEY,
+                            format!("CPU id {x} is not a CPU id (0 to {})", MAX_CLIENT_CPUS - 1),
+                        ));
+                    }
+                    if !seen.insert(*x) {
+                        return Err(self.err(
+                            c.span(),
+                            KEY,
+                            format!("CPU {x} is listed twice: one runtime per CPU"),
+                        ));
+                    }
+                }
+                Ok(Some(ClientCpus::List(
+                    list.iter().map(|x| *x as u32).collect(),
+                )))
+            }
+        }
     }
 
     /// A point plans at most [`MAX_REQUESTS`] requests, warmup included.
