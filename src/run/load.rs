@@ -421,6 +421,16 @@ pub fn judge_dir(gate: &GateSpec, dir: &std::path::Path) -> Vec<crate::judge::Ve
                 ),
             );
         }
+        // Nothing was sent (the prompts could not be read, the client could not start): say why, not
+        // only that the points have no evidence.
+        if let Some(f) = run.serve.failure.as_deref().filter(|f| {
+            matches!(
+                FailureCode::of_recorded(f),
+                Some(FailureCode::LoadClient | FailureCode::LoadDataset)
+            )
+        }) {
+            return crate::judge::load::fail_all(gate, &format!("nothing was sent: {f}"));
+        }
     }
     let points: Vec<crate::judge::load::PointEvidence> = load
         .spec
