@@ -116,29 +116,29 @@ pub fn reply_seq(text: &str) -> Option<u64> {
 
 /// One client's figures on one load point.
 #[derive(Debug, Default, Clone)]
-struct LoadRun {
-    requests: usize,
-    tokens: u64,
-    failed: usize,
-    wall_s: f64,
-    cpu_s: f64,
+pub(crate) struct LoadRun {
+    pub(crate) requests: usize,
+    pub(crate) tokens: u64,
+    pub(crate) failed: usize,
+    pub(crate) wall_s: f64,
+    pub(crate) cpu_s: f64,
     /// Client TTFT − the serve's true TTFT, per request matched by the reply id, ms.
-    ttft_err_ms: Vec<f64>,
+    pub(crate) ttft_err_ms: Vec<f64>,
     /// Client decode rate ÷ the serve's true decode rate − 1, per request, %.
-    decode_err_pct: Vec<f64>,
+    pub(crate) decode_err_pct: Vec<f64>,
 }
 
 impl LoadRun {
-    fn us_per_token(&self) -> Option<f64> {
+    pub(crate) fn us_per_token(&self) -> Option<f64> {
         (self.tokens > 0).then(|| self.cpu_s * 1e6 / self.tokens as f64)
     }
-    fn tok_s(&self) -> f64 {
+    pub(crate) fn tok_s(&self) -> f64 {
         self.tokens as f64 / self.wall_s
     }
-    fn err_p(&self, p: f64) -> Option<f64> {
+    pub(crate) fn err_p(&self, p: f64) -> Option<f64> {
         stats::percentile(&self.ttft_err_ms, p)
     }
-    fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({"requests": self.requests, "tokens": self.tokens, "failed": self.failed, "wall_s": self.wall_s,
                "aggregate_tok_s": self.tok_s(), "client_cpu_s": self.cpu_s, "us_cpu_per_token": self.us_per_token(),
                "ttft_error_ms": {"median": self.err_p(50.0), "p95": self.err_p(95.0), "n": self.ttft_err_ms.len(), "each": self.ttft_err_ms},
@@ -148,7 +148,7 @@ impl LoadRun {
 
 /// Measures the exchanges of one client against the serve's truth: tokens and failures by the runner's
 /// own parser and measure code, the TTFT error per request matched by the reply id.
-fn judge_load(
+pub(crate) fn judge_load(
     exchanges: &[servegate::io::client::Exchange],
     truth: &std::collections::BTreeMap<u64, TrueRequest>,
     run: &mut LoadRun,
@@ -303,6 +303,7 @@ pub fn section_load(report: &mut Vec<String>) -> Value {
     let _ = std::fs::create_dir_all(&tmp);
     let load_start = servegate::evidence::load_avg();
     let mut rows = Vec::new();
+    let mut two_rows = Vec::new();
     let mut side = None;
     report.push("## Load client: CPU per streamed token (closed loop, synthetic serve, 64 tokens per reply, first at 20 ms, 12 ms apart)\n".into());
     report.push(format!("load average at the start: {load_start:?}\n"));
@@ -343,7 +344,26 @@ pub fn section_load(report: &mut Vec<String>) -> Value {
         if let Some(b) = &pair {
             side = Some((b.clone(), run.clone()));
         }
+        let floor_us_n = floor
+            .as_ref()
+            .ok()
+            .filter(|fl| fl.failed == 0 && fl.completed == case.requests)
+            .map(|fl| fl.cpu_s * 1e6 / (fl.completed as f64 * case.tokens as f64));
+        let two = (c >= 16).then(|| {
+            let two = crate::bench_load_cores::two_runtimes(
+                &case,
+                &tmp.join(format!("timing-two-c{c}.jsonl")),
+            );
+            two_rows.push(crate::bench_load_cores::row(
+                &case,
+                &two,
+                run.us_per_token(),
+                floor_us_n,
+            ));
+            crate::bench_load_cores::to_json(&two)
+        });
         let mut row = run.to_json();
+        row["two_runtimes"] = two.unwrap_or(Value::Null);
         row["concurrency"] = json!(c);
         row["asked_tok_s"] = json!(case.asked_tok_s());
         row["serve_cpu_s"] = json!(serve_cpu);
@@ -364,6 +384,7 @@ pub fn section_load(report: &mut Vec<String>) -> Value {
             .unwrap_or(Value::Null);
         rows.push(row);
     }
+    crate::bench_load_cores::table(report, two_rows);
     let load_end = servegate::evidence::load_avg();
     report.push(format!("\nload average at the end: {load_end:?}\n"));
     if let Some((b, l)) = side {

@@ -1,0 +1,147 @@
+//! The load section's two-runtime rows: the load client spread over two pinned runtimes
+//! (`servegate::io::load_cores::run_pinned`, what `[load] client_cpus = 2` runs) on the same closed-loop
+//! schedule as the one-runtime client and the floor client, against a fresh synthetic serve. Runtime 0 is
+//! pinned to CPU 1 (the one-runtime client's CPU), runtime 1 to CPU 0, which it shares with the serve: this
+//! machine has two cores, so what two runtimes buy is shown by their balance and their CPU per token, not
+//! by aggregate throughput.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use servegate::evidence::load::RuntimeRecord;
+
+use crate::bench_common::{cpus, f, Synth};
+use crate::bench_load::{judge_load, LoadCase, LoadRun};
+
+/// The two-runtime client's run on one case: the run (CPU = both runtimes' threads) and each runtime's
+/// account (CPU, streams carried, its thread's CPU ms).
+pub struct TwoRuntimes {
+    run: LoadRun,
+    runtimes: Vec<RuntimeRecord>,
+}
+
+/// The CPUs the two runtimes are pinned to, in runtime order.
+const CPUS: [usize; 2] = [1, 0];
+
+/// Runs `case` on two pinned runtimes against a fresh synthetic serve (its timing log at `log`); the
+/// run's figures are judged against the serve's truth as the one-runtime client's are.
+pub fn two_runtimes(case: &LoadCase, log: &Path) -> Result<TwoRuntimes, String> {
+    use servegate::io::load_client::{Schedule, Target};
+    if cpus() < 2 {
+        return Err("two client runtimes need two CPUs".into());
+    }
+    let n = case.requests;
+    let mut synth = Synth::start(&case.serve_args(), log)?;
+    let target = Target::parse(&synth.url, None)?;
+    let bodies: Vec<Vec<u8>> = (0..n)
+        .map(|_| serde_json::to_vec(&case.body()).unwrap_or_default())
+        .collect();
+    let t0 = Instant::now();
+    let out = servegate::io::load_cores::run_pinned(
+        &target,
+        bodies,
+        &Schedule::Closed {
+            concurrency: case.concurrency as u32,
+        },
+        None,
+        Duration::from_secs(120),
+        &CPUS,
+    )?;
+    let mut run = LoadRun {
+        requests: n,
+        wall_s: t0.elapsed().as_secs_f64(),
+        cpu_s: out.runtimes.iter().map(|r| r.cpu_ms).sum::<f64>() / 1000.0,
+        ..Default::default()
+    };
+    let lines = synth.wait_requests(n);
+    let _ = synth.stop();
+    let ex: Vec<servegate::io::client::Exchange> =
+        out.exchanges.into_iter().map(|x| x.exchange).collect();
+    judge_load(&ex, &crate::bench_load::synthetic_truth(&lines), &mut run);
+    Ok(TwoRuntimes {
+        run,
+        runtimes: out.runtimes,
+    })
+}
+
+/// How unevenly two shares split: (larger − smaller) / their mean, % (0: even; 20: 55 / 45).
+pub fn imbalance_pct(a: f64, b: f64) -> Option<f64> {
+    let mean = (a + b) / 2.0;
+    (mean > 0.0).then(|| (a - b).abs() / mean * 100.0)
+}
+
+/// The report row of one case: the two runtimes' CPU per token against the floor's and the one
+/// runtime's, and each runtime's streams and CPU with their imbalance.
+pub fn row(
+    case: &LoadCase,
+    two: &Result<TwoRuntimes, String>,
+    one_us: Option<f64>,
+    floor_us: Option<f64>,
+) -> String {
+    let c = case.concurrency;
+    let t = match two {
+        Ok(t) => t,
+        Err(e) => return format!("| {c} | error: {e} |"),
+    };
+    let us = t.run.us_per_token();
+    let ratio = |x: Option<f64>| match (x, floor_us) {
+        (Some(x), Some(fl)) if fl > 0.0 => format!("{:.2}×", x / fl),
+        _ => "-".into(),
+    };
+    let share = |r: &RuntimeRecord| format!("{} / {:.0} ms", r.streams, r.cpu_ms);
+    let (a, b) = match t.runtimes.as_slice() {
+        [a, b] => (a, b),
+        _ => return format!("| {c} | error: not two runtimes |"),
+    };
+    format!(
+        "| {c} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        t.run.tokens,
+        t.run.tok_s(),
+        f(us, 2),
+        f(floor_us, 2),
+        ratio(us),
+        f(one_us, 2),
+        ratio(one_us),
+        share(a),
+        share(b),
+        f(imbalance_pct(a.streams as f64, b.streams as f64), 1),
+        f(imbalance_pct(a.cpu_ms, b.cpu_ms), 1),
+        t.run.failed,
+    )
+}
+
+/// The two-runtime table under the load section's main one.
+pub fn table(report: &mut Vec<String>, rows: Vec<String>) {
+    if rows.is_empty() {
+        return;
+    }
+    report.push(format!("\n### Two client runtimes (`[load] client_cpus`: runtime 0 on CPU {}, runtime 1 on CPU {} with the serve), same schedules, after the one-runtime and floor clients\n", CPUS[0], CPUS[1]));
+    report.push("| concurrency | tokens | aggregate tok/s | µs CPU per token (both runtimes) | floor µs | vs floor | one runtime µs | one runtime vs floor | runtime 0 streams / CPU | runtime 1 streams / CPU | stream imbalance % | CPU imbalance % | failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|".into());
+    report.extend(rows);
+}
+
+/// The case's two-runtime figures as JSON (the run's, and each runtime's account).
+pub fn to_json(two: &Result<TwoRuntimes, String>) -> Value {
+    match two {
+        Ok(t) => {
+            let mut v = t.run.to_json();
+            v["runtimes"] = serde_json::to_value(&t.runtimes).unwrap_or(Value::Null);
+            v
+        }
+        Err(e) => json!({"error": e}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imbalance_is_the_gap_over_the_mean() {
+        assert_eq!(imbalance_pct(55.0, 45.0), Some(20.0));
+        assert_eq!(imbalance_pct(3.0, 3.0), Some(0.0));
+        assert_eq!(imbalance_pct(0.0, 0.0), None);
+    }
+}
