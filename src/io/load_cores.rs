@@ -516,7 +516,7 @@ mod tests {
     fn merged_records_give_the_percentiles_of_all_records() {
         // Runtime 0 carried fast requests, runtime 1 slow ones, interleaved by index.
         let e2e = |i: usize| {
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 10.0 + i as f64
             } else {
                 500.0 + 7.0 * i as f64
