@@ -141,6 +141,10 @@ struct Shared {
     next: AtomicUsize,
     /// Every runtime's pacing: the open loop's dispatcher tells each its next send.
     paces: Vec<Arc<Coalesce>>,
+    /// Every runtime thread waits here after pinning itself, so none sends before all are pinned.
+    pinned: std::sync::Barrier,
+    /// Some runtime thread could not be pinned: none sends.
+    pin_failed: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -186,6 +190,8 @@ pub fn run_pinned(
             .iter()
             .map(|_| Arc::new(Coalesce::new(start, COALESCE)))
             .collect(),
+        pinned: std::sync::Barrier::new(cpus.len()),
+        pin_failed: std::sync::atomic::AtomicBool::new(false),
     });
     let r = cpus.len();
     let mut senders = Vec::new();
@@ -232,6 +238,13 @@ pub fn run_pinned(
             })
             .collect()
     });
+    // The runtime that could not be pinned says why (the others only that they did not send).
+    if let Some(Err(e)) = results
+        .iter()
+        .find(|r| r.as_ref().is_err_and(|e| e.contains("sched_setaffinity")))
+    {
+        return Err(e.clone());
+    }
     let mut per = Vec::new();
     let mut runtimes = Vec::new();
     for (i, res) in results.into_iter().enumerate() {
@@ -268,7 +281,15 @@ fn runtime_thread(
     dispatch: Option<Dispatch>,
     in_flight: Arc<Vec<AtomicUsize>>,
 ) -> Result<(Vec<LoadExchange>, f64), String> {
-    pin_to(tag.cpu)?;
+    let pin = pin_to(tag.cpu);
+    if pin.is_err() {
+        shared.pin_failed.store(true, Ordering::SeqCst);
+    }
+    shared.pinned.wait();
+    pin?;
+    if shared.pin_failed.load(Ordering::SeqCst) {
+        return Err("another runtime could not be pinned: nothing was sent".into());
+    }
     let cpu0 = thread_cpu_ms();
     let pace = shared.paces[tag.index].clone();
     let (before, after) = (pace.clone(), pace);
@@ -508,6 +529,31 @@ mod tests {
         assert!(e.contains("= 4") && e.contains("3 CPU(s)"), "{e}");
         assert!(resolve(&ClientCpus::List(vec![]), &allowed).is_err());
         assert!(!allowed_cpus().unwrap().is_empty());
+    }
+
+    /// A runtime that cannot be pinned (a CPU id no machine here has) fails the run naming its CPU, and
+    /// the runtime that was pinned sends nothing: the listener never sees a connection.
+    #[test]
+    fn a_cpu_that_cannot_be_pinned_fails_the_run_before_any_send() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let target = Target::parse(&url, None).unwrap();
+        let good = allowed_cpus().unwrap()[0];
+        let e = run_pinned(
+            &target,
+            vec![b"{}".to_vec(); 4],
+            &Schedule::Closed { concurrency: 2 },
+            None,
+            Duration::from_secs(5),
+            &[good, 1023],
+        )
+        .unwrap_err();
+        assert!(e.contains("CPU 1023"), "{e}");
+        assert_eq!(
+            listener.accept().map(|_| ()).unwrap_err().kind(),
+            std::io::ErrorKind::WouldBlock
+        );
     }
 
     /// Merging raw records: every percentile of the merged list is that of all requests, where a merge of
