@@ -3,9 +3,10 @@
 //! requests exactly as the one-runtime client does ([`crate::io::load_client::one`], the kernel's receive
 //! stamps, the same wake-up coalescing per thread). The schedule stays one:
 //!
-//! * **closed loop**: the `concurrency` slots are dealt round the runtimes (slot k to runtime k mod R), and
-//!   every slot takes its next request from one shared counter, so the point keeps exactly `concurrency`
-//!   requests in flight whichever runtime carries them;
+//! * **closed loop**: the `concurrency` slots are dealt round the runtimes (slot k to runtime k mod R);
+//!   slot k sends request k first and then takes its next request from one shared counter, so the point
+//!   keeps exactly `concurrency` requests in flight whichever runtime carries them, and every runtime
+//!   carries at least its slots' first requests;
 //! * **open loop**: one arrival process (a dispatcher task on runtime 0) sleeps until each request is due,
 //!   takes a slot of the one `max_concurrency` cap, and hands the request to the runtime with the fewest
 //!   requests in flight (ties: the next after the last chosen). The hand-over to another thread is counted
@@ -185,7 +186,11 @@ pub fn run_pinned(
         start,
         stop_at: deadline.map(|d| start + d),
         timeout,
-        next: AtomicUsize::new(0),
+        // A closed loop's slot k sends request k first (below), the rest come from this counter.
+        next: AtomicUsize::new(match schedule {
+            Schedule::Closed { concurrency } => *concurrency as usize,
+            Schedule::Open { .. } => 0,
+        }),
         paces: cpus
             .iter()
             .map(|_| Arc::new(Coalesce::new(start, COALESCE)))
@@ -307,8 +312,11 @@ fn runtime_thread(
         })?;
     let done = rt.block_on(async move {
         let mut handles = Vec::new();
-        for _ in 0..n_slots {
-            handles.push(tokio::spawn(closed_slot(shared.clone(), tag)));
+        // Slot k (k = index, index + R, ...) sends request k first, so every runtime carries at least its
+        // slots' first requests however late its thread starts.
+        for j in 0..n_slots as usize {
+            let first = tag.index + j * shared.paces.len();
+            handles.push(tokio::spawn(closed_slot(shared.clone(), tag, first)));
         }
         if let Some((senders, due_ms, cap)) = dispatch {
             let (s, f) = (shared.clone(), in_flight.clone());
@@ -350,13 +358,16 @@ fn runtime_thread(
     Ok((done, thread_cpu_ms() - cpu0))
 }
 
-/// One closed-loop slot: sends the next request of the shared counter as soon as its previous one
-/// ended, until the requests or the deadline run out.
-async fn closed_slot(s: Arc<Shared>, tag: RuntimeTag) -> Vec<LoadExchange> {
+/// One closed-loop slot: sends request `first` (its slot number), then the next request of the shared
+/// counter as soon as its previous one ended, until the requests or the deadline run out.
+async fn closed_slot(s: Arc<Shared>, tag: RuntimeTag, first: usize) -> Vec<LoadExchange> {
     let mut done = Vec::new();
     let mut freed = Instant::now();
+    let mut claim = Some(first);
     loop {
-        let i = s.next.fetch_add(1, Ordering::Relaxed);
+        let i = claim
+            .take()
+            .unwrap_or_else(|| s.next.fetch_add(1, Ordering::Relaxed));
         if i >= s.bodies.len() || s.stop_at.is_some_and(|t| Instant::now() >= t) {
             break;
         }
