@@ -109,6 +109,7 @@ fn prepare(
             &gate.serve.setup,
             &gate.serve.env,
             &w.path(crate::evidence::layout::SETUP_LOG),
+            &mut |wt| progress(&Step::Waiting(wt.clone())),
         ) {
             pair_checkpoint(w, ps, None);
             return Err(ServeFailure::new(FailureCode::SetupFailed, reason));

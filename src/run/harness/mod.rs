@@ -239,7 +239,7 @@ impl LazyGate {
 /// Runs a gate live (panics caught).
 fn run_gate(spec: &GateSpec, config: &Config) -> GateResult {
     // Progress on stderr under SERVEGATE_VERBOSE: the console reporter of `servegate run`, fed the same steps;
-    // otherwise a line of life every 30 s of a long gate (heartbeat.rs).
+    // otherwise a line of life every 30 s of a long gate (heartbeat.rs), and the waits' progress lines.
     let mut console = crate::sinks::events::Console::to(!config.verbose, config.printer.clone());
     let arms = spec.pair.as_ref().map(|p| p.order.len());
     let mut beat = heartbeat::Heartbeat::new(
@@ -253,6 +253,14 @@ fn run_gate(spec: &GateSpec, config: &Config) -> GateResult {
         if !config.verbose {
             if let Some(line) = beat.step(step, std::time::Instant::now()) {
                 config.printer.errln(&format!("\n{line}"));
+            }
+            // A wait over two seconds says so even without SERVEGATE_VERBOSE (io/progress.rs paces it).
+            if let Some(line) = step.waiting_line() {
+                config.printer.errln(&format!(
+                    "\nservegate: {} {}",
+                    spec.name,
+                    crate::text::shown(&line)
+                ));
             }
         }
     };

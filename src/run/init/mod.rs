@@ -262,7 +262,7 @@ fn start(
             ),
         )
     })?;
-    match s.wait_ready() {
+    match s.wait_ready_with(&mut |w| progress(&crate::text::shown(&w.to_string()))) {
         Ok(info) => {
             rep.found.push(format!(
                 "the serve answered /v1/models 200 {:.1} s after the spawn",
