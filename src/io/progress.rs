@@ -13,7 +13,7 @@ pub const FIRST: Duration = Duration::from_secs(2);
 pub const EVERY: Duration = Duration::from_secs(10);
 
 /// Longest detail shown on a progress line, characters (a setup's last log line can be long).
-const DETAIL_MAX: usize = 160;
+const DETAIL_MAX: usize = 240;
 
 /// When a wait's next progress line is due: at [`FIRST`] after its start, then every [`EVERY`] (a line missed
 /// while the waiter was blocked is not repeated: one line per call at most, the next on the schedule after it).
@@ -73,7 +73,7 @@ pub struct Waiting {
 }
 
 impl Waiting {
-    /// A line for `what` at `elapsed_s`, with `detail` cut to its first line and at most 160 characters
+    /// A line for `what` at `elapsed_s`, with `detail` cut to its first line and at most 240 characters
     /// (an empty detail is none).
     pub fn new(what: impl Into<String>, elapsed_s: u64, detail: Option<&str>) -> Waiting {
         Waiting {

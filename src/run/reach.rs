@@ -200,10 +200,12 @@ pub(super) fn reach_url(
             return Err(Stop::Failed(ServeFailure::new(
                 FailureCode::ReadyTimeout,
                 format!(
-                    "{url}{} not 200 within {} s (last: {last}; {probes} probes, {refused} refused){}",
+                    "{url}{} not 200 within {} s{}",
                     spec.ready_path,
                     spec.ready_timeout_s,
-                    url_advice(url, probes, refused)
+                    url_advice(url, probes, refused).unwrap_or(format!(
+                        " (last: {last}; {probes} probes, {refused} refused)"
+                    ))
                 ),
             )));
         }
@@ -211,21 +213,22 @@ pub(super) fn reach_url(
     }
 }
 
-/// What to check when a `--url` serve never answered: when every probe (or most) was refused, nothing
-/// listens at the URL's port (is the serve running? on that port? on that host?); empty otherwise (the last
-/// outcome, in the message, says more). `probes`, `refused`: probes sent and refused.
-pub(crate) fn url_advice(url: &str, probes: u32, refused: u32) -> String {
+/// What to say when a `--url` serve never answered and (nearly) every probe was refused: nothing listens at
+/// the URL's port (`: nothing listens there (every one of 80 probes refused): is the serve running, on that
+/// host and port? ...`). None otherwise (the last outcome says more). `probes`, `refused`: probes sent and
+/// refused.
+pub(crate) fn url_advice(url: &str, probes: u32, refused: u32) -> Option<String> {
     if probes == 0 || refused * 2 < probes {
-        return String::new();
+        return None;
     }
-    let all = if refused == probes {
-        "every probe was refused"
+    let how = if refused == probes {
+        format!("every one of {probes} probes refused")
     } else {
-        "most probes were refused"
+        format!("{refused} of {probes} probes refused")
     };
-    format!(
-        ": {all}, so nothing listens at {url}: is the serve running, and on that host and port? (start it, or check [serve] url / --url)"
-    )
+    Some(format!(
+        ": nothing listens there ({how}): is the serve running, on that host and port? (start it, or fix [serve] url / --url {url})"
+    ))
 }
 
 /// Stops the serve the run started (after [`serve::SETTLE`] when it answered requests and no stop signal
@@ -407,17 +410,19 @@ mod tests {
     #[test]
     fn a_url_that_refuses_every_probe_is_named_as_nothing_listening() {
         let u = "http://127.0.0.1:9";
-        let all = url_advice(u, 40, 40);
-        assert!(all.contains("every probe was refused"), "{all}");
+        let all = url_advice(u, 40, 40).unwrap();
         assert!(
-            all.contains("nothing listens at http://127.0.0.1:9"),
+            all.starts_with(
+                ": nothing listens there (every one of 40 probes refused): is the serve running"
+            ),
             "{all}"
         );
-        assert!(all.contains("is the serve running"), "{all}");
-        assert!(url_advice(u, 40, 30).contains("most probes were refused"));
+        assert!(url_advice(u, 40, 30)
+            .unwrap()
+            .contains("(30 of 40 probes refused)"));
         // A serve that answers (503, timeouts) is not "not running": the last outcome says more.
-        assert_eq!(url_advice(u, 40, 3), "");
-        assert_eq!(url_advice(u, 0, 0), "");
+        assert_eq!(url_advice(u, 40, 3), None);
+        assert_eq!(url_advice(u, 0, 0), None);
     }
 
     #[test]

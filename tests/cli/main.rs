@@ -38,6 +38,7 @@ mod matrix_runs;
 mod output_snapshots;
 mod over_limits;
 mod privacy;
+mod progress;
 mod ready_dialect;
 mod records;
 mod records_proof;

@@ -171,18 +171,8 @@ impl Serve {
             }
             let now = Instant::now();
             if let Some(secs) = pacer.due(now) {
-                // The log's last line says what a loading serve is doing (loading tensors, warming up).
-                let tail = self.log_tail(5);
-                let log = crate::io::progress::last_line(&tail)
-                    .map(|l| format!("; log: {l}"))
-                    .unwrap_or_default();
-                on_wait(&Waiting::new(
-                    format!("waiting for readiness at {url}"),
-                    secs,
-                    Some(&format!(
-                        "last: {last_status}; {polls} probes, {refused} refused, {loading} loading{log}"
-                    )),
-                ));
+                let counts = (polls, refused, loading);
+                on_wait(&self.waiting(&url, secs, statuses.last(), counts));
             }
             if now >= deadline {
                 return Err(ServeError::ReadyTimeout {
@@ -197,6 +187,34 @@ impl Serve {
                 return Err(self.exited_before_ready(&exit));
             }
         }
+    }
+
+    /// The progress line of a readiness wait at `secs`: the last outcome (`last`: its label), the probes
+    /// sent, refused and answered 503 (`counts`), and the serve log's last line (what a loading serve does).
+    fn waiting(
+        &self,
+        url: &str,
+        secs: u64,
+        last: Option<&(f64, String)>,
+        (polls, refused, loading): (u32, u32, u32),
+    ) -> Waiting {
+        let tail = self.log_tail(5);
+        let log = crate::io::progress::last_line(&tail)
+            .map(|l| format!("; log: {l}"))
+            .unwrap_or_default();
+        let last = match last.map(|(_, l)| l.as_str()) {
+            Some("refused") => "connection refused".to_string(),
+            Some(code) if code.parse::<u16>().is_ok() => format!("HTTP {code}"),
+            Some(other) => other.to_string(),
+            None => "-".to_string(),
+        };
+        Waiting::new(
+            format!("waiting for readiness at {url}"),
+            secs,
+            Some(&format!(
+                "last: {last}; {polls} probes, {refused} refused, {loading} loading{log}"
+            )),
+        )
     }
 
     /// Ok while the leader is alive. Once it has exited: [`ServeError::ExitedAfterReady`]

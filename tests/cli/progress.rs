@@ -1,0 +1,172 @@
+//! Issue 32, friction 2: progress lines with the elapsed time on every wait over two seconds, on stderr, silenced
+//! by `-q` (src/io/progress.rs paces them: the first at 2 s, then every 10 s). Through the `servegate` binary and
+//! the gates harness, on a scripted serve slow to be ready, a `--url` serve that is not there, and a slow
+//! `setup`. Timings are only ever asserted as "at least one line": a busy runner makes waits longer, never
+//! shorter.
+
+use std::path::Path;
+use std::process::Output;
+
+use servegate::replay::scripted::{LogLine, Script};
+
+use crate::fixtures::{self, Entry};
+
+/// A scripted serve that loads for `ready_after_ms` once it listens (`/health` 503 meanwhile), its log saying so.
+fn slow_script(ready_after_ms: f64) -> Script {
+    let mut s = fixtures::chat_script("Paris is the capital .");
+    s.start.listening_log = vec![LogLine::err("load_tensors: loading model tensors")];
+    s.health.ready_after_ms = ready_after_ms;
+    s
+}
+
+fn gate(name: &str, serve: &str) -> String {
+    format!(
+        "[gate]\nname = \"{name}\"\n[serve]\n{serve}\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"What is the capital of France?\"]\nrepeats = 1\n[assert.content]\n"
+    )
+}
+
+fn run(dir: &Path, file: &str, extra: &[&str]) -> Output {
+    fixtures::servegate()
+        .arg("run")
+        .arg(file)
+        .args(extra)
+        .current_dir(dir)
+        .env("SERVEGATE_RUNS", dir.join("runs"))
+        .output()
+        .unwrap()
+}
+
+fn texts(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_serve_slow_to_be_ready_says_how_long_it_has_waited_and_q_silences_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let command = format!(
+        "command = {}",
+        fixtures::scripted_command(&slow_script(3500.0))
+    );
+    std::fs::write(tmp.path().join("slow.toml"), gate("slow", &command)).unwrap();
+
+    let out = run(tmp.path(), "slow.toml", &[]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("waiting for readiness at http://"))
+        .unwrap_or_else(|| panic!("no progress line on stderr:\n{stderr}"));
+    // `[slow] waiting for readiness at http://127.0.0.1:PORT/health: 2 s (last: HTTP 503 ...; N probes, ...)`
+    assert!(
+        line.starts_with("[slow] waiting for readiness at "),
+        "{line}"
+    );
+    assert!(line.contains("/health: "), "{line}");
+    let secs: u64 = line
+        .split("/health: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no elapsed seconds: {line}"));
+    assert!(secs >= 2, "{line}");
+    assert!(line.contains(" s (last: HTTP 503; "), "{line}");
+    assert!(line.contains(" loading; "), "{line}");
+    assert!(
+        line.contains("log: load_tensors: loading model tensors"),
+        "{line}"
+    );
+    // Nothing of it on stdout (the verdicts' stream).
+    assert!(!stdout.contains("waiting for"), "{stdout}");
+
+    let out = run(tmp.path(), "slow.toml", &["-q"]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        !stderr.contains("waiting for"),
+        "-q printed progress:\n{stderr}"
+    );
+    assert!(!stdout.contains("waiting for"), "{stdout}");
+}
+
+#[test]
+fn a_url_serve_that_never_answers_is_counted_refused_and_the_timeout_says_what_to_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A port nothing listens on (taken free, then released).
+    let port = servegate::io::port::free_port("127.0.0.1").unwrap();
+    let serve = format!("url = \"http://127.0.0.1:{port}\"\nready_timeout_s = 4");
+    std::fs::write(tmp.path().join("absent.toml"), gate("absent", &serve)).unwrap();
+    let out = run(tmp.path(), "absent.toml", &[]);
+    let (stdout, stderr) = texts(&out);
+    assert_ne!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let all = format!("{stdout}\n{stderr}");
+    let progress = stderr
+        .lines()
+        .find(|l| {
+            l.contains(&format!(
+                "waiting for readiness at http://127.0.0.1:{port}/health: "
+            ))
+        })
+        .unwrap_or_else(|| panic!("no progress line:\n{stderr}"));
+    assert!(progress.contains("last: connection refused"), "{progress}");
+    assert!(progress.contains(" refused)"), "{progress}");
+    assert!(
+        all.contains(&format!(
+            "http://127.0.0.1:{port}/health not 200 within 4 s: nothing listens there (every one of "
+        )) && all.contains("probes refused): is the serve running"),
+        "{all}"
+    );
+}
+
+#[test]
+fn a_slow_setup_shows_its_log_s_last_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let serve = format!(
+        "command = {}\nsetup = [\"sh\", \"-c\", \"echo fetching model weights; sleep 3\"]",
+        fixtures::scripted_command(&slow_script(0.0))
+    );
+    std::fs::write(tmp.path().join("setup.toml"), gate("setup", &serve)).unwrap();
+    let out = run(tmp.path(), "setup.toml", &[]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("[setup] setup: sh -c echo fetching model weights; sleep 3: "))
+        .unwrap_or_else(|| panic!("no setup progress line:\n{stderr}"));
+    assert!(
+        line.ends_with(" s (last: fetching model weights)"),
+        "{line}"
+    );
+}
+
+#[test]
+fn the_gates_harness_prints_a_wait_without_servegate_verbose() {
+    let work = tempfile::tempdir().unwrap();
+    let gates = work.path().join("gates");
+    std::fs::create_dir_all(&gates).unwrap();
+    let command = format!(
+        "command = {}",
+        fixtures::scripted_command(&slow_script(3500.0))
+    );
+    std::fs::write(gates.join("slow.toml"), gate("slow", &command)).unwrap();
+    let out = fixtures::harness(Entry::Code, &[])
+        .env("PATH", fixtures::path_env())
+        .env("SERVEGATE_GATES", &gates)
+        .env("SERVEGATE_RUNS", work.path().join("runs"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("servegate: slow waiting for readiness at http://"))
+        .unwrap_or_else(|| panic!("no progress line from the harness:\n{stderr}"));
+    assert!(
+        line.contains("/health: ") && line.contains(" s (last: "),
+        "{line}"
+    );
+    // Only the waits: the other steps stay behind SERVEGATE_VERBOSE.
+    assert!(!stderr.contains("starting serve on port"), "{stderr}");
+}
