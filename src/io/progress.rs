@@ -53,6 +53,11 @@ impl Pacer {
         Some(elapsed.as_secs())
     }
 
+    /// When the next line is due (a waiter may block until then).
+    pub fn next_due(&self) -> Instant {
+        self.started + self.next
+    }
+
     /// When the wait began.
     pub fn started(&self) -> Instant {
         self.started
@@ -70,7 +75,15 @@ pub struct Waiting {
     pub elapsed_s: u64,
     /// What the wait has seen so far (the last probe's outcome, the setup log's last line), if anything.
     pub detail: Option<String>,
+    /// A terse reporter (the gates harness without `SERVEGATE_VERBOSE`) prints the line only from this many
+    /// seconds on: 0 for a stall worth a line at once (setup, readiness, the hold), [`REQUEST_TERSE_S`] for a
+    /// request (a few seconds are a generation, and a gate sends many).
+    pub terse_from_s: u64,
 }
+
+/// A request's wait reaches the gates harness's terse output from this many seconds on (the first line after
+/// [`FIRST`], at 12 s).
+pub const REQUEST_TERSE_S: u64 = 10;
 
 impl Waiting {
     /// A line for `what` at `elapsed_s`, with `detail` cut to its first line and at most 240 characters
@@ -80,7 +93,19 @@ impl Waiting {
             what: what.into(),
             elapsed_s,
             detail: detail.map(cut).filter(|d| !d.is_empty()),
+            terse_from_s: 0,
         }
+    }
+
+    /// The same line, printed by a terse reporter only from `secs` on (see [`Waiting::terse_from_s`]).
+    pub fn terse_from(mut self, secs: u64) -> Waiting {
+        self.terse_from_s = secs;
+        self
+    }
+
+    /// Whether a terse reporter prints it.
+    pub fn terse(&self) -> bool {
+        self.elapsed_s >= self.terse_from_s
     }
 }
 
@@ -130,6 +155,7 @@ mod tests {
         assert_eq!(p.due(t0 + Duration::from_millis(12_400)), Some(12));
         assert_eq!(p.due(t0 + s(13)), None);
         assert_eq!(p.due(t0 + s(22)), Some(22));
+        assert_eq!(p.next_due(), t0 + s(32));
     }
 
     #[test]
@@ -169,6 +195,10 @@ mod tests {
             "setup: x: 2 s"
         );
         assert_eq!(Waiting::new("setup: x", 2, None).detail, None);
+        assert!(Waiting::new("setup: x", 2, None).terse());
+        let request = |secs| Waiting::new("waiting for request 03's reply", secs, None);
+        assert!(!request(2).terse_from(REQUEST_TERSE_S).terse());
+        assert!(request(12).terse_from(REQUEST_TERSE_S).terse());
     }
 
     #[test]

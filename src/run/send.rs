@@ -62,12 +62,12 @@ pub(super) fn send_all(
         let sent_utc = evidence::now_utc();
         let hold_start =
             (!warmup).then(|| (thread_waits(serve.as_deref(), attached), Instant::now()));
-        let ex = client::send_within(
-            sender,
-            base_url,
-            &body,
-            Some(Duration::from_secs_f64(req.timeout_s).min(left)),
+        let timeout = Duration::from_secs_f64(req.timeout_s).min(left);
+        let what = format!(
+            "waiting for request {index:02}{}'s reply",
+            if warmup { " (warmup)" } else { "" }
         );
+        let ex = send_paced(sender, base_url, &body, timeout, &what, progress);
         if let Some((before, t0)) = hold_start.filter(|(b, _)| !b.is_empty()) {
             let after = thread_waits(serve.as_deref(), attached);
             holds.push(RequestHold {
@@ -134,6 +134,63 @@ pub(super) fn send_all(
         summary.serve.footprint = Some(fp);
     }
     Ok(())
+}
+
+/// One request sent and read on a thread of its own ([`client::send_within`] with `timeout`) while this one
+/// waits for its end, blocked, and says `WHAT: 12 s (times out at N s)` at 2 s and every 10 s after (a long
+/// generation, a serve that loads its model on the first request). A reply under 2 s prints nothing; the
+/// request's timing is the client's own (stamped inside the send), not this thread's.
+fn send_paced(
+    sender: &client::Sender,
+    base_url: &str,
+    body: &serde_json::Value,
+    timeout: Duration,
+    what: &str,
+    progress: &mut dyn FnMut(&Step),
+) -> client::Exchange {
+    let mut pacer = crate::io::progress::Pacer::new(Instant::now());
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sending = scope.spawn(move || {
+            let _ = tx.send(client::send_within(sender, base_url, body, Some(timeout)));
+        });
+        loop {
+            let wait = pacer.next_due().saturating_duration_since(Instant::now());
+            match rx.recv_timeout(wait) {
+                Ok(ex) => return ex,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Some(secs) = pacer.due(Instant::now()) {
+                        progress(&Step::Waiting(
+                            crate::io::progress::Waiting::new(
+                                what,
+                                secs,
+                                Some(&format!("times out at {:.0} s", timeout.as_secs_f64())),
+                            )
+                            .terse_from(crate::io::progress::REQUEST_TERSE_S),
+                        ));
+                    }
+                }
+                // The sending thread ended without a reply: it panicked; the panic goes on here.
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    if let Err(panic) = sending.join() {
+                        std::panic::resume_unwind(panic);
+                    }
+                    return client::Exchange {
+                        response: client::ResponseMeta {
+                            transport_error: Some(
+                                "request failed: the client ended without a reply".into(),
+                            ),
+                            end_ms: Some(0.0),
+                            ..Default::default()
+                        },
+                        reads: Vec::new(),
+                        body_bytes: 0,
+                        body_truncated: false,
+                    };
+                }
+            }
+        }
+    })
 }
 
 /// The CPU of the serve now: the one the run started, else the `url` serve's its pid file names.

@@ -124,11 +124,12 @@ pub enum Step {
 
 impl Step {
     /// The progress line of a wait ([`Step::Waiting`], also inside a pair's arm: `2-ours: waiting for ...`),
-    /// None for any other step. Unescaped: it quotes outside text.
-    pub(crate) fn waiting_line(&self) -> Option<String> {
+    /// None for any other step; with `terse`, None too for a wait not yet long enough for a terse reporter
+    /// ([`crate::io::progress::Waiting::terse`]). Unescaped: it quotes outside text.
+    pub(crate) fn waiting_line(&self, terse: bool) -> Option<String> {
         match self {
-            Step::Waiting(w) => Some(w.to_string()),
-            Step::Arm { arm, step } => step.waiting_line().map(|l| format!("{arm}: {l}")),
+            Step::Waiting(w) if !terse || w.terse() => Some(w.to_string()),
+            Step::Arm { arm, step } => step.waiting_line(terse).map(|l| format!("{arm}: {l}")),
             _ => None,
         }
     }
@@ -177,8 +178,8 @@ impl Step {
             },
             Step::Waiting(w) => Step::Waiting(crate::io::progress::Waiting {
                 what: f(&w.what),
-                elapsed_s: w.elapsed_s,
                 detail: w.detail.as_deref().map(f),
+                ..w.clone()
             }),
             Step::Note(s) => Step::Note(f(s)),
         }
@@ -614,7 +615,7 @@ mod tests {
             Some("last: fetched KEY"),
         ));
         assert_eq!(
-            w.waiting_line().as_deref(),
+            w.waiting_line(true).as_deref(),
             Some("setup: provision KEY: 12 s (last: fetched KEY)")
         );
         let arm = Step::Arm {
@@ -622,11 +623,21 @@ mod tests {
             step: Box::new(w.map_text(&|t| t.replace("KEY", "***"))),
         };
         assert_eq!(
-            arm.waiting_line().as_deref(),
+            arm.waiting_line(true).as_deref(),
             Some("2-ours: setup: provision ***: 12 s (last: fetched ***)")
         );
-        assert_eq!(arm.to_string(), arm.waiting_line().unwrap());
-        assert_eq!(Step::Note("n".into()).waiting_line(), None);
+        assert_eq!(arm.to_string(), arm.waiting_line(false).unwrap());
+        assert_eq!(Step::Note("n".into()).waiting_line(false), None);
+        // A request's wait of a few seconds is a generation: the terse harness skips it, `run` prints it.
+        let request = |secs| {
+            Step::Waiting(
+                crate::io::progress::Waiting::new("waiting for request 03's reply", secs, None)
+                    .terse_from(crate::io::progress::REQUEST_TERSE_S),
+            )
+        };
+        assert_eq!(request(2).waiting_line(true), None);
+        assert!(request(2).waiting_line(false).is_some());
+        assert!(request(12).waiting_line(true).is_some());
     }
 
     #[test]

@@ -170,3 +170,25 @@ fn the_gates_harness_prints_a_wait_without_servegate_verbose() {
     // Only the waits: the other steps stay behind SERVEGATE_VERBOSE.
     assert!(!stderr.contains("starting serve on port"), "{stderr}");
 }
+
+#[test]
+fn a_long_request_says_how_long_its_reply_has_been_awaited() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut script = slow_script(0.0);
+    // The first token 3 s after the head (a serve that loads its model on the first request).
+    script.reply.first_token_ms = 3000.0;
+    let command = format!("command = {}", fixtures::scripted_command(&script));
+    std::fs::write(tmp.path().join("long.toml"), gate("long", &command)).unwrap();
+    let out = run(tmp.path(), "long.toml", &[]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("[long] waiting for request 00's reply: "))
+        .unwrap_or_else(|| panic!("no progress line for the long request:\n{stderr}"));
+    assert!(line.contains(" s (times out at "), "{line}");
+    // The request is measured as before: answered, its first token about 3 s late.
+    assert!(stderr.contains("[long] request 00: HTTP 200"), "{stderr}");
+    let out = run(tmp.path(), "long.toml", &["-q"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("waiting for"));
+}

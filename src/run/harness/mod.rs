@@ -255,7 +255,7 @@ fn run_gate(spec: &GateSpec, config: &Config) -> GateResult {
                 config.printer.errln(&format!("\n{line}"));
             }
             // A wait over two seconds says so even without SERVEGATE_VERBOSE (io/progress.rs paces it).
-            if let Some(line) = step.waiting_line() {
+            if let Some(line) = step.waiting_line(true) {
                 config.printer.errln(&format!(
                     "\nservegate: {} {}",
                     spec.name,
