@@ -192,3 +192,39 @@ fn a_long_request_says_how_long_its_reply_has_been_awaited() {
     let out = run(tmp.path(), "long.toml", &["-q"]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("waiting for"));
 }
+
+#[test]
+fn init_says_how_long_it_has_waited_for_the_serve_it_started_and_q_silences_it() {
+    let p = fixtures::Project::new();
+    let mut script = fixtures::chat_script("Paris is the capital .");
+    // Refuses connections for 6 s; init gives up at 3.5 s, after its first progress line (at 2 s).
+    script.start.listen_delay_ms = 6000.0;
+    script.start.log = vec![LogLine::err("loading the weights")];
+    let mut argv = fixtures::scripted_argv(&script, "{host}", "{port}");
+    let last = argv.len() - 1;
+    argv[last] = argv[last].replace('{', "{{").replace('}', "}}");
+    let run_init = |quiet: bool| {
+        let mut cmd = p.servegate();
+        cmd.args(["init", "--name", "slow", "--ready-timeout-s", "3.5"]);
+        if quiet {
+            cmd.arg("-q");
+        }
+        cmd.arg("--").args(&argv);
+        fixtures::Out::of(&mut cmd)
+    };
+    let out = run_init(false);
+    assert_ne!(out.code, 0, "{}", out.all());
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("init: waiting for readiness at http://"))
+        .unwrap_or_else(|| panic!("no progress line:\n{}", out.all()));
+    assert!(
+        line.contains("/v1/models: ") && line.contains(" s (last: connection refused; "),
+        "{line}"
+    );
+    assert!(line.contains("log: loading the weights"), "{line}");
+    let out = run_init(true);
+    assert_ne!(out.code, 0, "{}", out.all());
+    assert!(!out.stderr.contains("waiting for"), "{}", out.all());
+}
