@@ -228,3 +228,65 @@ fn init_says_how_long_it_has_waited_for_the_serve_it_started_and_q_silences_it()
     assert_ne!(out.code, 0, "{}", out.all());
     assert!(!out.stderr.contains("waiting for"), "{}", out.all());
 }
+
+#[test]
+fn under_nextest_a_trial_waiting_for_another_process_s_serve_says_so() {
+    use std::io::BufRead;
+    let work = tempfile::tempdir().unwrap();
+    let gates = work.path().join("gates");
+    std::fs::create_dir_all(&gates).unwrap();
+    let command = format!(
+        "command = {}",
+        fixtures::scripted_command(&slow_script(0.0))
+    );
+    std::fs::write(gates.join("fast.toml"), gate("fast", &command)).unwrap();
+    let runs = work.path().join("runs");
+    // Another nextest process of the same run holds the one-serve-at-a-time lock.
+    let cache = runs
+        .join(servegate::run::harness::NEXTEST_CACHE_DIR)
+        .join("run-x");
+    std::fs::create_dir_all(&cache).unwrap();
+    let lock = std::fs::File::create(cache.join("serve.lock")).unwrap();
+    lock.lock().unwrap();
+    let mut child = fixtures::harness(Entry::Code, &["--exact", "fast::content"])
+        .env("PATH", fixtures::path_env())
+        .env("SERVEGATE_GATES", &gates)
+        .env("SERVEGATE_RUNS", &runs)
+        .env("NEXTEST", "1")
+        .env("NEXTEST_RUN_ID", "run-x")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    // Held until the waiter has said so (however slow the machine), then released.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut seen = Vec::new();
+    let said = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l)
+                if l.starts_with(
+                    "servegate: fast waiting for another test process's serve to stop",
+                ) =>
+            {
+                break l
+            }
+            Ok(l) => seen.push(l),
+            Err(_) => panic!("no waiting line within 60 s:\n{}", seen.join("\n")),
+        }
+    };
+    assert!(said.contains(" s ("), "{said}");
+    drop(lock);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}\n{}", seen.join("\n"));
+}
