@@ -246,7 +246,7 @@ pub(super) fn stop(
     if !summary.requests.is_empty() && !crate::io::signals::shutting_down() {
         s.settle(serve::SETTLE);
     }
-    let stop = s.stop();
+    let stop = s.stop_with(&mut |wt| progress(&Step::Waiting(wt.clone())));
     summary.serve.stop = Some(describe_stop(&stop));
     // The memory measured over the serve's life, beside the CPU window the requests marked (if any).
     if let Some(mut fp) = stop.footprint.clone() {

@@ -290,3 +290,27 @@ fn under_nextest_a_trial_waiting_for_another_process_s_serve_says_so() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}\n{}", seen.join("\n"));
 }
+
+#[test]
+fn a_serve_slow_to_stop_says_how_long_it_has_been_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut script = slow_script(0.0);
+    // Ignores SIGTERM: only the SIGKILL after the 3 s grace ends it.
+    script.term = servegate::replay::scripted::Term::Ignore;
+    let command = format!(
+        "command = {}\nstop_grace_s = 3",
+        fixtures::scripted_command(&script)
+    );
+    std::fs::write(tmp.path().join("stubborn.toml"), gate("stubborn", &command)).unwrap();
+    let out = run(tmp.path(), "stubborn.toml", &[]);
+    let (stdout, stderr) = texts(&out);
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("[stubborn] waiting for the serve to stop: "))
+        .unwrap_or_else(|| panic!("no progress line for the stop:\n{stdout}\n{stderr}"));
+    assert!(
+        line.ends_with(" s (SIGTERM sent; SIGKILL at 3 s)"),
+        "{line}"
+    );
+    assert!(stderr.contains("SIGKILL"), "{stderr}");
+}

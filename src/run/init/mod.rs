@@ -191,7 +191,7 @@ pub fn init(o: &InitOptions, progress: &mut dyn FnMut(&str)) -> Result<InitRepor
         progress,
     );
     if let Some(s) = started.take() {
-        let stop = s.stop();
+        let stop = s.stop_with(&mut |w| progress(&crate::text::shown(&w.to_string())));
         progress(&format!(
             "serve stopped ({}, {:.0} ms{})",
             stop.exit.as_deref().unwrap_or("exit not observed"),
