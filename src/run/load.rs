@@ -109,7 +109,19 @@ pub(crate) fn send_points(
         progress(&Step::Note(format!("load point {}", point.label())));
         let pw = EvidenceWriter::create_exact(&w.path(&point.dir()))?;
         pw.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
-        let note = run_point(gate, load, *point, &prompts, &target, &pw, parent)?;
+        // A point runs for its duration: its wait says so (2 s, then every 10 s).
+        let what = format!("waiting for load point {}", point.label());
+        let n_planned = planned(load, *point);
+        let note = super::send::paced(
+            || run_point(gate, load, *point, &prompts, &target, &pw, parent),
+            &mut |secs| {
+                progress(&Step::Waiting(crate::io::progress::Waiting::new(
+                    what.as_str(),
+                    secs,
+                    Some(&format!("{n_planned} requests planned")),
+                )))
+            },
+        )?;
         progress(&Step::Note(note.clone()));
         parent.notes.push(note);
     }

@@ -1,7 +1,8 @@
 //! Issue 32, friction 2: progress lines with the elapsed time on every wait over two seconds, on stderr, silenced
 //! by `-q` (src/io/progress.rs paces them: the first at 2 s, then every 10 s). Through the `servegate` binary and
-//! the gates harness, on a scripted serve slow to be ready, a `--url` serve that is not there, and a slow
-//! `setup`. Timings are only ever asserted as "at least one line": a busy runner makes waits longer, never
+//! the gates harness, on a scripted serve slow to be ready, a `--url` serve that is not there, a slow `setup`,
+//! a long request, a load point, a serve slow to stop, `servegate init`'s wait, and under nextest a trial
+//! waiting for another process's serve. Timings are only ever asserted as "at least one line": a busy runner makes waits longer, never
 //! shorter.
 
 use std::path::Path;
@@ -313,4 +314,25 @@ fn a_serve_slow_to_stop_says_how_long_it_has_been_given() {
         "{line}"
     );
     assert!(stderr.contains("SIGKILL"), "{stderr}");
+}
+
+#[test]
+fn a_load_point_says_how_long_it_has_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut script = slow_script(0.0);
+    // Two requests one after the other, each 1.5 s to its first token: the point runs 3 s and more.
+    script.reply.first_token_ms = 1500.0;
+    let text = format!(
+        "[gate]\nname = \"sweep\"\n[serve]\ncommand = {}\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"What is the capital of France?\"]\n[load]\nconcurrency = [1]\nrequests = 2\nwarmup_requests = 0\n[assert.errors]\nmax_rate = 0.0\n",
+        fixtures::scripted_command(&script)
+    );
+    std::fs::write(tmp.path().join("sweep.toml"), text).unwrap();
+    let out = run(tmp.path(), "sweep.toml", &[]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("[sweep] waiting for load point "))
+        .unwrap_or_else(|| panic!("no progress line for the load point:\n{stderr}"));
+    assert!(line.ends_with(" s (2 requests planned)"), "{line}");
 }
