@@ -15,8 +15,9 @@
 //! pointing to `cargo test --test gates`.
 //!
 //! Environment: `SERVEGATE_GATES` (a directory or one `.toml` file), `SERVEGATE_RUNS` (evidence root),
-//! `SERVEGATE_STRICT=1` (unmet `[requires]` fail instead of being ignored), `SERVEGATE_VERBOSE=1` (progress
-//! on stderr, and the gate report's verdict lines whole instead of at most 300 characters), `SERVEGATE_JUNIT=path` (JUnit XML), `SERVEGATE_JSON=path` (results JSON, docs/results-json.md),
+//! `SERVEGATE_STRICT=1` (unmet `[requires]` fail instead of being ignored), `SERVEGATE_VERBOSE=1` (every step
+//! on stderr, and the gate report's verdict lines whole instead of at most 300 characters; without it only the
+//! waits over two seconds, `servegate: GATE waiting for ...: N s (...)`, and heartbeat.rs's line of life), `SERVEGATE_JUNIT=path` (JUnit XML), `SERVEGATE_JSON=path` (results JSON, docs/results-json.md),
 //! `SERVEGATE_SUMMARY=path` (Markdown summary, e.g. `$GITHUB_STEP_SUMMARY`).
 //!
 //! Its rooms: this file (the configuration, a gate run once for its trials), `adapter` (the libtest-mimic
