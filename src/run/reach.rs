@@ -53,7 +53,17 @@ pub(super) fn start(
     summary.serve.mode = "command".into();
     summary.serve.command = command.clone();
     summary.serve.base_url = format!("http://{}:{port}", url_host(&spec.host));
-    summary.serve.model_file = crate::evidence::hash_model(&gate.request.model, &command);
+    // A model of gigabytes takes seconds to hash: the wait says so (2 s, then every 10 s).
+    summary.serve.model_file = super::send::paced(
+        || crate::evidence::hash_model(&gate.request.model, &command),
+        &mut |secs| {
+            progress(&Step::Waiting(crate::io::progress::Waiting::new(
+                "hashing the model file",
+                secs,
+                Some("its sha256 goes into run.json"),
+            )))
+        },
+    );
     w.write_summary(summary)?;
     let sspec = serve::ServeSpec {
         command,
