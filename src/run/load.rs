@@ -176,32 +176,72 @@ pub fn run_point(
         Ok(())
     };
     let started_utc = evidence::now_utc();
-    if warmup > 0 {
-        let wb = bodies_of(0..warmup);
-        let wire: Vec<Vec<u8>> = wb
-            .iter()
-            .map(|b| serde_json::to_vec(b).unwrap_or_default())
-            .collect();
-        let done =
-            load_client::run(target, wire, &warm_schedule, deadline, timeout).unwrap_or_default();
-        for x in &done {
-            let i = x.timing.index;
-            record(pw, &mut summary, i, true, i, &wb[i], x)?;
-            timings.push(x.timing.clone());
-        }
-    }
+    let wb = bodies_of(0..warmup);
     let jb = bodies_of(0..n);
-    let wire: Vec<Vec<u8>> = jb
-        .iter()
-        .map(|b| serde_json::to_vec(b).unwrap_or_default())
-        .collect();
-    let done = match load_client::run(target, wire, &schedule, deadline, timeout) {
-        Ok(d) => d,
-        Err(e) => {
-            summary.notes.push(format!("load_client: {e}"));
-            Vec::new()
+    let wire = |bs: &[serde_json::Value]| -> Vec<Vec<u8>> {
+        bs.iter()
+            .map(|b| serde_json::to_vec(b).unwrap_or_default())
+            .collect()
+    };
+    let mut driver = None;
+    let (warm_done, done) = match &load.spec.driver {
+        crate::spec::load::Driver::Locust(ls) => {
+            let all: Vec<Vec<u8>> = wire(&wb).into_iter().chain(wire(&jb)).collect();
+            let plan = crate::io::locust::LocustPlan {
+                spec: ls,
+                target,
+                bodies: &all,
+                warmup,
+                concurrency: point.concurrency().unwrap_or(1),
+                deadline,
+                timeout,
+            };
+            match crate::io::locust::run(&plan, pw.dir()) {
+                Ok(run) => {
+                    summary.notes.extend(run.notes.iter().cloned());
+                    driver = Some(crate::evidence::locust::DriverRecord {
+                        name: "locust".into(),
+                        version: run.version.clone(),
+                        precision: crate::evidence::locust::TIMING_PRECISION.into(),
+                        clocks: run.merge.clocks.clone(),
+                    });
+                    let wrap = |m: crate::evidence::locust::Merged| LoadExchange {
+                        timing: m.timing,
+                        exchange: m.exchange,
+                    };
+                    (
+                        run.merge.warmup.into_iter().map(wrap).collect(),
+                        run.merge.judged.into_iter().map(wrap).collect(),
+                    )
+                }
+                Err(e) => {
+                    summary.notes.push(format!("load_client: locust: {e}"));
+                    (Vec::new(), Vec::new())
+                }
+            }
+        }
+        crate::spec::load::Driver::Servegate => {
+            let warm_done = if warmup > 0 {
+                load_client::run(target, wire(&wb), &warm_schedule, deadline, timeout)
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let done = match load_client::run(target, wire(&jb), &schedule, deadline, timeout) {
+                Ok(d) => d,
+                Err(e) => {
+                    summary.notes.push(format!("load_client: {e}"));
+                    Vec::new()
+                }
+            };
+            (warm_done, done)
         }
     };
+    for x in &warm_done {
+        let i = x.timing.index;
+        record(pw, &mut summary, i, true, i, &wb[i], x)?;
+        timings.push(x.timing.clone());
+    }
     for x in &done {
         let i = x.timing.index;
         let mut t = x.timing.clone();
@@ -216,7 +256,8 @@ pub fn run_point(
         // A duration plans what it could send: the requests started within it.
         summary.planned = Some(done.len());
     }
-    let rec = load_record(load, point, warmup, summary.planned.unwrap_or(n), timings);
+    let mut rec = load_record(load, point, warmup, summary.planned.unwrap_or(n), timings);
+    rec.driver = driver;
     let json = serde_json::to_vec_pretty(&rec).unwrap_or_default();
     pw.write(LOAD_FILE, &json)?;
     summary.status = RunStatus::Complete;
@@ -315,6 +356,7 @@ fn load_record(
         warmup,
         planned,
         timings,
+        driver: None,
     }
 }
 

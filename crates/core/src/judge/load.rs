@@ -176,6 +176,13 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
             mine,
             &mut out,
         );
+        // Another driver's timings (Locust): every verdict of the point names it and its precision.
+        if let Some(d) = &rec.driver {
+            for v in &mut out[first..] {
+                let details = format!("{}; {}", v.details(), d.by());
+                v.set(v.outcome, details);
+            }
+        }
         // Another tool's timings: every verdict of the point says whose they are.
         if let Some(imp) = &ev.run.imported {
             for v in &mut out[first..] {

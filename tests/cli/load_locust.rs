@@ -1,0 +1,160 @@
+//! What goes here: `[load] driver = "locust"` against the synthetic serve (Locust's distributed mode, a
+//! master and two workers on loopback, real processes). The merge of the workers' records on built input
+//! is tests/pure/locust.rs.
+//!
+//! Skipped, printing the provisioning command, when Locust is not provisioned
+//! (`scripts/provision-locust.sh`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::fixtures::load::{gate, spec_with, summary};
+use servegate::evidence::EvidenceWriter;
+use servegate::io::load_client::Target;
+use servegate::judge::{Outcome, Verdict};
+use servegate::spec::load::Point;
+
+/// The bound within which the two drivers' TTFT medians must agree, ms. Locust's timings are Python's
+/// (`perf_counter()` when each `recv()` returned, under gevent), servegate's are the kernel's receive
+/// times: on a busy 2-core runner a Python read returns several ms late.
+const TTFT_P50_AGREE_MS: f64 = 100.0;
+
+/// Runs one point of `g` against `url` into `run/c4` and judges it.
+fn run_point(g: &servegate::spec::GateSpec, url: &str, run: &std::path::Path) -> Vec<Verdict> {
+    let load = g.load.clone().unwrap();
+    let prompts = servegate::run::load::prompts(g, &load).unwrap();
+    std::fs::create_dir_all(run).unwrap();
+    let pw = EvidenceWriter::create_exact(&run.join("c4")).unwrap();
+    let target = Target::parse(url, None).unwrap();
+    let mut sum = summary(g, 24);
+    sum.planned_warmup = Some(2);
+    let note = servegate::run::load::run_point(
+        g,
+        &load,
+        Point::Concurrency(4),
+        &prompts,
+        &target,
+        &pw,
+        &sum,
+    )
+    .unwrap();
+    assert!(
+        note.contains("24 of 24 planned requests sent, 0 failed"),
+        "{note}"
+    );
+    servegate::run::load::judge_dir(g, run)
+}
+
+fn ttft_p50(run: &std::path::Path) -> f64 {
+    let ev = servegate::loaded::load(&run.join("c4")).unwrap();
+    let mut t: Vec<f64> = ev
+        .requests
+        .iter()
+        .filter(|r| !r.record.warmup)
+        .filter_map(|r| servegate::analysis::measure::measure(&r.reply).ttft_ms)
+        .collect();
+    assert!(t.len() >= 12, "only {} TTFTs measured of 24", t.len());
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+/// A Locust gate (two workers, concurrency 4, 2 warmups + 24 judged) against the synthetic serve (TTFT 60
+/// ms, then a token every 20 ms, 8 tokens: E2E 200 ms at the serve): it passes what the serve meets and
+/// fails what it does not, exactly as servegate's own client on the same schedule; its evidence holds
+/// every request from the workers' records, both workers' clocks stated (on one host the offset is within
+/// its handshake's uncertainty, by construction of the estimate), and every verdict names the driver and
+/// its precision. The two drivers' TTFT medians agree within [`TTFT_P50_AGREE_MS`], and no Locust TTFT is
+/// under the serve's 60 ms (its clock starts before the serve's arrival).
+#[test]
+fn a_locust_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
+    if let Err(e) = servegate::io::locust::locust_python() {
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let app = Arc::new(servegate::replay::App::new(
+        servegate::replay::Source::Synthetic(spec_with(60.0, 20.0, 8)),
+        1.0,
+        Duration::ZERO,
+        None,
+    ));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || servegate::replay::serve(listener, app));
+    let asserts = "[assert.latency]\nttft_p50_ms = 2000\ne2e_p50_ms = 100\n[assert.throughput]\nfloor_rps = 0.5\n[assert.errors]\nmax_rate = 0.0";
+    let common = "concurrency = 4\nrequests = 24\nwarmup_requests = 2\nmax_lag_ms = 1000";
+
+    let ldir = tmp.path().join("locust");
+    std::fs::create_dir_all(&ldir).unwrap();
+    let gl = gate(
+        &ldir,
+        &format!("{common}\ndriver = \"locust\"\nlocust_workers = 2"),
+        asserts,
+    );
+    let vl = run_point(&gl, &url, &ldir.join("run"));
+    let odir = tmp.path().join("own");
+    std::fs::create_dir_all(&odir).unwrap();
+    let go = gate(&odir, common, asserts);
+    let vo = run_point(&go, &url, &odir.join("run"));
+
+    let outcomes = |vs: &[Verdict]| -> Vec<(String, Outcome)> {
+        vs.iter()
+            .map(|v| (v.assertion.clone(), v.outcome))
+            .collect()
+    };
+    assert_eq!(outcomes(&vl), outcomes(&vo), "locust {vl:#?}\nown {vo:#?}");
+    let want = [
+        ("[c=4]::ttft_p50", Outcome::Pass),
+        ("[c=4]::e2e_p50", Outcome::Fail),
+        ("[c=4]::throughput", Outcome::Pass),
+        ("[c=4]::errors", Outcome::Pass),
+    ];
+    for (name, o) in want {
+        let v = vl.iter().find(|v| v.assertion == name).unwrap();
+        assert_eq!(v.outcome, o, "{}", v.message);
+        assert!(
+            v.message.contains(&format!(
+                "driver locust {}",
+                servegate::evidence::locust::LOCUST_VERSION
+            )) && v.message.contains("timing precision Python's"),
+            "{}",
+            v.message
+        );
+    }
+    assert!(vo.iter().all(|v| !v.message.contains("driver locust")));
+
+    // The evidence: every request recorded from the workers' files, the clocks stated.
+    let pd = ldir.join("run/c4");
+    let rec = servegate::evidence::load::read_record(&pd).unwrap();
+    assert_eq!(rec.timings.len(), 26);
+    let d = rec.driver.expect("load.json names the driver");
+    assert_eq!(d.name, "locust");
+    assert_eq!(d.clocks.len(), 2, "{d:?}");
+    assert_eq!(d.clocks.iter().map(|c| c.requests).sum::<usize>(), 26);
+    for c in &d.clocks {
+        assert!(
+            c.offset_ms.abs() <= c.uncertainty_ms + 1e-6,
+            "one host, one CLOCK_MONOTONIC: {c:?}"
+        );
+    }
+    let lines = |k: usize| {
+        std::fs::read_to_string(pd.join(format!("locust/worker-{k}.jsonl")))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    assert_eq!(lines(0) + lines(1), 26);
+    let ev = servegate::loaded::load(&pd).unwrap();
+    assert_eq!(ev.requests.len(), 26);
+
+    let (pl, po) = (ttft_p50(&ldir.join("run")), ttft_p50(&odir.join("run")));
+    eprintln!("TTFT p50: locust {pl:.2} ms, servegate's client {po:.2} ms (serve: 60 ms)");
+    assert!(
+        pl >= 59.0,
+        "a Locust TTFT p50 under the serve's 60 ms: {pl}"
+    );
+    assert!(
+        (pl - po).abs() <= TTFT_P50_AGREE_MS,
+        "locust {pl} vs own {po}"
+    );
+}
