@@ -185,7 +185,11 @@ fn the_locust_driver_keys_and_refusals() {
         ),
         (
             "concurrency = 2\nrequests = 4\ndriver = \"locust\"\nlocust_workers = 0",
-            "between 1 and 256",
+            "at least one worker",
+        ),
+        (
+            "concurrency = 2\nrequests = 4\ndriver = \"locust\"\nlocust_workers = 257",
+            "between 0 and 256",
         ),
         (
             "concurrency = 2\nrequests = 4\ndriver = \"locust\"\nlocust_master_bind = \"5557\"",

@@ -30,7 +30,8 @@ impl Driver {
 /// `[load] driver = "locust"` and its keys.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LocustSpec {
-    /// Workers servegate starts on this host (`locust_workers`, default 1, 1..=[`MAX_LOCUST_WORKERS`]).
+    /// Workers servegate starts on this host (`locust_workers`, default 1, 0..=[`MAX_LOCUST_WORKERS`]; with
+    /// the remote ones at least 1).
     pub workers: u32,
     /// Workers the master waits for from other hosts (`locust_remote_workers`, default 0): started by hand
     /// with `locust -f servegate_locustfile.py --worker --master-host H --master-port P`.
@@ -81,7 +82,7 @@ impl super::Validator<'_> {
                 }
                 let workers = match raw.workers {
                     None => 1,
-                    Some(w) => self.count(w, "load.locust_workers", 1, MAX_LOCUST_WORKERS)?,
+                    Some(w) => self.count(w, "load.locust_workers", 0, MAX_LOCUST_WORKERS)?,
                 };
                 let remote_workers = match raw.remote_workers {
                     None => 0,
@@ -89,6 +90,10 @@ impl super::Validator<'_> {
                         self.count(w, "load.locust_remote_workers", 0, MAX_LOCUST_WORKERS)?
                     }
                 };
+                if workers + remote_workers == 0 {
+                    let span = raw.workers.map(|w| w.span()).unwrap_or(0..0);
+                    return Err(self.err(span, "load.locust_workers", "Locust needs at least one worker: `locust_workers` (on this host) plus `locust_remote_workers` is 0"));
+                }
                 let master_bind = match raw.master_bind {
                     None => None,
                     Some(b) => {
