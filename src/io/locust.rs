@@ -27,7 +27,15 @@ pub const PROVISION: &str = "scripts/provision-locust.sh";
 /// `~/.cache/servegate`). Err says how to provision it.
 pub fn locust_python() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("SERVEGATE_LOCUST_PYTHON").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(p));
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "SERVEGATE_LOCUST_PYTHON names {}, which is not a file: run {PROVISION} --print for the path",
+                p.display()
+            ))
+        };
     }
     let cache = crate::spec::Context::for_file(Path::new(".")).cache;
     let py = cache.join(format!("venv-locust-{LOCUST_VERSION}/bin/python"));

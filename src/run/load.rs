@@ -94,6 +94,12 @@ pub(crate) fn send_points(
             return Ok(());
         }
     };
+    if let crate::spec::load::Driver::Locust(_) = &load.spec.driver {
+        if let Err(e) = crate::io::locust::locust_python() {
+            parent.serve.failure = Some(ServeFailure::new(FailureCode::LoadClient, e).to_string());
+            return Ok(());
+        }
+    }
     let target = match Target::parse(base_url, api_key.map(str::to_string)) {
         Ok(t) => t,
         Err(e) => {

@@ -121,6 +121,7 @@ fn a_locust_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
             v.message
         );
     }
+    eprintln!("{}", vl[0].message);
     assert!(vo.iter().all(|v| !v.message.contains("driver locust")));
 
     // The evidence: every request recorded from the workers' files, the clocks stated.
@@ -147,6 +148,30 @@ fn a_locust_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
     let ev = servegate::loaded::load(&pd).unwrap();
     assert_eq!(ev.requests.len(), 26);
 
+    // The same evidence judged with a lag bound under the claim's round trip: the workers were behind the
+    // schedule by more than that, and every verdict of the point is VOID, saying so, as for servegate's
+    // client (the lag is the wait for the master's grant after the slot freed).
+    let strict = tmp.path().join("strict");
+    std::fs::create_dir_all(&strict).unwrap();
+    let gs = gate(
+        &strict,
+        &format!(
+            "{}\ndriver = \"locust\"\nlocust_workers = 2",
+            common.replace("max_lag_ms = 1000", "max_lag_ms = 0.001")
+        ),
+        asserts,
+    );
+    let vs = servegate::run::load::judge_dir(&gs, &ldir.join("run"));
+    assert_eq!(vs.len(), 4);
+    for v in &vs {
+        assert_eq!(v.outcome, Outcome::Void, "{}", v.message);
+        assert!(
+            v.message.contains("fell behind its schedule") && v.message.contains("driver locust"),
+            "{}",
+            v.message
+        );
+    }
+
     let (pl, po) = (ttft_p50(&ldir.join("run")), ttft_p50(&odir.join("run")));
     eprintln!("TTFT p50: locust {pl:.2} ms, servegate's client {po:.2} ms (serve: 60 ms)");
     assert!(
@@ -157,4 +182,61 @@ fn a_locust_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
         (pl - po).abs() <= TTFT_P50_AGREE_MS,
         "locust {pl} vs own {po}"
     );
+}
+
+/// A worker from "another host" (started by hand from the repository's locustfile, as a remote host would
+/// run it, here on loopback) joins a master bound where the gate says (`locust_master_bind`), beside one
+/// local worker (`locust_remote_workers = 1`): both record requests, the gate passes, and the clocks of both
+/// are stated.
+#[test]
+fn a_remote_worker_joins_the_master_the_gate_binds() {
+    let Ok(python) = servegate::io::locust::locust_python() else {
+        eprintln!("SKIPPED: Locust is not provisioned: run scripts/provision-locust.sh");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let app = Arc::new(servegate::replay::App::new(
+        servegate::replay::Source::Synthetic(spec_with(20.0, 10.0, 4)),
+        1.0,
+        Duration::ZERO,
+        None,
+    ));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || servegate::replay::serve(listener, app));
+    let port = servegate::io::port::free_port("127.0.0.1").unwrap();
+    let g = gate(
+        tmp.path(),
+        &format!("concurrency = 4\nrequests = 24\nwarmup_requests = 2\nmax_lag_ms = 1000\ndriver = \"locust\"\nlocust_workers = 1\nlocust_remote_workers = 1\nlocust_master_bind = \"127.0.0.1:{port}\""),
+        "[assert.errors]\nmax_rate = 0.0",
+    );
+    let locustfile = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts/locust/servegate_locustfile.py");
+    let log = std::fs::File::create(tmp.path().join("remote.log")).unwrap();
+    let mut remote = std::process::Command::new(python)
+        .args(["-m", "locust", "-f"])
+        .arg(&locustfile)
+        .args([
+            "--worker",
+            "--master-host",
+            "127.0.0.1",
+            "--master-port",
+            &port.to_string(),
+        ])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let run = tmp.path().join("run");
+    let vs = run_point(&g, &url, &run);
+    let _ = remote.kill();
+    let _ = remote.wait();
+    let v = vs.iter().find(|v| v.assertion == "[c=4]::errors").unwrap();
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+    let rec = servegate::evidence::load::read_record(&run.join("c4")).unwrap();
+    let d = rec.driver.unwrap();
+    assert_eq!(d.clocks.len(), 2, "both workers recorded: {d:?}");
+    assert!(d.clocks.iter().all(|c| c.requests > 0), "{d:?}");
+    assert!(v.message.contains("2 workers"), "{}", v.message);
 }

@@ -223,8 +223,13 @@ fn judge_point(
                     samples.len()
                 ),
                 None => format!(
-                    "{} of {planned} planned requests were not sent (the run deadline or a stop came first): the load was not the load asked for",
-                    planned - samples.len()
+                    "{} of {planned} planned requests were not sent ({}): the load was not the load asked for",
+                    planned - samples.len(),
+                    ev.run
+                        .notes
+                        .iter()
+                        .find(|n| n.starts_with("load_client"))
+                        .map_or("the run deadline or a stop came first", |n| n.as_str())
                 ),
             })
         } else {
