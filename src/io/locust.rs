@@ -79,8 +79,9 @@ pub struct LocustRun {
     pub notes: Vec<String>,
 }
 
-/// Runs `plan` with Locust in `dir/locust/` and merges the records. Err: Locust not provisioned, a file
-/// that cannot be written, a process that cannot start, records that do not merge.
+/// Runs `plan` with Locust in the point directory `dir`'s `locust` subdirectory and merges the records.
+/// Err: Locust not provisioned, a file that cannot be written, a process that cannot start, records that
+/// do not merge.
 pub fn run(plan: &LocustPlan<'_>, dir: &Path) -> Result<LocustRun, String> {
     let python = locust_python()?;
     let ld = dir.join(LOCUST_DIR);
