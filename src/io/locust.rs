@@ -19,6 +19,9 @@ pub const LOCUSTFILE: &str = include_str!("../../scripts/locust/servegate_locust
 pub const LOCUSTFILE_NAME: &str = "servegate_locustfile.py";
 /// The directory under a point's evidence that holds the Locust run (plan, locustfile, logs, records).
 pub const LOCUST_DIR: &str = "locust";
+/// Longest the master waits for every worker to join before it gives up (and the point records nothing),
+/// seconds: a local worker joins within seconds, a remote one is started by hand.
+pub const WORKERS_WAIT_S: u64 = 120;
 /// The command that provisions Locust (said when it is missing).
 pub const PROVISION: &str = "scripts/provision-locust.sh";
 
@@ -143,6 +146,8 @@ pub fn run(plan: &LocustPlan<'_>, dir: &Path) -> Result<LocustRun, String> {
         (plan.concurrency.max(1) * 50).to_string(),
         "--expect-workers".into(),
         workers.to_string(),
+        "--expect-workers-max-wait".into(),
+        WORKERS_WAIT_S.to_string(),
         "--master-bind-host".into(),
         bind_host.clone(),
         "--master-bind-port".into(),

@@ -289,7 +289,11 @@ fn send(
             };
             match crate::io::locust::run(&plan, pw.dir()) {
                 Ok(run) => {
-                    summary.notes.extend(run.notes.iter().cloned());
+                    summary.notes.extend(
+                        run.notes
+                            .iter()
+                            .map(|n| format!("load_client: locust: {n}")),
+                    );
                     driver = Some(crate::evidence::locust::DriverRecord {
                         name: "locust".into(),
                         version: run.version.clone(),

@@ -240,3 +240,60 @@ fn a_remote_worker_joins_the_master_the_gate_binds() {
     assert!(d.clocks.iter().all(|c| c.requests > 0), "{d:?}");
     assert!(v.message.contains("2 workers"), "{}", v.message);
 }
+
+/// `duration_s` with Locust: the master grants no judged request once the duration has passed since the
+/// first judged grant, so the point plans what it sent, every judged request woke (got its grant) within
+/// the duration plus the claims' scheduling, and the run ends on its own.
+#[test]
+fn a_locust_point_with_a_duration_stops_granting_when_it_is_over() {
+    if let Err(e) = servegate::io::locust::locust_python() {
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let app = Arc::new(servegate::replay::App::new(
+        servegate::replay::Source::Synthetic(spec_with(20.0, 10.0, 4)),
+        1.0,
+        Duration::ZERO,
+        None,
+    ));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || servegate::replay::serve(listener, app));
+    let g = gate(
+        tmp.path(),
+        "concurrency = 2\nduration_s = 1.0\nmax_lag_ms = 1000\ndriver = \"locust\"",
+        "[assert.errors]\nmax_rate = 0.0",
+    );
+    let load = g.load.clone().unwrap();
+    let prompts = servegate::run::load::prompts(&g, &load).unwrap();
+    let run = tmp.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let pw = EvidenceWriter::create_exact(&run.join("c2")).unwrap();
+    let target = Target::parse(&url, None).unwrap();
+    let mut sum = summary(&g, 0);
+    sum.planned = None;
+    let note = servegate::run::load::run_point(
+        &g,
+        &load,
+        Point::Concurrency(2),
+        &prompts,
+        &target,
+        &pw,
+        &sum,
+    )
+    .unwrap();
+    eprintln!("{note}");
+    let rec = servegate::evidence::load::read_record(&run.join("c2")).unwrap();
+    // A reply takes 50 ms at the serve: two slots for a second send about 40 requests.
+    assert!(
+        (2..=60).contains(&rec.timings.len()),
+        "{} requests in 1 s",
+        rec.timings.len()
+    );
+    assert_eq!(rec.planned, rec.timings.len());
+    let last = rec.timings.iter().map(|t| t.woke_ms).fold(0.0, f64::max);
+    assert!(last <= 1000.0 + 500.0, "a grant {last} ms into a 1 s point");
+    let vs = servegate::run::load::judge_dir(&g, &run);
+    assert_eq!(vs[0].outcome, Outcome::Pass, "{}", vs[0].message);
+}
