@@ -238,7 +238,7 @@ fn a_remote_worker_joins_the_master_the_gate_binds() {
     let d = rec.driver.unwrap();
     assert_eq!(d.clocks.len(), 2, "both workers recorded: {d:?}");
     assert!(d.clocks.iter().all(|c| c.requests > 0), "{d:?}");
-    assert!(v.message.contains("2 workers"), "{}", v.message);
+    assert!(v.message.contains("2 workers recorded"), "{}", v.message);
 }
 
 /// `duration_s` with Locust: the master grants no judged request once the duration has passed since the

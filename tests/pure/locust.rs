@@ -144,6 +144,9 @@ fn parse(load: &str) -> Result<spec::GateSpec, String> {
 fn the_locust_driver_keys_and_refusals() {
     use servegate::spec::load::{Driver, LocustSpec};
     let g = parse("concurrency = 2\nrequests = 4\ndriver = \"locust\"").unwrap();
+    // A Locust gate requires Locust provisioned (skipped, naming the script, where it is not).
+    assert_eq!(g.requires.provisioned, vec!["locust".to_string()]);
+    assert!(g.requires.provisioned_markers[0].ends_with("provisioned/locust"));
     assert_eq!(
         g.load.unwrap().spec.driver,
         Driver::Locust(LocustSpec {

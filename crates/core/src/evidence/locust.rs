@@ -101,27 +101,29 @@ pub struct DriverRecord {
 }
 
 impl DriverRecord {
-    /// `driver locust 2.47.0, 2 workers (worker 0: 12 requests, clock −0.004 ± 0.061 ms; ...); timing
-    /// precision Python's: ...`: the words every verdict of a Locust-driven point ends with (outside text:
-    /// escaped where the verdict is printed).
+    /// `driver locust 2.47.0 (timing precision Python's: ...); 2 workers, clock offsets to the master:
+    /// worker 0 -0.050 ± 0.351 ms over 13 requests, worker 1 ...`: the words every verdict of a
+    /// Locust-driven point ends with, the driver and its precision first (a shortened verdict line keeps
+    /// them). Outside text: escaped where the verdict is printed.
     pub fn by(&self) -> String {
         let clocks: Vec<String> = self
             .clocks
             .iter()
             .map(|c| {
                 format!(
-                    "worker {}: {} requests, clock offset {:+.3} ± {:.3} ms",
-                    c.worker, c.requests, c.offset_ms, c.uncertainty_ms
+                    "worker {} {:+.3} ± {:.3} ms over {} requests",
+                    c.worker, c.offset_ms, c.uncertainty_ms, c.requests
                 )
             })
             .collect();
+        let n = self.clocks.len();
         format!(
-            "driver {} {}, {} workers ({}); {}",
+            "driver {} {} ({}); {n} worker{} recorded, clock offsets to the master: {}",
             self.name,
             self.version.as_deref().unwrap_or("(version not stated)"),
-            self.clocks.len(),
-            clocks.join("; "),
-            self.precision
+            self.precision,
+            if n == 1 { "" } else { "s" },
+            clocks.join(", ")
         )
     }
 }
