@@ -297,3 +297,47 @@ fn a_locust_point_with_a_duration_stops_granting_when_it_is_over() {
     let vs = servegate::run::load::judge_dir(&g, &run);
     assert_eq!(vs[0].outcome, Outcome::Pass, "{}", vs[0].message);
 }
+
+/// A Locust master that cannot start (its bind address is not this host's) leaves no records: the point's
+/// verdicts are VOID, naming the master's exit and its log, never a pass or a silent zero.
+#[test]
+fn a_master_that_cannot_start_voids_the_point_saying_why() {
+    if let Err(e) = servegate::io::locust::locust_python() {
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // 192.0.2.1 (TEST-NET-1, RFC 5737) is no address of this host: the master's bind fails at once.
+    let g = gate(
+        tmp.path(),
+        "concurrency = 2\nrequests = 4\ndriver = \"locust\"\nlocust_master_bind = \"192.0.2.1:5557\"",
+        "[assert.errors]\nmax_rate = 0.0",
+    );
+    let load = g.load.clone().unwrap();
+    let prompts = servegate::run::load::prompts(&g, &load).unwrap();
+    let run = tmp.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let pw = EvidenceWriter::create_exact(&run.join("c2")).unwrap();
+    let target = Target::parse("http://127.0.0.1:9", None).unwrap();
+    let note = servegate::run::load::run_point(
+        &g,
+        &load,
+        Point::Concurrency(2),
+        &prompts,
+        &target,
+        &pw,
+        &summary(&g, 4),
+    )
+    .unwrap();
+    assert!(note.contains("0 of 4 planned requests sent"), "{note}");
+    let vs = servegate::run::load::judge_dir(&g, &run);
+    eprintln!("{}", vs[0].message);
+    assert_eq!(vs.len(), 1);
+    assert_eq!(vs[0].outcome, Outcome::Void, "{}", vs[0].message);
+    assert!(
+        vs[0].message.contains("the Locust master exited with")
+            && vs[0].message.contains("master.log"),
+        "{}",
+        vs[0].message
+    );
+}

@@ -117,13 +117,19 @@ impl DriverRecord {
             })
             .collect();
         let n = self.clocks.len();
+        let workers = match n {
+            0 => "no worker recorded a request".to_string(),
+            _ => format!(
+                "{n} worker{} recorded, clock offsets to the master: {}",
+                if n == 1 { "" } else { "s" },
+                clocks.join(", ")
+            ),
+        };
         format!(
-            "driver {} {} ({}); {n} worker{} recorded, clock offsets to the master: {}",
+            "driver {} {} ({}); {workers}",
             self.name,
             self.version.as_deref().unwrap_or("(version not stated)"),
             self.precision,
-            if n == 1 { "" } else { "s" },
-            clocks.join(", ")
         )
     }
 }
