@@ -341,3 +341,135 @@ fn a_master_that_cannot_start_voids_the_point_saying_why() {
         vs[0].message
     );
 }
+
+/// Runs `ip ARGS`; Err with its stderr.
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = std::process::Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// A worker on "another host": its own network namespace (`unshare --net`, its own loopback and routes),
+/// joined to this one by a veth pair the test creates (10.213.x.1 here, 10.213.x.2 there; the pair goes
+/// with the namespace when the worker exits). The serve and the master listen on this side's address; the
+/// gate names that address as `locust_master_bind` with one local and one remote worker. Both workers
+/// record requests over their own network stacks, the gate passes, and both clocks are stated (one kernel,
+/// so within the handshake's uncertainty). Skipped where namespaces or veth pairs cannot be made (not root,
+/// no `ip`).
+#[test]
+fn a_worker_in_another_network_namespace_joins_over_a_veth_pair() {
+    use std::os::unix::process::CommandExt;
+    let Ok(python) = servegate::io::locust::locust_python() else {
+        eprintln!("SKIPPED: Locust is not provisioned: run scripts/provision-locust.sh");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let n = std::process::id() % 250 + 1;
+    let (here_ip, there_ip) = (format!("10.213.{n}.1"), format!("10.213.{n}.2"));
+    let (here_if, there_if) = (format!("sgl{n}a"), format!("sgl{n}b"));
+    let pidfile = tmp.path().join("ns.pid");
+    let ready = tmp.path().join("ns.ready");
+    let locustfile = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts/locust/servegate_locustfile.py");
+    let script = format!(
+        "echo $$ > '{pid}'; i=0; while [ ! -f '{ready}' ]; do i=$((i+1)); [ $i -gt 400 ] && exit 3; sleep 0.05; done; \
+         ip link set lo up && ip addr add {there_ip}/30 dev {there_if} && ip link set {there_if} up && \
+         exec '{py}' -m locust -f '{lf}' --worker --master-host {here_ip} --master-port $(cat '{ready}')",
+        pid = pidfile.display(),
+        ready = ready.display(),
+        py = python.display(),
+        lf = locustfile.display(),
+    );
+    let log = std::fs::File::create(tmp.path().join("ns-worker.log")).unwrap();
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--net", "sh", "-c", &script])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+    // SAFETY: prctl only asks the kernel to kill the child if this thread dies.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let Ok(mut worker) = cmd.spawn() else {
+        eprintln!("SKIPPED: cannot run unshare --net");
+        return;
+    };
+    let mut pid = String::new();
+    for _ in 0..200 {
+        pid = std::fs::read_to_string(&pidfile).unwrap_or_default();
+        if !pid.trim().is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let setup = ip(&[
+        "link",
+        "add",
+        &here_if,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &there_if,
+        "netns",
+        pid.trim(),
+    ])
+    .and_then(|()| ip(&["addr", "add", &format!("{here_ip}/30"), "dev", &here_if]))
+    .and_then(|()| ip(&["link", "set", &here_if, "up"]));
+    if let Err(e) = setup {
+        let _ = worker.kill();
+        let _ = worker.wait();
+        eprintln!("SKIPPED: no veth pair into a network namespace here: {e}");
+        return;
+    }
+    let port = servegate::io::port::free_port(&here_ip).unwrap();
+    std::fs::write(&ready, port.to_string()).unwrap();
+
+    let app = Arc::new(servegate::replay::App::new(
+        servegate::replay::Source::Synthetic(spec_with(20.0, 10.0, 4)),
+        1.0,
+        Duration::ZERO,
+        None,
+    ));
+    let listener = std::net::TcpListener::bind(format!("{here_ip}:0")).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || servegate::replay::serve(listener, app));
+    let g = gate(
+        tmp.path(),
+        &format!("concurrency = 4\nrequests = 24\nwarmup_requests = 2\nmax_lag_ms = 1000\ndriver = \"locust\"\nlocust_workers = 1\nlocust_remote_workers = 1\nlocust_master_bind = \"{here_ip}:{port}\""),
+        "[assert.errors]\nmax_rate = 0.0",
+    );
+    let run = tmp.path().join("run");
+    let vs = run_point(&g, &url, &run);
+    let _ = worker.kill();
+    let _ = worker.wait();
+    let _ = ip(&["link", "del", &here_if]); // gone with the namespace already, normally
+    let v = vs.iter().find(|v| v.assertion == "[c=4]::errors").unwrap();
+    eprintln!("{}", v.message);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+    let d = servegate::evidence::load::read_record(&run.join("c4"))
+        .unwrap()
+        .driver
+        .unwrap();
+    assert_eq!(d.clocks.len(), 2, "both workers recorded: {d:?}");
+    assert!(d.clocks.iter().all(|c| c.requests > 0), "{d:?}");
+    for c in &d.clocks {
+        assert!(
+            c.offset_ms.abs() <= c.uncertainty_ms + 1e-6,
+            "one kernel's CLOCK_MONOTONIC: {c:?}"
+        );
+    }
+}
