@@ -9,6 +9,7 @@ pub(crate) use servegate_core::io::{exchange, fs};
 pub mod client;
 pub mod hold;
 pub mod load_client;
+pub mod locust;
 pub mod port;
 pub mod printer;
 mod procfs;

@@ -33,6 +33,7 @@ mod interruption;
 mod judge;
 mod junit;
 mod load;
+mod load_locust;
 mod log_cap;
 mod matrix_runs;
 mod output_snapshots;
