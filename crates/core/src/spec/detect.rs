@@ -3,7 +3,9 @@
 //! `/version`, `/openapi.json`, `/v1/models` with its `Server` header) and the serve's log so far into a
 //! [`ServeSays`]; [`detect`] names the engine with the evidence for it, [`serve_version`] the version with
 //! where it came from. The facts each rule relies on are recorded captures of the real serves
-//! (tests/data/runtimes/{llamacpp,lcp,vllm}/, tested in tests/pure/runtimes.rs; docs/runtimes.md).
+//! (tests/data/runtimes/{llamacpp,lcp,vllm,transformers}/, tested in tests/pure/runtimes.rs) or, for the
+//! engines that cannot run here, each engine's own source (profile/engines.rs `sources`; the rules in
+//! detect_more.rs; docs/runtimes.md).
 
 use super::profile::Engine;
 
@@ -24,6 +26,22 @@ pub struct ServeSays {
     pub models: Option<(u16, String)>,
     /// The serve's log so far (servegate's reference serve prints `engine xllamacpp VERSION`).
     pub log: String,
+    /// `GET /health`: `transformers serve` says `{"status":"ok"}`, mistral.rs the text `OK`.
+    pub health: Option<(u16, String)>,
+    /// `GET /info`: TGI's `{"model_id", "router": "text-generation-router", "version", ...}`.
+    pub info: Option<(u16, String)>,
+    /// `GET /api/version`: Ollama's (and FastFlowLM's) `{"version": ...}`.
+    pub api_version: Option<(u16, String)>,
+    /// `GET /get_server_info`: SGLang's server arguments with `version`.
+    pub server_info: Option<(u16, String)>,
+    /// `GET /api/v1/health`: Lemonade's `{"status": "ok", "version", "model_loaded"}`.
+    pub lemonade_health: Option<(u16, String)>,
+    /// `GET /api/v0/models`: LM Studio's model list with `state` (`loaded` / `not-loaded`) per entry.
+    pub lmstudio_models: Option<(u16, String)>,
+    /// `GET /health/readiness`: the litellm proxy's `{"status": "healthy", "litellm_version", ...}`.
+    pub litellm_readiness: Option<(u16, String)>,
+    /// `GET /api/npu/status`: FastFlowLM's `{"npu_available", "active_requests", "message"}`.
+    pub npu_status: Option<(u16, String)>,
 }
 
 /// The outcome of [`detect`]: the engine (None = none recognised) and the evidence, one phrase per fact
@@ -36,7 +54,7 @@ pub struct Detection {
     pub evidence: Vec<String>,
 }
 
-fn json_200(x: &Option<(u16, String)>) -> Option<serde_json::Value> {
+pub(crate) fn json_200(x: &Option<(u16, String)>) -> Option<serde_json::Value> {
     match x {
         Some((200, body)) => serde_json::from_str(body).ok(),
         _ => None,
@@ -53,7 +71,7 @@ fn openapi_info(s: &ServeSays) -> Option<(String, String)> {
     ))
 }
 
-fn models_owned_by(s: &ServeSays) -> Vec<String> {
+pub(crate) fn models_owned_by(s: &ServeSays) -> Vec<String> {
     json_200(&s.models)
         .and_then(|v| {
             Some(
@@ -67,11 +85,15 @@ fn models_owned_by(s: &ServeSays) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Which engine answered, by the first rule that holds (each measured on the real serve):
+/// Which engine answered, by the first rule that holds (each measured on the real serve or read in the
+/// engine's source):
 /// 1. llama.cpp: a `Server: llama.cpp` header, or a `/props` JSON with `build_info` or
 ///    `default_generation_settings`;
-/// 2. vLLM: `/v1/models` entries `owned_by: "vllm"`, or a `/version` JSON `{"version": ...}`;
-/// 3. llama-cpp-python: an `/openapi.json` title naming `llama.cpp Python`.
+/// 2. the engines of [`super::detect_more::detect_more`], each by what only it answers (FastFlowLM's
+///    `/api/npu/status`, litellm's `/health/readiness`, TGI's `/info`, SGLang, Lemonade, mistral.rs, LM Studio,
+///    `transformers serve`, Ollama), before vLLM's `/version`, which is the weaker sign;
+/// 3. vLLM: `/v1/models` entries `owned_by: "vllm"`, or a `/version` JSON `{"version": ...}`;
+/// 4. llama-cpp-python: an `/openapi.json` title naming `llama.cpp Python`.
 ///
 /// Otherwise `engine` is None and the evidence says what was seen (a gate then keeps the generic defaults).
 pub fn detect(s: &ServeSays) -> Detection {
@@ -93,6 +115,9 @@ pub fn detect(s: &ServeSays) -> Detection {
     }
     if !evidence.is_empty() {
         return found(Engine::LlamaCpp, evidence);
+    }
+    if let Some(d) = super::detect_more::detect_more(s) {
+        return d;
     }
     if models_owned_by(s).iter().any(|o| o == "vllm") {
         evidence.push("/v1/models entries owned_by \"vllm\"".into());
@@ -165,6 +190,7 @@ pub fn serve_version(engine: Option<Engine>, s: &ServeSays) -> Option<(String, S
                 )
             }),
         Some(Engine::Vllm) => from_version,
+        Some(e) => super::detect_more::version_more(e, s),
         None => from_props.or(from_version),
     }
 }

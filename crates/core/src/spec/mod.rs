@@ -28,6 +28,7 @@ mod validate;
 
 pub mod contract;
 pub mod detect;
+pub mod detect_more;
 pub mod drift;
 pub mod interleave;
 pub mod load;
