@@ -236,7 +236,9 @@ pub fn version_of(engine: Option<Engine>, path: &str, body: &str) -> Option<Stri
 
 /// The effective serve settings of a gate with `[serve] engine` (the profile's defaults after the gate's
 /// overrides), on one line for `servegate check`:
-/// `engine vllm: ready /health, clock metrics, greedy fields {"min_p":0.0,"repetition_penalty":1.0}`.
+/// `engine vllm: ready /health, clock metrics, greedy fields {"min_p":0.0,"repetition_penalty":1.0}, version
+/// from /version; tested live (...)`, with the dialect the engine speaks by design (`expected dialect
+/// no_done_marker + usage_on_finish_chunk`) and, for a gateway, how to prove its route.
 /// Without an engine (absent or `"auto"`), what will be detected after readiness and what the gate sets:
 /// `engine auto: detected after readiness (spec/detect.rs: ...); set by the gate: ready /health, request.extra
 /// {}; the detected profile sets the clock (timings when none is detected), ...`: a clock the gate does not
@@ -274,8 +276,9 @@ pub fn effective(serve: &super::ServeSpec, request: &super::RequestSpec) -> Opti
         .iter()
         .filter_map(|(k, _)| request.extra.get(*k).map(|v| (k.to_string(), v.clone())))
         .collect();
+    let dialect: Vec<&str> = p.dialect.iter().map(|k| k.name()).collect();
     Some(format!(
-        "engine {engine}: ready {}, clock {}, greedy fields {}, version from {}",
+        "engine {engine}: ready {}, clock {}, greedy fields {}, version from {}{}{}; {}",
         serve.ready_path,
         serve.clock.name(),
         serde_json::Value::Object(greedy),
@@ -283,7 +286,21 @@ pub fn effective(serve: &super::ServeSpec, request: &super::RequestSpec) -> Opti
             "the gate's [record] engine_version (no endpoint)".to_string()
         } else {
             p.version_paths.join(" or ")
-        }
+        },
+        if dialect.is_empty() {
+            String::new()
+        } else {
+            format!(", expected dialect {}", dialect.join(" + "))
+        },
+        if p.gateway {
+            format!(
+                ", a gateway: prove the route per reply with [assert.route] header = {:?} and the backend's log",
+                p.route_headers.first().copied().unwrap_or("")
+            )
+        } else {
+            String::new()
+        },
+        p.tested.describe()
     ))
 }
 
