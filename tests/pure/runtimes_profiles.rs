@@ -3,7 +3,7 @@
 //! tests/data/runtimes/transformers/ (`NAME.hdr` the response head, `NAME.body` the body; README there).
 //! Detection from what it said about itself, its stream's dialect through the parser, and the request field
 //! it refuses. The other engines' profiles are tested on constructed probes in crates/core
-//! (spec/detect_more.rs, spec/profile/quirk_tests.rs).
+//! (spec/detect_tests.rs, analysis/profile_quirks.rs).
 
 use std::path::{Path, PathBuf};
 

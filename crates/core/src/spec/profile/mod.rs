@@ -357,6 +357,3 @@ mod tests {
         assert!(ServeClock::parse("prometheus").is_err());
     }
 }
-
-#[cfg(test)]
-mod quirk_tests;

@@ -1,10 +1,10 @@
-//! Each profile's quirks as tests: a stream in the engine's dialect (built from its source, or from the
+//! Each engine profile's quirks (spec/profile/engines.rs) as tests, here because they read streams: a stream in the engine's dialect (built from its source, or from the
 //! capture where it runs here) is a complete reply carrying exactly the profile's dialect notes, never a cut
 //! stream; route lines compile and match the line the engine writes; the table's bookkeeping holds.
 
-use super::*;
 use crate::analysis::reply::parse_stream;
 use crate::io::reads::TimedRead;
+use crate::spec::profile::{Engine, Tested};
 use crate::vocab::NoteKind;
 
 /// A chunk event: `obj` members, one choice with `delta` and `finish`.
