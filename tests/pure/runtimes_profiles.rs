@@ -1,6 +1,7 @@
 //! The engine profiles added for newcomers (issue 32) against the real serve where it runs here:
-//! `transformers serve` 5.19.0 (from the vLLM venv, SmolLM2-135M float32), captured raw with curl into
-//! tests/data/runtimes/transformers/ (`NAME.hdr` the response head, `NAME.body` the body; README there).
+//! `transformers serve` 5.19.0 (from the vLLM venv, SmolLM2-135M float32) and the litellm 1.108.7 proxy in
+//! front of the reference serve, captured raw with curl into tests/data/runtimes/{transformers,litellm}/
+//! (`NAME.hdr` the response head, `NAME.body` the body; README there).
 //! Detection from what it said about itself, its stream's dialect through the parser, and the request field
 //! it refuses. The other engines' profiles are tested on constructed probes in crates/core
 //! (spec/detect_tests.rs, analysis/profile_quirks.rs).
@@ -14,8 +15,10 @@ use servegate::spec::profile::Engine;
 use servegate::vocab::NoteKind;
 
 fn data(name: &str) -> PathBuf {
+    let (dir, name) = name.split_once(':').unwrap_or(("transformers", name));
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/runtimes/transformers")
+        .join("tests/data/runtimes")
+        .join(dir)
         .join(name)
 }
 
@@ -118,4 +121,100 @@ fn transformers_serve_refuses_a_non_openai_field_so_its_profile_sends_none() {
         .map(|(k, _)| *k)
         .collect();
     assert_eq!(fields, ["frequency_penalty"]);
+}
+
+// ---- the litellm proxy 1.108.7 in front of the reference serve (tests/data/runtimes/litellm/) ----------
+
+fn parse(name: &str) -> servegate::analysis::reply::Reply {
+    let (status, _) = endpoint(name).unwrap();
+    let body = std::fs::read(data(&format!("{name}.body"))).unwrap();
+    parse_stream(
+        &[TimedRead {
+            recv_ms: None,
+            t_ms: 0.0,
+            bytes: body,
+        }],
+        Some(status),
+    )
+}
+
+#[test]
+fn litellm_is_detected_without_its_key_by_its_readiness_and_openapi_and_versioned_by_openapi() {
+    // What the runner asks, without the master key: /v1/models answers 500, not 401.
+    let s = ServeSays {
+        server_header: header("litellm:v1_models", "server"),
+        models: endpoint("litellm:v1_models"),
+        openapi: endpoint("litellm:openapi.json"),
+        litellm_readiness: endpoint("litellm:health_readiness"),
+        ..Default::default()
+    };
+    assert_eq!(s.models.as_ref().map(|m| m.0), Some(500));
+    let d = detect(&s);
+    assert_eq!(d.engine, Some(Engine::Litellm), "{:?}", d.evidence);
+    let all = d.evidence.join("; ");
+    assert!(
+        all.contains(r#"/health/readiness says {"db":"Not connected","status":"healthy"}"#)
+            && all.contains("LiteLLM API"),
+        "{all}"
+    );
+    assert_eq!(
+        serve_version(d.engine, &s),
+        Some((
+            "litellm 1.108.7".to_string(),
+            "/openapi.json info.version".to_string()
+        ))
+    );
+    // With the key its models are owned_by "openai": no rule may take that for another engine.
+    let keyed = ServeSays {
+        models: endpoint("litellm:v1_models_key"),
+        ..Default::default()
+    };
+    assert_eq!(detect(&keyed).engine, None);
+}
+
+#[test]
+fn litellm_names_each_replys_deployment_and_backend_and_its_stream_is_complete() {
+    let p = Engine::Litellm.profile();
+    for h in p.route_headers {
+        assert!(header("litellm:stream", h).is_some(), "{h} missing");
+    }
+    assert_eq!(
+        header("litellm:stream", "x-litellm-model-api-base").as_deref(),
+        Some("http://127.0.0.1:18240/v1")
+    );
+    // The backend's Server header comes back prefixed, and litellm's version as a header.
+    assert_eq!(
+        header("litellm:stream", "llm_provider-server").as_deref(),
+        Some("llama.cpp")
+    );
+    assert_eq!(
+        header("litellm:stream", "x-litellm-version").as_deref(),
+        Some("1.108.7")
+    );
+    let r = parse("litellm:stream");
+    assert!(!r.truncated && r.done_seen && r.failure().is_none());
+    assert_eq!(r.usage.as_ref().and_then(|u| u.completion_tokens), Some(8));
+    assert!(!r.has_note(NoteKind::UsageOnFinishChunk) && !r.has_note(NoteKind::NoDoneMarker));
+}
+
+#[test]
+fn litellm_says_ready_with_a_dead_upstream_whose_requests_then_fail() {
+    // issue 32: readiness is the gateway's, not the backend's.
+    assert_eq!(
+        endpoint("litellm:dead_readiness").unwrap(),
+        (
+            200,
+            r#"{"status":"healthy","db":"Not connected"}"#.to_string()
+        )
+    );
+    let r = parse("litellm:dead_stream");
+    let f = r
+        .failure()
+        .expect("a 500 from a dead upstream is a failed reply");
+    assert!(
+        format!("{f:?}").contains("500") || r.http_status == Some(500),
+        "{f:?}"
+    );
+    // And no route header names a deployment on that reply: per-reply route evidence is absent.
+    assert!(header("litellm:dead_stream", "x-litellm-model-id").is_none());
 }

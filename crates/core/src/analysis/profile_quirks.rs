@@ -167,7 +167,8 @@ fn every_profile_names_its_sources_port_and_whether_it_ran_here() {
             Engine::LlamaCpp,
             Engine::LlamaCppPython,
             Engine::Vllm,
-            Engine::Transformers
+            Engine::Transformers,
+            Engine::Litellm
         ]
     );
     for e in Engine::ALL {

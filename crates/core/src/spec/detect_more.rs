@@ -45,8 +45,14 @@ fn rules(s: &ServeSays) -> [(Engine, Vec<String>); 9] {
         ));
     }
     let mut litellm = Vec::new();
-    if let Some(v) = member(&s.litellm_readiness, "litellm_version") {
-        litellm.push(format!("/health/readiness litellm_version {v:?}"));
+    if let Some(v) = json_200(&s.litellm_readiness)
+        .filter(|v| v.get("db").is_some() || v.get("litellm_version").is_some())
+    {
+        litellm.push(format!("/health/readiness says {v}"));
+    }
+    let (title, paths) = openapi_paths(s);
+    if title == "LiteLLM API" {
+        litellm.push("/openapi.json title \"LiteLLM API\"".into());
     }
     let mut tgi = Vec::new();
     if let Some(r) = member(&s.info, "router").filter(|r| r.contains("text-generation")) {
@@ -74,7 +80,6 @@ fn rules(s: &ServeSays) -> [(Engine, Vec<String>); 9] {
     {
         lmstudio.push("/api/v0/models entries have a state (loaded / not-loaded)".into());
     }
-    let (title, paths) = openapi_paths(s);
     let transformers: Vec<String> = (title == "FastAPI"
         && paths.iter().any(|p| p == "/load_model")
         && paths.iter().any(|p| p == "/v1/chat/completions"))
@@ -102,7 +107,8 @@ fn rules(s: &ServeSays) -> [(Engine, Vec<String>); 9] {
 
 /// The first newcomer engine whose rule holds, with its evidence; None when none does:
 /// - FastFlowLM: `/api/npu/status` with `npu_available` (it shares Ollama's port and `/api/version`);
-/// - litellm: `/health/readiness` with `litellm_version`;
+/// - litellm: `/health/readiness` with `db` (captured on 1.108.7: `{"status":"healthy","db":"Not connected"}`)
+///   or `litellm_version` (its source), or an `/openapi.json` titled `LiteLLM API`;
 /// - TGI: `/info` with `router` naming `text-generation` (`text-generation-router`);
 /// - SGLang: `/v1/models` owned_by `sglang`, or `/get_server_info` with `model_path` and `version`;
 /// - Lemonade: `/v1/models` owned_by `lemonade`, or `/api/v1/health` with `model_loaded`;
@@ -121,14 +127,29 @@ pub fn detect_more(s: &ServeSays) -> Option<Detection> {
         })
 }
 
-/// The version of a newcomer engine and where it came from: litellm `/health/readiness` `litellm_version`,
+/// The version of a newcomer engine and where it came from: litellm `/health/readiness` `litellm_version`
+/// (its source) else `/openapi.json` `info.version` (titled `LiteLLM API`, captured on 1.108.7),
 /// SGLang `/get_server_info` `version`, TGI `/info` `version`, Ollama `/api/version`, Lemonade
 /// `/api/v1/health` `version` (`litellm 1.108.7`, ...). None for engines with no version endpoint
 /// (`transformers serve`, LM Studio, mistral.rs) and for FastFlowLM, whose `/api/version` is a constant
 /// `1.0.0` in its source (the gate's `[record] engine_version` says the release).
 pub fn version_more(engine: Engine, s: &ServeSays) -> Option<(String, String)> {
+    if engine == Engine::Litellm {
+        if let Some(v) = member(&s.litellm_readiness, "litellm_version") {
+            return Some((
+                format!("litellm {v}"),
+                "/health/readiness litellm_version".into(),
+            ));
+        }
+        let v = json_200(&s.openapi)
+            .filter(|v| v.pointer("/info/title").and_then(|t| t.as_str()) == Some("LiteLLM API"))?;
+        let ver = v.pointer("/info/version")?.as_str()?;
+        return Some((
+            format!("litellm {ver}"),
+            "/openapi.json info.version".into(),
+        ));
+    }
     let (x, path, key) = match engine {
-        Engine::Litellm => (&s.litellm_readiness, "/health/readiness", "litellm_version"),
         Engine::Sglang => (&s.server_info, "/get_server_info", "version"),
         Engine::Tgi => (&s.info, "/info", "version"),
         Engine::Ollama => (&s.api_version, "/api/version", "version"),

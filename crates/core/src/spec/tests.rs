@@ -657,7 +657,7 @@ fn check_names_the_expected_dialect_the_gateway_route_and_whether_the_profile_ra
     assert!(
         line.contains(
             "a gateway: prove the route per reply with [assert.route] header = \"x-litellm-model-id\""
-        ) && line.contains("; documented only (not installed here"),
+        ) && line.contains("; tested live (litellm 1.108.7"),
         "{line}"
     );
 }

@@ -195,27 +195,29 @@ fn hf_and_gateways(e: Engine) -> Profile {
             )
         },
         Engine::Litellm => Profile {
-            version_paths: &["/health/readiness"],
+            version_paths: &["/openapi.json"],
             route_headers: &["x-litellm-model-id", "x-litellm-model-api-base"],
             gateway: true,
             default_port: Some(4000),
-            usage: "the backend's usage, passed through (the backend counts the tokens)",
+            usage: "the backend's usage, passed through (the backend counts the tokens); its usage chunk carries `choices: [{\"index\": 0, \"delta\": {}}]` after the finish chunk",
             quirks: &[
                 "a gateway: its own start-up lines prove nothing about the route; match the backend's log and, per reply, `x-litellm-model-id` / `x-litellm-model-api-base` (`[assert.route] header`)",
-                "/health/readiness says healthy with a dead upstream (issue 32): readiness is not the backend's",
+                "/health/readiness says 200 {\"status\":\"healthy\"} with a dead upstream, whose requests then answer HTTP 500 (captured): readiness is not the backend's",
                 "a fallback to another working deployment answers 200: only the per-reply header shows it (`x-litellm-attempted-fallbacks`)",
-                "the backend's own response headers come back prefixed `llm_provider-` (e.g. `llm_provider-server`)",
-                "default port 4000: from its docs' examples, unverified here",
+                "the backend's own response headers come back prefixed `llm_provider-` (`llm_provider-server: llama.cpp`); its version is the `x-litellm-version` header and /openapi.json `info.version`",
+                "1.108.7 refuses to start without a master key (LITELLM_MASTER_KEY); without the key /v1/models and /health answer HTTP 500, not 401: set [serve] api_key_env",
+                "/openapi.json is 2 MB (717 paths) and slow to answer",
+                "default port 4000: from its docs' examples, unverified here (its --help names no default)",
             ],
             ..base(
                 e,
                 "/health/readiness",
                 ServeClock::None,
-                Tested::DocumentedOnly("not installed here; issue 32's run of litellm 1.108.7 was by hand (tests/data/serve-logs/)"),
+                Tested::Live("litellm 1.108.7 from PyPI in front of the reference serve; tests/data/runtimes/litellm/"),
                 &[
+                    "tests/data/runtimes/litellm/ (captured 2026-12-06, litellm 1.108.7 in front of xllamacpp)",
                     "https://github.com/BerriAI/litellm/blob/1aedde15f21e9420c86db5cedafc62bc23e38a75/docs/my-website/docs/proxy/response_headers.md",
                     "https://github.com/BerriAI/litellm/blob/main/litellm/proxy/common_request_processing.py (get_custom_headers: x-litellm-model-id, x-litellm-model-api-base, x-litellm-version)",
-                    "https://github.com/BerriAI/litellm/blob/main/litellm/proxy/health_endpoints/_health_endpoints.py (/health/readiness: status, litellm_version)",
                 ],
             )
         },
