@@ -16,6 +16,7 @@
 
 pub mod aiperf;
 pub mod guidellm;
+pub mod inference_perf;
 mod json;
 pub mod vllm;
 
@@ -39,18 +40,26 @@ pub enum Tool {
     AiPerf,
     /// GuideLLM's benchmarks report JSON (`--output-path ... .json`, per-request `requests`).
     GuideLlm,
+    /// inference-perf's `per_request_lifecycle_metrics.json` (`report.request_lifecycle.per_request`).
+    InferencePerf,
 }
 
 impl Tool {
     /// Every tool, in `--from` order.
-    pub const ALL: [Tool; 3] = [Tool::VllmBench, Tool::AiPerf, Tool::GuideLlm];
+    pub const ALL: [Tool; 4] = [
+        Tool::VllmBench,
+        Tool::AiPerf,
+        Tool::GuideLlm,
+        Tool::InferencePerf,
+    ];
 
-    /// The `--from` name: `vllm-bench`, `aiperf`, `guidellm`.
+    /// The `--from` name: `vllm-bench`, `aiperf`, `guidellm`, `inference-perf`.
     pub fn name(self) -> &'static str {
         match self {
             Tool::VllmBench => "vllm-bench",
             Tool::AiPerf => "aiperf",
             Tool::GuideLlm => "guidellm",
+            Tool::InferencePerf => "inference-perf",
         }
     }
 
@@ -66,6 +75,7 @@ impl Tool {
             Tool::VllmBench => vllm::parse(text),
             Tool::AiPerf => aiperf::parse(text),
             Tool::GuideLlm => guidellm::parse(text),
+            Tool::InferencePerf => inference_perf::parse(text),
         }
     }
 }
@@ -91,6 +101,15 @@ pub fn read(tool: Tool, path: &Path) -> Result<ToolRun, String> {
         }
         run.version = run.version.or(version);
         run.command = run.command.or(command);
+    }
+    if tool == Tool::InferencePerf && run.point.is_none() {
+        run.point = inference_perf::sibling_point(path);
+        if let Some(p) = run.point {
+            run.notes.push(format!(
+                "inference-perf: load point {} from config.yaml beside the file",
+                p.label()
+            ));
+        }
     }
     Ok(run)
 }

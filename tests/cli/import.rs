@@ -230,3 +230,55 @@ fn a_guidellm_run_refuses_itl_percentiles_and_the_verdict_says_why() {
         "{ttft}"
     );
 }
+
+/// inference-perf 0.7.0's real run against the reference serve (tests/data/import/README.md): 12 requests
+/// at concurrency 2, two cut by the serve. The load point comes from config.yaml beside the file; a gate
+/// allowing no error FAILs naming the tool; one allowing 20 % PASSes; the text is judged (recorded).
+#[test]
+fn an_inference_perf_run_imported_is_judged_with_its_failures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = data("inference-perf-c2/per_request_lifecycle_metrics.json");
+    let run = |asserts: &str, out: &str| {
+        let dir = tmp.path().join(out);
+        std::fs::create_dir_all(&dir).unwrap();
+        let g = gate(&dir, asserts);
+        let (code, stdout, stderr) = import(&[
+            "--from",
+            "inference-perf",
+            file.to_str().unwrap(),
+            "--gate",
+            g.to_str().unwrap(),
+            "--out",
+            dir.join("run").to_str().unwrap(),
+            "--tool-version",
+            "0.7.0",
+        ]);
+        (code, stdout, stderr, dir.join("run"))
+    };
+    let loose = "[assert.latency]\nttft_p50_ms = 60000\ntpot_p50_ms = 5000\n[assert.errors]\nmax_rate = 0.2\n";
+    let (code, stdout, stderr, out) = run(loose, "loose");
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("imported 12 requests of inference-perf"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("as point c=2"), "{stdout}");
+    let errors = stdout.lines().find(|l| l.contains("::errors ")).unwrap();
+    assert!(
+        errors.contains(" PASS 2 of 12 planned requests failed"),
+        "{errors}"
+    );
+    assert!(
+        errors.ends_with("timings by inference-perf 0.7.0, not servegate's client"),
+        "{errors}"
+    );
+    let run_json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("c2/run.json")).unwrap()).unwrap();
+    assert_eq!(run_json["imported"]["tool"], "inference-perf");
+    assert_eq!(run_json["imported"]["text_recorded"], true);
+    let strict = "[assert.errors]\nmax_rate = 0.0\n";
+    let (code, stdout, _, _) = run(strict, "strict");
+    assert_eq!(code, 1, "{stdout}");
+    let errors = stdout.lines().find(|l| l.contains("::errors ")).unwrap();
+    assert!(errors.contains(" FAIL 2 of 12"), "{errors}");
+}

@@ -516,3 +516,107 @@ fn a_tool_version_with_control_bytes_is_escaped_in_every_verdict() {
         );
     }
 }
+
+// ---- inference-perf -----------------------------------------------------------------------------------
+
+const IP: &str = "inference-perf-c2/per_request_lifecycle_metrics.json";
+
+#[test]
+fn inference_perf_entries_are_read_with_their_chunk_times_and_failures() {
+    let run = Tool::InferencePerf.parse(&text(IP)).unwrap();
+    assert_eq!(run.requests.len(), 12);
+    let failed: Vec<&str> = run
+        .requests
+        .iter()
+        .filter_map(|r| r.error.as_deref())
+        .collect();
+    // The real run against llama.cpp's server: two requests cut by the serve closing a kept-alive connection.
+    assert_eq!(
+        failed,
+        [
+            "ServerDisconnectedError: Server disconnected",
+            "ServerDisconnectedError: Server disconnected"
+        ]
+    );
+    let ok: Vec<_> = run.requests.iter().filter(|r| r.error.is_none()).collect();
+    assert_eq!(ok.len(), 10);
+    for r in &ok {
+        // 16 content chunks timed for 16 tokens (the serve's usage count), in order, within the request.
+        assert_eq!(r.arrivals_ms.len(), 16);
+        assert_eq!(r.tokens, Some(16));
+        assert!(r.arrivals_ms.windows(2).all(|w| w[0] <= w[1]));
+        assert!(r.arrivals_ms[0] > 0.0 && *r.arrivals_ms.last().unwrap() <= r.end_ms);
+        assert!(!r.text.as_deref().unwrap_or("").is_empty());
+    }
+    // The first entry's first chunk: chunk_times[0] - start_time, in ms.
+    let first = &run.requests[0];
+    assert!((first.arrivals_ms[0] - (78234.172732358 - 78233.064843532) * 1000.0).abs() < 1e-6);
+    assert_eq!(first.text.as_deref().unwrap().chars().next(), Some('o'));
+    assert!(run
+        .notes
+        .iter()
+        .any(|n| n == "inference-perf model: smollm2"));
+    // The load point, from config.yaml beside the file.
+    let point = import::inference_perf::sibling_point(&data(IP));
+    assert_eq!(point, Some(Point::Concurrency(2)));
+}
+
+#[test]
+fn inference_perf_truncated_foreign_summary_and_missing_fields_are_refused() {
+    let good = text(IP);
+    let e = err(Tool::InferencePerf, &good[..good.len() / 2]);
+    assert!(e.starts_with("truncated"), "{e}");
+    let e = err(Tool::InferencePerf, &text(VLLM));
+    assert!(
+        e.contains("not inference-perf's per_request_lifecycle_metrics.json"),
+        "{e}"
+    );
+    let e = err(
+        Tool::InferencePerf,
+        r#"{"load_summary": {}, "successes": {}, "failures": {}}"#,
+    );
+    assert!(
+        e.contains("summary_lifecycle_metrics.json (aggregates)"),
+        "{e}"
+    );
+    let e = err(Tool::InferencePerf, r#"[{"start": 1}]"#);
+    assert!(
+        e.contains("$[0]: not an inference-perf per-request entry"),
+        "{e}"
+    );
+    let e = err(Tool::InferencePerf, "[]");
+    assert!(e.contains("no request"), "{e}");
+    // A success without its chunk times, or without any token count: an error naming the path, never 0.
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    v[0]["info"]["response_metrics"]
+        .as_object_mut()
+        .unwrap()
+        .remove("chunk_times");
+    let e = err(Tool::InferencePerf, &v.to_string());
+    assert_eq!(e, "$[0].info.response_metrics.chunk_times: missing");
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    let rm = v[0]["info"]["response_metrics"].as_object_mut().unwrap();
+    rm.remove("server_usage");
+    rm.remove("output_tokens");
+    let e = err(Tool::InferencePerf, &v.to_string());
+    assert_eq!(e, "$[0].info.response_metrics.output_tokens: missing");
+    // A chunk before the request's send: one clock per run, said.
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    v[0]["info"]["response_metrics"]["chunk_times"][0] = serde_json::json!(1.0);
+    let e = err(Tool::InferencePerf, &v.to_string());
+    assert!(e.contains("chunk_times[0]: 1 is before"), "{e}");
+}
+
+#[test]
+fn inference_perf_config_gives_the_point_only_for_one_stage_of_a_known_type() {
+    use import::inference_perf::point_of_config;
+    let one = "api:\n  type: completion\nload:\n  type: concurrent\n  stages:\n  - num_requests: 12\n    concurrency_level: 4\n    rate: 12.0\nmetrics: null\n";
+    assert_eq!(point_of_config(one), Some(Point::Concurrency(4)));
+    let rate = "load:\n  type: constant\n  stages:\n  - rate: 2.5\n    duration: 10\n";
+    assert_eq!(point_of_config(rate), Some(Point::Rate(2.5)));
+    let two = "load:\n  type: poisson\n  stages:\n  - rate: 1.0\n    duration: 10\n  - rate: 2.0\n    duration: 10\n";
+    assert_eq!(point_of_config(two), None, "a sweep names no one point");
+    // `type:` of another top-level table is not the load's.
+    let other = "api:\n  type: concurrent\nload:\n  type: trace_replay\n  stages:\n  - rate: 1.0\n";
+    assert_eq!(point_of_config(other), None);
+}

@@ -124,16 +124,31 @@ fn section_startup(report: &mut Vec<String>) -> Value {
         return json!({"error": e});
     }
     let mut startup_ms = Vec::new();
+    let mut missed = Vec::new();
     for rep in 0..7 {
-        let Ok((t0, _, _, _, _)) = run_gate(&gate, &tmp.join("runs")) else {
-            continue;
+        let before = synth.requests().len();
+        let t0 = match run_gate(&gate, &tmp.join("runs")) {
+            Ok((t0, ..)) => t0,
+            Err(e) => {
+                missed.push(format!("run {}: {e}", rep + 1));
+                continue;
+            }
         };
-        let lines = synth.wait_requests(rep + 1);
-        if let Some(a) = lines.get(rep).and_then(|l| l["arrived_mono_ns"].as_u64()) {
-            startup_ms.push((a as f64 - t0 as f64) / 1e6);
+        let lines = synth.wait_requests(before + 1);
+        match lines
+            .get(before)
+            .and_then(|l| l["arrived_mono_ns"].as_u64())
+        {
+            Some(a) => startup_ms.push((a as f64 - t0 as f64) / 1e6),
+            None => missed.push(format!("run {}: no request reached the serve", rep + 1)),
         }
     }
     report.push("## Startup: launching `servegate run` (url gate, serve up) to its first request arriving\n".into());
+    if startup_ms.is_empty() {
+        let why = unmeasured_reason(&missed);
+        report.push(format!("measured nothing (0 of 7 runs): {why}\n"));
+        return json!({"unmeasured": why});
+    }
     report.push(format!(
         "median {} ms (min {}, max {}; n={}; each: {})\n",
         f(med(&startup_ms), 1),
@@ -143,6 +158,38 @@ fn section_startup(report: &mut Vec<String>) -> Value {
         fmt_list(&startup_ms, 1)
     ));
     json!({"startup_ms": {"median": med(&startup_ms), "each": startup_ms}})
+}
+
+/// Why a section measured nothing: its misses joined (the first three and a count), or "no try was made".
+fn unmeasured_reason(missed: &[String]) -> String {
+    match missed.len() {
+        0 => "no try was made".into(),
+        n if n <= 3 => missed.join("; "),
+        n => format!("{}; and {} more", missed[..3].join("; "), n - 3),
+    }
+}
+
+/// The sections (and, one level down, the rows) of the bench's figures that measured nothing: a key
+/// `unmeasured` or `error` in a section's JSON, as `section: reason` (`section / row: reason`).
+pub(crate) fn unmeasured_sections(out: &serde_json::Map<String, Value>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (name, v) in out {
+        let reason = |v: &Value| {
+            v.get("unmeasured")
+                .or_else(|| v.get("error"))
+                .map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_string))
+        };
+        if let Some(r) = reason(v) {
+            found.push(format!("{name}: {r}"));
+        } else if let Some(rows) = v.as_object() {
+            for (row, rv) in rows {
+                if let Some(r) = reason(rv) {
+                    found.push(format!("{name} / {row}: {r}"));
+                }
+            }
+        }
+    }
+    found
 }
 
 fn fmt_list(v: &[f64], d: usize) -> String {
@@ -162,9 +209,14 @@ fn section_readiness(report: &mut Vec<String>) -> Value {
     };
     let mut after_ready = Vec::new();
     let mut after_first_200 = Vec::new();
+    let mut missed = Vec::new();
     for rep in 0..7 {
-        let Ok(port) = servegate::io::port::free_port("127.0.0.1") else {
-            continue;
+        let port = match servegate::io::port::free_port("127.0.0.1") {
+            Ok(p) => p,
+            Err(e) => {
+                missed.push(format!("try {}: no free port: {e}", rep + 1));
+                continue;
+            }
         };
         let log = tmp.join("timing.jsonl");
         let _ = std::fs::remove_file(&log);
@@ -195,31 +247,45 @@ fn section_readiness(report: &mut Vec<String>) -> Value {
             port,
             tmp.join(servegate::evidence::layout::SERVE_LOG),
         );
-        let Ok(mut s) = servegate::io::serve::Serve::start(spec) else {
-            continue;
+        let mut s = match servegate::io::serve::Serve::start(spec) {
+            Ok(s) => s,
+            Err(e) => {
+                missed.push(format!("try {}: the serve did not start: {e}", rep + 1));
+                continue;
+            }
         };
-        let ok = s.wait_ready().is_ok();
+        let ready = s.wait_ready();
         let t = mono_ns();
         let _ = s.stop();
-        if !ok {
+        if let Err(e) = ready {
+            missed.push(format!("try {}: never ready: {e}", rep + 1));
             continue;
         }
-        if let Some(ev) = read_log(&log)
+        let stamps = read_log(&log)
             .into_iter()
             .find(|v| v["event"] == "first_200_on_health")
-        {
-            if let (Some(first), Some(ready)) =
-                (ev["mono_ns"].as_u64(), ev["ready_at_mono_ns"].as_u64())
-            {
+            .and_then(|ev| Some((ev["mono_ns"].as_u64()?, ev["ready_at_mono_ns"].as_u64()?)));
+        match stamps {
+            Some((first, ready)) => {
                 after_ready.push((t as f64 - ready as f64) / 1e6);
                 after_first_200.push((t as f64 - first as f64) / 1e6);
             }
+            None => missed.push(format!(
+                "try {}: no first_200_on_health event in {}",
+                rep + 1,
+                log.display()
+            )),
         }
     }
     report.push(
         "## Readiness: the serve turns ready (`/health` 503 → 200) → `Serve::wait_ready` returns\n"
             .into(),
     );
+    if after_ready.is_empty() {
+        let why = unmeasured_reason(&missed);
+        report.push(format!("measured nothing (0 of 7 tries): {why}\n"));
+        return json!({"unmeasured": why});
+    }
     report.push(format!(
         "from ready: median {} ms (min {}, max {}; n={}); from the serve's first 200: median {} ms (min {}, max {}). \
          The runner polls every {} ms and, after the first 200, checks for {} ms that the serve is still alive before it proceeds.\n",
@@ -233,21 +299,24 @@ fn section_readiness(report: &mut Vec<String>) -> Value {
         servegate::io::serve::DEFAULT_POLL_INTERVAL_MS,
         servegate::io::serve::ALIVE_RECHECK_MIN_MS,
     ));
-    json!({"from_ready_ms": {"median": med(&after_ready), "each": after_ready}, "from_first_200_ms": {"median": med(&after_first_200), "each": after_first_200},
+    json!({"not_measured": missed, "from_ready_ms": {"median": med(&after_ready), "each": after_ready}, "from_first_200_ms": {"median": med(&after_first_200), "each": after_first_200},
            "poll_interval_ms": servegate::io::serve::DEFAULT_POLL_INTERVAL_MS, "alive_recheck_ms": servegate::io::serve::ALIVE_RECHECK_MIN_MS})
 }
 
-/// The serve's answering time of round `rep` (its `per_run` request lines from `rep * per_run` on): the sum
-/// of arrival to last byte per request, ms (`CLOCK_MONOTONIC` of the timing log).
-fn serving_ms(lines: &[Value], rep: usize, per_run: usize) -> f64 {
-    lines
+/// The serve's answering time of one run: its `per_run` request lines from `from` on, the sum of arrival to
+/// last byte per request, ms (`CLOCK_MONOTONIC` of the timing log). None when the log holds fewer than
+/// `per_run` complete lines there (the serve never answered them: a run with nothing to subtract is not
+/// measured, never `serving 0 ms`).
+fn serving_ms(lines: &[Value], from: usize, per_run: usize) -> Option<f64> {
+    let each: Vec<f64> = lines
         .iter()
-        .skip(rep * per_run)
+        .skip(from)
         .take(per_run)
         .filter_map(|l| {
             Some((l["end_mono_ns"].as_u64()? as f64 - l["arrived_mono_ns"].as_u64()? as f64) / 1e6)
         })
-        .sum()
+        .collect();
+    (each.len() == per_run).then(|| each.iter().sum())
 }
 
 /// A `command` gate's argv (TOML strings, quoted) starting the `servegate` binary ([`servegate_exe`]) as
@@ -310,12 +379,25 @@ fn section_overhead(report: &mut Vec<String>) -> Value {
         return json!({"error": e});
     }
     let mut url_rows = Vec::new();
+    let mut url_missed = Vec::new();
     for rep in 0..5 {
-        let Ok((t0, t1, code, cpu, rss)) = run_gate(&gate, &tmp.join("runs")) else {
+        let before = synth.requests().len();
+        let (t0, t1, code, cpu, rss) = match run_gate(&gate, &tmp.join("runs")) {
+            Ok(r) => r,
+            Err(e) => {
+                url_missed.push(format!("run {}: {e}", rep + 1));
+                continue;
+            }
+        };
+        let lines = synth.wait_requests(before + per_run);
+        let Some(serving) = serving_ms(&lines, before, per_run) else {
+            url_missed.push(format!(
+                "run {}: the serve logged {} of {per_run} requests (exit {code})",
+                rep + 1,
+                lines.len().saturating_sub(before)
+            ));
             continue;
         };
-        let lines = synth.wait_requests((rep + 1) * per_run);
-        let serving = serving_ms(&lines, rep, per_run);
         let wall = (t1 - t0) as f64 / 1e6;
         url_rows.push((wall, serving, wall - serving, code, cpu, rss));
     }
@@ -336,19 +418,38 @@ fn section_overhead(report: &mut Vec<String>) -> Value {
     );
     let gate2 = tmp.join("overhead-command.toml");
     let mut cmd_rows = Vec::new();
-    if write_gate(&gate2, &cmd_gate_text).is_ok() {
-        let _ = std::fs::remove_file(&log2);
-        for rep in 0..3 {
-            let Ok((t0, t1, code, cpu, rss)) = run_gate(&gate2, &tmp.join("runs")) else {
-                continue;
-            };
-            let lines: Vec<Value> = read_log(&log2)
-                .into_iter()
-                .filter(|v| v.get("sends").is_some())
-                .collect();
-            let serving = serving_ms(&lines, rep, per_run);
-            let wall = (t1 - t0) as f64 / 1e6;
-            cmd_rows.push((wall, serving, wall - serving, code, cpu, rss));
+    let mut cmd_missed = Vec::new();
+    let request_lines = || -> Vec<Value> {
+        read_log(&log2)
+            .into_iter()
+            .filter(|v| v.get("sends").is_some())
+            .collect()
+    };
+    match write_gate(&gate2, &cmd_gate_text) {
+        Err(e) => cmd_missed.push(e),
+        Ok(()) => {
+            let _ = std::fs::remove_file(&log2);
+            for rep in 0..3 {
+                let before = request_lines().len();
+                let (t0, t1, code, cpu, rss) = match run_gate(&gate2, &tmp.join("runs")) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        cmd_missed.push(format!("run {}: {e}", rep + 1));
+                        continue;
+                    }
+                };
+                let lines = request_lines();
+                let Some(serving) = serving_ms(&lines, before, per_run) else {
+                    cmd_missed.push(format!(
+                        "run {}: the serve logged {} of {per_run} requests (exit {code})",
+                        rep + 1,
+                        lines.len().saturating_sub(before)
+                    ));
+                    continue;
+                };
+                let wall = (t1 - t0) as f64 / 1e6;
+                cmd_rows.push((wall, serving, wall - serving, code, cpu, rss));
+            }
         }
     }
     let col = |rows: &[(f64, f64, f64, i32, f64, f64)], k: usize| -> Vec<f64> {
@@ -366,10 +467,22 @@ fn section_overhead(report: &mut Vec<String>) -> Value {
     report.push("| serve | runs | wall ms | serving ms | overhead ms | overhead per request ms | CPU ms (whole run) | CPU µs per token | peak RSS MiB |".into());
     report.push("|---|---|---|---|---|---|---|---|---|".into());
     let mut out = serde_json::Map::new();
-    for (name, rows) in [
-        ("url (serve already up)", &url_rows),
-        ("command (runner starts, polls, stops it)", &cmd_rows),
+    for (name, rows, missed) in [
+        ("url (serve already up)", &url_rows, &url_missed),
+        (
+            "command (runner starts, polls, stops it)",
+            &cmd_rows,
+            &cmd_missed,
+        ),
     ] {
+        if rows.is_empty() {
+            let why = unmeasured_reason(missed);
+            report.push(format!(
+                "| {name} | 0 | measured nothing: {why} | | | | | | |"
+            ));
+            out.insert(name.to_string(), json!({"unmeasured": why}));
+            continue;
+        }
         let oh = med(&col(rows, 2));
         let cpu = med(&col(rows, 4));
         report.push(format!(
@@ -383,7 +496,7 @@ fn section_overhead(report: &mut Vec<String>) -> Value {
             f(cpu.map(|c| c * 1e6 / (per_run as f64 * tokens as f64)), 1),
             f(med(&col(rows, 5)), 1),
         ));
-        out.insert(name.to_string(), json!({"wall_ms": col(rows, 0), "serving_ms": col(rows, 1), "overhead_ms": col(rows, 2), "cpu_s": col(rows, 4), "peak_rss_mib": col(rows, 5), "exit_codes": rows.iter().map(|r| r.3).collect::<Vec<_>>()}));
+        out.insert(name.to_string(), json!({"wall_ms": col(rows, 0), "serving_ms": col(rows, 1), "overhead_ms": col(rows, 2), "cpu_s": col(rows, 4), "peak_rss_mib": col(rows, 5), "exit_codes": rows.iter().map(|r| r.3).collect::<Vec<_>>(), "not_measured": missed}));
     }
     // What the runner's evidence writes cost here: every file is written whole (temp file, fsync, rename),
     // four per request (request, response, reads, run.json).
@@ -599,6 +712,12 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
         "load average at the end: {:?}\n",
         servegate::evidence::load_avg()
     ));
+    // A section that measured nothing fails the bench, said why: a figure never prints unmeasured.
+    let unmeasured = unmeasured_sections(&out);
+    if !unmeasured.is_empty() {
+        report.push("## Measured nothing (the bench fails)\n".into());
+        report.extend(unmeasured.iter().map(|u| format!("- {u}")));
+    }
     println!("{}", report.join("\n"));
     let json = serde_json::to_string_pretty(&Value::Object(out)).unwrap_or_default();
     if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -607,7 +726,14 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
     match std::fs::write(&args.out, json) {
         Ok(()) => {
             eprintln!("bench: figures written to {}", args.out.display());
-            exit::PASS
+            if unmeasured.is_empty() {
+                exit::PASS
+            } else {
+                for u in &unmeasured {
+                    eprintln!("bench: FAILED: measured nothing: {u}");
+                }
+                exit::NOTHING_CHECKED
+            }
         }
         Err(e) => {
             eprintln!("error: {}: {e}", args.out.display());

@@ -16,8 +16,9 @@ use servegate::text::shown;
 #[derive(Args)]
 pub struct ImportArgs {
     /// The tool that wrote FILE: vllm-bench (`vllm bench serve --save-result --save-detailed` JSON), aiperf
-    /// (`profile_export.jsonl`), guidellm (the benchmarks report JSON).
-    #[arg(long, value_parser = ["vllm-bench", "aiperf", "guidellm"])]
+    /// (`profile_export.jsonl`), guidellm (the benchmarks report JSON), inference-perf
+    /// (`per_request_lifecycle_metrics.json`, with `config.yaml` beside it for the load point).
+    #[arg(long, value_parser = ["vllm-bench", "aiperf", "guidellm", "inference-perf"])]
     from: String,
     /// The tool's per-request output file.
     file: PathBuf,

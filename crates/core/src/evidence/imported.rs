@@ -1,5 +1,5 @@
 //! `run.json` `imported`: the provenance of a load point whose timings another load tool measured
-//! (`servegate import --from vllm-bench|aiperf|guidellm`, docs/load.md "Verdicts over another tool's run").
+//! (`servegate import --from vllm-bench|aiperf|guidellm|inference-perf`, docs/load.md "Verdicts over another tool's run").
 //! Judging reads it to say whose timings a verdict stands on, to leave out of the content check the text a
 //! tool did not record, and to refuse the percentiles of a figure the tool's format does not carry.
 

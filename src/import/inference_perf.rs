@@ -1,0 +1,223 @@
+//! inference-perf's per-request output, `per_request_lifecycle_metrics.json` (written with
+//! `report.request_lifecycle.per_request: true`), as inference-perf 0.7.0 writes it
+//! (`inference_perf/reportgen/base.py` `build_per_request_lifecycle_entry`, read in the installed package):
+//! one JSON array, one entry per request, in completion order:
+//!
+//! * `start_time`, `end_time`: `time.perf_counter()` at the send and at the end, s (one clock per run);
+//! * `info.response_metrics.chunk_times`: the arrival of each content chunk, s on the same clock
+//!   (`output_token_times` is the same list after its tokenizer's correction; the raw arrivals are read);
+//! * `info.response_metrics.output_tokens` (its tokenizer's count) and `server_usage.completion_tokens`
+//!   (the serve's, read first when present);
+//! * `info.response_metrics.response_chunks`: each chunk's JSON (with `per_request_fields.response_chunks`,
+//!   on by default): the text is rebuilt from their `choices[0].text` or `choices[0].delta.content`;
+//! * `error`: null, or `{error_type, error_msg}` (then `info.response_metrics` is null).
+//!
+//! The file states neither the tool's version nor the load: the version comes from `--tool-version`; the
+//! load point from `config.yaml` beside the file ([`sibling_point`]), else `--point`.
+
+use std::path::Path;
+
+use super::json::{parse_doc, Node};
+use super::{ToolRequest, ToolRun};
+use crate::spec::load::Point;
+
+/// Parses inference-perf's `per_request_lifecycle_metrics.json`. Errors name the JSON path.
+pub fn parse(text: &str) -> Result<ToolRun, String> {
+    let v = parse_doc(text)?;
+    let root = Node::root(&v, "$");
+    let entries = match v.as_array() {
+        Some(_) => root.items()?,
+        None => {
+            return Err(format!(
+                "$: not inference-perf's per_request_lifecycle_metrics.json (the file is {}, not an array of requests){}",
+                super::json::kind(&v),
+                if root.has("successes") || root.has("failures") || root.has("load_summary") {
+                    ": this looks like its summary_lifecycle_metrics.json (aggregates); servegate judges percentiles from per-request values only: import per_request_lifecycle_metrics.json (report.request_lifecycle.per_request: true)"
+                } else {
+                    ""
+                }
+            ))
+        }
+    };
+    if entries.is_empty() {
+        return Err("$: an empty array: the run recorded no request".into());
+    }
+    let mut requests = Vec::with_capacity(entries.len());
+    let mut models = std::collections::BTreeSet::new();
+    for e in &entries {
+        if !e.v.is_object() || !e.has("start_time") || !e.has("end_time") || !e.has("error") {
+            return Err(format!(
+                "{}: not an inference-perf per-request entry (needs start_time, end_time and error): another tool's file?",
+                e.path
+            ));
+        }
+        if let Some(m) = e
+            .opt("request")
+            .and_then(|r| r.v.as_str())
+            .and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok())
+            .and_then(|r| r["model"].as_str().map(str::to_string))
+        {
+            models.insert(m);
+        }
+        requests.push(entry(e)?);
+    }
+    let mut notes = vec![
+        "inference-perf: arrivals are its chunk_times (time.perf_counter() of each content chunk), not its tokenizer-corrected output_token_times".to_string(),
+    ];
+    for m in models {
+        notes.push(format!("inference-perf model: {m}"));
+    }
+    Ok(ToolRun {
+        version: None,
+        command: None,
+        point: None,
+        planned: None,
+        requests,
+        lacks: Vec::new(),
+        notes,
+    })
+}
+
+/// One entry: a failure (its `error`) or a success with its chunk arrivals.
+fn entry(e: &Node) -> Result<ToolRequest, String> {
+    let start_s = e.get("start_time")?.nonneg()?;
+    let end_s = e.get("end_time")?.nonneg()?;
+    if end_s < start_s {
+        return Err(format!(
+            "{}.end_time: before start_time ({end_s} < {start_s})",
+            e.path
+        ));
+    }
+    let start_ms = start_s * 1000.0;
+    if let Some(err) = e.opt("error") {
+        let kind = err
+            .opt("error_type")
+            .and_then(|t| t.v.as_str().map(str::to_string));
+        let msg = err
+            .opt("error_msg")
+            .and_then(|t| t.v.as_str().map(str::to_string));
+        let error = match (kind, msg) {
+            (Some(k), Some(m)) => format!("{k}: {m}"),
+            (Some(x), None) | (None, Some(x)) => x,
+            (None, None) => format!("{}: an error without error_type or error_msg", err.path),
+        };
+        return Ok(ToolRequest {
+            start_ms,
+            end_ms: (end_s - start_s) * 1000.0,
+            error: Some(error),
+            ..Default::default()
+        });
+    }
+    let rm = e.get("info")?.get("response_metrics")?;
+    let chunks = rm.get("chunk_times")?.items()?;
+    if chunks.is_empty() {
+        return Err(format!(
+            "{}.chunk_times: empty on a request without error: no chunk arrival to time",
+            rm.path
+        ));
+    }
+    let mut arrivals = Vec::with_capacity(chunks.len());
+    let mut last = start_s;
+    for c in &chunks {
+        let t = c.nonneg()?;
+        if t < last {
+            return Err(format!(
+                "{}: {t} is before the request's start or the chunk before ({last}): one clock per run",
+                c.path
+            ));
+        }
+        last = t;
+        arrivals.push((t - start_s) * 1000.0);
+    }
+    let tokens = match rm
+        .opt("server_usage")
+        .and_then(|u| u.opt("completion_tokens"))
+    {
+        Some(c) => c.u64()?,
+        None => rm.get("output_tokens")?.u64()?,
+    };
+    let text = match rm.opt("response_chunks") {
+        Some(cs) => Some(text_of(&cs.items()?)?),
+        None => None,
+    };
+    Ok(ToolRequest {
+        start_ms,
+        warmup: false,
+        arrivals_ms: arrivals,
+        per_arrival: None,
+        end_ms: (end_s.max(last) - start_s) * 1000.0,
+        tokens: Some(tokens),
+        text,
+        error: None,
+        status: None,
+    })
+}
+
+/// The reply's text from its chunks (each a JSON string: `choices[0].text` for the completions API,
+/// `choices[0].delta.content` for chat; chunks without either, such as the usage chunk, add nothing).
+fn text_of(chunks: &[Node]) -> Result<String, String> {
+    let mut text = String::new();
+    for c in chunks {
+        let raw = c.str()?;
+        let v: serde_json::Value = serde_json::from_str(raw)
+            .map_err(|err| format!("{}: a response chunk that is not JSON: {err}", c.path))?;
+        let choice = &v["choices"][0];
+        if let Some(t) = choice["text"]
+            .as_str()
+            .or_else(|| choice["delta"]["content"].as_str())
+        {
+            text.push_str(t);
+        }
+    }
+    Ok(text)
+}
+
+/// The load point `config.yaml` beside `file` states (inference-perf writes the run's whole config there):
+/// `load.type: concurrent` with one stage's `concurrency_level: N` is `c=N`; `constant` or `poisson` with
+/// one stage's `rate: R` is `r=R`. None when the file is absent, states several stages, or another type.
+/// Read by its lines (the few keys above, at the indentation inference-perf writes), not as general YAML.
+pub fn sibling_point(file: &Path) -> Option<Point> {
+    let text = std::fs::read_to_string(file.parent()?.join("config.yaml")).ok()?;
+    point_of_config(&text)
+}
+
+/// [`sibling_point`] on the text of a `config.yaml`.
+pub fn point_of_config(text: &str) -> Option<Point> {
+    let mut in_load = false;
+    let mut kind = None;
+    let mut stages = 0;
+    let (mut concurrency, mut rate) = (None, None);
+    for line in text.lines() {
+        if !line.starts_with(' ') && !line.is_empty() {
+            in_load = line.trim_end() == "load:";
+            continue;
+        }
+        if !in_load {
+            continue;
+        }
+        let t = line.trim();
+        if let Some(k) = line.strip_prefix("  type: ") {
+            kind = Some(k.trim().to_string());
+        }
+        let t = match t.strip_prefix("- ") {
+            Some(rest) if line.starts_with("  - ") => {
+                stages += 1;
+                rest
+            }
+            _ => t,
+        };
+        if let Some(c) = t.strip_prefix("concurrency_level: ") {
+            concurrency = c.trim().parse::<u32>().ok();
+        } else if let Some(r) = t.strip_prefix("rate: ") {
+            rate = r.trim().parse::<f64>().ok();
+        }
+    }
+    if stages != 1 {
+        return None;
+    }
+    match kind.as_deref()? {
+        "concurrent" => concurrency.filter(|c| *c > 0).map(Point::Concurrency),
+        "constant" | "poisson" => rate.filter(|r| r.is_finite() && *r > 0.0).map(Point::Rate),
+        _ => None,
+    }
+}
