@@ -243,7 +243,8 @@ fn hf_and_gateways(e: Engine) -> Profile {
             )
         },
         _ => Profile {
-            greedy_fields: &[("repetition_penalty", 1.0)],
+            // Its chat request (router/src/lib.rs ChatRequest) has frequency_penalty but no
+            // repetition_penalty (that is /generate's and /v1/completions'): nothing to send.
             version_paths: &["/info"],
             has_metrics: true,
             default_port: Some(3000),
