@@ -284,6 +284,7 @@ fn local_apps(e: Engine) -> Profile {
                 "/api/version says {\"version\": ...}; / says `Ollama is running`",
                 "/v1/models owned_by is the model's namespace (`library` for the default namespace)",
                 "its own timings (eval_duration) are on the native /api/chat only, not the OpenAI endpoint",
+                "it loads a model on the first request for it, after /api/version answers (unverified here): a warmup request keeps the load out of the judged TTFT (docs/metrics.md \"Ready is not ready\")",
             ],
             ..base(
                 e,
