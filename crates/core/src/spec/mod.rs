@@ -34,6 +34,7 @@ mod detect_tests;
 pub mod drift;
 pub mod interleave;
 pub mod load;
+mod load_driver;
 pub mod matrix;
 pub mod profile;
 pub mod record;
