@@ -57,6 +57,7 @@ const NOT_OURS: &[&str] = &[
     "srt/entrypoints/http_server.py",
     "openai/protocol.py",
     "router/src/server.rs",
+    "router/src/lib.rs",
     "launcher/src/main.rs",
     "server/routes.go",
     "openai/openai.go",
