@@ -203,7 +203,7 @@ fn drive_steps(
         (started.as_mut(), attached.as_ref()),
         progress,
     )?;
-    let dialect = crate::analysis::dialect::run_note(&summary.requests);
+    let dialect = crate::analysis::dialect::run_note_for(&summary.requests, gate.serve.engine);
     for note in cold_first_note(gate, summary).into_iter().chain(dialect) {
         progress(&Step::Note(note.clone()));
         summary.notes.push(note);

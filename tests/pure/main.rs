@@ -30,5 +30,6 @@ mod privacy;
 mod records;
 mod regression_sim;
 mod runtimes;
+mod runtimes_profiles;
 mod self_test;
 mod stream_honesty;

@@ -805,6 +805,11 @@ fn route(
             }
         }
     }
+    if let Some(note) = profile.and_then(route_lines::gateway_note) {
+        rep.missing
+            .push("the gateway's route per reply (a response header naming its deployment)".into());
+        draft.route_notes.insert(0, note);
+    }
     if draft.route.is_empty() && !o.no_route {
         return Err(fail(
             rep,

@@ -28,6 +28,9 @@ mod validate;
 
 pub mod contract;
 pub mod detect;
+pub mod detect_more;
+#[cfg(test)]
+mod detect_tests;
 pub mod drift;
 pub mod interleave;
 pub mod load;
@@ -37,6 +40,7 @@ pub mod profile;
 pub mod record;
 pub mod regression;
 pub mod sample;
+pub mod says;
 
 pub use crate::error::line_col;
 pub(crate) use lines::decl_lines_in;

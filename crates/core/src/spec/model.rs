@@ -119,7 +119,7 @@ pub struct ServeSpec {
     pub port: u16,
     /// Readiness path polled until HTTP 200: the gate's `ready`, else the engine profile's, else `/health`.
     pub ready_path: String,
-    /// `[serve] engine` (spec/profile.rs): the dialect whose defaults the gate inherits; `None` = unstated.
+    /// `[serve] engine` (spec/profile/): the dialect whose defaults the gate inherits; `None` = unstated.
     pub engine: Option<profile::Engine>,
     /// Where the serve's own clock comes from: the gate's `clock`, else the profile's, else `timings`.
     pub clock: profile::ServeClock,
