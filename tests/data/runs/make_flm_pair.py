@@ -16,7 +16,7 @@ Two directories:
 Only the published figures are real. Invented to reproduce them: each request's value within its arm (chosen
 so every published median, range and spread re-derives, see PASS_ARMS), the arrival time of every chunk
 (token i at TTFT + i x 1000/rate ms, so the decode rate (N - 1) / (t_last - t_first) is the value), the reply
-texts and token split, the serve logs, the model file's hash and size, and the times of day.
+texts and token split, the serve logs, the model file's hash and size, the load averages, and the times of day.
 """
 import hashlib
 import json
@@ -173,7 +173,7 @@ def write_pair(name, arms_values, ours_log):
         "schema": "servegate.pair/1", "status": "complete", "gate": "npu-pair-flm",
         "gate_file": "gates/npu-pair-flm.toml", "started_utc": "2026-11-10T15:00:00Z",
         "ended_utc": "2026-11-10T15:00:38Z", "host": {"hostname": "", "os": "linux", "cpus": 16},
-        "load_avg_start": None, "load_avg_end": None, "order": ORDER,
+        "load_avg_start": [0.42, 0.37, 0.31], "load_avg_end": [1.08, 0.52, 0.36], "order": ORDER,
         "model_file_ours": MODEL, "model_file_theirs": MODEL, "model_sha256": MODEL_SHA,
         "model_bytes": MODEL_BYTES, "model_sha256_after": MODEL_SHA, "failure": None, "arms": arms,
     }
