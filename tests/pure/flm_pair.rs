@@ -1,4 +1,4 @@
-//! The first user's A-B-B-A pair ticket (FastFlowLM vs the 1bit serve, `shared/seed-runs.md` "The A-B-B-A
+//! The first user's A-B-B-A pair ticket (FastFlowLM vs the 1bit serve, `tests/data/seed-runs.md` "The A-B-B-A
 //! pair") judged by `gates/npu-pair-flm.toml` on the evidence reconstructed from it
 //! (`tests/data/runs/make_flm_pair.py`): the verdict lines and the pair records re-derive every published
 //! figure, and the same ticket with ours on the slow per-op route fails the ratio.
