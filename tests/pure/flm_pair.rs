@@ -62,45 +62,46 @@ fn the_published_ticket_passes_with_its_figures_re_derived() {
     assert_eq!(format!("{ratio:.2}"), "1.16");
 }
 
-/// First token: a ratio on `first_token` over the same evidence gives theirs 591 ms / ours 568 ms, level
-/// (1.04x), and shows the slower first request of each of their arms (658 and 653 ms) apart.
+/// First token: `[assert.first_token_ratio]` over the same evidence gives theirs 0.591 s / ours 0.568 s,
+/// level (1.04x), and shows the slower first request of each of their arms (0.658 and 0.653 s) apart.
 #[test]
 fn the_published_first_token_figures_re_derive() {
-    let g = gate();
-    let src = g.source.replace(
-        "metric = \"decode\"        # published",
-        "metric = \"first_token\"   # published",
-    );
-    assert_ne!(
-        src, g.source,
-        "the gate's ratio line moved: update this test"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("npu-pair-flm.toml");
-    std::fs::write(&file, src).unwrap();
-    let g = servegate::spec::load(&file).unwrap();
-    let pe = servegate::loaded::load_pair(&run("flm-pair-pass")).unwrap();
-    let v = judge_pair(&g, &pe);
-    let r = of(&v, AssertionKind::Ratio);
+    let v = verdicts("flm-pair-pass");
+    let r = of(&v, AssertionKind::FirstTokenRatio);
     let d = r.details();
     assert_eq!(r.outcome, Outcome::Pass, "{d}");
     for want in [
         "first token: theirs 0.591 s (0.589-0.658, n=6) / ours 0.568 s (0.566-0.578, n=6) = 1.04x",
+        "(bounds 0.8-1.25x)",
         "1 theirs 0.591 s (spread 1.117, n=3, first request 0.658 s shown apart); 2 ours 0.567 s",
         "3 ours 0.573 s",
         "4 theirs 0.591 s (spread 1.107, n=3, first request 0.653 s shown apart)",
     ] {
         assert!(d.contains(want), "missing {want:?} in {d}");
     }
+    assert!(
+        r.message.starts_with("first_token_ratio PASS "),
+        "{}",
+        r.message
+    );
 }
 
 /// Ours on the per-op forward answers as well (content and the known answer pass) but decodes at about
-/// 2 tok/s: the ratio (about 23x) is far outside its bounds and fails, naming both figures.
+/// 2 tok/s and answers late: the decode ratio (about 23x) and the first-token ratio (about 0.55x) are far
+/// outside their bounds and fail, naming both figures.
 #[test]
 fn ours_on_the_slow_route_fails_the_ratio() {
     let v = verdicts("flm-pair-slowroute");
     assert_eq!(of(&v, AssertionKind::Content).outcome, Outcome::Pass);
     assert_eq!(of(&v, AssertionKind::KnownAnswer).outcome, Outcome::Pass);
+    let ft = of(&v, AssertionKind::FirstTokenRatio);
+    assert_eq!(ft.outcome, Outcome::Fail, "{}", ft.details());
+    assert!(
+        ft.details()
+            .contains("ours 1.069 s (1.040-1.101, n=6) = 0.55x"),
+        "{}",
+        ft.details()
+    );
     let r = of(&v, AssertionKind::Ratio);
     assert_eq!(r.outcome, Outcome::Fail, "{}", r.details());
     assert!(
