@@ -167,3 +167,57 @@ fn the_pair_records_carry_both_runtimes_every_arm_and_the_caveat() {
     assert_eq!(p.arm_order, ["this", "other", "other", "this"]);
     assert_eq!(theirs.settings.engine, "FastFlowLM flm serve (qwen3:1.7b)");
 }
+
+/// `[assert.first_token_ratio]` is refused where it cannot mean what it says: without bounds, beside an
+/// `[assert.ratio]` that already compares first_token, and in a gate that is not a pair; a bound that is not
+/// a positive number names its key.
+#[test]
+fn first_token_ratio_is_refused_where_it_cannot_judge() {
+    let g = gate();
+    let dir = tempfile::tempdir().unwrap();
+    let load = |src: String| {
+        let file = dir.path().join("g.toml");
+        std::fs::write(&file, src).unwrap();
+        servegate::spec::load(&file)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    let table = "[assert.first_token_ratio]  # theirs / ours of the TTFT medians";
+    assert!(g.source.contains(table));
+    let bounds = "at_least = 0.8              #   level within the spread; ours on the per-op route (~1.06 s) gives about 0.55x\nat_most = 1.25\n";
+    assert!(
+        g.source.contains(bounds),
+        "the gate's bounds moved: update this test"
+    );
+
+    let e = load(g.source.replace(bounds, ""));
+    assert!(
+        e.contains("assert.first_token_ratio") && e.contains("needs at_least, at_most or both"),
+        "{e}"
+    );
+
+    let e = load(g.source.replace("at_most = 1.25\n", "at_most = -1.0\n"));
+    assert!(e.contains("assert.first_token_ratio.at_most"), "{e}");
+
+    let e = load(g.source.replace(
+        "metric = \"decode\"        # published",
+        "metric = \"first_token\"   # published",
+    ));
+    assert!(
+        e.contains("[assert.ratio] already compares first_token"),
+        "{e}"
+    );
+
+    let e = load(
+        g.source
+            .replace(bounds, "metric = \"decode\"\nat_least = 0.8\n"),
+    );
+    assert!(e.contains("unknown field `metric`"), "{e}");
+
+    let smoke = std::fs::read_to_string(root().join("gates/npu-serve-smoke.toml")).unwrap();
+    let e = load(format!(
+        "{smoke}\n[assert.first_token_ratio]\nat_most = 1.2\n"
+    ));
+    assert!(e.contains("need a [pair] gate"), "{e}");
+}
