@@ -366,6 +366,7 @@ pub fn write_evidence(
         warmup,
         planned,
         timings,
+        driver: None,
     };
     pw.write(
         LOAD_FILE,

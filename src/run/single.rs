@@ -169,7 +169,7 @@ fn drive_steps(
             let url = s.base_url();
             (Some(s), url)
         }
-        ServeMode::Url(url) => (None, reach::reach_url(gate, url, &http, summary)?),
+        ServeMode::Url(url) => (None, reach::reach_url(gate, url, &http, summary, progress)?),
     };
 
     // A `url` serve's footprint through the pid its `[serve] pid_file` names, from its readiness on.

@@ -96,6 +96,7 @@ fn write_point_cut(
         warmup: 0,
         planned: specs.len(),
         timings,
+        driver: None,
     };
     w.write(LOAD_FILE, &serde_json::to_vec(&rec).unwrap())
         .unwrap();

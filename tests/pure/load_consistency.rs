@@ -156,6 +156,7 @@ fn write_point(root: &Path, g: &GateSpec, point: Point, replies: &[(Vec<Tok>, bo
         warmup: 0,
         planned: replies.len(),
         timings,
+        driver: None,
     };
     w.write(LOAD_FILE, &serde_json::to_vec(&rec).unwrap())
         .unwrap();

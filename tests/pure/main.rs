@@ -23,6 +23,7 @@ mod junit;
 mod load;
 mod load_consistency;
 mod load_records;
+mod locust;
 mod log_cap;
 mod metrics_doc;
 mod over_limits;

@@ -36,6 +36,11 @@ pub struct LoadRecord {
     /// Every request's send timing (warmup included), by index; warmup times count from the warmup's
     /// start, judged times from the judged phase's start.
     pub timings: Vec<SendTiming>,
+    /// Who drove the point when not servegate's own client (`[load] driver = "locust"`): its version, its
+    /// workers' clock offsets and its timing precision, said in every verdict of the point. Absent for
+    /// servegate's client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<crate::evidence::locust::DriverRecord>,
 }
 
 /// Reads a point's `load.json`. Errors: unreadable, not the schema's shape, or another schema version

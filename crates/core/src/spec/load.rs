@@ -19,6 +19,8 @@ use toml::Spanned;
 
 use crate::error::SpecError;
 
+pub use super::load_driver::{Driver, LocustSpec, MAX_LOCUST_WORKERS};
+
 /// One value or a list of values (a sweep).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
@@ -61,6 +63,14 @@ pub(super) struct RawLoad {
     ignore_eos: bool,
     #[serde(default)]
     max_lag_ms: Option<Spanned<f64>>,
+    #[serde(default)]
+    driver: Option<Spanned<String>>,
+    #[serde(default)]
+    locust_workers: Option<Spanned<i64>>,
+    #[serde(default)]
+    locust_remote_workers: Option<Spanned<i64>>,
+    #[serde(default)]
+    locust_master_bind: Option<Spanned<String>>,
 }
 
 /// `[assert.latency]`: keys `<metric>_p<NN>_ms` (metric ttft, itl, tpot, e2e; NN 50, 90, 95, 99).
@@ -217,6 +227,8 @@ pub struct LoadSpec {
     /// The client fell behind its schedule when the p99 of send lag (actual − intended send time) exceeds
     /// this, ms (default [`DEFAULT_MAX_LAG_MS`]): the point is void.
     pub max_lag_ms: f64,
+    /// Who sends the requests (`driver`, default servegate's own client).
+    pub driver: Driver,
 }
 
 /// Default `[load] max_lag_ms`: 10 ms of send lag at p99.
@@ -629,6 +641,13 @@ impl super::Validator<'_> {
             None => DEFAULT_MAX_LAG_MS,
             Some(m) => self.positive(m, "load.max_lag_ms", "ms")?,
         };
+        let driver = self.load_driver(super::load_driver::RawDriver {
+            driver: raw.driver.as_ref(),
+            workers: raw.locust_workers.as_ref(),
+            remote_workers: raw.locust_remote_workers.as_ref(),
+            master_bind: raw.locust_master_bind.as_ref(),
+            open_loop: raw.rate_rps.as_ref().map(|r| r.span()),
+        })?;
         let spec = LoadSpec {
             points,
             arrival,
@@ -640,6 +659,7 @@ impl super::Validator<'_> {
             dataset,
             ignore_eos: raw.ignore_eos,
             max_lag_ms,
+            driver,
         };
         Ok(spec)
     }

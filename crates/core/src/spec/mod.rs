@@ -31,6 +31,7 @@ pub mod detect;
 pub mod drift;
 pub mod interleave;
 pub mod load;
+mod load_driver;
 pub mod matrix;
 pub mod profile;
 pub mod record;

@@ -668,8 +668,14 @@ impl GateSpec {
                     .filter(|c| !c.is_empty())
                     .map(|c| format!("; its last try failed: {}", crate::text::shown(&c)))
                     .unwrap_or_default();
+                // Locust drives the load, it serves no model: no second model to provision with it.
+                let flag = if name == "locust" {
+                    ""
+                } else {
+                    " --second-model"
+                };
                 unmet.push(format!(
-                    "runtime {name} is not provisioned (no {}{cause}): run scripts/provision-{name}.sh --second-model",
+                    "runtime {name} is not provisioned (no {}{cause}): run scripts/provision-{name}.sh{flag}",
                     marker.display()
                 ));
             }

@@ -365,7 +365,18 @@ impl Validator<'_> {
             &assertions,
             raw.contract.is_some(),
         )?;
-        let requires = self.requires(&raw.requires)?;
+        let mut requires = self.requires(&raw.requires)?;
+        // A Locust-driven load gate needs Locust: an implied `[requires] provisioned = ["locust"]`, so a
+        // machine without it skips the gate naming scripts/provision-locust.sh instead of failing it.
+        let locust = load
+            .as_ref()
+            .is_some_and(|l| matches!(l.spec.driver, load::Driver::Locust(_)));
+        if locust && !requires.provisioned.iter().any(|n| n == "locust") {
+            requires.provisioned.push("locust".into());
+            requires
+                .provisioned_markers
+                .push(self.ctx.cache.join("provisioned").join("locust"));
+        }
         let contract = raw
             .contract
             .as_ref()
