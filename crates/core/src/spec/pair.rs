@@ -44,6 +44,36 @@ impl Validator<'_> {
         })
     }
 
+    /// `[assert.ratio]` and `[assert.first_token_ratio]`, each validated ([`Self::ratio`]); the second is
+    /// refused beside a first-token `[assert.ratio]` (the same comparison twice).
+    pub(super) fn ratios(
+        &self,
+        ratio: Option<&super::raw::RawRatio>,
+        first_token: Option<&super::raw::RawBounds>,
+    ) -> Result<(Option<RatioAssert>, Option<RatioAssert>), SpecError> {
+        let ratio = ratio
+            .map(|r| self.ratio(r.metric, &r.at_least, &r.at_most, "assert.ratio"))
+            .transpose()?;
+        let first_token = first_token
+            .map(|r| {
+                self.ratio(
+                    PairMetric::FirstToken,
+                    &r.at_least,
+                    &r.at_most,
+                    "assert.first_token_ratio",
+                )
+            })
+            .transpose()?;
+        if first_token.is_some()
+            && ratio
+                .as_ref()
+                .is_some_and(|r| r.metric == PairMetric::FirstToken)
+        {
+            return Err(self.err(0..0, "assert.first_token_ratio", "[assert.ratio] already compares first_token: give the decode ratio there (metric = \"decode\") or drop one"));
+        }
+        Ok((ratio, first_token))
+    }
+
     /// `[assert.same_answers]`: `prompt` one of the request's, `top_k` in range.
     pub(super) fn same_answers(
         &self,

@@ -324,29 +324,8 @@ impl Validator<'_> {
             .known_answer
             .map(|k| self.known_answer(&k, &mut request))
             .transpose()?;
-        assertions.ratio = a
-            .ratio
-            .map(|r| self.ratio(r.metric, &r.at_least, &r.at_most, "assert.ratio"))
-            .transpose()?;
-        assertions.first_token_ratio = a
-            .first_token_ratio
-            .map(|r| {
-                self.ratio(
-                    super::PairMetric::FirstToken,
-                    &r.at_least,
-                    &r.at_most,
-                    "assert.first_token_ratio",
-                )
-            })
-            .transpose()?;
-        if assertions.first_token_ratio.is_some()
-            && assertions
-                .ratio
-                .as_ref()
-                .is_some_and(|r| r.metric == super::PairMetric::FirstToken)
-        {
-            return Err(self.err(0..0, "assert.first_token_ratio", "[assert.ratio] already compares first_token: give the decode ratio there (metric = \"decode\") or drop one"));
-        }
+        (assertions.ratio, assertions.first_token_ratio) =
+            self.ratios(a.ratio.as_ref(), a.first_token_ratio.as_ref())?;
         if let Some(r) = a.regression {
             assertions.regression = Some(self.regression(r, raw.pair.is_some())?);
         }
