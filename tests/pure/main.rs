@@ -15,6 +15,7 @@ mod coverage;
 mod doc_paths;
 mod drift;
 mod exports;
+mod flm_pair;
 mod github;
 mod import;
 mod judge_table;

@@ -56,7 +56,7 @@ pub use model::{
 };
 use raw::{
     default_ready, RawArm, RawFirstToken, RawGate, RawGateMeta, RawHold, RawKnownAnswer, RawPair,
-    RawRate, RawRatio, RawRequest, RawRoute, RawServe, RawTpot,
+    RawRate, RawRequest, RawRoute, RawServe, RawTpot,
 };
 use raw::{RawCpu, RawMemory, RawReady};
 pub use read::{did_you_mean, load, parse, read_text};

@@ -437,6 +437,8 @@ pub struct Assertions {
     pub known_answer: Option<KnownAnswerAssert>,
     /// `ratio` (pair gates)
     pub ratio: Option<RatioAssert>,
+    /// `first_token_ratio` (pair gates; its `metric` is always `first_token`)
+    pub first_token_ratio: Option<RatioAssert>,
     /// `same_answers` (pair gates)
     pub same_answers: Option<SameAnswersAssert>,
     /// `drift` (docs/drift.md)
@@ -459,6 +461,7 @@ impl Assertions {
             AssertionKind::Content => self.content.is_some(),
             AssertionKind::KnownAnswer => self.known_answer.is_some(),
             AssertionKind::Ratio => self.ratio.is_some(),
+            AssertionKind::FirstTokenRatio => self.first_token_ratio.is_some(),
             AssertionKind::SameAnswers => self.same_answers.is_some(),
             AssertionKind::Drift => self.drift.is_some(),
             // A load gate's verdicts are named per sweep point (`GateSpec::trial_names`).

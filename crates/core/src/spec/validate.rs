@@ -324,7 +324,8 @@ impl Validator<'_> {
             .known_answer
             .map(|k| self.known_answer(&k, &mut request))
             .transpose()?;
-        assertions.ratio = a.ratio.map(|r| self.ratio(&r)).transpose()?;
+        (assertions.ratio, assertions.first_token_ratio) =
+            self.ratios(a.ratio.as_ref(), a.first_token_ratio.as_ref())?;
         if let Some(r) = a.regression {
             assertions.regression = Some(self.regression(r, raw.pair.is_some())?);
         }
