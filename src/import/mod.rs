@@ -367,6 +367,7 @@ pub fn write_evidence(
         planned,
         timings,
         client: None,
+        driver: None,
     };
     pw.write(
         LOAD_FILE,

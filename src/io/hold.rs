@@ -13,6 +13,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::io::progress::{Pacer, Waiting};
+
 /// A held lock; released when dropped (and by the kernel if the process dies).
 #[derive(Debug)]
 pub struct Hold {
@@ -36,13 +38,14 @@ pub fn holder_path(lock: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Takes the lock at `lock` for `gate`, waiting up to `wait` and calling `waiting` about every 10 s with a
-/// line naming the holder. Errors: `hold_timeout: ...` naming the holder, or the I/O error.
+/// Takes the lock at `lock` for `gate`, waiting up to `wait` and calling `waiting` at once when it is held,
+/// then every 10 s, with a progress line naming the holder (`waiting for the hold LOCK: 10 s (held by pid N
+/// gate G since T)`). Errors: `hold_timeout: ...` naming the holder, or the I/O error.
 pub fn take(
     lock: &Path,
     gate: &str,
     wait: Duration,
-    waiting: &mut dyn FnMut(&str),
+    waiting: &mut dyn FnMut(&Waiting),
 ) -> Result<Hold, String> {
     if let Some(dir) = lock.parent() {
         if !dir.as_os_str().is_empty() {
@@ -59,7 +62,8 @@ pub fn take(
         .map_err(|e| format!("hold: cannot open {}: {e}", lock.display()))?;
     let holder = holder_path(lock);
     let t0 = Instant::now();
-    let mut last_note: Option<Instant> = None;
+    // Who holds it is worth a line at once (a waiter may wait long); then the usual pace.
+    let mut pacer = Pacer::with(t0, Duration::ZERO, crate::io::progress::EVERY);
     loop {
         match file.try_lock() {
             Ok(()) => {
@@ -92,12 +96,12 @@ pub fn take(
                 wait.as_secs_f64()
             ));
         }
-        if last_note.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
-            waiting(&format!(
-                "waiting for the hold {} (held by {who})",
-                lock.display()
+        if let Some(secs) = pacer.due(Instant::now()) {
+            waiting(&Waiting::new(
+                format!("waiting for the hold {}", lock.display()),
+                secs,
+                Some(&format!("held by {who}")),
             ));
-            last_note = Some(Instant::now());
         }
         std::thread::sleep(Duration::from_millis(100));
     }

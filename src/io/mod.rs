@@ -1,4 +1,4 @@
-//! I/O at the edges: HTTP client, serve lifecycle, signals, ports, the host hold, hashing, host facts, the
+//! I/O at the edges: HTTP client, progress lines on long waits (`progress`), serve lifecycle, signals, ports, the host hold, hashing, host facts, the
 //! one atomic file write, and the relay that keeps a closed stdout from failing writes.
 
 pub use servegate_core::io::hash;
@@ -10,9 +10,11 @@ pub mod client;
 pub mod hold;
 pub mod load_client;
 pub mod load_cores;
+pub mod locust;
 pub mod port;
 pub mod printer;
 mod procfs;
+pub mod progress;
 pub(crate) mod sampler;
 pub mod serve;
 pub mod signals;

@@ -120,8 +120,10 @@ pub(super) fn check_models(
 }
 
 /// What the ready serve says about itself (spec/detect.rs `ServeSays`), best effort: `/props`, `/version`,
-/// `/openapi.json` and `/v1/models` (with its `Server` header), each with a 5 s timeout, and `log` (the
-/// serve's log so far).
+/// `/openapi.json` and `/v1/models` (with its `Server` header), and the endpoints only one engine answers
+/// (`/health`, `/info`, `/api/version`, `/get_server_info`, `/api/v1/health`, `/api/v0/models`,
+/// `/health/readiness`, `/api/npu/status`; all GETs that change nothing; not asked of a serve the first ones
+/// already show to be llama.cpp), each with a 5 s timeout, and `log` (the serve's log so far).
 pub(super) fn serve_says(
     http: &reqwest::blocking::Client,
     base_url: &str,
@@ -142,13 +144,29 @@ pub(super) fn serve_says(
         }
         Err(_) => (None, None),
     };
-    crate::spec::detect::ServeSays {
+    let base = crate::spec::detect::ServeSays {
         server_header,
         props: get("/props"),
         version: get("/version"),
         openapi: get("/openapi.json"),
         models,
         log,
+        ..Default::default()
+    };
+    // llama.cpp (the reference serve) is known from these alone: it is asked nothing more.
+    if crate::spec::detect::detect(&base).engine == Some(crate::spec::profile::Engine::LlamaCpp) {
+        return base;
+    }
+    crate::spec::detect::ServeSays {
+        health: get("/health"),
+        info: get("/info"),
+        api_version: get("/api/version"),
+        server_info: get("/get_server_info"),
+        lemonade_health: get("/api/v1/health"),
+        lmstudio_models: get("/api/v0/models"),
+        litellm_readiness: get("/health/readiness"),
+        npu_status: get("/api/npu/status"),
+        ..base
     }
 }
 

@@ -129,7 +129,7 @@ pub(super) fn take_hold(
             lock,
             &gate.name,
             Duration::from_secs_f64(h.wait_s),
-            &mut |line: &str| progress(&Step::Note(line.to_string())),
+            &mut |w| progress(&Step::Waiting(w.clone())),
         )
         .map(Some)
         .map_err(|reason| {

@@ -94,6 +94,12 @@ pub(crate) fn send_points(
             return Ok(());
         }
     };
+    if let crate::spec::load::Driver::Locust(_) = &load.spec.driver {
+        if let Err(e) = crate::io::locust::locust_python() {
+            parent.serve.failure = Some(ServeFailure::new(FailureCode::LoadClient, e).to_string());
+            return Ok(());
+        }
+    }
     let target = match Target::parse(base_url, api_key.map(str::to_string)) {
         Ok(t) => t,
         Err(e) => {
@@ -113,7 +119,19 @@ pub(crate) fn send_points(
         progress(&Step::Note(format!("load point {}", point.label())));
         let pw = EvidenceWriter::create_exact(&w.path(&point.dir()))?;
         pw.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
-        let note = run_point(gate, load, *point, &prompts, &target, &pw, parent)?;
+        // A point runs for its duration: its wait says so (2 s, then every 10 s).
+        let what = format!("waiting for load point {}", point.label());
+        let n_planned = planned(load, *point);
+        let note = super::send::paced(
+            || run_point(gate, load, *point, &prompts, &target, &pw, parent),
+            &mut |secs| {
+                progress(&Step::Waiting(crate::io::progress::Waiting::new(
+                    what.as_str(),
+                    secs,
+                    Some(&format!("{n_planned} requests planned")),
+                )))
+            },
+        )?;
         progress(&Step::Note(note.clone()));
         parent.notes.push(note);
     }
@@ -189,40 +207,30 @@ pub fn run_point(
             return finish_unsent(load, point, warmup, n, summary, pw);
         }
     };
-    if warmup > 0 {
-        let wb = bodies_of(0..warmup);
-        let wire: Vec<Vec<u8>> = wb
-            .iter()
-            .map(|b| serde_json::to_vec(b).unwrap_or_default())
-            .collect();
-        let done = drive(
-            target,
-            wire,
-            &warm_schedule,
-            deadline,
-            timeout,
-            cpus.as_deref(),
-        )
-        .map(|d| d.0)
-        .unwrap_or_default();
-        for x in &done {
-            let i = x.timing.index;
-            record(pw, &mut summary, i, true, i, &wb[i], x)?;
-            timings.push(x.timing.clone());
-        }
-    }
+    let wb = bodies_of(0..warmup);
     let jb = bodies_of(0..n);
-    let wire: Vec<Vec<u8>> = jb
-        .iter()
-        .map(|b| serde_json::to_vec(b).unwrap_or_default())
-        .collect();
-    let (done, client) = match drive(target, wire, &schedule, deadline, timeout, cpus.as_deref()) {
-        Ok(d) => d,
-        Err(e) => {
-            summary.notes.push(format!("load_client: {e}"));
-            (Vec::new(), None)
-        }
-    };
+    let Sent {
+        warmup: warm_done,
+        judged: done,
+        driver,
+        client,
+    } = send(
+        load,
+        point,
+        target,
+        (&wb, &jb),
+        (&warm_schedule, &schedule),
+        deadline,
+        timeout,
+        cpus.as_deref(),
+        pw,
+        &mut summary,
+    );
+    for x in &warm_done {
+        let i = x.timing.index;
+        record(pw, &mut summary, i, true, i, &wb[i], x)?;
+        timings.push(x.timing.clone());
+    }
     for x in &done {
         let i = x.timing.index;
         let mut t = x.timing.clone();
@@ -239,6 +247,7 @@ pub fn run_point(
     }
     let mut rec = load_record(load, point, warmup, summary.planned.unwrap_or(n), timings);
     rec.client = client;
+    rec.driver = driver;
     let json = serde_json::to_vec_pretty(&rec).unwrap_or_default();
     pw.write(LOAD_FILE, &json)?;
     summary.status = RunStatus::Complete;
@@ -322,6 +331,112 @@ fn finish_unsent(
     ))
 }
 
+/// What one point's driver sent: warmup and judged exchanges (judged indexes from 0), and who drove them
+/// when not servegate's client.
+struct Sent {
+    warmup: Vec<LoadExchange>,
+    judged: Vec<LoadExchange>,
+    driver: Option<crate::evidence::locust::DriverRecord>,
+    /// servegate's client on pinned runtimes (`[load] client_cpus`): each runtime's account.
+    client: Option<ClientRecord>,
+}
+
+/// Sends a point's warmup bodies `bodies.0` then its judged bodies `bodies.1` with the gate's driver:
+/// servegate's load client on `schedules` (warmup, judged), or Locust (one closed loop at the point's
+/// concurrency, warmups first) into `pw`'s `locust/`. A driver that fails leaves a `load_client: ...` note in
+/// `summary` and sends nothing more. `cpus`: servegate's client spread over these CPUs ([`drive`]).
+#[allow(clippy::too_many_arguments)]
+fn send(
+    load: &LoadGate,
+    point: Point,
+    target: &Target,
+    bodies: (&[serde_json::Value], &[serde_json::Value]),
+    schedules: (&Schedule, &Schedule),
+    deadline: Option<Duration>,
+    timeout: Duration,
+    cpus: Option<&[usize]>,
+    pw: &EvidenceWriter,
+    summary: &mut RunSummary,
+) -> Sent {
+    let (wb, jb) = bodies;
+    let (warm_schedule, schedule) = schedules;
+    let warmup = wb.len();
+    let wire = |bs: &[serde_json::Value]| -> Vec<Vec<u8>> {
+        bs.iter()
+            .map(|b| serde_json::to_vec(b).unwrap_or_default())
+            .collect()
+    };
+    let mut driver = None;
+    let mut client = None;
+    let (warm_done, done) = match &load.spec.driver {
+        crate::spec::load::Driver::Locust(ls) => {
+            let all: Vec<Vec<u8>> = wire(wb).into_iter().chain(wire(jb)).collect();
+            let plan = crate::io::locust::LocustPlan {
+                spec: ls,
+                target,
+                bodies: &all,
+                warmup,
+                concurrency: point.concurrency().unwrap_or(1),
+                deadline,
+                timeout,
+            };
+            match crate::io::locust::run(&plan, pw.dir()) {
+                Ok(run) => {
+                    summary.notes.extend(
+                        run.notes
+                            .iter()
+                            .map(|n| format!("load_client: locust: {n}")),
+                    );
+                    driver = Some(crate::evidence::locust::DriverRecord {
+                        name: "locust".into(),
+                        version: run.version.clone(),
+                        precision: crate::evidence::locust::TIMING_PRECISION.into(),
+                        clocks: run.merge.clocks.clone(),
+                    });
+                    let wrap = |m: crate::evidence::locust::Merged| LoadExchange {
+                        timing: m.timing,
+                        exchange: m.exchange,
+                    };
+                    (
+                        run.merge.warmup.into_iter().map(wrap).collect(),
+                        run.merge.judged.into_iter().map(wrap).collect(),
+                    )
+                }
+                Err(e) => {
+                    summary.notes.push(format!("load_client: locust: {e}"));
+                    (Vec::new(), Vec::new())
+                }
+            }
+        }
+        crate::spec::load::Driver::Servegate => {
+            let warm_done = if warmup > 0 {
+                drive(target, wire(wb), warm_schedule, deadline, timeout, cpus)
+                    .map(|d| d.0)
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let done = match drive(target, wire(jb), schedule, deadline, timeout, cpus) {
+                Ok((d, c)) => {
+                    client = c;
+                    d
+                }
+                Err(e) => {
+                    summary.notes.push(format!("load_client: {e}"));
+                    Vec::new()
+                }
+            };
+            (warm_done, done)
+        }
+    };
+    Sent {
+        warmup: warm_done,
+        judged: done,
+        driver,
+        client,
+    }
+}
+
 /// A point's schedules: the judged requests' (closed at the concurrency, or open at the rate with
 /// `[load] arrival` and `seed`) and the warmups' (closed, at most the rate's concurrency).
 fn schedules(load: &LoadGate, point: Point, n: usize) -> (Schedule, Schedule) {
@@ -399,6 +514,7 @@ fn load_record(
         planned,
         timings,
         client: None,
+        driver: None,
     }
 }
 

@@ -109,6 +109,7 @@ fn prepare(
             &gate.serve.setup,
             &gate.serve.env,
             &w.path(crate::evidence::layout::SETUP_LOG),
+            &mut |wt| progress(&Step::Waiting(wt.clone())),
         ) {
             pair_checkpoint(w, ps, None);
             return Err(ServeFailure::new(FailureCode::SetupFailed, reason));
@@ -123,7 +124,20 @@ fn prepare(
     for note in derived.as_deref().unwrap_or_default() {
         progress(&Step::Note(note.clone()));
     }
-    match derived.and_then(|_| pair_model(&source(&pair.ours), &source(&pair.theirs))) {
+    // A model of gigabytes takes seconds to hash: the wait says so (2 s, then every 10 s).
+    let hashed = derived.and_then(|_| {
+        super::send::paced(
+            || pair_model(&source(&pair.ours), &source(&pair.theirs)),
+            &mut |secs| {
+                progress(&Step::Waiting(crate::io::progress::Waiting::new(
+                    "hashing the model file",
+                    secs,
+                    Some(&source(&pair.ours)),
+                )))
+            },
+        )
+    });
+    match hashed {
         Err(f) => {
             progress(&Step::Note(f.to_string()));
             Err(f)

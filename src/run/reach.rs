@@ -53,7 +53,17 @@ pub(super) fn start(
     summary.serve.mode = "command".into();
     summary.serve.command = command.clone();
     summary.serve.base_url = format!("http://{}:{port}", url_host(&spec.host));
-    summary.serve.model_file = crate::evidence::hash_model(&gate.request.model, &command);
+    // A model of gigabytes takes seconds to hash: the wait says so (2 s, then every 10 s).
+    summary.serve.model_file = super::send::paced(
+        || crate::evidence::hash_model(&gate.request.model, &command),
+        &mut |secs| {
+            progress(&Step::Waiting(crate::io::progress::Waiting::new(
+                "hashing the model file",
+                secs,
+                Some("its sha256 goes into run.json"),
+            )))
+        },
+    );
     w.write_summary(summary)?;
     let sspec = serve::ServeSpec {
         command,
@@ -76,7 +86,7 @@ pub(super) fn start(
         serve_failure(&e)
     })?;
     summary.serve.pid = Some(s.pid());
-    match s.wait_ready() {
+    match s.wait_ready_with(&mut |w| progress(&Step::Waiting(w.clone()))) {
         Ok(info) => {
             summary.serve.ready_ms = Some(info.ready_ms);
             summary.serve.ready_timeline = info.statuses.clone();
@@ -106,13 +116,15 @@ pub(super) fn start(
 
 /// Waits until the serve at `url` answers its ready path with 200 (`serve.mode` `url`, `ready_ms`; a
 /// `[serve] log_file`'s start noted) and returns the base URL the requests go to: for a plain `http://`
-/// name, pinned to the address that answered. Err: `ready_timeout` (the deadline, or a steady 404),
-/// `tls_refused` (an untrusted certificate, at once), or [`Stop::Interrupted`].
+/// name, pinned to the address that answered. Err: `ready_timeout` (the deadline, with the probes and
+/// refusals counted and what to check; or a steady 404), `tls_refused` (an untrusted certificate, at once),
+/// or [`Stop::Interrupted`]. While it waits: a [`Step::Waiting`] at 2 s, then every 10 s.
 pub(super) fn reach_url(
     gate: &GateSpec,
     url: &str,
     http: &reqwest::blocking::Client,
     summary: &mut RunSummary,
+    progress: &mut dyn FnMut(&Step),
 ) -> Result<String, Stop> {
     let spec = &gate.serve;
     if let Some(log) = &spec.log_file {
@@ -125,6 +137,8 @@ pub(super) fn reach_url(
     let deadline = Duration::from_secs_f64(spec.ready_timeout_s);
     let by_name = name_http_url(url);
     let mut steady_404: Option<(Instant, u32)> = None;
+    let mut pacer = crate::io::progress::Pacer::new(t);
+    let (mut probes, mut refused) = (0u32, 0u32);
     loop {
         if crate::io::signals::interrupted().is_some() {
             return Err(Stop::Interrupted); // run() ends the run as interrupted
@@ -138,6 +152,10 @@ pub(super) fn reach_url(
                 serve::probe_each(http, &addrs, &spec.ready_path, probe_t)
             })
             .unwrap_or_else(|| (client::probe(http, &ready_url, probe_t), None));
+        probes += 1;
+        if matches!(outcome, client::Probe::Refused) {
+            refused += 1;
+        }
         let last = match outcome {
             client::Probe::Status(200, _) => {
                 summary.serve.ready_ms = Some(t.elapsed().as_secs_f64() * 1000.0);
@@ -181,17 +199,46 @@ pub(super) fn reach_url(
                 other.describe()
             }
         };
+        if let Some(secs) = pacer.due(Instant::now()) {
+            progress(&Step::Waiting(crate::io::progress::Waiting::new(
+                format!("waiting for readiness at {url}{}", spec.ready_path),
+                secs,
+                Some(&format!("last: {last}; {probes} probes, {refused} refused")),
+            )));
+        }
         if t.elapsed() >= deadline {
             return Err(Stop::Failed(ServeFailure::new(
                 FailureCode::ReadyTimeout,
                 format!(
-                    "{url}{} not 200 within {} s (last: {last})",
-                    spec.ready_path, spec.ready_timeout_s
+                    "{url}{} not 200 within {} s{}",
+                    spec.ready_path,
+                    spec.ready_timeout_s,
+                    url_advice(url, probes, refused).unwrap_or(format!(
+                        " (last: {last}; {probes} probes, {refused} refused)"
+                    ))
                 ),
             )));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// What to say when a `--url` serve never answered and (nearly) every probe was refused: nothing listens at
+/// the URL's port (`: nothing listens there (every one of 80 probes refused): is the serve running, on that
+/// host and port? ...`). None otherwise (the last outcome says more). `probes`, `refused`: probes sent and
+/// refused.
+pub(crate) fn url_advice(url: &str, probes: u32, refused: u32) -> Option<String> {
+    if probes == 0 || refused * 2 < probes {
+        return None;
+    }
+    let how = if refused == probes {
+        format!("every one of {probes} probes refused")
+    } else {
+        format!("{refused} of {probes} probes refused")
+    };
+    Some(format!(
+        ": nothing listens there ({how}): is the serve running, on that host and port? (start it, or fix [serve] url / --url {url})"
+    ))
 }
 
 /// Stops the serve the run started (after [`serve::SETTLE`] when it answered requests and no stop signal
@@ -209,7 +256,7 @@ pub(super) fn stop(
     if !summary.requests.is_empty() && !crate::io::signals::shutting_down() {
         s.settle(serve::SETTLE);
     }
-    let stop = s.stop();
+    let stop = s.stop_with(&mut |wt| progress(&Step::Waiting(wt.clone())));
     summary.serve.stop = Some(describe_stop(&stop));
     // The memory measured over the serve's life, beside the CPU window the requests marked (if any).
     if let Some(mut fp) = stop.footprint.clone() {
@@ -369,6 +416,24 @@ fn pinned_url(url: &str, addr: std::net::SocketAddr) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_that_refuses_every_probe_is_named_as_nothing_listening() {
+        let u = "http://127.0.0.1:9";
+        let all = url_advice(u, 40, 40).unwrap();
+        assert!(
+            all.starts_with(
+                ": nothing listens there (every one of 40 probes refused): is the serve running"
+            ),
+            "{all}"
+        );
+        assert!(url_advice(u, 40, 30)
+            .unwrap()
+            .contains("(30 of 40 probes refused)"));
+        // A serve that answers (503, timeouts) is not "not running": the last outcome says more.
+        assert_eq!(url_advice(u, 40, 3), None);
+        assert_eq!(url_advice(u, 0, 0), None);
+    }
 
     #[test]
     fn a_named_http_url_is_pinned_to_the_address_that_answered() {

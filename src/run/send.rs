@@ -23,6 +23,91 @@ pub(super) fn send_all(
     summary: &mut RunSummary,
     sender: &client::Sender,
     base_url: &str,
+    serves: (Option<&mut serve::Serve>, Option<&serve::Attached>),
+    progress: &mut dyn FnMut(&Step),
+) -> Result<(), EvidenceError> {
+    // One thread sends every request (its read buffers reused from one to the next, as on this thread before),
+    // so this one can say how long a reply has been awaited.
+    std::thread::scope(|scope| {
+        let (jobs, job_rx) = std::sync::mpsc::channel::<(serde_json::Value, Duration)>();
+        let (done_tx, done) = std::sync::mpsc::channel::<client::Exchange>();
+        scope.spawn(move || {
+            for (body, timeout) in job_rx {
+                let ex = client::send_within(sender, base_url, &body, Some(timeout));
+                if done_tx.send(ex).is_err() {
+                    break;
+                }
+            }
+        });
+        let courier = Courier { jobs, done };
+        send_each(gate, w, summary, &courier, serves, progress)
+        // `courier` drops here: the sending thread's queue closes and the scope joins it.
+    })
+}
+
+/// The sending thread of [`send_all`]: a request in, its exchange out.
+struct Courier {
+    jobs: std::sync::mpsc::Sender<(serde_json::Value, Duration)>,
+    done: std::sync::mpsc::Receiver<client::Exchange>,
+}
+
+impl Courier {
+    /// Sends `body` (ending by `timeout`) on the sending thread and waits for its exchange, blocked, saying
+    /// `WHAT: 12 s (times out at N s)` at 2 s and every 10 s after (a long generation, a serve that loads its
+    /// model on the first request). A reply under 2 s prints nothing; the request's timing is the client's own
+    /// (stamped inside the send), not this thread's.
+    fn send(
+        &self,
+        body: &serde_json::Value,
+        timeout: Duration,
+        what: &str,
+        progress: &mut dyn FnMut(&Step),
+    ) -> client::Exchange {
+        let failed = |why: &str| client::Exchange {
+            response: client::ResponseMeta {
+                transport_error: Some(format!("request failed: {why}")),
+                end_ms: Some(0.0),
+                ..Default::default()
+            },
+            reads: Vec::new(),
+            body_bytes: 0,
+            body_truncated: false,
+        };
+        if self.jobs.send((body.clone(), timeout)).is_err() {
+            return failed("the sending thread has ended");
+        }
+        let mut pacer = crate::io::progress::Pacer::new(Instant::now());
+        loop {
+            let wait = pacer.next_due().saturating_duration_since(Instant::now());
+            match self.done.recv_timeout(wait) {
+                Ok(ex) => return ex,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Some(secs) = pacer.due(Instant::now()) {
+                        progress(&Step::Waiting(
+                            crate::io::progress::Waiting::new(
+                                what,
+                                secs,
+                                Some(&format!("times out at {:.0} s", timeout.as_secs_f64())),
+                            )
+                            .terse_from(crate::io::progress::REQUEST_TERSE_S),
+                        ));
+                    }
+                }
+                // It panicked (the scope's end re-raises the panic).
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return failed("the sending thread ended without a reply")
+                }
+            }
+        }
+    }
+}
+
+/// [`send_all`]'s loop, each request through `courier`.
+fn send_each(
+    gate: &GateSpec,
+    w: &EvidenceWriter,
+    summary: &mut RunSummary,
+    courier: &Courier,
     (mut serve, attached): (Option<&mut serve::Serve>, Option<&serve::Attached>),
     progress: &mut dyn FnMut(&Step),
 ) -> Result<(), EvidenceError> {
@@ -62,12 +147,12 @@ pub(super) fn send_all(
         let sent_utc = evidence::now_utc();
         let hold_start =
             (!warmup).then(|| (thread_waits(serve.as_deref(), attached), Instant::now()));
-        let ex = client::send_within(
-            sender,
-            base_url,
-            &body,
-            Some(Duration::from_secs_f64(req.timeout_s).min(left)),
+        let timeout = Duration::from_secs_f64(req.timeout_s).min(left);
+        let what = format!(
+            "waiting for request {index:02}{}'s reply",
+            if warmup { " (warmup)" } else { "" }
         );
+        let ex = courier.send(&body, timeout, &what, progress);
         if let Some((before, t0)) = hold_start.filter(|(b, _)| !b.is_empty()) {
             let after = thread_waits(serve.as_deref(), attached);
             holds.push(RequestHold {
@@ -134,6 +219,37 @@ pub(super) fn send_all(
         summary.serve.footprint = Some(fp);
     }
     Ok(())
+}
+
+/// Runs `work` on a thread of its own while this one waits for it, blocked, calling `on_wait` with the whole
+/// seconds since the start when a progress line is due ([`crate::io::progress::Pacer`]: 2 s, then every
+/// 10 s); returns what `work` returned (a panic of `work` goes on here).
+pub(super) fn paced<T: Send>(work: impl FnOnce() -> T + Send, on_wait: &mut dyn FnMut(u64)) -> T {
+    let mut pacer = crate::io::progress::Pacer::new(Instant::now());
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let worker = scope.spawn(move || {
+            let out = work();
+            let _ = tx.send(());
+            out
+        });
+        loop {
+            let wait = pacer.next_due().saturating_duration_since(Instant::now());
+            match rx.recv_timeout(wait) {
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Some(secs) = pacer.due(Instant::now()) {
+                        on_wait(secs);
+                    }
+                }
+                // Done, or the worker ended without saying so (it panicked): join says which.
+                _ => break,
+            }
+        }
+        match worker.join() {
+            Ok(out) => out,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
 }
 
 /// The CPU of the serve now: the one the run started, else the `url` serve's its pid file names.

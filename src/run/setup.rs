@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::evidence::{EvidenceWriter, RunSummary};
+use crate::io::progress::{last_line, Pacer, Waiting};
 use crate::sinks::events::Step;
 use crate::spec::ServeSpec;
 use crate::vocab::{FailureCode, ServeFailure};
@@ -27,6 +28,7 @@ pub(super) fn step(
         &spec.setup,
         &spec.env,
         &w.path(crate::evidence::layout::SETUP_LOG),
+        &mut |wt| progress(&Step::Waiting(wt.clone())),
     );
     if crate::io::signals::interrupted().is_some() {
         return Err(Stop::Interrupted);
@@ -48,10 +50,12 @@ pub(super) fn step(
 }
 
 /// Runs the setup argv with `env`, its output going to `log`; Ok(status text) or Err(reason with the tail).
+/// While it runs: `on_wait` with `setup: ARGV: 12 s (last: LOG LINE)` at 2 s, then every 10 s.
 pub(super) fn run_setup(
     argv: &[String],
     env: &std::collections::BTreeMap<String, String>,
     log: &Path,
+    on_wait: &mut dyn FnMut(&Waiting),
 ) -> Result<String, String> {
     use std::os::unix::process::CommandExt;
     let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
@@ -85,6 +89,8 @@ pub(super) fn run_setup(
         return Err("interrupted before the setup could run".into());
     }
     let deadline = Instant::now() + Duration::from_secs_f64(SETUP_TIMEOUT_S);
+    let mut pacer = Pacer::new(Instant::now());
+    let what = format!("setup: {}", argv.join(" "));
     let status = loop {
         match child.try_wait() {
             Ok(Some(st)) => break Ok(st),
@@ -96,7 +102,15 @@ pub(super) fn run_setup(
                     argv.join(" ")
                 ));
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Ok(None) => {
+                if let Some(secs) = pacer.due(Instant::now()) {
+                    // What the provisioning is doing now: its log's last line.
+                    let tail = crate::io::serve::tail_file(log, 5);
+                    let last = last_line(&tail).map(|l| format!("last: {l}"));
+                    on_wait(&Waiting::new(what.as_str(), secs, last.as_deref()));
+                }
+                std::thread::sleep(Duration::from_millis(50))
+            }
             Err(e) => break Err(format!("waiting for {:?}: {e}", argv[0])),
         }
     };

@@ -169,7 +169,7 @@ fn drive_steps(
             let url = s.base_url();
             (Some(s), url)
         }
-        ServeMode::Url(url) => (None, reach::reach_url(gate, url, &http, summary)?),
+        ServeMode::Url(url) => (None, reach::reach_url(gate, url, &http, summary, progress)?),
     };
 
     // A `url` serve's footprint through the pid its `[serve] pid_file` names, from its readiness on.
@@ -203,7 +203,7 @@ fn drive_steps(
         (started.as_mut(), attached.as_ref()),
         progress,
     )?;
-    let dialect = crate::analysis::dialect::run_note(&summary.requests);
+    let dialect = crate::analysis::dialect::run_note_for(&summary.requests, gate.serve.engine);
     for note in cold_first_note(gate, summary).into_iter().chain(dialect) {
         progress(&Step::Note(note.clone()));
         summary.notes.push(note);

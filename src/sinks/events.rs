@@ -114,12 +114,26 @@ pub enum Step {
         /// The step.
         step: Box<Step>,
     },
-    /// Anything else worth a line (waiting for the device hold, a run timeout, the model file's hash, processes
-    /// the serve left behind).
+    /// A wait over two seconds, still going: what is waited for, how long, what it saw
+    /// (`waiting for readiness at URL: 12 s (last: connection refused; ...)`), first at 2 s then every 10 s
+    /// ([`crate::io::progress::Pacer`]).
+    Waiting(crate::io::progress::Waiting),
+    /// Anything else worth a line (a run timeout, the model file's hash, processes the serve left behind).
     Note(String),
 }
 
 impl Step {
+    /// The progress line of a wait ([`Step::Waiting`], also inside a pair's arm: `2-ours: waiting for ...`),
+    /// None for any other step; with `terse`, None too for a wait not yet long enough for a terse reporter
+    /// ([`crate::io::progress::Waiting::terse`]). Unescaped: it quotes outside text.
+    pub(crate) fn waiting_line(&self, terse: bool) -> Option<String> {
+        match self {
+            Step::Waiting(w) if !terse || w.terse() => Some(w.to_string()),
+            Step::Arm { arm, step } => step.waiting_line(terse).map(|l| format!("{arm}: {l}")),
+            _ => None,
+        }
+    }
+
     /// The same step with `f` applied to every text it carries (the runner masks an API key with it).
     pub(crate) fn map_text(&self, f: &dyn Fn(&str) -> String) -> Step {
         match self {
@@ -162,6 +176,11 @@ impl Step {
                 arm: arm.clone(),
                 step: Box::new(step.map_text(f)),
             },
+            Step::Waiting(w) => Step::Waiting(crate::io::progress::Waiting {
+                what: f(&w.what),
+                detail: w.detail.as_deref().map(f),
+                ..w.clone()
+            }),
             Step::Note(s) => Step::Note(f(s)),
         }
     }
@@ -204,6 +223,7 @@ impl std::fmt::Display for Step {
             Step::ServeStopped(s) => write!(f, "serve stopped: {s}"),
             Step::ArmStarted { arm, runtime } => write!(f, "{arm}: {runtime}"),
             Step::Arm { arm, step } => write!(f, "{arm}: {step}"),
+            Step::Waiting(w) => write!(f, "{w}"),
             Step::Note(s) => f.write_str(s),
         }
     }
@@ -585,6 +605,39 @@ mod tests {
             masked.to_string(),
             "1-theirs: starting serve on port 8080: llama-server -m ***"
         );
+    }
+
+    #[test]
+    fn a_wait_is_a_progress_line_in_an_arm_too_and_its_texts_are_masked() {
+        let w = Step::Waiting(crate::io::progress::Waiting::new(
+            "setup: provision KEY",
+            12,
+            Some("last: fetched KEY"),
+        ));
+        assert_eq!(
+            w.waiting_line(true).as_deref(),
+            Some("setup: provision KEY: 12 s (last: fetched KEY)")
+        );
+        let arm = Step::Arm {
+            arm: "2-ours".into(),
+            step: Box::new(w.map_text(&|t| t.replace("KEY", "***"))),
+        };
+        assert_eq!(
+            arm.waiting_line(true).as_deref(),
+            Some("2-ours: setup: provision ***: 12 s (last: fetched ***)")
+        );
+        assert_eq!(arm.to_string(), arm.waiting_line(false).unwrap());
+        assert_eq!(Step::Note("n".into()).waiting_line(false), None);
+        // A request's wait of a few seconds is a generation: the terse harness skips it, `run` prints it.
+        let request = |secs| {
+            Step::Waiting(
+                crate::io::progress::Waiting::new("waiting for request 03's reply", secs, None)
+                    .terse_from(crate::io::progress::REQUEST_TERSE_S),
+            )
+        };
+        assert_eq!(request(2).waiting_line(true), None);
+        assert!(request(2).waiting_line(false).is_some());
+        assert!(request(12).waiting_line(true).is_some());
     }
 
     #[test]

@@ -126,8 +126,12 @@ fn a_serve_held_off_its_cpu_is_indeterminate_and_a_sleeping_one_still_fails() {
 
     // The same held CPU, but the serve sleeps 500 ms before its first token: no run-queue wait explains
     // that, and it fails.
+    // Its tokens 40 ms apart: a client that a busy machine keeps from reading for a few ms still reads the
+    // first token alone (at 4 ms apart, a late read took the first two together on a loaded 2-core runner,
+    // and every TTFT was rightly "not measured": INDETERMINATE, not the FAIL this case proves).
     let mut sleeps = fixtures::chat_script("Paris is the capital and largest city of France.");
     sleeps.reply.first_token_ms = 500.0;
+    sleeps.reply.token_ms = 40.0;
     let (code, stdout) = run(&gate(tmp.path(), &sleeps, cpu), &tmp.path().join("b"));
     let line = first_token_line(&stdout);
     assert!(line.contains("first_token FAIL "), "{stdout}");

@@ -67,3 +67,30 @@ fn per_op_run_fails_route_rate_and_first_token_with_content_ok() {
     );
     has(&out, "RESULT: FAIL");
 }
+
+/// The A-B-B-A pair ticket (`tests/data/runs/flm-pair-*`, a pair run directory): `servegate judge` re-judges
+/// it with the gate it carries; the published ticket passes both ratios, ours on the per-op route fails both
+/// (exit 1) while its answers pass.
+#[test]
+fn the_pair_ticket_is_judged_from_its_directory() {
+    let (code, out) = judge("flm-pair-pass");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.lines().any(|l| l.starts_with(
+        "ratio PASS decode: theirs 45.57 tok/s (45.08-45.93, n=6) / ours 39.25 tok/s (39.20-39.32, n=6) = 1.16x;"
+    )), "{out}");
+    assert!(out.lines().any(|l| l.starts_with(
+        "first_token_ratio PASS first token: theirs 0.591 s (0.589-0.658, n=6) / ours 0.568 s (0.566-0.578, n=6) = 1.04x;"
+    )), "{out}");
+    has(&out, "RESULT: PASS");
+
+    let (code, out) = judge("flm-pair-slowroute");
+    assert_eq!(code, 1, "{out}");
+    assert!(out.lines().any(|l| l.starts_with("ratio FAIL ")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("first_token_ratio FAIL ")),
+        "{out}"
+    );
+    assert!(out.lines().any(|l| l.starts_with("content PASS")), "{out}");
+    has(&out, "RESULT: FAIL");
+}

@@ -40,7 +40,7 @@ fn lazy(cold_ms: f64) -> Script {
 
 fn gate(name: &str, warmup: &str) -> String {
     format!(
-        "[gate]\nname = \"{name}\"\n[serve]\ncommand = {}\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"What is the capital of France?\"]\nrepeats = 4\n{warmup}[assert.first_token]\nlimit_ms = 10000\n[assert.content]\n",
+        "[gate]\nname = \"{name}\"\n[serve]\ncommand = {}\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"What is the capital of France?\"]\nrepeats = 6\n{warmup}[assert.first_token]\nlimit_ms = 10000\n[assert.content]\n",
         fixtures::scripted_command(&lazy(2500.0))
     )
 }
@@ -78,7 +78,9 @@ fn a_cold_first_request_an_empty_model_list_and_the_dialect_are_reported() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
-    // The median hides the cold request (PASS), the line says it.
+    // The median hides the cold request (PASS), the line says it. Six judged requests: on a busy runner a
+    // reply or two whose first token the client could not time (not measured) still leaves the three others
+    // the cold rule needs.
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     let line = stdout
         .lines()
@@ -87,7 +89,7 @@ fn a_cold_first_request_an_empty_model_list_and_the_dialect_are_reported() {
     assert!(line.starts_with("first_token PASS"), "{line}");
     assert!(
         line.contains("; cold_first_request: request 00's TTFT ")
-            && line.contains("x the median of the other 3")
+            && line.contains("x the median of the other ")
             && line.contains("likely loaded the model"),
         "{line}"
     );
@@ -102,7 +104,7 @@ fn a_cold_first_request_an_empty_model_list_and_the_dialect_are_reported() {
     assert!(has("cold_first_request: request 00's TTFT"), "{notes:?}");
     assert!(has("models_empty: /v1/models listed no model"), "{notes:?}");
     assert!(
-        notes.contains(&"dialect: no_done_marker (4 of 4 judged replies), usage_on_finish_chunk (4 of 4 judged replies)"),
+        notes.contains(&"dialect: no_done_marker (6 of 6 judged replies), usage_on_finish_chunk (6 of 6 judged replies)"),
         "{notes:?}"
     );
     for r in run["requests"].as_array().unwrap() {
@@ -114,7 +116,7 @@ fn a_cold_first_request_an_empty_model_list_and_the_dialect_are_reported() {
     }
     let summary = std::fs::read_to_string(tmp.path().join("summary.md")).unwrap();
     assert!(
-        summary.contains("- note: dialect: no_done_marker (4 of 4 judged replies), usage_on_finish_chunk (4 of 4 judged replies)")
+        summary.contains("- note: dialect: no_done_marker (6 of 6 judged replies), usage_on_finish_chunk (6 of 6 judged replies)")
             && summary.contains("- note: cold_first_request: "),
         "{summary}"
     );

@@ -99,6 +99,15 @@ fn live_lcp_dialect_against_the_real_serve() {
             openapi: get("/openapi.json"),
             models,
             log: String::new(),
+            // The newcomers' endpoints, as the runner asks them: all 404 here, so none may fire.
+            health: get("/health"),
+            info: get("/info"),
+            api_version: get("/api/version"),
+            server_info: get("/get_server_info"),
+            lemonade_health: get("/api/v1/health"),
+            lmstudio_models: get("/api/v0/models"),
+            litellm_readiness: get("/health/readiness"),
+            npu_status: get("/api/npu/status"),
         };
         let d = detect(&says);
         assert_eq!(d.engine, Some(Engine::LlamaCppPython), "{:?}", d.evidence);

@@ -98,6 +98,7 @@ fn write_point_cut(
         planned: specs.len(),
         timings,
         client: None,
+        driver: None,
     };
     w.write(LOAD_FILE, &serde_json::to_vec(&rec).unwrap())
         .unwrap();
@@ -391,6 +392,11 @@ fn load_spec_errors_name_the_key() {
             "concurrency = 4\nrequests = 5\nclient_cpus = [0, -3]",
             "[assert.errors]",
             "CPU id -3",
+        ),
+        (
+            "concurrency = 4\nrequests = 5\nclient_cpus = 2\ndriver = \"locust\"",
+            "[assert.errors]",
+            "load.client_cpus",
         ),
     ] {
         let text = format!(

@@ -158,6 +158,7 @@ fn write_point(root: &Path, g: &GateSpec, point: Point, replies: &[(Vec<Tok>, bo
         planned: replies.len(),
         timings,
         client: None,
+        driver: None,
     };
     w.write(LOAD_FILE, &serde_json::to_vec(&rec).unwrap())
         .unwrap();

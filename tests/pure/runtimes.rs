@@ -319,12 +319,12 @@ fn an_engine_gives_its_profile_defaults_and_the_gate_overrides_them() {
         "the gate's value wins"
     );
     let bad = parse_gate(
-        &SMOKE.replace("\"vllm\"\ncommand", "\"sglang\"\ncommand"),
+        &SMOKE.replace("\"vllm\"\ncommand", "\"exllamav2\"\ncommand"),
         dir.path(),
     )
     .unwrap_err();
     assert!(
-        bad.contains("serve.engine") && bad.contains("sglang"),
+        bad.contains("serve.engine") && bad.contains("exllamav2"),
         "{bad}"
     );
 }
@@ -377,6 +377,7 @@ fn says(dir: &str, log: &str) -> ServeSays {
         openapi: endpoint(&format!("{dir}/openapi")),
         models: endpoint(&format!("{dir}/models")),
         log: log.to_string(),
+        ..Default::default()
     }
 }
 

@@ -340,6 +340,56 @@ fn synth_command(sargs: &[String], log: &Path) -> Vec<String> {
     argv
 }
 
+/// One overhead row per run: wall ms, serving ms, overhead ms, exit code, CPU s, peak RSS MiB.
+type OverheadRow = (f64, f64, f64, i32, f64, f64);
+
+/// The overhead section's runs of the `command` gate (`text`, written to `gate`; the serve it starts logs to
+/// `log`): three runs, each a row, or why it measured nothing (the gate not written, the run not started, or
+/// the serve's log short of `per_run` requests).
+fn command_rows(
+    gate: &Path,
+    text: &str,
+    log: &Path,
+    tmp: &Path,
+    per_run: usize,
+) -> (Vec<OverheadRow>, Vec<String>) {
+    let mut rows = Vec::new();
+    let mut missed = Vec::new();
+    let request_lines = || -> Vec<Value> {
+        read_log(log)
+            .into_iter()
+            .filter(|v| v.get("sends").is_some())
+            .collect()
+    };
+    if let Err(e) = write_gate(gate, text) {
+        missed.push(e);
+        return (rows, missed);
+    }
+    let _ = std::fs::remove_file(log);
+    for rep in 0..3 {
+        let before = request_lines().len();
+        let (t0, t1, code, cpu, rss) = match run_gate(gate, &tmp.join("runs")) {
+            Ok(r) => r,
+            Err(e) => {
+                missed.push(format!("run {}: {e}", rep + 1));
+                continue;
+            }
+        };
+        let lines = request_lines();
+        let Some(serving) = serving_ms(&lines, before, per_run) else {
+            missed.push(format!(
+                "run {}: the serve logged {} of {per_run} requests (exit {code})",
+                rep + 1,
+                lines.len().saturating_sub(before)
+            ));
+            continue;
+        };
+        let wall = (t1 - t0) as f64 / 1e6;
+        rows.push((wall, serving, wall - serving, code, cpu, rss));
+    }
+    (rows, missed)
+}
+
 fn section_overhead(report: &mut Vec<String>) -> Value {
     eprintln!("bench: overhead ...");
     let tmp = workdir().join("overhead");
@@ -417,41 +467,7 @@ fn section_overhead(report: &mut Vec<String>) -> Value {
         &format!("command = [{}]", synth_command(&sargs, &log2).join(", ")),
     );
     let gate2 = tmp.join("overhead-command.toml");
-    let mut cmd_rows = Vec::new();
-    let mut cmd_missed = Vec::new();
-    let request_lines = || -> Vec<Value> {
-        read_log(&log2)
-            .into_iter()
-            .filter(|v| v.get("sends").is_some())
-            .collect()
-    };
-    match write_gate(&gate2, &cmd_gate_text) {
-        Err(e) => cmd_missed.push(e),
-        Ok(()) => {
-            let _ = std::fs::remove_file(&log2);
-            for rep in 0..3 {
-                let before = request_lines().len();
-                let (t0, t1, code, cpu, rss) = match run_gate(&gate2, &tmp.join("runs")) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        cmd_missed.push(format!("run {}: {e}", rep + 1));
-                        continue;
-                    }
-                };
-                let lines = request_lines();
-                let Some(serving) = serving_ms(&lines, before, per_run) else {
-                    cmd_missed.push(format!(
-                        "run {}: the serve logged {} of {per_run} requests (exit {code})",
-                        rep + 1,
-                        lines.len().saturating_sub(before)
-                    ));
-                    continue;
-                };
-                let wall = (t1 - t0) as f64 / 1e6;
-                cmd_rows.push((wall, serving, wall - serving, code, cpu, rss));
-            }
-        }
-    }
+    let (cmd_rows, cmd_missed) = command_rows(&gate2, &cmd_gate_text, &log2, &tmp, per_run);
     let col = |rows: &[(f64, f64, f64, i32, f64, f64)], k: usize| -> Vec<f64> {
         rows.iter()
             .map(|r| match k {

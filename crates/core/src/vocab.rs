@@ -98,6 +98,9 @@ closed_enum! {
         KnownAnswer = "known_answer",
         /// `[assert.ratio]` (pair gates): theirs / ours of a metric's medians within bounds.
         Ratio = "ratio",
+        /// `[assert.first_token_ratio]` (pair gates): theirs / ours of the TTFT medians within bounds, beside a
+        /// decode `ratio` (a pair ticket states both).
+        FirstTokenRatio = "first_token_ratio",
         /// `[assert.same_answers]` (pair gates): both runtimes give the same text to each prompt.
         SameAnswers = "same_answers",
         /// `[assert.drift]`: greedy answers against a blessed baseline's, judged with logprobs.
@@ -136,6 +139,7 @@ impl AssertionKind {
             AssertionKind::Content
             | AssertionKind::KnownAnswer
             | AssertionKind::Ratio
+            | AssertionKind::FirstTokenRatio
             | AssertionKind::Regression
             | AssertionKind::SameAnswers => true,
             AssertionKind::Route
@@ -166,6 +170,7 @@ impl AssertionKind {
             | AssertionKind::Content
             | AssertionKind::KnownAnswer
             | AssertionKind::Ratio
+            | AssertionKind::FirstTokenRatio
             | AssertionKind::SameAnswers
             | AssertionKind::Drift
             | AssertionKind::Load

@@ -260,7 +260,7 @@ impl Serve {
         };
         if !signals::register(pid, serve.spec.stop_grace) {
             serve.spec.stop_grace = Duration::ZERO;
-            serve.stop_inner();
+            serve.stop_inner(&mut |_| {});
             return Err(ServeError::ShuttingDown);
         }
         serve.watchdog = start_watchdog(pid);

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::io::progress::{Pacer, Waiting};
 use crate::io::{port, signals};
 
 use super::group::is_crash_signal;
@@ -71,10 +72,42 @@ impl Serve {
     /// SIGKILL to what is left, reaps the leader (no zombie), deregisters the group, and checks that the
     /// pid is gone and the port refuses connections. Never fails; what it found is in the report.
     pub fn stop(mut self) -> StopReport {
-        self.stop_inner()
+        self.stop_inner(&mut |_| {})
     }
 
-    pub(super) fn stop_inner(&mut self) -> StopReport {
+    /// [`Serve::stop`], calling `on_wait` while the serve takes its grace to exit: `waiting for the serve to
+    /// stop: 2 s (SIGTERM sent; SIGKILL at 30 s)`, at 2 s and every 10 s after ([`Pacer`]).
+    pub fn stop_with(mut self, on_wait: &mut dyn FnMut(&Waiting)) -> StopReport {
+        self.stop_inner(on_wait)
+    }
+
+    /// Waits until the group is gone or its grace (from `t0`, the SIGTERM) is over, saying so on the way;
+    /// true when it is gone.
+    fn wait_gone_paced(&self, t0: Instant, on_wait: &mut dyn FnMut(&Waiting)) -> bool {
+        let end = t0 + self.spec.stop_grace;
+        let mut pacer = Pacer::new(t0);
+        loop {
+            if self.wait_group_gone(pacer.next_due().min(end)) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= end {
+                return false;
+            }
+            if let Some(secs) = pacer.due(now) {
+                on_wait(&Waiting::new(
+                    "waiting for the serve to stop",
+                    secs,
+                    Some(&format!(
+                        "SIGTERM sent; SIGKILL at {:.0} s",
+                        self.spec.stop_grace.as_secs_f64()
+                    )),
+                ));
+            }
+        }
+    }
+
+    pub(super) fn stop_inner(&mut self, on_wait: &mut dyn FnMut(&Waiting)) -> StopReport {
         if let Some(r) = &self.stopped {
             return r.clone();
         }
@@ -88,7 +121,7 @@ impl Serve {
         }
         if !self.group_gone() {
             signals::signal_group(pgid, libc::SIGTERM);
-            if !self.wait_group_gone(t0 + self.spec.stop_grace) {
+            if !self.wait_gone_paced(t0, on_wait) {
                 signals::signal_group(pgid, libc::SIGKILL);
                 escalated = true;
                 self.wait_group_gone(Instant::now() + Duration::from_millis(KILL_WAIT_MS));
@@ -156,6 +189,6 @@ impl Serve {
 impl Drop for Serve {
     /// Stops the serve if [`Serve::stop`] was not called (normal drop, early return, panic unwinding).
     fn drop(&mut self) {
-        self.stop_inner();
+        self.stop_inner(&mut |_| {});
     }
 }

@@ -413,7 +413,7 @@ pub(crate) fn lock(
 ) -> Result<crate::io::hold::Hold, BlessError> {
     let path = root.join(LOCK_FILE);
     crate::io::hold::take(&path, &format!("bless {gate}"), LOCK_WAIT, &mut |l| {
-        waiting(l)
+        waiting(&l.to_string())
     })
     .map_err(|e| {
         BlessError::new(

@@ -50,15 +50,34 @@ pub(crate) fn spec_sha256(spec: &GateSpec) -> String {
         .unwrap_or_default()
 }
 
-fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+fn open_lock(
+    path: &Path,
+    what: &str,
+    on_wait: &mut dyn FnMut(&crate::io::progress::Waiting),
+) -> std::io::Result<std::fs::File> {
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .read(true)
         .write(true)
         .open(path)?;
-    fs4::fs_std::FileExt::lock_exclusive(&f)?;
-    Ok(f)
+    // Another test process may hold it for a whole gate's run: the wait says so (2 s, then every 10 s).
+    let mut pacer = crate::io::progress::Pacer::new(std::time::Instant::now());
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Ok(f),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+        if let Some(secs) = pacer.due(std::time::Instant::now()) {
+            on_wait(&crate::io::progress::Waiting::new(
+                what,
+                secs,
+                Some(&path.display().to_string()),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Removes per-run cache directories older than a week (best effort).
@@ -98,7 +117,18 @@ pub(super) fn run_cached(spec: &GateSpec, config: &Config, dir: &Path) -> GateRe
     }
     let hash = spec_sha256(spec);
     let key = format!("{}-{}", spec.name, &hash[..16.min(hash.len())]);
-    let _gate_lock = match open_lock(&dir.join(format!("{key}.lock"))) {
+    let mut on_wait = |w: &crate::io::progress::Waiting| {
+        config.printer.errln(&format!(
+            "\nservegate: {} {}",
+            spec.name,
+            crate::text::shown(&w.to_string())
+        ))
+    };
+    let _gate_lock = match open_lock(
+        &dir.join(format!("{key}.lock")),
+        "waiting for another test process running this gate (nextest)",
+        &mut on_wait,
+    ) {
         Ok(f) => f,
         Err(e) => return fail("cannot lock", &e),
     };
@@ -122,7 +152,11 @@ pub(super) fn run_cached(spec: &GateSpec, config: &Config, dir: &Path) -> GateRe
             };
         }
     }
-    let _serve_lock = match open_lock(&dir.join("serve.lock")) {
+    let _serve_lock = match open_lock(
+        &dir.join("serve.lock"),
+        "waiting for another test process's serve to stop (nextest: one serve at a time)",
+        &mut on_wait,
+    ) {
         Ok(f) => f,
         Err(e) => return fail("cannot lock", &e),
     };

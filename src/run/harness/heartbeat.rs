@@ -3,6 +3,7 @@
 //! (issue 32: `reference-regression::content ...` for 2 min 51 s). Without `SERVEGATE_VERBOSE` (which prints
 //! every step), the harness prints one line on stderr each time [`EVERY`] has passed since the gate started or
 //! since its last such line, when the next step arrives: how long, which arm of how many, requests answered.
+//! (A single wait that lasts, setup, readiness, a reply, says so itself: `Step::Waiting`, src/io/progress.rs.)
 //! Pure: it is fed the runner's steps and the time of each.
 
 use std::time::{Duration, Instant};

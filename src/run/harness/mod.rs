@@ -15,8 +15,9 @@
 //! pointing to `cargo test --test gates`.
 //!
 //! Environment: `SERVEGATE_GATES` (a directory or one `.toml` file), `SERVEGATE_RUNS` (evidence root),
-//! `SERVEGATE_STRICT=1` (unmet `[requires]` fail instead of being ignored), `SERVEGATE_VERBOSE=1` (progress
-//! on stderr, and the gate report's verdict lines whole instead of at most 300 characters), `SERVEGATE_JUNIT=path` (JUnit XML), `SERVEGATE_JSON=path` (results JSON, docs/results-json.md),
+//! `SERVEGATE_STRICT=1` (unmet `[requires]` fail instead of being ignored), `SERVEGATE_VERBOSE=1` (every step
+//! on stderr, and the gate report's verdict lines whole instead of at most 300 characters; without it only the
+//! waits over two seconds, `servegate: GATE waiting for ...: N s (...)`, and heartbeat.rs's line of life), `SERVEGATE_JUNIT=path` (JUnit XML), `SERVEGATE_JSON=path` (results JSON, docs/results-json.md),
 //! `SERVEGATE_SUMMARY=path` (Markdown summary, e.g. `$GITHUB_STEP_SUMMARY`).
 //!
 //! Its rooms: this file (the configuration, a gate run once for its trials), `adapter` (the libtest-mimic
@@ -239,7 +240,7 @@ impl LazyGate {
 /// Runs a gate live (panics caught).
 fn run_gate(spec: &GateSpec, config: &Config) -> GateResult {
     // Progress on stderr under SERVEGATE_VERBOSE: the console reporter of `servegate run`, fed the same steps;
-    // otherwise a line of life every 30 s of a long gate (heartbeat.rs).
+    // otherwise a line of life every 30 s of a long gate (heartbeat.rs), and the waits' progress lines.
     let mut console = crate::sinks::events::Console::to(!config.verbose, config.printer.clone());
     let arms = spec.pair.as_ref().map(|p| p.order.len());
     let mut beat = heartbeat::Heartbeat::new(
@@ -253,6 +254,14 @@ fn run_gate(spec: &GateSpec, config: &Config) -> GateResult {
         if !config.verbose {
             if let Some(line) = beat.step(step, std::time::Instant::now()) {
                 config.printer.errln(&format!("\n{line}"));
+            }
+            // A wait over two seconds says so even without SERVEGATE_VERBOSE (io/progress.rs paces it).
+            if let Some(line) = step.waiting_line(true) {
+                config.printer.errln(&format!(
+                    "\nservegate: {} {}",
+                    spec.name,
+                    crate::text::shown(&line)
+                ));
             }
         }
     };

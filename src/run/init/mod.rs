@@ -191,7 +191,7 @@ pub fn init(o: &InitOptions, progress: &mut dyn FnMut(&str)) -> Result<InitRepor
         progress,
     );
     if let Some(s) = started.take() {
-        let stop = s.stop();
+        let stop = s.stop_with(&mut |w| progress(&crate::text::shown(&w.to_string())));
         progress(&format!(
             "serve stopped ({}, {:.0} ms{})",
             stop.exit.as_deref().unwrap_or("exit not observed"),
@@ -262,7 +262,7 @@ fn start(
             ),
         )
     })?;
-    match s.wait_ready() {
+    match s.wait_ready_with(&mut |w| progress(&crate::text::shown(&w.to_string()))) {
         Ok(info) => {
             rep.found.push(format!(
                 "the serve answered /v1/models 200 {:.1} s after the spawn",
@@ -297,7 +297,18 @@ fn measure_and_write(
     rep: &mut InitReport,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), InitError> {
-    let (mut draft, profile, log_now) = probe(o, base_url, log_path, rep)?;
+    // A serve that accepts and never answers takes each probe's 5 s: the wait says so (2 s, then every 10 s).
+    let (mut draft, profile, log_now) = super::send::paced(
+        || probe(o, base_url, log_path, rep),
+        &mut |secs| {
+            let w = crate::io::progress::Waiting::new(
+                format!("probing {base_url}"),
+                secs,
+                Some("each of /health, /v1/models, /props, /version, /openapi.json has 5 s to answer"),
+            );
+            progress(&crate::text::shown(&w.to_string()))
+        },
+    )?;
     let outcome = measure(o, base_url, log_path, started, &draft, rep, progress)?;
     derive(o, &outcome, &mut draft, rep)?;
     route(
@@ -793,6 +804,11 @@ fn route(
                 ));
             }
         }
+    }
+    if let Some(note) = profile.and_then(route_lines::gateway_note) {
+        rep.missing
+            .push("the gateway's route per reply (a response header naming its deployment)".into());
+        draft.route_notes.insert(0, note);
     }
     if draft.route.is_empty() && !o.no_route {
         return Err(fail(

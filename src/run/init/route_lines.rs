@@ -150,6 +150,23 @@ pub(crate) fn regex_for(line: &str) -> Option<String> {
     (re.is_match(line) && !re.is_match("")).then_some(out)
 }
 
+/// For a gateway profile (litellm): the note that its own log lines do not prove the route, with the
+/// per-reply header to assert (`header = "x-litellm-model-id"`, `header_fast = '^...$'`) and the backend's log
+/// to read (issue 32: a gateway in front of a dead upstream passed a log-line route). None for other engines.
+pub(crate) fn gateway_note(p: &Profile) -> Option<String> {
+    if !p.gateway {
+        return None;
+    }
+    let header = p.route_headers.first().copied().unwrap_or("");
+    Some(format!(
+        "{} is a gateway: its own log lines prove nothing about the route (a dead upstream still matched them, issue 32). \
+         Prove it per reply: in [assert.route] add `header = {header:?}` with `header_fast = '^<the deployment you intend>$'` \
+         (also set: {}), and match the backend's log, not the gateway's (docs/runtimes.md \"Profiles\").",
+        p.engine.name(),
+        p.route_headers.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,5 +211,20 @@ mod tests {
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].line, "device: NPU (xdna) [fast] $1 ^x");
         assert!(Regex::new(&c[0].regex).unwrap().is_match(&c[0].line));
+    }
+
+    #[test]
+    fn a_gateway_draft_is_told_to_prove_its_route_per_reply_by_header_and_others_are_not() {
+        let n = gateway_note(&Engine::Litellm.profile()).unwrap();
+        assert!(
+            n.starts_with("litellm is a gateway")
+                && n.contains("`header = \"x-litellm-model-id\"`")
+                && n.contains("x-litellm-model-api-base")
+                && n.contains("the backend's log"),
+            "{n}"
+        );
+        for e in Engine::ALL.into_iter().filter(|e| *e != Engine::Litellm) {
+            assert_eq!(gateway_note(&e.profile()), None, "{e}");
+        }
     }
 }

@@ -58,6 +58,36 @@ pub fn run_note(records: &[RequestRecord]) -> Option<String> {
     })
 }
 
+/// [`run_note`] for a run on a known engine: when its profile (spec/profile/engines.rs `dialect`) expects
+/// notes the replies carry, a clause names them, so a reader comparing serves sees the dialect is the
+/// engine's by design, not a fault: `dialect: no_done_marker (3 of 3 judged replies), usage_on_finish_chunk
+/// (3 of 3 judged replies); expected of the transformers profile: no_done_marker, usage_on_finish_chunk`.
+pub fn run_note_for(
+    records: &[RequestRecord],
+    engine: Option<crate::spec::profile::Engine>,
+) -> Option<String> {
+    let note = run_note(records)?;
+    let Some(e) = engine else {
+        return Some(note);
+    };
+    let (seen, _) = counts(records);
+    let expected: Vec<&str> = e
+        .profile()
+        .dialect
+        .iter()
+        .map(|k| k.name())
+        .filter(|k| seen.iter().any(|(n, _)| n == k))
+        .collect();
+    if expected.is_empty() {
+        return Some(note);
+    }
+    Some(format!(
+        "{note}; expected of the {} profile: {}",
+        e.name(),
+        expected.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +114,30 @@ mod tests {
             "dialect: multi_token (1 of 3 judged replies), no_done_marker (2 of 3 judged replies), usage_on_finish_chunk (1 of 3 judged replies)"
         );
         assert_eq!(run_note(&[rec(0, false, &[])]), None);
+    }
+
+    #[test]
+    fn the_engines_expected_dialect_is_named_and_other_engines_notes_are_left_plain() {
+        use crate::spec::profile::Engine;
+        let recs = [
+            rec(0, false, &["no_done_marker", "usage_on_finish_chunk"]),
+            rec(1, false, &["no_done_marker", "usage_on_finish_chunk"]),
+        ];
+        let plain = run_note(&recs).unwrap();
+        assert_eq!(
+            run_note_for(&recs, Some(Engine::Transformers)).unwrap(),
+            format!("{plain}; expected of the transformers profile: no_done_marker, usage_on_finish_chunk")
+        );
+        // mistral.rs expects only usage on the finish chunk: a missing [DONE] is not excused by its profile.
+        assert_eq!(
+            run_note_for(&recs, Some(Engine::MistralRs)).unwrap(),
+            format!("{plain}; expected of the mistral.rs profile: usage_on_finish_chunk")
+        );
+        assert_eq!(run_note_for(&recs, Some(Engine::Vllm)).unwrap(), plain);
+        assert_eq!(run_note_for(&recs, None).unwrap(), plain);
+        assert_eq!(
+            run_note_for(&[rec(0, false, &[])], Some(Engine::Transformers)),
+            None
+        );
     }
 }

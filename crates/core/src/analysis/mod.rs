@@ -14,6 +14,8 @@ pub mod load;
 pub mod logprobs;
 pub mod measure;
 pub mod pair;
+#[cfg(test)]
+mod profile_quirks;
 pub mod quote;
 pub mod regress;
 pub mod reply;

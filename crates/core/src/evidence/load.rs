@@ -40,6 +40,11 @@ pub struct LoadRecord {
     /// runtime, the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientRecord>,
+    /// Who drove the point when not servegate's own client (`[load] driver = "locust"`): its version, its
+    /// workers' clock offsets and its timing precision, said in every verdict of the point. Absent for
+    /// servegate's client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<crate::evidence::locust::DriverRecord>,
 }
 
 /// `load.json` `client`: the load client's pinned runtimes of the judged phase (`[load] client_cpus`).

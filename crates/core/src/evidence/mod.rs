@@ -38,6 +38,8 @@ pub mod imported;
 pub mod layout;
 /// `load.json` of a load sweep point.
 pub mod load;
+/// `[load] driver = "locust"`: the workers' per-request records and their merge.
+pub mod locust;
 /// The cap on `serve.log` on disk (head and tail kept, the bytes dropped said).
 pub mod log_cap;
 pub mod public;

@@ -45,6 +45,7 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
         | AssertionKind::Content
         | AssertionKind::KnownAnswer
         | AssertionKind::Ratio
+        | AssertionKind::FirstTokenRatio
         | AssertionKind::SameAnswers
         | AssertionKind::Drift
         | AssertionKind::Load

@@ -28,6 +28,7 @@ pub(super) fn judge(kind: AssertionKind, gate: &GateSpec, evidence: &Evidence) -
         | AssertionKind::Content
         | AssertionKind::KnownAnswer
         | AssertionKind::Ratio
+        | AssertionKind::FirstTokenRatio
         | AssertionKind::SameAnswers
         | AssertionKind::Drift
         | AssertionKind::Load

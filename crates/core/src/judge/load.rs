@@ -176,6 +176,13 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
             mine,
             &mut out,
         );
+        // Another driver's timings (Locust): every verdict of the point names it and its precision.
+        if let Some(d) = &rec.driver {
+            for v in &mut out[first..] {
+                let details = format!("{}; {}", v.details(), d.by());
+                v.set(v.outcome, details);
+            }
+        }
         // Another tool's timings: every verdict of the point says whose they are.
         if let Some(imp) = &ev.run.imported {
             for v in &mut out[first..] {
@@ -216,8 +223,13 @@ fn judge_point(
                     samples.len()
                 ),
                 None => format!(
-                    "{} of {planned} planned requests were not sent (the run deadline or a stop came first): the load was not the load asked for",
-                    planned - samples.len()
+                    "{} of {planned} planned requests were not sent ({}): the load was not the load asked for",
+                    planned - samples.len(),
+                    ev.run
+                        .notes
+                        .iter()
+                        .find(|n| n.starts_with("load_client"))
+                        .map_or("the run deadline or a stop came first", |n| n.as_str())
                 ),
             })
         } else {

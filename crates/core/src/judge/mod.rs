@@ -192,11 +192,13 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
                 v
             }
             // Pair assertions are judged by `judge_pair`; spec validation refuses them in a single gate.
-            AssertionKind::Ratio | AssertionKind::SameAnswers => Verdict::new(
-                name,
-                Outcome::Fail,
-                "not judged in a single gate (it needs a [pair])",
-            ),
+            AssertionKind::Ratio | AssertionKind::FirstTokenRatio | AssertionKind::SameAnswers => {
+                Verdict::new(
+                    name,
+                    Outcome::Fail,
+                    "not judged in a single gate (it needs a [pair])",
+                )
+            }
             AssertionKind::Load => continue, // judged per sweep point by `load::judge_points`
             AssertionKind::Contract => continue, // judged per check below
             AssertionKind::Sample => continue, // judged per sampler below
@@ -251,6 +253,7 @@ fn judge_request_assertion(
         | AssertionKind::Memory
         | AssertionKind::Cpu
         | AssertionKind::Ratio
+        | AssertionKind::FirstTokenRatio
         | AssertionKind::SameAnswers
         | AssertionKind::Drift
         | AssertionKind::Load

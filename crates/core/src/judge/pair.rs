@@ -83,7 +83,18 @@ pub(super) fn judge_pair_unmasked(
     let mut out = Vec::new();
     for name in names {
         let mut v = match name {
-            AssertionKind::Ratio => judge_ratio(gate, ev, &accts),
+            AssertionKind::Ratio => {
+                let r = gate.assertions.ratio.as_ref().expect("ratio declared");
+                judge_ratio(gate, r, name, ev, &accts)
+            }
+            AssertionKind::FirstTokenRatio => {
+                let r = gate
+                    .assertions
+                    .first_token_ratio
+                    .as_ref()
+                    .expect("first_token_ratio declared");
+                judge_ratio(gate, r, name, ev, &accts)
+            }
             AssertionKind::SameAnswers => judge_same_answers(gate, ev, &accts),
             AssertionKind::Content | AssertionKind::KnownAnswer => {
                 let parts: Vec<(String, Verdict)> = ev
@@ -144,12 +155,14 @@ pub(super) fn judge_pair_unmasked(
     out
 }
 
+/// A ratio assertion `r` (`[assert.ratio]` or `[assert.first_token_ratio]`, named `kind`) on a pair run.
 pub(super) fn judge_ratio(
     gate: &GateSpec,
+    r: &crate::spec::RatioAssert,
+    kind: AssertionKind,
     ev: &crate::analysis::PairEvidence,
     accts: &[Accounting],
 ) -> Verdict {
-    let r = gate.assertions.ratio.as_ref().expect("ratio declared");
     let unit = match r.metric {
         crate::spec::PairMetric::Decode => crate::analysis::pair::DECODE,
         crate::spec::PairMetric::FirstToken => crate::analysis::pair::FIRST_TOKEN,
@@ -216,7 +229,7 @@ pub(super) fn judge_ratio(
     };
     if !missing.is_empty() {
         let mut v = Verdict::new(
-            AssertionKind::Ratio,
+            kind,
             Outcome::Fail,
             format!(
                 "{} of {planned} planned requests have no {} value: {} ({n_of})",
@@ -230,13 +243,7 @@ pub(super) fn judge_ratio(
     }
     let f = match crate::analysis::pair::compute(&arms) {
         Ok(f) => f,
-        Err(e) => {
-            return Verdict::new(
-                AssertionKind::Ratio,
-                Outcome::Fail,
-                format!("{}: {e} ({n_of})", unit.name),
-            )
-        }
+        Err(e) => return Verdict::new(kind, Outcome::Fail, format!("{}: {e} ({n_of})", unit.name)),
     };
     let lo_ok = r.at_least.is_none_or(|lo| f.ratio >= lo);
     let hi_ok = r.at_most.is_none_or(|hi| f.ratio <= hi);
@@ -254,7 +261,7 @@ pub(super) fn judge_ratio(
         (true, o) => o,
     };
     let mut v = Verdict::new(
-        AssertionKind::Ratio,
+        kind,
         outcome,
         format!(
             "{} ({bounds}); {ci}; {}; {n_of}",

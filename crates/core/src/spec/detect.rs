@@ -3,45 +3,14 @@
 //! `/version`, `/openapi.json`, `/v1/models` with its `Server` header) and the serve's log so far into a
 //! [`ServeSays`]; [`detect`] names the engine with the evidence for it, [`serve_version`] the version with
 //! where it came from. The facts each rule relies on are recorded captures of the real serves
-//! (tests/data/runtimes/{llamacpp,lcp,vllm}/, tested in tests/pure/runtimes.rs; docs/runtimes.md).
+//! (tests/data/runtimes/{llamacpp,lcp,vllm,transformers}/, tested in tests/pure/runtimes.rs) or, for the
+//! engines that cannot run here, each engine's own source (profile/engines.rs `sources`; the rules in
+//! detect_more.rs; docs/runtimes.md).
 
 use super::profile::Engine;
 
-/// What a ready serve said about itself: each endpoint's HTTP status and body (`None` = not asked, or no
-/// answer), the `Server` header of its `/v1/models` answer, and its log so far.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ServeSays {
-    /// `Server` header of the `/v1/models` answer (llama.cpp: `llama.cpp`; uvicorn serves: `uvicorn`).
-    pub server_header: Option<String>,
-    /// `GET /props`: llama.cpp's properties (`build_info`, `default_generation_settings`).
-    pub props: Option<(u16, String)>,
-    /// `GET /version`: vLLM's `{"version": "0.32.0"}` (404 on llama.cpp and llama-cpp-python).
-    pub version: Option<(u16, String)>,
-    /// `GET /openapi.json`: FastAPI's schema; llama-cpp-python's `info` is
-    /// `{"title": "🦙 llama.cpp Python API", "version": "0.3.36"}` (its package version).
-    pub openapi: Option<(u16, String)>,
-    /// `GET /v1/models`: vLLM's entries say `owned_by: "vllm"`.
-    pub models: Option<(u16, String)>,
-    /// The serve's log so far (servegate's reference serve prints `engine xllamacpp VERSION`).
-    pub log: String,
-}
-
-/// The outcome of [`detect`]: the engine (None = none recognised) and the evidence, one phrase per fact
-/// (`Server: llama.cpp header`, `/version says {"version":"0.32.0"}`), for run.json and `servegate check`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Detection {
-    /// The engine recognised, if any.
-    pub engine: Option<Engine>,
-    /// What it was recognised by (or, when none was, what was seen).
-    pub evidence: Vec<String>,
-}
-
-fn json_200(x: &Option<(u16, String)>) -> Option<serde_json::Value> {
-    match x {
-        Some((200, body)) => serde_json::from_str(body).ok(),
-        _ => None,
-    }
-}
+use super::says::{json_200, models_owned_by};
+pub use super::says::{Detection, ServeSays};
 
 /// The `info` of a FastAPI `/openapi.json` answer: (title, version).
 fn openapi_info(s: &ServeSays) -> Option<(String, String)> {
@@ -53,25 +22,15 @@ fn openapi_info(s: &ServeSays) -> Option<(String, String)> {
     ))
 }
 
-fn models_owned_by(s: &ServeSays) -> Vec<String> {
-    json_200(&s.models)
-        .and_then(|v| {
-            Some(
-                v.get("data")?
-                    .as_array()?
-                    .iter()
-                    .filter_map(|m| m.get("owned_by")?.as_str().map(str::to_string))
-                    .collect(),
-            )
-        })
-        .unwrap_or_default()
-}
-
-/// Which engine answered, by the first rule that holds (each measured on the real serve):
+/// Which engine answered, by the first rule that holds (each measured on the real serve or read in the
+/// engine's source):
 /// 1. llama.cpp: a `Server: llama.cpp` header, or a `/props` JSON with `build_info` or
 ///    `default_generation_settings`;
-/// 2. vLLM: `/v1/models` entries `owned_by: "vllm"`, or a `/version` JSON `{"version": ...}`;
-/// 3. llama-cpp-python: an `/openapi.json` title naming `llama.cpp Python`.
+/// 2. the engines of [`super::detect_more::detect_more`], each by what only it answers (FastFlowLM's
+///    `/api/npu/status`, litellm's `/health/readiness`, TGI's `/info`, SGLang, Lemonade, mistral.rs, LM Studio,
+///    `transformers serve`, Ollama), before vLLM's `/version`, which is the weaker sign;
+/// 3. vLLM: `/v1/models` entries `owned_by: "vllm"`, or a `/version` JSON `{"version": ...}`;
+/// 4. llama-cpp-python: an `/openapi.json` title naming `llama.cpp Python`.
 ///
 /// Otherwise `engine` is None and the evidence says what was seen (a gate then keeps the generic defaults).
 pub fn detect(s: &ServeSays) -> Detection {
@@ -93,6 +52,9 @@ pub fn detect(s: &ServeSays) -> Detection {
     }
     if !evidence.is_empty() {
         return found(Engine::LlamaCpp, evidence);
+    }
+    if let Some(d) = super::detect_more::detect_more(s) {
+        return d;
     }
     if models_owned_by(s).iter().any(|o| o == "vllm") {
         evidence.push("/v1/models entries owned_by \"vllm\"".into());
@@ -165,6 +127,7 @@ pub fn serve_version(engine: Option<Engine>, s: &ServeSays) -> Option<(String, S
                 )
             }),
         Some(Engine::Vllm) => from_version,
+        Some(e) => super::detect_more::version_more(e, s),
         None => from_props.or(from_version),
     }
 }

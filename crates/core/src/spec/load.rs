@@ -19,6 +19,8 @@ use toml::Spanned;
 
 use crate::error::SpecError;
 
+pub use super::load_driver::{Driver, LocustSpec, MAX_LOCUST_WORKERS};
+
 /// One value or a list of values (a sweep).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
@@ -63,6 +65,13 @@ pub(super) struct RawLoad {
     max_lag_ms: Option<Spanned<f64>>,
     #[serde(default)]
     client_cpus: Option<Spanned<OneOrMany<i64>>>,
+    driver: Option<Spanned<String>>,
+    #[serde(default)]
+    locust_workers: Option<Spanned<i64>>,
+    #[serde(default)]
+    locust_remote_workers: Option<Spanned<i64>>,
+    #[serde(default)]
+    locust_master_bind: Option<Spanned<String>>,
 }
 
 /// `[assert.latency]`: keys `<metric>_p<NN>_ms` (metric ttft, itl, tpot, e2e; NN 50, 90, 95, 99).
@@ -222,6 +231,8 @@ pub struct LoadSpec {
     /// `[load] client_cpus`: the CPUs the load client runs on, one pinned current-thread runtime each;
     /// None (the default): one unpinned runtime on the runner's thread, as before the key existed.
     pub client_cpus: Option<ClientCpus>,
+    /// Who sends the requests (`driver`, default servegate's own client).
+    pub driver: Driver,
 }
 
 /// `[load] client_cpus`, validated: which CPUs the load client's runtimes are pinned to (one
@@ -650,6 +661,21 @@ impl super::Validator<'_> {
             None => DEFAULT_MAX_LAG_MS,
             Some(m) => self.positive(m, "load.max_lag_ms", "ms")?,
         };
+        let driver = self.load_driver(super::load_driver::RawDriver {
+            driver: raw.driver.as_ref(),
+            workers: raw.locust_workers.as_ref(),
+            remote_workers: raw.locust_remote_workers.as_ref(),
+            master_bind: raw.locust_master_bind.as_ref(),
+            open_loop: raw.rate_rps.as_ref().map(|r| r.span()),
+        })?;
+        let client_cpus = self.client_cpus(raw)?;
+        if let (Some(c), super::load_driver::Driver::Locust(_)) = (&raw.client_cpus, &driver) {
+            return Err(self.err(
+                c.span(),
+                "load.client_cpus",
+                "spreads servegate's own client over CPUs; with driver = \"locust\" the workers send (set `locust_workers`)",
+            ));
+        }
         let spec = LoadSpec {
             points,
             arrival,
@@ -661,7 +687,8 @@ impl super::Validator<'_> {
             dataset,
             ignore_eos: raw.ignore_eos,
             max_lag_ms,
-            client_cpus: self.client_cpus(raw)?,
+            client_cpus,
+            driver,
         };
         Ok(spec)
     }

@@ -28,14 +28,19 @@ mod validate;
 
 pub mod contract;
 pub mod detect;
+pub mod detect_more;
+#[cfg(test)]
+mod detect_tests;
 pub mod drift;
 pub mod interleave;
 pub mod load;
+mod load_driver;
 pub mod matrix;
 pub mod profile;
 pub mod record;
 pub mod regression;
 pub mod sample;
+pub mod says;
 
 pub use crate::error::line_col;
 pub(crate) use lines::decl_lines_in;
@@ -51,7 +56,7 @@ pub use model::{
 };
 use raw::{
     default_ready, RawArm, RawFirstToken, RawGate, RawGateMeta, RawHold, RawKnownAnswer, RawPair,
-    RawRate, RawRatio, RawRequest, RawRoute, RawServe, RawTpot,
+    RawRate, RawRequest, RawRoute, RawServe, RawTpot,
 };
 use raw::{RawCpu, RawMemory, RawReady};
 pub use read::{did_you_mean, load, parse, read_text};

@@ -119,7 +119,7 @@ pub struct ServeSpec {
     pub port: u16,
     /// Readiness path polled until HTTP 200: the gate's `ready`, else the engine profile's, else `/health`.
     pub ready_path: String,
-    /// `[serve] engine` (spec/profile.rs): the dialect whose defaults the gate inherits; `None` = unstated.
+    /// `[serve] engine` (spec/profile/): the dialect whose defaults the gate inherits; `None` = unstated.
     pub engine: Option<profile::Engine>,
     /// Where the serve's own clock comes from: the gate's `clock`, else the profile's, else `timings`.
     pub clock: profile::ServeClock,
@@ -437,6 +437,8 @@ pub struct Assertions {
     pub known_answer: Option<KnownAnswerAssert>,
     /// `ratio` (pair gates)
     pub ratio: Option<RatioAssert>,
+    /// `first_token_ratio` (pair gates; its `metric` is always `first_token`)
+    pub first_token_ratio: Option<RatioAssert>,
     /// `same_answers` (pair gates)
     pub same_answers: Option<SameAnswersAssert>,
     /// `drift` (docs/drift.md)
@@ -459,6 +461,7 @@ impl Assertions {
             AssertionKind::Content => self.content.is_some(),
             AssertionKind::KnownAnswer => self.known_answer.is_some(),
             AssertionKind::Ratio => self.ratio.is_some(),
+            AssertionKind::FirstTokenRatio => self.first_token_ratio.is_some(),
             AssertionKind::SameAnswers => self.same_answers.is_some(),
             AssertionKind::Drift => self.drift.is_some(),
             // A load gate's verdicts are named per sweep point (`GateSpec::trial_names`).
@@ -665,8 +668,14 @@ impl GateSpec {
                     .filter(|c| !c.is_empty())
                     .map(|c| format!("; its last try failed: {}", crate::text::shown(&c)))
                     .unwrap_or_default();
+                // Locust drives the load, it serves no model: no second model to provision with it.
+                let flag = if name == "locust" {
+                    ""
+                } else {
+                    " --second-model"
+                };
                 unmet.push(format!(
-                    "runtime {name} is not provisioned (no {}{cause}): run scripts/provision-{name}.sh --second-model",
+                    "runtime {name} is not provisioned (no {}{cause}): run scripts/provision-{name}.sh{flag}",
                     marker.display()
                 ));
             }

@@ -6,39 +6,72 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 use super::{
-    interleave, ArmSpec, Assertions, PairSpec, RatioAssert, RawArm, RawPair, RawRatio,
+    interleave, ArmSpec, Assertions, PairMetric, PairSpec, RatioAssert, RawArm, RawPair,
     RegressionBaseline, RequestSpec, Role, SameAnswersAssert, ServeMode, ServeSpec, SpecError,
     Validator,
 };
 
 impl Validator<'_> {
-    /// `[assert.ratio]`: bounds > 0, at least one, `at_least` not above `at_most`.
-    pub(super) fn ratio(&self, r: &RawRatio) -> Result<RatioAssert, SpecError> {
-        let at_least = match &r.at_least {
-            Some(v) => Some(self.positive(v, "assert.ratio.at_least", "ratio")?),
+    /// `[assert.ratio]` and `[assert.first_token_ratio]` (`key`): bounds > 0, at least one, `at_least` not
+    /// above `at_most`.
+    pub(super) fn ratio(
+        &self,
+        metric: PairMetric,
+        at_least: &Option<Spanned<f64>>,
+        at_most: &Option<Spanned<f64>>,
+        key: &str,
+    ) -> Result<RatioAssert, SpecError> {
+        let at_least = match at_least {
+            Some(v) => Some(self.positive(v, &format!("{key}.at_least"), "ratio")?),
             None => None,
         };
-        let at_most = match &r.at_most {
-            Some(v) => Some(self.positive(v, "assert.ratio.at_most", "ratio")?),
+        let at_most = match at_most {
+            Some(v) => Some(self.positive(v, &format!("{key}.at_most"), "ratio")?),
             None => None,
         };
         if at_least.is_none() && at_most.is_none() {
-            return Err(self.err(0..0, "assert.ratio", "needs at_least, at_most or both"));
+            return Err(self.err(0..0, key, "needs at_least, at_most or both"));
         }
         if let (Some(lo), Some(hi)) = (at_least, at_most) {
             if lo > hi {
-                return Err(self.err(
-                    0..0,
-                    "assert.ratio",
-                    format!("at_least {lo} is above at_most {hi}"),
-                ));
+                return Err(self.err(0..0, key, format!("at_least {lo} is above at_most {hi}")));
             }
         }
         Ok(RatioAssert {
-            metric: r.metric,
+            metric,
             at_least,
             at_most,
         })
+    }
+
+    /// `[assert.ratio]` and `[assert.first_token_ratio]`, each validated ([`Self::ratio`]); the second is
+    /// refused beside a first-token `[assert.ratio]` (the same comparison twice).
+    pub(super) fn ratios(
+        &self,
+        ratio: Option<&super::raw::RawRatio>,
+        first_token: Option<&super::raw::RawBounds>,
+    ) -> Result<(Option<RatioAssert>, Option<RatioAssert>), SpecError> {
+        let ratio = ratio
+            .map(|r| self.ratio(r.metric, &r.at_least, &r.at_most, "assert.ratio"))
+            .transpose()?;
+        let first_token = first_token
+            .map(|r| {
+                self.ratio(
+                    PairMetric::FirstToken,
+                    &r.at_least,
+                    &r.at_most,
+                    "assert.first_token_ratio",
+                )
+            })
+            .transpose()?;
+        if first_token.is_some()
+            && ratio
+                .as_ref()
+                .is_some_and(|r| r.metric == PairMetric::FirstToken)
+        {
+            return Err(self.err(0..0, "assert.first_token_ratio", "[assert.ratio] already compares first_token: give the decode ratio there (metric = \"decode\") or drop one"));
+        }
+        Ok((ratio, first_token))
     }
 
     /// `[assert.same_answers]`: `prompt` one of the request's, `top_k` in range.
@@ -88,15 +121,20 @@ impl Validator<'_> {
         serve: &mut ServeSpec,
         request: &RequestSpec,
     ) -> Result<Option<PairSpec>, SpecError> {
-        if assertions.ratio.is_some() || assertions.same_answers.is_some() {
+        if assertions.ratio.is_some()
+            || assertions.first_token_ratio.is_some()
+            || assertions.same_answers.is_some()
+        {
             return Err(self.err(
                 0..0,
                 if assertions.ratio.is_some() {
                     "assert.ratio"
+                } else if assertions.first_token_ratio.is_some() {
+                    "assert.first_token_ratio"
                 } else {
                     "assert.same_answers"
                 },
-                "[assert.ratio] and [assert.same_answers] need a [pair] gate",
+                "[assert.ratio], [assert.first_token_ratio] and [assert.same_answers] need a [pair] gate",
             ));
         }
         Ok(

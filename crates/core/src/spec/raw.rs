@@ -174,6 +174,7 @@ pub(super) struct RawAssertions {
     pub(super) content: Option<ContentAssert>,
     pub(super) known_answer: Option<RawKnownAnswer>,
     pub(super) ratio: Option<RawRatio>,
+    pub(super) first_token_ratio: Option<RawBounds>,
     pub(super) same_answers: Option<SameAnswersAssert>,
     pub(super) drift: Option<drift::RawDrift>,
     pub(super) latency: Option<load::RawLatency>,
@@ -189,6 +190,16 @@ pub(super) struct RawAssertions {
 pub(super) struct RawRatio {
     #[serde(default)]
     pub(super) metric: PairMetric,
+    #[serde(default)]
+    pub(super) at_least: Option<Spanned<f64>>,
+    #[serde(default)]
+    pub(super) at_most: Option<Spanned<f64>>,
+}
+
+/// `[assert.first_token_ratio]`: the bounds of a ratio whose metric is fixed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBounds {
     #[serde(default)]
     pub(super) at_least: Option<Spanned<f64>>,
     #[serde(default)]

@@ -141,7 +141,12 @@ impl Validator<'_> {
                 .into_iter()
                 .filter(|k| {
                     (k.metric().is_some() && !k.footprint())
-                        || matches!(k, AssertionKind::Regression | AssertionKind::Ratio)
+                        || matches!(
+                            k,
+                            AssertionKind::Regression
+                                | AssertionKind::Ratio
+                                | AssertionKind::FirstTokenRatio
+                        )
                 })
                 .map(|k| k.to_string())
                 .collect();

@@ -9,7 +9,7 @@ use super::{
     RequestSpec, ServeMode, ServeSpec, SpecError, Validator,
 };
 
-/// The `[serve] engine` of a raw gate and its profile, or a file:line:key error (spec/profile.rs).
+/// The `[serve] engine` of a raw gate and its profile, or a file:line:key error (spec/profile/).
 /// `"auto"` is the same as no engine: detected after readiness (spec/detect.rs).
 fn engine_of(raw: Option<&str>) -> Result<Option<profile::Engine>, String> {
     raw.filter(|e| *e != "auto")

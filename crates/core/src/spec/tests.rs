@@ -636,3 +636,28 @@ fn the_cancel_check_takes_the_declared_engine_s_cancellation_line_unless_the_gat
         Some("client gone")
     );
 }
+
+#[test]
+fn check_names_the_expected_dialect_the_gateway_route_and_whether_the_profile_ran_here() {
+    let text = GOOD.replace("[serve]\n", "[serve]\nengine = \"transformers\"\n");
+    let g = parse_str(&text).unwrap();
+    let line = profile::effective(&g.serve, &g.request).unwrap();
+    assert!(
+        line.starts_with("engine transformers: ready /health, clock none, greedy fields {}")
+            && line.contains("version from the gate's [record] engine_version (no endpoint)")
+            && line.contains(", expected dialect no_done_marker + usage_on_finish_chunk;")
+            && line.ends_with(
+                "tested live (transformers 5.19.0 from the vLLM venv on SmolLM2-135M float32; tests/data/runtimes/transformers/)"
+            ),
+        "{line}"
+    );
+    let text = GOOD.replace("[serve]\n", "[serve]\nengine = \"litellm\"\n");
+    let g = parse_str(&text).unwrap();
+    let line = profile::effective(&g.serve, &g.request).unwrap();
+    assert!(
+        line.contains(
+            "a gateway: prove the route per reply with [assert.route] header = \"x-litellm-model-id\""
+        ) && line.contains("; tested live (litellm 1.108.7"),
+        "{line}"
+    );
+}

@@ -324,7 +324,8 @@ impl Validator<'_> {
             .known_answer
             .map(|k| self.known_answer(&k, &mut request))
             .transpose()?;
-        assertions.ratio = a.ratio.map(|r| self.ratio(&r)).transpose()?;
+        (assertions.ratio, assertions.first_token_ratio) =
+            self.ratios(a.ratio.as_ref(), a.first_token_ratio.as_ref())?;
         if let Some(r) = a.regression {
             assertions.regression = Some(self.regression(r, raw.pair.is_some())?);
         }
@@ -343,7 +344,18 @@ impl Validator<'_> {
             &assertions,
             raw.contract.is_some(),
         )?;
-        let requires = self.requires(&raw.requires)?;
+        let mut requires = self.requires(&raw.requires)?;
+        // A Locust-driven load gate needs Locust: an implied `[requires] provisioned = ["locust"]`, so a
+        // machine without it skips the gate naming scripts/provision-locust.sh instead of failing it.
+        let locust = load
+            .as_ref()
+            .is_some_and(|l| matches!(l.spec.driver, load::Driver::Locust(_)));
+        if locust && !requires.provisioned.iter().any(|n| n == "locust") {
+            requires.provisioned.push("locust".into());
+            requires
+                .provisioned_markers
+                .push(self.ctx.cache.join("provisioned").join("locust"));
+        }
         let contract = raw
             .contract
             .as_ref()

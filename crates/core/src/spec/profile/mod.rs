@@ -1,11 +1,15 @@
 //! Serve profiles: what one serve implementation ("engine") speaks, as defaults a gate inherits with
-//! `[serve] engine = "llama.cpp" | "llama-cpp-python" | "vllm"`, and every one of which the gate can
-//! override (`ready`, `clock`, `[request.extra]` fields).
+//! `[serve] engine = "llama.cpp" | "vllm" | "transformers" | ...` ([`Engine::ALL`]), and every one of which the
+//! gate can override (`ready`, `clock`, `[request.extra]` fields).
 //!
 //! A profile is data, not behaviour: the readiness path, where the serve's own clock comes from, the
 //! request fields that make greedy replies comparable across engines, the endpoints that tell the serve's
 //! version, and the log lines that can prove a route. The facts behind each value are measured on the real
-//! serves, as scripts/provision-{reference,lcp,vllm}.sh install them (docs/runtimes.md). Pure: no I/O.
+//! serves where they run here (scripts/provision-{reference,lcp,vllm}.sh; `transformers serve` from the vLLM
+//! venv), and read from each engine's own source or docs otherwise ([`Profile::sources`], [`Tested`]); the
+//! data is in `engines.rs` (docs/runtimes.md "Profiles"). Pure: no I/O.
+
+mod engines;
 
 use std::fmt;
 
@@ -18,6 +22,43 @@ pub enum Engine {
     LlamaCppPython,
     /// vLLM's OpenAI-compatible server (`python -m vllm.entrypoints.openai.api_server`).
     Vllm,
+    /// Hugging Face `transformers serve` (FastAPI; loads models on demand).
+    Transformers,
+    /// The litellm proxy (`litellm --config ...`): a gateway; the route is its backend's.
+    Litellm,
+    /// SGLang's server (`python -m sglang.launch_server`).
+    Sglang,
+    /// Hugging Face text-generation-inference (TGI) `text-generation-launcher` / router.
+    Tgi,
+    /// Ollama's OpenAI-compatible endpoint (`ollama serve`, `/v1/chat/completions`).
+    Ollama,
+    /// LM Studio's server (`lms server start`).
+    LmStudio,
+    /// mistral.rs's server (`mistralrs serve`).
+    MistralRs,
+    /// Lemonade server (`lemonade-server serve`): a router in front of llama.cpp, FastFlowLM and others.
+    Lemonade,
+    /// FastFlowLM's `flm serve`: the AMD XDNA NPU serve (Ollama- and OpenAI-compatible).
+    FastFlowLm,
+}
+
+/// Whether a profile's facts were measured on the real serve here, or read from its docs and source only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tested {
+    /// Run on this project's machine: what ran and where the captures are.
+    Live(&'static str),
+    /// It cannot run here (the reason); every fact is from the [`Profile::sources`].
+    DocumentedOnly(&'static str),
+}
+
+impl Tested {
+    /// `tested live (...)` or `documented only (...)`, for `servegate check` and docs/runtimes.md.
+    pub fn describe(self) -> String {
+        match self {
+            Tested::Live(what) => format!("tested live ({what})"),
+            Tested::DocumentedOnly(why) => format!("documented only ({why})"),
+        }
+    }
 }
 
 /// Where the serve's own figures (the second witness of `[assert.rate] source = "both"`) come from.
@@ -92,64 +133,61 @@ pub struct Profile {
     /// measured answer (docs/contract.md "Engine profiles"): a check listed here is reported unsupported
     /// with this reason when its evidence shows the same (a clean refusal, a 404, a feature ignored).
     pub lacks: &'static [(crate::vocab::ContractCheck, &'static str)],
+    /// The port the serve listens on when none is given (documented default; `None`: none or unknown).
+    pub default_port: Option<u16>,
+    /// How the serve counts tokens and whether (and where) a stream carries `usage`, in words.
+    pub usage: &'static str,
+    /// The dialect notes (docs/metrics.md, `servegate inspect`) a complete reply from this engine carries by
+    /// design: a stream with exactly these is accepted, the run's `dialect:` note names them, and none of them
+    /// is a cut stream (e.g. `transformers serve`: no `[DONE]`, usage on the finish chunk).
+    pub dialect: &'static [crate::vocab::NoteKind],
+    /// Known dialect quirks and traps, each one sentence with its evidence (the sources).
+    pub quirks: &'static [&'static str],
+    /// Response headers that name, per reply, where a gateway sent the request (litellm:
+    /// `x-litellm-model-id`, `x-litellm-model-api-base`): per-request route evidence. Empty: none.
+    pub route_headers: &'static [&'static str],
+    /// A gateway (it forwards to a backend serve): its route is the backend's, read from the backend's log
+    /// or [`Profile::route_headers`], never from the gateway's own start-up lines.
+    pub gateway: bool,
+    /// Measured here, or documented only.
+    pub tested: Tested,
+    /// Where each fact came from: source files at a commit, doc pages, or this repo's captures.
+    pub sources: &'static [&'static str],
 }
-
-use crate::vocab::ContractCheck;
-
-/// What llama.cpp's server does not offer (docs/contract.md "Engine profiles").
-const LLAMA_CPP_LACKS: &[(ContractCheck, &str)] = &[
-    (
-        ContractCheck::N,
-        "llama.cpp's server generates one choice per request (it refuses n > 1: `Value must be between 1 <= value <= 1`)",
-    ),
-];
-
-/// What llama-cpp-python's server does not offer (docs/contract.md "Engine profiles").
-const LLAMA_CPP_PYTHON_LACKS: &[(ContractCheck, &str)] = &[
-    (
-        ContractCheck::Usage,
-        "llama-cpp-python's server sends no usage chunk in a stream (stream_options.include_usage is not implemented; measured on 0.3.36)",
-    ),
-    (
-        ContractCheck::JsonSchema,
-        "llama-cpp-python's response_format takes `text` and `json_object` (with an optional `schema`) only; `json_schema` fails its request validation",
-    ),
-    (
-        ContractCheck::N,
-        "llama-cpp-python's server generates one choice per request",
-    ),
-    (
-        ContractCheck::Embeddings,
-        "llama-cpp-python's server embeds only when started with `--embedding true`",
-    ),
-    (
-        ContractCheck::Responses,
-        "llama-cpp-python's server has no /v1/responses route (its OpenAPI lists chat, completions, embeddings and models only)",
-    ),
-];
-
-/// What vLLM's server does not offer (docs/contract.md "Engine profiles").
-const VLLM_LACKS: &[(ContractCheck, &str)] = &[
-    (
-        ContractCheck::Tools,
-        "vLLM calls tools only when started with --enable-auto-tool-choice and a --tool-call-parser for the model's format (a named tool_choice is refused without one)",
-    ),
-    (
-        ContractCheck::Embeddings,
-        "vLLM serves /v1/embeddings only for a model run as a pooling model (--runner pooling), not a generative one",
-    ),
-];
 
 impl Engine {
     /// Every engine, in documentation order.
-    pub const ALL: [Engine; 3] = [Engine::LlamaCpp, Engine::LlamaCppPython, Engine::Vllm];
+    pub const ALL: [Engine; 12] = [
+        Engine::LlamaCpp,
+        Engine::LlamaCppPython,
+        Engine::Vllm,
+        Engine::Transformers,
+        Engine::Litellm,
+        Engine::Sglang,
+        Engine::Tgi,
+        Engine::Ollama,
+        Engine::LmStudio,
+        Engine::MistralRs,
+        Engine::Lemonade,
+        Engine::FastFlowLm,
+    ];
 
-    /// The gate's spelling: `llama.cpp`, `llama-cpp-python`, `vllm`.
+    /// The gate's spelling: `llama.cpp`, `llama-cpp-python`, `vllm`, `transformers`, `litellm`, `sglang`,
+    /// `tgi`, `ollama`, `lm-studio`, `mistral.rs`, `lemonade`, `fastflowlm`.
     pub fn name(self) -> &'static str {
         match self {
             Engine::LlamaCpp => "llama.cpp",
             Engine::LlamaCppPython => "llama-cpp-python",
             Engine::Vllm => "vllm",
+            Engine::Transformers => "transformers",
+            Engine::Litellm => "litellm",
+            Engine::Sglang => "sglang",
+            Engine::Tgi => "tgi",
+            Engine::Ollama => "ollama",
+            Engine::LmStudio => "lm-studio",
+            Engine::MistralRs => "mistral.rs",
+            Engine::Lemonade => "lemonade",
+            Engine::FastFlowLm => "fastflowlm",
         }
     }
 
@@ -166,58 +204,10 @@ impl Engine {
             })
     }
 
-    /// The engine's defaults, as measured on the real serves (docs/runtimes.md).
+    /// The engine's defaults (engines.rs): measured on the real serve where it runs here, else from its
+    /// docs and source ([`Profile::tested`], [`Profile::sources`]; docs/runtimes.md).
     pub fn profile(self) -> Profile {
-        match self {
-            Engine::LlamaCpp => Profile {
-                engine: self,
-                ready_path: "/health",
-                clock: ServeClock::Timings,
-                greedy_fields: &[("repeat_penalty", 1.0), ("min_p", 0.0)],
-                version_paths: &["/props", "/version"],
-                route_lines: &[
-                    r"system_info: n_threads = \d+ \(n_threads_batch = \d+\) / \d+ \| CPU : ",
-                    r"threadpool init, n_threads = \d+",
-                ],
-                has_metrics: true,
-                cancel_line: Some(r"srv +stop: cancel task, id_task = \d+"),
-                cancel_gauge: None,
-                lacks: LLAMA_CPP_LACKS,
-            },
-            Engine::LlamaCppPython => Profile {
-                engine: self,
-                // No /health and no /metrics: /v1/models is the only readiness signal.
-                ready_path: "/v1/models",
-                clock: ServeClock::Log,
-                // Its default repeat_penalty is 1.1, which changes greedy output.
-                greedy_fields: &[("repeat_penalty", 1.0), ("min_p", 0.0)],
-                version_paths: &[],
-                // It never logs its thread count; system_info shows the CPU features.
-                route_lines: &[
-                    r"(?m)^CPU : .*AVX2 = 1",
-                    r"llama_perf_context_print: +eval time = .* tokens per second\)",
-                ],
-                has_metrics: false,
-                cancel_line: None,
-                cancel_gauge: None,
-                lacks: LLAMA_CPP_PYTHON_LACKS,
-            },
-            Engine::Vllm => Profile {
-                engine: self,
-                ready_path: "/health",
-                clock: ServeClock::Metrics,
-                greedy_fields: &[("repetition_penalty", 1.0), ("min_p", 0.0)],
-                version_paths: &["/version"],
-                route_lines: &[
-                    r"local_rank=\d+, core ids=\[[\d, ]+\]",
-                    r"Resolved architecture: \w+",
-                ],
-                has_metrics: true,
-                cancel_line: None,
-                cancel_gauge: Some(("vllm:num_requests_running", "")),
-                lacks: VLLM_LACKS,
-            },
-        }
+        engines::profile(self)
     }
 }
 
@@ -246,7 +236,9 @@ pub fn version_of(engine: Option<Engine>, path: &str, body: &str) -> Option<Stri
 
 /// The effective serve settings of a gate with `[serve] engine` (the profile's defaults after the gate's
 /// overrides), on one line for `servegate check`:
-/// `engine vllm: ready /health, clock metrics, greedy fields {"min_p":0.0,"repetition_penalty":1.0}`.
+/// `engine vllm: ready /health, clock metrics, greedy fields {"min_p":0.0,"repetition_penalty":1.0}, version
+/// from /version; tested live (...)`, with the dialect the engine speaks by design (`expected dialect
+/// no_done_marker + usage_on_finish_chunk`) and, for a gateway, how to prove its route.
 /// Without an engine (absent or `"auto"`), what will be detected after readiness and what the gate sets:
 /// `engine auto: detected after readiness (spec/detect.rs: ...); set by the gate: ready /health, request.extra
 /// {}; the detected profile sets the clock (timings when none is detected), ...`: a clock the gate does not
@@ -255,8 +247,9 @@ pub fn effective(serve: &super::ServeSpec, request: &super::RequestSpec) -> Opti
     let Some(engine) = serve.engine else {
         let greedy = request.temperature == Some(0.0);
         return Some(format!(
-            "engine auto: detected after readiness (llama.cpp: Server header or /props; vllm: /version or \
-             /v1/models owned_by; llama-cpp-python: /openapi.json title); set by the gate: ready {}, {}\
+            "engine auto: detected after readiness (llama.cpp: Server header or /props; fastflowlm, litellm, tgi, \
+             sglang, lemonade, mistral.rs, lm-studio, transformers, ollama: what only each answers; vllm: \
+             /version or /v1/models owned_by; llama-cpp-python: /openapi.json title); set by the gate: ready {}, {}\
              request.extra {}; the detected profile sets {}{}and its version endpoints",
             serve.ready_path,
             if serve.clock_set {
@@ -283,8 +276,9 @@ pub fn effective(serve: &super::ServeSpec, request: &super::RequestSpec) -> Opti
         .iter()
         .filter_map(|(k, _)| request.extra.get(*k).map(|v| (k.to_string(), v.clone())))
         .collect();
+    let dialect: Vec<&str> = p.dialect.iter().map(|k| k.name()).collect();
     Some(format!(
-        "engine {engine}: ready {}, clock {}, greedy fields {}, version from {}",
+        "engine {engine}: ready {}, clock {}, greedy fields {}, version from {}{}{}; {}",
         serve.ready_path,
         serve.clock.name(),
         serde_json::Value::Object(greedy),
@@ -292,7 +286,21 @@ pub fn effective(serve: &super::ServeSpec, request: &super::RequestSpec) -> Opti
             "the gate's [record] engine_version (no endpoint)".to_string()
         } else {
             p.version_paths.join(" or ")
-        }
+        },
+        if dialect.is_empty() {
+            String::new()
+        } else {
+            format!(", expected dialect {}", dialect.join(" + "))
+        },
+        if p.gateway {
+            format!(
+                ", a gateway: prove the route per reply with [assert.route] header = {:?} and the backend's log",
+                p.route_headers.first().copied().unwrap_or("")
+            )
+        } else {
+            String::new()
+        },
+        p.tested.describe()
     ))
 }
 
@@ -305,8 +313,11 @@ mod tests {
         for e in Engine::ALL {
             assert_eq!(Engine::parse(e.name()), Ok(e));
         }
-        let err = Engine::parse("sglang").unwrap_err();
-        assert!(err.contains("\"sglang\"") && err.contains("vllm"), "{err}");
+        let err = Engine::parse("exllamav2").unwrap_err();
+        assert!(
+            err.contains("\"exllamav2\"") && err.contains("fastflowlm"),
+            "{err}"
+        );
     }
 
     #[test]
