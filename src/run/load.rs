@@ -565,5 +565,27 @@ pub fn judge_dir(gate: &GateSpec, dir: &std::path::Path) -> Vec<crate::judge::Ve
             );
         }
     }
+    // An import files one point: the gate's other points were not run here, said so (INDETERMINATE), not
+    // failed for want of evidence.
+    let imported = run.as_ref().and_then(|r| r.imported.as_ref());
+    if let Some(imp) = imported {
+        let (here, absent): (Vec<_>, Vec<_>) = points
+            .into_iter()
+            .partition(|p| dir.join(p.point.dir()).exists());
+        let held: Vec<String> = here.iter().map(|p| p.point.label()).collect();
+        let mut out = crate::judge::load::judge_points(gate, &here);
+        for p in absent {
+            out.extend(crate::judge::load::not_judged(
+                gate,
+                p.point,
+                &format!(
+                    "not imported: this run holds {} of {} only (servegate import files one point per file); import that point's run to judge it",
+                    if held.is_empty() { "no point".to_string() } else { held.join(", ") },
+                    crate::text::shown(&imp.tool)
+                ),
+            ));
+        }
+        return out;
+    }
     crate::judge::load::judge_points(gate, &points)
 }

@@ -282,3 +282,50 @@ fn an_inference_perf_run_imported_is_judged_with_its_failures() {
     let errors = stdout.lines().find(|l| l.contains("::errors ")).unwrap();
     assert!(errors.contains(" FAIL 2 of 12"), "{errors}");
 }
+
+/// One file is one point: imported under a gate of two points, the other point's trials are INDETERMINATE
+/// "not imported" (exit 8), never failed for want of evidence (found by a newcomer's trial).
+#[test]
+fn the_gates_other_points_are_not_imported_not_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), PASSING);
+    std::fs::write(
+        &g,
+        std::fs::read_to_string(&g)
+            .unwrap()
+            .replace("concurrency = [2]", "concurrency = [1, 2]"),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let (code, stdout, stderr) = import(&[
+        "--from",
+        "vllm-bench",
+        data("vllm-bench-c2.json").to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--tool-version",
+        "0.32.0",
+    ]);
+    assert_eq!(code, 8, "{stdout}\n{stderr}");
+    let c1: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("[c=1]::"))
+        .collect();
+    assert_eq!(c1.len(), 5, "{stdout}");
+    for l in c1 {
+        assert!(
+            l.contains(" INDETERMINATE not imported: this run holds c=2 of vllm-bench only"),
+            "{l}"
+        );
+    }
+    let c2: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("[c=2]::"))
+        .collect();
+    assert!(
+        c2.len() == 5 && c2.iter().all(|l| l.contains(" PASS ")),
+        "{stdout}"
+    );
+}

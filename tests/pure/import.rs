@@ -447,7 +447,9 @@ fn a_run_unlike_the_gates_only_point_is_refused_when_nothing_names_its_point() {
         match import::choose_point(&g, &run, None) {
             Ok(p) => assert!(ok && p == Point::Concurrency(c), "c={c}: {p:?}"),
             Err(e) => assert!(
-                !ok && e.contains(&format!("only point is c={c}, but the run had at most 2 request(s) in flight")),
+                !ok && e.contains(&format!(
+                    "only point is c={c}, but the run had at most 2 request(s) in flight"
+                )),
                 "c={c}: {e}"
             ),
         }

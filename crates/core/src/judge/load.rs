@@ -46,6 +46,20 @@ pub fn fail_all(gate: &GateSpec, reason: &str) -> Vec<Verdict> {
         .collect()
 }
 
+/// INDETERMINATE verdicts for every trial of `point`, with `reason`: a point a run holds no evidence for by
+/// design (an import files one point of the gate; the others were not run here), never a FAIL of the serve.
+pub fn not_judged(gate: &GateSpec, point: Point, reason: &str) -> Vec<Verdict> {
+    let prefix = format!("[{}]::", point.label());
+    gate.load
+        .as_ref()
+        .map(|l| l.trial_names())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .map(|n| verdict(n, Outcome::Indeterminate, reason.to_string()))
+        .collect()
+}
+
 /// A judged request of a point: sample plus reply (for consistency), prompt index and prompt.
 struct Judged {
     sample: Sample,
