@@ -19,3 +19,4 @@ pub(crate) mod sampler;
 pub mod serve;
 pub mod signals;
 pub(crate) mod stdout_relay;
+pub mod vllm_bench;

@@ -94,11 +94,14 @@ pub(crate) fn send_points(
             return Ok(());
         }
     };
-    if let crate::spec::load::Driver::Locust(_) = &load.spec.driver {
-        if let Err(e) = crate::io::locust::locust_python() {
-            parent.serve.failure = Some(ServeFailure::new(FailureCode::LoadClient, e).to_string());
-            return Ok(());
-        }
+    let driver_ready = match &load.spec.driver {
+        crate::spec::load::Driver::Locust(_) => crate::io::locust::locust_python().map(|_| ()),
+        crate::spec::load::Driver::VllmBench => crate::io::vllm_bench::vllm_python().map(|_| ()),
+        crate::spec::load::Driver::Servegate => Ok(()),
+    };
+    if let Err(e) = driver_ready {
+        parent.serve.failure = Some(ServeFailure::new(FailureCode::LoadClient, e).to_string());
+        return Ok(());
     }
     let target = match Target::parse(base_url, api_key.map(str::to_string)) {
         Ok(t) => t,
@@ -148,6 +151,9 @@ pub fn run_point(
     pw: &EvidenceWriter,
     parent: &RunSummary,
 ) -> Result<String, EvidenceError> {
+    if load.spec.driver.is_tool() {
+        return super::load_tool::run_point(gate, load, point, prompts, target, pw, parent);
+    }
     let warmup = load.spec.warmup_requests as usize;
     let n = planned(load, point);
     let timeout = Duration::from_secs_f64(gate.request.timeout_s);
@@ -307,7 +313,7 @@ fn drive(
 
 /// Ends a point that sent nothing (its client could not start): `load.json` with no timings, `run.json`
 /// complete with no request, so judging says every planned request is missing.
-fn finish_unsent(
+pub(crate) fn finish_unsent(
     load: &LoadGate,
     point: Point,
     warmup: usize,
@@ -408,7 +414,7 @@ fn send(
                 }
             }
         }
-        crate::spec::load::Driver::Servegate => {
+        crate::spec::load::Driver::Servegate | crate::spec::load::Driver::VllmBench => {
             let warm_done = if warmup > 0 {
                 drive(target, wire(wb), warm_schedule, deadline, timeout, cpus)
                     .map(|d| d.0)
@@ -468,7 +474,7 @@ fn schedules(load: &LoadGate, point: Point, n: usize) -> (Schedule, Schedule) {
 }
 
 /// A point's `run.json` as it starts: the gate's summary (its serve facts) with the point's plan and note.
-fn point_summary(
+pub(crate) fn point_summary(
     gate: &GateSpec,
     point: Point,
     parent: &RunSummary,
@@ -491,7 +497,7 @@ fn point_summary(
 }
 
 /// A point's `load.json`: its schedule and every request's timing.
-fn load_record(
+pub(crate) fn load_record(
     load: &LoadGate,
     point: Point,
     warmup: usize,

@@ -2,6 +2,9 @@
 //! client. `"locust"`: Locust's distributed mode, a master and `locust_workers` workers on this host (plus
 //! `locust_remote_workers` that join from other hosts) running servegate's locustfile, whose per-request
 //! records are merged into the same evidence and judged by the same assertions (docs/load.md, "Drivers").
+//! `"vllm-bench"`: vLLM's installed `vllm bench serve`, run with the gate's schedule, its
+//! `--save-result --save-detailed` JSON imported as the point's evidence (the same reader as `servegate
+//! import --from vllm-bench`).
 
 use toml::Spanned;
 
@@ -15,15 +18,24 @@ pub enum Driver {
     Servegate,
     /// Locust's distributed mode with servegate's locustfile.
     Locust(LocustSpec),
+    /// vLLM's `vllm bench serve` (the provisioned vLLM runtime), its per-request JSON imported.
+    VllmBench,
 }
 
 impl Driver {
-    /// The wire name: `servegate` or `locust`.
+    /// The wire name: `servegate`, `locust` or `vllm-bench`.
     pub fn name(&self) -> &'static str {
         match self {
             Driver::Servegate => "servegate",
             Driver::Locust(_) => "locust",
+            Driver::VllmBench => "vllm-bench",
         }
+    }
+
+    /// True for a driver that is another load tool run whole per point and imported
+    /// (`vllm-bench`): its schedule is the tool's own, so keys it cannot honour are refused.
+    pub fn is_tool(&self) -> bool {
+        matches!(self, Driver::VllmBench)
     }
 }
 
@@ -52,18 +64,25 @@ pub(super) struct RawDriver<'a> {
     pub remote_workers: Option<&'a Spanned<i64>>,
     pub master_bind: Option<&'a Spanned<String>>,
     pub open_loop: Option<std::ops::Range<usize>>,
+    /// The span of `duration_s`, when set.
+    pub duration: Option<std::ops::Range<usize>>,
+    /// The span of `arrival`, when it is `"constant"`.
+    pub constant: Option<std::ops::Range<usize>>,
+    /// The span of `client_cpus`, when set.
+    pub client_cpus: Option<std::ops::Range<usize>>,
 }
 
 impl super::Validator<'_> {
     /// Validates the driver keys of `[load]`. Refused: an unknown driver; a `locust_*` key without
-    /// `driver = "locust"`; an open loop (`rate_rps`) with Locust (see the message).
+    /// `driver = "locust"`; an open loop (`rate_rps`) with Locust; with `vllm-bench`, what the tool cannot
+    /// run ([`Self::vllm_bench_driver`]).
     pub(super) fn load_driver(&self, raw: RawDriver<'_>) -> Result<Driver, SpecError> {
         let name = raw
             .driver
             .map(|d| d.get_ref().as_str())
             .unwrap_or("servegate");
         match name {
-            "servegate" => {
+            "servegate" | "vllm-bench" => {
                 let stray = [
                     raw.workers.map(|w| (w.span(), "load.locust_workers")),
                     raw.remote_workers
@@ -73,6 +92,9 @@ impl super::Validator<'_> {
                 ];
                 if let Some((span, key)) = stray.into_iter().flatten().next() {
                     return Err(self.err(span, key, "is a key of `driver = \"locust\"`"));
+                }
+                if name == "vllm-bench" {
+                    return self.vllm_bench_driver(&raw);
                 }
                 Ok(Driver::Servegate)
             }
@@ -118,8 +140,25 @@ impl super::Validator<'_> {
             other => Err(self.err(
                 raw.driver.map(|d| d.span()).unwrap_or(0..0),
                 "load.driver",
-                format!("must be \"servegate\" or \"locust\", got {other:?}"),
+                format!("must be \"servegate\", \"locust\" or \"vllm-bench\", got {other:?}"),
             )),
         }
+    }
+
+    /// `driver = "vllm-bench"`: refused where `vllm bench serve` cannot run the gate's schedule: a
+    /// `duration_s` (the bench sends `--num-prompts`, it has no duration), `arrival = "constant"` (its
+    /// open loop is a gamma process, Poisson at burstiness 1; no constant gaps), `client_cpus` (the tool
+    /// sends, not servegate's client).
+    fn vllm_bench_driver(&self, raw: &RawDriver<'_>) -> Result<Driver, SpecError> {
+        if let Some(span) = raw.duration.clone() {
+            return Err(self.err(span, "load.duration_s", "vllm bench serve sends a number of prompts (`--num-prompts`) and has no duration: give `requests = N` with driver = \"vllm-bench\""));
+        }
+        if let Some(span) = raw.constant.clone() {
+            return Err(self.err(span, "load.arrival", "vllm bench serve's open loop draws gaps from a gamma process (`--burstiness`, 1 = Poisson) and has no constant gaps: use `arrival = \"poisson\"` with driver = \"vllm-bench\", or servegate's own client"));
+        }
+        if let Some(span) = raw.client_cpus.clone() {
+            return Err(self.err(span, "load.client_cpus", "spreads servegate's own client over CPUs; with driver = \"vllm-bench\" vLLM's bench sends"));
+        }
+        Ok(Driver::VllmBench)
     }
 }

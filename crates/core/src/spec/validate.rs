@@ -356,6 +356,17 @@ impl Validator<'_> {
                 .provisioned_markers
                 .push(self.ctx.cache.join("provisioned").join("locust"));
         }
+        // vLLM's bench comes with the vLLM runtime: a `driver = "vllm-bench"` gate implies
+        // `[requires] provisioned = ["vllm"]` the same way.
+        let vllm_bench = load
+            .as_ref()
+            .is_some_and(|l| matches!(l.spec.driver, load::Driver::VllmBench));
+        if vllm_bench && !requires.provisioned.iter().any(|n| n == "vllm") {
+            requires.provisioned.push("vllm".into());
+            requires
+                .provisioned_markers
+                .push(self.ctx.cache.join("provisioned").join("vllm"));
+        }
         let contract = raw
             .contract
             .as_ref()
