@@ -651,10 +651,10 @@ fn split_text(text: &str, k: usize) -> Vec<String> {
     out
 }
 
-/// `<root>/<gate>/<UTC stamp>` for an import without `--out` (`$SERVEGATE_RUNS`, default
-/// `target/servegate/runs`), a fresh name.
-pub fn default_dir(gate: &GateSpec) -> PathBuf {
-    let parent = crate::run::runner::runs_root().join(&gate.name);
+/// `<root>/<gate>/<UTC stamp>` for an import without `--out` (`root`: the runs root, `$SERVEGATE_RUNS`,
+/// default `target/servegate/runs`: `run::runner::runs_root()`), a fresh name.
+pub fn default_dir(gate: &GateSpec, root: &Path) -> PathBuf {
+    let parent = root.join(&gate.name);
     let stamp = crate::io::host::stamp_utc();
     let mut dir = parent.join(&stamp);
     let mut n = 1;

@@ -152,7 +152,22 @@ pub fn run_point(
     parent: &RunSummary,
 ) -> Result<String, EvidenceError> {
     if load.spec.driver.is_tool() {
-        return super::load_tool::run_point(gate, load, point, prompts, target, pw, parent);
+        let n = load.spec.requests.unwrap_or(1) as usize;
+        let mut summary = point_summary(gate, point, parent, n, 0);
+        pw.write_summary(&summary)?;
+        let pairs: Vec<(String, u32)> = prompts
+            .iter()
+            .map(|x| (x.prompt.clone(), x.max_tokens))
+            .collect();
+        return match super::load_tool::run_point(gate, load, point, &pairs, target, pw, &summary) {
+            Ok(note) => Ok(note),
+            Err(why) => {
+                summary
+                    .notes
+                    .push(format!("load_client: {}: {why}", load.spec.driver.name()));
+                finish_unsent(load, point, 0, n, summary, pw)
+            }
+        };
     }
     let warmup = load.spec.warmup_requests as usize;
     let n = planned(load, point);
@@ -313,7 +328,7 @@ fn drive(
 
 /// Ends a point that sent nothing (its client could not start): `load.json` with no timings, `run.json`
 /// complete with no request, so judging says every planned request is missing.
-pub(crate) fn finish_unsent(
+fn finish_unsent(
     load: &LoadGate,
     point: Point,
     warmup: usize,
@@ -474,7 +489,7 @@ fn schedules(load: &LoadGate, point: Point, n: usize) -> (Schedule, Schedule) {
 }
 
 /// A point's `run.json` as it starts: the gate's summary (its serve facts) with the point's plan and note.
-pub(crate) fn point_summary(
+fn point_summary(
     gate: &GateSpec,
     point: Point,
     parent: &RunSummary,
@@ -497,7 +512,7 @@ pub(crate) fn point_summary(
 }
 
 /// A point's `load.json`: its schedule and every request's timing.
-pub(crate) fn load_record(
+fn load_record(
     load: &LoadGate,
     point: Point,
     warmup: usize,

@@ -8,15 +8,12 @@
 
 use std::time::Duration;
 
-use crate::error::EvidenceError;
 use crate::evidence::{self, EvidenceWriter, RunStatus, RunSummary};
 use crate::import::{self, ImportOptions, Tool};
 use crate::io::load_client::Target;
 use crate::io::vllm_bench::{self, BenchPlan};
 use crate::spec::load::{LoadGate, Point};
 use crate::spec::GateSpec;
-
-use super::load::LoadPrompt;
 
 /// Extra wall time a bench run gets beyond the gate's `run_timeout_s` and one request's `timeout_s`:
 /// Python importing vLLM and loading the tokenizer (tens of seconds on a busy runner).
@@ -48,44 +45,32 @@ pub fn plan(
 }
 
 /// Runs `point` with vLLM's bench into `pw` and returns a one-line account (as
-/// [`super::load::run_point`]). `parent`: the gate's run summary (serve facts copied into the point's).
+/// [`super::load::run_point`], which calls this). `prompts`: the gate's prompts (text, `max_tokens`);
+/// `summary`: the point's run summary as it starts (the serve's facts, the plan). Err: why the point holds
+/// nothing (the caller records it as a `load_client: vllm-bench: ...` note, and every verdict is VOID).
 pub fn run_point(
     gate: &GateSpec,
     load: &LoadGate,
     point: Point,
-    prompts: &[LoadPrompt],
+    prompts: &[(String, u32)],
     target: &Target,
     pw: &EvidenceWriter,
-    parent: &RunSummary,
-) -> Result<String, EvidenceError> {
+    summary: &RunSummary,
+) -> Result<String, String> {
     // `duration_s` is refused with this driver: `requests` is set.
     let n = load.spec.requests.unwrap_or(1) as usize;
     let warmup = load.spec.warmup_requests as usize;
-    let mut summary = super::load::point_summary(gate, point, parent, n, 0);
-    pw.write_summary(&summary)?;
     let p = plan(gate, load, point, n, target);
     let wall = Duration::from_secs_f64(gate.request.run_timeout_s + gate.request.timeout_s)
         + STARTUP_ALLOWANCE;
-    let pairs: Vec<(String, u32)> = prompts
-        .iter()
-        .map(|x| (x.prompt.clone(), x.max_tokens))
-        .collect();
-    let ran = vllm_bench::run(&p, &pairs, pw.dir(), wall, target.api_key.as_deref())
-        .and_then(|b| import_point(gate, point, n, &b, &summary, pw).map(|w| (b, w)));
-    match ran {
-        Ok((b, (judged, failed))) => Ok(format!(
-            "load point {}: {judged} of {n} planned requests sent by vllm-bench {}, {failed} failed, {warmup} warmups not recorded by the tool (evidence {})",
-            point.label(),
-            b.version.as_deref().unwrap_or("(version not stated)"),
-            pw.dir().display()
-        )),
-        Err(why) => {
-            summary
-                .notes
-                .push(format!("load_client: vllm-bench: {why}"));
-            super::load::finish_unsent(load, point, 0, n, summary, pw)
-        }
-    }
+    let b = vllm_bench::run(&p, prompts, pw.dir(), wall, target.api_key.as_deref())?;
+    let (judged, failed) = import_point(gate, point, n, &b, summary, pw)?;
+    Ok(format!(
+        "load point {}: {judged} of {n} planned requests sent by vllm-bench {}, {failed} failed, {warmup} warmups not recorded by the tool (evidence {})",
+        point.label(),
+        b.version.as_deref().unwrap_or("(version not stated)"),
+        pw.dir().display()
+    ))
 }
 
 /// Reads the bench's result `b` and writes it as the point's evidence in `pw`, `summary` (the point's
