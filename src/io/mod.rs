@@ -19,4 +19,5 @@ pub(crate) mod sampler;
 pub mod serve;
 pub mod signals;
 pub(crate) mod stdout_relay;
+pub mod tool;
 pub mod vllm_bench;

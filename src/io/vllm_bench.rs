@@ -5,8 +5,8 @@
 //! like a serve. Reading its JSON into the point's evidence is [`crate::import`]'s.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use crate::spec::load::Point;
 
@@ -211,7 +211,6 @@ pub fn run(
     wall: Duration,
     api_key: Option<&str>,
 ) -> Result<BenchRun, String> {
-    use std::os::unix::process::CommandExt;
     let python = vllm_python()?;
     let dir = point_dir.join(TOOL_DIR);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -227,69 +226,22 @@ pub fn run(
     let command = std::iter::once(python.display().to_string())
         .chain(std::iter::once(entry.display().to_string()))
         .chain(args.iter().cloned())
-        .map(|a| quote(&a))
+        .map(|a| crate::io::tool::quote(&a))
         .collect::<Vec<_>>()
         .join(" ");
     let log = dir.join(LOG_FILE);
-    let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = file.try_clone().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(&python);
     cmd.arg(&entry)
         .args(&args)
         .current_dir(&dir)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("HF_HUB_OFFLINE", "1")
         .env("TRANSFORMERS_OFFLINE", "1")
-        .env("NO_COLOR", "1")
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null())
-        .stdout(file)
-        .stderr(err)
-        .process_group(0);
+        .env_remove("OPENAI_API_KEY");
     if let Some(k) = api_key {
         cmd.env("OPENAI_API_KEY", k);
     }
-    // SAFETY: prctl is async-signal-safe; it only asks the kernel to SIGKILL the child if this thread dies.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
-    let pgid = child.id();
-    let watchdog = crate::io::serve::watch_group(pgid);
-    if !crate::io::signals::register(pgid, Duration::from_secs(2)) {
-        crate::io::signals::terminate_groups(&[pgid], Duration::from_secs(2));
-        let _ = child.wait();
-        return Err("interrupted before vllm bench serve could run".into());
-    }
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Ok(s),
-            Ok(None) if started.elapsed() >= wall => {
-                break Err(format!(
-                    "did not finish within {} s and was stopped",
-                    wall.as_secs()
-                ))
-            }
-            Ok(None) if crate::io::signals::interrupted().is_some() => {
-                break Err("was stopped by the runner's stop signal".into())
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => break Err(format!("could not be waited for: {e}")),
-        }
-    };
-    crate::io::signals::terminate_groups(&[pgid], Duration::from_secs(2));
-    let _ = child.wait();
-    drop(watchdog);
-    crate::io::signals::deregister(pgid);
-    let log_text = std::fs::read(&log)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
+    let status = crate::io::tool::run_logged(cmd, &log, wall);
+    let log_text = crate::io::tool::read_log(&log);
     let version = log_text
         .lines()
         .find_map(|l| l.strip_prefix(VERSION_LINE))
@@ -297,17 +249,12 @@ pub fn run(
         .filter(|v| !v.is_empty() && *v != "None")
         .map(str::to_string);
     let result = dir.join(RESULT_FILE);
-    let why = match status {
-        Ok(s) if s.success() && result.is_file() => None,
-        Ok(s) if s.success() => Some("exited 0 but wrote no result file".to_string()),
-        Ok(s) => Some(format!("exited with {s}")),
-        Err(e) => Some(e),
-    };
-    if let Some(why) = why {
+    status.map_err(|e| format!("vllm bench serve {e}"))?;
+    if !result.is_file() {
         return Err(format!(
-            "vllm bench serve {why} (log {}; last lines: {})",
+            "vllm bench serve exited 0 but wrote no result file (log {}; last lines: {})",
             log.display(),
-            tail(&log_text, 3)
+            crate::io::tool::tail(&log_text, 3)
         ));
     }
     Ok(BenchRun {
@@ -315,23 +262,4 @@ pub fn run(
         version,
         command,
     })
-}
-
-/// The last `n` non-empty lines of `text`, joined by ` | `, escaped for a terminal.
-pub fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let from = lines.len().saturating_sub(n);
-    crate::text::shown(&lines[from..].join(" | "))
-}
-
-/// `s` quoted for a POSIX shell when it needs it.
-fn quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }
