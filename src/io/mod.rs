@@ -6,6 +6,7 @@ pub(crate) use servegate_core::io::host;
 pub use servegate_core::io::reads;
 pub(crate) use servegate_core::io::{exchange, fs};
 
+pub mod aiperf;
 pub mod client;
 pub mod hold;
 pub mod load_client;

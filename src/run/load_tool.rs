@@ -1,10 +1,10 @@
-//! One sweep point of a load gate driven by another load tool (`[load] driver = "vllm-bench"`,
+//! One sweep point of a load gate driven by another load tool (`[load] driver = "vllm-bench" | "aiperf"`,
 //! docs/load.md "Drivers"): the installed tool runs the point's schedule against the serve the runner
-//! started or reached ([`crate::io::vllm_bench`]), and its per-request output is written as the point's
-//! evidence by the same code as `servegate import` ([`crate::import::write_point`]), so the same load
-//! assertions judge it and every verdict names the tool and its version. A tool that could not run, exited
-//! non-zero or wrote no readable result leaves a point with no request and a `load_client: vllm-bench: ...`
-//! note: every verdict of the point is VOID, naming why.
+//! started or reached ([`crate::io::vllm_bench`], [`crate::io::aiperf`]), and its per-request output is
+//! written as the point's evidence by the same code as `servegate import` ([`crate::import::write_point`]),
+//! so the same load assertions judge it and every verdict names the tool and its version. A tool that could
+//! not run, exited non-zero or wrote no readable result leaves a point with no request and a
+//! `load_client: <tool>: ...` note: every verdict of the point is VOID, naming why.
 
 use std::time::Duration;
 
@@ -44,10 +44,11 @@ pub fn plan(
     }
 }
 
-/// Runs `point` with vLLM's bench into `pw` and returns a one-line account (as
-/// [`super::load::run_point`], which calls this). `prompts`: the gate's prompts (text, `max_tokens`);
-/// `summary`: the point's run summary as it starts (the serve's facts, the plan). Err: why the point holds
-/// nothing (the caller records it as a `load_client: vllm-bench: ...` note, and every verdict is VOID).
+/// Runs `point` with the gate's tool driver (vLLM's bench or AIPerf) into `pw` and returns a one-line
+/// account (as [`super::load::run_point`], which calls this). `prompts`: the gate's prompts (text,
+/// `max_tokens`); `summary`: the point's run summary as it starts (the serve's facts, the plan). Err: why
+/// the point holds nothing (the caller records it as a `load_client: <tool>: ...` note, and every verdict
+/// is VOID).
 pub fn run_point(
     gate: &GateSpec,
     load: &LoadGate,
@@ -57,64 +58,132 @@ pub fn run_point(
     pw: &EvidenceWriter,
     summary: &RunSummary,
 ) -> Result<String, String> {
-    // `duration_s` is refused with this driver: `requests` is set.
+    // `duration_s` is refused with these drivers: `requests` is set.
     let n = load.spec.requests.unwrap_or(1) as usize;
-    let warmup = load.spec.warmup_requests as usize;
-    let p = plan(gate, load, point, n, target);
     let wall = Duration::from_secs_f64(gate.request.run_timeout_s + gate.request.timeout_s)
         + STARTUP_ALLOWANCE;
-    let b = vllm_bench::run(&p, prompts, pw.dir(), wall, target.api_key.as_deref())?;
-    let (judged, failed) = import_point(gate, point, n, &b, summary, pw)?;
+    let key = target.api_key.as_deref();
+    let (tool, out) = match &load.spec.driver {
+        crate::spec::load::Driver::AiPerf => {
+            let p = aiperf_plan(gate, load, point, n, target);
+            let (records, command) = crate::io::aiperf::run(&p, prompts, pw.dir(), wall, key)?;
+            (
+                Tool::AiPerf,
+                Output {
+                    file: records,
+                    version: None,
+                    command,
+                },
+            )
+        }
+        _ => {
+            let p = plan(gate, load, point, n, target);
+            let b = vllm_bench::run(&p, prompts, pw.dir(), wall, key)?;
+            (
+                Tool::VllmBench,
+                Output {
+                    file: b.result,
+                    version: b.version,
+                    command: b.command,
+                },
+            )
+        }
+    };
+    let (judged, warmup, failed, version) = import_point(gate, tool, point, n, &out, summary, pw)?;
     Ok(format!(
-        "load point {}: {judged} of {n} planned requests sent by vllm-bench {}, {failed} failed, {warmup} warmups not recorded by the tool (evidence {})",
+        "load point {}: {judged} of {n} planned requests sent by {} {}, {failed} failed, {warmup} warmups recorded (evidence {})",
         point.label(),
-        b.version.as_deref().unwrap_or("(version not stated)"),
+        tool.name(),
+        version.as_deref().unwrap_or("(version not stated)"),
         pw.dir().display()
     ))
 }
 
-/// Reads the bench's result `b` and writes it as the point's evidence in `pw`, `summary` (the point's
-/// summary with the serve's facts) carrying `imported`. Returns (judged requests, failed requests). Err:
-/// the result does not parse, or states another point than the one run.
+/// The AIPerf plan of `point` of `gate` against `target` ([`crate::io::aiperf::AiPerfPlan`]):
+/// `requests` judged requests; the gate's `[request] max_tokens` as the one output length.
+pub fn aiperf_plan(
+    gate: &GateSpec,
+    load: &LoadGate,
+    point: Point,
+    requests: usize,
+    target: &Target,
+) -> crate::io::aiperf::AiPerfPlan {
+    crate::io::aiperf::AiPerfPlan {
+        point,
+        constant: load.spec.arrival == crate::spec::load::Arrival::Constant,
+        requests,
+        warmup: load.spec.warmup_requests as usize,
+        max_concurrency: load.spec.max_concurrency,
+        seed: load.spec.seed,
+        ignore_eos: load.spec.ignore_eos,
+        max_tokens: gate.request.max_tokens,
+        model: gate.request.served_model.clone(),
+        tokenizer: vllm_bench::tokenizer(&gate.request.model),
+        base_url: format!("http://{}{}", target.addr, target.prefix),
+    }
+}
+
+/// What a tool run left: its per-request output file, the version its run stated (None: the file may
+/// state it), the command as run.
+struct Output {
+    file: std::path::PathBuf,
+    version: Option<String>,
+    command: String,
+}
+
+/// Reads the tool's output `out` and writes it as the point's evidence in `pw`, `summary` (the point's
+/// summary with the serve's facts) carrying `imported`. Returns (judged requests, warmups, failed
+/// requests, the version). Err: the output does not parse, or states another point than the one run.
 fn import_point(
     gate: &GateSpec,
+    tool: Tool,
     point: Point,
     planned: usize,
-    b: &vllm_bench::BenchRun,
+    out: &Output,
     summary: &RunSummary,
     pw: &EvidenceWriter,
-) -> Result<(usize, usize), String> {
-    let tool = Tool::VllmBench;
-    let run = import::read(tool, &b.result)
-        .map_err(|e| format!("its result {} could not be read: {e}", b.result.display()))?;
+) -> Result<(usize, usize, usize, Option<String>), String> {
+    let run = import::read(tool, &out.file)
+        .map_err(|e| format!("its output {} could not be read: {e}", out.file.display()))?;
     if let Some(f) = run.point.filter(|f| *f != point) {
         return Err(format!(
-            "its result states point {} but point {} was run",
+            "its output states point {} but point {} was run",
             f.label(),
             point.label()
         ));
     }
     let opts = ImportOptions {
-        file: b.result.clone(),
-        version: b.version.clone(),
-        command: Some(b.command.clone()),
+        file: out.file.clone(),
+        version: out.version.clone(),
+        command: Some(out.command.clone()),
     };
     let imported = import::provenance(tool, &run, &opts)?;
     let mut ps = summary.clone();
     let base = import::summary(gate, &imported, &run, &opts);
     ps.notes.extend(base.notes);
+    let dir = out
+        .file
+        .parent()
+        .and_then(|d| d.strip_prefix(pw.dir()).ok())
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
     ps.notes.push(format!(
-        "load point {}: driven by vllm-bench {} (timings by vllm-bench, not servegate's client); its log is {}/{}",
+        "load point {}: driven by {} {} (timings by {}, not servegate's client); its files are in {dir}",
         point.label(),
+        tool.name(),
         imported.version.as_deref().unwrap_or("(version not stated)"),
-        vllm_bench::TOOL_DIR,
-        vllm_bench::LOG_FILE
+        tool.name(),
     ));
     ps.imported = Some(imported.clone());
     ps.status = RunStatus::Complete;
     ps.ended_utc = Some(evidence::now_utc());
     let judged = run.requests.iter().filter(|r| !r.warmup).count();
-    let failed = run.requests.iter().filter(|r| r.error.is_some()).count();
+    let warmup = run.requests.len() - judged;
+    let failed = run
+        .requests
+        .iter()
+        .filter(|r| !r.warmup && r.error.is_some())
+        .count();
     import::write_point(gate, tool, &run, &imported, point, planned, ps, pw)?;
-    Ok((judged, failed))
+    Ok((judged, warmup, failed, imported.version))
 }

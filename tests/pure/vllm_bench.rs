@@ -1,6 +1,7 @@
-//! `[load] driver = "vllm-bench"`: the gate's keys and refusals, and the command line servegate builds
-//! for vLLM's `vllm bench serve` from a gate's point (closed loop, open loop), without running it (the
-//! run against the synthetic serve is tests/cli/load_vllm_bench.rs).
+//! `[load] driver = "vllm-bench"` and `"aiperf"`: the gate's keys and refusals, and the command lines
+//! servegate builds for vLLM's `vllm bench serve` and AIPerf's `aiperf profile` from a gate's point
+//! (closed loop, open loop), without running them (the runs against the synthetic serve are
+//! tests/cli/load_vllm_bench.rs).
 
 use std::path::{Path, PathBuf};
 
@@ -51,7 +52,7 @@ fn the_vllm_bench_driver_keys_and_refusals() {
     let cases = [
         (
             "concurrency = 2\nduration_s = 10\ndriver = \"vllm-bench\"",
-            "has no duration",
+            "not a duration",
         ),
         (
             "rate_rps = 2.0\narrival = \"constant\"\nrequests = 4\ndriver = \"vllm-bench\"",
@@ -59,7 +60,7 @@ fn the_vllm_bench_driver_keys_and_refusals() {
         ),
         (
             "concurrency = 2\nrequests = 4\nclient_cpus = 1\ndriver = \"vllm-bench\"",
-            "vLLM's bench sends",
+            "vllm bench serve sends",
         ),
         (
             "concurrency = 2\nrequests = 4\nlocust_workers = 2\ndriver = \"vllm-bench\"",
@@ -165,4 +166,112 @@ fn an_open_loop_point_becomes_a_poisson_request_rate() {
     );
     assert_eq!(after(&a, "--request-rate"), Some("8"));
     assert_eq!(after(&a, "--max-concurrency"), None);
+}
+
+/// `driver = "aiperf"`: implies AIPerf provisioned; constant arrivals are AIPerf's own
+/// (`--arrival-pattern constant`), a duration and `client_cpus` are refused as with vLLM's bench.
+#[test]
+fn the_aiperf_driver_keys_and_refusals() {
+    let g =
+        parse("rate_rps = 2.0\narrival = \"constant\"\nrequests = 4\ndriver = \"aiperf\"").unwrap();
+    assert_eq!(g.requires.provisioned, vec!["aiperf".to_string()]);
+    assert!(g.requires.provisioned_markers[0].ends_with("provisioned/aiperf"));
+    assert_eq!(g.load.unwrap().spec.driver, Driver::AiPerf);
+    for (load, want) in [
+        (
+            "concurrency = 2\nduration_s = 10\ndriver = \"aiperf\"",
+            "not a duration",
+        ),
+        (
+            "concurrency = 2\nrequests = 4\nclient_cpus = [0]\ndriver = \"aiperf\"",
+            "AIPerf sends",
+        ),
+    ] {
+        let e = parse(load).unwrap_err();
+        assert!(e.contains(want), "{load}: {e}");
+    }
+}
+
+/// AIPerf's command line: a closed loop is `--concurrency N` with `--request-count`; an open loop
+/// `--request-rate R` with the gate's arrival (`poisson` or `constant`) and its cap as `--concurrency`;
+/// the gate's prompts as a `single_turn` dataset with the one `max_tokens` as the output length (stddev
+/// 0), `ignore_eos` as an extra input, warmups only when asked.
+#[test]
+fn an_aiperf_point_becomes_its_command_line() {
+    use servegate::io::aiperf::{argv as aargv, prompts_jsonl as aprompts};
+    let g = parse_with(
+        "served_model = \"smollm2\"",
+        "concurrency = 4\nrequests = 24\nwarmup_requests = 2\nignore_eos = true\ndriver = \"aiperf\"",
+    )
+    .unwrap();
+    let load = g.load.clone().unwrap();
+    let t = Target::parse("http://127.0.0.1:8080", None).unwrap();
+    let p = servegate::run::load_tool::aiperf_plan(&g, &load, Point::Concurrency(4), 24, &t);
+    let a = aargv(&p, Path::new("/d/prompts.jsonl"), Path::new("/d/artifacts"));
+    assert_eq!(a[0], "profile");
+    assert_eq!(after(&a, "--model"), Some("smollm2"));
+    assert_eq!(after(&a, "--url"), Some("http://127.0.0.1:8080"));
+    assert_eq!(after(&a, "--endpoint-type"), Some("chat"));
+    assert_eq!(after(&a, "--concurrency"), Some("4"));
+    assert_eq!(after(&a, "--request-count"), Some("24"));
+    assert_eq!(after(&a, "--warmup-request-count"), Some("2"));
+    assert_eq!(after(&a, "--output-tokens-mean"), Some("8"));
+    assert_eq!(after(&a, "--output-tokens-stddev"), Some("0"));
+    assert_eq!(after(&a, "--custom-dataset-type"), Some("single_turn"));
+    assert_eq!(after(&a, "--input-file"), Some("/d/prompts.jsonl"));
+    assert_eq!(after(&a, "--artifact-dir"), Some("/d/artifacts"));
+    assert_eq!(after(&a, "--extra-inputs"), Some("ignore_eos:true"));
+    assert!(a.iter().any(|x| x == "--streaming"));
+    assert_eq!(after(&a, "--request-rate"), None);
+
+    let g = parse("rate_rps = 0.5\narrival = \"constant\"\nmax_concurrency = 3\nrequests = 10\ndriver = \"aiperf\"").unwrap();
+    let load = g.load.clone().unwrap();
+    let p = servegate::run::load_tool::aiperf_plan(&g, &load, Point::Rate(0.5), 10, &t);
+    let a = aargv(&p, Path::new("/p"), Path::new("/a"));
+    assert_eq!(after(&a, "--request-rate"), Some("0.5"));
+    assert_eq!(after(&a, "--arrival-pattern"), Some("constant"));
+    assert_eq!(after(&a, "--concurrency"), Some("3"));
+    assert_eq!(after(&a, "--warmup-request-count"), None);
+    assert_eq!(after(&a, "--extra-inputs"), None);
+    let g = parse("rate_rps = 2.0\nrequests = 10\ndriver = \"aiperf\"").unwrap();
+    let load = g.load.clone().unwrap();
+    let p = servegate::run::load_tool::aiperf_plan(&g, &load, Point::Rate(2.0), 10, &t);
+    let a = aargv(&p, Path::new("/p"), Path::new("/a"));
+    assert_eq!(after(&a, "--arrival-pattern"), Some("poisson"));
+    assert_eq!(after(&a, "--concurrency"), None);
+    assert_eq!(
+        aprompts(&["a \"q\"".to_string()]),
+        "{\"text\":\"a \\\"q\\\"\"}\n"
+    );
+}
+
+/// AIPerf takes one output length: a dataset whose prompts ask different `max_tokens` is refused before
+/// anything runs, and so is a serve with an API key (AIPerf would take it on its command line).
+#[test]
+fn aiperf_refuses_mixed_output_lengths_and_an_api_key() {
+    let g = parse("concurrency = 2\nrequests = 4\ndriver = \"aiperf\"").unwrap();
+    let load = g.load.clone().unwrap();
+    let t = Target::parse("http://127.0.0.1:9", None).unwrap();
+    let p = servegate::run::load_tool::aiperf_plan(&g, &load, Point::Concurrency(2), 4, &t);
+    let dir = tempfile::tempdir().unwrap();
+    let mixed = [("a".to_string(), 8), ("b".to_string(), 16)];
+    let e = servegate::io::aiperf::run(
+        &p,
+        &mixed,
+        dir.path(),
+        std::time::Duration::from_secs(1),
+        None,
+    )
+    .unwrap_err();
+    assert!(e.contains("one output length"), "{e}");
+    let e = servegate::io::aiperf::run(
+        &p,
+        &[("a".to_string(), 8)],
+        dir.path(),
+        std::time::Duration::from_secs(1),
+        Some("k"),
+    )
+    .unwrap_err();
+    assert!(e.contains("API key"), "{e}");
+    assert!(!dir.path().join("aiperf").exists(), "nothing ran");
 }

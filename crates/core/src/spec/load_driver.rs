@@ -20,22 +20,36 @@ pub enum Driver {
     Locust(LocustSpec),
     /// vLLM's `vllm bench serve` (the provisioned vLLM runtime), its per-request JSON imported.
     VllmBench,
+    /// AIPerf's `aiperf profile` (`scripts/provision-aiperf.sh`), its `profile_export.jsonl` imported.
+    AiPerf,
 }
 
 impl Driver {
-    /// The wire name: `servegate`, `locust` or `vllm-bench`.
+    /// The wire name: `servegate`, `locust`, `vllm-bench` or `aiperf`.
     pub fn name(&self) -> &'static str {
         match self {
             Driver::Servegate => "servegate",
             Driver::Locust(_) => "locust",
             Driver::VllmBench => "vllm-bench",
+            Driver::AiPerf => "aiperf",
         }
     }
 
     /// True for a driver that is another load tool run whole per point and imported
-    /// (`vllm-bench`): its schedule is the tool's own, so keys it cannot honour are refused.
+    /// (`vllm-bench`, `aiperf`): its schedule is the tool's own, so keys it cannot honour are refused.
     pub fn is_tool(&self) -> bool {
-        matches!(self, Driver::VllmBench)
+        matches!(self, Driver::VllmBench | Driver::AiPerf)
+    }
+
+    /// The runtime a tool driver implies in `[requires] provisioned` (`vllm`: vLLM's bench comes with
+    /// the vLLM runtime; `aiperf`; `locust`), or None for servegate's own client.
+    pub fn provisioned(&self) -> Option<&'static str> {
+        match self {
+            Driver::Servegate => None,
+            Driver::Locust(_) => Some("locust"),
+            Driver::VllmBench => Some("vllm"),
+            Driver::AiPerf => Some("aiperf"),
+        }
     }
 }
 
@@ -75,14 +89,14 @@ pub(super) struct RawDriver<'a> {
 impl super::Validator<'_> {
     /// Validates the driver keys of `[load]`. Refused: an unknown driver; a `locust_*` key without
     /// `driver = "locust"`; an open loop (`rate_rps`) with Locust; with `vllm-bench`, what the tool cannot
-    /// run ([`Self::vllm_bench_driver`]).
+    /// run ([`Self::tool_driver`]).
     pub(super) fn load_driver(&self, raw: RawDriver<'_>) -> Result<Driver, SpecError> {
         let name = raw
             .driver
             .map(|d| d.get_ref().as_str())
             .unwrap_or("servegate");
         match name {
-            "servegate" | "vllm-bench" => {
+            "servegate" | "vllm-bench" | "aiperf" => {
                 let stray = [
                     raw.workers.map(|w| (w.span(), "load.locust_workers")),
                     raw.remote_workers
@@ -93,8 +107,8 @@ impl super::Validator<'_> {
                 if let Some((span, key)) = stray.into_iter().flatten().next() {
                     return Err(self.err(span, key, "is a key of `driver = \"locust\"`"));
                 }
-                if name == "vllm-bench" {
-                    return self.vllm_bench_driver(&raw);
+                if name != "servegate" {
+                    return self.tool_driver(name, &raw);
                 }
                 Ok(Driver::Servegate)
             }
@@ -140,25 +154,41 @@ impl super::Validator<'_> {
             other => Err(self.err(
                 raw.driver.map(|d| d.span()).unwrap_or(0..0),
                 "load.driver",
-                format!("must be \"servegate\", \"locust\" or \"vllm-bench\", got {other:?}"),
+                format!("must be \"servegate\", \"locust\", \"vllm-bench\" or \"aiperf\", got {other:?}"),
             )),
         }
     }
 
-    /// `driver = "vllm-bench"`: refused where `vllm bench serve` cannot run the gate's schedule: a
-    /// `duration_s` (the bench sends `--num-prompts`, it has no duration), `arrival = "constant"` (its
-    /// open loop is a gamma process, Poisson at burstiness 1; no constant gaps), `client_cpus` (the tool
+    /// `driver = "vllm-bench"` or `"aiperf"` (`name`): refused where servegate cannot run the gate's
+    /// schedule through the tool: a `duration_s` (servegate runs the tool with a request count: vLLM's
+    /// `--num-prompts`, AIPerf's `--request-count`), `arrival = "constant"` with vLLM's bench (its open loop
+    /// is a gamma process, Poisson at burstiness 1; AIPerf has a constant mode), `client_cpus` (the tool
     /// sends, not servegate's client).
-    fn vllm_bench_driver(&self, raw: &RawDriver<'_>) -> Result<Driver, SpecError> {
+    fn tool_driver(&self, name: &str, raw: &RawDriver<'_>) -> Result<Driver, SpecError> {
+        let tool = if name == "aiperf" {
+            "AIPerf"
+        } else {
+            "vllm bench serve"
+        };
         if let Some(span) = raw.duration.clone() {
-            return Err(self.err(span, "load.duration_s", "vllm bench serve sends a number of prompts (`--num-prompts`) and has no duration: give `requests = N` with driver = \"vllm-bench\""));
+            return Err(self.err(span, "load.duration_s", format!("servegate runs {tool} with a number of requests, not a duration: give `requests = N` with driver = {name:?}")));
         }
-        if let Some(span) = raw.constant.clone() {
+        if let (Some(span), "vllm-bench") = (raw.constant.clone(), name) {
             return Err(self.err(span, "load.arrival", "vllm bench serve's open loop draws gaps from a gamma process (`--burstiness`, 1 = Poisson) and has no constant gaps: use `arrival = \"poisson\"` with driver = \"vllm-bench\", or servegate's own client"));
         }
         if let Some(span) = raw.client_cpus.clone() {
-            return Err(self.err(span, "load.client_cpus", "spreads servegate's own client over CPUs; with driver = \"vllm-bench\" vLLM's bench sends"));
+            return Err(self.err(
+                span,
+                "load.client_cpus",
+                format!(
+                    "spreads servegate's own client over CPUs; with driver = {name:?} {tool} sends"
+                ),
+            ));
         }
-        Ok(Driver::VllmBench)
+        Ok(if name == "aiperf" {
+            Driver::AiPerf
+        } else {
+            Driver::VllmBench
+        })
     }
 }
