@@ -4,7 +4,8 @@
 #     was written by), and a check that its `aiperf` command starts.
 #
 # Everything is cached OUTSIDE the checkout, in ${SERVEGATE_CACHE:-$HOME/.cache/servegate}: the venv
-# $CACHE/venv-aiperf-0.13.0, whose aiperf servegate runs (or $SERVEGATE_AIPERF). Idempotent, safe to
+# $CACHE/venv-aiperf-0.13.0, whose python servegate runs AIPerf with (`python -m aiperf`, or
+# $SERVEGATE_AIPERF_PYTHON; the venv's console scripts name the temporary path it was built under). Idempotent, safe to
 # run concurrently (flock on $CACHE/.lock-aiperf; the venv is built under a temporary name and renamed into
 # place). On success it writes the marker $CACHE/provisioned/aiperf.
 #
@@ -12,7 +13,7 @@
 # $SERVEGATE_PROVISION_RETRY_S seconds (default 900) repeats that cause at once; --retry tries again.
 #
 # Usage: scripts/provision-aiperf.sh [--print] [--retry]
-#   --print   print SERVEGATE_AIPERF=... on stdout
+#   --print   print SERVEGATE_AIPERF_PYTHON=... on stdout
 #   --retry   ignore a recent failure marker
 # Environment: SERVEGATE_CACHE, SERVEGATE_PYTHON (base interpreter, default python3, >= 3.10), PyPI access.
 set -euo pipefail
@@ -36,8 +37,8 @@ source "$here/provision-common.sh"
 venv_ok() { [[ -x $VENV/bin/python && -f $VENV_STAMP && $(<"$VENV_STAMP") == "aiperf==$AIPERF_VERSION" ]]; }
 
 finish() {
-    log "aiperf: $VENV/bin/aiperf (aiperf $AIPERF_VERSION)"
-    if ((print)); then echo "SERVEGATE_AIPERF=$VENV/bin/aiperf"; fi
+    log "python: $VENV/bin/python -m aiperf (aiperf $AIPERF_VERSION)"
+    if ((print)); then echo "SERVEGATE_AIPERF_PYTHON=$VENV/bin/python"; fi
 }
 
 if venv_ok && [[ -f $MARK ]]; then
@@ -80,8 +81,8 @@ if ! venv_ok; then
         die "no route to the package index (pip download pip: $(tail -n 1 <<<"$out"))"
     fi
     "$py" -m pip install --quiet "aiperf==$AIPERF_VERSION" >&2 || die "pip install aiperf==$AIPERF_VERSION failed"
-    # Its command must start under this venv.
-    HOME=$tmp "$tmp/venv/bin/aiperf" --version >&2 || HOME=$tmp "$tmp/venv/bin/aiperf" --help >/dev/null || die "aiperf==$AIPERF_VERSION installed but its aiperf command does not start"
+    # It must start as servegate runs it: python -m aiperf.
+    HOME=$tmp "$py" -m aiperf --version >&2 || die "aiperf==$AIPERF_VERSION installed but python -m aiperf does not start"
     echo "aiperf==$AIPERF_VERSION" >"$tmp/venv/.servegate-ok"
     rm -rf -- "$VENV"
     mv -T -- "$tmp/venv" "$VENV"

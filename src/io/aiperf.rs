@@ -25,28 +25,29 @@ pub const AIPERF_VERSION: &str = "0.13.0";
 /// The command that provisions it (said when it is missing).
 pub const PROVISION: &str = "scripts/provision-aiperf.sh";
 
-/// The provisioned `aiperf` command: `$SERVEGATE_AIPERF`, else
-/// `{cache}/venv-aiperf-<AIPERF_VERSION>/bin/aiperf`. Err says how to provision it.
-pub fn aiperf_command() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("SERVEGATE_AIPERF").filter(|p| !p.is_empty()) {
+/// The Python of the provisioned AIPerf, run as `python -m aiperf`: `$SERVEGATE_AIPERF_PYTHON`, else
+/// `{cache}/venv-aiperf-<AIPERF_VERSION>/bin/python` (the venv's `aiperf` console script names the
+/// temporary path the venv was built under). Err says how to provision it.
+pub fn aiperf_python() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("SERVEGATE_AIPERF_PYTHON").filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
         return if p.is_file() {
             Ok(p)
         } else {
             Err(format!(
-                "SERVEGATE_AIPERF names {}, which is not a file: run {PROVISION} --print for the path",
+                "SERVEGATE_AIPERF_PYTHON names {}, which is not a file: run {PROVISION} --print for the path",
                 p.display()
             ))
         };
     }
     let cache = crate::spec::Context::for_file(Path::new(".")).cache;
-    let exe = cache.join(format!("venv-aiperf-{AIPERF_VERSION}/bin/aiperf"));
-    if exe.is_file() {
-        Ok(exe)
+    let py = cache.join(format!("venv-aiperf-{AIPERF_VERSION}/bin/python"));
+    if py.is_file() {
+        Ok(py)
     } else {
         Err(format!(
-            "AIPerf is not provisioned ({} is missing): run {PROVISION}, or set SERVEGATE_AIPERF to an aiperf command",
-            exe.display()
+            "AIPerf is not provisioned ({} is missing): run {PROVISION}, or set SERVEGATE_AIPERF_PYTHON to a Python with aiperf=={AIPERF_VERSION}",
+            py.display()
         ))
     }
 }
@@ -67,7 +68,7 @@ pub struct AiPerfPlan {
     pub max_concurrency: Option<u32>,
     /// `[load] seed` (`--random-seed`).
     pub seed: u64,
-    /// `[load] ignore_eos` (`--extra-inputs ignore_eos:true`).
+    /// `[load] ignore_eos` (`--extra-inputs '{"ignore_eos": true}'`, JSON so the value is a boolean).
     pub ignore_eos: bool,
     /// Every prompt's `max_tokens` (`--output-tokens-mean`, stddev 0: AIPerf takes one output length).
     pub max_tokens: u32,
@@ -124,7 +125,7 @@ pub fn argv(plan: &AiPerfPlan, prompts: &Path, artifacts: &Path) -> Vec<String> 
         }
     }
     if plan.ignore_eos {
-        a.extend(["--extra-inputs".into(), "ignore_eos:true".into()]);
+        a.extend(["--extra-inputs".into(), r#"{"ignore_eos": true}"#.into()]);
     }
     a.extend([
         "--artifact-dir".into(),
@@ -163,7 +164,7 @@ pub fn run(
             plan.max_tokens
         ));
     }
-    let exe = aiperf_command()?;
+    let python = aiperf_python()?;
     let dir = point_dir.join(TOOL_DIR);
     std::fs::create_dir_all(dir.join("home")).map_err(|e| format!("{}: {e}", dir.display()))?;
     let dir = std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -172,13 +173,15 @@ pub fn run(
     std::fs::write(&pf, prompts_jsonl(&texts)).map_err(|e| format!("{}: {e}", pf.display()))?;
     let artifacts = dir.join(ARTIFACTS);
     let args = argv(plan, &pf, &artifacts);
-    let command = std::iter::once(exe.display().to_string())
+    let command = [python.display().to_string(), "-m".into(), "aiperf".into()]
+        .into_iter()
         .chain(args.iter().cloned())
         .map(|a| crate::io::tool::quote(&a))
         .collect::<Vec<_>>()
         .join(" ");
     let log = dir.join(LOG_FILE);
-    let mut cmd = Command::new(&exe);
+    let mut cmd = Command::new(&python);
+    cmd.args(["-m", "aiperf"]);
     // AIPerf 0.13.0 with HF_HUB_OFFLINE set refuses a local tokenizer path (the peers bench found it):
     // it is unset; an absolute path loads with no hub request. HOME: its caches stay in the evidence.
     cmd.args(&args)

@@ -97,7 +97,7 @@ pub(crate) fn send_points(
     let driver_ready = match &load.spec.driver {
         crate::spec::load::Driver::Locust(_) => crate::io::locust::locust_python().map(|_| ()),
         crate::spec::load::Driver::VllmBench => crate::io::vllm_bench::vllm_python().map(|_| ()),
-        crate::spec::load::Driver::AiPerf => crate::io::aiperf::aiperf_command().map(|_| ()),
+        crate::spec::load::Driver::AiPerf => crate::io::aiperf::aiperf_python().map(|_| ()),
         crate::spec::load::Driver::Servegate => Ok(()),
     };
     if let Err(e) = driver_ready {

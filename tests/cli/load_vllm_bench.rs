@@ -211,3 +211,71 @@ fn a_bench_that_exits_non_zero_voids_the_point_naming_why() {
         .join("run/c2/vllm-bench/vllm-bench.log")
         .is_file());
 }
+
+/// An `aiperf` gate (the same schedule: concurrency 2, 1 warmup + 12 judged, against the same synthetic
+/// serve): AIPerf runs with the gate's schedule, its records (warmup included, as phase `warmup`) are the
+/// point's evidence, the verdicts are servegate's client's on the same schedule and name AIPerf and its
+/// version, and the TTFT medians agree within [`TTFT_P50_AGREE_MS`].
+#[test]
+fn an_aiperf_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
+    if let Err(e) = servegate::io::aiperf::aiperf_python() {
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    let tok = servegate::io::vllm_bench::tokenizer("synthetic");
+    if !tok.is_dir() {
+        eprintln!(
+            "SKIPPED: no tokenizer for AIPerf ({} is missing): run scripts/provision-vllm.sh",
+            tok.display()
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let url = serve(40.0, 10.0, 8);
+    let asserts = "[assert.latency]\nttft_p50_ms = 2000\ne2e_p50_ms = 100\n[assert.throughput]\nfloor_rps = 0.5\n[assert.errors]\nmax_rate = 0.0";
+    let common = "concurrency = 2\nrequests = 12\nwarmup_requests = 1\nmax_lag_ms = 1000";
+    let adir = tmp.path().join("aiperf");
+    std::fs::create_dir_all(&adir).unwrap();
+    let ga = gate(&adir, &format!("{common}\ndriver = \"aiperf\""), asserts);
+    let (va, note) = run_point(&ga, &url, &adir.join("run"));
+    eprintln!("{note}");
+    assert!(
+        note.contains("12 of 12 planned requests sent by aiperf 0.13.0, 0 failed"),
+        "{note}"
+    );
+    let odir = tmp.path().join("own");
+    std::fs::create_dir_all(&odir).unwrap();
+    let (vo, _) = run_point(&gate(&odir, common, asserts), &url, &odir.join("run"));
+    let outcomes = |vs: &[Verdict]| -> Vec<(String, Outcome)> {
+        vs.iter()
+            .map(|v| (v.assertion.clone(), v.outcome))
+            .collect()
+    };
+    assert_eq!(outcomes(&va), outcomes(&vo), "aiperf {va:#?}\nown {vo:#?}");
+    for v in &va {
+        assert!(
+            v.message
+                .contains("timings by aiperf 0.13.0, not servegate's client"),
+            "{}",
+            v.message
+        );
+    }
+    let pd = adir.join("run/c2");
+    assert!(pd.join("aiperf/artifacts/profile_export.jsonl").is_file());
+    assert!(pd.join("aiperf/aiperf.log").is_file());
+    let imp = servegate::evidence::read_run_summary(&pd)
+        .unwrap()
+        .imported
+        .unwrap();
+    assert_eq!(imp.tool, "aiperf");
+    let (pa, po) = (ttft_p50(&adir.join("run")), ttft_p50(&odir.join("run")));
+    eprintln!("TTFT p50: aiperf {pa:.2} ms, servegate's client {po:.2} ms (serve: 40 ms)");
+    assert!(
+        pa >= 39.0,
+        "an AIPerf TTFT p50 under the serve's 40 ms: {pa}"
+    );
+    assert!(
+        (pa - po).abs() <= TTFT_P50_AGREE_MS,
+        "aiperf {pa} vs own {po}"
+    );
+}

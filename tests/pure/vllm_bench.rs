@@ -220,7 +220,7 @@ fn an_aiperf_point_becomes_its_command_line() {
     assert_eq!(after(&a, "--custom-dataset-type"), Some("single_turn"));
     assert_eq!(after(&a, "--input-file"), Some("/d/prompts.jsonl"));
     assert_eq!(after(&a, "--artifact-dir"), Some("/d/artifacts"));
-    assert_eq!(after(&a, "--extra-inputs"), Some("ignore_eos:true"));
+    assert_eq!(after(&a, "--extra-inputs"), Some(r#"{"ignore_eos": true}"#));
     assert!(a.iter().any(|x| x == "--streaming"));
     assert_eq!(after(&a, "--request-rate"), None);
 
