@@ -550,7 +550,8 @@ pub fn judge_dir(gate: &GateSpec, dir: &std::path::Path) -> Vec<crate::judge::Ve
     let Some(load) = &gate.load else {
         return Vec::new();
     };
-    if let Ok(run) = crate::evidence::read_run_summary(dir) {
+    let run = crate::evidence::read_run_summary(dir).ok();
+    if let Some(run) = &run {
         if run.status != RunStatus::Complete {
             return crate::judge::load::fail_all(
                 gate,
@@ -578,5 +579,15 @@ pub fn judge_dir(gate: &GateSpec, dir: &std::path::Path) -> Vec<crate::judge::Ve
         .iter()
         .map(|p| crate::loaded::load_point(dir, *p))
         .collect();
+    // No point has evidence and the run recorded why (the serve never became ready, exited, its setup
+    // failed): that cause, not only "no evidence for this point".
+    if points.iter().all(|p| p.loaded.is_err()) {
+        if let Some(f) = run.as_ref().and_then(|r| r.serve.failure.as_deref()) {
+            return crate::judge::load::fail_all(
+                gate,
+                &format!("nothing was sent: the serve failed before the load: {f}"),
+            );
+        }
+    }
     crate::judge::load::judge_points(gate, &points)
 }

@@ -220,3 +220,33 @@ fn an_open_loop_over_its_cap_queues_requests_without_calling_it_lag() {
         "{vs:#?}"
     );
 }
+
+/// A load gate whose serve exits before it is ready: every point's verdict names that cause ("nothing was
+/// sent: the serve failed before the load: ..."), not only that the point has no evidence.
+#[test]
+fn a_load_gate_whose_serve_never_started_says_why_in_every_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("dead.toml"),
+        "[gate]\nname = \"dead-load\"\n[serve]\ncommand = [\"sh\", \"-c\", \"echo 'no model here' >&2; exit 3\"]\nport = 0\nready = \"/health\"\nready_timeout_s = 10\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"a\"]\n[load]\nconcurrency = [1, 2]\nrequests = 4\n[assert.errors]\nmax_rate = 0.0\n",
+    )
+    .unwrap();
+    let out = crate::fixtures::servegate()
+        .args(["run", "dead.toml"])
+        .current_dir(tmp.path())
+        .env("SERVEGATE_RUNS", tmp.path().join("runs"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.contains("::errors ")).collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    for l in lines {
+        assert!(
+            l.contains("nothing was sent: the serve failed before the load: ")
+                && l.contains("exit"),
+            "{l}"
+        );
+        assert!(!l.contains("no evidence for this point"), "{l}");
+    }
+    assert_ne!(out.status.code(), Some(0), "{stdout}");
+}

@@ -343,31 +343,20 @@ fn synth_command(sargs: &[String], log: &Path) -> Vec<String> {
 /// One overhead row per run: wall ms, serving ms, overhead ms, exit code, CPU s, peak RSS MiB.
 type OverheadRow = (f64, f64, f64, i32, f64, f64);
 
-/// The overhead section's runs of the `command` gate (`text`, written to `gate`; the serve it starts logs to
-/// `log`): three runs, each a row, or why it measured nothing (the gate not written, the run not started, or
-/// the serve's log short of `per_run` requests).
-fn command_rows(
+/// `runs` runs of `gate`, each a row, or why it measured nothing (the run not started, or the serve's log
+/// short of `per_run` requests). `lines(n)`: the serve's request lines so far, waiting (if it can) until
+/// there are `n`.
+fn overhead_runs(
     gate: &Path,
-    text: &str,
-    log: &Path,
     tmp: &Path,
+    runs: usize,
     per_run: usize,
+    lines: impl Fn(usize) -> Vec<Value>,
 ) -> (Vec<OverheadRow>, Vec<String>) {
     let mut rows = Vec::new();
     let mut missed = Vec::new();
-    let request_lines = || -> Vec<Value> {
-        read_log(log)
-            .into_iter()
-            .filter(|v| v.get("sends").is_some())
-            .collect()
-    };
-    if let Err(e) = write_gate(gate, text) {
-        missed.push(e);
-        return (rows, missed);
-    }
-    let _ = std::fs::remove_file(log);
-    for rep in 0..3 {
-        let before = request_lines().len();
+    for rep in 0..runs {
+        let before = lines(0).len();
         let (t0, t1, code, cpu, rss) = match run_gate(gate, &tmp.join("runs")) {
             Ok(r) => r,
             Err(e) => {
@@ -375,12 +364,12 @@ fn command_rows(
                 continue;
             }
         };
-        let lines = request_lines();
-        let Some(serving) = serving_ms(&lines, before, per_run) else {
+        let after = lines(before + per_run);
+        let Some(serving) = serving_ms(&after, before, per_run) else {
             missed.push(format!(
                 "run {}: the serve logged {} of {per_run} requests (exit {code})",
                 rep + 1,
-                lines.len().saturating_sub(before)
+                after.len().saturating_sub(before)
             ));
             continue;
         };
@@ -388,6 +377,27 @@ fn command_rows(
         rows.push((wall, serving, wall - serving, code, cpu, rss));
     }
     (rows, missed)
+}
+
+/// The overhead section's three runs of the `command` gate (`text`, written to `gate`; the serve it starts
+/// logs to `log`), as [`overhead_runs`].
+fn command_rows(
+    gate: &Path,
+    text: &str,
+    log: &Path,
+    tmp: &Path,
+    per_run: usize,
+) -> (Vec<OverheadRow>, Vec<String>) {
+    if let Err(e) = write_gate(gate, text) {
+        return (Vec::new(), vec![e]);
+    }
+    let _ = std::fs::remove_file(log);
+    overhead_runs(gate, tmp, 3, per_run, |_| {
+        read_log(log)
+            .into_iter()
+            .filter(|v| v.get("sends").is_some())
+            .collect()
+    })
 }
 
 fn section_overhead(report: &mut Vec<String>) -> Value {
@@ -428,29 +438,13 @@ fn section_overhead(report: &mut Vec<String>) -> Value {
     ) {
         return json!({"error": e});
     }
-    let mut url_rows = Vec::new();
-    let mut url_missed = Vec::new();
-    for rep in 0..5 {
-        let before = synth.requests().len();
-        let (t0, t1, code, cpu, rss) = match run_gate(&gate, &tmp.join("runs")) {
-            Ok(r) => r,
-            Err(e) => {
-                url_missed.push(format!("run {}: {e}", rep + 1));
-                continue;
-            }
-        };
-        let lines = synth.wait_requests(before + per_run);
-        let Some(serving) = serving_ms(&lines, before, per_run) else {
-            url_missed.push(format!(
-                "run {}: the serve logged {} of {per_run} requests (exit {code})",
-                rep + 1,
-                lines.len().saturating_sub(before)
-            ));
-            continue;
-        };
-        let wall = (t1 - t0) as f64 / 1e6;
-        url_rows.push((wall, serving, wall - serving, code, cpu, rss));
-    }
+    let (url_rows, url_missed) = overhead_runs(&gate, &tmp, 5, per_run, |n| {
+        if n == 0 {
+            synth.requests()
+        } else {
+            synth.wait_requests(n)
+        }
+    });
     drop(synth);
     // The same gate with the serve started and stopped by the runner.
     let log2 = tmp.join("timing-command.jsonl");
