@@ -174,6 +174,12 @@ fn import_point(
         imported.version.as_deref().unwrap_or("(version not stated)"),
         tool.name(),
     ));
+    if gate.request.system.is_some() || !gate.request.extra.is_empty() {
+        ps.notes.push(format!(
+            "{} sent one user message with its own sampling keys: the gate's [request] system message and extra body keys were not sent",
+            tool.name()
+        ));
+    }
     ps.imported = Some(imported.clone());
     ps.status = RunStatus::Complete;
     ps.ended_utc = Some(evidence::now_utc());
