@@ -197,9 +197,33 @@ pub fn parse_point(s: &str) -> Result<Point, String> {
     Err(bad())
 }
 
+/// The most requests the run had in flight at once (each from its start to its end, an end within 1 ms of
+/// another's start not counted as overlapping: the tools stamp the end after the last byte), None for a run
+/// without requests.
+pub fn peak_in_flight(run: &ToolRun) -> Option<usize> {
+    let mut edges: Vec<(f64, i32)> = Vec::new();
+    for r in run.requests.iter().filter(|r| !r.warmup) {
+        let end = (r.start_ms + r.end_ms - 1.0).max(r.start_ms);
+        edges.push((r.start_ms, 1));
+        edges.push((end, -1));
+    }
+    if edges.is_empty() {
+        return None;
+    }
+    // Ends before starts at the same instant.
+    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut now, mut peak) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        peak = peak.max(now);
+    }
+    Some(peak.max(0) as usize)
+}
+
 /// The point of the gate the run is filed under: the one `--point` names, else the one the file states,
-/// else the gate's only point. Errors: the two disagree, the gate has no such point, or the gate has
-/// several and nothing names one.
+/// else the gate's only point when the run's peak in flight agrees with it ([`peak_in_flight`]). Errors: the
+/// two disagree, the gate has no such point, the gate has several and nothing names one, or the gate's only
+/// point is a concurrency the run did not have.
 pub fn choose_point(gate: &GateSpec, run: &ToolRun, asked: Option<Point>) -> Result<Point, String> {
     let Some(load) = &gate.load else {
         return Err(format!(
@@ -218,7 +242,22 @@ pub fn choose_point(gate: &GateSpec, run: &ToolRun, asked: Option<Point>) -> Res
         }
         (Some(a), _) => a,
         (None, Some(f)) => f,
-        (None, None) if load.spec.points.len() == 1 => load.spec.points[0],
+        (None, None) if load.spec.points.len() == 1 => {
+            let p = load.spec.points[0];
+            // Filed under the gate's only point for want of anything naming one: the run's own shape must
+            // agree, or a c=2 run would be judged (and pass) as c=4.
+            if let (Point::Concurrency(n), Some(peak)) = (p, peak_in_flight(run)) {
+                let judged = run.requests.iter().filter(|r| !r.warmup).count();
+                if peak > n as usize || (peak < n as usize && judged >= n as usize) {
+                    return Err(format!(
+                        "the file does not state its load and gate `{}`'s only point is {}, but the run had at most {peak} request(s) in flight: it was not that load; name its point with --point (the gate must declare it)",
+                        gate.name,
+                        p.label()
+                    ));
+                }
+            }
+            p
+        }
         (None, None) => {
             return Err(format!(
                 "the file does not state its concurrency or rate and gate `{}` has points {}: name one with --point",

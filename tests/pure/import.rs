@@ -431,6 +431,34 @@ fn a_point_the_gate_does_not_declare_is_refused() {
     );
 }
 
+/// A file that states no load, filed under the gate's only point: its own peak in flight must be that
+/// concurrency, or a c=2 run would be judged (and pass) as c=4 (found by a newcomer's trial).
+#[test]
+fn a_run_unlike_the_gates_only_point_is_refused_when_nothing_names_its_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = Tool::InferencePerf.parse(&text(IP)).unwrap();
+    assert_eq!(import::peak_in_flight(&run), Some(2));
+    for (c, ok) in [(4, false), (1, false), (2, true)] {
+        let g = crate::fixtures::load::gate(
+            tmp.path(),
+            &format!("concurrency = [{c}]\nrequests = 12"),
+            "[assert.errors]\nmax_rate = 0.0",
+        );
+        match import::choose_point(&g, &run, None) {
+            Ok(p) => assert!(ok && p == Point::Concurrency(c), "c={c}: {p:?}"),
+            Err(e) => assert!(
+                !ok && e.contains(&format!("only point is c={c}, but the run had at most 2 request(s) in flight")),
+                "c={c}: {e}"
+            ),
+        }
+        // Named with --point, the user's word stands (the gate must declare it).
+        assert_eq!(
+            import::choose_point(&g, &run, Some(Point::Concurrency(c))),
+            Ok(Point::Concurrency(c))
+        );
+    }
+}
+
 #[test]
 fn records_of_an_import_name_the_tool_in_their_method() {
     let tmp = tempfile::tempdir().unwrap();

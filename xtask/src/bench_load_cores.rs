@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use servegate::evidence::load::RuntimeRecord;
 
 use crate::bench_common::{cpus, f, Synth};
-use crate::bench_load::{judge_load, LoadCase, LoadRun};
+use crate::bench_load_case::{judge_load, LoadCase, LoadRun};
 
 /// The two-runtime client's run on one case: the run (CPU = both runtimes' threads) and each runtime's
 /// account (CPU, streams carried, its thread's CPU ms).
@@ -59,7 +59,11 @@ pub fn two_runtimes(case: &LoadCase, log: &Path) -> Result<TwoRuntimes, String> 
     let _ = synth.stop();
     let ex: Vec<servegate::io::client::Exchange> =
         out.exchanges.into_iter().map(|x| x.exchange).collect();
-    judge_load(&ex, &crate::bench_load::synthetic_truth(&lines), &mut run);
+    judge_load(
+        &ex,
+        &crate::bench_load_case::synthetic_truth(&lines),
+        &mut run,
+    );
     Ok(TwoRuntimes {
         run,
         runtimes: out.runtimes,

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use servegate::analysis::stats;
 
 use crate::bench_common::{cpu_s_thread, cpus, pin_command, wait_rusage, workdir, Synth};
-use crate::bench_load::{load_schedules, LoadCase};
+use crate::bench_load_case::{load_schedules, LoadCase};
 
 /// The true per-request figures of the streamed, answered requests in a timing log, in arrival order:
 /// TTFT = the first token chunk's send time from the request's arrival (ms); TPOT = (last token chunk's

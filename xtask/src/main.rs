@@ -8,6 +8,7 @@ mod bench_common;
 mod bench_fidelity;
 mod bench_floor;
 mod bench_load;
+mod bench_load_case;
 mod bench_load_cores;
 mod bench_peers_load;
 mod bench_records;
