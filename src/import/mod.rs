@@ -357,7 +357,40 @@ pub fn write_evidence(
     let pw = EvidenceWriter::create_exact(&w.path(&point.dir())).map_err(e)?;
     pw.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())
         .map_err(e)?;
-    let mut ps = summary(gate, &imported, run, opts);
+    let ps = summary(gate, &imported, run, opts);
+    write_point(gate, tool, run, &imported, point, planned, ps, &pw)?;
+    Ok(Written {
+        dir: dir.to_path_buf(),
+        point,
+        requests: order.len(),
+        planned,
+        notes,
+    })
+}
+
+/// Writes `run` (read by `tool`, provenance `imported`) as the point `point`'s evidence in `pw`: every
+/// request's reconstructed reads and records, `load.json` (warmups first, each phase in send order; the
+/// plan `planned` judged requests), and `run.json` from `ps` (a summary carrying `imported`; this adds the
+/// plan and the requests). Used by `servegate import` and by `[load] driver = "vllm-bench"`.
+#[allow(clippy::too_many_arguments)]
+pub fn write_point(
+    gate: &GateSpec,
+    tool: Tool,
+    run: &ToolRun,
+    imported: &Imported,
+    point: Point,
+    planned: usize,
+    mut ps: RunSummary,
+    pw: &EvidenceWriter,
+) -> Result<(), String> {
+    let e = |e: crate::error::EvidenceError| e.to_string();
+    let mut order: Vec<&ToolRequest> = run.requests.iter().collect();
+    order.sort_by(|a, b| {
+        b.warmup
+            .cmp(&a.warmup)
+            .then(a.start_ms.total_cmp(&b.start_ms))
+    });
+    let warmup = order.iter().filter(|r| r.warmup).count();
     ps.planned = Some(planned);
     ps.planned_warmup = Some(warmup);
     ps.notes.insert(
@@ -379,7 +412,7 @@ pub fn write_evidence(
         let o = if r.warmup { warm_origin } else { judged_origin };
         let judged_i = if r.warmup { index } else { index - warmup };
         let (rec, timing) = write_request(
-            &pw,
+            pw,
             gate,
             tool,
             r,
@@ -414,19 +447,17 @@ pub fn write_evidence(
     )
     .map_err(e)?;
     pw.write_summary(&ps).map_err(e)?;
-    Ok(Written {
-        dir: dir.to_path_buf(),
-        point,
-        requests: order.len(),
-        planned,
-        notes,
-    })
+    Ok(())
 }
 
 /// The `imported` record of `run` read from `opts.file` by `tool`: the version the file states (or
 /// `--tool-version`; the two must agree), the command, the file's sha256, whether the text is usable, what
 /// the format lacks.
-fn provenance(tool: Tool, run: &ToolRun, opts: &ImportOptions) -> Result<Imported, String> {
+pub(crate) fn provenance(
+    tool: Tool,
+    run: &ToolRun,
+    opts: &ImportOptions,
+) -> Result<Imported, String> {
     let file_bytes =
         std::fs::read(&opts.file).map_err(|e| format!("{}: {e}", opts.file.display()))?;
     let version = match (&run.version, &opts.version) {
@@ -544,7 +575,12 @@ fn text_usable(run: &ToolRun) -> bool {
 }
 
 /// A complete `run.json` of an import of `gate` (no requests yet), `imported` set.
-fn summary(gate: &GateSpec, imp: &Imported, run: &ToolRun, opts: &ImportOptions) -> RunSummary {
+pub(crate) fn summary(
+    gate: &GateSpec,
+    imp: &Imported,
+    run: &ToolRun,
+    opts: &ImportOptions,
+) -> RunSummary {
     let mut notes = vec![format!(
         "imported by servegate import --from {} {}: the reads are reconstructed from the tool's per-request timings (one read per timed token chunk, at the tool's arrival time{}); the tool's schedule (intended send times, lag) is not recorded",
         imp.tool,
@@ -654,10 +690,10 @@ fn split_text(text: &str, k: usize) -> Vec<String> {
     out
 }
 
-/// `<root>/<gate>/<UTC stamp>` for an import without `--out` (`$SERVEGATE_RUNS`, default
-/// `target/servegate/runs`), a fresh name.
-pub fn default_dir(gate: &GateSpec) -> PathBuf {
-    let parent = crate::run::runner::runs_root().join(&gate.name);
+/// `<root>/<gate>/<UTC stamp>` for an import without `--out` (`root`: the runs root, `$SERVEGATE_RUNS`,
+/// default `target/servegate/runs`: `run::runner::runs_root()`), a fresh name.
+pub fn default_dir(gate: &GateSpec, root: &Path) -> PathBuf {
+    let parent = root.join(&gate.name);
     let stamp = crate::io::host::stamp_utc();
     let mut dir = parent.join(&stamp);
     let mut n = 1;

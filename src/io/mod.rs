@@ -6,6 +6,7 @@ pub(crate) use servegate_core::io::host;
 pub use servegate_core::io::reads;
 pub(crate) use servegate_core::io::{exchange, fs};
 
+pub mod aiperf;
 pub mod client;
 pub mod hold;
 pub mod load_client;
@@ -19,3 +20,5 @@ pub(crate) mod sampler;
 pub mod serve;
 pub mod signals;
 pub(crate) mod stdout_relay;
+pub mod tool;
+pub mod vllm_bench;

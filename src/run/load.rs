@@ -94,11 +94,15 @@ pub(crate) fn send_points(
             return Ok(());
         }
     };
-    if let crate::spec::load::Driver::Locust(_) = &load.spec.driver {
-        if let Err(e) = crate::io::locust::locust_python() {
-            parent.serve.failure = Some(ServeFailure::new(FailureCode::LoadClient, e).to_string());
-            return Ok(());
-        }
+    let driver_ready = match &load.spec.driver {
+        crate::spec::load::Driver::Locust(_) => crate::io::locust::locust_python().map(|_| ()),
+        crate::spec::load::Driver::VllmBench => crate::io::vllm_bench::vllm_python().map(|_| ()),
+        crate::spec::load::Driver::AiPerf => crate::io::aiperf::aiperf_python().map(|_| ()),
+        crate::spec::load::Driver::Servegate => Ok(()),
+    };
+    if let Err(e) = driver_ready {
+        parent.serve.failure = Some(ServeFailure::new(FailureCode::LoadClient, e).to_string());
+        return Ok(());
     }
     let target = match Target::parse(base_url, api_key.map(str::to_string)) {
         Ok(t) => t,
@@ -148,6 +152,24 @@ pub fn run_point(
     pw: &EvidenceWriter,
     parent: &RunSummary,
 ) -> Result<String, EvidenceError> {
+    if load.spec.driver.is_tool() {
+        let n = load.spec.requests.unwrap_or(1) as usize;
+        let mut summary = point_summary(gate, point, parent, n, 0);
+        pw.write_summary(&summary)?;
+        let pairs: Vec<(String, u32)> = prompts
+            .iter()
+            .map(|x| (x.prompt.clone(), x.max_tokens))
+            .collect();
+        return match super::load_tool::run_point(gate, load, point, &pairs, target, pw, &summary) {
+            Ok(note) => Ok(note),
+            Err(why) => {
+                summary
+                    .notes
+                    .push(format!("load_client: {}: {why}", load.spec.driver.name()));
+                finish_unsent(load, point, 0, n, summary, pw)
+            }
+        };
+    }
     let warmup = load.spec.warmup_requests as usize;
     let n = planned(load, point);
     let timeout = Duration::from_secs_f64(gate.request.timeout_s);
@@ -408,7 +430,9 @@ fn send(
                 }
             }
         }
-        crate::spec::load::Driver::Servegate => {
+        crate::spec::load::Driver::Servegate
+        | crate::spec::load::Driver::VllmBench
+        | crate::spec::load::Driver::AiPerf => {
             let warm_done = if warmup > 0 {
                 drive(target, wire(wb), warm_schedule, deadline, timeout, cpus)
                     .map(|d| d.0)

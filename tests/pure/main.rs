@@ -34,3 +34,4 @@ mod runtimes;
 mod runtimes_profiles;
 mod self_test;
 mod stream_honesty;
+mod vllm_bench;

@@ -91,7 +91,10 @@ pub fn cli(a: &ImportArgs) -> i32 {
             return exit::USAGE;
         }
     };
-    let dir = a.out.clone().unwrap_or_else(|| import::default_dir(&gate));
+    let dir = a
+        .out
+        .clone()
+        .unwrap_or_else(|| import::default_dir(&gate, &servegate::run::runner::runs_root()));
     if dir.exists() {
         errln!(
             "error: {} exists: an import writes a fresh run directory",

@@ -667,6 +667,13 @@ impl super::Validator<'_> {
             remote_workers: raw.locust_remote_workers.as_ref(),
             master_bind: raw.locust_master_bind.as_ref(),
             open_loop: raw.rate_rps.as_ref().map(|r| r.span()),
+            duration: raw.duration_s.as_ref().map(|d| d.span()),
+            constant: raw
+                .arrival
+                .as_ref()
+                .filter(|a| a.get_ref() == "constant")
+                .map(|a| a.span()),
+            client_cpus: raw.client_cpus.as_ref().map(|c| c.span()),
         })?;
         let client_cpus = self.client_cpus(raw)?;
         if let (Some(c), super::load_driver::Driver::Locust(_)) = (&raw.client_cpus, &driver) {

@@ -2,6 +2,9 @@
 //! client. `"locust"`: Locust's distributed mode, a master and `locust_workers` workers on this host (plus
 //! `locust_remote_workers` that join from other hosts) running servegate's locustfile, whose per-request
 //! records are merged into the same evidence and judged by the same assertions (docs/load.md, "Drivers").
+//! `"vllm-bench"`: vLLM's installed `vllm bench serve`, run with the gate's schedule, its
+//! `--save-result --save-detailed` JSON imported as the point's evidence (the same reader as `servegate
+//! import --from vllm-bench`).
 
 use toml::Spanned;
 
@@ -15,14 +18,37 @@ pub enum Driver {
     Servegate,
     /// Locust's distributed mode with servegate's locustfile.
     Locust(LocustSpec),
+    /// vLLM's `vllm bench serve` (the provisioned vLLM runtime), its per-request JSON imported.
+    VllmBench,
+    /// AIPerf's `aiperf profile` (`scripts/provision-aiperf.sh`), its `profile_export.jsonl` imported.
+    AiPerf,
 }
 
 impl Driver {
-    /// The wire name: `servegate` or `locust`.
+    /// The wire name: `servegate`, `locust`, `vllm-bench` or `aiperf`.
     pub fn name(&self) -> &'static str {
         match self {
             Driver::Servegate => "servegate",
             Driver::Locust(_) => "locust",
+            Driver::VllmBench => "vllm-bench",
+            Driver::AiPerf => "aiperf",
+        }
+    }
+
+    /// True for a driver that is another load tool run whole per point and imported
+    /// (`vllm-bench`, `aiperf`): its schedule is the tool's own, so keys it cannot honour are refused.
+    pub fn is_tool(&self) -> bool {
+        matches!(self, Driver::VllmBench | Driver::AiPerf)
+    }
+
+    /// The runtime a tool driver implies in `[requires] provisioned` (`vllm`: vLLM's bench comes with
+    /// the vLLM runtime; `aiperf`; `locust`), or None for servegate's own client.
+    pub fn provisioned(&self) -> Option<&'static str> {
+        match self {
+            Driver::Servegate => None,
+            Driver::Locust(_) => Some("locust"),
+            Driver::VllmBench => Some("vllm"),
+            Driver::AiPerf => Some("aiperf"),
         }
     }
 }
@@ -52,18 +78,25 @@ pub(super) struct RawDriver<'a> {
     pub remote_workers: Option<&'a Spanned<i64>>,
     pub master_bind: Option<&'a Spanned<String>>,
     pub open_loop: Option<std::ops::Range<usize>>,
+    /// The span of `duration_s`, when set.
+    pub duration: Option<std::ops::Range<usize>>,
+    /// The span of `arrival`, when it is `"constant"`.
+    pub constant: Option<std::ops::Range<usize>>,
+    /// The span of `client_cpus`, when set.
+    pub client_cpus: Option<std::ops::Range<usize>>,
 }
 
 impl super::Validator<'_> {
     /// Validates the driver keys of `[load]`. Refused: an unknown driver; a `locust_*` key without
-    /// `driver = "locust"`; an open loop (`rate_rps`) with Locust (see the message).
+    /// `driver = "locust"`; an open loop (`rate_rps`) with Locust; with `vllm-bench`, what the tool cannot
+    /// run ([`Self::tool_driver`]).
     pub(super) fn load_driver(&self, raw: RawDriver<'_>) -> Result<Driver, SpecError> {
         let name = raw
             .driver
             .map(|d| d.get_ref().as_str())
             .unwrap_or("servegate");
         match name {
-            "servegate" => {
+            "servegate" | "vllm-bench" | "aiperf" => {
                 let stray = [
                     raw.workers.map(|w| (w.span(), "load.locust_workers")),
                     raw.remote_workers
@@ -73,6 +106,9 @@ impl super::Validator<'_> {
                 ];
                 if let Some((span, key)) = stray.into_iter().flatten().next() {
                     return Err(self.err(span, key, "is a key of `driver = \"locust\"`"));
+                }
+                if name != "servegate" {
+                    return self.tool_driver(name, &raw);
                 }
                 Ok(Driver::Servegate)
             }
@@ -118,8 +154,41 @@ impl super::Validator<'_> {
             other => Err(self.err(
                 raw.driver.map(|d| d.span()).unwrap_or(0..0),
                 "load.driver",
-                format!("must be \"servegate\" or \"locust\", got {other:?}"),
+                format!("must be \"servegate\", \"locust\", \"vllm-bench\" or \"aiperf\", got {other:?}"),
             )),
         }
+    }
+
+    /// `driver = "vllm-bench"` or `"aiperf"` (`name`): refused where servegate cannot run the gate's
+    /// schedule through the tool: a `duration_s` (servegate runs the tool with a request count: vLLM's
+    /// `--num-prompts`, AIPerf's `--request-count`), `arrival = "constant"` with vLLM's bench (its open loop
+    /// is a gamma process, Poisson at burstiness 1; AIPerf has a constant mode), `client_cpus` (the tool
+    /// sends, not servegate's client).
+    fn tool_driver(&self, name: &str, raw: &RawDriver<'_>) -> Result<Driver, SpecError> {
+        let tool = if name == "aiperf" {
+            "AIPerf"
+        } else {
+            "vllm bench serve"
+        };
+        if let Some(span) = raw.duration.clone() {
+            return Err(self.err(span, "load.duration_s", format!("servegate runs {tool} with a number of requests, not a duration: give `requests = N` with driver = {name:?}")));
+        }
+        if let (Some(span), "vllm-bench") = (raw.constant.clone(), name) {
+            return Err(self.err(span, "load.arrival", "vllm bench serve's open loop draws gaps from a gamma process (`--burstiness`, 1 = Poisson) and has no constant gaps: use `arrival = \"poisson\"` with driver = \"vllm-bench\", or servegate's own client"));
+        }
+        if let Some(span) = raw.client_cpus.clone() {
+            return Err(self.err(
+                span,
+                "load.client_cpus",
+                format!(
+                    "spreads servegate's own client over CPUs; with driver = {name:?} {tool} sends"
+                ),
+            ));
+        }
+        Ok(if name == "aiperf" {
+            Driver::AiPerf
+        } else {
+            Driver::VllmBench
+        })
     }
 }

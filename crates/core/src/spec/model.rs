@@ -668,8 +668,8 @@ impl GateSpec {
                     .filter(|c| !c.is_empty())
                     .map(|c| format!("; its last try failed: {}", crate::text::shown(&c)))
                     .unwrap_or_default();
-                // Locust drives the load, it serves no model: no second model to provision with it.
-                let flag = if name == "locust" {
+                // Locust and AIPerf drive the load, they serve no model: no second model with them.
+                let flag = if name == "locust" || name == "aiperf" {
                     ""
                 } else {
                     " --second-model"

@@ -345,16 +345,16 @@ impl Validator<'_> {
             raw.contract.is_some(),
         )?;
         let mut requires = self.requires(&raw.requires)?;
-        // A Locust-driven load gate needs Locust: an implied `[requires] provisioned = ["locust"]`, so a
-        // machine without it skips the gate naming scripts/provision-locust.sh instead of failing it.
-        let locust = load
-            .as_ref()
-            .is_some_and(|l| matches!(l.spec.driver, load::Driver::Locust(_)));
-        if locust && !requires.provisioned.iter().any(|n| n == "locust") {
-            requires.provisioned.push("locust".into());
-            requires
-                .provisioned_markers
-                .push(self.ctx.cache.join("provisioned").join("locust"));
+        // A load gate driven by another tool needs it: an implied `[requires] provisioned` (`locust`,
+        // `vllm` for vLLM's bench, `aiperf`), so a machine without it skips the gate naming the
+        // provisioning script instead of failing it.
+        if let Some(name) = load.as_ref().and_then(|l| l.spec.driver.provisioned()) {
+            if !requires.provisioned.iter().any(|n| n == name) {
+                requires.provisioned.push(name.into());
+                requires
+                    .provisioned_markers
+                    .push(self.ctx.cache.join("provisioned").join(name));
+            }
         }
         let contract = raw
             .contract

@@ -1,0 +1,202 @@
+//! Runs AIPerf's `aiperf profile` for `[load] driver = "aiperf"` (docs/load.md, "Drivers"): one run of the
+//! installed tool per sweep point, with the gate's schedule, in the point's `aiperf/` directory (the
+//! prompts file, the tool's log and its artifact directory with `profile_export.jsonl` stay there as
+//! evidence). Run through [`crate::io::tool::run_logged`]; reading its records into the point's evidence
+//! is [`crate::import`]'s.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::spec::load::Point;
+
+/// The directory under a point's evidence that holds AIPerf's run.
+pub const TOOL_DIR: &str = "aiperf";
+/// The gate's prompts as AIPerf's `single_turn` custom dataset (`{"text": ...}` lines).
+pub const PROMPTS_FILE: &str = "prompts.jsonl";
+/// AIPerf's `--artifact-dir`, under [`TOOL_DIR`].
+pub const ARTIFACTS: &str = "artifacts";
+/// The per-request records AIPerf writes in its artifact directory.
+pub const RECORDS_FILE: &str = "profile_export.jsonl";
+/// AIPerf's stdout and stderr, together.
+pub const LOG_FILE: &str = "aiperf.log";
+/// The AIPerf release `scripts/provision-aiperf.sh` installs.
+pub const AIPERF_VERSION: &str = "0.13.0";
+/// The command that provisions it (said when it is missing).
+pub const PROVISION: &str = "scripts/provision-aiperf.sh";
+
+/// The Python of the provisioned AIPerf, run as `python -m aiperf`: `$SERVEGATE_AIPERF_PYTHON`, else
+/// `{cache}/venv-aiperf-<AIPERF_VERSION>/bin/python` (the venv's `aiperf` console script names the
+/// temporary path the venv was built under). Err says how to provision it.
+pub fn aiperf_python() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("SERVEGATE_AIPERF_PYTHON").filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "SERVEGATE_AIPERF_PYTHON names {}, which is not a file: run {PROVISION} --print for the path",
+                p.display()
+            ))
+        };
+    }
+    let cache = crate::spec::Context::for_file(Path::new(".")).cache;
+    let py = cache.join(format!("venv-aiperf-{AIPERF_VERSION}/bin/python"));
+    if py.is_file() {
+        Ok(py)
+    } else {
+        Err(format!(
+            "AIPerf is not provisioned ({} is missing): run {PROVISION}, or set SERVEGATE_AIPERF_PYTHON to a Python with aiperf=={AIPERF_VERSION}",
+            py.display()
+        ))
+    }
+}
+
+/// One run of AIPerf: a sweep point's schedule and the gate's request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AiPerfPlan {
+    /// The point: closed loop (`--concurrency N`) or open loop (`--request-rate R` with
+    /// `--arrival-pattern poisson | constant`).
+    pub point: Point,
+    /// `true` for `arrival = "constant"` (open loop only).
+    pub constant: bool,
+    /// Judged requests (`--request-count`).
+    pub requests: usize,
+    /// Warmups before them (`--warmup-request-count`; AIPerf records them as phase `warmup`).
+    pub warmup: usize,
+    /// `[load] max_concurrency` of an open loop (`--concurrency` beside the rate: AIPerf's cap).
+    pub max_concurrency: Option<u32>,
+    /// `[load] seed` (`--random-seed`).
+    pub seed: u64,
+    /// `[load] ignore_eos` (`--extra-inputs '{"ignore_eos": true}'`, JSON so the value is a boolean).
+    pub ignore_eos: bool,
+    /// Every prompt's `max_tokens` (`--output-tokens-mean`, stddev 0: AIPerf takes one output length).
+    pub max_tokens: u32,
+    /// The `model` sent (`[request] served_model`: `--model`).
+    pub model: String,
+    /// `--tokenizer` ([`crate::io::vllm_bench::tokenizer`]'s rule).
+    pub tokenizer: PathBuf,
+    /// The serve's base URL, `http://host:port[/prefix]` (`--url`).
+    pub base_url: String,
+}
+
+/// AIPerf's arguments for `plan`, the prompts file `prompts`, the artifacts into `artifacts`: a streamed
+/// chat endpoint, the gate's prompts as a `single_turn` custom dataset, no UI.
+pub fn argv(plan: &AiPerfPlan, prompts: &Path, artifacts: &Path) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "profile".into(),
+        "--model".into(),
+        plan.model.clone(),
+        "--url".into(),
+        plan.base_url.clone(),
+        "--endpoint-type".into(),
+        "chat".into(),
+        "--streaming".into(),
+        "--tokenizer".into(),
+        plan.tokenizer.display().to_string(),
+        "--input-file".into(),
+        prompts.display().to_string(),
+        "--custom-dataset-type".into(),
+        "single_turn".into(),
+        "--output-tokens-mean".into(),
+        plan.max_tokens.to_string(),
+        "--output-tokens-stddev".into(),
+        "0".into(),
+        "--request-count".into(),
+        plan.requests.to_string(),
+        "--random-seed".into(),
+        plan.seed.to_string(),
+    ];
+    if plan.warmup > 0 {
+        a.extend(["--warmup-request-count".into(), plan.warmup.to_string()]);
+    }
+    match plan.point {
+        Point::Concurrency(c) => a.extend(["--concurrency".into(), c.to_string()]),
+        Point::Rate(r) => {
+            a.extend([
+                "--request-rate".into(),
+                r.to_string(),
+                "--arrival-pattern".into(),
+                if plan.constant { "constant" } else { "poisson" }.into(),
+            ]);
+            if let Some(m) = plan.max_concurrency {
+                a.extend(["--concurrency".into(), m.to_string()]);
+            }
+        }
+    }
+    if plan.ignore_eos {
+        a.extend(["--extra-inputs".into(), r#"{"ignore_eos": true}"#.into()]);
+    }
+    a.extend([
+        "--artifact-dir".into(),
+        artifacts.display().to_string(),
+        "--ui-type".into(),
+        "none".into(),
+    ]);
+    a
+}
+
+/// The `single_turn` dataset of `prompts`: one `{"text": ...}` object per line.
+pub fn prompts_jsonl(prompts: &[String]) -> String {
+    prompts
+        .iter()
+        .map(|p| serde_json::json!({ "text": p }).to_string() + "\n")
+        .collect()
+}
+
+/// Runs AIPerf for `plan` in `point_dir/`[`TOOL_DIR`] with the gate's `prompts` (text, `max_tokens`),
+/// within `wall`; returns the records file and the command as run. A serve that needs an API key is
+/// refused: AIPerf takes it on its command line (`--api-key`), where any process could read it. Err names
+/// why nothing can be imported (as [`crate::io::vllm_bench::run`]).
+pub fn run(
+    plan: &AiPerfPlan,
+    prompts: &[(String, u32)],
+    point_dir: &Path,
+    wall: Duration,
+    api_key: Option<&str>,
+) -> Result<(PathBuf, String), String> {
+    if api_key.is_some() {
+        return Err("the serve needs an API key, and servegate does not put one on AIPerf's command line (where any process could read it): use servegate's own client or vllm-bench".into());
+    }
+    if let Some((_, n)) = prompts.iter().find(|(_, n)| *n != plan.max_tokens) {
+        return Err(format!(
+            "AIPerf takes one output length for every prompt and the prompts ask {} and {n} max_tokens",
+            plan.max_tokens
+        ));
+    }
+    let python = aiperf_python()?;
+    let dir = point_dir.join(TOOL_DIR);
+    std::fs::create_dir_all(dir.join("home")).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let texts: Vec<String> = prompts.iter().map(|(p, _)| p.clone()).collect();
+    let pf = dir.join(PROMPTS_FILE);
+    std::fs::write(&pf, prompts_jsonl(&texts)).map_err(|e| format!("{}: {e}", pf.display()))?;
+    let artifacts = dir.join(ARTIFACTS);
+    let args = argv(plan, &pf, &artifacts);
+    let command = [python.display().to_string(), "-m".into(), "aiperf".into()]
+        .into_iter()
+        .chain(args.iter().cloned())
+        .map(|a| crate::io::tool::quote(&a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let log = dir.join(LOG_FILE);
+    let mut cmd = Command::new(&python);
+    cmd.args(["-m", "aiperf"]);
+    // AIPerf 0.13.0 with HF_HUB_OFFLINE set refuses a local tokenizer path (the peers bench found it):
+    // it is unset; an absolute path loads with no hub request. HOME: its caches stay in the evidence.
+    cmd.args(&args)
+        .current_dir(&dir)
+        .env("HOME", dir.join("home"))
+        .env_remove("HF_HUB_OFFLINE")
+        .env_remove("TRANSFORMERS_OFFLINE");
+    crate::io::tool::run_logged(cmd, &log, wall).map_err(|e| format!("aiperf profile {e}"))?;
+    let records = artifacts.join(RECORDS_FILE);
+    if !records.is_file() {
+        return Err(format!(
+            "aiperf profile exited 0 but wrote no {RECORDS_FILE} (log {}; last lines: {})",
+            log.display(),
+            crate::io::tool::tail(&crate::io::tool::read_log(&log), 3)
+        ));
+    }
+    Ok((records, command))
+}
