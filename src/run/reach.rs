@@ -237,7 +237,7 @@ pub(crate) fn url_advice(url: &str, probes: u32, refused: u32) -> Option<String>
         format!("{refused} of {probes} probes refused")
     };
     Some(format!(
-        ": nothing listens there ({how}): is the serve running, on that host and port? (start it, or fix [serve] url / --url {url})"
+        ": nothing listens there ({how}): is the serve running, on that host and port? (start it, or fix the gate's [serve] url, now {url})"
     ))
 }
 

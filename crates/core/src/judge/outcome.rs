@@ -43,7 +43,21 @@ impl RunOutcome {
         if self.verdicts.iter().all(|v| v.passed()) {
             None
         } else if self.summary.serve.failure.is_some() && self.summary.requests.is_empty() {
-            Some(FailureKind::ServeNotReady)
+            // The load client could not start (a CPU the runner may not use) or its dataset could not be
+            // read: the serve was ready, the gate's load is what failed (exit 1, not "never ready").
+            let load_side = matches!(
+                self.summary
+                    .serve
+                    .failure
+                    .as_deref()
+                    .and_then(crate::vocab::FailureCode::of_recorded),
+                Some(crate::vocab::FailureCode::LoadClient | crate::vocab::FailureCode::LoadDataset)
+            );
+            Some(if load_side {
+                FailureKind::Assertion
+            } else {
+                FailureKind::ServeNotReady
+            })
         } else {
             Some(FailureKind::Assertion)
         }
