@@ -51,7 +51,9 @@ impl RunOutcome {
                     .failure
                     .as_deref()
                     .and_then(crate::vocab::FailureCode::of_recorded),
-                Some(crate::vocab::FailureCode::LoadClient | crate::vocab::FailureCode::LoadDataset)
+                Some(
+                    crate::vocab::FailureCode::LoadClient | crate::vocab::FailureCode::LoadDataset
+                )
             );
             Some(if load_side {
                 FailureKind::Assertion
