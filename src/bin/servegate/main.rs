@@ -59,9 +59,10 @@ const VERSION: &str = concat!(
 ///
 /// Exit codes: 0 every assertion passed; 1 an assertion failed; 2 bad usage; 3 a gate spec is invalid;
 /// 4 the serve never became ready; 5 evidence could not be read or written; 6 a requirement is unmet under
-/// SERVEGATE_STRICT=1; 7 nothing was checked (every gate ignored).
+/// SERVEGATE_STRICT=1; 7 nothing was checked (every gate ignored); 8 indeterminate (nothing failed, the
+/// evidence cannot decide); 9 not comparable with its baseline (strict); 10 void (the client fell behind).
 #[derive(Parser)]
-#[command(name = "servegate", version = VERSION, about, long_about = None, after_help = "Exit codes: 0 pass, 1 assertion failed, 2 usage, 3 spec invalid, 4 serve never ready, 5 evidence error, 6 requirement unmet (strict), 7 nothing checked.")]
+#[command(name = "servegate", version = VERSION, about, long_about = None, after_help = "Exit codes: 0 pass, 1 assertion failed, 2 usage, 3 spec invalid, 4 serve never ready, 5 evidence error, 6 requirement unmet (strict), 7 nothing checked, 8 indeterminate, 9 incomparable (strict), 10 void.")]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
