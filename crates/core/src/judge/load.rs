@@ -306,8 +306,21 @@ fn judge_point(
             } else {
                 Outcome::Fail
             };
+            // Each failure's cause, counted (the first failure code, or `content`), so a red says what
+            // failed: `; by cause: 2 transport` (an import's transport errors carry the tool's own words in
+            // the point's evidence).
+            let mut causes: BTreeMap<&str, usize> = BTreeMap::new();
+            for j in js.iter().filter(|j| !j.sample.ok) {
+                *causes.entry(j.why.unwrap_or("content")).or_default() += 1;
+            }
+            let by_cause = if causes.is_empty() {
+                String::new()
+            } else {
+                let c: Vec<String> = causes.iter().map(|(w, n)| format!("{n} {w}")).collect();
+                format!("; by cause: {}", c.join(", "))
+            };
             out.push(verdict(name, outcome, format!(
-                "{failed} of {planned} planned requests failed (error, cut, or no sane content), rate {rate:.4} (max {max}) ({n_of})"
+                "{failed} of {planned} planned requests failed (error, cut, or no sane content){by_cause}, rate {rate:.4} (max {max}) ({n_of})"
             )));
         }
         if let (Some(c), false) = (
