@@ -29,27 +29,13 @@ pub const PROVISION: &str = "scripts/provision-aiperf.sh";
 /// `{cache}/venv-aiperf-<AIPERF_VERSION>/bin/python` (the venv's `aiperf` console script names the
 /// temporary path the venv was built under). Err says how to provision it.
 pub fn aiperf_python() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("SERVEGATE_AIPERF_PYTHON").filter(|p| !p.is_empty()) {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!(
-                "SERVEGATE_AIPERF_PYTHON names {}, which is not a file: run {PROVISION} --print for the path",
-                p.display()
-            ))
-        };
-    }
-    let cache = crate::spec::Context::for_file(Path::new(".")).cache;
-    let py = cache.join(format!("venv-aiperf-{AIPERF_VERSION}/bin/python"));
-    if py.is_file() {
-        Ok(py)
-    } else {
-        Err(format!(
-            "AIPerf is not provisioned ({} is missing): run {PROVISION}, or set SERVEGATE_AIPERF_PYTHON to a Python with aiperf=={AIPERF_VERSION}",
-            py.display()
-        ))
-    }
+    crate::io::tool::provisioned_python(
+        "SERVEGATE_AIPERF_PYTHON",
+        &format!("venv-aiperf-{AIPERF_VERSION}"),
+        PROVISION,
+        "AIPerf",
+        &format!("aiperf=={AIPERF_VERSION}"),
+    )
 }
 
 /// One run of AIPerf: a sweep point's schedule and the gate's request.

@@ -29,27 +29,13 @@ pub const PROVISION: &str = "scripts/provision-locust.sh";
 /// `{cache}/venv-locust-<LOCUST_VERSION>/bin/python` (`{cache}`: `$SERVEGATE_CACHE`, default
 /// `~/.cache/servegate`). Err says how to provision it.
 pub fn locust_python() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("SERVEGATE_LOCUST_PYTHON").filter(|p| !p.is_empty()) {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!(
-                "SERVEGATE_LOCUST_PYTHON names {}, which is not a file: run {PROVISION} --print for the path",
-                p.display()
-            ))
-        };
-    }
-    let cache = crate::spec::Context::for_file(Path::new(".")).cache;
-    let py = cache.join(format!("venv-locust-{LOCUST_VERSION}/bin/python"));
-    if py.is_file() {
-        Ok(py)
-    } else {
-        Err(format!(
-            "Locust is not provisioned ({} is missing): run {PROVISION}, or set SERVEGATE_LOCUST_PYTHON to a Python with locust=={LOCUST_VERSION}",
-            py.display()
-        ))
-    }
+    crate::io::tool::provisioned_python(
+        "SERVEGATE_LOCUST_PYTHON",
+        &format!("venv-locust-{LOCUST_VERSION}"),
+        PROVISION,
+        "Locust",
+        &format!("locust=={LOCUST_VERSION}"),
+    )
 }
 
 /// One Locust run of a point: the plan (request bodies in order, `warmup` of them first) at `concurrency`

