@@ -162,15 +162,7 @@ fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
 #[test]
 fn an_open_loop_over_its_cap_queues_requests_without_calling_it_lag() {
     let tmp = tempfile::tempdir().unwrap();
-    let app = Arc::new(servegate::replay::App::new(
-        servegate::replay::Source::Synthetic(spec_with(100.0, 2.0, 4)),
-        1.0,
-        Duration::ZERO,
-        None,
-    ));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || servegate::replay::serve(listener, app));
+    let url = crate::fixtures::load::synthetic_serve(spec_with(100.0, 2.0, 4));
     // 50 requests/s, constant, at most 2 in flight, each ~106 ms long: about 19 requests/s get served.
     let g = gate(
         tmp.path(),

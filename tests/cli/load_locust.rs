@@ -72,15 +72,7 @@ fn a_locust_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let app = Arc::new(servegate::replay::App::new(
-        servegate::replay::Source::Synthetic(spec_with(60.0, 20.0, 8)),
-        1.0,
-        Duration::ZERO,
-        None,
-    ));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || servegate::replay::serve(listener, app));
+    let url = crate::fixtures::load::synthetic_serve(spec_with(60.0, 20.0, 8));
     let asserts = "[assert.latency]\nttft_p50_ms = 2000\ne2e_p50_ms = 100\n[assert.throughput]\nfloor_rps = 0.5\n[assert.errors]\nmax_rate = 0.0";
     let common = "concurrency = 4\nrequests = 24\nwarmup_requests = 2\nmax_lag_ms = 1000";
 
@@ -195,15 +187,7 @@ fn a_remote_worker_joins_the_master_the_gate_binds() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let app = Arc::new(servegate::replay::App::new(
-        servegate::replay::Source::Synthetic(spec_with(20.0, 10.0, 4)),
-        1.0,
-        Duration::ZERO,
-        None,
-    ));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || servegate::replay::serve(listener, app));
+    let url = crate::fixtures::load::synthetic_serve(spec_with(20.0, 10.0, 4));
     let port = servegate::io::port::free_port("127.0.0.1").unwrap();
     let g = gate(
         tmp.path(),
@@ -251,15 +235,7 @@ fn a_locust_point_with_a_duration_stops_granting_when_it_is_over() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let app = Arc::new(servegate::replay::App::new(
-        servegate::replay::Source::Synthetic(spec_with(20.0, 10.0, 4)),
-        1.0,
-        Duration::ZERO,
-        None,
-    ));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || servegate::replay::serve(listener, app));
+    let url = crate::fixtures::load::synthetic_serve(spec_with(20.0, 10.0, 4));
     let g = gate(
         tmp.path(),
         "concurrency = 2\nduration_s = 1.0\nmax_lag_ms = 1000\ndriver = \"locust\"",

@@ -5,9 +5,6 @@
 //!
 //! Skipped, printing the provisioning command, when vLLM is not provisioned (`scripts/provision-vllm.sh`).
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use crate::fixtures::load::{gate, spec_with, summary};
 use servegate::evidence::EvidenceWriter;
 use servegate::io::load_client::Target;
@@ -22,16 +19,7 @@ const TTFT_P50_AGREE_MS: f64 = 50.0;
 
 /// Starts the synthetic serve (TTFT `ttft` ms, then a token every `itl` ms, `n` tokens) and returns its URL.
 fn serve(ttft: f64, itl: f64, n: u32) -> String {
-    let app = Arc::new(servegate::replay::App::new(
-        servegate::replay::Source::Synthetic(spec_with(ttft, itl, n)),
-        1.0,
-        Duration::ZERO,
-        None,
-    ));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || servegate::replay::serve(listener, app));
-    url
+    crate::fixtures::load::synthetic_serve(spec_with(ttft, itl, n))
 }
 
 /// Runs point c=2 of `g` against `url` into `run/c2`, judges it, and returns the verdicts and the note.
