@@ -101,7 +101,20 @@ fn init_on_a_started_llama_like_serve_writes_a_gate_that_checks_clean_and_runs_p
     let mut args = vec!["--name", "fake"];
     args.push("--");
     args.extend(argv.iter().map(String::as_str));
-    let out = init(&p, &args);
+    // A first-token limit needs five first tokens the client timed: on a busy machine init says which it
+    // could not time and why, and the test runs it again (fixtures::timed_by_the_client).
+    let out = fixtures::timed_by_the_client(
+        3,
+        || {
+            let _ = std::fs::remove_file(p.path().join("gates/fake.toml"));
+            init(&p, &args)
+        },
+        |_| {
+            std::fs::read_to_string(p.path().join("gates/fake.toml"))
+                .is_ok_and(|g| g.contains("limit_ms = "))
+        },
+        |o| o.all(),
+    );
     assert_eq!(out.code, 0, "{}", out.all());
     let gate = std::fs::read_to_string(p.path().join("gates/fake.toml")).unwrap();
     for want in [

@@ -685,7 +685,14 @@ fn derive(
                 ],
             ));
         }
-        Err(e) => rep.missing.push(format!("a first-token limit: {e}")),
+        // Fewer first tokens than replies: the round's own verdict names each one not measured and why (a
+        // busy runner's client too late to time it, say), so the user knows to run init again.
+        Err(e) => rep.missing.push(match verdict(AssertionKind::FirstToken) {
+            Some(v) if v.values.iter().any(Option::is_none) => {
+                format!("a first-token limit: {e} ({})", v.message)
+            }
+            _ => format!("a first-token limit: {e}"),
+        }),
     }
     draft.known_answer = match verdict(AssertionKind::KnownAnswer) {
         Some(v) if v.outcome == Outcome::Pass => {
