@@ -8,6 +8,7 @@ pub(crate) use servegate_core::io::{exchange, fs};
 
 pub mod aiperf;
 pub mod client;
+pub mod guidellm;
 pub mod hold;
 pub mod load_client;
 pub mod load_cores;
