@@ -317,7 +317,7 @@ fn send_requests(
     progress: &mut dyn FnMut(&Step),
 ) -> Result<(), EvidenceError> {
     let http = to.sender.http();
-    // The serve's own clock from its histograms (vLLM): /metrics before and after the requests.
+    // The serve's own clock from its /metrics (vLLM, SGLang, TGI): read before and after the requests.
     let metrics_before = (summary.serve.failure.is_none()
         && gate.serve.clock == crate::spec::profile::ServeClock::Metrics)
         .then(|| {
@@ -348,6 +348,7 @@ fn send_requests(
             send::read_metrics(http, to.base_url, w, crate::evidence::layout::METRICS_AFTER)
         {
             summary.serve.metrics = crate::evidence::serve_clock::deltas(&before, &after);
+            summary.serve.counters = crate::evidence::serve_clock::counter_deltas(&before, &after);
             w.write_summary(summary)?;
         }
     }

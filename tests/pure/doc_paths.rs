@@ -64,6 +64,8 @@ const NOT_OURS: &[&str] = &[
     "router/src/server.rs",
     "router/src/lib.rs",
     "launcher/src/main.rs",
+    "backends/v3/src/backend.rs",
+    "python/sglang/srt/metrics/collector.py",
     "server/routes.go",
     "openai/openai.go",
     "middleware/openai.go",

@@ -33,5 +33,6 @@ mod regression_sim;
 mod runtimes;
 mod runtimes_profiles;
 mod self_test;
+mod serve_clocks;
 mod stream_honesty;
 mod vllm_bench;

@@ -130,11 +130,17 @@ pub struct ServeRecord {
     pub detected: Option<DetectedEngine>,
     /// Model ids from `/v1/models`.
     pub models: Vec<String>,
-    /// With `[serve] clock = "metrics"` (vLLM): the serve's own histograms' deltas over the requests
-    /// (`/metrics` read before the first request and after the last; both texts kept as
-    /// `metrics.before.txt` / `metrics.after.txt`). Empty otherwise and in older evidence.
+    /// With `[serve] clock = "metrics"` (vLLM, SGLang, TGI): the serve's own histograms' deltas over the
+    /// requests (`/metrics` read before the first request and after the last; both texts kept as
+    /// `metrics.before.txt` / `metrics.after.txt`; the series: [`serve_clock::SERIES`]). Empty otherwise and
+    /// in older evidence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metrics: Vec<serve_clock::HistogramDelta>,
+    /// With `[serve] clock = "metrics"`: the deltas of the serve's request counters over the same window
+    /// (`vllm:request_success_total`, `sglang:num_requests_total`, `tgi_request_success`), to be set beside the
+    /// requests the run sent. Empty otherwise and in older evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<serve_clock::CounterDelta>,
     /// How the serve was stopped (`exit status 0`, `signal 15`, `killed after grace`).
     pub stop: Option<String>,
     /// For a `url` serve with `serve.log_file`: where that log stood when the run began; only the bytes

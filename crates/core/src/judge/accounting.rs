@@ -65,8 +65,14 @@ pub struct Accounting {
     pub serve_failure: Option<String>,
     /// The code of `serve_failure`, when it names a known one.
     pub serve_failure_code: Option<FailureCode>,
-    /// The serve's own histograms' deltas over the run (`run.json` `serve.metrics`, vLLM); empty without.
+    /// The serve's own histograms' deltas over the run (`run.json` `serve.metrics`: vLLM, SGLang, TGI);
+    /// empty without.
     pub serve_metrics: Vec<crate::evidence::serve_clock::HistogramDelta>,
+    /// The serve's request counters' deltas over the same window (`run.json` `serve.counters`); empty without.
+    pub serve_counters: Vec<crate::evidence::serve_clock::CounterDelta>,
+    /// Every request the run sent, warmup included (the files `NN.*`): what a serve's request counter over
+    /// the run should not exceed.
+    pub sent_all: usize,
 }
 
 /// What happened to the run, in words, for a serve failure of `code`: the serve failed, crashed when stopped,
@@ -146,6 +152,8 @@ pub fn account(evidence: &Evidence) -> Accounting {
             .and_then(FailureCode::of_recorded),
         serve_failure,
         serve_metrics: run.serve.metrics.clone(),
+        serve_counters: run.serve.counters.clone(),
+        sent_all: evidence.requests.len(),
     }
 }
 

@@ -16,13 +16,16 @@
 //! requests, which line is whose cannot be told: no request gets a serve figure, and the verdict says why.
 //! A line whose `tok_s` is not a positive number gives its request no figure.
 //!
-//! ## Histograms (vLLM `/metrics`)
+//! ## Histograms (vLLM, SGLang, TGI `/metrics`)
 //!
-//! The serve's own clock from its histograms (vLLM's `/metrics`, `run.json` `serve.metrics`) as the
-//! serve-side figure of `[assert.rate] source = "both"`, when the replies carry no per-reply timings.
+//! The serve's own clock from its histograms (`/metrics`, `run.json` `serve.metrics`; the series by engine:
+//! `evidence::serve_clock::SERIES`) as the serve-side figure of `[assert.rate] source = "both"`, when the
+//! replies carry no per-reply timings.
 //!
 //! The figure is `1 / mean inter-token latency` over the run's decode steps (the histogram's exact
-//! `sum / count`); one figure for the run, not per reply. The buckets only bound the median: the message
+//! `sum / count`; TGI: its batch decode step, one token per step with one request in flight); one figure for
+//! the run, not per reply. The serve's request counter over the same window (`run.json` `serve.counters`) is
+//! stated beside the requests the run sent; more than sent means other clients shared the clock (INDETERMINATE). The buckets only bound the median: the message
 //! states the bucket that holds it (`evidence::serve_clock::HistogramDelta::median_bounds`). The deltas
 //! cover every request of the run, warmup included. Pure.
 
@@ -111,47 +114,88 @@ pub fn why_none(rates: &LogRates, index: usize) -> String {
         .unwrap_or_else(|| "no serve.log line for this request".into())
 }
 
-// ---- histograms (vLLM /metrics) ----
+// ---- histograms and counters (vLLM, SGLang, TGI /metrics) ----
 
 use super::verdict::{Outcome, Verdict};
-use crate::evidence::serve_clock::HistogramDelta;
+use crate::evidence::serve_clock::{series_of, ClockRole, HistogramDelta};
 use crate::vocab::AssertionKind;
 
-/// The inter-token-latency histogram whose mean gives the serve's decode rate.
+/// vLLM's inter-token-latency histogram (one of the [`ClockRole::Itl`] series of
+/// `evidence::serve_clock::SERIES`).
 pub const ITL: &str = "vllm:inter_token_latency_seconds";
-/// The time-to-first-token histogram, shown beside it.
+/// vLLM's time-to-first-token histogram, shown beside it.
 pub const TTFT: &str = "vllm:time_to_first_token_seconds";
 
-/// The serve-side rate verdict from the ITL histogram against `floor_tok_s`, or `None` when the run has
-/// no such histogram or it observed nothing. Its median is the serve's rate (tok/s).
+/// The run's delta of the first series of `role` (by `run.json` name), with its series.
+fn of_role(
+    acct: &super::accounting::Accounting,
+    role: ClockRole,
+) -> Option<(
+    &HistogramDelta,
+    &'static crate::evidence::serve_clock::ClockSeries,
+)> {
+    acct.serve_metrics.iter().find_map(|h| {
+        series_of(&h.name)
+            .filter(|s| s.role == role)
+            .map(|s| (h, s))
+    })
+}
+
+/// The serve-side rate verdict from the run's inter-token-latency histogram (vLLM's or SGLang's ITL, TGI's
+/// decode step) against `floor_tok_s`, or `None` when the run has no such histogram or it observed nothing.
+/// Its median is the serve's rate (tok/s), `1 / mean`. When the serve's request counter over the run counted
+/// more requests than the run sent, other clients' requests are in its clock: the verdict is INDETERMINATE
+/// with the two counts (its figure is not this run's alone).
 pub(crate) fn rate_from_histograms(
     floor_tok_s: f64,
     acct: &super::accounting::Accounting,
 ) -> Option<Verdict> {
-    let itl = acct.serve_metrics.iter().find(|h| h.name == ITL)?;
+    let (itl, series) = of_role(acct, ClockRole::Itl)?;
     let mean_s = itl.mean()?;
     if mean_s <= 0.0 {
         return None;
     }
     let rate = 1.0 / mean_s;
-    let outcome = if rate >= floor_tok_s {
+    let mut outcome = if rate >= floor_tok_s {
         Outcome::Pass
     } else {
         Outcome::Fail
     };
     let mut details = format!(
-        "{rate:.2} tok/s from the serve's {ITL} (1 / mean {:.1} ms over {} intervals; {}) (floor {floor_tok_s})",
+        "{rate:.2} tok/s from the serve's {} (1 / mean {:.1} ms over {} {}; {}) (floor {floor_tok_s})",
+        itl.name,
         mean_s * 1000.0,
         itl.count,
+        series.unit,
         median_phrase(itl, "ITL"),
     );
-    if let Some(ttft) = acct.serve_metrics.iter().find(|h| h.name == TTFT) {
+    if let Some((ttft, _)) = of_role(acct, ClockRole::Ttft) {
         if let Some(m) = ttft.mean() {
             details.push_str(&format!(
                 "; serve TTFT mean {:.1} ms over {} requests, {}",
                 m * 1000.0,
                 ttft.count,
                 median_phrase(ttft, "TTFT")
+            ));
+        }
+    }
+    let counted = acct.serve_counters.iter().find(|c| {
+        series_of(&c.name)
+            .is_some_and(|s| s.role == ClockRole::Requests && s.engine == series.engine)
+    });
+    if let Some(c) = counted {
+        let sent = acct.sent_all;
+        details.push_str(&format!(
+            "; the serve counted {} {} ({}) for {sent} sent",
+            c.delta,
+            series_of(&c.name).map_or("requests", |s| s.unit),
+            c.name
+        ));
+        if c.delta > sent as f64 {
+            outcome = Outcome::Indeterminate;
+            details.push_str(&format!(
+                ": {} more than this run sent, so other clients' requests are in its clock and its figure is not this run's alone (run the gate on a serve nothing else uses)",
+                c.delta - sent as f64
             ));
         }
     }
@@ -188,6 +232,8 @@ mod histogram_tests {
             serve_failure: None,
             serve_failure_code: None,
             serve_metrics: metrics,
+            serve_counters: vec![],
+            sent_all: 8,
         }
     }
 

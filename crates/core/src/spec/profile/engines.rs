@@ -227,18 +227,19 @@ fn hf_and_gateways(e: Engine) -> Profile {
             usage: "counts with the model's tokenizer; usage chunk with include_usage (OpenAI layout)",
             quirks: &[
                 "/health answers 200 without generating unless SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION is set; /health_generate runs a real generation (ready means ready)",
-                "/metrics exists only with --enable-metrics (`sglang:` series; not read by servegate)",
+                "/metrics exists only with --enable-metrics: its clock (`clock = \"metrics\"`) is `sglang:time_to_first_token_seconds`, `sglang:inter_token_latency_seconds` (`_count` is tokens, `_sum` the intervals) and `sglang:num_requests_total`; without the flag /metrics answers nothing and `source = \"both\"` has no serve figure",
                 "/v1/models entries say owned_by \"sglang\"",
             ],
             ..base(
                 e,
                 "/health",
-                ServeClock::None,
+                ServeClock::Metrics,
                 Tested::DocumentedOnly("needs a CUDA/ROCm GPU build; not installable here"),
                 &[
                     "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/entrypoints/http_server.py (/health, /health_generate, /get_model_info, /get_server_info with version)",
                     "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/entrypoints/openai/protocol.py (ModelCard owned_by \"sglang\")",
                     "https://docs.sglang.ai/basic_usage/native_api.html",
+                    "https://github.com/sgl-project/sglang/blob/00ae9c1590d2d0bb6c0bfff39e312c34ae3dd538/python/sglang/srt/metrics/collector.py (TokenizerMetricsCollector: the clock's series)",
                 ],
             )
         },
@@ -253,16 +254,17 @@ fn hf_and_gateways(e: Engine) -> Profile {
             quirks: &[
                 "/info names the model, the router (`text-generation-router`) and its version",
                 "/v1/models has one entry whose owned_by is the model id",
-                "its own clock is Prometheus (`tgi_request_mean_time_per_token_duration`, `tgi_request_queue_duration`), not read by servegate; plain replies carry x-time-per-token / x-queue-time headers",
+                "its clock (`clock = \"metrics\"`, /metrics on its main port) has no time-to-first-token series: the decode figure is `tgi_batch_inference_duration{method=\"decode\"}`, one observation per batch decode step (a token per step with one request in flight; more with --speculate), and the request count `tgi_request_success` (`tgi_request_count` counts a chat completion twice); plain replies carry x-time-per-token / x-queue-time headers",
                 "the launcher's port is 3000; its Docker image listens on 80",
             ],
             ..base(
                 e,
                 "/health",
-                ServeClock::None,
+                ServeClock::Metrics,
                 Tested::DocumentedOnly("GPU containers only; in maintenance mode upstream"),
                 &[
-                    "https://github.com/huggingface/text-generation-inference/blob/db931fcf42da018a3657580c64bf2720f167f9ab/router/src/server.rs",
+                    "https://github.com/huggingface/text-generation-inference/blob/db931fcf42da018a3657580c64bf2720f167f9ab/router/src/server.rs (/metrics, tgi_request_* series, duration buckets)",
+                    "https://github.com/huggingface/text-generation-inference/blob/db931fcf42da018a3657580c64bf2720f167f9ab/backends/v3/src/backend.rs (decode(): tgi_batch_inference_duration)",
                     "https://github.com/huggingface/text-generation-inference/blob/db931fcf42da018a3657580c64bf2720f167f9ab/router/src/lib.rs (Info, StreamOptions)",
                     "https://github.com/huggingface/text-generation-inference/blob/db931fcf42da018a3657580c64bf2720f167f9ab/launcher/src/main.rs (port 3000)",
                 ],

@@ -66,8 +66,9 @@ impl Tested {
 pub enum ServeClock {
     /// The `timings` object of each reply's last chunk (llama.cpp).
     Timings,
-    /// Prometheus histograms on `/metrics`, read before and after the run; their deltas
-    /// (vLLM: `vllm:time_to_first_token_seconds`, `vllm:inter_token_latency_seconds`).
+    /// Prometheus series on `/metrics`, read before and after the run; their deltas (vLLM:
+    /// `vllm:time_to_first_token_seconds`, `vllm:inter_token_latency_seconds`, `vllm:request_success_total`;
+    /// SGLang's `sglang:` and TGI's `tgi_` equivalents: `evidence::serve_clock::SERIES`).
     Metrics,
     /// Only the serve's log (llama-cpp-python's `llama_perf_context_print: eval time` line): not parsed, so
     /// `source = "both"` has no serve figure to compare.
