@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use crate::error::exit;
 use crate::io::{client, serve};
-use crate::judge::Outcome;
+use crate::judge::{Outcome, Verdict};
 use crate::sinks::events::Step;
 use crate::spec::profile::Engine;
 use crate::vocab::{AssertionKind, Metric};
@@ -652,48 +652,14 @@ fn derive(
             ));
         }
     }
-    let ttfts = values(AssertionKind::FirstToken);
-    match crate::records::bless::derive_limit(
-        &ttfts,
-        Metric::Ttft,
-        crate::records::bless::DEFAULT_CONFIDENCE,
-        o.headroom_pct,
-    ) {
-        Ok(d) => {
-            // The upper bound itself (no headroom), for the slack floor.
-            let ub = crate::records::bless::derive_limit(
-                &ttfts,
-                Metric::Ttft,
-                crate::records::bless::DEFAULT_CONFIDENCE,
-                0.0,
-            )
-            .map_or(d.limit, |u| u.limit);
-            let limit = d.limit.max(ub + FIRST_TOKEN_SLACK_MS);
-            rep.found.push(format!(
-                "first token {:.0} ms median (n={}); limit {limit}",
-                d.median, d.n
-            ));
-            draft.first_token = Some((
-                limit,
-                vec![
-                    format!("measured {:.0} ms median (n={}) {at}", d.median, d.n),
-                    format!(
-                        "limit = upper bound + {} %, at least {FIRST_TOKEN_SLACK_MS} ms above it (bless's rule mirrored: {})",
-                        o.headroom_pct, d.rule
-                    ),
-                    "Tighten: the first token of a loaded machine varies most; set the limit your users need.".into(),
-                ],
-            ));
-        }
-        // Fewer first tokens than replies: the round's own verdict names each one not measured and why (a
-        // busy runner's client too late to time it, say), so the user knows to run init again.
-        Err(e) => rep.missing.push(match verdict(AssertionKind::FirstToken) {
-            Some(v) if v.values.iter().any(Option::is_none) => {
-                format!("a first-token limit: {e} ({})", v.message)
-            }
-            _ => format!("a first-token limit: {e}"),
-        }),
-    }
+    first_token_limit(
+        o,
+        &values(AssertionKind::FirstToken),
+        verdict(AssertionKind::FirstToken),
+        &at,
+        draft,
+        rep,
+    );
     draft.known_answer = match verdict(AssertionKind::KnownAnswer) {
         Some(v) if v.outcome == Outcome::Pass => {
             rep.found.push("the known answer (Paris)".into());
@@ -876,4 +842,62 @@ fn write(o: &InitOptions, draft: &mut Draft, rep: &mut InitReport) -> Result<(),
     })?;
     rep.written = Some(o.out.clone());
     Ok(())
+}
+
+/// Why init wrote no first-token limit: `e` (too few values), and when the round timed fewer first tokens
+/// than it had replies, its own verdict, which names each one not measured and why (a busy runner's client
+/// too late to time it, say), so that the user knows to run init again.
+fn no_limit(e: &str, first_token: Option<&Verdict>) -> String {
+    match first_token {
+        Some(v) if v.values.iter().any(Option::is_none) => {
+            format!("a first-token limit: {e} ({})", v.message)
+        }
+        _ => format!("a first-token limit: {e}"),
+    }
+}
+
+/// The first-token limit from the round's first tokens (`ttfts`, ms) with bless's rule mirrored, into
+/// `draft`, or why there is none into `rep`.
+fn first_token_limit(
+    o: &InitOptions,
+    ttfts: &[f64],
+    first_token: Option<&Verdict>,
+    at: &str,
+    draft: &mut Draft,
+    rep: &mut InitReport,
+) {
+    match crate::records::bless::derive_limit(
+        ttfts,
+        Metric::Ttft,
+        crate::records::bless::DEFAULT_CONFIDENCE,
+        o.headroom_pct,
+    ) {
+        Ok(d) => {
+            // The upper bound itself (no headroom), for the slack floor.
+            let ub = crate::records::bless::derive_limit(
+                ttfts,
+                Metric::Ttft,
+                crate::records::bless::DEFAULT_CONFIDENCE,
+                0.0,
+            )
+            .map_or(d.limit, |u| u.limit);
+            let limit = d.limit.max(ub + FIRST_TOKEN_SLACK_MS);
+            rep.found.push(format!(
+                "first token {:.0} ms median (n={}); limit {limit}",
+                d.median, d.n
+            ));
+            draft.first_token = Some((
+                limit,
+                vec![
+                    format!("measured {:.0} ms median (n={}) {at}", d.median, d.n),
+                    format!(
+                        "limit = upper bound + {} %, at least {FIRST_TOKEN_SLACK_MS} ms above it (bless's rule mirrored: {})",
+                        o.headroom_pct, d.rule
+                    ),
+                    "Tighten: the first token of a loaded machine varies most; set the limit your users need.".into(),
+                ],
+            ));
+        }
+        Err(e) => rep.missing.push(no_limit(&e, first_token)),
+    }
 }
