@@ -546,6 +546,9 @@ closed_enum! {
         ContentEmptyAllTokensInReasoning = "content_empty_all_tokens_in_reasoning",
         /// One character or piece repeated (a degenerate stream).
         DegenerateOutput = "degenerate_output",
+        /// Control characters in the content (ESC opening a terminal escape sequence, BEL, NUL...; TAB, LF
+        /// and CR aside): not text a reader can be shown.
+        ControlCharacters = "control_characters",
         /// The gate turned thinking off (`chat_template_kwargs.enable_thinking = false`) and the reply still
         /// thinks (reasoning in its own field or as markup in content).
         ThinkingNotOff = "thinking_not_off",

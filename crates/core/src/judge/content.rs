@@ -103,6 +103,12 @@ pub fn reply_problem(
             format!("{reason}{tail}"),
         ));
     }
+    if let Some(reason) = crate::analysis::content::control_characters(&reply.content) {
+        return Some((
+            ProblemKind::Content(ContentProblem::ControlCharacters),
+            reason,
+        ));
+    }
     None
 }
 

@@ -56,7 +56,7 @@ pub fn log_rates(evidence: &Evidence, re: &Regex) -> LogRates {
         );
         return out;
     }
-    let log = super::route::strip_escapes(raw);
+    let log = crate::text::strip_escapes(raw);
     let hits: Vec<(usize, Option<String>)> = log
         .lines()
         .enumerate()

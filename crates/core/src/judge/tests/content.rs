@@ -154,3 +154,35 @@ pub(super) fn thinking_turned_off_but_still_thinking_fails_content() {
     let ev = evidence(Some(1), vec![request(0, &good(), None)]);
     assert_eq!(find(&judge(&off, &ev), "content").outcome, Outcome::Pass);
 }
+
+/// A reply carrying ANSI colour codes (or any other control character but TAB, LF and CR) is not sane text:
+/// `content` fails it as `control_characters`, counting the escape sequences and quoting them escaped, and
+/// a load run counts it as a failed request; the same words without the codes pass.
+#[test]
+pub(super) fn a_reply_with_terminal_escape_sequences_fails_content() {
+    let coloured = reply_of_deltas(
+        &[
+            r#"{"content":"\u001b[1;31mParis"}"#,
+            r#"{"content":"\u001b[0m is the capital."}"#,
+        ],
+        "stop",
+    );
+    let ev = evidence(Some(1), vec![request(0, &coloured, None)]);
+    let c = find(&judge(&gate(), &ev), "content").clone();
+    assert_eq!(c.outcome, Outcome::Fail, "{}", c.message);
+    assert!(
+        c.message.contains(r#"request 00: control_characters: 2 control characters, opening 2 terminal escape sequences (from char 0: "\u{1b}[1;31mParis\u{1b}[0m is the "…)"#),
+        "{}",
+        c.message
+    );
+    assert!(!c.message.contains('\u{1b}'), "{}", c.message);
+    let plain = reply_of_deltas(
+        &[
+            r#"{"content":"Paris"}"#,
+            r#"{"content":" is the capital.\n\tOK\r\n"}"#,
+        ],
+        "stop",
+    );
+    let ev = evidence(Some(1), vec![request(0, &plain, None)]);
+    assert_eq!(find(&judge(&gate(), &ev), "content").outcome, Outcome::Pass);
+}
