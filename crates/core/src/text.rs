@@ -30,6 +30,17 @@
 //! - [`page`]: text of a generated page (leaderboard Markdown and HTML): control characters other than line
 //!   breaks and tabs shown escaped.
 
+/// `n` and the noun, plural unless `n` is 1: `counted(1, "request")` is `1 request`, `counted(3, "request")`
+/// is `3 requests` (a regular English plural: the noun with `s`). For servegate's own words, never outside
+/// text.
+pub fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// True for a character outside text may not carry to a terminal raw: every control character (C0
 /// including TAB, CR and LF, DEL, C1) and the invisible formatting characters (zero-width space and joiners,
 /// LRM/RLM, the bidi embeddings and overrides and isolates, BOM, the line and paragraph separators).
@@ -257,6 +268,13 @@ pub fn strip_escapes_counted(text: &str) -> (String, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_of_one_is_singular() {
+        assert_eq!(counted(1, "request"), "1 request");
+        assert_eq!(counted(0, "request"), "0 requests");
+        assert_eq!(counted(12, "request"), "12 requests");
+    }
 
     /// Each hostile field of the escaping tests: `::`, `%0A`, CR, LF, ESC, BEL (and the legacy `##[`).
     const HOSTILE: &str =

@@ -323,7 +323,7 @@ fn judge_point(
             ev.run.imported.as_ref(),
             &samples,
             &js,
-            (failed, by_cause.as_str()),
+            (failed, by_cause.as_str(), planned),
             none_succeeded.as_deref(),
             &n_of,
         ));
@@ -386,7 +386,7 @@ fn latency_verdicts(
     imported: Option<&crate::evidence::imported::Imported>,
     samples: &[Sample],
     js: &[Judged],
-    (failed, by_cause): (usize, &str),
+    (failed, by_cause, planned): (usize, &str, usize),
     none_succeeded: Option<&str>,
     n_of: &str,
 ) -> Vec<Verdict> {
@@ -424,6 +424,25 @@ fn latency_verdicts(
             failed
         };
         let n = vals.len() + failed_here;
+        // Succeeded requests without this figure because of delivery: left out, counted, one cause named;
+        // the n judged then stands in place of the point's (never "n=6 of 6" beside "1 not measured").
+        let causes: Vec<&String> = js
+            .iter()
+            .filter(|j| j.sample.ok)
+            .filter_map(|j| match b.metric {
+                crate::spec::load::LatencyMetric::Ttft => j.unmeasured.0.as_ref(),
+                crate::spec::load::LatencyMetric::Tpot => j.unmeasured.1.as_ref(),
+                _ => None,
+            })
+            .collect();
+        let n_of = match causes.as_slice() {
+            [] => n_of.to_string(),
+            [c] => format!("n={n} of {planned} planned; 1 not measured, left out: {c}"),
+            [c, ..] => format!(
+                "n={n} of {planned} planned; {} not measured, left out (first: {c})",
+                causes.len()
+            ),
+        };
         let need = min_n_for(f64::from(b.p));
         let unit = "ms";
         if n < need {
@@ -447,25 +466,11 @@ fn latency_verdicts(
             (Outcome::Fail, format!("p{} {p:.1} {unit}", b.p))
         };
         let p50 = stats::percentile(&vals, 50.0);
-        // Succeeded requests without this figure because of delivery: left out, counted, one cause.
-        let causes: Vec<&String> = js
-            .iter()
-            .filter(|j| j.sample.ok)
-            .filter_map(|j| match b.metric {
-                crate::spec::load::LatencyMetric::Ttft => j.unmeasured.0.as_ref(),
-                crate::spec::load::LatencyMetric::Tpot => j.unmeasured.1.as_ref(),
-                _ => None,
-            })
-            .collect();
-        let unmeasured = match causes.first() {
-            Some(c) => format!("; {} not measured, left out (e.g. {c})", causes.len()),
-            None => String::new(),
-        };
         let mut v = verdict(
             name,
             outcome,
             format!(
-                "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{unmeasured}{})",
+                "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{})",
                 b.metric.name(),
                 b.limit_ms,
                 p50.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
@@ -591,6 +596,12 @@ fn goodput_verdict(
         format!("{planned} planned")
     } else {
         format!("{counted} counted, {planned} planned")
+    };
+    // The n counted stands in place of the point's beside the ones not measured (never "n=6 of 6").
+    let n_of = if unmeasured == 0 {
+        n_of.to_string()
+    } else {
+        format!("n={counted} of {planned} planned")
     };
     let mut v = verdict(name, outcome, format!(
         "SLO attainment {} ({good} of {of} met {}; at least {}); goodput {} requests/s ({n_of}{not_measured})",

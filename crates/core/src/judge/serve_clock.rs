@@ -148,9 +148,9 @@ pub(crate) fn rate_from_histograms(
     if let Some(ttft) = acct.serve_metrics.iter().find(|h| h.name == TTFT) {
         if let Some(m) = ttft.mean() {
             details.push_str(&format!(
-                "; serve TTFT mean {:.1} ms over {} requests, {}",
+                "; serve TTFT mean {:.1} ms over {}, {}",
                 m * 1000.0,
-                ttft.count,
+                crate::text::counted(ttft.count as usize, "request"),
                 median_phrase(ttft, "TTFT")
             ));
         }
