@@ -516,7 +516,7 @@ fn write_request(
         transport_error: r
             .error
             .as_ref()
-            .map(|m| format!("{} recorded a failure: {m}", tool.name())),
+            .map(|m| Imported::failure_text(tool.name(), m)),
         head_ms: r.arrivals_ms.first().copied(),
         end_ms: Some(r.end_ms),
         ..Default::default()

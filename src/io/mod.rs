@@ -17,6 +17,7 @@ pub mod port;
 pub mod printer;
 mod procfs;
 pub mod progress;
+pub mod raw_head;
 pub(crate) mod sampler;
 pub mod serve;
 pub mod signals;

@@ -214,7 +214,8 @@ pub fn run_point(
             figures: None,
             notes: Vec::new(),
         };
-        let reply = crate::analysis::reply_of(&rec, &x.exchange.reads);
+        let reply =
+            crate::analysis::reply_of_response(&rec, Some(&x.exchange.response), &x.exchange.reads);
         let fig = crate::analysis::measure::measure(&reply);
         rec.notes = crate::analysis::dialect::note_names(&reply, &fig);
         rec.figures = Some(fig);

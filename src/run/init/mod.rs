@@ -323,6 +323,51 @@ fn measure_and_write(
     write(o, &mut draft, rep)
 }
 
+/// The error of a serve whose `/health` and `/v1/models` both gave no answer the client took: an answer with
+/// an invalid response head says what was wrong with it ([`crate::io::raw_head::diagnose`]: the serve did
+/// answer), anything else is "nothing answers".
+fn unanswered(
+    base_url: &str,
+    health: &str,
+    models: &str,
+    t: Duration,
+    rep: &mut InitReport,
+) -> InitError {
+    let invalid = [(health, "/health"), (models, "/v1/models")]
+        .into_iter()
+        .find(|(err, _)| err.starts_with(client::INVALID_RESPONSE))
+        .map(|(err, path)| {
+            let why = crate::io::raw_head::diagnose(base_url, path, t)
+                .unwrap_or_else(|| crate::text::shown(err));
+            format!("{path}: {why}")
+        });
+    if let Some(why) = invalid {
+        rep.found.push(format!(
+            "an answer at {} that is not valid HTTP ({why})",
+            crate::text::shown(base_url)
+        ));
+        return fail(
+            rep,
+            exit::SERVE_NOT_READY,
+            format!(
+                "the serve at {} answered with an invalid response head, which no HTTP client accepts: {why}",
+                crate::text::shown(base_url)
+            ),
+        );
+    }
+    rep.missing.push(format!(
+        "an answer at {} (/health: {}; /v1/models: {})",
+        crate::text::shown(base_url),
+        crate::text::shown(health),
+        crate::text::shown(models)
+    ));
+    fail(
+        rep,
+        exit::SERVE_NOT_READY,
+        format!("nothing answers at {}", crate::text::shown(base_url)),
+    )
+}
+
 /// What the serve says about itself (the runner's own questions, `/health` besides) as the draft of the gate
 /// to write: its serve block, engine, ready path, model and greedy fields. Also returns the engine's profile
 /// and the serve's log so far. Errors: nothing answers, no OpenAI model list, no one model name.
@@ -338,17 +383,7 @@ fn probe(
     if let Err(e) = &health {
         // Nothing at /health: one more chance at /v1/models before the slower questions.
         if let Err(m) = client::get(&http, base_url, "/v1/models", t) {
-            rep.missing.push(format!(
-                "an answer at {} (/health: {}; /v1/models: {})",
-                crate::text::shown(base_url),
-                crate::text::shown(e),
-                crate::text::shown(&m)
-            ));
-            return Err(fail(
-                rep,
-                exit::SERVE_NOT_READY,
-                format!("nothing answers at {}", crate::text::shown(base_url)),
-            ));
+            return Err(unanswered(base_url, e, &m, t, rep));
         }
     }
     let log_now = log_path
