@@ -446,10 +446,27 @@ fn latency_verdicts(
         let need = min_n_for(f64::from(b.p));
         let unit = "ms";
         if n < need {
-            out.push(verdict(name, Outcome::Indeterminate, format!(
-            "p{} from n={n} {}: claiming p{} needs at least {need} (raise [load] requests to {need} or more); {n_of}",
-            b.p, if b.metric == crate::spec::load::LatencyMetric::Itl { "gaps" } else { "requests" }, b.p
-        )));
+            // Enough were planned but too few measured (a busy client too late to time them): more requests
+            // is not the remedy, and the causes follow in `n_of`.
+            let remedy = if planned >= need && !causes.is_empty() {
+                format!("{} of {planned} not measured", causes.len())
+            } else {
+                format!("raise [load] requests to {need} or more")
+            };
+            out.push(verdict(
+                name,
+                Outcome::Indeterminate,
+                format!(
+                    "p{} from n={n} {}: claiming p{} needs at least {need} ({remedy}); {n_of}",
+                    b.p,
+                    if b.metric == crate::spec::load::LatencyMetric::Itl {
+                        "gaps"
+                    } else {
+                        "requests"
+                    },
+                    b.p
+                ),
+            ));
             continue;
         }
         let mut all = vals.clone();
