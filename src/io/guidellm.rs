@@ -8,7 +8,7 @@
 //! vllm-project/guidellm `src/guidellm/schemas/benchmark/entrypoints.py`, read in the 0.8.1 wheel from
 //! PyPI (guidellm-0.8.1-py3-none-any.whl): `backend` (`openai_http`: `target`, `model`, `request_format`,
 //! `validate_backend`, `timeout`, `extras`; `src/guidellm/schemas/backends/openai_http.py`), `profile`
-//! (`concurrent` with `streams`, `constant` / `poisson` with `rate` and `max_concurrency`, `warmup`;
+//! (`concurrent` with `streams`, `constant` / `poisson` with `rate` and `max_concurrency`;
 //! `src/guidellm/schemas/benchmark/profiles/`), `constraints` (`max_requests` with `count`), `data`
 //! (`json_file` with `path`; its columns mapped by name in `src/guidellm/data/preprocessors/mappers.py`:
 //! `prompt`, `system`), `seed` (`static` with `value`), `outputs` (`json` with `path`). The chat request
@@ -62,8 +62,11 @@ pub struct GuideLlmPlan {
     pub constant: bool,
     /// Judged requests (with [`Self::warmup`]: the `max_requests` constraint's `count`).
     pub requests: usize,
-    /// Warmups before them: the profile's `warmup` in `requests` mode (GuideLLM leaves them out of its
-    /// report).
+    /// Warmups before them: the dataset's first lines, counted in the `max_requests` constraint, and the
+    /// first requests GuideLLM sends, recorded as warmups on import (GuideLLM's own `warmup` is a
+    /// measurement window of its own making, not a count of requests sent first: its report lists the
+    /// requests before the window beside the others, and the window's boundary falls where a request
+    /// in flight starts; so it is not used).
     pub warmup: usize,
     /// `[load] max_concurrency` of an open loop (the profile's `max_concurrency`).
     pub max_concurrency: Option<u32>,
@@ -99,9 +102,6 @@ pub fn scenario(plan: &GuideLlmPlan, prompts: &Path, report: &Path) -> Value {
     };
     if let (Point::Rate(_), Some(m)) = (plan.point, plan.max_concurrency) {
         profile["max_concurrency"] = m.into();
-    }
-    if plan.warmup > 0 {
-        profile["warmup"] = json!({"mode": "requests", "value": plan.warmup});
     }
     let mut body = plan.body.clone();
     body.insert("max_tokens".into(), plan.max_tokens.into());

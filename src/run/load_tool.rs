@@ -74,6 +74,7 @@ pub fn run_point(
                     file: records,
                     version: None,
                     command,
+                    warmups_first: 0,
                 },
             )
         }
@@ -88,6 +89,7 @@ pub fn run_point(
                     file: report,
                     version: None,
                     command,
+                    warmups_first: p.warmup,
                 },
             )
         }
@@ -100,6 +102,7 @@ pub fn run_point(
                     file: b.result,
                     version: b.version,
                     command: b.command,
+                    warmups_first: 0,
                 },
             )
         }
@@ -183,11 +186,13 @@ pub fn guidellm_plan(
 }
 
 /// What a tool run left: its per-request output file, the version its run stated (None: the file may
-/// state it), the command as run.
+/// state it), the command as run, and how many of its first requests (by send time) were servegate's
+/// warmups its output does not mark (GuideLLM's; 0 for the tools that mark them or send them apart).
 struct Output {
     file: std::path::PathBuf,
     version: Option<String>,
     command: String,
+    warmups_first: usize,
 }
 
 /// Reads the tool's output `out` and writes it as the point's evidence in `pw`, `summary` (the point's
@@ -202,8 +207,9 @@ fn import_point(
     summary: &RunSummary,
     pw: &EvidenceWriter,
 ) -> Result<(usize, usize, usize, Option<String>), String> {
-    let run = import::read(tool, &out.file)
+    let mut run = import::read(tool, &out.file)
         .map_err(|e| format!("its output {} could not be read: {e}", out.file.display()))?;
+    run.mark_first_as_warmups(out.warmups_first);
     if let Some(f) = run.point.filter(|f| *f != point) {
         return Err(format!(
             "its output states point {} but point {} was run",

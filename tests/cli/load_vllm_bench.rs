@@ -293,8 +293,8 @@ fn an_aiperf_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
 }
 
 /// A `guidellm` gate (the same schedule: concurrency 2, 1 warmup + 12 judged, against the same synthetic
-/// serve): GuideLLM runs with the gate's schedule (its `concurrent` profile, the warmup left out of its
-/// report), its report, scenario, dataset and log are the point's evidence, the verdicts are servegate's
+/// serve): GuideLLM runs with the gate's schedule (its `concurrent` profile, 13 requests, the first its
+/// warmup, recorded as one), its report, scenario, dataset and log are the point's evidence, the verdicts are servegate's
 /// client's on the same schedule and name GuideLLM and its version, and the TTFT medians agree within
 /// [`TTFT_P50_AGREE_MS`].
 #[test]
@@ -363,8 +363,11 @@ fn a_guidellm_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
     assert_eq!(imp.tool, "guidellm");
     assert_eq!(imp.version.as_deref(), Some("0.8.1"));
     assert!(imp.command.unwrap().contains("-m guidellm run -c"));
+    // Every request GuideLLM sent: the warmup (its first, marked on import) and the 12 judged ones.
     let rec = servegate::evidence::load::read_record(&pd).unwrap();
-    assert_eq!(rec.timings.len(), 12);
+    assert_eq!(rec.timings.len(), 13);
+    let ev = servegate::loaded::load(&pd).unwrap();
+    assert_eq!(ev.requests.iter().filter(|r| r.record.warmup).count(), 1);
     let (pg, po) = (ttft_p50(&gdir.join("run")), ttft_p50(&odir.join("run")));
     eprintln!("TTFT p50: guidellm {pg:.2} ms, servegate's client {po:.2} ms (serve: 40 ms)");
     assert!(

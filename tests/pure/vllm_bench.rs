@@ -343,9 +343,9 @@ fn the_guidellm_driver_keys_and_refusals() {
     }
 }
 
-/// A closed-loop point becomes GuideLLM's `concurrent` profile with the point's streams, a
-/// `max_requests` constraint of the judged requests plus the warmups (GuideLLM's warmup, in requests,
-/// leaves them out of its report), the served model at the serve's base URL (prefix kept), no second
+/// A closed-loop point becomes GuideLLM's `concurrent` profile with the point's streams (no GuideLLM
+/// `warmup`: the warmups are the dataset's first lines, marked on import), a `max_requests` constraint of
+/// the judged requests plus the warmups, the served model at the serve's base URL (prefix kept), no second
 /// readiness check, streamed chat completions with the gate's body keys (`max_tokens`, `temperature`,
 /// `[request.extra]`, `ignore_eos`) merged into every request, the gate's seed, the prompts file as its
 /// dataset and one JSON report; `python -m guidellm run -c <scenario>`.
@@ -367,7 +367,7 @@ fn a_guidellm_closed_loop_point_becomes_a_concurrent_profile() {
     let sc = &sc["spec"];
     assert_eq!(
         sc["profile"],
-        serde_json::json!({"kind": "concurrent", "streams": [4], "warmup": {"mode": "requests", "value": 2}})
+        serde_json::json!({"kind": "concurrent", "streams": [4]})
     );
     assert_eq!(
         sc["constraints"],
@@ -416,7 +416,7 @@ fn a_guidellm_closed_loop_point_becomes_a_concurrent_profile() {
 }
 
 /// An open-loop point becomes GuideLLM's `poisson` profile (or `constant` for `arrival = "constant"`)
-/// at the point's rate, with the gate's `max_concurrency` as its cap; no warmup asked, none set; no
+/// at the point's rate, with the gate's `max_concurrency` as its cap; no
 /// `ignore_eos` or sampling key the gate did not ask for.
 #[test]
 fn a_guidellm_open_loop_point_becomes_a_poisson_or_constant_profile() {
