@@ -145,16 +145,9 @@ pub fn run(
     if api_key.is_some() {
         return Err("the serve needs an API key, and servegate does not put one on AIPerf's command line (where any process could read it): use servegate's own client or vllm-bench".into());
     }
-    if let Some((_, n)) = prompts.iter().find(|(_, n)| *n != plan.max_tokens) {
-        return Err(format!(
-            "AIPerf takes one output length for every prompt and the prompts ask {} and {n} max_tokens",
-            plan.max_tokens
-        ));
-    }
+    let texts = KIT.one_output_length(prompts, plan.max_tokens)?;
     let python = aiperf_python()?;
-    let dir = KIT.prepare(point_dir)?;
-    std::fs::create_dir_all(dir.join("home")).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let texts: Vec<String> = prompts.iter().map(|(p, _)| p.clone()).collect();
+    let dir = KIT.prepare_with_home(point_dir)?;
     let pf = ToolKit::write(&dir, KIT.prompts, prompts_jsonl(&texts).as_bytes())?;
     let artifacts = dir.join(ARTIFACTS);
     let args = argv(plan, &pf, &artifacts);

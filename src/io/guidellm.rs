@@ -173,16 +173,9 @@ pub fn run(
     if api_key.is_some() {
         return Err("the serve needs an API key, and servegate does not write one into GuideLLM's scenario file or onto its command line (where it would stay in the evidence or be readable by any process): use servegate's own client or vllm-bench".into());
     }
-    if let Some((_, n)) = prompts.iter().find(|(_, n)| *n != plan.max_tokens) {
-        return Err(format!(
-            "servegate gives GuideLLM one max_tokens for every request ({}) and a prompt asks {n}",
-            plan.max_tokens
-        ));
-    }
+    let texts = KIT.one_output_length(prompts, plan.max_tokens)?;
     let python = guidellm_python()?;
-    let dir = KIT.prepare(point_dir)?;
-    std::fs::create_dir_all(dir.join("home")).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let texts: Vec<String> = prompts.iter().map(|(p, _)| p.clone()).collect();
+    let dir = KIT.prepare_with_home(point_dir)?;
     let rows = prompts_jsonl(&texts, system, plan.warmup, plan.requests);
     let pf = ToolKit::write(&dir, KIT.prompts, rows.as_bytes())?;
     let report = dir.join(REPORT_FILE);

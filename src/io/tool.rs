@@ -181,6 +181,30 @@ impl ToolKit {
         std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))
     }
 
+    /// [`Self::prepare`] with a `home` directory inside, the tool's `HOME` (its caches stay in the evidence).
+    pub fn prepare_with_home(&self, point_dir: &Path) -> Result<PathBuf, String> {
+        let dir = self.prepare(point_dir)?;
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+        Ok(dir)
+    }
+
+    /// The prompts' texts, for a tool that takes one output length for every request: Err when a prompt
+    /// asks another `max_tokens` than `max_tokens` (the tool would send its own, not the gate's).
+    pub fn one_output_length(
+        &self,
+        prompts: &[(String, u32)],
+        max_tokens: u32,
+    ) -> Result<Vec<String>, String> {
+        match prompts.iter().find(|(_, n)| *n != max_tokens) {
+            Some((_, n)) => Err(format!(
+                "{} takes one output length: servegate gives it one max_tokens for every request ({max_tokens}) and a prompt asks {n}",
+                self.what
+            )),
+            None => Ok(prompts.iter().map(|(p, _)| p.clone()).collect()),
+        }
+    }
+
     /// Writes `bytes` as `dir/name` and returns its path. Err names the file.
     pub fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, String> {
         let p = dir.join(name);

@@ -85,12 +85,86 @@ fn ttft_p50(run: &std::path::Path) -> f64 {
     (t[5] + t[6]) / 2.0
 }
 
-/// A `vllm-bench` gate (concurrency 2, 1 warmup + 12 judged, 8 tokens each) against the synthetic serve
-/// (TTFT 40 ms, then a token every 10 ms: E2E 110 ms at the serve): vLLM's bench runs with the gate's
-/// schedule, its result and log are kept in the point's evidence, and the gate passes what the serve meets
-/// and fails what it does not, exactly as servegate's own client on the same schedule; every verdict names
-/// the tool and its version. The two TTFT medians agree within [`TTFT_P50_AGREE_MS`] (the cross-tool
-/// parity), and neither is under the serve's 40 ms.
+/// One cross-tool parity run: a gate with `[load] driver = "<driver>"` and the same gate through
+/// servegate's own client ([`own_point`]), against one synthetic serve (TTFT 40 ms, then a token every
+/// 10 ms, 8 tokens: E2E 110 ms at the serve) at concurrency 2, 1 warmup + 12 judged. Both give the same
+/// verdicts (TTFT and throughput pass, E2E over its 100 ms fails, no error), every one of the tool's ending
+/// "timings by <label>, not servegate's client" (`label` = `<driver> <version>`) and none of servegate's
+/// naming a tool; the tool's `files` are kept in the point's `<driver>` directory; run.json names the tool
+/// and its version; the two TTFT medians agree within [`TTFT_P50_AGREE_MS`] and neither is under the
+/// serve's 40 ms. Returns the tool's point directory (`.../run/c2`) for its own checks.
+fn parity(tmp: &std::path::Path, driver: &str, label: &str, files: &[&str]) -> std::path::PathBuf {
+    let url = serve(40.0, 10.0, 8);
+    let asserts = "[assert.latency]\nttft_p50_ms = 2000\ne2e_p50_ms = 100\n[assert.throughput]\nfloor_rps = 0.5\n[assert.errors]\nmax_rate = 0.0";
+    let common = "concurrency = 2\nrequests = 12\nwarmup_requests = 1\nmax_lag_ms = 1000";
+    let tdir = tmp.join(driver);
+    std::fs::create_dir_all(&tdir).unwrap();
+    let gt = gate(&tdir, &format!("{common}\ndriver = \"{driver}\""), asserts);
+    let (vt, note) = run_point(&gt, &url, &tdir.join("run"));
+    eprintln!("{note}");
+    assert!(
+        note.contains(&format!(
+            "12 of 12 planned requests sent by {label}, 0 failed"
+        )),
+        "{note}"
+    );
+    let odir = tmp.join("own");
+    std::fs::create_dir_all(&odir).unwrap();
+    let vo = own_point(&gate(&odir, common, asserts), &url, &odir.join("run"));
+    let outcomes = |vs: &[Verdict]| -> Vec<(String, Outcome)> {
+        vs.iter()
+            .map(|v| (v.assertion.clone(), v.outcome))
+            .collect()
+    };
+    assert_eq!(
+        outcomes(&vt),
+        outcomes(&vo),
+        "{driver} {vt:#?}\nown {vo:#?}"
+    );
+    let want = [
+        ("[c=2]::ttft_p50", Outcome::Pass),
+        ("[c=2]::e2e_p50", Outcome::Fail),
+        ("[c=2]::throughput", Outcome::Pass),
+        ("[c=2]::errors", Outcome::Pass),
+    ];
+    assert_eq!(vt.len(), want.len(), "{vt:#?}");
+    let named = format!("timings by {label}, not servegate's client");
+    for (name, o) in want {
+        let v = vt.iter().find(|v| v.assertion == name).unwrap();
+        assert_eq!(v.outcome, o, "{}", v.message);
+        assert!(v.message.contains(&named), "{}", v.message);
+    }
+    eprintln!("{}", vt[0].message);
+    assert!(vo.iter().all(|v| !v.message.contains("timings by")));
+    // The evidence: the tool's own files, and run.json naming it and its version.
+    let pd = tdir.join("run/c2");
+    for f in files {
+        assert!(pd.join(driver).join(f).is_file(), "{f} missing");
+    }
+    let imp = servegate::evidence::read_run_summary(&pd)
+        .unwrap()
+        .imported
+        .expect("run.json names the tool");
+    assert_eq!(imp.tool, driver);
+    assert_eq!(
+        Some(label),
+        imp.version.map(|v| format!("{driver} {v}")).as_deref()
+    );
+    let (pt, po) = (ttft_p50(&tdir.join("run")), ttft_p50(&odir.join("run")));
+    eprintln!("TTFT p50: {driver} {pt:.2} ms, servegate's client {po:.2} ms (serve: 40 ms)");
+    assert!(
+        pt >= 39.0 && po >= 39.0,
+        "a TTFT p50 under the serve's 40 ms: {driver} {pt}, own {po}"
+    );
+    assert!(
+        (pt - po).abs() <= TTFT_P50_AGREE_MS,
+        "{driver} {pt} vs own {po}"
+    );
+    pd
+}
+
+/// vLLM's bench as the driver ([`parity`]): its result, log and dataset kept, the command it ran with the
+/// gate's concurrency and request count, every judged request imported.
 #[test]
 fn a_vllm_bench_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
     if let Err(e) = servegate::io::vllm_bench::vllm_python() {
@@ -106,81 +180,16 @@ fn a_vllm_bench_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let url = serve(40.0, 10.0, 8);
-    let asserts = "[assert.latency]\nttft_p50_ms = 2000\ne2e_p50_ms = 100\n[assert.throughput]\nfloor_rps = 0.5\n[assert.errors]\nmax_rate = 0.0";
-    let common = "concurrency = 2\nrequests = 12\nwarmup_requests = 1\nmax_lag_ms = 1000";
-
-    let vdir = tmp.path().join("vllm");
-    std::fs::create_dir_all(&vdir).unwrap();
-    let gv = gate(
-        &vdir,
-        &format!("{common}\ndriver = \"vllm-bench\""),
-        asserts,
-    );
-    let (vv, note) = run_point(&gv, &url, &vdir.join("run"));
-    eprintln!("{note}");
-    assert!(
-        note.contains("12 of 12 planned requests sent by vllm-bench 0.32.0, 0 failed"),
-        "{note}"
-    );
-    let odir = tmp.path().join("own");
-    std::fs::create_dir_all(&odir).unwrap();
-    let go = gate(&odir, common, asserts);
-    let vo = own_point(&go, &url, &odir.join("run"));
-
-    let outcomes = |vs: &[Verdict]| -> Vec<(String, Outcome)> {
-        vs.iter()
-            .map(|v| (v.assertion.clone(), v.outcome))
-            .collect()
-    };
-    assert_eq!(outcomes(&vv), outcomes(&vo), "vllm {vv:#?}\nown {vo:#?}");
-    let want = [
-        ("[c=2]::ttft_p50", Outcome::Pass),
-        ("[c=2]::e2e_p50", Outcome::Fail),
-        ("[c=2]::throughput", Outcome::Pass),
-        ("[c=2]::errors", Outcome::Pass),
-    ];
-    assert_eq!(vv.len(), want.len(), "{vv:#?}");
-    for (name, o) in want {
-        let v = vv.iter().find(|v| v.assertion == name).unwrap();
-        assert_eq!(v.outcome, o, "{}", v.message);
-        assert!(
-            v.message
-                .contains("timings by vllm-bench 0.32.0, not servegate's client"),
-            "{}",
-            v.message
-        );
-    }
-    eprintln!("{}", vv[0].message);
-    assert!(vo.iter().all(|v| !v.message.contains("vllm-bench")));
-
-    // The evidence: the tool's own files, the command it ran, every request imported.
-    let pd = vdir.join("run/c2");
-    for f in ["result.json", "vllm-bench.log", "prompts.jsonl"] {
-        assert!(pd.join("vllm-bench").join(f).is_file(), "{f} missing");
-    }
+    let files = ["result.json", "vllm-bench.log", "prompts.jsonl"];
+    let pd = parity(tmp.path(), "vllm-bench", "vllm-bench 0.32.0", &files);
     let run = servegate::evidence::read_run_summary(&pd).unwrap();
-    let imp = run.imported.expect("run.json names the tool");
-    assert_eq!(imp.tool, "vllm-bench");
-    assert_eq!(imp.version.as_deref(), Some("0.32.0"));
-    let cmd = imp.command.unwrap();
+    let cmd = run.imported.unwrap().command.unwrap();
     assert!(
         cmd.contains("--max-concurrency 2") && cmd.contains("--num-prompts 12"),
         "{cmd}"
     );
     let rec = servegate::evidence::load::read_record(&pd).unwrap();
     assert_eq!(rec.timings.len(), 12);
-
-    let (pv, po) = (ttft_p50(&vdir.join("run")), ttft_p50(&odir.join("run")));
-    eprintln!("TTFT p50: vllm-bench {pv:.2} ms, servegate's client {po:.2} ms (serve: 40 ms)");
-    assert!(
-        pv >= 39.0 && po >= 39.0,
-        "a TTFT p50 under the serve's 40 ms: {pv} {po}"
-    );
-    assert!(
-        (pv - po).abs() <= TTFT_P50_AGREE_MS,
-        "vllm-bench {pv} vs own {po}"
-    );
 }
 
 /// A bench that cannot run the point (here: the gate's model is a directory with no tokenizer in it, so
@@ -224,10 +233,7 @@ fn a_bench_that_exits_non_zero_voids_the_point_naming_why() {
         .is_file());
 }
 
-/// An `aiperf` gate (the same schedule: concurrency 2, 1 warmup + 12 judged, against the same synthetic
-/// serve): AIPerf runs with the gate's schedule, its records (warmup included, as phase `warmup`) are the
-/// point's evidence, the verdicts are servegate's client's on the same schedule and name AIPerf and its
-/// version, and the TTFT medians agree within [`TTFT_P50_AGREE_MS`].
+/// AIPerf as the driver ([`parity`]): its records (warmup included, as phase `warmup`) and log kept.
 #[test]
 fn an_aiperf_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
     if let Err(e) = servegate::io::aiperf::aiperf_python() {
@@ -243,60 +249,12 @@ fn an_aiperf_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let url = serve(40.0, 10.0, 8);
-    let asserts = "[assert.latency]\nttft_p50_ms = 2000\ne2e_p50_ms = 100\n[assert.throughput]\nfloor_rps = 0.5\n[assert.errors]\nmax_rate = 0.0";
-    let common = "concurrency = 2\nrequests = 12\nwarmup_requests = 1\nmax_lag_ms = 1000";
-    let adir = tmp.path().join("aiperf");
-    std::fs::create_dir_all(&adir).unwrap();
-    let ga = gate(&adir, &format!("{common}\ndriver = \"aiperf\""), asserts);
-    let (va, note) = run_point(&ga, &url, &adir.join("run"));
-    eprintln!("{note}");
-    assert!(
-        note.contains("12 of 12 planned requests sent by aiperf 0.13.0, 0 failed"),
-        "{note}"
-    );
-    let odir = tmp.path().join("own");
-    std::fs::create_dir_all(&odir).unwrap();
-    let vo = own_point(&gate(&odir, common, asserts), &url, &odir.join("run"));
-    let outcomes = |vs: &[Verdict]| -> Vec<(String, Outcome)> {
-        vs.iter()
-            .map(|v| (v.assertion.clone(), v.outcome))
-            .collect()
-    };
-    assert_eq!(outcomes(&va), outcomes(&vo), "aiperf {va:#?}\nown {vo:#?}");
-    for v in &va {
-        assert!(
-            v.message
-                .contains("timings by aiperf 0.13.0, not servegate's client"),
-            "{}",
-            v.message
-        );
-    }
-    let pd = adir.join("run/c2");
-    assert!(pd.join("aiperf/artifacts/profile_export.jsonl").is_file());
-    assert!(pd.join("aiperf/aiperf.log").is_file());
-    let imp = servegate::evidence::read_run_summary(&pd)
-        .unwrap()
-        .imported
-        .unwrap();
-    assert_eq!(imp.tool, "aiperf");
-    let (pa, po) = (ttft_p50(&adir.join("run")), ttft_p50(&odir.join("run")));
-    eprintln!("TTFT p50: aiperf {pa:.2} ms, servegate's client {po:.2} ms (serve: 40 ms)");
-    assert!(
-        pa >= 39.0,
-        "an AIPerf TTFT p50 under the serve's 40 ms: {pa}"
-    );
-    assert!(
-        (pa - po).abs() <= TTFT_P50_AGREE_MS,
-        "aiperf {pa} vs own {po}"
-    );
+    let files = ["artifacts/profile_export.jsonl", "aiperf.log"];
+    parity(tmp.path(), "aiperf", "aiperf 0.13.0", &files);
 }
 
-/// A `guidellm` gate (the same schedule: concurrency 2, 1 warmup + 12 judged, against the same synthetic
-/// serve): GuideLLM runs with the gate's schedule (its `concurrent` profile, 13 requests, the first its
-/// warmup, recorded as one), its report, scenario, dataset and log are the point's evidence, the verdicts are servegate's
-/// client's on the same schedule and name GuideLLM and its version, and the TTFT medians agree within
-/// [`TTFT_P50_AGREE_MS`].
+/// GuideLLM as the driver ([`parity`]): its `concurrent` profile, 13 requests, the first its warmup
+/// (marked on import); its report, scenario, dataset and log kept.
 #[test]
 fn a_guidellm_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
     if let Err(e) = servegate::io::guidellm::guidellm_python() {
@@ -304,80 +262,23 @@ fn a_guidellm_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let url = serve(40.0, 10.0, 8);
-    let asserts = "[assert.latency]\nttft_p50_ms = 2000\ne2e_p50_ms = 100\n[assert.throughput]\nfloor_rps = 0.5\n[assert.errors]\nmax_rate = 0.0";
-    let common = "concurrency = 2\nrequests = 12\nwarmup_requests = 1\nmax_lag_ms = 1000";
-    let gdir = tmp.path().join("guidellm");
-    std::fs::create_dir_all(&gdir).unwrap();
-    let gg = gate(&gdir, &format!("{common}\ndriver = \"guidellm\""), asserts);
-    let (vg, note) = run_point(&gg, &url, &gdir.join("run"));
-    eprintln!("{note}");
-    assert!(
-        note.contains("12 of 12 planned requests sent by guidellm 0.8.1, 0 failed"),
-        "{note}"
-    );
-    let odir = tmp.path().join("own");
-    std::fs::create_dir_all(&odir).unwrap();
-    let vo = own_point(&gate(&odir, common, asserts), &url, &odir.join("run"));
-    let outcomes = |vs: &[Verdict]| -> Vec<(String, Outcome)> {
-        vs.iter()
-            .map(|v| (v.assertion.clone(), v.outcome))
-            .collect()
-    };
-    assert_eq!(
-        outcomes(&vg),
-        outcomes(&vo),
-        "guidellm {vg:#?}\nown {vo:#?}"
-    );
-    let want = [
-        ("[c=2]::ttft_p50", Outcome::Pass),
-        ("[c=2]::e2e_p50", Outcome::Fail),
-        ("[c=2]::throughput", Outcome::Pass),
-        ("[c=2]::errors", Outcome::Pass),
-    ];
-    assert_eq!(vg.len(), want.len(), "{vg:#?}");
-    for (name, o) in want {
-        let v = vg.iter().find(|v| v.assertion == name).unwrap();
-        assert_eq!(v.outcome, o, "{}", v.message);
-        assert!(
-            v.message
-                .contains("timings by guidellm 0.8.1, not servegate's client"),
-            "{}",
-            v.message
-        );
-    }
-    eprintln!("{}", vg[0].message);
-    let pd = gdir.join("run/c2");
-    for f in [
+    let files = [
         "report.json",
         "scenario.json",
         "prompts.jsonl",
         "guidellm.log",
-    ] {
-        assert!(pd.join("guidellm").join(f).is_file(), "{f} missing");
-    }
+    ];
+    let pd = parity(tmp.path(), "guidellm", "guidellm 0.8.1", &files);
     let imp = servegate::evidence::read_run_summary(&pd)
         .unwrap()
         .imported
         .unwrap();
-    assert_eq!(imp.tool, "guidellm");
-    assert_eq!(imp.version.as_deref(), Some("0.8.1"));
     assert!(imp.command.unwrap().contains("-m guidellm run -c"));
     // Every request GuideLLM sent: the warmup (its first, marked on import) and the 12 judged ones.
     let rec = servegate::evidence::load::read_record(&pd).unwrap();
     assert_eq!(rec.timings.len(), 13);
     let ev = servegate::loaded::load(&pd).unwrap();
     assert_eq!(ev.requests.iter().filter(|r| r.record.warmup).count(), 1);
-    let (pg, po) = (ttft_p50(&gdir.join("run")), ttft_p50(&odir.join("run")));
-    eprintln!("TTFT p50: guidellm {pg:.2} ms, servegate's client {po:.2} ms (serve: 40 ms)");
-    assert!(
-        pg >= 39.0,
-        "a GuideLLM TTFT p50 under the serve's 40 ms: {pg}"
-    );
-    assert!(
-        (pg - po).abs() <= TTFT_P50_AGREE_MS,
-        "guidellm {pg} vs own {po}"
-    );
 }
 
 /// How a tool's run ends when it gives nothing to import, as every tool driver says it (the point is
