@@ -164,6 +164,24 @@ pub struct ToolRun {
     pub notes: Vec<String>,
 }
 
+impl ToolRun {
+    /// Marks the first `n` requests by send time (`start_ms`; ties in the file's order) as warmups: for a
+    /// tool run whose first `n` requests were servegate's warmups and whose output does not say so
+    /// (GuideLLM, given the warmups as its dataset's first lines: its own `warmup` is a measurement window,
+    /// and its report lists the requests before the window beside the others). The file's order is kept.
+    pub fn mark_first_as_warmups(&mut self, n: usize) {
+        let mut order: Vec<usize> = (0..self.requests.len()).collect();
+        order.sort_by(|&a, &b| {
+            self.requests[a]
+                .start_ms
+                .total_cmp(&self.requests[b].start_ms)
+        });
+        for &i in order.iter().take(n) {
+            self.requests[i].warmup = true;
+        }
+    }
+}
+
 /// What the command line adds to a tool's file.
 #[derive(Debug, Clone, Default)]
 pub struct ImportOptions {
@@ -516,7 +534,7 @@ fn write_request(
         transport_error: r
             .error
             .as_ref()
-            .map(|m| format!("{} recorded a failure: {m}", tool.name())),
+            .map(|m| Imported::failure_text(tool.name(), m)),
         head_ms: r.arrivals_ms.first().copied(),
         end_ms: Some(r.end_ms),
         ..Default::default()

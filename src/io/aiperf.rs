@@ -8,34 +8,35 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::io::tool::ToolKit;
 use crate::spec::load::Point;
 
-/// The directory under a point's evidence that holds AIPerf's run.
-pub const TOOL_DIR: &str = "aiperf";
-/// The gate's prompts as AIPerf's `single_turn` custom dataset (`{"text": ...}` lines).
-pub const PROMPTS_FILE: &str = "prompts.jsonl";
-/// AIPerf's `--artifact-dir`, under [`TOOL_DIR`].
+/// AIPerf's `--artifact-dir`, under the point's [`KIT`] directory.
 pub const ARTIFACTS: &str = "artifacts";
 /// The per-request records AIPerf writes in its artifact directory.
 pub const RECORDS_FILE: &str = "profile_export.jsonl";
-/// AIPerf's stdout and stderr, together.
-pub const LOG_FILE: &str = "aiperf.log";
 /// The AIPerf release `scripts/provision-aiperf.sh` installs.
 pub const AIPERF_VERSION: &str = "0.13.0";
-/// The command that provisions it (said when it is missing).
-pub const PROVISION: &str = "scripts/provision-aiperf.sh";
+/// AIPerf's run in a point's evidence: `aiperf/` with `prompts.jsonl` (the gate's prompts as its
+/// `single_turn` custom dataset, `{"text": ...}` lines), `aiperf.log` (its stdout and stderr) and
+/// [`ARTIFACTS`]; its Python `$SERVEGATE_AIPERF_PYTHON`, else `{cache}/venv-aiperf-<AIPERF_VERSION>`
+/// (`scripts/provision-aiperf.sh`).
+pub const KIT: ToolKit = ToolKit {
+    what: "AIPerf",
+    dir: "aiperf",
+    prompts: "prompts.jsonl",
+    log: "aiperf.log",
+    package: "aiperf",
+    version: AIPERF_VERSION,
+    python_env: "SERVEGATE_AIPERF_PYTHON",
+    provision: "scripts/provision-aiperf.sh",
+};
 
-/// The Python of the provisioned AIPerf, run as `python -m aiperf`: `$SERVEGATE_AIPERF_PYTHON`, else
-/// `{cache}/venv-aiperf-<AIPERF_VERSION>/bin/python` (the venv's `aiperf` console script names the
-/// temporary path the venv was built under). Err says how to provision it.
+/// The Python of the provisioned AIPerf, run as `python -m aiperf` (the venv's `aiperf` console script
+/// names the temporary path the venv was built under): [`ToolKit::python`] of [`KIT`]. Err says how to
+/// provision it.
 pub fn aiperf_python() -> Result<PathBuf, String> {
-    crate::io::tool::provisioned_python(
-        "SERVEGATE_AIPERF_PYTHON",
-        &format!("venv-aiperf-{AIPERF_VERSION}"),
-        PROVISION,
-        "AIPerf",
-        &format!("aiperf=={AIPERF_VERSION}"),
-    )
+    KIT.python()
 }
 
 /// One run of AIPerf: a sweep point's schedule and the gate's request.
@@ -130,7 +131,7 @@ pub fn prompts_jsonl(prompts: &[String]) -> String {
         .collect()
 }
 
-/// Runs AIPerf for `plan` in `point_dir/`[`TOOL_DIR`] with the gate's `prompts` (text, `max_tokens`),
+/// Runs AIPerf for `plan` in the `aiperf` directory of `point_dir` ([`KIT`]) with the gate's `prompts` (text, `max_tokens`),
 /// within `wall`; returns the records file and the command as run. A serve that needs an API key is
 /// refused: AIPerf takes it on its command line (`--api-key`), where any process could read it. Err names
 /// why nothing can be imported (as [`crate::io::vllm_bench::run`]).
@@ -151,21 +152,17 @@ pub fn run(
         ));
     }
     let python = aiperf_python()?;
-    let dir = point_dir.join(TOOL_DIR);
+    let dir = KIT.prepare(point_dir)?;
     std::fs::create_dir_all(dir.join("home")).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let dir = std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let texts: Vec<String> = prompts.iter().map(|(p, _)| p.clone()).collect();
-    let pf = dir.join(PROMPTS_FILE);
-    std::fs::write(&pf, prompts_jsonl(&texts)).map_err(|e| format!("{}: {e}", pf.display()))?;
+    let pf = ToolKit::write(&dir, KIT.prompts, prompts_jsonl(&texts).as_bytes())?;
     let artifacts = dir.join(ARTIFACTS);
     let args = argv(plan, &pf, &artifacts);
-    let command = [python.display().to_string(), "-m".into(), "aiperf".into()]
-        .into_iter()
-        .chain(args.iter().cloned())
-        .map(|a| crate::io::tool::quote(&a))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let log = dir.join(LOG_FILE);
+    let command = ToolKit::command_line(
+        [python.display().to_string(), "-m".into(), "aiperf".into()]
+            .into_iter()
+            .chain(args.iter().cloned()),
+    );
     let mut cmd = Command::new(&python);
     cmd.args(["-m", "aiperf"]);
     // AIPerf 0.13.0 with HF_HUB_OFFLINE set refuses a local tokenizer path (the peers bench found it):
@@ -175,14 +172,7 @@ pub fn run(
         .env("HOME", dir.join("home"))
         .env_remove("HF_HUB_OFFLINE")
         .env_remove("TRANSFORMERS_OFFLINE");
-    crate::io::tool::run_logged(cmd, &log, wall).map_err(|e| format!("aiperf profile {e}"))?;
     let records = artifacts.join(RECORDS_FILE);
-    if !records.is_file() {
-        return Err(format!(
-            "aiperf profile exited 0 but wrote no {RECORDS_FILE} (log {}; last lines: {})",
-            log.display(),
-            crate::io::tool::tail(&crate::io::tool::read_log(&log), 3)
-        ));
-    }
+    KIT.run(cmd, &dir, wall, "aiperf profile", &records)?;
     Ok((records, command))
 }

@@ -333,9 +333,30 @@ fn send_reqwest_to(
     }
 }
 
+/// The words [`get`]'s error starts with when a response came but the HTTP client refused it as invalid
+/// HTTP (a header name with a space or a control byte, say): [`crate::io::raw_head::diagnose`] then says
+/// what was wrong, since the serve did answer.
+pub const INVALID_RESPONSE: &str = "invalid response";
+
+/// True when `e` (or an error it wraps) is hyper's refusal of a response that is not valid HTTP/1.
+fn is_invalid_response(e: &reqwest::Error) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(x) = src {
+        if x.downcast_ref::<hyper::Error>()
+            .is_some_and(|h| h.is_parse())
+        {
+            return true;
+        }
+        src = x.source();
+    }
+    false
+}
+
 fn describe(e: &reqwest::Error) -> String {
     let kind = if e.is_timeout() {
         "timeout"
+    } else if is_invalid_response(e) {
+        INVALID_RESPONSE
     } else if e.is_connect() {
         "connect failed"
     } else if e.is_redirect() {

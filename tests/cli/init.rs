@@ -101,7 +101,20 @@ fn init_on_a_started_llama_like_serve_writes_a_gate_that_checks_clean_and_runs_p
     let mut args = vec!["--name", "fake"];
     args.push("--");
     args.extend(argv.iter().map(String::as_str));
-    let out = init(&p, &args);
+    // A first-token limit needs five first tokens the client timed: on a busy machine init says which it
+    // could not time and why, and the test runs it again (fixtures::timed_by_the_client).
+    let out = fixtures::timed_by_the_client(
+        3,
+        || {
+            let _ = std::fs::remove_file(p.path().join("gates/fake.toml"));
+            init(&p, &args)
+        },
+        |_| {
+            std::fs::read_to_string(p.path().join("gates/fake.toml"))
+                .is_ok_and(|g| g.contains("limit_ms = "))
+        },
+        |o| o.all(),
+    );
     assert_eq!(out.code, 0, "{}", out.all());
     let gate = std::fs::read_to_string(p.path().join("gates/fake.toml")).unwrap();
     for want in [
@@ -280,6 +293,43 @@ fn a_hostile_model_name_round_trips_and_is_never_printed_raw() {
     assert_eq!(run.code, 0, "{}\n{text}", run.all());
     assert!(run.stdout.contains("route PASS"), "{}", run.all());
     drop(serve);
+}
+
+/// A serve that answers with a header name the HTTP client refuses (a space and an escape in it) did answer:
+/// init says so, naming the line and the name escaped, never "nothing answers".
+#[test]
+fn a_serve_answering_an_invalid_header_is_named_not_called_silent() {
+    let p = Project::new();
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nX Served\x1b[31m: 1\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+            );
+        }
+    });
+    let out = init(&p, &["--url", &format!("http://127.0.0.1:{port}")]);
+    assert_eq!(out.code, 4, "{}", out.all());
+    assert!(!out.stderr.contains("nothing answers"), "{}", out.all());
+    assert!(
+        out.stderr
+            .contains("answered with an invalid response head"),
+        "{}",
+        out.all()
+    );
+    assert!(
+        out.all()
+            .contains(r#"/health: header line 3 has an invalid name "X Served\u{1b}[31m""#),
+        "{}",
+        out.all()
+    );
+    assert!(!out.all().contains('\u{1b}'), "{}", out.all());
+    assert!(!p.path().join("gates").exists());
 }
 
 #[test]

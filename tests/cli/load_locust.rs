@@ -449,3 +449,40 @@ fn a_worker_in_another_network_namespace_joins_over_a_veth_pair() {
         );
     }
 }
+
+/// A Locust worker that never joins (here: a stand-in for Locust's Python, `SERVEGATE_LOCUST_PYTHON`, whose
+/// master logs Locust 2.47.0's own words for it and exits 1, as Locust does at `--expect-workers-max-wait`)
+/// is named in the point's verdicts, not only in master.log: that the workers never joined, how many of how
+/// many, the local and remote counts and the wait.
+#[test]
+fn workers_that_never_join_are_named_in_the_verdict() {
+    let p = crate::fixtures::Project::new();
+    let fake = p.write(
+        "fake-python.sh",
+        "#!/bin/sh\ncase \"$*\" in\n*--master*)\n  echo '[2026-12-06 10:00:00,002] h/INFO/root: Waiting for workers to be ready, 0 of 2 connected'\n  echo '[2026-12-06 10:00:01,003] h/INFO/root: Waiting for workers to be ready, 1 of 2 connected'\n  echo '[2026-12-06 10:02:00,004] h/ERROR/locust.main: Gave up waiting for workers to connect'\n  exit 1;;\nesac\nexit 0\n",
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let url = crate::fixtures::load::synthetic_serve(spec_with(10.0, 5.0, 4));
+    let g = p.write(
+        "gate.toml",
+        &format!(
+            "[gate]\nname = \"locust-never-joined\"\n[serve]\nurl = \"{url}\"\n[request]\nmodel = \"synthetic\"\nmax_tokens = 4\nprompts = [\"a\"]\n[load]\nconcurrency = 2\nrequests = 4\ndriver = \"locust\"\nlocust_workers = 1\nlocust_remote_workers = 1\n[assert.latency]\nttft_p50_ms = 2000\n"
+        ),
+    );
+    // The gate needs Locust provisioned: its marker, in a cache of the test's own.
+    p.write("cache/provisioned/locust", "");
+    let out = crate::fixtures::Out::of(
+        p.servegate()
+            .env("SERVEGATE_CACHE", p.path().join("cache"))
+            .env("SERVEGATE_LOCUST_PYTHON", &fake)
+            .args(["run", g.to_str().unwrap()]),
+    );
+    let line = out.line("[c=2]::ttft_p50");
+    assert!(line.contains(" VOID "), "{}", out.all());
+    assert!(
+        line.contains("Locust workers never joined: 1 of 2 connected within the master's 120 s wait (1 started here, 1 remote"),
+        "{}",
+        out.all()
+    );
+}

@@ -454,9 +454,15 @@ const LAG_BASE_MS: f64 = 10.0;
 /// at load 17.5 on 2 CPUs (3.8 ms a unit), rounded up to 5.
 const LAG_PER_LOAD_MS: f64 = 5.0;
 
-/// Runs `gate` through `servegate run` up to twice. `exact` asserts what never depends on timing (verdict
-/// lines) on every attempt; `timing` returns `Err` when a timing budget is exceeded, and only that retries:
-/// a late wake-up of a loaded scheduler is not a replay fault, the same miss twice is treated as one.
+/// How many runs [`run_with_one_retry`] may take: each is seconds, and on a loaded 2-core runner (load 12,
+/// four tests at a time) two of three were a client too late and the third a serve's write late.
+const ATTEMPTS: usize = 5;
+
+/// Runs `gate` through `servegate run` up to [`ATTEMPTS`] times. `exact` asserts what never depends on timing
+/// (verdict lines) on every attempt whose replies the client timed; `timing` returns `Err` when a timing
+/// budget is exceeded, and only that, or a reply the client was too late to time at all
+/// ([`fixtures::CLIENT_LATE`]: its verdict then rightly says "not measured"), retries: a late wake-up of a
+/// loaded scheduler is not a replay fault, the same miss twice is treated as one.
 fn run_with_one_retry(
     gate: &Path,
     runs: &Path,
@@ -464,8 +470,18 @@ fn run_with_one_retry(
     timing: impl Fn(&RunResult) -> Result<(), String>,
 ) {
     let mut misses = Vec::new();
-    for attempt in 1..=2 {
+    for attempt in 1..=ATTEMPTS {
         let r = servegate_run(gate, runs);
+        if attempt < ATTEMPTS && r.stdout.contains(fixtures::CLIENT_LATE) {
+            eprintln!(
+                "attempt {attempt}: the client was too late to time a reply (load average {:?})",
+                evidence::load_avg()
+            );
+            misses.push(format!(
+                "attempt {attempt}: a reply not timed by the client"
+            ));
+            continue;
+        }
         exact(&r);
         match timing(&r) {
             Ok(()) => return,
@@ -479,7 +495,7 @@ fn run_with_one_retry(
         }
     }
     panic!(
-        "timing out of budget on both attempts:\n{}",
+        "timing out of budget on every attempt:\n{}",
         misses.join("\n")
     );
 }

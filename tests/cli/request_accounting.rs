@@ -482,8 +482,11 @@ fn forty_tokens_in_two_reads_3_ms_apart_give_no_rate() {
         ],
     );
     let line = out.line("rate INDETERMINATE");
+    // A busy client may read the two flushes as one: "all 40 token chunks in one read", as honest.
     assert!(
-        line.contains("under the 5 ms minimum") || line.contains("burst: 20 of 20"),
+        line.contains("under the 5 ms minimum")
+            || line.contains("burst: 20 of 20")
+            || line.contains("all 40 token chunks in one read"),
         "{line}"
     );
 }

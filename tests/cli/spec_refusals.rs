@@ -495,6 +495,19 @@ fn load_gate(load: &str) -> String {
     )
 }
 
+/// `client_cpus` of the wrong type says what it takes (a count or CPU ids), not a sweep's words.
+#[test]
+fn client_cpus_of_the_wrong_type_says_a_count_or_cpu_ids() {
+    let t = load_gate("concurrency = 2\nrequests = 4\nclient_cpus = \"all\"");
+    let out = refused(
+        &t,
+        "client_cpus =",
+        "load.client_cpus",
+        "must be a whole number (the first N CPUs the runner may use) or a list of CPU ids ([0, 2])",
+    );
+    assert!(!out.contains("sweep"), "{out}");
+}
+
 /// Numbers `check` accepted and `run` could not survive: a rate so small its schedule overflows the clock
 /// (`rate_rps = 1e-25` panicked the load client) or its directory name runs to 302 bytes (`1e-300`), a
 /// `rate_rps x duration_s` that sized an 800 GB allocation, a sweep or warmup without end.
@@ -655,7 +668,12 @@ fn a_bad_or_missing_dataset_is_the_gates_error_not_the_serves() {
     std::fs::write(&data, "{\"prompt\": \"hi\", \"max_tokens\": 4}\n").unwrap();
     accepted(&t);
     std::fs::remove_file(&data).unwrap();
-    refused(&t, "dataset =", "load.dataset", "prompts.jsonl");
+    let out = refused(&t, "dataset =", "load.dataset", "prompts.jsonl");
+    // The key once, then the file: never "load.dataset: load.dataset ...".
+    assert!(!out.contains("load.dataset: load.dataset"), "{out}");
+    std::fs::write(&data, "\n").unwrap();
+    let out = refused(&t, "dataset =", "load.dataset", "prompts.jsonl: no prompts");
+    assert!(!out.contains("load.dataset: load.dataset"), "{out}");
     // `run` refuses it as an invalid spec (3), never "serve never became ready" (4).
     let gate = tmp.path().join("g.toml");
     std::fs::write(&gate, &t).unwrap();

@@ -47,6 +47,12 @@ const NOT_OURS: &[&str] = &[
     "src/guidellm/benchmark/schemas/generative/benchmark.py",
     "src/guidellm/schemas/request_stats.py",
     "src/guidellm/schemas/info.py",
+    "src/guidellm/schemas/benchmark/entrypoints.py",
+    "src/guidellm/schemas/backends/openai_http.py",
+    "src/guidellm/schemas/benchmark/profiles/",
+    "src/guidellm/data/preprocessors/mappers.py",
+    "src/guidellm/backends/openai/request_handlers.py",
+    "src/guidellm/backends/openai/http.py",
     "benchmarks/benchmark_serving.py",
     "inference_perf/reportgen/base.py",
     // The engines' own files each profile was read from (docs/runtimes.md "Profiles", spec/profile/engines.rs):

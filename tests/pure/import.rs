@@ -650,3 +650,30 @@ fn inference_perf_config_gives_the_point_only_for_one_stage_of_a_known_type() {
     let other = "api:\n  type: concurrent\nload:\n  type: trace_replay\n  stages:\n  - rate: 1.0\n";
     assert_eq!(point_of_config(other), None);
 }
+
+/// A GuideLLM run driven by servegate sends the point's warmups as its first requests and its report
+/// does not mark them: the first N by send time are recorded as warmups (ties in the file's order), the
+/// file's order kept, the rest judged; 0 marks none.
+#[test]
+fn the_first_requests_by_send_time_are_marked_as_warmups() {
+    let mut run = import::read(Tool::GuideLlm, &data("guidellm-c2.json")).unwrap();
+    let n = run.requests.len();
+    assert!(n > 3, "{n}");
+    assert!(run.requests.iter().all(|r| !r.warmup));
+    let starts: Vec<f64> = run.requests.iter().map(|r| r.start_ms).collect();
+    let mut sorted = starts.clone();
+    sorted.sort_by(f64::total_cmp);
+    run.mark_first_as_warmups(0);
+    assert!(run.requests.iter().all(|r| !r.warmup));
+    run.mark_first_as_warmups(2);
+    let warm: Vec<f64> = run
+        .requests
+        .iter()
+        .filter(|r| r.warmup)
+        .map(|r| r.start_ms)
+        .collect();
+    assert_eq!(warm.len(), 2);
+    assert!(warm.iter().all(|s| *s <= sorted[1]), "{warm:?} {sorted:?}");
+    let after: Vec<f64> = run.requests.iter().map(|r| r.start_ms).collect();
+    assert_eq!(after, starts, "the file's order is kept");
+}

@@ -281,6 +281,83 @@ fn a_point_where_no_request_succeeded_fails_every_latency_bound() {
     assert_eq!(find(&vs2, "[c=4]::ttft_p50").outcome, Outcome::Fail);
 }
 
+/// A latency verdict states the n it judged: with one reply not measured (one token chunk: no TPOT) it
+/// says `n=5 of 6 planned; 1 not measured, left out: <cause>`, never `n=6 of 6 planned` beside it; a failed
+/// request is counted above every value and named by cause.
+#[test]
+fn a_latency_verdict_states_the_n_judged_and_names_the_not_measured_and_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = 2\nrequests = 6",
+        "[assert.latency]\ntpot_p50_ms = 1000\n",
+    );
+    let specs: Vec<SyntheticSpec> = (0..6)
+        .map(|i| spec_with(50.0, 2.0, if i == 5 { 1 } else { 8 }))
+        .collect();
+    write_point_cut(
+        tmp.path(),
+        &g,
+        Point::Concurrency(2),
+        2,
+        &specs,
+        |_| 0.0,
+        |i| i == 4,
+    );
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    let tpot = find(&vs, "[c=2]::tpot_p50");
+    assert_eq!(tpot.outcome, Outcome::Pass, "{}", tpot.message);
+    assert!(
+        tpot.message
+            .contains("n=5 of 6 planned; 1 not measured, left out: one token chunk"),
+        "{}",
+        tpot.message
+    );
+    assert!(!tpot.message.contains("n=6 of 6"), "{}", tpot.message);
+    assert!(
+        tpot.message
+            .contains("; 1 failed, counted above every value, by cause: 1 truncated_stream"),
+        "{}",
+        tpot.message
+    );
+}
+
+/// Enough requests planned, too few measured (three of six replies give no TPOT): INDETERMINATE, naming
+/// how many were not measured and why, never "raise [load] requests", which would not help.
+#[test]
+fn too_few_measured_of_enough_planned_names_the_not_measured_not_more_requests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "concurrency = 2\nrequests = 6",
+        "[assert.latency]\ntpot_p50_ms = 1000\n",
+    );
+    let specs: Vec<SyntheticSpec> = (0..6)
+        .map(|i| spec_with(50.0, 2.0, if i % 2 == 0 { 1 } else { 8 }))
+        .collect();
+    write_point(tmp.path(), &g, Point::Concurrency(2), 2, &specs, |_| 0.0);
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    let tpot = find(&vs, "[c=2]::tpot_p50");
+    assert_eq!(tpot.outcome, Outcome::Indeterminate, "{}", tpot.message);
+    assert!(
+        tpot.message
+            .contains("needs at least 5 (3 of 6 not measured)"),
+        "{}",
+        tpot.message
+    );
+    assert!(
+        !tpot.message.contains("raise [load] requests"),
+        "{}",
+        tpot.message
+    );
+    assert!(
+        tpot.message
+            .contains("n=3 of 6 planned; 3 not measured, left out (first: one token chunk"),
+        "{}",
+        tpot.message
+    );
+}
+
 #[test]
 fn a_client_behind_its_schedule_makes_the_point_void_never_a_pass() {
     let tmp = tempfile::tempdir().unwrap();

@@ -184,7 +184,7 @@ fn the_locust_driver_keys_and_refusals() {
         ),
         (
             "concurrency = 2\nrequests = 4\ndriver = \"k6\"",
-            "must be \"servegate\", \"locust\", \"vllm-bench\" or \"aiperf\"",
+            "must be \"servegate\", \"locust\", \"vllm-bench\", \"aiperf\" or \"guidellm\"",
         ),
         (
             "concurrency = 2\nrequests = 4\ndriver = \"locust\"\nlocust_workers = 0",

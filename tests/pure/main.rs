@@ -14,6 +14,7 @@ mod census;
 mod coverage;
 mod doc_paths;
 mod drift;
+mod exit_codes_doc;
 mod exports;
 mod flm_pair;
 mod github;

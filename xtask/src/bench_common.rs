@@ -14,10 +14,19 @@ use serde_json::Value;
 use servegate::analysis::stats;
 
 /// Builds the `servegate` binary this benchmark drives (release, the profile whose figures matter), beside
-/// this xtask binary in the workspace target directory.
+/// this xtask binary in the workspace target directory. The nested cargo runs without the package
+/// variables `cargo run` gave this process ([`is_package_var`]): ring's build script reruns when
+/// `CARGO_PKG_NAME` or `CARGO_MANIFEST_DIR` change (`cargo:rerun-if-env-changed`), so inheriting xtask's
+/// values rebuilt ring, rustls, reqwest and servegate on every bench-self after any other build (minutes
+/// of CPU in this process's child, not in any client it measures), and the next plain build again.
 pub fn build_servegate() -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
+    for (k, _) in std::env::vars_os() {
+        if k.to_str().is_some_and(is_package_var) {
+            cmd.env_remove(&k);
+        }
+    }
     cmd.args([
         "build",
         "--quiet",
@@ -34,6 +43,19 @@ pub fn build_servegate() -> Result<(), String> {
         Ok(s) => Err(format!("cargo build of servegate failed ({s})")),
         Err(e) => Err(format!("cannot run cargo: {e}")),
     }
+}
+
+/// Whether `name` is one of the variables cargo sets for the package it runs or builds
+/// (<https://doc.rust-lang.org/cargo/reference/environment-variables.html>, "Environment variables Cargo
+/// sets for crates"): `CARGO_PKG_*`, `CARGO_MANIFEST_*`, `CARGO_CRATE_NAME`, `CARGO_BIN_NAME`,
+/// `CARGO_PRIMARY_PACKAGE`. Not `CARGO` itself, `CARGO_HOME` or the user's `CARGO_BUILD_*` settings.
+pub fn is_package_var(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_MANIFEST_")
+        || matches!(
+            name,
+            "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE"
+        )
 }
 
 /// The `servegate` binary: `$SERVEGATE_BIN`, else the one beside this xtask binary (same target profile).
@@ -249,4 +271,33 @@ pub fn f(x: Option<f64>, decimals: usize) -> String {
 pub fn signed(x: Option<f64>, decimals: usize) -> String {
     x.map(|x| format!("{x:+.decimals$}"))
         .unwrap_or_else(|| "-".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_package_variables_are_dropped_from_the_nested_build() {
+        for v in [
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+        ] {
+            assert!(is_package_var(v), "{v}");
+        }
+        for v in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_BUILD_JOBS",
+            "CARGO_TARGET_DIR",
+            "PATH",
+        ] {
+            assert!(!is_package_var(v), "{v}");
+        }
+    }
 }

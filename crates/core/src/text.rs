@@ -24,8 +24,22 @@
 //!   new print paths use them in place of `println!`/`eprintln!`/`print!`.
 //! - [`json`]: JSON printed to a terminal (`inspect`, `export` to stdout): the characters JSON leaves raw
 //!   (DEL, C1, the invisible ones) and `##[` written as `\uXXXX` escapes, so the JSON stays valid and equal.
+//! - [`strip_escapes`]: the other way, for matching rather than showing: outside text (a serve's log) with its
+//!   escape sequences and control characters removed, so a route regex reads the words; its count says how
+//!   many sequences there were (the route verdict's note, and `content`'s `control_characters`).
 //! - [`page`]: text of a generated page (leaderboard Markdown and HTML): control characters other than line
 //!   breaks and tabs shown escaped.
+
+/// `n` and the noun, plural unless `n` is 1: `counted(1, "request")` is `1 request`, `counted(3, "request")`
+/// is `3 requests` (a regular English plural: the noun with `s`). For servegate's own words, never outside
+/// text.
+pub fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
 
 /// True for a character outside text may not carry to a terminal raw: every control character (C0
 /// including TAB, CR and LF, DEL, C1) and the invisible formatting characters (zero-width space and joiners,
@@ -180,9 +194,87 @@ pub fn map_strings(v: &mut serde_json::Value, f: &dyn Fn(&str) -> String) {
     }
 }
 
+/// `text` without terminal escape sequences (CSI `ESC [ ... final`, OSC `ESC ] ... BEL|ESC \\`, DCS/SOS/PM/APC
+/// strings, two-byte `ESC x`, and their 8-bit C1 forms) and without other control characters except tab and
+/// newline, so `\x1b[33mper-op\x1b[0m forward` reads `per-op forward`. Line breaks are kept (line numbers hold).
+pub fn strip_escapes(text: &str) -> String {
+    strip_escapes_counted(text).0
+}
+
+/// [`strip_escapes`] and how many escape sequences it removed (each `ESC ...` or 8-bit C1 sequence counts
+/// once; other control characters removed are not counted): the `log_ansi_stripped` count (case 38).
+pub fn strip_escapes_counted(text: &str) -> (String, usize) {
+    let mut sequences = 0;
+    let mut out = String::with_capacity(text.len());
+    let mut it = text.chars().peekable();
+    // Skips a string sequence's body up to BEL, ST (`ESC \\`) or the 8-bit ST.
+    fn skip_string(it: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+        while let Some(c) = it.next() {
+            match c {
+                '\u{7}' | '\u{9c}' | '\n' => return,
+                '\u{1b}' => {
+                    if it.peek() == Some(&'\\') {
+                        it.next();
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
+    }
+    fn skip_csi(it: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+        while let Some(&c) = it.peek() {
+            if ('\u{20}'..='\u{3f}').contains(&c) {
+                it.next();
+            } else {
+                if ('\u{40}'..='\u{7e}').contains(&c) {
+                    it.next();
+                }
+                return;
+            }
+        }
+    }
+    while let Some(c) = it.next() {
+        if matches!(
+            c,
+            '\u{1b}' | '\u{9b}' | '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}'
+        ) {
+            sequences += 1;
+        }
+        match c {
+            '\u{1b}' => match it.next() {
+                Some('[') => skip_csi(&mut it),
+                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut it),
+                Some(c2) if ('\u{20}'..='\u{2f}').contains(&c2) => {
+                    // nF: intermediates, then one final byte.
+                    while it.peek().is_some_and(|c| ('\u{20}'..='\u{2f}').contains(c)) {
+                        it.next();
+                    }
+                    it.next();
+                }
+                Some('\n') => out.push('\n'),
+                _ => {}
+            },
+            '\u{9b}' => skip_csi(&mut it),
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut it),
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    (out, sequences)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_of_one_is_singular() {
+        assert_eq!(counted(1, "request"), "1 request");
+        assert_eq!(counted(0, "request"), "0 requests");
+        assert_eq!(counted(12, "request"), "12 requests");
+    }
 
     /// Each hostile field of the escaping tests: `::`, `%0A`, CR, LF, ESC, BEL (and the legacy `##[`).
     const HOSTILE: &str =

@@ -271,6 +271,9 @@ closed_enum! {
         TruncatedBody = "truncated_body",
         /// The body is not a chat-completion JSON document.
         UnparseableBody = "unparseable_body",
+        /// A streamed request's 2xx reply is no SSE stream and no JSON document: an HTML page (a proxy's
+        /// error page), other text; named for what it is, with its Content-Type.
+        NotAnEventStream = "not_an_event_stream",
         /// A dispatched event could not be read as a chunk.
         MalformedEvent = "malformed_event",
         /// The response body passed the client's cap; only a prefix was kept.
@@ -378,6 +381,7 @@ impl FailureCode {
             | FailureCode::TruncatedStream
             | FailureCode::TruncatedBody
             | FailureCode::UnparseableBody
+            | FailureCode::NotAnEventStream
             | FailureCode::BodyCapped
             | FailureCode::MalformedEvent
             | FailureCode::MisnamedField
@@ -546,6 +550,9 @@ closed_enum! {
         ContentEmptyAllTokensInReasoning = "content_empty_all_tokens_in_reasoning",
         /// One character or piece repeated (a degenerate stream).
         DegenerateOutput = "degenerate_output",
+        /// Control characters in the content (ESC opening a terminal escape sequence, BEL, NUL...; TAB, LF
+        /// and CR aside): not text a reader can be shown.
+        ControlCharacters = "control_characters",
         /// The gate turned thinking off (`chat_template_kwargs.enable_thinking = false`) and the reply still
         /// thinks (reasoning in its own field or as markup in content).
         ThinkingNotOff = "thinking_not_off",

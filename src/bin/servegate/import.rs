@@ -130,8 +130,8 @@ pub fn cli(a: &ImportArgs) -> i32 {
         }
     };
     outln!(
-        "imported {} requests of {} {} as point {} of gate {} ({} judged planned): {}",
-        written.requests,
+        "imported {} of {} {} as point {} of gate {} ({} judged planned): {}",
+        servegate::text::counted(written.requests, "request"),
         tool.name(),
         a.file.display(),
         written.point.label(),

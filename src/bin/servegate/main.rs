@@ -57,12 +57,9 @@ const VERSION: &str = concat!(
 
 /// A release gate for OpenAI-compatible LLM serves.
 ///
-/// Exit codes: 0 every assertion passed; 1 an assertion failed; 2 bad usage; 3 a gate spec is invalid;
-/// 4 the serve never became ready; 5 evidence could not be read or written; 6 a requirement is unmet under
-/// SERVEGATE_STRICT=1; 7 nothing was checked (every gate ignored); 8 indeterminate (nothing failed, the
-/// evidence cannot decide); 9 not comparable with its baseline (strict); 10 void (the client fell behind).
+/// The help ends with the exit codes, from the one list (`servegate::error::exit::CODES`).
 #[derive(Parser)]
-#[command(name = "servegate", version = VERSION, about, long_about = None, after_help = "Exit codes: 0 pass, 1 assertion failed, 2 usage, 3 spec invalid, 4 serve never ready, 5 evidence error, 6 requirement unmet (strict), 7 nothing checked, 8 indeterminate, 9 incomparable (strict), 10 void.")]
+#[command(name = "servegate", version = VERSION, about, long_about = None, after_help = servegate::error::exit::summary())]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use crate::error::exit;
 use crate::io::{client, serve};
-use crate::judge::Outcome;
+use crate::judge::{Outcome, Verdict};
 use crate::sinks::events::Step;
 use crate::spec::profile::Engine;
 use crate::vocab::{AssertionKind, Metric};
@@ -349,6 +349,51 @@ fn measure_and_write(
     write(o, &mut draft, rep)
 }
 
+/// The error of a serve whose `/health` and `/v1/models` both gave no answer the client took: an answer with
+/// an invalid response head says what was wrong with it ([`crate::io::raw_head::diagnose`]: the serve did
+/// answer), anything else is "nothing answers".
+fn unanswered(
+    base_url: &str,
+    health: &str,
+    models: &str,
+    t: Duration,
+    rep: &mut InitReport,
+) -> InitError {
+    let invalid = [(health, "/health"), (models, "/v1/models")]
+        .into_iter()
+        .find(|(err, _)| err.starts_with(client::INVALID_RESPONSE))
+        .map(|(err, path)| {
+            let why = crate::io::raw_head::diagnose(base_url, path, t)
+                .unwrap_or_else(|| crate::text::shown(err));
+            format!("{path}: {why}")
+        });
+    if let Some(why) = invalid {
+        rep.found.push(format!(
+            "an answer at {} that is not valid HTTP ({why})",
+            crate::text::shown(base_url)
+        ));
+        return fail(
+            rep,
+            exit::SERVE_NOT_READY,
+            format!(
+                "the serve at {} answered with an invalid response head, which no HTTP client accepts: {why}",
+                crate::text::shown(base_url)
+            ),
+        );
+    }
+    rep.missing.push(format!(
+        "an answer at {} (/health: {}; /v1/models: {})",
+        crate::text::shown(base_url),
+        crate::text::shown(health),
+        crate::text::shown(models)
+    ));
+    fail(
+        rep,
+        exit::SERVE_NOT_READY,
+        format!("nothing answers at {}", crate::text::shown(base_url)),
+    )
+}
+
 /// What the serve says about itself (the runner's own questions, `/health` besides) as the draft of the gate
 /// to write: its serve block, engine, ready path, model and greedy fields. Also returns the engine's profile
 /// and the serve's log so far. Errors: nothing answers, no OpenAI model list, no one model name.
@@ -364,17 +409,7 @@ fn probe(
     if let Err(e) = &health {
         // Nothing at /health: one more chance at /v1/models before the slower questions.
         if let Err(m) = client::get(&http, base_url, "/v1/models", t) {
-            rep.missing.push(format!(
-                "an answer at {} (/health: {}; /v1/models: {})",
-                crate::text::shown(base_url),
-                crate::text::shown(e),
-                crate::text::shown(&m)
-            ));
-            return Err(fail(
-                rep,
-                exit::SERVE_NOT_READY,
-                format!("nothing answers at {}", crate::text::shown(base_url)),
-            ));
+            return Err(unanswered(base_url, e, &m, t, rep));
         }
     }
     let log_now = log_path
@@ -690,41 +725,14 @@ fn derive(
             ));
         }
     }
-    let ttfts = values(AssertionKind::FirstToken);
-    match crate::records::bless::derive_limit(
-        &ttfts,
-        Metric::Ttft,
-        crate::records::bless::DEFAULT_CONFIDENCE,
-        o.headroom_pct,
-    ) {
-        Ok(d) => {
-            // The upper bound itself (no headroom), for the slack floor.
-            let ub = crate::records::bless::derive_limit(
-                &ttfts,
-                Metric::Ttft,
-                crate::records::bless::DEFAULT_CONFIDENCE,
-                0.0,
-            )
-            .map_or(d.limit, |u| u.limit);
-            let limit = d.limit.max(ub + FIRST_TOKEN_SLACK_MS);
-            rep.found.push(format!(
-                "first token {:.0} ms median (n={}); limit {limit}",
-                d.median, d.n
-            ));
-            draft.first_token = Some((
-                limit,
-                vec![
-                    format!("measured {:.0} ms median (n={}) {at}", d.median, d.n),
-                    format!(
-                        "limit = upper bound + {} %, at least {FIRST_TOKEN_SLACK_MS} ms above it (bless's rule mirrored: {})",
-                        o.headroom_pct, d.rule
-                    ),
-                    "Tighten: the first token of a loaded machine varies most; set the limit your users need.".into(),
-                ],
-            ));
-        }
-        Err(e) => rep.missing.push(format!("a first-token limit: {e}")),
-    }
+    first_token_limit(
+        o,
+        &values(AssertionKind::FirstToken),
+        verdict(AssertionKind::FirstToken),
+        &at,
+        draft,
+        rep,
+    );
     draft.known_answer = match verdict(AssertionKind::KnownAnswer) {
         Some(v) if v.outcome == Outcome::Pass => {
             rep.found.push("the known answer (Paris)".into());
@@ -907,6 +915,64 @@ fn write(o: &InitOptions, draft: &mut Draft, rep: &mut InitReport) -> Result<(),
     })?;
     rep.written = Some(o.out.clone());
     Ok(())
+}
+
+/// Why init wrote no first-token limit: `e` (too few values), and when the round timed fewer first tokens
+/// than it had replies, its own verdict, which names each one not measured and why (a busy runner's client
+/// too late to time it, say), so that the user knows to run init again.
+fn no_limit(e: &str, first_token: Option<&Verdict>) -> String {
+    match first_token {
+        Some(v) if v.values.iter().any(Option::is_none) => {
+            format!("a first-token limit: {e} ({})", v.message)
+        }
+        _ => format!("a first-token limit: {e}"),
+    }
+}
+
+/// The first-token limit from the round's first tokens (`ttfts`, ms) with bless's rule mirrored, into
+/// `draft`, or why there is none into `rep`.
+fn first_token_limit(
+    o: &InitOptions,
+    ttfts: &[f64],
+    first_token: Option<&Verdict>,
+    at: &str,
+    draft: &mut Draft,
+    rep: &mut InitReport,
+) {
+    match crate::records::bless::derive_limit(
+        ttfts,
+        Metric::Ttft,
+        crate::records::bless::DEFAULT_CONFIDENCE,
+        o.headroom_pct,
+    ) {
+        Ok(d) => {
+            // The upper bound itself (no headroom), for the slack floor.
+            let ub = crate::records::bless::derive_limit(
+                ttfts,
+                Metric::Ttft,
+                crate::records::bless::DEFAULT_CONFIDENCE,
+                0.0,
+            )
+            .map_or(d.limit, |u| u.limit);
+            let limit = d.limit.max(ub + FIRST_TOKEN_SLACK_MS);
+            rep.found.push(format!(
+                "first token {:.0} ms median (n={}); limit {limit}",
+                d.median, d.n
+            ));
+            draft.first_token = Some((
+                limit,
+                vec![
+                    format!("measured {:.0} ms median (n={}) {at}", d.median, d.n),
+                    format!(
+                        "limit = upper bound + {} %, at least {FIRST_TOKEN_SLACK_MS} ms above it (bless's rule mirrored: {})",
+                        o.headroom_pct, d.rule
+                    ),
+                    "Tighten: the first token of a loaded machine varies most; set the limit your users need.".into(),
+                ],
+            ));
+        }
+        Err(e) => rep.missing.push(no_limit(&e, first_token)),
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 """Rebuilds the reconstructed evidence of the first user's A-B-B-A pair ticket (tests/data/seed-runs.md,
 "The A-B-B-A pair": FastFlowLM 1.0.12 as theirs, the 1bit serve as ours, one model.q4nx, one device hold)
 in the pair run layout the runner writes (pair.json, gate.toml, arm1-theirs/ ... arm4-theirs/, each an
-ordinary run directory). Deterministic: rerunning it gives the same bytes.
+ordinary run directory, written by runwriter.py, which make_seed_runs.py shares). Deterministic: rerunning it
+gives the same bytes.
 
     python3 tests/data/runs/make_flm_pair.py
 
@@ -22,6 +23,10 @@ import hashlib
 import json
 import os
 import shutil
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the evidence
+from runwriter import reads_for, record, write, write_request, write_run  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -85,32 +90,6 @@ OURS_SLOW_LOG = [
 ]
 
 
-def chunk(obj):
-    return "data: " + json.dumps(obj, separators=(",", ":")) + "\n\n"
-
-
-def reads_for(tag, pieces, ttft_ms, rate):
-    """One read per SSE event; token i arrives at ttft + i * 1000/rate ms."""
-    base = {"id": "chatcmpl-" + tag, "object": "chat.completion.chunk", "created": 1762790400,
-            "model": "qwen3:1.7b"}
-    out = [(round(ttft_ms * 0.9, 3), chunk(dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}])))]
-    gap = 1000.0 / rate
-    t = ttft_ms
-    for i, p in enumerate(pieces):
-        t = ttft_ms + i * gap
-        out.append((round(t, 3), chunk(dict(base, choices=[{"index": 0, "delta": {"content": p}, "finish_reason": None}]))))
-    out.append((round(t + 0.4, 3), chunk(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}]))))
-    n = len(pieces)
-    out.append((round(t + 0.6, 3), chunk(dict(base, choices=[], usage={"prompt_tokens": 20, "completion_tokens": n, "total_tokens": 20 + n}))))
-    out.append((round(t + 0.7, 3), "data: [DONE]\n\n"))
-    return out
-
-
-def write(path, text):
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
-
-
 def write_arm(d, arm, role, values, log, port, minute):
     os.makedirs(d)
     write(os.path.join(d, "serve.log"), "\n".join(l.replace("{port}", str(port)) for l in log) + "\n")
@@ -123,37 +102,19 @@ def write_arm(d, arm, role, values, log, port, minute):
             "stream_options": {"include_usage": True},
             "chat_template_kwargs": {"enable_thinking": False},
         }
-        write(os.path.join(d, "%02d.request.json" % index), json.dumps(body, indent=2) + "\n")
-        reads = reads_for("a%d%s%02d" % (arm, role, index), REPLIES[index], ttft, rate)
-        write(os.path.join(d, "%02d.reads.jsonl" % index), "".join(json.dumps({"t_ms": t, "text": s}, separators=(",", ":")) + "\n" for t, s in reads))
-        meta = {"status": 200, "headers": {"content-type": "text/event-stream"}, "transport_error": None,
-                "head_ms": round(ttft * 0.9, 3), "end_ms": reads[-1][0]}
-        write(os.path.join(d, "%02d.response.json" % index), json.dumps(meta, indent=2) + "\n")
-        requests.append({
-            "index": index, "warmup": False, "prompt_index": index, "repeat": 0, "prompt": PROMPTS[index],
-            "stream": True, "sent_utc": "2026-11-10T15:%02d:%02dZ" % (minute, 10 + index * 5), "http_status": 200,
-            "transport_error": None, "body_bytes": sum(len(s.encode()) for _, s in reads),
-            "body_truncated": False, "figures": None,
-        })
+        reads = reads_for("chatcmpl-a%d%s%02d" % (arm, role, index), "qwen3:1.7b", REPLIES[index], ttft, rate)
+        write_request(d, index, body, reads, ttft)
+        requests.append(record(index, False, index, PROMPTS[index], "2026-11-10T15:%02d:%02dZ" % (minute, 10 + index * 5), reads))
     if role == "theirs":
         inner = "FLM_MODEL_PATH=\"$(dirname \"$(dirname \"$1\")\")\" exec flm serve qwen3:1.7b --host \"$2\" --port \"$3\""
         command = ["sh", "-c", inner, "flm-serve", MODEL, "127.0.0.1", str(port)]
     else:
         inner = "exec 1bit serve -m \"$(dirname \"$1\")\" --device npu --host \"$2\" -p \"$3\""
         command = ["sh", "-c", inner, "1bit-serve", MODEL, "127.0.0.1", str(port)]
-    run = {
-        "schema": "servegate.run/1", "status": "complete", "gate": "npu-pair-flm",
-        "gate_file": "gates/npu-pair-flm.toml", "started_utc": "2026-11-10T15:%02d:00Z" % minute,
-        "ended_utc": "2026-11-10T15:%02d:30Z" % minute,
-        "host": {"hostname": "", "os": "linux", "cpus": 16},
-        "load_avg_start": None, "load_avg_end": None, "servegate_version": "reconstructed",
-        "serve": {"mode": "command", "command": command, "base_url": "http://127.0.0.1:%d" % port, "pid": None,
-                  "setup": None, "ready_ms": None, "ready_timeline": [], "failure": None, "version": None,
-                  "models": [], "stop": None},
-        "requests": requests,
-        "notes": ["reconstructed from the published figures in shared/seed-runs.md; see tests/data/runs/README.md"],
-    }
-    write(os.path.join(d, "run.json"), json.dumps(run, indent=2) + "\n")
+    write_run(
+        d, "npu-pair-flm", "2026-11-10T15:%02d:00Z" % minute, "2026-11-10T15:%02d:30Z" % minute, "",
+        command, "http://127.0.0.1:%d" % port, requests,
+    )
 
 
 def write_pair(name, arms_values, ours_log):

@@ -33,7 +33,10 @@ impl ColdFirst {
              its readiness did not mean ready"
                 .to_string()
         } else {
-            format!("after {warmup} warmup request(s): a cold path the warmup did not reach, or a stall on the serve")
+            format!(
+                "after {}: a cold path the warmup did not reach, or a stall on the serve",
+                crate::text::counted(warmup, "warmup request")
+            )
         };
         format!(
             "cold_first_request: request {:02}'s TTFT {:.0} ms is {:.1}x the median of the other {} ({:.0} ms; rule: over {COLD_FACTOR}x with at least {COLD_MIN_OTHERS} others): {cause}; the median keeps it out of the verdict, [request] warmup_requests = 1 or a readiness request that is a real completion keeps it out of the run (docs/metrics.md \"Ready is not ready\")",
@@ -98,7 +101,7 @@ mod tests {
         let n = c.note(0);
         assert!(n.starts_with("cold_first_request: request 00's TTFT 1828 ms is 12.4x the median of the other 3 (148 ms;"), "{n}");
         assert!(n.contains("likely loaded the model"), "{n}");
-        assert!(c.note(2).contains("after 2 warmup request(s)"));
+        assert!(c.note(2).contains("after 2 warmup requests"));
         assert!(c.warmup_note().starts_with("cold_warmup_request: request 00's TTFT 1828 ms is 12.4x the median of the 3 judged (148 ms)"));
     }
 

@@ -85,6 +85,50 @@ pub fn degenerate(text: &str) -> Option<String> {
     None
 }
 
+/// True for a control character a reply's text may not carry: every control character (C0, DEL, C1: Unicode
+/// category Cc) except TAB, LF and CR, which text meant for a reader holds.
+pub fn is_control_in_text(c: char) -> bool {
+    c.is_control() && !matches!(c, '\t' | '\n' | '\r')
+}
+
+/// Says why a reply text carries control characters, or `None`: any [`is_control_in_text`] character, such
+/// as ESC opening a terminal escape sequence (`\u{1b}[31m` colour, `\u{1b}]0;title\u{7}` window title, the
+/// 8-bit CSI `\u{9b}`), BEL, NUL or backspace. A serve answering with them is not answering text: a terminal
+/// would act on them (recolour, move the cursor, retitle), a reader sees noise, and the chat template,
+/// detokenizer or a log sink has leaked into the answer. The reason counts the characters and the escape
+/// sequences they open ([`crate::text::strip_escapes_counted`]'s count) and quotes, escaped, the text from the
+/// first one:
+/// `control_characters: 2 control characters, opening 2 terminal escape sequences (from char 0:
+/// "\u{1b}[31mParis\u{1b}[0m")`.
+pub fn control_characters(text: &str) -> Option<String> {
+    let (first, _) = text
+        .chars()
+        .enumerate()
+        .find(|(_, c)| is_control_in_text(*c))?;
+    let n = text.chars().filter(|c| is_control_in_text(*c)).count();
+    let sequences = crate::text::strip_escapes_counted(text).1;
+    let plural = |k: usize, one: &str, many: &str| {
+        if k == 1 {
+            format!("{k} {one}")
+        } else {
+            format!("{k} {many}")
+        }
+    };
+    let what = plural(n, "control character", "control characters");
+    let seqs = match sequences {
+        0 => String::new(),
+        k => format!(
+            ", opening {}",
+            plural(k, "terminal escape sequence", "terminal escape sequences")
+        ),
+    };
+    let from: String = text.chars().skip(first).collect();
+    Some(format!(
+        "control_characters: {what}{seqs} (from char {first}: {})",
+        crate::analysis::quote::quoted(&from, 24)
+    ))
+}
+
 /// The longest run of one identical capture among the matches of `pattern` in `log`, when that run is at
 /// least `min_run` long: `Some((captured, run))`. Capture group 1 is used when the pattern has one, else the
 /// whole match. For llama.cpp's verbose log, `next token:\s+(\d+) '` finds a sampler stuck on one token id
@@ -364,6 +408,43 @@ mod tests {
         );
         let why = reasoning_ate_budget("", "x", None, Some("stop\u{1b}[2J")).unwrap();
         assert!(why.ends_with("finish_reason=stop\\u{1b}[2J"), "{why}");
+    }
+
+    #[test]
+    fn ansi_colour_codes_and_other_control_bytes_are_control_characters() {
+        assert_eq!(
+            control_characters("\u{1b}[31mParis\u{1b}[0m").as_deref(),
+            Some("control_characters: 2 control characters, opening 2 terminal escape sequences (from char 0: \"\\u{1b}[31mParis\\u{1b}[0m\")")
+        );
+        // A window title (OSC ... BEL), the 8-bit CSI, a bare BEL, NUL, backspace, DEL: each kind counts.
+        let why = control_characters("Paris\u{1b}]0;pwned\u{7}").unwrap();
+        assert!(why.starts_with("control_characters: 2 control characters, opening 1 terminal escape sequence (from char 5: "), "{why}");
+        assert!(control_characters("Paris \u{9b}2J")
+            .unwrap()
+            .contains("opening 1 terminal"));
+        for c in ['\u{7}', '\0', '\u{8}', '\u{7f}', '\u{85}'] {
+            let why = control_characters(&format!("The capital is Paris{c}.")).unwrap();
+            assert!(
+                why.starts_with("control_characters: 1 control character (from char 20: \""),
+                "{why}"
+            );
+            assert!(!why.contains(c), "shown escaped: {why:?}");
+        }
+    }
+
+    #[test]
+    fn tab_newline_and_carriage_return_are_text() {
+        for s in [
+            "Paris",
+            "a\tb\r\nc\n",
+            "def f():\n\treturn 1\r\n",
+            "Ünïcode – “quotes” 😀",
+            "",
+        ] {
+            assert_eq!(control_characters(s), None, "{s:?}");
+        }
+        // The escape written out as text is text.
+        assert_eq!(control_characters("print(\"\\x1b[31m\")"), None);
     }
 
     #[test]

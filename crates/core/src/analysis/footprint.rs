@@ -130,7 +130,8 @@ pub fn cpu_per_token(ev: &Evidence) -> Result<CpuPerToken, String> {
     }
     if tokens == 0 {
         return Err(format!(
-            "no CPU per token: the {requests} judged request(s) in the window carried no completion token"
+            "no CPU per token: the {} in the window carried no completion token",
+            crate::text::counted(requests, "judged request")
         ));
     }
     let tick_ms = 1000.0 / w.clk_tck.max(1) as f64;

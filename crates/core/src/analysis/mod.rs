@@ -25,7 +25,7 @@ pub mod stats;
 
 use crate::io::reads::TimedRead;
 
-pub use reply::reply_of;
+pub use reply::{reply_of, reply_of_response};
 
 /// A loaded run with each request's reads parsed into a [`reply::Reply`] (see [`reply_of`]).
 pub type Evidence = crate::evidence::Evidence<reply::Reply>;
@@ -34,10 +34,15 @@ pub type RequestEvidence = crate::evidence::RequestEvidence<reply::Reply>;
 /// A loaded pair run, each arm an [`Evidence`].
 pub type PairEvidence = crate::evidence::PairEvidence<reply::Reply>;
 
-/// A request's timed reads parsed into its [`reply::Reply`] ([`reply_of`]): the parser the loaders pass to
-/// `evidence::load_with`, so evidence is parsed as judging sees it.
-pub fn parse_reads(rec: &crate::evidence::RequestRecord, reads: Vec<TimedRead>) -> reply::Reply {
-    reply_of(rec, &reads)
+/// A request's timed reads parsed into its [`reply::Reply`] with its response head
+/// ([`reply::reply_of_response`]): the parser the loaders pass to `evidence::load_with`, so evidence is
+/// parsed as judging sees it.
+pub fn parse_reads(
+    rec: &crate::evidence::RequestRecord,
+    response: Option<&crate::io::exchange::ResponseMeta>,
+    reads: Vec<TimedRead>,
+) -> reply::Reply {
+    reply::reply_of_response(rec, response, &reads)
 }
 
 /// A stored baseline with its windows' replies parsed, as `[assert.drift]` compares with them.

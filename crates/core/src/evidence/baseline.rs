@@ -293,7 +293,12 @@ pub struct LoadedBaseline<R = Vec<crate::io::reads::TimedRead>> {
 pub fn load_named_with<R>(
     gate_file: &Path,
     path: &Path,
-    parse: impl Fn(&crate::evidence::RequestRecord, Vec<crate::io::reads::TimedRead>) -> R + Copy,
+    parse: impl Fn(
+            &crate::evidence::RequestRecord,
+            Option<&crate::io::exchange::ResponseMeta>,
+            Vec<crate::io::reads::TimedRead>,
+        ) -> R
+        + Copy,
 ) -> Result<LoadedBaseline<R>, String> {
     let baseline = load_named(gate_file, path)?;
     let windows = baseline

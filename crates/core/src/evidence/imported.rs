@@ -51,11 +51,72 @@ impl Imported {
         )
     }
 
+    /// The transport error an import writes for a request the tool marked failed (`NN.response.json`,
+    /// `run.json`): `inference-perf recorded a failure: ServerDisconnectedError: Server disconnected`, the
+    /// tool's own words after the colon. [`Imported::failure_kind`] reads the tool's class of it back.
+    pub fn failure_text(tool: &str, words: &str) -> String {
+        format!("{tool} recorded a failure: {words}")
+    }
+
+    /// The tool's own class of a failure [`Imported::failure_text`] wrote: the tool's words up to their first
+    /// colon, when that is a name (at most 64 characters of letters, digits, `_`, `.`, `-`, and at most two
+    /// words): inference-perf's `error_type` (`ServerDisconnectedError`), AIPerf's `error.type` and code
+    /// (`RequestTimeout 408`), GuideLLM's status (`errored`). `None` for text that is no such failure or
+    /// whose words start with no name (a traceback, a sentence): the failure code then stands alone.
+    pub fn failure_kind<'a>(&self, text: &'a str) -> Option<&'a str> {
+        let words = text.strip_prefix(&format!("{} recorded a failure: ", self.tool))?;
+        let (kind, _) = words.split_once(':')?;
+        let kind = kind.trim();
+        let named = !kind.is_empty()
+            && kind.chars().count() <= 64
+            && kind.split_whitespace().count() <= 2
+            && kind
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-' | ' '));
+        named.then_some(kind)
+    }
+
     /// Why metric `name` cannot be judged from this import, when its format lacks it.
     pub fn lacks(&self, name: &str) -> Option<&str> {
         self.lacks
             .iter()
             .find(|l| l.metric == name)
             .map(|l| l.why.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_failure_is_written_and_its_kind_read_back() {
+        let imp = Imported {
+            tool: "inference-perf".into(),
+            ..Imported::default()
+        };
+        let t = Imported::failure_text(
+            "inference-perf",
+            "ServerDisconnectedError: Server disconnected",
+        );
+        assert_eq!(
+            t,
+            "inference-perf recorded a failure: ServerDisconnectedError: Server disconnected"
+        );
+        assert_eq!(imp.failure_kind(&t), Some("ServerDisconnectedError"));
+        for (words, kind) in [
+            ("RequestTimeout 408: timed out", Some("RequestTimeout 408")),
+            ("errored: errored (no error text recorded)", Some("errored")),
+            ("aiohttp.ClientError: x", Some("aiohttp.ClientError")),
+            ("Traceback (most recent call last):\n  File", None),
+            ("Server disconnected", None),
+            ("the serve closed the connection early: x", None),
+        ] {
+            let t = Imported::failure_text("inference-perf", words);
+            assert_eq!(imp.failure_kind(&t), kind, "{words}");
+        }
+        // Another tool's text, or a client's own transport error, has no tool kind.
+        assert_eq!(imp.failure_kind("aiperf recorded a failure: X: y"), None);
+        assert_eq!(imp.failure_kind("connection refused: x"), None);
     }
 }

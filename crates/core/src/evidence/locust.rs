@@ -22,6 +22,54 @@ pub const PLAN_SCHEMA: &str = "servegate.locust-plan/1";
 /// What a Locust-driven verdict says of its timing precision.
 pub const TIMING_PRECISION: &str = "timing precision Python's: time.perf_counter() when each recv() returned, not the kernel's receive time";
 
+/// Workers that never joined the Locust master, as its log (`master.log`) says: `Some((joined, expected))`
+/// when the master gave up waiting for them, `joined` from its last `Waiting for workers to be ready, J of E
+/// connected` line ((0, 0) when it logged none). Locust 2.47.0's words
+/// (<https://github.com/locustio/locust/blob/2.47.0/locust/main.py>, `start_automatic_run`: it logs the wait
+/// once a second, then `Gave up waiting for workers to connect` at `--expect-workers-max-wait`, and exits 1
+/// having sent nothing). `None` when the log says no such thing.
+pub fn workers_not_joined(master_log: &str) -> Option<(usize, usize)> {
+    if !master_log.contains("Gave up waiting for workers to connect") {
+        return None;
+    }
+    const WAIT: &str = "Waiting for workers to be ready, ";
+    let last = master_log.lines().rev().find_map(|l| {
+        let rest = &l[l.find(WAIT)? + WAIT.len()..];
+        let (j, rest) = rest.split_once(" of ")?;
+        let e = rest.split_whitespace().next()?;
+        Some((j.trim().parse().ok()?, e.parse().ok()?))
+    });
+    Some(last.unwrap_or((0, 0)))
+}
+
+/// The note a point carries when its Locust workers never joined ([`workers_not_joined`]): how many of how
+/// many joined, how many were started here and how many are remote (started by hand on their hosts), and
+/// the wait: `Locust workers never joined: 1 of 2 connected within the master's 120 s wait (1 started
+/// here, 1 remote: a remote worker joins when started on its host with the command in docs/load.md); the
+/// master gave up and sent nothing`. `expected` 0 (a log without a wait line) reads as `local + remote`.
+pub fn workers_not_joined_note(
+    (joined, expected): (usize, usize),
+    local: usize,
+    remote: usize,
+    wait_s: u64,
+) -> String {
+    let expected = if expected == 0 {
+        local + remote
+    } else {
+        expected
+    };
+    let remote = if remote == 0 {
+        String::new()
+    } else {
+        format!(
+            ", {remote} remote: a remote worker joins when started on its host with the command in docs/load.md"
+        )
+    };
+    format!(
+        "Locust workers never joined: {joined} of {expected} connected within the master's {wait_s} s wait ({local} started here{remote}); the master gave up and sent nothing"
+    )
+}
+
 /// One request as a worker recorded it (one line of `worker-<k>.jsonl`). Times: the worker's
 /// `perf_counter()` seconds; `reads[].t_ms`: ms from `sent`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -313,4 +361,38 @@ fn exchange(k: usize, r: &WorkerRecord, sent: f64) -> Result<Exchange, String> {
         body_bytes,
         body_truncated: r.truncated,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_that_never_joined_are_counted_from_the_masters_log() {
+        let log = "[2026-12-06 10:00:00,001] h/INFO/locust.main: Starting Locust 2.47.0\n\
+                   [2026-12-06 10:00:00,002] h/INFO/root: Waiting for workers to be ready, 0 of 2 connected\n\
+                   [2026-12-06 10:00:01,002] h/INFO/locust.runners: h_ab (index 0) reported as ready. 1 workers connected.\n\
+                   [2026-12-06 10:00:01,003] h/INFO/root: Waiting for workers to be ready, 1 of 2 connected\n\
+                   [2026-12-06 10:02:00,004] h/ERROR/locust.main: Gave up waiting for workers to connect\n";
+        assert_eq!(workers_not_joined(log), Some((1, 2)));
+        assert_eq!(
+            workers_not_joined_note((1, 2), 1, 1, 120),
+            "Locust workers never joined: 1 of 2 connected within the master's 120 s wait (1 started here, 1 remote: a remote worker joins when started on its host with the command in docs/load.md); the master gave up and sent nothing"
+        );
+        assert_eq!(
+            workers_not_joined_note((0, 0), 2, 0, 120),
+            "Locust workers never joined: 0 of 2 connected within the master's 120 s wait (2 started here); the master gave up and sent nothing"
+        );
+        // A master that ran: no such note.
+        assert_eq!(
+            workers_not_joined(
+                "Waiting for workers to be ready, 1 of 2 connected\nAll users spawned\n"
+            ),
+            None
+        );
+        assert_eq!(
+            workers_not_joined("x/ERROR/locust.main: Gave up waiting for workers to connect\n"),
+            Some((0, 0))
+        );
+    }
 }

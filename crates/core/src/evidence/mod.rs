@@ -747,14 +747,14 @@ pub const MAX_PLANNED: usize = crate::spec::load::MAX_REQUESTS as usize;
 /// parsed into replies. Errors: a reads file whose bytes disagree with its record's `body_bytes` or whose
 /// times decrease is [`EvidenceError::Malformed`] naming the file.
 pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
-    load_with(dir, |_, reads| reads)
+    load_with(dir, |_, _, reads| reads)
 }
 
 /// Like [`load`], with each request's checked reads handed to `each` as soon as they are read (with the
-/// request's record); what it returns is kept as [`RequestEvidence::reply`]. Does no parsing itself.
+/// request's record and its response head, `NN.response.json`, when there is one); what it returns is kept as [`RequestEvidence::reply`]. Does no parsing itself.
 pub fn load_with<R>(
     dir: &Path,
-    mut each: impl FnMut(&RequestRecord, Vec<TimedRead>) -> R,
+    mut each: impl FnMut(&RequestRecord, Option<&ResponseMeta>, Vec<TimedRead>) -> R,
 ) -> Result<Evidence<R>, EvidenceError> {
     let run_path = dir.join(crate::evidence::layout::RUN_FILE);
     let mut run = read_run_summary(dir)?;
@@ -831,7 +831,7 @@ pub fn load_with<R>(
             ),
             Err(_) => None,
         };
-        let reply = each(rec, reads);
+        let reply = each(rec, response.as_ref(), reads);
         requests.push(RequestEvidence {
             record: rec.clone(),
             response,
@@ -919,13 +919,13 @@ pub fn is_pair_dir(dir: &Path) -> bool {
 
 /// Loads a pair run directory and every arm's evidence.
 pub fn load_pair(dir: &Path) -> Result<PairEvidence, EvidenceError> {
-    load_pair_with(dir, |_, reads| reads)
+    load_pair_with(dir, |_, _, reads| reads)
 }
 
 /// Like [`load_pair`], each arm loaded with [`load_with`] and `each`.
 pub fn load_pair_with<R>(
     dir: &Path,
-    mut each: impl FnMut(&RequestRecord, Vec<TimedRead>) -> R,
+    mut each: impl FnMut(&RequestRecord, Option<&ResponseMeta>, Vec<TimedRead>) -> R,
 ) -> Result<PairEvidence<R>, EvidenceError> {
     let p = dir.join(crate::evidence::layout::PAIR_FILE);
     let text = std::fs::read_to_string(&p).map_err(|e| EvidenceError::io(&p, e))?;

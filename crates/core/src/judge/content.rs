@@ -32,17 +32,27 @@ impl ProblemKind {
     }
 }
 
+/// How a failed reply is called in a verdict: `error reply` when the serve reported an error, else `failed
+/// reply` (cut, malformed, or a body that is no stream at all: it failed, it did not say so).
+fn failed_words(reply: &crate::analysis::reply::Reply) -> &'static str {
+    if reply
+        .error
+        .as_ref()
+        .is_some_and(|e| e.kind != FailureCode::NotAnEventStream)
+    {
+        "error reply"
+    } else {
+        "failed reply"
+    }
+}
+
 /// [`content_problem`] with its kind.
 pub fn reply_problem(
     reply: &crate::analysis::reply::Reply,
     fig: &Figures,
 ) -> Option<(ProblemKind, String)> {
     if let Some(f) = reply.failure() {
-        let what = if reply.error.is_some() {
-            "error reply"
-        } else {
-            "failed reply"
-        };
+        let what = failed_words(reply);
         let partial = if reply.content.is_empty() {
             String::new()
         } else {
@@ -101,6 +111,12 @@ pub fn reply_problem(
         return Some((
             ProblemKind::Content(ContentProblem::DegenerateOutput),
             format!("{reason}{tail}"),
+        ));
+    }
+    if let Some(reason) = crate::analysis::content::control_characters(&reply.content) {
+        return Some((
+            ProblemKind::Content(ContentProblem::ControlCharacters),
+            reason,
         ));
     }
     None
@@ -264,11 +280,7 @@ pub(super) fn judge_known_answer(gate: &GateSpec, judged: &[Judged], acct: &Acco
     let mut problems = Vec::new();
     for j in &selected {
         if let Some(f) = request_failure(j.ev) {
-            let what = if j.ev.reply.error.is_some() {
-                "error reply"
-            } else {
-                "failed reply"
-            };
+            let what = failed_words(&j.ev.reply);
             problems.push(format!("request {:02}: {what}: {f}", j.ev.record.index));
         } else if !ka.matches.is_match(&answer_text(&j.ev.reply)) {
             problems.push(format!(

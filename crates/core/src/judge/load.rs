@@ -65,6 +65,9 @@ struct Judged {
     sample: Sample,
     /// Why the request failed (its first failure code, or `content`), when it did.
     why: Option<&'static str>,
+    /// The cause counted in the verdicts ([`cause_of`]): `why`, or the tool's own class of an imported
+    /// failure (`ServerDisconnectedError`).
+    cause: Option<String>,
     reply: crate::analysis::reply::Reply,
     prompt_index: usize,
     prompt: String,
@@ -83,11 +86,13 @@ fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
         .filter(|r| !r.record.warmup)
         .map(|r| {
             let fig = measure::measure(&r.reply);
-            let why = match request_failure(r) {
+            let failure = request_failure(r);
+            let why = match &failure {
                 Some(f) => Some(f.code().name()),
                 None if text_judged => content_problem(&r.reply, &fig).map(|_| "content"),
                 None => None,
             };
+            let cause = why.map(|w| cause_of(ev.run.imported.as_ref(), failure.as_ref(), w));
             let ok = why.is_none();
             let unmeasured = (
                 measure::unmeasured_cause(&fig, crate::vocab::Metric::Ttft).map(str::to_string),
@@ -95,6 +100,7 @@ fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
             );
             Judged {
                 why,
+                cause,
                 sample: Sample {
                     timing: timings
                         .get(&r.record.index)
@@ -116,6 +122,48 @@ fn judged(ev: &Evidence, rec: &LoadRecord) -> Vec<Judged> {
             }
         })
         .collect()
+}
+
+/// What a failed request is counted as in a verdict's causes: its failure code's name (`transport`,
+/// `http_status`, or `content`), or, for a request another tool marked failed (an import), the tool's own class
+/// of the failure ([`crate::evidence::imported::Imported::failure_kind`]: inference-perf's
+/// `ServerDisconnectedError`), which says more than the `transport` the import files it under.
+fn cause_of(
+    imported: Option<&crate::evidence::imported::Imported>,
+    failure: Option<&crate::vocab::Failures>,
+    why: &str,
+) -> String {
+    let tool_kind = imported.zip(failure).and_then(|(imp, f)| {
+        f.parts()
+            .iter()
+            .find(|p| p.code == crate::vocab::FailureCode::Transport)
+            .and_then(|p| imp.failure_kind(&p.detail))
+    });
+    match tool_kind {
+        Some(k) => k.to_string(),
+        None => why.to_string(),
+    }
+}
+
+/// The failed requests of `js` counted by cause ([`cause_of`]), by name: `1 content, 2 transport`, or
+/// `2 ServerDisconnectedError (inference-perf's own names)` when an import's tool named them. Empty when
+/// none failed.
+fn causes(js: &[Judged], imported: Option<&crate::evidence::imported::Imported>) -> String {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for j in js.iter().filter(|j| !j.sample.ok) {
+        *counts
+            .entry(j.cause.as_deref().unwrap_or("content"))
+            .or_default() += 1;
+    }
+    let list: Vec<String> = counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+    let named_by_tool = imported.filter(|_| {
+        js.iter()
+            .any(|j| !j.sample.ok && j.cause.as_deref() != j.why)
+    });
+    match named_by_tool {
+        Some(imp) => format!("{} ({}'s own names)", list.join(", "), imp.tool),
+        None => list.join(", "),
+    }
 }
 
 /// The judged (non-warmup) requests of one point as load samples, in send order: timing from `load.json`,
@@ -261,19 +309,12 @@ fn judge_point(
         let failed = samples.iter().filter(|s| !s.ok).count();
         // No request succeeded: there is nothing to take a percentile of, and that is the serve's doing
         // (every request errored, was cut or had no sane content), never "too few samples".
+        let by_cause = causes(&js, ev.run.imported.as_ref());
         let none_succeeded = (failed == samples.len()).then(|| {
-            let mut why: BTreeMap<&str, usize> = BTreeMap::new();
-            for j in &js {
-                *why.entry(j.why.unwrap_or("content")).or_default() += 1;
-            }
-            let why: Vec<String> = why.iter().map(|(w, n)| format!("{n} {w}")).collect();
             if samples.is_empty() {
                 format!("no request was sent ({n_of})")
             } else {
-                format!(
-                    "no request succeeded: {failed} of {planned} planned failed ({}); {n_of}",
-                    why.join(", ")
-                )
+                format!("no request succeeded: {failed} of {planned} planned failed, by cause: {by_cause}; {n_of}")
             }
         });
         out.extend(latency_verdicts(
@@ -282,7 +323,7 @@ fn judge_point(
             ev.run.imported.as_ref(),
             &samples,
             &js,
-            failed,
+            (failed, by_cause.as_str(), planned),
             none_succeeded.as_deref(),
             &n_of,
         ));
@@ -306,18 +347,12 @@ fn judge_point(
             } else {
                 Outcome::Fail
             };
-            // Each failure's cause, counted (the first failure code, or `content`), so a red says what
-            // failed: `; by cause: 2 transport` (an import's transport errors carry the tool's own words in
-            // the point's evidence).
-            let mut causes: BTreeMap<&str, usize> = BTreeMap::new();
-            for j in js.iter().filter(|j| !j.sample.ok) {
-                *causes.entry(j.why.unwrap_or("content")).or_default() += 1;
-            }
-            let by_cause = if causes.is_empty() {
+            // Each failure's cause, counted ([`causes`]), so a red says what failed: `; by cause: 2
+            // transport`, or an import's tool's own class of its failures (`2 ServerDisconnectedError`).
+            let by_cause = if by_cause.is_empty() {
                 String::new()
             } else {
-                let c: Vec<String> = causes.iter().map(|(w, n)| format!("{n} {w}")).collect();
-                format!("; by cause: {}", c.join(", "))
+                format!("; by cause: {by_cause}")
             };
             out.push(verdict(name, outcome, format!(
                 "{failed} of {planned} planned requests failed (error, cut, or no sane content){by_cause}, rate {rate:.4} (max {max}) ({n_of})"
@@ -351,7 +386,7 @@ fn latency_verdicts(
     imported: Option<&crate::evidence::imported::Imported>,
     samples: &[Sample],
     js: &[Judged],
-    failed: usize,
+    (failed, by_cause, planned): (usize, &str, usize),
     none_succeeded: Option<&str>,
     n_of: &str,
 ) -> Vec<Verdict> {
@@ -389,13 +424,49 @@ fn latency_verdicts(
             failed
         };
         let n = vals.len() + failed_here;
+        // Succeeded requests without this figure because of delivery: left out, counted, one cause named;
+        // the n judged then stands in place of the point's (never "n=6 of 6" beside "1 not measured").
+        let causes: Vec<&String> = js
+            .iter()
+            .filter(|j| j.sample.ok)
+            .filter_map(|j| match b.metric {
+                crate::spec::load::LatencyMetric::Ttft => j.unmeasured.0.as_ref(),
+                crate::spec::load::LatencyMetric::Tpot => j.unmeasured.1.as_ref(),
+                _ => None,
+            })
+            .collect();
+        let n_of = match causes.as_slice() {
+            [] => n_of.to_string(),
+            [c] => format!("n={n} of {planned} planned; 1 not measured, left out: {c}"),
+            [c, ..] => format!(
+                "n={n} of {planned} planned; {} not measured, left out (first: {c})",
+                causes.len()
+            ),
+        };
         let need = min_n_for(f64::from(b.p));
         let unit = "ms";
         if n < need {
-            out.push(verdict(name, Outcome::Indeterminate, format!(
-            "p{} from n={n} {}: claiming p{} needs at least {need} (raise [load] requests to {need} or more); {n_of}",
-            b.p, if b.metric == crate::spec::load::LatencyMetric::Itl { "gaps" } else { "requests" }, b.p
-        )));
+            // Enough were planned but too few measured (a busy client too late to time them): more requests
+            // is not the remedy, and the causes follow in `n_of`.
+            let remedy = if planned >= need && !causes.is_empty() {
+                format!("{} of {planned} not measured", causes.len())
+            } else {
+                format!("raise [load] requests to {need} or more")
+            };
+            out.push(verdict(
+                name,
+                Outcome::Indeterminate,
+                format!(
+                    "p{} from n={n} {}: claiming p{} needs at least {need} ({remedy}); {n_of}",
+                    b.p,
+                    if b.metric == crate::spec::load::LatencyMetric::Itl {
+                        "gaps"
+                    } else {
+                        "requests"
+                    },
+                    b.p
+                ),
+            ));
             continue;
         }
         let mut all = vals.clone();
@@ -412,34 +483,22 @@ fn latency_verdicts(
             (Outcome::Fail, format!("p{} {p:.1} {unit}", b.p))
         };
         let p50 = stats::percentile(&vals, 50.0);
-        // Succeeded requests without this figure because of delivery: left out, counted, one cause.
-        let causes: Vec<&String> = js
-            .iter()
-            .filter(|j| j.sample.ok)
-            .filter_map(|j| match b.metric {
-                crate::spec::load::LatencyMetric::Ttft => j.unmeasured.0.as_ref(),
-                crate::spec::load::LatencyMetric::Tpot => j.unmeasured.1.as_ref(),
-                _ => None,
-            })
-            .collect();
-        let unmeasured = match causes.first() {
-            Some(c) => format!("; {} not measured, left out (e.g. {c})", causes.len()),
-            None => String::new(),
-        };
         let mut v = verdict(
             name,
             outcome,
             format!(
-            "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{unmeasured}{})",
-            b.metric.name(),
-            b.limit_ms,
-            p50.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
-            if failed_here > 0 {
-                format!("; {failed_here} failed, counted above every value")
-            } else {
-                String::new()
-            }
-        ),
+                "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{})",
+                b.metric.name(),
+                b.limit_ms,
+                p50.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
+                if failed_here > 0 {
+                    format!(
+                        "; {failed_here} failed, counted above every value, by cause: {by_cause}"
+                    )
+                } else {
+                    String::new()
+                }
+            ),
         );
         v.median = (p < 1e299).then_some(p);
         v.values = vals.iter().map(|x| Some(*x)).collect();
@@ -554,6 +613,12 @@ fn goodput_verdict(
         format!("{planned} planned")
     } else {
         format!("{counted} counted, {planned} planned")
+    };
+    // The n counted stands in place of the point's beside the ones not measured (never "n=6 of 6").
+    let n_of = if unmeasured == 0 {
+        n_of.to_string()
+    } else {
+        format!("n={counted} of {planned} planned")
     };
     let mut v = verdict(name, outcome, format!(
         "SLO attainment {} ({good} of {of} met {}; at least {}); goodput {} requests/s ({n_of}{not_measured})",

@@ -33,11 +33,11 @@ pub mod serve_clock;
 mod tests;
 mod verdict;
 
+pub use crate::text::{strip_escapes, strip_escapes_counted};
 pub use accounting::{account, request_failure, Accounting, EXIT_LOG_LINES};
 pub use content::{content_problem, reply_problem, ProblemKind};
 pub use figure::{declared_bound, MIN_MEASURED_SHARE};
 pub use pair::judge_pair;
-pub use route::{strip_escapes, strip_escapes_counted};
 pub use verdict::{Outcome, Verdict};
 
 pub use outcome::RunOutcome;

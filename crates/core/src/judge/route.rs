@@ -3,6 +3,7 @@
 
 use crate::analysis::Evidence;
 use crate::spec::{GateSpec, RouteAssert, RouteHeader};
+use crate::text::strip_escapes_counted;
 use crate::vocab::AssertionKind;
 
 use super::accounting::{ranges, request_failure, Accounting};
@@ -211,75 +212,4 @@ fn judge_log(route: &RouteAssert, evidence: &Evidence) -> (Outcome, String) {
             }
         }
     }
-}
-
-/// `text` without terminal escape sequences (CSI `ESC [ ... final`, OSC `ESC ] ... BEL|ESC \\`, DCS/SOS/PM/APC
-/// strings, two-byte `ESC x`, and their 8-bit C1 forms) and without other control characters except tab and
-/// newline, so `\x1b[33mper-op\x1b[0m forward` reads `per-op forward`. Line breaks are kept (line numbers hold).
-pub fn strip_escapes(text: &str) -> String {
-    strip_escapes_counted(text).0
-}
-
-/// [`strip_escapes`] and how many escape sequences it removed (each `ESC ...` or 8-bit C1 sequence counts
-/// once; other control characters removed are not counted): the `log_ansi_stripped` count (case 38).
-pub fn strip_escapes_counted(text: &str) -> (String, usize) {
-    let mut sequences = 0;
-    let mut out = String::with_capacity(text.len());
-    let mut it = text.chars().peekable();
-    // Skips a string sequence's body up to BEL, ST (`ESC \\`) or the 8-bit ST.
-    fn skip_string(it: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-        while let Some(c) = it.next() {
-            match c {
-                '\u{7}' | '\u{9c}' | '\n' => return,
-                '\u{1b}' => {
-                    if it.peek() == Some(&'\\') {
-                        it.next();
-                    }
-                    return;
-                }
-                _ => {}
-            }
-        }
-    }
-    fn skip_csi(it: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-        while let Some(&c) = it.peek() {
-            if ('\u{20}'..='\u{3f}').contains(&c) {
-                it.next();
-            } else {
-                if ('\u{40}'..='\u{7e}').contains(&c) {
-                    it.next();
-                }
-                return;
-            }
-        }
-    }
-    while let Some(c) = it.next() {
-        if matches!(
-            c,
-            '\u{1b}' | '\u{9b}' | '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}'
-        ) {
-            sequences += 1;
-        }
-        match c {
-            '\u{1b}' => match it.next() {
-                Some('[') => skip_csi(&mut it),
-                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut it),
-                Some(c2) if ('\u{20}'..='\u{2f}').contains(&c2) => {
-                    // nF: intermediates, then one final byte.
-                    while it.peek().is_some_and(|c| ('\u{20}'..='\u{2f}').contains(c)) {
-                        it.next();
-                    }
-                    it.next();
-                }
-                Some('\n') => out.push('\n'),
-                _ => {}
-            },
-            '\u{9b}' => skip_csi(&mut it),
-            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut it),
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    (out, sequences)
 }

@@ -59,7 +59,7 @@ pub fn log_rates(evidence: &Evidence, re: &Regex) -> LogRates {
         );
         return out;
     }
-    let log = super::route::strip_escapes(raw);
+    let log = crate::text::strip_escapes(raw);
     let hits: Vec<(usize, Option<String>)> = log
         .lines()
         .enumerate()
@@ -172,9 +172,9 @@ pub(crate) fn rate_from_histograms(
     if let Some((ttft, _)) = of_role(acct, ClockRole::Ttft) {
         if let Some(m) = ttft.mean() {
             details.push_str(&format!(
-                "; serve TTFT mean {:.1} ms over {} requests, {}",
+                "; serve TTFT mean {:.1} ms over {}, {}",
                 m * 1000.0,
-                ttft.count,
+                crate::text::counted(ttft.count as usize, "request"),
                 median_phrase(ttft, "TTFT")
             ));
         }

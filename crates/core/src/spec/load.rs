@@ -277,8 +277,7 @@ pub fn read_dataset(
     path: &std::path::Path,
     default_max_tokens: u32,
 ) -> Result<Vec<(String, u32)>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("load.dataset {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -316,7 +315,7 @@ pub fn read_dataset(
         out.push((prompt.to_string(), max_tokens));
     }
     if out.is_empty() {
-        return Err(format!("load.dataset {}: no prompts", path.display()));
+        return Err(format!("{}: no prompts", path.display()));
     }
     Ok(out)
 }

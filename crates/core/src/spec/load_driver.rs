@@ -4,7 +4,7 @@
 //! records are merged into the same evidence and judged by the same assertions (docs/load.md, "Drivers").
 //! `"vllm-bench"`: vLLM's installed `vllm bench serve`, run with the gate's schedule, its
 //! `--save-result --save-detailed` JSON imported as the point's evidence (the same reader as `servegate
-//! import --from vllm-bench`).
+//! import --from vllm-bench`); `"aiperf"` and `"guidellm"` likewise with AIPerf and GuideLLM.
 
 use toml::Spanned;
 
@@ -22,33 +22,38 @@ pub enum Driver {
     VllmBench,
     /// AIPerf's `aiperf profile` (`scripts/provision-aiperf.sh`), its `profile_export.jsonl` imported.
     AiPerf,
+    /// GuideLLM's `guidellm run` (`scripts/provision-guidellm.sh`), its benchmarks report imported.
+    GuideLlm,
 }
 
 impl Driver {
-    /// The wire name: `servegate`, `locust`, `vllm-bench` or `aiperf`.
+    /// The wire name: `servegate`, `locust`, `vllm-bench`, `aiperf` or `guidellm`.
     pub fn name(&self) -> &'static str {
         match self {
             Driver::Servegate => "servegate",
             Driver::Locust(_) => "locust",
             Driver::VllmBench => "vllm-bench",
             Driver::AiPerf => "aiperf",
+            Driver::GuideLlm => "guidellm",
         }
     }
 
     /// True for a driver that is another load tool run whole per point and imported
-    /// (`vllm-bench`, `aiperf`): its schedule is the tool's own, so keys it cannot honour are refused.
+    /// (`vllm-bench`, `aiperf`, `guidellm`): its schedule is the tool's own, so keys it cannot honour are
+    /// refused.
     pub fn is_tool(&self) -> bool {
-        matches!(self, Driver::VllmBench | Driver::AiPerf)
+        matches!(self, Driver::VllmBench | Driver::AiPerf | Driver::GuideLlm)
     }
 
     /// The runtime a tool driver implies in `[requires] provisioned` (`vllm`: vLLM's bench comes with
-    /// the vLLM runtime; `aiperf`; `locust`), or None for servegate's own client.
+    /// the vLLM runtime; `aiperf`; `guidellm`; `locust`), or None for servegate's own client.
     pub fn provisioned(&self) -> Option<&'static str> {
         match self {
             Driver::Servegate => None,
             Driver::Locust(_) => Some("locust"),
             Driver::VllmBench => Some("vllm"),
             Driver::AiPerf => Some("aiperf"),
+            Driver::GuideLlm => Some("guidellm"),
         }
     }
 }
@@ -96,7 +101,7 @@ impl super::Validator<'_> {
             .map(|d| d.get_ref().as_str())
             .unwrap_or("servegate");
         match name {
-            "servegate" | "vllm-bench" | "aiperf" => {
+            "servegate" | "vllm-bench" | "aiperf" | "guidellm" => {
                 let stray = [
                     raw.workers.map(|w| (w.span(), "load.locust_workers")),
                     raw.remote_workers
@@ -154,21 +159,21 @@ impl super::Validator<'_> {
             other => Err(self.err(
                 raw.driver.map(|d| d.span()).unwrap_or(0..0),
                 "load.driver",
-                format!("must be \"servegate\", \"locust\", \"vllm-bench\" or \"aiperf\", got {other:?}"),
+                format!("must be \"servegate\", \"locust\", \"vllm-bench\", \"aiperf\" or \"guidellm\", got {other:?}"),
             )),
         }
     }
 
-    /// `driver = "vllm-bench"` or `"aiperf"` (`name`): refused where servegate cannot run the gate's
-    /// schedule through the tool: a `duration_s` (servegate runs the tool with a request count: vLLM's
-    /// `--num-prompts`, AIPerf's `--request-count`), `arrival = "constant"` with vLLM's bench (its open loop
-    /// is a gamma process, Poisson at burstiness 1; AIPerf has a constant mode), `client_cpus` (the tool
-    /// sends, not servegate's client).
+    /// `driver = "vllm-bench"`, `"aiperf"` or `"guidellm"` (`name`): refused where servegate cannot run
+    /// the gate's schedule through the tool: a `duration_s` (servegate runs the tool with a request count:
+    /// vLLM's `--num-prompts`, AIPerf's `--request-count`, GuideLLM's `max_requests` constraint),
+    /// `arrival = "constant"` with vLLM's bench (its open loop is a gamma process, Poisson at burstiness 1;
+    /// AIPerf and GuideLLM have a constant mode), `client_cpus` (the tool sends, not servegate's client).
     fn tool_driver(&self, name: &str, raw: &RawDriver<'_>) -> Result<Driver, SpecError> {
-        let tool = if name == "aiperf" {
-            "AIPerf"
-        } else {
-            "vllm bench serve"
+        let (tool, driver) = match name {
+            "aiperf" => ("AIPerf", Driver::AiPerf),
+            "guidellm" => ("GuideLLM", Driver::GuideLlm),
+            _ => ("vllm bench serve", Driver::VllmBench),
         };
         if let Some(span) = raw.duration.clone() {
             return Err(self.err(span, "load.duration_s", format!("servegate runs {tool} with a number of requests, not a duration: give `requests = N` with driver = {name:?}")));
@@ -185,10 +190,6 @@ impl super::Validator<'_> {
                 ),
             ));
         }
-        Ok(if name == "aiperf" {
-            Driver::AiPerf
-        } else {
-            Driver::VllmBench
-        })
+        Ok(driver)
     }
 }

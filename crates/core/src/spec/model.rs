@@ -668,8 +668,8 @@ impl GateSpec {
                     .filter(|c| !c.is_empty())
                     .map(|c| format!("; its last try failed: {}", crate::text::shown(&c)))
                     .unwrap_or_default();
-                // Locust and AIPerf drive the load, they serve no model: no second model with them.
-                let flag = if name == "locust" || name == "aiperf" {
+                // Locust, AIPerf and GuideLLM drive the load, they serve no model: no second model with them.
+                let flag = if ["locust", "aiperf", "guidellm"].contains(&name.as_str()) {
                     ""
                 } else {
                     " --second-model"

@@ -110,6 +110,8 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
             m if m.contains("untagged enum OneOrMany") => {
                 if key.ends_with("route.fast") {
                     "must be a string or a list of strings (regexes, all of which must appear)".to_string()
+                } else if key.ends_with("client_cpus") {
+                    "must be a whole number (the first N CPUs the runner may use) or a list of CPU ids ([0, 2])".to_string()
                 } else if key.ends_with("concurrency") {
                     "must be a whole number or a list of whole numbers (a sweep: [1, 4, 16])".to_string()
                 } else {

@@ -56,6 +56,13 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
                     bytes.len(),
                     quoted(&text, SNIPPET_CHARS)
                 ));
+            } else if super::foreign::is_html(&text, None) {
+                // A proxy's error page where a reply should be: named for what it is.
+                r.parse_errors.push(format!(
+                    "body is {}, not JSON ({e}): {}",
+                    super::foreign::what_body_is(&text, None),
+                    quoted(text.trim_start(), SNIPPET_CHARS)
+                ));
             } else {
                 r.parse_errors.push(format!(
                     "body is not JSON ({e}): {}",
@@ -63,7 +70,16 @@ pub fn parse_body(bytes: &[u8], http_status: Option<u16>, t_ms: f64) -> Reply {
                 ));
             }
             if is_error_status {
-                r.error = Some(ServeError::http_error(snippet(&text), http_status));
+                let message = if super::foreign::is_html(&text, None) {
+                    format!(
+                        "{}: {}",
+                        super::foreign::what_body_is(&text, None),
+                        snippet(text.trim_start())
+                    )
+                } else {
+                    snippet(&text)
+                };
+                r.error = Some(ServeError::http_error(message, http_status));
                 r.truncated = false;
             }
             return r;

@@ -10,6 +10,7 @@ mod body;
 mod error;
 mod fields;
 mod finish;
+pub mod foreign;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -66,6 +67,25 @@ pub fn reply_of(rec: &crate::evidence::RequestRecord, reads: &[TimedRead]) -> Re
                 http_status: rec.http_status,
                 error_type: None,
             });
+        }
+    }
+    reply
+}
+
+/// [`reply_of`] with the response's head (`NN.response.json`), when there is one: a `not_an_event_stream`
+/// failure names the `Content-Type` the serve sent, and a `text/html` one calls the body an HTML page
+/// whatever its first bytes ([`foreign::not_an_event_stream`]).
+pub fn reply_of_response(
+    rec: &crate::evidence::RequestRecord,
+    response: Option<&crate::io::exchange::ResponseMeta>,
+    reads: &[TimedRead],
+) -> Reply {
+    let mut reply = reply_of(rec, reads);
+    let content_type = response.and_then(|m| m.headers.get("content-type"));
+    if let (Some(ct), Some(e)) = (content_type, reply.error.as_mut()) {
+        if e.kind == FailureCode::NotAnEventStream {
+            let body: Vec<u8> = reads.iter().flat_map(|r| r.bytes.iter().copied()).collect();
+            e.message = foreign::not_an_event_stream(&body, Some(ct));
         }
     }
     reply

@@ -9,7 +9,7 @@ use super::finish::*;
 use crate::analysis::quote::*;
 use crate::analysis::reply_types::*;
 use crate::io::reads::TimedRead;
-use crate::vocab::{Note, NoteKind};
+use crate::vocab::{FailureCode, Note, NoteKind};
 
 /// Parses a streamed response (SSE) from its timed reads.
 ///
@@ -62,7 +62,11 @@ use crate::vocab::{Note, NoteKind};
 ///   `no_done_marker` (finish_reason but no `[DONE]`), `data_after_done`. Flag `truncated_by_max_tokens` on
 ///   finish_reason `length`.
 /// * A body with no SSE event or comment at all that is one JSON document is parsed by [`parse_body`]
-///   (warning `not_an_sse_stream`).
+///   (warning `not_an_sse_stream`); one that is no JSON either, not blank, with no line an SSE reader acts
+///   on (`data`, `event`, `id`, `retry`, `error`, a comment, a near miss of one) fails
+///   `not_an_event_stream` with a 2xx status (or none), named for what it is
+///   ([`super::foreign::not_an_event_stream`]: an HTML page with its title, ...), never read as a cut
+///   stream; with an error status it is read by [`parse_body`] (the serve's HTTP error, the page named).
 pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
     let mut framer = crate::analysis::sse::Framer::new();
     let mut st = StreamState::new(http_status);
@@ -130,6 +134,28 @@ pub fn parse_stream(reads: &[TimedRead], http_status: Option<u16>) -> Reply {
                 "the body is one JSON document, parsed as such",
             ));
             return r;
+        }
+        let text = String::from_utf8_lossy(&body);
+        if !text.trim().is_empty()
+            && stats.near_miss_count == 0
+            && !super::foreign::has_sse_line(&text)
+        {
+            // An error status with a page: the serve's HTTP error, its body read as a body.
+            if http_status.is_some_and(|s| !(200..300).contains(&s)) {
+                return parse_body(&body, http_status, end_ms.unwrap_or(0.0));
+            }
+            return Reply {
+                streamed: true,
+                http_status,
+                end_ms,
+                error: Some(ServeError {
+                    kind: FailureCode::NotAnEventStream,
+                    message: super::foreign::not_an_event_stream(&body, None),
+                    http_status,
+                    error_type: None,
+                }),
+                ..Default::default()
+            };
         }
     }
 

@@ -232,7 +232,8 @@ fn gauge_word(ctx: &CheckContext, rest_ms: f64, elapsed_ms: f64) -> Option<LogWo
         LogWord {
             found: false,
             text: format!(
-                "the serve still runs {running} request(s) after the check (/metrics {series}, contract/cancel/metrics.after.txt, {elapsed_ms:.0} ms after the drop): the dropped reply went on"
+                "the serve still runs {} after the check (/metrics {series}, contract/cancel/metrics.after.txt, {elapsed_ms:.0} ms after the drop): the dropped reply went on",
+                crate::text::counted(running as usize, "request")
             ),
         }
     })

@@ -223,6 +223,17 @@ pub fn whole(x: &ContractExchange) -> Result<(), String> {
         ));
     }
     if r.streamed {
+        if let Some(e) = r
+            .error
+            .as_ref()
+            .filter(|e| e.kind == crate::vocab::FailureCode::NotAnEventStream)
+        {
+            return Err(format!(
+                "`{label}`: {}: {}",
+                e.kind.name(),
+                crate::analysis::quote::printable(&e.message)
+            ));
+        }
         if r.truncated {
             return Err(format!(
                 "`{label}`: a cut stream (no finish_reason and [DONE], or an unfinished last event)"

@@ -154,3 +154,79 @@ pub(super) fn thinking_turned_off_but_still_thinking_fails_content() {
     let ev = evidence(Some(1), vec![request(0, &good(), None)]);
     assert_eq!(find(&judge(&off, &ev), "content").outcome, Outcome::Pass);
 }
+
+/// A reply carrying ANSI colour codes (or any other control character but TAB, LF and CR) is not sane text:
+/// `content` fails it as `control_characters`, counting the escape sequences and quoting them escaped, and
+/// a load run counts it as a failed request; the same words without the codes pass.
+#[test]
+pub(super) fn a_reply_with_terminal_escape_sequences_fails_content() {
+    let coloured = reply_of_deltas(
+        &[
+            r#"{"content":"\u001b[1;31mParis"}"#,
+            r#"{"content":"\u001b[0m is the capital."}"#,
+        ],
+        "stop",
+    );
+    let ev = evidence(Some(1), vec![request(0, &coloured, None)]);
+    let c = find(&judge(&gate(), &ev), "content").clone();
+    assert_eq!(c.outcome, Outcome::Fail, "{}", c.message);
+    assert!(
+        c.message.contains(r#"request 00: control_characters: 2 control characters, opening 2 terminal escape sequences (from char 0: "\u{1b}[1;31mParis\u{1b}[0m is the "…)"#),
+        "{}",
+        c.message
+    );
+    assert!(!c.message.contains('\u{1b}'), "{}", c.message);
+    let plain = reply_of_deltas(
+        &[
+            r#"{"content":"Paris"}"#,
+            r#"{"content":" is the capital.\n\tOK\r\n"}"#,
+        ],
+        "stop",
+    );
+    let ev = evidence(Some(1), vec![request(0, &plain, None)]);
+    assert_eq!(find(&judge(&gate(), &ev), "content").outcome, Outcome::Pass);
+}
+
+/// A 200 HTML page where a stream should be (a proxy's error page) is named for what it is on every line
+/// that counts it (content, rate, first_token, known_answer), with its Content-Type when the response head
+/// is in the evidence: an HTML page, not an SSE stream, never a "cut" or "truncated" stream.
+#[test]
+pub(super) fn an_html_page_is_named_on_every_line_never_a_cut_stream() {
+    let page = TimedRead {
+        recv_ms: None,
+        t_ms: 3.0,
+        bytes: b"<!DOCTYPE html><html><head><title>Bad Gateway</title></head><body>nginx</body></html>\n"
+            .to_vec(),
+    };
+    let mut html = request(0, std::slice::from_ref(&page), None);
+    let mut meta = crate::io::exchange::ResponseMeta {
+        status: Some(200),
+        ..Default::default()
+    };
+    meta.headers
+        .insert("content-type".into(), "text/html; charset=utf-8".into());
+    html.reply =
+        crate::analysis::reply_of_response(&html.record, Some(&meta), std::slice::from_ref(&page));
+    html.response = Some(meta);
+    let ev = evidence(Some(1), vec![html]);
+    let v = judge(&gate(), &ev);
+    for name in ["content", "rate", "first_token", "known_answer"] {
+        let m = &find(&v, name).message;
+        assert_eq!(find(&v, name).outcome, Outcome::Fail, "{m}");
+        assert!(
+            m.contains(r#"not_an_event_stream: Content-Type "text/html; charset=utf-8": an HTML page (title "Bad Gateway"), not an SSE stream"#),
+            "{name}: {m}"
+        );
+        assert!(
+            !m.contains("truncated") && !m.contains("cut stream"),
+            "{name}: {m}"
+        );
+    }
+    assert!(
+        find(&v, "content")
+            .message
+            .contains("request 00: failed reply: not_an_event_stream"),
+        "{}",
+        find(&v, "content").message
+    );
+}
