@@ -18,7 +18,14 @@ fn git(args: &[&str]) -> Option<String> {
 
 fn main() {
     println!("cargo:rerun-if-env-changed=SERVEGATE_BUILD_COMMIT");
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The package's directory as cargo sets it for this run of the script, not `env!` (the directory the script
+    // was compiled in): two checkouts sharing one target directory (scripts/install-check.sh installs from a
+    // clone with the workspace's target/) share this script's compiled binary, and a baked-in path named the
+    // clone, deleted since, so the workspace's binary said `commit unknown`.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .expect("cargo sets CARGO_MANIFEST_DIR for a build script");
+    let here = manifest_dir.as_path();
     // Only this checkout's own repository: a crate unpacked inside some other repository is not its commit.
     let toplevel = git(&[
         "-C",

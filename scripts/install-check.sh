@@ -14,8 +14,13 @@
 # $CARGO_HOME/git are removed afterwards (cargo names them after the URL's last part: the clone is `servegate`).
 #
 # The two workspace crates the install builds have the same artifact names as the workspace's own dev build
-# (cargo names a path package's artifacts by its place in its workspace, which is the same in the clone), so
-# the workspace's next `cargo build`/`cargo test` compiles them again (measured: 68 s): run it last in CI.
+# (cargo names a path package's artifacts by its place in its workspace, which is the same in the clone), and
+# cargo judges them fresh by modification times: left as they are, the workspace's next build could take the
+# clone's (HEAD's) build for its own, uncommitted edits older than the install missing from it. So the script
+# ends by deleting those crates' fingerprints (target/debug/.fingerprint/servegate-*): the workspace's next
+# `cargo build`/`cargo test` compiles them again from its own sources (measured: 68 s). Run it last in CI.
+# The clone lives at a fixed place, $CARGO_TARGET_DIR/install-check/servegate, so that `--git` (its URL names
+# its artifacts) replaces its previous build instead of adding one per run.
 #
 # Measured on the shared 2-core machine, 2026-12-07, load average 12-16, CARGO_BUILD_JOBS=1, the workspace's
 # debug build done: clone 5.5 s, `--path` install 108.9 s, `--git` install 75.6 s, the checks under 1 s
@@ -33,7 +38,7 @@ for a in "$@"; do
     case "$a" in
         --release) profile=() ;;
         --git) with_git=1 ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) echo "install-check: unknown argument '$a' (--release, --git)" >&2; exit 2 ;;
     esac
 done
@@ -48,11 +53,16 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
     echo "install-check: note: uncommitted changes are not in the clone (it is HEAD, $short)"
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/servegate-install.XXXXXX")
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$src/target}
+tmp=$CARGO_TARGET_DIR/install-check
+rm -rf "$tmp"
+mkdir -p "$tmp"
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 git_before=$(ls -d "$cargo_home"/git/db/servegate-* "$cargo_home"/git/checkouts/servegate-* 2>/dev/null || true)
 cleanup() {
     rm -rf "$tmp"
+    # The workspace's own crates are built again from its own sources next time (header).
+    rm -rf "$CARGO_TARGET_DIR"/debug/.fingerprint/servegate-* "$CARGO_TARGET_DIR"/release/.fingerprint/servegate-*
     if [ "$with_git" = 1 ]; then   # only the entries this run added
         for d in "$cargo_home"/git/db/servegate-* "$cargo_home"/git/checkouts/servegate-*; do
             [ -e "$d" ] || continue
@@ -62,7 +72,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$src/target}
 mode=${profile[*]:-release}
 mode=${mode#--}
 

@@ -129,6 +129,8 @@ fn init_on_a_started_llama_like_serve_writes_a_gate_that_checks_clean_and_runs_p
         "[assert.known_answer]",
         "expect_model = \"fake-model\"",
         "{port}",
+        // The wait written from init's own measurement (a fast serve: the 120 s least).
+        "ready_timeout_s = 120     # model load included: it answered after ",
     ] {
         assert!(gate.contains(want), "{want:?} missing from:\n{gate}");
     }
@@ -331,6 +333,61 @@ fn a_serve_answering_an_invalid_header_is_named_not_called_silent() {
 }
 
 #[test]
+fn a_model_list_that_fails_with_a_5xx_asks_for_model_and_with_it_writes_a_gate_that_runs_pass() {
+    // `transformers serve` 5.19.0 offline answers /v1/models 500 (it scans the hub cache) and serves the
+    // model it is asked for by name (tests/data/runtimes/transformers/v1_models.*).
+    let p = Project::new();
+    let mut script = llama_like("fake-model");
+    script.routes = vec![servegate::replay::scripted::Route {
+        method: Some("GET".into()),
+        path: "/v1/models".into(),
+        status: 500,
+        headers: vec![("content-type".into(), "text/plain".into())],
+        body: "Internal Server Error".into(),
+        delay_ms: 0.0,
+    }];
+    script.request_log = vec![LogLine::err(
+        "slot launch: task {n} | backend CPU | n_threads = 1",
+    )];
+    let log = p.path().join("serve.log");
+    let serve = Running::start(&script, &log);
+    let base = [
+        "--name",
+        "five",
+        "--url",
+        &serve.url(),
+        "--log",
+        log.to_str().unwrap(),
+    ];
+    let out = init(&p, &base);
+    assert_eq!(out.code, 4, "{}", out.all());
+    assert!(
+        out.stderr.contains("(/v1/models: 500)") && out.stderr.contains("pass --model NAME"),
+        "{}",
+        out.all()
+    );
+    assert!(!p.path().join("gates").exists());
+    let mut args = base.to_vec();
+    args.extend(["--model", "fake-model"]);
+    let out = init(&p, &args);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(
+        out.stdout.contains("/v1/models answered 500"),
+        "said, not hidden: {}",
+        out.all()
+    );
+    let text = std::fs::read_to_string(p.path().join("gates/five.toml")).unwrap();
+    assert!(text.contains("model = \"fake-model\""), "{text}");
+    assert!(
+        !text.contains("expect_model"),
+        "not listed, not expected: {text}"
+    );
+    let run = Out::of(p.servegate().args(["run", "gates/five.toml"]));
+    assert_eq!(run.code, 0, "{}\n{text}", run.all());
+    drop(serve);
+}
+
+#[test]
 fn a_serve_that_never_answers_writes_nothing() {
     let p = Project::new();
     // Accepts connections and never says a byte: each question times out (5 s), two are asked.
@@ -367,6 +424,13 @@ fn a_serve_that_never_answers_writes_nothing() {
     );
     assert_eq!(out.code, 4, "{}", out.all());
     assert!(out.stderr.contains("never became ready"), "{}", out.all());
+    assert!(
+        out.stderr.contains(
+            "init waited 1 s, --ready-timeout-s: a serve still loading needs a longer wait"
+        ),
+        "a serve still loading says how to wait longer: {}",
+        out.all()
+    );
     assert!(
         out.stderr.contains("loading"),
         "the log's end is quoted: {}",

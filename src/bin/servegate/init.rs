@@ -47,8 +47,8 @@ pub struct InitCmd {
     /// Evidence root of the measured round (default $SERVEGATE_RUNS or target/servegate/runs).
     #[arg(long, value_name = "DIR")]
     pub runs: Option<PathBuf>,
-    /// Seconds a started serve may take to answer /v1/models.
-    #[arg(long, default_value_t = 120.0)]
+    /// Seconds a started serve may take to answer /v1/models (vLLM on CPU took 215 s on a busy 2-core machine).
+    #[arg(long, default_value_t = init::DEFAULT_READY_TIMEOUT_S)]
     pub ready_timeout_s: f64,
     /// Print no progress lines.
     #[arg(long, short)]

@@ -42,6 +42,20 @@ pub const DEFAULT_HEADROOM_PCT: f64 = 50.0;
 /// for noise.
 pub const FIRST_TOKEN_SLACK_MS: f64 = 250.0;
 
+/// init's default wait for a serve it starts to answer `/v1/models`, s. vLLM 0.32.0 on CPU (SmolLM2-135M
+/// float32) answered after 215 s on this shared 2-core machine at load average 11 (2026-12-07) and after 6.5 min
+/// at load 14-20 (docs/runtimes.md): the earlier 120 s made `servegate init -- vllm ...` fail before the model
+/// was loaded.
+pub const DEFAULT_READY_TIMEOUT_S: f64 = 600.0;
+
+/// The `ready_timeout_s` a gate init writes for a serve it started, from the seconds that serve took to answer
+/// in init's own run: five times that (the load of a shared machine changes between runs; vLLM took 215 s
+/// here at load 11 and 6.5 min at load 14-20), rounded up to 10 s, and at least 120 s (the gate default).
+pub fn written_ready_timeout_s(ready_s: f64) -> u32 {
+    let t = (ready_s.max(0.0) * 5.0 / 10.0).ceil() * 10.0;
+    t.clamp(120.0, 86_400.0) as u32
+}
+
 /// How init reaches the serve.
 #[derive(Debug, Clone, PartialEq)]
 pub enum InitTarget {
@@ -95,6 +109,8 @@ pub struct InitReport {
     pub evidence: Option<PathBuf>,
     /// The gate file written.
     pub written: Option<PathBuf>,
+    /// For a serve init started: ms from the spawn to its first 200 on `/v1/models`.
+    pub ready_ms: Option<f64>,
 }
 
 /// Init stopped: the message, the exit code (`error::exit`), and the report so far (nothing written).
@@ -268,6 +284,7 @@ fn start(
                 "the serve answered /v1/models 200 {:.1} s after the spawn",
                 info.ready_ms / 1000.0
             ));
+            rep.ready_ms = Some(info.ready_ms);
             Ok(s)
         }
         Err(e) => {
@@ -276,11 +293,20 @@ fn start(
                 "the serve never answered /v1/models with 200: {}",
                 crate::text::shown(&e.to_string())
             ));
+            // Still loading when the wait ended (not an exit, not a steady 404): say how to wait longer.
+            let longer = if matches!(e, serve::ServeError::ReadyTimeout { .. }) {
+                format!(
+                    " (init waited {:.0} s, --ready-timeout-s: a serve still loading needs a longer wait)",
+                    o.ready_timeout_s
+                )
+            } else {
+                String::new()
+            };
             Err(fail(
                 rep,
                 exit::SERVE_NOT_READY,
                 format!(
-                    "the serve never became ready; its log ends: {}",
+                    "the serve never became ready{longer}; its log ends: {}",
                     crate::text::shown(tail.trim())
                 ),
             ))
@@ -425,10 +451,18 @@ fn probe(
     }
     let models = super::detect::model_ids(&says);
     let models_ok = matches!(&says.models, Some((200, b)) if serde_json::from_str::<serde_json::Value>(b).ok().and_then(|v| v.get("data").map(|d| d.is_array())) == Some(true));
+    // A serve that has the route but fails it (`transformers serve` offline answers 500: it scans the hub
+    // cache; measured 5.19.0) still serves the model it is asked for by name: with --model, go on.
+    let models_failed = matches!(&says.models, Some((s, _)) if *s >= 500);
     if models_ok {
         rep.found.push(format!(
             "/v1/models lists {}",
             crate::text::shown(&format!("{models:?}"))
+        ));
+    } else if models_failed && o.model.is_some() {
+        rep.missing.push(format!(
+            "a model list: /v1/models answered {} (transformers serve does offline); the model is --model's, and the gate cannot expect_model it",
+            status(&says.models)
         ));
     } else {
         rep.missing.push(
@@ -444,6 +478,8 @@ fn probe(
                 status(&says.models),
                 if base_url.ends_with("/v1") {
                     "; give the base URL, without /v1"
+                } else if models_failed {
+                    "; a serve whose model list fails but which serves a model by name (transformers serve offline): pass --model NAME"
                 } else {
                     ""
                 }
@@ -495,7 +531,8 @@ fn probe(
         None if health_ok => "/health".to_string(),
         None => "/v1/models".to_string(),
     };
-    let draft = draft_of(o, log_path, engine, &ready, &model, &models);
+    let mut draft = draft_of(o, log_path, engine, &ready, &model, &models);
+    draft.ready_s = rep.ready_ms.map(|ms| ms / 1000.0);
     Ok((draft, profile, log_now))
 }
 
@@ -525,6 +562,7 @@ fn draft_of(
         serve: serve_block,
         engine: engine.map(Engine::name),
         ready,
+        ready_s: None,
         expect_model: models.contains(&model).then(|| model.clone()),
         model: model.clone(),
         max_tokens: o.max_tokens,
@@ -934,5 +972,20 @@ fn first_token_limit(
             ));
         }
         Err(e) => rep.missing.push(no_limit(&e, first_token)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::written_ready_timeout_s;
+
+    #[test]
+    fn the_written_wait_is_five_times_the_measured_start_up_at_least_120_s() {
+        assert_eq!(written_ready_timeout_s(1.5), 120);
+        assert_eq!(written_ready_timeout_s(24.0), 120);
+        assert_eq!(written_ready_timeout_s(24.1), 130);
+        // vLLM on this machine at load 11: 215.1 s.
+        assert_eq!(written_ready_timeout_s(215.1), 1080);
+        assert_eq!(written_ready_timeout_s(-3.0), 120);
     }
 }

@@ -95,6 +95,9 @@ pub(crate) struct Draft {
     pub engine: Option<&'static str>,
     /// `[serve] ready`.
     pub ready: String,
+    /// For a serve init started: the seconds it took to answer in init's run (the written `ready_timeout_s`
+    /// is [`super::written_ready_timeout_s`] of it); None for a url serve.
+    pub ready_s: Option<f64>,
     /// `[serve] expect_model`, when the serve lists the model.
     pub expect_model: Option<String>,
     /// The served model name (the body's `model`).
@@ -121,7 +124,17 @@ pub(crate) struct Draft {
     pub contract_notes: Vec<String>,
 }
 
-fn serve_block(out: &mut String, d: &Draft, ready_timeout_s: u32) {
+/// `ready_timeout_s` of the gate a serve block is written for: the measuring round's wait, or the written
+/// gate's from the measured start-up.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ReadyWait {
+    /// The measuring round's gate (the serve is already up).
+    Measuring,
+    /// The written gate: from [`Draft::ready_s`].
+    Written,
+}
+
+fn serve_block(out: &mut String, d: &Draft, wait: ReadyWait) {
     out.push_str("[serve]\n");
     match &d.serve {
         ServeBlock::Command(argv) => {
@@ -148,10 +161,24 @@ fn serve_block(out: &mut String, d: &Draft, ready_timeout_s: u32) {
     }
     let _ = writeln!(out, "ready = {}", toml_str(&d.ready));
     if matches!(d.serve, ServeBlock::Command(_)) {
-        let _ = writeln!(
-            out,
-            "ready_timeout_s = {ready_timeout_s}     # model load included; tighten to a few times the load you see"
-        );
+        match (wait, d.ready_s) {
+            (ReadyWait::Written, Some(s)) => {
+                let _ = writeln!(
+                    out,
+                    "ready_timeout_s = {}     # model load included: it answered after {s:.1} s in init's run; 5x that (at least 120)",
+                    super::written_ready_timeout_s(s)
+                );
+            }
+            (ReadyWait::Written, None) => {
+                let _ = writeln!(
+                    out,
+                    "ready_timeout_s = 120     # model load included; tighten to a few times the load you see"
+                );
+            }
+            (ReadyWait::Measuring, _) => {
+                out.push_str("ready_timeout_s = 600\n");
+            }
+        }
     }
     if let Some(m) = &d.expect_model {
         let _ = writeln!(
@@ -217,7 +244,7 @@ pub(crate) fn measuring_text(d: &Draft) -> String {
         "[gate]\nname = {}\n",
         toml_str(&format!("{}-init", d.name))
     );
-    serve_block(&mut out, d, 600);
+    serve_block(&mut out, d, ReadyWait::Measuring);
     request_block(&mut out, d, 1);
     out.push_str("[assert.rate]\nfloor_tok_s = 0.001\n\n[assert.first_token]\nlimit_ms = 1e9\n\n");
     out.push_str("[assert.content]\n\n");
@@ -256,7 +283,7 @@ pub(crate) fn gate_text(d: &Draft) -> String {
             crate::text::shown(&d.model)
         ))
     );
-    serve_block(&mut out, d, 120);
+    serve_block(&mut out, d, ReadyWait::Written);
     request_block(&mut out, d, 1);
 
     // Route.

