@@ -136,10 +136,22 @@ pub fn run(
     deadline: Option<Duration>,
     timeout: Duration,
 ) -> Result<Vec<LoadExchange>, String> {
+    run_counted(target, bodies, schedule, deadline, timeout).map(|(out, _)| out)
+}
+
+/// [`run`], also returning how many times the client thread woke from waiting (its runtime's unparks):
+/// bench-self's account of the client's CPU beside the floor client's wake-ups. Not evidence.
+pub fn run_counted(
+    target: &Target,
+    bodies: Vec<Vec<u8>>,
+    schedule: &Schedule,
+    deadline: Option<Duration>,
+    timeout: Duration,
+) -> Result<(Vec<LoadExchange>, u64), String> {
     let _stamps = RxStamps::hold();
     let start = Instant::now();
     let pace = Arc::new(Coalesce::new(start, COALESCE));
-    let (before, after) = (pace.clone(), pace.clone());
+    let (before, after, counted) = (pace.clone(), pace.clone(), pace.clone());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -245,7 +257,7 @@ pub fn run(
     });
     let mut out = out;
     out.sort_by_key(|x| x.timing.index);
-    Ok(out)
+    Ok((out, counted.wakeups()))
 }
 
 /// The single-request client: what every request of a gate without `[load]` goes through to an
@@ -405,12 +417,11 @@ async fn exchange(
         .await
         .map_err(|e| format!("request failed: {e}"))?;
     let t0 = *t0;
-    let mut buf = READ_BUFS.with(|b| b.borrow_mut().pop()).unwrap_or_default();
-    buf.resize(READ_BUF_BYTES, 0);
+    // Each read's bytes, copied out of the thread's read buffer ([`READ_BUF`]); only as large as the
+    // largest read of this request.
+    let mut buf = Vec::new();
     // Reads are never stamped before the request was sent nor before the read before them.
-    let result = read_response(&sock, &mut buf, t0, t0, meta, reads, kept, truncated).await;
-    READ_BUFS.with(|b| b.borrow_mut().push(buf));
-    result
+    read_response(&sock, &mut buf, t0, t0, meta, reads, kept, truncated).await
 }
 
 /// Writes all of `wire` to the socket: the first write(2) at once (a fresh socket is writable), the rest
@@ -438,16 +449,18 @@ async fn write_all(
 const READ_BUF_BYTES: usize = 64 * 1024;
 
 thread_local! {
-    /// Read buffers of finished requests, reused by the next ones on this thread (a fresh 64 KiB buffer
-    /// per request is 16 page faults).
-    static READ_BUFS: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The one read buffer of this thread, which every request's `recvmsg` reads into ([`recv_stamped`]
+    /// copies each read's bytes out before it returns, so no read outlives the next). One per thread, as
+    /// the floor client's: a buffer per request in flight was 64 KiB of fresh, zeroed pages per stream
+    /// (16 MiB at 256 streams, 16 page faults each), more fresh memory than the reads kept as evidence.
+    static READ_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; READ_BUF_BYTES]);
 }
 
 /// Reads the response head and body from `sock` as timed reads (see [`exchange`]).
 #[allow(clippy::too_many_arguments)]
 async fn read_response(
     sock: &tokio::io::unix::AsyncFd<std::net::TcpStream>,
-    buf: &mut [u8],
+    buf: &mut Vec<u8>,
     t0: Instant,
     mut last: Instant,
     meta: &mut ResponseMeta,
@@ -544,7 +557,8 @@ async fn read_response(
         if bytes.is_empty() {
             continue;
         }
-        let mut data = Vec::new();
+        // One allocation per read: the read's data is never longer than its wire bytes.
+        let mut data = Vec::with_capacity(bytes.len());
         let finished = match &mut framing {
             Framing::UntilClose => {
                 data.extend_from_slice(bytes);
@@ -673,22 +687,32 @@ struct Got {
     stamped: bool,
 }
 
-/// One read: waits until the socket is readable, then `recvmsg` (see [`Got`]); `*last` moves to the
-/// read's arrival time.
+/// One read: waits until the socket is readable, then `recvmsg` into the thread's read buffer
+/// ([`READ_BUF`]), whose bytes it leaves in `out` (replacing what was there; `Got::n` of them) (see
+/// [`Got`]); `*last` moves to the read's arrival time.
 async fn recv_stamped(
     sock: &tokio::io::unix::AsyncFd<std::net::TcpStream>,
-    buf: &mut [u8],
+    out: &mut Vec<u8>,
     last: &mut Instant,
 ) -> std::io::Result<Got> {
     use std::os::fd::AsRawFd;
     let fd = sock.get_ref().as_raw_fd();
     loop {
         let mut ready = sock.readable().await?;
-        match ready.try_io(|_| recvmsg_stamped(fd, buf)) {
-            Ok(Ok((n, kernel))) => {
+        let read = ready.try_io(|_| {
+            READ_BUF.with(|b| {
+                let mut b = b.borrow_mut();
+                let got = recvmsg_stamped(fd, &mut b)?;
+                out.clear();
+                out.extend_from_slice(&b[..got.0]);
+                Ok((got, b.len()))
+            })
+        });
+        match read {
+            Ok(Ok(((n, kernel), asked))) => {
                 // A read that did not fill the buffer took all there was (epoll is edge-triggered
                 // here; data arriving after it sets readiness again).
-                if n > 0 && n < buf.len() {
+                if n > 0 && n < asked {
                     ready.clear_ready();
                 }
                 let (real, returned) = clock_pair();
@@ -803,6 +827,8 @@ pub(crate) struct Coalesce {
     busy: std::sync::atomic::AtomicBool,
     /// The next scheduled send (open loop), ns; u64::MAX when none.
     next_send_ns: AtomicU64,
+    /// Times the thread woke from waiting (the runtime's unparks), for the benchmark's account.
+    wakeups: AtomicU64,
 }
 
 impl Coalesce {
@@ -814,7 +840,13 @@ impl Coalesce {
             parked_ns: AtomicU64::new(0),
             busy: std::sync::atomic::AtomicBool::new(false),
             next_send_ns: AtomicU64::new(u64::MAX),
+            wakeups: AtomicU64::new(0),
         }
+    }
+
+    /// Times the thread woke from waiting so far (each unpark of its runtime).
+    pub(crate) fn wakeups(&self) -> u64 {
+        self.wakeups.load(Ordering::Relaxed)
     }
 
     fn now_ns(&self) -> u64 {
@@ -846,6 +878,7 @@ impl Coalesce {
         let waited = now.saturating_sub(self.parked_ns.load(Ordering::Relaxed));
         self.busy.store(waited < self.quantum_ns, Ordering::Relaxed);
         self.woke_ns.store(now, Ordering::Relaxed);
+        self.wakeups.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -903,14 +936,16 @@ impl Dechunk {
                         }
                         continue;
                     }
-                    let line = std::mem::take(&mut self.line);
-                    let line = line.strip_suffix(b"\r").unwrap_or(&line);
+                    // The line is parsed where it lies and then cleared, its buffer kept: two lines
+                    // per chunk (the size, the data's CRLF), and a chunk per token on a stream.
+                    let line = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
                     match self.state {
                         DState::Size => {
-                            let s = String::from_utf8_lossy(line);
-                            let hex = s.split(';').next().unwrap_or("").trim();
-                            let size = usize::from_str_radix(hex, 16).map_err(|_| {
-                                format!("body read failed: a malformed chunk size {s:?}")
+                            let size = chunk_size(line).ok_or_else(|| {
+                                format!(
+                                    "body read failed: a malformed chunk size {:?}",
+                                    String::from_utf8_lossy(line)
+                                )
                             })?;
                             if size == 0 {
                                 self.state = DState::Trailer;
@@ -927,6 +962,7 @@ impl Dechunk {
                         }
                         DState::Data => {}
                     }
+                    self.line.clear();
                 }
                 DState::Data => {
                     let take = self.left.min(input.len() - i);
@@ -941,6 +977,18 @@ impl Dechunk {
         }
         Ok(())
     }
+}
+
+/// The size of a chunk-size line (`1a`, `1A;ext=1`, ` 1a `: hex digits before any `;`, blanks around
+/// them), none when it is not one.
+fn chunk_size(line: &[u8]) -> Option<usize> {
+    let hex = line
+        .split(|&b| b == b';')
+        .next()
+        .unwrap_or(b"")
+        .trim_ascii();
+    let hex = std::str::from_utf8(hex).ok()?;
+    usize::from_str_radix(hex, 16).ok()
 }
 
 /// Intended send times of an open loop, ms from the start: `n` requests at `rate_rps`, `poisson`
@@ -986,7 +1034,18 @@ mod tests {
             assert!(d.done);
         }
         let mut d = Dechunk::default();
-        assert!(d.feed_into(b"zz\r\n", &mut Vec::new()).is_err());
+        let err = d.feed_into(b"zz\r\n", &mut Vec::new()).unwrap_err();
+        assert!(err.contains("malformed chunk size \"zz\""), "{err}");
+        // Many chunks fed one byte at a time: every line is read afresh (none left over from the last).
+        let mut d = Dechunk::default();
+        let mut out = Vec::new();
+        for b in b"1\r\na\r\n2;x=y\r\nbc\r\n 1 \r\nd\r\n0\r\nT: v\r\n\r\n" {
+            d.feed_into(&[*b], &mut out).unwrap();
+        }
+        assert_eq!((out.as_slice(), d.done), (&b"abcd"[..], true));
+        assert_eq!(chunk_size(b"1A;ext=1"), Some(26));
+        assert_eq!(chunk_size(b""), None);
+        assert_eq!(chunk_size(b"\xff"), None);
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub struct PinnedRun {
     pub exchanges: Vec<LoadExchange>,
     /// One per runtime, by index: CPU, requests carried, thread CPU time.
     pub runtimes: Vec<RuntimeRecord>,
+    /// Per runtime, by index: times its thread woke from waiting (its runtime's unparks). Not evidence:
+    /// bench-self's account of where each runtime's CPU went (a wake-up costs more than a read).
+    pub wakeups: Vec<u64>,
 }
 
 /// The CPU ids this process may run on (`sched_getaffinity` of the calling thread), ascending. Errors:
@@ -265,6 +268,7 @@ pub fn run_pinned(
     Ok(PinnedRun {
         exchanges: merge(per)?,
         runtimes,
+        wakeups: shared.paces.iter().map(|p| p.wakeups()).collect(),
     })
 }
 

@@ -60,6 +60,10 @@ pub struct BenchArgs {
     /// Records rendered and checked by the leaderboard section.
     #[arg(long, default_value_t = 10_000)]
     pub records: usize,
+    /// Only these concurrencies in the load section (of 1, 16, 64, 256; repeatable; default all): a
+    /// profile or a rerun of one point.
+    #[arg(long)]
+    pub streams: Vec<usize>,
 }
 
 fn write_gate(path: &Path, text: &str) -> Result<(), String> {
@@ -709,7 +713,10 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
         out.insert("sha256".into(), section_sha256(args, &mut report));
     }
     if want("load") {
-        out.insert("load".into(), crate::bench_load::section_load(&mut report));
+        out.insert(
+            "load".into(),
+            crate::bench_load::section_load(&args.streams, &mut report),
+        );
     }
     if want("load") && args.peers {
         out.insert(

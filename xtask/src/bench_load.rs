@@ -78,7 +78,7 @@ fn load_point(
         .collect();
     let cpu0 = cpu_s_thread();
     let t0 = Instant::now();
-    let out = load_client::run(
+    let (out, wakeups) = load_client::run_counted(
         &target,
         bodies,
         &Schedule::Closed {
@@ -91,6 +91,8 @@ fn load_point(
         requests: n,
         wall_s: t0.elapsed().as_secs_f64(),
         cpu_s: cpu_s_thread() - cpu0,
+        wakeups: Some(wakeups),
+        reads: Some(out.iter().map(|x| x.exchange.reads.len() as u64).sum()),
         ..Default::default()
     };
     let lines = synth.wait_requests(before + n);
@@ -124,8 +126,9 @@ fn floor_point(case: &LoadCase, log: &Path) -> Result<crate::bench_floor::Floor,
 /// CPU from `wait4`), the aggregate tok/s reached, and the client's TTFT minus the serve's true TTFT
 /// (median and p95, per request, matched by the reply id). At concurrency 1 the two single-request clients
 /// ([`SideBySide`]: reqwest's, and the load client's path every `http://` gate request takes) run the same
-/// schedule against the same serve first, one after the other.
-pub fn section_load(report: &mut Vec<String>) -> Value {
+/// schedule against the same serve first, one after the other. `streams`: only these concurrencies (empty:
+/// all).
+pub fn section_load(streams: &[usize], report: &mut Vec<String>) -> Value {
     eprintln!("bench: load ...");
     let tmp = workdir().join("load");
     let _ = std::fs::create_dir_all(&tmp);
@@ -135,8 +138,11 @@ pub fn section_load(report: &mut Vec<String>) -> Value {
     let mut side = None;
     report.push("## Load client: CPU per streamed token (closed loop, synthetic serve, 64 tokens per reply, first at 20 ms, 12 ms apart)\n".into());
     report.push(format!("load average at the start: {load_start:?}\n"));
-    report.push("| concurrency | requests | tokens | wall s | asked tok/s | aggregate tok/s | client CPU s | µs CPU per token | floor µs CPU per token | serve CPU s | TTFT error median ms | TTFT error p95 ms | failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|".into());
-    for case in load_schedules() {
+    report.push("| concurrency | requests | tokens | wall s | asked tok/s | aggregate tok/s | client CPU s | µs CPU per token | floor µs CPU per token | client wake-ups / reads | floor wake-ups / reads | serve CPU s | TTFT error median ms | TTFT error p95 ms | failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|".into());
+    let cases = load_schedules()
+        .into_iter()
+        .filter(|c| streams.is_empty() || streams.contains(&c.concurrency));
+    for case in cases {
         let c = case.concurrency;
         let log = tmp.join(format!("timing-c{c}.jsonl"));
         let (run, pair, serve_cpu) = match load_point(&case, &log, c == 1) {
@@ -156,8 +162,12 @@ pub fn section_load(report: &mut Vec<String>) -> Value {
             Ok(fl) => format!("{} of {} failed", fl.failed, case.requests),
             Err(e) => format!("error: {e}"),
         };
+        let floor_wr = match &floor {
+            Ok(fl) => format!("{} / {}", fl.wakeups, fl.reads),
+            Err(_) => "-".into(),
+        };
         report.push(format!(
-            "| {c} | {} | {} | {:.2} | {:.0} | {:.0} | {:.3} | {} | {floor_us} | {serve_cpu:.3} | {} | {} | {} |",
+            "| {c} | {} | {} | {:.2} | {:.0} | {:.0} | {:.3} | {} | {floor_us} | {} / {} | {floor_wr} | {serve_cpu:.3} | {} | {} | {} |",
             run.requests,
             run.tokens,
             run.wall_s,
@@ -165,6 +175,8 @@ pub fn section_load(report: &mut Vec<String>) -> Value {
             run.tok_s(),
             run.cpu_s,
             f(run.us_per_token(), 2),
+            run.wakeups.unwrap_or(0),
+            run.reads.unwrap_or(0),
             f(run.err_p(50.0), 3),
             f(run.err_p(95.0), 3),
             run.failed
@@ -178,17 +190,21 @@ pub fn section_load(report: &mut Vec<String>) -> Value {
             .filter(|fl| fl.failed == 0 && fl.completed == case.requests)
             .map(|fl| fl.cpu_s * 1e6 / (fl.completed as f64 * case.tokens as f64));
         let two = (c >= 16).then(|| {
-            let two = crate::bench_load_cores::two_runtimes(
-                &case,
-                &tmp.join(format!("timing-two-c{c}.jsonl")),
-            );
-            two_rows.push(crate::bench_load_cores::row(
-                &case,
-                &two,
-                run.us_per_token(),
-                floor_us_n,
-            ));
-            crate::bench_load_cores::to_json(&two)
+            let orders = crate::bench_load_cores::ORDERS.iter().map(|cpus| {
+                let two = crate::bench_load_cores::two_runtimes(
+                    &case,
+                    &tmp.join(format!("timing-two-c{c}-cpu{}.jsonl", cpus[0])),
+                    cpus,
+                );
+                two_rows.push(crate::bench_load_cores::row(
+                    &case,
+                    &two,
+                    run.us_per_token(),
+                    floor_us_n,
+                ));
+                crate::bench_load_cores::to_json(&two)
+            });
+            Value::Array(orders.collect())
         });
         let mut row = run.to_json();
         row["two_runtimes"] = two.unwrap_or(Value::Null);

@@ -120,6 +120,10 @@ pub(crate) struct LoadRun {
     pub(crate) ttft_err_ms: Vec<f64>,
     /// Client decode rate ÷ the serve's true decode rate − 1, per request, %.
     pub(crate) decode_err_pct: Vec<f64>,
+    /// Times the client's thread(s) woke from waiting, where counted (the load client's own count).
+    pub(crate) wakeups: Option<u64>,
+    /// Timed reads the client kept (the load client's evidence), where counted.
+    pub(crate) reads: Option<u64>,
 }
 
 impl LoadRun {
@@ -135,6 +139,7 @@ impl LoadRun {
     pub(crate) fn to_json(&self) -> Value {
         json!({"requests": self.requests, "tokens": self.tokens, "failed": self.failed, "wall_s": self.wall_s,
                "aggregate_tok_s": self.tok_s(), "client_cpu_s": self.cpu_s, "us_cpu_per_token": self.us_per_token(),
+               "wakeups": self.wakeups, "reads": self.reads,
                "ttft_error_ms": {"median": self.err_p(50.0), "p95": self.err_p(95.0), "n": self.ttft_err_ms.len(), "each": self.ttft_err_ms},
                "decode_error_pct": {"median": stats::percentile(&self.decode_err_pct, 50.0), "n": self.decode_err_pct.len(), "each": self.decode_err_pct}})
     }

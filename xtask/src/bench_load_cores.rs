@@ -1,9 +1,9 @@
 //! The load section's two-runtime rows: the load client spread over two pinned runtimes
 //! (`servegate::io::load_cores::run_pinned`, what `[load] client_cpus = 2` runs) on the same closed-loop
-//! schedule as the one-runtime client and the floor client, against a fresh synthetic serve. Runtime 0 is
-//! pinned to CPU 1 (the one-runtime client's CPU), runtime 1 to CPU 0, which it shares with the serve: this
-//! machine has two cores, so what two runtimes buy is shown by their balance and their CPU per token, not
-//! by aggregate throughput.
+//! schedule as the one-runtime client and the floor client, against a fresh synthetic serve, in both CPU
+//! orders ([`ORDERS`]: runtime 0 on CPU 1 and runtime 1 on CPU 0, which it shares with the serve, then
+//! swapped): this machine has two cores, so what two runtimes buy is shown by their balance and their CPU
+//! per token, not by aggregate throughput.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -16,18 +16,23 @@ use crate::bench_common::{cpus, f, Synth};
 use crate::bench_load_case::{judge_load, LoadCase, LoadRun};
 
 /// The two-runtime client's run on one case: the run (CPU = both runtimes' threads) and each runtime's
-/// account (CPU, streams carried, its thread's CPU ms).
+/// account (CPU, streams carried, its thread's CPU ms), with each runtime's wake-ups and timed reads
+/// (where its CPU went: a wake-up costs more than a read).
 pub struct TwoRuntimes {
     run: LoadRun,
     runtimes: Vec<RuntimeRecord>,
+    wakeups: Vec<u64>,
+    reads: Vec<u64>,
 }
 
-/// The CPUs the two runtimes are pinned to, in runtime order.
-const CPUS: [usize; 2] = [1, 0];
+/// The CPUs the two runtimes are pinned to, in runtime order, in the two orders each case runs: runtime 0
+/// on CPU 1 (the one-runtime client's) first, then swapped, so a difference between the runtimes' CPU
+/// that follows the CPU (the serve's is 0) is told from one that follows the runtime (the dealing).
+pub const ORDERS: [[usize; 2]; 2] = [[1, 0], [0, 1]];
 
-/// Runs `case` on two pinned runtimes against a fresh synthetic serve (its timing log at `log`); the
-/// run's figures are judged against the serve's truth as the one-runtime client's are.
-pub fn two_runtimes(case: &LoadCase, log: &Path) -> Result<TwoRuntimes, String> {
+/// Runs `case` on two runtimes pinned to `cpus` against a fresh synthetic serve (its timing log at
+/// `log`); the run's figures are judged against the serve's truth as the one-runtime client's are.
+pub fn two_runtimes(case: &LoadCase, log: &Path, on: &[usize; 2]) -> Result<TwoRuntimes, String> {
     use servegate::io::load_client::{Schedule, Target};
     if cpus() < 2 {
         return Err("two client runtimes need two CPUs".into());
@@ -47,7 +52,7 @@ pub fn two_runtimes(case: &LoadCase, log: &Path) -> Result<TwoRuntimes, String> 
         },
         None,
         Duration::from_secs(120),
-        &CPUS,
+        on,
     )?;
     let mut run = LoadRun {
         requests: n,
@@ -57,6 +62,12 @@ pub fn two_runtimes(case: &LoadCase, log: &Path) -> Result<TwoRuntimes, String> 
     };
     let lines = synth.wait_requests(n);
     let _ = synth.stop();
+    let mut reads = vec![0u64; out.runtimes.len()];
+    for x in &out.exchanges {
+        if let Some(r) = x.timing.runtime.and_then(|t| reads.get_mut(t.index)) {
+            *r += x.exchange.reads.len() as u64;
+        }
+    }
     let ex: Vec<servegate::io::client::Exchange> =
         out.exchanges.into_iter().map(|x| x.exchange).collect();
     judge_load(
@@ -67,6 +78,8 @@ pub fn two_runtimes(case: &LoadCase, log: &Path) -> Result<TwoRuntimes, String> 
     Ok(TwoRuntimes {
         run,
         runtimes: out.runtimes,
+        wakeups: out.wakeups,
+        reads,
     })
 }
 
@@ -89,18 +102,28 @@ pub fn row(
         Ok(t) => t,
         Err(e) => return format!("| {c} | error: {e} |"),
     };
+    let on = t
+        .runtimes
+        .iter()
+        .map(|r| r.cpu.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     let us = t.run.us_per_token();
     let ratio = |x: Option<f64>| match (x, floor_us) {
         (Some(x), Some(fl)) if fl > 0.0 => format!("{:.2}×", x / fl),
         _ => "-".into(),
     };
-    let share = |r: &RuntimeRecord| format!("{} / {:.0} ms", r.streams, r.cpu_ms);
+    let share = |r: &RuntimeRecord| {
+        let w = t.wakeups.get(r.index).copied().unwrap_or(0);
+        let reads = t.reads.get(r.index).copied().unwrap_or(0);
+        format!("{} / {:.0} ms / {w} / {reads}", r.streams, r.cpu_ms)
+    };
     let (a, b) = match t.runtimes.as_slice() {
         [a, b] => (a, b),
         _ => return format!("| {c} | error: not two runtimes |"),
     };
     format!(
-        "| {c} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {c} | {on} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         t.run.tokens,
         t.run.tok_s(),
         f(us, 2),
@@ -121,8 +144,8 @@ pub fn table(report: &mut Vec<String>, rows: Vec<String>) {
     if rows.is_empty() {
         return;
     }
-    report.push(format!("\n### Two client runtimes (`[load] client_cpus`: runtime 0 on CPU {}, runtime 1 on CPU {} with the serve), same schedules, after the one-runtime and floor clients\n", CPUS[0], CPUS[1]));
-    report.push("| concurrency | tokens | aggregate tok/s | µs CPU per token (both runtimes) | floor µs | vs floor | one runtime µs | one runtime vs floor | runtime 0 streams / CPU | runtime 1 streams / CPU | stream imbalance % | CPU imbalance % | failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|".into());
+    report.push("\n### Two client runtimes (`[load] client_cpus`; the serve on CPU 0), same schedules, after the one-runtime and floor clients, in both CPU orders\n".into());
+    report.push("| concurrency | CPUs of runtimes 0, 1 | tokens | aggregate tok/s | µs CPU per token (both runtimes) | floor µs | vs floor | one runtime µs | one runtime vs floor | runtime 0 streams / CPU / wake-ups / reads | runtime 1 streams / CPU / wake-ups / reads | stream imbalance % | CPU imbalance % | failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|".into());
     report.extend(rows);
 }
 
@@ -132,6 +155,8 @@ pub fn to_json(two: &Result<TwoRuntimes, String>) -> Value {
         Ok(t) => {
             let mut v = t.run.to_json();
             v["runtimes"] = serde_json::to_value(&t.runtimes).unwrap_or(Value::Null);
+            v["wakeups"] = json!(t.wakeups);
+            v["reads"] = json!(t.reads);
             v
         }
         Err(e) => json!({"error": e}),
