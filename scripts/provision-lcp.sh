@@ -96,7 +96,7 @@ fi
 rm -rf -- "$CACHE"/.lcp-tmp.*
 
 tmpdirs=()
-cleanup() { local d; for d in "${tmpdirs[@]:-}"; do [[ -n $d ]] && rm -rf -- "$d"; done; }
+cleanup() { local d; for d in "${tmpdirs[@]:-}"; do if [[ -n $d ]]; then rm -rf -- "$d"; fi; done; }
 trap cleanup EXIT
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
 

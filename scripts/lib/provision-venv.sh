@@ -51,7 +51,7 @@ provision_venv() {
     rm -rf -- "$CACHE"/."$NAME"-tmp.*
 
     tmp=
-    cleanup() { [[ -n $tmp ]] && rm -rf -- "$tmp"; }
+    cleanup() { if [[ -n $tmp ]]; then rm -rf -- "$tmp"; fi; }
     trap cleanup EXIT
     export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
 
