@@ -85,6 +85,19 @@ fn ttft_p50(run: &std::path::Path) -> f64 {
     (t[5] + t[6]) / 2.0
 }
 
+/// Whether the synthetic model's tokenizer, which `tool` loads, is provisioned (with vLLM); prints the skip
+/// and the command when it is not.
+fn has_tokenizer(tool: &str) -> bool {
+    let tok = servegate::io::vllm_bench::tokenizer("synthetic");
+    if !tok.is_dir() {
+        eprintln!(
+            "SKIPPED: no tokenizer for {tool} ({} is missing): run scripts/provision-vllm.sh",
+            tok.display()
+        );
+    }
+    tok.is_dir()
+}
+
 /// One cross-tool parity run: a gate with `[load] driver = "<driver>"` and the same gate through
 /// servegate's own client ([`own_point`]), against one synthetic serve (TTFT 40 ms, then a token every
 /// 10 ms, 8 tokens: E2E 110 ms at the serve) at concurrency 2, 1 warmup + 12 judged. Both give the same
@@ -171,12 +184,7 @@ fn a_vllm_bench_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
         eprintln!("SKIPPED: {e}");
         return;
     }
-    let tok = servegate::io::vllm_bench::tokenizer("synthetic");
-    if !tok.is_dir() {
-        eprintln!(
-            "SKIPPED: no tokenizer for vLLM's bench ({} is missing): run scripts/provision-vllm.sh",
-            tok.display()
-        );
+    if !has_tokenizer("vLLM's bench") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -240,12 +248,7 @@ fn an_aiperf_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
         eprintln!("SKIPPED: {e}");
         return;
     }
-    let tok = servegate::io::vllm_bench::tokenizer("synthetic");
-    if !tok.is_dir() {
-        eprintln!(
-            "SKIPPED: no tokenizer for AIPerf ({} is missing): run scripts/provision-vllm.sh",
-            tok.display()
-        );
+    if !has_tokenizer("AIPerf") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
