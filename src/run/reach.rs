@@ -72,6 +72,7 @@ pub(super) fn start(
         host: spec.host.clone(),
         port,
         ready_path: spec.ready_path.clone(),
+        fallback_ready: None,
         ready_timeout: Duration::from_secs_f64(spec.ready_timeout_s),
         poll_interval: Duration::from_millis(25),
         stop_grace: Duration::from_secs_f64(spec.stop_grace_s),

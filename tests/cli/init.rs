@@ -460,3 +460,72 @@ fn a_model_list_of_none_or_several_asks_for_model_and_writes_nothing() {
         assert!(!p.path().join("gates").exists());
     }
 }
+
+#[test]
+fn a_started_serve_whose_model_list_fails_is_ready_by_health_and_its_route_line_is_matched_as_a_run_sees_it(
+) {
+    // `transformers serve` 5.19.0 offline, started by init: /v1/models answers 500 for ever (it scans the
+    // hub cache), /health 200 (measured: init waited its whole 600 s on /v1/models before). Its route line
+    // names the model by an absolute path, which a run's serve.log holds written public (a path under the
+    // checkout relative, under home `~`): the candidate must be made from the line as the run will read it,
+    // or the written gate FAILs its own route (measured: "the serve log never says /.../root/\.cache/...").
+    let p = Project::new();
+    let mut script = llama_like("fake-model");
+    script.routes = vec![servegate::replay::scripted::Route {
+        method: Some("GET".into()),
+        path: "/v1/models".into(),
+        status: 500,
+        headers: vec![("content-type".into(), "text/plain".into())],
+        body: "Internal Server Error".into(),
+        delay_ms: 0.0,
+    }];
+    let model_path = p.path().join("models/m.gguf");
+    script.start.log = vec![LogLine::err(format!(
+        "system_info: n_threads = 1 (n_threads_batch = 1) / 2 | CPU : AVX2 = 1 | model {}",
+        model_path.display()
+    ))];
+    let argv = init_command(&script);
+    let mut args = vec![
+        "--name",
+        "lazy",
+        "--model",
+        "fake-model",
+        "--ready-timeout-s",
+        "60",
+        "--",
+    ];
+    args.extend(argv.iter().map(String::as_str));
+    let out = fixtures::timed_by_the_client(
+        3,
+        || {
+            let _ = std::fs::remove_file(p.path().join("gates/lazy.toml"));
+            init(&p, &args)
+        },
+        |_| {
+            std::fs::read_to_string(p.path().join("gates/lazy.toml"))
+                .is_ok_and(|g| g.contains("limit_ms = "))
+        },
+        |o| o.all(),
+    );
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(
+        out.stdout.contains(
+            "found: the serve answered /v1/models with 500 Internal Server Error steadily, and /health 200"
+        ),
+        "{}",
+        out.all()
+    );
+    let gate = std::fs::read_to_string(p.path().join("gates/lazy.toml")).unwrap();
+    assert!(gate.contains("[assert.route]"), "{gate}");
+    let fast = gate
+        .lines()
+        .find(|l| l.starts_with("fast = "))
+        .unwrap_or_else(|| panic!("{gate}"));
+    assert!(
+        fast.ends_with(r"model models/m\.gguf'"),
+        "the route line as a run reads it (relative), not the raw absolute path: {fast}"
+    );
+    let run = Out::of(p.servegate().args(["run", "gates/lazy.toml"]));
+    assert_eq!(run.code, 0, "{}\n{gate}", run.all());
+    assert!(run.stdout.contains("route PASS"), "{}", run.all());
+}

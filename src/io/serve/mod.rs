@@ -88,6 +88,12 @@ pub struct ServeSpec {
     pub port: u16,
     /// Readiness path, e.g. `/health`; must start with `/`.
     pub ready_path: String,
+    /// Where readiness is asked next when `ready_path` answers a 5xx other than 503 steadily (for
+    /// [`ready::STEADY_404_MS`] and [`ready::STEADY_404_POLLS`] probes, as a missing path is told apart):
+    /// a serve that is up but whose `ready_path` is broken there, as `transformers serve` offline answers
+    /// `/v1/models` with 500 for ever. `None` (a gate's serve, whose path the gate names): the wait goes
+    /// on to its timeout. `servegate init` sets `/health`, since it does not know the engine yet.
+    pub fallback_ready: Option<String>,
     /// Deadline for the first 200 on `ready_path`, counted from spawn.
     pub ready_timeout: Duration,
     /// Interval between readiness probes (default 25 ms); must be non-zero.
@@ -111,6 +117,7 @@ impl ServeSpec {
             host: "127.0.0.1".to_string(),
             port,
             ready_path: "/health".to_string(),
+            fallback_ready: None,
             ready_timeout: Duration::from_secs(DEFAULT_READY_TIMEOUT_S),
             poll_interval: Duration::from_millis(DEFAULT_POLL_INTERVAL_MS),
             stop_grace: Duration::from_millis(DEFAULT_STOP_GRACE_MS),
@@ -340,16 +347,17 @@ fn validate(spec: &ServeSpec) -> Result<Vec<SocketAddr>, ServeError> {
     if spec.port == 0 {
         return bad("port: 0 is not a port a serve can be probed at".into());
     }
-    if !spec.ready_path.starts_with('/')
-        || spec
-            .ready_path
-            .chars()
-            .any(|c| c.is_whitespace() || c.is_control())
-    {
-        return bad(format!(
-            "ready_path: {:?} must start with '/' and hold no spaces or control characters",
-            spec.ready_path
-        ));
+    let bad_path =
+        |p: &str| !p.starts_with('/') || p.chars().any(|c| c.is_whitespace() || c.is_control());
+    for (field, path) in [
+        ("ready_path", Some(&spec.ready_path)),
+        ("fallback_ready", spec.fallback_ready.as_ref()),
+    ] {
+        if let Some(path) = path.filter(|p| bad_path(p)) {
+            return bad(format!(
+                "{field}: {path:?} must start with '/' and hold no spaces or control characters"
+            ));
+        }
     }
     if spec.poll_interval.is_zero() {
         return bad("poll_interval: must be greater than 0".into());
@@ -569,6 +577,10 @@ mod tests {
             },
             ServeSpec {
                 ready_path: "/health\r\nX: y".into(),
+                ..base.clone()
+            },
+            ServeSpec {
+                fallback_ready: Some("health".into()),
                 ..base.clone()
             },
             ServeSpec {

@@ -30,6 +30,11 @@ pub struct ReadyInfo {
     /// outcome changes, e.g. `[(3.1, "refused"), (412.0, "503"), (1460.2, "200")]`. Outcomes:
     /// `refused`, `timeout`, `reset`, `error`, or the HTTP status code.
     pub statuses: Vec<(f64, String)>,
+    /// When the 200 came from [`ServeSpec::fallback_ready`](super::ServeSpec) because the ready path
+    /// answered a 5xx other than 503 steadily: `(the ready path, its last status, the path that answered)`,
+    /// e.g. `("/v1/models", "500 Internal Server Error", "/health")`. `None` otherwise (and not serialized).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fell_back: Option<(String, String, String)>,
     /// Pid holding the listening socket after the 200 (best effort, `/proc`).
     pub listener_pid: Option<u32>,
     /// Whether that pid is in the serve's process group. `Some(false)` is legitimate for a serve that
@@ -76,12 +81,16 @@ impl Serve {
         if let Some((_, info)) = &self.ready {
             return Ok(info.clone());
         }
-        let url = self.ready_url();
-        let probe_url = format!(
-            "http://{}{}",
-            port::host_port(&probe_host(&self.spec.host), self.spec.port),
-            self.spec.ready_path
+        let mut url = self.ready_url();
+        let mut ready_path = self.spec.ready_path.clone();
+        let probe_base = format!(
+            "http://{}",
+            port::host_port(&probe_host(&self.spec.host), self.spec.port)
         );
+        let mut probe_url = format!("{probe_base}{ready_path}");
+        let mut fell_back: Option<(String, String, String)> = None;
+        // (ms since spawn of the first, count) of the current run of consecutive 5xx other than 503.
+        let mut steady_5xx: Option<(f64, u32)> = None;
         let by_name = probe_host(&self.spec.host)
             .parse::<std::net::IpAddr>()
             .is_err();
@@ -105,7 +114,7 @@ impl Serve {
                 .max(Duration::from_millis(50));
             let (outcome, answered) = if by_name {
                 let addrs = probe_addrs(&self.spec.host, self.spec.port);
-                probe_each(&self.probe, &addrs, &self.spec.ready_path, timeout)
+                probe_each(&self.probe, &addrs, &ready_path, timeout)
                     .unwrap_or_else(|| (client::probe(&self.probe, &probe_url, timeout), None))
             } else {
                 (client::probe(&self.probe, &probe_url, timeout), None)
@@ -133,6 +142,24 @@ impl Serve {
                 (Probe::Status(404, _), None) => Some((sent_ms, 1)),
                 _ => None,
             };
+            steady_5xx = match (&outcome, steady_5xx) {
+                (Probe::Status(c, _), run) if (500..600).contains(c) && *c != 503 => {
+                    run.map(|(since, n)| (since, n + 1)).or(Some((sent_ms, 1)))
+                }
+                _ => None,
+            };
+            if let (Some((since, n)), Some(next), None) =
+                (steady_5xx, &self.spec.fallback_ready, &fell_back)
+            {
+                if is_steady_404(n, sent_ms - since) && *next != ready_path {
+                    fell_back = Some((ready_path.clone(), outcome.describe(), next.clone()));
+                    ready_path = next.clone();
+                    probe_url = format!("{probe_base}{ready_path}");
+                    url = format!("{}{ready_path}", self.base_url());
+                    statuses.push((round1(sent_ms), format!("then {next}")));
+                    steady_5xx = None;
+                }
+            }
             if let Some((since, n)) = steady_404 {
                 if is_steady_404(n, sent_ms - since) {
                     return Err(ServeError::ReadyNotFound {
@@ -161,6 +188,7 @@ impl Serve {
                     refused_polls: refused,
                     loading_polls: loading,
                     statuses,
+                    fell_back,
                     listener_pid,
                     listener_in_group,
                     pinned: answered.map(|a| a.to_string()),

@@ -267,6 +267,9 @@ fn start(
     let mut spec = serve::ServeSpec::new(command, port, log);
     spec.host = host;
     spec.ready_path = "/v1/models".into();
+    // A serve that is up but answers /v1/models with a steady 500 (`transformers serve` offline) is asked
+    // at /health instead; the probe then asks for --model when the list cannot be read.
+    spec.fallback_ready = Some("/health".into());
     spec.ready_timeout = Duration::from_secs_f64(o.ready_timeout_s);
     let mut s = serve::Serve::start(spec).map_err(|e| {
         fail(
@@ -280,10 +283,17 @@ fn start(
     })?;
     match s.wait_ready_with(&mut |w| progress(&crate::text::shown(&w.to_string()))) {
         Ok(info) => {
-            rep.found.push(format!(
-                "the serve answered /v1/models 200 {:.1} s after the spawn",
-                info.ready_ms / 1000.0
-            ));
+            rep.found.push(match &info.fell_back {
+                None => format!(
+                    "the serve answered /v1/models 200 {:.1} s after the spawn",
+                    info.ready_ms / 1000.0
+                ),
+                Some((path, status, next)) => format!(
+                    "the serve answered {path} with {} steadily, and {next} 200 {:.1} s after the spawn",
+                    crate::text::shown(status),
+                    info.ready_ms / 1000.0
+                ),
+            });
             rep.ready_ms = Some(info.ready_ms);
             Ok(s)
         }
@@ -787,9 +797,14 @@ fn route(
 ) -> Result<(), InitError> {
     let seen = match (&o.target, log_path) {
         (_, None) => None,
-        (InitTarget::Command(_), Some(p)) => {
-            Some(String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned())
-        }
+        // As a run's judge will read it: its serve.log is written public (home paths `~`, the checkout's
+        // relative, no host name: crate::evidence::public), so a candidate from a raw line naming the
+        // model's absolute path would never match in the gate's own run.
+        (InitTarget::Command(_), Some(p)) => Some(
+            crate::evidence::public::Public::from_env(false).text(&String::from_utf8_lossy(
+                &std::fs::read(p).unwrap_or_default(),
+            )),
+        ),
         (InitTarget::Url { .. }, Some(_)) => Some(
             String::from_utf8_lossy(
                 &std::fs::read(outcome.dir.join(crate::evidence::layout::SERVE_LOG))
