@@ -88,7 +88,7 @@ fn ttft_p50(run: &std::path::Path) -> f64 {
 /// Whether the synthetic model's tokenizer, which `tool` loads, is provisioned (with vLLM); prints the skip
 /// and the command when it is not.
 fn has_tokenizer(tool: &str) -> bool {
-    let tok = servegate::io::vllm_bench::tokenizer("synthetic");
+    let tok = servegate::io::tool::tokenizer("synthetic");
     if !tok.is_dir() {
         eprintln!(
             "SKIPPED: no tokenizer for {tool} ({} is missing): run scripts/provision-vllm.sh",
