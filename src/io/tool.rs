@@ -17,22 +17,8 @@ use crate::spec::GateSpec;
 /// for at most `wall`. Ok when it exited 0; Err says how it ended otherwise (could not start, exited with a
 /// status, overran `wall`, stopped by the runner's stop signal), with its log's last lines, escaped.
 pub fn run_logged(mut cmd: Command, log: &Path, wall: Duration) -> Result<(), String> {
-    use std::os::unix::process::CommandExt;
-    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = file.try_clone().map_err(|e| e.to_string())?;
-    cmd.env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(file)
-        .stderr(err)
-        .process_group(0);
-    // SAFETY: prctl is async-signal-safe; it only asks the kernel to SIGKILL the child if this thread dies.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            Ok(())
-        });
-    }
+    cmd.env("PYTHONDONTWRITEBYTECODE", "1").env("NO_COLOR", "1");
+    logged_in_group(&mut cmd, log, 0)?;
     let program = cmd.get_program().to_string_lossy().into_owned();
     let mut child = cmd
         .spawn()
@@ -75,6 +61,29 @@ pub fn run_logged(mut cmd: Command, log: &Path, wall: Duration) -> Result<(), St
         log.display(),
         tail(&read_log(log), 3)
     ))
+}
+
+/// Sets `cmd` up to run as a child the runner owns: no stdin, its stdout and stderr together into `log`
+/// (created, truncated), in process group `group` (0: a group of its own, led by the child), and SIGKILLed
+/// by the kernel if the thread that spawns it dies (`PR_SET_PDEATHSIG`). Err names the log when it cannot
+/// be created. Used by [`run_logged`], the Locust processes ([`crate::io::locust`]) and the gate's setup
+/// command (`run::setup`).
+pub(crate) fn logged_in_group(cmd: &mut Command, log: &Path, group: i32) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = file.try_clone().map_err(|e| e.to_string())?;
+    cmd.stdin(Stdio::null())
+        .stdout(file)
+        .stderr(err)
+        .process_group(group);
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to SIGKILL the child if this thread dies.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
+    Ok(())
 }
 
 /// The log at `path` as text (invalid UTF-8 replaced; empty when unreadable).
