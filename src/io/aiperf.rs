@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::io::tool::ToolKit;
+use crate::io::tool::{ToolKit, ToolSchedule};
 use crate::spec::load::Point;
 
 /// AIPerf's `--artifact-dir`, under the point's [`KIT`] directory.
@@ -39,33 +39,14 @@ pub fn aiperf_python() -> Result<PathBuf, String> {
     KIT.python()
 }
 
-/// One run of AIPerf: a sweep point's schedule and the gate's request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AiPerfPlan {
-    /// The point: closed loop (`--concurrency N`) or open loop (`--request-rate R` with
-    /// `--arrival-pattern poisson | constant`).
-    pub point: Point,
-    /// `true` for `arrival = "constant"` (open loop only).
-    pub constant: bool,
-    /// Judged requests (`--request-count`).
-    pub requests: usize,
-    /// Warmups before them (`--warmup-request-count`; AIPerf records them as phase `warmup`).
-    pub warmup: usize,
-    /// `[load] max_concurrency` of an open loop (`--concurrency` beside the rate: AIPerf's cap).
-    pub max_concurrency: Option<u32>,
-    /// `[load] seed` (`--random-seed`).
-    pub seed: u64,
-    /// `[load] ignore_eos` (`--extra-inputs '{"ignore_eos": true}'`, JSON so the value is a boolean).
-    pub ignore_eos: bool,
-    /// Every prompt's `max_tokens` (`--output-tokens-mean`, stddev 0: AIPerf takes one output length).
-    pub max_tokens: u32,
-    /// The `model` sent (`[request] served_model`: `--model`).
-    pub model: String,
-    /// `--tokenizer` ([`crate::io::vllm_bench::tokenizer`]'s rule).
-    pub tokenizer: PathBuf,
-    /// The serve's base URL, `http://host:port[/prefix]` (`--url`).
-    pub base_url: String,
-}
+/// One run of AIPerf: the sweep point's [`ToolSchedule`] alone, each field an argument: the point as
+/// `--concurrency N` (closed loop) or `--request-rate R` with `--arrival-pattern poisson | constant`
+/// (`constant`) and `max_concurrency` as its `--concurrency` cap (open loop); `requests` as
+/// `--request-count`; `warmup` as `--warmup-request-count` (AIPerf records them as phase `warmup`); `seed`
+/// as `--random-seed`; `ignore_eos` as `--extra-inputs '{"ignore_eos": true}'` (JSON, so the value is a
+/// boolean); `max_tokens` as `--output-tokens-mean` (stddev 0: AIPerf takes one output length); `model`,
+/// `tokenizer` and `base_url` as `--model`, `--tokenizer`, `--url`.
+pub type AiPerfPlan = ToolSchedule;
 
 /// AIPerf's arguments for `plan`, the prompts file `prompts`, the artifacts into `artifacts`: a streamed
 /// chat endpoint, the gate's prompts as a `single_turn` custom dataset, no UI.

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::io::tool::ToolKit;
+use crate::io::tool::{ToolKit, ToolSchedule};
 use crate::spec::load::Point;
 
 /// The GuideLLM release `scripts/provision-guidellm.sh` installs (the peers bench's pin).
@@ -52,39 +52,26 @@ pub fn guidellm_python() -> Result<PathBuf, String> {
     KIT.python()
 }
 
-/// One run of GuideLLM: a sweep point's schedule and the gate's request.
+/// One run of GuideLLM: the sweep point's [`ToolSchedule`] and what only GuideLLM is given. The schedule
+/// in the scenario: the point as profile `concurrent` with `streams` = N (closed loop) or `poisson` /
+/// `constant` (`constant`) with `rate` = R and `max_concurrency` as the profile's cap (open loop);
+/// `requests` with `warmup` as the `max_requests` constraint's `count`, the warmups being the dataset's
+/// first lines, recorded as warmups on import (GuideLLM's own `warmup` is a measurement window of its own
+/// making, not a count of requests sent first: its report lists the requests before the window beside the
+/// others, and the window's boundary falls where a request in flight starts; so it is not used); `seed`
+/// as `seed.value` (Poisson gaps); `max_tokens` and `ignore_eos` (when set) in `backend.extras.body` (the
+/// dataset's lines must all ask `max_tokens`); `model` as `backend.model`; `tokenizer` as
+/// `tokenizer.model` (it counts words of a file dataset, and loads the tokenizer only if it needs one);
+/// `base_url` as `backend.target`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuideLlmPlan {
-    /// The point: closed loop (profile `concurrent`, `streams` = N) or open loop (profile `poisson` or
-    /// `constant`, `rate` = R requests per second).
-    pub point: Point,
-    /// `true` for `arrival = "constant"` (open loop only).
-    pub constant: bool,
-    /// Judged requests (with [`Self::warmup`]: the `max_requests` constraint's `count`).
-    pub requests: usize,
-    /// Warmups before them: the dataset's first lines, counted in the `max_requests` constraint, and the
-    /// first requests GuideLLM sends, recorded as warmups on import (GuideLLM's own `warmup` is a
-    /// measurement window of its own making, not a count of requests sent first: its report lists the
-    /// requests before the window beside the others, and the window's boundary falls where a request
-    /// in flight starts; so it is not used).
-    pub warmup: usize,
-    /// `[load] max_concurrency` of an open loop (the profile's `max_concurrency`).
-    pub max_concurrency: Option<u32>,
-    /// `[load] seed` (`seed.value`: Poisson gaps).
-    pub seed: u64,
-    /// Every request's `max_tokens` (`[request] max_tokens`; the dataset's lines must all ask it).
-    pub max_tokens: u32,
-    /// The other body keys servegate's own client sends beside `model`, `messages` and `stream`: the
-    /// gate's `temperature`, its `[request] extra` keys, `ignore_eos` when asked. With `max_tokens` they
-    /// are GuideLLM's `backend.extras.body`, merged into every request it sends.
+    /// The point's schedule and the gate's request ([`ToolSchedule::of`]).
+    pub schedule: ToolSchedule,
+    /// The other body keys servegate's own client sends beside `model`, `messages`, `stream`,
+    /// `max_tokens` and `ignore_eos`: the gate's `temperature` and its `[request] extra` keys. With the
+    /// schedule's `max_tokens` (and `ignore_eos` when asked) they are GuideLLM's `backend.extras.body`,
+    /// merged into every request it sends.
     pub body: serde_json::Map<String, Value>,
-    /// The `model` sent (`[request] served_model`: `backend.model`).
-    pub model: String,
-    /// The tokenizer GuideLLM is given (`tokenizer.model`; [`crate::io::vllm_bench::tokenizer`]'s rule:
-    /// it counts words of a file dataset, and loads the tokenizer only if it needs one).
-    pub tokenizer: PathBuf,
-    /// The serve's base URL, `http://host:port[/prefix]` (`backend.target`).
-    pub base_url: String,
     /// One request's timeout, s (`[request] timeout_s`: `backend.timeout`).
     pub timeout_s: f64,
 }
@@ -93,23 +80,27 @@ pub struct GuideLlmPlan {
 /// to `report`. The serve's readiness is not checked again (`validate_backend: false`: the runner waited
 /// for it); streamed chat completions; only the JSON report is written, every request kept in it.
 pub fn scenario(plan: &GuideLlmPlan, prompts: &Path, report: &Path) -> Value {
-    let mut profile = match plan.point {
+    let s = &plan.schedule;
+    let mut profile = match s.point {
         Point::Concurrency(c) => json!({"kind": "concurrent", "streams": [c]}),
         Point::Rate(r) => json!({
-            "kind": if plan.constant { "constant" } else { "poisson" },
+            "kind": if s.constant { "constant" } else { "poisson" },
             "rate": [r],
         }),
     };
-    if let (Point::Rate(_), Some(m)) = (plan.point, plan.max_concurrency) {
+    if let (Point::Rate(_), Some(m)) = (s.point, s.max_concurrency) {
         profile["max_concurrency"] = m.into();
     }
     let mut body = plan.body.clone();
-    body.insert("max_tokens".into(), plan.max_tokens.into());
+    body.insert("max_tokens".into(), s.max_tokens.into());
+    if s.ignore_eos {
+        body.insert("ignore_eos".into(), true.into());
+    }
     json!({"spec": {
         "backend": {
             "kind": "openai_http",
-            "target": plan.base_url,
-            "model": plan.model,
+            "target": s.base_url,
+            "model": s.model,
             "request_format": "/v1/chat/completions",
             "stream": true,
             "validate_backend": false,
@@ -117,10 +108,10 @@ pub fn scenario(plan: &GuideLlmPlan, prompts: &Path, report: &Path) -> Value {
             "extras": {"body": body},
         },
         "profile": profile,
-        "constraints": [{"kind": "max_requests", "count": plan.requests + plan.warmup}],
-        "tokenizer": {"kind": "huggingface_auto", "model": plan.tokenizer.display().to_string()},
+        "constraints": [{"kind": "max_requests", "count": s.requests + s.warmup}],
+        "tokenizer": {"kind": "huggingface_auto", "model": s.tokenizer.display().to_string()},
         "data": [{"kind": "json_file", "path": prompts.display().to_string()}],
-        "seed": {"kind": "static", "value": plan.seed},
+        "seed": {"kind": "static", "value": s.seed},
         "outputs": [{"kind": "json", "path": report.display().to_string()}],
     }})
 }
@@ -173,10 +164,11 @@ pub fn run(
     if api_key.is_some() {
         return Err("the serve needs an API key, and servegate does not write one into GuideLLM's scenario file or onto its command line (where it would stay in the evidence or be readable by any process): use servegate's own client or vllm-bench".into());
     }
-    let texts = KIT.one_output_length(prompts, plan.max_tokens)?;
+    let s = &plan.schedule;
+    let texts = KIT.one_output_length(prompts, s.max_tokens)?;
     let python = guidellm_python()?;
     let dir = KIT.prepare_with_home(point_dir)?;
-    let rows = prompts_jsonl(&texts, system, plan.warmup, plan.requests);
+    let rows = prompts_jsonl(&texts, system, s.warmup, s.requests);
     let pf = ToolKit::write(&dir, KIT.prompts, rows.as_bytes())?;
     let report = dir.join(REPORT_FILE);
     let sc = scenario(plan, &pf, &report);

@@ -6,7 +6,7 @@
 //! worker; this module reads them back and merges them ([`servegate_core::evidence::locust::merge`]).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use crate::evidence::locust::{self as rec, Merge, LOCUST_VERSION, PLAN_SCHEMA};
@@ -308,25 +308,11 @@ fn spawn(
     group: Option<u32>,
     plan: &LocustPlan<'_>,
 ) -> Result<Child, String> {
-    use std::os::unix::process::CommandExt;
-    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = file.try_clone().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(python);
-    cmd.args(args)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdin(Stdio::null())
-        .stdout(file)
-        .stderr(err)
-        .process_group(group.unwrap_or(0) as i32);
+    cmd.args(args).env("PYTHONDONTWRITEBYTECODE", "1");
+    crate::io::tool::logged_in_group(&mut cmd, log, group.unwrap_or(0) as i32)?;
     if let Some(k) = &plan.target.api_key {
         cmd.env("SERVEGATE_LOCUST_API_KEY", k);
-    }
-    // SAFETY: prctl is async-signal-safe; it only asks the kernel to SIGKILL the child if this thread dies.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            Ok(())
-        });
     }
     cmd.spawn()
         .map_err(|e| format!("cannot run {}: {e}", python.display()))

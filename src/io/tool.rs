@@ -2,32 +2,23 @@
 //! "guidellm"`): in a process group of its own (stopped with the runner, like a serve; killed if the runner
 //! dies), its stdout and stderr into one log file, waited for within a wall time or until the runner's stop
 //! signal. [`ToolKit`]: what each such tool has in common (its directory and files in a point's evidence,
-//! its provisioned Python, the command that provisions it).
+//! its provisioned Python, the command that provisions it). [`ToolSchedule`]: a sweep point's schedule and
+//! the gate's request as each of them is given it, built once from the gate's `[load]` point.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::io::load_client::Target;
+use crate::spec::load::{Arrival, LoadGate, Point};
+use crate::spec::GateSpec;
+
 /// Runs `cmd` (its program and arguments set) with its output to `log`, in a process group of its own,
 /// for at most `wall`. Ok when it exited 0; Err says how it ended otherwise (could not start, exited with a
 /// status, overran `wall`, stopped by the runner's stop signal), with its log's last lines, escaped.
 pub fn run_logged(mut cmd: Command, log: &Path, wall: Duration) -> Result<(), String> {
-    use std::os::unix::process::CommandExt;
-    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = file.try_clone().map_err(|e| e.to_string())?;
-    cmd.env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(file)
-        .stderr(err)
-        .process_group(0);
-    // SAFETY: prctl is async-signal-safe; it only asks the kernel to SIGKILL the child if this thread dies.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            Ok(())
-        });
-    }
+    cmd.env("PYTHONDONTWRITEBYTECODE", "1").env("NO_COLOR", "1");
+    logged_in_group(&mut cmd, log, 0)?;
     let program = cmd.get_program().to_string_lossy().into_owned();
     let mut child = cmd
         .spawn()
@@ -70,6 +61,29 @@ pub fn run_logged(mut cmd: Command, log: &Path, wall: Duration) -> Result<(), St
         log.display(),
         tail(&read_log(log), 3)
     ))
+}
+
+/// Sets `cmd` up to run as a child the runner owns: no stdin, its stdout and stderr together into `log`
+/// (created, truncated), in process group `group` (0: a group of its own, led by the child), and SIGKILLed
+/// by the kernel if the thread that spawns it dies (`PR_SET_PDEATHSIG`). Err names the log when it cannot
+/// be created. Used by [`run_logged`], the Locust processes ([`crate::io::locust`]) and the gate's setup
+/// command (`run::setup`).
+pub(crate) fn logged_in_group(cmd: &mut Command, log: &Path, group: i32) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = file.try_clone().map_err(|e| e.to_string())?;
+    cmd.stdin(Stdio::null())
+        .stdout(file)
+        .stderr(err)
+        .process_group(group);
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to SIGKILL the child if this thread dies.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
+    Ok(())
 }
 
 /// The log at `path` as text (invalid UTF-8 replaced; empty when unreadable).
@@ -248,5 +262,83 @@ impl ToolKit {
             log.display(),
             tail(&read_log(&log), 3)
         ))
+    }
+}
+
+/// The tokenizer a tool driver loads (vLLM's bench counts prompt tokens with it, output tokens being the
+/// serve's usage count; AIPerf and GuideLLM take one too): `$SERVEGATE_VLLM_TOKENIZER`, else the gate's
+/// `[request] model` when it is a directory (a Hugging Face model, as vLLM serves), else the reference
+/// model's float32 copy that `scripts/provision-vllm.sh` derives
+/// (`{cache}/models/SmolLM2-135M-Instruct.Q4_1.f32-hf`).
+pub fn tokenizer(model: &str) -> PathBuf {
+    if let Some(t) = std::env::var_os("SERVEGATE_VLLM_TOKENIZER").filter(|t| !t.is_empty()) {
+        return PathBuf::from(t);
+    }
+    if Path::new(model).is_dir() {
+        return PathBuf::from(model);
+    }
+    crate::spec::Context::for_file(Path::new("."))
+        .cache
+        .join("models/SmolLM2-135M-Instruct.Q4_1.f32-hf")
+}
+
+/// One sweep point's schedule and the gate's request as every tool driver is given them (vLLM's bench,
+/// AIPerf, GuideLLM; docs/load.md "Drivers"), built once by [`ToolSchedule::of`]. Each tool's plan holds
+/// one as `schedule` beside what only that tool takes ([`crate::io::vllm_bench::BenchPlan`]: sampling
+/// keys; [`crate::io::guidellm::GuideLlmPlan`]: body keys, timeout); AIPerf's plan is the schedule alone
+/// ([`crate::io::aiperf::AiPerfPlan`]). Each field's doc names the gate key it comes from; each tool's
+/// `argv` / `scenario` says the flag it becomes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSchedule {
+    /// The point: closed loop (N streams) or open loop (R requests per second).
+    pub point: Point,
+    /// `[load] arrival = "constant"` (open loop only; vLLM's bench is refused it at validation: its open
+    /// loop is Poisson).
+    pub constant: bool,
+    /// The point's judged requests (`[load] requests`).
+    pub requests: usize,
+    /// Warmups before them (`[load] warmup_requests`).
+    pub warmup: usize,
+    /// `[load] max_concurrency`: the cap of an open loop.
+    pub max_concurrency: Option<u32>,
+    /// `[load] seed`.
+    pub seed: u64,
+    /// `[load] ignore_eos`.
+    pub ignore_eos: bool,
+    /// `[request] max_tokens`: the one output length of the tools that take one (AIPerf, GuideLLM; vLLM's
+    /// bench takes each prompt's from its dataset).
+    pub max_tokens: u32,
+    /// The `model` sent (`[request] served_model`).
+    pub model: String,
+    /// The tokenizer the tool loads ([`tokenizer`] of `[request] model`).
+    pub tokenizer: PathBuf,
+    /// The serve's base URL, `http://host:port[/prefix]`.
+    pub base_url: String,
+}
+
+impl ToolSchedule {
+    /// The schedule of `point` of `gate` (its `[load]` table `load`) against `target`, with `requests`
+    /// judged requests (the caller's count: `[load] requests`, as `duration_s` is refused with these
+    /// drivers).
+    pub fn of(
+        gate: &GateSpec,
+        load: &LoadGate,
+        point: Point,
+        requests: usize,
+        target: &Target,
+    ) -> ToolSchedule {
+        ToolSchedule {
+            point,
+            constant: load.spec.arrival == Arrival::Constant,
+            requests,
+            warmup: load.spec.warmup_requests as usize,
+            max_concurrency: load.spec.max_concurrency,
+            seed: load.spec.seed,
+            ignore_eos: load.spec.ignore_eos,
+            max_tokens: gate.request.max_tokens,
+            model: gate.request.served_model.clone(),
+            tokenizer: tokenizer(&gate.request.model),
+            base_url: format!("http://{}{}", target.addr, target.prefix),
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::io::tool::ToolKit;
+use crate::io::tool::{ToolKit, ToolSchedule};
 use crate::spec::load::Point;
 
 /// servegate's entry to the bench (`scripts/vllm-bench/servegate_vllm_bench.py`): `vllm bench serve`'s own
@@ -42,49 +42,23 @@ pub fn vllm_python() -> Result<PathBuf, String> {
     KIT.python()
 }
 
-/// The tokenizer the bench loads (it counts prompt tokens with it; output tokens are the serve's usage
-/// count): `$SERVEGATE_VLLM_TOKENIZER`, else the gate's `[request] model` when it is a directory (a
-/// Hugging Face model, as vLLM serves), else the reference model's float32 copy that
-/// `scripts/provision-vllm.sh` derives (`{cache}/models/SmolLM2-135M-Instruct.Q4_1.f32-hf`).
-pub fn tokenizer(model: &str) -> PathBuf {
-    if let Some(t) = std::env::var_os("SERVEGATE_VLLM_TOKENIZER").filter(|t| !t.is_empty()) {
-        return PathBuf::from(t);
-    }
-    if Path::new(model).is_dir() {
-        return PathBuf::from(model);
-    }
-    crate::spec::Context::for_file(Path::new("."))
-        .cache
-        .join("models/SmolLM2-135M-Instruct.Q4_1.f32-hf")
-}
-
-/// One run of the bench: a sweep point's schedule and the gate's request.
+/// One run of the bench: the sweep point's [`ToolSchedule`] and the sampling keys only the bench is given.
+/// The schedule's arguments: the point as `--max-concurrency N` with the rate unbounded (closed loop) or
+/// `--request-rate R --burstiness 1` (Poisson) with `max_concurrency` as `--max-concurrency` (open loop;
+/// `constant` is refused at validation); `requests` as `--num-prompts`; `warmup` as `--num-warmups` (vLLM
+/// sends its first prompt that many times, not recorded); `seed` as `--seed`; `ignore_eos` as
+/// `--ignore-eos`; `model`, `tokenizer` and `base_url` as `--model`, `--tokenizer` (it counts prompt
+/// tokens with it; output tokens are the serve's usage count), `--base-url`. `max_tokens` is not an
+/// argument: each prompt's is in the dataset ([`prompts_jsonl`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchPlan {
-    /// The point: closed loop (`--max-concurrency N`, rate unbounded) or open loop (`--request-rate R`,
-    /// Poisson: `--burstiness 1`).
-    pub point: Point,
-    /// Judged requests (`--num-prompts`).
-    pub requests: usize,
-    /// Warmups before them (`--num-warmups`; vLLM sends its first prompt that many times, not recorded).
-    pub warmup: usize,
-    /// `[load] max_concurrency` of an open loop (`--max-concurrency`).
-    pub max_concurrency: Option<u32>,
-    /// `[load] seed` (`--seed`).
-    pub seed: u64,
-    /// `[load] ignore_eos` (`--ignore-eos`).
-    pub ignore_eos: bool,
-    /// The `model` sent (`[request] served_model`: `--model`).
-    pub model: String,
-    /// `--tokenizer` ([`tokenizer`]).
-    pub tokenizer: PathBuf,
-    /// The serve's base URL, `http://host:port[/prefix]` (`--base-url`).
-    pub base_url: String,
-    /// `[request] temperature`, `top_p`, `top_k`, when the gate sets them.
+    /// The point's schedule and the gate's request ([`ToolSchedule::of`]).
+    pub schedule: ToolSchedule,
+    /// `[request] temperature` (`--temperature`), when the gate sets it.
     pub temperature: Option<f64>,
-    /// `[request] top_p`.
+    /// `[request] top_p` (`--top-p`).
     pub top_p: Option<f64>,
-    /// `[request] top_k`.
+    /// `[request] top_k` (`--top-k`).
     pub top_k: Option<u32>,
 }
 
@@ -93,17 +67,18 @@ pub struct BenchPlan {
 /// shuffle, no chat template: the serve applies its own, as for servegate's client), each with its
 /// `max_tokens` (`--custom-output-len -1`), no ready check (the runner already waited for the serve).
 pub fn argv(plan: &BenchPlan, prompts: &Path, dir: &Path) -> Vec<String> {
+    let s = &plan.schedule;
     let mut a: Vec<String> = [
         "--backend",
         "openai-chat",
         "--base-url",
-        &plan.base_url,
+        &s.base_url,
         "--endpoint",
         "/v1/chat/completions",
         "--model",
-        &plan.model,
+        &s.model,
         "--tokenizer",
-        &plan.tokenizer.display().to_string(),
+        &s.tokenizer.display().to_string(),
         "--dataset-name",
         "custom",
         "--dataset-path",
@@ -113,11 +88,11 @@ pub fn argv(plan: &BenchPlan, prompts: &Path, dir: &Path) -> Vec<String> {
         "--skip-chat-template",
         "--disable-shuffle",
         "--num-prompts",
-        &plan.requests.to_string(),
+        &s.requests.to_string(),
         "--num-warmups",
-        &plan.warmup.to_string(),
+        &s.warmup.to_string(),
         "--seed",
-        &plan.seed.to_string(),
+        &s.seed.to_string(),
         "--ready-check-timeout-sec",
         "0",
         "--disable-tqdm",
@@ -125,7 +100,7 @@ pub fn argv(plan: &BenchPlan, prompts: &Path, dir: &Path) -> Vec<String> {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    match plan.point {
+    match s.point {
         Point::Concurrency(c) => {
             a.extend(["--max-concurrency".into(), c.to_string()]);
         }
@@ -136,12 +111,12 @@ pub fn argv(plan: &BenchPlan, prompts: &Path, dir: &Path) -> Vec<String> {
                 "--burstiness".into(),
                 "1.0".into(),
             ]);
-            if let Some(m) = plan.max_concurrency {
+            if let Some(m) = s.max_concurrency {
                 a.extend(["--max-concurrency".into(), m.to_string()]);
             }
         }
     }
-    if plan.ignore_eos {
+    if s.ignore_eos {
         a.push("--ignore-eos".into());
     }
     if let Some(t) = plan.temperature {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::evidence::{self, EvidenceWriter, RunStatus, RunSummary};
 use crate::import::{self, ImportOptions, Tool};
 use crate::io::load_client::Target;
+use crate::io::tool::ToolSchedule;
 use crate::io::vllm_bench::{self, BenchPlan};
 use crate::spec::load::{LoadGate, Point};
 use crate::spec::GateSpec;
@@ -20,8 +21,8 @@ use crate::spec::GateSpec;
 /// Python importing vLLM and loading the tokenizer (tens of seconds on a busy runner).
 pub const STARTUP_ALLOWANCE: Duration = Duration::from_secs(180);
 
-/// The bench plan of `point` of `gate` against `target`: the gate's schedule and request
-/// ([`BenchPlan`]). `requests`: the point's judged requests.
+/// The bench plan of `point` of `gate` against `target` ([`BenchPlan`]): the point's schedule
+/// ([`ToolSchedule::of`], `requests` judged requests) and the gate's sampling keys.
 pub fn plan(
     gate: &GateSpec,
     load: &LoadGate,
@@ -30,15 +31,7 @@ pub fn plan(
     target: &Target,
 ) -> BenchPlan {
     BenchPlan {
-        point,
-        requests,
-        warmup: load.spec.warmup_requests as usize,
-        max_concurrency: load.spec.max_concurrency,
-        seed: load.spec.seed,
-        ignore_eos: load.spec.ignore_eos,
-        model: gate.request.served_model.clone(),
-        tokenizer: vllm_bench::tokenizer(&gate.request.model),
-        base_url: format!("http://{}{}", target.addr, target.prefix),
+        schedule: ToolSchedule::of(gate, load, point, requests, target),
         temperature: gate.request.temperature,
         top_p: gate.request.top_p,
         top_k: gate.request.top_k,
@@ -66,7 +59,7 @@ pub fn run_point(
     let key = target.api_key.as_deref();
     let (tool, out) = match &load.spec.driver {
         crate::spec::load::Driver::AiPerf => {
-            let p = aiperf_plan(gate, load, point, n, target);
+            let p = ToolSchedule::of(gate, load, point, n, target);
             let (records, command) = crate::io::aiperf::run(&p, prompts, pw.dir(), wall, key)?;
             (
                 Tool::AiPerf,
@@ -89,7 +82,7 @@ pub fn run_point(
                     file: report,
                     version: None,
                     command,
-                    warmups_first: p.warmup,
+                    warmups_first: p.schedule.warmup,
                 },
             )
         }
@@ -117,35 +110,12 @@ pub fn run_point(
     ))
 }
 
-/// The AIPerf plan of `point` of `gate` against `target` ([`crate::io::aiperf::AiPerfPlan`]):
-/// `requests` judged requests; the gate's `[request] max_tokens` as the one output length.
-pub fn aiperf_plan(
-    gate: &GateSpec,
-    load: &LoadGate,
-    point: Point,
-    requests: usize,
-    target: &Target,
-) -> crate::io::aiperf::AiPerfPlan {
-    crate::io::aiperf::AiPerfPlan {
-        point,
-        constant: load.spec.arrival == crate::spec::load::Arrival::Constant,
-        requests,
-        warmup: load.spec.warmup_requests as usize,
-        max_concurrency: load.spec.max_concurrency,
-        seed: load.spec.seed,
-        ignore_eos: load.spec.ignore_eos,
-        max_tokens: gate.request.max_tokens,
-        model: gate.request.served_model.clone(),
-        tokenizer: vllm_bench::tokenizer(&gate.request.model),
-        base_url: format!("http://{}{}", target.addr, target.prefix),
-    }
-}
-
-/// The GuideLLM plan of `point` of `gate` against `target` ([`crate::io::guidellm::GuideLlmPlan`]):
-/// `requests` judged requests; the body keys servegate's own load client sends (the gate's request body,
-/// [`crate::io::client::request_body`], with `ignore_eos` when asked, as `run::load` builds it) less
-/// `model`, `messages`, `stream`, `stream_options` and `max_tokens` (GuideLLM sets those itself; the gate's
-/// `max_tokens` is the plan's).
+/// The GuideLLM plan of `point` of `gate` against `target` ([`crate::io::guidellm::GuideLlmPlan`]): the
+/// point's schedule ([`ToolSchedule::of`], `requests` judged requests), the gate's `timeout_s`, and the
+/// body keys servegate's own load client sends (the gate's request body,
+/// [`crate::io::client::request_body`]) less `model`, `messages`, `stream`, `stream_options` and
+/// `max_tokens` (GuideLLM sets those itself; the gate's `max_tokens` is the schedule's, and so is
+/// `ignore_eos`, which the scenario adds when asked, as `run::load` does).
 pub fn guidellm_plan(
     gate: &GateSpec,
     load: &LoadGate,
@@ -157,9 +127,6 @@ pub fn guidellm_plan(
         serde_json::Value::Object(m) => m,
         _ => serde_json::Map::new(),
     };
-    if load.spec.ignore_eos {
-        body.insert("ignore_eos".into(), true.into());
-    }
     for k in [
         "model",
         "messages",
@@ -170,17 +137,8 @@ pub fn guidellm_plan(
         body.remove(k);
     }
     crate::io::guidellm::GuideLlmPlan {
-        point,
-        constant: load.spec.arrival == crate::spec::load::Arrival::Constant,
-        requests,
-        warmup: load.spec.warmup_requests as usize,
-        max_concurrency: load.spec.max_concurrency,
-        seed: load.spec.seed,
-        max_tokens: gate.request.max_tokens,
+        schedule: ToolSchedule::of(gate, load, point, requests, target),
         body,
-        model: gate.request.served_model.clone(),
-        tokenizer: vllm_bench::tokenizer(&gate.request.model),
-        base_url: format!("http://{}{}", target.addr, target.prefix),
         timeout_s: gate.request.timeout_s,
     }
 }

@@ -2,7 +2,7 @@
 //! group with a deadline, its output in `setup.log`.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::evidence::{EvidenceWriter, RunSummary};
@@ -57,23 +57,9 @@ pub(super) fn run_setup(
     log: &Path,
     on_wait: &mut dyn FnMut(&Waiting),
 ) -> Result<String, String> {
-    use std::os::unix::process::CommandExt;
-    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = file.try_clone().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(file)
-        .stderr(err)
-        .process_group(0);
-    // SAFETY: prctl is async-signal-safe; it only asks the kernel to SIGKILL the child if this thread dies.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            Ok(())
-        });
-    }
+    cmd.args(&argv[1..]).envs(env);
+    crate::io::tool::logged_in_group(&mut cmd, log, 0)?;
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot run {:?}: {e}", argv[0]))?;

@@ -175,20 +175,10 @@ fn init_never_overwrites_a_file_without_force() {
 fn a_url_that_is_not_a_serve_or_answers_nothing_writes_nothing() {
     let p = Project::new();
     // A web server that is not a serve: every path 200 with an HTML page.
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        use std::io::{Read, Write};
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            let mut buf = [0u8; 4096];
-            let _ = s.read(&mut buf);
-            let _ = s.write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\nserver: nginx\r\ncontent-length: 13\r\nconnection: close\r\n\r\n<html></html>",
-            );
-        }
-    });
-    let out = init(&p, &["--url", &format!("http://127.0.0.1:{port}")]);
+    let url = fixtures::canned_http(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\nserver: nginx\r\ncontent-length: 13\r\nconnection: close\r\n\r\n<html></html>",
+    );
+    let out = init(&p, &["--url", &url]);
     assert_eq!(out.code, 4, "{}", out.all());
     assert!(
         out.stdout.contains("found: GET /health 200"),
@@ -300,20 +290,10 @@ fn a_hostile_model_name_round_trips_and_is_never_printed_raw() {
 #[test]
 fn a_serve_answering_an_invalid_header_is_named_not_called_silent() {
     let p = Project::new();
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        use std::io::{Read, Write};
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            let mut buf = [0u8; 4096];
-            let _ = s.read(&mut buf);
-            let _ = s.write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nX Served\x1b[31m: 1\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
-            );
-        }
-    });
-    let out = init(&p, &["--url", &format!("http://127.0.0.1:{port}")]);
+    let url = fixtures::canned_http(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nX Served\x1b[31m: 1\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+    );
+    let out = init(&p, &["--url", &url]);
     assert_eq!(out.code, 4, "{}", out.all());
     assert!(!out.stderr.contains("nothing answers"), "{}", out.all());
     assert!(
@@ -391,15 +371,8 @@ fn a_model_list_that_fails_with_a_5xx_asks_for_model_and_with_it_writes_a_gate_t
 fn a_serve_that_never_answers_writes_nothing() {
     let p = Project::new();
     // Accepts connections and never says a byte: each question times out (5 s), two are asked.
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for s in l.incoming() {
-            held.push(s);
-        }
-    });
-    let out = init(&p, &["--url", &format!("http://127.0.0.1:{port}")]);
+    let url = fixtures::silent_http();
+    let out = init(&p, &["--url", &url]);
     assert_eq!(out.code, 4, "{}", out.all());
     assert!(
         out.stdout.contains("not found: an answer at"),

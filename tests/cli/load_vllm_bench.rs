@@ -113,7 +113,7 @@ static ONE_TOOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Whether the synthetic model's tokenizer, which `tool` loads, is provisioned (with vLLM); prints the skip
 /// and the command when it is not.
 fn has_tokenizer(tool: &str) -> bool {
-    let tok = servegate::io::vllm_bench::tokenizer("synthetic");
+    let tok = servegate::io::tool::tokenizer("synthetic");
     if !tok.is_dir() {
         eprintln!(
             "SKIPPED: no tokenizer for {tool} ({} is missing): run scripts/provision-vllm.sh",

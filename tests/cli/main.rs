@@ -42,6 +42,7 @@ mod output_snapshots;
 mod over_limits;
 mod privacy;
 mod progress;
+mod provisioning;
 mod ready_dialect;
 mod records;
 mod records_proof;

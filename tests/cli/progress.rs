@@ -340,16 +340,8 @@ fn a_load_point_says_how_long_it_has_run() {
 #[test]
 fn init_probing_a_url_that_accepts_and_never_answers_says_so() {
     // Accepts every connection and never answers (each probe of init then takes its 5 s).
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for c in listener.incoming() {
-            held.push(c);
-        }
-    });
+    let url = fixtures::silent_http();
     let p = fixtures::Project::new();
-    let url = format!("http://127.0.0.1:{port}");
     let out = fixtures::Out::of(
         p.servegate()
             .args(["init", "--name", "hole", "--url", &url]),

@@ -118,15 +118,36 @@ fn number_after(msg: &str, key: &str) -> f64 {
         .unwrap()
 }
 
+/// Asserts that verdict `v`'s message says `text` (the message shown when it does not).
+fn says(v: &Verdict, text: &str) {
+    assert!(v.message.contains(text), "{text:?} not in: {}", v.message);
+}
+
+/// Asserts that verdict `v`'s message does not say `text` (the message shown when it does).
+fn says_not(v: &Verdict, text: &str) {
+    assert!(!v.message.contains(text), "{text:?} in: {}", v.message);
+}
+
+/// Point `point` of a gate (in a new directory) with `load` as its `[load]` and `asserts`, written from
+/// `specs` at concurrency `c` with `lag` as [`write_point`] does, and judged: the directory (the gate's and
+/// its evidence's, kept while the test runs), the gate and its verdicts.
+fn judged_point(
+    load: &str,
+    asserts: &str,
+    point: Point,
+    c: usize,
+    specs: &[SyntheticSpec],
+    lag: impl Fn(usize) -> f64,
+) -> (tempfile::TempDir, GateSpec, Vec<Verdict>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), load, asserts);
+    write_point(tmp.path(), &g, point, c, specs, lag);
+    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    (tmp, g, vs)
+}
+
 #[test]
 fn percentiles_goodput_and_attainment_equal_the_known_schedule_at_concurrency_16() {
-    let tmp = tempfile::tempdir().unwrap();
-    let g = gate(
-        tmp.path(),
-        "concurrency = 16\nrequests = 320",
-        "[assert.latency]\nttft_p50_ms = 1000\nttft_p95_ms = 1000\nttft_p99_ms = 1000\ne2e_p99_ms = 1000\ntpot_p50_ms = 100\n\
-         [assert.goodput]\nttft_ms = 150\ntpot_ms = 6\nat_least = 0.4\n[assert.errors]\nmax_rate = 0.0",
-    );
     // Request i: TTFT 100 + (37 i mod 101) ms (every value 100..=200, in a scrambled order), 8 tokens 5 ms
     // apart, except every 7th request decodes at 7 ms per token (so the TPOT SLO of 6 ms excludes it).
     let specs: Vec<SyntheticSpec> = (0..320)
@@ -135,8 +156,15 @@ fn percentiles_goodput_and_attainment_equal_the_known_schedule_at_concurrency_16
             spec_with(100.0 + ((37 * i) % 101) as f64, itl, 8)
         })
         .collect();
-    write_point(tmp.path(), &g, Point::Concurrency(16), 16, &specs, |_| 0.0);
-    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    let (tmp, _g, vs) = judged_point(
+        "concurrency = 16\nrequests = 320",
+        "[assert.latency]\nttft_p50_ms = 1000\nttft_p95_ms = 1000\nttft_p99_ms = 1000\ne2e_p99_ms = 1000\ntpot_p50_ms = 100\n\
+         [assert.goodput]\nttft_ms = 150\ntpot_ms = 6\nat_least = 0.4\n[assert.errors]\nmax_rate = 0.0",
+        Point::Concurrency(16),
+        16,
+        &specs,
+        |_| 0.0,
+    );
 
     // The truth, from the schedule alone.
     let ttft: Vec<f64> = specs.iter().map(|s| s.ttft_ms).collect();
@@ -172,11 +200,7 @@ fn percentiles_goodput_and_attainment_equal_the_known_schedule_at_concurrency_16
         "{} vs {want_att}",
         gp.message
     );
-    assert!(
-        gp.message.contains(&format!("{good} of 320 planned met")),
-        "{}",
-        gp.message
-    );
+    says(gp, &format!("{good} of 320 planned met"));
     // Goodput = good / window: the window is the first send (0) to the last end of the schedule (each of
     // the 16 slots sends its requests back to back); the message shows it to 2 decimals.
     let mut slot_end = [0.0f64; 16];
@@ -207,22 +231,22 @@ fn percentiles_goodput_and_attainment_equal_the_known_schedule_at_concurrency_16
 
 #[test]
 fn a_percentile_from_too_few_requests_is_indeterminate_with_the_n_needed() {
-    let tmp = tempfile::tempdir().unwrap();
-    let g = gate(
-        tmp.path(),
+    let specs: Vec<SyntheticSpec> = (0..58).map(|_| spec_with(50.0, 2.0, 4)).collect();
+    let (_tmp, _g, vs) = judged_point(
         "concurrency = 4\nrequests = 58",
         "[assert.latency]\nttft_p50_ms = 1000\nttft_p95_ms = 1000\nttft_p99_ms = 1000",
+        Point::Concurrency(4),
+        4,
+        &specs,
+        |_| 0.0,
     );
-    let specs: Vec<SyntheticSpec> = (0..58).map(|_| spec_with(50.0, 2.0, 4)).collect();
-    write_point(tmp.path(), &g, Point::Concurrency(4), 4, &specs, |_| 0.0);
-    let vs = servegate::run::load::judge_dir(&g, tmp.path());
     assert_eq!(find(&vs, "[c=4]::ttft_p50").outcome, Outcome::Pass);
     let p95 = find(&vs, "[c=4]::ttft_p95");
     assert_eq!(p95.outcome, Outcome::Indeterminate, "{}", p95.message);
-    assert!(p95.message.contains("at least 59"), "{}", p95.message);
+    says(p95, "at least 59");
     let p99 = find(&vs, "[c=4]::ttft_p99");
     assert_eq!(p99.outcome, Outcome::Indeterminate);
-    assert!(p99.message.contains("at least 299"), "{}", p99.message);
+    says(p99, "at least 299");
     assert!(!p95.passed() && !p99.passed());
 }
 
@@ -251,17 +275,8 @@ fn a_point_where_no_request_succeeded_fails_every_latency_bound() {
     assert_eq!(vs.len(), 3, "{vs:#?}");
     for v in &vs {
         assert_eq!(v.outcome, Outcome::Fail, "{}", v.message);
-        assert!(
-            v.message
-                .contains("no request succeeded: 20 of 20 planned failed"),
-            "{}",
-            v.message
-        );
-        assert!(
-            !v.message.contains("raise [load] requests"),
-            "{}",
-            v.message
-        );
+        says(v, "no request succeeded: 20 of 20 planned failed");
+        says_not(v, "raise [load] requests");
     }
     // One request good: the ITL p95 has gaps to count but too few, so it is indeterminate again (not a
     // fail), while the request percentiles count the 19 failed ones above every value.
@@ -307,18 +322,14 @@ fn a_latency_verdict_states_the_n_judged_and_names_the_not_measured_and_failed()
     let vs = servegate::run::load::judge_dir(&g, tmp.path());
     let tpot = find(&vs, "[c=2]::tpot_p50");
     assert_eq!(tpot.outcome, Outcome::Pass, "{}", tpot.message);
-    assert!(
-        tpot.message
-            .contains("n=5 of 6 planned; 1 not measured, left out: one token chunk"),
-        "{}",
-        tpot.message
+    says(
+        tpot,
+        "n=5 of 6 planned; 1 not measured, left out: one token chunk",
     );
-    assert!(!tpot.message.contains("n=6 of 6"), "{}", tpot.message);
-    assert!(
-        tpot.message
-            .contains("; 1 failed, counted above every value, by cause: 1 truncated_stream"),
-        "{}",
-        tpot.message
+    says_not(tpot, "n=6 of 6");
+    says(
+        tpot,
+        "; 1 failed, counted above every value, by cause: 1 truncated_stream",
     );
 }
 
@@ -326,63 +337,48 @@ fn a_latency_verdict_states_the_n_judged_and_names_the_not_measured_and_failed()
 /// how many were not measured and why, never "raise [load] requests", which would not help.
 #[test]
 fn too_few_measured_of_enough_planned_names_the_not_measured_not_more_requests() {
-    let tmp = tempfile::tempdir().unwrap();
-    let g = gate(
-        tmp.path(),
-        "concurrency = 2\nrequests = 6",
-        "[assert.latency]\ntpot_p50_ms = 1000\n",
-    );
     let specs: Vec<SyntheticSpec> = (0..6)
         .map(|i| spec_with(50.0, 2.0, if i % 2 == 0 { 1 } else { 8 }))
         .collect();
-    write_point(tmp.path(), &g, Point::Concurrency(2), 2, &specs, |_| 0.0);
-    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    let (_tmp, _g, vs) = judged_point(
+        "concurrency = 2\nrequests = 6",
+        "[assert.latency]\ntpot_p50_ms = 1000\n",
+        Point::Concurrency(2),
+        2,
+        &specs,
+        |_| 0.0,
+    );
     let tpot = find(&vs, "[c=2]::tpot_p50");
     assert_eq!(tpot.outcome, Outcome::Indeterminate, "{}", tpot.message);
-    assert!(
-        tpot.message
-            .contains("needs at least 5 (3 of 6 not measured)"),
-        "{}",
-        tpot.message
-    );
-    assert!(
-        !tpot.message.contains("raise [load] requests"),
-        "{}",
-        tpot.message
-    );
-    assert!(
-        tpot.message
-            .contains("n=3 of 6 planned; 3 not measured, left out (first: one token chunk"),
-        "{}",
-        tpot.message
+    says(tpot, "needs at least 5 (3 of 6 not measured)");
+    says_not(tpot, "raise [load] requests");
+    says(
+        tpot,
+        "n=3 of 6 planned; 3 not measured, left out (first: one token chunk",
     );
 }
 
 #[test]
 fn a_client_behind_its_schedule_makes_the_point_void_never_a_pass() {
-    let tmp = tempfile::tempdir().unwrap();
-    let g = gate(
-        tmp.path(),
-        "concurrency = 4\nrequests = 100\nmax_lag_ms = 5",
-        "[assert.latency]\nttft_p50_ms = 1000\n[assert.throughput]\nfloor_rps = 0.001",
-    );
     let specs: Vec<SyntheticSpec> = (0..100).map(|_| spec_with(50.0, 2.0, 4)).collect();
     // Every 10th request sent 40 ms after its slot freed: lag p99 40 ms > 5 ms.
-    write_point(tmp.path(), &g, Point::Concurrency(4), 4, &specs, |i| {
-        if i % 10 == 0 {
-            40.0
-        } else {
-            0.0
-        }
-    });
-    let vs = servegate::run::load::judge_dir(&g, tmp.path());
+    let (_tmp, g, vs) = judged_point(
+        "concurrency = 4\nrequests = 100\nmax_lag_ms = 5",
+        "[assert.latency]\nttft_p50_ms = 1000\n[assert.throughput]\nfloor_rps = 0.001",
+        Point::Concurrency(4),
+        4,
+        &specs,
+        |i| {
+            if i % 10 == 0 {
+                40.0
+            } else {
+                0.0
+            }
+        },
+    );
     for v in &vs {
         assert_eq!(v.outcome, Outcome::Void, "{}", v.message);
-        assert!(
-            v.message.contains("fell behind its schedule"),
-            "{}",
-            v.message
-        );
+        says(v, "fell behind its schedule");
     }
     assert_eq!(vs.len(), 2);
     // The same run without the lag passes.
@@ -516,7 +512,7 @@ fn assert_all_fail(vs: &[Verdict], n: usize, why: &str) {
     assert_eq!(vs.len(), n, "{vs:#?}");
     for v in vs {
         assert_eq!(v.outcome, Outcome::Fail, "{}", v.message);
-        assert!(v.message.contains(why), "{why:?} not in: {}", v.message);
+        says(v, why);
     }
 }
 
@@ -576,11 +572,7 @@ fn a_load_json_that_disagrees_with_its_point_or_run_fails_the_point() {
         .cloned()
         .collect();
     assert_all_fail(&c2, 2, "is of point \"c=1\"");
-    assert!(
-        c2[0].message.contains("stored as point c=2"),
-        "{}",
-        c2[0].message
-    );
+    says(&c2[0], "stored as point c=2");
 
     type Edit = Box<dyn Fn(&mut serde_json::Value)>;
     let cases: [(&str, Edit); 5] = [

@@ -211,7 +211,7 @@ fn an_aiperf_point_becomes_its_command_line() {
     .unwrap();
     let load = g.load.clone().unwrap();
     let t = Target::parse("http://127.0.0.1:8080", None).unwrap();
-    let p = servegate::run::load_tool::aiperf_plan(&g, &load, Point::Concurrency(4), 24, &t);
+    let p = servegate::io::tool::ToolSchedule::of(&g, &load, Point::Concurrency(4), 24, &t);
     let a = aargv(&p, Path::new("/d/prompts.jsonl"), Path::new("/d/artifacts"));
     assert_eq!(a[0], "profile");
     assert_eq!(after(&a, "--model"), Some("smollm2"));
@@ -231,7 +231,7 @@ fn an_aiperf_point_becomes_its_command_line() {
 
     let g = parse("rate_rps = 0.5\narrival = \"constant\"\nmax_concurrency = 3\nrequests = 10\ndriver = \"aiperf\"").unwrap();
     let load = g.load.clone().unwrap();
-    let p = servegate::run::load_tool::aiperf_plan(&g, &load, Point::Rate(0.5), 10, &t);
+    let p = servegate::io::tool::ToolSchedule::of(&g, &load, Point::Rate(0.5), 10, &t);
     let a = aargv(&p, Path::new("/p"), Path::new("/a"));
     assert_eq!(after(&a, "--request-rate"), Some("0.5"));
     assert_eq!(after(&a, "--arrival-pattern"), Some("constant"));
@@ -240,7 +240,7 @@ fn an_aiperf_point_becomes_its_command_line() {
     assert_eq!(after(&a, "--extra-inputs"), None);
     let g = parse("rate_rps = 2.0\nrequests = 10\ndriver = \"aiperf\"").unwrap();
     let load = g.load.clone().unwrap();
-    let p = servegate::run::load_tool::aiperf_plan(&g, &load, Point::Rate(2.0), 10, &t);
+    let p = servegate::io::tool::ToolSchedule::of(&g, &load, Point::Rate(2.0), 10, &t);
     let a = aargv(&p, Path::new("/p"), Path::new("/a"));
     assert_eq!(after(&a, "--arrival-pattern"), Some("poisson"));
     assert_eq!(after(&a, "--concurrency"), None);
@@ -257,7 +257,7 @@ fn aiperf_refuses_mixed_output_lengths_and_an_api_key() {
     let g = parse("concurrency = 2\nrequests = 4\ndriver = \"aiperf\"").unwrap();
     let load = g.load.clone().unwrap();
     let t = Target::parse("http://127.0.0.1:9", None).unwrap();
-    let p = servegate::run::load_tool::aiperf_plan(&g, &load, Point::Concurrency(2), 4, &t);
+    let p = servegate::io::tool::ToolSchedule::of(&g, &load, Point::Concurrency(2), 4, &t);
     let dir = tempfile::tempdir().unwrap();
     let mixed = [("a".to_string(), 8), ("b".to_string(), 16)];
     let e = servegate::io::aiperf::run(
