@@ -104,7 +104,7 @@ pub(super) fn send_checks(
                 crate::evidence::contract::check_dir(name),
                 crate::evidence::contract::CHECK_LOG
             ));
-            let _ = evidence::copy_log_since(&serve_log, start, &to);
+            let _ = evidence::copy_log_since(&serve_log, start, &to, gate.serve.log_cap_bytes);
         }
         let file = CheckFile {
             schema: CHECK_SCHEMA.into(),

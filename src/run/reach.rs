@@ -337,6 +337,7 @@ pub(super) fn copy_log_file(gate: &GateSpec, w: &EvidenceWriter, summary: &mut R
             log,
             start,
             &w.path(crate::evidence::layout::SERVE_LOG),
+            gate.serve.log_cap_bytes,
         ) {
             Ok(what) => start.copied = Some(what),
             Err(e) => {

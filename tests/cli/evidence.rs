@@ -385,3 +385,59 @@ prompts = ["What is the capital of France?", "Name a river.", "Say hi."]
         ]
     );
 }
+
+/// A `url` serve's `log_file` that is not a regular file: a FIFO (whose open blocks until a writer comes:
+/// a fresh-user trial's run hung there for 10 minutes, deaf to SIGINT and SIGTERM) and `/dev/zero` (which
+/// filled 13 GB of disk in 20 s) are refused unopened; the run ends, and route's FAIL says the log was
+/// set and why it was not copied, where it said "set serve.log_file".
+#[test]
+fn a_log_file_that_is_a_fifo_or_a_device_is_refused_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("fifo.log");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let port = free_port();
+    let argv = crate::fixtures::scripted_argv(
+        &crate::fixtures::llama_script(),
+        "127.0.0.1",
+        &port.to_string(),
+    );
+    let mut serve = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    for (name, log) in [
+        ("fifo", fifo.display().to_string()),
+        ("zero", "/dev/zero".into()),
+    ] {
+        let gate = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &gate,
+            format!(
+                "[gate]\nname = \"{name}\"\n[serve]\nurl = \"http://127.0.0.1:{port}\"\nlog_file = \"{log}\"\nready_timeout_s = 20\n[request]\nmodel = \"fake-model\"\nmax_tokens = 8\ntimeout_s = 10\nprompts = [\"hi\"]\n[assert.route]\nfast = \"fast kernel selected\"\n"
+            ),
+        )
+        .unwrap();
+        let t = Instant::now();
+        let out = run(&gate, &tmp.path().join("runs"), &[]);
+        assert!(t.elapsed() < Duration::from_secs(120), "{}", out.all);
+        assert_eq!(out.code, Some(1), "{}", out.all);
+        let route = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("route "))
+            .unwrap_or_else(|| panic!("{}", out.all));
+        assert!(
+            route.starts_with("route FAIL")
+                && route.contains(&format!(
+                    "serve.log_file {log} was set, and not copied: not a regular file"
+                )),
+            "{route}"
+        );
+    }
+    let _ = serve.kill();
+    let _ = serve.wait();
+}

@@ -10,9 +10,12 @@
 //!   terminal or start a line of its own.
 //! - **CI workflow commands**: GitHub's runner reads a line whose text, after leading whitespace, begins with
 //!   `::` as a workflow command (`::error::`, `::add-mask::`, `::stop-commands::`), and the legacy form
-//!   `##[command]` anywhere in a line. A line servegate prints never begins with `::` (a leading `::` is shown
-//!   `\::`) and never holds `##[` (shown `##\[`), unless servegate wrote it as a workflow command
-//!   (`sinks::github`, whose data is escaped by that module's own rules).
+//!   `##[command]` anywhere in a line; Azure Pipelines' agent reads `##vso[area.action ...]` (a logging
+//!   command: set a variable, complete the task as succeeded) and `##[` anywhere in a line
+//!   (learn.microsoft.com/azure/devops/pipelines/scripts/logging-commands). A line servegate prints never
+//!   begins with `::` (a leading `::` is shown `\::`) and never holds `##[` (shown `##\[`) or `##vso[`
+//!   (shown `##vso\[`), unless servegate wrote it as a workflow command (`sinks::github`, whose data is
+//!   escaped by that module's own rules).
 //!
 //! Where each function applies:
 //! - [`shown`]: one piece of outside text formatted into a line (or a whole line that is one line by
@@ -85,6 +88,11 @@ fn guard_line(line: &str, keep: impl Fn(char) -> bool) -> String {
             rest = &rest[3..];
             continue;
         }
+        if rest.starts_with(AZURE) {
+            out.push_str("##vso\\[");
+            rest = &rest[AZURE.len()..];
+            continue;
+        }
         if is_unsafe(c) && !keep(c) {
             push_escaped(&mut out, c);
         } else {
@@ -105,9 +113,13 @@ pub fn shown(s: &str) -> String {
     guard_line(s, |_| false)
 }
 
+/// Azure Pipelines' logging command prefix, read anywhere in a line.
+const AZURE: &str = "##vso[";
+
 fn needs_guard(s: &str, keep: impl Fn(char) -> bool) -> bool {
     s.chars().any(|c| is_unsafe(c) && !keep(c))
         || s.contains("##[")
+        || s.contains(AZURE)
         || s.trim_start().starts_with("::")
 }
 
@@ -127,10 +139,13 @@ pub fn lines(s: &str) -> String {
 
 /// JSON text (as serde_json writes it) made safe to print, still valid JSON with the same value: the
 /// characters serde_json leaves raw inside strings (DEL, the C1 controls, the invisible formatting
-/// characters) become `\uXXXX` escapes, and `#` of a `##[` becomes `\u0023`. JSON's own syntax never holds
+/// characters) become `\uXXXX` escapes, and the second `#` of a `##[` or `##vso[` becomes `\u0023`. JSON's own syntax never holds
 /// these, so only string contents change, and only in how they are written.
 pub fn json(s: &str) -> String {
-    if !s.chars().any(|c| is_unsafe(c) && c != '\n' && c != '\t') && !s.contains("##[") {
+    if !s.chars().any(|c| is_unsafe(c) && c != '\n' && c != '\t')
+        && !s.contains("##[")
+        && !s.contains(AZURE)
+    {
         return s.to_string();
     }
     let mut out = String::with_capacity(s.len() + 16);
@@ -139,6 +154,11 @@ pub fn json(s: &str) -> String {
         if rest.starts_with("##[") {
             out.push_str("#\\u0023[");
             rest = &rest[3..];
+            continue;
+        }
+        if rest.starts_with(AZURE) {
+            out.push_str("#\\u0023vso[");
+            rest = &rest[AZURE.len()..];
             continue;
         }
         if is_unsafe(c) && c != '\n' && c != '\t' {
@@ -306,6 +326,24 @@ mod tests {
         ] {
             assert_eq!(shown(plain), plain);
         }
+    }
+
+    #[test]
+    fn azure_pipelines_logging_commands_are_broken_anywhere_in_a_line() {
+        // A fresh-user trial: a serve replying this reached stdout raw in a known_answer FAIL line.
+        let reply = "##vso[task.complete result=Succeeded;]ok";
+        let s = shown(&format!("known_answer FAIL request 00: {reply:?}"));
+        assert!(!s.contains("##vso["), "{s}");
+        assert!(s.contains("##vso\\[task.complete"), "{s}");
+        assert_eq!(shown(&s), s);
+        assert_eq!(
+            lines("a\nx ##vso[task.setvariable variable=v]1"),
+            "a\nx ##vso\\[task.setvariable variable=v]1"
+        );
+        let v = serde_json::json!({ "content": reply });
+        let safe = json(&serde_json::to_string(&v).unwrap());
+        assert!(!safe.contains("##vso["), "{safe}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&safe).unwrap(), v);
     }
 
     #[test]

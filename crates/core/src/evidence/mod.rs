@@ -612,14 +612,35 @@ pub fn log_file_start(log: &std::path::Path) -> LogFileStart {
 
 /// Copies into `to` (whole, via a temp file) only what was written to `log` since `start`: from its offset when
 /// it is the same file and not shorter; the whole file when it was rotated (another file now) or truncated
-/// (shorter), saying so. Streams: a large log is never held in memory.
+/// (shorter), saying so. Streams: a large log is never held in memory. At most `cap` bytes are written
+/// (`[serve] log_cap_bytes`): a longer stretch keeps its first and last halves with [`log_cap::MARK`]'s line
+/// between them, as a started serve's log is capped ([`log_cap::cap_file`]), so a log that grows without end
+/// cannot fill the disk. A `log` that is not a regular file (a FIFO, whose open would block for good; a
+/// device such as `/dev/zero`, endless; a directory) is refused before it is opened (`InvalidInput`).
 pub fn copy_log_since(
     log: &std::path::Path,
     start: &LogFileStart,
     to: &std::path::Path,
+    cap: u64,
 ) -> std::io::Result<String> {
-    use std::io::{Seek, SeekFrom};
+    use std::io::{Read, Seek, SeekFrom, Write};
     use std::os::unix::fs::MetadataExt;
+    let kind = std::fs::metadata(log)?.file_type();
+    if !kind.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "not a regular file ({}): a serve's log is a file it appends to",
+                if kind.is_dir() {
+                    "a directory"
+                } else if kind.is_symlink() {
+                    "a symbolic link"
+                } else {
+                    "a FIFO, a socket or a device"
+                }
+            ),
+        ));
+    }
     let mut f = std::fs::File::open(log)?;
     let meta = f.metadata()?;
     let same = start.dev == Some(meta.dev()) && start.ino == Some(meta.ino());
@@ -638,12 +659,33 @@ pub fn copy_log_since(
     f.seek(SeekFrom::Start(from))?;
     let dir = to.parent().unwrap_or(std::path::Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    let n = std::io::copy(&mut f, &mut tmp)?;
-    tmp.persist(to).map_err(|e| e.error)?;
-    Ok(if what.is_empty() {
-        format!("copied {n} bytes written during the run (from offset {from})")
+    let end = meta.len();
+    let cap = cap.max(2);
+    let (n, capped) = if end.saturating_sub(from) <= cap {
+        (std::io::copy(&mut (&mut f).take(cap), &mut tmp)?, None)
     } else {
-        format!("{what} ({n} bytes)")
+        // The first half from `from`, the marker, the last half up to the size seen now (whole bytes; the
+        // judge reads lines lossily).
+        let half = cap / 2;
+        let head = std::io::copy(&mut (&mut f).take(half), &mut tmp)?;
+        let dropped = log_cap::Dropped {
+            bytes: end - from - 2 * half,
+            from: from + head,
+            total: end,
+        };
+        write!(tmp, "\n{}\n", dropped.line(cap))?;
+        f.seek(SeekFrom::Start(end - half))?;
+        let tail = std::io::copy(&mut (&mut f).take(half), &mut tmp)?;
+        (head + tail, Some(dropped))
+    };
+    tmp.persist(to).map_err(|e| e.error)?;
+    let capped = capped
+        .map(|d| format!("; {}", d.note(cap)))
+        .unwrap_or_default();
+    Ok(if what.is_empty() {
+        format!("copied {n} bytes written during the run (from offset {from}){capped}")
+    } else {
+        format!("{what} ({n} bytes){capped}")
     })
 }
 
@@ -998,6 +1040,48 @@ mod tests {
     }
 
     #[test]
+    fn a_log_file_that_is_not_a_regular_file_is_refused_unopened_and_a_long_one_is_capped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let to = tmp.path().join("copy.log");
+        // A FIFO: opening it for reading would block until a writer came (a fresh-user trial's run hung
+        // for 10 minutes there, deaf to SIGINT and SIGTERM); a device without end; a directory.
+        let fifo = tmp.path().join("fifo.log");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for path in [
+            fifo.as_path(),
+            std::path::Path::new("/dev/zero"),
+            tmp.path(),
+        ] {
+            let start = log_file_start(path);
+            let e = copy_log_since(path, &start, &to, 1 << 20).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{e}");
+            assert!(e.to_string().starts_with("not a regular file"), "{e}");
+            assert!(!to.exists());
+        }
+        // 1,000 lines written during the run, a cap of 200 bytes: the first and last 100 bytes with the
+        // cap's marker line between them, which route reads (log_cap::marker_in), and the note says it.
+        let log = tmp.path().join("big.log");
+        std::fs::write(&log, "start\n").unwrap();
+        let start = log_file_start(&log);
+        let body: String = (0..1000).map(|i| format!("line {i:04}\n")).collect();
+        std::fs::write(&log, format!("start\n{body}")).unwrap();
+        let what = copy_log_since(&log, &start, &to, 200).unwrap();
+        let copied = std::fs::read_to_string(&to).unwrap();
+        assert!(copied.starts_with("line 0000\n"), "{copied}");
+        assert!(copied.ends_with("line 0999\n"), "{copied}");
+        assert!(
+            copied.len() < 200 + 130,
+            "the cap and its marker line: {}",
+            copied.len()
+        );
+        let (_, dropped) = log_cap::marker_in(&copied).expect("the cap's marker");
+        assert_eq!(dropped, body.len() as u64 - 200);
+        assert!(what.contains("serve.log capped at 200 bytes"), "{what}");
+    }
+
+    #[test]
     fn a_url_serves_log_is_copied_from_where_it_stood() {
         let tmp = tempfile::tempdir().unwrap();
         let log = tmp.path().join(crate::evidence::layout::SERVE_LOG);
@@ -1007,7 +1091,7 @@ mod tests {
         let start = log_file_start(&log);
         assert_eq!(start.offset, 9);
         std::fs::write(&log, "old line\nnew line\n").unwrap();
-        let what = copy_log_since(&log, &start, &to).unwrap();
+        let what = copy_log_since(&log, &start, &to, u64::MAX).unwrap();
         assert_eq!(std::fs::read_to_string(&to).unwrap(), "new line\n");
         assert!(
             what.contains("written during the run (from offset 9)"),
@@ -1015,14 +1099,14 @@ mod tests {
         );
         // Truncated: copied whole, said.
         std::fs::write(&log, "x\n").unwrap();
-        let what = copy_log_since(&log, &start, &to).unwrap();
+        let what = copy_log_since(&log, &start, &to, u64::MAX).unwrap();
         assert_eq!(std::fs::read_to_string(&to).unwrap(), "x\n");
         assert!(what.contains("truncated during the run"), "{what}");
         // Rotated (another file at the path): copied whole, said.
         let start = log_file_start(&log);
         std::fs::rename(&log, tmp.path().join("serve.log.1")).unwrap();
         std::fs::write(&log, "fresh\n").unwrap();
-        let what = copy_log_since(&log, &start, &to).unwrap();
+        let what = copy_log_since(&log, &start, &to, u64::MAX).unwrap();
         assert_eq!(std::fs::read_to_string(&to).unwrap(), "fresh\n");
         assert!(what.contains("rotated during the run"), "{what}");
         // Absent at the start: whatever appeared.
@@ -1030,7 +1114,7 @@ mod tests {
         let start = log_file_start(&later);
         assert_eq!((start.offset, start.ino), (0, None));
         std::fs::write(&later, "a\n").unwrap();
-        let what = copy_log_since(&later, &start, &to).unwrap();
+        let what = copy_log_since(&later, &start, &to, u64::MAX).unwrap();
         assert!(what.contains("appeared during the run"), "{what}");
     }
 

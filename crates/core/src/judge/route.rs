@@ -131,7 +131,23 @@ fn judge_header(h: &RouteHeader, evidence: &Evidence, acct: &Accounting) -> (Out
 /// The log part: every `fast` regex found (each at its first line), `slow` absent.
 fn judge_log(route: &RouteAssert, evidence: &Evidence) -> (Outcome, String) {
     let Some(raw_log) = &evidence.serve_log else {
-        return (Outcome::Fail, "no serve log in the evidence: the route cannot be proven (for a `url` serve, set serve.log_file)".into());
+        // A url serve's log_file that was set but could not be copied says why (run.json serve.log_file).
+        let why = match evidence.run.serve.log_file.as_ref() {
+            Some(l) => format!(
+                "serve.log_file {} was set, and {}",
+                crate::text::shown(&l.path),
+                crate::text::shown(
+                    l.copied
+                        .as_deref()
+                        .unwrap_or("not copied: the run ended before it was read")
+                )
+            ),
+            None => "for a `url` serve, set serve.log_file".into(),
+        };
+        return (
+            Outcome::Fail,
+            format!("no serve log in the evidence: the route cannot be proven ({why})"),
+        );
     };
     if let Some(at) = raw_log.find(crate::evidence::SERVE_LOG_CUT_MARK) {
         let rest = &raw_log[at + crate::evidence::SERVE_LOG_CUT_MARK.len()..];
