@@ -66,3 +66,24 @@ fn readme_and_ci_doc_list_every_exit_code_of_the_one_list() {
         assert!(help.contains(&format!("{c} {words}")), "{help}");
     }
 }
+
+/// action.yml's `exit-code` output says every code of the one list, in order, with its words (a fresh-user
+/// trial found it listing six of the eleven).
+#[test]
+fn the_actions_exit_code_output_lists_every_exit_code() {
+    let action = read("action.yml");
+    let line = action
+        .lines()
+        .skip_while(|l| l.trim() != "exit-code:")
+        .find(|l| l.trim_start().starts_with("description:"))
+        .expect("the exit-code output's description");
+    let list: Vec<String> = exit::CODES
+        .iter()
+        .map(|(c, w)| format!("{c} {w}"))
+        .collect();
+    assert!(
+        line.contains(&format!("({};", list.join(", "))),
+        "{line}\nwant: {}",
+        list.join(", ")
+    );
+}
