@@ -362,6 +362,11 @@ fn a_model_list_that_fails_with_a_5xx_asks_for_model_and_with_it_writes_a_gate_t
         !text.contains("expect_model"),
         "not listed, not expected: {text}"
     );
+    // The log beside gates/ is written relative to the gate, so the gate survives a commit and a clone.
+    assert!(
+        text.contains("log_file = \"{gate_dir}/../serve.log\""),
+        "{text}"
+    );
     let run = Out::of(p.servegate().args(["run", "gates/five.toml"]));
     assert_eq!(run.code, 0, "{}\n{text}", run.all());
     drop(serve);

@@ -887,16 +887,16 @@ fn route(
 fn write(o: &InitOptions, draft: &mut Draft, rep: &mut InitReport) -> Result<(), InitError> {
     let model = draft.model.clone();
     draft.found = rep.found.clone();
-    let text = render::gate_text(draft);
-    let gate = crate::spec::parse(&o.out, &text, &crate::spec::Context::for_file(&o.out)).map_err(
-        |e| {
-            fail(
-                rep,
-                exit::SPEC_INVALID,
-                format!("the gate init made would not read back (a bug; not written): {e}"),
-            )
-        },
-    )?;
+    let ctx = crate::spec::Context::for_file(&o.out);
+    let gate_dir = std::path::absolute(&ctx.gate_dir).unwrap_or_else(|_| ctx.gate_dir.clone());
+    let text = render::gate_text(draft, &render::Portable::new(&gate_dir, &ctx.cache));
+    let gate = crate::spec::parse(&o.out, &text, &ctx).map_err(|e| {
+        fail(
+            rep,
+            exit::SPEC_INVALID,
+            format!("the gate init made would not read back (a bug; not written): {e}"),
+        )
+    })?;
     if gate.request.served_model != model {
         return Err(fail(
             rep,

@@ -63,6 +63,50 @@ pub(crate) fn literal(s: &str) -> String {
     s.replace('{', "{{").replace('}', "}}")
 }
 
+/// Where the written gate will live, so that the paths it names survive a commit and another machine: a
+/// path under the servegate cache is written `{cache}/...`, one under the gate's directory `{gate_dir}/...`
+/// and one under its parent (the checkout holding `gates/`) `{gate_dir}/../...`, the placeholders every gate
+/// expands (docs/gate-format.md); any other path stays as it is. [`Portable::none`] rewrites nothing (the
+/// measuring round's gate).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Portable {
+    /// `(absolute directory, its placeholder)`, the longest directory first.
+    dirs: Vec<(String, &'static str)>,
+}
+
+impl Portable {
+    /// Rewrites nothing.
+    pub(crate) fn none() -> Portable {
+        Portable::default()
+    }
+
+    /// For a gate written in `gate_dir` (absolute) with the servegate cache at `cache` (absolute).
+    pub(crate) fn new(gate_dir: &std::path::Path, cache: &std::path::Path) -> Portable {
+        let mut dirs: Vec<(String, &'static str)> = vec![
+            (cache.display().to_string(), "{cache}"),
+            (gate_dir.display().to_string(), "{gate_dir}"),
+        ];
+        if let Some(up) = gate_dir.parent().filter(|p| p.parent().is_some()) {
+            dirs.push((up.display().to_string(), "{gate_dir}/.."));
+        }
+        dirs.retain(|(d, _)| d.len() > 1 && d.starts_with('/'));
+        dirs.sort_by_key(|(d, _)| std::cmp::Reverse(d.len()));
+        Portable { dirs }
+    }
+
+    /// `s` (a path, or a word that is one) with its directory written as the placeholder, when it is under one.
+    pub(crate) fn path(&self, s: &str) -> String {
+        for (dir, ph) in &self.dirs {
+            if let Some(rest) = s.strip_prefix(dir.as_str()) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    return format!("{ph}{rest}");
+                }
+            }
+        }
+        s.to_string()
+    }
+}
+
 /// A comment: `# ` and `s` made one printable line.
 pub(crate) fn comment(s: &str) -> String {
     format!("# {}\n", crate::text::shown(s))
@@ -134,11 +178,11 @@ enum ReadyWait {
     Written,
 }
 
-fn serve_block(out: &mut String, d: &Draft, wait: ReadyWait) {
+fn serve_block(out: &mut String, d: &Draft, wait: ReadyWait, p: &Portable) {
     out.push_str("[serve]\n");
     match &d.serve {
         ServeBlock::Command(argv) => {
-            let words: Vec<String> = argv.iter().map(|a| toml_str(a)).collect();
+            let words: Vec<String> = argv.iter().map(|a| toml_str(&p.path(a))).collect();
             let _ = writeln!(out, "command = [{}]", words.join(", "));
             out.push_str("port = 0                 # a free port each run, filled into {port}\n");
         }
@@ -148,7 +192,7 @@ fn serve_block(out: &mut String, d: &Draft, wait: ReadyWait) {
             ));
             let _ = writeln!(out, "url = {}", toml_str(&literal(url)));
             if let Some(l) = log_file {
-                let _ = writeln!(out, "log_file = {}", toml_str(&literal(l)));
+                let _ = writeln!(out, "log_file = {}", toml_str(&p.path(&literal(l))));
             }
         }
     }
@@ -190,9 +234,9 @@ fn serve_block(out: &mut String, d: &Draft, wait: ReadyWait) {
     out.push('\n');
 }
 
-fn request_block(out: &mut String, d: &Draft, warmup_requests: u32) {
+fn request_block(out: &mut String, d: &Draft, warmup_requests: u32, p: &Portable) {
     out.push_str("[request]\n");
-    let _ = writeln!(out, "model = {}", toml_str(&literal(&d.model)));
+    let _ = writeln!(out, "model = {}", toml_str(&p.path(&literal(&d.model))));
     let _ = writeln!(
         out,
         "max_tokens = {}          # every timed reply decodes this many tokens at most",
@@ -244,8 +288,8 @@ pub(crate) fn measuring_text(d: &Draft) -> String {
         "[gate]\nname = {}\n",
         toml_str(&format!("{}-init", d.name))
     );
-    serve_block(&mut out, d, ReadyWait::Measuring);
-    request_block(&mut out, d, 1);
+    serve_block(&mut out, d, ReadyWait::Measuring, &Portable::none());
+    request_block(&mut out, d, 1, &Portable::none());
     out.push_str("[assert.rate]\nfloor_tok_s = 0.001\n\n[assert.first_token]\nlimit_ms = 1e9\n\n");
     out.push_str("[assert.content]\n\n");
     let _ = writeln!(
@@ -261,7 +305,7 @@ pub(crate) fn measuring_text(d: &Draft) -> String {
 
 /// The gate `servegate init` writes, commented: what was found, each bound with the rule and numbers it came
 /// from, and what to tighten.
-pub(crate) fn gate_text(d: &Draft) -> String {
+pub(crate) fn gate_text(d: &Draft, p: &Portable) -> String {
     let mut out = String::new();
     out.push_str(&comment(&format!(
         "Written by servegate init ({}). Check it with `servegate check`, run it with `servegate run`.",
@@ -283,8 +327,8 @@ pub(crate) fn gate_text(d: &Draft) -> String {
             crate::text::shown(&d.model)
         ))
     );
-    serve_block(&mut out, d, ReadyWait::Written);
-    request_block(&mut out, d, 1);
+    serve_block(&mut out, d, ReadyWait::Written, p);
+    request_block(&mut out, d, 1, p);
 
     // Route.
     for n in &d.route_notes {
@@ -381,5 +425,37 @@ mod tests {
         let c = comment("a\nb\r\u{1b}[2J c");
         assert_eq!(c.matches('\n').count(), 1);
         assert!(!c.contains('\u{1b}') && !c.contains('\r'));
+    }
+}
+
+#[cfg(test)]
+mod portable_tests {
+    use super::Portable;
+    use std::path::Path;
+
+    #[test]
+    fn paths_under_the_cache_the_gate_dir_and_its_checkout_become_placeholders() {
+        let p = Portable::new(
+            Path::new("/w/repo/gates"),
+            Path::new("/root/.cache/servegate"),
+        );
+        assert_eq!(
+            p.path("/root/.cache/servegate/models/m.gguf"),
+            "{cache}/models/m.gguf"
+        );
+        assert_eq!(p.path("/w/repo/gates/x.sh"), "{gate_dir}/x.sh");
+        assert_eq!(
+            p.path("/w/repo/scripts/reference-serve"),
+            "{gate_dir}/../scripts/reference-serve"
+        );
+        assert_eq!(p.path("/w/repo"), "{gate_dir}/..");
+        // Only at a path boundary; anything else as it was.
+        assert_eq!(p.path("/w/repository/x"), "/w/repository/x");
+        assert_eq!(p.path("--port"), "--port");
+        assert_eq!(p.path("smollm2"), "smollm2");
+        assert_eq!(Portable::none().path("/w/repo/gates/x"), "/w/repo/gates/x");
+        // A gate at the root's first level has no checkout placeholder (`/` is never a prefix).
+        let top = Portable::new(Path::new("/gates"), Path::new("/c"));
+        assert_eq!(top.path("/etc/x"), "/etc/x");
     }
 }
