@@ -745,3 +745,18 @@ fn interleaved_blocks_too_few_to_decide_are_refused() {
     );
     accepted(&t.replace("blocks = 2", "blocks = 6"));
 }
+
+/// A url with credentials in it (`user:password@host`) is refused saying why and what to use, and the
+/// password is never printed (a fresh-user trial saw it in stderr, the JUnit and the results JSON under a
+/// message about the host).
+#[test]
+fn a_url_with_credentials_is_refused_and_never_echoes_them() {
+    let t = with(
+        r#"command = ["python3", "serve.py", "--port", "{port}"]"#,
+        r#"url = "http://admin:s3cretPW@127.0.0.1:8080""#,
+    );
+    let out = refused(&t, "url =", "serve.url", "carries credentials");
+    assert!(out.contains("api_key_env"), "{out}");
+    assert!(!out.contains("s3cretPW") && !out.contains("admin"), "{out}");
+    assert!(out.contains("http://***@127.0.0.1:8080"), "{out}");
+}

@@ -168,6 +168,14 @@ impl Validator<'_> {
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     return Err(self.err(u.span(), "serve.url", format!("must start with http:// or https://, got {url:?}")));
                 }
+                if url_userinfo(&url) {
+                    // Never echoed: the message, the source line and every report it reaches (JUnit, JSON).
+                    let mut e = self.err(u.span(), "serve.url", "carries credentials (`user:password@`): servegate sends none that way, and would print them; give the key with `api_key_env` (an environment variable's name; docs/gate-format.md)");
+                    if let SpecError::At { snippet, .. } = &mut e {
+                        *snippet = redact_userinfo(snippet);
+                    }
+                    return Err(e);
+                }
                 if !valid_url_authority(&url) {
                     return Err(self.err(u.span(), "serve.url", format!("needs a valid host (an IP address or a host name) and an optional numeric port, got {url:?}")));
                 }
@@ -250,5 +258,46 @@ impl Validator<'_> {
             command,
             ticket,
         })
+    }
+}
+
+/// Whether `url`'s authority carries user information (`user:password@host`).
+fn url_userinfo(url: &str) -> bool {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    rest.split(['/', '?', '#'])
+        .next()
+        .unwrap_or("")
+        .contains('@')
+}
+
+/// `text` with the user information of every `scheme://user:password@host` in it shown `***@`.
+fn redact_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        out.push_str(&rest[..i + 3]);
+        rest = &rest[i + 3..];
+        let end = rest
+            .find(|c: char| matches!(c, '/' | '?' | '#' | '"' | '\'') || c.is_whitespace())
+            .unwrap_or(rest.len());
+        if let Some(at) = rest[..end].rfind('@') {
+            out.push_str("***");
+            rest = &rest[at..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod userinfo_tests {
+    #[test]
+    fn credentials_in_a_url_are_found_and_redacted() {
+        assert!(super::url_userinfo("http://admin:s3cret@127.0.0.1:8080"));
+        assert!(!super::url_userinfo("http://127.0.0.1:8080/a@b"));
+        assert_eq!(
+            super::redact_userinfo(r#"url = "http://admin:s3cretPW@127.0.0.1:8080/v1" # http://x"#),
+            r#"url = "http://***@127.0.0.1:8080/v1" # http://x"#
+        );
     }
 }
