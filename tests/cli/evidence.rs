@@ -203,6 +203,31 @@ fn serve_log_over_the_judging_cap_fails_the_route_without_reading_it_whole() {
     );
 }
 
+/// The scripted llama.cpp look-alike on a free port, its stderr to `stderr`, listening: the port and the child.
+fn llama_serve(stderr: Stdio) -> (u16, std::process::Child) {
+    let port = free_port();
+    let argv = crate::fixtures::scripted_argv(
+        &crate::fixtures::llama_script(),
+        "127.0.0.1",
+        &port.to_string(),
+    );
+    let serve = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "fake serve never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (port, serve)
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -218,30 +243,11 @@ fn url_log_file_counts_only_what_was_written_during_the_run() {
     let tmp = tempfile::tempdir().unwrap();
     let log_path = tmp.path().join("serve.log");
     std::fs::write(&log_path, "2026-10-01 fast kernel selected (last month)\n").unwrap();
-    let port = free_port();
     let log = std::fs::OpenOptions::new()
         .append(true)
         .open(&log_path)
         .unwrap();
-    let argv = crate::fixtures::scripted_argv(
-        &crate::fixtures::llama_script(),
-        "127.0.0.1",
-        &port.to_string(),
-    );
-    let mut serve = Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "fake serve never listened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (port, mut serve) = llama_serve(log.into());
     let start_len = std::fs::metadata(&log_path).unwrap().len();
     let gate = tmp.path().join("urllog.toml");
     std::fs::write(
@@ -397,18 +403,7 @@ fn a_log_file_that_is_a_fifo_or_a_device_is_refused_not_read() {
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let port = free_port();
-    let argv = crate::fixtures::scripted_argv(
-        &crate::fixtures::llama_script(),
-        "127.0.0.1",
-        &port.to_string(),
-    );
-    let mut serve = Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (port, mut serve) = llama_serve(Stdio::null());
     for (name, log) in [
         ("fifo", fifo.display().to_string()),
         ("zero", "/dev/zero".into()),

@@ -94,6 +94,22 @@ fn init(p: &Project, args: &[&str]) -> Out {
     Out::of(p.servegate().arg("init").args(args))
 }
 
+/// [`init`] writing `gates/NAME.toml` with a first-token limit, which needs five first tokens the client
+/// timed: on a busy machine init says which it could not time and why, and it runs again
+/// (fixtures::timed_by_the_client), the gate file removed first.
+fn init_timed(p: &Project, args: &[&str], name: &str) -> Out {
+    let file = p.path().join(format!("gates/{name}.toml"));
+    fixtures::timed_by_the_client(
+        3,
+        || {
+            let _ = std::fs::remove_file(&file);
+            init(p, args)
+        },
+        |_| std::fs::read_to_string(&file).is_ok_and(|g| g.contains("limit_ms = ")),
+        |o| o.all(),
+    )
+}
+
 #[test]
 fn init_on_a_started_llama_like_serve_writes_a_gate_that_checks_clean_and_runs_pass() {
     let p = Project::new();
@@ -101,20 +117,7 @@ fn init_on_a_started_llama_like_serve_writes_a_gate_that_checks_clean_and_runs_p
     let mut args = vec!["--name", "fake"];
     args.push("--");
     args.extend(argv.iter().map(String::as_str));
-    // A first-token limit needs five first tokens the client timed: on a busy machine init says which it
-    // could not time and why, and the test runs it again (fixtures::timed_by_the_client).
-    let out = fixtures::timed_by_the_client(
-        3,
-        || {
-            let _ = std::fs::remove_file(p.path().join("gates/fake.toml"));
-            init(&p, &args)
-        },
-        |_| {
-            std::fs::read_to_string(p.path().join("gates/fake.toml"))
-                .is_ok_and(|g| g.contains("limit_ms = "))
-        },
-        |o| o.all(),
-    );
+    let out = init_timed(&p, &args, "fake");
     assert_eq!(out.code, 0, "{}", out.all());
     let gate = std::fs::read_to_string(p.path().join("gates/fake.toml")).unwrap();
     for want in [
@@ -473,18 +476,7 @@ fn a_started_serve_whose_model_list_fails_is_ready_by_health_and_its_route_line_
         "--",
     ];
     args.extend(argv.iter().map(String::as_str));
-    let out = fixtures::timed_by_the_client(
-        3,
-        || {
-            let _ = std::fs::remove_file(p.path().join("gates/lazy.toml"));
-            init(&p, &args)
-        },
-        |_| {
-            std::fs::read_to_string(p.path().join("gates/lazy.toml"))
-                .is_ok_and(|g| g.contains("limit_ms = "))
-        },
-        |o| o.all(),
-    );
+    let out = init_timed(&p, &args, "lazy");
     assert_eq!(out.code, 0, "{}", out.all());
     assert!(
         out.stdout.contains(
