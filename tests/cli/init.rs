@@ -148,9 +148,26 @@ fn init_on_a_started_llama_like_serve_writes_a_gate_that_checks_clean_and_runs_p
         "rate PASS",
         "first_token PASS",
         "known_answer PASS",
+        "contract.usage PASS",
     ] {
         assert!(run.stdout.contains(t), "{t}: {}", run.all());
     }
+    // The tightening step the gate's comments and docs/getting-started.md give: bless the passing run. Its
+    // [contract] checks are re-judged from the run's `contract/` as `servegate judge` does (they were refused
+    // for "no contract evidence" when bless judged without it).
+    let ev = fixtures::evidence_dir(&run.stdout);
+    let ev = ev.to_str().unwrap();
+    let bless = Out::of(
+        p.servegate()
+            .args(["bless", "--floor", ev, "gates/fake.toml"]),
+    );
+    assert_eq!(bless.code, 0, "{}", bless.all());
+    assert!(bless.stdout.contains("+floor_tok_s = "), "{}", bless.all());
+    let window = Out::of(
+        p.servegate()
+            .args(["bless", "gates/fake.toml", "--baseline", ev]),
+    );
+    assert_eq!(window.code, 0, "{}", window.all());
 }
 
 #[test]
