@@ -53,6 +53,16 @@ pub fn judge_inputs(gate: &GateSpec, evidence: &Evidence) -> JudgeInputs {
     }
 }
 
+/// `gate`'s verdicts on a run read from disk (`evidence`, by [`load`]): [`crate::judge::judge_with`] fed the
+/// inputs [`judge_inputs`] loads (regression and drift baselines, the `[contract]` checks' evidence under
+/// `<dir>/contract/`). The one way a run directory is (re-)judged: `servegate run`, `judge`, `export`, the
+/// records, coverage and the self-test all judge through here, and `bless` loads the same inputs
+/// ([`judge_inputs`]) for its own judging; [`crate::judge::judge`] alone gives no inputs, so a gate's
+/// `[contract]` checks would FAIL for want of evidence the run has.
+pub fn judge_run(gate: &GateSpec, evidence: &Evidence) -> Vec<crate::judge::Verdict> {
+    crate::judge::judge_with(gate, evidence, &judge_inputs(gate, evidence))
+}
+
 /// Loads the `[contract]` checks' evidence under `<dir>/contract/`
 /// ([`crate::evidence::contract::load_raw`]), each reply parsed ([`analysis::contract::parse`]).
 pub(crate) fn load_contract(

@@ -196,7 +196,7 @@ fn cell_of(dir: &Path, name: &str, gate: &str, model: &str) -> Option<Cell> {
     if ev.run.status != crate::evidence::RunStatus::Complete {
         return None;
     }
-    let verdicts = crate::judge::judge(&spec, &ev);
+    let verdicts = crate::loaded::judge_run(&spec, &ev);
     let key = crate::evidence::comparability::key_of(&spec, &ev.run);
     let runtime = key.engine.clone().unwrap_or_else(|| {
         ev.run

@@ -526,7 +526,7 @@ pub(super) fn build_run(
     }
     let (unit, decimals, definition) = run_metric(&spec.metric)?;
     // The same judgement as the verdicts: a run that fails them writes no record.
-    let verdicts = crate::judge::judge_with(gate, ev, &crate::loaded::judge_inputs(gate, ev));
+    let verdicts = crate::loaded::judge_run(gate, ev);
     let forced = match refuse_failed_verdicts(&ev.dir, &verdicts) {
         Ok(()) => None,
         Err(e) if force || recheck.is_some_and(|r| r.source.forced.is_some()) => {

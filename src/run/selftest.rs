@@ -20,7 +20,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-use crate::judge::{self, Outcome};
+use crate::judge::Outcome;
 
 /// The embedded shapes: (name, bundle text), seed shapes first, then one per kind of hazard a PASS must never hide.
 pub const SHAPES: &[(&str, &str)] = &[
@@ -311,7 +311,7 @@ pub fn judge_shape(shape: &Shape, dir: &Path) -> std::io::Result<Got> {
             Err(e) => return Got::EvidenceError(e.to_string()),
         };
         Got::Verdicts(
-            judge::judge(&g, &ev)
+            crate::loaded::judge_run(&g, &ev)
                 .into_iter()
                 .map(|v| (v.assertion.clone(), v.outcome, v.message))
                 .collect(),

@@ -8,7 +8,6 @@ use std::time::Duration;
 use crate::error::EvidenceError;
 use crate::evidence::{self, EvidenceWriter, RunSummary};
 use crate::io::{client, serve};
-use crate::judge;
 use crate::judge::outcome::RunOutcome;
 use crate::sinks::events::Step;
 use crate::spec::{GateSpec, ServeMode};
@@ -66,7 +65,7 @@ pub(super) fn run_single(
 
     drop(hold);
     let ev = crate::loaded::load(w.dir())?;
-    let mut verdicts = judge::judge_with(gate, &ev, &crate::loaded::judge_inputs(gate, &ev));
+    let mut verdicts = crate::loaded::judge_run(gate, &ev);
     verdicts.extend(crate::run::load::judge_dir(gate, w.dir()));
     // A signal that arrived while judging: the run still ends interrupted, its verdicts never shown.
     lifecycle::interrupted_checkpoint(&w, &mut summary);

@@ -151,9 +151,59 @@ fn init_on_a_started_llama_like_serve_writes_a_gate_that_checks_clean_and_runs_p
         "rate PASS",
         "first_token PASS",
         "known_answer PASS",
+        "contract.usage PASS",
     ] {
         assert!(run.stdout.contains(t), "{t}: {}", run.all());
     }
+    // The tightening step the gate's comments and docs/getting-started.md give: bless the passing run. Its
+    // [contract] checks are re-judged from the run's `contract/` as `servegate judge` does (they were refused
+    // for "no contract evidence" when bless judged without it).
+    let ev = fixtures::evidence_dir(&run.stdout);
+    let ev = ev.to_str().unwrap();
+    let bless = Out::of(
+        p.servegate()
+            .args(["bless", "--floor", ev, "gates/fake.toml"]),
+    );
+    assert_eq!(bless.code, 0, "{}", bless.all());
+    assert!(bless.stdout.contains("+floor_tok_s = "), "{}", bless.all());
+    let window = Out::of(
+        p.servegate()
+            .args(["bless", "gates/fake.toml", "--baseline", ev]),
+    );
+    assert_eq!(window.code, 0, "{}", window.all());
+    // The command the gate's comment names, as written there, with the run as both routes: it parses (the
+    // gate file included: it left it out, exit 2), both runs are taken as evidence (neither refused), and only
+    // then is no floor derived, one run being no slower than itself.
+    let comments: Vec<&str> = gate
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix('#'))
+        .map(str::trim)
+        .collect();
+    let comments = comments.join(" ");
+    let at = comments
+        .find("`servegate bless ")
+        .unwrap_or_else(|| panic!("no bless command in the comments of:\n{gate}"));
+    let cmd = comments[at + 1..].split('`').next().unwrap();
+    let argv: Vec<&str> = cmd
+        .split_whitespace()
+        .skip(1)
+        .map(|a| if a.ends_with("_RUN") { ev } else { a })
+        .collect();
+    assert!(argv.contains(&"--slow"), "{cmd}");
+    let tighten = Out::of(p.servegate().args(&argv));
+    assert_eq!(
+        tighten.code,
+        servegate::error::exit::ASSERTION_FAILED,
+        "{cmd}: {}",
+        tighten.all()
+    );
+    assert!(
+        tighten
+            .stderr
+            .contains("no floor derived: the runs overlap"),
+        "{cmd}: {}",
+        tighten.all()
+    );
 }
 
 #[test]

@@ -242,7 +242,10 @@ fn a_run_that_is_not_good_evidence_is_refused_with_every_reason() {
     std::fs::write(&g, &strict).unwrap();
     let rg = servegate::spec::load(&g).unwrap();
     let ev = servegate::loaded::load(&slow).unwrap();
-    assert_eq!(bless::refusals(&rg, &ev, true), Vec::<String>::new());
+    assert_eq!(
+        bless::refusals(&rg, &ev, &servegate::loaded::judge_inputs(&rg, &ev), true),
+        Vec::<String>::new()
+    );
     std::fs::write(
         &g,
         strict.replace(
@@ -252,7 +255,7 @@ fn a_run_that_is_not_good_evidence_is_refused_with_every_reason() {
     )
     .unwrap();
     let rg = servegate::spec::load(&g).unwrap();
-    let why = bless::refusals(&rg, &ev, true);
+    let why = bless::refusals(&rg, &ev, &servegate::loaded::judge_inputs(&rg, &ev), true);
     assert_eq!(why.len(), 1, "{why:?}");
     assert!(
         why[0].starts_with("its rate trial does not pass (its bound set aside): rate FAIL"),
@@ -307,7 +310,7 @@ fn committed_reference_baseline_is_whole(dir: &std::path::Path) {
         let rg = servegate::spec::load(&w.join("gate.toml")).unwrap();
         assert_eq!(rg.name, gate.name);
         assert_eq!(
-            bless::refusals(&rg, &ev, true),
+            bless::refusals(&rg, &ev, &servegate::loaded::judge_inputs(&rg, &ev), true),
             Vec::<String>::new(),
             "{}",
             w.display()

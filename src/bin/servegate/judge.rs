@@ -105,7 +105,7 @@ pub fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs
                 return exit::EVIDENCE_ERROR;
             }
         };
-        let mut verdicts = judge::judge_with(&g, &ev, &servegate::loaded::judge_inputs(&g, &ev));
+        let mut verdicts = servegate::loaded::judge_run(&g, &ev);
         verdicts.extend(servegate::run::load::judge_dir(&g, dir));
         runner::RunOutcome {
             dir: dir.to_path_buf(),
@@ -173,7 +173,7 @@ pub fn judged_results(dir: &std::path::Path) -> Result<Results, String> {
         runner::pair_outcome(&g, dir, ev.summary, verdicts)
     } else {
         let ev = servegate::loaded::load(dir).map_err(|e| e.to_string())?;
-        let verdicts = judge::judge(&g, &ev);
+        let verdicts = servegate::loaded::judge_run(&g, &ev);
         runner::RunOutcome {
             dir: dir.to_path_buf(),
             summary: ev.run,

@@ -410,15 +410,23 @@ pub fn plan_floor(
             ),
         ));
     }
-    let (rg, ev) = load_run(run)?;
+    let RunToBless {
+        gate: rg,
+        ev,
+        inputs,
+    } = load_run(run)?;
     same_gate(&gate, &rg, run)?;
-    refused(run, refusals(&rg, &ev, true))?;
+    refused(run, refusals(&rg, &ev, &inputs, true))?;
     let fast = rate_values(&rg, &ev);
     let slow_values = match slow {
         Some(s) => {
-            let (sg, sev) = load_run(s)?;
+            let RunToBless {
+                gate: sg,
+                ev: sev,
+                inputs: sin,
+            } = load_run(s)?;
             same_gate(&gate, &sg, s)?;
-            refused(s, refusals(&sg, &sev, false))?;
+            refused(s, refusals(&sg, &sev, &sin, false))?;
             Some(rate_values(&sg, &sev))
         }
         None => None,

@@ -164,9 +164,13 @@ pub fn plan_limits(
     let mut values: Vec<Vec<f64>> = vec![Vec::new(); declared.len()];
     let mut missing = Vec::new();
     for run in runs {
-        let (rg, ev) = load_run(run)?;
+        let RunToBless {
+            gate: rg,
+            ev,
+            inputs,
+        } = load_run(run)?;
         same_gate(&gate, &rg, run)?;
-        refused(run, refusals(&rg, &ev, true))?;
+        refused(run, refusals(&rg, &ev, &inputs, true))?;
         for (i, (_, table, key, metric)) in declared.iter().enumerate() {
             match footprint::run_value(&ev, *metric) {
                 Ok(v) => values[i].push(v),

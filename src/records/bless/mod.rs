@@ -164,7 +164,9 @@ pub(crate) fn refuse_in_ci(ci: Option<String>, force: bool) -> Result<(), BlessE
 }
 
 /// Why a run is not good evidence to bless (empty: good). `route_must_pass` is false for a slow-route run
-/// (whose route trial fails by design). Pure: re-judges `ev` with `gate` ([`judge_for_bless`]).
+/// (whose route trial fails by design). Pure: re-judges `ev` with `gate` and `inputs` ([`judge_for_bless`];
+/// `inputs` as `servegate judge` loads them for the run, [`crate::loaded::judge_inputs`]: without them a
+/// `[contract]` check FAILs for want of the evidence the run has under `contract/`).
 ///
 /// Refused: a run whose `run.json` status is not `complete`; a run whose serve failed during it
 /// (`serve.failure` set: a crash after the last reply included); any of its own verdicts that FAILs or is
@@ -172,7 +174,12 @@ pub(crate) fn refuse_in_ci(ci: Option<String>, force: bool) -> Result<(), BlessE
 /// or TPOT limit: a loaded machine's slow figures are still evidence of that machine, and a floor is what
 /// bless derives) and without the regression and drift trials (they compare with the stored baselines bless
 /// renews); fewer answered requests than planned (or than [`MIN_BASELINE_N`]).
-pub fn refusals(gate: &GateSpec, ev: &analysis::Evidence, route_must_pass: bool) -> Vec<String> {
+pub fn refusals(
+    gate: &GateSpec,
+    ev: &analysis::Evidence,
+    inputs: &judge::JudgeInputs,
+    route_must_pass: bool,
+) -> Vec<String> {
     let mut why = Vec::new();
     if ev.run.status != RunStatus::Complete {
         why.push(format!(
@@ -186,7 +193,7 @@ pub fn refusals(gate: &GateSpec, ev: &analysis::Evidence, route_must_pass: bool)
             one_line(f)
         ));
     }
-    for v in judge_for_bless(gate, ev) {
+    for v in judge_for_bless(gate, ev, inputs) {
         if matches!(v.kind, AssertionKind::Regression | AssertionKind::Drift)
             || (!route_must_pass && v.kind == AssertionKind::Route)
         {
@@ -232,8 +239,12 @@ pub fn refusals(gate: &GateSpec, ev: &analysis::Evidence, route_must_pass: bool)
 /// The run's own verdicts as bless judges them: `gate` with its figure bounds set aside (`[assert.rate]`
 /// floor at the smallest positive tok/s, `[assert.first_token]` and `[assert.tpot]` limits unbounded), so a
 /// figure trial that still FAILs does so for its evidence (a failed reply, a crashed serve, client and serve
-/// clocks that disagree), never for a slow machine.
-pub(crate) fn judge_for_bless(gate: &GateSpec, ev: &analysis::Evidence) -> Vec<judge::Verdict> {
+/// clocks that disagree), never for a slow machine. `inputs`: as [`judge::judge_with`] takes them.
+pub(crate) fn judge_for_bless(
+    gate: &GateSpec,
+    ev: &analysis::Evidence,
+    inputs: &judge::JudgeInputs,
+) -> Vec<judge::Verdict> {
     let mut g = gate.clone();
     if let Some(r) = g.assertions.rate.as_mut() {
         r.floor_tok_s = f64::MIN_POSITIVE;
@@ -254,7 +265,7 @@ pub(crate) fn judge_for_bless(gate: &GateSpec, ev: &analysis::Evidence) -> Vec<j
     if let Some(c) = g.assertions.cpu.as_mut() {
         c.limit_ms_per_token = f64::MAX;
     }
-    judge::judge(&g, ev)
+    judge::judge_with(&g, ev, inputs)
 }
 
 /// `s` cut to at most `max` characters, `...` marking a cut.
@@ -280,7 +291,10 @@ fn one_line(s: &str) -> String {
         .collect()
 }
 
-fn load_run(dir: &Path) -> Result<(GateSpec, analysis::Evidence), BlessError> {
+/// A run directory to bless: its own gate (`gate.toml` in it), its evidence ([`crate::loaded::load`]) and
+/// the inputs judging it needs ([`crate::loaded::judge_inputs`]: the `[contract]` checks' evidence), as
+/// `servegate judge` loads them.
+fn load_run(dir: &Path) -> Result<RunToBless, BlessError> {
     if crate::evidence::is_pair_dir(dir) {
         return Err(BlessError::new(
             exit::USAGE,
@@ -293,7 +307,22 @@ fn load_run(dir: &Path) -> Result<(GateSpec, analysis::Evidence), BlessError> {
     let ev = crate::loaded::load(dir)
         .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, e.to_string()))?;
     let g = load_gate(&dir.join(layout::GATE_FILE))?;
-    Ok((g, ev))
+    let inputs = crate::loaded::judge_inputs(&g, &ev);
+    Ok(RunToBless {
+        gate: g,
+        ev,
+        inputs,
+    })
+}
+
+/// What [`load_run`] reads of a run directory.
+struct RunToBless {
+    /// The gate the run ran (its `gate.toml`).
+    gate: GateSpec,
+    /// The run's evidence, each reply parsed.
+    ev: analysis::Evidence,
+    /// What judging it needs besides the evidence (`[contract]` evidence, baselines).
+    inputs: judge::JudgeInputs,
 }
 
 /// A plain gate file for bless. A matrix gate (`[[model]]` entries) is refused by name: bless does not edit

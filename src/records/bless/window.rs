@@ -67,7 +67,11 @@ pub(crate) fn plan_baseline(
     utc: &str,
 ) -> Result<BaselinePlan, BlessError> {
     let gate = load_gate(gate_file)?;
-    let (rg, ev) = load_run(run)?;
+    let RunToBless {
+        gate: rg,
+        ev,
+        inputs,
+    } = load_run(run)?;
     same_gate(&gate, &rg, run)?;
     if let Some(k) = kind {
         check_kind(k).map_err(|e| BlessError::new(exit::USAGE, e))?;
@@ -87,7 +91,7 @@ pub(crate) fn plan_baseline(
             }
         }
     }
-    refused(run, refusals(&rg, &ev, true))?;
+    refused(run, refusals(&rg, &ev, &inputs, true))?;
     let key = key_of_evidence(&rg, &ev.run, ev.serve_log.as_deref());
     let mut dir = root.join(&gate.name);
     if let Some(k) = kind {

@@ -715,9 +715,12 @@ fn derive(
                         o.headroom_pct,
                         crate::records::bless::DEFAULT_HEADROOM_PCT
                     ),
-                    "Tighten: a floor from one run only says \"not slower than today\". Run the slow route too and take \
-                     `servegate bless --floor FAST_RUN --slow SLOW_RUN` (the geometric mean), docs/bless.md."
-                        .into(),
+                    format!(
+                        "Tighten: a floor from one run only says \"not slower than today\". Run the slow route too and take \
+                         `servegate bless {} --floor FAST_RUN --slow SLOW_RUN` (the geometric mean; --accept writes it), \
+                         docs/bless.md.",
+                        o.out.display()
+                    ),
                 ],
             ));
         }
