@@ -92,15 +92,6 @@ fn ttft_p50(run: &std::path::Path) -> Result<f64, String> {
     Ok((t[5] + t[6]) / 2.0)
 }
 
-/// The 1-minute load average per CPU now (`/proc/loadavg`), 0 when unreadable.
-fn load_per_cpu() -> f64 {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next()?.parse::<f64>().ok())
-        .map_or(0.0, |l| l / cpus)
-}
-
 /// Above this 1-minute load average per CPU, a Python tool's reads return late by its own scheduling (its
 /// timings cannot say so, unlike servegate's client), and a parity that still disagrees after three runs is
 /// printed, not failed: measured at load 13 on 2 CPUs (about 6.5 per CPU), AIPerf's TTFT median was 105 ms
@@ -144,7 +135,7 @@ fn parity(tmp: &std::path::Path, driver: &str, label: &str, files: &[&str]) -> s
         if disagree.is_empty() {
             return pd;
         }
-        let load = load_per_cpu();
+        let load = crate::fixtures::load_per_cpu();
         eprintln!(
             "{driver} parity, run {attempt} of 3, load {load:.1} per CPU: {}",
             disagree.join("; ")
