@@ -1,5 +1,6 @@
-//! The load client: many chat-completion requests in flight from one thread. A current-thread tokio
-//! runtime drives every connection; each `read()` of a response is timestamped on the thread that made it
+//! The load client: many chat-completion requests in flight from one thread. One event loop of the
+//! thread's own ([`crate::io::load_loop`]: `epoll` through mio, every request a small state machine, no
+//! task per request) drives every connection; each `read()` of a response is timestamped on the thread that made it
 //! (no hand-over between threads, the cost that made the blocking client 40 µs per token), and the bytes are
 //! de-chunked and kept as [`TimedRead`]s exactly as [`crate::io::client`] keeps them ([`crate::io::exchange`]), so a load run's
 //! evidence is judged by the same parser and measure code.
@@ -17,12 +18,12 @@
 //! counts as sent just before the write of its bytes, after the connect: its reads, and so TTFT, count
 //! from there. Each read also records when `recvmsg` returned (`TimedRead::recv_ms`), so how late the
 //! client took a read stays in the evidence. [`SingleClient`] sends one request at a time the same way
-//! (what a gate without `[load]` uses). It measures nothing; per
+//! (what a gate without `[load]` uses: one current-thread tokio runtime, [`one`], reading through the same
+//! [`ResponseReader`] and the same stamping as the event loop). It measures nothing; per
 //! request it records the schedule: the intended send time, when the client woke for it (the lag), when it
 //! got a concurrency slot (the queue time) and when the request was sent.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::Interest;
@@ -127,7 +128,7 @@ impl Target {
 }
 
 /// Runs `bodies` (request i is `bodies[i]`, JSON bytes) against `target` on the given schedule, on the
-/// calling thread (a current-thread runtime). `deadline`: no request starts after it (from the start);
+/// calling thread (its own event loop, [`crate::io::load_loop`]). `deadline`: no request starts after it (from the start);
 /// `timeout`: each request ends by then. Returns one [`LoadExchange`] per request started, in send order.
 pub fn run(
     target: &Target,
@@ -139,7 +140,7 @@ pub fn run(
     run_counted(target, bodies, schedule, deadline, timeout).map(|(out, _)| out)
 }
 
-/// [`run`], also returning how many times the client thread woke from waiting (its runtime's unparks):
+/// [`run`], also returning how many times the client thread woke from waiting (its event loop's waits):
 /// bench-self's account of the client's CPU beside the floor client's wake-ups. Not evidence.
 pub fn run_counted(
     target: &Target,
@@ -150,114 +151,33 @@ pub fn run_counted(
 ) -> Result<(Vec<LoadExchange>, u64), String> {
     let _stamps = RxStamps::hold();
     let start = Instant::now();
-    let pace = Arc::new(Coalesce::new(start, COALESCE));
-    let (before, after, counted) = (pace.clone(), pace.clone(), pace.clone());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .on_thread_park(move || before.before_park())
-        .on_thread_unpark(move || after.after_unpark())
-        .build()
-        .map_err(|e| format!("cannot start the load client's runtime: {e}"))?;
-    let target = Arc::new(target.clone());
-    let bodies = Arc::new(bodies);
-    let n = bodies.len();
-    let stop_at = deadline.map(|d| start + d);
-    let ms = move |t: Instant| t.duration_since(start).as_secs_f64() * 1000.0;
-    let out = rt.block_on(async move {
-        let mut handles = Vec::new();
-        match schedule {
-            Schedule::Closed { concurrency } => {
-                let next = Arc::new(AtomicUsize::new(0));
-                for _ in 0..*concurrency {
-                    let (next, target, bodies) = (next.clone(), target.clone(), bodies.clone());
-                    handles.push(tokio::spawn(async move {
-                        let mut done = Vec::new();
-                        let mut freed = Instant::now();
-                        loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            if i >= n || stop_at.is_some_and(|s| Instant::now() >= s) {
-                                break;
-                            }
-                            let woke = Instant::now();
-                            let (ex, sent, end) = one(&target, &bodies[i], timeout).await;
-                            done.push(LoadExchange {
-                                timing: SendTiming {
-                                    index: i,
-                                    intended_ms: ms(freed),
-                                    woke_ms: ms(woke),
-                                    slot_ms: ms(woke),
-                                    sent_ms: ms(sent),
-                                    end_ms: ms(end),
-                                    runtime: None,
-                                },
-                                exchange: ex,
-                            });
-                            freed = Instant::now();
-                        }
-                        done
-                    }));
-                }
-            }
-            Schedule::Open {
-                due_ms,
-                max_concurrency,
-            } => {
-                let cap = max_concurrency
-                    .map(|c| c as usize)
-                    .unwrap_or(tokio::sync::Semaphore::MAX_PERMITS);
-                let slots = Arc::new(tokio::sync::Semaphore::new(cap));
-                let mut last_slot = start;
-                for (i, due) in due_ms.iter().copied().enumerate().take(n) {
-                    let due_at = start + Duration::from_secs_f64(due.max(0.0) / 1000.0);
-                    if stop_at.is_some_and(|s| due_at >= s) {
-                        break;
-                    }
-                    pace.next_send(due_at);
-                    tokio::time::sleep_until(due_at.into()).await;
-                    // A dispatcher that was waiting for a slot past this request's due time was not behind
-                    // its schedule: the request waited in the queue from its due time (queue, not lag).
-                    let woke = if last_slot > due_at {
-                        due_at
-                    } else {
-                        Instant::now()
-                    };
-                    let Ok(permit) = slots.clone().acquire_owned().await else {
-                        break;
-                    };
-                    let slot = Instant::now();
-                    last_slot = slot;
-                    let (target, bodies) = (target.clone(), bodies.clone());
-                    handles.push(tokio::spawn(async move {
-                        let (ex, sent, end) = one(&target, &bodies[i], timeout).await;
-                        drop(permit);
-                        vec![LoadExchange {
-                            timing: SendTiming {
-                                index: i,
-                                intended_ms: due,
-                                woke_ms: ms(woke),
-                                slot_ms: ms(slot),
-                                sent_ms: ms(sent),
-                                end_ms: ms(end),
-                                runtime: None,
-                            },
-                            exchange: ex,
-                        }]
-                    }));
-                }
-            }
-        }
-        let mut all = Vec::new();
-        for h in handles {
-            if let Ok(v) = h.await {
-                all.extend(v);
-            }
-        }
-        all
-    });
-    let mut out = out;
+    let pace = Coalesce::new(start, COALESCE);
+    let plan = crate::io::load_loop::Plan {
+        target,
+        bodies: &bodies,
+        start,
+        stop_at: deadline.map(|d| start + d),
+        timeout,
+        pace: &pace,
+        runtime: None,
+    };
+    let next = AtomicUsize::new(0);
+    let feed = match schedule {
+        Schedule::Closed { concurrency } => crate::io::load_loop::Feed::Closed {
+            firsts: vec![None; *concurrency as usize],
+            next: &next,
+        },
+        Schedule::Open {
+            due_ms,
+            max_concurrency,
+        } => crate::io::load_loop::Feed::Open {
+            due_ms,
+            cap: max_concurrency.map_or(usize::MAX, |c| c as usize),
+        },
+    };
+    let mut out = crate::io::load_loop::drive(&plan, feed)?;
     out.sort_by_key(|x| x.timing.index);
-    Ok((out, counted.wakeups()))
+    Ok((out, pace.wakeups()))
 }
 
 /// The single-request client: what every request of a gate without `[load]` goes through to an
@@ -304,46 +224,45 @@ pub(crate) async fn one(
     body: &[u8],
     timeout: Duration,
 ) -> (Exchange, Instant, Instant) {
-    let begun = Instant::now();
-    let mut t0 = begun;
-    let mut meta = ResponseMeta::default();
-    let mut reads = Vec::new();
-    let mut kept = 0u64;
-    let mut truncated = false;
-    let fut = exchange(
-        target,
-        body,
-        &mut t0,
-        &mut meta,
-        &mut reads,
-        &mut kept,
-        &mut truncated,
-    );
-    let result = tokio::time::timeout(timeout, fut).await;
-    match result {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
+    let mut r = ResponseReader::new(Instant::now());
+    let result = tokio::time::timeout(timeout, exchange(target, body, &mut r)).await;
+    let result = match result {
+        Ok(res) => res,
+        Err(_) => Err(timed_out(timeout, r.kept)),
+    };
+    let t0 = r.t0;
+    let (ex, end) = r.finish(result);
+    (ex, t0, end)
+}
+
+/// How a request that did not end within `timeout` is worded, `kept` body bytes read.
+pub(crate) fn timed_out(timeout: Duration, kept: u64) -> String {
+    format!(
+        "timeout: the body did not end within {:.1} s of the request (request.timeout_s); {kept} bytes kept",
+        timeout.as_secs_f64()
+    )
+}
+
+impl ResponseReader {
+    /// The request ended now, with `result` (an error is kept unless the head already gave one): its
+    /// exchange (`end_ms` from the send) and its end.
+    pub(crate) fn finish(self, result: Result<(), String>) -> (Exchange, Instant) {
+        let mut meta = self.meta;
+        if let Err(e) = result {
             meta.transport_error.get_or_insert(e);
         }
-        Err(_) => {
-            meta.transport_error.get_or_insert(format!(
-                "timeout: the body did not end within {:.1} s of the request (request.timeout_s); {kept} bytes kept",
-                timeout.as_secs_f64()
-            ));
-        }
+        let end = Instant::now();
+        meta.end_ms = Some(end.duration_since(self.t0).as_secs_f64() * 1000.0);
+        (
+            Exchange {
+                response: meta,
+                reads: self.reads,
+                body_bytes: self.kept,
+                body_truncated: self.truncated,
+            },
+            end,
+        )
     }
-    let end = Instant::now();
-    meta.end_ms = Some(end.duration_since(t0).as_secs_f64() * 1000.0);
-    (
-        Exchange {
-            response: meta,
-            reads,
-            body_bytes: kept,
-            body_truncated: truncated,
-        },
-        t0,
-        end,
-    )
 }
 
 /// How long a connect may take before the request fails (`connect failed: ...`), within the request's
@@ -351,7 +270,7 @@ pub(crate) async fn one(
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The request head for `body` to `target` (HTTP/1.1, `Connection: close`, the API key if any).
-fn request_head(target: &Target, body_len: usize) -> String {
+pub(crate) fn request_head(target: &Target, body_len: usize) -> String {
     let mut req = format!(
         "POST {}/v1/chat/completions HTTP/1.1\r\nHost: {}\r\nUser-Agent: servegate/{}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
         target.prefix,
@@ -366,16 +285,7 @@ fn request_head(target: &Target, body_len: usize) -> String {
     req
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn exchange(
-    target: &Target,
-    body: &[u8],
-    t0: &mut Instant,
-    meta: &mut ResponseMeta,
-    reads: &mut Vec<TimedRead>,
-    kept: &mut u64,
-    truncated: &mut bool,
-) -> Result<(), String> {
+async fn exchange(target: &Target, body: &[u8], r: &mut ResponseReader) -> Result<(), String> {
     let sock = match tokio::time::timeout(
         CONNECT_TIMEOUT,
         tokio::net::TcpStream::connect(&target.addr),
@@ -412,16 +322,15 @@ async fn exchange(
     .map_err(|e| format!("request failed: {e}"))?;
     // The request is sent now: what the serve takes to answer counts from here, not from the connect
     // (a client stopped between its connect and its write would otherwise count its stop in TTFT).
-    *t0 = Instant::now();
+    r.sent(Instant::now());
     write_all(&sock, &wire)
         .await
         .map_err(|e| format!("request failed: {e}"))?;
-    let t0 = *t0;
     // Each read's bytes, copied out of the thread's read buffer ([`READ_BUF`]); only as large as the
     // largest read of this request.
     let mut buf = Vec::new();
     // Reads are never stamped before the request was sent nor before the read before them.
-    read_response(&sock, &mut buf, t0, t0, meta, reads, kept, truncated).await
+    read_response(&sock, &mut buf, r).await
 }
 
 /// Writes all of `wire` to the socket: the first write(2) at once (a fresh socket is writable), the rest
@@ -456,145 +365,194 @@ thread_local! {
     static READ_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; READ_BUF_BYTES]);
 }
 
-/// Reads the response head and body from `sock` as timed reads (see [`exchange`]).
-#[allow(clippy::too_many_arguments)]
+/// Reads the response head and body from `sock` as timed reads into `r` (see [`exchange`]).
 async fn read_response(
     sock: &tokio::io::unix::AsyncFd<std::net::TcpStream>,
     buf: &mut Vec<u8>,
-    t0: Instant,
-    mut last: Instant,
-    meta: &mut ResponseMeta,
-    reads: &mut Vec<TimedRead>,
-    kept: &mut u64,
-    truncated: &mut bool,
+    r: &mut ResponseReader,
 ) -> Result<(), String> {
-    let ms = |t: Instant| t.duration_since(t0).as_secs_f64() * 1000.0;
-    let mut head = Vec::new();
-    // The head.
-    let (framing, rest, head_got) = loop {
-        let got = recv_stamped(sock, buf, &mut last)
+    loop {
+        let got = recv_stamped(sock, buf, &mut r.last)
             .await
-            .map_err(|e| format!("request failed: reading the response head: {e}"))?;
-        let (n, t) = (got.n, got.at);
-        if n == 0 {
-            return Err("request failed: the connection closed before a response head".into());
+            .map_err(|e| r.read_error(&e))?;
+        if got.n == 0 {
+            return r.eof();
         }
-        head.extend_from_slice(&buf[..n]);
+        if r.feed(got, &buf[..got.n])? {
+            return Ok(());
+        }
+    }
+}
+
+/// One response as it is read: the head (status, headers, `head_ms`), then the body de-chunked into
+/// [`TimedRead`]s, one per read that carried data, capped at [`BODY_CAP_BYTES`]. Fed read by read, by the
+/// tokio path ([`read_response`]) and the event loop ([`crate::io::load_loop`]) alike, so both keep
+/// exactly the same evidence. Times are ms from `t0`, the request's send.
+pub(crate) struct ResponseReader {
+    /// The request's send: reads and `head_ms` count from it.
+    pub(crate) t0: Instant,
+    /// The last read's arrival (reads are never stamped before it, nor before `t0`).
+    pub(crate) last: Instant,
+    /// The head's bytes so far (until the head is whole).
+    head: Vec<u8>,
+    /// None until the head is whole.
+    framing: Option<Framing>,
+    /// Status, headers, `head_ms`, and any transport error the head says (a redirect).
+    pub(crate) meta: ResponseMeta,
+    /// The body's reads.
+    pub(crate) reads: Vec<TimedRead>,
+    /// Body bytes kept.
+    pub(crate) kept: u64,
+    /// The body went past [`BODY_CAP_BYTES`].
+    pub(crate) truncated: bool,
+}
+
+impl ResponseReader {
+    /// A reader for a request sent at `t0` (moved by [`ResponseReader::sent`] if the send comes later).
+    pub(crate) fn new(t0: Instant) -> ResponseReader {
+        ResponseReader {
+            t0,
+            last: t0,
+            head: Vec::new(),
+            framing: None,
+            meta: ResponseMeta::default(),
+            reads: Vec::new(),
+            kept: 0,
+            truncated: false,
+        }
+    }
+
+    /// The request was sent at `t0`.
+    pub(crate) fn sent(&mut self, t0: Instant) {
+        self.t0 = t0;
+        self.last = t0;
+    }
+
+    /// ms from the send.
+    fn ms(&self, t: Instant) -> f64 {
+        t.duration_since(self.t0).as_secs_f64() * 1000.0
+    }
+
+    /// How a failed read is worded: in the head or after `kept` body bytes.
+    pub(crate) fn read_error(&self, e: &std::io::Error) -> String {
+        if self.framing.is_none() {
+            format!("request failed: reading the response head: {e}")
+        } else {
+            format!("body read failed after {} bytes: {e}", self.kept)
+        }
+    }
+
+    /// The serve closed the connection: whether the response was whole.
+    pub(crate) fn eof(&self) -> Result<(), String> {
+        match &self.framing {
+            None => Err("request failed: the connection closed before a response head".into()),
+            Some(Framing::UntilClose) | Some(Framing::Length(0)) => Ok(()),
+            Some(Framing::Chunked(d)) if d.done => Ok(()),
+            Some(_) => Err(format!(
+                "body read failed after {} bytes: the connection closed before the body ended",
+                self.kept
+            )),
+        }
+    }
+
+    /// Feeds one read of `bytes` (not empty) taken as `got` says. Returns whether the response ended
+    /// (its body whole, or the cap reached). Errors: a malformed head or chunk framing.
+    pub(crate) fn feed(&mut self, got: Got, bytes: &[u8]) -> Result<bool, String> {
+        if self.framing.is_some() {
+            return self.body(got, bytes);
+        }
+        self.head.extend_from_slice(bytes);
         let mut hs = [httparse::EMPTY_HEADER; 64];
         let mut resp = httparse::Response::new(&mut hs);
-        match resp.parse(&head) {
-            Ok(httparse::Status::Complete(len)) => {
-                meta.head_ms = Some(ms(t));
-                meta.status = resp.code;
-                let mut framing = Framing::UntilClose;
-                for h in resp.headers.iter() {
-                    let name = h.name.to_ascii_lowercase();
-                    let v = String::from_utf8_lossy(h.value).into_owned();
-                    if name == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked") {
-                        framing = Framing::Chunked(Dechunk::default());
-                    } else if name == "content-length" && !matches!(framing, Framing::Chunked(_)) {
-                        if let Ok(l) = v.trim().parse::<u64>() {
-                            framing = Framing::Length(l);
-                        }
-                    }
-                    meta.headers
-                        .entry(name)
-                        .and_modify(|e| {
-                            e.push_str(", ");
-                            e.push_str(&v)
-                        })
-                        .or_insert(v);
-                }
-                if (300..400).contains(&resp.code.unwrap_or(0)) {
-                    let to = meta
-                        .headers
-                        .get("location")
-                        .map(|l| format!(" to {l}"))
-                        .unwrap_or_default();
-                    meta.transport_error = Some(format!(
-                        "redirect refused: HTTP {}{to}; servegate follows no redirect (point serve.url at the serve itself)",
-                        resp.code.unwrap_or(0)
-                    ));
-                }
-                break (framing, head[len..].to_vec(), got);
-            }
-            Ok(httparse::Status::Partial) if head.len() < 64 * 1024 => continue,
+        let len = match resp.parse(&self.head) {
+            Ok(httparse::Status::Complete(len)) => len,
+            Ok(httparse::Status::Partial) if self.head.len() < 64 * 1024 => return Ok(false),
             Ok(httparse::Status::Partial) => {
                 return Err("request failed: a response head over 64 KiB".into())
             }
             Err(e) => return Err(format!("request failed: a malformed response head: {e}")),
-        }
-    };
-    let mut framing = framing;
-    // One copy per read: the wire bytes (or, chunked, only their data) go straight into the read kept.
-    let mut first = Some((head_got, rest));
-    let mut held;
-    loop {
-        let (got, bytes): (Got, &[u8]) = match first.take() {
-            Some((got, rest)) => {
-                held = rest;
-                (got, &held[..])
-            }
-            None => {
-                let got = recv_stamped(sock, buf, &mut last).await.map_err(|e| {
-                    format!("body read failed after {kept} bytes: {e}", kept = *kept)
-                })?;
-                let n = got.n;
-                if n == 0 {
-                    return match framing {
-                        Framing::UntilClose => Ok(()),
-                        Framing::Length(0) => Ok(()),
-                        Framing::Chunked(ref d) if d.done => Ok(()),
-                        _ => Err(format!(
-                            "body read failed after {} bytes: the connection closed before the body ended",
-                            *kept
-                        )),
-                    };
-                }
-                (got, &buf[..n])
-            }
         };
-        if bytes.is_empty() {
-            continue;
+        let meta = &mut self.meta;
+        meta.head_ms = Some(got.at.duration_since(self.t0).as_secs_f64() * 1000.0);
+        meta.status = resp.code;
+        let mut framing = Framing::UntilClose;
+        for h in resp.headers.iter() {
+            let name = h.name.to_ascii_lowercase();
+            let v = String::from_utf8_lossy(h.value).into_owned();
+            if name == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked") {
+                framing = Framing::Chunked(Dechunk::default());
+            } else if name == "content-length" && !matches!(framing, Framing::Chunked(_)) {
+                if let Ok(l) = v.trim().parse::<u64>() {
+                    framing = Framing::Length(l);
+                }
+            }
+            meta.headers
+                .entry(name)
+                .and_modify(|e| {
+                    e.push_str(", ");
+                    e.push_str(&v)
+                })
+                .or_insert(v);
         }
+        if (300..400).contains(&resp.code.unwrap_or(0)) {
+            let to = meta
+                .headers
+                .get("location")
+                .map(|l| format!(" to {l}"))
+                .unwrap_or_default();
+            meta.transport_error = Some(format!(
+                "redirect refused: HTTP {}{to}; servegate follows no redirect (point serve.url at the serve itself)",
+                resp.code.unwrap_or(0)
+            ));
+        }
+        self.framing = Some(framing);
+        let rest = std::mem::take(&mut self.head).split_off(len);
+        if rest.is_empty() {
+            // The body comes with the next reads (or, of no bytes, ends when the serve closes).
+            return Ok(false);
+        }
+        self.body(got, &rest)
+    }
+
+    /// One read of body bytes: one copy, the wire bytes (or, chunked, only their data) straight into the
+    /// read kept.
+    fn body(&mut self, got: Got, bytes: &[u8]) -> Result<bool, String> {
         // One allocation per read: the read's data is never longer than its wire bytes.
         let mut data = Vec::with_capacity(bytes.len());
-        let finished = match &mut framing {
-            Framing::UntilClose => {
+        let finished = match self.framing.as_mut() {
+            None | Some(Framing::UntilClose) => {
                 data.extend_from_slice(bytes);
                 false
             }
-            Framing::Length(left) => {
+            Some(Framing::Length(left)) => {
                 let take = (*left as usize).min(bytes.len());
                 *left -= take as u64;
                 data.extend_from_slice(&bytes[..take]);
                 *left == 0
             }
-            Framing::Chunked(d) => {
+            Some(Framing::Chunked(d)) => {
                 d.feed_into(bytes, &mut data)?;
                 d.done
             }
         };
         if !data.is_empty() {
-            let room = BODY_CAP_BYTES.saturating_sub(*kept) as usize;
+            let room = BODY_CAP_BYTES.saturating_sub(self.kept) as usize;
             let over = data.len() > room;
             data.truncate(room);
             if !data.is_empty() {
-                *kept += data.len() as u64;
-                reads.push(TimedRead {
-                    recv_ms: got.stamped.then(|| ms(got.returned)),
-                    t_ms: ms(got.at),
+                self.kept += data.len() as u64;
+                self.reads.push(TimedRead {
+                    recv_ms: got.stamped.then(|| self.ms(got.returned)),
+                    t_ms: self.ms(got.at),
                     bytes: data,
                 });
             }
             if over {
-                *truncated = true;
-                return Ok(());
+                self.truncated = true;
+                return Ok(true);
             }
         }
-        if finished {
-            return Ok(());
-        }
+        Ok(finished)
     }
 }
 
@@ -675,9 +633,9 @@ pub fn set_stamping(fd: libc::c_int) {
 
 /// One read: when the socket is readable, `recvmsg`. What it returns of the read.
 #[derive(Debug, Clone, Copy)]
-struct Got {
+pub(crate) struct Got {
     /// Bytes read (0: the peer closed).
-    n: usize,
+    pub(crate) n: usize,
     /// When they arrived: the kernel's receive time of the last segment taken ([`arrival`]), no earlier
     /// than the previous read's (or the request's send) and no later than `returned`.
     at: Instant,
@@ -715,21 +673,27 @@ async fn recv_stamped(
                 if n > 0 && n < asked {
                     ready.clear_ready();
                 }
-                let (real, returned) = clock_pair();
-                let at = arrival(kernel, real, returned);
-                let stamped = kernel.is_some() && at != returned;
-                let at = at.max(*last);
-                *last = at;
-                return Ok(Got {
-                    n,
-                    at,
-                    returned,
-                    stamped,
-                });
+                return Ok(stamp(n, kernel, last));
             }
             Ok(Err(e)) => return Err(e),
             Err(_would_block) => continue,
         }
+    }
+}
+
+/// A read of `n` bytes that `recvmsg` just returned with the kernel's receive time `kernel`, as [`Got`]
+/// says; `*last` moves to its arrival.
+pub(crate) fn stamp(n: usize, kernel: Option<SystemTime>, last: &mut Instant) -> Got {
+    let (real, returned) = clock_pair();
+    let at = arrival(kernel, real, returned);
+    let stamped = kernel.is_some() && at != returned;
+    let at = at.max(*last);
+    *last = at;
+    Got {
+        n,
+        at,
+        returned,
+        stamped,
     }
 }
 
@@ -814,7 +778,8 @@ pub(crate) fn arrival(
     }
 }
 
-/// The client thread's wake-up pacing ([`COALESCE`]), driven by the runtime's park hooks. Times are ns
+/// The client thread's wake-up pacing ([`COALESCE`]), driven around each wait of the event loop
+/// ([`crate::io::load_loop`]) or by a tokio runtime's park hooks (an open loop on several CPUs). Times are ns
 /// from the start of the run.
 pub(crate) struct Coalesce {
     start: Instant,
@@ -827,7 +792,7 @@ pub(crate) struct Coalesce {
     busy: std::sync::atomic::AtomicBool,
     /// The next scheduled send (open loop), ns; u64::MAX when none.
     next_send_ns: AtomicU64,
-    /// Times the thread woke from waiting (the runtime's unparks), for the benchmark's account.
+    /// Times the thread woke from waiting (its waits for sockets), for the benchmark's account.
     wakeups: AtomicU64,
 }
 
@@ -857,6 +822,11 @@ impl Coalesce {
     pub(crate) fn next_send(&self, at: Instant) {
         let ns = at.saturating_duration_since(self.start).as_nanos() as u64;
         self.next_send_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// No send is scheduled any more (the open loop sent its last): coalescing runs unbounded by one.
+    pub(crate) fn no_next_send(&self) {
+        self.next_send_ns.store(u64::MAX, Ordering::Relaxed);
     }
 
     pub(crate) fn before_park(&self) {

@@ -12,6 +12,7 @@ pub mod guidellm;
 pub mod hold;
 pub mod load_client;
 pub mod load_cores;
+pub(crate) mod load_loop;
 pub mod locust;
 pub mod port;
 pub mod printer;
