@@ -6,7 +6,7 @@
 //!
 //! What a request records is what [`crate::io::load_client::one`] records, through the same code: the
 //! request is sent just before the write of its bytes (after the connect); each read is `recvmsg` into the
-//! thread's one buffer, stamped with the kernel's receive time ([`crate::io::load_client::stamp`]) and fed
+//! thread's one buffer, stamped with the kernel's receive time ([`crate::io::load_read::stamp`]) and fed
 //! to the same [`ResponseReader`] (head, de-chunking, the body cap); a read that does not fill the buffer
 //! takes all there was (edge-triggered: the next arrival is reported anew), except once the serve has
 //! closed, when the socket is read to its end. `timeout` bounds each request from its start (connect
@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::io::load_client::{
+use crate::io::load_read::{
     recvmsg_stamped, request_head, set_stamping, stamp, timed_out, Coalesce, LoadExchange,
     ResponseReader, Target, CONNECT_TIMEOUT,
 };
@@ -566,7 +566,7 @@ fn read_ready(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::load_client::COALESCE;
+    use crate::io::load_read::COALESCE;
     use std::io::{Read, Write};
 
     /// A serve on loopback (127.0.0.1 only) that answers `n` connections one after the other, each once
