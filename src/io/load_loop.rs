@@ -112,6 +112,7 @@ pub(crate) fn drive(plan: &Plan, feed: Feed) -> Result<Vec<LoadExchange>, String
         conns: Vec::new(),
         free: Vec::new(),
         live: 0,
+        bound: None,
         buf: vec![0; READ_BUF_BYTES],
         done: Vec::new(),
         claims,
@@ -176,6 +177,10 @@ struct Loop<'a, 'p> {
     /// Tokens free for reuse.
     free: Vec<usize>,
     live: usize,
+    /// No request's deadline (nor, while it connects, its connect's) comes before this: the earliest
+    /// of them when last computed, lowered as requests start, never raised but by a scan ([`Loop::expire`]).
+    /// A request that ended leaves it early, which costs at most one wake-up that finds nothing due.
+    bound: Option<Instant>,
     buf: Vec<u8>,
     done: Vec<LoadExchange>,
     /// Closed loop: slots to send their next request (the first to send, if given; when the slot freed).
@@ -295,23 +300,15 @@ impl Loop<'_, '_> {
         }
     }
 
-    /// How long to wait for sockets: until the nearest request or connect deadline, or the open loop's
-    /// next due send (when a slot is free for it).
+    /// How long to wait for sockets: until the nearest request or connect deadline (its lower bound,
+    /// [`Loop::bound`]), or the open loop's next due send (when a slot is free for it).
     fn wait(&self) -> Option<Duration> {
-        let mut until: Option<Instant> = None;
-        let mut near = |t: Instant| {
-            until = Some(until.map_or(t, |u| u.min(t)));
-        };
-        for c in self.conns.iter().flatten() {
-            near(c.deadline);
-            if matches!(c.stage, Stage::Connecting { .. }) {
-                near(c.connect_by);
-            }
-        }
+        let mut until = self.bound;
         if let Sched::Open(o) = &self.sched {
             if o.cursor < self.open_len(o) && self.live < o.cap {
                 let due = o.due_ms[o.cursor];
-                near(self.plan.start + Duration::from_secs_f64(due.max(0.0) / 1000.0));
+                let at = self.plan.start + Duration::from_secs_f64(due.max(0.0) / 1000.0);
+                until = Some(until.map_or(at, |u| u.min(at)));
             }
         }
         until.map(|u| u.saturating_duration_since(Instant::now()))
@@ -338,6 +335,8 @@ impl Loop<'_, '_> {
                     deadline: begun + plan.timeout,
                     connect_by: begun + CONNECT_TIMEOUT,
                 };
+                let due = conn.deadline.min(conn.connect_by);
+                self.bound = Some(self.bound.map_or(due, |b| b.min(due)));
                 if token == self.conns.len() {
                     self.conns.push(Some(conn));
                 } else {
@@ -421,24 +420,39 @@ impl Loop<'_, '_> {
         }
     }
 
-    /// Ends every request past its deadline (or its connect's).
+    /// Ends every request past its deadline (or its connect's), and makes [`Loop::bound`] exact again.
+    /// Nothing to do before the bound: no request is due then (one scan per bound passed, not per wake-up).
     fn expire(&mut self, now: Instant) {
+        match self.bound {
+            Some(b) if now >= b => {}
+            _ => return,
+        }
+        let mut bound: Option<Instant> = None;
         for token in 0..self.conns.len() {
             let Some(c) = &self.conns[token] else {
                 continue;
             };
+            let connecting = matches!(c.stage, Stage::Connecting { .. });
             if now >= c.deadline {
                 let e = timed_out(self.plan.timeout, c.reader.kept);
                 self.end(token, Err(e));
-            } else if matches!(c.stage, Stage::Connecting { .. }) && now >= c.connect_by {
+            } else if connecting && now >= c.connect_by {
                 let e = format!(
                     "connect failed: no connection to {} within {} s",
                     self.plan.target.addr,
                     CONNECT_TIMEOUT.as_secs()
                 );
                 self.end(token, Err(e));
+            } else {
+                let t = if connecting {
+                    c.deadline.min(c.connect_by)
+                } else {
+                    c.deadline
+                };
+                bound = Some(bound.map_or(t, |b| b.min(t)));
             }
         }
+        self.bound = bound;
     }
 
     /// Ends the request at `token` with `result` (closing its socket, which leaves the epoll set).

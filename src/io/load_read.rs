@@ -607,18 +607,30 @@ impl Dechunk {
         while i < input.len() && !self.done {
             match self.state {
                 DState::Size | DState::DataEnd | DState::Trailer => {
-                    let b = input[i];
-                    i += 1;
-                    if b != b'\n' {
-                        self.line.push(b);
+                    // The line's end found in one pass over the input; a line cut by the end of a
+                    // read is kept until the next brings its end.
+                    let rest = &input[i..];
+                    let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
+                        self.line.extend_from_slice(rest);
                         if self.line.len() > 4096 {
                             return Err("body read failed: a chunk-size line over 4 KiB".into());
                         }
-                        continue;
+                        return Ok(());
+                    };
+                    i += nl + 1;
+                    let whole: &[u8] = if self.line.is_empty() {
+                        &rest[..nl]
+                    } else {
+                        self.line.extend_from_slice(&rest[..nl]);
+                        &self.line
+                    };
+                    if whole.len() > 4096 {
+                        return Err("body read failed: a chunk-size line over 4 KiB".into());
                     }
-                    // The line is parsed where it lies and then cleared, its buffer kept: two lines
-                    // per chunk (the size, the data's CRLF), and a chunk per token on a stream.
-                    let line = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
+                    // The line is parsed where it lies (in the read, or in the buffer that held its
+                    // start) and then cleared, the buffer kept: two lines per chunk (the size, the
+                    // data's CRLF), and a chunk per token on a stream.
+                    let line = whole.strip_suffix(b"\r").unwrap_or(whole);
                     match self.state {
                         DState::Size => {
                             let size = chunk_size(line).ok_or_else(|| {
