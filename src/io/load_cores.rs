@@ -1,7 +1,10 @@
-//! The load client on several CPUs (`[load] client_cpus`): one current-thread tokio runtime per CPU, each
-//! on its own thread pinned to its CPU (`sched_setaffinity`), each connecting, stamping and reading its own
-//! requests exactly as the one-runtime client does ([`crate::io::load_client::one`], the kernel's receive
-//! stamps, the same wake-up coalescing per thread). The schedule stays one:
+//! The load client on several CPUs (`[load] client_cpus`): one client "runtime" per CPU, each on its own
+//! thread pinned to its CPU (`sched_setaffinity`), each connecting, stamping and reading its own requests
+//! exactly as the one-runtime client does (the kernel's receive stamps, the same wake-up coalescing per
+//! thread): a closed loop runs each thread's slots on the thread's own event loop
+//! ([`crate::io::load_loop`], as the one-runtime client), an open loop on one current-thread tokio runtime
+//! per thread ([`crate::io::load_client::one`]; the arrival process hands requests across threads). The
+//! schedule stays one:
 //!
 //! * **closed loop**: the `concurrency` slots are dealt round the runtimes (slot k to runtime k mod R);
 //!   slot k sends request k first and then takes its next request from one shared counter, so the point
@@ -23,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use crate::evidence::load::RuntimeRecord;
 use crate::io::load_client::{one, Coalesce, LoadExchange, RxStamps, Schedule, Target, COALESCE};
+use crate::io::load_loop::{drive, Feed, Plan};
 use crate::spec::load::ClientCpus;
 pub use servegate_core::io::exchange::RuntimeTag;
 use servegate_core::io::exchange::SendTiming;
@@ -35,7 +39,7 @@ pub struct PinnedRun {
     pub exchanges: Vec<LoadExchange>,
     /// One per runtime, by index: CPU, requests carried, thread CPU time.
     pub runtimes: Vec<RuntimeRecord>,
-    /// Per runtime, by index: times its thread woke from waiting (its runtime's unparks). Not evidence:
+    /// Per runtime, by index: times its thread woke from waiting (its waits for sockets). Not evidence:
     /// bench-self's account of where each runtime's CPU went (a wake-up costs more than a read).
     pub wakeups: Vec<u64>,
 }
@@ -149,6 +153,8 @@ struct Shared {
     pinned: std::sync::Barrier,
     /// Some runtime thread could not be pinned: none sends.
     pin_failed: std::sync::atomic::AtomicBool,
+    /// A closed loop (each thread runs its slots on its own event loop, [`crate::io::load_loop`]).
+    closed: bool,
 }
 
 impl Shared {
@@ -200,6 +206,7 @@ pub fn run_pinned(
             .collect(),
         pinned: std::sync::Barrier::new(cpus.len()),
         pin_failed: std::sync::atomic::AtomicBool::new(false),
+        closed: matches!(schedule, Schedule::Closed { .. }),
     });
     let r = cpus.len();
     let mut senders = Vec::new();
@@ -300,6 +307,31 @@ fn runtime_thread(
         return Err("another runtime could not be pinned: nothing was sent".into());
     }
     let cpu0 = thread_cpu_ms();
+    if shared.closed {
+        // Slot k (k = index, index + R, ...) sends request k first, so every runtime carries at least
+        // its slots' first requests however late its thread starts.
+        let firsts = (0..n_slots as usize)
+            .map(|j| Some(tag.index + j * shared.paces.len()))
+            .collect();
+        let plan = Plan {
+            target: &shared.target,
+            bodies: &shared.bodies,
+            start: shared.start,
+            stop_at: shared.stop_at,
+            timeout: shared.timeout,
+            pace: &shared.paces[tag.index],
+            runtime: Some(tag),
+        };
+        let done = drive(
+            &plan,
+            Feed::Closed {
+                firsts,
+                next: &shared.next,
+            },
+        )
+        .map_err(|e| format!("{e} (runtime on CPU {})", tag.cpu))?;
+        return Ok((done, thread_cpu_ms() - cpu0));
+    }
     let pace = shared.paces[tag.index].clone();
     let (before, after) = (pace.clone(), pace);
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -316,12 +348,6 @@ fn runtime_thread(
         })?;
     let done = rt.block_on(async move {
         let mut handles = Vec::new();
-        // Slot k (k = index, index + R, ...) sends request k first, so every runtime carries at least its
-        // slots' first requests however late its thread starts.
-        for j in 0..n_slots as usize {
-            let first = tag.index + j * shared.paces.len();
-            handles.push(tokio::spawn(closed_slot(shared.clone(), tag, first)));
-        }
         if let Some((senders, due_ms, cap)) = dispatch {
             let (s, f) = (shared.clone(), in_flight.clone());
             handles.push(tokio::spawn(async move {
@@ -360,38 +386,6 @@ fn runtime_thread(
         all
     });
     Ok((done, thread_cpu_ms() - cpu0))
-}
-
-/// One closed-loop slot: sends request `first` (its slot number), then the next request of the shared
-/// counter as soon as its previous one ended, until the requests or the deadline run out.
-async fn closed_slot(s: Arc<Shared>, tag: RuntimeTag, first: usize) -> Vec<LoadExchange> {
-    let mut done = Vec::new();
-    let mut freed = Instant::now();
-    let mut claim = Some(first);
-    loop {
-        let i = claim
-            .take()
-            .unwrap_or_else(|| s.next.fetch_add(1, Ordering::Relaxed));
-        if i >= s.bodies.len() || s.stop_at.is_some_and(|t| Instant::now() >= t) {
-            break;
-        }
-        let woke = Instant::now();
-        let (ex, sent, end) = one(&s.target, &s.bodies[i], s.timeout).await;
-        done.push(LoadExchange {
-            timing: SendTiming {
-                index: i,
-                intended_ms: s.ms(freed),
-                woke_ms: s.ms(woke),
-                slot_ms: s.ms(woke),
-                sent_ms: s.ms(sent),
-                end_ms: s.ms(end),
-                runtime: Some(tag),
-            },
-            exchange: ex,
-        });
-        freed = Instant::now();
-    }
-    done
 }
 
 /// The open loop's one arrival process: each request at its due time takes a slot of the one cap and goes

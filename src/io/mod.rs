@@ -12,6 +12,8 @@ pub mod guidellm;
 pub mod hold;
 pub mod load_client;
 pub mod load_cores;
+pub(crate) mod load_loop;
+pub(crate) mod load_read;
 pub mod locust;
 pub mod port;
 pub mod printer;

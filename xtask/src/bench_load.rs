@@ -122,7 +122,7 @@ fn floor_point(case: &LoadCase, log: &Path) -> Result<crate::bench_floor::Floor,
 
 /// The load client (`servegate::io::load_client`) against the synthetic serve in a closed loop at each of
 /// [`load_schedules`]. Per point: the client thread's CPU per streamed token (getrusage RUSAGE_THREAD: the
-/// runtime runs on this thread alone, pinned to CPU 1; the serve is another process, pinned to CPU 0, its
+/// client's event loop runs on this thread alone, pinned to CPU 1; the serve is another process, pinned to CPU 0, its
 /// CPU from `wait4`), the aggregate tok/s reached, and the client's TTFT minus the serve's true TTFT
 /// (median and p95, per request, matched by the reply id). At concurrency 1 the two single-request clients
 /// ([`SideBySide`]: reqwest's, and the load client's path every `http://` gate request takes) run the same
