@@ -63,6 +63,9 @@ struct LiveInit<'a> {
     env: &'a [(&'a str, &'a str)],
     /// Strings the written gate must hold.
     want: &'a [&'a str],
+    /// What the log line of the written `[assert.route] fast` must hold (its `# from serve.log line N` comment
+    /// quotes it): the route, not only a line the serve prints anyway.
+    route: &'a str,
 }
 
 /// Takes the live slot, runs `servegate init` on `c`'s serve, checks the strings of the gate it wrote, then
@@ -91,6 +94,11 @@ fn init_check_run(c: LiveInit) {
     for want in c.want {
         assert!(text.contains(want), "{want:?} missing from:\n{text}");
     }
+    let from = text
+        .lines()
+        .find(|l| l.starts_with("# from serve.log line "))
+        .unwrap_or_else(|| panic!("no route line in:\n{text}"));
+    assert!(from.contains(c.route), "{:?}: {from}\n{text}", c.route);
     let check = fixtures::Out::of(&mut cmd(&["check", &gate]));
     assert_eq!(check.code, 0, "{}", check.all());
     let run = fixtures::Out::of(&mut cmd(&["run", &gate]));
@@ -164,6 +172,7 @@ fn init_on_the_reference_serve_writes_a_gate_that_runs_pass() {
             "floor_tok_s = ",
             "[assert.known_answer]",
         ],
+        route: "system_info: n_threads = 1",
     });
 }
 
@@ -215,6 +224,7 @@ fn init_on_llama_cpp_python_writes_a_gate_that_runs_pass() {
             "floor_tok_s = ",
             "[assert.known_answer]",
         ],
+        route: "AVX2 = 1",
     });
 }
 
@@ -273,6 +283,7 @@ fn init_on_vllm_writes_a_gate_that_runs_pass() {
             "floor_tok_s = ",
             "[assert.known_answer]",
         ],
+        route: "core ids=",
     });
 }
 
@@ -306,5 +317,6 @@ fn init_on_transformers_serve_writes_a_gate_that_runs_pass() {
             "floor_tok_s = ",
             "[assert.known_answer]",
         ],
+        route: "CB: False",
     });
 }
