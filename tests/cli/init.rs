@@ -535,6 +535,41 @@ fn a_started_serve_whose_model_list_fails_is_ready_by_health_and_its_route_line_
         "{}",
         out.all()
     );
+    // The erring path is probed at most every 500 ms until the fallback (io/serve/ready.rs ERRING_POLL_MS):
+    // about 7 probes in the steady rule's 3 s, and init's own questions after it. At the 25 ms default it
+    // was 100 probes (`transformers serve` logs a traceback for each). Each attempt's serve log counted.
+    let logs = p.runs().join("lazy-init");
+    let mut counted = 0;
+    for e in std::fs::read_dir(&logs).unwrap() {
+        // init's started serve's own log (the measured round's directory beside it holds a slice of it).
+        let dir = e.unwrap().path();
+        if !dir
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("serve-")
+        {
+            continue;
+        }
+        let log = dir.join("serve.log");
+        let Ok(text) = std::fs::read_to_string(&log) else {
+            continue;
+        };
+        let probes = text
+            .matches("request: GET /v1/models 127.0.0.1 500")
+            .count();
+        eprintln!(
+            "{probes} probes of /v1/models answered 500 in {}",
+            log.display()
+        );
+        assert!(
+            (5..=15).contains(&probes),
+            "{probes} probes of /v1/models in {}",
+            log.display()
+        );
+        counted += 1;
+    }
+    assert!(counted >= 1, "no serve.log under {}", logs.display());
     let gate = std::fs::read_to_string(p.path().join("gates/lazy.toml")).unwrap();
     assert!(gate.contains("[assert.route]"), "{gate}");
     let fast = gate

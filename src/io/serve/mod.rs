@@ -92,7 +92,8 @@ pub struct ServeSpec {
     /// [`ready::STEADY_404_MS`] and [`ready::STEADY_404_POLLS`] probes, as a missing path is told apart):
     /// a serve that is up but whose `ready_path` is broken there, as `transformers serve` offline answers
     /// `/v1/models` with 500 for ever. `None` (a gate's serve, whose path the gate names): the wait goes
-    /// on to its timeout. `servegate init` sets `/health`, since it does not know the engine yet.
+    /// on to its timeout. `servegate init` sets `/health`, since it does not know the engine yet. Until the
+    /// fallback the erring path is probed at most every [`ready::ERRING_POLL_MS`] ms.
     pub fallback_ready: Option<String>,
     /// Deadline for the first 200 on `ready_path`, counted from spawn.
     pub ready_timeout: Duration,

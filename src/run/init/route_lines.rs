@@ -41,7 +41,8 @@ pub(crate) struct Candidate {
 }
 
 /// The candidates in `log` (at most [`MAX_CANDIDATES`]): lines a profile's route line matches first (the
-/// facts measured on that engine), then lines naming the most route words; each regex verified to match its
+/// facts measured on that engine; in the profile's order, most telling first), then lines naming the most
+/// route words; each regex verified to match its
 /// own line and to differ from the others. Empty when the log names nothing useful.
 pub(crate) fn candidates(log: &str, profile: Option<&Profile>) -> Vec<Candidate> {
     let words = Regex::new(ROUTE_WORDS).expect("static regex");
@@ -70,14 +71,17 @@ pub(crate) fn candidates(log: &str, profile: Option<&Profile>) -> Vec<Candidate>
             v.dedup();
             v
         };
-        let is_known = known.iter().any(|r| r.is_match(line));
+        // The profile lists its route lines most telling first (vLLM: the cores its engine is bound to, then
+        // the model class): a line of an earlier pattern ranks above one of a later, wherever it sits.
+        let known_at = known.iter().position(|r| r.is_match(line));
+        let is_known = known_at.is_some();
         if (named.is_empty() || access.is_match(line)) && !is_known {
             continue;
         }
         let Some(regex) = regex_for(line) else {
             continue;
         };
-        let score = if is_known { 1000 } else { 0 } + named.len();
+        let score = known_at.map_or(0, |k| 1000 * (known.len() - k)) + named.len();
         let why = if is_known {
             format!(
                 "the {} profile's route line",
@@ -209,6 +213,24 @@ mod tests {
         assert!(c[0].why.contains("llama.cpp"), "{c:?}");
         assert_eq!(c[1].line_no, 3);
         assert!(candidates("hello\nworld 42\n\n", None).is_empty());
+    }
+
+    #[test]
+    fn the_profiles_first_route_line_comes_first_wherever_it_sits_in_the_log() {
+        // vLLM 0.32.0 started by init (tests/live/init.rs, 2026-12-07): its model-class line (the profile's
+        // second) at line 14, before the line naming the cores its engine is bound to (the first) at 29. The
+        // written gate's `fast` was the model class, which any device prints (lines shortened).
+        let log = "(APIServer pid=41) INFO 12-07 03:49:31 [model.py:541] Resolved architecture: LlamaForCausalLM\n\
+                   (EngineCore pid=77) INFO 12-07 03:50:02 [ompmultiprocessing.py:64] local_rank=0, core ids=[0]\n";
+        let c = candidates(log, Some(&Engine::Vllm.profile()));
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!(c[0].line_no, 2, "{c:?}");
+        assert!(c[0].line.contains("core ids=[0]"), "{c:?}");
+        assert_eq!(c[1].line_no, 1);
+        assert!(
+            c.iter().all(|c| c.why == "the vllm profile's route line"),
+            "{c:?}"
+        );
     }
 
     #[test]

@@ -117,7 +117,8 @@ pub struct Profile {
     pub greedy_fields: &'static [(&'static str, f64)],
     /// Endpoints that tell the serve's version, tried in order (a JSON body; see `version_of`).
     pub version_paths: &'static [&'static str],
-    /// Regex fragments of log lines that can prove a route or a compute path (for `[assert.route]`).
+    /// Regex fragments of log lines that can prove a route or a compute path (for `[assert.route]`), most
+    /// telling first: `servegate init` offers the lines they match in this order.
     pub route_lines: &'static [&'static str],
     /// Whether `/metrics` exists.
     pub has_metrics: bool,
