@@ -245,14 +245,9 @@ fn send_reqwest_to(
                     .or_insert(v);
             }
             if status.is_redirection() {
-                let to = meta
-                    .headers
-                    .get("location")
-                    .map(|l| format!(" to {l}"))
-                    .unwrap_or_default();
-                meta.transport_error = Some(format!(
-                    "redirect refused: HTTP {}{to}; servegate follows no redirect (point serve.url at the serve itself)",
-                    status.as_u16()
+                meta.transport_error = Some(redirect_refused(
+                    status.as_u16(),
+                    meta.headers.get("location").map(String::as_str),
                 ));
             }
             let (tx, rx) = std::sync::mpsc::sync_channel::<BodyMsg>(8);
@@ -644,6 +639,13 @@ pub(crate) fn send_dropping(
         body_truncated: false,
     };
     (ex, dropped)
+}
+
+/// The transport error of a reply that redirects (HTTP `code`, 3xx): servegate follows no redirect, so the
+/// reply is refused naming where it pointed (`location`, the header's value, when there is one).
+pub(crate) fn redirect_refused(code: u16, location: Option<&str>) -> String {
+    let to = location.map(|l| format!(" to {l}")).unwrap_or_default();
+    format!("redirect refused: HTTP {code}{to}; servegate follows no redirect (point serve.url at the serve itself)")
 }
 
 #[cfg(test)]

@@ -248,14 +248,9 @@ impl ResponseReader {
                 .or_insert(v);
         }
         if (300..400).contains(&resp.code.unwrap_or(0)) {
-            let to = meta
-                .headers
-                .get("location")
-                .map(|l| format!(" to {l}"))
-                .unwrap_or_default();
-            meta.transport_error = Some(format!(
-                "redirect refused: HTTP {}{to}; servegate follows no redirect (point serve.url at the serve itself)",
-                resp.code.unwrap_or(0)
+            meta.transport_error = Some(crate::io::client::redirect_refused(
+                resp.code.unwrap_or(0),
+                meta.headers.get("location").map(String::as_str),
             ));
         }
         self.framing = Some(framing);

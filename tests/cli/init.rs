@@ -90,6 +90,19 @@ impl Drop for Running {
     }
 }
 
+/// `GET /v1/models` answered 500 `Internal Server Error`, as `transformers serve` 5.19.0 offline does (it
+/// scans the hub cache; tests/data/runtimes/transformers/v1_models.*).
+fn models_500() -> servegate::replay::scripted::Route {
+    servegate::replay::scripted::Route {
+        method: Some("GET".into()),
+        path: "/v1/models".into(),
+        status: 500,
+        headers: vec![("content-type".into(), "text/plain".into())],
+        body: "Internal Server Error".into(),
+        delay_ms: 0.0,
+    }
+}
+
 fn init(p: &Project, args: &[&str]) -> Out {
     Out::of(p.servegate().arg("init").args(args))
 }
@@ -371,14 +384,7 @@ fn a_model_list_that_fails_with_a_5xx_asks_for_model_and_with_it_writes_a_gate_t
     // model it is asked for by name (tests/data/runtimes/transformers/v1_models.*).
     let p = Project::new();
     let mut script = llama_like("fake-model");
-    script.routes = vec![servegate::replay::scripted::Route {
-        method: Some("GET".into()),
-        path: "/v1/models".into(),
-        status: 500,
-        headers: vec![("content-type".into(), "text/plain".into())],
-        body: "Internal Server Error".into(),
-        delay_ms: 0.0,
-    }];
+    script.routes = vec![models_500()];
     script.request_log = vec![LogLine::err(
         "slot launch: task {n} | backend CPU | n_threads = 1",
     )];
@@ -502,14 +508,7 @@ fn a_started_serve_whose_model_list_fails_is_ready_by_health_and_its_route_line_
     // or the written gate FAILs its own route (measured: "the serve log never says /.../root/\.cache/...").
     let p = Project::new();
     let mut script = llama_like("fake-model");
-    script.routes = vec![servegate::replay::scripted::Route {
-        method: Some("GET".into()),
-        path: "/v1/models".into(),
-        status: 500,
-        headers: vec![("content-type".into(), "text/plain".into())],
-        body: "Internal Server Error".into(),
-        delay_ms: 0.0,
-    }];
+    script.routes = vec![models_500()];
     let model_path = p.path().join("models/m.gguf");
     script.start.log = vec![LogLine::err(format!(
         "system_info: n_threads = 1 (n_threads_batch = 1) / 2 | CPU : AVX2 = 1 | model {}",
