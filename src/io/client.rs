@@ -245,7 +245,7 @@ fn send_reqwest_to(
                     .or_insert(v);
             }
             if status.is_redirection() {
-                meta.transport_error = Some(redirect_refused(
+                meta.transport_error = Some(crate::io::load_read::redirect_refused(
                     status.as_u16(),
                     meta.headers.get("location").map(String::as_str),
                 ));
@@ -639,13 +639,6 @@ pub(crate) fn send_dropping(
         body_truncated: false,
     };
     (ex, dropped)
-}
-
-/// The transport error of a reply that redirects (HTTP `code`, 3xx): servegate follows no redirect, so the
-/// reply is refused naming where it pointed (`location`, the header's value, when there is one).
-pub(crate) fn redirect_refused(code: u16, location: Option<&str>) -> String {
-    let to = location.map(|l| format!(" to {l}")).unwrap_or_default();
-    format!("redirect refused: HTTP {code}{to}; servegate follows no redirect (point serve.url at the serve itself)")
 }
 
 #[cfg(test)]

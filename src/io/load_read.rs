@@ -248,7 +248,7 @@ impl ResponseReader {
                 .or_insert(v);
         }
         if (300..400).contains(&resp.code.unwrap_or(0)) {
-            meta.transport_error = Some(crate::io::client::redirect_refused(
+            meta.transport_error = Some(redirect_refused(
                 resp.code.unwrap_or(0),
                 meta.headers.get("location").map(String::as_str),
             ));
@@ -676,6 +676,13 @@ fn chunk_size(line: &[u8]) -> Option<usize> {
         .trim_ascii();
     let hex = std::str::from_utf8(hex).ok()?;
     usize::from_str_radix(hex, 16).ok()
+}
+
+/// The transport error of a reply that redirects (HTTP `code`, 3xx): servegate follows no redirect, so the
+/// reply is refused naming where it pointed (`location`, the header's value, when there is one).
+pub(crate) fn redirect_refused(code: u16, location: Option<&str>) -> String {
+    let to = location.map(|l| format!(" to {l}")).unwrap_or_default();
+    format!("redirect refused: HTTP {code}{to}; servegate follows no redirect (point serve.url at the serve itself)")
 }
 
 #[cfg(test)]
