@@ -101,6 +101,17 @@ const BUSY_PER_CPU: f64 = 2.0;
 /// Held by each parity run ([`parity`]) for its whole length.
 static ONE_TOOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Whether a tool test can run: its Python found (`python`, else the skip printed with the reason, which
+/// names the provisioning script) and, for a tool that loads the synthetic model's tokenizer
+/// (`tokenizer_for`, the tool's name), that tokenizer ([`has_tokenizer`]).
+fn provisioned<T, E: std::fmt::Display>(python: Result<T, E>, tokenizer_for: Option<&str>) -> bool {
+    if let Err(e) = python {
+        eprintln!("SKIPPED: {e}");
+        return false;
+    }
+    tokenizer_for.is_none_or(has_tokenizer)
+}
+
 /// Whether the synthetic model's tokenizer, which `tool` loads, is provisioned (with vLLM); prints the skip
 /// and the command when it is not.
 fn has_tokenizer(tool: &str) -> bool {
@@ -251,11 +262,10 @@ fn parity_once(
 /// gate's concurrency and request count, every judged request imported.
 #[test]
 fn a_vllm_bench_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
-    if let Err(e) = servegate::io::vllm_bench::vllm_python() {
-        eprintln!("SKIPPED: {e}");
-        return;
-    }
-    if !has_tokenizer("vLLM's bench") {
+    if !provisioned(
+        servegate::io::vllm_bench::vllm_python(),
+        Some("vLLM's bench"),
+    ) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -276,8 +286,7 @@ fn a_vllm_bench_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
 /// tool, its exit and its log; the log stays in the evidence.
 #[test]
 fn a_bench_that_exits_non_zero_voids_the_point_naming_why() {
-    if let Err(e) = servegate::io::vllm_bench::vllm_python() {
-        eprintln!("SKIPPED: {e}");
+    if !provisioned(servegate::io::vllm_bench::vllm_python(), None) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -315,11 +324,7 @@ fn a_bench_that_exits_non_zero_voids_the_point_naming_why() {
 /// AIPerf as the driver ([`parity`]): its records (warmup included, as phase `warmup`) and log kept.
 #[test]
 fn an_aiperf_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
-    if let Err(e) = servegate::io::aiperf::aiperf_python() {
-        eprintln!("SKIPPED: {e}");
-        return;
-    }
-    if !has_tokenizer("AIPerf") {
+    if !provisioned(servegate::io::aiperf::aiperf_python(), Some("AIPerf")) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -331,8 +336,7 @@ fn an_aiperf_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
 /// (marked on import); its report, scenario, dataset and log kept.
 #[test]
 fn a_guidellm_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
-    if let Err(e) = servegate::io::guidellm::guidellm_python() {
-        eprintln!("SKIPPED: {e}");
+    if !provisioned(servegate::io::guidellm::guidellm_python(), None) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

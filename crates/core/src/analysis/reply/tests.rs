@@ -13,7 +13,8 @@ fn ev(delta: &str, finish: &str) -> String {
     )
 }
 
-fn reads(parts: &[(f64, &str)]) -> Vec<TimedRead> {
+/// Timed reads of `(t_ms, text)` parts, without kernel stamps.
+pub(super) fn reads(parts: &[(f64, &str)]) -> Vec<TimedRead> {
     parts
         .iter()
         .map(|(t, s)| TimedRead {
