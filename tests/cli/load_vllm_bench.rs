@@ -92,11 +92,11 @@ fn ttft_p50(run: &std::path::Path) -> Result<f64, String> {
     Ok((t[5] + t[6]) / 2.0)
 }
 
-/// Above this 1-minute load average per CPU, a Python tool's reads return late by its own scheduling (its
-/// timings cannot say so, unlike servegate's client), and a parity that still disagrees after three runs is
-/// printed, not failed: measured at load 13 on 2 CPUs (about 6.5 per CPU), AIPerf's TTFT median was 105 ms
-/// against servegate's 47 ms on a serve of 40 ms. The tool-parity stage of `.ci/run` runs these tests alone.
-const BUSY_PER_CPU: f64 = 2.0;
+// Over fixtures::BUSY_PER_CPU a Python tool's reads return late by its own scheduling (its timings cannot
+// say so, unlike servegate's client), and a parity that still disagrees after three runs is printed, not
+// failed: measured at load 13 on 2 CPUs (about 6.5 per CPU), AIPerf's TTFT median was 105 ms against
+// servegate's 47 ms on a serve of 40 ms. The tool-parity stage of `.ci/run` runs these tests alone.
+use crate::fixtures::BUSY_PER_CPU;
 
 /// Held by each parity run ([`parity`]) for its whole length.
 static ONE_TOOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
