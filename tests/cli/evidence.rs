@@ -19,6 +19,14 @@ struct Out {
 }
 
 impl Out {
+    /// The route verdict's line.
+    fn route(&self) -> &str {
+        self.stdout
+            .lines()
+            .find(|l| l.starts_with("route "))
+            .unwrap_or_else(|| panic!("no route line in:\n{}", self.all))
+    }
+
     fn run_dir(&self) -> PathBuf {
         let line = self
             .stdout
@@ -77,11 +85,7 @@ fn d4_coloured_slow_route_line_fails_the_route() {
     let tmp = tempfile::tempdir().unwrap();
     let out = run(&d4(), tmp.path(), &[]);
     assert_eq!(out.code, Some(1), "{}", out.all);
-    let route = out
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("route "))
-        .unwrap_or_else(|| panic!("{}", out.all));
+    let route = out.route();
     assert!(route.starts_with("route FAIL"), "{route}");
     assert!(route.contains("per-op forward"), "{route}");
     assert!(!route.contains("absent"), "{route}");
@@ -276,11 +280,7 @@ fast = "fast kernel selected"
     let _ = serve.kill();
     let _ = serve.wait();
     assert_eq!(out.code, Some(1), "{}", out.all);
-    let route = out
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("route "))
-        .unwrap_or_else(|| panic!("{}", out.all));
+    let route = out.route();
     assert!(route.starts_with("route FAIL"), "{route}");
     let dir = out.run_dir();
     let copied = std::fs::read_to_string(dir.join("serve.log")).unwrap();
@@ -420,11 +420,7 @@ fn a_log_file_that_is_a_fifo_or_a_device_is_refused_not_read() {
         let out = run(&gate, &tmp.path().join("runs"), &[]);
         assert!(t.elapsed() < Duration::from_secs(120), "{}", out.all);
         assert_eq!(out.code, Some(1), "{}", out.all);
-        let route = out
-            .stdout
-            .lines()
-            .find(|l| l.starts_with("route "))
-            .unwrap_or_else(|| panic!("{}", out.all));
+        let route = out.route();
         assert!(
             route.starts_with("route FAIL")
                 && route.contains(&format!(
