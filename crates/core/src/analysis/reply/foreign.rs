@@ -189,9 +189,19 @@ mod tests {
     /// unparseable, said to be an HTML page.
     #[test]
     fn an_html_page_answering_a_stream_is_not_an_event_stream_nor_a_cut_one() {
-        use crate::analysis::reply::tests::reads;
         use crate::analysis::reply::{parse_body, parse_stream, reply_of_response};
+        use crate::io::reads::TimedRead;
         use crate::vocab::FailureCode;
+        let reads = |parts: &[(f64, &str)]| -> Vec<TimedRead> {
+            parts
+                .iter()
+                .map(|(t, s)| TimedRead {
+                    recv_ms: None,
+                    t_ms: *t,
+                    bytes: s.as_bytes().to_vec(),
+                })
+                .collect()
+        };
         let one = |body: &str| parse_stream(&reads(&[(0.0, body)]), Some(200));
         const PAGE_502: &str = "<!DOCTYPE html>\n<html>\n<head><title>502 Bad Gateway</title></head>\n\
                             <body>\n<h1>502 Bad Gateway</h1>\n<hr><center>nginx</center>\n</body>\n</html>\n";

@@ -13,8 +13,7 @@ fn ev(delta: &str, finish: &str) -> String {
     )
 }
 
-/// Timed reads of `(t_ms, text)` parts, without kernel stamps.
-pub(super) fn reads(parts: &[(f64, &str)]) -> Vec<TimedRead> {
+fn reads(parts: &[(f64, &str)]) -> Vec<TimedRead> {
     parts
         .iter()
         .map(|(t, s)| TimedRead {
