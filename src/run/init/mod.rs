@@ -14,6 +14,7 @@
 //! served model name must come back byte for byte) before it is written atomically, never over an existing
 //! file without `force`.
 
+mod env;
 mod render;
 mod route_lines;
 
@@ -566,7 +567,14 @@ fn draft_of(
         },
         InitTarget::Command(argv) => ServeBlock::Command(argv.clone()),
     };
+    // The started serve ran with init's environment: the variables that steer it go into the gate.
+    let (env, env_secrets) = match &o.target {
+        InitTarget::Command(_) => env::serve_env(std::env::vars()),
+        InitTarget::Url { .. } => (Vec::new(), Vec::new()),
+    };
     Draft {
+        env,
+        env_secrets,
         name: o.name.clone(),
         found: Vec::new(),
         serve: serve_block,
