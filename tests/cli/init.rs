@@ -621,3 +621,28 @@ fn init_writes_the_steering_environment_of_the_serve_it_started_and_never_a_secr
     let check = Out::of(p.servegate().args(["check", "gates/envy.toml"]));
     assert_eq!(check.code, 0, "{}\n{gate}", check.all());
 }
+
+/// A `--url` with `user:password@` is refused before anything is probed, as a gate's `serve.url` is, and the
+/// password is never echoed (it was, in both "not found" lines).
+#[test]
+fn init_refuses_a_url_with_credentials_without_echoing_them() {
+    let p = Project::new();
+    let out = init(
+        &p,
+        &[
+            "--url",
+            "http://alice:s3cretPW@127.0.0.1:9/",
+            "--name",
+            "cred",
+        ],
+    );
+    assert_eq!(out.code, servegate::error::exit::USAGE, "{}", out.all());
+    assert!(out.stderr.contains("carries credentials"), "{}", out.all());
+    assert!(
+        out.all().contains("http://***@127.0.0.1:9"),
+        "{}",
+        out.all()
+    );
+    assert!(!out.all().contains("s3cretPW"), "{}", out.all());
+    assert!(!p.path().join("gates/cred.toml").exists());
+}

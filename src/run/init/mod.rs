@@ -166,6 +166,17 @@ pub fn init(o: &InitOptions, progress: &mut dyn FnMut(&str)) -> Result<InitRepor
     let (base_url, log_path, mut started) = match &o.target {
         InitTarget::Url { url, log } => {
             let url = url.trim_end_matches('/').to_string();
+            if crate::spec::url_userinfo(&url) {
+                // Never echoed (a gate refuses the same url: spec::serve), nor probed.
+                return Err(fail(
+                    &rep,
+                    exit::USAGE,
+                    format!(
+                        "--url {}: carries credentials (`user:password@`): servegate sends none that way, and would print them; give the serve's key in an environment variable and name it in the gate's `api_key_env` (docs/gate-format.md)",
+                        crate::text::shown(&crate::spec::redact_userinfo(&url))
+                    ),
+                ));
+            }
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(fail(
                     &rep,
