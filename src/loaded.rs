@@ -134,7 +134,23 @@ fn stored(
 /// ([`crate::evidence::load::check_record`]); what does not hold is `loaded`'s error, so the point's trials
 /// fail with it. The one loader of `servegate judge`, the runner and load records.
 pub fn load_point(root: &Path, point: Point) -> PointEvidence {
-    let pd = root.join(point.dir());
+    load_point_dir(&root.join(point.dir()), point)
+}
+
+/// The cross-tool parity run of `point` under the load run directory `root` (`<point>/parity/`, written by
+/// `run::load_parity`), loaded and checked as [`load_point`] loads servegate's client's run.
+pub fn load_parity(root: &Path, point: Point) -> PointEvidence {
+    load_point_dir(
+        &root
+            .join(point.dir())
+            .join(crate::judge::parity::PARITY_DIR),
+        point,
+    )
+}
+
+/// The run of `point` in the directory `pd` ([`load_point`]).
+fn load_point_dir(pd: &Path, point: Point) -> PointEvidence {
+    let pd = pd.to_path_buf();
     let loaded = load(&pd)
         .map_err(|e| e.to_string())
         .and_then(|ev| {

@@ -263,6 +263,10 @@ pub fn plan(spec: &SyntheticSpec, seq: u64, stream: bool) -> Plan {
         headers: vec![
             ("content-type".into(), "text/event-stream".into()),
             ("cache-control".into(), "no-cache".into()),
+            (
+                crate::judge::parity::TRUTH_HEADER.into(),
+                truth_header(spec, last_at),
+            ),
         ],
         chunked: true,
         head_at: Duration::ZERO,
@@ -270,6 +274,31 @@ pub fn plan(spec: &SyntheticSpec, seq: u64, stream: bool) -> Plan {
         abort_at: None,
         label: format!("synthetic #{seq}"),
     }
+}
+
+/// The value of [`crate::judge::parity::TRUTH_HEADER`] for a streamed reply of `spec` whose last token
+/// chunk is due at `last_at`: the schedule's TTFT (the first token chunk's due time), TPOT ((last − first
+/// token chunk) / (N − 1), left out for one token), the gap between token chunks (K × the inter-token gap,
+/// left out for one chunk) and E2E (the last write's due time), ms from the request's arrival, 3 decimals:
+/// `ttft_ms=40.000;tpot_ms=10.000;itl_ms=10.000;e2e_ms=110.000`. What a cross-tool parity verdict takes as
+/// the truth both clients are held to (`judge::parity`).
+pub fn truth_header(spec: &SyntheticSpec, last_at: Duration) -> String {
+    let last = last_at.as_secs_f64() * 1000.0;
+    let mut parts = vec![format!("ttft_ms={:.3}", spec.ttft_ms)];
+    if spec.tokens > 1 {
+        parts.push(format!(
+            "tpot_ms={:.3}",
+            (last - spec.ttft_ms) / f64::from(spec.tokens - 1)
+        ));
+    }
+    if spec.tokens > spec.per_chunk.max(1) {
+        parts.push(format!(
+            "itl_ms={:.3}",
+            f64::from(spec.per_chunk.max(1)) * spec.itl_ms
+        ));
+    }
+    parts.push(format!("e2e_ms={last:.3}"));
+    parts.join(";")
 }
 
 /// llama.cpp's `timings` object (server `/v1/chat/completions`, final chunk) for the schedule of `spec`: the

@@ -128,7 +128,16 @@ pub(crate) fn send_points(
         let what = format!("waiting for load point {}", point.label());
         let n_planned = planned(load, *point);
         let note = super::send::paced(
-            || run_point(gate, load, *point, &prompts, &target, &pw, parent),
+            || {
+                let own = run_point(gate, load, *point, &prompts, &target, &pw, parent)?;
+                let tool = super::load_parity::run_point(
+                    gate, load, *point, &prompts, &target, &pw, parent,
+                )?;
+                Ok(match tool {
+                    Some(t) => format!("{own}\n{t}"),
+                    None => own,
+                })
+            },
             &mut |secs| {
                 progress(&Step::Waiting(crate::io::progress::Waiting::new(
                     what.as_str(),
@@ -327,6 +336,21 @@ fn drive(
             ))
         }
     }
+}
+
+/// A point of `load` that sends nothing, written to `pw` with `notes` (the last one says why): `run.json`
+/// complete with no request, `load.json` with no timings, `n` planned. Returns the account.
+pub(super) fn unsent(
+    gate: &GateSpec,
+    load: &LoadGate,
+    (point, n): (Point, usize),
+    parent: &RunSummary,
+    notes: Vec<String>,
+    pw: &EvidenceWriter,
+) -> Result<String, EvidenceError> {
+    let mut summary = point_summary(gate, point, parent, n, 0);
+    summary.notes.extend(notes);
+    finish_unsent(load, point, 0, n, summary, pw)
 }
 
 /// Ends a point that sent nothing (its client could not start): `load.json` with no timings, `run.json`
@@ -601,6 +625,13 @@ pub fn judge_dir(gate: &GateSpec, dir: &std::path::Path) -> Vec<crate::judge::Ve
             .partition(|p| dir.join(p.point.dir()).exists());
         let held: Vec<String> = here.iter().map(|p| p.point.label()).collect();
         let mut out = crate::judge::load::judge_points(gate, &here);
+        for p in &here {
+            out.extend(crate::judge::parity::not_compared(
+                load,
+                p.point,
+                "not compared: an import holds one tool's run, not servegate's client's beside it",
+            ));
+        }
         for p in absent {
             out.extend(crate::judge::load::not_judged(
                 gate,
@@ -614,5 +645,12 @@ pub fn judge_dir(gate: &GateSpec, dir: &std::path::Path) -> Vec<crate::judge::Ve
         }
         return out;
     }
-    crate::judge::load::judge_points(gate, &points)
+    let mut out = crate::judge::load::judge_points(gate, &points);
+    if !load.assertions.parity.is_empty() {
+        for p in &points {
+            let tool = crate::loaded::load_parity(dir, p.point);
+            out.extend(crate::judge::parity::judge_parity(load, p, &tool));
+        }
+    }
+    out
 }

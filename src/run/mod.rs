@@ -6,6 +6,7 @@ pub mod harness;
 pub mod init;
 mod lifecycle;
 pub mod load;
+pub mod load_parity;
 pub mod load_tool;
 mod pair;
 mod reach;

@@ -28,6 +28,7 @@ mod locust;
 mod log_cap;
 mod metrics_doc;
 mod over_limits;
+mod parity;
 mod privacy;
 mod records;
 mod regression_sim;

@@ -209,9 +209,10 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
     let mut out = Vec::new();
     for pe in points {
         let prefix = format!("[{}]::", pe.point.label());
+        // `[assert.parity]` verdicts are judge::parity's, from the point's two runs.
         let mine: Vec<&String> = all_names
             .iter()
-            .filter(|n| n.starts_with(&prefix))
+            .filter(|n| n.starts_with(&prefix) && !n[prefix.len()..].starts_with("parity_"))
             .collect();
         let (ev, rec) = match &pe.loaded {
             Ok(x) => x,

@@ -24,6 +24,7 @@ pub mod load;
 pub mod max_tokens;
 pub mod outcome;
 mod pair;
+pub mod parity;
 pub mod redact;
 pub mod regression;
 mod route;

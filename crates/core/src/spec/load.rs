@@ -72,6 +72,8 @@ pub(super) struct RawLoad {
     locust_remote_workers: Option<Spanned<i64>>,
     #[serde(default)]
     locust_master_bind: Option<Spanned<String>>,
+    #[serde(default)]
+    parity: Option<Spanned<String>>,
 }
 
 /// `[assert.latency]`: keys `<metric>_p<NN>_ms` (metric ttft, itl, tpot, e2e; NN 50, 90, 95, 99).
@@ -127,11 +129,14 @@ pub(super) struct RawLoadAsserts {
     pub goodput: Option<RawGoodput>,
     pub errors: Option<RawErrors>,
     pub consistency: Option<RawConsistency>,
+    /// `[assert.parity]` (same key shape as `[assert.latency]`).
+    pub parity: Option<RawLatency>,
 }
 
 impl RawLoadAsserts {
     fn any(&self) -> bool {
-        self.latency.is_some()
+        self.parity.is_some()
+            || self.latency.is_some()
             || self.throughput.is_some()
             || self.goodput.is_some()
             || self.errors.is_some()
@@ -233,6 +238,10 @@ pub struct LoadSpec {
     pub client_cpus: Option<ClientCpus>,
     /// Who sends the requests (`driver`, default servegate's own client).
     pub driver: Driver,
+    /// `[load] parity`: the tool (`Driver::VllmBench`, `AiPerf` or `GuideLlm`) that runs every point a
+    /// second time beside servegate's own client, for `[assert.parity]` (docs/load.md "Cross-tool
+    /// parity"); None: no second run.
+    pub parity: Option<Driver>,
 }
 
 /// `[load] client_cpus`, validated: which CPUs the load client's runtimes are pinned to (one
@@ -343,7 +352,7 @@ impl LatencyMetric {
             LatencyMetric::E2e => "e2e",
         }
     }
-    fn from_name(s: &str) -> Option<LatencyMetric> {
+    pub(super) fn from_name(s: &str) -> Option<LatencyMetric> {
         Some(match s {
             "ttft" => LatencyMetric::Ttft,
             "itl" => LatencyMetric::Itl,
@@ -403,6 +412,9 @@ pub struct LoadAssertions {
     /// `[assert.consistency]`: greedy replies at concurrency N against those at concurrency 1, judged with the
     /// drift rules (`analysis::drift::compare`; docs/load.md).
     pub consistency: Option<ConsistencyAssert>,
+    /// `[assert.parity]`: per percentile, how far the `[load] parity` tool's figure may lie from servegate's
+    /// client's on the same schedule (`limit_ms` is that bound, 0 allowed); empty without parity.
+    pub parity: Vec<LatencyBound>,
 }
 
 /// `[assert.consistency]`, validated: `rule` (default `logprobs_close`: a reply may part from its
@@ -435,6 +447,9 @@ impl LoadAssertions {
         if self.consistency.is_some() {
             v.push("consistency");
         }
+        if !self.parity.is_empty() {
+            v.push("parity");
+        }
         v
     }
 }
@@ -460,10 +475,15 @@ impl LoadGate {
                 out.push(format!("[{l}]::{}", b.key.trim_end_matches("_ms")));
             }
             for n in self.assertions.names() {
-                if n == "latency" || (n == "consistency" && *p == Point::Concurrency(1)) {
+                if matches!(n, "latency" | "parity")
+                    || (n == "consistency" && *p == Point::Concurrency(1))
+                {
                     continue;
                 }
                 out.push(format!("[{l}]::{n}"));
+            }
+            for b in &self.assertions.parity {
+                out.push(format!("[{l}]::{}", parity_name(b)));
             }
         }
         out
@@ -490,6 +510,11 @@ impl super::GateSpec {
         v.extend(self.assertions.sample.iter().map(|s| s.trial_name()));
         v
     }
+}
+
+/// The name of an `[assert.parity]` bound's verdict after the point: `parity_ttft_p50`.
+pub fn parity_name(b: &LatencyBound) -> String {
+    format!("parity_{}", b.key.trim_end_matches("_ms"))
 }
 
 /// The libtest trial name of assertion `name` of gate `gate`: `gate::rate`, `gate[c=16]::ttft_p95`.
@@ -530,7 +555,7 @@ impl super::Validator<'_> {
     ) -> Result<Option<LoadGate>, SpecError> {
         let Some(raw) = raw else {
             if asserts.any() {
-                return Err(self.err(0..0, "assert", "[assert.latency], [assert.throughput], [assert.goodput], [assert.errors] and [assert.consistency] judge a load run: the gate needs a [load] table"));
+                return Err(self.err(0..0, "assert", "[assert.latency], [assert.throughput], [assert.goodput], [assert.errors], [assert.consistency] and [assert.parity] judge a load run: the gate needs a [load] table"));
             }
             return Ok(None);
         };
@@ -660,7 +685,7 @@ impl super::Validator<'_> {
             None => DEFAULT_MAX_LAG_MS,
             Some(m) => self.positive(m, "load.max_lag_ms", "ms")?,
         };
-        let driver = self.load_driver(super::load_driver::RawDriver {
+        let rd = super::load_driver::RawDriver {
             driver: raw.driver.as_ref(),
             workers: raw.locust_workers.as_ref(),
             remote_workers: raw.locust_remote_workers.as_ref(),
@@ -673,7 +698,9 @@ impl super::Validator<'_> {
                 .filter(|a| a.get_ref() == "constant")
                 .map(|a| a.span()),
             client_cpus: raw.client_cpus.as_ref().map(|c| c.span()),
-        })?;
+        };
+        let driver = self.load_driver(rd.clone())?;
+        let parity = self.load_parity(raw.parity.as_ref(), &driver, &rd)?;
         let client_cpus = self.client_cpus(raw)?;
         if let (Some(c), super::load_driver::Driver::Locust(_)) = (&raw.client_cpus, &driver) {
             return Err(self.err(
@@ -695,6 +722,7 @@ impl super::Validator<'_> {
             max_lag_ms,
             client_cpus,
             driver,
+            parity,
         };
         Ok(spec)
     }
@@ -850,8 +878,9 @@ impl super::Validator<'_> {
             .consistency
             .map(|c| self.consistency(&c, spec))
             .transpose()?;
+        a.parity = self.parity_bounds(asserts.parity, spec)?;
         if a.names().is_empty() {
-            return Err(self.err(0..0, "load", "a [load] gate declares no load assertion ([assert.latency], [assert.throughput], [assert.goodput], [assert.errors], [assert.consistency])"));
+            return Err(self.err(0..0, "load", "a [load] gate declares no load assertion ([assert.latency], [assert.throughput], [assert.goodput], [assert.errors], [assert.consistency], [assert.parity])"));
         }
         Ok(a)
     }

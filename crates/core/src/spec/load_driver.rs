@@ -113,7 +113,7 @@ impl super::Validator<'_> {
                     return Err(self.err(span, key, "is a key of `driver = \"locust\"`"));
                 }
                 if name != "servegate" {
-                    return self.tool_driver(name, &raw);
+                    return self.tool_driver(name, &raw, "driver");
                 }
                 Ok(Driver::Servegate)
             }
@@ -169,24 +169,32 @@ impl super::Validator<'_> {
     /// vLLM's `--num-prompts`, AIPerf's `--request-count`, GuideLLM's `max_requests` constraint),
     /// `arrival = "constant"` with vLLM's bench (its open loop is a gamma process, Poisson at burstiness 1;
     /// AIPerf and GuideLLM have a constant mode), `client_cpus` (the tool sends, not servegate's client).
-    fn tool_driver(&self, name: &str, raw: &RawDriver<'_>) -> Result<Driver, SpecError> {
+    /// `key`: the key that names the tool (`driver`, or `parity` for a second run beside servegate's
+    /// client), as the refusals quote it.
+    pub(super) fn tool_driver(
+        &self,
+        name: &str,
+        raw: &RawDriver<'_>,
+        key: &str,
+    ) -> Result<Driver, SpecError> {
         let (tool, driver) = match name {
             "aiperf" => ("AIPerf", Driver::AiPerf),
             "guidellm" => ("GuideLLM", Driver::GuideLlm),
             _ => ("vllm bench serve", Driver::VllmBench),
         };
         if let Some(span) = raw.duration.clone() {
-            return Err(self.err(span, "load.duration_s", format!("servegate runs {tool} with a number of requests, not a duration: give `requests = N` with driver = {name:?}")));
+            return Err(self.err(span, "load.duration_s", format!("servegate runs {tool} with a number of requests, not a duration: give `requests = N` with {key} = {name:?}")));
         }
         if let (Some(span), "vllm-bench") = (raw.constant.clone(), name) {
-            return Err(self.err(span, "load.arrival", "vllm bench serve's open loop draws gaps from a gamma process (`--burstiness`, 1 = Poisson) and has no constant gaps: use `arrival = \"poisson\"` with driver = \"vllm-bench\", or servegate's own client"));
+            return Err(self.err(span, "load.arrival", format!("vllm bench serve's open loop draws gaps from a gamma process (`--burstiness`, 1 = Poisson) and has no constant gaps: use `arrival = \"poisson\"` with {key} = \"vllm-bench\", or servegate's own client")));
         }
-        if let Some(span) = raw.client_cpus.clone() {
+        // With `parity` servegate's client runs too, and may be spread over CPUs.
+        if let (Some(span), "driver") = (raw.client_cpus.clone(), key) {
             return Err(self.err(
                 span,
                 "load.client_cpus",
                 format!(
-                    "spreads servegate's own client over CPUs; with driver = {name:?} {tool} sends"
+                    "spreads servegate's own client over CPUs; with {key} = {name:?} {tool} sends"
                 ),
             ));
         }

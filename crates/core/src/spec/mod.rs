@@ -35,6 +35,7 @@ pub mod drift;
 pub mod interleave;
 pub mod load;
 mod load_driver;
+mod load_parity;
 pub mod matrix;
 pub mod profile;
 pub mod record;

@@ -182,6 +182,7 @@ pub(super) struct RawAssertions {
     pub(super) goodput: Option<load::RawGoodput>,
     pub(super) errors: Option<load::RawErrors>,
     pub(super) consistency: Option<load::RawConsistency>,
+    pub(super) parity: Option<load::RawLatency>,
     pub(super) regression: Option<regression::RawRegression>,
 }
 

@@ -305,6 +305,7 @@ impl Validator<'_> {
             goodput: a.goodput.take(),
             errors: a.errors.take(),
             consistency: a.consistency.take(),
+            parity: a.parity.take(),
         };
         let load = self.load_gate(raw.load, load_asserts, request.stream, request.max_tokens)?;
         // Field by field in this order (a struct literal's fields are evaluated as written).
