@@ -99,7 +99,7 @@ fn ttft_p50(run: &std::path::Path) -> Result<f64, String> {
 use crate::fixtures::BUSY_PER_CPU;
 
 /// Held by each parity run ([`parity`]) for its whole length.
-static ONE_TOOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(crate) static ONE_TOOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Whether a tool test can run: its Python found (`python`, else the skip printed with the reason, which
 /// names the provisioning script) and, for a tool that loads the synthetic model's tokenizer

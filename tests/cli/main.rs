@@ -35,6 +35,7 @@ mod junit;
 mod load;
 mod load_cores;
 mod load_locust;
+mod load_parity;
 mod load_vllm_bench;
 mod log_cap;
 mod matrix_runs;

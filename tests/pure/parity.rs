@@ -165,9 +165,10 @@ fn two_clients_that_agree_pass_and_the_referee_names_the_closer() {
     let v = find(&vs, "[c=2]::parity_ttft_p50");
     assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
     for want in [
-        "aiperf 0.13.0 41.00 ms (the tool's timings), servegate's client 40.00 ms: difference +1.00 ms, within the bound of 2 ms",
-        "the synthetic serve's schedule says 40.00 ms",
-        "servegate's client is closer (servegate's client +0.00 ms, aiperf 0.13.0 +1.00 ms off it)",
+        "aiperf 0.13.0 41.00 ms, servegate's client 40.00 ms, difference +1.00 ms (within the bound of 2 ms)",
+        "referee: the serve's truth 40.00 ms (x-servegate-synthetic-truth, 12 replies)",
+        "servegate's client is closer (servegate's client +0.00 ms off, aiperf 0.13.0 +1.00 ms off)",
+        "aiperf 0.13.0's figures are its own timings, not servegate's client's",
         "servegate's client n=12 of 12 planned; aiperf 0.13.0 n=12 of 12 planned",
     ] {
         assert!(v.message.contains(want), "{want}: {}", v.message);
@@ -195,7 +196,7 @@ fn a_tool_that_disagrees_fails_and_the_truth_says_who_is_off() {
     assert_eq!(v.outcome, Outcome::Fail, "{}", v.message);
     assert!(
         v.message
-            .contains("aiperf 0.13.0 45.00 ms (the tool's timings), servegate's client 40.00 ms: difference +5.00 ms, beyond the bound of 2 ms")
+            .contains("aiperf 0.13.0 45.00 ms, servegate's client 40.00 ms, difference +5.00 ms (beyond the bound of 2 ms)")
             && v.message.contains("servegate's client is closer"),
         "{}",
         v.message

@@ -237,6 +237,7 @@ fn compare(b: &LatencyBound, ours: &Side, theirs: &Side) -> (Outcome, String) {
     } else {
         Outcome::Fail
     };
+    let who = &theirs.who;
     let verb = if outcome == Outcome::Pass {
         "within"
     } else {
@@ -245,10 +246,9 @@ fn compare(b: &LatencyBound, ours: &Side, theirs: &Side) -> (Outcome, String) {
     (
         outcome,
         format!(
-            "{m} p{p}: {} {t:.2} ms (the tool's timings), servegate's client {o:.2} ms: difference {d:+.2} ms, {verb} the bound of {} ms; {}; numpy linear percentiles; {ns}",
-            theirs.who,
+            "{m} p{p}: {who} {t:.2} ms, servegate's client {o:.2} ms, difference {d:+.2} ms ({verb} the bound of {} ms); {}; {who}'s figures are its own timings, not servegate's client's; numpy linear percentiles; {ns}",
             b.limit_ms,
-            referee(b, ours.ev, o, t, &theirs.who)
+            referee(b, ours.ev, o, t, who),
         ),
     )
 }
@@ -266,7 +266,7 @@ fn referee(b: &LatencyBound, own: &Evidence, o: f64, t: f64, who: &str) -> Strin
         .filter_map(|h| truth_of(h, &key))
         .collect();
     let Some(truth) = stats::percentile(&truths, f64::from(b.p)) else {
-        return "no referee: the serve states no true timings (not servegate's synthetic serve), so which of the two is right is not known".into();
+        return "no referee: the serve states no true timings (not servegate's synthetic serve), so which is right is not known".into();
     };
     let (eo, et) = (o - truth, t - truth);
     let closer = if (eo.abs() - et.abs()).abs() < 0.005 {
@@ -277,7 +277,7 @@ fn referee(b: &LatencyBound, own: &Evidence, o: f64, t: f64, who: &str) -> Strin
         format!("{who} is closer")
     };
     format!(
-        "referee: the synthetic serve's schedule says {truth:.2} ms ({TRUTH_HEADER} on {} of servegate's client's replies): {closer} (servegate's client {eo:+.2} ms, {who} {et:+.2} ms off it)",
+        "referee: the serve's truth {truth:.2} ms ({TRUTH_HEADER}, {} replies): {closer} (servegate's client {eo:+.2} ms off, {who} {et:+.2} ms off)",
         truths.len()
     )
 }
