@@ -1,5 +1,5 @@
-//! One live load run: every sweep point of a gate's `[load]`, one after the other, against a serve that is
-//! already up (the runner starts and stops it around this, as for any gate). Each point writes its own run
+//! One live load run: every sweep point of a gate's `[load]` (sent one after the other by [`super::load_sweep`]),
+//! against a serve that is already up (the runner starts and stops it around this, as for any gate). Each point writes its own run
 //! directory under the gate's (`c16/`, `r8/`): the same `NN.request.json`, `NN.response.json`,
 //! `NN.reads.jsonl` and `run.json` as a plain run (so `loaded::load` reads it and judging re-measures every
 //! request from its timed reads), plus `load.json`, the client's schedule of every request
@@ -12,10 +12,9 @@ use crate::evidence::load::{ClientRecord, LoadRecord, LOAD_FILE, LOAD_SCHEMA};
 use crate::evidence::{self, EvidenceWriter, RequestRecord, RunStatus, RunSummary};
 use crate::io::client;
 use crate::io::load_client::{self, LoadExchange, Schedule, Target};
-use crate::sinks::events::Step;
 use crate::spec::load::{Arrival, LoadGate, Point};
 use crate::spec::GateSpec;
-use crate::vocab::{FailureCode, ServeFailure};
+use crate::vocab::FailureCode;
 
 /// One prompt of a load run: the text and its `max_tokens`.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,7 +60,7 @@ pub(crate) fn body(gate: &GateSpec, load: &LoadGate, p: &LoadPrompt) -> serde_js
 
 /// How many judged requests a point plans: `requests`, or for `duration_s` the open loop's schedule within
 /// the duration (closed loop: as many as the duration allows, at most [`DURATION_CAP`]).
-fn planned(load: &LoadGate, point: Point) -> usize {
+pub(super) fn planned(load: &LoadGate, point: Point) -> usize {
     match (load.spec.requests, load.spec.duration_s, point) {
         (Some(n), _, _) => n as usize,
         (None, Some(d), Point::Rate(r)) => ((d * r).ceil() as usize).max(1),
@@ -71,86 +70,6 @@ fn planned(load: &LoadGate, point: Point) -> usize {
 
 /// Most requests a `duration_s` closed-loop point prepares.
 pub(crate) const DURATION_CAP: usize = 20_000;
-
-/// Runs every sweep point of `gate` against `base_url`, each into `<w>/<point dir>/`. `parent` is the
-/// gate's run summary (serve facts copied into each point's `run.json`). A failure to build the prompts is
-/// recorded as the serve's failure (`load_dataset: ...`) and nothing is sent.
-pub(crate) fn send_points(
-    gate: &GateSpec,
-    w: &EvidenceWriter,
-    parent: &mut RunSummary,
-    base_url: &str,
-    api_key: Option<&str>,
-    progress: &mut dyn FnMut(&Step),
-) -> Result<(), EvidenceError> {
-    let Some(load) = &gate.load else {
-        return Ok(());
-    };
-    let prompts = match prompts(gate, load) {
-        Ok(p) => p,
-        Err(e) => {
-            parent.serve.failure =
-                Some(ServeFailure::new(FailureCode::LoadDataset, e.to_string()).to_string());
-            return Ok(());
-        }
-    };
-    let driver_ready = match &load.spec.driver {
-        crate::spec::load::Driver::Locust(_) => crate::io::locust::locust_python().map(|_| ()),
-        crate::spec::load::Driver::VllmBench => crate::io::vllm_bench::vllm_python().map(|_| ()),
-        crate::spec::load::Driver::AiPerf => crate::io::aiperf::aiperf_python().map(|_| ()),
-        crate::spec::load::Driver::GuideLlm => crate::io::guidellm::guidellm_python().map(|_| ()),
-        crate::spec::load::Driver::Servegate => Ok(()),
-    };
-    if let Err(e) = driver_ready {
-        parent.serve.failure = Some(ServeFailure::new(FailureCode::LoadClient, e).to_string());
-        return Ok(());
-    }
-    let target = match Target::parse(base_url, api_key.map(str::to_string)) {
-        Ok(t) => t,
-        Err(e) => {
-            parent.serve.failure =
-                Some(ServeFailure::new(FailureCode::LoadClient, e.to_string()).to_string());
-            return Ok(());
-        }
-    };
-    if let Err(e) = client_cpus(load) {
-        parent.serve.failure = Some(ServeFailure::new(FailureCode::LoadClient, e).to_string());
-        return Ok(());
-    }
-    for point in &load.spec.points {
-        if crate::io::signals::interrupted().is_some() {
-            break;
-        }
-        progress(&Step::Note(format!("load point {}", point.label())));
-        let pw = EvidenceWriter::create_exact(&w.path(&point.dir()))?;
-        pw.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())?;
-        // A point runs for its duration: its wait says so (2 s, then every 10 s).
-        let what = format!("waiting for load point {}", point.label());
-        let n_planned = planned(load, *point);
-        let note = super::send::paced(
-            || {
-                let own = run_point(gate, load, *point, &prompts, &target, &pw, parent)?;
-                let tool = super::load_parity::run_point(
-                    gate, load, *point, &prompts, &target, &pw, parent,
-                )?;
-                Ok(match tool {
-                    Some(t) => format!("{own}\n{t}"),
-                    None => own,
-                })
-            },
-            &mut |secs| {
-                progress(&Step::Waiting(crate::io::progress::Waiting::new(
-                    what.as_str(),
-                    secs,
-                    Some(&format!("{n_planned} requests planned")),
-                )))
-            },
-        )?;
-        progress(&Step::Note(note.clone()));
-        parent.notes.push(note);
-    }
-    Ok(())
-}
 
 /// Runs one sweep point into `pw` and returns a one-line account.
 pub fn run_point(

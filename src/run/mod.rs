@@ -7,6 +7,7 @@ pub mod init;
 mod lifecycle;
 pub mod load;
 pub mod load_parity;
+mod load_sweep;
 pub mod load_tool;
 mod pair;
 mod reach;

@@ -330,7 +330,7 @@ fn send_requests(
         .flatten();
     if summary.serve.failure.is_none() && gate.load.is_some() {
         summary.planned = Some(0);
-        crate::run::load::send_points(gate, w, summary, to.base_url, to.api_key, progress)?;
+        crate::run::load_sweep::send_points(gate, w, summary, to.base_url, to.api_key, progress)?;
     } else if summary.serve.failure.is_none() {
         send::send_all(
             gate,
