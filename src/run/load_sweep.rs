@@ -67,16 +67,14 @@ pub(crate) fn send_points(
         // A point runs for its duration: its wait says so (2 s, then every 10 s).
         let what = format!("waiting for load point {}", point.label());
         let n_planned = planned(load, *point);
-        let note = super::send::paced(
-            || {
+        // The point, then (with `[load] parity`) the tool's run of it: one note each.
+        let notes = super::send::paced(
+            || -> Result<Vec<String>, EvidenceError> {
                 let own = run_point(gate, load, *point, &prompts, &target, &pw, parent)?;
                 let tool = super::load_parity::run_point(
                     gate, load, *point, &prompts, &target, &pw, parent,
                 )?;
-                Ok(match tool {
-                    Some(t) => format!("{own}\n{t}"),
-                    None => own,
-                })
+                Ok(std::iter::once(own).chain(tool).collect())
             },
             &mut |secs| {
                 progress(&Step::Waiting(crate::io::progress::Waiting::new(
@@ -86,8 +84,10 @@ pub(crate) fn send_points(
                 )))
             },
         )?;
-        progress(&Step::Note(note.clone()));
-        parent.notes.push(note);
+        for note in notes {
+            progress(&Step::Note(note.clone()));
+            parent.notes.push(note);
+        }
     }
     Ok(())
 }

@@ -162,3 +162,90 @@ fn a_parity_tool_that_is_not_provisioned_is_indeterminate_naming_the_script() {
         );
     }
 }
+
+/// A tool whose clock reads the first token late: the real AIPerf, run through a wrapper standing in for
+/// its Python (`SERVEGATE_AIPERF_PYTHON`) that, after AIPerf's run, adds 60 ms to every record's
+/// `time_to_first_token` and `request_latency` (and its end) in `profile_export.jsonl`, as a tool that
+/// stamps its first token late would write them. The parity FAILs on TTFT with both figures and a
+/// difference of at least 60 ms, and the serve's truth names servegate's client as the closer; the
+/// wrapper's shift leaves the gaps, so TPOT is not what failed.
+#[test]
+fn a_tool_that_reads_the_first_token_late_fails_parity_and_the_truth_says_so() {
+    let real = match servegate::io::aiperf::aiperf_python() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("SKIPPED: {e}");
+            return;
+        }
+    };
+    let tok = servegate::io::tool::tokenizer("synthetic");
+    if !tok.is_dir() {
+        eprintln!(
+            "SKIPPED: no tokenizer for AIPerf ({} is missing): run scripts/provision-vllm.sh",
+            tok.display()
+        );
+        return;
+    }
+    let _one = super::load_vllm_bench::ONE_TOOL
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let url =
+        crate::fixtures::load::synthetic_serve(crate::fixtures::load::spec_with(40.0, 10.0, 8));
+    let p = Project::new();
+    p.write("parity.toml", &gate_text(&url, 20.0, 10.0));
+    let shift = r#"
+import glob, json
+for f in glob.glob("**/profile_export.jsonl", recursive=True):
+    out = []
+    for line in open(f):
+        r = json.loads(line)
+        m = r.get("metrics", {})
+        if "time_to_first_token" in m:
+            m["time_to_first_token"]["value"] += 60.0
+            m["request_latency"]["value"] += 60.0
+            r["metadata"]["request_end_ns"] += 60000000
+        out.append(json.dumps(r))
+    open(f, "w").write("\n".join(out) + "\n")
+"#;
+    let wrapper = p.write(
+        "late-aiperf.sh",
+        &format!(
+            "#!/bin/sh\n{real:?} \"$@\" || exit $?\n[ \"$1 $2\" = \"-m aiperf\" ] || exit 0\nexec {real:?} -c '{shift}'\n",
+            real = real.display().to_string()
+        ),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = p
+        .servegate()
+        .env("SERVEGATE_AIPERF_PYTHON", &wrapper)
+        .args(["run", "-v", "parity.toml"])
+        .output()
+        .unwrap();
+    let out = fixtures::text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let l = line(&out, "[c=2]::parity_ttft_p50");
+    eprintln!("{l}");
+    assert!(
+        l.starts_with("[c=2]::parity_ttft_p50 FAIL ttft p50: aiperf 0.13.0 ")
+            && l.contains("(beyond the bound of 20 ms)")
+            && l.contains("referee: the serve's truth 40.00 ms")
+            && l.contains("servegate's client is closer"),
+        "{l}"
+    );
+    let d: f64 = l
+        .split("difference ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no difference in {l}"));
+    assert!(
+        d >= 40.0,
+        "the 60 ms shift, less the noise of a busy runner: {l}"
+    );
+    // Servegate's client's own run judged the serve: no error.
+    assert!(
+        line(&out, "[c=2]::errors").starts_with("[c=2]::errors PASS"),
+        "{out}"
+    );
+}
