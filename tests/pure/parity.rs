@@ -15,7 +15,7 @@ use servegate::io::reads::TimedRead;
 use servegate::judge::parity::{truth_of, PARITY_DIR, TRUTH_HEADER, UNAVAILABLE};
 use servegate::judge::{Outcome, Verdict};
 use servegate::replay::{synthetic, SyntheticSpec};
-use servegate::spec::{self, load::Driver, GateSpec};
+use servegate::spec::{self, load::Driver, load::ParityLimit, GateSpec};
 
 /// How one side of a point is written.
 struct SideOf<'a> {
@@ -111,13 +111,13 @@ fn aiperf() -> Imported {
     }
 }
 
-/// The parity gate used below: c=2, 12 requests, AIPerf, bounds on TTFT p50 (2 ms), TPOT p50 (0.5 ms)
-/// and TTFT p95 (which 12 requests cannot claim).
+/// The parity gate used below: c=2, 12 requests, AIPerf, bounds on TTFT p50 (2 ms), TPOT p50 (5 % of
+/// servegate's figure) and TTFT p95 (which 12 requests cannot claim).
 fn parity_gate(dir: &Path) -> GateSpec {
     gate(
         dir,
         "concurrency = 2\nrequests = 12\nparity = \"aiperf\"",
-        "[assert.parity]\nttft_p50_ms = 2\ntpot_p50_ms = 0.5\nttft_p95_ms = 2",
+        "[assert.parity]\nttft_p50_ms = 2\ntpot_p50_pct = 5\nttft_p95_ms = 2",
     )
 }
 
@@ -201,7 +201,26 @@ fn a_tool_that_disagrees_fails_and_the_truth_says_who_is_off() {
         "{}",
         v.message
     );
-    assert_eq!(find(&vs, "[c=2]::parity_tpot_p50").outcome, Outcome::Pass);
+    let v = find(&vs, "[c=2]::parity_tpot_p50");
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+    assert!(
+        v.message.contains(
+            "difference +0.00 ms (within the bound of 5% of servegate's client's figure, 0.50 ms)"
+        ),
+        "{}",
+        v.message
+    );
+    // A TPOT 1 ms longer through the tool: 10 % apart, beyond 5 %.
+    let vs = judged(true, spec_with(40.0, 11.0, 8), 12, Vec::new());
+    let v = find(&vs, "[c=2]::parity_tpot_p50");
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.message);
+    assert!(
+        v.message.contains(
+            "difference +1.00 ms (beyond the bound of 5% of servegate's client's figure, 0.50 ms)"
+        ),
+        "{}",
+        v.message
+    );
 }
 
 /// On a serve that states no truth (a real serve) the verdict says there is no referee, never one made up.
@@ -287,20 +306,26 @@ fn parse(load: &str, asserts: &str) -> Result<GateSpec, String> {
 fn the_parity_keys_and_refusals() {
     let g = parse(
         "concurrency = [1, 2]\nrequests = 6\nparity = \"guidellm\"",
-        "[assert.parity]\nttft_p50_ms = 0\ntpot_p90_ms = 1.5",
+        "[assert.parity]\nttft_p50_ms = 0\ntpot_p90_pct = 1.5",
     )
     .unwrap();
     assert!(g.requires.provisioned.is_empty());
     let l = g.load.as_ref().unwrap();
     assert_eq!(l.spec.parity, Some(Driver::GuideLlm));
     assert_eq!(l.spec.driver, Driver::Servegate);
-    let b: Vec<(&str, f64)> = l
+    let b: Vec<(&str, ParityLimit)> = l
         .assertions
         .parity
         .iter()
-        .map(|b| (b.key.as_str(), b.limit_ms))
+        .map(|b| (b.key.as_str(), b.limit))
         .collect();
-    assert_eq!(b, vec![("tpot_p90_ms", 1.5), ("ttft_p50_ms", 0.0)]);
+    assert_eq!(
+        b,
+        vec![
+            ("tpot_p90_pct", ParityLimit::Pct(1.5)),
+            ("ttft_p50_ms", ParityLimit::Ms(0.0))
+        ]
+    );
     assert_eq!(
         l.trial_names(),
         vec![
@@ -347,6 +372,12 @@ fn the_parity_keys_and_refusals() {
             "[assert.parity]\nttft_p50_ms = -1",
             "assert.parity.ttft_p50_ms",
             ">= 0",
+        ),
+        (
+            "concurrency = 2\nrequests = 6\nparity = \"aiperf\"",
+            "[assert.parity]\nttft_p50_ms = 5\nttft_p50_pct = 10",
+            "assert.parity.ttft_p50_pct",
+            "one bound per percentile",
         ),
         (
             "concurrency = 2\nduration_s = 5\nparity = \"aiperf\"",

@@ -25,7 +25,7 @@ use super::load::{samples, PointEvidence};
 use super::verdict::{Outcome, Verdict};
 use crate::analysis::load::{self as agg, min_n_for, Sample};
 use crate::analysis::{stats, Evidence};
-use crate::spec::load::{parity_name, LatencyBound, LatencyMetric, LoadGate};
+use crate::spec::load::{parity_name, LatencyMetric, LoadGate, ParityBound, ParityLimit};
 use crate::vocab::AssertionKind;
 
 /// The subdirectory of a sweep point's evidence that holds the parity tool's run (`parity` in `c2`: its
@@ -192,7 +192,7 @@ pub fn judge_parity(load: &LoadGate, own: &PointEvidence, tool: &PointEvidence) 
 }
 
 /// One bound: the two percentiles, their difference against the bound, and the referee.
-fn compare(b: &LatencyBound, ours: &Side, theirs: &Side) -> (Outcome, String) {
+fn compare(b: &ParityBound, ours: &Side, theirs: &Side) -> (Outcome, String) {
     let m = b.metric.name();
     let p = b.p;
     if let Some(why) = theirs.ev.run.imported.as_ref().and_then(|i| i.lacks(m)) {
@@ -232,7 +232,12 @@ fn compare(b: &LatencyBound, ours: &Side, theirs: &Side) -> (Outcome, String) {
     let pct = |v: &[f64]| stats::percentile(v, f64::from(p)).unwrap_or(f64::NAN);
     let (o, t) = (pct(&ov), pct(&tv));
     let d = t - o;
-    let outcome = if d.abs() <= b.limit_ms {
+    let allowed = b.limit.ms(o);
+    let bound = match b.limit {
+        ParityLimit::Ms(x) => format!("{x} ms"),
+        ParityLimit::Pct(x) => format!("{x}% of servegate's client's figure, {allowed:.2} ms"),
+    };
+    let outcome = if d.abs() <= allowed {
         Outcome::Pass
     } else {
         Outcome::Fail
@@ -246,8 +251,7 @@ fn compare(b: &LatencyBound, ours: &Side, theirs: &Side) -> (Outcome, String) {
     (
         outcome,
         format!(
-            "{m} p{p}: {who} {t:.2} ms, servegate's client {o:.2} ms, difference {d:+.2} ms ({verb} the bound of {} ms); {}; {who}'s figures are its own timings, not servegate's client's; numpy linear percentiles; {ns}",
-            b.limit_ms,
+            "{m} p{p}: {who} {t:.2} ms, servegate's client {o:.2} ms, difference {d:+.2} ms ({verb} the bound of {bound}); {}; {who}'s figures are its own timings, not servegate's client's; numpy linear percentiles; {ns}",
             referee(b, ours.ev, o, t, who),
         ),
     )
@@ -256,7 +260,7 @@ fn compare(b: &LatencyBound, ours: &Side, theirs: &Side) -> (Outcome, String) {
 /// The referee of one bound: the serve's truth at percentile `b.p` over servegate's client's judged
 /// replies that state it ([`TRUTH_HEADER`]) and which side (`o` servegate's, `t` the tool's) is closer, or
 /// that the serve states none.
-fn referee(b: &LatencyBound, own: &Evidence, o: f64, t: f64, who: &str) -> String {
+fn referee(b: &ParityBound, own: &Evidence, o: f64, t: f64, who: &str) -> String {
     let key = format!("{}_ms", b.metric.name());
     let truths: Vec<f64> = own
         .requests

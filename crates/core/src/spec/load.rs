@@ -413,8 +413,8 @@ pub struct LoadAssertions {
     /// drift rules (`analysis::drift::compare`; docs/load.md).
     pub consistency: Option<ConsistencyAssert>,
     /// `[assert.parity]`: per percentile, how far the `[load] parity` tool's figure may lie from servegate's
-    /// client's on the same schedule (`limit_ms` is that bound, 0 allowed); empty without parity.
-    pub parity: Vec<LatencyBound>,
+    /// client's on the same schedule; empty without parity.
+    pub parity: Vec<ParityBound>,
 }
 
 /// `[assert.consistency]`, validated: `rule` (default `logprobs_close`: a reply may part from its
@@ -513,8 +513,41 @@ impl super::GateSpec {
 }
 
 /// The name of an `[assert.parity]` bound's verdict after the point: `parity_ttft_p50`.
-pub fn parity_name(b: &LatencyBound) -> String {
-    format!("parity_{}", b.key.trim_end_matches("_ms"))
+pub fn parity_name(b: &ParityBound) -> String {
+    format!("parity_{}_p{}", b.metric.name(), b.p)
+}
+
+/// One `[assert.parity]` bound: percentile `p` of `metric` through the `[load] parity` tool lies within
+/// `limit` of the same percentile through servegate's client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParityBound {
+    /// The gate key, e.g. `ttft_p50_ms` or `ttft_p50_pct`.
+    pub key: String,
+    /// The metric.
+    pub metric: LatencyMetric,
+    /// The percentile, 50, 90, 95 or 99.
+    pub p: u32,
+    /// How far apart the two may be.
+    pub limit: ParityLimit,
+}
+
+/// How far apart the two figures of a parity bound may be.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ParityLimit {
+    /// At most this many ms (`<metric>_p<NN>_ms`, >= 0).
+    Ms(f64),
+    /// At most this percent of servegate's client's figure (`<metric>_p<NN>_pct`, >= 0).
+    Pct(f64),
+}
+
+impl ParityLimit {
+    /// The bound in ms for servegate's client's figure `ours` (ms).
+    pub fn ms(self, ours: f64) -> f64 {
+        match self {
+            ParityLimit::Ms(x) => x,
+            ParityLimit::Pct(x) => x / 100.0 * ours.abs(),
+        }
+    }
 }
 
 /// The libtest trial name of assertion `name` of gate `gate`: `gate::rate`, `gate[c=16]::ttft_p95`.
