@@ -114,18 +114,40 @@ fn aiperf() -> Imported {
 /// The parity gate used below: c=2, 12 requests, AIPerf, bounds on TTFT p50 (2 ms), TPOT p50 (5 % of
 /// servegate's figure) and TTFT p95 (which 12 requests cannot claim).
 fn parity_gate(dir: &Path) -> GateSpec {
+    parity_gate_with(
+        dir,
+        "[assert.parity]\nttft_p50_ms = 2\ntpot_p50_pct = 5\nttft_p95_ms = 2",
+    )
+}
+
+/// [`parity_gate`] with other `[assert.parity]` bounds.
+fn parity_gate_with(dir: &Path, asserts: &str) -> GateSpec {
     gate(
         dir,
         "concurrency = 2\nrequests = 12\nparity = \"aiperf\"",
-        "[assert.parity]\nttft_p50_ms = 2\ntpot_p50_pct = 5\nttft_p95_ms = 2",
+        asserts,
     )
 }
 
 /// Writes servegate's client's side (TTFT 40 ms, a token every 10 ms, the truth header kept when `truth`)
 /// and the tool's side (`tool`: its schedule, `n` of 12 requests) of point c=2, and judges the run.
 fn judged(truth: bool, tool: SyntheticSpec, n: usize, notes: Vec<String>) -> Vec<Verdict> {
+    judged_by(None, truth, tool, n, notes)
+}
+
+/// [`judged`] under other `[assert.parity]` bounds (`asserts`; None: [`parity_gate`]'s).
+fn judged_by(
+    asserts: Option<&str>,
+    truth: bool,
+    tool: SyntheticSpec,
+    n: usize,
+    notes: Vec<String>,
+) -> Vec<Verdict> {
     let tmp = tempfile::tempdir().unwrap();
-    let g = parity_gate(tmp.path());
+    let g = match asserts {
+        Some(a) => parity_gate_with(tmp.path(), a),
+        None => parity_gate(tmp.path()),
+    };
     let root = tmp.path().join("run");
     std::fs::create_dir_all(&root).unwrap();
     let own = vec![spec_with(40.0, 10.0, 8); 12];
@@ -399,4 +421,26 @@ fn the_parity_keys_and_refusals() {
             "{load} / {asserts}: {e}"
         );
     }
+}
+
+/// ITL pools every gap of every reply: its n is of gaps (8 tokens, 7 gaps a reply, 84 over 12 replies),
+/// stated beside the planned requests, never as "84 of 12 planned".
+#[test]
+fn an_itl_parity_counts_gaps_beside_the_planned_requests() {
+    let vs = judged_by(
+        Some("[assert.parity]\nitl_p50_ms = 1"),
+        true,
+        spec_with(40.0, 10.5, 8),
+        12,
+        Vec::new(),
+    );
+    let v = find(&vs, "[c=2]::parity_itl_p50");
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+    assert!(
+        v.message.contains("difference +0.50 ms")
+            && v.message.contains("referee: the serve's truth 10.00 ms")
+            && v.message.contains("servegate's client n=84 gaps from 12 of 12 planned requests; aiperf 0.13.0 n=84 gaps from 12 of 12 planned requests"),
+        "{}",
+        v.message
+    );
 }

@@ -209,11 +209,20 @@ fn compare(b: &ParityBound, ours: &Side, theirs: &Side) -> (Outcome, String) {
     };
     let n_of = |s: &Side, v: &[f64]| {
         let failed = s.failed();
+        // ITL pools every gap of every reply: the n is of gaps, the plan of requests.
+        let n = if b.metric == LatencyMetric::Itl {
+            format!(
+                "n={} gaps from {} of {} planned requests",
+                v.len(),
+                s.samples.len() - failed,
+                s.planned
+            )
+        } else {
+            format!("n={} of {} planned", v.len(), s.planned)
+        };
         format!(
-            "{} n={} of {} planned{}",
+            "{} {n}{}",
             s.who,
-            v.len(),
-            s.planned,
             if failed > 0 {
                 format!(", {failed} failed, left out")
             } else {
