@@ -45,6 +45,11 @@ pub fn run_point(
     let Some(tool) = &load.spec.parity else {
         return Ok(None);
     };
+    // A stop during servegate's client's run: the tool's run is not started (the run is judged as
+    // interrupted, every trial failing with it).
+    if crate::io::signals::interrupted().is_some() {
+        return Ok(None);
+    }
     let tw = EvidenceWriter::create_exact(&pw.path(PARITY_DIR))?;
     let mut as_tool = load.clone();
     as_tool.spec.driver = tool.clone();

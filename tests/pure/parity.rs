@@ -444,3 +444,38 @@ fn an_itl_parity_counts_gaps_beside_the_planned_requests() {
         v.message
     );
 }
+
+/// What the tool's output states is outside text: a version with a terminal escape in it reaches the
+/// verdict escaped (no raw control byte), still named as the tool's.
+#[test]
+fn the_tools_name_and_version_are_escaped_in_the_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = parity_gate_with(tmp.path(), "[assert.parity]\nttft_p50_ms = 2");
+    let root = tmp.path().join("run");
+    std::fs::create_dir_all(&root).unwrap();
+    let specs = vec![spec_with(40.0, 10.0, 8); 12];
+    let side = |imported: Option<Imported>| SideOf {
+        specs: &specs,
+        imported,
+        truth: true,
+        planned: 12,
+        notes: Vec::new(),
+    };
+    write_side(&root.join("c2"), &g, side(None));
+    let mut imp = aiperf();
+    imp.version = Some("0.13.0\u{1b}[31m\nred".into());
+    write_side(&root.join("c2").join(PARITY_DIR), &g, side(Some(imp)));
+    let vs = servegate::run::load::judge_dir(&g, &root);
+    let v = find(&vs, "[c=2]::parity_ttft_p50");
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+    assert!(
+        !v.message.contains('\u{1b}') && !v.message.contains('\n'),
+        "{:?}",
+        v.message
+    );
+    assert!(
+        v.message.contains("ttft p50: aiperf 0.13.0"),
+        "{}",
+        v.message
+    );
+}
