@@ -85,6 +85,24 @@ fn a_parity_gate_runs_aiperf_beside_servegates_client_and_judges_them() {
         assert!(dir
             .join("c2/parity/aiperf/artifacts/profile_export.jsonl")
             .is_file());
+        // `servegate judge` on the evidence: the same verdicts (a pure function of gate and evidence).
+        let (_, judged) = judge(&p, &dir, None);
+        for n in ["[c=2]::parity_ttft_p50", "[c=2]::parity_tpot_p50"] {
+            assert_eq!(line(&judged, n), line(&out, n));
+        }
+        // A busy runner: servegate's client too late to time replies, said (INDETERMINATE with the n and
+        // the cause), and run again.
+        let late = |l: &str| l.contains(" INDETERMINATE ") && l.contains(fixtures::CLIENT_LATE);
+        let tpot = line(&out, "[c=2]::parity_tpot_p50");
+        if late(ttft) || late(tpot) {
+            let load = load_per_cpu();
+            eprintln!("aiperf parity gate, run {attempt} of 3: servegate's client too late to time its replies (load {load:.1} per CPU)");
+            if attempt == 3 {
+                assert!(load > BUSY_PER_CPU, "{ttft}\n{tpot}");
+                eprintln!("PARITY NOT ASSERTED: the client was too late three times at load {load:.1} per CPU");
+            }
+            continue;
+        }
         assert!(
             ttft.contains("aiperf 0.13.0 ")
                 && ttft.contains("ms, servegate's client ")
@@ -92,11 +110,6 @@ fn a_parity_gate_runs_aiperf_beside_servegates_client_and_judges_them() {
                 && ttft.contains("aiperf 0.13.0's figures are its own timings"),
             "{ttft}"
         );
-        // `servegate judge` on the evidence: the same verdicts (a pure function of gate and evidence).
-        let (_, judged) = judge(&p, &dir, None);
-        for n in ["[c=2]::parity_ttft_p50", "[c=2]::parity_tpot_p50"] {
-            assert_eq!(line(&judged, n), line(&out, n));
-        }
         // Bounds of 0 ms: the same two runs disagree, said with both figures and the difference.
         let zero = p.write("zero.toml", &gate_text(&url, 0.0, 0.0));
         let (code, strict) = judge(&p, &dir, Some(&zero));
@@ -216,15 +229,28 @@ for f in glob.glob("**/profile_export.jsonl", recursive=True):
     );
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let o = p
-        .servegate()
-        .env("SERVEGATE_AIPERF_PYTHON", &wrapper)
-        .args(["run", "-v", "parity.toml"])
-        .output()
-        .unwrap();
-    let out = fixtures::text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    let run = || {
+        let o = p
+            .servegate()
+            .env("SERVEGATE_AIPERF_PYTHON", &wrapper)
+            .args(["run", "-v", "parity.toml"])
+            .output()
+            .unwrap();
+        (o.status.code(), fixtures::text(&o))
+    };
+    // Servegate's client too late to time its replies on a busy runner: run again (up to three runs).
+    let (code, out) = fixtures::timed_by_the_client(
+        3,
+        run,
+        |(_, out)| line(out, "[c=2]::parity_ttft_p50").contains(" FAIL "),
+        |(_, out)| line(out, "[c=2]::parity_ttft_p50").to_string(),
+    );
     let l = line(&out, "[c=2]::parity_ttft_p50");
+    if l.contains(fixtures::CLIENT_LATE) && load_per_cpu() > BUSY_PER_CPU {
+        eprintln!("PARITY NOT ASSERTED: the client was too late three times: {l}");
+        return;
+    }
+    assert_eq!(code, Some(1), "{out}");
     eprintln!("{l}");
     assert!(
         l.starts_with("[c=2]::parity_ttft_p50 FAIL ttft p50: aiperf 0.13.0 ")

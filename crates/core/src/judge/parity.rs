@@ -220,6 +220,24 @@ fn compare(b: &ParityBound, ours: &Side, theirs: &Side) -> (Outcome, String) {
         } else {
             format!("n={} of {} planned", v.len(), s.planned)
         };
+        // Succeeded replies without this figure (a reply read late with later ones): counted, one cause named.
+        let unmeasured: Vec<&String> = s
+            .samples
+            .iter()
+            .filter(|x| x.ok)
+            .filter_map(|x| match b.metric {
+                LatencyMetric::Ttft => x.ttft_unmeasured.as_ref(),
+                LatencyMetric::Tpot => x.tpot_unmeasured.as_ref(),
+                _ => None,
+            })
+            .collect();
+        let n = match unmeasured.first() {
+            None => n,
+            Some(c) => format!(
+                "{n}, {} not measured, left out (first: {c})",
+                unmeasured.len()
+            ),
+        };
         format!(
             "{} {n}{}",
             s.who,
