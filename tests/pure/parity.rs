@@ -358,6 +358,13 @@ fn the_parity_keys_and_refusals() {
         ]
     );
     let ok = "[assert.parity]\nttft_p50_ms = 5";
+    // servegate's client may still be spread over CPUs: it runs too.
+    let g = parse(
+        "concurrency = 2\nrequests = 6\nclient_cpus = 1\nparity = \"aiperf\"",
+        ok,
+    )
+    .unwrap();
+    assert_eq!(g.load.unwrap().spec.parity, Some(Driver::AiPerf));
     let cases = [
         (
             "concurrency = 2\nrequests = 6\nparity = \"locust\"",
@@ -394,6 +401,12 @@ fn the_parity_keys_and_refusals() {
             "[assert.parity]\nttft_p50_ms = -1",
             "assert.parity.ttft_p50_ms",
             ">= 0",
+        ),
+        (
+            "rate_rps = 2.0\nrequests = 6\narrival = \"constant\"\nparity = \"vllm-bench\"",
+            ok,
+            "load.arrival",
+            "with parity = \"vllm-bench\"",
         ),
         (
             "concurrency = 2\nrequests = 6\nparity = \"aiperf\"",
