@@ -302,6 +302,91 @@ fn d2_a_serve_dying_on_request_3_of_20_fails_with_n_2_of_20_planned_and_its_exit
     assert_eq!(again.line("rate FAIL"), out.line("rate FAIL"));
 }
 
+/// A `url` serve (not started by the run) killed mid-run: crash3's serve, started here, dies in its third
+/// reply with one warmup request before the judged ones. Before: every remaining request was sent (18
+/// `connection refused` lines, nothing saying the serve went away) and the cold-warmup note blamed
+/// readiness. Now the run says once that the serve went away (when, after which request), sends nothing
+/// more, records it as `server_exited_during_run`, the rate fails with the requests never sent and the n
+/// of the replies measured, and no cold note is printed.
+#[test]
+fn a_url_serve_that_goes_away_mid_run_is_said_once_and_nothing_more_is_sent() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let argv = fixtures::scripted_argv(&crash3(), "127.0.0.1", &port.to_string());
+    let mut serve = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed().as_secs() < 30,
+            "the scripted serve never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let gate = D2
+        .replace(
+            "command = SERVE",
+            &format!("url = \"http://127.0.0.1:{port}\""),
+        )
+        .replace("repeats = 20", "repeats = 20\nwarmup_requests = 1")
+        .replace("name = \"d2\"", "name = \"d2url\"");
+    let tmp = scratch("d2url", &gate, &[]);
+    let out = servegate(tmp.path(), &["run", "d2url.toml"]);
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let all = format!("{}\n{}", out.stdout, out.stderr);
+    let gone: Vec<&str> = all
+        .lines()
+        .filter(|l| l.contains("the url serve went away"))
+        .collect();
+    // Said once as the run goes, then in each verdict's serve failure.
+    let said: Vec<&&str> = gone.iter().filter(|l| l.contains("serve died: ")).collect();
+    assert_eq!(said.len(), 1, "{all}");
+    has_all(
+        said[0],
+        &[
+            "serve died: server_exited_during_run (the url serve went away: nothing listens at http://127.0.0.1:",
+            "after request 01, the last it answered",
+            "requests 02 to 03 failed",
+            "4 of 21 planned requests were sent, the other 17 not",
+        ],
+    );
+    // Of the request lines, one refusal (the request after the cut one), not one per request left.
+    let refused = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("[d2url] request ") && l.contains("onnection refused"))
+        .count();
+    assert_eq!(refused, 1, "{all}");
+    assert!(
+        !all.contains("cold_"),
+        "no cold note on a serve that went away:\n{all}"
+    );
+    let rate = out.line("rate FAIL");
+    has_all(
+        rate,
+        &[
+            "17 planned requests never sent: requests 04-20 (the serve failed during the run)",
+            "n=1 of 20 planned",
+            "server_exited_during_run (the url serve went away",
+        ],
+    );
+    let run = run_json(&run_dir(tmp.path(), "d2url"));
+    assert_eq!(run["requests"].as_array().unwrap().len(), 4);
+    assert!(run["serve"]["failure"]
+        .as_str()
+        .unwrap()
+        .starts_with("server_exited_during_run (the url serve went away"));
+}
+
 /// Every planned reply answered well, then the serve exits 139 (crashy --die-after 3 of 3: [`die_after`]): a serve that
 /// exits during the run fails every assertion, quoting its exit status and log tail, though the replies
 /// alone would pass; run.json keeps the tail. (Whether the runner sees the exit after the last request or

@@ -625,8 +625,13 @@ pub(super) fn judge_tpot(gate: &GateSpec, judged: &[Judged], acct: &Accounting) 
 }
 
 /// The cold first request of the run ([`crate::analysis::cold::cold_first`] over the timed judged requests in
-/// send order; a failed reply counts as unmeasured), as its note, or None.
+/// send order; a failed reply counts as unmeasured), as its note, or None; None when the serve failed during
+/// the run (it exited, or a `url` serve went away: the note's "readiness did not mean ready" would blame
+/// readiness for what the failure explains).
 pub(super) fn cold_note(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Option<String> {
+    if acct.serve_failure.is_some() {
+        return None;
+    }
     let mut ttfts: Vec<(usize, Option<f64>)> = timed(gate, judged)
         .into_iter()
         .map(|j| {
