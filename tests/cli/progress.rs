@@ -119,6 +119,48 @@ fn a_url_serve_that_never_answers_is_counted_refused_and_the_timeout_says_what_t
         )) && all.contains("probes refused): is the serve running"),
         "{all}"
     );
+    // The gate sets ready_timeout_s, so the wait is kept (a serve starting elsewhere), and said at once.
+    assert!(
+        all.contains(&format!("waiting up to 4 s for the url serve at http://127.0.0.1:{port}: nothing listens there yet (")
+        ) && all.contains("the gate sets [serve] ready_timeout_s, so a serve starting elsewhere is waited for"),
+        "{all}"
+    );
+}
+
+/// A `url` serve servegate does not start, and a gate that does not ask to wait (no `ready_timeout_s`): a
+/// port that refuses every probe fails after a short window naming what does not listen, not after the
+/// default 120 s; a host name that does not resolve fails at once, naming it.
+#[test]
+fn a_url_serve_that_is_not_there_fails_early_unless_the_gate_waits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = servegate::io::port::free_port("127.0.0.1").unwrap();
+    let serve = format!("url = \"http://127.0.0.1:{port}\"");
+    std::fs::write(tmp.path().join("absent.toml"), gate("absent", &serve)).unwrap();
+    let out = run(tmp.path(), "absent.toml", &["-v"]);
+    let (stdout, stderr) = texts(&out);
+    let all = format!("{stdout}\n{stderr}");
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains(&format!("http://127.0.0.1:{port}/health refused every one of "))
+            && all.contains(&format!(
+                "nothing listens at http://127.0.0.1:{port}; servegate does not start a url serve, so there is nothing to wait for, stopped early"
+            )),
+        "{all}"
+    );
+    assert!(!all.contains("within 120 s"), "{all}");
+
+    let typo = "url = \"http://no-such-serve.invalid:8080\"";
+    std::fs::write(tmp.path().join("typo.toml"), gate("typo", typo)).unwrap();
+    let out = run(tmp.path(), "typo.toml", &["-v"]);
+    let (stdout, stderr) = texts(&out);
+    let all = format!("{stdout}\n{stderr}");
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains(
+            "http://no-such-serve.invalid:8080: the host no-such-serve.invalid does not resolve ("
+        ) && all.contains("nothing to wait for, stopped at once; fix the gate's [serve] url"),
+        "{all}"
+    );
 }
 
 #[test]
