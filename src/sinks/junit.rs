@@ -360,14 +360,53 @@ fn problems_suite(
     s
 }
 
-/// The JUnit XML of `results`, as bytes (UTF-8, with an XML declaration).
+/// The JUnit XML of `results`, as bytes (UTF-8, with an XML declaration); every tab, line feed and carriage
+/// return inside an attribute value written as a character reference ([`attribute_breaks`]).
 pub(crate) fn serialize(results: &Results) -> Result<Vec<u8>, quick_junit::SerializeError> {
-    let mut out = Vec::new();
-    to_report(results).serialize(&mut out)?;
+    let mut raw = Vec::new();
+    to_report(results).serialize(&mut raw)?;
+    let mut out = attribute_breaks(&raw);
     if !out.ends_with(b"\n") {
         out.push(b'\n');
     }
     Ok(out)
+}
+
+/// `xml` (as quick-junit wrote it) with every tab, line feed and carriage return inside an attribute value
+/// written as the character references `&#9;`, `&#10;`, `&#13;`. A reader normalizes a raw one in an
+/// attribute value to a space (W3C XML 1.0, section 3.3.3 "Attribute-Value Normalization"), so a gate's
+/// two-line description or a serve failure's line break would reach the CI page as one run-on line;
+/// quick-xml escapes only `<`, `>`, `&` and quotes there. Text content (`<system-out>`, a failure's text)
+/// keeps its line breaks raw, as XML keeps them. The scan needs no parser: in what quick-xml writes, a raw
+/// `<` starts markup, and inside markup a quote opens or closes an attribute value (a quote inside a value is
+/// `&quot;`); quick-junit writes no comment, CDATA or processing instruction but the declaration.
+fn attribute_breaks(xml: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(xml.len());
+    let mut in_tag = false;
+    let mut quote: Option<u8> = None;
+    for &b in xml {
+        match (in_tag, quote, b) {
+            (false, _, b'<') => in_tag = true,
+            (true, None, b'>') => in_tag = false,
+            (true, None, b'"' | b'\'') => quote = Some(b),
+            (true, Some(q), c) if c == q => quote = None,
+            (true, Some(_), b'\t') => {
+                out.extend_from_slice(b"&#9;");
+                continue;
+            }
+            (true, Some(_), b'\n') => {
+                out.extend_from_slice(b"&#10;");
+                continue;
+            }
+            (true, Some(_), b'\r') => {
+                out.extend_from_slice(b"&#13;");
+                continue;
+            }
+            _ => {}
+        }
+        out.push(b);
+    }
+    out
 }
 
 /// The JUnit XML exporter.
@@ -384,6 +423,65 @@ mod tests {
     use super::*;
     use crate::sinks::report::{AssertionResult, FailureKind, GateResults, Producer};
     use std::path::Path;
+
+    /// A gate description with a line break (and any tab or carriage return) reaches its attribute as character references, so a reader gets the text back whole; text content
+    /// keeps its line breaks; a raw break is in no attribute.
+    #[test]
+    fn line_breaks_in_attribute_values_are_character_references() {
+        let mut r = Results::begin(Producer::Harness, false);
+        let t = AssertionResult::new(
+            "g",
+            "rate",
+            TestOutcome::Failed,
+            Some(FailureKind::Assertion),
+            "rate FAIL median 5.0 tok/s",
+            0.0,
+        );
+        let g = GateResults::not_run(
+            "g",
+            Path::new("gates/g.toml"),
+            "first line\nsecond line",
+            "r",
+            vec![t],
+        );
+        r.push(g);
+        let xml = String::from_utf8(serialize(&r).unwrap()).unwrap();
+        assert!(
+            xml.contains(r#"value="first line&#10;second line""#),
+            "{xml}"
+        );
+        // Tab and carriage return alike (the results model keeps a description's line breaks only); text
+        // content and markup outside attribute values unchanged.
+        assert_eq!(
+            attribute_breaks(b"<a b=\"x\ty\rz\" c='1\n2'>t\n\tu</a>\n"),
+            b"<a b=\"x&#9;y&#13;z\" c='1&#10;2'>t\n\tu</a>\n".to_vec()
+        );
+        // Read back by an XML reader: the attribute is the description as written.
+        let mut reader = quick_xml::Reader::from_str(&xml);
+        let mut found = None;
+        loop {
+            match reader.read_event().unwrap() {
+                quick_xml::events::Event::Eof => break,
+                quick_xml::events::Event::Empty(e) | quick_xml::events::Event::Start(e) => {
+                    let attrs: Vec<_> = e.attributes().map(|a| a.unwrap()).collect();
+                    if attrs
+                        .iter()
+                        .any(|a| a.value.as_ref() == b"gate_description")
+                    {
+                        let v = attrs.iter().find(|a| a.key.as_ref() == b"value").unwrap();
+                        found = Some(v.unescape_value().unwrap().into_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(found.as_deref(), Some("first line\nsecond line"));
+        // No raw break inside any tag's attributes.
+        for tag in xml.split('<').skip(1) {
+            let head = tag.split('>').next().unwrap();
+            assert!(!head.contains(['\n', '\r', '\t']), "{head:?}");
+        }
+    }
 
     fn results() -> Results {
         let mut r = Results::begin(Producer::Harness, false);
