@@ -513,7 +513,9 @@ impl EvidenceWriter {
     /// twice over while the string grows).
     fn write_reads(&self, name: &str, reads: &[TimedRead]) -> Result<(), EvidenceError> {
         let path = self.dir.join(name);
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)
+        let mut tmp = tempfile::Builder::new()
+            .prefix(crate::io::fs::TEMP_PREFIX)
+            .tempfile_in(&self.dir)
             .map_err(|e| EvidenceError::io(&self.dir, e))?;
         {
             let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
@@ -658,7 +660,9 @@ pub fn copy_log_since(
     };
     f.seek(SeekFrom::Start(from))?;
     let dir = to.parent().unwrap_or(std::path::Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(crate::io::fs::TEMP_PREFIX)
+        .tempfile_in(dir)?;
     let end = meta.len();
     let cap = cap.max(2);
     let (n, capped) = if end.saturating_sub(from) <= cap {
@@ -794,12 +798,19 @@ pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
 
 /// Like [`load`], with each request's checked reads handed to `each` as soon as they are read (with the
 /// request's record and its response head, `NN.response.json`, when there is one); what it returns is kept as [`RequestEvidence::reply`]. Does no parsing itself.
+/// A run whose status is not `running` has the temp files a killed write left removed first
+/// ([`crate::io::fs::remove_temps`]).
 pub fn load_with<R>(
     dir: &Path,
     mut each: impl FnMut(&RequestRecord, Option<&ResponseMeta>, Vec<TimedRead>) -> R,
 ) -> Result<Evidence<R>, EvidenceError> {
     let run_path = dir.join(crate::evidence::layout::RUN_FILE);
     let mut run = read_run_summary(dir)?;
+    // Temp files a write killed mid-way left (a second stop signal): never evidence (only the files run.json
+    // names are read), and gone once the run no longer runs.
+    if run.status != RunStatus::Running {
+        crate::io::fs::remove_temps(dir);
+    }
     // A run that did not finish has its requests only in the progress file.
     let mut records_path = run_path.clone();
     if run.status != RunStatus::Complete && run.requests.is_empty() {
