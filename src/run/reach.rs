@@ -148,7 +148,7 @@ pub(super) fn reach_url(
         if !spec.ready_timeout_set {
             return Err(Stop::Failed(ServeFailure::new(
                 FailureCode::ReadyTimeout,
-                format!("{url}: {why}: nothing to wait for, stopped at once; fix the gate's [serve] url (or set [serve] ready_timeout_s to wait for a serve that is starting elsewhere)"),
+                format!("{url}: {why}: nothing to wait for, stopped at once; fix [serve] url (set [serve] ready_timeout_s to wait for a serve starting elsewhere)"),
             )));
         }
         progress(&Step::Note(waiting_for_url(url, why, spec.ready_timeout_s)));
@@ -219,7 +219,7 @@ pub(super) fn reach_url(
                 return Err(Stop::Failed(ServeFailure::new(
                     FailureCode::ReadyTimeout,
                     format!(
-                        "{url}{} refused every one of {probes} probes over {:.1} s: nothing listens at {url}; servegate does not start a url serve, so there is nothing to wait for, stopped early: start the serve, or fix the gate's [serve] url (or set [serve] ready_timeout_s to wait for a serve that is starting elsewhere)",
+                        "{url}{} refused all {probes} probes over {:.1} s: nothing listens there (servegate does not start a url serve); start it, or fix [serve] url (set [serve] ready_timeout_s to wait for a serve starting elsewhere)",
                         spec.ready_path,
                         t.elapsed().as_secs_f64()
                     ),

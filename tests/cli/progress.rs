@@ -136,18 +136,23 @@ fn a_url_serve_that_is_not_there_fails_early_unless_the_gate_waits() {
     let port = servegate::io::port::free_port("127.0.0.1").unwrap();
     let serve = format!("url = \"http://127.0.0.1:{port}\"");
     std::fs::write(tmp.path().join("absent.toml"), gate("absent", &serve)).unwrap();
-    let out = run(tmp.path(), "absent.toml", &["-v"]);
+    // Shortened as a console shows it (not -v): the remedy survives the shortening.
+    let out = run(tmp.path(), "absent.toml", &["-q"]);
     let (stdout, stderr) = texts(&out);
     let all = format!("{stdout}\n{stderr}");
     assert_ne!(out.status.code(), Some(0), "{all}");
     assert!(
-        all.contains(&format!("http://127.0.0.1:{port}/health refused every one of "))
-            && all.contains(&format!(
-                "nothing listens at http://127.0.0.1:{port}; servegate does not start a url serve, so there is nothing to wait for, stopped early"
-            )),
+        all.contains(&format!("http://127.0.0.1:{port}/health refused all "))
+            && all.contains(
+                " s: nothing listens there (servegate does not start a url serve); start it"
+            ),
         "{all}"
     );
     assert!(!all.contains("within 120 s"), "{all}");
+    assert!(
+        all.contains("; start it, or fix [serve] url (set [serve] ready_timeout_s to wait for a serve starting elsewhere)"),
+        "{all}"
+    );
 
     let typo = "url = \"http://no-such-serve.invalid:8080\"";
     std::fs::write(tmp.path().join("typo.toml"), gate("typo", typo)).unwrap();
@@ -158,7 +163,9 @@ fn a_url_serve_that_is_not_there_fails_early_unless_the_gate_waits() {
     assert!(
         all.contains(
             "http://no-such-serve.invalid:8080: the host no-such-serve.invalid does not resolve ("
-        ) && all.contains("nothing to wait for, stopped at once; fix the gate's [serve] url"),
+        ) && all.contains(
+            "nothing to wait for, stopped at once; fix [serve] url (set [serve] ready_timeout_s"
+        ),
         "{all}"
     );
 }
