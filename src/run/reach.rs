@@ -90,6 +90,7 @@ pub(super) fn start(
     match s.wait_ready_with(&mut |w| progress(&Step::Waiting(w.clone()))) {
         Ok(info) => {
             summary.serve.ready_ms = Some(info.ready_ms);
+            summary.serve.ready_window_ms = Some(info.ready_window_ms);
             summary.serve.ready_timeline = info.statuses.clone();
             progress(&Step::ServeReady {
                 ready_ms: info.ready_ms,
@@ -154,6 +155,8 @@ pub(super) fn reach_url(
         progress(&Step::Note(waiting_for_url(url, why, spec.ready_timeout_s)));
     }
     let mut said_waiting = unresolved.is_some();
+    // 50 ms between probes, backed off to 500 ms after 2 s (io::serve::probe_pause).
+    let mut pause = Duration::ZERO;
     loop {
         if crate::io::signals::interrupted().is_some() {
             return Err(Stop::Interrupted); // run() ends the run as interrupted
@@ -255,7 +258,8 @@ pub(super) fn reach_url(
                 ),
             )));
         }
-        std::thread::sleep(Duration::from_millis(50));
+        pause = serve::probe_pause(Duration::from_millis(50), pause, t.elapsed());
+        std::thread::sleep(pause);
     }
 }
 

@@ -404,3 +404,29 @@ fn init_probing_a_url_that_accepts_and_never_answers_says_so() {
     assert!(line.contains(" s (each of /health, /v1/models"), "{line}");
     assert!(out.all().contains("nothing answers at"), "{}", out.all());
 }
+
+/// A serve that loads for 6 s (503 until then): readiness is probed every 25 ms for 2 s, then backed off to
+/// every 500 ms, so its log holds about 90 `GET /health` lines, not the 240 a steady 25 ms gives; run.json
+/// states `serve.ready_window_ms`, how many ms before `ready_ms` the serve may have turned ready.
+#[test]
+fn readiness_probes_back_off_and_the_evidence_says_ready_ms_precision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut script = slow_script(6000.0);
+    script.request_log = vec![LogLine::err("req {method} {path} {status}")];
+    let command = format!("command = {}", fixtures::scripted_command(&script));
+    std::fs::write(tmp.path().join("loads.toml"), gate("loads", &command)).unwrap();
+    let out = run(tmp.path(), "loads.toml", &["-q"]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let dir = fixtures::evidence_dir(&stdout);
+    let log = std::fs::read_to_string(dir.join("serve.log")).unwrap();
+    let probes = log.lines().filter(|l| l.contains("GET /health")).count();
+    // 2 s at 25 ms is at most 80, then 50+100+200+400 ms and 500 ms steps over the other 4 s: about 90
+    // (a busy machine sends fewer, never more).
+    assert!((10..=130).contains(&probes), "{probes} probes:\n{log}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let window = run["serve"]["ready_window_ms"].as_f64().unwrap();
+    let ready = run["serve"]["ready_ms"].as_f64().unwrap();
+    assert!(window > 0.0 && window <= ready, "{window} of {ready}");
+}

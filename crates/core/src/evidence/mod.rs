@@ -107,6 +107,13 @@ pub struct ServeRecord {
     pub setup: Option<String>,
     /// ms from spawn to the first HTTP 200 on the ready path (model load time).
     pub ready_ms: Option<f64>,
+    /// How many ms before `ready_ms` the serve may have turned ready (`ready_ms`'s precision): from the send
+    /// of the last readiness probe that was not a 200 to the 200's reply. The probes come every 25 ms for
+    /// 2 s after the spawn, then back off to every 500 ms (`io::serve::probe_pause`), so a serve that loads
+    /// longer has a window of about 500 ms plus a probe's time. A started serve's only; absent in older
+    /// evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_window_ms: Option<f64>,
     /// Readiness timeline: (ms since spawn, state) at each state change (`refused`, `503`, `200`).
     pub ready_timeline: Vec<(f64, String)>,
     /// Why the serve never became ready, or failed during the run (`port_in_use: ...`,
