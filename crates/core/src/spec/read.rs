@@ -183,6 +183,9 @@ fn line_at(text: &str, at: usize) -> &str {
     &text[start..end]
 }
 
+/// The most characters of a line (and of the reader's words) a syntax error quotes ([`syntax_message`]).
+const SYNTAX_QUOTE_CHARS: usize = 80;
+
 /// A TOML syntax error in words, one line: after `key =` with no value where the reader stopped (`repeats = =
 /// 1`: `` `repeats = = 1` is not valid TOML: a value must follow `repeats =` (a number, a "string", true or
 /// false, a [list] or an {inline table}); the TOML reader says: invalid string, expected `"`, `'` ``), else
@@ -202,11 +205,17 @@ fn syntax_message(text: &str, at: usize, key: &str, message: &str) -> String {
         .unwrap_or(0);
     let col = at.saturating_sub(start);
     let name = key.rsplit('.').next().unwrap_or(key);
+    // The line quoted up to SYNTAX_QUOTE_CHARS (a hostile one may be megabytes; the error shows it anyway).
+    let cut = |s: &str| match s.char_indices().nth(SYNTAX_QUOTE_CHARS) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    };
+    let said = cut(&said);
     match line.find('=') {
         Some(eq) if col > eq && !name.is_empty() && line[..eq].trim().ends_with(name) => format!(
             "`{}` is not valid TOML: a value must follow `{} =` (a number, a \"string\", true or false, a [list] or an {{inline table}}); the TOML reader says: {said}",
-            line.trim(),
-            line[..eq].trim()
+            cut(line.trim()),
+            cut(line[..eq].trim())
         ),
         _ => format!("not valid TOML: {said}"),
     }
