@@ -424,14 +424,21 @@ pub(crate) fn url_gone(base_url: &str, at: &GoneAt) -> ServeFailure {
         Some(i) => format!("after request {i:02}, the last it answered"),
         None => "before it answered any request".to_string(),
     };
+    let last = at.sent.saturating_sub(1);
+    let failed = if at.first_failed >= last {
+        format!("request {last:02} failed and its port refused connections after it")
+    } else {
+        format!(
+            "requests {:02} to {last:02} failed and its port refused connections after each",
+            at.first_failed
+        )
+    };
     ServeFailure::new(
         FailureCode::ServerExitedDuringRun,
         format!(
-            "(the url serve went away: nothing listens at {base_url} any more, {:.1} s into the requests at {}, {answered}; requests {:02} to {:02} failed and its port refused connections after each; {} of {} planned requests were sent, the other {} not)",
+            "(the url serve went away: nothing listens at {base_url} any more, {:.1} s into the requests at {}, {answered}; {failed}; {} of {} planned requests were sent, the other {} not)",
             at.secs,
             at.utc,
-            at.first_failed,
-            at.sent - 1,
             at.sent,
             at.planned,
             at.planned - at.sent,
@@ -487,4 +494,31 @@ pub(super) fn read_metrics(
     }
     crate::evidence::write_atomic(&w.path(name), body.as_bytes()).ok()?;
     Some(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A url serve gone: its failure in a started serve's words (server_exited_during_run), saying when,
+    /// after which request, which failed, and how many of the planned were sent.
+    #[test]
+    fn a_url_serve_gone_is_said_in_a_started_serve_s_words() {
+        let at = |first_failed, sent| GoneAt {
+            secs: 12.34,
+            utc: "2026-12-07T06:00:00Z".into(),
+            last_answered: Some(4),
+            first_failed,
+            sent,
+            planned: 21,
+        };
+        let f = url_gone("http://127.0.0.1:8080", &at(5, 7)).to_string();
+        assert_eq!(f, "server_exited_during_run (the url serve went away: nothing listens at http://127.0.0.1:8080 any more, 12.3 s into the requests at 2026-12-07T06:00:00Z, after request 04, the last it answered; requests 05 to 06 failed and its port refused connections after each; 7 of 21 planned requests were sent, the other 14 not)");
+        assert_eq!(
+            FailureCode::of_recorded(&f),
+            Some(FailureCode::ServerExitedDuringRun)
+        );
+        let one = url_gone("http://127.0.0.1:8080", &at(20, 21)).to_string();
+        assert!(one.contains("; request 20 failed and its port refused connections after it; 21 of 21 planned requests were sent, the other 0 not)"), "{one}");
+    }
 }
