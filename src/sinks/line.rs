@@ -303,12 +303,13 @@ fn fold_arms(body: &str) -> String {
 
 /// A piece of a verdict that is advice ([`is_advice`]): a verb of what to do and the gate key or command
 /// to do it with (`raise [load] requests to 20 or more`, `set [serve] ready_timeout_s to wait ...`, `fix
-/// the gate's [serve] url`, `[request] warmup_requests = 1 ... keeps it out`).
+/// the gate's [serve] url`, `[request] warmup_requests = 1 ... keeps it out`), or the command that does it
+/// (`floor could be 52.1: servegate bless`).
 fn advice_re() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     R.get_or_init(|| {
         Regex::new(
-            r"\b(?i:raise|lower|set|fix|start|add|increase)\b.{0,80}?(\[[a-z_][a-z_.{}]*\]|\b[a-z_]+ = |servegate [a-z])",
+            r"\b(?i:raise|lower|set|fix|start|add|increase)\b.{0,80}?(\[[a-z_][a-z_.{}]*\]|\b[a-z_]+ = |servegate [a-z])|: servegate (?:bless|init|check)\b",
         )
         .expect("regex")
     })
@@ -420,6 +421,15 @@ mod tests {
             "request 02 (truncated_stream: no finish_reason, no [DONE])"
         ));
         assert!(is_advice("raise [load] requests to 20 or more"));
+        // A rate's floor hint after a long list of values: the values give way.
+        let each: Vec<String> = (0..60).map(|i| format!("{}.{i}", 40 + i)).collect();
+        let m = format!(
+            "rate PASS median 52.5 tok/s (floor 10.5; each: {}; n=60 of 60 planned) (floor could be 52.1: servegate bless)",
+            each.join(", ")
+        );
+        let c = compact(&m);
+        assert!(c.contains("(floor could be 52.1: servegate bless)"), "{c}");
+        assert!(chars(&c) <= VERDICT_LINE_CHARS, "{c}");
     }
 
     #[test]
