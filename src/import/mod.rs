@@ -1,6 +1,6 @@
 //! `servegate import`: another load tool's per-request output made into servegate's load evidence, so a
 //! gate's load assertions judge a run the team's own tool made (docs/load.md "Verdicts over another tool's
-//! run"). One parser per format ([`vllm`], [`aiperf`], [`guidellm`]) reads the file into a [`ToolRun`]
+//! run"). One parser per format ([`vllm`], [`aiperf`], [`guidellm`], [`inference_perf`], [`k6`]) reads the file into a [`ToolRun`]
 //! (per request: when it started, when each token chunk arrived, its token count, its text when recorded,
 //! its error); [`write_evidence`] writes it as a load point's run directory (`NN.request.json`,
 //! `NN.response.json`, `NN.reads.jsonl`, `run.json`, `load.json`) under a gate run directory, with
@@ -18,6 +18,7 @@ pub mod aiperf;
 pub mod guidellm;
 pub mod inference_perf;
 mod json;
+pub mod k6;
 pub mod vllm;
 
 use std::path::{Path, PathBuf};
@@ -42,24 +43,28 @@ pub enum Tool {
     GuideLlm,
     /// inference-perf's `per_request_lifecycle_metrics.json` (`report.request_lifecycle.per_request`).
     InferencePerf,
+    /// k6's `--out json` of a script using xk6-llm's client (`k6/x/llm`): its per-request samples.
+    K6,
 }
 
 impl Tool {
     /// Every tool, in `--from` order.
-    pub const ALL: [Tool; 4] = [
+    pub const ALL: [Tool; 5] = [
         Tool::VllmBench,
         Tool::AiPerf,
         Tool::GuideLlm,
         Tool::InferencePerf,
+        Tool::K6,
     ];
 
-    /// The `--from` name: `vllm-bench`, `aiperf`, `guidellm`, `inference-perf`.
+    /// The `--from` name: `vllm-bench`, `aiperf`, `guidellm`, `inference-perf`, `k6`.
     pub fn name(self) -> &'static str {
         match self {
             Tool::VllmBench => "vllm-bench",
             Tool::AiPerf => "aiperf",
             Tool::GuideLlm => "guidellm",
             Tool::InferencePerf => "inference-perf",
+            Tool::K6 => "k6",
         }
     }
 
@@ -76,6 +81,7 @@ impl Tool {
             Tool::AiPerf => aiperf::parse(text),
             Tool::GuideLlm => guidellm::parse(text),
             Tool::InferencePerf => inference_perf::parse(text),
+            Tool::K6 => k6::parse(text),
         }
     }
 }

@@ -340,3 +340,82 @@ fn the_gates_other_points_are_not_imported_not_failed() {
         "{stdout}"
     );
 }
+
+/// k6's `--out json` of xk6-llm's samples (constructed to the format, tests/data/import/README.md): 6
+/// requests at concurrency 2, one failed. No point in the file: the gate's only point, which the run's peak
+/// in flight agrees with; no version in the file: `--tool-version` names it in every verdict; no text: the
+/// import says so.
+#[test]
+fn a_k6_xk6_llm_run_imported_is_judged_naming_the_tool() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "[assert.latency]\nttft_p50_ms = 100\ntpot_p50_ms = 20\n[assert.errors]\nmax_rate = 0.2\n",
+    );
+    std::fs::write(
+        &g,
+        std::fs::read_to_string(&g)
+            .unwrap()
+            .replace("requests = 12", "requests = 6"),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let (code, stdout, stderr) = import(&[
+        "--from",
+        "k6",
+        data("k6-c2/k6-xk6-llm.json").to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--tool-version",
+        "k6 1.1.0 + xk6-llm 0.3.0",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("imported 6 requests of k6"), "{stdout}");
+    let ttft = stdout.lines().find(|l| l.contains("::ttft_p50 ")).unwrap();
+    assert!(ttft.contains(" PASS "), "{ttft}");
+    assert!(
+        ttft.ends_with("timings by k6 k6 1.1.0 + xk6-llm 0.3.0, not servegate's client"),
+        "{ttft}"
+    );
+    let errors = stdout.lines().find(|l| l.contains("::errors ")).unwrap();
+    assert!(
+        errors.contains("1 of 6 planned requests failed"),
+        "{errors}"
+    );
+    // xk6-llm's own class of the failure is the cause named.
+    assert!(
+        errors.contains("by cause: 1 network (k6's own names)"),
+        "{errors}"
+    );
+    let run_json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("c2/run.json")).unwrap()).unwrap();
+    assert_eq!(run_json["imported"]["tool"], "k6");
+    assert_eq!(run_json["imported"]["text_recorded"], false);
+    // A TPOT bound under the run's 10 ms FAILs, naming the tool.
+    let strict = tmp.path().join("strict");
+    std::fs::create_dir_all(&strict).unwrap();
+    let g2 = gate(&strict, "[assert.latency]\ntpot_p50_ms = 5\n");
+    std::fs::write(
+        &g2,
+        std::fs::read_to_string(&g2)
+            .unwrap()
+            .replace("requests = 12", "requests = 6"),
+    )
+    .unwrap();
+    let (code, stdout, _) = import(&[
+        "--from",
+        "k6",
+        data("k6-c2/k6-xk6-llm.json").to_str().unwrap(),
+        "--gate",
+        g2.to_str().unwrap(),
+        "--out",
+        strict.join("run").to_str().unwrap(),
+        "--tool-version",
+        "1.1.0",
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    let tpot = stdout.lines().find(|l| l.contains("::tpot_p50 ")).unwrap();
+    assert!(tpot.contains(" FAIL "), "{tpot}");
+}

@@ -583,3 +583,66 @@ fn a_started_serve_whose_model_list_fails_is_ready_by_health_and_its_route_line_
     assert_eq!(run.code, 0, "{}\n{gate}", run.all());
     assert!(run.stdout.contains("route PASS"), "{}", run.all());
 }
+
+/// A serve init starts runs with init's environment: the variables that steer an engine (here
+/// `HF_HUB_OFFLINE`, `VLLM_TARGET_DEVICE`) are written under `[serve.env]` so the gate starts it the same way
+/// where they are unset (a vLLM gate written without `HF_HUB_OFFLINE=1` failed offline in CI); a secret
+/// (`HF_TOKEN`) is named in a comment, its value never written; others (`PATH`) are left out.
+#[test]
+fn init_writes_the_steering_environment_of_the_serve_it_started_and_never_a_secret() {
+    let p = Project::new();
+    let argv = init_command(&llama_like("fake-model"));
+    let mut args = vec!["--name", "envy", "--"];
+    args.extend(argv.iter().map(String::as_str));
+    let out = Out::of(
+        p.servegate()
+            .env("HF_HUB_OFFLINE", "1")
+            .env("VLLM_TARGET_DEVICE", "cpu")
+            .env("HF_TOKEN", "hf_do_not_write_me")
+            .arg("init")
+            .args(&args),
+    );
+    assert_eq!(out.code, 0, "{}", out.all());
+    let gate = std::fs::read_to_string(p.path().join("gates/envy.toml")).unwrap();
+    // (Other steering variables of the test's own environment may sit between them.)
+    let env_table = &gate[gate.find("[serve.env]\n").expect(&gate)..];
+    let env_table = &env_table[..env_table.find("\n\n").unwrap_or(env_table.len())];
+    for line in ["HF_HUB_OFFLINE = \"1\"", "VLLM_TARGET_DEVICE = \"cpu\""] {
+        assert!(env_table.lines().any(|l| l == line), "{line}: {gate}");
+    }
+    assert!(gate.contains("not written (secrets): HF_TOKEN."), "{gate}");
+    assert!(!gate.contains("hf_do_not_write_me"), "{gate}");
+    assert!(!out.all().contains("hf_do_not_write_me"), "{}", out.all());
+    let spec = servegate::spec::load(&p.path().join("gates/envy.toml")).unwrap();
+    assert_eq!(
+        spec.serve.env.get("HF_HUB_OFFLINE").map(String::as_str),
+        Some("1")
+    );
+    let check = Out::of(p.servegate().args(["check", "gates/envy.toml"]));
+    assert_eq!(check.code, 0, "{}\n{gate}", check.all());
+}
+
+/// A `--url` with `user:password@` is refused before anything is probed, as a gate's `serve.url` is, and the
+/// password is never echoed (it was, in both "not found" lines).
+#[test]
+fn init_refuses_a_url_with_credentials_without_echoing_them() {
+    let p = Project::new();
+    let out = init(
+        &p,
+        &[
+            "--url",
+            "http://alice:s3cretPW@127.0.0.1:9/",
+            "--name",
+            "cred",
+        ],
+    );
+    assert_eq!(out.code, servegate::error::exit::USAGE, "{}", out.all());
+    assert!(out.stderr.contains("carries credentials"), "{}", out.all());
+    assert!(
+        out.all().contains("http://***@127.0.0.1:9"),
+        "{}",
+        out.all()
+    );
+    assert!(!out.all().contains("s3cretPW"), "{}", out.all());
+    assert!(!p.path().join("gates/cred.toml").exists());
+}

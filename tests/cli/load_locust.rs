@@ -45,7 +45,9 @@ fn run_point(g: &servegate::spec::GateSpec, url: &str, run: &std::path::Path) ->
     servegate::run::load::judge_dir(g, run)
 }
 
-fn ttft_p50(run: &std::path::Path) -> f64 {
+/// The median TTFT of the run's 24 judged requests, or Err with how many were timed when fewer than 12
+/// were (a client late to its reads on a busy runner times no first token: docs/metrics.md).
+fn ttft_p50(run: &std::path::Path) -> Result<f64, String> {
     let ev = servegate::loaded::load(&run.join("c4")).unwrap();
     let mut t: Vec<f64> = ev
         .requests
@@ -53,9 +55,11 @@ fn ttft_p50(run: &std::path::Path) -> f64 {
         .filter(|r| !r.record.warmup)
         .filter_map(|r| servegate::analysis::measure::measure(&r.reply).ttft_ms)
         .collect();
-    assert!(t.len() >= 12, "only {} TTFTs measured of 24", t.len());
+    if t.len() < 12 {
+        return Err(format!("only {} TTFTs timed of 24", t.len()));
+    }
     t.sort_by(f64::total_cmp);
-    t[t.len() / 2]
+    Ok(t[t.len() / 2])
 }
 
 /// A Locust gate (two workers, concurrency 4, 2 warmups + 24 judged) against the synthetic serve (TTFT 60
@@ -76,18 +80,33 @@ fn a_locust_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
     let asserts = "[assert.latency]\nttft_p50_ms = 2000\ne2e_p50_ms = 100\n[assert.throughput]\nfloor_rps = 0.5\n[assert.errors]\nmax_rate = 0.0";
     let common = "concurrency = 4\nrequests = 24\nwarmup_requests = 2\nmax_lag_ms = 1000";
 
-    let ldir = tmp.path().join("locust");
-    std::fs::create_dir_all(&ldir).unwrap();
-    let gl = gate(
-        &ldir,
-        &format!("{common}\ndriver = \"locust\"\nlocust_workers = 2"),
-        asserts,
-    );
-    let vl = run_point(&gl, &url, &ldir.join("run"));
-    let odir = tmp.path().join("own");
-    std::fs::create_dir_all(&odir).unwrap();
-    let go = gate(&odir, common, asserts);
-    let vo = run_point(&go, &url, &odir.join("run"));
+    // Both drivers on the same schedule; again (up to three times) while either timed too few first tokens
+    // to compare (a busy runner: Python's clients are late to their reads).
+    let both = |k: usize| {
+        let ldir = tmp.path().join(format!("locust-{k}"));
+        std::fs::create_dir_all(&ldir).unwrap();
+        let gl = gate(
+            &ldir,
+            &format!("{common}\ndriver = \"locust\"\nlocust_workers = 2"),
+            asserts,
+        );
+        let vl = run_point(&gl, &url, &ldir.join("run"));
+        let odir = tmp.path().join(format!("own-{k}"));
+        std::fs::create_dir_all(&odir).unwrap();
+        let go = gate(&odir, common, asserts);
+        let vo = run_point(&go, &url, &odir.join("run"));
+        let medians = (ttft_p50(&ldir.join("run")), ttft_p50(&odir.join("run")));
+        (ldir, vl, vo, medians)
+    };
+    let mut tries = 1;
+    let (ldir, vl, vo, medians) = loop {
+        let r = both(tries);
+        if tries == 3 || (r.3 .0.is_ok() && r.3 .1.is_ok()) {
+            break r;
+        }
+        eprintln!("too few first tokens timed ({:?}); trying again", r.3);
+        tries += 1;
+    };
 
     let outcomes = |vs: &[Verdict]| -> Vec<(String, Outcome)> {
         vs.iter()
@@ -164,7 +183,19 @@ fn a_locust_gate_agrees_with_servegates_client_on_the_synthetic_serve() {
         );
     }
 
-    let (pl, po) = (ttft_p50(&ldir.join("run")), ttft_p50(&odir.join("run")));
+    let (pl, po) = match medians {
+        (Ok(pl), Ok(po)) => (pl, po),
+        (l, o) if crate::fixtures::load_per_cpu() > crate::fixtures::BUSY_PER_CPU => {
+            // Everything above is asserted; the medians' agreement needs timed first tokens, which a busy
+            // runner did not give in three tries.
+            eprintln!(
+                "TTFT AGREEMENT NOT ASSERTED: after 3 runs at {:.1} load per CPU: locust {l:?}, servegate's client {o:?}",
+                crate::fixtures::load_per_cpu()
+            );
+            return;
+        }
+        (l, o) => panic!("on a machine not busy: locust {l:?}, servegate's client {o:?}"),
+    };
     eprintln!("TTFT p50: locust {pl:.2} ms, servegate's client {po:.2} ms (serve: 60 ms)");
     assert!(
         pl >= 59.0,

@@ -55,6 +55,7 @@ const NOT_OURS: &[&str] = &[
     "src/guidellm/backends/openai/http.py",
     "benchmarks/benchmark_serving.py",
     "inference_perf/reportgen/base.py",
+    "internal/output/json/wrapper.go", // grafana/k6 (src/import/k6.rs)
     // The engines' own files each profile was read from (docs/runtimes.md "Profiles", spec/profile/engines.rs):
     // transformers, litellm, SGLang, TGI, Ollama, mistral.rs, Lemonade, FastFlowLM.
     "cli/serving/chat_completion.py",

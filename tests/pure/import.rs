@@ -677,3 +677,174 @@ fn the_first_requests_by_send_time_are_marked_as_warmups() {
     let after: Vec<f64> = run.requests.iter().map(|r| r.start_ms).collect();
     assert_eq!(after, starts, "the file's order is kept");
 }
+
+// ---- k6 with xk6-llm ----------------------------------------------------------------------------------
+
+const K6: &str = "k6-c2/k6-xk6-llm.json";
+
+/// k6's `--out json` of xk6-llm's samples (constructed to the format, tests/data/import/README.md): five
+/// requests rebuilt from their samples (start = time − duration, arrivals at TTFT then each ITL), one
+/// `llm_errors` sample a failed request, k6's own samples skipped.
+#[test]
+fn k6_xk6_llm_samples_are_regrouped_per_request() {
+    let run = Tool::K6.parse(&text(K6)).unwrap();
+    assert_eq!(run.requests.len(), 6);
+    let failed: Vec<&str> = run
+        .requests
+        .iter()
+        .filter_map(|r| r.error.as_deref())
+        .collect();
+    assert_eq!(
+        failed,
+        ["network: xk6-llm's error_type (its samples carry no message)"]
+    );
+    let ok: Vec<_> = run.requests.iter().filter(|r| r.error.is_none()).collect();
+    assert_eq!(ok.len(), 5);
+    // The first request to end is VU 1's first (i = 0): TTFT 40 ms, 15 gaps of 10 ms, end 190.75 ms.
+    let first = ok[0];
+    assert_eq!(first.arrivals_ms.len(), 16);
+    assert!((first.arrivals_ms[0] - 40.0).abs() < 1e-9);
+    assert!((first.arrivals_ms[15] - 190.0).abs() < 1e-6);
+    assert!((first.end_ms - 190.75).abs() < 1e-9);
+    assert_eq!(first.tokens, Some(16));
+    assert_eq!(first.text, None);
+    // Its start: 06:00:00.191250123 - 190.75 ms = 06:00:00.000500123, VU 1's start (0.5 ms in).
+    let t0 = 1_796_623_200_000.0; // 2026-12-07T06:00:00Z in ms
+    assert!(
+        (first.start_ms - (t0 + 0.500123)).abs() < 1e-3,
+        "{}",
+        first.start_ms
+    );
+    // Requests are in the file's (end time) order, and every one's arrivals lie within it.
+    for r in &ok {
+        assert!(r.arrivals_ms.windows(2).all(|w| w[0] <= w[1]));
+        assert!(*r.arrivals_ms.last().unwrap() <= r.end_ms);
+    }
+    assert!(run.notes.iter().any(|n| n == "k6 model tag: synthetic"));
+    assert!(run
+        .notes
+        .iter()
+        .any(|n| n.starts_with("k6: ") && n.contains("k6's own metrics")));
+    assert_eq!((run.version.as_deref(), run.point), (None, None));
+    // The run's shape gives its point where the file does not: at most two in flight.
+    assert_eq!(import::peak_in_flight(&run), Some(2));
+}
+
+#[test]
+fn k6_bad_foreign_summary_and_incomplete_files_are_refused_naming_the_line() {
+    let good = text(K6);
+    // Cut inside a line: the line named.
+    let cut = &good[..good.len() - 20];
+    let e = err(Tool::K6, cut);
+    assert!(e.starts_with("line 140: truncated"), "{e}");
+    // Another tool's file, k6's end-of-test summary, k6 without xk6-llm, nothing at all.
+    let e = err(Tool::K6, &text(VLLM));
+    assert!(
+        e.contains("summary") || e.contains("not a k6 JSON output envelope"),
+        "{e}"
+    );
+    let e = err(Tool::K6, &text(IP));
+    assert!(e.starts_with("line 1:"), "{e}");
+    let e = err(
+        Tool::K6,
+        r#"{"root_group": {}, "metrics": {"http_req_duration": {"avg": 1}}}"#,
+    );
+    assert!(
+        e.contains("end-of-test summary") && e.contains("aggregates"),
+        "{e}"
+    );
+    let http_only = r#"{"metric":"http_req_duration","type":"Point","data":{"time":"2026-12-07T06:00:00Z","value":12.5,"tags":{}}}
+{"metric":"http_req_waiting","type":"Point","data":{"time":"2026-12-07T06:00:00Z","value":10.0,"tags":{}}}
+"#;
+    let e = err(Tool::K6, http_only);
+    assert!(
+        e.contains("k6's own http_req_* metrics time a whole response"),
+        "{e}"
+    );
+    let e = err(Tool::K6, "\n");
+    assert!(e.contains("no k6 sample"), "{e}");
+    // A request's sample whose llm_requests was cut away: named, never read into another request.
+    let lines: Vec<&str> = good.lines().collect();
+    let first_req = lines
+        .iter()
+        .position(|l| l.contains(r#""metric":"llm_requests","type":"Point""#))
+        .unwrap();
+    let mut v = lines.clone();
+    v.remove(first_req);
+    let e = err(Tool::K6, &v.join("\n"));
+    // (The line after it is llm_request_duration's `Metric` envelope, the one after that its sample.)
+    assert!(
+        e.starts_with(&format!(
+            "line {}: a llm_request_duration sample",
+            first_req + 2
+        )),
+        "{e}"
+    );
+    // A request without its duration, with a gap missing, or with a bad time: an error, never a zero.
+    let without = |needle: &str, nth: usize| -> String {
+        let mut seen = 0;
+        let kept: Vec<&str> = lines
+            .iter()
+            .filter(|l| {
+                if l.contains(needle) {
+                    seen += 1;
+                    seen != nth
+                } else {
+                    true
+                }
+            })
+            .copied()
+            .collect();
+        kept.join("\n")
+    };
+    let e = err(
+        Tool::K6,
+        &without(r#""metric":"llm_request_duration","type":"Point""#, 1),
+    );
+    assert!(e.contains("has no llm_request_duration sample"), "{e}");
+    let e = err(
+        Tool::K6,
+        &without(r#""metric":"llm_itl","type":"Point""#, 3),
+    );
+    assert!(
+        e.contains("llm_chunks_per_request 16 but 14 llm_itl samples"),
+        "{e}"
+    );
+    let e = err(
+        Tool::K6,
+        &good.replacen("2026-12-07T06:00:00.191250123Z", "yesterday", 1),
+    );
+    assert!(e.contains(r#""yesterday" is not an RFC 3339 time"#), "{e}");
+    let e = err(
+        Tool::K6,
+        &good.replacen(r#""type":"Point""#, r#""type":"Sample""#, 1),
+    );
+    assert!(e.contains(r#"envelope type "Sample""#), "{e}");
+}
+
+/// A stream the script cut short (`llm_aborted`) is a failed request, not a short reply; a `stream: false`
+/// call (tag `mode=unary`) is refused: xk6-llm times no token for it.
+#[test]
+fn k6_aborted_streams_fail_and_unary_calls_are_refused() {
+    let good = text(K6);
+    let first = good
+        .lines()
+        .find(|l| l.contains(r#""metric":"llm_requests","type":"Point""#))
+        .unwrap();
+    let aborted = first.replace(r#""metric":"llm_requests""#, r#""metric":"llm_aborted""#);
+    let with_abort = good.replacen(&format!("{first}\n"), &format!("{first}\n{aborted}\n"), 1);
+    let run = Tool::K6.parse(&with_abort).unwrap();
+    assert_eq!(
+        run.requests[0].error.as_deref(),
+        Some("aborted: cut short by the script (xk6-llm's abort_after_ms or abort_after_tokens)")
+    );
+    let unary = good.replace(
+        r#""scenario":"default"}"#,
+        r#""scenario":"default","mode":"unary"}"#,
+    );
+    let e = err(Tool::K6, &unary);
+    assert!(
+        e.contains("a stream: false request (tag mode=unary)"),
+        "{e}"
+    );
+}

@@ -17,8 +17,9 @@ use servegate::text::shown;
 pub struct ImportArgs {
     /// The tool that wrote FILE: vllm-bench (`vllm bench serve --save-result --save-detailed` JSON), aiperf
     /// (`profile_export.jsonl`), guidellm (the benchmarks report JSON), inference-perf
-    /// (`per_request_lifecycle_metrics.json`, with `config.yaml` beside it for the load point).
-    #[arg(long, value_parser = ["vllm-bench", "aiperf", "guidellm", "inference-perf"])]
+    /// (`per_request_lifecycle_metrics.json`, with `config.yaml` beside it for the load point), k6 (`k6 run
+    /// --out json=FILE` of a script using xk6-llm's client, `k6/x/llm`).
+    #[arg(long, value_parser = ["vllm-bench", "aiperf", "guidellm", "inference-perf", "k6"])]
     from: String,
     /// The tool's per-request output file.
     file: PathBuf,

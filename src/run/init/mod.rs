@@ -14,6 +14,7 @@
 //! served model name must come back byte for byte) before it is written atomically, never over an existing
 //! file without `force`.
 
+mod env;
 mod render;
 mod route_lines;
 
@@ -165,6 +166,17 @@ pub fn init(o: &InitOptions, progress: &mut dyn FnMut(&str)) -> Result<InitRepor
     let (base_url, log_path, mut started) = match &o.target {
         InitTarget::Url { url, log } => {
             let url = url.trim_end_matches('/').to_string();
+            if crate::spec::url_userinfo(&url) {
+                // Never echoed (a gate refuses the same url: spec::serve), nor probed.
+                return Err(fail(
+                    &rep,
+                    exit::USAGE,
+                    format!(
+                        "--url {}: carries credentials (`user:password@`): servegate sends none that way, and would print them; give the serve's key in an environment variable and name it in the gate's `api_key_env` (docs/gate-format.md)",
+                        crate::text::shown(&crate::spec::redact_userinfo(&url))
+                    ),
+                ));
+            }
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(fail(
                     &rep,
@@ -566,7 +578,14 @@ fn draft_of(
         },
         InitTarget::Command(argv) => ServeBlock::Command(argv.clone()),
     };
+    // The started serve ran with init's environment: the variables that steer it go into the gate.
+    let (env, env_secrets) = match &o.target {
+        InitTarget::Command(_) => env::serve_env(std::env::vars()),
+        InitTarget::Url { .. } => (Vec::new(), Vec::new()),
+    };
     Draft {
+        env,
+        env_secrets,
         name: o.name.clone(),
         found: Vec::new(),
         serve: serve_block,

@@ -139,6 +139,11 @@ pub(crate) struct Draft {
     pub engine: Option<&'static str>,
     /// `[serve] ready`.
     pub ready: String,
+    /// `[serve.env]` of a serve init started: the variables of init's environment that steer it (name,
+    /// value; `env::serve_env`).
+    pub env: Vec<(String, String)>,
+    /// Names of steering variables that hold secrets: named in a comment, never written.
+    pub env_secrets: Vec<String>,
     /// For a serve init started: the seconds it took to answer in init's run (the written `ready_timeout_s`
     /// is [`super::written_ready_timeout_s`] of it); None for a url serve.
     pub ready_s: Option<f64>,
@@ -232,6 +237,46 @@ fn serve_block(out: &mut String, d: &Draft, wait: ReadyWait, p: &Portable) {
         );
     }
     out.push('\n');
+    if wait == ReadyWait::Written && matches!(d.serve, ServeBlock::Command(_)) {
+        env_block(out, d, p);
+    }
+}
+
+/// `[serve.env]`: the steering variables init's serve ran with, and a comment naming the secret ones.
+fn env_block(out: &mut String, d: &Draft, p: &Portable) {
+    if d.env.is_empty() && d.env_secrets.is_empty() {
+        return;
+    }
+    if !d.env_secrets.is_empty() {
+        out.push_str(&comment(&format!(
+            "Set in init's environment and not written (secrets): {}. Set them where the gate runs (CI secrets).",
+            d.env_secrets.join(", ")
+        )));
+    }
+    if d.env.is_empty() {
+        out.push('\n');
+        return;
+    }
+    out.push_str(&comment(
+        "The serve ran with these from init's environment; written so it starts the same way where they are unset.",
+    ));
+    out.push_str("[serve.env]\n");
+    for (k, v) in &d.env {
+        let _ = writeln!(out, "{} = {}", toml_key(k), toml_str(&p.path(v)));
+    }
+    out.push('\n');
+}
+
+/// A TOML key: bare when it is one (letters, digits, `_`, `-`), else quoted.
+fn toml_key(k: &str) -> String {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        k.to_string()
+    } else {
+        toml_str(k)
+    }
 }
 
 fn request_block(out: &mut String, d: &Draft, warmup_requests: u32, p: &Portable) {

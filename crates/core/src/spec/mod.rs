@@ -62,6 +62,7 @@ use raw::{RawCpu, RawMemory, RawReady};
 pub use read::{did_you_mean, load, parse, read_text};
 pub use record::RunRecordSpec;
 pub use regression::{BaselineServe, RegressionAssert, RegressionBaseline};
+pub use serve::{redact_userinfo, url_userinfo};
 pub use validate::valid_host;
 use validate::valid_url_authority;
 use validate::Validator;

@@ -264,7 +264,7 @@ impl Validator<'_> {
 }
 
 /// Whether `url`'s authority carries user information (`user:password@host`).
-fn url_userinfo(url: &str) -> bool {
+pub fn url_userinfo(url: &str) -> bool {
     let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
     rest.split(['/', '?', '#'])
         .next()
@@ -273,7 +273,7 @@ fn url_userinfo(url: &str) -> bool {
 }
 
 /// `text` with the user information of every `scheme://user:password@host` in it shown `***@`.
-fn redact_userinfo(text: &str) -> String {
+pub fn redact_userinfo(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find("://") {

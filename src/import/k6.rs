@@ -1,0 +1,301 @@
+//! k6's `--out json=FILE` of a script whose requests go through xk6-llm's client (`import llm from
+//! 'k6/x/llm'`, github.com/msradam/xk6-llm, `metrics.go` and `client.go` at commit 20e1c03): one JSON
+//! envelope per line, as k6 writes them (grafana/k6 `internal/output/json/wrapper.go` at 4815d6c and
+//! `json.go`):
+//!
+//! * `{"type":"Metric","metric":NAME,"data":{...}}` the first time a metric is seen (skipped here);
+//! * `{"type":"Point","metric":NAME,"data":{"time":T,"value":V,"tags":{...},"metadata":{...}}}` per sample,
+//!   `T` RFC 3339 with nanoseconds (Go's `time.Time`).
+//!
+//! xk6-llm pushes one request's samples together (one `ConnectedSamples`), all with one time (taken just
+//! after the request ended) and one tag set (the VU's tags, `model`, the request's own `tags`):
+//! `llm_requests` (1) first, then `llm_request_duration` (ms from the send to the end of the stream),
+//! `llm_chunks_per_request` (content chunks), `llm_ttft` (ms from the send to the first content, reasoning
+//! or tool-call chunk), `llm_itl` (one sample per gap between consecutive content chunks, in order: the first
+//! is chunk 2 minus chunk 1), `llm_completion_tokens` (the serve's `usage.completion_tokens`, when it sent
+//! usage), and others not read here (`llm_tpot`, `llm_prompt_tokens`, goodput, cost...). `llm_aborted` marks a
+//! stream the script cut short (`abort_after_ms` / `abort_after_tokens`). A failed request is one
+//! `llm_errors` sample tagged `error_type` (`network`, `timeout`, `http_4xx`, `http_5xx`, `stream`,
+//! `decode`).
+//!
+//! So each request is rebuilt as: start = the samples' time − `llm_request_duration`; the first arrival at
+//! `llm_ttft`, each next one `llm_itl` later; the end at `llm_request_duration`. The file states no version,
+//! no command, no load and no reply text: `--tool-version`, `--tool-command` and `--point` say them, and
+//! content assertions have no text to read. k6's own `http_req_*` samples (a whole response timed, never a
+//! token) are skipped.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+use super::{ToolRequest, ToolRun};
+
+/// One request's samples while they are read: the line of its `llm_requests` sample, its key (time and
+/// tags), and the values read so far.
+#[derive(Default)]
+struct Open {
+    line: usize,
+    key: String,
+    end_ms: f64,
+    duration: Option<f64>,
+    ttft: Option<f64>,
+    itl: Vec<f64>,
+    chunks: Option<u64>,
+    tokens: Option<u64>,
+    aborted: bool,
+    unary: bool,
+}
+
+/// Parses k6's JSON output of an xk6-llm script. Errors name the line (1-based).
+pub fn parse(text: &str) -> Result<ToolRun, String> {
+    let trimmed = text.trim_start();
+    if looks_like_summary(trimmed) {
+        return Err(
+            "not k6's --out json output (one envelope per line): this looks like k6's end-of-test summary (--summary-export or handleSummary: aggregates); servegate judges percentiles from per-request samples only: run k6 with --out json=FILE"
+                .into(),
+        );
+    }
+    let mut requests = Vec::new();
+    let mut open: Option<Open> = None;
+    let mut models = BTreeSet::new();
+    let (mut k6_own, mut embed, mut points) = (0usize, 0usize, 0usize);
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| {
+            if e.is_eof() {
+                format!("line {n}: truncated: the line ends inside a JSON value (a file cut while written?)")
+            } else {
+                format!("line {n}: not JSON: {e}")
+            }
+        })?;
+        let kind = v["type"].as_str();
+        let metric = v["metric"].as_str();
+        let (Some(kind), Some(metric)) = (kind, metric) else {
+            return Err(format!(
+                "line {n}: not a k6 JSON output envelope (needs type and metric): another tool's file?"
+            ));
+        };
+        match kind {
+            "Metric" => continue,
+            "Point" => points += 1,
+            other => {
+                return Err(format!(
+                    "line {n}: envelope type {other:?}, k6 writes \"Metric\" or \"Point\""
+                ))
+            }
+        }
+        if !metric.starts_with("llm_") {
+            k6_own += 1;
+            continue;
+        }
+        if metric.starts_with("llm_embed_") {
+            embed += 1;
+            continue;
+        }
+        let data = &v["data"];
+        let value = data["value"]
+            .as_f64()
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| format!("line {n}: {metric}: data.value missing or not a number"))?;
+        let time = data["time"]
+            .as_str()
+            .ok_or_else(|| format!("line {n}: {metric}: data.time missing"))?;
+        let at_ms = parse_time(time).map_err(|e| format!("line {n}: {metric}: data.time {e}"))?;
+        let tags = &data["tags"];
+        let key = format!("{time} {tags}");
+        if let Some(m) = tags["model"].as_str() {
+            models.insert(m.to_string());
+        }
+        match metric {
+            "llm_requests" => {
+                if let Some(o) = open.take() {
+                    requests.push(close(o)?);
+                }
+                open = Some(Open {
+                    line: n,
+                    key,
+                    end_ms: at_ms,
+                    unary: tags["mode"].as_str() == Some("unary"),
+                    ..Default::default()
+                });
+            }
+            "llm_errors" => {
+                if let Some(o) = open.take() {
+                    requests.push(close(o)?);
+                }
+                let kind = tags["error_type"].as_str().unwrap_or("(no error_type tag)");
+                requests.push(ToolRequest {
+                    // xk6-llm times a failure's samples when it failed and records no duration: the start is
+                    // not in the file; the failure's time stands for it (it orders the requests only).
+                    start_ms: at_ms,
+                    error: Some(format!(
+                        "{kind}: xk6-llm's error_type (its samples carry no message)"
+                    )),
+                    ..Default::default()
+                });
+            }
+            _ => {
+                let Some(o) = open.as_mut().filter(|o| o.key == key) else {
+                    return Err(format!(
+                        "line {n}: a {metric} sample whose time and tags match no llm_requests sample before it (xk6-llm pushes a request's samples together, llm_requests first): a file cut or reordered?"
+                    ));
+                };
+                read_sample(o, metric, value, n)?;
+            }
+        }
+    }
+    if let Some(o) = open.take() {
+        requests.push(close(o)?);
+    }
+    if requests.is_empty() {
+        return Err(if k6_own > 0 || embed > 0 {
+            format!(
+                "no xk6-llm chat sample (llm_requests or llm_errors) among {points} samples: k6's own http_req_* metrics time a whole response, never a token; servegate imports the per-request samples of xk6-llm's client (k6/x/llm)"
+            )
+        } else {
+            "no k6 sample in the file: an empty run?".into()
+        });
+    }
+    let mut notes = vec![
+        "k6 + xk6-llm: each request's start is its samples' time minus llm_request_duration; the arrivals are llm_ttft, then each llm_itl after the one before".to_string(),
+    ];
+    if k6_own > 0 {
+        notes.push(format!(
+            "k6: {k6_own} samples of k6's own metrics (http_req_*, iterations, vus...) not read"
+        ));
+    }
+    if embed > 0 {
+        notes.push(format!(
+            "k6: {embed} llm_embed_* samples (embeddings calls) not read"
+        ));
+    }
+    for m in models {
+        notes.push(format!("k6 model tag: {m}"));
+    }
+    Ok(ToolRun {
+        version: None,
+        command: None,
+        point: None,
+        planned: None,
+        requests,
+        lacks: Vec::new(),
+        notes,
+    })
+}
+
+/// True when the text is one JSON document with k6's summary shape (`metrics` of aggregates, `root_group`).
+fn looks_like_summary(text: &str) -> bool {
+    serde_json::from_str::<Value>(text)
+        .map(|v| {
+            v.get("metrics").is_some()
+                && (v.get("root_group").is_some() || v.get("state").is_some())
+        })
+        .unwrap_or(false)
+}
+
+/// Reads one of a request's samples into it.
+fn read_sample(o: &mut Open, metric: &str, value: f64, line: usize) -> Result<(), String> {
+    let nonneg = |x: f64| {
+        if x < 0.0 {
+            Err(format!("line {line}: {metric}: negative ({x})"))
+        } else {
+            Ok(x)
+        }
+    };
+    let whole = |x: f64| {
+        if x < 0.0 || x.fract() != 0.0 {
+            Err(format!(
+                "line {line}: {metric}: not a whole number >= 0 ({x})"
+            ))
+        } else {
+            Ok(x as u64)
+        }
+    };
+    match metric {
+        "llm_request_duration" => o.duration = Some(nonneg(value)?),
+        "llm_ttft" => o.ttft = Some(nonneg(value)?),
+        "llm_itl" => o.itl.push(nonneg(value)?),
+        "llm_chunks_per_request" => o.chunks = Some(whole(value)?),
+        "llm_completion_tokens" => o.tokens = Some(whole(value)?),
+        "llm_aborted" => o.aborted = value > 0.0,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A request whose samples are all read.
+fn close(o: Open) -> Result<ToolRequest, String> {
+    let at = format!("line {} (llm_requests)", o.line);
+    let duration = o
+        .duration
+        .ok_or_else(|| format!("{at}: the request has no llm_request_duration sample"))?;
+    let start_ms = o.end_ms - duration;
+    if o.unary {
+        return Err(format!(
+            "{at}: a stream: false request (tag mode=unary): xk6-llm times no first token or chunk for it; servegate judges streamed requests"
+        ));
+    }
+    if o.aborted {
+        return Ok(ToolRequest {
+            start_ms,
+            end_ms: duration,
+            error: Some(
+                "aborted: cut short by the script (xk6-llm's abort_after_ms or abort_after_tokens)"
+                    .into(),
+            ),
+            ..Default::default()
+        });
+    }
+    let ttft = o
+        .ttft
+        .ok_or_else(|| format!("{at}: a streamed request without llm_ttft: no chunk arrived?"))?;
+    let mut arrivals = vec![ttft];
+    match o.chunks {
+        // Only reasoning or tool-call deltas: the first token is timed, no content chunk is.
+        Some(0) if o.itl.is_empty() => {}
+        Some(c) if c as usize != o.itl.len() + 1 => {
+            return Err(format!(
+                "{at}: llm_chunks_per_request {c} but {} llm_itl samples (one per gap between content chunks expected): the chunks cannot be placed",
+                o.itl.len()
+            ))
+        }
+        _ => {
+            for gap in &o.itl {
+                let t = arrivals.last().copied().unwrap_or(ttft) + gap;
+                arrivals.push(t);
+            }
+        }
+    }
+    let last = *arrivals.last().unwrap_or(&ttft);
+    if last > duration + 1e-6 {
+        return Err(format!(
+            "{at}: the last chunk at {last:.3} ms is after the request's end ({duration:.3} ms, llm_request_duration)"
+        ));
+    }
+    let tokens = o.tokens.or(o.chunks.filter(|c| *c > 0)).ok_or_else(|| {
+        format!("{at}: no llm_completion_tokens (the serve sent no usage) and no llm_chunks_per_request: no token count")
+    })?;
+    Ok(ToolRequest {
+        start_ms,
+        warmup: false,
+        arrivals_ms: arrivals,
+        per_arrival: None,
+        end_ms: duration,
+        tokens: Some(tokens),
+        text: None,
+        error: None,
+        status: None,
+    })
+}
+
+/// Go's `time.Time` JSON (RFC 3339, up to nanoseconds, any offset) as ms since the Unix epoch.
+fn parse_time(s: &str) -> Result<f64, String> {
+    let t = OffsetDateTime::parse(s, &Rfc3339)
+        .map_err(|e| format!("{s:?} is not an RFC 3339 time: {e}"))?;
+    Ok(t.unix_timestamp_nanos() as f64 / 1e6)
+}
