@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 use crate::evidence::public::{rewrite_file, Public};
 
-/// Every file under `dir`, recursively (symlinks not followed), sorted.
+/// Every file under `dir`, recursively (symlinks not followed; a killed write's temp files left out:
+/// `io::fs::is_temp_name`), sorted.
 fn files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -24,7 +25,8 @@ fn files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
             let ft = e.file_type()?;
             if ft.is_dir() {
                 stack.push(e.path());
-            } else if ft.is_file() {
+            } else if ft.is_file() && !crate::io::fs::is_temp_name(&e.file_name().to_string_lossy())
+            {
                 out.push(e.path());
             }
         }

@@ -90,6 +90,7 @@ pub(super) fn start(
     match s.wait_ready_with(&mut |w| progress(&Step::Waiting(w.clone()))) {
         Ok(info) => {
             summary.serve.ready_ms = Some(info.ready_ms);
+            summary.serve.ready_window_ms = Some(info.ready_window_ms);
             summary.serve.ready_timeline = info.statuses.clone();
             progress(&Step::ServeReady {
                 ready_ms: info.ready_ms,
@@ -140,6 +141,22 @@ pub(super) fn reach_url(
     let mut steady_404: Option<(Instant, u32)> = None;
     let mut pacer = crate::io::progress::Pacer::new(t);
     let (mut probes, mut refused) = (0u32, 0u32);
+    // Nothing started it, so nothing may be on its way: a name that does not resolve fails at once, a port
+    // that refuses every probe for URL_REFUSED_WINDOW then, unless the gate sets ready_timeout_s (a serve
+    // starting elsewhere), which is then said at once.
+    let unresolved = unresolved_host(url);
+    if let Some(why) = &unresolved {
+        if !spec.ready_timeout_set {
+            return Err(Stop::Failed(ServeFailure::new(
+                FailureCode::ReadyTimeout,
+                format!("{url}: {why}: nothing to wait for, stopped at once; fix [serve] url (set [serve] ready_timeout_s to wait for a serve starting elsewhere)"),
+            )));
+        }
+        progress(&Step::Note(waiting_for_url(url, why, spec.ready_timeout_s)));
+    }
+    let mut said_waiting = unresolved.is_some();
+    // 50 ms between probes, backed off to 500 ms after 2 s (io::serve::probe_pause).
+    let mut pause = Duration::ZERO;
     loop {
         if crate::io::signals::interrupted().is_some() {
             return Err(Stop::Interrupted); // run() ends the run as interrupted
@@ -200,6 +217,27 @@ pub(super) fn reach_url(
                 other.describe()
             }
         };
+        if refused == probes && t.elapsed() >= URL_REFUSED_WINDOW {
+            if !spec.ready_timeout_set {
+                return Err(Stop::Failed(ServeFailure::new(
+                    FailureCode::ReadyTimeout,
+                    format!(
+                        "{url}{} refused all {probes} probes over {:.1} s: nothing listens there (servegate does not start a url serve); start it, or fix [serve] url (set [serve] ready_timeout_s to wait for a serve starting elsewhere)",
+                        spec.ready_path,
+                        t.elapsed().as_secs_f64()
+                    ),
+                )));
+            }
+            if !said_waiting {
+                said_waiting = true;
+                let why = format!("nothing listens there yet ({probes} probes refused)");
+                progress(&Step::Note(waiting_for_url(
+                    url,
+                    &why,
+                    spec.ready_timeout_s,
+                )));
+            }
+        }
         if let Some(secs) = pacer.due(Instant::now()) {
             progress(&Step::Waiting(crate::io::progress::Waiting::new(
                 format!("waiting for readiness at {url}{}", spec.ready_path),
@@ -220,8 +258,36 @@ pub(super) fn reach_url(
                 ),
             )));
         }
-        std::thread::sleep(Duration::from_millis(50));
+        pause = serve::probe_pause(Duration::from_millis(50), pause, t.elapsed());
+        std::thread::sleep(pause);
     }
+}
+
+/// How long a `url` serve's port may refuse every readiness probe before the run stops waiting (unless the
+/// gate sets `ready_timeout_s`): servegate did not start it, so a refusal this long is a serve that is not
+/// running or a wrong port, not one loading.
+pub(crate) const URL_REFUSED_WINDOW: Duration = Duration::from_secs(3);
+
+/// Why the host of `url` cannot be reached by name: `the host NAME does not resolve (OS error)`; None for an
+/// address, a name that resolves, or a URL that cannot be read (the probe says why).
+fn unresolved_host(url: &str) -> Option<String> {
+    use std::net::ToSocketAddrs;
+    let u = reqwest::Url::parse(url).ok()?;
+    let host = u.host_str()?.trim_start_matches('[').trim_end_matches(']');
+    let port = u.port_or_known_default()?;
+    match (host, port).to_socket_addrs().map(|mut a| a.next()) {
+        Ok(Some(_)) => None,
+        Ok(None) => Some(format!("the host {host} resolves to no address")),
+        Err(e) => Some(format!("the host {host} does not resolve ({e})")),
+    }
+}
+
+/// The one line said at once when a gate that sets `ready_timeout_s` waits for a `url` serve that is not
+/// there yet: what it waits for and why.
+fn waiting_for_url(url: &str, why: &str, timeout_s: f64) -> String {
+    format!(
+        "waiting up to {timeout_s} s for the url serve at {url}: {why}; the gate sets [serve] ready_timeout_s, so a serve starting elsewhere is waited for (without it, this would stop at once)"
+    )
 }
 
 /// What to say when a `--url` serve never answered and (nearly) every probe was refused: nothing listens at

@@ -40,7 +40,7 @@ pub(super) fn send_all(
             }
         });
         let courier = Courier { jobs, done };
-        send_each(gate, w, summary, &courier, serves, progress)
+        send_each(gate, w, summary, &courier, base_url, serves, progress)
         // `courier` drops here: the sending thread's queue closes and the scope joins it.
     })
 }
@@ -108,10 +108,13 @@ fn send_each(
     w: &EvidenceWriter,
     summary: &mut RunSummary,
     courier: &Courier,
+    base_url: &str,
     (mut serve, attached): (Option<&mut serve::Serve>, Option<&serve::Attached>),
     progress: &mut dyn FnMut(&Step),
 ) -> Result<(), EvidenceError> {
     let req = &gate.request;
+    // A `url` serve the run did not start: watched through its port after each failed request.
+    let mut gone = (serve.is_none()).then(|| UrlWatch::new(base_url));
     let mut plan: Vec<(bool, u32, usize)> = Vec::new();
     let n = req.prompts.len();
     for i in 0..req.warmup_requests as usize {
@@ -208,6 +211,12 @@ fn send_each(
                 w.write_summary(summary)?;
                 break;
             }
+        }
+        if let Some(f) = gone.as_mut().and_then(|g| g.after(index, failed, planned)) {
+            summary.serve.failure = Some(f.to_string());
+            progress(&Step::ServeDied(f.to_string()));
+            w.write_summary(summary)?;
+            break;
         }
     }
     if serve.is_some() || attached.is_some() {
@@ -327,6 +336,140 @@ fn alive_after(s: &mut serve::Serve, failed: bool) -> Result<(), serve::ServeErr
     Ok(())
 }
 
+/// Consecutive failed requests, each followed by a refused connection to the serve's port, after which a
+/// `url` serve counts as gone (fewer when the last planned request is the one that failed).
+pub(crate) const URL_GONE_AFTER: usize = 2;
+
+/// A `url` serve watched for going away during the run (the runner did not start it, so there is no process
+/// to see exit): after each failed request (a transport error or a cut reply), is anything still listening
+/// at its port? [`URL_GONE_AFTER`] failed requests in a row with the port refusing connections after each
+/// mean it went away: the run stops sending and says so once, in the words of a started serve's exit
+/// (`server_exited_during_run (...)`).
+struct UrlWatch {
+    base_url: String,
+    started: Instant,
+    refused_in_a_row: usize,
+    first_refused: Option<usize>,
+    last_answered: Option<usize>,
+}
+
+impl UrlWatch {
+    fn new(base_url: &str) -> UrlWatch {
+        UrlWatch {
+            base_url: base_url.to_string(),
+            started: Instant::now(),
+            refused_in_a_row: 0,
+            first_refused: None,
+            last_answered: None,
+        }
+    }
+
+    /// After request `index` of `planned` (`failed`: it failed): the serve's failure when it went away.
+    fn after(&mut self, index: usize, failed: bool, planned: usize) -> Option<ServeFailure> {
+        if !failed {
+            self.last_answered = Some(index);
+            self.refused_in_a_row = 0;
+            self.first_refused = None;
+            return None;
+        }
+        if !nothing_listens(&self.base_url) {
+            self.refused_in_a_row = 0;
+            self.first_refused = None;
+            return None;
+        }
+        self.refused_in_a_row += 1;
+        self.first_refused.get_or_insert(index);
+        let last = index + 1 == planned;
+        if self.refused_in_a_row < URL_GONE_AFTER && !last {
+            return None;
+        }
+        Some(url_gone(
+            &self.base_url,
+            &GoneAt {
+                secs: self.started.elapsed().as_secs_f64(),
+                utc: evidence::now_utc()
+                    .split('.')
+                    .next()
+                    .map(|s| s.trim_end_matches('Z').to_string() + "Z")
+                    .unwrap_or_default(),
+                last_answered: self.last_answered,
+                first_failed: self.first_refused.unwrap_or(index),
+                sent: index + 1,
+                planned,
+            },
+        ))
+    }
+}
+
+/// When and after which request a `url` serve was found gone ([`url_gone`]).
+pub(crate) struct GoneAt {
+    /// Seconds from the first request sent to the finding.
+    pub(crate) secs: f64,
+    /// The finding's UTC time (RFC 3339).
+    pub(crate) utc: String,
+    /// The last request it answered (send-order index), if any.
+    pub(crate) last_answered: Option<usize>,
+    /// The first of the failed requests in a row.
+    pub(crate) first_failed: usize,
+    /// Requests sent (warmups included), and planned.
+    pub(crate) sent: usize,
+    pub(crate) planned: usize,
+}
+
+/// `server_exited_during_run (the url serve went away: nothing listens at URL any more ...)`: the failure of
+/// a `url` serve found gone, in a started serve's words, saying when, after which request, and how many of
+/// the planned requests were sent (the rest are not).
+pub(crate) fn url_gone(base_url: &str, at: &GoneAt) -> ServeFailure {
+    let answered = match at.last_answered {
+        Some(i) => format!("after request {i:02}, the last it answered"),
+        None => "before it answered any request".to_string(),
+    };
+    let last = at.sent.saturating_sub(1);
+    let failed = if at.first_failed >= last {
+        format!("request {last:02} failed and its port refused connections after it")
+    } else {
+        format!(
+            "requests {:02} to {last:02} failed and its port refused connections after each",
+            at.first_failed
+        )
+    };
+    ServeFailure::new(
+        FailureCode::ServerExitedDuringRun,
+        format!(
+            "(the url serve went away: nothing listens at {base_url} any more, {:.1} s into the requests at {}, {answered}; {failed}; {} of {} planned requests were sent, the other {} not)",
+            at.secs,
+            at.utc,
+            at.sent,
+            at.planned,
+            at.planned - at.sent,
+        ),
+    )
+}
+
+/// True when every address of `base_url`'s host refuses a TCP connection to its port now (within 1 s each):
+/// nothing listens there. False when one accepts, times out or the URL cannot be read.
+fn nothing_listens(base_url: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    let Ok(u) = reqwest::Url::parse(base_url) else {
+        return false;
+    };
+    let (Some(host), Some(port)) = (u.host_str(), u.port_or_known_default()) else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let Ok(addrs) = (host, port).to_socket_addrs() else {
+        return false;
+    };
+    let addrs: Vec<_> = addrs.collect();
+    !addrs.is_empty()
+        && addrs.iter().all(|a| {
+            matches!(
+                std::net::TcpStream::connect_timeout(a, Duration::from_secs(1)),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
+            )
+        })
+}
+
 /// `run_timeout: ...` for a run that passed `[request] run_timeout_s` before request `index` of `planned`.
 fn run_timeout(run_timeout_s: f64, index: usize, planned: usize) -> ServeFailure {
     ServeFailure::new(
@@ -351,4 +494,31 @@ pub(super) fn read_metrics(
     }
     crate::evidence::write_atomic(&w.path(name), body.as_bytes()).ok()?;
     Some(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A url serve gone: its failure in a started serve's words (server_exited_during_run), saying when,
+    /// after which request, which failed, and how many of the planned were sent.
+    #[test]
+    fn a_url_serve_gone_is_said_in_a_started_serve_s_words() {
+        let at = |first_failed, sent| GoneAt {
+            secs: 12.34,
+            utc: "2026-12-07T06:00:00Z".into(),
+            last_answered: Some(4),
+            first_failed,
+            sent,
+            planned: 21,
+        };
+        let f = url_gone("http://127.0.0.1:8080", &at(5, 7)).to_string();
+        assert_eq!(f, "server_exited_during_run (the url serve went away: nothing listens at http://127.0.0.1:8080 any more, 12.3 s into the requests at 2026-12-07T06:00:00Z, after request 04, the last it answered; requests 05 to 06 failed and its port refused connections after each; 7 of 21 planned requests were sent, the other 14 not)");
+        assert_eq!(
+            FailureCode::of_recorded(&f),
+            Some(FailureCode::ServerExitedDuringRun)
+        );
+        let one = url_gone("http://127.0.0.1:8080", &at(20, 21)).to_string();
+        assert!(one.contains("; request 20 failed and its port refused connections after it; 21 of 21 planned requests were sent, the other 0 not)"), "{one}");
+    }
 }

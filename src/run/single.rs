@@ -246,8 +246,12 @@ fn drive_steps(
 /// `cold_first_request: ...` when the run's first timed judged request was far slower to its first token
 /// than the rest (`analysis::cold`, the rule the first_token verdict applies), else `cold_warmup_request:
 /// ...` when the run's first request, a warmup, was far slower than the judged ones; from the figures
-/// `run.json` keeps per request.
+/// `run.json` keeps per request. None when the serve failed during the run (it exited, or a `url` serve
+/// went away): a slow first reply then says nothing about its readiness.
 fn cold_first_note(gate: &GateSpec, summary: &RunSummary) -> Option<String> {
+    if summary.serve.failure.is_some() {
+        return None;
+    }
     let warmup = summary.requests.iter().filter(|r| r.warmup).count();
     let mut ttfts: Vec<(usize, Option<f64>)> = summary
         .requests

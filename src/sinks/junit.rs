@@ -31,20 +31,36 @@ use crate::sinks::report::{AssertionResult, GateResults, Results, TestOutcome};
 pub(crate) const REPORT_NAME: &str = "servegate";
 
 /// True for a character the XML 1.0 `Char` production forbids (W3C XML 1.0, section 2.2): C0 controls but
-/// tab, newline and carriage return (ESC included), and U+FFFE, U+FFFF (surrogates cannot occur in a `str`).
+/// tab, newline and carriage return (ESC included), and U+FFFE, U+FFFF (surrogates cannot occur in a `str`);
+/// and the two private-use characters that stand for a tab and a carriage return on their way through
+/// quick-junit ([`TAB_MARK`], [`CR_MARK`]), so that one in the text itself is shown, not taken for one.
 fn xml10_forbidden(c: char) -> bool {
     matches!(c, '\u{0}'..='\u{8}' | '\u{B}' | '\u{C}' | '\u{E}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}')
+        || c == TAB_MARK
+        || c == CR_MARK
 }
+
+/// What a tab is written as until [`attribute_breaks`] writes the XML: quick-junit's [`XmlString`] strips
+/// ANSI escapes with the `strip-ansi-escapes` crate, which drops tabs and carriage returns too
+/// (`"second\tline"` became `secondline`). A private-use character passes it untouched.
+const TAB_MARK: char = '\u{E009}';
+/// What a carriage return is written as until [`attribute_breaks`] (see [`TAB_MARK`]).
+const CR_MARK: char = '\u{E00D}';
 
 /// Text made valid for XML 1.0, visibly (case 42's rule): every forbidden character is written as the six
 /// characters `\uXXXX` (lowercase hex: ESC is `\u001b`, so a colour code reads `\u001b[31m`; NUL `\u0000`;
-/// U+FFFE `\ufffe`); `&`, `<`, `>` and quotes are escaped by quick-junit's [`XmlString`]. No CDATA.
+/// U+FFFE `\ufffe`); `&`, `<`, `>` and quotes are escaped by quick-junit's [`XmlString`]. No CDATA. A tab
+/// and a carriage return are kept ([`TAB_MARK`], [`CR_MARK`] until [`attribute_breaks`]).
 pub(crate) fn xml(s: &str) -> XmlString {
-    if s.contains(xml10_forbidden) {
+    if s.contains(|c| xml10_forbidden(c) || c == '\t' || c == '\r') {
         let mut out = String::with_capacity(s.len() + 8);
         for c in s.chars() {
             if xml10_forbidden(c) {
                 out.push_str(&format!("\\u{:04x}", c as u32));
+            } else if c == '\t' {
+                out.push(TAB_MARK);
+            } else if c == '\r' {
+                out.push(CR_MARK);
             } else {
                 out.push(c);
             }
@@ -360,14 +376,51 @@ fn problems_suite(
     s
 }
 
-/// The JUnit XML of `results`, as bytes (UTF-8, with an XML declaration).
+/// The JUnit XML of `results`, as bytes (UTF-8, with an XML declaration); every tab, line feed and carriage
+/// return inside an attribute value written as a character reference ([`attribute_breaks`]).
 pub(crate) fn serialize(results: &Results) -> Result<Vec<u8>, quick_junit::SerializeError> {
-    let mut out = Vec::new();
-    to_report(results).serialize(&mut out)?;
+    let mut raw = Vec::new();
+    to_report(results).serialize(&mut raw)?;
+    let mut out = attribute_breaks(&raw);
     if !out.ends_with(b"\n") {
         out.push(b'\n');
     }
     Ok(out)
+}
+
+/// `xml` (as quick-junit wrote it) with every tab, line feed and carriage return inside an attribute value
+/// written as the character references `&#9;`, `&#10;`, `&#13;`, and in text content a tab written raw and a
+/// carriage return as `&#13;` (a raw one is read as a line feed); tabs and carriage returns arrive as
+/// [`TAB_MARK`] and [`CR_MARK`] ([`xml`]). A reader normalizes a raw one in an
+/// attribute value to a space (W3C XML 1.0, section 3.3.3 "Attribute-Value Normalization"), so a gate's
+/// two-line description or a serve failure's line break would reach the CI page as one run-on line;
+/// quick-xml escapes only `<`, `>`, `&` and quotes there. Text content (`<system-out>`, a failure's text)
+/// keeps its line breaks raw, as XML keeps them. The scan needs no parser: in what quick-xml writes, a raw
+/// `<` starts markup, and inside markup a quote opens or closes an attribute value (a quote inside a value is
+/// `&quot;`); quick-junit writes no comment, CDATA or processing instruction but the declaration.
+fn attribute_breaks(xml: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(xml);
+    let mut out = String::with_capacity(text.len());
+    let mut in_tag = false;
+    let mut quote: Option<char> = None;
+    for c in text.chars() {
+        let in_value = in_tag && quote.is_some();
+        match (in_tag, quote, c) {
+            (false, _, '<') => in_tag = true,
+            (true, None, '>') => in_tag = false,
+            (true, None, '"' | '\'') => quote = Some(c),
+            (true, Some(q), c) if c == q => quote = None,
+            _ => {}
+        }
+        match c {
+            '\t' | TAB_MARK if in_value => out.push_str("&#9;"),
+            '\n' if in_value => out.push_str("&#10;"),
+            '\r' | CR_MARK => out.push_str("&#13;"),
+            TAB_MARK => out.push('\t'),
+            _ => out.push(c),
+        }
+    }
+    out.into_bytes()
 }
 
 /// The JUnit XML exporter.
@@ -384,6 +437,66 @@ mod tests {
     use super::*;
     use crate::sinks::report::{AssertionResult, FailureKind, GateResults, Producer};
     use std::path::Path;
+
+    /// A gate description with a line break, a tab and a carriage return reaches its attribute as character references, so a reader gets the text back whole; text content
+    /// keeps its line breaks; a raw break is in no attribute.
+    #[test]
+    fn line_breaks_in_attribute_values_are_character_references() {
+        let mut r = Results::begin(Producer::Harness, false);
+        let t = AssertionResult::new(
+            "g",
+            "rate",
+            TestOutcome::Failed,
+            Some(FailureKind::Assertion),
+            "rate FAIL median 5.0 tok/s",
+            0.0,
+        );
+        let g = GateResults::not_run(
+            "g",
+            Path::new("gates/g.toml"),
+            "first line\nsecond\tline\r",
+            "r",
+            vec![t],
+        );
+        r.push(g);
+        let xml = String::from_utf8(serialize(&r).unwrap()).unwrap();
+        assert!(
+            xml.contains(r#"value="first line&#10;second&#9;line&#13;""#),
+            "{xml}"
+        );
+        // Text content keeps its tab and line feed raw, a carriage return as a reference (a raw one is read
+        // as a line feed); a private-use character of the text itself is shown, not taken for a tab.
+        assert_eq!(
+            attribute_breaks(b"<a b=\"x\ty\rz\" c='1\n2'>t\n\tu\rv</a>\n"),
+            b"<a b=\"x&#9;y&#13;z\" c='1&#10;2'>t\n\tu&#13;v</a>\n".to_vec()
+        );
+        assert_eq!(super::xml("a\tb\u{E009}").as_str(), "a\u{E009}b\\ue009");
+        // Read back by an XML reader: the attribute is the description as written.
+        let mut reader = quick_xml::Reader::from_str(&xml);
+        let mut found = None;
+        loop {
+            match reader.read_event().unwrap() {
+                quick_xml::events::Event::Eof => break,
+                quick_xml::events::Event::Empty(e) | quick_xml::events::Event::Start(e) => {
+                    let attrs: Vec<_> = e.attributes().map(|a| a.unwrap()).collect();
+                    if attrs
+                        .iter()
+                        .any(|a| a.value.as_ref() == b"gate_description")
+                    {
+                        let v = attrs.iter().find(|a| a.key.as_ref() == b"value").unwrap();
+                        found = Some(v.unescape_value().unwrap().into_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(found.as_deref(), Some("first line\nsecond\tline\r"));
+        // No raw break inside any tag's attributes.
+        for tag in xml.split('<').skip(1) {
+            let head = tag.split('>').next().unwrap();
+            assert!(!head.contains(['\n', '\r', '\t']), "{head:?}");
+        }
+    }
 
     fn results() -> Results {
         let mut r = Results::begin(Producer::Harness, false);

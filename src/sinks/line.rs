@@ -301,8 +301,29 @@ fn fold_arms(body: &str) -> String {
     format!("{header}{}", parts.join(" | "))
 }
 
+/// A piece of a verdict that is advice ([`is_advice`]): a verb of what to do and the gate key or command
+/// to do it with (`raise [load] requests to 20 or more`, `set [serve] ready_timeout_s to wait ...`, `fix
+/// the gate's [serve] url`, `[request] warmup_requests = 1 ... keeps it out`), or the command that does it
+/// (`floor could be 52.1: servegate bless`).
+fn advice_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        Regex::new(
+            r"\b(?i:raise|lower|set|fix|start|add|increase)\b.{0,80}?(\[[a-z_][a-z_.{}]*\]|\b[a-z_]+ = |servegate [a-z])|: servegate (?:bless|init|check)\b",
+        )
+        .expect("regex")
+    })
+}
+
+/// True when `piece` says what to do about the verdict ([`advice_re`]): such a piece is never what a
+/// shortened line drops ([`cut`]).
+fn is_advice(piece: &str) -> bool {
+    advice_re().is_match(piece)
+}
+
 /// `folded` cut at the last `sep` boundary that leaves room for `… N more (full: results JSON, -v)` and
-/// `tail`; `tail` itself shortened when it alone is too long.
+/// `tail`; `tail` itself shortened when it alone is too long. Advice ([`is_advice`]: what to raise, set or
+/// fix) is kept whole after what fits of the rest: the list of values gives way, not the remedy.
 fn cut(folded: &str, sep: &str, tail: &str, max: usize) -> String {
     let tail: String = if chars(tail) > max / 3 {
         let keep: String = tail.chars().take(max / 3 - 2).collect();
@@ -310,7 +331,20 @@ fn cut(folded: &str, sep: &str, tail: &str, max: usize) -> String {
     } else {
         tail.to_string()
     };
-    let pieces: Vec<&str> = folded.split(sep).collect();
+    let all: Vec<&str> = folded.split(sep).collect();
+    // The first piece (the verdict's head) stays first; advice after it is set aside and kept.
+    let advice: String = all
+        .iter()
+        .skip(1)
+        .filter(|p| is_advice(p))
+        .map(|p| format!("{sep}{p}"))
+        .collect();
+    let pieces: Vec<&str> = all
+        .iter()
+        .enumerate()
+        .filter(|(i, p)| *i == 0 || !is_advice(p))
+        .map(|(_, p)| *p)
+        .collect();
     let note = |n: usize| format!("{sep}… {n} more (full: results JSON, -v)");
     let mut kept = String::new();
     for (i, p) in pieces.iter().enumerate() {
@@ -320,24 +354,83 @@ fn cut(folded: &str, sep: &str, tail: &str, max: usize) -> String {
             format!("{kept}{sep}{p}")
         };
         let rest = pieces.len() - i - 1;
-        let room = chars(&next) + chars(&tail) + if rest > 0 { chars(&note(rest)) } else { 0 };
+        let room = chars(&next)
+            + chars(&advice)
+            + chars(&tail)
+            + if rest > 0 { chars(&note(rest)) } else { 0 };
         if room > max {
             if i == 0 {
                 // The first piece alone is too long: cut it at a character boundary.
-                let budget = max.saturating_sub(chars(&tail) + chars(&note(pieces.len())) + 1);
+                let budget = max
+                    .saturating_sub(chars(&advice) + chars(&tail) + chars(&note(pieces.len())) + 1);
                 let head: String = p.chars().take(budget).collect();
-                return format!("{head}…{}{tail}", note(pieces.len() - 1));
+                let more = match pieces.len() - 1 {
+                    0 => String::new(),
+                    n => note(n),
+                };
+                return format!("{head}…{advice}{more}{tail}");
             }
-            return format!("{kept}{}{tail}", note(pieces.len() - i));
+            return format!("{kept}{advice}{}{tail}", note(pieces.len() - i));
         }
         kept = next;
     }
-    format!("{kept}{tail}")
+    format!("{kept}{advice}{tail}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A shortened line keeps its advice whole (what to raise, set or fix) and drops values instead: the
+    /// url serve that is not there (its remedy after a long first part) and a list of requests with the
+    /// remedy last; a piece without advice is not kept for its words alone (`[DONE]` is no gate key).
+    #[test]
+    fn a_shortened_line_keeps_the_remedy_and_drops_values() {
+        let url = "http://127.0.0.1:39309";
+        let m = format!(
+            "content FAIL the serve never became ready: ready_timeout: {url}/health refused all 60 probes over 3.0 s: nothing listens there (servegate does not start a url serve); start it, or fix [serve] url (set [serve] ready_timeout_s to wait for a serve starting elsewhere); serve.log ends: {}",
+            "x".repeat(200)
+        );
+        let c = compact(&m);
+        assert!(
+            c.contains("; start it, or fix [serve] url (set [serve] ready_timeout_s to wait for a serve starting elsewhere); … 1 more"),
+            "{c}"
+        );
+        let items: Vec<String> = (0..12)
+            .map(|i| {
+                format!(
+                    "request {i:02} (transport: connect failed {})",
+                    "y".repeat(i)
+                )
+            })
+            .collect();
+        let m = format!(
+            "first_token INDETERMINATE 12 of 12 not measured: {}; raise [request] repeats to 20 or more (limit 100 ms; each: -; n=0 of 12 planned)",
+            items.join("; ")
+        );
+        let c = compact(&m);
+        assert!(chars(&c) <= VERDICT_LINE_CHARS, "{c}");
+        assert!(
+            c.contains("; raise [request] repeats to 20 or more; … ")
+                && c.ends_with(
+                    " more (full: results JSON, -v) (limit 100 ms; each: -; n=0 of 12 planned)"
+                ),
+            "{c}"
+        );
+        assert!(!is_advice(
+            "request 02 (truncated_stream: no finish_reason, no [DONE])"
+        ));
+        assert!(is_advice("raise [load] requests to 20 or more"));
+        // A rate's floor hint after a long list of values: the values give way.
+        let each: Vec<String> = (0..60).map(|i| format!("{}.{i}", 40 + i)).collect();
+        let m = format!(
+            "rate PASS median 52.5 tok/s (floor 10.5; each: {}; n=60 of 60 planned) (floor could be 52.1: servegate bless)",
+            each.join(", ")
+        );
+        let c = compact(&m);
+        assert!(c.contains("(floor could be 52.1: servegate bless)"), "{c}");
+        assert!(chars(&c) <= VERDICT_LINE_CHARS, "{c}");
+    }
 
     #[test]
     fn a_short_line_is_left_as_it_is() {

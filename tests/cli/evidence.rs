@@ -432,3 +432,42 @@ fn a_log_file_that_is_a_fifo_or_a_device_is_refused_not_read() {
     let _ = serve.kill();
     let _ = serve.wait();
 }
+
+/// A write killed mid-way (a second stop signal during a reply's reads or a log copy) leaves a temp file in
+/// the run directory (`.servegate-XXXXXX`, or `.tmpXXXXXX` from older versions). Judging the run again gives
+/// the same verdict, never reads them as evidence, and removes them, in the arms' and points' folders too;
+/// a record's digest does not count them (`io::fs::is_temp_name`).
+#[test]
+fn temp_files_a_killed_write_left_are_not_evidence_and_judge_removes_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(&d4(), tmp.path(), &[]);
+    assert_eq!(out.code, Some(1), "{}", out.all);
+    let dir = out.run_dir();
+    let before = servegate::evidence::digest::digest_dir(&dir).unwrap();
+    std::fs::create_dir_all(dir.join("c1")).unwrap();
+    let left = [
+        dir.join(".tmpAb12Cd"),
+        dir.join(".servegate-x1y2z3"),
+        dir.join("c1/.servegate-q9w8e7"),
+    ];
+    for f in &left {
+        std::fs::write(f, b"{\"half\": ").unwrap();
+    }
+    // A folder holding only temp files adds nothing to the digest (files are what it counts).
+    assert_eq!(
+        servegate::evidence::digest::digest_dir(&dir).unwrap(),
+        before,
+        "a temp file changed the digest"
+    );
+    let again = judge(&dir);
+    assert_eq!(again.code, Some(1), "{}", again.all);
+    assert_eq!(
+        again.route(),
+        out.route(),
+        "the same verdict with the temp files there"
+    );
+    for f in &left {
+        assert!(!f.exists(), "{} left behind", f.display());
+    }
+    assert!(dir.join("run.json").exists() && dir.join("serve.log").exists());
+}

@@ -123,7 +123,7 @@ fn a_reply_the_serve_aborted_fails_every_assertion_naming_its_finish_reason() {
             "{l}"
         );
     }
-    assert!(line(&out, "rate FAIL").contains("each: -, -, -; n=3 of 3 planned"));
+    assert!(line(&out, "rate FAIL").contains("each: -, -, -; n=0 of 3 planned"));
     assert!(out.contains("RESULT: FAIL"), "{out}");
 }
 

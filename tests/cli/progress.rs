@@ -119,6 +119,55 @@ fn a_url_serve_that_never_answers_is_counted_refused_and_the_timeout_says_what_t
         )) && all.contains("probes refused): is the serve running"),
         "{all}"
     );
+    // The gate sets ready_timeout_s, so the wait is kept (a serve starting elsewhere), and said at once.
+    assert!(
+        all.contains(&format!("waiting up to 4 s for the url serve at http://127.0.0.1:{port}: nothing listens there yet (")
+        ) && all.contains("the gate sets [serve] ready_timeout_s, so a serve starting elsewhere is waited for"),
+        "{all}"
+    );
+}
+
+/// A `url` serve servegate does not start, and a gate that does not ask to wait (no `ready_timeout_s`): a
+/// port that refuses every probe fails after a short window naming what does not listen, not after the
+/// default 120 s; a host name that does not resolve fails at once, naming it.
+#[test]
+fn a_url_serve_that_is_not_there_fails_early_unless_the_gate_waits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = servegate::io::port::free_port("127.0.0.1").unwrap();
+    let serve = format!("url = \"http://127.0.0.1:{port}\"");
+    std::fs::write(tmp.path().join("absent.toml"), gate("absent", &serve)).unwrap();
+    // Shortened as a console shows it (not -v): the remedy survives the shortening.
+    let out = run(tmp.path(), "absent.toml", &["-q"]);
+    let (stdout, stderr) = texts(&out);
+    let all = format!("{stdout}\n{stderr}");
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains(&format!("http://127.0.0.1:{port}/health refused all "))
+            && all.contains(
+                " s: nothing listens there (servegate does not start a url serve); start it"
+            ),
+        "{all}"
+    );
+    assert!(!all.contains("within 120 s"), "{all}");
+    assert!(
+        all.contains("; start it, or fix [serve] url (set [serve] ready_timeout_s to wait for a serve starting elsewhere)"),
+        "{all}"
+    );
+
+    let typo = "url = \"http://no-such-serve.invalid:8080\"";
+    std::fs::write(tmp.path().join("typo.toml"), gate("typo", typo)).unwrap();
+    let out = run(tmp.path(), "typo.toml", &["-v"]);
+    let (stdout, stderr) = texts(&out);
+    let all = format!("{stdout}\n{stderr}");
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains(
+            "http://no-such-serve.invalid:8080: the host no-such-serve.invalid does not resolve ("
+        ) && all.contains(
+            "nothing to wait for, stopped at once; fix [serve] url (set [serve] ready_timeout_s"
+        ),
+        "{all}"
+    );
 }
 
 #[test]
@@ -354,4 +403,30 @@ fn init_probing_a_url_that_accepts_and_never_answers_says_so() {
         .unwrap_or_else(|| panic!("no progress line:\n{}", out.all()));
     assert!(line.contains(" s (each of /health, /v1/models"), "{line}");
     assert!(out.all().contains("nothing answers at"), "{}", out.all());
+}
+
+/// A serve that loads for 6 s (503 until then): readiness is probed every 25 ms for 2 s, then backed off to
+/// every 500 ms, so its log holds about 90 `GET /health` lines, not the 240 a steady 25 ms gives; run.json
+/// states `serve.ready_window_ms`, how many ms before `ready_ms` the serve may have turned ready.
+#[test]
+fn readiness_probes_back_off_and_the_evidence_says_ready_ms_precision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut script = slow_script(6000.0);
+    script.request_log = vec![LogLine::err("req {method} {path} {status}")];
+    let command = format!("command = {}", fixtures::scripted_command(&script));
+    std::fs::write(tmp.path().join("loads.toml"), gate("loads", &command)).unwrap();
+    let out = run(tmp.path(), "loads.toml", &["-q"]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let dir = fixtures::evidence_dir(&stdout);
+    let log = std::fs::read_to_string(dir.join("serve.log")).unwrap();
+    let probes = log.lines().filter(|l| l.contains("GET /health")).count();
+    // 2 s at 25 ms is at most 80, then 50+100+200+400 ms and 500 ms steps over the other 4 s: about 90
+    // (a busy machine sends fewer, never more).
+    assert!((10..=130).contains(&probes), "{probes} probes:\n{log}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let window = run["serve"]["ready_window_ms"].as_f64().unwrap();
+    let ready = run["serve"]["ready_ms"].as_f64().unwrap();
+    assert!(window > 0.0 && window <= ready, "{window} of {ready}");
 }

@@ -251,10 +251,10 @@ fn run_json(dir: &Path) -> serde_json::Value {
 
 /// d2: the serve answers two requests and exits 139 in the middle of the third of 20 planned. Before:
 /// `rate PASS ... n=3`, exit 0. Now both figure assertions fail, naming the cut reply, the 17 requests never
-/// sent, `n=3 of 20 planned`, the exit status and the log tail; run.json records the plan and the tail; a
+/// sent, `n=2 of 20 planned` (the cut reply gives no value), the exit status and the log tail; run.json records the plan and the tail; a
 /// re-judge of the evidence says the same.
 #[test]
-fn d2_a_serve_dying_on_request_3_of_20_fails_with_n_3_of_20_planned_and_its_exit() {
+fn d2_a_serve_dying_on_request_3_of_20_fails_with_n_2_of_20_planned_and_its_exit() {
     let tmp = scratch("d2", D2, &[("SERVE", crash3())]);
     let out = servegate(tmp.path(), &["run", "-q", "d2.toml"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
@@ -272,10 +272,10 @@ fn d2_a_serve_dying_on_request_3_of_20_fails_with_n_3_of_20_planned_and_its_exit
                 "17 planned requests never sent: requests 03-19 (the serve failed during the run)",
             ],
         );
-        // The n of N: all three sent counted, or, when a busy runner held the client off while a reply
-        // arrived, that reply named as not measured (never silently dropped).
+        // The n of N: the two replies that gave a value (the cut one gives none), or, when a busy runner
+        // held the client off while a reply arrived, that reply named as not measured (never silently dropped).
         assert!(
-            l.contains("n=3 of 20 planned")
+            l.contains("n=2 of 20 planned")
                 || (l.contains(" of 3 measured, 20 planned; not measured: request 0")
                     && l.contains("while the client was not reading")),
             "the n of N missing from:\n{l}"
@@ -300,6 +300,91 @@ fn d2_a_serve_dying_on_request_3_of_20_fails_with_n_3_of_20_planned_and_its_exit
     let again = servegate(tmp.path(), &["judge", dir.to_str().unwrap()]);
     assert_eq!(again.code, 1);
     assert_eq!(again.line("rate FAIL"), out.line("rate FAIL"));
+}
+
+/// A `url` serve (not started by the run) killed mid-run: crash3's serve, started here, dies in its third
+/// reply with one warmup request before the judged ones. Before: every remaining request was sent (18
+/// `connection refused` lines, nothing saying the serve went away) and the cold-warmup note blamed
+/// readiness. Now the run says once that the serve went away (when, after which request), sends nothing
+/// more, records it as `server_exited_during_run`, the rate fails with the requests never sent and the n
+/// of the replies measured, and no cold note is printed.
+#[test]
+fn a_url_serve_that_goes_away_mid_run_is_said_once_and_nothing_more_is_sent() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let argv = fixtures::scripted_argv(&crash3(), "127.0.0.1", &port.to_string());
+    let mut serve = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed().as_secs() < 30,
+            "the scripted serve never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let gate = D2
+        .replace(
+            "command = SERVE",
+            &format!("url = \"http://127.0.0.1:{port}\""),
+        )
+        .replace("repeats = 20", "repeats = 20\nwarmup_requests = 1")
+        .replace("name = \"d2\"", "name = \"d2url\"");
+    let tmp = scratch("d2url", &gate, &[]);
+    let out = servegate(tmp.path(), &["run", "d2url.toml"]);
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let all = format!("{}\n{}", out.stdout, out.stderr);
+    let gone: Vec<&str> = all
+        .lines()
+        .filter(|l| l.contains("the url serve went away"))
+        .collect();
+    // Said once as the run goes, then in each verdict's serve failure.
+    let said: Vec<&&str> = gone.iter().filter(|l| l.contains("serve died: ")).collect();
+    assert_eq!(said.len(), 1, "{all}");
+    has_all(
+        said[0],
+        &[
+            "serve died: server_exited_during_run (the url serve went away: nothing listens at http://127.0.0.1:",
+            "after request 01, the last it answered",
+            "requests 02 to 03 failed",
+            "4 of 21 planned requests were sent, the other 17 not",
+        ],
+    );
+    // Of the request lines, one refusal (the request after the cut one), not one per request left.
+    let refused = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("[d2url] request ") && l.contains("onnection refused"))
+        .count();
+    assert_eq!(refused, 1, "{all}");
+    assert!(
+        !all.contains("cold_"),
+        "no cold note on a serve that went away:\n{all}"
+    );
+    let rate = out.line("rate FAIL");
+    has_all(
+        rate,
+        &[
+            "17 planned requests never sent: requests 04-20 (the serve failed during the run)",
+            "n=1 of 20 planned",
+            "server_exited_during_run (the url serve went away",
+        ],
+    );
+    let run = run_json(&run_dir(tmp.path(), "d2url"));
+    assert_eq!(run["requests"].as_array().unwrap().len(), 4);
+    assert!(run["serve"]["failure"]
+        .as_str()
+        .unwrap()
+        .starts_with("server_exited_during_run (the url serve went away"));
 }
 
 /// Every planned reply answered well, then the serve exits 139 (crashy --die-after 3 of 3: [`die_after`]): a serve that
@@ -349,7 +434,7 @@ fn d1_cut_replies_have_no_rate_and_no_first_token() {
             "2 of 3 replies have no decode rate: ",
             cut,
             "(floor 10.0 tok/s; each: -, ",
-            ", -; n=3 of 3 planned)",
+            ", -; n=1 of 3 planned)",
         ],
     );
     let ft = out.line("first_token FAIL");
@@ -358,10 +443,10 @@ fn d1_cut_replies_have_no_rate_and_no_first_token() {
         &[
             "2 of 3 replies have no first token: ",
             cut,
-            "n=3 of 3 planned",
+            "n=1 of 3 planned",
         ],
     );
-    assert!(ft.contains("each: -, ") && ft.contains(", -; n=3"), "{ft}");
+    assert!(ft.contains("each: -, ") && ft.contains(", -; n=1"), "{ft}");
     has_all(
         out.line("content FAIL"),
         &[
@@ -394,7 +479,7 @@ fn cut_record_a_failed_reply_has_no_figure_and_writes_no_record() {
         out.line("rate FAIL"),
         &[
             "1 of 3 replies have no decode rate: request 01 (transport: ",
-            "n=3 of 3 planned",
+            "n=2 of 3 planned",
         ],
     );
     assert!(

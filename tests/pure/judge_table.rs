@@ -499,7 +499,7 @@ fn a_one_token_reply_is_not_measured_and_missing_timings_fail_rate_with_a_reason
     let v = judge(&g, &evidence(Some(FAST_LOG), vec![ok(262.0, 98.4)]));
     assert_eq!(
         line(&v, "rate").message,
-        "rate FAIL 1 of 1 replies have no server-reported (timings.predicted_per_second) decode rate: request 00 (no llama.cpp timings in the reply) (floor 60.0 tok/s; each: -; n=1 of 1 planned)"
+        "rate FAIL 1 of 1 replies have no server-reported (timings.predicted_per_second) decode rate: request 00 (no llama.cpp timings in the reply) (floor 60.0 tok/s; each: -; n=0 of 1 planned)"
     );
 }
 
@@ -1130,7 +1130,7 @@ fn server_reported_rate_passes_on_timings_and_carries_no_client_notes() {
     // The multi-token reply has no timings; the usage-less one is not called an estimate (the server counted).
     assert_eq!(
         rate.message,
-        "rate FAIL 1 of 3 replies have no server-reported (timings.predicted_per_second) decode rate: request 02 (no llama.cpp timings in the reply) (floor 60.0 tok/s; each: 70.0, 65.0, -; n=3 of 3 planned)"
+        "rate FAIL 1 of 3 replies have no server-reported (timings.predicted_per_second) decode rate: request 02 (no llama.cpp timings in the reply) (floor 60.0 tok/s; each: 70.0, 65.0, -; n=2 of 3 planned)"
     );
     let v = judge(
         &g,
@@ -1197,7 +1197,7 @@ fn missing_values_give_each_assertion_its_own_reason() {
     );
     assert_eq!(
         line(&v, "first_token").message,
-        "first_token FAIL 1 of 2 replies have no first token: request 01 (no token in the reply) (limit 600 ms; each: 262, -; n=2 of 2 planned)"
+        "first_token FAIL 1 of 2 replies have no first token: request 01 (no token in the reply) (limit 600 ms; each: 262, -; n=1 of 2 planned)"
     );
 }
 

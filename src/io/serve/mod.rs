@@ -51,6 +51,27 @@ pub(crate) use stop::{stop_crashed, StopReport, SETTLE};
 
 /// Default interval between readiness probes, in ms.
 pub const DEFAULT_POLL_INTERVAL_MS: u64 = 25;
+/// How long from the spawn readiness is probed at the poll interval, in ms; after it the pause doubles at
+/// each probe up to [`BACKOFF_MAX_MS`] ([`probe_pause`]). A serve that loads for minutes (vLLM on a CPU:
+/// 600 s and more) was probed every 25 ms throughout: thousands of `GET /health` lines in its log.
+pub const BACKOFF_AFTER_MS: u64 = 2_000;
+/// The longest pause between readiness probes once backed off, in ms (a spec interval longer than this is
+/// kept): the most `ready_ms` can then lag the serve's own readiness by, besides a probe's own time
+/// (`ReadyInfo::ready_window_ms` says it for each run).
+pub const BACKOFF_MAX_MS: u64 = 500;
+
+/// The pause before the next readiness probe, `since_spawn` after the spawn, the last pause having been
+/// `last`: `base` (the spec's interval, or what the probe's state asks) for the first [`BACKOFF_AFTER_MS`],
+/// then twice the last pause, at most [`BACKOFF_MAX_MS`] (never under `base`). 25 ms for 2 s, then 50, 100,
+/// 200, 400, 500, 500 ... Pure.
+pub fn probe_pause(base: Duration, last: Duration, since_spawn: Duration) -> Duration {
+    if since_spawn < Duration::from_millis(BACKOFF_AFTER_MS) {
+        return base;
+    }
+    let cap = Duration::from_millis(BACKOFF_MAX_MS).max(base);
+    (last.max(base) * 2).min(cap)
+}
+
 /// Default grace between SIGTERM and SIGKILL when stopping, in ms.
 pub(crate) const DEFAULT_STOP_GRACE_MS: u64 = 5_000;
 /// Default readiness deadline, counted from spawn, in s (weights can take minutes to load).
@@ -399,6 +420,25 @@ fn round1(x: f64) -> f64 {
 mod tests {
     use super::group::exit_description;
     use super::ready::*;
+
+    /// Readiness probes: the interval for the first 2 s, then doubling to 500 ms and staying there; an
+    /// interval already longer than 500 ms is kept; a state that asks a longer base (an erring path) is
+    /// never shortened.
+    #[test]
+    fn readiness_probes_back_off_to_500_ms_after_2_s() {
+        let ms = std::time::Duration::from_millis;
+        let base = ms(25);
+        assert_eq!(super::probe_pause(base, ms(25), ms(1_999)), ms(25));
+        let mut last = ms(25);
+        let mut seen = Vec::new();
+        for _ in 0..7 {
+            last = super::probe_pause(base, last, ms(2_000));
+            seen.push(last.as_millis());
+        }
+        assert_eq!(seen, vec![50, 100, 200, 400, 500, 500, 500]);
+        assert_eq!(super::probe_pause(ms(800), ms(800), ms(9_000)), ms(800));
+        assert_eq!(super::probe_pause(ms(500), ms(50), ms(9_000)), ms(500));
+    }
     use super::*;
     use crate::io::client::{one_line, Probe};
 

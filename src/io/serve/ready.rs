@@ -26,6 +26,12 @@ pub struct ReadyInfo {
     pub refused_polls: u32,
     /// Probes answered by 503 (state "loading").
     pub loading_polls: u32,
+    /// How many ms before `ready_ms` the serve may have turned ready: from the send of the last probe that was
+    /// not a 200 (the spawn, for a first probe that was) to the 200's reply. The probes back off from the
+    /// poll interval to every [`super::BACKOFF_MAX_MS`] after [`super::BACKOFF_AFTER_MS`]
+    /// ([`super::probe_pause`]), so for a serve that loads longer `ready_ms` is this precise (about 500 ms
+    /// plus a probe's time), not the poll interval's.
+    pub ready_window_ms: f64,
     /// Compact timeline: `(ms since spawn when the probe was sent, outcome)`, one entry each time the
     /// outcome changes, e.g. `[(3.1, "refused"), (412.0, "503"), (1460.2, "200")]`. Outcomes:
     /// `refused`, `timeout`, `reset`, `error`, or the HTTP status code.
@@ -67,7 +73,8 @@ pub fn is_steady_404(polls: u32, span_ms: f64) -> bool {
 }
 
 impl Serve {
-    /// Polls `http://host:port{ready_path}` every `poll_interval` (per-probe timeout up to
+    /// Polls `http://host:port{ready_path}` every `poll_interval`, backing off after
+    /// [`super::BACKOFF_AFTER_MS`] to every [`super::BACKOFF_MAX_MS`] ([`super::probe_pause`]; per-probe timeout up to
     /// [`PROBE_TIMEOUT_MS`], no proxy) until the first 200, and returns what it saw.
     ///
     /// `connection refused` and 503 mean not ready yet; other outcomes keep the wait going and are
@@ -112,6 +119,10 @@ impl Serve {
         // (ms since spawn of the first, count) of the current run of consecutive 404s.
         let mut steady_404: Option<(f64, u32)> = None;
         let mut pacer = Pacer::new(self.spawned_at);
+        // The last pause (backed off from the interval after BACKOFF_AFTER_MS), and when the last probe that
+        // was not a 200 was sent (ms since spawn).
+        let mut last_pause = Duration::ZERO;
+        let mut not_ready_sent_ms = 0.0;
         loop {
             if let Some(exit) = self.exit_info() {
                 return Err(self.exited_before_ready(&exit));
@@ -193,6 +204,7 @@ impl Serve {
                 let listener_in_group = listener_pid.and_then(pgid_of).map(|g| g == self.pid);
                 let info = ReadyInfo {
                     ready_ms,
+                    ready_window_ms: round1(ready_ms - not_ready_sent_ms),
                     polls,
                     refused_polls: refused,
                     loading_polls: loading,
@@ -220,8 +232,10 @@ impl Serve {
                     log_tail: self.log_tail(ERROR_TAIL_LINES),
                 });
             }
-            let pause = self.pause(steady_5xx.is_some() && fell_back.is_none());
-            if let Some(exit) = self.wait_exit(pause.min(deadline - now)) {
+            not_ready_sent_ms = sent_ms;
+            let base = self.pause(steady_5xx.is_some() && fell_back.is_none());
+            last_pause = super::probe_pause(base, last_pause, self.spawned_at.elapsed());
+            if let Some(exit) = self.wait_exit(last_pause.min(deadline - now)) {
                 return Err(self.exited_before_ready(&exit));
             }
         }

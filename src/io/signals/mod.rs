@@ -158,6 +158,7 @@ impl SignalHandler for OsHandler {
         if guard.is_some() {
             mark_active_runs_interrupted(first);
         }
+        remove_active_temps();
         Ending::of(first).exit()
     }
 }
@@ -171,7 +172,19 @@ fn finish_after_signal(signo: i32) {
         DEFERRED.load(Ordering::SeqCst) == 0 && active_runs().is_empty()
     });
     let _g = FINAL.lock().unwrap_or_else(|e| e.into_inner());
-    end_marking(&active_runs(), signo).exit()
+    let ending = end_marking(&active_runs(), signo);
+    remove_active_temps();
+    ending.exit()
+}
+
+/// Removes the temp files of a write the exit cuts short (`io::fs::remove_temps`) from the directory of
+/// each active run (its `run.json`'s): a process that exits does not run the temp files' `Drop`.
+fn remove_active_temps() {
+    for run_json in active_runs() {
+        if let Some(dir) = run_json.parent() {
+            crate::io::fs::remove_temps(dir);
+        }
+    }
 }
 
 /// The handler's fallback ending for a stop by `signo`: each run of `runs` (`run.json` paths) marked
@@ -297,8 +310,10 @@ pub(crate) fn finalize_interrupted(signo: i32, finalize: impl FnOnce()) -> ! {
     exit_interrupted(signo)
 }
 
-/// Prints [`interrupted_line`] on stderr and exits with [`exit_code_for`]`(signo)`.
+/// Prints [`interrupted_line`] on stderr and exits with [`exit_code_for`]`(signo)`, the active runs' temp
+/// files removed first.
 fn exit_interrupted(signo: i32) -> ! {
+    remove_active_temps();
     Ending::of(signo).exit()
 }
 

@@ -1,7 +1,8 @@
 //! The digest of a run directory: one SHA-256 over every file under it, so a record can name the exact
 //! evidence it was built from and a later edit to any file (a reply, `run.json`, `gate.toml`) is caught.
 //!
-//! Definition: the files under the directory (recursively, symlinks not followed, other entries skipped),
+//! Definition: the files under the directory (recursively, symlinks not followed, other entries and the temp
+//! files a killed write may leave skipped: `io::fs::is_temp_name`),
 //! sorted by their `/`-separated relative path; for each one the line `<path>\0<bytes>\0<sha256 hex>\n`;
 //! the digest is the lower-case hex SHA-256 of those lines concatenated. Linear in the bytes hashed.
 
@@ -34,7 +35,8 @@ fn collect(root: &Path, rel: PathBuf, out: &mut Vec<PathBuf>) -> std::io::Result
         let r = rel.join(entry.file_name());
         if ft.is_dir() {
             collect(root, r, out)?;
-        } else if ft.is_file() {
+        } else if ft.is_file() && !crate::io::fs::is_temp_name(&entry.file_name().to_string_lossy())
+        {
             out.push(r);
         }
     }

@@ -107,6 +107,13 @@ pub struct ServeRecord {
     pub setup: Option<String>,
     /// ms from spawn to the first HTTP 200 on the ready path (model load time).
     pub ready_ms: Option<f64>,
+    /// How many ms before `ready_ms` the serve may have turned ready (`ready_ms`'s precision): from the send
+    /// of the last readiness probe that was not a 200 to the 200's reply. The probes come every 25 ms for
+    /// 2 s after the spawn, then back off to every 500 ms (`io::serve::probe_pause`), so a serve that loads
+    /// longer has a window of about 500 ms plus a probe's time. A started serve's only; absent in older
+    /// evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_window_ms: Option<f64>,
     /// Readiness timeline: (ms since spawn, state) at each state change (`refused`, `503`, `200`).
     pub ready_timeline: Vec<(f64, String)>,
     /// Why the serve never became ready, or failed during the run (`port_in_use: ...`,
@@ -513,7 +520,9 @@ impl EvidenceWriter {
     /// twice over while the string grows).
     fn write_reads(&self, name: &str, reads: &[TimedRead]) -> Result<(), EvidenceError> {
         let path = self.dir.join(name);
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)
+        let mut tmp = tempfile::Builder::new()
+            .prefix(crate::io::fs::TEMP_PREFIX)
+            .tempfile_in(&self.dir)
             .map_err(|e| EvidenceError::io(&self.dir, e))?;
         {
             let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
@@ -656,7 +665,9 @@ pub fn copy_log_since(
         (start.offset, String::new())
     };
     let dir = to.parent().unwrap_or(std::path::Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(crate::io::fs::TEMP_PREFIX)
+        .tempfile_in(dir)?;
     let (n, capped) = log_cap::copy_capped(&mut f, from, meta.len(), cap, &mut tmp)?;
     tmp.persist(to).map_err(|e| e.error)?;
     let capped = capped
@@ -774,12 +785,19 @@ pub fn load(dir: &Path) -> Result<Evidence, EvidenceError> {
 
 /// Like [`load`], with each request's checked reads handed to `each` as soon as they are read (with the
 /// request's record and its response head, `NN.response.json`, when there is one); what it returns is kept as [`RequestEvidence::reply`]. Does no parsing itself.
+/// A run whose status is not `running` has the temp files a killed write left removed first
+/// ([`crate::io::fs::remove_temps`]).
 pub fn load_with<R>(
     dir: &Path,
     mut each: impl FnMut(&RequestRecord, Option<&ResponseMeta>, Vec<TimedRead>) -> R,
 ) -> Result<Evidence<R>, EvidenceError> {
     let run_path = dir.join(crate::evidence::layout::RUN_FILE);
     let mut run = read_run_summary(dir)?;
+    // Temp files a write killed mid-way left (a second stop signal): never evidence (only the files run.json
+    // names are read), and gone once the run no longer runs.
+    if run.status != RunStatus::Running {
+        crate::io::fs::remove_temps(dir);
+    }
     // A run that did not finish has its requests only in the progress file.
     let mut records_path = run_path.clone();
     if run.status != RunStatus::Complete && run.requests.is_empty() {

@@ -12,6 +12,46 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// How the name of every temp file servegate writes begins (the atomic writes here, a reply's reads and a
+/// `url` serve's log copy in the evidence): a temp file is renamed into place when whole, or removed; only a
+/// process killed mid-write (SIGKILL, a second stop signal) leaves one, which [`is_temp_name`] knows and
+/// [`remove_temps`] removes.
+pub const TEMP_PREFIX: &str = ".servegate-";
+
+/// True for the name of a temp file a killed write may leave: [`TEMP_PREFIX`], or the tempfile crate's
+/// default (`.tmp` and 6 letters or digits, `tempfile::Builder` at 3.x), which older versions' evidence
+/// writes used. Never a name of the evidence (`run.json`, `NN.*`, `serve.log`...).
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with(TEMP_PREFIX)
+        || name
+            .strip_prefix(".tmp")
+            .is_some_and(|rest| rest.len() == 6 && rest.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+/// Removes the temp files ([`is_temp_name`]) in `dir` and its subdirectories (a pair's arms, a load sweep's
+/// points, contract checks), best effort; symlinks are not followed. Returns the paths removed.
+pub fn remove_temps(dir: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if ft.is_file()
+                && is_temp_name(&e.file_name().to_string_lossy())
+                && std::fs::remove_file(e.path()).is_ok()
+            {
+                removed.push(e.path());
+            }
+        }
+    }
+    removed
+}
+
 /// Writes `bytes` to `path` as the module doc describes (atomic for regular files, written through for
 /// character devices and FIFOs). The directory is created when missing.
 ///
@@ -106,7 +146,7 @@ pub fn write_atomic_with<T>(
     };
     std::fs::create_dir_all(&dir)?;
     let mut tmp = tempfile::Builder::new()
-        .prefix(".servegate-")
+        .prefix(TEMP_PREFIX)
         .tempfile_in(&dir)?;
     match mode {
         Some(m) => set_mode(tmp.as_file(), m)?,
@@ -200,7 +240,7 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     };
     std::fs::create_dir_all(&dir)?;
     let mut tmp = tempfile::Builder::new()
-        .prefix(".servegate-")
+        .prefix(TEMP_PREFIX)
         .tempfile_in(&dir)?;
     readable(tmp.as_file())?;
     tmp.as_file_mut().write_all(bytes)?;
@@ -229,6 +269,46 @@ pub fn readable(f: &File) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The temp names a killed write may leave are known (this crate's prefix, tempfile's default), and no
+    /// evidence name is taken for one; `remove_temps` removes them in subfolders too, nothing else.
+    #[test]
+    fn temp_files_are_known_by_name_and_removed_alone() {
+        for t in [".servegate-AbC123", ".tmpAb12Cd", ".servegate-x"] {
+            assert!(is_temp_name(t), "{t}");
+        }
+        for n in [
+            "run.json",
+            "00.reads.jsonl",
+            "serve.log",
+            ".tmp",
+            ".tmpfile.json",
+            "tmpAb12Cd",
+        ] {
+            assert!(!is_temp_name(n), "{n}");
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("arm1")).unwrap();
+        for f in [
+            "run.json",
+            ".tmpAb12Cd",
+            "arm1/.servegate-QwErTy",
+            "arm1/00.reads.jsonl",
+        ] {
+            std::fs::write(tmp.path().join(f), b"x").unwrap();
+        }
+        let mut removed = remove_temps(tmp.path());
+        removed.sort();
+        assert_eq!(
+            removed,
+            vec![
+                tmp.path().join(".tmpAb12Cd"),
+                tmp.path().join("arm1/.servegate-QwErTy")
+            ]
+        );
+        assert!(tmp.path().join("run.json").exists());
+        assert!(tmp.path().join("arm1/00.reads.jsonl").exists());
+    }
 
     #[test]
     fn replaces_whole_and_creates_the_directory() {

@@ -216,13 +216,14 @@ impl FigureValues {
         m == 0 || (m as f64) < MIN_MEASURED_SHARE * self.planned as f64
     }
 
-    /// `n=K of N planned` (every sent reply measured), or `n=K of M measured` when some were not; then the
-    /// untimed prompts' count, the replies judged on the serve's figure and those not measured, with
-    /// their causes (the first three, and how many more).
+    /// `n=K of N planned` (no sent reply left unmeasured for a delivery cause), or `n=K of M measured` when
+    /// some were; K counts only the replies that gave a value (a failed reply, missing its value, is not
+    /// in it); then the untimed prompts' count, the replies judged on the serve's figure and those not
+    /// measured, with their causes (the first three, and how many more).
     pub(super) fn n_text(&self) -> String {
         let sent = self.values.len();
         let mut s = if self.unmeasured.is_empty() {
-            format!("n={sent} of {} planned", self.planned)
+            format!("n={} of {} planned", self.measured(), self.planned)
         } else if sent == self.planned {
             format!("n={} of {sent} measured", self.measured())
         } else {
@@ -624,8 +625,13 @@ pub(super) fn judge_tpot(gate: &GateSpec, judged: &[Judged], acct: &Accounting) 
 }
 
 /// The cold first request of the run ([`crate::analysis::cold::cold_first`] over the timed judged requests in
-/// send order; a failed reply counts as unmeasured), as its note, or None.
+/// send order; a failed reply counts as unmeasured), as its note, or None; None when the serve failed during
+/// the run (it exited, or a `url` serve went away: the note's "readiness did not mean ready" would blame
+/// readiness for what the failure explains).
 pub(super) fn cold_note(gate: &GateSpec, judged: &[Judged], acct: &Accounting) -> Option<String> {
+    if acct.serve_failure.is_some() {
+        return None;
+    }
     let mut ttfts: Vec<(usize, Option<f64>)> = timed(gate, judged)
         .into_iter()
         .map(|j| {

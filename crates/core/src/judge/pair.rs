@@ -172,6 +172,8 @@ pub(super) fn judge_ratio(
     let mut missing = Vec::new();
     let mut all_values: Vec<Option<f64>> = Vec::new();
     let mut sent = 0;
+    // The replies that gave a value (a failed one, missing its value, is not counted in the n).
+    let mut measured = 0;
     let mut unmeasured = Vec::new();
     // Each arm's values by position, NaN where a reply was not measured (its partner in the paired
     // interval is dropped with it: `ratio_interval` pairs only values > 0).
@@ -187,6 +189,7 @@ pub(super) fn judge_ratio(
         )
         .planned_from(Some(gate), acct);
         sent += fv.values.len();
+        measured += fv.measured();
         missing.extend(
             fv.missing
                 .iter()
@@ -219,11 +222,10 @@ pub(super) fn judge_ratio(
             .sum()
     };
     let n_of = if unmeasured.is_empty() {
-        format!("n={sent} of {planned} planned")
+        format!("n={measured} of {planned} planned")
     } else {
         format!(
-            "n={} of {sent} measured; not measured: {}",
-            sent - unmeasured.len(),
+            "n={measured} of {sent} measured; not measured: {}",
             listed(&unmeasured)
         )
     };

@@ -168,7 +168,7 @@ fn judge_values(
                 return Verdict::new(
                     k,
                     Outcome::Fail,
-                    format!("{head} ({})", acct.n_of(fv.values.len())),
+                    format!("{head} ({})", acct.n_of(fv.measured())),
                 );
             }
             let cand = fv.present();

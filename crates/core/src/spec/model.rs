@@ -128,6 +128,10 @@ pub struct ServeSpec {
     pub clock_set: bool,
     /// Seconds to wait for readiness, default 120.
     pub ready_timeout_s: f64,
+    /// Whether the gate set `ready_timeout_s` itself: on a `url` serve, the gate asks to wait for a serve
+    /// starting elsewhere (else a host that does not resolve, or a port that refuses every probe for
+    /// `io`'s short window, fails early: nothing to wait for).
+    pub ready_timeout_set: bool,
     /// Seconds between SIGTERM and SIGKILL when stopping, default 5.
     pub stop_grace_s: f64,
     /// `serve.log`'s cap on disk, bytes (`log_cap_bytes`; default 32 MiB, at least 64 KiB):

@@ -118,6 +118,12 @@ pub fn parse(file: &Path, text: &str, ctx: &Context) -> Result<GateSpec, SpecErr
                     "must be a number or a list of numbers (a sweep: [0.5, 2, 8])".to_string()
                 }
             }
+            // Not TOML at all (the reader stopped on the syntax): said in words, on one line.
+            m if doc.is_none() => syntax_message(text, span.start, &key, m),
+            // An unknown table under [assert.]: the nearest known assertions, however far.
+            m if line_at(text, span.start).trim_start().starts_with("[assert.") => {
+                unknown_assertion(m)
+            }
             m => did_you_mean(&plain_types(m)),
         };
         SpecError::at(file, text, span, &key, message)
@@ -167,6 +173,81 @@ pub fn did_you_mean(message: &str) -> String {
         Some((_, c)) => format!("{message}; did you mean `{c}`?"),
         None => message.to_string(),
     }
+}
+
+/// The text of the line holding byte `at` of `text` (empty past its end).
+fn line_at(text: &str, at: usize) -> &str {
+    let at = at.min(text.len());
+    let start = text[..at].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let end = text[at..].find('\n').map(|i| at + i).unwrap_or(text.len());
+    &text[start..end]
+}
+
+/// The most characters of a line (and of the reader's words) a syntax error quotes ([`syntax_message`]).
+const SYNTAX_QUOTE_CHARS: usize = 80;
+
+/// A TOML syntax error in words, one line: after `key =` with no value where the reader stopped (`repeats = =
+/// 1`: `` `repeats = = 1` is not valid TOML: a value must follow `repeats =` (a number, a "string", true or
+/// false, a [list] or an {inline table}); the TOML reader says: invalid string, expected `"`, `'` ``), else
+/// `not valid TOML: ` and the reader's words. `key` is the key the error is at (may be empty); `message` the
+/// reader's (several lines).
+fn syntax_message(text: &str, at: usize, key: &str, message: &str) -> String {
+    let said = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let line = line_at(text, at);
+    let start = text[..at.min(text.len())]
+        .rfind('\n')
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    let col = at.saturating_sub(start);
+    let name = key.rsplit('.').next().unwrap_or(key);
+    // The line quoted up to SYNTAX_QUOTE_CHARS (a hostile one may be megabytes; the error shows it anyway).
+    let cut = |s: &str| match s.char_indices().nth(SYNTAX_QUOTE_CHARS) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    };
+    let said = cut(&said);
+    match line.find('=') {
+        Some(eq) if col > eq && !name.is_empty() && line[..eq].trim().ends_with(name) => format!(
+            "`{}` is not valid TOML: a value must follow `{} =` (a number, a \"string\", true or false, a [list] or an {{inline table}}); the TOML reader says: {said}",
+            cut(line.trim()),
+            cut(line[..eq].trim())
+        ),
+        _ => format!("not valid TOML: {said}"),
+    }
+}
+
+/// serde's `unknown field `telepathy`, expected one of `route`, ...` for a table under `[assert.]`: `unknown
+/// assertion [assert.telepathy]` with a did-you-mean ([`did_you_mean`]) when one is close, else the three
+/// nearest known assertions (normalized Damerau-Levenshtein), then every known one (docs/gate-format.md).
+fn unknown_assertion(message: &str) -> String {
+    let (Some(unknown), Some(known)) = (
+        message
+            .split_once("unknown field `")
+            .and_then(|(_, r)| r.split('`').next()),
+        message.split_once("expected one of ").map(|(_, r)| r),
+    ) else {
+        return did_you_mean(message);
+    };
+    let names: Vec<&str> = known.split('`').skip(1).step_by(2).collect();
+    let close = did_you_mean(message);
+    let hint = match close.strip_prefix(message) {
+        Some(h) if !h.is_empty() => h.trim_start_matches("; ").to_string(),
+        _ => {
+            let mut by: Vec<(f64, &str)> = names
+                .iter()
+                .map(|n| (strsim::normalized_damerau_levenshtein(unknown, n), *n))
+                .collect();
+            by.sort_by(|a, b| b.0.total_cmp(&a.0));
+            let nearest: Vec<String> = by.iter().take(3).map(|(_, n)| format!("`{n}`")).collect();
+            format!("the nearest known: {}", nearest.join(", "))
+        }
+    };
+    format!("unknown assertion [assert.{unknown}]; {hint}; every known one: {known}")
 }
 
 /// serde's type names in a toml message (`expected f64`) in words (`expected a number`).

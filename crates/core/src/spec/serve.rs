@@ -101,6 +101,8 @@ impl Validator<'_> {
             clock,
             clock_set: s.clock.is_some(),
             ready_timeout_s: self.seconds(&s.ready_timeout_s, "serve.ready_timeout_s")?,
+            // The default's span is empty (raw.rs `default_ready_timeout_s`); a written key has one.
+            ready_timeout_set: !s.ready_timeout_s.span().is_empty(),
             stop_grace_s: self.seconds(&s.stop_grace_s, "serve.stop_grace_s")?,
             log_cap_bytes: self.log_cap_bytes(&s.log_cap_bytes)?,
             env,

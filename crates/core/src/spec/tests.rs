@@ -59,6 +59,47 @@ fn misspelt_key_names_file_line_and_key() {
     assert!(e.contains("flor_tok_s"), "{e}");
 }
 
+/// `repeats = = 1` (a value missing where the TOML reader stopped) names the line, the key and what must
+/// follow the `=`, on one line; not the reader's bare `invalid string` over two lines.
+#[test]
+fn a_missing_value_names_its_line_and_key_plainly() {
+    let bad = GOOD.replace("max_tokens = 16", "max_tokens = 16\nrepeats = = 1");
+    let e = parse_str(&bad).unwrap_err().to_string();
+    assert!(e.starts_with("gates/t.toml:9:11: request.repeats: `repeats = = 1` is not valid TOML: a value must follow `repeats =` (a number, a \"string\", true or false, a [list] or an {inline table}); the TOML reader says: invalid string, "), "{e}");
+    assert_eq!(
+        e.lines().next().unwrap().matches("invalid string").count(),
+        1,
+        "{e}"
+    );
+    // Elsewhere than a value: the reader's words, on one line.
+    let e = parse_str(&GOOD.replace("[request]", "[request"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(": not valid TOML: "), "{e}");
+}
+
+/// An unknown assertion table gets the nearest known assertions, a close one as a did-you-mean.
+#[test]
+fn an_unknown_assertion_table_names_the_nearest_known_ones() {
+    let e = parse_str(&format!("{GOOD}[assert.telepathy]\nx = 1\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("unknown assertion [assert.telepathy]; the nearest known: `"),
+        "{e}"
+    );
+    assert!(e.contains("; every known one: `route`, `rate`"), "{e}");
+    let e = parse_str(&format!("{GOOD}[assert.latancy]\np50_ms = 1\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(
+            "unknown assertion [assert.latancy]; did you mean `latency`?; every known one: "
+        ),
+        "{e}"
+    );
+}
+
 #[test]
 fn a_misspelt_key_gets_a_did_you_mean_and_a_far_one_does_not() {
     let bad = GOOD.replace("floor_tok_s", "flor_tok_s");

@@ -55,11 +55,11 @@ pub(super) fn a_cut_reply_is_a_missing_value_with_its_reason_never_a_median() {
     let v = judge(&gate(), &ev);
     assert_eq!(
         find(&v, "rate").message,
-        "rate FAIL 1 of 3 replies have no decode rate: request 01 (truncated_stream: no finish_reason, no [DONE]) (floor 10.0 tok/s; each: 20.0, -, 20.0; n=3 of 3 planned)"
+        "rate FAIL 1 of 3 replies have no decode rate: request 01 (truncated_stream: no finish_reason, no [DONE]) (floor 10.0 tok/s; each: 20.0, -, 20.0; n=2 of 3 planned)"
     );
     assert_eq!(
         find(&v, "first_token").message,
-        "first_token FAIL 1 of 3 replies have no first token: request 01 (truncated_stream: no finish_reason, no [DONE]) (limit 1000 ms; each: 100, -, 100; n=3 of 3 planned)"
+        "first_token FAIL 1 of 3 replies have no first token: request 01 (truncated_stream: no finish_reason, no [DONE]) (limit 1000 ms; each: 100, -, 100; n=2 of 3 planned)"
     );
     assert!(find(&v, "known_answer")
         .message
@@ -143,7 +143,7 @@ pub(super) fn a_serve_that_exited_during_the_run_fails_with_its_status_and_log_t
         ),
         "{rate}"
     );
-    assert!(rate.contains("n=3 of 20 planned"), "{rate}");
+    assert!(rate.contains("n=2 of 20 planned"), "{rate}");
     // The last five non-empty log lines.
     assert!(rate.ends_with("[serve: server_exited_during_run (exit status 139, 0.4 s after ready): Segmentation fault; serve.log ends: \"c\\nd\\ne\\nf\\nSegmentation fault\"]"), "{rate}");
     assert!(v.iter().all(|x| !x.passed()));
@@ -153,4 +153,32 @@ pub(super) fn a_serve_that_exited_during_the_run_fails_with_its_status_and_log_t
 pub(super) fn ranges_are_compact() {
     assert_eq!(ranges(&[3]), "request 03");
     assert_eq!(ranges(&[3, 4, 5, 9, 11, 12]), "requests 03-05, 09, 11-12");
+}
+
+/// The n of a per-request figure counts only the replies that gave the value: 9 sent, 6 of them refused
+/// (a serve gone mid-run), 3 measured, is `n=3 of 9 planned` for rate, first_token and tpot alike (it said
+/// `n=9 of 9 planned` when the failed ones were counted as measured).
+#[test]
+pub(super) fn the_n_of_a_figure_counts_only_the_replies_that_gave_its_value() {
+    let refused = |i| {
+        request(
+            i,
+            &[],
+            Some("connect failed: Connection refused (os error 111)"),
+        )
+    };
+    let mut reqs: Vec<_> = (0..3).map(|i| request(i, &good(), None)).collect();
+    reqs.extend((3..9).map(refused));
+    let ev = evidence(Some(9), reqs);
+    let text = GATE.to_string() + "[assert.tpot]\nlimit_ms = 1000\n";
+    let v = judge(&gate_text(&text), &ev);
+    for name in ["rate", "first_token", "tpot"] {
+        let m = &find(&v, name).message;
+        assert!(
+            m.contains(&format!("{name} FAIL 6 of 9 replies have no ")),
+            "{m}"
+        );
+        assert!(m.contains("; n=3 of 9 planned)"), "{m}");
+        assert!(!m.contains("n=9"), "{m}");
+    }
 }
