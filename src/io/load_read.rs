@@ -667,15 +667,21 @@ impl Dechunk {
 }
 
 /// The size of a chunk-size line (`1a`, `1A;ext=1`, ` 1a `: hex digits before any `;`, blanks around
-/// them), none when it is not one.
+/// them; RFC 9112 §7.1 `chunk-size = 1*HEXDIG`), none when it is not one (no digit, a byte that is not a
+/// hex digit, or past `usize`). Parsed digit by digit where it lies: one line per token on a stream.
 fn chunk_size(line: &[u8]) -> Option<usize> {
     let hex = line
         .split(|&b| b == b';')
         .next()
         .unwrap_or(b"")
         .trim_ascii();
-    let hex = std::str::from_utf8(hex).ok()?;
-    usize::from_str_radix(hex, 16).ok()
+    if hex.is_empty() {
+        return None;
+    }
+    hex.iter().try_fold(0usize, |n, &b| {
+        let d = (b as char).to_digit(16)?;
+        n.checked_mul(16)?.checked_add(d as usize)
+    })
 }
 
 /// The transport error of a reply that redirects (HTTP `code`, 3xx): servegate follows no redirect, so the
@@ -711,8 +717,14 @@ mod tests {
         }
         assert_eq!((out.as_slice(), d.done), (&b"abcd"[..], true));
         assert_eq!(chunk_size(b"1A;ext=1"), Some(26));
+        assert_eq!(chunk_size(b" 00ff "), Some(255));
+        assert_eq!(chunk_size(b"ffffffff"), Some(0xffff_ffff));
         assert_eq!(chunk_size(b""), None);
+        assert_eq!(chunk_size(b" ;x"), None);
         assert_eq!(chunk_size(b"\xff"), None);
+        assert_eq!(chunk_size(b"+1a"), None, "a sign is not a HEXDIG");
+        assert_eq!(chunk_size(b"1 a"), None);
+        assert_eq!(chunk_size(b"10000000000000000"), None, "past usize");
     }
 
     #[test]
