@@ -30,7 +30,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::io::load_read::{
-    recvmsg_stamped, request_head, set_stamping, stamp, timed_out, Coalesce, LoadExchange,
+    recvmsg_stamped_ns, request_head, set_stamping, stamp, timed_out, Coalesce, LoadExchange,
     ResponseReader, Target, CONNECT_TIMEOUT,
 };
 use servegate_core::io::exchange::{RuntimeTag, SendTiming};
@@ -570,7 +570,7 @@ fn read_ready(
     closing: bool,
 ) -> Option<Result<(), String>> {
     loop {
-        match recvmsg_stamped(fd, buf) {
+        match recvmsg_stamped_ns(fd, buf) {
             Ok((0, _)) => return Some(r.eof()),
             Ok((n, kernel)) => {
                 let got = stamp(n, kernel, &mut r.last);
