@@ -33,7 +33,9 @@ pub(crate) use crate::io::load_read::Coalesce;
 pub use crate::io::load_read::{
     recvmsg_stamped, set_stamping, LoadExchange, RxStamps, Target, COALESCE,
 };
-use crate::io::load_read::{request_head, stamp, timed_out, Got, ResponseReader, CONNECT_TIMEOUT};
+use crate::io::load_read::{
+    recvmsg_stamped_ns, request_head, stamp, timed_out, Got, ResponseReader, CONNECT_TIMEOUT,
+};
 
 /// How send times are scheduled.
 #[derive(Debug, Clone, PartialEq)]
@@ -286,7 +288,7 @@ async fn recv_stamped(
         let read = ready.try_io(|_| {
             READ_BUF.with(|b| {
                 let mut b = b.borrow_mut();
-                let got = recvmsg_stamped(fd, &mut b)?;
+                let got = recvmsg_stamped_ns(fd, &mut b)?;
                 out.clear();
                 out.extend_from_slice(&b[..got.0]);
                 Ok((got, b.len()))

@@ -5,12 +5,14 @@
 //! wakes under the same rule as the load client (`servegate::io::load_client::COALESCE`). What it spends
 //! is the kernel's share (socket set-up, the reads, the ACKs they send, the wake-ups), which no client
 //! written above the socket layer can avoid; the load client's figure minus this one is what servegate
-//! itself adds.
+//! itself adds. [`run_threads`] runs the same loop on one pinned thread per CPU (the slots dealt round
+//! them, one shared request count): the floor of the load client on several runtimes.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::bench_common::cpu_s_thread;
@@ -42,6 +44,74 @@ pub fn run(
     requests: usize,
     quantum: Duration,
 ) -> Result<Floor, String> {
+    // Receive stamps on before the first response, as the load client has them (it costs the kernel a
+    // clock read per segment).
+    let _stamps = servegate::io::load_client::RxStamps::hold();
+    let next = AtomicUsize::new(0);
+    run_slots(
+        addr,
+        wire,
+        concurrency.min(requests),
+        &next,
+        requests,
+        quantum,
+    )
+}
+
+/// The same closed loop spread over one thread per CPU of `on`, each pinned to its CPU before any
+/// sends (a barrier), as `servegate::io::load_cores::run_pinned` spreads the load client's: the
+/// `concurrency` slots dealt round the threads (`load_cores::spread`), every next request taken from one
+/// shared counter. Returns each thread's account, in the order of `on`. It is the like-for-like floor of
+/// the client on several runtimes: each thread pays its own wake-ups for its share of the streams, on its
+/// own CPU. Errors: a thread that could not be pinned (naming its CPU), or one that failed.
+pub fn run_threads(
+    addr: SocketAddr,
+    wire: &[u8],
+    concurrency: usize,
+    requests: usize,
+    quantum: Duration,
+    on: &[usize],
+) -> Result<Vec<Floor>, String> {
+    let _stamps = servegate::io::load_client::RxStamps::hold();
+    let slots = servegate::io::load_cores::spread(concurrency.min(requests) as u32, on.len());
+    let next = AtomicUsize::new(0);
+    let ready = std::sync::Barrier::new(on.len());
+    std::thread::scope(|scope| {
+        let joins: Vec<_> = on
+            .iter()
+            .zip(slots)
+            .map(|(&cpu, n)| {
+                let (next, ready) = (&next, &ready);
+                scope.spawn(move || {
+                    let pinned = crate::bench_common::pin_self(cpu);
+                    ready.wait();
+                    if !pinned {
+                        return Err(format!("cannot pin a floor thread to CPU {cpu}"));
+                    }
+                    run_slots(addr, wire, n as usize, next, requests, quantum)
+                })
+            })
+            .collect();
+        joins
+            .into_iter()
+            .map(|j| {
+                j.join()
+                    .unwrap_or_else(|_| Err("a floor thread panicked".into()))
+            })
+            .collect()
+    })
+}
+
+/// One thread's closed loop: `slots` requests in flight, each next one counted off `next` until
+/// `requests` have started (on every thread that shares `next`).
+fn run_slots(
+    addr: SocketAddr,
+    wire: &[u8],
+    slots: usize,
+    next: &AtomicUsize,
+    requests: usize,
+    quantum: Duration,
+) -> Result<Floor, String> {
     // SAFETY: epoll_create1 has no preconditions; the fd is closed below.
     let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
     if ep < 0 {
@@ -50,12 +120,10 @@ pub fn run(
             std::io::Error::last_os_error()
         ));
     }
-    // Receive stamps on before the first response, as the load client has them (it costs the kernel a
-    // clock read per segment).
-    let _stamps = servegate::io::load_client::RxStamps::hold();
     let mut open: HashMap<i32, TcpStream> = HashMap::new();
     let mut floor = Floor::default();
-    let mut started = 0usize;
+    // Takes the next request off the shared count: false once every request has started.
+    let take = || next.fetch_add(1, Ordering::Relaxed) < requests;
     let cpu0 = cpu_s_thread();
     let t0 = Instant::now();
     let start_one = |open: &mut HashMap<i32, TcpStream>| -> Result<(), String> {
@@ -78,9 +146,8 @@ pub fn run(
         open.insert(fd, s);
         Ok(())
     };
-    while started < concurrency.min(requests) {
-        started += 1;
-        if start_one(&mut open).is_err() {
+    for _ in 0..slots {
+        if take() && start_one(&mut open).is_err() {
             floor.failed += 1;
         }
     }
@@ -138,11 +205,8 @@ pub fn run(
                 } else {
                     floor.failed += 1;
                 }
-                if started < requests {
-                    started += 1;
-                    if start_one(&mut open).is_err() {
-                        floor.failed += 1;
-                    }
+                if take() && start_one(&mut open).is_err() {
+                    floor.failed += 1;
                 }
             }
         }
@@ -169,6 +233,42 @@ pub fn wire(host: &str, body: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The two-thread floor runs every request once, to its end, each thread at least its slots' first
+    /// requests, against a listener that answers each connection with a whole response and closes.
+    #[test]
+    fn two_threads_share_one_count_of_requests() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = 12;
+        let serve = std::thread::spawn(move || {
+            for _ in 0..requests {
+                let (mut s, _) = listener.accept().unwrap();
+                let mut head = [0u8; 4096];
+                let _ = std::io::Read::read(&mut s, &mut head);
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\ndata: x\n\n");
+            }
+        });
+        let cpus = servegate::io::load_cores::allowed_cpus().unwrap();
+        let on = [cpus[0], *cpus.last().unwrap()];
+        let threads = run_threads(
+            addr,
+            &wire(&addr.to_string(), b"{}"),
+            4,
+            requests,
+            Duration::ZERO,
+            &on,
+        )
+        .unwrap();
+        serve.join().unwrap();
+        assert_eq!(threads.len(), 2);
+        assert_eq!(threads.iter().map(|t| t.completed).sum::<usize>(), requests);
+        for t in &threads {
+            assert_eq!(t.failed, 0);
+            assert!(t.completed >= 2, "{t:?}");
+            assert!(t.reads >= t.completed as u64, "{t:?}");
+        }
+    }
 
     #[test]
     fn the_request_is_whole_http() {

@@ -3,7 +3,10 @@
 //! schedule as the one-runtime client and the floor client, against a fresh synthetic serve, in both CPU
 //! orders ([`ORDERS`]: runtime 0 on CPU 1 and runtime 1 on CPU 0, which it shares with the serve, then
 //! swapped): this machine has two cores, so what two runtimes buy is shown by their balance and their CPU
-//! per token, not by aggregate throughput.
+//! per token, not by aggregate throughput. After each order the floor client runs on two threads pinned
+//! to the same CPUs ([`crate::bench_floor::run_threads`]) against a fresh serve of the same schedule: the
+//! like-for-like floor for two runtimes (each thread pays its own wake-ups for half the streams), shown
+//! beside the one-thread floor of the main table.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -23,6 +26,44 @@ pub struct TwoRuntimes {
     runtimes: Vec<RuntimeRecord>,
     wakeups: Vec<u64>,
     reads: Vec<u64>,
+    /// The floor client on two threads pinned to the same CPUs, same schedule, fresh serve, run right
+    /// after: one account per thread, in the runtimes' CPU order.
+    floor: Result<Vec<crate::bench_floor::Floor>, String>,
+}
+
+/// The floor client on one thread per CPU of `on` against a fresh synthetic serve of `case` (its timing
+/// log at `log`), the same schedule as the two runtimes.
+fn floor_threads(
+    case: &LoadCase,
+    log: &Path,
+    on: &[usize],
+) -> Result<Vec<crate::bench_floor::Floor>, String> {
+    let mut synth = Synth::start(&case.serve_args(), log)?;
+    let target = servegate::io::load_client::Target::parse(&synth.url, None)?;
+    let addr: std::net::SocketAddr = target
+        .addr
+        .parse()
+        .map_err(|e| format!("{}: {e}", target.addr))?;
+    let body = serde_json::to_vec(&case.body()).unwrap_or_default();
+    let out = crate::bench_floor::run_threads(
+        addr,
+        &crate::bench_floor::wire(&target.host, &body),
+        case.concurrency,
+        case.requests,
+        servegate::io::load_client::COALESCE,
+        on,
+    );
+    let _ = synth.stop();
+    out
+}
+
+/// The floor's CPU per token over all its threads, µs; None unless every request completed.
+pub fn floor_us_per_token(case: &LoadCase, threads: &[crate::bench_floor::Floor]) -> Option<f64> {
+    let completed: usize = threads.iter().map(|t| t.completed).sum();
+    let failed: usize = threads.iter().map(|t| t.failed).sum();
+    let cpu_s: f64 = threads.iter().map(|t| t.cpu_s).sum();
+    (failed == 0 && completed == case.requests && completed > 0)
+        .then(|| cpu_s * 1e6 / (completed as f64 * case.tokens as f64))
 }
 
 /// The CPUs the two runtimes are pinned to, in runtime order, in the two orders each case runs: runtime 0
@@ -75,11 +116,13 @@ pub fn two_runtimes(case: &LoadCase, log: &Path, on: &[usize; 2]) -> Result<TwoR
         &crate::bench_load_case::synthetic_truth(&lines),
         &mut run,
     );
+    let floor = floor_threads(case, &log.with_extension("floor.jsonl"), on);
     Ok(TwoRuntimes {
         run,
         runtimes: out.runtimes,
         wakeups: out.wakeups,
         reads,
+        floor,
     })
 }
 
@@ -89,8 +132,9 @@ pub fn imbalance_pct(a: f64, b: f64) -> Option<f64> {
     (mean > 0.0).then(|| (a - b).abs() / mean * 100.0)
 }
 
-/// The report row of one case: the two runtimes' CPU per token against the floor's and the one
-/// runtime's, and each runtime's streams and CPU with their imbalance.
+/// The report row of one case: the two runtimes' CPU per token against the one-thread floor's (the main
+/// table's, `floor_us`) and against the two-thread floor's on the same CPUs (like for like), the one
+/// runtime's against the one-thread floor, and each runtime's streams and CPU with their imbalance.
 pub fn row(
     case: &LoadCase,
     two: &Result<TwoRuntimes, String>,
@@ -109,9 +153,36 @@ pub fn row(
         .collect::<Vec<_>>()
         .join(", ");
     let us = t.run.us_per_token();
-    let ratio = |x: Option<f64>| match (x, floor_us) {
+    let over = |x: Option<f64>, fl: Option<f64>| match (x, fl) {
         (Some(x), Some(fl)) if fl > 0.0 => format!("{:.2}×", x / fl),
         _ => "-".into(),
+    };
+    let ratio = |x: Option<f64>| over(x, floor_us);
+    let (floor2, floor2_wr) = match &t.floor {
+        Ok(threads) => (
+            floor_us_per_token(case, threads).map_or_else(
+                || {
+                    let failed: usize = threads.iter().map(|t| t.failed).sum();
+                    format!("{failed} of {} failed", case.requests)
+                },
+                |x| format!("{x:.2}"),
+            ),
+            threads
+                .iter()
+                .map(|t| format!("{:.0} ms / {} / {}", t.cpu_s * 1e3, t.wakeups, t.reads))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        Err(e) => (format!("error: {e}"), "-".into()),
+    };
+    let floor2_us = t
+        .floor
+        .as_ref()
+        .ok()
+        .and_then(|x| floor_us_per_token(case, x));
+    let floor2_imb = match t.floor.as_deref() {
+        Ok([a, b]) => imbalance_pct(a.cpu_s, b.cpu_s),
+        _ => None,
     };
     let share = |r: &RuntimeRecord| {
         let w = t.wakeups.get(r.index).copied().unwrap_or(0);
@@ -123,18 +194,20 @@ pub fn row(
         _ => return format!("| {c} | error: not two runtimes |"),
     };
     format!(
-        "| {c} | {on} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {c} | {on} | {} | {:.0} | {} | {} | {} | {floor2} | {} | {floor2_wr} | {} | {} | {} | {} | {} | {} | {} | {} |",
         t.run.tokens,
         t.run.tok_s(),
         f(us, 2),
         f(floor_us, 2),
         ratio(us),
+        over(us, floor2_us),
         f(one_us, 2),
         ratio(one_us),
         share(a),
         share(b),
         f(imbalance_pct(a.streams as f64, b.streams as f64), 1),
         f(imbalance_pct(a.cpu_ms, b.cpu_ms), 1),
+        f(floor2_imb, 1),
         t.run.failed,
     )
 }
@@ -145,7 +218,8 @@ pub fn table(report: &mut Vec<String>, rows: Vec<String>) {
         return;
     }
     report.push("\n### Two client runtimes (`[load] client_cpus`; the serve on CPU 0), same schedules, after the one-runtime and floor clients, in both CPU orders\n".into());
-    report.push("| concurrency | CPUs of runtimes 0, 1 | tokens | aggregate tok/s | µs CPU per token (both runtimes) | floor µs | vs floor | one runtime µs | one runtime vs floor | runtime 0 streams / CPU / wake-ups / reads | runtime 1 streams / CPU / wake-ups / reads | stream imbalance % | CPU imbalance % | failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|".into());
+    report.push("The one-thread floor is the main table's; the two-thread floor is the floor client on two threads pinned to the same CPUs as the runtimes, run right after them (the like-for-like floor: each thread pays its own wake-ups for half the streams).\n".into());
+    report.push("| concurrency | CPUs of runtimes 0, 1 | tokens | aggregate tok/s | µs CPU per token (both runtimes) | one-thread floor µs | vs one-thread floor | two-thread floor µs | vs two-thread floor | two-thread floor per thread: CPU / wake-ups / reads | one runtime µs | one runtime vs one-thread floor | runtime 0 streams / CPU / wake-ups / reads | runtime 1 streams / CPU / wake-ups / reads | stream imbalance % | CPU imbalance % | two-thread floor CPU imbalance % | failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|".into());
     report.extend(rows);
 }
 
@@ -157,6 +231,14 @@ pub fn to_json(two: &Result<TwoRuntimes, String>) -> Value {
             v["runtimes"] = serde_json::to_value(&t.runtimes).unwrap_or(Value::Null);
             v["wakeups"] = json!(t.wakeups);
             v["reads"] = json!(t.reads);
+            v["floor_two_threads"] = match &t.floor {
+                Ok(threads) => json!(threads
+                    .iter()
+                    .map(|fl| json!({"completed": fl.completed, "failed": fl.failed, "wall_s": fl.wall_s,
+                                     "cpu_s": fl.cpu_s, "reads": fl.reads, "wakeups": fl.wakeups}))
+                    .collect::<Vec<_>>()),
+                Err(e) => json!({"error": e}),
+            };
             v
         }
         Err(e) => json!({"error": e}),
