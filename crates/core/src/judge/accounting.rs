@@ -254,6 +254,14 @@ pub(super) fn fail_for_serve(v: &mut Verdict, failure: &str, code: Option<Failur
     let details = if v.passed() {
         let what = serve_failure_phrase(code);
         format!("{what} ({failure}); the replies alone: {details}")
+    } else if v.outcome != Outcome::Fail {
+        // Undecided on the replies alone (too few timed on a busy runner, say): the serve's failure is what
+        // fails it, so it leads.
+        let what = serve_failure_phrase(code);
+        format!(
+            "{what} ({failure}); the replies alone: {} {details}",
+            v.outcome.word()
+        )
     } else {
         format!("{details} [serve: {failure}]")
     };

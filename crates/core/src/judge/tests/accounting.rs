@@ -182,3 +182,28 @@ pub(super) fn the_n_of_a_figure_counts_only_the_replies_that_gave_its_value() {
         assert!(!m.contains("n=9"), "{m}");
     }
 }
+
+/// A verdict the replies alone leave undecided (a busy runner timed too few) is failed by the serve's
+/// failure, and that failure leads its line, as it does for one that would have passed: it is why the
+/// verdict fails (a crash at stop read `rate FAIL 2 replies ... [serve: ...]` without saying it crashed).
+#[test]
+fn an_undecided_verdict_failed_by_the_serve_says_what_the_serve_did_first() {
+    let mut v = Verdict::new(
+        AssertionKind::Rate,
+        Outcome::Indeterminate,
+        "2 of 3 replies untimed (burst in one read)",
+    );
+    fail_for_serve(
+        &mut v,
+        "server_crashed_at_stop (signal 11)",
+        Some(FailureCode::ServerCrashedAtStop),
+    );
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert!(
+        v.details().starts_with(
+            "the serve crashed when it was stopped (server_crashed_at_stop (signal 11)); the replies alone: INDETERMINATE 2 of 3"
+        ),
+        "{}",
+        v.details()
+    );
+}
