@@ -149,7 +149,7 @@ impl Peer {
     /// What the tool's figures in this section are, in servegate's terms (docs/metrics.md).
     pub fn metric_names(self) -> &'static str {
         match self {
-            Peer::AiPerf | Peer::GuideLlm => "CPU per token only (the tool run alone); its latency figures are the parity gate mode's (`load_peers_parity`): its per-request records imported as by `servegate import`, under servegate's definitions",
+            Peer::AiPerf | Peer::GuideLlm => "CPU per token only (the tool run alone); its latency figures are the parity gate mode's (`load_peers.parity_gate` in the JSON): its per-request records imported as by `servegate import`, under servegate's definitions",
             Peer::LlamaBenchy => "e2e_ttft = TTFT (request start → first token), per request; tg_req_throughput = tokens after the first ÷ (last token − first token) per request, so 1000 / it = TPOT; no percentiles of its own (computed here, numpy linear); --concurrency c sends batches of c and waits for the whole batch (not a closed loop)",
         }
     }
