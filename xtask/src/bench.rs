@@ -60,8 +60,8 @@ pub struct BenchArgs {
     /// Records rendered and checked by the leaderboard section.
     #[arg(long, default_value_t = 10_000)]
     pub records: usize,
-    /// Only these concurrencies in the load section (of 1, 16, 64, 256; repeatable; default all): a
-    /// profile or a rerun of one point.
+    /// Only these concurrencies in the load section and, with `--peers`, its peers (of 1, 16, 64, 256;
+    /// repeatable; default all): a profile, a rerun of one point, a short peers run.
     #[arg(long)]
     pub streams: Vec<usize>,
 }
@@ -721,7 +721,7 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
     if want("load") && args.peers {
         out.insert(
             "load_peers".into(),
-            crate::bench_peers_load::section(&mut report),
+            crate::bench_peers_load::section(&args.streams, &mut report),
         );
     }
     out.insert("machine_end".into(), machine());

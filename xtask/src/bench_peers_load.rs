@@ -1,15 +1,19 @@
-//! `cargo xtask bench-self --peers --only load`: the load section's concurrent schedules (closed loop at
-//! concurrency 1, 16, 64 and 256 against `servegate replay --synthetic`, 64 tokens per reply at
-//! 78.125 tok/s per stream) driven by peer load generators from PyPI instead of servegate's load client,
-//! each judged against the synthetic serve's true timings from its timing log.
+//! `cargo xtask bench-self --peers --only load [--streams C ...]`: the load section's concurrent schedules
+//! (closed loop at concurrency 1, 16, 64 and 256 against `servegate replay --synthetic`, 64 tokens per
+//! reply, first at 20 ms, 12 ms apart) driven by peer load generators from PyPI instead of servegate's load
+//! client.
 //!
-//! Per tool and concurrency: the tool's own TTFT p50/p95/p99 and TPOT p50 (its own percentile output,
-//! under its own metric names, mapped to servegate's definitions in [`Peer::metric_names`]) minus the same
-//! percentile (numpy's linear method, `stats::percentile`) of the serve's true per-request values over the
-//! requests the tool measured; the tool's requests ok / failed; and its CPU per streamed token: user +
-//! system time of the whole tool process tree (`wait4` of the child, which includes its reaped children),
-//! start-up, dataset and tokenizer loading and reporting included, divided by the tokens the serve
-//! streamed to it. That is an upper bound of the per-token cost, stated as such in the report.
+//! The latency figures of AIPerf, GuideLLM and vLLM's bench come from the cross-tool parity gate mode
+//! (`bench_peers_parity`: a parity gate per tool and concurrency, run by `servegate run`, its verdicts with
+//! the serve's truth header as referee). What that mode does not do is here:
+//! * each tool's CPU per streamed token (AIPerf, GuideLLM, llama-benchy): user + system time of the whole
+//!   tool process tree run alone (`wait4` of the child, which includes its reaped children), start-up,
+//!   dataset and tokenizer loading and reporting included, divided by the tokens the serve streamed to it
+//!   (from its timing log). That is an upper bound of the per-token cost, stated as such in the report;
+//! * llama-benchy's latency (servegate has no driver for it): its per-request values' percentiles (numpy's
+//!   linear method, `stats::percentile`) minus the same percentile of the serve's true per-request values
+//!   (its timing log) over the requests it measured ([`Peer::metric_names`]);
+//! * servegate's own load client's CPU per token and its figures against the timing log, for the same rows.
 //!
 //! The peers are installed with pip into venvs under `target/servegate/bench/` on first use, and given a
 //! local word-level tokenizer (one token per synthetic word ` tN`) since the Hugging Face hub is not
@@ -142,11 +146,10 @@ impl Peer {
         }
     }
 
-    /// What the tool's metric names mean, in servegate's terms (docs/metrics.md).
+    /// What the tool's figures in this section are, in servegate's terms (docs/metrics.md).
     pub fn metric_names(self) -> &'static str {
         match self {
-            Peer::AiPerf => "time_to_first_token = TTFT (request sent → first content chunk); inter_token_latency = (request_latency − TTFT) / (output tokens − 1) per request = vLLM's and servegate's TPOT, not an ITL",
-            Peer::GuideLlm => "time_to_first_token_ms = TTFT; inter_token_latency_ms = (request_latency − TTFT) / (output tokens − 1) per request = TPOT; time_per_output_token_ms = request_latency / output tokens (TTFT included)",
+            Peer::AiPerf | Peer::GuideLlm => "CPU per token only (the tool run alone); its latency figures are the parity gate mode's (`load_peers.parity_gate` in the JSON): its per-request records imported as by `servegate import`, under servegate's definitions",
             Peer::LlamaBenchy => "e2e_ttft = TTFT (request start → first token), per request; tg_req_throughput = tokens after the first ÷ (last token − first token) per request, so 1000 / it = TPOT; no percentiles of its own (computed here, numpy linear); --concurrency c sends batches of c and waits for the whole batch (not a closed loop)",
         }
     }
@@ -430,21 +433,14 @@ fn command(
     Ok(cmd)
 }
 
-/// Reads what `peer` reported from its output files under `out`.
-fn reported(peer: Peer, out: &Path) -> Result<Reported, String> {
+/// Reads what `peer` reported from its output files under `out`: llama-benchy's figures; None for the
+/// tools whose figures come from the parity gate mode (their run here is for its CPU).
+fn reported(peer: Peer, out: &Path) -> Result<Option<Reported>, String> {
     match peer {
-        Peer::AiPerf => {
-            let path = out.join("artifacts/profile_export_aiperf.json");
-            let v = read_json(&path)?;
-            Ok(aiperf_reported(&v))
-        }
-        Peer::GuideLlm => {
-            let v = read_json(&out.join("guidellm.json"))?;
-            Ok(guidellm_reported(&v))
-        }
+        Peer::AiPerf | Peer::GuideLlm => Ok(None),
         Peer::LlamaBenchy => {
             let v = read_json(&out.join("llama-benchy.json"))?;
-            Ok(llama_benchy_reported(&v))
+            Ok(Some(llama_benchy_reported(&v)))
         }
     }
 }
@@ -478,49 +474,6 @@ pub fn llama_benchy_reported(v: &Value) -> Reported {
 fn read_json(path: &Path) -> Result<Value, String> {
     let t = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&t).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// AIPerf's `profile_export_aiperf.json`: `time_to_first_token` and `inter_token_latency` (ms) with
-/// `p50`/`p95`/`p99`; `request_count.avg` and `error_request_count.avg` (counts).
-pub fn aiperf_reported(v: &Value) -> Reported {
-    let p = |m: &str, q: &str| v[m][q].as_f64();
-    let count = |m: &str| v[m]["avg"].as_f64().map(|x| x as u64);
-    Reported {
-        ttft: [
-            p("time_to_first_token", "p50"),
-            p("time_to_first_token", "p95"),
-            p("time_to_first_token", "p99"),
-        ],
-        tpot: [
-            p("inter_token_latency", "p50"),
-            p("inter_token_latency", "p95"),
-            p("inter_token_latency", "p99"),
-        ],
-        ok: count("request_count"),
-        failed: count("error_request_count").or(Some(0)),
-    }
-}
-
-/// GuideLLM's JSON report: `benchmarks[0].metrics.time_to_first_token_ms.successful.percentiles` and
-/// `inter_token_latency_ms` likewise (`p50`/`p95`/`p99`, ms); request totals from
-/// `benchmarks[0].metrics.request_totals` (`successful`, `errored`).
-pub fn guidellm_reported(v: &Value) -> Reported {
-    let m = &v["benchmarks"][0]["metrics"];
-    let p = |name: &str, q: &str| m[name]["successful"]["percentiles"][q].as_f64();
-    Reported {
-        ttft: [
-            p("time_to_first_token_ms", "p50"),
-            p("time_to_first_token_ms", "p95"),
-            p("time_to_first_token_ms", "p99"),
-        ],
-        tpot: [
-            p("inter_token_latency_ms", "p50"),
-            p("inter_token_latency_ms", "p95"),
-            p("inter_token_latency_ms", "p99"),
-        ],
-        ok: m["request_totals"]["successful"].as_u64(),
-        failed: m["request_totals"]["errored"].as_u64(),
-    }
 }
 
 /// One point's result for one tool.
@@ -635,7 +588,7 @@ fn run_point(peer: Peer, env: &Env, case: &LoadCase, dir: &Path) -> Point {
         pt.note = Some(format!("exit {code}: {}", tail(&so, &se)));
     }
     match reported(peer, &out) {
-        Ok(r) => pt.reported = Some(r),
+        Ok(r) => pt.reported = r,
         Err(e) => {
             pt.note = Some(match pt.note.take() {
                 Some(n) => format!("{n}; {e}"),
@@ -739,7 +692,8 @@ fn f(x: Option<f64>, d: usize) -> String {
 }
 
 /// One table row: tool, concurrency, ok / failed, TTFT and TPOT errors at p50 / p95 / p99, CPU, wall.
-fn row(tool: &str, pt: &Point) -> String {
+/// `elsewhere`: the tool's latency figures are the parity gate table's (the columns say so).
+fn row(tool: &str, pt: &Point, elsewhere: bool) -> String {
     let (te, de) = pt.errors();
     let n = |x: Option<u64>| x.map(|x| x.to_string()).unwrap_or_else(|| "-".into());
     let okf = pt
@@ -747,16 +701,19 @@ fn row(tool: &str, pt: &Point) -> String {
         .as_ref()
         .map(|r| format!("{} / {}", n(r.ok), n(r.failed)))
         .unwrap_or_else(|| "-".into());
+    let err = |e: [Option<f64>; 3], d: usize| {
+        if elsewhere {
+            "parity gate table".to_string()
+        } else {
+            format!("{} / {} / {}", f(e[0], d), f(e[1], d), f(e[2], d))
+        }
+    };
     format!(
-        "| {tool} | {} | {okf} of {} | {} / {} / {} | {} / {} / {} | {} | {} |{}",
+        "| {tool} | {} | {okf} of {} | {} | {} | {} | {} |{}",
         pt.c,
         pt.n,
-        f(te[0], 2),
-        f(te[1], 2),
-        f(te[2], 2),
-        f(de[0], 3),
-        f(de[1], 3),
-        f(de[2], 3),
+        err(te, 2),
+        err(de, 3),
         pt.cpu_us_per_token()
             .map(|x| format!("{x:.1}"))
             .unwrap_or_else(|| "-".into()),
@@ -770,17 +727,29 @@ fn row(tool: &str, pt: &Point) -> String {
     )
 }
 
-/// The section: every peer at every concurrency, a Markdown table into `report`, every figure as JSON.
-pub fn section(report: &mut Vec<String>) -> Value {
+/// The section: every peer at every concurrency of `streams` (all when empty), a Markdown table into
+/// `report` (CPU per token of each tool run alone; llama-benchy's and servegate's client's errors against
+/// the timing log), then the parity gate table (`bench_peers_parity`); every figure as JSON.
+pub fn section(streams: &[usize], report: &mut Vec<String>) -> Value {
     eprintln!("bench: load, side by side with peers ...");
     let dir = workdir().join("load-peers");
     let _ = std::fs::create_dir_all(&dir);
-    let cases = load_schedules();
+    let cases: Vec<LoadCase> = load_schedules()
+        .into_iter()
+        .filter(|c| streams.is_empty() || streams.contains(&c.concurrency))
+        .collect();
     let Some(first) = cases.first().copied() else {
         return json!({"error": "no load schedule"});
     };
     report.push(format!("## Load: side by side with peers (closed loop, synthetic serve, {} tokens per reply, {:.3} tok/s per stream)\n", first.tokens, 1000.0 / first.itl_ms));
-    report.push("Error = the tool's own percentile − the same percentile (numpy linear) of the serve's true per-request values over the requests it measured; CPU = the whole tool process tree (`wait4`), start-up included, per token streamed to it: an upper bound.\n".into());
+    report.push(format!(
+        "load average at the start: {:?}\n",
+        servegate::evidence::load_avg()
+    ));
+    report.push(
+        "### Each tool run alone: CPU per token; llama-benchy's errors (no parity driver)\n".into(),
+    );
+    report.push("Error = the client's percentile (llama-benchy: numpy linear over its per-request values) − the same percentile (numpy linear) of the serve's true per-request values (its timing log) over the requests it measured; AIPerf's and GuideLLM's latency: the parity gate table below. CPU = the whole tool process tree (`wait4`), start-up included, per token streamed to it: an upper bound.\n".into());
     report.push("| tool | concurrency | requests ok / failed (tool) | TTFT error p50 / p95 / p99 ms | TPOT error p50 / p95 / p99 ms | µs CPU per token (peers: upper bound) | wall s |\n|---|---|---|---|---|---|---|".into());
     let mut tools = serde_json::Map::new();
     let mut pts = Vec::new();
@@ -790,7 +759,7 @@ pub fn section(report: &mut Vec<String>) -> Value {
             case.concurrency
         );
         let pt = run_servegate_point(case, &dir);
-        report.push(row("servegate (load client)", &pt));
+        report.push(row("servegate (load client)", &pt, false));
         pts.push(pt.to_json());
     }
     tools.insert(
@@ -815,7 +784,7 @@ pub fn section(report: &mut Vec<String>) -> Value {
             let c = case.concurrency;
             eprintln!("bench: {} at concurrency {c} ...", peer.name());
             let pt = run_point(peer, &env, case, &dir);
-            report.push(row(peer.name(), &pt));
+            report.push(row(peer.name(), &pt, peer != Peer::LlamaBenchy));
             pts.push(pt.to_json());
         }
         tools.insert(
@@ -824,6 +793,10 @@ pub fn section(report: &mut Vec<String>) -> Value {
         );
     }
     report.push(String::new());
+    tools.insert(
+        "parity_gate".into(),
+        crate::bench_peers_parity::section(&cases, &dir, report),
+    );
     Value::Object(tools)
 }
 
@@ -868,21 +841,5 @@ mod tests {
         assert_eq!(r.ttft[1], Some(29.0), "numpy linear: 20 + 0.9 × 10");
         assert_eq!(r.tpot[0], Some(15.0), "1000 / rate, a zero rate left out");
         assert_eq!(r.ok, Some(3));
-    }
-
-    #[test]
-    fn aiperf_and_guidellm_reports_are_read() {
-        let a = json!({"time_to_first_token": {"p50": 21.0, "p95": 22.0, "p99": 23.0}, "inter_token_latency": {"p50": 12.9, "p95": 13.0, "p99": 13.1},
-                       "request_count": {"avg": 32.0}});
-        let r = aiperf_reported(&a);
-        assert_eq!(r.ttft, [Some(21.0), Some(22.0), Some(23.0)]);
-        assert_eq!(r.tpot[2], Some(13.1));
-        assert_eq!((r.ok, r.failed), (Some(32), Some(0)));
-        let g = json!({"benchmarks": [{"metrics": {"time_to_first_token_ms": {"successful": {"percentiles": {"p50": 1.0, "p95": 2.0, "p99": 3.0}}},
-                        "inter_token_latency_ms": {"successful": {"percentiles": {"p50": 4.0}}}, "request_totals": {"successful": 8, "errored": 1}}}]});
-        let r = guidellm_reported(&g);
-        assert_eq!(r.ttft, [Some(1.0), Some(2.0), Some(3.0)]);
-        assert_eq!(r.tpot, [Some(4.0), None, None]);
-        assert_eq!((r.ok, r.failed), (Some(8), Some(1)));
     }
 }

@@ -11,6 +11,7 @@ mod bench_load;
 mod bench_load_case;
 mod bench_load_cores;
 mod bench_peers_load;
+mod bench_peers_parity;
 mod bench_records;
 
 use std::process::ExitCode;
