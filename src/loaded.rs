@@ -104,8 +104,9 @@ fn stored(
             Ok(b) => loaded.push(b),
             Err(e) => {
                 return BaselineValues::Unavailable(format!(
-                    "baseline {} cannot be read: {e} (servegate bless GATE --baseline RUN_DIR writes one)",
-                    d.display()
+                    "baseline {} cannot be read: {e} (`servegate bless {} --baseline RUN_DIR --accept` writes it there)",
+                    d.display(),
+                    gate.file.display()
                 ))
             }
         }

@@ -44,22 +44,44 @@ pub(crate) fn state(t: &AssertionResult) -> &'static str {
     }
 }
 
-/// Text made safe for one table cell: no line breaks, `|` escaped, at most `max` characters (`…` where cut).
+/// Outside text made safe for one table cell or line of the summary (a verdict, a note, a model name, a
+/// tool's version, a gate name): no line breaks; Markdown's own syntax inert (`|` shown `\|`, `[` and `]`
+/// shown `\[` `\]` so no link or image forms, `<` and `>` as `&lt;` `&gt;` so no HTML tag or autolink
+/// does); then escaped as a terminal line is ([`servegate_core::text::shown`]: control and invisible
+/// characters such as ESC or U+202E as `\u{..}`, `##[` and `##vso[` never raw, a leading `::` shown `\::`);
+/// at most `max` characters (`…` where cut).
 fn cell(s: &str, max: usize) -> String {
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i == max {
-            out.push('…');
-            break;
-        }
+    let mut md = String::with_capacity(s.len() + 8);
+    let mut prev = ' ';
+    for c in s.chars() {
         match c {
-            '|' => out.push_str("\\|"),
-            '\n' | '\r' => out.push(' '),
-            c if c.is_control() => {}
-            c => out.push(c),
+            '|' => md.push_str("\\|"),
+            '[' | ']' if prev != '\\' => {
+                md.push('\\');
+                md.push(c);
+            }
+            '<' => md.push_str("&lt;"),
+            '>' => md.push_str("&gt;"),
+            '\n' | '\r' => md.push(' '),
+            c => md.push(c),
         }
+        prev = c;
+    }
+    let shown = crate::text::shown(&md);
+    let mut out: String = shown.chars().take(max).collect();
+    if shown.chars().nth(max).is_some() {
+        out.push('…');
     }
     out
+}
+
+/// Outside text inside a code span (`` `...` ``): escaped as [`crate::text::shown`] does, its backticks
+/// shown `'` (a backtick would end the span early).
+fn code(s: &str, max: usize) -> String {
+    crate::text::shown(&s.replace(['\n', '\r'], " ").replace('`', "'"))
+        .chars()
+        .take(max)
+        .collect()
 }
 
 fn number(x: Option<f64>, unit: Option<&str>) -> String {
@@ -154,7 +176,7 @@ pub(crate) fn serialize_with(
                 .unwrap_or_default();
             lines.push(format!(
                 "Evidence: `{}`{artifact}",
-                cell(&p.evidence_dir, 1000)
+                code(&p.evidence_dir, 1000)
             ));
             lines.push(String::new());
         }

@@ -335,3 +335,60 @@ fn concurrent_blesses_into_one_baseline_all_land() {
     // The lock's holder note is gone once every writer is done.
     assert!(!bl.join(".bless.lock.holder").exists());
 }
+
+/// A gate whose `[assert.regression] baseline` is outside the checkout: its first run cannot read the
+/// baseline and says which bless writes it; that bless (as said) writes there, with its ledger line beside it,
+/// nothing into the checkout's `data/`; the next run is compared with it (one window: INDETERMINATE, saying
+/// so), and blessed too, the third run is compared with two windows and PASSes.
+#[test]
+fn bless_baseline_writes_where_the_gate_reads_it() {
+    let (t, gate) = repro_scratch(crashy(12.5));
+    let outside = tempfile::tempdir().unwrap();
+    let bl = outside.path().join("x").join("syn-plain");
+    let gate = format!(
+        "{gate}[assert.regression]\nmetric = \"decode\"\nbaseline = \"{}\"\nmax_drop_pct = 90.0\nmax_load_ratio = 1000.0\n",
+        bl.display()
+    );
+    std::fs::write(t.path().join("g.toml"), &gate).unwrap();
+    let runs = || -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(t.path().join("runs").join("cutg"))
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    // Runs the gate; blesses the run it made as the message says. The run's output.
+    let run_and_bless = |i: usize| -> String {
+        let before = runs();
+        let o = sg(t.path(), &["run", "g.toml"]);
+        let dir = runs().into_iter().find(|d| !before.contains(d)).unwrap();
+        let b = sg(
+            t.path(),
+            &[
+                "bless",
+                "g.toml",
+                "--baseline",
+                dir.to_str().unwrap(),
+                "--accept",
+            ],
+        );
+        assert_eq!(b.code, 0, "{}", b.all);
+        assert!(bl.join(baseline::MANIFEST_FILE).is_file(), "{}", b.all);
+        assert_eq!(ledger(bl.parent().unwrap()).len(), i, "{}", b.all);
+        assert!(!t.path().join("data").exists(), "{}", b.all);
+        o.all
+    };
+    let first = run_and_bless(1);
+    assert!(
+        first.contains("regression FAIL")
+            && first
+                .contains("(`servegate bless g.toml --baseline RUN_DIR --accept` writes it there)"),
+        "{first}"
+    );
+    let second = run_and_bless(2);
+    assert!(!second.contains("cannot be read"), "{second}");
+    assert!(second.contains("the baseline has 1 window"), "{second}");
+    let third = sg(t.path(), &["run", "g.toml"]);
+    assert!(third.all.contains("regression PASS"), "{}", third.all);
+    assert_eq!(third.code, 0, "{}", third.all);
+}

@@ -419,3 +419,56 @@ fn a_k6_xk6_llm_run_imported_is_judged_naming_the_tool() {
     let tpot = stdout.lines().find(|l| l.contains("::tpot_p50 ")).unwrap();
     assert!(tpot.contains(" FAIL "), "{tpot}");
 }
+
+/// Outside strings of an imported run (the tool's `model_id`, the tool version given) reach the Markdown
+/// summary escaped as verdict lines are, and inert as Markdown: no raw ESC or U+202E, no `##vso[` or `##[`,
+/// no HTML tag, no link.
+#[test]
+fn an_imported_runs_outside_strings_are_escaped_in_the_markdown_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), PASSING);
+    let hostile = "\u{1b}[31mRED\u{1b}[0m ::error::pwned ##vso[task.complete result=Succeeded] ##[error]x \u{202e}evil <script>alert(1)</script> [click](javascript:alert(1))";
+    let text = std::fs::read_to_string(data("vllm-bench-c2.json"))
+        .unwrap()
+        .replace(
+            "\"model_id\": \"synthetic\"",
+            &format!("\"model_id\": {}", serde_json::to_string(hostile).unwrap()),
+        );
+    assert!(text.contains("pwned"));
+    let file = tmp.path().join("bench.json");
+    std::fs::write(&file, text).unwrap();
+    let md = tmp.path().join("s.md");
+    let (code, stdout, stderr) = import(&[
+        "--from",
+        "vllm-bench",
+        file.to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        tmp.path().join("run").to_str().unwrap(),
+        "--tool-version",
+        hostile,
+        "--summary",
+        md.to_str().unwrap(),
+    ]);
+    assert!(code == 0 || code == 1, "{stdout}\n{stderr}");
+    let s = std::fs::read_to_string(&md).unwrap();
+    assert!(s.contains("pwned"), "the strings are shown, escaped: {s}");
+    // A bracket escaped (`\[`, `\]`) forms no link: the text without them holds none.
+    let unescaped = s.replace("\\[", "").replace("\\]", "");
+    for raw in [
+        "\u{1b}",
+        "\u{202e}",
+        "##vso[",
+        "##[",
+        "<script",
+        "</script",
+        "](javascript:",
+        "[click",
+    ] {
+        assert!(!unescaped.contains(raw), "{raw:?} raw in the summary:\n{s}");
+    }
+    assert!(s.contains("##vso\\[task.complete"), "{s}");
+    assert!(s.contains("&lt;script&gt;"), "{s}");
+    assert!(s.contains("\\u{202e}evil"), "{s}");
+}

@@ -94,3 +94,28 @@ fn the_pair_ticket_is_judged_from_its_directory() {
     assert!(out.lines().any(|l| l.starts_with("content PASS")), "{out}");
     has(&out, "RESULT: FAIL");
 }
+
+/// `--gate /dev/stdin` (a pipe, readable once) judges as the same gate given as a file: the gate is read
+/// once, never "the file is empty" on a second read.
+#[test]
+fn a_gate_given_on_stdin_is_read_once() {
+    use std::io::Write;
+    let dir = format!("{}/tests/data/runs/npu-rc-pass", env!("CARGO_MANIFEST_DIR"));
+    let gate = std::fs::read(format!("{dir}/gate.toml")).unwrap();
+    let mut child = fixtures::servegate()
+        .args(["judge", &dir, "--gate", "/dev/stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&gate).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("empty"), "{stderr}");
+    has(&stdout, "RESULT: PASS");
+}

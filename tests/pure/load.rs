@@ -471,6 +471,8 @@ fn load_spec_errors_name_the_key() {
             "[assert.errors]",
             "load.client_cpus",
         ),
+        // The value as written, never `0e0`.
+        ("rate_rps = 0.0\nrequests = 5", "[assert.errors]", "got 0.0"),
     ] {
         let text = format!(
             "[gate]\nname = \"x\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"a\"]\n[load]\n{load}\n{asserts}\n"

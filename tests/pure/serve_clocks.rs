@@ -72,6 +72,12 @@ fn reply(index: usize, rate: f64, warmup: bool) -> RequestEvidence {
 /// The rate verdict of a `source = "both"` gate for `engine` on a run of one warmup and `judged` replies at
 /// `rate` tok/s, whose `/metrics` deltas are those of the shaped texts of `dir`.
 fn rate_verdict(engine: &str, dir: &str, rate: f64, judged: usize) -> Verdict {
+    rate_verdict_of(engine, dir, &vec![rate; judged + 1])
+}
+
+/// [`rate_verdict`] with each reply's rate given: `rates[0]` the warmup's, the rest the judged replies'.
+fn rate_verdict_of(engine: &str, dir: &str, rates: &[f64]) -> Verdict {
+    let judged = rates.len() - 1;
     let gate_text = format!(
         "[gate]\nname = \"clock\"\n[serve]\nurl = \"http://127.0.0.1:9\"\nengine = \"{engine}\"\n\
          [request]\nmodel = \"m\"\nmax_tokens = 16\nrepeats = {judged}\nprompts = [\"Count.\"]\n\
@@ -85,7 +91,7 @@ fn rate_verdict(engine: &str, dir: &str, rate: f64, judged: usize) -> Verdict {
     let gate = spec::parse(Path::new("gates/clock.toml"), &gate_text, &ctx).unwrap();
     let before = text(&format!("{dir}/metrics.before.txt"));
     let after = text(&format!("{dir}/metrics.after.txt"));
-    let requests: Vec<RequestEvidence> = (0..=judged).map(|i| reply(i, rate, i == 0)).collect();
+    let requests: Vec<RequestEvidence> = (0..=judged).map(|i| reply(i, rates[i], i == 0)).collect();
     let evidence = Evidence {
         dir: PathBuf::from("/runs/x"),
         run: RunSummary {
@@ -235,6 +241,33 @@ fn a_serve_clock_that_counted_more_requests_than_the_run_sent_decides_nothing() 
     assert!(
         v.message
             .contains("counted 4 finished requests (sglang:num_requests_total) for 3 sent: 1 more than this run sent"),
+        "{}",
+        v.message
+    );
+}
+
+/// The serve's histogram figure is `1 / mean` ITL over every token, so the client's figure it is compared
+/// with is its own `1 / mean` over its replies' tokens, not its median: three replies at 26, 26 and 13.68
+/// tok/s (median 26, 30 % above the serve's 20.00) pool to 20.0 tok/s, the serve's mean, and agree.
+#[test]
+fn a_histogram_serve_figure_is_compared_with_the_clients_mean_not_its_median() {
+    let v = rate_verdict_of(
+        "sglang",
+        "sglang",
+        &[20.0, 26.0, 26.0, 1.0 / (0.15 - 2.0 / 26.0)],
+    );
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+    assert!(
+        v.message.contains("client and server 0% apart (means: the client's 1 / mean gap over its replies' tokens 20.00 tok/s, the serve's 20.00)"),
+        "{}",
+        v.message
+    );
+    // A client far from the serve's mean still fails, and says so first.
+    let v = rate_verdict_of("sglang", "sglang", &[20.0, 40.0, 40.0, 40.0]);
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.message);
+    assert!(
+        v.message
+            .starts_with("rate FAIL client_server_disagree: client and server 100% apart"),
         "{}",
         v.message
     );

@@ -137,6 +137,26 @@ pub fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs
     finish_run(outputs, results, started, code, "")
 }
 
+/// `--gate` given as a pipe or a device (`/dev/stdin`, a `<(...)` file), whose bytes can be read once:
+/// read once into `gate.toml` of a temporary directory (kept while the returned guard lives), as judging
+/// reads the gate file more than once (the outputs' guard, [`cmd_judge`]). A regular file (or none) is returned as given. Errors: it cannot be
+/// read or the copy written, in words naming it.
+pub fn spooled(
+    gate: Option<PathBuf>,
+) -> Result<(Option<PathBuf>, Option<tempfile::TempDir>), String> {
+    let Some(p) = gate else {
+        return Ok((None, None));
+    };
+    if std::fs::metadata(&p).is_ok_and(|m| m.is_file()) {
+        return Ok((Some(p), None));
+    }
+    let bytes = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let dir = tempfile::tempdir().map_err(|e| format!("a copy of {}: {e}", p.display()))?;
+    let copy = dir.path().join("gate.toml");
+    std::fs::write(&copy, bytes).map_err(|e| format!("{}: {e}", copy.display()))?;
+    Ok((Some(copy), Some(dir)))
+}
+
 /// The gate that judges run directory `dir`: `gate_file` itself, or for a matrix gate the entry the run
 /// ran (run.json's `gate`, `<gate>[<model>]`). Errors: the gate file's (exit 3), or, when the entry cannot
 /// be chosen because run.json is missing or unreadable, that file's (exit 5: evidence, not the spec).

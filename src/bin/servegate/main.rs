@@ -304,6 +304,17 @@ fn main() -> ExitCode {
                 Outputs::from_args(&OutputArgs::from(&outputs), |k| std::env::var(k).ok());
             let mut inputs = servegate::evidence::guard::Inputs::new();
             inputs.dir(&run_dir, "the run directory being judged");
+            if let Some(g) = &gate {
+                inputs.file(g, "the gate file");
+            }
+            // A pipe (`--gate /dev/stdin`) gives its bytes once: read once, judged from the copy.
+            let (gate, _spool) = match judge::spooled(gate) {
+                Ok(g) => g,
+                Err(e) => {
+                    errln!("error: {e}");
+                    return ExitCode::from(exit::SPEC_INVALID as u8);
+                }
+            };
             let own = run_dir.join(servegate::evidence::layout::GATE_FILE);
             for f in gate.iter().chain(std::iter::once(&own)) {
                 inputs.file(f, "the gate file");

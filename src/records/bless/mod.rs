@@ -304,15 +304,34 @@ fn load_run(dir: &Path) -> Result<RunToBless, BlessError> {
             ),
         ));
     }
+    let g = load_gate(&dir.join(layout::GATE_FILE))?;
+    if g.load.is_some() {
+        return Err(BlessError::new(exit::USAGE, load_run_refusal(dir)));
+    }
     let ev = crate::loaded::load(dir)
         .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, e.to_string()))?;
-    let g = load_gate(&dir.join(layout::GATE_FILE))?;
     let inputs = crate::loaded::judge_inputs(&g, &ev);
     Ok(RunToBless {
         gate: g,
         ev,
         inputs,
     })
+}
+
+/// Why a load run (its gate has `[load]`) is not blessed: a load gate judges its sweep points with
+/// `[assert.latency]`, `[assert.throughput]`, `[assert.goodput]`, `[assert.errors]` and
+/// `[assert.consistency]`, and takes no `[assert.regression]`, `[assert.rate]` or footprint limits, so there
+/// is nothing of it to bless; its points are kept and compared over time as records (docs/records.md "Load
+/// records").
+pub(crate) fn load_run_refusal(dir: &Path) -> String {
+    format!(
+        "{} is a load run ([load] sweep points): load runs cannot be blessed (a load gate has no stored \
+         baseline, rate floor or footprint limit to bless: [assert.regression] is a plain run's); keep its \
+         points as records to compare over time: servegate records add --run {} --spec FILE (docs/records.md \
+         \"Load records\")",
+        dir.display(),
+        dir.display()
+    )
 }
 
 /// What [`load_run`] reads of a run directory.
@@ -423,6 +442,7 @@ pub(crate) const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs
 /// the lock ([`lock`]), from the files as the other writers left them. The plan and the lock held.
 fn plan_locked<T>(
     args: &BlessArgs,
+    root: &Path,
     gate: &dyn Fn() -> String,
     waiting: &mut dyn FnMut(&str),
     plan_now: impl Fn() -> Result<T, BlessError>,
@@ -431,7 +451,7 @@ fn plan_locked<T>(
     if !args.accept {
         return Ok((plan, None));
     }
-    let held = lock(&args.baselines_dir, &gate(), waiting)?;
+    let held = lock(root, &gate(), waiting)?;
     Ok((plan_now()?, Some(held)))
 }
 
@@ -509,7 +529,11 @@ impl Planned {
                 s
             }
             Change::Baseline { run, plan } => format!(
-                "baseline {}: {} window {} (from {}; {} window{} in all; key: {})\n",
+                "{}baseline {}: {} window {} (from {}; {} window{} in all; key: {})\n",
+                plan.note
+                    .as_ref()
+                    .map(|n| format!("{n}\n"))
+                    .unwrap_or_default(),
                 plan.dir.display(),
                 if plan.created { "new, first" } else { "adds" },
                 plan.window,
@@ -553,7 +577,7 @@ impl Planned {
             }
             Change::Baseline { run, plan } => {
                 write_baseline(run, plan)?;
-                let l = append_ledger(&self.baselines_dir, &plan.ledger)?;
+                let l = append_ledger(&plan.ledger_root, &plan.ledger)?;
                 Ok(format!(
                     "written: {}/{}; ledger: {}",
                     plan.dir.display(),
@@ -600,13 +624,13 @@ pub(crate) fn plan(
             )
         };
         // From the gate file as it is once the other writers are done.
-        let (plan, held) = plan_locked(args, &gate_name, waiting, plan_now)?;
+        let (plan, held) = plan_locked(args, &args.baselines_dir, &gate_name, waiting, plan_now)?;
         let (gate, plan) = (args.gate.clone(), Box::new(plan));
         return Ok(planned(Change::Floor { gate, plan }, held));
     }
     if !args.limits.is_empty() {
         let plan_now = || plan_limits(&args.gate, &args.limits, args.limit_headroom_pct, utc);
-        let (plan, held) = plan_locked(args, &gate_name, waiting, plan_now)?;
+        let (plan, held) = plan_locked(args, &args.baselines_dir, &gate_name, waiting, plan_now)?;
         let (gate, plan) = (args.gate.clone(), Box::new(plan));
         return Ok(planned(Change::Limits { gate, plan }, held));
     }
@@ -620,8 +644,16 @@ pub(crate) fn plan(
                 utc,
             )
         };
+        // Locked where the ledger line goes: beside the baseline the gate reads.
+        let root = baseline_target(
+            spec::load(&args.gate).ok().as_ref(),
+            &args.gate,
+            args.kind.as_deref(),
+            &args.baselines_dir,
+        )
+        .ledger_root;
         // From the manifest as the other writers left it.
-        let (plan, held) = plan_locked(args, &gate_name, waiting, plan_now)?;
+        let (plan, held) = plan_locked(args, &root, &gate_name, waiting, plan_now)?;
         let (run, plan) = (run.clone(), Box::new(plan));
         return Ok(planned(Change::Baseline { run, plan }, held));
     }

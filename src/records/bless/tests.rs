@@ -249,3 +249,85 @@ fn a_limit_is_the_median_upper_bound_plus_headroom_mirroring_the_floor() {
     assert!(derive_limit(&[1.0, 2.0, 3.0, 4.0], Metric::Ttft, 0.95, 10.0).is_err());
     assert!(derive_limit(&[1.0; 6], Metric::Ttft, 0.95, 100.0).is_err());
 }
+
+#[test]
+fn a_load_run_is_refused_as_a_load_run_not_for_its_answered_requests() {
+    let gates = Path::new(env!("CARGO_MANIFEST_DIR")).join("gates");
+    let gate_file = gates.join("reference-load.toml");
+    let run = tempfile::tempdir().unwrap();
+    std::fs::copy(&gate_file, run.path().join(layout::GATE_FILE)).unwrap();
+    let bl = tempfile::tempdir().unwrap();
+    let e = plan_baseline(
+        &gate_file,
+        run.path(),
+        None,
+        bl.path(),
+        "2026-12-07T00:00:00Z",
+    )
+    .unwrap_err();
+    assert_eq!(e.code, exit::USAGE, "{e}");
+    assert!(e.message.contains("load runs cannot be blessed"), "{e}");
+    assert!(e.message.contains("servegate records add --run"), "{e}");
+    assert!(!e.message.contains("answered"), "{e}");
+    assert_eq!(std::fs::read_dir(bl.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_baseline_is_blessed_where_the_gate_reads_it() {
+    let t = tempfile::tempdir().unwrap();
+    let text = |baseline: &str| {
+        format!(
+            "[gate]\nname = \"g\"\n[serve]\nurl = \"http://127.0.0.1:1\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\n\
+             prompts = [\"p\"]\nrepeats = 6\n[assert.regression]\nmetric = \"decode\"\n{baseline}\n\
+             max_drop_pct = 50.0\n"
+        )
+    };
+    let root = t.path().join("data").join("baselines");
+    let out = t.path().join("elsewhere").join("syn-plain");
+    let f = t.path().join("g.toml");
+    std::fs::write(
+        &f,
+        text(&format!("baseline = {:?}", out.display().to_string())),
+    )
+    .unwrap();
+    let g = spec::load(&f).unwrap();
+    let to = baseline_target(Some(&g), &f, None, &root);
+    assert_eq!(to.dir, out);
+    assert_eq!(to.ledger_root, t.path().join("elsewhere"));
+    assert_eq!(to.note, None);
+    // Several: --kind picks one by its last name; none picked: the default, with a note naming them.
+    let other = t.path().join("elsewhere").join("ci-2core");
+    std::fs::write(
+        &f,
+        text(&format!(
+            "baselines = [{:?}, {:?}]",
+            out.display().to_string(),
+            other.display().to_string()
+        )),
+    )
+    .unwrap();
+    let g = spec::load(&f).unwrap();
+    assert_eq!(
+        baseline_target(Some(&g), &f, Some("ci-2core"), &root).dir,
+        other
+    );
+    let to = baseline_target(Some(&g), &f, None, &root);
+    assert_eq!(to.dir, root.join("g"));
+    assert_eq!(to.ledger_root, root);
+    assert!(to.note.unwrap().contains("syn-plain"));
+    // The default among them: the baselines root's ledger, as before.
+    std::fs::write(
+        &f,
+        text(&format!(
+            "baseline = {:?}",
+            root.join("g").display().to_string()
+        )),
+    )
+    .unwrap();
+    let g = spec::load(&f).unwrap();
+    let to = baseline_target(Some(&g), &f, None, &root);
+    assert_eq!(
+        (to.dir, to.ledger_root, to.note),
+        (root.join("g"), root.clone(), None)
+    );
+}

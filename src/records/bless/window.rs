@@ -16,6 +16,10 @@ pub(crate) struct BaselinePlan {
     pub created: bool,
     /// The ledger line.
     pub ledger: LedgerEntry,
+    /// Where the ledger line goes ([`BaselineTarget::ledger_root`]).
+    pub ledger_root: PathBuf,
+    /// Said before the change ([`BaselineTarget::note`]).
+    pub note: Option<String>,
 }
 
 /// What a `--kind` name must be, as its refusal states it.
@@ -66,6 +70,7 @@ pub(crate) fn plan_baseline(
     root: &Path,
     utc: &str,
 ) -> Result<BaselinePlan, BlessError> {
+    let target = baseline_target(spec::load(gate_file).ok().as_ref(), gate_file, kind, root);
     let gate = load_gate(gate_file)?;
     let RunToBless {
         gate: rg,
@@ -93,10 +98,7 @@ pub(crate) fn plan_baseline(
     }
     refused(run, refusals(&rg, &ev, &inputs, true))?;
     let key = key_of_evidence(&rg, &ev.run, ev.serve_log.as_deref());
-    let mut dir = root.join(&gate.name);
-    if let Some(k) = kind {
-        dir = dir.join(k);
-    }
+    let dir = target.dir;
     let identity = run_identity(run)?;
     let base_name = run
         .canonicalize()
@@ -202,6 +204,8 @@ pub(crate) fn plan_baseline(
         manifest,
         created,
         ledger,
+        ledger_root: target.ledger_root,
+        note: target.note,
     })
 }
 
@@ -246,4 +250,90 @@ pub(crate) fn write_baseline(run: &Path, plan: &BaselinePlan) -> Result<(), Bles
     })?;
     baseline::write_manifest(&plan.dir, &plan.manifest)
         .map_err(|e| BlessError::new(exit::EVIDENCE_ERROR, e.to_string()))
+}
+
+/// Where `bless GATE --baseline RUN [--kind K]` writes the window ([`baseline_target`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct BaselineTarget {
+    /// The baseline directory the window goes into.
+    pub dir: PathBuf,
+    /// The directory of the ledger and the lock: the baselines root (`--baselines-dir`) when `dir` is its
+    /// `<gate>[/<kind>]`, else the directory holding `dir` (the ledger beside the baseline).
+    pub ledger_root: PathBuf,
+    /// Said before the change when the gate will not read `dir` (it names other baselines).
+    pub note: Option<String>,
+}
+
+/// Where a baseline window of `gate` (its file `gate_file`) is written: where the gate reads it. The default
+/// is `<root>/<gate>[/<kind>]`; when the gate's `[assert.regression]` names stored baselines
+/// (`baseline = "..."` or `baselines = [...]`, each found as the judge finds it, [`baseline::resolve`]; one not
+/// there yet: the path itself, relative to the current directory) and the default is none of them, the
+/// window goes to the one baseline it names, or (several) to the one whose last component is `kind`.
+/// Otherwise the default, with a note naming what the gate reads.
+pub(crate) fn baseline_target(
+    gate: Option<&GateSpec>,
+    gate_file: &Path,
+    kind: Option<&str>,
+    root: &Path,
+) -> BaselineTarget {
+    let mut default = root.join(gate.map_or("gate", |g| g.name.as_str()));
+    if let Some(k) = kind {
+        default = default.join(k);
+    }
+    let plain = BaselineTarget {
+        dir: default.clone(),
+        ledger_root: root.to_path_buf(),
+        note: None,
+    };
+    let declared: Vec<PathBuf> = match gate
+        .and_then(|g| g.assertions.regression.as_ref())
+        .map(|r| &r.baseline)
+    {
+        Some(spec::RegressionBaseline::Stored(dirs)) => dirs
+            .iter()
+            .map(|d| {
+                baseline::resolve(gate_file, d).unwrap_or_else(|_| {
+                    if d.is_absolute() {
+                        d.clone()
+                    } else {
+                        std::env::current_dir().unwrap_or_default().join(d)
+                    }
+                })
+            })
+            .collect(),
+        _ => return plain,
+    };
+    let place = |p: &Path| crate::io::fs::landing(p).unwrap_or_else(|| p.to_path_buf());
+    if declared.iter().any(|d| place(d) == place(&default)) {
+        return plain;
+    }
+    let chosen = match kind {
+        Some(k) => declared
+            .iter()
+            .find(|d| d.file_name().is_some_and(|n| n == k)),
+        None if declared.len() == 1 => declared.first(),
+        None => None,
+    };
+    match chosen {
+        Some(d) => BaselineTarget {
+            dir: d.clone(),
+            ledger_root: d
+                .parent()
+                .map_or_else(|| root.to_path_buf(), Path::to_path_buf),
+            note: None,
+        },
+        None => BaselineTarget {
+            note: Some(format!(
+                "note: the gate's [assert.regression] reads {}, not {}: add it to the gate's baselines, \
+                 or pass --kind with the last name of the one to add to",
+                declared
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                default.display()
+            )),
+            ..plain
+        },
+    }
 }

@@ -295,30 +295,54 @@ pub(super) fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) 
     let client = judge_rate_of(gate, RateSource::Client, judged, acct);
     let mut server = judge_rate_of(gate, RateSource::Server, judged, acct);
     // No per-reply timings, but the serve's inter-token-latency histogram (vLLM): its run figure.
+    let mut histogram = false;
     if server.values.iter().all(Option::is_none) {
         if let Some(v) = crate::judge::serve_clock::rate_from_histograms(rate.floor_tok_s, acct) {
             server = v;
+            histogram = true;
         }
     }
     // Agreement compares the client's own measurements with the serve's (the replies judged on the serve's
-    // figure would agree by construction).
-    let own: Vec<f64> = timed(gate, judged)
+    // figure would agree by construction), like with like: per-reply medians with per-reply medians; against
+    // a histogram's `1 / mean` ITL over every token, the client's own `1 / mean` over its replies' tokens
+    // ([`pooled_rate`]), not its median (a skewed spread of replies parts a median from a mean).
+    let own: Vec<(f64, f64)> = timed(gate, judged)
         .iter()
         .filter(|j| request_failure(j.ev).is_none())
-        .filter_map(|j| j.fig.decode_tok_s)
+        .filter_map(|j| {
+            let n = j
+                .fig
+                .completion_tokens
+                .or(j.fig.completion_tokens_estimate)
+                .filter(|&n| n > 1)
+                .map_or(1.0, |n| (n - 1) as f64);
+            j.fig.decode_tok_s.map(|r| (r, n))
+        })
         .collect();
-    let agree = match (stats::median(&own), server.median) {
+    let client_figure = if histogram {
+        pooled_rate(&own)
+    } else {
+        stats::median(&own.iter().map(|(r, _)| *r).collect::<Vec<_>>())
+    };
+    let agree = match (client_figure, server.median) {
         (Some(c), Some(s)) if s > 0.0 => {
             let apart = (c - s).abs() / s * 100.0;
             let ok = apart <= rate.agree_pct;
+            let compared = if histogram {
+                format!(
+                    " (means: the client's 1 / mean gap over its replies' tokens {c:.2} tok/s, the serve's {s:.2})"
+                )
+            } else {
+                String::new()
+            };
             let text = if ok {
                 format!(
-                    "client and server {apart:.0}% apart (agree within {:.0}%)",
+                    "client and server {apart:.0}% apart{compared} (agree within {:.0}%)",
                     rate.agree_pct
                 )
             } else {
                 format!(
-                    "{}: client and server {apart:.0}% apart (more than {:.0}%: a client-bound measurement, a buffering proxy or fake streaming)",
+                    "{}: client and server {apart:.0}% apart{compared} (more than {:.0}%: a client-bound measurement, a buffering proxy or fake streaming)",
                     NoteKind::ClientServerDisagree.name(),
                     rate.agree_pct
                 )
@@ -340,18 +364,37 @@ pub(super) fn judge_rate(gate: &GateSpec, judged: &[Judged], acct: &Accounting) 
     } else {
         Outcome::Fail
     };
+    // What failed it first: a console line shortened (src/sinks/line.rs) keeps its first part whole.
     let mut parts = vec![
         format!("client {}", client.details),
         format!("server {}", server.details),
     ];
-    if let Some((_, text)) = agree {
-        parts.push(text);
+    if server.outcome == Outcome::Fail && client.outcome != Outcome::Fail {
+        parts.swap(0, 1);
+    }
+    match agree {
+        Some((false, text)) if outcomes.iter().all(|o| *o != Outcome::Fail) => {
+            parts.insert(0, text)
+        }
+        Some((_, text)) => parts.push(text),
+        None => {}
     }
     let mut v = Verdict::new(AssertionKind::Rate, outcome, parts.join("; "));
     v.values = client.values;
     v.median = client.median;
     v.bound = client.bound;
     v
+}
+
+/// The rate of a run's replies pooled as a serve's histogram pools them: the total of their decode gaps
+/// (tokens after the first, `weight`) over the total of their decode windows, `Σ w / Σ (w / rate)`, i.e.
+/// `1 / mean` time per token over every reply's tokens. `own`: `(decode tok/s, tokens after the first)` per
+/// reply (weight 1 when the count is unknown). None when empty or not positive.
+pub(super) fn pooled_rate(own: &[(f64, f64)]) -> Option<f64> {
+    let own = own.iter().filter(|(r, w)| *r > 0.0 && *w > 0.0);
+    let tokens: f64 = own.clone().map(|(_, w)| w).sum();
+    let secs: f64 = own.map(|(r, w)| w / r).sum();
+    (tokens > 0.0 && secs > 0.0).then(|| tokens / secs)
 }
 
 /// A passing rate verdict whose median's 95 % lower bound is more than 25 % above the floor says so, with

@@ -646,7 +646,7 @@ impl super::Validator<'_> {
                 let mut points = Vec::new();
                 for x in list {
                     if !(x.is_finite() && (MIN_RATE_RPS..=MAX_RATE_RPS).contains(&x)) {
-                        return Err(self.err(r.span(), "load.rate_rps", format!("each rate must be a number from {MIN_RATE_RPS} to {MAX_RATE_RPS:.0} (requests/s), got {x:e}")));
+                        return Err(self.err(r.span(), "load.rate_rps", format!("each rate must be a number from {MIN_RATE_RPS} to {MAX_RATE_RPS:.0} (requests/s), got {x:?}")));
                     }
                     points.push(Point::Rate(x));
                 }

@@ -132,7 +132,8 @@ pub(super) fn rate_both_fails_when_client_and_serve_disagree_beyond_agree_pct() 
     let r = find(&v, "rate");
     assert_eq!(r.outcome, Outcome::Fail);
     assert!(
-        r.message.ends_with("client_server_disagree: client and server 33% apart (more than 20%: a client-bound measurement, a buffering proxy or fake streaming)"),
+        // The cause first, so a shortened console line still shows it.
+        r.message.starts_with("rate FAIL client_server_disagree: client and server 33% apart (more than 20%: a client-bound measurement, a buffering proxy or fake streaming); client median"),
         "{}",
         r.message
     );
@@ -151,13 +152,14 @@ pub(super) fn rate_both_needs_the_floor_on_both_and_the_serve_figure_present() {
     let ev = evidence(Some(1), vec![request(0, &good_with_timings(15.0), None)]);
     let r = find(&judge(&g, &ev), "rate").clone();
     assert_eq!(r.outcome, Outcome::Fail);
+    // The side under the floor first (what failed it), then the one that holds.
     assert!(
-        r.message.starts_with("rate FAIL client median 20.0 tok/s"),
+        r.message.starts_with("rate FAIL server median 15.0 tok/s"),
         "{}",
         r.message
     );
     assert!(
-        r.message.contains("server median 15.0 tok/s"),
+        r.message.contains("; client median 20.0 tok/s"),
         "{}",
         r.message
     );
