@@ -327,7 +327,9 @@ fn the_gates_other_points_are_not_imported_not_failed() {
     assert_eq!(c1.len(), 5, "{stdout}");
     for l in c1 {
         assert!(
-            l.contains(" INDETERMINATE not imported: this run holds c=2 of vllm-bench only"),
+            l.contains(
+                " INDETERMINATE not imported: this run holds vllm-bench's run of point c=2 only"
+            ),
             "{l}"
         );
     }
