@@ -58,13 +58,15 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     // `metadata.x_request_id` -> the line that holds it: a record listed twice is refused, never counted twice.
     let mut ids: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let ends_with_newline = text.ends_with('\n');
-    let lines: Vec<&str> = text.split('\n').collect();
-    for (i, line) in lines.iter().enumerate() {
+    // Lines taken one at a time (a 200 MB file is not split into a list first); the last is the one with
+    // no newline after it.
+    let mut lines = text.split('\n').enumerate().peekable();
+    while let Some((i, line)) = lines.next() {
         let no = i + 1;
         if line.trim().is_empty() {
             continue;
         }
-        let last = i + 1 == lines.len();
+        let last = lines.peek().is_none();
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
             if last && !ends_with_newline && e.is_eof() {
                 format!("line {no}: truncated: the last line ends inside its JSON record and has no newline (a file cut while written?)")

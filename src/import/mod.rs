@@ -452,6 +452,21 @@ pub fn write_evidence(
     point: Point,
     dir: &Path,
 ) -> Result<Written, String> {
+    write_evidence_with(gate, tool, run, opts, point, dir, &mut |_, _| {})
+}
+
+/// [`write_evidence`], calling `progress(written, total)` after each request is written (`servegate import`
+/// prints it for a large file). The gate run's `run.json` says `running` until the point is whole, then
+/// `complete`: an import killed midway leaves a run judged incomplete, never a complete one.
+pub fn write_evidence_with(
+    gate: &GateSpec,
+    tool: Tool,
+    run: &ToolRun,
+    opts: &ImportOptions,
+    point: Point,
+    dir: &Path,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Written, String> {
     let load = gate
         .load
         .as_ref()
@@ -505,13 +520,20 @@ pub fn write_evidence(
         opts.file.display(),
         tool.name()
     ));
+    top.status = RunStatus::Running;
+    top.ended_utc = None;
     w.write_summary(&top).map_err(e)?;
 
     let pw = EvidenceWriter::create_exact(&w.path(&point.dir())).map_err(e)?;
     pw.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())
         .map_err(e)?;
     let ps = summary(gate, &imported, run, opts);
-    write_point(gate, tool, run, &imported, point, planned, ps, &pw)?;
+    write_point_with(
+        gate, tool, run, &imported, point, planned, ps, &pw, progress,
+    )?;
+    top.status = RunStatus::Complete;
+    top.ended_utc = Some(evidence::now_utc());
+    w.write_summary(&top).map_err(e)?;
     Ok(Written {
         dir: dir.to_path_buf(),
         point,
@@ -533,8 +555,34 @@ pub fn write_point(
     imported: &Imported,
     point: Point,
     planned: usize,
+    ps: RunSummary,
+    pw: &EvidenceWriter,
+) -> Result<(), String> {
+    write_point_with(
+        gate,
+        tool,
+        run,
+        imported,
+        point,
+        planned,
+        ps,
+        pw,
+        &mut |_, _| {},
+    )
+}
+
+/// [`write_point`], calling `progress(written, total)` after each request.
+#[allow(clippy::too_many_arguments)]
+fn write_point_with(
+    gate: &GateSpec,
+    tool: Tool,
+    run: &ToolRun,
+    imported: &Imported,
+    point: Point,
+    planned: usize,
     mut ps: RunSummary,
     pw: &EvidenceWriter,
+    progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(), String> {
     let e = |e: crate::error::EvidenceError| e.to_string();
     let mut order: Vec<&ToolRequest> = run.requests.iter().collect();
@@ -576,6 +624,7 @@ pub fn write_point(
         )?;
         ps.requests.push(rec);
         timings.push(timing);
+        progress(index + 1, order.len());
     }
     let rec = LoadRecord {
         schema: LOAD_SCHEMA.into(),

@@ -243,3 +243,40 @@ fn a_bad_point_label_is_named_once() {
     let e = import::parse_point("c=0").unwrap_err();
     assert!(e.starts_with("\"c=0\": expected c=N"), "{e}");
 }
+
+#[test]
+fn an_import_is_running_until_its_point_is_whole_and_says_its_progress() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), "concurrency = [2]\nrequests = 12");
+    let run = Tool::VllmBench.parse(&text(VLLM)).unwrap();
+    let opts = ImportOptions {
+        file: data(VLLM),
+        ..Default::default()
+    };
+    let dir = tmp.path().join("run");
+    let status = |d: &Path| -> String {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(d.join("run.json")).unwrap()).unwrap();
+        v["status"].as_str().unwrap().to_string()
+    };
+    let mut seen = Vec::new();
+    let d = dir.clone();
+    import::write_evidence_with(
+        &g,
+        Tool::VllmBench,
+        &run,
+        &opts,
+        Point::Concurrency(2),
+        &dir,
+        &mut |done, all| seen.push((done, all, status(&d))),
+    )
+    .unwrap();
+    // Killed while writing, the gate run says `running` (judged incomplete), never `complete`.
+    assert_eq!(seen.len(), 12);
+    assert!(
+        seen.iter().all(|(_, all, s)| *all == 12 && s == "running"),
+        "{seen:?}"
+    );
+    assert_eq!(seen.last().unwrap().0, 12);
+    assert_eq!(status(&dir), "complete");
+}

@@ -134,13 +134,22 @@ pub fn cli(a: &ImportArgs) -> i32 {
         version: a.tool_version.clone(),
         command: a.tool_command.clone(),
     };
-    let written = match import::write_evidence(&gate, tool, &run, &opts, point, &dir) {
-        Ok(w) => w,
-        Err(e) => {
-            errln!("error: {}", shown(&e));
-            return exit::EVIDENCE_ERROR;
+    // A large file (10,000 requests or more) says how far the writing is, each tenth.
+    let total = run.requests.len();
+    let step = (total / 10).max(1);
+    let mut progress = |done: usize, all: usize| {
+        if total >= 10_000 && (done.is_multiple_of(step) || done == all) {
+            errln!("import: {done} of {all} requests written");
         }
     };
+    let written =
+        match import::write_evidence_with(&gate, tool, &run, &opts, point, &dir, &mut progress) {
+            Ok(w) => w,
+            Err(e) => {
+                errln!("error: {}", shown(&e));
+                return exit::EVIDENCE_ERROR;
+            }
+        };
     outln!(
         "imported {} of {} {} as point {} of gate {} ({} judged planned): {}",
         servegate::text::counted(written.requests, "request"),
