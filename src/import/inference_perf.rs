@@ -140,6 +140,12 @@ fn entry(e: &Node) -> Result<ToolRequest, String> {
         Some(cs) => Some(text_of(&cs.items()?)?),
         None => None,
     };
+    super::check_times(
+        &format!("{}.chunk_times", rm.path),
+        &arrivals,
+        (end_s - start_s) * 1000.0,
+        &format!("{}.end_time", e.path),
+    )?;
     Ok(ToolRequest {
         start_ms,
         warmup: false,

@@ -280,3 +280,16 @@ fn an_import_is_running_until_its_point_is_whole_and_says_its_progress() {
     assert_eq!(seen.last().unwrap().0, 12);
     assert_eq!(status(&dir), "complete");
 }
+
+#[test]
+fn a_guidellm_last_token_after_the_requests_end_is_refused() {
+    let mut v: serde_json::Value = serde_json::from_str(&text("guidellm-c2.json")).unwrap();
+    let t = &mut v["benchmarks"][0]["requests"]["successful"][1]["info"]["timings"];
+    t["request_end"] = t["first_token_iteration"].clone();
+    let e = parse_err(Tool::GuideLlm, &v.to_string());
+    assert!(
+        e.contains("successful[1].info.timings.last_token_iteration: the last chunk at")
+            && e.contains("after the request's end"),
+        "{e}"
+    );
+}
