@@ -443,7 +443,8 @@ pub struct Written {
 /// run directory `dir` (created; it must not exist) with `gate.toml`, `run.json` and the point's
 /// directory. `run.json` of both carries `imported` ([`Imported`]). The plan is the gate's `[load]
 /// requests` when it sets one (a tool run with fewer judged requests is then VOID when judged, as a run of
-/// servegate's own that sent fewer), else the tool's (`num_prompts`), else the requests recorded.
+/// servegate's own that sent fewer, and one with more is VOID too: judging takes the plan from the judging
+/// gate), else the tool's (`num_prompts`), else the requests recorded.
 pub fn write_evidence(
     gate: &GateSpec,
     tool: Tool,
