@@ -55,14 +55,18 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         }
     }
     let mut requests = Vec::new();
+    // `metadata.x_request_id` -> the line that holds it: a record listed twice is refused, never counted twice.
+    let mut ids: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let ends_with_newline = text.ends_with('\n');
-    let lines: Vec<&str> = text.split('\n').collect();
-    for (i, line) in lines.iter().enumerate() {
+    // Lines taken one at a time (a 200 MB file is not split into a list first); the last is the one with
+    // no newline after it.
+    let mut lines = text.split('\n').enumerate().peekable();
+    while let Some((i, line)) = lines.next() {
         let no = i + 1;
         if line.trim().is_empty() {
             continue;
         }
-        let last = i + 1 == lines.len();
+        let last = lines.peek().is_none();
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
             if last && !ends_with_newline && e.is_eof() {
                 format!("line {no}: truncated: the last line ends inside its JSON record and has no newline (a file cut while written?)")
@@ -75,6 +79,14 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
             return Err(format!(
                 "line {no}: not an AIPerf profile_export.jsonl record (needs `metadata` and `metrics`): another tool's file?"
             ));
+        }
+        if let Some(id) = v["metadata"]["x_request_id"].as_str() {
+            if let Some(first) = ids.insert(id.to_string(), no) {
+                return Err(format!(
+                    "line {no}: metadata.x_request_id {:?} is line {first}'s too: one request recorded twice (files joined, or a line repeated?); refused, as counting it twice would judge a run that was not",
+                    id.chars().take(80).collect::<String>()
+                ));
+            }
         }
         requests.push(record(&root)?);
     }
@@ -108,6 +120,20 @@ fn record(root: &Node) -> Result<ToolRequest, String> {
         None => false,
     };
     let start_ms = start_ns as f64 / 1e6;
+    // A request AIPerf cancelled (its `--request-cancellation-rate`, or the end of the run) did not
+    // complete: a failure, never a success from whatever metrics it kept.
+    let cancelled = md
+        .opt("was_cancelled")
+        .is_some_and(|c| c.v.as_bool() == Some(true));
+    if cancelled && root.opt("error").is_none() {
+        return Ok(ToolRequest {
+            start_ms,
+            warmup,
+            end_ms: (end_ns - start_ns) as f64 / 1e6,
+            error: Some("cancelled (aiperf metadata.was_cancelled: true)".into()),
+            ..Default::default()
+        });
+    }
     if let Some(err) = root.opt("error") {
         let message = err
             .opt("message")
@@ -143,9 +169,13 @@ fn record(root: &Node) -> Result<ToolRequest, String> {
     };
     let ttft = value_ms("time_to_first_token")
         .map_err(|e| {
-            format!(
-                "{e} (a streamed record has a TTFT; a non-streamed run cannot be judged for it)"
-            )
+            if e.ends_with("missing") {
+                format!(
+                    "{e} (a streamed record has a TTFT; a non-streamed run cannot be judged for it)"
+                )
+            } else {
+                e
+            }
         })?
         .nonneg()?;
     let latency = value_ms("request_latency")?.nonneg()?;
@@ -179,6 +209,13 @@ fn record(root: &Node) -> Result<ToolRequest, String> {
         t += g;
         arrivals.push(t);
     }
+    // `request_latency` is the send to the last response: a chunk after it is impossible, refused.
+    super::check_times(
+        &format!("{}.time_to_first_token", metrics.path),
+        &arrivals,
+        latency,
+        &format!("{}.request_latency", metrics.path),
+    )?;
     Ok(ToolRequest {
         start_ms,
         warmup,

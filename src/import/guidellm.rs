@@ -199,6 +199,12 @@ fn request(r: &Node, status: &str) -> Result<ToolRequest, String> {
     } else {
         (vec![(first - start) * 1000.0], Some(vec![tokens.max(1)]))
     };
+    super::check_times(
+        &format!("{}.last_token_iteration", t.path),
+        &arrivals,
+        end_ms,
+        &format!("{}.request_end", t.path),
+    )?;
     Ok(ToolRequest {
         start_ms,
         warmup: false,

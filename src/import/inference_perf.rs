@@ -140,6 +140,12 @@ fn entry(e: &Node) -> Result<ToolRequest, String> {
         Some(cs) => Some(text_of(&cs.items()?)?),
         None => None,
     };
+    super::check_times(
+        &format!("{}.chunk_times", rm.path),
+        &arrivals,
+        (end_s - start_s) * 1000.0,
+        &format!("{}.end_time", e.path),
+    )?;
     Ok(ToolRequest {
         start_ms,
         warmup: false,
@@ -177,12 +183,25 @@ fn text_of(chunks: &[Node]) -> Result<String, String> {
 /// one stage's `rate: R` is `r=R`. None when the file is absent, states several stages, or another type.
 /// Read by its lines (the few keys above, at the indentation inference-perf writes), not as general YAML.
 pub fn sibling_point(file: &Path) -> Option<Point> {
+    sibling_config(file)?.ok()
+}
+
+/// What `config.yaml` beside `file` says of the load point: None when there is no readable such file, else
+/// the point, or why none is taken from it ([`config_point`]).
+pub fn sibling_config(file: &Path) -> Option<Result<Point, String>> {
     let text = std::fs::read_to_string(file.parent()?.join("config.yaml")).ok()?;
-    point_of_config(&text)
+    Some(config_point(&text))
 }
 
 /// [`sibling_point`] on the text of a `config.yaml`.
 pub fn point_of_config(text: &str) -> Option<Point> {
+    config_point(text).ok()
+}
+
+/// The one load point a `config.yaml`'s `load:` states (`type: concurrent` with one stage's
+/// `concurrency_level`, or `constant` / `poisson` with one stage's `rate`), or why none is taken: no
+/// `load:` stage, several stages (a sweep), an unknown type, a stage without its number.
+pub fn config_point(text: &str) -> Result<Point, String> {
     let mut in_load = false;
     let mut kind = None;
     let mut stages = 0;
@@ -212,12 +231,27 @@ pub fn point_of_config(text: &str) -> Option<Point> {
             rate = r.trim().parse::<f64>().ok();
         }
     }
-    if stages != 1 {
-        return None;
+    if stages == 0 {
+        return Err("it has no load.stages entry (or is not inference-perf's config)".into());
     }
-    match kind.as_deref()? {
-        "concurrent" => concurrency.filter(|c| *c > 0).map(Point::Concurrency),
-        "constant" | "poisson" => rate.filter(|r| r.is_finite() && *r > 0.0).map(Point::Rate),
-        _ => None,
+    if stages > 1 {
+        return Err(format!(
+            "it has {stages} load stages (a sweep; one file is judged as one point)"
+        ));
+    }
+    let kind = kind.ok_or("it has no load.type")?;
+    match kind.as_str() {
+        "concurrent" => concurrency
+            .filter(|c| *c > 0)
+            .map(Point::Concurrency)
+            .ok_or_else(|| "its stage has no concurrency_level > 0".to_string()),
+        "constant" | "poisson" => rate
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .map(Point::Rate)
+            .ok_or_else(|| "its stage has no rate > 0".to_string()),
+        k => Err(format!(
+            "its load.type {:?} is none of concurrent, constant, poisson",
+            k.chars().take(40).collect::<String>()
+        )),
     }
 }

@@ -76,6 +76,17 @@ impl Tool {
     /// Parses `text`, the tool's output file, into a [`ToolRun`]. Errors name the line (JSONL) or the JSON
     /// path, and say when the file is another tool's, aggregates only, or cut short.
     pub fn parse(self, text: &str) -> Result<ToolRun, String> {
+        if text.trim().is_empty() {
+            return Err(format!(
+                "empty file{}: no {} output in it (the tool did not finish writing it?)",
+                if text.is_empty() {
+                    ""
+                } else {
+                    " (whitespace only)"
+                },
+                self.name()
+            ));
+        }
         match self {
             Tool::VllmBench => vllm::parse(text),
             Tool::AiPerf => aiperf::parse(text),
@@ -109,12 +120,18 @@ pub fn read(tool: Tool, path: &Path) -> Result<ToolRun, String> {
         run.command = run.command.or(command);
     }
     if tool == Tool::InferencePerf && run.point.is_none() {
-        run.point = inference_perf::sibling_point(path);
-        if let Some(p) = run.point {
-            run.notes.push(format!(
-                "inference-perf: load point {} from config.yaml beside the file",
-                p.label()
-            ));
+        match inference_perf::sibling_config(path) {
+            Some(Ok(p)) => {
+                run.point = Some(p);
+                run.notes.push(format!(
+                    "inference-perf: load point {} from config.yaml beside the file",
+                    p.label()
+                ));
+            }
+            Some(Err(why)) => run.notes.push(format!(
+                "inference-perf: no load point taken from config.yaml beside the file: {why}"
+            )),
+            None => {}
         }
     }
     Ok(run)
@@ -188,6 +205,112 @@ impl ToolRun {
     }
 }
 
+impl Tool {
+    /// True when the tool's output neither marks warmup requests nor leaves them out, so a run made for a
+    /// gate with `[load] warmup_requests = N` holds them unmarked as its first N sends: GuideLLM (its
+    /// `warmup` is a measurement window; its report lists the requests before it beside the others), k6 and
+    /// inference-perf. AIPerf marks them (`benchmark_phase`); vLLM sends its `--num-warmups` apart and does
+    /// not record them.
+    pub fn warmups_unmarked(self) -> bool {
+        matches!(self, Tool::GuideLlm | Tool::K6 | Tool::InferencePerf)
+    }
+}
+
+/// Applies `gate`'s `[load] warmup_requests` to `run` read by `tool` when the tool does not mark warmups
+/// ([`Tool::warmups_unmarked`]): its first N requests by send time are recorded as warmups, not judged
+/// ([`ToolRun::mark_first_as_warmups`]), as the driver run of the same gate records them. Returns the note
+/// saying so, None when nothing was marked.
+pub fn apply_gate_warmups(gate: &GateSpec, tool: Tool, run: &mut ToolRun) -> Option<String> {
+    let n = gate.load.as_ref()?.spec.warmup_requests as usize;
+    if n == 0 || !tool.warmups_unmarked() || run.requests.iter().any(|r| r.warmup) {
+        return None;
+    }
+    let n = n.min(run.requests.len());
+    run.mark_first_as_warmups(n);
+    Some(format!(
+        "the gate's [load] warmup_requests: the first {n} requests by send time are recorded as warmups, not judged ({}'s output does not mark warmups)",
+        tool.name()
+    ))
+}
+
+/// The longest span servegate takes from another tool's file, ms: a day. A request's time to its first
+/// token, its chunks, its end, or a send later than the run's first by more is refused as absurd (a unit
+/// mistaken, a corrupted value), never judged or printed as a measured window.
+pub const MAX_SPAN_MS: f64 = 86_400_000.0;
+
+/// Slack for a chunk stamped after the request's end by the tool's own rounding, ms.
+const END_SLACK_MS: f64 = 1.0;
+
+/// Checks one request's times as read from a tool's file: every arrival and the end within
+/// [`MAX_SPAN_MS`], the arrivals in order, and no chunk after the request's end (`end_ms`, read from the
+/// field `end_field`, e.g. `$.latencies[3]`); `at` names where the request is (`$.ttfts[3]`, `line 4`).
+pub(crate) fn check_times(
+    at: &str,
+    arrivals_ms: &[f64],
+    end_ms: f64,
+    end_field: &str,
+) -> Result<(), String> {
+    for (k, t) in arrivals_ms.iter().enumerate() {
+        if !(0.0..=MAX_SPAN_MS).contains(t) {
+            return Err(format!(
+                "{at}: {} at {} is over a day after the send: an impossible time (a unit mistaken?)",
+                if k == 0 { "the first token" } else { "a chunk" },
+                shown_ms(*t)
+            ));
+        }
+    }
+    if !(0.0..=MAX_SPAN_MS).contains(&end_ms) {
+        return Err(format!(
+            "{end_field}: the request's end at {} is over a day after the send: an impossible time (a unit mistaken?)",
+            shown_ms(end_ms)
+        ));
+    }
+    if let Some(last) = arrivals_ms.last().filter(|l| **l > end_ms + END_SLACK_MS) {
+        return Err(format!(
+            "{at}: the {} at {} is after the request's end ({}, {end_field}): impossible timings",
+            if arrivals_ms.len() == 1 {
+                "first token"
+            } else {
+                "last chunk"
+            },
+            shown_ms(*last),
+            shown_ms(end_ms)
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that no request of `run` was sent more than [`MAX_SPAN_MS`] after its first send (`at(i)` names
+/// request `i` in the file).
+pub(crate) fn check_starts(run: &ToolRun, at: impl Fn(usize) -> String) -> Result<(), String> {
+    let first = run
+        .requests
+        .iter()
+        .map(|r| r.start_ms)
+        .fold(f64::INFINITY, f64::min);
+    match run
+        .requests
+        .iter()
+        .position(|r| r.start_ms - first > MAX_SPAN_MS)
+    {
+        Some(i) => Err(format!(
+            "{}: sent {} after the run's first request: over a day, an impossible time (a unit mistaken?)",
+            at(i),
+            shown_ms(run.requests[i].start_ms - first)
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `ms` for an error: `195.000 ms` up to a day, else in scientific notation (never 40 digits).
+fn shown_ms(ms: f64) -> String {
+    if ms.abs() <= MAX_SPAN_MS {
+        format!("{ms:.3} ms")
+    } else {
+        format!("{ms:.3e} ms")
+    }
+}
+
 /// What the command line adds to a tool's file.
 #[derive(Debug, Clone, Default)]
 pub struct ImportOptions {
@@ -201,7 +324,7 @@ pub struct ImportOptions {
 
 /// Parses a point label: `c=4` (closed loop, concurrency 4) or `r=8` / `r=0.5` (open loop, requests/s).
 pub fn parse_point(s: &str) -> Result<Point, String> {
-    let bad = || format!("point {s:?}: expected c=N (concurrency) or r=R (requests per second)");
+    let bad = || format!("{s:?}: expected c=N (concurrency) or r=R (requests per second)");
     if let Some(c) = s.strip_prefix("c=") {
         return c
             .parse::<u32>()
@@ -320,7 +443,8 @@ pub struct Written {
 /// run directory `dir` (created; it must not exist) with `gate.toml`, `run.json` and the point's
 /// directory. `run.json` of both carries `imported` ([`Imported`]). The plan is the gate's `[load]
 /// requests` when it sets one (a tool run with fewer judged requests is then VOID when judged, as a run of
-/// servegate's own that sent fewer), else the tool's (`num_prompts`), else the requests recorded.
+/// servegate's own that sent fewer, and one with more is VOID too: judging takes the plan from the judging
+/// gate), else the tool's (`num_prompts`), else the requests recorded.
 pub fn write_evidence(
     gate: &GateSpec,
     tool: Tool,
@@ -328,6 +452,21 @@ pub fn write_evidence(
     opts: &ImportOptions,
     point: Point,
     dir: &Path,
+) -> Result<Written, String> {
+    write_evidence_with(gate, tool, run, opts, point, dir, &mut |_, _| {})
+}
+
+/// [`write_evidence`], calling `progress(written, total)` after each request is written (`servegate import`
+/// prints it for a large file). The gate run's `run.json` says `running` until the point is whole, then
+/// `complete`: an import killed midway leaves a run judged incomplete, never a complete one.
+pub fn write_evidence_with(
+    gate: &GateSpec,
+    tool: Tool,
+    run: &ToolRun,
+    opts: &ImportOptions,
+    point: Point,
+    dir: &Path,
+    progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Written, String> {
     let load = gate
         .load
@@ -355,6 +494,12 @@ pub fn write_evidence(
             if load.spec.requests.is_some() { "the gate's [load] requests" } else { "the tool's plan" }
         ));
     }
+    if judged > planned && load.spec.requests.is_some() {
+        notes.push(format!(
+            "the gate's [load] requests plans {planned} judged requests and the file holds {judged} ({} extra): the point will be VOID (the load was not the load asked for)",
+            judged - planned
+        ));
+    }
     if version.is_none() {
         notes.push(format!(
             "the file does not state {}'s version: give it with --tool-version (the verdicts say `version not stated`)",
@@ -376,13 +521,20 @@ pub fn write_evidence(
         opts.file.display(),
         tool.name()
     ));
+    top.status = RunStatus::Running;
+    top.ended_utc = None;
     w.write_summary(&top).map_err(e)?;
 
     let pw = EvidenceWriter::create_exact(&w.path(&point.dir())).map_err(e)?;
     pw.write(crate::evidence::layout::GATE_FILE, gate.source.as_bytes())
         .map_err(e)?;
     let ps = summary(gate, &imported, run, opts);
-    write_point(gate, tool, run, &imported, point, planned, ps, &pw)?;
+    write_point_with(
+        gate, tool, run, &imported, point, planned, ps, &pw, progress,
+    )?;
+    top.status = RunStatus::Complete;
+    top.ended_utc = Some(evidence::now_utc());
+    w.write_summary(&top).map_err(e)?;
     Ok(Written {
         dir: dir.to_path_buf(),
         point,
@@ -404,8 +556,34 @@ pub fn write_point(
     imported: &Imported,
     point: Point,
     planned: usize,
+    ps: RunSummary,
+    pw: &EvidenceWriter,
+) -> Result<(), String> {
+    write_point_with(
+        gate,
+        tool,
+        run,
+        imported,
+        point,
+        planned,
+        ps,
+        pw,
+        &mut |_, _| {},
+    )
+}
+
+/// [`write_point`], calling `progress(written, total)` after each request.
+#[allow(clippy::too_many_arguments)]
+fn write_point_with(
+    gate: &GateSpec,
+    tool: Tool,
+    run: &ToolRun,
+    imported: &Imported,
+    point: Point,
+    planned: usize,
     mut ps: RunSummary,
     pw: &EvidenceWriter,
+    progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(), String> {
     let e = |e: crate::error::EvidenceError| e.to_string();
     let mut order: Vec<&ToolRequest> = run.requests.iter().collect();
@@ -447,6 +625,7 @@ pub fn write_point(
         )?;
         ps.requests.push(rec);
         timings.push(timing);
+        progress(index + 1, order.len());
     }
     let rec = LoadRecord {
         schema: LOAD_SCHEMA.into(),

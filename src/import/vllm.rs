@@ -79,6 +79,10 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         Some(_) => Some(list("generated_texts")?),
         None => None,
     };
+    let latencies = match root.opt("latencies") {
+        Some(_) => Some(list("latencies")?),
+        None => None,
+    };
     let mut requests = Vec::with_capacity(n);
     for i in 0..n {
         let error = match errors[i].v {
@@ -113,6 +117,12 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
             t += g;
             arrivals.push(t * 1000.0);
         }
+        // vLLM's `latencies` is the send to the last chunk: a chunk after it is impossible, refused.
+        let (end_ms, end_field) = match &latencies {
+            Some(l) => (l[i].nonneg()? * 1000.0, format!("$.latencies[{i}]")),
+            None => (t * 1000.0, format!("$.ttfts[{i}] + $.itls[{i}]")),
+        };
+        super::check_times(&format!("$.ttfts[{i}]"), &arrivals, end_ms, &end_field)?;
         requests.push(ToolRequest {
             start_ms,
             warmup: false,
@@ -128,6 +138,26 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
             status: None,
         });
     }
+    let (point, planned, notes) = settings(&root)?;
+    let run = ToolRun {
+        version: None,
+        command: None,
+        point,
+        planned,
+        requests,
+        lacks: Vec::new(),
+        notes,
+    };
+    super::check_starts(&run, |i| format!("$.start_times[{i}]"))?;
+    Ok(run)
+}
+
+/// The load point, the plan and the notes of a result ([`settings`]).
+type Settings = (Option<Point>, Option<usize>, Vec<String>);
+
+/// The run's settings from the result's top: the load point (`request_rate`, else `max_concurrency`), the
+/// plan (`num_prompts`) and notes naming the backend, model and concurrency.
+fn settings(root: &Node) -> Result<Settings, String> {
     let concurrency = match root.opt("max_concurrency") {
         Some(c) => Some(c.u64()?),
         None => None,
@@ -155,13 +185,5 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     if let Some(c) = concurrency {
         notes.push(format!("vllm-bench max_concurrency: {c}"));
     }
-    Ok(ToolRun {
-        version: None,
-        command: None,
-        point,
-        planned,
-        requests,
-        lacks: Vec::new(),
-        notes,
-    })
+    Ok((point, planned, notes))
 }

@@ -488,6 +488,20 @@ fn load_record(
     }
 }
 
+/// The labels of the points an import filed, from the gate run's `notes` (`load point c=2: imported from
+/// FILE ...`, as `import::write_evidence` writes them).
+fn imported_points(notes: &[String]) -> Vec<String> {
+    notes
+        .iter()
+        .filter_map(|n| {
+            let rest = n.strip_prefix("load point ")?;
+            let (label, tail) = rest.split_once(": ")?;
+            tail.starts_with("imported from ")
+                .then(|| label.to_string())
+        })
+        .collect()
+}
+
 /// Loads every sweep point's evidence under a load gate's run directory `dir` (`c16/`, ...) and judges
 /// them ([`crate::judge::load::judge_points`]). Empty for a gate without `[load]`. When the gate's own
 /// `dir/run.json` says the run did not finish (a stop signal, a killed runner), every trial fails with that,
@@ -539,9 +553,12 @@ pub fn judge_dir(gate: &GateSpec, dir: &std::path::Path) -> Vec<crate::judge::Ve
     // failed for want of evidence.
     let imported = run.as_ref().and_then(|r| r.imported.as_ref());
     if let Some(imp) = imported {
+        // The point the import filed (its note in run.json) is judged even when its directory is gone: the
+        // evidence was lost, a FAIL, never "not imported".
+        let filed = imported_points(run.as_ref().map_or(&[][..], |r| &r.notes[..]));
         let (here, absent): (Vec<_>, Vec<_>) = points
             .into_iter()
-            .partition(|p| dir.join(p.point.dir()).exists());
+            .partition(|p| dir.join(p.point.dir()).exists() || filed.contains(&p.point.label()));
         let held: Vec<String> = here.iter().map(|p| p.point.label()).collect();
         let mut out = crate::judge::load::judge_points(gate, &here);
         for p in &here {
@@ -555,11 +572,18 @@ pub fn judge_dir(gate: &GateSpec, dir: &std::path::Path) -> Vec<crate::judge::Ve
             out.extend(crate::judge::load::not_judged(
                 gate,
                 p.point,
-                &format!(
-                    "not imported: this run holds {} of {} only (servegate import files one point per file); import that point's run to judge it",
-                    if held.is_empty() { "no point".to_string() } else { held.join(", ") },
-                    crate::text::shown(&imp.tool)
-                ),
+                &if held.is_empty() {
+                    format!(
+                        "not imported: this run holds no point of {}'s (servegate import files one point per file); import that point's run to judge it",
+                        crate::text::shown(&imp.tool)
+                    )
+                } else {
+                    format!(
+                        "not imported: this run holds {}'s run of point {} only (servegate import files one point per file); import that point's run to judge it",
+                        crate::text::shown(&imp.tool),
+                        held.join(", ")
+                    )
+                },
             ));
         }
         return out;

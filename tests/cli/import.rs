@@ -327,7 +327,9 @@ fn the_gates_other_points_are_not_imported_not_failed() {
     assert_eq!(c1.len(), 5, "{stdout}");
     for l in c1 {
         assert!(
-            l.contains(" INDETERMINATE not imported: this run holds c=2 of vllm-bench only"),
+            l.contains(
+                " INDETERMINATE not imported: this run holds vllm-bench's run of point c=2 only"
+            ),
             "{l}"
         );
     }
@@ -471,4 +473,41 @@ fn an_imported_runs_outside_strings_are_escaped_in_the_markdown_summary() {
     assert!(s.contains("##vso\\[task.complete"), "{s}");
     assert!(s.contains("&lt;script&gt;"), "{s}");
     assert!(s.contains("\\u{202e}evil"), "{s}");
+}
+
+/// The gate's `warmup_requests` apply to GuideLLM's report, which does not mark its warmups: its first 2
+/// requests by send time are recorded, not judged, as the driver run of the same gate records them, and the
+/// import says so (found by a newcomer's trial: imported, the driver's report was judged `n=22 of 22`).
+#[test]
+fn a_guidellm_import_takes_the_gates_warmups_from_its_first_requests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), "[assert.errors]\nmax_rate = 0.0\n");
+    std::fs::write(
+        &g,
+        std::fs::read_to_string(&g)
+            .unwrap()
+            .replace("requests = 12", "requests = 4\nwarmup_requests = 2"),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let (code, stdout, stderr) = import(&[
+        "--from",
+        "guidellm",
+        data("guidellm-c2.json").to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--point",
+        "c=2",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("note: the gate's [load] warmup_requests: the first 2 requests by send time are recorded as warmups"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("0 of 4 planned requests failed"),
+        "{stdout}"
+    );
 }

@@ -19,6 +19,7 @@ mod exports;
 mod flm_pair;
 mod github;
 mod import;
+mod import_honesty;
 mod judge_table;
 mod junit;
 mod load;

@@ -33,8 +33,9 @@ pub struct ImportArgs {
     /// the gate's only point.
     #[arg(long)]
     point: Option<String>,
-    /// The tool's version, when its output does not state it (vLLM's and GuideLLM's do not; AIPerf's
-    /// profile_export_aiperf.json beside the JSONL does).
+    /// The tool's version, when its output does not state it (vLLM's, inference-perf's and k6's do not;
+    /// AIPerf's profile_export_aiperf.json beside the JSONL and GuideLLM 0.8.1's report do). It must agree
+    /// with a version the output states.
     #[arg(long)]
     tool_version: Option<String>,
     /// The command that made the file (kept in run.json `imported.command`), when the tool's output does not
@@ -66,7 +67,7 @@ pub fn cli(a: &ImportArgs) -> i32 {
             return exit::SPEC_INVALID;
         }
     };
-    let run = match import::read(tool, &a.file) {
+    let mut run = match import::read(tool, &a.file) {
         Ok(r) => r,
         Err(e) => {
             errln!(
@@ -78,6 +79,16 @@ pub fn cli(a: &ImportArgs) -> i32 {
             return exit::EVIDENCE_ERROR;
         }
     };
+    // Why no point was taken from a file beside the tool's (inference-perf's config.yaml), said now.
+    for n in run
+        .notes
+        .iter()
+        .filter(|n| n.contains("no load point taken"))
+    {
+        outln!("note: {}", shown(n));
+    }
+    let warmups = import::apply_gate_warmups(&gate, tool, &mut run);
+    run.notes.extend(warmups.clone());
     let asked = match a.point.as_deref().map(import::parse_point).transpose() {
         Ok(p) => p,
         Err(e) => {
@@ -123,13 +134,22 @@ pub fn cli(a: &ImportArgs) -> i32 {
         version: a.tool_version.clone(),
         command: a.tool_command.clone(),
     };
-    let written = match import::write_evidence(&gate, tool, &run, &opts, point, &dir) {
-        Ok(w) => w,
-        Err(e) => {
-            errln!("error: {}", shown(&e));
-            return exit::EVIDENCE_ERROR;
+    // A large file (10,000 requests or more) says how far the writing is, each tenth.
+    let total = run.requests.len();
+    let step = (total / 10).max(1);
+    let mut progress = |done: usize, all: usize| {
+        if total >= 10_000 && (done.is_multiple_of(step) || done == all) {
+            errln!("import: {done} of {all} requests written");
         }
     };
+    let written =
+        match import::write_evidence_with(&gate, tool, &run, &opts, point, &dir, &mut progress) {
+            Ok(w) => w,
+            Err(e) => {
+                errln!("error: {}", shown(&e));
+                return exit::EVIDENCE_ERROR;
+            }
+        };
     outln!(
         "imported {} of {} {} as point {} of gate {} ({} judged planned): {}",
         servegate::text::counted(written.requests, "request"),
@@ -140,7 +160,7 @@ pub fn cli(a: &ImportArgs) -> i32 {
         written.planned,
         written.dir.display()
     );
-    for n in &written.notes {
+    for n in warmups.iter().chain(&written.notes) {
         outln!("note: {}", shown(n));
     }
     for e in outputs.clear() {

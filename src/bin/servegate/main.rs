@@ -118,7 +118,8 @@ enum Cmd {
         outputs: OutputFlags,
     },
     /// Judge another load tool's run: read its per-request output (vLLM's `vllm bench serve --save-result
-    /// --save-detailed` JSON, AIPerf's profile_export.jsonl, GuideLLM's report JSON) into a run directory of
+    /// --save-detailed` JSON, AIPerf's profile_export.jsonl, GuideLLM's report JSON, inference-perf's
+    /// per_request_lifecycle_metrics.json, k6's --out json of xk6-llm) into a run directory of
     /// the gate's load evidence, then judge it as `servegate judge` does; every verdict names the tool
     /// whose timings it stands on (docs/load.md "Verdicts over another tool's run").
     Import(import::ImportArgs),

@@ -273,11 +273,28 @@ fn judge_point(
     {
         let js = judged(ev, rec);
         let samples: Vec<Sample> = js.iter().map(|j| j.sample.clone()).collect();
-        let planned = rec.planned.max(samples.len());
+        // An import's plan is the judging gate's `[load] requests` (as `servegate import` took it), so a
+        // re-judge gives what the import gave; servegate's own run keeps the plan it recorded.
+        let gate_plan = ev
+            .run
+            .imported
+            .as_ref()
+            .and(load.spec.requests)
+            .map(|n| n as usize);
+        let planned = gate_plan.unwrap_or(rec.planned).max(samples.len());
         let n_of = format!("n={} of {planned} planned", samples.len());
         // Void: the client fell behind its schedule.
         let lag = agg::lag_p99_ms(&samples);
-        let void = if samples.len() < planned {
+        let extra = gate_plan.filter(|p| samples.len() > *p);
+        let void = if let (Some(p), Some(imp)) = (extra, &ev.run.imported) {
+            Some(format!(
+                "{}'s file holds {} judged requests, {} beyond the gate's plan of {p} ([load] requests): the load was not the load asked for (judge it with a gate that plans {}, or rerun the tool with {p})",
+                imp.tool,
+                samples.len(),
+                samples.len() - p,
+                samples.len()
+            ))
+        } else if samples.len() < planned {
             Some(match &ev.run.imported {
                 Some(imp) => format!(
                     "{} of {planned} planned requests are not in {}'s file (it holds {}; the plan is the gate's [load] requests): the load was not the load asked for",
