@@ -36,6 +36,13 @@ requests = 12
     p
 }
 
+/// Replaces `from` with `to` in the gate file `g`.
+fn edit(g: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(g).unwrap();
+    assert!(text.contains(from), "{from:?} not in {}", g.display());
+    std::fs::write(g, text.replace(from, to)).unwrap();
+}
+
 fn import(args: &[&str]) -> (i32, String, String) {
     let out: Output = fixtures::servegate()
         .arg("import")
@@ -300,13 +307,7 @@ fn an_inference_perf_run_imported_is_judged_with_its_failures() {
 fn the_gates_other_points_are_not_imported_not_failed() {
     let tmp = tempfile::tempdir().unwrap();
     let g = gate(tmp.path(), PASSING);
-    std::fs::write(
-        &g,
-        std::fs::read_to_string(&g)
-            .unwrap()
-            .replace("concurrency = [2]", "concurrency = [1, 2]"),
-    )
-    .unwrap();
+    edit(&g, "concurrency = [2]", "concurrency = [1, 2]");
     let out = tmp.path().join("run");
     let (code, stdout, stderr) = import(&[
         "--from",
@@ -354,13 +355,7 @@ fn a_k6_xk6_llm_run_imported_is_judged_naming_the_tool() {
         tmp.path(),
         "[assert.latency]\nttft_p50_ms = 100\ntpot_p50_ms = 20\n[assert.errors]\nmax_rate = 0.2\n",
     );
-    std::fs::write(
-        &g,
-        std::fs::read_to_string(&g)
-            .unwrap()
-            .replace("requests = 12", "requests = 6"),
-    )
-    .unwrap();
+    edit(&g, "requests = 12", "requests = 6");
     let out = tmp.path().join("run");
     let (code, stdout, stderr) = import(&[
         "--from",
@@ -399,13 +394,7 @@ fn a_k6_xk6_llm_run_imported_is_judged_naming_the_tool() {
     let strict = tmp.path().join("strict");
     std::fs::create_dir_all(&strict).unwrap();
     let g2 = gate(&strict, "[assert.latency]\ntpot_p50_ms = 5\n");
-    std::fs::write(
-        &g2,
-        std::fs::read_to_string(&g2)
-            .unwrap()
-            .replace("requests = 12", "requests = 6"),
-    )
-    .unwrap();
+    edit(&g2, "requests = 12", "requests = 6");
     let (code, stdout, _) = import(&[
         "--from",
         "k6",
@@ -482,13 +471,7 @@ fn an_imported_runs_outside_strings_are_escaped_in_the_markdown_summary() {
 fn a_guidellm_import_takes_the_gates_warmups_from_its_first_requests() {
     let tmp = tempfile::tempdir().unwrap();
     let g = gate(tmp.path(), "[assert.errors]\nmax_rate = 0.0\n");
-    std::fs::write(
-        &g,
-        std::fs::read_to_string(&g)
-            .unwrap()
-            .replace("requests = 12", "requests = 4\nwarmup_requests = 2"),
-    )
-    .unwrap();
+    edit(&g, "requests = 12", "requests = 4\nwarmup_requests = 2");
     let out = tmp.path().join("run");
     let (code, stdout, stderr) = import(&[
         "--from",

@@ -11,13 +11,15 @@ use servegate::spec::load::Point;
 
 use crate::fixtures::load::{find, numpy_linear};
 
-fn data(name: &str) -> PathBuf {
+/// A committed tool output under tests/data/import.
+pub(crate) fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/import")
         .join(name)
 }
 
-fn text(name: &str) -> String {
+/// [`data`]'s text.
+pub(crate) fn text(name: &str) -> String {
     std::fs::read_to_string(data(name)).unwrap()
 }
 

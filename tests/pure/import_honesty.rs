@@ -11,16 +11,7 @@ use servegate::judge::Outcome;
 use servegate::spec::load::Point;
 
 use crate::fixtures::load::find;
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/import")
-        .join(name)
-}
-
-fn text(name: &str) -> String {
-    std::fs::read_to_string(data(name)).unwrap()
-}
+use crate::import::{data, text};
 
 const VLLM: &str = "vllm-bench-c2.json";
 const AIPERF: &str = "aiperf-c2/profile_export.jsonl";
