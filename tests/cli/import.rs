@@ -419,3 +419,32 @@ fn a_k6_xk6_llm_run_imported_is_judged_naming_the_tool() {
     let tpot = stdout.lines().find(|l| l.contains("::tpot_p50 ")).unwrap();
     assert!(tpot.contains(" FAIL "), "{tpot}");
 }
+
+/// An import of the c=2 point under a gate of points [1, 2] with `[assert.consistency]`: there are no
+/// concurrency-1 replies here, so consistency is INDETERMINATE naming why, never FAIL (docs/load.md: points
+/// not imported are never failed for want of evidence).
+#[test]
+fn consistency_of_an_import_without_its_c1_point_is_indeterminate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "[gate]\nname = \"import-guidellm\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"synthetic\"\nmax_tokens = 16\nprompts = [\"a\"]\n[load]\nconcurrency = [1, 2]\nrequests = 6\n[assert.consistency]\nrule = \"exact\"\n";
+    let g = tmp.path().join("gate.toml");
+    std::fs::write(&g, text).unwrap();
+    let (code, stdout, stderr) = import(&[
+        "--from",
+        "guidellm",
+        data("guidellm-c2.json").to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        tmp.path().join("run").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 8, "{stdout}\n{stderr}");
+    let c = stdout
+        .lines()
+        .find(|l| l.contains("[c=2]::consistency"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        c.contains(" INDETERMINATE no replies at concurrency 1 to compare with: the c=1 point is not in this run"),
+        "{c}"
+    );
+}

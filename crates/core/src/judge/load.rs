@@ -6,11 +6,13 @@
 //!
 //! Three honest states, in this order at each point:
 //! * **void** when the client fell behind its schedule: the p99 of send lag over `[load] max_lag_ms`, or
-//!   planned requests never sent. The load was not the load asked for, so nothing measured under it passes;
+//!   planned requests never sent, or no judged request sent at all (a `duration_s` point's "0 of 0"). The
+//!   load was not the load asked for, so nothing measured under it passes;
 //! * **fail** when the point has no evidence, no request of it succeeded (every one errored, was cut or had
 //!   no sane content: a latency bound then fails, it is not "too few samples"), or the bound is missed;
 //! * **indeterminate** when a percentile is claimed from too few samples: p95 needs 59, p99 299
-//!   ([`min_n_for`]), and the verdict names the n needed.
+//!   ([`min_n_for`]), and the verdict names the n needed; when a closed-loop point's peak real concurrency
+//!   never reached its concurrency (throughput); when `[assert.consistency]` has no concurrency-1 replies.
 
 use std::collections::BTreeMap;
 
@@ -185,17 +187,26 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
     let Some(load) = &gate.load else {
         return Vec::new();
     };
-    let baseline_replies: Option<BTreeMap<usize, crate::analysis::reply::Reply>> = points
-        .iter()
-        .find(|p| p.point == Point::Concurrency(1))
-        .and_then(|p| p.loaded.as_ref().ok())
-        .map(|(ev, rec)| {
-            let mut m = BTreeMap::new();
-            for j in judged(ev, rec).into_iter().filter(|j| j.sample.ok) {
-                m.entry(j.prompt_index).or_insert(j.reply);
+    // The concurrency-1 replies `[assert.consistency]` compares with, or why there are none (the c=1 point
+    // not in this run, an import of another point, or its evidence unreadable): then consistency is
+    // INDETERMINATE naming why, never failed for want of evidence.
+    let baseline_replies: Result<BTreeMap<usize, crate::analysis::reply::Reply>, String> =
+        match points.iter().find(|p| p.point == Point::Concurrency(1)) {
+            None => Err("the c=1 point is not in this run (not imported, or not run here)".into()),
+            Some(PointEvidence { loaded: Err(e), .. }) => {
+                Err(format!("the c=1 point has no evidence ({e})"))
             }
-            m
-        });
+            Some(PointEvidence {
+                loaded: Ok((ev, rec)),
+                ..
+            }) => {
+                let mut m = BTreeMap::new();
+                for j in judged(ev, rec).into_iter().filter(|j| j.sample.ok) {
+                    m.entry(j.prompt_index).or_insert(j.reply);
+                }
+                Ok(m)
+            }
+        };
     let all_names = load.trial_names();
     // Output tok/s at concurrency 1, for the scaling efficiency of the other points.
     let tok_s_1 = points
@@ -265,7 +276,7 @@ fn judge_point(
     ev: &Evidence,
     rec: &LoadRecord,
     tok_s_1: Option<f64>,
-    baseline_replies: &Option<BTreeMap<usize, crate::analysis::reply::Reply>>,
+    baseline_replies: &Result<BTreeMap<usize, crate::analysis::reply::Reply>, String>,
     prefix: &str,
     mine: Vec<&String>,
     out: &mut Vec<Verdict>,
@@ -295,6 +306,18 @@ fn judge_point(
                         .map_or("the run deadline or a stop came first", |n| n.as_str())
                 ),
             })
+        } else if samples.is_empty() {
+            // Nothing sent and nothing planned (a `duration_s` point plans what it sent): no load was
+            // applied, so nothing is measured under it: every assertion of the point is VOID, never a pass of
+            // "0 of 0".
+            Some(match load.spec.duration_s {
+                Some(d) => format!(
+                    "no judged request was sent within duration_s = {d} s ({n_of}): no load was applied, nothing was measured; raise [load] duration_s"
+                ),
+                None => format!(
+                    "no judged request was sent ({n_of}): no load was applied, nothing was measured"
+                ),
+            })
         } else {
             lag.filter(|l| *l > load.spec.max_lag_ms).map(|l| format!(
                 "the client fell behind its schedule: send lag p99 {l:.2} ms > max_lag_ms {} (the load was not the load asked for; nothing measured under it counts)",
@@ -312,11 +335,7 @@ fn judge_point(
         // (every request errored, was cut or had no sane content), never "too few samples".
         let by_cause = causes(&js, ev.run.imported.as_ref());
         let none_succeeded = (failed == samples.len()).then(|| {
-            if samples.is_empty() {
-                format!("no request was sent ({n_of})")
-            } else {
-                format!("no request succeeded: {failed} of {planned} planned failed, by cause: {by_cause}; {n_of}")
-            }
+            format!("no request succeeded: {failed} of {planned} planned failed, by cause: {by_cause}; {n_of}")
         });
         out.extend(latency_verdicts(
             &load.assertions.latency,
@@ -327,10 +346,16 @@ fn judge_point(
             (failed, by_cause.as_str(), planned),
             none_succeeded.as_deref(),
             &n_of,
+            load.spec.duration_s,
         ));
         if let Some(t) = &load.assertions.throughput {
             out.push(throughput_verdict(
-                t, prefix, pe.point, &samples, tok_s_1, &n_of,
+                t,
+                prefix,
+                (pe.point, load.spec.duration_s),
+                &samples,
+                tok_s_1,
+                &n_of,
             ));
         }
         if let Some(g) = &load.assertions.goodput {
@@ -364,13 +389,16 @@ fn judge_point(
             pe.point == Point::Concurrency(1),
         ) {
             let name = format!("{prefix}consistency");
-            let Some(base) = baseline_replies else {
-                out.push(verdict(
-                    name,
-                    Outcome::Fail,
-                    "no replies at concurrency 1 to compare with".into(),
-                ));
-                return;
+            let base = match baseline_replies {
+                Ok(b) => b,
+                Err(why) => {
+                    out.push(verdict(
+                        name,
+                        Outcome::Indeterminate,
+                        format!("no replies at concurrency 1 to compare with: {why}; consistency is not judged without them ({n_of})"),
+                    ));
+                    return;
+                }
             };
             let (outcome, details) = consistency(&pe.point.label(), base, &js, c);
             out.push(verdict(name, outcome, details));
@@ -390,6 +418,7 @@ fn latency_verdicts(
     (failed, by_cause, planned): (usize, &str, usize),
     none_succeeded: Option<&str>,
     n_of: &str,
+    duration_s: Option<f64>,
 ) -> Vec<Verdict> {
     let mut out = Vec::new();
     for b in bounds {
@@ -449,8 +478,11 @@ fn latency_verdicts(
         if n < need {
             // Enough were planned but too few measured (a busy client too late to time them): more requests
             // is not the remedy, and the causes follow in `n_of`.
+            // A `duration_s` point has no `requests` key: it sends what the duration allows.
             let remedy = if planned >= need && !causes.is_empty() {
                 format!("{} of {planned} not measured", causes.len())
+            } else if let Some(d) = duration_s {
+                format!("{planned} sent within duration_s = {d} s: raise [load] duration_s, or lower the percentile")
             } else {
                 format!("raise [load] requests to {need} or more")
             };
@@ -510,10 +542,13 @@ fn latency_verdicts(
 
 /// The throughput of one point: output tok/s and requests/s over the measured window against their floors,
 /// with the scaling efficiency against concurrency 1.
+///
+/// A closed-loop point whose peak real concurrency ([`agg::peak_concurrency`]) never reached its concurrency
+/// is INDETERMINATE: its throughput is that of a lighter load, never passed (nor failed) as the load asked.
 fn throughput_verdict(
     t: &crate::spec::load::ThroughputAssert,
     prefix: &str,
-    point: Point,
+    (point, duration_s): (Point, Option<f64>),
     samples: &[Sample],
     tok_s_1: Option<f64>,
     n_of: &str,
@@ -544,14 +579,34 @@ fn throughput_verdict(
             .unwrap_or_default(),
         _ => String::new(),
     };
+    let peak = agg::peak_concurrency(samples);
     let details = format!(
-        "output {} tok/s, {} requests/s over the measured window {} ms; peak real concurrency {}{scaling} ({n_of}){}",
+        "output {} tok/s, {} requests/s over the measured window {} ms; peak real concurrency {peak}{scaling} ({n_of}){}",
         tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into()),
         rps.map(|x| format!("{x:.2}")).unwrap_or("-".into()),
         agg::window_ms(samples).map(|x| format!("{x:.0}")).unwrap_or("-".into()),
-        agg::peak_concurrency(samples),
         if bad.is_empty() { String::new() } else { format!(": {}", bad.join("; ")) }
     );
+    if let Point::Concurrency(c) = point {
+        if peak < c as usize {
+            let remedy = if samples.len() < c as usize {
+                match duration_s {
+                    Some(d) => format!(
+                        "{} sent within duration_s = {d} s: raise [load] duration_s",
+                        samples.len()
+                    ),
+                    None => format!("raise [load] requests to {c} or more"),
+                }
+            } else {
+                "its requests ended before the next were sent".to_string()
+            };
+            return verdict(
+                name,
+                Outcome::Indeterminate,
+                format!("peak real concurrency {peak} never reached the asked concurrency {c} ({remedy}): the throughput of c={c} was not measured; {details}"),
+            );
+        }
+    }
     verdict(
         name,
         if bad.is_empty() {
@@ -677,11 +732,18 @@ fn consistency(
             notes.push(line);
         }
     }
+    // Nothing compared: no verdict on consistency (the failures themselves fail the errors and latency
+    // verdicts of their point), never a FAIL for want of evidence.
     if compared == 0 {
-        return (
-            Outcome::Fail,
-            "no succeeded reply had a concurrency-1 reply to compare with".into(),
-        );
+        let ok = js.iter().filter(|j| j.sample.ok).count();
+        let why = if ok == 0 {
+            format!("no reply at {label} succeeded")
+        } else if base.is_empty() {
+            "no reply at c=1 succeeded".to_string()
+        } else {
+            format!("none of the {ok} succeeded replies at {label} has a succeeded c=1 reply to the same prompt")
+        };
+        return (Outcome::Indeterminate, format!("nothing to compare: {why}"));
     }
     let rule = if fallbacks.is_empty() {
         format!("rule {}, top {}", c.rule.name(), c.top_k)
