@@ -331,6 +331,13 @@ fn a_latency_verdict_states_the_n_judged_and_names_the_not_measured_and_failed()
         tpot,
         "; 1 failed, counted above every value, by cause: 1 truncated_stream",
     );
+    // Two p50s on one line: the judged one (failed counted above every value) and the succeeded ones'
+    // alone, labelled so.
+    says(tpot, "; p50 of succeeded ");
+    // The results carry the bound, its metric and the judged statistic.
+    let b = tpot.bound.expect("a latency verdict carries its bound");
+    assert_eq!((b.value, b.metric.name()), (1000.0, "tpot"));
+    assert!(tpot.median.is_some());
 }
 
 /// Enough requests planned, too few measured (three of six replies give no TPOT): INDETERMINATE, naming

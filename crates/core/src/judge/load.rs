@@ -515,12 +515,14 @@ fn latency_verdicts(
         } else {
             (Outcome::Fail, format!("p{} {p:.1} {unit}", b.p))
         };
+        // The p50 of the succeeded requests' values alone, labelled so (the judged percentile above counts the
+        // failed above every value: the two differ when any failed).
         let p50 = stats::percentile(&vals, 50.0);
         let mut v = verdict(
             name,
             outcome,
             format!(
-                "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{})",
+                "{} {shown} (limit {} {unit}; p50 of succeeded {}; numpy linear percentiles; {n_of}{})",
                 b.metric.name(),
                 b.limit_ms,
                 p50.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
@@ -533,11 +535,29 @@ fn latency_verdicts(
                 }
             ),
         );
+        // `median` carries the statistic compared with the bound: here the pNN judged (failed counted above
+        // every value), as docs/results-json.md states.
         v.median = (p < 1e299).then_some(p);
         v.values = vals.iter().map(|x| Some(*x)).collect();
+        v.bound = Some(crate::vocab::Bound::for_metric(
+            latency_metric(b.metric),
+            b.limit_ms,
+        ));
         out.push(v);
     }
     out
+}
+
+/// The registry's metric ([`crate::vocab::Metric`]) of a load latency bound's metric.
+fn latency_metric(m: crate::spec::load::LatencyMetric) -> crate::vocab::Metric {
+    use crate::spec::load::LatencyMetric as L;
+    use crate::vocab::Metric as M;
+    match m {
+        L::Ttft => M::Ttft,
+        L::Itl => M::Itl,
+        L::Tpot => M::Tpot,
+        L::E2e => M::E2e,
+    }
 }
 
 /// The throughput of one point: output tok/s and requests/s over the measured window against their floors,
@@ -580,6 +600,7 @@ fn throughput_verdict(
         _ => String::new(),
     };
     let peak = agg::peak_concurrency(samples);
+    let figure = throughput_figure(t, tok_s, rps);
     let details = format!(
         "output {} tok/s, {} requests/s over the measured window {} ms; peak real concurrency {peak}{scaling} ({n_of}){}",
         tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into()),
@@ -600,14 +621,16 @@ fn throughput_verdict(
             } else {
                 "its requests ended before the next were sent".to_string()
             };
-            return verdict(
+            let mut v = verdict(
                 name,
                 Outcome::Indeterminate,
                 format!("peak real concurrency {peak} never reached the asked concurrency {c} ({remedy}): the throughput of c={c} was not measured; {details}"),
             );
+            (v.median, v.bound) = figure;
+            return v;
         }
     }
-    verdict(
+    let mut v = verdict(
         name,
         if bad.is_empty() {
             Outcome::Pass
@@ -615,7 +638,35 @@ fn throughput_verdict(
             Outcome::Fail
         },
         details,
-    )
+    );
+    (v.median, v.bound) = figure;
+    v
+}
+
+/// The figure and floor a throughput verdict carries into results: output tok/s when `floor_tok_s` is given,
+/// else requests/s.
+fn throughput_figure(
+    t: &crate::spec::load::ThroughputAssert,
+    tok_s: Option<f64>,
+    rps: Option<f64>,
+) -> (Option<f64>, Option<crate::vocab::Bound>) {
+    match (t.floor_tok_s, t.floor_rps) {
+        (Some(f), _) => (
+            tok_s,
+            Some(crate::vocab::Bound::for_metric(
+                crate::vocab::Metric::OutputThroughput,
+                f,
+            )),
+        ),
+        (None, Some(f)) => (
+            rps,
+            Some(crate::vocab::Bound::for_metric(
+                crate::vocab::Metric::RequestThroughput,
+                f,
+            )),
+        ),
+        (None, None) => (None, None),
+    }
 }
 
 /// The goodput of one point: the SLO attainment of the planned requests (those not measured counted apart,
@@ -683,7 +734,12 @@ fn goodput_verdict(
         g.at_least,
         gp.map(|x| format!("{x:.2}")).unwrap_or("-".into())
     ));
+    // `median` carries the SLO attainment (the statistic compared with `at_least`), not a median.
     v.median = att;
+    v.bound = Some(crate::vocab::Bound::for_metric(
+        crate::vocab::Metric::SloAttainment,
+        g.at_least,
+    ));
     v
 }
 
