@@ -62,6 +62,28 @@ pub fn not_judged(gate: &GateSpec, point: Point, reason: &str) -> Vec<Verdict> {
         .collect()
 }
 
+/// The latency bounds of `load` no run can ever decide, each as a warning line for `servegate check`: a
+/// TTFT, TPOT or E2E percentile whose [`min_n_for`] exceeds `[load] requests` (one value per request, so
+/// every run is INDETERMINATE: p95 needs 59 requests). ITL pools every gap (many per request) and a
+/// `duration_s` point sends what the duration allows: neither is known before a run, so neither is warned.
+pub fn undecidable(load: &crate::spec::load::LoadGate) -> Vec<String> {
+    let Some(n) = load.spec.requests else {
+        return Vec::new();
+    };
+    load.assertions
+        .latency
+        .iter()
+        .filter(|b| b.metric != crate::spec::load::LatencyMetric::Itl)
+        .filter_map(|b| {
+            let need = min_n_for(f64::from(b.p));
+            (need > n as usize).then(|| format!(
+                "[assert.latency] {} can never be decided: p{} needs at least {need} requests per point, [load] requests = {n} (every run INDETERMINATE; raise requests to {need} or lower the percentile)",
+                b.key, b.p
+            ))
+        })
+        .collect()
+}
+
 /// A judged request of a point: sample plus reply (for consistency), prompt index and prompt.
 struct Judged {
     sample: Sample,
