@@ -502,4 +502,12 @@ fn load_verdicts_carry_their_line_bound_and_metric_and_annotate_the_gate_given()
     assert_eq!(tp["bound"], 1.0, "{tp}");
     assert_eq!(tp["metric"]["name"], "output_throughput", "{tp}");
     assert_eq!(tp["unit"], "tok/s", "{tp}");
+    // The exports state medians: a load trial's percentile is not exported as one.
+    let out = fixtures::servegate()
+        .args(["export", "--bmf", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let bmf = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{bmf}");
+    assert_eq!(bmf.trim(), "{}", "a load trial exported as a median");
 }
