@@ -8,6 +8,10 @@ use crate::vocab::AssertionKind;
 
 /// [`line_of`] on the TOML text itself (for a gate file that did not parse into a [`GateSpec`]).
 pub fn line_in(text: &str, assertion: &str) -> usize {
+    // A load trial (`[c=16]::ttft_p95`): its bound's key or its `[assert.X]` header ([`load_line_in`]).
+    if let Some((_, trial)) = assertion.split_once("]::") {
+        return load_line_in(text, trial).unwrap_or(1);
+    }
     let Ok(doc) = text.parse::<toml_edit::ImDocument<String>>() else {
         return 1;
     };
