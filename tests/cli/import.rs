@@ -494,3 +494,95 @@ fn a_guidellm_import_takes_the_gates_warmups_from_its_first_requests() {
         "{stdout}"
     );
 }
+
+/// An import of the c=2 point under a gate of points [1, 2] with `[assert.consistency]`: there are no
+/// concurrency-1 replies here, so consistency is INDETERMINATE naming why, never FAIL (docs/load.md: points
+/// not imported are never failed for want of evidence).
+#[test]
+fn consistency_of_an_import_without_its_c1_point_is_indeterminate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "[gate]\nname = \"import-guidellm\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"synthetic\"\nmax_tokens = 16\nprompts = [\"a\"]\n[load]\nconcurrency = [1, 2]\nrequests = 6\n[assert.consistency]\nrule = \"exact\"\n";
+    let g = tmp.path().join("gate.toml");
+    std::fs::write(&g, text).unwrap();
+    let (code, stdout, stderr) = import(&[
+        "--from",
+        "guidellm",
+        data("guidellm-c2.json").to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        tmp.path().join("run").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 8, "{stdout}\n{stderr}");
+    let c = stdout
+        .lines()
+        .find(|l| l.contains("[c=2]::consistency"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        c.contains(" INDETERMINATE no replies at concurrency 1 to compare with: the c=1 point is not in this run"),
+        "{c}"
+    );
+}
+
+/// Load verdicts carry their assertion's line, bound, unit and metric into the GitHub annotations and the
+/// results JSON, as single-request verdicts do; an import's annotations point at the `--gate` file given,
+/// not the copy inside the run directory.
+#[test]
+fn load_verdicts_carry_their_line_bound_and_metric_and_annotate_the_gate_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Line 13: ttft_p50_ms; line 14: [assert.throughput].
+    let text = "[gate]\nname = \"import-guidellm\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"synthetic\"\nmax_tokens = 16\nprompts = [\"a\"]\n[load]\nconcurrency = [2]\nrequests = 6\n[assert.latency]\nttft_p50_ms = 0.001\n[assert.throughput]\nfloor_tok_s = 1.0\n";
+    let g = tmp.path().join("gate.toml");
+    std::fs::write(&g, text).unwrap();
+    let json = tmp.path().join("results.json");
+    let (code, stdout, stderr) = import(&[
+        "--from",
+        "guidellm",
+        data("guidellm-c2.json").to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        tmp.path().join("run").to_str().unwrap(),
+        "--github",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let ann = stdout
+        .lines()
+        .find(|l| l.starts_with("::error ") && l.contains("ttft_p50"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        ann.contains(&format!("file={},line=13,", g.display())),
+        "{ann}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let asserts = r["gates"][0]["assertions"].as_array().unwrap();
+    let by = |n: &str| {
+        asserts
+            .iter()
+            .find(|a| a["name"].as_str().unwrap().ends_with(n))
+            .unwrap_or_else(|| panic!("{n}: {asserts:#?}"))
+    };
+    let ttft = by("ttft_p50");
+    assert_eq!(ttft["line"], 13, "{ttft}");
+    assert_eq!(ttft["bound"], 0.001, "{ttft}");
+    assert_eq!(ttft["unit"], "ms", "{ttft}");
+    assert_eq!(ttft["bound_kind"], "limit", "{ttft}");
+    assert_eq!(ttft["metric"]["name"], "ttft", "{ttft}");
+    assert!(ttft["median"].as_f64().unwrap() > 0.001, "{ttft}");
+    let tp = by("throughput");
+    assert_eq!(tp["line"], 14, "{tp}");
+    assert_eq!(tp["bound"], 1.0, "{tp}");
+    assert_eq!(tp["metric"]["name"], "output_throughput", "{tp}");
+    assert_eq!(tp["unit"], "tok/s", "{tp}");
+    // The exports state medians: a load trial's percentile is not exported as one.
+    let out = fixtures::servegate()
+        .args(["export", "--bmf", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let bmf = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{bmf}");
+    assert_eq!(bmf.trim(), "{}", "a load trial exported as a median");
+}

@@ -242,3 +242,25 @@ fn a_load_gate_whose_serve_never_started_says_why_in_every_verdict() {
     }
     assert_ne!(out.status.code(), Some(0), "{stdout}");
 }
+
+/// `servegate check` on a load gate whose `ttft_p95_ms` needs 59 requests per point but plans 20: ok (the
+/// gate is valid), with a warning that the bound can never be decided; p50 (5 needed) is not warned.
+#[test]
+fn check_warns_of_a_percentile_the_planned_requests_can_never_decide() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "[gate]\nname = \"few\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"a\"]\n[load]\nconcurrency = 2\nrequests = 20\n[assert.latency]\nttft_p95_ms = 800\nttft_p50_ms = 400\n";
+    let g = tmp.path().join("few.toml");
+    std::fs::write(&g, text).unwrap();
+    let out = crate::fixtures::servegate()
+        .arg("check")
+        .arg(&g)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("warning: [assert.latency] ttft_p95_ms can never be decided: p95 needs at least 59 requests per point, [load] requests = 20"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("ttft_p50_ms can never"), "{stdout}");
+}

@@ -367,7 +367,8 @@ fn an_aiperf_import_judges_the_tools_values_and_names_the_tool() {
         ttft.message
     );
     assert!(
-        ttft.message.contains(&format!("p50 {median_ok:.1}")),
+        ttft.message
+            .contains(&format!("p50 of succeeded {median_ok:.1}")),
         "{}",
         ttft.message
     );

@@ -331,6 +331,13 @@ fn a_latency_verdict_states_the_n_judged_and_names_the_not_measured_and_failed()
         tpot,
         "; 1 failed, counted above every value, by cause: 1 truncated_stream",
     );
+    // Two p50s on one line: the judged one (failed counted above every value) and the succeeded ones'
+    // alone, labelled so.
+    says(tpot, "; p50 of succeeded ");
+    // The results carry the bound, its metric and the judged statistic.
+    let b = tpot.bound.expect("a latency verdict carries its bound");
+    assert_eq!((b.value, b.metric.name()), (1000.0, "tpot"));
+    assert!(tpot.median.is_some());
 }
 
 /// Enough requests planned, too few measured (three of six replies give no TPOT): INDETERMINATE, naming
@@ -682,4 +689,114 @@ fn copy_dir_flat(from: &Path, to: &Path) {
     for e in std::fs::read_dir(from).unwrap().flatten() {
         std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
     }
+}
+
+/// A point that sent no judged request (a `duration_s` point whose warmups took the duration: "0 of 0
+/// planned") proved nothing: every assertion of it is VOID naming why, never `errors PASS 0 of 0`.
+#[test]
+fn a_point_that_sent_nothing_is_void_never_a_pass() {
+    let (_tmp, _g, vs) = judged_point(
+        "concurrency = 2\nduration_s = 5",
+        "[assert.errors]\nmax_rate = 0.0\n[assert.throughput]\nfloor_rps = 0.001\n[assert.goodput]\nttft_ms = 1000\nat_least = 0.5\n[assert.latency]\nttft_p50_ms = 1000",
+        Point::Concurrency(2),
+        2,
+        &[],
+        |_| 0.0,
+    );
+    assert_eq!(vs.len(), 4, "{vs:#?}");
+    for v in &vs {
+        assert_eq!(v.outcome, Outcome::Void, "{}", v.message);
+        says(
+            v,
+            "no judged request was sent within duration_s = 5 s (n=0 of 0 planned)",
+        );
+        says(v, "raise [load] duration_s");
+    }
+}
+
+/// A c=2 point that sent one request never had two in flight: its throughput is not that of c=2, so it is
+/// INDETERMINATE naming the peak reached, never a PASS; the same point with both slots busy passes.
+#[test]
+fn throughput_under_the_asked_concurrency_is_never_passed_as_that_load() {
+    let one = [spec_with(50.0, 2.0, 4)];
+    let (_tmp, _g, vs) = judged_point(
+        "concurrency = 2\nrequests = 1",
+        "[assert.throughput]\nfloor_rps = 0.001",
+        Point::Concurrency(2),
+        2,
+        &one,
+        |_| 0.0,
+    );
+    let t = find(&vs, "[c=2]::throughput");
+    assert_eq!(t.outcome, Outcome::Indeterminate, "{}", t.message);
+    says(
+        t,
+        "peak real concurrency 1 never reached the asked concurrency 2 (raise [load] requests to 2 or more)",
+    );
+    // With duration_s the remedy is the duration.
+    let (_tmp, _g, vs) = judged_point(
+        "concurrency = 2\nduration_s = 5",
+        "[assert.throughput]\nfloor_rps = 0.001",
+        Point::Concurrency(2),
+        2,
+        &one,
+        |_| 0.0,
+    );
+    says(find(&vs, "[c=2]::throughput"), "raise [load] duration_s");
+    let two = [spec_with(50.0, 2.0, 4), spec_with(50.0, 2.0, 4)];
+    let (_tmp, _g, vs) = judged_point(
+        "concurrency = 2\nrequests = 2",
+        "[assert.throughput]\nfloor_rps = 0.001",
+        Point::Concurrency(2),
+        2,
+        &two,
+        |_| 0.0,
+    );
+    let t = find(&vs, "[c=2]::throughput");
+    assert_eq!(t.outcome, Outcome::Pass, "{}", t.message);
+}
+
+/// A `duration_s` point has no `requests` key: too few requests for a percentile names the duration (or a
+/// lower percentile) as the remedy, never `raise [load] requests`.
+#[test]
+fn too_few_for_a_percentile_under_duration_s_names_the_duration() {
+    let specs: Vec<SyntheticSpec> = (0..20).map(|_| spec_with(50.0, 2.0, 4)).collect();
+    let (_tmp, _g, vs) = judged_point(
+        "concurrency = 2\nduration_s = 5",
+        "[assert.latency]\nttft_p95_ms = 1000",
+        Point::Concurrency(2),
+        2,
+        &specs,
+        |_| 0.0,
+    );
+    let p95 = find(&vs, "[c=2]::ttft_p95");
+    assert_eq!(p95.outcome, Outcome::Indeterminate, "{}", p95.message);
+    says(
+        p95,
+        "needs at least 59 (20 sent within duration_s = 5 s: raise [load] duration_s, or lower the percentile)",
+    );
+    says_not(p95, "raise [load] requests");
+}
+
+/// `[assert.consistency]` without concurrency-1 replies (that point's evidence is missing) is INDETERMINATE
+/// naming why, never FAIL for want of evidence; the c=1 point's own trials fail for their missing evidence.
+#[test]
+fn consistency_without_concurrency_1_evidence_is_indeterminate_naming_why() {
+    let specs: Vec<SyntheticSpec> = (0..3).map(|_| spec_with(50.0, 2.0, 4)).collect();
+    let (_tmp, _g, vs) = judged_point(
+        "concurrency = [1, 2]\nrequests = 3",
+        "[assert.errors]\nmax_rate = 0.0\n[assert.consistency]\nrule = \"exact\"",
+        Point::Concurrency(2),
+        2,
+        &specs,
+        |_| 0.0,
+    );
+    let c = find(&vs, "[c=2]::consistency");
+    assert_eq!(c.outcome, Outcome::Indeterminate, "{}", c.message);
+    says(
+        c,
+        "no replies at concurrency 1 to compare with: the c=1 point has no evidence",
+    );
+    assert_eq!(find(&vs, "[c=1]::errors").outcome, Outcome::Fail);
+    assert_eq!(find(&vs, "[c=2]::errors").outcome, Outcome::Pass);
 }

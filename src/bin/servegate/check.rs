@@ -24,6 +24,13 @@ pub fn cmd_check(files: &[PathBuf]) -> i32 {
                         g.name,
                         g.trial_names().join(", ")
                     );
+                    // A latency percentile the gate's `[load] requests` can never reach: every run of it
+                    // would be INDETERMINATE, said now rather than after the run.
+                    if let Some(l) = &g.load {
+                        for w in servegate::judge::load::undecidable(l) {
+                            outln!("  warning: {w}");
+                        }
+                    }
                     // A gate with an engine profile: what it inherited, after the gate's overrides.
                     if let Some(line) = spec::profile::effective(&g.serve, &g.request) {
                         outln!("  {line}");

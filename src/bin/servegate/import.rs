@@ -166,5 +166,7 @@ pub fn cli(a: &ImportArgs) -> i32 {
     for e in outputs.clear() {
         errln!("error: {e}");
     }
-    crate::judge::cmd_judge(&written.dir, None, &outputs)
+    // Judged with the `--gate` file given (the same gate the run directory holds a copy of), so annotations
+    // and reports point at the file the user edits, not the copy.
+    crate::judge::cmd_judge(&written.dir, Some(a.gate.clone()), &outputs)
 }

@@ -6,11 +6,13 @@
 //!
 //! Three honest states, in this order at each point:
 //! * **void** when the client fell behind its schedule: the p99 of send lag over `[load] max_lag_ms`, or
-//!   planned requests never sent. The load was not the load asked for, so nothing measured under it passes;
+//!   planned requests never sent, or no judged request sent at all (a `duration_s` point's "0 of 0"). The
+//!   load was not the load asked for, so nothing measured under it passes;
 //! * **fail** when the point has no evidence, no request of it succeeded (every one errored, was cut or had
 //!   no sane content: a latency bound then fails, it is not "too few samples"), or the bound is missed;
 //! * **indeterminate** when a percentile is claimed from too few samples: p95 needs 59, p99 299
-//!   ([`min_n_for`]), and the verdict names the n needed.
+//!   ([`min_n_for`]), and the verdict names the n needed; when a closed-loop point's peak real concurrency
+//!   never reached its concurrency (throughput); when `[assert.consistency]` has no concurrency-1 replies.
 
 use std::collections::BTreeMap;
 
@@ -57,6 +59,28 @@ pub fn not_judged(gate: &GateSpec, point: Point, reason: &str) -> Vec<Verdict> {
         .into_iter()
         .filter(|n| n.starts_with(&prefix))
         .map(|n| verdict(n, Outcome::Indeterminate, reason.to_string()))
+        .collect()
+}
+
+/// The latency bounds of `load` no run can ever decide, each as a warning line for `servegate check`: a
+/// TTFT, TPOT or E2E percentile whose [`min_n_for`] exceeds `[load] requests` (one value per request, so
+/// every run is INDETERMINATE: p95 needs 59 requests). ITL pools every gap (many per request) and a
+/// `duration_s` point sends what the duration allows: neither is known before a run, so neither is warned.
+pub fn undecidable(load: &crate::spec::load::LoadGate) -> Vec<String> {
+    let Some(n) = load.spec.requests else {
+        return Vec::new();
+    };
+    load.assertions
+        .latency
+        .iter()
+        .filter(|b| b.metric != crate::spec::load::LatencyMetric::Itl)
+        .filter_map(|b| {
+            let need = min_n_for(f64::from(b.p));
+            (need > n as usize).then(|| format!(
+                "[assert.latency] {} can never be decided: p{} needs at least {need} requests per point, [load] requests = {n} (every run INDETERMINATE; raise requests to {need} or lower the percentile)",
+                b.key, b.p
+            ))
+        })
         .collect()
 }
 
@@ -185,17 +209,26 @@ pub fn judge_points(gate: &GateSpec, points: &[PointEvidence]) -> Vec<Verdict> {
     let Some(load) = &gate.load else {
         return Vec::new();
     };
-    let baseline_replies: Option<BTreeMap<usize, crate::analysis::reply::Reply>> = points
-        .iter()
-        .find(|p| p.point == Point::Concurrency(1))
-        .and_then(|p| p.loaded.as_ref().ok())
-        .map(|(ev, rec)| {
-            let mut m = BTreeMap::new();
-            for j in judged(ev, rec).into_iter().filter(|j| j.sample.ok) {
-                m.entry(j.prompt_index).or_insert(j.reply);
+    // The concurrency-1 replies `[assert.consistency]` compares with, or why there are none (the c=1 point
+    // not in this run, an import of another point, or its evidence unreadable): then consistency is
+    // INDETERMINATE naming why, never failed for want of evidence.
+    let baseline_replies: Result<BTreeMap<usize, crate::analysis::reply::Reply>, String> =
+        match points.iter().find(|p| p.point == Point::Concurrency(1)) {
+            None => Err("the c=1 point is not in this run (not imported, or not run here)".into()),
+            Some(PointEvidence { loaded: Err(e), .. }) => {
+                Err(format!("the c=1 point has no evidence ({e})"))
             }
-            m
-        });
+            Some(PointEvidence {
+                loaded: Ok((ev, rec)),
+                ..
+            }) => {
+                let mut m = BTreeMap::new();
+                for j in judged(ev, rec).into_iter().filter(|j| j.sample.ok) {
+                    m.entry(j.prompt_index).or_insert(j.reply);
+                }
+                Ok(m)
+            }
+        };
     let all_names = load.trial_names();
     // Output tok/s at concurrency 1, for the scaling efficiency of the other points.
     let tok_s_1 = points
@@ -265,7 +298,7 @@ fn judge_point(
     ev: &Evidence,
     rec: &LoadRecord,
     tok_s_1: Option<f64>,
-    baseline_replies: &Option<BTreeMap<usize, crate::analysis::reply::Reply>>,
+    baseline_replies: &Result<BTreeMap<usize, crate::analysis::reply::Reply>, String>,
     prefix: &str,
     mine: Vec<&String>,
     out: &mut Vec<Verdict>,
@@ -312,6 +345,18 @@ fn judge_point(
                         .map_or("the run deadline or a stop came first", |n| n.as_str())
                 ),
             })
+        } else if samples.is_empty() {
+            // Nothing sent and nothing planned (a `duration_s` point plans what it sent): no load was
+            // applied, so nothing is measured under it: every assertion of the point is VOID, never a pass of
+            // "0 of 0".
+            Some(match load.spec.duration_s {
+                Some(d) => format!(
+                    "no judged request was sent within duration_s = {d} s ({n_of}): no load was applied, nothing was measured; raise [load] duration_s"
+                ),
+                None => format!(
+                    "no judged request was sent ({n_of}): no load was applied, nothing was measured"
+                ),
+            })
         } else {
             lag.filter(|l| *l > load.spec.max_lag_ms).map(|l| format!(
                 "the client fell behind its schedule: send lag p99 {l:.2} ms > max_lag_ms {} (the load was not the load asked for; nothing measured under it counts)",
@@ -329,11 +374,7 @@ fn judge_point(
         // (every request errored, was cut or had no sane content), never "too few samples".
         let by_cause = causes(&js, ev.run.imported.as_ref());
         let none_succeeded = (failed == samples.len()).then(|| {
-            if samples.is_empty() {
-                format!("no request was sent ({n_of})")
-            } else {
-                format!("no request succeeded: {failed} of {planned} planned failed, by cause: {by_cause}; {n_of}")
-            }
+            format!("no request succeeded: {failed} of {planned} planned failed, by cause: {by_cause}; {n_of}")
         });
         out.extend(latency_verdicts(
             &load.assertions.latency,
@@ -344,10 +385,16 @@ fn judge_point(
             (failed, by_cause.as_str(), planned),
             none_succeeded.as_deref(),
             &n_of,
+            load.spec.duration_s,
         ));
         if let Some(t) = &load.assertions.throughput {
             out.push(throughput_verdict(
-                t, prefix, pe.point, &samples, tok_s_1, &n_of,
+                t,
+                prefix,
+                (pe.point, load.spec.duration_s),
+                &samples,
+                tok_s_1,
+                &n_of,
             ));
         }
         if let Some(g) = &load.assertions.goodput {
@@ -381,13 +428,16 @@ fn judge_point(
             pe.point == Point::Concurrency(1),
         ) {
             let name = format!("{prefix}consistency");
-            let Some(base) = baseline_replies else {
-                out.push(verdict(
-                    name,
-                    Outcome::Fail,
-                    "no replies at concurrency 1 to compare with".into(),
-                ));
-                return;
+            let base = match baseline_replies {
+                Ok(b) => b,
+                Err(why) => {
+                    out.push(verdict(
+                        name,
+                        Outcome::Indeterminate,
+                        format!("no replies at concurrency 1 to compare with: {why}; consistency is not judged without them ({n_of})"),
+                    ));
+                    return;
+                }
             };
             let (outcome, details) = consistency(&pe.point.label(), base, &js, c);
             out.push(verdict(name, outcome, details));
@@ -407,6 +457,7 @@ fn latency_verdicts(
     (failed, by_cause, planned): (usize, &str, usize),
     none_succeeded: Option<&str>,
     n_of: &str,
+    duration_s: Option<f64>,
 ) -> Vec<Verdict> {
     let mut out = Vec::new();
     for b in bounds {
@@ -466,8 +517,11 @@ fn latency_verdicts(
         if n < need {
             // Enough were planned but too few measured (a busy client too late to time them): more requests
             // is not the remedy, and the causes follow in `n_of`.
+            // A `duration_s` point has no `requests` key: it sends what the duration allows.
             let remedy = if planned >= need && !causes.is_empty() {
                 format!("{} of {planned} not measured", causes.len())
+            } else if let Some(d) = duration_s {
+                format!("{planned} sent within duration_s = {d} s: raise [load] duration_s, or lower the percentile")
             } else {
                 format!("raise [load] requests to {need} or more")
             };
@@ -500,12 +554,14 @@ fn latency_verdicts(
         } else {
             (Outcome::Fail, format!("p{} {p:.1} {unit}", b.p))
         };
+        // The p50 of the succeeded requests' values alone, labelled so (the judged percentile above counts the
+        // failed above every value: the two differ when any failed).
         let p50 = stats::percentile(&vals, 50.0);
         let mut v = verdict(
             name,
             outcome,
             format!(
-                "{} {shown} (limit {} {unit}; p50 {}; numpy linear percentiles; {n_of}{})",
+                "{} {shown} (limit {} {unit}; p50 of succeeded {}; numpy linear percentiles; {n_of}{})",
                 b.metric.name(),
                 b.limit_ms,
                 p50.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
@@ -518,19 +574,40 @@ fn latency_verdicts(
                 }
             ),
         );
+        // `median` carries the statistic compared with the bound: here the pNN judged (failed counted above
+        // every value), as docs/results-json.md states.
         v.median = (p < 1e299).then_some(p);
         v.values = vals.iter().map(|x| Some(*x)).collect();
+        v.bound = Some(crate::vocab::Bound::for_metric(
+            latency_metric(b.metric),
+            b.limit_ms,
+        ));
         out.push(v);
     }
     out
 }
 
+/// The registry's metric ([`crate::vocab::Metric`]) of a load latency bound's metric.
+fn latency_metric(m: crate::spec::load::LatencyMetric) -> crate::vocab::Metric {
+    use crate::spec::load::LatencyMetric as L;
+    use crate::vocab::Metric as M;
+    match m {
+        L::Ttft => M::Ttft,
+        L::Itl => M::Itl,
+        L::Tpot => M::Tpot,
+        L::E2e => M::E2e,
+    }
+}
+
 /// The throughput of one point: output tok/s and requests/s over the measured window against their floors,
 /// with the scaling efficiency against concurrency 1.
+///
+/// A closed-loop point whose peak real concurrency ([`agg::peak_concurrency`]) never reached its concurrency
+/// is INDETERMINATE: its throughput is that of a lighter load, never passed (nor failed) as the load asked.
 fn throughput_verdict(
     t: &crate::spec::load::ThroughputAssert,
     prefix: &str,
-    point: Point,
+    (point, duration_s): (Point, Option<f64>),
     samples: &[Sample],
     tok_s_1: Option<f64>,
     n_of: &str,
@@ -561,15 +638,38 @@ fn throughput_verdict(
             .unwrap_or_default(),
         _ => String::new(),
     };
+    let peak = agg::peak_concurrency(samples);
+    let figure = throughput_figure(t, tok_s, rps);
     let details = format!(
-        "output {} tok/s, {} requests/s over the measured window {} ms; peak real concurrency {}{scaling} ({n_of}){}",
+        "output {} tok/s, {} requests/s over the measured window {} ms; peak real concurrency {peak}{scaling} ({n_of}){}",
         tok_s.map(|x| format!("{x:.1}")).unwrap_or("-".into()),
         rps.map(|x| format!("{x:.2}")).unwrap_or("-".into()),
         agg::window_ms(samples).map(|x| format!("{x:.0}")).unwrap_or("-".into()),
-        agg::peak_concurrency(samples),
         if bad.is_empty() { String::new() } else { format!(": {}", bad.join("; ")) }
     );
-    verdict(
+    if let Point::Concurrency(c) = point {
+        if peak < c as usize {
+            let remedy = if samples.len() < c as usize {
+                match duration_s {
+                    Some(d) => format!(
+                        "{} sent within duration_s = {d} s: raise [load] duration_s",
+                        samples.len()
+                    ),
+                    None => format!("raise [load] requests to {c} or more"),
+                }
+            } else {
+                "its requests ended before the next were sent".to_string()
+            };
+            let mut v = verdict(
+                name,
+                Outcome::Indeterminate,
+                format!("peak real concurrency {peak} never reached the asked concurrency {c} ({remedy}): the throughput of c={c} was not measured; {details}"),
+            );
+            (v.median, v.bound) = figure;
+            return v;
+        }
+    }
+    let mut v = verdict(
         name,
         if bad.is_empty() {
             Outcome::Pass
@@ -577,7 +677,35 @@ fn throughput_verdict(
             Outcome::Fail
         },
         details,
-    )
+    );
+    (v.median, v.bound) = figure;
+    v
+}
+
+/// The figure and floor a throughput verdict carries into results: output tok/s when `floor_tok_s` is given,
+/// else requests/s.
+fn throughput_figure(
+    t: &crate::spec::load::ThroughputAssert,
+    tok_s: Option<f64>,
+    rps: Option<f64>,
+) -> (Option<f64>, Option<crate::vocab::Bound>) {
+    match (t.floor_tok_s, t.floor_rps) {
+        (Some(f), _) => (
+            tok_s,
+            Some(crate::vocab::Bound::for_metric(
+                crate::vocab::Metric::OutputThroughput,
+                f,
+            )),
+        ),
+        (None, Some(f)) => (
+            rps,
+            Some(crate::vocab::Bound::for_metric(
+                crate::vocab::Metric::RequestThroughput,
+                f,
+            )),
+        ),
+        (None, None) => (None, None),
+    }
 }
 
 /// The goodput of one point: the SLO attainment of the planned requests (those not measured counted apart,
@@ -645,7 +773,12 @@ fn goodput_verdict(
         g.at_least,
         gp.map(|x| format!("{x:.2}")).unwrap_or("-".into())
     ));
+    // `median` carries the SLO attainment (the statistic compared with `at_least`), not a median.
     v.median = att;
+    v.bound = Some(crate::vocab::Bound::for_metric(
+        crate::vocab::Metric::SloAttainment,
+        g.at_least,
+    ));
     v
 }
 
@@ -694,11 +827,18 @@ fn consistency(
             notes.push(line);
         }
     }
+    // Nothing compared: no verdict on consistency (the failures themselves fail the errors and latency
+    // verdicts of their point), never a FAIL for want of evidence.
     if compared == 0 {
-        return (
-            Outcome::Fail,
-            "no succeeded reply had a concurrency-1 reply to compare with".into(),
-        );
+        let ok = js.iter().filter(|j| j.sample.ok).count();
+        let why = if ok == 0 {
+            format!("no reply at {label} succeeded")
+        } else if base.is_empty() {
+            "no reply at c=1 succeeded".to_string()
+        } else {
+            format!("none of the {ok} succeeded replies at {label} has a succeeded c=1 reply to the same prompt")
+        };
+        return (Outcome::Indeterminate, format!("nothing to compare: {why}"));
     }
     let rule = if fallbacks.is_empty() {
         format!("rule {}, top {}", c.rule.name(), c.top_k)

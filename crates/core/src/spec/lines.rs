@@ -8,6 +8,10 @@ use crate::vocab::AssertionKind;
 
 /// [`line_of`] on the TOML text itself (for a gate file that did not parse into a [`GateSpec`]).
 pub fn line_in(text: &str, assertion: &str) -> usize {
+    // A load trial (`[c=16]::ttft_p95`): its bound's key or its `[assert.X]` header ([`load_line_in`]).
+    if let Some((_, trial)) = assertion.split_once("]::") {
+        return load_line_in(text, trial).unwrap_or(1);
+    }
     let Ok(doc) = text.parse::<toml_edit::ImDocument<String>>() else {
         return 1;
     };
@@ -36,6 +40,26 @@ pub(crate) fn decl_lines_in(
         Ok(doc) => decl_lines(doc.as_table(), text, kinds),
         Err(_) => BTreeMap::new(),
     }
+}
+
+/// The line of `text` declaring a load trial's assertion, `trial` being the part after the point
+/// (`ttft_p95`, `throughput`, `parity_ttft_p50`): a latency bound's key (`ttft_p95_ms = 800`, the bound a person
+/// edits, as `rate`'s `floor_tok_s`), else the `[assert.X]` header (`[assert.parity]` for `parity_*`). None
+/// when not found.
+pub(super) fn load_line_in(text: &str, trial: &str) -> Option<usize> {
+    let doc = text.parse::<toml_edit::ImDocument<String>>().ok()?;
+    let table = match trial {
+        "throughput" | "goodput" | "errors" | "consistency" => trial,
+        t if t.starts_with("parity_") => "parity",
+        t => {
+            let key = format!("assert.latency.{t}_ms");
+            let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+            return key_span(doc.as_table(), &key)
+                .map(|r| line(r.start))
+                .or_else(|| decl_line_in(doc.as_table(), text, "latency"));
+        }
+    };
+    decl_line_in(doc.as_table(), text, table)
 }
 
 /// [`line_in`] on the parsed document `doc` of `text`: None when `assertion` is not found.

@@ -596,7 +596,8 @@ impl GateSpec {
     }
 
     /// [`Self::decl_line`] for a trial name after the gate's (`rate`, `[c=16]::ttft_p95`), 1 when it names no
-    /// declared assertion: the same line [`line_in`] finds in the file's text.
+    /// declared assertion: the same line [`line_in`] finds in the file's text. A load trial's line is its
+    /// latency bound's key (`ttft_p95_ms = 800`) or its `[assert.X]` header, found in the gate's text.
     pub fn decl_line_of(&self, name: &str) -> usize {
         if let Some(c) = self.contract.as_ref().and_then(|c| c.by_trial(name)) {
             return c.line;
@@ -608,6 +609,12 @@ impl GateSpec {
             .find(|s| s.trial_name() == name)
         {
             return s.line;
+        }
+        // A load trial (`[c=16]::ttft_p95`): its bound's key or its `[assert.X]` header.
+        if let Some((_, trial)) = name.split_once("]::") {
+            if let Some(l) = super::lines::load_line_in(&self.source, trial) {
+                return l;
+            }
         }
         AssertionKind::from_name(name)
             .and_then(|k| self.decl_line(k))
