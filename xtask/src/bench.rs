@@ -726,7 +726,7 @@ pub fn cli_bench_self(args: &BenchArgs) -> i32 {
     }
     out.insert("machine_end".into(), machine());
     report.push(format!(
-        "load average at the end: {:?}\n",
+        "load average at the end of the bench (every section): {:?}\n",
         servegate::evidence::load_avg()
     ));
     // A section that measured nothing fails the bench, said why: a figure never prints unmeasured.

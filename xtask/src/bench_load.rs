@@ -230,7 +230,9 @@ pub fn section_load(streams: &[usize], report: &mut Vec<String>) -> Value {
     }
     crate::bench_load_cores::table(report, two_rows);
     let load_end = servegate::evidence::load_avg();
-    report.push(format!("\nload average at the end: {load_end:?}\n"));
+    report.push(format!(
+        "\nload average at the end of the load section: {load_end:?}\n"
+    ));
     if let Some((b, l)) = side {
         report.push(
             "### Concurrency 1, side by side (same serve, same schedule, in this order)\n".into(),
