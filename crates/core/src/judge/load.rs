@@ -316,53 +316,7 @@ fn judge_point(
             .map(|n| n as usize);
         let planned = gate_plan.unwrap_or(rec.planned).max(samples.len());
         let n_of = format!("n={} of {planned} planned", samples.len());
-        // Void: the client fell behind its schedule.
-        let lag = agg::lag_p99_ms(&samples);
-        let extra = gate_plan.filter(|p| samples.len() > *p);
-        let void = if let (Some(p), Some(imp)) = (extra, &ev.run.imported) {
-            Some(format!(
-                "{}'s file holds {} judged requests, {} beyond the gate's plan of {p} ([load] requests): the load was not the load asked for (judge it with a gate that plans {}, or rerun the tool with {p})",
-                imp.tool,
-                samples.len(),
-                samples.len() - p,
-                samples.len()
-            ))
-        } else if samples.len() < planned {
-            Some(match &ev.run.imported {
-                Some(imp) => format!(
-                    "{} of {planned} planned requests are not in {}'s file (it holds {}; the plan is the gate's [load] requests): the load was not the load asked for",
-                    planned - samples.len(),
-                    imp.tool,
-                    samples.len()
-                ),
-                None => format!(
-                    "{} of {planned} planned requests were not sent ({}): the load was not the load asked for",
-                    planned - samples.len(),
-                    ev.run
-                        .notes
-                        .iter()
-                        .find(|n| n.starts_with("load_client"))
-                        .map_or("the run deadline or a stop came first", |n| n.as_str())
-                ),
-            })
-        } else if samples.is_empty() {
-            // Nothing sent and nothing planned (a `duration_s` point plans what it sent): no load was
-            // applied, so nothing is measured under it: every assertion of the point is VOID, never a pass of
-            // "0 of 0".
-            Some(match load.spec.duration_s {
-                Some(d) => format!(
-                    "no judged request was sent within duration_s = {d} s ({n_of}): no load was applied, nothing was measured; raise [load] duration_s"
-                ),
-                None => format!(
-                    "no judged request was sent ({n_of}): no load was applied, nothing was measured"
-                ),
-            })
-        } else {
-            lag.filter(|l| *l > load.spec.max_lag_ms).map(|l| format!(
-                "the client fell behind its schedule: send lag p99 {l:.2} ms > max_lag_ms {} (the load was not the load asked for; nothing measured under it counts)",
-                load.spec.max_lag_ms
-            ))
-        };
+        let void = void_why(load, ev, &samples, planned, gate_plan, &n_of);
         if let Some(why) = void {
             for n in mine {
                 out.push(verdict(n.clone(), Outcome::Void, why.clone()));
@@ -442,6 +396,65 @@ fn judge_point(
             let (outcome, details) = consistency(&pe.point.label(), base, &js, c);
             out.push(verdict(name, outcome, details));
         }
+    }
+}
+
+/// Why a point's verdicts are all VOID, or None: the load applied was not the load asked for (requests
+/// not sent or not in an import's file, more than the gate planned, none sent at all, or the client's send
+/// lag p99 over `max_lag_ms`).
+fn void_why(
+    load: &crate::spec::load::LoadGate,
+    ev: &Evidence,
+    samples: &[Sample],
+    planned: usize,
+    gate_plan: Option<usize>,
+    n_of: &str,
+) -> Option<String> {
+    let lag = agg::lag_p99_ms(samples);
+    let extra = gate_plan.filter(|p| samples.len() > *p);
+    if let (Some(p), Some(imp)) = (extra, &ev.run.imported) {
+        Some(format!(
+            "{}'s file holds {} judged requests, {} beyond the gate's plan of {p} ([load] requests): the load was not the load asked for (judge it with a gate that plans {}, or rerun the tool with {p})",
+            imp.tool,
+            samples.len(),
+            samples.len() - p,
+            samples.len()
+        ))
+    } else if samples.len() < planned {
+        Some(match &ev.run.imported {
+            Some(imp) => format!(
+                "{} of {planned} planned requests are not in {}'s file (it holds {}; the plan is the gate's [load] requests): the load was not the load asked for",
+                planned - samples.len(),
+                imp.tool,
+                samples.len()
+            ),
+            None => format!(
+                "{} of {planned} planned requests were not sent ({}): the load was not the load asked for",
+                planned - samples.len(),
+                ev.run
+                    .notes
+                    .iter()
+                    .find(|n| n.starts_with("load_client"))
+                    .map_or("the run deadline or a stop came first", |n| n.as_str())
+            ),
+        })
+    } else if samples.is_empty() {
+        // Nothing sent and nothing planned (a `duration_s` point plans what it sent): no load was
+        // applied, so nothing is measured under it: every assertion of the point is VOID, never a pass of
+        // "0 of 0".
+        Some(match load.spec.duration_s {
+            Some(d) => format!(
+                "no judged request was sent within duration_s = {d} s ({n_of}): no load was applied, nothing was measured; raise [load] duration_s"
+            ),
+            None => format!(
+                "no judged request was sent ({n_of}): no load was applied, nothing was measured"
+            ),
+        })
+    } else {
+        lag.filter(|l| *l > load.spec.max_lag_ms).map(|l| format!(
+            "the client fell behind its schedule: send lag p99 {l:.2} ms > max_lag_ms {} (the load was not the load asked for; nothing measured under it counts)",
+            load.spec.max_lag_ms
+        ))
     }
 }
 
