@@ -101,6 +101,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         requests,
         lacks: Vec::new(),
         notes: Vec::new(),
+        file_sha256: None,
     })
 }
 

@@ -106,6 +106,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
             "GuideLLM records the first and last token times per request, not each token's (request_stats.py spaces the iterations evenly)".into(),
         )],
         notes,
+        file_sha256: None,
     })
 }
 

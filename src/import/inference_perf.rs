@@ -75,6 +75,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         requests,
         lacks: Vec::new(),
         notes,
+        file_sha256: None,
     })
 }
 

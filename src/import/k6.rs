@@ -185,6 +185,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         requests,
         lacks: Vec::new(),
         notes,
+        file_sha256: None,
     })
 }
 

@@ -97,17 +97,66 @@ impl Tool {
     }
 }
 
+/// The most bytes a tool's file may hold to be imported: 4 GiB. The file is read whole and parsed into
+/// memory (several times its size for JSON), so a larger one is refused, said, before it is read, never
+/// left to exhaust the runner's memory (a hostile or mistaken path: `/dev/zero`, a log).
+pub const MAX_FILE_BYTES: u64 = 4 << 30;
+
+/// Reads the tool's file at `path` whole: a regular file (never a FIFO, device or directory, which could
+/// block or never end) of at most [`MAX_FILE_BYTES`], counted as read too (a file growing while read is
+/// refused). Errors name the path and why.
+pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let p = path.display();
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, for ever.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("{p}: {e}"))?;
+    let meta = f.metadata().map_err(|e| format!("{p}: {e}"))?;
+    if !meta.is_file() {
+        let kind = if meta.is_dir() {
+            "a directory"
+        } else {
+            "a FIFO, socket or device"
+        };
+        return Err(format!(
+            "{p}: not a regular file ({kind}): servegate imports the file a tool wrote; save the tool's output to a file and import that"
+        ));
+    }
+    let too_big = |n: u64| {
+        format!(
+            "{p}: {n} bytes, over the {} GiB an import reads (servegate reads a tool's file whole); import one point's file at a time",
+            MAX_FILE_BYTES >> 30
+        )
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{p}: {e}"))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
 /// Reads `path` as `tool`'s output ([`Tool::parse`]); for AIPerf, the version and command from the
 /// aggregate file beside it ([`aiperf::sibling`]). Errors: the file cannot be read, is not UTF-8 (the line
 /// named), or the parser's.
 pub fn read(tool: Tool, path: &Path) -> Result<ToolRun, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = read_file(path)?;
     let text = std::str::from_utf8(&bytes).map_err(|e| {
         let at = e.valid_up_to();
         let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
         format!("line {line}: not UTF-8 (byte {at}): JSON is UTF-8; another tool's file, or a binary one?")
     })?;
     let mut run = tool.parse(text)?;
+    run.file_sha256 = Some(crate::io::hash::sha256_bytes(&bytes));
     if tool == Tool::AiPerf {
         let (version, command) = aiperf::sibling(path);
         if version.is_some() || command.is_some() {
@@ -185,6 +234,9 @@ pub struct ToolRun {
     pub lacks: Vec<(String, String)>,
     /// Facts about the file worth a note in `run.json` (model, backend, ...), outside text.
     pub notes: Vec<String>,
+    /// The sha256 (hex) of the bytes parsed, set by [`read`] (None from a parser alone): the provenance
+    /// names the bytes judged, not a second read of a file that may have changed.
+    pub file_sha256: Option<String>,
 }
 
 impl ToolRun {
@@ -661,8 +713,10 @@ pub(crate) fn provenance(
     run: &ToolRun,
     opts: &ImportOptions,
 ) -> Result<Imported, String> {
-    let file_bytes =
-        std::fs::read(&opts.file).map_err(|e| format!("{}: {e}", opts.file.display()))?;
+    let file_sha256 = match &run.file_sha256 {
+        Some(h) => h.clone(),
+        None => crate::io::hash::sha256_bytes(&read_file(&opts.file)?),
+    };
     let version = match (&run.version, &opts.version) {
         (Some(f), Some(a)) if f != a => {
             return Err(format!(
@@ -678,7 +732,7 @@ pub(crate) fn provenance(
         version: version.clone(),
         command,
         file: opts.file.display().to_string(),
-        file_sha256: crate::io::hash::sha256_bytes(&file_bytes),
+        file_sha256,
         text_recorded: text_usable(run),
         lacks: run
             .lacks

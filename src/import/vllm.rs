@@ -147,6 +147,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         requests,
         lacks: Vec::new(),
         notes,
+        file_sha256: None,
     };
     super::check_starts(&run, |i| format!("$.start_times[{i}]"))?;
     Ok(run)

@@ -586,3 +586,43 @@ fn load_verdicts_carry_their_line_bound_and_metric_and_annotate_the_gate_given()
     assert_eq!(out.status.code(), Some(0), "{bmf}");
     assert_eq!(bmf.trim(), "{}", "a load trial exported as a median");
 }
+
+/// What is not a tool's file is refused at once, named, exit 5, nothing written: a device that never ends
+/// (`/dev/zero`: it read until memory ran out), a FIFO with no writer (it waited for ever), a directory,
+/// and a (sparse) file over the 4 GiB an import reads whole.
+#[test]
+fn a_device_a_fifo_a_directory_or_an_oversized_file_is_refused_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), PASSING);
+    let fifo = tmp.path().join("fifo.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let big = tmp.path().join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len((4u64 << 30) + 1)
+        .unwrap();
+    for (file, why) in [
+        (
+            PathBuf::from("/dev/zero"),
+            "not a regular file (a FIFO, socket or device)",
+        ),
+        (fifo, "not a regular file (a FIFO, socket or device)"),
+        (tmp.path().to_path_buf(), "not a regular file (a directory)"),
+        (big, "4294967297 bytes, over the 4 GiB an import reads"),
+    ] {
+        let out = tmp.path().join("run");
+        let (code, stdout, stderr) = import(&[
+            "--from",
+            "vllm-bench",
+            file.to_str().unwrap(),
+            "--gate",
+            g.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 5, "{}: {stdout}\n{stderr}", file.display());
+        assert!(stderr.contains(why), "{}: {stderr}", file.display());
+        assert!(!out.exists(), "nothing written for {}", file.display());
+    }
+}
