@@ -202,9 +202,11 @@ fn a_bound_under_the_tools_values_fails_and_bad_input_exits_with_its_code() {
 #[test]
 fn a_guidellm_run_refuses_itl_percentiles_and_the_verdict_says_why() {
     let tmp = tempfile::tempdir().unwrap();
-    let text = "[gate]\nname = \"import-guidellm\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"synthetic\"\nmax_tokens = 16\nprompts = [\"a\"]\n[load]\nconcurrency = [2]\nrequests = 6\n[assert.latency]\nttft_p50_ms = 500\nitl_p50_ms = 50\n";
-    let g = tmp.path().join("gate.toml");
-    std::fs::write(&g, text).unwrap();
+    let g = gate(
+        tmp.path(),
+        "[assert.latency]\nttft_p50_ms = 500\nitl_p50_ms = 50",
+    );
+    edit(&g, "requests = 12", "requests = 6");
     let file = data("guidellm-c2.json");
     let (code, stdout, stderr) = import(&[
         "--from",
@@ -501,9 +503,9 @@ fn a_guidellm_import_takes_the_gates_warmups_from_its_first_requests() {
 #[test]
 fn consistency_of_an_import_without_its_c1_point_is_indeterminate() {
     let tmp = tempfile::tempdir().unwrap();
-    let text = "[gate]\nname = \"import-guidellm\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"synthetic\"\nmax_tokens = 16\nprompts = [\"a\"]\n[load]\nconcurrency = [1, 2]\nrequests = 6\n[assert.consistency]\nrule = \"exact\"\n";
-    let g = tmp.path().join("gate.toml");
-    std::fs::write(&g, text).unwrap();
+    let g = gate(tmp.path(), "[assert.consistency]\nrule = \"exact\"");
+    edit(&g, "requests = 12", "requests = 6");
+    edit(&g, "concurrency = [2]", "concurrency = [1, 2]");
     let (code, stdout, stderr) = import(&[
         "--from",
         "guidellm",
@@ -531,9 +533,11 @@ fn consistency_of_an_import_without_its_c1_point_is_indeterminate() {
 fn load_verdicts_carry_their_line_bound_and_metric_and_annotate_the_gate_given() {
     let tmp = tempfile::tempdir().unwrap();
     // Line 13: ttft_p50_ms; line 14: [assert.throughput].
-    let text = "[gate]\nname = \"import-guidellm\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"synthetic\"\nmax_tokens = 16\nprompts = [\"a\"]\n[load]\nconcurrency = [2]\nrequests = 6\n[assert.latency]\nttft_p50_ms = 0.001\n[assert.throughput]\nfloor_tok_s = 1.0\n";
-    let g = tmp.path().join("gate.toml");
-    std::fs::write(&g, text).unwrap();
+    let g = gate(
+        tmp.path(),
+        "[assert.latency]\nttft_p50_ms = 0.001\n[assert.throughput]\nfloor_tok_s = 1.0",
+    );
+    edit(&g, "requests = 12", "requests = 6");
     let json = tmp.path().join("results.json");
     let (code, stdout, stderr) = import(&[
         "--from",
