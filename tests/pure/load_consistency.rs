@@ -381,3 +381,20 @@ fn the_exact_rule_fails_a_noise_level_parting() {
     assert!(v.message.contains("rule exact, top 5"), "{}", v.message);
     assert!(v.message.contains("close at token 5"), "{}", v.message);
 }
+
+/// `rule = "exact"` without logprobs compares byte for byte on the text, and says so without contradicting
+/// itself (a trial saw `rule exact on the text, not exact`).
+#[test]
+fn the_exact_rule_without_logprobs_says_byte_for_byte() {
+    let at4: Vec<(Vec<Tok>, bool)> = (0..4).map(|i| (base_reply(i % 2), false)).collect();
+    let v = judge("rule = \"exact\"", at4);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+    assert!(
+        v.message.contains(
+            "rule exact, byte for byte on the text, not token for token (logprobs missing: this run's reply carries no logprobs)"
+        ),
+        "{}",
+        v.message
+    );
+    assert!(!v.message.contains("not exact"), "{}", v.message);
+}

@@ -44,6 +44,18 @@ pub fn counted(n: usize, noun: &str) -> String {
     }
 }
 
+/// `x` with its sign and `decimals` places (`{:+.N}`), a value that rounds to zero shown `+0.00`, never
+/// `-0.00` (a sign on nothing reads as a direction). `signed(-0.001, 2)` is `+0.00`, `signed(-1.5, 1)` is
+/// `-1.5`. For servegate's own figures.
+pub fn signed(x: f64, decimals: usize) -> String {
+    let s = format!("{x:+.decimals$}");
+    if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
+        format!("+{}", &s[1..])
+    } else {
+        s
+    }
+}
+
 /// True for a character outside text may not carry to a terminal raw: every control character (C0
 /// including TAB, CR and LF, DEL, C1) and the invisible formatting characters (zero-width space and joiners,
 /// LRM/RLM, the bidi embeddings and overrides and isolates, BOM, the line and paragraph separators).
@@ -288,6 +300,18 @@ pub fn strip_escapes_counted(text: &str) -> (String, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_signed_zero_carries_no_minus() {
+        assert_eq!(signed(-0.001, 2), "+0.00");
+        assert_eq!(signed(-0.0, 1), "+0.0");
+        assert_eq!(signed(0.004, 2), "+0.00");
+        assert_eq!(signed(-0.006, 2), "-0.01");
+        assert_eq!(signed(-1.5, 1), "-1.5");
+        assert_eq!(signed(2.25, 2), "+2.25");
+        assert_eq!(signed(-3.0, 0), "-3");
+        assert_eq!(signed(-0.4, 0), "+0");
+    }
 
     #[test]
     fn a_count_of_one_is_singular() {

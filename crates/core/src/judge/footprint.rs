@@ -324,13 +324,13 @@ pub(super) fn judge_regression(
         ""
     };
     let mut details = format!(
-        "{} {} {unit} vs the baseline's {}-{} {unit} ({:+.1} % to {:+.1} %; {allowed} {} %{between}; n=1 run vs {} windows); {design}",
+        "{} {} {unit} vs the baseline's {}-{} {unit} ({} % to {} %; {allowed} {} %{between}; n=1 run vs {} windows); {design}",
         r.label,
         fmt(m, cand),
         fmt(m, lo),
         fmt(m, hi),
-        vs_hi * 100.0,
-        vs_lo * 100.0,
+        crate::text::signed(vs_hi * 100.0, 1),
+        crate::text::signed(vs_lo * 100.0, 1),
         r.max_drop_pct,
         base.len()
     );

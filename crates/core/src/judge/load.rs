@@ -855,6 +855,12 @@ fn consistency(
     }
     let rule = if fallbacks.is_empty() {
         format!("rule {}, top {}", c.rule.name(), c.top_k)
+    } else if c.rule == crate::spec::drift::Rule::Exact {
+        // Exact compares token for token when both replies carry logprobs, byte for byte otherwise.
+        format!(
+            "rule exact, byte for byte on the text, not token for token (logprobs missing: {})",
+            fallbacks.join("; ")
+        )
     } else {
         format!(
             "rule exact on the text, not {} (logprobs missing: {})",

@@ -278,7 +278,8 @@ fn compare(b: &ParityBound, ours: &Side, theirs: &Side) -> (Outcome, String) {
     (
         outcome,
         format!(
-            "{m} p{p}: {who} {t:.2} ms, servegate's client {o:.2} ms, difference {d:+.2} ms ({verb} the bound of {bound}); {}; {who}'s figures are its own timings, not servegate's client's; numpy linear percentiles; {ns}",
+            "{m} p{p}: {who} {t:.2} ms, servegate's client {o:.2} ms, difference {} ms ({verb} the bound of {bound}); {}; {who}'s figures are its own timings, not servegate's client's; numpy linear percentiles; {ns}",
+            crate::text::signed(d, 2),
             referee(b, ours.ev, o, t, who),
         ),
     )
@@ -308,8 +309,10 @@ fn referee(b: &ParityBound, own: &Evidence, o: f64, t: f64, who: &str) -> String
         format!("{who} is closer")
     };
     format!(
-        "referee: the serve's truth {truth:.2} ms ({TRUTH_HEADER}, {} replies): {closer} (servegate's client {eo:+.2} ms off, {who} {et:+.2} ms off)",
-        truths.len()
+        "referee: the serve's truth {truth:.2} ms ({TRUTH_HEADER}, {} replies): {closer} (servegate's client {} ms off, {who} {} ms off)",
+        truths.len(),
+        crate::text::signed(eo, 2),
+        crate::text::signed(et, 2)
     )
 }
 

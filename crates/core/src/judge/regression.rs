@@ -46,7 +46,7 @@ fn pct(log_ratio: f64) -> String {
     if p.abs() < 0.05 {
         "+0.0".into()
     } else {
-        format!("{p:+.1}")
+        crate::text::signed(p, 1)
     }
 }
 
