@@ -264,3 +264,30 @@ fn check_warns_of_a_percentile_the_planned_requests_can_never_decide() {
     );
     assert!(!stdout.contains("ttft_p50_ms can never"), "{stdout}");
 }
+
+/// `servegate check` warns, gate still ok, of parity bounds no run can decide: an ITL bound where GuideLLM
+/// is the parity tool (it keeps each request's first and last token times only: every run was
+/// INDETERMINATE, `check` said ok), and a p95 over 20 planned requests; the TTFT p50 bound is not warned.
+#[test]
+fn check_warns_of_parity_bounds_no_run_can_decide() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "[gate]\nname = \"par\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"a\"]\n[load]\nconcurrency = 2\nrequests = 20\nparity = \"guidellm\"\n[assert.parity]\nitl_p50_ms = 5\ntpot_p95_pct = 10\nttft_p50_ms = 10\n";
+    let g = tmp.path().join("par.toml");
+    std::fs::write(&g, text).unwrap();
+    let out = crate::fixtures::servegate()
+        .arg("check")
+        .arg(&g)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("warning: [assert.parity] itl_p50_ms can never be decided: GuideLLM (parity = \"guidellm\") records each request's first and last token times"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("warning: [assert.parity] tpot_p95_pct can never be decided: p95 needs at least 59 requests per point, [load] requests = 20"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("ttft_p50_ms can never"), "{stdout}");
+}

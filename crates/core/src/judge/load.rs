@@ -62,26 +62,53 @@ pub fn not_judged(gate: &GateSpec, point: Point, reason: &str) -> Vec<Verdict> {
         .collect()
 }
 
-/// The latency bounds of `load` no run can ever decide, each as a warning line for `servegate check`: a
-/// TTFT, TPOT or E2E percentile whose [`min_n_for`] exceeds `[load] requests` (one value per request, so
-/// every run is INDETERMINATE: p95 needs 59 requests). ITL pools every gap (many per request) and a
-/// `duration_s` point sends what the duration allows: neither is known before a run, so neither is warned.
+/// The latency and parity bounds of `load` no run can ever decide, each as a warning line for `servegate
+/// check`: a TTFT, TPOT or E2E percentile whose [`min_n_for`] exceeds `[load] requests` (one value per
+/// request, so every run is INDETERMINATE: p95 needs 59 requests), in `[assert.latency]` or
+/// `[assert.parity]`; and an ITL bound where GuideLLM times the requests (`driver = "guidellm"` for
+/// `[assert.latency]`, `parity = "guidellm"` for `[assert.parity]`): GuideLLM keeps each request's first
+/// and last token times, not each token's (`import::guidellm`'s `lacks`). ITL otherwise pools every gap
+/// (many per request) and a `duration_s` point sends what the duration allows: neither is known before a
+/// run, so neither is warned.
 pub fn undecidable(load: &crate::spec::load::LoadGate) -> Vec<String> {
-    let Some(n) = load.spec.requests else {
-        return Vec::new();
+    use crate::spec::load::{Driver, LatencyMetric};
+    let mut out = Vec::new();
+    let guidellm_itl = |table: &str, key: &str, role: &str| {
+        format!(
+            "[assert.{table}] {key} can never be decided: GuideLLM ({role}) records each request's first and last token times, not each token's (every run INDETERMINATE; judge TTFT, TPOT or E2E, or use another tool)"
+        )
     };
-    load.assertions
+    let bounds = load
+        .assertions
         .latency
         .iter()
-        .filter(|b| b.metric != crate::spec::load::LatencyMetric::Itl)
-        .filter_map(|b| {
-            let need = min_n_for(f64::from(b.p));
-            (need > n as usize).then(|| format!(
-                "[assert.latency] {} can never be decided: p{} needs at least {need} requests per point, [load] requests = {n} (every run INDETERMINATE; raise requests to {need} or lower the percentile)",
-                b.key, b.p
-            ))
-        })
-        .collect()
+        .map(|b| ("latency", &b.key, b.metric, b.p))
+        .chain(
+            load.assertions
+                .parity
+                .iter()
+                .map(|b| ("parity", &b.key, b.metric, b.p)),
+        );
+    for (table, key, metric, p) in bounds {
+        if metric == LatencyMetric::Itl {
+            if table == "latency" && load.spec.driver == Driver::GuideLlm {
+                out.push(guidellm_itl(table, key, "driver = \"guidellm\""));
+            } else if table == "parity" && load.spec.parity == Some(Driver::GuideLlm) {
+                out.push(guidellm_itl(table, key, "parity = \"guidellm\""));
+            }
+            continue;
+        }
+        let Some(n) = load.spec.requests else {
+            continue;
+        };
+        let need = min_n_for(f64::from(p));
+        if need > n as usize {
+            out.push(format!(
+                "[assert.{table}] {key} can never be decided: p{p} needs at least {need} requests per point, [load] requests = {n} (every run INDETERMINATE; raise requests to {need} or lower the percentile)"
+            ));
+        }
+    }
+    out
 }
 
 /// A judged request of a point: sample plus reply (for consistency), prompt index and prompt.
