@@ -126,7 +126,7 @@ pub(crate) fn connect_target(addr: SocketAddr) -> SocketAddr {
 /// matching the socket inode in `/proc/net/tcp{,6}` against `/proc/*/fd`. Linux only, best effort:
 /// `None` when the socket or its owner cannot be seen (another network or pid namespace, no permission
 /// to read another user's fds, not Linux).
-pub(crate) fn owner_pid(port: u16) -> Option<u32> {
+pub fn owner_pid(port: u16) -> Option<u32> {
     let mut listening = Vec::new();
     let mut other = Vec::new();
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
