@@ -176,8 +176,11 @@ fn request(r: &Node, status: &str) -> Result<ToolRequest, String> {
     let last = t.get("last_token_iteration")?.f64()?;
     if first < start || last < first {
         return Err(format!(
-            "{}: token times out of order (request_start {start}, first_token_iteration {first}, last_token_iteration {last})",
-            t.path
+            "{}: token times out of order (request_start {}, first_token_iteration {}, last_token_iteration {})",
+            t.path,
+            super::shown_num(start),
+            super::shown_num(first),
+            super::shown_num(last)
         ));
     }
     let tokens = match r.opt("output_metrics").and_then(|m| m.opt("total_tokens")) {

@@ -85,8 +85,10 @@ fn entry(e: &Node) -> Result<ToolRequest, String> {
     let end_s = e.get("end_time")?.nonneg()?;
     if end_s < start_s {
         return Err(format!(
-            "{}.end_time: before start_time ({end_s} < {start_s})",
-            e.path
+            "{}.end_time: before start_time ({} < {})",
+            e.path,
+            super::shown_num(end_s),
+            super::shown_num(start_s)
         ));
     }
     let start_ms = start_s * 1000.0;
@@ -123,8 +125,10 @@ fn entry(e: &Node) -> Result<ToolRequest, String> {
         let t = c.nonneg()?;
         if t < last {
             return Err(format!(
-                "{}: {t} is before the request's start or the chunk before ({last}): one clock per run",
-                c.path
+                "{}: {} is before the request's start or the chunk before ({}): one clock per run",
+                c.path,
+                super::shown_num(t),
+                super::shown_num(last)
             ));
         }
         last = t;

@@ -40,6 +40,7 @@ struct Open {
     key: String,
     end_ms: f64,
     duration: Option<f64>,
+    duration_line: usize,
     ttft: Option<f64>,
     itl: Vec<f64>,
     chunks: Option<u64>,
@@ -113,9 +114,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         }
         match metric {
             "llm_requests" => {
-                if let Some(o) = open.take() {
-                    requests.push(close(o)?);
-                }
+                flush(&mut open, &mut requests)?;
                 open = Some(Open {
                     line: n,
                     key,
@@ -125,19 +124,20 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
                 });
             }
             "llm_errors" => {
-                if let Some(o) = open.take() {
-                    requests.push(close(o)?);
-                }
+                flush(&mut open, &mut requests)?;
                 let kind = tags["error_type"].as_str().unwrap_or("(no error_type tag)");
-                requests.push(ToolRequest {
-                    // xk6-llm times a failure's samples when it failed and records no duration: the start is
-                    // not in the file; the failure's time stands for it (it orders the requests only).
-                    start_ms: at_ms,
-                    error: Some(format!(
-                        "{kind}: xk6-llm's error_type (its samples carry no message)"
-                    )),
-                    ..Default::default()
-                });
+                requests.push((
+                    n,
+                    ToolRequest {
+                        // xk6-llm times a failure's samples when it failed and records no duration: the start is
+                        // not in the file; the failure's time stands for it (it orders the requests only).
+                        start_ms: at_ms,
+                        error: Some(format!(
+                            "{kind}: xk6-llm's error_type (its samples carry no message)"
+                        )),
+                        ..Default::default()
+                    },
+                ));
             }
             _ => {
                 let Some(o) = open.as_mut().filter(|o| o.key == key) else {
@@ -149,9 +149,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
             }
         }
     }
-    if let Some(o) = open.take() {
-        requests.push(close(o)?);
-    }
+    flush(&mut open, &mut requests)?;
     if requests.is_empty() {
         return Err(if k6_own > 0 || embed > 0 {
             format!(
@@ -177,7 +175,8 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     for m in models {
         notes.push(format!("k6 model tag: {m}"));
     }
-    Ok(ToolRun {
+    let (lines, requests): (Vec<usize>, Vec<ToolRequest>) = requests.into_iter().unzip();
+    let run = ToolRun {
         version: None,
         command: None,
         point: None,
@@ -186,7 +185,18 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         lacks: Vec::new(),
         notes,
         file_sha256: None,
-    })
+    };
+    super::check_starts(&run, |i| format!("line {}", lines[i]))?;
+    Ok(run)
+}
+
+/// Closes the open request, if any, into `requests` (with the line of its `llm_requests` sample).
+fn flush(open: &mut Option<Open>, requests: &mut Vec<(usize, ToolRequest)>) -> Result<(), String> {
+    if let Some(o) = open.take() {
+        let line = o.line;
+        requests.push((line, close(o)?));
+    }
+    Ok(())
 }
 
 /// True when the text is one JSON document with k6's summary shape (`metrics` of aggregates, `root_group`).
@@ -203,7 +213,10 @@ fn looks_like_summary(text: &str) -> bool {
 fn read_sample(o: &mut Open, metric: &str, value: f64, line: usize) -> Result<(), String> {
     let nonneg = |x: f64| {
         if x < 0.0 {
-            Err(format!("line {line}: {metric}: negative ({x})"))
+            Err(format!(
+                "line {line}: {metric}: negative ({})",
+                super::shown_num(x)
+            ))
         } else {
             Ok(x)
         }
@@ -211,14 +224,18 @@ fn read_sample(o: &mut Open, metric: &str, value: f64, line: usize) -> Result<()
     let whole = |x: f64| {
         if x < 0.0 || x.fract() != 0.0 {
             Err(format!(
-                "line {line}: {metric}: not a whole number >= 0 ({x})"
+                "line {line}: {metric}: not a whole number >= 0 ({})",
+                super::shown_num(x)
             ))
         } else {
             Ok(x as u64)
         }
     };
     match metric {
-        "llm_request_duration" => o.duration = Some(nonneg(value)?),
+        "llm_request_duration" => {
+            o.duration = Some(nonneg(value)?);
+            o.duration_line = line;
+        }
         "llm_ttft" => o.ttft = Some(nonneg(value)?),
         "llm_itl" => o.itl.push(nonneg(value)?),
         "llm_chunks_per_request" => o.chunks = Some(whole(value)?),
@@ -235,6 +252,8 @@ fn close(o: Open) -> Result<ToolRequest, String> {
     let duration = o
         .duration
         .ok_or_else(|| format!("{at}: the request has no llm_request_duration sample"))?;
+    let end_field = format!("line {}: llm_request_duration", o.duration_line);
+    super::check_times(&at, &[], duration, &end_field)?;
     let start_ms = o.end_ms - duration;
     if o.unary {
         return Err(format!(
@@ -272,12 +291,9 @@ fn close(o: Open) -> Result<ToolRequest, String> {
             }
         }
     }
-    let last = *arrivals.last().unwrap_or(&ttft);
-    if last > duration + 1e-6 {
-        return Err(format!(
-            "{at}: the last chunk at {last:.3} ms is after the request's end ({duration:.3} ms, llm_request_duration)"
-        ));
-    }
+    // Every time within a day, and no chunk after the request's end (the shared check: its values printed
+    // through `shown_ms`, never as 300 digits).
+    super::check_times(&at, &arrivals, duration, &end_field)?;
     let tokens = o.tokens.or(o.chunks.filter(|c| *c > 0)).ok_or_else(|| {
         format!("{at}: no llm_completion_tokens (the serve sent no usage) and no llm_chunks_per_request: no token count")
     })?;

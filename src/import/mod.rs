@@ -354,12 +354,24 @@ pub(crate) fn check_starts(run: &ToolRun, at: impl Fn(usize) -> String) -> Resul
     }
 }
 
-/// `ms` for an error: `195.000 ms` up to a day, else in scientific notation (never 40 digits).
-fn shown_ms(ms: f64) -> String {
+/// `ms` for an error: `195.000 ms` up to a day, else in scientific notation (`1.000e303 ms`, never 300
+/// digits). Every reader prints a time from the file through this (or [`shown_num`]).
+pub(crate) fn shown_ms(ms: f64) -> String {
     if ms.abs() <= MAX_SPAN_MS {
         format!("{ms:.3} ms")
     } else {
         format!("{ms:.3e} ms")
+    }
+}
+
+/// A number from the file for an error, in the file's own unit (s, a count): as written (`0.25`,
+/// `1796532996.600991`) between 1e-4 and 1e16 in magnitude, else in scientific notation (`1e300`,
+/// `-2.5e-300`: Rust's `{}` would print every digit of 1e300, or 300 zeros before 2.5e-300).
+pub(crate) fn shown_num(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-4..1e16).contains(&x.abs()) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
     }
 }
 

@@ -851,3 +851,60 @@ fn k6_aborted_streams_fail_and_unary_calls_are_refused() {
         "{e}"
     );
 }
+
+/// A value from the file too large to be a time is printed in exponent form, as every reader prints it
+/// (`import::shown_ms`), never as its 300 digits: k6's `llm_itl`, an inference-perf chunk time, a negative
+/// AIPerf gap, a GuideLLM token time.
+#[test]
+fn a_huge_value_from_the_file_is_printed_in_exponent_form() {
+    let short = |e: &str| {
+        assert!(e.len() < 300 && !e.contains("0000000000"), "{e}");
+    };
+    let good = text(K6);
+    let itl = r#""metric":"llm_itl","type":"Point","data":{"time":"2026-12-07T06:00:00.191250123Z","value":10.0"#;
+    let e = err(
+        Tool::K6,
+        &good.replacen(itl, &itl.replace("10.0", "1e300"), 1),
+    );
+    assert!(
+        e.starts_with("line 4 (llm_requests): a chunk at 1.000e300 ms"),
+        "{e}"
+    );
+    short(&e);
+    let dur = r#""metric":"llm_request_duration","type":"Point","data":{"time":"2026-12-07T06:00:00.191250123Z","value":190.75"#;
+    assert!(good.contains(dur));
+    let e = err(
+        Tool::K6,
+        &good.replacen(dur, &dur.replace("190.75", "1e300"), 1),
+    );
+    assert!(
+        e.contains("llm_request_duration: the request's end at 1.000e300 ms"),
+        "{e}"
+    );
+    short(&e);
+    let e = err(
+        Tool::K6,
+        &good.replacen(itl, &itl.replace("10.0", "-1e300"), 1),
+    );
+    assert!(e.ends_with("llm_itl: negative (-1e300)"), "{e}");
+    // inference-perf: a chunk time of 1e300 s, and one of -1e-300 s (not 300 zeros either).
+    let mut v: serde_json::Value = serde_json::from_str(&text(IP)).unwrap();
+    v[0]["info"]["response_metrics"]["chunk_times"][0] = serde_json::json!(1e300);
+    let e = err(Tool::InferencePerf, &v.to_string());
+    assert!(
+        e.contains("is before the request's start or the chunk before (1e300)"),
+        "{e}"
+    );
+    short(&e);
+    v[0]["info"]["response_metrics"]["chunk_times"][0] = serde_json::json!(-1e-300);
+    let e = err(Tool::InferencePerf, &v.to_string());
+    assert!(e.ends_with("negative (-1e-300)"), "{e}");
+    short(&e);
+    // GuideLLM: a first token at 1e300 s.
+    let mut v: serde_json::Value = serde_json::from_str(&text("guidellm-c2.json")).unwrap();
+    v["benchmarks"][0]["requests"]["successful"][0]["info"]["timings"]["first_token_iteration"] =
+        serde_json::json!(1e300);
+    let e = err(Tool::GuideLlm, &v.to_string());
+    assert!(e.contains("first_token_iteration 1e300"), "{e}");
+    short(&e);
+}
