@@ -24,7 +24,7 @@
 //! content assertions have no text to read. k6's own `http_req_*` samples (a whole response timed, never a
 //! token) are skipped.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
@@ -38,6 +38,9 @@ use super::{ToolRequest, ToolRun};
 struct Open {
     line: usize,
     key: String,
+    /// Every sample of the request, as read (metric and value, after the time and tags): a request whose
+    /// samples repeat another's exactly is one request recorded twice.
+    samples: String,
     end_ms: f64,
     duration: Option<f64>,
     duration_line: usize,
@@ -60,6 +63,8 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     }
     let mut requests = Vec::new();
     let mut open: Option<Open> = None;
+    // Each request's samples (time, tags, values) -> the line of its first: see [`seen_once`].
+    let mut seen: HashMap<String, usize> = HashMap::new();
     let mut models = BTreeSet::new();
     let (mut k6_own, mut embed, mut points) = (0usize, 0usize, 0usize);
     for (i, line) in text.lines().enumerate() {
@@ -114,9 +119,10 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         }
         match metric {
             "llm_requests" => {
-                flush(&mut open, &mut requests)?;
+                flush(&mut open, &mut requests, &mut seen)?;
                 open = Some(Open {
                     line: n,
+                    samples: format!("{key} {metric}={value}"),
                     key,
                     end_ms: at_ms,
                     unary: tags["mode"].as_str() == Some("unary"),
@@ -124,7 +130,8 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
                 });
             }
             "llm_errors" => {
-                flush(&mut open, &mut requests)?;
+                flush(&mut open, &mut requests, &mut seen)?;
+                seen_once(&mut seen, format!("{key} {metric}={value}"), n)?;
                 let kind = tags["error_type"].as_str().unwrap_or("(no error_type tag)");
                 requests.push((
                     n,
@@ -145,11 +152,12 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
                         "line {n}: a {metric} sample whose time and tags match no llm_requests sample before it (xk6-llm pushes a request's samples together, llm_requests first): a file cut or reordered?"
                     ));
                 };
+                o.samples.push_str(&format!(" {metric}={value}"));
                 read_sample(o, metric, value, n)?;
             }
         }
     }
-    flush(&mut open, &mut requests)?;
+    flush(&mut open, &mut requests, &mut seen)?;
     if requests.is_empty() {
         return Err(if k6_own > 0 || embed > 0 {
             format!(
@@ -190,13 +198,36 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     Ok(run)
 }
 
-/// Closes the open request, if any, into `requests` (with the line of its `llm_requests` sample).
-fn flush(open: &mut Option<Open>, requests: &mut Vec<(usize, ToolRequest)>) -> Result<(), String> {
-    if let Some(o) = open.take() {
+/// Closes the open request, if any, into `requests` (with the line of its `llm_requests` sample), refused
+/// when its samples repeat an earlier request's ([`seen_once`]).
+fn flush(
+    open: &mut Option<Open>,
+    requests: &mut Vec<(usize, ToolRequest)>,
+    seen: &mut HashMap<String, usize>,
+) -> Result<(), String> {
+    if let Some(mut o) = open.take() {
         let line = o.line;
+        seen_once(seen, std::mem::take(&mut o.samples), line)?;
         requests.push((line, close(o)?));
     }
     Ok(())
+}
+
+/// Records the samples of the request at `line` (its time, tags and every value, as read) in `seen`;
+/// an error naming both lines when an earlier request's were the same. xk6-llm stamps a request's samples
+/// with the time it ended, to the nanosecond, and the VU's tags: two requests with the same time, tags and
+/// values are one request recorded twice (files joined, lines repeated), refused, never counted twice.
+fn seen_once(
+    seen: &mut HashMap<String, usize>,
+    samples: String,
+    line: usize,
+) -> Result<(), String> {
+    match seen.insert(samples, line) {
+        Some(first) => Err(format!(
+            "line {line}: the request's samples (time, tags and values) are line {first}'s too: one request recorded twice (files joined, or lines repeated?); refused, as counting it twice would judge a run that was not"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// True when the text is one JSON document with k6's summary shape (`metrics` of aggregates, `root_group`).
@@ -231,6 +262,28 @@ fn read_sample(o: &mut Open, metric: &str, value: f64, line: usize) -> Result<()
             Ok(x as u64)
         }
     };
+    let once = |set: bool| {
+        if set {
+            Err(format!(
+                "line {line}: a second {metric} sample for the request of line {} (xk6-llm pushes one per request): lines repeated?",
+                o.line
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    match metric {
+        "llm_request_duration"
+        | "llm_ttft"
+        | "llm_chunks_per_request"
+        | "llm_completion_tokens" => once(match metric {
+            "llm_request_duration" => o.duration.is_some(),
+            "llm_ttft" => o.ttft.is_some(),
+            "llm_chunks_per_request" => o.chunks.is_some(),
+            _ => o.tokens.is_some(),
+        })?,
+        _ => {}
+    }
     match metric {
         "llm_request_duration" => {
             o.duration = Some(nonneg(value)?);
