@@ -833,13 +833,39 @@ fn write_request(
     ))
 }
 
-/// True when every succeeded request's text is recorded and has at least one character per token chunk
-/// (so each chunk carries a piece of the real text).
+/// True when every succeeded request's text is recorded ([`text_unusable`] says why not).
 fn text_usable(run: &ToolRun) -> bool {
-    run.requests.iter().filter(|r| r.error.is_none()).all(|r| {
-        r.text
-            .as_ref()
-            .is_some_and(|t| t.chars().count() >= r.arrivals_ms.len())
+    text_unusable(run).is_none()
+}
+
+/// Why the reads of `run` cannot carry the tool's text, or None when they can: every succeeded request's
+/// text is recorded, and each non-empty one has at least one character per token chunk (so each chunk
+/// carries a piece of the real text). An empty text is recorded all the same: the reply was empty (an
+/// HTTP 200 with an empty answer is a failure, docs/load.md), and its reads carry empty content, so the
+/// content check fails it, never a placeholder that hides it.
+fn text_unusable(run: &ToolRun) -> Option<String> {
+    let ok: Vec<&ToolRequest> = run.requests.iter().filter(|r| r.error.is_none()).collect();
+    let missing = ok.iter().filter(|r| r.text.is_none()).count();
+    if missing > 0 {
+        return Some(if missing == ok.len() {
+            "the tool recorded no text".to_string()
+        } else {
+            format!(
+                "{missing} of {} succeeded replies have no recorded text",
+                ok.len()
+            )
+        });
+    }
+    let short = ok
+        .iter()
+        .filter(|r| {
+            r.text
+                .as_ref()
+                .is_some_and(|t| !t.is_empty() && t.chars().count() < r.arrivals_ms.len())
+        })
+        .count();
+    (short > 0).then(|| {
+        format!("{short} replies' recorded text has fewer characters than their timed chunks")
     })
 }
 
@@ -854,10 +880,12 @@ pub(crate) fn summary(
         "imported by servegate import --from {} {}: the reads are reconstructed from the tool's per-request timings (one read per timed token chunk, at the tool's arrival time{}); the tool's schedule (intended send times, lag) is not recorded",
         imp.tool,
         opts.file.display(),
-        if imp.text_recorded {
-            ", carrying the tool's recorded text"
-        } else {
-            ", carrying one placeholder character per token: the tool recorded no text, so content is not judged"
+        match text_unusable(run) {
+            None => ", carrying the tool's recorded text (an empty one: an empty reply, a content failure)"
+                .to_string(),
+            Some(why) => format!(
+                ", carrying one placeholder character per token: {why}, so content is not judged"
+            ),
         }
     )];
     notes.extend(run.notes.iter().cloned());
@@ -907,6 +935,8 @@ fn reads_of(r: &ToolRequest, text_recorded: bool) -> Vec<TimedRead> {
         }
     };
     let pieces: Vec<String> = match (&r.text, text_recorded) {
+        // The tool recorded an empty reply: empty content at the tool's times, failed by the content check.
+        (Some(t), true) if t.is_empty() => vec![String::new(); k],
         (Some(t), true) => split_text(t, k),
         _ => per
             .iter()
