@@ -67,14 +67,26 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut models = BTreeSet::new();
     let (mut k6_own, mut embed, mut points) = (0usize, 0usize, 0usize);
-    for (i, line) in text.lines().enumerate() {
+    if let Some(why) = one_document(text) {
+        return Err(why);
+    }
+    let (mut offset, mut seen_line) = (0, false);
+    for (i, line) in text.split('\n').enumerate() {
         let n = i + 1;
+        offset += line.len() + 1;
         if line.trim().is_empty() {
             continue;
         }
+        // Nothing but blanks after this line: a value cut here is the file's end (truncated), else the
+        // file goes on, a multi-line document.
+        let last = text.get(offset..).is_none_or(|r| r.trim().is_empty());
+        let first = !seen_line;
+        seen_line = true;
         let v: Value = serde_json::from_str(line).map_err(|e| {
-            if e.is_eof() {
+            if e.is_eof() && last {
                 format!("line {n}: truncated: the line ends inside a JSON value (a file cut while written?)")
+            } else if e.is_eof() && first {
+                format!("line {n}: the line ends inside a JSON value and the file goes on: not k6's JSON-lines output (k6 --out json writes one envelope per line; this is a multi-line JSON document: another tool's file?)")
             } else {
                 format!("line {n}: not JSON: {e}")
             }
@@ -228,6 +240,35 @@ fn seen_once(
         )),
         None => Ok(()),
     }
+}
+
+/// Why `text` is not k6's JSON lines, when it is one JSON document that is not one envelope (another tool's
+/// file, pretty-printed or on one line), or a multi-line document whose first line opens it (`{` or `[`
+/// alone); None otherwise (the lines are then read one by one).
+fn one_document(text: &str) -> Option<String> {
+    let (i, first) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| !l.trim().is_empty())?;
+    let opener = matches!(first.trim(), "{" | "[");
+    let whole = serde_json::from_str::<Value>(text).ok();
+    let envelope = whole
+        .as_ref()
+        .is_some_and(|v| v.get("type").is_some() && v.get("metric").is_some());
+    if envelope || (whole.is_none() && !opener) {
+        return None;
+    }
+    let what = match &whole {
+        Some(v) => format!("the file is one JSON document ({})", super::json::kind(v)),
+        None => format!(
+            "the line is {:?} alone, the start of a multi-line JSON document",
+            first.trim()
+        ),
+    };
+    Some(format!(
+        "line {}: not k6's JSON-lines output (k6 --out json writes one envelope per line): {what}: another tool's file?",
+        i + 1
+    ))
 }
 
 /// True when the text is one JSON document with k6's summary shape (`metrics` of aggregates, `root_group`).

@@ -497,6 +497,9 @@ pub struct Written {
     pub point: Point,
     /// Requests written (warmup included).
     pub requests: usize,
+    /// Of them, warmups (recorded, not judged: AIPerf's `benchmark_phase` `warmup`, or the gate's
+    /// `warmup_requests` applied).
+    pub warmups: usize,
     /// Judged requests the point plans.
     pub planned: usize,
     /// Lines for the person importing (a plan that will VOID, a version not stated...).
@@ -554,8 +557,9 @@ pub fn write_evidence_with(
     let mut notes = Vec::new();
     if judged < planned {
         notes.push(format!(
-            "the point plans {planned} judged requests ({}) and the file holds {judged}: the point will be VOID (the load was not the load asked for)",
-            if load.spec.requests.is_some() { "the gate's [load] requests" } else { "the tool's plan" }
+            "the point plans {planned} judged requests ({}) and the file holds {judged}{}: the point will be VOID (the load was not the load asked for)",
+            if load.spec.requests.is_some() { "the gate's [load] requests" } else { "the tool's plan" },
+            if warmup > 0 { format!(" (and {warmup} warmups, recorded, not judged)") } else { String::new() }
         ));
     }
     if judged > planned && load.spec.requests.is_some() {
@@ -603,6 +607,7 @@ pub fn write_evidence_with(
         dir: dir.to_path_buf(),
         point,
         requests: order.len(),
+        warmups: warmup,
         planned,
         notes,
     })

@@ -698,3 +698,40 @@ fn an_empty_vllm_reply_fails_and_a_file_without_text_says_content_was_not_judged
         "{errors}"
     );
 }
+
+/// An AIPerf file whose records are all warmups: the first line says how many were warmups and how many
+/// judged (it said `imported 6 requests`, then `the file holds 0`).
+#[test]
+fn an_aiperf_file_of_warmups_only_says_so_in_its_first_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), PASSING);
+    edit(&g, "requests = 12", "requests = 6");
+    let text = std::fs::read_to_string(data("aiperf-c2/profile_export.jsonl")).unwrap();
+    let warm = text.replace(
+        "\"benchmark_phase\":\"profiling\"",
+        "\"benchmark_phase\":\"warmup\"",
+    );
+    assert_ne!(warm, text);
+    let file = tmp.path().join("profile_export.jsonl");
+    std::fs::write(&file, warm).unwrap();
+    let (_, stdout, stderr) = import(&[
+        "--from",
+        "aiperf",
+        file.to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        tmp.path().join("run").to_str().unwrap(),
+        "--tool-version",
+        "0.13.0",
+    ]);
+    let first = stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("imported 6 requests (6 warmups, 0 judged) of aiperf"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("and the file holds 0 (and 6 warmups, recorded, not judged)"),
+        "{stdout}"
+    );
+}

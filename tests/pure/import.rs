@@ -743,11 +743,12 @@ fn k6_bad_foreign_summary_and_incomplete_files_are_refused_naming_the_line() {
     // Another tool's file, k6's end-of-test summary, k6 without xk6-llm, nothing at all.
     let e = err(Tool::K6, &text(VLLM));
     assert!(
-        e.contains("summary") || e.contains("not a k6 JSON output envelope"),
+        e.starts_with("line 1: not k6's JSON-lines output")
+            && e.contains("one JSON document (an object)"),
         "{e}"
     );
     let e = err(Tool::K6, &text(IP));
-    assert!(e.starts_with("line 1:"), "{e}");
+    assert!(e.starts_with("line 1: not k6's JSON-lines output"), "{e}");
     let e = err(
         Tool::K6,
         r#"{"root_group": {}, "metrics": {"http_req_duration": {"avg": 1}}}"#,
@@ -907,4 +908,61 @@ fn a_huge_value_from_the_file_is_printed_in_exponent_form() {
     let e = err(Tool::GuideLlm, &v.to_string());
     assert!(e.contains("first_token_iteration 1e300"), "{e}");
     short(&e);
+}
+
+/// Another tool's pretty-printed (multi-line) JSON read as k6's or AIPerf's JSON lines is said to be not
+/// that tool's output (another tool's file?), never `truncated` (it said `line 1: truncated: the line ends
+/// inside a JSON value` for a first line `{`); a file cut in its last line is still `truncated`.
+#[test]
+fn a_multi_line_json_document_is_not_json_lines_not_truncated() {
+    let v: serde_json::Value = serde_json::from_str(&text(VLLM)).unwrap();
+    let pretty = serde_json::to_string_pretty(&v).unwrap();
+    assert!(pretty.starts_with("{\n"));
+    for tool in [Tool::K6, Tool::AiPerf] {
+        let e = err(tool, &pretty);
+        assert!(
+            e.starts_with("line 1: not ")
+                && e.contains("another tool's file?")
+                && !e.contains("truncated"),
+            "{}: {e}",
+            tool.name()
+        );
+    }
+    let e = err(Tool::K6, &pretty);
+    assert!(e.contains("not k6's JSON-lines output"), "{e}");
+    // Cut while written: the document does not parse whole, its first line `{` alone says what it is.
+    let cut = &pretty[..pretty.len() / 2];
+    let e = err(Tool::K6, cut);
+    assert!(
+        e.starts_with("line 1: not k6's JSON-lines output") && e.contains("\"{\" alone"),
+        "{e}"
+    );
+    // A first line that opens a value the next lines go on with: not k6's, not truncated.
+    let e = err(Tool::K6, "{\"benchmarks\": [\n  1,\n  2\n");
+    assert!(
+        e.starts_with("line 1: the line ends inside a JSON value and the file goes on: not k6's"),
+        "{e}"
+    );
+    let e = err(
+        Tool::AiPerf,
+        "{\"metadata\": {\n\"a\": 1\n}, \"metrics\": {}}\n[1,\n",
+    );
+    assert!(
+        e.starts_with(
+            "line 1: the line ends inside a JSON value and the file goes on: not AIPerf's"
+        ),
+        "{e}"
+    );
+    let e = err(
+        Tool::AiPerf,
+        &serde_json::to_string_pretty(&serde_json::json!([1, 2])).unwrap(),
+    );
+    assert!(e.contains("one JSON document (an array)"), "{e}");
+    // The real files cut in their last line: truncated, as before (blank lines after it too).
+    let k6 = text(K6);
+    let e = err(Tool::K6, &format!("{}\n\n", &k6[..k6.len() - 20]));
+    assert!(e.starts_with("line 140: truncated"), "{e}");
+    let ap = text(AIPERF_REAL);
+    let e = err(Tool::AiPerf, &ap[..ap.len() - 20]);
+    assert!(e.starts_with("line 6: truncated"), "{e}");
 }
