@@ -82,15 +82,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         let last = text.get(offset..).is_none_or(|r| r.trim().is_empty());
         let first = !seen_line;
         seen_line = true;
-        let v: Value = serde_json::from_str(line).map_err(|e| {
-            if e.is_eof() && last {
-                format!("line {n}: truncated: the line ends inside a JSON value (a file cut while written?)")
-            } else if e.is_eof() && first {
-                format!("line {n}: the line ends inside a JSON value and the file goes on: not k6's JSON-lines output (k6 --out json writes one envelope per line; this is a multi-line JSON document: another tool's file?)")
-            } else {
-                format!("line {n}: not JSON: {e}")
-            }
-        })?;
+        let v = envelope(line, n, first, last)?;
         let kind = v["type"].as_str();
         let metric = v["metric"].as_str();
         let (Some(kind), Some(metric)) = (kind, metric) else {
@@ -208,6 +200,20 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     };
     super::check_starts(&run, |i| format!("line {}", lines[i]))?;
     Ok(run)
+}
+
+/// Line `n` (its text `line`) read as JSON; the error says a value cut in the file's `last` line is
+/// truncated, and one that the `first` line opens and the next lines go on with is a multi-line document.
+fn envelope(line: &str, n: usize, first: bool, last: bool) -> Result<Value, String> {
+    serde_json::from_str(line).map_err(|e| {
+        if e.is_eof() && last {
+            format!("line {n}: truncated: the line ends inside a JSON value (a file cut while written?)")
+        } else if e.is_eof() && first {
+            format!("line {n}: the line ends inside a JSON value and the file goes on: not k6's JSON-lines output (k6 --out json writes one envelope per line; this is a multi-line JSON document: another tool's file?)")
+        } else {
+            format!("line {n}: not JSON: {e}")
+        }
+    })
 }
 
 /// Closes the open request, if any, into `requests` (with the line of its `llm_requests` sample), refused
