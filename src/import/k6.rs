@@ -23,6 +23,10 @@
 //! no command, no load and no reply text: `--tool-version`, `--tool-command` and `--point` say them, and
 //! content assertions have no text to read. k6's own `http_req_*` samples (a whole response timed, never a
 //! token) are skipped.
+//!
+//! The file has no request id: a request whose samples (time to the nanosecond, tags, every value) repeat
+//! an earlier request's exactly is one request recorded twice (files joined, lines repeated), refused naming
+//! both lines, never counted twice.
 
 use std::collections::{BTreeSet, HashMap};
 

@@ -13,6 +13,10 @@
 //!   leave it empty: a request with no first chunk and no tokens is failed either way);
 //! * `latencies` (newer versions): s from the send to the last chunk (= `ttfts` + sum of `itls`).
 //!
+//! The lists carry no request id: more entries than `num_prompts`, or an entry whose `start_times`, `ttfts`
+//! and `itls` are another's (a send time is a `time.perf_counter()` reading), is a request counted twice:
+//! refused.
+//!
 //! A result saved without `--save-detailed` holds aggregates only (`mean_ttft_ms`, `p99_itl_ms`, ...):
 //! refused, since a percentile is judged from per-request values.
 
