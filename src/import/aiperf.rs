@@ -42,7 +42,13 @@ pub fn sibling(jsonl: &Path) -> (Option<String>, Option<String>) {
 /// Parses an AIPerf `profile_export.jsonl`. Errors name the line (1-based) and the field.
 pub fn parse(text: &str) -> Result<ToolRun, String> {
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
-        if v.is_object() && v.get("metadata").is_none() {
+        if !v.is_object() {
+            return Err(format!(
+                "line 1: not AIPerf's profile_export.jsonl (one record per line): the file is one JSON document ({}): another tool's file?",
+                super::json::kind(&v)
+            ));
+        }
+        if v.get("metadata").is_none() {
             let aggregate = v.as_object().is_some_and(|o| {
                 o.values()
                     .any(|m| m.get("p99").is_some() || m.get("avg").is_some())
@@ -61,15 +67,21 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     // Lines taken one at a time (a 200 MB file is not split into a list first); the last is the one with
     // no newline after it.
     let mut lines = text.split('\n').enumerate().peekable();
+    let mut offset = 0;
     while let Some((i, line)) = lines.next() {
         let no = i + 1;
+        offset += line.len() + 1;
         if line.trim().is_empty() {
             continue;
         }
         let last = lines.peek().is_none();
+        // Nothing but blanks after this line: a record cut here is the file's end, not a document going on.
+        let rest_blank = text.get(offset..).is_none_or(|r| r.trim().is_empty());
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
             if last && !ends_with_newline && e.is_eof() {
                 format!("line {no}: truncated: the last line ends inside its JSON record and has no newline (a file cut while written?)")
+            } else if e.is_eof() && !rest_blank && requests.is_empty() {
+                format!("line {no}: the line ends inside a JSON value and the file goes on: not AIPerf's profile_export.jsonl (one record per line; this is a multi-line JSON document: another tool's file?)")
             } else {
                 format!("line {no}: not JSON: {e}")
             }

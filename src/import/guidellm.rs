@@ -18,7 +18,8 @@
 //! GuideLLM keeps the first and last token times per request, not each token's ("evenly space the
 //! iterations since we don't have per-iteration timings", request_stats.py): ITL percentiles are refused.
 //! A report whose request lists are a sample (`--sample-requests`; `metrics.request_totals` larger than
-//! the lists) is refused: percentiles of a sample are not the run's.
+//! the lists) is refused: percentiles of a sample are not the run's; so is one whose lists hold more than
+//! `request_totals` counts, or a `request_id` twice (a request counted twice).
 
 use super::json::{parse_doc, Node};
 use super::{ToolRequest, ToolRun};
@@ -52,6 +53,10 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     let reqs = b.get("requests")?;
     let mut requests = Vec::new();
     let mut textless = 0;
+    // `request_id` -> the JSON path of the entry that holds it: a request listed twice (in one list or in
+    // two) is refused, never counted twice.
+    let mut ids: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
+    let mut counts = Vec::new();
     for status in ["successful", "errored", "incomplete"] {
         let list = match reqs.opt(status) {
             Some(l) => l.items()?,
@@ -60,26 +65,46 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
             }
             None => Vec::new(),
         };
-        if let Some(total) = b
-            .opt("metrics")
-            .and_then(|m| m.opt("request_totals"))
-            .and_then(|t| t.opt(status))
-            .and_then(|t| t.v.as_u64())
-        {
-            if total as usize > list.len() {
-                return Err(format!(
-                    "{}.{status} keeps {} of the {total} {status} requests (metrics.request_totals): a sample (--sample-requests); percentiles of a sample are not the run's: rerun keeping every request",
-                    reqs.path,
-                    list.len()
-                ));
-            }
-        }
         for r in &list {
+            if let Some(id) = r.opt("request_id").and_then(|i| i.v.as_str()) {
+                if let Some(first) = ids.insert(id, r.path.clone()) {
+                    return Err(format!(
+                        "{}.request_id {:?} is {first}'s too: one request recorded twice (reports joined, or an entry repeated?); refused, as counting it twice would judge a run that was not",
+                        r.path,
+                        id.chars().take(80).collect::<String>()
+                    ));
+                }
+            }
             let q = request(r, status)?;
             if q.error.is_none() && q.text.is_none() {
                 textless += 1;
             }
             requests.push(q);
+        }
+        counts.push((status, list.len()));
+    }
+    // The lists against the run's own totals: fewer is a sample, more is requests the run did not make.
+    for (status, n) in counts {
+        let Some(total) = b
+            .opt("metrics")
+            .and_then(|m| m.opt("request_totals"))
+            .and_then(|t| t.opt(status))
+            .and_then(|t| t.v.as_u64())
+        else {
+            continue;
+        };
+        if total as usize > n {
+            return Err(format!(
+                "{}.{status} keeps {n} of the {total} {status} requests (metrics.request_totals): a sample (--sample-requests); percentiles of a sample are not the run's: rerun keeping every request",
+                reqs.path
+            ));
+        }
+        if (total as usize) < n {
+            return Err(format!(
+                "{}.{status} lists {n} requests but metrics.request_totals counts {total} {status}: {} more than the run made (an entry repeated, or reports joined?); refused, as counting them would judge a run that was not",
+                reqs.path,
+                n - total as usize
+            ));
         }
     }
     if requests.is_empty() {
@@ -176,8 +201,11 @@ fn request(r: &Node, status: &str) -> Result<ToolRequest, String> {
     let last = t.get("last_token_iteration")?.f64()?;
     if first < start || last < first {
         return Err(format!(
-            "{}: token times out of order (request_start {start}, first_token_iteration {first}, last_token_iteration {last})",
-            t.path
+            "{}: token times out of order (request_start {}, first_token_iteration {}, last_token_iteration {})",
+            t.path,
+            super::shown_num(start),
+            super::shown_num(first),
+            super::shown_num(last)
         ));
     }
     let tokens = match r.opt("output_metrics").and_then(|m| m.opt("total_tokens")) {

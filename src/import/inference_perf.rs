@@ -44,12 +44,24 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     }
     let mut requests = Vec::with_capacity(entries.len());
     let mut models = std::collections::BTreeSet::new();
+    // (start_time, end_time) -> the entry that holds them. The file has no request id, but both are
+    // `time.perf_counter()` readings (ns resolution) of one clock: two requests never share both, so an
+    // entry with another's is one request recorded twice, refused, never counted twice.
+    let mut seen: std::collections::HashMap<(u64, u64), String> = std::collections::HashMap::new();
     for e in &entries {
         if !e.v.is_object() || !e.has("start_time") || !e.has("end_time") || !e.has("error") {
             return Err(format!(
                 "{}: not an inference-perf per-request entry (needs start_time, end_time and error): another tool's file?",
                 e.path
             ));
+        }
+        if let (Some(s), Some(t)) = (e.v["start_time"].as_f64(), e.v["end_time"].as_f64()) {
+            if let Some(first) = seen.insert((s.to_bits(), t.to_bits()), e.path.clone()) {
+                return Err(format!(
+                    "{}: start_time and end_time are {first}'s too (time.perf_counter() readings, never shared by two requests): one request recorded twice (files joined, or an entry repeated?); refused, as counting it twice would judge a run that was not",
+                    e.path
+                ));
+            }
         }
         if let Some(m) = e
             .opt("request")
@@ -85,8 +97,10 @@ fn entry(e: &Node) -> Result<ToolRequest, String> {
     let end_s = e.get("end_time")?.nonneg()?;
     if end_s < start_s {
         return Err(format!(
-            "{}.end_time: before start_time ({end_s} < {start_s})",
-            e.path
+            "{}.end_time: before start_time ({} < {})",
+            e.path,
+            super::shown_num(end_s),
+            super::shown_num(start_s)
         ));
     }
     let start_ms = start_s * 1000.0;
@@ -123,8 +137,10 @@ fn entry(e: &Node) -> Result<ToolRequest, String> {
         let t = c.nonneg()?;
         if t < last {
             return Err(format!(
-                "{}: {t} is before the request's start or the chunk before ({last}): one clock per run",
-                c.path
+                "{}: {} is before the request's start or the chunk before ({}): one clock per run",
+                c.path,
+                super::shown_num(t),
+                super::shown_num(last)
             ));
         }
         last = t;

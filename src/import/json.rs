@@ -67,7 +67,7 @@ impl<'a> Node<'a> {
     pub(crate) fn nonneg(&self) -> Result<f64, String> {
         let x = self.f64()?;
         if x < 0.0 {
-            return Err(format!("{}: negative ({x})", self.path));
+            return Err(format!("{}: negative ({})", self.path, super::shown_num(x)));
         }
         Ok(x)
     }

@@ -23,8 +23,12 @@
 //! no command, no load and no reply text: `--tool-version`, `--tool-command` and `--point` say them, and
 //! content assertions have no text to read. k6's own `http_req_*` samples (a whole response timed, never a
 //! token) are skipped.
+//!
+//! The file has no request id: a request whose samples (time to the nanosecond, tags, every value) repeat
+//! an earlier request's exactly is one request recorded twice (files joined, lines repeated), refused naming
+//! both lines, never counted twice.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
@@ -38,8 +42,12 @@ use super::{ToolRequest, ToolRun};
 struct Open {
     line: usize,
     key: String,
+    /// Every sample of the request, as read (metric and value, after the time and tags): a request whose
+    /// samples repeat another's exactly is one request recorded twice.
+    samples: String,
     end_ms: f64,
     duration: Option<f64>,
+    duration_line: usize,
     ttft: Option<f64>,
     itl: Vec<f64>,
     chunks: Option<u64>,
@@ -59,20 +67,26 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     }
     let mut requests = Vec::new();
     let mut open: Option<Open> = None;
+    // Each request's samples (time, tags, values) -> the line of its first: see [`seen_once`].
+    let mut seen: HashMap<String, usize> = HashMap::new();
     let mut models = BTreeSet::new();
     let (mut k6_own, mut embed, mut points) = (0usize, 0usize, 0usize);
-    for (i, line) in text.lines().enumerate() {
+    if let Some(why) = one_document(text) {
+        return Err(why);
+    }
+    let (mut offset, mut seen_line) = (0, false);
+    for (i, line) in text.split('\n').enumerate() {
         let n = i + 1;
+        offset += line.len() + 1;
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| {
-            if e.is_eof() {
-                format!("line {n}: truncated: the line ends inside a JSON value (a file cut while written?)")
-            } else {
-                format!("line {n}: not JSON: {e}")
-            }
-        })?;
+        // Nothing but blanks after this line: a value cut here is the file's end (truncated), else the
+        // file goes on, a multi-line document.
+        let last = text.get(offset..).is_none_or(|r| r.trim().is_empty());
+        let first = !seen_line;
+        seen_line = true;
+        let v = envelope(line, n, first, last)?;
         let kind = v["type"].as_str();
         let metric = v["metric"].as_str();
         let (Some(kind), Some(metric)) = (kind, metric) else {
@@ -113,11 +127,10 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         }
         match metric {
             "llm_requests" => {
-                if let Some(o) = open.take() {
-                    requests.push(close(o)?);
-                }
+                flush(&mut open, &mut requests, &mut seen)?;
                 open = Some(Open {
                     line: n,
+                    samples: format!("{key} {metric}={value}"),
                     key,
                     end_ms: at_ms,
                     unary: tags["mode"].as_str() == Some("unary"),
@@ -125,19 +138,21 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
                 });
             }
             "llm_errors" => {
-                if let Some(o) = open.take() {
-                    requests.push(close(o)?);
-                }
+                flush(&mut open, &mut requests, &mut seen)?;
+                seen_once(&mut seen, format!("{key} {metric}={value}"), n)?;
                 let kind = tags["error_type"].as_str().unwrap_or("(no error_type tag)");
-                requests.push(ToolRequest {
-                    // xk6-llm times a failure's samples when it failed and records no duration: the start is
-                    // not in the file; the failure's time stands for it (it orders the requests only).
-                    start_ms: at_ms,
-                    error: Some(format!(
-                        "{kind}: xk6-llm's error_type (its samples carry no message)"
-                    )),
-                    ..Default::default()
-                });
+                requests.push((
+                    n,
+                    ToolRequest {
+                        // xk6-llm times a failure's samples when it failed and records no duration: the start is
+                        // not in the file; the failure's time stands for it (it orders the requests only).
+                        start_ms: at_ms,
+                        error: Some(format!(
+                            "{kind}: xk6-llm's error_type (its samples carry no message)"
+                        )),
+                        ..Default::default()
+                    },
+                ));
             }
             _ => {
                 let Some(o) = open.as_mut().filter(|o| o.key == key) else {
@@ -145,13 +160,12 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
                         "line {n}: a {metric} sample whose time and tags match no llm_requests sample before it (xk6-llm pushes a request's samples together, llm_requests first): a file cut or reordered?"
                     ));
                 };
+                o.samples.push_str(&format!(" {metric}={value}"));
                 read_sample(o, metric, value, n)?;
             }
         }
     }
-    if let Some(o) = open.take() {
-        requests.push(close(o)?);
-    }
+    flush(&mut open, &mut requests, &mut seen)?;
     if requests.is_empty() {
         return Err(if k6_own > 0 || embed > 0 {
             format!(
@@ -177,7 +191,8 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     for m in models {
         notes.push(format!("k6 model tag: {m}"));
     }
-    Ok(ToolRun {
+    let (lines, requests): (Vec<usize>, Vec<ToolRequest>) = requests.into_iter().unzip();
+    let run = ToolRun {
         version: None,
         command: None,
         point: None,
@@ -186,7 +201,84 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         lacks: Vec::new(),
         notes,
         file_sha256: None,
+    };
+    super::check_starts(&run, |i| format!("line {}", lines[i]))?;
+    Ok(run)
+}
+
+/// Line `n` (its text `line`) read as JSON; the error says a value cut in the file's `last` line is
+/// truncated, and one that the `first` line opens and the next lines go on with is a multi-line document.
+fn envelope(line: &str, n: usize, first: bool, last: bool) -> Result<Value, String> {
+    serde_json::from_str(line).map_err(|e| {
+        if e.is_eof() && last {
+            format!("line {n}: truncated: the line ends inside a JSON value (a file cut while written?)")
+        } else if e.is_eof() && first {
+            format!("line {n}: the line ends inside a JSON value and the file goes on: not k6's JSON-lines output (k6 --out json writes one envelope per line; this is a multi-line JSON document: another tool's file?)")
+        } else {
+            format!("line {n}: not JSON: {e}")
+        }
     })
+}
+
+/// Closes the open request, if any, into `requests` (with the line of its `llm_requests` sample), refused
+/// when its samples repeat an earlier request's ([`seen_once`]).
+fn flush(
+    open: &mut Option<Open>,
+    requests: &mut Vec<(usize, ToolRequest)>,
+    seen: &mut HashMap<String, usize>,
+) -> Result<(), String> {
+    if let Some(mut o) = open.take() {
+        let line = o.line;
+        seen_once(seen, std::mem::take(&mut o.samples), line)?;
+        requests.push((line, close(o)?));
+    }
+    Ok(())
+}
+
+/// Records the samples of the request at `line` (its time, tags and every value, as read) in `seen`;
+/// an error naming both lines when an earlier request's were the same. xk6-llm stamps a request's samples
+/// with the time it ended, to the nanosecond, and the VU's tags: two requests with the same time, tags and
+/// values are one request recorded twice (files joined, lines repeated), refused, never counted twice.
+fn seen_once(
+    seen: &mut HashMap<String, usize>,
+    samples: String,
+    line: usize,
+) -> Result<(), String> {
+    match seen.insert(samples, line) {
+        Some(first) => Err(format!(
+            "line {line}: the request's samples (time, tags and values) are line {first}'s too: one request recorded twice (files joined, or lines repeated?); refused, as counting it twice would judge a run that was not"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Why `text` is not k6's JSON lines, when it is one JSON document that is not one envelope (another tool's
+/// file, pretty-printed or on one line), or a multi-line document whose first line opens it (`{` or `[`
+/// alone); None otherwise (the lines are then read one by one).
+fn one_document(text: &str) -> Option<String> {
+    let (i, first) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| !l.trim().is_empty())?;
+    let opener = matches!(first.trim(), "{" | "[");
+    let whole = serde_json::from_str::<Value>(text).ok();
+    let envelope = whole
+        .as_ref()
+        .is_some_and(|v| v.get("type").is_some() && v.get("metric").is_some());
+    if envelope || (whole.is_none() && !opener) {
+        return None;
+    }
+    let what = match &whole {
+        Some(v) => format!("the file is one JSON document ({})", super::json::kind(v)),
+        None => format!(
+            "the line is {:?} alone, the start of a multi-line JSON document",
+            first.trim()
+        ),
+    };
+    Some(format!(
+        "line {}: not k6's JSON-lines output (k6 --out json writes one envelope per line): {what}: another tool's file?",
+        i + 1
+    ))
 }
 
 /// True when the text is one JSON document with k6's summary shape (`metrics` of aggregates, `root_group`).
@@ -203,7 +295,10 @@ fn looks_like_summary(text: &str) -> bool {
 fn read_sample(o: &mut Open, metric: &str, value: f64, line: usize) -> Result<(), String> {
     let nonneg = |x: f64| {
         if x < 0.0 {
-            Err(format!("line {line}: {metric}: negative ({x})"))
+            Err(format!(
+                "line {line}: {metric}: negative ({})",
+                super::shown_num(x)
+            ))
         } else {
             Ok(x)
         }
@@ -211,14 +306,40 @@ fn read_sample(o: &mut Open, metric: &str, value: f64, line: usize) -> Result<()
     let whole = |x: f64| {
         if x < 0.0 || x.fract() != 0.0 {
             Err(format!(
-                "line {line}: {metric}: not a whole number >= 0 ({x})"
+                "line {line}: {metric}: not a whole number >= 0 ({})",
+                super::shown_num(x)
             ))
         } else {
             Ok(x as u64)
         }
     };
+    let once = |set: bool| {
+        if set {
+            Err(format!(
+                "line {line}: a second {metric} sample for the request of line {} (xk6-llm pushes one per request): lines repeated?",
+                o.line
+            ))
+        } else {
+            Ok(())
+        }
+    };
     match metric {
-        "llm_request_duration" => o.duration = Some(nonneg(value)?),
+        "llm_request_duration"
+        | "llm_ttft"
+        | "llm_chunks_per_request"
+        | "llm_completion_tokens" => once(match metric {
+            "llm_request_duration" => o.duration.is_some(),
+            "llm_ttft" => o.ttft.is_some(),
+            "llm_chunks_per_request" => o.chunks.is_some(),
+            _ => o.tokens.is_some(),
+        })?,
+        _ => {}
+    }
+    match metric {
+        "llm_request_duration" => {
+            o.duration = Some(nonneg(value)?);
+            o.duration_line = line;
+        }
         "llm_ttft" => o.ttft = Some(nonneg(value)?),
         "llm_itl" => o.itl.push(nonneg(value)?),
         "llm_chunks_per_request" => o.chunks = Some(whole(value)?),
@@ -235,6 +356,8 @@ fn close(o: Open) -> Result<ToolRequest, String> {
     let duration = o
         .duration
         .ok_or_else(|| format!("{at}: the request has no llm_request_duration sample"))?;
+    let end_field = format!("line {}: llm_request_duration", o.duration_line);
+    super::check_times(&at, &[], duration, &end_field)?;
     let start_ms = o.end_ms - duration;
     if o.unary {
         return Err(format!(
@@ -272,12 +395,9 @@ fn close(o: Open) -> Result<ToolRequest, String> {
             }
         }
     }
-    let last = *arrivals.last().unwrap_or(&ttft);
-    if last > duration + 1e-6 {
-        return Err(format!(
-            "{at}: the last chunk at {last:.3} ms is after the request's end ({duration:.3} ms, llm_request_duration)"
-        ));
-    }
+    // Every time within a day, and no chunk after the request's end (the shared check: its values printed
+    // through `shown_ms`, never as 300 digits).
+    super::check_times(&at, &arrivals, duration, &end_field)?;
     let tokens = o.tokens.or(o.chunks.filter(|c| *c > 0)).ok_or_else(|| {
         format!("{at}: no llm_completion_tokens (the serve sent no usage) and no llm_chunks_per_request: no token count")
     })?;

@@ -354,12 +354,24 @@ pub(crate) fn check_starts(run: &ToolRun, at: impl Fn(usize) -> String) -> Resul
     }
 }
 
-/// `ms` for an error: `195.000 ms` up to a day, else in scientific notation (never 40 digits).
-fn shown_ms(ms: f64) -> String {
+/// `ms` for an error: `195.000 ms` up to a day, else in scientific notation (`1.000e303 ms`, never 300
+/// digits). Every reader prints a time from the file through this (or [`shown_num`]).
+pub(crate) fn shown_ms(ms: f64) -> String {
     if ms.abs() <= MAX_SPAN_MS {
         format!("{ms:.3} ms")
     } else {
         format!("{ms:.3e} ms")
+    }
+}
+
+/// A number from the file for an error, in the file's own unit (s, a count): as written (`0.25`,
+/// `1796532996.600991`) between 1e-4 and 1e16 in magnitude, else in scientific notation (`1e300`,
+/// `-2.5e-300`: Rust's `{}` would print every digit of 1e300, or 300 zeros before 2.5e-300).
+pub(crate) fn shown_num(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-4..1e16).contains(&x.abs()) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
     }
 }
 
@@ -485,6 +497,9 @@ pub struct Written {
     pub point: Point,
     /// Requests written (warmup included).
     pub requests: usize,
+    /// Of them, warmups (recorded, not judged: AIPerf's `benchmark_phase` `warmup`, or the gate's
+    /// `warmup_requests` applied).
+    pub warmups: usize,
     /// Judged requests the point plans.
     pub planned: usize,
     /// Lines for the person importing (a plan that will VOID, a version not stated...).
@@ -542,8 +557,9 @@ pub fn write_evidence_with(
     let mut notes = Vec::new();
     if judged < planned {
         notes.push(format!(
-            "the point plans {planned} judged requests ({}) and the file holds {judged}: the point will be VOID (the load was not the load asked for)",
-            if load.spec.requests.is_some() { "the gate's [load] requests" } else { "the tool's plan" }
+            "the point plans {planned} judged requests ({}) and the file holds {judged}{}: the point will be VOID (the load was not the load asked for)",
+            if load.spec.requests.is_some() { "the gate's [load] requests" } else { "the tool's plan" },
+            if warmup > 0 { format!(" (and {warmup} warmups, recorded, not judged)") } else { String::new() }
         ));
     }
     if judged > planned && load.spec.requests.is_some() {
@@ -591,6 +607,7 @@ pub fn write_evidence_with(
         dir: dir.to_path_buf(),
         point,
         requests: order.len(),
+        warmups: warmup,
         planned,
         notes,
     })
@@ -821,13 +838,39 @@ fn write_request(
     ))
 }
 
-/// True when every succeeded request's text is recorded and has at least one character per token chunk
-/// (so each chunk carries a piece of the real text).
+/// True when every succeeded request's text is recorded ([`text_unusable`] says why not).
 fn text_usable(run: &ToolRun) -> bool {
-    run.requests.iter().filter(|r| r.error.is_none()).all(|r| {
-        r.text
-            .as_ref()
-            .is_some_and(|t| t.chars().count() >= r.arrivals_ms.len())
+    text_unusable(run).is_none()
+}
+
+/// Why the reads of `run` cannot carry the tool's text, or None when they can: every succeeded request's
+/// text is recorded, and each non-empty one has at least one character per token chunk (so each chunk
+/// carries a piece of the real text). An empty text is recorded all the same: the reply was empty (an
+/// HTTP 200 with an empty answer is a failure, docs/load.md), and its reads carry empty content, so the
+/// content check fails it, never a placeholder that hides it.
+fn text_unusable(run: &ToolRun) -> Option<String> {
+    let ok: Vec<&ToolRequest> = run.requests.iter().filter(|r| r.error.is_none()).collect();
+    let missing = ok.iter().filter(|r| r.text.is_none()).count();
+    if missing > 0 {
+        return Some(if missing == ok.len() {
+            "the tool recorded no text".to_string()
+        } else {
+            format!(
+                "{missing} of {} succeeded replies have no recorded text",
+                ok.len()
+            )
+        });
+    }
+    let short = ok
+        .iter()
+        .filter(|r| {
+            r.text
+                .as_ref()
+                .is_some_and(|t| !t.is_empty() && t.chars().count() < r.arrivals_ms.len())
+        })
+        .count();
+    (short > 0).then(|| {
+        format!("{short} replies' recorded text has fewer characters than their timed chunks")
     })
 }
 
@@ -842,10 +885,12 @@ pub(crate) fn summary(
         "imported by servegate import --from {} {}: the reads are reconstructed from the tool's per-request timings (one read per timed token chunk, at the tool's arrival time{}); the tool's schedule (intended send times, lag) is not recorded",
         imp.tool,
         opts.file.display(),
-        if imp.text_recorded {
-            ", carrying the tool's recorded text"
-        } else {
-            ", carrying one placeholder character per token: the tool recorded no text, so content is not judged"
+        match text_unusable(run) {
+            None => ", carrying the tool's recorded text (an empty one: an empty reply, a content failure)"
+                .to_string(),
+            Some(why) => format!(
+                ", carrying one placeholder character per token: {why}, so content is not judged"
+            ),
         }
     )];
     notes.extend(run.notes.iter().cloned());
@@ -895,6 +940,8 @@ fn reads_of(r: &ToolRequest, text_recorded: bool) -> Vec<TimedRead> {
         }
     };
     let pieces: Vec<String> = match (&r.text, text_recorded) {
+        // The tool recorded an empty reply: empty content at the tool's times, failed by the content check.
+        (Some(t), true) if t.is_empty() => vec![String::new(); k],
         (Some(t), true) => split_text(t, k),
         _ => per
             .iter()

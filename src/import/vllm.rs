@@ -13,6 +13,10 @@
 //!   leave it empty: a request with no first chunk and no tokens is failed either way);
 //! * `latencies` (newer versions): s from the send to the last chunk (= `ttfts` + sum of `itls`).
 //!
+//! The lists carry no request id: more entries than `num_prompts`, or an entry whose `start_times`, `ttfts`
+//! and `itls` are another's (a send time is a `time.perf_counter()` reading), is a request counted twice:
+//! refused.
+//!
 //! A result saved without `--save-detailed` holds aggregates only (`mean_ttft_ms`, `p99_itl_ms`, ...):
 //! refused, since a percentile is judged from per-request values.
 
@@ -83,8 +87,27 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         Some(_) => Some(list("latencies")?),
         None => None,
     };
+    // The lists hold no request id (one entry per request, by position): a request repeated in every list
+    // is caught by its count, more entries than `num_prompts` (the run's requests), and by its times:
+    // `start_times` is a `time.perf_counter()` reading per send, so an entry whose send, first chunk and gaps
+    // are all another's is one request recorded twice.
+    if let Some(planned) = root.opt("num_prompts").and_then(|p| p.v.as_u64()) {
+        if n as u64 > planned {
+            return Err(format!(
+                "$.ttfts has {n} entries but $.num_prompts is {planned}: {} more than the run sent (entries repeated, or results joined?); refused, as counting them would judge a run that was not",
+                n as u64 - planned
+            ));
+        }
+    }
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut requests = Vec::with_capacity(n);
     for i in 0..n {
+        let times = format!("{} {} {}", starts[i].v, ttfts[i].v, itls[i].v);
+        if let Some(first) = seen.insert(times, i) {
+            return Err(format!(
+                "$.start_times[{i}], $.ttfts[{i}], $.itls[{i}] are entry {first}'s too (a send time is a time.perf_counter() reading, never shared by two requests): one request recorded twice; refused, as counting it twice would judge a run that was not"
+            ));
+        }
         let error = match errors[i].v {
             serde_json::Value::Null => None,
             _ => Some(errors[i].str()?.to_string()).filter(|e| !e.is_empty()),

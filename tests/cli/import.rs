@@ -630,3 +630,108 @@ fn a_device_a_fifo_a_directory_or_an_oversized_file_is_refused_not_read() {
         assert!(!out.exists(), "nothing written for {}", file.display());
     }
 }
+
+/// vLLM records each reply's text: one empty (`generated_texts[0] = ""`, 16 tokens) is an empty reply, a
+/// content failure the errors verdict counts (it passed `0 of 12` with placeholder reads, its content never
+/// judged). A file with no text at all: the errors verdict says content was not judged, never a bare PASS.
+#[test]
+fn an_empty_vllm_reply_fails_and_a_file_without_text_says_content_was_not_judged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), PASSING);
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data("vllm-bench-c2.json")).unwrap()).unwrap();
+    assert!(v["output_lens"][0].as_u64().unwrap() > 0);
+    v["generated_texts"][0] = serde_json::json!("");
+    let file = tmp.path().join("vllm-empty.json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let out = tmp.path().join("run");
+    let (code, stdout, stderr) = import(&[
+        "--from",
+        "vllm-bench",
+        file.to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let errors = stdout.lines().find(|l| l.contains("::errors ")).unwrap();
+    assert!(errors.contains(" FAIL "), "{errors}");
+    assert!(
+        errors.contains(
+            "1 of 12 planned requests failed (error, cut, or no sane content); by cause: 1 content"
+        ),
+        "{errors}"
+    );
+    let run_json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("c2/run.json")).unwrap()).unwrap();
+    assert_eq!(run_json["imported"]["text_recorded"], true);
+    // Every reply's reads carry its text (the empty one's empty content), never a placeholder.
+    for i in 0..12 {
+        let reads = std::fs::read_to_string(out.join(format!("c2/{i:02}.reads.jsonl"))).unwrap();
+        assert!(
+            !reads.contains("\\u2591") && !reads.contains('\u{2591}'),
+            "{i}: {reads}"
+        );
+    }
+
+    // No text recorded at all: content not judged, said in the errors verdict.
+    let none = tmp.path().join("none");
+    std::fs::create_dir_all(&none).unwrap();
+    let g2 = gate(&none, PASSING);
+    v.as_object_mut().unwrap().remove("generated_texts");
+    let file = none.join("vllm-textless.json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let (code, stdout, stderr) = import(&[
+        "--from",
+        "vllm-bench",
+        file.to_str().unwrap(),
+        "--gate",
+        g2.to_str().unwrap(),
+        "--out",
+        none.join("run").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let errors = stdout.lines().find(|l| l.contains("::errors ")).unwrap();
+    assert!(
+        errors.contains("0 of 12 planned requests failed (error or cut; content not judged: vllm-bench's file holds no usable reply text, the reads carry placeholders)"),
+        "{errors}"
+    );
+}
+
+/// An AIPerf file whose records are all warmups: the first line says how many were warmups and how many
+/// judged (it said `imported 6 requests`, then `the file holds 0`).
+#[test]
+fn an_aiperf_file_of_warmups_only_says_so_in_its_first_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), PASSING);
+    edit(&g, "requests = 12", "requests = 6");
+    let text = std::fs::read_to_string(data("aiperf-c2/profile_export.jsonl")).unwrap();
+    let warm = text.replace(
+        "\"benchmark_phase\":\"profiling\"",
+        "\"benchmark_phase\":\"warmup\"",
+    );
+    assert_ne!(warm, text);
+    let file = tmp.path().join("profile_export.jsonl");
+    std::fs::write(&file, warm).unwrap();
+    let (_, stdout, stderr) = import(&[
+        "--from",
+        "aiperf",
+        file.to_str().unwrap(),
+        "--gate",
+        g.to_str().unwrap(),
+        "--out",
+        tmp.path().join("run").to_str().unwrap(),
+        "--tool-version",
+        "0.13.0",
+    ]);
+    let first = stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("imported 6 requests (6 warmups, 0 judged) of aiperf"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("and the file holds 0 (and 6 warmups, recorded, not judged)"),
+        "{stdout}"
+    );
+}

@@ -743,11 +743,12 @@ fn k6_bad_foreign_summary_and_incomplete_files_are_refused_naming_the_line() {
     // Another tool's file, k6's end-of-test summary, k6 without xk6-llm, nothing at all.
     let e = err(Tool::K6, &text(VLLM));
     assert!(
-        e.contains("summary") || e.contains("not a k6 JSON output envelope"),
+        e.starts_with("line 1: not k6's JSON-lines output")
+            && e.contains("one JSON document (an object)"),
         "{e}"
     );
     let e = err(Tool::K6, &text(IP));
-    assert!(e.starts_with("line 1:"), "{e}");
+    assert!(e.starts_with("line 1: not k6's JSON-lines output"), "{e}");
     let e = err(
         Tool::K6,
         r#"{"root_group": {}, "metrics": {"http_req_duration": {"avg": 1}}}"#,
@@ -850,4 +851,118 @@ fn k6_aborted_streams_fail_and_unary_calls_are_refused() {
         e.contains("a stream: false request (tag mode=unary)"),
         "{e}"
     );
+}
+
+/// A value from the file too large to be a time is printed in exponent form, as every reader prints it
+/// (`import::shown_ms`), never as its 300 digits: k6's `llm_itl`, an inference-perf chunk time, a negative
+/// AIPerf gap, a GuideLLM token time.
+#[test]
+fn a_huge_value_from_the_file_is_printed_in_exponent_form() {
+    let short = |e: &str| {
+        assert!(e.len() < 300 && !e.contains("0000000000"), "{e}");
+    };
+    let good = text(K6);
+    let itl = r#""metric":"llm_itl","type":"Point","data":{"time":"2026-12-07T06:00:00.191250123Z","value":10.0"#;
+    let e = err(
+        Tool::K6,
+        &good.replacen(itl, &itl.replace("10.0", "1e300"), 1),
+    );
+    assert!(
+        e.starts_with("line 4 (llm_requests): a chunk at 1.000e300 ms"),
+        "{e}"
+    );
+    short(&e);
+    let dur = r#""metric":"llm_request_duration","type":"Point","data":{"time":"2026-12-07T06:00:00.191250123Z","value":190.75"#;
+    assert!(good.contains(dur));
+    let e = err(
+        Tool::K6,
+        &good.replacen(dur, &dur.replace("190.75", "1e300"), 1),
+    );
+    assert!(
+        e.contains("llm_request_duration: the request's end at 1.000e300 ms"),
+        "{e}"
+    );
+    short(&e);
+    let e = err(
+        Tool::K6,
+        &good.replacen(itl, &itl.replace("10.0", "-1e300"), 1),
+    );
+    assert!(e.ends_with("llm_itl: negative (-1e300)"), "{e}");
+    // inference-perf: a chunk time of 1e300 s, and one of -1e-300 s (not 300 zeros either).
+    let mut v: serde_json::Value = serde_json::from_str(&text(IP)).unwrap();
+    v[0]["info"]["response_metrics"]["chunk_times"][0] = serde_json::json!(1e300);
+    let e = err(Tool::InferencePerf, &v.to_string());
+    assert!(
+        e.contains("is before the request's start or the chunk before (1e300)"),
+        "{e}"
+    );
+    short(&e);
+    v[0]["info"]["response_metrics"]["chunk_times"][0] = serde_json::json!(-1e-300);
+    let e = err(Tool::InferencePerf, &v.to_string());
+    assert!(e.ends_with("negative (-1e-300)"), "{e}");
+    short(&e);
+    // GuideLLM: a first token at 1e300 s.
+    let mut v: serde_json::Value = serde_json::from_str(&text("guidellm-c2.json")).unwrap();
+    v["benchmarks"][0]["requests"]["successful"][0]["info"]["timings"]["first_token_iteration"] =
+        serde_json::json!(1e300);
+    let e = err(Tool::GuideLlm, &v.to_string());
+    assert!(e.contains("first_token_iteration 1e300"), "{e}");
+    short(&e);
+}
+
+/// Another tool's pretty-printed (multi-line) JSON read as k6's or AIPerf's JSON lines is said to be not
+/// that tool's output (another tool's file?), never `truncated` (it said `line 1: truncated: the line ends
+/// inside a JSON value` for a first line `{`); a file cut in its last line is still `truncated`.
+#[test]
+fn a_multi_line_json_document_is_not_json_lines_not_truncated() {
+    let v: serde_json::Value = serde_json::from_str(&text(VLLM)).unwrap();
+    let pretty = serde_json::to_string_pretty(&v).unwrap();
+    assert!(pretty.starts_with("{\n"));
+    for tool in [Tool::K6, Tool::AiPerf] {
+        let e = err(tool, &pretty);
+        assert!(
+            e.starts_with("line 1: not ")
+                && e.contains("another tool's file?")
+                && !e.contains("truncated"),
+            "{}: {e}",
+            tool.name()
+        );
+    }
+    let e = err(Tool::K6, &pretty);
+    assert!(e.contains("not k6's JSON-lines output"), "{e}");
+    // Cut while written: the document does not parse whole, its first line `{` alone says what it is.
+    let cut = &pretty[..pretty.len() / 2];
+    let e = err(Tool::K6, cut);
+    assert!(
+        e.starts_with("line 1: not k6's JSON-lines output") && e.contains("\"{\" alone"),
+        "{e}"
+    );
+    // A first line that opens a value the next lines go on with: not k6's, not truncated.
+    let e = err(Tool::K6, "{\"benchmarks\": [\n  1,\n  2\n");
+    assert!(
+        e.starts_with("line 1: the line ends inside a JSON value and the file goes on: not k6's"),
+        "{e}"
+    );
+    let e = err(
+        Tool::AiPerf,
+        "{\"metadata\": {\n\"a\": 1\n}, \"metrics\": {}}\n[1,\n",
+    );
+    assert!(
+        e.starts_with(
+            "line 1: the line ends inside a JSON value and the file goes on: not AIPerf's"
+        ),
+        "{e}"
+    );
+    let e = err(
+        Tool::AiPerf,
+        &serde_json::to_string_pretty(&serde_json::json!([1, 2])).unwrap(),
+    );
+    assert!(e.contains("one JSON document (an array)"), "{e}");
+    // The real files cut in their last line: truncated, as before (blank lines after it too).
+    let k6 = text(K6);
+    let e = err(Tool::K6, &format!("{}\n\n", &k6[..k6.len() - 20]));
+    assert!(e.starts_with("line 140: truncated"), "{e}");
+    let ap = text(AIPERF_REAL);
+    let e = err(Tool::AiPerf, &ap[..ap.len() - 20]);
+    assert!(e.starts_with("line 6: truncated"), "{e}");
 }

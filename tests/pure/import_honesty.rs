@@ -284,3 +284,124 @@ fn a_guidellm_last_token_after_the_requests_end_is_refused() {
         "{e}"
     );
 }
+
+/// A GuideLLM report with a request listed twice: refused naming both entries (its `request_id`), and lists
+/// holding more than the run's `request_totals` refused too (7 successful counted 6 passed `7 of 7` with
+/// throughput 185.0 tok/s where the run made 158.6).
+#[test]
+fn a_guidellm_request_listed_twice_or_more_than_its_totals_is_refused() {
+    let mut v: serde_json::Value = serde_json::from_str(&text("guidellm-c2.json")).unwrap();
+    let list = v["benchmarks"][0]["requests"]["successful"]
+        .as_array_mut()
+        .unwrap();
+    let copy = list[0].clone();
+    list.push(copy.clone());
+    let e = parse_err(Tool::GuideLlm, &v.to_string());
+    assert!(
+        e.starts_with("$.benchmarks[0].requests.successful[6].request_id")
+            && e.contains(
+                "is $.benchmarks[0].requests.successful[0]'s too: one request recorded twice"
+            ),
+        "{e}"
+    );
+    // In another list: named all the same.
+    let mut w: serde_json::Value = serde_json::from_str(&text("guidellm-c2.json")).unwrap();
+    w["benchmarks"][0]["requests"]["errored"] = serde_json::json!([copy.clone()]);
+    let e = parse_err(Tool::GuideLlm, &w.to_string());
+    assert!(
+        e.starts_with("$.benchmarks[0].requests.errored[0].request_id")
+            && e.contains("is $.benchmarks[0].requests.successful[0]'s too"),
+        "{e}"
+    );
+    // Another id, the same request: more than request_totals counts.
+    let list = v["benchmarks"][0]["requests"]["successful"]
+        .as_array_mut()
+        .unwrap();
+    list[6]["request_id"] = serde_json::json!("another");
+    let e = parse_err(Tool::GuideLlm, &v.to_string());
+    assert!(
+        e.contains("successful lists 7 requests but metrics.request_totals counts 6 successful: 1 more than the run made"),
+        "{e}"
+    );
+}
+
+/// k6: every xk6-llm sample appended again (identical times, tags and values) is a request recorded
+/// twice, refused naming both lines (it imported 12 requests, doubling the throughput); a sample repeated
+/// inside one request is refused too.
+#[test]
+fn a_k6_request_whose_samples_repeat_anothers_is_refused_naming_both_lines() {
+    let good = text("k6-c2/k6-xk6-llm.json");
+    let llm: Vec<&str> = good
+        .lines()
+        .filter(|l| l.contains(r#""type":"Point""#) && l.contains(r#""metric":"llm_"#))
+        .collect();
+    let doubled = format!("{good}{}\n", llm.join("\n"));
+    let e = parse_err(Tool::K6, &doubled);
+    let n = good.lines().count() + 1;
+    assert!(
+        e.starts_with(&format!("line {n}: the request's samples (time, tags and values) are line 4's too: one request recorded twice")),
+        "{e}"
+    );
+    // The failed request's one llm_errors sample, repeated: the same.
+    let err_line = llm.iter().find(|l| l.contains("llm_errors")).unwrap();
+    let at = good.lines().position(|l| l == *err_line).unwrap() + 1;
+    let e = parse_err(Tool::K6, &format!("{good}{err_line}\n"));
+    assert!(e.contains(&format!("are line {at}'s too")), "{e}");
+    // One request's llm_ttft twice.
+    let ttft = llm
+        .iter()
+        .find(|l| l.contains(r#""metric":"llm_ttft""#))
+        .unwrap();
+    let e = parse_err(
+        Tool::K6,
+        &good.replacen(&format!("{ttft}\n"), &format!("{ttft}\n{ttft}\n"), 1),
+    );
+    assert!(
+        e.contains("a second llm_ttft sample for the request of line 4"),
+        "{e}"
+    );
+}
+
+/// inference-perf and vLLM hold no request id: an entry whose perf_counter readings are another's is one
+/// request recorded twice (and vLLM's lists may not outnumber its num_prompts).
+#[test]
+fn an_inference_perf_or_vllm_entry_repeated_is_refused_naming_both() {
+    let mut v: serde_json::Value = serde_json::from_str(&text(
+        "inference-perf-c2/per_request_lifecycle_metrics.json",
+    ))
+    .unwrap();
+    let first = v[0].clone();
+    v.as_array_mut().unwrap().push(first);
+    let e = parse_err(Tool::InferencePerf, &v.to_string());
+    assert!(
+        e.starts_with("$[12]: start_time and end_time are $[0]'s too"),
+        "{e}"
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&text(VLLM)).unwrap();
+    for k in [
+        "ttfts",
+        "itls",
+        "start_times",
+        "output_lens",
+        "input_lens",
+        "errors",
+        "generated_texts",
+        "latencies",
+    ] {
+        if let Some(a) = v[k].as_array_mut() {
+            let x = a[0].clone();
+            a.push(x);
+        }
+    }
+    let e = parse_err(Tool::VllmBench, &v.to_string());
+    assert!(
+        e.contains("$.ttfts has 13 entries but $.num_prompts is 12: 1 more than the run sent"),
+        "{e}"
+    );
+    v["num_prompts"] = serde_json::json!(13);
+    let e = parse_err(Tool::VllmBench, &v.to_string());
+    assert!(
+        e.starts_with("$.start_times[12], $.ttfts[12], $.itls[12] are entry 0's too"),
+        "{e}"
+    );
+}

@@ -150,8 +150,19 @@ pub fn cli(a: &ImportArgs) -> i32 {
                 return exit::EVIDENCE_ERROR;
             }
         };
+    // Warmups are recorded, never judged: the count says how many of each (an AIPerf file of warmups only
+    // would otherwise read `imported 6 requests`, then `the file holds 0`).
+    let phases = if written.warmups > 0 {
+        format!(
+            " ({}, {} judged)",
+            servegate::text::counted(written.warmups, "warmup"),
+            written.requests - written.warmups
+        )
+    } else {
+        String::new()
+    };
     outln!(
-        "imported {} of {} {} as point {} of gate {} ({} judged planned): {}",
+        "imported {}{phases} of {} {} as point {} of gate {} ({} judged planned): {}",
         servegate::text::counted(written.requests, "request"),
         tool.name(),
         a.file.display(),

@@ -21,8 +21,10 @@ pub struct Imported {
     /// sha256 of that file (64 hex), so the evidence names exactly what it was built from.
     pub file_sha256: String,
     /// True when the tool recorded every judged reply's text (vLLM's `generated_texts`, GuideLLM's `output`)
-    /// and the reads carry it; false when the reads carry a placeholder per token (AIPerf records no text):
-    /// the content of such replies is not judged (a placeholder is neither sane nor degenerate).
+    /// and the reads carry it (an empty text as empty content: an empty reply, failed by the content
+    /// check); false when the reads carry a placeholder per token (AIPerf records no text): the content of
+    /// such replies is not judged (a placeholder is neither sane nor degenerate), and the errors verdict
+    /// says so.
     pub text_recorded: bool,
     /// The per-request figures the format does not carry, each with why: a percentile assertion on one is
     /// refused (INDETERMINATE with the reason), never judged from a reconstruction.

@@ -400,8 +400,17 @@ fn judge_point(
             } else {
                 format!("; by cause: {by_cause}")
             };
+            // An import whose tool recorded no usable reply text: the content was not judged, said, never a
+            // bare count that reads as if it had been.
+            let what = match ev.run.imported.as_ref().filter(|i| !i.text_recorded) {
+                Some(imp) => format!(
+                    "error or cut; content not judged: {}'s file holds no usable reply text, the reads carry placeholders",
+                    imp.tool
+                ),
+                None => "error, cut, or no sane content".to_string(),
+            };
             out.push(verdict(name, outcome, format!(
-                "{failed} of {planned} planned requests failed (error, cut, or no sane content){by_cause}, rate {rate:.4} (max {max}) ({n_of})"
+                "{failed} of {planned} planned requests failed ({what}){by_cause}, rate {rate:.4} (max {max}) ({n_of})"
             )));
         }
         if let (Some(c), false) = (
