@@ -247,17 +247,8 @@ fn a_load_gate_whose_serve_never_started_says_why_in_every_verdict() {
 /// gate is valid), with a warning that the bound can never be decided; p50 (5 needed) is not warned.
 #[test]
 fn check_warns_of_a_percentile_the_planned_requests_can_never_decide() {
-    let tmp = tempfile::tempdir().unwrap();
     let text = "[gate]\nname = \"few\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"a\"]\n[load]\nconcurrency = 2\nrequests = 20\n[assert.latency]\nttft_p95_ms = 800\nttft_p50_ms = 400\n";
-    let g = tmp.path().join("few.toml");
-    std::fs::write(&g, text).unwrap();
-    let out = crate::fixtures::servegate()
-        .arg("check")
-        .arg(&g)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let stdout = check_ok(text);
     assert!(
         stdout.contains("warning: [assert.latency] ttft_p95_ms can never be decided: p95 needs at least 59 requests per point, [load] requests = 20"),
         "{stdout}"
@@ -270,17 +261,8 @@ fn check_warns_of_a_percentile_the_planned_requests_can_never_decide() {
 /// INDETERMINATE, `check` said ok), and a p95 over 20 planned requests; the TTFT p50 bound is not warned.
 #[test]
 fn check_warns_of_parity_bounds_no_run_can_decide() {
-    let tmp = tempfile::tempdir().unwrap();
     let text = "[gate]\nname = \"par\"\n[serve]\nurl = \"http://127.0.0.1:9\"\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"a\"]\n[load]\nconcurrency = 2\nrequests = 20\nparity = \"guidellm\"\n[assert.parity]\nitl_p50_ms = 5\ntpot_p95_pct = 10\nttft_p50_ms = 10\n";
-    let g = tmp.path().join("par.toml");
-    std::fs::write(&g, text).unwrap();
-    let out = crate::fixtures::servegate()
-        .arg("check")
-        .arg(&g)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let stdout = check_ok(text);
     assert!(
         stdout.contains("warning: [assert.parity] itl_p50_ms can never be decided: GuideLLM (parity = \"guidellm\") records each request's first and last token times"),
         "{stdout}"
@@ -290,4 +272,19 @@ fn check_warns_of_parity_bounds_no_run_can_decide() {
         "{stdout}"
     );
     assert!(!stdout.contains("ttft_p50_ms can never"), "{stdout}");
+}
+
+/// `servegate check` on the gate `text` (written to a temporary file): asserts exit 0, returns stdout.
+fn check_ok(text: &str) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = tmp.path().join("gate.toml");
+    std::fs::write(&g, text).unwrap();
+    let out = crate::fixtures::servegate()
+        .arg("check")
+        .arg(&g)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    stdout
 }
