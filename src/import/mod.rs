@@ -202,7 +202,8 @@ pub struct ToolRequest {
     /// None: one per arrival, the remainder on the last.
     pub per_arrival: Option<Vec<u64>>,
     /// When the request ended, ms since its start (vLLM: the last token chunk; AIPerf `request_latency`;
-    /// GuideLLM `request_end`).
+    /// GuideLLM `request_end`); 0 for a failed request whose end the tool did not record (vLLM on an HTTP
+    /// error: counted in flight at its start only).
     pub end_ms: f64,
     /// Output tokens as the tool counted them (vLLM `output_lens`, AIPerf `output_sequence_length`,
     /// GuideLLM `output_tokens`).
@@ -397,26 +398,18 @@ pub fn parse_point(s: &str) -> Result<Point, String> {
 }
 
 /// The most requests the run had in flight at once (each from its start to its end, an end within 1 ms of
-/// another's start not counted as overlapping: the tools stamp the end after the last byte), None for a run
-/// without requests.
+/// another's start not counted as overlapping: the tools stamp the end after the last byte), failed
+/// requests included; a request whose end the tool did not record (`end_ms` 0: a vLLM failure) counts at
+/// its start only, so the peak is then a lower bound ([`crate::analysis::load::peak_overlap`]). None for a
+/// run without requests.
 pub fn peak_in_flight(run: &ToolRun) -> Option<usize> {
-    let mut edges: Vec<(f64, i32)> = Vec::new();
-    for r in run.requests.iter().filter(|r| !r.warmup) {
-        let end = (r.start_ms + r.end_ms - 1.0).max(r.start_ms);
-        edges.push((r.start_ms, 1));
-        edges.push((end, -1));
-    }
-    if edges.is_empty() {
-        return None;
-    }
-    // Ends before starts at the same instant.
-    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let (mut now, mut peak) = (0i32, 0i32);
-    for (_, d) in edges {
-        now += d;
-        peak = peak.max(now);
-    }
-    Some(peak.max(0) as usize)
+    let judged: Vec<(f64, f64)> = run
+        .requests
+        .iter()
+        .filter(|r| !r.warmup)
+        .map(|r| (r.start_ms, r.start_ms + r.end_ms - 1.0))
+        .collect();
+    (!judged.is_empty()).then(|| crate::analysis::load::peak_overlap(judged))
 }
 
 /// The point of the gate the run is filed under: the one `--point` names, else the one the file states,

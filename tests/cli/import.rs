@@ -43,6 +43,24 @@ fn edit(g: &Path, from: &str, to: &str) {
     std::fs::write(g, text.replace(from, to)).unwrap();
 }
 
+/// The committed vLLM run (tests/data/import/vllm-bench-c2.json) changed by `f`, written as `dir/name`.
+fn vllm_variant(dir: &Path, name: &str, f: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data("vllm-bench-c2.json")).unwrap()).unwrap();
+    f(&mut v);
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+    p
+}
+
+/// The verdict line of `name` (`[c=2]::throughput`) in `stdout`.
+fn line<'a>(stdout: &'a str, name: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("{name} not in\n{stdout}"))
+}
+
 fn import(args: &[&str]) -> (i32, String, String) {
     let out: Output = fixtures::servegate()
         .arg("import")
@@ -629,4 +647,57 @@ fn a_device_a_fifo_a_directory_or_an_oversized_file_is_refused_not_read() {
         assert!(stderr.contains(why), "{}: {stderr}", file.display());
         assert!(!out.exists(), "nothing written for {}", file.display());
     }
+}
+
+/// Every request of a vLLM run failed, each with its send and its end (`latencies`): they were in flight
+/// two at a time, so the throughput FAILs at peak 2, as servegate's own client and an AIPerf import do
+/// (a newcomer's trial: it was INDETERMINATE "peak real concurrency 0 never reached the asked concurrency
+/// 2 (its requests ended before the next were sent)", the failures counted as never in flight). vLLM's own
+/// record of an HTTP error (no chunk, `latency` 0: no end kept) counts each at its send only: INDETERMINATE
+/// saying the peak is a lower bound, never that the requests ended early.
+#[test]
+fn failed_requests_count_in_flight_and_a_run_that_all_failed_fails_its_throughput() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "[assert.throughput]\nfloor_tok_s = 1.0\nfloor_rps = 1.0\n",
+    );
+    let timed = vllm_variant(tmp.path(), "timed.json", |v| {
+        v["errors"] = serde_json::json!(vec!["boom"; 12]);
+    });
+    let args = |file: &Path, out: &str| {
+        import(&[
+            "--from",
+            "vllm-bench",
+            file.to_str().unwrap(),
+            "--gate",
+            g.to_str().unwrap(),
+            "--out",
+            tmp.path().join(out).to_str().unwrap(),
+            "-v",
+        ])
+    };
+    let (code, stdout, stderr) = args(&timed, "timed");
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let t = line(&stdout, "[c=2]::throughput");
+    assert!(
+        t.contains(" FAIL output 0.0 tok/s, 0.00 requests/s")
+            && t.contains("peak real concurrency 2 "),
+        "{t}"
+    );
+
+    let untimed = vllm_variant(tmp.path(), "untimed.json", |v| {
+        v["errors"] = serde_json::json!(vec!["Internal Server Error"; 12]);
+        v["ttfts"] = serde_json::json!(vec![0.0; 12]);
+        v["latencies"] = serde_json::json!(vec![0.0; 12]);
+        v["itls"] = serde_json::json!(vec![Vec::<f64>::new(); 12]);
+        v["output_lens"] = serde_json::json!(vec![0; 12]);
+    });
+    let (code, stdout, stderr) = args(&untimed, "untimed");
+    assert_eq!(code, 8, "{stdout}\n{stderr}");
+    let t = line(&stdout, "[c=2]::throughput");
+    assert!(
+        t.contains(" INDETERMINATE peak real concurrency 1 never reached the asked concurrency 2 (12 failed requests have no end recorded, counted in flight at their send only: the peak is at least this)"),
+        "{t}"
+    );
 }

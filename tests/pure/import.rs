@@ -62,6 +62,38 @@ fn vllm_bench_detailed_result_is_read_per_request() {
     }
 }
 
+/// A failed vLLM request keeps its time in flight: its end is its `latencies` entry, else its last timed
+/// chunk (a stream cut midway), else none recorded (vLLM's latency 0 on an HTTP error): 0, counted at its
+/// send only. So a run whose every request failed with its timings had its two in flight at once.
+#[test]
+fn vllm_bench_failed_requests_keep_their_end() {
+    let mut v: serde_json::Value = serde_json::from_str(&text(VLLM)).unwrap();
+    v["errors"] = serde_json::json!(vec!["boom"; 12]);
+    let all = Tool::VllmBench.parse(&v.to_string()).unwrap();
+    assert!(all
+        .requests
+        .iter()
+        .all(|r| r.error.as_deref() == Some("boom")));
+    let lat0 = v["latencies"][0].as_f64().unwrap() * 1000.0;
+    assert!((all.requests[0].end_ms - lat0).abs() < 1e-9);
+    assert_eq!(import::peak_in_flight(&all), Some(2));
+    // Request 1 cut after 3 chunks, with no latency; request 2 an HTTP error (no chunk, latency 0).
+    v["latencies"][1] = serde_json::json!(0.0);
+    v["itls"][1] = serde_json::json!([0.01, 0.02]);
+    v["ttfts"][1] = serde_json::json!(0.05);
+    v["latencies"][2] = serde_json::json!(0.0);
+    v["ttfts"][2] = serde_json::json!(0.0);
+    v["itls"][2] = serde_json::json!([]);
+    let run = Tool::VllmBench.parse(&v.to_string()).unwrap();
+    assert!((run.requests[1].end_ms - 80.0).abs() < 1e-9);
+    assert_eq!(run.requests[2].end_ms, 0.0);
+    assert!(run.requests.iter().all(|r| r.arrivals_ms.is_empty()));
+    // An absurd end of a failed request is refused as a successful one's is.
+    v["latencies"][3] = serde_json::json!(1e9);
+    let e = err(Tool::VllmBench, &v.to_string());
+    assert!(e.starts_with("$.latencies[3]: the request's end"), "{e}");
+}
+
 #[test]
 fn vllm_bench_truncated_foreign_and_aggregate_files_are_refused() {
     let t = text(VLLM);
