@@ -144,11 +144,12 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
             status: None,
         });
     }
-    let (point, planned, notes) = settings(&root)?;
+    let (point, max_concurrency, planned, notes) = settings(&root)?;
     let run = ToolRun {
         version: None,
         command: None,
         point,
+        max_concurrency,
         planned,
         requests,
         lacks: Vec::new(),
@@ -185,16 +186,25 @@ fn failed_end_s(
     Ok(end_s)
 }
 
-/// The load point, the plan and the notes of a result ([`settings`]).
-type Settings = (Option<Point>, Option<usize>, Vec<String>);
+/// The load point, an open loop's cap on requests in flight, the plan and the notes of a result
+/// ([`settings`]).
+type Settings = (Option<Point>, Option<u32>, Option<usize>, Vec<String>);
 
 /// The run's settings from the result's top: the load point (`request_rate`, else `max_concurrency`), the
-/// plan (`num_prompts`) and notes naming the backend, model and concurrency.
+/// cap of a rate (`max_concurrency` beside a `request_rate`; 0, as vLLM reads it, is none), the plan
+/// (`num_prompts`) and notes naming the backend, model and concurrency.
 fn settings(root: &Node) -> Result<Settings, String> {
     let concurrency = match root.opt("max_concurrency") {
         Some(c) => Some(c.u64()?),
         None => None,
     };
+    if let Some(c) = concurrency.filter(|c| *c > u64::from(u32::MAX)) {
+        return Err(format!(
+            "$.max_concurrency: {c} requests in flight: an impossible cap (over {})",
+            u32::MAX
+        ));
+    }
+    let concurrency = concurrency.map(|c| c as u32);
     let rate = match root.opt("request_rate") {
         Some(r) if r.v.as_str() == Some("inf") => None,
         Some(r) => Some(r.f64()?).filter(|x| x.is_finite()),
@@ -202,9 +212,10 @@ fn settings(root: &Node) -> Result<Settings, String> {
     };
     let point = match (rate, concurrency) {
         (Some(r), _) => Some(Point::Rate(r)),
-        (None, Some(c)) if c > 0 && c <= u64::from(u32::MAX) => Some(Point::Concurrency(c as u32)),
+        (None, Some(c)) if c > 0 => Some(Point::Concurrency(c)),
         _ => None,
     };
+    let cap = concurrency.filter(|c| *c > 0 && rate.is_some());
     let planned = match root.opt("num_prompts") {
         Some(p) => Some(p.u64()? as usize),
         None => None,
@@ -218,5 +229,5 @@ fn settings(root: &Node) -> Result<Settings, String> {
     if let Some(c) = concurrency {
         notes.push(format!("vllm-bench max_concurrency: {c}"));
     }
-    Ok((point, planned, notes))
+    Ok((point, cap, planned, notes))
 }

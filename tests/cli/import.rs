@@ -701,3 +701,46 @@ fn failed_requests_count_in_flight_and_a_run_that_all_failed_fails_its_throughpu
         "{t}"
     );
 }
+
+/// A burst of 12 (every vLLM `start_times` the first) is refused as point c=2 whatever names it: the file
+/// (`max_concurrency` 2 left in it) or `--point c=2` (a newcomer's trial: both were filed and passed as c=2
+/// with peak real concurrency 12). Exit 2 as the refusal of the gate's only point, nothing written.
+#[test]
+fn a_burst_is_never_filed_as_c2_whatever_names_the_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), PASSING);
+    let stated = vllm_variant(tmp.path(), "stated.json", |v| {
+        let t0 = v["start_times"][0].clone();
+        v["start_times"] = serde_json::json!(vec![t0; 12]);
+    });
+    let unstated = vllm_variant(tmp.path(), "unstated.json", |v| {
+        let t0 = v["start_times"][0].clone();
+        v["start_times"] = serde_json::json!(vec![t0; 12]);
+        v["max_concurrency"] = serde_json::Value::Null;
+    });
+    for (file, point, how) in [
+        (&stated, None, "stated by the file"),
+        (&unstated, Some("c=2"), "named by --point"),
+    ] {
+        let out = tmp.path().join("run");
+        let mut args = vec![
+            "--from",
+            "vllm-bench",
+            file.to_str().unwrap(),
+            "--gate",
+            g.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if let Some(p) = point {
+            args.extend(["--point", p]);
+        }
+        let (code, stdout, stderr) = import(&args);
+        assert_eq!(code, 2, "{how}: {stdout}\n{stderr}");
+        assert!(
+            stderr.contains(&format!("error: the run had 12 requests in flight at once, more than the concurrency 2 of point c=2 ({how}) allows")),
+            "{stderr}"
+        );
+        assert!(!out.exists(), "{how}: nothing written");
+    }
+}
