@@ -112,7 +112,9 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     })
 }
 
-/// The point the benchmark's strategy states, if it is one servegate names, and a rate strategy's cap on
+/// The point the benchmark's strategy states, if it is one servegate names (a `streams` under 1 or a
+/// `rate` not over 0, which GuideLLM's strategies refuse, is a format error naming its path), and a rate
+/// strategy's cap on
 /// requests in flight, if it states one (`max_concurrency`: GuideLLM 0.8.1's
 /// src/guidellm/scheduler/strategies.py `AsyncConstantStrategy`, `AsyncPoissonStrategy`).
 fn point(b: &Node) -> Result<(Option<Point>, Option<u32>), String> {
@@ -126,15 +128,15 @@ fn point(b: &Node) -> Result<(Option<Point>, Option<u32>), String> {
     Ok(match kind {
         "synchronous" => (Some(Point::Concurrency(1)), None),
         "concurrent" => {
-            let n = s.get("streams")?.u64()?;
-            let p = u32::try_from(n)
+            let n = s.get("streams")?;
+            let c = u32::try_from(n.u64()?)
                 .ok()
-                .filter(|n| *n > 0)
-                .map(Point::Concurrency);
-            (p, None)
+                .filter(|c| *c > 0)
+                .ok_or_else(|| format!("{}: not a count of 1 or more streams", n.path))?;
+            (Some(Point::Concurrency(c)), None)
         }
         "constant" | "poisson" => {
-            let r = s.get("rate")?.f64()?;
+            let r = super::rate_of(&s.get("rate")?)?;
             let cap = match s.opt("max_concurrency") {
                 Some(m) => Some(
                     u32::try_from(m.u64()?)
@@ -144,7 +146,7 @@ fn point(b: &Node) -> Result<(Option<Point>, Option<u32>), String> {
                 ),
                 None => None,
             };
-            ((r > 0.0).then_some(Point::Rate(r)), cap)
+            (Some(Point::Rate(r)), cap)
         }
         _ => (None, None),
     })

@@ -146,8 +146,10 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, String> {
 }
 
 /// Reads `path` as `tool`'s output ([`Tool::parse`]); for AIPerf, the version and command from the
-/// aggregate file beside it ([`aiperf::sibling`]). Errors: the file cannot be read, is not UTF-8 (the line
-/// named), or the parser's.
+/// aggregate file beside it ([`aiperf::sibling`]); for inference-perf, the load point from `config.yaml`
+/// beside it ([`inference_perf::sibling_config`]). Errors: the file cannot be read, is not UTF-8 (the line
+/// named), the parser's, or a malformed rate or concurrency in inference-perf's `config.yaml` (the key
+/// named).
 pub fn read(tool: Tool, path: &Path) -> Result<ToolRun, String> {
     let bytes = read_file(path)?;
     let text = std::str::from_utf8(&bytes).map_err(|e| {
@@ -177,7 +179,10 @@ pub fn read(tool: Tool, path: &Path) -> Result<ToolRun, String> {
                     p.label()
                 ));
             }
-            Some(Err(why)) => run.notes.push(format!(
+            Some(Err(inference_perf::NoPoint::Malformed(why))) => {
+                return Err(format!("config.yaml beside the file: {why}"))
+            }
+            Some(Err(inference_perf::NoPoint::Unstated(why))) => run.notes.push(format!(
                 "inference-perf: no load point taken from config.yaml beside the file: {why}"
             )),
             None => {}
@@ -357,6 +362,22 @@ pub(crate) fn check_starts(run: &ToolRun, at: impl Fn(usize) -> String) -> Resul
             shown_ms(run.requests[i].start_ms - first)
         )),
         None => Ok(()),
+    }
+}
+
+/// A request rate as a tool's file states it at `r`: a finite number of requests per second over 0. Any
+/// other (0, negative: the tool itself refuses them, vLLM's `get_request` asserts a positive rate and
+/// GuideLLM's strategies declare `rate: float = Field(gt=0)`) is a malformed file, an error naming the path,
+/// never a point of its own (`r=-5`) nor no point at all.
+pub(crate) fn rate_of(r: &json::Node) -> Result<f64, String> {
+    let x = r.f64()?;
+    if x > 0.0 {
+        Ok(x)
+    } else {
+        Err(format!(
+            "{}: {x} is not a request rate (requests/s > 0)",
+            r.path
+        ))
     }
 }
 

@@ -190,7 +190,8 @@ fn failed_end_s(
 /// ([`settings`]).
 type Settings = (Option<Point>, Option<u32>, Option<usize>, Vec<String>);
 
-/// The run's settings from the result's top: the load point (`request_rate`, else `max_concurrency`), the
+/// The run's settings from the result's top: the load point (`request_rate`: `"inf"` or a rate > 0, any
+/// other a format error; else `max_concurrency`), the
 /// cap of a rate (`max_concurrency` beside a `request_rate`; 0, as vLLM reads it, is none), the plan
 /// (`num_prompts`) and notes naming the backend, model and concurrency.
 fn settings(root: &Node) -> Result<Settings, String> {
@@ -207,7 +208,7 @@ fn settings(root: &Node) -> Result<Settings, String> {
     let concurrency = concurrency.map(|c| c as u32);
     let rate = match root.opt("request_rate") {
         Some(r) if r.v.as_str() == Some("inf") => None,
-        Some(r) => Some(r.f64()?).filter(|x| x.is_finite()),
+        Some(r) => Some(super::rate_of(&r)?),
         None => None,
     };
     let point = match (rate, concurrency) {

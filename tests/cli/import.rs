@@ -744,3 +744,57 @@ fn a_burst_is_never_filed_as_c2_whatever_names_the_point() {
         assert!(!out.exists(), "{how}: nothing written");
     }
 }
+
+/// A negative rate in a vLLM file is a format error naming its path (exit 5), as a negative
+/// `max_concurrency` is (a newcomer's trial: it was exit 2, "the run is point r=-5 but gate ... declares
+/// points c=2"); so is one in inference-perf's `config.yaml` beside its file (it was a note, and the gate's
+/// only point taken).
+#[test]
+fn a_negative_rate_is_a_format_error_naming_its_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), PASSING);
+    let neg = vllm_variant(tmp.path(), "neg.json", |v| {
+        v["request_rate"] = serde_json::json!(-5);
+        v["max_concurrency"] = serde_json::Value::Null;
+    });
+    let ip = tmp.path().join("ip");
+    std::fs::create_dir_all(&ip).unwrap();
+    let src = data("inference-perf-c2");
+    std::fs::copy(
+        src.join("per_request_lifecycle_metrics.json"),
+        ip.join("per_request_lifecycle_metrics.json"),
+    )
+    .unwrap();
+    let cfg = std::fs::read_to_string(src.join("config.yaml")).unwrap();
+    let cfg = cfg
+        .replace("  type: concurrent\n", "  type: constant\n")
+        .replace("    rate: 12.0\n", "    rate: -5.0\n");
+    assert!(cfg.contains("rate: -5.0") && cfg.contains("type: constant"));
+    std::fs::write(ip.join("config.yaml"), cfg).unwrap();
+    for (from, file, why) in [
+        (
+            "vllm-bench",
+            neg,
+            "$.request_rate: -5 is not a request rate (requests/s > 0)",
+        ),
+        (
+            "inference-perf",
+            ip.join("per_request_lifecycle_metrics.json"),
+            "config.yaml beside the file: load.stages[0].rate: \"-5.0\" is not a request rate",
+        ),
+    ] {
+        let out = tmp.path().join("run");
+        let (code, stdout, stderr) = import(&[
+            "--from",
+            from,
+            file.to_str().unwrap(),
+            "--gate",
+            g.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 5, "{from}: {stdout}\n{stderr}");
+        assert!(stderr.contains(why), "{from}: {stderr}");
+        assert!(!out.exists(), "{from}: nothing written");
+    }
+}

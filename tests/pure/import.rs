@@ -1005,3 +1005,84 @@ fn k6_aborted_streams_fail_and_unary_calls_are_refused() {
         "{e}"
     );
 }
+
+/// A rate that is not one (0, negative; GuideLLM and vLLM refuse them themselves) is a malformed file,
+/// named by its path (exit 5), in every reader that takes a rate: never a point `r=-5` refused as one the
+/// gate lacks (a newcomer's trial), nor no point at all. So is a GuideLLM `streams` under 1 and an
+/// inference-perf `concurrency_level` that is not a count.
+#[test]
+fn a_rate_not_over_zero_is_a_format_error_naming_its_path() {
+    for r in [
+        serde_json::json!(-5),
+        serde_json::json!(0),
+        serde_json::json!(-0.5),
+    ] {
+        let mut v: serde_json::Value = serde_json::from_str(&text(VLLM)).unwrap();
+        v["request_rate"] = r.clone();
+        v["max_concurrency"] = serde_json::Value::Null;
+        let e = err(Tool::VllmBench, &v.to_string());
+        assert!(
+            e.starts_with(&format!(
+                "$.request_rate: {} is not a request rate",
+                r.as_f64().unwrap()
+            )),
+            "{e}"
+        );
+        let mut v: serde_json::Value = serde_json::from_str(&text(GUIDELLM)).unwrap();
+        v["benchmarks"][0]["config"]["strategy"] =
+            serde_json::json!({"type_": "constant", "rate": r});
+        let e = err(Tool::GuideLlm, &v.to_string());
+        assert!(
+            e.starts_with("$.benchmarks[0].config.strategy.rate: ")
+                && e.contains("is not a request rate"),
+            "{e}"
+        );
+    }
+    // vLLM's "inf" is no rate (a closed loop at max_concurrency); any other string is not a number.
+    let mut v: serde_json::Value = serde_json::from_str(&text(VLLM)).unwrap();
+    v["request_rate"] = serde_json::json!("fast");
+    assert!(err(Tool::VllmBench, &v.to_string()).starts_with("$.request_rate: not a number"));
+    let mut v: serde_json::Value = serde_json::from_str(&text(GUIDELLM)).unwrap();
+    v["benchmarks"][0]["config"]["strategy"] =
+        serde_json::json!({"type_": "concurrent", "streams": 0});
+    let e = err(Tool::GuideLlm, &v.to_string());
+    assert!(
+        e.starts_with("$.benchmarks[0].config.strategy.streams: not a count of 1 or more"),
+        "{e}"
+    );
+
+    use import::inference_perf::{config_point, NoPoint};
+    let cfg = |kind: &str, key: &str, x: &str| {
+        format!("load:\n  type: {kind}\n  stages:\n  - num_requests: 12\n    {key}: {x}\n  sweep: null\n")
+    };
+    for x in ["-5", "0", "nan", ".inf", "fast"] {
+        match config_point(&cfg("constant", "rate", x)) {
+            Err(NoPoint::Malformed(e)) => assert!(
+                e.starts_with(&format!("load.stages[0].rate: {x:?} is not a request rate")),
+                "{e}"
+            ),
+            other => panic!("rate {x}: {other:?}"),
+        }
+    }
+    for x in ["0", "-2", "2.5"] {
+        match config_point(&cfg("concurrent", "concurrency_level", x)) {
+            Err(NoPoint::Malformed(e)) => {
+                assert!(e.starts_with("load.stages[0].concurrency_level: "), "{e}")
+            }
+            other => panic!("concurrency_level {x}: {other:?}"),
+        }
+    }
+    // A number the type does not use is not read (inference-perf writes a rate beside a concurrency), and
+    // a null one is unstated, not malformed.
+    assert_eq!(
+        config_point(&format!(
+            "{}    rate: -1\n",
+            cfg("concurrent", "concurrency_level", "2")
+        )),
+        Ok(Point::Concurrency(2))
+    );
+    assert!(matches!(
+        config_point(&cfg("poisson", "rate", "null")),
+        Err(NoPoint::Unstated(_))
+    ));
+}
