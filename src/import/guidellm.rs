@@ -116,6 +116,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
             "guidellm: {textless} succeeded requests have no `output` text"
         ));
     }
+    let (point, max_concurrency) = point(b)?;
     Ok(ToolRun {
         // GuideLLM 0.8.1 writes `metadata.guidellm_version`; report.py at the commit cited does not.
         version: match root.opt("metadata").and_then(|m| m.opt("guidellm_version")) {
@@ -123,7 +124,8 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
             None => None,
         },
         command: None,
-        point: point(b)?,
+        point,
+        max_concurrency,
         planned: None,
         requests,
         lacks: vec![(
@@ -135,29 +137,43 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     })
 }
 
-/// The point the benchmark's strategy states, if it is one servegate names.
-fn point(b: &Node) -> Result<Option<Point>, String> {
+/// The point the benchmark's strategy states, if it is one servegate names (a `streams` under 1 or a
+/// `rate` not over 0, which GuideLLM's strategies refuse, is a format error naming its path), and a rate
+/// strategy's cap on
+/// requests in flight, if it states one (`max_concurrency`: GuideLLM 0.8.1's
+/// src/guidellm/scheduler/strategies.py `AsyncConstantStrategy`, `AsyncPoissonStrategy`).
+fn point(b: &Node) -> Result<(Option<Point>, Option<u32>), String> {
     let Some(s) = b.opt("config").and_then(|c| c.opt("strategy")) else {
-        return Ok(None);
+        return Ok((None, None));
     };
     let kind = match s.opt("type_") {
         Some(k) => k.str()?,
-        None => return Ok(None),
+        None => return Ok((None, None)),
     };
     Ok(match kind {
-        "synchronous" => Some(Point::Concurrency(1)),
+        "synchronous" => (Some(Point::Concurrency(1)), None),
         "concurrent" => {
-            let n = s.get("streams")?.u64()?;
-            u32::try_from(n)
+            let n = s.get("streams")?;
+            let c = u32::try_from(n.u64()?)
                 .ok()
-                .filter(|n| *n > 0)
-                .map(Point::Concurrency)
+                .filter(|c| *c > 0)
+                .ok_or_else(|| format!("{}: not a count of 1 or more streams", n.path))?;
+            (Some(Point::Concurrency(c)), None)
         }
         "constant" | "poisson" => {
-            let r = s.get("rate")?.f64()?;
-            (r > 0.0).then_some(Point::Rate(r))
+            let r = super::rate_of(&s.get("rate")?)?;
+            let cap = match s.opt("max_concurrency") {
+                Some(m) => Some(
+                    u32::try_from(m.u64()?)
+                        .ok()
+                        .filter(|m| *m > 0)
+                        .ok_or_else(|| format!("{}: not a cap of 1 or more requests", m.path))?,
+                ),
+                None => None,
+            };
+            (Some(Point::Rate(r)), cap)
         }
-        _ => None,
+        _ => (None, None),
     })
 }
 

@@ -13,7 +13,8 @@
 //! * `error`: null, or `{error_type, error_msg}` (then `info.response_metrics` is null).
 //!
 //! The file states neither the tool's version nor the load: the version comes from `--tool-version`; the
-//! load point from `config.yaml` beside the file ([`sibling_point`]), else `--point`.
+//! load point from `config.yaml` beside the file ([`sibling_point`]; a rate or concurrency there that is not
+//! one is a format error, [`NoPoint::Malformed`]), else `--point`.
 
 use std::path::Path;
 
@@ -83,6 +84,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         version: None,
         command: None,
         point: None,
+        max_concurrency: None,
         planned: None,
         requests,
         lacks: Vec::new(),
@@ -197,15 +199,16 @@ fn text_of(chunks: &[Node]) -> Result<String, String> {
 
 /// The load point `config.yaml` beside `file` states (inference-perf writes the run's whole config there):
 /// `load.type: concurrent` with one stage's `concurrency_level: N` is `c=N`; `constant` or `poisson` with
-/// one stage's `rate: R` is `r=R`. None when the file is absent, states several stages, or another type.
-/// Read by its lines (the few keys above, at the indentation inference-perf writes), not as general YAML.
+/// one stage's `rate: R` is `r=R`. None when the file is absent, names no one point or is malformed
+/// ([`config_point`]). Read by its lines (the few keys above, at the indentation inference-perf writes), not
+/// as general YAML.
 pub fn sibling_point(file: &Path) -> Option<Point> {
     sibling_config(file)?.ok()
 }
 
 /// What `config.yaml` beside `file` says of the load point: None when there is no readable such file, else
 /// the point, or why none is taken from it ([`config_point`]).
-pub fn sibling_config(file: &Path) -> Option<Result<Point, String>> {
+pub fn sibling_config(file: &Path) -> Option<Result<Point, NoPoint>> {
     let text = std::fs::read_to_string(file.parent()?.join("config.yaml")).ok()?;
     Some(config_point(&text))
 }
@@ -215,14 +218,38 @@ pub fn point_of_config(text: &str) -> Option<Point> {
     config_point(text).ok()
 }
 
+/// Why no load point is taken from a `config.yaml` ([`config_point`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoPoint {
+    /// It names no one point (no `load:` stage, several stages, an unknown type, a stage without its
+    /// number): a note says why, and `--point` names the point.
+    Unstated(String),
+    /// A number it states for the point is not one (a `rate` not a finite number over 0, a
+    /// `concurrency_level` not a whole number of 1 or more; inference-perf refuses them itself): a format
+    /// error naming the key (`load.stages[0].rate`), as a malformed field of the imported file is.
+    Malformed(String),
+}
+
+impl NoPoint {
+    /// Why, in words.
+    pub fn why(&self) -> &str {
+        match self {
+            NoPoint::Unstated(w) | NoPoint::Malformed(w) => w,
+        }
+    }
+}
+
 /// The one load point a `config.yaml`'s `load:` states (`type: concurrent` with one stage's
-/// `concurrency_level`, or `constant` / `poisson` with one stage's `rate`), or why none is taken: no
-/// `load:` stage, several stages (a sweep), an unknown type, a stage without its number.
-pub fn config_point(text: &str) -> Result<Point, String> {
+/// `concurrency_level`, or `constant` / `poisson` with one stage's `rate`), or why none is taken
+/// ([`NoPoint`]): no `load:` stage, several stages (a sweep), an unknown type, a stage without its number
+/// (`null` or absent), or that number malformed.
+pub fn config_point(text: &str) -> Result<Point, NoPoint> {
     let mut in_load = false;
     let mut kind = None;
     let mut stages = 0;
-    let (mut concurrency, mut rate) = (None, None);
+    // The last stage's raw values, each with its stage's index.
+    let mut concurrency: Option<(usize, String)> = None;
+    let mut rate: Option<(usize, String)> = None;
     for line in text.lines() {
         if !line.starts_with(' ') && !line.is_empty() {
             in_load = line.trim_end() == "load:";
@@ -242,33 +269,59 @@ pub fn config_point(text: &str) -> Result<Point, String> {
             }
             _ => t,
         };
+        let at = stages.max(1) - 1;
         if let Some(c) = t.strip_prefix("concurrency_level: ") {
-            concurrency = c.trim().parse::<u32>().ok();
+            concurrency = Some((at, c.trim().to_string()));
         } else if let Some(r) = t.strip_prefix("rate: ") {
-            rate = r.trim().parse::<f64>().ok();
+            rate = Some((at, r.trim().to_string()));
         }
     }
+    let unstated = |w: &str| NoPoint::Unstated(w.to_string());
     if stages == 0 {
-        return Err("it has no load.stages entry (or is not inference-perf's config)".into());
-    }
-    if stages > 1 {
-        return Err(format!(
-            "it has {stages} load stages (a sweep; one file is judged as one point)"
+        return Err(unstated(
+            "it has no load.stages entry (or is not inference-perf's config)",
         ));
     }
-    let kind = kind.ok_or("it has no load.type")?;
+    if stages > 1 {
+        return Err(NoPoint::Unstated(format!(
+            "it has {stages} load stages (a sweep; one file is judged as one point)"
+        )));
+    }
+    let kind = kind.ok_or_else(|| unstated("it has no load.type"))?;
+    let stated =
+        |v: Option<(usize, String)>| v.filter(|(_, x)| !matches!(x.as_str(), "null" | "~" | ""));
+    let shown = |x: &str| x.chars().take(40).collect::<String>();
     match kind.as_str() {
-        "concurrent" => concurrency
-            .filter(|c| *c > 0)
-            .map(Point::Concurrency)
-            .ok_or_else(|| "its stage has no concurrency_level > 0".to_string()),
-        "constant" | "poisson" => rate
-            .filter(|r| r.is_finite() && *r > 0.0)
-            .map(Point::Rate)
-            .ok_or_else(|| "its stage has no rate > 0".to_string()),
-        k => Err(format!(
+        "concurrent" => {
+            let (i, c) = stated(concurrency)
+                .ok_or_else(|| unstated("its stage has no concurrency_level"))?;
+            c.parse::<u32>()
+                .ok()
+                .filter(|c| *c > 0)
+                .map(Point::Concurrency)
+                .ok_or_else(|| {
+                    NoPoint::Malformed(format!(
+                        "load.stages[{i}].concurrency_level: {:?} is not a concurrency (a whole number of 1 or more)",
+                        shown(&c)
+                    ))
+                })
+        }
+        "constant" | "poisson" => {
+            let (i, r) = stated(rate).ok_or_else(|| unstated("its stage has no rate"))?;
+            r.parse::<f64>()
+                .ok()
+                .filter(|r| r.is_finite() && *r > 0.0)
+                .map(Point::Rate)
+                .ok_or_else(|| {
+                    NoPoint::Malformed(format!(
+                        "load.stages[{i}].rate: {:?} is not a request rate (a finite number of requests/s over 0)",
+                        shown(&r)
+                    ))
+                })
+        }
+        k => Err(NoPoint::Unstated(format!(
             "its load.type {:?} is none of concurrent, constant, poisson",
-            k.chars().take(40).collect::<String>()
-        )),
+            shown(k)
+        ))),
     }
 }

@@ -196,6 +196,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         version: None,
         command: None,
         point: None,
+        max_concurrency: None,
         planned: None,
         requests,
         lacks: Vec::new(),

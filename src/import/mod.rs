@@ -146,8 +146,10 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, String> {
 }
 
 /// Reads `path` as `tool`'s output ([`Tool::parse`]); for AIPerf, the version and command from the
-/// aggregate file beside it ([`aiperf::sibling`]). Errors: the file cannot be read, is not UTF-8 (the line
-/// named), or the parser's.
+/// aggregate file beside it ([`aiperf::sibling`]); for inference-perf, the load point from `config.yaml`
+/// beside it ([`inference_perf::sibling_config`]). Errors: the file cannot be read, is not UTF-8 (the line
+/// named), the parser's, or a malformed rate or concurrency in inference-perf's `config.yaml` (the key
+/// named).
 pub fn read(tool: Tool, path: &Path) -> Result<ToolRun, String> {
     let bytes = read_file(path)?;
     let text = std::str::from_utf8(&bytes).map_err(|e| {
@@ -177,7 +179,10 @@ pub fn read(tool: Tool, path: &Path) -> Result<ToolRun, String> {
                     p.label()
                 ));
             }
-            Some(Err(why)) => run.notes.push(format!(
+            Some(Err(inference_perf::NoPoint::Malformed(why))) => {
+                return Err(format!("config.yaml beside the file: {why}"))
+            }
+            Some(Err(inference_perf::NoPoint::Unstated(why))) => run.notes.push(format!(
                 "inference-perf: no load point taken from config.yaml beside the file: {why}"
             )),
             None => {}
@@ -202,7 +207,8 @@ pub struct ToolRequest {
     /// None: one per arrival, the remainder on the last.
     pub per_arrival: Option<Vec<u64>>,
     /// When the request ended, ms since its start (vLLM: the last token chunk; AIPerf `request_latency`;
-    /// GuideLLM `request_end`).
+    /// GuideLLM `request_end`); 0 for a failed request whose end the tool did not record (vLLM on an HTTP
+    /// error: counted in flight at its start only).
     pub end_ms: f64,
     /// Output tokens as the tool counted them (vLLM `output_lens`, AIPerf `output_sequence_length`,
     /// GuideLLM `output_tokens`).
@@ -226,6 +232,11 @@ pub struct ToolRun {
     /// The sweep point the file states (vLLM `max_concurrency` / `request_rate`, GuideLLM's strategy), if
     /// any.
     pub point: Option<Point>,
+    /// The cap on requests in flight the file states for an open-loop run (vLLM `max_concurrency` beside a
+    /// `request_rate`, GuideLLM's `constant` / `poisson` strategy's `max_concurrency`); None when it states
+    /// none, and for a closed loop (its concurrency is its cap). [`choose_point`] compares it with the
+    /// gate's `[load] max_concurrency`.
+    pub max_concurrency: Option<u32>,
     /// Judged requests the tool planned, when the file states it (vLLM `num_prompts`).
     pub planned: Option<usize>,
     /// Every request recorded, in the file's order.
@@ -354,6 +365,22 @@ pub(crate) fn check_starts(run: &ToolRun, at: impl Fn(usize) -> String) -> Resul
     }
 }
 
+/// A request rate as a tool's file states it at `r`: a finite number of requests per second over 0. Any
+/// other (0, negative: the tool itself refuses them, vLLM's `get_request` asserts a positive rate and
+/// GuideLLM's strategies declare `rate: float = Field(gt=0)`) is a malformed file, an error naming the path,
+/// never a point of its own (`r=-5`) nor no point at all.
+pub(crate) fn rate_of(r: &json::Node) -> Result<f64, String> {
+    let x = r.f64()?;
+    if x > 0.0 {
+        Ok(x)
+    } else {
+        Err(format!(
+            "{}: {x} is not a request rate (requests/s > 0)",
+            r.path
+        ))
+    }
+}
+
 /// `ms` for an error: `195.000 ms` up to a day, else in scientific notation (`1.000e303 ms`, never 300
 /// digits). Every reader prints a time from the file through this (or [`shown_num`]).
 pub(crate) fn shown_ms(ms: f64) -> String {
@@ -409,32 +436,26 @@ pub fn parse_point(s: &str) -> Result<Point, String> {
 }
 
 /// The most requests the run had in flight at once (each from its start to its end, an end within 1 ms of
-/// another's start not counted as overlapping: the tools stamp the end after the last byte), None for a run
-/// without requests.
+/// another's start not counted as overlapping: the tools stamp the end after the last byte), failed
+/// requests included; a request whose end the tool did not record (`end_ms` 0: a vLLM failure) counts at
+/// its start only, so the peak is then a lower bound ([`crate::analysis::load::peak_overlap`]). None for a
+/// run without requests.
 pub fn peak_in_flight(run: &ToolRun) -> Option<usize> {
-    let mut edges: Vec<(f64, i32)> = Vec::new();
-    for r in run.requests.iter().filter(|r| !r.warmup) {
-        let end = (r.start_ms + r.end_ms - 1.0).max(r.start_ms);
-        edges.push((r.start_ms, 1));
-        edges.push((end, -1));
-    }
-    if edges.is_empty() {
-        return None;
-    }
-    // Ends before starts at the same instant.
-    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let (mut now, mut peak) = (0i32, 0i32);
-    for (_, d) in edges {
-        now += d;
-        peak = peak.max(now);
-    }
-    Some(peak.max(0) as usize)
+    let judged: Vec<(f64, f64)> = run
+        .requests
+        .iter()
+        .filter(|r| !r.warmup)
+        .map(|r| (r.start_ms, r.start_ms + r.end_ms - 1.0))
+        .collect();
+    (!judged.is_empty()).then(|| crate::analysis::load::peak_overlap(judged))
 }
 
 /// The point of the gate the run is filed under: the one `--point` names, else the one the file states,
-/// else the gate's only point when the run's peak in flight agrees with it ([`peak_in_flight`]). Errors: the
-/// two disagree, the gate has no such point, the gate has several and nothing names one, or the gate's only
-/// point is a concurrency the run did not have.
+/// else the gate's only point. Whatever named it, the run's own shape must be that load
+/// ([`check_shape`]): a concurrency point's run never had more requests in flight than it
+/// ([`peak_in_flight`]), a rate point's run the gate's cap (`[load] max_concurrency`) and none over it.
+/// Errors: `--point` and the file disagree, the gate has no such point, the gate has several and nothing
+/// names one, or the run was not the load of the point named.
 pub fn choose_point(gate: &GateSpec, run: &ToolRun, asked: Option<Point>) -> Result<Point, String> {
     let Some(load) = &gate.load else {
         return Err(format!(
@@ -443,7 +464,7 @@ pub fn choose_point(gate: &GateSpec, run: &ToolRun, asked: Option<Point>) -> Res
         ));
     };
     let labels: Vec<String> = load.spec.points.iter().map(|p| p.label()).collect();
-    let p = match (asked, run.point) {
+    let (p, how) = match (asked, run.point) {
         (Some(a), Some(f)) if a != f => {
             return Err(format!(
                 "--point {} but the file states point {}: a run is judged as the load it was",
@@ -451,24 +472,10 @@ pub fn choose_point(gate: &GateSpec, run: &ToolRun, asked: Option<Point>) -> Res
                 f.label()
             ))
         }
-        (Some(a), _) => a,
-        (None, Some(f)) => f,
-        (None, None) if load.spec.points.len() == 1 => {
-            let p = load.spec.points[0];
-            // Filed under the gate's only point for want of anything naming one: the run's own shape must
-            // agree, or a c=2 run would be judged (and pass) as c=4.
-            if let (Point::Concurrency(n), Some(peak)) = (p, peak_in_flight(run)) {
-                let judged = run.requests.iter().filter(|r| !r.warmup).count();
-                if peak > n as usize || (peak < n as usize && judged >= n as usize) {
-                    return Err(format!(
-                        "the file does not state its load and gate `{}`'s only point is {}, but the run had at most {peak} request(s) in flight: it was not that load; name its point with --point (the gate must declare it)",
-                        gate.name,
-                        p.label()
-                    ));
-                }
-            }
-            p
-        }
+        (Some(a), Some(_)) => (a, "named by --point and stated by the file"),
+        (Some(a), None) => (a, "named by --point"),
+        (None, Some(f)) => (f, "stated by the file"),
+        (None, None) if load.spec.points.len() == 1 => (load.spec.points[0], ONLY_POINT),
         (None, None) => {
             return Err(format!(
                 "the file does not state its concurrency or rate and gate `{}` has points {}: name one with --point",
@@ -485,7 +492,67 @@ pub fn choose_point(gate: &GateSpec, run: &ToolRun, asked: Option<Point>) -> Res
             labels.join(", ")
         ));
     }
+    check_shape(gate, run, p, how)?;
     Ok(p)
+}
+
+/// How a point was named when the gate's only point is taken for want of anything naming one.
+const ONLY_POINT: &str = "the gate's only point";
+
+/// Refuses a run filed under `p` (named as `how` says) that was not that load, so a run is never filed,
+/// nor passed, under a load it was not: at a concurrency point c, a run with more than c requests in flight
+/// at once ([`peak_in_flight`]: failed requests counted; one without a recorded end at its send only, so
+/// the peak is a lower bound and never refuses a run wrongly); when the gate's only point was taken for
+/// want of anything naming one, a run with fewer than c in flight though it sent c or more too. At a rate
+/// point: a cap the file states (`ToolRun::max_concurrency`) that is not the gate's `[load]
+/// max_concurrency`, or more requests in flight than the gate's cap.
+fn check_shape(gate: &GateSpec, run: &ToolRun, p: Point, how: &str) -> Result<(), String> {
+    let Some(load) = &gate.load else {
+        return Ok(());
+    };
+    let Some(peak) = peak_in_flight(run) else {
+        return Ok(());
+    };
+    let refuse = |limit: String| {
+        format!(
+            "the run had {peak} requests in flight at once, more than {limit} of point {} ({how}) allows: it was not that load, never filed (nor passed) as it; import it under the point it was, with a gate that declares it",
+            p.label()
+        )
+    };
+    match p {
+        Point::Concurrency(n) => {
+            let judged = run.requests.iter().filter(|r| !r.warmup).count();
+            let under = peak < n as usize && judged >= n as usize;
+            if how == ONLY_POINT && (peak > n as usize || under) {
+                return Err(format!(
+                    "the file does not state its load and gate `{}`'s only point is {}, but the run had at most {peak} request(s) in flight: it was not that load; name its point with --point (the gate must declare it)",
+                    gate.name,
+                    p.label()
+                ));
+            }
+            if peak > n as usize {
+                return Err(refuse(format!("the concurrency {n}")));
+            }
+        }
+        Point::Rate(_) => {
+            let cap = load.spec.max_concurrency;
+            if let Some(f) = run.max_concurrency.filter(|f| Some(*f) != cap) {
+                return Err(format!(
+                    "the file states max_concurrency {f} (its cap on requests in flight) but point {} ({how}) of gate `{}` is {}: a run under another cap is another load, never filed (nor passed) as that one",
+                    p.label(),
+                    gate.name,
+                    match cap {
+                        Some(g) => format!("capped at [load] max_concurrency = {g}"),
+                        None => "uncapped (no [load] max_concurrency)".into(),
+                    }
+                ));
+            }
+            if let Some(g) = cap.filter(|g| peak > *g as usize) {
+                return Err(refuse(format!("the cap [load] max_concurrency = {g}")));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What an import wrote.

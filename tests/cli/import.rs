@@ -43,6 +43,24 @@ fn edit(g: &Path, from: &str, to: &str) {
     std::fs::write(g, text.replace(from, to)).unwrap();
 }
 
+/// The committed vLLM run (tests/data/import/vllm-bench-c2.json) changed by `f`, written as `dir/name`.
+fn vllm_variant(dir: &Path, name: &str, f: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data("vllm-bench-c2.json")).unwrap()).unwrap();
+    f(&mut v);
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+    p
+}
+
+/// The verdict line of `name` (`[c=2]::throughput`) in `stdout`.
+fn line<'a>(stdout: &'a str, name: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("{name} not in\n{stdout}"))
+}
+
 fn import(args: &[&str]) -> (i32, String, String) {
     let out: Output = fixtures::servegate()
         .arg("import")
@@ -734,4 +752,154 @@ fn an_aiperf_file_of_warmups_only_says_so_in_its_first_line() {
         stdout.contains("and the file holds 0 (and 6 warmups, recorded, not judged)"),
         "{stdout}"
     );
+}
+
+/// Every request of a vLLM run failed, each with its send and its end (`latencies`): they were in flight
+/// two at a time, so the throughput FAILs at peak 2, as servegate's own client and an AIPerf import do
+/// (a newcomer's trial: it was INDETERMINATE "peak real concurrency 0 never reached the asked concurrency
+/// 2 (its requests ended before the next were sent)", the failures counted as never in flight). vLLM's own
+/// record of an HTTP error (no chunk, `latency` 0: no end kept) counts each at its send only: INDETERMINATE
+/// saying the peak is a lower bound, never that the requests ended early.
+#[test]
+fn failed_requests_count_in_flight_and_a_run_that_all_failed_fails_its_throughput() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(
+        tmp.path(),
+        "[assert.throughput]\nfloor_tok_s = 1.0\nfloor_rps = 1.0\n",
+    );
+    let timed = vllm_variant(tmp.path(), "timed.json", |v| {
+        v["errors"] = serde_json::json!(vec!["boom"; 12]);
+    });
+    let args = |file: &Path, out: &str| {
+        import(&[
+            "--from",
+            "vllm-bench",
+            file.to_str().unwrap(),
+            "--gate",
+            g.to_str().unwrap(),
+            "--out",
+            tmp.path().join(out).to_str().unwrap(),
+            "-v",
+        ])
+    };
+    let (code, stdout, stderr) = args(&timed, "timed");
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let t = line(&stdout, "[c=2]::throughput");
+    assert!(
+        t.contains(" FAIL output 0.0 tok/s, 0.00 requests/s")
+            && t.contains("peak real concurrency 2 "),
+        "{t}"
+    );
+
+    let untimed = vllm_variant(tmp.path(), "untimed.json", |v| {
+        v["errors"] = serde_json::json!(vec!["Internal Server Error"; 12]);
+        v["ttfts"] = serde_json::json!(vec![0.0; 12]);
+        v["latencies"] = serde_json::json!(vec![0.0; 12]);
+        v["itls"] = serde_json::json!(vec![Vec::<f64>::new(); 12]);
+        v["output_lens"] = serde_json::json!(vec![0; 12]);
+    });
+    let (code, stdout, stderr) = args(&untimed, "untimed");
+    assert_eq!(code, 8, "{stdout}\n{stderr}");
+    let t = line(&stdout, "[c=2]::throughput");
+    assert!(
+        t.contains(" INDETERMINATE peak real concurrency 1 never reached the asked concurrency 2 (12 failed requests have no end recorded, counted in flight at their send only: the peak is at least this)"),
+        "{t}"
+    );
+}
+
+/// A burst of 12 (every vLLM `start_times` the first) is refused as point c=2 whatever names it: the file
+/// (`max_concurrency` 2 left in it) or `--point c=2` (a newcomer's trial: both were filed and passed as c=2
+/// with peak real concurrency 12). Exit 2 as the refusal of the gate's only point, nothing written.
+#[test]
+fn a_burst_is_never_filed_as_c2_whatever_names_the_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), PASSING);
+    let stated = vllm_variant(tmp.path(), "stated.json", |v| {
+        let t0 = v["start_times"][0].clone();
+        v["start_times"] = serde_json::json!(vec![t0; 12]);
+    });
+    let unstated = vllm_variant(tmp.path(), "unstated.json", |v| {
+        let t0 = v["start_times"][0].clone();
+        v["start_times"] = serde_json::json!(vec![t0; 12]);
+        v["max_concurrency"] = serde_json::Value::Null;
+    });
+    for (file, point, how) in [
+        (&stated, None, "stated by the file"),
+        (&unstated, Some("c=2"), "named by --point"),
+    ] {
+        let out = tmp.path().join("run");
+        let mut args = vec![
+            "--from",
+            "vllm-bench",
+            file.to_str().unwrap(),
+            "--gate",
+            g.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if let Some(p) = point {
+            args.extend(["--point", p]);
+        }
+        let (code, stdout, stderr) = import(&args);
+        assert_eq!(code, 2, "{how}: {stdout}\n{stderr}");
+        assert!(
+            stderr.contains(&format!("error: the run had 12 requests in flight at once, more than the concurrency 2 of point c=2 ({how}) allows")),
+            "{stderr}"
+        );
+        assert!(!out.exists(), "{how}: nothing written");
+    }
+}
+
+/// A negative rate in a vLLM file is a format error naming its path (exit 5), as a negative
+/// `max_concurrency` is (a newcomer's trial: it was exit 2, "the run is point r=-5 but gate ... declares
+/// points c=2"); so is one in inference-perf's `config.yaml` beside its file (it was a note, and the gate's
+/// only point taken).
+#[test]
+fn a_negative_rate_is_a_format_error_naming_its_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), PASSING);
+    let neg = vllm_variant(tmp.path(), "neg.json", |v| {
+        v["request_rate"] = serde_json::json!(-5);
+        v["max_concurrency"] = serde_json::Value::Null;
+    });
+    let ip = tmp.path().join("ip");
+    std::fs::create_dir_all(&ip).unwrap();
+    let src = data("inference-perf-c2");
+    std::fs::copy(
+        src.join("per_request_lifecycle_metrics.json"),
+        ip.join("per_request_lifecycle_metrics.json"),
+    )
+    .unwrap();
+    let cfg = std::fs::read_to_string(src.join("config.yaml")).unwrap();
+    let cfg = cfg
+        .replace("  type: concurrent\n", "  type: constant\n")
+        .replace("    rate: 12.0\n", "    rate: -5.0\n");
+    assert!(cfg.contains("rate: -5.0") && cfg.contains("type: constant"));
+    std::fs::write(ip.join("config.yaml"), cfg).unwrap();
+    for (from, file, why) in [
+        (
+            "vllm-bench",
+            neg,
+            "$.request_rate: -5 is not a request rate (requests/s > 0)",
+        ),
+        (
+            "inference-perf",
+            ip.join("per_request_lifecycle_metrics.json"),
+            "config.yaml beside the file: load.stages[0].rate: \"-5.0\" is not a request rate",
+        ),
+    ] {
+        let out = tmp.path().join("run");
+        let (code, stdout, stderr) = import(&[
+            "--from",
+            from,
+            file.to_str().unwrap(),
+            "--gate",
+            g.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 5, "{from}: {stdout}\n{stderr}");
+        assert!(stderr.contains(why), "{from}: {stderr}");
+        assert!(!out.exists(), "{from}: nothing written");
+    }
 }

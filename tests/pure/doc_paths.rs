@@ -47,6 +47,7 @@ const NOT_OURS: &[&str] = &[
     "src/guidellm/benchmark/schemas/generative/benchmark.py",
     "src/guidellm/schemas/request_stats.py",
     "src/guidellm/schemas/info.py",
+    "src/guidellm/scheduler/strategies.py",
     "src/guidellm/schemas/benchmark/entrypoints.py",
     "src/guidellm/schemas/backends/openai_http.py",
     "src/guidellm/schemas/benchmark/profiles/",

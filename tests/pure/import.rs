@@ -62,6 +62,38 @@ fn vllm_bench_detailed_result_is_read_per_request() {
     }
 }
 
+/// A failed vLLM request keeps its time in flight: its end is its `latencies` entry, else its last timed
+/// chunk (a stream cut midway), else none recorded (vLLM's latency 0 on an HTTP error): 0, counted at its
+/// send only. So a run whose every request failed with its timings had its two in flight at once.
+#[test]
+fn vllm_bench_failed_requests_keep_their_end() {
+    let mut v: serde_json::Value = serde_json::from_str(&text(VLLM)).unwrap();
+    v["errors"] = serde_json::json!(vec!["boom"; 12]);
+    let all = Tool::VllmBench.parse(&v.to_string()).unwrap();
+    assert!(all
+        .requests
+        .iter()
+        .all(|r| r.error.as_deref() == Some("boom")));
+    let lat0 = v["latencies"][0].as_f64().unwrap() * 1000.0;
+    assert!((all.requests[0].end_ms - lat0).abs() < 1e-9);
+    assert_eq!(import::peak_in_flight(&all), Some(2));
+    // Request 1 cut after 3 chunks, with no latency; request 2 an HTTP error (no chunk, latency 0).
+    v["latencies"][1] = serde_json::json!(0.0);
+    v["itls"][1] = serde_json::json!([0.01, 0.02]);
+    v["ttfts"][1] = serde_json::json!(0.05);
+    v["latencies"][2] = serde_json::json!(0.0);
+    v["ttfts"][2] = serde_json::json!(0.0);
+    v["itls"][2] = serde_json::json!([]);
+    let run = Tool::VllmBench.parse(&v.to_string()).unwrap();
+    assert!((run.requests[1].end_ms - 80.0).abs() < 1e-9);
+    assert_eq!(run.requests[2].end_ms, 0.0);
+    assert!(run.requests.iter().all(|r| r.arrivals_ms.is_empty()));
+    // An absurd end of a failed request is refused as a successful one's is.
+    v["latencies"][3] = serde_json::json!(1e9);
+    let e = err(Tool::VllmBench, &v.to_string());
+    assert!(e.starts_with("$.latencies[3]: the request's end"), "{e}");
+}
+
 #[test]
 fn vllm_bench_truncated_foreign_and_aggregate_files_are_refused() {
     let t = text(VLLM);
@@ -456,12 +488,134 @@ fn a_run_unlike_the_gates_only_point_is_refused_when_nothing_names_its_point() {
                 "c={c}: {e}"
             ),
         }
-        // Named with --point, the user's word stands (the gate must declare it).
-        assert_eq!(
-            import::choose_point(&g, &run, Some(Point::Concurrency(c))),
-            Ok(Point::Concurrency(c))
+        // Named with --point, the user's word stands when the run never had more in flight than it (a
+        // lighter run's throughput is then INDETERMINATE when judged); a run over it is refused however
+        // its point was named.
+        match import::choose_point(&g, &run, Some(Point::Concurrency(c))) {
+            Ok(p) => assert!(c >= 2 && p == Point::Concurrency(c), "c={c}: {p:?}"),
+            Err(e) => assert!(
+                c < 2 && e.starts_with(&format!("the run had 2 requests in flight at once, more than the concurrency {c} of point c={c} (named by --point) allows")),
+                "c={c}: {e}"
+            ),
+        }
+    }
+}
+
+/// The committed vLLM run (12 requests at c=2) with `f` applied, parsed.
+fn vllm_run(f: impl FnOnce(&mut serde_json::Value)) -> ToolRun {
+    let mut v: serde_json::Value = serde_json::from_str(&text(VLLM)).unwrap();
+    f(&mut v);
+    Tool::VllmBench.parse(&v.to_string()).unwrap()
+}
+
+/// A run is never filed, nor passed, under a point it was not, whatever named the point (a newcomer's
+/// trial: the peak was checked only when the gate's only point was taken, so a burst of 12 passed as c=2
+/// named by the file or by --point). At a concurrency point, more in flight than it is refused; at a rate
+/// point, a cap the file states must be the gate's, and the peak may not pass the gate's cap.
+#[test]
+fn a_run_over_its_points_load_is_refused_however_the_point_was_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c2 = crate::fixtures::load::gate(
+        tmp.path(),
+        "concurrency = [2]\nrequests = 12",
+        "[assert.errors]\nmax_rate = 0.0",
+    );
+    // Every request sent at once, max_concurrency 2 left in the file: 12 in flight.
+    let burst = vllm_run(|v| {
+        let t0 = v["start_times"][0].clone();
+        v["start_times"] = serde_json::json!(vec![t0; 12]);
+    });
+    assert_eq!(import::peak_in_flight(&burst), Some(12));
+    for (asked, how) in [
+        (None, "stated by the file"),
+        (
+            Some(Point::Concurrency(2)),
+            "named by --point and stated by the file",
+        ),
+    ] {
+        let e = import::choose_point(&c2, &burst, asked).unwrap_err();
+        assert!(
+            e.starts_with(&format!("the run had 12 requests in flight at once, more than the concurrency 2 of point c=2 ({how}) allows")),
+            "{e}"
         );
     }
+    // The file states no load; --point names it.
+    let mut unstated = burst.clone();
+    unstated.point = None;
+    let e = import::choose_point(&c2, &unstated, Some(Point::Concurrency(2))).unwrap_err();
+    assert!(e.contains("point c=2 (named by --point) allows"), "{e}");
+    // Sent in the reverse order of their ends: more than two overlap.
+    let reversed = vllm_run(|v| {
+        let mut s = v["start_times"].as_array().unwrap().clone();
+        s.reverse();
+        v["start_times"] = serde_json::json!(s);
+    });
+    assert!(import::peak_in_flight(&reversed).unwrap() > 2);
+    assert!(import::choose_point(&c2, &reversed, None).is_err());
+    // The run as it was: filed.
+    let real = vllm_run(|_| {});
+    assert_eq!(
+        import::choose_point(&c2, &real, None),
+        Ok(Point::Concurrency(2))
+    );
+
+    // A rate point: the file's cap is compared with the gate's, and the peak with the gate's cap.
+    let rate = |cap: &str| {
+        let d = tmp.path().join(format!("r{cap}"));
+        std::fs::create_dir_all(&d).unwrap();
+        crate::fixtures::load::gate(
+            &d,
+            &format!("rate_rps = [4.0]\nrequests = 12{cap}"),
+            "[assert.errors]\nmax_rate = 0.0",
+        )
+    };
+    let capped = vllm_run(|v| {
+        v["request_rate"] = serde_json::json!(4);
+    });
+    assert_eq!(
+        (capped.point, capped.max_concurrency),
+        (Some(Point::Rate(4.0)), Some(2))
+    );
+    let e = import::choose_point(&rate("\nmax_concurrency = 8"), &capped, None).unwrap_err();
+    assert!(
+        e.starts_with("the file states max_concurrency 2 (its cap on requests in flight) but point r=4 (stated by the file) of gate `load-test` is capped at [load] max_concurrency = 8"),
+        "{e}"
+    );
+    let e = import::choose_point(&rate(""), &capped, None).unwrap_err();
+    assert!(e.contains("is uncapped (no [load] max_concurrency)"), "{e}");
+    assert_eq!(
+        import::choose_point(&rate("\nmax_concurrency = 2"), &capped, None),
+        Ok(Point::Rate(4.0))
+    );
+    let uncapped = vllm_run(|v| {
+        v["request_rate"] = serde_json::json!(4);
+        v["max_concurrency"] = serde_json::Value::Null;
+    });
+    assert_eq!(uncapped.max_concurrency, None);
+    let e = import::choose_point(&rate("\nmax_concurrency = 1"), &uncapped, None).unwrap_err();
+    assert!(
+        e.starts_with("the run had 2 requests in flight at once, more than the cap [load] max_concurrency = 1 of point r=4 (stated by the file) allows"),
+        "{e}"
+    );
+    assert_eq!(
+        import::choose_point(&rate("\nmax_concurrency = 2"), &uncapped, None),
+        Ok(Point::Rate(4.0))
+    );
+    // GuideLLM's rate strategies state their cap the same way.
+    let mut v: serde_json::Value = serde_json::from_str(&text(GUIDELLM)).unwrap();
+    v["benchmarks"][0]["config"]["strategy"] =
+        serde_json::json!({"type_": "poisson", "rate": 4.0, "max_concurrency": 2});
+    let g = Tool::GuideLlm.parse(&v.to_string()).unwrap();
+    assert_eq!(
+        (g.point, g.max_concurrency),
+        (Some(Point::Rate(4.0)), Some(2))
+    );
+    v["benchmarks"][0]["config"]["strategy"]["max_concurrency"] = serde_json::json!(0);
+    let e = err(Tool::GuideLlm, &v.to_string());
+    assert!(
+        e.starts_with("$.benchmarks[0].config.strategy.max_concurrency: not a cap of 1 or more"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -965,4 +1119,85 @@ fn a_multi_line_json_document_is_not_json_lines_not_truncated() {
     let ap = text(AIPERF_REAL);
     let e = err(Tool::AiPerf, &ap[..ap.len() - 20]);
     assert!(e.starts_with("line 6: truncated"), "{e}");
+}
+
+/// A rate that is not one (0, negative; GuideLLM and vLLM refuse them themselves) is a malformed file,
+/// named by its path (exit 5), in every reader that takes a rate: never a point `r=-5` refused as one the
+/// gate lacks (a newcomer's trial), nor no point at all. So is a GuideLLM `streams` under 1 and an
+/// inference-perf `concurrency_level` that is not a count.
+#[test]
+fn a_rate_not_over_zero_is_a_format_error_naming_its_path() {
+    for r in [
+        serde_json::json!(-5),
+        serde_json::json!(0),
+        serde_json::json!(-0.5),
+    ] {
+        let mut v: serde_json::Value = serde_json::from_str(&text(VLLM)).unwrap();
+        v["request_rate"] = r.clone();
+        v["max_concurrency"] = serde_json::Value::Null;
+        let e = err(Tool::VllmBench, &v.to_string());
+        assert!(
+            e.starts_with(&format!(
+                "$.request_rate: {} is not a request rate",
+                r.as_f64().unwrap()
+            )),
+            "{e}"
+        );
+        let mut v: serde_json::Value = serde_json::from_str(&text(GUIDELLM)).unwrap();
+        v["benchmarks"][0]["config"]["strategy"] =
+            serde_json::json!({"type_": "constant", "rate": r});
+        let e = err(Tool::GuideLlm, &v.to_string());
+        assert!(
+            e.starts_with("$.benchmarks[0].config.strategy.rate: ")
+                && e.contains("is not a request rate"),
+            "{e}"
+        );
+    }
+    // vLLM's "inf" is no rate (a closed loop at max_concurrency); any other string is not a number.
+    let mut v: serde_json::Value = serde_json::from_str(&text(VLLM)).unwrap();
+    v["request_rate"] = serde_json::json!("fast");
+    assert!(err(Tool::VllmBench, &v.to_string()).starts_with("$.request_rate: not a number"));
+    let mut v: serde_json::Value = serde_json::from_str(&text(GUIDELLM)).unwrap();
+    v["benchmarks"][0]["config"]["strategy"] =
+        serde_json::json!({"type_": "concurrent", "streams": 0});
+    let e = err(Tool::GuideLlm, &v.to_string());
+    assert!(
+        e.starts_with("$.benchmarks[0].config.strategy.streams: not a count of 1 or more"),
+        "{e}"
+    );
+
+    use import::inference_perf::{config_point, NoPoint};
+    let cfg = |kind: &str, key: &str, x: &str| {
+        format!("load:\n  type: {kind}\n  stages:\n  - num_requests: 12\n    {key}: {x}\n  sweep: null\n")
+    };
+    for x in ["-5", "0", "nan", ".inf", "fast"] {
+        match config_point(&cfg("constant", "rate", x)) {
+            Err(NoPoint::Malformed(e)) => assert!(
+                e.starts_with(&format!("load.stages[0].rate: {x:?} is not a request rate")),
+                "{e}"
+            ),
+            other => panic!("rate {x}: {other:?}"),
+        }
+    }
+    for x in ["0", "-2", "2.5"] {
+        match config_point(&cfg("concurrent", "concurrency_level", x)) {
+            Err(NoPoint::Malformed(e)) => {
+                assert!(e.starts_with("load.stages[0].concurrency_level: "), "{e}")
+            }
+            other => panic!("concurrency_level {x}: {other:?}"),
+        }
+    }
+    // A number the type does not use is not read (inference-perf writes a rate beside a concurrency), and
+    // a null one is unstated, not malformed.
+    assert_eq!(
+        config_point(&format!(
+            "{}    rate: -1\n",
+            cfg("concurrent", "concurrency_level", "2")
+        )),
+        Ok(Point::Concurrency(2))
+    );
+    assert!(matches!(
+        config_point(&cfg("poisson", "rate", "null")),
+        Err(NoPoint::Unstated(_))
+    ));
 }

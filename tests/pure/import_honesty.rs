@@ -221,12 +221,16 @@ fn a_lost_imported_point_fails_and_the_others_are_not_imported() {
 fn an_inference_perf_config_says_why_no_point_is_taken() {
     use import::inference_perf::config_point;
     let two = "load:\n  type: concurrent\n  stages:\n  - concurrency_level: 2\n  - concurrency_level: 4\n";
-    assert!(config_point(two).unwrap_err().contains("2 load stages"));
+    assert!(config_point(two)
+        .unwrap_err()
+        .why()
+        .contains("2 load stages"));
     assert!(config_point("not: yaml: [")
         .unwrap_err()
+        .why()
         .contains("no load.stages"));
     let odd = "load:\n  type: sweep\n  stages:\n  - rate: 2\n";
-    assert!(config_point(odd).unwrap_err().contains("\"sweep\""));
+    assert!(config_point(odd).unwrap_err().why().contains("\"sweep\""));
 }
 
 #[test]

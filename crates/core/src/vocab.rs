@@ -1108,7 +1108,7 @@ const PEAK_CONCURRENCY: MetricInfo = MetricInfo {
         better: Better::Higher,
         figure_field: None,
         record_name: None,
-        definition: "the most request lifetimes [send, end] open at one instant (a sweep over start and end events)",
+        definition: "the most request lifetimes [send, end] open at one instant, failed requests included (a sweep over start and end events; a lifetime with no recorded end counts at its send)",
         source: "servegate (docs/load.md); GuideLLM reports concurrency per request",
 };
 

@@ -30,7 +30,8 @@ pub struct ImportArgs {
     #[arg(long)]
     out: Option<PathBuf>,
     /// The point the run was: c=N (concurrency) or r=R (requests/s); default the one the file states, else
-    /// the gate's only point.
+    /// the gate's only point. A run with more requests in flight than the point allows (its concurrency, or
+    /// the gate's max_concurrency at a rate) is refused however its point is named.
     #[arg(long)]
     point: Option<String>,
     /// The tool's version, when its output does not state it (vLLM's, inference-perf's and k6's do not;
@@ -49,7 +50,8 @@ pub struct ImportArgs {
     outputs: crate::OutputFlags,
 }
 
-/// Runs `servegate import`: exit 2 on usage (a point the gate lacks, an existing --out), 3 on an invalid
+/// Runs `servegate import`: exit 2 on usage (a point the gate lacks, a run that was not its point's load
+/// (`import::choose_point`), an existing --out), 3 on an invalid
 /// gate, 5 on a file that cannot be read as the tool's per-request output (the error names the line or the
 /// JSON path); otherwise `servegate judge`'s code on the directory written.
 pub fn cli(a: &ImportArgs) -> i32 {

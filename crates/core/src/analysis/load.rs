@@ -19,7 +19,8 @@
 //!   the numerator and the planned count alike ([`unmeasured`], stated in the verdict's n). Goodput counts
 //!   only the requests that met.
 //! * **peak real concurrency**: the most request lifetimes [send, end] overlapping at one instant (a sweep
-//!   over the start and end events; an end at the same instant as a start counts first).
+//!   over the start and end events; an end at the same instant as a start counts first), failed requests
+//!   included; a lifetime whose end was not recorded (an imported failure) counts at its send only.
 //! * **scaling efficiency** of a sweep point: output tok/s(c) / (c × output tok/s(1)), 1.0 = perfect
 //!   scaling; a serve that serializes requests shows 1 / c.
 
@@ -194,18 +195,44 @@ pub fn attainment(samples: &[Sample], slo: &Slo, planned: usize) -> Option<f64> 
     (counted > 0).then(|| good(samples, slo) as f64 / counted as f64)
 }
 
-/// Peak real concurrency: the most [sent, end] intervals open at one instant.
+/// Peak real concurrency: the most [sent, end] intervals open at one instant ([`peak_overlap`]). Failed
+/// requests count as any other: a request that failed after 200 ms was in flight for those 200 ms.
 pub fn peak_concurrency(samples: &[Sample]) -> usize {
-    let mut events: Vec<(f64, i32)> = Vec::with_capacity(samples.len() * 2);
-    for s in samples {
-        events.push((s.timing.sent_ms, 1));
-        events.push((s.timing.end_ms.max(s.timing.sent_ms), -1));
+    peak_overlap(samples.iter().map(|s| (s.timing.sent_ms, s.timing.end_ms)))
+}
+
+/// The requests among `samples` whose lifetime has no length: a failed request whose end was not recorded
+/// (an imported vLLM failure: vLLM keeps no end for an HTTP error, so the import records the end at the
+/// send). [`peak_concurrency`] counts each in flight at its send only, so with any of them the peak is a
+/// lower bound.
+pub fn endless_failures(samples: &[Sample]) -> usize {
+    samples
+        .iter()
+        .filter(|s| !s.ok && s.timing.end_ms <= s.timing.sent_ms)
+        .count()
+}
+
+/// The most of `intervals` (start, end; ms, any one clock) open at one instant: a sweep over the start and
+/// end events. An end at the same instant as another's start counts first (back-to-back requests of one
+/// slot do not overlap); an interval with no length (end at or before its start: an end not recorded) is
+/// counted open at its start instant only, overlapping whatever is open then, never at no instant at all
+/// (a request was in flight at least when it was sent).
+pub fn peak_overlap(intervals: impl IntoIterator<Item = (f64, f64)>) -> usize {
+    // (instant, order, delta): at one instant, the ends of intervals with a length, then the starts, then
+    // the ends of intervals without one.
+    let mut events: Vec<(f64, u8, i64)> = Vec::new();
+    for (start, end) in intervals {
+        events.push((start, 1, 1));
+        if end > start {
+            events.push((end, 0, -1));
+        } else {
+            events.push((start, 2, -1));
+        }
     }
-    // Ends before starts at the same instant: back-to-back requests of one slot do not overlap.
     events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let (mut cur, mut peak) = (0i64, 0i64);
-    for (_, d) in events {
-        cur += i64::from(d);
+    for (_, _, d) in events {
+        cur += d;
         peak = peak.max(cur);
     }
     peak as usize
@@ -332,6 +359,12 @@ mod tests {
         b.timing.slot_ms = 100.0;
         assert_eq!(b.ttft_from_intended_ms(), Some(70.0));
         assert_eq!(peak_concurrency(&[a, b]), 1);
+        // A lifetime with no length (a failure whose end was not recorded) is in flight at its send: it
+        // overlaps what is open then, not what ended at that instant.
+        assert_eq!(peak_overlap([(0.0, 100.0), (50.0, 50.0)]), 2);
+        assert_eq!(peak_overlap([(0.0, 100.0), (100.0, 100.0)]), 1);
+        assert_eq!(peak_overlap([(7.0, 7.0), (7.0, 0.0)]), 2);
+        assert_eq!(peak_overlap([(7.0, 7.0)]), 1);
         assert_eq!(scaling_efficiency(40.0, 4, 10.0), Some(1.0));
         assert_eq!(scaling_efficiency(10.0, 4, 10.0), Some(0.25));
     }

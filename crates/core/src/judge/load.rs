@@ -651,8 +651,10 @@ fn latency_metric(m: crate::spec::load::LatencyMetric) -> crate::vocab::Metric {
 /// The throughput of one point: output tok/s and requests/s over the measured window against their floors,
 /// with the scaling efficiency against concurrency 1.
 ///
-/// A closed-loop point whose peak real concurrency ([`agg::peak_concurrency`]) never reached its concurrency
-/// is INDETERMINATE: its throughput is that of a lighter load, never passed (nor failed) as the load asked.
+/// A closed-loop point whose peak real concurrency ([`agg::peak_concurrency`], failed requests counted)
+/// never reached its concurrency is INDETERMINATE: its throughput is that of a lighter load, never passed
+/// (nor failed) as the load asked; when failed requests without a recorded end ([`agg::endless_failures`])
+/// make the peak a lower bound, the verdict says so rather than that the requests ended early.
 fn throughput_verdict(
     t: &crate::spec::load::ThroughputAssert,
     prefix: &str,
@@ -707,7 +709,11 @@ fn throughput_verdict(
                     None => format!("raise [load] requests to {c} or more"),
                 }
             } else {
-                "its requests ended before the next were sent".to_string()
+                match agg::endless_failures(samples) {
+                    0 => "its requests ended before the next were sent".to_string(),
+                    1 => "1 failed request has no end recorded, counted in flight at its send only: the peak is at least this".to_string(),
+                    k => format!("{k} failed requests have no end recorded, counted in flight at their send only: the peak is at least this"),
+                }
             };
             let mut v = verdict(
                 name,
