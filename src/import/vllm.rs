@@ -92,27 +92,9 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         Some(_) => Some(list("latencies")?),
         None => None,
     };
-    // The lists hold no request id (one entry per request, by position): a request repeated in every list
-    // is caught by its count, more entries than `num_prompts` (the run's requests), and by its times:
-    // `start_times` is a `time.perf_counter()` reading per send, so an entry whose send, first chunk and gaps
-    // are all another's is one request recorded twice.
-    if let Some(planned) = root.opt("num_prompts").and_then(|p| p.v.as_u64()) {
-        if n as u64 > planned {
-            return Err(format!(
-                "$.ttfts has {n} entries but $.num_prompts is {planned}: {} more than the run sent (entries repeated, or results joined?); refused, as counting them would judge a run that was not",
-                n as u64 - planned
-            ));
-        }
-    }
-    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    refuse_repeats(&root, &starts, &ttfts, &itls)?;
     let mut requests = Vec::with_capacity(n);
     for i in 0..n {
-        let times = format!("{} {} {}", starts[i].v, ttfts[i].v, itls[i].v);
-        if let Some(first) = seen.insert(times, i) {
-            return Err(format!(
-                "$.start_times[{i}], $.ttfts[{i}], $.itls[{i}] are entry {first}'s too (a send time is a time.perf_counter() reading, never shared by two requests): one request recorded twice; refused, as counting it twice would judge a run that was not"
-            ));
-        }
         let error = match errors[i].v {
             serde_json::Value::Null => None,
             _ => Some(errors[i].str()?.to_string()).filter(|e| !e.is_empty()),
@@ -181,6 +163,37 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     };
     super::check_starts(&run, |i| format!("$.start_times[{i}]"))?;
     Ok(run)
+}
+
+/// Refuses a vLLM result holding a request twice. The lists hold no request id (one entry per request, by
+/// position): a request repeated in every list is caught by its count, more entries than `num_prompts` (the
+/// run's requests), and by its times: `start_times` is a `time.perf_counter()` reading per send, so an entry
+/// whose send, first chunk and gaps are all another's is one request recorded twice.
+fn refuse_repeats(
+    root: &Node,
+    starts: &[Node],
+    ttfts: &[Node],
+    itls: &[Node],
+) -> Result<(), String> {
+    let n = ttfts.len();
+    if let Some(planned) = root.opt("num_prompts").and_then(|p| p.v.as_u64()) {
+        if n as u64 > planned {
+            return Err(format!(
+                "$.ttfts has {n} entries but $.num_prompts is {planned}: {} more than the run sent (entries repeated, or results joined?); refused, as counting them would judge a run that was not",
+                n as u64 - planned
+            ));
+        }
+    }
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for i in 0..n {
+        let times = format!("{} {} {}", starts[i].v, ttfts[i].v, itls[i].v);
+        if let Some(first) = seen.insert(times, i) {
+            return Err(format!(
+                "$.start_times[{i}], $.ttfts[{i}], $.itls[{i}] are entry {first}'s too (a send time is a time.perf_counter() reading, never shared by two requests): one request recorded twice; refused, as counting it twice would judge a run that was not"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The end of failed request `i`, s from its send: its `latencies` entry when over 0, else the last chunk
