@@ -63,24 +63,11 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     let mut requests = Vec::new();
     // `metadata.x_request_id` -> the line that holds it: a record listed twice is refused, never counted twice.
     let mut ids: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    let ends_with_newline = text.ends_with('\n');
-    // Lines taken one at a time (a 200 MB file is not split into a list first); the last is the one with
-    // no newline after it.
-    let mut lines = text.split('\n').enumerate().peekable();
-    let mut offset = 0;
-    while let Some((i, line)) = lines.next() {
-        let no = i + 1;
-        offset += line.len() + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let last = lines.peek().is_none();
-        // Nothing but blanks after this line: a record cut here is the file's end, not a document going on.
-        let rest_blank = text.get(offset..).is_none_or(|r| r.trim().is_empty());
+    for (no, line, rest) in super::json::lines(text) {
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
-            if last && !ends_with_newline && e.is_eof() {
+            if rest.is_none() && e.is_eof() {
                 format!("line {no}: truncated: the last line ends inside its JSON record and has no newline (a file cut while written?)")
-            } else if e.is_eof() && !rest_blank && requests.is_empty() {
+            } else if e.is_eof() && !super::json::only_blanks(rest) && requests.is_empty() {
                 format!("line {no}: the line ends inside a JSON value and the file goes on: not AIPerf's profile_export.jsonl (one record per line; this is a multi-line JSON document: another tool's file?)")
             } else {
                 format!("line {no}: not JSON: {e}")

@@ -118,3 +118,43 @@ pub(crate) fn parse_doc(text: &str) -> Result<Value, String> {
         }
     })
 }
+
+/// The non-blank lines of JSON-lines `text`, one at a time (a 200 MB file is not split into a list first):
+/// (1-based line number, the line, the text after it; None after the last line, which has no newline after
+/// it: a value cut there was cut with the file).
+pub(crate) fn lines(text: &str) -> impl Iterator<Item = (usize, &str, Option<&str>)> {
+    let mut offset = 0;
+    text.split('\n').enumerate().filter_map(move |(i, line)| {
+        offset += line.len() + 1;
+        (!line.trim().is_empty()).then(|| (i + 1, line, text.get(offset..)))
+    })
+}
+
+/// True when `rest` (the text after a line, as [`lines`] gives it) holds nothing but blanks: a value cut in
+/// that line is cut at the file's end (truncated), not a multi-line document going on. Scans only up to the
+/// next non-blank character.
+pub(crate) fn only_blanks(rest: Option<&str>) -> bool {
+    rest.is_none_or(|r| r.trim_start().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_skip_blanks_number_from_one_and_give_the_rest() {
+        let got: Vec<_> = lines("a\n\n  \nb\nc").collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, "a", Some("\n  \nb\nc")),
+                (4, "b", Some("c")),
+                (5, "c", None)
+            ]
+        );
+        // A newline at the end: the last line has an (empty) rest.
+        assert_eq!(lines("a\n").collect::<Vec<_>>(), vec![(1, "a", Some(""))]);
+        assert!(only_blanks(None) && only_blanks(Some(" \n\t\n")));
+        assert!(!only_blanks(Some("\n\n}")));
+    }
+}

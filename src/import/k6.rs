@@ -74,19 +74,8 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     if let Some(why) = one_document(text) {
         return Err(why);
     }
-    let (mut offset, mut seen_line) = (0, false);
-    for (i, line) in text.split('\n').enumerate() {
-        let n = i + 1;
-        offset += line.len() + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        // Nothing but blanks after this line: a value cut here is the file's end (truncated), else the
-        // file goes on, a multi-line document.
-        let last = text.get(offset..).is_none_or(|r| r.trim().is_empty());
-        let first = !seen_line;
-        seen_line = true;
-        let v = envelope(line, n, first, last)?;
+    for (k, (n, line, rest)) in super::json::lines(text).enumerate() {
+        let v = envelope(line, n, k == 0, rest)?;
         let kind = v["type"].as_str();
         let metric = v["metric"].as_str();
         let (Some(kind), Some(metric)) = (kind, metric) else {
@@ -207,11 +196,12 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
     Ok(run)
 }
 
-/// Line `n` (its text `line`) read as JSON; the error says a value cut in the file's `last` line is
-/// truncated, and one that the `first` line opens and the next lines go on with is a multi-line document.
-fn envelope(line: &str, n: usize, first: bool, last: bool) -> Result<Value, String> {
+/// Line `n` (its text `line`, the text after it `rest`) read as JSON; the error says a value cut where
+/// nothing but blanks follows is truncated, and one that the `first` line opens and the next lines go on
+/// with is a multi-line document.
+fn envelope(line: &str, n: usize, first: bool, rest: Option<&str>) -> Result<Value, String> {
     serde_json::from_str(line).map_err(|e| {
-        if e.is_eof() && last {
+        if e.is_eof() && super::json::only_blanks(rest) {
             format!("line {n}: truncated: the line ends inside a JSON value (a file cut while written?)")
         } else if e.is_eof() && first {
             format!("line {n}: the line ends inside a JSON value and the file goes on: not k6's JSON-lines output (k6 --out json writes one envelope per line; this is a multi-line JSON document: another tool's file?)")
