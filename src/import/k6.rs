@@ -304,27 +304,19 @@ fn read_sample(o: &mut Open, metric: &str, value: f64, line: usize) -> Result<()
             Ok(x as u64)
         }
     };
-    let once = |set: bool| {
-        if set {
-            Err(format!(
-                "line {line}: a second {metric} sample for the request of line {} (xk6-llm pushes one per request): lines repeated?",
-                o.line
-            ))
-        } else {
-            Ok(())
-        }
+    // One sample per request of each of these (xk6-llm pushes one); a second is lines repeated.
+    let again = match metric {
+        "llm_request_duration" => o.duration.is_some(),
+        "llm_ttft" => o.ttft.is_some(),
+        "llm_chunks_per_request" => o.chunks.is_some(),
+        "llm_completion_tokens" => o.tokens.is_some(),
+        _ => false,
     };
-    match metric {
-        "llm_request_duration"
-        | "llm_ttft"
-        | "llm_chunks_per_request"
-        | "llm_completion_tokens" => once(match metric {
-            "llm_request_duration" => o.duration.is_some(),
-            "llm_ttft" => o.ttft.is_some(),
-            "llm_chunks_per_request" => o.chunks.is_some(),
-            _ => o.tokens.is_some(),
-        })?,
-        _ => {}
+    if again {
+        return Err(format!(
+            "line {line}: a second {metric} sample for the request of line {} (xk6-llm pushes one per request): lines repeated?",
+            o.line
+        ));
     }
     match metric {
         "llm_request_duration" => {
