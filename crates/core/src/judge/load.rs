@@ -628,24 +628,12 @@ fn latency_verdicts(
         v.median = (p < 1e299).then_some(p);
         v.values = vals.iter().map(|x| Some(*x)).collect();
         v.bound = Some(crate::vocab::Bound::for_metric(
-            latency_metric(b.metric),
+            b.metric.metric(),
             b.limit_ms,
         ));
         out.push(v);
     }
     out
-}
-
-/// The registry's metric ([`crate::vocab::Metric`]) of a load latency bound's metric.
-fn latency_metric(m: crate::spec::load::LatencyMetric) -> crate::vocab::Metric {
-    use crate::spec::load::LatencyMetric as L;
-    use crate::vocab::Metric as M;
-    match m {
-        L::Ttft => M::Ttft,
-        L::Itl => M::Itl,
-        L::Tpot => M::Tpot,
-        L::E2e => M::E2e,
-    }
 }
 
 /// The throughput of one point: output tok/s and requests/s over the measured window against their floors,

@@ -352,6 +352,15 @@ impl LatencyMetric {
             LatencyMetric::E2e => "e2e",
         }
     }
+    /// The registry's metric ([`crate::vocab::Metric`]: its definition, unit and source).
+    pub const fn metric(self) -> crate::vocab::Metric {
+        match self {
+            LatencyMetric::Ttft => crate::vocab::Metric::Ttft,
+            LatencyMetric::Itl => crate::vocab::Metric::Itl,
+            LatencyMetric::Tpot => crate::vocab::Metric::Tpot,
+            LatencyMetric::E2e => crate::vocab::Metric::E2e,
+        }
+    }
     pub(super) fn from_name(s: &str) -> Option<LatencyMetric> {
         Some(match s {
             "ttft" => LatencyMetric::Ttft,
