@@ -472,10 +472,10 @@ pub fn choose_point(gate: &GateSpec, run: &ToolRun, asked: Option<Point>) -> Res
                 f.label()
             ))
         }
-        (Some(a), Some(_)) => (a, "named by --point and stated by the file"),
-        (Some(a), None) => (a, "named by --point"),
-        (None, Some(f)) => (f, "stated by the file"),
-        (None, None) if load.spec.points.len() == 1 => (load.spec.points[0], ONLY_POINT),
+        (Some(a), Some(_)) => (a, NamedBy::PointAndFile),
+        (Some(a), None) => (a, NamedBy::Point),
+        (None, Some(f)) => (f, NamedBy::File),
+        (None, None) if load.spec.points.len() == 1 => (load.spec.points[0], NamedBy::OnlyPoint),
         (None, None) => {
             return Err(format!(
                 "the file does not state its concurrency or rate and gate `{}` has points {}: name one with --point",
@@ -496,8 +496,29 @@ pub fn choose_point(gate: &GateSpec, run: &ToolRun, asked: Option<Point>) -> Res
     Ok(p)
 }
 
-/// How a point was named when the gate's only point is taken for want of anything naming one.
-const ONLY_POINT: &str = "the gate's only point";
+/// What named the point a run is filed under ([`choose_point`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NamedBy {
+    /// `--point`, and the file states the same point.
+    PointAndFile,
+    /// `--point`; the file states none.
+    Point,
+    /// The file; no `--point`.
+    File,
+    /// Nothing: the gate's only point, taken for want of anything naming one.
+    OnlyPoint,
+}
+
+impl std::fmt::Display for NamedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NamedBy::PointAndFile => "named by --point and stated by the file",
+            NamedBy::Point => "named by --point",
+            NamedBy::File => "stated by the file",
+            NamedBy::OnlyPoint => "the gate's only point",
+        })
+    }
+}
 
 /// Refuses a run filed under `p` (named as `how` says) that was not that load, so a run is never filed,
 /// nor passed, under a load it was not: at a concurrency point c, a run with more than c requests in flight
@@ -506,7 +527,7 @@ const ONLY_POINT: &str = "the gate's only point";
 /// want of anything naming one, a run with fewer than c in flight though it sent c or more too. At a rate
 /// point: a cap the file states (`ToolRun::max_concurrency`) that is not the gate's `[load]
 /// max_concurrency`, or more requests in flight than the gate's cap.
-fn check_shape(gate: &GateSpec, run: &ToolRun, p: Point, how: &str) -> Result<(), String> {
+fn check_shape(gate: &GateSpec, run: &ToolRun, p: Point, how: NamedBy) -> Result<(), String> {
     let Some(load) = &gate.load else {
         return Ok(());
     };
@@ -523,7 +544,7 @@ fn check_shape(gate: &GateSpec, run: &ToolRun, p: Point, how: &str) -> Result<()
         Point::Concurrency(n) => {
             let judged = run.requests.iter().filter(|r| !r.warmup).count();
             let under = peak < n as usize && judged >= n as usize;
-            if how == ONLY_POINT && (peak > n as usize || under) {
+            if how == NamedBy::OnlyPoint && (peak > n as usize || under) {
                 return Err(format!(
                     "the file does not state its load and gate `{}`'s only point is {}, but the run had at most {peak} request(s) in flight: it was not that load; name its point with --point (the gate must declare it)",
                     gate.name,
