@@ -9,7 +9,7 @@ use crate::vocab::AssertionKind;
 /// [`line_of`] on the TOML text itself (for a gate file that did not parse into a [`GateSpec`]).
 pub fn line_in(text: &str, assertion: &str) -> usize {
     // A load trial (`[c=16]::ttft_p95`): its bound's key or its `[assert.X]` header ([`load_line_in`]).
-    if let Some((_, trial)) = assertion.split_once("]::") {
+    if let Some(trial) = super::load::load_trial(assertion) {
         return load_line_in(text, trial).unwrap_or(1);
     }
     let Ok(doc) = text.parse::<toml_edit::ImDocument<String>>() else {
@@ -53,9 +53,8 @@ pub(super) fn load_line_in(text: &str, trial: &str) -> Option<usize> {
         t if t.starts_with("parity_") => "parity",
         t => {
             let key = format!("assert.latency.{t}_ms");
-            let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
             return key_span(doc.as_table(), &key)
-                .map(|r| line(r.start))
+                .map(|r| line_at(text, r.start))
                 .or_else(|| decl_line_in(doc.as_table(), text, "latency"));
         }
     };
@@ -64,7 +63,7 @@ pub(super) fn load_line_in(text: &str, trial: &str) -> Option<usize> {
 
 /// [`line_in`] on the parsed document `doc` of `text`: None when `assertion` is not found.
 pub(super) fn decl_line_in(doc: &toml_edit::Table, text: &str, assertion: &str) -> Option<usize> {
-    let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let line = |offset: usize| line_at(text, offset);
     if let Some(check) = assertion.strip_prefix("contract.") {
         // A `[contract]` check: its entry in `expect`, `may_lack` or `known_fail` (where `servegate check`
         // points too).
@@ -211,4 +210,9 @@ pub(super) fn key_on_line(text: &str, offset: usize) -> Option<String> {
         Some(t) if !t.is_empty() => format!("{t}.{k}"),
         _ => k.to_string(),
     })
+}
+
+/// The 1-based line of `text` holding byte `offset` (past the end: the last line).
+fn line_at(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
 }

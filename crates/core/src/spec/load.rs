@@ -472,6 +472,12 @@ pub struct LoadGate {
     pub assertions: LoadAssertions,
 }
 
+/// The trial of a load trial name after its point (`[c=16]::ttft_p95` -> `ttft_p95`, as
+/// [`LoadGate::trial_names`] makes them), or None for a name that is not a load trial's (`rate`).
+pub fn load_trial(name: &str) -> Option<&str> {
+    name.split_once("]::").map(|(_, trial)| trial)
+}
+
 impl LoadGate {
     /// The names of the verdicts (and trials) a load gate gives, in order: for each point, each latency
     /// bound (`[c=16]::ttft_p95`), then `throughput`, `goodput`, `errors`, `consistency` (consistency not at

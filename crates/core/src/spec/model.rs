@@ -611,7 +611,7 @@ impl GateSpec {
             return s.line;
         }
         // A load trial (`[c=16]::ttft_p95`): its bound's key or its `[assert.X]` header.
-        if let Some((_, trial)) = name.split_once("]::") {
+        if let Some(trial) = super::load::load_trial(name) {
             if let Some(l) = super::lines::load_line_in(&self.source, trial) {
                 return l;
             }
