@@ -42,12 +42,7 @@ fn trim(x: f64) -> String {
 
 /// A log ratio as a signed percent change, one decimal: `-32.3`.
 fn pct(log_ratio: f64) -> String {
-    let p = (log_ratio.exp() - 1.0) * 100.0;
-    if p.abs() < 0.05 {
-        "+0.0".into()
-    } else {
-        crate::text::signed(p, 1)
-    }
+    crate::text::signed((log_ratio.exp() - 1.0) * 100.0, 1)
 }
 
 /// The verdict of `[assert.regression]` for a single-serve run.
