@@ -543,11 +543,14 @@ fn drop_stops_the_serve_and_deregisters_it() {
     assert!(freed(port, pid), "port {port} still answers");
 }
 
-/// The stopped serve `dead`'s port `port` refuses connections, or is held by someone else now (another
-/// test or process may bind a freed port at once: not the stopped serve's doing).
+/// The stopped serve `dead`'s port `port` refuses connections, or is held by a process outside the
+/// serve's group (another test or process may bind a freed port at once: not the stopped serve's doing; a
+/// child of the serve still listening is in its group, the serve being its group's leader, and fails).
 fn freed(port: u16, dead: u32) -> bool {
     port::refuses_connections("127.0.0.1", port, Duration::from_millis(500))
-        || port::owner_pid(port).is_some_and(|p| p != dead)
+        || port::owner_pid(port)
+            .and_then(signals::pgid_of)
+            .is_some_and(|g| g != dead)
 }
 
 #[test]

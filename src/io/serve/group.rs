@@ -1,7 +1,6 @@
 //! The serve's process group: the supervisor thread that spawns the leader and waits for its exit without
 //! reaping it, the watchdog process that kills the group when the runner dies, and how an exit is worded.
 
-use std::fs;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -265,10 +264,4 @@ pub(super) fn start_watchdog(pgid: u32) -> Option<Watchdog> {
         child,
         _write_end: write_end,
     })
-}
-
-/// The process group of `pid`, from `/proc`.
-pub(super) fn pgid_of(pid: u32) -> Option<u32> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    signals::parse_stat(&stat).map(|(_, g)| g)
 }

@@ -12,8 +12,9 @@ use crate::io::port;
 use crate::io::progress::{Pacer, Waiting};
 
 use super::failure::{cause_line, ServeError};
-use super::group::{pgid_of, ExitInfo};
+use super::group::ExitInfo;
 use super::{ms, round1, Serve, ALIVE_RECHECK_MIN_MS, ERROR_TAIL_LINES, PROBE_TIMEOUT_MS};
+use crate::io::signals::pgid_of;
 
 /// What the readiness wait saw.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -599,6 +599,12 @@ pub fn process_dead(pid: u32) -> bool {
     }
 }
 
+/// The process group of `pid`, from `/proc` (None when the process is gone or unreadable).
+pub fn pgid_of(pid: u32) -> Option<u32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&stat).map(|(_, g)| g)
+}
+
 /// `(state, pgrp)` from a `/proc/PID/stat` line. The command name (field 2) may hold spaces and
 /// parentheses, so fields are counted after the last `)`.
 pub(crate) fn parse_stat(stat: &str) -> Option<(char, u32)> {
