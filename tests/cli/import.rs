@@ -74,6 +74,28 @@ fn import(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `servegate import --from TOOL FILE --gate GATE --out OUT` and `extra` arguments: exit code, stdout,
+/// stderr.
+fn import_to(
+    tool: &str,
+    file: &Path,
+    gate: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> (i32, String, String) {
+    let mut args = vec![
+        "--from",
+        tool,
+        file.to_str().unwrap(),
+        "--gate",
+        gate.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    import(&args)
+}
+
 const PASSING: &str = "[assert.latency]\nttft_p50_ms = 500\ntpot_p50_ms = 100\ne2e_p50_ms = 5000\n[assert.throughput]\nfloor_tok_s = 1.0\n[assert.errors]\nmax_rate = 0.0\n";
 
 #[test]
@@ -82,19 +104,18 @@ fn a_vllm_bench_run_imported_passes_its_gate_and_names_the_tool() {
     let g = gate(tmp.path(), PASSING);
     let out = tmp.path().join("run");
     let file = data("vllm-bench-c2.json");
-    let (code, stdout, stderr) = import(&[
-        "--from",
+    let (code, stdout, stderr) = import_to(
         "vllm-bench",
-        file.to_str().unwrap(),
-        "--gate",
-        g.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--tool-version",
-        "0.32.0",
-        "--tool-command",
-        "vllm bench serve ...",
-    ]);
+        &file,
+        &g,
+        &out,
+        &[
+            "--tool-version",
+            "0.32.0",
+            "--tool-command",
+            "vllm bench serve ...",
+        ],
+    );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(
         stdout.contains("imported 12 requests of vllm-bench"),
@@ -134,15 +155,7 @@ fn a_bound_under_the_tools_values_fails_and_bad_input_exits_with_its_code() {
     let g = gate(tmp.path(), "[assert.latency]\nttft_p50_ms = 0.001\n");
     let file = data("vllm-bench-c2.json");
     let out = tmp.path().join("run");
-    let (code, stdout, _) = import(&[
-        "--from",
-        "vllm-bench",
-        file.to_str().unwrap(),
-        "--gate",
-        g.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, stdout, _) = import_to("vllm-bench", &file, &g, &out, &[]);
     assert_eq!(code, 1, "{stdout}");
     let l = stdout
         .lines()
@@ -155,15 +168,7 @@ fn a_bound_under_the_tools_values_fails_and_bad_input_exits_with_its_code() {
     );
 
     // The same directory again: refused, nothing overwritten.
-    let (code, _, stderr) = import(&[
-        "--from",
-        "vllm-bench",
-        file.to_str().unwrap(),
-        "--gate",
-        g.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, _, stderr) = import_to("vllm-bench", &file, &g, &out, &[]);
     assert_eq!(code, 2, "{stderr}");
 
     // A truncated file: exit 5, where it breaks said.
@@ -226,15 +231,7 @@ fn a_guidellm_run_refuses_itl_percentiles_and_the_verdict_says_why() {
     );
     edit(&g, "requests = 12", "requests = 6");
     let file = data("guidellm-c2.json");
-    let (code, stdout, stderr) = import(&[
-        "--from",
-        "guidellm",
-        file.to_str().unwrap(),
-        "--gate",
-        g.to_str().unwrap(),
-        "--out",
-        tmp.path().join("run").to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr) = import_to("guidellm", &file, &g, &tmp.path().join("run"), &[]);
     // INDETERMINATE (exit 8): a refused percentile is neither a pass nor a fail.
     assert_eq!(code, 8, "{stdout}\n{stderr}");
     let itl = stdout
@@ -269,17 +266,13 @@ fn an_inference_perf_run_imported_is_judged_with_its_failures() {
         let dir = tmp.path().join(out);
         std::fs::create_dir_all(&dir).unwrap();
         let g = gate(&dir, asserts);
-        let (code, stdout, stderr) = import(&[
-            "--from",
+        let (code, stdout, stderr) = import_to(
             "inference-perf",
-            file.to_str().unwrap(),
-            "--gate",
-            g.to_str().unwrap(),
-            "--out",
-            dir.join("run").to_str().unwrap(),
-            "--tool-version",
-            "0.7.0",
-        ]);
+            &file,
+            &g,
+            &dir.join("run"),
+            &["--tool-version", "0.7.0"],
+        );
         (code, stdout, stderr, dir.join("run"))
     };
     let loose = "[assert.latency]\nttft_p50_ms = 60000\ntpot_p50_ms = 5000\n[assert.errors]\nmax_rate = 0.2\n";
@@ -329,17 +322,13 @@ fn the_gates_other_points_are_not_imported_not_failed() {
     let g = gate(tmp.path(), PASSING);
     edit(&g, "concurrency = [2]", "concurrency = [1, 2]");
     let out = tmp.path().join("run");
-    let (code, stdout, stderr) = import(&[
-        "--from",
+    let (code, stdout, stderr) = import_to(
         "vllm-bench",
-        data("vllm-bench-c2.json").to_str().unwrap(),
-        "--gate",
-        g.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--tool-version",
-        "0.32.0",
-    ]);
+        &data("vllm-bench-c2.json"),
+        &g,
+        &out,
+        &["--tool-version", "0.32.0"],
+    );
     assert_eq!(code, 8, "{stdout}\n{stderr}");
     let c1: Vec<&str> = stdout
         .lines()
@@ -377,17 +366,13 @@ fn a_k6_xk6_llm_run_imported_is_judged_naming_the_tool() {
     );
     edit(&g, "requests = 12", "requests = 6");
     let out = tmp.path().join("run");
-    let (code, stdout, stderr) = import(&[
-        "--from",
+    let (code, stdout, stderr) = import_to(
         "k6",
-        data("k6-c2/k6-xk6-llm.json").to_str().unwrap(),
-        "--gate",
-        g.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--tool-version",
-        "k6 1.1.0 + xk6-llm 0.3.0",
-    ]);
+        &data("k6-c2/k6-xk6-llm.json"),
+        &g,
+        &out,
+        &["--tool-version", "k6 1.1.0 + xk6-llm 0.3.0"],
+    );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains("imported 6 requests of k6"), "{stdout}");
     let ttft = stdout.lines().find(|l| l.contains("::ttft_p50 ")).unwrap();
@@ -415,17 +400,13 @@ fn a_k6_xk6_llm_run_imported_is_judged_naming_the_tool() {
     std::fs::create_dir_all(&strict).unwrap();
     let g2 = gate(&strict, "[assert.latency]\ntpot_p50_ms = 5\n");
     edit(&g2, "requests = 12", "requests = 6");
-    let (code, stdout, _) = import(&[
-        "--from",
+    let (code, stdout, _) = import_to(
         "k6",
-        data("k6-c2/k6-xk6-llm.json").to_str().unwrap(),
-        "--gate",
-        g2.to_str().unwrap(),
-        "--out",
-        strict.join("run").to_str().unwrap(),
-        "--tool-version",
-        "1.1.0",
-    ]);
+        &data("k6-c2/k6-xk6-llm.json"),
+        &g2,
+        &strict.join("run"),
+        &["--tool-version", "1.1.0"],
+    );
     assert_eq!(code, 1, "{stdout}");
     let tpot = stdout.lines().find(|l| l.contains("::tpot_p50 ")).unwrap();
     assert!(tpot.contains(" FAIL "), "{tpot}");
@@ -449,19 +430,13 @@ fn an_imported_runs_outside_strings_are_escaped_in_the_markdown_summary() {
     let file = tmp.path().join("bench.json");
     std::fs::write(&file, text).unwrap();
     let md = tmp.path().join("s.md");
-    let (code, stdout, stderr) = import(&[
-        "--from",
+    let (code, stdout, stderr) = import_to(
         "vllm-bench",
-        file.to_str().unwrap(),
-        "--gate",
-        g.to_str().unwrap(),
-        "--out",
-        tmp.path().join("run").to_str().unwrap(),
-        "--tool-version",
-        hostile,
-        "--summary",
-        md.to_str().unwrap(),
-    ]);
+        &file,
+        &g,
+        &tmp.path().join("run"),
+        &["--tool-version", hostile, "--summary", md.to_str().unwrap()],
+    );
     assert!(code == 0 || code == 1, "{stdout}\n{stderr}");
     let s = std::fs::read_to_string(&md).unwrap();
     assert!(s.contains("pwned"), "the strings are shown, escaped: {s}");
@@ -493,17 +468,13 @@ fn a_guidellm_import_takes_the_gates_warmups_from_its_first_requests() {
     let g = gate(tmp.path(), "[assert.errors]\nmax_rate = 0.0\n");
     edit(&g, "requests = 12", "requests = 4\nwarmup_requests = 2");
     let out = tmp.path().join("run");
-    let (code, stdout, stderr) = import(&[
-        "--from",
+    let (code, stdout, stderr) = import_to(
         "guidellm",
-        data("guidellm-c2.json").to_str().unwrap(),
-        "--gate",
-        g.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--point",
-        "c=2",
-    ]);
+        &data("guidellm-c2.json"),
+        &g,
+        &out,
+        &["--point", "c=2"],
+    );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(
         stdout.contains("note: the gate's [load] warmup_requests: the first 2 requests by send time are recorded as warmups"),
@@ -524,15 +495,13 @@ fn consistency_of_an_import_without_its_c1_point_is_indeterminate() {
     let g = gate(tmp.path(), "[assert.consistency]\nrule = \"exact\"");
     edit(&g, "requests = 12", "requests = 6");
     edit(&g, "concurrency = [2]", "concurrency = [1, 2]");
-    let (code, stdout, stderr) = import(&[
-        "--from",
+    let (code, stdout, stderr) = import_to(
         "guidellm",
-        data("guidellm-c2.json").to_str().unwrap(),
-        "--gate",
-        g.to_str().unwrap(),
-        "--out",
-        tmp.path().join("run").to_str().unwrap(),
-    ]);
+        &data("guidellm-c2.json"),
+        &g,
+        &tmp.path().join("run"),
+        &[],
+    );
     assert_eq!(code, 8, "{stdout}\n{stderr}");
     let c = stdout
         .lines()
@@ -557,18 +526,13 @@ fn load_verdicts_carry_their_line_bound_and_metric_and_annotate_the_gate_given()
     );
     edit(&g, "requests = 12", "requests = 6");
     let json = tmp.path().join("results.json");
-    let (code, stdout, stderr) = import(&[
-        "--from",
+    let (code, stdout, stderr) = import_to(
         "guidellm",
-        data("guidellm-c2.json").to_str().unwrap(),
-        "--gate",
-        g.to_str().unwrap(),
-        "--out",
-        tmp.path().join("run").to_str().unwrap(),
-        "--github",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+        &data("guidellm-c2.json"),
+        &g,
+        &tmp.path().join("run"),
+        &["--github", "--json", json.to_str().unwrap()],
+    );
     assert_eq!(code, 1, "{stdout}\n{stderr}");
     let ann = stdout
         .lines()
@@ -634,15 +598,7 @@ fn a_device_a_fifo_a_directory_or_an_oversized_file_is_refused_not_read() {
         (big, "4294967297 bytes, over the 4 GiB an import reads"),
     ] {
         let out = tmp.path().join("run");
-        let (code, stdout, stderr) = import(&[
-            "--from",
-            "vllm-bench",
-            file.to_str().unwrap(),
-            "--gate",
-            g.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let (code, stdout, stderr) = import_to("vllm-bench", &file, &g, &out, &[]);
         assert_eq!(code, 5, "{}: {stdout}\n{stderr}", file.display());
         assert!(stderr.contains(why), "{}: {stderr}", file.display());
         assert!(!out.exists(), "nothing written for {}", file.display());
@@ -663,15 +619,7 @@ fn an_empty_vllm_reply_fails_and_a_file_without_text_says_content_was_not_judged
     let file = tmp.path().join("vllm-empty.json");
     std::fs::write(&file, v.to_string()).unwrap();
     let out = tmp.path().join("run");
-    let (code, stdout, stderr) = import(&[
-        "--from",
-        "vllm-bench",
-        file.to_str().unwrap(),
-        "--gate",
-        g.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr) = import_to("vllm-bench", &file, &g, &out, &[]);
     assert_eq!(code, 1, "{stdout}\n{stderr}");
     let errors = stdout.lines().find(|l| l.contains("::errors ")).unwrap();
     assert!(errors.contains(" FAIL "), "{errors}");
@@ -700,15 +648,7 @@ fn an_empty_vllm_reply_fails_and_a_file_without_text_says_content_was_not_judged
     v.as_object_mut().unwrap().remove("generated_texts");
     let file = none.join("vllm-textless.json");
     std::fs::write(&file, v.to_string()).unwrap();
-    let (code, stdout, stderr) = import(&[
-        "--from",
-        "vllm-bench",
-        file.to_str().unwrap(),
-        "--gate",
-        g2.to_str().unwrap(),
-        "--out",
-        none.join("run").to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr) = import_to("vllm-bench", &file, &g2, &none.join("run"), &[]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let errors = stdout.lines().find(|l| l.contains("::errors ")).unwrap();
     assert!(
@@ -732,17 +672,13 @@ fn an_aiperf_file_of_warmups_only_says_so_in_its_first_line() {
     assert_ne!(warm, text);
     let file = tmp.path().join("profile_export.jsonl");
     std::fs::write(&file, warm).unwrap();
-    let (_, stdout, stderr) = import(&[
-        "--from",
+    let (_, stdout, stderr) = import_to(
         "aiperf",
-        file.to_str().unwrap(),
-        "--gate",
-        g.to_str().unwrap(),
-        "--out",
-        tmp.path().join("run").to_str().unwrap(),
-        "--tool-version",
-        "0.13.0",
-    ]);
+        &file,
+        &g,
+        &tmp.path().join("run"),
+        &["--tool-version", "0.13.0"],
+    );
     let first = stdout.lines().next().unwrap_or_default();
     assert!(
         first.starts_with("imported 6 requests (6 warmups, 0 judged) of aiperf"),
@@ -770,18 +706,8 @@ fn failed_requests_count_in_flight_and_a_run_that_all_failed_fails_its_throughpu
     let timed = vllm_variant(tmp.path(), "timed.json", |v| {
         v["errors"] = serde_json::json!(vec!["boom"; 12]);
     });
-    let args = |file: &Path, out: &str| {
-        import(&[
-            "--from",
-            "vllm-bench",
-            file.to_str().unwrap(),
-            "--gate",
-            g.to_str().unwrap(),
-            "--out",
-            tmp.path().join(out).to_str().unwrap(),
-            "-v",
-        ])
-    };
+    let args =
+        |file: &Path, out: &str| import_to("vllm-bench", &file, &g, &tmp.path().join(out), &["-v"]);
     let (code, stdout, stderr) = args(&timed, "timed");
     assert_eq!(code, 1, "{stdout}\n{stderr}");
     let t = line(&stdout, "[c=2]::throughput");
@@ -889,15 +815,7 @@ fn a_negative_rate_is_a_format_error_naming_its_path() {
         ),
     ] {
         let out = tmp.path().join("run");
-        let (code, stdout, stderr) = import(&[
-            "--from",
-            from,
-            file.to_str().unwrap(),
-            "--gate",
-            g.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let (code, stdout, stderr) = import_to(from, &file, &g, &out, &[]);
         assert_eq!(code, 5, "{from}: {stdout}\n{stderr}");
         assert!(stderr.contains(why), "{from}: {stderr}");
         assert!(!out.exists(), "{from}: nothing written");
