@@ -707,7 +707,7 @@ fn failed_requests_count_in_flight_and_a_run_that_all_failed_fails_its_throughpu
         v["errors"] = serde_json::json!(vec!["boom"; 12]);
     });
     let args =
-        |file: &Path, out: &str| import_to("vllm-bench", &file, &g, &tmp.path().join(out), &["-v"]);
+        |file: &Path, out: &str| import_to("vllm-bench", file, &g, &tmp.path().join(out), &["-v"]);
     let (code, stdout, stderr) = args(&timed, "timed");
     assert_eq!(code, 1, "{stdout}\n{stderr}");
     let t = line(&stdout, "[c=2]::throughput");
