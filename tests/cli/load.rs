@@ -17,15 +17,22 @@ use servegate::spec::load::Point;
 /// The load client against the synthetic serve (in this process, one thread per connection) at concurrency
 /// 16, with a slowdown of 100 % per extra request in flight: TTFT = 100 ms × k for k requests in flight at
 /// arrival, so the true TTFTs sit on tiers 100 ms apart. The serve logs each request's true schedule; the
-/// client's verdicts are checked against it: goodput and attainment exactly (the TTFT SLO lies 50 ms from
-/// every tier; the client reads a reply later than the serve's send by the connect, the request's transfer
-/// and scheduling: a median 0.8 ms, at most 26 ms seen at load average 17 on 2 cores); each client TTFT at
-/// or above the serve's (its clock starts before the serve's arrival stamp) and the p50 within 50 ms of it.
+/// client's verdicts are checked against it, each request matched by its reply id. The client reads a reply
+/// later than the serve's send by the connect, the request's transfer and its own scheduling (a median
+/// 0.2-0.9 ms; 55 ms seen with four copies of this test beside eight busy loops on 2 cores), never earlier
+/// (its clock starts before the serve's arrival stamp). So what is asserted holds however busy the machine:
+/// each client TTFT at or above the serve's; the goodput verdict counts exactly the requests whose client
+/// TTFT met the SLO, which is the truth's count less the requests the client's delay pushed over it (none
+/// when every delay is under the 50 ms between the SLO and a tier); the p50 within the largest delay of the
+/// truth's. `max_lag_ms` is wide: this test is of the client's timings against the serve's, not of the
+/// client keeping its schedule on a busy runner (a point it fell behind on is VOID, tests/pure/load.rs).
 #[test]
 fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
     let tmp = tempfile::tempdir().unwrap();
     let log_path = tmp.path().join("timing.jsonl");
-    let mut sp = spec_with(100.0, 2.0, 8);
+    // 20 ms between tokens: a first token is read together with the next (and has no measured TTFT) only
+    // when the client is kept from reading for that long.
+    let mut sp = spec_with(100.0, 20.0, 8);
     sp.slowdown_pct = 100.0;
     let app = Arc::new(servegate::replay::App::new(
         servegate::replay::Source::Synthetic(sp),
@@ -40,7 +47,7 @@ fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
     let slo_ms = 100.0 * 12.0 + 50.0; // between the tiers k = 12 and k = 13
     let g = gate(
         tmp.path(),
-        "concurrency = 16\nrequests = 64",
+        "concurrency = 16\nrequests = 64\nmax_lag_ms = 1000",
         &format!("[assert.latency]\nttft_p50_ms = 2000\n[assert.goodput]\nttft_ms = {slo_ms}\nat_least = 0.01\n[assert.errors]\nmax_rate = 0.0"),
     );
     let load = g.load.clone().unwrap();
@@ -73,7 +80,6 @@ fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
         .filter_map(|v| v.get("true_ttft_ms").and_then(|t| t.as_f64()))
         .collect();
     assert_eq!(true_ttft.len(), 64);
-    let good = true_ttft.iter().filter(|t| **t <= slo_ms).count();
     // Each request's client TTFT against the serve's, matched by the reply id (chatcmpl-synthetic-<seq>).
     let by_seq: std::collections::BTreeMap<u64, f64> = log
         .lines()
@@ -118,28 +124,40 @@ fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
         counted >= 32,
         "{unmeasured} of 64 first tokens not measured: more than half"
     );
-    offsets.sort_by(f64::total_cmp);
+    // Each measured request: (the serve's true TTFT, the client's delay over it).
+    let mut pairs: Vec<(f64, f64)> = measured_truth.iter().copied().zip(offsets).collect();
+    pairs.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let delays: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+    let max_delay = delays[delays.len() - 1];
     eprintln!(
-        "client TTFT - serve TTFT per measured request ({counted} of 64), ms: min {:.3} median {:.3} max {:.3}",
-        offsets[0],
-        offsets[offsets.len() / 2],
-        offsets[offsets.len() - 1]
+        "client TTFT - serve TTFT per measured request ({counted} of 64), ms: min {:.3} median {:.3} max {max_delay:.3}",
+        delays[0],
+        delays[delays.len() / 2],
     );
     // The client's clock starts before the serve's arrival stamp: never ahead of the serve.
     assert!(
-        offsets[0] >= 0.0,
-        "a client TTFT under the serve's: {offsets:?}"
+        delays[0] >= 0.0,
+        "a client TTFT under the serve's: {delays:?}"
     );
     let gp = find(&vs, "[c=16]::goodput");
-    let (good, of) = if unmeasured == 0 {
-        (good, "64 planned".to_string())
+    let of = if unmeasured == 0 {
+        "64 planned".to_string()
     } else {
-        let good = measured_truth.iter().filter(|t| **t <= slo_ms).count();
-        (good, format!("{counted} counted, 64 planned"))
+        format!("{counted} counted, 64 planned")
     };
+    let good_truth = pairs.iter().filter(|p| p.0 <= slo_ms).count();
+    let pushed_over = pairs
+        .iter()
+        .filter(|p| p.0 <= slo_ms && p.0 + p.1 > slo_ms)
+        .count();
+    // None when every delay is under the 50 ms margin (the usual case): the verdict is the truth's count.
+    if pushed_over > 0 {
+        eprintln!("{pushed_over} requests under the SLO by the serve's clock read over it by the client's");
+    }
+    let good = good_truth - pushed_over;
     assert!(
         gp.message.contains(&format!("{good} of {of} met")),
-        "truth {good} of {of}: {}",
+        "truth {good_truth} of {of}, {pushed_over} pushed over the SLO by the client's delay: {}",
         gp.message
     );
     assert_eq!(gp.median, Some(good as f64 / counted as f64));
@@ -147,8 +165,8 @@ fn the_load_client_against_the_synthetic_serve_at_concurrency_16() {
     let truth = numpy_linear(&measured_truth, 50.0);
     let got = p50.median.unwrap();
     assert!(
-        got >= truth && got <= truth + 50.0,
-        "client p50 {got} vs the serve's {truth}: {}",
+        got >= truth && got <= truth + max_delay + 1e-9,
+        "client p50 {got} vs the serve's {truth} (delays up to {max_delay} ms): {}",
         p50.message
     );
     assert_eq!(find(&vs, "[c=16]::errors").outcome, Outcome::Pass);

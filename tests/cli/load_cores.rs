@@ -89,7 +89,7 @@ fn a_load_gate_on_two_client_runtimes_spreads_the_streams_and_merges_every_reque
     let o = run(
         &p,
         "closed.toml",
-        "concurrency = 4\nrequests = 24\nwarmup_requests = 2\nclient_cpus = 2",
+        "concurrency = 4\nrequests = 24\nwarmup_requests = 2\nmax_lag_ms = 1000\nclient_cpus = 2",
     );
     if allowed.len() < 2 {
         assert_ne!(o.status.code(), Some(0), "{}", text(&o));

@@ -372,7 +372,7 @@ fn a_load_point_says_how_long_it_has_run() {
     // Two requests one after the other, each 1.5 s to its first token: the point runs 3 s and more.
     script.reply.first_token_ms = 1500.0;
     let text = format!(
-        "[gate]\nname = \"sweep\"\n[serve]\ncommand = {}\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"What is the capital of France?\"]\n[load]\nconcurrency = [1]\nrequests = 2\nwarmup_requests = 0\n[assert.errors]\nmax_rate = 0.0\n",
+        "[gate]\nname = \"sweep\"\n[serve]\ncommand = {}\n[request]\nmodel = \"m\"\nmax_tokens = 8\nprompts = [\"What is the capital of France?\"]\n[load]\nconcurrency = [1]\nrequests = 2\nwarmup_requests = 0\nmax_lag_ms = 1000\n[assert.errors]\nmax_rate = 0.0\n",
         fixtures::scripted_command(&script)
     );
     std::fs::write(tmp.path().join("sweep.toml"), text).unwrap();

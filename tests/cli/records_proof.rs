@@ -837,7 +837,7 @@ fn run_record_of_a_load_gate_writes_each_points_records() {
         .replace("name = \"syn-smoke\"", "name = \"syn-load\"")
         .replace(
             "[assert.rate]\nfloor_tok_s = 1.0\n\n[assert.first_token]\nlimit_ms = 60000\n",
-            "[load]\nconcurrency = [1, 2]\nrequests = 6\n\n[assert.errors]\nmax_rate = 0.0\n",
+            "[load]\nconcurrency = [1, 2]\nrequests = 6\nmax_lag_ms = 1000\n\n[assert.errors]\nmax_rate = 0.0\n",
         );
     assert!(gate.contains("[load]"), "{gate}");
     std::fs::write(t.path().join("load.toml"), gate).unwrap();
