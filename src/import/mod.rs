@@ -794,7 +794,11 @@ fn write_point_with(
         .into(),
         concurrency: point.concurrency(),
         rate_rps: point.rate_rps(),
-        max_concurrency: None,
+        // A rate point's cap as the file states it (choose_point refused any other than the gate's).
+        max_concurrency: match point {
+            Point::Rate(_) => run.max_concurrency,
+            Point::Concurrency(_) => None,
+        },
         warmup,
         planned,
         timings,

@@ -776,6 +776,30 @@ fn a_burst_is_never_filed_as_c2_whatever_names_the_point() {
     }
 }
 
+/// An imported rate point's `load.json` states the cap the file states (vLLM `max_concurrency` beside
+/// `request_rate`), as a live open-loop point's does; it stated none.
+#[test]
+fn an_imported_rate_point_records_the_cap_its_file_states() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = gate(tmp.path(), PASSING);
+    edit(
+        &g,
+        "concurrency = [2]",
+        "rate_rps = [4.0]\nmax_concurrency = 2",
+    );
+    let file = vllm_variant(tmp.path(), "rate.json", |v| {
+        v["request_rate"] = serde_json::json!(4);
+    });
+    let out = tmp.path().join("run");
+    let (code, stdout, stderr) = import_to("vllm-bench", &file, &g, &out, &[]);
+    assert!(code == 0 || code == 1, "{stdout}\n{stderr}");
+    let rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("r4").join("load.json")).unwrap()).unwrap();
+    assert_eq!(rec["rate_rps"], serde_json::json!(4.0), "{rec}");
+    assert_eq!(rec["max_concurrency"], serde_json::json!(2), "{rec}");
+    assert_eq!(rec["arrival"], "imported", "{rec}");
+}
+
 /// A negative rate in a vLLM file is a format error naming its path (exit 5), as a negative
 /// `max_concurrency` is (a newcomer's trial: it was exit 2, "the run is point r=-5 but gate ... declares
 /// points c=2"); so is one in inference-perf's `config.yaml` beside its file (it was a note, and the gate's
