@@ -82,8 +82,9 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         if let Some(id) = v["metadata"]["x_request_id"].as_str() {
             if let Some(first) = ids.insert(id.to_string(), no) {
                 return Err(format!(
-                    "line {no}: metadata.x_request_id {:?} is line {first}'s too: one request recorded twice (files joined, or a line repeated?); refused, as counting it twice would judge a run that was not",
-                    id.chars().take(80).collect::<String>()
+                    "line {no}: metadata.x_request_id {:?} is line {first}'s too: {}",
+                    id.chars().take(80).collect::<String>(),
+                    super::recorded_twice(" (files joined, or a line repeated?)")
                 ));
             }
         }

@@ -69,9 +69,10 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
             if let Some(id) = r.opt("request_id").and_then(|i| i.v.as_str()) {
                 if let Some(first) = ids.insert(id, r.path.clone()) {
                     return Err(format!(
-                        "{}.request_id {:?} is {first}'s too: one request recorded twice (reports joined, or an entry repeated?); refused, as counting it twice would judge a run that was not",
+                        "{}.request_id {:?} is {first}'s too: {}",
                         r.path,
-                        id.chars().take(80).collect::<String>()
+                        id.chars().take(80).collect::<String>(),
+                        super::recorded_twice(" (reports joined, or an entry repeated?)")
                     ));
                 }
             }

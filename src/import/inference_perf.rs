@@ -59,8 +59,9 @@ pub fn parse(text: &str) -> Result<ToolRun, String> {
         if let (Some(s), Some(t)) = (e.v["start_time"].as_f64(), e.v["end_time"].as_f64()) {
             if let Some(first) = seen.insert((s.to_bits(), t.to_bits()), e.path.clone()) {
                 return Err(format!(
-                    "{}: start_time and end_time are {first}'s too (time.perf_counter() readings, never shared by two requests): one request recorded twice (files joined, or an entry repeated?); refused, as counting it twice would judge a run that was not",
-                    e.path
+                    "{}: start_time and end_time are {first}'s too (time.perf_counter() readings, never shared by two requests): {}",
+                    e.path,
+                    super::recorded_twice(" (files joined, or an entry repeated?)")
                 ));
             }
         }

@@ -237,7 +237,8 @@ fn seen_once(
 ) -> Result<(), String> {
     match seen.insert(samples, line) {
         Some(first) => Err(format!(
-            "line {line}: the request's samples (time, tags and values) are line {first}'s too: one request recorded twice (files joined, or lines repeated?); refused, as counting it twice would judge a run that was not"
+            "line {line}: the request's samples (time, tags and values) are line {first}'s too: {}",
+            super::recorded_twice(" (files joined, or lines repeated?)")
         )),
         None => Ok(()),
     }

@@ -402,6 +402,12 @@ pub(crate) fn shown_num(x: f64) -> String {
     }
 }
 
+/// The end of every "a request recorded twice" refusal (`hint`: how a file comes to hold one twice, in
+/// parentheses, or ""): one sentence for every reader, which refuses rather than count one request twice.
+pub(crate) fn recorded_twice(hint: &str) -> String {
+    format!("one request recorded twice{hint}; refused, as counting it twice would judge a run that was not")
+}
+
 /// What the command line adds to a tool's file.
 #[derive(Debug, Clone, Default)]
 pub struct ImportOptions {

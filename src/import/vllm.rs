@@ -189,7 +189,8 @@ fn refuse_repeats(
         let times = format!("{} {} {}", starts[i].v, ttfts[i].v, itls[i].v);
         if let Some(first) = seen.insert(times, i) {
             return Err(format!(
-                "$.start_times[{i}], $.ttfts[{i}], $.itls[{i}] are entry {first}'s too (a send time is a time.perf_counter() reading, never shared by two requests): one request recorded twice; refused, as counting it twice would judge a run that was not"
+                "$.start_times[{i}], $.ttfts[{i}], $.itls[{i}] are entry {first}'s too (a send time is a time.perf_counter() reading, never shared by two requests): {}",
+                super::recorded_twice("")
             ));
         }
     }
