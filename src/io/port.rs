@@ -232,7 +232,15 @@ mod tests {
             Duration::from_millis(500)
         ));
         if std::path::Path::new("/proc/net/tcp").exists() {
-            assert_eq!(owner_pid(port), Some(std::process::id()));
+            // A child another test spawns holds this socket too between its fork and its exec (an owner
+            // then, truly): asked again, the owner is this process.
+            let me = Some(std::process::id());
+            let mut owners = vec![owner_pid(port)];
+            while owners.last() != Some(&me) && owners.len() < 5 {
+                std::thread::sleep(Duration::from_millis(100));
+                owners.push(owner_pid(port));
+            }
+            assert_eq!(owners.last(), Some(&me), "owners named: {owners:?}");
         }
         drop(l);
         // A port just closed refuses connections. Another test or process may bind the freed port at once

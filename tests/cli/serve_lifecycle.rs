@@ -251,15 +251,30 @@ fn port_in_use_is_refused_before_spawning() {
         dir.path().join("serve.log"),
     );
     spec.ready_timeout = Duration::from_secs(5);
-    let err = Serve::start(spec).unwrap_err();
     let me = std::process::id();
-    match &err {
-        ServeError::PortInUse { addr, pid } => {
-            assert_eq!(addr, &format!("127.0.0.1:{port}"));
-            assert_eq!(*pid, Some(me), "the owner of the port is this test process");
+    // While another test of this process spawns a child, the child holds every descriptor of this process
+    // (the holder's socket too) between its fork and its exec, and is then truly an owner of the port: the
+    // refusal may name it. Such a window is brief: asked again, the refusal names this process.
+    let mut named = Vec::new();
+    let err = loop {
+        let err = Serve::start(spec.clone()).unwrap_err();
+        match &err {
+            ServeError::PortInUse { addr, pid } => {
+                assert_eq!(addr, &format!("127.0.0.1:{port}"));
+                named.push(*pid);
+                if *pid == Some(me) || named.len() == 5 {
+                    break err;
+                }
+            }
+            other => panic!("expected PortInUse, got {other:?}"),
         }
-        other => panic!("expected PortInUse, got {other:?}"),
-    }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(
+        named.last(),
+        Some(&Some(me)),
+        "the owner of the port is this test process: named {named:?}"
+    );
     assert_eq!(
         err.to_string(),
         format!("port_in_use: 127.0.0.1:{port} (pid {me})")
