@@ -68,6 +68,12 @@ fn man_and_completions_to_a_full_stdout_say_so_and_exit_5() {
     says_stdout_cannot_be_written(&["completions", "bash"]);
 }
 
+#[test]
+fn help_and_version_to_a_full_stdout_say_so_and_exit_5() {
+    says_stdout_cannot_be_written(&["--help"]);
+    says_stdout_cannot_be_written(&["--version"]);
+}
+
 /// `| head -1` once the reader has gone: the process ends (by SIGPIPE, as `cat` does), no panic, no 101.
 #[test]
 fn a_closed_pipe_ends_check_quietly() {

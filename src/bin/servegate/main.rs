@@ -229,7 +229,17 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help`, `--version`: on stdout, checked (clap's own exit ignores a failed write: exit 0, lost).
+        Err(e) if !e.use_stderr() => {
+            if let Err(err) = e.print() {
+                servegate::io::printer::stdout_failed(&err);
+            }
+            return exit_code(e.exit_code());
+        }
+        Err(e) => e.exit(),
+    };
     let code = match cli.command {
         Cmd::Run {
             gates,
