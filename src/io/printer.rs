@@ -3,14 +3,80 @@
 //! buffers a test reads back.
 //! Every line goes through [`crate::text::lines`], so no line can be a CI workflow command or carry a raw
 //! control byte. Library code that prints takes a [`Printer`]; the binary prints through its own macros.
+//!
+//! A write to stdout that fails is never a panic nor lost in silence ([`stdout_failed`]): one line on stderr,
+//! `error: stdout: <the OS error>`, then exit 5 (output that cannot be written, README's exit codes), or, once
+//! a serve may be running (the stop handlers are installed), the stop a signal makes: the serves torn down,
+//! the run written as `interrupted`, exit 5.
 
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 #[cfg(test)]
 use std::sync::{Arc, Mutex};
+
+/// Set by the first failed write or flush of stdout ([`stdout_failed`]).
+static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// What ends the process on a failed stdout once serves may be running ([`on_stdout_failure`]).
+static STOP: OnceLock<fn()> = OnceLock::new();
+
+/// Has `stop` end the process on a failed write to stdout instead of an immediate exit: the stop handlers
+/// (`io::signals::install`) register their stop, which tears the serves down and leaves the exit to the
+/// run's checkpoint (`run.json` written `interrupted`). The first registration wins.
+pub(crate) fn on_stdout_failure(stop: fn()) {
+    let _ = STOP.set(stop);
+}
+
+/// Whether a write or flush of stdout has failed in this process.
+pub fn stdout_has_failed() -> bool {
+    STDOUT_FAILED.load(Ordering::SeqCst)
+}
+
+/// A write or flush of stdout failed with `e`. The first time: `error: stdout: <e>` on stderr, then either
+/// the registered stop ([`on_stdout_failure`]; it returns, the run ends at its next checkpoint) or the exit
+/// with [`crate::error::exit::EVIDENCE_ERROR`] at once. Later failures (the output of a run being stopped)
+/// are dropped. A closed pipe reaches here only where SIGPIPE is ignored (a command that may run a serve):
+/// elsewhere SIGPIPE ends the process quietly, as it ends `cat`.
+pub fn stdout_failed(e: &std::io::Error) {
+    if STDOUT_FAILED.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    Printer::std().errln(&format!("error: stdout: {e}"));
+    match STOP.get() {
+        Some(stop) => stop(),
+        None => std::process::exit(crate::error::exit::EVIDENCE_ERROR),
+    }
+}
+
+/// Writes `bytes` to stdout as they are; a failure goes to [`stdout_failed`]. For output that is not text
+/// lines (an export's JSON, a replayed stream's bytes); lines go through [`Printer`].
+pub fn stdout_bytes(bytes: &[u8]) {
+    if stdout_has_failed() {
+        return;
+    }
+    let r = std::io::stdout().lock().write_all(bytes);
+    if let Err(e) = r {
+        stdout_failed(&e);
+    }
+}
+
+/// Flushes stdout; a failure goes to [`stdout_failed`]. The binary calls it before it exits: what is still
+/// buffered would else be lost without a word (the exit's own flush ignores errors).
+pub fn flush_stdout() {
+    if stdout_has_failed() {
+        return;
+    }
+    let r = std::io::stdout().flush();
+    if let Err(e) = r {
+        stdout_failed(&e);
+    }
+}
 
 /// Where a [`Printer`]'s two streams go.
 #[derive(Debug, Clone)]
 enum Streams {
-    /// The process's stdout and stderr (`print!` / `eprint!`: libtest's capture sees them).
+    /// The process's stdout (checked: [`stdout_bytes`]) and stderr (`eprint!`).
     Std,
     /// Two buffers (stdout, stderr), shared by the printer's clones (the library's unit tests read them).
     #[cfg(test)]
@@ -79,14 +145,18 @@ impl Printer {
     #[cfg_attr(not(test), allow(irrefutable_let_patterns))] // `Captured` exists in the unit tests only
     pub(crate) fn flush(&self) {
         if let Streams::Std = self.streams {
-            let _ = std::io::Write::flush(&mut std::io::stdout());
+            flush_stdout();
         }
     }
 
     fn write(&self, to: To, s: &str) {
         match &self.streams {
             Streams::Std => match to {
+                // The unit tests keep `print!`: libtest captures only what its macros print.
+                #[cfg(test)]
                 To::Out => print!("{s}"),
+                #[cfg(not(test))]
+                To::Out => stdout_bytes(s.as_bytes()),
                 To::Err => eprint!("{s}"),
             },
             #[cfg(test)]

@@ -3,7 +3,7 @@
 //! verdict, no `RESULT:` line, no report marked passed), in `servegate run` and in the gates harness; a
 //! failed evidence write marks the run `failed`; progress is appended, not rewritten; a whole-run deadline;
 //! `replay --synthetic` refuses out-of-range arguments; a setup's children and a serve's detached daemon
-//! do not outlive the run.
+//! do not outlive the run; a stdout closed mid-run stops the run as a signal does (exit 5).
 //!
 //! Signals are sent at a point the evidence proves (request 0's record is in `requests.jsonl`, so request 1
 //! is in flight; the serve's log says it is listening), never after a guessed sleep; every wait is bounded
@@ -486,6 +486,50 @@ floor_tok_s = 1.0
         rj["notes"].to_string().contains("evidence write failed"),
         "{rj:#}"
     );
+}
+
+// ---- a stdout that cannot be written ---------------------------------------------------------------
+
+/// `servegate run GATE | head -1`: the reader goes while the serve runs. The next write to stdout (the
+/// verdict) fails with EPIPE: no death by SIGPIPE that leaves the run behind, no panic, but
+/// `error: stdout: Broken pipe ...`, the stop a signal makes (exit 5), a `run.json` not left `running`, and
+/// the serve gone.
+#[test]
+fn a_closed_stdout_mid_run_stops_the_run_and_its_serve() {
+    let work = tempfile::tempdir().unwrap();
+    let gate = synthetic_gate(work.path(), "closed", 20, 40.0, 4, "");
+    let err = fs::File::create(work.path().join("stderr")).unwrap();
+    let mut child = fixtures::servegate()
+        .arg("run")
+        .arg("--runs")
+        .arg(work.path().join("runs"))
+        .arg(&gate)
+        .env("PATH", path_env())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut run = Run {
+        child,
+        dir: work.path().to_path_buf(),
+    };
+    let dir = wait_requests(&mut run, &work.path().join("runs"), "closed", 1);
+    drop(stdout);
+    let code = run.wait(Duration::from_secs(60));
+    let out = run.output();
+    assert_eq!(code, Some(5), "{out}");
+    assert!(!out.contains("panicked"), "{out}");
+    assert!(out.contains("error: stdout: Broken pipe"), "{out}");
+    let rj = run_json(&dir);
+    assert_ne!(rj["status"], "running", "{rj:#}");
+    if let Some(pid) = rj["serve"]["pid"].as_u64() {
+        assert!(
+            eventually(Duration::from_secs(10), || !alive(pid as u32)),
+            "serve {pid} outlived the run"
+        );
+    }
 }
 
 // ---- costs -----------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ mod self_test;
 mod serve_lifecycle;
 mod spec_refusals;
 mod stamped_reads;
+mod stdout_errors;
 mod stream_honesty;
 
 /// Not a test of its own: with `fixtures::HARNESS_ENTRY` set, this re-executed test binary is the gates harness

@@ -19,7 +19,7 @@ pub mod exit {
     pub const SPEC_INVALID: i32 = 3;
     /// The serve never became ready (port in use, exited, timed out, setup failed): nothing was judged on it.
     pub const SERVE_NOT_READY: i32 = 4;
-    /// Evidence could not be read or written (I/O, a malformed run directory).
+    /// Evidence could not be read or written (I/O, a malformed run directory), or stdout could not be written.
     pub const EVIDENCE_ERROR: i32 = 5;
     /// A required device, path or command is missing and `SERVEGATE_STRICT=1` is set.
     pub const REQUIREMENT_UNMET: i32 = 6;

@@ -99,14 +99,14 @@ pub fn cli(
         None => {
             // On a terminal or a CI log a record's text holds no workflow command and no raw control byte:
             // JSON through `text::json` (the same values), OpenMetrics text through `text::lines`.
-            use std::io::Write;
             let raw = String::from_utf8_lossy(&bytes);
             let text = match args.kind() {
                 Kind::OpenMetrics => servegate::text::lines(&raw),
                 _ => servegate::text::json(&raw),
             };
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
+            // Checked and flushed: an export that cannot be written exits 5 saying so (`error: stdout: ...`).
+            servegate::io::printer::stdout_bytes(text.as_bytes());
+            servegate::io::printer::flush_stdout();
             exit::PASS
         }
     }

@@ -221,13 +221,25 @@ impl From<&OutputFlags> for OutputArgs {
 }
 
 fn main() -> ExitCode {
-    // Like any Unix filter: `servegate check gates/*.toml | head -1` ends quietly instead of panicking on a
-    // closed pipe.
+    // Like any Unix filter: `servegate check gates/*.toml | head -1` ends quietly (killed by SIGPIPE, as `cat`
+    // is) instead of panicking on a closed pipe. Once a serve may run, the stop handlers ignore SIGPIPE
+    // (`io::signals::install`): a closed stdout then stops the run as any failed write to stdout does
+    // (`io::printer::stdout_failed`: the serve torn down, the run written `interrupted`, exit 5).
     // SAFETY: resetting a signal disposition at start, before any thread exists.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help`, `--version`: on stdout, checked (clap's own exit ignores a failed write: exit 0, lost).
+        Err(e) if !e.use_stderr() => {
+            if let Err(err) = e.print() {
+                servegate::io::printer::stdout_failed(&err);
+            }
+            return exit_code(e.exit_code());
+        }
+        Err(e) => e.exit(),
+    };
     let code = match cli.command {
         Cmd::Run {
             gates,
@@ -288,7 +300,7 @@ fn main() -> ExitCode {
                 let code = run::cmd_run(&gates, Some(root), quiet, &outputs, record, allow_no_hold);
                 let b = servegate::error::bisect_code(code);
                 outln!("bisect: exit {b} ({})", servegate::error::bisect_word(b));
-                return ExitCode::from(b as u8);
+                return exit_code(b);
             }
             run::cmd_run(&gates, Some(root), quiet, &outputs, record, allow_no_hold)
         }
@@ -354,6 +366,19 @@ fn main() -> ExitCode {
         Cmd::Completions(args) => conventions::cli_completions(&args),
         Cmd::Man => conventions::cli_man(),
     };
+    exit_code(code)
+}
+
+/// The process's exit code for a command that returned `code`, stdout flushed first and checked: what is
+/// still buffered is written now (the exit's own flush ignores errors), and a stdout that could not be
+/// written makes it 5 (`error: stdout: ...` said), never `code` with the output lost. A run's stop for it
+/// (`io::signals`) ends at the checkpoint, as interrupted.
+fn exit_code(code: i32) -> ExitCode {
+    servegate::io::printer::flush_stdout();
+    if servegate::io::printer::stdout_has_failed() {
+        servegate::io::signals::checkpoint();
+        return ExitCode::from(exit::EVIDENCE_ERROR as u8);
+    }
     ExitCode::from(code as u8)
 }
 

@@ -1,7 +1,6 @@
 //! `servegate replay`: the flags, the start-up (checks, the source loaded, the listener bound, the opening
 //! lines printed, the stop signals) and the exit code; the library serves (`servegate::replay`).
 
-use std::io::Write;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -157,8 +156,7 @@ pub fn cli(args: &ReplayArgs) -> i32 {
         Err(e) => errln!("replay: signal handlers not installed: {e}"),
     }
     // The recorded log first, line for line, so route assertions see the original lines where they were.
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(&replay::opening(&source, args.speed));
+    servegate::io::printer::stdout_bytes(&replay::opening(&source, args.speed));
     let listener = match TcpListener::bind((args.host.as_str(), args.port)) {
         Ok(l) => l,
         Err(e) => {
@@ -180,9 +178,10 @@ pub fn cli(args: &ReplayArgs) -> i32 {
         timing,
     ));
     replay::log_listening(&app, &addr);
-    let _ = writeln!(out, "replay: listening on {}", replay::url_of(&addr));
-    let _ = out.flush();
-    drop(out);
+    servegate::io::printer::stdout_bytes(
+        format!("replay: listening on {}\n", replay::url_of(&addr)).as_bytes(),
+    );
+    servegate::io::printer::flush_stdout();
     match replay::serve(listener, app) {
         Ok(()) => exit::PASS,
         Err(e) => {

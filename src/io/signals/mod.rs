@@ -16,6 +16,9 @@
 //!   the exit to that caller's next checkpoint (it writes `run.json` as `interrupted` and calls
 //!   [`exit_interrupted`]) for up to [`FINALIZE_WAIT_MS`]; after that it marks the active runs'
 //!   `run.json` `interrupted` itself and exits;
+//! - a failed write to stdout (`/dev/full`, a closed pipe: SIGPIPE is ignored once [`install`]ed): the
+//!   printer's `error: stdout: ...` line, then the stop a signal makes, under [`STDOUT_UNWRITABLE`]
+//!   (`run.json` `interrupted`), exit 5;
 //! - SIGKILL of the runner (or `std::process::exit` without stopping, or an abort): the serve's leader
 //!   has `PR_SET_PDEATHSIG(SIGKILL)`, tied to the supervisor thread that spawned it, and a watchdog
 //!   process (`sh`, one per serve) kills the whole group when the runner's end of a pipe closes. A
@@ -82,10 +85,25 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
 /// The exit code of a runner ended by signal `signo`: `128 + signo` (130 for SIGINT, 143 for SIGTERM,
 /// 129 for SIGHUP), as shells report it.
 pub(crate) fn exit_code_for(signo: i32) -> i32 {
+    if signo == STDOUT_UNWRITABLE {
+        return crate::error::exit::EVIDENCE_ERROR;
+    }
     128 + signo
 }
 
-/// Installs the handlers for SIGINT, SIGTERM and SIGHUP (idempotent: a second call does nothing).
+/// Not a signal: the stop recorded when a write to stdout failed while serves may run
+/// ([`stop_on_stdout_failure`]). It ends the run as a stop signal does (serves torn down, `run.json`
+/// `interrupted`, nothing judged) and exits 5 (output could not be written), not `128 + n`.
+pub(crate) const STDOUT_UNWRITABLE: i32 = 1_000;
+
+/// The stop [`install`] registers for a failed write to stdout (`io::printer::stdout_failed`): the serves
+/// torn down and the exit left to the run's next checkpoint, as for SIGTERM, under [`STDOUT_UNWRITABLE`].
+fn stop_on_stdout_failure() {
+    OsHandler.stop(STDOUT_UNWRITABLE);
+}
+
+/// Installs the handlers for SIGINT, SIGTERM and SIGHUP (idempotent: a second call does nothing), ignores
+/// SIGPIPE and registers the stop for a failed write to stdout ([`STDOUT_UNWRITABLE`]).
 ///
 /// A dedicated thread [`drive`]s the OS's signals ([`OsSignals`]) through [`Interruption`] into the OS
 /// handler. On the first stop it records the signal ([`interrupted`]), and a teardown thread marks the
@@ -111,6 +129,13 @@ pub fn install() -> io::Result<()> {
         .spawn(move || {
             drive(&mut signals, &mut OsHandler);
         })?;
+    // From here a serve may run: a closed stdout must not kill the runner by SIGPIPE (the run left
+    // `running`), it is a failed write that stops the run like a signal ([`stop_on_stdout_failure`]).
+    // SAFETY: setting a signal disposition; children get the default back (std resets SIGPIPE on spawn).
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    crate::io::printer::on_stdout_failure(stop_on_stdout_failure);
     *installed = true;
     Ok(())
 }
@@ -249,16 +274,23 @@ pub fn signal_name(signo: i32) -> String {
         libc::SIGINT => "SIGINT".into(),
         libc::SIGTERM => "SIGTERM".into(),
         libc::SIGHUP => "SIGHUP".into(),
+        STDOUT_UNWRITABLE => "a stdout that could not be written".into(),
         n => format!("signal {n}"),
     }
 }
 
 /// The line printed when a run ends because of `signo`:
 /// `INTERRUPTED: stopped by SIGTERM; nothing was judged (exit 143)`.
+/// A stdout that failed may fail after the gate was judged: `no result is shown` then.
 pub(crate) fn interrupted_line(signo: i32) -> String {
     format!(
-        "INTERRUPTED: stopped by {}; nothing was judged (exit {})",
+        "INTERRUPTED: stopped by {}; {} (exit {})",
         signal_name(signo),
+        if signo == STDOUT_UNWRITABLE {
+            "no result is shown"
+        } else {
+            "nothing was judged"
+        },
         exit_code_for(signo)
     )
 }
@@ -670,6 +702,10 @@ mod tests {
         );
         assert_eq!(signal_name(libc::SIGINT), "SIGINT");
         assert_eq!(signal_name(99), "signal 99");
+        assert_eq!(
+            interrupted_line(STDOUT_UNWRITABLE),
+            "INTERRUPTED: stopped by a stdout that could not be written; no result is shown (exit 5)"
+        );
     }
 
     #[test]
