@@ -646,3 +646,73 @@ fn init_refuses_a_url_with_credentials_without_echoing_them() {
     assert!(!out.all().contains("s3cretPW"), "{}", out.all());
     assert!(!p.path().join("gates/cred.toml").exists());
 }
+
+/// docs/getting-started.md's `servegate init -- scripts/SERVE ...`: the program, a path under the checkout
+/// holding `gates/`, is written `{gate_dir}/../scripts/SERVE`, so the gate checks clean and starts its serve
+/// from any working directory; `check` warns of the relative word init wrote before.
+#[test]
+fn a_command_path_relative_to_the_checkout_is_written_from_gate_dir_and_check_warns_of_a_relative_one(
+) {
+    // docs/getting-started.md's recipe: `servegate init -- scripts/SERVE ...` in the checkout holding gates/.
+    let p = Project::new();
+    let script = p.write(
+        "scripts/serve",
+        &format!("#!/bin/sh\nexec '{}' \"$@\"\n", fixtures::BIN),
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut argv = init_command(&llama_like("rel-model"));
+    argv[0] = "scripts/serve".into();
+    let mut args = vec!["--name", "rel", "--no-route", "--"];
+    args.extend(argv.iter().map(String::as_str));
+    let out = init(&p, &args);
+    assert_eq!(out.code, 0, "{}", out.all());
+    let file = p.path().join("gates/rel.toml");
+    let gate = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        gate.contains("command = [\"{gate_dir}/../scripts/serve\", "),
+        "{gate}"
+    );
+    // From another working directory the gate checks clean and its serve starts.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let gate_arg = file.to_str().unwrap();
+    let check = Out::of(
+        fixtures::servegate()
+            .current_dir(elsewhere.path())
+            .args(["check", gate_arg]),
+    );
+    assert_eq!(check.code, 0, "{}", check.all());
+    assert!(!check.stdout.contains("warning"), "{}", check.all());
+    let run = Out::of(
+        fixtures::servegate()
+            .current_dir(elsewhere.path())
+            .env("SERVEGATE_RUNS", p.runs())
+            .args(["run", gate_arg]),
+    );
+    assert!(!run.all().contains("spawn_failed"), "{}", run.all());
+    assert_ne!(
+        run.code,
+        servegate::error::exit::SERVE_NOT_READY,
+        "{}",
+        run.all()
+    );
+    // The same gate with the relative word (what init wrote before): check warns, naming the fix.
+    std::fs::write(
+        &file,
+        gate.replace("\"{gate_dir}/../scripts/serve\"", "\"scripts/serve\""),
+    )
+    .unwrap();
+    let check = Out::of(
+        fixtures::servegate()
+            .current_dir(elsewhere.path())
+            .args(["check", gate_arg]),
+    );
+    assert_eq!(check.code, 0, "{}", check.all());
+    assert!(
+        check.stdout.contains(
+            "warning: serve.command \"scripts/serve\": a relative path, found only from the working directory"
+        ) && check.stdout.contains("\"{gate_dir}/../scripts/serve\""),
+        "{}",
+        check.all()
+    );
+}

@@ -911,6 +911,14 @@ fn write(o: &InitOptions, draft: &mut Draft, rep: &mut InitReport) -> Result<(),
     draft.found = rep.found.clone();
     let ctx = crate::spec::Context::for_file(&o.out);
     let gate_dir = std::path::absolute(&ctx.gate_dir).unwrap_or_else(|_| ctx.gate_dir.clone());
+    // A program named by a path is written from `{gate_dir}`: the gate then starts its serve from any cwd.
+    if let ServeBlock::Command(argv) = &mut draft.serve {
+        if let Some(first) = argv.first_mut() {
+            if let Some(program) = program_path(first) {
+                *first = program;
+            }
+        }
+    }
     let text = render::gate_text(draft, &render::Portable::new(&gate_dir, &ctx.cache));
     let gate = crate::spec::parse(&o.out, &text, &ctx).map_err(|e| {
         fail(
@@ -952,6 +960,28 @@ fn write(o: &InitOptions, draft: &mut Draft, rep: &mut InitReport) -> Result<(),
     })?;
     rep.written = Some(o.out.clone());
     Ok(())
+}
+
+/// The serve's program `word` (a command's first word) as the gate must hold it to start from any working
+/// directory: a path with a `/` naming a file (relative words resolved from the working directory init ran
+/// in, the one the serve started from) is made absolute, its directory without symlinks, so that one under the
+/// gate's directory or its checkout is written `{gate_dir}/...` (`render::Portable`); None for a word the
+/// PATH finds, one holding a placeholder, or one naming no file (left as given).
+fn program_path(word: &str) -> Option<String> {
+    if !word.contains('/') || word.contains('{') {
+        return None;
+    }
+    let path = Path::new(word);
+    let name = path.file_name()?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let file = std::fs::canonicalize(dir).ok()?.join(name);
+    if !file.is_file() {
+        return None;
+    }
+    Some(render::literal(file.to_str()?))
 }
 
 /// Why init wrote no first-token limit: `e` (too few values), and when the round timed fewer first tokens
