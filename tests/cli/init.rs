@@ -716,3 +716,40 @@ fn a_command_path_relative_to_the_checkout_is_written_from_gate_dir_and_check_wa
         check.all()
     );
 }
+
+/// `--model` naming a model the serve does not list: the gate is written without `expect_model`, and the
+/// summary says so under `-q` too (the run's `model_not_listed` note is a progress line `-q` hides), the
+/// name and the list escaped.
+#[test]
+fn a_model_the_serve_does_not_list_is_a_not_found_line_even_under_quiet() {
+    let p = Project::new();
+    let mut script = llama_like("synthetic");
+    script.models = vec!["synthetic".into(), "replay".into()];
+    let serve = Running::start(&script, &p.path().join("serve.log"));
+    let out = init(
+        &p,
+        &[
+            "-q",
+            "--name",
+            "ok1",
+            "--model",
+            "syn\u{1b}[31m",
+            "--no-route",
+            "--url",
+            &serve.url(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(!out.all().contains('\u{1b}'), "{}", out.all());
+    assert!(
+        out.stdout.contains(
+            "not found: \"syn\\u{1b}[31m\" in /v1/models: it lists [\"synthetic\", \"replay\"]; the gate is written without expect_model"
+        ),
+        "{}",
+        out.all()
+    );
+    assert!(!out.stderr.contains("init: "), "{}", out.all());
+    let gate = servegate::spec::load(&p.path().join("gates/ok1.toml")).unwrap();
+    assert_eq!(gate.serve.expect_model, None);
+    drop(serve);
+}

@@ -532,6 +532,15 @@ fn probe(
             ));
         }
     };
+    if models_ok && !models.contains(&model) {
+        // The gate is written without `expect_model`: said as a result (the run's `model_not_listed` note is a
+        // progress line `-q` hides).
+        rep.missing.push(format!(
+            "{} in /v1/models: it lists {}; the gate is written without expect_model",
+            crate::text::shown(&format!("{model:?}")),
+            listed(&models)
+        ));
+    }
     let detection = crate::spec::detect::detect(&says);
     let engine: Option<Engine> = detection.engine;
     let ev_text = crate::text::shown(&detection.evidence.join("; "));
@@ -960,6 +969,29 @@ fn write(o: &InitOptions, draft: &mut Draft, rep: &mut InitReport) -> Result<(),
     })?;
     rep.written = Some(o.out.clone());
     Ok(())
+}
+
+/// The model names a serve lists, escaped and bounded: the first five, each at most 64 characters, then how
+/// many more.
+fn listed(models: &[String]) -> String {
+    const SHOWN: usize = 5;
+    const CHARS: usize = 64;
+    let names: Vec<String> = models
+        .iter()
+        .take(SHOWN)
+        .map(|m| {
+            let cut: String = m.chars().take(CHARS).collect();
+            let more = if cut.len() < m.len() { "..." } else { "" };
+            format!("{}{more}", crate::text::shown(&format!("{cut:?}")))
+        })
+        .collect();
+    let rest = models.len().saturating_sub(SHOWN);
+    let rest = if rest > 0 {
+        format!(" and {rest} more")
+    } else {
+        String::new()
+    };
+    format!("[{}]{rest}", names.join(", "))
 }
 
 /// The serve's program `word` (a command's first word) as the gate must hold it to start from any working
