@@ -753,3 +753,38 @@ fn a_model_the_serve_does_not_list_is_a_not_found_line_even_under_quiet() {
     assert_eq!(gate.serve.expect_model, None);
     drop(serve);
 }
+
+/// A serve that does not give the known answer: the gate has no `[assert.known_answer]`, so its prompt is
+/// timed as the others are, and the `repeats` comment counts the four (n = 3 x 4 = 12, what the run plans).
+#[test]
+fn the_repeats_comment_counts_the_known_answer_prompt_when_it_is_timed() {
+    let p = Project::new();
+    let mut script = llama_like("synthetic");
+    script.reply.tokens =
+        fixtures::word_tokens("The sky is blue because air scatters blue light most.");
+    let serve = Running::start(&script, &p.path().join("serve.log"));
+    let out = init(
+        &p,
+        &[
+            "--name",
+            "syn",
+            "--model",
+            "synthetic",
+            "--no-route",
+            "--url",
+            &serve.url(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.all());
+    let file = p.path().join("gates/syn.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains("\n[assert.known_answer]\n"), "{text}");
+    let gate = servegate::spec::load(&file).unwrap();
+    let timed = gate.request.prompts.len() - gate.request.untimed.len();
+    assert_eq!(timed, 4, "{text}");
+    assert!(
+        text.contains("# n = 3 x 4 timed prompts = 12 timed replies"),
+        "{text}"
+    );
+    drop(serve);
+}
