@@ -788,3 +788,39 @@ fn the_repeats_comment_counts_the_known_answer_prompt_when_it_is_timed() {
     );
     drop(serve);
 }
+
+/// `--force --out DIR` where DIR is a directory: the write fails after the measured round, and the error
+/// says "(nothing written)" once.
+#[test]
+fn a_write_that_fails_says_nothing_written_once() {
+    let p = Project::new();
+    let serve = Running::start(&llama_like("m1"), &p.path().join("serve.log"));
+    std::fs::create_dir_all(p.path().join("adir")).unwrap();
+    let out = init(
+        &p,
+        &[
+            "--name",
+            "w",
+            "--force",
+            "--out",
+            "adir",
+            "--no-route",
+            "--url",
+            &serve.url(),
+        ],
+    );
+    assert_eq!(
+        out.code,
+        servegate::error::exit::EVIDENCE_ERROR,
+        "{}",
+        out.all()
+    );
+    assert_eq!(
+        out.stderr.matches("(nothing written)").count(),
+        1,
+        "{}",
+        out.all()
+    );
+    assert!(p.path().join("adir").is_dir());
+    drop(serve);
+}

@@ -961,10 +961,8 @@ fn write(o: &InitOptions, draft: &mut Draft, rep: &mut InitReport) -> Result<(),
         fail(
             rep,
             code,
-            format!(
-                "{}: {e} (nothing written)",
-                crate::text::shown(&o.out.display().to_string())
-            ),
+            // The command's error line adds "(nothing written)".
+            format!("{}: {e}", crate::text::shown(&o.out.display().to_string())),
         )
     })?;
     rep.written = Some(o.out.clone());
