@@ -16,6 +16,6 @@ pub use super::schema::*;
 pub use super::store::{
     check_dir, problem_lines, record_files, terminal_safe, to_json, write_new, Checked, RecordError,
 };
-pub use super::validate::{parse, validate};
+pub use super::validate::{id_problem, is_id, parse, validate};
 pub use super::verify::{load_dir, verify_dir};
 pub(crate) use super::verify::{load_file, Refused};

@@ -322,7 +322,9 @@ fn is_calendar_date(s: &str) -> bool {
     time::Date::from_calendar_date(y, month, d).is_ok()
 }
 
-fn is_id(s: &str) -> bool {
+/// True when `s` is a record id: lower-case letters, digits, `.`, `_`, `-`, starting with a letter or digit
+/// (a file name in the records directory, never a path).
+pub fn is_id(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c.is_ascii_digit())
         && chars
@@ -332,6 +334,12 @@ fn is_id(s: &str) -> bool {
 fn is_hex_lower(s: &str) -> bool {
     s.bytes()
         .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Why `id` is not a record id (`"x/y" is not an id: ...`), or None when it is one ([`is_id`]): what a
+/// record's `id` is refused with, and `servegate run --record ID` before the serve starts.
+pub fn id_problem(id: &str) -> Option<String> {
+    (!is_id(id)).then(|| format!("{id:?} is not an id: lower-case letters, digits, '.', '_', '-', starting with a letter or digit"))
 }
 
 /// Semantic checks of a parsed record; `file_stem` is its file name without `.json` (the id must equal it).
@@ -364,8 +372,8 @@ fn identity(r: &Record, file_stem: &str, bad: &mut dyn FnMut(&str, String)) {
             ),
         );
     }
-    if !is_id(&r.id) {
-        bad("id", format!("{:?} is not an id: lower-case letters, digits, '.', '_', '-', starting with a letter or digit", r.id));
+    if let Some(why) = id_problem(&r.id) {
+        bad("id", why);
     }
     if r.id != file_stem {
         bad(
@@ -789,12 +797,8 @@ fn source(r: &Record, bad: &mut dyn FnMut(&str, String)) {
 /// What would make the figure wrong: a sentence, required.
 fn notes(r: &Record, bad: &mut dyn FnMut(&str, String)) {
     // notes
-    let sentence = r.notes.what_would_make_it_wrong.trim();
-    if sentence.split_whitespace().count() < 4 {
-        bad(
-            "notes.what_would_make_it_wrong",
-            format!("{sentence:?}: required, a sentence saying what would make this figure wrong"),
-        );
+    if let Some(why) = crate::spec::record::sentence_problem(&r.notes.what_would_make_it_wrong) {
+        bad("notes.what_would_make_it_wrong", why);
     }
 }
 

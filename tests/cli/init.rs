@@ -646,3 +646,181 @@ fn init_refuses_a_url_with_credentials_without_echoing_them() {
     assert!(!out.all().contains("s3cretPW"), "{}", out.all());
     assert!(!p.path().join("gates/cred.toml").exists());
 }
+
+/// docs/getting-started.md's `servegate init -- scripts/SERVE ...`: the program, a path under the checkout
+/// holding `gates/`, is written `{gate_dir}/../scripts/SERVE`, so the gate checks clean and starts its serve
+/// from any working directory; `check` warns of the relative word init wrote before.
+#[test]
+fn a_command_path_relative_to_the_checkout_is_written_from_gate_dir_and_check_warns_of_a_relative_one(
+) {
+    // docs/getting-started.md's recipe: `servegate init -- scripts/SERVE ...` in the checkout holding gates/.
+    let p = Project::new();
+    let script = p.write(
+        "scripts/serve",
+        &format!("#!/bin/sh\nexec '{}' \"$@\"\n", fixtures::BIN),
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut argv = init_command(&llama_like("rel-model"));
+    argv[0] = "scripts/serve".into();
+    let mut args = vec!["--name", "rel", "--no-route", "--"];
+    args.extend(argv.iter().map(String::as_str));
+    let out = init(&p, &args);
+    assert_eq!(out.code, 0, "{}", out.all());
+    let file = p.path().join("gates/rel.toml");
+    let gate = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        gate.contains("command = [\"{gate_dir}/../scripts/serve\", "),
+        "{gate}"
+    );
+    // From another working directory the gate checks clean and its serve starts.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let gate_arg = file.to_str().unwrap();
+    let check = Out::of(
+        fixtures::servegate()
+            .current_dir(elsewhere.path())
+            .args(["check", gate_arg]),
+    );
+    assert_eq!(check.code, 0, "{}", check.all());
+    assert!(!check.stdout.contains("warning"), "{}", check.all());
+    let run = Out::of(
+        fixtures::servegate()
+            .current_dir(elsewhere.path())
+            .env("SERVEGATE_RUNS", p.runs())
+            .args(["run", gate_arg]),
+    );
+    assert!(!run.all().contains("spawn_failed"), "{}", run.all());
+    assert_ne!(
+        run.code,
+        servegate::error::exit::SERVE_NOT_READY,
+        "{}",
+        run.all()
+    );
+    // The same gate with the relative word (what init wrote before): check warns, naming the fix.
+    std::fs::write(
+        &file,
+        gate.replace("\"{gate_dir}/../scripts/serve\"", "\"scripts/serve\""),
+    )
+    .unwrap();
+    let check = Out::of(
+        fixtures::servegate()
+            .current_dir(elsewhere.path())
+            .args(["check", gate_arg]),
+    );
+    assert_eq!(check.code, 0, "{}", check.all());
+    assert!(
+        check.stdout.contains(
+            "warning: serve.command \"scripts/serve\": a relative path, found only from the working directory"
+        ) && check.stdout.contains("\"{gate_dir}/../scripts/serve\""),
+        "{}",
+        check.all()
+    );
+}
+
+/// `--model` naming a model the serve does not list: the gate is written without `expect_model`, and the
+/// summary says so under `-q` too (the run's `model_not_listed` note is a progress line `-q` hides), the
+/// name and the list escaped.
+#[test]
+fn a_model_the_serve_does_not_list_is_a_not_found_line_even_under_quiet() {
+    let p = Project::new();
+    let mut script = llama_like("synthetic");
+    script.models = vec!["synthetic".into(), "replay".into()];
+    let serve = Running::start(&script, &p.path().join("serve.log"));
+    let out = init(
+        &p,
+        &[
+            "-q",
+            "--name",
+            "ok1",
+            "--model",
+            "syn\u{1b}[31m",
+            "--no-route",
+            "--url",
+            &serve.url(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(!out.all().contains('\u{1b}'), "{}", out.all());
+    assert!(
+        out.stdout.contains(
+            "not found: \"syn\\u{1b}[31m\" in /v1/models: it lists [\"synthetic\", \"replay\"]; the gate is written without expect_model"
+        ),
+        "{}",
+        out.all()
+    );
+    assert!(!out.stderr.contains("init: "), "{}", out.all());
+    let gate = servegate::spec::load(&p.path().join("gates/ok1.toml")).unwrap();
+    assert_eq!(gate.serve.expect_model, None);
+    drop(serve);
+}
+
+/// A serve that does not give the known answer: the gate has no `[assert.known_answer]`, so its prompt is
+/// timed as the others are, and the `repeats` comment counts the four (n = 3 x 4 = 12, what the run plans).
+#[test]
+fn the_repeats_comment_counts_the_known_answer_prompt_when_it_is_timed() {
+    let p = Project::new();
+    let mut script = llama_like("synthetic");
+    script.reply.tokens =
+        fixtures::word_tokens("The sky is blue because air scatters blue light most.");
+    let serve = Running::start(&script, &p.path().join("serve.log"));
+    let out = init(
+        &p,
+        &[
+            "--name",
+            "syn",
+            "--model",
+            "synthetic",
+            "--no-route",
+            "--url",
+            &serve.url(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.all());
+    let file = p.path().join("gates/syn.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains("\n[assert.known_answer]\n"), "{text}");
+    let gate = servegate::spec::load(&file).unwrap();
+    let timed = gate.request.prompts.len() - gate.request.untimed.len();
+    assert_eq!(timed, 4, "{text}");
+    assert!(
+        text.contains("# n = 3 x 4 timed prompts = 12 timed replies"),
+        "{text}"
+    );
+    drop(serve);
+}
+
+/// `--force --out DIR` where DIR is a directory: the write fails after the measured round, and the error
+/// says "(nothing written)" once.
+#[test]
+fn a_write_that_fails_says_nothing_written_once() {
+    let p = Project::new();
+    let serve = Running::start(&llama_like("m1"), &p.path().join("serve.log"));
+    std::fs::create_dir_all(p.path().join("adir")).unwrap();
+    let out = init(
+        &p,
+        &[
+            "--name",
+            "w",
+            "--force",
+            "--out",
+            "adir",
+            "--no-route",
+            "--url",
+            &serve.url(),
+        ],
+    );
+    assert_eq!(
+        out.code,
+        servegate::error::exit::EVIDENCE_ERROR,
+        "{}",
+        out.all()
+    );
+    assert_eq!(
+        out.stderr.matches("(nothing written)").count(),
+        1,
+        "{}",
+        out.all()
+    );
+    assert!(p.path().join("adir").is_dir());
+    drop(serve);
+}

@@ -37,7 +37,7 @@ fn run_gate(home: &Path, publish_host: bool) -> PathBuf {
     std::fs::create_dir_all(&gates).unwrap();
     let gate = gates.join("privacy.toml");
     let record = if publish_host {
-        "[record]\nmodel_name = \"m\"\nweights = \"w\"\ndevice = \"d\"\nroute = \"r\"\nengine = \"e\"\nwhat_would_make_it_wrong = \"a test\"\npublish_host = true\n"
+        "[record]\nmodel_name = \"m\"\nweights = \"w\"\ndevice = \"d\"\nroute = \"r\"\nengine = \"e\"\nwhat_would_make_it_wrong = \"a test, nothing measured\"\npublish_host = true\n"
     } else {
         ""
     };

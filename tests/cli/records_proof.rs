@@ -853,8 +853,8 @@ fn run_record_of_a_load_gate_writes_each_points_records() {
         ],
         t.path(),
     );
-    // An id the records refuse: nothing is written, not the points' first records either.
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    // An id the records refuse: refused before the run (exit 2, a bad argument); nothing is written.
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("is not an id"), "{}", text(&o));
     assert_eq!(files_in(&t.path().join("recs")), Vec::<String>::new());
     let o = servegate(
@@ -909,4 +909,48 @@ fn run_record_of_a_load_gate_writes_each_points_records() {
     assert_eq!(r["source"]["evidence"], own.as_str());
     let o = servegate(&["records", "check", "--dir", "recs"], t.path());
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+/// `--record` with an id that is no record id (a path here), or a `--records-dir` that cannot be one: refused
+/// before the serve starts (exit 2, as a bad argument), never after a whole run.
+#[test]
+fn a_record_id_or_records_dir_that_cannot_be_written_is_refused_before_the_run() {
+    let t = scratch(&["smoke.toml"]);
+    let o = servegate(
+        &[
+            "run",
+            "--record",
+            "../../etc/evil",
+            "--records-dir",
+            "recs",
+            "smoke.toml",
+        ],
+        t.path(),
+    );
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(
+        out.contains("error: --record \"../../etc/evil\" is not an id"),
+        "{out}"
+    );
+    assert!(!t.path().join("runs").exists(), "a run started: {out}");
+    std::fs::write(t.path().join("afile"), "x").unwrap();
+    let o = servegate(
+        &[
+            "run",
+            "--record",
+            "good",
+            "--records-dir",
+            "afile/recs",
+            "smoke.toml",
+        ],
+        t.path(),
+    );
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(
+        out.contains("error: --records-dir afile/recs: afile is not a directory"),
+        "{out}"
+    );
+    assert!(!t.path().join("runs").exists(), "a run started: {out}");
 }

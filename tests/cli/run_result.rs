@@ -554,7 +554,7 @@ fn a_passing_run_whose_records_cannot_be_written_says_error_not_pass() {
         .replace("{gate_dir}", data("mixed").to_str().unwrap());
     std::fs::write(
         &gate,
-        format!("{text}\n[record]\nmodel_name = \"m\"\nweights = \"w\"\ndevice = \"d\"\nroute = \"r\"\nengine = \"e\"\nengine_version = \"v\"\nbackend = \"b\"\nwhat_would_make_it_wrong = \"everything\"\n"),
+        format!("{text}\n[record]\nmodel_name = \"m\"\nweights = \"w\"\ndevice = \"d\"\nroute = \"r\"\nengine = \"e\"\nengine_version = \"v\"\nbackend = \"b\"\nwhat_would_make_it_wrong = \"everything: a synthetic serve\"\n"),
     )
     .unwrap();
     let r = s.json();

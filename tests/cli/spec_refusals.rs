@@ -760,3 +760,41 @@ fn a_url_with_credentials_is_refused_and_never_echoes_them() {
     assert!(!out.contains("s3cretPW") && !out.contains("admin"), "{out}");
     assert!(out.contains("http://***@127.0.0.1:8080"), "{out}");
 }
+
+/// A NUL byte the operating system cannot pass to a program: refused by `check` (exit 3, the key named),
+/// not found at the spawn (`nul byte found`, exit 4) after `check` said ok.
+#[test]
+fn nul_bytes_in_the_command_or_its_environment_are_refused() {
+    let t = with(r#""serve.py""#, r#""serve\u0000.py""#);
+    refused(&t, "command =", "serve.command", "word 2 holds a NUL byte");
+    let env = |table: &str| with("[request]", &format!("[serve.env]\n{table}\n[request]"));
+    refused(
+        &env("OK = \"a\"\n\"BAD\\u0000NAME\" = \"x\""),
+        "[serve.env]",
+        "serve.env",
+        "holds a NUL byte",
+    );
+    refused(
+        &env("LD_X = \"a\\u0000b\""),
+        "[serve.env]",
+        "serve.env",
+        "\"LD_X\": the value holds a NUL byte",
+    );
+    accepted(&env("LD_X = \"a b\""));
+}
+
+/// `[record] what_would_make_it_wrong` is held to the rule a record is (a sentence of four words at least):
+/// `check` refuses it, naming the key, rather than `run --record` after the whole run.
+#[test]
+fn a_record_sentence_a_record_would_refuse_is_refused_by_check() {
+    let record = |s: &str| {
+        format!("{BASE}[record]\nmodel_name = \"m\"\nweights = \"w\"\ndevice = \"d\"\nroute = \"r\"\nengine = \"e\"\nwhat_would_make_it_wrong = \"{s}\"\n")
+    };
+    refused(
+        &record("it is synthetic"),
+        "what_would_make_it_wrong =",
+        "record.what_would_make_it_wrong",
+        "required, a sentence saying what would make this figure wrong",
+    );
+    accepted(&record("it is a synthetic serve"));
+}

@@ -282,6 +282,15 @@ fn main() -> ExitCode {
                     errln!("error: --record takes exactly one gate");
                     return ExitCode::from(exit::USAGE as u8);
                 }
+                // Refused before the serve starts, not after a whole run.
+                if let Some(why) = servegate::records::record::id_problem(id) {
+                    errln!("error: --record {}", servegate::text::shown(&why));
+                    return ExitCode::from(exit::USAGE as u8);
+                }
+                if let Some(why) = not_a_dir(&records_dir) {
+                    errln!("error: --records-dir {}", servegate::text::shown(&why));
+                    return ExitCode::from(exit::USAGE as u8);
+                }
                 if let Err(e) = spec::load(&gates[0])
                     .map_err(|e| e.to_string())
                     .and_then(|g| g.record_spec(id, "decode_rate").map(|_| ()))
@@ -389,4 +398,19 @@ fn refused(refusals: &[String]) -> bool {
         errln!("error: {r}");
     }
     !refusals.is_empty()
+}
+
+/// Why `dir` cannot be the directory records are written to (it, or the nearest of its parents that exists,
+/// is not a directory), or None: `run --record` says so before the serve starts.
+fn not_a_dir(dir: &std::path::Path) -> Option<String> {
+    let existing = dir
+        .ancestors()
+        .find(|a| !a.as_os_str().is_empty() && std::fs::symlink_metadata(a).is_ok())?;
+    (!existing.is_dir()).then(|| {
+        format!(
+            "{}: {} is not a directory",
+            dir.display(),
+            existing.display()
+        )
+    })
 }

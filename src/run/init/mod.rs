@@ -532,6 +532,15 @@ fn probe(
             ));
         }
     };
+    if models_ok && !models.contains(&model) {
+        // The gate is written without `expect_model`: said as a result (the run's `model_not_listed` note is a
+        // progress line `-q` hides).
+        rep.missing.push(format!(
+            "{} in /v1/models: it lists {}; the gate is written without expect_model",
+            crate::text::shown(&format!("{model:?}")),
+            listed(&models)
+        ));
+    }
     let detection = crate::spec::detect::detect(&says);
     let engine: Option<Engine> = detection.engine;
     let ev_text = crate::text::shown(&detection.evidence.join("; "));
@@ -911,6 +920,14 @@ fn write(o: &InitOptions, draft: &mut Draft, rep: &mut InitReport) -> Result<(),
     draft.found = rep.found.clone();
     let ctx = crate::spec::Context::for_file(&o.out);
     let gate_dir = std::path::absolute(&ctx.gate_dir).unwrap_or_else(|_| ctx.gate_dir.clone());
+    // A program named by a path is written from `{gate_dir}`: the gate then starts its serve from any cwd.
+    if let ServeBlock::Command(argv) = &mut draft.serve {
+        if let Some(first) = argv.first_mut() {
+            if let Some(program) = program_path(first) {
+                *first = program;
+            }
+        }
+    }
     let text = render::gate_text(draft, &render::Portable::new(&gate_dir, &ctx.cache));
     let gate = crate::spec::parse(&o.out, &text, &ctx).map_err(|e| {
         fail(
@@ -944,14 +961,57 @@ fn write(o: &InitOptions, draft: &mut Draft, rep: &mut InitReport) -> Result<(),
         fail(
             rep,
             code,
-            format!(
-                "{}: {e} (nothing written)",
-                crate::text::shown(&o.out.display().to_string())
-            ),
+            // The command's error line adds "(nothing written)".
+            format!("{}: {e}", crate::text::shown(&o.out.display().to_string())),
         )
     })?;
     rep.written = Some(o.out.clone());
     Ok(())
+}
+
+/// The model names a serve lists, escaped and bounded: the first five, each at most 64 characters, then how
+/// many more.
+fn listed(models: &[String]) -> String {
+    const SHOWN: usize = 5;
+    const CHARS: usize = 64;
+    let names: Vec<String> = models
+        .iter()
+        .take(SHOWN)
+        .map(|m| {
+            let cut: String = m.chars().take(CHARS).collect();
+            let more = if cut.len() < m.len() { "..." } else { "" };
+            format!("{}{more}", crate::text::shown(&format!("{cut:?}")))
+        })
+        .collect();
+    let rest = models.len().saturating_sub(SHOWN);
+    let rest = if rest > 0 {
+        format!(" and {rest} more")
+    } else {
+        String::new()
+    };
+    format!("[{}]{rest}", names.join(", "))
+}
+
+/// The serve's program `word` (a command's first word) as the gate must hold it to start from any working
+/// directory: a path with a `/` naming a file (relative words resolved from the working directory init ran
+/// in, the one the serve started from) is made absolute, its directory without symlinks, so that one under the
+/// gate's directory or its checkout is written `{gate_dir}/...` (`render::Portable`); None for a word the
+/// PATH finds, one holding a placeholder, or one naming no file (left as given).
+fn program_path(word: &str) -> Option<String> {
+    if !word.contains('/') || word.contains('{') {
+        return None;
+    }
+    let path = Path::new(word);
+    let name = path.file_name()?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let file = std::fs::canonicalize(dir).ok()?.join(name);
+    if !file.is_file() {
+        return None;
+    }
+    Some(render::literal(file.to_str()?))
 }
 
 /// Why init wrote no first-token limit: `e` (too few values), and when the round timed fewer first tokens

@@ -279,7 +279,9 @@ fn toml_key(k: &str) -> String {
     }
 }
 
-fn request_block(out: &mut String, d: &Draft, warmup_requests: u32, p: &Portable) {
+/// `[request]`; `timed` is how many of its prompts are timed (the known-answer prompt is untimed only under
+/// an `[assert.known_answer]` that names it).
+fn request_block(out: &mut String, d: &Draft, warmup_requests: u32, timed: usize, p: &Portable) {
     out.push_str("[request]\n");
     let _ = writeln!(out, "model = {}", toml_str(&p.path(&literal(&d.model))));
     let _ = writeln!(
@@ -300,8 +302,8 @@ fn request_block(out: &mut String, d: &Draft, warmup_requests: u32, p: &Portable
         "repeats = {}              # n = {} x {} timed prompts = {} timed replies (the floor's bound needs >= 5)",
         d.repeats,
         d.repeats,
-        TIMED_PROMPTS.len(),
-        d.repeats as usize * TIMED_PROMPTS.len()
+        timed,
+        d.repeats as usize * timed
     );
     out.push_str("prompts = [\n");
     for p in TIMED_PROMPTS.iter().chain(std::iter::once(&KNOWN_PROMPT)) {
@@ -334,7 +336,7 @@ pub(crate) fn measuring_text(d: &Draft) -> String {
         toml_str(&format!("{}-init", d.name))
     );
     serve_block(&mut out, d, ReadyWait::Measuring, &Portable::none());
-    request_block(&mut out, d, 1, &Portable::none());
+    request_block(&mut out, d, 1, TIMED_PROMPTS.len(), &Portable::none());
     out.push_str("[assert.rate]\nfloor_tok_s = 0.001\n\n[assert.first_token]\nlimit_ms = 1e9\n\n");
     out.push_str("[assert.content]\n\n");
     let _ = writeln!(
@@ -373,7 +375,9 @@ pub(crate) fn gate_text(d: &Draft, p: &Portable) -> String {
         ))
     );
     serve_block(&mut out, d, ReadyWait::Written, p);
-    request_block(&mut out, d, 1, p);
+    // Without [assert.known_answer] its prompt is asked as the others are: timed.
+    let timed = TIMED_PROMPTS.len() + usize::from(d.known_answer.is_err());
+    request_block(&mut out, d, 1, timed, p);
 
     // Route.
     for n in &d.route_notes {

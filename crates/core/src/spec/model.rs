@@ -579,11 +579,18 @@ impl GateSpec {
                 .unwrap_or_else(|| self.request.model.clone());
             t.insert("model_file".into(), toml::Value::String(model_file));
         }
-        toml::Value::Table(t)
+        let spec: record::RunRecordSpec = toml::Value::Table(t)
             .try_into()
-            .map_err(|e: toml::de::Error| format!("[record]: {}", e.message()))
+            .map_err(|e: toml::de::Error| format!("[record]: {}", e.message()))?;
+        if let Some(why) = record::sentence_problem(&spec.what_would_make_it_wrong) {
+            return Err(format!("{SENTENCE_KEY}: {why}"));
+        }
+        Ok(spec)
     }
 }
+
+/// The key of `[record]`'s required sentence, as `GateSpec::record_spec` names it in its refusal.
+pub(crate) const SENTENCE_KEY: &str = "record.what_would_make_it_wrong";
 
 impl GateSpec {
     /// The 1-based line of the gate file declaring assertion `kind` (where annotations and the JUnit

@@ -5,6 +5,16 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+/// Why `sentence` (a record's `what_would_make_it_wrong`) is not the sentence a record requires (fewer than
+/// four words), or None when it is one: a record is refused with it, and a gate's `[record]` table too, so
+/// that `check` says so before a run rather than the record after it.
+pub fn sentence_problem(sentence: &str) -> Option<String> {
+    let sentence = sentence.trim();
+    (sentence.split_whitespace().count() < 4).then(|| {
+        format!("{sentence:?}: required, a sentence saying what would make this figure wrong")
+    })
+}
+
 /// What a gate run cannot tell about itself, for `records::record::from_run`: usable as a `[record]` table in a gate or
 /// a small JSON/TOML file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -83,10 +83,23 @@ impl Validator<'_> {
         }
         let mut env = BTreeMap::new();
         for (k, v) in &s.env {
-            env.insert(
-                k.clone(),
-                self.expand(v, 0..0, &format!("serve.env.{k}"), true)?,
-            );
+            // The operating system takes no NUL in an environment variable: refused here, not at the spawn.
+            if k.contains('\0') {
+                return Err(self.err(
+                    0..0,
+                    "serve.env",
+                    format!("the name {k:?} holds a NUL byte: an environment variable's cannot"),
+                ));
+            }
+            let value = self.expand(v, 0..0, &format!("serve.env.{k}"), true)?;
+            if value.contains('\0') {
+                return Err(self.err(
+                    0..0,
+                    "serve.env",
+                    format!("{k:?}: the value holds a NUL byte: an environment variable's cannot"),
+                ));
+            }
+            env.insert(k.clone(), value);
         }
         if matches!(mode, ServeMode::Url(_)) {
             self.url_serve_has_no_start_settings(hold)?;

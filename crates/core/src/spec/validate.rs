@@ -86,7 +86,18 @@ impl Validator<'_> {
             Some(p) if p.trim().is_empty() => {
                 Err(self.err(span, key, "its first word (the program) is empty"))
             }
-            _ => Ok(()),
+            _ => match argv.iter().position(|a| a.contains('\0')) {
+                // The operating system takes no NUL in an argument: refused here, not at the spawn.
+                Some(i) => Err(self.err(
+                    span,
+                    key,
+                    format!(
+                        "word {} holds a NUL byte (\\u0000): a program's arguments cannot",
+                        i + 1
+                    ),
+                )),
+                None => Ok(()),
+            },
         }
     }
 
@@ -410,6 +421,10 @@ impl Validator<'_> {
             Ok(_) => Ok(g),
             Err(e) if g.record.is_some() => {
                 // `unknown field `x``: at the key `record.x`; otherwise at the [record] table.
+                if let Some(why) = e.strip_prefix(super::model::SENTENCE_KEY) {
+                    let why = why.trim_start_matches(": ");
+                    return Err(self.err(0..0, super::model::SENTENCE_KEY, why));
+                }
                 let key = e
                     .split_once("unknown field `")
                     .and_then(|(_, rest)| rest.split('`').next())
