@@ -92,6 +92,22 @@ fn judge_refuses_a_reads_file_linked_to_dev_zero() {
     );
 }
 
+/// run.json linked to `/dev/zero`: refused, exit 5, named as a device (not "no run.json").
+#[test]
+fn judge_refuses_a_run_json_linked_to_dev_zero() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = copy_run(t.path());
+    let run = dir.join("run.json");
+    std::fs::remove_file(&run).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &run).unwrap();
+    let (code, stderr) = judge(&dir);
+    assert_eq!(code, Some(5), "{stderr}");
+    assert!(
+        stderr.contains("run.json: not a regular file (a character device)"),
+        "{stderr}"
+    );
+}
+
 /// serve.log linked to `/dev/zero`: refused, exit 5, named (it was read up to the judging cap from a device).
 #[test]
 fn judge_refuses_a_serve_log_linked_to_dev_zero() {

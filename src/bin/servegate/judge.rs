@@ -16,7 +16,15 @@ use crate::run::finish_run;
 /// finalisation as `servegate run` (so the same evidence gives the same verdict lines, reports and exit code).
 pub fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) -> i32 {
     let started = std::time::Instant::now();
-    if !dir.join(servegate::evidence::layout::RUN_FILE).is_file() && !evidence::is_pair_dir(dir) {
+    let run_json = dir.join(servegate::evidence::layout::RUN_FILE);
+    if !run_json.is_file() && !evidence::is_pair_dir(dir) {
+        // A run.json that is there but no regular file (a link to a device, a FIFO): said as such.
+        if let Err(e) = servegate::io::input::open_regular(&run_json) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                errln!("error: {}: {e}", run_json.display());
+                return exit::EVIDENCE_ERROR;
+            }
+        }
         errln!(
             "error: {} is not a run directory (no run.json or pair.json)",
             dir.display()
