@@ -519,28 +519,18 @@ pub const INSPECT_CAP_BYTES: u64 = 2 * crate::io::client::BODY_CAP_BYTES;
 
 /// Reads `path` (at most [`INSPECT_CAP_BYTES`]) and inspects it. Errors name the file.
 pub fn inspect_file(path: &Path) -> Result<Inspection, String> {
-    use std::io::Read;
     let file = path.display().to_string();
-    let over = |n: String| {
-        format!(
-            "{file}: {n} bytes, over inspect's cap of {INSPECT_CAP_BYTES} bytes (one response: a run keeps at \
-             most {} bytes of a body)",
-            crate::io::client::BODY_CAP_BYTES
-        )
-    };
-    let f = std::fs::File::open(path).map_err(|e| format!("{file}: {e}"))?;
-    if let Ok(m) = f.metadata() {
-        if m.is_file() && m.len() > INSPECT_CAP_BYTES {
-            return Err(over(m.len().to_string()));
+    // A regular file or a pipe (`<(curl ...)`), never a device; a FIFO nobody writes reads as empty.
+    let bytes = crate::io::input::read_piped(path, INSPECT_CAP_BYTES).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::FileTooLarge {
+            format!(
+                "{file}: over inspect's cap of {INSPECT_CAP_BYTES} bytes (one response: a run keeps at most {} bytes of a body): {e}",
+                crate::io::client::BODY_CAP_BYTES
+            )
+        } else {
+            format!("{file}: {e}")
         }
-    }
-    let mut bytes = Vec::new();
-    f.take(INSPECT_CAP_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{file}: {e}"))?;
-    if bytes.len() as u64 > INSPECT_CAP_BYTES {
-        return Err(over(format!("more than {INSPECT_CAP_BYTES}")));
-    }
+    })?;
     inspect_bytes(&file, &bytes).map_err(|e| format!("{file}: {e}"))
 }
 

@@ -108,7 +108,8 @@ pub fn read_peer(path: &Path) -> Result<Vec<PeerModel>, String> {
         names.sort();
         return Ok(names.into_iter().map(plain).collect());
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::io::input::read_to_string(path, crate::io::input::MAX_RECORD_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     parse_peer(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -249,7 +250,8 @@ impl Family {
 
 /// Reads and validates the registry (each root once; status `served` or `listed`). Errors name file and key.
 pub fn read_registry(path: &Path) -> Result<Registry, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::io::input::read_to_string(path, crate::io::input::MAX_RECORD_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let reg: Registry = toml::from_str(&text).map_err(|e| {
         let (line, _) = crate::error::line_col(&text, e.span().map(|s| s.start).unwrap_or(0));
         format!("{}:{line}: {}", path.display(), e.message())

@@ -164,7 +164,7 @@ pub(crate) fn record_runs(records: &Path) -> Vec<(String, PathBuf)> {
     files.sort();
     let mut out = Vec::new();
     for f in files {
-        let Some(v) = std::fs::read_to_string(&f)
+        let Some(v) = crate::io::input::read_to_string(&f, crate::io::input::MAX_RECORD_BYTES)
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         else {
@@ -189,7 +189,7 @@ pub(crate) fn record_runs(records: &Path) -> Vec<(String, PathBuf)> {
 
 fn cell_of(dir: &Path, name: &str, gate: &str, model: &str) -> Option<Cell> {
     let gate_file = dir.join(crate::evidence::layout::GATE_FILE);
-    let text = std::fs::read_to_string(&gate_file).ok()?;
+    let text = crate::io::input::read_to_string(&gate_file, crate::spec::MAX_GATE_BYTES).ok()?;
     let entry = matrix::entry_for(&gate_file, &text, name)?;
     let spec = matrix::load_named(&gate_file, Some(name)).ok()?;
     let ev = crate::loaded::load(dir).ok()?;

@@ -27,10 +27,12 @@ pub fn sibling(jsonl: &Path) -> (Option<String>, Option<String>) {
     let Some(dir) = jsonl.parent() else {
         return (None, None);
     };
-    let Some(v) = std::fs::read_to_string(dir.join("profile_export_aiperf.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-    else {
+    let Some(v) = crate::io::input::read_to_string(
+        &dir.join("profile_export_aiperf.json"),
+        super::MAX_FILE_BYTES,
+    )
+    .ok()
+    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()) else {
         return (None, None);
     };
     (

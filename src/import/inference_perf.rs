@@ -210,7 +210,11 @@ pub fn sibling_point(file: &Path) -> Option<Point> {
 /// What `config.yaml` beside `file` says of the load point: None when there is no readable such file, else
 /// the point, or why none is taken from it ([`config_point`]).
 pub fn sibling_config(file: &Path) -> Option<Result<Point, NoPoint>> {
-    let text = std::fs::read_to_string(file.parent()?.join("config.yaml")).ok()?;
+    let text = crate::io::input::read_to_string(
+        &file.parent()?.join("config.yaml"),
+        super::MAX_FILE_BYTES,
+    )
+    .ok()?;
     Some(config_point(&text))
 }
 

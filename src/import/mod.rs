@@ -106,43 +106,16 @@ pub const MAX_FILE_BYTES: u64 = 4 << 30;
 /// block or never end) of at most [`MAX_FILE_BYTES`], counted as read too (a file growing while read is
 /// refused). Errors name the path and why.
 pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let p = path.display();
-    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, for ever.
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("{p}: {e}"))?;
-    let meta = f.metadata().map_err(|e| format!("{p}: {e}"))?;
-    if !meta.is_file() {
-        let kind = if meta.is_dir() {
-            "a directory"
-        } else {
-            "a FIFO, socket or device"
-        };
-        return Err(format!(
-            "{p}: not a regular file ({kind}): servegate imports the file a tool wrote; save the tool's output to a file and import that"
-        ));
-    }
-    let too_big = |n: u64| {
-        format!(
-            "{p}: {n} bytes, over the {} GiB an import reads (servegate reads a tool's file whole); import one point's file at a time",
-            MAX_FILE_BYTES >> 30
-        )
-    };
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(too_big(meta.len()));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    f.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{p}: {e}"))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(too_big(bytes.len() as u64));
-    }
-    Ok(bytes)
+    crate::io::input::read(path, MAX_FILE_BYTES).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidInput => format!(
+            "{p}: {e}: servegate imports the file a tool wrote; save the tool's output to a file and import that"
+        ),
+        std::io::ErrorKind::FileTooLarge => format!(
+            "{p}: {e}; an import reads a tool's file whole: import one point's file at a time"
+        ),
+        _ => format!("{p}: {e}"),
+    })
 }
 
 /// Reads `path` as `tool`'s output ([`Tool::parse`]); for AIPerf, the version and command from the

@@ -1,8 +1,9 @@
 //! I/O at the edges: HTTP client, progress lines on long waits (`progress`), serve lifecycle, signals, ports, the host hold, hashing, host facts, the
-//! one atomic file write, and the relay that keeps a closed stdout from failing writes.
+//! one atomic file write, the one bounded reader of input files (`input`), and the relay that keeps a closed stdout from failing writes.
 
 pub use servegate_core::io::hash;
 pub(crate) use servegate_core::io::host;
+pub use servegate_core::io::input;
 pub use servegate_core::io::reads;
 pub(crate) use servegate_core::io::{exchange, fs};
 

@@ -43,7 +43,8 @@ fn recorded_hosts(files: &[PathBuf]) -> Vec<String> {
         if name != crate::evidence::layout::RUN_FILE && name != crate::evidence::layout::PAIR_FILE {
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(f) else {
+        let Ok(text) = crate::io::input::read_to_string(f, crate::io::input::MAX_EVIDENCE_BYTES)
+        else {
             continue;
         };
         let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
@@ -104,7 +105,8 @@ pub fn publish(
         }
         let name = f.file_name().unwrap_or_default().to_string_lossy();
         if name == crate::evidence::layout::RUN_FILE || name == crate::evidence::layout::PAIR_FILE {
-            let text = std::fs::read_to_string(f).map_err(|e| err(f, e))?;
+            let text = crate::io::input::read_to_string(f, crate::io::input::MAX_EVIDENCE_BYTES)
+                .map_err(|e| err(f, e))?;
             let blank = hostname_field.replace_all(&text, r#""hostname": """#);
             if blank != text {
                 crate::io::fs::write_atomic(f, blank.as_bytes()).map_err(|e| err(f, e))?;
@@ -124,7 +126,8 @@ pub fn publish(
             {
                 continue;
             }
-            let text = std::fs::read_to_string(&r).map_err(|e| err(&r, e))?;
+            let text = crate::io::input::read_to_string(&r, crate::io::input::MAX_RECORD_BYTES)
+                .map_err(|e| err(&r, e))?;
             let cited = format!("\"evidence_sha256\": \"{before}\"");
             if text.contains(&cited) {
                 let new = text.replace(

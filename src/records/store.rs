@@ -22,7 +22,7 @@ pub struct Checked {
 
 /// Reads and checks one file (the id must equal its file stem).
 pub(crate) fn check_file(file: &Path) -> Checked {
-    let text = match std::fs::read_to_string(file) {
+    let text = match crate::io::input::read_to_string(file, crate::io::input::MAX_RECORD_BYTES) {
         Ok(t) => t,
         Err(e) => {
             return Checked {

@@ -111,7 +111,17 @@ impl Recording {
     pub fn load(dir: &Path) -> Result<Recording, EvidenceError> {
         let run_path = dir.join(crate::evidence::layout::RUN_FILE);
         let text =
-            std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
+            crate::io::input::read_to_string(&run_path, crate::io::input::MAX_EVIDENCE_BYTES)
+                .map_err(|e| EvidenceError::io(&run_path, e))?;
+        // A file of the run read whole, bounded (`crate::io::input`); None when absent.
+        let read = |path: &Path| match crate::io::input::read(
+            path,
+            crate::io::input::MAX_EVIDENCE_BYTES,
+        ) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(EvidenceError::io(path, e)),
+        };
         let malformed = |path: &Path, reason: String| EvidenceError::Malformed {
             path: path.to_path_buf(),
             reason,
@@ -124,17 +134,16 @@ impl Recording {
                 format!("schema {:?}, expected {RUN_SCHEMA:?}", run.schema),
             ));
         }
-        let serve_log = std::fs::read(dir.join(crate::evidence::layout::SERVE_LOG))
-            .ok()
+        let serve_log = read(&dir.join(crate::evidence::layout::SERVE_LOG))?
             .map(|b| String::from_utf8_lossy(&b).into_owned());
         let mut items = Vec::new();
         for rec in &run.requests {
             let req_path = dir.join(crate::evidence::layout::request_file(rec.index));
-            let body: Option<serde_json::Value> = match std::fs::read_to_string(&req_path) {
-                Ok(t) => Some(
-                    serde_json::from_str(&t).map_err(|e| malformed(&req_path, e.to_string()))?,
+            let body: Option<serde_json::Value> = match read(&req_path)? {
+                Some(t) => Some(
+                    serde_json::from_slice(&t).map_err(|e| malformed(&req_path, e.to_string()))?,
                 ),
-                Err(_) => None,
+                None => None,
             };
             let prompt = body
                 .as_ref()
@@ -146,20 +155,23 @@ impl Recording {
                 .and_then(|m| m.as_str())
                 .map(String::from);
             let meta_path = dir.join(crate::evidence::layout::response_file(rec.index));
-            let meta: ResponseMeta = match std::fs::read_to_string(&meta_path) {
-                Ok(t) => {
-                    serde_json::from_str(&t).map_err(|e| malformed(&meta_path, e.to_string()))?
+            let meta: ResponseMeta = match read(&meta_path)? {
+                Some(t) => {
+                    serde_json::from_slice(&t).map_err(|e| malformed(&meta_path, e.to_string()))?
                 }
-                Err(_) => ResponseMeta {
+                None => ResponseMeta {
                     status: rec.http_status,
                     transport_error: rec.transport_error.clone(),
                     ..Default::default()
                 },
             };
             let reads_path = dir.join(crate::evidence::layout::reads_file(rec.index));
-            let reads = match std::fs::read_to_string(&reads_path) {
-                Ok(t) => reads::decode(&t).map_err(|e| malformed(&reads_path, e.to_string()))?,
-                Err(_) => Vec::new(),
+            let reads = match read(&reads_path)? {
+                Some(t) => std::str::from_utf8(&t)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| reads::decode(t).map_err(|e| e.to_string()))
+                    .map_err(|e| malformed(&reads_path, e))?,
+                None => Vec::new(),
             };
             items.push(Recorded {
                 index: rec.index,

@@ -866,10 +866,12 @@ pub(crate) fn provenance(spec: &GateSpec, outcome: &RunOutcome) -> Provenance {
                     .iter()
                     .map(|a| {
                         let dir = outcome.dir.join(&a.dir);
-                        let run: Option<crate::evidence::RunSummary> =
-                            std::fs::read(dir.join(crate::evidence::layout::RUN_FILE))
-                                .ok()
-                                .and_then(|b| serde_json::from_slice(&b).ok());
+                        let run: Option<crate::evidence::RunSummary> = crate::io::input::read(
+                            &dir.join(crate::evidence::layout::RUN_FILE),
+                            crate::io::input::MAX_EVIDENCE_BYTES,
+                        )
+                        .ok()
+                        .and_then(|b| serde_json::from_slice(&b).ok());
                         ArmProvenance {
                             arm: a.arm,
                             role: a.role.clone(),

@@ -591,11 +591,11 @@ fn a_device_a_fifo_a_directory_or_an_oversized_file_is_refused_not_read() {
     for (file, why) in [
         (
             PathBuf::from("/dev/zero"),
-            "not a regular file (a FIFO, socket or device)",
+            "not a regular file (a character device)",
         ),
-        (fifo, "not a regular file (a FIFO, socket or device)"),
+        (fifo, "not a regular file (a FIFO)"),
         (tmp.path().to_path_buf(), "not a regular file (a directory)"),
-        (big, "4294967297 bytes, over the 4 GiB an import reads"),
+        (big, "4294967297 bytes, over the 4 GiB servegate reads"),
     ] {
         let out = tmp.path().join("run");
         let (code, stdout, stderr) = import_to("vllm-bench", &file, &g, &out, &[]);

@@ -28,6 +28,7 @@ mod harness_output;
 mod hold;
 mod import;
 mod init;
+mod input_files;
 mod inspect;
 mod interruption;
 mod judge;

@@ -31,7 +31,10 @@ pub fn cmd_inspect(
                 return exit::USAGE;
             }
         };
-        let bytes = match std::fs::read(file) {
+        let bytes = match servegate::io::input::read_piped(
+            file,
+            servegate::io::input::MAX_EVIDENCE_BYTES,
+        ) {
             Ok(b) => b,
             Err(e) => return fail(format!("{}: {e}", file.display())),
         };
@@ -49,7 +52,7 @@ pub fn cmd_inspect(
     }
     let served_models = match &models {
         None => None,
-        Some(p) => match std::fs::read(p)
+        Some(p) => match servegate::io::input::read_piped(p, inspect::INSPECT_CAP_BYTES)
             .map_err(|e| e.to_string())
             .and_then(|b| inspect::served_models_of(&p.display().to_string(), &b))
         {

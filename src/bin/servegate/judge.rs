@@ -16,7 +16,15 @@ use crate::run::finish_run;
 /// finalisation as `servegate run` (so the same evidence gives the same verdict lines, reports and exit code).
 pub fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) -> i32 {
     let started = std::time::Instant::now();
-    if !dir.join(servegate::evidence::layout::RUN_FILE).is_file() && !evidence::is_pair_dir(dir) {
+    let run_json = dir.join(servegate::evidence::layout::RUN_FILE);
+    if !run_json.is_file() && !evidence::is_pair_dir(dir) {
+        // A run.json that is there but no regular file (a link to a device, a FIFO): said as such.
+        if let Err(e) = servegate::io::input::open_regular(&run_json) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                errln!("error: {}: {e}", run_json.display());
+                return exit::EVIDENCE_ERROR;
+            }
+        }
         errln!(
             "error: {} is not a run directory (no run.json or pair.json)",
             dir.display()
@@ -150,7 +158,8 @@ pub fn spooled(
     if std::fs::metadata(&p).is_ok_and(|m| m.is_file()) {
         return Ok((Some(p), None));
     }
-    let bytes = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let bytes = servegate::io::input::read_piped(&p, spec::MAX_GATE_BYTES)
+        .map_err(|e| format!("{}: {e}", p.display()))?;
     let dir = tempfile::tempdir().map_err(|e| format!("a copy of {}: {e}", p.display()))?;
     let copy = dir.path().join("gate.toml");
     std::fs::write(&copy, bytes).map_err(|e| format!("{}: {e}", copy.display()))?;
@@ -165,13 +174,14 @@ fn gate_of_run(
     dir: &std::path::Path,
 ) -> Result<spec::GateSpec, (i32, String)> {
     let run_json = dir.join(servegate::evidence::layout::RUN_FILE);
-    let run_gate: Result<Option<String>, String> = std::fs::read(&run_json)
-        .map_err(|e| format!("{}: {e}", run_json.display()))
-        .and_then(|b| {
-            serde_json::from_slice::<serde_json::Value>(&b)
-                .map_err(|e| format!("{}: {e}", run_json.display()))
-        })
-        .map(|v| v.get("gate").and_then(|g| g.as_str()).map(str::to_string));
+    let run_gate: Result<Option<String>, String> =
+        servegate::io::input::read(&run_json, servegate::io::input::MAX_EVIDENCE_BYTES)
+            .map_err(|e| format!("{}: {e}", run_json.display()))
+            .and_then(|b| {
+                serde_json::from_slice::<serde_json::Value>(&b)
+                    .map_err(|e| format!("{}: {e}", run_json.display()))
+            })
+            .map(|v| v.get("gate").and_then(|g| g.as_str()).map(str::to_string));
     match spec::matrix::load_named(gate_file, run_gate.as_ref().ok().and_then(|g| g.as_deref())) {
         Ok(g) => Ok(g),
         Err(e) => match run_gate {

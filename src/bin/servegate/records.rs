@@ -120,9 +120,12 @@ fn cli_records_add(
     dir: &Path,
     force: bool,
 ) -> i32 {
-    let mut spec: RunRecordSpec = match std::fs::read_to_string(spec_file)
-        .map_err(|e| e.to_string())
-        .and_then(|t| toml::from_str(&t).map_err(|e| e.to_string()))
+    let mut spec: RunRecordSpec = match servegate::io::input::read_to_string(
+        spec_file,
+        servegate::io::input::MAX_RECORD_BYTES,
+    )
+    .map_err(|e| e.to_string())
+    .and_then(|t| toml::from_str(&t).map_err(|e| e.to_string()))
     {
         Ok(s) => s,
         Err(e) => {

@@ -433,9 +433,10 @@ pub fn plan_floor(
     };
     let d = derive_floor(&fast, slow_values.as_deref(), confidence, headroom_pct)
         .map_err(|e| BlessError::new(exit::ASSERTION_FAILED, format!("no floor derived: {e}")))?;
-    let old = std::fs::read_to_string(gate_file).map_err(|e| {
-        BlessError::new(exit::SPEC_INVALID, format!("{}: {e}", gate_file.display()))
-    })?;
+    let old =
+        crate::io::input::read_to_string(gate_file, crate::spec::MAX_GATE_BYTES).map_err(|e| {
+            BlessError::new(exit::SPEC_INVALID, format!("{}: {e}", gate_file.display()))
+        })?;
     let run_s = run.display().to_string();
     let slow_s = slow.map(|s| s.display().to_string());
     let prov = provenance(&d, &run_s, slow_s.as_deref(), utc);

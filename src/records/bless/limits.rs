@@ -188,9 +188,10 @@ pub fn plan_limits(
             format!("no limit derived: {}", missing.join("; ")),
         ));
     }
-    let old = std::fs::read_to_string(gate_file).map_err(|e| {
-        BlessError::new(exit::SPEC_INVALID, format!("{}: {e}", gate_file.display()))
-    })?;
+    let old =
+        crate::io::input::read_to_string(gate_file, crate::spec::MAX_GATE_BYTES).map_err(|e| {
+            BlessError::new(exit::SPEC_INVALID, format!("{}: {e}", gate_file.display()))
+        })?;
     let run_names: Vec<String> = runs.iter().map(|r| r.display().to_string()).collect();
     let mut new = old.clone();
     let (mut derivations, mut ledger) = (Vec::new(), Vec::new());

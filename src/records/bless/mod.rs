@@ -396,7 +396,8 @@ fn refused(dir: &Path, why: Vec<String>) -> Result<(), BlessError> {
 /// of a concurrent bless is lost).
 pub(crate) fn append_ledger(root: &Path, entry: &LedgerEntry) -> Result<PathBuf, BlessError> {
     let path = root.join(LEDGER_FILE);
-    let mut text = match std::fs::read_to_string(&path) {
+    let mut text = match crate::io::input::read_to_string(&path, crate::io::input::MAX_RECORD_BYTES)
+    {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => {

@@ -332,7 +332,8 @@ pub fn figures_of(
         let records = crate::records::record::load_dir(path).map_err(refused)?;
         return Ok(from_records(&records));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::io::input::read_to_string(path, crate::io::input::MAX_RECORD_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
     match v.get("schema").and_then(|s| s.as_str()) {

@@ -121,9 +121,12 @@ fn window_facts(
     }
     let spec = crate::spec::load(&dir.join(crate::evidence::layout::GATE_FILE))
         .map_err(|e| format!("window {name:?}: its gate.toml cannot be read: {e}"))?;
-    let log = std::fs::read(dir.join(crate::evidence::layout::SERVE_LOG))
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    let log = crate::io::input::read(
+        &dir.join(crate::evidence::layout::SERVE_LOG),
+        crate::io::input::MAX_EVIDENCE_BYTES,
+    )
+    .ok()
+    .map(|b| String::from_utf8_lossy(&b).into_owned());
     Ok((
         key_of_evidence(&spec, &run, log.as_deref()),
         run_load_per_cpu(&run),
@@ -156,10 +159,11 @@ pub fn load(dir: &Path) -> Result<Baseline, EvidenceError> {
         path: path.clone(),
         reason: m,
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| EvidenceError::Io {
-        path: path.clone(),
-        source: e,
-    })?;
+    let text = crate::io::input::read_to_string(&path, crate::io::input::MAX_EVIDENCE_BYTES)
+        .map_err(|e| EvidenceError::Io {
+            path: path.clone(),
+            source: e,
+        })?;
     let manifest: Manifest =
         serde_json::from_str(&text).map_err(|e| bad(format!("not a baseline manifest: {e}")))?;
     if manifest.schema != BASELINE_SCHEMA {

@@ -118,7 +118,7 @@ fn load_named(dir: &Path, file: &str) -> BTreeMap<String, String> {
         return out;
     };
     for e in entries.flatten() {
-        let Ok(f) = std::fs::File::open(e.path().join(file)) else {
+        let Ok(f) = crate::io::input::open_regular(&e.path().join(file)) else {
             continue;
         };
         let mut bytes = Vec::new();
@@ -148,11 +148,12 @@ pub fn load_raw(dir: &Path) -> Result<BTreeMap<String, Vec<RawExchange>>, Eviden
     names.sort();
     for name in names {
         let path = root.join(&name).join(CHECK_FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(EvidenceError::io(&path, e)),
-        };
+        let text =
+            match crate::io::input::read_to_string(&path, crate::io::input::MAX_EVIDENCE_BYTES) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(EvidenceError::io(&path, e)),
+            };
         let file: CheckFile =
             serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
                 path: path.clone(),
@@ -161,17 +162,24 @@ pub fn load_raw(dir: &Path) -> Result<BTreeMap<String, Vec<RawExchange>>, Eviden
         let mut exchanges = Vec::new();
         for record in file.exchanges {
             let at = |suffix| dir.join(exchange_file(&name, &record.label, suffix));
-            let request = std::fs::read(at(crate::evidence::layout::REQUEST_SUFFIX))
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok())
-                .unwrap_or(serde_json::Value::Null);
+            let request = crate::io::input::read(
+                &at(crate::evidence::layout::REQUEST_SUFFIX),
+                crate::io::input::MAX_EVIDENCE_BYTES,
+            )
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(serde_json::Value::Null);
             let reads_path = at(crate::evidence::layout::READS_SUFFIX);
-            let reads = match std::fs::read_to_string(&reads_path) {
+            let reads = match crate::io::input::read_to_string(
+                &reads_path,
+                crate::io::input::MAX_EVIDENCE_BYTES,
+            ) {
                 Ok(t) => reads::decode(&t).map_err(|e| EvidenceError::Malformed {
                     path: reads_path.clone(),
                     reason: e.to_string(),
                 })?,
-                Err(_) => Vec::new(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                Err(e) => return Err(EvidenceError::io(&reads_path, e)),
             };
             exchanges.push(RawExchange {
                 record,

@@ -162,7 +162,7 @@ fn is_evidence_summary(path: &Path) -> bool {
     struct Head {
         schema: Option<String>,
     }
-    let Ok(f) = std::fs::File::open(path) else {
+    let Ok(f) = crate::io::input::open_regular(path) else {
         return true;
     };
     match serde_json::from_reader::<_, Head>(std::io::BufReader::new(f)) {

@@ -72,7 +72,8 @@ pub struct RuntimeRecord {
 /// (`servegate.load/2` is refused, never read as version 1).
 pub fn read_record(dir: &Path) -> Result<LoadRecord, EvidenceError> {
     let path = dir.join(LOAD_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|e| EvidenceError::io(&path, e))?;
+    let text = crate::io::input::read_to_string(&path, crate::io::input::MAX_EVIDENCE_BYTES)
+        .map_err(|e| EvidenceError::io(&path, e))?;
     let rec: LoadRecord = serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
         path: path.clone(),
         reason: e.to_string(),

@@ -549,7 +549,7 @@ pub use layout::PROGRESS_FILE;
 /// runner was killed while appending) is dropped; any other unparsable line is an error.
 pub fn read_progress(dir: &Path) -> Result<Vec<RequestRecord>, EvidenceError> {
     let path = dir.join(PROGRESS_FILE);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::io::input::read_to_string(&path, crate::io::input::MAX_EVIDENCE_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(EvidenceError::io(&path, e)),
@@ -691,7 +691,7 @@ pub const SERVE_LOG_CUT_MARK: &str = "\n\u{0}servegate: serve.log cut at the jud
 /// `serve.log`, at most [`SERVE_LOG_JUDGE_CAP`] bytes of it (lossy UTF-8); None when absent.
 fn read_serve_log(path: &Path) -> Result<Option<String>, EvidenceError> {
     use std::io::Read;
-    let f = match std::fs::File::open(path) {
+    let f = match crate::io::input::open_regular(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(EvidenceError::io(path, e)),
@@ -765,7 +765,8 @@ pub fn duplicated_index(records: &[RequestRecord]) -> Option<String> {
 /// gathered: [`load`] does both). Errors: unreadable, or not a [`RunSummary`], naming the file.
 pub fn read_run_summary(dir: &Path) -> Result<RunSummary, EvidenceError> {
     let run_path = dir.join(crate::evidence::layout::RUN_FILE);
-    let text = std::fs::read_to_string(&run_path).map_err(|e| EvidenceError::io(&run_path, e))?;
+    let text = crate::io::input::read_to_string(&run_path, crate::io::input::MAX_EVIDENCE_BYTES)
+        .map_err(|e| EvidenceError::io(&run_path, e))?;
     serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
         path: run_path,
         reason: e.to_string(),
@@ -836,7 +837,10 @@ pub fn load_with<R>(
     let mut requests = Vec::new();
     for rec in &run.requests {
         let reads_path = dir.join(crate::evidence::layout::reads_file(rec.index));
-        let reads = match std::fs::read_to_string(&reads_path) {
+        let reads = match crate::io::input::read_to_string(
+            &reads_path,
+            crate::io::input::MAX_EVIDENCE_BYTES,
+        ) {
             Ok(t) => reads::decode(&t).map_err(|e| EvidenceError::Malformed {
                 path: reads_path.clone(),
                 reason: e.to_string(),
@@ -862,14 +866,18 @@ pub fn load_with<R>(
             reason,
         })?;
         let meta_path = dir.join(crate::evidence::layout::response_file(rec.index));
-        let response: Option<ResponseMeta> = match std::fs::read_to_string(&meta_path) {
+        let response: Option<ResponseMeta> = match crate::io::input::read_to_string(
+            &meta_path,
+            crate::io::input::MAX_EVIDENCE_BYTES,
+        ) {
             Ok(t) => Some(
                 serde_json::from_str(&t).map_err(|e| EvidenceError::Malformed {
                     path: meta_path.clone(),
                     reason: e.to_string(),
                 })?,
             ),
-            Err(_) => None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(EvidenceError::io(&meta_path, e)),
         };
         let reply = each(rec, response.as_ref(), reads);
         requests.push(RequestEvidence {
@@ -968,7 +976,8 @@ pub fn load_pair_with<R>(
     mut each: impl FnMut(&RequestRecord, Option<&ResponseMeta>, Vec<TimedRead>) -> R,
 ) -> Result<PairEvidence<R>, EvidenceError> {
     let p = dir.join(crate::evidence::layout::PAIR_FILE);
-    let text = std::fs::read_to_string(&p).map_err(|e| EvidenceError::io(&p, e))?;
+    let text = crate::io::input::read_to_string(&p, crate::io::input::MAX_EVIDENCE_BYTES)
+        .map_err(|e| EvidenceError::io(&p, e))?;
     let summary: PairSummary =
         serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
             path: p.clone(),

@@ -175,7 +175,7 @@ pub fn expand_here(path: &str) -> PathBuf {
 /// when it exists and reveals something. Invalid UTF-8 is kept as it was in lines that reveal nothing.
 pub fn rewrite_file(path: &Path, public: &Public) -> std::io::Result<bool> {
     use std::io::{BufRead, Write};
-    let file = match std::fs::File::open(path) {
+    let file = match crate::io::input::open_regular(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
@@ -191,7 +191,7 @@ pub fn rewrite_file(path: &Path, public: &Public) -> std::io::Result<bool> {
     if !any {
         return Ok(false);
     }
-    let mut src = std::io::BufReader::new(std::fs::File::open(path)?);
+    let mut src = std::io::BufReader::new(crate::io::input::open_regular(path)?);
     crate::io::fs::write_atomic_with(path, |f| {
         let mut w = std::io::BufWriter::new(f);
         let mut line = Vec::new();

@@ -277,6 +277,10 @@ pub const MAX_POINTS: usize = 64;
 /// The keys a `[load] dataset` line may hold.
 pub const DATASET_KEYS: [&str; 2] = ["prompt", "max_tokens"];
 
+/// The most bytes of a `[load] dataset` file ([`read_dataset`] reads it whole): 1 GiB, far past any
+/// prompt set (at most [`MAX_REQUESTS`] prompts are sent); a larger file or a device is refused unread.
+pub const MAX_DATASET_BYTES: u64 = 1 << 30;
+
 /// Reads a `[load] dataset` file: one JSON object per non-blank line, `{"prompt": "...", "max_tokens": N}`
 /// (`max_tokens` optional, 1 to 1000000, else `default_max_tokens`). Returns (prompt, max_tokens) per line.
 /// Errors name the file and line: unreadable, not JSON, no string `prompt`, a `max_tokens` out of range, a
@@ -286,7 +290,8 @@ pub fn read_dataset(
     path: &std::path::Path,
     default_max_tokens: u32,
 ) -> Result<Vec<(String, u32)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::io::input::read_to_string(path, MAX_DATASET_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {

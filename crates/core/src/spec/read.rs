@@ -24,7 +24,8 @@ pub fn read_text(file: &Path) -> Result<String, SpecError> {
         file: file.to_path_buf(),
         source: e,
     };
-    let f = std::fs::File::open(file).map_err(io)?;
+    // Never blocks on a FIFO, never reads a device: a gate is a regular file (`crate::io::input`).
+    let f = crate::io::input::open_regular(file).map_err(io)?;
     let mut bytes = Vec::new();
     f.take(MAX_GATE_BYTES + 1)
         .read_to_end(&mut bytes)
