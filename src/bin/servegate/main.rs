@@ -1,6 +1,6 @@
 //! `servegate`: run gates against a live serve, re-judge recorded evidence, check gate specs, inspect a reply.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -277,27 +277,11 @@ fn main() -> ExitCode {
             for e in outputs.clear() {
                 errln!("error: {e}");
             }
-            if let Some(id) = &record {
-                if gates.len() != 1 {
-                    errln!("error: --record takes exactly one gate");
-                    return ExitCode::from(exit::USAGE as u8);
-                }
-                // Refused before the serve starts, not after a whole run.
-                if let Some(why) = servegate::records::record::id_problem(id) {
-                    errln!("error: --record {}", servegate::text::shown(&why));
-                    return ExitCode::from(exit::USAGE as u8);
-                }
-                if let Some(why) = not_a_dir(&records_dir) {
-                    errln!("error: --records-dir {}", servegate::text::shown(&why));
-                    return ExitCode::from(exit::USAGE as u8);
-                }
-                if let Err(e) = spec::load(&gates[0])
-                    .map_err(|e| e.to_string())
-                    .and_then(|g| g.record_spec(id, "decode_rate").map(|_| ()))
-                {
-                    errln!("error: {e}");
-                    return ExitCode::from(exit::SPEC_INVALID as u8);
-                }
+            if let Some(code) = record
+                .as_deref()
+                .and_then(|id| record_refused(id, &gates, &records_dir))
+            {
+                return code;
             }
             let root = runs.clone().unwrap_or_else(runner::runs_root);
             let record = record.as_deref().map(|id| (id, records_dir.as_path()));
@@ -378,6 +362,32 @@ fn main() -> ExitCode {
     exit_code(code)
 }
 
+/// `run --record ID`'s arguments checked before the serve starts, not after a whole run: one gate, an id the
+/// records take, a records directory that can be one, a gate that has the record's spec. The exit code of
+/// the refusal (its error said), or None.
+fn record_refused(id: &str, gates: &[PathBuf], records_dir: &Path) -> Option<ExitCode> {
+    if gates.len() != 1 {
+        errln!("error: --record takes exactly one gate");
+        return Some(ExitCode::from(exit::USAGE as u8));
+    }
+    if let Some(why) = servegate::records::record::id_problem(id) {
+        errln!("error: --record {}", servegate::text::shown(&why));
+        return Some(ExitCode::from(exit::USAGE as u8));
+    }
+    if let Some(why) = not_a_dir(records_dir) {
+        errln!("error: --records-dir {}", servegate::text::shown(&why));
+        return Some(ExitCode::from(exit::USAGE as u8));
+    }
+    if let Err(e) = spec::load(&gates[0])
+        .map_err(|e| e.to_string())
+        .and_then(|g| g.record_spec(id, "decode_rate").map(|_| ()))
+    {
+        errln!("error: {e}");
+        return Some(ExitCode::from(exit::SPEC_INVALID as u8));
+    }
+    None
+}
+
 /// The process's exit code for a command that returned `code`, stdout flushed first and checked: what is
 /// still buffered is written now (the exit's own flush ignores errors), and a stdout that could not be
 /// written makes it 5 (`error: stdout: ...` said), never `code` with the output lost. A run's stop for it
@@ -402,7 +412,7 @@ fn refused(refusals: &[String]) -> bool {
 
 /// Why `dir` cannot be the directory records are written to (it, or the nearest of its parents that exists,
 /// is not a directory), or None: `run --record` says so before the serve starts.
-fn not_a_dir(dir: &std::path::Path) -> Option<String> {
+fn not_a_dir(dir: &Path) -> Option<String> {
     let existing = dir
         .ancestors()
         .find(|a| !a.as_os_str().is_empty() && std::fs::symlink_metadata(a).is_ok())?;
