@@ -119,3 +119,102 @@ fn a_gate_given_on_stdin_is_read_once() {
     assert!(!stderr.contains("empty"), "{stderr}");
     has(&stdout, "RESULT: PASS");
 }
+
+/// `servegate judge` as a process on `dir` (optionally `--gate gate`): exit code, stdout, stderr; every
+/// verdict line whole.
+fn judge_dir(dir: &std::path::Path, gate: Option<&std::path::Path>) -> (i32, String, String) {
+    let mut cmd = fixtures::servegate();
+    cmd.env("SERVEGATE_VERBOSE", "1")
+        .env_remove("SERVEGATE_JUNIT")
+        .env_remove("SERVEGATE_JSON")
+        .env_remove("SERVEGATE_SUMMARY")
+        .arg("judge")
+        .arg(dir);
+    if let Some(g) = gate {
+        cmd.arg("--gate").arg(g);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A copy of the recorded reference-smoke run (`data/records/evidence`, 3 warmups then 2 x 3 judged).
+fn recorded_smoke_run(to: &std::path::Path) -> std::path::PathBuf {
+    let run = to.join("run");
+    fixtures::copy_dir(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("data/records/evidence/reference-smoke/20261129T185356Z"),
+        &run,
+    );
+    run
+}
+
+/// The plan is the judging gate's, never run.json's: a recorded run cut to its warmups and one judged
+/// request, with run.json saying `"planned": 1`, judged `rate PASS ... n=1 of 1 planned`, `RESULT: PASS`
+/// (while `bless` refused it: `1 answered request of 9 planned`). Now every verdict FAILs naming run.json's
+/// count and the gate's, and `n=K of N planned` states the gate's N; the untouched run judges as before.
+#[test]
+fn a_run_json_stating_another_plan_than_the_gate_never_passes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = recorded_smoke_run(tmp.path());
+    let (code, out, err) = judge_dir(&run, None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("rate PASS ") && l.ends_with("n=6 of 6 planned)")),
+        "{out}"
+    );
+    has(&out, "RESULT: PASS");
+
+    let run_json = run.join("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&run_json).unwrap()).unwrap();
+    v["requests"].as_array_mut().unwrap().truncate(4);
+    v["planned"] = serde_json::json!(1);
+    std::fs::write(&run_json, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let _ = std::fs::remove_file(run.join("requests.jsonl"));
+
+    // The run's own gate (2 x 3 prompts), and the reference gate without its cpu/drift/regression trials
+    // (3 x 3): each names both counts.
+    let reference = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("gates/reference-smoke.toml"),
+    )
+    .unwrap();
+    let mut kept = String::new();
+    let mut skip = false;
+    for l in reference.lines() {
+        if l.starts_with('[') {
+            skip = ["[assert.cpu", "[assert.drift", "[assert.regression"]
+                .iter()
+                .any(|s| l.starts_with(s));
+        }
+        if !skip {
+            kept.push_str(l);
+            kept.push('\n');
+        }
+    }
+    let g = tmp.path().join("g.toml");
+    std::fs::write(&g, kept).unwrap();
+    for (gate, ours) in [(None, 6), (Some(g.as_path()), 9)] {
+        let (code, out, err) = judge_dir(&run, gate);
+        assert_eq!(code, 1, "{out}\n{err}");
+        has(&out, "RESULT: FAIL");
+        let verdicts: Vec<&str> = out
+            .lines()
+            .filter(|l| !l.starts_with("gate ") && !l.starts_with("RESULT"))
+            .collect();
+        assert!(verdicts.len() >= 5, "{out}");
+        for l in verdicts {
+            assert!(!l.contains(" PASS"), "{l}");
+            assert!(
+                l.contains("run.json says the run planned 1 judged request but the gate plans")
+                    && l.contains(&format!("plans {ours} "))
+                    && l.ends_with(&format!("(n=1 of {ours} planned)")),
+                "{l}"
+            );
+        }
+    }
+}
