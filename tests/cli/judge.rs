@@ -218,3 +218,40 @@ fn a_run_json_stating_another_plan_than_the_gate_never_passes() {
         }
     }
 }
+
+/// A load sweep's point and a pair run's arm hold a run.json but are not runs of their own: judging one gave
+/// `FAIL no evidence for this point: .../c1/c1/run.json` (exit 1) or `ratio FAIL not judged in a single gate`
+/// (exit 1), or `cannot read gate` (exit 3). Now it names the run to judge, exit 5 (bad evidence input).
+#[test]
+fn a_load_point_or_a_pair_arm_names_the_run_to_judge() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let load = root.join("data/records/evidence/reference-load/20261201T140510Z");
+    let pair = root.join("data/records/evidence/reference-pair/20261129T185623Z");
+    let flm = root.join("tests/data/runs/flm-pair-pass");
+    for (dir, parent, what) in [
+        (load.join("c1"), &load, "point c=1 of the load run"),
+        (
+            pair.join("arm2-ours"),
+            &pair,
+            "arm 2 (ours) of the pair run",
+        ),
+        (
+            flm.join("arm1-theirs"),
+            &flm,
+            "arm 1 (theirs) of the pair run",
+        ),
+    ] {
+        let (code, out, err) = judge_dir(&dir, None);
+        assert_eq!(code, 5, "{out}\n{err}");
+        assert!(
+            err.contains(&format!(
+                "{} is {what} {}, not a run of its own: judge {}",
+                dir.display(),
+                parent.display(),
+                parent.display()
+            )),
+            "{err}"
+        );
+        assert!(!out.contains("RESULT"), "{out}");
+    }
+}
