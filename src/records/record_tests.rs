@@ -627,10 +627,18 @@ fn from_run_uses_the_verdicts_judgement_and_counts_every_planned_request() {
     // Planned 20, sent 3: the verdicts fail (rate), and so does the record.
     let mut short = ev.clone();
     short.run.planned = Some(20);
+    let mut twenty = gate.clone();
+    twenty.request.repeats = 20;
+    refused(
+        &short,
+        &twenty,
+        "17 planned requests never sent: requests 03-19",
+    );
+    // A run.json planning other than the gate does: the verdicts fail naming both, and so does the record.
     refused(
         &short,
         &gate,
-        "17 planned requests never sent: requests 03-19",
+        "run.json says the run planned 20 judged requests but the gate plans 3",
     );
     // Reply 01 cut after two chunks (no finish_reason, no [DONE]): no figure, in records as in verdicts.
     let mut cut = ev.clone();

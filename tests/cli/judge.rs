@@ -119,3 +119,139 @@ fn a_gate_given_on_stdin_is_read_once() {
     assert!(!stderr.contains("empty"), "{stderr}");
     has(&stdout, "RESULT: PASS");
 }
+
+/// `servegate judge` as a process on `dir` (optionally `--gate gate`): exit code, stdout, stderr; every
+/// verdict line whole.
+fn judge_dir(dir: &std::path::Path, gate: Option<&std::path::Path>) -> (i32, String, String) {
+    let mut cmd = fixtures::servegate();
+    cmd.env("SERVEGATE_VERBOSE", "1")
+        .env_remove("SERVEGATE_JUNIT")
+        .env_remove("SERVEGATE_JSON")
+        .env_remove("SERVEGATE_SUMMARY")
+        .arg("judge")
+        .arg(dir);
+    if let Some(g) = gate {
+        cmd.arg("--gate").arg(g);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A copy of the recorded reference-smoke run (`data/records/evidence`, 3 warmups then 2 x 3 judged).
+fn recorded_smoke_run(to: &std::path::Path) -> std::path::PathBuf {
+    let run = to.join("run");
+    fixtures::copy_dir(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("data/records/evidence/reference-smoke/20261129T185356Z"),
+        &run,
+    );
+    run
+}
+
+/// The plan is the judging gate's, never run.json's: a recorded run cut to its warmups and one judged
+/// request, with run.json saying `"planned": 1`, judged `rate PASS ... n=1 of 1 planned`, `RESULT: PASS`
+/// (while `bless` refused it: `1 answered request of 9 planned`). Now every verdict FAILs naming run.json's
+/// count and the gate's, and `n=K of N planned` states the gate's N; the untouched run judges as before.
+#[test]
+fn a_run_json_stating_another_plan_than_the_gate_never_passes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = recorded_smoke_run(tmp.path());
+    let (code, out, err) = judge_dir(&run, None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("rate PASS ") && l.ends_with("n=6 of 6 planned)")),
+        "{out}"
+    );
+    has(&out, "RESULT: PASS");
+
+    let run_json = run.join("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&run_json).unwrap()).unwrap();
+    v["requests"].as_array_mut().unwrap().truncate(4);
+    v["planned"] = serde_json::json!(1);
+    std::fs::write(&run_json, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let _ = std::fs::remove_file(run.join("requests.jsonl"));
+
+    // The run's own gate (2 x 3 prompts), and the reference gate without its cpu/drift/regression trials
+    // (3 x 3): each names both counts.
+    let reference = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("gates/reference-smoke.toml"),
+    )
+    .unwrap();
+    let mut kept = String::new();
+    let mut skip = false;
+    for l in reference.lines() {
+        if l.starts_with('[') {
+            skip = ["[assert.cpu", "[assert.drift", "[assert.regression"]
+                .iter()
+                .any(|s| l.starts_with(s));
+        }
+        if !skip {
+            kept.push_str(l);
+            kept.push('\n');
+        }
+    }
+    let g = tmp.path().join("g.toml");
+    std::fs::write(&g, kept).unwrap();
+    for (gate, ours) in [(None, 6), (Some(g.as_path()), 9)] {
+        let (code, out, err) = judge_dir(&run, gate);
+        assert_eq!(code, 1, "{out}\n{err}");
+        has(&out, "RESULT: FAIL");
+        let verdicts: Vec<&str> = out
+            .lines()
+            .filter(|l| !l.starts_with("gate ") && !l.starts_with("RESULT"))
+            .collect();
+        assert!(verdicts.len() >= 5, "{out}");
+        for l in verdicts {
+            assert!(!l.contains(" PASS"), "{l}");
+            assert!(
+                l.contains("run.json says the run planned 1 judged request but the gate plans")
+                    && l.contains(&format!("plans {ours} "))
+                    && l.ends_with(&format!("(n=1 of {ours} planned)")),
+                "{l}"
+            );
+        }
+    }
+}
+
+/// A load sweep's point and a pair run's arm hold a run.json but are not runs of their own: judging one gave
+/// `FAIL no evidence for this point: .../c1/c1/run.json` (exit 1) or `ratio FAIL not judged in a single gate`
+/// (exit 1), or `cannot read gate` (exit 3). Now it names the run to judge, exit 5 (bad evidence input).
+#[test]
+fn a_load_point_or_a_pair_arm_names_the_run_to_judge() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let load = root.join("data/records/evidence/reference-load/20261201T140510Z");
+    let pair = root.join("data/records/evidence/reference-pair/20261129T185623Z");
+    let flm = root.join("tests/data/runs/flm-pair-pass");
+    for (dir, parent, what) in [
+        (load.join("c1"), &load, "point c=1 of the load run"),
+        (
+            pair.join("arm2-ours"),
+            &pair,
+            "arm 2 (ours) of the pair run",
+        ),
+        (
+            flm.join("arm1-theirs"),
+            &flm,
+            "arm 1 (theirs) of the pair run",
+        ),
+    ] {
+        let (code, out, err) = judge_dir(&dir, None);
+        assert_eq!(code, 5, "{out}\n{err}");
+        assert!(
+            err.contains(&format!(
+                "{} is {what} {}, not a run of its own: judge {}",
+                dir.display(),
+                parent.display(),
+                parent.display()
+            )),
+            "{err}"
+        );
+        assert!(!out.contains("RESULT"), "{out}");
+    }
+}

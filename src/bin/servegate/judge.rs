@@ -31,6 +31,12 @@ pub fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs
         );
         return exit::EVIDENCE_ERROR;
     }
+    // A load point or a pair arm holds a run.json but is judged only with its run: its gate's verdicts
+    // (a sweep's bounds, a ratio) need the points or arms beside it.
+    if let Some(part) = part_of_a_run(dir) {
+        errln!("error: {part}");
+        return exit::EVIDENCE_ERROR;
+    }
     if let Some(edited) = &gate {
         // Judging an old run with an edited gate is for trying new bounds; a gate that asks for other requests
         // than the run sent judges evidence it did not ask for: say so.
@@ -143,6 +149,57 @@ pub fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs
     }
     .exit_code();
     finish_run(outputs, results, started, code, "")
+}
+
+/// When `dir` is a part of a run rather than a run: a load sweep's point (its `load.json`, under a run
+/// directory) or an arm of a pair run (its parent holds `pair.json`). Then the sentence naming the run to
+/// judge instead: `DIR is point c=1 of the load run PARENT: judge PARENT`. None for a run directory.
+fn part_of_a_run(dir: &std::path::Path) -> Option<String> {
+    use servegate::evidence::layout::{PAIR_FILE, RUN_FILE};
+    let parent = match dir.parent() {
+        Some(p) if dir.file_name().is_some() && p.as_os_str().is_empty() => PathBuf::from("."),
+        Some(p) if dir.file_name().is_some() => p.to_path_buf(),
+        // `.` or `..`: the parent of where it leads.
+        _ => dir.canonicalize().ok()?.parent()?.to_path_buf(),
+    };
+    let name = dir
+        .canonicalize()
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))?;
+    let json = |p: PathBuf| -> Option<serde_json::Value> {
+        serde_json::from_slice(&std::fs::read(p).ok()?).ok()
+    };
+    let load_file = dir.join(servegate::evidence::load::LOAD_FILE);
+    if load_file.is_file() && parent.join(RUN_FILE).is_file() {
+        let point = json(load_file)
+            .and_then(|v| v.get("point")?.as_str().map(servegate::text::shown))
+            .unwrap_or(servegate::text::shown(&name));
+        return Some(format!(
+            "{} is point {point} of the load run {}, not a run of its own: judge {}",
+            dir.display(),
+            parent.display(),
+            parent.display()
+        ));
+    }
+    if evidence::is_pair_dir(&parent) {
+        let arm = json(parent.join(PAIR_FILE)).and_then(|v| {
+            v.get("arms")?.as_array()?.iter().find_map(|a| {
+                (a.get("dir")?.as_str()? == name).then(|| {
+                    let n = a.get("arm").and_then(|n| n.as_u64()).unwrap_or(0);
+                    let role = a.get("role").and_then(|r| r.as_str()).unwrap_or("?");
+                    format!("arm {n} ({})", servegate::text::shown(role))
+                })
+            })
+        });
+        return Some(format!(
+            "{} is {} of the pair run {}, not a run of its own: judge {}",
+            dir.display(),
+            arm.unwrap_or_else(|| "an arm".into()),
+            parent.display(),
+            parent.display()
+        ));
+    }
+    None
 }
 
 /// `--gate` given as a pipe or a device (`/dev/stdin`, a `<(...)` file), whose bytes can be read once:

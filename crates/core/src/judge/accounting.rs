@@ -3,6 +3,7 @@
 
 use crate::analysis::measure::{self, Figures};
 use crate::analysis::{Evidence, RequestEvidence};
+use crate::spec::GateSpec;
 use crate::vocab::{AssertionKind, Failure, FailureCode, Failures};
 
 use super::verdict::{Outcome, Verdict};
@@ -52,7 +53,7 @@ pub struct Accounting {
     pub planned: usize,
     /// Judged requests in the evidence (sent).
     pub sent: usize,
-    /// True when `planned` came from `run.json`.
+    /// True when `run.json` recorded a plan (`planned` is then the judging gate's, or for [`account`] run.json's).
     pub plan_recorded: bool,
     /// Warmup requests planned (sent first; the judged plan starts at this index).
     pub warmup: usize,
@@ -88,8 +89,55 @@ pub(super) fn serve_failure_phrase(code: Option<FailureCode>) -> &'static str {
 /// Lines of the serve log quoted when the serve exited during the run.
 pub const EXIT_LOG_LINES: usize = 5;
 
-/// Accounts for every planned request of a run (see [`Accounting`]).
+/// Judged (non-warmup) requests one run of `gate` plans: `repeats × prompts`, as the runner sends them
+/// (`servegate run` records it as `run.json` `planned`). None for a load gate, whose points each plan their
+/// own (`load.json`).
+pub fn gate_planned(gate: &GateSpec) -> Option<usize> {
+    gate.load
+        .is_none()
+        .then(|| gate.request.repeats as usize * gate.request.prompts.len())
+}
+
+/// Why `evidence` is not a run of `gate`'s plan, or None: its `run.json` `planned` states another number
+/// of judged requests than `gate` plans ([`gate_planned`]): the file was edited, or the run is of another
+/// gate. Judging takes the plan from the gate judging it, never from the evidence, so such a run fails
+/// every assertion with this reason (`n=K of N planned`, N the gate's).
+pub fn plan_mismatch(gate: &GateSpec, evidence: &Evidence) -> Option<String> {
+    let ours = gate_planned(gate)?;
+    let theirs = evidence.run.planned.filter(|p| *p != ours)?;
+    let sent = evidence
+        .requests
+        .iter()
+        .filter(|r| !r.record.warmup)
+        .count();
+    Some(format!(
+        "run.json says the run planned {theirs} judged request{} but the gate plans {ours} ([request] repeats {} x {} prompt{}): the evidence was edited or is a run of another gate; judge a run with the gate it ran (n={sent} of {ours} planned)",
+        if theirs == 1 { "" } else { "s" },
+        gate.request.repeats,
+        gate.request.prompts.len(),
+        if gate.request.prompts.len() == 1 { "" } else { "s" },
+    ))
+}
+
+/// Accounts for every planned request of a run (see [`Accounting`]), the plan taken from `run.json`.
 pub fn account(evidence: &Evidence) -> Accounting {
+    account_planned(evidence, evidence.run.planned)
+}
+
+/// [`account`] with the plan `gate` makes ([`gate_planned`]), not the one `run.json` states: what judging
+/// uses, so `n=K of N planned` states the gate's N. A load gate's top-level run keeps `run.json`'s; older
+/// evidence without a plan recorded takes its judged requests as the plan, as [`account`] does.
+pub fn account_for(gate: &GateSpec, evidence: &Evidence) -> Accounting {
+    let plan = evidence
+        .run
+        .planned
+        .map(|p| gate_planned(gate).unwrap_or(p));
+    account_planned(evidence, plan)
+}
+
+/// [`account`] with `plan` as the judged requests planned (None: older evidence, the sent requests are
+/// the plan).
+fn account_planned(evidence: &Evidence, plan: Option<usize>) -> Accounting {
     let run = &evidence.run;
     let judged: Vec<&RequestEvidence> = evidence
         .requests
@@ -97,12 +145,12 @@ pub fn account(evidence: &Evidence) -> Accounting {
         .filter(|r| !r.record.warmup)
         .collect();
     let sent = judged.len();
-    let planned = run.planned.unwrap_or(sent);
+    let planned = plan.unwrap_or(sent);
     let warm = run
         .planned_warmup
         .unwrap_or_else(|| evidence.requests.iter().filter(|r| r.record.warmup).count());
     // Older evidence (no plan recorded): the sent requests are the plan, none is missing.
-    let never_sent: Vec<usize> = if run.planned.is_some() {
+    let never_sent: Vec<usize> = if plan.is_some() {
         (warm..warm + planned)
             .filter(|i| !judged.iter().any(|r| r.record.index == *i))
             .collect()
@@ -142,7 +190,7 @@ pub fn account(evidence: &Evidence) -> Accounting {
     Accounting {
         planned,
         sent,
-        plan_recorded: run.planned.is_some(),
+        plan_recorded: plan.is_some(),
         warmup: warm,
         never_sent,
         failed,

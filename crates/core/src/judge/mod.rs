@@ -35,7 +35,9 @@ mod tests;
 mod verdict;
 
 pub use crate::text::{strip_escapes, strip_escapes_counted};
-pub use accounting::{account, request_failure, Accounting, EXIT_LOG_LINES};
+pub use accounting::{
+    account, account_for, gate_planned, plan_mismatch, request_failure, Accounting, EXIT_LOG_LINES,
+};
 pub use content::{content_problem, reply_problem, ProblemKind};
 pub use figure::{declared_bound, MIN_MEASURED_SHARE};
 pub use pair::judge_pair;
@@ -76,9 +78,11 @@ fn with_serve_log(gate: &GateSpec, evidence: &Evidence, judged: &mut [Judged]) {
 
 /// Judges every declared assertion of `gate` on `evidence`, in the order of `Assertions::names`.
 ///
-/// Every planned request is accounted for ([`account`]): a request never sent, or sent and failed
-/// ([`request_failure`]), is a missing value of every figure assertion (shown as `-` with its reason) and a
-/// failure of `content` and `known_answer`; lines say `n=K of N planned`. A serve that failed during the run
+/// Every planned request is accounted for ([`account_for`]: the plan is the gate's, `repeats × prompts`):
+/// a request never sent, or sent and failed ([`request_failure`]), is a missing value of every figure
+/// assertion (shown as `-` with its reason) and a failure of `content` and `known_answer`; lines say
+/// `n=K of N planned`, N the gate's. A run.json stating another plan fails every assertion
+/// ([`plan_mismatch`]). A serve that failed during the run
 /// fails every assertion but `route`, naming its exit and the end of its log.
 ///
 /// Masking is part of judging: the gate's API key (its `serve.api_key_env`, when set) is masked in every
@@ -123,6 +127,9 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
             evidence.run.status.name(),
             evidence.run.status.why_incomplete()
         ))
+    } else if let Some(why) = accounting::plan_mismatch(gate, evidence) {
+        // The plan is the gate's: a run.json stating another never passes on the requests it holds.
+        Some(why)
     } else if let (Some(f), true) = (&evidence.run.serve.failure, evidence.requests.is_empty()) {
         // Nothing was sent: the serve never became ready, or the run never started it (a setup that failed,
         // a key refused, two model files in a pair).
@@ -158,7 +165,7 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
         let over = max_tokens::over_max_tokens(&j.ev.reply, &j.fig, gate.request.max_tokens);
         j.fig.warnings.extend(over);
     }
-    let acct = account(evidence);
+    let acct = accounting::account_for(gate, evidence);
     let mut out = Vec::new();
     for name in names {
         let v = match name {

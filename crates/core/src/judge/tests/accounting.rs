@@ -1,6 +1,8 @@
 //! Tests of the accounting of every planned request.
 
 use super::*;
+// The plan-fitting judge of these tests, not the glob-imported one.
+use super::judge;
 use crate::judge::accounting::*;
 use crate::judge::*;
 
@@ -119,6 +121,30 @@ pub(super) fn older_evidence_without_a_plan_takes_the_recorded_requests_as_the_p
     assert_eq!((a.planned, a.never_sent.len()), (1, 0));
     let v = judge(&gate(), &ev);
     assert!(find(&v, "rate").message.ends_with("n=1 of 1 planned)"));
+}
+
+/// A run.json whose `planned` is not the judging gate's (edited, or a run of another gate) never passes:
+/// every assertion FAILs naming both counts, `n=K of N planned` with the gate's N; before, its own count
+/// was the plan (`"planned": 1` and one good reply: `rate PASS ... n=1 of 1 planned`).
+#[test]
+pub(super) fn plan_mismatch_fails_every_assertion_naming_both_counts() {
+    let ev = evidence(Some(1), vec![request(0, &good(), None)]);
+    let v = crate::judge::judge(&gate(), &ev);
+    assert_eq!(v.len(), 4);
+    for x in &v {
+        assert_eq!(x.outcome, Outcome::Fail, "{}", x.message);
+        assert!(
+            x.message.contains(
+                " FAIL run.json says the run planned 1 judged request but the gate plans 4 ([request] repeats 4 x 1 prompt)"
+            ) && x.message.ends_with("(n=1 of 4 planned)"),
+            "{}",
+            x.message
+        );
+    }
+    assert_eq!(gate_planned(&gate()), Some(4));
+    assert!(plan_mismatch(&gate(), &evidence(Some(4), vec![])).is_none());
+    // Evidence without a plan has none to disagree with.
+    assert!(plan_mismatch(&gate(), &evidence(None, vec![])).is_none());
 }
 
 #[test]

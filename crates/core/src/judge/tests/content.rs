@@ -1,9 +1,10 @@
 //! Tests of `content` and `known_answer`.
 
 use super::*;
+// The plan-fitting judge of these tests, not the glob-imported one.
+use super::judge;
 use crate::io::reads::TimedRead;
 use crate::judge::verdict::*;
-use crate::judge::*;
 
 /// A reply whose answer is text of content chunks 50 ms apart from 100 ms, finish `finish`, [DONE].
 pub(super) fn reply_of_deltas(deltas: &[&str], finish: &str) -> Vec<TimedRead> {

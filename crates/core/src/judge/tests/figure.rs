@@ -1,11 +1,12 @@
 //! Tests of the figure assertions (`rate`, `first_token`, `tpot`).
 
 use super::*;
+// The plan-fitting judge of these tests, not the glob-imported one.
+use super::judge;
 use crate::analysis::RequestEvidence;
 use crate::evidence::RunStatus;
 use crate::io::reads::TimedRead;
 use crate::judge::verdict::*;
-use crate::judge::*;
 use crate::vocab::{AssertionKind, Bound};
 
 /// The k-th `eval time` line is the k-th answered request's (warmup included): the judged requests get

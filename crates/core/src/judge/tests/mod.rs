@@ -26,6 +26,19 @@ pub(super) fn gate() -> GateSpec {
     crate::spec::parse(std::path::Path::new("g.toml"), GATE, &ctx).unwrap()
 }
 
+/// [`crate::judge::judge`] with `g` planning what `ev`'s run.json states (its `repeats` set to `planned /
+/// prompts`), as the gate a run was made with does: these tests judge other things than the plan, which
+/// [`plan_mismatch_fails_every_assertion_naming_both_counts`] tests with the gate as given. Evidence without
+/// a plan is judged with `g` as given.
+pub(super) fn judge(g: &GateSpec, ev: &Evidence) -> Vec<Verdict> {
+    let mut g = g.clone();
+    let prompts = g.request.prompts.len();
+    if let Some(p) = ev.run.planned.filter(|p| prompts > 0 && p % prompts == 0) {
+        g.request.repeats = (p / prompts) as u32;
+    }
+    crate::judge::judge(&g, ev)
+}
+
 pub(super) fn ev_line(t: f64, json: &str) -> TimedRead {
     TimedRead {
         recv_ms: None,
@@ -201,7 +214,8 @@ fn judge_masks_the_api_key_a_verdict_quotes() {
         cache: "/c".into(),
         home: None,
     };
-    let g = crate::spec::parse(std::path::Path::new("g.toml"), &text, &ctx).unwrap();
+    let mut g = crate::spec::parse(std::path::Path::new("g.toml"), &text, &ctx).unwrap();
+    g.request.repeats = 1; // the plan of the one-request evidence below
     let (a, b) = KEY.split_at(10);
     let mut reads: Vec<TimedRead> = ["Your key is ", a, b]
         .iter()
