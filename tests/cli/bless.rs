@@ -387,7 +387,16 @@ fn bless_baseline_writes_where_the_gate_reads_it() {
     );
     let second = run_and_bless(2);
     assert!(!second.contains("cannot be read"), "{second}");
-    assert!(second.contains("the baseline has 1 window"), "{second}");
+    // One window gives no between-window spread. A reply the client was too late to time (a busy runner)
+    // leaves the run with fewer values than the window, judged unmatched (its confidence unattainable with
+    // so few): INDETERMINATE all the same.
+    assert!(second.contains("regression INDETERMINATE"), "{second}");
+    assert!(
+        second.contains("the baseline has 1 window")
+            || second.contains(fixtures::CLIENT_LATE)
+            || second.contains("unattainable with n="),
+        "{second}"
+    );
     let third = sg(t.path(), &["run", "g.toml"]);
     assert!(third.all.contains("regression PASS"), "{}", third.all);
     assert_eq!(third.code, 0, "{}", third.all);
