@@ -135,7 +135,9 @@ enum Cmd {
         gates: Vec<PathBuf>,
     },
     /// Parse one response (.reads.jsonl timed reads, .sse raw bytes at t=0, .http raw response, or a plain JSON
-    /// body) and print a summary, the measurements and the parsed reply as JSON (docs/metrics.md).
+    /// body) and print a summary, the measurements and the parsed reply as JSON (docs/metrics.md). It reports, it
+    /// does not judge: exit 0 whenever the JSON is printed, `"ok": false` included (read `ok` and `fail_reason`);
+    /// 2 a bad --require/--forbid regex, 5 an unreadable file.
     Inspect {
         /// The response file (or a serve log, `*.log`, read as the route judge reads it).
         file: PathBuf,
