@@ -183,8 +183,8 @@ pub fn refusals(
     let mut why = Vec::new();
     if ev.run.status != RunStatus::Complete {
         why.push(format!(
-            "the run is incomplete (run.json status {:?})",
-            ev.run.status
+            "the run is incomplete (run.json status {})",
+            ev.run.status.name()
         ));
     }
     if let Some(f) = &ev.run.serve.failure {
