@@ -119,3 +119,21 @@ fn a_gate_given_on_stdin_is_read_once() {
     assert!(!stderr.contains("empty"), "{stderr}");
     has(&stdout, "RESULT: PASS");
 }
+
+/// `judge` of a path that does not exist says so (was: "is not a run directory"), exit 5.
+#[test]
+fn judge_of_a_missing_path_says_it_does_not_exist() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-run");
+    let o = crate::fixtures::servegate()
+        .arg("judge")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains(&format!("{} does not exist", missing.display())),
+        "{err}"
+    );
+}
