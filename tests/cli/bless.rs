@@ -23,6 +23,52 @@ use servegate::error::exit;
 use servegate::evidence::baseline;
 use servegate::replay::scripted::Script;
 #[test]
+fn bless_refuses_bad_arguments_as_usage_and_a_file_as_run_directory_as_evidence() {
+    let (t, gate) = gate_copy();
+    let before = std::fs::read_to_string(&gate).unwrap();
+    let run = |args: &[&str]| {
+        let o = fixtures::servegate()
+            .current_dir(root())
+            .arg("bless")
+            .arg(&gate)
+            .args(args)
+            .arg("--baselines-dir")
+            .arg(t.path().join("baselines"))
+            .env_remove("CI")
+            .output()
+            .unwrap();
+        (
+            o.status.code().unwrap(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    for (flag, value) in [
+        ("--headroom-pct", "100"),
+        ("--headroom-pct", "nan"),
+        ("--confidence", "1.5"),
+        ("--confidence", "0"),
+        ("--limit-headroom-pct", "-5"),
+    ] {
+        let (code, err) = run(&["--floor", RUN, &format!("{flag}={value}")]);
+        assert_eq!(code, exit::USAGE, "{flag} {value}: {err}");
+        assert!(
+            err.contains(flag) && err.contains(&format!("'{value}'")),
+            "{flag} {value}: {err}"
+        );
+        assert!(!err.contains("cannot bound the median"), "{err}");
+    }
+    let (code, err) = run(&["--floor", "/dev/zero"]);
+    assert_eq!(code, exit::EVIDENCE_ERROR, "{err}");
+    assert!(err.contains("/dev/zero is not a directory"), "{err}");
+    assert!(!err.contains("gate.toml"), "{err}");
+    let missing = t.path().join("no-such-run");
+    let (code, err) = run(&["--floor", missing.to_str().unwrap()]);
+    assert_eq!(code, exit::EVIDENCE_ERROR, "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    assert_eq!(std::fs::read_to_string(&gate).unwrap(), before);
+}
+
+#[test]
 fn bless_never_writes_in_ci_unless_forced() {
     let (t, gate) = gate_copy();
     let before = std::fs::read_to_string(&gate).unwrap();

@@ -704,3 +704,47 @@ fn judge_refuses_a_plan_no_gate_can_make() {
     let out = servegate(&[os("judge"), run.as_os_str()], &[], tmp.path());
     assert_eq!(out.status.code(), Some(0), "{}", fixtures::text(&out));
 }
+
+/// `servegate run DIR` reads a gates directory as the harness does: every `*.toml` in it. None: exit 7
+/// (nothing was checked) naming the directory, as README's exit-code table says (was: `cannot read gate: Is a
+/// directory`, exit 3); a gate in it is read (here an invalid one: exit 3 naming its file).
+#[test]
+fn run_of_a_gates_directory_runs_its_gate_files_and_of_an_empty_one_exits_7() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("gates");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a gate").unwrap();
+    let run = || {
+        fixtures::servegate()
+            .arg("run")
+            .arg(&dir)
+            .arg("--runs")
+            .arg(tmp.path().join("runs"))
+            .env_remove("SERVEGATE_JSON")
+            .env_remove("SERVEGATE_JUNIT")
+            .env_remove("SERVEGATE_SUMMARY")
+            .output()
+            .unwrap()
+    };
+    let o = run();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(7), "{err}");
+    assert!(
+        err.contains(&format!("no gate file (*.toml) in {}", dir.display())),
+        "{err}"
+    );
+    std::fs::write(
+        dir.join("broken.toml"),
+        "name = \"broken\"\nnot toml at all\n",
+    )
+    .unwrap();
+    let o = run();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(3), "{all}");
+    assert!(all.contains("broken.toml"), "{all}");
+    assert!(!all.contains("Is a directory"), "{all}");
+}

@@ -220,6 +220,43 @@ fn init_on_a_started_llama_like_serve_writes_a_gate_that_checks_clean_and_runs_p
 }
 
 #[test]
+fn an_out_of_range_flag_is_a_usage_error_naming_that_flag_and_its_value() {
+    let p = Project::new();
+    for (flag, value) in [
+        ("--max-tokens", "0"),
+        ("--max-tokens", "4097"),
+        ("--repeats", "0"),
+        ("--repeats", "21"),
+        ("--headroom-pct", "150"),
+        ("--headroom-pct", "nan"),
+        ("--headroom-pct", "-1"),
+    ] {
+        let out = init(
+            &p,
+            &["--url", "http://127.0.0.1:9", &format!("{flag}={value}")],
+        );
+        assert_eq!(out.code, 2, "{flag} {value}: {}", out.all());
+        assert!(
+            out.stderr.contains(flag) && out.stderr.contains(&format!("'{value}'")),
+            "{flag} {value}: {}",
+            out.all()
+        );
+        // Only the bad flag is named, not every range at once.
+        let others = ["--max-tokens", "--repeats", "--headroom-pct"];
+        for other in others.iter().filter(|o| **o != flag) {
+            assert!(!out.stderr.contains(other), "{flag}: {}", out.all());
+        }
+    }
+    assert!(
+        !p.path().join("gates").exists()
+            || std::fs::read_dir(p.path().join("gates"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+}
+
+#[test]
 fn init_never_overwrites_a_file_without_force() {
     let p = Project::new();
     let existing = p.write("gates/mine.toml", "# my own gate\n");

@@ -363,6 +363,34 @@ fn inspect_of_a_missing_or_bad_file_exits_5() {
     );
 }
 
+/// inspect reports, it does not judge: a log whose --require matches nothing prints `"ok": false` with
+/// `route_not_matched` and exits 0, as its --help and docs/metrics.md say.
+#[test]
+fn inspect_exits_0_on_a_reply_it_prints_with_ok_false_and_its_help_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("r.log");
+    std::fs::write(&log, "loaded model\nserving\n").unwrap();
+    let out = fixtures::servegate()
+        .arg("inspect")
+        .arg(&log)
+        .args(["--require", "nomatch"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["ok"], Value::Bool(false), "{v}");
+    assert_eq!(v["summary"]["fail_reason"], "route_not_matched", "{v}");
+    assert_eq!(out.status.code(), Some(0));
+    let help = fixtures::servegate()
+        .args(["inspect", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("exit 0 whenever the JSON is printed, `\"ok\": false` included"),
+        "{help}"
+    );
+}
+
 /// `inspect` of `bytes` written to `name` in a temp dir: (exit code, stdout JSON or Null, stderr).
 fn inspect_bytes_as(name: &str, bytes: &[u8]) -> (Option<i32>, Value, String) {
     let tmp = tempfile::tempdir().unwrap();

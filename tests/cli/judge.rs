@@ -255,3 +255,21 @@ fn a_load_point_or_a_pair_arm_names_the_run_to_judge() {
         assert!(!out.contains("RESULT"), "{out}");
     }
 }
+
+/// `judge` of a path that does not exist says so (was: "is not a run directory"), exit 5.
+#[test]
+fn judge_of_a_missing_path_says_it_does_not_exist() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-run");
+    let o = crate::fixtures::servegate()
+        .arg("judge")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains(&format!("{} does not exist", missing.display())),
+        "{err}"
+    );
+}

@@ -220,3 +220,44 @@ fn leaderboard_refuses_invalid_records() {
     assert!(text(&o).contains("median-mismatch.json: value:"));
     assert!(!out.exists());
 }
+
+/// A directory of no record is nothing to do for all three readers of records alike: `records check`,
+/// `leaderboard` and `export` exit 7 (NOTHING_CHECKED) naming the directory, and write nothing.
+#[test]
+fn an_empty_records_directory_is_nothing_to_do_for_check_leaderboard_and_export() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("records");
+    std::fs::create_dir(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let out = tmp.path().join("pages/leaderboard.md");
+    let o = tmp.path().join("export.json");
+    for args in [
+        vec!["records", "check", "--dir", d],
+        vec![
+            "leaderboard",
+            "--records",
+            d,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        vec!["export", "--bmf", d],
+        vec!["export", "--openmetrics", d, "-o", o.to_str().unwrap()],
+    ] {
+        let r = servegate_in(&args, tmp.path());
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(
+            r.status.code(),
+            Some(servegate::error::exit::NOTHING_CHECKED),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains(&format!("no record (*.json) in {d}")),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !String::from_utf8_lossy(&r.stdout).contains("{}"),
+            "{args:?}"
+        );
+    }
+    assert!(!out.exists() && !o.exists());
+}

@@ -199,7 +199,7 @@ fn a_run_that_is_not_good_evidence_is_refused_with_every_reason() {
     assert_eq!(e.code, exit::ASSERTION_FAILED, "{e}");
     assert!(
         e.message
-            .contains("the run is incomplete (run.json status Interrupted)"),
+            .contains("the run is incomplete (run.json status interrupted)"),
         "{e}"
     );
 

@@ -25,19 +25,19 @@ pub struct BlessCmd {
     /// With --floor: a run of the slow route; the floor is the geometric mean of the two medians.
     #[arg(long, value_name = "RUN_DIR", requires = "floor")]
     pub slow: Option<PathBuf>,
-    /// Headroom below the lower bound, percent (one-run floors).
-    #[arg(long, default_value_t = DEFAULT_HEADROOM_PCT)]
+    /// Headroom below the lower bound, percent, 0 to below 100 (one-run floors).
+    #[arg(long, default_value_t = DEFAULT_HEADROOM_PCT, value_parser = super::conventions::pct_below_100)]
     pub headroom_pct: f64,
-    /// Confidence of the lower bound of the median (one-run floors).
-    #[arg(long, default_value_t = DEFAULT_CONFIDENCE)]
+    /// Confidence of the lower bound of the median, a fraction strictly between 0 and 1 (one-run floors).
+    #[arg(long, default_value_t = DEFAULT_CONFIDENCE, value_parser = super::conventions::confidence)]
     pub confidence: f64,
     /// Derive the footprint limits the gate declares ([assert.ready] limit_ms, [assert.memory] limit_mib,
     /// [assert.cpu] limit_ms_per_token) from these runs: the largest value plus --limit-headroom-pct, rounded up.
     /// Repeat it (or list several) for several runs.
     #[arg(long, value_name = "RUN_DIR", num_args = 1..)]
     pub limits: Vec<PathBuf>,
-    /// Headroom above the largest value, percent (footprint limits).
-    #[arg(long, default_value_t = bless::DEFAULT_LIMIT_HEADROOM_PCT)]
+    /// Headroom above the largest value, percent, 0 to below 1000 (footprint limits).
+    #[arg(long, default_value_t = bless::DEFAULT_LIMIT_HEADROOM_PCT, value_parser = super::conventions::pct_below_1000)]
     pub limit_headroom_pct: f64,
     /// Where baselines and the ledger live.
     #[arg(long, value_name = "DIR", default_value = "data/baselines")]

@@ -37,3 +37,40 @@ pub fn cli_man() -> i32 {
         }
     }
 }
+
+/// A clap value parser for a finite percent `x` with `0 <= x < max` (a headroom): a value outside is a usage
+/// error (exit 2) naming the flag and its range before anything is read.
+fn pct_below(s: &str, max: f64) -> Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a number (a percent, 0 to below {max})"))?;
+    if x.is_finite() && (0.0..max).contains(&x) {
+        Ok(x)
+    } else {
+        Err(format!("must be a percent from 0 to below {max}"))
+    }
+}
+
+/// `--headroom-pct` of bless's floor and init: 0 to below 100 ([`pct_below`]).
+pub fn pct_below_100(s: &str) -> Result<f64, String> {
+    pct_below(s, 100.0)
+}
+
+/// `--limit-headroom-pct` of bless's footprint limits: 0 to below 1000 ([`pct_below`]).
+pub fn pct_below_1000(s: &str) -> Result<f64, String> {
+    pct_below(s, 1000.0)
+}
+
+/// `--confidence` of bless's floor: a fraction strictly between 0 and 1 (0.95 = 95 %).
+pub fn confidence(s: &str) -> Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| "not a number (a fraction strictly between 0 and 1, e.g. 0.95)".to_string())?;
+    if x.is_finite() && x > 0.0 && x < 1.0 {
+        Ok(x)
+    } else {
+        Err("must be a fraction strictly between 0 and 1 (e.g. 0.95 for 95 %)".to_string())
+    }
+}

@@ -11,8 +11,8 @@ use servegate::sinks::report::Results;
 #[derive(Debug, Clone, clap::Args)]
 #[command(group(clap::ArgGroup::new("format").required(true).args(["bmf", "gab_bigger", "gab_smaller", "openmetrics"])))]
 pub struct ExportArgs {
-    /// Sources: a records directory (default data/records/), record files, a results JSON (servegate.results/1), or
-    /// a run directory (re-judged with its own gate.toml).
+    /// Sources: a records directory (default data/records/), record files, a results JSON (servegate.results/2, or
+    /// /1 from older runs), or a run directory (re-judged with its own gate.toml).
     pub sources: Vec<PathBuf>,
     /// Bencher Metric Format JSON (`bencher run --adapter json --file FILE`).
     #[arg(long)]
@@ -47,7 +47,8 @@ impl ExportArgs {
 }
 
 /// `servegate export` (the figures from `sinks::exports`, printed or written here); returns the exit code (0; 3 when `records check` refuses a record of a source, and
-/// nothing is exported; 5 when a source cannot be read or the file written).
+/// nothing is exported; 5 when a source cannot be read or the file written; 7 when a records directory holds no
+/// record, as `records check`).
 pub fn cli(
     args: &ExportArgs,
     judge_dir: &dyn Fn(&std::path::Path) -> Result<Results, String>,
@@ -74,6 +75,14 @@ pub fn cli(
     let mut figures = Vec::new();
     for s in &sources {
         match figures_of(s, judge_dir) {
+            Ok(f) if f.is_empty() && is_records_dir(s) => {
+                // As `records check`: a directory of no record is nothing to do, not an empty export.
+                errln!(
+                    "export: no record (*.json) in {}: nothing exported",
+                    servegate::text::shown(&s.display().to_string())
+                );
+                return exit::NOTHING_CHECKED;
+            }
             Ok(f) => figures.extend(f),
             Err(e) => {
                 for l in &e.detail {
@@ -110,4 +119,11 @@ pub fn cli(
             exit::PASS
         }
     }
+}
+
+/// A source directory read as records (not a run directory or an A-B-B-A pair directory).
+fn is_records_dir(s: &std::path::Path) -> bool {
+    s.is_dir()
+        && !s.join(servegate::evidence::layout::RUN_FILE).is_file()
+        && !servegate::evidence::is_pair_dir(s)
 }

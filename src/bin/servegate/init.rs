@@ -30,19 +30,20 @@ pub struct InitCmd {
     /// The served model name, when /v1/models lists none or several.
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
-    /// max_tokens of each timed request.
-    #[arg(long, default_value_t = 64)]
+    /// max_tokens of each timed request, 1-4096.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub max_tokens: u32,
     /// Rounds of the three timed prompts in the measured round and the gate (n = 3 x repeats; the floor's
-    /// bound needs 5 measured values, so 3 rounds leave room for replies a busy machine read in one burst).
-    #[arg(long, default_value_t = 3)]
+    /// bound needs 5 measured values, so 3 rounds leave room for replies a busy machine read in one burst), 2-20.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=20))]
     pub repeats: u32,
     /// Write the gate without [assert.route] when the log names no route (the gate says so).
     #[arg(long)]
     pub no_route: bool,
     /// Headroom of the floor below the measured median's lower bound (and of the first-token limit above its
-    /// upper bound), percent: bless's one-run rule, with room for a shared machine's load to change.
-    #[arg(long, default_value_t = init::DEFAULT_HEADROOM_PCT)]
+    /// upper bound), percent, 0 to below 100: bless's one-run rule, with room for a shared machine's load to
+    /// change.
+    #[arg(long, default_value_t = init::DEFAULT_HEADROOM_PCT, value_parser = super::conventions::pct_below_100)]
     pub headroom_pct: f64,
     /// Evidence root of the measured round (default $SERVEGATE_RUNS or target/servegate/runs).
     #[arg(long, value_name = "DIR")]

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use servegate::error::exit;
 
-/// `servegate inspect FILE`: exit 0 with the JSON printed, 2 a bad regex, 5 an unreadable file.
+/// `servegate inspect FILE`: exit 0 with the JSON printed (whatever its `ok`: inspect reports, it does not
+/// judge), 2 a bad regex, 5 an unreadable file.
 pub fn cmd_inspect(
     file: &std::path::Path,
     model: Option<String>,

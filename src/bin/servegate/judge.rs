@@ -16,6 +16,13 @@ use crate::run::finish_run;
 /// finalisation as `servegate run` (so the same evidence gives the same verdict lines, reports and exit code).
 pub fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs) -> i32 {
     let started = std::time::Instant::now();
+    if std::fs::symlink_metadata(dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        errln!(
+            "error: {} does not exist (a run directory holds run.json or pair.json)",
+            servegate::text::shown(&dir.display().to_string())
+        );
+        return exit::EVIDENCE_ERROR;
+    }
     let run_json = dir.join(servegate::evidence::layout::RUN_FILE);
     if !run_json.is_file() && !evidence::is_pair_dir(dir) {
         // A run.json that is there but no regular file (a link to a device, a FIFO): said as such.

@@ -31,8 +31,9 @@ pub fn cli(args: &LeaderboardArgs) -> i32 {
 /// `servegate leaderboard [--check] [--out PATH] [--records DIR]`: renders the Markdown page to `out`
 /// (default pages/leaderboard.md) and the HTML page beside it (`.html`). With `check`, writes nothing:
 /// renders in memory, prints a unified diff for each page that differs from the file, and exits 1
-/// (ASSERTION_FAILED) when one does. Invalid records: every problem, exit 3 (SPEC_INVALID); I/O or template
-/// errors: exit 5 (EVIDENCE_ERROR).
+/// (ASSERTION_FAILED) when one does. Invalid records: every problem, exit 3 (SPEC_INVALID); no record in the
+/// directory: nothing rendered, exit 7 (NOTHING_CHECKED, as `records check`); I/O or template errors: exit 5
+/// (EVIDENCE_ERROR).
 fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i32 {
     let records = match servegate::records::record::load_dir(records_dir) {
         Ok(r) => r,
@@ -48,6 +49,14 @@ fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i32 {
             return exit::SPEC_INVALID;
         }
     };
+    if records.is_empty() {
+        // As `records check`: a directory of no record is nothing to do, not a page of nothing.
+        errln!(
+            "leaderboard: no record (*.json) in {}: nothing rendered",
+            servegate::text::shown(&records_dir.display().to_string())
+        );
+        return exit::NOTHING_CHECKED;
+    }
     let md_path = out
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from(DEFAULT_OUT));

@@ -69,7 +69,7 @@ struct Cli {
 enum Cmd {
     /// Run gates live: start (or reach) the serve, send the prompts, write evidence, print one verdict line per assertion.
     Run {
-        /// Gate files (gates/NAME.toml).
+        /// Gate files (gates/NAME.toml), or gates directories: every `*.toml` in one, sorted by name (none: exit 7).
         #[arg(required = true)]
         gates: Vec<PathBuf>,
         /// Evidence root (default $SERVEGATE_RUNS or target/servegate/runs).
@@ -135,7 +135,9 @@ enum Cmd {
         gates: Vec<PathBuf>,
     },
     /// Parse one response (.reads.jsonl timed reads, .sse raw bytes at t=0, .http raw response, or a plain JSON
-    /// body) and print a summary, the measurements and the parsed reply as JSON (docs/metrics.md).
+    /// body) and print a summary, the measurements and the parsed reply as JSON (docs/metrics.md). It reports, it
+    /// does not judge: exit 0 whenever the JSON is printed, `"ok": false` included (read `ok` and `fail_reason`);
+    /// 2 a bad --require/--forbid regex, 5 an unreadable file.
     Inspect {
         /// The response file (or a serve log, `*.log`, read as the route judge reads it).
         file: PathBuf,
@@ -255,6 +257,13 @@ fn main() -> ExitCode {
             servegate::sinks::line::show_full(
                 verbose || servegate::error::env_flag(std::env::var("SERVEGATE_VERBOSE").ok()),
             );
+            let gates = match run::gate_files(gates) {
+                Ok(g) => g,
+                Err((code, why)) => {
+                    errln!("error: {why}");
+                    return ExitCode::from(code as u8);
+                }
+            };
             // As the harness: --junit / --json / --summary, else SERVEGATE_JUNIT / SERVEGATE_JSON / SERVEGATE_SUMMARY.
             let outputs =
                 Outputs::from_args(&OutputArgs::from(&outputs), |k| std::env::var(k).ok());

@@ -364,3 +364,36 @@ fn result_word(code: i32, written: i32, why: &str) -> String {
         _ => paren("FAIL", why),
     }
 }
+
+/// The gate files of `servegate run`'s arguments: a file as given, a directory as every `*.toml` in it sorted by
+/// name (as the harness reads a gates directory). A directory with none: Err exit 7 (NOTHING_CHECKED), naming
+/// it; a directory that cannot be read: Err exit 3, as a gate file that cannot be read.
+pub fn gate_files(args: Vec<PathBuf>) -> Result<Vec<PathBuf>, (i32, String)> {
+    let mut files = Vec::new();
+    for a in args {
+        if !a.is_dir() {
+            files.push(a);
+            continue;
+        }
+        let shown = servegate::text::shown(&a.display().to_string());
+        let entries = std::fs::read_dir(&a).map_err(|e| {
+            (
+                exit::SPEC_INVALID,
+                format!("{shown}: cannot read the gates directory: {e}"),
+            )
+        })?;
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        if found.is_empty() {
+            return Err((
+                exit::NOTHING_CHECKED,
+                format!("nothing was checked: no gate file (*.toml) in {shown}"),
+            ));
+        }
+        found.sort();
+        files.extend(found);
+    }
+    Ok(files)
+}

@@ -183,8 +183,8 @@ pub fn refusals(
     let mut why = Vec::new();
     if ev.run.status != RunStatus::Complete {
         why.push(format!(
-            "the run is incomplete (run.json status {:?})",
-            ev.run.status
+            "the run is incomplete (run.json status {})",
+            ev.run.status.name()
         ));
     }
     if let Some(f) = &ev.run.serve.failure {
@@ -295,6 +295,25 @@ fn one_line(s: &str) -> String {
 /// the inputs judging it needs ([`crate::loaded::judge_inputs`]: the `[contract]` checks' evidence), as
 /// `servegate judge` loads them.
 fn load_run(dir: &Path) -> Result<RunToBless, BlessError> {
+    let shown_dir = || crate::text::shown(&dir.display().to_string());
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(BlessError::new(
+                exit::EVIDENCE_ERROR,
+                format!("run directory {} does not exist", shown_dir()),
+            ));
+        }
+        Ok(m) if !m.is_dir() => {
+            return Err(BlessError::new(
+                exit::EVIDENCE_ERROR,
+                format!(
+                    "{} is not a directory: bless takes a run directory (it holds run.json)",
+                    shown_dir()
+                ),
+            ));
+        }
+        _ => {}
+    }
     if crate::evidence::is_pair_dir(dir) {
         return Err(BlessError::new(
             exit::USAGE,

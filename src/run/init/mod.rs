@@ -137,15 +137,20 @@ fn fail(report: &InitReport, code: i32, message: impl Into<String>) -> InitError
 /// Runs init (module doc). `progress` receives one line per step (escaped).
 pub fn init(o: &InitOptions, progress: &mut dyn FnMut(&str)) -> Result<InitReport, InitError> {
     let mut rep = InitReport::default();
-    if !(1..=4096).contains(&o.max_tokens)
-        || !(2..=20).contains(&o.repeats)
-        || !(0.0..100.0).contains(&o.headroom_pct)
-    {
-        return Err(fail(
-            &rep,
-            exit::USAGE,
-            "--max-tokens must be 1-4096, --repeats 2-20 and --headroom-pct 0 to below 100",
-        ));
+    let out_of_range = if !(1..=4096).contains(&o.max_tokens) {
+        Some(format!("--max-tokens {} must be 1-4096", o.max_tokens))
+    } else if !(2..=20).contains(&o.repeats) {
+        Some(format!("--repeats {} must be 2-20", o.repeats))
+    } else if !(0.0..100.0).contains(&o.headroom_pct) {
+        Some(format!(
+            "--headroom-pct {} must be 0 to below 100",
+            o.headroom_pct
+        ))
+    } else {
+        None
+    };
+    if let Some(m) = out_of_range {
+        return Err(fail(&rep, exit::USAGE, m));
     }
     if std::fs::symlink_metadata(&o.out).is_ok() && !o.force {
         return Err(fail(

@@ -55,18 +55,6 @@ pub fn declared_bound(gate: &GateSpec, kind: AssertionKind) -> Option<Bound> {
     }
 }
 
-/// Formats values with `decimals` places, `-` for a missing one.
-pub(super) fn each(values: &[Option<f64>], decimals: usize) -> String {
-    values
-        .iter()
-        .map(|v| {
-            v.map(|x| format!("{x:.decimals$}"))
-                .unwrap_or_else(|| "-".into())
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// Why a request has no value for a timing assertion: its failure first, then the measurement's note.
 /// `decode`: the value is a decode rate, whose measurement says why it is missing (`decode_note`).
 pub(super) fn why_missing(j: &Judged, what: &str, decode: bool) -> String {
@@ -102,6 +90,8 @@ pub(super) struct FigureValues {
     pub(super) unmeasured: Vec<String>,
     /// `request 03 (cause)` for each request the client could not time, judged on the serve's figure.
     pub(super) on_serve: Vec<String>,
+    /// Per entry of `values`: true when it is the serve's figure standing in for the client's.
+    pub(super) served: Vec<bool>,
     /// Planned timed judged requests.
     pub(super) planned: usize,
     /// Planned judged requests to untimed prompts (asked for their answer only).
@@ -137,6 +127,7 @@ impl FigureValues {
             missing: Vec::new(),
             unmeasured: Vec::new(),
             on_serve: Vec::new(),
+            served: Vec::new(),
             planned: 0,
             untimed: 0,
             never_sent: 0,
@@ -144,12 +135,14 @@ impl FigureValues {
         for j in judged {
             let failed = request_failure(j.ev).is_some();
             let mut v = if failed { None } else { value(j) };
+            let mut served = false;
             if v.is_none() {
                 let label = format!("request {:02}", j.ev.record.index);
                 match cause(j).filter(|_| !failed) {
                     Some(c) => match fallback.and_then(|f| f(j)) {
                         Some(s) => {
                             v = Some(s);
+                            served = true;
                             fv.on_serve.push(format!("{label} ({c})"));
                         }
                         None => fv.unmeasured.push(format!("{label} ({c})")),
@@ -158,6 +151,7 @@ impl FigureValues {
                 }
             }
             fv.values.push(v);
+            fv.served.push(served);
         }
         fv.planned = fv.values.len();
         fv
@@ -212,24 +206,44 @@ impl FigureValues {
     /// replies judged on the serve's figure do not count here, so that a client that could time almost
     /// nothing (a buffering proxy, fake streaming) is never passed on the serve's word alone.
     pub(super) fn too_few_measured(&self) -> bool {
-        let m = self.measured() - self.on_serve.len();
+        let m = self.own_measured();
         m == 0 || (m as f64) < MIN_MEASURED_SHARE * self.planned as f64
     }
 
+    /// The values measured on the assertion's own figure: [`Self::measured`] less those judged on the serve's.
+    pub(super) fn own_measured(&self) -> usize {
+        self.measured() - self.on_serve.len()
+    }
+
+    /// `each: ` of the verdict: the values in send order (`-` none), a serve's figure standing in for the
+    /// client's labelled `server 21.0`, so the client's line never shows the serve's values as its own.
+    pub(super) fn each(&self, decimals: usize) -> String {
+        self.values
+            .iter()
+            .zip(self.served.iter().chain(std::iter::repeat(&false)))
+            .map(|(v, served)| match v {
+                Some(x) if *served => format!("server {x:.decimals$}"),
+                Some(x) => format!("{x:.decimals$}"),
+                None => "-".into(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// `n=K of N planned` (no sent reply left unmeasured for a delivery cause), or `n=K of M measured` when
-    /// some were; K counts only the replies that gave a value (a failed reply, missing its value, is not
-    /// in it); then the untimed prompts' count, the replies judged on the serve's figure and those not
+    /// some were; K counts only the replies that gave a value of the assertion's own figure (a failed reply,
+    /// missing its value, is not in it, nor one judged on the serve's figure); then the untimed prompts' count, the replies judged on the serve's figure and those not
     /// measured, with their causes (the first three, and how many more).
     pub(super) fn n_text(&self) -> String {
         let sent = self.values.len();
         let mut s = if self.unmeasured.is_empty() {
-            format!("n={} of {} planned", self.measured(), self.planned)
+            format!("n={} of {} planned", self.own_measured(), self.planned)
         } else if sent == self.planned {
-            format!("n={} of {sent} measured", self.measured())
+            format!("n={} of {sent} measured", self.own_measured())
         } else {
             format!(
                 "n={} of {sent} measured, {} planned",
-                self.measured(),
+                self.own_measured(),
                 self.planned
             )
         };
@@ -574,7 +588,7 @@ pub(super) fn judge_figure(fa: FigureAssertion, fv: &FigureValues, acct: &Accoun
             Outcome::Fail,
             format!(
                 "{head} ({word} {bound:.d$} {unit}; each: {}; {}){notes}",
-                each(&fv.values, d),
+                fv.each(d),
                 fv.n_text()
             ),
         )
@@ -585,7 +599,7 @@ pub(super) fn judge_figure(fa: FigureAssertion, fv: &FigureValues, acct: &Accoun
             format!(
                 "too few replies measured for a median (at least half the {} planned; {word} {bound:.d$} {unit}; each: {}; {}){notes}",
                 fv.planned,
-                each(&fv.values, d),
+                fv.each(d),
                 fv.n_text()
             ),
         )
@@ -602,7 +616,7 @@ pub(super) fn judge_figure(fa: FigureAssertion, fv: &FigureValues, acct: &Accoun
             format!(
                 "median {m:.d$} {unit}{} ({word} {bound:.d$}; each: {}; {}){notes}",
                 fa.label,
-                each(&fv.values, d),
+                fv.each(d),
                 fv.n_text()
             ),
         )

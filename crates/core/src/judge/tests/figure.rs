@@ -294,7 +294,18 @@ pub(super) fn rate_both_judges_an_untimeable_reply_on_the_serves_figure() {
     let r = find(&v, "rate");
     assert_eq!(r.outcome, Outcome::Pass, "{}", r.message);
     assert!(
-        r.message.starts_with("rate PASS client median 20.0 tok/s (floor 10.0; each: 20.0, 21.0, 20.0; n=3 of 3 planned; on the serve's figure (the client could not time it): request 01 (decode window 0.3 ms under the 5 ms minimum))"),
+        r.message.starts_with("rate PASS client median 20.0 tok/s (floor 10.0; each: 20.0, server 21.0, 20.0; n=2 of 3 planned; on the serve's figure (the client could not time it): request 01 (decode window 0.3 ms under the 5 ms minimum))"),
+        "{}",
+        r.message
+    );
+    // A buffering proxy: the client timed none; the client's line shows no serve figure as its own and
+    // counts none as measured by the client.
+    let proxied = evidence(Some(3), (0..3).map(|i| request(i, &short, None)).collect());
+    let v = judge(&both_gate(""), &proxied);
+    let r = find(&v, "rate");
+    assert_eq!(r.outcome, Outcome::Indeterminate, "{}", r.message);
+    assert!(
+        r.message.starts_with("rate INDETERMINATE client too few replies measured for a median (at least half the 3 planned; floor 10.0 tok/s; each: server 21.0, server 21.0, server 21.0; n=0 of 3 planned; on the serve's figure"),
         "{}",
         r.message
     );
