@@ -261,3 +261,19 @@ fn an_empty_records_directory_is_nothing_to_do_for_check_leaderboard_and_export(
     }
     assert!(!out.exists() && !o.exists());
 }
+
+/// `leaderboard --records` of a directory that does not exist says so once (it printed the read error
+/// twice: as the refused line and again in the summary), exit 3 as any refused records directory.
+#[test]
+fn a_missing_records_directory_is_said_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-records");
+    let r = servegate_in(
+        &["leaderboard", "--records", missing.to_str().unwrap()],
+        tmp.path(),
+    );
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(3), "{err}");
+    assert_eq!(err.matches("cannot read directory").count(), 1, "{err}");
+    assert!(err.contains("nothing rendered"), "{err}");
+}

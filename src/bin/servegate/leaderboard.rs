@@ -38,8 +38,11 @@ fn cli_leaderboard(records_dir: &Path, out: Option<&Path>, check: bool) -> i32 {
     let records = match servegate::records::record::load_dir(records_dir) {
         Ok(r) => r,
         Err(refused) => {
-            for l in &refused.lines {
-                errln!("{l}");
+            // Each refused record's problems; a directory that could not be read is said once, in the summary.
+            if !refused.files.is_empty() {
+                for l in &refused.lines {
+                    errln!("{l}");
+                }
             }
             errln!(
                 "error: {}: nothing rendered; a page shows only records that re-derive from their evidence \
