@@ -216,6 +216,9 @@ fn kind_names_are_plain() {
     assert!(check_kind("20261201T180000Z")
         .unwrap_err()
         .contains("window stamp"));
+    // A control character escaped once (it was escaped, then quoted with Debug: `"a\\u{1b}[31m"`).
+    let e = check_kind("a\u{1b}[31m").unwrap_err();
+    assert!(e.starts_with(r#"--kind "a\u{1b}[31m" is not plain"#), "{e}");
     assert!(check_kind(&"k".repeat(65)).is_err());
 }
 

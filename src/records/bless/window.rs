@@ -45,7 +45,7 @@ pub(crate) fn check_kind(kind: &str) -> Result<(), String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !plain {
-        return Err(format!("--kind {shown:?} is not plain: {KIND_RULE}"));
+        return Err(format!("--kind \"{shown}\" is not plain: {KIND_RULE}"));
     }
     Ok(())
 }
