@@ -76,7 +76,7 @@ pub fn flush_stdout() {
 /// Where a [`Printer`]'s two streams go.
 #[derive(Debug, Clone)]
 enum Streams {
-    /// The process's stdout (checked: [`stdout_bytes`]) and stderr (`eprint!`).
+    /// The process's stdout (checked: [`stdout_bytes`]) and stderr (a failed write dropped).
     Std,
     /// Two buffers (stdout, stderr), shared by the printer's clones (the library's unit tests read them).
     #[cfg(test)]
@@ -157,7 +157,14 @@ impl Printer {
                 To::Out => print!("{s}"),
                 #[cfg(not(test))]
                 To::Out => stdout_bytes(s.as_bytes()),
+                #[cfg(test)]
                 To::Err => eprint!("{s}"),
+                // A stderr that cannot be written (a full disk, a closed pipe) has nowhere to be said: the line
+                // is dropped and the command goes on to its own exit code, never a panic (`eprint!` panics).
+                #[cfg(not(test))]
+                To::Err => {
+                    let _ = std::io::stderr().lock().write_all(s.as_bytes());
+                }
             },
             #[cfg(test)]
             Streams::Captured(b) => {

@@ -95,3 +95,33 @@ fn a_closed_pipe_ends_check_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert_ne!(out.status.code(), Some(101), "{err}");
 }
+
+/// A stderr that cannot be written is never a panic (exit 101): the line is dropped and the command ends with
+/// its own exit code; with stdout on /dev/full as well, the exit is still 5.
+#[test]
+fn a_full_stderr_is_never_a_panic() {
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let run = |args: &[&str], stdout: Stdio| {
+        Command::new(fixtures::BIN)
+            .args(args)
+            .current_dir(root())
+            .env_remove("GITHUB_ACTIONS")
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(full())
+            .status()
+            .unwrap()
+            .code()
+    };
+    // A gate that does not exist: its error goes to stderr only (exit 3, the spec's code).
+    assert_eq!(run(&["check", "no-such-gate.toml"], Stdio::null()), Some(3));
+    assert_eq!(
+        run(&["check", "gates/reference-smoke.toml"], full().into()),
+        Some(5)
+    );
+}
