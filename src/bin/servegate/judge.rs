@@ -162,7 +162,7 @@ pub fn cmd_judge(dir: &std::path::Path, gate: Option<PathBuf>, outputs: &Outputs
 /// directory) or an arm of a pair run (its parent holds `pair.json`). Then the sentence naming the run to
 /// judge instead: `DIR is point c=1 of the load run PARENT: judge PARENT`. None for a run directory.
 fn part_of_a_run(dir: &std::path::Path) -> Option<String> {
-    use servegate::evidence::layout::{PAIR_FILE, RUN_FILE};
+    use servegate::evidence::layout::RUN_FILE;
     let parent = match dir.parent() {
         Some(p) if dir.file_name().is_some() && p.as_os_str().is_empty() => PathBuf::from("."),
         Some(p) if dir.file_name().is_some() => p.to_path_buf(),
@@ -173,13 +173,10 @@ fn part_of_a_run(dir: &std::path::Path) -> Option<String> {
         .canonicalize()
         .ok()
         .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))?;
-    let json = |p: PathBuf| -> Option<serde_json::Value> {
-        serde_json::from_slice(&std::fs::read(p).ok()?).ok()
-    };
     let load_file = dir.join(servegate::evidence::load::LOAD_FILE);
     if load_file.is_file() && parent.join(RUN_FILE).is_file() {
-        let point = json(load_file)
-            .and_then(|v| v.get("point")?.as_str().map(servegate::text::shown))
+        let point = servegate::evidence::load::read_record(dir)
+            .map(|r| servegate::text::shown(&r.point))
             .unwrap_or(servegate::text::shown(&name));
         return Some(format!(
             "{} is point {point} of the load run {}, not a run of its own: judge {}",
@@ -189,14 +186,11 @@ fn part_of_a_run(dir: &std::path::Path) -> Option<String> {
         ));
     }
     if evidence::is_pair_dir(&parent) {
-        let arm = json(parent.join(PAIR_FILE)).and_then(|v| {
-            v.get("arms")?.as_array()?.iter().find_map(|a| {
-                (a.get("dir")?.as_str()? == name).then(|| {
-                    let n = a.get("arm").and_then(|n| n.as_u64()).unwrap_or(0);
-                    let role = a.get("role").and_then(|r| r.as_str()).unwrap_or("?");
-                    format!("arm {n} ({})", servegate::text::shown(role))
-                })
-            })
+        let arm = evidence::read_pair_summary(&parent).ok().and_then(|p| {
+            p.arms
+                .iter()
+                .find(|a| a.dir == name)
+                .map(|a| format!("arm {} ({})", a.arm, servegate::text::shown(&a.role)))
         });
         return Some(format!(
             "{} is {} of the pair run {}, not a run of its own: judge {}",

@@ -965,16 +965,9 @@ pub fn is_pair_dir(dir: &Path) -> bool {
     dir.join(crate::evidence::layout::PAIR_FILE).is_file()
 }
 
-/// Loads a pair run directory and every arm's evidence.
-pub fn load_pair(dir: &Path) -> Result<PairEvidence, EvidenceError> {
-    load_pair_with(dir, |_, _, reads| reads)
-}
-
-/// Like [`load_pair`], each arm loaded with [`load_with`] and `each`.
-pub fn load_pair_with<R>(
-    dir: &Path,
-    mut each: impl FnMut(&RequestRecord, Option<&ResponseMeta>, Vec<TimedRead>) -> R,
-) -> Result<PairEvidence<R>, EvidenceError> {
+/// Reads a pair run directory's `pair.json` alone (its arms are not loaded: [`load_pair_with`] does).
+/// Errors: unreadable, not the schema's shape, or another schema version, naming the file.
+pub fn read_pair_summary(dir: &Path) -> Result<PairSummary, EvidenceError> {
     let p = dir.join(crate::evidence::layout::PAIR_FILE);
     let text = crate::io::input::read_to_string(&p, crate::io::input::MAX_EVIDENCE_BYTES)
         .map_err(|e| EvidenceError::io(&p, e))?;
@@ -989,6 +982,21 @@ pub fn load_pair_with<R>(
             reason: format!("schema {:?}, expected {PAIR_SCHEMA:?}", summary.schema),
         });
     }
+    Ok(summary)
+}
+
+/// Loads a pair run directory and every arm's evidence.
+pub fn load_pair(dir: &Path) -> Result<PairEvidence, EvidenceError> {
+    load_pair_with(dir, |_, _, reads| reads)
+}
+
+/// Like [`load_pair`], each arm loaded with [`load_with`] and `each`.
+pub fn load_pair_with<R>(
+    dir: &Path,
+    mut each: impl FnMut(&RequestRecord, Option<&ResponseMeta>, Vec<TimedRead>) -> R,
+) -> Result<PairEvidence<R>, EvidenceError> {
+    let p = dir.join(crate::evidence::layout::PAIR_FILE);
+    let summary = read_pair_summary(dir)?;
     let mut arms = Vec::new();
     for a in &summary.arms {
         if a.dir.contains("..") || a.dir.starts_with('/') {
