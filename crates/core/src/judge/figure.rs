@@ -90,7 +90,8 @@ pub(super) struct FigureValues {
     pub(super) unmeasured: Vec<String>,
     /// `request 03 (cause)` for each request the client could not time, judged on the serve's figure.
     pub(super) on_serve: Vec<String>,
-    /// Per entry of `values`: true when it is the serve's figure standing in for the client's.
+    /// Per entry of `values` (pushed with it, so always as long): true when it is the serve's figure standing
+    /// in for the client's.
     pub(super) served: Vec<bool>,
     /// Planned timed judged requests.
     pub(super) planned: usize,
@@ -220,7 +221,7 @@ impl FigureValues {
     pub(super) fn each(&self, decimals: usize) -> String {
         self.values
             .iter()
-            .zip(self.served.iter().chain(std::iter::repeat(&false)))
+            .zip(&self.served)
             .map(|(v, served)| match v {
                 Some(x) if *served => format!("server {x:.decimals$}"),
                 Some(x) => format!("{x:.decimals$}"),
@@ -232,8 +233,9 @@ impl FigureValues {
 
     /// `n=K of N planned` (no sent reply left unmeasured for a delivery cause), or `n=K of M measured` when
     /// some were; K counts only the replies that gave a value of the assertion's own figure (a failed reply,
-    /// missing its value, is not in it, nor one judged on the serve's figure); then the untimed prompts' count, the replies judged on the serve's figure and those not
-    /// measured, with their causes (the first three, and how many more).
+    /// missing its value, is not in it, nor one judged on the serve's figure); then the untimed prompts'
+    /// count, the replies judged on the serve's figure and those not measured, with their causes (the first
+    /// three, and how many more).
     pub(super) fn n_text(&self) -> String {
         let sent = self.values.len();
         let mut s = if self.unmeasured.is_empty() {
