@@ -119,25 +119,11 @@ pub fn plan_mismatch(gate: &GateSpec, evidence: &Evidence) -> Option<String> {
     ))
 }
 
-/// Accounts for every planned request of a run (see [`Accounting`]), the plan taken from `run.json`.
+/// Accounts for every planned request of a run (see [`Accounting`]), the plan taken from `run.json`. Judging
+/// calls it once [`plan_mismatch`] has found none, so the plan is then the judging gate's too (a load
+/// gate's top-level run keeps `run.json`'s; older evidence without a plan recorded takes its judged
+/// requests as the plan).
 pub fn account(evidence: &Evidence) -> Accounting {
-    account_planned(evidence, evidence.run.planned)
-}
-
-/// [`account`] with the plan `gate` makes ([`gate_planned`]), not the one `run.json` states: what judging
-/// uses, so `n=K of N planned` states the gate's N. A load gate's top-level run keeps `run.json`'s; older
-/// evidence without a plan recorded takes its judged requests as the plan, as [`account`] does.
-pub fn account_for(gate: &GateSpec, evidence: &Evidence) -> Accounting {
-    let plan = evidence
-        .run
-        .planned
-        .map(|p| gate_planned(gate).unwrap_or(p));
-    account_planned(evidence, plan)
-}
-
-/// [`account`] with `plan` as the judged requests planned (None: older evidence, the sent requests are
-/// the plan).
-fn account_planned(evidence: &Evidence, plan: Option<usize>) -> Accounting {
     let run = &evidence.run;
     let judged: Vec<&RequestEvidence> = evidence
         .requests
@@ -145,6 +131,7 @@ fn account_planned(evidence: &Evidence, plan: Option<usize>) -> Accounting {
         .filter(|r| !r.record.warmup)
         .collect();
     let sent = judged.len();
+    let plan = run.planned;
     let planned = plan.unwrap_or(sent);
     let warm = run
         .planned_warmup

@@ -36,7 +36,7 @@ mod verdict;
 
 pub use crate::text::{strip_escapes, strip_escapes_counted};
 pub use accounting::{
-    account, account_for, gate_planned, plan_mismatch, request_failure, Accounting, EXIT_LOG_LINES,
+    account, gate_planned, plan_mismatch, request_failure, Accounting, EXIT_LOG_LINES,
 };
 pub use content::{content_problem, reply_problem, ProblemKind};
 pub use figure::{declared_bound, MIN_MEASURED_SHARE};
@@ -78,7 +78,8 @@ fn with_serve_log(gate: &GateSpec, evidence: &Evidence, judged: &mut [Judged]) {
 
 /// Judges every declared assertion of `gate` on `evidence`, in the order of `Assertions::names`.
 ///
-/// Every planned request is accounted for ([`account_for`]: the plan is the gate's, `repeats × prompts`):
+/// Every planned request is accounted for ([`account`], once [`plan_mismatch`] has found the plan the
+/// gate's, `repeats × prompts`):
 /// a request never sent, or sent and failed ([`request_failure`]), is a missing value of every figure
 /// assertion (shown as `-` with its reason) and a failure of `content` and `known_answer`; lines say
 /// `n=K of N planned`, N the gate's. A run.json stating another plan fails every assertion
@@ -165,7 +166,7 @@ fn judge_unmasked(gate: &GateSpec, evidence: &Evidence, inputs: &JudgeInputs) ->
         let over = max_tokens::over_max_tokens(&j.ev.reply, &j.fig, gate.request.max_tokens);
         j.fig.warnings.extend(over);
     }
-    let acct = accounting::account_for(gate, evidence);
+    let acct = accounting::account(evidence);
     let mut out = Vec::new();
     for name in names {
         let v = match name {

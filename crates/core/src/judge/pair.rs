@@ -14,7 +14,7 @@ use super::{drift, redact, regression};
 /// Judges a pair gate on a pair run: `ratio` (theirs / ours of the metric's medians, both numbers, the ratio
 /// and the order in one line), `same_answers` (every reply of both runtimes to a prompt is the same text),
 /// and `content` / `known_answer` over every arm. Like [`judge`], it reads no file (only the API key's
-/// variable, to mask it). Every arm is accounted for as a run is ([`account_for`], the gate's plan; an arm whose run.json states
+/// variable, to mask it). Every arm is accounted for as a run is ([`account`], the gate's plan; an arm whose run.json states
 /// another fails every assertion, [`plan_mismatch`]): a request never sent or
 /// failed in any arm is a missing value of `ratio` and fails
 /// `same_answers`, and an arm whose serve failed during the run fails every assertion. Messages are masked
@@ -70,7 +70,7 @@ pub(super) fn judge_pair_unmasked(
             .map(|n| Verdict::new(*n, Outcome::Fail, &reason))
             .collect();
     }
-    let accts: Vec<Accounting> = ev.arms.iter().map(|e| account_for(gate, e)).collect();
+    let accts: Vec<Accounting> = ev.arms.iter().map(account).collect();
     // An arm whose serve failed during the run fails every assertion, naming the arm.
     let serve_failures: Vec<String> = ev
         .summary
