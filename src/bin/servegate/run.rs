@@ -376,15 +376,15 @@ pub fn gate_files(args: Vec<PathBuf>) -> Result<Vec<PathBuf>, (i32, String)> {
             continue;
         }
         let shown = servegate::text::shown(&a.display().to_string());
-        let entries = std::fs::read_dir(&a).map_err(|e| {
-            (
-                exit::SPEC_INVALID,
-                format!("{shown}: cannot read the gates directory: {e}"),
-            )
-        })?;
-        let mut found: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))
+        let found: Vec<PathBuf> = servegate::run::harness::toml_files_in(&a)
+            .map_err(|e| {
+                (
+                    exit::SPEC_INVALID,
+                    format!("{shown}: cannot read the gates directory: {e}"),
+                )
+            })?
+            .into_iter()
+            .filter(|p| p.is_file())
             .collect();
         if found.is_empty() {
             return Err((
@@ -392,7 +392,6 @@ pub fn gate_files(args: Vec<PathBuf>) -> Result<Vec<PathBuf>, (i32, String)> {
                 format!("nothing was checked: no gate file (*.toml) in {shown}"),
             ));
         }
-        found.sort();
         files.extend(found);
     }
     Ok(files)

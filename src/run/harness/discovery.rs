@@ -10,13 +10,18 @@ pub(crate) fn discover_in(root: &Path) -> Result<Vec<PathBuf>, String> {
     if root.is_file() {
         return Ok(vec![root.to_path_buf()]);
     }
-    let entries = std::fs::read_dir(root).map_err(|e| {
+    toml_files_in(root).map_err(|e| {
         format!(
             "{}: {e} (set SERVEGATE_GATES to a gates directory)",
             root.display()
         )
-    })?;
-    let mut files: Vec<PathBuf> = entries
+    })
+}
+
+/// The `*.toml` entries of the directory `dir` (one level, not its subdirectories), sorted by name: the
+/// gate files of a gates directory, for the harness and for `servegate run DIR`.
+pub fn toml_files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();

@@ -39,6 +39,7 @@ use crate::sinks::outputs::Outputs;
 use crate::spec::GateSpec;
 
 pub use adapter::*;
+pub use discovery::toml_files_in;
 pub(crate) use discovery::{discover_in, nothing_selected};
 
 /// What happened to one gate.
