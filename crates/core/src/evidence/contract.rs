@@ -148,12 +148,9 @@ pub fn load_raw(dir: &Path) -> Result<BTreeMap<String, Vec<RawExchange>>, Eviden
     names.sort();
     for name in names {
         let path = root.join(&name).join(CHECK_FILE);
-        let text =
-            match crate::io::input::read_to_string(&path, crate::io::input::MAX_EVIDENCE_BYTES) {
-                Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(EvidenceError::io(&path, e)),
-            };
+        let Some(text) = super::read_if_present(&path)? else {
+            continue;
+        };
         let file: CheckFile =
             serde_json::from_str(&text).map_err(|e| EvidenceError::Malformed {
                 path: path.clone(),
@@ -170,16 +167,12 @@ pub fn load_raw(dir: &Path) -> Result<BTreeMap<String, Vec<RawExchange>>, Eviden
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or(serde_json::Value::Null);
             let reads_path = at(crate::evidence::layout::READS_SUFFIX);
-            let reads = match crate::io::input::read_to_string(
-                &reads_path,
-                crate::io::input::MAX_EVIDENCE_BYTES,
-            ) {
-                Ok(t) => reads::decode(&t).map_err(|e| EvidenceError::Malformed {
+            let reads = match super::read_if_present(&reads_path)? {
+                Some(t) => reads::decode(&t).map_err(|e| EvidenceError::Malformed {
                     path: reads_path.clone(),
                     reason: e.to_string(),
                 })?,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-                Err(e) => return Err(EvidenceError::io(&reads_path, e)),
+                None => Vec::new(),
             };
             exchanges.push(RawExchange {
                 record,

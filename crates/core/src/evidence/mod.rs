@@ -545,14 +545,23 @@ impl EvidenceWriter {
 /// The progress file of a run directory: one [`RequestRecord`] a line, appended as requests end.
 pub use layout::PROGRESS_FILE;
 
+/// A run directory's file at `path` as text, read bounded ([`crate::io::input::read_to_string`],
+/// [`crate::io::input::MAX_EVIDENCE_BYTES`]): None when it is absent (a file the evidence may lack); any
+/// other failure (unreadable, not a regular file, over the limit, not UTF-8) an error naming it.
+pub(crate) fn read_if_present(path: &Path) -> Result<Option<String>, EvidenceError> {
+    match crate::io::input::read_to_string(path, crate::io::input::MAX_EVIDENCE_BYTES) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(EvidenceError::io(path, e)),
+    }
+}
+
 /// The records of `requests.jsonl` in `dir` (empty when absent). A last line without its newline (the
 /// runner was killed while appending) is dropped; any other unparsable line is an error.
 pub fn read_progress(dir: &Path) -> Result<Vec<RequestRecord>, EvidenceError> {
     let path = dir.join(PROGRESS_FILE);
-    let text = match crate::io::input::read_to_string(&path, crate::io::input::MAX_EVIDENCE_BYTES) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(EvidenceError::io(&path, e)),
+    let Some(text) = read_if_present(&path)? else {
+        return Ok(Vec::new());
     };
     let complete = match text.rfind('\n') {
         Some(i) => &text[..=i],
@@ -866,18 +875,14 @@ pub fn load_with<R>(
             reason,
         })?;
         let meta_path = dir.join(crate::evidence::layout::response_file(rec.index));
-        let response: Option<ResponseMeta> = match crate::io::input::read_to_string(
-            &meta_path,
-            crate::io::input::MAX_EVIDENCE_BYTES,
-        ) {
-            Ok(t) => Some(
+        let response: Option<ResponseMeta> = match read_if_present(&meta_path)? {
+            Some(t) => Some(
                 serde_json::from_str(&t).map_err(|e| EvidenceError::Malformed {
                     path: meta_path.clone(),
                     reason: e.to_string(),
                 })?,
             ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(EvidenceError::io(&meta_path, e)),
+            None => None,
         };
         let reply = each(rec, response.as_ref(), reads);
         requests.push(RequestEvidence {
