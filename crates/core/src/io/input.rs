@@ -91,12 +91,17 @@ fn too_large(size: String, limit: u64) -> Error {
 /// open: a FIFO, socket, device or directory is refused (`InvalidInput`, the kind named). For callers that
 /// stream the file with their own bound.
 pub fn open_regular(path: &Path) -> std::io::Result<File> {
+    open_regular_sized(path).map(|(f, _)| f)
+}
+
+/// [`open_regular`] and the file's size, bytes (from the one `fstat` that checked its type).
+fn open_regular_sized(path: &Path) -> std::io::Result<(File, u64)> {
     let f = open_nonblocking(path)?;
-    let ft = f.metadata()?.file_type();
-    if !ft.is_file() {
-        return Err(not_regular(ft));
+    let meta = f.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(not_regular(meta.file_type()));
     }
-    Ok(f)
+    Ok((f, meta.len()))
 }
 
 /// Reads at most `limit` bytes of `f` (whose size on disk is `len`): more is `FileTooLarge`.
@@ -115,8 +120,7 @@ fn read_bounded(f: File, len: u64, limit: u64) -> std::io::Result<Vec<u8>> {
 /// Reads the regular file at `path` whole, at most `limit` bytes (the module doc: anything else is
 /// refused before it is read).
 pub fn read(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    let f = open_regular(path)?;
-    let len = f.metadata()?.len();
+    let (f, len) = open_regular_sized(path)?;
     read_bounded(f, len, limit)
 }
 
