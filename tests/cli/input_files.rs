@@ -75,16 +75,21 @@ fn judge(dir: &Path) -> (Option<i32>, String) {
     bounded(&["judge".as_ref(), dir.as_os_str()])
 }
 
+/// `servegate judge` of a copied recorded run whose `file` is a link to `/dev/zero`: exit code, stderr.
+fn judge_with_dev_zero_as(file: &str) -> (Option<i32>, String) {
+    let t = tempfile::tempdir().unwrap();
+    let dir = copy_run(t.path());
+    let path = dir.join(file);
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+    judge(&dir)
+}
+
 /// A reads file linked to `/dev/zero` was read until the OOM killer came (16 GB): refused unread, exit 5
 /// (evidence), the file and its kind named.
 #[test]
 fn judge_refuses_a_reads_file_linked_to_dev_zero() {
-    let t = tempfile::tempdir().unwrap();
-    let dir = copy_run(t.path());
-    let reads = dir.join("05.reads.jsonl");
-    std::fs::remove_file(&reads).unwrap();
-    std::os::unix::fs::symlink("/dev/zero", &reads).unwrap();
-    let (code, stderr) = judge(&dir);
+    let (code, stderr) = judge_with_dev_zero_as("05.reads.jsonl");
     assert_eq!(code, Some(5), "{stderr}");
     assert!(
         stderr.contains("05.reads.jsonl: not a regular file (a character device)"),
@@ -95,12 +100,7 @@ fn judge_refuses_a_reads_file_linked_to_dev_zero() {
 /// run.json linked to `/dev/zero`: refused, exit 5, named as a device (not "no run.json").
 #[test]
 fn judge_refuses_a_run_json_linked_to_dev_zero() {
-    let t = tempfile::tempdir().unwrap();
-    let dir = copy_run(t.path());
-    let run = dir.join("run.json");
-    std::fs::remove_file(&run).unwrap();
-    std::os::unix::fs::symlink("/dev/zero", &run).unwrap();
-    let (code, stderr) = judge(&dir);
+    let (code, stderr) = judge_with_dev_zero_as("run.json");
     assert_eq!(code, Some(5), "{stderr}");
     assert!(
         stderr.contains("run.json: not a regular file (a character device)"),
@@ -111,12 +111,7 @@ fn judge_refuses_a_run_json_linked_to_dev_zero() {
 /// serve.log linked to `/dev/zero`: refused, exit 5, named (it was read up to the judging cap from a device).
 #[test]
 fn judge_refuses_a_serve_log_linked_to_dev_zero() {
-    let t = tempfile::tempdir().unwrap();
-    let dir = copy_run(t.path());
-    let log = dir.join("serve.log");
-    std::fs::remove_file(&log).unwrap();
-    std::os::unix::fs::symlink("/dev/zero", &log).unwrap();
-    let (code, stderr) = judge(&dir);
+    let (code, stderr) = judge_with_dev_zero_as("serve.log");
     assert_eq!(code, Some(5), "{stderr}");
     assert!(
         stderr.contains("serve.log: not a regular file (a character device)"),
